@@ -1,0 +1,60 @@
+# Codebox — every target sets up what it needs, idempotently (stamps live in .make/).
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := .make
+NODE_DIR := codebox_tui/runtime/node
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test lint typecheck unit pytest schemas screenshots bench clean
+
+setup: $(STAMP)/system $(STAMP)/venv $(STAMP)/node
+
+$(STAMP)/system: scripts/install-system.sh
+	bash scripts/install-system.sh
+	@mkdir -p $(STAMP) && touch $@
+
+$(STAMP)/venv: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip 2>&1 | grep -v 'is ignored' || true
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]' 2>&1 | grep -v 'is ignored' || true
+	$(PY) -c "import codebox_tui, textual, pydantic, unidiff, playwright"
+	@mkdir -p $(STAMP) && touch $@
+
+$(STAMP)/node: $(NODE_DIR)/package-lock.json
+	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	@mkdir -p $(STAMP) && touch $@
+
+## The main job: a contributor's probe against the example plugin, in a real Playground sandbox.
+demo: setup
+	rm -rf demo-artifacts
+	$(VENV)/bin/codebox run \
+	  --mount examples/simple-plugin:/wordpress/wp-content/plugins/simple-plugin:readonly \
+	  --command wordpress.run-php --arg code-file=examples/simple-plugin/probe.php \
+	  --artifacts demo-artifacts
+	$(VENV)/bin/codebox artifacts list demo-artifacts
+
+## Everything CI checks: lint, types, the import contracts, then all tests (real Playground, git, SQLite, Chromium).
+test: setup lint typecheck pytest
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
+
+typecheck: setup
+	$(VENV)/bin/mypy
+
+pytest: setup
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+schemas: setup
+	$(PY) -m codebox_tui.contracts.schemas --write
+
+screenshots: setup
+	$(PY) -m codebox_tui.screenshots
+
+bench: setup
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(STAMP) demo-artifacts .pytest_cache .mypy_cache .ruff_cache

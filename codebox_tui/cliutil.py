@@ -1,0 +1,59 @@
+"""Output helpers shared by the CLI modules: one JSON document on stdout with ``--json``,
+human text otherwise, progress on stderr, and one clear line for every user error."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, NoReturn
+
+import typer
+from pydantic import BaseModel
+
+from codebox_tui.errors import CodeboxError, ExitCode
+
+CLI_FAILURE_SCHEMA = "wp-codebox/cli-failure/v1"
+
+
+def to_jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return value
+
+
+def emit_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(to_jsonable(value), indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def progress(message: str) -> None:
+    """A human progress line on stderr (never on stdout, which ``--json`` keeps clean)."""
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
+def fail(error: CodeboxError, *, json_mode: bool, command: str = "") -> NoReturn:
+    if json_mode:
+        emit_json(
+            {
+                "schema": CLI_FAILURE_SCHEMA,
+                "success": False,
+                "status": "error",
+                "command": command,
+                "error": error.to_dict(),
+                "exitCode": int(error.exit_code),
+            }
+        )
+    else:
+        sys.stderr.write(f"codebox: error: {error}\n")
+        hint = error.details.get("hint") if error.details else None
+        if hint:
+            sys.stderr.write(f"  hint: {hint}\n")
+    raise typer.Exit(int(error.exit_code))
+
+
+JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdout.")
+
+
+def exit_with(code: ExitCode | int) -> NoReturn:
+    raise typer.Exit(int(code))

@@ -1,0 +1,77 @@
+"""Canonical JSON ("stableJson") and the sha256 helpers every digest is built from.
+
+Keys sorted by UTF-16 code unit, no whitespace, JS scalar formatting, arrays cut at
+2,000 items, objects at 300 keys, depth capped at 30 (see the spec, section 1.1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+MAX_ARRAY_ITEMS = 2000
+MAX_OBJECT_KEYS = 300
+MAX_DEPTH = 30
+
+
+def _utf16_key(key: str) -> bytes:
+    return key.encode("utf-16-be")
+
+
+def _js_number(value: float) -> str:
+    if math.isnan(value) or math.isinf(value):
+        return "null"  # JSON.stringify(NaN) === "null"
+    if value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    text = repr(value)
+    if "e" in text:
+        mantissa, exp = text.split("e")
+        sign = "-" if exp.startswith("-") else "+"
+        return f"{mantissa}e{sign}{exp.lstrip('+-').lstrip('0') or '0'}"
+    return text
+
+
+def stable_json(value: Any, _depth: int = 0, _seen: frozenset[int] = frozenset()) -> str:
+    """Serialise ``value`` exactly like the reference's ``stableJson``."""
+    if _depth > MAX_DEPTH:
+        return '"[max-depth]"'
+    if value is None or isinstance(value, bool | str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _js_number(value)
+    if isinstance(value, dict | list | tuple):
+        if id(value) in _seen:
+            return '"[circular]"'
+        seen = _seen | {id(value)}
+        if isinstance(value, dict):
+            keys = sorted((str(k) for k in value), key=_utf16_key)[:MAX_OBJECT_KEYS]
+            parts = [
+                json.dumps(k, ensure_ascii=False) + ":" + stable_json(value[k], _depth + 1, seen) for k in keys
+            ]
+            return "{" + ",".join(parts) + "}"
+        return "[" + ",".join(stable_json(v, _depth + 1, seen) for v in list(value)[:MAX_ARRAY_ITEMS]) + "]"
+    raise TypeError(f"stable_json cannot serialise {type(value).__name__}")
+
+
+def sha256_hex(data: bytes | str) -> str:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def domain_digest(domain: str, value: Any) -> str:
+    """``sha256(domain + "\\n" + stableJson(value))`` — the reference's domain-separated digest."""
+    return sha256_hex(domain + "\n" + stable_json(value))
+
+
+def digest_object(value: str) -> dict[str, str]:
+    return {"algorithm": "sha256", "value": value}
+
+
+def pretty_json(value: Any) -> str:
+    """How Codebox writes JSON files: sorted keys, 2-space indent, trailing newline."""
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

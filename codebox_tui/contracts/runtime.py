@@ -1,0 +1,185 @@
+"""Runtime contracts: policy, mounts, the command catalog, execution results and events."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from codebox_tui.contracts.common import Contract, OpenContract
+
+POLICY_SCHEMA = "wp-codebox/runtime-policy/v1"
+CATALOG_SCHEMA = "wp-codebox/command-catalog/v1"
+COMMAND_RESULT_SCHEMA = "wp-codebox/runtime-command-result/v1"
+RUN_OUTPUT_SCHEMA = "wp-codebox/run/v1"
+BOOT_OUTPUT_SCHEMA = "wp-codebox/boot/v1"
+EVENT_SCHEMA = "wp-codebox/runtime-event/v1"
+
+ENV_NAME_PATTERN = r"^[A-Z_][A-Z0-9_]*$"
+
+
+class NetworkAllowHosts(Contract):
+    allowHosts: list[str] = Field(min_length=1)
+
+    @field_validator("allowHosts")
+    @classmethod
+    def _non_empty(cls, hosts: list[str]) -> list[str]:
+        for host in hosts:
+            if not host.strip():
+                raise ValueError("allowHosts entries must be non-empty host names")
+        return hosts
+
+
+class RuntimePolicy(Contract):
+    """What a sandbox may do. ``commands`` is a hard allow-list checked before execution.
+
+    ``secrets`` is ``"none"``, ``"connector-scoped"`` (reference values) or an allow-list of
+    environment variable names whose values are passed in and redacted from every output.
+    """
+
+    network: Literal["allow", "deny"] | NetworkAllowHosts = "deny"
+    filesystem: Literal["sandbox", "readonly-mounts", "readwrite-mounts"] = "readwrite-mounts"
+    commands: list[str] = Field(min_length=1)
+    secrets: Literal["none", "connector-scoped"] | list[str] = "none"
+    approvals: Literal["never", "on-write", "on-command"] = "never"
+
+    @field_validator("commands")
+    @classmethod
+    def _commands_non_empty(cls, commands: list[str]) -> list[str]:
+        for command in commands:
+            if not command.strip():
+                raise ValueError("command ids must be non-empty strings")
+        return list(dict.fromkeys(commands))
+
+    @field_validator("secrets")
+    @classmethod
+    def _secret_names(cls, secrets: str | list[str]) -> str | list[str]:
+        if isinstance(secrets, list):
+            import re
+
+            for name in secrets:
+                if not re.match(ENV_NAME_PATTERN, name):
+                    raise ValueError(f"secret name {name!r} must match {ENV_NAME_PATTERN}")
+        return secrets
+
+    @property
+    def secret_names(self) -> list[str]:
+        return list(self.secrets) if isinstance(self.secrets, list) else []
+
+    @property
+    def network_denied(self) -> bool:
+        return self.network == "deny"
+
+
+class MountSpec(Contract):
+    """A host folder or file made visible inside the sandbox."""
+
+    type: Literal["directory", "file"] = "directory"
+    source: str
+    target: str
+    mode: Literal["readonly", "readwrite"] = "readwrite"
+    captureArtifacts: bool = True
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class CommandArg(Contract):
+    name: str
+    description: str
+    required: bool = False
+    repeatable: bool = False
+    format: str | None = None
+
+
+class CommandSpec(Contract):
+    id: str
+    description: str
+    acceptedArgs: list[CommandArg] = Field(default_factory=list)
+    outputShape: str
+    policyRequirement: str
+    requiresPolicyCommands: list[str] = Field(default_factory=list)
+    recipe: bool = True
+    handler: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class CommandCatalog(Contract):
+    schema_: Literal["wp-codebox/command-catalog/v1"] = Field(default=CATALOG_SCHEMA, alias="schema")
+    commands: list[CommandSpec]
+
+
+class CommandError(Contract):
+    code: str
+    message: str
+    data: dict[str, Any] | None = None
+
+
+class CommandResultEnvelope(Contract):
+    schema_: Literal["wp-codebox/runtime-command-result/v1"] = Field(
+        default=COMMAND_RESULT_SCHEMA, alias="schema"
+    )
+    status: Literal["ok", "error"]
+    stdout: str | None = None
+    stderr: str | None = None
+    json_: Any | None = Field(default=None, alias="json")
+    diagnostics: dict[str, Any] | None = None
+    artifactRefs: list[dict[str, Any]] | None = None
+    error: CommandError | None = None
+
+
+class ExecutionResult(Contract):
+    """One command run inside a sandbox (a line of ``commands.jsonl``)."""
+
+    id: str
+    command: str
+    args: list[str] = Field(default_factory=list)
+    exitCode: int
+    stdout: str = ""
+    stderr: str = ""
+    result: CommandResultEnvelope | None = None
+    diagnostics: dict[str, Any] | None = None
+    artifactRefs: list[dict[str, Any]] | None = None
+    startedAt: str
+    finishedAt: str
+    durationMs: int = 0
+
+
+class RuntimeEvent(OpenContract):
+    """One line of ``events.jsonl``: ``{id, type, timestamp, level, data?}``."""
+
+    id: str
+    type: str
+    timestamp: str
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    data: dict[str, Any] | None = None
+
+
+class RuntimeInfo(OpenContract):
+    id: str
+    backend: str = "wordpress-playground"
+    environment: dict[str, Any] = Field(default_factory=dict)
+    createdAt: str
+    status: Literal["created", "running", "destroyed", "failed"] = "created"
+    previewUrl: str | None = None
+
+
+class RunOutput(Contract):
+    """What ``codebox run --json`` prints."""
+
+    schema_: Literal["wp-codebox/run/v1"] = Field(default=RUN_OUTPUT_SCHEMA, alias="schema")
+    success: bool
+    runtime: RuntimeInfo
+    executions: list[ExecutionResult] = Field(default_factory=list)
+    execution: ExecutionResult | None = None
+    artifacts: dict[str, Any] = Field(default_factory=dict)
+    error: CommandError | None = None
+    timings: dict[str, float] = Field(default_factory=dict)
+
+
+class BootOutput(Contract):
+    schema_: Literal["wp-codebox/boot/v1"] = Field(default=BOOT_OUTPUT_SCHEMA, alias="schema")
+    success: bool
+    runtime: RuntimeInfo
+    previewUrl: str | None = None
+    holdSeconds: float | None = None
+    artifacts: dict[str, Any] = Field(default_factory=dict)
+    error: CommandError | None = None

@@ -1,0 +1,161 @@
+"""The runtime command catalog: every command id a sandbox understands, its arguments and policy needs.
+
+This is data only; handlers live in :mod:`codebox_tui.runtime.commands`. ``codebox commands --json``
+prints it without booting anything.
+"""
+
+from __future__ import annotations
+
+from codebox_tui.contracts.runtime import CommandArg, CommandCatalog, CommandSpec
+from codebox_tui.errors import BadInputError
+
+A = CommandArg
+
+_COMMANDS: list[CommandSpec] = [
+    CommandSpec(
+        id="inspect-mounted-inputs",
+        description="List each mount's target, host source and top-level entries as the sandbox sees them.",
+        outputShape="json",
+        policyRequirement="inspect-mounted-inputs",
+        handler="codebox_tui.runtime.commands:inspect_mounted_inputs",
+    ),
+    CommandSpec(
+        id="wordpress.run-php",
+        description="Run PHP inside the sandbox, after loading WordPress unless bootstrap=none.",
+        acceptedArgs=[
+            A(name="code", description="PHP source; '<?php' is prepended when missing"),
+            A(name="code-file", description="Host path of a PHP file (relative to the current directory)",
+              format="path"),
+            A(name="bootstrap", description="'wordpress' (default) loads wp-load.php; 'none' runs bare PHP",
+              format="enum:wordpress,none"),
+        ],
+        outputShape="raw-stdout",
+        policyRequirement="wordpress.run-php",
+        handler="codebox_tui.runtime.commands:run_php",
+        metadata={"requiresOneOf": ["code", "code-file"]},
+    ),
+    CommandSpec(
+        id="wordpress.wp-cli",
+        description="Run a WP-CLI command (needs a wp-cli.phar: --wp-cli-phar or CODEBOX_WP_CLI_PHAR).",
+        acceptedArgs=[A(name="command", description="WP-CLI command line, with or without leading 'wp'",
+                        required=True)],
+        outputShape="raw-stdout",
+        policyRequirement="wordpress.wp-cli",
+        handler="codebox_tui.runtime.commands:wp_cli",
+    ),
+    CommandSpec(
+        id="wordpress.ability",
+        description="Execute a registered WordPress Ability (Abilities API) with JSON input.",
+        acceptedArgs=[
+            A(name="name", description="Ability name, e.g. 'my-plugin/do-thing'", required=True),
+            A(name="input", description="JSON input passed to the ability", format="json"),
+        ],
+        outputShape="wp-codebox/wordpress-ability-result/v1",
+        policyRequirement="wordpress.ability",
+        handler="codebox_tui.runtime.commands:ability",
+    ),
+    CommandSpec(
+        id="wordpress.phpunit",
+        description="Run a mounted plugin's PHPUnit suite inside the sandbox and record JUnit results.",
+        acceptedArgs=[
+            A(name="plugin-slug", description="Plugin directory under wp-content/plugins", required=True),
+            A(name="test-file", description="Run only this test file (plugin-relative)"),
+            A(name="phpunit-xml", description="PHPUnit configuration file (plugin-relative)"),
+        ],
+        outputShape="wp-codebox/test-results/v1",
+        policyRequirement="wordpress.phpunit",
+        requiresPolicyCommands=["wordpress.run-php"],
+        handler="codebox_tui.runtime.commands:phpunit",
+    ),
+    CommandSpec(
+        id="wordpress.browser-probe",
+        description="Load a page of the live preview in Chromium and capture evidence.",
+        acceptedArgs=[
+            A(name="url", description="Path or URL on the sandbox preview", required=True),
+            A(name="wait-for", description="domcontentloaded|load|networkidle|selector:<css>"),
+            A(name="viewport", description="WIDTHxHEIGHT", format="viewport"),
+            A(name="capture", description="Comma list of console,errors,html,network,performance,screenshot",
+              format="comma-enum:console,errors,html,network,performance,screenshot"),
+            A(name="timeout", description="Per-probe timeout, e.g. 30s", format="duration"),
+        ],
+        outputShape="wp-codebox/browser-probe-result/v1",
+        policyRequirement="wordpress.browser-probe",
+        handler="codebox_tui.browser.probe:browser_probe",
+    ),
+    CommandSpec(
+        id="wordpress.browser-actions",
+        description="Drive the live preview through scripted steps (navigate, click, fill, press, select, "
+        "waitFor, expect, screenshot).",
+        acceptedArgs=[
+            A(name="url", description="Start page on the sandbox preview"),
+            A(name="steps-json", description="JSON array of steps, inline or @path", required=True,
+              format="json"),
+            A(name="step-timeout", description="Per-step timeout", format="duration"),
+            A(name="timeout", description="Total timeout", format="duration"),
+            A(name="capture", description="Comma list of console,errors,html,network,screenshot",
+              format="comma-enum:console,errors,html,network,screenshot"),
+        ],
+        outputShape="wp-codebox/browser-actions-result/v1",
+        policyRequirement="wordpress.browser-actions",
+        handler="codebox_tui.browser.actions:browser_actions",
+    ),
+    CommandSpec(
+        id="wordpress.browser-actions.evaluate",
+        description="Capability only: allows 'evaluate' steps in wordpress.browser-actions.",
+        outputShape="none",
+        policyRequirement="wordpress.browser-actions.evaluate",
+        recipe=False,
+        handler="policy-only",
+    ),
+]
+
+
+def command_catalog() -> CommandCatalog:
+    return CommandCatalog(commands=list(_COMMANDS))
+
+
+def get_command(command_id: str) -> CommandSpec:
+    for spec in _COMMANDS:
+        if spec.id == command_id:
+            return spec
+    known = ", ".join(spec.id for spec in _COMMANDS)
+    raise BadInputError(
+        f"Unknown command {command_id!r}; known commands: {known}",
+        code="unknown-command",
+        field="command",
+    )
+
+
+def parse_args(spec: CommandSpec, raw_args: list[str]) -> dict[str, str]:
+    """Turn ``key=value`` strings into a dict, rejecting unknown and missing arguments."""
+    accepted = {arg.name: arg for arg in spec.acceptedArgs}
+    parsed: dict[str, str] = {}
+    for index, raw in enumerate(raw_args):
+        key, sep, value = raw.partition("=")
+        if not sep or not key:
+            raise BadInputError(
+                f"Argument {raw!r} must look like key=value", code="invalid-arg", field=f"args[{index}]"
+            )
+        if key not in accepted:
+            names = ", ".join(accepted) or "none"
+            raise BadInputError(
+                f"Command {spec.id} does not accept argument {key!r} (accepted: {names})",
+                code="unknown-arg",
+                field=f"args[{index}]",
+            )
+        if key in parsed and not accepted[key].repeatable:
+            raise BadInputError(f"Argument {key!r} given twice", code="duplicate-arg", field=f"args[{index}]")
+        parsed[key] = value
+    for arg in spec.acceptedArgs:
+        if arg.required and arg.name not in parsed:
+            raise BadInputError(
+                f"Command {spec.id} needs argument {arg.name}=…", code="missing-arg", field=arg.name
+            )
+    one_of = spec.metadata.get("requiresOneOf")
+    if one_of and not any(name in parsed for name in one_of):
+        raise BadInputError(
+            f"Command {spec.id} needs one of: " + ", ".join(f"{n}=…" for n in one_of),
+            code="missing-code",
+            field=one_of[0],
+        )
+    return parsed

@@ -1,0 +1,55 @@
+"""Typed settings (environment variables prefixed ``CODEBOX_``)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from platformdirs import user_data_dir
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+NODE_BRIDGE_DIR = PACKAGE_DIR / "runtime" / "node"
+
+
+class CodeboxSettings(BaseSettings):
+    """Where Codebox keeps its state and which external tools it uses."""
+
+    model_config = SettingsConfigDict(env_prefix="CODEBOX_", extra="ignore")
+
+    home: Path = Field(default_factory=lambda: Path(user_data_dir("codebox", appauthor=False)))
+    wp_cli_phar: Path | None = None
+    node: str = "node"
+    chromium: str = "/usr/bin/chromium"
+    default_wp: str = "6.5"
+    default_php: str = "8.3"
+    boot_timeout_s: float = 120.0
+    command_timeout_s: float = 120.0
+
+    @property
+    def playground_home(self) -> Path:
+        """``$HOME`` handed to Playground: its download cache is seeded here, so it never fetches."""
+        return self.home / "playground-home"
+
+    @property
+    def golden_dir(self) -> Path:
+        return self.home / "golden"
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "codebox.sqlite3"
+
+    @property
+    def keymap_path(self) -> Path:
+        return self.home / "keymap.json"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> CodeboxSettings:
+    return CodeboxSettings()
+
+
+def reload_settings() -> CodeboxSettings:
+    get_settings.cache_clear()
+    return get_settings()

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Codebox needs, only when something is missing (idempotent).
+#   chromium        browser probes (Playwright drives it; it cannot download its own browser here)
+#                   and SVG -> PNG screenshots
+#   phpunit         PHPUnit 9 sources, mounted read-only into sandboxes by wordpress.phpunit
+#   tmux            the end-to-end test that drives the real TUI in a terminal
+#   git             baselines and the git apply adapter
+#   fonts-dejavu-core  monospace font for rendering screenshots
+set -euo pipefail
+need=()
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+[ -e /usr/share/php/PHPUnit/Framework/TestCase.php ] || need+=(phpunit)
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
+command -v git >/dev/null 2>&1 || need+=(git)
+command -v node >/dev/null 2>&1 || need+=(nodejs npm)
+[ -e /usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf ] || need+=(fonts-dejavu-core)
+if [ ${#need[@]} -eq 0 ]; then
+  echo "system packages: all present"
+  exit 0
+fi
+echo "system packages: installing ${need[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get -o DPkg::Lock::Timeout=600 update -q
+$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${need[@]}"
