@@ -1,0 +1,24 @@
+"""Run every benchmark under bench/ in turn (``make bench``); each prints its own table."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def main() -> int:
+    failures = 0
+    for script in sorted(HERE.glob("bench_*.py")):
+        print(f"\n=== {script.name} ===", flush=True)
+        result = subprocess.run([sys.executable, str(script)], cwd=HERE.parent)
+        if result.returncode != 0:
+            print(f"{script.name} exited {result.returncode}", flush=True)
+            failures += 1
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
