@@ -1,0 +1,594 @@
+"""The SQLite store: runs, bundles, decisions and apply results.
+
+One file (default ``settings.db_path`` = ``CODEBOX_HOME/codebox.sqlite3``) in WAL mode, so one
+process can read while another writes. Every write runs in ``BEGIN IMMEDIATE``: concurrent writers
+(two ``codebox review`` processes on one bundle) are serialised by SQLite's write lock and each
+decision gets the next gap-free ``sequence`` for its bundle, so no write is lost.
+
+The schema version lives in ``PRAGMA user_version``; :data:`MIGRATIONS` are applied forward, in
+order, inside one transaction. A database written by a newer Codebox is refused, never rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codebox_tui.contracts.apply import (
+    APPROVING_ACTIONS,
+    DECISION_ACTIONS,
+    AppliedRecord,
+    ApplyResult,
+    Decision,
+)
+from codebox_tui.contracts.common import utc_now_iso
+from codebox_tui.errors import BadInputError, CodeboxError, ConflictError
+from codebox_tui.settings import get_settings
+
+BUNDLE_ID_PREFIX = "artifact-bundle-sha256-"
+BUSY_TIMEOUT_S = 30.0
+_DIGEST_RE = re.compile(r"^[0-9a-f]{64}$")
+
+BUNDLE_STATUS_FOR_ACTION = {
+    "approve": "approved",
+    "approve-files": "approved",
+    "discard": "discarded",
+    "iterate": "changes-requested",
+}
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: runs, bundles, decisions, applies
+    """
+    CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        status TEXT NOT NULL,
+        artifacts_dir TEXT NOT NULL,
+        sandbox_session_id TEXT,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        bundle_id TEXT
+    );
+    CREATE INDEX runs_status ON runs(status);
+    CREATE INDEX runs_session ON runs(sandbox_session_id);
+    CREATE TABLE bundles (
+        bundle_id TEXT PRIMARY KEY,
+        path TEXT NOT NULL,
+        content_digest TEXT NOT NULL,
+        run_id TEXT,
+        changed_files INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX bundles_status ON bundles(status);
+    CREATE TABLE decisions (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        bundle_id TEXT NOT NULL REFERENCES bundles(bundle_id),
+        sequence INTEGER NOT NULL,
+        action TEXT NOT NULL,
+        approver TEXT NOT NULL,
+        reason TEXT NOT NULL DEFAULT '',
+        approved_files TEXT NOT NULL DEFAULT '[]',
+        content_digest TEXT NOT NULL,
+        decided_at TEXT NOT NULL,
+        UNIQUE (bundle_id, sequence)
+    );
+    CREATE TABLE applies (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        decision_id INTEGER NOT NULL REFERENCES decisions(id),
+        adapter TEXT NOT NULL,
+        target TEXT NOT NULL,
+        status TEXT NOT NULL,
+        result TEXT NOT NULL,
+        applied_at TEXT NOT NULL,
+        UNIQUE (decision_id, adapter, target)
+    );
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: str
+    status: str
+    artifacts_dir: str
+    sandbox_session_id: str | None
+    metadata: dict[str, Any]
+    started_at: str
+    finished_at: str | None
+    bundle_id: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class BundleRecord:
+    bundle_id: str
+    path: str
+    content_digest: str
+    run_id: str | None
+    changed_files: int
+    status: str
+    created_at: str
+    updated_at: str
+    decisions: int = field(default=0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class Store:
+    """A connection to the Codebox database. Safe to share between threads of one process."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self._conn = conn
+        self._lock = threading.RLock()
+        self.path = path
+
+    # -- opening and migrations -------------------------------------------------------------
+    @classmethod
+    def open(cls, path: Path | None = None) -> Store:
+        """Open (creating and migrating as needed) the store at ``path`` or the default location."""
+        db_path = Path(path) if path is not None else get_settings().db_path
+        try:
+            db_path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                str(db_path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+        except (OSError, sqlite3.Error) as error:
+            raise BadInputError(
+                f"cannot open the Codebox database: {error}", code="store-open-failed", field=str(db_path)
+            ) from error
+        conn.row_factory = sqlite3.Row
+        store = cls(conn, db_path)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise BadInputError(
+                    f"the Codebox database could not switch to WAL mode (got {mode})",
+                    code="store-open-failed",
+                    field=str(db_path),
+                )
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            store._migrate()
+        except sqlite3.DatabaseError as error:
+            conn.close()
+            raise BadInputError(
+                f"{db_path} is not a usable Codebox database: {error}",
+                code="store-corrupt",
+                field=str(db_path),
+            ) from error
+        except BaseException:
+            conn.close()
+            raise
+        return store
+
+    def _migrate(self) -> None:
+        version = self.schema_version()
+        if version == SCHEMA_VERSION:
+            return
+        with self.write() as conn:
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                raise BadInputError(
+                    f"the database schema version {version} is newer than this Codebox understands "
+                    f"({SCHEMA_VERSION}); upgrade Codebox",
+                    code="store-too-new",
+                    field=str(self.path),
+                )
+            for number in range(version, SCHEMA_VERSION):
+                for statement in _split_sql(MIGRATIONS[number]):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {number + 1}")
+
+    def schema_version(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A serialised write transaction (``BEGIN IMMEDIATE``): commits on success, rolls back on error."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._conn.execute("COMMIT")
+
+    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return list(self._conn.execute(sql, params).fetchall())
+
+    # -- runs --------------------------------------------------------------------------------
+    def record_run(
+        self,
+        run_id: str,
+        *,
+        status: str,
+        artifacts_dir: Path | str,
+        sandbox_session_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        started_at: str | None = None,
+    ) -> RunRecord:
+        """Insert or replace a run (a sandbox session). ``metadata`` is opaque orchestrator data."""
+        _require_text(run_id, "run_id")
+        meta_json = _dump_json(metadata or {}, "metadata")
+        with self.write() as conn:
+            conn.execute(
+                """INSERT INTO runs (run_id, status, artifacts_dir, sandbox_session_id, metadata, started_at)
+                   VALUES (?, ?, ?, ?, ?, ?)
+                   ON CONFLICT(run_id) DO UPDATE SET status=excluded.status,
+                     artifacts_dir=excluded.artifacts_dir, sandbox_session_id=excluded.sandbox_session_id,
+                     metadata=excluded.metadata, started_at=excluded.started_at""",
+                (run_id, status, str(artifacts_dir), sandbox_session_id, meta_json,
+                 started_at or utc_now_iso()),
+            )
+        return self.get_run(run_id)
+
+    def update_run(
+        self,
+        run_id: str,
+        *,
+        status: str | None = None,
+        finished_at: str | None = None,
+        bundle_id: str | None = None,
+    ) -> RunRecord:
+        with self.write() as conn:
+            row = conn.execute("SELECT run_id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise BadInputError(f"no run {run_id!r} in the store", code="run-not-found", field="run_id")
+            for column, value in (("status", status), ("finished_at", finished_at), ("bundle_id", bundle_id)):
+                if value is not None:
+                    conn.execute(f"UPDATE runs SET {column} = ? WHERE run_id = ?", (value, run_id))
+        return self.get_run(run_id)
+
+    def get_run(self, run_id: str) -> RunRecord:
+        rows = self._query("SELECT * FROM runs WHERE run_id = ?", (run_id,))
+        if not rows:
+            raise BadInputError(f"no run {run_id!r} in the store", code="run-not-found", field="run_id")
+        return _run(rows[0])
+
+    def list_runs(self, status: str | None = None) -> list[RunRecord]:
+        if status is None:
+            rows = self._query("SELECT * FROM runs ORDER BY started_at DESC, run_id")
+        else:
+            rows = self._query(
+                "SELECT * FROM runs WHERE status = ? ORDER BY started_at DESC, run_id", (status,)
+            )
+        return [_run(row) for row in rows]
+
+    # -- bundles -----------------------------------------------------------------------------
+    def record_bundle(
+        self,
+        bundle_id: str,
+        *,
+        path: Path | str,
+        content_digest: str,
+        run_id: str | None = None,
+        changed_files: int = 0,
+        status: str = "pending",
+    ) -> BundleRecord:
+        """Insert a bundle, or refresh its path/run/count if it is already known (its status is kept)."""
+        _require_text(bundle_id, "bundle_id")
+        _require_digest(content_digest, "content_digest")
+        now = utc_now_iso()
+        with self.write() as conn:
+            conn.execute(
+                """INSERT INTO bundles (bundle_id, path, content_digest, run_id, changed_files, status,
+                                        created_at, updated_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                   ON CONFLICT(bundle_id) DO UPDATE SET path=excluded.path,
+                     content_digest=excluded.content_digest, run_id=COALESCE(excluded.run_id, run_id),
+                     changed_files=excluded.changed_files, updated_at=excluded.updated_at""",
+                (bundle_id, str(path), content_digest, run_id, int(changed_files), status, now, now),
+            )
+        return self.get_bundle(bundle_id)
+
+    def get_bundle(self, id_or_prefix: str) -> BundleRecord:
+        """A bundle by full id or unique prefix (with or without ``artifact-bundle-sha256-``)."""
+        key = id_or_prefix.strip()
+        if not key:
+            raise BadInputError("a bundle id is required", code="bundle-not-found", field="bundle")
+        exact = self._query(_BUNDLE_SELECT + " WHERE b.bundle_id = ? GROUP BY b.bundle_id", (key,))
+        if exact:
+            return _bundle(exact[0])
+        like = _escape_like(key)
+        rows = self._query(
+            _BUNDLE_SELECT + " WHERE b.bundle_id LIKE ? ESCAPE '\\' OR b.bundle_id LIKE ? ESCAPE '\\'"
+            " GROUP BY b.bundle_id",
+            (like + "%", _escape_like(BUNDLE_ID_PREFIX) + like + "%"),
+        )
+        if not rows:
+            raise BadInputError(f"no bundle matches {key!r}", code="bundle-not-found", field="bundle")
+        if len(rows) > 1:
+            raise BadInputError(
+                f"{key!r} matches {len(rows)} bundles; give more of the id",
+                code="bundle-ambiguous",
+                field="bundle",
+                details={"matches": [r["bundle_id"] for r in rows[:10]]},
+            )
+        return _bundle(rows[0])
+
+    def list_bundles(self, status: str | None = None) -> list[BundleRecord]:
+        if status is None:
+            rows = self._query(_BUNDLE_SELECT + " GROUP BY b.bundle_id ORDER BY b.created_at DESC")
+        else:
+            rows = self._query(
+                _BUNDLE_SELECT + " WHERE b.status = ? GROUP BY b.bundle_id ORDER BY b.created_at DESC",
+                (status,),
+            )
+        return [_bundle(row) for row in rows]
+
+    def set_bundle_status(self, bundle_id: str, status: str) -> BundleRecord:
+        with self.write() as conn:
+            cur = conn.execute(
+                "UPDATE bundles SET status = ?, updated_at = ? WHERE bundle_id = ?",
+                (status, utc_now_iso(), bundle_id),
+            )
+            if cur.rowcount == 0:
+                raise BadInputError(f"no bundle {bundle_id!r}", code="bundle-not-found", field="bundle")
+        return self.get_bundle(bundle_id)
+
+    # -- decisions ---------------------------------------------------------------------------
+    def record_decision(
+        self,
+        bundle_id: str,
+        action: str,
+        *,
+        approver: str,
+        reason: str = "",
+        approved_files: list[str] | None = None,
+        content_digest: str,
+    ) -> Decision:
+        """Record a decision and move the bundle to its status, serialised against other writers.
+
+        ``approve``/``approve-files`` need a non-empty ``approved_files``; ``discard``/``iterate``
+        take none, and ``iterate`` needs a reason. ``content_digest`` is the Mode B digest the
+        reviewer saw; it must equal the bundle's recorded digest. Use
+        :func:`store.decisions.decide` to have the list and digest computed from the bundle.
+        """
+        if action not in DECISION_ACTIONS:
+            raise BadInputError(
+                f"unknown decision {action!r}; expected one of {', '.join(DECISION_ACTIONS)}",
+                code="decision-invalid",
+                field="action",
+            )
+        _require_text(approver, "approver")
+        _require_digest(content_digest, "content_digest")
+        files = list(dict.fromkeys(f.strip() for f in (approved_files or []) if f.strip()))
+        if action in APPROVING_ACTIONS and not files:
+            raise BadInputError(
+                f"{action} needs at least one approved file", code="decision-invalid", field="approved_files"
+            )
+        if action not in APPROVING_ACTIONS and files:
+            raise BadInputError(
+                f"{action} takes no approved files", code="decision-invalid", field="approved_files"
+            )
+        if action == "iterate" and not reason.strip():
+            raise BadInputError(
+                "iterate (request changes) needs a reason", code="decision-invalid", field="reason"
+            )
+        decided_at = utc_now_iso()
+        with self.write() as conn:
+            bundle = conn.execute(
+                "SELECT bundle_id, content_digest FROM bundles WHERE bundle_id = ?", (bundle_id,)
+            ).fetchone()
+            if bundle is None:
+                raise BadInputError(f"no bundle {bundle_id!r}", code="bundle-not-found", field="bundle")
+            if bundle["content_digest"] != content_digest:
+                raise ConflictError(
+                    "the content digest you reviewed does not match the bundle's recorded digest",
+                    code="digest-mismatch",
+                    field="content_digest",
+                    details={"recorded": bundle["content_digest"], "reviewed": content_digest},
+                )
+            sequence = int(
+                conn.execute(
+                    "SELECT COALESCE(MAX(sequence), 0) + 1 FROM decisions WHERE bundle_id = ?", (bundle_id,)
+                ).fetchone()[0]
+            )
+            cur = conn.execute(
+                """INSERT INTO decisions (bundle_id, sequence, action, approver, reason, approved_files,
+                                          content_digest, decided_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+                (bundle_id, sequence, action, approver.strip(), reason.strip(), json.dumps(files),
+                 content_digest, decided_at),
+            )
+            conn.execute(
+                "UPDATE bundles SET status = ?, updated_at = ? WHERE bundle_id = ?",
+                (BUNDLE_STATUS_FOR_ACTION[action], decided_at, bundle_id),
+            )
+            decision_id = int(cur.lastrowid or 0)
+        return self.get_decision(decision_id)
+
+    def get_decision(self, decision_id: int | str) -> Decision:
+        number = _decision_number(decision_id)
+        rows = self._query("SELECT * FROM decisions WHERE id = ?", (number,))
+        if not rows:
+            raise BadInputError(f"no decision {decision_id!r}", code="decision-not-found", field="decision")
+        return self._decision(rows[0])
+
+    def list_decisions(self, bundle_id: str | None = None) -> list[Decision]:
+        if bundle_id is None:
+            rows = self._query("SELECT * FROM decisions ORDER BY id")
+        else:
+            rows = self._query("SELECT * FROM decisions WHERE bundle_id = ? ORDER BY sequence", (bundle_id,))
+        return [self._decision(row) for row in rows]
+
+    def latest_decision(self, bundle_id: str) -> Decision | None:
+        rows = self._query(
+            "SELECT * FROM decisions WHERE bundle_id = ? ORDER BY sequence DESC LIMIT 1", (bundle_id,)
+        )
+        return self._decision(rows[0]) if rows else None
+
+    def _decision(self, row: sqlite3.Row) -> Decision:
+        applies = [
+            AppliedRecord(
+                adapter=a["adapter"],
+                target=a["target"],
+                applied_at=a["applied_at"],
+                result=ApplyResult.model_validate(json.loads(a["result"])),
+            )
+            for a in self._query("SELECT * FROM applies WHERE decision_id = ? ORDER BY id", (row["id"],))
+        ]
+        return Decision(
+            id=row["id"],
+            sequence=row["sequence"],
+            action=row["action"],
+            artifact_id=row["bundle_id"],
+            approved_files=json.loads(row["approved_files"]),
+            approver=row["approver"],
+            reason=row["reason"],
+            decided_at=row["decided_at"],
+            content_digest=row["content_digest"],
+            applies=applies,
+        )
+
+    # -- apply results -----------------------------------------------------------------------
+    def find_apply(self, decision_id: int, adapter: str, target: str) -> AppliedRecord | None:
+        rows = self._query(
+            "SELECT * FROM applies WHERE decision_id = ? AND adapter = ? AND target = ?",
+            (decision_id, adapter, target),
+        )
+        if not rows:
+            return None
+        row = rows[0]
+        return AppliedRecord(
+            adapter=row["adapter"],
+            target=row["target"],
+            applied_at=row["applied_at"],
+            result=ApplyResult.model_validate(json.loads(row["result"])),
+        )
+
+    def record_apply(self, decision_id: int, adapter: str, target: str, result: ApplyResult) -> AppliedRecord:
+        """Store a successful apply with its decision and mark the bundle ``applied``."""
+        applied_at = utc_now_iso()
+        with self.write() as conn:
+            row = conn.execute("SELECT bundle_id FROM decisions WHERE id = ?", (decision_id,)).fetchone()
+            if row is None:
+                raise BadInputError(f"no decision {decision_id}", code="decision-not-found", field="decision")
+            try:
+                conn.execute(
+                    """INSERT INTO applies (decision_id, adapter, target, status, result, applied_at)
+                       VALUES (?, ?, ?, ?, ?, ?)""",
+                    (decision_id, adapter, target, result.status, json.dumps(result.to_wire()), applied_at),
+                )
+            except sqlite3.IntegrityError as error:
+                raise ConflictError(
+                    f"decision {decision_id} was already applied with {adapter} to {target}",
+                    code="already-applied",
+                    field="decision",
+                ) from error
+            conn.execute(
+                "UPDATE bundles SET status = 'applied', updated_at = ? WHERE bundle_id = ?",
+                (applied_at, row["bundle_id"]),
+            )
+        return AppliedRecord(adapter=adapter, target=target, applied_at=applied_at, result=result)
+
+
+_BUNDLE_SELECT = (
+    "SELECT b.*, COUNT(d.id) AS decisions FROM bundles b LEFT JOIN decisions d ON d.bundle_id = b.bundle_id"
+)
+
+
+def _split_sql(script: str) -> list[str]:
+    return [part.strip() for part in script.split(";") if part.strip()]
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _require_text(value: str, name: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise BadInputError(f"{name} must be a non-empty string", code="store-invalid", field=name)
+
+
+def _require_digest(value: str, name: str) -> None:
+    if not isinstance(value, str) or not _DIGEST_RE.match(value):
+        raise BadInputError(
+            f"{name} must be 64 lowercase hex characters (a sha256)", code="store-invalid", field=name
+        )
+
+
+def _dump_json(value: Any, name: str) -> str:
+    try:
+        return json.dumps(value, sort_keys=True)
+    except (TypeError, ValueError) as error:
+        raise BadInputError(
+            f"{name} must be JSON-serialisable: {error}", code="store-invalid", field=name
+        ) from error
+
+
+def _decision_number(decision_id: int | str) -> int:
+    if isinstance(decision_id, int):
+        return decision_id
+    text = str(decision_id).strip().lower().removeprefix("decision-").removeprefix("d")
+    if not text.isdigit():
+        raise BadInputError(
+            f"{decision_id!r} is not a decision id (expected a number such as 12)",
+            code="decision-not-found",
+            field="decision",
+        )
+    return int(text)
+
+
+def _run(row: sqlite3.Row) -> RunRecord:
+    return RunRecord(
+        run_id=row["run_id"],
+        status=row["status"],
+        artifacts_dir=row["artifacts_dir"],
+        sandbox_session_id=row["sandbox_session_id"],
+        metadata=json.loads(row["metadata"]),
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        bundle_id=row["bundle_id"],
+    )
+
+
+def _bundle(row: sqlite3.Row) -> BundleRecord:
+    return BundleRecord(
+        bundle_id=row["bundle_id"],
+        path=row["path"],
+        content_digest=row["content_digest"],
+        run_id=row["run_id"],
+        changed_files=int(row["changed_files"]),
+        status=row["status"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        decisions=int(row["decisions"]),
+    )
+
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "BundleRecord",
+    "CodeboxError",
+    "RunRecord",
+    "Store",
+]
