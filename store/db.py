@@ -245,8 +245,14 @@ class Store:
                    ON CONFLICT(run_id) DO UPDATE SET status=excluded.status,
                      artifacts_dir=excluded.artifacts_dir, sandbox_session_id=excluded.sandbox_session_id,
                      metadata=excluded.metadata, started_at=excluded.started_at""",
-                (run_id, status, str(artifacts_dir), sandbox_session_id, meta_json,
-                 started_at or utc_now_iso()),
+                (
+                    run_id,
+                    status,
+                    str(artifacts_dir),
+                    sandbox_session_id,
+                    meta_json,
+                    started_at or utc_now_iso(),
+                ),
             )
         return self.get_run(run_id)
 
@@ -293,11 +299,24 @@ class Store:
         changed_files: int = 0,
         status: str = "pending",
     ) -> BundleRecord:
-        """Insert a bundle, or refresh its path/run/count if it is already known (its status is kept)."""
+        """Insert a bundle, or refresh its path/run/count if already known (status kept).
+
+        A known bundle whose content digest differs is refused: decisions stay bound to what was reviewed.
+        """
         _require_text(bundle_id, "bundle_id")
         _require_digest(content_digest, "content_digest")
         now = utc_now_iso()
         with self.write() as conn:
+            known = conn.execute(
+                "SELECT content_digest FROM bundles WHERE bundle_id = ?", (bundle_id,)
+            ).fetchone()
+            if known is not None and known["content_digest"] != content_digest:
+                raise ConflictError(
+                    f"bundle {bundle_id} was recorded with a different content digest; its content changed",
+                    code="digest-mismatch",
+                    field="content_digest",
+                    details={"recorded": known["content_digest"], "now": content_digest},
+                )
             conn.execute(
                 """INSERT INTO bundles (bundle_id, path, content_digest, run_id, changed_files, status,
                                         created_at, updated_at)
@@ -416,8 +435,16 @@ class Store:
                 """INSERT INTO decisions (bundle_id, sequence, action, approver, reason, approved_files,
                                           content_digest, decided_at)
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
-                (bundle_id, sequence, action, approver.strip(), reason.strip(), json.dumps(files),
-                 content_digest, decided_at),
+                (
+                    bundle_id,
+                    sequence,
+                    action,
+                    approver.strip(),
+                    reason.strip(),
+                    json.dumps(files),
+                    content_digest,
+                    decided_at,
+                ),
             )
             conn.execute(
                 "UPDATE bundles SET status = ?, updated_at = ? WHERE bundle_id = ?",

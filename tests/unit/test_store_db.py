@@ -62,8 +62,9 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
 def test_reopening_keeps_data(tmp_path: Path) -> None:
     path = tmp_path / "codebox.sqlite3"
     with Store.open(path) as s:
-        s.record_run("runtime-1", status="running", artifacts_dir=tmp_path,
-                     metadata={"orchestrator": {"k": 1}})
+        s.record_run(
+            "runtime-1", status="running", artifacts_dir=tmp_path, metadata={"orchestrator": {"k": 1}}
+        )
     with Store.open(path) as s:
         run = s.get_run("runtime-1")
         assert run.metadata == {"orchestrator": {"k": 1}}
@@ -78,13 +79,19 @@ def test_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_runs_round_trip_and_filter(store: Store, tmp_path: Path) -> None:
     store.record_run(
-        "runtime-a", status="running", artifacts_dir=tmp_path / "a", sandbox_session_id="sess-1",
-        metadata={"ticket": "T-1"}, started_at="2026-01-01T00:00:00.000Z",
+        "runtime-a",
+        status="running",
+        artifacts_dir=tmp_path / "a",
+        sandbox_session_id="sess-1",
+        metadata={"ticket": "T-1"},
+        started_at="2026-01-01T00:00:00.000Z",
     )
-    store.record_run("runtime-b", status="running", artifacts_dir=tmp_path / "b",
-                     started_at="2026-01-02T00:00:00.000Z")
-    updated = store.update_run("runtime-a", status="completed", finished_at="2026-01-01T00:01:00.000Z",
-                               bundle_id=BUNDLE)
+    store.record_run(
+        "runtime-b", status="running", artifacts_dir=tmp_path / "b", started_at="2026-01-02T00:00:00.000Z"
+    )
+    updated = store.update_run(
+        "runtime-a", status="completed", finished_at="2026-01-01T00:01:00.000Z", bundle_id=BUNDLE
+    )
     assert updated.status == "completed" and updated.bundle_id == BUNDLE
     assert updated.sandbox_session_id == "sess-1"
     assert [r.run_id for r in store.list_runs()] == ["runtime-b", "runtime-a"]
@@ -121,7 +128,11 @@ def test_decisions_validate_and_move_bundle_status(store: Store, tmp_path: Path)
     with pytest.raises(ConflictError, match="does not match"):
         store.record_decision(BUNDLE, "approve", approver="ana", approved_files=["a"], content_digest=OTHER)
     first = store.record_decision(
-        BUNDLE, "approve-files", approver="ana", reason="only a", approved_files=["a.php", "a.php"],
+        BUNDLE,
+        "approve-files",
+        approver="ana",
+        reason="only a",
+        approved_files=["a.php", "a.php"],
         content_digest=DIGEST,
     )
     assert first.approved_files == ["a.php"] and first.sequence == 1
@@ -159,7 +170,9 @@ def test_concurrent_decisions_from_two_processes_are_serialised(store: Store, tm
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", _WRITER, str(store.path), name, str(per_process), BUNDLE, DIGEST],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for name in ("p1", "p2")
     ]
@@ -190,7 +203,12 @@ def test_reader_process_reads_while_writer_holds_transaction(store: Store, tmp_p
             "import sys; from pathlib import Path; from store.db import Store;"
             "s = Store.open(Path(sys.argv[1])); print(s.get_bundle(sys.argv[2]).status)"
         )
-        out = subprocess.run([sys.executable, "-c", code, str(store.path), BUNDLE],
-                             capture_output=True, text=True, timeout=60, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(store.path), BUNDLE],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
         assert out.stdout.strip() == "pending"  # WAL: the reader sees the last committed state, unblocked
     assert store.get_bundle(BUNDLE).status == "busy"

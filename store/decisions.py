@@ -1,0 +1,171 @@
+"""Decisions computed from the bundle itself: the approved list and the content digest reviewed.
+
+:func:`decide` is what the CLI (and anything else that has a bundle on disk) uses: it re-verifies
+the bundle, recomputes the Mode B content digest over ``files/changed-files.json`` +
+``files/patch.diff``, resolves approved names (``relativePath`` or sandbox ``path``) against
+changed-files and records the decision through :meth:`Store.record_decision`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from codebox_tui.contracts.apply import Decision
+from codebox_tui.errors import BadInputError, ConflictError
+from store.apply import (
+    CHANGED_FILES_PATH,
+    PATCH_PATH,
+    _changed_entries,
+    _read_evidence,
+    _verify_bundle,
+    content_digest_of,
+)
+from store.db import BundleRecord, Store
+
+
+@dataclass(frozen=True)
+class BundleContent:
+    """The reviewable content of a bundle, read once from disk."""
+
+    bundle_id: str
+    content_digest: str
+    changed: list[dict[str, Any]]
+
+    @property
+    def relative_paths(self) -> list[str]:
+        return [str(entry["relativePath"]) for entry in self.changed]
+
+    def resolve(self, names: list[str]) -> list[str]:
+        """Map approved names (relativePath or sandbox path) to relativePaths; unknown → error."""
+        lookup: dict[str, str] = {}
+        for entry in self.changed:
+            rel = str(entry["relativePath"])
+            lookup[rel] = rel
+            path = entry.get("path")
+            if isinstance(path, str):
+                lookup[path] = rel
+                lookup[path.lstrip("/")] = rel
+        out: list[str] = []
+        unknown: list[str] = []
+        for name in names:
+            key = name.strip()
+            rel = lookup.get(key, lookup.get(key.lstrip("/"), ""))
+            if not rel:
+                unknown.append(name)
+            elif rel not in out:
+                out.append(rel)
+        if unknown:
+            raise BadInputError(
+                f"not a changed file of this bundle: {', '.join(unknown)} "
+                f"(changed: {', '.join(self.relative_paths) or 'none'})",
+                code="approved-file-not-changed",
+                field="--file",
+                details={"files": unknown},
+            )
+        return out
+
+
+def read_content(bundle_dir: Path, *, verify: bool = True) -> BundleContent:
+    """Verify (fails closed) and read a bundle's id, Mode B digest and changed files."""
+    if verify:
+        _verify_bundle(bundle_dir)
+    try:
+        manifest = json.loads((bundle_dir / "manifest.json").read_text(encoding="utf-8"))
+        bundle_id = str(manifest["id"])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise BadInputError(
+            f"{bundle_dir} has no readable manifest.json with an id",
+            code="bundle-invalid",
+            field="manifest.json",
+        ) from error
+    cf = _read_evidence(bundle_dir, CHANGED_FILES_PATH)
+    patch = _read_evidence(bundle_dir, PATCH_PATH)
+    return BundleContent(bundle_id, content_digest_of(cf, patch), _changed_entries(cf))
+
+
+def register_bundle(store: Store, bundle_dir: Path, *, run_id: str | None = None) -> BundleRecord:
+    """Record a bundle found on disk (verified first)."""
+    content = read_content(bundle_dir)
+    return store.record_bundle(
+        content.bundle_id,
+        path=bundle_dir.resolve(),
+        content_digest=content.content_digest,
+        run_id=run_id,
+        changed_files=len(content.changed),
+    )
+
+
+def resolve_bundle(store: Store, ref: str) -> BundleRecord:
+    """A bundle by id/prefix, or by the path of a bundle directory (registered on first use)."""
+    path = Path(ref).expanduser()
+    if (path / "manifest.json").is_file():
+        return register_bundle(store, path)
+    return store.get_bundle(ref)
+
+
+def decide(
+    store: Store,
+    bundle_ref: str,
+    action: str,
+    *,
+    approver: str,
+    reason: str = "",
+    files: list[str] | None = None,
+) -> Decision:
+    """Record ``action`` on a bundle with the digest and file list computed from its bytes.
+
+    ``approve`` approves every changed file; ``approve-files`` the given subset; ``discard`` and
+    ``iterate`` approve nothing (the bundle directory is kept; ``codebox artifacts prune`` deletes).
+    """
+    bundle = resolve_bundle(store, bundle_ref)
+    content = read_content(Path(bundle.path))
+    if content.bundle_id != bundle.bundle_id:
+        raise ConflictError(
+            f"the bundle at {bundle.path} now has id {content.bundle_id}, not {bundle.bundle_id}",
+            code="bundle-id-mismatch",
+            field="bundle",
+        )
+    approved: list[str] = []
+    if action == "approve":
+        if files:
+            raise BadInputError(
+                "approve takes no files; use approve-files", code="decision-invalid", field="--file"
+            )
+        approved = content.relative_paths
+        if not approved:
+            raise BadInputError(
+                "the bundle has no changed files to approve", code="decision-invalid", field="bundle"
+            )
+    elif action == "approve-files":
+        if not files:
+            raise BadInputError(
+                "approve-files needs at least one --file", code="decision-invalid", field="--file"
+            )
+        approved = content.resolve(files)
+    elif files:
+        raise BadInputError(f"{action} takes no files", code="decision-invalid", field="--file")
+    return store.record_decision(
+        bundle.bundle_id,
+        action,
+        approver=approver,
+        reason=reason,
+        approved_files=approved,
+        content_digest=content.content_digest,
+    )
+
+
+def prune_discarded(store: Store, *, dry_run: bool = False) -> list[BundleRecord]:
+    """Delete the directories of discarded bundles (evidence is only ever deleted here)."""
+    pruned: list[BundleRecord] = []
+    for bundle in store.list_bundles(status="discarded"):
+        path = Path(bundle.path)
+        if not dry_run:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            store.set_bundle_status(bundle.bundle_id, "pruned")
+        pruned.append(bundle)
+    return pruned

@@ -1,0 +1,85 @@
+"""Patch splitting, approval filtering and exact application, checked against real ``git diff``."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from store.patchtext import PatchError, apply_block, filter_patch, normalize_patch_path, split_blocks
+
+
+def git_diff(tmp_path: Path, before: bytes | None, after: bytes | None, name: str = "f.txt") -> bytes:
+    a = tmp_path / "a"
+    b = tmp_path / "b"
+    for side, data in ((a, before), (b, after)):
+        side.mkdir(exist_ok=True)
+        if data is not None:
+            (side / name).write_bytes(data)
+    out = subprocess.run(
+        ["git", "diff", "--no-index", "--no-color", "--src-prefix=a/", "--dst-prefix=b/", "a", "b"],
+        cwd=tmp_path,
+        capture_output=True,
+        check=False,
+    )
+    assert out.returncode == 1, out.stderr
+    # git names the sides a/a/f.txt and b/b/f.txt; rewrite to mount-relative names
+    return out.stdout.replace(b"a/a/", b"a/").replace(b"b/b/", b"b/")
+
+
+CASES = [
+    (b"one\ntwo\nthree\n", b"one\n2\nthree\n"),
+    (b"one\ntwo\nthree", b"one\ntwo\nthree\nfour"),  # no newline at end, both sides
+    (b"one\ntwo\n", b"one\ntwo"),  # newline removed at end
+    (b"x\r\ny\r\nz\r\n", b"x\r\nY\r\nz\r\n"),  # CRLF kept exactly
+    (b"a\rb\nc\n", b"a\rb\nC\n"),  # a lone CR is content
+    (
+        b"".join(b"line %d\n" % i for i in range(100)),
+        b"".join(b"line %d\n" % (i * (i % 7 != 3)) for i in range(100)),
+    ),
+    (None, b"new file\nsecond\n"),
+    (b"gone\n", None),
+    (b"", b"now has text\n"),
+]
+
+
+@pytest.mark.parametrize(("before", "after"), CASES)
+def test_apply_block_reproduces_git_diff_exactly(
+    tmp_path: Path, before: bytes | None, after: bytes | None
+) -> None:
+    patch = git_diff(tmp_path, before, after)
+    [block] = split_blocks(patch)
+    assert block.paths == {"f.txt"}
+    result = apply_block(before, block.text)
+    assert result == (after or b"")
+
+
+def test_apply_block_refuses_a_file_that_changed(tmp_path: Path) -> None:
+    patch = git_diff(tmp_path, b"one\ntwo\nthree\n", b"one\n2\nthree\n")
+    with pytest.raises(PatchError, match="does not match"):
+        apply_block(b"one\nTWO\nthree\n", split_blocks(patch)[0].text)
+
+
+def test_filter_keeps_only_approved_blocks_unchanged() -> None:
+    blocks = [
+        b"diff --git a/x.php b/x.php\n--- a/x.php\n+++ b/x.php\n@@ -1,1 +1,1 @@\n-a\n+b\n",
+        b"diff --git a/y.php b/y.php\nnew file mode 100644\n"
+        b"--- /dev/null\n+++ b/y.php\n@@ -0,0 +1,1 @@\n+y\n",
+        b"diff --git a/z.php b/z.php\n--- a/z.php\n+++ b/z.php\n@@ -1,1 +1,1 @@\n-c\n+d\n",
+    ]
+    patch = b"\n".join(blocks)
+    kept, by_file = filter_patch(
+        patch, {"z.php": {"z.php", "/wordpress/wp-content/plugins/p/z.php"}, "y.php": {"y.php"}}
+    )
+    assert b"x.php" not in kept
+    assert by_file["y.php"].text.startswith(b"diff --git a/y.php")
+    assert by_file["z.php"].text == blocks[2]
+    with pytest.raises(PatchError, match="no block for approved file"):
+        filter_patch(patch, {"nope.php": {"nope.php"}})
+
+
+def test_normalize_patch_path() -> None:
+    assert normalize_patch_path(" b/dir\\f.php\t2020") == "dir/f.php"
+    assert normalize_patch_path("/dev/null") is None
+    assert normalize_patch_path("/abs/p") == "abs/p"
