@@ -1,9 +1,224 @@
-"""CLI commands for this area (registered on the root app by :mod:`codebox_tui.cli`)."""
+"""``codebox review list|show|approve|approve-files|discard|iterate``, ``codebox apply`` and
+``codebox artifacts prune`` (registered on the root app by :mod:`codebox_tui.cli`).
+
+Every command prints one JSON document with ``--json``; errors are one line (exit 2 bad input,
+5 apply conflict) or a ``wp-codebox/cli-failure/v1`` document.
+"""
 
 from __future__ import annotations
 
+import getpass
+import importlib
+import os
+from pathlib import Path
+from typing import Any
+
 import typer
+
+from codebox_tui.cliutil import JsonOption, emit_json, progress
+from store.db import BundleRecord, Store
+
+review_app = typer.Typer(help="Review captured bundles: list, inspect and decide.", no_args_is_help=True)
+
+ApproverOption = typer.Option(None, "--approver", help="Who decides (default: the current user).")
+ReasonOption = typer.Option("", "--reason", "-m", help="Why (required for iterate).")
+BundleArg = typer.Argument(..., help="Bundle id, unique id prefix, or bundle directory.")
+
+
+def _approver(value: str | None) -> str:
+    if value and value.strip():
+        return value.strip()
+    try:
+        return os.environ.get("CODEBOX_APPROVER") or getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def _bundle_dict(bundle: BundleRecord) -> dict[str, Any]:
+    return bundle.to_dict()
+
+
+@review_app.command("list")
+def review_list(
+    status: str | None = typer.Option(None, "--status", help="Only bundles with this status."),
+    json_out: bool = JsonOption,
+) -> None:
+    """List recorded bundles, newest first."""
+    with Store.open() as store:
+        bundles = store.list_bundles(status=status)
+    if json_out:
+        emit_json({"schema": "codebox/bundle-list/v1", "bundles": [_bundle_dict(b) for b in bundles]})
+        return
+    if not bundles:
+        typer.echo("no bundles recorded")
+        return
+    for b in bundles:
+        typer.echo(
+            f"{b.bundle_id[23:35]}  {b.status:<18} {b.changed_files:>3} files  {b.created_at}  {b.path}"
+        )
+
+
+@review_app.command("show")
+def review_show(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
+    """Show a bundle's changed files and its decisions."""
+    from store.decisions import read_content, resolve_bundle
+
+    with Store.open() as store:
+        record = resolve_bundle(store, bundle)
+        decisions = store.list_decisions(record.bundle_id)
+    content = read_content(Path(record.path))
+    if json_out:
+        emit_json(
+            {
+                "schema": "codebox/bundle-review/v1",
+                "bundle": _bundle_dict(record),
+                "contentDigestVerified": content.content_digest == record.content_digest,
+                "changedFiles": [
+                    {k: e.get(k) for k in ("relativePath", "path", "status", "mountIndex") if k in e}
+                    for e in content.changed
+                ],
+                "decisions": [d.model_dump(mode="json", by_alias=True, exclude_none=True) for d in decisions],
+            }
+        )
+        return
+    typer.echo(f"bundle   {record.bundle_id}")
+    typer.echo(f"path     {record.path}")
+    typer.echo(f"status   {record.status}")
+    typer.echo(f"digest   {record.content_digest}")
+    typer.echo(f"changed  {len(content.changed)} file(s)")
+    for e in content.changed:
+        typer.echo(f"  {e.get('status', '?'):<9} {e.get('relativePath')}")
+    for d in decisions:
+        files = f" [{', '.join(d.approved_files)}]" if d.approved_files else ""
+        reason = f" — {d.reason}" if d.reason else ""
+        typer.echo(f"decision {d.id}: {d.action} by {d.approver} at {d.decided_at}{files}{reason}")
+        for a in d.applies:
+            typer.echo(f"  applied with {a.adapter} to {a.target} at {a.applied_at} ({a.result.status})")
+
+
+def _decide(
+    bundle: str, action: str, approver: str | None, reason: str, files: list[str] | None, json_out: bool
+) -> None:
+    from store.decisions import decide
+
+    with Store.open() as store:
+        decision = decide(store, bundle, action, approver=_approver(approver), reason=reason, files=files)
+    if json_out:
+        emit_json(decision)
+        return
+    files_text = f" ({len(decision.approved_files)} file(s))" if decision.approved_files else ""
+    typer.echo(f"decision {decision.id}: {decision.action}{files_text} on {decision.artifact_id}")
+    if decision.action in ("approve", "approve-files"):
+        progress(f"apply it with: codebox apply {decision.id} --adapter directory --target <folder>")
+
+
+@review_app.command("approve")
+def review_approve(
+    bundle: str = BundleArg,
+    approver: str | None = ApproverOption,
+    reason: str = ReasonOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """Approve every changed file."""
+    _decide(bundle, "approve", approver, reason, None, json_out)
+
+
+@review_app.command("approve-files")
+def review_approve_files(
+    bundle: str = BundleArg,
+    files: list[str] = typer.Option(
+        ..., "--file", "-f", help="A changed file (relativePath or sandbox path)."
+    ),
+    approver: str | None = ApproverOption,
+    reason: str = ReasonOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """Approve an explicit subset of the changed files."""
+    _decide(bundle, "approve-files", approver, reason, files, json_out)
+
+
+@review_app.command("discard")
+def review_discard(
+    bundle: str = BundleArg,
+    approver: str | None = ApproverOption,
+    reason: str = ReasonOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """Discard the changes (the bundle is kept as evidence; ``codebox artifacts prune`` deletes)."""
+    _decide(bundle, "discard", approver, reason, None, json_out)
+
+
+@review_app.command("iterate")
+def review_iterate(
+    bundle: str = BundleArg,
+    reason: str = typer.Option(..., "--reason", "-m", help="What should change."),
+    approver: str | None = ApproverOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """Request changes, with a reason."""
+    _decide(bundle, "iterate", approver, reason, None, json_out)
+
+
+def apply_command(
+    decision: str = typer.Argument(..., help="The decision id (from codebox review approve…)."),
+    adapter: str = typer.Option(
+        ..., "--adapter", "-a", help="directory, git, patch or an installed adapter."
+    ),
+    target: Path = typer.Option(
+        ..., "--target", "-t", help="Mount-root folder, git work tree or patch file."
+    ),
+    branch: str | None = typer.Option(None, "--branch", help="git: create this branch and commit on it."),
+    commit: bool = typer.Option(False, "--commit", help="git: commit the approved files."),
+    message: str | None = typer.Option(None, "--message", help="git: the commit message."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Apply an approval decision after re-verifying the bundle and its content digest."""
+    from store.apply import apply_decision
+
+    options = {
+        k: v for k, v in (("branch", branch), ("commit", "1" if commit else None), ("message", message)) if v
+    }
+    with Store.open() as store:
+        result = apply_decision(store, decision, adapter, target, options=options)
+    if json_out:
+        emit_json(result.to_wire())
+        return
+    if result.status == "already-applied":
+        typer.echo(f"decision {decision} was already applied with {adapter} to {target}; nothing to do")
+        return
+    typer.echo(f"{result.status}: {len(result.applied_files)} file(s) with {result.adapter}")
+    for name in result.applied_files:
+        typer.echo(f"  {name}")
+    if result.branch:
+        typer.echo(f"branch {result.branch}")
+    if result.commit:
+        typer.echo(f"commit {result.commit}")
+
+
+def prune_command(
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be deleted."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Delete the directories of discarded bundles (the only command that deletes evidence)."""
+    from store.decisions import prune_discarded
+
+    with Store.open() as store:
+        pruned = prune_discarded(store, dry_run=dry_run)
+    if json_out:
+        emit_json({"schema": "codebox/prune/v1", "dryRun": dry_run, "bundles": [b.to_dict() for b in pruned]})
+        return
+    verb = "would delete" if dry_run else "deleted"
+    for b in pruned:
+        typer.echo(f"{verb} {b.path}")
+    typer.echo(f"{len(pruned)} discarded bundle(s) {'to prune' if dry_run else 'pruned'}")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to app."""
+    """Add ``review``, ``apply`` and ``artifacts prune``."""
+    app.add_typer(review_app, name="review")
+    app.command("apply")(apply_command)
+    artifacts_app = getattr(importlib.import_module("codebox_tui.cli_artifacts"), "artifacts_app", None)
+    if isinstance(artifacts_app, typer.Typer):
+        artifacts_app.command("prune")(prune_command)
+    else:  # until the artifacts group exists, keep prune reachable
+        app.command("prune-artifacts", hidden=True)(prune_command)
