@@ -195,6 +195,34 @@ def apply_command(
         typer.echo(f"commit {result.commit}")
 
 
+def recover_command(
+    target: Path = typer.Argument(..., help="A folder a directory apply was writing to."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Finish or undo a directory apply that was interrupted (also done by the next apply)."""
+    from store.journal import recover, target_lock
+
+    root = target.expanduser().resolve()
+    if not root.is_dir():
+        from codebox_tui.errors import BadInputError
+
+        raise BadInputError(f"{target} is not a directory", code="target-missing", field="target")
+    with target_lock(root):
+        outcome = recover(root)
+    if json_out:
+        emit_json(
+            {"schema": "codebox/apply-recovery/v1", "target": str(root), "outcome": outcome or "nothing"}
+        )
+        return
+    messages = {
+        None: "nothing to recover",
+        "discarded": "an interrupted apply had not started writing; its staging was removed",
+        "completed": "an interrupted apply had committed; it is now complete",
+        "rolled-back": "an interrupted apply was rolled back; the folder is as before",
+    }
+    typer.echo(f"{root}: {messages.get(outcome, outcome)}")
+
+
 def prune_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be deleted."),
     json_out: bool = JsonOption,
@@ -217,6 +245,7 @@ def register(app: typer.Typer) -> None:
     """Add ``review``, ``apply`` and ``artifacts prune``."""
     app.add_typer(review_app, name="review")
     app.command("apply")(apply_command)
+    app.command("apply-recover")(recover_command)
     artifacts_app = getattr(importlib.import_module("codebox_tui.cli_artifacts"), "artifacts_app", None)
     if isinstance(artifacts_app, typer.Typer):
         artifacts_app.command("prune")(prune_command)

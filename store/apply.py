@@ -95,6 +95,23 @@ class ApplyPlan:
     def audit_reference(self, adapter: str) -> str:
         return f"{self.bundle_id}#decision-{self.decision.id}#{adapter}"
 
+    def in_after_state(self, root: Path) -> bool:
+        """True if every approved file in ``root`` already has its after content (applied before)."""
+        root_real = _target_root(root)
+        for change in self.files:
+            path = root_real.joinpath(*PurePosixPath(change.relative_path).parts)
+            if _unsafe_component(root_real, path):
+                return False
+            current = _read_regular(path)
+            if isinstance(current, str):
+                return False
+            if change.status == "deleted":
+                if current is not None:
+                    return False
+            elif current is None or hashlib.sha256(current).hexdigest() != change.after_sha256:
+                return False
+        return True
+
     def plan_writes(self, root: Path) -> list[PlannedWrite]:
         """Check ``root`` against the baseline and compute each file's new bytes.
 
@@ -238,7 +255,7 @@ def _verify_bundle(bundle_dir: Path) -> None:
         ) from error
     result = verify_bundle(bundle_dir)
     if not result.valid:
-        violations = [v.model_dump(mode="json", exclude_none=True) for v in result.violations]
+        violations = [_as_dict(v) for v in result.violations]
         first = "; ".join(f"{v.get('code')}: {v.get('path')}" for v in violations[:3])
         raise ConflictError(
             f"the bundle at {bundle_dir} fails verification ({first}); nothing was applied",
@@ -246,6 +263,13 @@ def _verify_bundle(bundle_dir: Path) -> None:
             field="bundle",
             details={"violations": violations},
         )
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    if hasattr(value, "model_dump"):
+        dumped = value.model_dump(mode="json", exclude_none=True)
+        return dict(dumped)
+    return dict(value) if isinstance(value, dict) else {"message": str(value)}
 
 
 def _read_evidence(bundle_dir: Path, rel: str) -> bytes:

@@ -19,6 +19,14 @@ class DirectoryAdapter(ApplyAdapter):
         root = _target_root(Path(target))
         with target_lock(root):
             recovered = recover(root)
+            if plan.in_after_state(root):  # e.g. applied, then killed before the store recorded it
+                return ApplyResult(
+                    adapter=self.name,
+                    status="already-applied",
+                    target={"kind": "directory", "path": str(root)},
+                    applied_files=plan.approved_files,
+                    audit_reference=plan.audit_reference(self.name),
+                )
             planned = plan.plan_writes(root)
             originals = {f.relative_path: f.before_sha256 for f in plan.files}
             transactional_write(
