@@ -37,6 +37,7 @@ from codebox_tui.contracts.apply import (
 from codebox_tui.errors import BadInputError, CodeboxError, ConflictError
 from store.audit import append_apply_audit
 from store.db import Store
+from store.journal import STAGING_DIR
 from store.patchtext import PatchError, apply_block, filter_patch
 
 ENTRY_POINT_GROUP = "codebox.apply_adapters"
@@ -290,7 +291,8 @@ def safe_relative_path(rel: str) -> bool:
     if not rel or "\\" in rel or "\x00" in rel or rel.startswith("/") or ":" in rel.split("/")[0]:
         return False
     parts = rel.split("/")
-    return all(part not in ("", ".", "..") for part in parts) and ".git" not in parts
+    reserved = {".git", STAGING_DIR}
+    return all(part not in ("", ".", "..") for part in parts) and not reserved & set(parts)
 
 
 def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:

@@ -279,13 +279,20 @@ class Store:
             raise BadInputError(f"no run {run_id!r} in the store", code="run-not-found", field="run_id")
         return _run(rows[0])
 
-    def list_runs(self, status: str | None = None) -> list[RunRecord]:
-        if status is None:
-            rows = self._query("SELECT * FROM runs ORDER BY started_at DESC, run_id")
-        else:
-            rows = self._query(
-                "SELECT * FROM runs WHERE status = ? ORDER BY started_at DESC, run_id", (status,)
-            )
+    def list_runs(
+        self, status: str | None = None, *, sandbox_session_id: str | None = None
+    ) -> list[RunRecord]:
+        """Runs, newest first; optionally only one status and/or one caller-owned sandbox session."""
+        where: list[str] = []
+        params: list[Any] = []
+        if status is not None:
+            where.append("status = ?")
+            params.append(status)
+        if sandbox_session_id is not None:
+            where.append("sandbox_session_id = ?")
+            params.append(sandbox_session_id)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = self._query(f"SELECT * FROM runs{clause} ORDER BY started_at DESC, run_id", tuple(params))
         return [_run(row) for row in rows]
 
     # -- bundles -----------------------------------------------------------------------------

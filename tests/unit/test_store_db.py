@@ -96,6 +96,8 @@ def test_runs_round_trip_and_filter(store: Store, tmp_path: Path) -> None:
     assert updated.sandbox_session_id == "sess-1"
     assert [r.run_id for r in store.list_runs()] == ["runtime-b", "runtime-a"]
     assert [r.run_id for r in store.list_runs(status="completed")] == ["runtime-a"]
+    assert [r.run_id for r in store.list_runs(sandbox_session_id="sess-1")] == ["runtime-a"]
+    assert store.list_runs(status="running", sandbox_session_id="sess-1") == []
     with pytest.raises(BadInputError):
         store.update_run("nope", status="x")
 
