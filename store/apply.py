@@ -252,7 +252,9 @@ def _verify_bundle(bundle_dir: Path) -> None:
         from codebox_tui.bundle.verify import verify_bundle
     except ImportError as error:  # fail closed
         raise ConflictError(
-            "bundle verification is unavailable, so nothing is applied", code="bundle-invalid", field="bundle"
+            "bundle verification is unavailable, so the bundle cannot be trusted (fails closed)",
+            code="bundle-invalid",
+            field="bundle",
         ) from error
     result = verify_bundle(bundle_dir)
     if not result.valid:
