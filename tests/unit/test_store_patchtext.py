@@ -6,6 +6,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from store.patchtext import PatchError, apply_block, filter_patch, normalize_patch_path, split_blocks
 
@@ -83,3 +85,29 @@ def test_normalize_patch_path() -> None:
     assert normalize_patch_path(" b/dir\\f.php\t2020") == "dir/f.php"
     assert normalize_patch_path("/dev/null") is None
     assert normalize_patch_path("/abs/p") == "abs/p"
+
+
+_line = st.sampled_from([b"a", b"b", b"c", b"", b"  x", b"\tfn();", b"a\r"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    before=st.lists(_line, max_size=30),
+    after=st.lists(_line, max_size=30),
+    end_before=st.booleans(),
+    end_after=st.booleans(),
+)
+def test_apply_block_matches_git_for_random_edits(
+    tmp_path_factory: pytest.TempPathFactory,
+    before: list[bytes],
+    after: list[bytes],
+    end_before: bool,
+    end_after: bool,
+) -> None:
+    old = b"\n".join(before) + (b"\n" if end_before and before else b"")
+    new = b"\n".join(after) + (b"\n" if end_after and after else b"")
+    if old == new:
+        return
+    patch = git_diff(tmp_path_factory.mktemp("d"), old, new)
+    [block] = split_blocks(patch)
+    assert apply_block(old, block.text) == new
