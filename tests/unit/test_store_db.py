@@ -214,3 +214,23 @@ def test_reader_process_reads_while_writer_holds_transaction(store: Store, tmp_p
         )
         assert out.stdout.strip() == "pending"  # WAL: the reader sees the last committed state, unblocked
     assert store.get_bundle(BUNDLE).status == "busy"
+
+
+def test_forward_migration_keeps_existing_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import store.db as db
+
+    path = tmp_path / "codebox.sqlite3"
+    with Store.open(path) as s:
+        s.record_bundle(BUNDLE, path=tmp_path, content_digest=DIGEST)
+    extra = (
+        "ALTER TABLE bundles ADD COLUMN label TEXT NOT NULL DEFAULT 'none';"
+        "CREATE INDEX b_label ON bundles(label)"
+    )
+    monkeypatch.setattr(db, "MIGRATIONS", (*db.MIGRATIONS, extra))
+    monkeypatch.setattr(db, "SCHEMA_VERSION", len(db.MIGRATIONS))
+    with db.Store.open(path) as s:
+        assert s.schema_version() == SCHEMA_VERSION + 1
+        assert s.get_bundle(BUNDLE).content_digest == DIGEST
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT label FROM bundles").fetchone()[0] == "none"
+    conn.close()
