@@ -544,7 +544,13 @@ def apply_decision(
                 details={"adapter": adapter_name},
                 exit_code=None,
             ) from error
-        store.record_apply(decision.id, adapter_name, key, result)
+        try:
+            store.record_apply(decision.id, adapter_name, key, result)
+        except ConflictError as error:  # another process applied the same decision meanwhile
+            earlier = store.find_apply(decision.id, adapter_name, key)
+            if error.code != "already-applied" or earlier is None:
+                raise
+            result = earlier.result.model_copy(update={"status": "already-applied"})
     except CodeboxError as error:
         append_apply_audit(audit_file, {**audit, "status": "failure", "error": error.to_dict()})
         raise
