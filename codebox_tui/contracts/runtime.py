@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field, field_validator
 
 from codebox_tui.contracts.common import Contract, OpenContract
 
-POLICY_SCHEMA = "wp-codebox/runtime-policy/v1"
-CATALOG_SCHEMA = "wp-codebox/command-catalog/v1"
-COMMAND_RESULT_SCHEMA = "wp-codebox/runtime-command-result/v1"
-RUN_OUTPUT_SCHEMA = "wp-codebox/run/v1"
-BOOT_OUTPUT_SCHEMA = "wp-codebox/boot/v1"
-EVENT_SCHEMA = "wp-codebox/runtime-event/v1"
+POLICY_SCHEMA: Final = "wp-codebox/runtime-policy/v1"
+CATALOG_SCHEMA: Final = "wp-codebox/command-catalog/v1"
+COMMAND_RESULT_SCHEMA: Final = "wp-codebox/runtime-command-result/v1"
+RUN_OUTPUT_SCHEMA: Final = "wp-codebox/run/v1"
+BOOT_OUTPUT_SCHEMA: Final = "wp-codebox/boot/v1"
+EVENT_SCHEMA: Final = "wp-codebox/runtime-event/v1"
 
 ENV_NAME_PATTERN = r"^[A-Z_][A-Z0-9_]*$"
 

@@ -1,0 +1,160 @@
+"""Handlers for the core runtime commands (names referenced from the command catalog)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from codebox_tui.errors import BadInputError
+from codebox_tui.settings import get_settings
+
+if TYPE_CHECKING:
+    from codebox_tui.runtime.session import CommandOutcome, RunSession
+
+WP_CLI_DIR = "/codebox-tools/wp-cli"
+
+
+def _outcome(stdout: str, stderr: str = "", exit_code: int = 0, json_value: object = None) -> CommandOutcome:
+    from codebox_tui.runtime.session import CommandOutcome
+
+    return CommandOutcome(stdout=stdout, stderr=stderr, exit_code=exit_code, json=json_value)
+
+
+def _php_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def secret_prelude(session: RunSession) -> str:
+    """PHP that exposes the allow-listed secrets to the sandbox through getenv()/$_ENV."""
+    lines = []
+    for name, value in session.spec.secret_env.items():
+        lines.append(f"putenv({_php_string(name + '=' + value)}); $_ENV[{_php_string(name)}] = {_php_string(value)};")
+    return "\n".join(lines)
+
+
+def inspect_mounted_inputs(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+    targets = [{"target": m.target, "source": m.source, "mode": m.mode} for m in session.spec.mounts]
+    code = (
+        "<?php $mounts = json_decode(" + _php_string(json.dumps(targets)) + ", true); $out = [];"
+        "foreach ($mounts as $m) { $t = $m['target']; $exists = file_exists($t);"
+        " $entries = $exists && is_dir($t) ? array_values(array_diff(scandir($t), ['.', '..'])) : [];"
+        " sort($entries); $out[] = ['target' => $t, 'source' => $m['source'], 'mode' => $m['mode'],"
+        " 'exists' => $exists, 'entries' => $entries]; }"
+        " echo json_encode(['command' => 'inspect-mounted-inputs', 'mounts' => $out], JSON_UNESCAPED_SLASHES);"
+    )
+    result = session.sandbox.run_php(code, timeout_s)
+    return _outcome(result.text, result.errors, result.exit_code)
+
+
+def _read_code(args: dict[str, str]) -> str:
+    if "code" in args and "code-file" in args:
+        raise BadInputError("Give code= or code-file=, not both", code="invalid-arg", field="code-file")
+    if "code-file" in args:
+        path = Path(args["code-file"]).expanduser()
+        if not path.is_file():
+            raise BadInputError(f"code-file {args['code-file']!r} does not exist", code="missing-code-file",
+                                field="code-file")
+        return path.read_text(encoding="utf-8", errors="replace")
+    return args.get("code", "")
+
+
+def run_php(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+    code = _read_code(args)
+    bootstrap = args.get("bootstrap", "wordpress")
+    if bootstrap not in ("wordpress", "none"):
+        raise BadInputError(f"bootstrap must be 'wordpress' or 'none', not {bootstrap!r}", code="invalid-arg",
+                            field="bootstrap")
+    if not code.lstrip().startswith("<?php") and not code.lstrip().startswith("<?"):
+        code = "<?php\n" + code
+    script = f"/tmp/codebox-{secrets.token_hex(8)}.php"
+    session.sandbox.write_file(script, code.encode("utf-8"), timeout_s)
+    loader = "require_once '/wordpress/wp-load.php';" if bootstrap == "wordpress" else ""
+    wrapper = f"<?php\n{secret_prelude(session)}\n{loader}\nrequire {_php_string(script)};\n"
+    result = session.sandbox.run_php(wrapper, timeout_s)
+    return _outcome(result.text, result.errors, result.exit_code)
+
+
+def wp_cli(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+    phar = wp_cli_phar()
+    if phar is None:
+        raise BadInputError(
+            "wordpress.wp-cli needs a wp-cli.phar, which no package registry ships",
+            code="wp-cli-phar-missing", field="wp-cli-phar",
+            details={"hint": "pass --wp-cli-phar PATH or set CODEBOX_WP_CLI_PHAR to a downloaded wp-cli.phar"},
+        )
+    try:
+        words = shlex.split(args["command"])
+    except ValueError as error:
+        raise BadInputError(f"command= is not a valid command line: {error}", code="invalid-arg",
+                            field="command") from error
+    if words and words[0] == "wp":
+        words = words[1:]
+    argv = ["php", f"{WP_CLI_DIR}/wp-cli.phar", "--path=/wordpress", "--no-color", *words]
+    result = session.sandbox.run_cli(argv, timeout_s)
+    stdout = result.text
+    if stdout.startswith("#!/usr/bin/env php"):
+        stdout = stdout.split("\n", 1)[1] if "\n" in stdout else ""
+    return _outcome(stdout, result.errors, result.exit_code)
+
+
+def wp_cli_phar() -> Path | None:
+    phar = get_settings().wp_cli_phar
+    if phar is None:
+        return None
+    path = Path(phar).expanduser()
+    if not path.is_file():
+        raise BadInputError(f"wp-cli.phar not found at {path}", code="wp-cli-phar-missing", field="wp-cli-phar")
+    return path.resolve()
+
+
+ABILITY_RUNNER = r"""
+$name = %(name)s; $input = json_decode(%(input)s, true);
+$out = ['schema' => 'wp-codebox/wordpress-ability-result/v1', 'command' => 'wordpress.ability', 'name' => $name,
+        'input' => $input];
+if (!function_exists('wp_get_ability')) {
+    $out['status'] = 'error';
+    $out['error'] = ['code' => 'abilities-api-missing',
+                     'message' => 'The WordPress Abilities API (wp_get_ability) is not available in this site'];
+} else {
+    if (function_exists('did_action') && !did_action('wp_abilities_api_init')) { do_action('wp_abilities_api_init'); }
+    $ability = wp_get_ability($name);
+    if (!$ability) {
+        $out['status'] = 'error';
+        $out['error'] = ['code' => 'ability-not-found', 'message' => "No ability named $name is registered"];
+    } else {
+        $result = $ability->execute($input);
+        if (is_wp_error($result)) {
+            $out['status'] = 'error';
+            $out['error'] = ['code' => $result->get_error_code(), 'message' => $result->get_error_message(),
+                             'data' => $result->get_error_data()];
+        } else {
+            $out['status'] = 'ok';
+            $out['result'] = $result;
+        }
+    }
+}
+echo json_encode($out, JSON_UNESCAPED_SLASHES);
+"""
+
+
+def ability(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+    raw_input = args.get("input", "null")
+    try:
+        json.loads(raw_input)
+    except ValueError as error:
+        raise BadInputError(f"input= must be JSON: {error}", code="invalid-arg", field="input") from error
+    code = ("<?php\n" + secret_prelude(session) + "\nrequire_once '/wordpress/wp-load.php';\n"
+            + ABILITY_RUNNER % {"name": _php_string(args["name"]), "input": _php_string(raw_input)})
+    result = session.sandbox.run_php(code, timeout_s)
+    exit_code = result.exit_code
+    parsed = None
+    try:
+        parsed = json.loads(result.text)
+        if exit_code == 0 and parsed.get("status") != "ok":
+            exit_code = 1
+    except ValueError:
+        pass
+    return _outcome(result.text, result.errors, exit_code, parsed)

@@ -1,0 +1,130 @@
+// Codebox Playground sidecar: one Node process hosting many WordPress Playground sandboxes.
+// Protocol: JSON lines. Requests on stdin {id, op, params}; replies on stdout {id, ok, result|error};
+// unsolicited progress lines {event, sandbox, data}. Exits when stdin closes.
+import { runCLI } from '@wp-playground/cli';
+import readline from 'node:readline';
+
+const sandboxes = new Map();
+const out = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
+const progress = (sandbox, phase, data = {}) => out({ event: 'progress', sandbox, data: { phase, ...data } });
+
+// Playground logs to console; keep stdout for the protocol only.
+console.log = (...args) => process.stderr.write(args.join(' ') + '\n');
+console.info = console.log;
+console.warn = console.log;
+console.debug = () => {};
+
+function need(sandbox) {
+  const entry = sandboxes.get(sandbox);
+  if (!entry) throw Object.assign(new Error(`no such sandbox: ${sandbox}`), { code: 'no-sandbox' });
+  return entry;
+}
+
+const ops = {
+  ping: async () => ({ pid: process.pid, sandboxes: [...sandboxes.keys()], rss: process.memoryUsage().rss }),
+
+  boot: async (p) => {
+    const t0 = Date.now();
+    progress(p.sandbox, 'starting-php');
+    const exit = process.exit;
+    process.exit = (code) => { throw Object.assign(new Error(`Playground CLI exited with code ${code}`), { code: 'cli-exit' }); };
+    let cli;
+    try {
+      cli = await runCLI({
+        command: 'server',
+        port: p.port || 0,
+        php: p.php,
+        wp: p.wp,
+        'mount-before-install': p.mountsBeforeInstall || [],
+        mount: p.mounts || [],
+        wordpressInstallMode: 'do-not-attempt-installing',
+        'define-bool': p.defineBool || {},
+        define: p.define || {},
+        verbosity: 'quiet',
+        quiet: true,
+        workers: 1,
+        skipBrowser: true,
+      });
+    } finally {
+      process.exit = exit;
+    }
+    progress(p.sandbox, 'server-started', { ms: Date.now() - t0, url: cli.serverUrl });
+    const entry = { cli, pg: cli.playground };
+    sandboxes.set(p.sandbox, entry);
+    if (p.warm) {
+      progress(p.sandbox, 'warming-php');
+      await entry.pg.run({ code: "<?php require '/wordpress/wp-load.php';" });
+    }
+    progress(p.sandbox, 'ready', { ms: Date.now() - t0 });
+    return { serverUrl: cli.serverUrl, bootMs: Date.now() - t0 };
+  },
+
+  run: async (p) => {
+    const { pg } = need(p.sandbox);
+    const res = await pg.run({ code: p.code, env: p.env || undefined });
+    return { text: res.text, exitCode: res.exitCode ?? 0, errors: res.errors || '' };
+  },
+
+  request: async (p) => {
+    const { pg } = need(p.sandbox);
+    const res = await pg.request({ url: p.url, method: p.method || 'GET', headers: p.headers || {}, body: p.body });
+    return { status: res.httpStatusCode, headers: res.headers, text: res.text };
+  },
+
+  writeFile: async (p) => {
+    const { pg } = need(p.sandbox);
+    const dir = p.path.substring(0, p.path.lastIndexOf('/')) || '/';
+    await pg.mkdirTree(dir);
+    // Copy into a fresh Uint8Array: small Buffers share a pooled ArrayBuffer that would be sent whole.
+    await pg.writeFile(p.path, p.base64 !== undefined ? new Uint8Array(Buffer.from(p.base64, 'base64')) : p.text);
+    return {};
+  },
+
+  readFile: async (p) => {
+    const { pg } = need(p.sandbox);
+    return { text: await pg.readFileAsText(p.path) };
+  },
+
+  cli: async (p) => {
+    const { pg } = need(p.sandbox);
+    const proc = await pg.cli(p.argv, { env: p.env || {} });
+    const [exitCode, stdout, stderr] = await Promise.all([proc.exitCode, proc.stdoutText, proc.stderrText]);
+    return { exitCode, stdout, stderr };
+  },
+
+  dispose: async (p) => {
+    const entry = sandboxes.get(p.sandbox);
+    if (!entry) return { disposed: false };
+    sandboxes.delete(p.sandbox);
+    await entry.cli[Symbol.asyncDispose]();
+    return { disposed: true };
+  },
+
+  shutdown: async () => {
+    for (const [name, entry] of sandboxes) {
+      sandboxes.delete(name);
+      try { await entry.cli[Symbol.asyncDispose](); } catch { /* best effort */ }
+    }
+    setTimeout(() => process.exit(0), 10);
+    return {};
+  },
+};
+
+const rl = readline.createInterface({ input: process.stdin });
+rl.on('line', async (line) => {
+  let msg;
+  try { msg = JSON.parse(line); } catch { return out({ id: null, ok: false, error: { code: 'bad-json', message: 'request is not JSON' } }); }
+  const handler = ops[msg.op];
+  if (!handler) return out({ id: msg.id, ok: false, error: { code: 'unknown-op', message: `unknown op ${msg.op}` } });
+  try {
+    out({ id: msg.id, ok: true, result: await handler(msg.params || {}) });
+  } catch (err) {
+    out({ id: msg.id, ok: false, error: { code: err.code || 'sidecar-error', message: String(err && err.message || err) } });
+  }
+});
+rl.on('close', async () => {
+  await ops.shutdown();
+  process.exit(0);
+});
+process.on('unhandledRejection', (err) => process.stderr.write(`unhandled rejection: ${err && err.stack || err}\n`));
+out({ event: 'hello', data: { pid: process.pid, node: process.version } });

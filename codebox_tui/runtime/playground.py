@@ -1,0 +1,188 @@
+"""The WordPress Playground backend: sandboxes hosted by a shared Node sidecar, fully offline.
+
+Boot path: resolve the shipped WordPress build → ensure its golden pre-installed site → copy it
+for this sandbox → stage read-only mounts → ``runCLI`` in the sidecar with the copy mounted at
+``/wordpress`` (no install, WP-Cron off) → warm PHP by loading WordPress once.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from codebox_tui.contracts.runtime import RuntimePolicy
+from codebox_tui.errors import SandboxError
+from codebox_tui.runtime.backend import HttpResult, PhpResult, ProgressCallback, SandboxSpec
+from codebox_tui.runtime.golden import ensure_golden_site
+from codebox_tui.runtime.mounts import remove_tree, stage_readonly
+from codebox_tui.runtime.sidecar import Sidecar
+from codebox_tui.runtime.wordpress_builds import resolve_build
+from codebox_tui.settings import CodeboxSettings, get_settings
+
+SUPPORTED_PHP = ("7.4", "8.0", "8.1", "8.2", "8.3", "8.4", "8.5")
+
+_sidecars: dict[str, Sidecar] = {}
+_sidecars_lock = threading.Lock()
+
+
+def network_policy_key(policy: RuntimePolicy) -> str:
+    if isinstance(policy.network, str):
+        return policy.network
+    return json.dumps({"allowHosts": sorted(policy.network.allowHosts)})
+
+
+def get_sidecar(settings: CodeboxSettings, policy: RuntimePolicy) -> Sidecar:
+    """The shared sidecar for this network policy, started on first use (warm afterwards)."""
+    key = network_policy_key(policy)
+    with _sidecars_lock:
+        sidecar = _sidecars.get(key)
+        if sidecar is None or not sidecar.alive:
+            sidecar = Sidecar(node=settings.node, home=settings.playground_home, network_policy=key)
+            _sidecars[key] = sidecar
+        return sidecar
+
+
+def shutdown_sidecars() -> None:
+    with _sidecars_lock:
+        items = list(_sidecars.values())
+        _sidecars.clear()
+    for sidecar in items:
+        sidecar.close()
+
+
+def _copy_tree(source: Path, dest: Path) -> None:
+    result = subprocess.run(["cp", "-a", "--reflink=auto", str(source), str(dest)], capture_output=True)
+    if result.returncode != 0:
+        shutil.copytree(source, dest, symlinks=True)
+
+
+def _failed_run(message: str) -> PhpResult:
+    """Split php-wasm's "failed with exit code N === Stdout === … === Stderr === …" message."""
+    import re
+
+    match = re.search(r"exit code (\d+)", message)
+    code = int(match.group(1)) if match else 255
+    stdout, stderr = "", message
+    if "=== Stdout ===" in message:
+        rest = message.split("=== Stdout ===", 1)[1]
+        stdout, _, stderr = rest.partition("=== Stderr ===")
+        stdout, stderr = stdout.strip("\n").removeprefix(" "), stderr.strip("\n").removeprefix(" ")
+    return PhpResult(text=stdout, exit_code=code or 255, errors=stderr)
+
+
+class PlaygroundSandbox:
+    """One live WordPress in the sidecar. Its private files live under ``work_dir`` until disposed."""
+
+    def __init__(self, sidecar: Sidecar, sandbox_id: str, work_dir: Path, preview_url: str,
+                 wordpress_version: str, php_version: str) -> None:
+        self.id = sandbox_id
+        self.sidecar = sidecar
+        self.work_dir = work_dir
+        self.preview_url = preview_url
+        self.wordpress_version = wordpress_version
+        self.php_version = php_version
+        self._disposed = False
+
+    def run_php(self, code: str, timeout_s: float) -> PhpResult:
+        try:
+            result = self.sidecar.request("run", {"sandbox": self.id, "code": code}, timeout_s)
+        except SandboxError as error:
+            if error.code in ("sidecar-error", "Error"):
+                return _failed_run(error.message)
+            raise
+        return PhpResult(text=str(result.get("text", "")), exit_code=int(result.get("exitCode") or 0),
+                         errors=str(result.get("errors") or ""))
+
+    def run_cli(self, argv: list[str], timeout_s: float) -> PhpResult:
+        result = self.sidecar.request("cli", {"sandbox": self.id, "argv": argv}, timeout_s)
+        return PhpResult(text=str(result.get("stdout", "")), exit_code=int(result.get("exitCode") or 0),
+                         errors=str(result.get("stderr") or ""))
+
+    def request(self, path: str, timeout_s: float, method: str = "GET") -> HttpResult:
+        result = self.sidecar.request("request", {"sandbox": self.id, "url": path, "method": method}, timeout_s)
+        return HttpResult(status=int(result.get("status", 0)), headers=dict(result.get("headers") or {}),
+                          text=str(result.get("text", "")))
+
+    def write_file(self, path: str, data: bytes, timeout_s: float = 30.0) -> None:
+        import base64
+
+        self.sidecar.request("writeFile", {"sandbox": self.id, "path": path,
+                                           "base64": base64.b64encode(data).decode()}, timeout_s)
+
+    def read_file(self, path: str, timeout_s: float = 30.0) -> str:
+        return str(self.sidecar.request("readFile", {"sandbox": self.id, "path": path}, timeout_s)["text"])
+
+    def dispose(self) -> None:
+        if self._disposed:
+            return
+        self._disposed = True
+        try:
+            if self.sidecar.alive:
+                self.sidecar.request("dispose", {"sandbox": self.id}, 30.0)
+        except SandboxError:
+            pass
+        finally:
+            self.sidecar.on_progress(self.id, None)
+            remove_tree(self.work_dir)
+
+
+class PlaygroundBackend:
+    name = "wordpress-playground"
+
+    def __init__(self, settings: CodeboxSettings | None = None) -> None:
+        self.settings = settings or get_settings()
+
+    def boot(self, spec: SandboxSpec, on_progress: ProgressCallback | None = None) -> PlaygroundSandbox:
+        def report(phase: str, data: dict[str, Any] | None = None) -> None:
+            if on_progress:
+                on_progress(phase, data or {})
+
+        if spec.php not in SUPPORTED_PHP:
+            from codebox_tui.errors import BadInputError
+
+            raise BadInputError(f"PHP {spec.php} is not available; choose one of {', '.join(SUPPORTED_PHP)}",
+                                code="unknown-php-version", field="php")
+        build = resolve_build(spec.wp)
+        started = time.monotonic()
+        report("resolving-wordpress", {"version": build.version})
+        golden = ensure_golden_site(build, self.settings.golden_dir)
+        sandboxes_root = self.settings.home / "sandboxes"
+        sandboxes_root.mkdir(parents=True, exist_ok=True)
+        sandbox_id = "sandbox-" + secrets.token_hex(6)
+        work_dir = sandboxes_root / sandbox_id
+        work_dir.mkdir()
+        try:
+            report("copying-site")
+            site = work_dir / "wordpress"
+            _copy_tree(golden, site)
+            mounts: list[dict[str, str]] = []
+            for index, mount in enumerate([*spec.mounts, *spec.extra_mounts]):
+                host = Path(mount.source)
+                if mount.mode == "readonly":
+                    report("staging-readonly-mount", {"index": index, "target": mount.target})
+                    host = stage_readonly(host, work_dir / f"readonly-{index}")
+                mounts.append({"hostPath": str(host), "vfsPath": mount.target})
+                report("mounting", {"index": index, "target": mount.target, "mode": mount.mode})
+            sidecar = get_sidecar(self.settings, spec.policy)
+            sidecar.on_progress(sandbox_id, lambda phase, data: report(phase, data))
+            define_bool: dict[str, bool] = {"DISABLE_WP_CRON": True}
+            if spec.policy.network_denied:
+                define_bool["WP_HTTP_BLOCK_EXTERNAL"] = True
+            params = {
+                "sandbox": sandbox_id, "php": spec.php, "wp": build.playground_url,
+                "mountsBeforeInstall": [{"hostPath": str(site), "vfsPath": "/wordpress"}],
+                "mounts": mounts, "defineBool": define_bool, "warm": True,
+                "port": spec.preview_port or 0,
+            }
+            remaining = max(1.0, spec.boot_timeout_s - (time.monotonic() - started))
+            result = sidecar.request("boot", params, remaining)
+        except BaseException:
+            remove_tree(work_dir)
+            raise
+        return PlaygroundSandbox(sidecar, sandbox_id, work_dir, str(result["serverUrl"]), build.version, spec.php)

@@ -1,0 +1,97 @@
+"""Runtime policy enforcement: the command allow-list, and redaction of secret values."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from codebox_tui.contracts.runtime import RuntimePolicy
+from codebox_tui.errors import BadInputError, PolicyDeniedError
+from codebox_tui.runtime.catalog import get_command
+
+SECRET_MARK = "[REDACTED:configured-secret-value]"
+
+
+def default_policy(command: str | None = None) -> RuntimePolicy:
+    commands = ["inspect-mounted-inputs", "wordpress.run-php"]
+    if command and command not in commands:
+        commands.append(command)
+    return RuntimePolicy(commands=commands)
+
+
+def load_policy(text: str) -> RuntimePolicy:
+    """``--policy`` takes inline JSON or a path to a JSON file."""
+    source = "--policy"
+    raw = text
+    if not text.lstrip().startswith("{"):
+        path = os.path.expanduser(text)
+        if not os.path.isfile(path):
+            raise BadInputError(f"Policy file {text!r} does not exist", code="invalid-policy", field="policy")
+        source = path
+        with open(path, encoding="utf-8") as handle:
+            raw = handle.read()
+    try:
+        data = json.loads(raw)
+    except ValueError as error:
+        raise BadInputError(f"Policy in {source} is not valid JSON: {error}", code="invalid-policy",
+                            field="policy") from error
+    from pydantic import ValidationError
+
+    try:
+        return RuntimePolicy.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise BadInputError(
+            f"Policy field {where or '(root)'}: {first['msg']}", code="invalid-policy", field=f"policy.{where}",
+            details={"errors": [{"loc": list(e["loc"]), "msg": e["msg"]} for e in error.errors()]},
+        ) from error
+
+
+def check_command(policy: RuntimePolicy, command: str) -> None:
+    """Raise :class:`PolicyDeniedError` unless ``command`` is allowed (checked before execution)."""
+    spec = get_command(command)
+    if command not in policy.commands:
+        raise PolicyDeniedError(
+            f"Command is not allowed by runtime policy: {command}",
+            code="runtime-command-disallowed",
+            field="policy.commands",
+            details={"allowedCommands": list(policy.commands)},
+        )
+    for required in spec.requiresPolicyCommands:
+        if required not in policy.commands:
+            raise PolicyDeniedError(
+                f"Command {command} also needs {required} in the runtime policy",
+                code="runtime-command-disallowed", field="policy.commands",
+                details={"allowedCommands": list(policy.commands)},
+            )
+
+
+def resolve_secrets(policy: RuntimePolicy, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """Values of the allow-listed secret names, read from the parent environment (missing names skipped)."""
+    env = os.environ if environ is None else environ
+    return {name: env[name] for name in policy.secret_names if env.get(name)}
+
+
+class Redactor:
+    """Replaces every configured secret value (and its JSON-escaped form) in text."""
+
+    def __init__(self, values: list[str]) -> None:
+        forms: set[str] = set()
+        for value in values:
+            if len(value) < 4:
+                continue  # too short to redact without destroying unrelated text
+            forms.add(value)
+            forms.add(json.dumps(value)[1:-1])
+        ordered = sorted(forms, key=len, reverse=True)
+        self._pattern = re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
+
+    def __call__(self, text: str) -> str:
+        if self._pattern is None or not text:
+            return text
+        return self._pattern.sub(SECRET_MARK, text)
+
+    @property
+    def active(self) -> bool:
+        return self._pattern is not None

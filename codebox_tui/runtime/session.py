@@ -1,0 +1,329 @@
+"""A run: one sandbox, its commands, and the live event stream a viewer can tail.
+
+``events.jsonl`` gets one JSON object per lifecycle step, written and flushed as it happens;
+``commands.jsonl`` one ExecutionResult per command; ``logs/runtime.log`` and ``logs/commands.log``
+are the human-readable twins. Secret values are redacted before anything is written.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import secrets
+import shutil
+import string
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codebox_tui.contracts.common import utc_now_iso
+from codebox_tui.contracts.runtime import (
+    CommandError,
+    CommandResultEnvelope,
+    ExecutionResult,
+    RuntimeEvent,
+    RuntimeInfo,
+)
+from codebox_tui.errors import CodeboxError, PolicyDeniedError, SandboxError
+from codebox_tui.runtime.backend import Backend, Sandbox, SandboxSpec
+from codebox_tui.runtime.catalog import get_command, parse_args
+from codebox_tui.runtime.policy import Redactor, check_command
+from codebox_tui.settings import get_settings
+
+EventCallback = Callable[[RuntimeEvent], None]
+_BASE36 = string.digits + string.ascii_lowercase
+
+
+def _base36(number: int) -> str:
+    out = ""
+    while True:
+        number, rem = divmod(number, 36)
+        out = _BASE36[rem] + out
+        if number == 0:
+            return out
+
+
+def new_id(prefix: str) -> str:
+    """``<prefix>-<ms since epoch, base36>-<6 random base36>`` like the reference's ids."""
+    return f"{prefix}-{_base36(int(time.time() * 1000))}-{''.join(secrets.choice(_BASE36) for _ in range(6))}"
+
+
+@dataclass
+class CommandOutcome:
+    """What a command handler returns."""
+
+    stdout: str
+    stderr: str = ""
+    exit_code: int = 0
+    json: Any = None
+    artifact_refs: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class EvidenceFile:
+    """An extra file a handler wrote under ``run_dir`` for the bundle (e.g. files/browser/screenshot.png)."""
+
+    path: str
+    kind: str
+    contentType: str
+
+
+class RunSession:
+    """Context manager: boots lazily, runs commands under the policy, disposes on exit."""
+
+    def __init__(self, spec: SandboxSpec, artifacts_root: Path, *, on_event: EventCallback | None = None,
+                 backend: Backend | None = None) -> None:
+        self.spec = spec
+        self.runtime_id = new_id("runtime")
+        self.run_dir = Path(artifacts_root).resolve() / self.runtime_id
+        self.run_dir.mkdir(parents=True, exist_ok=False)
+        (self.run_dir / "logs").mkdir()
+        self.created_at = utc_now_iso()
+        self.on_event = on_event
+        self._backend = backend
+        self._sandbox: Sandbox | None = None
+        self._lock = threading.RLock()  # guards the stream files
+        self._boot_lock = threading.Lock()  # one boot at a time (progress events still flow)
+        self.redact = Redactor(list(spec.secret_env.values()))
+        self.evidence: list[EvidenceFile] = []
+        self.test_suites: list[Any] = []
+        self.executions: list[ExecutionResult] = []
+        self.baselines: list[Any] = []
+        self._scratch = Path(tempfile.mkdtemp(prefix="codebox-baselines-"))
+        self._events = open(self.run_dir / "events.jsonl", "a", encoding="utf-8")
+        self._commands = open(self.run_dir / "commands.jsonl", "a", encoding="utf-8")
+        self._runtime_log = open(self.run_dir / "logs" / "runtime.log", "a", encoding="utf-8")
+        self._commands_log = open(self.run_dir / "logs" / "commands.log", "a", encoding="utf-8")
+        self._commands_logged = 0
+        self.status = "created"
+        self.closed = False
+        self.emit("runtime.created", {"runtimeId": self.runtime_id, "wp": spec.wp, "php": spec.php,
+                                      "policy": spec.policy.model_dump(mode="json"),
+                                      "mounts": [m.model_dump(mode="json") for m in spec.mounts]})
+        for index, mount in enumerate(spec.mounts):
+            self.emit("runtime.mounted", {"index": index, "source": mount.source, "target": mount.target,
+                                          "mode": mount.mode})
+
+    # -- events -------------------------------------------------------------------------------
+    def emit(self, type: str, data: dict[str, Any] | None = None, level: str = "info") -> RuntimeEvent:
+        event = RuntimeEvent(id=new_id("event"), type=type, timestamp=utc_now_iso(), level=level,
+                             data=data)
+        line = self.redact(json.dumps(event.model_dump(mode="json", exclude_none=True), sort_keys=True))
+        with self._lock:
+            if not self._events.closed:
+                self._events.write(line + "\n")
+                self._events.flush()
+                compact = json.dumps(data, sort_keys=True, separators=(",", ":")) if data else ""
+                self._runtime_log.write(self.redact(f"[{event.timestamp}] {type} {compact}".rstrip()) + "\n")
+                self._runtime_log.flush()
+        if self.on_event:
+            self.on_event(RuntimeEvent.model_validate_json(line))
+        return event
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    @property
+    def backend(self) -> Backend:
+        if self._backend is None:
+            from codebox_tui.runtime.playground import PlaygroundBackend
+
+            self._backend = PlaygroundBackend()
+        return self._backend
+
+    @property
+    def sandbox(self) -> Sandbox:
+        return self._sandbox if self._sandbox is not None else self.boot_sandbox()
+
+    @property
+    def booted(self) -> bool:
+        return self._sandbox is not None
+
+    def runtime_info(self) -> RuntimeInfo:
+        env: dict[str, Any] = {"kind": "wordpress", "name": "wordpress-playground", "wp": self.spec.wp,
+                               "php": self.spec.php}
+        if self._sandbox is not None:
+            env["version"] = self._sandbox.wordpress_version
+            env["wordpressVersion"] = self._sandbox.wordpress_version
+            env["phpVersion"] = self._sandbox.php_version
+        return RuntimeInfo(id=self.runtime_id, backend="wordpress-playground", environment=env,
+                           createdAt=self.created_at, status=self.status,
+                           previewUrl=self._sandbox.preview_url if self._sandbox else None)
+
+    def _take_baselines(self) -> None:
+        try:
+            baseline_module = importlib.import_module("codebox_tui.bundle.baseline")
+        except ImportError:
+            return
+        self.baselines = list(baseline_module.take_baselines(self.spec.mounts, self._scratch))
+        self.emit("artifacts.baselines", {"count": len(self.baselines)})
+
+    def boot_sandbox(self) -> Sandbox:
+        with self._boot_lock:
+            if self._sandbox is not None:
+                return self._sandbox
+            self._take_baselines()
+            self.emit("runtime.boot-started", {"wp": self.spec.wp, "php": self.spec.php})
+            started = time.monotonic()
+
+            def progress(phase: str, data: dict[str, Any]) -> None:
+                self.emit("runtime.boot-progress", {"phase": phase, **data}, level="debug"
+                          if phase in ("mounting", "staging-readonly-mount") else "info")
+
+            try:
+                self._sandbox = self.backend.boot(self.spec, progress)
+            except CodeboxError as error:
+                self.status = "failed"
+                self.emit("runtime.error", {"phase": "boot", **error.to_dict()}, level="error")
+                raise
+            self.status = "running"
+            self.emit("runtime.ready", {"previewUrl": self._sandbox.preview_url,
+                                        "wordpressVersion": self._sandbox.wordpress_version,
+                                        "phpVersion": self._sandbox.php_version,
+                                        "bootMs": int((time.monotonic() - started) * 1000)})
+            return self._sandbox
+
+    def execute(self, command: str, args: list[str] | None = None, timeout_s: float | None = None) -> ExecutionResult:
+        """Run one catalog command. Policy is checked first; every outcome is recorded."""
+        args = list(args or [])
+        timeout = timeout_s if timeout_s is not None else get_settings().command_timeout_s
+        command_id = new_id("command")
+        started_at, started = utc_now_iso(), time.monotonic()
+        spec = get_command(command)
+        try:
+            check_command(self.spec.policy, command)
+        except PolicyDeniedError as error:
+            self.emit("command.denied", {"id": command_id, "command": command, **error.to_dict()}, level="error")
+            self._record(ExecutionResult(
+                id=command_id, command=command, args=args, exitCode=1, stdout="", stderr=error.message,
+                result=CommandResultEnvelope(status="error", error=CommandError(code=error.code, message=error.message,
+                                                                                  data=error.details)),
+                startedAt=started_at, finishedAt=utc_now_iso(), durationMs=0))
+            raise
+        parsed = parse_args(spec, args)
+        self.boot_sandbox()  # boot lazily, before the clock for this command starts
+        started_at, started = utc_now_iso(), time.monotonic()
+        self.emit("command.started", {"id": command_id, "command": command, "args": args})
+        handler = _load_handler(spec.handler)
+        error_info: CodeboxError | None = None
+        try:
+            outcome = handler(self, parsed, timeout)
+        except CodeboxError as error:
+            error_info = error
+            outcome = CommandOutcome(stdout="", stderr=error.message, exit_code=1)
+        duration = int((time.monotonic() - started) * 1000)
+        stdout, stderr = self.redact(outcome.stdout), self.redact(outcome.stderr)
+        json_value = outcome.json
+        if json_value is None and stdout.strip()[:1] in ("{", "["):
+            try:
+                json_value = json.loads(stdout)
+            except ValueError:
+                json_value = None
+        envelope = CommandResultEnvelope(
+            status="ok" if outcome.exit_code == 0 and error_info is None else "error",
+            stdout=stdout, stderr=stderr or None, json_=json_value,
+            diagnostics={"command": command, "timing": {"startedAt": started_at, "finishedAt": utc_now_iso(),
+                                                        "durationMs": duration}},
+            artifactRefs=outcome.artifact_refs or None,
+            error=CommandError(code=error_info.code, message=self.redact(error_info.message))
+            if error_info else None,
+        )
+        result = ExecutionResult(id=command_id, command=command, args=args, exitCode=outcome.exit_code,
+                                 stdout=stdout, stderr=stderr, result=envelope,
+                                 artifactRefs=outcome.artifact_refs or None, startedAt=started_at,
+                                 finishedAt=utc_now_iso(), durationMs=duration)
+        self._record(result)
+        level = "info" if result.exitCode == 0 else "error"
+        self.emit("command.finished" if error_info is None else "command.failed",
+                  {"id": command_id, "command": command, "exitCode": result.exitCode, "durationMs": duration,
+                   **({"error": error_info.to_dict()} if error_info else {})}, level=level)
+        if error_info is not None and isinstance(error_info, SandboxError):
+            raise error_info
+        if error_info is not None:
+            raise error_info
+        return result
+
+    def _record(self, result: ExecutionResult) -> None:
+        self.executions.append(result)
+        with self._lock:
+            self._commands.write(json.dumps(result.model_dump(mode="json", by_alias=True, exclude_none=True),
+                                            sort_keys=True) + "\n")
+            self._commands.flush()
+            block = (f"[{result.startedAt}] {result.command} {' '.join(result.args)}".rstrip()
+                     + f"\nexitCode={result.exitCode}\n{result.stdout}\n{result.stderr}")
+            if self._commands_logged:
+                self._commands_log.write("\n---\n")
+            self._commands_log.write(self.redact(block))
+            self._commands_log.flush()
+            self._commands_logged += 1
+
+    def add_evidence(self, path: str, kind: str, content_type: str) -> Path:
+        """Register an evidence file (bundle-relative path under files/) and return its absolute path."""
+        target = self.run_dir / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self.evidence.append(EvidenceFile(path=path, kind=kind, contentType=content_type))
+        return target
+
+    def dispose(self) -> None:
+        with self._lock:
+            sandbox, self._sandbox = self._sandbox, None
+        if sandbox is not None:
+            started = time.monotonic()
+            sandbox.dispose()
+            self.emit("runtime.disposed", {"disposeMs": int((time.monotonic() - started) * 1000)})
+        if self.status != "failed":
+            self.status = "destroyed"
+
+    def capture(self) -> Any:
+        """Dispose the sandbox, close the streams and write the artifact bundle (if the bundle module exists)."""
+        was_booted_info = self.runtime_info()
+        self.dispose()
+        self.emit("artifacts.capturing", {"runDir": str(self.run_dir)})
+        self._close_streams()
+        try:
+            capture_module = importlib.import_module("codebox_tui.bundle.capture")
+        except ImportError:
+            return None
+        summary = capture_module.capture_bundle(
+            self.run_dir, runtime=was_booted_info.model_copy(update={"status": "destroyed"}),
+            mounts=self.spec.mounts, baselines=self.baselines, policy=self.spec.policy,
+            metadata=self.spec.metadata, secret_values=list(self.spec.secret_env.values()),
+            evidence=self.evidence, test_suites=self.test_suites,
+        )
+        return summary
+
+    def _close_streams(self) -> None:
+        with self._lock:
+            for handle in (self._events, self._commands, self._runtime_log, self._commands_log):
+                if not handle.closed:
+                    handle.close()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.dispose()
+        finally:
+            self._close_streams()
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def __enter__(self) -> RunSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _load_handler(ref: str) -> Callable[[RunSession, dict[str, str], float], CommandOutcome]:
+    module_name, _, attr = ref.partition(":")
+    if not attr:
+        from codebox_tui.errors import BadInputError
+
+        raise BadInputError(f"Command handler {ref!r} cannot be executed directly", code="policy-only-command")
+    handler: Callable[[RunSession, dict[str, str], float], CommandOutcome] = getattr(
+        importlib.import_module(module_name), attr)
+    return handler
+
