@@ -1,9 +1,123 @@
-"""CLI commands for this area (registered on the root app by :mod:`codebox_tui.cli`)."""
+"""``codebox artifacts verify|show|list`` (``prune`` is added by the store's CLI module)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import typer
+
+from codebox_tui.bundle.reader import find_bundle_dir, find_bundles, load_bundle
+from codebox_tui.bundle.verify import verify_bundle
+from codebox_tui.cliutil import emit_json
+from codebox_tui.errors import ExitCode
+
+artifacts_app = typer.Typer(help="Inspect and verify artifact bundles.", no_args_is_help=True)
+
+
+@artifacts_app.command("verify")
+def verify_command(
+    bundle: Path = typer.Argument(..., help="Bundle folder (holds manifest.json)."),
+    json_out: bool = typer.Option(False, "--json", help="Print wp-codebox/artifact-bundle-verification/v1."),
+) -> None:
+    """Verify every hash, digest and reference; exit 0 only when the bundle is valid (fails closed)."""
+    result = verify_bundle(bundle)
+    if json_out:
+        emit_json(result.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"manifest"}))
+    elif result.valid:
+        typer.echo(f"valid: {result.manifest.get('id') if result.manifest else bundle}")
+    else:
+        typer.echo(f"INVALID: {bundle} ({len(result.violations)} violation(s))", err=True)
+        for violation in result.violations:
+            typer.echo(f"  {violation.code:26} {violation.path}: {violation.message}", err=True)
+    if not result.valid:
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+@artifacts_app.command("show")
+def show_command(
+    bundle: Path = typer.Argument(..., help="Bundle folder."),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary."),
+) -> None:
+    """A human summary: identity, verification, changed files, tests, evidence."""
+    loaded = load_bundle(find_bundle_dir(bundle))
+    stats = loaded.review.get("stats", {})
+    summary: dict[str, Any] = {
+        "id": loaded.id,
+        "path": str(loaded.path),
+        "createdAt": loaded.manifest.get("createdAt"),
+        "valid": loaded.valid,
+        "violations": [v.model_dump(mode="json", exclude_none=True) for v in loaded.verification.violations],
+        "summary": loaded.review.get("summary"),
+        "stats": stats,
+        "changedFiles": [
+            {
+                "status": f.get("status"),
+                "path": f.get("relativePath"),
+                "binary": f.get("binary", False),
+                "additions": f.get("additions"),
+                "deletions": f.get("deletions"),
+            }
+            for f in loaded.changed_files
+        ],
+        "tests": {"status": loaded.test_results.get("status"), "summary": loaded.test_results.get("summary")},
+        "riskFlags": loaded.review.get("riskFlags", []),
+        "evidence": [e["path"] for e in loaded.evidence],
+    }
+    if json_out:
+        emit_json(summary)
+        return
+    typer.echo(f"bundle   {summary['id']}")
+    typer.echo(f"path     {summary['path']}")
+    typer.echo(f"created  {summary['createdAt']}")
+    typer.echo(f"verified {'yes' if loaded.valid else 'NO — ' + str(len(summary['violations'])) + ' violation(s)'}")
+    typer.echo(f"summary  {summary['summary']}")
+    for item in summary["changedFiles"]:
+        counts = "binary" if item["binary"] else f"+{item['additions']} -{item['deletions']}"
+        typer.echo(f"  {item['status']:9} {item['path']}  ({counts})")
+    tests = summary["tests"]
+    typer.echo(f"tests    {tests['status']} {tests['summary'] or ''}")
+    for flag in summary["riskFlags"]:
+        typer.echo(f"risk     {flag}")
+    for path in summary["evidence"]:
+        typer.echo(f"evidence {path}")
+
+
+@artifacts_app.command("list")
+def list_command(
+    root: Path = typer.Argument(Path("artifacts"), help="Folder to search for bundles."),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON list."),
+) -> None:
+    """Bundles under ROOT, newest first."""
+    rows: list[dict[str, Any]] = []
+    for path in find_bundles(root):
+        try:
+            loaded = load_bundle(path)
+        except Exception as error:  # a broken bundle is listed, not fatal
+            rows.append({"path": str(path), "id": None, "valid": False, "error": str(error)})
+            continue
+        rows.append(
+            {
+                "path": str(path),
+                "id": loaded.id,
+                "createdAt": loaded.manifest.get("createdAt"),
+                "valid": loaded.valid,
+                "changed": loaded.review.get("stats", {}).get("total", 0),
+                "tests": loaded.test_results.get("status"),
+            }
+        )
+    if json_out:
+        emit_json({"schema": "wp-codebox/artifact-list/v1", "root": str(root), "artifacts": rows})
+        return
+    if not rows:
+        typer.echo(f"no bundles under {root}")
+    for row in rows:
+        mark = "ok " if row["valid"] else "BAD"
+        typer.echo(
+            f"{mark} {row.get('createdAt') or '-':24} {row.get('changed', '-')!s:>3} files  "
+            f"{(row['id'] or '')[:40]}  {row['path']}"
+        )
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to app."""
+    app.add_typer(artifacts_app, name="artifacts")

@@ -1,0 +1,196 @@
+"""Patch generation that round-trips: ``git apply`` and ``patch -p1`` reproduce the new tree byte for
+byte. Minimal hunks with 3 lines of context, ``\\ No newline at end of file`` markers, file modes, and
+``GIT binary patch`` literals for binary files. Symlinks and special files are reported, never read."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import stat
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SKIPPED_DIRS = frozenset({".git", "node_modules"})
+CONTEXT = 3
+_B85 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~"
+
+
+@dataclass(frozen=True)
+class Entry:
+    rel: str
+    mode: str  # "100644" | "100755"
+    size: int
+
+
+@dataclass
+class Listing:
+    files: dict[str, Entry] = field(default_factory=dict)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (rel, "symlink" | "special-file")
+
+
+def list_tree(root: Path) -> Listing:
+    """Regular files under ``root`` (sorted by path); symlinks and special files are reported, not followed."""
+    listing = Listing()
+    if not root.is_dir():
+        return listing
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        rel_dir = os.path.relpath(dirpath, root)
+        keep = []
+        for name in sorted(dirnames):
+            full = os.path.join(dirpath, name)
+            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            if name in SKIPPED_DIRS:
+                continue
+            if os.path.islink(full):
+                listing.skipped.append((rel, "symlink"))
+                continue
+            keep.append(name)
+        dirnames[:] = keep
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            info = os.lstat(full)
+            if stat.S_ISLNK(info.st_mode):
+                listing.skipped.append((rel, "symlink"))
+            elif not stat.S_ISREG(info.st_mode):
+                listing.skipped.append((rel, "special-file"))
+            else:
+                mode = "100755" if info.st_mode & 0o111 else "100644"
+                listing.files[rel] = Entry(rel, mode, info.st_size)
+    listing.files = dict(sorted(listing.files.items()))
+    listing.skipped.sort()
+    return listing
+
+
+def is_binary(data: bytes) -> bool:
+    if b"\0" in data:
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def git_blob_sha1(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _b85_line(chunk: bytes) -> str:
+    length = len(chunk)
+    prefix = chr(ord("A") + length - 1) if length <= 26 else chr(ord("a") + length - 27)
+    padded = chunk + b"\0" * (-length % 4)
+    out = []
+    for i in range(0, len(padded), 4):
+        value = int.from_bytes(padded[i : i + 4], "big")
+        digits = []
+        for _ in range(5):
+            value, rem = divmod(value, 85)
+            digits.append(_B85[rem])
+        out.append("".join(reversed(digits)))
+    return prefix + "".join(out)
+
+
+def _binary_literal(data: bytes) -> str:
+    compressed = zlib.compress(data, 9)
+    lines = [f"literal {len(data)}"]
+    lines.extend(_b85_line(compressed[i : i + 52]) for i in range(0, len(compressed), 52))
+    return "\n".join(lines) + "\n\n"
+
+
+def _split_lines(data: bytes) -> list[bytes]:
+    return data.splitlines(keepends=True)
+
+
+def _hunk_range(start: int, count: int) -> str:
+    if count == 1:
+        return f"{start}"
+    return f"{start},{count}"
+
+
+def _unified_hunks(old: list[bytes], new: list[bytes]) -> tuple[list[str], int, int]:
+    """Hunks as text lines (each ending in "\\n"), plus added/removed line counts."""
+    out: list[str] = []
+    added = removed = 0
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+
+    def emit(prefix: str, line: bytes) -> None:
+        text = line.decode("utf-8")
+        if text.endswith("\n"):
+            out.append(prefix + text)
+        else:
+            out.append(prefix + text + "\n")
+            out.append("\\ No newline at end of file\n")
+
+    for group in matcher.get_grouped_opcodes(CONTEXT):
+        i1, i2 = group[0][1], group[-1][2]
+        j1, j2 = group[0][3], group[-1][4]
+        old_start = i1 + 1 if i2 > i1 else i1
+        new_start = j1 + 1 if j2 > j1 else j1
+        out.append(f"@@ -{_hunk_range(old_start, i2 - i1)} +{_hunk_range(new_start, j2 - j1)} @@\n")
+        for tag, a1, a2, b1, b2 in group:
+            if tag == "equal":
+                for line in old[a1:a2]:
+                    emit(" ", line)
+                continue
+            for line in old[a1:a2]:
+                emit("-", line)
+                removed += 1
+            for line in new[b1:b2]:
+                emit("+", line)
+                added += 1
+    return out, added, removed
+
+
+@dataclass
+class FileDiff:
+    rel: str
+    status: str  # added | modified | deleted
+    old_mode: str | None
+    new_mode: str | None
+    binary: bool
+    text: str
+    additions: int
+    deletions: int
+
+
+def diff_file(
+    rel: str, old: bytes | None, new: bytes | None, old_mode: str | None, new_mode: str | None
+) -> FileDiff | None:
+    """A git-style patch block for one file, or None when nothing changed."""
+    if old == new and old_mode == new_mode:
+        return None
+    status = "added" if old is None else "deleted" if new is None else "modified"
+    header = [f"diff --git a/{rel} b/{rel}\n"]
+    if status == "added":
+        header.append(f"new file mode {new_mode}\n")
+    elif status == "deleted":
+        header.append(f"deleted file mode {old_mode}\n")
+    elif old_mode != new_mode:
+        header += [f"old mode {old_mode}\n", f"new mode {new_mode}\n"]
+    old_b, new_b = old or b"", new or b""
+    binary = is_binary(old_b) or is_binary(new_b)
+    if old == new:  # mode change only
+        return FileDiff(rel, status, old_mode, new_mode, binary, "".join(header), 0, 0)
+    old_id = git_blob_sha1(old_b) if old is not None else "0" * 40
+    new_id = git_blob_sha1(new_b) if new is not None else "0" * 40
+    mode_suffix = f" {new_mode}" if status == "modified" and old_mode == new_mode else ""
+    header.append(f"index {old_id}..{new_id}{mode_suffix}\n")
+    if binary:
+        body = "GIT binary patch\n" + _binary_literal(new_b) + _binary_literal(old_b)
+        return FileDiff(rel, status, old_mode, new_mode, True, "".join(header) + body, 0, 0)
+    minus = f"a/{rel}" if old is not None else "/dev/null"
+    plus = f"b/{rel}" if new is not None else "/dev/null"
+    hunks, added, removed = _unified_hunks(_split_lines(old_b), _split_lines(new_b))
+    return FileDiff(
+        rel,
+        status,
+        old_mode,
+        new_mode,
+        False,
+        "".join(header) + f"--- {minus}\n+++ {plus}\n" + "".join(hunks),
+        added,
+        removed,
+    )

@@ -1,0 +1,57 @@
+"""Bundle identity: per-file sha256, the manifest self-hash, and both content-digest modes (spec §1)."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from codebox_tui.contracts.bundle import CONTENT_DOMAIN, MANIFEST_FILE_LIST_DOMAIN, MANIFEST_SELF_DOMAIN
+from codebox_tui.contracts.canonical import sha256_hex, stable_json
+
+CHUNK = 1 << 20
+MODE_A_INPUTS = ["manifest.files"]
+MODE_B_INPUTS = ["files/changed-files.json", "files/patch.diff"]
+LISTING_KEYS = ("path", "kind", "contentType", "redaction", "provenance", "viewer")
+
+
+def file_sha256(path: Path) -> str:
+    """Streaming hash: memory does not grow with the file size."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_list_digest(files: list[dict[str, Any]]) -> str:
+    """Mode A: the manifest's file list (paths, kinds, content types), not the bytes."""
+    listing = [{k: f[k] for k in LISTING_KEYS if k in f and f[k] is not None} for f in files]
+    return sha256_hex(MANIFEST_FILE_LIST_DOMAIN + "\n" + stable_json(listing))
+
+
+def content_digest(root: Path, inputs: list[str]) -> str:
+    """Mode B: the bytes of the given bundle files, framed by their paths."""
+    digest = hashlib.sha256((CONTENT_DOMAIN + "\n").encode())
+    for index, name in enumerate(inputs):
+        if index:
+            digest.update(b"\n")
+        digest.update(name.encode() + b"\n")
+        with open(root / name, "rb") as handle:
+            while chunk := handle.read(CHUNK):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def content_digest_b(bundle_dir: Path) -> str:
+    """The true content address of a bundle's changes (changed-files.json + patch.diff)."""
+    return content_digest(Path(bundle_dir), MODE_B_INPUTS)
+
+
+def manifest_self_hash(manifest: dict[str, Any]) -> str:
+    clone = copy.deepcopy(manifest)
+    for entry in clone.get("files", []):
+        if isinstance(entry, dict) and entry.get("path") == "manifest.json":
+            entry["sha256"] = {"algorithm": "sha256", "value": "0" * 64}
+    return sha256_hex(MANIFEST_SELF_DOMAIN + "\n" + stable_json(clone))

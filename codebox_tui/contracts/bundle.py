@@ -1,0 +1,192 @@
+"""Artifact bundle contracts (spec sections 1–5): manifest, changed files, review, test results,
+verification. These models are the one definition of each schema; JSON Schemas are generated."""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from pydantic import Field
+
+from codebox_tui.contracts.common import Contract, Digest, OpenContract
+
+MANIFEST_FILE_LIST_DOMAIN: Final = "wp-codebox/artifact-manifest-file-list/v1"
+MANIFEST_SELF_DOMAIN: Final = "wp-codebox/artifact-manifest-self/v1"
+CONTENT_DOMAIN: Final = "wp-codebox/artifact-content/v1"
+BUNDLE_ID_PREFIX: Final = "artifact-bundle-sha256-"
+CHANGED_FILES_SCHEMA: Final = "wp-codebox/changed-files/v1"
+REVIEW_SCHEMA: Final = "wp-codebox/artifact-review/v1"
+TEST_RESULTS_SCHEMA: Final = "wp-codebox/test-results/v1"
+VERIFICATION_SCHEMA: Final = "wp-codebox/artifact-bundle-verification/v1"
+WORKSPACE_PATCH_SCHEMA: Final = "wp-codebox/workspace-patch/v1"
+DIAGNOSTICS_SCHEMA: Final = "wp-codebox/artifact-diagnostics/v1"
+REFERENCE_MANIFEST_SCHEMA: Final = "wp-codebox/runtime-reference-manifest/v1"
+
+
+class ContentDigest(Contract):
+    algorithm: Literal["sha256"] = "sha256"
+    inputs: list[str]
+    value: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class ManifestFile(OpenContract):
+    path: str
+    kind: str
+    contentType: str
+    sha256: Digest
+    redaction: dict[str, Any] | None = None
+    provenance: dict[str, Any] | None = None
+    viewer: dict[str, Any] | None = None
+
+
+class Manifest(OpenContract):
+    id: str
+    createdAt: str
+    runtime: dict[str, Any]
+    contentDigest: ContentDigest
+    files: list[ManifestFile]
+
+
+class ChangedFile(OpenContract):
+    """One added/modified/deleted file. sha256 values are over the raw bytes (the apply-back gate)."""
+
+    path: str
+    relativePath: str
+    status: Literal["added", "modified", "deleted"]
+    beforeSha256: str | None = None
+    beforeMode: str | None = None
+    afterSha256: str | None = None
+    afterMode: str | None = None
+    mountIndex: int
+    mountTarget: str
+    patchPath: str
+    binary: bool = False
+    additions: int = 0
+    deletions: int = 0
+    beforeSize: int | None = None
+    afterSize: int | None = None
+    artifactPath: str | None = None
+
+
+class SkippedEntry(Contract):
+    mountIndex: int
+    relativePath: str
+    reason: Literal[
+        "symlink",
+        "special-file",
+        "max-file-bytes-exceeded",
+        "max-total-bytes-exceeded",
+        "max-files-exceeded",
+        "unreadable",
+    ]
+    size: int | None = None
+
+
+class ChangedFiles(Contract):
+    schema_: Literal["wp-codebox/changed-files/v1"] = Field(default=CHANGED_FILES_SCHEMA, alias="schema")
+    files: list[ChangedFile]
+    skipped: list[SkippedEntry] = Field(default_factory=list)
+
+
+class TestCase(Contract):
+    name: str
+    classname: str | None = None
+    status: Literal["passed", "failed", "error", "skipped"]
+    timeSeconds: float | None = None
+    message: str | None = None
+    details: str | None = None
+
+
+class TestSuite(Contract):
+    name: str
+    status: Literal["passed", "failed", "skipped", "unknown"]
+    tests: int = 0
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    unknown: int = 0
+    cases: list[TestCase] = Field(default_factory=list)
+    rawLogReferences: list[dict[str, str]] = Field(default_factory=list)
+    phase: str | None = None  # e.g. "before" / "after" for patch evaluation
+
+
+class TestSummary(Contract):
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    unknown: int = 0
+
+
+class TestResults(Contract):
+    schema_: Literal["wp-codebox/test-results/v1"] = Field(default=TEST_RESULTS_SCHEMA, alias="schema")
+    status: Literal["passed", "failed", "skipped", "unknown"] = "unknown"
+    summary: TestSummary = Field(default_factory=TestSummary)
+    suites: list[TestSuite] = Field(default_factory=list)
+    rawLogReferences: list[dict[str, str]] = Field(default_factory=list)
+
+
+class ReviewStats(Contract):
+    added: int
+    modified: int
+    deleted: int
+    total: int
+
+
+class ReviewChangedFile(OpenContract):
+    path: str
+    status: str
+    label: str
+    mountTarget: str
+    relativePath: str
+
+
+class ReviewAction(OpenContract):
+    kind: Literal["approve", "approve-files", "discard", "iterate"]
+    label: str
+    requiresApprovedFiles: bool | None = None
+
+
+class Review(OpenContract):
+    schema_: Literal["wp-codebox/artifact-review/v1"] = Field(default=REVIEW_SCHEMA, alias="schema")
+    artifactId: str
+    createdAt: str
+    summary: str
+    stats: ReviewStats
+    changedFiles: list[ReviewChangedFile]
+    progress: list[dict[str, Any]]
+    actions: list[ReviewAction]
+    evidence: dict[str, Any]
+    riskFlags: list[str] = Field(default_factory=list)
+    provenance: dict[str, Any] = Field(default_factory=dict)
+
+
+class Violation(Contract):
+    code: Literal[
+        "missing-manifest",
+        "malformed-manifest",
+        "invalid-manifest-shape",
+        "invalid-path",
+        "missing-file",
+        "orphaned-file",
+        "digest-mismatch",
+        "missing-file-hash",
+        "file-hash-mismatch",
+        "bundle-id-mismatch",
+        "malformed-reference",
+        "review-evidence-mismatch",
+        "unsafe-file",
+        "hardlink",
+        "payload-schema-violation",
+    ]
+    path: str
+    message: str
+    file: str | None = None
+    details: dict[str, Any] | None = None
+
+
+class BundleVerification(Contract):
+    schema_: Literal["wp-codebox/artifact-bundle-verification/v1"] = Field(default=VERIFICATION_SCHEMA, alias="schema")
+    bundleDirectory: str
+    valid: bool
+    violations: list[Violation]
+    manifest: dict[str, Any] | None = None
