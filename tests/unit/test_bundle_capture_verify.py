@@ -1,0 +1,281 @@
+"""Bundles from real directories and real git: capture, patch round trips, fail-closed verification."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from codebox_tui.bundle.baseline import take_baselines
+from codebox_tui.bundle.capture import BundleSummary, capture_bundle
+from codebox_tui.bundle.digests import content_digest_b
+from codebox_tui.bundle.reader import load_bundle
+from codebox_tui.bundle.verify import verify_bundle
+from codebox_tui.contracts.common import utc_now_iso
+from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+
+GIT = ["git", "-c", "user.email=t@example.test", "-c", "user.name=t"]
+
+
+def _runtime() -> RuntimeInfo:
+    return RuntimeInfo(id="runtime-test", createdAt=utc_now_iso(), environment={"wordpressVersion": "6.5.5"})
+
+
+def make_bundle(tmp: Path, mutate, *, git: bool = False, secrets: list[str] | None = None) -> tuple[BundleSummary, Path]:  # type: ignore[no-untyped-def]
+    source = tmp / "plugin"
+    source.mkdir()
+    (source / "plugin.php").write_text("".join(f"<?php // line {i}\n" for i in range(40)))
+    (source / "readme.txt").write_text("read me\n")
+    (source / "keep.bin").write_bytes(bytes(range(256)))
+    (source / "lib").mkdir()
+    (source / "lib" / "util.php").write_text("<?php\nfunction util() { return 1; }\n")
+    if git:
+        subprocess.run(["git", "init", "-q", str(source)], check=True)
+        subprocess.run([*GIT, "-C", str(source), "add", "."], check=True)
+        subprocess.run([*GIT, "-C", str(source), "commit", "-qm", "base"], check=True)
+    mount = MountSpec(source=str(source), target="/wordpress/wp-content/plugins/plugin", mode="readwrite")
+    baselines = take_baselines([mount], tmp / "scratch")
+    pristine = tmp / "pristine"
+    shutil.copytree(source, pristine, ignore=shutil.ignore_patterns(".git"))
+    mutate(source)
+    run_dir = tmp / "run"
+    (run_dir / "logs").mkdir(parents=True)
+    (run_dir / "events.jsonl").write_text('{"id":"event-1","type":"runtime.created"}\n')
+    summary = capture_bundle(run_dir, runtime=_runtime(), mounts=[mount], baselines=baselines,
+                             policy=RuntimePolicy(commands=["wordpress.run-php"]), metadata={"caller": "test"},
+                             secret_values=secrets or [], evidence=[], test_suites=[])
+    return summary, pristine
+
+
+def typical_change(source: Path) -> None:
+    text = (source / "plugin.php").read_text().replace("line 20", "LINE twenty")
+    (source / "plugin.php").write_text(text + "// appended without newline")
+    (source / "readme.txt").unlink()
+    (source / "added.php").write_text("<?php echo 'new';\n")
+    (source / "keep.bin").write_bytes(bytes(range(255, -1, -1)) + b"\0tail")
+    (source / "lib" / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    os.chmod(source / "lib" / "run.sh", 0o755)
+
+
+@pytest.mark.parametrize("git", [False, True])
+def test_capture_records_every_change_and_verifies(tmp_path: Path, git: bool) -> None:
+    summary, _ = make_bundle(tmp_path, typical_change, git=git)
+    assert summary.id == "artifact-bundle-sha256-" + summary.content_digest
+    result = verify_bundle(summary.path)
+    assert result.valid, [v.model_dump() for v in result.violations]
+    changed = {f["relativePath"]: f for f in json.loads((summary.path / "files/changed-files.json").read_text())["files"]}
+    assert {k: v["status"] for k, v in changed.items()} == {
+        "added.php": "added", "keep.bin": "modified", "lib/run.sh": "added", "plugin.php": "modified",
+        "readme.txt": "deleted"}
+    assert changed["keep.bin"]["binary"] is True
+    assert changed["lib/run.sh"]["afterMode"] == "100755"
+    review = json.loads((summary.path / "files/review.json").read_text())
+    assert review["schema"] == "wp-codebox/artifact-review/v1"
+    assert review["stats"] == {"added": 2, "modified": 2, "deleted": 1, "total": 5}
+    assert [a["kind"] for a in review["actions"]] == ["approve", "approve-files", "discard", "iterate"]
+    assert review["evidence"]["artifactContentDigest"] == summary.content_digest
+    strategy = json.loads((summary.path / "metadata.json").read_text())["baselines"][0]["strategy"]
+    assert strategy == ("git-head" if git else "snapshot")
+    assert content_digest_b(summary.path) == summary.content_digest_b
+
+
+def test_git_apply_reproduces_the_sandbox_output_byte_for_byte(tmp_path: Path) -> None:
+    summary, pristine = make_bundle(tmp_path, typical_change)
+    target = tmp_path / "apply-git"
+    shutil.copytree(pristine, target)
+    subprocess.run(["git", "apply", "--binary", str(summary.path / "files/patch.diff")], cwd=target, check=True)
+    after = tmp_path / "plugin"
+    assert subprocess.run(["diff", "-r", str(after), str(target)], capture_output=True).returncode == 0
+    assert os.stat(target / "lib" / "run.sh").st_mode & 0o111
+
+
+def test_patch_p1_applies_text_changes(tmp_path: Path) -> None:
+    def text_only(source: Path) -> None:
+        typical_change(source)
+        (source / "keep.bin").write_bytes(bytes(range(256)))  # leave the binary unchanged
+    summary, pristine = make_bundle(tmp_path, text_only)
+    target = tmp_path / "apply-patch"
+    shutil.copytree(pristine, target)
+    subprocess.run(["patch", "-p1", "-s", "--no-backup-if-mismatch", "-i", str(summary.path / "files/patch.diff")],
+                   cwd=target, check=True)
+    for rel in ("plugin.php", "added.php", "lib/run.sh"):
+        assert (target / rel).read_bytes() == (tmp_path / "plugin" / rel).read_bytes()
+    assert not (target / "readme.txt").exists()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(old=st.lists(st.sampled_from(["a\n", "b\n", "c\n", "", "x", "é\n", "\n", "d"]), max_size=12),
+       new=st.lists(st.sampled_from(["a\n", "b\n", "c\n", "", "x", "é\n", "\n", "e"]), max_size=12))
+def test_any_text_edit_round_trips_through_git_apply(tmp_path_factory: pytest.TempPathFactory, old: list[str],
+                                                     new: list[str]) -> None:
+    from codebox_tui.bundle.diff import diff_file
+
+    old_b, new_b = "".join(old).encode(), "".join(new).encode()
+    work = tmp_path_factory.mktemp("rt")
+    (work / "f.txt").write_bytes(old_b)
+    result = diff_file("f.txt", old_b, new_b, "100644", "100644")
+    if result is None:
+        assert old_b == new_b
+        return
+    (work / "p.diff").write_text(result.text)
+    subprocess.run(["git", "apply", "p.diff"], cwd=work, check=True, capture_output=True)
+    assert (work / "f.txt").read_bytes() == new_b
+
+
+@pytest.fixture(scope="module")
+def valid_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    summary, _ = make_bundle(tmp_path_factory.mktemp("valid"), typical_change)
+    return summary.path
+
+
+def _copy(bundle: Path, tmp: Path) -> Path:
+    dest = tmp / "bundle"
+    shutil.copytree(bundle, dest)
+    return dest
+
+
+def _codes(bundle: Path) -> set[str]:
+    result = verify_bundle(bundle)
+    assert not result.valid
+    return {v.code for v in result.violations}
+
+
+def _files(bundle: Path) -> list[str]:
+    return sorted(str(p.relative_to(bundle)) for p in bundle.rglob("*") if p.is_file())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_single_byte_change_is_rejected(valid_bundle: Path, tmp_path_factory: pytest.TempPathFactory,
+                                            data: st.DataObject) -> None:
+    bundle = _copy(valid_bundle, tmp_path_factory.mktemp("byte"))
+    rel = data.draw(st.sampled_from(_files(bundle)))
+    raw = bytearray((bundle / rel).read_bytes())
+    if not raw:
+        raw = bytearray(b"x")
+    else:
+        pos = data.draw(st.integers(0, len(raw) - 1))
+        raw[pos] = (raw[pos] + data.draw(st.integers(1, 255))) % 256
+    (bundle / rel).write_bytes(bytes(raw))
+    codes = _codes(bundle)
+    if rel == "manifest.json":
+        assert codes & {"malformed-manifest", "invalid-manifest-shape", "file-hash-mismatch", "digest-mismatch",
+                        "bundle-id-mismatch", "invalid-path", "missing-file", "orphaned-file", "missing-file-hash",
+                        "review-evidence-mismatch", "malformed-reference"}
+    else:
+        assert "file-hash-mismatch" in codes
+
+
+def test_added_file_is_an_orphan(valid_bundle: Path, tmp_path: Path) -> None:
+    bundle = _copy(valid_bundle, tmp_path)
+    (bundle / "files" / "sneaky.php").write_text("<?php")
+    assert "orphaned-file" in _codes(bundle)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_removed_or_renamed_file_is_rejected(valid_bundle: Path, tmp_path_factory: pytest.TempPathFactory,
+                                             data: st.DataObject) -> None:
+    bundle = _copy(valid_bundle, tmp_path_factory.mktemp("rm"))
+    rel = data.draw(st.sampled_from([f for f in _files(bundle) if f != "manifest.json"]))
+    if data.draw(st.booleans()):
+        (bundle / rel).unlink()
+        assert "missing-file" in _codes(bundle)
+    else:
+        (bundle / rel).rename(bundle / (rel + ".renamed"))
+        assert {"missing-file", "orphaned-file"} <= _codes(bundle)
+
+
+def test_symlink_and_hardlink_are_rejected(valid_bundle: Path, tmp_path: Path) -> None:
+    bundle = _copy(valid_bundle, tmp_path)
+    target = bundle / "files" / "patch.diff"
+    outside = tmp_path / "outside.diff"
+    shutil.copy(target, outside)
+    target.unlink()
+    target.symlink_to(outside)
+    assert "missing-file" in _codes(bundle)
+    bundle2 = _copy(valid_bundle, tmp_path / "h")
+    os.link(bundle2 / "files" / "patch.diff", tmp_path / "hardlink.diff")
+    assert "hardlink" in _codes(bundle2)
+    bundle3 = _copy(valid_bundle, tmp_path / "s")
+    (bundle3 / "extra-link").symlink_to("/etc/passwd")
+    assert "orphaned-file" in _codes(bundle3)
+
+
+@pytest.mark.parametrize("bad_path", ["../escape.txt", "/etc/passwd", "files/../../x", "C:/x", "a\\b"])
+def test_traversal_and_absolute_paths_are_invalid(valid_bundle: Path, tmp_path: Path, bad_path: str) -> None:
+    bundle = _copy(valid_bundle, tmp_path)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    manifest["files"].append({"path": bad_path, "kind": "file", "contentType": "text/plain",
+                              "sha256": {"algorithm": "sha256", "value": "0" * 64}})
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    assert "invalid-path" in _codes(bundle)
+
+
+def test_duplicate_entry_is_rejected(valid_bundle: Path, tmp_path: Path) -> None:
+    bundle = _copy(valid_bundle, tmp_path)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    manifest["files"].append(dict(manifest["files"][3]))
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    assert "invalid-manifest-shape" in _codes(bundle)
+
+
+@pytest.mark.parametrize(
+    ("content", "code"),
+    [(None, "missing-manifest"), ('{"id": "x", "files": [', "malformed-manifest"),
+     ('{"id": 3}', "invalid-manifest-shape"), ("[]", "invalid-manifest-shape")],
+)
+def test_malformed_manifests_fail_closed(valid_bundle: Path, tmp_path: Path, content: str | None, code: str) -> None:
+    bundle = _copy(valid_bundle, tmp_path)
+    if content is None:
+        (bundle / "manifest.json").unlink()
+    else:
+        (bundle / "manifest.json").write_text(content)
+    assert _codes(bundle) == {code}
+
+
+def test_reader_rejects_wrong_schema_ids_clearly(valid_bundle: Path, tmp_path: Path) -> None:
+    from codebox_tui.errors import BadInputError
+
+    bundle = _copy(valid_bundle, tmp_path)
+    review = json.loads((bundle / "files/review.json").read_text())
+    review["schema"] = "wp-codebox/artifact-review/v9"
+    (bundle / "files/review.json").write_text(json.dumps(review))
+    with pytest.raises(BadInputError) as caught:
+        load_bundle(bundle)
+    assert "artifact-review/v9" in str(caught.value)
+
+
+def test_secrets_are_redacted_from_captured_files(tmp_path: Path) -> None:
+    secret = "TOPSECRETVALUE123"
+
+    def leak(source: Path) -> None:
+        (source / "leak.txt").write_text(f"token={secret}\n")
+
+    summary, _ = make_bundle(tmp_path, leak, secrets=[secret])
+    for path in summary.path.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+    assert verify_bundle(summary.path).valid
+    assert "secrets-redacted" in json.loads((summary.path / "files/review.json").read_text())["riskFlags"]
+
+
+def test_cli_verify_and_show_never_trace(valid_bundle: Path, tmp_path: Path) -> None:
+    import sys
+
+    bundle = _copy(valid_bundle, tmp_path)
+    (bundle / "manifest.json").write_text("{ truncated")
+    for args in (["artifacts", "verify", str(bundle)], ["artifacts", "show", str(bundle)],
+                 ["artifacts", "verify", str(tmp_path / "nope")]):
+        out = subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True)
+        assert out.returncode != 0
+        assert "Traceback" not in out.stderr, out.stderr
+    ok = subprocess.run([sys.executable, "-m", "codebox_tui", "artifacts", "verify", str(valid_bundle), "--json"],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0 and json.loads(ok.stdout)["valid"] is True
