@@ -297,3 +297,36 @@ def test_unknown_command_is_rejected() -> None:
 def test_mount_spec_metadata_is_opaque() -> None:
     mount = MountSpec(source=str(EXAMPLE_PLUGIN), target="/wordpress/x", metadata={"anything": {"goes": [1]}})
     assert mount.metadata["anything"] == {"goes": [1]}
+
+
+def test_bundle_captures_php_changes_to_a_readwrite_git_plugin(plugin_copy: Path, tmp_path: Path) -> None:
+    """PHP modifies, adds and deletes files in a read-write mounted plugin; the bundle verifies and its
+    patch reproduces the sandbox's output on the baseline byte for byte."""
+    git = ["git", "-c", "user.email=t@example.test", "-c", "user.name=t", "-C", str(plugin_copy)]
+    subprocess.run(["git", "init", "-q", str(plugin_copy)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    pristine = tmp_path / "pristine"
+    subprocess.run(["git", "clone", "-q", str(plugin_copy), str(pristine)], check=True)
+    spec = SandboxSpec(mounts=[parse_mount(f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin")],
+                       policy=RuntimePolicy(commands=["wordpress.run-php"]))
+    code = ("$d = WP_PLUGIN_DIR . '/simple-plugin';"
+            "file_put_contents(\"$d/simple-plugin.php\", str_replace('Hello', 'Howdy', file_get_contents(\"$d/simple-plugin.php\")));"
+            "file_put_contents(\"$d/includes-new.php\", \"<?php\\n// added in the sandbox\\n\");"
+            "file_put_contents(\"$d/icon.bin\", \"\\x00\\x01\\x02binary\");"
+            "unlink(\"$d/probe.php\"); echo 'changed';")
+    with RunSession(spec, tmp_path / "artifacts") as run:
+        run.execute("wordpress.run-php", [f"code={code}"])
+        summary = run.capture()
+    from codebox_tui.bundle.verify import verify_bundle
+
+    assert verify_bundle(summary.path).valid
+    changed = {f["relativePath"]: f["status"] for f in summary.changed_files}
+    assert changed == {"simple-plugin.php": "modified", "includes-new.php": "added", "icon.bin": "added",
+                       "probe.php": "deleted"}
+    subprocess.run(["git", "apply", "--binary", str(summary.path / "files" / "patch.diff")], cwd=pristine, check=True)
+    for rel in ("simple-plugin.php", "includes-new.php", "icon.bin"):
+        assert (pristine / rel).read_bytes() == (plugin_copy / rel).read_bytes()
+    assert not (pristine / "probe.php").exists()
+    types = [e["type"] for e in events(run)]
+    assert types[-1] == "artifacts.capturing"
