@@ -1,0 +1,91 @@
+"""The Codebox review workstation (Textual)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from codebox_tui.keymap import load_keymap
+from codebox_tui.settings import get_settings
+
+MIN_WIDTH, MIN_HEIGHT = 60, 16
+
+
+class CodeboxApp(App[None]):
+    TITLE = "Codebox"
+    SUB_TITLE = "review disposable WordPress sandboxes"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f1", "help", "Help", id="app.help"),
+        Binding("ctrl+t", "toggle_theme", "Theme", id="app.theme"),
+        Binding("q", "quit", "Quit", id="app.quit"),
+    ]
+
+    def __init__(self, bundle: Path | None = None) -> None:
+        super().__init__()
+        self.initial_bundle = bundle
+
+    def on_mount(self) -> None:
+        keymap, problem = load_keymap(get_settings().keymap_path)
+        if keymap:
+            self.set_keymap(keymap)
+        if problem:
+            self.notify(problem, severity="warning")
+        from codebox_tui.screens.home import HomeScreen
+
+        self.push_screen(HomeScreen())
+        if self.initial_bundle is not None:
+            self.open_bundle(self.initial_bundle)
+        self._check_size()
+
+    def on_resize(self) -> None:
+        self._check_size()
+
+    def _check_size(self) -> None:
+        if self.size.width < MIN_WIDTH or self.size.height < MIN_HEIGHT:
+            self.notify(f"The terminal is {self.size.width}x{self.size.height}; Codebox needs at least "
+                        f"{MIN_WIDTH}x{MIN_HEIGHT}.", severity="warning", timeout=6)
+
+    def open_bundle(self, path: Path) -> None:
+        from codebox_tui.errors import CodeboxError
+        from codebox_tui.screens.review import ReviewScreen
+
+        try:
+            screen = ReviewScreen(path)
+        except CodeboxError as error:
+            self.notify(f"Cannot open bundle: {error}", severity="error", timeout=8)
+            return
+        self.push_screen(screen)
+
+    def action_help(self) -> None:
+        from codebox_tui.screens.dialogs import HelpDialog
+
+        parts = [getattr(self.screen, "HELP", "") or ""]
+        focused = self.focused
+        if focused is not None and getattr(focused, "HELP", None):
+            parts.append(str(focused.HELP))
+        keys = ["## Keys on this screen"]
+        for binding in self.screen.active_bindings.values():
+            if binding.binding.show or binding.binding.id:
+                keys.append(f"- `{binding.binding.key}`: {binding.binding.description}")
+        parts.append("\n".join(keys))
+        self.push_screen(HelpDialog("\n\n".join(p for p in parts if p)))
+
+    def action_toggle_theme(self) -> None:
+        self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for active in screen.active_bindings.values():
+            binding = active.binding
+            if binding.description and binding.action not in ("command_palette",):
+                yield SystemCommand(binding.description, f"{binding.description} ({binding.key})",
+                                    lambda b=binding, n=active.node: self.run_action(b.action, n))
+
+
+def run_app(bundle: Path | None = None) -> None:
+    CodeboxApp(bundle).run()

@@ -1,0 +1,19 @@
+"""Key remapping: a JSON file mapping binding ids to keys, e.g. ``{"review.approve_all": "ctrl+a"}``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def load_keymap(path: Path) -> tuple[dict[str, str], str | None]:
+    """The keymap and an error message (never raises: a broken file must not stop the app)."""
+    if not path.is_file():
+        return {}, None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        return {}, f"{path}: not valid JSON ({error}); using default keys"
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        return {}, f"{path}: must map binding ids to key strings; using default keys"
+    return dict(data), None

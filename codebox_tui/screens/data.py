@@ -1,0 +1,67 @@
+"""What the screens read and write, in one Textual-free place: the store and bundles on disk.
+The UI writes nothing itself: decisions go through ``store``."""
+
+from __future__ import annotations
+
+import getpass
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from codebox_tui.bundle.reader import LoadedBundle, load_bundle
+from store.db import BundleRecord, Store
+
+
+@dataclass
+class BundleRow:
+    bundle_id: str
+    path: str
+    status: str
+    changed: int
+    created_at: str
+    decision: str
+    run_id: str | None
+
+
+def open_store() -> Store:
+    return Store.open()
+
+
+def bundle_rows(store: Store, status: str | None = None) -> list[BundleRow]:
+    rows = []
+    for record in store.list_bundles(status):
+        latest = store.latest_decision(record.bundle_id)
+        rows.append(BundleRow(record.bundle_id, record.path, record.status, record.changed_files, record.created_at,
+                              latest.action if latest else "", record.run_id))
+    return rows
+
+
+def register(store: Store, bundle_dir: Path, run_id: str | None = None) -> BundleRecord:
+    from store.decisions import register_bundle
+
+    return register_bundle(store, Path(bundle_dir), run_id=run_id)
+
+
+def load(bundle_dir: Path) -> LoadedBundle:
+    return load_bundle(bundle_dir)
+
+
+def decide(store: Store, bundle_dir: Path, action: str, *, files: list[str] | None = None, reason: str = "") -> Any:
+    """Record a decision (registering the bundle first if the store has not seen it)."""
+    from store.decisions import decide as store_decide
+
+    record = register(store, bundle_dir)
+    return store_decide(store, record.bundle_id, action, approver=current_user(), reason=reason, files=files)
+
+
+def apply(store: Store, decision_id: int, adapter: str, target: str) -> Any:
+    from store.apply import apply_decision
+
+    return apply_decision(store, decision_id, adapter, target)
+
+
+def current_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "reviewer"

@@ -1,0 +1,160 @@
+"""Modal dialogs: confirm a decision, give a reason, apply through an adapter, read text, help."""
+
+from __future__ import annotations
+
+import json
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Markdown, Select, Static
+
+DIALOG_CSS = """
+ModalScreen { align: center middle; }
+.dialog { width: 90; max-width: 95%; height: auto; max-height: 90%; border: thick $primary; background: $surface;
+          padding: 1 2; }
+.dialog .title { text-style: bold; margin-bottom: 1; }
+.dialog .buttons { height: auto; margin-top: 1; align-horizontal: right; }
+.dialog Button { margin-left: 1; }
+.dialog VerticalScroll { height: auto; max-height: 24; }
+"""
+
+
+class ConfirmDialog(ModalScreen[bool]):
+    DEFAULT_CSS = DIALOG_CSS
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "confirm", "Confirm", id="dialog.confirm"),
+        Binding("escape,n", "cancel", "Cancel", id="dialog.cancel"),
+    ]
+
+    def __init__(self, title: str, body: str) -> None:
+        super().__init__()
+        self.title_text, self.body = title, body
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.title_text, classes="title")
+            with VerticalScroll():
+                yield Static(self.body, markup=False, id="confirm-body")
+            with Horizontal(classes="buttons"):
+                yield Button("Cancel (n)", id="cancel")
+                yield Button("Record (y)", variant="primary", id="confirm")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "confirm")
+
+    def action_confirm(self) -> None:
+        self.dismiss(True)
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+
+class ReasonDialog(ModalScreen[str | None]):
+    DEFAULT_CSS = DIALOG_CSS
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="dialog.cancel")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label("Request changes: what should the author change?", classes="title")
+            yield Input(placeholder="reason (required)", id="reason")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.value.strip():
+            self.dismiss(event.value.strip())
+        else:
+            self.notify("A reason is required.", severity="warning")
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ApplyDialog(ModalScreen[None]):
+    """Optionally apply an approval through an adapter and show the apply-result."""
+
+    DEFAULT_CSS = DIALOG_CSS
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close", id="dialog.close")]
+
+    def __init__(self, decision_id: int) -> None:
+        super().__init__()
+        self.decision_id = decision_id
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(f"Apply decision #{self.decision_id} now? (escape to skip)", classes="title")
+            yield Select([("directory", "directory"), ("git", "git"), ("patch", "patch")], value="directory",
+                         allow_blank=False, id="adapter")
+            yield Input(placeholder="target folder (or patch file for the patch adapter)", id="target")
+            yield Static("", id="apply-result", markup=False)
+            with Horizontal(classes="buttons"):
+                yield Button("Skip", id="skip")
+                yield Button("Apply", variant="primary", id="apply")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "skip":
+            self.dismiss(None)
+        else:
+            self._apply()
+
+    def on_input_submitted(self, _event: Input.Submitted) -> None:
+        self._apply()
+
+    def _apply(self) -> None:
+        from codebox_tui.screens import data
+
+        target = self.query_one("#target", Input).value.strip()
+        adapter = str(self.query_one("#adapter", Select).value)
+        if not target:
+            self.notify("Give a target.", severity="warning")
+            return
+        store = data.open_store()
+        try:
+            result = data.apply(store, self.decision_id, adapter, target)
+        except Exception as error:  # refusals (conflicts, digest mismatch) are shown, nothing is written
+            self.query_one("#apply-result", Static).update(f"Refused: {error}")
+            return
+        finally:
+            store.close()
+        dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True) if hasattr(result, "model_dump") \
+            else result
+        self.query_one("#apply-result", Static).update(json.dumps(dumped, indent=2))
+        self.notify(f"Applied through {adapter}.")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class TextDialog(ModalScreen[None]):
+    DEFAULT_CSS = DIALOG_CSS
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter,q", "close", "Close", id="dialog.close")]
+
+    def __init__(self, title: str, text: str) -> None:
+        super().__init__()
+        self.title_text, self.text = title, text
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.title_text, classes="title")
+            with VerticalScroll():
+                yield Static(self.text, markup=False)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class HelpDialog(ModalScreen[None]):
+    DEFAULT_CSS = DIALOG_CSS
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "close", "Close", id="dialog.close")]
+
+    def __init__(self, markdown: str) -> None:
+        super().__init__()
+        self.markdown = markdown
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"), VerticalScroll():
+            yield Markdown(self.markdown)
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,81 @@
+"""Launch form: mounts, command and arguments, WordPress version, policy."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select
+
+from codebox_tui.runtime.catalog import command_catalog
+from codebox_tui.screens.dialogs import DIALOG_CSS
+
+
+class LaunchScreen(ModalScreen[None]):
+    DEFAULT_CSS = DIALOG_CSS + "\n#launch-error { color: $error; height: auto; }"
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="launch.cancel")]
+    HELP = """\
+# Launch a sandbox
+- Mounts: `HOST:SANDBOX[:readonly|readwrite]`, several separated by spaces
+- Arguments: `key=value` pairs (quote values with spaces)
+- Policy: leave empty for the default (network denied, only this command allowed)
+"""
+
+    def compose(self) -> ComposeResult:
+        commands = [(c.id, c.id) for c in command_catalog().commands if c.handler != "policy-only"]
+        with Vertical(classes="dialog"):
+            yield Label("Launch a sandbox", classes="title")
+            yield Input(placeholder="mounts: /path/to/plugin:/wordpress/wp-content/plugins/my-plugin:readwrite",
+                        id="mounts")
+            yield Select(commands, value="wordpress.run-php", allow_blank=False, id="command")
+            yield Input(placeholder="arguments: code-file=probe.php", id="args")
+            yield Input(value="6.5", placeholder="WordPress version", id="wp")
+            yield Input(placeholder='policy JSON or file (optional)', id="policy")
+            yield Label("", id="launch-error")
+            with Horizontal(classes="buttons"):
+                yield Button("Cancel", id="cancel")
+                yield Button("Launch", variant="primary", id="launch")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "cancel":
+            self.dismiss(None)
+        else:
+            self.launch()
+
+    def on_input_submitted(self, _event: Input.Submitted) -> None:
+        self.launch()
+
+    def launch(self) -> None:
+        from codebox_tui.errors import CodeboxError
+        from codebox_tui.runtime.backend import SandboxSpec
+        from codebox_tui.runtime.catalog import get_command, parse_args
+        from codebox_tui.runtime.mounts import parse_mount
+        from codebox_tui.runtime.policy import default_policy, load_policy, resolve_secrets
+        from codebox_tui.runtime.wordpress_builds import resolve_build
+
+        error_label = self.query_one("#launch-error", Label)
+        try:
+            mounts = [parse_mount(m, i) for i, m in enumerate(shlex.split(self.query_one("#mounts", Input).value))]
+            command = str(self.query_one("#command", Select).value)
+            args = shlex.split(self.query_one("#args", Input).value)
+            parse_args(get_command(command), args)
+            wp = self.query_one("#wp", Input).value.strip() or "6.5"
+            resolve_build(wp)
+            policy_text = self.query_one("#policy", Input).value.strip()
+            policy = load_policy(policy_text) if policy_text else default_policy(command)
+        except (CodeboxError, ValueError) as error:
+            error_label.update(str(error))
+            return
+        spec = SandboxSpec(mounts=mounts, policy=policy, wp=wp, secret_env=resolve_secrets(policy))
+        from codebox_tui.screens.live_run import LiveRunScreen
+
+        self.dismiss(None)
+        self.app.push_screen(LiveRunScreen(spec, command, args, Path.cwd() / "artifacts"))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

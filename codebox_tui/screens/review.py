@@ -1,0 +1,230 @@
+"""Review a bundle: changed-file tree, diff, tests, events, provenance; then decide."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
+
+from codebox_tui.screens import data
+from codebox_tui.screens.dialogs import ApplyDialog, ConfirmDialog, ReasonDialog
+from widgets.decision_bar import DecisionBar
+from widgets.diff_model import split_patch
+from widgets.diff_view import DiffView
+from widgets.event_tail import EventTail
+from widgets.file_tree import ChangedFileTree
+
+
+class ReviewScreen(Screen[None]):
+    CSS_PATH = "review.tcss"
+    HELP = """\
+# Review
+Inspect what the sandbox changed, then decide. Decisions are recorded in the store with the
+content digest you reviewed; nothing is applied until you choose an adapter.
+"""
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "approve_all", "Approve all", id="review.approve_all"),
+        Binding("A", "approve_selected", "Approve selected", id="review.approve_selected"),
+        Binding("d", "discard", "Discard", id="review.discard"),
+        Binding("i", "iterate", "Request changes", id="review.iterate"),
+        Binding("]", "next_file", "Next file", id="review.next_file"),
+        Binding("[", "previous_file", "Prev file", id="review.previous_file"),
+        Binding("escape", "back", "Back", id="review.back"),
+    ]
+
+    def __init__(self, bundle_dir: Path) -> None:
+        super().__init__()
+        self.bundle_dir = Path(bundle_dir)
+        self.bundle = data.load(self.bundle_dir)
+        self.blocks = split_patch(self.bundle.patch)
+        self.last_decision: Any = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        review = self.bundle.review
+        stats = review.get("stats", {})
+        yield Static(
+            f"[b]{self.bundle.id[:50]}[/b]  {review.get('summary', '')}  "
+            f"[green]+{stats.get('added', 0)} added[/] [yellow]{stats.get('modified', 0)} modified[/] "
+            f"[red]{stats.get('deleted', 0)} deleted[/]", id="review-title")
+        with Horizontal(id="review-body"):
+            yield ChangedFileTree(id="files")
+            with TabbedContent(id="tabs"):
+                with TabPane("Diff", id="tab-diff"):
+                    yield DiffView(id="diff")
+                with TabPane("Tests", id="tab-tests"):
+                    yield Static(self._tests_text(), id="tests")
+                with TabPane("Evidence", id="tab-evidence"):
+                    yield Static(self._evidence_text(), id="evidence")
+                with TabPane("Events", id="tab-events"):
+                    yield EventTail(self.bundle_dir / "events.jsonl", id="events")
+                with TabPane("Provenance", id="tab-provenance"):
+                    yield Static(self._provenance_text(), id="provenance")
+        yield DecisionBar(id="decision-bar")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        tree = self.query_one(ChangedFileTree)
+        tree.load(self.bundle.changed_files)
+        bar = self.query_one(DecisionBar)
+        bar.valid = self.bundle.valid
+        bar.total = len(self.bundle.changed_files)
+        if not self.bundle.changed_files:
+            self.query_one(DiffView).show_message("The sandbox produced no file changes.")
+        elif self.bundle.changed_files:
+            self._show(self.bundle.changed_files[0])
+        if not self.bundle.valid:
+            codes = ", ".join(sorted({v.code for v in self.bundle.verification.violations}))
+            self.notify(f"This bundle failed verification ({codes}); it can be inspected but not approved.",
+                        severity="error", timeout=8)
+        tree.focus()
+
+    def _show(self, entry: dict[str, Any]) -> None:
+        rel = str(entry.get("relativePath"))
+        block = self.blocks.get(rel)
+        view = self.query_one(DiffView)
+        if block is None:
+            view.show_message(f"No patch block for {rel}.")
+        else:
+            view.show_file(rel, block)
+        self.query_one(ChangedFileTree).mark_viewed(entry)
+
+    def on_changed_file_tree_file_highlighted(self, message: ChangedFileTree.FileHighlighted) -> None:
+        self._show(message.entry)
+
+    def on_changed_file_tree_selection_changed(self, message: ChangedFileTree.SelectionChanged) -> None:
+        self.query_one(DecisionBar).selected = len(message.selected)
+
+    def on_event_tail_inspect(self, message: EventTail.Inspect) -> None:
+        from codebox_tui.screens.dialogs import TextDialog
+
+        text = json.dumps(message.event, indent=2) if isinstance(message.event, dict) else str(message.event)
+        self.app.push_screen(TextDialog("Event", text))
+
+    def _tests_text(self) -> str:
+        tests = self.bundle.test_results
+        summary = tests.get("summary", {})
+        lines = [f"[b]Tests: {tests.get('status', 'unknown')}[/b]  total {summary.get('total', 0)} · "
+                 f"passed {summary.get('passed', 0)} · failed {summary.get('failed', 0)} · "
+                 f"skipped {summary.get('skipped', 0)}"]
+        for suite in tests.get("suites", []):
+            lines.append(f"\n[b]{suite.get('name')}[/b] ({suite.get('phase') or ''}) {suite.get('status')}")
+            for case in suite.get("cases", []):
+                mark = {"passed": "[green]✔[/]", "failed": "[red]✘[/]", "error": "[red]✘[/]"}.get(
+                    case.get("status"), "[dim]-[/]")
+                lines.append(f"  {mark} {case.get('classname') or ''}::{case.get('name')}")
+                if case.get("message"):
+                    lines.append(f"      [red]{case['message']}[/]")
+        if not tests.get("suites"):
+            lines.append("\nNo test-aware command ran in this sandbox.")
+        return "\n".join(lines)
+
+    def _evidence_text(self) -> str:
+        if not self.bundle.evidence:
+            return "No browser or test evidence files in this bundle."
+        lines = ["[b]Evidence files[/b] (open the PNG screenshots with an image viewer):"]
+        for item in self.bundle.evidence:
+            lines.append(f"  {item.get('kind'):22} {self.bundle_dir / str(item.get('path'))}")
+        return "\n".join(lines)
+
+    def _provenance_text(self) -> str:
+        meta = self.bundle.metadata
+        verification = self.bundle.verification
+        lines = [f"[b]Bundle[/b] {self.bundle.id}", f"[b]Path[/b] {self.bundle_dir}",
+                 f"[b]Verified[/b] {'yes' if verification.valid else 'NO'}"]
+        for violation in verification.violations[:20]:
+            lines.append(f"  [red]{violation.code}[/] {violation.path}: {violation.message}")
+        runtime = meta.get("runtime", {}).get("environment", {})
+        wp, php = runtime.get("wordpressVersion", "?"), runtime.get("phpVersion", "?")
+        lines.append(f"[b]WordPress[/b] {wp}  [b]PHP[/b] {php}")
+        lines.append(f"[b]Policy[/b] {json.dumps(meta.get('policy', {}))}")
+        for mount in meta.get("mounts", []):
+            lines.append(f"[b]Mount[/b] {mount.get('source')} → {mount.get('target')} ({mount.get('mode')})")
+        for flag in self.bundle.review.get("riskFlags", []):
+            lines.append(f"[b][yellow]Risk[/][/b] {flag}")
+        return "\n".join(lines)
+
+    # -- navigation ------------------------------------------------------------------------
+    def _move(self, step: int) -> None:
+        files = [str(f.get("relativePath")) for f in self.bundle.changed_files]
+        tree = self.query_one(ChangedFileTree)
+        node = tree.cursor_node
+        current = str(node.data.get("relativePath")) if node and node.data else None
+        if not files:
+            return
+        index = files.index(current) if current in files else -1
+        target = files[(index + step) % len(files)]
+        leaf = tree._leaves.get(target)
+        if leaf is not None:
+            tree.move_cursor(leaf)
+
+    def action_next_file(self) -> None:
+        self._move(1)
+
+    def action_previous_file(self) -> None:
+        self._move(-1)
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    # -- decisions -------------------------------------------------------------------------
+    def _decide(self, action: str, files: list[str] | None = None, reason: str = "",
+                shown_files: list[str] | None = None) -> None:
+        if action in ("approve", "approve-files") and not self.bundle.valid:
+            self.notify("An invalid bundle cannot be approved.", severity="error")
+            return
+        lines = [f"Bundle: {self.bundle.id}", f"Action: {action}", f"Approver: {data.current_user()}",
+                 f"Content digest (Mode B): {self.bundle.review.get('evidence', {}).get('contentDigestB', '?')}"]
+        listed = files if files is not None else shown_files
+        if listed is not None:
+            lines.append("Files:")
+            lines += [f"  - {f}" for f in listed]
+        if reason:
+            lines.append(f"Reason: {reason}")
+
+        def done(confirmed: bool | None) -> None:
+            if not confirmed:
+                return
+            store = data.open_store()
+            try:
+                decision = data.decide(store, self.bundle_dir, action, files=files, reason=reason)
+            except Exception as error:  # a store refusal is shown, never a traceback
+                self.notify(str(error), severity="error", timeout=8)
+                return
+            finally:
+                store.close()
+            self.last_decision = decision
+            self.query_one(DecisionBar).decision = f"{action} (#{decision.id})"
+            self.notify(f"Recorded {action} as decision #{decision.id}.")
+            if action in ("approve", "approve-files"):
+                self.app.push_screen(ApplyDialog(decision.id))
+
+        self.app.push_screen(ConfirmDialog("Record this decision?", "\n".join(lines)), done)
+
+    def action_approve_all(self) -> None:
+        self._decide("approve", shown_files=[str(f.get("relativePath")) for f in self.bundle.changed_files])
+
+    def action_approve_selected(self) -> None:
+        selected = sorted(self.query_one(ChangedFileTree).selected)
+        if not selected:
+            self.notify("Select files with space first.", severity="warning")
+            return
+        self._decide("approve-files", files=selected)
+
+    def action_discard(self) -> None:
+        self._decide("discard")
+
+    def action_iterate(self) -> None:
+        def got(reason: str | None) -> None:
+            if reason:
+                self._decide("iterate", reason=reason)
+
+        self.app.push_screen(ReasonDialog(), got)
+
+

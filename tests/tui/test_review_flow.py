@@ -1,0 +1,127 @@
+"""Pilot tests of the review flows, asserting on the store and the files, not only on pixels."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from codebox_tui.app import CodeboxApp
+from codebox_tui.screens.review import ReviewScreen
+from store.db import Store
+from widgets.diff_view import DiffView
+from widgets.file_tree import ChangedFileTree
+
+
+async def _open(app: CodeboxApp, pilot, bundle_dir: Path) -> ReviewScreen:  # type: ignore[no-untyped-def]
+    await pilot.pause()
+    assert isinstance(app.screen, ReviewScreen)
+    return app.screen
+
+
+async def test_review_shows_tree_and_diff(bundle_dir: Path) -> None:
+    app = CodeboxApp(bundle_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open(app, pilot, bundle_dir)
+        tree = screen.query_one(ChangedFileTree)
+        assert set(tree._leaves) == {"added.php", "keep.bin", "lib/run.sh", "plugin.php", "readme.txt"}
+        diff = screen.query_one(DiffView)
+        assert diff.model is not None and diff.model.rows
+        await pilot.press("]")
+        await pilot.pause()
+        assert diff.model.path != ""
+
+
+async def test_approve_all_records_a_decision_with_the_reviewed_digest(bundle_dir: Path, store: Store) -> None:
+    app = CodeboxApp(bundle_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _open(app, pilot, bundle_dir)
+        await pilot.press("a")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+        await pilot.press("escape")  # skip apply
+        await pilot.pause()
+    decisions = store.list_decisions()
+    assert len(decisions) == 1
+    decision = decisions[0]
+    assert decision.action == "approve"
+    review = json.loads((bundle_dir / "files/review.json").read_text())
+    assert decision.content_digest == review["evidence"]["contentDigestB"]
+    assert sorted(decision.approved_files) == ["added.php", "keep.bin", "lib/run.sh", "plugin.php", "readme.txt"]
+
+
+async def test_approve_selected_records_only_the_selected_files(bundle_dir: Path, store: Store) -> None:
+    app = CodeboxApp(bundle_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open(app, pilot, bundle_dir)
+        tree = screen.query_one(ChangedFileTree)
+        tree.focus()
+        tree.move_cursor(tree._leaves["plugin.php"])
+        await pilot.press("space")
+        await pilot.pause()
+        await pilot.press("A")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+    (decision,) = store.list_decisions()
+    assert decision.action == "approve-files"
+    assert decision.approved_files == ["plugin.php"]
+
+
+async def test_discard_and_iterate_are_recorded(bundle_dir: Path, store: Store) -> None:
+    app = CodeboxApp(bundle_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _open(app, pilot, bundle_dir)
+        await pilot.press("i")
+        await pilot.pause()
+        await pilot.press(*"please add tests", "enter")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+        await pilot.press("d")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+    actions = [(d.action, d.reason) for d in store.list_decisions()]
+    assert ("iterate", "please add tests") in actions
+    assert any(a == "discard" for a, _ in actions)
+    assert bundle_dir.exists(), "discard never deletes evidence"
+
+
+async def test_invalid_bundle_can_be_inspected_but_not_approved(bundle_dir: Path, store: Store) -> None:
+    with open(bundle_dir / "files/patch.diff", "a") as handle:
+        handle.write("tampered\n")
+    app = CodeboxApp(bundle_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open(app, pilot, bundle_dir)
+        assert not screen.bundle.valid
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, ReviewScreen), "no confirmation dialog for an invalid bundle"
+    assert store.list_decisions() == []
+
+
+async def test_home_lists_bundles_from_the_store_and_opens_one(bundle_dir: Path, store: Store) -> None:
+    from codebox_tui.screens import data
+
+    data.register(store, bundle_dir)
+    app = CodeboxApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        from textual.widgets import DataTable
+
+        table = app.screen.query_one(DataTable)
+        assert table.row_count == 1
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ReviewScreen)
+
+
+async def test_missing_bundle_is_a_clear_message(tmp_path: Path) -> None:
+    app = CodeboxApp(tmp_path / "nope")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert not isinstance(app.screen, ReviewScreen)
+        assert any("Cannot open bundle" in str(n.message) for n in app._notifications)

@@ -1,0 +1,144 @@
+"""Pure diff model: a patch split per file and flattened into display rows (no Textual here)."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+MAX_LINE = 2000
+
+
+@dataclass
+class Row:
+    kind: str  # header | meta | hunk | ctx | add | del | nonl | binary
+    text: str
+    old_no: int | None = None
+    new_no: int | None = None
+    hunk: int = -1
+    spans: list[tuple[int, int]] = field(default_factory=list)  # changed-word spans (word diff)
+
+
+@dataclass
+class FileDiffModel:
+    path: str
+    rows: list[Row]
+    hunk_rows: list[int]
+    additions: int
+    deletions: int
+    binary: bool
+
+
+def split_patch(patch: str) -> dict[str, str]:
+    """``diff --git`` blocks keyed by their ``b/`` path (``a/`` for deletions)."""
+    blocks: dict[str, str] = {}
+    current: list[str] = []
+    name = ""
+    for line in patch.splitlines(keepends=True):
+        if line.startswith("diff --git "):
+            if current and name:
+                blocks[name] = "".join(current)
+            current = [line]
+            parts = line.rstrip("\n").split(" b/", 1)
+            name = parts[1] if len(parts) == 2 else line[len("diff --git a/"):].strip()
+        elif current:
+            current.append(line)
+    if current and name:
+        blocks[name] = "".join(current)
+    return blocks
+
+
+def _word_spans(old: str, new: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    a, b = _TOKEN.findall(old), _TOKEN.findall(new)
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    old_spans, new_spans = [], []
+    pos_a = [0]
+    for token in a:
+        pos_a.append(pos_a[-1] + len(token))
+    pos_b = [0]
+    for token in b:
+        pos_b.append(pos_b[-1] + len(token))
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        if i2 > i1:
+            old_spans.append((pos_a[i1], pos_a[i2]))
+        if j2 > j1:
+            new_spans.append((pos_b[j1], pos_b[j2]))
+    return old_spans, new_spans
+
+
+def _pair_words(rows: list[Row], dels: list[int], adds: list[int]) -> None:
+    for d, a in zip(dels, adds, strict=False):
+        if len(rows[d].text) > 500 or len(rows[a].text) > 500:
+            continue
+        old_spans, new_spans = _word_spans(rows[d].text, rows[a].text)
+        # Only mark words when the lines are similar; otherwise the whole line is the change.
+        changed = sum(e - s for s, e in new_spans)
+        if rows[a].text and changed < 0.7 * len(rows[a].text):
+            rows[d].spans, rows[a].spans = old_spans, new_spans
+
+
+def build_model(path: str, block: str) -> FileDiffModel:
+    rows: list[Row] = []
+    hunk_rows: list[int] = []
+    old_no = new_no = 0
+    additions = deletions = 0
+    binary = False
+    hunk = -1
+    dels: list[int] = []
+    adds: list[int] = []
+    in_hunk = False
+    skip_rest = False
+
+    def flush() -> None:
+        _pair_words(rows, dels, adds)
+        dels.clear()
+        adds.clear()
+
+    for raw in block.splitlines():
+        line = raw[:MAX_LINE] + (f" … (+{len(raw) - MAX_LINE} chars)" if len(raw) > MAX_LINE else "")
+        match = _HUNK.match(raw)
+        if skip_rest:
+            continue
+        if match:
+            flush()
+            in_hunk = True
+            hunk += 1
+            old_no, new_no = int(match.group(1)), int(match.group(3))
+            hunk_rows.append(len(rows))
+            rows.append(Row("hunk", line, hunk=hunk))
+        elif not in_hunk:
+            if raw.startswith("GIT binary patch") or raw.startswith("Binary files"):
+                binary = True
+                rows.append(Row("binary", "Binary file — contents are not shown (carried as a git binary patch)"))
+                skip_rest = True
+            elif raw.startswith("diff --git"):
+                rows.append(Row("header", path))
+            elif raw.startswith(("---", "+++", "index ")):
+                continue
+            else:
+                rows.append(Row("meta", line))
+        elif raw.startswith("+"):
+            rows.append(Row("add", line[1:], None, new_no, hunk))
+            adds.append(len(rows) - 1)
+            new_no += 1
+            additions += 1
+        elif raw.startswith("-"):
+            if adds:
+                flush()
+            rows.append(Row("del", line[1:], old_no, None, hunk))
+            dels.append(len(rows) - 1)
+            old_no += 1
+            deletions += 1
+        elif raw.startswith("\\"):
+            rows.append(Row("nonl", raw, hunk=hunk))
+        else:
+            flush()
+            rows.append(Row("ctx", line[1:] if line.startswith(" ") else line, old_no, new_no, hunk))
+            old_no += 1
+            new_no += 1
+    flush()
+    return FileDiffModel(path, rows, hunk_rows, additions, deletions, binary)

@@ -1,0 +1,191 @@
+"""DiffView: a Line-API diff viewer. Only visible rows are rendered; each row's Strip is built once
+and cached. Syntax colours come from pygments (per line, token styles cached); changed words inside
+paired -/+ lines are highlighted."""
+
+from __future__ import annotations
+
+import itertools
+from functools import lru_cache
+from typing import ClassVar
+
+from pygments.lexers import get_lexer_for_filename
+from pygments.util import ClassNotFound
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from widgets.diff_model import FileDiffModel, Row, build_model
+
+ROW_STYLES = {
+    "add": Style(bgcolor="#12351f"),
+    "del": Style(bgcolor="#3d1418"),
+    "hunk": Style(color="#56b6c2", bgcolor="#1b2430"),
+    "header": Style(color="#e5c07b", bold=True, bgcolor="#20232a"),
+    "meta": Style(color="#7f848e"),
+    "nonl": Style(color="#7f848e", italic=True),
+    "binary": Style(color="#d19a66", italic=True),
+    "ctx": Style(),
+}
+WORD_STYLES = {"add": Style(bgcolor="#1f6f3a", bold=True), "del": Style(bgcolor="#8a2a31", bold=True)}
+GUTTER = Style(color="#5c6370")
+SIGNS = {"add": "+", "del": "-", "ctx": " "}
+HIGHLIGHT_MAX_CHARS = 400
+
+
+@lru_cache(maxsize=64)
+def _lexer(path: str):  # type: ignore[no-untyped-def]
+    try:
+        if path.endswith(".php"):
+            return get_lexer_for_filename(path, startinline=True)
+        return get_lexer_for_filename(path)
+    except ClassNotFound:
+        return None
+
+
+@lru_cache(maxsize=256)
+def _token_style(token_type: object) -> Style:
+    from pygments.styles import get_style_by_name
+
+    style = get_style_by_name("monokai")
+    spec = style.style_for_token(token_type)
+    return Style(color=f"#{spec['color']}" if spec["color"] else None, bold=bool(spec["bold"]),
+                 italic=bool(spec["italic"]))
+
+
+class DiffView(ScrollView, can_focus=True):
+    """Shows one file's diff. ``n``/``p`` move between hunks."""
+
+    HELP = """\
+## Diff view
+- `n` / `p`: next / previous hunk
+- `↑` `↓` `PgUp` `PgDn` `Home` `End`: scroll
+- Added lines are green, removed lines red; changed words are highlighted.
+"""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n", "next_hunk", "Next hunk", id="diff.next_hunk"),
+        Binding("p", "previous_hunk", "Prev hunk", id="diff.previous_hunk"),
+        Binding("j", "scroll_down", "Down", show=False, id="diff.down"),
+        Binding("k", "scroll_up", "Up", show=False, id="diff.up"),
+    ]
+
+    DEFAULT_CSS = """
+    DiffView { background: $surface; }
+    """
+
+    class HunkChanged(Message):
+        def __init__(self, index: int, total: int) -> None:
+            self.index, self.total = index, total
+            super().__init__()
+
+    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.model: FileDiffModel | None = None
+        self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(4096)
+        self._width = 0
+
+    def show_file(self, path: str, block: str) -> None:
+        self.model = build_model(path, block)
+        width = max((len(r.text) for r in self.model.rows), default=0) + 14
+        self._width = width
+        self._cache.clear()
+        self.virtual_size = Size(width, len(self.model.rows))
+        self.scroll_to(0, 0, animate=False)
+        self.refresh()
+
+    def show_message(self, text: str) -> None:
+        self.model = FileDiffModel("", [Row("meta", text)], [], 0, 0, False)
+        self._cache.clear()
+        self.virtual_size = Size(len(text), 1)
+        self.refresh()
+
+    @property
+    def rows(self) -> list[Row]:
+        return self.model.rows if self.model else []
+
+    def _build(self, row: Row) -> list[Segment]:
+        base = ROW_STYLES.get(row.kind, Style())
+        if row.kind in ("add", "del", "ctx"):
+            old = f"{row.old_no:>5}" if row.old_no is not None else "     "
+            new = f"{row.new_no:>5}" if row.new_no is not None else "     "
+            segments = [Segment(f"{old} {new} ", GUTTER + base), Segment(SIGNS[row.kind] + " ", base)]
+            segments += self._code(row, base)
+            return segments
+        return [Segment(("  " if row.kind != "header" else "") + row.text, base)]
+
+    def _code(self, row: Row, base: Style) -> list[Segment]:
+        text = row.text
+        lexer = _lexer(self.model.path) if self.model and len(text) <= HIGHLIGHT_MAX_CHARS else None
+        pieces: list[tuple[str, Style]] = []
+        if lexer is None:
+            pieces = [(text, Style())]
+        else:
+            for token_type, value in lexer.get_tokens(text):
+                value = value.replace("\n", "")
+                if value:
+                    pieces.append((value, _token_style(token_type)))
+        word = WORD_STYLES.get(row.kind)
+        out: list[Segment] = []
+        pos = 0
+        for value, style in pieces:
+            start, end = pos, pos + len(value)
+            pos = end
+            if not word or not row.spans:
+                out.append(Segment(value, base + style))
+                continue
+            cuts = sorted({start, end, *(max(start, min(end, s)) for span in row.spans for s in span)})
+            for a, b in itertools.pairwise(cuts):
+                if a == b:
+                    continue
+                marked = any(s <= a and b <= e for s, e in row.spans)
+                out.append(Segment(value[a - start:b - start], base + style + (word if marked else Style())))
+        return out
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.size.width
+        if index >= len(self.rows):
+            return Strip.blank(width, self.rich_style)
+        key = (index, 0)
+        strip = self._cache.get(key)
+        if strip is None:
+            strip = Strip(self._build(self.rows[index]))
+            self._cache[key] = strip
+        pad = ROW_STYLES.get(self.rows[index].kind, Style())
+        return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style + pad)
+
+    def _current_hunk(self) -> int:
+        if not self.model or not self.model.hunk_rows:
+            return -1
+        top = int(self.scroll_offset.y)
+        current = -1
+        for i, row in enumerate(self.model.hunk_rows):
+            if row <= top:
+                current = i
+        return current
+
+    def action_next_hunk(self) -> None:
+        if not self.model or not self.model.hunk_rows:
+            return
+        top = int(self.scroll_offset.y)
+        for i, row in enumerate(self.model.hunk_rows):
+            if row > top:
+                self.scroll_to(y=row, animate=False)
+                self.post_message(self.HunkChanged(i, len(self.model.hunk_rows)))
+                return
+
+    def action_previous_hunk(self) -> None:
+        if not self.model or not self.model.hunk_rows:
+            return
+        top = int(self.scroll_offset.y)
+        for i in range(len(self.model.hunk_rows) - 1, -1, -1):
+            if self.model.hunk_rows[i] < top:
+                self.scroll_to(y=self.model.hunk_rows[i], animate=False)
+                self.post_message(self.HunkChanged(i, len(self.model.hunk_rows)))
+                return

@@ -1,0 +1,199 @@
+"""EventTail: a live tail of events.jsonl with the Line API.
+
+The file is indexed by byte offsets (read incrementally every 100 ms, partial lines buffered,
+truncation detected); only visible lines are read back from disk and formatted. Follow mode turns
+off when the user scrolls up, and a counter shows how many lines arrived since."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import ClassVar
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+LEVEL_STYLES = {"debug": Style(color="#5c6370"), "info": Style(color="#abb2bf"), "warning": Style(color="#e5c07b"),
+                "error": Style(color="#e06c75", bold=True)}
+LEVELS = ["debug", "info", "warning", "error"]
+
+
+class LineIndex:
+    """Byte offsets of complete lines in a growing file (pure; no Textual)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offsets: list[int] = []
+        self.read_to = 0
+        self._partial_start: int | None = None
+
+    def update(self, chunk_limit: int = 16 << 20) -> int:
+        """Index newly appended complete lines; returns how many were added."""
+        try:
+            size = os.path.getsize(self.path)
+        except OSError:
+            return 0
+        if size < self.read_to:  # truncated or replaced: start over
+            self.offsets.clear()
+            self.read_to = 0
+        if size == self.read_to:
+            return 0
+        added = 0
+        with open(self.path, "rb") as handle:
+            handle.seek(self.read_to)
+            data = handle.read(min(size - self.read_to, chunk_limit))
+        start = self.read_to
+        pos = 0
+        while True:
+            nl = data.find(b"\n", pos)
+            if nl < 0:
+                break
+            self.offsets.append(start + pos)
+            added += 1
+            pos = nl + 1
+        self.read_to = start + pos  # a torn last line waits for its newline
+        return added
+
+    def read_line(self, index: int) -> str:
+        with open(self.path, "rb") as handle:
+            handle.seek(self.offsets[index])
+            return handle.readline(64 * 1024).decode("utf-8", errors="replace").rstrip("\n")
+
+
+def format_event(line: str) -> tuple[str, str, str]:
+    """(level, type, one-line text) for an events.jsonl line."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return "warning", "unparsed", line
+    level = str(event.get("level", "info"))
+    kind = str(event.get("type", "?"))
+    stamp = str(event.get("timestamp", ""))[11:23]
+    data = event.get("data") or {}
+    detail = ""
+    if isinstance(data, dict):
+        for key in ("phase", "command", "message", "previewUrl", "exitCode", "durationMs", "target"):
+            if key in data:
+                detail += f" {key}={data[key]}"
+    return level, kind, f"{stamp} {level:<7} {kind:<24}{detail}"
+
+
+class EventTail(ScrollView, can_focus=True):
+    HELP = """\
+## Event log
+- Follows new events live; scroll up to pause following (a counter shows new lines), `End` to follow again
+- `l`: cycle the minimum level (debug → info → warning → error)
+- `enter`: show the event at the top of the view in full
+"""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("end", "follow", "Follow", id="events.follow"),
+        Binding("l", "cycle_level", "Level", id="events.level"),
+        Binding("enter", "inspect", "Inspect", id="events.inspect"),
+    ]
+
+    following: reactive[bool] = reactive(True)
+    pending: reactive[int] = reactive(0)
+    min_level: reactive[str] = reactive("debug")
+
+    class Inspect(Message):
+        def __init__(self, event: dict[str, object] | str) -> None:
+            self.event = event
+            super().__init__()
+
+    class Updated(Message):
+        def __init__(self, total: int, pending: int, following: bool) -> None:
+            self.total, self.pending, self.following = total, pending, following
+            super().__init__()
+
+    def __init__(self, path: Path, *, poll_interval: float = 0.1, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.index = LineIndex(Path(path))
+        self.poll_interval = poll_interval
+        self._visible: list[int] = []  # indexes of lines passing the level filter
+        self._cache: LRUCache[int, tuple[str, Strip]] = LRUCache(2048)
+
+    def on_mount(self) -> None:
+        self.poll()
+        self.set_interval(self.poll_interval, self.poll)
+
+    def _passes(self, i: int) -> bool:
+        if self.min_level == "debug":
+            return True
+        level = self._line(i)[0]
+        return LEVELS.index(level) >= LEVELS.index(self.min_level) if level in LEVELS else True
+
+    def _line(self, i: int) -> tuple[str, Strip]:
+        cached = self._cache.get(i)
+        if cached is None:
+            level, _kind, text = format_event(self.index.read_line(i))
+            cached = (level, Strip([Segment(text, LEVEL_STYLES.get(level, Style()))]))
+            self._cache[i] = cached
+        return cached
+
+    def poll(self) -> None:
+        before = len(self.index.offsets)
+        added = self.index.update()
+        if len(self.index.offsets) < before:  # truncated
+            self._visible.clear()
+            self._cache.clear()
+            before = 0
+        if not added:
+            return
+        new = [i for i in range(before, len(self.index.offsets)) if self._passes(i)]
+        self._visible.extend(new)
+        self.virtual_size = Size(max(self.size.width, 120), len(self._visible))
+        if self.following:
+            self.scroll_end(animate=False, immediate=True)
+        else:
+            self.pending += len(new)
+        self.refresh()
+        self.post_message(self.Updated(len(self._visible), self.pending, self.following))
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        if new < old and new < self.max_scroll_y:
+            self.following = False
+        elif new >= self.max_scroll_y:
+            self.following = True
+            self.pending = 0
+
+    def action_follow(self) -> None:
+        self.following = True
+        self.pending = 0
+        self.scroll_end(animate=False)
+
+    def action_cycle_level(self) -> None:
+        self.min_level = LEVELS[(LEVELS.index(self.min_level) + 1) % len(LEVELS)]
+        self._visible = [i for i in range(len(self.index.offsets)) if self._passes(i)]
+        self.virtual_size = Size(max(self.size.width, 120), len(self._visible))
+        self.refresh()
+
+    def action_inspect(self) -> None:
+        top = int(self.scroll_offset.y)
+        if top < len(self._visible):
+            raw = self.index.read_line(self._visible[top])
+            try:
+                self.post_message(self.Inspect(json.loads(raw)))
+            except ValueError:
+                self.post_message(self.Inspect(raw))
+
+    @property
+    def total(self) -> int:
+        return len(self._visible)
+
+    def render_line(self, y: int) -> Strip:
+        index = int(self.scroll_offset.y) + y
+        width = self.size.width
+        if index >= len(self._visible):
+            return Strip.blank(width)
+        return self._line(self._visible[index])[1].crop_extend(int(self.scroll_offset.x),
+                                                               int(self.scroll_offset.x) + width, None)

@@ -1,0 +1,106 @@
+"""ChangedFileTree: changed files grouped by folder, with status badges, +/- counts, a selection mark
+for approve-selected (``space``) and a "viewed" mark that resets when the file's content hash changes."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+BADGES = {"added": ("A", "green"), "modified": ("M", "yellow"), "deleted": ("D", "red")}
+
+
+class ChangedFileTree(Tree[dict[str, Any]]):
+    HELP = """\
+## Changed files
+- `↑` `↓`: move; the diff follows the highlighted file
+- `space`: select / unselect the file for "approve selected"
+- Badges: **A** added, **M** modified, **D** deleted, **B** binary; ✓ selected, • viewed
+"""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("space", "toggle_selected", "Select file", id="files.toggle"),
+    ]
+
+    class FileHighlighted(Message):
+        def __init__(self, entry: dict[str, Any]) -> None:
+            self.entry = entry
+            super().__init__()
+
+    class SelectionChanged(Message):
+        def __init__(self, selected: list[str]) -> None:
+            self.selected = selected
+            super().__init__()
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("changes", **kwargs)
+        self.show_root = False
+        self.guide_depth = 2
+        self.selected: set[str] = set()
+        self.viewed: dict[str, str | None] = {}  # relativePath -> afterSha256 when viewed
+        self._leaves: dict[str, TreeNode[dict[str, Any]]] = {}
+
+    def load(self, files: list[dict[str, Any]]) -> None:
+        self.clear()
+        self._leaves.clear()
+        self.selected &= {str(f.get("relativePath")) for f in files}
+        folders: dict[str, TreeNode[dict[str, Any]]] = {}
+        for entry in sorted(files, key=lambda f: str(f.get("relativePath", ""))):
+            rel = str(entry.get("relativePath", ""))
+            parent = self.root
+            parts = rel.split("/")
+            for depth in range(1, len(parts)):
+                key = "/".join(parts[:depth])
+                if key not in folders:
+                    folders[key] = parent.add(Text(parts[depth - 1] + "/", style="bold #61afef"), expand=True,
+                                              data={})
+                parent = folders[key]
+            leaf = parent.add_leaf(self._label(entry), data=entry)
+            self._leaves[rel] = leaf
+        self.root.expand_all()
+
+    def _label(self, entry: dict[str, Any]) -> Text:
+        rel = str(entry.get("relativePath", ""))
+        status = str(entry.get("status", ""))
+        letter, colour = BADGES.get(status, ("?", "white"))
+        text = Text()
+        text.append("✓ " if rel in self.selected else "  ", style="bold green")
+        text.append(f"{letter}", style=f"bold {colour}")
+        if entry.get("binary"):
+            text.append("B", style="bold magenta")
+        text.append(" " + rel.rsplit("/", 1)[-1])
+        if entry.get("binary"):
+            text.append("  binary", style="dim")
+        else:
+            text.append(f"  +{entry.get('additions', 0)}", style="green")
+            text.append(f" -{entry.get('deletions', 0)}", style="red")
+        if rel in self.viewed and self.viewed[rel] == entry.get("afterSha256"):
+            text.append("  •", style="dim")
+        return text
+
+    def refresh_entry(self, rel: str) -> None:
+        leaf = self._leaves.get(rel)
+        if leaf is not None and leaf.data is not None:
+            leaf.set_label(self._label(leaf.data))
+
+    def mark_viewed(self, entry: dict[str, Any]) -> None:
+        rel = str(entry.get("relativePath"))
+        self.viewed[rel] = entry.get("afterSha256")  # a later content change no longer matches → unviewed
+        self.refresh_entry(rel)
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[dict[str, Any]]) -> None:
+        if event.node.data and "relativePath" in event.node.data:
+            self.post_message(self.FileHighlighted(event.node.data))
+
+    def action_toggle_selected(self) -> None:
+        node = self.cursor_node
+        if node is None or not node.data or "relativePath" not in node.data:
+            return
+        rel = str(node.data["relativePath"])
+        self.selected.symmetric_difference_update({rel})
+        self.refresh_entry(rel)
+        self.post_message(self.SelectionChanged(sorted(self.selected)))
