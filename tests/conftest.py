@@ -43,3 +43,65 @@ def plugin_copy(tmp_path: Path) -> Path:
     dest = tmp_path / "simple-plugin"
     shutil.copytree(EXAMPLE_PLUGIN, dest)
     return dest
+
+
+# -- shared Playground fixtures (reuse these in any test that needs a real sandbox) ------------------
+
+
+class PlaygroundSession:
+    """The test session's warm Playground: the shared Node sidecar is started and the golden
+    WordPress site is built once (by booting and disposing one real sandbox), so later sandboxes
+    in the same pytest session boot on the warm path.
+
+    ``new_run(...)`` makes a fresh ``RunSession`` (its own sandbox, booted lazily by ``execute``);
+    use it as a context manager so the sandbox is disposed::
+
+        def test_x(playground_session, tmp_path):
+            with playground_session.new_run(tmp_path, mounts=[...], commands=["wordpress.run-php"]) as run:
+                result = run.execute("wordpress.run-php", ["code=echo 1;"])
+    """
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+
+    def spec(self, *, mounts: list[str] | None = None, commands: list[str] | None = None,
+             network: str = "deny", secrets: list[str] | None = None, **spec_fields: object):  # type: ignore[no-untyped-def]
+        from codebox_tui.contracts.runtime import RuntimePolicy
+        from codebox_tui.runtime.backend import SandboxSpec
+        from codebox_tui.runtime.mounts import parse_mount, validate_mounts
+        from codebox_tui.runtime.policy import resolve_secrets
+
+        policy = RuntimePolicy(
+            commands=commands or ["inspect-mounted-inputs", "wordpress.run-php", "wordpress.ability"],
+            network=network, secrets=secrets or [])
+        parsed = validate_mounts([parse_mount(text, index) for index, text in enumerate(mounts or [])])
+        return SandboxSpec(mounts=parsed, policy=policy, secret_env=resolve_secrets(policy), **spec_fields)  # type: ignore[arg-type]
+
+    def new_run(self, artifacts_root: Path, **spec_kwargs: object):  # type: ignore[no-untyped-def]
+        from codebox_tui.runtime.session import RunSession
+
+        return RunSession(self.spec(**spec_kwargs), artifacts_root)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def playground_session(tmp_path_factory: pytest.TempPathFactory) -> PlaygroundSession:
+    """Warm Playground shared by the whole test session (one cold boot, then warm sandboxes)."""
+    helper = PlaygroundSession(_HOME)
+    with helper.new_run(tmp_path_factory.mktemp("playground-warmup")) as run:
+        run.boot_sandbox()
+    return helper
+
+
+@pytest.fixture
+def make_run_session(playground_session: PlaygroundSession, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Factory for fresh RunSessions on the warm Playground; every one is closed after the test."""
+    made: list[object] = []
+
+    def factory(**spec_kwargs: object):  # type: ignore[no-untyped-def]
+        run = playground_session.new_run(tmp_path / f"artifacts-{len(made)}", **spec_kwargs)
+        made.append(run)
+        return run
+
+    yield factory
+    for run in made:
+        run.close()  # type: ignore[attr-defined]

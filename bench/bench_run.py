@@ -1,0 +1,194 @@
+"""Benchmark: `codebox run` of a PHP probe against a mounted plugin (bundle capture included).
+
+Rows (all measured in this one invocation, on this machine, offline):
+  * bare `@wp-playground/cli server` boot (stock zip, seeded cache) → first HTTP 200 on `/`
+  * cold `codebox run`: a new `codebox` process (new Node sidecar), golden site already built
+  * warm run: the sidecar already running in this process; RunSession → boot → probe → capture → close
+  * RSS added to the sidecar by each extra live sandbox
+
+Targets: cold < 5 s, warm < 2 s, < 300 MB per extra sandbox.  Usage: python bench/bench_run.py [-n N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+HOME = Path(tempfile.mkdtemp(prefix="codebox-bench-home-"))
+os.environ["CODEBOX_HOME"] = str(HOME)
+
+from codebox_tui.settings import get_settings, reload_settings  # noqa: E402
+
+reload_settings()
+
+from codebox_tui.contracts.runtime import RuntimePolicy  # noqa: E402
+from codebox_tui.runtime.backend import SandboxSpec  # noqa: E402
+from codebox_tui.runtime.golden import ensure_golden_site  # noqa: E402
+from codebox_tui.runtime.mounts import parse_mount  # noqa: E402
+from codebox_tui.runtime.playground import get_sidecar, shutdown_sidecars  # noqa: E402
+from codebox_tui.runtime.session import RunSession  # noqa: E402
+from codebox_tui.runtime.wordpress_builds import resolve_build  # noqa: E402
+
+PLUGIN = REPO / "examples" / "simple-plugin"
+MOUNT = f"{PLUGIN}:/wordpress/wp-content/plugins/simple-plugin:readonly"
+NODE_DIR = REPO / "codebox_tui" / "runtime" / "node"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def tree_rss_mb(pid: int) -> float:
+    """RSS of a process and all its descendants (MB)."""
+    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,rss="], capture_output=True, text=True).stdout
+    rows = [tuple(int(x) for x in line.split()) for line in out.splitlines() if line.strip()]
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for p, pp, r in rows:
+        children.setdefault(pp, []).append(p)
+        rss[p] = r
+    total, stack = 0, [pid]
+    while stack:
+        p = stack.pop()
+        total += rss.get(p, 0)
+        stack.extend(children.get(p, []))
+    return total / 1024
+
+
+def bare_server_boot() -> float:
+    """Stock `wp-playground-cli server` with the build zip in a seeded download cache → first 200."""
+    build = resolve_build("6.5")
+    home = Path(tempfile.mkdtemp(prefix="codebox-bench-bare-"))
+    cache = home / ".wordpress-playground"
+    cache.mkdir()
+    url = build.playground_url
+    shutil.copy(build.zip_path, cache / f"custom-{hashlib.sha1(url.encode()).hexdigest()[:8]}.zip")
+    port = free_port()
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [get_settings().node, str(NODE_DIR / "node_modules" / "@wp-playground" / "cli" / "wp-playground.js"),
+         "server", f"--wp={url}", f"--port={port}", "--php=8.3"],
+        env={"PATH": os.environ["PATH"], "HOME": str(home)}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        while time.monotonic() - started < 120:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as response:
+                    if response.status == 200:
+                        return time.monotonic() - started
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("bare server did not answer within 120 s")
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=15)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def cold_cli_run(artifacts: Path) -> float:
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "run", "--mount", MOUNT, "--command", "wordpress.run-php",
+         "--arg", f"code-file={PLUGIN / 'probe.php'}", "--artifacts", str(artifacts), "--json"],
+        capture_output=True, text=True, cwd=REPO, env={**os.environ, "CODEBOX_HOME": str(HOME)})
+    elapsed = time.monotonic() - started
+    if result.returncode != 0:
+        raise RuntimeError(f"codebox run failed ({result.returncode}): {result.stderr[-2000:]}")
+    return elapsed
+
+
+def spec() -> SandboxSpec:
+    return SandboxSpec(mounts=[parse_mount(MOUNT)], policy=RuntimePolicy(commands=["wordpress.run-php"]))
+
+
+def warm_run(artifacts: Path) -> tuple[float, dict[str, float]]:
+    started = time.monotonic()
+    with RunSession(spec(), artifacts) as run:
+        run.boot_sandbox()
+        booted = time.monotonic()
+        result = run.execute("wordpress.run-php", [f"code-file={PLUGIN / 'probe.php'}"])
+        ran = time.monotonic()
+        assert result.exitCode == 0, result.stderr
+        run.capture()
+        captured = time.monotonic()
+    total = time.monotonic() - started
+    return total, {"boot": booted - started, "probe": ran - booted, "capture+dispose": captured - ran}
+
+
+def fmt(values: list[float]) -> str:
+    return f"{min(values):6.2f} {statistics.median(values):6.2f} {max(values):6.2f}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("-n", type=int, default=3, help="repetitions per row")
+    parser.add_argument("--extra-sandboxes", type=int, default=3)
+    options = parser.parse_args()
+    artifacts = Path(tempfile.mkdtemp(prefix="codebox-bench-artifacts-"))
+    try:
+        ensure_golden_site(resolve_build("6.5"), get_settings().golden_dir)  # built once, outside the timings
+        rows: list[tuple[str, list[float], str]] = []
+        bare = [bare_server_boot() for _ in range(options.n)]
+        rows.append(("bare `wp-playground-cli server` → first 200", bare, "reference"))
+        cold = [cold_cli_run(artifacts) for _ in range(options.n)]
+        rows.append(("cold `codebox run` (new process + sidecar)", cold, "< 5 s"))
+        warm_run(artifacts)  # start the sidecar; not timed
+        warm: list[float] = []
+        phases: list[dict[str, float]] = []
+        for _ in range(max(options.n, 5)):
+            total, split = warm_run(artifacts)
+            warm.append(total)
+            phases.append(split)
+        rows.append(("warm run (sidecar running, golden reused)", warm, "< 2 s"))
+        for phase in ("boot", "probe", "capture+dispose"):
+            rows.append((f"  warm: {phase}", [p[phase] for p in phases], ""))
+
+        sidecar = get_sidecar(get_settings(), spec().policy)
+        base = tree_rss_mb(sidecar.pid)
+        held: list[RunSession] = []
+        deltas: list[float] = []
+        previous = base
+        try:
+            for _ in range(options.extra_sandboxes):
+                run = RunSession(spec(), artifacts)
+                held.append(run)
+                run.execute("wordpress.run-php", ["code=echo 1;"])
+                time.sleep(0.5)
+                now = tree_rss_mb(sidecar.pid)
+                deltas.append(now - previous)
+                previous = now
+        finally:
+            for run in held:
+                run.close()
+
+        print(f"\n{'row':48} {'min':>6} {'median':>6} {'max':>6}  target   (seconds; n per row shown)")
+        for name, values, target in rows:
+            print(f"{name:48} {fmt(values)}  {target:8} n={len(values)}")
+        print(f"\nsidecar RSS with no sandbox: {base:.0f} MB")
+        print("RSS added per extra live sandbox (MB): " + ", ".join(f"{d:.0f}" for d in deltas)
+              + "   target < 300 MB")
+        ok = statistics.median(cold) < 5 and statistics.median(warm) < 2 and max(deltas) < 300
+        print("targets met" if ok else "TARGETS NOT MET")
+        return 0
+    finally:
+        shutdown_sidecars()
+        shutil.rmtree(artifacts, ignore_errors=True)
+        shutil.rmtree(HOME, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

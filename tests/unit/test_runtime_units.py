@@ -1,0 +1,119 @@
+"""Unit tests of the runtime's pure logic: mount parsing, policy checks, secret redaction,
+WordPress build resolution, durations. (The real sandbox is covered in tests/e2e/test_runtime_*.py.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codebox_tui.cli_run import parse_duration
+from codebox_tui.contracts.runtime import RuntimePolicy
+from codebox_tui.errors import BadInputError, PolicyDeniedError
+from codebox_tui.runtime.mounts import parse_mount, stage_readonly, validate_mounts
+from codebox_tui.runtime.policy import SECRET_MARK, Redactor, check_command, load_policy, resolve_secrets
+from codebox_tui.runtime.session import new_id
+from codebox_tui.runtime.wordpress_builds import available_builds, resolve_build
+
+
+def test_parse_mount_modes_and_normalisation(tmp_path: Path) -> None:
+    ro = parse_mount(f"{tmp_path}:/wordpress/wp-content/plugins/x:readonly")
+    assert (ro.source, ro.target, ro.mode) == (str(tmp_path.resolve()), "/wordpress/wp-content/plugins/x", "readonly")
+    assert parse_mount(f"{tmp_path}:/srv/x").mode == "readwrite"
+    assert parse_mount(f"{tmp_path}:/srv/x:ro").mode == "readonly"
+
+
+@pytest.mark.parametrize("target, code", [
+    ("relative/path", "invalid-mount-target"),
+    ("/wordpress/../etc", "invalid-mount-target"),
+    ("/", "invalid-mount-target"),
+])
+def test_bad_mount_targets_are_rejected(tmp_path: Path, target: str, code: str) -> None:
+    with pytest.raises(BadInputError) as info:
+        parse_mount(f"{tmp_path}:{target}")
+    assert info.value.code == code
+    assert info.value.field == "mounts[0].target"
+
+
+def test_missing_host_path_and_dotdot_source_are_rejected(tmp_path: Path) -> None:
+    with pytest.raises(BadInputError) as info:
+        parse_mount(f"{tmp_path / 'nope'}:/srv/x")
+    assert info.value.code == "missing-mount-source"
+    with pytest.raises(BadInputError) as info:
+        parse_mount(f"{tmp_path}/../{tmp_path.name}:/srv/x")
+    assert info.value.code == "invalid-mount-source"
+
+
+def test_malformed_mount_and_duplicate_targets(tmp_path: Path) -> None:
+    with pytest.raises(BadInputError, match="HOST_PATH:SANDBOX_PATH"):
+        parse_mount("just-one-part")
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    with pytest.raises(BadInputError) as info:
+        validate_mounts([parse_mount(f"{a}:/srv/x"), parse_mount(f"{b}:/srv/x")])
+    assert info.value.code == "duplicate-mount-target"
+
+
+def test_stage_readonly_copies_without_write_permission_or_symlinks(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "sub" / "f.php").write_text("<?php\n")
+    (src / "link").symlink_to("/etc/passwd")
+    staged = stage_readonly(src, tmp_path / "staged")
+    assert (staged / "sub" / "f.php").read_text() == "<?php\n"
+    assert not (staged / "link").exists()
+    assert not (staged / "sub" / "f.php").stat().st_mode & 0o222
+
+
+def test_policy_allow_list_and_denial_details() -> None:
+    policy = RuntimePolicy(commands=["wordpress.run-php"])
+    check_command(policy, "wordpress.run-php")
+    with pytest.raises(PolicyDeniedError) as info:
+        check_command(policy, "inspect-mounted-inputs")
+    assert info.value.code == "runtime-command-disallowed"
+    assert info.value.details == {"allowedCommands": ["wordpress.run-php"]}
+
+
+def test_load_policy_reports_the_bad_field(tmp_path: Path) -> None:
+    assert load_policy('{"commands": ["wordpress.run-php"]}').commands == ["wordpress.run-php"]
+    with pytest.raises(BadInputError, match="not valid JSON"):
+        load_policy("{nope")
+    with pytest.raises(BadInputError, match="does not exist"):
+        load_policy(str(tmp_path / "missing.json"))
+    with pytest.raises(BadInputError) as info:
+        load_policy('{"commands": "wordpress.run-php"}')
+    assert info.value.field.startswith("policy.commands")
+
+
+def test_secrets_resolve_from_env_and_redact_raw_and_json_escaped_forms() -> None:
+    policy = RuntimePolicy(commands=["wordpress.run-php"], secrets=["API_TOKEN", "ABSENT"])
+    values = resolve_secrets(policy, {"API_TOKEN": 's3cr"et/value', "OTHER": "x"})
+    assert values == {"API_TOKEN": 's3cr"et/value'}
+    redact = Redactor(list(values.values()))
+    assert redact('token=s3cr"et/value;') == f"token={SECRET_MARK};"
+    assert redact('{"t": "s3cr\\"et/value"}') == '{"t": "' + SECRET_MARK + '"}'
+    assert Redactor([]).active is False
+
+
+def test_wordpress_builds_default_and_unknown_version_lists_available() -> None:
+    builds = available_builds()
+    assert {"6.2", "6.3", "6.4", "6.5"} <= set(builds)
+    assert resolve_build(None).version == "6.5.5"
+    assert resolve_build("6.4").key == "6.4"
+    assert resolve_build("6.5.5").key == "6.5"
+    with pytest.raises(BadInputError) as info:
+        resolve_build("9.9")
+    assert info.value.code == "unknown-wordpress-version"
+    assert "6.5 (6.5.5)" in info.value.message
+
+
+def test_durations_and_ids() -> None:
+    assert parse_duration("15m", "--hold") == 900
+    assert parse_duration("500ms", "--timeout") == 0.5
+    assert parse_duration("90", "--hold") == 90
+    with pytest.raises(BadInputError):
+        parse_duration("soon", "--hold")
+    runtime_id = new_id("runtime")
+    prefix, stamp, suffix = runtime_id.split("-")
+    assert prefix == "runtime" and len(suffix) == 6 and stamp.isalnum()
