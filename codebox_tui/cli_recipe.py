@@ -1,9 +1,132 @@
-"""CLI commands for this area (registered on the root app by :mod:`codebox_tui.cli`)."""
+"""CLI for recipes and schemas: ``schema``, ``recipe validate``, ``recipe-run``, ``validate-blueprint``."""
 
 from __future__ import annotations
 
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
 import typer
+
+from codebox_tui.cliutil import JsonOption, emit_json, exit_with
+from codebox_tui.contracts.recipe import RECIPE_SCHEMA, recipe_json_schema
+from codebox_tui.errors import BadInputError, ExitCode
+
+JSON_SCHEMA_ENVELOPE = "wp-codebox/json-schema/v1"
+BLUEPRINT_VALIDATION = "wp-codebox/blueprint-validation/v1"
+
+
+def _schema_registry() -> dict[str, Any]:
+    """Schema name/id → generator. Uses the shared registry when present, always including the recipe."""
+    registry: dict[str, Any] = {"recipe": (RECIPE_SCHEMA, recipe_json_schema)}
+    try:
+        shared = importlib.import_module("codebox_tui.contracts.schemas")
+    except ImportError:
+        return registry
+    names = getattr(shared, "schema_names", None)
+    get = getattr(shared, "json_schema_for", None)
+    if callable(names) and callable(get):
+        for name in names():
+            registry.setdefault(name, (name, lambda n=name: get(n)))
+    return registry
+
+
+def _print_issues(issues: list[dict[str, str]]) -> None:
+    for issue in issues:
+        typer.echo(f"  {issue['path']}: {issue['message']} [{issue['code']}]", err=True)
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to app."""
+
+    @app.command("schema")
+    def schema_command(
+        name: str = typer.Argument(..., help="Schema name, e.g. recipe (or a full wp-codebox/... id)"),
+        json_out: bool = JsonOption,
+    ) -> None:
+        """Print a generated JSON Schema (Draft 2020-12)."""
+        registry = _schema_registry()
+        entry = registry.get(name) or next((v for v in registry.values() if v[0] == name), None)
+        if entry is None:
+            raise BadInputError(f"Unknown schema {name!r}; known: {', '.join(sorted(registry))}",
+                                code="unknown-schema", field="NAME")
+        schema_id, generate = entry
+        doc = generate()
+        if json_out:
+            emit_json({"schema": JSON_SCHEMA_ENVELOPE, "id": schema_id, "jsonSchema": doc})
+        else:
+            typer.echo(json.dumps(doc, indent=2))
+
+    recipe_app = typer.Typer(help="Workspace recipes (wp-codebox/workspace-recipe/v1).", no_args_is_help=True)
+    app.add_typer(recipe_app, name="recipe")
+
+    @recipe_app.command("validate")
+    def recipe_validate(
+        file: Path = typer.Argument(..., help="Recipe JSON file"),
+        json_out: bool = JsonOption,
+    ) -> None:
+        """Check a recipe and report every problem with its JSON path. Boots nothing."""
+        from codebox_tui.recipes.validate import validate_recipe_file
+
+        result = validate_recipe_file(file)
+        doc = result.to_dict()
+        if json_out:
+            emit_json(doc)
+        elif result.valid:
+            s = doc["summary"]
+            typer.echo(f"{file}: valid ({s['steps']} steps, {s['mounts']} mounts, {s['workspaces']} workspaces)")
+        else:
+            typer.echo(f"{file}: invalid recipe ({len(result.issues)} problems)", err=True)
+            _print_issues(doc["issues"])
+        exit_with(ExitCode.OK if result.valid else ExitCode.BAD_INPUT)
+
+    @app.command("recipe-run")
+    def recipe_run(
+        file: Path = typer.Argument(..., help="Recipe JSON file"),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Print the resolved plan; boot nothing."),
+        artifacts_dir: Path | None = typer.Option(None, "--artifacts-dir", help="Where the bundle goes."),
+        json_out: bool = JsonOption,
+    ) -> None:
+        """Run a recipe in a fresh sandbox and produce one bundle (or print the plan with --dry-run)."""
+        from codebox_tui.recipes.plan import dry_run as make_plan
+        from codebox_tui.recipes.validate import validate_recipe_file
+
+        validation = validate_recipe_file(file)
+        if dry_run or not validation.valid:
+            doc = make_plan(validation, file.resolve().parent)
+            if json_out:
+                emit_json(doc)
+            elif validation.valid:
+                typer.echo(json.dumps(doc["plan"], indent=2))
+            else:
+                typer.echo(f"{file}: invalid recipe ({len(validation.issues)} problems); nothing was run", err=True)
+                _print_issues(doc["validation"]["issues"])
+            exit_with(ExitCode.OK if validation.valid else ExitCode.BAD_INPUT)
+        run_module = importlib.import_module("codebox_tui.recipes.run")
+        outcome = run_module.run_recipe(validation, file.resolve().parent, artifacts_dir=artifacts_dir)
+        if json_out:
+            emit_json(outcome)
+        else:
+            typer.echo(f"bundle: {outcome.get('bundleDir')}  status: {outcome.get('status')}")
+        exit_with(ExitCode.OK if outcome.get("success") else ExitCode.FAILED)
+
+    @app.command("validate-blueprint")
+    def validate_blueprint(
+        file: Path = typer.Argument(..., help="Playground blueprint JSON file"),
+        json_out: bool = JsonOption,
+    ) -> None:
+        """Check a raw Playground blueprint's shape. Boots nothing."""
+        from codebox_tui.recipes.blueprint import validate_blueprint_file
+
+        issues = validate_blueprint_file(file)
+        doc = {"schema": BLUEPRINT_VALIDATION, "success": not issues, "valid": not issues,
+               "blueprintPath": str(file), "issues": issues}
+        if json_out:
+            emit_json(doc)
+        elif issues:
+            typer.echo(f"{file}: invalid blueprint ({len(issues)} problems)", err=True)
+            _print_issues(issues)
+        else:
+            typer.echo(f"{file}: valid blueprint")
+        exit_with(ExitCode.OK if not issues else ExitCode.BAD_INPUT)

@@ -1,0 +1,446 @@
+"""Validate a ``wp-codebox/workspace-recipe/v1`` document and report every problem at once.
+
+Stage 1 is the generated JSON Schema (Draft 2020-12, through ``jsonschema``): each error is reported
+with its JSON path (``$.workflow.steps[0].command``) and what was expected. Stage 2 runs only on a
+schema-valid recipe and checks what a schema cannot: command ids and their arguments against the
+catalog, local sources that must exist, URL sources (refused unless
+``CODEBOX_ALLOW_NETWORK_DOWNLOADS=1``), site-seed bounds, environment names, and that the effective
+runtime policy covers every command the workflow needs. Nothing here boots a sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import jsonschema
+from pydantic import ValidationError
+
+from codebox_tui.contracts.recipe import (
+    RECIPE_SCHEMA,
+    RecipeStep,
+    SiteSeed,
+    WorkspaceRecipe,
+    recipe_json_schema,
+)
+from codebox_tui.contracts.runtime import RuntimePolicy
+from codebox_tui.errors import BadInputError
+from codebox_tui.runtime.catalog import command_catalog, parse_args
+
+VALIDATION_SCHEMA = "wp-codebox/recipe-validation/v1"
+ALLOW_DOWNLOADS_ENV = "CODEBOX_ALLOW_NETWORK_DOWNLOADS"
+ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+
+
+@dataclass
+class Issue:
+    code: str
+    path: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "path": self.path, "message": self.message}
+
+
+@dataclass
+class RecipeValidation:
+    recipe_path: str
+    issues: list[Issue] = field(default_factory=list)
+    recipe: WorkspaceRecipe | None = None
+    policy: RuntimePolicy | None = None
+
+    @property
+    def valid(self) -> bool:
+        return not self.issues and self.recipe is not None
+
+    def summary(self) -> dict[str, int]:
+        r = self.recipe
+        if r is None:
+            return {"steps": 0, "mounts": 0, "workspaces": 0, "extraPlugins": 0, "siteSeeds": 0}
+        wf = r.workflow
+        return {
+            "steps": len(wf.before) + len(wf.steps) + len(wf.after),
+            "mounts": len(r.inputs.mounts),
+            "workspaces": len(r.inputs.workspaces),
+            "extraPlugins": len(r.inputs.extra_plugins),
+            "siteSeeds": len(r.inputs.siteSeeds),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": VALIDATION_SCHEMA,
+            "success": self.valid,
+            "recipePath": self.recipe_path,
+            "valid": self.valid,
+            "issues": [i.to_dict() for i in self.issues],
+            "summary": self.summary(),
+        }
+
+
+@lru_cache(maxsize=1)
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(recipe_json_schema())
+
+
+def json_path(parts: Iterable[Any]) -> str:
+    out = "$"
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _describe(error: jsonschema.ValidationError) -> tuple[str, str, str]:
+    """(code, path, message) for one schema error, saying what was expected."""
+    path = json_path(error.absolute_path)
+    v = error.validator
+    if v == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {}))) if isinstance(
+            error.instance, dict) else []
+        allowed = ", ".join(sorted(error.schema.get("properties", {}))) or "none"
+        issues = []
+        for name in extra:
+            hint = " (use extra_plugins)" if name == "extraPlugins" else ""
+            issues.append(f"unknown field {name!r}{hint}; expected one of: {allowed}")
+        return "unknown-field", json_path([*error.absolute_path, extra[0]]) if len(extra) == 1 else path, "; ".join(
+            issues) or error.message
+    if v == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        return "missing-field", json_path([*error.absolute_path, missing]), f"required field {missing!r} is missing"
+    if v == "const":
+        return "invalid-value", path, f"expected {error.validator_value!r}, got {error.instance!r}"
+    if v == "enum":
+        options = ", ".join(repr(o) for o in error.validator_value)
+        return "invalid-value", path, f"expected one of {options}, got {error.instance!r}"
+    if v == "type":
+        return "invalid-type", path, f"expected {error.validator_value}, got {type(error.instance).__name__}"
+    if v == "pattern":
+        return "invalid-format", path, f"{error.instance!r} does not match the pattern {error.validator_value}"
+    if v == "anyOf":
+        # Optional fields generate anyOf [X, null]: report the best inner reason.
+        inner = [e for e in (error.context or []) if e.validator != "type" or e.validator_value != "null"]
+        if inner:
+            best = jsonschema.exceptions.best_match(inner)
+            return _describe(best)
+        return "invalid-value", path, error.message
+    if v in ("minItems", "maxItems", "minimum", "maximum", "minLength", "maxLength"):
+        return "out-of-range", path, f"{v} {error.validator_value}: {error.message}"
+    return "invalid-recipe", path, error.message
+
+
+def schema_issues(document: Any) -> list[Issue]:
+    errors = sorted(_validator().iter_errors(document), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    return [Issue(*_describe(e)) for e in errors]
+
+
+def load_recipe_document(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise BadInputError(f"Recipe file not found: {path}", code="invalid-recipe", field=str(path)) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInputError(f"Recipe file cannot be read: {exc}", code="invalid-recipe", field=str(path)) from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInputError(
+            f"Recipe JSON is invalid: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            code="invalid-recipe",
+            field=str(path),
+        ) from exc
+
+
+def validate_recipe_file(path: Path, *, env: dict[str, str] | None = None) -> RecipeValidation:
+    try:
+        document = load_recipe_document(path)
+    except BadInputError as error:
+        result = RecipeValidation(str(path))
+        result.issues.append(Issue("invalid-recipe", "$", error.message))
+        return result
+    return validate_recipe_document(document, base_dir=path.resolve().parent, recipe_path=str(path), env=env)
+
+
+def validate_recipe_document(
+    document: Any, *, base_dir: Path, recipe_path: str = "<inline>", env: dict[str, str] | None = None
+) -> RecipeValidation:
+    result = RecipeValidation(recipe_path)
+    environ = dict(os.environ) if env is None else env
+    if not isinstance(document, dict):
+        result.issues.append(Issue("invalid-recipe", "$", f"expected a JSON object, got {type(document).__name__}"))
+        return result
+    result.issues.extend(schema_issues(document))
+    if result.issues:
+        return result
+    try:
+        recipe = WorkspaceRecipe.model_validate(document)
+    except ValidationError as exc:  # schema and model agree; kept as a safety net
+        for err in exc.errors():
+            result.issues.append(Issue("invalid-recipe", json_path(err["loc"]), err["msg"]))
+        return result
+    result.recipe = recipe
+    result.issues.extend(_semantic_issues(recipe, base_dir, environ))
+    policy, policy_issues = effective_policy(recipe)
+    result.policy = policy
+    result.issues.extend(policy_issues)
+    return result
+
+
+def all_steps(recipe: WorkspaceRecipe) -> list[tuple[str, int, RecipeStep]]:
+    wf = recipe.workflow
+    return [(phase, i, s) for phase, steps in (("before", wf.before), ("steps", wf.steps), ("after", wf.after))
+            for i, s in enumerate(steps)]
+
+
+def resolve_source(base_dir: Path, source: str) -> Path:
+    p = Path(source).expanduser()
+    return p if p.is_absolute() else (base_dir / p)
+
+
+def _is_url(source: str) -> bool:
+    return bool(URL.match(source))
+
+
+def _check_sandbox_path(path: str, where: str) -> list[Issue]:
+    parts = PurePosixPath(path).parts
+    if not path.startswith("/") or any(seg in (".", "..") for seg in path.split("/")):
+        return [Issue("invalid-sandbox-path", where,
+                      f"expected an absolute sandbox path without '.' or '..', got {path!r}")]
+    if len(parts) < 2:
+        return [Issue("invalid-sandbox-path", where, "the sandbox root '/' cannot be a mount target")]
+    return []
+
+
+def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, env: dict[str, str]) -> list[Issue]:
+    issues: list[Issue] = []
+    catalog = {c.id: c for c in command_catalog().commands}
+    allow_downloads = env.get(ALLOW_DOWNLOADS_ENV) == "1"
+
+    for phase, index, step in all_steps(recipe):
+        where = f"$.workflow.{phase}[{index}]"
+        spec = catalog.get(step.command)
+        if spec is None or not spec.recipe:
+            known = ", ".join(sorted(c for c, s in catalog.items() if s.recipe))
+            issues.append(Issue("unsupported-command", f"{where}.command",
+                                f"unknown command {step.command!r}; expected one of: {known}"))
+            continue
+        try:
+            parsed = parse_args(spec, step.args)
+        except BadInputError as error:
+            sub = error.field or ""
+            loc = f"{where}.{sub}" if sub.startswith("args[") else f"{where}.args"
+            issues.append(Issue(error.code, loc, error.message))
+            continue
+        issues.extend(_arg_format_issues(spec.acceptedArgs, parsed, where, base_dir))
+
+    targets: dict[str, str] = {}
+    for i, mount in enumerate(recipe.inputs.mounts):
+        where = f"$.inputs.mounts[{i}]"
+        issues.extend(_check_sandbox_path(mount.target, f"{where}.target"))
+        norm = re.sub(r"/+", "/", mount.target).rstrip("/")
+        if norm in targets:
+            issues.append(Issue("duplicate-mount-target", f"{where}.target",
+                                f"target {mount.target!r} is already used by {targets[norm]}"))
+        targets[norm] = where
+        src = resolve_source(base_dir, mount.source)
+        if not src.exists():
+            issues.append(Issue("missing-source", f"{where}.source", f"mount source does not exist: {src}"))
+        elif mount.type == "directory" and not src.is_dir():
+            issues.append(Issue("invalid-source", f"{where}.source", f"expected a directory, got a file: {src}"))
+        elif mount.type == "file" and not src.is_file():
+            issues.append(Issue("invalid-source", f"{where}.source", f"expected a file: {src}"))
+
+    for i, ws in enumerate(recipe.inputs.workspaces):
+        where = f"$.inputs.workspaces[{i}]"
+        seed = ws.seed
+        if seed.type in ("plugin_scaffold", "theme_scaffold") and not seed.slug:
+            issues.append(Issue("invalid-slug", f"{where}.seed.slug", f"a {seed.type} seed needs a slug"))
+        if seed.type == "directory":
+            if not seed.source:
+                issues.append(Issue("missing-source", f"{where}.seed.source", "a directory seed needs a source"))
+            elif not resolve_source(base_dir, seed.source).is_dir():
+                issues.append(Issue("missing-source", f"{where}.seed.source",
+                                    f"seed directory does not exist: {resolve_source(base_dir, seed.source)}"))
+            if not seed.slug and not ws.target:
+                issues.append(Issue("invalid-slug", f"{where}.seed.slug", "a directory seed needs a slug or a target"))
+        if ws.target:
+            issues.extend(_check_sandbox_path(ws.target, f"{where}.target"))
+
+    for i, plugin in enumerate(recipe.inputs.extra_plugins):
+        where = f"$.inputs.extra_plugins[{i}]"
+        if _is_url(plugin.source):
+            if not plugin.source.startswith("https://") or not plugin.source.endswith(".zip"):
+                issues.append(Issue("invalid-source", f"{where}.source", "a URL source must be an https:// .zip"))
+            elif not allow_downloads:
+                issues.append(Issue("network-download-refused", f"{where}.source",
+                                    f"URL sources are refused unless {ALLOW_DOWNLOADS_ENV}=1 is set "
+                                    "(Codebox runs offline); use a local directory or .zip"))
+            continue
+        src = resolve_source(base_dir, plugin.source)
+        if not src.exists():
+            issues.append(Issue("missing-source", f"{where}.source", f"plugin source does not exist: {src}"))
+        elif src.is_file() and src.suffix != ".zip":
+            issues.append(Issue("invalid-source", f"{where}.source", "expected a plugin directory or a .zip"))
+        if plugin.pluginFile:
+            slug = plugin.slug or src.stem
+            if not plugin.pluginFile.startswith(f"{slug}/") or not plugin.pluginFile.endswith(".php"):
+                issues.append(Issue("invalid-plugin-file", f"{where}.pluginFile",
+                                    f"expected '{slug}/<file>.php', got {plugin.pluginFile!r}"))
+
+    for name in recipe.inputs.runtimeEnv:
+        if not ENV_NAME.match(name):
+            issues.append(Issue("invalid-runtime-env", f"$.inputs.runtimeEnv.{name}",
+                                "environment names must match ^[A-Z_][A-Z0-9_]*$"))
+    for i, name in enumerate(recipe.inputs.secretEnv):
+        if not ENV_NAME.match(name):
+            issues.append(Issue("invalid-secret-env", f"$.inputs.secretEnv[{i}]",
+                                f"secret names must match ^[A-Z_][A-Z0-9_]*$, got {name!r}"))
+
+    for i, site_seed in enumerate(recipe.inputs.siteSeeds):
+        issues.extend(_site_seed_issues(site_seed, f"$.inputs.siteSeeds[{i}]", base_dir))
+    return issues
+
+
+def _arg_format_issues(accepted: list[Any], parsed: dict[str, str], where: str, base_dir: Path) -> list[Issue]:
+    issues: list[Issue] = []
+    formats = {a.name: a.format for a in accepted}
+    for name, value in parsed.items():
+        fmt = formats.get(name)
+        loc = f"{where}.args.{name}"
+        if fmt == "viewport" and not re.fullmatch(r"[1-9]\d{1,4}x[1-9]\d{1,4}", value):
+            issues.append(Issue("invalid-arg", loc, f"expected WIDTHxHEIGHT like 1280x800, got {value!r}"))
+        elif fmt == "duration" and not re.fullmatch(r"\d+(ms|s|m)?", value):
+            issues.append(Issue("invalid-arg", loc, f"expected a duration like 500ms, 30s or 2m, got {value!r}"))
+        elif fmt and fmt.startswith("enum:") and value not in fmt[5:].split(","):
+            issues.append(Issue("invalid-arg", loc, f"expected one of {fmt[5:]}, got {value!r}"))
+        elif fmt and fmt.startswith("comma-enum:"):
+            allowed = set(fmt[11:].split(","))
+            bad = [v for v in value.split(",") if v.strip() not in allowed]
+            if bad:
+                issues.append(Issue("invalid-arg", loc, f"unknown {', '.join(bad)}; expected items of {fmt[11:]}"))
+        elif fmt == "json":
+            text = value
+            if value.startswith("@"):
+                file = resolve_source(base_dir, value[1:])
+                if not file.is_file():
+                    issues.append(Issue("missing-source", loc, f"JSON file does not exist: {file}"))
+                    continue
+                text = file.read_text(encoding="utf-8", errors="replace")
+            try:
+                json.loads(text)
+            except json.JSONDecodeError as exc:
+                issues.append(Issue("invalid-arg", loc, f"expected JSON: {exc.msg} at column {exc.colno}"))
+        elif fmt == "path" and not resolve_source(base_dir, value).is_file():
+            issues.append(Issue("missing-source", loc, f"file does not exist: {resolve_source(base_dir, value)}"))
+    return issues
+
+
+def _site_seed_issues(seed: SiteSeed, where: str, base_dir: Path) -> list[Issue]:
+    issues: list[Issue] = []
+    s = seed.scopes
+    record_scopes = {"posts": s.posts, "pages": s.pages, "terms": s.terms, "options": s.options, "users": s.users}
+    if not any(record_scopes.values()) and not s.activePlugins and not s.activeTheme:
+        issues.append(Issue("missing-site-seed-scopes", f"{where}.scopes", "opt in to at least one scope"))
+    if s.options is not None and not s.options.names:
+        issues.append(Issue("unbounded-site-seed-options", f"{where}.scopes.options.names",
+                            "an options scope must name the option keys it imports (allow-list)"))
+    if s.users is not None and s.users.anonymize is False:
+        issues.append(Issue("unsafe-site-seed-users", f"{where}.scopes.users.anonymize",
+                            "users are always anonymised; anonymize:false is not allowed"))
+    if seed.type == "fixture":
+        if not seed.source:
+            issues.append(Issue("missing-source", f"{where}.source", "a fixture seed needs a source JSON file"))
+        else:
+            file = resolve_source(base_dir, seed.source)
+            if not file.is_file():
+                issues.append(Issue("missing-source", f"{where}.source", f"fixture file does not exist: {file}"))
+            else:
+                try:
+                    data = json.loads(file.read_text(encoding="utf-8"))
+                    if not isinstance(data, dict):
+                        raise ValueError("expected a JSON object")
+                except (ValueError, UnicodeDecodeError) as exc:
+                    issues.append(Issue("invalid-source", f"{where}.source",
+                                        f"fixture must be a JSON object {{posts, pages, terms, options, users, "
+                                        f"activePlugins, activeTheme}}: {exc}"))
+    else:
+        if seed.source:
+            issues.append(Issue("invalid-site-seed-source", f"{where}.source", "parent_site seeds take no source"))
+        for name, scope in record_scopes.items():
+            if scope is not None and not (scope.maxRecords or scope.ids or scope.slugs or scope.names):
+                issues.append(Issue("unbounded-site-seed-scope", f"{where}.scopes.{name}",
+                                    "set maxRecords or explicit ids/slugs/names"))
+    return issues
+
+
+def derived_commands(recipe: WorkspaceRecipe) -> list[str]:
+    """Every command the recipe needs a policy to allow, in first-use order."""
+    catalog = {c.id: c for c in command_catalog().commands}
+    out: list[str] = ["inspect-mounted-inputs"]
+
+    def add(cmd: str) -> None:
+        if cmd not in out:
+            out.append(cmd)
+
+    if recipe.inputs.extra_plugins or recipe.inputs.siteSeeds or recipe.inputs.workspaces:
+        add("wordpress.run-php")
+    for _phase, _i, step in all_steps(recipe):
+        add(step.command)
+        spec = catalog.get(step.command)
+        for extra in spec.requiresPolicyCommands if spec else []:
+            add(extra)
+        if step.command == "wordpress.browser-actions" and _has_evaluate(step):
+            add("wordpress.browser-actions.evaluate")
+    return out
+
+
+def _has_evaluate(step: RecipeStep) -> bool:
+    for raw in step.args:
+        key, _, value = raw.partition("=")
+        if key == "steps-json" and not value.startswith("@"):
+            try:
+                steps = json.loads(value)
+            except json.JSONDecodeError:
+                return False
+            return isinstance(steps, list) and any(isinstance(s, dict) and s.get("action") == "evaluate"
+                                                   for s in steps)
+    return False
+
+
+def effective_policy(recipe: WorkspaceRecipe) -> tuple[RuntimePolicy, list[Issue]]:
+    needed = derived_commands(recipe)
+    explicit = recipe.runtime.policy
+    if explicit is None:
+        names = [n for n in recipe.inputs.secretEnv if ENV_NAME.match(n)]
+        secrets: Any = names if names else "none"
+        return RuntimePolicy(commands=needed, secrets=secrets), []
+    issues: list[Issue] = []
+    missing = [c for c in needed if c not in explicit.commands and c != "inspect-mounted-inputs"]
+    if missing:
+        issues.append(Issue("runtime-policy-missing-command", "$.runtime.policy.commands",
+                            f"the policy must allow every command the workflow uses; missing: {', '.join(missing)}"))
+    if recipe.inputs.secretEnv:
+        granted = explicit.secrets
+        names = granted if isinstance(granted, list) else []
+        absent = [n for n in recipe.inputs.secretEnv if n not in names and granted != "connector-scoped"]
+        if absent:
+            issues.append(Issue("invalid-secrets", "$.runtime.policy.secrets",
+                                f"the policy does not grant the secrets the recipe names: {', '.join(absent)}"))
+    return explicit, issues
+
+
+__all__ = [
+    "ALLOW_DOWNLOADS_ENV",
+    "RECIPE_SCHEMA",
+    "Issue",
+    "RecipeValidation",
+    "derived_commands",
+    "effective_policy",
+    "validate_recipe_document",
+    "validate_recipe_file",
+]

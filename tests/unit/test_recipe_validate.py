@@ -1,0 +1,293 @@
+"""Recipe contract, validation (all issues at once, JSON paths), dry-run plan and CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from codebox_tui.contracts.recipe import RECIPE_SCHEMA, recipe_json_schema
+from codebox_tui.recipes.blueprint import validate_blueprint_document
+from codebox_tui.recipes.plan import dry_run
+from codebox_tui.recipes.validate import validate_recipe_document, validate_recipe_file
+
+
+def _recipe(**over: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "schema": RECIPE_SCHEMA,
+        "workflow": {"steps": [{"command": "wordpress.run-php", "args": ["code=echo 1;"]}]},
+    }
+    doc.update(over)
+    return doc
+
+
+def _codes(result: Any) -> list[tuple[str, str]]:
+    return [(i.code, i.path) for i in result.issues]
+
+
+def test_generated_schema_is_draft_2020_12_and_closed() -> None:
+    schema = recipe_json_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["additionalProperties"] is False
+    assert set(schema["required"]) == {"schema", "workflow"}
+    for name, definition in schema["$defs"].items():
+        if definition.get("type") == "object" and "properties" in definition:
+            assert definition.get("additionalProperties") is False, name
+
+
+def test_minimal_recipe_is_valid_and_derives_policy(tmp_path: Path) -> None:
+    result = validate_recipe_document(_recipe(), base_dir=tmp_path)
+    assert result.valid, result.issues
+    assert result.policy is not None
+    assert result.policy.commands == ["inspect-mounted-inputs", "wordpress.run-php"]
+    assert result.policy.network == "deny"
+
+
+def test_all_schema_errors_reported_at_once_with_paths(tmp_path: Path) -> None:
+    doc = _recipe(
+        inputs={"extraPlugins": [], "mounts": [{"source": "x", "target": "relative", "mode": "rw"}]},
+        workflow={"steps": [{"command": "wordpress.run-php", "timeoutMs": 0}, {"args": []}]},
+        runtime={"phpVersion": "eight"},
+    )
+    result = validate_recipe_document(doc, base_dir=tmp_path)
+    paths = {i.path for i in result.issues}
+    assert "$.inputs.extraPlugins" in paths
+    assert "$.inputs.mounts[0].target" in paths
+    assert "$.inputs.mounts[0].mode" in paths
+    assert "$.workflow.steps[0].timeoutMs" in paths
+    assert "$.workflow.steps[1].command" in paths
+    assert "$.runtime.phpVersion" in paths
+    extra = next(i for i in result.issues if i.path == "$.inputs.extraPlugins")
+    assert "extra_plugins" in extra.message
+    mode = next(i for i in result.issues if i.path == "$.inputs.mounts[0].mode")
+    assert "'readonly'" in mode.message and "'rw'" in mode.message
+
+
+def test_wrong_schema_const_and_empty_steps(tmp_path: Path) -> None:
+    result = validate_recipe_document({"schema": "x", "workflow": {"steps": []}}, base_dir=tmp_path)
+    assert ("invalid-value", "$.schema") in _codes(result)
+    assert ("out-of-range", "$.workflow.steps") in _codes(result)
+
+
+def test_semantic_checks(tmp_path: Path) -> None:
+    (tmp_path / "plugin").mkdir()
+    (tmp_path / "afile.txt").write_text("x")
+    doc = _recipe(
+        inputs={
+            "mounts": [
+                {"source": "plugin", "target": "/wordpress/wp-content/plugins/p"},
+                {"source": "missing", "target": "/wordpress/wp-content/plugins/q"},
+                {"source": "afile.txt", "target": "/wordpress/wp-content/plugins/p/"},
+                {"source": "plugin", "target": "/a/../etc"},
+            ],
+            "workspaces": [{"seed": {"type": "plugin_scaffold"}}, {"seed": {"type": "directory", "slug": "d",
+                                                                            "source": "nope"}}],
+            "extra_plugins": [{"source": "https://example.org/p.zip"}, {"source": "gone"}],
+            "secretEnv": ["lower"],
+            "siteSeeds": [
+                {"name": "s1", "scopes": {}},
+                {"name": "s2", "type": "parent_site", "source": "x.json",
+                 "scopes": {"options": {}, "users": {"anonymize": False}, "posts": {}}},
+            ],
+        },
+        workflow={"steps": [
+            {"command": "nope.command"},
+            {"command": "wordpress.browser-probe", "args": ["url=/", "viewport=big", "capture=console,bogus"]},
+            {"command": "wordpress.phpunit", "args": []},
+            {"command": "wordpress.run-php", "args": ["oops"]},
+            {"command": "wordpress.browser-actions", "args": ["steps-json=[not json"]},
+        ]},
+    )
+    codes = _codes(validate_recipe_document(doc, base_dir=tmp_path, env={}))
+    expected = {
+        ("missing-source", "$.inputs.mounts[1].source"),
+        ("invalid-source", "$.inputs.mounts[2].source"),
+        ("duplicate-mount-target", "$.inputs.mounts[2].target"),
+        ("invalid-sandbox-path", "$.inputs.mounts[3].target"),
+        ("invalid-slug", "$.inputs.workspaces[0].seed.slug"),
+        ("missing-source", "$.inputs.workspaces[1].seed.source"),
+        ("network-download-refused", "$.inputs.extra_plugins[0].source"),
+        ("missing-source", "$.inputs.extra_plugins[1].source"),
+        ("invalid-secret-env", "$.inputs.secretEnv[0]"),
+        ("missing-site-seed-scopes", "$.inputs.siteSeeds[0].scopes"),
+        ("missing-source", "$.inputs.siteSeeds[0].source"),
+        ("invalid-site-seed-source", "$.inputs.siteSeeds[1].source"),
+        ("unbounded-site-seed-options", "$.inputs.siteSeeds[1].scopes.options.names"),
+        ("unsafe-site-seed-users", "$.inputs.siteSeeds[1].scopes.users.anonymize"),
+        ("unbounded-site-seed-scope", "$.inputs.siteSeeds[1].scopes.posts"),
+        ("unsupported-command", "$.workflow.steps[0].command"),
+        ("invalid-arg", "$.workflow.steps[1].args.viewport"),
+        ("invalid-arg", "$.workflow.steps[1].args.capture"),
+        ("missing-arg", "$.workflow.steps[2].args"),
+        ("invalid-arg", "$.workflow.steps[3].args[0]"),
+        ("invalid-arg", "$.workflow.steps[4].args.steps-json"),
+    }
+    assert expected <= set(codes), sorted(expected - set(codes))
+
+
+def test_url_source_allowed_only_with_opt_in(tmp_path: Path) -> None:
+    doc = _recipe(inputs={"extra_plugins": [{"source": "https://example.org/p.zip"}]})
+    refused = validate_recipe_document(doc, base_dir=tmp_path, env={})
+    assert [i.code for i in refused.issues] == ["network-download-refused"]
+    allowed = validate_recipe_document(doc, base_dir=tmp_path, env={"CODEBOX_ALLOW_NETWORK_DOWNLOADS": "1"})
+    assert allowed.valid
+    http = validate_recipe_document(_recipe(inputs={"extra_plugins": [{"source": "http://x/p.zip"}]}),
+                                    base_dir=tmp_path, env={"CODEBOX_ALLOW_NETWORK_DOWNLOADS": "1"})
+    assert [i.code for i in http.issues] == ["invalid-source"]
+
+
+def test_explicit_policy_must_cover_workflow(tmp_path: Path) -> None:
+    steps = [{"command": "wordpress.phpunit", "args": ["plugin-slug=p"]},
+             {"command": "wordpress.browser-actions",
+              "args": ['steps-json=[{"action":"evaluate","script":"1"}]']}]
+    doc = _recipe(runtime={"policy": {"commands": ["wordpress.phpunit"]}}, workflow={"steps": steps})
+    result = validate_recipe_document(doc, base_dir=tmp_path)
+    issue = next(i for i in result.issues if i.code == "runtime-policy-missing-command")
+    assert issue.path == "$.runtime.policy.commands"
+    for cmd in ("wordpress.run-php", "wordpress.browser-actions", "wordpress.browser-actions.evaluate"):
+        assert cmd in issue.message
+
+
+def test_bad_json_file_is_single_invalid_recipe_issue(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    path.write_text("{ nope")
+    result = validate_recipe_file(path)
+    assert [(i.code, i.path) for i in result.issues] == [("invalid-recipe", "$")]
+    assert result.issues[0].message.startswith("Recipe JSON is invalid:")
+    missing = validate_recipe_file(tmp_path / "absent.json")
+    assert missing.issues[0].code == "invalid-recipe"
+
+
+def test_dry_run_plan_resolves_targets_and_policy(tmp_path: Path) -> None:
+    (tmp_path / "plugin").mkdir()
+    doc = _recipe(inputs={
+        "mounts": [{"source": "plugin", "target": "/wordpress/wp-content/plugins/plugin", "mode": "readonly"}],
+        "workspaces": [{"seed": {"type": "plugin_scaffold", "slug": "demo"}}],
+        "extra_plugins": [{"source": "plugin", "loadAs": "mu-plugin"}],
+        "secretEnv": ["API_TOKEN"],
+    })
+    validation = validate_recipe_document(doc, base_dir=tmp_path, env={})
+    plan = dry_run(validation, tmp_path, env={"API_TOKEN": "s3cret"})["plan"]
+    assert plan["mounts"][0]["source"] == str((tmp_path / "plugin").resolve())
+    assert plan["workspaces"][0]["target"] == "/wordpress/wp-content/plugins/demo"
+    assert plan["extra_plugins"][0]["target"].startswith("/wordpress/wp-content/mu-plugins/")
+    assert plan["secretEnv"] == [{"name": "API_TOKEN", "available": True, "status": "available"}]
+    assert "s3cret" not in json.dumps(plan)
+    assert plan["policy"]["secrets"] == ["API_TOKEN"]
+    assert len(plan["policy"]["hash"]) == 64
+    assert plan["workflow"]["steps"][0]["policy"]["status"] == "allowed"
+
+
+def test_blueprint_validation() -> None:
+    assert validate_blueprint_document({"steps": [{"step": "login"}], "landingPage": "/wp-admin/"}) == []
+    issues = validate_blueprint_document({"steps": [{"step": "nope"}, {"x": 1}], "bad": 1,
+                                          "plugins": [{"resource": "url", "url": "https://x"}]})
+    paths = {i["path"] for i in issues}
+    assert {"$", "$.steps[0]", "$.steps[1]", "$.plugins[0]"} <= paths
+
+
+# --- fuzzing: arbitrary JSON never crashes the validator, and invalid recipes never boot -------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=12,
+)
+
+
+@st.composite
+def mutated_recipes(draw: st.DrawFn) -> Any:
+    doc = _recipe(inputs={"mounts": [{"source": ".", "target": "/wordpress/wp-content/plugins/p"}]})
+    path: list[Any] = []
+    node: Any = doc
+    for _ in range(draw(st.integers(0, 3))):
+        if isinstance(node, dict) and node:
+            key = draw(st.sampled_from(sorted(node)))
+        elif isinstance(node, list) and node:
+            key = draw(st.integers(0, len(node) - 1))
+        else:
+            break
+        path.append(key)
+        node = node[key]
+    replacement = draw(json_values)
+    if not path:
+        return replacement
+    parent: Any = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = replacement
+    return doc
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(mutated_recipes())
+def test_fuzzed_recipes_never_crash_and_issues_have_paths(tmp_path: Path, doc: Any) -> None:
+    result = validate_recipe_document(doc, base_dir=tmp_path, env={})
+    for issue in result.issues:
+        assert issue.path.startswith("$") and issue.message and issue.code
+    if not result.valid:
+        assert dry_run(result, tmp_path).get("plan") is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_arbitrary_json_is_rejected_cleanly(doc: Any) -> None:
+    result = validate_recipe_document(doc, base_dir=Path("/nonexistent"), env={})
+    assert not result.valid
+    assert result.issues
+
+
+INVALID_RECIPES = [
+    "{ not json",
+    json.dumps({"schema": RECIPE_SCHEMA}),
+    json.dumps(_recipe(workflow={"steps": [{"command": "nope"}]})),
+    json.dumps(_recipe(inputs={"mounts": [{"source": "missing-dir", "target": "/x/y"}]})),
+    json.dumps(_recipe(inputs={"extra_plugins": [{"source": "https://downloads.wordpress.org/plugin/a.zip"}]})),
+]
+
+
+@pytest.mark.parametrize("text", INVALID_RECIPES)
+def test_cli_recipe_run_on_invalid_recipe_boots_nothing(tmp_path: Path, text: str) -> None:
+    recipe = tmp_path / "r.json"
+    recipe.write_text(text)
+    artifacts = tmp_path / "artifacts"
+    # RunSession is poisoned in the child: any attempt to create a sandbox would exit 99.
+    code = (
+        "import sys, codebox_tui.runtime.session as s\n"
+        "def boom(*a, **k):\n    sys.stderr.write('BOOTED'); sys.exit(99)\n"
+        "s.RunSession.__init__ = boom\n"
+        "from codebox_tui.cli import main\n"
+        f"main(['recipe-run', {str(recipe)!r}, '--artifacts-dir', {str(artifacts)!r}, '--json'])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert proc.returncode == 2, proc.stderr
+    assert "BOOTED" not in proc.stderr
+    assert not artifacts.exists()
+    doc = json.loads(proc.stdout)
+    assert doc["valid"] is False and doc["validation"]["issues"]
+
+
+def test_cli_schema_and_validate(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "codebox_tui", "schema", "recipe", "--json"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    env = json.loads(out.stdout)
+    assert env["id"] == RECIPE_SCHEMA and env["jsonSchema"]["$schema"].endswith("2020-12/schema")
+    recipe = tmp_path / "r.json"
+    recipe.write_text(json.dumps(_recipe()))
+    ok = subprocess.run([sys.executable, "-m", "codebox_tui", "recipe", "validate", str(recipe)],
+                        capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    recipe.write_text(json.dumps(_recipe(workflow={"steps": [{"command": "nope"}]})))
+    bad = subprocess.run([sys.executable, "-m", "codebox_tui", "recipe", "validate", str(recipe)],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2
+    assert "$.workflow.steps[0].command" in bad.stderr
