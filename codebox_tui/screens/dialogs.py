@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Markdown, Select, Static
 
 DIALOG_CSS = """
-ModalScreen { align: center middle; }
+ConfirmDialog, ReasonDialog, ApplyDialog, TextDialog, HelpDialog, LaunchScreen { align: center middle; }
 .dialog { width: 90; max-width: 95%; height: auto; max-height: 90%; border: thick $primary; background: $surface;
           padding: 1 2; }
 .dialog .title { text-style: bold; margin-bottom: 1; }

@@ -77,8 +77,11 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         bar.total = len(self.bundle.changed_files)
         if not self.bundle.changed_files:
             self.query_one(DiffView).show_message("The sandbox produced no file changes.")
-        elif self.bundle.changed_files:
-            self._show(self.bundle.changed_files[0])
+        else:
+            first = sorted(str(f.get("relativePath")) for f in self.bundle.changed_files)[0]
+            leaf = tree._leaves.get(first)
+            if leaf is not None:
+                tree.move_cursor(leaf)
         if not self.bundle.valid:
             codes = ", ".join(sorted({v.code for v in self.bundle.verification.violations}))
             self.notify(f"This bundle failed verification ({codes}); it can be inspected but not approved.",

@@ -1,0 +1,211 @@
+"""Regenerate ``screenshots/`` (SVG from Textual, PNG through Debian Chromium): ``make screenshots``.
+
+The screens are driven headless against a demo bundle captured by the real capture code from a
+small plugin change, registered in a throw-away store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "screenshots"
+FIXED_NOW = datetime(2026, 11, 22, 12, 5, tzinfo=UTC)
+FIXED_CREATED = "2026-11-22T12:00:00.000Z"
+
+BEFORE_PLUGIN = """<?php
+/**
+ * Plugin Name: Greeting Cards
+ */
+function greeting_cards_render( $atts ) {
+\t$atts = shortcode_atts( array( 'name' => 'world' ), $atts );
+\treturn '<p class="card">Hello, ' . $atts['name'] . '!</p>';
+}
+add_shortcode( 'greeting_card', 'greeting_cards_render' );
+"""
+AFTER_PLUGIN = """<?php
+/**
+ * Plugin Name: Greeting Cards
+ */
+function greeting_cards_render( $atts ) {
+\t$atts = shortcode_atts( array( 'name' => 'world', 'tone' => 'warm' ), $atts );
+\t$name = esc_html( sanitize_text_field( $atts['name'] ) );
+\treturn '<p class="card card--' . esc_attr( $atts['tone'] ) . '">Hello, ' . $name . '!</p>';
+}
+add_shortcode( 'greeting_card', 'greeting_cards_render' );
+"""
+
+
+def build_demo_bundle(work: Path) -> Path:
+    """A real bundle: baseline → edits (modify, add, delete, binary) → capture."""
+    from codebox_tui.bundle.baseline import take_baselines
+    from codebox_tui.bundle.capture import capture_bundle
+    from codebox_tui.contracts.bundle import TestCase, TestSuite
+    from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+
+    source = work / "greeting-cards"
+    (source / "assets").mkdir(parents=True)
+    (source / "greeting-cards.php").write_text(BEFORE_PLUGIN)
+    (source / "readme.txt").write_text("=== Greeting Cards ===\nShows a greeting card.\n")
+    (source / "assets" / "card.css").write_text(".card { color: #333; }\n")
+    mount = MountSpec(source=str(source), target="/wordpress/wp-content/plugins/greeting-cards")
+    baselines = take_baselines([mount], work / "scratch")
+    (source / "greeting-cards.php").write_text(AFTER_PLUGIN)
+    (source / "assets" / "card.css").write_text(".card { color: #333; }\n.card--warm { color: #a0522d; }\n")
+    (source / "readme.txt").unlink()
+    (source / "tests").mkdir()
+    (source / "tests" / "test-render.php").write_text("<?php\nclass RenderTest extends PHPUnit\\Framework\\TestCase {}\n")
+    (source / "assets" / "icon.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(64)))
+    run_dir = work / "run"
+    (run_dir / "logs").mkdir(parents=True)
+    events = [
+        ('runtime.created', 'info', '{"runtimeId": "runtime-demo"}'),
+        ('runtime.boot-progress', 'info', '{"phase": "copying-site"}'),
+        ('runtime.boot-progress', 'info', '{"phase": "server-started", "ms": 1412}'),
+        ('runtime.ready', 'info', '{"previewUrl": "http://127.0.0.1:45123", "bootMs": 3811}'),
+        ('command.started', 'info', '{"command": "wordpress.phpunit"}'),
+        ('command.finished', 'error', '{"command": "wordpress.phpunit", "exitCode": 1, "durationMs": 1210}'),
+        ('artifacts.capturing', 'info', '{}'),
+    ]
+    with open(run_dir / "events.jsonl", "w") as handle:
+        for index, (kind, level, data) in enumerate(events):
+            handle.write(f'{{"data": {data}, "id": "event-{index}", "level": "{level}", '
+                         f'"timestamp": "2026-11-22T12:00:0{index}.000Z", "type": "{kind}"}}\n')
+    suite = TestSuite(name="wordpress.phpunit", status="failed", tests=3, passed=2, failed=1, cases=[
+        TestCase(name="test_renders_name", classname="RenderTest", status="passed"),
+        TestCase(name="test_escapes_html", classname="RenderTest", status="passed"),
+        TestCase(name="test_tone_class", classname="RenderTest", status="failed",
+                 message="Failed asserting that '<p class=\"card card--warm\">' contains 'card--cool'."),
+    ])
+    runtime = RuntimeInfo(id="runtime-demo", createdAt=FIXED_CREATED,
+                          environment={"wordpressVersion": "6.5.5", "phpVersion": "8.3"})
+    summary = capture_bundle(run_dir, runtime=runtime, mounts=[mount], baselines=baselines,
+                             policy=RuntimePolicy(commands=["wordpress.run-php", "wordpress.phpunit"]),
+                             metadata={"sandbox_session_id": "demo"}, secret_values=[], evidence=[],
+                             test_suites=[suite])
+    return summary.path
+
+
+def register_demo(bundle: Path) -> None:
+    from codebox_tui.screens import data
+    from codebox_tui.settings import get_settings
+
+    store = data.open_store()
+    try:
+        data.register(store, bundle, run_id=None)
+    finally:
+        store.close()
+    with sqlite3.connect(get_settings().db_path) as conn:  # a fixed age for stable pictures
+        conn.execute("UPDATE bundles SET created_at = ?, updated_at = ?", (FIXED_CREATED, FIXED_CREATED))
+
+
+Step = Callable[[Any, Any], Awaitable[None]]
+
+
+async def _shoot(name: str, size: tuple[int, int], make_app: Callable[[], Any], steps: Step | None) -> Path:
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        if steps is not None:
+            await steps(app, pilot)
+        await pilot.pause()
+        path = OUT / f"{name}.svg"
+        app.save_screenshot(filename=path.name, path=str(OUT))
+    return path
+
+
+def svg_to_png(svg: Path) -> Path | None:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        return None
+    import re
+
+    head = svg.read_text()[:2000]
+    match = re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', head)
+    width, height = (int(float(match.group(1))), int(float(match.group(2)))) if match else (1200, 800)
+    png = svg.with_suffix(".png")
+    with tempfile.TemporaryDirectory() as profile:
+        subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                        "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+                        "--hide-scrollbars", f"--window-size={width},{height}", f"--screenshot={png}",
+                        svg.as_uri()], capture_output=True, timeout=60)
+    return png if png.exists() else None
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="codebox-shots-") as tmp:
+        work = Path(tmp)
+        os.environ["CODEBOX_HOME"] = str(work / "home")
+        os.environ["TEXTUAL_ANIMATIONS"] = "none"
+        from codebox_tui.settings import reload_settings
+
+        reload_settings()
+        bundle = build_demo_bundle(work)
+        register_demo(bundle)
+        from codebox_tui.app import CodeboxApp
+        from codebox_tui.screens.home import HomeScreen
+
+        class DemoApp(CodeboxApp):
+            def on_mount(self) -> None:
+                self.push_screen(HomeScreen(now=FIXED_NOW))
+
+        async def open_review(app: Any, pilot: Any) -> None:
+            app.open_bundle(bundle)
+            await pilot.pause()
+            tree = app.screen.query_one("#files")
+            tree.move_cursor(tree._leaves["greeting-cards.php"])
+            await pilot.pause()
+
+        async def review_tests(app: Any, pilot: Any) -> None:
+            await open_review(app, pilot)
+            app.screen.query_one("#tabs").active = "tab-tests"
+
+        async def review_events(app: Any, pilot: Any) -> None:
+            await open_review(app, pilot)
+            app.screen.query_one("#tabs").active = "tab-events"
+            await pilot.pause(0.3)
+
+        async def confirm(app: Any, pilot: Any) -> None:
+            await open_review(app, pilot)
+            await pilot.press("space", "A")
+
+        async def launch(app: Any, pilot: Any) -> None:
+            await pilot.press("n")
+
+        async def help_panel(app: Any, pilot: Any) -> None:
+            await open_review(app, pilot)
+            await pilot.press("f1")
+
+        async def live(app: Any, pilot: Any) -> None:
+            from codebox_tui.screens.live_run import LiveRunScreen
+
+            app.push_screen(LiveRunScreen(None, "wordpress.phpunit", [], work, run_dir=bundle))
+            await pilot.pause(0.3)
+
+        OUT.mkdir(exist_ok=True)
+        shots: list[tuple[str, Step | None]] = [
+            ("home", None), ("review-diff", open_review), ("review-tests", review_tests),
+            ("review-events", review_events), ("decide-confirm", confirm), ("launch", launch),
+            ("help", help_panel), ("live-run", live),
+        ]
+        for name, steps in shots:
+            for size in ((120, 40), (80, 24)):
+                suffix = "" if size == (120, 40) else "-80x24"
+                svg = asyncio.run(_shoot(name + suffix, size, DemoApp, steps))
+                png = svg_to_png(svg)
+                print(f"{svg.relative_to(REPO)}" + (f"  {png.relative_to(REPO)}" if png else "  (no chromium: SVG only)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
