@@ -1,0 +1,520 @@
+"""Apply-back end to end: bundles from the real capture, real directories, real git, real SQLite.
+
+Each test builds a baseline folder, changes files the way a sandbox would through a read-write mount,
+captures a bundle with :func:`codebox_tui.bundle.capture.capture_bundle`, decides, and applies to
+a pristine copy of the baseline (the host folder that corresponds to the mount root).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from codebox_tui.contracts.apply import ApplyResult
+from codebox_tui.errors import BadInputError, ConflictError
+from store.apply import apply_decision
+from store.audit import read_audit
+from store.db import Store
+from store.decisions import decide, prune_discarded, register_bundle
+
+MOUNT_TARGET = "/wordpress/wp-content/plugins/demo"
+
+BASELINE = {
+    "demo.php": b"<?php\n/* Plugin Name: Demo */\nfunction demo() {\n\treturn 1;\n}\n",
+    "readme.txt": b"=== Demo ===\nStable tag: 1.0\n",
+    "includes/old.php": b"<?php\n// to be removed\n",
+    "includes/keep.php": b"<?php\n// untouched\n",
+}
+CHANGES: dict[str, bytes | None] = {
+    "demo.php": b"<?php\n/* Plugin Name: Demo */\nfunction demo() {\n\treturn 2;\n}\n",
+    "readme.txt": b"=== Demo ===\nStable tag: 1.1\n\nChangelog: bump\n",
+    "includes/old.php": None,
+    "includes/new/extra.php": b"<?php\n// added by the sandbox\n",
+}
+
+
+def write_tree(root: Path, files: dict[str, bytes]) -> None:
+    for rel, data in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".git" not in p.relative_to(root).parts
+    }
+
+
+def expected_tree(approved: list[str]) -> dict[str, bytes]:
+    out = dict(BASELINE)
+    for rel in approved:
+        data = CHANGES[rel]
+        if data is None:
+            out.pop(rel, None)
+        else:
+            out[rel] = data
+    return dict(sorted(out.items()))
+
+
+@dataclass
+class Captured:
+    bundle_dir: Path
+    baseline: Path  # a pristine copy of the mount root before the sandbox ran
+
+
+def capture(tmp_path: Path, changes: dict[str, bytes | None] | None = None) -> Captured:
+    """Baseline → sandbox edits through the read-write mount → the real capture."""
+    from codebox_tui.bundle.baseline import take_baselines
+    from codebox_tui.bundle.capture import capture_bundle
+    from codebox_tui.contracts.common import utc_now_iso
+    from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+
+    mount_src = tmp_path / "mount"
+    write_tree(mount_src, BASELINE)
+    baseline = tmp_path / "baseline"
+    shutil.copytree(mount_src, baseline)
+    mounts = [MountSpec(source=str(mount_src), target=MOUNT_TARGET, mode="readwrite")]
+    baselines = take_baselines(mounts, tmp_path / "scratch")
+    for rel, data in (CHANGES if changes is None else changes).items():
+        path = mount_src / rel
+        if data is None:
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+    run_dir = tmp_path / "artifacts" / "runtime-test"
+    run_dir.mkdir(parents=True)
+    summary = capture_bundle(
+        run_dir,
+        runtime=RuntimeInfo(id="runtime-test", createdAt=utc_now_iso(), status="running"),
+        mounts=mounts,
+        baselines=baselines,
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+        metadata={},
+        secret_values=[],
+        evidence=[],
+        test_suites=[],
+    )
+    bundle_dir = Path(getattr(summary, "directory", None) or getattr(summary, "path", None) or run_dir)
+    assert (bundle_dir / "manifest.json").is_file()
+    return Captured(bundle_dir=bundle_dir, baseline=baseline)
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> Store:
+    s = Store.open(tmp_path / "home" / "codebox.sqlite3")
+    yield s
+    s.close()
+
+
+def fresh_target(cap: Captured, tmp_path: Path, name: str = "target") -> Path:
+    target = tmp_path / name
+    shutil.copytree(cap.baseline, target)
+    return target
+
+
+def audit_path(store: Store) -> Path:
+    return store.path.parent / "apply-audit.jsonl"
+
+
+# -- directory adapter ----------------------------------------------------------------------
+def test_subset_approval_writes_only_the_approved_files(tmp_path: Path, store: Store) -> None:
+    cap = capture(tmp_path)
+    register_bundle(store, cap.bundle_dir)
+    approved = ["demo.php", "includes/old.php", "includes/new/extra.php"]
+    decision = decide(
+        store,
+        str(cap.bundle_dir),
+        "approve-files",
+        approver="ana",
+        reason="not the readme",
+        files=[approved[0], MOUNT_TARGET + "/" + approved[1], approved[2]],
+    )
+    assert decision.approved_files == approved
+    target = fresh_target(cap, tmp_path)
+    result = apply_decision(store, decision.id, "directory", target)
+    assert isinstance(result, ApplyResult)
+    assert result.status == "applied" and sorted(result.applied_files) == sorted(approved)
+    assert tree(target) == expected_tree(approved)
+    assert not (target / ".codebox-apply").exists()
+    stored = store.get_decision(decision.id)
+    assert stored.applies[0].result.applied_files == result.applied_files
+    assert store.get_bundle(decision.artifact_id).status == "applied"
+    [line] = read_audit(audit_path(store))
+    assert line["schema"] == "wp-codebox/apply-audit/v1" and line["status"] == "success"
+    assert line["approved_files"] == approved
+    raw = audit_path(store).read_text()
+    assert "return 2" not in raw  # no patch bodies in the audit
+
+
+def test_applying_the_same_decision_twice_is_a_noop_that_says_so(tmp_path: Path, store: Store) -> None:
+    cap = capture(tmp_path)
+    decision = decide(store, str(cap.bundle_dir), "approve", approver="ana")
+    target = fresh_target(cap, tmp_path)
+    first = apply_decision(store, decision.id, "directory", target)
+    assert first.status == "applied"
+    assert tree(target) == expected_tree(list(CHANGES))
+    second = apply_decision(store, decision.id, "directory", target)
+    assert second.status == "already-applied"
+    assert second.applied_files == first.applied_files
+    assert tree(target) == expected_tree(list(CHANGES))
+    assert [entry.get("noop") for entry in read_audit(audit_path(store))] == [None, True]
+
+
+def test_conflicting_target_refuses_per_file_and_writes_nothing(tmp_path: Path, store: Store) -> None:
+    cap = capture(tmp_path)
+    decision = decide(store, str(cap.bundle_dir), "approve", approver="ana")
+    target = fresh_target(cap, tmp_path)
+    (target / "readme.txt").write_bytes(b"edited on the host after the run\n")
+    (target / "includes" / "new").mkdir(parents=True)
+    (target / "includes" / "new" / "extra.php").write_bytes(b"<?php // host version\n")
+    before = tree(target)
+    with pytest.raises(ConflictError) as info:
+        apply_decision(store, decision.id, "directory", target)
+    assert info.value.code == "target-conflict" and info.value.exit_code == 5
+    files = {c["file"] for c in info.value.details["conflicts"]}
+    assert files == {"readme.txt", "includes/new/extra.php"}
+    assert tree(target) == before
+    assert read_audit(audit_path(store))[-1]["status"] == "failure"
+    assert store.get_decision(decision.id).applies == []
+
+
+def test_tampered_bundle_is_refused_and_target_untouched(tmp_path: Path, store: Store) -> None:
+    cap = capture(tmp_path)
+    decision = decide(store, str(cap.bundle_dir), "approve", approver="ana")
+    patch = cap.bundle_dir / "files" / "patch.diff"
+    patch.write_bytes(patch.read_bytes().replace(b"return 2", b"return system($_GET['x'])"))
+    target = fresh_target(cap, tmp_path)
+    before = tree(target)
+    with pytest.raises(ConflictError) as info:
+        apply_decision(store, decision.id, "directory", target)
+    assert info.value.code == "bundle-invalid"
+    assert tree(target) == before
+
+
+def reseal(bundle_dir: Path) -> None:
+    """What an attacker with write access would do: re-hash every file and the manifest itself."""
+    from codebox_tui.contracts.canonical import domain_digest, sha256_hex
+
+    manifest_path = bundle_dir / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    review_path = bundle_dir / "files" / "review.json"
+    if review_path.exists():
+        review = json.loads(review_path.read_text())
+        evidence = review.get("evidence", {})
+        if "patchSha256" in evidence:
+            evidence["patchSha256"] = sha256_hex((bundle_dir / "files" / "patch.diff").read_bytes())
+        review_path.write_text(json.dumps(review, indent=2, sort_keys=True) + "\n")
+    ref_path = bundle_dir / "files" / "runtime-reference-manifest.json"
+    if ref_path.exists():  # it records file hashes too, under its own digest
+        ref = json.loads(ref_path.read_text())
+        for item in ref.get("files", []):
+            item["sha256"] = {"algorithm": "sha256", "value": sha256_hex((bundle_dir / item["path"]).read_bytes())}
+        payload = {k: v for k, v in ref.items() if k not in ("id", "createdAt", "digest")}
+        value = domain_digest(ref["schema"], payload)
+        ref["digest"] = {"algorithm": "sha256", "value": value}
+        ref["id"] = f"runtime-reference-manifest-sha256-{value}"
+        ref_path.write_text(json.dumps(ref, indent=2, sort_keys=True) + "\n")
+    for entry in manifest["files"]:
+        if entry["path"] != "manifest.json":
+            entry["sha256"] = {
+                "algorithm": "sha256",
+                "value": sha256_hex((bundle_dir / entry["path"]).read_bytes()),
+            }
+    for entry in manifest["files"]:
+        if entry["path"] == "manifest.json":
+            entry["sha256"] = {"algorithm": "sha256", "value": "0" * 64}
+            entry["sha256"]["value"] = domain_digest("wp-codebox/artifact-manifest-self/v1", manifest)
+    manifest_path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def verify_ok(bundle_dir: Path) -> bool:
+    from codebox_tui.bundle.verify import verify_bundle
+
+    return bool(verify_bundle(bundle_dir).valid)
+
+
+def test_digest_mismatch_is_refused_even_when_the_bundle_verifies(tmp_path: Path, store: Store) -> None:
+    cap = capture(tmp_path)
+    decision = decide(store, str(cap.bundle_dir), "approve", approver="ana")
+    patch = cap.bundle_dir / "files" / "patch.diff"
+    patch.write_bytes(patch.read_bytes().replace(b"Stable tag: 1.1", b"Stable tag: 6.6"))
+    reseal(cap.bundle_dir)
+    assert verify_ok(cap.bundle_dir)  # the manifest is consistent again; only the content digest knows
+    target = fresh_target(cap, tmp_path)
+    before = tree(target)
+    with pytest.raises(ConflictError) as info:
+        apply_decision(store, decision.id, "directory", target)
+    assert info.value.code == "digest-mismatch" and info.value.exit_code == 5
+    assert tree(target) == before
+
+
+def test_approved_file_outside_the_bundle_is_refused(tmp_path: Path, store: Store) -> None:
+    cap = capture(tmp_path)
+    bundle = register_bundle(store, cap.bundle_dir)
+    with pytest.raises(BadInputError, match="not a changed file"):
+        decide(store, bundle.bundle_id, "approve-files", approver="ana", files=["includes/keep.php"])
+    # a decision written straight into the store (another tool, an old version) is still checked at apply
+    decision = store.record_decision(
+        bundle.bundle_id,
+        "approve-files",
+        approver="ana",
+        approved_files=["demo.php", "wp-config.php"],
+        content_digest=bundle.content_digest,
+    )
+    target = fresh_target(cap, tmp_path)
+    before = tree(target)
+    with pytest.raises(ConflictError) as info:
+        apply_decision(store, decision.id, "directory", target)
+    assert info.value.code == "approved-file-not-changed"
+    assert tree(target) == before
+
+
+def test_path_traversal_in_changed_files_is_refused(tmp_path: Path, store: Store) -> None:
+    cap = capture(tmp_path)
+    files_dir = cap.bundle_dir / "files"
+    cf = json.loads((files_dir / "changed-files.json").read_text())
+    for entry in cf["files"]:
+        if entry["relativePath"] == "includes/new/extra.php":
+            entry["relativePath"] = "../escaped.php"
+            entry["path"] = MOUNT_TARGET + "/../escaped.php"
+    (files_dir / "changed-files.json").write_text(json.dumps(cf, indent=2) + "\n")
+    patch = files_dir / "patch.diff"
+    patch.write_bytes(patch.read_bytes().replace(b"includes/new/extra.php", b"../escaped.php"))
+    review = files_dir / "review.json"
+    review.write_bytes(review.read_bytes().replace(b"includes/new/extra.php", b"../escaped.php"))
+    reseal(cap.bundle_dir)
+    bundle = register_bundle(store, cap.bundle_dir)
+    decision = store.record_decision(
+        bundle.bundle_id,
+        "approve-files",
+        approver="mallory",
+        approved_files=["../escaped.php", "demo.php"],
+        content_digest=bundle.content_digest,
+    )
+    target = fresh_target(cap, tmp_path)
+    before = tree(target)
+    with pytest.raises(ConflictError) as info:
+        apply_decision(store, decision.id, "directory", target)
+    assert info.value.code == "unsafe-path"
+    assert tree(target) == before
+    assert not (tmp_path / "escaped.php").exists()
+
+
+def test_symlinked_directory_in_target_is_a_conflict(tmp_path: Path, store: Store) -> None:
+    cap = capture(tmp_path)
+    decision = decide(store, str(cap.bundle_dir), "approve-files", approver="ana", files=["includes/new/extra.php"])
+    target = fresh_target(cap, tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.rmtree(target / "includes")
+    (target / "includes").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(ConflictError, match="symlink"):
+        apply_decision(store, decision.id, "directory", target)
+    assert list(outside.iterdir()) == []
+
+
+def test_discard_and_iterate_are_not_applicable_and_keep_evidence(tmp_path: Path, store: Store) -> None:
+    cap = capture(tmp_path)
+    iterate = decide(store, str(cap.bundle_dir), "iterate", approver="ana", reason="rename the function")
+    with pytest.raises(BadInputError, match="only approve"):
+        apply_decision(store, iterate.id, "directory", fresh_target(cap, tmp_path))
+    decide(store, iterate.artifact_id, "discard", approver="ana")
+    assert store.get_bundle(iterate.artifact_id).status == "discarded"
+    assert (cap.bundle_dir / "manifest.json").is_file()  # discard never deletes evidence
+    assert [b.bundle_id for b in prune_discarded(store, dry_run=True)] == [iterate.artifact_id]
+    assert cap.bundle_dir.is_dir()
+    prune_discarded(store)  # only an explicit prune deletes it
+    assert not cap.bundle_dir.exists()
+    assert store.get_bundle(iterate.artifact_id).status == "pruned"
+
+
+# -- git adapter ----------------------------------------------------------------------------
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
+
+
+def git_repo(cap: Captured, tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    shutil.copytree(cap.baseline, repo)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "dev@example.test")
+    git(repo, "config", "user.name", "Dev")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "baseline")
+    return repo
+
+
+def test_git_adapter_commits_the_approved_subset_on_a_new_branch(tmp_path: Path, store: Store) -> None:
+    cap = capture(tmp_path)
+    approved = ["demo.php", "includes/old.php"]
+    decision = decide(store, str(cap.bundle_dir), "approve-files", approver="ana", files=approved)
+    repo = git_repo(cap, tmp_path)
+    result = apply_decision(store, decision.id, "git", repo, options={"branch": "codebox/demo"})
+    assert result.status == "committed" and result.branch == "codebox/demo"
+    assert result.commit == git(repo, "rev-parse", "HEAD").strip()
+    assert git(repo, "status", "--porcelain") == ""
+    changed = git(repo, "show", "--name-status", "--format=", "HEAD").split("\n")
+    assert sorted(line for line in changed if line) == ["D\tincludes/old.php", "M\tdemo.php"]
+    assert tree(repo) == expected_tree(approved)
+    assert "Codebox-Content-Digest: " + decision.content_digest in git(repo, "log", "-1", "--format=%B")
+    assert git(repo, "rev-parse", "main").strip() != result.commit
+
+
+def test_git_adapter_in_a_subdirectory_without_commit(tmp_path: Path, store: Store) -> None:
+    cap = capture(tmp_path)
+    decision = decide(store, str(cap.bundle_dir), "approve", approver="ana")
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    git(outer, "init", "-q", "-b", "main")
+    shutil.copytree(cap.baseline, outer / "wp-content" / "plugins" / "demo")
+    git(outer, "add", "-A")
+    git(outer, "-c", "user.email=d@e.test", "-c", "user.name=D", "commit", "-q", "-m", "base")
+    target = outer / "wp-content" / "plugins" / "demo"
+    result = apply_decision(store, decision.id, "git", target)
+    assert result.status == "applied" and result.commit is None
+    assert tree(target) == expected_tree(list(CHANGES))
+
+
+def test_git_adapter_conflict_leaves_repo_and_branches_untouched(tmp_path: Path, store: Store) -> None:
+    cap = capture(tmp_path)
+    decision = decide(store, str(cap.bundle_dir), "approve", approver="ana")
+    repo = git_repo(cap, tmp_path)
+    (repo / "demo.php").write_bytes(b"<?php // someone committed a rewrite\n")
+    git(repo, "commit", "-qam", "host change")
+    head = git(repo, "rev-parse", "HEAD")
+    with pytest.raises(ConflictError) as info:
+        apply_decision(store, decision.id, "git", repo, options={"branch": "codebox/x"})
+    assert [c["file"] for c in info.value.details["conflicts"]] == ["demo.php"]
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert git(repo, "status", "--porcelain") == ""
+    assert "codebox/x" not in git(repo, "branch", "--list")
+
+
+# -- patch adapter --------------------------------------------------------------------------
+def test_patch_adapter_exports_a_subset_git_apply_accepts(tmp_path: Path, store: Store) -> None:
+    cap = capture(tmp_path)
+    approved = ["readme.txt", "includes/new/extra.php"]
+    decision = decide(store, str(cap.bundle_dir), "approve-files", approver="ana", files=approved)
+    out = tmp_path / "approved.patch"
+    result = apply_decision(store, decision.id, "patch", out)
+    assert result.status == "exported" and result.target["path"] == str(out.resolve())
+    text = out.read_bytes()
+    assert hashlib.sha256(text).hexdigest() == result.target["patch_sha256"]
+    assert b"demo.php" not in text and b"old.php" not in text
+    repo = git_repo(cap, tmp_path)
+    git(repo, "apply", "--check", str(out))
+    git(repo, "apply", str(out))
+    assert tree(repo) == expected_tree(approved)
+
+
+# -- CLI ------------------------------------------------------------------------------------
+def codebox(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CODEBOX_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_cli_review_and_apply_with_json(tmp_path: Path) -> None:
+    cap = capture(tmp_path)
+    home = tmp_path / "cli-home"
+    approved = codebox(
+        home,
+        "review",
+        "approve-files",
+        str(cap.bundle_dir),
+        "--file",
+        "demo.php",
+        "--approver",
+        "ana",
+        "--json",
+    )
+    assert approved.returncode == 0, approved.stderr
+    decision = json.loads(approved.stdout)
+    assert decision["schema"] == "wp-codebox/artifact-review-decision/v1"
+    listed = json.loads(codebox(home, "review", "list", "--json").stdout)
+    assert [b["status"] for b in listed["bundles"]] == ["approved"]
+    shown = json.loads(codebox(home, "review", "show", decision["artifact_id"][:30], "--json").stdout)
+    assert shown["contentDigestVerified"] is True and len(shown["decisions"]) == 1
+    target = fresh_target(cap, tmp_path)
+    applied = codebox(home, "apply", str(decision["id"]), "--adapter", "directory", "--target", str(target), "--json")
+    assert applied.returncode == 0, applied.stderr
+    result = json.loads(applied.stdout)
+    assert result["schema"] == "wp-codebox/apply-result/v1" and result["applied_files"] == ["demo.php"]
+    assert tree(target) == expected_tree(["demo.php"])
+    again = codebox(home, "apply", str(decision["id"]), "--adapter", "directory", "--target", str(target))
+    assert again.returncode == 0 and "already applied" in again.stdout
+    iterate = codebox(home, "review", "iterate", decision["artifact_id"], "--reason", "", "--json")
+    assert iterate.returncode == 2
+    assert json.loads(iterate.stdout)["error"]["code"] == "decision-invalid"
+    (target / "demo.php").write_text("host edit\n")
+    conflict = codebox(
+        home,
+        "apply",
+        str(decision["id"]),
+        "--adapter",
+        "directory",
+        "--target",
+        str(tmp_path / "other-target"),
+        "--json",
+    )
+    assert conflict.returncode == 2  # the target folder does not exist
+    shutil.copytree(target, tmp_path / "other-target")
+    conflict = codebox(
+        home,
+        "apply",
+        str(decision["id"]),
+        "--adapter",
+        "directory",
+        "--target",
+        str(tmp_path / "other-target"),
+    )
+    assert conflict.returncode == 5 and "demo.php" in conflict.stderr
+
+
+def test_two_processes_applying_one_decision_write_once(tmp_path: Path) -> None:
+    cap = capture(tmp_path)
+    home = tmp_path / "cli-home"
+    made = codebox(home, "review", "approve", str(cap.bundle_dir), "--approver", "ana", "--json")
+    assert made.returncode == 0, made.stdout + made.stderr
+    decision = json.loads(made.stdout)["id"]
+    target = fresh_target(cap, tmp_path)
+    env = {**os.environ, "CODEBOX_HOME": str(home)}
+    args = [
+        sys.executable,
+        "-m",
+        "codebox_tui",
+        "apply",
+        str(decision),
+        "--adapter",
+        "directory",
+        "--target",
+        str(target),
+        "--json",
+    ]
+    procs = [
+        subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    statuses = sorted(json.loads(out)["status"] for out, _ in outs)
+    assert statuses == ["already-applied", "applied"]
+    assert tree(target) == expected_tree(list(CHANGES))
+    assert len(read_audit(home / "apply-audit.jsonl")) == 2
