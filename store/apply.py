@@ -60,6 +60,7 @@ class ChangedFile:
     after_mode: str | None
     mount_index: int
     block: bytes
+    binary: bool = False
 
 
 @dataclass(frozen=True)
@@ -113,10 +114,12 @@ class ApplyPlan:
                 return False
         return True
 
-    def plan_writes(self, root: Path) -> list[PlannedWrite]:
+    def plan_writes(self, root: Path, *, allow_binary: bool = False) -> list[PlannedWrite]:
         """Check ``root`` against the baseline and compute each file's new bytes.
 
         Raises one :class:`ConflictError` listing every conflicting file; nothing is written.
+        Binary files (a git binary patch) can only be written by git: with ``allow_binary`` their
+        content is left None for ``git apply`` to produce, otherwise they are a conflict.
         """
         root_real = _target_root(root)
         writes: list[PlannedWrite] = []
@@ -149,6 +152,14 @@ class ApplyPlan:
                     continue
             if change.status == "deleted":
                 writes.append(PlannedWrite(change.relative_path, path, "delete", None, None))
+                continue
+            if change.binary:
+                if allow_binary:
+                    writes.append(PlannedWrite(change.relative_path, path, "write", None, None))
+                else:
+                    conflicts.append(
+                        {"file": change.relative_path, "reason": "binary file: use the git or patch adapter"}
+                    )
                 continue
             try:
                 content = apply_block(current, change.block)
@@ -284,9 +295,7 @@ def _read_evidence(bundle_dir: Path, rel: str) -> bytes:
         with open(path, "rb") as handle:
             return handle.read(MAX_EVIDENCE_BYTES + 1)
     except OSError as error:
-        raise ConflictError(
-            f"cannot read {rel} from the bundle: {error}", code="bundle-invalid", field=rel
-        ) from error
+        raise ConflictError(f"cannot read {rel} from the bundle: {error}", code="bundle-invalid", field=rel) from error
 
 
 def safe_relative_path(rel: str) -> bool:
@@ -301,25 +310,21 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
     """Steps 2–3 of the module docstring: everything that does not depend on the target."""
     if decision.action not in APPROVING_ACTIONS:
         raise BadInputError(
-            f"decision {decision.id} is {decision.action!r}; "
-            "only approve/approve-files decisions can be applied",
+            f"decision {decision.id} is {decision.action!r}; only approve/approve-files decisions can be applied",
             code="decision-not-approved",
             field="decision",
         )
     bundle = store.get_bundle(decision.artifact_id)
     bundle_dir = Path(bundle.path)
     if not bundle_dir.is_dir():
-        raise ConflictError(
-            f"the bundle directory {bundle_dir} is gone", code="bundle-invalid", field="bundle"
-        )
+        raise ConflictError(f"the bundle directory {bundle_dir} is gone", code="bundle-invalid", field="bundle")
     _verify_bundle(bundle_dir)
     cf_bytes = _read_evidence(bundle_dir, CHANGED_FILES_PATH)
     patch_bytes = _read_evidence(bundle_dir, PATCH_PATH)
     digest = content_digest_of(cf_bytes, patch_bytes)
     if digest != decision.content_digest or digest != bundle.content_digest:
         raise ConflictError(
-            "the bundle's content digest no longer matches the one the decision recorded; "
-            "nothing was applied",
+            "the bundle's content digest no longer matches the one the decision recorded; nothing was applied",
             code="digest-mismatch",
             field="content_digest",
             details={
@@ -366,21 +371,10 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
             code="multiple-mounts",
             field="approved_files",
         )
-    binary = [rel for rel, e in chosen.items() if e.get("binary")]
-    if binary:
-        raise ConflictError(
-            f"binary file(s) have no patch content and cannot be applied: {', '.join(binary)}",
-            code="binary-not-applicable",
-            field="approved_files",
-        )
     try:
-        filtered, blocks = filter_patch(
-            patch_bytes, {rel: {rel, str(e.get("path", ""))} for rel, e in chosen.items()}
-        )
+        filtered, blocks = filter_patch(patch_bytes, {rel: {rel, str(e.get("path", ""))} for rel, e in chosen.items()})
     except PatchError as error:
-        raise ConflictError(
-            f"{error}; nothing was applied", code="patch-invalid", field=PATCH_PATH
-        ) from error
+        raise ConflictError(f"{error}; nothing was applied", code="patch-invalid", field=PATCH_PATH) from error
     files = tuple(
         ChangedFile(
             relative_path=rel,
@@ -391,6 +385,7 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
             after_mode=_opt_str(e.get("afterMode")),
             mount_index=int(e.get("mountIndex", 0)),
             block=blocks[rel].text,
+            binary=bool(e.get("binary")),
         )
         for rel, e in chosen.items()
     )
@@ -439,9 +434,7 @@ def _target_root(root: Path) -> Path:
     try:
         real = root.expanduser().resolve(strict=True)
     except OSError as error:
-        raise BadInputError(
-            f"the target {root} does not exist", code="target-missing", field="--target"
-        ) from error
+        raise BadInputError(f"the target {root} does not exist", code="target-missing", field="--target") from error
     if not real.is_dir():
         raise BadInputError(f"the target {root} is not a directory", code="target-missing", field="--target")
     return real

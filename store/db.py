@@ -142,9 +142,7 @@ class Store:
         db_path = Path(path) if path is not None else get_settings().db_path
         try:
             db_path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                str(db_path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-            )
+            conn = sqlite3.connect(str(db_path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         except (OSError, sqlite3.Error) as error:
             raise BadInputError(
                 f"cannot open the Codebox database: {error}", code="store-open-failed", field=str(db_path)
@@ -279,9 +277,7 @@ class Store:
             raise BadInputError(f"no run {run_id!r} in the store", code="run-not-found", field="run_id")
         return _run(rows[0])
 
-    def list_runs(
-        self, status: str | None = None, *, sandbox_session_id: str | None = None
-    ) -> list[RunRecord]:
+    def list_runs(self, status: str | None = None, *, sandbox_session_id: str | None = None) -> list[RunRecord]:
         """Runs, newest first; optionally only one status and/or one caller-owned sandbox session."""
         where: list[str] = []
         params: list[Any] = []
@@ -314,9 +310,7 @@ class Store:
         _require_digest(content_digest, "content_digest")
         now = utc_now_iso()
         with self.write() as conn:
-            known = conn.execute(
-                "SELECT content_digest FROM bundles WHERE bundle_id = ?", (bundle_id,)
-            ).fetchone()
+            known = conn.execute("SELECT content_digest FROM bundles WHERE bundle_id = ?", (bundle_id,)).fetchone()
             if known is not None and known["content_digest"] != content_digest:
                 raise ConflictError(
                     f"bundle {bundle_id} was recorded with a different content digest; its content changed",
@@ -412,13 +406,9 @@ class Store:
                 f"{action} needs at least one approved file", code="decision-invalid", field="approved_files"
             )
         if action not in APPROVING_ACTIONS and files:
-            raise BadInputError(
-                f"{action} takes no approved files", code="decision-invalid", field="approved_files"
-            )
+            raise BadInputError(f"{action} takes no approved files", code="decision-invalid", field="approved_files")
         if action == "iterate" and not reason.strip():
-            raise BadInputError(
-                "iterate (request changes) needs a reason", code="decision-invalid", field="reason"
-            )
+            raise BadInputError("iterate (request changes) needs a reason", code="decision-invalid", field="reason")
         decided_at = utc_now_iso()
         with self.write() as conn:
             bundle = conn.execute(
@@ -475,9 +465,7 @@ class Store:
         return [self._decision(row) for row in rows]
 
     def latest_decision(self, bundle_id: str) -> Decision | None:
-        rows = self._query(
-            "SELECT * FROM decisions WHERE bundle_id = ? ORDER BY sequence DESC LIMIT 1", (bundle_id,)
-        )
+        rows = self._query("SELECT * FROM decisions WHERE bundle_id = ? ORDER BY sequence DESC LIMIT 1", (bundle_id,))
         return self._decision(rows[0]) if rows else None
 
     def _decision(self, row: sqlite3.Row) -> Decision:
@@ -565,18 +553,14 @@ def _require_text(value: str, name: str) -> None:
 
 def _require_digest(value: str, name: str) -> None:
     if not isinstance(value, str) or not _DIGEST_RE.match(value):
-        raise BadInputError(
-            f"{name} must be 64 lowercase hex characters (a sha256)", code="store-invalid", field=name
-        )
+        raise BadInputError(f"{name} must be 64 lowercase hex characters (a sha256)", code="store-invalid", field=name)
 
 
 def _dump_json(value: Any, name: str) -> str:
     try:
         return json.dumps(value, sort_keys=True)
     except (TypeError, ValueError) as error:
-        raise BadInputError(
-            f"{name} must be JSON-serialisable: {error}", code="store-invalid", field=name
-        ) from error
+        raise BadInputError(f"{name} must be JSON-serialisable: {error}", code="store-invalid", field=name) from error
 
 
 def _decision_number(decision_id: int | str) -> int:

@@ -132,19 +132,13 @@ def decide(
     approved: list[str] = []
     if action == "approve":
         if files:
-            raise BadInputError(
-                "approve takes no files; use approve-files", code="decision-invalid", field="--file"
-            )
+            raise BadInputError("approve takes no files; use approve-files", code="decision-invalid", field="--file")
         approved = content.relative_paths
         if not approved:
-            raise BadInputError(
-                "the bundle has no changed files to approve", code="decision-invalid", field="bundle"
-            )
+            raise BadInputError("the bundle has no changed files to approve", code="decision-invalid", field="bundle")
     elif action == "approve-files":
         if not files:
-            raise BadInputError(
-                "approve-files needs at least one --file", code="decision-invalid", field="--file"
-            )
+            raise BadInputError("approve-files needs at least one --file", code="decision-invalid", field="--file")
         approved = content.resolve(files)
     elif files:
         raise BadInputError(f"{action} takes no files", code="decision-invalid", field="--file")

@@ -178,13 +178,10 @@ def transactional_write(root: Path, writes: Sequence[JournalWrite]) -> None:
                     actual = hashlib.sha256(backup.read_bytes()).hexdigest()
                     if actual != write.expected_sha256:
                         raise ConflictError(
-                            f"{write.relative_path} changed while the apply was being prepared; "
-                            "nothing was written",
+                            f"{write.relative_path} changed while the apply was being prepared; nothing was written",
                             code="target-conflict",
                             field="target",
-                            details={
-                                "conflicts": [{"file": write.relative_path, "reason": "changed during apply"}]
-                            },
+                            details={"conflicts": [{"file": write.relative_path, "reason": "changed during apply"}]},
                         )
                 entry["backup"] = f"old/{index}"
             entries.append(entry)

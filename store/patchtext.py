@@ -77,8 +77,7 @@ def filter_patch(patch: bytes, approved: dict[str, set[str]]) -> tuple[bytes, di
     Returns the filtered patch and the block of each approved file.
     """
     candidates = {
-        key: {n for n in (normalize_patch_path(name) for name in names) if n}
-        for key, names in approved.items()
+        key: {n for n in (normalize_patch_path(name) for name in names) if n} for key, names in approved.items()
     }
     by_file: dict[str, PatchBlock] = {}
     kept: list[bytes] = []

@@ -50,7 +50,5 @@ class DirectoryAdapter(ApplyAdapter):
             status="applied",
             target=target_info,
             applied_files=[w.relative_path for w in planned],
-            audit_reference=plan.audit_reference(self.name)
-            + "#"
-            + hashlib.sha256(plan.patch).hexdigest()[:12],
+            audit_reference=plan.audit_reference(self.name) + "#" + hashlib.sha256(plan.patch).hexdigest()[:12],
         )

@@ -44,28 +44,19 @@ class GitAdapter(ApplyAdapter):
         root = _target_root(Path(target))
         top = _git(root, "rev-parse", "--show-toplevel", check=False)
         if top.returncode != 0:
-            raise BadInputError(
-                f"{target} is not inside a git work tree", code="target-not-git", field="--target"
-            )
+            raise BadInputError(f"{target} is not inside a git work tree", code="target-not-git", field="--target")
         toplevel = Path(top.stdout.strip()).resolve()
         prefix = root.relative_to(toplevel).as_posix()
         branch = plan.options.get("branch") or None
         commit = bool(branch) or plan.options.get("commit") in ("1", "true", "yes")
         if branch:
             if _git(toplevel, "check-ref-format", "--branch", branch, check=False).returncode != 0:
-                raise BadInputError(
-                    f"{branch!r} is not a valid branch name", code="branch-invalid", field="--branch"
-                )
-            if (
-                _git(
-                    toplevel, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False
-                ).returncode
-                == 0
-            ):
-                raise ConflictError(
-                    f"branch {branch!r} already exists", code="branch-exists", field="--branch"
-                )
-        planned = plan.plan_writes(root)  # before-hash conflicts and exact after bytes, nothing written yet
+                raise BadInputError(f"{branch!r} is not a valid branch name", code="branch-invalid", field="--branch")
+            if _git(toplevel, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False).returncode == 0:
+                raise ConflictError(f"branch {branch!r} already exists", code="branch-exists", field="--branch")
+        planned = plan.plan_writes(
+            root, allow_binary=True
+        )  # before-hash conflicts and exact after bytes, nothing written yet
         paths = [(root / w.relative_path).relative_to(toplevel).as_posix() for w in planned]
         with tempfile.TemporaryDirectory(prefix="codebox-git-apply-") as tmp:
             patch_file = Path(tmp) / "approved.patch"
@@ -78,8 +69,7 @@ class GitAdapter(ApplyAdapter):
             check = _git(toplevel, *apply_args, "--check", str(patch_file), check=False)
             if check.returncode != 0:
                 raise ConflictError(
-                    "git apply --check refused the approved patch: "
-                    f"{check.stderr.strip()}; nothing was written",
+                    f"git apply --check refused the approved patch: {check.stderr.strip()}; nothing was written",
                     code="target-conflict",
                     field="--target",
                 )
@@ -92,13 +82,12 @@ class GitAdapter(ApplyAdapter):
                     created_branch = True
                 _git(toplevel, *apply_args, str(patch_file))
                 applied = True
+                after = {f.relative_path: f for f in plan.files}
                 for write in planned:
                     data = write.path.read_bytes() if write.path.exists() else None
-                    expected = write.content
-                    if (data is None) != (expected is None) or (
-                        data is not None
-                        and expected is not None
-                        and hashlib.sha256(data).digest() != hashlib.sha256(expected).digest()
+                    want = after[write.relative_path].after_sha256
+                    if (data is None) != (write.action == "delete") or (
+                        data is not None and hashlib.sha256(data).hexdigest() != want
                     ):
                         raise ConflictError(
                             f"git apply produced different content for {write.relative_path}",

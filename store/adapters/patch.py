@@ -18,13 +18,9 @@ class PatchAdapter(ApplyAdapter):
     def apply(self, plan: ApplyPlan, target: str) -> ApplyResult:
         path = Path(target).expanduser().resolve()
         if not path.parent.is_dir():
-            raise BadInputError(
-                f"the folder of {target} does not exist", code="target-missing", field="--target"
-            )
+            raise BadInputError(f"the folder of {target} does not exist", code="target-missing", field="--target")
         if path.is_dir():
-            raise BadInputError(
-                f"{target} is a directory; give a file name", code="target-invalid", field="--target"
-            )
+            raise BadInputError(f"{target} is a directory; give a file name", code="target-invalid", field="--target")
         data = plan.patch if plan.patch.endswith(b"\n") else plan.patch + b"\n"
         tmp = path.with_name(f".{path.name}.codebox-tmp-{os.getpid()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)

@@ -518,3 +518,22 @@ def test_two_processes_applying_one_decision_write_once(tmp_path: Path) -> None:
     assert statuses == ["already-applied", "applied"]
     assert tree(target) == expected_tree(list(CHANGES))
     assert len(read_audit(home / "apply-audit.jsonl")) == 2
+
+
+def test_binary_files_apply_through_git_and_are_refused_by_directory(tmp_path: Path, store: Store) -> None:
+    logo = bytes(range(256)) * 8 + b"\x00\xff"
+    cap = capture(tmp_path, {**CHANGES, "assets/logo.png": logo})
+    decision = decide(
+        store, str(cap.bundle_dir), "approve-files", approver="ana", files=["assets/logo.png", "demo.php"]
+    )
+    target = fresh_target(cap, tmp_path)
+    before = tree(target)
+    with pytest.raises(ConflictError, match="binary file"):
+        apply_decision(store, decision.id, "directory", target)
+    assert tree(target) == before
+    repo = git_repo(cap, tmp_path)
+    result = apply_decision(store, decision.id, "git", repo, options={"commit": "1"})
+    assert result.status == "committed"
+    assert (repo / "assets" / "logo.png").read_bytes() == logo
+    assert (repo / "demo.php").read_bytes() == CHANGES["demo.php"]
+    assert git(repo, "status", "--porcelain") == ""
