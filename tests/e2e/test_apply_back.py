@@ -537,3 +537,14 @@ def test_binary_files_apply_through_git_and_are_refused_by_directory(tmp_path: P
     assert (repo / "assets" / "logo.png").read_bytes() == logo
     assert (repo / "demo.php").read_bytes() == CHANGES["demo.php"]
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_decisions_record_the_same_mode_b_digest_as_the_bundle_module(tmp_path: Path, store: Store) -> None:
+    from codebox_tui.bundle.digests import content_digest_b
+
+    cap = capture(tmp_path)
+    decision = decide(store, str(cap.bundle_dir), "approve", approver="ana")
+    assert decision.content_digest == content_digest_b(cap.bundle_dir)
+    manifest = json.loads((cap.bundle_dir / "manifest.json").read_text())
+    assert decision.artifact_id == manifest["id"]
+    assert decision.content_digest != manifest["contentDigest"]["value"]  # Mode A is not what we bind to
