@@ -1,0 +1,203 @@
+"""``wordpress.browser-probe``: load one page of the live preview in Chromium and keep the evidence.
+
+:func:`run_probe` works against any URL (tests use a local http.server); :func:`browser_probe` is the
+catalog handler, resolving the URL against the sandbox preview and registering the evidence files.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from codebox_tui.browser.launch import (
+    Recorder,
+    launch,
+    parse_duration_s,
+    parse_viewport,
+    resolve_url,
+    write_json,
+    write_jsonl,
+)
+from codebox_tui.errors import BadInputError
+
+if TYPE_CHECKING:
+    from codebox_tui.runtime.session import CommandOutcome, RunSession
+
+PROBE_SCHEMA = "wp-codebox/browser-probe-result/v1"
+ALL_CAPTURES = ("console", "errors", "html", "network", "performance", "screenshot")
+WAIT_STATES = ("domcontentloaded", "load", "networkidle")
+
+CONTENT_TYPES = {
+    "console.jsonl": "application/x-ndjson", "errors.jsonl": "application/x-ndjson",
+    "network.jsonl": "application/x-ndjson", "performance.json": "application/json",
+    "snapshot.html": "text/html", "screenshot.png": "image/png", "summary.json": "application/json",
+    "steps.json": "application/json",
+}
+
+
+def parse_capture(value: str | None, allowed: tuple[str, ...]) -> list[str]:
+    if not value:
+        return list(allowed)
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    bad = [v for v in items if v not in allowed]
+    if bad:
+        raise BadInputError(f"capture accepts {','.join(allowed)}; unknown: {', '.join(bad)}", code="invalid-arg",
+                            field="capture")
+    return items
+
+
+def write_evidence(out_dir: Path, recorder: Recorder, capture: list[str], page: Any | None,
+                   metrics: dict[str, Any] | None) -> list[str]:
+    """Write the captured evidence files; returns their names."""
+    written: list[str] = []
+    if "console" in capture:
+        write_jsonl(out_dir / "console.jsonl", recorder.console)
+        written.append("console.jsonl")
+    if "errors" in capture:
+        write_jsonl(out_dir / "errors.jsonl", recorder.errors)
+        written.append("errors.jsonl")
+    if "network" in capture:
+        write_jsonl(out_dir / "network.jsonl", recorder.network + [
+            {"url": u, "blocked": True, "reason": "outside the sandbox preview"} for u in recorder.blocked])
+        written.append("network.jsonl")
+    if "performance" in capture and metrics is not None:
+        write_json(out_dir / "performance.json", metrics)
+        written.append("performance.json")
+    if page is not None and "html" in capture:
+        try:
+            (out_dir / "snapshot.html").write_text(page.content(), encoding="utf-8")
+            written.append("snapshot.html")
+        except Exception:  # a crashed/closed page has no DOM; the summary says so
+            pass
+    if page is not None and "screenshot" in capture:
+        try:
+            page.screenshot(path=str(out_dir / "screenshot.png"), full_page=True, timeout=10_000)
+            written.append("screenshot.png")
+        except Exception:
+            pass
+    return written
+
+
+def run_probe(url: str, out_dir: Path, *, wait_for: str | None = None, viewport: str | None = None,
+              capture: list[str] | None = None, timeout_s: float = 30.0, origin_url: str | None = None
+              ) -> dict[str, Any]:
+    """Load url, write evidence into out_dir, return the summary (also written as summary.json)."""
+    from playwright.sync_api import sync_playwright
+
+    captures = list(capture or ALL_CAPTURES)
+    size = parse_viewport(viewport)
+    wait = wait_for or "load"
+    selector: str | None = None
+    if wait.startswith("selector:"):
+        selector, wait = wait[len("selector:"):], "load"
+        if not selector:
+            raise BadInputError("wait-for=selector: needs a CSS selector", code="invalid-arg", field="wait-for")
+    elif wait not in WAIT_STATES:
+        raise BadInputError(f"wait-for must be one of {', '.join(WAIT_STATES)} or selector:<css>, got {wait!r}",
+                            code="invalid-arg", field="wait-for")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    recorder = Recorder(origin_url or url)
+    started = time.monotonic()
+    status: int | None = None
+    error: str | None = None
+    metrics: dict[str, Any] | None = None
+    title = ""
+    with sync_playwright() as pw:
+        browser = launch(pw)
+        try:
+            context = browser.new_context(viewport=size)
+            page = context.new_page()
+            recorder.attach(context, page)
+            cdp = context.new_cdp_session(page) if "performance" in captures else None
+            if cdp is not None:
+                cdp.send("Performance.enable")
+            try:
+                response = page.goto(url, wait_until=wait, timeout=timeout_s * 1000)
+                status = response.status if response is not None else None
+                if selector:
+                    remaining = max(0.1, timeout_s - (time.monotonic() - started))
+                    page.wait_for_selector(selector, timeout=remaining * 1000)
+                title = page.title()
+            except Exception as exc:
+                error = _short(exc)
+            if cdp is not None:
+                metrics = _performance(cdp, page)
+            files = write_evidence(out_dir, recorder, captures, page, metrics)
+        finally:
+            browser.close()
+    summary = {
+        "schema": PROBE_SCHEMA,
+        "status": "failed" if error or (status or 0) >= 400 else "passed",
+        "url": url,
+        "httpStatus": status,
+        "title": title,
+        "waitFor": wait_for or "load",
+        "viewport": size,
+        "durationMs": int((time.monotonic() - started) * 1000),
+        "counts": {"console": len(recorder.console), "errors": len(recorder.errors),
+                   "requests": len(recorder.network), "failedRequests": len(recorder.failed_requests()),
+                   "blockedRequests": len(recorder.blocked)},
+        "consoleErrors": [c["text"] for c in recorder.console if c["type"] == "error"][:20],
+        "pageErrors": [e["message"] for e in recorder.errors][:20],
+        "files": [*files, "summary.json"],
+        "error": error,
+    }
+    write_json(out_dir / "summary.json", summary)
+    return summary
+
+
+def _performance(cdp: Any, page: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    try:
+        out["metrics"] = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+    except Exception as exc:
+        out["metricsError"] = _short(exc)
+    try:
+        out["navigation"] = page.evaluate(
+            "() => { const n = performance.getEntriesByType('navigation')[0]; return n ? n.toJSON() : null; }")
+    except Exception as exc:
+        out["navigationError"] = _short(exc)
+    return out
+
+
+def _short(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0][:500] if str(exc).strip() else type(exc).__name__
+
+
+def evidence_dir(session: RunSession) -> tuple[Path, str]:
+    """files/browser/ for the first browser command of a run, files/browser/<n>/ after that."""
+    base = session.run_dir / "files" / "browser"
+    if not base.exists():
+        return base, "files/browser"
+    n = 2
+    while (base / str(n)).exists():
+        n += 1
+    return base / str(n), f"files/browser/{n}"
+
+
+def register_evidence(session: RunSession, rel_dir: str, files: list[str]) -> list[dict[str, Any]]:
+    refs = []
+    for name in files:
+        kind = "browser-" + name.split(".")[0]
+        session.add_evidence(f"{rel_dir}/{name}", kind, CONTENT_TYPES.get(name, "application/octet-stream"))
+        refs.append({"path": f"{rel_dir}/{name}", "kind": kind})
+    return refs
+
+
+def browser_probe(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+    from codebox_tui.runtime.session import CommandOutcome
+
+    base = session.sandbox.preview_url
+    url = resolve_url(base, args.get("url"))
+    limit = min(timeout_s, parse_duration_s(args.get("timeout"), timeout_s, "timeout"))
+    out_dir, rel = evidence_dir(session)
+    summary = run_probe(url, out_dir, wait_for=args.get("wait-for"), viewport=args.get("viewport"),
+                        capture=parse_capture(args.get("capture"), ALL_CAPTURES), timeout_s=limit, origin_url=base)
+    refs = register_evidence(session, rel, summary["files"])
+    session.emit("browser.probe", {"url": url, "status": summary["status"], "httpStatus": summary["httpStatus"],
+                                   "evidence": rel})
+    text = (f"{summary['status']}: {url} → HTTP {summary['httpStatus']}, {summary['counts']['errors']} page errors, "
+            f"{len(summary['consoleErrors'])} console errors; evidence in {rel}/\n")
+    return CommandOutcome(stdout=text, stderr=summary["error"] or "", exit_code=0 if summary["status"] == "passed"
+                          else 1, json=summary, artifact_refs=refs)

@@ -1,0 +1,137 @@
+"""Browser probe and actions against a real Chromium and a local http.server started by the test."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from codebox_tui.browser.actions import parse_steps, run_actions
+from codebox_tui.browser.launch import parse_viewport, resolve_url
+from codebox_tui.browser.probe import run_probe
+from codebox_tui.errors import BadInputError, PolicyDeniedError
+
+PAGE = """<!doctype html><html><head><title>Shortcode demo</title></head><body>
+<h1 id="h">Hello</h1><input id="i"><select id="s"><option value="a">A</option><option value="b">B</option></select>
+<button id="b" onclick="document.getElementById('h').textContent = document.getElementById('i').value
+  + ':' + document.getElementById('s').value">go</button>
+<script>console.log('loaded 42'); console.error('synthetic error');
+fetch('https://example.com/leak').catch(() => {}); fetch('/missing.json');
+setTimeout(() => { throw new Error('late boom'); }, 10);</script></body></html>"""
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("site")
+    (root / "index.html").write_text(PAGE)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+def _jsonl(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line]
+
+
+def test_probe_writes_all_evidence(site: str, tmp_path: Path) -> None:
+    summary = run_probe(site, tmp_path, viewport="800x600", wait_for="networkidle", timeout_s=30)
+    assert summary["status"] == "passed" and summary["httpStatus"] == 200
+    assert summary["title"] == "Shortcode demo"
+    for name in ("console.jsonl", "errors.jsonl", "network.jsonl", "performance.json", "snapshot.html",
+                 "screenshot.png", "summary.json"):
+        assert (tmp_path / name).is_file(), name
+    console = _jsonl(tmp_path / "console.jsonl")
+    assert any(c["text"] == "loaded 42" and c["type"] == "log" for c in console)
+    assert "synthetic error" in summary["consoleErrors"]
+    network = _jsonl(tmp_path / "network.jsonl")
+    assert any(str(n.get("url")).endswith("/missing.json") and n.get("status") == 404 for n in network)
+    assert any(n.get("blocked") and "example.com" in str(n["url"]) for n in network)
+    assert summary["counts"]["blockedRequests"] == 1
+    assert (tmp_path / "screenshot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "Hello" in (tmp_path / "snapshot.html").read_text()
+    perf = json.loads((tmp_path / "performance.json").read_text())
+    assert perf["metrics"]["Nodes"] > 0
+
+
+def test_probe_waits_for_selector_and_fails_cleanly(site: str, tmp_path: Path) -> None:
+    summary = run_probe(site, tmp_path / "a", wait_for="selector:#never", capture=["console"], timeout_s=2)
+    assert summary["status"] == "failed" and summary["error"]
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["console.jsonl", "summary.json"]
+    errors = run_probe(site, tmp_path / "b", wait_for="selector:#h", capture=["errors"], timeout_s=10)
+    assert errors["status"] == "passed"
+
+
+def test_actions_stop_at_first_failure_with_index(site: str, tmp_path: Path) -> None:
+    steps = parse_steps(json.dumps([
+        {"action": "fill", "selector": "#i", "value": "typed"},
+        {"action": "select", "selector": "#s", "value": "b"},
+        {"action": "click", "selector": "#b"},
+        {"action": "expect", "selector": "#h", "text": "typed:b"},
+        {"action": "screenshot", "name": "after click"},
+        {"action": "expect", "selector": "#h", "text": "never", "timeout": "300ms"},
+        {"action": "click", "selector": "#b"},
+    ]))
+    summary = run_actions(site, steps, tmp_path, base_url=site, step_timeout_s=5, total_timeout_s=60)
+    assert summary["status"] == "failed"
+    assert summary["firstFailureIndex"] == 5
+    assert "never" in summary["failure"]
+    recorded = json.loads((tmp_path / "steps.json").read_text())
+    by_index = {r["index"]: r for r in recorded}
+    assert [by_index[i]["status"] for i in range(7)] == ["passed"] * 5 + ["failed", "skipped"]
+    assert (tmp_path / "screenshot-after_click.png").is_file()
+    assert json.loads((tmp_path / "summary.json").read_text())["firstFailureIndex"] == 5
+
+
+def test_actions_step_and_total_timeouts(site: str, tmp_path: Path) -> None:
+    steps = parse_steps(json.dumps([{"action": "click", "selector": "#absent"}]))
+    summary = run_actions(site, steps, tmp_path / "a", base_url=site, step_timeout_s=0.5, total_timeout_s=30)
+    assert summary["firstFailureIndex"] == 0 and "timed out" in summary["failure"]
+    assert summary["durationMs"] < 20_000
+    steps = parse_steps(json.dumps([{"action": "waitFor", "ms": 300}] * 20))
+    summary = run_actions(None, steps, tmp_path / "b", base_url=site, step_timeout_s=5, total_timeout_s=1)
+    assert summary["status"] == "failed" and "total timeout" in summary["failure"]
+    assert 0 < summary["firstFailureIndex"] < 20
+
+
+def test_evaluate_needs_separate_grant(site: str, tmp_path: Path) -> None:
+    steps = parse_steps('[{"action": "evaluate", "script": "() => document.title"}]')
+    with pytest.raises(PolicyDeniedError):
+        run_actions(site, steps, tmp_path / "a", base_url=site)
+    summary = run_actions(site, steps, tmp_path / "b", base_url=site, allow_evaluate=True)
+    assert summary["status"] == "passed"
+    recorded = json.loads((tmp_path / "b" / "steps.json").read_text())
+    assert recorded[-1]["result"] == "Shortcode demo"
+
+
+@pytest.mark.parametrize("raw, field", [
+    ("not json", "steps-json"), ("[]", "steps-json"), ('[{"action": "fly"}]', "steps-json[0]"),
+    ('[{"action": "click"}]', "steps-json[0]"), ('[{"action": "navigate", "url": "/"}, 3]', "steps-json[1]"),
+    ('[{"action": "waitFor"}]', "steps-json[0]"),
+])
+def test_bad_steps_name_the_step(raw: str, field: str) -> None:
+    with pytest.raises(BadInputError) as info:
+        parse_steps(raw)
+    assert info.value.field == field
+
+
+def test_url_and_viewport_helpers() -> None:
+    assert resolve_url("http://127.0.0.1:9/", "/?p=1") == "http://127.0.0.1:9/?p=1"
+    assert resolve_url("http://127.0.0.1:9", "wp-admin/") == "http://127.0.0.1:9/wp-admin/"
+    with pytest.raises(BadInputError):
+        resolve_url("http://127.0.0.1:9/", "https://example.com/")
+    assert parse_viewport("390x844") == {"width": 390, "height": 844}
+    with pytest.raises(BadInputError):
+        parse_viewport("big")
