@@ -65,7 +65,7 @@ _COMMANDS: list[CommandSpec] = [
         outputShape="wp-codebox/test-results/v1",
         policyRequirement="wordpress.phpunit",
         requiresPolicyCommands=["wordpress.run-php"],
-        handler="codebox_tui.runtime.commands:phpunit",
+        handler="codebox_tui.runtime.phpunit:phpunit",
     ),
     CommandSpec(
         id="wordpress.browser-probe",
