@@ -521,6 +521,18 @@ class Store:
                     (decision_id, adapter, target, result.status, json.dumps(result.to_wire()), applied_at),
                 )
             except sqlite3.IntegrityError as error:
+                existing = conn.execute(
+                    "SELECT status FROM applies WHERE decision_id = ? AND adapter = ? AND target = ?",
+                    (decision_id, adapter, target),
+                ).fetchone()
+                if existing is not None and existing["status"] == "already-applied" != result.status:
+                    # a concurrent applier saw our writes first and recorded a no-op; the real write wins
+                    conn.execute(
+                        "UPDATE applies SET status = ?, result = ?, applied_at = ?"
+                        " WHERE decision_id = ? AND adapter = ? AND target = ?",
+                        (result.status, json.dumps(result.to_wire()), applied_at, decision_id, adapter, target),
+                    )
+                    return AppliedRecord(adapter=adapter, target=target, applied_at=applied_at, result=result)
                 raise ConflictError(
                     f"decision {decision_id} was already applied with {adapter} to {target}",
                     code="already-applied",
