@@ -190,3 +190,64 @@ class BundleVerification(Contract):
     valid: bool
     violations: list[Violation]
     manifest: dict[str, Any] | None = None
+
+
+class Diagnostic(OpenContract):
+    id: str
+    type: str
+    severity: Literal["error", "warning", "notice", "info"]
+    message: str
+    category: str | None = None
+    path: str | None = None
+
+
+class DiagnosticsSummary(Contract):
+    total: int = 0
+    error: int = 0
+    warning: int = 0
+    notice: int = 0
+    info: int = 0
+
+
+class Diagnostics(OpenContract):
+    """``files/diagnostics.json`` (capture-skipped entries and other run diagnostics)."""
+
+    schema_: Literal["wp-codebox/artifact-diagnostics/v1"] = Field(default=DIAGNOSTICS_SCHEMA, alias="schema")
+    status: Literal["clean", "reported"]
+    summary: DiagnosticsSummary
+    diagnostics: list[Diagnostic]
+
+
+class WorkspacePatchDigest(Contract):
+    algorithm: Literal["sha256"] = "sha256"
+    inputs: list[str]
+    value: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class WorkspacePatchSummary(OpenContract):
+    changed: bool
+    files: int
+    added: int
+    modified: int
+    deleted: int
+
+
+class WorkspacePatchWorkspace(OpenContract):
+    mountIndex: int
+    target: str
+    source: str
+    status: str
+    changed: bool
+    patch: str | None = None
+
+
+class WorkspacePatch(OpenContract):
+    """``files/workspace-patch.json``: the Mode B content digest decisions and apply-back bind to."""
+
+    schema_: Literal["wp-codebox/workspace-patch/v1"] = Field(default=WORKSPACE_PATCH_SCHEMA, alias="schema")
+    createdAt: str
+    contentDigest: WorkspacePatchDigest
+    summary: WorkspacePatchSummary
+    workspaces: list[WorkspacePatchWorkspace]
+    promotion: dict[str, Any] = Field(default_factory=dict)
+    evidence: dict[str, Any] = Field(default_factory=dict)
