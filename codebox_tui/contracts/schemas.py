@@ -71,7 +71,8 @@ def model_for(schema_id: str) -> type[BaseModel]:
     try:
         return REGISTRY[schema_id]
     except KeyError:
-        raise UnknownSchemaError(f"unknown schema id {schema_id!r}; expected one of {', '.join(schema_names())}") from None
+        known = ", ".join(schema_names())
+        raise UnknownSchemaError(f"unknown schema id {schema_id!r}; expected one of {known}") from None
 
 
 def generate_json_schema(schema_id: str) -> dict[str, Any]:
@@ -113,7 +114,11 @@ def write_all(directory: Path = SCHEMA_DIR) -> list[Path]:
 def stale_files(directory: Path = SCHEMA_DIR) -> list[str]:
     """Names of generated files that are missing, differ from the models, or are left over."""
     wanted = {schema_file_name(s): s for s in schema_names()}
-    problems = [name for name, sid in sorted(wanted.items()) if not (directory / name).is_file() or (directory / name).read_text(encoding="utf-8") != render(sid)]
+    problems = [
+        name
+        for name, sid in sorted(wanted.items())
+        if not (directory / name).is_file() or (directory / name).read_text(encoding="utf-8") != render(sid)
+    ]
     problems += sorted(p.name for p in directory.glob("*.json") if p.name not in wanted)
     return problems
 

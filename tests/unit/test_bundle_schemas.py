@@ -14,8 +14,10 @@ from codebox_tui.contracts.bundle import (
     Diagnostics,
     Manifest,
     Review,
-    TestResults as TestResultsModel,
     WorkspacePatch,
+)
+from codebox_tui.contracts.bundle import (
+    TestResults as ResultsModel,
 )
 from tests.unit.test_bundle_capture_verify import make_bundle, typical_change
 
@@ -51,7 +53,7 @@ def test_stale_detection_sees_edits_and_leftovers(tmp_path: Path) -> None:
         ("manifest.json", Manifest),
         ("files/changed-files.json", ChangedFiles),
         ("files/review.json", Review),
-        ("files/test-results.json", TestResultsModel),
+        ("files/test-results.json", ResultsModel),
         ("files/diagnostics.json", Diagnostics),
         ("files/workspace-patch.json", WorkspacePatch),
     ],
