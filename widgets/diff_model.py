@@ -29,6 +29,7 @@ class FileDiffModel:
     additions: int
     deletions: int
     binary: bool
+    truncated: bool = False  # some lines were cut at max_line (DiffView offers "render anyway")
 
 
 def split_patch(patch: str) -> dict[str, str]:
@@ -81,7 +82,8 @@ def _pair_words(rows: list[Row], dels: list[int], adds: list[int]) -> None:
             rows[d].spans, rows[a].spans = old_spans, new_spans
 
 
-def build_model(path: str, block: str) -> FileDiffModel:
+def build_model(path: str, block: str, *, max_line: int = MAX_LINE) -> FileDiffModel:
+    """Rows for one file's ``diff --git`` block; lines longer than ``max_line`` are cut with a marker."""
     rows: list[Row] = []
     hunk_rows: list[int] = []
     old_no = new_no = 0
@@ -98,8 +100,10 @@ def build_model(path: str, block: str) -> FileDiffModel:
         dels.clear()
         adds.clear()
 
+    truncated = False
     for raw in block.splitlines():
-        line = raw[:MAX_LINE] + (f" … (+{len(raw) - MAX_LINE} chars)" if len(raw) > MAX_LINE else "")
+        truncated = truncated or len(raw) > max_line
+        line = raw[:max_line] + (f" … (+{len(raw) - max_line} chars)" if len(raw) > max_line else "")
         match = _HUNK.match(raw)
         if skip_rest:
             continue
@@ -141,4 +145,4 @@ def build_model(path: str, block: str) -> FileDiffModel:
             old_no += 1
             new_no += 1
     flush()
-    return FileDiffModel(path, rows, hunk_rows, additions, deletions, binary)
+    return FileDiffModel(path, rows, hunk_rows, additions, deletions, binary, truncated)

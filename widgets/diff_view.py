@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from widgets.diff_model import FileDiffModel, Row, build_model
+from widgets.diff_model import MAX_LINE, FileDiffModel, Row, build_model
 
 ROW_STYLES = {
     "add": Style(bgcolor="#12351f"),
@@ -33,6 +33,8 @@ ROW_STYLES = {
 }
 WORD_STYLES = {"add": Style(bgcolor="#1f6f3a", bold=True), "del": Style(bgcolor="#8a2a31", bold=True)}
 GUTTER = Style(color="#5c6370")
+MATCH = Style(color="black", bgcolor="#e5c07b")
+MATCH_CURRENT = Style(color="black", bgcolor="#ff9e3b", bold=True, underline=True)
 SIGNS = {"add": "+", "del": "-", "ctx": " "}
 HIGHLIGHT_MAX_CHARS = 400
 
@@ -62,7 +64,10 @@ class DiffView(ScrollView, can_focus=True):
 
     HELP = """\
 ## Diff view
-- `n` / `p`: next / previous hunk
+- `n` / `p`: next / previous hunk · `]` / `[`: next / previous file
+- `F3` / `shift+F3`: next / previous search match (the screen calls `search(text)`)
+- `R`: render lines that were cut for length (very long lines show `… (+N chars)`)
+- Binary files show a placeholder: their bytes travel as a git binary patch.
 - `↑` `↓` `PgUp` `PgDn` `Home` `End`: scroll
 - Added lines are green, removed lines red; changed words are highlighted.
 """
@@ -70,6 +75,11 @@ class DiffView(ScrollView, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "next_hunk", "Next hunk", id="diff.next_hunk"),
         Binding("p", "previous_hunk", "Prev hunk", id="diff.previous_hunk"),
+        Binding("right_square_bracket", "next_file", "Next file", id="diff.next_file"),
+        Binding("left_square_bracket", "previous_file", "Prev file", id="diff.previous_file"),
+        Binding("f3", "next_match", "Next match", show=False, id="diff.next_match"),
+        Binding("shift+f3", "previous_match", "Prev match", show=False, id="diff.previous_match"),
+        Binding("R", "render_anyway", "Render anyway", show=False, id="diff.render_anyway"),
         Binding("j", "scroll_down", "Down", show=False, id="diff.down"),
         Binding("k", "scroll_up", "Up", show=False, id="diff.up"),
     ]
@@ -83,14 +93,35 @@ class DiffView(ScrollView, can_focus=True):
             self.index, self.total = index, total
             super().__init__()
 
+    class FileRequested(Message):
+        """The user asked for the next (+1) or previous (-1) file; the screen decides which."""
+
+        def __init__(self, step: int) -> None:
+            self.step = step
+            super().__init__()
+
+    class SearchResult(Message):
+        def __init__(self, query: str, index: int, total: int) -> None:
+            self.search_query, self.index, self.total = query, index, total
+            super().__init__()
+
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.model: FileDiffModel | None = None
         self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(4096)
         self._width = 0
+        self._block = ""
+        self.search_query = ""
+        self.matches: list[int] = []  # row indexes containing the query
+        self.match_index = -1
 
-    def show_file(self, path: str, block: str) -> None:
-        self.model = build_model(path, block)
+    def show_file(self, path: str, block: str, *, max_line: int = MAX_LINE) -> None:
+        """Show one file's ``diff --git`` block (see ``diff_model.split_patch``)."""
+        self._block = block
+        self.model = build_model(path, block, max_line=max_line)
+        self.matches, self.match_index = [], -1
+        if self.search_query:
+            self._find_all()
         width = max((len(r.text) for r in self.model.rows), default=0) + 14
         self._width = width
         self._cache.clear()
@@ -103,6 +134,52 @@ class DiffView(ScrollView, can_focus=True):
         self._cache.clear()
         self.virtual_size = Size(len(text), 1)
         self.refresh()
+
+    # -- search -------------------------------------------------------------------------------
+    def _find_all(self) -> None:
+        needle = self.search_query.lower()
+        self.matches = [i for i, row in enumerate(self.rows) if needle and needle in row.text.lower()]
+
+    def search(self, query: str) -> int:
+        """Highlight ``query`` (case-insensitive) and jump to the first match; returns the match count."""
+        self.search_query = query
+        self._find_all()
+        self.match_index = -1
+        self._cache.clear()
+        self.refresh()
+        if self.matches:
+            self.action_next_match()
+        else:
+            self.post_message(self.SearchResult(query, -1, 0))
+        return len(self.matches)
+
+    def _goto_match(self, index: int) -> None:
+        self.match_index = index
+        row = self.matches[index]
+        self.scroll_to(y=max(0, row - self.size.height // 3), animate=False)
+        self._cache.clear()
+        self.refresh()
+        self.post_message(self.SearchResult(self.search_query, index, len(self.matches)))
+
+    def action_next_match(self) -> None:
+        if self.matches:
+            self._goto_match((self.match_index + 1) % len(self.matches))
+
+    def action_previous_match(self) -> None:
+        if self.matches:
+            self._goto_match((self.match_index - 1) % len(self.matches))
+
+    def action_next_file(self) -> None:
+        self.post_message(self.FileRequested(1))
+
+    def action_previous_file(self) -> None:
+        self.post_message(self.FileRequested(-1))
+
+    def action_render_anyway(self) -> None:
+        if self.model and self.model.truncated:
+            top = self.scroll_offset.y
+            self.show_file(self.model.path, self._block, max_line=1 << 30)
+            self.scroll_to(y=top, animate=False)
 
     @property
     def rows(self) -> list[Row]:
@@ -146,6 +223,31 @@ class DiffView(ScrollView, can_focus=True):
                 out.append(Segment(value[a - start:b - start], base + style + (word if marked else Style())))
         return out
 
+    def _mark_query(self, segments: list[Segment], text_offset: int, current: bool) -> list[Segment]:
+        """Paint occurrences of the search query inside already-styled segments."""
+        plain = "".join(seg.text for seg in segments)
+        needle = self.search_query.lower()
+        hits: list[tuple[int, int]] = []
+        start = plain.lower().find(needle, text_offset)
+        while needle and start >= 0:
+            hits.append((start, start + len(needle)))
+            start = plain.lower().find(needle, start + len(needle))
+        if not hits:
+            return segments
+        mark = MATCH_CURRENT if current else MATCH
+        out: list[Segment] = []
+        pos = 0
+        for seg in segments:
+            seg_start, seg_end = pos, pos + len(seg.text)
+            pos = seg_end
+            cuts = sorted({seg_start, seg_end, *(max(seg_start, min(seg_end, c)) for h in hits for c in h)})
+            for a, b in itertools.pairwise(cuts):
+                if a < b:
+                    inside = any(s <= a and b <= e for s, e in hits)
+                    out.append(Segment(seg.text[a - seg_start:b - seg_start], (seg.style or Style()) + mark
+                                       if inside else seg.style))
+        return out
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
@@ -155,7 +257,11 @@ class DiffView(ScrollView, can_focus=True):
         key = (index, 0)
         strip = self._cache.get(key)
         if strip is None:
-            strip = Strip(self._build(self.rows[index]))
+            segments = self._build(self.rows[index])
+            if self.search_query and index in self.matches:
+                current = bool(self.matches) and self.match_index >= 0 and self.matches[self.match_index] == index
+                segments = self._mark_query(segments, 0 if self.rows[index].kind not in SIGNS else 14, current)
+            strip = Strip(segments)
             self._cache[key] = strip
         pad = ROW_STYLES.get(self.rows[index].kind, Style())
         return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style + pad)

@@ -7,7 +7,6 @@ off when the user scrolls up, and a counter shows how many lines arrived since."
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import ClassVar
 
@@ -21,51 +20,12 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from widgets.line_index import LineIndex
+
 LEVEL_STYLES = {"debug": Style(color="#5c6370"), "info": Style(color="#abb2bf"), "warning": Style(color="#e5c07b"),
                 "error": Style(color="#e06c75", bold=True)}
 LEVELS = ["debug", "info", "warning", "error"]
-
-
-class LineIndex:
-    """Byte offsets of complete lines in a growing file (pure; no Textual)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offsets: list[int] = []
-        self.read_to = 0
-        self._partial_start: int | None = None
-
-    def update(self, chunk_limit: int = 16 << 20) -> int:
-        """Index newly appended complete lines; returns how many were added."""
-        try:
-            size = os.path.getsize(self.path)
-        except OSError:
-            return 0
-        if size < self.read_to:  # truncated or replaced: start over
-            self.offsets.clear()
-            self.read_to = 0
-        if size == self.read_to:
-            return 0
-        added = 0
-        with open(self.path, "rb") as handle:
-            handle.seek(self.read_to)
-            data = handle.read(min(size - self.read_to, chunk_limit))
-        start = self.read_to
-        pos = 0
-        while True:
-            nl = data.find(b"\n", pos)
-            if nl < 0:
-                break
-            self.offsets.append(start + pos)
-            added += 1
-            pos = nl + 1
-        self.read_to = start + pos  # a torn last line waits for its newline
-        return added
-
-    def read_line(self, index: int) -> str:
-        with open(self.path, "rb") as handle:
-            handle.seek(self.offsets[index])
-            return handle.readline(64 * 1024).decode("utf-8", errors="replace").rstrip("\n")
+__all__ = ["EventTail", "LineIndex", "format_event", "pretty_event"]
 
 
 def format_event(line: str) -> tuple[str, str, str]:
@@ -86,6 +46,11 @@ def format_event(line: str) -> tuple[str, str, str]:
     return level, kind, f"{stamp} {level:<7} {kind:<24}{detail}"
 
 
+def pretty_event(event: dict[str, object] | str) -> str:
+    """Indented JSON for one event (for a modal or a Static); unparsed lines come back unchanged."""
+    return json.dumps(event, indent=2, ensure_ascii=False, sort_keys=False) if isinstance(event, dict) else event
+
+
 class EventTail(ScrollView, can_focus=True):
     HELP = """\
 ## Event log
@@ -99,6 +64,10 @@ class EventTail(ScrollView, can_focus=True):
         Binding("l", "cycle_level", "Level", id="events.level"),
         Binding("enter", "inspect", "Inspect", id="events.inspect"),
     ]
+
+    DEFAULT_CSS = """
+    EventTail { background: $surface; }
+    """
 
     following: reactive[bool] = reactive(True)
     pending: reactive[int] = reactive(0)
@@ -119,32 +88,58 @@ class EventTail(ScrollView, can_focus=True):
         self.index = LineIndex(Path(path))
         self.poll_interval = poll_interval
         self._visible: list[int] = []  # indexes of lines passing the level filter
-        self._cache: LRUCache[int, tuple[str, Strip]] = LRUCache(2048)
+        self._cache: LRUCache[int, tuple[str, str, Strip]] = LRUCache(2048)
+        self.types: set[str] | None = None  # None: every event type
+
+    def set_type_filter(self, types: set[str] | None) -> None:
+        """Show only events whose ``type`` is in ``types`` (``None`` shows all)."""
+        self.types = types
+        self._refilter()
 
     def on_mount(self) -> None:
         self.poll()
         self.set_interval(self.poll_interval, self.poll)
 
     def _passes(self, i: int) -> bool:
-        if self.min_level == "debug":
+        if self.min_level == "debug" and self.types is None:
             return True
-        level = self._line(i)[0]
+        level, kind, _strip = self._line(i)
+        if self.types is not None and kind not in self.types:
+            return False
         return LEVELS.index(level) >= LEVELS.index(self.min_level) if level in LEVELS else True
 
-    def _line(self, i: int) -> tuple[str, Strip]:
+    def _line(self, i: int) -> tuple[str, str, Strip]:
         cached = self._cache.get(i)
         if cached is None:
-            level, _kind, text = format_event(self.index.read_line(i))
-            cached = (level, Strip([Segment(text, LEVEL_STYLES.get(level, Style()))]))
+            level, kind, text = format_event(self.index.read_line(i))
+            cached = (level, kind, Strip([Segment(text, LEVEL_STYLES.get(level, Style()))]))
             self._cache[i] = cached
         return cached
 
+    def _refilter(self) -> None:
+        self._visible = [i for i in range(len(self.index.offsets)) if self._passes(i)]
+        self.virtual_size = Size(max(self.size.width, 120), len(self._visible))
+        self.refresh()
+
+    def _status(self) -> str:
+        state = "following" if self.following else f"paused · {self.pending} new"
+        return f"{state} · level ≥ {self.min_level}"
+
+    def watch_following(self) -> None:
+        self.border_subtitle = self._status()
+
+    def watch_pending(self) -> None:
+        self.border_subtitle = self._status()
+
     def poll(self) -> None:
         before = len(self.index.offsets)
+        resets = self.index.resets
         added = self.index.update()
-        if len(self.index.offsets) < before:  # truncated
+        if self.index.resets != resets:  # truncated or rotated
             self._visible.clear()
             self._cache.clear()
+            self.virtual_size = Size(max(self.size.width, 120), 0)
+            self.refresh()
             before = 0
         if not added:
             return
@@ -173,9 +168,8 @@ class EventTail(ScrollView, can_focus=True):
 
     def action_cycle_level(self) -> None:
         self.min_level = LEVELS[(LEVELS.index(self.min_level) + 1) % len(LEVELS)]
-        self._visible = [i for i in range(len(self.index.offsets)) if self._passes(i)]
-        self.virtual_size = Size(max(self.size.width, 120), len(self._visible))
-        self.refresh()
+        self.border_subtitle = self._status()
+        self._refilter()
 
     def action_inspect(self) -> None:
         top = int(self.scroll_offset.y)
@@ -195,5 +189,5 @@ class EventTail(ScrollView, can_focus=True):
         width = self.size.width
         if index >= len(self._visible):
             return Strip.blank(width)
-        return self._line(self._visible[index])[1].crop_extend(int(self.scroll_offset.x),
+        return self._line(self._visible[index])[2].crop_extend(int(self.scroll_offset.x),
                                                                int(self.scroll_offset.x) + width, None)

@@ -22,11 +22,22 @@ class ChangedFileTree(Tree[dict[str, Any]]):
 - Badges: **A** added, **M** modified, **D** deleted, **B** binary; ✓ selected, • viewed
 """
 
+    DEFAULT_CSS = """
+    ChangedFileTree { background: $surface; }
+    """
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("space", "toggle_selected", "Select file", id="files.toggle"),
     ]
 
     class FileHighlighted(Message):
+        def __init__(self, entry: dict[str, Any]) -> None:
+            self.entry = entry
+            super().__init__()
+
+    class FileSelected(Message):
+        """``enter`` on a file."""
+
         def __init__(self, entry: dict[str, Any]) -> None:
             self.entry = entry
             super().__init__()
@@ -78,7 +89,7 @@ class ChangedFileTree(Tree[dict[str, Any]]):
         else:
             text.append(f"  +{entry.get('additions', 0)}", style="green")
             text.append(f" -{entry.get('deletions', 0)}", style="red")
-        if rel in self.viewed and self.viewed[rel] == entry.get("afterSha256"):
+        if self.is_viewed(entry):
             text.append("  •", style="dim")
         return text
 
@@ -95,6 +106,20 @@ class ChangedFileTree(Tree[dict[str, Any]]):
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[dict[str, Any]]) -> None:
         if event.node.data and "relativePath" in event.node.data:
             self.post_message(self.FileHighlighted(event.node.data))
+
+    def on_tree_node_selected(self, event: Tree.NodeSelected[dict[str, Any]]) -> None:
+        if event.node.data and "relativePath" in event.node.data:
+            self.post_message(self.FileSelected(event.node.data))
+
+    def is_viewed(self, entry: dict[str, Any]) -> bool:
+        rel = str(entry.get("relativePath"))
+        return rel in self.viewed and self.viewed[rel] == entry.get("afterSha256")
+
+    def select_all(self, selected: bool = True) -> None:
+        self.selected = set(self._leaves) if selected else set()
+        for rel in self._leaves:
+            self.refresh_entry(rel)
+        self.post_message(self.SelectionChanged(sorted(self.selected)))
 
     def action_toggle_selected(self) -> None:
         node = self.cursor_node

@@ -1,0 +1,59 @@
+"""Byte-offset index of the complete lines of a growing file (pure; no Textual).
+
+A torn last line (no newline yet) waits in the file until its newline arrives; a file that shrinks
+(truncated or replaced) is indexed again from the start."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class LineIndex:
+    """Byte offsets of complete lines in a growing file (pure; no Textual)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offsets: list[int] = []
+        self.read_to = 0
+        self.resets = 0  # times the file was truncated or replaced (rotation)
+        self._inode: int | None = None
+
+    def update(self, chunk_limit: int = 16 << 20) -> int:
+        """Index newly appended complete lines; returns how many were added."""
+        try:
+            stat = os.stat(self.path)
+        except OSError:
+            return 0
+        size = stat.st_size
+        replaced = self._inode is not None and stat.st_ino != self._inode
+        self._inode = stat.st_ino
+        if size < self.read_to or replaced:  # truncated or rotated: start over
+            self.offsets.clear()
+            self.read_to = 0
+            self.resets += 1
+        if size == self.read_to:
+            return 0
+        added = 0
+        with open(self.path, "rb") as handle:
+            handle.seek(self.read_to)
+            data = handle.read(min(size - self.read_to, chunk_limit))
+        start = self.read_to
+        pos = 0
+        while True:
+            nl = data.find(b"\n", pos)
+            if nl < 0:
+                break
+            self.offsets.append(start + pos)
+            added += 1
+            pos = nl + 1
+        self.read_to = start + pos  # a torn last line waits for its newline
+        return added
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def read_line(self, index: int) -> str:
+        with open(self.path, "rb") as handle:
+            handle.seek(self.offsets[index])
+            return handle.readline(64 * 1024).decode("utf-8", errors="replace").rstrip("\n")
