@@ -253,7 +253,7 @@ def browser_actions(session: RunSession, args: dict[str, str], timeout_s: float)
                           capture=parse_capture(args.get("capture"), ACTION_CAPTURES), allow_evaluate=allow_eval)
     refs = register_evidence(session, rel, summary["files"])
     session.emit("browser.actions", {"status": summary["status"], "firstFailureIndex": summary["firstFailureIndex"],
-                                     "evidence": rel}, level="info" if summary["status"] == "passed" else "warn")
+                                     "evidence": rel}, level="info" if summary["status"] == "passed" else "warning")
     text = (f"{summary['status']}: {summary['passed']}/{summary['steps']} steps passed"
             + (f"; step {summary['firstFailureIndex']} failed: {summary['failure']}" if summary["failure"] else "")
             + f"; evidence in {rel}/\n")

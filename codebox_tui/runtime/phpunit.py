@@ -67,6 +67,8 @@ def parse_junit(xml_text: str, *, name: str = "wordpress.phpunit") -> TestSuite:
         error = case.find("error")
         skipped = case.find("skipped")
         problem = failure if failure is not None else error
+        message: str | None
+        details: str | None
         if problem is not None:
             status = "failed" if failure is not None else "error"
             details = (problem.text or "").strip()
@@ -143,7 +145,7 @@ def phpunit(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
         raise BadInputError(f"no plugin directory {plugin_dir} in the sandbox", code="missing-plugin-slug",
                             field="plugin-slug")
     argv = ["php", "-d", "include_path=.:/usr/share/php", f"{SANDBOX_BIN_DIR}/phpunit", "--log-junit",
-            "php://stdout", "--colors=never"]
+            "php://stdout", "--colors=never", "--do-not-cache-result"]
     xml_arg = args.get("phpunit-xml")
     if xml_arg:
         argv += ["-c", f"{plugin_dir}/{_check_rel(xml_arg, 'phpunit-xml')}"]
@@ -173,7 +175,7 @@ def phpunit(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
     session.test_suites.append(suite)
     session.emit("tests.finished", {"suite": name, "status": suite.status, "tests": suite.tests,
                                     "passed": suite.passed, "failed": suite.failed, "skipped": suite.skipped},
-                 level="info" if suite.status in ("passed", "skipped") else "warn")
+                 level="info" if suite.status in ("passed", "skipped") else "warning")
     summary: dict[str, Any] = suite.model_dump(mode="json", exclude_none=True)
     return CommandOutcome(stdout=human, stderr=result.errors, exit_code=0 if suite.status == "passed" else 1,
                           json=summary, artifact_refs=refs)
