@@ -135,8 +135,7 @@ def _register(session: RunSession, summary: Any, status: str) -> None:
             bundle_id = getattr(summary, "id", None)
             digest = getattr(summary, "content_digest_b", None)
             if bundle_id and digest:
-                stats = getattr(summary, "stats", None)
-                changed = int(getattr(stats, "total", 0) or 0) if stats is not None else 0
+                changed = len(getattr(summary, "changed_files", []) or [])
                 store.record_bundle(bundle_id, path=session.run_dir, content_digest=digest,
                                     run_id=session.runtime_id, changed_files=changed)
             store.update_run(session.runtime_id, status=status, finished_at=utc_now_iso(), bundle_id=bundle_id)
