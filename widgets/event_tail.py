@@ -147,11 +147,20 @@ class EventTail(ScrollView, can_focus=True):
         self._visible.extend(new)
         self.virtual_size = Size(max(self.size.width, 120), len(self._visible))
         if self.following:
-            self.scroll_end(animate=False, immediate=True)
+            self._to_end()
         else:
             self.pending += len(new)
         self.refresh()
         self.post_message(self.Updated(len(self._visible), self.pending, self.following))
+
+    def _to_end(self) -> None:
+        self.scroll_end(animate=False, immediate=True)
+        # The first poll runs before layout gives the widget a size: scroll again once it has one.
+        self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
+
+    def on_resize(self) -> None:
+        if self.following:
+            self._to_end()
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)

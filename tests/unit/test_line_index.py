@@ -1,0 +1,70 @@
+"""LineIndex against a real file appended by another thread: torn writes, truncation, rotation."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+from widgets.line_index import LineIndex
+
+
+def test_torn_line_waits_for_its_newline(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b'{"id": 1}\n{"id": ')
+    index = LineIndex(path)
+    assert index.update() == 1
+    assert index.read_line(0) == '{"id": 1}'
+    with open(path, "ab") as handle:
+        handle.write(b'2}\n')
+    assert index.update() == 1
+    assert [index.read_line(i) for i in range(len(index))] == ['{"id": 1}', '{"id": 2}']
+
+
+def test_concurrent_writer_loses_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.touch()
+    count = 2000
+
+    def writer() -> None:
+        with open(path, "ab", buffering=0) as handle:
+            for i in range(count):
+                line = json.dumps({"id": i, "type": "t", "level": "info", "data": {}}).encode() + b"\n"
+                if i % 10 == 0:  # torn write
+                    handle.write(line[:7])
+                    time.sleep(0.0005)
+                    handle.write(line[7:])
+                else:
+                    handle.write(line)
+
+    thread = threading.Thread(target=writer)
+    index = LineIndex(path)
+    thread.start()
+    while thread.is_alive():
+        index.update()
+    thread.join()
+    index.update()
+    assert len(index) == count
+    ids = [json.loads(index.read_line(i))["id"] for i in range(count)]
+    assert ids == list(range(count))
+
+
+def test_truncation_and_rotation_start_over(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text("a\nb\nc\n")
+    index = LineIndex(path)
+    assert index.update() == 3
+    path.write_text("x\n")  # truncated in place
+    assert index.update() == 1 and index.resets == 1 and index.read_line(0) == "x"
+    rotated = tmp_path / "new.jsonl"
+    rotated.write_text("p\nq\n")
+    os.replace(rotated, path)  # replaced by a new file (new inode)
+    index.update()
+    assert index.resets == 2 and [index.read_line(i) for i in range(len(index))] == ["p", "q"]
+
+
+def test_missing_file_is_not_an_error(tmp_path: Path) -> None:
+    index = LineIndex(tmp_path / "absent.jsonl")
+    assert index.update() == 0 and len(index) == 0

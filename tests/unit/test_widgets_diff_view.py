@@ -1,0 +1,99 @@
+"""DiffView in a host app: hunk/file keys, search with highlight, render-anyway, only visible strips built."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.unit.widget_hosts import Recorder, git_patch
+from widgets.diff_model import split_patch
+from widgets.diff_view import MATCH_CURRENT, DiffView
+
+os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+
+
+async def test_hunk_keys_scroll_and_post(tmp_path: Path) -> None:
+    blocks = split_patch(git_patch(tmp_path, files=1, lines=60))
+    view = DiffView(id="diff")
+    app = Recorder(view)
+    async with app.run_test(size=(100, 12)) as pilot:
+        view.show_file("f0.php", blocks["f0.php"])
+        view.focus()
+        await pilot.pause()
+        hunks = view.model.hunk_rows if view.model else []
+        assert len(hunks) >= 3
+        await pilot.press("n")
+        await pilot.pause()
+        assert int(view.scroll_offset.y) == min(hunks[0] if hunks[0] > 0 else hunks[1], view.max_scroll_y)
+        changed = app.of(DiffView.HunkChanged)
+        assert changed and changed[-1].total == len(hunks)
+        await pilot.press("right_square_bracket", "left_square_bracket")
+        await pilot.pause()
+        assert [m.step for m in app.of(DiffView.FileRequested)] == [1, -1]
+
+
+async def test_search_highlights_and_cycles(tmp_path: Path) -> None:
+    blocks = split_patch(git_patch(tmp_path, files=1, lines=60))
+    view = DiffView(id="diff")
+    app = Recorder(view)
+    async with app.run_test(size=(100, 12)) as pilot:
+        view.show_file("f0.php", blocks["f0.php"])
+        view.focus()
+        await pilot.pause()
+        total = view.search("$v45 = 90")
+        await pilot.pause()
+        assert total == 1
+        row = view.matches[0]
+        assert view.scroll_offset.y <= row < view.scroll_offset.y + view.size.height
+        strip = view.render_line(row - int(view.scroll_offset.y))
+        marked = "".join(seg.text for seg in strip if seg.style and seg.style.bgcolor == MATCH_CURRENT.bgcolor)
+        assert marked.lower() == "$v45 = 90"
+        assert view.search("= 1") >= 2
+        first = view.match_index
+        await pilot.press("f3")
+        await pilot.pause()
+        assert view.match_index == (first + 1) % len(view.matches)
+        results = app.of(DiffView.SearchResult)
+        assert results[-1].search_query == "= 1" and results[-1].total == len(view.matches)
+        assert view.search("no such text") == 0
+        await pilot.pause()
+        assert app.of(DiffView.SearchResult)[-1].total == 0
+
+
+async def test_long_lines_cut_then_render_anyway() -> None:
+    block = ("diff --git a/x.js b/x.js\n--- a/x.js\n+++ b/x.js\n@@ -1 +1 @@\n-var a = 1;\n+var a = '"
+             + "y" * 5000 + "';\n")
+    view = DiffView()
+    app = Recorder(view)
+    async with app.run_test(size=(80, 10)) as pilot:
+        view.show_file("x.js", block)
+        view.focus()
+        await pilot.pause()
+        assert view.model and view.model.truncated
+        assert view.virtual_size.width < 2100
+        await pilot.press("R")
+        await pilot.pause()
+        assert view.model and not view.model.truncated and view.virtual_size.width > 5000
+
+
+async def test_only_visible_rows_are_built(tmp_path: Path) -> None:
+    blocks = split_patch(git_patch(tmp_path, files=1, lines=2000))
+    view = DiffView()
+    app = Recorder(view)
+    async with app.run_test(size=(100, 20)) as pilot:
+        view.show_file("f0.php", blocks["f0.php"])
+        await pilot.pause()
+        assert len(view.rows) > 500
+        assert len(view._cache) <= 2 * view.size.height
+
+
+async def test_binary_placeholder() -> None:
+    block = ("diff --git a/logo.png b/logo.png\nindex 1..2 100644\nGIT binary patch\nliteral 12\n"
+             "zcmZ?wbhEHbWMW`qkPrZ3KmZE^\n\nliteral 9\n")
+    view = DiffView()
+    app = Recorder(view)
+    async with app.run_test(size=(100, 10)) as pilot:
+        view.show_file("logo.png", block)
+        await pilot.pause()
+        text = "".join(seg.text for y in range(view.size.height) for seg in view.render_line(y))
+        assert "Binary file" in text and "zcmZ" not in text

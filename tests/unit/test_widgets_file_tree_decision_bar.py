@@ -1,0 +1,86 @@
+"""ChangedFileTree and DecisionBar in a host app: messages, selection, viewed marks, status text."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from tests.unit.widget_hosts import Recorder
+from widgets.decision_bar import DecisionBar
+from widgets.file_tree import ChangedFileTree
+
+os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+
+FILES: list[dict[str, Any]] = [
+    {"relativePath": "plugin/a.php", "status": "modified", "afterSha256": "1" * 64, "additions": 3, "deletions": 1},
+    {"relativePath": "plugin/inc/b.php", "status": "added", "afterSha256": "2" * 64, "additions": 9},
+    {"relativePath": "logo.png", "status": "modified", "binary": True, "afterSha256": "3" * 64},
+    {"relativePath": "old.txt", "status": "deleted"},
+]
+
+
+def _labels(tree: ChangedFileTree) -> dict[str, str]:
+    return {rel: leaf.label.plain for rel, leaf in tree._leaves.items()}
+
+
+async def test_tree_groups_badges_and_messages() -> None:
+    tree = ChangedFileTree(id="files")
+    app = Recorder(tree)
+    async with app.run_test(size=(80, 20)) as pilot:
+        tree.load(FILES)
+        tree.focus()
+        await pilot.pause()
+        labels = _labels(tree)
+        assert labels["plugin/a.php"].split() == ["M", "a.php", "+3", "-1"]
+        assert "binary" in labels["logo.png"] and labels["logo.png"].split()[0] == "MB"
+        assert labels["old.txt"].split()[0] == "D"
+        folders = [str(n.label) for n in tree.root.children]
+        assert "plugin/" in folders
+        await pilot.press("down")
+        await pilot.pause()
+        highlighted = app.of(ChangedFileTree.FileHighlighted)
+        assert highlighted and highlighted[-1].entry["relativePath"] in tree._leaves
+        tree.move_cursor(tree._leaves["plugin/a.php"])
+        await pilot.pause()
+        await pilot.press("space")
+        await pilot.pause()
+        assert tree.selected == {"plugin/a.php"}
+        assert app.of(ChangedFileTree.SelectionChanged)[-1].selected == ["plugin/a.php"]
+        assert _labels(tree)["plugin/a.php"].startswith("✓")
+        await pilot.press("space")
+        await pilot.pause()
+        assert tree.selected == set()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.of(ChangedFileTree.FileSelected)[-1].entry["relativePath"] == "plugin/a.php"
+
+
+async def test_viewed_mark_resets_when_content_hash_changes() -> None:
+    tree = ChangedFileTree()
+    app = Recorder(tree)
+    async with app.run_test(size=(80, 20)) as pilot:
+        tree.load(FILES)
+        await pilot.pause()
+        tree.mark_viewed(FILES[0])
+        assert _labels(tree)["plugin/a.php"].endswith("•")
+        changed = [dict(FILES[0], afterSha256="9" * 64), *FILES[1:]]
+        tree.load(changed)
+        await pilot.pause()
+        assert not tree.is_viewed(changed[0]) and not _labels(tree)["plugin/a.php"].endswith("•")
+
+
+async def test_decision_bar_status_and_keys() -> None:
+    bar = DecisionBar()
+    app = Recorder(bar)
+    async with app.run_test(size=(160, 3)) as pilot:
+        bar.total, bar.selected = 4, 1
+        await pilot.pause()
+        text = bar.render().plain
+        assert "verified" in text and "1/4 selected" in text and "A approve selected" in text
+        bar.valid, bar.reason = False, "patch.diff digest mismatch"
+        bar.can_focus = True
+        bar.focus()
+        await pilot.press("a", "d", "i")
+        await pilot.pause()
+        assert "INVALID" in bar.render().plain and "digest mismatch" in bar.render().plain
+        assert [m.action for m in app.of(DecisionBar.Decide)] == ["discard", "request-changes"]
