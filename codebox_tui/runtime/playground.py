@@ -13,6 +13,8 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,7 @@ from codebox_tui.runtime.backend import HttpResult, PhpResult, ProgressCallback,
 from codebox_tui.runtime.golden import ensure_golden_site
 from codebox_tui.runtime.mounts import remove_tree, stage_readonly
 from codebox_tui.runtime.sidecar import Sidecar
-from codebox_tui.runtime.wordpress_builds import resolve_build
+from codebox_tui.runtime.wordpress_builds import WordPressBuild, resolve_build
 from codebox_tui.settings import CodeboxSettings, get_settings
 
 SUPPORTED_PHP = ("7.4", "8.0", "8.1", "8.2", "8.3", "8.4", "8.5")
@@ -48,12 +50,41 @@ def get_sidecar(settings: CodeboxSettings, policy: RuntimePolicy) -> Sidecar:
         return sidecar
 
 
+def discard_spare_sandboxes() -> None:
+    """Dispose every pre-booted spare (waiting for ones still booting); sidecars keep running."""
+    with _spares_lock:
+        spares = list(_spares.values())
+        _spares.clear()
+    for pending in spares:
+        try:
+            pending.result(timeout=130).dispose()
+        except BaseException:
+            pass
+
+
 def shutdown_sidecars() -> None:
+    discard_spare_sandboxes()
     with _sidecars_lock:
         items = list(_sidecars.values())
         _sidecars.clear()
     for sidecar in items:
         sidecar.close()
+
+
+# -- pre-booted spare sandboxes (warm path) -------------------------------------------------------
+# A long-lived process (the TUI, a test session, a benchmark) can keep one booted, mount-less spare
+# per (WordPress, PHP, network policy); the next boot takes it, attaches its mounts (a few ms) and
+# a new spare boots in the background. One-shot `codebox run` leaves this off: on 2 cores the
+# background boot would only compete with the run.
+_spares: dict[str, Future[PlaygroundSandbox]] = {}
+_spares_lock = threading.Lock()
+_spares_enabled = False
+
+
+def enable_spare_sandboxes(enabled: bool = True) -> None:
+    """Keep a pre-booted spare sandbox ready after each boot (see above). Off by default."""
+    global _spares_enabled
+    _spares_enabled = enabled
 
 
 def _copy_tree(source: Path, dest: Path) -> None:
@@ -152,13 +183,71 @@ class PlaygroundBackend:
         started = time.monotonic()
         report("resolving-wordpress", {"version": build.version})
         golden = ensure_golden_site(build, self.settings.golden_dir)
+        spare_key = f"{build.version}|{spec.php}|{network_policy_key(spec.policy)}"
+        poolable = spec.preview_port is None and spec.blueprint is None
+        if poolable:
+            with _spares_lock:
+                pending = _spares.pop(spare_key, None)
+            if pending is not None:
+                try:
+                    spare = pending.result(timeout=spec.boot_timeout_s)
+                except BaseException:
+                    spare = None
+                if spare is not None and spare.sidecar.alive:
+                    report("using-prebooted-sandbox", {"sandbox": spare.id})
+                    try:
+                        self._attach_mounts(spare, spec, report)
+                    except BaseException:
+                        spare.dispose()
+                        raise
+                    self._refill(spare_key, spec, build)
+                    return spare
+        sandbox = self._boot_fresh(spec, build, golden, report, started)
+        if poolable:
+            self._refill(spare_key, spec, build)
+        return sandbox
+
+    def _refill(self, key: str, spec: SandboxSpec, build: WordPressBuild) -> None:
+        if not _spares_enabled:
+            return
+        bare = SandboxSpec(mounts=[], policy=spec.policy, wp=spec.wp, php=spec.php,
+                           boot_timeout_s=spec.boot_timeout_s)
+        future: Future[PlaygroundSandbox] = Future()
+        with _spares_lock:
+            if key in _spares:
+                return
+            _spares[key] = future
+
+        def boot_spare() -> None:
+            try:
+                golden = ensure_golden_site(build, self.settings.golden_dir)
+                future.set_result(self._boot_fresh(bare, build, golden, lambda *_: None, time.monotonic()))
+            except BaseException as error:
+                future.set_exception(error)
+
+        threading.Thread(target=boot_spare, name="codebox-spare-boot", daemon=True).start()
+
+    def _attach_mounts(self, sandbox: PlaygroundSandbox, spec: SandboxSpec, report: ProgressCallback) -> None:
+        mounts: list[dict[str, str]] = []
+        for index, mount in enumerate([*spec.mounts, *spec.extra_mounts]):
+            host = Path(mount.source)
+            if mount.mode == "readonly":
+                report("staging-readonly-mount", {"index": index, "target": mount.target})
+                host = stage_readonly(host, sandbox.work_dir / f"readonly-{index}")
+            mounts.append({"hostPath": str(host), "vfsPath": mount.target})
+            report("mounting", {"index": index, "target": mount.target, "mode": mount.mode})
+        if mounts:
+            sandbox.sidecar.request("mount", {"sandbox": sandbox.id, "mounts": mounts}, 30.0)
+
+    def _boot_fresh(self, spec: SandboxSpec, build: WordPressBuild, golden: Path,
+                    report: Callable[[str, dict[str, Any] | None], None], started: float) -> PlaygroundSandbox:
         sandboxes_root = self.settings.home / "sandboxes"
         sandboxes_root.mkdir(parents=True, exist_ok=True)
         sandbox_id = "sandbox-" + secrets.token_hex(6)
         work_dir = sandboxes_root / sandbox_id
         work_dir.mkdir()
         try:
-            report("copying-site")
+            report("copying-site", None)
             site = work_dir / "wordpress"
             _copy_tree(golden, site)
             mounts: list[dict[str, str]] = []

@@ -44,6 +44,7 @@ class Sidecar:
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(home),
+            "TMPDIR": tempfile.gettempdir(),  # Playground's per-site temp dirs follow ours
             "CODEBOX_NETWORK_POLICY": network_policy,
             "NODE_NO_WARNINGS": "1",
         }

@@ -100,6 +100,13 @@ const ops = {
     return { disposed: true };
   },
 
+  // Attach host directories to a live sandbox (used when a pre-booted spare is handed to a run).
+  mount: async (p) => {
+    const { pg } = need(p.sandbox);
+    await pg.mountAfterWordPressInstall(p.mounts || []);
+    return { mounted: (p.mounts || []).length };
+  },
+
   shutdown: async () => {
     for (const [name, entry] of sandboxes) {
       sandboxes.delete(name);

@@ -1,0 +1,49 @@
+"""End-to-end: the warm path with a pre-booted spare sandbox. The spare is booted without mounts;
+the next run takes it and attaches its mounts after boot — read-only must still be enforced."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from codebox_tui.runtime.playground import discard_spare_sandboxes, enable_spare_sandboxes
+from tests.conftest import EXAMPLE_PLUGIN
+
+pytestmark = pytest.mark.playground
+
+PLUGIN = "/wordpress/wp-content/plugins/simple-plugin"
+
+
+def test_prebooted_spare_gets_the_mounts_of_the_next_run(playground_session, codebox_home: Path,  # type: ignore[no-untyped-def]
+                                                          tmp_path: Path) -> None:
+    rw = tmp_path / "rw"
+    rw.mkdir()
+    mounts = [f"{EXAMPLE_PLUGIN}:{PLUGIN}:readonly", f"{rw}:/srv/rw:readwrite"]
+    sandboxes = codebox_home / "sandboxes"
+    before = set(os.listdir(sandboxes)) if sandboxes.exists() else set()
+    enable_spare_sandboxes(True)
+    try:
+        with playground_session.new_run(tmp_path / "a1", mounts=mounts) as first:
+            first.execute("wordpress.run-php", ["code=echo 1;"])  # boots fresh and starts a spare
+        with playground_session.new_run(tmp_path / "a2", mounts=mounts) as second:
+            result = second.execute("wordpress.run-php", [
+                "code=echo json_encode(["
+                f"'files' => scandir('{PLUGIN}'),"
+                f"'ro' => @file_put_contents('{PLUGIN}/evil.php', 'x'),"
+                "'rw' => file_put_contents('/srv/rw/out.txt', 'from-spare')]);"])
+            phases = [json.loads(line)["data"].get("phase")
+                      for line in (second.run_dir / "events.jsonl").read_text().splitlines()]
+    finally:
+        enable_spare_sandboxes(False)
+        discard_spare_sandboxes()
+    assert "using-prebooted-sandbox" in phases
+    doc = json.loads(result.stdout)
+    assert "simple-plugin.php" in doc["files"]
+    assert doc["ro"] is False
+    assert not (EXAMPLE_PLUGIN / "evil.php").exists()
+    assert doc["rw"] == len("from-spare")
+    assert (rw / "out.txt").read_text() == "from-spare"
+    assert set(os.listdir(sandboxes)) - before == set()  # the taken spare and the new one are gone
