@@ -1,0 +1,24 @@
+"""Snapshot fixtures: a real bundle captured from a small plugin change, registered in a real store
+under a private CODEBOX_HOME, with a fixed clock so the pictures are deterministic."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from codebox_tui.screenshots import build_demo_bundle, register_demo
+from codebox_tui.settings import reload_settings
+
+
+@pytest.fixture
+def demo_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("CODEBOX_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
+    reload_settings()
+    bundle = build_demo_bundle(tmp_path)
+    register_demo(bundle)
+    yield bundle
+    monkeypatch.undo()
+    reload_settings()
