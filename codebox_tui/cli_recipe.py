@@ -130,3 +130,28 @@ def register(app: typer.Typer) -> None:
         else:
             typer.echo(f"{file}: valid blueprint")
         exit_with(ExitCode.OK if not issues else ExitCode.BAD_INPUT)
+
+    @app.command("evaluate-patch")
+    def evaluate_patch_command(
+        plugin: Path = typer.Option(..., "--plugin", help="Plugin directory (never modified)"),
+        patch: Path = typer.Option(..., "--patch", help="Contributor's patch (git diff / unified diff)"),
+        test: list[str] = typer.Option([], "--test", help="Plugin-relative test file (repeatable); default: suite"),
+        url: str = typer.Option("/", "--url", help="Front-end page to probe after the patch"),
+        artifacts_dir: Path | None = typer.Option(None, "--artifacts-dir", help="Where the bundle goes."),
+        json_out: bool = JsonOption,
+    ) -> None:
+        """Apply a patch to a copy of a plugin in a sandbox, run its tests before and after, probe the site."""
+        from codebox_tui.recipes.evaluate_patch import evaluate_patch
+        from codebox_tui.settings import get_settings
+
+        root = artifacts_dir or get_settings().home / "artifacts"
+        outcome = evaluate_patch(plugin, patch, artifacts_dir=root, tests=list(test) or None, probe_url=url)
+        if json_out:
+            emit_json(outcome)
+        else:
+            t = outcome["tests"]
+            typer.echo(f"patch {'applied' if outcome['applied'] else 'FAILED to apply'}; tests: {t['verdict']} "
+                       f"(fixed {len(t['fixed'])}, broken {len(t['broken'])}, still failing {len(t['stillFailing'])})")
+            typer.echo(f"bundle: {outcome['bundleDir']}")
+        exit_with(ExitCode.OK if outcome["success"] else ExitCode.FAILED)
+

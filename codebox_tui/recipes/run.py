@@ -1,0 +1,240 @@
+"""``recipe-run``: provision a sandbox from a validated recipe, run its workflow, produce one bundle.
+
+Order: workspaces (scaffolds / directory copies) and mounts → boot → extra plugins (activated or loaded as
+mu-plugins) → site seeds → workflow (before, steps, after; the first failing step stops the run unless it
+is ``allowFailure``/``advisory``) → ``files/run-attestation.json`` → bundle capture (always, also on failure).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import shutil
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from codebox_tui import __version__
+from codebox_tui.contracts.canonical import stable_json
+from codebox_tui.contracts.recipe import WorkspaceRecipe
+from codebox_tui.contracts.runtime import MountSpec, RuntimePolicy
+from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
+from codebox_tui.recipes.plan import extra_plugin_target, policy_hash, workspace_target
+from codebox_tui.recipes.scaffolds import write_plugin_scaffold, write_theme_scaffold
+from codebox_tui.recipes.seeds import site_seed_php
+from codebox_tui.recipes.validate import RecipeValidation, all_steps, resolve_source
+
+RUN_SCHEMA = "wp-codebox/recipe-run/v1"
+ATTESTATION_SCHEMA = "wp-codebox/run-attestation/v1"
+WP_PREFIX = "<?php require_once '/wordpress/wp-load.php';\n"
+
+
+def _copy_tree(src: Path, dst: Path, exclude: list[str]) -> None:
+    ignore = shutil.ignore_patterns(*exclude) if exclude else None
+    shutil.copytree(src, dst, ignore=ignore, symlinks=True)
+
+
+def prepare_inputs(recipe: WorkspaceRecipe, base_dir: Path, scratch: Path, policy: RuntimePolicy
+                   ) -> tuple[list[MountSpec], list[MountSpec], list[dict[str, Any]]]:
+    """(user mounts, tool mounts, prepared extra plugins) with workspaces materialised under scratch."""
+    mounts = [MountSpec(type=m.type, source=str(resolve_source(base_dir, m.source).resolve()), target=m.target,
+                        mode=m.mode, captureArtifacts=m.captureArtifacts, metadata=m.metadata)
+              for m in recipe.inputs.mounts]
+    for i, ws in enumerate(recipe.inputs.workspaces):
+        seed = ws.seed
+        slug = seed.slug or f"workspace-{i}"
+        dest = scratch / "workspaces" / f"{i}-{slug}"
+        if seed.type == "plugin_scaffold":
+            write_plugin_scaffold(dest, slug, seed.name)
+        elif seed.type == "theme_scaffold":
+            write_theme_scaffold(dest, slug, seed.name)
+        else:
+            _copy_tree(resolve_source(base_dir, str(seed.source)), dest, seed.excludePaths)
+        mounts.append(MountSpec(source=str(dest), target=workspace_target(seed.type, slug, ws.target), mode=ws.mode,
+                                metadata={"mountRole": "workspace", "seedType": seed.type, "slug": slug}))
+    tools: list[MountSpec] = []
+    plugins: list[dict[str, Any]] = []
+    for i, plugin in enumerate(recipe.inputs.extra_plugins):
+        src = resolve_source(base_dir, plugin.source)
+        if src.is_file():  # .zip: unpack into scratch
+            out = scratch / "extra" / str(i)
+            with zipfile.ZipFile(src) as archive:
+                for member in archive.namelist():
+                    if member.startswith("/") or ".." in Path(member).parts:
+                        raise BadInputError(f"unsafe path {member!r} in {src}", code="invalid-source",
+                                            field=f"$.inputs.extra_plugins[{i}].source")
+                archive.extractall(out)
+            entries = [p for p in out.iterdir()]
+            src = entries[0] if len(entries) == 1 and entries[0].is_dir() else out
+        slug = plugin.slug or src.name
+        target = extra_plugin_target(plugin.loadAs, slug)
+        tools.append(MountSpec(source=str(src.resolve()), target=target, mode="readonly", captureArtifacts=False,
+                               metadata={"mountRole": "extra-plugin", "slug": slug}))
+        main = plugin.pluginFile or _find_plugin_file(src, slug)
+        plugins.append({"slug": slug, "loadAs": plugin.loadAs, "activate": plugin.activate, "target": target,
+                        "pluginFile": main})
+    if "wordpress.phpunit" in policy.commands:
+        from codebox_tui.runtime.phpunit import phpunit_tool_mounts
+
+        tools.extend(phpunit_tool_mounts(scratch / "phpunit-bin"))
+    return mounts, tools, plugins
+
+
+def _find_plugin_file(src: Path, slug: str) -> str:
+    for php in sorted(src.glob("*.php")):
+        head = php.read_text(encoding="utf-8", errors="replace")[:4096]
+        if "Plugin Name:" in head:
+            return f"{slug}/{php.name}"
+    return f"{slug}/{slug}.php"
+
+
+def _plugin_setup_php(plugins: list[dict[str, Any]]) -> str:
+    lines = ["require_once ABSPATH . 'wp-admin/includes/plugin.php'; $out = [];"]
+    for p in plugins:
+        if p["loadAs"] == "mu-plugin":
+            rel = p["pluginFile"].split("/", 1)[1]
+            loader = f"<?php require_once __DIR__ . '/codebox-runtime/{p['slug']}/{rel}';\n"
+            lines.append(f"file_put_contents(WPMU_PLUGIN_DIR . '/codebox-load-{p['slug']}.php', {json.dumps(loader)});"
+                         f" $out[] = ['slug' => {json.dumps(p['slug'])}, 'loaded' => 'mu-plugin'];")
+        elif p["activate"]:
+            lines.append(f"$r = activate_plugin({json.dumps(p['pluginFile'])}); $out[] = ['slug' => "
+                         f"{json.dumps(p['slug'])}, 'active' => !is_wp_error($r), 'error' => is_wp_error($r) ? "
+                         "$r->get_error_message() : null];")
+    lines.append("echo json_encode($out);")
+    return "\n".join(lines)
+
+
+def _versions() -> dict[str, Any]:
+    out: dict[str, Any] = {"codebox": __version__, "python": sys.version.split()[0], "platform": platform.platform()}
+    try:
+        from importlib.metadata import version
+
+        out["playwright"] = version("playwright")
+    except Exception:
+        pass
+    return out
+
+
+def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: Path | None = None,
+               recipe_text: str | None = None) -> dict[str, Any]:
+    from codebox_tui.runtime.backend import SandboxSpec
+    from codebox_tui.runtime.policy import resolve_secrets
+    from codebox_tui.runtime.session import RunSession
+    from codebox_tui.settings import get_settings
+
+    recipe, policy = validation.recipe, validation.policy
+    if not validation.valid or recipe is None or policy is None:
+        raise BadInputError("recipe is not valid; run `codebox recipe validate`", code="invalid-recipe")
+    root = artifacts_dir or (Path(recipe.artifacts.directory) if recipe.artifacts.directory else None) or (
+        get_settings().home / "artifacts")
+    scratch = Path(tempfile.mkdtemp(prefix="codebox-recipe-"))
+    executions: list[dict[str, Any]] = []
+    failures: list[dict[str, Any]] = []
+    advisories: list[dict[str, Any]] = []
+    phases: list[dict[str, Any]] = []
+    try:
+        mounts, tools, plugins = prepare_inputs(recipe, base_dir, scratch, policy)
+        secrets = resolve_secrets(policy)
+        spec = SandboxSpec(mounts=mounts, policy=policy, wp=recipe.runtime.wp, php=recipe.runtime.phpVersion,
+                           blueprint=recipe.runtime.blueprint, extra_mounts=tools, secret_env=secrets,
+                           metadata={"recipe": validation.recipe_path, **recipe.metadata},
+                           boot_timeout_s=(recipe.runtime.bootTimeoutMs or 120_000) / 1000)
+        with RunSession(spec, Path(root)) as session:
+            def phase(name: str, fn: Any) -> Any:
+                t0 = time.monotonic()
+                try:
+                    data = fn()
+                    phases.append({"name": name, "status": "completed",
+                                   "durationMs": int((time.monotonic() - t0) * 1000), "data": data})
+                    return data
+                except Exception as exc:
+                    phases.append({"name": name, "status": "failed",
+                                   "durationMs": int((time.monotonic() - t0) * 1000), "error": str(exc)})
+                    raise
+
+            ok = True
+            try:
+                phase("runtime_startup", lambda: session.boot_sandbox() and None)
+                if plugins:
+                    phase("mount_plugins", lambda: _json_tail(session.sandbox.run_php(
+                        WP_PREFIX + _plugin_setup_php(plugins), 120).text))
+                for i, seed in enumerate(recipe.inputs.siteSeeds):
+                    if seed.type == "fixture" and seed.source:
+                        data = json.loads(resolve_source(base_dir, seed.source).read_text(encoding="utf-8"))
+                        code = site_seed_php(seed, data)
+                        phase(f"site_seed:{seed.name}",
+                              lambda code=code: _json_tail(session.sandbox.run_php(WP_PREFIX + code, 120).text))
+                    else:
+                        phases.append({"name": f"site_seed:{seed.name}", "status": "completed",
+                                       "data": {"action": "skipped", "reason": "parent_site seeds are declarations"},
+                                       "durationMs": 0})
+                    _ = i
+            except CodeboxError as exc:
+                ok = False
+                failures.append({"phase": "setup", "error": exc.to_dict()})
+            if ok:
+                for step_phase, index, step in all_steps(recipe):
+                    timeout = step.timeoutMs / 1000 if step.timeoutMs else None
+                    entry: dict[str, Any] = {"phase": step_phase, "index": index, "command": step.command}
+                    try:
+                        result = session.execute(step.command, list(step.args), timeout_s=timeout)
+                        entry.update(exitCode=result.exitCode, executionId=result.id, durationMs=result.durationMs)
+                        failed = result.exitCode != 0
+                        error: Any = (result.stderr or result.stdout)[-2000:] if failed else None
+                    except CodeboxError as exc:
+                        failed, error = True, exc.to_dict()
+                        entry.update(exitCode=int(exc.exit_code), error=error)
+                    executions.append(entry)
+                    if failed:
+                        record = {"phase": step_phase, "index": index, "command": step.command, "error": error}
+                        if step.advisory:
+                            advisories.append({"schema": "wp-codebox/recipe-advisory-failure/v1", **record})
+                        elif not step.allowFailure:
+                            failures.append(record)
+                            break
+            attestation = {
+                "schema": ATTESTATION_SCHEMA,
+                "recipe": {"path": validation.recipe_path,
+                           "sha256": hashlib.sha256((recipe_text or stable_json(recipe.model_dump(
+                               mode="json", by_alias=True))).encode("utf-8")).hexdigest()},
+                "versions": {**_versions(), "wordpress": recipe.runtime.wp, "php": recipe.runtime.phpVersion},
+                "policy": {"hash": policy_hash(policy), "commands": policy.commands, "network": policy.network
+                           if isinstance(policy.network, str) else "allow-hosts"},
+                "secrets": [{"name": n, "provided": n in secrets, "value": "[REDACTED]"}
+                            for n in recipe.inputs.secretEnv],
+                "runtimeId": session.runtime_id,
+                "phases": phases,
+                "executions": executions,
+                "stepFailures": failures,
+                "advisoryFailures": advisories,
+            }
+            path = session.add_evidence("files/run-attestation.json", "run-attestation", "application/json")
+            path.write_text(session.redact(json.dumps(attestation, indent=2, default=str)) + "\n", encoding="utf-8")
+            summary = session.capture()
+            run_dir = session.run_dir
+        bundle_dir = getattr(summary, "path", None)
+        return {
+            "schema": RUN_SCHEMA, "success": not failures, "status": "passed" if not failures else "failed",
+            "recipePath": validation.recipe_path, "runtimeId": attestation["runtimeId"], "runDir": str(run_dir),
+            "bundleDir": str(bundle_dir) if bundle_dir else str(run_dir), "bundleId": getattr(summary, "id", None),
+            "executions": executions, "stepFailures": failures, "advisoryFailures": advisories,
+            "phaseEvidence": phases,
+        }
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _json_tail(text: str) -> Any:
+    line = text.strip().splitlines()[-1] if text.strip() else ""
+    try:
+        return json.loads(line)
+    except ValueError as exc:
+        raise SetupFailedError(f"setup PHP failed: {text.strip()[-1000:]}", code="recipe-setup-failed") from exc
+
+
+class SetupFailedError(CodeboxError):
+    exit_code = ExitCode.SANDBOX_FAILURE

@@ -1,0 +1,98 @@
+"""Every example recipe runs end to end through `codebox recipe-run` (real Playground, real Chromium)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.playground
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "recipes"
+
+
+def _run(recipe: Path, artifacts: Path, home: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
+    env = {**os.environ, "CODEBOX_HOME": str(home)}
+    proc = subprocess.run([sys.executable, "-m", "codebox_tui", "recipe-run", str(recipe), "--artifacts-dir",
+                           str(artifacts), "--json", *extra], capture_output=True, text=True, timeout=900, env=env)
+    return proc.returncode, json.loads(proc.stdout), proc.stderr
+
+
+def _stdout_of(run_dir: Path, index: int) -> str:
+    rows = [json.loads(line) for line in (run_dir / "commands.jsonl").read_text().splitlines() if line]
+    return str(rows[index].get("stdout", ""))
+
+
+@pytest.fixture(scope="module")
+def home(playground_session: Any) -> Path:
+    return Path(playground_session.home)
+
+
+def test_examples_all_validate_and_dry_run(tmp_path: Path, home: Path) -> None:
+    for recipe in sorted(EXAMPLES.glob("*.json")):
+        code, doc, err = _run(recipe, tmp_path / "a", home, "--dry-run")
+        assert code == 0, (recipe, doc, err)
+        assert doc["plan"]["workflow"]["steps"]
+    assert not (tmp_path / "a").exists()
+
+
+def test_plugin_probe(tmp_path: Path, home: Path) -> None:
+    code, doc, err = _run(EXAMPLES / "plugin-probe.json", tmp_path, home)
+    assert code == 0, err
+    run_dir = Path(doc["runDir"])
+    assert "Hello, recipe!" in _stdout_of(run_dir, 1)
+    attestation = json.loads((run_dir / "files/run-attestation.json").read_text())
+    assert attestation["schema"] == "wp-codebox/run-attestation/v1" and len(attestation["policy"]["hash"]) == 64
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert any(f["path"] == "files/run-attestation.json" for f in manifest["files"])
+
+
+def test_seeded_site(tmp_path: Path, home: Path) -> None:
+    code, doc, err = _run(EXAMPLES / "seeded-site.json", tmp_path, home)
+    assert code == 0, err
+    result = json.loads(_stdout_of(Path(doc["runDir"]), 0).strip().splitlines()[-1])
+    assert result["blogname"] == "Seeded Site"
+    assert result["admin_email"] != "owner@private.example"  # not in the options allow-list
+    assert result["pages"] >= 1 and result["news"] is True
+    assert result["editor"] == "seed-user-1"  # anonymised
+    seed_phase = next(p for p in doc["phaseEvidence"] if p["name"] == "site_seed:content")
+    assert seed_phase["data"]["counts"]["posts"] == {"included": 1, "excluded": 1}
+
+
+def test_plugin_scaffold_mutation_is_in_the_bundle(tmp_path: Path, home: Path) -> None:
+    code, doc, err = _run(EXAMPLES / "plugin-scaffold-mutation.json", tmp_path, home)
+    assert code == 0, err
+    patch = (Path(doc["bundleDir"]) / "patch.diff").read_text()
+    assert "feature.php" in patch and "function scratch_feature" in patch
+
+
+def test_phpunit_run(tmp_path: Path, home: Path) -> None:
+    code, doc, err = _run(EXAMPLES / "phpunit-run.json", tmp_path, home)
+    assert code == 0, err
+    results = json.loads((Path(doc["bundleDir"]) / "files/test-results.json").read_text())
+    assert results["status"] == "passed" and results["summary"]["passed"] == 4
+
+
+def test_browser_shortcode(tmp_path: Path, home: Path) -> None:
+    code, doc, err = _run(EXAMPLES / "browser-shortcode.json", tmp_path, home)
+    assert code == 0, (doc, err)
+    run_dir = Path(doc["runDir"])
+    assert "Hello, Recipe!" in (run_dir / "files/browser/snapshot.html").read_text()
+    assert (run_dir / "files/browser/2/screenshot-greeting.png").is_file()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert any(f["path"] == "files/browser/screenshot.png" for f in manifest["files"])
+
+
+def test_bug_reproduction_records_the_failing_expectation(tmp_path: Path, home: Path) -> None:
+    code, doc, err = _run(EXAMPLES / "bug-reproduction.json", tmp_path, home)
+    assert code == 0, err  # the expectation is advisory: the run documents the bug
+    run_dir = Path(doc["runDir"])
+    assert _stdout_of(run_dir, 1).strip().endswith("3")
+    assert len(doc["advisoryFailures"]) == 1
+    summary = json.loads((run_dir / "files/browser/summary.json").read_text())
+    assert summary["firstFailureIndex"] == 1 and "'3'" in summary["failure"]
