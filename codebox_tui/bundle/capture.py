@@ -213,6 +213,7 @@ def capture_bundle(
     mount_patches: list[tuple[int, str]] = []
     all_diffs: list[FileDiff] = []
     captured: list[tuple[str, int, str, int]] = []  # (artifact path, mount index, rel, size)
+    made_dirs: set[Path] = set()
     for baseline in baselines:
         changes, mount_skipped = _mount_changes(baseline, limits, budget, redact)
         skipped += mount_skipped
@@ -235,7 +236,9 @@ def capture_bundle(
             if new_bytes is not None:
                 artifact_path = f"files/mounts/{baseline.mount_index}/{item.rel}"
                 dest = run_dir / artifact_path
-                dest.parent.mkdir(parents=True, exist_ok=True)
+                if dest.parent not in made_dirs:
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    made_dirs.add(dest.parent)
                 if item.binary or not redact.active:
                     dest.write_bytes(new_bytes)
                 else:
