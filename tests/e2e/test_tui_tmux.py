@@ -1,0 +1,101 @@
+"""End to end: a real Playground run changes a read-write plugin mount, its bundle is registered in
+the real store, and the real ``codebox tui`` is driven through tmux (own socket, real terminal, stdout
+not redirected) from Home to Review to an approval that the store records."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from codebox_tui.settings import get_settings
+from store.db import Store
+
+pytestmark = [pytest.mark.playground,
+              pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
+
+CODEBOX = Path(sys.executable).parent / "codebox"
+
+
+class Tmux:
+    def __init__(self, socket: str) -> None:
+        self.base = ["tmux", "-L", socket, "-f", "/dev/null"]
+
+    def run(self, *args: str) -> str:
+        return subprocess.run([*self.base, *args], check=True, capture_output=True, text=True, timeout=20).stdout
+
+    def pane(self) -> str:
+        return self.run("capture-pane", "-p", "-t", "tui")
+
+    def wait_for(self, predicate: Callable[[str], bool], what: str, timeout: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout
+        text = ""
+        while time.monotonic() < deadline:
+            text = self.pane()
+            if predicate(text):
+                return text
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what}; the pane shows:\n{text}")
+
+
+@pytest.fixture
+def tmux() -> Iterator[Tmux]:
+    server = Tmux(f"codebox-e2e-{os.getpid()}")
+    yield server
+    try:
+        server.run("kill-server")  # only this test's server (its own socket)
+    except subprocess.CalledProcessError:
+        pass
+
+
+def test_approve_a_real_playground_bundle_in_the_real_tui(make_run_session, plugin_copy: Path,  # type: ignore[no-untyped-def]
+                                                          tmux: Tmux, codebox_home: Path) -> None:
+    from codebox_tui.screens import data
+
+    run = make_run_session(mounts=[f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin"],
+                           commands=["wordpress.run-php"])
+    code = ("$d = WP_PLUGIN_DIR . '/simple-plugin';"
+            'file_put_contents("$d/tui-added.php", "<?php\\n// added in the sandbox for the TUI test\\n");'
+            "echo 'changed';")
+    result = run.execute("wordpress.run-php", [f"code={code}"])
+    assert result.exitCode == 0
+    summary = run.capture()
+    store = Store.open(get_settings().db_path)
+    try:
+        record = data.register(store, summary.path, run_id=run.runtime_id)
+        before = len(store.list_decisions(record.bundle_id))
+    finally:
+        store.close()
+
+    env = {"CODEBOX_HOME": str(codebox_home), "TEXTUAL_ANIMATIONS": "none", "TERM": "xterm-256color",
+           "COLORTERM": "truecolor"}
+    args = [arg for key, value in env.items() for arg in ("-e", f"{key}={value}")]
+    tmux.run("new-session", "-d", "-s", "tui", "-x", "120", "-y", "40", *args, f"{CODEBOX} tui; sleep 30")
+
+    short = record.bundle_id.removeprefix("artifact-bundle-sha256-")[:16]
+    tmux.wait_for(lambda text: short in text, "the bundle on Home")
+    tmux.run("send-keys", "-t", "tui", "Enter")
+    tmux.wait_for(lambda text: "tui-added.php" in text, "the review screen with the changed file")
+    tmux.run("send-keys", "-t", "tui", "a")
+    tmux.wait_for(lambda text: "Record (y)" in text, "the confirmation dialog")
+    tmux.run("send-keys", "-t", "tui", "y")
+    tmux.wait_for(lambda text: "Apply decision" in text, "the apply offer")
+    tmux.run("send-keys", "-t", "tui", "Escape")
+
+    store = Store.open(get_settings().db_path)
+    try:
+        decisions = store.list_decisions(record.bundle_id)
+    finally:
+        store.close()
+    assert len(decisions) == before + 1
+    decision = decisions[-1]
+    assert decision.action == "approve"
+    assert "tui-added.php" in decision.approved_files
+    # nothing was applied: the plugin directory holds only what the sandbox wrote
+    assert (plugin_copy / "tui-added.php").exists()
