@@ -19,6 +19,8 @@ class Row:
     new_no: int | None = None
     hunk: int = -1
     spans: list[tuple[int, int]] = field(default_factory=list)  # changed-word spans (word diff)
+    pair: int = -1  # index of the paired -/+ row (word diff partner), -1 if none
+    spans_done: bool = True  # False until ensure_word_spans() ran for a lazily built model
 
 
 @dataclass
@@ -35,19 +37,17 @@ class FileDiffModel:
 def split_patch(patch: str) -> dict[str, str]:
     """``diff --git`` blocks keyed by their ``b/`` path (``a/`` for deletions)."""
     blocks: dict[str, str] = {}
-    current: list[str] = []
-    name = ""
-    for line in patch.splitlines(keepends=True):
-        if line.startswith("diff --git "):
-            if current and name:
-                blocks[name] = "".join(current)
-            current = [line]
-            parts = line.rstrip("\n").split(" b/", 1)
-            name = parts[1] if len(parts) == 2 else line[len("diff --git a/"):].strip()
-        elif current:
-            current.append(line)
-    if current and name:
-        blocks[name] = "".join(current)
+    starts = [0] if patch.startswith("diff --git ") else []
+    pos = patch.find("\ndiff --git ")
+    while pos >= 0:
+        starts.append(pos + 1)
+        pos = patch.find("\ndiff --git ", pos + 1)
+    for i, begin in enumerate(starts):
+        block = patch[begin:starts[i + 1] if i + 1 < len(starts) else len(patch)]
+        first = block[:block.find("\n")] if "\n" in block[:4096] else block[:4096]
+        parts = first.split(" b/", 1)
+        name = parts[1] if len(parts) == 2 else first[len("diff --git a/"):].strip()
+        blocks[name] = block
     return blocks
 
 
@@ -71,19 +71,41 @@ def _word_spans(old: str, new: str) -> tuple[list[tuple[int, int]], list[tuple[i
     return old_spans, new_spans
 
 
-def _pair_words(rows: list[Row], dels: list[int], adds: list[int]) -> None:
+def _pair_spans(rows: list[Row], d: int, a: int) -> None:
+    rows[d].spans_done = rows[a].spans_done = True
+    if len(rows[d].text) > 500 or len(rows[a].text) > 500:
+        return
+    old_spans, new_spans = _word_spans(rows[d].text, rows[a].text)
+    # Only mark words when the lines are similar; otherwise the whole line is the change.
+    changed = sum(e - s for s, e in new_spans)
+    if rows[a].text and changed < 0.7 * len(rows[a].text):
+        rows[d].spans, rows[a].spans = old_spans, new_spans
+
+
+def _pair_words(rows: list[Row], dels: list[int], adds: list[int], eager: bool) -> None:
     for d, a in zip(dels, adds, strict=False):
-        if len(rows[d].text) > 500 or len(rows[a].text) > 500:
-            continue
-        old_spans, new_spans = _word_spans(rows[d].text, rows[a].text)
-        # Only mark words when the lines are similar; otherwise the whole line is the change.
-        changed = sum(e - s for s, e in new_spans)
-        if rows[a].text and changed < 0.7 * len(rows[a].text):
-            rows[d].spans, rows[a].spans = old_spans, new_spans
+        rows[d].pair, rows[a].pair = a, d
+        if eager:
+            _pair_spans(rows, d, a)
+        else:
+            rows[d].spans_done = rows[a].spans_done = False
 
 
-def build_model(path: str, block: str, *, max_line: int = MAX_LINE) -> FileDiffModel:
-    """Rows for one file's ``diff --git`` block; lines longer than ``max_line`` are cut with a marker."""
+def ensure_word_spans(model: FileDiffModel, index: int) -> Row:
+    """The row at ``index`` with its changed-word spans computed (for lazily built models)."""
+    row = model.rows[index]
+    if not row.spans_done and row.pair >= 0:
+        d, a = (index, row.pair) if row.kind == "del" else (row.pair, index)
+        _pair_spans(model.rows, d, a)
+    return row
+
+
+def build_model(path: str, block: str, *, max_line: int = MAX_LINE, eager_words: bool | None = None) -> FileDiffModel:
+    """Rows for one file's ``diff --git`` block; lines longer than ``max_line`` are cut with a marker.
+
+    Word spans are computed now for small blocks, and on demand (``ensure_word_spans``) for big ones
+    (``eager_words=None`` decides by size), so a 20,000-line file opens without diffing every pair."""
+    eager = eager_words if eager_words is not None else block.count("\n") < 2000
     rows: list[Row] = []
     hunk_rows: list[int] = []
     old_no = new_no = 0
@@ -96,7 +118,7 @@ def build_model(path: str, block: str, *, max_line: int = MAX_LINE) -> FileDiffM
     skip_rest = False
 
     def flush() -> None:
-        _pair_words(rows, dels, adds)
+        _pair_words(rows, dels, adds, eager)
         dels.clear()
         adds.clear()
 

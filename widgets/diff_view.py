@@ -5,10 +5,10 @@ paired -/+ lines are highlighted."""
 from __future__ import annotations
 
 import itertools
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import ClassVar
 
-from pygments.lexers import get_lexer_for_filename
+from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
 from pygments.util import ClassNotFound
 from rich.segment import Segment
 from rich.style import Style
@@ -18,8 +18,9 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.worker import get_current_worker
 
-from widgets.diff_model import MAX_LINE, FileDiffModel, Row, build_model
+from widgets.diff_model import MAX_LINE, FileDiffModel, Row, build_model, ensure_word_spans
 
 ROW_STYLES = {
     "add": Style(bgcolor="#12351f"),
@@ -37,13 +38,26 @@ MATCH = Style(color="black", bgcolor="#e5c07b")
 MATCH_CURRENT = Style(color="black", bgcolor="#ff9e3b", bold=True, underline=True)
 SIGNS = {"add": "+", "del": "-", "ctx": " "}
 HIGHLIGHT_MAX_CHARS = 400
+SYNC_HIGHLIGHT_ROWS = 2000  # above this, rows are lexed by a worker thread (plain until then)
+HIGHLIGHT_MAX_ROWS = 100_000
+WORKER_PARSE_LINES = 5000  # rows beyond this stay plain
+
+
+# Common extensions by alias: get_lexer_by_name avoids compiling every lexer's filename globs
+# (get_lexer_for_filename costs ~0.6 s on first use).
+_ALIASES = {"php": "php", "inc": "php", "js": "javascript", "mjs": "javascript", "ts": "typescript",
+            "jsx": "jsx", "tsx": "tsx", "css": "css", "scss": "scss", "json": "json", "html": "html",
+            "htm": "html", "xml": "xml", "md": "markdown", "py": "python", "sh": "bash", "yml": "yaml",
+            "yaml": "yaml", "sql": "sql", "txt": "text", "twig": "twig"}
 
 
 @lru_cache(maxsize=64)
 def _lexer(path: str):  # type: ignore[no-untyped-def]
+    ext = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+    options = {"startinline": True} if _ALIASES.get(ext) == "php" else {}
     try:
-        if path.endswith(".php"):
-            return get_lexer_for_filename(path, startinline=True)
+        if ext in _ALIASES:
+            return get_lexer_by_name(_ALIASES[ext], **options)
         return get_lexer_for_filename(path)
     except ClassNotFound:
         return None
@@ -57,6 +71,18 @@ def _token_style(token_type: object) -> Style:
     spec = style.style_for_token(token_type)
     return Style(color=f"#{spec['color']}" if spec["color"] else None, bold=bool(spec["bold"]),
                  italic=bool(spec["italic"]))
+
+
+def _lex(path: str, text: str) -> list[tuple[str, Style]]:
+    lexer = _lexer(path) if len(text) <= HIGHLIGHT_MAX_CHARS else None
+    if lexer is None:
+        return [(text, Style())]
+    pieces: list[tuple[str, Style]] = []
+    for token_type, value in lexer.get_tokens(text):
+        value = value.replace("\n", "")
+        if value:
+            pieces.append((value, _token_style(token_type)))
+    return pieces
 
 
 class DiffView(ScrollView, can_focus=True):
@@ -114,12 +140,33 @@ class DiffView(ScrollView, can_focus=True):
         self.search_query = ""
         self.matches: list[int] = []  # row indexes containing the query
         self.match_index = -1
+        self._tokens: dict[int, list[tuple[str, Style]]] = {}  # id(row) -> lexed pieces (worker)
+        self._highlighting = False
 
     def show_file(self, path: str, block: str, *, max_line: int = MAX_LINE) -> None:
-        """Show one file's ``diff --git`` block (see ``diff_model.split_patch``)."""
+        """Show one file's ``diff --git`` block (see ``diff_model.split_patch``).
+
+        Blocks over ``WORKER_PARSE_LINES`` lines are parsed in a worker thread ("Parsing…" meanwhile)."""
         self._block = block
-        self.model = build_model(path, block, max_line=max_line)
+        if block.count("\n") > WORKER_PARSE_LINES:
+            self.show_message(f"Parsing {path} …")
+            self.run_worker(partial(self._parse_worker, path, block, max_line), thread=True, exclusive=True,
+                            group="diff-parse", exit_on_error=False)
+            return
+        self._set_model(build_model(path, block, max_line=max_line), block)
+
+    def _parse_worker(self, path: str, block: str, max_line: int) -> None:
+        model = build_model(path, block, max_line=max_line)
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._set_model, model, block)
+
+    def _set_model(self, model: FileDiffModel, block: str) -> None:
+        if block is not self._block:  # a newer show_file() won
+            return
+        self.model = model
         self.matches, self.match_index = [], -1
+        self._tokens = {}
+        self._highlighting = False
         if self.search_query:
             self._find_all()
         width = max((len(r.text) for r in self.model.rows), default=0) + 14
@@ -131,9 +178,48 @@ class DiffView(ScrollView, can_focus=True):
 
     def show_message(self, text: str) -> None:
         self.model = FileDiffModel("", [Row("meta", text)], [], 0, 0, False)
+        self._tokens = {}
         self._cache.clear()
         self.virtual_size = Size(len(text), 1)
         self.refresh()
+
+    # -- background highlighting ----------------------------------------------------------
+    def _want_highlight(self) -> None:
+        if not self._highlighting and self.model is not None:
+            self._highlighting = True
+            self.run_worker(partial(self._highlight_worker, self.model), thread=True, exclusive=True,
+                            group="diff-highlight", exit_on_error=False)
+
+    def _highlight_worker(self, model: FileDiffModel) -> None:
+        """Lex the rows of ``model`` from the viewport on, in chunks; the UI re-renders lexed rows."""
+        worker = get_current_worker()
+        rows = model.rows
+        start = max(0, int(self.scroll_offset.y) - 50)
+        order = list(range(start, min(len(rows), HIGHLIGHT_MAX_ROWS))) + list(range(0, min(start, HIGHLIGHT_MAX_ROWS)))
+        tokens = self._tokens
+        chunk: list[int] = []
+        for index in order:
+            if worker.is_cancelled or self.model is not model:
+                return
+            row = ensure_word_spans(model, index)
+            if row.kind in SIGNS and id(row) not in tokens:
+                tokens[id(row)] = _lex(model.path, row.text)
+                chunk.append(index)
+            if len(chunk) >= 200:
+                self.app.call_from_thread(self._rows_lexed, model, chunk)
+                chunk = []
+        if chunk:
+            self.app.call_from_thread(self._rows_lexed, model, chunk)
+
+    def _rows_lexed(self, model: FileDiffModel, indexes: list[int]) -> None:
+        if self.model is not model:
+            return
+        top = int(self.scroll_offset.y)
+        bottom = top + self.size.height
+        for i in indexes:
+            self._cache.discard((i, 0))
+        if any(top <= i < bottom for i in indexes):
+            self.refresh()
 
     # -- search -------------------------------------------------------------------------------
     def _find_all(self) -> None:
@@ -196,16 +282,13 @@ class DiffView(ScrollView, can_focus=True):
         return [Segment(("  " if row.kind != "header" else "") + row.text, base)]
 
     def _code(self, row: Row, base: Style) -> list[Segment]:
-        text = row.text
-        lexer = _lexer(self.model.path) if self.model and len(text) <= HIGHLIGHT_MAX_CHARS else None
-        pieces: list[tuple[str, Style]] = []
-        if lexer is None:
-            pieces = [(text, Style())]
-        else:
-            for token_type, value in lexer.get_tokens(text):
-                value = value.replace("\n", "")
-                if value:
-                    pieces.append((value, _token_style(token_type)))
+        pieces = self._tokens.get(id(row))
+        if pieces is None:
+            if len(self.rows) <= SYNC_HIGHLIGHT_ROWS:
+                pieces = _lex(self.model.path if self.model else "", row.text)
+            else:  # big file: plain until the highlight worker has lexed this row
+                pieces = [(row.text, Style())]
+                self._want_highlight()
         word = WORD_STYLES.get(row.kind)
         out: list[Segment] = []
         pos = 0
@@ -257,6 +340,8 @@ class DiffView(ScrollView, can_focus=True):
         key = (index, 0)
         strip = self._cache.get(key)
         if strip is None:
+            if self.model is not None:
+                ensure_word_spans(self.model, index)
             segments = self._build(self.rows[index])
             if self.search_query and index in self.matches:
                 current = bool(self.matches) and self.match_index >= 0 and self.matches[self.match_index] == index

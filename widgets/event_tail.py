@@ -83,7 +83,7 @@ class EventTail(ScrollView, can_focus=True):
             self.total, self.pending, self.following = total, pending, following
             super().__init__()
 
-    def __init__(self, path: Path, *, poll_interval: float = 0.1, id: str | None = None) -> None:
+    def __init__(self, path: Path, *, poll_interval: float = 0.05, id: str | None = None) -> None:
         super().__init__(id=id)
         self.index = LineIndex(Path(path))
         self.poll_interval = poll_interval

@@ -1,0 +1,280 @@
+"""TUI widget benchmarks for issue #5 (headless, Textual run_test, animations off).
+
+1. first paint: review-style flow (split the patch, show the first file) for a 10-line patch and for a
+   20,000-line patch over 200 files; target: big <= 1.5x small.
+2. page scroll: time to build and return every visible line of a fresh page (cold strip cache, PHP
+   highlighting on) in a 20,000-line single-file diff, and key->frame for PageDown; target < 16 ms.
+3. tail latency: a writer thread appends events to a live events.jsonl; time from the write to the
+   widget having the line and the next frame; target < 150 ms.
+4. a 1 GB events.jsonl (generated in a temp dir, deleted after) opens as fast as a small one.
+
+Usage: python bench/bench_tui.py [--skip-1gb]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+os.environ["TEXTUAL_ANIMATIONS"] = "none"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from textual.app import App, ComposeResult
+from textual.screen import Screen
+
+from widgets.diff_model import split_patch
+from widgets.diff_view import DiffView
+from widgets.event_tail import EventTail
+
+SIZE = (160, 45)
+
+
+def make_patch(files: int, lines_per_file: int) -> str:
+    """A git-style patch: ``files`` PHP files, each hunk changing 1 in 3 lines."""
+    out: list[str] = []
+    for f in range(files):
+        path = f"wp-content/plugins/p{f // 20}/inc/file{f:03}.php"
+        out.append(f"diff --git a/{path} b/{path}\nindex 0000001..0000002 100644\n--- a/{path}\n+++ b/{path}\n")
+        body: list[str] = []
+        old = new = 0
+        for i in range(lines_per_file):
+            if len(body) >= lines_per_file:
+                break
+            if i % 3 == 1:
+                body.append(f"-    $value_{i} = compute_{i}($input, {i});\n")
+                body.append(f"+    $value_{i} = compute_{i}($input, {i * 2}, true);\n")
+                old += 1
+                new += 1
+            else:
+                body.append(f"     echo esc_html( $value_{i} ); // line {i}\n")
+                old += 1
+                new += 1
+        out.append(f"@@ -1,{old} +1,{new} @@ function f{f}()\n")
+        out.extend(body)
+    return "".join(out)
+
+
+frames: list[float] = []
+_orig_refresh = Screen._compositor_refresh
+
+
+def _timed_refresh(self: Screen) -> None:  # type: ignore[type-arg]
+    _orig_refresh(self)
+    frames.append(time.perf_counter())
+
+
+Screen._compositor_refresh = _timed_refresh  # type: ignore[method-assign]
+
+
+class DiffHost(App[None]):
+    def __init__(self, patch: str) -> None:
+        super().__init__()
+        self.animation_level = "none"
+        self.patch = patch
+
+    def compose(self) -> ComposeResult:
+        yield DiffView(id="diff")
+
+    def on_mount(self) -> None:
+        blocks = split_patch(self.patch)
+        first = next(iter(blocks))
+        view = self.query_one(DiffView)
+        view.show_file(first, blocks[first])
+        view.focus()
+
+
+async def first_paint(patch: str) -> float:
+    frames.clear()
+    start = time.perf_counter()
+    app = DiffHost(patch)
+    async with app.run_test(size=SIZE) as pilot:
+        view = app.query_one(DiffView)
+        while not view._cache:
+            await asyncio.sleep(0.001)
+        await pilot.pause()
+        painted = next((t for t in frames if t > start), time.perf_counter())
+        # the first frame after strips were built
+        return (painted - start) * 1000
+
+
+def _page_builds(view: DiffView, pages: int) -> list[float]:
+    out = []
+    for _ in range(pages):
+        view.scroll_to(y=view.scroll_offset.y + view.size.height, animate=False, immediate=True)
+        view._cache.clear()
+        t0 = time.perf_counter()
+        for y in range(view.size.height):
+            view.render_line(y)
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+async def scrolling(patch: str) -> tuple[list[float], list[float], list[float], float]:
+    app = DiffHost(patch)
+    key_frame: list[float] = []
+    async with app.run_test(size=SIZE) as pilot:
+        view = app.query_one(DiffView)
+        t0 = time.perf_counter()
+        while len(view.rows) < 1000:  # parsed in a worker
+            await asyncio.sleep(0.005)
+        parse_ms = (time.perf_counter() - t0) * 1000
+        await pilot.pause()
+        cold = _page_builds(view, 40)  # the highlight worker is still lexing
+        while any(w.group == "diff-highlight" and w.is_running for w in app.workers):
+            await asyncio.sleep(0.05)
+        lexed = _page_builds(view, 40)  # tokens ready, strips cold
+        view.scroll_home(animate=False, immediate=True)
+        await pilot.pause()
+        for _ in range(30):
+            frames.clear()
+            t0 = time.perf_counter()
+            await pilot.press("pagedown")
+            while not frames:
+                await asyncio.sleep(0.0005)
+            key_frame.append((frames[0] - t0) * 1000)
+    return cold, lexed, key_frame, parse_ms
+
+
+class TailHost(App[None]):
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.animation_level = "none"
+        self.path = path
+        self.seen: dict[int, float] = {}
+
+    def compose(self) -> ComposeResult:
+        yield EventTail(self.path, id="tail")
+
+
+async def tail_latency(tmp: Path, count: int = 60) -> list[float]:
+    path = tmp / "events.jsonl"
+    path.write_text("")
+    stamps: dict[int, float] = {}
+    app = TailHost(path)
+    latencies: list[float] = []
+    async with app.run_test(size=SIZE) as pilot:
+        tail = app.query_one(EventTail)
+        await pilot.pause()
+
+        def writer() -> None:
+            with open(path, "a", encoding="utf-8") as handle:
+                for i in range(count):
+                    line = json.dumps({"id": f"e{i}", "type": "command.output", "timestamp": "", "level": "info",
+                                       "data": {"command": f"c{i}"}}) + "\n"
+                    stamps[i] = time.perf_counter()
+                    handle.write(line)
+                    handle.flush()
+                    time.sleep(0.05)
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        shown = 0
+        while shown < count:
+            if tail.total > shown:
+                frames.clear()
+                while not frames:  # the next frame puts it on screen
+                    await asyncio.sleep(0.0005)
+                for i in range(shown, tail.total):
+                    latencies.append((frames[0] - stamps[i]) * 1000)
+                shown = tail.total
+            await asyncio.sleep(0.001)
+        thread.join()
+    return latencies
+
+
+def write_events(path: Path, target_bytes: int) -> int:
+    line = (json.dumps({"id": "e", "type": "command.output", "timestamp": "2026-11-23T00:00:00.000Z",
+                        "level": "info", "data": {"command": "wp.cli", "message": "x" * 120}}) + "\n").encode()
+    block = line * max(1, (8 << 20) // len(line))
+    written = 0
+    with open(path, "wb") as handle:
+        while written < target_bytes:
+            handle.write(block)
+            written += len(block)
+    return written
+
+
+async def tail_open(path: Path) -> tuple[float, float]:
+    """(ms to first painted lines, longest single poll in ms)."""
+    frames.clear()
+    start = time.perf_counter()
+    app = TailHost(path)
+    polls: list[float] = []
+    async with app.run_test(size=SIZE) as pilot:
+        tail = app.query_one(EventTail)
+        original = tail.poll
+
+        def timed_poll() -> None:
+            t0 = time.perf_counter()
+            original()
+            polls.append((time.perf_counter() - t0) * 1000)
+
+        tail.poll = timed_poll  # type: ignore[method-assign]
+        while not tail.total:
+            await asyncio.sleep(0.001)
+        frames.clear()
+        while not frames:
+            await asyncio.sleep(0.0005)
+        painted = (frames[0] - start) * 1000
+        await pilot.pause(0.5)
+    return painted, max(polls, default=0.0)
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def main() -> None:
+    small = make_patch(1, 10)
+    big = make_patch(200, 100)
+    print(f"patches: small {small.count(chr(10))} lines, big {big.count(chr(10))} lines / "
+          f"{len(split_patch(big))} files")
+    await first_paint(small)  # warm imports, pygments lexers
+    small_runs = [await first_paint(small) for _ in range(5)]
+    big_runs = [await first_paint(big) for _ in range(5)]
+    s, b = statistics.median(small_runs), statistics.median(big_runs)
+    print(f"first paint median: 10-line {s:.1f} ms, 20k-line/200 files {b:.1f} ms, ratio {b / s:.2f} "
+          f"(target <= 1.5)")
+
+    one_file = make_patch(1, 20000)
+    cold, lexed, key_frame, parse_ms = await scrolling(one_file)
+    print(f"20k-line single file: parsed in a worker, view filled after {parse_ms:.0f} ms")
+    for label, values in (("while lexing in background", cold), ("after lexing", lexed)):
+        print(f"page build, cold strips ({SIZE[1]} rows, {label}): median {statistics.median(values):.1f} ms, "
+              f"p90 {pct(values, 0.9):.1f}, max {max(values):.1f} (target < 16)")
+    print(f"PageDown key->frame: median {statistics.median(key_frame):.1f} ms, p90 {pct(key_frame, 0.9):.1f}, "
+          f"max {max(key_frame):.1f}")
+
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        lat = await tail_latency(tmp)
+        print(f"tail append->frame ({len(lat)} events, 100 ms poll): median {statistics.median(lat):.0f} ms, "
+              f"p95 {pct(lat, 0.95):.0f}, max {max(lat):.0f} (target < 150)")
+        if "--skip-1gb" not in sys.argv:
+            small_file = tmp / "small.jsonl"
+            write_events(small_file, 20_000)
+            huge = tmp / "huge.jsonl"
+            t0 = time.perf_counter()
+            size = write_events(huge, 1 << 30)
+            print(f"generated {size / (1 << 30):.2f} GiB in {time.perf_counter() - t0:.1f} s")
+            await tail_open(small_file)
+            small_open = [await tail_open(small_file) for _ in range(3)]
+            huge_open = [await tail_open(huge) for _ in range(3)]
+            print("events open, first lines painted: small "
+                  f"{statistics.median(x[0] for x in small_open):.0f} ms, 1 GiB "
+                  f"{statistics.median(x[0] for x in huge_open):.0f} ms; longest UI-thread poll while indexing "
+                  f"1 GiB {max(x[1] for x in huge_open):.0f} ms")
+            huge.unlink()
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
