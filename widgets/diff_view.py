@@ -349,7 +349,7 @@ class DiffView(ScrollView, can_focus=True):
             strip = Strip(segments)
             self._cache[key] = strip
         pad = ROW_STYLES.get(self.rows[index].kind, Style())
-        return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style + pad)
+        return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style + pad).apply_style(self.rich_style)
 
     def _current_hunk(self) -> int:
         if not self.model or not self.model.hunk_rows:
