@@ -3,12 +3,13 @@ of a git work tree, otherwise a snapshot copy."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import shutil
 import subprocess
 import tarfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from codebox_tui.bundle.diff import SKIPPED_DIRS
@@ -22,6 +23,9 @@ class Baseline:
     target: str
     strategy: str  # "git-head" | "git-empty" | "snapshot"
     directory: Path
+    # sha256 of each regular file's baseline bytes, recorded while copying (snapshot strategies
+    # only): capture then reads only the live side of a file whose size and mode are unchanged.
+    hashes: dict[str, str] = field(default_factory=dict, compare=False)
 
 
 def _git_toplevel(path: Path) -> Path | None:
@@ -54,13 +58,26 @@ def _git_head_tree(source: Path, dest: Path) -> str:
     return "git-head"
 
 
-def _snapshot(source: Path, dest: Path) -> None:
+def _snapshot(source: Path, dest: Path) -> dict[str, str]:
+    """Copy content and permission bits (not timestamps/xattrs: never compared, ~10x the cost per
+    file), hashing each regular file on the way; symlinks are copied as links, never followed."""
+    hashes: dict[str, str] = {}
+
     def ignore(directory: str, names: list[str]) -> set[str]:
         return {n for n in names if n in SKIPPED_DIRS}
 
-    # Content and permission bits are what the diff compares; copy2 also copies timestamps and
-    # extended attributes, which cost ~10x more per file and are never read.
-    shutil.copytree(source, dest, symlinks=True, ignore=ignore, copy_function=shutil.copy)
+    def copy(src: str, dst: str) -> str:
+        digest = hashlib.sha256()
+        with open(src, "rb") as reader, open(dst, "wb") as writer:
+            while chunk := reader.read(1 << 20):
+                digest.update(chunk)
+                writer.write(chunk)
+        shutil.copymode(src, dst)
+        hashes[os.path.relpath(dst, dest).replace(os.sep, "/")] = digest.hexdigest()
+        return dst
+
+    shutil.copytree(source, dest, symlinks=True, ignore=ignore, copy_function=copy)
+    return hashes
 
 
 def take_baselines(mounts: list[MountSpec], scratch_dir: Path) -> list[Baseline]:
@@ -73,12 +90,13 @@ def take_baselines(mounts: list[MountSpec], scratch_dir: Path) -> list[Baseline]
         dest = scratch_dir / f"baseline-{index}"
         explicit = mount.metadata.get("baselineSource")
         if isinstance(explicit, str) and os.path.isdir(explicit):
-            _snapshot(Path(explicit), dest)
+            hashes = _snapshot(Path(explicit), dest)
             strategy = "baseline-source"
         elif _git_toplevel(source) == source:
             strategy = _git_head_tree(source, dest)
+            hashes = {}
         else:
-            _snapshot(source, dest)
+            hashes = _snapshot(source, dest)
             strategy = "snapshot"
-        baselines.append(Baseline(index, source, mount.target, strategy, dest))
+        baselines.append(Baseline(index, source, mount.target, strategy, dest, hashes))
     return baselines

@@ -8,6 +8,7 @@ self-hash.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import mimetypes
 import os
@@ -113,8 +114,19 @@ def _mount_changes(
                 )
                 continue
         try:
-            old = (baseline.directory / rel).read_bytes() if old_entry else None
             new = (baseline.source / rel).read_bytes() if new_entry else None
+            known = baseline.hashes.get(rel)
+            if (
+                known is not None
+                and new is not None
+                and old_entry is not None
+                and new_entry is not None
+                and old_entry.size == new_entry.size
+                and old_entry.mode == new_entry.mode
+                and hashlib.sha256(new).hexdigest() == known
+            ):
+                continue  # unchanged: the baseline bytes were hashed when the snapshot was taken
+            old = (baseline.directory / rel).read_bytes() if old_entry else None
         except OSError:
             skipped.append(SkippedEntry(mountIndex=baseline.mount_index, relativePath=rel, reason="unreadable"))
             continue

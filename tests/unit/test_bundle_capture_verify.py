@@ -279,3 +279,16 @@ def test_cli_verify_and_show_never_trace(valid_bundle: Path, tmp_path: Path) -> 
     ok = subprocess.run([sys.executable, "-m", "codebox_tui", "artifacts", "verify", str(valid_bundle), "--json"],
                         capture_output=True, text=True)
     assert ok.returncode == 0 and json.loads(ok.stdout)["valid"] is True
+
+
+@pytest.mark.parametrize("git", [False, True])
+def test_same_size_same_mode_edit_is_still_captured(tmp_path: Path, git: bool) -> None:
+    def flip_one_byte(source: Path) -> None:
+        data = bytearray((source / "lib" / "util.php").read_bytes())
+        data[-5] ^= 0x01  # "1" -> "0": same size, same mode, different bytes
+        (source / "lib" / "util.php").write_bytes(bytes(data))
+
+    summary, _ = make_bundle(tmp_path, flip_one_byte, git=git)
+    files = json.loads((summary.path / "files/changed-files.json").read_text())["files"]
+    assert [(f["relativePath"], f["status"]) for f in files] == [("lib/util.php", "modified")]
+    assert "return 0;" in (summary.path / "files/patch.diff").read_text()
