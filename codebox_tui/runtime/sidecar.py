@@ -11,6 +11,7 @@ import atexit
 import itertools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -39,12 +40,14 @@ class Sidecar:
             )
         home.mkdir(parents=True, exist_ok=True)
         self.network_policy = network_policy
+        self.tmp_dir = Path(tempfile.mkdtemp(prefix="codebox-sidecar-tmp-"))
         self._log = tempfile.NamedTemporaryFile(prefix="codebox-sidecar-", suffix=".log", delete=False)
         self.log_path = Path(self._log.name)
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(home),
-            "TMPDIR": tempfile.gettempdir(),  # Playground's per-site temp dirs follow ours
+            # Playground's per-site temp dirs go in a private dir we remove even after a SIGKILL
+            "TMPDIR": str(self.tmp_dir),
             "CODEBOX_NETWORK_POLICY": network_policy,
             "NODE_NO_WARNINGS": "1",
         }
@@ -55,6 +58,7 @@ class Sidecar:
                 env=env, start_new_session=True, bufsize=1, text=True,
             )
         except FileNotFoundError as error:
+            shutil.rmtree(self.tmp_dir, ignore_errors=True)
             raise SandboxError(f"Node.js not found ({node})", code="node-missing") from error
         self._ids = itertools.count(1)
         self._pending: dict[int, Future[Any]] = {}
@@ -171,6 +175,7 @@ class Sidecar:
             except (ProcessLookupError, PermissionError):
                 pass
             self._proc.wait(timeout=10)
+        shutil.rmtree(self.tmp_dir, ignore_errors=True)
         self._mark_dead(reason)
 
     def close(self, timeout_s: float = 10.0) -> None:

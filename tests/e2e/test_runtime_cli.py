@@ -109,6 +109,20 @@ def test_run_leaves_no_temp_directories_or_processes(tmp_path: Path) -> None:
     assert _processes_using(tmp) == []
 
 
+def test_hung_command_is_killed_reported_and_leaves_nothing(tmp_path: Path) -> None:
+    tmp = tmp_path / "tmp"
+    out = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "run", "--command", "wordpress.run-php",
+         "--arg", "code=while (true) {}", "--timeout", "5s", "--artifacts", str(tmp_path / "artifacts"), "--json"],
+        cwd=REPO, env=_env(tmp), capture_output=True, text=True, timeout=300)
+    assert out.returncode == 4, out.stderr  # SandboxError
+    doc = json.loads(out.stdout)
+    assert doc["success"] is False and doc["error"]["code"] == "sandbox-timeout"
+    time.sleep(0.5)
+    assert sorted(os.listdir(tmp)) == []  # Playground's site temp dir went with the killed sidecar
+    assert _processes_using(tmp) == []
+
+
 def _processes_using(tmp: Path) -> list[int]:
     """Processes whose environment points TMPDIR at ``tmp`` (the run's sidecar would)."""
     needle = f"TMPDIR={tmp}".encode()
