@@ -1,0 +1,62 @@
+"""Pilot, end to end: the launch form starts a real Playground sandbox in a worker, the live screen
+tails its events, the bundle lands in the real store, and `r` opens it for review."""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input
+
+from codebox_tui.app import CodeboxApp
+from codebox_tui.screens.launch import LaunchScreen
+from codebox_tui.screens.live_run import LiveRunScreen
+from codebox_tui.screens.review import ReviewScreen
+from codebox_tui.settings import get_settings
+from store.db import Store
+from widgets.event_tail import EventTail
+from widgets.file_tree import ChangedFileTree
+
+pytestmark = pytest.mark.playground
+
+
+async def test_launch_form_runs_a_real_sandbox_and_offers_its_bundle(  # type: ignore[no-untyped-def]
+        playground_session, plugin_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the form writes runs under ./artifacts, like `codebox run`
+    code = ("$d = WP_PLUGIN_DIR . '/simple-plugin';"
+            "file_put_contents(\"$d/from-launch.php\", \"<?php\\n// launched from the TUI\\n\"); echo 'ok';")
+    app = CodeboxApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, LaunchScreen)
+        app.screen.query_one("#mounts", Input).value = f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin:readwrite"
+        app.screen.query_one("#args", Input).value = shlex.quote(f"code={code}")
+        app.screen.query_one("#args", Input).focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        live = app.screen
+        assert isinstance(live, LiveRunScreen), live.query_one("#launch-error").render()
+        for _ in range(1800):  # up to 180 s for boot + command + capture
+            if live.state != "starting":
+                break
+            await asyncio.sleep(0.1)
+        assert live.state == "done", live.query_one("#progress").render()
+        await pilot.pause(0.3)
+        tail = live.query_one(EventTail)
+        assert tail.total >= 4
+        assert live.bundle_dir is not None and (live.bundle_dir / "files" / "patch.diff").exists()
+        await pilot.press("r")
+        await pilot.pause()
+        assert isinstance(app.screen, ReviewScreen)
+        assert "from-launch.php" in app.screen.query_one(ChangedFileTree)._leaves
+    store = Store.open(get_settings().db_path)
+    try:
+        paths = [Path(b.path).resolve() for b in store.list_bundles()]
+    finally:
+        store.close()
+    assert live.bundle_dir.resolve() in paths
+    assert (plugin_copy / "from-launch.php").exists()
