@@ -168,3 +168,34 @@ def build_model(path: str, block: str, *, max_line: int = MAX_LINE, eager_words:
             new_no += 1
     flush()
     return FileDiffModel(path, rows, hunk_rows, additions, deletions, binary, truncated)
+
+
+def side_by_side(model: FileDiffModel) -> tuple[list[tuple[int, int]], list[int]]:
+    """Rows for a side-by-side view: ``(left, right)`` model-row indexes (-1 = empty side; a non-code row
+    is ``(i, i)`` and spans both sides), and each model row's index in that list."""
+    rows = model.rows
+    out: list[tuple[int, int]] = []
+    position = [0] * len(rows)
+    i = 0
+    while i < len(rows):
+        if rows[i].kind in ("del", "add"):
+            dels: list[int] = []
+            adds: list[int] = []
+            while i < len(rows) and rows[i].kind == "del":
+                dels.append(i)
+                i += 1
+            while i < len(rows) and rows[i].kind == "add":
+                adds.append(i)
+                i += 1
+            for k in range(max(len(dels), len(adds))):
+                left = dels[k] if k < len(dels) else -1
+                right = adds[k] if k < len(adds) else -1
+                for index in (left, right):
+                    if index >= 0:
+                        position[index] = len(out)
+                out.append((left, right))
+        else:
+            position[i] = len(out)
+            out.append((i, i))
+            i += 1
+    return out, position

@@ -20,7 +20,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.worker import get_current_worker
 
-from widgets.diff_model import MAX_LINE, FileDiffModel, Row, build_model, ensure_word_spans
+from widgets.diff_model import MAX_LINE, FileDiffModel, Row, build_model, ensure_word_spans, side_by_side
 
 ROW_STYLES = {
     "add": Style(bgcolor="#12351f"),
@@ -34,12 +34,14 @@ ROW_STYLES = {
 }
 WORD_STYLES = {"add": Style(bgcolor="#1f6f3a", bold=True), "del": Style(bgcolor="#8a2a31", bold=True)}
 GUTTER = Style(color="#5c6370")
+EMPTY_SIDE = Style(bgcolor="#1a1c20")
 MATCH = Style(color="black", bgcolor="#e5c07b")
 MATCH_CURRENT = Style(color="black", bgcolor="#ff9e3b", bold=True, underline=True)
 SIGNS = {"add": "+", "del": "-", "ctx": " "}
 HIGHLIGHT_MAX_CHARS = 400
 SYNC_HIGHLIGHT_ROWS = 2000  # above this, rows are lexed by a worker thread (plain until then)
 HIGHLIGHT_MAX_ROWS = 100_000
+AUTO_SPLIT_WIDTH = 160
 WORKER_PARSE_LINES = 5000  # rows beyond this stay plain
 
 
@@ -92,6 +94,7 @@ class DiffView(ScrollView, can_focus=True):
 ## Diff view
 - `n` / `p`: next / previous hunk · `]` / `[`: next / previous file
 - `F3` / `shift+F3`: next / previous search match (the screen calls `search(text)`)
+- `s`: side-by-side / unified (side-by-side is automatic at 160 columns or more until toggled)
 - `R`: render lines that were cut for length (very long lines show `… (+N chars)`)
 - Binary files show a placeholder: their bytes travel as a git binary patch.
 - `↑` `↓` `PgUp` `PgDn` `Home` `End`: scroll
@@ -105,6 +108,7 @@ class DiffView(ScrollView, can_focus=True):
         Binding("left_square_bracket", "previous_file", "Prev file", id="diff.previous_file"),
         Binding("f3", "next_match", "Next match", show=False, id="diff.next_match"),
         Binding("shift+f3", "previous_match", "Prev match", show=False, id="diff.previous_match"),
+        Binding("s", "toggle_split", "Split/unified", id="diff.toggle_split"),
         Binding("R", "render_anyway", "Render anyway", show=False, id="diff.render_anyway"),
         Binding("j", "scroll_down", "Down", show=False, id="diff.down"),
         Binding("k", "scroll_up", "Up", show=False, id="diff.up"),
@@ -139,9 +143,14 @@ class DiffView(ScrollView, can_focus=True):
         self._block = ""
         self.search_query = ""
         self.matches: list[int] = []  # row indexes containing the query
+        self._match_set: set[int] = set()
         self.match_index = -1
         self._tokens: dict[int, list[tuple[str, Style]]] = {}  # id(row) -> lexed pieces (worker)
         self._highlighting = False
+        self.split_mode = "auto"  # auto | unified | split
+        self.auto_split_width = AUTO_SPLIT_WIDTH
+        self._pairs: list[tuple[int, int]] = []
+        self._position: list[int] = []
 
     def show_file(self, path: str, block: str, *, max_line: int = MAX_LINE) -> None:
         """Show one file's ``diff --git`` block (see ``diff_model.split_patch``).
@@ -165,19 +174,52 @@ class DiffView(ScrollView, can_focus=True):
             return
         self.model = model
         self.matches, self.match_index = [], -1
+        self._match_set = set()
         self._tokens = {}
         self._highlighting = False
         if self.search_query:
             self._find_all()
-        width = max((len(r.text) for r in self.model.rows), default=0) + 14
-        self._width = width
-        self._cache.clear()
-        self.virtual_size = Size(width, len(self.model.rows))
+        self._width = max((len(r.text) for r in self.model.rows), default=0) + 14
+        self._pairs, self._position = side_by_side(self.model)
+        self._layout_rows()
         self.scroll_to(0, 0, animate=False)
+
+    # -- side by side ---------------------------------------------------------------------------
+    @property
+    def is_split(self) -> bool:
+        return self.split_mode == "split" or (self.split_mode == "auto" and self.size.width >= self.auto_split_width)
+
+    def _layout_rows(self) -> None:
+        self._cache.clear()
+        if self.is_split and self.model is not None and self._pairs:
+            self.virtual_size = Size(self.size.width, len(self._pairs))
+        else:
+            self.virtual_size = Size(self._width, len(self.rows))
         self.refresh()
+
+    def _y_of(self, row: int) -> int:
+        """Display line of a model row in the current mode."""
+        return self._position[row] if self.is_split and row < len(self._position) else row
+
+    def action_toggle_split(self) -> None:
+        top_row = self._row_at(int(self.scroll_offset.y))
+        self.split_mode = "unified" if self.is_split else "split"
+        self._layout_rows()
+        self.scroll_to(y=self._y_of(top_row), animate=False)
+
+    def _row_at(self, y: int) -> int:
+        if self.is_split and 0 <= y < len(self._pairs):
+            left, right = self._pairs[y]
+            return left if left >= 0 else right
+        return y
+
+    def on_resize(self) -> None:
+        if self.model is not None and (self.split_mode == "auto" or self.is_split):
+            self._layout_rows()
 
     def show_message(self, text: str) -> None:
         self.model = FileDiffModel("", [Row("meta", text)], [], 0, 0, False)
+        self._pairs, self._position = [], []
         self._tokens = {}
         self._cache.clear()
         self.virtual_size = Size(len(text), 1)
@@ -216,6 +258,8 @@ class DiffView(ScrollView, can_focus=True):
             return
         top = int(self.scroll_offset.y)
         bottom = top + self.size.height
+        if self.is_split:
+            self._cache.clear()
         for i in indexes:
             self._cache.discard((i, 0))
         if any(top <= i < bottom for i in indexes):
@@ -225,6 +269,7 @@ class DiffView(ScrollView, can_focus=True):
     def _find_all(self) -> None:
         needle = self.search_query.lower()
         self.matches = [i for i, row in enumerate(self.rows) if needle and needle in row.text.lower()]
+        self._match_set = set(self.matches)
 
     def search(self, query: str) -> int:
         """Highlight ``query`` (case-insensitive) and jump to the first match; returns the match count."""
@@ -242,7 +287,7 @@ class DiffView(ScrollView, can_focus=True):
     def _goto_match(self, index: int) -> None:
         self.match_index = index
         row = self.matches[index]
-        self.scroll_to(y=max(0, row - self.size.height // 3), animate=False)
+        self.scroll_to(y=max(0, self._y_of(row) - self.size.height // 3), animate=False)
         self._cache.clear()
         self.refresh()
         self.post_message(self.SearchResult(self.search_query, index, len(self.matches)))
@@ -331,22 +376,58 @@ class DiffView(ScrollView, can_focus=True):
                                        if inside else seg.style))
         return out
 
+    def _row_segments(self, index: int) -> list[Segment]:
+        if self.model is not None:
+            ensure_word_spans(self.model, index)
+        segments = self._build(self.rows[index])
+        if self.search_query and index in self._match_set:
+            current = self.match_index >= 0 and self.matches[self.match_index] == index
+            segments = self._mark_query(segments, 0 if self.rows[index].kind not in SIGNS else 14, current)
+        return segments
+
+    def _half(self, index: int, width: int, left: bool) -> Strip:
+        """One side of a side-by-side line: that side's line number, then the code."""
+        if index < 0:
+            return Strip.blank(width, self.rich_style + EMPTY_SIDE)
+        row = self.rows[index]
+        segments = self._row_segments(index)
+        whole = Strip(segments)
+        if left:  # keep the old-number column, drop the new one
+            segments = list(whole.crop(0, 6)) + list(whole.crop(12, whole.cell_length))
+        else:
+            segments = list(whole.crop(6, whole.cell_length))
+        pad = ROW_STYLES.get(row.kind, Style())
+        return Strip(segments).crop_extend(0, width, self.rich_style + pad)
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         width = self.size.width
+        if self.is_split and self._pairs:
+            if index >= len(self._pairs):
+                return Strip.blank(width, self.rich_style)
+            key = (index, width)
+            strip = self._cache.get(key)
+            if strip is None:
+                left, right = self._pairs[index]
+                half = (width - 1) // 2
+                if left == right and self.rows[left].kind == "ctx":
+                    strip = Strip.join([self._half(left, half, True), Strip([Segment("│", GUTTER)]),
+                                        self._half(left, width - half - 1, False)])
+                elif left == right:  # header, hunk, meta: across both sides
+                    pad = ROW_STYLES.get(self.rows[left].kind, Style())
+                    strip = Strip(self._row_segments(left)).crop_extend(0, width, self.rich_style + pad)
+                else:
+                    strip = Strip.join([self._half(left, half, True), Strip([Segment("│", GUTTER)]),
+                                        self._half(right, width - half - 1, False)])
+                self._cache[key] = strip
+            return strip.apply_style(self.rich_style)
         if index >= len(self.rows):
             return Strip.blank(width, self.rich_style)
         key = (index, 0)
         strip = self._cache.get(key)
         if strip is None:
-            if self.model is not None:
-                ensure_word_spans(self.model, index)
-            segments = self._build(self.rows[index])
-            if self.search_query and index in self.matches:
-                current = bool(self.matches) and self.match_index >= 0 and self.matches[self.match_index] == index
-                segments = self._mark_query(segments, 0 if self.rows[index].kind not in SIGNS else 14, current)
-            strip = Strip(segments)
+            strip = Strip(self._row_segments(index))
             self._cache[key] = strip
         pad = ROW_STYLES.get(self.rows[index].kind, Style())
         return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style + pad).apply_style(self.rich_style)
@@ -357,7 +438,7 @@ class DiffView(ScrollView, can_focus=True):
         top = int(self.scroll_offset.y)
         current = -1
         for i, row in enumerate(self.model.hunk_rows):
-            if row <= top:
+            if self._y_of(row) <= top:
                 current = i
         return current
 
@@ -366,8 +447,8 @@ class DiffView(ScrollView, can_focus=True):
             return
         top = int(self.scroll_offset.y)
         for i, row in enumerate(self.model.hunk_rows):
-            if row > top:
-                self.scroll_to(y=row, animate=False)
+            if self._y_of(row) > top:
+                self.scroll_to(y=self._y_of(row), animate=False)
                 self.post_message(self.HunkChanged(i, len(self.model.hunk_rows)))
                 return
 
@@ -376,7 +457,7 @@ class DiffView(ScrollView, can_focus=True):
             return
         top = int(self.scroll_offset.y)
         for i in range(len(self.model.hunk_rows) - 1, -1, -1):
-            if self.model.hunk_rows[i] < top:
-                self.scroll_to(y=self.model.hunk_rows[i], animate=False)
+            if self._y_of(self.model.hunk_rows[i]) < top:
+                self.scroll_to(y=self._y_of(self.model.hunk_rows[i]), animate=False)
                 self.post_message(self.HunkChanged(i, len(self.model.hunk_rows)))
                 return

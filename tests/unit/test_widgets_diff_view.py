@@ -97,3 +97,37 @@ async def test_binary_placeholder() -> None:
         await pilot.pause()
         text = "".join(seg.text for y in range(view.size.height) for seg in view.render_line(y))
         assert "Binary file" in text and "zcmZ" not in text
+
+
+async def test_side_by_side_toggle_and_auto_split(tmp_path: Path) -> None:
+    blocks = split_patch(git_patch(tmp_path, files=1, lines=60))
+    view = DiffView()
+    app = Recorder(view)
+    async with app.run_test(size=(120, 12)) as pilot:
+        view.show_file("f0.php", blocks["f0.php"])
+        view.focus()
+        await pilot.pause()
+        assert not view.is_split and view.virtual_size.height == len(view.rows)
+        await pilot.press("s")
+        await pilot.pause()
+        assert view.is_split and view.virtual_size.height < len(view.rows)  # -/+ pairs share a line
+        pair_y = next(y for y, (left, right) in enumerate(view._pairs)
+                      if left >= 0 and right >= 0 and view.rows[left].kind == "del")
+        view.scroll_to(y=pair_y, animate=False, immediate=True)
+        await pilot.pause()
+        line = "".join(seg.text for seg in view.render_line(0))
+        left, right = line.split("│", 1)
+        old, new = view.rows[view._pairs[pair_y][0]], view.rows[view._pairs[pair_y][1]]
+        assert old.text in left and new.text in right and str(old.old_no) in left and str(new.new_no) in right
+        await pilot.press("n")
+        await pilot.pause()
+        assert view._pairs[int(view.scroll_offset.y)][0] in (view.model.hunk_rows if view.model else [])
+        await pilot.press("s")
+        await pilot.pause()
+        assert not view.is_split
+    wide = DiffView()
+    app = Recorder(wide)
+    async with app.run_test(size=(170, 12)) as pilot:
+        wide.show_file("f0.php", blocks["f0.php"])
+        await pilot.pause()
+        assert wide.is_split  # auto-split at >= 160 columns

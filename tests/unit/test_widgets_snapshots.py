@@ -91,3 +91,16 @@ def test_review_widgets_snapshot(snap_compare: Any) -> None:
 
 def test_binary_and_invalid_snapshot(snap_compare: Any) -> None:
     assert snap_compare(BinaryInvalidHost(), terminal_size=(110, 10))
+
+
+class SplitHost(App[None]):
+    def compose(self) -> ComposeResult:
+        yield DiffView()
+
+    def on_mount(self) -> None:
+        self.animation_level = "none"
+        self.query_one(DiffView).show_file("plugin/hello.php", split_patch(PATCH)["plugin/hello.php"])
+
+
+def test_side_by_side_snapshot(snap_compare: Any) -> None:
+    assert snap_compare(SplitHost(), terminal_size=(170, 12))  # auto-split at >= 160 columns
