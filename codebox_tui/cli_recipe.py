@@ -25,10 +25,12 @@ def _schema_registry() -> dict[str, Any]:
     except ImportError:
         return registry
     names = getattr(shared, "schema_names", None)
-    get = getattr(shared, "json_schema_for", None)
+    get = getattr(shared, "generate_json_schema", None)
     if callable(names) and callable(get):
-        for name in names():
-            registry.setdefault(name, (name, lambda n=name: get(n)))
+        for schema_id in names():
+            short = schema_id.split("/")[1] if schema_id.count("/") >= 2 else schema_id
+            if schema_id != RECIPE_SCHEMA:
+                registry.setdefault(short, (schema_id, lambda n=schema_id: get(n)))
     return registry
 
 
