@@ -109,6 +109,12 @@ def _build_spec(mounts: list[str], policy_text: str | None, command: str | None,
             tools_dir = Path(tempfile.mkdtemp(prefix="codebox-tools-"))
             shutil.copy2(phar, tools_dir / "wp-cli.phar")
             extra.append(MountSpec(source=str(tools_dir), target=WP_CLI_DIR, mode="readonly"))
+    if "wordpress.phpunit" in policy.commands:
+        from codebox_tui.runtime.phpunit import phpunit_tool_mounts
+
+        if tools_dir is None:
+            tools_dir = Path(tempfile.mkdtemp(prefix="codebox-tools-"))
+        extra.extend(phpunit_tool_mounts(tools_dir / "phpunit-bin"))
     spec = SandboxSpec(
         mounts=parsed_mounts, policy=policy, wp=wp, php=php, preview_port=preview_port, metadata=metadata,
         boot_timeout_s=parse_duration(boot_timeout, "--boot-timeout"), secret_env=resolve_secrets(policy),
