@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from tests.unit.widget_hosts import Recorder
+from tests.unit.widget_hosts import Recorder, wait_for
 from widgets.event_tail import EventTail, pretty_event
 
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
@@ -33,23 +33,23 @@ async def test_follow_pending_and_refollow(tmp_path: Path) -> None:
     app = Recorder(tail)
     async with app.run_test(size=(100, 10)) as pilot:
         tail.focus()
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: "cmd49" in _screen_text(tail))
         assert tail.total == 50 and tail.following
-        assert "cmd49" in _screen_text(tail)
         _append(path, _event(50))
-        await pilot.pause(0.1)
-        assert tail.total == 51 and "cmd50" in _screen_text(tail)
+        await wait_for(pilot, lambda: "cmd50" in _screen_text(tail))
+        assert tail.total == 51
         await pilot.press("pageup")
         await pilot.pause()
         assert not tail.following
         _append(path, _event(51) + _event(52))
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: tail.pending == 2)
+        await pilot.pause()
         assert tail.pending == 2 and "2 new" in str(tail.border_subtitle)
         assert "cmd52" not in _screen_text(tail)
         updates = app.of(EventTail.Updated)
         assert updates[-1].pending == 2 and not updates[-1].following
         await pilot.press("end")
-        await pilot.pause()
+        await wait_for(pilot, lambda: "cmd52" in _screen_text(tail))
         assert tail.following and tail.pending == 0 and "cmd52" in _screen_text(tail)
 
 
@@ -60,8 +60,7 @@ async def test_level_and_type_filters(tmp_path: Path) -> None:
     app = Recorder(tail)
     async with app.run_test(size=(100, 10)) as pilot:
         tail.focus()
-        await pilot.pause(0.1)
-        assert tail.total == 4
+        await wait_for(pilot, lambda: tail.total == 4)
         await pilot.press("l", "l")  # debug → info → warning
         await pilot.pause()
         assert tail.min_level == "warning" and tail.total == 2
@@ -78,12 +77,14 @@ async def test_enter_posts_the_event_and_truncation_resets(tmp_path: Path) -> No
     app = Recorder(tail)
     async with app.run_test(size=(100, 10)) as pilot:
         tail.focus()
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: tail.total == 2)
+        tail.scroll_home(animate=False, immediate=True)
+        await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
         inspected = app.of(EventTail.Inspect)
         assert isinstance(inspected[-1].event, dict) and inspected[-1].event["id"] == "e0"
         assert '"command": "cmd0"' in pretty_event(inspected[-1].event)
         path.write_text(_event(7))  # truncated and rewritten
-        await pilot.pause(0.15)
-        assert tail.total == 1 and "cmd7" in _screen_text(tail)
+        await wait_for(pilot, lambda: "cmd7" in _screen_text(tail))
+        assert tail.total == 1

@@ -46,3 +46,14 @@ def git_patch(tmp_path: Path, files: int = 3, lines: int = 40) -> str:
         (repo / f"f{f}.php").write_text(
             "<?php\n" + "".join(f"$v{i} = {i * 2 if i % 10 == 5 else i};\n" for i in range(lines)))
     return run("diff").stdout
+
+
+async def wait_for(pilot: Any, condition: Any, timeout: float = 5.0) -> None:
+    """Pause the pilot until ``condition()`` is true (robust under CPU load), or fail after ``timeout``."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await pilot.pause(0.02)
