@@ -80,11 +80,19 @@ class CodeboxApp(App[None]):
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        for active in screen.active_bindings.values():
-            binding = active.binding
-            if binding.description and binding.action not in ("command_palette",):
-                yield SystemCommand(binding.description, f"{binding.description} ({binding.key})",
-                                    lambda b=binding, n=active.node: self.run_action(b.action, n))
+        # Every binding in the focus chain, including ones a focused widget shadows by key
+        # (e.g. Home's `enter` under the table's own `enter`), so each action has a palette entry.
+        seen: set[tuple[int, str]] = set()
+        for node, bindings_map in screen._binding_chain:
+            for bindings in bindings_map.key_to_bindings.values():
+                for binding in bindings:
+                    if not binding.description or binding.action == "command_palette":
+                        continue
+                    if (id(node), binding.action) in seen:
+                        continue
+                    seen.add((id(node), binding.action))
+                    yield SystemCommand(binding.description, f"{binding.description} ({binding.key})",
+                                        lambda b=binding, n=node: self.run_action(b.action, n))
 
 
 def run_app(bundle: Path | None = None) -> None:

@@ -1,0 +1,73 @@
+"""Pilot tests of the app shell: keymap file, themes, help, command palette entries, small terminals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codebox_tui.app import CodeboxApp
+from codebox_tui.screens.dialogs import HelpDialog
+from codebox_tui.screens.home import HomeScreen
+from codebox_tui.screens.launch import LaunchScreen
+from codebox_tui.settings import get_settings
+
+
+async def test_keymap_file_remaps_a_binding_by_id() -> None:
+    path = get_settings().keymap_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"home.new": "m"}')
+    app = CodeboxApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen)
+        await pilot.press("m")
+        await pilot.pause()
+        assert isinstance(app.screen, LaunchScreen)
+
+
+async def test_broken_keymap_file_is_a_warning_not_a_crash() -> None:
+    path = get_settings().keymap_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{not json")
+    app = CodeboxApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen)
+        assert any("not valid JSON" in str(n.message) for n in app._notifications)
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, LaunchScreen)
+
+
+async def test_theme_toggle_and_help() -> None:
+    app = CodeboxApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        first = app.theme
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert app.theme != first and {first, app.theme} == {"textual-dark", "textual-light"}
+        await pilot.press("f1")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpDialog)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen)
+
+
+async def test_every_home_action_has_a_palette_entry() -> None:
+    app = CodeboxApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        titles = {command.title for command in app.get_system_commands(app.screen)}
+        for description in ("Review", "New sandbox", "Filter", "Refresh", "Help", "Theme"):
+            assert description in titles, titles
+
+
+async def test_too_small_terminal_gets_a_clear_message(tmp_path: Path) -> None:
+    app = CodeboxApp()
+    async with app.run_test(size=(50, 12)) as pilot:
+        await pilot.pause()
+        messages = [str(n.message) for n in app._notifications]
+        assert any("needs at least" in m for m in messages), messages
