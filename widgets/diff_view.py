@@ -92,7 +92,7 @@ class DiffView(ScrollView, can_focus=True):
 
     HELP = """\
 ## Diff view
-- `n` / `p`: next / previous hunk · `]` / `[`: next / previous file
+- `n` / `p`: next / previous hunk (next / previous file: the screen's `]` / `[`)
 - `F3` / `shift+F3`: next / previous search match (the screen calls `search(text)`)
 - `s`: side-by-side / unified (side-by-side is automatic at 160 columns or more until toggled)
 - `R`: render lines that were cut for length (very long lines show `… (+N chars)`)
@@ -104,8 +104,6 @@ class DiffView(ScrollView, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "next_hunk", "Next hunk", id="diff.next_hunk"),
         Binding("p", "previous_hunk", "Prev hunk", id="diff.previous_hunk"),
-        Binding("right_square_bracket", "next_file", "Next file", id="diff.next_file"),
-        Binding("left_square_bracket", "previous_file", "Prev file", id="diff.previous_file"),
         Binding("f3", "next_match", "Next match", show=False, id="diff.next_match"),
         Binding("shift+f3", "previous_match", "Prev match", show=False, id="diff.previous_match"),
         Binding("s", "toggle_split", "Split/unified", id="diff.toggle_split"),
@@ -300,6 +298,7 @@ class DiffView(ScrollView, can_focus=True):
         if self.matches:
             self._goto_match((self.match_index - 1) % len(self.matches))
 
+    # Not bound here (the review screen binds `]`/`[`); a host without file keys can bind these.
     def action_next_file(self) -> None:
         self.post_message(self.FileRequested(1))
 

@@ -27,7 +27,8 @@ async def test_hunk_keys_scroll_and_post(tmp_path: Path) -> None:
         assert int(view.scroll_offset.y) == min(hunks[0] if hunks[0] > 0 else hunks[1], view.max_scroll_y)
         changed = app.of(DiffView.HunkChanged)
         assert changed and changed[-1].total == len(hunks)
-        await pilot.press("right_square_bracket", "left_square_bracket")
+        view.action_next_file()
+        view.action_previous_file()
         await pilot.pause()
         assert [m.step for m in app.of(DiffView.FileRequested)] == [1, -1]
 
