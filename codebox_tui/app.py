@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
@@ -25,9 +26,11 @@ class CodeboxApp(App[None]):
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
 
-    def __init__(self, bundle: Path | None = None) -> None:
+    def __init__(self, bundle: Path | None = None, *, now: datetime | None = None) -> None:
+        """``now`` fixes Home's clock (for deterministic snapshots and screenshots)."""
         super().__init__()
         self.initial_bundle = bundle
+        self.fixed_now = now
 
     def on_mount(self) -> None:
         keymap, problem = load_keymap(get_settings().keymap_path)
@@ -37,7 +40,7 @@ class CodeboxApp(App[None]):
             self.notify(problem, severity="warning")
         from codebox_tui.screens.home import HomeScreen
 
-        self.push_screen(HomeScreen())
+        self.push_screen(HomeScreen(now=self.fixed_now))
         if self.initial_bundle is not None:
             self.open_bundle(self.initial_bundle)
         self._check_size()

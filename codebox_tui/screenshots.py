@@ -64,7 +64,8 @@ def build_demo_bundle(work: Path) -> Path:
     (source / "assets" / "card.css").write_text(".card { color: #333; }\n.card--warm { color: #a0522d; }\n")
     (source / "readme.txt").unlink()
     (source / "tests").mkdir()
-    (source / "tests" / "test-render.php").write_text("<?php\nclass RenderTest extends PHPUnit\\Framework\\TestCase {}\n")
+    (source / "tests" / "test-render.php").write_text(
+        "<?php\nclass RenderTest extends PHPUnit\\Framework\\TestCase {}\n")
     (source / "assets" / "icon.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(64)))
     run_dir = work / "run"
     (run_dir / "logs").mkdir(parents=True)
@@ -153,11 +154,9 @@ def main() -> int:
         bundle = build_demo_bundle(work)
         register_demo(bundle)
         from codebox_tui.app import CodeboxApp
-        from codebox_tui.screens.home import HomeScreen
 
-        class DemoApp(CodeboxApp):
-            def on_mount(self) -> None:
-                self.push_screen(HomeScreen(now=FIXED_NOW))
+        def DemoApp() -> Any:
+            return CodeboxApp(now=FIXED_NOW)
 
         async def open_review(app: Any, pilot: Any) -> None:
             app.open_bundle(bundle)
@@ -203,7 +202,8 @@ def main() -> int:
                 suffix = "" if size == (120, 40) else "-80x24"
                 svg = asyncio.run(_shoot(name + suffix, size, DemoApp, steps))
                 png = svg_to_png(svg)
-                print(f"{svg.relative_to(REPO)}" + (f"  {png.relative_to(REPO)}" if png else "  (no chromium: SVG only)"))
+                note = f"  {png.relative_to(REPO)}" if png else "  (no chromium: SVG only)"
+                print(f"{svg.relative_to(REPO)}{note}")
     return 0
 
 

@@ -12,16 +12,14 @@ from typing import Any
 import pytest
 
 from codebox_tui.app import CodeboxApp
-from codebox_tui.screens.home import HomeScreen
 from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.screenshots import FIXED_NOW
 
 SIZES = [(120, 40), (80, 24)]
 
 
-class DemoApp(CodeboxApp):
-    def on_mount(self) -> None:
-        self.push_screen(HomeScreen(now=FIXED_NOW))
+def DemoApp() -> CodeboxApp:
+    return CodeboxApp(now=FIXED_NOW)
 
 
 async def _open_review(pilot: Any, bundle: Path) -> None:
