@@ -150,8 +150,15 @@ def test_wp_cli_without_phar_says_how_to_provide_one(session: RunSession) -> Non
 
 def test_events_record_every_lifecycle_step(session: RunSession) -> None:
     types = [e["type"] for e in events(session)]
-    for expected in ("runtime.created", "runtime.mounted", "runtime.boot-started", "runtime.boot-progress",
-                     "runtime.ready", "command.started", "command.finished"):
+    for expected in (
+        "runtime.created",
+        "runtime.mounted",
+        "runtime.boot-started",
+        "runtime.boot-progress",
+        "runtime.ready",
+        "command.started",
+        "command.finished",
+    ):
         assert expected in types
     commands = [json.loads(line) for line in (session.run_dir / "commands.jsonl").read_text().splitlines()]
     assert commands and all({"id", "command", "exitCode", "startedAt", "finishedAt"} <= set(c) for c in commands)
@@ -195,10 +202,12 @@ def local_server() -> Iterator[int]:
 @pytest.mark.parametrize("network", ["deny", "allow"])
 def test_network_policy_controls_outbound_http_from_php(network: str, local_server: int, tmp_path: Path) -> None:
     spec = SandboxSpec(mounts=[], policy=RuntimePolicy(network=network, commands=["wordpress.run-php"]))  # type: ignore[arg-type]
-    code = (f"$r = @file_get_contents('http://127.0.0.1:{local_server}/');"
-            f"$c = function_exists('curl_init') ? curl_init('http://127.0.0.1:{local_server}/') : null;"
-            "if ($c) { curl_setopt($c, CURLOPT_RETURNTRANSFER, true); curl_setopt($c, CURLOPT_TIMEOUT, 5); }"
-            "echo json_encode(['fopen' => $r, 'curl' => $c ? curl_exec($c) : null]);")
+    code = (
+        f"$r = @file_get_contents('http://127.0.0.1:{local_server}/');"
+        f"$c = function_exists('curl_init') ? curl_init('http://127.0.0.1:{local_server}/') : null;"
+        "if ($c) { curl_setopt($c, CURLOPT_RETURNTRANSFER, true); curl_setopt($c, CURLOPT_TIMEOUT, 5); }"
+        "echo json_encode(['fopen' => $r, 'curl' => $c ? curl_exec($c) : null]);"
+    )
     with RunSession(spec, tmp_path) as run:
         data = json.loads(run.execute("wordpress.run-php", [f"code={code}", "bootstrap=none"]).stdout)
     if network == "deny":
@@ -210,11 +219,16 @@ def test_network_policy_controls_outbound_http_from_php(network: str, local_serv
 
 def test_secret_values_are_available_to_php_but_redacted_everywhere(tmp_path: Path) -> None:
     secret = "s3cr3t-value-that-must-not-leak"
-    spec = SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php"], secrets=["CODEBOX_TEST_TOKEN"]),
-                       secret_env={"CODEBOX_TEST_TOKEN": secret})
+    spec = SandboxSpec(
+        mounts=[],
+        policy=RuntimePolicy(commands=["wordpress.run-php"], secrets=["CODEBOX_TEST_TOKEN"]),
+        secret_env={"CODEBOX_TEST_TOKEN": secret},
+    )
     with RunSession(spec, tmp_path) as run:
-        result = run.execute("wordpress.run-php", [
-            "code=$t = getenv('CODEBOX_TEST_TOKEN'); echo strlen($t), ':', $t; error_log('token ' . $t);"])
+        result = run.execute(
+            "wordpress.run-php",
+            ["code=$t = getenv('CODEBOX_TEST_TOKEN'); echo strlen($t), ':', $t; error_log('token ' . $t);"],
+        )
         assert result.stdout.startswith(f"{len(secret)}:")
         assert secret not in result.stdout
         assert "[REDACTED:configured-secret-value]" in result.stdout
@@ -242,8 +256,10 @@ def test_hung_php_times_out_and_the_sidecar_is_killed(tmp_path: Path) -> None:
 
 
 def test_no_sandbox_directories_leak(codebox_home: Path, tmp_path: Path) -> None:
-    spec = SandboxSpec(mounts=[parse_mount(f"{EXAMPLE_PLUGIN}:/wordpress/wp-content/plugins/x:readonly")],
-                       policy=RuntimePolicy(commands=["wordpress.run-php"]))
+    spec = SandboxSpec(
+        mounts=[parse_mount(f"{EXAMPLE_PLUGIN}:/wordpress/wp-content/plugins/x:readonly")],
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+    )
     before = set(os.listdir(codebox_home / "sandboxes")) if (codebox_home / "sandboxes").exists() else set()
     with RunSession(spec, tmp_path) as run:
         run.execute("wordpress.run-php", ["code=echo 1;"])
@@ -253,14 +269,29 @@ def test_no_sandbox_directories_leak(codebox_home: Path, tmp_path: Path) -> None
 
 
 def _codebox(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True, cwd=cwd,
-                          env={**os.environ}, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ},
+        timeout=300,
+    )
 
 
 def test_cli_run_json_is_clean_and_complete(tmp_path: Path) -> None:
-    out = _codebox("run", "--mount", f"{EXAMPLE_PLUGIN}:/wordpress/wp-content/plugins/simple-plugin:readonly",
-                   "--command", "wordpress.run-php", "--arg", f"code-file={EXAMPLE_PLUGIN / 'probe.php'}",
-                   "--artifacts", str(tmp_path), "--json")
+    out = _codebox(
+        "run",
+        "--mount",
+        f"{EXAMPLE_PLUGIN}:/wordpress/wp-content/plugins/simple-plugin:readonly",
+        "--command",
+        "wordpress.run-php",
+        "--arg",
+        f"code-file={EXAMPLE_PLUGIN / 'probe.php'}",
+        "--artifacts",
+        str(tmp_path),
+        "--json",
+    )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["schema"] == "wp-codebox/run/v1" and doc["success"] is True
@@ -282,8 +313,9 @@ def test_cli_run_json_is_clean_and_complete(tmp_path: Path) -> None:
     ],
 )
 def test_cli_bad_input_is_a_clear_error_before_boot(args: list[str], code: int, needle: str, tmp_path: Path) -> None:
-    out = _codebox("run", "--command", "wordpress.run-php", "--arg", "code=echo 1;", *args,
-                   "--artifacts", str(tmp_path))
+    out = _codebox(
+        "run", "--command", "wordpress.run-php", "--arg", "code=echo 1;", *args, "--artifacts", str(tmp_path)
+    )
     assert out.returncode == code, (out.stdout, out.stderr)
     assert needle in out.stderr
     assert "Traceback" not in out.stderr
@@ -308,13 +340,17 @@ def test_bundle_captures_php_changes_to_a_readwrite_git_plugin(plugin_copy: Path
     subprocess.run([*git, "commit", "-qm", "base"], check=True)
     pristine = tmp_path / "pristine"
     subprocess.run(["git", "clone", "-q", str(plugin_copy), str(pristine)], check=True)
-    spec = SandboxSpec(mounts=[parse_mount(f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin")],
-                       policy=RuntimePolicy(commands=["wordpress.run-php"]))
-    code = ("$d = WP_PLUGIN_DIR . '/simple-plugin';"
-            "file_put_contents(\"$d/simple-plugin.php\", str_replace('Hello', 'Howdy', file_get_contents(\"$d/simple-plugin.php\")));"
-            "file_put_contents(\"$d/includes-new.php\", \"<?php\\n// added in the sandbox\\n\");"
-            "file_put_contents(\"$d/icon.bin\", \"\\x00\\x01\\x02binary\");"
-            "unlink(\"$d/probe.php\"); echo 'changed';")
+    spec = SandboxSpec(
+        mounts=[parse_mount(f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin")],
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+    )
+    code = (
+        "$d = WP_PLUGIN_DIR . '/simple-plugin';"
+        "file_put_contents(\"$d/simple-plugin.php\", str_replace('Hello', 'Howdy', file_get_contents(\"$d/simple-plugin.php\")));"
+        'file_put_contents("$d/includes-new.php", "<?php\\n// added in the sandbox\\n");'
+        'file_put_contents("$d/icon.bin", "\\x00\\x01\\x02binary");'
+        "unlink(\"$d/probe.php\"); echo 'changed';"
+    )
     with RunSession(spec, tmp_path / "artifacts") as run:
         run.execute("wordpress.run-php", [f"code={code}"])
         summary = run.capture()
@@ -322,8 +358,12 @@ def test_bundle_captures_php_changes_to_a_readwrite_git_plugin(plugin_copy: Path
 
     assert verify_bundle(summary.path).valid
     changed = {f["relativePath"]: f["status"] for f in summary.changed_files}
-    assert changed == {"simple-plugin.php": "modified", "includes-new.php": "added", "icon.bin": "added",
-                       "probe.php": "deleted"}
+    assert changed == {
+        "simple-plugin.php": "modified",
+        "includes-new.php": "added",
+        "icon.bin": "added",
+        "probe.php": "deleted",
+    }
     subprocess.run(["git", "apply", "--binary", str(summary.path / "files" / "patch.diff")], cwd=pristine, check=True)
     for rel in ("simple-plugin.php", "includes-new.php", "icon.bin"):
         assert (pristine / rel).read_bytes() == (plugin_copy / rel).read_bytes()
