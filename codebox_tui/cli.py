@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
 
 import typer
 
@@ -45,15 +46,21 @@ def _root(
 
 
 @app.command("tui")
-def tui_command() -> None:
+def tui_command(
+    bundle: Path | None = typer.Argument(None, help="Open this bundle folder for review straight away."),
+) -> None:
     """Open the review workstation (also what plain ``codebox`` does)."""
-    launch_tui()
+    if bundle is not None:
+        from codebox_tui.bundle.reader import find_bundle_dir
+
+        bundle = find_bundle_dir(bundle)  # a missing or non-bundle folder is a clear error before the UI starts
+    launch_tui(bundle)
 
 
-def launch_tui() -> None:
+def launch_tui(bundle: Path | None = None) -> None:
     # Imported by name so the core never depends on Textual (checked by import-linter and a test).
     tui = importlib.import_module("codebox_tui.app")
-    tui.run_app()
+    tui.run_app(bundle)
     raise typer.Exit(0)
 
 

@@ -81,7 +81,12 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
 
                 store = data.open_store()
                 try:
-                    data.register(store, summary.path)
+                    store.record_run(session.runtime_id, status="failed" if error else "completed",
+                                     artifacts_dir=session.run_dir, metadata=session.spec.metadata,
+                                     sandbox_session_id=session.spec.metadata.get("sandbox_session_id"),
+                                     started_at=session.created_at)
+                    record = data.register(store, summary.path, run_id=session.runtime_id)
+                    store.update_run(session.runtime_id, bundle_id=record.bundle_id)
                 finally:
                     store.close()
             except Exception as caught:  # the bundle on disk is still there
