@@ -3,7 +3,7 @@ verification. These models are the one definition of each schema; JSON Schemas a
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Any, ClassVar, Final, Literal
 
 from pydantic import Field
 
@@ -88,6 +88,8 @@ class ChangedFiles(Contract):
 
 
 class TestCase(Contract):
+    __test__: ClassVar[bool] = False  # a contract model, not a pytest test class
+
     name: str
     classname: str | None = None
     status: Literal["passed", "failed", "error", "skipped"]
@@ -97,6 +99,8 @@ class TestCase(Contract):
 
 
 class TestSuite(Contract):
+    __test__: ClassVar[bool] = False
+
     name: str
     status: Literal["passed", "failed", "skipped", "unknown"]
     tests: int = 0
