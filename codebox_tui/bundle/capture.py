@@ -83,7 +83,7 @@ def _write(run_dir: Path, rel: str, text: str) -> None:
 
 
 def _redactor(secret_values: list[str]) -> Any:
-    from codebox_tui.runtime.policy import Redactor
+    from codebox_tui.bundle.redact import Redactor
 
     return Redactor(secret_values)
 

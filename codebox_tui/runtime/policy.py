@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 
+from codebox_tui.bundle.redact import SECRET_MARK, Redactor
 from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.errors import BadInputError, PolicyDeniedError
 from codebox_tui.runtime.catalog import get_command
 
-SECRET_MARK = "[REDACTED:configured-secret-value]"
+__all__ = ["SECRET_MARK", "Redactor", "check_command", "default_policy", "load_policy", "resolve_secrets"]
+
 
 
 def default_policy(command: str | None = None) -> RuntimePolicy:
@@ -72,26 +73,3 @@ def resolve_secrets(policy: RuntimePolicy, environ: dict[str, str] | None = None
     """Values of the allow-listed secret names, read from the parent environment (missing names skipped)."""
     env = os.environ if environ is None else environ
     return {name: env[name] for name in policy.secret_names if env.get(name)}
-
-
-class Redactor:
-    """Replaces every configured secret value (and its JSON-escaped form) in text."""
-
-    def __init__(self, values: list[str]) -> None:
-        forms: set[str] = set()
-        for value in values:
-            if len(value) < 4:
-                continue  # too short to redact without destroying unrelated text
-            forms.add(value)
-            forms.add(json.dumps(value)[1:-1])
-        ordered = sorted(forms, key=len, reverse=True)
-        self._pattern = re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
-
-    def __call__(self, text: str) -> str:
-        if self._pattern is None or not text:
-            return text
-        return self._pattern.sub(SECRET_MARK, text)
-
-    @property
-    def active(self) -> bool:
-        return self._pattern is not None
