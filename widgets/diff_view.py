@@ -14,7 +14,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -38,6 +38,10 @@ EMPTY_SIDE = Style(bgcolor="#1a1c20")
 MATCH = Style(color="black", bgcolor="#e5c07b")
 MATCH_CURRENT = Style(color="black", bgcolor="#ff9e3b", bold=True, underline=True)
 SIGNS = {"add": "+", "del": "-", "ctx": " "}
+NULL = Style()
+SEPARATOR = Strip([Segment("│", GUTTER)], 1)
+PREFETCH_DELAY = 0.02  # s after a frame before the neighbouring pages are built
+PREFETCH_CHUNK = 12  # lines per prefetch step
 HIGHLIGHT_MAX_CHARS = 400
 SYNC_HIGHLIGHT_ROWS = 2000  # above this, rows are lexed by a worker thread (plain until then)
 HIGHLIGHT_MAX_ROWS = 100_000
@@ -78,7 +82,7 @@ def _token_style(token_type: object) -> Style:
 def _lex(path: str, text: str) -> list[tuple[str, Style]]:
     lexer = _lexer(path) if len(text) <= HIGHLIGHT_MAX_CHARS else None
     if lexer is None:
-        return [(text, Style())]
+        return [(text, NULL)]
     pieces: list[tuple[str, Style]] = []
     for token_type, value in lexer.get_tokens(text):
         value = value.replace("\n", "")
@@ -137,6 +141,9 @@ class DiffView(ScrollView, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self.model: FileDiffModel | None = None
         self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(4096)
+        self._final: LRUCache[tuple[object, ...], tuple[Strip, Strip]] = LRUCache(1024)
+        self._base_style: Style | None = None
+        self._prefetch_pending = False
         self._width = 0
         self._block = ""
         self.search_query = ""
@@ -315,15 +322,26 @@ class DiffView(ScrollView, can_focus=True):
     def rows(self) -> list[Row]:
         return self.model.rows if self.model else []
 
-    def _build(self, row: Row) -> list[Segment]:
-        base = ROW_STYLES.get(row.kind, Style())
-        if row.kind in ("add", "del", "ctx"):
-            old = f"{row.old_no:>5}" if row.old_no is not None else "     "
-            new = f"{row.new_no:>5}" if row.new_no is not None else "     "
-            segments = [Segment(f"{old} {new} ", GUTTER + base), Segment(SIGNS[row.kind] + " ", base)]
-            segments += self._code(row, base)
-            return segments
-        return [Segment(("  " if row.kind != "header" else "") + row.text, base)]
+    def _parts(self, index: int) -> tuple[Segment | None, Segment | None, list[Segment]]:
+        """(old-number gutter, new-number gutter, body) of a row; code rows only have gutters.
+
+        The body of a code row is the sign and the highlighted code, with search matches marked."""
+        if self.model is not None:
+            ensure_word_spans(self.model, index)
+        row = self.rows[index]
+        base = ROW_STYLES.get(row.kind, NULL)
+        if row.kind in SIGNS:
+            gutter = GUTTER + base
+            old = Segment(f"{row.old_no:>5} " if row.old_no is not None else "      ", gutter)
+            new = Segment(f"{row.new_no:>5} " if row.new_no is not None else "      ", gutter)
+            body = [Segment(SIGNS[row.kind] + " ", base), *self._code(row, base)]
+            if self.search_query and index in self._match_set:
+                body = self._mark_query(body, 2, self._is_current_match(index))
+            return old, new, body
+        body = [Segment(("  " if row.kind != "header" else "") + row.text, base)]
+        if self.search_query and index in self._match_set:
+            body = self._mark_query(body, 0, self._is_current_match(index))
+        return None, None, body
 
     def _code(self, row: Row, base: Style) -> list[Segment]:
         pieces = self._tokens.get(id(row))
@@ -331,7 +349,7 @@ class DiffView(ScrollView, can_focus=True):
             if len(self.rows) <= SYNC_HIGHLIGHT_ROWS:
                 pieces = _lex(self.model.path if self.model else "", row.text)
             else:  # big file: plain until the highlight worker has lexed this row
-                pieces = [(row.text, Style())]
+                pieces = [(row.text, NULL)]
                 self._want_highlight()
         word = WORD_STYLES.get(row.kind)
         out: list[Segment] = []
@@ -347,7 +365,7 @@ class DiffView(ScrollView, can_focus=True):
                 if a == b:
                     continue
                 marked = any(s <= a and b <= e for s, e in row.spans)
-                out.append(Segment(value[a - start:b - start], base + style + (word if marked else Style())))
+                out.append(Segment(value[a - start:b - start], base + style + (word if marked else NULL)))
         return out
 
     def _mark_query(self, segments: list[Segment], text_offset: int, current: bool) -> list[Segment]:
@@ -375,61 +393,105 @@ class DiffView(ScrollView, can_focus=True):
                                        if inside else seg.style))
         return out
 
-    def _row_segments(self, index: int) -> list[Segment]:
-        if self.model is not None:
-            ensure_word_spans(self.model, index)
-        segments = self._build(self.rows[index])
-        if self.search_query and index in self._match_set:
-            current = self.match_index >= 0 and self.matches[self.match_index] == index
-            segments = self._mark_query(segments, 0 if self.rows[index].kind not in SIGNS else 14, current)
-        return segments
+    def _is_current_match(self, index: int) -> bool:
+        return self.match_index >= 0 and self.matches[self.match_index] == index
 
-    def _half(self, index: int, width: int, left: bool) -> Strip:
+    def _row_segments(self, index: int) -> list[Segment]:
+        """A unified line: both line numbers, the sign and the code."""
+        old, new, body = self._parts(index)
+        return [old, new, *body] if old is not None and new is not None else body
+
+    def _half(self, index: int, width: int, left: bool, base: Style) -> Strip:
         """One side of a side-by-side line: that side's line number, then the code."""
         if index < 0:
-            return Strip.blank(width, self.rich_style + EMPTY_SIDE)
-        row = self.rows[index]
-        segments = self._row_segments(index)
-        whole = Strip(segments)
-        if left:  # keep the old-number column, drop the new one
-            segments = list(whole.crop(0, 6)) + list(whole.crop(12, whole.cell_length))
-        else:
-            segments = list(whole.crop(6, whole.cell_length))
-        pad = ROW_STYLES.get(row.kind, Style())
-        return Strip(segments).crop_extend(0, width, self.rich_style + pad)
+            return Strip.blank(width, base + EMPTY_SIDE)
+        old, new, body = self._parts(index)
+        gutter = old if left else new
+        segments = [gutter, *body] if gutter is not None else body
+        return Strip(segments).crop_extend(0, width, base + ROW_STYLES.get(self.rows[index].kind, NULL))
 
-    def render_line(self, y: int) -> Strip:
-        scroll_x, scroll_y = self.scroll_offset
-        index = scroll_y + y
-        width = self.size.width
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The widget's own style is looked up once per frame, not once per line (rich_style walks
+        # the DOM and the theme each time).
+        base = self.rich_style
+        if base != self._base_style:  # theme changed: split lines embed the background in their padding
+            self._cache.clear()
+            self._base_style = base
+        lines = super().render_lines(crop)
+        self._schedule_prefetch()
+        return lines
+
+    def _build_display_line(self, index: int, width: int, base: Style) -> Strip:
+        """The unstyled strip for display line ``index`` (cached; the theme is applied afterwards)."""
         if self.is_split and self._pairs:
-            if index >= len(self._pairs):
-                return Strip.blank(width, self.rich_style)
             key = (index, width)
             strip = self._cache.get(key)
             if strip is None:
                 left, right = self._pairs[index]
                 half = (width - 1) // 2
-                if left == right and self.rows[left].kind == "ctx":
-                    strip = Strip.join([self._half(left, half, True), Strip([Segment("│", GUTTER)]),
-                                        self._half(left, width - half - 1, False)])
-                elif left == right:  # header, hunk, meta: across both sides
-                    pad = ROW_STYLES.get(self.rows[left].kind, Style())
-                    strip = Strip(self._row_segments(left)).crop_extend(0, width, self.rich_style + pad)
+                if left == right and self.rows[left].kind != "ctx":  # header, hunk, meta: across both sides
+                    pad = ROW_STYLES.get(self.rows[left].kind, NULL)
+                    strip = Strip(self._row_segments(left)).crop_extend(0, width, base + pad)
                 else:
-                    strip = Strip.join([self._half(left, half, True), Strip([Segment("│", GUTTER)]),
-                                        self._half(right, width - half - 1, False)])
+                    strip = Strip.join([self._half(left, half, True, base), SEPARATOR,
+                                        self._half(right, width - half - 1, False, base)])
                 self._cache[key] = strip
-            return strip.apply_style(self.rich_style)
-        if index >= len(self.rows):
-            return Strip.blank(width, self.rich_style)
+            return strip
         key = (index, 0)
         strip = self._cache.get(key)
         if strip is None:
             strip = Strip(self._row_segments(index))
             self._cache[key] = strip
-        pad = ROW_STYLES.get(self.rows[index].kind, Style())
-        return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style + pad).apply_style(self.rich_style)
+        return strip
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.size.width
+        base = self._base_style if self._base_style is not None else self.rich_style
+        split = self.is_split and bool(self._pairs)
+        if index >= (len(self._pairs) if split else len(self.rows)):
+            return Strip.blank(width, base)
+        strip = self._build_display_line(index, width, base)
+        key = (split, index, 0 if split else scroll_x, width, base)
+        final = self._final.get(key)
+        if final is not None and final[0] is strip:  # same source strip: nothing changed
+            return final[1]
+        if split:
+            out = strip.apply_style(base)
+        else:
+            pad = ROW_STYLES.get(self.rows[index].kind, NULL)
+            out = strip.crop_extend(scroll_x, scroll_x + width, base + pad).apply_style(base)
+        self._final[key] = (strip, out)
+        return out
+
+    # -- prefetch: build the pages around the viewport while the user reads ------------------
+    def _schedule_prefetch(self) -> None:
+        if not self._prefetch_pending and self.model is not None:
+            self._prefetch_pending = True
+            self.set_timer(PREFETCH_DELAY, self._prefetch_step)
+
+    def _prefetch_step(self) -> None:
+        """Build up to ``PREFETCH_CHUNK`` uncached lines of the next page (then the previous one), in
+        short steps so a key press never waits long behind it."""
+        self._prefetch_pending = False
+        if self.model is None or not self.is_attached:
+            return
+        split = self.is_split and bool(self._pairs)
+        total = len(self._pairs) if split else len(self.rows)
+        top, height = int(self.scroll_offset.y), self.size.height
+        width = self.size.width
+        base = self._base_style if self._base_style is not None else self.rich_style
+        built = 0
+        for index in itertools.chain(range(top + height, min(total, top + 2 * height)),
+                                     range(max(0, top - height), top)):
+            if (index, width if split else 0) in self._cache:
+                continue
+            self._build_display_line(index, width, base)
+            built += 1
+            if built >= PREFETCH_CHUNK:
+                self._schedule_prefetch()
+                return
 
     def _current_hunk(self) -> int:
         if not self.model or not self.model.hunk_rows:
