@@ -26,7 +26,7 @@ from codebox_tui.contracts.runtime import (
     RuntimePolicy,
 )
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
-from codebox_tui.runtime.backend import SandboxSpec
+from codebox_tui.runtime.backend import SandboxSpec, validate_runtime_env
 from codebox_tui.runtime.catalog import command_catalog, get_command, parse_args
 from codebox_tui.runtime.commands import WP_CLI_DIR
 from codebox_tui.runtime.mounts import parse_mount
@@ -78,7 +78,7 @@ def _human_event(event: RuntimeEvent) -> None:
 
 def _build_spec(mounts: list[str], policy_text: str | None, command: str | None, wp: str, php: str,
                 wp_cli_phar: str | None, boot_timeout: str, metadata_json: str | None,
-                preview_port: int | None = None) -> tuple[SandboxSpec, Path | None]:
+                preview_port: int | None = None, env: list[str] | None = None) -> tuple[SandboxSpec, Path | None]:
     if wp_cli_phar:
         os.environ["CODEBOX_WP_CLI_PHAR"] = wp_cli_phar
         reload_settings()
@@ -98,6 +98,13 @@ def _build_spec(mounts: list[str], policy_text: str | None, command: str | None,
                                 field="metadata") from error
         if not isinstance(metadata, dict):
             raise BadInputError("--metadata must be a JSON object", code="invalid-metadata", field="metadata")
+    runtime_env: dict[str, str] = {}
+    for item in env or []:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise BadInputError(f"--env {item!r} must look like NAME=VALUE", code="invalid-runtime-env", field="env")
+        runtime_env[name] = value
+    validate_runtime_env(runtime_env, "env")
     settings = get_settings()
     tools_dir: Path | None = None
     extra: list[MountSpec] = []
@@ -118,7 +125,7 @@ def _build_spec(mounts: list[str], policy_text: str | None, command: str | None,
     spec = SandboxSpec(
         mounts=parsed_mounts, policy=policy, wp=wp, php=php, preview_port=preview_port, metadata=metadata,
         boot_timeout_s=parse_duration(boot_timeout, "--boot-timeout"), secret_env=resolve_secrets(policy),
-        extra_mounts=extra,
+        extra_mounts=extra, env=runtime_env,
     )
     from codebox_tui.runtime.wordpress_builds import resolve_build
 
@@ -174,6 +181,7 @@ def run_command(
     timeout: str = typer.Option("120s", "--timeout", help="Timeout for the command, e.g. 30s, 2m."),
     boot_timeout: str = typer.Option("120s", "--boot-timeout", help="Timeout for booting the sandbox."),
     metadata: str | None = typer.Option(None, "--metadata", help="Opaque caller metadata (JSON object)."),
+    env: list[str] = typer.Option([], "--env", "-e", help="NAME=VALUE for PHP's getenv() (repeatable; not secret)."),
     json_out: bool = typer.Option(False, "--json", help="Print one wp-codebox/run/v1 document on stdout."),
 ) -> None:
     """Boot a sandbox, run one command, capture the artifact bundle, dispose."""
@@ -181,7 +189,7 @@ def run_command(
     spec_cmd = get_command(command)
     parse_args(spec_cmd, arg)  # bad arguments fail before anything boots
     command_timeout = parse_duration(timeout, "--timeout")
-    spec, tools_dir = _build_spec(mount, policy, command, wp, php, wp_cli_phar, boot_timeout, metadata)
+    spec, tools_dir = _build_spec(mount, policy, command, wp, php, wp_cli_phar, boot_timeout, metadata, env=env)
     artifacts.mkdir(parents=True, exist_ok=True)
     session = RunSession(spec, artifacts, on_event=None if json_out else _human_event)
     if not json_out:

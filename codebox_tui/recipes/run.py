@@ -141,6 +141,7 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
         secrets = resolve_secrets(policy)
         spec = SandboxSpec(mounts=mounts, policy=policy, wp=recipe.runtime.wp, php=recipe.runtime.phpVersion,
                            blueprint=recipe.runtime.blueprint, extra_mounts=tools, secret_env=secrets,
+                           env=dict(recipe.inputs.runtimeEnv),
                            metadata={"recipe": validation.recipe_path, **recipe.metadata},
                            boot_timeout_s=(recipe.runtime.bootTimeoutMs or 120_000) / 1000)
         with RunSession(spec, Path(root)) as session:

@@ -3,6 +3,7 @@ session and command handlers independent of how PHP is hosted."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -10,6 +11,24 @@ from typing import Any, Protocol
 from codebox_tui.contracts.runtime import MountSpec, RuntimePolicy
 
 ProgressCallback = Callable[[str, dict[str, Any]], None]
+ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+
+
+def validate_runtime_env(env: object, field_name: str = "env") -> dict[str, str]:
+    """Check runtime environment variables (spec §6.1 ``inputs.runtimeEnv``): NAME → string value."""
+    from codebox_tui.errors import BadInputError
+
+    if not isinstance(env, dict):
+        raise BadInputError(f"{field_name} must be an object of NAME: value strings", code="invalid-runtime-env",
+                            field=field_name)
+    for name, value in env.items():
+        if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
+            raise BadInputError(f"{field_name}: environment variable name {name!r} must match ^[A-Z_][A-Z0-9_]*$",
+                                code="invalid-runtime-env", field=f"{field_name}.{name}")
+        if not isinstance(value, str):
+            raise BadInputError(f"{field_name}.{name} must be a string, not {type(value).__name__}",
+                                code="invalid-runtime-env", field=f"{field_name}.{name}")
+    return dict(env)
 
 
 @dataclass
@@ -26,6 +45,12 @@ class SandboxSpec:
     boot_timeout_s: float = 120.0
     secret_env: dict[str, str] = field(default_factory=dict)
     extra_mounts: list[MountSpec] = field(default_factory=list)  # tool mounts (wp-cli.phar, phpunit), read-only
+    # Plain (non-secret) environment for PHP's getenv()/$_ENV: recipe ``inputs.runtimeEnv``, `--env`.
+    # Recorded in the bundle's runtime metadata with its values; never redacted.
+    env: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.env = validate_runtime_env(self.env)
 
 
 @dataclass
@@ -50,7 +75,7 @@ class Sandbox(Protocol):
 
     def run_php(self, code: str, timeout_s: float) -> PhpResult: ...
 
-    def run_cli(self, argv: list[str], timeout_s: float) -> PhpResult: ...
+    def run_cli(self, argv: list[str], timeout_s: float, env: dict[str, str] | None = None) -> PhpResult: ...
 
     def request(self, path: str, timeout_s: float, method: str = "GET") -> HttpResult: ...
 

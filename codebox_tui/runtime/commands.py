@@ -27,10 +27,15 @@ def _php_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def sandbox_env(session: RunSession) -> dict[str, str]:
+    """The runtime environment (``spec.env``) plus the allow-listed secrets (secrets win on a clash)."""
+    return {**session.spec.env, **session.spec.secret_env}
+
+
 def secret_prelude(session: RunSession) -> str:
-    """PHP that exposes the allow-listed secrets to the sandbox through getenv()/$_ENV."""
+    """PHP that exposes the runtime env and the allow-listed secrets through getenv()/$_ENV."""
     lines = []
-    for name, value in session.spec.secret_env.items():
+    for name, value in sandbox_env(session).items():
         lines.append(f"putenv({_php_string(name + '=' + value)}); $_ENV[{_php_string(name)}] = {_php_string(value)};")
     return "\n".join(lines)
 
@@ -93,7 +98,7 @@ def wp_cli(session: RunSession, args: dict[str, str], timeout_s: float) -> Comma
     if words and words[0] == "wp":
         words = words[1:]
     argv = ["php", f"{WP_CLI_DIR}/wp-cli.phar", "--path=/wordpress", "--no-color", *words]
-    result = session.sandbox.run_cli(argv, timeout_s)
+    result = session.sandbox.run_cli(argv, timeout_s, env=sandbox_env(session) or None)
     stdout = result.text
     if stdout.startswith("#!/usr/bin/env php"):
         stdout = stdout.split("\n", 1)[1] if "\n" in stdout else ""

@@ -156,7 +156,9 @@ def phpunit(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
         argv.append(f"{plugin_dir}/{_check_rel(args['test-file'], 'test-file')}")
     elif "-c" not in argv:
         argv.append(f"{plugin_dir}/tests")
-    result = session.sandbox.run_cli(argv, timeout_s)
+    from codebox_tui.runtime.commands import sandbox_env
+
+    result = session.sandbox.run_cli(argv, timeout_s, env=sandbox_env(session) or None)
     human, junit = split_output(result.text)
     index = len(session.test_suites) + 1
     name = "wordpress.phpunit" if index == 1 else f"wordpress.phpunit:{index}"

@@ -130,8 +130,11 @@ class PlaygroundSandbox:
         return PhpResult(text=str(result.get("text", "")), exit_code=int(result.get("exitCode") or 0),
                          errors=str(result.get("errors") or ""))
 
-    def run_cli(self, argv: list[str], timeout_s: float) -> PhpResult:
-        result = self.sidecar.request("cli", {"sandbox": self.id, "argv": argv}, timeout_s)
+    def run_cli(self, argv: list[str], timeout_s: float, env: dict[str, str] | None = None) -> PhpResult:
+        params: dict[str, Any] = {"sandbox": self.id, "argv": argv}
+        if env:
+            params["env"] = env
+        result = self.sidecar.request("cli", params, timeout_s)
         return PhpResult(text=str(result.get("stdout", "")), exit_code=int(result.get("exitCode") or 0),
                          errors=str(result.get("stderr") or ""))
 

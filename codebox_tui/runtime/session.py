@@ -144,6 +144,8 @@ class RunSession:
     def runtime_info(self) -> RuntimeInfo:
         env: dict[str, Any] = {"kind": "wordpress", "name": "wordpress-playground", "wp": self.spec.wp,
                                "php": self.spec.php}
+        if self.spec.env:
+            env["runtimeEnv"] = dict(self.spec.env)  # not secret: recorded with its values
         if self._sandbox is not None:
             env["version"] = self._sandbox.wordpress_version
             env["wordpressVersion"] = self._sandbox.wordpress_version

@@ -136,3 +136,25 @@ def _processes_using(tmp: Path) -> list[int]:
             if needle in environ.split(b"\0"):
                 found.append(int(entry))
     return found
+
+
+def test_runtime_env_reaches_php_getenv_and_the_bundle_metadata(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "run", "--command", "wordpress.run-php",
+         "--env", "CODEBOX_MODE=review-mode-42", "--env", "EMPTY_ONE=",
+         "--arg", "code=echo getenv('CODEBOX_MODE'), '|', $_ENV['CODEBOX_MODE'], '|', var_export(getenv('EMPTY_ONE'), true);",
+         "--artifacts", str(tmp_path / "artifacts"), "--json"],
+        cwd=REPO, env=_env(tmp_path / "tmp"), capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["execution"]["stdout"] == "review-mode-42|review-mode-42|''"
+    metadata = json.loads((Path(doc["artifacts"]["directory"]) / "metadata.json").read_text())
+    assert metadata["runtime"]["environment"]["runtimeEnv"] == {"CODEBOX_MODE": "review-mode-42", "EMPTY_ONE": ""}
+
+    bad = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "run", "--command", "wordpress.run-php", "--env", "bad-name=1",
+         "--arg", "code=echo 1;", "--artifacts", str(tmp_path / "artifacts"), "--json"],
+        cwd=REPO, env=_env(tmp_path / "tmp"), capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2
+    error = json.loads(bad.stdout)["error"]
+    assert error["field"] == "env.bad-name" and "^[A-Z_][A-Z0-9_]*$" in error["message"]

@@ -117,3 +117,19 @@ def test_durations_and_ids() -> None:
     runtime_id = new_id("runtime")
     prefix, stamp, suffix = runtime_id.split("-")
     assert prefix == "runtime" and len(suffix) == 6 and stamp.isalnum()
+
+
+def test_runtime_env_names_are_validated_and_values_must_be_strings() -> None:
+    from codebox_tui.contracts.runtime import RuntimePolicy as Policy
+    from codebox_tui.runtime.backend import SandboxSpec
+
+    spec = SandboxSpec(mounts=[], policy=Policy(commands=["wordpress.run-php"]), env={"APP_MODE": "review", "_X1": ""})
+    assert spec.env == {"APP_MODE": "review", "_X1": ""}
+    for bad in ("lower", "1ABC", "A-B", "", "A B"):
+        with pytest.raises(BadInputError) as caught:
+            SandboxSpec(mounts=[], policy=Policy(commands=["wordpress.run-php"]), env={bad: "v"})
+        assert caught.value.field == f"env.{bad}"
+        assert caught.value.code == "invalid-runtime-env"
+    with pytest.raises(BadInputError) as caught:
+        SandboxSpec(mounts=[], policy=Policy(commands=["wordpress.run-php"]), env={"N": 3})  # type: ignore[dict-item]
+    assert caught.value.field == "env.N"
