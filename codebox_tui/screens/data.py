@@ -65,3 +65,26 @@ def current_user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return "reviewer"
+
+
+EVALUATION_FILE = "files/evaluate-patch.json"
+
+
+def patch_evaluation(bundle_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The ``codebox evaluate-patch`` result carried by a bundle: ``(evaluation, problem)``.
+
+    ``(None, None)`` when the bundle is not from evaluate-patch; a problem message when the file is
+    there but unreadable or not the expected shape."""
+    path = Path(bundle_dir) / EVALUATION_FILE
+    if not path.is_file():
+        return None, None
+    import json
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        return None, f"{EVALUATION_FILE} is not readable JSON ({error})"
+    tests = doc.get("tests") if isinstance(doc, dict) else None
+    if not isinstance(tests, dict) or not isinstance(tests.get("verdict"), str):
+        return None, f"{EVALUATION_FILE} has no tests.verdict (expected the patch-evaluation/v1 shape)"
+    return doc, None

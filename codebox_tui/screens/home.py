@@ -49,7 +49,7 @@ Bundles captured by sandbox runs, newest first.
         self.paths: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield Header(icon="◆")
         yield Static("", id="home-status")
         yield DataTable(id="bundles", cursor_type="row", zebra_stripes=True)
         yield Footer()

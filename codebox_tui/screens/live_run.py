@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -15,6 +16,10 @@ from textual.widgets import Footer, Header, Static
 
 from codebox_tui.runtime.backend import SandboxSpec
 from widgets.event_tail import EventTail
+from widgets.run_progress import RunProgress
+
+PROGRESS_TICK_S = 0.2
+MAX_REPLAY = 2000  # on a huge events file, the progress line is derived from the last lines only
 
 
 class LiveRunScreen(Screen[None]):
@@ -37,11 +42,15 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
         self.run_dir = run_dir
         self.session: Any = None
         self.bundle_dir: Path | None = None
-        self.state = "starting"
+        self.state = "starting"  # starting (running) | cancelling | done | failed | cancelled
         self._ready = threading.Event()
+        self._cancel = threading.Event()
+        self.progress = RunProgress()
+        self._consumed = 0  # events fed to the progress line
+        self._tick = 0
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield Header(icon="◆")
         yield Static("starting…", id="progress")
         yield Static("", id="tail-status")
         if self.run_dir is not None:
@@ -51,6 +60,42 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
     def on_mount(self) -> None:
         if self.spec is not None and self.run_dir is None:
             self.start_run()
+            self.set_interval(PROGRESS_TICK_S, self._tick_progress)
+
+    @property
+    def live(self) -> bool:
+        """This screen runs the sandbox and it has not finished (the clock is the wall clock)."""
+        return self.spec is not None and self.state in ("starting", "cancelling")
+
+    def _tick_progress(self) -> None:
+        if self.live:
+            self._tick += 1
+            self._show_progress()
+
+    def _show_progress(self) -> None:
+        if self.state not in ("starting", "cancelling"):
+            return
+        now = datetime.now(UTC) if self.live else None
+        text = self.progress.line(now, self._tick)
+        if self.state == "cancelling":
+            text = f"[yellow]cancelling…[/] {text}"
+        self.query_one("#progress", Static).update(text)
+
+    def _feed_progress(self, tail: EventTail) -> None:
+        """Feed the events the tail has indexed since last time to the progress line."""
+        total = len(tail.index.offsets)
+        if total < self._consumed:  # the file was replaced
+            self.progress, self._consumed = RunProgress(), 0
+        start = max(self._consumed, total - MAX_REPLAY)
+        for i in range(start, total):
+            try:
+                event = json.loads(tail.index.read_line(i))
+            except (ValueError, OSError):
+                continue
+            if isinstance(event, dict):
+                self.progress.feed(event)
+        self._consumed = total
+        self._show_progress()
 
     @work(thread=True, exclusive=True, group="run")
     def start_run(self) -> None:
@@ -59,16 +104,18 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
 
         assert self.spec is not None
         self.artifacts_root.mkdir(parents=True, exist_ok=True)
-        session = RunSession(self.spec, self.artifacts_root,
-                             on_event=lambda e: self.app.call_from_thread(self._on_event, e.type, e.data or {}))
+        session = RunSession(self.spec, self.artifacts_root)
         self.session = session
         self.app.call_from_thread(self._attach_tail, session.run_dir)
         error: str | None = None
         summary = None
         try:
-            session.execute(self.command, self.args)
+            session.boot_sandbox()
+            if not self._cancel.is_set():  # cancelled while booting: run nothing
+                session.execute(self.command, self.args)
         except CodeboxError as caught:
             error = str(caught)
+        cancelled = self._cancel.is_set()
         try:
             summary = session.capture()
         except CodeboxError as caught:
@@ -81,7 +128,8 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
 
                 store = data.open_store()
                 try:
-                    store.record_run(session.runtime_id, status="failed" if error else "completed",
+                    status = "cancelled" if cancelled else ("failed" if error else "completed")
+                    store.record_run(session.runtime_id, status=status,
                                      artifacts_dir=session.run_dir, metadata=session.spec.metadata,
                                      sandbox_session_id=session.spec.metadata.get("sandbox_session_id"),
                                      started_at=session.created_at)
@@ -91,7 +139,7 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
                     store.close()
             except Exception as caught:  # the bundle on disk is still there
                 error = error or f"could not record the bundle: {caught}"
-        self.app.call_from_thread(self._finished, summary.path if summary else None, error)
+        self.app.call_from_thread(self._finished, summary.path if summary else None, error, cancelled)
 
     def _attach_tail(self, run_dir: Path) -> None:
         self.run_dir = run_dir
@@ -99,25 +147,20 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
         self.mount(tail, before=self.query_one(Footer))
         tail.focus()
 
-    def _on_event(self, kind: str, info: dict[str, Any]) -> None:
-        label = {"runtime.boot-progress": f"booting: {info.get('phase')}",
-                 "runtime.ready": f"ready — preview {info.get('previewUrl')}",
-                 "command.started": f"running {info.get('command')}",
-                 "command.finished": f"{info.get('command')} exited {info.get('exitCode')}",
-                 "command.failed": f"{info.get('command')} failed",
-                 "artifacts.capturing": "capturing the bundle…"}.get(kind)
-        if label:
-            self.query_one("#progress", Static).update(label)
-
-    def _finished(self, bundle_dir: Path | None, error: str | None) -> None:
+    def _finished(self, bundle_dir: Path | None, error: str | None, cancelled: bool = False) -> None:
         self.bundle_dir = bundle_dir
-        self.state = "failed" if error else "done"
-        text = f"[red]failed:[/] {error}" if error else "[green]done[/]"
+        self.state = "cancelled" if cancelled else ("failed" if error else "done")
+        took = f" in {self.progress.total_elapsed():.1f} s" if self.progress.started else ""
+        if cancelled:
+            text = f"[yellow]cancelled[/]{took} — the sandbox was stopped"
+        else:
+            text = f"[red]failed:[/] {error}" if error else f"[green]done[/]{took}"
         if bundle_dir:
             text += f" — bundle ready, press [b]r[/b] to review ({bundle_dir.name})"
         self.query_one("#progress", Static).update(text)
 
     def on_event_tail_updated(self, message: EventTail.Updated) -> None:
+        self._feed_progress(self.query_one(EventTail))
         state = "following" if message.following else f"paused — {message.pending} new"
         self.query_one("#tail-status", Static).update(f" {message.total} events · {state}")
 
@@ -140,15 +183,24 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
             return
 
         def confirmed(yes: bool | None) -> None:
-            if yes and self.session is not None:
-                sandbox = getattr(self.session, "_sandbox", None)
-                sidecar = getattr(sandbox, "sidecar", None)
-                if sidecar is not None:
-                    sidecar.kill("was cancelled by the reviewer")
-                self.notify("Run cancelled; the sandbox was stopped.")
+            if yes and self.state == "starting":
+                self._cancel.set()
+                self.state = "cancelling"
+                self._show_progress()
+                self._stop_sandbox()
+                self.notify("Cancelling: the sandbox is being stopped; evidence so far is kept.")
 
         self.app.push_screen(ConfirmDialog("Cancel this run?", "The sandbox is stopped; evidence so far is kept."),
                              confirmed)
+
+    @work(thread=True, group="cancel")
+    def _stop_sandbox(self) -> None:
+        """Kill the sandbox's sidecar process group (a running command fails at once); the run worker
+        then captures what exists and records the run as cancelled. Booting is stopped once it returns."""
+        sandbox = getattr(self.session, "_sandbox", None)
+        sidecar = getattr(sandbox, "sidecar", None)
+        if sidecar is not None:
+            sidecar.kill("was cancelled by the reviewer")
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
@@ -19,6 +20,9 @@ from widgets.diff_model import split_patch
 from widgets.diff_view import DiffView
 from widgets.event_tail import EventTail
 from widgets.file_tree import ChangedFileTree
+
+VERDICT_STYLES = {"improvement": ("green", "✔"), "regression": ("red", "✘"), "neutral": ("white", "="),
+                  "still-failing": ("yellow", "!"), "partial": ("yellow", "~")}
 
 
 class ReviewScreen(Screen[None]):
@@ -36,6 +40,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         Binding("]", "next_file", "Next file", id="review.next_file"),
         Binding("[", "previous_file", "Prev file", id="review.previous_file"),
         Binding("escape", "back", "Back", id="review.back"),
+        Binding("t", "show_tests", "Tests", show=False, id="review.tests"),
     ]
 
     def __init__(self, bundle_dir: Path) -> None:
@@ -44,15 +49,18 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.bundle = data.load(self.bundle_dir)
         self.blocks = split_patch(self.bundle.patch)
         self.last_decision: Any = None
+        self.evaluation, self.evaluation_problem = data.patch_evaluation(self.bundle_dir)
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield Header(icon="◆")
         review = self.bundle.review
         stats = review.get("stats", {})
         yield Static(
             f"[b]{self.bundle.id[:50]}[/b]  {review.get('summary', '')}  "
             f"[green]+{stats.get('added', 0)} added[/] [yellow]{stats.get('modified', 0)} modified[/] "
             f"[red]{stats.get('deleted', 0)} deleted[/]", id="review-title")
+        if self.evaluation is not None or self.evaluation_problem:
+            yield Static(self._verdict_line(), id="verdict")
         with Horizontal(id="review-body"):
             yield ChangedFileTree(id="files")
             with TabbedContent(id="tabs"):
@@ -110,10 +118,53 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         text = json.dumps(message.event, indent=2) if isinstance(message.event, dict) else str(message.event)
         self.app.push_screen(TextDialog("Event", text))
 
+    def _verdict_line(self) -> str:
+        """One line for the header: the evaluate-patch verdict and its test delta in numbers."""
+        if self.evaluation is None:
+            return f"[b]Patch evaluation[/b] [red]unreadable:[/] {escape(self.evaluation_problem or '')}"
+        ev = self.evaluation
+        tests = ev["tests"]
+        verdict = str(tests["verdict"])
+        colour, mark = VERDICT_STYLES.get(verdict, ("white", "•"))
+        parts = [f"[b]Patch {escape(str(ev.get('patch', '')))}[/b]: [b {colour}]{mark} {verdict.upper()}[/]"]
+        if ev.get("applied") is False:
+            parts.append("[red]did not apply[/]")
+        parts.append(f"fixed {len(tests.get('fixed', []))} · broken {len(tests.get('broken', []))} · "
+                     f"still failing {len(tests.get('stillFailing', []))}")
+        before, after = tests.get("before"), tests.get("after")
+        if isinstance(before, dict) and isinstance(after, dict):
+            parts.append(f"tests {before.get('passed', 0)}/{before.get('tests', 0)} passed → "
+                         f"{after.get('passed', 0)}/{after.get('tests', 0)}")
+        parts.append("· t: tests")
+        return "  ".join(parts)
+
+    def _delta_lines(self) -> list[str]:
+        if self.evaluation is None:
+            return [f"[red]Patch evaluation unreadable:[/] {escape(self.evaluation_problem or '')}", ""] \
+                if self.evaluation_problem else []
+        tests = self.evaluation["tests"]
+        verdict = str(tests["verdict"])
+        colour, mark = VERDICT_STYLES.get(verdict, ("white", "•"))
+        lines = [f"[b]Test delta (evaluate-patch):[/b] [b {colour}]{mark} {verdict}[/]"]
+        for key, label, style in (("fixed", "Fixed", "green"), ("broken", "Broken", "red"),
+                                  ("stillFailing", "Still failing", "yellow"), ("added", "Added", "cyan"),
+                                  ("removed", "Removed", "dim")):
+            names = tests.get(key) or []
+            lines.append(f"  [{style}]{label} ({len(names)})[/]" + (":" if names else ""))
+            lines += [f"    {escape(str(name))}" for name in names]
+        for phase in ("before", "after"):
+            counts = tests.get(phase)
+            if isinstance(counts, dict):
+                lines.append(f"  {phase:<6} {counts.get('status')}: {counts.get('passed', 0)} passed, "
+                             f"{counts.get('failed', 0)} failed, {counts.get('skipped', 0)} skipped "
+                             f"of {counts.get('tests', 0)}")
+        return [*lines, ""]
+
     def _tests_text(self) -> str:
         tests = self.bundle.test_results
         summary = tests.get("summary", {})
-        lines = [f"[b]Tests: {tests.get('status', 'unknown')}[/b]  total {summary.get('total', 0)} · "
+        lines = [*self._delta_lines(),
+                 f"[b]Tests: {tests.get('status', 'unknown')}[/b]  total {summary.get('total', 0)} · "
                  f"passed {summary.get('passed', 0)} · failed {summary.get('failed', 0)} · "
                  f"skipped {summary.get('skipped', 0)}"]
         for suite in tests.get("suites", []):
@@ -175,6 +226,9 @@ content digest you reviewed; nothing is applied until you choose an adapter.
 
     def action_back(self) -> None:
         self.app.pop_screen()
+
+    def action_show_tests(self) -> None:
+        self.query_one("#tabs", TabbedContent).active = "tab-tests"
 
     # -- decisions -------------------------------------------------------------------------
     def _decide(self, action: str, files: list[str] | None = None, reason: str = "",

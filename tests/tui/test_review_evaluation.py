@@ -1,0 +1,36 @@
+"""The evaluate-patch verdict line in Review: absent for ordinary bundles, a clear message (never a
+traceback) when the bundle's files/evaluate-patch.json is unreadable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.css.query import NoMatches
+from textual.widgets import Static
+
+from codebox_tui.app import CodeboxApp
+from codebox_tui.screens.review import ReviewScreen
+
+
+async def test_ordinary_bundle_has_no_verdict_line(bundle_dir: Path) -> None:
+    app = CodeboxApp(bundle_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, ReviewScreen)
+        try:
+            app.screen.query_one("#verdict")
+        except NoMatches:
+            pass
+        else:
+            raise AssertionError("a bundle without files/evaluate-patch.json shows a verdict")
+
+
+async def test_unreadable_evaluation_is_reported_in_the_header(bundle_dir: Path) -> None:
+    (bundle_dir / "files" / "evaluate-patch.json").write_text("{not json")
+    app = CodeboxApp(bundle_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, ReviewScreen)
+        line = str(app.screen.query_one("#verdict", Static).render())
+        assert "unreadable" in line and "files/evaluate-patch.json is not readable JSON" in line
+        assert "Patch evaluation unreadable" in str(app.screen.query_one("#tests", Static).render())

@@ -1,0 +1,50 @@
+"""RunProgress: the live run's progress line comes from the events (phase, command, elapsed, spinner)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from widgets.run_progress import SPINNER, RunProgress
+
+
+def ev(kind: str, second: float, **data: object) -> dict[str, object]:
+    whole, frac = int(second), round((second % 1) * 1000)
+    return {"type": kind, "level": "info", "timestamp": f"2026-11-22T12:00:{whole:02}.{frac:03}Z", "data": data}
+
+
+def test_phases_then_command_then_capture() -> None:
+    progress = RunProgress()
+    assert progress.line() == "starting…"
+    progress.feed(ev("runtime.boot-started", 0, wp="6.5"))
+    progress.feed(ev("runtime.boot-progress", 0.5, phase="copying-site"))
+    assert progress.line().startswith("booting: copying site")
+    progress.feed(ev("runtime.ready", 3.0, previewUrl="http://127.0.0.1:4000"))
+    progress.feed(ev("command.started", 3.0, command="wordpress.phpunit"))
+    line = progress.line()
+    assert "running wordpress.phpunit" in line and "elapsed 3.0 s" in line and "preview http://127.0.0.1:4000" in line
+    progress.feed(ev("command.finished", 5.5, command="wordpress.phpunit", exitCode=1))
+    assert "wordpress.phpunit exited 1" in progress.line()
+    assert "1 command done, 1 failed" in progress.line()
+    progress.feed(ev("runtime.disposed", 6.0))
+    progress.feed(ev("artifacts.capturing", 6.0))
+    assert progress.line().startswith("capturing the bundle…") and "preview" not in progress.line()
+
+
+def test_spinner_only_for_steps_slower_than_a_second() -> None:
+    progress = RunProgress()
+    progress.feed(ev("command.started", 1.0, command="wordpress.run-php"))
+    at = datetime(2026, 11, 22, 12, 0, 1, 500_000, tzinfo=UTC)
+    assert not progress.slow(at)
+    assert progress.line(at)[0] not in SPINNER
+    later = datetime(2026, 11, 22, 12, 0, 3, tzinfo=UTC)
+    assert progress.slow(later)
+    first, second = progress.line(later, 0), progress.line(later, 1)
+    assert first[0] in SPINNER and second[0] in SPINNER and first[0] != second[0]
+    assert "step 2.0 s" in first
+
+
+def test_unparsable_timestamps_and_unknown_events_are_harmless() -> None:
+    progress = RunProgress()
+    progress.feed({"type": "something.else", "timestamp": "not a time", "data": "oops"})
+    progress.feed({"type": "command.denied", "data": {"command": "shell"}})
+    assert progress.line() == "shell was denied · 1 command done, 1 failed"
