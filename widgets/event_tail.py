@@ -1,12 +1,14 @@
 """EventTail: a live tail of events.jsonl with the Line API.
 
-The file is indexed by byte offsets (read incrementally every 100 ms, partial lines buffered,
-truncation detected); only visible lines are read back from disk and formatted. Follow mode turns
-off when the user scrolls up, and a counter shows how many lines arrived since."""
+The file is indexed by byte offsets in a worker thread (chunk by chunk, then polled for appends;
+torn lines wait for their newline, truncation is detected); the UI shows what is indexed so far, so a
+1 GB file opens as fast as a small one, and only visible lines are read back from disk and formatted.
+Follow mode turns off when the user scrolls up, and a counter shows how many lines arrived since."""
 
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import ClassVar
 
@@ -19,12 +21,15 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.worker import Worker, get_current_worker
 
 from widgets.line_index import LineIndex
 
 LEVEL_STYLES = {"debug": Style(color="#5c6370"), "info": Style(color="#abb2bf"), "warning": Style(color="#e5c07b"),
                 "error": Style(color="#e06c75", bold=True)}
 LEVELS = ["debug", "info", "warning", "error"]
+FIRST_CHUNK = 1 << 20  # the first read is small, so the first screen comes quickly
+INDEX_CHUNK = 16 << 20
 __all__ = ["EventTail", "LineIndex", "format_event", "pretty_event"]
 
 
@@ -83,10 +88,16 @@ class EventTail(ScrollView, can_focus=True):
             self.total, self.pending, self.following = total, pending, following
             super().__init__()
 
-    def __init__(self, path: Path, *, poll_interval: float = 0.05, id: str | None = None) -> None:
+    def __init__(self, path: Path, *, poll_interval: float = 0.05, index: LineIndex | None = None,
+                 index_chunk: int = INDEX_CHUNK, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.index = LineIndex(Path(path))
+        self.index = index if index is not None else LineIndex(Path(path))
         self.poll_interval = poll_interval
+        self.index_chunk = index_chunk
+        self._shown = 0  # index lines the UI has taken in
+        self._resets = 0
+        self._stop = threading.Event()
+        self._indexer: Worker[None] | None = None
         self._visible: list[int] = []  # indexes of lines passing the level filter
         self._cache: LRUCache[int, tuple[str, str, Strip]] = LRUCache(2048)
         self.types: set[str] | None = None  # None: every event type
@@ -97,8 +108,35 @@ class EventTail(ScrollView, can_focus=True):
         self._refilter()
 
     def on_mount(self) -> None:
-        self.poll()
-        self.set_interval(self.poll_interval, self.poll)
+        self._indexer = self.run_worker(self._index_loop, thread=True, group="event-index", exit_on_error=False,
+                                        name=f"index {self.index.path.name}")
+
+    def on_unmount(self) -> None:
+        self._stop.set()
+
+    @property
+    def indexing(self) -> bool:
+        """The file has bytes the index has not reached yet (a big file still being indexed)."""
+        return self.index.pending_bytes > 0
+
+    def _index_loop(self) -> None:
+        """Worker thread: index the file chunk by chunk (the UI takes in each chunk's lines), then poll
+        for appends every ``poll_interval``."""
+        worker = get_current_worker()
+        chunk = min(FIRST_CHUNK, self.index_chunk)
+        while not worker.is_cancelled and not self._stop.is_set():
+            resets = self.index.resets
+            read_to = self.index.read_to
+            added = self.index.update(chunk)
+            chunk = self.index_chunk
+            if added or self.index.resets != resets:
+                try:
+                    self.app.call_from_thread(self.poll)
+                except Exception:  # the app is closing
+                    return
+            if self.index.read_to > read_to and self.index.pending_bytes > 0:
+                continue  # more of a big file to index: no pause
+            self._stop.wait(self.poll_interval)
 
     def _passes(self, i: int) -> bool:
         if self.min_level == "debug" and self.types is None:
@@ -117,7 +155,7 @@ class EventTail(ScrollView, can_focus=True):
         return cached
 
     def _refilter(self) -> None:
-        self._visible = [i for i in range(len(self.index.offsets)) if self._passes(i)]
+        self._visible = [i for i in range(self._shown) if self._passes(i)]
         self.virtual_size = Size(max(self.size.width, 120), len(self._visible))
         self.refresh()
 
@@ -132,18 +170,23 @@ class EventTail(ScrollView, can_focus=True):
         self.border_subtitle = self._status()
 
     def poll(self) -> None:
-        before = len(self.index.offsets)
-        resets = self.index.resets
-        added = self.index.update()
-        if self.index.resets != resets:  # truncated or rotated
+        """Take in the lines the indexer has added since last time (UI thread)."""
+        before = self._shown
+        if self.index.resets != self._resets:  # truncated or rotated
+            self._resets = self.index.resets
             self._visible.clear()
             self._cache.clear()
             self.virtual_size = Size(max(self.size.width, 120), 0)
             self.refresh()
             before = 0
-        if not added:
+        total = len(self.index.offsets)
+        self._shown = total
+        if total <= before:
             return
-        new = [i for i in range(before, len(self.index.offsets)) if self._passes(i)]
+        if self.min_level == "debug" and self.types is None:
+            new: list[int] | range = range(before, total)
+        else:
+            new = [i for i in range(before, total) if self._passes(i)]
         self._visible.extend(new)
         self.virtual_size = Size(max(self.size.width, 120), len(self._visible))
         if self.following:

@@ -1,7 +1,8 @@
 """Byte-offset index of the complete lines of a growing file (pure; no Textual).
 
 A torn last line (no newline yet) waits in the file until its newline arrives; a file that shrinks
-(truncated or replaced) is indexed again from the start."""
+(truncated or replaced) is indexed again from the start. One thread may ``update`` while others read:
+offsets are only appended, and a reset swaps in a new list."""
 
 from __future__ import annotations
 
@@ -17,7 +18,13 @@ class LineIndex:
         self.offsets: list[int] = []
         self.read_to = 0
         self.resets = 0  # times the file was truncated or replaced (rotation)
+        self.size = 0  # file size at the last update
         self._inode: int | None = None
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes seen by the last update that are not indexed yet (more than one chunk's worth, or a torn line)."""
+        return max(0, self.size - self.read_to)
 
     def update(self, chunk_limit: int = 16 << 20) -> int:
         """Index newly appended complete lines; returns how many were added."""
@@ -26,10 +33,11 @@ class LineIndex:
         except OSError:
             return 0
         size = stat.st_size
+        self.size = size
         replaced = self._inode is not None and stat.st_ino != self._inode
         self._inode = stat.st_ino
         if size < self.read_to or replaced:  # truncated or rotated: start over
-            self.offsets.clear()
+            self.offsets = []  # a new list: a reader on another thread never sees it shrink
             self.read_to = 0
             self.resets += 1
         if size == self.read_to:
@@ -54,6 +62,10 @@ class LineIndex:
         return len(self.offsets)
 
     def read_line(self, index: int) -> str:
+        """Line ``index`` (without its newline); "" if the index was reset since the caller looked."""
+        offsets = self.offsets
+        if not 0 <= index < len(offsets):
+            return ""
         with open(self.path, "rb") as handle:
-            handle.seek(self.offsets[index])
+            handle.seek(offsets[index])
             return handle.readline(64 * 1024).decode("utf-8", errors="replace").rstrip("\n")
