@@ -99,4 +99,7 @@ class CodeboxApp(App[None]):
 
 
 def run_app(bundle: Path | None = None) -> None:
+    from widgets.evidence_view import prepare_images
+
+    prepare_images()  # the terminal is asked about image support before Textual owns stdin
     CodeboxApp(bundle).run()

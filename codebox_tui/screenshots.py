@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,30 @@ add_shortcode( 'greeting_card', 'greeting_cards_render' );
 """
 
 
+@dataclass
+class DemoEvidence:
+    path: str
+    kind: str
+    contentType: str
+
+
+def draw_demo_screenshot(target: Path) -> None:
+    """A small, deterministic stand-in for a browser screenshot of the demo page (the demo bundle is
+    built without a browser): the greeting card the plugin renders."""
+    from PIL import Image, ImageDraw
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    image = Image.new("RGB", (320, 180), "#f6f7f7")
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((0, 0, 319, 22), fill="#1d2327")  # admin-bar-like strip
+    draw.rectangle((8, 7, 60, 15), fill="#72aee6")
+    draw.rectangle((24, 40, 296, 150), fill="#ffffff", outline="#a0522d", width=3)  # the card
+    draw.rectangle((44, 62, 220, 82), fill="#a0522d")  # "Hello, world!" as a bar of warm text
+    for y in (98, 112, 126):
+        draw.rectangle((44, y, 276 - (y - 98) * 2, y + 6), fill="#c3c4c7")
+    image.save(target, format="PNG", optimize=False)
+
+
 def build_demo_bundle(work: Path) -> Path:
     """A real bundle: baseline → edits (modify, add, delete, binary) → capture."""
     from codebox_tui.bundle.baseline import take_baselines
@@ -69,6 +94,7 @@ def build_demo_bundle(work: Path) -> Path:
     (source / "assets" / "icon.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(64)))
     run_dir = work / "run"
     (run_dir / "logs").mkdir(parents=True)
+    draw_demo_screenshot(run_dir / "files" / "browser" / "screenshot.png")
     events = [
         ('runtime.created', 'info', '{"runtimeId": "runtime-demo"}'),
         ('runtime.boot-progress', 'info', '{"phase": "copying-site"}'),
@@ -92,7 +118,8 @@ def build_demo_bundle(work: Path) -> Path:
                           environment={"wordpressVersion": "6.5.5", "phpVersion": "8.3"})
     summary = capture_bundle(run_dir, runtime=runtime, mounts=[mount], baselines=baselines,
                              policy=RuntimePolicy(commands=["wordpress.run-php", "wordpress.phpunit"]),
-                             metadata={"sandbox_session_id": "demo"}, secret_values=[], evidence=[],
+                             metadata={"sandbox_session_id": "demo"}, secret_values=[], evidence=[
+                                 DemoEvidence("files/browser/screenshot.png", "browser-screenshot", "image/png")],
                              test_suites=[suite])
     return summary.path
 
@@ -148,6 +175,7 @@ def main() -> int:
         work = Path(tmp)
         os.environ["CODEBOX_HOME"] = str(work / "home")
         os.environ["TEXTUAL_ANIMATIONS"] = "none"
+        os.environ["CODEBOX_IMAGES"] = "halfcell"  # deterministic inline images (no terminal query)
         from codebox_tui.settings import reload_settings
 
         reload_settings()
@@ -174,6 +202,11 @@ def main() -> int:
             app.screen.query_one("#tabs").active = "tab-events"
             await pilot.pause(0.3)
 
+        async def review_evidence(app: Any, pilot: Any) -> None:
+            await open_review(app, pilot)
+            app.screen.query_one("#tabs").active = "tab-evidence"
+            await pilot.pause(0.3)
+
         async def confirm(app: Any, pilot: Any) -> None:
             await open_review(app, pilot)
             await pilot.press("space", "A")
@@ -194,7 +227,8 @@ def main() -> int:
         OUT.mkdir(exist_ok=True)
         shots: list[tuple[str, Step | None]] = [
             ("home", None), ("review-diff", open_review), ("review-tests", review_tests),
-            ("review-events", review_events), ("decide-confirm", confirm), ("launch", launch),
+            ("review-events", review_events), ("review-evidence", review_evidence), ("decide-confirm", confirm),
+            ("launch", launch),
             ("help", help_panel), ("live-run", live),
         ]
         for name, steps in shots:

@@ -19,6 +19,7 @@ from widgets.decision_bar import DecisionBar
 from widgets.diff_model import split_patch
 from widgets.diff_view import DiffView
 from widgets.event_tail import EventTail
+from widgets.evidence_view import EvidenceView
 from widgets.file_tree import ChangedFileTree
 
 VERDICT_STYLES = {"improvement": ("green", "✔"), "regression": ("red", "✘"), "neutral": ("white", "="),
@@ -69,7 +70,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                 with TabPane("Tests", id="tab-tests"):
                     yield Static(self._tests_text(), id="tests")
                 with TabPane("Evidence", id="tab-evidence"):
-                    yield Static(self._evidence_text(), id="evidence")
+                    yield EvidenceView(self.bundle_dir, self.bundle.evidence, id="evidence")
                 with TabPane("Events", id="tab-events"):
                     yield EventTail(self.bundle_dir / "events.jsonl", id="events")
                 with TabPane("Provenance", id="tab-provenance"):
@@ -177,14 +178,6 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                     lines.append(f"      [red]{case['message']}[/]")
         if not tests.get("suites"):
             lines.append("\nNo test-aware command ran in this sandbox.")
-        return "\n".join(lines)
-
-    def _evidence_text(self) -> str:
-        if not self.bundle.evidence:
-            return "No browser or test evidence files in this bundle."
-        lines = ["[b]Evidence files[/b] (open the PNG screenshots with an image viewer):"]
-        for item in self.bundle.evidence:
-            lines.append(f"  {item.get('kind'):22} {self.bundle_dir / str(item.get('path'))}")
         return "\n".join(lines)
 
     def _provenance_text(self) -> str:
