@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from platformdirs import user_data_dir
 from pydantic import Field
@@ -26,6 +27,10 @@ class CodeboxSettings(BaseSettings):
     default_php: str = "8.3"
     boot_timeout_s: float = 120.0
     command_timeout_s: float = 120.0
+    # Keep one pre-booted spare sandbox (~200 MB, one background boot) so the next run starts in
+    # well under a second. "auto": on in long-lived processes (the TUI, or once a process boots a
+    # second sandbox), off for one-shot `codebox run`.
+    spare_sandboxes: Literal["auto", "on", "off"] = "auto"
 
     @property
     def playground_home(self) -> Path:

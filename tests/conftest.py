@@ -14,6 +14,9 @@ import pytest
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 _HOME = Path(tempfile.mkdtemp(prefix="codebox-test-home-"))
 os.environ["CODEBOX_HOME"] = str(_HOME)
+# The test process boots many sandboxes; background spares would only add load. test_runtime_spare
+# turns them on explicitly.
+os.environ["CODEBOX_SPARE_SANDBOXES"] = "off"
 
 from codebox_tui.settings import reload_settings  # noqa: E402
 

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import fcntl
 import os
+import secrets
 import shutil
+import subprocess
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -53,5 +56,97 @@ def ensure_golden_site(build: WordPressBuild, golden_root: Path) -> Path:
 
 def copy_site(golden_site: Path, dest: Path) -> Path:
     """A private, writable copy of a golden site for one sandbox."""
-    shutil.copytree(golden_site, dest, symlinks=True)
+    copy_tree(golden_site, dest)
     return dest
+
+
+def copy_tree(source: Path, dest: Path) -> None:
+    result = subprocess.run(["cp", "-a", "--reflink=auto", str(source), str(dest)], capture_output=True)
+    if result.returncode != 0:
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(source, dest, symlinks=True)
+
+
+# -- opcache seed ---------------------------------------------------------------------------------
+# php-wasm keeps PHP's opcache as a file cache in /internal/shared/opcache. A sandbox gets a private
+# *copy* of a seed made by a clean sandbox (no user mounts, no user code: only Playground's boot and
+# `require wp-load.php`), so its first WordPress load skips compiling core. Sandboxes never write to
+# the seed itself: a poisoned cache entry could otherwise reach the next sandbox.
+def opcache_seed(build: WordPressBuild, php: str, golden_root: Path) -> Path | None:
+    """The seed's ``opcache`` directory for this build and PHP version, if one was made."""
+    target = golden_root / f"opcache-{build.version}-php{php}-v{GOLDEN_FORMAT}"
+    return target / "opcache" if (target / ".complete").is_file() else None
+
+
+def save_opcache_seed(source: Path, build: WordPressBuild, php: str, golden_root: Path) -> None:
+    """Keep a copy of a clean sandbox's opcache directory as the seed (atomic; first writer wins)."""
+    target = golden_root / f"opcache-{build.version}-php{php}-v{GOLDEN_FORMAT}"
+    if (target / ".complete").is_file() or not source.is_dir() or not any(source.iterdir()):
+        return
+    staging = Path(tempfile.mkdtemp(prefix=".opcache-", dir=golden_root))
+    try:
+        copy_tree(source, staging / "opcache")
+        (staging / ".complete").write_text(f"{build.version} php{php}\n")
+        os.rename(staging, target)
+    except OSError:
+        pass  # another process saved one first, or the disk is full: the seed is only an optimisation
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+# -- prepared site copies -------------------------------------------------------------------------
+# Copying a golden site (~3,200 files) costs 0.6-1.4 s, so a sandbox takes a copy prepared ahead of
+# time (a rename, instantly) and a new one is prepared in the background. Each item is a complete,
+# private sandbox directory: ``wordpress/`` (the site) and ``opcache/`` (a copy of the seed).
+POOL_SIZE = 1
+STALE_S = 3600.0
+
+
+def _pool(build: WordPressBuild, php: str, golden_root: Path) -> Path:
+    return golden_root / "pool" / f"wp-{build.version}-php{php}-v{GOLDEN_FORMAT}"
+
+
+def take_prepared_site(build: WordPressBuild, php: str, golden_root: Path, dest: Path) -> bool:
+    """Move a prepared sandbox directory to ``dest`` (which must not exist). False if none is ready."""
+    pool = _pool(build, php, golden_root)
+    try:
+        entries = sorted(pool.glob("ready-*"))
+    except OSError:
+        return False
+    for entry in entries:
+        try:
+            os.rename(entry, dest)  # atomic: concurrent takers cannot get the same item
+        except OSError:
+            continue
+        return True
+    return False
+
+
+def make_sandbox_dir(build: WordPressBuild, php: str, golden_root: Path, golden_site: Path, dest: Path) -> None:
+    """Build a sandbox directory (site copy + opcache seed copy) at ``dest`` (which must not exist)."""
+    dest.mkdir()
+    copy_tree(golden_site, dest / "wordpress")
+    seed = opcache_seed(build, php, golden_root)
+    if seed is not None:
+        copy_tree(seed, dest / "opcache")
+
+
+def prepare_site(build: WordPressBuild, php: str, golden_root: Path, golden_site: Path) -> None:
+    """Top the pool up to POOL_SIZE prepared sandbox directories (also removes abandoned partial ones)."""
+    pool = _pool(build, php, golden_root)
+    pool.mkdir(parents=True, exist_ok=True)
+    for partial in pool.glob(".tmp-*"):
+        try:
+            if time.time() - partial.stat().st_mtime > STALE_S:
+                shutil.rmtree(partial, ignore_errors=True)
+        except OSError:
+            pass
+    if len(list(pool.glob("ready-*"))) >= POOL_SIZE:
+        return
+    token = secrets.token_hex(6)
+    staging = pool / f".tmp-{token}"
+    try:
+        make_sandbox_dir(build, php, golden_root, golden_site, staging)
+        os.rename(staging, pool / f"ready-{token}")
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -9,19 +9,26 @@ from __future__ import annotations
 
 import json
 import secrets
-import shutil
-import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any
 
 from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.errors import SandboxError
 from codebox_tui.runtime.backend import HttpResult, PhpResult, ProgressCallback, SandboxSpec
-from codebox_tui.runtime.golden import ensure_golden_site
+from codebox_tui.runtime.golden import (
+    ensure_golden_site,
+    make_sandbox_dir,
+    opcache_seed,
+    prepare_site,
+    save_opcache_seed,
+    take_prepared_site,
+)
 from codebox_tui.runtime.mounts import remove_tree, stage_readonly
 from codebox_tui.runtime.sidecar import Sidecar
 from codebox_tui.runtime.wordpress_builds import WordPressBuild, resolve_build
@@ -74,23 +81,33 @@ def shutdown_sidecars() -> None:
 # -- pre-booted spare sandboxes (warm path) -------------------------------------------------------
 # A long-lived process (the TUI, a test session, a benchmark) can keep one booted, mount-less spare
 # per (WordPress, PHP, network policy); the next boot takes it, attaches its mounts (a few ms) and
-# a new spare boots in the background. One-shot `codebox run` leaves this off: on 2 cores the
-# background boot would only compete with the run.
+# a new spare boots in the background. Setting ``spare_sandboxes`` (default "auto"): on in the TUI
+# and from a process's second sandbox on; one-shot `codebox run` leaves it off (on 2 cores the
+# background boot would only compete with the run).
 _spares: dict[str, Future[PlaygroundSandbox]] = {}
 _spares_lock = threading.Lock()
-_spares_enabled = False
+_spares_override: bool | None = None
+_boots_in_process = 0
+_starting: dict[str, Future[Sidecar]] = {}
+_starter = ThreadPoolExecutor(max_workers=2, thread_name_prefix="codebox-sidecar-start")
 
 
-def enable_spare_sandboxes(enabled: bool = True) -> None:
-    """Keep a pre-booted spare sandbox ready after each boot (see above). Off by default."""
-    global _spares_enabled
-    _spares_enabled = enabled
+def enable_spare_sandboxes(enabled: bool | None = True) -> None:
+    """Force spare sandboxes on or off for this process (``None``: back to the ``spare_sandboxes`` setting)."""
+    global _spares_override
+    _spares_override = enabled
 
 
-def _copy_tree(source: Path, dest: Path) -> None:
-    result = subprocess.run(["cp", "-a", "--reflink=auto", str(source), str(dest)], capture_output=True)
-    if result.returncode != 0:
-        shutil.copytree(source, dest, symlinks=True)
+def spares_wanted(mode: str, boots_in_process: int, override: bool | None = None,
+                  interactive: bool | None = None) -> bool:
+    """Whether to keep a pre-booted spare: forced, ``on``/``off``, or ``auto`` (long-lived processes only)."""
+    if override is not None:
+        return override
+    if mode in ("on", "off"):
+        return mode == "on"
+    if interactive is None:
+        interactive = "codebox_tui.app" in sys.modules  # the TUI is running in this process
+    return interactive or boots_in_process >= 2
 
 
 def _failed_run(message: str) -> PhpResult:
@@ -172,6 +189,25 @@ class PlaygroundBackend:
     def __init__(self, settings: CodeboxSettings | None = None) -> None:
         self.settings = settings or get_settings()
 
+    def prepare(self, spec: SandboxSpec) -> None:
+        """Start the sidecar in the background while the caller does its own preparation."""
+        self._sidecar_future(spec)
+
+    def _sidecar_future(self, spec: SandboxSpec) -> Future[Sidecar]:
+        key = network_policy_key(spec.policy)
+        with _sidecars_lock:
+            existing = _sidecars.get(key)
+            if existing is not None and existing.alive:
+                done: Future[Sidecar] = Future()
+                done.set_result(existing)
+                return done
+            pending = _starting.get(key)
+            if pending is not None and not pending.done():
+                return pending
+            future = _starter.submit(get_sidecar, self.settings, spec.policy)
+            _starting[key] = future
+            return future
+
     def boot(self, spec: SandboxSpec, on_progress: ProgressCallback | None = None) -> PlaygroundSandbox:
         def report(phase: str, data: dict[str, Any] | None = None) -> None:
             if on_progress:
@@ -183,7 +219,10 @@ class PlaygroundBackend:
             raise BadInputError(f"PHP {spec.php} is not available; choose one of {', '.join(SUPPORTED_PHP)}",
                                 code="unknown-php-version", field="php")
         build = resolve_build(spec.wp)
+        global _boots_in_process
+        _boots_in_process += 1
         started = time.monotonic()
+        self._sidecar_future(spec)  # node starts while the site directory is prepared
         report("resolving-wordpress", {"version": build.version})
         golden = ensure_golden_site(build, self.settings.golden_dir)
         spare_key = f"{build.version}|{spec.php}|{network_policy_key(spec.policy)}"
@@ -205,30 +244,41 @@ class PlaygroundBackend:
                         raise
                     self._refill(spare_key, spec, build)
                     return spare
-        sandbox = self._boot_fresh(spec, build, golden, report, started)
+        sandbox = self._boot_fresh(spec, build, golden, report, started, warm=spec.preview_port is not None)
         if poolable:
             self._refill(spare_key, spec, build)
         return sandbox
 
     def _refill(self, key: str, spec: SandboxSpec, build: WordPressBuild) -> None:
-        if not _spares_enabled:
-            return
+        """Background work for the next sandbox: the opcache seed, a prepared site dir, a spare."""
         bare = SandboxSpec(mounts=[], policy=spec.policy, wp=spec.wp, php=spec.php,
                            boot_timeout_s=spec.boot_timeout_s)
-        future: Future[PlaygroundSandbox] = Future()
-        with _spares_lock:
-            if key in _spares:
-                return
-            _spares[key] = future
+        future: Future[PlaygroundSandbox] | None = None
+        if spares_wanted(self.settings.spare_sandboxes, _boots_in_process, _spares_override):
+            with _spares_lock:
+                if key not in _spares:
+                    future = Future()
+                    _spares[key] = future
+        golden_root = self.settings.golden_dir
 
-        def boot_spare() -> None:
+        def background() -> None:
             try:
-                golden = ensure_golden_site(build, self.settings.golden_dir)
-                future.set_result(self._boot_fresh(bare, build, golden, lambda *_: None, time.monotonic()))
+                golden = ensure_golden_site(build, golden_root)
+                needs_seed = opcache_seed(build, spec.php, golden_root) is None
+                if future is not None:
+                    # a spare is mount-less and warmed before anyone uses it: it can make the seed
+                    future.set_result(self._boot_fresh(bare, build, golden, lambda *_: None, time.monotonic(),
+                                                       warm=True, seed=True))
+                elif needs_seed:
+                    self._boot_fresh(bare, build, golden, lambda *_: None, time.monotonic(), warm=True,
+                                     seed=True).dispose()
+                prepare_site(build, spec.php, golden_root, golden)
             except BaseException as error:
-                future.set_exception(error)
+                if future is not None and not future.done():
+                    future.set_exception(error)
 
-        threading.Thread(target=boot_spare, name="codebox-spare-boot", daemon=True).start()
+        # Not a daemon: a short-lived process waits for a half-made copy instead of abandoning it.
+        threading.Thread(target=background, name="codebox-sandbox-refill", daemon=future is not None).start()
 
     def _attach_mounts(self, sandbox: PlaygroundSandbox, spec: SandboxSpec, report: ProgressCallback) -> None:
         mounts: list[dict[str, str]] = []
@@ -243,17 +293,27 @@ class PlaygroundBackend:
             sandbox.sidecar.request("mount", {"sandbox": sandbox.id, "mounts": mounts}, 30.0)
 
     def _boot_fresh(self, spec: SandboxSpec, build: WordPressBuild, golden: Path,
-                    report: Callable[[str, dict[str, Any] | None], None], started: float) -> PlaygroundSandbox:
+                    report: Callable[[str, dict[str, Any] | None], None], started: float, *,
+                    warm: bool = False, seed: bool = False) -> PlaygroundSandbox:
         sandboxes_root = self.settings.home / "sandboxes"
         sandboxes_root.mkdir(parents=True, exist_ok=True)
         sandbox_id = "sandbox-" + secrets.token_hex(6)
         work_dir = sandboxes_root / sandbox_id
-        work_dir.mkdir()
+        golden_root = self.settings.golden_dir
+        sidecar_future = self._sidecar_future(spec)
         try:
-            report("copying-site", None)
+            if take_prepared_site(build, spec.php, golden_root, work_dir):
+                report("using-prepared-site", None)
+            else:
+                report("copying-site", None)
+                make_sandbox_dir(build, spec.php, golden_root, golden, work_dir)
             site = work_dir / "wordpress"
-            _copy_tree(golden, site)
             mounts: list[dict[str, str]] = []
+            opcache = work_dir / "opcache"
+            if seed:
+                opcache.mkdir(exist_ok=True)
+            if opcache.is_dir():  # this sandbox's private copy of the opcache seed
+                mounts.append({"hostPath": str(opcache), "vfsPath": "/internal/shared/opcache"})
             for index, mount in enumerate([*spec.mounts, *spec.extra_mounts]):
                 host = Path(mount.source)
                 if mount.mode == "readonly":
@@ -261,7 +321,11 @@ class PlaygroundBackend:
                     host = stage_readonly(host, work_dir / f"readonly-{index}")
                 mounts.append({"hostPath": str(host), "vfsPath": mount.target})
                 report("mounting", {"index": index, "target": mount.target, "mode": mount.mode})
-            sidecar = get_sidecar(self.settings, spec.policy)
+            remaining = max(1.0, spec.boot_timeout_s - (time.monotonic() - started))
+            try:
+                sidecar = sidecar_future.result(timeout=remaining)
+            except FutureTimeout:
+                raise SandboxError("The Playground sidecar did not start", code="sidecar-start-timeout") from None
             sidecar.on_progress(sandbox_id, lambda phase, data: report(phase, data))
             define_bool: dict[str, bool] = {"DISABLE_WP_CRON": True}
             if spec.policy.network_denied:
@@ -269,11 +333,14 @@ class PlaygroundBackend:
             params = {
                 "sandbox": sandbox_id, "php": spec.php, "wp": build.playground_url,
                 "mountsBeforeInstall": [{"hostPath": str(site), "vfsPath": "/wordpress"}],
-                "mounts": mounts, "defineBool": define_bool, "warm": True,
+                "mounts": mounts, "defineBool": define_bool, "warm": warm,
                 "port": spec.preview_port or 0,
             }
             remaining = max(1.0, spec.boot_timeout_s - (time.monotonic() - started))
             result = sidecar.request("boot", params, remaining)
+            if seed and not spec.mounts and not spec.extra_mounts and warm:
+                # Only Playground's boot and `require wp-load.php` have run here: no user code yet.
+                save_opcache_seed(opcache, build, spec.php, golden_root)
         except BaseException:
             remove_tree(work_dir)
             raise

@@ -166,6 +166,9 @@ class RunSession:
         with self._boot_lock:
             if self._sandbox is not None:
                 return self._sandbox
+            prepare = getattr(self.backend, "prepare", None)
+            if prepare is not None:
+                prepare(self.spec)  # e.g. start the Node sidecar while the baselines are taken
             self._take_baselines()
             self.emit("runtime.boot-started", {"wp": self.spec.wp, "php": self.spec.php})
             started = time.monotonic()

@@ -37,7 +37,7 @@ def test_prebooted_spare_gets_the_mounts_of_the_next_run(playground_session, cod
             phases = [json.loads(line)["data"].get("phase")
                       for line in (second.run_dir / "events.jsonl").read_text().splitlines()]
     finally:
-        enable_spare_sandboxes(False)
+        enable_spare_sandboxes(None)  # back to the setting
         discard_spare_sandboxes()
     assert "using-prebooted-sandbox" in phases
     doc = json.loads(result.stdout)

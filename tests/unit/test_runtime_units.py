@@ -133,3 +133,18 @@ def test_runtime_env_names_are_validated_and_values_must_be_strings() -> None:
     with pytest.raises(BadInputError) as caught:
         SandboxSpec(mounts=[], policy=Policy(commands=["wordpress.run-php"]), env={"N": 3})  # type: ignore[dict-item]
     assert caught.value.field == "env.N"
+
+
+def test_spare_sandboxes_default_on_only_in_long_lived_processes() -> None:
+    from codebox_tui.runtime.playground import spares_wanted
+
+    # one-shot `codebox run`: a single boot, no TUI
+    assert spares_wanted("auto", 1, interactive=False) is False
+    # the TUI process, or any process booting its second sandbox
+    assert spares_wanted("auto", 1, interactive=True) is True
+    assert spares_wanted("auto", 2, interactive=False) is True
+    # the setting and an explicit override win
+    assert spares_wanted("off", 5, interactive=True) is False
+    assert spares_wanted("on", 1, interactive=False) is True
+    assert spares_wanted("on", 3, override=False) is False
+    assert spares_wanted("off", 1, override=True) is True
