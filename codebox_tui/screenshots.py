@@ -170,7 +170,36 @@ def svg_to_png(svg: Path) -> Path | None:
     return png if png.exists() else None
 
 
+def shoot_evaluation(bundle: Path) -> None:
+    """Review of a real ``codebox evaluate-patch`` bundle (verdict line, Tests tab with the delta):
+    ``python -m codebox_tui.screenshots --evaluate-bundle DIR`` (needs a bundle made with Playground,
+    so ``make screenshots`` keeps the committed pictures when it is not given)."""
+    from codebox_tui.app import CodeboxApp
+
+    async def tests_tab(app: Any, pilot: Any) -> None:
+        app.open_bundle(bundle)
+        await pilot.pause()
+        await pilot.press("t")
+        await pilot.pause()
+
+    for size, suffix in (((120, 40), ""), ((80, 24), "-80x24")):
+        svg = asyncio.run(_shoot(f"review-evaluate-patch{suffix}", size, lambda: CodeboxApp(now=FIXED_NOW),
+                                 tests_tab))
+        png = svg_to_png(svg)
+        print(f"{svg.relative_to(REPO)}  {png.relative_to(REPO) if png else '(no chromium: SVG only)'}")
+
+
 def main() -> int:
+    if "--evaluate-bundle" in sys.argv:
+        bundle = Path(sys.argv[sys.argv.index("--evaluate-bundle") + 1]).resolve()
+        with tempfile.TemporaryDirectory(prefix="codebox-shots-") as tmp:
+            os.environ["CODEBOX_HOME"] = str(Path(tmp) / "home")
+            os.environ["TEXTUAL_ANIMATIONS"] = "none"
+            from codebox_tui.settings import reload_settings
+
+            reload_settings()
+            shoot_evaluation(bundle)
+        return 0
     with tempfile.TemporaryDirectory(prefix="codebox-shots-") as tmp:
         work = Path(tmp)
         os.environ["CODEBOX_HOME"] = str(work / "home")

@@ -71,6 +71,7 @@ class RunProgress:
             self.finished = True
             step = "sandbox disposed"
         elif kind == "artifacts.capturing":
+            self.finished = True
             step = "capturing the bundle…"
         elif kind == "runtime.error":
             step = f"error: {data.get('message', '')}"[:120]

@@ -16,6 +16,7 @@ from codebox_tui.settings import reload_settings
 def demo_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("CODEBOX_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
+    monkeypatch.setenv("CODEBOX_IMAGES", "halfcell")  # inline images as coloured half-blocks: no terminal query
     reload_settings()
     bundle = build_demo_bundle(tmp_path)
     register_demo(bundle)

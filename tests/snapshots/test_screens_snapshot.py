@@ -46,6 +46,9 @@ def _steps(name: str, bundle: Path) -> Callable[[Any], Awaitable[None]]:
         await _open_review(pilot, bundle)
         if name == "review-tests":
             pilot.app.screen.query_one("#tabs").active = "tab-tests"
+        elif name == "review-evidence":
+            pilot.app.screen.query_one("#tabs").active = "tab-evidence"
+            await pilot.pause(0.3)
         elif name == "review-events":
             pilot.app.screen.query_one("#tabs").active = "tab-events"
             await pilot.pause(0.3)
@@ -58,7 +61,8 @@ def _steps(name: str, bundle: Path) -> Callable[[Any], Awaitable[None]]:
     return run_before
 
 
-SCREENS = ["home", "launch", "live-run", "review-diff", "review-tests", "review-events", "decide-confirm", "help"]
+SCREENS = ["home", "launch", "live-run", "review-diff", "review-tests", "review-events", "review-evidence",
+           "decide-confirm", "help"]
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
