@@ -53,9 +53,27 @@ class LineIndex:
                 break
             found.append(start + pos)
             pos = nl + 1
+        if not found and len(data) == chunk_limit:  # one line longer than a chunk: find its end on disk
+            end = self._newline_after(start + len(data), chunk_limit)
+            if end is not None:
+                found.append(start)
+                pos = end + 1 - start
         self.offsets.extend(found)  # one extend: a reader on another thread sees whole lines only
         self.read_to = start + pos  # a torn last line waits for its newline
         return len(found)
+
+    def _newline_after(self, position: int, chunk_limit: int) -> int | None:
+        """File offset of the first newline at or after ``position`` (None: not written yet)."""
+        with open(self.path, "rb") as handle:
+            handle.seek(position)
+            while True:
+                data = handle.read(chunk_limit)
+                if not data:
+                    return None
+                nl = data.find(b"\n")
+                if nl >= 0:
+                    return position + nl
+                position += len(data)
 
     def __len__(self) -> int:
         return len(self.offsets)

@@ -68,3 +68,15 @@ def test_truncation_and_rotation_start_over(tmp_path: Path) -> None:
 def test_missing_file_is_not_an_error(tmp_path: Path) -> None:
     index = LineIndex(tmp_path / "absent.jsonl")
     assert index.update() == 0 and len(index) == 0
+
+
+def test_a_line_longer_than_a_chunk_is_indexed_not_stuck(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b'{"big": "' + b"x" * 5000 + b'"}\n{"id": 2}\n')
+    index = LineIndex(path)
+    added = index.update(chunk_limit=1024)  # the first line alone is 5 chunks long
+    assert added == 1 and index.read_line(0).startswith('{"big": "xxx')
+    while index.update(chunk_limit=1024):
+        pass
+    assert len(index) == 2 and index.read_line(1) == '{"id": 2}'
+    assert index.pending_bytes == 0
