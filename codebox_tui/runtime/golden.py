@@ -60,8 +60,10 @@ def copy_site(golden_site: Path, dest: Path) -> Path:
     return dest
 
 
-def copy_tree(source: Path, dest: Path) -> None:
-    result = subprocess.run(["cp", "-a", "--reflink=auto", str(source), str(dest)], capture_output=True)
+def copy_tree(source: Path, dest: Path, *, background: bool = False) -> None:
+    """``cp -a`` (reflinks where the file system has them); background copies run at low priority."""
+    nice = ["nice", "-n", "15"] if background and shutil.which("nice") else []
+    result = subprocess.run([*nice, "cp", "-a", "--reflink=auto", str(source), str(dest)], capture_output=True)
     if result.returncode != 0:
         shutil.rmtree(dest, ignore_errors=True)
         shutil.copytree(source, dest, symlinks=True)
@@ -98,7 +100,7 @@ def save_opcache_seed(source: Path, build: WordPressBuild, php: str, golden_root
 # Copying a golden site (~3,200 files) costs 0.6-1.4 s, so a sandbox takes a copy prepared ahead of
 # time (a rename, instantly) and a new one is prepared in the background. Each item is a complete,
 # private sandbox directory: ``wordpress/`` (the site) and ``opcache/`` (a copy of the seed).
-POOL_SIZE = 1
+POOL_SIZE = 2  # back-to-back runs take one while the other is still being copied
 STALE_S = 3600.0
 
 
@@ -122,13 +124,14 @@ def take_prepared_site(build: WordPressBuild, php: str, golden_root: Path, dest:
     return False
 
 
-def make_sandbox_dir(build: WordPressBuild, php: str, golden_root: Path, golden_site: Path, dest: Path) -> None:
+def make_sandbox_dir(build: WordPressBuild, php: str, golden_root: Path, golden_site: Path, dest: Path, *,
+                     background: bool = False) -> None:
     """Build a sandbox directory (site copy + opcache seed copy) at ``dest`` (which must not exist)."""
     dest.mkdir()
-    copy_tree(golden_site, dest / "wordpress")
+    copy_tree(golden_site, dest / "wordpress", background=background)
     seed = opcache_seed(build, php, golden_root)
     if seed is not None:
-        copy_tree(seed, dest / "opcache")
+        copy_tree(seed, dest / "opcache", background=background)
 
 
 def prepare_site(build: WordPressBuild, php: str, golden_root: Path, golden_site: Path) -> None:
@@ -146,7 +149,7 @@ def prepare_site(build: WordPressBuild, php: str, golden_root: Path, golden_site
     token = secrets.token_hex(6)
     staging = pool / f".tmp-{token}"
     try:
-        make_sandbox_dir(build, php, golden_root, golden_site, staging)
+        make_sandbox_dir(build, php, golden_root, golden_site, staging, background=True)
         os.rename(staging, pool / f"ready-{token}")
     except OSError:
         shutil.rmtree(staging, ignore_errors=True)

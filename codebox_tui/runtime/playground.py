@@ -22,6 +22,7 @@ from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.errors import SandboxError
 from codebox_tui.runtime.backend import HttpResult, PhpResult, ProgressCallback, SandboxSpec
 from codebox_tui.runtime.golden import (
+    POOL_SIZE,
     ensure_golden_site,
     make_sandbox_dir,
     opcache_seed,
@@ -89,6 +90,17 @@ _spares_lock = threading.Lock()
 _spares_override: bool | None = None
 _boots_in_process = 0
 _starting: dict[str, Future[Sidecar]] = {}
+_preparing = threading.Condition()  # site copies being prepared in the background by this process
+_preparing_count = 0
+
+
+def _wait_for_preparation(timeout_s: float) -> bool:
+    """Wait for this process's in-flight background site copy (cheaper than starting a second copy)."""
+    with _preparing:
+        if _preparing_count == 0:
+            return False
+        _preparing.wait_for(lambda: _preparing_count == 0, timeout=timeout_s)
+        return True
 _starter = ThreadPoolExecutor(max_workers=2, thread_name_prefix="codebox-sidecar-start")
 
 
@@ -272,7 +284,16 @@ class PlaygroundBackend:
                 elif needs_seed:
                     self._boot_fresh(bare, build, golden, lambda *_: None, time.monotonic(), warm=True,
                                      seed=True).dispose()
-                prepare_site(build, spec.php, golden_root, golden)
+                for _ in range(POOL_SIZE):  # one copy at a time, so a waiting boot wakes after the first
+                    with _preparing:
+                        global _preparing_count
+                        _preparing_count += 1
+                    try:
+                        prepare_site(build, spec.php, golden_root, golden)
+                    finally:
+                        with _preparing:
+                            _preparing_count -= 1
+                            _preparing.notify_all()
             except BaseException as error:
                 if future is not None and not future.done():
                     future.set_exception(error)
@@ -302,7 +323,8 @@ class PlaygroundBackend:
         golden_root = self.settings.golden_dir
         sidecar_future = self._sidecar_future(spec)
         try:
-            if take_prepared_site(build, spec.php, golden_root, work_dir):
+            if take_prepared_site(build, spec.php, golden_root, work_dir) or (
+                    _wait_for_preparation(30.0) and take_prepared_site(build, spec.php, golden_root, work_dir)):
                 report("using-prepared-site", None)
             else:
                 report("copying-site", None)
