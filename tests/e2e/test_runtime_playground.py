@@ -370,3 +370,35 @@ def test_bundle_captures_php_changes_to_a_readwrite_git_plugin(plugin_copy: Path
     assert not (pristine / "probe.php").exists()
     types = [e["type"] for e in events(run)]
     assert types[-1] == "artifacts.capturing"
+
+
+def test_opcache_seed_is_used_by_new_sandboxes_but_never_written_by_them(codebox_home: Path, tmp_path: Path) -> None:
+    import time
+
+    from codebox_tui.runtime.golden import opcache_seed
+    from codebox_tui.runtime.wordpress_builds import resolve_build
+    from codebox_tui.settings import get_settings
+
+    build, golden_root = resolve_build("6.5"), get_settings().golden_dir
+    spec = SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php"]))
+    with RunSession(spec, tmp_path) as run:  # the background refill builds the seed if none exists yet
+        run.execute("wordpress.run-php", ["code=echo 1;"])
+    deadline = time.monotonic() + 120
+    while opcache_seed(build, "8.3", golden_root) is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    seed = opcache_seed(build, "8.3", golden_root)
+    assert seed is not None
+    before = sorted((p.relative_to(seed), p.stat().st_size) for p in seed.rglob("*") if p.is_file())
+    assert any(str(name).endswith("wp-load.php.bin") for name, _ in before)  # core was compiled into it
+    poison = ("code=$dir = '/internal/shared/opcache'; $n = 0;"
+              " foreach (new RecursiveIteratorIterator(new RecursiveDirectoryIterator($dir, FilesystemIterator::SKIP_DOTS))"
+              " as $f) { $n++; if (str_ends_with($f, 'wp-load.php.bin')) { chmod($f, 0666);"
+              " file_put_contents($f, 'poisoned'); } }"
+              " file_put_contents($dir . '/planted.txt', 'x'); echo $n;")
+    with RunSession(spec, tmp_path) as run:
+        result = run.execute("wordpress.run-php", [poison])
+        assert result.exitCode == 0, result.stderr
+        assert int(result.stdout) >= len(before)  # the new sandbox started from a copy of the seed
+    after = sorted((p.relative_to(seed), p.stat().st_size) for p in seed.rglob("*") if p.is_file())
+    assert after == before
+    assert not (seed / "planted.txt").exists()

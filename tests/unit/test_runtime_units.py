@@ -3,6 +3,7 @@ WordPress build resolution, durations. (The real sandbox is covered in tests/e2e
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,48 @@ def test_spare_sandboxes_default_on_only_in_long_lived_processes() -> None:
     assert spares_wanted("on", 1, interactive=False) is True
     assert spares_wanted("on", 3, override=False) is False
     assert spares_wanted("off", 1, override=True) is True
+
+
+def test_prepared_site_pool_take_is_exclusive_and_copies_the_seed(tmp_path: Path) -> None:
+    from codebox_tui.runtime import golden as g
+    from codebox_tui.runtime.wordpress_builds import WordPressBuild
+
+    build = WordPressBuild("6.5", "6.5.5", tmp_path / "unused.zip", tmp_path / "unused")
+    site = tmp_path / "site"
+    (site / "wp-content" / "database").mkdir(parents=True)
+    (site / "wp-load.php").write_text("<?php // core\n")
+    (site / "wp-content" / "database" / ".ht.sqlite").write_bytes(b"db")
+    root = tmp_path / "golden"
+    root.mkdir()
+    clean = tmp_path / "clean-opcache"
+    (clean / "sysid").mkdir(parents=True)
+    (clean / "sysid" / "wp-load.php.bin").write_bytes(b"opcodes")
+    g.save_opcache_seed(clean, build, "8.3", root)
+    seed = g.opcache_seed(build, "8.3", root)
+    assert seed is not None and (seed / "sysid" / "wp-load.php.bin").read_bytes() == b"opcodes"
+    assert g.opcache_seed(build, "8.2", root) is None  # one seed per PHP version
+
+    g.prepare_site(build, "8.3", root, site)
+    g.prepare_site(build, "8.3", root, site)
+    g.prepare_site(build, "8.3", root, site)  # the pool is full: no third copy
+    pool = root / "pool" / "wp-6.5.5-php8.3-v1"
+    assert len(list(pool.glob("ready-*"))) == g.POOL_SIZE == 2
+    first, second, third = tmp_path / "sb1", tmp_path / "sb2", tmp_path / "sb3"
+    assert g.take_prepared_site(build, "8.3", root, first)
+    assert g.take_prepared_site(build, "8.3", root, second)
+    assert not g.take_prepared_site(build, "8.3", root, third) and not third.exists()
+    for taken in (first, second):
+        assert (taken / "wordpress" / "wp-content" / "database" / ".ht.sqlite").read_bytes() == b"db"
+        assert (taken / "opcache" / "sysid" / "wp-load.php.bin").read_bytes() == b"opcodes"
+    # each sandbox owns its copy: writing to one touches neither the golden site, the seed nor the other
+    (first / "wordpress" / "wp-load.php").write_text("changed")
+    (first / "opcache" / "sysid" / "wp-load.php.bin").write_bytes(b"poisoned")
+    assert (site / "wp-load.php").read_text() == "<?php // core\n"
+    assert (seed / "sysid" / "wp-load.php.bin").read_bytes() == b"opcodes"
+    assert (second / "opcache" / "sysid" / "wp-load.php.bin").read_bytes() == b"opcodes"
+    # abandoned partial copies are removed once stale
+    stale = pool / ".tmp-abandoned"
+    stale.mkdir()
+    os.utime(stale, (0, 0))
+    g.prepare_site(build, "8.3", root, site)
+    assert not stale.exists()
