@@ -4,6 +4,7 @@ paired -/+ lines are highlighted."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 from functools import lru_cache, partial
 from typing import ClassVar
@@ -89,6 +90,17 @@ def _lex(path: str, text: str) -> list[tuple[str, Style]]:
         if value:
             pieces.append((value, _token_style(token_type)))
     return pieces
+
+
+def settle_memory() -> None:
+    """Collect once, then freeze what is alive (a big diff model is tens of thousands of objects).
+
+    Python's full GC passes otherwise walk every row again and again while the user scrolls: measured
+    here as 100–460 ms pauses at random key presses in a 20,000-line file. One collection when a big
+    file opens (the previous model is freed) costs less than that and happens once."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 class DiffView(ScrollView, can_focus=True):
@@ -188,6 +200,8 @@ class DiffView(ScrollView, can_focus=True):
         self._pairs, self._position = side_by_side(self.model)
         self._layout_rows()
         self.scroll_to(0, 0, animate=False)
+        if len(model.rows) > SYNC_HIGHLIGHT_ROWS:
+            settle_memory()
 
     # -- side by side ---------------------------------------------------------------------------
     @property
@@ -257,6 +271,7 @@ class DiffView(ScrollView, can_focus=True):
                 chunk = []
         if chunk:
             self.app.call_from_thread(self._rows_lexed, model, chunk)
+        gc.freeze()  # the tokens just made live as long as the model: keep them out of later GC passes
 
     def _rows_lexed(self, model: FileDiffModel, indexes: list[int]) -> None:
         if self.model is not model:
