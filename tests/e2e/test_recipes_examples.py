@@ -96,3 +96,20 @@ def test_bug_reproduction_records_the_failing_expectation(tmp_path: Path, home: 
     assert len(doc["advisoryFailures"]) == 1
     summary = json.loads((run_dir / "files/browser/summary.json").read_text())
     assert summary["firstFailureIndex"] == 1 and "'3'" in summary["failure"]
+
+
+def test_recipe_runtime_env_reaches_php(tmp_path: Path, home: Path) -> None:
+    recipe = tmp_path / "env-recipe.json"
+    recipe.write_text(json.dumps({
+        "schema": "wp-codebox/workspace-recipe/v1",
+        "metadata": {"title": "runtimeEnv reaches getenv()"},
+        "inputs": {"runtimeEnv": {"CODEBOX_RECIPE_MODE": "from-the-recipe"}},
+        "workflow": {"steps": [{"command": "wordpress.run-php",
+                                "args": ["code=echo 'mode=', getenv('CODEBOX_RECIPE_MODE');"]}]},
+    }))
+    code, doc, err = _run(recipe, tmp_path / "artifacts", home)
+    assert code == 0, (doc, err)
+    run_dir = Path(doc["runDir"])
+    assert _stdout_of(run_dir, 0) == "mode=from-the-recipe"
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    assert metadata["runtime"]["environment"]["runtimeEnv"] == {"CODEBOX_RECIPE_MODE": "from-the-recipe"}
