@@ -261,6 +261,7 @@ def boot_command(
     if preview_port is not None and not (1 <= preview_port <= 65535):
         raise BadInputError("--preview-port must be between 1 and 65535", code="invalid-port", field="preview-port")
     spec, tools_dir = _build_spec(mount, policy, None, wp, php, None, boot_timeout, None, preview_port)
+    spec.warm = True  # a held preview: load WordPress once so the first page a human opens is fast
     artifacts.mkdir(parents=True, exist_ok=True)
     session = RunSession(spec, artifacts, on_event=None if json_out else _human_event)
     interrupted = False

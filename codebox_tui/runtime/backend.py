@@ -48,6 +48,9 @@ class SandboxSpec:
     # Plain (non-secret) environment for PHP's getenv()/$_ENV: recipe ``inputs.runtimeEnv``, `--env`.
     # Recorded in the bundle's runtime metadata with its values; never redacted.
     env: dict[str, str] = field(default_factory=dict)
+    # Load WordPress once during boot. Runs skip it (their first command pays that load instead);
+    # a held live preview (`codebox boot`) wants its first page fast.
+    warm: bool = False
 
     def __post_init__(self) -> None:
         self.env = validate_runtime_env(self.env)

@@ -256,7 +256,8 @@ class PlaygroundBackend:
                         raise
                     self._refill(spare_key, spec, build)
                     return spare
-        sandbox = self._boot_fresh(spec, build, golden, report, started, warm=spec.preview_port is not None)
+        warm = spec.warm or spec.preview_port is not None
+        sandbox = self._boot_fresh(spec, build, golden, report, started, warm=warm)
         if poolable:
             self._refill(spare_key, spec, build)
         return sandbox
