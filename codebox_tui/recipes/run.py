@@ -26,7 +26,7 @@ from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
 from codebox_tui.recipes.plan import extra_plugin_target, policy_hash, workspace_target
 from codebox_tui.recipes.scaffolds import write_plugin_scaffold, write_theme_scaffold
 from codebox_tui.recipes.seeds import site_seed_php
-from codebox_tui.recipes.validate import RecipeValidation, all_steps, resolve_source
+from codebox_tui.recipes.validate import RecipeValidation, all_steps, resolve_source, resolved_step_args
 
 RUN_SCHEMA = "wp-codebox/recipe-run/v1"
 ATTESTATION_SCHEMA = "wp-codebox/run-attestation/v1"
@@ -182,7 +182,7 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
                     timeout = step.timeoutMs / 1000 if step.timeoutMs else None
                     entry: dict[str, Any] = {"phase": step_phase, "index": index, "command": step.command}
                     try:
-                        result = session.execute(step.command, list(step.args), timeout_s=timeout)
+                        result = session.execute(step.command, resolved_step_args(step, base_dir), timeout_s=timeout)
                         entry.update(exitCode=result.exitCode, executionId=result.id, durationMs=result.durationMs)
                         failed = result.exitCode != 0
                         error: Any = (result.stderr or result.stdout)[-2000:] if failed else None

@@ -185,7 +185,7 @@ def validate_recipe_document(
         return result
     result.recipe = recipe
     result.issues.extend(_semantic_issues(recipe, base_dir, environ))
-    policy, policy_issues = effective_policy(recipe)
+    policy, policy_issues = effective_policy(recipe, base_dir)
     result.policy = policy
     result.issues.extend(policy_issues)
     return result
@@ -324,20 +324,54 @@ def _arg_format_issues(accepted: list[Any], parsed: dict[str, str], where: str, 
             if bad:
                 issues.append(Issue("invalid-arg", loc, f"unknown {', '.join(bad)}; expected items of {fmt[11:]}"))
         elif fmt == "json":
-            text = value
-            if value.startswith("@"):
-                file = resolve_source(base_dir, value[1:])
-                if not file.is_file():
-                    issues.append(Issue("missing-source", loc, f"JSON file does not exist: {file}"))
-                    continue
-                text = file.read_text(encoding="utf-8", errors="replace")
             try:
-                json.loads(text)
-            except json.JSONDecodeError as exc:
-                issues.append(Issue("invalid-arg", loc, f"expected JSON: {exc.msg} at column {exc.colno}"))
+                load_json_arg(value, base_dir, loc)
+            except BadInputError as error:
+                issues.append(Issue(error.code, loc, error.message))
         elif fmt == "path" and not resolve_source(base_dir, value).is_file():
             issues.append(Issue("missing-source", loc, f"file does not exist: {resolve_source(base_dir, value)}"))
     return issues
+
+
+def json_arg_file(value: str, base_dir: Path) -> Path | None:
+    """The file an ``@path`` JSON argument names, resolved against the recipe's directory (None if inline)."""
+    return resolve_source(base_dir, value[1:]).resolve() if value.startswith("@") else None
+
+
+def load_json_arg(value: str, base_dir: Path, where: str) -> Any:
+    """Parse a JSON argument (inline or ``@path`` relative to the recipe); errors name ``where``.
+
+    The one resolver for ``recipe validate``, ``recipe-run`` and the policy derivation, so all of them read
+    the same file.
+    """
+    file = json_arg_file(value, base_dir)
+    text = value
+    if file is not None:
+        if not file.is_file():
+            raise BadInputError(f"{where}: JSON file does not exist: {file}", code="missing-source", field=where)
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInputError(f"{where}: JSON file cannot be read: {exc}", code="invalid-source",
+                                field=where) from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        what = f"file {file}" if file is not None else "value"
+        raise BadInputError(f"{where}: expected JSON, the {what} has {exc.msg} at line {exc.lineno} column "
+                            f"{exc.colno}", code="invalid-arg", field=where) from exc
+
+
+def resolved_step_args(step: RecipeStep, base_dir: Path) -> list[str]:
+    """Step args with every ``@path`` JSON argument made absolute against the recipe's directory."""
+    spec = {c.id: c for c in command_catalog().commands}.get(step.command)
+    json_args = {a.name for a in spec.acceptedArgs if a.format == "json"} if spec else set()
+    out: list[str] = []
+    for raw in step.args:
+        key, sep, value = raw.partition("=")
+        file = json_arg_file(value, base_dir) if sep and key in json_args else None
+        out.append(f"{key}=@{file}" if file is not None else raw)
+    return out
 
 
 def _site_seed_issues(seed: SiteSeed, where: str, base_dir: Path) -> list[Issue]:
@@ -378,7 +412,7 @@ def _site_seed_issues(seed: SiteSeed, where: str, base_dir: Path) -> list[Issue]
     return issues
 
 
-def derived_commands(recipe: WorkspaceRecipe) -> list[str]:
+def derived_commands(recipe: WorkspaceRecipe, base_dir: Path | None = None) -> list[str]:
     """Every command the recipe needs a policy to allow, in first-use order."""
     catalog = {c.id: c for c in command_catalog().commands}
     out: list[str] = ["inspect-mounted-inputs"]
@@ -394,26 +428,28 @@ def derived_commands(recipe: WorkspaceRecipe) -> list[str]:
         spec = catalog.get(step.command)
         for extra in spec.requiresPolicyCommands if spec else []:
             add(extra)
-        if step.command == "wordpress.browser-actions" and _has_evaluate(step):
+        if step.command == "wordpress.browser-actions" and _has_evaluate(step, base_dir):
             add("wordpress.browser-actions.evaluate")
     return out
 
 
-def _has_evaluate(step: RecipeStep) -> bool:
+def _has_evaluate(step: RecipeStep, base_dir: Path | None) -> bool:
     for raw in step.args:
         key, _, value = raw.partition("=")
-        if key == "steps-json" and not value.startswith("@"):
+        if key == "steps-json":
+            if value.startswith("@") and base_dir is None:
+                return False
             try:
-                steps = json.loads(value)
-            except json.JSONDecodeError:
+                steps = load_json_arg(value, base_dir or Path.cwd(), "steps-json")
+            except BadInputError:
                 return False
             return isinstance(steps, list) and any(isinstance(s, dict) and s.get("action") == "evaluate"
                                                    for s in steps)
     return False
 
 
-def effective_policy(recipe: WorkspaceRecipe) -> tuple[RuntimePolicy, list[Issue]]:
-    needed = derived_commands(recipe)
+def effective_policy(recipe: WorkspaceRecipe, base_dir: Path | None = None) -> tuple[RuntimePolicy, list[Issue]]:
+    needed = derived_commands(recipe, base_dir)
     explicit = recipe.runtime.policy
     if explicit is None:
         names = [n for n in recipe.inputs.secretEnv if ENV_NAME.match(n)]
@@ -441,6 +477,8 @@ __all__ = [
     "RecipeValidation",
     "derived_commands",
     "effective_policy",
+    "load_json_arg",
+    "resolved_step_args",
     "validate_recipe_document",
     "validate_recipe_file",
 ]

@@ -291,3 +291,39 @@ def test_cli_schema_and_validate(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2
     assert "$.workflow.steps[0].command" in bad.stderr
+
+
+def test_steps_json_at_path_resolves_against_recipe_dir_for_validate_and_run(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from codebox_tui.contracts.recipe import RecipeStep
+    from codebox_tui.recipes.validate import resolved_step_args
+
+    recipe_dir = tmp_path / "recipes"
+    (recipe_dir / "steps").mkdir(parents=True)
+    (recipe_dir / "steps" / "ok.json").write_text(json.dumps([{"action": "evaluate", "script": "1"}]))
+    (recipe_dir / "steps" / "bad.json").write_text("[{oops")
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the recipe's directory decides, never the working directory
+    step = {"command": "wordpress.browser-actions", "args": ["url=/", "steps-json=@steps/ok.json"]}
+    path = recipe_dir / "r.json"
+    path.write_text(json.dumps(_recipe(workflow={"steps": [step]})))
+    ok = validate_recipe_file(path)
+    assert ok.valid, ok.issues
+    # The @file's evaluate step reaches the derived policy too.
+    assert ok.policy is not None and "wordpress.browser-actions.evaluate" in ok.policy.commands
+    # recipe-run hands the command the same file validate read.
+    args = resolved_step_args(RecipeStep.model_validate(step), recipe_dir)
+    assert args == ["url=/", f"steps-json=@{(recipe_dir / 'steps' / 'ok.json').resolve()}"]
+    from codebox_tui.browser.actions import parse_steps
+
+    assert parse_steps(args[1].split("=", 1)[1])[0]["action"] == "evaluate"
+
+    steps = [{"command": "wordpress.browser-actions", "args": ["url=/", "steps-json=@steps/missing.json"]},
+             {"command": "wordpress.browser-actions", "args": ["url=/", "steps-json=@steps/bad.json"]}]
+    path.write_text(json.dumps(_recipe(workflow={"steps": steps})))
+    bad = validate_recipe_file(path)
+    assert _codes(bad) == [("missing-source", "$.workflow.steps[0].args.steps-json"),
+                           ("invalid-arg", "$.workflow.steps[1].args.steps-json")]
+    assert str(recipe_dir / "steps" / "missing.json") in bad.issues[0].message
+    assert "bad.json" in bad.issues[1].message and "line 1" in bad.issues[1].message
