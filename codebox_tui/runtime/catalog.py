@@ -61,6 +61,9 @@ _COMMANDS: list[CommandSpec] = [
             A(name="plugin-slug", description="Plugin directory under wp-content/plugins", required=True),
             A(name="test-file", description="Run only this test file (plugin-relative)"),
             A(name="phpunit-xml", description="PHPUnit configuration file (plugin-relative)"),
+            A(name="wordpress", description="global (default): load WordPress in global scope before PHPUnit; "
+              "none: the suite's bootstrap loads it (e.g. the WordPress core test library)",
+              format="enum:global,none"),
         ],
         outputShape="wp-codebox/test-results/v1",
         policyRequirement="wordpress.phpunit",

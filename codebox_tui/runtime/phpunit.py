@@ -3,8 +3,11 @@
 PHPUnit comes from Debian's ``phpunit`` package: its sources (``/usr/share/php``) and a copy of
 ``/usr/bin/phpunit`` are mounted read-only (see :func:`phpunit_tool_mounts`, which the caller adds to
 ``SandboxSpec.extra_mounts``). Tests are plain ``PHPUnit\\Framework\\TestCase`` classes whose bootstrap
-loads ``/wordpress/wp-load.php``. JUnit XML is written to stdout after the normal output and parsed into
-a :class:`TestSuite` with per-case results; the raw output is kept under ``files/phpunit/``.
+loads ``/wordpress/wp-load.php``; by default WordPress is already loaded in global scope before PHPUnit
+starts (``wordpress=global``, see :data:`GLOBAL_BOOTSTRAP_PHP`), so tests can call ``do_shortcode()``,
+use ``global $wpdb`` and hooks as in WordPress's own suite. JUnit XML is written to stdout after the
+normal output and parsed into a :class:`TestSuite` with per-case results; the raw output is kept
+under ``files/phpunit/``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,23 @@ PHPUNIT_BIN = Path("/usr/bin/phpunit")
 PHP_SHARE = Path("/usr/share/php")
 SANDBOX_BIN_DIR = "/codebox-phpunit-bin"
 SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+GLOBAL_BOOTSTRAP = "wp-global-scope.php"
+# PHPUnit includes a configured bootstrap from inside a method, so a bootstrap that requires wp-load.php
+# leaves WordPress's file-scope variables ($shortcode_tags, $wp_embed, ...) local to that method:
+# do_shortcode() then finds no shortcodes and the_content does not expand them. This prelude runs through
+# auto_prepend_file at true global scope (after Playground's own prepend) before PHPUnit starts, as
+# WordPress's own test bootstrap arranges;
+# a plugin bootstrap that requires wp-load.php again is harmless (wp-config.php is require_once'd).
+GLOBAL_BOOTSTRAP_PHP = """<?php
+// Codebox: load WordPress in global scope before PHPUnit includes the plugin's bootstrap.
+// Playground's own prepend (SQLite integration, environment) runs first: -d replaced it.
+if ( is_file( '/internal/shared/auto_prepend_file.php' ) ) {
+	require_once '/internal/shared/auto_prepend_file.php';
+}
+if ( ! defined( 'ABSPATH' ) && is_file( '/wordpress/wp-load.php' ) ) {
+	require_once '/wordpress/wp-load.php';
+}
+"""
 
 
 class ToolchainMissingError(CodeboxError):
@@ -42,6 +62,7 @@ def phpunit_tool_mounts(scratch_dir: Path) -> list[MountSpec]:
         )
     scratch_dir.mkdir(parents=True, exist_ok=True)
     shutil.copy2(PHPUNIT_BIN, scratch_dir / "phpunit")
+    (scratch_dir / GLOBAL_BOOTSTRAP).write_text(GLOBAL_BOOTSTRAP_PHP, encoding="utf-8")
     return [
         MountSpec(source=str(PHP_SHARE), target=str(PHP_SHARE), mode="readonly", captureArtifacts=False),
         MountSpec(source=str(scratch_dir), target=SANDBOX_BIN_DIR, mode="readonly", captureArtifacts=False),
@@ -144,7 +165,14 @@ def phpunit(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
     if not found.get("plugin"):
         raise BadInputError(f"no plugin directory {plugin_dir} in the sandbox", code="missing-plugin-slug",
                             field="plugin-slug")
-    argv = ["php", "-d", "include_path=.:/usr/share/php", f"{SANDBOX_BIN_DIR}/phpunit", "--log-junit",
+    load_wp = args.get("wordpress", "global")
+    if load_wp not in ("global", "none"):
+        raise BadInputError(f"wordpress must be 'global' or 'none', got {load_wp!r}", code="invalid-arg",
+                            field="wordpress")
+    argv = ["php", "-d", "include_path=.:/usr/share/php"]
+    if load_wp == "global":
+        argv += ["-d", f"auto_prepend_file={SANDBOX_BIN_DIR}/{GLOBAL_BOOTSTRAP}"]
+    argv += [f"{SANDBOX_BIN_DIR}/phpunit", "--log-junit",
             "php://stdout", "--colors=never", "--do-not-cache-result"]
     xml_arg = args.get("phpunit-xml")
     if xml_arg:

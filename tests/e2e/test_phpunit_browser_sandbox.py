@@ -33,16 +33,34 @@ def test_phpunit_runs_plugin_suite_in_sandbox(make_run_session: Any, tmp_path: P
                            commands=COMMANDS, extra_mounts=phpunit_tool_mounts(tmp_path / "phpunit-bin"))
     result = run.execute("wordpress.phpunit", ["plugin-slug=shortcode-demo"], timeout_s=180)
     suite = run.test_suites[0]
-    assert (suite.tests, suite.passed, suite.failed) == (5, 4, 1), result.stdout
+    assert (suite.tests, suite.passed, suite.failed) == (8, 7, 1), result.stdout
     broken = next(c for c in suite.cases if c.name == "test_wrong")
     assert broken.status == "failed" and "greeting" in (broken.details or "")
     assert result.exitCode == 1
     assert (run.run_dir / "files/phpunit/1/junit.xml").read_text().startswith("<?xml")
-    assert "Tests: 5" in (run.run_dir / "files/phpunit/1/output.txt").read_text()
+    assert "Tests: 8" in (run.run_dir / "files/phpunit/1/output.txt").read_text()
     one = run.execute("wordpress.phpunit", ["plugin-slug=shortcode-demo", "test-file=tests/GreetTest.php"],
                       timeout_s=180)
     assert one.exitCode == 0 and run.test_suites[1].name == "wordpress.phpunit:2"
     assert run.test_suites[1].status == "passed" and run.test_suites[1].tests == 4
+
+
+def test_phpunit_loads_wordpress_in_global_scope(make_run_session: Any, tmp_path: Path) -> None:
+    """do_shortcode, $wpdb and hooks work in plugin tests (WordPress loaded at global scope, not in
+    PHPUnit's bootstrap method); wordpress=none leaves loading to the suite's bootstrap, which shows why."""
+    plugin = _plugin(tmp_path)
+    run = make_run_session(mounts=[f"{plugin}:/wordpress/wp-content/plugins/shortcode-demo:readonly"],
+                           commands=COMMANDS, extra_mounts=phpunit_tool_mounts(tmp_path / "phpunit-bin"))
+    result = run.execute("wordpress.phpunit", ["plugin-slug=shortcode-demo", "test-file=tests/WordPressTest.php"],
+                         timeout_s=180)
+    suite = run.test_suites[0]
+    assert result.exitCode == 0 and (suite.tests, suite.passed) == (3, 3), result.stdout
+    assert "Warning" not in result.stdout
+    scoped = run.execute("wordpress.phpunit", ["plugin-slug=shortcode-demo", "test-file=tests/WordPressTest.php",
+                                               "wordpress=none"], timeout_s=180)
+    by_name = {c.name: c.status for c in run.test_suites[1].cases}
+    assert scoped.exitCode == 1
+    assert by_name["test_do_shortcode_renders_the_registered_shortcode"] == "failed"
 
 
 def test_phpunit_without_toolchain_is_a_clear_error(make_run_session: Any, tmp_path: Path) -> None:

@@ -75,7 +75,7 @@ def test_phpunit_run(tmp_path: Path, home: Path) -> None:
     code, doc, err = _run(EXAMPLES / "phpunit-run.json", tmp_path, home)
     assert code == 0, err
     results = json.loads((Path(doc["bundleDir"]) / "files/test-results.json").read_text())
-    assert results["status"] == "passed" and results["summary"]["passed"] == 4
+    assert results["status"] == "passed" and results["summary"]["passed"] == 7
 
 
 def test_browser_shortcode(tmp_path: Path, home: Path) -> None:

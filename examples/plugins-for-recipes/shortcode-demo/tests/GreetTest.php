@@ -11,8 +11,7 @@ final class GreetTest extends TestCase {
 	}
 
 	public function test_shortcode_renders(): void {
-		// PHPUnit includes the bootstrap inside a method, so WordPress's file-scope globals are not
-		// global here; call the shortcode callback directly (the browser check covers do_shortcode).
+		// The callback on its own; WordPressTest covers do_shortcode() and the_content.
 		$this->assertSame( '<p class="codebox-greet">Hello, Bob!</p>', codebox_demo_shortcode( array( 'name' => 'Bob' ) ) );
 	}
 
