@@ -63,7 +63,8 @@ class RecipeValidation:
     def summary(self) -> dict[str, int]:
         r = self.recipe
         if r is None:
-            return {"steps": 0, "mounts": 0, "workspaces": 0, "extraPlugins": 0, "siteSeeds": 0}
+            return {"steps": 0, "mounts": 0, "workspaces": 0, "extraPlugins": 0, "siteSeeds": 0, "stagedFiles": 0,
+                    "probes": 0}
         wf = r.workflow
         return {
             "steps": len(wf.before) + len(wf.steps) + len(wf.after),
@@ -71,6 +72,8 @@ class RecipeValidation:
             "workspaces": len(r.inputs.workspaces),
             "extraPlugins": len(r.inputs.extra_plugins),
             "siteSeeds": len(r.inputs.siteSeeds),
+            "stagedFiles": len(r.inputs.stagedFiles),
+            "probes": len(r.probes),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -216,27 +219,136 @@ def _check_sandbox_path(path: str, where: str) -> list[Issue]:
     return []
 
 
-def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, env: dict[str, str]) -> list[Issue]:
+# Spec §6 fields this runtime accepts (so reference recipes parse) but does not execute. Each one that is
+# set yields an ``unsupported-field`` issue, so ``recipe validate`` says so and ``recipe-run`` refuses before
+# booting instead of silently ignoring it. Values: why, in a few words.
+UNSUPPORTED_RUNTIME = {
+    "workers": "the Playground sidecar runs one PHP worker per sandbox",
+    "wordpressInstallMode": "WordPress is always installed from the offline build",
+    "preview": "the preview URL is chosen by the sidecar",
+    "assets": "WordPress comes from the offline build, not a recipe directory or zip",
+    "extensions": "PHP extension manifests are not loaded",
+    "bundledExtensions": "no extra PHP extensions are bundled",
+    "backendPackage": "only the built-in Playground backend exists",
+    "stack": "runtime stacks are not implemented",
+    "overlays": "runtime overlays are not implemented",
+    "hostNodeHeap": "the sidecar's Node heap is not configurable per recipe",
+}
+UNSUPPORTED_INPUTS = {
+    "workspace_preloads": "workspace preloads are not implemented",
+    "component_manifest": "component manifests are not implemented",
+    "dependency_overlays": "composer dependency overlays are not implemented",
+    "services": "host services (mysql/redis/smtp/http) are not provisioned (sandboxes are offline, SQLite only)",
+    "externalServices": "external service boundaries need network access, which sandboxes never get",
+    "pluginRuntime": "plugin runtime profiles (php ini, wp-config defines, setup, health probes) are not applied",
+    "fixtureDatabases": "SQL fixture databases are not imported; use siteSeeds (JSON fixtures) instead",
+    "fixtureUsers": "fixture users are not created; use a siteSeeds users scope",
+    "userSessions": "logged-in user sessions are not implemented",
+    "browserActors": "multi-actor browser scenarios are not implemented",
+    "sourcePackages": "source packages are not implemented; use mounts or stagedFiles",
+    "agent_bundles": "agent bundles are not implemented",
+    "inherit": "recipe inheritance is not implemented",
+    "inheritance": "recipe inheritance is not implemented",
+}
+UNSUPPORTED_TOP = {
+    "fuzzRun": "fuzz runs are not implemented",
+    "adversarialCampaigns": "adversarial campaigns are not implemented",
+    "distribution": "distributions are not implemented",
+}
+
+
+def _is_set(value: Any) -> bool:
+    return value is not None and value != [] and value != {}
+
+
+def unsupported_issues(recipe: WorkspaceRecipe) -> list[Issue]:
+    """One ``unsupported-field`` issue per spec field that is set but that this runtime cannot execute."""
     issues: list[Issue] = []
+
+    def flag(path: str, why: str) -> None:
+        issues.append(Issue("unsupported-field", path,
+                            f"this runtime does not implement {path.rsplit('.', 1)[-1]!r}: {why}; remove it to run "
+                            "the recipe here"))
+
+    for table, model, prefix in ((UNSUPPORTED_TOP, recipe, "$"), (UNSUPPORTED_RUNTIME, recipe.runtime, "$.runtime"),
+                                 (UNSUPPORTED_INPUTS, recipe.inputs, "$.inputs")):
+        for name, why in table.items():
+            if _is_set(getattr(model, name)):
+                flag(f"{prefix}.{name}", why)
+    for i, ws in enumerate(recipe.inputs.workspaces):
+        if ws.sourceMode is not None:
+            flag(f"$.inputs.workspaces[{i}].sourceMode", "workspaces are always copied into scratch directories")
+    for i, plugin in enumerate(recipe.inputs.extra_plugins):
+        for name in ("sourcePath", "sourceRoot", "sourceSubpath", "sourceSubdir", "originalSource", "mountSlug",
+                     "composer"):
+            if getattr(plugin, name) is not None:
+                flag(f"$.inputs.extra_plugins[{i}].{name}", "use 'source' (a local directory or .zip) and 'slug'")
+    for i, seed in enumerate(recipe.inputs.siteSeeds):
+        where = f"$.inputs.siteSeeds[{i}]"
+        if seed.deterministicIds is not None:
+            flag(f"{where}.deterministicIds", "imported records get fresh ids")
+        if seed.bootstrap is not None:
+            flag(f"{where}.bootstrap", "multisite bootstrap is not implemented")
+        if seed.scopes.media is not None:
+            flag(f"{where}.scopes.media", "media records are not imported")
+    steps = [(f"$.workflow.{ph}[{i}]", st) for ph, i, st in all_steps(recipe)]
+    steps += [(f"$.probes[{i}].step", p.step) for i, p in enumerate(recipe.probes)]
+    for where, step in steps:
+        if step.continuation is not None:
+            flag(f"{where}.continuation", "step continuations are not implemented")
+        if step.diagnostics is not None:
+            flag(f"{where}.diagnostics", "query diagnostics are not captured")
+    a = recipe.artifacts
+    if isinstance(a.verify, dict):
+        flag("$.artifacts.verify", "verify options are not implemented; use true or false")
+    if a.workspacePolicy is not None:
+        flag("$.artifacts.workspacePolicy", "workspace policies are not implemented")
+    if a.typed:
+        flag("$.artifacts.typed", "typed artifacts are not collected; use artifacts.paths")
+    for i, art in enumerate(a.paths):
+        if art.parseJson:
+            flag(f"$.artifacts.paths[{i}].parseJson", "declared artifacts are copied, not parsed")
+    return issues
+
+
+def _step_issues(step: RecipeStep, where: str, catalog: dict[str, Any], base_dir: Path) -> list[Issue]:
+    spec = catalog.get(step.command)
+    if spec is None or not spec.recipe:
+        known = ", ".join(sorted(c for c, s in catalog.items() if s.recipe))
+        return [Issue("unsupported-command", f"{where}.command",
+                      f"unknown command {step.command!r}; expected one of: {known}")]
+    try:
+        parsed = parse_args(spec, step.args)
+    except BadInputError as error:
+        sub = error.field or ""
+        loc = f"{where}.{sub}" if sub.startswith("args[") else f"{where}.args"
+        return [Issue(error.code, loc, error.message)]
+    return _arg_format_issues(spec.acceptedArgs, parsed, where, base_dir)
+
+
+def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, env: dict[str, str]) -> list[Issue]:
+    issues: list[Issue] = unsupported_issues(recipe)
     catalog = {c.id: c for c in command_catalog().commands}
     allow_downloads = env.get(ALLOW_DOWNLOADS_ENV) == "1"
 
+    for i, probe in enumerate(recipe.probes):
+        issues.extend(_step_issues(probe.step, f"$.probes[{i}].step", catalog, base_dir))
+    names = [p.name for p in recipe.probes]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            issues.append(Issue("duplicate-probe-name", f"$.probes[{i}].name", f"probe name {name!r} is used twice"))
+    for i, staged in enumerate(recipe.inputs.stagedFiles):
+        where = f"$.inputs.stagedFiles[{i}]"
+        issues.extend(_check_sandbox_path(staged.target, f"{where}.target"))
+        if _is_url(staged.source):
+            issues.append(Issue("invalid-source", f"{where}.source", "staged files must be recipe-local, not URLs"))
+        elif not resolve_source(base_dir, staged.source).exists():
+            issues.append(Issue("missing-source", f"{where}.source",
+                                f"staged file does not exist: {resolve_source(base_dir, staged.source)}"))
+
     for phase, index, step in all_steps(recipe):
         where = f"$.workflow.{phase}[{index}]"
-        spec = catalog.get(step.command)
-        if spec is None or not spec.recipe:
-            known = ", ".join(sorted(c for c, s in catalog.items() if s.recipe))
-            issues.append(Issue("unsupported-command", f"{where}.command",
-                                f"unknown command {step.command!r}; expected one of: {known}"))
-            continue
-        try:
-            parsed = parse_args(spec, step.args)
-        except BadInputError as error:
-            sub = error.field or ""
-            loc = f"{where}.{sub}" if sub.startswith("args[") else f"{where}.args"
-            issues.append(Issue(error.code, loc, error.message))
-            continue
-        issues.extend(_arg_format_issues(spec.acceptedArgs, parsed, where, base_dir))
+        issues.extend(_step_issues(step, where, catalog, base_dir))
 
     targets: dict[str, str] = {}
     for i, mount in enumerate(recipe.inputs.mounts):
@@ -423,7 +535,7 @@ def derived_commands(recipe: WorkspaceRecipe, base_dir: Path | None = None) -> l
 
     if recipe.inputs.extra_plugins or recipe.inputs.siteSeeds or recipe.inputs.workspaces:
         add("wordpress.run-php")
-    for _phase, _i, step in all_steps(recipe):
+    for step in [s for _p, _i, s in all_steps(recipe)] + [p.step for p in recipe.probes]:
         add(step.command)
         spec = catalog.get(step.command)
         for extra in spec.requiresPolicyCommands if spec else []:
@@ -479,6 +591,7 @@ __all__ = [
     "effective_policy",
     "load_json_arg",
     "resolved_step_args",
+    "unsupported_issues",
     "validate_recipe_document",
     "validate_recipe_file",
 ]

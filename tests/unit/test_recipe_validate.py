@@ -327,3 +327,98 @@ def test_steps_json_at_path_resolves_against_recipe_dir_for_validate_and_run(tmp
                            ("invalid-arg", "$.workflow.steps[1].args.steps-json")]
     assert str(recipe_dir / "steps" / "missing.json") in bad.issues[0].message
     assert "bad.json" in bad.issues[1].message and "line 1" in bad.issues[1].message
+
+
+# Spec §6 fields accepted with their shape but not executed here: each is a clear `unsupported-field` issue.
+UNSUPPORTED_CASES: list[tuple[dict[str, Any], str]] = [
+    ({"runtime": {"workers": 4}}, "$.runtime.workers"),
+    ({"runtime": {"workers": "auto"}}, "$.runtime.workers"),
+    ({"runtime": {"wordpressInstallMode": "do-not-attempt-installing"}}, "$.runtime.wordpressInstallMode"),
+    ({"runtime": {"preview": {"port": 8080, "bind": "127.0.0.1"}}}, "$.runtime.preview"),
+    ({"runtime": {"assets": {"wordpressZip": "wp.zip"}}}, "$.runtime.assets"),
+    ({"runtime": {"extensions": [{"manifest": "ext/manifest.json"}]}}, "$.runtime.extensions"),
+    ({"runtime": {"bundledExtensions": ["intl"]}}, "$.runtime.bundledExtensions"),
+    ({"runtime": {"backendPackage": "@x/backend"}}, "$.runtime.backendPackage"),
+    ({"runtime": {"hostNodeHeap": {"maximumMiB": 2048}}}, "$.runtime.hostNodeHeap"),
+    ({"inputs": {"services": [{"type": "mysql", "outputs": {"host": "DB_HOST"}}]}}, "$.inputs.services"),
+    ({"inputs": {"externalServices": [{"id": "stripe", "allowedHosts": ["api.stripe.com"], "writes": "forbidden"}]}},
+     "$.inputs.externalServices"),
+    ({"inputs": {"pluginRuntime": {"wpConfigDefines": {"WP_DEBUG": True}, "php": {"memoryLimit": "256M"}}}},
+     "$.inputs.pluginRuntime"),
+    ({"inputs": {"fixtureDatabases": [{"name": "shop", "source": "shop.sql",
+                                       "reset": {"strategy": "truncate-tables", "tables": ["wp_posts"]}}]}},
+     "$.inputs.fixtureDatabases"),
+    ({"inputs": {"fixtureUsers": [{"name": "author", "username": "a", "role": "editor"}],
+                 "userSessions": [{"name": "s", "user": "author"}]}}, "$.inputs.fixtureUsers"),
+    ({"inputs": {"browserActors": [{"name": "a", "userSession": "s"}]}}, "$.inputs.browserActors"),
+    ({"inputs": {"sourcePackages": [{"name": "lib", "source": "lib", "target": "/workspace/lib", "allow": ["*.php"]}]}},
+     "$.inputs.sourcePackages"),
+    ({"inputs": {"extra_plugins": [{"source": ".", "composer": "install"}]}}, "$.inputs.extra_plugins[0].composer"),
+    ({"fuzzRun": {"schema": "wp-codebox/fuzz-run/v1", "cases": []}}, "$.fuzzRun"),
+    ({"adversarialCampaigns": [{"name": "c"}]}, "$.adversarialCampaigns"),
+    ({"distribution": {"name": "d", "wordpress": {"root": "/srv/wp"}}}, "$.distribution"),
+    ({"workflow": {"steps": [{"command": "wordpress.run-php", "args": ["code=1;"],
+                              "diagnostics": {"capture": ["wpdb-queries"], "maxItems": 10}}]}},
+     "$.workflow.steps[0].diagnostics"),
+    ({"workflow": {"steps": [{"command": "wordpress.run-php", "args": ["code=1;"],
+                              "continuation": {"maxIterations": 3}}]}}, "$.workflow.steps[0].continuation"),
+    ({"artifacts": {"typed": [{"name": "r", "type": "report", "path": "/tmp/r.json"}]}}, "$.artifacts.typed"),
+    ({"artifacts": {"verify": {"enabled": True, "strict": True}}}, "$.artifacts.verify"),
+]
+
+
+@pytest.mark.parametrize(("over", "path"), UNSUPPORTED_CASES)
+def test_spec_fields_not_executed_here_are_unsupported_field_issues(tmp_path: Path, over: dict[str, Any],
+                                                                     path: str) -> None:
+    doc = _recipe(**over)
+    result = validate_recipe_document(doc, base_dir=tmp_path, env={})
+    assert not result.valid
+    issue = next(i for i in result.issues if i.path == path)
+    assert issue.code == "unsupported-field" and "does not implement" in issue.message
+    # Never a schema error: the shape itself is the reference's.
+    assert not [i for i in result.issues if i.code in ("unknown-field", "invalid-type", "invalid-value")]
+    assert dry_run(result, tmp_path).get("plan") is None
+
+
+# Hand-written invalid shapes for the new fields: all reported at once, each with its JSON path.
+def test_new_field_shapes_are_checked_with_paths(tmp_path: Path) -> None:
+    doc = _recipe(
+        runtime={"workers": 0, "bundledExtensions": ["gd"], "hostNodeHeap": {"maximumMiB": 10},
+                 "preview": {"port": 70000}},
+        inputs={"stagedFiles": [{"source": "a.txt"}, {"source": "a.txt", "target": "relative"}],
+                "services": [{"type": "postgres"}],
+                "fixtureDatabases": [{"name": "db", "source": "x.sql", "format": "csv"}],
+                "pluginRuntime": {"healthProbes": [{"name": "h", "type": "http"}]}},
+        probes=[{"name": "p"}, {"step": {"command": "wordpress.run-php"}}],
+    )
+    result = validate_recipe_document(doc, base_dir=tmp_path, env={})
+    paths = {i.path for i in result.issues}
+    assert {"$.runtime.workers", "$.runtime.bundledExtensions[0]", "$.runtime.hostNodeHeap.maximumMiB",
+            "$.runtime.preview.port", "$.inputs.stagedFiles[0].target", "$.inputs.stagedFiles[1].target",
+            "$.inputs.services[0].type", "$.inputs.fixtureDatabases[0].format",
+            "$.inputs.pluginRuntime.healthProbes[0].type", "$.probes[0].step", "$.probes[1].name"} <= paths, paths
+
+
+def test_staged_files_and_probes_semantics(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "fixture.txt").write_text("hi")
+    ok = _recipe(inputs={"stagedFiles": [{"source": "data/fixture.txt", "target": "/tmp/fixture.txt"},
+                                         {"source": "data", "target": "/tmp/data"}]},
+                 probes=[{"name": "ping", "step": {"command": "wordpress.wp-cli", "args": ["command=wp option get home"]},
+                          "expectJson": {"ok": True}}])
+    result = validate_recipe_document(ok, base_dir=tmp_path, env={})
+    assert result.valid, result.issues
+    assert result.policy is not None and "wordpress.wp-cli" in result.policy.commands  # probes feed the policy
+    assert result.summary()["stagedFiles"] == 2 and result.summary()["probes"] == 1
+    bad = _recipe(inputs={"stagedFiles": [{"source": "missing.txt", "target": "/tmp/x"},
+                                          {"source": "https://example.com/x", "target": "/tmp/y"},
+                                          {"source": "data", "target": "/"}]},
+                  probes=[{"name": "a", "step": {"command": "nope"}},
+                          {"name": "a", "step": {"command": "wordpress.run-php", "args": ["nokey"]}}])
+    codes = _codes(validate_recipe_document(bad, base_dir=tmp_path, env={}))
+    assert ("missing-source", "$.inputs.stagedFiles[0].source") in codes
+    assert ("invalid-source", "$.inputs.stagedFiles[1].source") in codes
+    assert ("invalid-sandbox-path", "$.inputs.stagedFiles[2].target") in codes
+    assert ("unsupported-command", "$.probes[0].step.command") in codes
+    assert ("duplicate-probe-name", "$.probes[1].name") in codes
+    assert any(p.startswith("$.probes[1].step.args") for _c, p in codes)
