@@ -70,6 +70,12 @@ def build_plan(recipe: WorkspaceRecipe, policy: RuntimePolicy, base_dir: Path,
                            "activate": p.activate,
                            "target": extra_plugin_target(p.loadAs, p.slug or Path(p.source).stem)}
                           for p in recipe.inputs.extra_plugins],
+        "stagedFiles": [{"source": str(resolve_source(base_dir, f.source).resolve()), "target": f.target,
+                         "planned": True} for f in recipe.inputs.stagedFiles],
+        "probes": [{"name": p.name, "command": p.step.command, "args": list(p.step.args),
+                    "expectJson": p.expectJson, "allowFailure": p.allowFailure,
+                    "policy": {"status": "allowed" if p.step.command in policy.commands else "denied"}}
+                   for p in recipe.probes],
         "siteSeeds": [{"name": s.name, "type": s.type, "action": "import" if s.type == "fixture" else "skipped"}
                       for s in recipe.inputs.siteSeeds],
         "secretEnv": [{"name": n, "available": bool(environ.get(n)),

@@ -1,8 +1,10 @@
 """``recipe-run``: provision a sandbox from a validated recipe, run its workflow, produce one bundle.
 
-Order: workspaces (scaffolds / directory copies) and mounts → boot → extra plugins (activated or loaded as
-mu-plugins) → site seeds → workflow (before, steps, after; the first failing step stops the run unless it
-is ``allowFailure``/``advisory``) → ``files/run-attestation.json`` → bundle capture (always, also on failure).
+Order: workspaces (scaffolds / directory copies) and mounts → boot → staged files (recipe-local files copied
+into the sandbox) → extra plugins (activated or loaded as mu-plugins) → site seeds → workflow (before, steps,
+after; the first failing step stops the run unless it is ``allowFailure``/``advisory``) → probes (each one
+step, optionally checked against ``expectJson``; results in ``files/probes.json``) →
+``files/run-attestation.json`` → bundle capture (always, also on failure).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from codebox_tui.recipes.validate import RecipeValidation, all_steps, resolve_so
 
 RUN_SCHEMA = "wp-codebox/recipe-run/v1"
 ATTESTATION_SCHEMA = "wp-codebox/run-attestation/v1"
+PROBES_SCHEMA = "wp-codebox/recipe-probes/v1"
 WP_PREFIX = "<?php require_once '/wordpress/wp-load.php';\n"
 
 
@@ -108,6 +111,50 @@ def _plugin_setup_php(plugins: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+MAX_STAGED_BYTES = 64 * 1024 * 1024
+
+
+def staged_file_pairs(recipe: WorkspaceRecipe, base_dir: Path) -> list[tuple[Path, str]]:
+    """(host file, sandbox path) for every staged file; directories are expanded file by file."""
+    pairs: list[tuple[Path, str]] = []
+    total = 0
+    for i, staged in enumerate(recipe.inputs.stagedFiles):
+        src = resolve_source(base_dir, staged.source)
+        target = staged.target.rstrip("/") or "/"
+        files = [(src, target)] if src.is_file() else [
+            (f, f"{target}/{f.relative_to(src).as_posix()}") for f in sorted(src.rglob("*"))
+            if f.is_file() and not f.is_symlink()]
+        for f, _t in files:
+            total += f.stat().st_size
+        if total > MAX_STAGED_BYTES:
+            raise BadInputError(f"staged files exceed {MAX_STAGED_BYTES} bytes", code="staged-files-too-large",
+                                field=f"$.inputs.stagedFiles[{i}].source")
+        pairs.extend(files)
+    return pairs
+
+
+def json_contains(actual: Any, expected: Any) -> bool:
+    """True when every key/value of ``expected`` is in ``actual`` (objects recursively; other values equal)."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(k in actual and json_contains(actual[k], v)
+                                                for k, v in expected.items())
+    return bool(actual == expected)
+
+
+def last_json(text: str) -> Any:
+    """The JSON document a step printed: the whole output, else its last line that parses."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    for line in reversed(text.strip().splitlines()):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    raise ValueError("no JSON in the output")
+
+
 def _versions() -> dict[str, Any]:
     out: dict[str, Any] = {"codebox": __version__, "python": sys.version.split()[0], "platform": platform.platform()}
     try:
@@ -136,6 +183,8 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
     failures: list[dict[str, Any]] = []
     advisories: list[dict[str, Any]] = []
     phases: list[dict[str, Any]] = []
+    staged_files: list[dict[str, Any]] = []
+    probes: list[dict[str, Any]] = []
     try:
         mounts, tools, plugins = prepare_inputs(recipe, base_dir, scratch, policy)
         secrets = resolve_secrets(policy)
@@ -160,6 +209,15 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
             ok = True
             try:
                 phase("runtime_startup", lambda: session.boot_sandbox() and None)
+                if recipe.inputs.stagedFiles:
+                    def stage() -> dict[str, Any]:
+                        pairs = staged_file_pairs(recipe, base_dir)
+                        for src, target in pairs:
+                            session.sandbox.write_file(target, src.read_bytes(), 60.0)
+                        return {"files": [{"source": str(src), "target": target, "bytes": src.stat().st_size}
+                                          for src, target in pairs]}
+
+                    staged_files = phase("stage_files", stage)["files"]
                 if plugins:
                     phase("mount_plugins", lambda: _json_tail(session.sandbox.run_php(
                         WP_PREFIX + _plugin_setup_php(plugins), 120).text))
@@ -197,6 +255,20 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
                         elif not step.allowFailure:
                             failures.append(record)
                             break
+            if ok and recipe.probes:
+                t0 = time.monotonic()
+                for probe in recipe.probes:
+                    probes.append(_run_probe(session, probe, base_dir))
+                failed_probes = [p for p in probes if p["status"] != "passed" and not p["allowFailure"]]
+                for p in failed_probes:
+                    failures.append({"phase": "probes", "probe": p["name"], "command": p["command"],
+                                     "error": p.get("error")})
+                phases.append({"name": "run_probes", "status": "failed" if failed_probes else "completed",
+                               "durationMs": int((time.monotonic() - t0) * 1000),
+                               "data": {"probes": len(probes), "failed": len(failed_probes)}})
+                path = session.add_evidence("files/probes.json", "probe-results", "application/json")
+                path.write_text(session.redact(json.dumps({"schema": PROBES_SCHEMA, "probes": probes}, indent=2,
+                                                          default=str)) + "\n", encoding="utf-8")
             attestation = {
                 "schema": ATTESTATION_SCHEMA,
                 "recipe": {"path": validation.recipe_path,
@@ -212,6 +284,8 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
                 "executions": executions,
                 "stepFailures": failures,
                 "advisoryFailures": advisories,
+                "stagedFiles": staged_files,
+                "probes": probes,
             }
             path = session.add_evidence("files/run-attestation.json", "run-attestation", "application/json")
             path.write_text(session.redact(json.dumps(attestation, indent=2, default=str)) + "\n", encoding="utf-8")
@@ -223,10 +297,36 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
             "recipePath": validation.recipe_path, "runtimeId": attestation["runtimeId"], "runDir": str(run_dir),
             "bundleDir": str(bundle_dir) if bundle_dir else str(run_dir), "bundleId": getattr(summary, "id", None),
             "executions": executions, "stepFailures": failures, "advisoryFailures": advisories,
-            "phaseEvidence": phases,
+            "phaseEvidence": phases, "stagedFiles": staged_files, "probes": probes,
         }
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_probe(session: Any, probe: Any, base_dir: Path) -> dict[str, Any]:
+    """Run one probe step; passed when it exits 0 and (if set) its JSON output contains ``expectJson``."""
+    step = probe.step
+    out: dict[str, Any] = {"name": probe.name, "command": step.command, "allowFailure": probe.allowFailure,
+                           "metadata": probe.metadata}
+    try:
+        result = session.execute(step.command, resolved_step_args(step, base_dir),
+                                 timeout_s=step.timeoutMs / 1000 if step.timeoutMs else None)
+    except CodeboxError as exc:
+        return {**out, "status": "failed", "error": exc.to_dict()}
+    out.update(exitCode=result.exitCode, executionId=result.id, durationMs=result.durationMs)
+    if result.exitCode != 0:
+        return {**out, "status": "failed", "error": (result.stderr or result.stdout)[-2000:]}
+    if probe.expectJson is not None:
+        out["expectJson"] = probe.expectJson
+        try:
+            envelope = result.result.json_ if result.result is not None else None
+            actual = envelope if envelope is not None else last_json(result.stdout)
+        except ValueError:
+            return {**out, "status": "failed", "error": "expectJson is set but the probe printed no JSON"}
+        out["actualJson"] = actual
+        if not json_contains(actual, probe.expectJson):
+            return {**out, "status": "failed", "error": "the probe's JSON does not contain expectJson"}
+    return {**out, "status": "passed"}
 
 
 def _json_tail(text: str) -> Any:

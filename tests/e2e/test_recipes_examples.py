@@ -113,3 +113,46 @@ def test_recipe_runtime_env_reaches_php(tmp_path: Path, home: Path) -> None:
     assert _stdout_of(run_dir, 0) == "mode=from-the-recipe"
     metadata = json.loads((run_dir / "metadata.json").read_text())
     assert metadata["runtime"]["environment"]["runtimeEnv"] == {"CODEBOX_RECIPE_MODE": "from-the-recipe"}
+
+
+def test_staged_files_and_probes(tmp_path: Path, home: Path) -> None:
+    code, doc, err = _run(EXAMPLES / "staged-files-and-probes.json", tmp_path, home)
+    assert code == 0, (doc, err)
+    run_dir = Path(doc["runDir"])
+    assert _stdout_of(run_dir, 0).strip() == "Hello from a staged file"  # a staged file, read inside PHP
+    assert {f["target"] for f in doc["stagedFiles"]} == {
+        "/tmp/codebox-staged/greeting.txt", "/wordpress/wp-content/uploads/codebox-config/settings.json"}
+    assert [(p["name"], p["status"]) for p in doc["probes"]] == [("plugin-active", "passed"),
+                                                                 ("shortcode-renders", "passed")]
+    assert doc["probes"][0]["actualJson"] == {"active": True, "greeting": "Staged"}
+    probes = json.loads((run_dir / "files/probes.json").read_text())
+    assert probes["schema"] == "wp-codebox/recipe-probes/v1" and len(probes["probes"]) == 2
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert any(f["path"] == "files/probes.json" for f in manifest["files"])
+    assert [p["name"] for p in doc["phaseEvidence"]][:2] == ["runtime_startup", "stage_files"]
+    assert doc["phaseEvidence"][-1]["name"] == "run_probes"
+
+
+def test_failing_probe_fails_the_run_unless_allowed(tmp_path: Path, home: Path) -> None:
+    (tmp_path / "note.txt").write_text("staged-note")
+    recipe = tmp_path / "probe-recipe.json"
+    recipe.write_text(json.dumps({
+        "schema": "wp-codebox/workspace-recipe/v1",
+        "inputs": {"stagedFiles": [{"source": "note.txt", "target": "/tmp/note.txt"}]},
+        "workflow": {"steps": [{"command": "wordpress.run-php", "args": ["code=echo 1;"]}]},
+        "probes": [
+            {"name": "note", "step": {"command": "wordpress.run-php",
+                                      "args": ["code=echo json_encode(['note' => file_get_contents('/tmp/note.txt')]);"]},
+             "expectJson": {"note": "something else"}},
+            {"name": "soft", "allowFailure": True,
+             "step": {"command": "wordpress.run-php", "args": ["code=exit(3);"]}},
+        ],
+    }))
+    code, doc, err = _run(recipe, tmp_path / "artifacts", home)
+    assert code != 0 and doc["success"] is False, err
+    by_name = {p["name"]: p for p in doc["probes"]}
+    assert by_name["note"]["status"] == "failed" and by_name["note"]["actualJson"] == {"note": "staged-note"}
+    assert by_name["soft"]["status"] == "failed"
+    assert [f.get("probe") for f in doc["stepFailures"]] == ["note"]  # the allowFailure probe does not fail the run
+    attestation = json.loads((Path(doc["runDir"]) / "files/run-attestation.json").read_text())
+    assert [p["name"] for p in attestation["probes"]] == ["note", "soft"]

@@ -250,6 +250,8 @@ INVALID_RECIPES = [
     json.dumps(_recipe(workflow={"steps": [{"command": "nope"}]})),
     json.dumps(_recipe(inputs={"mounts": [{"source": "missing-dir", "target": "/x/y"}]})),
     json.dumps(_recipe(inputs={"extra_plugins": [{"source": "https://downloads.wordpress.org/plugin/a.zip"}]})),
+    json.dumps(_recipe(inputs={"services": [{"type": "mysql", "outputs": {"host": "DB_HOST"}}]})),
+    json.dumps(_recipe(distribution={"name": "d"})),
 ]
 
 
