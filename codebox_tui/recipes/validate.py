@@ -329,6 +329,13 @@ def _step_issues(step: RecipeStep, where: str, catalog: dict[str, Any], base_dir
 def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, env: dict[str, str]) -> list[Issue]:
     issues: list[Issue] = unsupported_issues(recipe)
     catalog = {c.id: c for c in command_catalog().commands}
+    from codebox_tui.errors import CodeboxError
+    from codebox_tui.runtime.wordpress_builds import resolve_build
+
+    try:
+        resolve_build(recipe.runtime.wp)
+    except CodeboxError as error:
+        issues.append(Issue(error.code or "unknown-wordpress-version", "$.runtime.wp", error.message))
     allow_downloads = env.get(ALLOW_DOWNLOADS_ENV) == "1"
 
     for i, probe in enumerate(recipe.probes):

@@ -424,3 +424,54 @@ def test_staged_files_and_probes_semantics(tmp_path: Path) -> None:
     assert ("unsupported-command", "$.probes[0].step.command") in codes
     assert ("duplicate-probe-name", "$.probes[1].name") in codes
     assert any(p.startswith("$.probes[1].step.args") for _c, p in codes)
+
+
+# Our own recipes written in the shapes of the reference project's examples (examples/recipes/*.json and
+# its cookbook): each validates, or gives exactly the documented clear issue.
+def test_reference_shaped_recipes(tmp_path: Path) -> None:
+    (tmp_path / "demo-plugin").mkdir()
+    (tmp_path / "recipes").mkdir()
+    base = tmp_path / "recipes"
+
+    def check(doc: dict[str, Any]) -> list[tuple[str, str]]:
+        path = base / "r.json"
+        path.write_text(json.dumps(doc))
+        return _codes(validate_recipe_file(path))
+
+    wp_cli_lab = {
+        "schema": RECIPE_SCHEMA,
+        "runtime": {"backend": "wordpress-playground", "name": "cli-lab", "wp": "latest"},
+        "inputs": {"mounts": [{"source": "../demo-plugin", "target": "/wordpress/wp-content/plugins/demo-plugin",
+                               "mode": "readwrite", "metadata": {"kind": "recipe-support", "slug": "demo"}}]},
+        "workflow": {"steps": [
+            {"command": "wordpress.wp-cli", "args": ["command=wp option update demo_flag on"]},
+            {"command": "wordpress.run-php", "args": ["code=echo wp_json_encode(['flag' => get_option('demo_flag')]);"]},
+        ]},
+        "artifacts": {"directory": "./artifacts"},
+    }
+    assert check(wp_cli_lab) == []
+    # A WordPress release that is not shipped offline: one clear issue at $.runtime.wp, nothing booted.
+    future = {**wp_cli_lab, "runtime": {"backend": "wordpress-playground", "name": "repro", "wp": "7.0"}}
+    assert check(future) == [("unknown-wordpress-version", "$.runtime.wp")]
+    # backend "wordpress" normalises to Playground.
+    assert check({**wp_cli_lab, "runtime": {"backend": "wordpress"}}) == []
+    multi_actor = {
+        "schema": RECIPE_SCHEMA,
+        "inputs": {"fixtureUsers": [{"name": "author", "username": "fx-author", "role": "editor"}],
+                   "userSessions": [{"name": "author-session", "user": "author"}],
+                   "browserActors": [{"name": "author", "userSession": "author-session"}]},
+        "workflow": {"steps": [{"command": "wordpress.browser-scenario", "args": ["scenario-json={}"]}]},
+    }
+    assert sorted(check(multi_actor)) == [
+        ("unsupported-command", "$.workflow.steps[0].command"),
+        ("unsupported-field", "$.inputs.browserActors"),
+        ("unsupported-field", "$.inputs.fixtureUsers"),
+        ("unsupported-field", "$.inputs.userSessions"),
+    ]
+    campaign = {
+        "schema": RECIPE_SCHEMA, "runtime": {"backend": "wordpress"},
+        "workflow": {"steps": [{"command": "wordpress.run-php", "args": ["code=delete_option('x');"]}]},
+        "adversarialCampaigns": [{"schema": "wp-codebox/adversarial-recipe-campaign/v1", "id": "c", "seed": "s",
+                                  "corpus": [], "budgets": {"maxCases": 4}}],
+    }
+    assert check(campaign) == [("unsupported-field", "$.adversarialCampaigns")]
