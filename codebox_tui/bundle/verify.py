@@ -254,6 +254,8 @@ def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
     for path, entry in listed.items():
         if entry.get("kind") == "runtime-reference-manifest":
             _check_reference(check, listed, manifest, path)
+        elif entry.get("kind") == "runtime-episode-trace":
+            _check_episode_trace(check, path)
     valid = not check.violations
     return BundleVerification(bundleDirectory=result_dir, valid=valid, violations=check.violations, manifest=manifest)
 
@@ -362,3 +364,65 @@ def _check_reference(check: _Checker, listed: dict[str, dict[str, Any]], manifes
             check.add("missing-file-hash", f"{path}:files[{index}]", f"{ref_path} has no sha256")
         elif value != recorded:
             check.add("file-hash-mismatch", f"{path}:files[{index}]", f"{ref_path} hash differs from the manifest")
+
+
+EPISODE_TRACE_SCHEMA = "wp-codebox/runtime-episode-trace/v1"
+_EVALUATION_KEYS = frozenset(
+    {"reward", "success", "grader", "scenario", "task-set", "task_set", "taskSet", "benchmark"}
+    | {"model-eval", "model_eval", "modelEval"}
+)
+
+
+def _evaluation_keys(value: Any, where: str, found: list[str]) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in _EVALUATION_KEYS:
+                found.append(f"{where}.{key}")
+            _evaluation_keys(item, f"{where}.{key}", found)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _evaluation_keys(item, f"{where}[{index}]", found)
+
+
+def episode_trace_issues(doc: Any) -> list[str]:
+    """Shape problems of a ``wp-codebox/runtime-episode-trace/v1`` document (spec §10); empty when valid."""
+    if not isinstance(doc, dict):
+        return ["trace is not a JSON object"]
+    issues: list[str] = []
+    if doc.get("schema") != EPISODE_TRACE_SCHEMA:
+        issues.append(f"schema must be {EPISODE_TRACE_SCHEMA!r}, got {doc.get('schema')!r}")
+    if doc.get("version") != 1:
+        issues.append("version must be 1")
+    for key in ("id", "createdAt"):
+        if not isinstance(doc.get(key), str):
+            issues.append(f"{key} must be a string")
+    if not isinstance(doc.get("runtime"), dict):
+        issues.append("runtime must be an object")
+    reset = doc.get("reset")
+    if not isinstance(reset, dict) or not isinstance(reset.get("observations"), list):
+        issues.append("reset must be an object with observations[]")
+    steps = doc.get("steps")
+    if not isinstance(steps, list):
+        issues.append("steps must be an array")
+    else:
+        for index, step in enumerate(steps):
+            if not isinstance(step, dict) or step.get("index") != index:
+                issues.append(f"steps[{index}].index must equal its position {index}")
+    if not isinstance(doc.get("snapshots"), list):
+        issues.append("snapshots must be an array")
+    found: list[str] = []
+    _evaluation_keys(doc, "trace", found)
+    issues.extend(f"{where} is evaluation vocabulary, not allowed in a trace" for where in found)
+    return issues
+
+
+def _check_episode_trace(check: _Checker, path: str) -> None:
+    issues = episode_trace_issues(_load_json(check.bundle, path))
+    if issues:
+        check.add(
+            "malformed-reference",
+            path,
+            f"runtime episode trace is invalid: {'; '.join(issues)}",
+            file=path,
+            details={"issues": issues},
+        )
