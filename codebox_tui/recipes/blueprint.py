@@ -92,3 +92,87 @@ def validate_blueprint_file(path: Path) -> list[dict[str, str]]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return [{"code": "invalid-blueprint", "path": "$", "message": f"Blueprint JSON is invalid: {exc}"}]
     return validate_blueprint_document(document)
+
+
+# What ``recipe-run`` applies from ``runtime.blueprint`` (after boot, in one PHP request, phase
+# ``run_blueprint_steps``). Anything else is an ``unsupported-field`` validation issue, never ignored.
+APPLIED_STEPS: dict[str, tuple[str, ...]] = {
+    "runPHP": ("code",), "setSiteOptions": ("options",), "writeFile": ("path", "data"), "mkdir": ("path",),
+    "rm": ("path",), "activatePlugin": ("pluginPath",), "activateTheme": ("themeFolderName",),
+}
+IGNORED_KEYS = ("$schema", "meta")  # descriptive only
+APPLIED_KEYS = ("steps", "siteOptions")
+
+
+def blueprint_unsupported(document: dict[str, Any], base: str = "$.runtime.blueprint") -> list[dict[str, str]]:
+    """Blueprint parts recipe-run cannot apply, as ``unsupported-field`` issues with their JSON paths."""
+    out: list[dict[str, str]] = []
+
+    def flag(path: str, why: str) -> None:
+        out.append({"code": "unsupported-field", "path": path,
+                    "message": f"this runtime does not apply {why}; it applies the steps "
+                               f"{', '.join(APPLIED_STEPS)} and siteOptions"})
+
+    for key in document:
+        if key not in IGNORED_KEYS and key not in APPLIED_KEYS:
+            flag(f"{base}.{key}", f"the blueprint key {key!r}")
+    for i, step in enumerate(document.get("steps") or []):
+        if not isinstance(step, dict):
+            continue  # strings/booleans/null are no-op entries in the blueprint format
+        name = step.get("step")
+        if name not in APPLIED_STEPS:
+            flag(f"{base}.steps[{i}].step", f"the blueprint step {name!r}")
+            continue
+        for field in APPLIED_STEPS[str(name)]:
+            value = step.get(field)
+            ok = isinstance(value, dict) if field == "options" else isinstance(value, str)
+            if not ok:
+                out.append({"code": "invalid-blueprint-step", "path": f"{base}.steps[{i}].{field}",
+                            "message": f"{name} needs {field!r} as "
+                                       f"{'an object' if field == 'options' else 'a string'}"})
+    return out
+
+
+def blueprint_php(document: dict[str, Any]) -> str:
+    """PHP (after wp-load.php) applying siteOptions then the steps in order; prints a JSON report."""
+    lines = ["$codebox_bp = [];"]
+    options = document.get("siteOptions")
+    if isinstance(options, dict):
+        document = {**document, "steps": [{"step": "setSiteOptions", "options": options},
+                                          *(document.get("steps") or [])]}
+    for i, step in enumerate(document.get("steps") or []):
+        if not isinstance(step, dict):
+            continue
+        name = step.get("step")
+        arg = {k: step.get(k) for k in APPLIED_STEPS.get(str(name), ())}
+        if name == "runPHP":
+            code = str(arg["code"]).strip()
+            code = code[5:] if code.startswith("<?php") else code
+            body = f"ob_start(); (function () {{ {code}\n}})(); $o = ob_get_clean();"
+            lines.append(f"{body} $codebox_bp[] = ['step' => 'runPHP', 'index' => {i}, 'output' => $o];")
+        elif name == "setSiteOptions":
+            lines.append(f"foreach (json_decode({json.dumps(json.dumps(arg['options']))}, true) as $k => $v) "
+                         f"{{ update_option($k, $v); }} $codebox_bp[] = ['step' => 'setSiteOptions', 'index' => {i}];")
+        elif name == "writeFile":
+            lines.append(f"wp_mkdir_p(dirname({json.dumps(arg['path'])})); $r = file_put_contents("
+                         f"{json.dumps(arg['path'])}, {json.dumps(arg['data'])}); "
+                         f"$codebox_bp[] = ['step' => 'writeFile', 'index' => {i}, 'ok' => $r !== false];")
+        elif name == "mkdir":
+            lines.append(f"$codebox_bp[] = ['step' => 'mkdir', 'index' => {i}, "
+                         f"'ok' => wp_mkdir_p({json.dumps(arg['path'])})];")
+        elif name == "rm":
+            lines.append(f"$codebox_bp[] = ['step' => 'rm', 'index' => {i}, "
+                         f"'ok' => @unlink({json.dumps(arg['path'])})];")
+        elif name == "activatePlugin":
+            lines.append("require_once ABSPATH . 'wp-admin/includes/plugin.php'; "
+                         f"$p = {json.dumps(arg['pluginPath'])}; $p = str_starts_with($p, WP_PLUGIN_DIR) ? "
+                         "plugin_basename($p) : $p; if (!str_ends_with($p, '.php')) { $p = $p . '/' . basename($p)"
+                         " . '.php'; } $r = activate_plugin($p); $codebox_bp[] = ['step' => 'activatePlugin', "
+                         f"'index' => {i}, 'ok' => !is_wp_error($r), 'error' => is_wp_error($r) ? "
+                         "$r->get_error_message() : null];")
+        elif name == "activateTheme":
+            lines.append(f"switch_theme({json.dumps(arg['themeFolderName'])}); $codebox_bp[] = ['step' => "
+                         f"'activateTheme', 'index' => {i}, 'ok' => get_stylesheet() === "
+                         f"{json.dumps(arg['themeFolderName'])}];")
+    lines.append("echo json_encode($codebox_bp);")
+    return "\n".join(lines)

@@ -189,7 +189,7 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
         mounts, tools, plugins = prepare_inputs(recipe, base_dir, scratch, policy)
         secrets = resolve_secrets(policy)
         spec = SandboxSpec(mounts=mounts, policy=policy, wp=recipe.runtime.wp, php=recipe.runtime.phpVersion,
-                           blueprint=recipe.runtime.blueprint, extra_mounts=tools, secret_env=secrets,
+                           extra_mounts=tools, secret_env=secrets,
                            env=dict(recipe.inputs.runtimeEnv),
                            metadata={"recipe": validation.recipe_path, **recipe.metadata},
                            boot_timeout_s=(recipe.runtime.bootTimeoutMs or 120_000) / 1000)
@@ -209,6 +209,12 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
             ok = True
             try:
                 phase("runtime_startup", lambda: session.boot_sandbox() and None)
+                if recipe.runtime.blueprint:
+                    from codebox_tui.recipes.blueprint import blueprint_php
+
+                    code = blueprint_php(recipe.runtime.blueprint)
+                    phase("run_blueprint_steps", lambda: _checked_steps(_json_tail(session.sandbox.run_php(
+                        WP_PREFIX + code, 120).text)))
                 if recipe.inputs.stagedFiles:
                     def stage() -> dict[str, Any]:
                         pairs = staged_file_pairs(recipe, base_dir)
@@ -327,6 +333,15 @@ def _run_probe(session: Any, probe: Any, base_dir: Path) -> dict[str, Any]:
         if not json_contains(actual, probe.expectJson):
             return {**out, "status": "failed", "error": "the probe's JSON does not contain expectJson"}
     return {**out, "status": "passed"}
+
+
+def _checked_steps(report: Any) -> dict[str, Any]:
+    failed = [r for r in report if isinstance(r, dict) and r.get("ok") is False] if isinstance(report, list) else []
+    if failed:
+        first = failed[0]
+        raise SetupFailedError(f"blueprint step {first.get('index')} ({first.get('step')}) failed"
+                               + (f": {first['error']}" if first.get("error") else ""), code="blueprint-step-failed")
+    return {"steps": report}
 
 
 def _json_tail(text: str) -> Any:

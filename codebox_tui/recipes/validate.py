@@ -336,6 +336,14 @@ def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, env: dict[str, str
         resolve_build(recipe.runtime.wp)
     except CodeboxError as error:
         issues.append(Issue(error.code or "unknown-wordpress-version", "$.runtime.wp", error.message))
+    if recipe.runtime.blueprint is not None:
+        from codebox_tui.recipes.blueprint import blueprint_unsupported, validate_blueprint_document
+
+        found = validate_blueprint_document(recipe.runtime.blueprint)
+        found += [] if found else blueprint_unsupported(recipe.runtime.blueprint)
+        for item in found:
+            issues.append(Issue(item["code"], "$.runtime.blueprint" + item["path"][1:]
+                                if not item["path"].startswith("$.runtime") else item["path"], item["message"]))
     allow_downloads = env.get(ALLOW_DOWNLOADS_ENV) == "1"
 
     for i, probe in enumerate(recipe.probes):

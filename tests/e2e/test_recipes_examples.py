@@ -156,3 +156,41 @@ def test_failing_probe_fails_the_run_unless_allowed(tmp_path: Path, home: Path) 
     assert [f.get("probe") for f in doc["stepFailures"]] == ["note"]  # the allowFailure probe does not fail the run
     attestation = json.loads((Path(doc["runDir"]) / "files/run-attestation.json").read_text())
     assert [p["name"] for p in attestation["probes"]] == ["note", "soft"]
+
+
+def test_runtime_blueprint_steps_are_applied(tmp_path: Path, home: Path) -> None:
+    plugin = tmp_path / "bp-plugin"
+    plugin.mkdir()
+    (plugin / "bp-plugin.php").write_text("<?php\n/**\n * Plugin Name: BP Plugin\n */\n"
+                                          "function bp_plugin_hello() { return 'bp-hello'; }\n")
+    recipe = tmp_path / "bp-recipe.json"
+    recipe.write_text(json.dumps({
+        "schema": "wp-codebox/workspace-recipe/v1",
+        "runtime": {"blueprint": {
+            "siteOptions": {"blogname": "Blueprint Site"},
+            "steps": [
+                {"step": "mkdir", "path": "/tmp/bp-dir"},
+                {"step": "writeFile", "path": "/tmp/bp-dir/note.txt", "data": "from-blueprint"},
+                {"step": "activatePlugin", "pluginPath": "bp-plugin/bp-plugin.php"},
+                {"step": "runPHP", "code": "<?php update_option('bp_marker', bp_plugin_hello());"},
+            ]}},
+        "inputs": {"mounts": [{"source": "bp-plugin", "target": "/wordpress/wp-content/plugins/bp-plugin",
+                               "mode": "readonly"}]},
+        "workflow": {"steps": [{"command": "wordpress.run-php", "args": [
+            "code=echo json_encode([get_option('blogname'), file_get_contents('/tmp/bp-dir/note.txt'),"
+            " get_option('bp_marker'), in_array('bp-plugin/bp-plugin.php', get_option('active_plugins'))]);"]}]},
+    }))
+    code, doc, err = _run(recipe, tmp_path / "artifacts", home)
+    assert code == 0, (doc, err)
+    assert json.loads(_stdout_of(Path(doc["runDir"]), 0).strip().splitlines()[-1]) == [
+        "Blueprint Site", "from-blueprint", "bp-hello", True]
+    phase = next(p for p in doc["phaseEvidence"] if p["name"] == "run_blueprint_steps")
+    assert [s["step"] for s in phase["data"]["steps"]] == ["setSiteOptions", "mkdir", "writeFile", "activatePlugin",
+                                                           "runPHP"]
+    # A step that fails stops the run before the workflow, with the step named.
+    doc_bad = json.loads(recipe.read_text())
+    doc_bad["runtime"]["blueprint"] = {"steps": [{"step": "activatePlugin", "pluginPath": "missing/missing.php"}]}
+    recipe.write_text(json.dumps(doc_bad))
+    code, doc, err = _run(recipe, tmp_path / "artifacts2", home)
+    assert code != 0 and doc["executions"] == []
+    assert "blueprint step 0 (activatePlugin) failed" in json.dumps(doc["stepFailures"])

@@ -475,3 +475,22 @@ def test_reference_shaped_recipes(tmp_path: Path) -> None:
                                   "corpus": [], "budgets": {"maxCases": 4}}],
     }
     assert check(campaign) == [("unsupported-field", "$.adversarialCampaigns")]
+
+
+def test_runtime_blueprint_applied_subset_and_unsupported_parts(tmp_path: Path) -> None:
+    applied = {"steps": [{"step": "setSiteOptions", "options": {"blogname": "B"}},
+                         {"step": "runPHP", "code": "<?php echo 1;"}, {"step": "writeFile", "path": "/tmp/a",
+                                                                        "data": "x"}, "noop"],
+               "siteOptions": {"blogdescription": "d"}, "meta": {"title": "t"}}
+    assert validate_recipe_document(_recipe(runtime={"blueprint": applied}), base_dir=tmp_path, env={}).valid
+    bad = {"steps": [{"step": "login"}, {"step": "writeFile", "path": "/tmp/a"}, {"step": "nope"}],
+           "landingPage": "/wp-admin/"}
+    codes = _codes(validate_recipe_document(_recipe(runtime={"blueprint": bad}), base_dir=tmp_path, env={}))
+    assert [c for c in codes if c[1].startswith("$.runtime.blueprint.steps[2]")]  # unknown step: shape error first
+    fine_shape = {"steps": [{"step": "login"}, {"step": "writeFile", "path": "/tmp/a"}], "landingPage": "/wp-admin/",
+                  "features": {"networking": False}}
+    codes = _codes(validate_recipe_document(_recipe(runtime={"blueprint": fine_shape}), base_dir=tmp_path, env={}))
+    assert codes == [("unsupported-field", "$.runtime.blueprint.landingPage"),
+                     ("unsupported-field", "$.runtime.blueprint.features"),
+                     ("unsupported-field", "$.runtime.blueprint.steps[0].step"),
+                     ("invalid-blueprint-step", "$.runtime.blueprint.steps[1].data")]
