@@ -275,6 +275,18 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
                 path = session.add_evidence("files/probes.json", "probe-results", "application/json")
                 path.write_text(session.redact(json.dumps({"schema": PROBES_SCHEMA, "probes": probes}, indent=2,
                                                           default=str)) + "\n", encoding="utf-8")
+            declared: list[dict[str, Any]] = []
+            if ok and recipe.artifacts.paths:
+                t0 = time.monotonic()
+                for art in recipe.artifacts.paths:
+                    entry_d = _collect_declared(session, art)
+                    declared.append(entry_d)
+                    if entry_d["status"] != "collected" and art.required:
+                        failures.append({"phase": "collect_artifacts", "artifact": art.name,
+                                         "error": entry_d.get("error", "missing")})
+                phases.append({"name": "collect_artifacts", "status": "completed",
+                               "durationMs": int((time.monotonic() - t0) * 1000),
+                               "data": {"declaredArtifacts": declared}})
             attestation = {
                 "schema": ATTESTATION_SCHEMA,
                 "recipe": {"path": validation.recipe_path,
@@ -292,6 +304,7 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
                 "advisoryFailures": advisories,
                 "stagedFiles": staged_files,
                 "probes": probes,
+                "declaredArtifacts": declared,
             }
             path = session.add_evidence("files/run-attestation.json", "run-attestation", "application/json")
             path.write_text(session.redact(json.dumps(attestation, indent=2, default=str)) + "\n", encoding="utf-8")
@@ -304,9 +317,42 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
             "bundleDir": str(bundle_dir) if bundle_dir else str(run_dir), "bundleId": getattr(summary, "id", None),
             "executions": executions, "stepFailures": failures, "advisoryFailures": advisories,
             "phaseEvidence": phases, "stagedFiles": staged_files, "probes": probes,
+            "declaredArtifacts": attestation["declaredArtifacts"],
         }
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+MAX_DECLARED_BYTES = 16 * 1024 * 1024
+
+
+def _collect_declared(session: Any, art: Any) -> dict[str, Any]:
+    """Copy one declared sandbox file into ``files/declared/<name>`` (absent files are recorded, not copied)."""
+    import base64
+    import re as _re
+
+    out: dict[str, Any] = {"name": art.name, "path": art.path, "required": art.required}
+    code = (f"<?php $p = {json.dumps(art.path)}; if (!is_file($p)) {{ echo json_encode(['exists' => false]); }}"
+            f" elseif (filesize($p) > {MAX_DECLARED_BYTES}) {{ echo json_encode(['exists' => true, 'size' => "
+            "filesize($p)]); } else { echo json_encode(['exists' => true, 'size' => filesize($p), "
+            "'b64' => base64_encode(file_get_contents($p))]); }")
+    try:
+        found = _json_tail(session.sandbox.run_php(code, 120).text)
+    except CodeboxError as exc:
+        return {**out, "status": "error", "error": exc.message}
+    if not found.get("exists"):
+        return {**out, "status": "missing", "error": f"{art.path} does not exist in the sandbox"}
+    if "b64" not in found:
+        return {**out, "status": "too-large", "error": f"{art.path} is larger than {MAX_DECLARED_BYTES} bytes"}
+    safe = _re.sub(r"[^A-Za-z0-9_.-]+", "-", art.name).strip(".-") or "artifact"
+    rel = f"files/declared/{safe}"
+    data = base64.b64decode(found["b64"])
+    target = session.add_evidence(rel, "declared-artifact", "application/octet-stream")
+    try:
+        target.write_text(session.redact(data.decode("utf-8")), encoding="utf-8")
+    except UnicodeDecodeError:
+        target.write_bytes(data)
+    return {**out, "status": "collected", "bundlePath": rel, "bytes": len(data)}
 
 
 def _run_probe(session: Any, probe: Any, base_dir: Path) -> dict[str, Any]:

@@ -352,6 +352,12 @@ def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, env: dict[str, str
     for i, name in enumerate(names):
         if name in names[:i]:
             issues.append(Issue("duplicate-probe-name", f"$.probes[{i}].name", f"probe name {name!r} is used twice"))
+    art_names = [re.sub(r"[^A-Za-z0-9_.-]+", "-", a.name).strip(".-") for a in recipe.artifacts.paths]
+    for i, art in enumerate(recipe.artifacts.paths):
+        issues.extend(_check_sandbox_path(art.path, f"$.artifacts.paths[{i}].path"))
+        if art_names[i] in art_names[:i]:
+            issues.append(Issue("duplicate-artifact-name", f"$.artifacts.paths[{i}].name",
+                                f"artifact name {art.name!r} collides with an earlier one"))
     for i, staged in enumerate(recipe.inputs.stagedFiles):
         where = f"$.inputs.stagedFiles[{i}]"
         issues.extend(_check_sandbox_path(staged.target, f"{where}.target"))

@@ -194,3 +194,27 @@ def test_runtime_blueprint_steps_are_applied(tmp_path: Path, home: Path) -> None
     code, doc, err = _run(recipe, tmp_path / "artifacts2", home)
     assert code != 0 and doc["executions"] == []
     assert "blueprint step 0 (activatePlugin) failed" in json.dumps(doc["stepFailures"])
+
+
+def test_declared_artifacts_are_collected_into_the_bundle(tmp_path: Path, home: Path) -> None:
+    recipe = tmp_path / "art-recipe.json"
+    recipe.write_text(json.dumps({
+        "schema": "wp-codebox/workspace-recipe/v1",
+        "workflow": {"steps": [{"command": "wordpress.run-php", "args": [
+            "code=file_put_contents('/tmp/report.json', json_encode(['ok' => true])); echo 'written';"]}]},
+        "artifacts": {"paths": [{"name": "report.json", "path": "/tmp/report.json", "required": True},
+                                {"name": "optional-log", "path": "/tmp/absent.log"}]},
+    }))
+    code, doc, err = _run(recipe, tmp_path / "artifacts", home)
+    assert code == 0, (doc, err)
+    by_name = {a["name"]: a for a in doc["declaredArtifacts"]}
+    assert by_name["report.json"]["status"] == "collected" and by_name["optional-log"]["status"] == "missing"
+    bundle = Path(doc["bundleDir"])
+    assert json.loads((bundle / "files/declared/report.json").read_text()) == {"ok": True}
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert any(f["path"] == "files/declared/report.json" for f in manifest["files"])
+    doc_req = json.loads(recipe.read_text())
+    doc_req["artifacts"]["paths"][1]["required"] = True
+    recipe.write_text(json.dumps(doc_req))
+    code, doc, err = _run(recipe, tmp_path / "artifacts2", home)
+    assert code != 0 and [f.get("artifact") for f in doc["stepFailures"]] == ["optional-log"]

@@ -494,3 +494,10 @@ def test_runtime_blueprint_applied_subset_and_unsupported_parts(tmp_path: Path) 
                      ("unsupported-field", "$.runtime.blueprint.features"),
                      ("unsupported-field", "$.runtime.blueprint.steps[0].step"),
                      ("invalid-blueprint-step", "$.runtime.blueprint.steps[1].data")]
+
+
+def test_declared_artifact_paths_are_checked(tmp_path: Path) -> None:
+    doc = _recipe(artifacts={"paths": [{"name": "a b", "path": "/tmp/a"}, {"name": "a-b", "path": "/tmp/../etc"}]})
+    codes = _codes(validate_recipe_document(doc, base_dir=tmp_path, env={}))
+    assert codes == [("invalid-sandbox-path", "$.artifacts.paths[1].path"),
+                     ("duplicate-artifact-name", "$.artifacts.paths[1].name")]
