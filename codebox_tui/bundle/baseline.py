@@ -7,12 +7,14 @@ import hashlib
 import io
 import os
 import shutil
+import stat
 import subprocess
 import tarfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codebox_tui.bundle.diff import SKIPPED_DIRS
+from codebox_tui.bundle.diff import SKIPPED_DIRS, Entry, stat_signature
 from codebox_tui.contracts.runtime import MountSpec
 
 
@@ -26,6 +28,11 @@ class Baseline:
     # sha256 of each regular file's baseline bytes, recorded while copying (snapshot strategies
     # only): capture then reads only the live side of a file whose size and mode are unchanged.
     hashes: dict[str, str] = field(default_factory=dict, compare=False)
+    # Snapshot strategies only: the copied regular files (mode, size) so capture need not re-walk the
+    # private copy, and the source's stat signature for files whose signature is trustworthy (see
+    # ``_trusted_before``): a live file with the same signature has not been written since it was copied.
+    entries: dict[str, Entry] | None = field(default=None, compare=False)
+    signatures: dict[str, tuple[int, int, int, int]] = field(default_factory=dict, compare=False)
 
 
 def _git_toplevel(path: Path) -> Path | None:
@@ -58,26 +65,58 @@ def _git_head_tree(source: Path, dest: Path) -> str:
     return "git-head"
 
 
-def _snapshot(source: Path, dest: Path) -> dict[str, str]:
+# Filesystem timestamps are coarse (a clock tick, or seconds on some filesystems): a file whose ctime
+# is this close to the start of the snapshot might be written again within the same tick without its
+# signature changing, so its signature is not recorded and capture hashes it instead.
+_RACY_MARGIN_NS = 2_000_000_000
+
+
+@dataclass
+class _Snapshot:
+    hashes: dict[str, str] = field(default_factory=dict)
+    entries: dict[str, Entry] = field(default_factory=dict)
+    signatures: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
+
+
+def _snapshot(source: Path, dest: Path) -> _Snapshot:
     """Copy content and permission bits (not timestamps/xattrs: never compared, ~10x the cost per
-    file), hashing each regular file on the way; symlinks are copied as links, never followed."""
-    hashes: dict[str, str] = {}
+    file), hashing each regular file on the way; symlinks are copied as links, never followed.
+
+    Why a recorded signature is safe to trust later: any write to a file, chmod, rename over it or
+    truncate sets its ctime to "now", and ctime cannot be set from user space (``touch``/``utime``
+    only set atime/mtime and themselves bump ctime). A signature is recorded only when the file's
+    ctime, taken after the copy, is older than the snapshot's start minus a margin, so the bytes
+    copied are the bytes the file had, and any later change (by the sandbox or anyone else) yields a
+    ctime at or after the start, i.e. a different signature. Inode and device catch a file replaced
+    by another. The only ways around it need root (setting the system clock back, raw disk edits)."""
+    snap = _Snapshot()
+    threshold = time.time_ns() - _RACY_MARGIN_NS
 
     def ignore(directory: str, names: list[str]) -> set[str]:
         return {n for n in names if n in SKIPPED_DIRS}
 
     def copy(src: str, dst: str) -> str:
+        if not stat.S_ISREG(os.lstat(src).st_mode):
+            return dst  # FIFOs, sockets, devices: never opened (capture reports them from the live side)
         digest = hashlib.sha256()
+        size = 0
         with open(src, "rb") as reader, open(dst, "wb") as writer:
             while chunk := reader.read(1 << 20):
                 digest.update(chunk)
                 writer.write(chunk)
-        shutil.copymode(src, dst)
-        hashes[os.path.relpath(dst, dest).replace(os.sep, "/")] = digest.hexdigest()
+                size += len(chunk)
+            info = os.fstat(reader.fileno())
+        os.chmod(dst, stat.S_IMODE(info.st_mode))
+        rel = os.path.relpath(dst, dest).replace(os.sep, "/")
+        snap.hashes[rel] = digest.hexdigest()
+        if stat.S_ISREG(info.st_mode):
+            snap.entries[rel] = Entry(rel, "100755" if info.st_mode & 0o111 else "100644", size)
+            if info.st_ctime_ns < threshold and info.st_mtime_ns < threshold and info.st_size == size:
+                snap.signatures[rel] = stat_signature(info)
         return dst
 
     shutil.copytree(source, dest, symlinks=True, ignore=ignore, copy_function=copy)
-    return hashes
+    return snap
 
 
 def take_baselines(mounts: list[MountSpec], scratch_dir: Path) -> list[Baseline]:
@@ -90,13 +129,18 @@ def take_baselines(mounts: list[MountSpec], scratch_dir: Path) -> list[Baseline]
         dest = scratch_dir / f"baseline-{index}"
         explicit = mount.metadata.get("baselineSource")
         if isinstance(explicit, str) and os.path.isdir(explicit):
-            hashes = _snapshot(Path(explicit), dest)
+            # the signatures describe the explicit source, not the live mount: never use them
+            snap = _snapshot(Path(explicit), dest)
+            snap.signatures = {}
             strategy = "baseline-source"
         elif _git_toplevel(source) == source:
             strategy = _git_head_tree(source, dest)
-            hashes = {}
+            baselines.append(Baseline(index, source, mount.target, strategy, dest))
+            continue
         else:
-            hashes = _snapshot(source, dest)
+            snap = _snapshot(source, dest)
             strategy = "snapshot"
-        baselines.append(Baseline(index, source, mount.target, strategy, dest, hashes))
+        baselines.append(
+            Baseline(index, source, mount.target, strategy, dest, snap.hashes, snap.entries, snap.signatures)
+        )
     return baselines

@@ -39,7 +39,7 @@ from codebox_tui.contracts.bundle import (
     TestSuite,
     TestSummary,
 )
-from codebox_tui.contracts.canonical import domain_digest, pretty_json, sha256_hex
+from codebox_tui.contracts.canonical import domain_digest, pretty_json
 from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
 
@@ -76,10 +76,19 @@ ACTIONS = [
 ]
 
 
-def _write(run_dir: Path, rel: str, text: str) -> None:
+def _write(run_dir: Path, rel: str, text: str, known: dict[str, str] | None = None) -> None:
+    """Write a UTF-8 document; with ``known``, record the sha256 of the bytes written (saves re-reading)."""
+    data = text.encode("utf-8")
     path = run_dir / rel
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    path.write_bytes(data)
+    if known is not None:
+        known[rel] = hashlib.sha256(data).hexdigest()
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb", buffering=0) as handle:
+        return handle.readall()
 
 
 def _redactor(secret_values: list[str]) -> Any:
@@ -88,45 +97,59 @@ def _redactor(secret_values: list[str]) -> Any:
     return Redactor(secret_values)
 
 
+@dataclass
+class _Change:
+    diff: FileDiff
+    new: bytes | None
+    before_sha: str | None
+    after_sha: str | None
+    before_size: int | None
+
+
 def _mount_changes(
     baseline: Baseline, limits: CaptureLimits, budget: list[int], redact: Any
-) -> tuple[list[tuple[FileDiff, bytes | None]], list[SkippedEntry]]:
-    old_listing, new_listing = list_tree(baseline.directory), list_tree(baseline.source)
+) -> tuple[list[_Change], list[SkippedEntry]]:
+    new_listing = list_tree(baseline.source)
+    # A snapshot baseline recorded its own listing while copying; the copy is private, so it is not re-walked.
+    old_files = baseline.entries if baseline.entries is not None else list_tree(baseline.directory).files
+    new_files = new_listing.files
+    signatures = baseline.signatures
+    source_dir, base_dir = str(baseline.source), str(baseline.directory)
     skipped = [
         SkippedEntry(mountIndex=baseline.mount_index, relativePath=rel, reason=reason)
         for rel, reason in new_listing.skipped
     ]
-    changes: list[tuple[FileDiff, bytes | None]] = []
-    for rel in sorted(set(old_listing.files) | set(new_listing.files)):
-        old_entry, new_entry = old_listing.files.get(rel), new_listing.files.get(rel)
+    changes: list[_Change] = []
+    for rel in sorted(old_files.keys() | new_files.keys()):
+        old_entry, new_entry = old_files.get(rel), new_files.get(rel)
+        same_shape = (
+            old_entry is not None
+            and new_entry is not None
+            and old_entry.size == new_entry.size
+            and old_entry.mode == new_entry.mode
+        )
+        if same_shape and new_entry is not None:
+            recorded = signatures.get(rel)
+            if recorded is not None and recorded == new_entry.sig:
+                continue  # not written since the snapshot copied it (see baseline._snapshot)
         too_big = [e.size for e in (old_entry, new_entry) if e is not None and e.size > limits.max_file_bytes]
-        if too_big:
-            old_size = old_entry.size if old_entry else -1
-            new_size = new_entry.size if new_entry else -1
-            if old_size != new_size or old_entry is None or new_entry is None:
-                skipped.append(
-                    SkippedEntry(
-                        mountIndex=baseline.mount_index,
-                        relativePath=rel,
-                        reason="max-file-bytes-exceeded",
-                        size=max(too_big),
-                    )
+        if too_big and (old_entry is None or new_entry is None or old_entry.size != new_entry.size):
+            skipped.append(
+                SkippedEntry(
+                    mountIndex=baseline.mount_index,
+                    relativePath=rel,
+                    reason="max-file-bytes-exceeded",
+                    size=max(too_big),
                 )
-                continue
+            )
+            continue
         try:
-            new = (baseline.source / rel).read_bytes() if new_entry else None
+            new = _read(f"{source_dir}/{rel}") if new_entry else None
+            new_sha = hashlib.sha256(new).hexdigest() if new is not None else None
             known = baseline.hashes.get(rel)
-            if (
-                known is not None
-                and new is not None
-                and old_entry is not None
-                and new_entry is not None
-                and old_entry.size == new_entry.size
-                and old_entry.mode == new_entry.mode
-                and hashlib.sha256(new).hexdigest() == known
-            ):
+            if known is not None and same_shape and new_sha == known:
                 continue  # unchanged: the baseline bytes were hashed when the snapshot was taken
-            old = (baseline.directory / rel).read_bytes() if old_entry else None
+            old = _read(f"{base_dir}/{rel}") if old_entry else None
         except OSError:
             skipped.append(SkippedEntry(mountIndex=baseline.mount_index, relativePath=rel, reason="unreadable"))
             continue
@@ -148,7 +171,10 @@ def _mount_changes(
         budget[0] += cost
         if not result.binary and redact.active:
             result.text = redact(result.text)
-        changes.append((result, new))
+        before_sha = None
+        if old is not None:
+            before_sha = baseline.hashes.get(rel) or hashlib.sha256(old).hexdigest()
+        changes.append(_Change(result, new, before_sha, new_sha, len(old) if old is not None else None))
     return changes, skipped
 
 
@@ -225,12 +251,19 @@ def capture_bundle(
     mount_patches: list[tuple[int, str]] = []
     all_diffs: list[FileDiff] = []
     captured: list[tuple[str, int, str, int]] = []  # (artifact path, mount index, rel, size)
-    made_dirs: set[Path] = set()
+    binary_copies: set[str] = set()
+    # sha256 of every file this capture writes, taken from the bytes in memory: the manifest pass
+    # does not re-read them (verify still reads everything from disk).
+    known: dict[str, str] = {}
+    # Anything under files/mounts/ is a copy made here, unless the run itself wrote there first.
+    mounts_dir_preexisting = os.path.lexists(run_dir / "files" / "mounts")
+    made_dirs: set[str] = set()
+    run_root = str(run_dir)
     for baseline in baselines:
         changes, mount_skipped = _mount_changes(baseline, limits, budget, redact)
         skipped += mount_skipped
         patch_rel = f"files/diffs/mount-{baseline.mount_index}.patch"
-        patch_text = "".join(d.text for d, _ in changes)
+        patch_text = "".join(c.diff.text for c in changes)
         mount_patches.append((baseline.mount_index, patch_text))
         diffs_json.append(
             {
@@ -243,28 +276,33 @@ def capture_bundle(
                 "status": "changed" if patch_text.strip() else "unchanged",
             }
         )
-        for item, new_bytes in changes:
+        for change in changes:
+            item, new_bytes = change.diff, change.new
             artifact_path = None
             if new_bytes is not None:
                 artifact_path = f"files/mounts/{baseline.mount_index}/{item.rel}"
-                dest = run_dir / artifact_path
-                if dest.parent not in made_dirs:
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    made_dirs.add(dest.parent)
-                if item.binary or not redact.active:
-                    dest.write_bytes(new_bytes)
-                else:
-                    dest.write_text(redact(new_bytes.decode("utf-8")), encoding="utf-8")
+                dest = f"{run_root}/{artifact_path}"
+                parent = os.path.dirname(dest)
+                if parent not in made_dirs:
+                    os.makedirs(parent, exist_ok=True)
+                    made_dirs.add(parent)
+                data = new_bytes if item.binary or not redact.active else redact(new_bytes.decode("utf-8")).encode()
+                with open(dest, "wb", buffering=0) as handle:
+                    handle.write(data)
+                known[artifact_path] = (
+                    change.after_sha if data is new_bytes and change.after_sha else hashlib.sha256(data).hexdigest()
+                )
+                if item.binary:
+                    binary_copies.add(artifact_path)
                 captured.append((artifact_path, baseline.mount_index, item.rel, len(new_bytes)))
-            old_path = baseline.directory / item.rel
             changed.append(
                 ChangedFile(
                     path=f"{baseline.target.rstrip('/')}/{item.rel}",
                     relativePath=item.rel,
                     status=item.status,
-                    beforeSha256=file_sha256(old_path) if item.status != "added" else None,
+                    beforeSha256=change.before_sha if item.status != "added" else None,
                     beforeMode=item.old_mode,
-                    afterSha256=sha256_hex(new_bytes) if new_bytes is not None else None,
+                    afterSha256=change.after_sha if new_bytes is not None else None,
                     afterMode=item.new_mode,
                     mountIndex=baseline.mount_index,
                     mountTarget=baseline.target,
@@ -272,7 +310,7 @@ def capture_bundle(
                     binary=item.binary,
                     additions=item.additions,
                     deletions=item.deletions,
-                    beforeSize=old_path.stat().st_size if item.status != "added" else None,
+                    beforeSize=change.before_size if item.status != "added" else None,
                     afterSize=len(new_bytes) if new_bytes is not None else None,
                     artifactPath=artifact_path,
                 )
@@ -294,19 +332,22 @@ def capture_bundle(
     diffs_json.sort(key=lambda d: d["mountIndex"])
 
     # 2. the change documents
+    def put(root: Path, rel: str, text: str) -> None:
+        _write(root, rel, text, known)
+
     patch = "".join(text for _, text in mount_patches)
     for mount_index, text in mount_patches:
-        _write(run_dir, f"files/diffs/mount-{mount_index}.patch", text)
-    _write(run_dir, "files/patch.diff", patch)
+        put(run_dir, f"files/diffs/mount-{mount_index}.patch", text)
+    put(run_dir, "files/patch.diff", patch)
     changed_doc: dict[str, Any] = {
         "schema": CHANGED_FILES_SCHEMA,
         "files": [c.model_dump(mode="json", exclude_none=True) for c in changed],
         "skipped": [s.model_dump(mode="json", exclude_none=True) for s in skipped],
     }
-    _write(run_dir, "files/changed-files.json", pretty_json(changed_doc))
-    _write(run_dir, "files/diffs.json", pretty_json(diffs_json))
-    _write(run_dir, "files/mounts.json", pretty_json([m.model_dump(mode="json") for m in mounts]))
-    _write(
+    put(run_dir, "files/changed-files.json", pretty_json(changed_doc))
+    put(run_dir, "files/diffs.json", pretty_json(diffs_json))
+    put(run_dir, "files/mounts.json", pretty_json([m.model_dump(mode="json") for m in mounts]))
+    put(
         run_dir,
         "files/mounted-files.json",
         pretty_json(
@@ -317,7 +358,7 @@ def capture_bundle(
                         "relativePath": rel,
                         "artifactPath": p,
                         "size": size,
-                        "sha256": file_sha256(run_dir / p),
+                        "sha256": known[p],
                     }
                     for p, i, rel, size in captured
                 ],
@@ -332,7 +373,7 @@ def capture_bundle(
         ),
     )
     tests = _test_results(test_suites)
-    _write(
+    put(
         run_dir, "files/test-results.json", pretty_json(tests.model_dump(mode="json", by_alias=True, exclude_none=True))
     )
     diagnostics = [
@@ -346,7 +387,7 @@ def capture_bundle(
         }
         for s in skipped
     ]
-    _write(
+    put(
         run_dir,
         "files/diagnostics.json",
         pretty_json(
@@ -365,7 +406,7 @@ def capture_bundle(
         "deleted": sum(c.status == "deleted" for c in changed),
         "total": len(changed),
     }
-    _write(
+    put(
         run_dir,
         "files/workspace-patch.json",
         pretty_json(
@@ -443,12 +484,17 @@ def capture_bundle(
                     "path": artifact_path,
                     "kind": "file",
                     "contentType": "application/octet-stream"
-                    if any(c.artifactPath == artifact_path and c.binary for c in changed)
+                    if artifact_path in binary_copies
                     else "text/plain; charset=utf-8",
                 }
             )
             listed.add(artifact_path)
-    for root, _dirs, names in os.walk(run_dir):  # anything else a command wrote is evidence too
+    copies_root = os.path.join(str(run_dir), "files", "mounts")
+    for root, dirs, names in os.walk(run_dir):  # anything else a command wrote is evidence too
+        if root == copies_root and not mounts_dir_preexisting:
+            dirs[:] = []  # only this capture's copies, all listed above
+            continue
+        dirs.sort()
         for name in sorted(names):
             rel = os.path.relpath(os.path.join(root, name), run_dir).replace(os.sep, "/")
             if (
@@ -490,7 +536,7 @@ def capture_bundle(
     browser_refs = [e["path"] for e in entries if e["path"].startswith("files/browser/")]
     if browser_refs:
         artifacts_refs["browser"] = browser_refs  # type: ignore[assignment]
-    _write(
+    put(
         run_dir,
         "metadata.json",
         pretty_json(
@@ -514,7 +560,7 @@ def capture_bundle(
             }
         ),
     )
-    patch_sha = file_sha256(run_dir / "files/patch.diff")
+    patch_sha = known["files/patch.diff"]
     total = len(changed)
     summary_text = (
         "Sandbox produced no file changes."
@@ -583,12 +629,12 @@ def capture_bundle(
             "status": "expired-on-completion",
             "lifecycle": "destroyed-on-completion",
         }
-    _write(run_dir, "files/review.json", pretty_json(review))
+    put(run_dir, "files/review.json", pretty_json(review))
 
     # 5. hashes, the reference manifest, the manifest
     excluded = {"manifest.json", "metadata.json", "files/review.json", "files/runtime-reference-manifest.json"}
     hashes = {
-        e["path"]: file_sha256(run_dir / e["path"])
+        e["path"]: known.get(e["path"]) or file_sha256(run_dir / e["path"])
         for e in entries
         if e["path"] not in ("manifest.json", "files/runtime-reference-manifest.json")
     }
@@ -614,7 +660,7 @@ def capture_bundle(
         "snapshots": [],
     }
     ref_digest = domain_digest(REFERENCE_MANIFEST_SCHEMA, payload)
-    _write(
+    put(
         run_dir,
         "files/runtime-reference-manifest.json",
         pretty_json(
@@ -626,7 +672,7 @@ def capture_bundle(
             }
         ),
     )
-    hashes["files/runtime-reference-manifest.json"] = file_sha256(run_dir / "files/runtime-reference-manifest.json")
+    hashes["files/runtime-reference-manifest.json"] = known["files/runtime-reference-manifest.json"]
     files = []
     for entry in entries:
         value = hashes.get(entry["path"], "0" * 64)

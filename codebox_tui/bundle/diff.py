@@ -22,6 +22,9 @@ class Entry:
     rel: str
     mode: str  # "100644" | "100755"
     size: int
+    # (st_ino, st_dev, st_mtime_ns, st_ctime_ns) when listed; what capture compares against the
+    # signature a snapshot baseline recorded, to skip reading files that were not touched since.
+    sig: tuple[int, int, int, int] | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -30,37 +33,44 @@ class Listing:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (rel, "symlink" | "special-file")
 
 
+def stat_signature(info: os.stat_result) -> tuple[int, int, int, int]:
+    return (info.st_ino, info.st_dev, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def list_tree(root: Path) -> Listing:
-    """Regular files under ``root`` (sorted by path); symlinks and special files are reported, not followed."""
+    """Regular files under ``root`` (sorted by path); symlinks and special files are reported, not followed.
+
+    One ``scandir`` per directory and one ``lstat`` per entry (``DirEntry.stat`` caches it)."""
     listing = Listing()
     if not root.is_dir():
         return listing
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        rel_dir = os.path.relpath(dirpath, root)
-        keep = []
-        for name in sorted(dirnames):
-            full = os.path.join(dirpath, name)
-            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-            if name in SKIPPED_DIRS:
-                continue
-            if os.path.islink(full):
-                listing.skipped.append((rel, "symlink"))
-                continue
-            keep.append(name)
-        dirnames[:] = keep
-        for name in filenames:
-            full = os.path.join(dirpath, name)
-            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-            info = os.lstat(full)
-            if stat.S_ISLNK(info.st_mode):
-                listing.skipped.append((rel, "symlink"))
-            elif not stat.S_ISREG(info.st_mode):
-                listing.skipped.append((rel, "special-file"))
-            else:
-                mode = "100755" if info.st_mode & 0o111 else "100644"
-                listing.files[rel] = Entry(rel, mode, info.st_size)
-    listing.files = dict(sorted(listing.files.items()))
-    listing.skipped.sort()
+    files = listing.files
+    skipped = listing.skipped
+    stack: list[tuple[str, str]] = [(str(root), "")]
+    while stack:
+        directory, prefix = stack.pop()
+        with os.scandir(directory) as entries:
+            for item in entries:
+                name = item.name
+                rel = prefix + name
+                if item.is_dir(follow_symlinks=False):
+                    if name not in SKIPPED_DIRS:
+                        stack.append((item.path, rel + "/"))
+                    continue
+                info = item.stat(follow_symlinks=False)
+                st_mode = info.st_mode
+                if stat.S_ISLNK(st_mode):
+                    skipped.append((rel, "symlink"))
+                elif stat.S_ISDIR(st_mode):  # d_type unknown on some filesystems
+                    if name not in SKIPPED_DIRS:
+                        stack.append((item.path, rel + "/"))
+                elif not stat.S_ISREG(st_mode):
+                    skipped.append((rel, "special-file"))
+                else:
+                    mode = "100755" if st_mode & 0o111 else "100644"
+                    files[rel] = Entry(rel, mode, info.st_size, stat_signature(info))
+    listing.files = dict(sorted(files.items()))
+    skipped.sort()
     return listing
 
 
