@@ -109,6 +109,9 @@ def _trace(digest: str) -> dict[str, Any]:
         "artifactRef": {
             "kind": "artifact-bundle",
             "id": f"artifact-bundle-sha256-{digest}",
+            # the reference also names the bundle by id and absolute path inside the reference
+            "artifactId": f"artifact-bundle-sha256-{digest}",
+            "path": "/tmp/codebox-golden/valid",
             "digest": {"algorithm": "sha256", "value": digest},
         },
     }
@@ -336,7 +339,8 @@ def test_minimal_mode_a_bundle_verifies_and_loads(tmp_path: Path) -> None:
         "id": f"artifact-bundle-sha256-{digest}",
         "contentDigest": {"algorithm": "sha256", "inputs": ["manifest.files"], "value": digest},
         "createdAt": "2026-01-01T00:00:00.000Z",
-        "runtime": {**RUNTIME, "kind": "wordpress-playground", "status": "ready"},
+        # the reference's Mode A test uses the playground-cli backend and a ``kind`` field
+        "runtime": {**RUNTIME, "kind": "wordpress-playground", "backend": "playground-cli", "status": "ready"},
         "files": files,
     }
     _seal(bundle, manifest)
@@ -348,3 +352,78 @@ def test_minimal_mode_a_bundle_verifies_and_loads(tmp_path: Path) -> None:
     (bundle / "files/extra.json").write_text("{}\n")
     _seal(bundle, manifest)
     assert "digest-mismatch" in _codes(bundle)
+
+
+# --- Bundles as the reference's WordPress plugin smoke test writes them (tests/smoke-wordpress-plugin.php) ---
+
+
+def _plugin_shaped_bundle(bundle: Path) -> tuple[str, str, str]:
+    """Compact PHP-style JSON, a two-line patch, manifest entries without hashes and no manifest.json entry."""
+    (bundle / "files").mkdir(parents=True)
+    changed = (
+        json.dumps(
+            {
+                "schema": "wp-codebox/changed-files/v1",
+                "files": [
+                    {
+                        "path": f"{PLUGIN}/made.txt",
+                        "status": "added",
+                        "mountIndex": 0,
+                        "mountTarget": PLUGIN,
+                        "relativePath": "made.txt",
+                        "patchPath": "files/diffs/mount-0.patch",
+                    }
+                ],
+            },
+            indent=4,
+        ).replace("/", "\\/")  # PHP escapes slashes by default
+        + "\n"
+    )
+    patch = "diff --git a/made.txt b/made.txt\n+baked\n"
+    (bundle / "files/changed-files.json").write_text(changed, encoding="utf-8")
+    (bundle / "files/patch.diff").write_text(patch, encoding="utf-8")
+    # The plugin derives the id by hashing one concatenated string (domain, path, bytes, path, bytes).
+    joined = "wp-codebox/artifact-content/v1\nfiles/changed-files.json\n" + changed + "\nfiles/patch.diff\n" + patch
+    expected = hashlib.sha256(joined.encode()).hexdigest()
+    manifest = {
+        "id": f"artifact-bundle-sha256-{expected}",
+        "contentDigest": {"algorithm": "sha256", "inputs": MODE_B, "value": expected},
+        "createdAt": "2026-05-19T00:00:00Z",
+        "files": [
+            {"path": "files/changed-files.json", "kind": "changed-files", "contentType": "application/json"},
+            {"path": "files/patch.diff", "kind": "patch", "contentType": "text/x-diff"},
+            {"path": "files/review.json", "kind": "review", "contentType": "application/json"},
+        ],
+    }
+    _dump(bundle / "manifest.json", manifest)
+    _dump(bundle / "metadata.json", {"artifacts": {"patch": "files/patch.diff"}})
+    _dump(
+        bundle / "files/review.json",
+        {"schema": "wp-codebox/artifact-review/v1", "artifactId": manifest["id"], "summary": "1 file changed."},
+    )
+    return expected, changed, patch
+
+
+def test_plugin_content_digest_formula_matches_our_streaming_digest(tmp_path: Path) -> None:
+    expected, _, _ = _plugin_shaped_bundle(tmp_path / "plugin")
+    assert content_digest(tmp_path / "plugin", MODE_B) == expected
+
+
+def test_plugin_shaped_bundle_without_file_hashes_fails_closed_but_still_renders(tmp_path: Path) -> None:
+    bundle = tmp_path / "plugin"
+    expected, changed, patch = _plugin_shaped_bundle(bundle)
+    # The plugin writes no ``runtime``: the reference verifier's shape rule requires it and stops there.
+    assert _codes(bundle) == ["invalid-manifest-shape"]
+    # With a runtime added, the next rule fires: entries without sha256 (and no self-listing) fail closed;
+    # id and content digest are right, so no digest or id violation may appear.
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    _dump(bundle / "manifest.json", {**manifest, "runtime": dict(RUNTIME)})
+    codes = _codes(bundle)
+    assert "missing-file-hash" in codes
+    assert "digest-mismatch" not in codes and "bundle-id-mismatch" not in codes
+    loaded = load_bundle(bundle)
+    assert not loaded.valid
+    assert loaded.id == f"artifact-bundle-sha256-{expected}"
+    assert loaded.patch == patch
+    assert [f["relativePath"] for f in loaded.changed_files] == ["made.txt"]
+    assert json.loads(changed)["files"][0]["mountTarget"] == PLUGIN
