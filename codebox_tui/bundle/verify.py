@@ -10,8 +10,10 @@ import os
 import posixpath
 import re
 import stat
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from codebox_tui.bundle.digests import content_digest, file_list_digest, file_sha256, manifest_self_hash
 from codebox_tui.contracts.bundle import BUNDLE_ID_PREFIX, REFERENCE_MANIFEST_SCHEMA, BundleVerification, Violation
@@ -76,6 +78,37 @@ def _shape_ok(manifest: Any) -> str | None:
     cases = manifest.get("cases")
     if cases is not None and not isinstance(cases, list):
         return "manifest.cases must be an array"
+    for index, case in enumerate(cases or []):
+        if not isinstance(case, dict) or not isinstance(case.get("id"), str) or not case["id"]:
+            return f"manifest.cases[{index}] must have a non-empty string id"
+        artifacts = case.get("artifacts")
+        if not isinstance(artifacts, list) or not all(
+            isinstance(a, dict) and isinstance(a.get("path"), str) and isinstance(a.get("kind"), str) for a in artifacts
+        ):
+            return f"manifest.cases[{index}].artifacts must be an array of {{path, kind}} objects"
+    return None
+
+
+_LOCAL_HOSTS = frozenset({"localhost", "0.0.0.0", "::1", "[::1]"})
+
+
+def reviewer_url_problem(url: Any) -> tuple[str, str] | None:
+    """(code, why) when a URL shown to reviewers is unusable or points at this machine (spec §2), else None."""
+    if not isinstance(url, str):
+        return ("malformed-reference", "URL must be a string")
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        return ("malformed-reference", f"{url!r} is not an absolute URL")
+    if not parts.scheme or not _SCHEME.match(url):
+        return ("malformed-reference", f"{url!r} is not an absolute URL")
+    if parts.scheme.lower() not in ("http", "https"):
+        return ("unsafe-file", f"{url!r} must use http or https")
+    if not host:
+        return ("malformed-reference", f"{url!r} has no host")
+    if host in _LOCAL_HOSTS or host.startswith("127.") or host == "local" or host.endswith(".local"):
+        return ("unsafe-file", f"{url!r} points at a local host")
     return None
 
 
@@ -144,6 +177,11 @@ def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
             )
             continue
         listed[path] = entry
+        viewer = entry.get("viewer")
+        if isinstance(viewer, dict) and "base" in viewer:
+            url_problem = reviewer_url_problem(viewer["base"])
+            if url_problem:
+                check.add(url_problem[0], f"manifest.files[{index}].viewer.base", url_problem[1], file=path)
         full = bundle / path
         try:
             info = full.lstat()
@@ -251,6 +289,7 @@ def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
 
     _check_metadata(check, listed)
     _check_review(check, listed, manifest)
+    _check_cases(check, listed, manifest)
     for path, entry in listed.items():
         if entry.get("kind") == "runtime-reference-manifest":
             _check_reference(check, listed, manifest, path)
@@ -426,3 +465,49 @@ def _check_episode_trace(check: _Checker, path: str) -> None:
             file=path,
             details={"issues": issues},
         )
+
+
+def _check_cases(check: _Checker, listed: dict[str, dict[str, Any]], manifest: dict[str, Any]) -> None:
+    """Rule 16: unique case ids, a parseable verifiedAt, listed and hash-matching artifacts, safe public URLs."""
+    seen: set[str] = set()
+    for index, case in enumerate(manifest.get("cases") or []):
+        where = f"manifest.cases[{index}]"
+        if case["id"] in seen:
+            check.add("malformed-reference", f"{where}.id", f"case id {case['id']!r} is duplicated")
+        seen.add(case["id"])
+        verification = case.get("verification")
+        if isinstance(verification, dict) and "verifiedAt" in verification:
+            stamp = verification["verifiedAt"]
+            try:
+                datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+            except ValueError:
+                check.add("malformed-reference", f"{where}.verification.verifiedAt", f"{stamp!r} is not a date")
+        for a_index, artifact in enumerate(case["artifacts"]):
+            a_where = f"{where}.artifacts[{a_index}]"
+            path = artifact["path"]
+            if path_problem(path):
+                check.add("invalid-path", f"{a_where}.path", f"{path!r} is not a safe path", file=path)
+                continue
+            if path not in listed:
+                check.add("malformed-reference", f"{a_where}.path", f"{path} is not listed in the manifest", file=path)
+                continue
+            if "sha256" in artifact:
+                digest = artifact["sha256"]
+                value = digest.get("value") if isinstance(digest, dict) else None
+                if not isinstance(value, str) or not _HEX64.match(value):
+                    check.add("missing-file-hash", f"{a_where}.sha256", f"{path} has no valid sha256", file=path)
+                else:
+                    try:
+                        actual = (
+                            manifest_self_hash(manifest)
+                            if path == "manifest.json"
+                            else file_sha256(check.bundle / path)
+                        )
+                    except OSError:
+                        actual = ""
+                    if actual != value:
+                        check.add("file-hash-mismatch", f"{a_where}.sha256", f"{path} does not match", file=path)
+            if "publicUrl" in artifact:
+                url_problem = reviewer_url_problem(artifact["publicUrl"])
+                if url_problem:
+                    check.add(url_problem[0], f"{a_where}.publicUrl", url_problem[1], file=path)

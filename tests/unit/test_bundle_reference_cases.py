@@ -427,3 +427,81 @@ def test_plugin_shaped_bundle_without_file_hashes_fails_closed_but_still_renders
     assert loaded.patch == patch
     assert [f["relativePath"] for f in loaded.changed_files] == ["made.txt"]
     assert json.loads(changed)["files"][0]["mountTarget"] == PLUGIN
+
+
+# --- Manifest ``cases[]`` (the newer verifier smoke: case artifact missing, loopback public URL) -------------
+
+
+def _with_case(bundle: Path, artifact_path: str, public_url: str) -> list[str]:
+    """Add a case-result file and a ``cases`` entry naming it, reseal, and return the verifier's codes."""
+    case_file = bundle / "files/cases/case-1.json"
+    _dump(case_file, {"schema": "example/case-result/v1", "id": "case-1", "status": "passed"})
+    listing = [*LISTING, ("files/cases/case-1.json", "case-result", "application/json")]
+    manifest = _manifest(content_digest(bundle, MODE_B), MODE_B, listing)
+    artifact: dict[str, Any] = {
+        "path": artifact_path,
+        "kind": "case-result",
+        "contentType": "application/json",
+        "publicUrl": public_url,
+        "redaction": {"policy": "none", "sensitive": False},
+    }
+    if (bundle / artifact_path).is_file():
+        artifact["sha256"] = {"algorithm": "sha256", "value": file_sha256(bundle / artifact_path)}
+    manifest["cases"] = [
+        {
+            "id": "case-1",
+            "hash": {"algorithm": "sha256", "value": hashlib.sha256(b"case-1").hexdigest()},
+            "artifacts": [artifact],
+            "verification": {"status": "passed", "verifiedAt": "2026-02-02T00:00:00.000Z", "verifier": "golden"},
+        }
+    ]
+    _seal(bundle, manifest)
+    return _codes(bundle)
+
+
+def test_case_with_listed_artifact_and_public_url_is_valid(golden: Path, tmp_path: Path) -> None:
+    bundle = _copy(golden, tmp_path)
+    assert _with_case(bundle, "files/cases/case-1.json", "https://artifacts.example.test/runs/x/case-1.json") == []
+
+
+def test_case_artifact_that_is_not_listed(golden: Path, tmp_path: Path) -> None:
+    bundle = _copy(golden, tmp_path)
+    assert _with_case(bundle, "files/cases/missing.json", "https://artifacts.example.test/x.json") == [
+        "malformed-reference"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("url", "code"),
+    [
+        ("http://127.0.0.1:8881/artifacts/case.json", "unsafe-file"),
+        ("http://localhost/case.json", "unsafe-file"),
+        ("https://box.local/case.json", "unsafe-file"),
+        ("file:///etc/passwd", "unsafe-file"),
+        ("not a url", "malformed-reference"),
+    ],
+)
+def test_case_public_url_must_be_reachable_by_reviewers(golden: Path, tmp_path: Path, url: str, code: str) -> None:
+    bundle = _copy(golden, tmp_path)
+    assert _with_case(bundle, "files/cases/case-1.json", url) == [code]
+
+
+def test_tampered_case_artifact_fails_both_hashes(golden: Path, tmp_path: Path) -> None:
+    bundle = _copy(golden, tmp_path)
+    assert _with_case(bundle, "files/cases/case-1.json", "https://artifacts.example.test/c.json") == []
+    (bundle / "files/cases/case-1.json").write_text('{"status":"failed"}\n')
+    assert _codes(bundle) == ["file-hash-mismatch", "file-hash-mismatch"]
+
+
+def test_mode_a_bundle_with_appended_evidence_stays_valid(golden: Path, tmp_path: Path) -> None:
+    """The reference appends runtime evidence to a Mode A bundle and re-derives the id from the new listing."""
+    bundle = _copy(golden, tmp_path)
+    _dump(bundle / "files/runtime-evidence/run-attestation.json", {"schema": "fixture/run-attestation/v1"})
+    listing = [*LISTING, ("files/runtime-evidence/run-attestation.json", "run-attestation", "application/json")]
+    digest = file_list_digest(_entries(listing))
+    review = json.loads((bundle / "files/review.json").read_text())
+    review["evidence"]["artifactContentDigest"] = digest
+    _dump(bundle / "files/review.json", review)
+    _seal(bundle, _manifest(digest, ["manifest.files"], listing))
+    assert _codes(bundle) == []
+    assert load_bundle(bundle).id == f"artifact-bundle-sha256-{digest}"
