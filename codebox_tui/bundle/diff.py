@@ -120,11 +120,61 @@ def _hunk_range(start: int, count: int) -> str:
     return f"{start},{count}"
 
 
+Opcode = tuple[str, int, int, int, int]
+
+
+def _opcodes(old: list[bytes], new: list[bytes]) -> list[Opcode]:
+    """Edit opcodes; the common head and tail are matched directly, so the (quadratic-ish) sequence
+    matcher only sees the changed middle — usually a few lines of a large file."""
+    limit = min(len(old), len(new))
+    head = 0
+    while head < limit and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    a_end, b_end = len(old) - tail, len(new) - tail
+    codes: list[Opcode] = [("equal", 0, head, 0, head)] if head else []
+    if head == a_end and head < b_end:
+        codes.append(("insert", head, head, head, b_end))
+    elif head == b_end and head < a_end:
+        codes.append(("delete", head, a_end, head, head))
+    elif head < a_end:
+        matcher = difflib.SequenceMatcher(a=old[head:a_end], b=new[head:b_end], autojunk=False)
+        codes += [(tag, a1 + head, a2 + head, b1 + head, b2 + head) for tag, a1, a2, b1, b2 in matcher.get_opcodes()]
+    if tail:
+        codes.append(("equal", a_end, len(old), b_end, len(new)))
+    return codes
+
+
+def _grouped(codes: list[Opcode], context: int) -> list[list[Opcode]]:
+    """Split opcodes into hunks: keep ``context`` equal lines around changes, cut longer equal runs."""
+    if not codes:
+        return []
+    tag, a1, a2, b1, b2 = codes[0]
+    if tag == "equal":
+        codes[0] = (tag, max(a1, a2 - context), a2, max(b1, b2 - context), b2)
+    tag, a1, a2, b1, b2 = codes[-1]
+    if tag == "equal":
+        codes[-1] = (tag, a1, min(a2, a1 + context), b1, min(b2, b1 + context))
+    groups: list[list[Opcode]] = []
+    group: list[Opcode] = []
+    for tag, a1, a2, b1, b2 in codes:
+        if tag == "equal" and a2 - a1 > 2 * context:
+            group.append((tag, a1, a1 + context, b1, b1 + context))
+            groups.append(group)
+            group = []
+            a1, b1 = a2 - context, b2 - context
+        group.append((tag, a1, a2, b1, b2))
+    if group and not (len(group) == 1 and group[0][0] == "equal"):
+        groups.append(group)
+    return [g for g in groups if any(op[0] != "equal" for op in g)]
+
+
 def _unified_hunks(old: list[bytes], new: list[bytes]) -> tuple[list[str], int, int]:
     """Hunks as text lines (each ending in "\\n"), plus added/removed line counts."""
     out: list[str] = []
     added = removed = 0
-    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
 
     def emit(prefix: str, line: bytes) -> None:
         text = line.decode("utf-8")
@@ -134,7 +184,7 @@ def _unified_hunks(old: list[bytes], new: list[bytes]) -> tuple[list[str], int, 
             out.append(prefix + text + "\n")
             out.append("\\ No newline at end of file\n")
 
-    for group in matcher.get_grouped_opcodes(CONTEXT):
+    for group in _grouped(_opcodes(old, new), CONTEXT):
         i1, i2 = group[0][1], group[-1][2]
         j1, j2 = group[0][3], group[-1][4]
         old_start = i1 + 1 if i2 > i1 else i1
