@@ -505,3 +505,26 @@ def test_mode_a_bundle_with_appended_evidence_stays_valid(golden: Path, tmp_path
     _seal(bundle, _manifest(digest, ["manifest.files"], listing))
     assert _codes(bundle) == []
     assert load_bundle(bundle).id == f"artifact-bundle-sha256-{digest}"
+
+
+def test_duplicate_case_ids_and_bad_verified_at(golden: Path, tmp_path: Path) -> None:
+    bundle = _copy(golden, tmp_path)
+    assert _with_case(bundle, "files/cases/case-1.json", "https://artifacts.example.test/c.json") == []
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    twin = json.loads(json.dumps(manifest["cases"][0]))
+    twin["verification"]["verifiedAt"] = "yesterday-ish"
+    manifest["cases"].append(twin)
+    _seal(bundle, manifest)
+    assert _codes(bundle) == ["malformed-reference", "malformed-reference"]
+
+
+@pytest.mark.parametrize(
+    ("base", "expected"),
+    [("https://review.example.test/bundles/x/", []), ("http://127.0.0.1:9400/", ["unsafe-file"])],
+)
+def test_viewer_base_is_a_reviewer_url(golden: Path, tmp_path: Path, base: str, expected: list[str]) -> None:
+    bundle = _copy(golden, tmp_path)
+    manifest = _manifest(content_digest(bundle, MODE_B), MODE_B)
+    manifest["files"][3]["viewer"] = {"base": base}
+    _seal(bundle, manifest)
+    assert _codes(bundle) == expected
