@@ -157,7 +157,9 @@ def main() -> int:
         print(f"{args.files} files, {args.changed} changed, {label}; median of {args.n} rounds (seconds)")
         for key in ("sha256sum", "baseline", "capture", "verify"):
             print(f"  {key:<10} {med[key]:8.3f}")
-        print(f"  capture+verify / sha256sum per round: {', '.join(f'{x:.2f}' for x in per_round)}")
+        for index, r in enumerate(rows):
+            print(f"  round {index + 1}: sha256sum {r['sha256sum']:.3f}  capture {r['capture']:.3f}  "
+                  f"verify {r['verify']:.3f}  -> {per_round[index]:.2f}x")
         print(f"  median ratio = {ratio:.2f}x, min {min(per_round):.2f}x (target < 3x) -> {'PASS' if ratio < 3 else 'FAIL'}")
         print(f"  incl. baseline snapshot     = {(med['baseline'] + med['capture'] + med['verify']) / med['sha256sum']:.2f}x")
     ratio = ratios[True]
