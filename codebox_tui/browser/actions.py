@@ -10,7 +10,6 @@ timeout and the whole run has a total budget.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from pathlib import Path
@@ -34,21 +33,11 @@ _ = CONTENT_TYPES
 
 def parse_steps(raw: str, base_dir: Path | None = None) -> list[dict[str, Any]]:
     """Parse and check steps-json (inline JSON or @file); every problem names the step index."""
-    text = raw
-    if raw.startswith("@"):
-        file = Path(raw[1:])
-        if not file.is_absolute() and base_dir is not None:
-            file = base_dir / file
-        try:
-            text = file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise BadInputError(f"steps-json file cannot be read: {exc}", code="invalid-arg",
-                                field="steps-json") from exc
-    try:
-        steps = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadInputError(f"steps-json is not JSON: {exc.msg} at column {exc.colno}", code="invalid-arg",
-                            field="steps-json") from exc
+    # The one @path resolver shared with `recipe validate` and `recipe-run` (relative to base_dir, which is
+    # the recipe's directory for recipes and the working directory for a direct command).
+    from codebox_tui.recipes.validate import load_json_arg
+
+    steps = load_json_arg(raw, base_dir if base_dir is not None else Path.cwd(), "steps-json")
     if not isinstance(steps, list) or not steps:
         raise BadInputError("steps-json must be a non-empty JSON array of steps", code="invalid-arg",
                             field="steps-json")

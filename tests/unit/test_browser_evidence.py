@@ -127,6 +127,24 @@ def test_bad_steps_name_the_step(raw: str, field: str) -> None:
     assert info.value.field == field
 
 
+def test_steps_at_path_uses_the_recipe_resolver(tmp_path: Path) -> None:
+    """The direct command reads @path relative to base_dir exactly as `recipe validate`/`recipe-run` do."""
+    from codebox_tui.recipes.validate import load_json_arg
+
+    (tmp_path / "steps").mkdir()
+    (tmp_path / "steps" / "ok.json").write_text('[{"action": "waitFor", "ms": 1}]')
+    (tmp_path / "steps" / "bad.json").write_text('[{"action": ')
+    assert parse_steps("@steps/ok.json", tmp_path) == load_json_arg("@steps/ok.json", tmp_path, "x")
+    with pytest.raises(BadInputError) as missing:
+        parse_steps("@steps/missing.json", tmp_path)
+    assert (missing.value.code, missing.value.field) == ("missing-source", "steps-json")
+    assert str(tmp_path / "steps" / "missing.json") in missing.value.message
+    with pytest.raises(BadInputError) as bad:
+        parse_steps("@steps/bad.json", tmp_path)
+    assert (bad.value.code, bad.value.field) == ("invalid-arg", "steps-json")
+    assert "bad.json" in bad.value.message
+
+
 def test_url_and_viewport_helpers() -> None:
     assert resolve_url("http://127.0.0.1:9/", "/?p=1") == "http://127.0.0.1:9/?p=1"
     assert resolve_url("http://127.0.0.1:9", "wp-admin/") == "http://127.0.0.1:9/wp-admin/"
