@@ -292,3 +292,35 @@ def test_same_size_same_mode_edit_is_still_captured(tmp_path: Path, git: bool) -
     files = json.loads((summary.path / "files/changed-files.json").read_text())["files"]
     assert [(f["relativePath"], f["status"]) for f in files] == [("lib/util.php", "modified")]
     assert "return 0;" in (summary.path / "files/patch.diff").read_text()
+
+
+def test_same_size_same_mtime_edit_after_trusted_snapshot_is_captured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stat-signature skip must not hide an edit that keeps size and restores mtime: ctime moves."""
+    import os as _os
+    import time as _time
+
+    from codebox_tui.bundle import baseline as baseline_module
+    from codebox_tui.bundle.baseline import take_baselines as _take
+    from codebox_tui.bundle.capture import capture_bundle as _capture
+    from codebox_tui.contracts.common import utc_now_iso as _now
+    from codebox_tui.contracts.runtime import MountSpec as _Mount, RuntimeInfo as _Info, RuntimePolicy as _Policy
+
+    source = tmp_path / "plugin"
+    source.mkdir()
+    target = source / "a.php"
+    target.write_text("<?php echo 1;\n")
+    _time.sleep(0.05)
+    monkeypatch.setattr(baseline_module, "_RACY_MARGIN_NS", 0)
+    mount = _Mount(source=str(source), target="/wordpress/wp-content/plugins/p", mode="readwrite")
+    baselines = _take([mount], tmp_path / "scratch")
+    assert "a.php" in baselines[0].signatures  # the skip is really in play
+    before = _os.stat(target)
+    target.write_text("<?php echo 2;\n")
+    _os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert _os.stat(target).st_size == before.st_size and _os.stat(target).st_mtime_ns == before.st_mtime_ns
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    summary = _capture(run_dir, runtime=_Info(id="runtime-t", createdAt=_now(), environment={}), mounts=[mount],
+                       baselines=baselines, policy=_Policy(commands=["wordpress.run-php"]), metadata={},
+                       secret_values=[], evidence=[], test_suites=[])
+    assert [f["relativePath"] for f in summary.changed_files] == ["a.php"]
