@@ -303,7 +303,9 @@ def test_same_size_same_mtime_edit_after_trusted_snapshot_is_captured(tmp_path: 
     from codebox_tui.bundle.baseline import take_baselines as _take
     from codebox_tui.bundle.capture import capture_bundle as _capture
     from codebox_tui.contracts.common import utc_now_iso as _now
-    from codebox_tui.contracts.runtime import MountSpec as _Mount, RuntimeInfo as _Info, RuntimePolicy as _Policy
+    from codebox_tui.contracts.runtime import MountSpec as _Mount
+    from codebox_tui.contracts.runtime import RuntimeInfo as _Info
+    from codebox_tui.contracts.runtime import RuntimePolicy as _Policy
 
     source = tmp_path / "plugin"
     source.mkdir()
