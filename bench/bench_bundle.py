@@ -8,7 +8,12 @@ Rows (all measured in this one invocation, on this machine):
   * peak RSS of a fresh process verifying a bundle that carries a 256 MiB file vs a 1 KiB one
     (streaming: memory must not grow with file sizes)
 
-Target: capture + verify < 3 × sha256sum.  Usage: python bench/bench_bundle.py [-n N] [--files F] [--changed C]
+Target: capture + verify < 3 × sha256sum.
+Usage: python bench/bench_bundle.py [-n N] [--files F] [--changed C] [--dir PARENT]
+
+Capture creates folders and files (the copies under files/mounts/), sha256sum only reads; so the
+result depends on how fast the file system creates inodes where the bench works. The bench prints
+that cost first (--dir picks the parent folder; default: the system temp folder).
 """
 
 from __future__ import annotations
@@ -62,6 +67,20 @@ def sha256sum_seconds(root: Path) -> float:
     subprocess.run(["xargs", "-0", "sha256sum"], stdin=find.stdout, stdout=subprocess.DEVNULL, check=True)
     find.wait()
     return time.perf_counter() - start
+
+
+def create_cost_us(parent: Path | None) -> float:
+    """Microseconds to create one empty file in a fresh folder under ``parent`` (median of 200)."""
+    folder = Path(tempfile.mkdtemp(prefix="codebox-bench-probe-", dir=parent))
+    try:
+        costs = []
+        for i in range(200):
+            start = time.perf_counter()
+            (folder / f"f{i}").touch()
+            costs.append(time.perf_counter() - start)
+        return statistics.median(costs) * 1e6
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def one_round(work: Path, files: int, changed: int, aged: bool) -> dict[str, float]:
@@ -140,13 +159,17 @@ def main() -> int:
     parser.add_argument("-n", type=int, default=3)
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--changed", type=int, default=500)
+    parser.add_argument("--dir", type=Path, default=None, help="parent folder for the bench's files")
     args = parser.parse_args()
+    parent = args.dir.resolve() if args.dir else Path(tempfile.gettempdir())
+    parent.mkdir(parents=True, exist_ok=True)
+    print(f"working under {parent}: creating one empty file there costs {create_cost_us(parent):.0f} us (median)")
     ratios = {}
     for aged, label in ((True, "aged tree (files older than the racy margin: the usual case)"),
                         (False, "fresh tree (every file written < 2 s before the snapshot: worst case)")):
         rows: list[dict[str, float]] = []
         for _ in range(args.n):
-            work = Path(tempfile.mkdtemp(prefix="codebox-bench-bundle-"))
+            work = Path(tempfile.mkdtemp(prefix="codebox-bench-bundle-", dir=parent))
             try:
                 rows.append(one_round(work, args.files, args.changed, aged))
             finally:
@@ -163,7 +186,7 @@ def main() -> int:
         print(f"  median ratio = {ratio:.2f}x, min {min(per_round):.2f}x (target < 3x) -> {'PASS' if ratio < 3 else 'FAIL'}")
         print(f"  incl. baseline snapshot     = {(med['baseline'] + med['capture'] + med['verify']) / med['sha256sum']:.2f}x")
     ratio = ratios[True]
-    work = Path(tempfile.mkdtemp(prefix="codebox-bench-rss-"))
+    work = Path(tempfile.mkdtemp(prefix="codebox-bench-rss-", dir=parent))
     try:
         small = peak_rss_kib(work, 1024)
         large = peak_rss_kib(work, 256 << 20)

@@ -12,6 +12,7 @@ import hashlib
 import json
 import mimetypes
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -84,6 +85,54 @@ def _write(run_dir: Path, rel: str, text: str, known: dict[str, str] | None = No
     path.write_bytes(data)
     if known is not None:
         known[rel] = hashlib.sha256(data).hexdigest()
+
+
+class _CopyWriter:
+    """Writes the captured copies (``files/mounts/<i>/<rel>``) on worker threads, a folder per task.
+
+    File and folder creation are system calls that release the GIL, so they overlap with the diffing
+    and JSON work on the calling thread. ``wait`` re-raises the first error (e.g. a full disk)."""
+
+    WORKERS = 8
+
+    def __init__(self) -> None:
+        self._pool: ThreadPoolExecutor | None = None
+        self._futures: list[Future[None]] = []
+        self._folder: str | None = None
+        self._batch: list[tuple[str, bytes]] = []
+
+    def add(self, dest: str, data: bytes) -> None:
+        folder = os.path.dirname(dest)
+        if folder != self._folder:
+            self._flush()
+            self._folder = folder
+        self._batch.append((dest, data))
+
+    def _flush(self) -> None:
+        if not self._batch or self._folder is None:
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.WORKERS, thread_name_prefix="codebox-capture")
+        self._futures.append(self._pool.submit(_write_folder, self._folder, self._batch))
+        self._batch = []
+
+    def wait(self) -> None:
+        self._flush()
+        futures, self._futures = self._futures, []
+        for future in futures:
+            future.result()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+def _write_folder(folder: str, files: list[tuple[str, bytes]]) -> None:
+    os.makedirs(folder, exist_ok=True)
+    for dest, data in files:
+        with open(dest, "wb", buffering=0) as handle:
+            handle.write(data)
 
 
 def _read(path: str) -> bytes:
@@ -243,7 +292,54 @@ def capture_bundle(
         if not (run_dir / stream).exists():
             _write(run_dir, stream, "")
 
-    # 1. changes per read-write mount
+    # 1. changes per read-write mount (copies of changed files are written by a small thread pool
+    # while the rest of the capture runs: creating hundreds of folders and files is the slow part)
+    # sha256 of every file this capture writes, taken from the bytes in memory: the manifest pass
+    # does not re-read them (verify still reads everything from disk).
+    known: dict[str, str] = {}
+    # Anything under files/mounts/ is a copy made here, unless the run itself wrote there first.
+    mounts_dir_preexisting = os.path.lexists(run_dir / "files" / "mounts")
+    run_root = str(run_dir)
+    copier = _CopyWriter()
+    try:
+        return _capture(
+            run_dir,
+            runtime,
+            mounts,
+            baselines,
+            policy,
+            metadata,
+            evidence,
+            test_suites,
+            limits,
+            redact,
+            created_at,
+            known,
+            mounts_dir_preexisting,
+            run_root,
+            copier,
+        )
+    finally:
+        copier.close()
+
+
+def _capture(
+    run_dir: Path,
+    runtime: RuntimeInfo,
+    mounts: list[MountSpec],
+    baselines: list[Baseline],
+    policy: RuntimePolicy,
+    metadata: dict[str, Any],
+    evidence: list[Evidence],
+    test_suites: list[Any],
+    limits: CaptureLimits,
+    redact: Any,
+    created_at: str,
+    known: dict[str, str],
+    mounts_dir_preexisting: bool,
+    run_root: str,
+    copier: _CopyWriter,
+) -> BundleSummary:
     budget = [0]
     changed: list[ChangedFile] = []
     skipped: list[SkippedEntry] = []
@@ -252,13 +348,6 @@ def capture_bundle(
     all_diffs: list[FileDiff] = []
     captured: list[tuple[str, int, str, int]] = []  # (artifact path, mount index, rel, size)
     binary_copies: set[str] = set()
-    # sha256 of every file this capture writes, taken from the bytes in memory: the manifest pass
-    # does not re-read them (verify still reads everything from disk).
-    known: dict[str, str] = {}
-    # Anything under files/mounts/ is a copy made here, unless the run itself wrote there first.
-    mounts_dir_preexisting = os.path.lexists(run_dir / "files" / "mounts")
-    made_dirs: set[str] = set()
-    run_root = str(run_dir)
     for baseline in baselines:
         changes, mount_skipped = _mount_changes(baseline, limits, budget, redact)
         skipped += mount_skipped
@@ -281,14 +370,8 @@ def capture_bundle(
             artifact_path = None
             if new_bytes is not None:
                 artifact_path = f"files/mounts/{baseline.mount_index}/{item.rel}"
-                dest = f"{run_root}/{artifact_path}"
-                parent = os.path.dirname(dest)
-                if parent not in made_dirs:
-                    os.makedirs(parent, exist_ok=True)
-                    made_dirs.add(parent)
                 data = new_bytes if item.binary or not redact.active else redact(new_bytes.decode("utf-8")).encode()
-                with open(dest, "wb", buffering=0) as handle:
-                    handle.write(data)
+                copier.add(f"{run_root}/{artifact_path}", data)
                 known[artifact_path] = (
                     change.after_sha if data is new_bytes and change.after_sha else hashlib.sha256(data).hexdigest()
                 )
@@ -490,6 +573,8 @@ def capture_bundle(
             )
             listed.add(artifact_path)
     copies_root = os.path.join(str(run_dir), "files", "mounts")
+    if mounts_dir_preexisting:
+        copier.wait()  # the walk below lists files/mounts/ too: every copy must be on disk first
     for root, dirs, names in os.walk(run_dir):  # anything else a command wrote is evidence too
         if root == copies_root and not mounts_dir_preexisting:
             dirs[:] = []  # only this capture's copies, all listed above
@@ -685,6 +770,7 @@ def capture_bundle(
         "files": files,
     }
     self_hash = manifest_self_hash(manifest)
+    copier.wait()  # the manifest is written last, once every file it lists is on disk
     for file_entry in files:
         if file_entry["path"] == "manifest.json":
             file_entry["sha256"] = {"algorithm": "sha256", "value": self_hash}

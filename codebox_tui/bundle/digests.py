@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -50,8 +49,14 @@ def content_digest_b(bundle_dir: Path) -> str:
 
 
 def manifest_self_hash(manifest: dict[str, Any]) -> str:
-    clone = copy.deepcopy(manifest)
-    for entry in clone.get("files", []):
-        if isinstance(entry, dict) and entry.get("path") == "manifest.json":
-            entry["sha256"] = {"algorithm": "sha256", "value": "0" * 64}
+    # Only the manifest's own entry changes: copy that entry, share everything else (no deep copy).
+    clone = dict(manifest)
+    entries = manifest.get("files")
+    if isinstance(entries, list):
+        clone["files"] = [
+            {**entry, "sha256": {"algorithm": "sha256", "value": "0" * 64}}
+            if isinstance(entry, dict) and entry.get("path") == "manifest.json"
+            else entry
+            for entry in entries
+        ]
     return sha256_hex(MANIFEST_SELF_DOMAIN + "\n" + stable_json(clone))

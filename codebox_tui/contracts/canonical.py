@@ -51,7 +51,7 @@ def _plain(value: Any) -> bool:
             if len(item) > MAX_OBJECT_KEYS:
                 return False
             for key, child in item.items():
-                if not isinstance(key, str) or any(ord(ch) > 0xFFFF for ch in key):
+                if not isinstance(key, str) or (not key.isascii() and any(ord(ch) > 0xFFFF for ch in key)):
                     return False
                 stack.append((child, depth + 1))
         else:
