@@ -158,3 +158,68 @@ def test_runtime_env_reaches_php_getenv_and_the_bundle_metadata(tmp_path: Path) 
     assert bad.returncode == 2
     error = json.loads(bad.stdout)["error"]
     assert error["field"] == "env.bad-name" and "^[A-Z_][A-Z0-9_]*$" in error["message"]
+
+
+# A minimal WP-CLI-compatible phar, built here with Debian's PHP: no registry ships wp-cli.phar, so the
+# real one cannot be fetched offline. It takes WP-CLI's argument shape (--path=, --no-color, words),
+# loads WordPress from --path and answers `option get NAME`, which is
+# enough to prove the whole wordpress.wp-cli path: the phar mount, PHP-wasm executing a phar with argv,
+# WordPress loading inside it, stdout/stderr/exit code capture and the shebang line stripped.
+PHAR_ENTRY = r"""<?php
+$path = null; $words = [];
+foreach (array_slice($argv, 1) as $arg) {
+    if (str_starts_with($arg, '--path=')) { $path = substr($arg, 7); }
+    elseif (!str_starts_with($arg, '--')) { $words[] = $arg; }
+}
+define('WP_USE_THEMES', false);
+require $path . '/wp-load.php';
+if (($words[0] ?? '') === 'option' && ($words[1] ?? '') === 'get') {
+    echo get_option($words[2]), "\n";
+    exit(0);
+}
+fwrite(STDERR, "Error: '" . implode(' ', $words) . "' is not a registered wp command.\n");
+exit(1);
+"""
+
+PHAR_BUILDER = r"""
+$phar = new Phar($argv[1], 0, 'wp-cli-test.phar');
+$phar->addFromString('entry.php', file_get_contents($argv[2]));
+$phar->setStub("#!/usr/bin/env php\n<?php Phar::mapPhar('wp-cli-test.phar'); require 'phar://wp-cli-test.phar/entry.php'; __HALT_COMPILER();");
+"""
+
+
+def test_wp_cli_runs_a_phar_inside_the_sandbox(tmp_path: Path) -> None:
+    entry = tmp_path / "entry.php"
+    entry.write_text(PHAR_ENTRY)
+    phar = tmp_path / "wp-cli.phar"
+    subprocess.run(["php", "-d", "phar.readonly=0", "-r", PHAR_BUILDER, str(phar), str(entry)], check=True)
+    assert phar.read_bytes().startswith(b"#!/usr/bin/env php")
+
+    def wp(command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "codebox_tui", "run", "--wp-cli-phar", str(phar),
+             "--command", "wordpress.wp-cli", "--arg", f"command={command}",
+             "--artifacts", str(tmp_path / "artifacts"), "--json"],
+            cwd=REPO, env=_env(tmp_path / "tmp"), capture_output=True, text=True, timeout=300)
+
+    out = wp("wp option get siteurl")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["execution"]["exitCode"] == 0
+    assert doc["execution"]["stdout"].strip().startswith("http")  # WordPress answered from inside the phar
+    assert "#!/usr/bin/env php" not in doc["execution"]["stdout"]
+
+    failed = wp("plugin frobnicate")
+    doc = json.loads(failed.stdout)
+    assert doc["execution"]["exitCode"] == 1
+    assert "'plugin frobnicate' is not a registered wp command" in doc["execution"]["stderr"]
+    assert failed.returncode != 0
+
+    missing = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "run", "--wp-cli-phar", str(tmp_path / "nope.phar"),
+         "--command", "wordpress.wp-cli", "--arg", "command=option get home",
+         "--artifacts", str(tmp_path / "artifacts"), "--json"],
+        cwd=REPO, env=_env(tmp_path / "tmp"), capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2
+    error = json.loads(missing.stdout)["error"]
+    assert error["code"] == "wp-cli-phar-missing" and "nope.phar" in error["message"]
