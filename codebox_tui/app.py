@@ -102,4 +102,25 @@ def run_app(bundle: Path | None = None) -> None:
     from widgets.evidence_view import prepare_images
 
     prepare_images()  # the terminal is asked about image support before Textual owns stdin
-    CodeboxApp(bundle).run()
+    from codebox_tui.runtime.playground import shutdown_sidecars
+
+    _prewarm_launch_defaults()
+    try:
+        CodeboxApp(bundle).run()
+    finally:
+        shutdown_sidecars()  # disposes the spare (and its site copy) with the sidecars
+
+
+def _prewarm_launch_defaults() -> None:
+    """Boot a spare for the Launch screen's defaults (WordPress 6.5, default policy) while the user looks
+    around, so the first run starts warm. Off with CODEBOX_SPARE_SANDBOXES=off; a failure here only
+    means the first run boots from scratch (it reports the real error then)."""
+    from codebox_tui.errors import CodeboxError
+    from codebox_tui.runtime.backend import SandboxSpec
+    from codebox_tui.runtime.playground import PlaygroundBackend
+    from codebox_tui.runtime.policy import default_policy
+
+    try:
+        PlaygroundBackend().prewarm(SandboxSpec(mounts=[], policy=default_policy()))
+    except (CodeboxError, OSError):
+        pass

@@ -8,6 +8,7 @@ for this sandbox → stage read-only mounts → ``runCLI`` in the sidecar with t
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import sys
 import threading
@@ -195,6 +196,61 @@ class PlaygroundSandbox:
             remove_tree(self.work_dir)
 
 
+OWNER_FILE = ".codebox-owner-pid"
+_swept: set[str] = set()
+
+
+def abandoned_sandbox_dirs(sandboxes_root: Path, *, unowned_age_s: float = 600.0) -> list[Path]:
+    """Sandbox folders whose owning process is gone (killed before it could dispose them): the owner's
+    pid is recorded in each folder; one without a record is abandoned once older than ``unowned_age_s``."""
+    found = []
+    try:
+        entries = list(os.scandir(sandboxes_root))
+    except OSError:
+        return []
+    now = time.time()
+    for entry in entries:
+        if not entry.name.startswith("sandbox-") or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            pid = int((Path(entry.path) / OWNER_FILE).read_text(encoding="ascii").strip())
+        except (OSError, ValueError):
+            try:
+                if now - entry.stat(follow_symlinks=False).st_ctime > unowned_age_s:  # ctime: a rename counts
+                    found.append(Path(entry.path))
+            except OSError:
+                pass
+            continue
+        if pid != os.getpid() and not _process_alive(pid):
+            found.append(Path(entry.path))
+    return found
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _sweep_once(sandboxes_root: Path) -> None:
+    """Once per process and root: remove abandoned sandbox folders in the background."""
+    key = str(sandboxes_root)
+    if key in _swept:
+        return
+    _swept.add(key)
+    stale = abandoned_sandbox_dirs(sandboxes_root)
+    if stale:
+        def sweep() -> None:
+            for path in stale:
+                remove_tree(path)
+
+        threading.Thread(target=sweep, name="codebox-sweep", daemon=True).start()
+
+
 class PlaygroundBackend:
     name = "wordpress-playground"
 
@@ -204,6 +260,22 @@ class PlaygroundBackend:
     def prepare(self, spec: SandboxSpec) -> None:
         """Start the sidecar in the background while the caller does its own preparation."""
         self._sidecar_future(spec)
+
+    def prewarm(self, spec: SandboxSpec) -> bool:
+        """Before any boot: start the sidecar and, where spares are wanted, boot a spare for ``spec``'s
+        WordPress/PHP/network policy in the background, so the first run starts warm. Never blocks;
+        returns whether a spare was started."""
+        if spec.php not in SUPPORTED_PHP or not spares_wanted(
+                self.settings.spare_sandboxes, _boots_in_process, _spares_override):
+            return False
+        build = resolve_build(spec.wp)
+        key = f"{build.version}|{spec.php}|{network_policy_key(spec.policy)}"
+        with _spares_lock:
+            if key in _spares:
+                return False
+        self._sidecar_future(spec)
+        self._refill(key, spec, build)
+        return True
 
     def _sidecar_future(self, spec: SandboxSpec) -> Future[Sidecar]:
         key = network_policy_key(spec.policy)
@@ -319,6 +391,7 @@ class PlaygroundBackend:
                     warm: bool = False, seed: bool = False) -> PlaygroundSandbox:
         sandboxes_root = self.settings.home / "sandboxes"
         sandboxes_root.mkdir(parents=True, exist_ok=True)
+        _sweep_once(sandboxes_root)
         sandbox_id = "sandbox-" + secrets.token_hex(6)
         work_dir = sandboxes_root / sandbox_id
         golden_root = self.settings.golden_dir
@@ -330,6 +403,7 @@ class PlaygroundBackend:
             else:
                 report("copying-site", None)
                 make_sandbox_dir(build, spec.php, golden_root, golden, work_dir)
+            (work_dir / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
             site = work_dir / "wordpress"
             mounts: list[dict[str, str]] = []
             opcache = work_dir / "opcache"

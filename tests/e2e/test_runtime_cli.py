@@ -79,7 +79,16 @@ def test_boot_hold_serves_the_preview_then_disposes(tmp_path: Path) -> None:
 
 
 def test_run_leaves_no_temp_directories_or_processes(tmp_path: Path) -> None:
+    from codebox_tui.runtime.playground import OWNER_FILE
+    from codebox_tui.settings import get_settings
+
     tmp = tmp_path / "tmp"
+    # a sandbox folder left by a process that was killed before it could dispose it: swept by this run
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    abandoned = get_settings().home / "sandboxes" / "sandbox-abandoned0"
+    (abandoned / "wordpress").mkdir(parents=True)
+    (abandoned / OWNER_FILE).write_text(str(dead.pid))
     out = subprocess.run(
         [
             sys.executable,
@@ -107,6 +116,7 @@ def test_run_leaves_no_temp_directories_or_processes(tmp_path: Path) -> None:
     time.sleep(0.5)
     assert sorted(os.listdir(tmp)) == []
     assert _processes_using(tmp) == []
+    assert not abandoned.exists()
 
 
 def test_hung_command_is_killed_reported_and_leaves_nothing(tmp_path: Path) -> None:

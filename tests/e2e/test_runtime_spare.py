@@ -47,3 +47,32 @@ def test_prebooted_spare_gets_the_mounts_of_the_next_run(playground_session, cod
     assert doc["rw"] == len("from-spare")
     assert (rw / "out.txt").read_text() == "from-spare"
     assert set(os.listdir(sandboxes)) - before == set()  # the taken spare and the new one are gone
+
+
+def test_prewarm_boots_a_spare_that_the_first_run_takes(playground_session, codebox_home: Path,  # type: ignore[no-untyped-def]
+                                                        tmp_path: Path) -> None:
+    from codebox_tui.contracts.runtime import RuntimePolicy
+    from codebox_tui.runtime.backend import SandboxSpec
+    from codebox_tui.runtime.playground import PlaygroundBackend
+
+    discard_spare_sandboxes()  # no spare left over from earlier tests: this run can only get a prewarmed one
+    sandboxes = codebox_home / "sandboxes"
+    before = set(os.listdir(sandboxes)) if sandboxes.exists() else set()
+    backend = PlaygroundBackend()
+    enable_spare_sandboxes(False)
+    try:
+        assert backend.prewarm(SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php"]))) is False  # spares off
+        enable_spare_sandboxes(True)
+        assert backend.prewarm(SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php"]))) is True
+        assert backend.prewarm(SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php"]))) is False  # one is enough
+        enable_spare_sandboxes(False)  # so the run below does not start another spare after taking this one
+        with playground_session.new_run(tmp_path / "a", mounts=[f"{EXAMPLE_PLUGIN}:{PLUGIN}:readonly"]) as run:
+            result = run.execute("wordpress.run-php", [f"code=echo file_exists('{PLUGIN}/simple-plugin.php') ? 'mounted' : 'no';"])
+            phases = [json.loads(line)["data"].get("phase")
+                      for line in (run.run_dir / "events.jsonl").read_text().splitlines()]
+    finally:
+        enable_spare_sandboxes(None)
+        discard_spare_sandboxes()
+    assert "using-prebooted-sandbox" in phases
+    assert result.stdout == "mounted", result.stderr
+    assert set(os.listdir(sandboxes)) - before == set()

@@ -194,3 +194,23 @@ def test_prepared_site_pool_take_is_exclusive_and_copies_the_seed(tmp_path: Path
     os.utime(stale, (0, 0))
     g.prepare_site(build, "8.3", root, site)
     assert not stale.exists()
+
+
+def test_abandoned_sandbox_dirs_are_those_whose_owner_is_gone(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from codebox_tui.runtime.playground import OWNER_FILE, abandoned_sandbox_dirs
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    for name, owner in (("sandbox-dead", str(dead.pid)), ("sandbox-mine", str(os.getpid())),
+                        ("sandbox-live", str(os.getppid())), ("sandbox-garbled", "not-a-pid")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / OWNER_FILE).write_text(owner)
+    (tmp_path / "sandbox-unowned").mkdir()  # killed before its owner file was written
+    (tmp_path / "golden").mkdir()  # not a sandbox folder
+    assert sorted(p.name for p in abandoned_sandbox_dirs(tmp_path)) == ["sandbox-dead"]
+    assert sorted(p.name for p in abandoned_sandbox_dirs(tmp_path, unowned_age_s=-1)) == [
+        "sandbox-dead", "sandbox-garbled", "sandbox-unowned"]
+    assert abandoned_sandbox_dirs(tmp_path / "missing") == []
