@@ -87,7 +87,8 @@ def register(app: typer.Typer) -> None:
     def recipe_run(
         file: Path = typer.Argument(..., help="Recipe JSON file"),
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the resolved plan; boot nothing."),
-        artifacts_dir: Path | None = typer.Option(None, "--artifacts-dir", help="Where the bundle goes."),
+        artifacts_dir: Path | None = typer.Option(None, "--artifacts-dir", "--artifacts",
+                                                     help="Where the bundle goes."),
         json_out: bool = JsonOption,
     ) -> None:
         """Run a recipe in a fresh sandbox and produce one bundle (or print the plan with --dry-run)."""
@@ -139,7 +140,8 @@ def register(app: typer.Typer) -> None:
         patch: Path = typer.Option(..., "--patch", help="Contributor's patch (git diff / unified diff)"),
         test: list[str] = typer.Option([], "--test", help="Plugin-relative test file (repeatable); default: suite"),
         url: str = typer.Option("/", "--url", help="Front-end page to probe after the patch"),
-        artifacts_dir: Path | None = typer.Option(None, "--artifacts-dir", help="Where the bundle goes."),
+        artifacts_dir: Path | None = typer.Option(None, "--artifacts-dir", "--artifacts",
+                                                     help="Where the bundle goes."),
         json_out: bool = JsonOption,
     ) -> None:
         """Apply a patch to a copy of a plugin in a sandbox, run its tests before and after, probe the site."""

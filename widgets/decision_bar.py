@@ -64,6 +64,22 @@ class DecisionBar(Static):
         text.append(f"  {self.selected}/{self.total} selected", style="bold")
         if self.decision:
             text.append(f"  decision: {self.decision}", style="bold cyan")
-        text.append("   a approve all · space select · A approve selected · d discard · i request changes",
-                    style="dim")
+        # The decision keys live here, not in the footer: the longest wording that fits the width.
+        room = self.size.width - 2 - text.cell_len
+        for hint in HINTS:
+            if sum(len(key) + len(label) + 4 for key, label in hint) + 1 <= room or hint is HINTS[-1]:
+                text.append("  ")
+                for index, (key, label) in enumerate(hint):
+                    text.append(" · " if index else " ", style="dim")
+                    text.append(key, style="bold")
+                    text.append(f" {label}", style="dim")
+                break
         return text
+
+
+HINTS = (
+    (("a", "approve all"), ("space", "select"), ("A", "approve selected"), ("d", "discard"),
+     ("i", "request changes")),
+    (("a", "approve all"), ("A", "approve selected"), ("d", "discard"), ("i", "request changes")),
+    (("a", "all"), ("A", "selected"), ("d", "discard"), ("i", "changes")),
+)

@@ -34,10 +34,10 @@ Inspect what the sandbox changed, then decide. Decisions are recorded in the sto
 content digest you reviewed; nothing is applied until you choose an adapter.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("a", "approve_all", "Approve all", id="review.approve_all"),
-        Binding("A", "approve_selected", "Approve selected", id="review.approve_selected"),
-        Binding("d", "discard", "Discard", id="review.discard"),
-        Binding("i", "iterate", "Request changes", id="review.iterate"),
+        Binding("a", "approve_all", "Approve all", show=False, id="review.approve_all"),
+        Binding("A", "approve_selected", "Approve selected", show=False, id="review.approve_selected"),
+        Binding("d", "discard", "Discard", show=False, id="review.discard"),
+        Binding("i", "iterate", "Request changes", show=False, id="review.iterate"),
         Binding("]", "next_file", "Next file", id="review.next_file"),
         Binding("[", "previous_file", "Prev file", id="review.previous_file"),
         Binding("escape", "back", "Back", id="review.back"),
@@ -56,10 +56,13 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         yield Header(icon="◆")
         review = self.bundle.review
         stats = review.get("stats", {})
-        yield Static(
-            f"[b]{self.bundle.id[:50]}[/b]  {review.get('summary', '')}  "
-            f"[green]+{stats.get('added', 0)} added[/] [yellow]{stats.get('modified', 0)} modified[/] "
-            f"[red]{stats.get('deleted', 0)} deleted[/]", id="review-title")
+        # Most important first, so a narrow terminal cuts only the prose (the full id is in Provenance).
+        short = self.bundle.id.removeprefix("artifact-bundle-sha256-")[:16]
+        counts = " · ".join(
+            f"[{colour}]{sign}{stats.get(key, 0)} {key}[/]" if stats.get(key, 0) else f"[dim]0 {key}[/]"
+            for key, sign, colour in (("added", "+", "green"), ("modified", "~", "yellow"), ("deleted", "-", "red")))
+        yield Static(f"[b]bundle {escape(short)}[/b]  {counts}  [dim]{escape(str(review.get('summary', '')))}[/]",
+                     id="review-title")
         if self.evaluation is not None or self.evaluation_problem:
             yield Static(self._verdict_line(), id="verdict")
         with Horizontal(id="review-body"):
@@ -127,16 +130,16 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         tests = ev["tests"]
         verdict = str(tests["verdict"])
         colour, mark = VERDICT_STYLES.get(verdict, ("white", "•"))
-        parts = [f"[b]Patch {escape(str(ev.get('patch', '')))}[/b]: [b {colour}]{mark} {verdict.upper()}[/]"]
+        parts = [f"[b {colour}]{mark} {verdict.upper()}[/]"]  # verdict and numbers first, names last
         if ev.get("applied") is False:
             parts.append("[red]did not apply[/]")
         parts.append(f"fixed {len(tests.get('fixed', []))} · broken {len(tests.get('broken', []))} · "
                      f"still failing {len(tests.get('stillFailing', []))}")
         before, after = tests.get("before"), tests.get("after")
         if isinstance(before, dict) and isinstance(after, dict):
-            parts.append(f"tests {before.get('passed', 0)}/{before.get('tests', 0)} passed → "
+            parts.append(f"passed {before.get('passed', 0)}/{before.get('tests', 0)} → "
                          f"{after.get('passed', 0)}/{after.get('tests', 0)}")
-        parts.append("· t: tests")
+        parts.append(f"[dim]t: tests · patch {escape(str(ev.get('patch', '')))}[/]")
         return "  ".join(parts)
 
     def _delta_lines(self) -> list[str]:
