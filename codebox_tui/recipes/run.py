@@ -15,8 +15,10 @@ import platform
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -167,7 +169,11 @@ def _versions() -> dict[str, Any]:
 
 
 def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: Path | None = None,
-               recipe_text: str | None = None) -> dict[str, Any]:
+               recipe_text: str | None = None, on_session: Callable[[Any], None] | None = None,
+               cancel: threading.Event | None = None) -> dict[str, Any]:
+    """Run a valid recipe in one sandbox and capture one bundle. ``on_session`` gets the RunSession as soon
+    as it exists (a viewer tails its events); once ``cancel`` is set no further step or probe starts and the
+    run fails with ``cancelled`` (the bundle is still captured)."""
     from codebox_tui.runtime.backend import SandboxSpec
     from codebox_tui.runtime.policy import resolve_secrets
     from codebox_tui.runtime.session import RunSession
@@ -194,6 +200,9 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
                            metadata={"recipe": validation.recipe_path, **recipe.metadata},
                            boot_timeout_s=(recipe.runtime.bootTimeoutMs or 120_000) / 1000)
         with RunSession(spec, Path(root)) as session:
+            if on_session is not None:
+                on_session(session)
+
             def phase(name: str, fn: Any) -> Any:
                 t0 = time.monotonic()
                 try:
@@ -243,6 +252,11 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
                 failures.append({"phase": "setup", "error": exc.to_dict()})
             if ok:
                 for step_phase, index, step in all_steps(recipe):
+                    if cancel is not None and cancel.is_set():
+                        ok = False
+                        failures.append({"phase": step_phase, "index": index, "command": step.command,
+                                         "error": {"code": "cancelled", "message": "The run was cancelled"}})
+                        break
                     timeout = step.timeoutMs / 1000 if step.timeoutMs else None
                     entry: dict[str, Any] = {"phase": step_phase, "index": index, "command": step.command}
                     try:
@@ -309,6 +323,10 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
             path = session.add_evidence("files/run-attestation.json", "run-attestation", "application/json")
             path.write_text(session.redact(json.dumps(attestation, indent=2, default=str)) + "\n", encoding="utf-8")
             summary = session.capture()
+            if recipe.artifacts.verify is True and summary is not None:
+                summary, problem = _verify_and_reseal(session, summary)
+                if problem is not None:
+                    failures.append(problem)
             run_dir = session.run_dir
         bundle_dir = getattr(summary, "path", None)
         return {
@@ -324,6 +342,27 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
 
 
 MAX_DECLARED_BYTES = 16 * 1024 * 1024
+VERIFICATION_EVIDENCE = "files/runtime-evidence/artifact-bundle-verification.json"
+
+
+def _verify_and_reseal(session: Any, summary: Any) -> tuple[Any, dict[str, Any] | None]:
+    """Recipe ``artifacts.verify``: verify the captured bundle, keep the result as evidence and seal the
+    bundle again with it listed (as the reference does, the file records the verification of the bundle
+    before this file was added, so its id differs from the final one). An invalid bundle fails the run."""
+    from codebox_tui.bundle.verify import verify_bundle
+
+    result = verify_bundle(summary.path)
+    path = session.add_evidence(VERIFICATION_EVIDENCE, "artifact-bundle-verification", "application/json")
+    doc = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    doc["verifiedBundleId"] = summary.id
+    path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    problem = None
+    if not result.valid:
+        codes = ", ".join(sorted({v.code for v in result.violations}))
+        problem = {"phase": "verify_bundle", "error": {
+            "code": "bundle-verification-failed", "evidence": VERIFICATION_EVIDENCE,
+            "message": f"The captured bundle failed verification ({codes})"}}
+    return session.capture(), problem
 
 
 def _collect_declared(session: Any, art: Any) -> dict[str, Any]:

@@ -300,7 +300,7 @@ def unsupported_issues(recipe: WorkspaceRecipe) -> list[Issue]:
             flag(f"{where}.diagnostics", "query diagnostics are not captured")
     a = recipe.artifacts
     if isinstance(a.verify, dict):
-        flag("$.artifacts.verify", "verify options are not implemented; use true or false")
+        flag("$.artifacts.verify", "verify options (enabled/strict) are not implemented; use true or false")
     if a.workspacePolicy is not None:
         flag("$.artifacts.workspacePolicy", "workspace policies are not implemented")
     if a.typed:

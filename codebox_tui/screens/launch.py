@@ -17,19 +17,31 @@ from codebox_tui.screens.dialogs import DIALOG_CSS
 
 
 class LaunchScreen(ModalScreen[None]):
-    DEFAULT_CSS = DIALOG_CSS + "\n#launch-error { color: $error; height: auto; }"
+    DEFAULT_CSS = DIALOG_CSS + """
+#launch-error { color: $error; height: auto; }
+LaunchScreen.-compact .dialog { padding: 0 2; }
+LaunchScreen.-compact .dialog Input, LaunchScreen.-compact .dialog Select { margin-bottom: 1; }
+LaunchScreen.-compact .dialog Input { background: $boost; }
+LaunchScreen.-compact .dialog .title { margin-bottom: 1; }
+LaunchScreen.-compact .dialog .buttons { margin-top: 0; }
+"""
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="launch.cancel")]
     HELP = """\
 # Launch a sandbox
 - Mounts: `HOST:SANDBOX[:readonly|readwrite]`, several separated by spaces
 - Arguments: `key=value` pairs (quote values with spaces)
 - Policy: leave empty for the default (network denied, only this command allowed)
+- Recipe: a `wp-codebox/workspace-recipe/v1` file runs instead of the command; its own mounts, WordPress
+  version and policy apply (the other fields are ignored). An invalid recipe is reported here, with
+  the JSON path of each problem, and nothing boots.
 """
 
     def compose(self) -> ComposeResult:
         commands = [(c.id, c.id) for c in command_catalog().commands if c.handler != "policy-only"]
         with Vertical(classes="dialog"):
             yield Label("Launch a sandbox", classes="title")
+            yield Input(placeholder="recipe file (optional; runs the recipe instead of the command below)",
+                        id="recipe")
             yield Input(placeholder="mounts: /path/to/plugin:/wordpress/wp-content/plugins/my-plugin:readwrite",
                         id="mounts")
             yield Select(commands, value="wordpress.run-php", allow_blank=False, id="command")
@@ -40,6 +52,20 @@ class LaunchScreen(ModalScreen[None]):
             with Horizontal(classes="buttons"):
                 yield Button("Cancel", id="cancel")
                 yield Button("Launch", variant="primary", id="launch")
+
+    COMPACT_BELOW = 34  # rows: under this the form uses borderless fields so all of it fits (80x24)
+
+    def on_mount(self) -> None:
+        self._fit()
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        compact = self.app.size.height < self.COMPACT_BELOW
+        self.set_class(compact, "-compact")
+        for widget in self.query("Input, Select, Button"):
+            widget.compact = compact  # type: ignore[attr-defined]
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "cancel":
@@ -59,6 +85,10 @@ class LaunchScreen(ModalScreen[None]):
         from codebox_tui.runtime.wordpress_builds import resolve_build
 
         error_label = self.query_one("#launch-error", Label)
+        recipe_text = self.query_one("#recipe", Input).value.strip()
+        if recipe_text:
+            self._launch_recipe(recipe_text, error_label)
+            return
         try:
             mounts = [parse_mount(m, i) for i, m in enumerate(shlex.split(self.query_one("#mounts", Input).value))]
             command = str(self.query_one("#command", Select).value)
@@ -76,6 +106,31 @@ class LaunchScreen(ModalScreen[None]):
 
         self.dismiss(None)
         self.app.push_screen(LiveRunScreen(spec, command, args, Path.cwd() / "artifacts"))
+
+    def _launch_recipe(self, text: str, error_label: Label) -> None:
+        from rich.markup import escape
+
+        from codebox_tui.errors import CodeboxError
+        from codebox_tui.recipes.validate import validate_recipe_file
+        from codebox_tui.screens.live_run import LiveRunScreen
+
+        path = Path(text).expanduser().resolve()
+        try:
+            validation = validate_recipe_file(path)
+        except (CodeboxError, OSError) as error:
+            error_label.update(escape(str(error)))
+            return
+        if not validation.valid:
+            issues = validation.issues
+            lines = [f"{path.name}: invalid recipe ({len(issues)} problem{'s' if len(issues) != 1 else ''}); "
+                     "nothing was run"]
+            lines += [f"{issue.path}: {issue.message}" for issue in issues[:4]]
+            if len(issues) > 4:
+                lines.append(f"… and {len(issues) - 4} more (codebox recipe validate {path.name})")
+            error_label.update(escape("\n".join(lines)))
+            return
+        self.dismiss(None)
+        self.app.push_screen(LiveRunScreen(None, "", [], Path.cwd() / "artifacts", recipe=validation))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -36,9 +36,12 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
     ]
 
     def __init__(self, spec: SandboxSpec | None, command: str, args: list[str], artifacts_root: Path,
-                 *, run_dir: Path | None = None) -> None:
+                 *, run_dir: Path | None = None, recipe: Any = None) -> None:
+        """Runs ``command`` in a sandbox made from ``spec``, or, with ``recipe`` (a valid RecipeValidation),
+        the whole recipe; with only ``run_dir``, shows a finished run's events."""
         super().__init__()
         self.spec, self.command, self.args, self.artifacts_root = spec, command, args, artifacts_root
+        self.recipe = recipe
         self.run_dir = run_dir
         self.session: Any = None
         self.bundle_dir: Path | None = None
@@ -58,14 +61,17 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
         yield Footer()
 
     def on_mount(self) -> None:
-        if self.spec is not None and self.run_dir is None:
-            self.start_run()
+        if (self.spec is not None or self.recipe is not None) and self.run_dir is None:
+            if self.recipe is not None:
+                self.start_recipe()
+            else:
+                self.start_run()
             self.set_interval(PROGRESS_TICK_S, self._tick_progress)
 
     @property
     def live(self) -> bool:
         """This screen runs the sandbox and it has not finished (the clock is the wall clock)."""
-        return self.spec is not None and self.state in ("starting", "cancelling")
+        return (self.spec is not None or self.recipe is not None) and self.state in ("starting", "cancelling")
 
     def _tick_progress(self) -> None:
         if self.live:
@@ -123,23 +129,58 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
         finally:
             session.close()
         if summary is not None:
-            try:
-                from codebox_tui.screens import data
-
-                store = data.open_store()
-                try:
-                    status = "cancelled" if cancelled else ("failed" if error else "completed")
-                    store.record_run(session.runtime_id, status=status,
-                                     artifacts_dir=session.run_dir, metadata=session.spec.metadata,
-                                     sandbox_session_id=session.spec.metadata.get("sandbox_session_id"),
-                                     started_at=session.created_at)
-                    record = data.register(store, summary.path, run_id=session.runtime_id)
-                    store.update_run(session.runtime_id, bundle_id=record.bundle_id)
-                finally:
-                    store.close()
-            except Exception as caught:  # the bundle on disk is still there
-                error = error or f"could not record the bundle: {caught}"
+            error = self._record(session, summary.path, error, cancelled)
         self.app.call_from_thread(self._finished, summary.path if summary else None, error, cancelled)
+
+    @work(thread=True, exclusive=True, group="run")
+    def start_recipe(self) -> None:
+        from codebox_tui.errors import CodeboxError
+        from codebox_tui.recipes.run import run_recipe
+
+        def attach(session: Any) -> None:
+            self.session = session
+            self.app.call_from_thread(self._attach_tail, session.run_dir)
+
+        validation = self.recipe
+        recipe_path = Path(validation.recipe_path)
+        error: str | None = None
+        outcome: dict[str, Any] | None = None
+        try:
+            outcome = run_recipe(validation, recipe_path.parent, on_session=attach, cancel=self._cancel,
+                                 recipe_text=recipe_path.read_text(encoding="utf-8"))
+        except (CodeboxError, OSError) as caught:
+            error = str(caught)
+        cancelled = self._cancel.is_set()
+        bundle = Path(outcome["bundleDir"]) if outcome and outcome.get("bundleId") else None
+        if outcome is not None and not outcome.get("success") and not error:
+            first = (outcome.get("stepFailures") or [{}])[0]
+            where = first.get("command") or first.get("probe") or first.get("artifact") or first.get("phase", "")
+            problem = first.get("error")
+            message = problem.get("message") if isinstance(problem, dict) else str(problem or "")
+            error = f"recipe {outcome.get('status')}: {where} — {message}".strip(" —")[:300]
+        if bundle is not None and self.session is not None:
+            error = self._record(self.session, bundle, error, cancelled)
+        self.app.call_from_thread(self._finished, bundle, error, cancelled)
+
+    def _record(self, session: Any, bundle: Path, error: str | None, cancelled: bool) -> str | None:
+        """Record the run and its bundle in the store; returns the error to show (if any)."""
+        try:
+            from codebox_tui.screens import data
+
+            store = data.open_store()
+            try:
+                status = "cancelled" if cancelled else ("failed" if error else "completed")
+                store.record_run(session.runtime_id, status=status,
+                                 artifacts_dir=session.run_dir, metadata=session.spec.metadata,
+                                 sandbox_session_id=session.spec.metadata.get("sandbox_session_id"),
+                                 started_at=session.created_at)
+                record = data.register(store, bundle, run_id=session.runtime_id)
+                store.update_run(session.runtime_id, bundle_id=record.bundle_id)
+            finally:
+                store.close()
+        except Exception as caught:  # the bundle on disk is still there
+            return error or f"could not record the bundle: {caught}"
+        return error
 
     def _attach_tail(self, run_dir: Path) -> None:
         self.run_dir = run_dir

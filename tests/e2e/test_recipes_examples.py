@@ -50,6 +50,29 @@ def test_plugin_probe(tmp_path: Path, home: Path) -> None:
     assert attestation["schema"] == "wp-codebox/run-attestation/v1" and len(attestation["policy"]["hash"]) == 64
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert any(f["path"] == "files/run-attestation.json" for f in manifest["files"])
+    # artifacts.verify (on by default): the verification of the bundle as first sealed is evidence in the
+    # final bundle, which was sealed again with it listed (so its id differs) and verifies too
+    verification = json.loads((run_dir / "files/runtime-evidence/artifact-bundle-verification.json").read_text())
+    assert verification["schema"] == "wp-codebox/artifact-bundle-verification/v1"
+    assert verification["valid"] is True and verification["violations"] == []
+    assert verification["verifiedBundleId"].startswith("artifact-bundle-sha256-")
+    assert verification["verifiedBundleId"] != manifest["id"] == doc["bundleId"]
+    assert any(f["path"] == "files/runtime-evidence/artifact-bundle-verification.json" for f in manifest["files"])
+    check = subprocess.run([sys.executable, "-m", "codebox_tui", "artifacts", "verify", str(run_dir), "--json"],
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0, check.stdout
+
+
+def test_artifacts_verify_false_adds_no_verification_evidence(tmp_path: Path, home: Path) -> None:
+    recipe = json.loads((EXAMPLES / "plugin-probe.json").read_text())
+    recipe["artifacts"] = {**recipe.get("artifacts", {}), "verify": False}
+    for mount in recipe["inputs"]["mounts"]:  # the sources stay those of the example
+        mount["source"] = str((EXAMPLES / mount["source"]).resolve())
+    path = tmp_path / "no-verify.json"
+    path.write_text(json.dumps(recipe))
+    code, doc, err = _run(path, tmp_path / "a", home)
+    assert code == 0, err
+    assert not (Path(doc["runDir"]) / "files/runtime-evidence").exists()
 
 
 def test_seeded_site(tmp_path: Path, home: Path) -> None:
@@ -218,3 +241,27 @@ def test_declared_artifacts_are_collected_into_the_bundle(tmp_path: Path, home: 
     recipe.write_text(json.dumps(doc_req))
     code, doc, err = _run(recipe, tmp_path / "artifacts2", home)
     assert code != 0 and [f.get("artifact") for f in doc["stepFailures"]] == ["optional-log"]
+
+
+def test_cancelled_recipe_runs_no_further_step_and_still_captures(tmp_path: Path, home: Path) -> None:
+    import threading
+
+    from codebox_tui.recipes.run import run_recipe
+    from codebox_tui.recipes.validate import validate_recipe_file
+
+    recipe = EXAMPLES / "plugin-scaffold-mutation.json"
+    validation = validate_recipe_file(recipe)
+    cancel = threading.Event()
+    sessions: list[Any] = []
+
+    def on_session(session: Any) -> None:
+        sessions.append(session)
+        cancel.set()  # the reviewer cancels while the sandbox boots
+
+    outcome = run_recipe(validation, recipe.parent, artifacts_dir=tmp_path, on_session=on_session, cancel=cancel)
+    assert len(sessions) == 1 and outcome["runtimeId"] == sessions[0].runtime_id
+    assert outcome["success"] is False and outcome["executions"] == []
+    assert outcome["stepFailures"][0]["error"]["code"] == "cancelled"
+    bundle = Path(outcome["bundleDir"])
+    assert (bundle / "manifest.json").exists()
+    assert "feature.php" not in (bundle / "files" / "patch.diff").read_text()  # the step never ran

@@ -60,3 +60,41 @@ async def test_launch_form_runs_a_real_sandbox_and_offers_its_bundle(  # type: i
         store.close()
     assert live.bundle_dir.resolve() in paths
     assert (plugin_copy / "from-launch.php").exists()
+
+
+async def test_launch_form_runs_a_recipe_and_offers_its_bundle(playground_session) -> None:  # type: ignore[no-untyped-def]
+    recipe = Path(__file__).resolve().parents[2] / "examples" / "recipes" / "plugin-scaffold-mutation.json"
+    app = CodeboxApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, LaunchScreen)
+        field = app.screen.query_one("#recipe", Input)
+        field.value = str(recipe)
+        field.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        live = app.screen
+        assert isinstance(live, LiveRunScreen), live.query_one("#launch-error").render()
+        for _ in range(1800):
+            if live.state != "starting":
+                break
+            await asyncio.sleep(0.1)
+        assert live.state == "done", live.query_one("#progress").render()
+        await pilot.pause(0.3)
+        assert live.query_one(EventTail).total >= 4  # the recipe's own session events were tailed
+        assert live.bundle_dir is not None
+        assert (live.bundle_dir / "files" / "run-attestation.json").exists()
+        await pilot.press("r")
+        await pilot.pause()
+        assert isinstance(app.screen, ReviewScreen)
+        assert any(rel.endswith("feature.php") for rel in app.screen.query_one(ChangedFileTree)._leaves)
+    store = Store.open(get_settings().db_path)
+    try:
+        runs = {r.run_id: r for r in store.list_runs()}
+        bundles = [Path(b.path).resolve() for b in store.list_bundles()]
+    finally:
+        store.close()
+    assert live.bundle_dir.resolve() in bundles
+    assert live.session is not None and runs[live.session.runtime_id].status == "completed"

@@ -71,3 +71,31 @@ async def test_too_small_terminal_gets_a_clear_message(tmp_path: Path) -> None:
         await pilot.pause()
         messages = [str(n.message) for n in app._notifications]
         assert any("needs at least" in m for m in messages), messages
+
+
+async def test_launch_form_reports_an_invalid_recipe_with_json_paths_and_boots_nothing(tmp_path: Path) -> None:
+    from textual.widgets import Input, Label
+
+    recipe = tmp_path / "broken.json"
+    recipe.write_text('{"schema": "wp-codebox/workspace-recipe/v1", "workflow": {"steps": [{"command": 7}]},'
+                      ' "runtime": {"wp": "1.0"}}')
+    app = CodeboxApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, LaunchScreen)
+        field = app.screen.query_one("#recipe", Input)
+        field.value = str(recipe)
+        field.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, LaunchScreen)  # nothing launched
+        shown = str(app.screen.query_one("#launch-error", Label).render())
+        assert "broken.json: invalid recipe" in shown and "nothing was run" in shown
+        assert "$.workflow.steps[0].command" in shown
+        field.value = str(tmp_path / "missing.json")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, LaunchScreen)
+        assert "missing.json" in str(app.screen.query_one("#launch-error", Label).render())
