@@ -6,7 +6,7 @@ and ``slow`` tells the screen to show a spinner (a step running for more than a 
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 SLOW_AFTER_S = 1.0
@@ -37,6 +37,7 @@ class RunProgress:
         self.failed = 0
         self.finished = False  # the runtime was disposed (capture may follow)
         self.events = 0
+        self.hold_until: datetime | None = None  # a held preview stays up until then (or until closed)
 
     def feed(self, event: dict[str, Any]) -> None:
         self.events += 1
@@ -67,6 +68,15 @@ class RunProgress:
                 self.failed += 1
             verb = {"command.failed": "failed", "command.denied": "was denied"}.get(kind, f"exited {code}")
             step = f"{data.get('command', '?')} {verb}"
+        elif kind == "runtime.held":
+            self.preview_url = str(data.get("previewUrl") or "") or self.preview_url
+            hold = data.get("holdSeconds")
+            if when is not None and isinstance(hold, int | float):
+                self.hold_until = when + timedelta(seconds=float(hold))
+            step = "preview held open"
+        elif kind == "runtime.hold-ended":
+            self.hold_until = None
+            step = f"hold ended ({data.get('reason', 'closed')})"
         elif kind == "runtime.disposed":
             self.finished = True
             step = "sandbox disposed"
@@ -89,7 +99,7 @@ class RunProgress:
 
     def slow(self, now: datetime | None = None) -> bool:
         """The current step has taken longer than a second (and the run is not over)."""
-        return not self.finished and self.step_elapsed(now) > SLOW_AFTER_S
+        return not self.finished and self.hold_until is None and self.step_elapsed(now) > SLOW_AFTER_S
 
     def line(self, now: datetime | None = None, tick: int = 0) -> str:
         """The progress line; ``now`` is the wall clock for a live run (None: the last event's time),
@@ -105,4 +115,7 @@ class RunProgress:
                          + (f", {self.failed} failed" if self.failed else ""))
         if self.preview_url and not self.finished:
             parts.append(f"preview {self.preview_url}")
+        if self.hold_until is not None and not self.finished:
+            left = max(0.0, (self.hold_until - (now or self.last or self.hold_until)).total_seconds())
+            parts.append(f"held {seconds(left)} more (c: close now)")
         return " · ".join(parts)

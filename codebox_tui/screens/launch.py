@@ -31,6 +31,8 @@ LaunchScreen.-compact .dialog .buttons { margin-top: 0; }
 - Mounts: `HOST:SANDBOX[:readonly|readwrite]`, several separated by spaces
 - Arguments: `key=value` pairs (quote values with spaces)
 - Policy: leave empty for the default (network denied, only this command allowed)
+- Hold: keep the sandbox and its live preview up after the command (`90s`, `15m`, `2h`); `c` on the
+  Live run screen closes it early
 - Recipe: a `wp-codebox/workspace-recipe/v1` file runs instead of the command; its own mounts, WordPress
   version and policy apply (the other fields are ignored). An invalid recipe is reported here, with
   the JSON path of each problem, and nothing boots.
@@ -48,6 +50,7 @@ LaunchScreen.-compact .dialog .buttons { margin-top: 0; }
             yield Input(placeholder="arguments: code-file=probe.php", id="args")
             yield Input(value="6.5", placeholder="WordPress version", id="wp")
             yield Input(placeholder='policy JSON or file (optional)', id="policy")
+            yield Input(placeholder="hold the live preview after the command, e.g. 15m (optional)", id="hold")
             yield Label("", id="launch-error")
             with Horizontal(classes="buttons"):
                 yield Button("Cancel", id="cancel")
@@ -77,6 +80,7 @@ LaunchScreen.-compact .dialog .buttons { margin-top: 0; }
         self.launch()
 
     def launch(self) -> None:
+        from codebox_tui.cli_run import parse_duration
         from codebox_tui.errors import CodeboxError
         from codebox_tui.runtime.backend import SandboxSpec
         from codebox_tui.runtime.catalog import get_command, parse_args
@@ -98,6 +102,8 @@ LaunchScreen.-compact .dialog .buttons { margin-top: 0; }
             resolve_build(wp)
             policy_text = self.query_one("#policy", Input).value.strip()
             policy = load_policy(policy_text) if policy_text else default_policy(command)
+            hold_text = self.query_one("#hold", Input).value.strip()
+            hold_s = parse_duration(hold_text, "hold") if hold_text else None
         except (CodeboxError, ValueError) as error:
             error_label.update(str(error))
             return
@@ -105,7 +111,7 @@ LaunchScreen.-compact .dialog .buttons { margin-top: 0; }
         from codebox_tui.screens.live_run import LiveRunScreen
 
         self.dismiss(None)
-        self.app.push_screen(LiveRunScreen(spec, command, args, Path.cwd() / "artifacts"))
+        self.app.push_screen(LiveRunScreen(spec, command, args, Path.cwd() / "artifacts", hold_s=hold_s))
 
     def _launch_recipe(self, text: str, error_label: Label) -> None:
         from rich.markup import escape

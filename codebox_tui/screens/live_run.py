@@ -28,20 +28,24 @@ class LiveRunScreen(Screen[None]):
 # Live run
 Events appear as the sandbox boots and runs. Scroll up to pause following; `End` follows again.
 - `x`: cancel the run (asks first) · `enter` on the log: show an event in full · `r`: review the bundle when done
+- `c`: close a held preview now (the run was launched with a hold; the bundle is captured when it ends)
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("x", "cancel_run", "Cancel run", id="live.cancel"),
         Binding("r", "review", "Review bundle", id="live.review"),
+        Binding("c", "release_hold", "Close preview", id="live.release_hold"),
         Binding("escape", "back", "Back", id="live.back"),
     ]
 
     def __init__(self, spec: SandboxSpec | None, command: str, args: list[str], artifacts_root: Path,
-                 *, run_dir: Path | None = None, recipe: Any = None) -> None:
+                 *, run_dir: Path | None = None, recipe: Any = None, hold_s: float | None = None) -> None:
         """Runs ``command`` in a sandbox made from ``spec``, or, with ``recipe`` (a valid RecipeValidation),
         the whole recipe; with only ``run_dir``, shows a finished run's events."""
         super().__init__()
         self.spec, self.command, self.args, self.artifacts_root = spec, command, args, artifacts_root
         self.recipe = recipe
+        self.hold_s = hold_s  # keep the sandbox (and its preview) up this long after the command
+        self._release = threading.Event()  # ends a hold early
         self.run_dir = run_dir
         self.session: Any = None
         self.bundle_dir: Path | None = None
@@ -119,6 +123,11 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
             session.boot_sandbox()
             if not self._cancel.is_set():  # cancelled while booting: run nothing
                 session.execute(self.command, self.args)
+            if self.hold_s and not self._cancel.is_set():
+                session.emit("runtime.held", {"previewUrl": session.sandbox.preview_url, "holdSeconds": self.hold_s})
+                closed = self._release.wait(self.hold_s)
+                reason = "cancelled" if self._cancel.is_set() else ("closed" if closed else "expired")
+                session.emit("runtime.hold-ended", {"reason": reason})
         except CodeboxError as caught:
             error = str(caught)
         cancelled = self._cancel.is_set()
@@ -226,6 +235,7 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
         def confirmed(yes: bool | None) -> None:
             if yes and self.state == "starting":
                 self._cancel.set()
+                self._release.set()
                 self.state = "cancelling"
                 self._show_progress()
                 self._stop_sandbox()
@@ -233,6 +243,12 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
 
         self.app.push_screen(ConfirmDialog("Cancel this run?", "The sandbox is stopped; evidence so far is kept."),
                              confirmed)
+
+    def action_release_hold(self) -> None:
+        """End a held preview now: the sandbox is disposed and the bundle captured as usual."""
+        if self.hold_s and self.state == "starting" and not self._release.is_set():
+            self._release.set()
+            self.notify("Closing the preview; capturing the bundle.")
 
     @work(thread=True, group="cancel")
     def _stop_sandbox(self) -> None:

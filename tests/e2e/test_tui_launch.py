@@ -98,3 +98,49 @@ async def test_launch_form_runs_a_recipe_and_offers_its_bundle(playground_sessio
         store.close()
     assert live.bundle_dir.resolve() in bundles
     assert live.session is not None and runs[live.session.runtime_id].status == "completed"
+
+
+async def test_launch_with_hold_serves_the_preview_until_closed(playground_session, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+    import urllib.request
+
+    monkeypatch.chdir(tmp_path)
+    app = CodeboxApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("n")
+        await pilot.pause()
+        app.screen.query_one("#args", Input).value = "code='update_option(\"blogname\", \"Held Site\"); echo 1;'"
+        hold = app.screen.query_one("#hold", Input)
+        hold.value = "10m"
+        hold.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        live = app.screen
+        assert isinstance(live, LiveRunScreen), live.query_one("#launch-error").render()
+        for _ in range(1800):
+            if live.progress.hold_until is not None:
+                break
+            await asyncio.sleep(0.1)
+        assert live.progress.hold_until is not None and live.state == "starting"
+        url = live.progress.preview_url
+        assert url and "held" in str(live.query_one("#progress").render())
+        page = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=60).read().decode())
+        assert "Held Site" in page  # the live sandbox, after the command ran
+        await pilot.press("c")
+        for _ in range(600):
+            if live.state != "starting":
+                break
+            await asyncio.sleep(0.1)
+        assert live.state == "done", live.query_one("#progress").render()
+        assert live.bundle_dir is not None
+        events = [json.loads(line) for line in (live.bundle_dir / "events.jsonl").read_text().splitlines()]
+        ended = [e for e in events if e["type"] == "runtime.hold-ended"]
+        assert [e["data"]["reason"] for e in ended] == ["closed"]
+    try:
+        await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read())
+        served = True
+    except OSError:
+        served = False
+    assert not served  # disposed with the run
