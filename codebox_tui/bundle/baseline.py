@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codebox_tui.bundle.diff import SKIPPED_DIRS, Entry, stat_signature
+from codebox_tui.bundle.diff import SKIPPED_DIRS, Entry, list_tree, stat_signature
 from codebox_tui.contracts.runtime import MountSpec
 
 
@@ -28,9 +28,10 @@ class Baseline:
     # sha256 of each regular file's baseline bytes, recorded while copying (snapshot strategies
     # only): capture then reads only the live side of a file whose size and mode are unchanged.
     hashes: dict[str, str] = field(default_factory=dict, compare=False)
-    # Snapshot strategies only: the copied regular files (mode, size) so capture need not re-walk the
-    # private copy, and the source's stat signature for files whose signature is trustworthy (see
-    # ``_trusted_before``): a live file with the same signature has not been written since it was copied.
+    # The baseline's regular files (mode, size) so capture need not re-walk the private copy, and the
+    # source's stat signature for files whose signature is trustworthy (snapshots: see ``_snapshot``;
+    # git: files git reported clean, see ``_git_clean_signatures``): a live file with the same signature
+    # has not been written since.
     entries: dict[str, Entry] | None = field(default=None, compare=False)
     signatures: dict[str, tuple[int, int, int, int]] = field(default_factory=dict, compare=False)
 
@@ -119,6 +120,45 @@ def _snapshot(source: Path, dest: Path) -> _Snapshot:
     return snap
 
 
+def _git_clean_signatures(source: Path, head: dict[str, Entry], threshold: int) -> dict[str, tuple[int, int, int, int]]:
+    """Stat signatures of work-tree files that git reports clean (identical to ``HEAD``), taken before
+    boot while the mount's ``.git`` is still the user's own. Capture skips such a file when its signature
+    is unchanged, exactly as for a snapshot (see ``_snapshot``): any later write, chmod or replacement
+    changes ctime or inode. Untracked, ignored, modified and recently written files get no signature and
+    are compared byte for byte. If git cannot say, nothing is trusted."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(source), "status", "--porcelain=v1", "-z", "--no-renames",
+             "--untracked-files=all", "--ignored=matching"],
+            capture_output=True, timeout=300,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    if out.returncode != 0:
+        return {}
+    dirty: set[str] = set()
+    dirty_dirs: list[str] = []
+    for item in out.stdout.split(b"\0"):
+        if len(item) < 4:
+            continue
+        path = os.fsdecode(item[3:])
+        if path.endswith("/"):
+            dirty_dirs.append(path)
+        else:
+            dirty.add(path)
+    signatures: dict[str, tuple[int, int, int, int]] = {}
+    for rel, entry in list_tree(source).files.items():
+        base = head.get(rel)
+        if base is None or entry.sig is None or rel in dirty or base.size != entry.size or base.mode != entry.mode:
+            continue
+        if dirty_dirs and any(rel.startswith(prefix) for prefix in dirty_dirs):
+            continue
+        _ino, _dev, mtime_ns, ctime_ns = entry.sig
+        if ctime_ns < threshold and mtime_ns < threshold:
+            signatures[rel] = entry.sig
+    return signatures
+
+
 def take_baselines(mounts: list[MountSpec], scratch_dir: Path) -> list[Baseline]:
     """One baseline per read-write mount that captures artifacts."""
     baselines = []
@@ -134,8 +174,11 @@ def take_baselines(mounts: list[MountSpec], scratch_dir: Path) -> list[Baseline]
             snap.signatures = {}
             strategy = "baseline-source"
         elif _git_toplevel(source) == source:
+            threshold = time.time_ns() - _RACY_MARGIN_NS  # before git looks at the work tree
             strategy = _git_head_tree(source, dest)
-            baselines.append(Baseline(index, source, mount.target, strategy, dest))
+            head = list_tree(dest).files
+            signatures = _git_clean_signatures(source, head, threshold) if strategy == "git-head" else {}
+            baselines.append(Baseline(index, source, mount.target, strategy, dest, {}, head, signatures))
             continue
         else:
             snap = _snapshot(source, dest)

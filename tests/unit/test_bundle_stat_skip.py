@@ -81,3 +81,53 @@ def test_recent_files_get_no_signature(tmp_path: Path) -> None:
     mount = MountSpec(source=str(source), target="/wordpress/wp-content/plugins/p", mode="readwrite")
     (base,) = take_baselines([mount], tmp_path / "scratch")
     assert base.hashes and not base.signatures
+
+
+def _git(repo: Path, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+                   check=True, capture_output=True)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "status"),
+    [(_same_size_edit_with_old_mtime, "modified"), (_replace_by_rename, "modified"), (_chmod_exec, "modified")],
+)
+def test_git_baseline_trusts_only_clean_files_and_never_hides_a_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mutate: Callable[[Path], None], status: str
+) -> None:
+    repo = tmp_path / "plugin"
+    (repo / "lib").mkdir(parents=True)
+    for i in range(20):
+        (repo / "lib" / f"f{i}.php").write_text(f"<?php // file {i}\n" * 5)
+    (repo / ".gitignore").write_text("cache/\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    # dirty before the run: a modified tracked file, an untracked one and an ignored one
+    (repo / "lib" / "f3.php").write_text("<?php // edited before the run\n")
+    (repo / "notes.txt").write_text("untracked\n")
+    (repo / "cache").mkdir()
+    (repo / "cache" / "c.bin").write_text("ignored\n")
+    monkeypatch.setattr(baseline_module, "_RACY_MARGIN_NS", 0)
+    time.sleep(0.05)
+    mount = MountSpec(source=str(repo), target="/wordpress/wp-content/plugins/p", mode="readwrite")
+    (base,) = take_baselines([mount], tmp_path / "scratch")
+    assert base.strategy == "git-head"
+    # only clean tracked files are trusted: not f3 (modified), notes.txt (untracked), cache/ (ignored)
+    assert set(base.signatures) == {f"lib/f{i}.php" for i in range(20) if i != 3} | {".gitignore"}
+    mutate(repo / "lib" / "f7.php")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    summary = capture_bundle(
+        run_dir,
+        runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}),
+        mounts=[mount], baselines=[base], policy=RuntimePolicy(commands=["wordpress.run-php"]),
+        metadata={}, secret_values=[], evidence=[], test_suites=[],
+    )
+    changes = {(c["relativePath"], c["status"]) for c in summary.changed_files}
+    # against HEAD: the pre-run edits are changes too (as before), plus the sandbox's edit of f7
+    assert changes == {("lib/f7.php", status), ("lib/f3.php", "modified"), ("notes.txt", "added"),
+                       ("cache/c.bin", "added")}
+    assert verify_bundle(run_dir).valid
