@@ -196,6 +196,35 @@ class PlaygroundSandbox:
             remove_tree(self.work_dir)
 
 
+def _sandbox_mounts(spec: SandboxSpec, work_dir: Path, report: Callable[[str, Any], None]
+                    ) -> list[dict[str, str]]:
+    """Host → sandbox mounts in order. Read-only mounts are staged copies. A read-write mount's own
+    ``.git`` (folder, or a worktree's pointer file) is covered by an empty read-only one: the sandbox can
+    neither read the history nor plant hooks, config or a new ``gitdir:`` that the host's git would act
+    on later. Nothing else in the mount is hidden."""
+    mounts: list[dict[str, str]] = []
+    for index, mount in enumerate([*spec.mounts, *spec.extra_mounts]):
+        host = Path(mount.source)
+        if mount.mode == "readonly":
+            report("staging-readonly-mount", {"index": index, "target": mount.target})
+            host = stage_readonly(host, work_dir / f"readonly-{index}")
+        mounts.append({"hostPath": str(host), "vfsPath": mount.target})
+        report("mounting", {"index": index, "target": mount.target, "mode": mount.mode})
+        dot_git = host / ".git"
+        if mount.mode == "readwrite" and not dot_git.is_symlink() and (dot_git.is_dir() or dot_git.is_file()):
+            # a folder (a repository) or a file (a worktree's or submodule's "gitdir:" pointer)
+            shield = work_dir / f"git-shield-{index}"
+            if dot_git.is_dir():
+                shield.mkdir(exist_ok=True)
+            else:
+                shield.write_bytes(b"")
+            shield.chmod(0o555 if dot_git.is_dir() else 0o444)
+            target = mount.target.rstrip("/") + "/.git"
+            mounts.append({"hostPath": str(shield), "vfsPath": target})
+            report("shielding-git-folder", {"index": index, "target": target})
+    return mounts
+
+
 OWNER_FILE = ".codebox-owner-pid"
 _swept: set[str] = set()
 
@@ -375,14 +404,7 @@ class PlaygroundBackend:
         threading.Thread(target=background, name="codebox-sandbox-refill", daemon=future is not None).start()
 
     def _attach_mounts(self, sandbox: PlaygroundSandbox, spec: SandboxSpec, report: ProgressCallback) -> None:
-        mounts: list[dict[str, str]] = []
-        for index, mount in enumerate([*spec.mounts, *spec.extra_mounts]):
-            host = Path(mount.source)
-            if mount.mode == "readonly":
-                report("staging-readonly-mount", {"index": index, "target": mount.target})
-                host = stage_readonly(host, sandbox.work_dir / f"readonly-{index}")
-            mounts.append({"hostPath": str(host), "vfsPath": mount.target})
-            report("mounting", {"index": index, "target": mount.target, "mode": mount.mode})
+        mounts = _sandbox_mounts(spec, sandbox.work_dir, report)
         if mounts:
             sandbox.sidecar.request("mount", {"sandbox": sandbox.id, "mounts": mounts}, 30.0)
 
@@ -411,13 +433,7 @@ class PlaygroundBackend:
                 opcache.mkdir(exist_ok=True)
             if opcache.is_dir():  # this sandbox's private copy of the opcache seed
                 mounts.append({"hostPath": str(opcache), "vfsPath": "/internal/shared/opcache"})
-            for index, mount in enumerate([*spec.mounts, *spec.extra_mounts]):
-                host = Path(mount.source)
-                if mount.mode == "readonly":
-                    report("staging-readonly-mount", {"index": index, "target": mount.target})
-                    host = stage_readonly(host, work_dir / f"readonly-{index}")
-                mounts.append({"hostPath": str(host), "vfsPath": mount.target})
-                report("mounting", {"index": index, "target": mount.target, "mode": mount.mode})
+            mounts += _sandbox_mounts(spec, work_dir, report)
             remaining = max(1.0, spec.boot_timeout_s - (time.monotonic() - started))
             try:
                 sidecar = sidecar_future.result(timeout=remaining)

@@ -372,6 +372,59 @@ def test_bundle_captures_php_changes_to_a_readwrite_git_plugin(plugin_copy: Path
     assert types[-1] == "artifacts.capturing"
 
 
+@pytest.mark.parametrize("spare", [False, True], ids=["fresh-boot", "prebooted-spare"])
+def test_git_folder_of_a_readwrite_mount_is_shielded(plugin_copy: Path, tmp_path: Path, spare: bool) -> None:
+    """The sandbox cannot read the mount's git history or plant hooks/config that the host's git would
+    run later; the rest of the read-write mount stays writable (on both boot paths)."""
+    from codebox_tui.runtime.playground import discard_spare_sandboxes, enable_spare_sandboxes
+
+    subprocess.run(["git", "init", "-q", str(plugin_copy)], check=True)
+    hooks = plugin_copy / ".git" / "hooks"
+    before = sorted(p.name for p in hooks.iterdir())
+    config = (plugin_copy / ".git" / "config").read_bytes()
+    spec = SandboxSpec(mounts=[parse_mount(f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin")],
+                       policy=RuntimePolicy(commands=["wordpress.run-php"]))
+    code = (
+        "$d = WP_PLUGIN_DIR . '/simple-plugin';"
+        "echo json_encode(['git' => array_values(array_diff(scandir(\"$d/.git\"), ['.', '..'])),"
+        "'hook' => @file_put_contents(\"$d/.git/hooks/post-checkout\", \"#!/bin/sh\\necho pwned\\n\"),"
+        "'config' => @file_put_contents(\"$d/.git/config\", '[core]'),"
+        "'plugin' => file_put_contents(\"$d/written.txt\", 'ok')]);"
+    )
+    enable_spare_sandboxes(spare)
+    try:
+        if spare:
+            with RunSession(spec, tmp_path / "warmup") as warm:
+                warm.boot_sandbox()  # leaves a spare behind for the next run
+        with RunSession(spec, tmp_path / "artifacts") as run:
+            result = run.execute("wordpress.run-php", [f"code={code}"])
+            phases = [e["data"].get("phase") for e in events(run) if isinstance(e.get("data"), dict)]
+    finally:
+        enable_spare_sandboxes(None)
+        discard_spare_sandboxes()
+    assert ("using-prebooted-sandbox" in phases) is spare
+    assert "shielding-git-folder" in phases
+    doc = json.loads(result.stdout)
+    assert doc == {"git": [], "hook": False, "config": False, "plugin": 2}
+    assert sorted(p.name for p in hooks.iterdir()) == before
+    assert (plugin_copy / ".git" / "config").read_bytes() == config
+    assert (plugin_copy / "written.txt").read_text() == "ok"
+
+
+def test_git_pointer_file_of_a_readwrite_mount_is_shielded(plugin_copy: Path, tmp_path: Path) -> None:
+    """A worktree/submodule ``.git`` file ("gitdir: …") cannot be redirected by the sandbox."""
+    pointer = plugin_copy / ".git"
+    pointer.write_text("gitdir: /somewhere/else/.git/worktrees/p\n")
+    spec = SandboxSpec(mounts=[parse_mount(f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin")],
+                       policy=RuntimePolicy(commands=["wordpress.run-php"]))
+    code = ("$f = WP_PLUGIN_DIR . '/simple-plugin/.git';"
+            "echo json_encode(['read' => file_get_contents($f), 'write' => @file_put_contents($f, 'gitdir: ./evil')]);")
+    with RunSession(spec, tmp_path / "artifacts") as run:
+        result = run.execute("wordpress.run-php", [f"code={code}"])
+    assert json.loads(result.stdout) == {"read": "", "write": False}
+    assert pointer.read_text() == "gitdir: /somewhere/else/.git/worktrees/p\n"
+
+
 def test_opcache_seed_is_used_by_new_sandboxes_but_never_written_by_them(codebox_home: Path, tmp_path: Path) -> None:
     import time
 
