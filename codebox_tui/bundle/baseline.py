@@ -14,7 +14,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codebox_tui.bundle.diff import SKIPPED_DIRS, Entry, list_tree, stat_signature
+from codebox_tui.bundle.diff import (
+    SKIPPED_DIRS,
+    Entry,
+    SkippedSignature,
+    list_tree,
+    skipped_dir_signatures,
+    stat_signature,
+)
 from codebox_tui.contracts.runtime import MountSpec
 
 
@@ -34,6 +41,10 @@ class Baseline:
     # has not been written since.
     entries: dict[str, Entry] | None = field(default=None, compare=False)
     signatures: dict[str, tuple[int, int, int, int]] = field(default_factory=dict, compare=False)
+    # Stat signatures of everything inside folders whose contents are never captured (.git,
+    # node_modules) so that changes there are still reported; None: not tracked (too many entries).
+    skipped_dirs: dict[str, SkippedSignature] | None = field(default=None, compare=False)
+    skipped_exclude: frozenset[str] = field(default=frozenset(), compare=False)
 
 
 def _git_toplevel(path: Path) -> Path | None:
@@ -167,6 +178,10 @@ def take_baselines(mounts: list[MountSpec], scratch_dir: Path) -> list[Baseline]
             continue
         source = Path(mount.source).resolve()
         dest = scratch_dir / f"baseline-{index}"
+        # the mount's own .git is covered read-only in the sandbox (runtime/playground.py): not walked
+        exclude = frozenset({".git"}) if (source / ".git").exists() and not (source / ".git").is_symlink() \
+            else frozenset()
+        tracked = skipped_dir_signatures(source, exclude=exclude)
         explicit = mount.metadata.get("baselineSource")
         if isinstance(explicit, str) and os.path.isdir(explicit):
             # the signatures describe the explicit source, not the live mount: never use them
@@ -178,12 +193,14 @@ def take_baselines(mounts: list[MountSpec], scratch_dir: Path) -> list[Baseline]
             strategy = _git_head_tree(source, dest)
             head = list_tree(dest).files
             signatures = _git_clean_signatures(source, head, threshold) if strategy == "git-head" else {}
-            baselines.append(Baseline(index, source, mount.target, strategy, dest, {}, head, signatures))
+            baselines.append(Baseline(index, source, mount.target, strategy, dest, {}, head, signatures,
+                                      tracked, exclude))
             continue
         else:
             snap = _snapshot(source, dest)
             strategy = "snapshot"
         baselines.append(
-            Baseline(index, source, mount.target, strategy, dest, snap.hashes, snap.entries, snap.signatures)
+            Baseline(index, source, mount.target, strategy, dest, snap.hashes, snap.entries, snap.signatures,
+                     tracked, exclude)
         )
     return baselines

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from codebox_tui.bundle.baseline import Baseline
-from codebox_tui.bundle.diff import FileDiff, diff_file, list_tree
+from codebox_tui.bundle.diff import FileDiff, diff_file, list_tree, skipped_dir_changes, skipped_dir_signatures
 from codebox_tui.bundle.digests import (
     MODE_A_INPUTS,
     MODE_B_INPUTS,
@@ -224,7 +224,27 @@ def _mount_changes(
         if old is not None:
             before_sha = baseline.hashes.get(rel) or hashlib.sha256(old).hexdigest()
         changes.append(_Change(result, new, before_sha, new_sha, len(old) if old is not None else None))
+    skipped += _skipped_dir_report(baseline)
     return changes, skipped
+
+
+MAX_SKIPPED_DIR_REPORTS = 1000
+
+
+def _skipped_dir_report(baseline: Baseline) -> list[SkippedEntry]:
+    """Changes inside folders whose contents are never captured (.git, node_modules): listed so the
+    reviewer sees them (a planted node_modules/.bin script or a nested .git/config would run on the host)."""
+    index = baseline.mount_index
+    after = skipped_dir_signatures(baseline.source, exclude=baseline.skipped_exclude)
+    if baseline.skipped_dirs is None or after is None:
+        return [SkippedEntry(mountIndex=index, relativePath=".", reason="skipped-directory-not-tracked")]
+    changes = skipped_dir_changes(baseline.skipped_dirs, after)
+    entries = [SkippedEntry(mountIndex=index, relativePath=rel, reason="changed-in-skipped-directory", change=change)
+               for rel, change in changes[:MAX_SKIPPED_DIR_REPORTS]]
+    if len(changes) > MAX_SKIPPED_DIR_REPORTS:
+        entries.append(SkippedEntry(mountIndex=index, relativePath=f"… {len(changes) - MAX_SKIPPED_DIR_REPORTS} more",
+                                    reason="changed-in-skipped-directory"))
+    return entries
 
 
 def _risk_flags(diffs: list[FileDiff]) -> list[str]:
@@ -671,6 +691,8 @@ def _capture(
         {"type": "complete", "label": "Ready for your review.", "action": "complete", "timestamp": created_at},
     ]
     risk = _risk_flags(all_diffs) + (["secrets-redacted"] if redact.active else [])
+    if any(s.reason == "changed-in-skipped-directory" for s in skipped):
+        risk.append("changes-in-uncaptured-directories")
     review: dict[str, Any] = {
         "schema": REVIEW_SCHEMA,
         "artifactId": bundle_id,

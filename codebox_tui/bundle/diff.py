@@ -74,6 +74,64 @@ def list_tree(root: Path) -> Listing:
     return listing
 
 
+MAX_TRACKED_IN_SKIPPED = 200_000
+
+# (kind, size, mode, mtime_ns, ctime_ns, inode): any write, chmod, rename or replacement changes it
+SkippedSignature = tuple[str, int, int, int, int, int]
+
+
+def skipped_dir_signatures(root: Path, *, exclude: frozenset[str] = frozenset()) -> dict[str, SkippedSignature] | None:
+    """Everything inside the folders capture never copies (``SKIPPED_DIRS`` at any depth), by stat
+    signature, so changes there can still be reported. ``exclude`` names top-level paths not to walk
+    (a ``.git`` the sandbox cannot write). None when there are more than ``MAX_TRACKED_IN_SKIPPED``."""
+    found: dict[str, SkippedSignature] = {}
+    if not root.is_dir():
+        return found
+    stack: list[tuple[str, str, bool]] = [(str(root), "", False)]
+    while stack:
+        directory, prefix, inside = stack.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for item in entries:
+            rel = prefix + item.name
+            if not inside and rel in exclude:
+                continue
+            try:
+                is_dir = item.is_dir(follow_symlinks=False)
+                skipped_here = inside or (is_dir and item.name in SKIPPED_DIRS)
+                if skipped_here:
+                    info = item.stat(follow_symlinks=False)
+                    kind = "dir" if is_dir else "link" if stat.S_ISLNK(info.st_mode) else "file"
+                    found[rel] = (kind, 0 if is_dir else info.st_size, stat.S_IMODE(info.st_mode),
+                                  0 if is_dir else info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+                    if len(found) > MAX_TRACKED_IN_SKIPPED:
+                        return None
+            except OSError:
+                continue
+            if is_dir:
+                stack.append((item.path, rel + "/", skipped_here))
+    return found
+
+
+def skipped_dir_changes(before: dict[str, SkippedSignature], after: dict[str, SkippedSignature]
+                        ) -> list[tuple[str, str]]:
+    """(path, added | modified | deleted) for files inside skipped folders, sorted by path."""
+    changes = []
+    for rel in sorted(before.keys() | after.keys()):
+        old, new = before.get(rel), after.get(rel)
+        if old == new or (old is not None and new is not None and old[0] == new[0] == "dir"):
+            continue  # a folder's own ctime moves with its entries; those are reported themselves
+        if new is not None and new[0] == "dir" and old is None:
+            changes.append((rel + "/", "added"))
+        elif old is not None and old[0] == "dir" and new is None:
+            changes.append((rel + "/", "deleted"))
+        else:
+            changes.append((rel, "added" if old is None else "deleted" if new is None else "modified"))
+    return changes
+
+
 def is_binary(data: bytes) -> bool:
     if b"\0" in data:
         return True

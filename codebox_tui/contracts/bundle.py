@@ -77,8 +77,12 @@ class SkippedEntry(Contract):
         "max-total-bytes-exceeded",
         "max-files-exceeded",
         "unreadable",
+        # inside a folder whose contents are never captured (.git, node_modules): reported, not copied
+        "changed-in-skipped-directory",
+        "skipped-directory-not-tracked",
     ]
     size: int | None = None
+    change: Literal["added", "modified", "deleted"] | None = None  # for changed-in-skipped-directory
 
 
 class ChangedFiles(Contract):

@@ -65,6 +65,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                      id="review-title")
         if self.evaluation is not None or self.evaluation_problem:
             yield Static(self._verdict_line(), id="verdict")
+        if review.get("riskFlags"):
+            yield Static(self._risk_line(), id="risks")
         with Horizontal(id="review-body"):
             yield ChangedFileTree(id="files")
             with TabbedContent(id="tabs"):
@@ -142,6 +144,14 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         parts.append(f"[dim]t: tests · patch {escape(str(ev.get('patch', '')))}[/]")
         return "  ".join(parts)
 
+    def _risk_line(self) -> str:
+        """Risk flags where they cannot be missed; the details are in the Provenance tab."""
+        flags = [str(f) for f in self.bundle.review.get("riskFlags", [])]
+        uncaptured = sum(1 for s in self.bundle.skipped if s.get("reason") == "changed-in-skipped-directory")
+        shown = [escape(f) + (f" ({uncaptured})" if f == "changes-in-uncaptured-directories" else "") for f in flags]
+        return f"[b yellow]⚠ {len(flags)} risk{'s' if len(flags) != 1 else ''}:[/] " + " · ".join(shown) + \
+            "  [dim](Provenance tab)[/]"
+
     def _delta_lines(self) -> list[str]:
         if self.evaluation is None:
             return [f"[red]Patch evaluation unreadable:[/] {escape(self.evaluation_problem or '')}", ""] \
@@ -197,7 +207,16 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         for mount in meta.get("mounts", []):
             lines.append(f"[b]Mount[/b] {mount.get('source')} → {mount.get('target')} ({mount.get('mode')})")
         for flag in self.bundle.review.get("riskFlags", []):
-            lines.append(f"[b][yellow]Risk[/][/b] {flag}")
+            lines.append(f"[b][yellow]Risk[/][/b] {escape(str(flag))}")
+        skipped = self.bundle.skipped
+        if skipped:
+            lines.append(f"[b]Not captured[/b] ({len(skipped)}): content not in the bundle; changes inside "
+                         "uncaptured folders (.git, node_modules) are listed so they can be checked by hand")
+            for entry in skipped[:200]:
+                change = f" [yellow]{entry['change']}[/]" if entry.get("change") else ""
+                lines.append(f"  {escape(str(entry.get('relativePath')))}{change} [dim]{entry.get('reason')}[/]")
+            if len(skipped) > 200:
+                lines.append(f"  … {len(skipped) - 200} more in files/changed-files.json")
         return "\n".join(lines)
 
     # -- navigation ------------------------------------------------------------------------

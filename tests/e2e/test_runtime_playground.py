@@ -349,7 +349,9 @@ def test_bundle_captures_php_changes_to_a_readwrite_git_plugin(plugin_copy: Path
         "file_put_contents(\"$d/simple-plugin.php\", str_replace('Hello', 'Howdy', file_get_contents(\"$d/simple-plugin.php\")));"
         'file_put_contents("$d/includes-new.php", "<?php\\n// added in the sandbox\\n");'
         'file_put_contents("$d/icon.bin", "\\x00\\x01\\x02binary");'
-        "unlink(\"$d/probe.php\"); echo 'changed';"
+        "unlink(\"$d/probe.php\");"
+        "mkdir(\"$d/node_modules/.bin\", 0777, true); file_put_contents(\"$d/node_modules/.bin/lint\", 'x');"
+        "echo 'changed';"
     )
     with RunSession(spec, tmp_path / "artifacts") as run:
         run.execute("wordpress.run-php", [f"code={code}"])
@@ -364,6 +366,8 @@ def test_bundle_captures_php_changes_to_a_readwrite_git_plugin(plugin_copy: Path
         "icon.bin": "added",
         "probe.php": "deleted",
     }
+    # not captured as content, but reported for the reviewer
+    assert {(s["relativePath"], s.get("change")) for s in summary.skipped} >= {("node_modules/.bin/lint", "added")}
     subprocess.run(["git", "apply", "--binary", str(summary.path / "files" / "patch.diff")], cwd=pristine, check=True)
     for rel in ("simple-plugin.php", "includes-new.php", "icon.bin"):
         assert (pristine / rel).read_bytes() == (plugin_copy / rel).read_bytes()

