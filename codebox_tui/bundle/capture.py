@@ -239,11 +239,18 @@ def _skipped_dir_report(baseline: Baseline) -> list[SkippedEntry]:
     if baseline.skipped_dirs is None or after is None:
         return [SkippedEntry(mountIndex=index, relativePath=".", reason="skipped-directory-not-tracked")]
     changes = skipped_dir_changes(baseline.skipped_dirs, after)
-    entries = [SkippedEntry(mountIndex=index, relativePath=rel, reason="changed-in-skipped-directory", change=change)
-               for rel, change in changes[:MAX_SKIPPED_DIR_REPORTS]]
+    entries = [
+        SkippedEntry(mountIndex=index, relativePath=rel, reason="changed-in-skipped-directory", change=change)
+        for rel, change in changes[:MAX_SKIPPED_DIR_REPORTS]
+    ]
     if len(changes) > MAX_SKIPPED_DIR_REPORTS:
-        entries.append(SkippedEntry(mountIndex=index, relativePath=f"… {len(changes) - MAX_SKIPPED_DIR_REPORTS} more",
-                                    reason="changed-in-skipped-directory"))
+        entries.append(
+            SkippedEntry(
+                mountIndex=index,
+                relativePath=f"… {len(changes) - MAX_SKIPPED_DIR_REPORTS} more",
+                reason="changed-in-skipped-directory",
+            )
+        )
     return entries
 
 
@@ -322,490 +329,469 @@ def capture_bundle(
     run_root = str(run_dir)
     copier = _CopyWriter()
     try:
-        return _capture(
+        budget = [0]
+        changed: list[ChangedFile] = []
+        skipped: list[SkippedEntry] = []
+        diffs_json: list[dict[str, Any]] = []
+        mount_patches: list[tuple[int, str]] = []
+        all_diffs: list[FileDiff] = []
+        captured: list[tuple[str, int, str, int]] = []  # (artifact path, mount index, rel, size)
+        binary_copies: set[str] = set()
+        for baseline in baselines:
+            changes, mount_skipped = _mount_changes(baseline, limits, budget, redact)
+            skipped += mount_skipped
+            patch_rel = f"files/diffs/mount-{baseline.mount_index}.patch"
+            patch_text = "".join(c.diff.text for c in changes)
+            mount_patches.append((baseline.mount_index, patch_text))
+            diffs_json.append(
+                {
+                    "mountIndex": baseline.mount_index,
+                    "source": str(baseline.source),
+                    "target": baseline.target,
+                    "baselineStrategy": baseline.strategy,
+                    "artifactPath": patch_rel,
+                    "changed": bool(patch_text.strip()),
+                    "status": "changed" if patch_text.strip() else "unchanged",
+                }
+            )
+            for change in changes:
+                item, new_bytes = change.diff, change.new
+                artifact_path = None
+                if new_bytes is not None:
+                    artifact_path = f"files/mounts/{baseline.mount_index}/{item.rel}"
+                    data = new_bytes if item.binary or not redact.active else redact(new_bytes.decode("utf-8")).encode()
+                    copier.add(f"{run_root}/{artifact_path}", data)
+                    known[artifact_path] = (
+                        change.after_sha if data is new_bytes and change.after_sha else hashlib.sha256(data).hexdigest()
+                    )
+                    if item.binary:
+                        binary_copies.add(artifact_path)
+                    captured.append((artifact_path, baseline.mount_index, item.rel, len(new_bytes)))
+                changed.append(
+                    ChangedFile(
+                        path=f"{baseline.target.rstrip('/')}/{item.rel}",
+                        relativePath=item.rel,
+                        status=item.status,
+                        beforeSha256=change.before_sha if item.status != "added" else None,
+                        beforeMode=item.old_mode,
+                        afterSha256=change.after_sha if new_bytes is not None else None,
+                        afterMode=item.new_mode,
+                        mountIndex=baseline.mount_index,
+                        mountTarget=baseline.target,
+                        patchPath=patch_rel,
+                        binary=item.binary,
+                        additions=item.additions,
+                        deletions=item.deletions,
+                        beforeSize=change.before_size if item.status != "added" else None,
+                        afterSize=len(new_bytes) if new_bytes is not None else None,
+                        artifactPath=artifact_path,
+                    )
+                )
+                all_diffs.append(item)
+        for index, mount in enumerate(mounts):
+            if not any(b.mount_index == index for b in baselines):
+                diffs_json.append(
+                    {
+                        "mountIndex": index,
+                        "source": mount.source,
+                        "target": mount.target,
+                        "artifactPath": None,
+                        "changed": False,
+                        "status": "skipped",
+                        "reason": "readonly-mount" if mount.mode == "readonly" else "missing-baseline-source",
+                    }
+                )
+        diffs_json.sort(key=lambda d: d["mountIndex"])
+
+        # 2. the change documents
+        def put(root: Path, rel: str, text: str) -> None:
+            _write(root, rel, text, known)
+
+        patch = "".join(text for _, text in mount_patches)
+        for mount_index, text in mount_patches:
+            put(run_dir, f"files/diffs/mount-{mount_index}.patch", text)
+        put(run_dir, "files/patch.diff", patch)
+        changed_doc: dict[str, Any] = {
+            "schema": CHANGED_FILES_SCHEMA,
+            "files": [c.model_dump(mode="json", exclude_none=True) for c in changed],
+            "skipped": [s.model_dump(mode="json", exclude_none=True) for s in skipped],
+        }
+        put(run_dir, "files/changed-files.json", pretty_json(changed_doc))
+        put(run_dir, "files/diffs.json", pretty_json(diffs_json))
+        put(run_dir, "files/mounts.json", pretty_json([m.model_dump(mode="json") for m in mounts]))
+        put(
             run_dir,
-            runtime,
-            mounts,
-            baselines,
-            policy,
-            metadata,
-            evidence,
-            test_suites,
-            limits,
-            redact,
-            created_at,
-            known,
-            mounts_dir_preexisting,
-            run_root,
-            copier,
+            "files/mounted-files.json",
+            pretty_json(
+                {
+                    "files": [
+                        {
+                            "mountIndex": i,
+                            "relativePath": rel,
+                            "artifactPath": p,
+                            "size": size,
+                            "sha256": known[p],
+                        }
+                        for p, i, rel, size in captured
+                    ],
+                    "skipped": [s.model_dump(mode="json", exclude_none=True) for s in skipped],
+                    "limits": {
+                        "maxFileBytes": limits.max_file_bytes,
+                        "maxTotalBytes": limits.max_total_bytes,
+                        "maxFiles": limits.max_files,
+                        "skippedDirectories": [".git", "node_modules"],
+                    },
+                }
+            ),
+        )
+        tests = _test_results(test_suites)
+        put(
+            run_dir,
+            "files/test-results.json",
+            pretty_json(tests.model_dump(mode="json", by_alias=True, exclude_none=True)),
+        )
+        diagnostics = [
+            {
+                "id": f"skipped-{s.mountIndex}-{s.relativePath}",
+                "type": "capture-skipped",
+                "severity": "warning",
+                "message": f"{s.relativePath} was not captured: {s.reason}",
+                "category": "artifact-capture",
+                "path": s.relativePath,
+            }
+            for s in skipped
+        ]
+        put(
+            run_dir,
+            "files/diagnostics.json",
+            pretty_json(
+                {
+                    "schema": DIAGNOSTICS_SCHEMA,
+                    "status": "reported" if diagnostics else "clean",
+                    "summary": {
+                        "total": len(diagnostics),
+                        "error": 0,
+                        "warning": len(diagnostics),
+                        "notice": 0,
+                        "info": 0,
+                    },
+                    "diagnostics": diagnostics,
+                }
+            ),
+        )
+        digest_b = content_digest(run_dir, MODE_B_INPUTS)
+        stats = {
+            "added": sum(c.status == "added" for c in changed),
+            "modified": sum(c.status == "modified" for c in changed),
+            "deleted": sum(c.status == "deleted" for c in changed),
+            "total": len(changed),
+        }
+        put(
+            run_dir,
+            "files/workspace-patch.json",
+            pretty_json(
+                {
+                    "schema": WORKSPACE_PATCH_SCHEMA,
+                    "createdAt": created_at,
+                    "contentDigest": {"algorithm": "sha256", "inputs": MODE_B_INPUTS, "value": digest_b},
+                    "summary": {
+                        "changed": bool(changed),
+                        "files": len(changed),
+                        "added": stats["added"],
+                        "modified": stats["modified"],
+                        "deleted": stats["deleted"],
+                    },
+                    "workspaces": [
+                        {
+                            "mountIndex": d["mountIndex"],
+                            "target": d["target"],
+                            "source": d["source"],
+                            "status": d["status"],
+                            "changed": d["changed"],
+                            "patch": d["artifactPath"],
+                        }
+                        for d in diffs_json
+                    ],
+                    "promotion": {
+                        "changedFiles": "files/changed-files.json",
+                        "patch": "files/patch.diff",
+                        "files": [{"path": c.relativePath, "status": c.status, "intent": "promotion"} for c in changed],
+                    },
+                    "evidence": {
+                        "mountDiffs": "files/diffs.json",
+                        "diagnostics": "files/diagnostics.json",
+                        "testResults": "files/test-results.json",
+                    },
+                }
+            ),
+        )
+
+        # 3. the file list → bundle id (Mode A)
+        entries: list[dict[str, Any]] = [
+            {"path": "manifest.json", "kind": "manifest", "contentType": "application/json"},
+            {"path": "metadata.json", "kind": "metadata", "contentType": "application/json"},
+            {"path": "events.jsonl", "kind": "events", "contentType": "application/x-ndjson"},
+            {"path": "commands.jsonl", "kind": "commands", "contentType": "application/x-ndjson"},
+            {"path": "logs/runtime.log", "kind": "log", "contentType": "text/plain"},
+            {"path": "logs/commands.log", "kind": "log", "contentType": "text/plain"},
+            {"path": "files/mounts.json", "kind": "mounts", "contentType": "application/json"},
+            {"path": "files/mounted-files.json", "kind": "mounted-files", "contentType": "application/json"},
+            {"path": "files/diffs.json", "kind": "mount-diffs", "contentType": "application/json"},
+            {"path": "files/workspace-patch.json", "kind": "workspace-patch", "contentType": "application/json"},
+            {"path": "files/changed-files.json", "kind": "changed-files", "contentType": "application/json"},
+            {"path": "files/patch.diff", "kind": "patch", "contentType": "text/x-diff"},
+            {"path": "files/diagnostics.json", "kind": "diagnostics", "contentType": "application/json"},
+            {"path": "files/test-results.json", "kind": "test-results", "contentType": "application/json"},
+            {"path": "files/review.json", "kind": "review", "contentType": "application/json"},
+            {
+                "path": "files/runtime-reference-manifest.json",
+                "kind": "runtime-reference-manifest",
+                "contentType": "application/json",
+            },
+        ]
+        listed = {e["path"] for e in entries}
+        for extra in evidence:
+            if extra.path not in listed and (run_dir / extra.path).is_file():
+                entries.append({"path": extra.path, "kind": extra.kind, "contentType": extra.contentType})
+                listed.add(extra.path)
+        for mount_index, _ in mount_patches:
+            entries.append(
+                {"path": f"files/diffs/mount-{mount_index}.patch", "kind": "diff", "contentType": "text/x-diff"}
+            )
+        listed |= {e["path"] for e in entries}
+        for artifact_path, _, _, _ in captured:
+            if artifact_path not in listed:
+                entries.append(
+                    {
+                        "path": artifact_path,
+                        "kind": "file",
+                        "contentType": "application/octet-stream"
+                        if artifact_path in binary_copies
+                        else "text/plain; charset=utf-8",
+                    }
+                )
+                listed.add(artifact_path)
+        copies_root = os.path.join(str(run_dir), "files", "mounts")
+        if mounts_dir_preexisting:
+            copier.wait()  # the walk below lists files/mounts/ too: every copy must be on disk first
+        for root, dirs, names in os.walk(run_dir):  # anything else a command wrote is evidence too
+            if root == copies_root and not mounts_dir_preexisting:
+                dirs[:] = []  # only this capture's copies, all listed above
+                continue
+            dirs.sort()
+            for name in sorted(names):
+                rel = os.path.relpath(os.path.join(root, name), run_dir).replace(os.sep, "/")
+                if (
+                    rel not in listed
+                    and os.path.isfile(os.path.join(root, name))
+                    and not os.path.islink(os.path.join(root, name))
+                ):
+                    entries.append(
+                        {
+                            "path": rel,
+                            "kind": "command-artifact",
+                            "contentType": mimetypes.guess_type(name)[0] or "application/octet-stream",
+                        }
+                    )
+                    listed.add(rel)
+        digest_a = file_list_digest(entries)
+        bundle_id = BUNDLE_ID_PREFIX + digest_a
+
+        # 4. documents that embed the id
+        provenance = {
+            "runtime": {
+                "backend": runtime.backend,
+                "wordpressVersion": runtime.environment.get("wordpressVersion"),
+                "phpVersion": runtime.environment.get("phpVersion"),
+            },
+            "packages": {"codebox": _codebox_version(), "playground": {"cli": "3.1.56", "wordpressBuilds": "0.9.19"}},
+            "mounts": [m.model_dump(mode="json") for m in mounts],
+        }
+        artifacts_refs = {
+            "workspacePatch": "files/workspace-patch.json",
+            "changedFiles": "files/changed-files.json",
+            "patch": "files/patch.diff",
+            "diagnostics": "files/diagnostics.json",
+            "testResults": "files/test-results.json",
+            "review": "files/review.json",
+            "runtimeReferenceManifest": "files/runtime-reference-manifest.json",
+            "mountDiffs": "files/diffs.json",
+        }
+        browser_refs = [e["path"] for e in entries if e["path"].startswith("files/browser/")]
+        if browser_refs:
+            artifacts_refs["browser"] = browser_refs  # type: ignore[assignment]
+        put(
+            run_dir,
+            "metadata.json",
+            pretty_json(
+                {
+                    "id": bundle_id,
+                    "contentDigest": digest_a,
+                    "contentDigestB": digest_b,
+                    "createdAt": created_at,
+                    "runtime": runtime.model_dump(mode="json", exclude_none=True),
+                    "provenance": provenance,
+                    "mounts": [m.model_dump(mode="json") for m in mounts],
+                    "policy": policy.model_dump(mode="json"),
+                    "context": metadata,
+                    "spec": {"includeLogs": True},
+                    "baselines": [{"mountIndex": b.mount_index, "strategy": b.strategy} for b in baselines],
+                    "artifacts": artifacts_refs,
+                    "redaction": {
+                        "schema": "wp-codebox/artifact-redaction/v1",
+                        "status": "redacted" if redact.active else "clean",
+                    },
+                }
+            ),
+        )
+        patch_sha = known["files/patch.diff"]
+        total = len(changed)
+        summary_text = (
+            "Sandbox produced no file changes."
+            if total == 0
+            else "Sandbox produced changes in 1 file."
+            if total == 1
+            else f"Sandbox produced changes in {total} files."
+        )
+        progress = [
+            {
+                "type": "boot",
+                "label": "Spinning up a test copy of your site...",
+                "action": "boot",
+                "timestamp": runtime.createdAt,
+            }
+        ]
+        progress += [
+            {"type": "mount", "label": f"Loading {Path(m.target).name}...", "component": m.target, "action": "mount"}
+            for m in mounts
+        ]
+        progress += [
+            {
+                "type": "artifact",
+                "label": "Saving the result for review...",
+                "action": "capture",
+                "timestamp": created_at,
+            },
+            {"type": "complete", "label": "Ready for your review.", "action": "complete", "timestamp": created_at},
+        ]
+        risk = _risk_flags(all_diffs) + (["secrets-redacted"] if redact.active else [])
+        if any(s.reason == "changed-in-skipped-directory" for s in skipped):
+            risk.append("changes-in-uncaptured-directories")
+        review: dict[str, Any] = {
+            "schema": REVIEW_SCHEMA,
+            "artifactId": bundle_id,
+            "createdAt": created_at,
+            "provenance": provenance,
+            "summary": summary_text,
+            "stats": stats,
+            "changedFiles": [
+                {
+                    "path": c.path,
+                    "status": c.status,
+                    "label": f"{c.status} {c.relativePath}",
+                    "mountTarget": c.mountTarget,
+                    "relativePath": c.relativePath,
+                    "binary": c.binary,
+                    "additions": c.additions,
+                    "deletions": c.deletions,
+                }
+                for c in changed
+            ],
+            "progress": progress,
+            "actions": ACTIONS,
+            "evidence": {
+                "workspacePatch": "files/workspace-patch.json",
+                "patch": "files/patch.diff",
+                "patchSha256": patch_sha,
+                "artifactContentDigest": digest_a,
+                "contentDigestB": digest_b,
+                "changedFiles": "files/changed-files.json",
+                "diagnostics": "files/diagnostics.json",
+                "testResults": "files/test-results.json",
+                "runtimeReferenceManifest": "files/runtime-reference-manifest.json",
+                **({"browser": browser_refs} if browser_refs else {}),
+            },
+            "tests": {"status": tests.status, "summary": tests.summary.model_dump()},
+            "riskFlags": sorted(set(risk)),
+        }
+        if runtime.previewUrl:
+            review["preview"] = {
+                "url": runtime.previewUrl,
+                "status": "expired-on-completion",
+                "lifecycle": "destroyed-on-completion",
+            }
+        put(run_dir, "files/review.json", pretty_json(review))
+
+        # 5. hashes, the reference manifest, the manifest
+        excluded = {"manifest.json", "metadata.json", "files/review.json", "files/runtime-reference-manifest.json"}
+        hashes = {
+            e["path"]: known.get(e["path"]) or file_sha256(run_dir / e["path"])
+            for e in entries
+            if e["path"] not in ("manifest.json", "files/runtime-reference-manifest.json")
+        }
+        refs = sorted(
+            (
+                {
+                    "path": e["path"],
+                    "kind": e["kind"],
+                    "contentType": e["contentType"],
+                    "sha256": {"algorithm": "sha256", "value": hashes[e["path"]]},
+                }
+                for e in entries
+                if e["path"] not in excluded
+            ),
+            key=lambda r: r["path"],
+        )
+        payload = {
+            "schema": REFERENCE_MANIFEST_SCHEMA,
+            "version": 1,
+            "runtime": runtime.model_dump(mode="json", exclude_none=True),
+            "artifactBundle": {"kind": "artifact-bundle", "id": bundle_id, "digest": digest_a},
+            "files": refs,
+            "snapshots": [],
+        }
+        ref_digest = domain_digest(REFERENCE_MANIFEST_SCHEMA, payload)
+        put(
+            run_dir,
+            "files/runtime-reference-manifest.json",
+            pretty_json(
+                {
+                    **payload,
+                    "id": f"runtime-reference-manifest-sha256-{ref_digest}",
+                    "createdAt": created_at,
+                    "digest": {"algorithm": "sha256", "value": ref_digest},
+                }
+            ),
+        )
+        hashes["files/runtime-reference-manifest.json"] = known["files/runtime-reference-manifest.json"]
+        files = []
+        for entry in entries:
+            value = hashes.get(entry["path"], "0" * 64)
+            files.append({**entry, "sha256": {"algorithm": "sha256", "value": value}})
+        manifest: dict[str, Any] = {
+            "id": bundle_id,
+            "createdAt": created_at,
+            "runtime": runtime.model_dump(mode="json", exclude_none=True),
+            "contentDigest": {"algorithm": "sha256", "inputs": MODE_A_INPUTS, "value": digest_a},
+            "files": files,
+        }
+        self_hash = manifest_self_hash(manifest)
+        copier.wait()  # the manifest is written last, once every file it lists is on disk
+        for file_entry in files:
+            if file_entry["path"] == "manifest.json":
+                file_entry["sha256"] = {"algorithm": "sha256", "value": self_hash}
+        (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        return BundleSummary(
+            id=bundle_id,
+            content_digest=digest_a,
+            content_digest_b=digest_b,
+            path=run_dir,
+            stats=stats,
+            changed_files=changed_doc["files"],
+            skipped=changed_doc["skipped"],
         )
     finally:
         copier.close()
-
-
-def _capture(
-    run_dir: Path,
-    runtime: RuntimeInfo,
-    mounts: list[MountSpec],
-    baselines: list[Baseline],
-    policy: RuntimePolicy,
-    metadata: dict[str, Any],
-    evidence: list[Evidence],
-    test_suites: list[Any],
-    limits: CaptureLimits,
-    redact: Any,
-    created_at: str,
-    known: dict[str, str],
-    mounts_dir_preexisting: bool,
-    run_root: str,
-    copier: _CopyWriter,
-) -> BundleSummary:
-    budget = [0]
-    changed: list[ChangedFile] = []
-    skipped: list[SkippedEntry] = []
-    diffs_json: list[dict[str, Any]] = []
-    mount_patches: list[tuple[int, str]] = []
-    all_diffs: list[FileDiff] = []
-    captured: list[tuple[str, int, str, int]] = []  # (artifact path, mount index, rel, size)
-    binary_copies: set[str] = set()
-    for baseline in baselines:
-        changes, mount_skipped = _mount_changes(baseline, limits, budget, redact)
-        skipped += mount_skipped
-        patch_rel = f"files/diffs/mount-{baseline.mount_index}.patch"
-        patch_text = "".join(c.diff.text for c in changes)
-        mount_patches.append((baseline.mount_index, patch_text))
-        diffs_json.append(
-            {
-                "mountIndex": baseline.mount_index,
-                "source": str(baseline.source),
-                "target": baseline.target,
-                "baselineStrategy": baseline.strategy,
-                "artifactPath": patch_rel,
-                "changed": bool(patch_text.strip()),
-                "status": "changed" if patch_text.strip() else "unchanged",
-            }
-        )
-        for change in changes:
-            item, new_bytes = change.diff, change.new
-            artifact_path = None
-            if new_bytes is not None:
-                artifact_path = f"files/mounts/{baseline.mount_index}/{item.rel}"
-                data = new_bytes if item.binary or not redact.active else redact(new_bytes.decode("utf-8")).encode()
-                copier.add(f"{run_root}/{artifact_path}", data)
-                known[artifact_path] = (
-                    change.after_sha if data is new_bytes and change.after_sha else hashlib.sha256(data).hexdigest()
-                )
-                if item.binary:
-                    binary_copies.add(artifact_path)
-                captured.append((artifact_path, baseline.mount_index, item.rel, len(new_bytes)))
-            changed.append(
-                ChangedFile(
-                    path=f"{baseline.target.rstrip('/')}/{item.rel}",
-                    relativePath=item.rel,
-                    status=item.status,
-                    beforeSha256=change.before_sha if item.status != "added" else None,
-                    beforeMode=item.old_mode,
-                    afterSha256=change.after_sha if new_bytes is not None else None,
-                    afterMode=item.new_mode,
-                    mountIndex=baseline.mount_index,
-                    mountTarget=baseline.target,
-                    patchPath=patch_rel,
-                    binary=item.binary,
-                    additions=item.additions,
-                    deletions=item.deletions,
-                    beforeSize=change.before_size if item.status != "added" else None,
-                    afterSize=len(new_bytes) if new_bytes is not None else None,
-                    artifactPath=artifact_path,
-                )
-            )
-            all_diffs.append(item)
-    for index, mount in enumerate(mounts):
-        if not any(b.mount_index == index for b in baselines):
-            diffs_json.append(
-                {
-                    "mountIndex": index,
-                    "source": mount.source,
-                    "target": mount.target,
-                    "artifactPath": None,
-                    "changed": False,
-                    "status": "skipped",
-                    "reason": "readonly-mount" if mount.mode == "readonly" else "missing-baseline-source",
-                }
-            )
-    diffs_json.sort(key=lambda d: d["mountIndex"])
-
-    # 2. the change documents
-    def put(root: Path, rel: str, text: str) -> None:
-        _write(root, rel, text, known)
-
-    patch = "".join(text for _, text in mount_patches)
-    for mount_index, text in mount_patches:
-        put(run_dir, f"files/diffs/mount-{mount_index}.patch", text)
-    put(run_dir, "files/patch.diff", patch)
-    changed_doc: dict[str, Any] = {
-        "schema": CHANGED_FILES_SCHEMA,
-        "files": [c.model_dump(mode="json", exclude_none=True) for c in changed],
-        "skipped": [s.model_dump(mode="json", exclude_none=True) for s in skipped],
-    }
-    put(run_dir, "files/changed-files.json", pretty_json(changed_doc))
-    put(run_dir, "files/diffs.json", pretty_json(diffs_json))
-    put(run_dir, "files/mounts.json", pretty_json([m.model_dump(mode="json") for m in mounts]))
-    put(
-        run_dir,
-        "files/mounted-files.json",
-        pretty_json(
-            {
-                "files": [
-                    {
-                        "mountIndex": i,
-                        "relativePath": rel,
-                        "artifactPath": p,
-                        "size": size,
-                        "sha256": known[p],
-                    }
-                    for p, i, rel, size in captured
-                ],
-                "skipped": [s.model_dump(mode="json", exclude_none=True) for s in skipped],
-                "limits": {
-                    "maxFileBytes": limits.max_file_bytes,
-                    "maxTotalBytes": limits.max_total_bytes,
-                    "maxFiles": limits.max_files,
-                    "skippedDirectories": [".git", "node_modules"],
-                },
-            }
-        ),
-    )
-    tests = _test_results(test_suites)
-    put(
-        run_dir, "files/test-results.json", pretty_json(tests.model_dump(mode="json", by_alias=True, exclude_none=True))
-    )
-    diagnostics = [
-        {
-            "id": f"skipped-{s.mountIndex}-{s.relativePath}",
-            "type": "capture-skipped",
-            "severity": "warning",
-            "message": f"{s.relativePath} was not captured: {s.reason}",
-            "category": "artifact-capture",
-            "path": s.relativePath,
-        }
-        for s in skipped
-    ]
-    put(
-        run_dir,
-        "files/diagnostics.json",
-        pretty_json(
-            {
-                "schema": DIAGNOSTICS_SCHEMA,
-                "status": "reported" if diagnostics else "clean",
-                "summary": {"total": len(diagnostics), "error": 0, "warning": len(diagnostics), "notice": 0, "info": 0},
-                "diagnostics": diagnostics,
-            }
-        ),
-    )
-    digest_b = content_digest(run_dir, MODE_B_INPUTS)
-    stats = {
-        "added": sum(c.status == "added" for c in changed),
-        "modified": sum(c.status == "modified" for c in changed),
-        "deleted": sum(c.status == "deleted" for c in changed),
-        "total": len(changed),
-    }
-    put(
-        run_dir,
-        "files/workspace-patch.json",
-        pretty_json(
-            {
-                "schema": WORKSPACE_PATCH_SCHEMA,
-                "createdAt": created_at,
-                "contentDigest": {"algorithm": "sha256", "inputs": MODE_B_INPUTS, "value": digest_b},
-                "summary": {
-                    "changed": bool(changed),
-                    "files": len(changed),
-                    "added": stats["added"],
-                    "modified": stats["modified"],
-                    "deleted": stats["deleted"],
-                },
-                "workspaces": [
-                    {
-                        "mountIndex": d["mountIndex"],
-                        "target": d["target"],
-                        "source": d["source"],
-                        "status": d["status"],
-                        "changed": d["changed"],
-                        "patch": d["artifactPath"],
-                    }
-                    for d in diffs_json
-                ],
-                "promotion": {
-                    "changedFiles": "files/changed-files.json",
-                    "patch": "files/patch.diff",
-                    "files": [{"path": c.relativePath, "status": c.status, "intent": "promotion"} for c in changed],
-                },
-                "evidence": {
-                    "mountDiffs": "files/diffs.json",
-                    "diagnostics": "files/diagnostics.json",
-                    "testResults": "files/test-results.json",
-                },
-            }
-        ),
-    )
-
-    # 3. the file list → bundle id (Mode A)
-    entries: list[dict[str, Any]] = [
-        {"path": "manifest.json", "kind": "manifest", "contentType": "application/json"},
-        {"path": "metadata.json", "kind": "metadata", "contentType": "application/json"},
-        {"path": "events.jsonl", "kind": "events", "contentType": "application/x-ndjson"},
-        {"path": "commands.jsonl", "kind": "commands", "contentType": "application/x-ndjson"},
-        {"path": "logs/runtime.log", "kind": "log", "contentType": "text/plain"},
-        {"path": "logs/commands.log", "kind": "log", "contentType": "text/plain"},
-        {"path": "files/mounts.json", "kind": "mounts", "contentType": "application/json"},
-        {"path": "files/mounted-files.json", "kind": "mounted-files", "contentType": "application/json"},
-        {"path": "files/diffs.json", "kind": "mount-diffs", "contentType": "application/json"},
-        {"path": "files/workspace-patch.json", "kind": "workspace-patch", "contentType": "application/json"},
-        {"path": "files/changed-files.json", "kind": "changed-files", "contentType": "application/json"},
-        {"path": "files/patch.diff", "kind": "patch", "contentType": "text/x-diff"},
-        {"path": "files/diagnostics.json", "kind": "diagnostics", "contentType": "application/json"},
-        {"path": "files/test-results.json", "kind": "test-results", "contentType": "application/json"},
-        {"path": "files/review.json", "kind": "review", "contentType": "application/json"},
-        {
-            "path": "files/runtime-reference-manifest.json",
-            "kind": "runtime-reference-manifest",
-            "contentType": "application/json",
-        },
-    ]
-    listed = {e["path"] for e in entries}
-    for extra in evidence:
-        if extra.path not in listed and (run_dir / extra.path).is_file():
-            entries.append({"path": extra.path, "kind": extra.kind, "contentType": extra.contentType})
-            listed.add(extra.path)
-    for mount_index, _ in mount_patches:
-        entries.append({"path": f"files/diffs/mount-{mount_index}.patch", "kind": "diff", "contentType": "text/x-diff"})
-    listed |= {e["path"] for e in entries}
-    for artifact_path, _, _, _ in captured:
-        if artifact_path not in listed:
-            entries.append(
-                {
-                    "path": artifact_path,
-                    "kind": "file",
-                    "contentType": "application/octet-stream"
-                    if artifact_path in binary_copies
-                    else "text/plain; charset=utf-8",
-                }
-            )
-            listed.add(artifact_path)
-    copies_root = os.path.join(str(run_dir), "files", "mounts")
-    if mounts_dir_preexisting:
-        copier.wait()  # the walk below lists files/mounts/ too: every copy must be on disk first
-    for root, dirs, names in os.walk(run_dir):  # anything else a command wrote is evidence too
-        if root == copies_root and not mounts_dir_preexisting:
-            dirs[:] = []  # only this capture's copies, all listed above
-            continue
-        dirs.sort()
-        for name in sorted(names):
-            rel = os.path.relpath(os.path.join(root, name), run_dir).replace(os.sep, "/")
-            if (
-                rel not in listed
-                and os.path.isfile(os.path.join(root, name))
-                and not os.path.islink(os.path.join(root, name))
-            ):
-                entries.append(
-                    {
-                        "path": rel,
-                        "kind": "command-artifact",
-                        "contentType": mimetypes.guess_type(name)[0] or "application/octet-stream",
-                    }
-                )
-                listed.add(rel)
-    digest_a = file_list_digest(entries)
-    bundle_id = BUNDLE_ID_PREFIX + digest_a
-
-    # 4. documents that embed the id
-    provenance = {
-        "runtime": {
-            "backend": runtime.backend,
-            "wordpressVersion": runtime.environment.get("wordpressVersion"),
-            "phpVersion": runtime.environment.get("phpVersion"),
-        },
-        "packages": {"codebox": _codebox_version(), "playground": {"cli": "3.1.56", "wordpressBuilds": "0.9.19"}},
-        "mounts": [m.model_dump(mode="json") for m in mounts],
-    }
-    artifacts_refs = {
-        "workspacePatch": "files/workspace-patch.json",
-        "changedFiles": "files/changed-files.json",
-        "patch": "files/patch.diff",
-        "diagnostics": "files/diagnostics.json",
-        "testResults": "files/test-results.json",
-        "review": "files/review.json",
-        "runtimeReferenceManifest": "files/runtime-reference-manifest.json",
-        "mountDiffs": "files/diffs.json",
-    }
-    browser_refs = [e["path"] for e in entries if e["path"].startswith("files/browser/")]
-    if browser_refs:
-        artifacts_refs["browser"] = browser_refs  # type: ignore[assignment]
-    put(
-        run_dir,
-        "metadata.json",
-        pretty_json(
-            {
-                "id": bundle_id,
-                "contentDigest": digest_a,
-                "contentDigestB": digest_b,
-                "createdAt": created_at,
-                "runtime": runtime.model_dump(mode="json", exclude_none=True),
-                "provenance": provenance,
-                "mounts": [m.model_dump(mode="json") for m in mounts],
-                "policy": policy.model_dump(mode="json"),
-                "context": metadata,
-                "spec": {"includeLogs": True},
-                "baselines": [{"mountIndex": b.mount_index, "strategy": b.strategy} for b in baselines],
-                "artifacts": artifacts_refs,
-                "redaction": {
-                    "schema": "wp-codebox/artifact-redaction/v1",
-                    "status": "redacted" if redact.active else "clean",
-                },
-            }
-        ),
-    )
-    patch_sha = known["files/patch.diff"]
-    total = len(changed)
-    summary_text = (
-        "Sandbox produced no file changes."
-        if total == 0
-        else "Sandbox produced changes in 1 file."
-        if total == 1
-        else f"Sandbox produced changes in {total} files."
-    )
-    progress = [
-        {
-            "type": "boot",
-            "label": "Spinning up a test copy of your site...",
-            "action": "boot",
-            "timestamp": runtime.createdAt,
-        }
-    ]
-    progress += [
-        {"type": "mount", "label": f"Loading {Path(m.target).name}...", "component": m.target, "action": "mount"}
-        for m in mounts
-    ]
-    progress += [
-        {"type": "artifact", "label": "Saving the result for review...", "action": "capture", "timestamp": created_at},
-        {"type": "complete", "label": "Ready for your review.", "action": "complete", "timestamp": created_at},
-    ]
-    risk = _risk_flags(all_diffs) + (["secrets-redacted"] if redact.active else [])
-    if any(s.reason == "changed-in-skipped-directory" for s in skipped):
-        risk.append("changes-in-uncaptured-directories")
-    review: dict[str, Any] = {
-        "schema": REVIEW_SCHEMA,
-        "artifactId": bundle_id,
-        "createdAt": created_at,
-        "provenance": provenance,
-        "summary": summary_text,
-        "stats": stats,
-        "changedFiles": [
-            {
-                "path": c.path,
-                "status": c.status,
-                "label": f"{c.status} {c.relativePath}",
-                "mountTarget": c.mountTarget,
-                "relativePath": c.relativePath,
-                "binary": c.binary,
-                "additions": c.additions,
-                "deletions": c.deletions,
-            }
-            for c in changed
-        ],
-        "progress": progress,
-        "actions": ACTIONS,
-        "evidence": {
-            "workspacePatch": "files/workspace-patch.json",
-            "patch": "files/patch.diff",
-            "patchSha256": patch_sha,
-            "artifactContentDigest": digest_a,
-            "contentDigestB": digest_b,
-            "changedFiles": "files/changed-files.json",
-            "diagnostics": "files/diagnostics.json",
-            "testResults": "files/test-results.json",
-            "runtimeReferenceManifest": "files/runtime-reference-manifest.json",
-            **({"browser": browser_refs} if browser_refs else {}),
-        },
-        "tests": {"status": tests.status, "summary": tests.summary.model_dump()},
-        "riskFlags": sorted(set(risk)),
-    }
-    if runtime.previewUrl:
-        review["preview"] = {
-            "url": runtime.previewUrl,
-            "status": "expired-on-completion",
-            "lifecycle": "destroyed-on-completion",
-        }
-    put(run_dir, "files/review.json", pretty_json(review))
-
-    # 5. hashes, the reference manifest, the manifest
-    excluded = {"manifest.json", "metadata.json", "files/review.json", "files/runtime-reference-manifest.json"}
-    hashes = {
-        e["path"]: known.get(e["path"]) or file_sha256(run_dir / e["path"])
-        for e in entries
-        if e["path"] not in ("manifest.json", "files/runtime-reference-manifest.json")
-    }
-    refs = sorted(
-        (
-            {
-                "path": e["path"],
-                "kind": e["kind"],
-                "contentType": e["contentType"],
-                "sha256": {"algorithm": "sha256", "value": hashes[e["path"]]},
-            }
-            for e in entries
-            if e["path"] not in excluded
-        ),
-        key=lambda r: r["path"],
-    )
-    payload = {
-        "schema": REFERENCE_MANIFEST_SCHEMA,
-        "version": 1,
-        "runtime": runtime.model_dump(mode="json", exclude_none=True),
-        "artifactBundle": {"kind": "artifact-bundle", "id": bundle_id, "digest": digest_a},
-        "files": refs,
-        "snapshots": [],
-    }
-    ref_digest = domain_digest(REFERENCE_MANIFEST_SCHEMA, payload)
-    put(
-        run_dir,
-        "files/runtime-reference-manifest.json",
-        pretty_json(
-            {
-                **payload,
-                "id": f"runtime-reference-manifest-sha256-{ref_digest}",
-                "createdAt": created_at,
-                "digest": {"algorithm": "sha256", "value": ref_digest},
-            }
-        ),
-    )
-    hashes["files/runtime-reference-manifest.json"] = known["files/runtime-reference-manifest.json"]
-    files = []
-    for entry in entries:
-        value = hashes.get(entry["path"], "0" * 64)
-        files.append({**entry, "sha256": {"algorithm": "sha256", "value": value}})
-    manifest: dict[str, Any] = {
-        "id": bundle_id,
-        "createdAt": created_at,
-        "runtime": runtime.model_dump(mode="json", exclude_none=True),
-        "contentDigest": {"algorithm": "sha256", "inputs": MODE_A_INPUTS, "value": digest_a},
-        "files": files,
-    }
-    self_hash = manifest_self_hash(manifest)
-    copier.wait()  # the manifest is written last, once every file it lists is on disk
-    for file_entry in files:
-        if file_entry["path"] == "manifest.json":
-            file_entry["sha256"] = {"algorithm": "sha256", "value": self_hash}
-    (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return BundleSummary(
-        id=bundle_id,
-        content_digest=digest_a,
-        content_digest_b=digest_b,
-        path=run_dir,
-        stats=stats,
-        changed_files=changed_doc["files"],
-        skipped=changed_doc["skipped"],
-    )
 
 
 def _codebox_version() -> str:
