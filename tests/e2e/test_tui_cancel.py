@@ -11,14 +11,13 @@ import shlex
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input
 
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.dialogs import ConfirmDialog
-from codebox_tui.screens.launch import LaunchScreen
 from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.settings import get_settings
 from store.db import Store
+from tests.tui_helpers import submit_launch_form
 
 pytestmark = pytest.mark.playground
 
@@ -37,16 +36,9 @@ async def test_cancel_a_running_command_stops_the_sandbox_and_records_cancelled(
     code = "echo 'started'; sleep(120); echo 'not reached';"
     app = CodeboxApp()
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
-        await pilot.press("n")
-        await pilot.pause()
-        assert isinstance(app.screen, LaunchScreen)
-        app.screen.query_one("#mounts", Input).value = f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin:readwrite"
-        app.screen.query_one("#args", Input).value = shlex.quote(f"code={code}")
-        app.screen.query_one("#args", Input).focus()
-        await pilot.press("enter")
-        await pilot.pause()
-        live = app.screen
+        live = await submit_launch_form(
+            app, pilot, mounts=f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin:readwrite",
+            args=shlex.quote(f"code={code}"))
         assert isinstance(live, LiveRunScreen)
         for _ in range(1800):  # boot, then the command starts (its sleep keeps it running)
             if live.progress.step.startswith("running wordpress.run-php"):

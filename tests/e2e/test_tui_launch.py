@@ -8,14 +8,13 @@ import shlex
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input
 
 from codebox_tui.app import CodeboxApp
-from codebox_tui.screens.launch import LaunchScreen
 from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.screens.review import ReviewScreen
 from codebox_tui.settings import get_settings
 from store.db import Store
+from tests.tui_helpers import submit_launch_form, wait_while
 from widgets.event_tail import EventTail
 from widgets.file_tree import ChangedFileTree
 
@@ -29,21 +28,11 @@ async def test_launch_form_runs_a_real_sandbox_and_offers_its_bundle(  # type: i
             "file_put_contents(\"$d/from-launch.php\", \"<?php\\n// launched from the TUI\\n\"); echo 'ok';")
     app = CodeboxApp()
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
-        await pilot.press("n")
-        await pilot.pause()
-        assert isinstance(app.screen, LaunchScreen)
-        app.screen.query_one("#mounts", Input).value = f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin:readwrite"
-        app.screen.query_one("#args", Input).value = shlex.quote(f"code={code}")
-        app.screen.query_one("#args", Input).focus()
-        await pilot.press("enter")
-        await pilot.pause()
-        live = app.screen
+        live = await submit_launch_form(
+            app, pilot, mounts=f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin:readwrite",
+            args=shlex.quote(f"code={code}"))
         assert isinstance(live, LiveRunScreen), live.query_one("#launch-error").render()
-        for _ in range(1800):  # up to 180 s for boot + command + capture
-            if live.state != "starting":
-                break
-            await asyncio.sleep(0.1)
+        await wait_while(lambda: live.state == "starting")  # boot + command + capture
         assert live.state == "done", live.query_one("#progress").render()
         await pilot.pause(0.3)
         tail = live.query_one(EventTail)
@@ -66,21 +55,9 @@ async def test_launch_form_runs_a_recipe_and_offers_its_bundle(playground_sessio
     recipe = Path(__file__).resolve().parents[2] / "examples" / "recipes" / "plugin-scaffold-mutation.json"
     app = CodeboxApp()
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
-        await pilot.press("n")
-        await pilot.pause()
-        assert isinstance(app.screen, LaunchScreen)
-        field = app.screen.query_one("#recipe", Input)
-        field.value = str(recipe)
-        field.focus()
-        await pilot.press("enter")
-        await pilot.pause()
-        live = app.screen
+        live = await submit_launch_form(app, pilot, recipe=str(recipe))
         assert isinstance(live, LiveRunScreen), live.query_one("#launch-error").render()
-        for _ in range(1800):
-            if live.state != "starting":
-                break
-            await asyncio.sleep(0.1)
+        await wait_while(lambda: live.state == "starting")
         assert live.state == "done", live.query_one("#progress").render()
         await pilot.pause(0.3)
         assert live.query_one(EventTail).total >= 4  # the recipe's own session events were tailed
@@ -108,31 +85,17 @@ async def test_launch_with_hold_serves_the_preview_until_closed(playground_sessi
     monkeypatch.chdir(tmp_path)
     app = CodeboxApp()
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
-        await pilot.press("n")
-        await pilot.pause()
-        app.screen.query_one("#args", Input).value = "code='update_option(\"blogname\", \"Held Site\"); echo 1;'"
-        hold = app.screen.query_one("#hold", Input)
-        hold.value = "10m"
-        hold.focus()
-        await pilot.press("enter")
-        await pilot.pause()
-        live = app.screen
+        live = await submit_launch_form(
+            app, pilot, args="code='update_option(\"blogname\", \"Held Site\"); echo 1;'", hold="10m")
         assert isinstance(live, LiveRunScreen), live.query_one("#launch-error").render()
-        for _ in range(1800):
-            if live.progress.hold_until is not None:
-                break
-            await asyncio.sleep(0.1)
+        await wait_while(lambda: live.progress.hold_until is None)
         assert live.progress.hold_until is not None and live.state == "starting"
         url = live.progress.preview_url
         assert url and "held" in str(live.query_one("#progress").render())
         page = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=60).read().decode())
         assert "Held Site" in page  # the live sandbox, after the command ran
         await pilot.press("c")
-        for _ in range(600):
-            if live.state != "starting":
-                break
-            await asyncio.sleep(0.1)
+        await wait_while(lambda: live.state == "starting", 60)
         assert live.state == "done", live.query_one("#progress").render()
         assert live.bundle_dir is not None
         events = [json.loads(line) for line in (live.bundle_dir / "events.jsonl").read_text().splitlines()]

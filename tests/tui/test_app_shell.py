@@ -79,18 +79,12 @@ async def test_launch_form_reports_an_invalid_recipe_with_json_paths_and_boots_n
     recipe = tmp_path / "broken.json"
     recipe.write_text('{"schema": "wp-codebox/workspace-recipe/v1", "workflow": {"steps": [{"command": 7}]},'
                       ' "runtime": {"wp": "1.0"}}')
+    from tests.tui_helpers import submit_launch_form
+
     app = CodeboxApp()
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
-        await pilot.press("n")
-        await pilot.pause()
-        assert isinstance(app.screen, LaunchScreen)
+        assert isinstance(await submit_launch_form(app, pilot, recipe=str(recipe)), LaunchScreen)  # nothing launched
         field = app.screen.query_one("#recipe", Input)
-        field.value = str(recipe)
-        field.focus()
-        await pilot.press("enter")
-        await pilot.pause()
-        assert isinstance(app.screen, LaunchScreen)  # nothing launched
         shown = str(app.screen.query_one("#launch-error", Label).render())
         assert "broken.json: invalid recipe" in shown and "nothing was run" in shown
         assert "$.workflow.steps[0].command" in shown

@@ -1,0 +1,38 @@
+"""Pilot steps several TUI tests share: open the Launch form, fill it in, submit; wait for a live run."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from textual.screen import Screen
+from textual.widgets import Input
+
+from codebox_tui.screens.launch import LaunchScreen
+
+
+async def submit_launch_form(app: Any, pilot: Any, **fields: str) -> Screen[Any]:
+    """Press ``n`` on Home, set each Launch input (by id) to its value, press enter in the last one and
+    return the screen on top afterwards (the Live run screen, or Launch itself when it refused)."""
+    await pilot.pause()
+    await pilot.press("n")
+    await pilot.pause()
+    assert isinstance(app.screen, LaunchScreen)
+    field = None
+    for field_id, value in fields.items():
+        field = app.screen.query_one(f"#{field_id}", Input)
+        field.value = value
+    assert field is not None, "give at least one field"
+    field.focus()
+    await pilot.press("enter")
+    await pilot.pause()
+    screen: Screen[Any] = app.screen
+    return screen
+
+
+async def wait_while(condition: Any, seconds: float = 180.0) -> None:
+    """Poll ``condition()`` every 0.1 s until it is false or ``seconds`` pass (the caller asserts after)."""
+    for _ in range(int(seconds * 10)):
+        if not condition():
+            return
+        await asyncio.sleep(0.1)
