@@ -72,6 +72,14 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
                 self.start_run()
             self.set_interval(PROGRESS_TICK_S, self._tick_progress)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Show only the keys that can act now: cancel while running, close-preview on a held run."""
+        if action == "cancel_run":
+            return self.live
+        if action == "release_hold":
+            return bool(self.hold_s) and self.live
+        return True
+
     @property
     def live(self) -> bool:
         """This screen runs the sandbox and it has not finished (the clock is the wall clock)."""
@@ -200,6 +208,7 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
     def _finished(self, bundle_dir: Path | None, error: str | None, cancelled: bool = False) -> None:
         self.bundle_dir = bundle_dir
         self.state = "cancelled" if cancelled else ("failed" if error else "done")
+        self.refresh_bindings()
         took = f" in {self.progress.total_elapsed():.1f} s" if self.progress.started else ""
         if cancelled:
             text = f"[yellow]cancelled[/]{took} — the sandbox was stopped"
