@@ -149,7 +149,7 @@ def _load_json(bundle: Path, rel: str) -> Any:
         if path.is_symlink() or not path.is_file():
             return None
         return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: absurdly deep nesting
         return None
 
 
@@ -168,7 +168,7 @@ def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
         return BundleVerification(bundleDirectory=result_dir, valid=False, violations=check.violations)
     try:
         manifest = json.loads(raw)
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:
         check.add("malformed-manifest", "manifest.json", f"manifest.json is not valid JSON: {error}")
         return BundleVerification(bundleDirectory=result_dir, valid=False, violations=check.violations)
     problem = _shape_ok(manifest)
@@ -339,6 +339,11 @@ def _check_metadata(check: _Checker, listed: dict[str, dict[str, Any]]) -> None:
                 check.add("malformed-reference", f"metadata.json:artifacts.{key}", f"{ref} is not in the manifest")
 
 
+def _change_key(item: Any) -> str:
+    """(path, status) of a changed-file record as a hashable key, whatever JSON the values are."""
+    return json.dumps([item.get("path"), item.get("status")], sort_keys=True) if isinstance(item, dict) else ""
+
+
 def _check_review(check: _Checker, listed: dict[str, dict[str, Any]], manifest: dict[str, Any]) -> None:
     if "files/review.json" not in listed:
         return
@@ -379,9 +384,11 @@ def _check_review(check: _Checker, listed: dict[str, dict[str, Any]], manifest: 
             )
         else:
             changed = _load_json(check.bundle, changed_ref)
-            pairs = {(f.get("path"), f.get("status")) for f in (changed or {}).get("files", []) if isinstance(f, dict)}
-            for index, item in enumerate(review.get("changedFiles") or []):
-                if isinstance(item, dict) and (item.get("path"), item.get("status")) not in pairs:
+            listed_changes = changed.get("files") if isinstance(changed, dict) else None
+            pairs = {_change_key(f) for f in (listed_changes if isinstance(listed_changes, list) else [])}
+            claimed = review.get("changedFiles")
+            for index, item in enumerate(claimed if isinstance(claimed, list) else []):
+                if isinstance(item, dict) and _change_key(item) not in pairs:
                     check.add(
                         "review-evidence-mismatch",
                         f"files/review.json:changedFiles[{index}]",

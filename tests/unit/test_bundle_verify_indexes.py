@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from codebox_tui.bundle.baseline import take_baselines
 from codebox_tui.bundle.capture import capture_bundle
@@ -171,7 +173,7 @@ def replay_index(bundle: Path, bundle_id: str, digest: str, tamper: Callable[[di
         tamper(index)
     keys = ("schema", "version", "runtime", "artifactBundle", "references", "actions", "observations", "snapshots",
             "replay")
-    value = domain_digest(REPLAY_SCHEMA, {k: index[k] for k in keys})
+    value = domain_digest(REPLAY_SCHEMA, {k: index[k] for k in keys if k in index})
     index["digest"] = _sha(value)
     index["id"] = "runtime-replay-reference-index-sha256-" + value
     if tamper and seal_after_tamper:
@@ -609,3 +611,86 @@ def test_cli_reports_index_violations_as_json(captured: Path, tmp_path: Path) ->
     assert "Traceback" not in run.stderr
     report = json.loads(run.stdout)
     assert [v["code"] for v in report["violations"]] == ["payload-schema-violation"]
+
+
+# --- fail closed on anything: mutated documents never raise ------------------------------------------------
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False) | st.text(max_size=6),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3),
+    max_leaves=6,
+)
+
+
+def _mutator(data: st.DataObject) -> Callable[[dict[str, Any]], None]:
+    """Replace or delete one node (at any depth) of a document with arbitrary JSON."""
+    def mutate(doc: dict[str, Any]) -> None:
+        node: Any = doc
+        while True:
+            keys = list(node) if isinstance(node, dict) else list(range(len(node)))
+            if not keys:
+                break
+            key = data.draw(st.sampled_from(keys))
+            child = node[key]
+            if isinstance(child, dict | list) and child and data.draw(st.booleans()):
+                node = child
+                continue
+            if isinstance(node, dict) and data.draw(st.booleans()):
+                del node[key]
+            else:
+                node[key] = data.draw(JSON_VALUES)
+            break
+    return mutate
+
+
+def with_review(bundle: Path, tamper: Callable[[dict[str, Any]], None]) -> Path:
+    def build(bundle: Path, bundle_id: str, digest: str) -> None:
+        review = _read(bundle / "files/review.json")
+        tamper(review)
+        _dump(bundle / "files/review.json", review)
+    reseal(bundle, {}, build)
+    return bundle
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), document=st.sampled_from(["replay", "typed", "tools", "review"]))
+def test_mutated_documents_give_violations_never_exceptions(captured: Path, tmp_path_factory: pytest.TempPathFactory,
+                                                            data: st.DataObject, document: str) -> None:
+    bundle = _copy(captured, tmp_path_factory.mktemp("fuzz"))
+    tamper = _mutator(data)
+    if document == "replay":
+        with_replay_index(bundle, tamper, seal_after_tamper=False)
+    elif document == "typed":
+        with_typed_index(bundle, tamper)
+    elif document == "tools":
+        with_transcript(bundle, tamper)
+    else:
+        with_review(bundle, tamper)
+    result = verify_bundle(bundle)  # must not raise, whatever the document holds
+    assert result.valid == (not result.violations)
+
+
+DEEP = "[" * 200_000 + "]" * 200_000
+
+
+@pytest.mark.parametrize("builder", [with_replay_index, with_typed_index, with_transcript],
+                         ids=["replay", "typed", "tools"])
+def test_absurdly_deep_documents_fail_closed(captured: Path, tmp_path: Path, builder: Any) -> None:
+    assert _codes(builder(_copy(captured, tmp_path), raw=DEEP)) == ["malformed-reference"]
+
+
+def test_absurdly_deep_manifest_fails_closed(captured: Path, tmp_path: Path) -> None:
+    bundle = _copy(captured, tmp_path)
+    (bundle / "manifest.json").write_text(DEEP, encoding="utf-8")
+    assert _codes(bundle) == ["malformed-manifest"]
+
+
+@pytest.mark.parametrize("claimed, codes", [
+    (5, []),
+    ([{"path": ["not", "a", "path"], "status": "added"}], ["review-evidence-mismatch"]),
+    ([{"path": {"nested": 1}, "status": None}], ["review-evidence-mismatch"]),
+], ids=["number", "list-path", "object-path"])
+def test_review_changed_files_of_any_shape_never_raise(captured: Path, tmp_path: Path, claimed: Any,
+                                                       codes: list[str]) -> None:
+    bundle = with_review(_copy(captured, tmp_path), lambda review: review.update(changedFiles=claimed))
+    assert _codes(bundle) == codes
