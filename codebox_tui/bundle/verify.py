@@ -51,6 +51,7 @@ class _Checker:
         self.bundle = bundle
         self.violations: list[Violation] = []
         self._hashes: dict[str, str | None] = {}
+        self.regular: set[str] = set()  # listed paths that passed the topology checks (regular, inside, 1 link)
 
     def add(self, code: str, path: str, message: str, **extra: Any) -> None:
         self.violations.append(Violation(code=code, path=path, message=message, **extra))
@@ -59,7 +60,10 @@ class _Checker:
         self._hashes[path] = digest
 
     def sha256_of(self, path: str) -> str | None:
-        """sha256 of a listed file's bytes on disk (each file hashed once per run), None when unreadable."""
+        """sha256 of a listed file's bytes on disk (each file hashed once per run); None when unreadable or when
+        the path is not a regular file inside the bundle (never follow a symlink to hash something outside)."""
+        if path not in self.regular:
+            return None
         if path not in self._hashes:
             try:
                 self._hashes[path] = file_sha256(self.bundle / path)
@@ -229,6 +233,7 @@ def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
             check.add("unsafe-file", f"manifest.files[{index}]", f"{path} resolves outside the bundle", file=path)
             continue
         valid_entries.append((index, entry))
+        check.regular.add(path)
     if "manifest.json" not in listed:
         check.add("invalid-manifest-shape", "manifest.files", "manifest.json must list itself")
 
@@ -366,10 +371,7 @@ def _check_review(check: _Checker, listed: dict[str, dict[str, Any]], manifest: 
         if patch not in listed:
             check.add("review-evidence-mismatch", "files/review.json:evidence.patch", f"{patch} is not listed")
         elif isinstance(evidence.get("patchSha256"), str):
-            try:
-                actual = file_sha256(check.bundle / patch)
-            except OSError:
-                actual = ""
+            actual = check.sha256_of(patch)
             if actual != evidence["patchSha256"]:
                 check.add(
                     "review-evidence-mismatch",
@@ -852,14 +854,7 @@ def _check_cases(check: _Checker, listed: dict[str, dict[str, Any]], manifest: d
                 if not isinstance(value, str) or not _HEX64.match(value):
                     check.add("missing-file-hash", f"{a_where}.sha256", f"{path} has no valid sha256", file=path)
                 else:
-                    try:
-                        actual = (
-                            manifest_self_hash(manifest)
-                            if path == "manifest.json"
-                            else file_sha256(check.bundle / path)
-                        )
-                    except OSError:
-                        actual = ""
+                    actual = manifest_self_hash(manifest) if path == "manifest.json" else check.sha256_of(path)
                     if actual != value:
                         check.add("file-hash-mismatch", f"{a_where}.sha256", f"{path} does not match", file=path)
             if "publicUrl" in artifact:
