@@ -694,3 +694,24 @@ def test_review_changed_files_of_any_shape_never_raise(captured: Path, tmp_path:
                                                        codes: list[str]) -> None:
     bundle = with_review(_copy(captured, tmp_path), lambda review: review.update(changedFiles=claimed))
     assert _codes(bundle) == codes
+
+
+def test_index_ref_to_a_symlink_is_never_followed_outside(captured: Path, tmp_path: Path) -> None:
+    """A listed symlink is reported by the topology rule, and the index's hash of it is not taken through it."""
+    bundle = _copy(captured, tmp_path)
+    outside = tmp_path / "outside.json"
+    outside.write_text('{"secret": "outside the bundle"}\n')
+
+    def build(bundle: Path, bundle_id: str, digest: str) -> None:
+        _dump(bundle / "files/observations/observation-1-wordpress-state-summary.json", {"section": "summary"})
+        shot = bundle / "files/runtime-snapshots/snapshot-1.json"
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        shot.symlink_to(outside)
+        _dump(bundle / REPLAY, replay_index(bundle, bundle_id, digest))  # records the outside file's hash
+
+    reseal(bundle, REPLAY_FILES, build)
+    violations = verify_bundle(bundle).violations
+    assert sorted((v.code, v.path) for v in violations) == [
+        ("file-hash-mismatch", f"{REPLAY}:snapshots[0].artifactRefs[0].digest"),
+        ("missing-file", f"manifest.files[{len(_read(bundle / 'manifest.json')['files']) - 2}]"),
+    ]
