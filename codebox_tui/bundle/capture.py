@@ -746,7 +746,11 @@ def capture_bundle(
             "schema": REFERENCE_MANIFEST_SCHEMA,
             "version": 1,
             "runtime": runtime.model_dump(mode="json", exclude_none=True),
-            "artifactBundle": {"kind": "artifact-bundle", "id": bundle_id, "digest": digest_a},
+            "artifactBundle": {
+                "kind": "artifact-bundle",
+                "id": bundle_id,
+                "digest": {"algorithm": "sha256", "value": digest_a},
+            },
             "files": refs,
             "snapshots": [],
         }

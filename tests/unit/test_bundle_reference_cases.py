@@ -528,3 +528,30 @@ def test_viewer_base_is_a_reviewer_url(golden: Path, tmp_path: Path, base: str, 
     manifest["files"][3]["viewer"] = {"base": base}
     _seal(bundle, manifest)
     assert _codes(bundle) == expected
+
+
+def test_reference_manifest_names_the_bundle_digest_as_a_digest_object(tmp_path: Path) -> None:
+    """The reference writer (and its verifier) use {algorithm, value} for artifactBundle.digest."""
+    import json as _json
+
+    from codebox_tui.bundle.baseline import take_baselines
+    from codebox_tui.bundle.capture import capture_bundle
+    from codebox_tui.bundle.verify import verify_bundle
+    from codebox_tui.contracts.common import utc_now_iso
+    from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+
+    source = tmp_path / "p"
+    source.mkdir()
+    (source / "a.php").write_text("<?php\n")
+    mount = MountSpec(source=str(source), target="/wordpress/wp-content/plugins/p", mode="readwrite")
+    baselines = take_baselines([mount], tmp_path / "scratch")
+    (source / "a.php").write_text("<?php // changed\n")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    summary = capture_bundle(run_dir, runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}),
+                             mounts=[mount], baselines=baselines, policy=RuntimePolicy(commands=["wordpress.run-php"]),
+                             metadata={}, secret_values=[], evidence=[], test_suites=[])
+    ref = _json.loads((run_dir / "files/runtime-reference-manifest.json").read_text())
+    assert ref["artifactBundle"] == {"kind": "artifact-bundle", "id": summary.id,
+                                     "digest": {"algorithm": "sha256", "value": summary.content_digest}}
+    assert verify_bundle(run_dir).valid
