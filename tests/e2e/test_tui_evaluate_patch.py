@@ -44,7 +44,7 @@ async def test_review_shows_the_evaluate_patch_verdict_and_delta(playground_sess
         assert "IMPROVEMENT" in verdict
         assert f"fixed {len(recorded['fixed'])} · broken {len(recorded['broken'])}" in verdict
         before, after = recorded["before"], recorded["after"]
-        assert f"tests {before['passed']}/{before['tests']} passed → {after['passed']}/{after['tests']}" in verdict
+        assert f"passed {before['passed']}/{before['tests']} → {after['passed']}/{after['tests']}" in verdict
         await pilot.press("t")
         await pilot.pause()
         assert screen.query_one("#tabs", TabbedContent).active == "tab-tests"
