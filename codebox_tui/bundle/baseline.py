@@ -19,7 +19,6 @@ from codebox_tui.bundle.diff import (
     Entry,
     SkippedSignature,
     list_tree,
-    skipped_dir_signatures,
     stat_signature,
 )
 from codebox_tui.contracts.runtime import MountSpec
@@ -131,7 +130,9 @@ def _snapshot(source: Path, dest: Path) -> _Snapshot:
     return snap
 
 
-def _git_clean_signatures(source: Path, head: dict[str, Entry], threshold: int) -> dict[str, tuple[int, int, int, int]]:
+def _git_clean_signatures(
+    source: Path, head: dict[str, Entry], live: dict[str, Entry], threshold: int
+) -> dict[str, tuple[int, int, int, int]]:
     """Stat signatures of work-tree files that git reports clean (identical to ``HEAD``), taken before
     boot while the mount's ``.git`` is still the user's own. Capture skips such a file when its signature
     is unchanged, exactly as for a snapshot (see ``_snapshot``): any later write, chmod or replacement
@@ -158,7 +159,7 @@ def _git_clean_signatures(source: Path, head: dict[str, Entry], threshold: int) 
         else:
             dirty.add(path)
     signatures: dict[str, tuple[int, int, int, int]] = {}
-    for rel, entry in list_tree(source).files.items():
+    for rel, entry in live.items():
         base = head.get(rel)
         if base is None or entry.sig is None or rel in dirty or base.size != entry.size or base.mode != entry.mode:
             continue
@@ -181,7 +182,9 @@ def take_baselines(mounts: list[MountSpec], scratch_dir: Path) -> list[Baseline]
         # the mount's own .git is covered read-only in the sandbox (runtime/playground.py): not walked
         exclude = frozenset({".git"}) if (source / ".git").exists() and not (source / ".git").is_symlink() \
             else frozenset()
-        tracked = skipped_dir_signatures(source, exclude=exclude)
+        threshold = time.time_ns() - _RACY_MARGIN_NS  # before git (or anyone) looks at the work tree
+        live = list_tree(source, track_skipped=True, exclude=exclude)
+        tracked = live.inside_skipped
         explicit = mount.metadata.get("baselineSource")
         if isinstance(explicit, str) and os.path.isdir(explicit):
             # the signatures describe the explicit source, not the live mount: never use them
@@ -189,10 +192,9 @@ def take_baselines(mounts: list[MountSpec], scratch_dir: Path) -> list[Baseline]
             snap.signatures = {}
             strategy = "baseline-source"
         elif _git_toplevel(source) == source:
-            threshold = time.time_ns() - _RACY_MARGIN_NS  # before git looks at the work tree
             strategy = _git_head_tree(source, dest)
             head = list_tree(dest).files
-            signatures = _git_clean_signatures(source, head, threshold) if strategy == "git-head" else {}
+            signatures = _git_clean_signatures(source, head, live.files, threshold) if strategy == "git-head" else {}
             baselines.append(Baseline(index, source, mount.target, strategy, dest, {}, head, signatures,
                                       tracked, exclude))
             continue

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from codebox_tui.bundle.baseline import Baseline
-from codebox_tui.bundle.diff import FileDiff, diff_file, list_tree, skipped_dir_changes, skipped_dir_signatures
+from codebox_tui.bundle.diff import FileDiff, Listing, diff_file, list_tree, skipped_dir_changes
 from codebox_tui.bundle.digests import (
     MODE_A_INPUTS,
     MODE_B_INPUTS,
@@ -158,7 +158,7 @@ class _Change:
 def _mount_changes(
     baseline: Baseline, limits: CaptureLimits, budget: list[int], redact: Any
 ) -> tuple[list[_Change], list[SkippedEntry]]:
-    new_listing = list_tree(baseline.source)
+    new_listing = list_tree(baseline.source, track_skipped=True, exclude=baseline.skipped_exclude)
     # A snapshot baseline recorded its own listing while copying; the copy is private, so it is not re-walked.
     old_files = baseline.entries if baseline.entries is not None else list_tree(baseline.directory).files
     new_files = new_listing.files
@@ -224,18 +224,18 @@ def _mount_changes(
         if old is not None:
             before_sha = baseline.hashes.get(rel) or hashlib.sha256(old).hexdigest()
         changes.append(_Change(result, new, before_sha, new_sha, len(old) if old is not None else None))
-    skipped += _skipped_dir_report(baseline)
+    skipped += _skipped_dir_report(baseline, new_listing)
     return changes, skipped
 
 
 MAX_SKIPPED_DIR_REPORTS = 1000
 
 
-def _skipped_dir_report(baseline: Baseline) -> list[SkippedEntry]:
+def _skipped_dir_report(baseline: Baseline, live: Listing) -> list[SkippedEntry]:
     """Changes inside folders whose contents are never captured (.git, node_modules): listed so the
     reviewer sees them (a planted node_modules/.bin script or a nested .git/config would run on the host)."""
     index = baseline.mount_index
-    after = skipped_dir_signatures(baseline.source, exclude=baseline.skipped_exclude)
+    after = live.inside_skipped
     if baseline.skipped_dirs is None or after is None:
         return [SkippedEntry(mountIndex=index, relativePath=".", reason="skipped-directory-not-tracked")]
     changes = skipped_dir_changes(baseline.skipped_dirs, after)

@@ -27,92 +27,98 @@ class Entry:
     sig: tuple[int, int, int, int] | None = field(default=None, compare=False)
 
 
-@dataclass
-class Listing:
-    files: dict[str, Entry] = field(default_factory=dict)
-    skipped: list[tuple[str, str]] = field(default_factory=list)  # (rel, "symlink" | "special-file")
-
-
-def stat_signature(info: os.stat_result) -> tuple[int, int, int, int]:
-    return (info.st_ino, info.st_dev, info.st_mtime_ns, info.st_ctime_ns)
-
-
-def list_tree(root: Path) -> Listing:
-    """Regular files under ``root`` (sorted by path); symlinks and special files are reported, not followed.
-
-    One ``scandir`` per directory and one ``lstat`` per entry (``DirEntry.stat`` caches it)."""
-    listing = Listing()
-    if not root.is_dir():
-        return listing
-    files = listing.files
-    skipped = listing.skipped
-    stack: list[tuple[str, str]] = [(str(root), "")]
-    while stack:
-        directory, prefix = stack.pop()
-        with os.scandir(directory) as entries:
-            for item in entries:
-                name = item.name
-                rel = prefix + name
-                if item.is_dir(follow_symlinks=False):
-                    if name not in SKIPPED_DIRS:
-                        stack.append((item.path, rel + "/"))
-                    continue
-                info = item.stat(follow_symlinks=False)
-                st_mode = info.st_mode
-                if stat.S_ISLNK(st_mode):
-                    skipped.append((rel, "symlink"))
-                elif stat.S_ISDIR(st_mode):  # d_type unknown on some filesystems
-                    if name not in SKIPPED_DIRS:
-                        stack.append((item.path, rel + "/"))
-                elif not stat.S_ISREG(st_mode):
-                    skipped.append((rel, "special-file"))
-                else:
-                    mode = "100755" if st_mode & 0o111 else "100644"
-                    files[rel] = Entry(rel, mode, info.st_size, stat_signature(info))
-    listing.files = dict(sorted(files.items()))
-    skipped.sort()
-    return listing
-
-
 MAX_TRACKED_IN_SKIPPED = 200_000
 
 # (kind, size, mode, mtime_ns, ctime_ns, inode): any write, chmod, rename or replacement changes it
 SkippedSignature = tuple[str, int, int, int, int, int]
 
 
-def skipped_dir_signatures(root: Path, *, exclude: frozenset[str] = frozenset()) -> dict[str, SkippedSignature] | None:
-    """Everything inside the folders capture never copies (``SKIPPED_DIRS`` at any depth), by stat
-    signature, so changes there can still be reported. ``exclude`` names top-level paths not to walk
-    (a ``.git`` the sandbox cannot write). None when there are more than ``MAX_TRACKED_IN_SKIPPED``."""
-    found: dict[str, SkippedSignature] = {}
+@dataclass
+class Listing:
+    files: dict[str, Entry] = field(default_factory=dict)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (rel, "symlink" | "special-file")
+    # with ``track_skipped``: everything inside ``SKIPPED_DIRS`` folders by stat signature (None: more
+    # than ``MAX_TRACKED_IN_SKIPPED`` entries, not tracked)
+    inside_skipped: dict[str, SkippedSignature] | None = field(default_factory=dict)
+
+
+def stat_signature(info: os.stat_result) -> tuple[int, int, int, int]:
+    return (info.st_ino, info.st_dev, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _skipped_signature(is_dir: bool, info: os.stat_result) -> SkippedSignature:
+    kind = "dir" if is_dir else "link" if stat.S_ISLNK(info.st_mode) else "file"
+    return (kind, 0 if is_dir else info.st_size, stat.S_IMODE(info.st_mode),
+            0 if is_dir else info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+
+
+def list_tree(root: Path, *, track_skipped: bool = False, exclude: frozenset[str] = frozenset()) -> Listing:
+    """Regular files under ``root`` (sorted by path); symlinks and special files are reported, not followed.
+
+    Folders named in ``SKIPPED_DIRS`` are never listed as files; with ``track_skipped`` everything in
+    them is recorded by stat signature in ``inside_skipped`` (same walk), so changes there can still be
+    reported. ``exclude`` names top-level paths not walked at all (a ``.git`` the sandbox cannot write).
+    One ``scandir`` per directory and one ``lstat`` per entry (``DirEntry.stat`` caches it)."""
+    listing = Listing()
     if not root.is_dir():
-        return found
+        return listing
+    files = listing.files
+    skipped = listing.skipped
+    inside_skipped: dict[str, SkippedSignature] = {}
+    tracking = track_skipped
     stack: list[tuple[str, str, bool]] = [(str(root), "", False)]
     while stack:
         directory, prefix, inside = stack.pop()
         try:
             entries = list(os.scandir(directory))
         except OSError:
-            continue
+            if inside:
+                continue  # inside an uncaptured folder: a vanished subfolder is just a change
+            raise
         for item in entries:
-            rel = prefix + item.name
-            if not inside and rel in exclude:
+            name = item.name
+            rel = prefix + name
+            if inside:
+                if not tracking:
+                    continue
+                try:
+                    is_dir = item.is_dir(follow_symlinks=False)
+                    inside_skipped[rel] = _skipped_signature(is_dir, item.stat(follow_symlinks=False))
+                except OSError:
+                    continue
+                if len(inside_skipped) > MAX_TRACKED_IN_SKIPPED:
+                    tracking = False  # too many to track: stop walking uncaptured folders
+                elif is_dir:
+                    stack.append((item.path, rel + "/", True))
                 continue
-            try:
-                is_dir = item.is_dir(follow_symlinks=False)
-                skipped_here = inside or (is_dir and item.name in SKIPPED_DIRS)
-                if skipped_here:
-                    info = item.stat(follow_symlinks=False)
-                    kind = "dir" if is_dir else "link" if stat.S_ISLNK(info.st_mode) else "file"
-                    found[rel] = (kind, 0 if is_dir else info.st_size, stat.S_IMODE(info.st_mode),
-                                  0 if is_dir else info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
-                    if len(found) > MAX_TRACKED_IN_SKIPPED:
-                        return None
-            except OSError:
+            if rel in exclude:
                 continue
+            if item.is_dir(follow_symlinks=False):
+                is_dir = True
+                info = None
+            else:
+                info = item.stat(follow_symlinks=False)
+                is_dir = stat.S_ISDIR(info.st_mode)  # d_type unknown on some filesystems
             if is_dir:
-                stack.append((item.path, rel + "/", skipped_here))
-    return found
+                if name not in SKIPPED_DIRS:
+                    stack.append((item.path, rel + "/", False))
+                elif tracking:
+                    inside_skipped[rel] = _skipped_signature(True, info or item.stat(follow_symlinks=False))
+                    stack.append((item.path, rel + "/", True))
+                continue
+            assert info is not None
+            st_mode = info.st_mode
+            if stat.S_ISLNK(st_mode):
+                skipped.append((rel, "symlink"))
+            elif not stat.S_ISREG(st_mode):
+                skipped.append((rel, "special-file"))
+            else:
+                mode = "100755" if st_mode & 0o111 else "100644"
+                files[rel] = Entry(rel, mode, info.st_size, stat_signature(info))
+    listing.files = dict(sorted(files.items()))
+    skipped.sort()
+    listing.inside_skipped = inside_skipped if tracking else None
+    return listing
 
 
 def skipped_dir_changes(before: dict[str, SkippedSignature], after: dict[str, SkippedSignature]
