@@ -102,6 +102,13 @@ def _wait_for_preparation(timeout_s: float) -> bool:
             return False
         _preparing.wait_for(lambda: _preparing_count == 0, timeout=timeout_s)
         return True
+
+
+def _spare_key(build: WordPressBuild, spec: SandboxSpec) -> str:
+    """Spares are interchangeable for the same WordPress build, PHP version and network policy."""
+    return f"{build.version}|{spec.php}|{network_policy_key(spec.policy)}"
+
+
 _starter = ThreadPoolExecutor(max_workers=2, thread_name_prefix="codebox-sidecar-start")
 
 
@@ -298,7 +305,7 @@ class PlaygroundBackend:
                 self.settings.spare_sandboxes, _boots_in_process, _spares_override):
             return False
         build = resolve_build(spec.wp)
-        key = f"{build.version}|{spec.php}|{network_policy_key(spec.policy)}"
+        key = _spare_key(build, spec)
         with _spares_lock:
             if key in _spares:
                 return False
@@ -338,7 +345,7 @@ class PlaygroundBackend:
         self._sidecar_future(spec)  # node starts while the site directory is prepared
         report("resolving-wordpress", {"version": build.version})
         golden = ensure_golden_site(build, self.settings.golden_dir)
-        spare_key = f"{build.version}|{spec.php}|{network_policy_key(spec.policy)}"
+        spare_key = _spare_key(build, spec)
         poolable = spec.preview_port is None and spec.blueprint is None
         if poolable:
             with _spares_lock:
