@@ -65,7 +65,7 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
         yield Footer()
 
     def on_mount(self) -> None:
-        if (self.spec is not None or self.recipe is not None) and self.run_dir is None:
+        if self.runs_sandbox and self.run_dir is None:
             if self.recipe is not None:
                 self.start_recipe()
             else:
@@ -81,9 +81,14 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
         return True
 
     @property
+    def runs_sandbox(self) -> bool:
+        """This screen runs a command or a recipe itself (not a replay of a finished run's events)."""
+        return self.spec is not None or self.recipe is not None
+
+    @property
     def live(self) -> bool:
         """This screen runs the sandbox and it has not finished (the clock is the wall clock)."""
-        return (self.spec is not None or self.recipe is not None) and self.state in ("starting", "cancelling")
+        return self.runs_sandbox and self.state in ("starting", "cancelling")
 
     def _tick_progress(self) -> None:
         if self.live:
