@@ -159,71 +159,77 @@ def _mount_changes(
     baseline: Baseline, limits: CaptureLimits, budget: list[int], redact: Any
 ) -> tuple[list[_Change], list[SkippedEntry]]:
     new_listing = list_tree(baseline.source, track_skipped=True, exclude=baseline.skipped_exclude)
-    # A snapshot baseline recorded its own listing while copying; the copy is private, so it is not re-walked.
-    old_files = baseline.entries if baseline.entries is not None else list_tree(baseline.directory).files
+    old_files = baseline.entries
     new_files = new_listing.files
     signatures = baseline.signatures
-    source_dir, base_dir = str(baseline.source), str(baseline.directory)
+    source_dir = str(baseline.source)
     skipped = [
         SkippedEntry(mountIndex=baseline.mount_index, relativePath=rel, reason=reason)
         for rel, reason in new_listing.skipped
     ]
     changes: list[_Change] = []
-    for rel in sorted(old_files.keys() | new_files.keys()):
-        old_entry, new_entry = old_files.get(rel), new_files.get(rel)
-        same_shape = (
-            old_entry is not None
-            and new_entry is not None
-            and old_entry.size == new_entry.size
-            and old_entry.mode == new_entry.mode
-        )
-        if same_shape and new_entry is not None:
-            recorded = signatures.get(rel)
-            if recorded is not None and recorded == new_entry.sig:
-                continue  # not written since the snapshot copied it (see baseline._snapshot)
-        too_big = [e.size for e in (old_entry, new_entry) if e is not None and e.size > limits.max_file_bytes]
-        if too_big and (old_entry is None or new_entry is None or old_entry.size != new_entry.size):
-            skipped.append(
-                SkippedEntry(
-                    mountIndex=baseline.mount_index,
-                    relativePath=rel,
-                    reason="max-file-bytes-exceeded",
-                    size=max(too_big),
-                )
+    with baseline.reader() as read_old:
+        for rel in sorted(old_files.keys() | new_files.keys()):
+            if rel in baseline.unreadable:  # no baseline bytes: never guess "added"
+                skipped.append(SkippedEntry(mountIndex=baseline.mount_index, relativePath=rel, reason="unreadable"))
+                continue
+            old_entry, new_entry = old_files.get(rel), new_files.get(rel)
+            same_shape = (
+                old_entry is not None
+                and new_entry is not None
+                and old_entry.size == new_entry.size
+                and old_entry.mode == new_entry.mode
             )
-            continue
-        try:
-            new = _read(f"{source_dir}/{rel}") if new_entry else None
-            new_sha = hashlib.sha256(new).hexdigest() if new is not None else None
-            known = baseline.hashes.get(rel)
-            if known is not None and same_shape and new_sha == known:
-                continue  # unchanged: the baseline bytes were hashed when the snapshot was taken
-            old = _read(f"{base_dir}/{rel}") if old_entry else None
-        except OSError:
-            skipped.append(SkippedEntry(mountIndex=baseline.mount_index, relativePath=rel, reason="unreadable"))
-            continue
-        result = diff_file(rel, old, new, old_entry.mode if old_entry else None, new_entry.mode if new_entry else None)
-        if result is None:
-            continue
-        cost = len(old or b"") + len(new or b"")
-        if budget[0] + cost > limits.max_total_bytes or len(changes) >= limits.max_files:
-            reason = "max-total-bytes-exceeded" if budget[0] + cost > limits.max_total_bytes else "max-files-exceeded"
-            skipped.append(
-                SkippedEntry(
-                    mountIndex=baseline.mount_index,
-                    relativePath=rel,
-                    reason=reason,
-                    size=cost,
+            if same_shape and new_entry is not None:
+                recorded = signatures.get(rel)
+                if recorded is not None and recorded == new_entry.sig:
+                    continue  # not written since the baseline was packed (see baseline._pack_tree)
+            too_big = [e.size for e in (old_entry, new_entry) if e is not None and e.size > limits.max_file_bytes]
+            if too_big and (old_entry is None or new_entry is None or old_entry.size != new_entry.size):
+                skipped.append(
+                    SkippedEntry(
+                        mountIndex=baseline.mount_index,
+                        relativePath=rel,
+                        reason="max-file-bytes-exceeded",
+                        size=max(too_big),
+                    )
                 )
+                continue
+            try:
+                new = _read(f"{source_dir}/{rel}") if new_entry else None
+                new_sha = hashlib.sha256(new).hexdigest() if new is not None else None
+                known = baseline.hashes.get(rel)
+                if known is not None and same_shape and new_sha == known:
+                    continue  # unchanged: the baseline bytes were hashed when the snapshot was taken
+                old = read_old(rel) if old_entry else None
+            except OSError:
+                skipped.append(SkippedEntry(mountIndex=baseline.mount_index, relativePath=rel, reason="unreadable"))
+                continue
+            result = diff_file(
+                rel, old, new, old_entry.mode if old_entry else None, new_entry.mode if new_entry else None
             )
-            continue
-        budget[0] += cost
-        if not result.binary and redact.active:
-            result.text = redact(result.text)
-        before_sha = None
-        if old is not None:
-            before_sha = baseline.hashes.get(rel) or hashlib.sha256(old).hexdigest()
-        changes.append(_Change(result, new, before_sha, new_sha, len(old) if old is not None else None))
+            if result is None:
+                continue
+            cost = len(old or b"") + len(new or b"")
+            if budget[0] + cost > limits.max_total_bytes or len(changes) >= limits.max_files:
+                over_bytes = budget[0] + cost > limits.max_total_bytes
+                reason = "max-total-bytes-exceeded" if over_bytes else "max-files-exceeded"
+                skipped.append(
+                    SkippedEntry(
+                        mountIndex=baseline.mount_index,
+                        relativePath=rel,
+                        reason=reason,
+                        size=cost,
+                    )
+                )
+                continue
+            budget[0] += cost
+            if not result.binary and redact.active:
+                result.text = redact(result.text)
+            before_sha = None
+            if old is not None:
+                before_sha = baseline.hashes.get(rel) or hashlib.sha256(old).hexdigest()
+            changes.append(_Change(result, new, before_sha, new_sha, len(old) if old is not None else None))
     skipped += _skipped_dir_report(baseline, new_listing)
     return changes, skipped
 

@@ -1,0 +1,122 @@
+"""Baselines are packed into one file per mount (no per-file copies), and a git baseline is the work
+tree as HEAD checks it out, even where ``git archive`` would leave files out or rewrite them."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from codebox_tui.bundle.baseline import take_baselines
+from codebox_tui.bundle.capture import BundleSummary, capture_bundle
+from codebox_tui.bundle.verify import verify_bundle
+from codebox_tui.contracts.common import utc_now_iso
+from codebox_tui.contracts.runtime import MountSpec, RuntimePolicy, RuntimeInfo
+
+GIT = ["git", "-c", "user.email=t@example.test", "-c", "user.name=t"]
+
+
+def _capture(tmp: Path, mount: MountSpec, baselines: list) -> BundleSummary:  # type: ignore[type-arg]
+    run_dir = tmp / "run"
+    run_dir.mkdir()
+    return capture_bundle(run_dir, runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}),
+                          mounts=[mount], baselines=baselines, policy=RuntimePolicy(commands=["wordpress.run-php"]),
+                          metadata={}, secret_values=[], evidence=[], test_suites=[])
+
+
+def _plugin_repo(root: Path) -> Path:
+    repo = root / "plugin"
+    (repo / "tests" / "unit").mkdir(parents=True)
+    (repo / "plugin.php").write_text("<?php\n/* Version: $Format:%h$ */\necho 'hi';\n")
+    (repo / "tests" / "unit" / "test-a.php").write_text("<?php // a test\n")
+    (repo / "tests" / "bootstrap.php").write_text("<?php // bootstrap\n")
+    (repo / "notes.txt").write_text("line one\nline two\n")
+    (repo / "run.sh").write_text("#!/bin/sh\necho run\n")
+    (repo / "run.sh").chmod(0o755)
+    # what WordPress plugins commonly ship: tests left out of release zips, a version stamped on export,
+    # and text files checked out with CRLF
+    (repo / ".gitattributes").write_text("tests/ export-ignore\n/.gitattributes export-ignore\n"
+                                         "plugin.php export-subst\n*.txt text eol=crlf\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*GIT, "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run([*GIT, "-C", str(repo), "commit", "-qm", "base"], check=True)
+    # check the CRLF file out again so the work tree has the converted bytes
+    (repo / "notes.txt").unlink()
+    subprocess.run(["git", "-C", str(repo), "checkout", "--", "notes.txt"], check=True)
+    assert (repo / "notes.txt").read_bytes() == b"line one\r\nline two\r\n"
+    return repo
+
+
+def test_git_baseline_matches_the_checked_out_tree_despite_export_attributes(tmp_path: Path) -> None:
+    repo = _plugin_repo(tmp_path)
+    mount = MountSpec(source=str(repo), target="/wordpress/wp-content/plugins/p", mode="readwrite")
+    (base,) = take_baselines([mount], tmp_path / "scratch")
+    assert base.strategy == "git-head"
+    # every tracked file is in the baseline with the work tree's bytes, export-ignored ones included
+    with base.reader() as read:
+        for rel in ("plugin.php", "tests/unit/test-a.php", "tests/bootstrap.php", "notes.txt", "run.sh",
+                    ".gitattributes"):
+            assert read(rel) == (repo / rel).read_bytes(), rel
+            assert base.hashes[rel] == hashlib.sha256((repo / rel).read_bytes()).hexdigest()
+    assert base.entries["run.sh"].mode == "100755"
+    # a run that changes nothing reports nothing (git archive alone would report tests/ as added and
+    # plugin.php as modified)
+    summary = _capture(tmp_path, mount, [base])
+    assert summary.changed_files == []
+
+
+def test_git_baseline_diffs_export_ignored_files_against_head(tmp_path: Path) -> None:
+    repo = _plugin_repo(tmp_path)
+    mount = MountSpec(source=str(repo), target="/wordpress/wp-content/plugins/p", mode="readwrite")
+    baselines = take_baselines([mount], tmp_path / "scratch")
+    (repo / "tests" / "bootstrap.php").write_text("<?php // bootstrap, edited in the sandbox\n")
+    (repo / "tests" / "unit" / "test-a.php").unlink()
+    summary = _capture(tmp_path, mount, baselines)
+    got = {c["relativePath"]: (c["status"], c.get("beforeSha256")) for c in summary.changed_files}
+    assert got == {
+        "tests/bootstrap.php": ("modified", hashlib.sha256(b"<?php // bootstrap\n").hexdigest()),
+        "tests/unit/test-a.php": ("deleted", hashlib.sha256(b"<?php // a test\n").hexdigest()),
+    }
+    assert verify_bundle(summary.path).valid
+    patch = (summary.path / "files" / "patch.diff").read_text()
+    assert "-<?php // bootstrap\n+<?php // bootstrap, edited in the sandbox\n" in patch
+
+
+@pytest.mark.parametrize("git", [False, True])
+def test_baseline_is_one_pack_file_per_mount(tmp_path: Path, git: bool) -> None:
+    source = tmp_path / "plugin"
+    for i in range(30):
+        (source / f"d{i % 3}").mkdir(parents=True, exist_ok=True)
+        (source / f"d{i % 3}" / f"f{i}.php").write_text(f"<?php // {i}\n")
+    if git:
+        subprocess.run(["git", "init", "-q", str(source)], check=True)
+        subprocess.run([*GIT, "-C", str(source), "add", "-A"], check=True)
+        subprocess.run([*GIT, "-C", str(source), "commit", "-qm", "base"], check=True)
+    mount = MountSpec(source=str(source), target="/wordpress/wp-content/plugins/p", mode="readwrite")
+    (base,) = take_baselines([mount], tmp_path / "scratch")
+    assert base.strategy == ("git-head" if git else "snapshot")
+    assert [p.name for p in (tmp_path / "scratch").iterdir()] == ["baseline-0.pack"]
+    assert len(base.index) == 30
+    (source / "d1" / "f4.php").write_text("<?php // four, changed\n")
+    summary = _capture(tmp_path, mount, [base])
+    assert [(c["relativePath"], c["status"]) for c in summary.changed_files] == [("d1/f4.php", "modified")]
+
+
+def test_broken_git_repository_falls_back_to_a_snapshot(tmp_path: Path) -> None:
+    repo = tmp_path / "plugin"
+    repo.mkdir()
+    (repo / "a.php").write_text("<?php // a\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*GIT, "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run([*GIT, "-C", str(repo), "commit", "-qm", "base"], check=True)
+    # HEAD names a commit whose objects are gone: rev-parse still answers, ls-tree/archive cannot
+    for obj in (repo / ".git" / "objects").glob("??/*"):
+        obj.unlink()
+    mount = MountSpec(source=str(repo), target="/wordpress/wp-content/plugins/p", mode="readwrite")
+    (base,) = take_baselines([mount], tmp_path / "scratch")
+    assert base.strategy == "snapshot"
+    (repo / "a.php").write_text("<?php // a, changed\n")
+    summary = _capture(tmp_path, mount, [base])
+    assert [(c["relativePath"], c["status"]) for c in summary.changed_files] == [("a.php", "modified")]
