@@ -9,29 +9,20 @@ self-hash.
 from __future__ import annotations
 
 import hashlib
-import json
 import mimetypes
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from codebox_tui.bundle.baseline import Baseline
 from codebox_tui.bundle.diff import FileDiff, Listing, diff_file, list_tree, skipped_dir_changes
-from codebox_tui.bundle.digests import (
-    MODE_A_INPUTS,
-    MODE_B_INPUTS,
-    content_digest,
-    file_list_digest,
-    file_sha256,
-    manifest_self_hash,
-)
+from codebox_tui.bundle.digests import MODE_B_INPUTS, content_digest
+from codebox_tui.bundle.seal import BundleSummary, Evidence, bundle_id_for, seal
 from codebox_tui.contracts.bundle import (
-    BUNDLE_ID_PREFIX,
     CHANGED_FILES_SCHEMA,
     DIAGNOSTICS_SCHEMA,
-    REFERENCE_MANIFEST_SCHEMA,
     REVIEW_SCHEMA,
     WORKSPACE_PATCH_SCHEMA,
     ChangedFile,
@@ -40,15 +31,9 @@ from codebox_tui.contracts.bundle import (
     TestSuite,
     TestSummary,
 )
-from codebox_tui.contracts.canonical import domain_digest, pretty_json
+from codebox_tui.contracts.canonical import pretty_json
 from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
-
-
-class Evidence(Protocol):
-    path: str
-    kind: str
-    contentType: str
 
 
 @dataclass(frozen=True)
@@ -56,17 +41,6 @@ class CaptureLimits:
     max_file_bytes: int = 5 * 1024 * 1024
     max_total_bytes: int = 64 * 1024 * 1024
     max_files: int = 5000
-
-
-@dataclass
-class BundleSummary:
-    id: str
-    content_digest: str  # Mode A (file list), what the bundle id is made of
-    content_digest_b: str  # Mode B (changed-files + patch bytes), what decisions and apply-back check
-    path: Path
-    stats: dict[str, int]
-    changed_files: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[dict[str, Any]] = field(default_factory=list)
 
 
 ACTIONS = [
@@ -600,8 +574,7 @@ def capture_bundle(
                         }
                     )
                     listed.add(rel)
-        digest_a = file_list_digest(entries)
-        bundle_id = BUNDLE_ID_PREFIX + digest_a
+        bundle_id, digest_a = bundle_id_for(entries)
 
         # 4. documents that embed the id
         provenance = {
@@ -728,69 +701,10 @@ def capture_bundle(
             }
         put(run_dir, "files/review.json", pretty_json(review))
 
-        # 5. hashes, the reference manifest, the manifest
-        excluded = {"manifest.json", "metadata.json", "files/review.json", "files/runtime-reference-manifest.json"}
-        hashes = {
-            e["path"]: known.get(e["path"]) or file_sha256(run_dir / e["path"])
-            for e in entries
-            if e["path"] not in ("manifest.json", "files/runtime-reference-manifest.json")
-        }
-        refs = sorted(
-            (
-                {
-                    "path": e["path"],
-                    "kind": e["kind"],
-                    "contentType": e["contentType"],
-                    "sha256": {"algorithm": "sha256", "value": hashes[e["path"]]},
-                }
-                for e in entries
-                if e["path"] not in excluded
-            ),
-            key=lambda r: r["path"],
-        )
-        payload = {
-            "schema": REFERENCE_MANIFEST_SCHEMA,
-            "version": 1,
-            "runtime": runtime.model_dump(mode="json", exclude_none=True),
-            "artifactBundle": {
-                "kind": "artifact-bundle",
-                "id": bundle_id,
-                "digest": {"algorithm": "sha256", "value": digest_a},
-            },
-            "files": refs,
-            "snapshots": [],
-        }
-        ref_digest = domain_digest(REFERENCE_MANIFEST_SCHEMA, payload)
-        put(
-            run_dir,
-            "files/runtime-reference-manifest.json",
-            pretty_json(
-                {
-                    **payload,
-                    "id": f"runtime-reference-manifest-sha256-{ref_digest}",
-                    "createdAt": created_at,
-                    "digest": {"algorithm": "sha256", "value": ref_digest},
-                }
-            ),
-        )
-        hashes["files/runtime-reference-manifest.json"] = known["files/runtime-reference-manifest.json"]
-        files = []
-        for entry in entries:
-            value = hashes.get(entry["path"], "0" * 64)
-            files.append({**entry, "sha256": {"algorithm": "sha256", "value": value}})
-        manifest: dict[str, Any] = {
-            "id": bundle_id,
-            "createdAt": created_at,
-            "runtime": runtime.model_dump(mode="json", exclude_none=True),
-            "contentDigest": {"algorithm": "sha256", "inputs": MODE_A_INPUTS, "value": digest_a},
-            "files": files,
-        }
-        self_hash = manifest_self_hash(manifest)
-        copier.wait()  # the manifest is written last, once every file it lists is on disk
-        for file_entry in files:
-            if file_entry["path"] == "manifest.json":
-                file_entry["sha256"] = {"algorithm": "sha256", "value": self_hash}
-        (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        # 5. hashes, the reference manifest, the manifest (last, once every copy is on disk)
+        seal(run_dir, entries, known, bundle_id=bundle_id, digest_a=digest_a,
+             runtime=runtime.model_dump(mode="json", exclude_none=True), created_at=created_at,
+             before_manifest=copier.wait)
         return BundleSummary(
             id=bundle_id,
             content_digest=digest_a,

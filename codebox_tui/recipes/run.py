@@ -349,6 +349,7 @@ def _verify_and_reseal(session: Any, summary: Any) -> tuple[Any, dict[str, Any] 
     """Recipe ``artifacts.verify``: verify the captured bundle, keep the result as evidence and seal the
     bundle again with it listed (as the reference does, the file records the verification of the bundle
     before this file was added, so its id differs from the final one). An invalid bundle fails the run."""
+    from codebox_tui.bundle.seal import append_and_reseal
     from codebox_tui.bundle.verify import verify_bundle
 
     result = verify_bundle(summary.path)
@@ -362,7 +363,8 @@ def _verify_and_reseal(session: Any, summary: Any) -> tuple[Any, dict[str, Any] 
         problem = {"phase": "verify_bundle", "error": {
             "code": "bundle-verification-failed", "evidence": VERIFICATION_EVIDENCE,
             "message": f"The captured bundle failed verification ({codes})"}}
-    return session.capture(), problem
+    # only the id-bearing documents and the manifest are rewritten (no second capture)
+    return append_and_reseal(summary.path, [session.evidence[-1]]), problem
 
 
 def _collect_declared(session: Any, art: Any) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from codebox_tui.bundle.baseline import take_baselines
 from codebox_tui.bundle.capture import BundleSummary, capture_bundle
 from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.contracts.common import utc_now_iso
-from codebox_tui.contracts.runtime import MountSpec, RuntimePolicy, RuntimeInfo
+from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
 
 GIT = ["git", "-c", "user.email=t@example.test", "-c", "user.name=t"]
 

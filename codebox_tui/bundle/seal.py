@@ -1,0 +1,196 @@
+"""Sealing: the last step of a bundle. Given the file list and the id it yields (Mode A), hash every
+listed file, write the runtime reference manifest, then the manifest with its self-hash.
+
+``append_and_reseal`` adds files to an already sealed bundle (e.g. a recipe's verification evidence):
+the file list changes, so the id changes, so the documents that embed the id (metadata.json,
+review.json, the reference manifest) and the manifest are rewritten, and nothing else is touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from codebox_tui.bundle.digests import MODE_A_INPUTS, file_list_digest, file_sha256, manifest_self_hash
+from codebox_tui.contracts.bundle import BUNDLE_ID_PREFIX, REFERENCE_MANIFEST_SCHEMA
+from codebox_tui.contracts.canonical import domain_digest, pretty_json, sha256_hex
+from codebox_tui.errors import BadInputError
+
+
+class Evidence(Protocol):
+    path: str
+    kind: str
+    contentType: str
+
+
+@dataclass
+class BundleSummary:
+    id: str
+    content_digest: str  # Mode A (file list), what the bundle id is made of
+    content_digest_b: str  # Mode B (changed-files + patch bytes), what decisions and apply-back check
+    path: Path
+    stats: dict[str, int]
+    changed_files: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+
+
+# Never listed in the reference manifest: they embed its hashes or the bundle id (spec §1.6).
+REFERENCE_EXCLUDED = frozenset(
+    {"manifest.json", "metadata.json", "files/review.json", "files/runtime-reference-manifest.json"}
+)
+
+
+def bundle_id_for(entries: list[dict[str, Any]]) -> tuple[str, str]:
+    """(bundle id, Mode A digest) of a file list."""
+    digest = file_list_digest(entries)
+    return BUNDLE_ID_PREFIX + digest, digest
+
+
+def write_json(run_dir: Path, rel: str, value: Any, known: dict[str, str]) -> None:
+    data = pretty_json(value).encode("utf-8")
+    path = run_dir / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    known[rel] = sha256_hex(data)
+
+
+def seal(
+    run_dir: Path,
+    entries: list[dict[str, Any]],
+    known: dict[str, str],
+    *,
+    bundle_id: str,
+    digest_a: str,
+    runtime: dict[str, Any],
+    created_at: str,
+    before_manifest: Callable[[], None] | None = None,
+) -> None:
+    """Hash the listed files (``known``: sha256 of files already hashed from the bytes written), write
+    the reference manifest and, once ``before_manifest`` returns, the manifest."""
+    hashes = {
+        e["path"]: known.get(e["path"]) or file_sha256(run_dir / e["path"])
+        for e in entries
+        if e["path"] not in ("manifest.json", "files/runtime-reference-manifest.json")
+    }
+    refs = sorted(
+        (
+            {
+                "path": e["path"],
+                "kind": e["kind"],
+                "contentType": e["contentType"],
+                "sha256": {"algorithm": "sha256", "value": hashes[e["path"]]},
+            }
+            for e in entries
+            if e["path"] not in REFERENCE_EXCLUDED
+        ),
+        key=lambda r: r["path"],
+    )
+    payload = {
+        "schema": REFERENCE_MANIFEST_SCHEMA,
+        "version": 1,
+        "runtime": runtime,
+        "artifactBundle": {
+            "kind": "artifact-bundle",
+            "id": bundle_id,
+            "digest": {"algorithm": "sha256", "value": digest_a},
+        },
+        "files": refs,
+        "snapshots": [],
+    }
+    ref_digest = domain_digest(REFERENCE_MANIFEST_SCHEMA, payload)
+    write_json(
+        run_dir,
+        "files/runtime-reference-manifest.json",
+        {
+            **payload,
+            "id": f"runtime-reference-manifest-sha256-{ref_digest}",
+            "createdAt": created_at,
+            "digest": {"algorithm": "sha256", "value": ref_digest},
+        },
+        known,
+    )
+    hashes["files/runtime-reference-manifest.json"] = known["files/runtime-reference-manifest.json"]
+    files = [
+        {**entry, "sha256": {"algorithm": "sha256", "value": hashes.get(entry["path"], "0" * 64)}}
+        for entry in entries
+    ]
+    manifest: dict[str, Any] = {
+        "id": bundle_id,
+        "createdAt": created_at,
+        "runtime": runtime,
+        "contentDigest": {"algorithm": "sha256", "inputs": MODE_A_INPUTS, "value": digest_a},
+        "files": files,
+    }
+    self_hash = manifest_self_hash(manifest)
+    if before_manifest is not None:
+        before_manifest()  # e.g. wait for copies still being written: the manifest comes last
+    for file_entry in files:
+        if file_entry["path"] == "manifest.json":
+            file_entry["sha256"] = {"algorithm": "sha256", "value": self_hash}
+    (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _load(run_dir: Path, rel: str) -> dict[str, Any]:
+    try:
+        value = json.loads((run_dir / rel).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BadInputError(f"{run_dir / rel}: cannot reseal the bundle, expected a readable JSON document ({exc})",
+                            code="bundle-unreadable", field=rel) from exc
+    if not isinstance(value, dict):
+        raise BadInputError(f"{run_dir / rel}: cannot reseal the bundle, expected a JSON object",
+                            code="bundle-unreadable", field=rel)
+    return value
+
+
+def append_and_reseal(run_dir: Path, added: Iterable[Evidence]) -> BundleSummary:
+    """List ``added`` files (already written inside ``run_dir``) in a sealed bundle and seal it again.
+
+    Only what depends on the file list is rewritten: metadata.json and review.json (they embed the id),
+    the reference manifest and the manifest. Listed files keep the hashes the manifest recorded, except
+    those rewritten here; verification re-reads everything, so a file changed in between fails closed."""
+    run_dir = Path(run_dir)
+    manifest = _load(run_dir, "manifest.json")
+    entries: list[dict[str, Any]] = []
+    known: dict[str, str] = {}
+    for item in manifest.get("files") or []:
+        entry = {k: v for k, v in item.items() if k != "sha256"}
+        entries.append(entry)
+        value = (item.get("sha256") or {}).get("value")
+        if isinstance(value, str):
+            known[entry["path"]] = value
+    listed = {e["path"] for e in entries}
+    for extra in added:
+        target = run_dir / extra.path
+        if extra.path in listed:
+            known.pop(extra.path, None)  # rewritten since the seal: hash it again
+            continue
+        if not target.is_file() or target.is_symlink() or os.path.isabs(extra.path) or ".." in extra.path.split("/"):
+            raise BadInputError(f"{target}: cannot add it to the bundle, expected a regular file inside {run_dir}",
+                                code="bundle-evidence-missing", field=extra.path)
+        entries.append({"path": extra.path, "kind": extra.kind, "contentType": extra.contentType})
+        listed.add(extra.path)
+    bundle_id, digest_a = bundle_id_for(entries)
+    metadata = _load(run_dir, "metadata.json")
+    metadata["id"], metadata["contentDigest"] = bundle_id, digest_a
+    write_json(run_dir, "metadata.json", metadata, known)
+    review = _load(run_dir, "files/review.json")
+    review["artifactId"] = bundle_id
+    if isinstance(review.get("evidence"), dict):
+        review["evidence"]["artifactContentDigest"] = digest_a
+    write_json(run_dir, "files/review.json", review, known)
+    seal(run_dir, entries, known, bundle_id=bundle_id, digest_a=digest_a,
+         runtime=manifest.get("runtime") or {}, created_at=str(manifest.get("createdAt")))
+    changed = _load(run_dir, "files/changed-files.json")
+    return BundleSummary(
+        id=bundle_id,
+        content_digest=digest_a,
+        content_digest_b=str(metadata.get("contentDigestB")),
+        path=run_dir,
+        stats=dict(review.get("stats") or {}),
+        changed_files=list(changed.get("files") or []),
+        skipped=list(changed.get("skipped") or []),
+    )
