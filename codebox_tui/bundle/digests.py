@@ -25,8 +25,11 @@ def file_sha256(path: Path) -> str:
 
 
 def file_list_digest(files: list[dict[str, Any]]) -> str:
-    """Mode A: the manifest's file list (paths, kinds, content types), not the bytes."""
-    listing = [{k: f[k] for k in LISTING_KEYS if k in f and f[k] is not None} for f in files]
+    """Mode A: the manifest's file list (paths, kinds, content types), not the bytes.
+
+    Only absent keys are left out: the reference strips ``undefined``, and a key present as JSON ``null`` is
+    kept as ``null`` in its listing (dropping it made a valid reference bundle fail with digest-mismatch)."""
+    listing = [{k: f[k] for k in LISTING_KEYS if k in f} for f in files]
     return sha256_hex(MANIFEST_FILE_LIST_DOMAIN + "\n" + stable_json(listing))
 
 

@@ -57,6 +57,56 @@ def _json(path: Path, what: str, expected_schema: str | None = None, required: b
     return data
 
 
+def patch_line_counts(patch: str) -> dict[str, tuple[int, int, bool]]:
+    """(additions, deletions, binary) per ``diff --git`` block, keyed by the block's ``b/`` path (``a/`` when the
+    ``b/`` side is missing). Lines are counted only inside hunks, so ``---``/``+++`` headers never count."""
+    counts: dict[str, tuple[int, int, bool]] = {}
+    name: str | None = None
+    adds = dels = 0
+    binary = in_hunk = False
+
+    def flush() -> None:
+        if name is not None:
+            counts[name] = (adds, dels, binary)
+
+    for line in patch.split("\n"):
+        if line.startswith("diff --git "):
+            flush()
+            head = line[len("diff --git ") :]
+            parts = head.split(" b/", 1)
+            name = parts[1] if len(parts) == 2 else head.removeprefix("a/").strip()
+            adds = dels = 0
+            binary = in_hunk = False
+        elif name is None:
+            continue
+        elif line.startswith("@@"):
+            in_hunk = True
+        elif line.startswith("GIT binary patch") or (line.startswith("Binary files ") and line.endswith(" differ")):
+            binary = True
+        elif in_hunk and line.startswith("+"):
+            adds += 1
+        elif in_hunk and line.startswith("-"):
+            dels += 1
+    flush()
+    return counts
+
+
+def _with_line_counts(files: list[Any], patch: str) -> list[Any]:
+    """Changed-file entries as the Review screen and ``artifacts show`` expect them. Bundles written by the
+    reference carry no ``additions``/``deletions``/``binary`` (only Codebox's writer adds them), so they are
+    derived from the bundle's own patch instead of showing ``+None -None`` or ``+0 -0``."""
+    if all(not isinstance(f, dict) or ("additions" in f and "deletions" in f) for f in files):
+        return files
+    counts = patch_line_counts(patch)
+    result: list[Any] = []
+    for entry in files:
+        if isinstance(entry, dict) and not ("additions" in entry and "deletions" in entry):
+            adds, dels, binary = counts.get(str(entry.get("relativePath")), (0, 0, False))
+            entry = {"additions": adds, "deletions": dels, "binary": binary, **entry}
+        result.append(entry)
+    return result
+
+
 def find_bundle_dir(path: Path) -> Path:
     path = Path(path)
     if not path.exists():
@@ -91,6 +141,7 @@ def load_bundle(bundle_dir: Path | str) -> LoadedBundle:
             code="malformed-bundle",
             field="files/changed-files.json:files",
         )
+    files = _with_line_counts(files, patch)
     evidence = [
         f
         for f in manifest.get("files", [])

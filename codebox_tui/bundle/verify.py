@@ -46,6 +46,13 @@ def path_problem(path: Any) -> str | None:
     return None
 
 
+def dot_segment(path: str) -> bool:
+    """True when a path that passed ``path_problem`` still has a ``.`` segment (``./x``, ``a/./b``). Such a path is
+    not rejected as invalid, but the reference resolves every path it hashes through its artifact-path resolver,
+    which refuses ``.`` segments: its per-file hash and Mode B digest fail on it, so ours must too."""
+    return "." in [segment for segment in path.strip().split("/") if segment]
+
+
 class _Checker:
     def __init__(self, bundle: Path) -> None:
         self.bundle = bundle
@@ -258,6 +265,14 @@ def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
                 file=entry["path"],
             )
             continue
+        if entry["path"] != "manifest.json" and dot_segment(entry["path"]):
+            check.add(
+                "file-hash-mismatch",
+                f"manifest.files[{index}].sha256",
+                f"{entry['path']} cannot be hashed: a '.' path segment is not a bundle-relative artifact path",
+                file=entry["path"],
+            )
+            continue
         try:
             actual = (
                 manifest_self_hash(manifest)
@@ -295,6 +310,13 @@ def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
                 check.add("malformed-reference", "manifest.contentDigest.inputs", f"{name} is not listed")
                 ok = False
                 break
+        if ok and any(dot_segment(name) for name in content["inputs"]):
+            check.add(
+                "digest-mismatch",
+                "manifest.contentDigest.inputs",
+                "cannot compute the content digest: an input has a '.' path segment",
+            )
+            ok = False
         if ok:
             try:
                 digest_value = content_digest(bundle, content["inputs"])
@@ -330,18 +352,42 @@ def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
     return BundleVerification(bundleDirectory=result_dir, valid=valid, violations=check.violations, manifest=manifest)
 
 
+def _regular_inside(bundle: Path, rel: str) -> bool:
+    """``rel`` is a regular file (not a symlink) whose real path is inside the bundle: safe to read even when
+    it is not listed (the reference reads metadata.json and files/review.json whether listed or not)."""
+    if path_problem(rel):
+        return False
+    try:
+        full = bundle / rel
+        if not stat.S_ISREG(full.lstat().st_mode):
+            return False
+        inside = os.path.relpath(full.resolve(strict=True), bundle.resolve(strict=True))
+    except OSError:
+        return False
+    return not (inside == ".." or inside.startswith("../") or os.path.isabs(inside))
+
+
+def _reference_listed(check: _Checker, listed: dict[str, dict[str, Any]], ref: str, where: str) -> bool:
+    """The reference's artifact-reference rule: a safe path (``invalid-path``) that the manifest lists
+    (``malformed-reference``)."""
+    why = path_problem(ref)
+    if why:
+        check.add("invalid-path", where, f"{ref!r}: {why}", file=ref)
+        return False
+    if ref not in listed:
+        check.add("malformed-reference", where, f"{ref} is not listed in manifest.json", file=ref)
+        return False
+    return True
+
+
 def _check_metadata(check: _Checker, listed: dict[str, dict[str, Any]]) -> None:
-    metadata = _load_json(check.bundle, "metadata.json") if "metadata.json" in listed else None
+    metadata = _load_json(check.bundle, "metadata.json") if _regular_inside(check.bundle, "metadata.json") else None
     if not isinstance(metadata, dict) or not isinstance(metadata.get("artifacts"), dict):
         return
     for key, value in metadata["artifacts"].items():
         for ref in value if isinstance(value, list) else [value]:
-            if not isinstance(ref, str):
-                continue
-            if path_problem(ref):
-                check.add("invalid-path", f"metadata.json:artifacts.{key}", f"{ref!r} is not a safe path")
-            elif ref not in listed:
-                check.add("malformed-reference", f"metadata.json:artifacts.{key}", f"{ref} is not in the manifest")
+            if isinstance(ref, str):
+                _reference_listed(check, listed, ref, f"metadata.artifacts.{key}")
 
 
 def _change_key(item: Any) -> str:
@@ -350,14 +396,14 @@ def _change_key(item: Any) -> str:
 
 
 def _check_review(check: _Checker, listed: dict[str, dict[str, Any]], manifest: dict[str, Any]) -> None:
-    if "files/review.json" not in listed:
+    if not _regular_inside(check.bundle, "files/review.json"):
         return
     review = _load_json(check.bundle, "files/review.json")
     if review is None:
         return
     evidence = review.get("evidence") if isinstance(review, dict) else None
     if not isinstance(evidence, dict):
-        check.add("malformed-reference", "files/review.json:evidence", "review.json has no evidence object")
+        check.add("malformed-reference", "files/review.json", "review.json has no evidence object")
         return
     digest = evidence.get("artifactContentDigest")
     if isinstance(digest, str) and digest != manifest["contentDigest"]["value"]:
@@ -368,11 +414,17 @@ def _check_review(check: _Checker, listed: dict[str, dict[str, Any]], manifest: 
         )
     patch = evidence.get("patch")
     if isinstance(patch, str):
-        if patch not in listed:
-            check.add("review-evidence-mismatch", "files/review.json:evidence.patch", f"{patch} is not listed")
-        elif isinstance(evidence.get("patchSha256"), str):
-            actual = check.sha256_of(patch)
-            if actual != evidence["patchSha256"]:
+        is_listed = _reference_listed(check, listed, patch, "files/review.json:evidence.patch")
+        if isinstance(evidence.get("patchSha256"), str):
+            actual = check.sha256_of(patch) if is_listed else None
+            if actual is None:
+                check.add(
+                    "review-evidence-mismatch",
+                    "files/review.json:evidence.patchSha256",
+                    f"cannot hash the review's patch evidence {patch} (not a listed regular file)",
+                    file=patch,
+                )
+            elif actual != evidence["patchSha256"]:
                 check.add(
                     "review-evidence-mismatch",
                     "files/review.json:evidence.patchSha256",
@@ -380,12 +432,18 @@ def _check_review(check: _Checker, listed: dict[str, dict[str, Any]], manifest: 
                 )
     changed_ref = evidence.get("changedFiles")
     if isinstance(changed_ref, str):
-        if changed_ref not in listed:
+        is_listed = _reference_listed(check, listed, changed_ref, "files/review.json:evidence.changedFiles")
+        changed = _load_json(check.bundle, changed_ref) if is_listed and changed_ref in check.regular else None
+        if changed is None:
             check.add(
-                "review-evidence-mismatch", "files/review.json:evidence.changedFiles", f"{changed_ref} is not listed"
+                "review-evidence-mismatch",
+                "files/review.json:evidence.changedFiles",
+                f"cannot read the changed-file evidence {changed_ref}",
+                file=changed_ref,
             )
         else:
-            changed = _load_json(check.bundle, changed_ref)
+            # Stricter than the reference on purpose: a changed-files document without a files array makes every
+            # change the review claims unproven (the reference skips the comparison; our reader rejects it anyway).
             listed_changes = changed.get("files") if isinstance(changed, dict) else None
             pairs = {_change_key(f) for f in (listed_changes if isinstance(listed_changes, list) else [])}
             claimed = review.get("changedFiles")
@@ -398,8 +456,8 @@ def _check_review(check: _Checker, listed: dict[str, dict[str, Any]], manifest: 
                     )
     for key in ("runtimeEpisodeTrace", "runtimeReferenceManifest", "runtimeReplayReferenceIndex"):
         ref = evidence.get(key)
-        if isinstance(ref, str) and ref not in listed:
-            check.add("review-evidence-mismatch", f"files/review.json:evidence.{key}", f"{ref} is not listed")
+        if isinstance(ref, str):
+            _reference_listed(check, listed, ref, f"files/review.json:evidence.{key}")
 
 
 def _digest_ok(value: Any) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from typing import Any
 
 MAX_ARRAY_ITEMS = 2000
@@ -17,20 +18,46 @@ MAX_DEPTH = 30
 
 
 def _utf16_key(key: str) -> bytes:
-    return key.encode("utf-16-be")
+    return key.encode("utf-16-be", "surrogatepass")  # a lone surrogate sorts by its code unit, as in JS
+
+
+MAX_SAFE_INTEGER = 2**53
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _js_escape_surrogates(text: str) -> str:
+    """JSON.stringify writes a lone surrogate as a lowercase ``\\udXXX`` escape (the parser joined paired ones)."""
+    if not _LONE_SURROGATE.search(text):
+        return text
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _js_number(value: float) -> str:
+    """ECMAScript Number::toString: shortest round-trip digits (``repr``), placed by the JS rules
+    (plain notation for exponents -7 < n <= 21, otherwise ``d.ddde+n``)."""
     if math.isnan(value) or math.isinf(value):
         return "null"  # JSON.stringify(NaN) === "null"
-    if value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
-    text = repr(value)
-    if "e" in text:
-        mantissa, exp = text.split("e")
-        sign = "-" if exp.startswith("-") else "+"
-        return f"{mantissa}e{sign}{exp.lstrip('+-').lstrip('0') or '0'}"
-    return text
+    if value == 0:
+        return "0"  # also -0
+    sign = "-" if value < 0 else ""
+    mantissa, _, exp_text = repr(abs(value)).partition("e")
+    whole, _, frac = mantissa.partition(".")
+    raw_digits = whole + frac
+    digits = raw_digits.lstrip("0")
+    n = len(whole) + int(exp_text or 0) - (len(raw_digits) - len(digits))  # value = 0.digits * 10**n
+    digits = digits.rstrip("0")
+    k = len(digits)
+    if k <= n <= 21:
+        body = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        body = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        body = "0." + "0" * -n + digits
+    else:
+        exponent = n - 1
+        lead = digits if k == 1 else digits[0] + "." + digits[1:]
+        body = lead + ("e+" if exponent >= 0 else "e-") + str(abs(exponent))
+    return sign + body
 
 
 def _plain(value: Any) -> bool:
@@ -40,8 +67,12 @@ def _plain(value: Any) -> bool:
     seen: set[int] = set()
     while stack:
         item, depth = stack.pop()
-        if item is None or isinstance(item, bool | int | str):
+        if item is None or isinstance(item, bool | str):
             continue
+        if isinstance(item, int):
+            if -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                continue
+            return False
         if depth >= MAX_DEPTH or not isinstance(item, dict | list):
             return False
         if id(item) in seen:
@@ -64,13 +95,13 @@ def _plain(value: Any) -> bool:
 def stable_json(value: Any, _depth: int = 0, _seen: frozenset[int] = frozenset()) -> str:
     """Serialise ``value`` exactly like the reference's ``stableJson``."""
     if _depth == 0 and _plain(value):
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return _js_escape_surrogates(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
     if _depth > MAX_DEPTH:
         return '"[max-depth]"'
     if value is None or isinstance(value, bool | str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, int):
-        return str(value)
+        return _js_escape_surrogates(json.dumps(value, ensure_ascii=False))
+    if isinstance(value, int):  # JS numbers are doubles: past 2**53 they print rounded
+        return str(value) if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else _js_number(float(value))
     if isinstance(value, float):
         return _js_number(value)
     if isinstance(value, dict | list | tuple):
@@ -80,7 +111,8 @@ def stable_json(value: Any, _depth: int = 0, _seen: frozenset[int] = frozenset()
         if isinstance(value, dict):
             keys = sorted((str(k) for k in value), key=_utf16_key)[:MAX_OBJECT_KEYS]
             parts = [
-                json.dumps(k, ensure_ascii=False) + ":" + stable_json(value[k], _depth + 1, seen) for k in keys
+                _js_escape_surrogates(json.dumps(k, ensure_ascii=False)) + ":" + stable_json(value[k], _depth + 1, seen)
+                for k in keys
             ]
             return "{" + ",".join(parts) + "}"
         return "[" + ",".join(stable_json(v, _depth + 1, seen) for v in list(value)[:MAX_ARRAY_ITEMS]) + "]"

@@ -326,10 +326,11 @@ def test_replay_index_with_the_wrong_shape(captured: Path, tmp_path: Path,
 
 
 def test_review_evidence_must_list_the_replay_index_it_names(captured: Path, tmp_path: Path) -> None:
-    """Rule 10: ``evidence.runtimeReplayReferenceIndex`` must be a listed file."""
+    """Rule 10: ``evidence.runtimeReplayReferenceIndex`` must be a listed file (``malformed-reference``, the
+    reference verifier's code for an unlisted artifact reference)."""
     bundle = with_replay_index(_copy(captured, tmp_path), review_ref="files/replay-index-elsewhere.json")
     assert [(v.code, v.path) for v in verify_bundle(bundle).violations] == [
-        ("review-evidence-mismatch", "files/review.json:evidence.runtimeReplayReferenceIndex")]
+        ("malformed-reference", "files/review.json:evidence.runtimeReplayReferenceIndex")]
 
 
 def test_reference_manifest_snapshot_refs_are_checked_too(captured: Path, tmp_path: Path) -> None:

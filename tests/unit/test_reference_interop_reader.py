@@ -1,0 +1,60 @@
+"""Loading a bundle written by the reference for the Review screen and ``codebox artifacts show``.
+
+The reference's changed-files entries carry no ``additions``/``deletions``/``binary`` (spec §4.2); the reader
+derives them from the bundle's patch, and leaves Codebox's own counts alone.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from codebox_tui.bundle.reader import load_bundle, patch_line_counts
+
+# A patch in the reference's format (spec §4.3): mount-relative headers, no index lines, counts always printed,
+# a blank line between blocks.
+REFERENCE_PATCH = (
+    "diff --git a/includes/new.php b/includes/new.php\nnew file mode 100644\n--- /dev/null\n+++ b/includes/new.php\n"
+    "@@ -0,0 +1,2 @@\n+<?php\n+--x\n\n"
+    "diff --git a/old.txt b/old.txt\ndeleted file mode 100644\n--- a/old.txt\n+++ /dev/null\n@@ -1,1 +0,0 @@\n-gone\n\n"
+    "diff --git a/plugin.php b/plugin.php\n--- a/plugin.php\n+++ b/plugin.php\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n d\n"
+)
+
+
+def _entry(rel: str, status: str) -> dict[str, object]:
+    return {"path": f"/wordpress/wp-content/plugins/p/{rel}", "relativePath": rel, "status": status,
+            "mountIndex": 0, "mountTarget": "/wordpress/wp-content/plugins/p", "patchPath": "files/diffs/mount-0.patch"}
+
+
+def test_patch_line_counts_count_only_hunk_lines() -> None:
+    counts = patch_line_counts(REFERENCE_PATCH)
+    assert counts == {"includes/new.php": (2, 0, False), "old.txt": (0, 1, False), "plugin.php": (1, 1, False)}
+
+
+def test_patch_line_counts_flag_binary_blocks() -> None:
+    patch = ("diff --git a/logo.png b/logo.png\nindex 1..2 100644\nGIT binary patch\nliteral 3\nKcmZ>\n\nliteral 0\n"
+             "diff --git a/x.bin b/x.bin\nBinary files a/x.bin and b/x.bin differ\n")
+    assert patch_line_counts(patch) == {"logo.png": (0, 0, True), "x.bin": (0, 0, True)}
+
+
+def test_reference_bundle_gets_counts_from_its_patch(tmp_path: Path) -> None:
+    (tmp_path / "files").mkdir()
+    (tmp_path / "manifest.json").write_text(json.dumps({"id": "x", "files": []}))
+    changed = {"schema": "wp-codebox/changed-files/v1",
+               "files": [_entry("includes/new.php", "added"), _entry("old.txt", "deleted"),
+                         _entry("plugin.php", "modified")]}
+    (tmp_path / "files/changed-files.json").write_text(json.dumps(changed))
+    (tmp_path / "files/patch.diff").write_text(REFERENCE_PATCH)
+    loaded = load_bundle(tmp_path)
+    got = {f["relativePath"]: (f["additions"], f["deletions"], f["binary"]) for f in loaded.changed_files}
+    assert got == {"includes/new.php": (2, 0, False), "old.txt": (0, 1, False), "plugin.php": (1, 1, False)}
+    assert loaded.changed_files[0]["path"] == "/wordpress/wp-content/plugins/p/includes/new.php"  # rest untouched
+
+
+def test_codebox_counts_are_kept(tmp_path: Path) -> None:
+    (tmp_path / "files").mkdir()
+    (tmp_path / "manifest.json").write_text(json.dumps({"id": "x", "files": []}))
+    entry = {**_entry("plugin.php", "modified"), "additions": 7, "deletions": 9, "binary": False}
+    (tmp_path / "files/changed-files.json").write_text(json.dumps({"files": [entry]}))
+    (tmp_path / "files/patch.diff").write_text(REFERENCE_PATCH)
+    assert load_bundle(tmp_path).changed_files == [entry]
