@@ -2,7 +2,7 @@
 
 Rows (all measured in this one invocation, on this machine):
   * `sha256sum` over the mount's 5,000 files (one process, file list on stdin via xargs)
-  * take_baselines (snapshot copy, non-git mount) — paid before boot
+  * take_baselines (snapshot packed into one file, non-git mount) — paid before boot
   * capture_bundle (walk + compare + patches + changed-files + review + manifest)
   * verify_bundle of the captured bundle
   * peak RSS of a fresh process verifying a bundle that carries a 256 MiB file vs a 1 KiB one

@@ -131,7 +131,7 @@ def seal(
     for file_entry in files:
         if file_entry["path"] == "manifest.json":
             file_entry["sha256"] = {"algorithm": "sha256", "value": self_hash}
-    (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    (run_dir / "manifest.json").write_text(pretty_json(manifest), encoding="utf-8")
 
 
 def _load(run_dir: Path, rel: str) -> dict[str, Any]:

@@ -120,3 +120,32 @@ def test_broken_git_repository_falls_back_to_a_snapshot(tmp_path: Path) -> None:
     (repo / "a.php").write_text("<?php // a, changed\n")
     summary = _capture(tmp_path, mount, [base])
     assert [(c["relativePath"], c["status"]) for c in summary.changed_files] == [("a.php", "modified")]
+
+
+@pytest.mark.parametrize("with_tar", [True, False])
+def test_copies_of_awkward_names_are_written_byte_for_byte(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_tar: bool
+) -> None:
+    """Copies go through a ``tar -x`` child when tar is on PATH, in-process otherwise (and always for
+    names tar streams cannot carry as given): both give the same bundle."""
+    if not with_tar:
+        monkeypatch.setenv("PATH", str(tmp_path / "no-tools"))
+    source = tmp_path / "plugin"
+    deep = source / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    names = ["über.php", "a b.php", "x" * 90 + ".php", "plain.php"]
+    for name in names:
+        (deep / name).write_text("<?php // old\n")
+    mount = MountSpec(source=str(source), target="/wordpress/wp-content/plugins/p", mode="readwrite")
+    baselines = take_baselines([mount], tmp_path / "scratch")
+    for index, name in enumerate(names):
+        (deep / name).write_bytes(f"<?php // new {index}\n".encode() + bytes(range(256)) * index)
+    summary = _capture(tmp_path, mount, baselines)
+    assert len(summary.changed_files) == len(names)
+    rel_dir = deep.relative_to(source).as_posix()
+    for name in names:
+        copy = summary.path / "files" / "mounts" / "0" / rel_dir / name
+        assert copy.read_bytes() == (deep / name).read_bytes(), name
+        assert copy.stat().st_mode & 0o777 == 0o644
+    result = verify_bundle(summary.path)
+    assert result.valid, result.violations
