@@ -636,8 +636,8 @@ def _replay_index_shape(doc: Any) -> str | None:
     references = doc.get("references")
     if not isinstance(references, dict):
         return "references must be an object"
-    for key, ref in references.items():
-        if ref is not None and not _file_ref_ok(ref):
+    for key, ref in references.items():  # JSON has no undefined: a null ref is the wrong shape (as in the reference)
+        if not _file_ref_ok(ref):
             return f"references.{key} must be a file ref {{path, kind, contentType, sha256}}"
     actions = doc.get("actions")
     if not isinstance(actions, list):
@@ -693,8 +693,7 @@ def _check_replay_index(
     _check_sealed(check, doc, path, REPLAY_INDEX_SCHEMA, (*keys, "snapshots", "replay"))
     _check_bundle_ref(check, manifest, doc["artifactBundle"], f"{path}:artifactBundle")
     for key, ref in doc["references"].items():
-        if ref is not None:
-            _check_file_ref(check, listed, ref, f"{path}:references.{key}")
+        _check_file_ref(check, listed, ref, f"{path}:references.{key}")
     for index, item in enumerate(doc["observations"]):
         _check_trace_refs(check, listed, item["artifactRefs"], f"{path}:observations[{index}].artifactRefs")
     for index, snapshot in enumerate(doc["snapshots"]):
