@@ -83,20 +83,28 @@ def create_cost_us(parent: Path | None) -> float:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def one_round(work: Path, files: int, changed: int, aged: bool) -> dict[str, float]:
-    source = work / "plugin"
-    paths = make_tree(source, files)
+def one_round(work: Path, source: Path, paths: list[Path], originals: dict[Path, str], round_index: int,
+              changed: int, aged: bool) -> dict[str, float]:
+    """One capture + verify of ``source`` (made once per mode by ``make_tree``; rewritten in place between
+    rounds so the bench does not churn the file system with thousands of creates and deletes of its own,
+    which slows every later file creation on some VMs and measured the bench, not the capture)."""
     if aged:
+        for path in paths:  # undo the previous round's changes, then let every file age past the margin
+            if path.read_text() != originals[path]:
+                path.write_text(originals[path])
         # A real plugin's files were not written in the seconds before the run: let the tree age past
         # the snapshot's racy margin so capture may trust unchanged files' stat signatures.
         time.sleep(baseline_module._RACY_MARGIN_NS / 1e9 + 0.1)
+    else:
+        for path in paths:  # every file written just now (same bytes): no stat signature can be trusted
+            path.write_text(originals[path])
     mount = MountSpec(source=str(source), target="/wordpress/wp-content/plugins/bench", mode="readwrite")
     t0 = time.perf_counter()
-    baselines = take_baselines([mount], work / "scratch")
+    baselines = take_baselines([mount], work / f"scratch-{round_index}")
     t_baseline = time.perf_counter() - t0
     mutate(paths, changed)
     sha = min(sha256sum_seconds(source) for _ in range(3))  # warm cache, same as ours
-    run_dir = work / "run"
+    run_dir = work / f"run-{round_index}"
     (run_dir / "logs").mkdir(parents=True)
     (run_dir / "events.jsonl").write_text('{"id":"event-1","type":"runtime.created"}\n')
     runtime = RuntimeInfo(id="runtime-bench", createdAt=utc_now_iso(), environment={"wordpressVersion": "6.5.5"})
@@ -104,7 +112,7 @@ def one_round(work: Path, files: int, changed: int, aged: bool) -> dict[str, flo
     summary = capture_bundle(run_dir, runtime=runtime, mounts=[mount], baselines=baselines,
                              policy=RuntimePolicy(commands=["wordpress.run-php"]), metadata={},
                              secret_values=[], evidence=[], test_suites=[],
-                             limits=CaptureLimits(max_files=files))
+                             limits=CaptureLimits(max_files=len(paths)))
     t_capture = time.perf_counter() - t0
     t0 = time.perf_counter()
     result = verify_bundle(summary.path)
@@ -168,12 +176,15 @@ def main() -> int:
     for aged, label in ((True, "aged tree (files older than the racy margin: the usual case)"),
                         (False, "fresh tree (every file written < 2 s before the snapshot: worst case)")):
         rows: list[dict[str, float]] = []
-        for _ in range(args.n):
-            work = Path(tempfile.mkdtemp(prefix="codebox-bench-bundle-", dir=parent))
-            try:
-                rows.append(one_round(work, args.files, args.changed, aged))
-            finally:
-                shutil.rmtree(work, ignore_errors=True)
+        work = Path(tempfile.mkdtemp(prefix="codebox-bench-bundle-", dir=parent))
+        try:
+            source = work / "plugin"
+            paths = make_tree(source, args.files)
+            originals = {path: path.read_text() for path in paths}
+            for index in range(args.n):
+                rows.append(one_round(work, source, paths, originals, index, args.changed, aged))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
         med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
         per_round = [(r["capture"] + r["verify"]) / r["sha256sum"] for r in rows]
         ratio = ratios[aged] = statistics.median(per_round)

@@ -89,6 +89,7 @@ class _CopyWriter:
         self._buffer = bytearray()
         self._error: BaseException | None = None
         self._mtime = int(time.time())
+        self._folders: set[str] = set()  # folders already in the stream
 
     def add(self, rel: str, data: bytes) -> None:
         if self._tar is None or not rel.isascii() or "\n" in rel:
@@ -96,6 +97,18 @@ class _CopyWriter:
             return
         if self._proc is None:
             self._start()
+        # each folder once, before its files: tar then makes it with one mkdir (without folder entries,
+        # GNU tar first fails to open the file, then walks up with mkdir per missing parent)
+        missing: list[str] = []
+        folder = os.path.dirname(rel)
+        while folder and folder not in self._folders:
+            missing.append(folder)
+            folder = os.path.dirname(folder)
+        for folder in reversed(missing):
+            entry = tarfile.TarInfo(folder)
+            entry.type, entry.mode, entry.mtime = tarfile.DIRTYPE, 0o755, self._mtime
+            self._buffer += entry.tobuf(format=tarfile.PAX_FORMAT)
+            self._folders.add(folder)
         info = tarfile.TarInfo(rel)
         info.size, info.mode, info.mtime = len(data), 0o644, self._mtime
         self._buffer += info.tobuf(format=tarfile.PAX_FORMAT)
@@ -109,7 +122,7 @@ class _CopyWriter:
     def _start(self) -> None:
         assert self._tar is not None
         self._proc = subprocess.Popen(
-            [self._tar, "-x", "-m", "--no-same-owner", "-f", "-", "-C", self._run_dir],
+            [self._tar, "-x", "-m", "--no-same-owner", "--no-overwrite-dir", "-f", "-", "-C", self._run_dir],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
         self._feeder = threading.Thread(target=self._feed, name="codebox-capture-copies", daemon=True)
@@ -364,7 +377,7 @@ def capture_bundle(
     mounts_dir_preexisting = os.path.lexists(run_dir / "files" / "mounts")
     run_root = str(run_dir)
     # a folder the run wrote itself may hold anything (links included): no tar over it
-    copier = _CopyWriter(run_root, use_tar=not mounts_dir_preexisting)
+    copier = _CopyWriter(run_root, use_tar=not mounts_dir_preexisting and not os.path.islink(run_dir / "files"))
     try:
         budget = [0]
         changed: list[ChangedFile] = []
