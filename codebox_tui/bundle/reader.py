@@ -101,7 +101,10 @@ def _with_line_counts(files: list[Any], patch: str) -> list[Any]:
     result: list[Any] = []
     for entry in files:
         if isinstance(entry, dict) and not ("additions" in entry and "deletions" in entry):
-            adds, dels, binary = counts.get(str(entry.get("relativePath")), (0, 0, False))
+            # mount-relative headers (the reference since 2026-07-14) or the sandbox path without its leading
+            # slash (older reference releases: ``diff --git a/wordpress/wp-content/plugins/x/f.php ...``)
+            found = counts.get(str(entry.get("relativePath"))) or counts.get(str(entry.get("path", "")).lstrip("/"))
+            adds, dels, binary = found or (0, 0, False)
             entry = {"additions": adds, "deletions": dels, "binary": binary, **entry}
         result.append(entry)
     return result

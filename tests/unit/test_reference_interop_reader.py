@@ -58,3 +58,16 @@ def test_codebox_counts_are_kept(tmp_path: Path) -> None:
     (tmp_path / "files/changed-files.json").write_text(json.dumps({"files": [entry]}))
     (tmp_path / "files/patch.diff").write_text(REFERENCE_PATCH)
     assert load_bundle(tmp_path).changed_files == [entry]
+
+
+def test_older_reference_headers_with_the_sandbox_path_are_matched(tmp_path: Path) -> None:
+    """Reference releases before mount-relative headers wrote ``a/wordpress/wp-content/plugins/p/<rel>``."""
+    (tmp_path / "files").mkdir()
+    (tmp_path / "manifest.json").write_text(json.dumps({"id": "x", "files": []}))
+    patch = REFERENCE_PATCH.replace("a/", "a/wordpress/wp-content/plugins/p/").replace(
+        "b/", "b/wordpress/wp-content/plugins/p/")
+    (tmp_path / "files/changed-files.json").write_text(json.dumps({"files": [_entry("plugin.php", "modified"),
+                                                                             _entry("old.txt", "deleted")]}))
+    (tmp_path / "files/patch.diff").write_text(patch)
+    got = {f["relativePath"]: (f["additions"], f["deletions"]) for f in load_bundle(tmp_path).changed_files}
+    assert got == {"plugin.php": (1, 1), "old.txt": (0, 1)}
