@@ -18,7 +18,9 @@ modules, with three commands that print JSON:
 
     node dist/driver.js verify <bundle> [--variant head|stored]   -> wp-codebox/artifact-bundle-verification/v1
     node dist/driver.js preflight <bundle>                        -> {ready, violations} (all changed files approved)
-    node dist/driver.js write <out-dir> --mode a|b                -> writes one bundle the reference's way
+    node dist/driver.js write <out-dir> --mode a|b [--headers relative|target]
+                                                                  -> writes one bundle the reference's way
+                                                                     (target: pre-2026-07-14 patch headers)
 
 How the reference was built for the measured run (2026-11-23), outside this repository and never copied into it:
 the reference's public TypeScript sources were read from a stored snapshot of Automattic/wp-codebox (the fork
@@ -197,10 +199,12 @@ def check_with_reference(driver: Path, label: str, bundle: Path) -> Row:
     return row
 
 
-def check_with_codebox(driver: Path, mode: str, out: Path) -> Row:
-    written = subprocess.run(["node", str(driver), "write", str(out), "--mode", mode],
+def check_with_codebox(driver: Path, mode: str, out: Path, headers: str = "relative") -> Row:
+    written = subprocess.run(["node", str(driver), "write", str(out), "--mode", mode, "--headers", headers],
                              capture_output=True, text=True, check=False)
-    row = Row("B ref->codebox", f"reference writer, Mode {mode.upper()}", str(out))
+    older = ", older sandbox-path patch headers" if headers != "relative" else ""
+    name = f"reference writer, Mode {mode.upper()}{older}"
+    row = Row("B ref->codebox", name, str(out))
     if written.returncode != 0:
         row.checks["ref writer"] = f"ERROR {written.stderr.strip()[-300:]}"
         return row
@@ -221,13 +225,18 @@ def check_with_codebox(driver: Path, mode: str, out: Path) -> Row:
     except (ValueError, KeyError) as error:
         row.checks["codebox artifacts show"] = f"ERROR {error}: {show.stderr.strip()[-200:]}"
     loaded = _run([sys.executable, "-c", (
-        "import json,sys; from codebox_tui.bundle.reader import load_bundle; b=load_bundle(sys.argv[1]); "
+        "import json,sys; from codebox_tui.bundle.reader import load_bundle; "
+        "from widgets.diff_model import split_patch; b=load_bundle(sys.argv[1]); blocks=split_patch(b.patch); "
         "print(json.dumps({'valid': b.valid, 'files': len(b.changed_files), 'patch': len(b.patch), "
-        "'review': b.review.get('schema')}))"), str(out)])
+        "'review': b.review.get('schema'), "
+        "'noblock': [f['relativePath'] for f in b.changed_files if f['relativePath'] not in blocks]}))"), str(out)])
     try:
         info = json.loads(loaded.stdout)
         row.checks["reader.load_bundle"] = (
             f"ok valid={info['valid']} files={info['files']} patch={info['patch']}B" if info["review"] else "NO REVIEW")
+        # the Review screen looks a file's diff up by relativePath among the patch's blocks
+        row.checks["review diff per file"] = (
+            "ok" if not info["noblock"] else f"NO PATCH BLOCK for {', '.join(info['noblock'])}")
     except ValueError:
         row.checks["reader.load_bundle"] = f"ERROR {loaded.stderr.strip()[-200:]}"
     return row
@@ -252,6 +261,7 @@ def main() -> int:
     produced = [(b.name, b) for b in args.bundles] if args.bundles else produce_codebox_bundles(work)
     rows = [check_with_reference(driver, label, bundle) for label, bundle in produced]
     rows += [check_with_codebox(driver, mode, work / f"reference-mode-{mode}") for mode in ("a", "b")]
+    rows.append(check_with_codebox(driver, "b", work / "reference-mode-b-target-headers", headers="target"))
 
     if args.json:
         print(json.dumps([row.__dict__ for row in rows], indent=2))
