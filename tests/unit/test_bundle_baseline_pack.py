@@ -149,3 +149,42 @@ def test_copies_of_awkward_names_are_written_byte_for_byte(
         assert copy.stat().st_mode & 0o777 == 0o644
     result = verify_bundle(summary.path)
     assert result.valid, result.violations
+
+
+@pytest.mark.parametrize("with_sha256sum", [True, False])
+def test_untrusted_files_hashed_in_bulk_still_show_every_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_sha256sum: bool
+) -> None:
+    """Files written just before the baseline get no stat signature; capture hashes them in bulk with
+    sha256sum children (or in-process without it): same-size edits are found, rewrites with the same
+    bytes are not changes, odd names survive."""
+    if not with_sha256sum:
+        monkeypatch.setenv("PATH", str(tmp_path / "no-tools"))
+    source = tmp_path / "plugin"
+    names = [f"lib/f{i:03d}.php" for i in range(300)] + ["odd name\nwith newline.php", "-dash.php", "ü.php"]
+    for name in names:
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_text(f"<?php // {name!r} original\n")
+    mount = MountSpec(source=str(source), target="/wordpress/wp-content/plugins/p", mode="readwrite")
+    (base,) = take_baselines([mount], tmp_path / "scratch")
+    assert not base.signatures, "every file is fresh: none may be trusted by stat"
+    edited = ["lib/f007.php", "odd name\nwith newline.php", "-dash.php"]
+    for name in edited:  # same size, different bytes
+        (source / name).write_text(f"<?php // {name!r} ORIGINAL\n")
+    (source / "lib/f100.php").write_text((source / "lib/f100.php").read_text())  # rewritten, same bytes
+    summary = _capture(tmp_path, mount, [base])
+    assert sorted(c["relativePath"] for c in summary.changed_files) == sorted(edited)
+    assert all(c["status"] == "modified" for c in summary.changed_files)
+    assert verify_bundle(summary.path).valid
+
+
+def test_bulk_hashes_match_hashlib_for_awkward_names(tmp_path: Path) -> None:
+    from codebox_tui.bundle.capture import PREHASH_MIN_FILES, _prehash
+
+    names = [f"lib/f{i:03d}.php" for i in range(PREHASH_MIN_FILES)]
+    names += ["odd name\nwith newline.php", "-dash.php", "ü.php", "back\\slash.php", "sp ace/x.php"]
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(name.encode() * 3)
+    hashes = _prehash(str(tmp_path), [*names, "missing.php"])
+    assert hashes == {name: hashlib.sha256(name.encode() * 3).hexdigest() for name in names}
