@@ -62,6 +62,9 @@ def show_command(
         ],
         "tests": {"status": loaded.test_results.get("status"), "summary": loaded.test_results.get("summary")},
         "riskFlags": loaded.review.get("riskFlags", []),
+        "skipped": loaded.skipped,
+        "runtime": (loaded.metadata.get("provenance") or {}).get("runtime") or {},
+        "baselines": loaded.metadata.get("baselines") or [],
         "evidence": [e["path"] for e in loaded.evidence],
     }
     if json_out:
@@ -70,17 +73,46 @@ def show_command(
     typer.echo(f"bundle   {summary['id']}")
     typer.echo(f"path     {summary['path']}")
     typer.echo(f"created  {summary['createdAt']}")
-    typer.echo(f"verified {'yes' if loaded.valid else 'NO — ' + str(len(summary['violations'])) + ' violation(s)'}")
+    runtime = summary["runtime"]
+    if runtime:
+        typer.echo(f"runtime  {runtime.get('backend') or '?'}: WordPress {runtime.get('wordpressVersion') or '?'}, "
+                   f"PHP {runtime.get('phpVersion') or '?'}")
+    for base in summary["baselines"]:
+        if isinstance(base, dict):
+            typer.echo(f"baseline mount {base.get('mountIndex')}: {base.get('strategy')}")
+    if loaded.valid:
+        typer.echo("verified yes")
+    else:
+        typer.echo(f"verified NO — {len(summary['violations'])} violation(s)")
+        for violation in summary["violations"][:10]:
+            typer.echo(f"  {violation.get('code', '?'):26} {violation.get('path', '')}")
+        if len(summary["violations"]) > 10:
+            typer.echo(f"  … {len(summary['violations']) - 10} more (codebox artifacts verify {loaded.path})")
     typer.echo(f"summary  {summary['summary']}")
     for item in summary["changedFiles"]:
         counts = "binary" if item["binary"] else f"+{item['additions']} -{item['deletions']}"
         typer.echo(f"  {item['status']:9} {item['path']}  ({counts})")
-    tests = summary["tests"]
-    typer.echo(f"tests    {tests['status']} {tests['summary'] or ''}")
+    if summary["skipped"]:
+        typer.echo(f"skipped  {len(summary['skipped'])} not captured (changed-files.json skipped[]):")
+        for entry in summary["skipped"][:10]:
+            typer.echo(f"  {entry.get('reason', '?'):28} {entry.get('relativePath', '')}")
+        if len(summary["skipped"]) > 10:
+            typer.echo(f"  … {len(summary['skipped']) - 10} more")
+    typer.echo(f"tests    {_tests_line(summary['tests'])}")
     for flag in summary["riskFlags"]:
         typer.echo(f"risk     {flag}")
     for path in summary["evidence"]:
         typer.echo(f"evidence {path}")
+
+
+def _tests_line(tests: dict[str, Any]) -> str:
+    raw = tests.get("summary")
+    counts: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    total = counts.get("total") or 0
+    if not total:
+        return f"{tests.get('status') or 'unknown'} (no test-aware command ran)"
+    parts = [f"{counts.get(k, 0)} {k}" for k in ("passed", "failed", "skipped", "unknown") if counts.get(k)]
+    return f"{tests.get('status')}: {', '.join(parts)} of {total}"
 
 
 @artifacts_app.command("list")
