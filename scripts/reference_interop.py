@@ -18,7 +18,7 @@ modules, with three commands that print JSON:
 
     node dist/driver.js verify <bundle> [--variant head|stored]   -> wp-codebox/artifact-bundle-verification/v1
     node dist/driver.js preflight <bundle>                        -> {ready, violations} (all changed files approved)
-    node dist/driver.js write <out-dir> --mode a|b [--headers relative|target]
+    node dist/driver.js write <out-dir> --mode a|b [--headers relative|target] [--episode]
                                                                   -> writes one bundle the reference's way
                                                                      (target: pre-2026-07-14 patch headers)
 
@@ -29,15 +29,17 @@ stored). Reconstructed in /tmp/refverify/src, verbatim except where noted: packa
 artifact-bundle-verifier.ts (@7e77c76f, with preflightArtifactBundleApply), artifact-manifest.ts (@070b209c) plus
 calculateArtifactManifestFileListDigest (Mode A, taken from a stored compiled build of the same module),
 artifact-paths.ts, object-utils.ts (stableJson), runtime-reference.ts (digest functions and builders),
-the one TYPED_ARTIFACT_INDEX_SCHEMA constant, type-only stand-ins for index.ts, and a stub for
-validateRuntimeEpisodeTrace (runtime-episode-contracts.ts was not rebuilt; no bundle here has an episode trace).
-The stored verifier predates the Mode A file-list digest, so ``--variant head`` adds one marked block that checks
-``contentDigest.inputs == ["manifest.files"]`` against calculateArtifactManifestFileListDigest (what HEAD does,
-per the spec §1.4/§2 rule 7 and the reference's own stored smoke test); ``--variant stored`` is the snapshot
-as is. The writer (ArtifactBundleBuilder.build, runtime-playground) needs a Playground runtime source object and
-~10 more modules (artifacts.ts, replay/preview/browser helpers), so the driver follows its steps one by one
-instead (same files, kinds and order, Mode B from the stored builder or Mode A as at HEAD, runtime reference
-manifest and replay index built with the reference's own builders, hashes by refreshArtifactManifestFileSha256s).
+runtime-episode-contracts.ts (@b1f2c78b: the episode digests and validateRuntimeEpisodeTrace), the one
+TYPED_ARTIFACT_INDEX_SCHEMA constant and type-only stand-ins for index.ts.
+The stored verifier predates the Mode A file-list digest and stableJson's caps, so ``--variant head`` adds two
+marked changes: it checks ``contentDigest.inputs == ["manifest.files"]`` against
+calculateArtifactManifestFileListDigest (what HEAD does, per the spec §1.4/§2 rule 7 and the reference's own
+stored smoke test), and stableJson cuts arrays at 2,000 items, objects at 300 keys and depth at 30 (spec §1.1);
+``--variant stored`` is the snapshot as is. The writer (ArtifactBundleBuilder.build, runtime-playground) needs
+a Playground runtime source object and ~10 more modules (artifacts.ts, replay/preview/browser helpers), so the
+driver follows its steps one by one instead (same files, kinds and order, Mode B from the stored builder or Mode
+A as at HEAD, runtime reference manifest and replay index built with the reference's own builders, episode trace
+shaped as RuntimeEpisodeRunner records it, hashes by refreshArtifactManifestFileSha256s).
 Built with ``npm install typescript@5 ajv@8 @types/node@22`` and ``npx tsc`` (NodeNext, strict).
 """
 
@@ -56,6 +58,13 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 CODEBOX = [sys.executable, "-m", "codebox_tui"]
+
+MANY_PHP = r"""<?php
+$d = WP_PLUGIN_DIR . '/many-plugin/gen';
+@mkdir($d);
+for ($i = 0; $i < 2100; $i++) { file_put_contents(sprintf("%s/f%04d.txt", $d, $i), "generated $i\n"); }
+echo 'ok';
+"""
 
 MUTATE_PHP = r"""<?php
 $d = WP_PLUGIN_DIR . '/interop-plugin';
@@ -134,6 +143,17 @@ def produce_codebox_bundles(work: Path) -> list[tuple[str, Path]]:
     label = "run: rw mount, PHP modify/add/delete (+CRLF)"
     bundles += [(label, b) for b in _bundle_dirs(out)] or _failed("run", result)
 
+    many = work / "many-plugin"
+    many.mkdir()
+    (many / "many.php").write_text("<?php /* Plugin Name: Many */\n")
+    (work / "many.php").write_text(MANY_PHP)
+    out = work / "out-many"
+    result = _run([*CODEBOX, "run", "--mount", f"{many}:/wordpress/wp-content/plugins/many-plugin:readwrite",
+                   "--command", "wordpress.run-php", "--arg", f"code-file={work / 'many.php'}",
+                   "--artifacts", str(out), "--json"])
+    label = "run: 2,100 files added (manifest > 2,000 entries)"
+    bundles += [(label, b) for b in _bundle_dirs(out)] or _failed("many", result)
+
     binplugin = work / "bin-plugin"
     binplugin.mkdir()
     (binplugin / "logo.png").write_bytes(bytes([0x89, 0x50, 0x4E, 0x47, 0, 0, 0, 13]) + bytes(range(256)))
@@ -199,11 +219,11 @@ def check_with_reference(driver: Path, label: str, bundle: Path) -> Row:
     return row
 
 
-def check_with_codebox(driver: Path, mode: str, out: Path, headers: str = "relative") -> Row:
-    written = subprocess.run(["node", str(driver), "write", str(out), "--mode", mode, "--headers", headers],
-                             capture_output=True, text=True, check=False)
+def check_with_codebox(driver: Path, mode: str, out: Path, headers: str = "relative", episode: bool = False) -> Row:
+    written = subprocess.run(["node", str(driver), "write", str(out), "--mode", mode, "--headers", headers,
+                              *(["--episode"] if episode else [])], capture_output=True, text=True, check=False)
     older = ", older sandbox-path patch headers" if headers != "relative" else ""
-    name = f"reference writer, Mode {mode.upper()}{older}"
+    name = f"reference writer, Mode {mode.upper()}{older}{', with an episode trace' if episode else ''}"
     row = Row("B ref->codebox", name, str(out))
     if written.returncode != 0:
         row.checks["ref writer"] = f"ERROR {written.stderr.strip()[-300:]}"
@@ -262,6 +282,7 @@ def main() -> int:
     rows = [check_with_reference(driver, label, bundle) for label, bundle in produced]
     rows += [check_with_codebox(driver, mode, work / f"reference-mode-{mode}") for mode in ("a", "b")]
     rows.append(check_with_codebox(driver, "b", work / "reference-mode-b-target-headers", headers="target"))
+    rows.append(check_with_codebox(driver, "a", work / "reference-mode-a-episode", episode=True))
 
     if args.json:
         print(json.dumps([row.__dict__ for row in rows], indent=2))
