@@ -23,7 +23,7 @@ from typing import Any
 
 from codebox_tui.bundle.baseline import Baseline
 from codebox_tui.bundle.diff import FileDiff, Listing, diff_file, list_tree, skipped_dir_changes
-from codebox_tui.bundle.digests import MODE_B_INPUTS, content_digest
+from codebox_tui.bundle.digests import MODE_A_INPUTS, MODE_B_INPUTS, content_digest
 from codebox_tui.bundle.seal import BundleSummary, Evidence, bundle_id_for, seal
 from codebox_tui.contracts.bundle import (
     CHANGED_FILES_SCHEMA,
@@ -36,9 +36,10 @@ from codebox_tui.contracts.bundle import (
     TestSuite,
     TestSummary,
 )
-from codebox_tui.contracts.canonical import pretty_json
+from codebox_tui.contracts.canonical import MAX_ARRAY_ITEMS, pretty_json
 from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+from codebox_tui.errors import SandboxError
 
 
 @dataclass(frozen=True)
@@ -447,6 +448,13 @@ def capture_bundle(
         all_diffs: list[FileDiff] = []
         captured: list[tuple[str, int, str, int]] = []  # (artifact path, mount index, rel, size)
         binary_copies: set[str] = set()
+        # what else the manifest will list, so the copies never push it past MAX_MANIFEST_ENTRIES (a
+        # change whose copy is left out is still in the patch and changed-files.json)
+        others = {e["path"] for e in FIXED_ENTRIES} | {e.path for e in evidence}
+        others |= {f"files/diffs/mount-{b.mount_index}.patch" for b in baselines}
+        others |= set(_run_dir_files(run_dir, skip_copies=not mounts_dir_preexisting))
+        copies_left = MAX_MANIFEST_ENTRIES - len(others)
+        copy_skipped: list[SkippedEntry] = []
         for baseline in baselines:
             changes, mount_skipped = _mount_changes(baseline, limits, budget, redact)
             skipped += mount_skipped
@@ -467,7 +475,11 @@ def capture_bundle(
             for change in changes:
                 item, new_bytes = change.diff, change.new
                 artifact_path = None
-                if new_bytes is not None:
+                if new_bytes is not None and copies_left <= 0:
+                    copy_skipped.append(SkippedEntry(mountIndex=baseline.mount_index, relativePath=item.rel,
+                                                     reason="max-files-exceeded", size=len(new_bytes)))
+                elif new_bytes is not None:
+                    copies_left -= 1
                     artifact_path = f"files/mounts/{baseline.mount_index}/{item.rel}"
                     data = new_bytes if item.binary or not redact.active else redact(new_bytes.decode("utf-8")).encode()
                     copier.add(artifact_path, data)
@@ -544,7 +556,7 @@ def capture_bundle(
                         }
                         for p, i, rel, size in captured
                     ],
-                    "skipped": [s.model_dump(mode="json", exclude_none=True) for s in skipped],
+                    "skipped": [s.model_dump(mode="json", exclude_none=True) for s in [*skipped, *copy_skipped]],
                     "limits": {
                         "maxFileBytes": limits.max_file_bytes,
                         "maxTotalBytes": limits.max_total_bytes,
@@ -637,28 +649,7 @@ def capture_bundle(
         )
 
         # 3. the file list → bundle id (Mode A)
-        entries: list[dict[str, Any]] = [
-            {"path": "manifest.json", "kind": "manifest", "contentType": "application/json"},
-            {"path": "metadata.json", "kind": "metadata", "contentType": "application/json"},
-            {"path": "events.jsonl", "kind": "events", "contentType": "application/x-ndjson"},
-            {"path": "commands.jsonl", "kind": "commands", "contentType": "application/x-ndjson"},
-            {"path": "logs/runtime.log", "kind": "log", "contentType": "text/plain"},
-            {"path": "logs/commands.log", "kind": "log", "contentType": "text/plain"},
-            {"path": "files/mounts.json", "kind": "mounts", "contentType": "application/json"},
-            {"path": "files/mounted-files.json", "kind": "mounted-files", "contentType": "application/json"},
-            {"path": "files/diffs.json", "kind": "mount-diffs", "contentType": "application/json"},
-            {"path": "files/workspace-patch.json", "kind": "workspace-patch", "contentType": "application/json"},
-            {"path": "files/changed-files.json", "kind": "changed-files", "contentType": "application/json"},
-            {"path": "files/patch.diff", "kind": "patch", "contentType": "text/x-diff"},
-            {"path": "files/diagnostics.json", "kind": "diagnostics", "contentType": "application/json"},
-            {"path": "files/test-results.json", "kind": "test-results", "contentType": "application/json"},
-            {"path": "files/review.json", "kind": "review", "contentType": "application/json"},
-            {
-                "path": "files/runtime-reference-manifest.json",
-                "kind": "runtime-reference-manifest",
-                "contentType": "application/json",
-            },
-        ]
+        entries: list[dict[str, Any]] = [dict(e) for e in FIXED_ENTRIES]
         listed = {e["path"] for e in entries}
         for extra in evidence:
             if extra.path not in listed and (run_dir / extra.path).is_file():
@@ -681,29 +672,25 @@ def capture_bundle(
                     }
                 )
                 listed.add(artifact_path)
-        copies_root = os.path.join(str(run_dir), "files", "mounts")
         if mounts_dir_preexisting:
             copier.wait()  # the walk below lists files/mounts/ too: every copy must be on disk first
-        for root, dirs, names in os.walk(run_dir):  # anything else a command wrote is evidence too
-            if root == copies_root and not mounts_dir_preexisting:
-                dirs[:] = []  # only this capture's copies, all listed above
-                continue
-            dirs.sort()
-            for name in sorted(names):
-                rel = os.path.relpath(os.path.join(root, name), run_dir).replace(os.sep, "/")
-                if (
-                    rel not in listed
-                    and os.path.isfile(os.path.join(root, name))
-                    and not os.path.islink(os.path.join(root, name))
-                ):
-                    entries.append(
-                        {
-                            "path": rel,
-                            "kind": "command-artifact",
-                            "contentType": mimetypes.guess_type(name)[0] or "application/octet-stream",
-                        }
-                    )
-                    listed.add(rel)
+        for rel in _run_dir_files(run_dir, skip_copies=not mounts_dir_preexisting):
+            if rel not in listed:  # anything else a command wrote is evidence too
+                entries.append(
+                    {
+                        "path": rel,
+                        "kind": "command-artifact",
+                        "contentType": mimetypes.guess_type(rel)[0] or "application/octet-stream",
+                    }
+                )
+                listed.add(rel)
+        if len(entries) > MAX_MANIFEST_ENTRIES:
+            raise SandboxError(
+                f"{run_dir}: the run left {len(entries)} files to list, more than the {MAX_MANIFEST_ENTRIES} a "
+                "bundle manifest can cover (its digests see only that many entries); the files stay in the run "
+                "folder, unsealed",
+                code="bundle-too-many-files", field=str(run_dir),
+            )
         bundle_id, digest_a = bundle_id_for(entries)
 
         # 4. documents that embed the id
@@ -735,7 +722,7 @@ def capture_bundle(
             pretty_json(
                 {
                     "id": bundle_id,
-                    "contentDigest": digest_a,
+                    "contentDigest": {"algorithm": "sha256", "inputs": MODE_A_INPUTS, "value": digest_a},
                     "contentDigestB": digest_b,
                     "createdAt": created_at,
                     "runtime": runtime.model_dump(mode="json", exclude_none=True),
@@ -846,6 +833,50 @@ def capture_bundle(
         )
     finally:
         copier.close()
+
+
+# Listed in every bundle, in this order.
+FIXED_ENTRIES: tuple[dict[str, str], ...] = (
+    {"path": "manifest.json", "kind": "manifest", "contentType": "application/json"},
+    {"path": "metadata.json", "kind": "metadata", "contentType": "application/json"},
+    {"path": "events.jsonl", "kind": "events", "contentType": "application/x-ndjson"},
+    {"path": "commands.jsonl", "kind": "commands", "contentType": "application/x-ndjson"},
+    {"path": "logs/runtime.log", "kind": "log", "contentType": "text/plain"},
+    {"path": "logs/commands.log", "kind": "log", "contentType": "text/plain"},
+    {"path": "files/mounts.json", "kind": "mounts", "contentType": "application/json"},
+    {"path": "files/mounted-files.json", "kind": "mounted-files", "contentType": "application/json"},
+    {"path": "files/diffs.json", "kind": "mount-diffs", "contentType": "application/json"},
+    {"path": "files/workspace-patch.json", "kind": "workspace-patch", "contentType": "application/json"},
+    {"path": "files/changed-files.json", "kind": "changed-files", "contentType": "application/json"},
+    {"path": "files/patch.diff", "kind": "patch", "contentType": "text/x-diff"},
+    {"path": "files/diagnostics.json", "kind": "diagnostics", "contentType": "application/json"},
+    {"path": "files/test-results.json", "kind": "test-results", "contentType": "application/json"},
+    {"path": "files/review.json", "kind": "review", "contentType": "application/json"},
+    {"path": "files/runtime-reference-manifest.json", "kind": "runtime-reference-manifest",
+     "contentType": "application/json"},
+)
+
+# The reference's canonical JSON (stableJson) keeps only the first 2,000 items of an array, so the
+# manifest self-hash and the Mode A id cover at most this many manifest entries: a bundle never lists
+# more (verification rejects one that does).
+MAX_MANIFEST_ENTRIES = MAX_ARRAY_ITEMS
+
+
+def _run_dir_files(run_dir: Path, skip_copies: bool) -> list[str]:
+    """Regular files (never links) already in the run folder, sorted; ``files/mounts/`` is skipped when
+    it holds only this capture's copies."""
+    found: list[str] = []
+    copies_root = os.path.join(str(run_dir), "files", "mounts")
+    for root, dirs, names in os.walk(run_dir):
+        if root == copies_root and skip_copies:
+            dirs[:] = []
+            continue
+        dirs.sort()
+        for name in sorted(names):
+            full = os.path.join(root, name)
+            if os.path.isfile(full) and not os.path.islink(full):
+                found.append(os.path.relpath(full, run_dir).replace(os.sep, "/"))
+    return found
 
 
 def _codebox_version() -> str:

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from codebox_tui.bundle.digests import MODE_A_INPUTS, file_list_digest, file_sha256, manifest_self_hash
 from codebox_tui.contracts.bundle import BUNDLE_ID_PREFIX, REFERENCE_MANIFEST_SCHEMA
-from codebox_tui.contracts.canonical import domain_digest, pretty_json, sha256_hex
+from codebox_tui.contracts.canonical import MAX_ARRAY_ITEMS, domain_digest, pretty_json, sha256_hex
 from codebox_tui.errors import BadInputError
 
 
@@ -173,9 +173,16 @@ def append_and_reseal(run_dir: Path, added: Iterable[Evidence]) -> BundleSummary
                                 code="bundle-evidence-missing", field=extra.path)
         entries.append({"path": extra.path, "kind": extra.kind, "contentType": extra.contentType})
         listed.add(extra.path)
+    if len(entries) > MAX_ARRAY_ITEMS:
+        raise BadInputError(
+            f"{run_dir}: cannot add the file(s), the manifest would list {len(entries)} "
+            f"(at most {MAX_ARRAY_ITEMS} are covered by its digests)",
+            code="bundle-too-many-files", field="manifest.json",
+        )
     bundle_id, digest_a = bundle_id_for(entries)
     metadata = _load(run_dir, "metadata.json")
-    metadata["id"], metadata["contentDigest"] = bundle_id, digest_a
+    metadata["id"] = bundle_id
+    metadata["contentDigest"] = {"algorithm": "sha256", "inputs": MODE_A_INPUTS, "value": digest_a}
     write_json(run_dir, "metadata.json", metadata, known)
     review = _load(run_dir, "files/review.json")
     review["artifactId"] = bundle_id

@@ -20,7 +20,7 @@ import jsonschema
 
 from codebox_tui.bundle.digests import content_digest, file_list_digest, file_sha256, manifest_self_hash
 from codebox_tui.contracts.bundle import BUNDLE_ID_PREFIX, REFERENCE_MANIFEST_SCHEMA, BundleVerification, Violation
-from codebox_tui.contracts.canonical import domain_digest, stable_json
+from codebox_tui.contracts.canonical import MAX_ARRAY_ITEMS, domain_digest, stable_json
 
 _HEX64 = re.compile(r"^[a-f0-9]{64}$")
 REPLAY_INDEX_SCHEMA = "wp-codebox/runtime-replay-reference-index/v1"
@@ -100,6 +100,12 @@ def _shape_ok(manifest: Any) -> str | None:
     files = manifest.get("files")
     if not isinstance(files, list):
         return "manifest.files must be an array"
+    if len(files) > MAX_ARRAY_ITEMS:
+        # canonical JSON keeps only the first MAX_ARRAY_ITEMS items of an array: the self-hash and the
+        # Mode A id would not cover the rest, so their hashes could be changed unnoticed (Codebox is
+        # stricter than the reference here on purpose)
+        return (f"manifest.files has {len(files)} entries; at most {MAX_ARRAY_ITEMS} are covered by the "
+                "manifest's digests")
     for index, entry in enumerate(files):
         if not isinstance(entry, dict) or not all(
             isinstance(entry.get(k), str) for k in ("path", "kind", "contentType")

@@ -44,7 +44,8 @@ def test_reseal_lists_the_new_file_and_rewrites_only_id_bearing_documents(tmp_pa
     assert resealed.id != summary.id and resealed.content_digest_b == summary.content_digest_b
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["id"] == resealed.id
-    assert json.loads((run_dir / "metadata.json").read_text())["id"] == resealed.id
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    assert metadata["id"] == resealed.id and metadata["contentDigest"] == manifest["contentDigest"]
     review = json.loads((run_dir / "files/review.json").read_text())
     assert review["artifactId"] == resealed.id
     assert review["evidence"]["artifactContentDigest"] == resealed.content_digest
