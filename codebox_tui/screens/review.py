@@ -104,7 +104,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
 
     def _show(self, entry: dict[str, Any]) -> None:
         rel = str(entry.get("relativePath"))
-        block = self.blocks.get(rel)
+        # reference bundles before 2026-07-14 name files by sandbox path in the patch headers
+        block = self.blocks.get(rel) or self.blocks.get(str(entry.get("path", "")).lstrip("/"))
         view = self.query_one(DiffView)
         if block is None:
             view.show_message(f"No patch block for {rel}.")

@@ -125,3 +125,23 @@ async def test_missing_bundle_is_a_clear_message(tmp_path: Path) -> None:
         await pilot.pause()
         assert not isinstance(app.screen, ReviewScreen)
         assert any("Cannot open bundle" in str(n.message) for n in app._notifications)
+
+
+async def test_older_reference_patch_headers_still_show_each_diff(bundle_dir: Path) -> None:
+    """Reference bundles written before 2026-07-14 name files by sandbox path in patch headers
+    (``a/wordpress/wp-content/plugins/...``): Review still finds each file's block."""
+    patch_path = bundle_dir / "files" / "patch.diff"
+    target = "wordpress/wp-content/plugins/plugin"
+    text = patch_path.read_text()
+    for rel in ("plugin.php", "added.php", "readme.txt"):
+        text = text.replace(f" a/{rel}", f" a/{target}/{rel}").replace(f" b/{rel}", f" b/{target}/{rel}")
+    patch_path.write_text(text)
+    app = CodeboxApp(bundle_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open(app, pilot, bundle_dir)
+        diff = screen.query_one(DiffView)
+        tree = screen.query_one(ChangedFileTree)
+        for rel in ("added.php", "plugin.php", "readme.txt"):
+            tree.move_cursor(tree._leaves[rel])
+            await pilot.pause()
+            assert diff.model is not None and diff.model.path == rel and diff.model.hunk_rows, rel
