@@ -84,25 +84,27 @@ def show_command(
         typer.echo("verified yes")
     else:
         typer.echo(f"verified NO — {len(summary['violations'])} violation(s)")
-        for violation in summary["violations"][:10]:
-            typer.echo(f"  {violation.get('code', '?'):26} {violation.get('path', '')}")
-        if len(summary["violations"]) > 10:
-            typer.echo(f"  … {len(summary['violations']) - 10} more (codebox artifacts verify {loaded.path})")
+        _echo_first([f"{v.get('code', '?'):26} {v.get('path', '')}" for v in summary["violations"]],
+                    f" (codebox artifacts verify {loaded.path})")
     typer.echo(f"summary  {summary['summary']}")
     for item in summary["changedFiles"]:
         counts = "binary" if item["binary"] else f"+{item['additions']} -{item['deletions']}"
         typer.echo(f"  {item['status']:9} {item['path']}  ({counts})")
     if summary["skipped"]:
         typer.echo(f"skipped  {len(summary['skipped'])} not captured (changed-files.json skipped[]):")
-        for entry in summary["skipped"][:10]:
-            typer.echo(f"  {entry.get('reason', '?'):28} {entry.get('relativePath', '')}")
-        if len(summary["skipped"]) > 10:
-            typer.echo(f"  … {len(summary['skipped']) - 10} more")
+        _echo_first([f"{e.get('reason', '?'):28} {e.get('relativePath', '')}" for e in summary["skipped"]])
     typer.echo(f"tests    {_tests_line(summary['tests'])}")
     for flag in summary["riskFlags"]:
         typer.echo(f"risk     {flag}")
     for path in summary["evidence"]:
         typer.echo(f"evidence {path}")
+
+
+def _echo_first(lines: list[str], hint: str = "", limit: int = 10) -> None:
+    for line in lines[:limit]:
+        typer.echo(f"  {line}")
+    if len(lines) > limit:
+        typer.echo(f"  … {len(lines) - limit} more{hint}")
 
 
 def _tests_line(tests: dict[str, Any]) -> str:

@@ -124,6 +124,16 @@ def _bundle_dirs(root: Path) -> list[Path]:
     return sorted(p.parent for p in root.glob("runtime-*/manifest.json"))
 
 
+def _codebox_run(work: Path, name: str, plugin: Path, php: str, label: str) -> list[tuple[str, Path]]:
+    """``codebox run`` of ``php`` with ``plugin`` mounted read-write; (label, bundle dir) pairs."""
+    (work / f"{name}.php").write_text(php)
+    out = work / f"out-{name}"
+    result = _run([*CODEBOX, "run", "--mount", f"{plugin}:/wordpress/wp-content/plugins/{plugin.name}:readwrite",
+                   "--command", "wordpress.run-php", "--arg", f"code-file={work / f'{name}.php'}",
+                   "--artifacts", str(out), "--json"])
+    return [(label, b) for b in _bundle_dirs(out)] or _failed(name, result)
+
+
 def produce_codebox_bundles(work: Path) -> list[tuple[str, Path]]:
     """Real Codebox bundles through real Playground; returns (label, bundle dir) pairs."""
     bundles: list[tuple[str, Path]] = []
@@ -135,24 +145,12 @@ def produce_codebox_bundles(work: Path) -> list[tuple[str, Path]]:
     )
     (plugin / "includes/old.php").write_text("delete me\n")
     (plugin / "crlf.txt").write_bytes(b"line1\r\nline2\r\n")
-    (work / "mutate.php").write_text(MUTATE_PHP)
-    out = work / "out-run"
-    result = _run([*CODEBOX, "run", "--mount", f"{plugin}:/wordpress/wp-content/plugins/interop-plugin:readwrite",
-                   "--command", "wordpress.run-php", "--arg", f"code-file={work / 'mutate.php'}",
-                   "--artifacts", str(out), "--json"])
-    label = "run: rw mount, PHP modify/add/delete (+CRLF)"
-    bundles += [(label, b) for b in _bundle_dirs(out)] or _failed("run", result)
+    bundles += _codebox_run(work, "run", plugin, MUTATE_PHP, "run: rw mount, PHP modify/add/delete (+CRLF)")
 
     many = work / "many-plugin"
     many.mkdir()
     (many / "many.php").write_text("<?php /* Plugin Name: Many */\n")
-    (work / "many.php").write_text(MANY_PHP)
-    out = work / "out-many"
-    result = _run([*CODEBOX, "run", "--mount", f"{many}:/wordpress/wp-content/plugins/many-plugin:readwrite",
-                   "--command", "wordpress.run-php", "--arg", f"code-file={work / 'many.php'}",
-                   "--artifacts", str(out), "--json"])
-    label = "run: 2,100 files added (manifest > 2,000 entries)"
-    bundles += [(label, b) for b in _bundle_dirs(out)] or _failed("many", result)
+    bundles += _codebox_run(work, "many", many, MANY_PHP, "run: 2,100 files added (manifest capped at 2,000)")
 
     binplugin = work / "bin-plugin"
     binplugin.mkdir()

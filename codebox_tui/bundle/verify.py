@@ -1235,38 +1235,44 @@ def _artifact_refs_issues(item: dict[str, Any], where: str, issues: list[str]) -
                 _trace_ref_issues(ref, f"{where}.artifactRefs[{index}]", None, issues)
 
 
-def _observation_issues(observation: Any, where: str, issues: list[str]) -> None:
-    if not isinstance(observation, dict):
+def _envelope_ok(item: Any, where: str, schema: str, required: tuple[str, ...], issues: list[str]) -> bool:
+    """The checks every episode envelope starts with; False when it is not even an object."""
+    if not isinstance(item, dict):
         issues.append(f"{where} must be an object")
-        return
-    if observation.get("schema") != EPISODE_OBSERVATION_SCHEMA:
-        issues.append(f"{where}.schema must be {EPISODE_OBSERVATION_SCHEMA}")
-    for key in ("id", "type", "observedAt"):
-        if not _non_empty(observation.get(key)):
+        return False
+    if item.get("schema") != schema:
+        issues.append(f"{where}.schema must be {schema}")
+    for key in required:
+        if not _non_empty(item.get(key)):
             issues.append(f"{where}.{key} is required")
+    return True
+
+
+def _observation_issues(observation: Any, where: str, issues: list[str]) -> None:
+    if not _envelope_ok(observation, where, EPISODE_OBSERVATION_SCHEMA, ("id", "type", "observedAt"), issues):
+        return
     if "data" not in observation:
         issues.append(f"{where}.data is required")
-    if not _digest_ok(observation.get("digest")):
+    _artifact_refs_issues(observation, where, issues)
+    _envelope_digest_issues(observation, where, EPISODE_OBSERVATION_SCHEMA, ("type", "data", "observedAt"),
+                            "observation", issues)
+
+
+def _envelope_digest_issues(item: dict[str, Any], where: str, schema: str, keys: tuple[str, ...], what: str,
+                            issues: list[str]) -> None:
+    """The envelope's digest must be the episode digest of its canonical payload."""
+    if not _digest_ok(item.get("digest")):
         issues.append(f"{where}.digest must be a sha256 digest")
         return
-    _artifact_refs_issues(observation, where, issues)
-    payload = {
-        "schema": EPISODE_OBSERVATION_SCHEMA,
-        "type": observation.get("type"),
-        "data": observation.get("data"),
-        "observedAt": observation.get("observedAt"),
-        "artifactRefs": _refs_or_empty(observation.get("artifactRefs")),
-    }
-    if observation["digest"]["value"] != _episode_digest(payload):
-        issues.append(f"{where}.digest does not match the canonical observation payload")
+    payload = {"schema": schema, **{key: item.get(key) for key in keys},
+               "artifactRefs": _refs_or_empty(item.get("artifactRefs"))}
+    if item["digest"]["value"] != _episode_digest(payload):
+        issues.append(f"{where}.digest does not match the canonical {what} payload")
 
 
 def _action_issues(action: Any, where: str, issues: list[str]) -> None:
-    if not isinstance(action, dict):
-        issues.append(f"{where} must be an object")
+    if not _envelope_ok(action, where, EPISODE_ACTION_SCHEMA, (), issues):
         return
-    if action.get("schema") != EPISODE_ACTION_SCHEMA:
-        issues.append(f"{where}.schema must be {EPISODE_ACTION_SCHEMA}")
     if _js_string(action.get("kind")) not in _ACTION_KINDS:
         issues.append(f"{where}.kind must be command, filesystem, http or browser")
     if not _non_empty(action.get("command")):
@@ -1291,30 +1297,13 @@ def _action_issues(action: Any, where: str, issues: list[str]) -> None:
 
 
 def _snapshot_issues(snapshot: Any, where: str, issues: list[str]) -> None:
-    if not isinstance(snapshot, dict):
-        issues.append(f"{where} must be an object")
+    if not _envelope_ok(snapshot, where, EPISODE_SNAPSHOT_SCHEMA, ("id", "createdAt", "semantics"), issues):
         return
-    if snapshot.get("schema") != EPISODE_SNAPSHOT_SCHEMA:
-        issues.append(f"{where}.schema must be {EPISODE_SNAPSHOT_SCHEMA}")
-    for key in ("id", "createdAt", "semantics"):
-        if not _non_empty(snapshot.get(key)):
-            issues.append(f"{where}.{key} is required")
     if not isinstance(snapshot.get("metadata"), dict):
         issues.append(f"{where}.metadata must be an object")
     _artifact_refs_issues(snapshot, where, issues)
-    if not _digest_ok(snapshot.get("digest")):
-        issues.append(f"{where}.digest must be a sha256 digest")
-        return
-    payload = {
-        "schema": EPISODE_SNAPSHOT_SCHEMA,
-        "id": snapshot.get("id"),
-        "createdAt": snapshot.get("createdAt"),
-        "semantics": snapshot.get("semantics"),
-        "metadata": snapshot.get("metadata"),
-        "artifactRefs": _refs_or_empty(snapshot.get("artifactRefs")),
-    }
-    if snapshot["digest"]["value"] != _episode_digest(payload):
-        issues.append(f"{where}.digest does not match the canonical snapshot payload")
+    _envelope_digest_issues(snapshot, where, EPISODE_SNAPSHOT_SCHEMA, ("id", "createdAt", "semantics", "metadata"),
+                            "snapshot", issues)
 
 
 def _ref_id(value: Any) -> Any:
