@@ -244,15 +244,16 @@ def check_with_codebox(driver: Path, mode: str, out: Path, headers: str = "relat
         row.checks["codebox artifacts show"] = f"ERROR {error}: {show.stderr.strip()[-200:]}"
     loaded = _run([sys.executable, "-c", (
         "import json,sys; from codebox_tui.bundle.reader import load_bundle; "
-        "from widgets.diff_model import split_patch; b=load_bundle(sys.argv[1]); blocks=split_patch(b.patch); "
+        "from widgets.diff_model import block_for, split_patch; b=load_bundle(sys.argv[1]); "
+        "blocks=split_patch(b.patch); "
         "print(json.dumps({'valid': b.valid, 'files': len(b.changed_files), 'patch': len(b.patch), "
         "'review': b.review.get('schema'), "
-        "'noblock': [f['relativePath'] for f in b.changed_files if f['relativePath'] not in blocks]}))"), str(out)])
+        "'noblock': [f['relativePath'] for f in b.changed_files if block_for(blocks, f) is None]}))"), str(out)])
     try:
         info = json.loads(loaded.stdout)
         row.checks["reader.load_bundle"] = (
             f"ok valid={info['valid']} files={info['files']} patch={info['patch']}B" if info["review"] else "NO REVIEW")
-        # the Review screen looks a file's diff up by relativePath among the patch's blocks
+        # the Review screen's own lookup of a file's diff among the patch's blocks
         row.checks["review diff per file"] = (
             "ok" if not info["noblock"] else f"NO PATCH BLOCK for {', '.join(info['noblock'])}")
     except ValueError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
@@ -49,6 +50,12 @@ def split_patch(patch: str) -> dict[str, str]:
         name = parts[1] if len(parts) == 2 else first[len("diff --git a/"):].strip()
         blocks[name] = block
     return blocks
+
+
+def block_for(blocks: dict[str, str], entry: dict[str, Any]) -> str | None:
+    """A changed-files entry's block: by mount-relative path, or by sandbox path (reference bundles
+    written before 2026-07-14 name files that way in their patch headers)."""
+    return blocks.get(str(entry.get("relativePath"))) or blocks.get(str(entry.get("path", "")).lstrip("/"))
 
 
 def _word_spans(old: str, new: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:

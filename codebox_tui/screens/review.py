@@ -16,7 +16,7 @@ from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 from codebox_tui.screens import data
 from codebox_tui.screens.dialogs import ApplyDialog, ConfirmDialog, ReasonDialog
 from widgets.decision_bar import DecisionBar
-from widgets.diff_model import split_patch
+from widgets.diff_model import block_for, split_patch
 from widgets.diff_view import DiffView
 from widgets.event_tail import EventTail
 from widgets.evidence_view import EvidenceView
@@ -104,8 +104,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
 
     def _show(self, entry: dict[str, Any]) -> None:
         rel = str(entry.get("relativePath"))
-        # reference bundles before 2026-07-14 name files by sandbox path in the patch headers
-        block = self.blocks.get(rel) or self.blocks.get(str(entry.get("path", "")).lstrip("/"))
+        block = block_for(self.blocks, entry)
         view = self.query_one(DiffView)
         if block is None:
             view.show_message(f"No patch block for {rel}.")
