@@ -335,6 +335,11 @@ def test_bundle_captures_php_changes_to_a_readwrite_git_plugin(plugin_copy: Path
     """PHP modifies, adds and deletes files in a read-write mounted plugin; the bundle verifies and its
     patch reproduces the sandbox's output on the baseline byte for byte."""
     git = ["git", "-c", "user.email=t@example.test", "-c", "user.name=t", "-C", str(plugin_copy)]
+    # as many plugins do: tests left out of release archives (git archive would drop them from HEAD)
+    (plugin_copy / ".gitattributes").write_text("tests/ export-ignore\n")
+    (plugin_copy / "tests").mkdir()
+    (plugin_copy / "tests" / "bootstrap.php").write_text("<?php // bootstrap\n")
+    (plugin_copy / "tests" / "test-keep.php").write_text("<?php // untouched\n")
     subprocess.run(["git", "init", "-q", str(plugin_copy)], check=True)
     subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "base"], check=True)
@@ -350,6 +355,7 @@ def test_bundle_captures_php_changes_to_a_readwrite_git_plugin(plugin_copy: Path
         'file_put_contents("$d/includes-new.php", "<?php\\n// added in the sandbox\\n");'
         'file_put_contents("$d/icon.bin", "\\x00\\x01\\x02binary");'
         "unlink(\"$d/probe.php\");"
+        'file_put_contents("$d/tests/bootstrap.php", "<?php // bootstrap, edited\\n");'
         "mkdir(\"$d/node_modules/.bin\", 0777, true); file_put_contents(\"$d/node_modules/.bin/lint\", 'x');"
         "echo 'changed';"
     )
@@ -365,11 +371,12 @@ def test_bundle_captures_php_changes_to_a_readwrite_git_plugin(plugin_copy: Path
         "includes-new.php": "added",
         "icon.bin": "added",
         "probe.php": "deleted",
+        "tests/bootstrap.php": "modified",  # export-ignored, still diffed against HEAD; test-keep.php unchanged
     }
     # not captured as content, but reported for the reviewer
     assert {(s["relativePath"], s.get("change")) for s in summary.skipped} >= {("node_modules/.bin/lint", "added")}
     subprocess.run(["git", "apply", "--binary", str(summary.path / "files" / "patch.diff")], cwd=pristine, check=True)
-    for rel in ("simple-plugin.php", "includes-new.php", "icon.bin"):
+    for rel in ("simple-plugin.php", "includes-new.php", "icon.bin", "tests/bootstrap.php"):
         assert (pristine / rel).read_bytes() == (plugin_copy / rel).read_bytes()
     assert not (pristine / "probe.php").exists()
     types = [e["type"] for e in events(run)]
