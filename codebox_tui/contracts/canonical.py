@@ -84,11 +84,12 @@ def _plain(value: Any) -> bool:
             for key, child in item.items():
                 if not isinstance(key, str) or (not key.isascii() and any(ord(ch) > 0xFFFF for ch in key)):
                     return False
-                stack.append((child, depth + 1))
+                if type(child) is not str:  # strings are always plain: not pushed (most leaves are)
+                    stack.append((child, depth + 1))
         else:
             if len(item) > MAX_ARRAY_ITEMS:
                 return False
-            stack.extend((child, depth + 1) for child in item)
+            stack.extend((child, depth + 1) for child in item if type(child) is not str)
     return True
 
 

@@ -188,3 +188,26 @@ def test_bulk_hashes_match_hashlib_for_awkward_names(tmp_path: Path) -> None:
         (tmp_path / name).write_bytes(name.encode() * 3)
     hashes = _prehash(str(tmp_path), [*names, "missing.php"])
     assert hashes == {name: hashlib.sha256(name.encode() * 3).hexdigest() for name in names}
+
+
+@pytest.mark.parametrize(
+    ("name", "size", "mode", "kind"),
+    [("files/mounts/0/a.php", 10, 0o644, "file"), ("files/mounts/0/lib", 0, 0o755, "dir"),
+     ("files/mounts/1/" + "x" * 85, 123456789, 0o644, "file"), ("files/mounts/0/sp ace-_.~+", 0, 0o644, "file")],
+)
+def test_fast_ustar_headers_are_byte_for_byte_what_tarfile_writes(name: str, size: int, mode: int, kind: str) -> None:
+    import tarfile
+
+    from codebox_tui.bundle.capture import _ustar_header
+
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = size, mode, 1_790_000_000
+    info.type = tarfile.DIRTYPE if kind == "dir" else tarfile.REGTYPE
+    assert _ustar_header(name, size, mode, 1_790_000_000, info.type) == info.tobuf(format=tarfile.USTAR_FORMAT)
+
+
+def test_names_ustar_cannot_carry_get_no_fast_header() -> None:
+    from codebox_tui.bundle.capture import _ustar_header
+
+    assert _ustar_header("files/mounts/0/" + "y" * 90, 1, 0o644, 0, b"0") is None
+    assert _ustar_header("files/mounts/0/ü.php", 1, 0o644, 0, b"0") is None
