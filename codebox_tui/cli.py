@@ -15,7 +15,7 @@ import typer
 
 from codebox_tui import __version__
 from codebox_tui.cliutil import fail
-from codebox_tui.errors import CodeboxError, ExitCode
+from codebox_tui.errors import CodeboxError, ExitCode, HostIOError
 
 app = typer.Typer(
     name="codebox",
@@ -83,3 +83,10 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         sys.stderr.write("codebox: interrupted\n")
         sys.exit(int(ExitCode.INTERRUPTED))
+    except OSError as error:  # the host's file system, not a bug to show as a traceback
+        io_error = HostIOError(str(error.strerror or error), code="host-io-error",
+                               field=str(error.filename) if error.filename else None)
+        try:
+            fail(io_error, json_mode=json_mode, command=command)
+        except typer.Exit as exit_:
+            sys.exit(exit_.exit_code)

@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from codebox_tui.cliutil import emit_json, progress
+from codebox_tui.cliutil import emit_json, ensure_artifacts_dir, progress
 from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.contracts.runtime import (
     BootOutput,
@@ -191,7 +191,7 @@ def run_command(
     parse_args(spec_cmd, arg)  # bad arguments fail before anything boots
     command_timeout = parse_duration(timeout, "--timeout")
     spec, tools_dir = _build_spec(mount, policy, command, wp, php, wp_cli_phar, boot_timeout, metadata, env=env)
-    artifacts.mkdir(parents=True, exist_ok=True)
+    ensure_artifacts_dir(artifacts)
     session = RunSession(spec, artifacts, on_event=None if json_out else _human_event)
     if not json_out:
         progress(f"codebox: run {session.runtime_id} → {session.run_dir}")
@@ -264,7 +264,7 @@ def boot_command(
         raise BadInputError("--preview-port must be between 1 and 65535", code="invalid-port", field="preview-port")
     spec, tools_dir = _build_spec(mount, policy, None, wp, php, None, boot_timeout, None, preview_port)
     spec.warm = True  # a held preview: load WordPress once so the first page a human opens is fast
-    artifacts.mkdir(parents=True, exist_ok=True)
+    ensure_artifacts_dir(artifacts)
     session = RunSession(spec, artifacts, on_event=None if json_out else _human_event)
     interrupted = False
 

@@ -20,6 +20,7 @@ class ExitCode(IntEnum):
     POLICY_DENIED = 3  # the runtime policy refused a command
     SANDBOX_FAILURE = 4  # the sandbox could not boot, crashed or timed out
     CONFLICT = 5  # apply-back refused: digest mismatch, target changed since the run
+    HOST_IO = 6  # the host could not read or write a file or folder (disk full, permissions, vanished path)
     INTERRUPTED = 130
 
 
@@ -74,3 +75,9 @@ class SandboxError(CodeboxError):
 
 class ConflictError(CodeboxError):
     exit_code = ExitCode.CONFLICT
+
+
+class HostIOError(CodeboxError):
+    """A host file or folder could not be read or written (not the sandbox's doing, not malformed input)."""
+
+    exit_code = ExitCode.HOST_IO

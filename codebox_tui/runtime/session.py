@@ -80,8 +80,17 @@ class RunSession:
         self.spec = spec
         self.runtime_id = new_id("runtime")
         self.run_dir = Path(artifacts_root).resolve() / self.runtime_id
-        self.run_dir.mkdir(parents=True, exist_ok=False)
-        (self.run_dir / "logs").mkdir()
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=False)
+            (self.run_dir / "logs").mkdir()
+        except OSError as error:
+            from codebox_tui.errors import BadInputError
+
+            raise BadInputError(
+                f"cannot create the run folder under {artifacts_root}: {error.strerror or error} "
+                f"({error.filename or self.run_dir}); expected a writable folder",
+                code="artifacts-dir-unusable", field="--artifacts",
+            ) from error
         self.created_at = utc_now_iso()
         self.on_event = on_event
         self._backend = backend
