@@ -10,7 +10,7 @@ import typer
 from codebox_tui.bundle.reader import find_bundle_dir, find_bundles, load_bundle
 from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.cliutil import emit_json
-from codebox_tui.errors import ExitCode
+from codebox_tui.errors import BadInputError, ExitCode
 
 artifacts_app = typer.Typer(help="Inspect and verify artifact bundles.", no_args_is_help=True)
 
@@ -123,6 +123,9 @@ def list_command(
     json_out: bool = typer.Option(False, "--json", help="Print a JSON list."),
 ) -> None:
     """Bundles under ROOT, newest first."""
+    if not root.is_dir():
+        raise BadInputError(f"{root} is not a folder; expected the folder run bundles were written to",
+                            code="artifacts-root-missing", field="root")
     rows: list[dict[str, Any]] = []
     for path in find_bundles(root):
         try:

@@ -41,3 +41,13 @@ def test_show_names_the_violations_of_a_tampered_bundle(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr  # show describes; verify is the gate
     assert any(line.startswith("verified NO") for line in out.stdout.splitlines())
     assert any(line.split()[:1] == ["file-hash-mismatch"] for line in out.stdout.splitlines())
+
+
+def test_list_of_a_missing_root_is_bad_input(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "codebox_tui", "artifacts", "list", str(tmp_path / "nope")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "is not a folder" in out.stderr and "Traceback" not in out.stderr
+    (tmp_path / "empty").mkdir()
+    empty = subprocess.run([sys.executable, "-m", "codebox_tui", "artifacts", "list", str(tmp_path / "empty")],
+                           capture_output=True, text=True, timeout=120)
+    assert empty.returncode == 0 and "no bundles under" in empty.stdout
