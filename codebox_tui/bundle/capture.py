@@ -736,6 +736,7 @@ def capture_bundle(
             "testResults": "files/test-results.json",
             "review": "files/review.json",
             "runtimeReferenceManifest": "files/runtime-reference-manifest.json",
+            "runtimeReplayReferenceIndex": "files/runtime-replay-index.json",
             "mountDiffs": "files/diffs.json",
         }
         browser_refs = [e["path"] for e in entries if e["path"].startswith("files/browser/")]
@@ -830,6 +831,7 @@ def capture_bundle(
                 "diagnostics": "files/diagnostics.json",
                 "testResults": "files/test-results.json",
                 "runtimeReferenceManifest": "files/runtime-reference-manifest.json",
+                "runtimeReplayReferenceIndex": "files/runtime-replay-index.json",
                 **({"browser": browser_refs} if browser_refs else {}),
             },
             "tests": {"status": tests.status, "summary": tests.summary.model_dump()},
@@ -879,6 +881,7 @@ FIXED_ENTRIES: tuple[dict[str, str], ...] = (
     {"path": "files/review.json", "kind": "review", "contentType": "application/json"},
     {"path": "files/runtime-reference-manifest.json", "kind": "runtime-reference-manifest",
      "contentType": "application/json"},
+    {"path": "files/runtime-replay-index.json", "kind": "runtime-replay-index", "contentType": "application/json"},
 )
 
 # The reference's canonical JSON (stableJson) keeps only the first 2,000 items of an array, so the

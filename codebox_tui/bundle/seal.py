@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from codebox_tui.bundle.digests import MODE_A_INPUTS, file_list_digest, file_sha256, manifest_self_hash
-from codebox_tui.contracts.bundle import BUNDLE_ID_PREFIX, REFERENCE_MANIFEST_SCHEMA
+from codebox_tui.contracts.bundle import BUNDLE_ID_PREFIX, REFERENCE_MANIFEST_SCHEMA, REPLAY_INDEX_SCHEMA
 from codebox_tui.contracts.canonical import MAX_ARRAY_ITEMS, domain_digest, pretty_json, sha256_hex
 from codebox_tui.errors import BadInputError
 
@@ -38,10 +38,36 @@ class BundleSummary:
     skipped: list[dict[str, Any]] = field(default_factory=list)
 
 
+REFERENCE_MANIFEST_PATH = "files/runtime-reference-manifest.json"
+REPLAY_INDEX_PATH = "files/runtime-replay-index.json"
 # Never listed in the reference manifest: they embed its hashes or the bundle id (spec §1.6).
 REFERENCE_EXCLUDED = frozenset(
-    {"manifest.json", "metadata.json", "files/review.json", "files/runtime-reference-manifest.json"}
+    {"manifest.json", "metadata.json", "files/review.json", REFERENCE_MANIFEST_PATH, REPLAY_INDEX_PATH}
 )
+# What the replay index points a replayer at, by the reference's key names (spec §1.6), when listed.
+REPLAY_REFERENCES = {
+    "runtimeReferenceManifest": REFERENCE_MANIFEST_PATH,
+    "commands": "commands.jsonl",
+    "runtimeEvents": "events.jsonl",
+    "mountedFiles": "files/mounted-files.json",
+    "mountDiffs": "files/diffs.json",
+    "changedFiles": "files/changed-files.json",
+    "patch": "files/patch.diff",
+    "testResults": "files/test-results.json",
+}
+REPLAY_NOTES = {
+    "status": "partial",
+    "instructions": [
+        "Replay the commands in references.commands (commands.jsonl) in order; references.runtimeEvents has the "
+        "sandbox lifecycle.",
+        "references.changedFiles and references.patch give the read-write mounts' end state against their "
+        "baseline; references.mountedFiles lists the copied files.",
+    ],
+    "limitations": [
+        "Codebox records no runtime snapshots: this index points to evidence, it is not a WordPress database or "
+        "filesystem checkpoint.",
+    ],
+}
 
 
 def bundle_id_for(entries: list[dict[str, Any]]) -> tuple[str, str]:
@@ -74,7 +100,7 @@ def seal(
     hashes = {
         e["path"]: known.get(e["path"]) or file_sha256(run_dir / e["path"])
         for e in entries
-        if e["path"] not in ("manifest.json", "files/runtime-reference-manifest.json")
+        if e["path"] not in ("manifest.json", REFERENCE_MANIFEST_PATH, REPLAY_INDEX_PATH)
     }
     refs = sorted(
         (
@@ -89,22 +115,19 @@ def seal(
         ),
         key=lambda r: r["path"],
     )
+    bundle_ref = {"kind": "artifact-bundle", "id": bundle_id, "digest": {"algorithm": "sha256", "value": digest_a}}
     payload = {
         "schema": REFERENCE_MANIFEST_SCHEMA,
         "version": 1,
         "runtime": runtime,
-        "artifactBundle": {
-            "kind": "artifact-bundle",
-            "id": bundle_id,
-            "digest": {"algorithm": "sha256", "value": digest_a},
-        },
+        "artifactBundle": bundle_ref,
         "files": refs,
         "snapshots": [],
     }
     ref_digest = domain_digest(REFERENCE_MANIFEST_SCHEMA, payload)
     write_json(
         run_dir,
-        "files/runtime-reference-manifest.json",
+        REFERENCE_MANIFEST_PATH,
         {
             **payload,
             "id": f"runtime-reference-manifest-sha256-{ref_digest}",
@@ -113,7 +136,10 @@ def seal(
         },
         known,
     )
-    hashes["files/runtime-reference-manifest.json"] = known["files/runtime-reference-manifest.json"]
+    hashes[REFERENCE_MANIFEST_PATH] = known[REFERENCE_MANIFEST_PATH]
+    if any(e["path"] == REPLAY_INDEX_PATH for e in entries):
+        _write_replay_index(run_dir, entries, hashes, known, bundle_ref, runtime, created_at)
+        hashes[REPLAY_INDEX_PATH] = known[REPLAY_INDEX_PATH]
     files = [
         {**entry, "sha256": {"algorithm": "sha256", "value": hashes.get(entry["path"], "0" * 64)}}
         for entry in entries
@@ -132,6 +158,37 @@ def seal(
         if file_entry["path"] == "manifest.json":
             file_entry["sha256"] = {"algorithm": "sha256", "value": self_hash}
     (run_dir / "manifest.json").write_text(pretty_json(manifest), encoding="utf-8")
+
+
+def _write_replay_index(run_dir: Path, entries: list[dict[str, Any]], hashes: dict[str, str], known: dict[str, str],
+                        bundle_ref: dict[str, Any], runtime: dict[str, Any], created_at: str) -> None:
+    """``files/runtime-replay-index.json`` (spec §1.6): where a replayer finds each piece of evidence, with the
+    hashes just computed (so it is written after the reference manifest and before the manifest)."""
+    by_path = {e["path"]: e for e in entries}
+    references = {
+        key: {"path": path, "kind": by_path[path]["kind"], "contentType": by_path[path]["contentType"],
+              "sha256": {"algorithm": "sha256", "value": hashes[path]}}
+        for key, path in REPLAY_REFERENCES.items()
+        if path in by_path and path in hashes
+    }
+    payload = {
+        "schema": REPLAY_INDEX_SCHEMA,
+        "version": 1,
+        "runtime": runtime,
+        "artifactBundle": bundle_ref,
+        "references": references,
+        "actions": [],
+        "observations": [],
+        "snapshots": [],
+        "replay": REPLAY_NOTES,
+    }
+    digest = domain_digest(REPLAY_INDEX_SCHEMA, payload)
+    write_json(run_dir, REPLAY_INDEX_PATH, {
+        **payload,
+        "id": f"runtime-replay-reference-index-sha256-{digest}",
+        "createdAt": created_at,
+        "digest": {"algorithm": "sha256", "value": digest},
+    }, known)
 
 
 def _load(run_dir: Path, rel: str) -> dict[str, Any]:

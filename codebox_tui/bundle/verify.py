@@ -19,11 +19,16 @@ from urllib.parse import urlsplit
 import jsonschema
 
 from codebox_tui.bundle.digests import content_digest, file_list_digest, file_sha256, manifest_self_hash
-from codebox_tui.contracts.bundle import BUNDLE_ID_PREFIX, REFERENCE_MANIFEST_SCHEMA, BundleVerification, Violation
+from codebox_tui.contracts.bundle import (
+    BUNDLE_ID_PREFIX,
+    REFERENCE_MANIFEST_SCHEMA,
+    REPLAY_INDEX_SCHEMA,
+    BundleVerification,
+    Violation,
+)
 from codebox_tui.contracts.canonical import MAX_ARRAY_ITEMS, domain_digest, stable_json
 
 _HEX64 = re.compile(r"^[a-f0-9]{64}$")
-REPLAY_INDEX_SCHEMA = "wp-codebox/runtime-replay-reference-index/v1"
 TYPED_ARTIFACTS_INDEX_SCHEMA = "wp-codebox/typed-artifacts-index/v1"
 TOOL_CALL_TRANSCRIPT_SCHEMA = "wp-codebox/tool-call-transcript/v1"
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")

@@ -20,6 +20,7 @@ VERIFICATION_SCHEMA: Final = "wp-codebox/artifact-bundle-verification/v1"
 WORKSPACE_PATCH_SCHEMA: Final = "wp-codebox/workspace-patch/v1"
 DIAGNOSTICS_SCHEMA: Final = "wp-codebox/artifact-diagnostics/v1"
 REFERENCE_MANIFEST_SCHEMA: Final = "wp-codebox/runtime-reference-manifest/v1"
+REPLAY_INDEX_SCHEMA: Final = "wp-codebox/runtime-replay-reference-index/v1"
 
 
 class ContentDigest(Contract):
