@@ -260,3 +260,71 @@ class WorkspacePatch(OpenContract):
     workspaces: list[WorkspacePatchWorkspace]
     promotion: dict[str, Any] = Field(default_factory=dict)
     evidence: dict[str, Any] = Field(default_factory=dict)
+
+
+class FileRef(OpenContract):
+    """A listed bundle file with its hash, as the reference manifest and the replay index cite it."""
+
+    path: str
+    kind: str
+    contentType: str
+    sha256: Digest
+    viewer: dict[str, Any] | None = None
+
+
+class ArtifactBundleRef(Contract):
+    kind: Literal["artifact-bundle"] = "artifact-bundle"
+    id: str
+    digest: Digest
+
+
+class ReferenceSnapshot(OpenContract):
+    id: str
+    semantics: str
+    digest: Digest
+    replay: dict[str, Any]
+    artifactRefs: list[dict[str, Any]]
+
+
+class RuntimeReferenceManifest(OpenContract):
+    """``files/runtime-reference-manifest.json`` (spec §1.6): every listed file but the id-bearing ones, hashed;
+    ``digest`` is the domain digest of the document without ``id``, ``createdAt`` and ``digest``."""
+
+    schema_: Literal["wp-codebox/runtime-reference-manifest/v1"] = Field(
+        default=REFERENCE_MANIFEST_SCHEMA, alias="schema"
+    )
+    version: Literal[1] = 1
+    id: str = Field(pattern=r"^runtime-reference-manifest-sha256-[0-9a-f]{64}$")
+    createdAt: str
+    digest: Digest
+    runtime: dict[str, Any]
+    artifactBundle: ArtifactBundleRef
+    files: list[FileRef]
+    trace: FileRef | None = None
+    events: FileRef | None = None
+    snapshots: list[ReferenceSnapshot]
+
+
+class ReplayNotes(OpenContract):
+    status: Literal["partial", "runtime-state-artifact", "metadata-only"]
+    instructions: list[str]
+    limitations: list[str]
+
+
+class RuntimeReplayIndex(OpenContract):
+    """``files/runtime-replay-index.json`` (spec §1.6): where a replayer finds each piece of evidence."""
+
+    schema_: Literal["wp-codebox/runtime-replay-reference-index/v1"] = Field(
+        default=REPLAY_INDEX_SCHEMA, alias="schema"
+    )
+    version: Literal[1] = 1
+    id: str = Field(pattern=r"^runtime-replay-reference-index-sha256-[0-9a-f]{64}$")
+    createdAt: str
+    digest: Digest
+    runtime: dict[str, Any]
+    artifactBundle: ArtifactBundleRef
+    references: dict[str, FileRef]
+    actions: list[dict[str, Any]]
+    observations: list[dict[str, Any]]
+    snapshots: list[ReferenceSnapshot]
+    replay: ReplayNotes

@@ -23,6 +23,8 @@ from codebox_tui.contracts.apply import APPLY_RESULT_SCHEMA, DECISION_SCHEMA, Ap
 from codebox_tui.contracts.bundle import (
     CHANGED_FILES_SCHEMA,
     DIAGNOSTICS_SCHEMA,
+    REFERENCE_MANIFEST_SCHEMA,
+    REPLAY_INDEX_SCHEMA,
     REVIEW_SCHEMA,
     TEST_RESULTS_SCHEMA,
     VERIFICATION_SCHEMA,
@@ -32,6 +34,8 @@ from codebox_tui.contracts.bundle import (
     Diagnostics,
     Manifest,
     Review,
+    RuntimeReferenceManifest,
+    RuntimeReplayIndex,
     TestResults,
     WorkspacePatch,
 )
@@ -49,6 +53,8 @@ REGISTRY: dict[str, type[BaseModel]] = {
     TEST_RESULTS_SCHEMA: TestResults,
     DIAGNOSTICS_SCHEMA: Diagnostics,
     WORKSPACE_PATCH_SCHEMA: WorkspacePatch,
+    REFERENCE_MANIFEST_SCHEMA: RuntimeReferenceManifest,
+    REPLAY_INDEX_SCHEMA: RuntimeReplayIndex,
     VERIFICATION_SCHEMA: BundleVerification,
     APPLY_RESULT_SCHEMA: ApplyResult,
     DECISION_SCHEMA: Decision,

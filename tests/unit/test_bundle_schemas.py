@@ -14,6 +14,8 @@ from codebox_tui.contracts.bundle import (
     Diagnostics,
     Manifest,
     Review,
+    RuntimeReferenceManifest,
+    RuntimeReplayIndex,
     WorkspacePatch,
 )
 from codebox_tui.contracts.bundle import (
@@ -56,6 +58,8 @@ def test_stale_detection_sees_edits_and_leftovers(tmp_path: Path) -> None:
         ("files/test-results.json", ResultsModel),
         ("files/diagnostics.json", Diagnostics),
         ("files/workspace-patch.json", WorkspacePatch),
+        ("files/runtime-reference-manifest.json", RuntimeReferenceManifest),
+        ("files/runtime-replay-index.json", RuntimeReplayIndex),
     ],
 )
 def test_captured_documents_validate_against_their_models(tmp_path: Path, rel: str, model: type) -> None:
