@@ -226,6 +226,16 @@ def reseal(bundle_dir: Path) -> None:
         ref["digest"] = {"algorithm": "sha256", "value": value}
         ref["id"] = f"runtime-reference-manifest-sha256-{value}"
         ref_path.write_text(json.dumps(ref, indent=2, sort_keys=True) + "\n")
+    replay_path = bundle_dir / "files" / "runtime-replay-index.json"
+    if replay_path.exists():  # so does the replay index (the reference manifest's new hash included)
+        replay = json.loads(replay_path.read_text())
+        for item in replay.get("references", {}).values():
+            item["sha256"] = {"algorithm": "sha256", "value": sha256_hex((bundle_dir / item["path"]).read_bytes())}
+        payload = {k: v for k, v in replay.items() if k not in ("id", "createdAt", "digest")}
+        value = domain_digest(replay["schema"], payload)
+        replay["digest"] = {"algorithm": "sha256", "value": value}
+        replay["id"] = f"runtime-replay-reference-index-sha256-{value}"
+        replay_path.write_text(json.dumps(replay, indent=2, sort_keys=True) + "\n")
     for entry in manifest["files"]:
         if entry["path"] != "manifest.json":
             entry["sha256"] = {
