@@ -314,7 +314,7 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
             code="decision-not-approved",
             field="decision",
         )
-    bundle = store.get_bundle(decision.artifact_id)
+    bundle = store.decision_bundle(decision.id)  # the record decided on: Mode A ids can be shared
     bundle_dir = Path(bundle.path)
     if not bundle_dir.is_dir():
         raise ConflictError(f"the bundle directory {bundle_dir} is gone", code="bundle-invalid", field="bundle")

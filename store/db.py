@@ -7,6 +7,12 @@ decision gets the next gap-free ``sequence`` for its bundle, so no write is lost
 
 The schema version lives in ``PRAGMA user_version``; :data:`MIGRATIONS` are applied forward, in
 order, inside one transaction. A database written by a newer Codebox is refused, never rewritten.
+
+A bundle record is keyed by its **directory plus bundle id** (schema 2). Bundle ids in the reference's
+current mode (Mode A) hash the manifest's file list, not the bytes, so two different runs that touch
+the same files share an id; each run's directory is its own record, so neither hides the other, and
+every decision is bound to one record (``bundle_key``) and the Mode B content digest it reviewed
+(README "Review and decide").
 """
 
 from __future__ import annotations
@@ -92,6 +98,54 @@ MIGRATIONS: tuple[str, ...] = (
         UNIQUE (decision_id, adapter, target)
     );
     """,
+    # 2: bundles keyed by (directory, bundle id), decisions bound to that record; decisions keep the
+    # approved sandbox paths (what the reference's apply preflight expects) and the mount-relative ones.
+    # Runs with foreign keys off (see Store._migrate); ids and sequences are kept.
+    """
+    CREATE TABLE bundles_v2 (
+        key INTEGER PRIMARY KEY AUTOINCREMENT,
+        bundle_id TEXT NOT NULL,
+        path TEXT NOT NULL,
+        content_digest TEXT NOT NULL,
+        run_id TEXT,
+        changed_files INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL,
+        origin TEXT NOT NULL DEFAULT 'run',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (path, bundle_id)
+    );
+    INSERT INTO bundles_v2 (bundle_id, path, content_digest, run_id, changed_files, status, created_at, updated_at)
+        SELECT bundle_id, path, content_digest, run_id, changed_files, status, created_at, updated_at
+        FROM bundles ORDER BY created_at, bundle_id;
+    CREATE TABLE decisions_v2 (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        bundle_key INTEGER NOT NULL REFERENCES bundles(key),
+        bundle_id TEXT NOT NULL,
+        sequence INTEGER NOT NULL,
+        action TEXT NOT NULL,
+        approver TEXT NOT NULL,
+        reason TEXT NOT NULL DEFAULT '',
+        approved_files TEXT NOT NULL DEFAULT '[]',
+        approved_relative_paths TEXT,
+        content_digest TEXT NOT NULL,
+        decided_at TEXT NOT NULL,
+        UNIQUE (bundle_key, sequence)
+    );
+    INSERT INTO decisions_v2 (id, bundle_key, bundle_id, sequence, action, approver, reason, approved_files,
+                              content_digest, decided_at)
+        SELECT d.id, b.key, d.bundle_id, d.sequence, d.action, d.approver, d.reason, d.approved_files,
+               d.content_digest, d.decided_at
+        FROM decisions d JOIN bundles_v2 b ON b.bundle_id = d.bundle_id ORDER BY d.id;
+    DROP TABLE decisions;
+    DROP TABLE bundles;
+    ALTER TABLE bundles_v2 RENAME TO bundles;
+    ALTER TABLE decisions_v2 RENAME TO decisions;
+    CREATE INDEX bundles_status ON bundles(status);
+    CREATE INDEX bundles_bundle_id ON bundles(bundle_id);
+    CREATE INDEX bundles_content ON bundles(content_digest);
+    CREATE INDEX decisions_bundle ON decisions(bundle_key);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -113,6 +167,10 @@ class RunRecord:
 
 @dataclass(frozen=True)
 class BundleRecord:
+    """One bundle directory in the store. ``key`` is the record's own number (``@key`` on the CLI);
+    ``bundle_id`` alone may be shared by several records (Mode A ids hash the file list)."""
+
+    key: int
     bundle_id: str
     path: str
     content_digest: str
@@ -121,7 +179,12 @@ class BundleRecord:
     status: str
     created_at: str
     updated_at: str
+    origin: str = "run"
     decisions: int = field(default=0)
+
+    @property
+    def ref(self) -> str:
+        return f"@{self.key}"
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -159,8 +222,8 @@ class Store:
                     field=str(db_path),
                 )
             conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
             store._migrate()
+            conn.execute("PRAGMA foreign_keys = ON")
         except sqlite3.DatabaseError as error:
             conn.close()
             raise BadInputError(
@@ -174,9 +237,13 @@ class Store:
         return store
 
     def _migrate(self) -> None:
+        """Apply missing migrations in one transaction. Foreign keys are off meanwhile (SQLite's way to
+        rebuild a referenced table: a pragma that cannot change inside a transaction) and checked before
+        the commit, so a migration that would leave a dangling reference is rolled back."""
         version = self.schema_version()
         if version == SCHEMA_VERSION:
             return
+        self._conn.execute("PRAGMA foreign_keys = OFF")
         with self.write() as conn:
             version = int(conn.execute("PRAGMA user_version").fetchone()[0])
             if version > SCHEMA_VERSION:
@@ -190,6 +257,13 @@ class Store:
                 for statement in _split_sql(MIGRATIONS[number]):
                     conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {number + 1}")
+            problems = conn.execute("PRAGMA foreign_key_check").fetchall()
+            if problems:
+                raise BadInputError(
+                    f"migrating {self.path} would leave {len(problems)} dangling reference(s); nothing was changed",
+                    code="store-corrupt",
+                    field=str(self.path),
+                )
 
     def schema_version(self) -> int:
         with self._lock:
@@ -301,96 +375,137 @@ class Store:
         run_id: str | None = None,
         changed_files: int = 0,
         status: str = "pending",
+        origin: str = "run",
     ) -> BundleRecord:
-        """Insert a bundle, or refresh its path/run/count if already known (status kept).
+        """Insert the bundle at ``path``, or refresh its run/count if that directory is known with
+        this id (status kept). The record is keyed by directory plus id, so another run with the same
+        Mode A id is a record of its own and never replaces this one.
 
-        A known bundle whose content digest differs is refused: decisions stay bound to what was reviewed.
+        A known directory+id whose content digest differs is refused: decisions stay bound to what
+        was reviewed.
         """
         _require_text(bundle_id, "bundle_id")
         _require_digest(content_digest, "content_digest")
+        where = _absolute(path)
         now = utc_now_iso()
         with self.write() as conn:
-            known = conn.execute("SELECT content_digest FROM bundles WHERE bundle_id = ?", (bundle_id,)).fetchone()
+            known = conn.execute(
+                "SELECT key, content_digest FROM bundles WHERE path = ? AND bundle_id = ?", (where, bundle_id)
+            ).fetchone()
             if known is not None and known["content_digest"] != content_digest:
                 raise ConflictError(
-                    f"bundle {bundle_id} was recorded with a different content digest; its content changed",
+                    f"bundle {bundle_id} at {where} was recorded with a different content digest; its content changed",
                     code="digest-mismatch",
                     field="content_digest",
                     details={"recorded": known["content_digest"], "now": content_digest},
                 )
-            conn.execute(
-                """INSERT INTO bundles (bundle_id, path, content_digest, run_id, changed_files, status,
-                                        created_at, updated_at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                   ON CONFLICT(bundle_id) DO UPDATE SET path=excluded.path,
-                     content_digest=excluded.content_digest, run_id=COALESCE(excluded.run_id, run_id),
-                     changed_files=excluded.changed_files, updated_at=excluded.updated_at""",
-                (bundle_id, str(path), content_digest, run_id, int(changed_files), status, now, now),
-            )
-        return self.get_bundle(bundle_id)
+            if known is None:
+                cur = conn.execute(
+                    """INSERT INTO bundles (bundle_id, path, content_digest, run_id, changed_files, status, origin,
+                                            created_at, updated_at)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                    (bundle_id, where, content_digest, run_id, int(changed_files), status, origin, now, now),
+                )
+                key = int(cur.lastrowid or 0)
+            else:
+                key = int(known["key"])
+                conn.execute(
+                    """UPDATE bundles SET run_id = COALESCE(?, run_id), changed_files = ?, updated_at = ?
+                       WHERE key = ?""",
+                    (run_id, int(changed_files), now, key),
+                )
+        return self.get_bundle_by_key(key)
 
-    def get_bundle(self, id_or_prefix: str) -> BundleRecord:
-        """A bundle by full id or unique prefix (with or without ``artifact-bundle-sha256-``)."""
-        key = id_or_prefix.strip()
+    def get_bundle_by_key(self, key: int) -> BundleRecord:
+        rows = self._query(_BUNDLE_SELECT + " WHERE b.key = ? GROUP BY b.key", (int(key),))
+        if not rows:
+            raise BadInputError(f"no bundle @{key} in the store", code="bundle-not-found", field="bundle")
+        return _bundle(rows[0])
+
+    def find_bundle_at(self, path: Path | str, bundle_id: str | None = None) -> BundleRecord | None:
+        """The record of the bundle directory ``path`` (the newest, if it held several ids), or None."""
+        sql = _BUNDLE_SELECT + " WHERE b.path = ?"
+        params: tuple[Any, ...] = (_absolute(path),)
+        if bundle_id is not None:
+            sql += " AND b.bundle_id = ?"
+            params += (bundle_id,)
+        rows = self._query(sql + " GROUP BY b.key ORDER BY b.key DESC LIMIT 1", params)
+        return _bundle(rows[0]) if rows else None
+
+    def get_bundle(self, ref: str | int) -> BundleRecord:
+        """One bundle record by ``@key`` (or an int key), run id, full bundle id, or a unique prefix of
+        the bundle id (with or without ``artifact-bundle-sha256-``) or of the Mode B content digest.
+
+        Several records can share a Mode A bundle id; such a reference is ambiguous and the error
+        lists each record's ``@key`` and directory."""
+        if isinstance(ref, int):
+            return self.get_bundle_by_key(ref)
+        key = ref.strip()
         if not key:
             raise BadInputError("a bundle id is required", code="bundle-not-found", field="bundle")
-        exact = self._query(_BUNDLE_SELECT + " WHERE b.bundle_id = ? GROUP BY b.bundle_id", (key,))
-        if exact:
-            return _bundle(exact[0])
-        like = _escape_like(key)
+        if re.fullmatch(r"@\d+", key):
+            return self.get_bundle_by_key(int(key[1:]))
         rows = self._query(
-            _BUNDLE_SELECT + " WHERE b.bundle_id LIKE ? ESCAPE '\\' OR b.bundle_id LIKE ? ESCAPE '\\'"
-            " GROUP BY b.bundle_id",
-            (like + "%", _escape_like(BUNDLE_ID_PREFIX) + like + "%"),
+            _BUNDLE_SELECT + " WHERE b.bundle_id = ? OR b.run_id = ? GROUP BY b.key ORDER BY b.key", (key, key)
         )
+        if not rows:
+            like = _escape_like(key.lower())
+            rows = self._query(
+                _BUNDLE_SELECT + " WHERE b.bundle_id LIKE ? ESCAPE '\\' OR b.bundle_id LIKE ? ESCAPE '\\'"
+                " OR b.content_digest LIKE ? ESCAPE '\\' GROUP BY b.key ORDER BY b.key",
+                (like + "%", _escape_like(BUNDLE_ID_PREFIX) + like + "%", like + "%"),
+            )
         if not rows:
             raise BadInputError(f"no bundle matches {key!r}", code="bundle-not-found", field="bundle")
         if len(rows) > 1:
+            matches = [_bundle(r) for r in rows]
+            listed = "; ".join(f"@{b.key} {b.path} (content {b.content_digest[:12]})" for b in matches[:10])
             raise BadInputError(
-                f"{key!r} matches {len(rows)} bundles; give more of the id",
+                f"{key!r} matches {len(rows)} bundles; name one by @key or directory: {listed}",
                 code="bundle-ambiguous",
                 field="bundle",
-                details={"matches": [r["bundle_id"] for r in rows[:10]]},
+                details={"matches": [{"key": b.key, "bundleId": b.bundle_id, "path": b.path,
+                                      "contentDigest": b.content_digest} for b in matches[:10]]},
             )
         return _bundle(rows[0])
 
     def list_bundles(self, status: str | None = None) -> list[BundleRecord]:
+        """Every bundle record, newest first (records sharing a bundle id are all listed)."""
+        order = " GROUP BY b.key ORDER BY b.created_at DESC, b.key DESC"
         if status is None:
-            rows = self._query(_BUNDLE_SELECT + " GROUP BY b.bundle_id ORDER BY b.created_at DESC")
+            rows = self._query(_BUNDLE_SELECT + order)
         else:
-            rows = self._query(
-                _BUNDLE_SELECT + " WHERE b.status = ? GROUP BY b.bundle_id ORDER BY b.created_at DESC",
-                (status,),
-            )
+            rows = self._query(_BUNDLE_SELECT + " WHERE b.status = ?" + order, (status,))
         return [_bundle(row) for row in rows]
 
-    def set_bundle_status(self, bundle_id: str, status: str) -> BundleRecord:
+    def set_bundle_status(self, bundle: str | int, status: str) -> BundleRecord:
+        record = self.get_bundle(bundle)
         with self.write() as conn:
-            cur = conn.execute(
-                "UPDATE bundles SET status = ?, updated_at = ? WHERE bundle_id = ?",
-                (status, utc_now_iso(), bundle_id),
+            conn.execute(
+                "UPDATE bundles SET status = ?, updated_at = ? WHERE key = ?", (status, utc_now_iso(), record.key)
             )
-            if cur.rowcount == 0:
-                raise BadInputError(f"no bundle {bundle_id!r}", code="bundle-not-found", field="bundle")
-        return self.get_bundle(bundle_id)
+        return self.get_bundle_by_key(record.key)
 
     # -- decisions ---------------------------------------------------------------------------
     def record_decision(
         self,
-        bundle_id: str,
+        bundle: str | int,
         action: str,
         *,
         approver: str,
         reason: str = "",
         approved_files: list[str] | None = None,
+        approved_relative_paths: list[str] | None = None,
         content_digest: str,
     ) -> Decision:
-        """Record a decision and move the bundle to its status, serialised against other writers.
+        """Record a decision on one bundle record (``@key``/int key, or any unique reference) and move
+        it to its status, serialised against other writers.
 
-        ``approve``/``approve-files`` need a non-empty ``approved_files``; ``discard``/``iterate``
-        take none, and ``iterate`` needs a reason. ``content_digest`` is the Mode B digest the
-        reviewer saw; it must equal the bundle's recorded digest. Use
-        :func:`store.decisions.decide` to have the list and digest computed from the bundle.
+        ``approve``/``approve-files`` need a non-empty ``approved_files`` (sandbox paths, as the
+        reference's apply preflight expects; ``approved_relative_paths`` are the same files
+        mount-relative); ``discard``/``iterate`` take none, and ``iterate`` needs a reason.
+        ``content_digest`` is the Mode B digest the reviewer saw; it must equal the record's digest.
+        Use :func:`store.decisions.decide` to have the lists and digest computed from the bundle.
         """
         if action not in DECISION_ACTIONS:
             raise BadInputError(
@@ -400,73 +515,88 @@ class Store:
             )
         _require_text(approver, "approver")
         _require_digest(content_digest, "content_digest")
-        files = list(dict.fromkeys(f.strip() for f in (approved_files or []) if f.strip()))
+        files = _unique(approved_files)
+        relative = _unique(approved_relative_paths) if approved_relative_paths is not None else None
         if action in APPROVING_ACTIONS and not files:
             raise BadInputError(
                 f"{action} needs at least one approved file", code="decision-invalid", field="approved_files"
             )
-        if action not in APPROVING_ACTIONS and files:
+        if action not in APPROVING_ACTIONS and (files or relative):
             raise BadInputError(f"{action} takes no approved files", code="decision-invalid", field="approved_files")
         if action == "iterate" and not reason.strip():
             raise BadInputError("iterate (request changes) needs a reason", code="decision-invalid", field="reason")
+        record = self.get_bundle(bundle)
         decided_at = utc_now_iso()
         with self.write() as conn:
-            bundle = conn.execute(
-                "SELECT bundle_id, content_digest FROM bundles WHERE bundle_id = ?", (bundle_id,)
+            row = conn.execute(
+                "SELECT key, bundle_id, content_digest FROM bundles WHERE key = ?", (record.key,)
             ).fetchone()
-            if bundle is None:
-                raise BadInputError(f"no bundle {bundle_id!r}", code="bundle-not-found", field="bundle")
-            if bundle["content_digest"] != content_digest:
+            if row is None:
+                raise BadInputError(f"no bundle {bundle!r}", code="bundle-not-found", field="bundle")
+            if row["content_digest"] != content_digest:
                 raise ConflictError(
                     "the content digest you reviewed does not match the bundle's recorded digest",
                     code="digest-mismatch",
                     field="content_digest",
-                    details={"recorded": bundle["content_digest"], "reviewed": content_digest},
+                    details={"recorded": row["content_digest"], "reviewed": content_digest},
                 )
             sequence = int(
                 conn.execute(
-                    "SELECT COALESCE(MAX(sequence), 0) + 1 FROM decisions WHERE bundle_id = ?", (bundle_id,)
+                    "SELECT COALESCE(MAX(sequence), 0) + 1 FROM decisions WHERE bundle_key = ?", (record.key,)
                 ).fetchone()[0]
             )
             cur = conn.execute(
-                """INSERT INTO decisions (bundle_id, sequence, action, approver, reason, approved_files,
-                                          content_digest, decided_at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+                """INSERT INTO decisions (bundle_key, bundle_id, sequence, action, approver, reason, approved_files,
+                                          approved_relative_paths, content_digest, decided_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (
-                    bundle_id,
+                    record.key,
+                    row["bundle_id"],
                     sequence,
                     action,
                     approver.strip(),
                     reason.strip(),
                     json.dumps(files),
+                    None if relative is None else json.dumps(relative),
                     content_digest,
                     decided_at,
                 ),
             )
             conn.execute(
-                "UPDATE bundles SET status = ?, updated_at = ? WHERE bundle_id = ?",
-                (BUNDLE_STATUS_FOR_ACTION[action], decided_at, bundle_id),
+                "UPDATE bundles SET status = ?, updated_at = ? WHERE key = ?",
+                (BUNDLE_STATUS_FOR_ACTION[action], decided_at, record.key),
             )
             decision_id = int(cur.lastrowid or 0)
         return self.get_decision(decision_id)
 
     def get_decision(self, decision_id: int | str) -> Decision:
         number = _decision_number(decision_id)
-        rows = self._query("SELECT * FROM decisions WHERE id = ?", (number,))
+        rows = self._query(_DECISION_SELECT + " WHERE d.id = ?", (number,))
         if not rows:
             raise BadInputError(f"no decision {decision_id!r}", code="decision-not-found", field="decision")
         return self._decision(rows[0])
 
-    def list_decisions(self, bundle_id: str | None = None) -> list[Decision]:
-        if bundle_id is None:
-            rows = self._query("SELECT * FROM decisions ORDER BY id")
+    def decision_bundle(self, decision_id: int) -> BundleRecord:
+        """The bundle record a decision was made on (its directory, not just its id)."""
+        rows = self._query("SELECT bundle_key FROM decisions WHERE id = ?", (int(decision_id),))
+        if not rows:
+            raise BadInputError(f"no decision {decision_id}", code="decision-not-found", field="decision")
+        return self.get_bundle_by_key(int(rows[0]["bundle_key"]))
+
+    def list_decisions(self, bundle: int | str | None = None) -> list[Decision]:
+        """All decisions; or one record's (int key or ``@key``); or every record's with a bundle id."""
+        if bundle is None:
+            rows = self._query(_DECISION_SELECT + " ORDER BY d.id")
+        elif isinstance(bundle, int) or re.fullmatch(r"@\d+", bundle.strip()):
+            key = bundle if isinstance(bundle, int) else int(bundle.strip()[1:])
+            rows = self._query(_DECISION_SELECT + " WHERE d.bundle_key = ? ORDER BY d.sequence", (key,))
         else:
-            rows = self._query("SELECT * FROM decisions WHERE bundle_id = ? ORDER BY sequence", (bundle_id,))
+            rows = self._query(_DECISION_SELECT + " WHERE d.bundle_id = ? ORDER BY d.id", (bundle,))
         return [self._decision(row) for row in rows]
 
-    def latest_decision(self, bundle_id: str) -> Decision | None:
-        rows = self._query("SELECT * FROM decisions WHERE bundle_id = ? ORDER BY sequence DESC LIMIT 1", (bundle_id,))
-        return self._decision(rows[0]) if rows else None
+    def latest_decision(self, bundle: int | str) -> Decision | None:
+        decisions = self.list_decisions(bundle)
+        return max(decisions, key=lambda d: d.id) if decisions else None
 
     def _decision(self, row: sqlite3.Row) -> Decision:
         applies = [
@@ -478,16 +608,20 @@ class Store:
             )
             for a in self._query("SELECT * FROM applies WHERE decision_id = ? ORDER BY id", (row["id"],))
         ]
+        relative = row["approved_relative_paths"]
         return Decision(
             id=row["id"],
             sequence=row["sequence"],
             action=row["action"],
             artifact_id=row["bundle_id"],
             approved_files=json.loads(row["approved_files"]),
+            approved_relative_paths=None if relative is None else json.loads(relative),
             approver=row["approver"],
             reason=row["reason"],
             decided_at=row["decided_at"],
             content_digest=row["content_digest"],
+            bundle_key=row["bundle_key"],
+            bundle_directory=row["bundle_path"],
             applies=applies,
         )
 
@@ -511,7 +645,7 @@ class Store:
         """Store a successful apply with its decision and mark the bundle ``applied``."""
         applied_at = utc_now_iso()
         with self.write() as conn:
-            row = conn.execute("SELECT bundle_id FROM decisions WHERE id = ?", (decision_id,)).fetchone()
+            row = conn.execute("SELECT bundle_key FROM decisions WHERE id = ?", (decision_id,)).fetchone()
             if row is None:
                 raise BadInputError(f"no decision {decision_id}", code="decision-not-found", field="decision")
             try:
@@ -539,19 +673,27 @@ class Store:
                     field="decision",
                 ) from error
             conn.execute(
-                "UPDATE bundles SET status = 'applied', updated_at = ? WHERE bundle_id = ?",
-                (applied_at, row["bundle_id"]),
+                "UPDATE bundles SET status = 'applied', updated_at = ? WHERE key = ?",
+                (applied_at, row["bundle_key"]),
             )
         return AppliedRecord(adapter=adapter, target=target, applied_at=applied_at, result=result)
 
 
-_BUNDLE_SELECT = (
-    "SELECT b.*, COUNT(d.id) AS decisions FROM bundles b LEFT JOIN decisions d ON d.bundle_id = b.bundle_id"
-)
+_BUNDLE_SELECT = "SELECT b.*, COUNT(d.id) AS decisions FROM bundles b LEFT JOIN decisions d ON d.bundle_key = b.key"
+_DECISION_SELECT = "SELECT d.*, b.path AS bundle_path FROM decisions d JOIN bundles b ON b.key = d.bundle_key"
 
 
 def _split_sql(script: str) -> list[str]:
     return [part.strip() for part in script.split(";") if part.strip()]
+
+
+def _absolute(path: Path | str) -> str:
+    """The directory as the store keys it: absolute, symlinks resolved (one bundle, one spelling)."""
+    return str(Path(path).expanduser().resolve())
+
+
+def _unique(names: list[str] | None) -> list[str]:
+    return list(dict.fromkeys(n.strip() for n in (names or []) if isinstance(n, str) and n.strip()))
 
 
 def _escape_like(text: str) -> str:
@@ -603,6 +745,7 @@ def _run(row: sqlite3.Row) -> RunRecord:
 
 def _bundle(row: sqlite3.Row) -> BundleRecord:
     return BundleRecord(
+        key=int(row["key"]),
         bundle_id=row["bundle_id"],
         path=row["path"],
         content_digest=row["content_digest"],
@@ -611,6 +754,7 @@ def _bundle(row: sqlite3.Row) -> BundleRecord:
         status=row["status"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        origin=row["origin"],
         decisions=int(row["decisions"]),
     )
 

@@ -4,6 +4,9 @@
 the bundle, recomputes the Mode B content digest over ``files/changed-files.json`` +
 ``files/patch.diff``, resolves approved names (``relativePath`` or sandbox ``path``) against
 changed-files and records the decision through :meth:`Store.record_decision`.
+
+Approved files are recorded as sandbox paths (``approved_files``, what the reference's apply
+preflight expects) and mount-relative paths (``approved_relative_paths``).
 """
 
 from __future__ import annotations
@@ -38,6 +41,15 @@ class BundleContent:
     @property
     def relative_paths(self) -> list[str]:
         return [str(entry["relativePath"]) for entry in self.changed]
+
+    def sandbox_paths(self, relative: list[str]) -> list[str]:
+        """The sandbox ``path`` of each mount-relative path (the relativePath if an entry has none)."""
+        by_rel = {str(e["relativePath"]): e.get("path") for e in self.changed}
+        out = []
+        for rel in relative:
+            path = by_rel.get(rel)
+            out.append(path if isinstance(path, str) and path else rel)
+        return out
 
     def resolve(self, names: list[str]) -> list[str]:
         """Map approved names (relativePath or sandbox path) to relativePaths; unknown → error."""
@@ -87,8 +99,10 @@ def read_content(bundle_dir: Path, *, verify: bool = True) -> BundleContent:
     return BundleContent(bundle_id, content_digest_of(cf, patch), _changed_entries(cf))
 
 
-def register_bundle(store: Store, bundle_dir: Path, *, run_id: str | None = None) -> BundleRecord:
-    """Record a bundle found on disk (verified first)."""
+def register_bundle(
+    store: Store, bundle_dir: Path, *, run_id: str | None = None, origin: str = "run"
+) -> BundleRecord:
+    """Record a bundle found on disk (verified first, fails closed; the directory is never moved)."""
     content = read_content(bundle_dir)
     return store.record_bundle(
         content.bundle_id,
@@ -96,13 +110,15 @@ def register_bundle(store: Store, bundle_dir: Path, *, run_id: str | None = None
         content_digest=content.content_digest,
         run_id=run_id,
         changed_files=len(content.changed),
+        origin=origin,
     )
 
 
 def resolve_bundle(store: Store, ref: str) -> BundleRecord:
-    """A bundle by id/prefix, or by the path of a bundle directory (registered on first use)."""
+    """A bundle by ``@key``, run id, id/digest prefix, or the path of a bundle directory (registered
+    on first use)."""
     path = Path(ref).expanduser()
-    if (path / "manifest.json").is_file():
+    if not ref.startswith("@") and (path / "manifest.json").is_file():
         return register_bundle(store, path)
     return store.get_bundle(ref)
 
@@ -122,6 +138,19 @@ def decide(
     ``iterate`` approve nothing (the bundle directory is kept; ``codebox artifacts prune`` deletes).
     """
     bundle = resolve_bundle(store, bundle_ref)
+    return decide_on(store, bundle, action, approver=approver, reason=reason, files=files)
+
+
+def decide_on(
+    store: Store,
+    bundle: BundleRecord,
+    action: str,
+    *,
+    approver: str,
+    reason: str = "",
+    files: list[str] | None = None,
+) -> Decision:
+    """:func:`decide` on one known bundle record."""
     content = read_content(Path(bundle.path))
     if content.bundle_id != bundle.bundle_id:
         raise ConflictError(
@@ -143,11 +172,12 @@ def decide(
     elif files:
         raise BadInputError(f"{action} takes no files", code="decision-invalid", field="--file")
     return store.record_decision(
-        bundle.bundle_id,
+        bundle.key,
         action,
         approver=approver,
         reason=reason,
-        approved_files=approved,
+        approved_files=content.sandbox_paths(approved),
+        approved_relative_paths=approved if action in ("approve", "approve-files") else None,
         content_digest=content.content_digest,
     )
 
@@ -160,6 +190,6 @@ def prune_discarded(store: Store, *, dry_run: bool = False) -> list[BundleRecord
         if not dry_run:
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)
-            store.set_bundle_status(bundle.bundle_id, "pruned")
+            store.set_bundle_status(bundle.key, "pruned")
         pruned.append(bundle)
     return pruned

@@ -93,8 +93,14 @@ def normalize_apply_result(raw: object) -> ApplyResult:
 class Decision(Contract):
     """A reviewer's decision on one bundle, as stored and as printed with ``--json``.
 
-    Field names follow ``wp-codebox/artifact-review-decision/v1``; ``id`` and ``sequence`` (the
-    decision's position among the bundle's decisions, gap-free) are Codebox additions.
+    Field names follow ``wp-codebox/artifact-review-decision/v1``. ``approved_files`` are sandbox paths
+    (``changed-files.json`` ``path``), what the reference's apply preflight compares with the changed
+    files, so it accepts a Codebox decision as is. Codebox additions: ``id``, ``sequence`` (the
+    decision's position among the bundle record's decisions, gap-free), ``approved_relative_paths``
+    (the same files mount-relative; absent in decisions recorded before it existed, whose
+    ``approved_files`` were mount-relative — apply-back accepts both), ``bundle_key`` and
+    ``bundle_directory`` (the store record and directory decided on: several directories can share
+    a Mode A ``artifact_id``).
     """
 
     schema_: Literal["wp-codebox/artifact-review-decision/v1"] = Field(
@@ -105,11 +111,14 @@ class Decision(Contract):
     action: DecisionAction
     artifact_id: str
     approved_files: list[str] = Field(default_factory=list)
+    approved_relative_paths: list[str] | None = None
     approver: str
     reason: str = ""
     decided_at: str
     content_digest: str = Field(pattern=r"^[0-9a-f]{64}$")
     source: str = DECISION_SOURCE
+    bundle_key: int | None = None
+    bundle_directory: str | None = None
     applies: list[AppliedRecord] = Field(default_factory=list)
 
 

@@ -141,7 +141,8 @@ def test_subset_approval_writes_only_the_approved_files(tmp_path: Path, store: S
         reason="not the readme",
         files=[approved[0], MOUNT_TARGET + "/" + approved[1], approved[2]],
     )
-    assert decision.approved_files == approved
+    assert decision.approved_relative_paths == approved
+    assert decision.approved_files == [MOUNT_TARGET + "/" + rel for rel in approved]  # sandbox paths
     target = fresh_target(cap, tmp_path)
     result = apply_decision(store, decision.id, "directory", target)
     assert isinstance(result, ApplyResult)
@@ -150,10 +151,10 @@ def test_subset_approval_writes_only_the_approved_files(tmp_path: Path, store: S
     assert not (target / ".codebox-apply").exists()
     stored = store.get_decision(decision.id)
     assert stored.applies[0].result.applied_files == result.applied_files
-    assert store.get_bundle(decision.artifact_id).status == "applied"
+    assert store.decision_bundle(decision.id).status == "applied"
     [line] = read_audit(audit_path(store))
     assert line["schema"] == "wp-codebox/apply-audit/v1" and line["status"] == "success"
-    assert line["approved_files"] == approved
+    assert line["approved_files"] == decision.approved_files
     raw = audit_path(store).read_text()
     assert "return 2" not in raw  # no patch bodies in the audit
 

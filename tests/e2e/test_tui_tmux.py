@@ -96,6 +96,6 @@ def test_approve_a_real_playground_bundle_in_the_real_tui(make_run_session, plug
     assert len(decisions) == before + 1
     decision = decisions[-1]
     assert decision.action == "approve"
-    assert "tui-added.php" in decision.approved_files
+    assert "tui-added.php" in (decision.approved_relative_paths or [])
     # nothing was applied: the plugin directory holds only what the sandbox wrote
     assert (plugin_copy / "tui-added.php").exists()

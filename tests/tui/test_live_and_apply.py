@@ -88,7 +88,7 @@ async def test_approve_selected_then_apply_through_the_directory_adapter(bundle_
         shown = str(app.screen.query_one("#apply-result", Static).render())
         assert "wp-codebox/apply-result/v1" in shown, shown
     (decision,) = store.list_decisions()
-    assert sorted(decision.approved_files) == ["added.php", "plugin.php"]
+    assert sorted(decision.approved_relative_paths or []) == ["added.php", "plugin.php"]
     assert "LINE twenty" in (target / "plugin.php").read_text()
     assert (target / "added.php").read_text() == "<?php echo 'new';\n"
     # files that were not approved are untouched

@@ -47,7 +47,9 @@ async def test_approve_all_records_a_decision_with_the_reviewed_digest(bundle_di
     assert decision.action == "approve"
     review = json.loads((bundle_dir / "files/review.json").read_text())
     assert decision.content_digest == review["evidence"]["contentDigestB"]
-    assert sorted(decision.approved_files) == ["added.php", "keep.bin", "lib/run.sh", "plugin.php", "readme.txt"]
+    assert sorted(decision.approved_relative_paths or []) == ["added.php", "keep.bin", "lib/run.sh", "plugin.php",
+                                                          "readme.txt"]
+    assert all(f.startswith("/wordpress/") for f in decision.approved_files)  # sandbox paths (reference preflight)
 
 
 async def test_approve_selected_records_only_the_selected_files(bundle_dir: Path, store: Store) -> None:
@@ -67,7 +69,7 @@ async def test_approve_selected_records_only_the_selected_files(bundle_dir: Path
         await pilot.pause()
     (decision,) = store.list_decisions()
     assert decision.action == "approve-files"
-    assert decision.approved_files == ["plugin.php"]
+    assert decision.approved_relative_paths == ["plugin.php"]
 
 
 async def test_discard_and_iterate_are_recorded(bundle_dir: Path, store: Store) -> None:
