@@ -63,7 +63,8 @@ def show_command(
         "tests": {"status": loaded.test_results.get("status"), "summary": loaded.test_results.get("summary")},
         "riskFlags": loaded.review.get("riskFlags", []),
         "skipped": loaded.skipped,
-        "runtime": (loaded.metadata.get("provenance") or {}).get("runtime") or {},
+        "runtime": _runtime(loaded.metadata),
+        "contentDigestB": _digest_b(loaded.path),
         "baselines": loaded.metadata.get("baselines") or [],
         "evidence": [e["path"] for e in loaded.evidence],
     }
@@ -73,6 +74,7 @@ def show_command(
     typer.echo(f"bundle   {summary['id']}")
     typer.echo(f"path     {summary['path']}")
     typer.echo(f"created  {summary['createdAt']}")
+    typer.echo(f"content  {summary['contentDigestB'] or '?'} (Mode B digest: what decisions bind to)")
     runtime = summary["runtime"]
     if runtime:
         typer.echo(f"runtime  {runtime.get('backend') or '?'}: WordPress {runtime.get('wordpressVersion') or '?'}, "
@@ -100,6 +102,26 @@ def show_command(
         typer.echo(f"evidence {path}")
 
 
+def _runtime(metadata: dict[str, Any]) -> dict[str, Any]:
+    """``provenance.runtime`` with the versions filled in from wherever the writer put them (the reference
+    keeps the PHP version under ``context.phpWasmRuntimeAssetPreflight``)."""
+    from codebox_tui.bundle.provenance import runtime_versions
+
+    raw = (metadata.get("provenance") or {}).get("runtime") or {}
+    raw = raw if isinstance(raw, dict) else {}
+    found = {k: v for k, v in runtime_versions(metadata).items() if v}
+    return {**raw, **{k: v for k, v in found.items() if not raw.get(k)}} if (raw or found) else {}
+
+
+def _digest_b(path: Path) -> str | None:
+    from codebox_tui.bundle.digests import content_digest_b
+
+    try:
+        return content_digest_b(path)
+    except OSError:
+        return None
+
+
 def _echo_first(lines: list[str], hint: str = "", limit: int = 10) -> None:
     for line in lines[:limit]:
         typer.echo(f"  {line}")
@@ -119,10 +141,15 @@ def _tests_line(tests: dict[str, Any]) -> str:
 
 @artifacts_app.command("list")
 def list_command(
-    root: Path = typer.Argument(Path("artifacts"), help="Folder to search for bundles."),
+    root: Path | None = typer.Argument(None, help="Folder to search for bundles (default: $CODEBOX_HOME/artifacts)."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON list."),
 ) -> None:
     """Bundles under ROOT, newest first."""
+    if root is None:
+        from codebox_tui.settings import get_settings
+
+        root = get_settings().artifacts_dir
+        root.mkdir(parents=True, exist_ok=True)
     if not root.is_dir():
         raise BadInputError(f"{root} is not a folder; expected the folder run bundles were written to",
                             code="artifacts-root-missing", field="root")

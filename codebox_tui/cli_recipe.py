@@ -34,6 +34,33 @@ def _schema_registry() -> dict[str, Any]:
     return registry
 
 
+QuietOption = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr.")
+
+
+def _reporter(label: str, quiet: bool, steps_total: int | None = None) -> Any:
+    from codebox_tui.progress_report import StderrProgress
+
+    return StderrProgress(label, quiet=quiet, steps_total=steps_total)
+
+
+def _register_outcome(outcome: dict[str, Any], reporter: Any, *, flow: str) -> None:
+    """Record the run and its bundle in the review inbox (like ``codebox run``), and say so."""
+    from store.inbox import record_run_best_effort
+
+    run_dir = Path(str(outcome.get("runDir") or ""))
+    if not outcome.get("runDir"):
+        return
+    bundle = Path(str(outcome["bundleDir"])) if outcome.get("bundleId") and outcome.get("bundleDir") else None
+    reporter.phase("inbox", "recording the bundle for review")
+    record = record_run_best_effort(
+        reporter.phase, run_id=str(outcome.get("runtimeId") or run_dir.name), run_dir=run_dir,
+        status="completed" if outcome.get("success") else "failed", bundle_dir=bundle,
+        metadata={"flow": flow, **({"recipe": outcome["recipePath"]} if outcome.get("recipePath") else {})},
+    )
+    if record is not None:
+        reporter.phase("done", f"review it with: codebox review show @{record.key}")
+
+
 def _print_issues(issues: list[dict[str, str]]) -> None:
     for issue in issues:
         typer.echo(f"  {issue['path']}: {issue['message']} [{issue['code']}]", err=True)
@@ -90,6 +117,7 @@ def register(app: typer.Typer) -> None:
         artifacts_dir: Path | None = typer.Option(None, "--artifacts-dir", "--artifacts",
                                                      help="Where the bundle goes."),
         json_out: bool = JsonOption,
+        quiet: bool = QuietOption,
     ) -> None:
         """Run a recipe in a fresh sandbox and produce one bundle (or print the plan with --dry-run)."""
         from codebox_tui.recipes.plan import dry_run as make_plan
@@ -106,8 +134,15 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"{file}: invalid recipe ({len(validation.issues)} problems); nothing was run", err=True)
                 _print_issues(doc["validation"]["issues"])
             exit_with(ExitCode.OK if validation.valid else ExitCode.BAD_INPUT)
+        from codebox_tui.recipes.validate import all_steps
+
         run_module = importlib.import_module("codebox_tui.recipes.run")
-        outcome = run_module.run_recipe(validation, file.resolve().parent, artifacts_dir=artifacts_dir)
+        total = len(all_steps(validation.recipe)) if validation.recipe else None
+        reporter = _reporter("recipe-run", quiet, steps_total=total)
+        reporter.phase("start", str(file))
+        outcome = run_module.run_recipe(validation, file.resolve().parent, artifacts_dir=artifacts_dir,
+                                        on_session=reporter.attach)
+        _register_outcome(outcome, reporter, flow="recipe-run")
         if json_out:
             emit_json(outcome)
         else:
@@ -143,13 +178,18 @@ def register(app: typer.Typer) -> None:
         artifacts_dir: Path | None = typer.Option(None, "--artifacts-dir", "--artifacts",
                                                      help="Where the bundle goes."),
         json_out: bool = JsonOption,
+        quiet: bool = QuietOption,
     ) -> None:
         """Apply a patch to a copy of a plugin in a sandbox, run its tests before and after, probe the site."""
         from codebox_tui.recipes.evaluate_patch import evaluate_patch
         from codebox_tui.settings import get_settings
 
-        root = artifacts_dir or get_settings().home / "artifacts"
-        outcome = evaluate_patch(plugin, patch, artifacts_dir=root, tests=list(test) or None, probe_url=url)
+        root = artifacts_dir or get_settings().artifacts_dir
+        reporter = _reporter("evaluate-patch", quiet)
+        reporter.phase("start", f"{plugin} + {patch.name}")
+        outcome = evaluate_patch(plugin, patch, artifacts_dir=root, tests=list(test) or None, probe_url=url,
+                                 on_event=reporter.on_event)
+        _register_outcome(outcome, reporter, flow="evaluate-patch")
         if json_out:
             emit_json(outcome)
         else:

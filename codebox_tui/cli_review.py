@@ -22,7 +22,9 @@ review_app = typer.Typer(help="Review captured bundles: list, inspect and decide
 
 ApproverOption = typer.Option(None, "--approver", help="Who decides (default: the current user).")
 ReasonOption = typer.Option("", "--reason", "-m", help="Why (required for iterate).")
-BundleArg = typer.Argument(..., help="Bundle id, unique id prefix, or bundle directory.")
+BundleArg = typer.Argument(
+    ..., help="@key (from review list), bundle directory, run id, or a unique bundle-id or content-digest prefix."
+)
 
 
 def _approver(value: str | None) -> str:
@@ -50,11 +52,16 @@ def review_list(
         emit_json({"schema": "codebox/bundle-list/v1", "bundles": [_bundle_dict(b) for b in bundles]})
         return
     if not bundles:
-        typer.echo("no bundles recorded")
+        typer.echo("no bundles recorded (codebox review import DIR adds bundles made elsewhere)")
         return
+    # One line per bundle directory: runs that share a Mode A bundle id are listed separately, each with
+    # its own @key and content digest (README "Review and decide").
+    typer.echo(f"{'key':<6} {'bundle':<12}  {'content':<12}  {'status':<18} {'files':>5}  {'created':<24}  path")
     for b in bundles:
         typer.echo(
-            f"{b.bundle_id[23:35]}  {b.status:<18} {b.changed_files:>3} files  {b.created_at}  {b.path}"
+            f"{b.ref:<6} {b.bundle_id.removeprefix('artifact-bundle-sha256-')[:12]:<12}  {b.content_digest[:12]}  "
+            f"{b.status:<18} {b.changed_files:>5}  {b.created_at:<24}  {b.path}"
+            + ("  (imported)" if b.origin == "import" else "")
         )
 
 
@@ -65,7 +72,7 @@ def review_show(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
 
     with Store.open() as store:
         record = resolve_bundle(store, bundle)
-        decisions = store.list_decisions(record.bundle_id)
+        decisions = store.list_decisions(record.key)
     content = read_content(Path(record.path))
     if json_out:
         emit_json(
@@ -82,6 +89,7 @@ def review_show(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
         )
         return
     typer.echo(f"bundle   {record.bundle_id}")
+    typer.echo(f"key      {record.ref}")
     typer.echo(f"path     {record.path}")
     typer.echo(f"status   {record.status}")
     typer.echo(f"digest   {record.content_digest}")
@@ -89,11 +97,41 @@ def review_show(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
     for e in content.changed:
         typer.echo(f"  {e.get('status', '?'):<9} {e.get('relativePath')}")
     for d in decisions:
-        files = f" [{', '.join(d.approved_files)}]" if d.approved_files else ""
+        shown = d.approved_relative_paths if d.approved_relative_paths is not None else d.approved_files
+        files = f" [{', '.join(shown)}]" if shown else ""
         reason = f" — {d.reason}" if d.reason else ""
         typer.echo(f"decision {d.id}: {d.action} by {d.approver} at {d.decided_at}{files}{reason}")
         for a in d.applies:
             typer.echo(f"  applied with {a.adapter} to {a.target} at {a.applied_at} ({a.result.status})")
+
+
+@review_app.command("import")
+def review_import(
+    folder: Path = typer.Argument(..., help="A bundle folder (holds manifest.json) or a folder of bundles."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Add bundles produced elsewhere (another machine, the reference implementation) to the inbox.
+
+    Each bundle is verified first and only a valid one is added (fails closed); nothing is moved or
+    copied. Exit 1 when any bundle was rejected."""
+    from store.inbox import import_bundles
+
+    with Store.open() as store:
+        report = import_bundles(store, folder)
+    if json_out:
+        emit_json({"schema": "codebox/bundle-import/v1", "success": not report.rejected,
+                   "imported": [_bundle_dict(b) for b in report.imported], "rejected": report.rejected})
+    else:
+        for b in report.imported:
+            typer.echo(f"added {b.ref}  {b.bundle_id}  {b.changed_files} file(s)  {b.path}")
+        for entry in report.rejected:
+            typer.echo(f"REJECTED {entry['path']}: {entry['message']}", err=True)
+            for violation in (entry.get("violations") or [])[:10]:
+                typer.echo(f"  {violation.get('code', '?'):26} {violation.get('path', '')}", err=True)
+        if report.imported:
+            progress(f"review with: codebox review show {report.imported[0].ref}")
+    if report.rejected:
+        raise typer.Exit(1)
 
 
 def _decide(
@@ -107,7 +145,8 @@ def _decide(
         emit_json(decision)
         return
     files_text = f" ({len(decision.approved_files)} file(s))" if decision.approved_files else ""
-    typer.echo(f"decision {decision.id}: {decision.action}{files_text} on {decision.artifact_id}")
+    where = f" @{decision.bundle_key}" if decision.bundle_key is not None else ""
+    typer.echo(f"decision {decision.id}: {decision.action}{files_text} on {decision.artifact_id}{where}")
     if decision.action in ("approve", "approve-files"):
         progress(f"apply it with: codebox apply {decision.id} --adapter directory --target <folder>")
 

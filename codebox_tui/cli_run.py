@@ -16,7 +16,6 @@ from typing import Any
 import typer
 
 from codebox_tui.cliutil import emit_json, ensure_artifacts_dir, progress
-from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.contracts.runtime import (
     BootOutput,
     CommandError,
@@ -26,6 +25,7 @@ from codebox_tui.contracts.runtime import (
     RuntimePolicy,
 )
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
+from codebox_tui.progress_report import StderrProgress
 from codebox_tui.runtime.backend import SandboxSpec, validate_runtime_env
 from codebox_tui.runtime.catalog import command_catalog, get_command, parse_args
 from codebox_tui.runtime.commands import WP_CLI_DIR
@@ -134,28 +134,24 @@ def _build_spec(mounts: list[str], policy_text: str | None, command: str | None,
 
 
 def _register(session: RunSession, summary: Any, status: str) -> None:
-    """Record the run and its bundle in the store (best effort: the bundle on disk is the evidence)."""
+    """Record the run and its bundle in the review inbox (best effort: the bundle on disk is the evidence)."""
     try:
-        from store.db import Store
+        from store.inbox import record_run_best_effort
     except ImportError:
         return
-    try:
-        store = Store.open()
-        try:
-            store.record_run(session.runtime_id, status=status, artifacts_dir=session.run_dir,
-                             sandbox_session_id=session.spec.metadata.get("sandbox_session_id"),
-                             metadata=session.spec.metadata, started_at=session.created_at)
-            bundle_id = getattr(summary, "id", None)
-            digest = getattr(summary, "content_digest_b", None)
-            if bundle_id and digest:
-                changed = len(getattr(summary, "changed_files", []) or [])
-                store.record_bundle(bundle_id, path=session.run_dir, content_digest=digest,
-                                    run_id=session.runtime_id, changed_files=changed)
-            store.update_run(session.runtime_id, status=status, finished_at=utc_now_iso(), bundle_id=bundle_id)
-        finally:
-            store.close()
-    except CodeboxError as error:
-        progress(f"  warning: could not record the run in the store: {error}")
+    bundle_dir = getattr(summary, "path", None)
+    record_run_best_effort(
+        progress, run_id=session.runtime_id, run_dir=session.run_dir, status=status,
+        bundle_dir=Path(bundle_dir) if bundle_dir else None, metadata=session.spec.metadata,
+        sandbox_session_id=session.spec.metadata.get("sandbox_session_id"), started_at=session.created_at,
+        bundle_id=getattr(summary, "id", None), content_digest=getattr(summary, "content_digest_b", None),
+        changed_files=len(getattr(summary, "changed_files", []) or []),
+    )
+
+
+def artifacts_root(option: Path | None) -> Path:
+    """``--artifacts`` or the one default root (``CODEBOX_HOME/artifacts``) every command shares."""
+    return option if option is not None else get_settings().artifacts_dir
 
 
 def _artifacts_dict(session: RunSession, summary: Any) -> dict[str, Any]:
@@ -173,8 +169,9 @@ def run_command(
     mount: list[str] = typer.Option([], "--mount", "-m", help="HOST:SANDBOX[:readonly|readwrite] (repeatable)."),
     command: str = typer.Option(..., "--command", "-c", help="Runtime command id (see `codebox commands`)."),
     arg: list[str] = typer.Option([], "--arg", "-a", help="key=value argument for the command (repeatable)."),
-    artifacts: Path = typer.Option(Path("artifacts"), "--artifacts", "--artifacts-dir",
-                                    help="Folder that receives the run bundle."),
+    artifacts: Path | None = typer.Option(None, "--artifacts", "--artifacts-dir",
+                                           help="Folder that receives the run bundle (default: "
+                                                "$CODEBOX_HOME/artifacts)."),
     wp: str = typer.Option("6.5", "--wp", help="WordPress build: 6.2–6.5, beta, nightly."),
     php: str = typer.Option("8.3", "--php", help="PHP version (7.4, 8.0–8.5)."),
     policy: str | None = typer.Option(None, "--policy", help="Runtime policy: inline JSON or a JSON file."),
@@ -184,6 +181,7 @@ def run_command(
     metadata: str | None = typer.Option(None, "--metadata", help="Opaque caller metadata (JSON object)."),
     env: list[str] = typer.Option([], "--env", "-e", help="NAME=VALUE for PHP's getenv() (repeatable; not secret)."),
     json_out: bool = typer.Option(False, "--json", help="Print one wp-codebox/run/v1 document on stdout."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
 ) -> None:
     """Boot a sandbox, run one command, capture the artifact bundle, dispose."""
     started = time.monotonic()
@@ -191,10 +189,10 @@ def run_command(
     parse_args(spec_cmd, arg)  # bad arguments fail before anything boots
     command_timeout = parse_duration(timeout, "--timeout")
     spec, tools_dir = _build_spec(mount, policy, command, wp, php, wp_cli_phar, boot_timeout, metadata, env=env)
-    ensure_artifacts_dir(artifacts)
-    session = RunSession(spec, artifacts, on_event=None if json_out else _human_event)
-    if not json_out:
-        progress(f"codebox: run {session.runtime_id} → {session.run_dir}")
+    root = ensure_artifacts_dir(artifacts_root(artifacts))
+    reporter = StderrProgress("run", quiet=quiet)
+    session = RunSession(spec, root, on_event=reporter.on_event)
+    reporter.phase("start", f"{session.runtime_id} → {session.run_dir}")
     error: CodeboxError | None = None
     execution = None
     summary: Any = None
@@ -250,8 +248,9 @@ def boot_command(
     mount: list[str] = typer.Option([], "--mount", "-m", help="HOST:SANDBOX[:readonly|readwrite] (repeatable)."),
     hold: str = typer.Option("15m", "--hold", help="Keep the sandbox up this long (e.g. 90s, 15m, 2h)."),
     preview_port: int | None = typer.Option(None, "--preview-port", help="Fixed port for the live preview."),
-    artifacts: Path = typer.Option(Path("artifacts"), "--artifacts", "--artifacts-dir",
-                                    help="Folder for the run's event streams."),
+    artifacts: Path | None = typer.Option(None, "--artifacts", "--artifacts-dir",
+                                           help="Folder for the run's event streams (default: "
+                                                "$CODEBOX_HOME/artifacts)."),
     wp: str = typer.Option("6.5", "--wp", help="WordPress build: 6.2–6.5, beta, nightly."),
     php: str = typer.Option("8.3", "--php", help="PHP version."),
     policy: str | None = typer.Option(None, "--policy", help="Runtime policy: inline JSON or a JSON file."),
@@ -264,8 +263,8 @@ def boot_command(
         raise BadInputError("--preview-port must be between 1 and 65535", code="invalid-port", field="preview-port")
     spec, tools_dir = _build_spec(mount, policy, None, wp, php, None, boot_timeout, None, preview_port)
     spec.warm = True  # a held preview: load WordPress once so the first page a human opens is fast
-    ensure_artifacts_dir(artifacts)
-    session = RunSession(spec, artifacts, on_event=None if json_out else _human_event)
+    root = ensure_artifacts_dir(artifacts_root(artifacts))
+    session = RunSession(spec, root, on_event=None if json_out else _human_event)
     interrupted = False
 
     def stop(_signum: int, _frame: Any) -> None:

@@ -20,6 +20,9 @@ class CodeboxSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CODEBOX_", extra="ignore")
 
     home: Path = Field(default_factory=lambda: Path(user_data_dir("codebox", appauthor=False)))
+    # Where every command writes run bundles unless told otherwise (--artifacts, a recipe's
+    # artifacts.directory): one root, so the review inbox finds them all.
+    artifacts_root: Path | None = None
     wp_cli_phar: Path | None = None
     node: str = "node"
     chromium: str = "/usr/bin/chromium"
@@ -40,6 +43,11 @@ class CodeboxSettings(BaseSettings):
     @property
     def golden_dir(self) -> Path:
         return self.home / "golden"
+
+    @property
+    def artifacts_dir(self) -> Path:
+        """The default artifacts root: ``CODEBOX_ARTIFACTS_ROOT`` or ``CODEBOX_HOME/artifacts``."""
+        return self.artifacts_root or self.home / "artifacts"
 
     @property
     def db_path(self) -> Path:

@@ -12,6 +12,7 @@ import json
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,8 @@ def _git_apply(cwd: Path, patch: Path, check: bool) -> subprocess.CompletedProce
 
 
 def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, tests: list[str] | None = None,
-                   probe_url: str = "/", wp: str = "6.5", php: str = "8.3") -> dict[str, Any]:
+                   probe_url: str = "/", wp: str = "6.5", php: str = "8.3",
+                   on_event: Callable[[Any], None] | None = None) -> dict[str, Any]:
     from codebox_tui.runtime.backend import SandboxSpec
     from codebox_tui.runtime.phpunit import phpunit_tool_mounts
     from codebox_tui.runtime.session import RunSession
@@ -90,7 +92,7 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                                                      "patch": str(patch_file.resolve())},
             extra_mounts=phpunit_tool_mounts(scratch / "phpunit-bin") if has_tests else [],
         )
-        with RunSession(spec, artifacts_dir) as session:
+        with RunSession(spec, artifacts_dir, on_event=on_event) as session:
             steps: list[dict[str, Any]] = []
 
             def run(phase: str, command: str, args: list[str]) -> None:

@@ -183,7 +183,7 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
     if not validation.valid or recipe is None or policy is None:
         raise BadInputError("recipe is not valid; run `codebox recipe validate`", code="invalid-recipe")
     root = artifacts_dir or (resolve_source(base_dir, recipe.artifacts.directory) if recipe.artifacts.directory
-                             else None) or (get_settings().home / "artifacts")
+                             else None) or get_settings().artifacts_dir
     scratch = Path(tempfile.mkdtemp(prefix="codebox-recipe-"))
     executions: list[dict[str, Any]] = []
     failures: list[dict[str, Any]] = []

@@ -14,6 +14,7 @@ from store.db import BundleRecord, Store
 
 @dataclass
 class BundleRow:
+    key: int
     bundle_id: str
     path: str
     status: str
@@ -30,9 +31,9 @@ def open_store() -> Store:
 def bundle_rows(store: Store, status: str | None = None) -> list[BundleRow]:
     rows = []
     for record in store.list_bundles(status):
-        latest = store.latest_decision(record.bundle_id)
-        rows.append(BundleRow(record.bundle_id, record.path, record.status, record.changed_files, record.created_at,
-                              latest.action if latest else "", record.run_id))
+        latest = store.latest_decision(record.key)
+        rows.append(BundleRow(record.key, record.bundle_id, record.path, record.status, record.changed_files,
+                              record.created_at, latest.action if latest else "", record.run_id))
     return rows
 
 
@@ -42,16 +43,24 @@ def register(store: Store, bundle_dir: Path, run_id: str | None = None) -> Bundl
     return register_bundle(store, Path(bundle_dir), run_id=run_id)
 
 
+def import_bundles(store: Store, folder: Path) -> tuple[list[BundleRecord], list[dict[str, Any]]]:
+    """Verify and record the bundle at ``folder`` (or the bundles under it): (imported, rejected)."""
+    from store.inbox import import_bundles as store_import
+
+    report = store_import(store, Path(folder).expanduser())
+    return report.imported, report.rejected
+
+
 def load(bundle_dir: Path) -> LoadedBundle:
     return load_bundle(bundle_dir)
 
 
 def decide(store: Store, bundle_dir: Path, action: str, *, files: list[str] | None = None, reason: str = "") -> Any:
     """Record a decision (registering the bundle first if the store has not seen it)."""
-    from store.decisions import decide as store_decide
+    from store.decisions import decide_on
 
-    record = register(store, bundle_dir)
-    return store_decide(store, record.bundle_id, action, approver=current_user(), reason=reason, files=files)
+    record = register(store, bundle_dir)  # this directory's own record: a Mode A id may be shared
+    return decide_on(store, record, action, approver=current_user(), reason=reason, files=files)
 
 
 def apply(store: Store, decision_id: int, adapter: str, target: str) -> Any:

@@ -12,7 +12,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Markdown, Select, Static
 
 DIALOG_CSS = """
-ConfirmDialog, ReasonDialog, ApplyDialog, TextDialog, HelpDialog, LaunchScreen { align: center middle; }
+ConfirmDialog, ReasonDialog, ApplyDialog, TextDialog, HelpDialog, LaunchScreen, OpenBundleDialog {
+    align: center middle;
+}
 .dialog { width: 90; max-width: 95%; height: auto; max-height: 90%; border: thick $primary; background: $surface;
           padding: 1 2; }
 .dialog .title { text-style: bold; margin-bottom: 1; }
@@ -66,6 +68,27 @@ class ReasonDialog(ModalScreen[str | None]):
             self.dismiss(event.value.strip())
         else:
             self.notify("A reason is required.", severity="warning")
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class OpenBundleDialog(ModalScreen[str | None]):
+    """Ask for a bundle folder made elsewhere (another machine, the reference implementation)."""
+
+    DEFAULT_CSS = DIALOG_CSS
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="dialog.cancel")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label("Open a bundle by path: it is verified, added to the inbox, and never moved", classes="title")
+            yield Input(placeholder="bundle folder (holds manifest.json) or a folder of bundles", id="bundle-path")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.value.strip():
+            self.dismiss(event.value.strip())
+        else:
+            self.notify("A folder is required.", severity="warning")
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -34,19 +34,21 @@ class HomeScreen(Screen[None]):
 # Home
 Bundles captured by sandbox runs, newest first.
 - `enter`: review the highlighted bundle · `n`: launch a new sandbox · `f`: filter by status · `r`: refresh
+- `o`: open a bundle by path (made elsewhere, e.g. by the reference implementation): verified, added, never moved
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Review", id="home.open"),
         Binding("n", "new_run", "New sandbox", id="home.new"),
         Binding("f", "cycle_filter", "Filter", id="home.filter"),
         Binding("r", "refresh", "Refresh", id="home.refresh"),
+        Binding("o", "open_path", "Open path", id="home.open_path"),
     ]
 
     def __init__(self, now: datetime | None = None) -> None:
         super().__init__()
         self.filter_index = 0
         self.now = now
-        self.paths: dict[str, str] = {}
+        self.paths: dict[str, str] = {}  # row key (the store record's key) → bundle directory
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
@@ -75,9 +77,9 @@ Bundles captured by sandbox runs, newest first.
         self.paths = {}
         for row in rows:
             short = row.bundle_id.removeprefix("artifact-bundle-sha256-")[:16]
-            self.paths[row.bundle_id] = row.path
+            self.paths[str(row.key)] = row.path  # one row per directory: runs sharing a Mode A id all show
             table.add_row(short, row.status, str(row.changed), row.decision or "—", age(row.created_at, self.now),
-                          (row.run_id or "")[:26], key=row.bundle_id)
+                          (row.run_id or "")[:26], key=str(row.key))
         label = status or "all"
         hint = "" if rows else "  — no bundles yet: press n to launch a sandbox, or run `codebox run`"
         self.query_one("#home-status", Static).update(f" {len(rows)} bundle(s) · filter: {label}{hint}")
@@ -97,6 +99,33 @@ Bundles captured by sandbox runs, newest first.
 
     def on_data_table_row_selected(self, _event: DataTable.RowSelected) -> None:
         self.action_open()
+
+    def action_open_path(self) -> None:
+        from codebox_tui.screens.dialogs import OpenBundleDialog
+
+        self.app.push_screen(OpenBundleDialog(), self._open_path)
+
+    def _open_path(self, folder: str | None) -> None:
+        if not folder:
+            return
+        from codebox_tui.errors import CodeboxError
+
+        store = data.open_store()
+        try:
+            imported, rejected = data.import_bundles(store, Path(folder))
+        except CodeboxError as error:
+            self.notify(f"Cannot open: {error}", severity="error", timeout=8)
+            return
+        finally:
+            store.close()
+        for entry in rejected[:3]:
+            self.notify(f"Not added (fails verification): {entry['path']}: {entry['message']}", severity="error",
+                        timeout=10)
+        self.action_refresh()
+        if len(imported) == 1 and not rejected:
+            self.app.open_bundle(Path(imported[0].path))  # type: ignore[attr-defined]
+        elif imported:
+            self.notify(f"Added {len(imported)} bundle(s) to the inbox.")
 
     def action_new_run(self) -> None:
         from codebox_tui.screens.launch import LaunchScreen

@@ -14,6 +14,7 @@ from textual.widgets import Button, Input, Label, Select
 
 from codebox_tui.runtime.catalog import command_catalog
 from codebox_tui.screens.dialogs import DIALOG_CSS
+from codebox_tui.settings import get_settings
 
 
 class LaunchScreen(ModalScreen[None]):
@@ -111,7 +112,7 @@ LaunchScreen.-compact .dialog .buttons { margin-top: 0; }
         from codebox_tui.screens.live_run import LiveRunScreen
 
         self.dismiss(None)
-        self.app.push_screen(LiveRunScreen(spec, command, args, Path.cwd() / "artifacts", hold_s=hold_s))
+        self.app.push_screen(LiveRunScreen(spec, command, args, get_settings().artifacts_dir, hold_s=hold_s))
 
     def _launch_recipe(self, text: str, error_label: Label) -> None:
         from rich.markup import escape
@@ -136,7 +137,7 @@ LaunchScreen.-compact .dialog .buttons { margin-top: 0; }
             error_label.update(escape("\n".join(lines)))
             return
         self.dismiss(None)
-        self.app.push_screen(LiveRunScreen(None, "", [], Path.cwd() / "artifacts", recipe=validation))
+        self.app.push_screen(LiveRunScreen(None, "", [], get_settings().artifacts_dir, recipe=validation))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -185,21 +185,15 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
         self.app.call_from_thread(self._finished, bundle, error, cancelled)
 
     def _record(self, session: Any, bundle: Path, error: str | None, cancelled: bool) -> str | None:
-        """Record the run and its bundle in the store; returns the error to show (if any)."""
+        """Record the run and its bundle in the review inbox, as every command does; returns the error to
+        show (if any)."""
         try:
-            from codebox_tui.screens import data
+            from store.inbox import record_run
 
-            store = data.open_store()
-            try:
-                status = "cancelled" if cancelled else ("failed" if error else "completed")
-                store.record_run(session.runtime_id, status=status,
-                                 artifacts_dir=session.run_dir, metadata=session.spec.metadata,
-                                 sandbox_session_id=session.spec.metadata.get("sandbox_session_id"),
-                                 started_at=session.created_at)
-                record = data.register(store, bundle, run_id=session.runtime_id)
-                store.update_run(session.runtime_id, bundle_id=record.bundle_id)
-            finally:
-                store.close()
+            status = "cancelled" if cancelled else ("failed" if error else "completed")
+            record_run(run_id=session.runtime_id, run_dir=session.run_dir, status=status, bundle_dir=Path(bundle),
+                       metadata=session.spec.metadata, started_at=session.created_at,
+                       sandbox_session_id=session.spec.metadata.get("sandbox_session_id"))
         except Exception as caught:  # the bundle on disk is still there
             return error or f"could not record the bundle: {caught}"
         return error

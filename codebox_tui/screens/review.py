@@ -200,8 +200,10 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                  f"[b]Verified[/b] {'yes' if verification.valid else 'NO'}"]
         for violation in verification.violations[:20]:
             lines.append(f"  [red]{violation.code}[/] {violation.path}: {violation.message}")
-        runtime = meta.get("runtime", {}).get("environment", {})
-        wp, php = runtime.get("wordpressVersion", "?"), runtime.get("phpVersion", "?")
+        from codebox_tui.bundle.provenance import runtime_versions
+
+        versions = runtime_versions(meta)
+        wp, php = versions["wordpressVersion"] or "?", versions["phpVersion"] or "?"
         lines.append(f"[b]WordPress[/b] {wp}  [b]PHP[/b] {php}")
         lines.append(f"[b]Policy[/b] {json.dumps(meta.get('policy', {}))}")
         for mount in meta.get("mounts", []):
@@ -252,7 +254,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             self.notify("An invalid bundle cannot be approved.", severity="error")
             return
         lines = [f"Bundle: {self.bundle.id}", f"Action: {action}", f"Approver: {data.current_user()}",
-                 f"Content digest (Mode B): {self.bundle.review.get('evidence', {}).get('contentDigestB', '?')}"]
+                 f"Content digest (Mode B): {self._content_digest_b()}"]
         listed = files if files is not None else shown_files
         if listed is not None:
             lines.append("Files:")
@@ -278,6 +280,17 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                 self.app.push_screen(ApplyDialog(decision.id))
 
         self.app.push_screen(ConfirmDialog("Record this decision?", "\n".join(lines)), done)
+
+    def _content_digest_b(self) -> str:
+        """Mode B over the bytes on disk (what the decision binds to); bundles written by the reference
+        do not record it in review.json."""
+        recorded = self.bundle.review.get("evidence", {}).get("contentDigestB")
+        try:
+            from codebox_tui.bundle.digests import content_digest_b
+
+            return content_digest_b(self.bundle_dir)
+        except OSError:
+            return str(recorded or "?")
 
     def action_approve_all(self) -> None:
         self._decide("approve", shown_files=[str(f.get("relativePath")) for f in self.bundle.changed_files])

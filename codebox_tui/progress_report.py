@@ -1,0 +1,97 @@
+"""Progress of long commands on stderr: phase, step and elapsed time (README "Usage").
+
+One reporter shared by ``run``, ``recipe-run`` and ``evaluate-patch``. It is fed the run's runtime
+events (a ``RunSession``'s ``on_event``) plus the command's own phases, and writes one line each::
+
+    codebox evaluate-patch [   4.1s] boot: golden-copy (812 ms)
+    codebox evaluate-patch [  31.7s] step 3: wordpress.phpunit plugin-slug=buggy-counter
+    codebox evaluate-patch [  58.0s] step 3: wordpress.phpunit exited 1 in 26.3 s
+
+stdout is never touched (``--json`` keeps it one document); ``--quiet`` silences the reporter.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+MAX_ARGS_CHARS = 80
+
+
+class StderrProgress:
+    """Writes progress lines to stderr (or ``stream``); does nothing when ``quiet``."""
+
+    def __init__(self, label: str, *, quiet: bool = False, stream: TextIO | None = None,
+                 clock: Callable[[], float] = time.monotonic, steps_total: int | None = None) -> None:
+        self.label = label
+        self.quiet = quiet
+        self.stream = stream
+        self.clock = clock
+        self.started = clock()
+        self.steps_total = steps_total
+        self.step = 0
+        self.lines: list[str] = []  # what was written (kept for tests and summaries)
+
+    def elapsed(self) -> float:
+        return self.clock() - self.started
+
+    def line(self, text: str) -> None:
+        if self.quiet:
+            return
+        out = f"codebox {self.label} [{self.elapsed():7.1f}s] {text}"
+        self.lines.append(out)
+        stream = self.stream or sys.stderr
+        stream.write(out + "\n")
+        stream.flush()
+
+    def phase(self, name: str, detail: str = "") -> None:
+        self.line(f"{name}{': ' + detail if detail else ''}")
+
+    def _step_label(self) -> str:
+        return f"step {self.step}" + (f"/{self.steps_total}" if self.steps_total else "")
+
+    def on_event(self, event: Any) -> None:
+        """A ``RuntimeEvent`` (or its dict) from the run: boot phases, commands, capture, dispose."""
+        kind = getattr(event, "type", None) or (event.get("type") if isinstance(event, dict) else None)
+        raw = getattr(event, "data", None) if not isinstance(event, dict) else event.get("data")
+        data: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        if kind == "runtime.boot-started":
+            self.phase("boot", f"WordPress {data.get('wp')}, PHP {data.get('php')}")
+        elif kind == "runtime.boot-progress":
+            self.phase("boot", f"{data.get('phase')}" + (f" ({data['ms']} ms)" if "ms" in data else ""))
+        elif kind == "runtime.ready":
+            self.phase("ready", f"WordPress {data.get('wordpressVersion')}, PHP {data.get('phpVersion')} "
+                                f"(boot {data.get('bootMs')} ms)")
+        elif kind == "command.started":
+            self.step += 1
+            args = " ".join(str(a) for a in data.get("args") or [])
+            if len(args) > MAX_ARGS_CHARS:
+                args = args[: MAX_ARGS_CHARS - 1] + "…"
+            self.line(f"{self._step_label()}: {data.get('command')} {args}".rstrip())
+        elif kind in ("command.finished", "command.failed"):
+            ms = data.get("durationMs")
+            took = f" in {ms / 1000:.1f} s" if isinstance(ms, int | float) else ""
+            self.line(f"{self._step_label()}: {data.get('command')} exited {data.get('exitCode')}{took}")
+        elif kind == "command.denied":
+            self.phase("denied", str(data.get("message")))
+        elif kind == "patch.applied":
+            self.phase("patch applied", f"{data.get('patch')} (git apply exit {data.get('exitCode')})")
+        elif kind == "artifacts.capturing":
+            self.phase("capture", "writing the artifact bundle")
+        elif kind == "runtime.disposed":
+            self.phase("disposed", "sandbox stopped")
+        elif kind == "runtime.error":
+            self.phase("error", str(data.get("message") or data.get("code")))
+
+    def attach(self, session: Any) -> None:
+        """Follow a ``RunSession`` that already exists (e.g. from a recipe's ``on_session``)."""
+        previous = getattr(session, "on_event", None)
+
+        def both(event: Any) -> None:
+            if previous is not None:
+                previous(event)
+            self.on_event(event)
+
+        session.on_event = both
