@@ -235,3 +235,44 @@ async def test_home_opens_a_reference_bundle_by_path_and_the_approve_dialog_name
     finally:
         monkeypatch.delenv("CODEBOX_HOME")
         reload_settings()
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.playground
+def test_evaluate_patch_reaches_the_inbox_and_reports_progress(playground_session: Any, tmp_path: Path) -> None:
+    """It used to print nothing for minutes and never reach ``review list``."""
+    home = _home(tmp_path, Path(playground_session.home))
+    plugin = tmp_path / "buggy-counter"
+    shutil.copytree(EXAMPLES / "plugins-for-recipes" / "buggy-counter", plugin)
+    proc = _codebox(home, "evaluate-patch", "--plugin", str(plugin), "--patch",
+                    str(EXAMPLES / "patches" / "buggy-counter-fix.patch"), "--json")
+    doc = json.loads(proc.stdout)
+    assert doc["bundleId"], proc.stderr
+    assert Path(doc["bundleDir"]).parent == home / "artifacts"  # the one default root
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("codebox evaluate-patch [")]
+    text = "\n".join(lines)
+    for expected in ("start:", "boot:", "ready:", "step 1: wordpress.run-php", "wordpress.phpunit", "patch applied",
+                     "wordpress.browser-probe", "capture:", "inbox:"):
+        assert expected in text, (expected, proc.stderr)
+    elapsed = [float(line.split("[", 1)[1].split("s]", 1)[0]) for line in lines]
+    assert elapsed == sorted(elapsed) and elapsed[-1] > 0
+    listed = _json(_codebox(home, "review", "list", "--json"))["bundles"]
+    assert [(b["bundle_id"], b["path"]) for b in listed] == [(doc["bundleId"], str(Path(doc["bundleDir"]).resolve()))]
+    runs = _codebox(home, "review", "show", listed[0]["run_id"], "--json")
+    assert _json(runs)["bundle"]["key"] == listed[0]["key"]  # the run id names its bundle
+
+
+@pytest.mark.playground
+def test_recipe_run_reaches_the_inbox_and_quiet_silences_progress(playground_session: Any, tmp_path: Path) -> None:
+    home = _home(tmp_path, Path(playground_session.home))
+    recipe = EXAMPLES / "recipes" / "plugin-scaffold-mutation.json"
+    proc = _codebox(home, "recipe-run", str(recipe), "--json", "--quiet")
+    doc = _json(proc)
+    assert doc["bundleId"] and "codebox recipe-run [" not in proc.stderr
+    (listed,) = _json(_codebox(home, "review", "list", "--json"))["bundles"]
+    assert listed["bundle_id"] == doc["bundleId"] and listed["run_id"] == doc["runtimeId"]
+    assert Path(listed["path"]).parent == (home / "artifacts").resolve()
+    decision = _json(_codebox(home, "review", "approve", doc["runtimeId"], "--json"))
+    assert decision["approved_files"] == ["/wordpress/wp-content/plugins/scratch-plugin/feature.php"]

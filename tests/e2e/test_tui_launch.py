@@ -23,7 +23,7 @@ pytestmark = pytest.mark.playground
 
 async def test_launch_form_runs_a_real_sandbox_and_offers_its_bundle(  # type: ignore[no-untyped-def]
         playground_session, plugin_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)  # the form writes runs under ./artifacts, like `codebox run`
+    monkeypatch.chdir(tmp_path)  # the working folder does not matter: runs go to the one default root
     code = ("$d = WP_PLUGIN_DIR . '/simple-plugin';"
             "file_put_contents(\"$d/from-launch.php\", \"<?php\\n// launched from the TUI\\n\"); echo 'ok';")
     app = CodeboxApp()
@@ -48,6 +48,8 @@ async def test_launch_form_runs_a_real_sandbox_and_offers_its_bundle(  # type: i
     finally:
         store.close()
     assert live.bundle_dir.resolve() in paths
+    assert live.bundle_dir.resolve().parent == get_settings().artifacts_dir.resolve()  # like `codebox run`
+    assert not (tmp_path / "artifacts").exists()
     assert (plugin_copy / "from-launch.php").exists()
 
 
