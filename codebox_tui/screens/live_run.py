@@ -150,8 +150,7 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
             error = error or str(caught)
         finally:
             session.close()
-        if summary is not None:
-            error = self._record(session, summary.path, error, cancelled)
+        error = self._record(session, summary.path if summary is not None else None, error, cancelled)
         self.app.call_from_thread(self._finished, summary.path if summary else None, error, cancelled)
 
     @work(thread=True, exclusive=True, group="run")
@@ -180,19 +179,20 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
             problem = first.get("error")
             message = problem.get("message") if isinstance(problem, dict) else str(problem or "")
             error = f"recipe {outcome.get('status')}: {where} — {message}".strip(" —")[:300]
-        if bundle is not None and self.session is not None:
+        if self.session is not None:
             error = self._record(self.session, bundle, error, cancelled)
         self.app.call_from_thread(self._finished, bundle, error, cancelled)
 
-    def _record(self, session: Any, bundle: Path, error: str | None, cancelled: bool) -> str | None:
-        """Record the run and its bundle in the review inbox, as every command does; returns the error to
-        show (if any)."""
+    def _record(self, session: Any, bundle: Path | None, error: str | None, cancelled: bool) -> str | None:
+        """Record the run (and its bundle, if one was captured) in the review inbox, as every command does;
+        returns the error to show (if any)."""
         try:
             from store.inbox import record_run
 
             status = "cancelled" if cancelled else ("failed" if error else "completed")
-            record_run(run_id=session.runtime_id, run_dir=session.run_dir, status=status, bundle_dir=Path(bundle),
-                       metadata=session.spec.metadata, started_at=session.created_at,
+            record_run(run_id=session.runtime_id, run_dir=session.run_dir, status=status,
+                       bundle_dir=Path(bundle) if bundle else None, metadata=session.spec.metadata,
+                       started_at=session.created_at,
                        sandbox_session_id=session.spec.metadata.get("sandbox_session_id"))
         except Exception as caught:  # the bundle on disk is still there
             return error or f"could not record the bundle: {caught}"
