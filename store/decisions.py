@@ -183,9 +183,12 @@ def decide_on(
 
 
 def prune_discarded(store: Store, *, dry_run: bool = False) -> list[BundleRecord]:
-    """Delete the directories of discarded bundles (evidence is only ever deleted here)."""
+    """Delete the directories of discarded bundles (evidence is only ever deleted here). Bundles imported
+    from elsewhere (``codebox review import``) are never deleted: their folders are not Codebox's."""
     pruned: list[BundleRecord] = []
     for bundle in store.list_bundles(status="discarded"):
+        if bundle.origin == "import":
+            continue
         path = Path(bundle.path)
         if not dry_run:
             if path.is_dir() and not path.is_symlink():

@@ -184,6 +184,10 @@ def test_a_tampered_reference_bundle_is_not_imported(tmp_path: Path) -> None:
     assert {v["code"] for v in rejected["violations"]} >= {"file-hash-mismatch"}
     listed = _json(_codebox(home, "review", "list", "--json"))["bundles"]
     assert [b["path"] for b in listed] == [str(good.resolve())]
+    # discarding an imported bundle never deletes its folder, not even on prune (it is not Codebox's)
+    _json(_codebox(home, "review", "discard", str(good), "--json"))
+    assert _codebox(home, "artifacts", "prune").returncode == 0
+    assert (good / "manifest.json").is_file()
     missing = _codebox(home, "review", "import", str(tmp_path / "nope"))
     assert missing.returncode == 2 and "not a folder" in missing.stderr and "Traceback" not in missing.stderr
 
