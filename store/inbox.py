@@ -77,13 +77,21 @@ class ImportReport:
 
 
 def find_bundle_dirs(root: Path) -> list[Path]:
-    """``root`` itself if it is a bundle, else bundles up to :data:`MAX_DEPTH` folders below it."""
+    """``root`` itself if it is a bundle, else bundles up to :data:`MAX_DEPTH` folders below it. Folders
+    reached through a symlink are skipped: only what really lies under ``root`` is imported."""
     if (root / "manifest.json").is_file():
         return [root]
+    real_root = root.resolve()
     found: list[Path] = []
     for depth in range(1, MAX_DEPTH + 1):
         pattern = "/".join(["*"] * depth) + "/manifest.json"
-        found += [m.parent for m in root.glob(pattern) if m.is_file() and not m.parent.is_symlink()]
+        for manifest in root.glob(pattern):
+            folder = manifest.parent
+            rel = folder.relative_to(root)
+            if any((root / Path(*rel.parts[: i + 1])).is_symlink() for i in range(len(rel.parts))):
+                continue
+            if manifest.is_file() and folder.resolve().is_relative_to(real_root):
+                found.append(folder)
     return sorted(set(found))
 
 

@@ -95,3 +95,18 @@ def test_a_schema_1_store_is_migrated_keeping_bundles_decisions_and_applies(tmp_
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
     conn.close()
+
+
+def test_import_finds_bundles_two_levels_down_and_skips_symlinked_folders(tmp_path: Path) -> None:
+    from store.inbox import find_bundle_dirs
+
+    root = tmp_path / "root"
+    for rel in ("a", "b/c", "b/d/e"):  # depth 1, 2 and 3 (too deep)
+        (root / rel).mkdir(parents=True)
+        (root / rel / "manifest.json").write_text("{}")
+    outside = tmp_path / "outside" / "x"
+    outside.mkdir(parents=True)
+    (outside / "manifest.json").write_text("{}")
+    (root / "link").symlink_to(tmp_path / "outside", target_is_directory=True)
+    assert find_bundle_dirs(root) == [root / "a", root / "b/c"]
+    assert find_bundle_dirs(root / "a") == [root / "a"]
