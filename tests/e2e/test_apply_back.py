@@ -559,3 +559,23 @@ def test_decisions_record_the_same_mode_b_digest_as_the_bundle_module(tmp_path: 
     manifest = json.loads((cap.bundle_dir / "manifest.json").read_text())
     assert decision.artifact_id == manifest["id"]
     assert decision.content_digest != manifest["contentDigest"]["value"]  # Mode A is not what we bind to
+
+
+def test_a_decision_recorded_before_sandbox_paths_still_applies(tmp_path: Path, store: Store) -> None:
+    """Decisions written before ``approved_relative_paths`` existed list mount-relative ``approved_files``;
+    new ones list sandbox paths. Apply-back takes both and writes the same files."""
+    cap = capture(tmp_path)
+    record = register_bundle(store, cap.bundle_dir)
+    from store.decisions import read_content
+
+    digest = read_content(cap.bundle_dir).content_digest
+    old = store.record_decision(record.key, "approve-files", approver="ana", approved_files=["demo.php"],
+                                content_digest=digest)
+    assert old.approved_relative_paths is None
+    new = decide(store, f"@{record.key}", "approve-files", approver="ana", files=["demo.php"])
+    assert new.approved_files == [MOUNT_TARGET + "/demo.php"] and new.approved_relative_paths == ["demo.php"]
+    for decision, name in ((old, "old"), (new, "new")):
+        target = fresh_target(cap, tmp_path, name)
+        result = apply_decision(store, decision.id, "directory", target)
+        assert result.applied_files == ["demo.php"]
+        assert tree(target) == expected_tree(["demo.php"])
