@@ -67,7 +67,7 @@ def pieces(text: str, *, tab_size: int | None = DEFAULT_TAB_SIZE, keep_newlines:
     """``text`` as display pieces: plain runs and visible escapes (see the module doc).
 
     ``column`` is the cell where ``text`` starts (tab stops are counted from column 0)."""
-    pattern = _UNSAFE_OR_TAB if tab_size is not None else _UNSAFE
+    pattern = _UNSAFE_OR_TAB
     if keep_newlines:
         out: list[Piece] = []
         lines = text.split("\n")

@@ -109,7 +109,8 @@ def load_bundle(bundle_dir: Path | str) -> LoadedBundle:
     )
     metadata = _json(root / "metadata.json", "metadata.json", required=False)
     patch_path = root / "files" / "patch.diff"
-    patch = patch_path.read_text(encoding="utf-8", errors="replace") if patch_path.is_file() else ""
+    # bytes, not read_text(): universal newlines would turn a carriage return inside a line into a line break
+    patch = patch_path.read_bytes().decode("utf-8", errors="replace") if patch_path.is_file() else ""
     files = changed.get("files", [])
     if not isinstance(files, list):
         raise BadInputError(
