@@ -134,7 +134,7 @@ class DiffView(ScrollView, can_focus=True):
         Binding("n,f3", "next_match", "Next match", id="diff.next_match"),
         Binding("N,shift+f3", "previous_match", "Prev match", show=False, id="diff.previous_match"),
         Binding("}", "next_hunk", "Next hunk", id="diff.next_hunk"),
-        Binding("{,p", "previous_hunk", "Prev hunk", id="diff.previous_hunk"),
+        Binding("{,p", "previous_hunk", "Prev hunk", show=False, id="diff.previous_hunk"),
         Binding("s", "toggle_split", "Split/unified", id="diff.toggle_split"),
         Binding("w", "toggle_wrap", "Wrap", id="diff.toggle_wrap"),
         Binding("H", "half_left", "Half screen left", show=False, id="diff.half_left"),

@@ -11,8 +11,9 @@ from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from codebox_tui.textsafe import safe_text
+from codebox_tui.textsafe import pieces, safe_text
 
+ESCAPE_STYLE = "bold #ff5fd7 on #3a1f3a"  # a control character in a name, shown as an escape (as in the diff)
 BADGES = {"added": ("A", "green"), "modified": ("M", "yellow"), "deleted": ("D", "red")}
 
 
@@ -85,7 +86,9 @@ class ChangedFileTree(Tree[dict[str, Any]]):
         text.append(f"{letter}", style=f"bold {colour}")
         if entry.get("binary"):
             text.append("B", style="bold magenta")
-        text.append(" " + safe_text(rel.rsplit("/", 1)[-1]))
+        text.append(" ")
+        for piece in pieces(rel.rsplit("/", 1)[-1], tab_size=None):  # escapes drawn distinctly
+            text.append(piece.text, style=ESCAPE_STYLE if piece.escape else None)
         if entry.get("binary"):
             text.append("  binary", style="dim")
         else:

@@ -138,6 +138,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         if message.input.id != "diff-search":
             return
         view = self.query_one(DiffView)
+        message.input.add_class("hidden")  # the status line shows the term and the count; `/` reopens it
         total = view.search(message.value)
         if message.value and not total:
             self.notify(f"No match for {safe_text(message.value)!r} in this file.", severity="warning",

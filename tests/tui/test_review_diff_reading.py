@@ -47,7 +47,7 @@ async def test_search_field_finds_cycles_and_closes(tmp_path: Path) -> None:
         assert field.display and field.has_focus
         await pilot.press(*"echo", "enter")
         await pilot.pause()
-        assert view.has_focus and len(view.matches) == 2
+        assert view.has_focus and not field.display and len(view.matches) == 2
         assert '"echo" 1/2' in _status(screen)
         first = view.matches[view.match_index]
         strip = view.render_line(view._y_of(first) - int(view.scroll_offset.y))
