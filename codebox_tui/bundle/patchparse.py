@@ -17,7 +17,7 @@ from unidiff.constants import LINE_TYPE_EMPTY
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchedFile, PatchSet
 
-_GIT_HEADER = re.compile(r"(?m)^diff --git ")
+_BODY = re.compile(r"\n(?=@@ |GIT binary patch)")  # where a section's header ends
 _OCTAL = re.compile(rb"\\([0-7]{3}|.)")
 _SIMPLE = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"a": b"\a", b"b": b"\b", b"f": b"\f", b"v": b"\v",
            b"\\": b"\\", b'"': b'"'}
@@ -43,17 +43,41 @@ class DiffHunk:
 
 @dataclass
 class FileSection:
-    """One file's part of a patch."""
+    """One file's part of a patch. Line counts are parsed when first asked for (``split_sections`` only
+    reads headers, so opening a 100k-line patch does not parse every hunk up front)."""
 
     path: str  # the new path (the old one for a deletion), ``a/``/``b/`` and git quoting removed
     old_path: str | None  # None: the file is added
     new_path: str | None  # None: the file is deleted
     text: str  # the section exactly as in the patch
-    additions: int = 0
-    deletions: int = 0
-    binary: bool = False
     error: str | None = None  # why unidiff refused this section (its lines are then shown raw)
     meta: list[str] = field(default_factory=list)  # header lines after ``diff --git`` (modes, renames…)
+    counts: tuple[int, int, bool] | None = field(default=None, repr=False)  # (additions, deletions, binary)
+
+    def _counts(self) -> tuple[int, int, bool]:
+        if self.counts is None:
+            self.counts = (0, 0, False)
+            if self.error is None:
+                try:
+                    parsed = PatchSet(self.text, metadata_only=True)
+                except UnidiffParseError as error:
+                    self.error = str(error)
+                else:
+                    if parsed:
+                        self.counts = (parsed[0].added, parsed[0].removed, parsed[0].is_binary_file)
+        return self.counts
+
+    @property
+    def additions(self) -> int:
+        return self._counts()[0]
+
+    @property
+    def deletions(self) -> int:
+        return self._counts()[1]
+
+    @property
+    def binary(self) -> bool:
+        return self._counts()[2]
 
     @property
     def status(self) -> str:
@@ -78,13 +102,12 @@ def unquote_path(raw: str) -> str | None:
     return text
 
 
-def _section(patched: PatchedFile, text: str) -> FileSection:
+def _section(patched: PatchedFile, text: str, counted: bool = True) -> FileSection:
     old = unquote_path(patched.source_file) if patched.source_file else None
     new = unquote_path(patched.target_file) if patched.target_file else None
     meta = [line.rstrip("\n") for line in (patched.patch_info or [])][1:]
-    return FileSection(path=new or old or "", old_path=old, new_path=new, text=text,
-                       additions=patched.added, deletions=patched.removed, binary=patched.is_binary_file,
-                       meta=meta)
+    counts = (patched.added, patched.removed, patched.is_binary_file) if counted else None
+    return FileSection(path=new or old or "", old_path=old, new_path=new, text=text, meta=meta, counts=counts)
 
 
 def _line_starts(patch: str) -> list[int]:
@@ -106,32 +129,38 @@ def _first_line_of(patched: PatchedFile, patch: str, starts: list[int]) -> int:
 
 
 def split_sections(patch: str) -> list[FileSection]:
-    """Every file section of ``patch``, in order (metadata only: fast enough for 100k-line patches)."""
+    """Every file section of ``patch``, in order.
+
+    A git patch is cut at its ``diff --git`` lines (no hunk line can start that way) and unidiff reads
+    each section's header only; other patches are read whole by unidiff (metadata only)."""
+    bounds = [0] if patch.startswith("diff --git ") else []
+    find = patch.find
+    pos = find("\ndiff --git ")
+    while pos >= 0:  # str.find: several times faster than a multi-line regex on a big patch
+        bounds.append(pos + 1)
+        pos = find("\ndiff --git ", pos + 1)
+    if bounds:
+        sections = []
+        for i, begin in enumerate(bounds):
+            text = patch[begin:bounds[i + 1] if i + 1 < len(bounds) else len(patch)]
+            cut = _BODY.search(text)
+            try:
+                parsed = PatchSet(text[:cut.start() + 1] if cut else text, metadata_only=True)
+            except UnidiffParseError as error:
+                sections.append(_unparsed(text, str(error)))
+                continue
+            if parsed:
+                sections.append(_section(parsed[0], text, counted=False))
+        return sections
     try:
         patchset = PatchSet(patch, metadata_only=True)
-    except UnidiffParseError:
-        return _split_tolerant(patch)
+    except UnidiffParseError as error:
+        return [_unparsed(patch, str(error))] if patch.strip() else []
     if not patchset:
         return []
     starts = _line_starts(patch)
     begins = [starts[_first_line_of(patched, patch, starts)] for patched in patchset] + [len(patch)]
     return [_section(patched, patch[begins[i]:begins[i + 1]]) for i, patched in enumerate(patchset)]
-
-
-def _split_tolerant(patch: str) -> list[FileSection]:
-    """Fallback for a patch unidiff refuses as a whole: cut at ``diff --git`` lines, parse each alone."""
-    bounds = [m.start() for m in _GIT_HEADER.finditer(patch)]
-    sections = []
-    for i, begin in enumerate(bounds):
-        text = patch[begin:bounds[i + 1] if i + 1 < len(bounds) else len(patch)]
-        try:
-            parsed = PatchSet(text, metadata_only=True)
-        except UnidiffParseError as error:
-            sections.append(_unparsed(text, str(error)))
-            continue
-        if parsed:
-            sections.append(_section(parsed[0], text))
-    return sections
 
 
 def _unparsed(text: str, error: str) -> FileSection:
