@@ -43,7 +43,8 @@ def test_a_section_unidiff_refuses_is_reported_and_the_rest_still_parse() -> Non
     patch = ("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1 @@\n-a\n+b\n"
              "diff --git a/y b/y\n--- a/y\n+++ b/y\n@@ -1 +1 @@\n-a\n+b\n")
     sections = split_sections(patch)
-    assert [(s.path, s.error is not None, s.additions) for s in sections] == [("x", True, 0), ("y", False, 1)]
+    # counts are parsed on first use; a refused section then carries unidiff's error
+    assert [(s.path, s.additions, s.error is not None) for s in sections] == [("x", 0, True), ("y", 1, False)]
     model = build_model("x", sections[0].text)
     assert model.rows[1].kind == "binary" and "could not be parsed" in model.rows[1].text
     assert [r.text for r in model.rows[2:]][-2:] == ["-a", "+b"]
