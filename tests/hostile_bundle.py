@@ -9,22 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-PLUGIN_TARGET = "/wordpress/wp-content/plugins/tabbed"
-
-# WordPress style: tab-indented, tabs also between code and trailing comments.
-TABBED_PLUGIN = (
-    "<?php\n"
-    "/**\n"
-    " * Plugin Name: Tabbed\n"
-    " */\n"
-    "\n"
-    "add_action( 'init', static function (): void {\n"
-    "\tif ( is_admin() ) {\n"
-    "\t\t$greeting = 'Hello';\t\t// Fixture hook\n"
-    "\t\tadd_filter( 'the_title', static fn ( $t ) => $t . $greeting );\n"
-    "\t}\n"
-    "} );\n"
-)
+from codebox_tui.screenshots import HOSTILE_PATCH as FIXTURE_PATCH
+from codebox_tui.screenshots import PLUGIN_TARGET, build_hostile_bundle, make_tabbed_plugin
 
 # PHP run inside the sandbox. chr()/\u{} build the control characters there, so the hostile bytes are
 # written by the sandbox itself, as an attacker's code would.
@@ -46,15 +32,7 @@ echo 'written';
 HOSTILE_NAME = "notes-\x1b[31m\u202etxt.php"
 
 
-def make_plugin(root: Path) -> Path:
-    plugin = root / "tabbed"
-    plugin.mkdir(parents=True)
-    (plugin / "tabbed.php").write_text(TABBED_PLUGIN)
-    return plugin
-
-
-FIXTURE_PATCH = Path(__file__).resolve().parent / "fixtures" / "hostile-playground.patch"
-FIXED_CREATED = "2026-11-22T12:00:00.000Z"
+make_plugin = make_tabbed_plugin
 
 
 def recorded_patch() -> str:
@@ -63,32 +41,9 @@ def recorded_patch() -> str:
 
 
 def build_recorded_bundle(work: Path) -> Path:
-    """A deterministic bundle for snapshots: the plugin, with the recorded patch of the real run applied
-    exactly (``store.patchtext.apply_block``), captured by the real capture code with a fixed clock."""
-    from codebox_tui.bundle.baseline import take_baselines
-    from codebox_tui.bundle.capture import capture_bundle
-    from codebox_tui.bundle.patchparse import split_sections
-    from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
-    from store.patchtext import apply_block
-
-    plugin = make_plugin(work)
-    mount = MountSpec(source=str(plugin), target=PLUGIN_TARGET)
-    baselines = take_baselines([mount], work / "scratch")
-    for section in split_sections(recorded_patch()):
-        target = plugin / section.path
-        before = target.read_bytes() if target.exists() else None
-        target.write_bytes(apply_block(before, section.text.encode("utf-8")))
-    run_dir = work / "run"
-    (run_dir / "logs").mkdir(parents=True)
-    (run_dir / "events.jsonl").write_text(
-        '{"data": {"command": "wordpress.run-php"}, "id": "event-0", "level": "info", '
-        '"timestamp": "2026-11-22T12:00:00.000Z", "type": "command.started"}\n')
-    runtime = RuntimeInfo(id="runtime-hostile", createdAt=FIXED_CREATED,
-                          environment={"wordpressVersion": "6.5.5", "phpVersion": "8.3"})
-    summary = capture_bundle(run_dir, runtime=runtime, mounts=[mount], baselines=baselines,
-                             policy=RuntimePolicy(commands=["wordpress.run-php"]), metadata={},
-                             secret_values=[], evidence=[], test_suites=[])
-    return Path(summary.path)
+    """A deterministic bundle for snapshots: the plugin with the recorded patch of the real run applied
+    exactly, captured by the real capture code with a fixed clock (``codebox_tui.screenshots``)."""
+    return build_hostile_bundle(work)
 
 
 def capture(run_factory: Any, root: Path) -> Path:
