@@ -377,8 +377,7 @@ class DiffView(ScrollView, can_focus=True):
             target = column + (CODE_X if self.rows[row].kind in SIGNS else 2)
         if view_start <= target and target + length <= view_start + visible:
             return
-        x = target - (CODE_X if not self._split_active else 0) if target + length <= visible else \
-            max(0, target - visible // 3)
+        x = 0 if target + length <= visible else max(0, target - visible // 3)
         self.scroll_to(x=max(0, min(self._h_max(), x)), animate=False)
 
     def _first_change_column(self, hunk_row: int) -> tuple[int, int]:

@@ -313,7 +313,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             try:
                 decision = data.decide(store, self.bundle_dir, action, files=files, reason=reason)
             except Exception as error:  # a store refusal is shown, never a traceback
-                self.notify(str(error), severity="error", timeout=8)
+                self.notify(safe_text(error), severity="error", timeout=8, markup=False)
                 return
             finally:
                 store.close()
