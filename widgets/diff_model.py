@@ -123,9 +123,11 @@ def build_model(path: str, block: str, *, max_line: int = MAX_LINE, eager_words:
 
     def text_row(kind: str, raw: str, old: int | None = None, new: int | None = None, hunk: int = -1) -> Row:
         nonlocal truncated
-        truncated = truncated or len(raw) > max_line
-        text, escapes = display_line(_cut(raw, max_line), tab_size)
-        return Row(kind, text, old, new, hunk, escapes=escapes)
+        if len(raw) > max_line:
+            truncated = True
+            raw = _cut(raw, max_line)
+        text, escapes = display_line(raw, tab_size)
+        return Row(kind, text, old, new, hunk, escapes=escapes) if escapes else Row(kind, text, old, new, hunk)
 
     for meta in section.meta:
         if not meta.startswith(("index ", "diff --git")):
@@ -142,15 +144,15 @@ def build_model(path: str, block: str, *, max_line: int = MAX_LINE, eager_words:
         rows.append(text_row("hunk", hunk.header, hunk=number))
         dels: list[int] = []
         adds: list[int] = []
-        for line in hunk.lines:
-            if line.kind == "ctx" or (line.kind == "del" and adds):
+        for kind, raw, old_no, new_no in hunk.lines:
+            if (kind == "ctx" and (dels or adds)) or (kind == "del" and adds):
                 _pair_words(rows, dels, adds, eager)
                 dels.clear()
                 adds.clear()
-            rows.append(text_row(line.kind, line.text, line.old_no, line.new_no, number))
-            if line.kind == "add":
+            rows.append(text_row(kind, raw, old_no, new_no, number))
+            if kind == "add":
                 adds.append(len(rows) - 1)
-            elif line.kind == "del":
+            elif kind == "del":
                 dels.append(len(rows) - 1)
         _pair_words(rows, dels, adds, eager)
     return FileDiffModel(path, rows, hunk_rows, section.additions, section.deletions, False, truncated)

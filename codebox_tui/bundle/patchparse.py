@@ -12,19 +12,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from unidiff.constants import LINE_TYPE_EMPTY
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchedFile, PatchSet
 
+_KINDS = {"+": "add", "-": "del", " ": "ctx", "\\": "nonl"}
 _BODY = re.compile(r"\n(?=@@ |GIT binary patch)")  # where a section's header ends
 _OCTAL = re.compile(rb"\\([0-7]{3}|.)")
 _SIMPLE = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"a": b"\a", b"b": b"\b", b"f": b"\f", b"v": b"\v",
            b"\\": b"\\", b'"': b'"'}
 
 
-@dataclass(frozen=True)
-class DiffLine:
+class DiffLine(NamedTuple):  # a tuple: 20,000 of them are made for a big file
     kind: str  # ctx | add | del | nonl
     text: str  # without the newline
     old_no: int | None
@@ -180,15 +181,20 @@ def parse_section(text: str) -> tuple[FileSection, list[DiffHunk]]:
         return _unparsed(text, "no file header"), []
     patched = patchset[0]
     hunks = []
+    kinds = _KINDS
     for hunk in patched:
-        lines = []
+        lines: list[DiffLine] = []
+        append = lines.append
         for line in hunk:
-            if line.line_type == LINE_TYPE_EMPTY:  # a separator after the hunk, not a context line
+            line_type = line.line_type
+            if line_type == LINE_TYPE_EMPTY:  # a separator after the hunk, not a context line
                 continue
-            value = line.value[:-1] if line.value.endswith("\n") else line.value
-            kind = {"+": "add", "-": "del", " ": "ctx", "\\": "nonl"}[line.line_type]
-            lines.append(DiffLine(kind, value if kind != "nonl" else "\\" + value, line.source_line_no,
-                                  line.target_line_no))
+            value = line.value
+            if value.endswith("\n"):
+                value = value[:-1]
+            kind = kinds[line_type]
+            append(DiffLine(kind, value if kind != "nonl" else "\\" + value, line.source_line_no,
+                            line.target_line_no))
         header = f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@"
         if hunk.section_header:
             header += f" {hunk.section_header}"
