@@ -167,6 +167,25 @@ async def scrolling(patch: str, split_mode: str) -> tuple[list[float], list[floa
     return cold, lexed, key_frame, parse_ms, work
 
 
+async def search_and_wrap(patch: str) -> tuple[list[float], float]:
+    """``DiffView.search`` over a 20k-line file (ms per query, target < 50) and the soft-wrap layout (ms)."""
+    app = DiffHost(patch)
+    async with app.run_test(size=SIZE) as pilot:
+        view = app.query_one(DiffView)
+        while len(view.rows) < 1000:  # parsed in a worker
+            await asyncio.sleep(0.005)
+        await pilot.pause()
+        times = []
+        for query in ("compute_19999", "esc_html", "no such text", "$value_7 ", "TRUE"):
+            t0 = time.perf_counter()
+            view.search(query)
+            times.append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        view.action_toggle_wrap()
+        wrap_ms = (time.perf_counter() - t0) * 1000
+    return times, wrap_ms
+
+
 def build_big_bundle(work: Path, lines: int = 20000) -> Path:
     """A real bundle (real capture code) whose patch changes 1 in 3 lines of one 20,000-line PHP file."""
     from codebox_tui.bundle.baseline import take_baselines
@@ -332,6 +351,9 @@ async def main() -> None:
         print(f"[{mode}] PageDown key->frame: median {statistics.median(key_frame):.1f} ms, "
               f"p90 {pct(key_frame, 0.9):.1f}, max {max(key_frame):.1f}; update work per frame median "
               f"{statistics.median(work):.1f} ms")
+    searches, wrap_ms = await search_and_wrap(one_file)
+    print(f"search in the 20k-line file: median {statistics.median(searches):.1f} ms, max {max(searches):.1f} "
+          f"(target < 50); soft-wrap layout {wrap_ms:.1f} ms")
     with tempfile.TemporaryDirectory() as tmp_name:
         bundle = build_big_bundle(Path(tmp_name))
         for mode in ("unified", "split"):

@@ -60,7 +60,9 @@ class CodeboxApp(App[None]):
         try:
             screen = ReviewScreen(path)
         except CodeboxError as error:
-            self.notify(f"Cannot open bundle: {error}", severity="error", timeout=8)
+            from codebox_tui.textsafe import safe_text
+
+            self.notify(safe_text(f"Cannot open bundle: {error}"), severity="error", timeout=8, markup=False)
             return
         self.push_screen(screen)
 

@@ -47,6 +47,62 @@ add_shortcode( 'greeting_card', 'greeting_cards_render' );
 """
 
 
+# A tab-indented WordPress plugin, and the patch a real Playground run wrote when PHP edited it and added
+# a file whose content and name carry ESC sequences, a CR, C1/DEL and bidi overrides (recorded by
+# ``python -m tests.hostile_bundle``; ``tests/security/test_diffs_hostile_text.py`` checks it still matches).
+PLUGIN_TARGET = "/wordpress/wp-content/plugins/tabbed"
+HOSTILE_PATCH = REPO / "tests" / "fixtures" / "hostile-playground.patch"
+TABBED_PLUGIN = (
+    "<?php\n"
+    "/**\n"
+    " * Plugin Name: Tabbed\n"
+    " */\n"
+    "\n"
+    "add_action( 'init', static function (): void {\n"
+    "\tif ( is_admin() ) {\n"
+    "\t\t$greeting = 'Hello';\t\t// Fixture hook\n"
+    "\t\tadd_filter( 'the_title', static fn ( $t ) => $t . $greeting );\n"
+    "\t}\n"
+    "} );\n"
+)
+
+
+def make_tabbed_plugin(root: Path) -> Path:
+    plugin = root / "tabbed"
+    plugin.mkdir(parents=True)
+    (plugin / "tabbed.php").write_text(TABBED_PLUGIN)
+    return plugin
+
+
+def build_hostile_bundle(work: Path) -> Path:
+    """A deterministic bundle: the tab-indented plugin with the recorded patch applied exactly
+    (``store.patchtext.apply_block``), captured by the real capture code with a fixed clock."""
+    from codebox_tui.bundle.baseline import take_baselines
+    from codebox_tui.bundle.capture import capture_bundle
+    from codebox_tui.bundle.patchparse import split_sections
+    from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+    from store.patchtext import apply_block
+
+    plugin = make_tabbed_plugin(work)
+    mount = MountSpec(source=str(plugin), target=PLUGIN_TARGET)
+    baselines = take_baselines([mount], work / "scratch")
+    for section in split_sections(HOSTILE_PATCH.read_bytes().decode("utf-8")):
+        target = plugin / section.path
+        before = target.read_bytes() if target.exists() else None
+        target.write_bytes(apply_block(before, section.text.encode("utf-8")))
+    run_dir = work / "run"
+    (run_dir / "logs").mkdir(parents=True)
+    (run_dir / "events.jsonl").write_text(
+        '{"data": {"command": "wordpress.run-php"}, "id": "event-0", "level": "info", '
+        '"timestamp": "2026-11-22T12:00:00.000Z", "type": "command.started"}\n')
+    runtime = RuntimeInfo(id="runtime-hostile", createdAt=FIXED_CREATED,
+                          environment={"wordpressVersion": "6.5.5", "phpVersion": "8.3"})
+    summary = capture_bundle(run_dir, runtime=runtime, mounts=[mount], baselines=baselines,
+                             policy=RuntimePolicy(commands=["wordpress.run-php"]), metadata={},
+                             secret_values=[], evidence=[], test_suites=[])
+    return Path(summary.path)
+
+
 @dataclass
 class DemoEvidence:
     path: str
@@ -260,6 +316,30 @@ def main() -> int:
             ("launch", launch),
             ("help", help_panel), ("live-run", live),
         ]
+        hostile = build_hostile_bundle(work / "hostile")
+
+        def hostile_review(rel: str, *keys: str) -> Step:
+            async def steps(app: Any, pilot: Any) -> None:
+                app.open_bundle(hostile)
+                await pilot.pause()
+                tree = app.screen.query_one("#files")
+                tree.move_cursor(tree._leaves[rel])
+                await pilot.pause()
+                app.screen.query_one("#diff").focus()
+                for key in keys:
+                    await pilot.press(key)
+                await pilot.pause()
+
+            return steps
+
+        hostile_name = next(iter(sorted(p.name for p in (work / "hostile" / "tabbed").iterdir()
+                                        if p.name != "tabbed.php")))
+        for name, size, hostile_steps in (
+                ("review-control-characters", (120, 32), hostile_review(hostile_name)),
+                ("review-tabs-searched", (120, 32), hostile_review("tabbed.php", "slash", *"greeting", "enter"))):
+            svg = asyncio.run(_shoot(name, size, DemoApp, hostile_steps))
+            png = svg_to_png(svg)
+            print(f"{svg.relative_to(REPO)}  {png.relative_to(REPO) if png else '(no chromium: SVG only)'}")
         for name, steps in shots:
             for size in ((120, 40), (80, 24)):
                 suffix = "" if size == (120, 40) else "-80x24"

@@ -34,6 +34,8 @@ class CodeboxSettings(BaseSettings):
     # well under a second. "auto": on in long-lived processes (the TUI, or once a process boots a
     # second sandbox), off for one-shot `codebox run`.
     spare_sandboxes: Literal["auto", "on", "off"] = "auto"
+    # Tab stops in the diff views (WordPress code is tab-indented): CODEBOX_TAB_WIDTH.
+    tab_width: int = Field(default=4, ge=1, le=16)
 
     @property
     def playground_home(self) -> Path:

@@ -1,4 +1,5 @@
-"""Pure diff model: a patch split per file and flattened into display rows (no Textual here)."""
+"""Pure diff model: a patch split per file (``codebox_tui.bundle.patchparse``) and flattened into display
+rows (no Textual here)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
+from codebox_tui.bundle.patchparse import parse_section, split_sections
+from codebox_tui.textsafe import DEFAULT_TAB_SIZE, display_line
+
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
 MAX_LINE = 2000
 
@@ -22,6 +25,7 @@ class Row:
     spans: list[tuple[int, int]] = field(default_factory=list)  # changed-word spans (word diff)
     pair: int = -1  # index of the paired -/+ row (word diff partner), -1 if none
     spans_done: bool = True  # False until ensure_word_spans() ran for a lazily built model
+    escapes: list[tuple[int, int]] = field(default_factory=list)  # visible escapes for control characters
 
 
 @dataclass
@@ -36,20 +40,10 @@ class FileDiffModel:
 
 
 def split_patch(patch: str) -> dict[str, str]:
-    """``diff --git`` blocks keyed by their ``b/`` path (``a/`` for deletions)."""
-    blocks: dict[str, str] = {}
-    starts = [0] if patch.startswith("diff --git ") else []
-    pos = patch.find("\ndiff --git ")
-    while pos >= 0:
-        starts.append(pos + 1)
-        pos = patch.find("\ndiff --git ", pos + 1)
-    for i, begin in enumerate(starts):
-        block = patch[begin:starts[i + 1] if i + 1 < len(starts) else len(patch)]
-        first = block[:block.find("\n")] if "\n" in block[:4096] else block[:4096]
-        parts = first.split(" b/", 1)
-        name = parts[1] if len(parts) == 2 else first[len("diff --git a/"):].strip()
-        blocks[name] = block
-    return blocks
+    """Each file's section of ``patch`` (exact text), keyed by its path (the old one for deletions).
+
+    Parsed by the one patch parser (``codebox_tui.bundle.patchparse``, on unidiff)."""
+    return {section.path: section.text for section in split_sections(patch)}
 
 
 def block_for(blocks: dict[str, str], entry: dict[str, Any]) -> str | None:
@@ -107,74 +101,61 @@ def ensure_word_spans(model: FileDiffModel, index: int) -> Row:
     return row
 
 
-def build_model(path: str, block: str, *, max_line: int = MAX_LINE, eager_words: bool | None = None) -> FileDiffModel:
-    """Rows for one file's ``diff --git`` block; lines longer than ``max_line`` are cut with a marker.
+def _cut(raw: str, max_line: int) -> str:
+    return raw[:max_line] + (f" … (+{len(raw) - max_line} chars)" if len(raw) > max_line else "")
 
-    Word spans are computed now for small blocks, and on demand (``ensure_word_spans``) for big ones
-    (``eager_words=None`` decides by size), so a 20,000-line file opens without diffing every pair."""
+
+def build_model(path: str, block: str, *, max_line: int = MAX_LINE, eager_words: bool | None = None,
+                tab_size: int = DEFAULT_TAB_SIZE) -> FileDiffModel:
+    """Rows for one file's section of a patch; lines longer than ``max_line`` are cut with a marker.
+
+    Row text is display text: tabs expanded to ``tab_size`` stops and control characters shown as
+    escapes (``codebox_tui.textsafe``), so word spans, search and syntax colours all index the same
+    characters that are drawn. Word spans are computed now for small blocks, and on demand
+    (``ensure_word_spans``) for big ones (``eager_words=None`` decides by size), so a 20,000-line file
+    opens without diffing every pair."""
     eager = eager_words if eager_words is not None else block.count("\n") < 2000
-    rows: list[Row] = []
+    section, hunks = parse_section(block)
+    name, name_escapes = display_line(path, None)
+    rows: list[Row] = [Row("header", name, escapes=name_escapes)]
     hunk_rows: list[int] = []
-    old_no = new_no = 0
-    additions = deletions = 0
-    binary = False
-    hunk = -1
-    dels: list[int] = []
-    adds: list[int] = []
-    in_hunk = False
-    skip_rest = False
-
-    def flush() -> None:
-        _pair_words(rows, dels, adds, eager)
-        dels.clear()
-        adds.clear()
-
     truncated = False
-    for raw in block.splitlines():
-        truncated = truncated or len(raw) > max_line
-        line = raw[:max_line] + (f" … (+{len(raw) - max_line} chars)" if len(raw) > max_line else "")
-        match = _HUNK.match(raw)
-        if skip_rest:
-            continue
-        if match:
-            flush()
-            in_hunk = True
-            hunk += 1
-            old_no, new_no = int(match.group(1)), int(match.group(3))
-            hunk_rows.append(len(rows))
-            rows.append(Row("hunk", line, hunk=hunk))
-        elif not in_hunk:
-            if raw.startswith("GIT binary patch") or raw.startswith("Binary files"):
-                binary = True
-                rows.append(Row("binary", "Binary file — contents are not shown (carried as a git binary patch)"))
-                skip_rest = True
-            elif raw.startswith("diff --git"):
-                rows.append(Row("header", path))
-            elif raw.startswith(("---", "+++", "index ")):
-                continue
-            else:
-                rows.append(Row("meta", line))
-        elif raw.startswith("+"):
-            rows.append(Row("add", line[1:], None, new_no, hunk))
-            adds.append(len(rows) - 1)
-            new_no += 1
-            additions += 1
-        elif raw.startswith("-"):
-            if adds:
-                flush()
-            rows.append(Row("del", line[1:], old_no, None, hunk))
-            dels.append(len(rows) - 1)
-            old_no += 1
-            deletions += 1
-        elif raw.startswith("\\"):
-            rows.append(Row("nonl", raw, hunk=hunk))
-        else:
-            flush()
-            rows.append(Row("ctx", line[1:] if line.startswith(" ") else line, old_no, new_no, hunk))
-            old_no += 1
-            new_no += 1
-    flush()
-    return FileDiffModel(path, rows, hunk_rows, additions, deletions, binary, truncated)
+
+    def text_row(kind: str, raw: str, old: int | None = None, new: int | None = None, hunk: int = -1) -> Row:
+        nonlocal truncated
+        if len(raw) > max_line:
+            truncated = True
+            raw = _cut(raw, max_line)
+        text, escapes = display_line(raw, tab_size)
+        return Row(kind, text, old, new, hunk, escapes=escapes) if escapes else Row(kind, text, old, new, hunk)
+
+    for meta in section.meta:
+        if not meta.startswith(("index ", "diff --git")):
+            rows.append(text_row("meta", meta))
+    if section.error is not None:
+        rows.append(Row("binary", f"This file's patch could not be parsed ({section.error}); shown as text:"))
+        rows += [text_row("meta", raw) for raw in block.splitlines()[1:]]
+        return FileDiffModel(path, rows, hunk_rows, 0, 0, False, truncated)
+    if section.binary:
+        rows.append(Row("binary", "Binary file — contents are not shown (carried as a git binary patch)"))
+        return FileDiffModel(path, rows, hunk_rows, 0, 0, True, truncated)
+    for number, hunk in enumerate(hunks):
+        hunk_rows.append(len(rows))
+        rows.append(text_row("hunk", hunk.header, hunk=number))
+        dels: list[int] = []
+        adds: list[int] = []
+        for kind, raw, old_no, new_no in hunk.lines:
+            if (kind == "ctx" and (dels or adds)) or (kind == "del" and adds):
+                _pair_words(rows, dels, adds, eager)
+                dels.clear()
+                adds.clear()
+            rows.append(text_row(kind, raw, old_no, new_no, number))
+            if kind == "add":
+                adds.append(len(rows) - 1)
+            elif kind == "del":
+                dels.append(len(rows) - 1)
+        _pair_words(rows, dels, adds, eager)
+    return FileDiffModel(path, rows, hunk_rows, section.additions, section.deletions, False, truncated)
 
 
 def side_by_side(model: FileDiffModel) -> tuple[list[tuple[int, int]], list[int]]:

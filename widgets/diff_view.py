@@ -4,13 +4,16 @@ paired -/+ lines are highlighted."""
 
 from __future__ import annotations
 
+import bisect
 import gc
 import itertools
+from collections.abc import Callable
 from functools import lru_cache, partial
 from typing import ClassVar
 
 from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
 from pygments.util import ClassNotFound
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding, BindingType
@@ -21,6 +24,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.worker import get_current_worker
 
+from codebox_tui.settings import get_settings
+from codebox_tui.textsafe import safe_text
 from widgets.diff_model import MAX_LINE, FileDiffModel, Row, build_model, ensure_word_spans, side_by_side
 
 ROW_STYLES = {
@@ -38,6 +43,9 @@ GUTTER = Style(color="#5c6370")
 EMPTY_SIDE = Style(bgcolor="#1a1c20")
 MATCH = Style(color="black", bgcolor="#e5c07b")
 MATCH_CURRENT = Style(color="black", bgcolor="#ff9e3b", bold=True, underline=True)
+ESCAPE = Style(color="#ff5fd7", bgcolor="#3a1f3a", bold=True)  # a control character shown as an escape
+CODE_X = 14  # cells before the code on a unified line: two 6-cell line numbers and the sign
+HALF_CODE_X = 8  # cells before the code in one side-by-side half: its line number and the sign
 SIGNS = {"add": "+", "del": "-", "ctx": " "}
 NULL = Style()
 SEPARATOR = Strip([Segment("│", GUTTER)], 1)
@@ -104,25 +112,35 @@ def settle_memory() -> None:
 
 
 class DiffView(ScrollView, can_focus=True):
-    """Shows one file's diff. ``n``/``p`` move between hunks."""
+    """Shows one file's diff. ``}``/``{`` move between hunks, ``n``/``N`` between search matches."""
 
     HELP = """\
 ## Diff view
-- `n` / `p`: next / previous hunk (next / previous file: the screen's `]` / `[`)
-- `F3` / `shift+F3`: next / previous search match (the screen calls `search(text)`)
+- `n` / `N`: next / previous search match (next / previous hunk while nothing is searched)
+- `}` / `{` (or `p`): next / previous hunk (next / previous file: the screen's `]` / `[`)
+- `/`: search in the diff (the screen's search field; `enter` searches, `escape` closes it)
+- `w`: soft wrap on / off (long lines continue on the next screen lines)
+- `H` / `L`: half a screen left / right; `0` / `$`: first / last column (the status line shows `col A-B of N`)
 - `s`: side-by-side / unified (side-by-side is automatic at 160 columns or more until toggled)
 - `R`: render lines that were cut for length (very long lines show `… (+N chars)`)
+- Tabs are expanded to tab stops (`CODEBOX_TAB_WIDTH`, default 4). Control characters and bidi
+  overrides are drawn as escapes such as `\\x1b` or `\\u202e` in a distinct colour; they never reach the terminal.
 - Binary files show a placeholder: their bytes travel as a git binary patch.
 - `↑` `↓` `PgUp` `PgDn` `Home` `End`: scroll
 - Added lines are green, removed lines red; changed words are highlighted.
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("n", "next_hunk", "Next hunk", id="diff.next_hunk"),
-        Binding("p", "previous_hunk", "Prev hunk", id="diff.previous_hunk"),
-        Binding("f3", "next_match", "Next match", show=False, id="diff.next_match"),
-        Binding("shift+f3", "previous_match", "Prev match", show=False, id="diff.previous_match"),
+        Binding("n,f3", "next_match", "Next match", id="diff.next_match"),
+        Binding("N,shift+f3", "previous_match", "Prev match", show=False, id="diff.previous_match"),
+        Binding("}", "next_hunk", "Next hunk", id="diff.next_hunk"),
+        Binding("{,p", "previous_hunk", "Prev hunk", show=False, id="diff.previous_hunk"),
         Binding("s", "toggle_split", "Split/unified", id="diff.toggle_split"),
+        Binding("w", "toggle_wrap", "Wrap", id="diff.toggle_wrap"),
+        Binding("H", "half_left", "Half screen left", show=False, id="diff.half_left"),
+        Binding("L", "half_right", "Half screen right", show=False, id="diff.half_right"),
+        Binding("0", "column_start", "First column", show=False, id="diff.column_start"),
+        Binding("$", "column_end", "Last column", show=False, id="diff.column_end"),
         Binding("R", "render_anyway", "Render anyway", show=False, id="diff.render_anyway"),
         Binding("j", "scroll_down", "Down", show=False, id="diff.down"),
         Binding("k", "scroll_up", "Up", show=False, id="diff.up"),
@@ -149,15 +167,24 @@ class DiffView(ScrollView, can_focus=True):
             self.search_query, self.index, self.total = query, index, total
             super().__init__()
 
-    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+    class StatusChanged(Message):
+        """The status line (file, hunk, columns or wrap, search) changed; see ``status_text``."""
+
+        def __init__(self, text: str) -> None:
+            self.text = text
+            super().__init__()
+
+    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None,
+                 tab_size: int | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.model: FileDiffModel | None = None
-        self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(4096)
+        self._cache: LRUCache[tuple[object, ...], Strip] = LRUCache(4096)
         self._final: LRUCache[tuple[object, ...], tuple[Strip, Strip]] = LRUCache(1024)
         self._base_style: Style | None = None
         self._prefetch_pending = False
         self._width = 0
         self._block = ""
+        self.tab_size = tab_size if tab_size is not None else get_settings().tab_width
         self.search_query = ""
         self.matches: list[int] = []  # row indexes containing the query
         self._match_set: set[int] = set()
@@ -166,11 +193,15 @@ class DiffView(ScrollView, can_focus=True):
         self._highlighting = False
         self.split_mode = "auto"  # auto | unified | split
         self.auto_split_width = AUTO_SPLIT_WIDTH
+        self.wrap = False
         self._pairs: list[tuple[int, int]] = []
         self._position: list[int] = []
+        self._wrap_key: tuple[object, ...] | None = None
+        self._wrap_starts: list[int] = [0]
+        self._status = ""
 
     def show_file(self, path: str, block: str, *, max_line: int = MAX_LINE) -> None:
-        """Show one file's ``diff --git`` block (see ``diff_model.split_patch``).
+        """Show one file's section of a patch (see ``diff_model.split_patch``).
 
         Blocks over ``WORKER_PARSE_LINES`` lines are parsed in a worker thread ("Parsing…" meanwhile)."""
         self._block = block
@@ -179,10 +210,10 @@ class DiffView(ScrollView, can_focus=True):
             self.run_worker(partial(self._parse_worker, path, block, max_line), thread=True, exclusive=True,
                             group="diff-parse", exit_on_error=False)
             return
-        self._set_model(build_model(path, block, max_line=max_line), block)
+        self._set_model(build_model(path, block, max_line=max_line, tab_size=self.tab_size), block)
 
     def _parse_worker(self, path: str, block: str, max_line: int) -> None:
-        model = build_model(path, block, max_line=max_line)
+        model = build_model(path, block, max_line=max_line, tab_size=self.tab_size)
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self._set_model, model, block)
 
@@ -196,53 +227,198 @@ class DiffView(ScrollView, can_focus=True):
         self._highlighting = False
         if self.search_query:
             self._find_all()
-        self._width = max((len(r.text) for r in self.model.rows), default=0) + 14
+        self._width = max((_cells(r.text) for r in self.model.rows), default=0) + CODE_X
         self._pairs, self._position = side_by_side(self.model)
         self._layout_rows()
         self.scroll_to(0, 0, animate=False)
         if len(model.rows) > SYNC_HIGHLIGHT_ROWS:
             settle_memory()
 
-    # -- side by side ---------------------------------------------------------------------------
+    # -- layout: unified / side by side, wrapped or not -----------------------------------------
     @property
     def is_split(self) -> bool:
         return self.split_mode == "split" or (self.split_mode == "auto" and self.size.width >= self.auto_split_width)
 
+    @property
+    def _split_active(self) -> bool:
+        return self.is_split and bool(self._pairs)
+
+    def _code_width(self, width: int | None = None) -> int:
+        """Cells for code on one display line (one half in side-by-side)."""
+        width = self.size.width if width is None else width
+        if self._split_active:
+            return max(8, (width - 1) // 2 - HALF_CODE_X)
+        return max(8, width - CODE_X)
+
+    def _logical_count(self) -> int:
+        return len(self._pairs) if self._split_active else len(self.rows)
+
+    def _wrap_layout(self) -> list[int]:
+        """First display line of each logical line (row, or side-by-side pair) when wrapped, plus the total
+        at the end. Computed once per model, width and mode (row lengths only; nothing is rendered)."""
+        split = self._split_active
+        key = (id(self.model), self.size.width, split)
+        if self._wrap_key != key:
+            avail = self._code_width()
+            rows = self.rows
+
+            def lines(i: int) -> int:
+                if i < 0 or rows[i].kind not in SIGNS:
+                    return 1
+                return max(1, -(-_cells(rows[i].text) // avail))
+
+            if split:
+                counts = [1 if left == right and rows[left].kind not in SIGNS else max(lines(left), lines(right))
+                          for left, right in self._pairs]
+            else:
+                counts = [lines(i) for i in range(len(rows))]
+            self._wrap_starts = list(itertools.accumulate(counts, initial=0))
+            self._wrap_key = key
+        return self._wrap_starts
+
+    def _locate(self, y: int) -> tuple[int, int]:
+        """(logical line, wrapped part) shown on display line ``y``."""
+        if not self.wrap:
+            return y, 0
+        starts = self._wrap_layout()
+        logical = bisect.bisect_right(starts, y) - 1
+        return logical, y - starts[logical]
+
+    def _display_count(self) -> int:
+        return self._wrap_layout()[-1] if self.wrap else self._logical_count()
+
     def _layout_rows(self) -> None:
         self._cache.clear()
-        if self.is_split and self.model is not None and self._pairs:
-            self.virtual_size = Size(self.size.width, len(self._pairs))
+        self._final.clear()
+        width = self.size.width
+        if self.wrap:
+            self.virtual_size = Size(width, self._display_count())
+        elif self._split_active:
+            longest = max((_cells(r.text) for r in self.rows if r.kind in SIGNS), default=0)
+            self.virtual_size = Size(width + max(0, longest - self._code_width()), len(self._pairs))
         else:
             self.virtual_size = Size(self._width, len(self.rows))
         self.refresh()
 
     def _y_of(self, row: int) -> int:
         """Display line of a model row in the current mode."""
-        return self._position[row] if self.is_split and row < len(self._position) else row
-
-    def action_toggle_split(self) -> None:
-        top_row = self._row_at(int(self.scroll_offset.y))
-        self.split_mode = "unified" if self.is_split else "split"
-        self._layout_rows()
-        self.scroll_to(y=self._y_of(top_row), animate=False)
+        logical = self._position[row] if self._split_active and row < len(self._position) else row
+        if self.wrap:
+            starts = self._wrap_layout()
+            return starts[min(logical, len(starts) - 1)]
+        return logical
 
     def _row_at(self, y: int) -> int:
-        if self.is_split and 0 <= y < len(self._pairs):
-            left, right = self._pairs[y]
+        logical, _part = self._locate(y)
+        if self._split_active and 0 <= logical < len(self._pairs):
+            left, right = self._pairs[logical]
             return left if left >= 0 else right
-        return y
+        return logical
+
+    def _relayout_keeping(self, change: Callable[[], None]) -> None:
+        top_row = self._row_at(int(self.scroll_offset.y))
+        change()
+        self._layout_rows()
+        self.scroll_to(y=self._y_of(top_row), animate=False)
+        self._post_status()
+
+    def action_toggle_split(self) -> None:
+        def change() -> None:
+            self.split_mode = "unified" if self.is_split else "split"
+
+        self._relayout_keeping(change)
+
+    def action_toggle_wrap(self) -> None:
+        def change() -> None:
+            self.wrap = not self.wrap
+            self.scroll_to(x=0, animate=False)
+
+        self._relayout_keeping(change)
 
     def on_resize(self) -> None:
-        if self.model is not None and (self.split_mode == "auto" or self.is_split):
+        if self.model is not None:
             self._layout_rows()
 
     def show_message(self, text: str) -> None:
-        self.model = FileDiffModel("", [Row("meta", text)], [], 0, 0, False)
+        self.model = FileDiffModel("", [Row("meta", safe_text(text))], [], 0, 0, False)
         self._pairs, self._position = [], []
         self._tokens = {}
         self._cache.clear()
-        self.virtual_size = Size(len(text), 1)
+        self._final.clear()
+        self.virtual_size = Size(_cells(text), 1)
         self.refresh()
+
+    # -- horizontal position ----------------------------------------------------------------------
+    def _h_max(self) -> int:
+        return max(0, self.virtual_size.width - self.size.width)
+
+    def action_half_left(self) -> None:
+        self.scroll_to(x=max(0, int(self.scroll_offset.x) - max(1, self.size.width // 2)), animate=False)
+
+    def action_half_right(self) -> None:
+        self.scroll_to(x=min(self._h_max(), int(self.scroll_offset.x) + max(1, self.size.width // 2)),
+                       animate=False)
+
+    def action_column_start(self) -> None:
+        self.scroll_to(x=0, animate=False)
+
+    def action_column_end(self) -> None:
+        self.scroll_to(x=self._h_max(), animate=False)
+
+    def _reveal_column(self, row: int, column: int, length: int = 1) -> None:
+        """Scroll sideways so code column ``column`` of model row ``row`` is on screen (no-op when wrapped)."""
+        if self.wrap or row < 0 or row >= len(self.rows):
+            return
+        if self._split_active:
+            view_start, visible = int(self.scroll_offset.x), self._code_width()
+            target = column
+        else:
+            view_start, visible = int(self.scroll_offset.x), self.size.width
+            target = column + (CODE_X if self.rows[row].kind in SIGNS else 2)
+        if view_start <= target and target + length <= view_start + visible:
+            return
+        x = 0 if target + length <= visible else max(0, target - visible // 3)
+        self.scroll_to(x=max(0, min(self._h_max(), x)), animate=False)
+
+    def _first_change_column(self, hunk_row: int) -> tuple[int, int]:
+        """(row, code column) of the first changed word (or changed line) after a hunk header."""
+        rows = self.rows
+        for i in range(hunk_row + 1, len(rows)):
+            row = rows[i]
+            if row.kind == "hunk":
+                break
+            if row.kind in ("add", "del"):
+                if self.model is not None:
+                    ensure_word_spans(self.model, i)
+                if row.spans:
+                    return i, row.spans[0][0]
+                return i, len(row.text) - len(row.text.lstrip())
+        return -1, 0
+
+    def status_text(self) -> str:
+        """``path · hunk 2/5 · col 41-160 of 230`` (``wrap`` when wrapped) ``· "term" 3/7``."""
+        if self.model is None or not self.model.path:
+            return ""
+        parts = [self.model.rows[0].text if self.model.rows else self.model.path]
+        if self.model.hunk_rows:
+            parts.append(f"hunk {max(1, self._current_hunk() + 1)}/{len(self.model.hunk_rows)}")
+        if self.wrap:
+            parts.append("wrap")
+        else:
+            x, width, total = int(self.scroll_offset.x), self.size.width, self.virtual_size.width
+            if total > width:
+                parts.append(f"col {x + 1}-{min(total, x + width)} of {total}")
+        if self.search_query:
+            shown = safe_text(self.search_query)
+            parts.append(f'"{shown}" {self.match_index + 1}/{len(self.matches)}' if self.matches
+                         else f'"{shown}" no match')
+        return " · ".join(parts)
+
+    def _post_status(self) -> None:
+        text = self.status_text()
+        if text != self._status:
+            self._status = text
+            self.post_message(self.StatusChanged(text))
 
     # -- background highlighting ----------------------------------------------------------
     def _want_highlight(self) -> None:
@@ -278,11 +454,11 @@ class DiffView(ScrollView, can_focus=True):
             return
         top = int(self.scroll_offset.y)
         bottom = top + self.size.height
-        if self.is_split:
+        if self._split_active or self.wrap:
             self._cache.clear()
         for i in indexes:
             self._cache.discard((i, 0))
-        if any(top <= i < bottom for i in indexes):
+        if self.wrap or any(top <= i < bottom for i in indexes):
             self.refresh()
 
     # -- search -------------------------------------------------------------------------------
@@ -292,33 +468,49 @@ class DiffView(ScrollView, can_focus=True):
         self._match_set = set(self.matches)
 
     def search(self, query: str) -> int:
-        """Highlight ``query`` (case-insensitive) and jump to the first match; returns the match count."""
+        """Highlight ``query`` (case-insensitive) and jump to the first match at or after the top of the
+        view; returns the match count (an empty query clears the search)."""
+        top_row = self._row_at(int(self.scroll_offset.y))
         self.search_query = query
         self._find_all()
         self.match_index = -1
         self._cache.clear()
+        self._final.clear()
         self.refresh()
         if self.matches:
-            self.action_next_match()
+            first = bisect.bisect_left(self.matches, top_row)
+            self._goto_match(first % len(self.matches))
         else:
             self.post_message(self.SearchResult(query, -1, 0))
+            self._post_status()
         return len(self.matches)
 
     def _goto_match(self, index: int) -> None:
         self.match_index = index
         row = self.matches[index]
-        self.scroll_to(y=max(0, self._y_of(row) - self.size.height // 3), animate=False)
+        top, height = int(self.scroll_offset.y), self.size.height
+        y = self._y_of(row)
+        if not top <= y < top + height - 1:
+            self.scroll_to(y=max(0, y - height // 3), animate=False)
+        column = self.rows[row].text.lower().find(self.search_query.lower())
+        self._reveal_column(row, max(0, column), len(self.search_query))
         self._cache.clear()
+        self._final.clear()
         self.refresh()
         self.post_message(self.SearchResult(self.search_query, index, len(self.matches)))
+        self._post_status()
 
     def action_next_match(self) -> None:
         if self.matches:
             self._goto_match((self.match_index + 1) % len(self.matches))
+        elif not self.search_query:
+            self.action_next_hunk()
 
     def action_previous_match(self) -> None:
         if self.matches:
             self._goto_match((self.match_index - 1) % len(self.matches))
+        elif not self.search_query:
+            self.action_previous_hunk()
 
     # Not bound here (the review screen binds `]`/`[`); a host without file keys can bind these.
     def action_next_file(self) -> None:
@@ -353,7 +545,8 @@ class DiffView(ScrollView, can_focus=True):
             if self.search_query and index in self._match_set:
                 body = self._mark_query(body, 2, self._is_current_match(index))
             return old, new, body
-        body = [Segment(("  " if row.kind != "header" else "") + row.text, base)]
+        lead = "  " if row.kind != "header" else ""
+        body = [Segment(lead, base), *_overlay(row.text, [(row.text, NULL)], row.escapes, base, ESCAPE)]
         if self.search_query and index in self._match_set:
             body = self._mark_query(body, 0, self._is_current_match(index))
         return None, None, body
@@ -367,21 +560,11 @@ class DiffView(ScrollView, can_focus=True):
                 pieces = [(row.text, NULL)]
                 self._want_highlight()
         word = WORD_STYLES.get(row.kind)
-        out: list[Segment] = []
-        pos = 0
-        for value, style in pieces:
-            start, end = pos, pos + len(value)
-            pos = end
-            if not word or not row.spans:
-                out.append(Segment(value, base + style))
-                continue
-            cuts = sorted({start, end, *(max(start, min(end, s)) for span in row.spans for s in span)})
-            for a, b in itertools.pairwise(cuts):
-                if a == b:
-                    continue
-                marked = any(s <= a and b <= e for s, e in row.spans)
-                out.append(Segment(value[a - start:b - start], base + style + (word if marked else NULL)))
-        return out
+        marks = row.spans if word else []
+        segments = _overlay(row.text, pieces, marks, base, word or NULL)
+        if row.escapes:  # escapes drawn distinctly, above syntax and word colours
+            segments = _restyle(segments, row.escapes, ESCAPE)
+        return segments
 
     def _mark_query(self, segments: list[Segment], text_offset: int, current: bool) -> list[Segment]:
         """Paint occurrences of the search query inside already-styled segments."""
@@ -394,19 +577,7 @@ class DiffView(ScrollView, can_focus=True):
             start = plain.lower().find(needle, start + len(needle))
         if not hits:
             return segments
-        mark = MATCH_CURRENT if current else MATCH
-        out: list[Segment] = []
-        pos = 0
-        for seg in segments:
-            seg_start, seg_end = pos, pos + len(seg.text)
-            pos = seg_end
-            cuts = sorted({seg_start, seg_end, *(max(seg_start, min(seg_end, c)) for h in hits for c in h)})
-            for a, b in itertools.pairwise(cuts):
-                if a < b:
-                    inside = any(s <= a and b <= e for s, e in hits)
-                    out.append(Segment(seg.text[a - seg_start:b - seg_start], (seg.style or Style()) + mark
-                                       if inside else seg.style))
-        return out
+        return _restyle(segments, hits, MATCH_CURRENT if current else MATCH)
 
     def _is_current_match(self, index: int) -> bool:
         return self.match_index >= 0 and self.matches[self.match_index] == index
@@ -416,14 +587,33 @@ class DiffView(ScrollView, can_focus=True):
         old, new, body = self._parts(index)
         return [old, new, *body] if old is not None and new is not None else body
 
-    def _half(self, index: int, width: int, left: bool, base: Style) -> Strip:
-        """One side of a side-by-side line: that side's line number, then the code."""
+    def _half(self, index: int, width: int, left: bool, base: Style, part: int = 0, offset: int = 0) -> Strip:
+        """One side of a side-by-side line: that side's line number, then the code from code column
+        ``offset`` (horizontal scroll), or wrapped part ``part``."""
         if index < 0:
             return Strip.blank(width, base + EMPTY_SIDE)
         old, new, body = self._parts(index)
+        row_style = base + ROW_STYLES.get(self.rows[index].kind, NULL)
         gutter = old if left else new
-        segments = [gutter, *body] if gutter is not None else body
-        return Strip(segments).crop_extend(0, width, base + ROW_STYLES.get(self.rows[index].kind, NULL))
+        if gutter is None:
+            return Strip(body).crop_extend(0, width, row_style)
+        avail = max(1, width - HALF_CODE_X)
+        start = 2 + offset + part * avail
+        code = Strip(body).crop(start, start + avail)
+        lead = [gutter, body[0]] if part == 0 else [Segment(" " * 6, gutter.style), Segment("  ", body[0].style)]
+        return Strip([*lead, *code]).crop_extend(0, width, row_style)
+
+    def _unified_part(self, index: int, part: int, width: int, base: Style) -> Strip:
+        """Wrapped part ``part`` of a unified row: numbers and sign on the first part only."""
+        old, new, body = self._parts(index)
+        row_style = base + ROW_STYLES.get(self.rows[index].kind, NULL)
+        if old is None or new is None:
+            return Strip(body).crop_extend(0, width, row_style)
+        avail = max(1, width - CODE_X)
+        start = 2 + part * avail
+        code = Strip(body).crop(start, start + avail)
+        lead = [old, new, body[0]] if part == 0 else [Segment(" " * 12, old.style), Segment("  ", body[0].style)]
+        return Strip([*lead, *code]).crop_extend(0, width, row_style)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # The widget's own style is looked up once per frame, not once per line (rich_style walks
@@ -434,22 +624,29 @@ class DiffView(ScrollView, can_focus=True):
             self._base_style = base
         lines = super().render_lines(crop)
         self._schedule_prefetch()
+        self._post_status()
         return lines
 
     def _build_display_line(self, index: int, width: int, base: Style) -> Strip:
         """The unstyled strip for display line ``index`` (cached; the theme is applied afterwards)."""
-        if self.is_split and self._pairs:
-            key = (index, width)
+        split = self._split_active
+        if self.wrap or split:
+            logical, part = self._locate(index)
+            offset = 0 if self.wrap else int(self.scroll_offset.x)
+            key: tuple[object, ...] = (index, width, self.wrap, offset)
             strip = self._cache.get(key)
             if strip is None:
-                left, right = self._pairs[index]
-                half = (width - 1) // 2
-                if left == right and self.rows[left].kind != "ctx":  # header, hunk, meta: across both sides
-                    pad = ROW_STYLES.get(self.rows[left].kind, NULL)
-                    strip = Strip(self._row_segments(left)).crop_extend(0, width, base + pad)
+                if split:
+                    left, right = self._pairs[logical]
+                    half = (width - 1) // 2
+                    if left == right and self.rows[left].kind != "ctx":  # header, hunk, meta: across both sides
+                        pad = ROW_STYLES.get(self.rows[left].kind, NULL)
+                        strip = Strip(self._row_segments(left)).crop_extend(0, width, base + pad)
+                    else:
+                        strip = Strip.join([self._half(left, half, True, base, part, offset), SEPARATOR,
+                                            self._half(right, width - half - 1, False, base, part, offset)])
                 else:
-                    strip = Strip.join([self._half(left, half, True, base), SEPARATOR,
-                                        self._half(right, width - half - 1, False, base)])
+                    strip = self._unified_part(logical, part, width, base)
                 self._cache[key] = strip
             return strip
         key = (index, 0)
@@ -464,15 +661,15 @@ class DiffView(ScrollView, can_focus=True):
         index = scroll_y + y
         width = self.size.width
         base = self._base_style if self._base_style is not None else self.rich_style
-        split = self.is_split and bool(self._pairs)
-        if index >= (len(self._pairs) if split else len(self.rows)):
+        fitted = self._split_active or self.wrap  # built at the view's width
+        if index >= self._display_count():
             return Strip.blank(width, base)
         strip = self._build_display_line(index, width, base)
-        key = (split, index, 0 if split else scroll_x, width, base)
+        key = (fitted, self.wrap, index, scroll_x, width, base)
         final = self._final.get(key)
         if final is not None and final[0] is strip:  # same source strip: nothing changed
             return final[1]
-        if split:
+        if fitted:
             out = strip.apply_style(base)
         else:
             pad = ROW_STYLES.get(self.rows[index].kind, NULL)
@@ -492,15 +689,16 @@ class DiffView(ScrollView, can_focus=True):
         self._prefetch_pending = False
         if self.model is None or not self.is_attached:
             return
-        split = self.is_split and bool(self._pairs)
-        total = len(self._pairs) if split else len(self.rows)
+        fitted = self._split_active or self.wrap
+        total = self._display_count()
         top, height = int(self.scroll_offset.y), self.size.height
         width = self.size.width
+        offset = 0 if self.wrap else int(self.scroll_offset.x)
         base = self._base_style if self._base_style is not None else self.rich_style
         built = 0
         for index in itertools.chain(range(top + height, min(total, top + 2 * height)),
                                      range(max(0, top - height), top)):
-            if (index, width if split else 0) in self._cache:
+            if ((index, width, self.wrap, offset) if fitted else (index, 0)) in self._cache:
                 continue
             self._build_display_line(index, width, base)
             built += 1
@@ -516,7 +714,17 @@ class DiffView(ScrollView, can_focus=True):
         for i, row in enumerate(self.model.hunk_rows):
             if self._y_of(row) <= top:
                 current = i
+            else:
+                break
         return current
+
+    def _goto_hunk(self, i: int) -> None:
+        assert self.model is not None
+        row = self.model.hunk_rows[i]
+        self.scroll_to(y=self._y_of(row), animate=False)
+        change_row, column = self._first_change_column(row)
+        self._reveal_column(change_row, column)
+        self.post_message(self.HunkChanged(i, len(self.model.hunk_rows)))
 
     def action_next_hunk(self) -> None:
         if not self.model or not self.model.hunk_rows:
@@ -524,8 +732,7 @@ class DiffView(ScrollView, can_focus=True):
         top = int(self.scroll_offset.y)
         for i, row in enumerate(self.model.hunk_rows):
             if self._y_of(row) > top:
-                self.scroll_to(y=self._y_of(row), animate=False)
-                self.post_message(self.HunkChanged(i, len(self.model.hunk_rows)))
+                self._goto_hunk(i)
                 return
 
     def action_previous_hunk(self) -> None:
@@ -534,6 +741,36 @@ class DiffView(ScrollView, can_focus=True):
         top = int(self.scroll_offset.y)
         for i in range(len(self.model.hunk_rows) - 1, -1, -1):
             if self._y_of(self.model.hunk_rows[i]) < top:
-                self.scroll_to(y=self._y_of(self.model.hunk_rows[i]), animate=False)
-                self.post_message(self.HunkChanged(i, len(self.model.hunk_rows)))
+                self._goto_hunk(i)
                 return
+
+
+def _cells(text: str) -> int:
+    return len(text) if text.isascii() else cell_len(text)
+
+
+def _restyle(segments: list[Segment], spans: list[tuple[int, int]], mark: Style) -> list[Segment]:
+    """``segments`` with the characters inside ``spans`` (offsets into their joined text) styled ``mark``."""
+    out: list[Segment] = []
+    pos = 0
+    for seg in segments:
+        seg_start, seg_end = pos, pos + len(seg.text)
+        pos = seg_end
+        inside_spans = [(s, e) for s, e in spans if s < seg_end and e > seg_start]
+        if not inside_spans:
+            out.append(seg)
+            continue
+        cuts = sorted({seg_start, seg_end, *(max(seg_start, min(seg_end, c)) for h in inside_spans for c in h)})
+        for a, b in itertools.pairwise(cuts):
+            if a < b:
+                inside = any(s <= a and b <= e for s, e in inside_spans)
+                out.append(Segment(seg.text[a - seg_start:b - seg_start],
+                                   (seg.style or NULL) + mark if inside else seg.style))
+    return out
+
+
+def _overlay(text: str, pieces: list[tuple[str, Style]], spans: list[tuple[int, int]], base: Style,
+             mark: Style) -> list[Segment]:
+    """Lexed ``pieces`` of ``text`` as segments on ``base``, with ``spans`` also styled ``mark``."""
+    segments = [Segment(value, base + style) for value, style in pieces if value]
+    return _restyle(segments, spans, mark) if spans else segments

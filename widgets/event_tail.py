@@ -23,6 +23,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.worker import Worker, get_current_worker
 
+from codebox_tui.textsafe import safe_text
 from widgets.line_index import LineIndex
 
 LEVEL_STYLES = {"debug": Style(color="#5c6370"), "info": Style(color="#abb2bf"), "warning": Style(color="#e5c07b"),
@@ -150,7 +151,8 @@ class EventTail(ScrollView, can_focus=True):
         cached = self._cache.get(i)
         if cached is None:
             level, kind, text = format_event(self.index.read_line(i))
-            cached = (level, kind, Strip([Segment(text, LEVEL_STYLES.get(level, Style()))]))
+            # events carry sandbox-written text: control characters become visible escapes
+            cached = (level, kind, Strip([Segment(safe_text(text, tab_size=4), LEVEL_STYLES.get(level, Style()))]))
             self._cache[i] = cached
         return cached
 

@@ -13,10 +13,18 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
+
+from codebox_tui.textsafe import safe_text
+
+
+def escape(value: object) -> str:
+    """Sandbox-written text for Rich markup: control characters shown as escapes, markup escaped."""
+    return _markup_escape(safe_text(value))
+
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 MAX_INLINE_IMAGES = 6

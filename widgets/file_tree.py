@@ -11,6 +11,9 @@ from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from codebox_tui.textsafe import pieces, safe_text
+
+ESCAPE_STYLE = "bold #ff5fd7 on #3a1f3a"  # a control character in a name, shown as an escape (as in the diff)
 BADGES = {"added": ("A", "green"), "modified": ("M", "yellow"), "deleted": ("D", "red")}
 
 
@@ -67,8 +70,8 @@ class ChangedFileTree(Tree[dict[str, Any]]):
             for depth in range(1, len(parts)):
                 key = "/".join(parts[:depth])
                 if key not in folders:
-                    folders[key] = parent.add(Text(parts[depth - 1] + "/", style="bold #61afef"), expand=True,
-                                              data={})
+                    label = Text(safe_text(parts[depth - 1]) + "/", style="bold #61afef")
+                    folders[key] = parent.add(label, expand=True, data={})
                 parent = folders[key]
             leaf = parent.add_leaf(self._label(entry), data=entry)
             self._leaves[rel] = leaf
@@ -83,7 +86,9 @@ class ChangedFileTree(Tree[dict[str, Any]]):
         text.append(f"{letter}", style=f"bold {colour}")
         if entry.get("binary"):
             text.append("B", style="bold magenta")
-        text.append(" " + rel.rsplit("/", 1)[-1])
+        text.append(" ")
+        for piece in pieces(rel.rsplit("/", 1)[-1], tab_size=None):  # escapes drawn distinctly
+            text.append(piece.text, style=ESCAPE_STYLE if piece.escape else None)
         if entry.get("binary"):
             text.append("  binary", style="dim")
         else:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.bundle.patchparse import line_counts
 from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.contracts.bundle import BundleVerification
 from codebox_tui.errors import BadInputError
@@ -58,37 +59,9 @@ def _json(path: Path, what: str, expected_schema: str | None = None, required: b
 
 
 def patch_line_counts(patch: str) -> dict[str, tuple[int, int, bool]]:
-    """(additions, deletions, binary) per ``diff --git`` block, keyed by the block's ``b/`` path (``a/`` when the
-    ``b/`` side is missing). Lines are counted only inside hunks, so ``---``/``+++`` headers never count."""
-    counts: dict[str, tuple[int, int, bool]] = {}
-    name: str | None = None
-    adds = dels = 0
-    binary = in_hunk = False
-
-    def flush() -> None:
-        if name is not None:
-            counts[name] = (adds, dels, binary)
-
-    for line in patch.split("\n"):
-        if line.startswith("diff --git "):
-            flush()
-            head = line[len("diff --git ") :]
-            parts = head.split(" b/", 1)
-            name = parts[1] if len(parts) == 2 else head.removeprefix("a/").strip()
-            adds = dels = 0
-            binary = in_hunk = False
-        elif name is None:
-            continue
-        elif line.startswith("@@"):
-            in_hunk = True
-        elif line.startswith("GIT binary patch") or (line.startswith("Binary files ") and line.endswith(" differ")):
-            binary = True
-        elif in_hunk and line.startswith("+"):
-            adds += 1
-        elif in_hunk and line.startswith("-"):
-            dels += 1
-    flush()
-    return counts
+    """(additions, deletions, binary) per file section, keyed by its path (the old one for deletions); from
+    the one patch parser (``patchparse``), so ``---``/``+++`` headers and blank separators never count."""
+    return line_counts(patch)
 
 
 def _with_line_counts(files: list[Any], patch: str) -> list[Any]:
@@ -136,7 +109,8 @@ def load_bundle(bundle_dir: Path | str) -> LoadedBundle:
     )
     metadata = _json(root / "metadata.json", "metadata.json", required=False)
     patch_path = root / "files" / "patch.diff"
-    patch = patch_path.read_text(encoding="utf-8", errors="replace") if patch_path.is_file() else ""
+    # bytes, not read_text(): universal newlines would turn a carriage return inside a line into a line break
+    patch = patch_path.read_bytes().decode("utf-8", errors="replace") if patch_path.is_file() else ""
     files = changed.get("files", [])
     if not isinstance(files, list):
         raise BadInputError(

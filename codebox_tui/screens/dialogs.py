@@ -11,6 +11,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Markdown, Select, Static
 
+from codebox_tui.textsafe import safe_text
+
 DIALOG_CSS = """
 ConfirmDialog, ReasonDialog, ApplyDialog, TextDialog, HelpDialog, LaunchScreen, OpenBundleDialog {
     align: center middle;
@@ -33,7 +35,8 @@ class ConfirmDialog(ModalScreen[bool]):
 
     def __init__(self, title: str, body: str) -> None:
         super().__init__()
-        self.title_text, self.body = title, body
+        self.title_text = safe_text(title)
+        self.body = safe_text(body, tab_size=4, keep_newlines=True)  # file names come from the sandbox
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -136,13 +139,13 @@ class ApplyDialog(ModalScreen[None]):
         try:
             result = data.apply(store, self.decision_id, adapter, target)
         except Exception as error:  # refusals (conflicts, digest mismatch) are shown, nothing is written
-            self.query_one("#apply-result", Static).update(f"Refused: {error}")
+            self.query_one("#apply-result", Static).update(safe_text(f"Refused: {error}", keep_newlines=True))
             return
         finally:
             store.close()
         dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True) if hasattr(result, "model_dump") \
             else result
-        self.query_one("#apply-result", Static).update(json.dumps(dumped, indent=2))
+        self.query_one("#apply-result", Static).update(safe_text(json.dumps(dumped, indent=2), keep_newlines=True))
         self.notify(f"Applied through {adapter}.")
 
     def action_close(self) -> None:
@@ -155,7 +158,8 @@ class TextDialog(ModalScreen[None]):
 
     def __init__(self, title: str, text: str) -> None:
         super().__init__()
-        self.title_text, self.text = title, text
+        self.title_text = safe_text(title)
+        self.text = safe_text(text, tab_size=4, keep_newlines=True)  # events and logs come from the sandbox
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.markup import escape
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -15,6 +16,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from codebox_tui.runtime.backend import SandboxSpec
+from codebox_tui.textsafe import safe_text
 from widgets.event_tail import EventTail
 from widgets.run_progress import RunProgress
 
@@ -99,7 +101,7 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
         if self.state not in ("starting", "cancelling"):
             return
         now = datetime.now(UTC) if self.live else None
-        text = self.progress.line(now, self._tick)
+        text = escape(safe_text(self.progress.line(now, self._tick)))  # event data come from the sandbox
         if self.state == "cancelling":
             text = f"[yellow]cancelling…[/] {text}"
         self.query_one("#progress", Static).update(text)
@@ -212,9 +214,9 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
         if cancelled:
             text = f"[yellow]cancelled[/]{took} — the sandbox was stopped"
         else:
-            text = f"[red]failed:[/] {error}" if error else f"[green]done[/]{took}"
+            text = f"[red]failed:[/] {escape(safe_text(error))}" if error else f"[green]done[/]{took}"
         if bundle_dir:
-            text += f" — bundle ready, press [b]r[/b] to review ({bundle_dir.name})"
+            text += f" — bundle ready, press [b]r[/b] to review ({escape(safe_text(bundle_dir.name))})"
         self.query_one("#progress", Static).update(text)
 
     def on_event_tail_updated(self, message: EventTail.Updated) -> None:

@@ -6,21 +6,28 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
+from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
 
 from codebox_tui.screens import data
 from codebox_tui.screens.dialogs import ApplyDialog, ConfirmDialog, ReasonDialog
+from codebox_tui.textsafe import safe_text
 from widgets.decision_bar import DecisionBar
 from widgets.diff_model import block_for, split_patch
 from widgets.diff_view import DiffView
 from widgets.event_tail import EventTail
 from widgets.evidence_view import EvidenceView
 from widgets.file_tree import ChangedFileTree
+
+
+def escape(value: object) -> str:
+    """Sandbox-written text for Rich markup: control characters shown as escapes, markup escaped."""
+    return _markup_escape(safe_text(value))
+
 
 VERDICT_STYLES = {"improvement": ("green", "✔"), "regression": ("red", "✘"), "neutral": ("white", "="),
                   "still-failing": ("yellow", "!"), "partial": ("yellow", "~")}
@@ -42,6 +49,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         Binding("[", "previous_file", "Prev file", id="review.previous_file"),
         Binding("escape", "back", "Back", id="review.back"),
         Binding("t", "show_tests", "Tests", show=False, id="review.tests"),
+        Binding("/", "search", "Search diff", id="review.search"),
     ]
 
     def __init__(self, bundle_dir: Path) -> None:
@@ -71,6 +79,9 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             yield ChangedFileTree(id="files")
             with TabbedContent(id="tabs"):
                 with TabPane("Diff", id="tab-diff"):
+                    yield Static("", id="diff-status", markup=False)
+                    yield Input(placeholder="search the diff: enter searches, n / N next / previous, "
+                                            "escape closes", id="diff-search", classes="hidden")
                     yield DiffView(id="diff")
                 with TabPane("Tests", id="tab-tests"):
                     yield Static(self._tests_text(), id="tests")
@@ -111,6 +122,36 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         else:
             view.show_file(rel, block)
         self.query_one(ChangedFileTree).mark_viewed(entry)
+
+    def on_diff_view_status_changed(self, message: DiffView.StatusChanged) -> None:
+        self.query_one("#diff-status", Static).update(message.text)
+
+    # -- search in the diff ------------------------------------------------------------------
+    def action_search(self) -> None:
+        """Open the search field above the diff (``/``); ``enter`` searches, ``escape`` closes it."""
+        self.query_one("#tabs", TabbedContent).active = "tab-diff"
+        field = self.query_one("#diff-search", Input)
+        field.remove_class("hidden")
+        field.focus()
+
+    def on_input_submitted(self, message: Input.Submitted) -> None:
+        if message.input.id != "diff-search":
+            return
+        view = self.query_one(DiffView)
+        message.input.add_class("hidden")  # the status line shows the term and the count; `/` reopens it
+        total = view.search(message.value)
+        if message.value and not total:
+            self.notify(f"No match for {safe_text(message.value)!r} in this file.", severity="warning",
+                        markup=False)
+        view.focus()
+
+    def _close_search(self) -> bool:
+        field = self.query_one("#diff-search", Input)
+        if field.has_focus:
+            field.add_class("hidden")
+            self.query_one(DiffView).focus()
+            return True
+        return False
 
     def on_changed_file_tree_file_highlighted(self, message: ChangedFileTree.FileHighlighted) -> None:
         self._show(message.entry)
@@ -178,17 +219,18 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         tests = self.bundle.test_results
         summary = tests.get("summary", {})
         lines = [*self._delta_lines(),
-                 f"[b]Tests: {tests.get('status', 'unknown')}[/b]  total {summary.get('total', 0)} · "
-                 f"passed {summary.get('passed', 0)} · failed {summary.get('failed', 0)} · "
-                 f"skipped {summary.get('skipped', 0)}"]
+                 f"[b]Tests: {escape(tests.get('status', 'unknown'))}[/b]  total {escape(summary.get('total', 0))} · "
+                 f"passed {escape(summary.get('passed', 0))} · failed {escape(summary.get('failed', 0))} · "
+                 f"skipped {escape(summary.get('skipped', 0))}"]
         for suite in tests.get("suites", []):
-            lines.append(f"\n[b]{suite.get('name')}[/b] ({suite.get('phase') or ''}) {suite.get('status')}")
+            lines.append(f"\n[b]{escape(suite.get('name'))}[/b] ({escape(suite.get('phase') or '')}) "
+                         f"{escape(suite.get('status'))}")
             for case in suite.get("cases", []):
                 mark = {"passed": "[green]✔[/]", "failed": "[red]✘[/]", "error": "[red]✘[/]"}.get(
                     case.get("status"), "[dim]-[/]")
-                lines.append(f"  {mark} {case.get('classname') or ''}::{case.get('name')}")
+                lines.append(f"  {mark} {escape(case.get('classname') or '')}::{escape(case.get('name'))}")
                 if case.get("message"):
-                    lines.append(f"      [red]{case['message']}[/]")
+                    lines.append(f"      [red]{escape(case['message'])}[/]")
         if not tests.get("suites"):
             lines.append("\nNo test-aware command ran in this sandbox.")
         return "\n".join(lines)
@@ -196,18 +238,19 @@ content digest you reviewed; nothing is applied until you choose an adapter.
     def _provenance_text(self) -> str:
         meta = self.bundle.metadata
         verification = self.bundle.verification
-        lines = [f"[b]Bundle[/b] {self.bundle.id}", f"[b]Path[/b] {self.bundle_dir}",
+        lines = [f"[b]Bundle[/b] {escape(self.bundle.id)}", f"[b]Path[/b] {escape(self.bundle_dir)}",
                  f"[b]Verified[/b] {'yes' if verification.valid else 'NO'}"]
         for violation in verification.violations[:20]:
-            lines.append(f"  [red]{violation.code}[/] {violation.path}: {violation.message}")
+            lines.append(f"  [red]{escape(violation.code)}[/] {escape(violation.path)}: {escape(violation.message)}")
         from codebox_tui.bundle.provenance import runtime_versions
 
         versions = runtime_versions(meta)
         wp, php = versions["wordpressVersion"] or "?", versions["phpVersion"] or "?"
-        lines.append(f"[b]WordPress[/b] {wp}  [b]PHP[/b] {php}")
-        lines.append(f"[b]Policy[/b] {json.dumps(meta.get('policy', {}))}")
+        lines.append(f"[b]WordPress[/b] {escape(wp)}  [b]PHP[/b] {escape(php)}")
+        lines.append(f"[b]Policy[/b] {escape(json.dumps(meta.get('policy', {})))}")
         for mount in meta.get("mounts", []):
-            lines.append(f"[b]Mount[/b] {mount.get('source')} → {mount.get('target')} ({mount.get('mode')})")
+            lines.append(f"[b]Mount[/b] {escape(mount.get('source'))} → {escape(mount.get('target'))} "
+                         f"({escape(mount.get('mode'))})")
         for flag in self.bundle.review.get("riskFlags", []):
             lines.append(f"[b][yellow]Risk[/][/b] {escape(str(flag))}")
         skipped = self.bundle.skipped
@@ -215,8 +258,9 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             lines.append(f"[b]Not captured[/b] ({len(skipped)}): content not in the bundle; changes inside "
                          "uncaptured folders (.git, node_modules) are listed so they can be checked by hand")
             for entry in skipped[:200]:
-                change = f" [yellow]{entry['change']}[/]" if entry.get("change") else ""
-                lines.append(f"  {escape(str(entry.get('relativePath')))}{change} [dim]{entry.get('reason')}[/]")
+                change = f" [yellow]{escape(entry['change'])}[/]" if entry.get("change") else ""
+                lines.append(f"  {escape(str(entry.get('relativePath')))}{change} "
+                             f"[dim]{escape(entry.get('reason'))}[/]")
             if len(skipped) > 200:
                 lines.append(f"  … {len(skipped) - 200} more in files/changed-files.json")
         return "\n".join(lines)
@@ -242,6 +286,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self._move(-1)
 
     def action_back(self) -> None:
+        if self._close_search():
+            return
         self.app.pop_screen()
 
     def action_show_tests(self) -> None:
@@ -258,7 +304,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         listed = files if files is not None else shown_files
         if listed is not None:
             lines.append("Files:")
-            lines += [f"  - {f}" for f in listed]
+            lines += [f"  - {safe_text(f)}" for f in listed]
         if reason:
             lines.append(f"Reason: {reason}")
 
@@ -269,7 +315,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             try:
                 decision = data.decide(store, self.bundle_dir, action, files=files, reason=reason)
             except Exception as error:  # a store refusal is shown, never a traceback
-                self.notify(str(error), severity="error", timeout=8)
+                self.notify(safe_text(error), severity="error", timeout=8, markup=False)
                 return
             finally:
                 store.close()

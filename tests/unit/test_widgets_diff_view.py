@@ -132,3 +132,45 @@ async def test_side_by_side_toggle_and_auto_split(tmp_path: Path) -> None:
         wide.show_file("f0.php", blocks["f0.php"])
         await pilot.pause()
         assert wide.is_split  # auto-split at >= 160 columns
+
+
+async def test_wrap_and_sideways_scroll_in_both_views() -> None:
+    """Soft wrap shows every character of a long line (unified and side by side, recomputed per width);
+    unwrapped side-by-side scrolls its code sideways; a match near the start brings the view back."""
+    long_old = "$a = array( " + ", ".join(f"'k{i}' => {i}" for i in range(40)) + " );"
+    long_new = long_old.replace("'k39' => 39", "'k39' => 390")
+    block = (f"diff --git a/x.php b/x.php\n--- a/x.php\n+++ b/x.php\n@@ -1,2 +1,2 @@\n \tshort();\n"
+             f"-{long_old}\n+{long_new}\n")
+    view = DiffView(tab_size=4)
+    app = Recorder(view)
+    async with app.run_test(size=(100, 20)) as pilot:
+        view.show_file("x.php", block)
+        view.focus()
+        await pilot.pause()
+        assert not view.is_split and view.rows[-1].text == long_new
+        await pilot.press("w")
+        await pilot.pause()
+        joined = "".join(view.render_line(y).text[14:] for y in range(view.size.height))
+        assert long_new.replace(" ", "") in joined.replace(" ", "")
+        assert "\t" not in joined and "    short();" in joined
+        await pilot.resize_terminal(70, 20)
+        await pilot.pause()
+        assert view.virtual_size.width == 70 and view.virtual_size.height > len(view.rows) + 2
+        view.split_mode = "split"
+        view._layout_rows()
+        await pilot.pause()
+        width, base = view.size.width, view.rich_style  # every display line, also those below the viewport
+        halves = [view._build_display_line(y, width, base).text for y in range(view._display_count())]
+        right = "".join(line.split("│", 1)[1][8:] for line in halves if "│" in line)
+        assert "'k39' => 390 );" in right.replace("  ", " ")
+        await pilot.press("w")  # unwrapped side by side: sideways scrolling moves the code
+        await pilot.pause()
+        assert not view.wrap and view.virtual_size.width > 70
+        await pilot.press("dollar_sign")
+        await pilot.pause()
+        assert view.scroll_offset.x > 0
+        right = [line.split("│", 1)[1] for line in (view.render_line(y).text for y in range(4)) if "│" in line]
+        assert any("390" in line for line in right)
+        view.search("short")
+        await pilot.pause()
+        assert view.scroll_offset.x == 0  # the match is near the start: back to the first column

@@ -1,0 +1,91 @@
+"""Hostile text from a real sandbox never reaches the terminal raw.
+
+PHP inside a real Playground sandbox writes a file whose content and name carry ESC sequences (clear
+screen, cursor home, colour, a window-title OSC), a carriage return that would overwrite the line, a C1
+CSI, DEL and Unicode bidi overrides/isolates that make code read differently than it runs; it also edits
+a tab-indented file. The captured bundle is opened in the Review screen (Pilot) and every line the
+screen renders is checked: no raw control or bidi character in any segment, the escapes are visible,
+tabs are expanded to tab stops, in unified and side-by-side view and after a resize."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codebox_tui.app import CodeboxApp
+from codebox_tui.screens.review import ReviewScreen
+from tests.hostile_bundle import HOSTILE_NAME, capture, recorded_patch
+from widgets.diff_view import DiffView
+
+os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+
+# What must never be in a rendered segment (tabs included: the terminal would jump to its own stops).
+RAW = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def screen_lines(app: Any) -> list[str]:
+    """Every line of the screen as rendered, after checking that no segment carries a raw control."""
+    lines = []
+    for strip in app.screen._compositor.render_strips():
+        for segment in strip:
+            if segment.control:
+                continue
+            assert not RAW.search(segment.text), f"raw control character reaches the terminal: {segment.text!r}"
+        lines.append(strip.text)
+    return lines
+
+
+async def _show(pilot: Any, rel: str) -> ReviewScreen:
+    screen = pilot.app.screen
+    assert isinstance(screen, ReviewScreen)
+    tree = screen.query_one("#files")
+    tree.move_cursor(tree._leaves[rel])
+    await pilot.pause()
+    return screen
+
+
+@pytest.mark.playground
+async def test_hostile_names_and_contents_from_a_real_sandbox_are_drawn_as_escapes(make_run_session,  # type: ignore[no-untyped-def]
+                                                                                    tmp_path: Path) -> None:
+    bundle = capture(make_run_session, tmp_path)
+    patch = (bundle / "files" / "patch.diff").read_bytes().decode("utf-8")
+    assert patch == recorded_patch()  # the committed recording the snapshots use is what a real run writes
+    assert "\x1b[2J" in patch and "\u202e" in patch and "\r" in patch and "\t" in patch
+
+    app = CodeboxApp(bundle)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        screen = await _show(pilot, HOSTILE_NAME)
+        view = screen.query_one(DiffView)
+        view.focus()
+        await pilot.pause()
+        text = "\n".join(screen_lines(app))
+        assert "notes-\\x1b[31m\\u202etxt.php" in text  # the name, in the tree and the diff header
+        assert '$clear = "\\x1b[2J\\x1b[Hscreen cleared"; // ESC sequences' in text  # tab → next stop
+        assert "echo 'visible';\\x0d" in text
+        assert "/*\\u202e } \\u2066if ($isAdmin)\\u2069" in text
+        assert '"\\x9b31m red via C1"' in text and '"x\\x7fy"' in text and '"\\x1b]0;pwned\\x07"' in text
+
+        await pilot.press("w")  # soft wrap: the end of the long line continues below
+        await pilot.pause()
+        assert any(line.rstrip().endswith("begin admins only */") for line in screen_lines(app))
+        await pilot.press("w", "s")  # side by side
+        await pilot.pause()
+        assert view.is_split
+        assert "\\x1b[2J" in "\n".join(screen_lines(app))
+
+        await _show(pilot, "tabbed.php")
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause()
+        assert view.is_split and "$greeting = 'Ho" in "\n".join(screen_lines(app))
+        await pilot.press("s")  # unified again
+        await pilot.pause()
+        lines = screen_lines(app)
+        added = next(line for line in lines if "'Howdy'" in line)
+        # two tabs → 8 columns after the sign; the tabs before the comment → the next stops (column 28)
+        code = added[added.index("+ ") + 2:]
+        assert code.startswith("        $greeting = 'Howdy';        // Fixture h"), code  # cut at the edge
