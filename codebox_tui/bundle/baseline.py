@@ -20,6 +20,7 @@ from codebox_tui.bundle.diff import (
     list_tree,
     stat_signature,
 )
+from codebox_tui.bundle.hostgit import HostGit
 from codebox_tui.contracts.runtime import MountSpec
 
 
@@ -67,10 +68,9 @@ class Baseline:
 
 
 def _git(source: Path, *args: str, timeout: float = 300, stdin: bytes | None = None) -> bytes:
-    out = subprocess.run(["git", "-C", str(source), *args], input=stdin, capture_output=True, timeout=timeout)
-    if out.returncode != 0:
-        raise OSError(f"git {args[0]} failed in {source}: {out.stderr.decode(errors='replace').strip()}")
-    return out.stdout
+    # every host git goes through bundle/hostgit.py: the mount's repository may have been written by a
+    # sandbox, and git must not run its hooks, fsmonitor or filter programs (docs/security-host.md)
+    return HostGit(source).output(*args, input=stdin, timeout=timeout)
 
 
 def _git_toplevel(path: Path) -> Path | None:
@@ -97,12 +97,12 @@ def _git_head_pack(source: Path, pack: Path) -> tuple[str, _Packed]:
     ``export-subst``: common in WordPress plugins for tests/ and version strings) are taken from the
     object store instead, so they are not reported as added or modified."""
     packed = _Packed()
-    if subprocess.run(["git", "-C", str(source), "rev-parse", "--verify", "-q", "HEAD"],
-                      capture_output=True, timeout=30).returncode != 0:
+    git = HostGit(source)
+    if git.run("rev-parse", "--verify", "-q", "HEAD", timeout=30).returncode != 0:
         pack.write_bytes(b"")
         return "git-empty", packed
     tree: dict[str, tuple[str, str]] = {}  # rel -> (mode, blob id), regular files only
-    for record in _git(source, "ls-tree", "-r", "-z", "--full-tree", "HEAD").split(b"\0"):
+    for record in git.output("ls-tree", "-r", "-z", "--full-tree", "HEAD").split(b"\0"):
         if not record:
             continue
         meta, _, raw_path = record.partition(b"\t")
@@ -110,8 +110,7 @@ def _git_head_pack(source: Path, pack: Path) -> tuple[str, _Packed]:
         if kind == "blob" and mode in ("100644", "100755"):
             tree[os.fsdecode(raw_path)] = (mode, oid)
     with pack.open("wb") as handle:
-        archive = subprocess.run(["git", "-C", str(source), "archive", "--format=tar", "HEAD"],
-                                 stdout=handle, stderr=subprocess.PIPE, timeout=300)
+        archive = git.run("archive", "--format=tar", "HEAD", stdout=handle, timeout=300)
     if archive.returncode != 0:
         raise OSError(f"git archive failed in {source}: {archive.stderr.decode(errors='replace').strip()}")
     with tarfile.open(pack) as tar:
@@ -119,7 +118,7 @@ def _git_head_pack(source: Path, pack: Path) -> tuple[str, _Packed]:
     rewritten = set()
     if tree:
         listing = "\0".join(tree).encode() + b"\0"
-        attrs = _git(source, "check-attr", "-z", "--stdin", "export-subst", stdin=listing).split(b"\0")
+        attrs = git.output("check-attr", "-z", "--stdin", "export-subst", input=listing).split(b"\0")
         for i in range(0, len(attrs) - 2, 3):
             if attrs[i + 2] not in (b"unspecified", b"unset"):
                 rewritten.add(os.fsdecode(attrs[i]))
@@ -133,7 +132,7 @@ def _git_head_pack(source: Path, pack: Path) -> tuple[str, _Packed]:
             packed.index[rel] = (offset, size)
             packed.hashes[rel] = hashlib.sha256(data).hexdigest()
     if from_objects:
-        blobs = _git(source, "cat-file", "--batch", stdin="".join(tree[rel][1] + "\n" for rel in from_objects).encode())
+        blobs = git.output("cat-file", "--batch", input="".join(tree[rel][1] + "\n" for rel in from_objects).encode())
         with pack.open("ab") as handle:
             at, end = 0, handle.tell()
             for rel in from_objects:
@@ -176,7 +175,8 @@ def _pack_tree(source: Path, files: dict[str, Entry], pack: Path, threshold: int
             digest = hashlib.sha256()
             size = 0
             try:
-                with open(f"{root}/{rel}", "rb", buffering=0) as reader:
+                fd = os.open(f"{root}/{rel}", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+                with open(fd, "rb", buffering=0) as reader:
                     info = os.fstat(reader.fileno())
                     if not stat.S_ISREG(info.st_mode):
                         continue  # replaced by something else since the listing: capture sees it live
@@ -206,11 +206,8 @@ def _git_clean_signatures(
     changes ctime or inode. Untracked, ignored, modified and recently written files get no signature and
     are compared byte for byte. If git cannot say, nothing is trusted."""
     try:
-        out = subprocess.run(
-            ["git", "-C", str(source), "status", "--porcelain=v1", "-z", "--no-renames",
-             "--untracked-files=all", "--ignored=matching"],
-            capture_output=True, timeout=300,
-        )
+        out = HostGit(source).run("status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all",
+                                  "--ignored=matching", "--ignore-submodules=all", timeout=300)
     except (OSError, subprocess.TimeoutExpired):
         return {}
     if out.returncode != 0:

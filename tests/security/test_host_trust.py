@@ -98,3 +98,161 @@ def test_remove_tree_unlinks_links_and_removes_locked_and_deep_folders(tmp_path:
     link.symlink_to(private)
     remove_tree(link)
     assert not os.path.lexists(link) and _state(private) == before
+
+
+# -- 2. host git never runs what a planted repository configures -------------------------------------
+HOOKS = ("post-checkout", "pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-index-change",
+         "pre-auto-gc", "reference-transaction", "post-rewrite", "pre-applypatch", "post-applypatch")
+
+
+def _plain_git(cwd: Path, *args: str) -> str:
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
+    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout
+
+
+def build_evil_repo(repo: Path, markers: Path, *, stale_stat: bool = True) -> None:
+    """A complete repository whose configuration names programs git would run: fsmonitor, clean /
+    smudge / process filters (one defined through an included file), a textconv, a signing program and
+    every hook. Each program only creates a marker file."""
+    from tests.e2e.test_apply_back import BASELINE, write_tree
+
+    markers.mkdir(exist_ok=True)
+    repo.mkdir(exist_ok=True)
+    write_tree(repo, BASELINE)
+    (repo / "notes.md").write_text("# notes\n")
+    (repo / ".gitattributes").write_text("*.txt filter=evil diff=evil\n*.php filter=evilproc\n*.md filter=inc\n")
+    _plain_git(repo, "init", "-q", "-b", "main")
+    _plain_git(repo, "add", "-A")
+    _plain_git(repo, "-c", "user.name=Dev", "-c", "user.email=dev@example.test", "commit", "-q", "-m", "baseline")
+    git_dir = repo / ".git"
+    script = git_dir / "x.sh"
+    script.write_text(f'#!/bin/sh\ntouch "{markers}/$1"\ncat\n')
+    fsmonitor = git_dir / "fsmonitor.sh"
+    fsmonitor.write_text(f'#!/bin/sh\ntouch "{markers}/fsmonitor"\nexit 0\n')
+    for path in (script, fsmonitor):
+        path.chmod(0o755)
+    script = ".git/x.sh"  # relative: git runs filters and hooks from the top of the work tree
+    (git_dir / "extra.config").write_text(
+        f'[filter "inc"]\n\tclean = sh {script} inc-clean\n\tsmudge = sh {script} inc-smudge\n\trequired = true\n')
+    with (git_dir / "config").open("a") as config:
+        config.write(
+            "[core]\n\tfsmonitor = .git/fsmonitor.sh\n"
+            f'[filter "evil"]\n\tclean = sh {script} clean\n\tsmudge = sh {script} smudge\n\trequired = true\n'
+            f'[filter "evilproc"]\n\tprocess = sh {script} process\n\trequired = true\n'
+            f'[diff "evil"]\n\ttextconv = sh {script} textconv\n'
+            "[include]\n\tpath = extra.config\n"
+            f"[commit]\n\tgpgSign = true\n[gpg]\n\tprogram = {script}\n"
+            "[user]\n\tname = Dev\n\temail = dev@example.test\n"
+        )
+    hooks = git_dir / "hooks"
+    hooks.mkdir(exist_ok=True)
+    for name in HOOKS:
+        (hooks / name).write_text(f'#!/bin/sh\ntouch "{markers}/hook-{name}"\nexit 0\n')
+        (hooks / name).chmod(0o755)
+    if not stale_stat:
+        return
+    # make every tracked file look modified to git's stat check, so status has to clean-filter them
+    for path in repo.rglob("*"):
+        if path.is_file() and ".git" not in path.relative_to(repo).parts:
+            os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+
+
+def _plain_git_runs_the_plant(repo: Path, markers: Path) -> set[str]:
+    """Proof that the plant is live: an unhardened ``git status`` in a copy runs its programs."""
+    import shutil
+    import subprocess
+
+    probe_markers = markers.parent / "probe-markers"
+    probe = markers.parent / "probe-repo"
+    shutil.copytree(repo, probe, symlinks=True)
+    for script in (probe / ".git" / "x.sh", probe / ".git" / "fsmonitor.sh", *(probe / ".git" / "hooks").iterdir()):
+        script.write_text(script.read_text().replace(str(markers), str(probe_markers)))
+    probe_markers.mkdir()
+    subprocess.run(["git", "status"], cwd=probe, capture_output=True, timeout=60)
+    found = {p.name for p in probe_markers.iterdir()}
+    shutil.rmtree(probe)
+    return found
+
+
+def _baseline_of(folder: Path, scratch: Path) -> Any:
+    from codebox_tui.bundle.baseline import take_baselines
+    from codebox_tui.contracts.runtime import MountSpec
+
+    return take_baselines([MountSpec(source=str(folder), target="/wordpress/wp-content/plugins/demo",
+                                     mode="readwrite")], scratch)[0]
+
+
+def test_baseline_of_a_host_planted_repository_runs_none_of_its_programs(tmp_path: Path) -> None:
+    repo, markers = tmp_path / "planted", tmp_path / "markers"
+    build_evil_repo(repo, markers)
+    assert "fsmonitor" in _plain_git_runs_the_plant(repo, markers)  # the plant works on plain git
+    baseline = _baseline_of(repo, tmp_path / "scratch")
+    assert sorted(p.name for p in markers.iterdir()) == []
+    assert baseline.strategy == "git-head"
+    from tests.e2e.test_apply_back import BASELINE
+
+    with baseline.reader() as read:  # HEAD's bytes, no filter applied
+        assert {rel: read(rel) for rel in BASELINE} == BASELINE
+
+
+def test_git_adapter_on_a_planted_repository_runs_none_of_its_programs(tmp_path: Path) -> None:
+    from store.apply import apply_decision
+    from store.db import Store
+    from store.decisions import decide
+    from tests.e2e.test_apply_back import capture, expected_tree, tree
+
+    cap = capture(tmp_path)
+    repo, markers = tmp_path / "target-repo", tmp_path / "markers"
+    build_evil_repo(repo, markers, stale_stat=False)
+    with Store.open(tmp_path / "home" / "codebox.sqlite3") as store:
+        decision = decide(store, str(cap.bundle_dir), "approve", approver="ana")
+        result = apply_decision(store, decision.id, "git", repo, options={"branch": "codebox/evil", "commit": "1"})
+    assert result.status == "committed"
+    assert sorted(p.name for p in markers.iterdir()) == []
+    applied = {k: v for k, v in tree(repo).items() if k not in ("notes.md", ".gitattributes")}
+    assert applied == expected_tree(["demo.php", "readme.txt", "includes/old.php", "includes/new/extra.php"])
+
+
+@pytest.mark.playground
+def test_repository_planted_by_php_runs_nothing_on_the_next_run(make_run_session: Any, tmp_path: Path) -> None:
+    """First run: PHP writes a complete malicious repository into a read-write mount that is not a work
+    tree. Second run on that folder: taking its baseline must run none of the planted programs."""
+    import base64
+
+    from codebox_tui.errors import BadInputError
+    from codebox_tui.runtime.mounts import parse_mount
+
+    template, markers = tmp_path / "template", tmp_path / "markers"
+    build_evil_repo(template, markers)
+    folder = tmp_path / "plugin"
+    folder.mkdir()
+    (folder / "plugin.php").write_text("<?php\n")
+    target = "/wordpress/wp-content/plugins/p"
+    files = sorted(p for p in template.rglob("*") if p.is_file())
+    code = "".join(
+        f"@mkdir(dirname({_php_string(target + '/' + p.relative_to(template).as_posix())}), 0777, true);"
+        f"file_put_contents({_php_string(target + '/' + p.relative_to(template).as_posix())}, "
+        f"base64_decode('{base64.b64encode(p.read_bytes()).decode()}'));"
+        + (f"chmod({_php_string(target + '/' + p.relative_to(template).as_posix())}, 0755);"
+           if p.stat().st_mode & 0o111 else "")
+        for p in files
+    ) + "echo 'planted';"
+    try:  # a write-through mount where the runtime distinguishes it (what a :live run allows)
+        mount = f"{folder}:{target}:live"
+        parse_mount(mount)
+    except BadInputError:
+        mount = f"{folder}:{target}:readwrite"
+    first = make_run_session(mounts=[mount])
+    result = first.execute("wordpress.run-php", [f"code={code}"])
+    assert result.stdout == "planted", result.stdout + result.stderr
+    first.close()
+    if (folder / ".git" / "config").is_file():  # the plant reached the host folder
+        assert "fsmonitor" in _plain_git_runs_the_plant(folder, markers)
+    second = make_run_session(mounts=[mount])
+    result = second.execute("wordpress.run-php", ["code=echo 'second';"])
+    assert result.stdout == "second"
+    second.close()
+    assert sorted(p.name for p in markers.iterdir()) == []
