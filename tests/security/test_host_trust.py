@@ -256,3 +256,149 @@ def test_repository_planted_by_php_runs_nothing_on_the_next_run(make_run_session
     assert result.stdout == "second"
     second.close()
     assert sorted(p.name for p in markers.iterdir()) == []
+
+
+# -- 3. a journal in the target is never read -------------------------------------------------------
+def _planted_journal(outside: Path) -> dict[str, bytes]:
+    """Files of a ``.codebox-apply`` folder as the pre-fix journal format read them: roll back by
+    deleting ``victim.txt`` (an "added" entry whose staged file is gone) and by moving the attacker's
+    ``old/1`` over ``written.txt``, both outside the target."""
+    journal = {
+        "version": 1,
+        "state": "prepared",
+        "entries": [
+            {"path": f"../{outside.name}/victim.txt", "staged": "new/0"},
+            {"path": f"../{outside.name}/written.txt", "backup": "old/1"},
+        ],
+        "created_dirs": [],
+    }
+    return {
+        ".codebox-apply/journal.json": json.dumps(journal).encode(),
+        ".codebox-apply/old/1": b"written by the sandbox\n",
+        ".codebox-apply/new/.keep": b"",
+    }
+
+
+def _outside(tmp_path: Path) -> Path:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.txt").write_text("precious\n")
+    return outside
+
+
+def _outside_state(outside: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(outside.iterdir())}
+
+
+def _codebox(home: Path, *args: str) -> Any:
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    env = {**os.environ, "CODEBOX_HOME": str(home), "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def _assert_journal_attack_fails(tmp_path: Path, bundle_dir: Path, target: Path, outside: Path,
+                                 approved: list[str]) -> None:
+    from codebox_tui.errors import ConflictError
+    from store.apply import apply_decision
+    from store.db import Store
+    from store.decisions import decide
+
+    before = _outside_state(outside)
+    home = tmp_path / "home"
+    with Store.open(home / "codebox.sqlite3") as store:
+        decision = decide(store, str(bundle_dir), "approve-files", approver="ana", files=approved)
+        with pytest.raises(ConflictError) as refused:
+            apply_decision(store, decision.id, "directory", target)
+    assert refused.value.code == "foreign-apply-staging", refused.value
+    assert _outside_state(outside) == before
+    recovered = _codebox(home, "apply-recover", str(target), "--json")
+    assert recovered.returncode == 5, recovered.stdout + recovered.stderr
+    assert "foreign-apply-staging" in recovered.stdout + recovered.stderr
+    assert "Traceback" not in recovered.stderr
+    assert _outside_state(outside) == before
+    assert (target / ".codebox-apply" / "journal.json").is_file()  # left for the user to inspect
+
+
+def test_unsafe_paths_in_a_home_journal_are_refused(tmp_path: Path) -> None:
+    """Defence in depth: even Codebox's own journal (in CODEBOX_HOME) is validated before recovery acts."""
+    from codebox_tui.errors import ConflictError
+    from store.journal import JOURNAL_VERSION, STAGING_DIR, journal_path, recover
+
+    outside = _outside(tmp_path)
+    before = _outside_state(outside)
+    target = tmp_path / "target"
+    (target / STAGING_DIR / "old").mkdir(parents=True)
+    (target / STAGING_DIR / "old" / "1").write_text("x")
+    journals = tmp_path / "journals"
+    journals.mkdir()
+    info = (target / STAGING_DIR).lstat()
+    for entries in ([{"path": "../outside/victim.txt", "staged": "new/0"}],
+                    [{"path": "a/../../outside/victim.txt", "staged": "new/0"}],
+                    [{"path": "ok.txt", "backup": "../../outside/victim.txt"}],
+                    [{"path": str(outside / "victim.txt"), "staged": "new/0"}]):
+        journal_path(target, journals).write_text(json.dumps({
+            "version": JOURNAL_VERSION, "state": "prepared", "target": os.path.realpath(target),
+            "entries": entries, "created_dirs": [], "staging_ident": [info.st_dev, info.st_ino]}))
+        with pytest.raises(ConflictError) as refused:
+            recover(target, journals=journals)
+        assert refused.value.code == "apply-journal-invalid"
+        assert _outside_state(outside) == before
+    (target / "link").symlink_to(outside)
+    journal_path(target, journals).write_text(json.dumps({
+        "version": JOURNAL_VERSION, "state": "prepared", "target": os.path.realpath(target),
+        "entries": [{"path": "link/victim.txt", "staged": "new/0"}], "created_dirs": [],
+        "staging_ident": [info.st_dev, info.st_ino]}))
+    with pytest.raises(ConflictError, match="symlink"):
+        recover(target, journals=journals)
+    assert _outside_state(outside) == before
+
+
+def test_journal_planted_on_the_host_is_never_read(tmp_path: Path) -> None:
+    from tests.e2e.test_apply_back import CHANGES, capture, write_tree
+
+    outside = _outside(tmp_path)
+    changes = {rel: data for rel, data in CHANGES.items() if data is not None}
+    cap = capture(tmp_path, changes)
+    target = tmp_path / "mount"  # the read-write mount the sandbox changed: already in the after state
+    write_tree(target, _planted_journal(outside))
+    _assert_journal_attack_fails(tmp_path, cap.bundle_dir, target, outside, sorted(changes))
+
+
+@pytest.mark.playground
+def test_journal_planted_by_php_is_never_read(make_run_session: Any, tmp_path: Path) -> None:
+    from codebox_tui.errors import BadInputError
+    from codebox_tui.runtime.mounts import parse_mount
+    from tests.e2e.test_apply_back import BASELINE, CHANGES, write_tree
+
+    outside = _outside(tmp_path)
+    folder = tmp_path / "plugin"
+    write_tree(folder, BASELINE)
+    target = "/wordpress/wp-content/plugins/demo"
+    changes = {rel: data for rel, data in CHANGES.items() if data is not None}
+    plant = {**changes, **_planted_journal(outside)}
+    code = "".join(
+        f"@mkdir(dirname({_php_string(target + '/' + rel)}), 0777, true);"
+        f"file_put_contents({_php_string(target + '/' + rel)}, {_php_string(data.decode())});"
+        for rel, data in plant.items()
+    ) + "echo 'planted';"
+    try:
+        mount = f"{folder}:{target}:live"
+        parse_mount(mount)
+    except BadInputError:
+        mount = f"{folder}:{target}:readwrite"
+    run = make_run_session(mounts=[mount])
+    result = run.execute("wordpress.run-php", [f"code={code}"])
+    assert result.stdout == "planted", result.stdout + result.stderr
+    summary = run.capture()
+    bundle_dir = Path(getattr(summary, "directory", None) or getattr(summary, "path", None) or run.run_dir)
+    from codebox_tui.bundle.reader import load_bundle
+
+    assert "apply-staging-folder-in-mount" in load_bundle(bundle_dir).review["riskFlags"]
+    if not (folder / ".codebox-apply").exists():  # a copy-on-write mount kept the plant in the sandbox
+        write_tree(folder, plant)  # what a :live run would have left
+    _assert_journal_attack_fails(tmp_path, bundle_dir, folder, outside, sorted(changes))
