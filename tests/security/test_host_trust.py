@@ -402,3 +402,97 @@ def test_journal_planted_by_php_is_never_read(make_run_session: Any, tmp_path: P
     if not (folder / ".codebox-apply").exists():  # a copy-on-write mount kept the plant in the sandbox
         write_tree(folder, plant)  # what a :live run would have left
     _assert_journal_attack_fails(tmp_path, bundle_dir, folder, outside, sorted(changes))
+
+
+# -- 4. smaller holes ---------------------------------------------------------------------------------
+def test_a_fifo_in_a_bundle_never_blocks_verify_or_show(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.e2e.test_apply_back import capture
+
+    cap = capture(tmp_path)
+    for rel in ("manifest.json", "files/review.json", "files/changed-files.json"):
+        bundle = tmp_path / f"bundle-{rel.replace('/', '-')}"
+        shutil.copytree(cap.bundle_dir, bundle)
+        (bundle / rel).unlink()
+        os.mkfifo(bundle / rel)
+        verified = _codebox(tmp_path / "home", "artifacts", "verify", str(bundle), "--json")
+        assert verified.returncode == 1, verified.stdout + verified.stderr
+        codes = {v["code"] for v in json.loads(verified.stdout)["violations"]}
+        assert codes & {"unsafe-file", "missing-file"}, codes
+        shown = _codebox(tmp_path / "home", "artifacts", "show", str(bundle), "--json")
+        assert "Traceback" not in shown.stderr
+        assert shown.returncode != 0 or json.loads(shown.stdout)["valid"] is False
+
+
+def test_a_forged_mode_change_is_refused_by_the_git_adapter(tmp_path: Path) -> None:
+    from codebox_tui.errors import ConflictError
+    from store.apply import apply_decision
+    from store.db import Store
+    from store.decisions import decide
+    from tests.e2e.test_apply_back import capture, git_repo, reseal, tree, verify_ok
+
+    cap = capture(tmp_path)
+    patch = cap.bundle_dir / "files" / "patch.diff"
+    text = patch.read_text()
+    header = "diff --git a/demo.php b/demo.php\n"
+    assert header in text
+    patch.write_text(text.replace(header, header + "old mode 100644\nnew mode 100755\n"))
+    reseal(cap.bundle_dir)  # the forger re-hashes everything; the reviewer approves what changed-files lists
+    assert verify_ok(cap.bundle_dir)
+    entry = next(f for f in json.loads((cap.bundle_dir / "files" / "changed-files.json").read_text())["files"]
+                 if f["relativePath"] == "demo.php")
+    assert entry.get("afterMode") in (None, "100644")
+    repo = git_repo(cap, tmp_path)
+    before = tree(repo)
+    with Store.open(tmp_path / "home" / "codebox.sqlite3") as store:
+        decision = decide(store, str(cap.bundle_dir), "approve-files", approver="ana", files=["demo.php"])
+        with pytest.raises(ConflictError) as refused:
+            apply_decision(store, decision.id, "git", repo)
+    assert refused.value.code == "unapproved-mode-change"
+    assert not os.stat(repo / "demo.php").st_mode & 0o111
+    assert tree(repo) == before
+
+
+def _deep(levels: int) -> str:
+    return '{"a":' * levels + "1" + "}" * levels
+
+
+@pytest.mark.parametrize("command", ["recipe validate", "recipe-run --dry-run --json", "validate-blueprint",
+                                     "run --policy", "artifacts show"])
+def test_deeply_nested_json_is_a_clear_error_naming_the_file(command: str, tmp_path: Path) -> None:
+    doc = tmp_path / "deep.json"
+    doc.write_text(_deep(50_000))
+    if command == "artifacts show":
+        from tests.e2e.test_apply_back import capture
+
+        bundle = capture(tmp_path).bundle_dir
+        (bundle / "manifest.json").write_text(_deep(50_000))
+        args = ["artifacts", "show", str(bundle)]
+        named = "manifest.json"
+    elif command == "run --policy":
+        args = ["run", "--policy", str(doc), "--command", "wordpress.run-php", "--arg", "code=1",
+                "--artifacts", str(tmp_path / "artifacts")]
+        named = str(doc)
+    else:
+        words = command.split()
+        args = [*words[:-2], str(doc), *words[-2:]] if "--dry-run" in words else [*words, str(doc)]
+        named = str(doc)
+    done = _codebox(tmp_path / "home", *args)
+    output = done.stdout + done.stderr
+    assert "Traceback" not in output and "RecursionError" not in output, output[-2000:]
+    assert done.returncode != 0, output[-2000:]
+    assert named in output and ("deeper than" in output or "not valid JSON" in output), output[-2000:]
+    if command == "run --policy":
+        assert not (tmp_path / "artifacts").exists()
+
+
+@pytest.mark.parametrize("args", [["--php", "5.6", "--arg", "code=echo 1;"], ["--arg", "code-file=missing.php"]])
+def test_bad_php_version_and_missing_code_file_fail_before_anything_starts(args: list[str], tmp_path: Path) -> None:
+    artifacts = tmp_path / "artifacts"
+    done = _codebox(tmp_path / "home", "run", "--command", "wordpress.run-php", *args, "--artifacts", str(artifacts))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert ("--php" in done.stderr) or ("code-file" in done.stderr)
+    assert "Traceback" not in done.stderr
+    assert not artifacts.exists()  # no run folder, no events: nothing started
+    assert not (tmp_path / "home" / "sandboxes").exists()
