@@ -21,6 +21,7 @@ Documented in docs/security-host.md ("Host-side trust").
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 from collections.abc import Sequence
@@ -107,7 +108,7 @@ def _neutralising(key: str) -> str | None:
 
 def neutralising_args(cwd: Path) -> list[str]:
     """``-c`` arguments overriding every program-valued key git would read in ``cwd``."""
-    base = [GIT, "--no-pager", *_c(HARDENING)]
+    base = [GIT, "--no-pager", *_c(HARDENING), *_c(_safe_directories())]
     try:
         listed = subprocess.run([*base, "config", "--list", "--includes", "-z", "--name-only"], cwd=cwd,
                                 env=git_env(), capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
@@ -152,7 +153,7 @@ class HostGit:
         configuration cannot be listed, git cannot start, or it times out."""
         if self._overrides is None:
             self._overrides = neutralising_args(self.cwd)
-        command = [GIT, "--no-pager", *_c(HARDENING), *self._overrides, *args]
+        command = [GIT, "--no-pager", *_c(HARDENING), *_c(_safe_directories()), *self._overrides, *args]
         try:
             return subprocess.run(command, cwd=self.cwd, env=git_env(), input=input,
                                   stdin=None if input is not None else subprocess.DEVNULL,
@@ -175,17 +176,30 @@ def run_git(cwd: Path, *args: str, input: bytes | None = None, timeout: float = 
     return HostGit(cwd).run(*args, input=input, timeout=timeout)
 
 
-def user_identity() -> tuple[str, str]:
-    """The user's own ``user.name`` / ``user.email`` from their global configuration (read as a file:
-    nothing is executed), or empty strings."""
+def _global_values(key: str) -> list[str]:
+    """Every value of ``key`` in the user's own global configuration (``git config`` only reads files:
+    nothing is executed), or an empty list."""
     env = git_env()
     env.pop("GIT_CONFIG_GLOBAL")
-    values = []
-    for key in ("user.name", "user.email"):
-        try:
-            done = subprocess.run([GIT, "config", "--global", "--includes", "--get", key], cwd="/", env=env,
-                                  capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
-            values.append(done.stdout.decode(errors="replace").strip() if done.returncode == 0 else "")
-        except (OSError, subprocess.TimeoutExpired):
-            values.append("")
-    return values[0], values[1]
+    try:
+        done = subprocess.run([GIT, "config", "--global", "--includes", "-z", "--get-all", key], cwd="/", env=env,
+                              capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if done.returncode != 0:
+        return []
+    return [v.decode(errors="replace") for v in done.stdout.split(b"\0") if v]
+
+
+def user_identity() -> tuple[str, str]:
+    """The user's own ``user.name`` / ``user.email`` from their global configuration, or empty strings."""
+    names, emails = _global_values("user.name"), _global_values("user.email")
+    return (names[-1] if names else ""), (emails[-1] if emails else "")
+
+
+@functools.lru_cache(maxsize=1)
+def _safe_directories() -> tuple[str, ...]:
+    """The user's ``safe.directory`` entries (global config is not read by host git, and git honours this
+    key only from protected scopes, the command line among them): repositories the user marked safe stay
+    usable."""
+    return tuple(f"safe.directory={value}" for value in _global_values("safe.directory"))
