@@ -216,6 +216,24 @@ def test_git_adapter_on_a_planted_repository_runs_none_of_its_programs(tmp_path:
     assert applied == expected_tree(["demo.php", "readme.txt", "includes/old.php", "includes/new/extra.php"])
 
 
+def test_hostgit_runs_nothing_a_planted_repository_configures(tmp_path: Path) -> None:
+    """The git layer itself, beyond what Codebox runs today: status, archive, diff with textconv, checkout
+    (smudge), add (clean), commit (hooks, signing), switch (post-checkout)."""
+    from codebox_tui.bundle.hostgit import HostGit
+
+    repo, markers = tmp_path / "planted", tmp_path / "markers"
+    build_evil_repo(repo, markers)
+    assert _plain_git_runs_the_plant(repo, markers)
+    (repo / "readme.txt").write_text("changed\n")
+    git = HostGit(repo)
+    for args in (["status"], ["archive", "--format=tar", "HEAD"], ["diff", "HEAD"], ["diff", "--textconv", "HEAD"],
+                 ["log", "-p", "-1"], ["add", "-A"], ["commit", "-q", "-m", "x"], ["switch", "-q", "-c", "other"],
+                 ["checkout", "-q", "main"], ["checkout", "HEAD", "--", "."], ["gc", "--auto"]):
+        done = git.run(*args)
+        assert sorted(p.name for p in markers.iterdir()) == [], (args, done.stderr)
+    assert git.run("log", "-1", "--format=%s").stdout.strip() == b"x"  # the commit really happened, unsigned
+
+
 @pytest.mark.playground
 def test_repository_planted_by_php_runs_nothing_on_the_next_run(make_run_session: Any, tmp_path: Path) -> None:
     """First run: PHP writes a complete malicious repository into a read-write mount that is not a work
