@@ -90,12 +90,17 @@ class _Packed:
     unreadable: set[str] = field(default_factory=set)
 
 
-def _git_head_pack(source: Path, pack: Path) -> tuple[str, _Packed]:
+def _git_head_pack(source: Path, pack: Path, live: dict[str, Entry] | None = None) -> tuple[str, _Packed]:
     """The work tree as ``HEAD`` checks it out, packed: ``git archive`` gives the checked-out bytes
-    (end-of-line conversion and filters applied) as one tar stream, which *is* the pack (the index points
-    at each member's data). Files ``git archive`` leaves out or rewrites for export (``export-ignore``,
+    (end-of-line conversion applied) as one tar stream, which *is* the pack (the index points at each
+    member's data). Files ``git archive`` leaves out or rewrites for export (``export-ignore``,
     ``export-subst``: common in WordPress plugins for tests/ and version strings) are taken from the
-    object store instead, so they are not reported as added or modified."""
+    object store instead, so they are not reported as added or modified.
+
+    Host git never runs a filter driver (``bundle/hostgit.py``: the repository may have been written by a
+    sandbox), so a file with a ``filter`` attribute (git-lfs, say) is taken from the work tree as it is
+    before boot when ``live`` lists it as a regular file (``list_tree`` never follows links), else from
+    the object store."""
     packed = _Packed()
     git = HostGit(source)
     if git.run("rev-parse", "--verify", "-q", "HEAD", timeout=30).returncode != 0:
@@ -115,14 +120,18 @@ def _git_head_pack(source: Path, pack: Path) -> tuple[str, _Packed]:
         raise OSError(f"git archive failed in {source}: {archive.stderr.decode(errors='replace').strip()}")
     with tarfile.open(pack) as tar:
         members = {m.name: (m.offset_data, m.size) for m in tar if m.isreg() and m.name in tree}
-    rewritten = set()
+    rewritten: set[str] = set()
+    filtered: set[str] = set()
     if tree:
         listing = "\0".join(tree).encode() + b"\0"
-        attrs = git.output("check-attr", "-z", "--stdin", "export-subst", input=listing).split(b"\0")
+        attrs = git.output("check-attr", "-z", "--stdin", "export-subst", "filter", input=listing).split(b"\0")
         for i in range(0, len(attrs) - 2, 3):
             if attrs[i + 2] not in (b"unspecified", b"unset"):
-                rewritten.add(os.fsdecode(attrs[i]))
-    from_objects = [rel for rel in tree if rel not in members or rel in rewritten]
+                (filtered if attrs[i + 1] == b"filter" else rewritten).add(os.fsdecode(attrs[i]))
+    from_worktree = {rel: data for rel in sorted(filtered) if live is not None and rel in live
+                     and (data := _read_regular_nofollow(source, rel)) is not None}
+    rewritten |= set(from_worktree)
+    from_objects = [rel for rel in tree if (rel not in members or rel in rewritten) and rel not in from_worktree]
     with open(pack, "rb") as reader:
         for rel, (offset, size) in members.items():
             if rel in rewritten:
@@ -145,9 +154,35 @@ def _git_head_pack(source: Path, pack: Path) -> tuple[str, _Packed]:
                 packed.index[rel] = (end, size)
                 packed.hashes[rel] = hashlib.sha256(data).hexdigest()
                 end += size
+    if from_worktree:
+        with pack.open("ab") as handle:
+            end = handle.tell()
+            for rel, data in from_worktree.items():
+                handle.write(data)
+                packed.index[rel] = (end, len(data))
+                packed.hashes[rel] = hashlib.sha256(data).hexdigest()
+                end += len(data)
     for rel in sorted(packed.index):
         packed.entries[rel] = Entry(rel, tree[rel][0], packed.index[rel][1])
     return "git-head", packed
+
+
+def _read_regular_nofollow(source: Path, rel: str) -> bytes | None:
+    """A work-tree file's bytes (a regular file, never through a link at its last component; ``rel``
+    comes from a listing that did not descend links), or None."""
+    try:
+        fd = os.open(f"{source}/{rel}", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with open(fd, "rb", buffering=0, closefd=False) as handle:
+            return handle.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 # Filesystem timestamps are coarse (a clock tick, or seconds on some filesystems): a file whose ctime
@@ -258,7 +293,7 @@ def take_baselines(mounts: list[MountSpec], scratch_dir: Path) -> list[Baseline]
             strategy = "baseline-source"
         elif _git_toplevel(source) == source:
             try:
-                strategy, packed = _git_head_pack(source, pack)
+                strategy, packed = _git_head_pack(source, pack, live.files)
             except (OSError, subprocess.TimeoutExpired, tarfile.TarError, ValueError):
                 packed = None  # git cannot give HEAD's tree (broken repo, missing filter): snapshot instead
             if packed is not None and strategy == "git-head":

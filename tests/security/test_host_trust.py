@@ -198,6 +198,31 @@ def test_baseline_of_a_host_planted_repository_runs_none_of_its_programs(tmp_pat
         assert {rel: read(rel) for rel in BASELINE} == BASELINE
 
 
+def test_filtered_files_are_baselined_from_the_work_tree_without_running_the_filter(tmp_path: Path) -> None:
+    """What git-lfs users rely on: a file with a ``filter`` attribute is baselined as it is in the work
+    tree before boot (its checked-out form), not from the raw blob, and the driver never runs."""
+    repo, markers = tmp_path / "lfs-like", tmp_path / "markers"
+    markers.mkdir()
+    repo.mkdir()
+    (repo / ".gitattributes").write_text("*.bin filter=fake\n")
+    (repo / "asset.bin").write_text("POINTER oid sha256:abc\n")
+    (repo / "plain.php").write_text("<?php\n")
+    _plain_git(repo, "init", "-q", "-b", "main")
+    _plain_git(repo, "add", "-A")
+    _plain_git(repo, "-c", "user.name=Dev", "-c", "user.email=dev@example.test", "commit", "-q", "-m", "c")
+    (repo / "asset.bin").write_bytes(b"REAL CONTENT\x00\x01\n")  # what the smudge filter checked out
+    with (repo / ".git" / "config").open("a") as config:
+        config.write(f'[filter "fake"]\n\tsmudge = touch {markers}/smudge\n\tclean = touch {markers}/clean\n')
+    (repo / "link.bin").symlink_to("/etc/hostname")  # never read through a link
+    baseline = _baseline_of(repo, tmp_path / "scratch")
+    assert baseline.strategy == "git-head"
+    with baseline.reader() as read:
+        assert read("asset.bin") == b"REAL CONTENT\x00\x01\n"
+        assert read("plain.php") == b"<?php\n"
+    assert "link.bin" not in baseline.index
+    assert sorted(p.name for p in markers.iterdir()) == []
+
+
 def test_git_adapter_on_a_planted_repository_runs_none_of_its_programs(tmp_path: Path) -> None:
     from store.apply import apply_decision
     from store.db import Store
