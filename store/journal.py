@@ -78,10 +78,12 @@ def _write_file(path: Path, data: bytes, mode: int = 0o600) -> None:
 
 
 def journal_dir() -> Path:
-    """Where directory-apply journals live: ``$CODEBOX_HOME/apply-journals`` (never in a target)."""
-    from codebox_tui.settings import get_settings
+    """Where directory-apply journals live: ``$CODEBOX_HOME/apply-journals`` (never in a target). Read from
+    the environment at each call, not from a cached settings object: whichever process recovers (another
+    ``codebox`` run, ``apply-recover``) must look where the interrupted one wrote."""
+    from codebox_tui.settings import CodeboxSettings
 
-    return get_settings().home / "apply-journals"
+    return CodeboxSettings().home / "apply-journals"
 
 
 def journal_path(root: Path, directory: Path | None = None) -> Path:
