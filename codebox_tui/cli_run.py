@@ -133,6 +133,23 @@ def _build_spec(mounts: list[str], policy_text: str | None, command: str | None,
     return spec, tools_dir
 
 
+def _check_before_boot(args: dict[str, str], php: str) -> None:
+    """What can be known wrong before anything boots (or a golden site is built): the PHP version and a
+    ``code-file`` that is missing or not a regular file."""
+    from codebox_tui.runtime.playground import SUPPORTED_PHP
+
+    if php not in SUPPORTED_PHP:
+        raise BadInputError(f"--php {php} is not available; choose one of {', '.join(SUPPORTED_PHP)}",
+                            code="unknown-php-version", field="--php")
+    if "code" in args and "code-file" in args:
+        raise BadInputError("Give code= or code-file=, not both", code="invalid-arg", field="code-file")
+    if "code-file" in args:
+        path = Path(args["code-file"]).expanduser()
+        if not path.is_file():
+            raise BadInputError(f"code-file {args['code-file']!r} does not exist or is not a regular file",
+                                code="missing-code-file", field="code-file")
+
+
 def _register(session: RunSession, summary: Any, status: str) -> None:
     """Record the run and its bundle in the review inbox (best effort: the bundle on disk is the evidence)."""
     try:
@@ -186,7 +203,7 @@ def run_command(
     """Boot a sandbox, run one command, capture the artifact bundle, dispose."""
     started = time.monotonic()
     spec_cmd = get_command(command)
-    parse_args(spec_cmd, arg)  # bad arguments fail before anything boots
+    _check_before_boot(parse_args(spec_cmd, arg), php)  # bad arguments fail before anything boots
     command_timeout = parse_duration(timeout, "--timeout")
     spec, tools_dir = _build_spec(mount, policy, command, wp, php, wp_cli_phar, boot_timeout, metadata, env=env)
     root = ensure_artifacts_dir(artifacts_root(artifacts))
@@ -261,6 +278,7 @@ def boot_command(
     hold_s = parse_duration(hold, "--hold")
     if preview_port is not None and not (1 <= preview_port <= 65535):
         raise BadInputError("--preview-port must be between 1 and 65535", code="invalid-port", field="preview-port")
+    _check_before_boot({}, php)
     spec, tools_dir = _build_spec(mount, policy, None, wp, php, None, boot_timeout, None, preview_port)
     spec.warm = True  # a held preview: load WordPress once so the first page a human opens is fast
     root = ensure_artifacts_dir(artifacts_root(artifacts))

@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import stat
 from abc import ABC, abstractmethod
@@ -27,6 +26,7 @@ from importlib.metadata import entry_points
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
+from codebox_tui.bundle.safe_read import parse_json, read_regular
 from codebox_tui.contracts.apply import (
     APPROVING_ACTIONS,
     ApplyResult,
@@ -287,13 +287,8 @@ def _as_dict(value: Any) -> dict[str, Any]:
 
 
 def _read_evidence(bundle_dir: Path, rel: str) -> bytes:
-    path = bundle_dir / rel
-    try:
-        info = path.lstat()
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_EVIDENCE_BYTES:
-            raise OSError("not a regular file of acceptable size")
-        with open(path, "rb") as handle:
-            return handle.read(MAX_EVIDENCE_BYTES + 1)
+    try:  # a regular file only, never a FIFO or link (codebox_tui/bundle/safe_read.py)
+        return read_regular(bundle_dir / rel, MAX_EVIDENCE_BYTES)
     except OSError as error:
         raise ConflictError(f"cannot read {rel} from the bundle: {error}", code="bundle-invalid", field=rel) from error
 
@@ -408,11 +403,9 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
 
 def _changed_entries(cf_bytes: bytes) -> list[dict[str, Any]]:
     try:
-        doc = json.loads(cf_bytes.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ConflictError(
-            f"changed-files.json is not valid JSON: {error}", code="bundle-invalid", field=CHANGED_FILES_PATH
-        ) from error
+        doc = parse_json(cf_bytes, CHANGED_FILES_PATH)
+    except BadInputError as error:
+        raise ConflictError(error.message, code="bundle-invalid", field=CHANGED_FILES_PATH) from error
     files = doc.get("files") if isinstance(doc, dict) else None
     if not isinstance(files, list) or not all(
         isinstance(f, dict) and isinstance(f.get("relativePath"), str) for f in files

@@ -20,6 +20,7 @@ from codebox_tui.bundle.diff import (
     list_tree,
     stat_signature,
 )
+from codebox_tui.bundle.hostgit import HostGit
 from codebox_tui.contracts.runtime import MountSpec
 
 
@@ -67,10 +68,9 @@ class Baseline:
 
 
 def _git(source: Path, *args: str, timeout: float = 300, stdin: bytes | None = None) -> bytes:
-    out = subprocess.run(["git", "-C", str(source), *args], input=stdin, capture_output=True, timeout=timeout)
-    if out.returncode != 0:
-        raise OSError(f"git {args[0]} failed in {source}: {out.stderr.decode(errors='replace').strip()}")
-    return out.stdout
+    # every host git goes through bundle/hostgit.py: the mount's repository may have been written by a
+    # sandbox, and git must not run its hooks, fsmonitor or filter programs (docs/security-host.md)
+    return HostGit(source).output(*args, input=stdin, timeout=timeout)
 
 
 def _git_toplevel(path: Path) -> Path | None:
@@ -90,19 +90,24 @@ class _Packed:
     unreadable: set[str] = field(default_factory=set)
 
 
-def _git_head_pack(source: Path, pack: Path) -> tuple[str, _Packed]:
+def _git_head_pack(source: Path, pack: Path, live: dict[str, Entry] | None = None) -> tuple[str, _Packed]:
     """The work tree as ``HEAD`` checks it out, packed: ``git archive`` gives the checked-out bytes
-    (end-of-line conversion and filters applied) as one tar stream, which *is* the pack (the index points
-    at each member's data). Files ``git archive`` leaves out or rewrites for export (``export-ignore``,
+    (end-of-line conversion applied) as one tar stream, which *is* the pack (the index points at each
+    member's data). Files ``git archive`` leaves out or rewrites for export (``export-ignore``,
     ``export-subst``: common in WordPress plugins for tests/ and version strings) are taken from the
-    object store instead, so they are not reported as added or modified."""
+    object store instead, so they are not reported as added or modified.
+
+    Host git never runs a filter driver (``bundle/hostgit.py``: the repository may have been written by a
+    sandbox), so a file with a ``filter`` attribute (git-lfs, say) is taken from the work tree as it is
+    before boot when ``live`` lists it as a regular file (``list_tree`` never follows links), else from
+    the object store."""
     packed = _Packed()
-    if subprocess.run(["git", "-C", str(source), "rev-parse", "--verify", "-q", "HEAD"],
-                      capture_output=True, timeout=30).returncode != 0:
+    git = HostGit(source)
+    if git.run("rev-parse", "--verify", "-q", "HEAD", timeout=30).returncode != 0:
         pack.write_bytes(b"")
         return "git-empty", packed
     tree: dict[str, tuple[str, str]] = {}  # rel -> (mode, blob id), regular files only
-    for record in _git(source, "ls-tree", "-r", "-z", "--full-tree", "HEAD").split(b"\0"):
+    for record in git.output("ls-tree", "-r", "-z", "--full-tree", "HEAD").split(b"\0"):
         if not record:
             continue
         meta, _, raw_path = record.partition(b"\t")
@@ -110,20 +115,23 @@ def _git_head_pack(source: Path, pack: Path) -> tuple[str, _Packed]:
         if kind == "blob" and mode in ("100644", "100755"):
             tree[os.fsdecode(raw_path)] = (mode, oid)
     with pack.open("wb") as handle:
-        archive = subprocess.run(["git", "-C", str(source), "archive", "--format=tar", "HEAD"],
-                                 stdout=handle, stderr=subprocess.PIPE, timeout=300)
+        archive = git.run("archive", "--format=tar", "HEAD", stdout=handle, timeout=300)
     if archive.returncode != 0:
         raise OSError(f"git archive failed in {source}: {archive.stderr.decode(errors='replace').strip()}")
     with tarfile.open(pack) as tar:
         members = {m.name: (m.offset_data, m.size) for m in tar if m.isreg() and m.name in tree}
-    rewritten = set()
+    rewritten: set[str] = set()
+    filtered: set[str] = set()
     if tree:
         listing = "\0".join(tree).encode() + b"\0"
-        attrs = _git(source, "check-attr", "-z", "--stdin", "export-subst", stdin=listing).split(b"\0")
+        attrs = git.output("check-attr", "-z", "--stdin", "export-subst", "filter", input=listing).split(b"\0")
         for i in range(0, len(attrs) - 2, 3):
             if attrs[i + 2] not in (b"unspecified", b"unset"):
-                rewritten.add(os.fsdecode(attrs[i]))
-    from_objects = [rel for rel in tree if rel not in members or rel in rewritten]
+                (filtered if attrs[i + 1] == b"filter" else rewritten).add(os.fsdecode(attrs[i]))
+    from_worktree = {rel: data for rel in sorted(filtered) if live is not None and rel in live
+                     and (data := _read_regular_nofollow(source, rel)) is not None}
+    rewritten |= set(from_worktree)
+    from_objects = [rel for rel in tree if (rel not in members or rel in rewritten) and rel not in from_worktree]
     with open(pack, "rb") as reader:
         for rel, (offset, size) in members.items():
             if rel in rewritten:
@@ -133,7 +141,7 @@ def _git_head_pack(source: Path, pack: Path) -> tuple[str, _Packed]:
             packed.index[rel] = (offset, size)
             packed.hashes[rel] = hashlib.sha256(data).hexdigest()
     if from_objects:
-        blobs = _git(source, "cat-file", "--batch", stdin="".join(tree[rel][1] + "\n" for rel in from_objects).encode())
+        blobs = git.output("cat-file", "--batch", input="".join(tree[rel][1] + "\n" for rel in from_objects).encode())
         with pack.open("ab") as handle:
             at, end = 0, handle.tell()
             for rel in from_objects:
@@ -146,9 +154,35 @@ def _git_head_pack(source: Path, pack: Path) -> tuple[str, _Packed]:
                 packed.index[rel] = (end, size)
                 packed.hashes[rel] = hashlib.sha256(data).hexdigest()
                 end += size
+    if from_worktree:
+        with pack.open("ab") as handle:
+            end = handle.tell()
+            for rel, data in from_worktree.items():
+                handle.write(data)
+                packed.index[rel] = (end, len(data))
+                packed.hashes[rel] = hashlib.sha256(data).hexdigest()
+                end += len(data)
     for rel in sorted(packed.index):
         packed.entries[rel] = Entry(rel, tree[rel][0], packed.index[rel][1])
     return "git-head", packed
+
+
+def _read_regular_nofollow(source: Path, rel: str) -> bytes | None:
+    """A work-tree file's bytes (a regular file, never through a link at its last component; ``rel``
+    comes from a listing that did not descend links), or None."""
+    try:
+        fd = os.open(f"{source}/{rel}", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with open(fd, "rb", buffering=0, closefd=False) as handle:
+            return handle.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 # Filesystem timestamps are coarse (a clock tick, or seconds on some filesystems): a file whose ctime
@@ -176,7 +210,8 @@ def _pack_tree(source: Path, files: dict[str, Entry], pack: Path, threshold: int
             digest = hashlib.sha256()
             size = 0
             try:
-                with open(f"{root}/{rel}", "rb", buffering=0) as reader:
+                fd = os.open(f"{root}/{rel}", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+                with open(fd, "rb", buffering=0) as reader:
                     info = os.fstat(reader.fileno())
                     if not stat.S_ISREG(info.st_mode):
                         continue  # replaced by something else since the listing: capture sees it live
@@ -206,11 +241,8 @@ def _git_clean_signatures(
     changes ctime or inode. Untracked, ignored, modified and recently written files get no signature and
     are compared byte for byte. If git cannot say, nothing is trusted."""
     try:
-        out = subprocess.run(
-            ["git", "-C", str(source), "status", "--porcelain=v1", "-z", "--no-renames",
-             "--untracked-files=all", "--ignored=matching"],
-            capture_output=True, timeout=300,
-        )
+        out = HostGit(source).run("status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all",
+                                  "--ignored=matching", "--ignore-submodules=all", timeout=300)
     except (OSError, subprocess.TimeoutExpired):
         return {}
     if out.returncode != 0:
@@ -261,7 +293,7 @@ def take_baselines(mounts: list[MountSpec], scratch_dir: Path) -> list[Baseline]
             strategy = "baseline-source"
         elif _git_toplevel(source) == source:
             try:
-                strategy, packed = _git_head_pack(source, pack)
+                strategy, packed = _git_head_pack(source, pack, live.files)
             except (OSError, subprocess.TimeoutExpired, tarfile.TarError, ValueError):
                 packed = None  # git cannot give HEAD's tree (broken repo, missing filter): snapshot instead
             if packed is not None and strategy == "git-head":

@@ -400,6 +400,8 @@ def _risk_flags(diffs: list[FileDiff]) -> list[str]:
             flags.append(f"suspicious-full-file-rewrite:{item.rel}")
     if any(d.binary for d in diffs):
         flags.append("binary-files")
+    if any(".codebox-apply" in d.rel.split("/") for d in diffs):  # a planted apply journal (docs/security-host.md)
+        flags.append("apply-staging-folder-in-mount")
     return sorted(flags)
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.bundle.safe_read import UnsafeFileError, open_regular
 from codebox_tui.contracts.bundle import CONTENT_DOMAIN, MANIFEST_FILE_LIST_DOMAIN, MANIFEST_SELF_DOMAIN
 from codebox_tui.contracts.canonical import sha256_hex, stable_json
 
@@ -15,10 +18,22 @@ MODE_B_INPUTS = ["files/changed-files.json", "files/patch.diff"]
 LISTING_KEYS = ("path", "kind", "contentType", "redaction", "provenance", "viewer")
 
 
-def file_sha256(path: Path) -> str:
+def _open_for_hash(path: Path, follow_symlinks: bool) -> int:
+    """A regular file only: never blocks on a FIFO or reads a device (bundle/safe_read.py); without
+    ``follow_symlinks`` a link is refused too (what verification uses)."""
+    if not follow_symlinks:
+        return open_regular(path)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnsafeFileError(f"{path} is not a regular file")
+    return fd
+
+
+def file_sha256(path: Path, *, follow_symlinks: bool = True) -> str:
     """Streaming hash: memory does not grow with the file size."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with open(_open_for_hash(path, follow_symlinks), "rb") as handle:
         while chunk := handle.read(CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
@@ -33,14 +48,14 @@ def file_list_digest(files: list[dict[str, Any]]) -> str:
     return sha256_hex(MANIFEST_FILE_LIST_DOMAIN + "\n" + stable_json(listing))
 
 
-def content_digest(root: Path, inputs: list[str]) -> str:
+def content_digest(root: Path, inputs: list[str], *, follow_symlinks: bool = True) -> str:
     """Mode B: the bytes of the given bundle files, framed by their paths."""
     digest = hashlib.sha256((CONTENT_DOMAIN + "\n").encode())
     for index, name in enumerate(inputs):
         if index:
             digest.update(b"\n")
         digest.update(name.encode() + b"\n")
-        with open(root / name, "rb") as handle:
+        with open(_open_for_hash(root / name, follow_symlinks), "rb") as handle:
             while chunk := handle.read(CHUNK):
                 digest.update(chunk)
     return digest.hexdigest()

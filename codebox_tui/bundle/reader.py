@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from codebox_tui.bundle.patchparse import line_counts
+from codebox_tui.bundle.safe_read import MAX_JSON_BYTES, load_json_file, parse_json, read_regular
 from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.contracts.bundle import BundleVerification
 from codebox_tui.errors import BadInputError
@@ -36,16 +37,12 @@ class LoadedBundle:
 
 
 def _json(path: Path, what: str, expected_schema: str | None = None, required: bool = True) -> dict[str, Any]:
-    if not path.is_file():
+    if not os.path.lexists(path):
         if required:
             raise BadInputError(f"{what} is missing: {path}", code="malformed-bundle", field=str(path.name))
         return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise BadInputError(
-            f"{what} is not valid JSON ({path}): {error}", code="malformed-bundle", field=str(path)
-        ) from error
+    # regular files only (a FIFO would block), depth-limited JSON: bundle/safe_read.py
+    data = load_json_file(path, f"{what} ({path})", code="malformed-bundle")
     if not isinstance(data, dict):
         raise BadInputError(f"{what} must be a JSON object ({path})", code="malformed-bundle", field=str(path))
     # A document without a schema id is accepted (the reference writes bare ``{}`` placeholders); a wrong one is not.
@@ -83,13 +80,32 @@ def _with_line_counts(files: list[Any], patch: str) -> list[Any]:
     return result
 
 
+APPLY_STAGING_FLAG = "apply-staging-folder-in-mount"
+_APPLY_STAGING = ".codebox-apply"  # the directory apply's staging folder (store/journal.py)
+
+
+def _with_derived_risk_flags(review: dict[str, Any], files: list[Any], skipped: list[Any]) -> dict[str, Any]:
+    """Risk flags that follow from the bundle's own change list, shown even when a bundle (a foreign or
+    older one) does not record them: a ``.codebox-apply`` folder in a mount is how a sandbox would try to
+    plant an apply journal (apply refuses such a target; docs/security-host.md)."""
+    names = [str(entry.get("relativePath") or entry.get("path") or "") for entry in [*files, *skipped]
+             if isinstance(entry, dict)]
+    if not any(_APPLY_STAGING in name.split("/") for name in names):
+        return review
+    flags = review.get("riskFlags")
+    flags = [str(f) for f in flags] if isinstance(flags, list) else []
+    if APPLY_STAGING_FLAG in flags:
+        return review
+    return {**review, "riskFlags": sorted([*flags, APPLY_STAGING_FLAG])}
+
+
 def find_bundle_dir(path: Path) -> Path:
     path = Path(path)
     if not path.exists():
         raise BadInputError(f"No bundle at {path}", code="missing-bundle", field="bundle")
-    if path.is_file() and path.name == "manifest.json":
+    if path.name == "manifest.json" and not path.is_dir():
         return path.parent
-    if not (path / "manifest.json").is_file():
+    if not os.path.lexists(path / "manifest.json"):
         raise BadInputError(
             f"{path} has no manifest.json (not an artifact bundle)", code="missing-manifest", field="bundle"
         )
@@ -109,8 +125,13 @@ def load_bundle(bundle_dir: Path | str) -> LoadedBundle:
     )
     metadata = _json(root / "metadata.json", "metadata.json", required=False)
     patch_path = root / "files" / "patch.diff"
-    # bytes, not read_text(): universal newlines would turn a carriage return inside a line into a line break
-    patch = patch_path.read_bytes().decode("utf-8", errors="replace") if patch_path.is_file() else ""
+    # bytes (read_regular), not read_text(): universal newlines would turn a carriage return inside a line
+    # into a line break
+    try:
+        patch = read_regular(patch_path).decode("utf-8", errors="replace") if os.path.lexists(patch_path) else ""
+    except OSError as error:
+        raise BadInputError(f"files/patch.diff cannot be read: {error}", code="malformed-bundle",
+                            field="files/patch.diff") from error
     files = changed.get("files", [])
     if not isinstance(files, list):
         raise BadInputError(
@@ -119,6 +140,7 @@ def load_bundle(bundle_dir: Path | str) -> LoadedBundle:
             field="files/changed-files.json:files",
         )
     files = _with_line_counts(files, patch)
+    review = _with_derived_risk_flags(review, files, list(changed.get("skipped", [])))
     evidence = [
         f
         for f in manifest.get("files", [])
@@ -143,12 +165,13 @@ def find_bundles(root: Path) -> list[Path]:
     root = Path(root)
     found: list[Path] = []
     for depth in ("manifest.json", "*/manifest.json", "*/*/manifest.json", "*/*/*/manifest.json"):
-        found.extend(p.parent for p in root.glob(depth) if p.is_file())
+        found.extend(p.parent for p in root.glob(depth) if os.path.lexists(p))
 
     def created(path: Path) -> str:
         try:
-            return str(json.loads((path / "manifest.json").read_text()).get("createdAt", ""))
-        except (OSError, ValueError):
+            manifest = parse_json(read_regular(path / "manifest.json", MAX_JSON_BYTES), "manifest.json")
+            return str(manifest.get("createdAt", "")) if isinstance(manifest, dict) else ""
+        except (OSError, BadInputError):
             return ""
 
     return sorted(set(found), key=lambda p: (created(p), str(p)), reverse=True)

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import jsonschema
 
 from codebox_tui.bundle.digests import content_digest, file_list_digest, file_sha256, manifest_self_hash
+from codebox_tui.bundle.safe_read import MAX_JSON_DEPTH, UnsafeFileError, json_depth_exceeds, read_regular
 from codebox_tui.contracts.bundle import (
     BUNDLE_ID_PREFIX,
     REFERENCE_MANIFEST_SCHEMA,
@@ -79,7 +80,7 @@ class _Checker:
             return None
         if path not in self._hashes:
             try:
-                self._hashes[path] = file_sha256(self.bundle / path)
+                self._hashes[path] = file_sha256(self.bundle / path, follow_symlinks=False)
             except OSError:
                 self._hashes[path] = None
         return self._hashes[path]
@@ -167,13 +168,13 @@ def _list_bundle(bundle: Path) -> list[str]:
 
 
 def _load_json(bundle: Path, rel: str) -> Any:
+    """A listed JSON document, or None when it is not a regular file, unreadable, invalid or nested deeper
+    than MAX_JSON_DEPTH (each caller reports None as its own violation)."""
     try:
-        path = bundle / rel
-        if path.is_symlink() or not path.is_file():
-            return None
-        return json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(read_regular(bundle / rel).decode("utf-8"))
     except (OSError, ValueError, RecursionError):  # RecursionError: absurdly deep nesting
         return None
+    return None if json_depth_exceeds(value) else value
 
 
 def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
@@ -182,15 +183,21 @@ def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
     result_dir = os.path.normpath(str(bundle_dir))
     manifest_path = bundle / "manifest.json"
     try:
-        raw = manifest_path.read_text(encoding="utf-8")
+        # a regular file only: a FIFO planted as manifest.json must not block verification forever
+        raw = read_regular(manifest_path).decode("utf-8")
     except FileNotFoundError:
         check.add("missing-manifest", "manifest.json", f"No manifest.json in {bundle}")
+        return BundleVerification(bundleDirectory=result_dir, valid=False, violations=check.violations)
+    except UnsafeFileError as error:
+        check.add("unsafe-file", "manifest.json", f"manifest.json cannot be read: {error}", file="manifest.json")
         return BundleVerification(bundleDirectory=result_dir, valid=False, violations=check.violations)
     except (OSError, UnicodeDecodeError) as error:
         check.add("malformed-manifest", "manifest.json", f"manifest.json cannot be read: {error}")
         return BundleVerification(bundleDirectory=result_dir, valid=False, violations=check.violations)
     try:
         manifest = json.loads(raw)
+        if json_depth_exceeds(manifest):
+            raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
     except (ValueError, RecursionError) as error:
         check.add("malformed-manifest", "manifest.json", f"manifest.json is not valid JSON: {error}")
         return BundleVerification(bundleDirectory=result_dir, valid=False, violations=check.violations)
@@ -289,7 +296,7 @@ def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
             actual = (
                 manifest_self_hash(manifest)
                 if entry["path"] == "manifest.json"
-                else file_sha256(bundle / entry["path"])
+                else file_sha256(bundle / entry["path"], follow_symlinks=False)
             )
         except OSError as error:
             check.add(
@@ -331,7 +338,7 @@ def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
             ok = False
         if ok:
             try:
-                digest_value = content_digest(bundle, content["inputs"])
+                digest_value = content_digest(bundle, content["inputs"], follow_symlinks=False)
             except OSError as error:
                 check.add("digest-mismatch", "manifest.contentDigest", f"cannot read digest input: {error}")
     if not _HEX64.match(content["value"]):

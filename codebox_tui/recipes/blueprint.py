@@ -85,11 +85,13 @@ def validate_blueprint_document(document: Any) -> list[dict[str, str]]:
 
 
 def validate_blueprint_file(path: Path) -> list[dict[str, str]]:
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+    from codebox_tui.bundle.safe_read import MAX_JSON_BYTES, loads_limited, read_regular
+
+    try:  # regular files only, depth-limited JSON (bundle/safe_read.py)
+        document = loads_limited(read_regular(path, MAX_JSON_BYTES).decode("utf-8"))
     except FileNotFoundError:
         return [{"code": "invalid-blueprint", "path": "$", "message": f"file not found: {path}"}]
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         return [{"code": "invalid-blueprint", "path": "$", "message": f"Blueprint JSON is invalid: {exc}"}]
     return validate_blueprint_document(document)
 

@@ -58,8 +58,12 @@ def _counts(suite: TestSuite | None) -> dict[str, Any] | None:
 
 
 def _git_apply(cwd: Path, patch: Path, check: bool) -> subprocess.CompletedProcess[str]:
-    args = ["git", "apply", "--whitespace=nowarn", *(["--check"] if check else []), str(patch.resolve())]
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=60)
+    from codebox_tui.bundle.hostgit import HostGit  # the one hardened way to run git (docs/security-host.md)
+
+    args = ["apply", "--whitespace=nowarn", *(["--check"] if check else []), str(patch.resolve())]
+    done = HostGit(cwd).run(*args, timeout=60)
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(errors="replace"),
+                                       done.stderr.decode(errors="replace"))
 
 
 def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, tests: list[str] | None = None,

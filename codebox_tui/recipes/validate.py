@@ -22,6 +22,7 @@ from typing import Any
 import jsonschema
 from pydantic import ValidationError
 
+from codebox_tui.bundle.safe_read import MAX_JSON_BYTES, JsonTooDeepError, loads_limited, read_regular
 from codebox_tui.contracts.recipe import (
     RECIPE_SCHEMA,
     RecipeStep,
@@ -143,14 +144,16 @@ def schema_issues(document: Any) -> list[Issue]:
 
 
 def load_recipe_document(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
+    try:  # a regular file only (never blocks on a FIFO), depth-limited JSON: bundle/safe_read.py
+        text = read_regular(path, MAX_JSON_BYTES).decode("utf-8")
     except FileNotFoundError as exc:
         raise BadInputError(f"Recipe file not found: {path}", code="invalid-recipe", field=str(path)) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInputError(f"Recipe file cannot be read: {exc}", code="invalid-recipe", field=str(path)) from exc
     try:
-        return json.loads(text)
+        return loads_limited(text)
+    except JsonTooDeepError as exc:
+        raise BadInputError(f"Recipe file {path} {exc}", code="invalid-recipe", field=str(path)) from exc
     except json.JSONDecodeError as exc:
         raise BadInputError(
             f"Recipe JSON is invalid: {exc.msg} at line {exc.lineno} column {exc.colno}",
@@ -483,12 +486,15 @@ def load_json_arg(value: str, base_dir: Path, where: str) -> Any:
         if not file.is_file():
             raise BadInputError(f"{where}: JSON file does not exist: {file}", code="missing-source", field=where)
         try:
-            text = file.read_text(encoding="utf-8")
+            text = read_regular(file, MAX_JSON_BYTES).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise BadInputError(f"{where}: JSON file cannot be read: {exc}", code="invalid-source",
                                 field=where) from exc
     try:
-        return json.loads(text)
+        return loads_limited(text)
+    except JsonTooDeepError as exc:
+        what = f"file {file}" if file is not None else "value"
+        raise BadInputError(f"{where}: the {what} {exc}", code="invalid-arg", field=where) from exc
     except json.JSONDecodeError as exc:
         what = f"file {file}" if file is not None else "value"
         raise BadInputError(f"{where}: expected JSON, the {what} has {exc.msg} at line {exc.lineno} column "
@@ -528,10 +534,10 @@ def _site_seed_issues(seed: SiteSeed, where: str, base_dir: Path) -> list[Issue]
                 issues.append(Issue("missing-source", f"{where}.source", f"fixture file does not exist: {file}"))
             else:
                 try:
-                    data = json.loads(file.read_text(encoding="utf-8"))
+                    data = loads_limited(read_regular(file, MAX_JSON_BYTES).decode("utf-8"))
                     if not isinstance(data, dict):
                         raise ValueError("expected a JSON object")
-                except (ValueError, UnicodeDecodeError) as exc:
+                except (OSError, ValueError, UnicodeDecodeError) as exc:
                     issues.append(Issue("invalid-source", f"{where}.source",
                                         f"fixture must be a JSON object {{posts, pages, terms, options, users, "
                                         f"activePlugins, activeTheme}}: {exc}"))

@@ -112,14 +112,8 @@ def stage_readonly(source: Path, staging: Path) -> Path:
 
 
 def remove_tree(path: Path) -> None:
-    """Delete a tree even if parts of it were made read-only."""
-    if not path.exists():
-        return
-    for root, dirs, _files in os.walk(path):
-        os.chmod(root, 0o755)
-        for name in dirs:
-            try:
-                os.chmod(os.path.join(root, name), 0o755)
-            except OSError:
-                pass
-    shutil.rmtree(path, ignore_errors=True)
+    """Delete a tree even if parts of it were made read-only; links in it are unlinked, never followed
+    or chmodded (the tree may hold anything PHP wrote: see ``runtime/tree_removal.py``)."""
+    from codebox_tui.runtime.tree_removal import remove_tree_nofollow
+
+    remove_tree_nofollow(path)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 from codebox_tui.bundle.redact import SECRET_MARK, Redactor
+from codebox_tui.bundle.safe_read import MAX_JSON_BYTES, loads_limited, read_regular
 from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.errors import BadInputError, PolicyDeniedError
 from codebox_tui.runtime.catalog import get_command
@@ -30,10 +30,13 @@ def load_policy(text: str) -> RuntimePolicy:
         if not os.path.isfile(path):
             raise BadInputError(f"Policy file {text!r} does not exist", code="invalid-policy", field="policy")
         source = path
-        with open(path, encoding="utf-8") as handle:
-            raw = handle.read()
+        try:  # a regular file only (never blocks on a FIFO): bundle/safe_read.py
+            raw = read_regular(path, MAX_JSON_BYTES).decode("utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise BadInputError(f"Policy file {text!r} cannot be read: {error}", code="invalid-policy",
+                                field="policy") from error
     try:
-        data = json.loads(raw)
+        data = loads_limited(raw)  # depth-limited: a clear error instead of a RecursionError traceback
     except ValueError as error:
         raise BadInputError(f"Policy in {source} is not valid JSON: {error}", code="invalid-policy",
                             field="policy") from error

@@ -8,10 +8,12 @@ all-or-nothing; if anything after it fails, the work tree, index and branch are 
 from __future__ import annotations
 
 import hashlib
+import re
 import subprocess
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from codebox_tui.bundle.hostgit import HostGit, HostGitError, user_identity
 from codebox_tui.contracts.apply import ApplyResult
 from codebox_tui.errors import BadInputError, ConflictError
 from store.apply import ApplyAdapter, ApplyPlan, _target_root
@@ -20,12 +22,16 @@ GIT_TIMEOUT_S = 120.0
 
 
 def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    # hardened (codebox_tui/bundle/hostgit.py): the target's repository configuration may name hooks,
+    # filters or a signing program; none of them runs (docs/security-host.md)
     try:
-        done = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
+        raw = HostGit(cwd).run(*args, timeout=GIT_TIMEOUT_S)
+    except HostGitError as error:
         raise ConflictError(f"git {args[0]} failed: {error}", code="git-failed", field="--target") from error
+    done = subprocess.CompletedProcess(
+        raw.args, raw.returncode, raw.stdout.decode("utf-8", errors="replace"),
+        raw.stderr.decode("utf-8", errors="replace"),
+    )
     if check and done.returncode != 0:
         raise ConflictError(
             f"git {' '.join(args[:2])} failed: {done.stderr.strip() or done.stdout.strip()}",
@@ -46,6 +52,12 @@ class GitAdapter(ApplyAdapter):
         if top.returncode != 0:
             raise BadInputError(f"{target} is not inside a git work tree", code="target-not-git", field="--target")
         toplevel = Path(top.stdout.strip()).resolve()
+        if not root.is_relative_to(toplevel):  # e.g. a core.worktree in the repository's config
+            raise BadInputError(
+                f"{target} is not inside the work tree its repository names ({toplevel}); nothing was written",
+                code="target-not-git",
+                field="--target",
+            )
         prefix = root.relative_to(toplevel).as_posix()
         branch = plan.options.get("branch") or None
         commit = bool(branch) or plan.options.get("commit") in ("1", "true", "yes")
@@ -57,6 +69,7 @@ class GitAdapter(ApplyAdapter):
         planned = plan.plan_writes(
             root, allow_binary=True
         )  # before-hash conflicts and exact after bytes, nothing written yet
+        modes = _expected_modes(plan, root)  # refuses a mode change the approved entries do not record
         paths = [(root / w.relative_path).relative_to(toplevel).as_posix() for w in planned]
         with tempfile.TemporaryDirectory(prefix="codebox-git-apply-") as tmp:
             patch_file = Path(tmp) / "approved.patch"
@@ -92,6 +105,13 @@ class GitAdapter(ApplyAdapter):
                         raise ConflictError(
                             f"git apply produced different content for {write.relative_path}",
                             code="target-conflict",
+                            field="--target",
+                        )
+                    if data is not None and _git_mode(write.path) != modes[write.relative_path]:
+                        raise ConflictError(
+                            f"git apply gave {write.relative_path} mode {_git_mode(write.path)}, not the approved "
+                            f"{modes[write.relative_path]}",
+                            code="unapproved-mode-change",
                             field="--target",
                         )
                 sha = None
@@ -140,6 +160,44 @@ class GitAdapter(ApplyAdapter):
         return result
 
 
+_MODE_LINE = re.compile(rb"^(?:new mode|new file mode) ([0-7]{6})$")
+
+
+def _git_mode(path: Path) -> str:
+    return "100755" if path.stat().st_mode & 0o111 else "100644"
+
+
+def _expected_modes(plan: ApplyPlan, root: Path) -> dict[str, str]:
+    """The mode each written file must end with: the ``afterMode`` its approved entry records, else its
+    current mode (a modified file) or ``100644`` (an added one). A patch block that sets another mode is
+    refused before anything is written: the reviewed change list is what was approved, not the patch's
+    headers."""
+    expected: dict[str, str] = {}
+    refused: list[str] = []
+    for change in plan.files:
+        if change.status == "deleted":
+            continue
+        path = root.joinpath(*PurePosixPath(change.relative_path).parts)
+        fallback = _git_mode(path) if change.status == "modified" and path.is_file() else "100644"
+        want = change.after_mode if change.after_mode in ("100644", "100755") else fallback
+        expected[change.relative_path] = want
+        for line in change.block.split(b"\n"):
+            if line.startswith((b"@@", b"GIT binary patch")):
+                break
+            match = _MODE_LINE.match(line.rstrip(b"\r"))
+            if match and match.group(1).decode() != want:
+                refused.append(f"{change.relative_path} ({match.group(1).decode()}, approved {want})")
+    if refused:
+        raise ConflictError(
+            "the patch changes the mode of file(s) beyond what was approved: " + ", ".join(refused)
+            + "; nothing was written",
+            code="unapproved-mode-change",
+            field="--target",
+            details={"files": refused},
+        )
+    return expected
+
+
 def _current_ref(toplevel: Path) -> str | None:
     name = _git(toplevel, "symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.strip()
     if name:
@@ -149,14 +207,14 @@ def _current_ref(toplevel: Path) -> str | None:
 
 
 def _identity(toplevel: Path) -> list[str]:
+    """The repository's identity, else the user's global one (host git reads no global config), else
+    Codebox's."""
     email = _git(toplevel, "config", "user.email", check=False).stdout.strip()
     name = _git(toplevel, "config", "user.name", check=False).stdout.strip()
-    args: list[str] = []
-    if not name:
-        args += ["-c", "user.name=Codebox"]
-    if not email:
-        args += ["-c", "user.email=codebox@localhost"]
-    return args
+    if not (name and email):
+        global_name, global_email = user_identity()
+        name, email = name or global_name, email or global_email
+    return ["-c", f"user.name={name or 'Codebox'}", "-c", f"user.email={email or 'codebox@localhost'}"]
 
 
 def _message(plan: ApplyPlan) -> str:
