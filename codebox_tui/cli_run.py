@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from codebox_tui.cliutil import emit_json, ensure_artifacts_dir, progress
+from codebox_tui.cliutil import emit_json, ensure_artifacts_dir, progress, to_jsonable
 from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.contracts.runtime import (
     BootOutput,
@@ -144,7 +144,7 @@ def _register(session: RunSession, summary: Any, status: str) -> None:
         try:
             store.record_run(session.runtime_id, status=status, artifacts_dir=session.run_dir,
                              sandbox_session_id=session.spec.metadata.get("sandbox_session_id"),
-                             metadata=session.spec.metadata, started_at=session.created_at)
+                             metadata=session.redact.value(session.spec.metadata), started_at=session.created_at)
             bundle_id = getattr(summary, "id", None)
             digest = getattr(summary, "content_digest_b", None)
             if bundle_id and digest:
@@ -229,7 +229,8 @@ def run_command(
         error=CommandError(code=error.code, message=error.message, data=error.details or None) if error else None,
     )
     if json_out:
-        emit_json(output)
+        # the one document on stdout passes the run's redactor as a whole (docs/security-secrets.md)
+        emit_json(session.redact.value(to_jsonable(output)))
     else:
         if execution is not None and execution.stdout:
             sys.stdout.write(execution.stdout + ("" if execution.stdout.endswith("\n") else "\n"))
@@ -239,7 +240,7 @@ def run_command(
         progress(f"codebox: {'ok' if success else 'failed'} in {timings['totalSeconds']:.1f} s; bundle "
                  f"{bundle_id or '(not captured)'} in {session.run_dir}")
         if error is not None:
-            progress(f"codebox: error: {error}")
+            progress(session.redact(f"codebox: error: {error}"))
     if error is not None:
         raise typer.Exit(int(error.exit_code))
     if not success:

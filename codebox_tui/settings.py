@@ -31,6 +31,9 @@ class CodeboxSettings(BaseSettings):
     # well under a second. "auto": on in long-lived processes (the TUI, or once a process boots a
     # second sandbox), off for one-shot `codebox run`.
     spare_sandboxes: Literal["auto", "on", "off"] = "auto"
+    # Per-command output cap, for stdout and stderr each (head and a short tail are kept; the cut is
+    # recorded in the command result, the events and the bundle). docs/security-secrets.md.
+    max_command_output_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
 
     @property
     def playground_home(self) -> Path:

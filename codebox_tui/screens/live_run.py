@@ -193,7 +193,7 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
             try:
                 status = "cancelled" if cancelled else ("failed" if error else "completed")
                 store.record_run(session.runtime_id, status=status,
-                                 artifacts_dir=session.run_dir, metadata=session.spec.metadata,
+                                 artifacts_dir=session.run_dir, metadata=session.redact.value(session.spec.metadata),
                                  sandbox_session_id=session.spec.metadata.get("sandbox_session_id"),
                                  started_at=session.created_at)
                 record = data.register(store, bundle, run_id=session.runtime_id)
