@@ -209,6 +209,7 @@ def test_exceeding_the_uncaptured_folder_tracking_limit_is_a_risk_flag(
 
 
 @pytest.mark.playground
+@pytest.mark.timeout(1500)
 def test_default_tracking_limit_past_200k_entries_is_flagged(make_run_session: Any, plugin_copy: Path) -> None:
     """The same attack at the default limit: PHP creates more than 200,000 entries in node_modules."""
     from codebox_tui.bundle.diff import MAX_TRACKED_IN_SKIPPED
@@ -229,20 +230,23 @@ def _peak_rss_kib(pid: int) -> int:
 
 
 @pytest.mark.playground
+@pytest.mark.timeout(900)
 def test_huge_output_is_capped_and_recorded(playground_session: Any, tmp_path: Path) -> None:
     """PHP prints ~200 MB: the bundle stays small, the codebox process's peak RSS stays bounded, and
     the cut is recorded in the command result, the events, the review and `artifacts show`."""
     artifacts = tmp_path / "artifacts"
     code = "for ($i = 0; $i < 200; $i++) { echo str_repeat(chr(65 + $i % 26), 1048576); } echo 'THE-END';"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "codebox_tui", "run", "--command", "wordpress.run-php", "--arg", f"code={code}",
-         "--artifacts", str(artifacts), "--timeout", "10m", "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
-    peak = 0
-    while proc.poll() is None:
-        peak = max(peak, _peak_rss_kib(proc.pid))
-        time.sleep(0.05)
-    stdout, stderr = proc.communicate()
+    out_path, err_path = tmp_path / "run.json", tmp_path / "run.err"
+    with out_path.open("wb") as out, err_path.open("wb") as err:  # files: a full pipe would stall the run
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "codebox_tui", "run", "--command", "wordpress.run-php", "--arg", f"code={code}",
+             "--artifacts", str(artifacts), "--timeout", "10m", "--json"],
+            stdout=out, stderr=err, env={**os.environ, "PYTHONPATH": str(REPO)})
+        peak = 0
+        while proc.poll() is None:
+            peak = max(peak, _peak_rss_kib(proc.pid))
+            time.sleep(0.05)
+    stdout, stderr = out_path.read_text(), err_path.read_text()
     assert proc.returncode == 0, stderr[-3000:]
     assert peak < 400 * 1024, f"peak RSS {peak} KiB"
     document = json.loads(stdout)
