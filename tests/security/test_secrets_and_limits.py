@@ -116,12 +116,13 @@ def test_no_form_of_a_secret_reaches_any_artifact(playground_session: Any, plugi
                   env={SECRET_NAME: SECRET})
     assert run.returncode == 0, run.stderr[-3000:]
     document = json.loads(run.stdout)
-    assert not [f for f, b in secret_forms(SECRET).items() if b.decode("latin-1") in run.stdout], \
-        "the --json document carries the secret"
-    # the parsed value was redacted after parsing, not only the text before it
-    assert document["execution"]["result"]["json"]["leak"] == "[REDACTED:configured-secret-value]"
+    # the --json document, incl. the parsed value (redacted after parsing, not only the text before it)
+    leaks = [f"--json document: {f}" for f, b in secret_forms(SECRET).items() if b.decode("latin-1") in run.stdout]
 
     bundle_dir = Path(document["artifacts"]["directory"])
+    leaks += scan(every_file(bundle_dir))  # before the decision: what the old code leaked shows up here
+    assert leaks == [], "\n".join(leaks)
+    assert document["execution"]["result"]["json"]["leak"] == "[REDACTED:configured-secret-value]"
     review = json.loads((bundle_dir / "files/review.json").read_text())
     assert "secret-in-path" in review["riskFlags"]
     assert any(f.startswith("secret-value-in-changed-file:") for f in review["riskFlags"])
@@ -294,7 +295,8 @@ def test_baseline_packs_of_a_sigkilled_run_are_swept(playground_session: Any, pl
         assert owned, "the run's baseline folder under CODEBOX_HOME/baselines was not found"
         assert any(p.name.endswith(".pack") for p in owned[0].iterdir())
     finally:
-        os.kill(proc.pid, signal.SIGKILL)
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     assert owned[0].is_dir()  # SIGKILL: nothing could clean up
     follow_up = codebox("run", "--command", "wordpress.run-php", "--arg", "code=echo 1;",
