@@ -28,12 +28,15 @@ SECRET = "Sk_live+Q9z x7Wv2Lm"
 
 def secret_forms(value: str) -> dict[str, bytes]:
     raw = value.encode()
+    utf16 = value.encode("utf-16-be")
+    units = [int.from_bytes(utf16[i:i + 2], "big") for i in range(0, len(utf16), 2)]
+    u_escaped = "".join(f"\\u{unit:04x}" for unit in units)
     forms = {
         "utf-8": raw,
-        "json-escaped": json.dumps(value)[1:-1].encode(),
-        "json-u-escapes": "".join(f"\\u{ord(c):04x}" for c in value).encode(),
-        "json-u-escapes-upper": "".join(f"\\u{ord(c):04X}" for c in value).encode(),
-        "json-in-json": json.dumps(json.dumps("".join(f"\\u{ord(c):04x}" for c in value)))[2:-2].encode(),
+        "json-escaped": json.dumps(value, ensure_ascii=False)[1:-1].encode(),
+        "json-u-escapes": u_escaped.encode(),
+        "json-u-escapes-upper": "".join(f"\\u{unit:04X}" for unit in units).encode(),
+        "json-in-json": json.dumps(u_escaped)[1:-1].encode(),
         "url-encoded": urllib.parse.quote(value, safe="").encode(),
         "url-encoded-plus": urllib.parse.quote_plus(value).encode(),
         "hex": raw.hex().encode(),
@@ -306,3 +309,28 @@ def test_baseline_packs_of_a_sigkilled_run_are_swept(playground_session: Any, pl
     while owned[0].exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not owned[0].exists(), "the killed run's baseline packs were not swept"
+
+
+def test_redactor_covers_every_documented_form_and_refuses_short_secrets() -> None:
+    """The forms listed in docs/security-secrets.md, for a value with non-ASCII and non-BMP characters;
+    and resolve_secrets refuses a short value by name."""
+    from codebox_tui.contracts.runtime import RuntimePolicy
+    from codebox_tui.errors import BadInputError
+    from codebox_tui.runtime.policy import SECRET_MARK, Redactor, resolve_secrets
+
+    value = "tök/en\"😀 +9"
+    redact = Redactor([value])
+    raw = value.encode()
+    forms = {**secret_forms(value), "utf-32-le": value.encode("utf-32-le"),
+             "json-ascii": json.dumps(value).encode()[1:-1], "mixed": b"t\\u00f6k%2Fen\\\"\\ud83d\\ude00%20+9"}
+    for name, form in forms.items():
+        out = redact.data(b"<<" + form + b">>")
+        assert form not in out and SECRET_MARK.encode() in out, name
+    assert redact.value({"k" + value: [value, 1]}) == {"k" + SECRET_MARK: [SECRET_MARK, 1]}
+    assert redact.contains(f"dir/{value}/x") and not redact.contains("dir/x")
+    assert redact.data(b"unrelated text") == b"unrelated text"
+    assert raw not in redact.data(b"\x00\xff" + raw)
+    policy = RuntimePolicy(commands=["wordpress.run-php"], secrets=["SHORT_ONE"])
+    with pytest.raises(BadInputError) as caught:
+        resolve_secrets(policy, {"SHORT_ONE": "abc"})
+    assert "SHORT_ONE" in caught.value.message and "abc" not in caught.value.message
