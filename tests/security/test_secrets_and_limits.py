@@ -334,3 +334,30 @@ def test_redactor_covers_every_documented_form_and_refuses_short_secrets() -> No
     with pytest.raises(BadInputError) as caught:
         resolve_secrets(policy, {"SHORT_ONE": "abc"})
     assert "SHORT_ONE" in caught.value.message and "abc" not in caught.value.message
+
+
+def test_every_capture_limit_reached_is_a_risk_flag(tmp_path: Path) -> None:
+    """Size and count caps of capture (not only the uncaptured-folder one) raise a risk flag: a real
+    folder, a real baseline and a real capture with small limits."""
+    from codebox_tui.bundle.baseline import take_baselines
+    from codebox_tui.bundle.capture import CaptureLimits, capture_bundle
+    from codebox_tui.contracts.common import utc_now_iso
+    from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+
+    source = tmp_path / "plugin"
+    source.mkdir()
+    (source / "a.php").write_text("<?php\n")
+    mount = MountSpec(source=str(source), target="/wordpress/wp-content/plugins/plugin", mode="readwrite")
+    baselines = take_baselines([mount], tmp_path / "scratch")
+    (source / "big.bin").write_bytes(b"\0" * 4096)  # over max_file_bytes
+    for index in range(5):  # over max_files
+        (source / f"new-{index}.php").write_text(f"<?php // {index}\n")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    summary = capture_bundle(run_dir, runtime=RuntimeInfo(id="runtime-test", createdAt=utc_now_iso()),
+                             mounts=[mount], baselines=baselines, policy=RuntimePolicy(commands=["wordpress.run-php"]),
+                             metadata={}, secret_values=[], evidence=[], test_suites=[],
+                             limits=CaptureLimits(max_file_bytes=1024, max_files=2))
+    flags = json.loads((summary.path / "files/review.json").read_text())["riskFlags"]
+    assert "capture-limit-exceeded:max-file-bytes-exceeded" in flags
+    assert "capture-limit-exceeded:max-files-exceeded" in flags
