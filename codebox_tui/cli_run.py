@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from codebox_tui.cliutil import emit_json, ensure_artifacts_dir, progress
+from codebox_tui.cliutil import emit_json, ensure_artifacts_dir, progress, to_jsonable
 from codebox_tui.contracts.runtime import (
     BootOutput,
     CommandError,
@@ -159,7 +159,7 @@ def _register(session: RunSession, summary: Any, status: str) -> None:
     bundle_dir = getattr(summary, "path", None)
     record_run_best_effort(
         progress, run_id=session.runtime_id, run_dir=session.run_dir, status=status,
-        bundle_dir=Path(bundle_dir) if bundle_dir else None, metadata=session.spec.metadata,
+        bundle_dir=Path(bundle_dir) if bundle_dir else None, metadata=session.redact.value(session.spec.metadata),
         sandbox_session_id=session.spec.metadata.get("sandbox_session_id"), started_at=session.created_at,
         bundle_id=getattr(summary, "id", None), content_digest=getattr(summary, "content_digest_b", None),
         changed_files=len(getattr(summary, "changed_files", []) or []),
@@ -244,7 +244,8 @@ def run_command(
         error=CommandError(code=error.code, message=error.message, data=error.details or None) if error else None,
     )
     if json_out:
-        emit_json(output)
+        # the one document on stdout passes the run's redactor as a whole (docs/security-secrets.md)
+        emit_json(session.redact.value(to_jsonable(output)))
     else:
         if execution is not None and execution.stdout:
             sys.stdout.write(execution.stdout + ("" if execution.stdout.endswith("\n") else "\n"))
@@ -254,7 +255,7 @@ def run_command(
         progress(f"codebox: {'ok' if success else 'failed'} in {timings['totalSeconds']:.1f} s; bundle "
                  f"{bundle_id or '(not captured)'} in {session.run_dir}")
         if error is not None:
-            progress(f"codebox: error: {error}")
+            progress(session.redact(f"codebox: error: {error}"))
     if error is not None:
         raise typer.Exit(int(error.exit_code))
     if not success:

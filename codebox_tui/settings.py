@@ -36,6 +36,9 @@ class CodeboxSettings(BaseSettings):
     spare_sandboxes: Literal["auto", "on", "off"] = "auto"
     # Tab stops in the diff views (WordPress code is tab-indented): CODEBOX_TAB_WIDTH.
     tab_width: int = Field(default=4, ge=1, le=16)
+    # Per-command output cap, for stdout and stderr each (head and a short tail are kept; the cut is
+    # recorded in the command result, the events and the bundle). docs/security-secrets.md.
+    max_command_output_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
 
     @property
     def playground_home(self) -> Path:

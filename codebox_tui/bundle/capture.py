@@ -24,6 +24,7 @@ from typing import Any
 from codebox_tui.bundle.baseline import Baseline
 from codebox_tui.bundle.diff import FileDiff, Listing, diff_file, list_tree, skipped_dir_changes
 from codebox_tui.bundle.digests import MODE_A_INPUTS, MODE_B_INPUTS, content_digest
+from codebox_tui.bundle.redact import Redactor
 from codebox_tui.bundle.seal import BundleSummary, Evidence, bundle_id_for, seal
 from codebox_tui.contracts.bundle import (
     CHANGED_FILES_SCHEMA,
@@ -57,9 +58,14 @@ ACTIONS = [
 ]
 
 
-def _write(run_dir: Path, rel: str, text: str, known: dict[str, str] | None = None) -> None:
-    """Write a UTF-8 document; with ``known``, record the sha256 of the bytes written (saves re-reading)."""
+def _write(run_dir: Path, rel: str, text: str, known: dict[str, str] | None = None,
+           redact: Redactor | None = None) -> None:
+    """Write a UTF-8 document; with ``known``, record the sha256 of the bytes written (saves re-reading).
+    With ``redact``, every secret form is replaced in the bytes written (the capture's one way to write
+    a document)."""
     data = text.encode("utf-8")
+    if redact is not None:
+        data = redact.data(data)
     path = run_dir / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
@@ -255,23 +261,36 @@ def _prehash(root: str, rels: list[str]) -> dict[str, str]:
     return results
 
 
-def _redactor(secret_values: list[str]) -> Any:
-    from codebox_tui.bundle.redact import Redactor
-
-    return Redactor(secret_values)
-
-
 @dataclass
 class _Change:
     diff: FileDiff
-    new: bytes | None
+    new: bytes | None  # redacted: what the bundle carries
     before_sha: str | None
-    after_sha: str | None
+    after_sha: str | None  # of the sandbox's bytes (what apply-back checks)
     before_size: int | None
+    redacted: bool = False  # a secret form was found in the file's bytes and replaced
+
+
+def _redact_run_dir(run_dir: Path, redact: Redactor) -> None:
+    """Every file already in the run folder (event and command streams, logs, handler evidence: text or
+    binary) passes through the redactor before it is hashed; a name holding a secret is renamed."""
+    for root, dirs, names in os.walk(run_dir):
+        for name in [*names, *dirs]:
+            if redact.contains(name):
+                clean = redact(name)
+                os.replace(os.path.join(root, name), os.path.join(root, clean))
+                if name in dirs:
+                    dirs[dirs.index(name)] = clean
+                else:
+                    names[names.index(name)] = clean
+        for name in names:
+            full = Path(root) / name
+            if full.is_file() and not full.is_symlink():
+                redact.file(full)
 
 
 def _mount_changes(
-    baseline: Baseline, limits: CaptureLimits, budget: list[int], redact: Any
+    baseline: Baseline, limits: CaptureLimits, budget: list[int], redact: Redactor
 ) -> tuple[list[_Change], list[SkippedEntry]]:
     new_listing = list_tree(baseline.source, track_skipped=True, exclude=baseline.skipped_exclude)
     old_files = baseline.entries
@@ -282,6 +301,7 @@ def _mount_changes(
         SkippedEntry(mountIndex=baseline.mount_index, relativePath=rel, reason=reason)
         for rel, reason in new_listing.skipped
     ]
+    secret_paths = {rel for rel in old_files.keys() | new_files.keys() if redact.contains(rel)}
     changes: list[_Change] = []
     # files that look the same but cannot be trusted by stat signature (written just before the
     # baseline, or no signature kept): hashed in bulk first, those equal to their baseline are skipped
@@ -297,6 +317,12 @@ def _mount_changes(
     prehashed = _prehash(source_dir, untrusted)
     with baseline.reader() as read_old:
         for rel in sorted(old_files.keys() | new_files.keys()):
+            if rel in secret_paths:  # the name itself holds a secret: reported by its redacted name only
+                if old_files.get(rel) != new_files.get(rel) or (
+                        new_files.get(rel) is not None and signatures.get(rel) != new_files[rel].sig):
+                    skipped.append(SkippedEntry(mountIndex=baseline.mount_index, relativePath=redact(rel),
+                                                reason="secret-in-path"))
+                continue
             if rel in baseline.unreadable:  # no baseline bytes: never guess "added"
                 skipped.append(SkippedEntry(mountIndex=baseline.mount_index, relativePath=rel, reason="unreadable"))
                 continue
@@ -334,6 +360,11 @@ def _mount_changes(
             except OSError:
                 skipped.append(SkippedEntry(mountIndex=baseline.mount_index, relativePath=rel, reason="unreadable"))
                 continue
+            # every byte the bundle carries is redacted, text or binary, any encoding (bundle/redact.py)
+            clean_new = redact.data(new) if new is not None else None
+            clean_old = redact.data(old) if old is not None else None
+            was_redacted = clean_new != new or clean_old != old
+            old, new = clean_old, clean_new
             result = diff_file(
                 rel, old, new, old_entry.mode if old_entry else None, new_entry.mode if new_entry else None
             )
@@ -353,13 +384,17 @@ def _mount_changes(
                 )
                 continue
             budget[0] += cost
-            if not result.binary and redact.active:
-                result.text = redact(result.text)
             before_sha = None
             if old is not None:
                 before_sha = baseline.hashes.get(rel) or hashlib.sha256(old).hexdigest()
-            changes.append(_Change(result, new, before_sha, new_sha, len(old) if old is not None else None))
+            changes.append(_Change(result, new, before_sha, new_sha, len(old) if old is not None else None,
+                                   was_redacted))
     skipped += _skipped_dir_report(baseline, new_listing)
+    # a secret in a name (symlinks, changes inside uncaptured folders …) never reaches a document
+    for index, item in enumerate(skipped):
+        if item.reason != "secret-in-path" and redact.contains(item.relativePath):
+            skipped[index] = item.model_copy(update={"relativePath": redact(item.relativePath),
+                                                     "reason": "secret-in-path"})
     return changes, skipped
 
 
@@ -383,7 +418,8 @@ def _skipped_dir_report(baseline: Baseline, live: Listing) -> list[SkippedEntry]
             SkippedEntry(
                 mountIndex=index,
                 relativePath=f"… {len(changes) - MAX_SKIPPED_DIR_REPORTS} more",
-                reason="changed-in-skipped-directory",
+                reason="skipped-directory-reports-capped",
+                size=len(changes) - MAX_SKIPPED_DIR_REPORTS,
             )
         )
     return entries
@@ -435,6 +471,25 @@ def _test_results(suites: list[Any]) -> TestResults:
     )
 
 
+# Skipped-entry reasons that mean a capture limit was reached: each raises a risk flag (fail closed:
+# what was not tracked or compared could hide a planted script).
+LIMIT_REASONS = ("max-file-bytes-exceeded", "max-total-bytes-exceeded", "max-files-exceeded",
+                 "skipped-directory-not-tracked", "skipped-directory-reports-capped")
+
+
+def _limit_flags(skipped: list[SkippedEntry], truncations: list[dict[str, Any]]) -> list[str]:
+    flags = {f"capture-limit-exceeded:{s.reason}" for s in skipped if s.reason in LIMIT_REASONS}
+    if any(s.reason == "skipped-directory-not-tracked" for s in skipped):
+        # changes there could not be ruled out: reported as if there were some
+        flags.add("changes-in-uncaptured-directories")
+    if any(s.reason == "secret-in-path" for s in skipped):
+        flags.add("secret-in-path")
+    for cut in truncations:
+        for stream in cut.get("streams", {}):
+            flags.add(f"output-truncated:{stream}")
+    return sorted(flags)
+
+
 def capture_bundle(
     run_dir: Path,
     *,
@@ -447,14 +502,18 @@ def capture_bundle(
     evidence: list[Evidence],
     test_suites: list[Any],
     limits: CaptureLimits | None = None,
+    truncations: list[dict[str, Any]] | None = None,
 ) -> BundleSummary:
     run_dir = Path(run_dir)
     limits = limits or CaptureLimits()
-    redact = _redactor(secret_values)
+    redact = Redactor(secret_values)
+    truncations = list(truncations or [])
     created_at = utc_now_iso()
     for stream in ("events.jsonl", "commands.jsonl", "logs/runtime.log", "logs/commands.log"):
         if not (run_dir / stream).exists():
             _write(run_dir, stream, "")
+    if redact.active:
+        _redact_run_dir(run_dir, redact)
 
     # 1. changes per read-write mount (copies of changed files are written by a small thread pool
     # while the rest of the capture runs: creating hundreds of folders and files is the slow part)
@@ -473,6 +532,7 @@ def capture_bundle(
         diffs_json: list[dict[str, Any]] = []
         mount_patches: list[tuple[int, str]] = []
         all_diffs: list[FileDiff] = []
+        all_changes: list[_Change] = []
         captured: list[tuple[str, int, str, int]] = []  # (artifact path, mount index, rel, size)
         binary_copies: set[str] = set()
         # what else the manifest will list, so the copies never push it past MAX_MANIFEST_ENTRIES (a
@@ -508,10 +568,10 @@ def capture_bundle(
                 elif new_bytes is not None:
                     copies_left -= 1
                     artifact_path = f"files/mounts/{baseline.mount_index}/{item.rel}"
-                    data = new_bytes if item.binary or not redact.active else redact(new_bytes.decode("utf-8")).encode()
-                    copier.add(artifact_path, data)
+                    copier.add(artifact_path, new_bytes)  # already redacted (_mount_changes)
                     known[artifact_path] = (
-                        change.after_sha if data is new_bytes and change.after_sha else hashlib.sha256(data).hexdigest()
+                        change.after_sha if not change.redacted and change.after_sha
+                        else hashlib.sha256(new_bytes).hexdigest()
                     )
                     if item.binary:
                         binary_copies.add(artifact_path)
@@ -537,6 +597,7 @@ def capture_bundle(
                     )
                 )
                 all_diffs.append(item)
+                all_changes.append(change)
         for index, mount in enumerate(mounts):
             if not any(b.mount_index == index for b in baselines):
                 diffs_json.append(
@@ -554,7 +615,7 @@ def capture_bundle(
 
         # 2. the change documents
         def put(root: Path, rel: str, text: str) -> None:
-            _write(root, rel, text, known)
+            _write(root, rel, text, known, redact if redact.active else None)
 
         patch = "".join(text for _, text in mount_patches)
         for mount_index, text in mount_patches:
@@ -609,6 +670,18 @@ def capture_bundle(
                 "path": s.relativePath,
             }
             for s in skipped
+        ]
+        diagnostics += [
+            {
+                "id": f"output-truncated-{cut.get('id')}-{stream}",
+                "type": "command-output-truncated",
+                "severity": "warning",
+                "message": f"{cut.get('command')} {stream}: {info.get('omittedBytes')} of {info.get('totalBytes')} "
+                           f"bytes omitted (cap {info.get('limitBytes')} bytes per stream)",
+                "category": "runtime-output",
+            }
+            for cut in truncations
+            for stream, info in (cut.get("streams") or {}).items()
         ]
         put(
             run_dir,
@@ -801,6 +874,9 @@ def capture_bundle(
         risk = _risk_flags(all_diffs) + (["secrets-redacted"] if redact.active else [])
         if any(s.reason == "changed-in-skipped-directory" for s in skipped):
             risk.append("changes-in-uncaptured-directories")
+        risk += _limit_flags([*skipped, *copy_skipped], truncations)
+        risk += [f"secret-value-in-changed-file:{c.relativePath}" for c, d in zip(changed, all_changes, strict=True)
+                 if d.redacted]
         review: dict[str, Any] = {
             "schema": REVIEW_SCHEMA,
             "artifactId": bundle_id,

@@ -81,6 +81,10 @@ class SkippedEntry(Contract):
         # inside a folder whose contents are never captured (.git, node_modules): reported, not copied
         "changed-in-skipped-directory",
         "skipped-directory-not-tracked",
+        # more changes inside uncaptured folders than are listed one by one (size: how many more)
+        "skipped-directory-reports-capped",
+        # the file or folder name holds a configured secret: listed under its redacted name, not captured
+        "secret-in-path",
     ]
     size: int | None = None
     change: Literal["added", "modified", "deleted"] | None = None  # for changed-in-skipped-directory

@@ -61,6 +61,8 @@ class PhpResult:
     text: str
     exit_code: int
     errors: str = ""
+    # {"stdout"|"stderr": {totalBytes, keptBytes, omittedBytes, limitBytes}} when the output cap cut it
+    truncated: dict[str, Any] | None = None
 
 
 @dataclass

@@ -6,7 +6,7 @@ import json
 import secrets
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from codebox_tui.errors import BadInputError
 from codebox_tui.settings import get_settings
@@ -17,10 +17,11 @@ if TYPE_CHECKING:
 WP_CLI_DIR = "/codebox-tools/wp-cli"
 
 
-def _outcome(stdout: str, stderr: str = "", exit_code: int = 0, json_value: object = None) -> CommandOutcome:
+def _outcome(stdout: str, stderr: str = "", exit_code: int = 0, json_value: object = None,
+             truncated: dict[str, Any] | None = None) -> CommandOutcome:
     from codebox_tui.runtime.session import CommandOutcome
 
-    return CommandOutcome(stdout=stdout, stderr=stderr, exit_code=exit_code, json=json_value)
+    return CommandOutcome(stdout=stdout, stderr=stderr, exit_code=exit_code, json=json_value, truncated=truncated)
 
 
 def _php_string(value: str) -> str:
@@ -51,7 +52,7 @@ def inspect_mounted_inputs(session: RunSession, args: dict[str, str], timeout_s:
         " echo json_encode(['command' => 'inspect-mounted-inputs', 'mounts' => $out], JSON_UNESCAPED_SLASHES);"
     )
     result = session.sandbox.run_php(code, timeout_s)
-    return _outcome(result.text, result.errors, result.exit_code)
+    return _outcome(result.text, result.errors, result.exit_code, truncated=result.truncated)
 
 
 def _read_code(args: dict[str, str]) -> str:
@@ -79,7 +80,7 @@ def run_php(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
     loader = "require_once '/wordpress/wp-load.php';" if bootstrap == "wordpress" else ""
     wrapper = f"<?php\n{secret_prelude(session)}\n{loader}\nrequire {_php_string(script)};\n"
     result = session.sandbox.run_php(wrapper, timeout_s)
-    return _outcome(result.text, result.errors, result.exit_code)
+    return _outcome(result.text, result.errors, result.exit_code, truncated=result.truncated)
 
 
 def wp_cli(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
@@ -102,7 +103,7 @@ def wp_cli(session: RunSession, args: dict[str, str], timeout_s: float) -> Comma
     stdout = result.text
     if stdout.startswith("#!/usr/bin/env php"):
         stdout = stdout.split("\n", 1)[1] if "\n" in stdout else ""
-    return _outcome(stdout, result.errors, result.exit_code)
+    return _outcome(stdout, result.errors, result.exit_code, truncated=result.truncated)
 
 
 def wp_cli_phar() -> Path | None:
@@ -162,4 +163,4 @@ def ability(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
             exit_code = 1
     except ValueError:
         pass
-    return _outcome(result.text, result.errors, exit_code, parsed)
+    return _outcome(result.text, result.errors, exit_code, parsed, truncated=result.truncated)

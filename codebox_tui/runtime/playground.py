@@ -11,6 +11,7 @@ import json
 import os
 import secrets
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -141,7 +142,18 @@ def _failed_run(message: str) -> PhpResult:
         rest = message.split("=== Stdout ===", 1)[1]
         stdout, _, stderr = rest.partition("=== Stderr ===")
         stdout, stderr = stdout.strip("\n").removeprefix(" "), stderr.strip("\n").removeprefix(" ")
-    return PhpResult(text=stdout, exit_code=code or 255, errors=stderr)
+    cut = re.search(r"\[codebox: output truncated: (\d+) of (\d+) bytes omitted\]", message)
+    truncated = None
+    if cut:  # the sidecar capped the message (which carries the whole output) like any output
+        omitted, total = int(cut.group(1)), int(cut.group(2))
+        truncated = {"output": {"totalBytes": total, "keptBytes": total - omitted, "omittedBytes": omitted,
+                                "limitBytes": _max_output_bytes()}}
+    return PhpResult(text=stdout, exit_code=code or 255, errors=stderr, truncated=truncated)
+
+
+def _max_output_bytes() -> int:
+    """The per-stream output cap the sidecar applies before sending a result (docs/security-secrets.md)."""
+    return int(get_settings().max_command_output_bytes)
 
 
 class PlaygroundSandbox:
@@ -159,21 +171,22 @@ class PlaygroundSandbox:
 
     def run_php(self, code: str, timeout_s: float) -> PhpResult:
         try:
-            result = self.sidecar.request("run", {"sandbox": self.id, "code": code}, timeout_s)
+            result = self.sidecar.request("run", {"sandbox": self.id, "code": code,
+                                                  "maxOutputBytes": _max_output_bytes()}, timeout_s)
         except SandboxError as error:
             if error.code in ("sidecar-error", "Error"):
                 return _failed_run(error.message)
             raise
         return PhpResult(text=str(result.get("text", "")), exit_code=int(result.get("exitCode") or 0),
-                         errors=str(result.get("errors") or ""))
+                         errors=str(result.get("errors") or ""), truncated=result.get("truncated") or None)
 
     def run_cli(self, argv: list[str], timeout_s: float, env: dict[str, str] | None = None) -> PhpResult:
-        params: dict[str, Any] = {"sandbox": self.id, "argv": argv}
+        params: dict[str, Any] = {"sandbox": self.id, "argv": argv, "maxOutputBytes": _max_output_bytes()}
         if env:
             params["env"] = env
         result = self.sidecar.request("cli", params, timeout_s)
         return PhpResult(text=str(result.get("stdout", "")), exit_code=int(result.get("exitCode") or 0),
-                         errors=str(result.get("stderr") or ""))
+                         errors=str(result.get("stderr") or ""), truncated=result.get("truncated") or None)
 
     def request(self, path: str, timeout_s: float, method: str = "GET") -> HttpResult:
         result = self.sidecar.request("request", {"sandbox": self.id, "url": path, "method": method}, timeout_s)
@@ -236,9 +249,11 @@ OWNER_FILE = ".codebox-owner-pid"
 _swept: set[str] = set()
 
 
-def abandoned_sandbox_dirs(sandboxes_root: Path, *, unowned_age_s: float = 600.0) -> list[Path]:
+def abandoned_sandbox_dirs(sandboxes_root: Path, *, unowned_age_s: float = 600.0,
+                           prefix: str = "sandbox-") -> list[Path]:
     """Sandbox folders whose owning process is gone (killed before it could dispose them): the owner's
-    pid is recorded in each folder; one without a record is abandoned once older than ``unowned_age_s``."""
+    pid is recorded in each folder; one without a record is abandoned once older than ``unowned_age_s``.
+    ``prefix`` picks the kind of folder (``baselines-`` for a run's baseline packs, runtime/session.py)."""
     found = []
     try:
         entries = list(os.scandir(sandboxes_root))
@@ -246,7 +261,7 @@ def abandoned_sandbox_dirs(sandboxes_root: Path, *, unowned_age_s: float = 600.0
         return []
     now = time.time()
     for entry in entries:
-        if not entry.name.startswith("sandbox-") or not entry.is_dir(follow_symlinks=False):
+        if not entry.name.startswith(prefix) or not entry.is_dir(follow_symlinks=False):
             continue
         try:
             pid = int((Path(entry.path) / OWNER_FILE).read_text(encoding="ascii").strip())
@@ -272,13 +287,13 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
-def _sweep_once(sandboxes_root: Path) -> None:
+def _sweep_once(sandboxes_root: Path, prefix: str = "sandbox-") -> None:
     """Once per process and root: remove abandoned sandbox folders in the background."""
     key = str(sandboxes_root)
     if key in _swept:
         return
     _swept.add(key)
-    stale = abandoned_sandbox_dirs(sandboxes_root)
+    stale = abandoned_sandbox_dirs(sandboxes_root, prefix=prefix)
     if stale:
         def sweep() -> None:
             for path in stale:
@@ -465,3 +480,13 @@ class PlaygroundBackend:
             remove_tree(work_dir)
             raise
         return PlaygroundSandbox(sidecar, sandbox_id, work_dir, str(result["serverUrl"]), build.version, spec.php)
+
+
+def claim_owned_dir(root: Path, prefix: str) -> Path:
+    """A new private folder ``root/<prefix><random>`` that records this process as its owner, after
+    sweeping (once per process) the folders of that kind whose owner was killed before removing them."""
+    root.mkdir(parents=True, exist_ok=True)
+    _sweep_once(root, prefix)
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+    (path / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
+    return path

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 
-from codebox_tui.bundle.redact import SECRET_MARK, Redactor
+from codebox_tui.bundle.redact import MIN_SECRET_LENGTH, SECRET_MARK, Redactor, check_secret_values
 from codebox_tui.bundle.safe_read import MAX_JSON_BYTES, loads_limited, read_regular
 from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.errors import BadInputError, PolicyDeniedError
 from codebox_tui.runtime.catalog import get_command
 
-__all__ = ["SECRET_MARK", "Redactor", "check_command", "default_policy", "load_policy", "resolve_secrets"]
+__all__ = ["MIN_SECRET_LENGTH", "SECRET_MARK", "Redactor", "check_command", "check_secret_values", "default_policy",
+           "load_policy", "resolve_secrets"]
 
 
 
@@ -73,6 +74,11 @@ def check_command(policy: RuntimePolicy, command: str) -> None:
 
 
 def resolve_secrets(policy: RuntimePolicy, environ: dict[str, str] | None = None) -> dict[str, str]:
-    """Values of the allow-listed secret names, read from the parent environment (missing names skipped)."""
+    """Values of the allow-listed secret names, read from the parent environment (missing names skipped).
+
+    A value shorter than ``MIN_SECRET_LENGTH`` is refused (BadInputError naming the secret, never its
+    value): it could not be redacted without destroying unrelated output."""
     env = os.environ if environ is None else environ
-    return {name: env[name] for name in policy.secret_names if env.get(name)}
+    values = {name: env[name] for name in policy.secret_names if env.get(name)}
+    check_secret_values(values)
+    return values

@@ -12,7 +12,6 @@ import json
 import secrets
 import shutil
 import string
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -31,7 +30,7 @@ from codebox_tui.contracts.runtime import (
 from codebox_tui.errors import CodeboxError, PolicyDeniedError, SandboxError
 from codebox_tui.runtime.backend import Backend, Sandbox, SandboxSpec
 from codebox_tui.runtime.catalog import get_command, parse_args
-from codebox_tui.runtime.policy import Redactor, check_command
+from codebox_tui.runtime.policy import Redactor, check_command, check_secret_values
 from codebox_tui.settings import get_settings
 
 EventCallback = Callable[[RuntimeEvent], None]
@@ -61,6 +60,7 @@ class CommandOutcome:
     exit_code: int = 0
     json: Any = None
     artifact_refs: list[dict[str, Any]] = field(default_factory=list)
+    truncated: dict[str, Any] | None = None  # what the output cap cut, per stream (PhpResult.truncated)
 
 
 @dataclass
@@ -72,11 +72,34 @@ class EvidenceFile:
     contentType: str
 
 
+def _baselines_dir() -> Path:
+    from codebox_tui.runtime.playground import claim_owned_dir
+
+    return claim_owned_dir(get_settings().home / "baselines", "baselines-")
+
+
+def cap_output(text: str, limit: int) -> tuple[str, dict[str, int] | None]:
+    """Keep the head and a short tail of ``text`` within ``limit`` UTF-8 bytes (the sidecar applies the
+    same cap before sending; this covers handlers that produce output in Python)."""
+    if len(text) * 4 <= limit:
+        return text, None
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= limit:
+        return text, None
+    tail = min(64 * 1024, limit // 4)
+    head = limit - tail
+    omitted = len(raw) - head - tail
+    marker = f"\n[codebox: output truncated: {omitted} of {len(raw)} bytes omitted]\n"
+    kept = raw[:head].decode("utf-8", "replace") + marker + raw[len(raw) - tail:].decode("utf-8", "replace")
+    return kept, {"totalBytes": len(raw), "keptBytes": head + tail, "omittedBytes": omitted, "limitBytes": limit}
+
+
 class RunSession:
     """Context manager: boots lazily, runs commands under the policy, disposes on exit."""
 
     def __init__(self, spec: SandboxSpec, artifacts_root: Path, *, on_event: EventCallback | None = None,
                  backend: Backend | None = None) -> None:
+        check_secret_values(spec.secret_env)  # before anything is written (README, docs/security-secrets.md)
         self.spec = spec
         self.runtime_id = new_id("runtime")
         self.run_dir = Path(artifacts_root).resolve() / self.runtime_id
@@ -101,8 +124,11 @@ class RunSession:
         self.evidence: list[EvidenceFile] = []
         self.test_suites: list[Any] = []
         self.executions: list[ExecutionResult] = []
+        self.truncations: list[dict[str, Any]] = []  # outputs the cap cut (recorded in the bundle)
         self.baselines: list[Any] = []
-        self._scratch = Path(tempfile.mkdtemp(prefix="codebox-baselines-"))
+        # Baseline packs hold copies of the user's files: kept under CODEBOX_HOME with this process
+        # recorded as owner, so a run killed by SIGKILL leaves nothing the next run does not sweep.
+        self._scratch = _baselines_dir()
         self._events = open(self.run_dir / "events.jsonl", "a", encoding="utf-8")
         self._commands = open(self.run_dir / "commands.jsonl", "a", encoding="utf-8")
         self._runtime_log = open(self.run_dir / "logs" / "runtime.log", "a", encoding="utf-8")
@@ -121,14 +147,12 @@ class RunSession:
     def emit(self, type: str, data: dict[str, Any] | None = None, level: str = "info") -> RuntimeEvent:
         event = RuntimeEvent(id=new_id("event"), type=type, timestamp=utc_now_iso(), level=level,
                              data=data)
-        line = self.redact(json.dumps(event.model_dump(mode="json", exclude_none=True), sort_keys=True))
+        line = self.redact.json_text(event.model_dump(mode="json", exclude_none=True), sort_keys=True)
         with self._lock:
             if not self._events.closed:
-                self._events.write(line + "\n")
-                self._events.flush()
+                self._write(self._events, line + "\n")
                 compact = json.dumps(data, sort_keys=True, separators=(",", ":")) if data else ""
-                self._runtime_log.write(self.redact(f"[{event.timestamp}] {type} {compact}".rstrip()) + "\n")
-                self._runtime_log.flush()
+                self._write(self._runtime_log, f"[{event.timestamp}] {type} {compact}".rstrip() + "\n")
         if self.on_event:
             self.on_event(RuntimeEvent.model_validate_json(line))
         return event
@@ -228,24 +252,42 @@ class RunSession:
             error_info = error
             outcome = CommandOutcome(stdout="", stderr=error.message, exit_code=1)
         duration = int((time.monotonic() - started) * 1000)
-        stdout, stderr = self.redact(outcome.stdout), self.redact(outcome.stderr)
+        limit = int(get_settings().max_command_output_bytes)
+        truncated = dict(outcome.truncated or {})
+        raw_stdout, cut = cap_output(outcome.stdout, limit)
+        if cut and "stdout" not in truncated:
+            truncated["stdout"] = cut
+        raw_stderr, cut = cap_output(outcome.stderr, limit)
+        if cut and "stderr" not in truncated:
+            truncated["stderr"] = cut
+        stdout, stderr = self.redact(raw_stdout), self.redact(raw_stderr)
         json_value = outcome.json
-        if json_value is None and stdout.strip()[:1] in ("{", "["):
+        if json_value is None and not truncated and stdout.strip()[:1] in ("{", "["):
             try:
                 json_value = json.loads(stdout)
             except ValueError:
                 json_value = None
+        # the parsed value is redacted again: a JSON escape could decode to a secret (README "Policy")
+        json_value = self.redact.value(json_value)
+        diagnostics: dict[str, Any] = {"command": command, "timing": {"startedAt": started_at,
+                                                                       "finishedAt": utc_now_iso(),
+                                                                       "durationMs": duration}}
+        if truncated:
+            diagnostics["outputTruncated"] = truncated
+            self.truncations.append({"command": command, "id": command_id, "streams": truncated})
+            self.emit("command.output-truncated", {"id": command_id, "command": command, "streams": truncated},
+                      level="warning")
         envelope = CommandResultEnvelope(
             status="ok" if outcome.exit_code == 0 and error_info is None else "error",
             stdout=stdout, stderr=stderr or None, json_=json_value,
-            diagnostics={"command": command, "timing": {"startedAt": started_at, "finishedAt": utc_now_iso(),
-                                                        "durationMs": duration}},
+            diagnostics=diagnostics,
             artifactRefs=outcome.artifact_refs or None,
             error=CommandError(code=error_info.code, message=self.redact(error_info.message))
             if error_info else None,
         )
         result = ExecutionResult(id=command_id, command=command, args=args, exitCode=outcome.exit_code,
                                  stdout=stdout, stderr=stderr, result=envelope,
+                                 diagnostics={"outputTruncated": truncated} if truncated else None,
                                  artifactRefs=outcome.artifact_refs or None, startedAt=started_at,
                                  finishedAt=utc_now_iso(), durationMs=duration)
         self._record(result)
@@ -262,16 +304,17 @@ class RunSession:
     def _record(self, result: ExecutionResult) -> None:
         self.executions.append(result)
         with self._lock:
-            self._commands.write(json.dumps(result.model_dump(mode="json", by_alias=True, exclude_none=True),
-                                            sort_keys=True) + "\n")
-            self._commands.flush()
+            self._write(self._commands, self.redact.json_text(
+                result.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=True) + "\n")
             block = (f"[{result.startedAt}] {result.command} {' '.join(result.args)}".rstrip()
                      + f"\nexitCode={result.exitCode}\n{result.stdout}\n{result.stderr}")
-            if self._commands_logged:
-                self._commands_log.write("\n---\n")
-            self._commands_log.write(self.redact(block))
-            self._commands_log.flush()
+            self._write(self._commands_log, ("\n---\n" if self._commands_logged else "") + block)
             self._commands_logged += 1
+
+    def _write(self, handle: Any, text: str) -> None:
+        """The one way a line reaches a stream file: redacted, written, flushed (caller holds the lock)."""
+        handle.write(self.redact(text))
+        handle.flush()
 
     def add_evidence(self, path: str, kind: str, content_type: str) -> Path:
         """Register an evidence file (bundle-relative path under files/) and return its absolute path."""
@@ -304,7 +347,7 @@ class RunSession:
             self.run_dir, runtime=was_booted_info.model_copy(update={"status": "destroyed"}),
             mounts=self.spec.mounts, baselines=self.baselines, policy=self.spec.policy,
             metadata=self.spec.metadata, secret_values=list(self.spec.secret_env.values()),
-            evidence=self.evidence, test_suites=self.test_suites,
+            evidence=self.evidence, test_suites=self.test_suites, truncations=self.truncations,
         )
         return summary
 
@@ -322,7 +365,7 @@ class RunSession:
             self.dispose()
         finally:
             self._close_streams()
-            shutil.rmtree(self._scratch, ignore_errors=True)
+            shutil.rmtree(self._scratch, ignore_errors=True)  # its owner record goes with it
 
     def __enter__(self) -> RunSession:
         return self

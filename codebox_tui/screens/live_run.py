@@ -193,7 +193,8 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
 
             status = "cancelled" if cancelled else ("failed" if error else "completed")
             record_run(run_id=session.runtime_id, run_dir=session.run_dir, status=status,
-                       bundle_dir=Path(bundle) if bundle else None, metadata=session.spec.metadata,
+                       bundle_dir=Path(bundle) if bundle else None,
+                       metadata=session.redact.value(session.spec.metadata),
                        started_at=session.created_at,
                        sandbox_session_id=session.spec.metadata.get("sandbox_session_id"))
         except Exception as caught:  # the bundle on disk is still there

@@ -50,6 +50,36 @@ function need(sandbox) {
   return entry;
 }
 
+// Per-command output cap (README "Secrets and limits", docs/security-secrets.md): each stream keeps
+// its head and a short tail; what was cut is reported in `truncated` so Python records it.
+const TRUNCATION_TAIL = 64 * 1024;
+function capOutput(text, max) {
+  const limit = Number(max) > 0 ? Number(max) : 0;
+  if (!limit || typeof text !== 'string' || text.length * 3 <= limit) {  // UTF-8 needs <= 3 bytes a unit
+    return { text, truncated: null };
+  }
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= limit) return { text, truncated: null };
+  const tail = Math.min(TRUNCATION_TAIL, Math.floor(limit / 4));
+  const head = limit - tail;
+  const omitted = bytes.length - head - tail;
+  const marker = `\n[codebox: output truncated: ${omitted} of ${bytes.length} bytes omitted]\n`;
+  return {
+    text: bytes.subarray(0, head).toString('utf8') + marker + bytes.subarray(bytes.length - tail).toString('utf8'),
+    truncated: { totalBytes: bytes.length, keptBytes: head + tail, omittedBytes: omitted, limitBytes: limit },
+  };
+}
+function withCappedOutput(result, streams, max) {
+  const truncated = {};
+  for (const [key, name] of Object.entries(streams)) {
+    const capped = capOutput(result[key], max);
+    result[key] = capped.text;
+    if (capped.truncated) truncated[name] = capped.truncated;
+  }
+  if (Object.keys(truncated).length) result.truncated = truncated;
+  return result;
+}
+
 const ops = {
   ping: async () => ({ pid: process.pid, sandboxes: [...sandboxes.keys()], rss: process.memoryUsage().rss }),
 
@@ -92,8 +122,16 @@ const ops = {
 
   run: async (p) => {
     const { pg } = need(p.sandbox);
-    const res = await pg.run({ code: p.code, env: p.env || undefined });
-    return { text: res.text, exitCode: res.exitCode ?? 0, errors: res.errors || '' };
+    let res;
+    try {
+      res = await pg.run({ code: p.code, env: p.env || undefined });
+    } catch (err) {
+      // php-wasm puts the whole output in the message of a failed run: capped like the output
+      if (err && typeof err.message === 'string') err.message = capOutput(err.message, p.maxOutputBytes).text;
+      throw err;
+    }
+    return withCappedOutput({ text: res.text, exitCode: res.exitCode ?? 0, errors: res.errors || '' },
+      { text: 'stdout', errors: 'stderr' }, p.maxOutputBytes);
   },
 
   request: async (p) => {
@@ -120,7 +158,7 @@ const ops = {
     const { pg } = need(p.sandbox);
     const proc = await pg.cli(p.argv, { env: p.env || {} });
     const [exitCode, stdout, stderr] = await Promise.all([proc.exitCode, proc.stdoutText, proc.stderrText]);
-    return { exitCode, stdout, stderr };
+    return withCappedOutput({ exitCode, stdout, stderr }, { stdout: 'stdout', stderr: 'stderr' }, p.maxOutputBytes);
   },
 
   dispose: async (p) => {
