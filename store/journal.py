@@ -24,6 +24,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -96,7 +97,7 @@ def recover(root: Path) -> str | None:
     if not journal_path.exists():
         outcome = "discarded"  # killed while staging: the target itself was never touched
     else:
-        doc = json.loads(journal_path.read_text(encoding="utf-8"))
+        doc = _trusted_journal(root, journal_path)
         if doc.get("state") == "committed":
             outcome = "completed"
         else:
@@ -105,6 +106,65 @@ def recover(root: Path) -> str | None:
     shutil.rmtree(staging)
     _fsync_dir(root)
     return outcome
+
+
+# never part of a journal Codebox writes (store/apply.py withholds these folders)
+_NEVER_JOURNALED = frozenset({".git", "node_modules", STAGING_DIR})
+_STAGED_NAME = re.compile(r"new/[0-9]+")
+_BACKUP_NAME = re.compile(r"old/[0-9]+")
+
+
+def _trusted_journal(root: Path, journal_path: Path) -> dict[str, Any]:
+    """The journal, if it has exactly the shape :func:`transactional_write` writes and every path stays
+    inside ``root`` without passing through a symlink; else :class:`ConflictError` and nothing is
+    touched. A journal may have been planted by whatever could write the folder (a ``:live`` sandbox
+    mount): recovery must never become a way to move, overwrite or delete files elsewhere."""
+    def invalid(reason: str) -> ConflictError:
+        return ConflictError(
+            f"{journal_path} was not written by Codebox ({reason}); nothing was changed: inspect the folder "
+            f"and remove {root / STAGING_DIR} by hand",
+            code="journal-invalid", field=str(journal_path),
+        )
+
+    try:
+        if journal_path.is_symlink():
+            raise invalid("it is a symlink")
+        doc = json.loads(journal_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise invalid(f"unreadable: {error}") from error
+    if not isinstance(doc, dict) or doc.get("version") != JOURNAL_VERSION \
+            or doc.get("state") not in ("prepared", "committed"):
+        raise invalid("unexpected version or state")
+    entries, created = doc.get("entries"), doc.get("created_dirs", [])
+    if not isinstance(entries, list) or not isinstance(created, list):
+        raise invalid("entries and created_dirs must be lists")
+    if not all(isinstance(d, str) for d in created):
+        raise invalid("created_dirs must be paths")
+    paths: list[str] = list(created)
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+            raise invalid("every entry needs a path")
+        for key, pattern in (("staged", _STAGED_NAME), ("backup", _BACKUP_NAME)):
+            value = entry.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, str) or not pattern.fullmatch(value):
+                raise invalid(f"{key} {value!r} is not a staging file")
+            if (root / STAGING_DIR / value).is_symlink():
+                raise invalid(f"{key} {value} is a symlink")
+        paths.append(entry["path"])
+    for rel in paths:
+        parts = rel.split("/")
+        if (not rel or rel.startswith("/") or "\\" in rel or "\x00" in rel
+                or any(p in ("", ".", "..") for p in parts)
+                or any(p.casefold() in _NEVER_JOURNALED for p in parts)):
+            raise invalid(f"path {rel!r} is not a plain relative path inside the folder")
+        current = root
+        for part in parts[:-1]:
+            current = current / part
+            if current.is_symlink() or (current.exists() and not current.is_dir()):
+                raise invalid(f"path {rel!r} passes through {current.relative_to(root)}, not a folder")
+    return doc
 
 
 def _roll_back(root: Path, staging: Path, doc: dict[str, Any]) -> None:
