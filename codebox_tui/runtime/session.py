@@ -173,6 +173,9 @@ class RunSession:
         copy-on-write ones (README, "Mounts"); returns the spec to boot (with those copies)."""
         copy_indexes = [i for i, m in enumerate(self.spec.mounts) if m.mode == "readwrite" and not m.live]
         copies: dict[int, PrivateCopy] = {}
+        if self._copies_dir is not None:  # an earlier boot attempt of this session failed
+            remove_tree(self._copies_dir)
+            self._copies_dir = None
         if copy_indexes:
             settings = getattr(self._backend, "settings", None) or get_settings()
             self._copies_dir = new_copies_dir(settings.home / "sandboxes")
