@@ -146,7 +146,15 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("-n", type=int, default=3, help="repetitions per row")
     parser.add_argument("--extra-sandboxes", type=int, default=3)
+    parser.add_argument("--mount-mode", choices=["readonly", "readwrite"], default="readonly",
+                        help="how the plugin is mounted; readwrite mounts a temporary copy of it (copy-on-write "
+                             "by default, README \"Mounts\")")
     options = parser.parse_args()
+    if options.mount_mode == "readwrite":
+        global MOUNT
+        plugin = Path(tempfile.mkdtemp(prefix="codebox-bench-plugin-")) / "simple-plugin"
+        shutil.copytree(PLUGIN, plugin)
+        MOUNT = f"{plugin}:/wordpress/wp-content/plugins/simple-plugin:readwrite"
     artifacts = Path(tempfile.mkdtemp(prefix="codebox-bench-artifacts-"))
     try:
         rows: list[tuple[str, list[float], str]] = []

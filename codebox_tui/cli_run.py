@@ -34,6 +34,9 @@ from codebox_tui.runtime.policy import check_command, default_policy, load_polic
 from codebox_tui.runtime.session import RunSession
 from codebox_tui.settings import get_settings, reload_settings
 
+MOUNT_HELP = ("HOST:SANDBOX[:readonly|readwrite|live] (repeatable; readwrite works on a private copy, "
+              "live writes through to HOST).")
+
 
 def commands_command(
     json_out: bool = typer.Option(False, "--json", help="Print the wp-codebox/command-catalog/v1 document."),
@@ -183,7 +186,7 @@ def _artifacts_dict(session: RunSession, summary: Any) -> dict[str, Any]:
 
 
 def run_command(
-    mount: list[str] = typer.Option([], "--mount", "-m", help="HOST:SANDBOX[:readonly|readwrite] (repeatable)."),
+    mount: list[str] = typer.Option([], "--mount", "-m", help=MOUNT_HELP),
     command: str = typer.Option(..., "--command", "-c", help="Runtime command id (see `codebox commands`)."),
     arg: list[str] = typer.Option([], "--arg", "-a", help="key=value argument for the command (repeatable)."),
     artifacts: Path | None = typer.Option(None, "--artifacts", "--artifacts-dir",
@@ -263,7 +266,7 @@ def run_command(
 
 
 def boot_command(
-    mount: list[str] = typer.Option([], "--mount", "-m", help="HOST:SANDBOX[:readonly|readwrite] (repeatable)."),
+    mount: list[str] = typer.Option([], "--mount", "-m", help=MOUNT_HELP),
     hold: str = typer.Option("15m", "--hold", help="Keep the sandbox up this long (e.g. 90s, 15m, 2h)."),
     preview_port: int | None = typer.Option(None, "--preview-port", help="Fixed port for the live preview."),
     artifacts: Path | None = typer.Option(None, "--artifacts", "--artifacts-dir",

@@ -8,7 +8,9 @@
    are read **once** and the Mode B content digest is recomputed over those bytes and compared with
    the digest the decision recorded (:class:`ConflictError`, exit 5, on any mismatch);
 3. every approved file must be a changed file (by ``relativePath`` or sandbox ``path``) with a safe
-   relative path, and the patch is cut down to the approved files' blocks;
+   relative path, and the patch is cut down to the approved files' blocks; approved files inside
+   ``.git``, ``node_modules`` or ``.codebox-apply`` (at any depth) are never written: they are left
+   out and listed in the result's ``target.withheld``;
 4. the adapter checks its target (each file must still have the baseline's ``before`` hash —
    conflicts are reported per file and nothing is written) and writes;
 5. the normalised ``wp-codebox/apply-result/v1`` is stored with the decision and every attempt,
@@ -85,6 +87,9 @@ class ApplyPlan:
     files: tuple[ChangedFile, ...]
     patch: bytes  # the approved subset of patch.diff, blocks unchanged
     options: dict[str, str] = field(default_factory=dict)
+    # approved files in never-written-back folders (NEVER_WRITTEN_BACK): left out of ``files`` and
+    # ``patch``, recorded in the result's ``target.withheld``
+    withheld: tuple[dict[str, str], ...] = ()
 
     @property
     def approved_files(self) -> list[str]:
@@ -296,9 +301,23 @@ def _read_evidence(bundle_dir: Path, rel: str) -> bytes:
 def safe_relative_path(rel: str) -> bool:
     if not rel or "\\" in rel or "\x00" in rel or rel.startswith("/") or ":" in rel.split("/")[0]:
         return False
-    parts = rel.split("/")
-    reserved = {".git", STAGING_DIR}
-    return all(part not in ("", ".", "..") for part in parts) and not reserved & set(parts)
+    return all(part not in ("", ".", "..") for part in rel.split("/"))
+
+
+# Folders whose contents are never captured and never written back, at any depth, whatever a bundle or
+# a decision says (README, "Review and decide"): a sandbox could plant hooks or config for git, scripts
+# for npm, or a journal that apply-recover would trust. Compared case-insensitively (case-insensitive
+# file systems).
+NEVER_WRITTEN_BACK = frozenset({".git", "node_modules", STAGING_DIR})
+
+
+def never_written_back(rel: str) -> str | None:
+    """The never-written-back folder ``rel`` lies in, or None."""
+    for part in rel.split("/")[:-1]:
+        if part.casefold() in NEVER_WRITTEN_BACK:
+            return part
+    name = rel.rsplit("/", 1)[-1]
+    return name if name.casefold() in NEVER_WRITTEN_BACK else None  # e.g. a worktree's ".git" file
 
 
 def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
@@ -359,6 +378,12 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
             field=CHANGED_FILES_PATH,
             details={"files": unsafe},
         )
+    withheld = []
+    for rel in list(chosen):
+        folder = never_written_back(rel)
+        if folder is not None:
+            withheld.append({"file": rel, "reason": "never-written-back", "folder": folder})
+            del chosen[rel]
     mounts = {int(e.get("mountIndex", 0)) for e in chosen.values()}
     if len(mounts) > 1:
         raise BadInputError(
@@ -398,6 +423,7 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
         content_digest=digest,
         files=files,
         patch=filtered,
+        withheld=tuple(withheld),
     )
 
 
@@ -519,17 +545,25 @@ def apply_decision(
         plan = prepare_plan(store, decision)
         plan = ApplyPlan(**{**plan.__dict__, "options": dict(options or {})})
         audit["patch_sha256"] = plan.patch_sha256
-        raw = adapter.apply(plan, target_text)
-        try:
-            result = normalize_apply_result(raw)
-        except ApplyResultInvalid as error:
-            raise CodeboxError(
-                f"Apply adapter returned an invalid result: {error}",
-                code="apply-result-invalid",
-                field="--adapter",
-                details={"adapter": adapter_name},
-                exit_code=None,
-            ) from error
+        if plan.files:
+            raw = adapter.apply(plan, target_text)
+            try:
+                result = normalize_apply_result(raw)
+            except ApplyResultInvalid as error:
+                raise CodeboxError(
+                    f"Apply adapter returned an invalid result: {error}",
+                    code="apply-result-invalid",
+                    field="--adapter",
+                    details={"adapter": adapter_name},
+                    exit_code=None,
+                ) from error
+        else:  # every approved file was withheld: nothing for the adapter to do
+            result = ApplyResult(adapter=adapter_name, status="nothing-applied", target={"path": key},
+                                 applied_files=[], audit_reference=plan.audit_reference(adapter_name))
+        if plan.withheld:
+            withheld = [dict(w) for w in plan.withheld]
+            result = result.model_copy(update={"target": {**result.target, "withheld": withheld}})
+            audit["withheld"] = withheld
         try:
             store.record_apply(decision.id, adapter_name, key, result)
         except ConflictError as error:  # another process applied the same decision meanwhile

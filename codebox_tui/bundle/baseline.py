@@ -1,5 +1,7 @@
 """Baselines of read-write mounts, taken before boot: the git ``HEAD`` tree when the mount is the top
-of a git work tree, otherwise a snapshot copy."""
+of a git work tree, otherwise a snapshot copy. For a copy-on-write mount (the default; README,
+"Mounts") the same step makes the private copy the sandbox will work on (``private_copy.py``), and the
+baseline then describes that copy: capture reads the copy, never the user's folder."""
 
 from __future__ import annotations
 
@@ -15,12 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codebox_tui.bundle.diff import (
+    SKIPPED_DIRS,
     Entry,
     SkippedSignature,
     list_tree,
     stat_signature,
 )
 from codebox_tui.bundle.hostgit import HostGit
+from codebox_tui.bundle.private_copy import copy_tree
 from codebox_tui.contracts.runtime import MountSpec
 
 
@@ -49,6 +53,17 @@ class Baseline:
     skipped_exclude: frozenset[str] = field(default=frozenset(), compare=False)
     # Files that could not be read when the baseline was taken (capture reports them, never guesses).
     unreadable: frozenset[str] = field(default=frozenset(), compare=False)
+    # Where capture reads the sandbox's result: the private copy of a copy-on-write mount, or the
+    # user's folder itself for a live mount (None: ``source``).
+    live: Path | None = field(default=None, compare=False)
+    write_mode: str = field(default="live", compare=False)  # "copy-on-write" | "live"
+    # entries of the user's folder the private copy left out: (rel, "symlink" | "special-file")
+    not_copied: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+
+    @property
+    def result_dir(self) -> Path:
+        """The folder holding what the sandbox left: the private copy, or the live folder."""
+        return self.live if self.live is not None else self.source
 
     @contextmanager
     def reader(self) -> Iterator[Callable[[str], bytes]]:
@@ -112,8 +127,11 @@ def _git_head_pack(source: Path, pack: Path, live: dict[str, Entry] | None = Non
             continue
         meta, _, raw_path = record.partition(b"\t")
         mode, kind, oid = meta.decode().split()
-        if kind == "blob" and mode in ("100644", "100755"):
-            tree[os.fsdecode(raw_path)] = (mode, oid)
+        rel = os.fsdecode(raw_path)
+        # like the live side (diff.list_tree), never-captured folders are not compared file by file: a
+        # committed node_modules/ would otherwise read as deleted
+        if kind == "blob" and mode in ("100644", "100755") and SKIPPED_DIRS.isdisjoint(rel.split("/")[:-1]):
+            tree[rel] = (mode, oid)
     with pack.open("wb") as handle:
         archive = git.run("archive", "--format=tar", "HEAD", stdout=handle, timeout=300)
     if archive.returncode != 0:
@@ -270,18 +288,26 @@ def _git_clean_signatures(
     return signatures
 
 
-def take_baselines(mounts: list[MountSpec], scratch_dir: Path) -> list[Baseline]:
-    """One baseline per read-write mount that captures artifacts."""
+def take_baselines(mounts: list[MountSpec], scratch_dir: Path,
+                   copies: dict[int, Path] | None = None) -> list[Baseline]:
+    """One baseline per read-write mount that captures artifacts. ``copies``: mount index → where to
+    make the private copy of a copy-on-write mount (a path that does not exist yet); every such mount
+    gets one, whether it captures artifacts or not."""
     baselines = []
     scratch_dir.mkdir(parents=True, exist_ok=True)
+    copies = copies or {}
     for index, mount in enumerate(mounts):
-        if mount.mode != "readwrite" or not mount.captureArtifacts:
+        if mount.mode != "readwrite":
+            continue
+        if not mount.captureArtifacts:
+            if index in copies:
+                source = Path(mount.source).resolve()
+                copy_tree(source, copies[index], exclude=_own_git(source))
             continue
         source = Path(mount.source).resolve()
         pack = scratch_dir / f"baseline-{index}.pack"
         # the mount's own .git is covered read-only in the sandbox (runtime/playground.py): not walked
-        exclude = frozenset({".git"}) if (source / ".git").exists() and not (source / ".git").is_symlink() \
-            else frozenset()
+        exclude = _own_git(source)
         threshold = time.time_ns() - _RACY_MARGIN_NS  # before git (or anyone) looks at the work tree
         live = list_tree(source, track_skipped=True, exclude=exclude)
         explicit = mount.metadata.get("baselineSource")
@@ -301,8 +327,28 @@ def take_baselines(mounts: list[MountSpec], scratch_dir: Path) -> list[Baseline]
         if packed is None:
             packed = _pack_tree(source, live.files, pack, threshold)
             strategy = "snapshot"
+        skipped_dirs = live.inside_skipped
+        result_dir: Path | None = None
+        not_copied: tuple[tuple[str, str], ...] = ()
+        if index in copies:
+            copied = copy_tree(source, copies[index], exclude=exclude)
+            # trust moves to the copy only where the copy was made from the very file the baseline trusted
+            packed.signatures = {
+                rel: copy_sig for rel, (source_sig, copy_sig) in copied.files.items()
+                if source_sig is not None and packed.signatures.get(rel) == source_sig
+            }
+            skipped_dirs = copied.inside_skipped
+            packed.unreadable |= copied.unreadable
+            result_dir, not_copied = copies[index], tuple(copied.not_copied)
         baselines.append(
             Baseline(index, source, mount.target, strategy, pack, packed.index, packed.hashes, packed.entries,
-                     packed.signatures, live.inside_skipped, exclude, frozenset(packed.unreadable))
+                     packed.signatures, skipped_dirs, exclude, frozenset(packed.unreadable),
+                     result_dir, "copy-on-write" if index in copies else "live", not_copied)
         )
     return baselines
+
+
+def _own_git(source: Path) -> frozenset[str]:
+    """``{".git"}`` when the mount has its own ``.git`` (folder or ``gitdir:`` file), else empty."""
+    dot_git = source / ".git"
+    return frozenset({".git"}) if dot_git.exists() and not dot_git.is_symlink() else frozenset()

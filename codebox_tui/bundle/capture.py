@@ -292,14 +292,20 @@ def _redact_run_dir(run_dir: Path, redact: Redactor) -> None:
 def _mount_changes(
     baseline: Baseline, limits: CaptureLimits, budget: list[int], redact: Redactor
 ) -> tuple[list[_Change], list[SkippedEntry]]:
-    new_listing = list_tree(baseline.source, track_skipped=True, exclude=baseline.skipped_exclude)
+    # what the sandbox left: a copy-on-write mount's private copy (read after the sandbox is gone), or
+    # a live mount's folder
+    new_listing = list_tree(baseline.result_dir, track_skipped=True, exclude=baseline.skipped_exclude)
     old_files = baseline.entries
     new_files = new_listing.files
     signatures = baseline.signatures
-    source_dir = str(baseline.source)
+    source_dir = str(baseline.result_dir)
+    reported = dict(new_listing.skipped)
+    # symlinks and special files of the user's folder that the private copy left out
+    reported.update((rel, reason) for rel, reason in baseline.not_copied
+                    if rel not in new_files and rel not in reported)
     skipped = [
         SkippedEntry(mountIndex=baseline.mount_index, relativePath=rel, reason=reason)
-        for rel, reason in new_listing.skipped
+        for rel, reason in sorted(reported.items())
     ]
     secret_paths = {rel for rel in old_files.keys() | new_files.keys() if redact.contains(rel)}
     changes: list[_Change] = []
@@ -543,6 +549,14 @@ def capture_bundle(
         copies_left = MAX_MANIFEST_ENTRIES - len(others)
         copy_skipped: list[SkippedEntry] = []
         for baseline in baselines:
+            if not baseline.result_dir.exists():
+                # the private copy is gone (the sandbox failed to boot and took it along): no result to
+                # compare, and never "everything was deleted"
+                diffs_json.append({"mountIndex": baseline.mount_index, "source": str(baseline.source),
+                                   "target": baseline.target, "writeMode": baseline.write_mode,
+                                   "artifactPath": None, "changed": False, "status": "skipped",
+                                   "reason": "private-copy-missing"})
+                continue
             changes, mount_skipped = _mount_changes(baseline, limits, budget, redact)
             skipped += mount_skipped
             patch_rel = f"files/diffs/mount-{baseline.mount_index}.patch"
@@ -554,6 +568,7 @@ def capture_bundle(
                     "source": str(baseline.source),
                     "target": baseline.target,
                     "baselineStrategy": baseline.strategy,
+                    "writeMode": baseline.write_mode,
                     "artifactPath": patch_rel,
                     "changed": bool(patch_text.strip()),
                     "status": "changed" if patch_text.strip() else "unchanged",
@@ -605,6 +620,7 @@ def capture_bundle(
                         "mountIndex": index,
                         "source": mount.source,
                         "target": mount.target,
+                        "writeMode": mount.write_mode,
                         "artifactPath": None,
                         "changed": False,
                         "status": "skipped",
@@ -832,7 +848,11 @@ def capture_bundle(
                     "policy": policy.model_dump(mode="json"),
                     "context": metadata,
                     "spec": {"includeLogs": True},
-                    "baselines": [{"mountIndex": b.mount_index, "strategy": b.strategy} for b in baselines],
+                    "baselines": [{"mountIndex": b.mount_index, "strategy": b.strategy, "writeMode": b.write_mode}
+                                  for b in baselines],
+                    # how each mount reached the host: "copy-on-write" (a private copy; the folder changes
+                    # only through apply-back), "live" (written through) or "readonly"
+                    "mountWriteModes": [m.write_mode for m in mounts],
                     "artifacts": artifacts_refs,
                     "redaction": {
                         "schema": "wp-codebox/artifact-redaction/v1",
@@ -872,6 +892,8 @@ def capture_bundle(
             {"type": "complete", "label": "Ready for your review.", "action": "complete", "timestamp": created_at},
         ]
         risk = _risk_flags(all_diffs) + (["secrets-redacted"] if redact.active else [])
+        if any(m.live for m in mounts):
+            risk.append("live-mount-written-through")  # the host folder already holds the sandbox's writes
         if any(s.reason == "changed-in-skipped-directory" for s in skipped):
             risk.append("changes-in-uncaptured-directories")
         risk += _limit_flags([*skipped, *copy_skipped], truncations)

@@ -12,7 +12,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SKIPPED_DIRS = frozenset({".git", "node_modules"})
+SKIPPED_DIRS = frozenset({".git", "node_modules", ".codebox-apply"})  # never captured, never written back
 CONTEXT = 3
 _B85 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~"
 

@@ -72,6 +72,9 @@ class RecipeMount(Contract):
     source: str = Field(min_length=1, description="Host path, relative to the recipe's directory")
     target: str = Field(pattern=ABS_PATH, description="Absolute sandbox path")
     mode: Literal["readonly", "readwrite"] = "readwrite"
+    live: bool = Field(default=False, description=(
+        "Codebox: a readwrite mount normally works on a private copy and the host folder changes only "
+        "through apply-back; true writes the sandbox's changes straight through to the host folder"))
     captureArtifacts: bool = True
     phase: Literal["pre-install", "post-install"] = "post-install"
     metadata: dict[str, Any] = Field(default_factory=dict)

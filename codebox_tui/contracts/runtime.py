@@ -81,6 +81,25 @@ class MountSpec(Contract):
     captureArtifacts: bool = True
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @property
+    def live(self) -> bool:
+        """A read-write mount the sandbox writes through to the host folder (``HOST:SANDBOX:live``).
+        The wire ``mode`` stays ``readwrite``; live-ness is Codebox's own, kept in ``metadata`` under
+        :data:`LIVE_MOUNT_KEY` so bundles show it. Every other read-write mount works on a private copy
+        (README, "Mounts")."""
+        return self.mode == "readwrite" and self.metadata.get(LIVE_MOUNT_KEY) is True
+
+    @property
+    def write_mode(self) -> str:
+        """``readonly``, ``copy-on-write`` (the read-write default) or ``live``."""
+        if self.mode == "readonly":
+            return "readonly"
+        return "live" if self.live else "copy-on-write"
+
+
+# MountSpec.metadata key (Codebox-owned) that makes a read-write mount write through to the host.
+LIVE_MOUNT_KEY = "codeboxLive"
+
 
 class CommandArg(Contract):
     name: str

@@ -118,7 +118,8 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                 for args in test_args:
                     run("before", "wordpress.phpunit", args)
                 before = _merge(session.test_suites[n0:], "before")
-            applied = _git_apply(copy, patch_file, check=False)
+            # into what the sandbox sees (the mount's private copy, README "Mounts"), after the "before" tests
+            applied = _git_apply(session.mount_dir(0), patch_file, check=False)
             steps.append({"phase": "apply", "command": "git apply", "exitCode": applied.returncode,
                           "stderr": applied.stderr[-1000:]})
             session.emit("patch.applied", {"patch": patch_file.name, "exitCode": applied.returncode})

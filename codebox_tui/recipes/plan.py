@@ -61,7 +61,9 @@ def build_plan(recipe: WorkspaceRecipe, policy: RuntimePolicy, base_dir: Path,
         "runtime": {"backend": "wordpress-playground", "name": rt.name, "wp": rt.wp, "phpVersion": rt.phpVersion,
                     "blueprint": rt.blueprint or {}},
         "mounts": [{"type": m.type, "source": str(resolve_source(base_dir, m.source).resolve()), "target": m.target,
-                    "mode": m.mode, "phase": m.phase, "planned": True} for m in recipe.inputs.mounts],
+                    "mode": m.mode, "writeMode": "readonly" if m.mode == "readonly" else
+                    "live" if m.live else "copy-on-write", "phase": m.phase, "planned": True}
+                   for m in recipe.inputs.mounts],
         "workspaces": [{"type": w.seed.type, "slug": w.seed.slug, "mode": w.mode,
                         "target": workspace_target(w.seed.type, w.seed.slug, w.target),
                         "source": str(resolve_source(base_dir, w.seed.source).resolve()) if w.seed.source else None}

@@ -25,7 +25,7 @@ from typing import Any
 from codebox_tui import __version__
 from codebox_tui.contracts.canonical import stable_json
 from codebox_tui.contracts.recipe import WorkspaceRecipe
-from codebox_tui.contracts.runtime import MountSpec, RuntimePolicy
+from codebox_tui.contracts.runtime import LIVE_MOUNT_KEY, MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
 from codebox_tui.recipes.plan import extra_plugin_target, policy_hash, workspace_target
 from codebox_tui.recipes.scaffolds import write_plugin_scaffold, write_theme_scaffold
@@ -47,7 +47,8 @@ def prepare_inputs(recipe: WorkspaceRecipe, base_dir: Path, scratch: Path, polic
                    ) -> tuple[list[MountSpec], list[MountSpec], list[dict[str, Any]]]:
     """(user mounts, tool mounts, prepared extra plugins) with workspaces materialised under scratch."""
     mounts = [MountSpec(type=m.type, source=str(resolve_source(base_dir, m.source).resolve()), target=m.target,
-                        mode=m.mode, captureArtifacts=m.captureArtifacts, metadata=m.metadata)
+                        mode=m.mode, captureArtifacts=m.captureArtifacts,
+                        metadata={**m.metadata, **({LIVE_MOUNT_KEY: True} if m.live else {})})
               for m in recipe.inputs.mounts]
     for i, ws in enumerate(recipe.inputs.workspaces):
         seed = ws.seed

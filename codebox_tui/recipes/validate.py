@@ -33,6 +33,7 @@ from codebox_tui.contracts.recipe import (
 from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.errors import BadInputError
 from codebox_tui.runtime.catalog import command_catalog, parse_args
+from codebox_tui.runtime.mounts import SITE_TARGETS
 
 VALIDATION_SCHEMA = "wp-codebox/recipe-validation/v1"
 ALLOW_DOWNLOADS_ENV = "CODEBOX_ALLOW_NETWORK_DOWNLOADS"
@@ -379,6 +380,12 @@ def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, env: dict[str, str
         where = f"$.inputs.mounts[{i}]"
         issues.extend(_check_sandbox_path(mount.target, f"{where}.target"))
         norm = re.sub(r"/+", "/", mount.target).rstrip("/")
+        if norm in SITE_TARGETS:
+            issues.append(Issue("invalid-sandbox-path", f"{where}.target",
+                                f"target {mount.target!r} would replace the WordPress site (or one of its core "
+                                "folders); mount below it, e.g. /wordpress/wp-content/plugins/<slug>"))
+        if mount.live and mount.mode != "readwrite":
+            issues.append(Issue("invalid-mount", f"{where}.live", "live is only for readwrite mounts"))
         if norm in targets:
             issues.append(Issue("duplicate-mount-target", f"{where}.target",
                                 f"target {mount.target!r} is already used by {targets[norm]}"))

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from codebox_tui.contracts.runtime import MountSpec, RuntimePolicy
+from codebox_tui.runtime.mounts import PrivateCopy
 
 ProgressCallback = Callable[[str, dict[str, Any]], None]
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -51,6 +52,9 @@ class SandboxSpec:
     # Load WordPress once during boot. Runs skip it (their first command pays that load instead);
     # a held live preview (`codebox boot`) wants its first page fast.
     warm: bool = False
+    # Private copies of copy-on-write mounts (index into ``mounts``), made by the session before boot;
+    # the backend mounts each in place of its host folder (runtime/mounts.py, PrivateCopy).
+    private_copies: dict[int, PrivateCopy] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.env = validate_runtime_env(self.env)

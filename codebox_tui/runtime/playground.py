@@ -218,19 +218,32 @@ class PlaygroundSandbox:
 
 def _sandbox_mounts(spec: SandboxSpec, work_dir: Path, report: Callable[[str, Any], None]
                     ) -> list[dict[str, str]]:
-    """Host → sandbox mounts in order. Read-only mounts are staged copies. A read-write mount's own
-    ``.git`` (folder, or a worktree's pointer file) is covered by an empty read-only one: the sandbox can
-    neither read the history nor plant hooks, config or a new ``gitdir:`` that the host's git would act
-    on later. Nothing else in the mount is hidden."""
+    """Host → sandbox mounts in order. Read-only mounts are staged copies. A copy-on-write read-write
+    mount (the default) mounts its private copy, moved into this sandbox's work dir (README, "Mounts");
+    only a ``live`` mount passes the user's folder itself. A read-write mount's own ``.git`` (folder, or
+    a worktree's pointer file) is covered by an empty read-only one: the sandbox can neither read the
+    history nor plant hooks, config or a new ``gitdir:`` that the host's git would act on later. Nothing
+    else in the mount is hidden."""
     mounts: list[dict[str, str]] = []
     for index, mount in enumerate([*spec.mounts, *spec.extra_mounts]):
-        host = Path(mount.source)
+        source = host = Path(mount.source)
         if mount.mode == "readonly":
             report("staging-readonly-mount", {"index": index, "target": mount.target})
             host = stage_readonly(host, work_dir / f"readonly-{index}")
+        elif index < len(spec.mounts) and not mount.live:
+            copy = spec.private_copies.get(index)
+            if copy is None:  # never the user's folder by accident: copy-on-write needs its copy
+                raise SandboxError(f"mounts[{index}] ({mount.target}) has no private copy to mount",
+                                   code="private-copy-missing")
+            host = copy.move_into(work_dir)
+            own_git = source / ".git"
+            if not own_git.is_symlink() and (own_git.is_dir() or own_git.is_file()) and not (host / ".git").exists():
+                # the copy leaves the mount's .git out; the shield below needs its mount point
+                (host / ".git").mkdir() if own_git.is_dir() else (host / ".git").write_bytes(b"")
         mounts.append({"hostPath": str(host), "vfsPath": mount.target})
-        report("mounting", {"index": index, "target": mount.target, "mode": mount.mode})
-        dot_git = host / ".git"
+        report("mounting", {"index": index, "target": mount.target, "mode": mount.mode,
+                            "writeMode": mount.write_mode})
+        dot_git = source / ".git"
         if mount.mode == "readwrite" and not dot_git.is_symlink() and (dot_git.is_dir() or dot_git.is_file()):
             # a folder (a repository) or a file (a worktree's or submodule's "gitdir:" pointer)
             shield = work_dir / f"git-shield-{index}"

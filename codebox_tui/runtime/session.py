@@ -7,6 +7,7 @@ are the human-readable twins. Secret values are redacted before anything is writ
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import secrets
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.bundle.baseline import take_baselines
 from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.contracts.runtime import (
     CommandError,
@@ -27,9 +29,10 @@ from codebox_tui.contracts.runtime import (
     RuntimeEvent,
     RuntimeInfo,
 )
-from codebox_tui.errors import CodeboxError, PolicyDeniedError, SandboxError
+from codebox_tui.errors import CodeboxError, HostIOError, PolicyDeniedError, SandboxError
 from codebox_tui.runtime.backend import Backend, Sandbox, SandboxSpec
 from codebox_tui.runtime.catalog import get_command, parse_args
+from codebox_tui.runtime.mounts import PrivateCopy, new_copies_dir, remove_tree
 from codebox_tui.runtime.policy import Redactor, check_command, check_secret_values
 from codebox_tui.settings import get_settings
 
@@ -129,6 +132,8 @@ class RunSession:
         # Baseline packs hold copies of the user's files: kept under CODEBOX_HOME with this process
         # recorded as owner, so a run killed by SIGKILL leaves nothing the next run does not sweep.
         self._scratch = _baselines_dir()
+        self._copies_dir: Path | None = None  # the private copies' own folder (see _take_baselines)
+        self._private_copies: list[PrivateCopy] = []
         self._events = open(self.run_dir / "events.jsonl", "a", encoding="utf-8")
         self._commands = open(self.run_dir / "commands.jsonl", "a", encoding="utf-8")
         self._runtime_log = open(self.run_dir / "logs" / "runtime.log", "a", encoding="utf-8")
@@ -141,7 +146,7 @@ class RunSession:
                                       "mounts": [m.model_dump(mode="json") for m in spec.mounts]})
         for index, mount in enumerate(spec.mounts):
             self.emit("runtime.mounted", {"index": index, "source": mount.source, "target": mount.target,
-                                          "mode": mount.mode})
+                                          "mode": mount.mode, "writeMode": mount.write_mode})
 
     # -- events -------------------------------------------------------------------------------
     def emit(self, type: str, data: dict[str, Any] | None = None, level: str = "info") -> RuntimeEvent:
@@ -187,13 +192,37 @@ class RunSession:
                            createdAt=self.created_at, status=self.status,
                            previewUrl=self._sandbox.preview_url if self._sandbox else None)
 
-    def _take_baselines(self) -> None:
-        try:
-            baseline_module = importlib.import_module("codebox_tui.bundle.baseline")
-        except ImportError:
-            return
-        self.baselines = list(baseline_module.take_baselines(self.spec.mounts, self._scratch))
-        self.emit("artifacts.baselines", {"count": len(self.baselines)})
+    def _take_baselines(self) -> SandboxSpec:
+        """Baselines of the read-write mounts and, in the same step, the private copies of the
+        copy-on-write ones (README, "Mounts"); returns the spec to boot (with those copies)."""
+        copy_indexes = [i for i, m in enumerate(self.spec.mounts) if m.mode == "readwrite" and not m.live]
+        copies: dict[int, PrivateCopy] = {}
+        if self._copies_dir is not None:  # an earlier boot attempt of this session failed
+            remove_tree(self._copies_dir)
+            self._copies_dir = None
+        if copy_indexes:
+            settings = getattr(self._backend, "settings", None) or get_settings()
+            self._copies_dir = new_copies_dir(settings.home / "sandboxes")
+            for index in copy_indexes:
+                path = self._copies_dir / f"mount-{index}"
+                copies[index] = PrivateCopy(index, path, path)
+        self._private_copies = list(copies.values())
+        started = time.monotonic()
+        self.baselines = list(take_baselines(self.spec.mounts, self._scratch,
+                                             {i: c.staged for i, c in copies.items()}))
+        self.emit("artifacts.baselines", {"count": len(self.baselines), "privateCopies": len(copies),
+                                          "ms": int((time.monotonic() - started) * 1000)})
+        return dataclasses.replace(self.spec, private_copies=copies) if copies else self.spec
+
+    def mount_dir(self, index: int) -> Path:
+        """The host folder that ``spec.mounts[index]`` shows the sandbox: the private copy of a
+        copy-on-write mount (wherever it is now), else the mount's own source. A flow that changes the
+        sandbox's files from the host mid-run (evaluate-patch applies the contributor's patch) writes
+        here, never into the user's folder."""
+        for copy in self._private_copies:
+            if copy.index == index:
+                return copy.path
+        return Path(self.spec.mounts[index].source)
 
     def boot_sandbox(self) -> Sandbox:
         with self._boot_lock:
@@ -202,7 +231,14 @@ class RunSession:
             prepare = getattr(self.backend, "prepare", None)
             if prepare is not None:
                 prepare(self.spec)  # e.g. start the Node sidecar while the baselines are taken
-            self._take_baselines()
+            try:
+                boot_spec = self._take_baselines()
+            except OSError as error:
+                raise HostIOError(
+                    f"cannot copy or snapshot a read-write mount: {error.strerror or error} "
+                    f"({error.filename or 'a mount'}); expected a readable folder and free disk space",
+                    code="mount-copy-failed", field="mounts",
+                ) from error
             self.emit("runtime.boot-started", {"wp": self.spec.wp, "php": self.spec.php})
             started = time.monotonic()
 
@@ -211,7 +247,7 @@ class RunSession:
                           if phase in ("mounting", "staging-readonly-mount") else "info")
 
             try:
-                self._sandbox = self.backend.boot(self.spec, progress)
+                self._sandbox = self.backend.boot(boot_spec, progress)
             except CodeboxError as error:
                 self.status = "failed"
                 self.emit("runtime.error", {"phase": "boot", **error.to_dict()}, level="error")
@@ -326,6 +362,13 @@ class RunSession:
     def dispose(self) -> None:
         with self._lock:
             sandbox, self._sandbox = self._sandbox, None
+        # private copies leave the sandbox's folder first (it is deleted with the sandbox); capture
+        # reads them after the sandbox is gone, when nothing can write to them any more
+        for copy in self._private_copies:
+            try:
+                copy.move_out()
+            except OSError as error:
+                self.emit("runtime.private-copy-lost", {"index": copy.index, "error": str(error)}, level="error")
         if sandbox is not None:
             started = time.monotonic()
             sandbox.dispose()
@@ -366,6 +409,8 @@ class RunSession:
         finally:
             self._close_streams()
             shutil.rmtree(self._scratch, ignore_errors=True)  # its owner record goes with it
+            if self._copies_dir is not None:
+                remove_tree(self._copies_dir)
 
     def __enter__(self) -> RunSession:
         return self

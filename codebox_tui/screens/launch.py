@@ -29,7 +29,8 @@ LaunchScreen.-compact .dialog .buttons { margin-top: 0; }
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="launch.cancel")]
     HELP = """\
 # Launch a sandbox
-- Mounts: `HOST:SANDBOX[:readonly|readwrite]`, several separated by spaces
+- Mounts: `HOST:SANDBOX[:readonly|readwrite|live]`, several separated by spaces; `readwrite` (the
+  default) works on a private copy, your folder changes only when you apply a decision; `live` writes through
 - Arguments: `key=value` pairs (quote values with spaces)
 - Policy: leave empty for the default (network denied, only this command allowed)
 - Hold: keep the sandbox and its live preview up after the command (`90s`, `15m`, `2h`); `c` on the

@@ -22,6 +22,7 @@ from codebox_tui.errors import BadInputError, PolicyDeniedError, SandboxError
 from codebox_tui.runtime.backend import SandboxSpec
 from codebox_tui.runtime.mounts import parse_mount
 from codebox_tui.runtime.session import RunSession
+from codebox_tui.settings import get_settings
 from tests.conftest import EXAMPLE_PLUGIN, REPO
 
 pytestmark = pytest.mark.playground
@@ -109,10 +110,16 @@ def test_readonly_mount_rejects_writes_and_host_is_unchanged(session: RunSession
     assert sorted(p.name for p in (workspace / "ro").iterdir()) == ["keep.php"]
 
 
-def test_readwrite_mount_writes_reach_the_host(session: RunSession, workspace: Path) -> None:
+def test_readwrite_mount_writes_reach_the_private_copy_not_the_host(session: RunSession, workspace: Path) -> None:
+    """Read-write mounts are copy-on-write (README, "Mounts"): the write lands in the mount's private
+    copy inside the sandbox's work dir; the host folder changes only through apply-back."""
     code = "file_put_contents(WP_PLUGIN_DIR . '/rw-plugin/from-sandbox.txt', 'written in php'); echo 'ok';"
     session.execute("wordpress.run-php", [f"code={code}"])
-    assert (workspace / "rw" / "from-sandbox.txt").read_text() == "written in php"
+    copy = session.mount_dir(1)
+    assert copy != workspace / "rw" and copy.is_relative_to(get_settings().home / "sandboxes")
+    assert (copy / "from-sandbox.txt").read_text() == "written in php"
+    assert (copy / "notes.txt").read_text() == "original\n"
+    assert not (workspace / "rw" / "from-sandbox.txt").exists()
 
 
 def test_ability_without_abilities_api_is_a_structured_error(session: RunSession) -> None:
@@ -362,6 +369,10 @@ def test_bundle_captures_php_changes_to_a_readwrite_git_plugin(plugin_copy: Path
     with RunSession(spec, tmp_path / "artifacts") as run:
         run.execute("wordpress.run-php", [f"code={code}"])
         summary = run.capture()
+        sandbox_output = run.mount_dir(0)  # the private copy the sandbox wrote (kept until close)
+        outputs = {rel: (sandbox_output / rel).read_bytes()
+                   for rel in ("simple-plugin.php", "includes-new.php", "icon.bin", "tests/bootstrap.php")}
+        assert not (sandbox_output / "probe.php").exists()
     from codebox_tui.bundle.verify import verify_bundle
 
     assert verify_bundle(summary.path).valid
@@ -376,9 +387,11 @@ def test_bundle_captures_php_changes_to_a_readwrite_git_plugin(plugin_copy: Path
     # not captured as content, but reported for the reviewer
     assert {(s["relativePath"], s.get("change")) for s in summary.skipped} >= {("node_modules/.bin/lint", "added")}
     subprocess.run(["git", "apply", "--binary", str(summary.path / "files" / "patch.diff")], cwd=pristine, check=True)
-    for rel in ("simple-plugin.php", "includes-new.php", "icon.bin", "tests/bootstrap.php"):
-        assert (pristine / rel).read_bytes() == (plugin_copy / rel).read_bytes()
+    for rel, data in outputs.items():
+        assert (pristine / rel).read_bytes() == data
     assert not (pristine / "probe.php").exists()
+    # the mounted folder itself is untouched (copy-on-write)
+    assert subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True).stdout == ""
     types = [e["type"] for e in events(run)]
     assert types[-1] == "artifacts.capturing"
 
@@ -410,6 +423,7 @@ def test_git_folder_of_a_readwrite_mount_is_shielded(plugin_copy: Path, tmp_path
         with RunSession(spec, tmp_path / "artifacts") as run:
             result = run.execute("wordpress.run-php", [f"code={code}"])
             phases = [e["data"].get("phase") for e in events(run) if isinstance(e.get("data"), dict)]
+            summary = run.capture()
     finally:
         enable_spare_sandboxes(None)
         discard_spare_sandboxes()
@@ -419,7 +433,10 @@ def test_git_folder_of_a_readwrite_mount_is_shielded(plugin_copy: Path, tmp_path
     assert doc == {"git": [], "hook": False, "config": False, "plugin": 2}
     assert sorted(p.name for p in hooks.iterdir()) == before
     assert (plugin_copy / ".git" / "config").read_bytes() == config
-    assert (plugin_copy / "written.txt").read_text() == "ok"
+    # the rest of the mount was writable: the write is in the bundle (the folder itself is copy-on-write)
+    # (the repository has no commit: its baseline is empty, every file reads as added)
+    assert {f["relativePath"]: f["status"] for f in summary.changed_files}["written.txt"] == "added"
+    assert not (plugin_copy / "written.txt").exists()
 
 
 def test_git_pointer_file_of_a_readwrite_mount_is_shielded(plugin_copy: Path, tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ def test_prebooted_spare_gets_the_mounts_of_the_next_run(playground_session, cod
                 "'rw' => file_put_contents('/srv/rw/out.txt', 'from-spare')]);"])
             phases = [json.loads(line)["data"].get("phase")
                       for line in (second.run_dir / "events.jsonl").read_text().splitlines()]
+            summary = second.capture()
     finally:
         enable_spare_sandboxes(None)  # back to the setting
         discard_spare_sandboxes()
@@ -45,7 +46,11 @@ def test_prebooted_spare_gets_the_mounts_of_the_next_run(playground_session, cod
     assert doc["ro"] is False
     assert not (EXAMPLE_PLUGIN / "evil.php").exists()
     assert doc["rw"] == len("from-spare")
-    assert (rw / "out.txt").read_text() == "from-spare"
+    # the read-write mount is copy-on-write: the spare mounted its private copy; the write is in the bundle
+    assert not (rw / "out.txt").exists()
+    changed = {f["relativePath"]: f for f in summary.changed_files}
+    assert changed["out.txt"]["status"] == "added"
+    assert (summary.path / changed["out.txt"]["artifactPath"]).read_text() == "from-spare"
     assert set(os.listdir(sandboxes)) - before == set()  # the taken spare and the new one are gone
 
 

@@ -50,7 +50,10 @@ async def test_launch_form_runs_a_real_sandbox_and_offers_its_bundle(  # type: i
     assert live.bundle_dir.resolve() in paths
     assert live.bundle_dir.resolve().parent == get_settings().artifacts_dir.resolve()  # like `codebox run`
     assert not (tmp_path / "artifacts").exists()
-    assert (plugin_copy / "from-launch.php").exists()
+    # copy-on-write: the sandbox's file is in the bundle; the folder changes only through apply-back
+    assert (live.bundle_dir / "files" / "mounts" / "0" / "from-launch.php").read_text() == \
+        "<?php\n// launched from the TUI\n"
+    assert not (plugin_copy / "from-launch.php").exists()
 
 
 async def test_launch_form_runs_a_recipe_and_offers_its_bundle(playground_session) -> None:  # type: ignore[no-untyped-def]

@@ -97,5 +97,6 @@ def test_approve_a_real_playground_bundle_in_the_real_tui(make_run_session, plug
     decision = decisions[-1]
     assert decision.action == "approve"
     assert "tui-added.php" in (decision.approved_relative_paths or [])
-    # nothing was applied: the plugin directory holds only what the sandbox wrote
-    assert (plugin_copy / "tui-added.php").exists()
+    # nothing was applied: the plugin folder is copy-on-write, so the sandbox's file is only in the bundle
+    assert not (plugin_copy / "tui-added.php").exists()
+    assert (summary.path / "files" / "mounts" / "0" / "tui-added.php").exists()
