@@ -23,7 +23,8 @@ from widgets.evidence_view import EvidenceView
 from widgets.file_tree import ChangedFileTree
 
 VERDICT_STYLES = {"improvement": ("green", "✔"), "regression": ("red", "✘"), "neutral": ("white", "="),
-                  "still-failing": ("yellow", "!"), "partial": ("yellow", "~")}
+                  "untested": ("yellow", "?"), "plugin-broken": ("red", "✘"),
+                  "still-failing": ("yellow", "!"), "partial": ("yellow", "~")}  # the last two: older bundles
 
 
 class ReviewScreen(Screen[None]):
