@@ -161,6 +161,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         verdict = str(tests["verdict"])
         colour, mark = VERDICT_STYLES.get(verdict, ("white", "•"))
         lines = [f"[b]Test delta (evaluate-patch):[/b] [b {colour}]{mark} {verdict}[/]"]
+        if tests.get("reason"):
+            lines.append(f"  [{colour}]{escape(str(tests['reason']))}[/]")
         for key, label, style in (("fixed", "Fixed", "green"), ("broken", "Broken", "red"),
                                   ("stillFailing", "Still failing", "yellow"), ("added", "Added", "cyan"),
                                   ("removed", "Removed", "dim")):
@@ -188,8 +190,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                 mark = {"passed": "[green]✔[/]", "failed": "[red]✘[/]", "error": "[red]✘[/]"}.get(
                     case.get("status"), "[dim]-[/]")
                 lines.append(f"  {mark} {case.get('classname') or ''}::{case.get('name')}")
-                if case.get("message"):
-                    lines.append(f"      [red]{case['message']}[/]")
+                if case.get("message"):  # assertion messages quote the values compared: escape them
+                    lines.append(f"      [red]{escape(str(case['message']))}[/]")
         if not tests.get("suites"):
             lines.append("\nNo test-aware command ran in this sandbox.")
         return "\n".join(lines)
