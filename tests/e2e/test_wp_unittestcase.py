@@ -227,3 +227,29 @@ def test_plugin_without_tests_is_untested(playground_session: Any, tmp_path: Pat
     assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
     assert "verdict: untested (no-tests has no PHPUnit configuration" in proc.stdout
     assert "before no tests ran" in proc.stdout and "after  no tests ran" in proc.stdout
+
+
+def test_front_end_warning_from_the_plugin_fails_the_probe(
+        playground_session: Any, tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
+    """The fix plus a PHP warning on every front-end request: the tests improve, but the probe finds the
+    warning in the plugin's file, so the run is not a success (exit 1)."""
+    plugin = _copy(tmp_path)
+    fixed = tmp_path / "fixed"
+    shutil.copytree(plugin, fixed)
+    subprocess.run(["git", "apply", str(PATCHES / "word-stats-fix.patch")], cwd=fixed, check=True)
+    source = (fixed / "word-stats.php").read_text()
+    warned = source.replace("add_action( 'rest_api_init', 'word_stats_register_routes' );",
+                            "add_action( 'rest_api_init', 'word_stats_register_routes' );\n"
+                            "add_action(\n\t'wp_head',\n\tfunction () {\n\t\techo $word_stats_label;\n\t}\n);")
+    assert warned != source
+    counter_patch = (PATCHES / "word-stats-fix.patch").read_text()
+    patch = _patch(tmp_path / "warning.patch", "word-stats.php", (plugin / "word-stats.php").read_text(), warned)
+    patch.write_text(counter_patch + patch.read_text())
+    proc = _evaluate(tmp_path, Path(playground_session.home), plugin, patch, *_with_toolchain(*toolchains))
+    doc = _doc(proc)
+    assert doc["tests"]["verdict"] == "improvement"
+    front = doc["probe"]["frontEnd"]
+    assert front["status"] == "failed" and "fatal" not in front
+    assert any(p.startswith("Warning: Undefined variable $word_stats_label in "
+                            "/wordpress/wp-content/plugins/word-stats/word-stats.php:") for p in front["problems"]), front
+    assert proc.returncode == 1 and doc["success"] is False
