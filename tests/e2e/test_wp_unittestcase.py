@@ -253,3 +253,30 @@ def test_front_end_warning_from_the_plugin_fails_the_probe(
     assert any(p.startswith("Warning: Undefined variable $word_stats_label in "
                             "/wordpress/wp-content/plugins/word-stats/word-stats.php:") for p in front["problems"]), front
     assert proc.returncode == 1 and doc["success"] is False
+
+
+def test_wordpress_phpunit_command_with_filter_test_file_and_bootstrap(
+        make_run_session: Any, tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
+    """`wordpress.phpunit` itself: --filter, a single test file and an explicit bootstrap reach PHPUnit;
+    the WordPress test site is installed afresh for every run."""
+    from codebox_tui.runtime.phpunit import phpunit_tool_mounts
+
+    lib, polyfills = toolchains
+    plugin = _copy(tmp_path)
+    run = make_run_session(mounts=[f"{plugin}:/wordpress/wp-content/plugins/word-stats"],
+                           commands=["wordpress.run-php", "wordpress.phpunit"],
+                           extra_mounts=phpunit_tool_mounts(tmp_path / "bin", wp_tests_lib=lib,
+                                                            phpunit_polyfills=polyfills))
+    filtered = run.execute("wordpress.phpunit", ["plugin-slug=word-stats", "filter=test_rest_route"],
+                           timeout_s=600)
+    summary = filtered.result.json_
+    assert filtered.exitCode == 0, filtered.stdout[-2000:]
+    assert (summary["tests"], summary["passed"], summary["wordpress"]) == (2, 2, "tests-lib")
+    single = run.execute("wordpress.phpunit", ["plugin-slug=word-stats", "test-file=tests/test-word-stats.php",
+                                               "bootstrap=tests/bootstrap.php", "wordpress=tests-lib"],
+                         timeout_s=600)
+    assert single.exitCode == 1, single.stdout[-3000:]
+    assert single.result.json_["tests"] == 6 and single.result.json_["failed"] == 1, single.stdout[-3000:]
+    assert single.stdout.count("Installing...") == 1
+    assert [c["message"] for c in single.result.json_["cases"] if c["status"] == "failed"] == [
+        "Failed asserting that 3 is identical to 2."]

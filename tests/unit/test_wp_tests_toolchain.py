@@ -104,3 +104,23 @@ def test_evaluate_patch_bad_toolchain_input_fails_before_boot(tmp_path: Path, fl
     error = json.loads(proc.stdout)["error"]
     assert error["code"] == code and error["field"] == flag
     assert not (tmp_path / "art").exists() or not any((tmp_path / "art").iterdir())
+
+
+def test_single_file_config_keeps_settings_and_php_section() -> None:
+    from xml.etree import ElementTree as ET
+
+    from codebox_tui.runtime.phpunit import single_file_config
+
+    source = ('<?xml version="1.0"?><phpunit bootstrap="./tests/bootstrap.php" convertWarningsToExceptions="true">'
+              '<php><const name="WP_TESTS_MULTISITE" value="1"/></php><testsuites><testsuite name="all">'
+              '<directory prefix="test-">./tests/</directory></testsuite></testsuites>'
+              '<coverage><include><directory>./src</directory></include></coverage></phpunit>')
+    root = ET.fromstring(single_file_config(source, "phpunit.xml.dist", "/p", "/p/tests/test-a.php", None))
+    assert root.get("bootstrap") == "/p/tests/bootstrap.php" and root.get("convertWarningsToExceptions") == "true"
+    assert root.find("php/const").get("name") == "WP_TESTS_MULTISITE"  # type: ignore[union-attr]
+    assert [f.text for f in root.iter("file")] == ["/p/tests/test-a.php"] and root.find("coverage") is None
+    assert len(root.findall("testsuites")) == 1
+    bare = ET.fromstring(single_file_config(None, None, "/p", "/p/tests/t.php", "/p/boot.php"))
+    assert bare.get("bootstrap") == "/p/boot.php"
+    with pytest.raises(BadInputError):
+        single_file_config("<phpunit", "phpunit.xml", "/p", "/p/t.php", None)
