@@ -1,9 +1,12 @@
 """``evaluate-patch``: apply a contributor's patch to a copy of a plugin inside a sandbox and judge it.
 
-Flow: copy the plugin to scratch (the original is never touched) → check the patch applies → boot with the
-copy mounted read-write (baseline taken before boot) → activate → PHPUnit *before* → apply the patch →
-PHPUnit *after* → browser probe of the front end → ``files/evaluate-patch.json`` (the test delta) and
-``files/contributor.patch`` → one bundle whose patch.diff is exactly what the patch changed.
+Flow: copy the plugin (with its ``vendor/``) to scratch (the original is never touched) → check the patch
+applies → boot with the copy mounted read-write (baseline taken before boot) → activate (a fatal error or an
+activation error is recorded) → PHPUnit *before* → apply the patch → PHPUnit *after* → load check → front-end
+probe (PHP errors recorded by a must-use plugin, the response, the plugin still active) and browser evidence →
+``files/evaluate-patch.json`` (verdict, test delta, failures with their messages, per-side totals) and
+``files/contributor.patch`` → one bundle whose patch.diff is exactly what the patch changed. Verdicts and
+exit codes are in the README ("Recipes, tests and browser evidence").
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ BAD = ("failed", "error")
 def test_delta(before: TestSuite | None, after: TestSuite | None, *, untested_reason: str | None = None,
                plugin_broken: str | None = None) -> dict[str, Any]:
     """Per-case comparison (fixed, broken, still failing, added, removed) and a verdict that never claims
-    more than was checked (README, "evaluate-patch and WordPress test suites"): ``plugin-broken`` when
+    more than was checked (README, "Recipes, tests and browser evidence"): ``plugin-broken`` when
     the plugin failed to load or activate on either side; ``untested`` when no test ran on either side;
     ``regression`` when a test that passed now fails, a new test fails, or the suite stopped running after
     the patch; ``improvement`` when a failing test passes; else ``neutral``."""
@@ -107,7 +110,7 @@ echo json_encode( array( 'ok' => null === $error && is_plugin_active( $file ), '
 # A must-use plugin written into the sandbox's own site (never the plugin) for the front-end probe: it records
 # the PHP errors of the request, including a fatal one, in wp-content/codebox-probe-errors.json.
 ERROR_PROBE_PHP = r"""<?php
-// Codebox evaluate-patch: record this request's PHP errors (README, evaluate-patch).
+// Codebox evaluate-patch: record this request's PHP errors (README, "Recipes, tests and browser evidence").
 $GLOBALS['codebox_probe_errors'] = array();
 $GLOBALS['codebox_probe_previous'] = set_error_handler(
 	function ( $type, $message, $file, $line ) {

@@ -4,7 +4,7 @@ Plugins test with ``WP_UnitTestCase``: their ``tests/bootstrap.php`` (the shape 
 generates) reads ``WP_TESTS_DIR``, loads ``includes/functions.php`` of the core test library, requires the
 plugin on ``muplugins_loaded`` and then ``includes/bootstrap.php``, which installs a fresh test site and
 loads WordPress. Codebox finds the library and the polyfills where maintainers have them (README,
-"evaluate-patch and WordPress test suites"):
+"Recipes, tests and browser evidence", wordpress.phpunit):
 
 * the WordPress test library: ``--wp-tests-lib DIR``, the ``WP_TESTS_DIR`` environment variable, the
   plugin's Composer ``vendor/wp-phpunit/wp-phpunit``, then ``/tmp/wordpress-tests-lib``;
