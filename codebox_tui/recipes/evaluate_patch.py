@@ -253,7 +253,9 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                 for args in test_args:
                     run("before", "wordpress.phpunit", args + common)
                 before = _merge(session.test_suites[n0:], "before")
+            files_before = _tree(copy)
             applied = _git_apply(copy, patch_file, check=False)
+            _mirror_into_sandbox(session, copy, files_before, f"/wordpress/wp-content/plugins/{slug}")
             steps.append({"phase": "apply", "command": "git apply", "exitCode": applied.returncode,
                           "stderr": applied.stderr[-1000:]})
             session.emit("patch.applied", {"patch": patch_file.name, "exitCode": applied.returncode})
@@ -287,6 +289,30 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                 "bundleId": getattr(summary, "id", None)}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    """Every regular file under ``root`` (relative path → bytes), for mirroring what ``git apply`` changed."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
+            if p.is_file() and not p.is_symlink() and ".git" not in p.relative_to(root).parts}
+
+
+def _mirror_into_sandbox(session: Any, copy: Path, before: dict[str, bytes], target: str) -> None:
+    """Write what the patch changed through the sandbox as well, so the sandbox sees the patched plugin
+    whether its read-write mount is live or a private copy of the folder."""
+    after = _tree(copy)
+    new_dirs = sorted({f"{target}/{Path(rel).parent.as_posix()}" for rel in after
+                       if rel not in before and Path(rel).parent.as_posix() != "."})
+    if new_dirs:
+        session.sandbox.run_php("<?php foreach ( json_decode( " + _php_str(json.dumps(new_dirs))
+                                + ", true ) as $d ) { is_dir( $d ) || mkdir( $d, 0777, true ); }", 60.0)
+    for rel, data in sorted(after.items()):
+        if before.get(rel) != data:
+            session.sandbox.write_file(f"{target}/{rel}", data, 60.0)
+    gone = sorted(set(before) - set(after))
+    if gone:
+        session.sandbox.run_php("<?php foreach ( json_decode( " + _php_str(json.dumps([f"{target}/{r}" for r in gone]))
+                                + ", true ) as $f ) { @unlink( $f ); }", 60.0)
 
 
 def _failures(suite: TestSuite | None) -> list[dict[str, str]]:

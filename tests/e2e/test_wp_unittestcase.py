@@ -280,3 +280,19 @@ def test_wordpress_phpunit_command_with_filter_test_file_and_bootstrap(
     assert single.stdout.count("Installing...") == 1
     assert [c["message"] for c in single.result.json_["cases"] if c["status"] == "failed"] == [
         "Failed asserting that 3 is identical to 2."]
+
+
+def test_patch_changing_nothing_tested_is_neutral(playground_session: Any, tmp_path: Path,
+                                                  toolchains: tuple[Path, Path]) -> None:
+    """Tests ran on both sides and nothing changed: neutral, exit 0. The patch adds a file in a new folder,
+    which reaches the sandbox and the bundle's patch."""
+    plugin = _copy(tmp_path)
+    patch = _patch(tmp_path / "readme.patch", "docs/notes/README.md", "", "# Word Stats\n\nNotes.\n")
+    text = patch.read_text().replace("--- a/docs/notes/README.md", "--- /dev/null", 1)
+    patch.write_text("diff --git a/docs/notes/README.md b/docs/notes/README.md\nnew file mode 100644\n" + text)
+    proc = _evaluate(tmp_path, Path(playground_session.home), plugin, patch, *_with_toolchain(*toolchains))
+    doc = _doc(proc)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert doc["success"] is True and doc["tests"]["verdict"] == "neutral"
+    assert doc["tests"]["stillFailing"] == [REPEATED] and doc["tests"]["fixed"] == []
+    assert "docs/notes/README.md" in (Path(doc["bundleDir"]) / "files/patch.diff").read_text()
