@@ -174,28 +174,85 @@ def register(app: typer.Typer) -> None:
         plugin: Path = typer.Option(..., "--plugin", help="Plugin directory (never modified)"),
         patch: Path = typer.Option(..., "--patch", help="Contributor's patch (git diff / unified diff)"),
         test: list[str] = typer.Option([], "--test", help="Plugin-relative test file (repeatable); default: suite"),
+        phpunit_xml: str | None = typer.Option(None, "--phpunit-xml",
+                                               help="Plugin-relative PHPUnit configuration (default: "
+                                                    "phpunit.xml, then phpunit.xml.dist)"),
+        test_filter: str | None = typer.Option(None, "--filter", help="PHPUnit --filter pattern"),
+        bootstrap: str | None = typer.Option(None, "--bootstrap",
+                                             help="Plugin-relative PHPUnit bootstrap instead of the configured one"),
+        wordpress_mode: str = typer.Option("auto", "--wordpress",
+                                           help="auto | tests-lib (WP_UnitTestCase with the WordPress core test "
+                                                "library) | global (WordPress loaded before PHPUnit) | none"),
+        env: list[str] = typer.Option([], "--env", help="NAME=VALUE for PHP and PHPUnit (repeatable)"),
+        wp: str = typer.Option("6.5", "--wp", help="WordPress build"),
+        php: str = typer.Option("8.3", "--php", help="PHP version"),
+        wp_tests_lib: Path | None = typer.Option(None, "--wp-tests-lib",
+                                                 help="WordPress core PHPUnit library (default: $WP_TESTS_DIR, "
+                                                      "vendor/wp-phpunit/wp-phpunit, /tmp/wordpress-tests-lib)"),
+        phpunit_polyfills: Path | None = typer.Option(None, "--phpunit-polyfills",
+                                                      help="Yoast PHPUnit Polyfills (default: "
+                                                           "$WP_TESTS_PHPUNIT_POLYFILLS_PATH, "
+                                                           "vendor/yoast/phpunit-polyfills)"),
         url: str = typer.Option("/", "--url", help="Front-end page to probe after the patch"),
         artifacts_dir: Path | None = typer.Option(None, "--artifacts-dir", "--artifacts",
                                                      help="Where the bundle goes."),
         json_out: bool = JsonOption,
         quiet: bool = QuietOption,
     ) -> None:
-        """Apply a patch to a copy of a plugin in a sandbox, run its tests before and after, probe the site."""
+        """Apply a patch to a copy of a plugin in a sandbox, run its tests before and after, probe the site.
+
+        Exit 0 only for the verdicts improvement and neutral (tests ran on both sides, front end clean);
+        regression, untested and plugin-broken exit 1."""
         from codebox_tui.recipes.evaluate_patch import evaluate_patch
         from codebox_tui.settings import get_settings
 
+        if wordpress_mode not in ("auto", "tests-lib", "global", "none"):
+            raise BadInputError(f"--wordpress must be auto, tests-lib, global or none, not {wordpress_mode!r}",
+                                code="invalid-arg", field="--wordpress")
+        runtime_env: dict[str, str] = {}
+        for item in env:
+            name, sep, value = item.partition("=")
+            if not sep:
+                raise BadInputError(f"--env {item!r} must look like NAME=VALUE", code="invalid-runtime-env",
+                                    field="--env")
+            runtime_env[name] = value
+        from codebox_tui.runtime.wordpress_builds import resolve_build
+
+        resolve_build(wp)  # unknown versions fail before anything boots
         root = artifacts_dir or get_settings().artifacts_dir
         reporter = _reporter("evaluate-patch", quiet)
         reporter.phase("start", f"{plugin} + {patch.name}")
-        outcome = evaluate_patch(plugin, patch, artifacts_dir=root, tests=list(test) or None, probe_url=url,
+        outcome = evaluate_patch(plugin, patch, artifacts_dir=root, tests=list(test) or None, probe_url=url, wp=wp,
+                                 php=php, phpunit_xml=phpunit_xml, test_filter=test_filter, env=runtime_env,
+                                 wp_tests_lib=wp_tests_lib, phpunit_polyfills=phpunit_polyfills,
+                                 bootstrap=bootstrap, wordpress_mode=wordpress_mode,
                                  on_event=reporter.on_event)
         _register_outcome(outcome, reporter, flow="evaluate-patch")
         if json_out:
             emit_json(outcome)
         else:
-            t = outcome["tests"]
-            typer.echo(f"patch {'applied' if outcome['applied'] else 'FAILED to apply'}; tests: {t['verdict']} "
-                       f"(fixed {len(t['fixed'])}, broken {len(t['broken'])}, still failing {len(t['stillFailing'])})")
-            typer.echo(f"bundle: {outcome['bundleDir']}")
+            _print_evaluation(outcome)
         exit_with(ExitCode.OK if outcome["success"] else ExitCode.FAILED)
 
+
+def _print_evaluation(outcome: dict[str, Any]) -> None:
+    """The verdict, per-side totals (never summed) and each failure with its assertion message."""
+    t = outcome["tests"]
+    typer.echo(f"patch {'applied' if outcome['applied'] else 'FAILED to apply'}; verdict: {t['verdict']}"
+               + (f" ({t['reason']})" if t.get("reason") else ""))
+    typer.echo(f"  fixed {len(t['fixed'])}, broken {len(t['broken'])}, still failing {len(t['stillFailing'])}, "
+               f"added {len(t['added'])}, removed {len(t['removed'])}")
+    for side in ("before", "after"):
+        counts = t.get(side)
+        if counts and counts.get("tests"):
+            typer.echo(f"  {side:<6} {counts['passed']}/{counts['tests']} passed, {counts['failed']} failed, "
+                       f"{counts['skipped']} skipped")
+        else:
+            typer.echo(f"  {side:<6} no tests ran")
+        for failure in outcome.get("failures", {}).get(side, []):
+            typer.echo(f"    ✘ {failure['test']}: {failure['message']}")
+    front = (outcome.get("probe") or {}).get("frontEnd") or {}
+    typer.echo(f"front end {front.get('url', '/')}: {front.get('status', 'not probed')}")
+    for problem in front.get("problems", []):
+        typer.echo(f"  {problem}")
+    typer.echo(f"bundle: {outcome['bundleDir']}")

@@ -1,14 +1,19 @@
 """``evaluate-patch``: apply a contributor's patch to a copy of a plugin inside a sandbox and judge it.
 
-Flow: copy the plugin to scratch (the original is never touched) → check the patch applies → boot with the
-copy mounted read-write (baseline taken before boot) → activate → PHPUnit *before* → apply the patch →
-PHPUnit *after* → browser probe of the front end → ``files/evaluate-patch.json`` (the test delta) and
-``files/contributor.patch`` → one bundle whose patch.diff is exactly what the patch changed.
+Flow: copy the plugin (with its ``vendor/``) to scratch (the original is never touched) → check the patch
+applies → boot with the copy mounted read-write (baseline taken before boot) → activate (a fatal error or an
+activation error is recorded) → PHPUnit *before* → apply the patch → PHPUnit *after* → load check → front-end
+probe (PHP errors recorded by a must-use plugin, the response, the plugin still active) and browser evidence →
+``files/evaluate-patch.json`` (verdict, test delta, failures with their messages, per-side totals) and
+``files/contributor.patch`` → one bundle whose patch.diff is exactly what the patch changed. Verdicts and
+exit codes are in the README ("Recipes, tests and browser evidence").
 """
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -17,36 +22,60 @@ from pathlib import Path
 from typing import Any
 
 from codebox_tui.contracts.bundle import TestSuite
-from codebox_tui.contracts.runtime import MountSpec, RuntimePolicy
+from codebox_tui.contracts.runtime import ExecutionResult, MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError, CodeboxError
 
 EVALUATION_SCHEMA = "wp-codebox/patch-evaluation/v1"
 COMMANDS = ["inspect-mounted-inputs", "wordpress.run-php", "wordpress.phpunit", "wordpress.browser-probe"]
 
 
-def test_delta(before: TestSuite | None, after: TestSuite | None) -> dict[str, Any]:
-    """Per-case comparison: fixed, broken, still failing, added, removed."""
+SUCCESS_VERDICTS = ("improvement", "neutral")
+BAD = ("failed", "error")
+
+
+def test_delta(before: TestSuite | None, after: TestSuite | None, *, untested_reason: str | None = None,
+               plugin_broken: str | None = None) -> dict[str, Any]:
+    """Per-case comparison (fixed, broken, still failing, added, removed) and a verdict that never claims
+    more than was checked (README, "Recipes, tests and browser evidence"): ``plugin-broken`` when
+    the plugin failed to load or activate on either side; ``untested`` when no test ran on either side;
+    ``regression`` when a test that passed now fails, a new test fails, or the suite stopped running after
+    the patch; ``improvement`` when a failing test passes; else ``neutral``."""
     def statuses(suite: TestSuite | None) -> dict[str, str]:
         return {f"{c.classname or ''}::{c.name}": c.status for c in (suite.cases if suite else [])}
 
     b, a = statuses(before), statuses(after)
-    bad = ("failed", "error")
     delta: dict[str, list[str]] = {"fixed": [], "broken": [], "stillFailing": [], "added": [], "removed": []}
     for name in sorted(set(b) | set(a)):
         if name not in b:
             delta["added"].append(name)
         elif name not in a:
             delta["removed"].append(name)
-        elif b[name] in bad and a[name] == "passed":
+        elif b[name] in BAD and a[name] == "passed":
             delta["fixed"].append(name)
-        elif b[name] == "passed" and a[name] in bad:
+        elif b[name] == "passed" and a[name] in BAD:
             delta["broken"].append(name)
-        elif b[name] in bad and a[name] in bad:
+        elif b[name] in BAD and a[name] in BAD:
             delta["stillFailing"].append(name)
-    verdict = "regression" if delta["broken"] else ("improvement" if delta["fixed"] else "neutral")
-    if after is not None and after.status == "failed" and not delta["broken"]:
-        verdict = "still-failing" if not delta["fixed"] else "partial"
-    return {"verdict": verdict, **delta,
+    ran_before, ran_after = bool(b), bool(a)
+    reason: str | None = None
+    if plugin_broken:
+        verdict, reason = "plugin-broken", plugin_broken
+    elif not ran_before and not ran_after:
+        verdict, reason = "untested", untested_reason or "no test ran before or after the patch"
+    elif not ran_after:
+        verdict = "regression"
+        reason = "tests ran before the patch but none after it" + (f": {untested_reason}" if untested_reason else "")
+    elif not ran_before:
+        verdict = "untested"
+        reason = "no test ran before the patch, so there is nothing to compare with" + (
+            f": {untested_reason}" if untested_reason else "")
+    elif delta["broken"] or any(a[name] in BAD for name in delta["added"]):
+        verdict = "regression"
+    elif delta["fixed"]:
+        verdict = "improvement"
+    else:
+        verdict = "neutral"
+    return {"verdict": verdict, **({"reason": reason} if reason else {}), **delta,
             "before": _counts(before), "after": _counts(after)}
 
 
@@ -66,10 +95,90 @@ def _git_apply(cwd: Path, patch: Path, check: bool) -> subprocess.CompletedProce
                                        done.stderr.decode(errors="replace"))
 
 
+ACTIVATE_PHP = r"""require_once ABSPATH . 'wp-admin/includes/plugin.php';
+$slug = %(slug)s;
+$files = array_keys( get_plugins( '/' . $slug ) );
+if ( ! $files ) {
+	echo json_encode( array( 'ok' => false, 'error' => "no PHP file with a Plugin Name header in $slug" ) );
+	return;
+}
+$file = $slug . '/' . $files[0];
+ob_start();
+$result = is_plugin_active( $file ) ? null : activate_plugin( $file );
+$output = ob_get_clean();
+$error = is_wp_error( $result ) ? trim( $result->get_error_message() . ' ' . ( is_string( $result->get_error_data() )
+	? $result->get_error_data() : '' ) ) : null;
+echo json_encode( array( 'ok' => null === $error && is_plugin_active( $file ), 'file' => $file, 'error' => $error,
+	'output' => $output ) );
+"""
+
+# A must-use plugin written into the sandbox's own site (never the plugin) for the front-end probe: it records
+# the PHP errors of the request, including a fatal one, in wp-content/codebox-probe-errors.json.
+ERROR_PROBE_PHP = r"""<?php
+// Codebox evaluate-patch: record this request's PHP errors (README, "Recipes, tests and browser evidence").
+$GLOBALS['codebox_probe_errors'] = array();
+$GLOBALS['codebox_probe_previous'] = set_error_handler(
+	function ( $type, $message, $file, $line ) {
+		if ( error_reporting() & $type ) {
+			$GLOBALS['codebox_probe_errors'][] = array( 'type' => $type, 'message' => $message, 'file' => $file,
+				'line' => $line );
+		}
+		$previous = $GLOBALS['codebox_probe_previous'];
+		return $previous ? call_user_func( $previous, $type, $message, $file, $line ) : false;
+	}
+);
+register_shutdown_function(
+	function () {
+		$last = error_get_last();
+		if ( $last && in_array( $last['type'], array( E_ERROR, E_PARSE, E_CORE_ERROR, E_COMPILE_ERROR, E_USER_ERROR ),
+			true ) ) {
+			$GLOBALS['codebox_probe_errors'][] = $last + array( 'fatal' => true );
+		}
+		$log = WP_CONTENT_DIR . '/codebox-probe-errors.json';
+		file_put_contents( $log, json_encode( $GLOBALS['codebox_probe_errors'] ) );
+	}
+);
+"""
+ERROR_TYPES = {1: "Fatal error", 2: "Warning", 4: "Parse error", 8: "Notice", 16: "Fatal error", 64: "Fatal error",
+               256: "Fatal error", 512: "Warning", 1024: "Notice", 2048: "Strict", 4096: "Recoverable error",
+               8192: "Deprecated", 16384: "Deprecated"}
+RESPONSE_ERRORS = re.compile(r"(?:<b>)?(Fatal error|Parse error|Warning|Notice|Deprecated)(?:</b>)?:\s+(.{0,300})"
+                             r"|There has been a critical error on this website")
+
+
+def _php_str(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _json_tail(text: str) -> dict[str, Any] | None:
+    for line in reversed(text.strip().splitlines()):
+        if line.startswith("{"):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                return None
+            return value if isinstance(value, dict) else None
+    return None
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"[ \t]+", " ", html.unescape(re.sub(r"<[^>]+>", "", text)))
+
+
+def _fatal_text(text: str) -> str:
+    """The fatal error line of PHP's output (tags and entities removed), else the output's end."""
+    plain = _plain(text)
+    match = re.search(r"(?:PHP )?(?:Fatal error|Parse error|Uncaught )[^\n]*", plain)
+    return (match.group(0) if match else plain.strip()[-1000:] or "no output").strip()[:1000]
+
+
 def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, tests: list[str] | None = None,
-                   probe_url: str = "/", wp: str = "6.5", php: str = "8.3",
+                   probe_url: str = "/", wp: str = "6.5", php: str = "8.3", phpunit_xml: str | None = None,
+                   test_filter: str | None = None, env: dict[str, str] | None = None,
+                   wp_tests_lib: Path | None = None, phpunit_polyfills: Path | None = None,
+                   bootstrap: str | None = None, wordpress_mode: str = "auto",
                    on_event: Callable[[Any], None] | None = None) -> dict[str, Any]:
-    from codebox_tui.runtime.backend import SandboxSpec
+    from codebox_tui.runtime.backend import SandboxSpec, validate_runtime_env
     from codebox_tui.runtime.phpunit import phpunit_tool_mounts
     from codebox_tui.runtime.session import RunSession
 
@@ -78,6 +187,11 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
         raise BadInputError(f"plugin directory not found: {plugin_dir}", code="missing-source", field="--plugin")
     if not patch_file.is_file():
         raise BadInputError(f"patch file not found: {patch_file}", code="missing-source", field="--patch")
+    named = [("--phpunit-xml", phpunit_xml), ("--bootstrap", bootstrap), *[("--test", t) for t in tests or []]]
+    for field, rel in named:
+        if rel is not None and not (plugin_dir / rel).is_file():
+            raise BadInputError(f"{field} {rel!r}: no such file in {plugin_dir}", code="missing-source", field=field)
+    runtime_env = validate_runtime_env(env or {}, "--env")
     slug = plugin_dir.name
     scratch = Path(tempfile.mkdtemp(prefix="codebox-evaluate-"))
     try:
@@ -87,36 +201,63 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
         if check.returncode != 0:
             raise BadInputError(f"the patch does not apply to {plugin_dir.name}: {check.stderr.strip()[:500]}",
                                 code="patch-does-not-apply", field="--patch")
-        has_tests = bool(tests) or (copy / "phpunit.xml").is_file() or (copy / "phpunit.xml.dist").is_file()
+        has_tests = bool(tests) or bool(phpunit_xml) or any(
+            (copy / name).is_file() for name in ("phpunit.xml", "phpunit.xml.dist", "tests/bootstrap.php"))
+        untested_reason = None if has_tests else (
+            f"{slug} has no PHPUnit configuration (phpunit.xml, phpunit.xml.dist), no tests/bootstrap.php and no "
+            "--test file: nothing to run")
         policy = RuntimePolicy(commands=COMMANDS)
         spec = SandboxSpec(
             mounts=[MountSpec(source=str(copy), target=f"/wordpress/wp-content/plugins/{slug}", mode="readwrite",
                               metadata={"mountRole": "plugin", "slug": slug, "evaluation": "patched-copy"})],
-            policy=policy, wp=wp, php=php, metadata={"flow": "evaluate-patch", "plugin": str(plugin_dir),
-                                                     "patch": str(patch_file.resolve())},
-            extra_mounts=phpunit_tool_mounts(scratch / "phpunit-bin") if has_tests else [],
+            policy=policy, wp=wp, php=php, env=runtime_env,
+            metadata={"flow": "evaluate-patch", "plugin": str(plugin_dir), "patch": str(patch_file.resolve())},
+            extra_mounts=phpunit_tool_mounts(scratch / "phpunit-bin", wp_tests_lib=wp_tests_lib,
+                                             phpunit_polyfills=phpunit_polyfills) if has_tests else [],
         )
         with RunSession(spec, artifacts_dir, on_event=on_event) as session:
             steps: list[dict[str, Any]] = []
+            reasons: list[str] = []
 
-            def run(phase: str, command: str, args: list[str]) -> None:
+            def run(phase: str, command: str, args: list[str]) -> ExecutionResult | None:
                 try:
-                    result = session.execute(command, args, timeout_s=300)
-                    steps.append({"phase": phase, "command": command, "exitCode": result.exitCode})
+                    result = session.execute(command, args, timeout_s=600)
                 except CodeboxError as exc:
                     steps.append({"phase": phase, "command": command, "error": exc.to_dict()})
+                    if command == "wordpress.phpunit":
+                        reasons.append(f"{phase}: {exc.message}")
+                    return None
+                steps.append({"phase": phase, "command": command, "exitCode": result.exitCode})
+                value = result.result.json_ if result.result is not None else None
+                if command == "wordpress.phpunit" and isinstance(value, dict) and value.get("reason"):
+                    reasons.append(f"{phase}: {value['reason']}")
+                return result
 
-            run("setup", "wordpress.run-php", [
-                "code=require_once ABSPATH . 'wp-admin/includes/plugin.php'; $f = array_keys(get_plugins('/"
-                + slug + "')); echo $f ? json_encode(activate_plugin('" + slug + "/' . $f[0])) : 'no plugin file';"])
+            def activate(phase: str) -> str | None:
+                """None when the plugin is active (and loads), else the error shown."""
+                result = run(phase, "wordpress.run-php", ["code=" + ACTIVATE_PHP % {"slug": _php_str(slug)}])
+                if result is None:
+                    return "the activation check could not run"
+                found = _json_tail(result.stdout)
+                if found is None or result.exitCode != 0:
+                    return f"{slug} fails to load ({phase}): " + _fatal_text(result.stdout + "\n" + result.stderr)
+                if not found.get("ok"):
+                    return f"{slug} fails to activate ({phase}): {found.get('error') or 'not active'}" + (
+                        f"; output: {str(found.get('output'))[:500]}" if found.get("output") else "")
+                return None
+
+            broken_before = activate("before")
             test_args = [[f"plugin-slug={slug}", f"test-file={t}"] for t in tests] if tests else [
                 [f"plugin-slug={slug}"]]
+            common = [f"wordpress={wordpress_mode}", *([f"phpunit-xml={phpunit_xml}"] if phpunit_xml else []),
+                      *([f"filter={test_filter}"] if test_filter else []),
+                      *([f"bootstrap={bootstrap}"] if bootstrap else [])]
             before: TestSuite | None = None
             after: TestSuite | None = None
             if has_tests:
                 n0 = len(session.test_suites)
                 for args in test_args:
-                    run("before", "wordpress.phpunit", args)
+                    run("before", "wordpress.phpunit", args + common)
                 before = _merge(session.test_suites[n0:], "before")
             # into what the sandbox sees (the mount's private copy, README "Mounts"), after the "before" tests
             applied = _git_apply(session.mount_dir(0), patch_file, check=False)
@@ -126,26 +267,104 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
             if has_tests:
                 n1 = len(session.test_suites)
                 for args in test_args:
-                    run("after", "wordpress.phpunit", args)
+                    run("after", "wordpress.phpunit", args + common)
                 after = _merge(session.test_suites[n1:], "after")
             if before is not None and after is not None:
                 session.test_suites[:] = [before, after]
+            broken_after = activate("after")
+            front = _front_end_probe(session, slug, probe_url)
             run("probe", "wordpress.browser-probe", [f"url={probe_url}"])
-            delta = test_delta(before, after)
+            broken = broken_before or broken_after or front.get("fatal")
+            delta = test_delta(before, after, plugin_broken=broken,
+                               untested_reason=untested_reason or "; ".join(reasons) or None)
             evaluation = {"schema": EVALUATION_SCHEMA, "plugin": slug, "patch": patch_file.name,
-                          "applied": applied.returncode == 0, "tests": delta, "steps": steps,
-                          "probe": _probe_summary(session.run_dir)}
+                          "applied": applied.returncode == 0, "tests": delta,
+                          "failures": {"before": _failures(before), "after": _failures(after)},
+                          "pluginLoad": {"before": broken_before, "after": broken_after},
+                          "steps": steps, "probe": {**(_probe_summary(session.run_dir) or {}), "frontEnd": front}}
             session.add_evidence("files/contributor.patch", "contributor-patch", "text/x-diff").write_bytes(
                 patch_file.read_bytes())
             session.add_evidence("files/evaluate-patch.json", "patch-evaluation", "application/json").write_text(
                 json.dumps(evaluation, indent=2) + "\n", encoding="utf-8")
             summary = session.capture()
             run_dir = session.run_dir
-        return {**evaluation, "success": evaluation["applied"] and delta["verdict"] != "regression",
+        success = evaluation["applied"] and delta["verdict"] in SUCCESS_VERDICTS and front["status"] == "passed"
+        return {**evaluation, "success": success,
                 "runDir": str(run_dir), "bundleDir": str(getattr(summary, "path", run_dir)),
                 "bundleId": getattr(summary, "id", None)}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _failures(suite: TestSuite | None) -> list[dict[str, str]]:
+    return [{"test": f"{c.classname or ''}::{c.name}", "status": c.status, "message": c.message or ""}
+            for c in (suite.cases if suite else []) if c.status in BAD]
+
+
+def _front_end_probe(session: Any, slug: str, url: str) -> dict[str, Any]:
+    """GET the page through the sandbox with an error-recording must-use plugin: PHP fatal errors, warnings
+    and notices (in the response, or raised by the plugin's files) and whether the plugin is active."""
+    plugin_dir = f"/wordpress/wp-content/plugins/{slug}/"
+    log = "/wordpress/wp-content/codebox-probe-errors.json"
+    mu = "/wordpress/wp-content/mu-plugins/0-codebox-error-probe.php"
+    out: dict[str, Any] = {"url": url, "status": "passed", "problems": []}
+    try:
+        session.sandbox.write_file(mu, ERROR_PROBE_PHP.encode("utf-8"), 30.0)
+        response = session.sandbox.request(url, 120.0)
+        recorded = session.sandbox.run_php(
+            f"<?php $f = {_php_str(log)}; echo is_file( $f ) ? file_get_contents( $f ) : '[]'; @unlink( $f );"
+            f" @unlink( {_php_str(mu)} );", 60.0)
+    except CodeboxError as exc:
+        return {**out, "status": "failed", "fatal": f"the front-end probe failed: {exc.message}",
+                "problems": [exc.message]}
+    out["httpStatus"] = response.status
+    try:
+        errors = json.loads(recorded.text.strip() or "[]")
+    except ValueError:
+        errors = []
+    problems: list[str] = []
+    fatal: str | None = None
+    for error in errors if isinstance(errors, list) else []:
+        kind = ERROR_TYPES.get(int(error.get("type", 0)), "Error")
+        text = f"{kind}: {error.get('message')} in {error.get('file')}:{error.get('line')}"
+        if error.get("fatal"):
+            fatal = fatal or text
+            problems.append(text)
+        elif str(error.get("file", "")).startswith(plugin_dir):
+            problems.append(text)
+    for match in RESPONSE_ERRORS.finditer(response.text):
+        text = _plain(match.group(0)).strip()
+        problems.append(f"in the response: {text[:300]}")
+        if match.group(1) in ("Fatal error", "Parse error") or match.group(1) is None:
+            fatal = fatal or text
+    active = session.sandbox.run_php(
+        "<?php require_once '/wordpress/wp-load.php'; require_once ABSPATH . 'wp-admin/includes/plugin.php';"
+        f" echo json_encode( array_values( array_filter( (array) get_option( 'active_plugins' ), function ( $p ) {{"
+        f" return 0 === strpos( $p, {_php_str(slug + '/')} ); }} ) ) );", 60.0)
+    active_list = _json_list(active.text)
+    out["pluginActive"] = bool(active_list)
+    if active_list is None:
+        problems.append(f"whether {slug} is active could not be checked: " + _fatal_text(active.text + active.errors))
+    elif not active_list:
+        problems.append(f"{slug} is not active after the request")
+        fatal = fatal or f"{slug} is not active"
+    if response.status >= 500:
+        problems.append(f"HTTP {response.status}")
+        fatal = fatal or f"HTTP {response.status} from {url}"
+    out["problems"] = problems
+    if problems:
+        out["status"] = "failed"
+    if fatal:
+        out["fatal"] = f"front end ({url}): {fatal}"
+    return out
+
+
+def _json_list(text: str) -> list[Any] | None:
+    try:
+        value = json.loads(text.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None
+    return value if isinstance(value, list) else None
 
 
 def _merge(suites: list[TestSuite], phase: str) -> TestSuite | None:

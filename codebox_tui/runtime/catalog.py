@@ -61,9 +61,13 @@ _COMMANDS: list[CommandSpec] = [
             A(name="plugin-slug", description="Plugin directory under wp-content/plugins", required=True),
             A(name="test-file", description="Run only this test file (plugin-relative)"),
             A(name="phpunit-xml", description="PHPUnit configuration file (plugin-relative)"),
-            A(name="wordpress", description="global (default): load WordPress in global scope before PHPUnit; "
-              "none: the suite's bootstrap loads it (e.g. the WordPress core test library)",
-              format="enum:global,none"),
+            A(name="filter", description="PHPUnit --filter pattern"),
+            A(name="bootstrap", description="PHPUnit bootstrap file (plugin-relative), instead of the configured one"),
+            A(name="wordpress", description="auto (default): tests-lib when the bootstrap loads the WordPress core "
+              "test library (WP_UnitTestCase), else global; global: load WordPress in global scope before "
+              "PHPUnit; tests-lib: the core test library with the sandbox's SQLite test site; none: the "
+              "suite's bootstrap loads WordPress itself",
+              format="enum:auto,global,tests-lib,none"),
         ],
         outputShape="wp-codebox/test-results/v1",
         policyRequirement="wordpress.phpunit",

@@ -13,14 +13,16 @@ under ``files/phpunit/``.
 from __future__ import annotations
 
 import re
+import secrets
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from codebox_tui.contracts.bundle import TestCase, TestSuite
 from codebox_tui.contracts.runtime import MountSpec
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
+from codebox_tui.runtime import wp_tests
 
 if TYPE_CHECKING:
     from codebox_tui.runtime.session import CommandOutcome, RunSession
@@ -52,8 +54,11 @@ class ToolchainMissingError(CodeboxError):
     exit_code = ExitCode.SANDBOX_FAILURE
 
 
-def phpunit_tool_mounts(scratch_dir: Path) -> list[MountSpec]:
-    """Read-only mounts of Debian's PHPUnit; raises a structured error naming whatever is missing."""
+def phpunit_tool_mounts(scratch_dir: Path, *, wp_tests_lib: Path | None = None,
+                        phpunit_polyfills: Path | None = None) -> list[MountSpec]:
+    """Read-only mounts of Debian's PHPUnit, and of the WordPress core test library and the PHPUnit
+    Polyfills when this machine has them (see :mod:`codebox_tui.runtime.wp_tests`); raises a structured
+    error naming whatever is missing."""
     missing = [str(p) for p in (PHPUNIT_BIN, PHP_SHARE / "PHPUnit" / "Framework" / "TestCase.php") if not p.is_file()]
     if missing:
         raise ToolchainMissingError(
@@ -63,7 +68,11 @@ def phpunit_tool_mounts(scratch_dir: Path) -> list[MountSpec]:
     scratch_dir.mkdir(parents=True, exist_ok=True)
     shutil.copy2(PHPUNIT_BIN, scratch_dir / "phpunit")
     (scratch_dir / GLOBAL_BOOTSTRAP).write_text(GLOBAL_BOOTSTRAP_PHP, encoding="utf-8")
-    return [
+    (scratch_dir / wp_tests.TESTS_CONFIG).write_text(wp_tests.TESTS_CONFIG_PHP, encoding="utf-8")
+    (scratch_dir / wp_tests.TESTS_PRELUDE).write_text(
+        wp_tests.tests_prelude_php(f"{SANDBOX_BIN_DIR}/{wp_tests.TESTS_CONFIG}"), encoding="utf-8")
+    toolchain = wp_tests.toolchain_mounts(wp_tests_lib, phpunit_polyfills)
+    return [*toolchain,
         MountSpec(source=str(PHP_SHARE), target=str(PHP_SHARE), mode="readonly", captureArtifacts=False),
         MountSpec(source=str(scratch_dir), target=SANDBOX_BIN_DIR, mode="readonly", captureArtifacts=False),
     ]
@@ -93,7 +102,8 @@ def parse_junit(xml_text: str, *, name: str = "wordpress.phpunit") -> TestSuite:
         if problem is not None:
             status = "failed" if failure is not None else "error"
             details = (problem.text or "").strip()
-            message = problem.get("message") or (details.splitlines()[0] if details else status)
+            message = problem.get("message") or _assertion_message(details, case.get("class") or case.get(
+                "classname"), case.get("name", "?")) or status
         elif skipped is not None:
             status, message, details = "skipped", skipped.get("message"), (skipped.text or "").strip() or None
         else:
@@ -118,6 +128,24 @@ def parse_junit(xml_text: str, *, name: str = "wordpress.phpunit") -> TestSuite:
                      skipped=skipped_n, cases=cases)
 
 
+def _assertion_message(details: str, classname: str | None, name: str) -> str:
+    """The assertion message of a JUnit failure (``Failed asserting that 3 is identical to 2.``): PHPUnit 9
+    writes the test id on the first line, then the message, then a blank line and the stack."""
+    lines = details.splitlines()
+    if lines and (lines[0].strip() == f"{classname}::{name}" or lines[0].strip().endswith(f"::{name}")
+                  or lines[0].strip().startswith(f"{classname}::{name} ")):
+        lines = lines[1:]
+    message: list[str] = []
+    for line in lines:
+        if not line.strip():
+            if message:
+                break
+            continue
+        message.append(line.rstrip())
+    text = "\n".join(message).strip()
+    return text[:2000]
+
+
 def split_output(stdout: str) -> tuple[str, str | None]:
     """PHPUnit's human output and the JUnit document that ``--log-junit php://stdout`` appended."""
     start = stdout.find("<?xml")
@@ -134,7 +162,139 @@ def _check_rel(value: str, field: str) -> str:
     return value
 
 
+PROBE_PHP = r"""<?php
+$plugin = %(plugin)s; $bin = %(bin)s; $src = %(src)s; $xml = %(xml)s; $bootstrap = %(bootstrap)s;
+$read = function ( $path ) {
+	return is_file( $path ) ? (string) file_get_contents( $path, false, null, 0, 65536 ) : null;
+};
+$configs = array();
+foreach ( $xml ? array( $xml ) : array( 'phpunit.xml', 'phpunit.xml.dist' ) as $name ) {
+	if ( is_file( "$plugin/$name" ) ) { $configs[ $name ] = $read( "$plugin/$name" ); break; }
+}
+$boot_rel = $bootstrap;
+if ( ! $boot_rel && $configs ) {
+	$doc = @simplexml_load_string( reset( $configs ) );
+	$boot_rel = ( $doc && isset( $doc['bootstrap'] ) ) ? (string) $doc['bootstrap'] : null;
+}
+if ( ! $boot_rel && is_file( "$plugin/tests/bootstrap.php" ) ) { $boot_rel = 'tests/bootstrap.php'; }
+$boot_rel = $boot_rel ? preg_replace( '#^\./#', '', $boot_rel ) : null;
+$exists = array();
+foreach ( %(paths)s as $key => $path ) { $exists[ $key ] = file_exists( $path ); }
+echo json_encode( array( 'bin' => is_file( $bin ), 'src' => is_file( $src ), 'plugin' => is_dir( $plugin ),
+	'configs' => array_keys( $configs ), 'configSource' => $configs ? reset( $configs ) : null,
+	'bootstrap' => $boot_rel,
+	'bootstrapSource' => $boot_rel ? $read( "$plugin/$boot_rel" ) : null, 'tests' => is_dir( "$plugin/tests" ),
+	'exists' => $exists ), JSON_UNESCAPED_SLASHES );
+"""
+
+
+def _php(value: str | None) -> str:
+    if value is None:
+        return "null"
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _probe(session: RunSession, plugin_dir: str, xml: str | None, bootstrap: str | None,
+           timeout_s: float) -> dict[str, Any]:
+    import json as _json
+
+    paths = {"vendorLib": f"{plugin_dir}/{wp_tests.VENDOR_LIB}/includes/bootstrap.php",
+             "vendorPolyfills": f"{plugin_dir}/{wp_tests.VENDOR_POLYFILLS}/{wp_tests.POLYFILLS_FILE}",
+             "vendorAutoload": f"{plugin_dir}/vendor/autoload.php",
+             "vendorPhpunit": f"{plugin_dir}/vendor/bin/phpunit",
+             "mountedLib": f"{wp_tests.LIB_TARGET}/includes/bootstrap.php",
+             "mountedPolyfills": f"{wp_tests.POLYFILLS_TARGET}/{wp_tests.POLYFILLS_FILE}"}
+    paths_php = "array(" + ", ".join(f"{_php(k)} => {_php(v)}" for k, v in paths.items()) + ")"
+    code = PROBE_PHP % {"plugin": _php(plugin_dir), "bin": _php(f"{SANDBOX_BIN_DIR}/phpunit"),
+                        "src": _php(str(PHP_SHARE / "PHPUnit/Framework/TestCase.php")), "xml": _php(xml),
+                        "bootstrap": _php(bootstrap), "paths": paths_php}
+    result = session.sandbox.run_php(code, min(timeout_s, 60.0))
+    try:
+        found = _json.loads(result.text.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        found = {}
+    return found if isinstance(found, dict) else {}
+
+
+def _toolchain_mount(session: RunSession, kind: str) -> MountSpec | None:
+    return next((m for m in session.spec.extra_mounts if (m.metadata or {}).get("toolchain") == kind), None)
+
+
+def _tests_lib_env(session: RunSession, plugin_dir: str, found: dict[str, Any]) -> dict[str, str]:
+    """Where the core test library and the polyfills are inside the sandbox, in the variables a scaffolded
+    bootstrap reads; an error naming every place looked in when one is missing."""
+    exists = found.get("exists") or {}
+    lib_mount, poly_mount = _toolchain_mount(session, "wp-tests-lib"), _toolchain_mount(session, "phpunit-polyfills")
+    lib: str | None = None
+    if lib_mount is not None and (lib_mount.metadata or {}).get("origin") in ("option", "env") \
+            and exists.get("mountedLib"):
+        lib = wp_tests.LIB_TARGET
+    elif exists.get("vendorLib"):
+        lib = f"{plugin_dir}/{wp_tests.VENDOR_LIB}"
+    elif lib_mount is not None and exists.get("mountedLib"):
+        lib = wp_tests.LIB_TARGET
+    if lib is None:
+        looked = ["--wp-tests-lib DIR (not given)", "$WP_TESTS_DIR on this machine (unset)",
+                  f"<plugin>/{wp_tests.VENDOR_LIB} ({plugin_dir}/{wp_tests.VENDOR_LIB}: not there)",
+                  f"{wp_tests.DEFAULT_LIB} (not there)"]
+        raise ToolchainMissingError(
+            "the suite's bootstrap loads the WordPress core PHPUnit library (WP_UnitTestCase), which was not "
+            "found; looked in: " + "; ".join(looked), code="wp-tests-lib-missing", field="--wp-tests-lib",
+            details={"lookedIn": looked, "needs": "includes/functions.php, includes/bootstrap.php, "
+                                                  "includes/install.php",
+                     "hint": "pass --wp-tests-lib DIR, set WP_TESTS_DIR, or run composer install "
+                             "(wp-phpunit/wp-phpunit)"})
+    polyfills: str | None = None
+    if poly_mount is not None and exists.get("mountedPolyfills"):
+        polyfills = wp_tests.POLYFILLS_TARGET
+    elif exists.get("vendorPolyfills"):
+        polyfills = f"{plugin_dir}/{wp_tests.VENDOR_POLYFILLS}"
+    if polyfills is None and not exists.get("vendorAutoload"):
+        looked = ["--phpunit-polyfills DIR (not given)",
+                  "$WP_TESTS_PHPUNIT_POLYFILLS_PATH on this machine (unset)",
+                  f"<plugin>/{wp_tests.VENDOR_POLYFILLS} ({plugin_dir}/{wp_tests.VENDOR_POLYFILLS}: not there)",
+                  f"<plugin>/vendor/autoload.php ({plugin_dir}/vendor/autoload.php: not there)"]
+        raise ToolchainMissingError(
+            "the WordPress core PHPUnit library needs the Yoast PHPUnit Polyfills, which were not found; "
+            "looked in: " + "; ".join(looked), code="phpunit-polyfills-missing", field="--phpunit-polyfills",
+            details={"lookedIn": looked, "needs": wp_tests.POLYFILLS_FILE,
+                     "hint": "pass --phpunit-polyfills DIR, set WP_TESTS_PHPUNIT_POLYFILLS_PATH, or run "
+                             "composer install (yoast/phpunit-polyfills)"})
+    config = f"{SANDBOX_BIN_DIR}/{wp_tests.TESTS_CONFIG}"
+    env = {"WP_TESTS_DIR": lib, "WP_PHPUNIT__DIR": lib, "WP_PHPUNIT__TESTS_CONFIG": config,
+           "WP_TESTS_SKIP_INSTALL": "1"}
+    if polyfills is not None:
+        env["WP_TESTS_PHPUNIT_POLYFILLS_PATH"] = polyfills
+    return env
+
+
+def _install_test_site(session: RunSession, env: dict[str, str], timeout_s: float) -> tuple[bool, str]:
+    """Run the library's ``includes/install.php`` (what its bootstrap would spawn with ``system()``) as a
+    separate PHP request in the sandbox: a fresh test site with the ``wptests_`` tables."""
+    multisite = env.get("WP_MULTISITE") == "1" or env.get("WP_TESTS_MULTISITE") == "1"
+    argv = ["php", "-d", "include_path=.:/usr/share/php", "-d",
+            f"auto_prepend_file={SANDBOX_BIN_DIR}/{wp_tests.TESTS_PRELUDE}",
+            f"{env['WP_TESTS_DIR']}/includes/install.php", env["WP_PHPUNIT__TESTS_CONFIG"],
+            "run_ms_tests" if multisite else "no_ms_tests", "no_core_tests"]
+    result = session.sandbox.run_cli(argv, timeout_s, env=env)
+    output = (result.text + ("\n" + result.errors if result.errors else "")).strip()
+    ok = result.exit_code == 0 and "Installing..." in result.text and "Fatal error" not in result.text
+    return ok, output
+
+
+def no_tests_reason(output: str) -> str:
+    """Why no test ran, from PHPUnit's output: its error lines, else its last lines."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith(("PHPUnit ", "Runtime:", "Configuration:"))]
+    for marker in ("Fatal error", "Error:", "Could not", "Cannot open", "No tests executed", "Warning:"):
+        hits = [line for line in lines if marker in line]
+        if hits:
+            return hits[0][:500]
+    return " / ".join(lines[-3:])[:500] if lines else "PHPUnit printed nothing"
+
+
 def phpunit(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+    from codebox_tui.runtime.commands import sandbox_env
     from codebox_tui.runtime.session import CommandOutcome
 
     slug = args["plugin-slug"]
@@ -142,18 +302,9 @@ def phpunit(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
         raise BadInputError(f"plugin-slug must be a directory name, got {slug!r}", code="invalid-slug",
                             field="plugin-slug")
     plugin_dir = f"/wordpress/wp-content/plugins/{slug}"
-    testcase_php = PHP_SHARE / "PHPUnit/Framework/TestCase.php"
-    probe = session.sandbox.run_php(
-        f"<?php echo json_encode(['bin' => file_exists('{SANDBOX_BIN_DIR}/phpunit'),"
-        f" 'src' => file_exists('{testcase_php}'), 'plugin' => is_dir('{plugin_dir}')]);",
-        min(timeout_s, 60.0),
-    )
-    import json as _json
-
-    try:
-        found = _json.loads(probe.text.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        found = {}
+    xml_arg = _check_rel(args["phpunit-xml"], "phpunit-xml") if args.get("phpunit-xml") else None
+    boot_arg = _check_rel(args["bootstrap"], "bootstrap") if args.get("bootstrap") else None
+    found = _probe(session, plugin_dir, xml_arg, boot_arg, timeout_s)
     missing = [what for key, what in (("bin", f"{SANDBOX_BIN_DIR}/phpunit (copy of /usr/bin/phpunit)"),
                                       ("src", "/usr/share/php (Debian phpunit sources)")) if not found.get(key)]
     if missing:
@@ -165,34 +316,99 @@ def phpunit(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
     if not found.get("plugin"):
         raise BadInputError(f"no plugin directory {plugin_dir} in the sandbox", code="missing-plugin-slug",
                             field="plugin-slug")
-    load_wp = args.get("wordpress", "global")
-    if load_wp not in ("global", "none"):
-        raise BadInputError(f"wordpress must be 'global' or 'none', got {load_wp!r}", code="invalid-arg",
+    if xml_arg and not found.get("configs"):
+        raise BadInputError(f"phpunit-xml {xml_arg!r} not found in {plugin_dir}", code="missing-phpunit-xml",
+                            field="phpunit-xml")
+    mode = args.get("wordpress", "auto")
+    if mode not in ("auto", "global", "tests-lib", "none"):
+        raise BadInputError(f"wordpress must be auto, global, tests-lib or none, got {mode!r}", code="invalid-arg",
                             field="wordpress")
+    if mode == "auto":
+        mode = "tests-lib" if wp_tests.needs_core_library(str(found.get("bootstrapSource") or "")) else "global"
+    env = sandbox_env(session)
+    install_output = ""
+    if mode == "tests-lib":
+        env = {**env, **_tests_lib_env(session, plugin_dir, found)}
+        installed, install_output = _install_test_site(session, env, timeout_s)
+        if not installed:
+            return _record(session, CommandOutcome, "", install_output, junit=None,
+                           reason="the WordPress test site could not be installed: " + no_tests_reason(install_output),
+                           mode=mode, env=env)
     argv = ["php", "-d", "include_path=.:/usr/share/php"]
-    if load_wp == "global":
+    if mode == "global":
         argv += ["-d", f"auto_prepend_file={SANDBOX_BIN_DIR}/{GLOBAL_BOOTSTRAP}"]
-    argv += [f"{SANDBOX_BIN_DIR}/phpunit", "--log-junit",
-            "php://stdout", "--colors=never", "--do-not-cache-result"]
-    xml_arg = args.get("phpunit-xml")
-    if xml_arg:
-        argv += ["-c", f"{plugin_dir}/{_check_rel(xml_arg, 'phpunit-xml')}"]
-    else:
-        argv += ["-c", f"{plugin_dir}/phpunit.xml"] if _exists(session, f"{plugin_dir}/phpunit.xml") else (
-            ["-c", f"{plugin_dir}/phpunit.xml.dist"] if _exists(session, f"{plugin_dir}/phpunit.xml.dist") else [])
+    elif mode == "tests-lib":
+        argv += ["-d", f"auto_prepend_file={SANDBOX_BIN_DIR}/{wp_tests.TESTS_PRELUDE}"]
+    vendor_phpunit = (found.get("exists") or {}).get("vendorPhpunit")
+    argv += [f"{plugin_dir}/vendor/bin/phpunit" if vendor_phpunit else f"{SANDBOX_BIN_DIR}/phpunit",
+             "--log-junit", "php://stdout", "--colors=never", "--do-not-cache-result"]
+    configs = found.get("configs") or []
+    if configs:
+        argv += ["-c", f"{plugin_dir}/{configs[0]}"]
+    if boot_arg:
+        argv += ["--bootstrap", f"{plugin_dir}/{boot_arg}"]
+    elif not configs and found.get("bootstrap"):
+        argv += ["--bootstrap", f"{plugin_dir}/{found['bootstrap']}"]
+    if args.get("filter"):
+        argv += ["--filter", args["filter"]]
     if args.get("test-file"):
-        argv.append(f"{plugin_dir}/{_check_rel(args['test-file'], 'test-file')}")
-    elif "-c" not in argv:
+        # PHPUnit 9 looks for a class named after a file given on the command line, which WordPress-style
+        # files (tests/test-word-stats.php → Test_Word_Stats) never match; a <file> in a configuration is
+        # loaded by the classes it declares. So one file runs through a configuration made for it.
+        test_file = f"{plugin_dir}/{_check_rel(args['test-file'], 'test-file')}"
+        xml = single_file_config(found.get("configSource"), configs[0] if configs else None, plugin_dir, test_file,
+                                 f"{plugin_dir}/{boot_arg or found.get('bootstrap')}"
+                                 if boot_arg or found.get("bootstrap") else None)
+        config_path = f"/tmp/codebox-phpunit-{secrets.token_hex(6)}.xml"
+        session.sandbox.write_file(config_path, xml.encode("utf-8"), 30.0)
+        if "-c" in argv:
+            i = argv.index("-c")
+            argv[i + 1] = config_path
+        else:
+            argv += ["-c", config_path]
+    elif not configs:
         argv.append(f"{plugin_dir}/tests")
-    from codebox_tui.runtime.commands import sandbox_env
-
-    result = session.sandbox.run_cli(argv, timeout_s, env=sandbox_env(session) or None)
+    result = session.sandbox.run_cli(argv, timeout_s, env=env or None)
     human, junit = split_output(result.text)
+    if install_output:
+        human = install_output + "\n" + human
+    return _record(session, CommandOutcome, human, result.errors, junit=junit, reason=None, mode=mode, env=env)
+
+
+def single_file_config(source: str | None, name: str | None, plugin_dir: str, test_file: str,
+                       bootstrap: str | None) -> str:
+    """A PHPUnit configuration that runs only ``test_file``: the plugin's configuration (its settings and
+    ``<php>`` section) with its test suites replaced, and the bootstrap made absolute."""
+    root: ET.Element | None = None
+    if source:
+        try:
+            root = ET.fromstring(source)
+        except ET.ParseError as exc:
+            raise BadInputError(f"{name} cannot be parsed: {exc}", code="invalid-phpunit-xml",
+                                field="phpunit-xml") from exc
+    if root is None or root.tag != "phpunit":
+        root = ET.Element("phpunit")
+    for child in list(root):
+        if child.tag not in ("php", "groups"):
+            root.remove(child)
+    if bootstrap:
+        root.set("bootstrap", bootstrap)
+    elif "bootstrap" in root.attrib:
+        root.set("bootstrap", f"{plugin_dir}/{root.get('bootstrap', '').removeprefix('./')}")
+    suites = ET.SubElement(root, "testsuites")
+    suite = ET.SubElement(suites, "testsuite", {"name": "codebox-test-file"})
+    ET.SubElement(suite, "file").text = test_file
+    return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode")
+
+
+def _record(session: RunSession, outcome_type: Any, human: str, errors: str, *, junit: str | None,
+            reason: str | None, mode: str, env: dict[str, str]) -> CommandOutcome:
+    """Keep the raw output (and JUnit XML), add the suite to the session and describe the outcome."""
     index = len(session.test_suites) + 1
     name = "wordpress.phpunit" if index == 1 else f"wordpress.phpunit:{index}"
     rel = f"files/phpunit/{index}"
     raw_path = session.add_evidence(f"{rel}/output.txt", "test-output", "text/plain")
-    raw_path.write_text(session.redact(human + ("\n" + result.errors if result.errors else "")), encoding="utf-8")
+    raw_path.write_text(session.redact(human + ("\n" + errors if errors else "")), encoding="utf-8")
     refs = [{"path": f"{rel}/output.txt", "kind": "test-output"}]
     if junit is not None:
         xml_path = session.add_evidence(f"{rel}/junit.xml", "test-results", "application/xml")
@@ -203,12 +419,21 @@ def phpunit(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
         suite = TestSuite(name=name, status="unknown")
     suite = suite.model_copy(update={"rawLogReferences": refs})
     session.test_suites.append(suite)
+    if suite.tests == 0 and reason is None:
+        reason = no_tests_reason(human + "\n" + errors)
     session.emit("tests.finished", {"suite": name, "status": suite.status, "tests": suite.tests,
-                                    "passed": suite.passed, "failed": suite.failed, "skipped": suite.skipped},
+                                    "passed": suite.passed, "failed": suite.failed, "skipped": suite.skipped,
+                                    **({"reason": reason} if reason else {})},
                  level="info" if suite.status in ("passed", "skipped") else "warning")
     summary: dict[str, Any] = suite.model_dump(mode="json", exclude_none=True)
-    return CommandOutcome(stdout=human, stderr=result.errors, exit_code=0 if suite.status == "passed" else 1,
-                          json=summary, artifact_refs=refs)
+    summary["wordpress"] = mode
+    if mode == "tests-lib":
+        summary["toolchain"] = {k: v for k, v in env.items() if k.startswith("WP_")}
+    if reason:
+        summary["reason"] = reason
+    stdout = human if not reason or suite.tests else (human + ("\n" if human else "") + "no tests ran: " + reason)
+    return cast("CommandOutcome", outcome_type(stdout=stdout, stderr=errors, exit_code=0 if suite.status == "passed"
+                                               else 1, json=summary, artifact_refs=refs))
 
 
 def _exists(session: RunSession, path: str) -> bool:

@@ -30,7 +30,8 @@ def escape(value: object) -> str:
 
 
 VERDICT_STYLES = {"improvement": ("green", "✔"), "regression": ("red", "✘"), "neutral": ("white", "="),
-                  "still-failing": ("yellow", "!"), "partial": ("yellow", "~")}
+                  "untested": ("yellow", "?"), "plugin-broken": ("red", "✘"),
+                  "still-failing": ("yellow", "!"), "partial": ("yellow", "~")}  # the last two: older bundles
 
 
 class ReviewScreen(Screen[None]):
@@ -201,6 +202,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         verdict = str(tests["verdict"])
         colour, mark = VERDICT_STYLES.get(verdict, ("white", "•"))
         lines = [f"[b]Test delta (evaluate-patch):[/b] [b {colour}]{mark} {verdict}[/]"]
+        if tests.get("reason"):
+            lines.append(f"  [{colour}]{escape(str(tests['reason']))}[/]")
         for key, label, style in (("fixed", "Fixed", "green"), ("broken", "Broken", "red"),
                                   ("stillFailing", "Still failing", "yellow"), ("added", "Added", "cyan"),
                                   ("removed", "Removed", "dim")):

@@ -34,3 +34,21 @@ async def test_unreadable_evaluation_is_reported_in_the_header(bundle_dir: Path)
         line = str(app.screen.query_one("#verdict", Static).render())
         assert "unreadable" in line and "files/evaluate-patch.json is not readable JSON" in line
         assert "Patch evaluation unreadable" in str(app.screen.query_one("#tests", Static).render())
+
+
+async def test_untested_verdict_shows_its_reason(bundle_dir: Path) -> None:
+    import json
+
+    reason = "before: Could not find /tmp/wordpress-tests-lib/includes/functions.php [no toolchain]"
+    (bundle_dir / "files" / "evaluate-patch.json").write_text(json.dumps({
+        "schema": "wp-codebox/patch-evaluation/v1", "plugin": "p", "patch": "x.patch", "applied": True,
+        "tests": {"verdict": "untested", "reason": reason, "fixed": [], "broken": [], "stillFailing": [],
+                  "added": [], "removed": [], "before": None, "after": None}}))
+    app = CodeboxApp(bundle_dir)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, ReviewScreen)
+        assert "? UNTESTED" in str(app.screen.query_one("#verdict", Static).render())
+        tests = str(app.screen.query_one("#tests", Static).render())
+        assert "Test delta (evaluate-patch): ? untested" in tests
+        assert reason in tests.replace("\n", "")  # markup-like text in the reason is shown as is

@@ -43,6 +43,10 @@ def test_parse_real_junit_file(tmp_path: Path) -> None:
     assert by_name["testPasses"].status == "passed" and by_name["testPasses"].classname == "DemoTest"
     assert by_name["testFails"].status == "failed"
     assert "values differ" in (by_name["testFails"].details or "")
+    # the assertion message, not the test id PHPUnit writes on the first line
+    assert by_name["testFails"].message == ("values differ\nFailed asserting that two strings are identical.\n"
+                                            "--- Expected\n+++ Actual\n@@ @@\n-'expected'\n+'actual'")
+    assert by_name["testErrors"].message == "RuntimeException: kaboom"
     assert by_name["testErrors"].status == "error" and "kaboom" in (by_name["testErrors"].details or "")
     assert by_name["testSkipped"].status == "skipped"
     provided = [c for c in suite.cases if c.name.startswith("testProvided")]

@@ -61,5 +61,18 @@ def test_delta_classifies_cases() -> None:
     assert delta["added"] == ["T::new"] and delta["removed"] == ["T::gone"]
     assert delta["verdict"] == "regression"
     assert compute_delta(_suite(x="failed"), _suite(x="passed"))["verdict"] == "improvement"
-    assert compute_delta(_suite(x="failed"), _suite(x="failed"))["verdict"] == "still-failing"
-    assert compute_delta(None, None)["verdict"] == "neutral"
+    # tests ran on both sides and nothing changed: neutral, even with a test failing on both
+    assert compute_delta(_suite(x="failed"), _suite(x="failed"))["verdict"] == "neutral"
+    assert compute_delta(_suite(x="passed"), _suite(x="passed", y="failed"))["verdict"] == "regression"  # new test fails
+
+
+def test_delta_never_claims_more_than_was_checked() -> None:
+    untested = compute_delta(None, None, untested_reason="No tests executed!")
+    assert untested["verdict"] == "untested" and untested["reason"] == "No tests executed!"
+    assert compute_delta(None, None)["verdict"] == "untested"
+    empty = TestSuite(name="s", status="unknown")
+    assert compute_delta(empty, empty)["verdict"] == "untested"
+    assert compute_delta(_suite(x="passed"), empty)["verdict"] == "regression"  # the suite stopped running
+    assert compute_delta(empty, _suite(x="passed"))["verdict"] == "untested"  # nothing to compare with
+    broken = compute_delta(_suite(x="failed"), _suite(x="passed"), plugin_broken="Fatal error: boom")
+    assert broken["verdict"] == "plugin-broken" and broken["reason"] == "Fatal error: boom"
