@@ -31,6 +31,13 @@ class CodeboxSettings(BaseSettings):
     # well under a second. "auto": on in long-lived processes (the TUI, or once a process boots a
     # second sandbox), off for one-shot `codebox run`.
     spare_sandboxes: Literal["auto", "on", "off"] = "auto"
+    # OS-level confinement of the Node sidecar (docs/security.md, "Layers"): "bwrap" (bubblewrap;
+    # booting fails with a clear error when it is missing or unusable) or "none" — DANGEROUS: sandboxed
+    # PHP is then held only by Playground's own virtual file system.
+    confinement: Literal["bwrap", "none"] = "bwrap"
+    # Address the live preview listens on. Loopback only by default; anything else exposes the
+    # sandbox's WordPress to the network (`--preview-bind` on `codebox boot` / `codebox run`).
+    preview_bind: str = "127.0.0.1"
 
     @property
     def playground_home(self) -> Path:
