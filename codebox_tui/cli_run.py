@@ -79,9 +79,27 @@ def _human_event(event: RuntimeEvent) -> None:
         progress("  capturing the artifact bundle")
 
 
+PREVIEW_BIND_HELP = ("Address the live preview listens on (default 127.0.0.1, loopback only). Another address, "
+                     "e.g. 0.0.0.0, exposes the sandbox's WordPress to the network.")
+
+
+def _preview_bind(address: str | None) -> str | None:
+    """``--preview-bind``: an IP address; None keeps the ``preview_bind`` setting (loopback)."""
+    if address is None:
+        return None
+    import ipaddress
+
+    try:
+        return str(ipaddress.ip_address(address.strip("[]")))
+    except ValueError:
+        raise BadInputError(f"--preview-bind {address!r} must be an IP address, e.g. 127.0.0.1 or 0.0.0.0",
+                            code="invalid-preview-bind", field="preview-bind") from None
+
+
 def _build_spec(mounts: list[str], policy_text: str | None, command: str | None, wp: str, php: str,
                 wp_cli_phar: str | None, boot_timeout: str, metadata_json: str | None,
-                preview_port: int | None = None, env: list[str] | None = None) -> tuple[SandboxSpec, Path | None]:
+                preview_port: int | None = None, env: list[str] | None = None,
+                preview_bind: str | None = None) -> tuple[SandboxSpec, Path | None]:
     if wp_cli_phar:
         os.environ["CODEBOX_WP_CLI_PHAR"] = wp_cli_phar
         reload_settings()
@@ -126,7 +144,8 @@ def _build_spec(mounts: list[str], policy_text: str | None, command: str | None,
             tools_dir = Path(tempfile.mkdtemp(prefix="codebox-tools-"))
         extra.extend(phpunit_tool_mounts(tools_dir / "phpunit-bin"))
     spec = SandboxSpec(
-        mounts=parsed_mounts, policy=policy, wp=wp, php=php, preview_port=preview_port, metadata=metadata,
+        mounts=parsed_mounts, policy=policy, wp=wp, php=php, preview_port=preview_port,
+        preview_bind=_preview_bind(preview_bind), metadata=metadata,
         boot_timeout_s=parse_duration(boot_timeout, "--boot-timeout"), secret_env=resolve_secrets(policy),
         extra_mounts=extra, env=runtime_env,
     )
@@ -202,13 +221,15 @@ def run_command(
     env: list[str] = typer.Option([], "--env", "-e", help="NAME=VALUE for PHP's getenv() (repeatable; not secret)."),
     json_out: bool = typer.Option(False, "--json", help="Print one wp-codebox/run/v1 document on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
+    preview_bind: str | None = typer.Option(None, "--preview-bind", help=PREVIEW_BIND_HELP),
 ) -> None:
     """Boot a sandbox, run one command, capture the artifact bundle, dispose."""
     started = time.monotonic()
     spec_cmd = get_command(command)
     _check_before_boot(parse_args(spec_cmd, arg), php)  # bad arguments fail before anything boots
     command_timeout = parse_duration(timeout, "--timeout")
-    spec, tools_dir = _build_spec(mount, policy, command, wp, php, wp_cli_phar, boot_timeout, metadata, env=env)
+    spec, tools_dir = _build_spec(mount, policy, command, wp, php, wp_cli_phar, boot_timeout, metadata, env=env,
+                                  preview_bind=preview_bind)
     root = ensure_artifacts_dir(artifacts_root(artifacts))
     reporter = StderrProgress("run", quiet=quiet)
     session = RunSession(spec, root, on_event=reporter.on_event)
@@ -269,6 +290,7 @@ def boot_command(
     mount: list[str] = typer.Option([], "--mount", "-m", help=MOUNT_HELP),
     hold: str = typer.Option("15m", "--hold", help="Keep the sandbox up this long (e.g. 90s, 15m, 2h)."),
     preview_port: int | None = typer.Option(None, "--preview-port", help="Fixed port for the live preview."),
+    preview_bind: str | None = typer.Option(None, "--preview-bind", help=PREVIEW_BIND_HELP),
     artifacts: Path | None = typer.Option(None, "--artifacts", "--artifacts-dir",
                                            help="Folder for the run's event streams (default: "
                                                 "$CODEBOX_HOME/artifacts)."),
@@ -283,7 +305,8 @@ def boot_command(
     if preview_port is not None and not (1 <= preview_port <= 65535):
         raise BadInputError("--preview-port must be between 1 and 65535", code="invalid-port", field="preview-port")
     _check_before_boot({}, php)
-    spec, tools_dir = _build_spec(mount, policy, None, wp, php, None, boot_timeout, None, preview_port)
+    spec, tools_dir = _build_spec(mount, policy, None, wp, php, None, boot_timeout, None, preview_port,
+                                  preview_bind=preview_bind)
     spec.warm = True  # a held preview: load WordPress once so the first page a human opens is fast
     root = ensure_artifacts_dir(artifacts_root(artifacts))
     session = RunSession(spec, root, on_event=None if json_out else _human_event)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 from platformdirs import user_data_dir
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -39,6 +39,23 @@ class CodeboxSettings(BaseSettings):
     # Per-command output cap, for stdout and stderr each (head and a short tail are kept; the cut is
     # recorded in the command result, the events and the bundle). docs/security-secrets.md.
     max_command_output_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
+    # OS-level confinement of the Node sidecar (docs/security.md, "Layers"): "bwrap" (bubblewrap;
+    # booting fails with a clear error when it is missing or unusable) or "none" — DANGEROUS: sandboxed
+    # PHP is then held only by Playground's own virtual file system.
+    confinement: Literal["bwrap", "none"] = "bwrap"
+    # Address the live preview listens on. Loopback only by default; anything else exposes the
+    # sandbox's WordPress to the network (`--preview-bind` on `codebox boot` / `codebox run`).
+    preview_bind: str = "127.0.0.1"
+
+    @field_validator("preview_bind")
+    @classmethod
+    def _preview_bind_is_an_ip_address(cls, value: str) -> str:
+        import ipaddress
+
+        try:
+            return str(ipaddress.ip_address(value.strip("[]")))
+        except ValueError:
+            raise ValueError(f"CODEBOX_PREVIEW_BIND must be an IP address such as 127.0.0.1, not {value!r}") from None
 
     @property
     def playground_home(self) -> Path:

@@ -6,6 +6,7 @@
 #   tmux            the end-to-end test that drives the real TUI in a terminal
 #   git             baselines and the git apply adapter
 #   fonts-dejavu-core  monospace font for rendering screenshots
+#   bubblewrap      confines the Playground sidecar (namespaces, read-only system, no host pids; docs/security.md)
 set -euo pipefail
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
@@ -14,6 +15,7 @@ command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v node >/dev/null 2>&1 || need+=(nodejs npm)
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf ] || need+=(fonts-dejavu-core)
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 if [ ${#need[@]} -eq 0 ]; then
   echo "system packages: all present"
   exit 0

@@ -42,6 +42,8 @@ class SandboxSpec:
     php: str = "8.3"
     blueprint: dict[str, Any] | None = None
     preview_port: int | None = None
+    # Address the preview server listens on; None: the ``preview_bind`` setting (127.0.0.1).
+    preview_bind: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     boot_timeout_s: float = 120.0
     secret_env: dict[str, str] = field(default_factory=dict)

@@ -3,6 +3,9 @@
 Boot path: resolve the shipped WordPress build → ensure its golden pre-installed site → copy it
 for this sandbox → stage read-only mounts → ``runCLI`` in the sidecar with the copy mounted at
 ``/wordpress`` (no install, WP-Cron off) → warm PHP by loading WordPress once.
+
+Sidecars are shared by sandboxes with the same network policy and the same external host folders:
+a confined sidecar (docs/security.md, "Layers") sees only the folders bound when it started.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.errors import SandboxError
 from codebox_tui.runtime.backend import HttpResult, PhpResult, ProgressCallback, SandboxSpec
+from codebox_tui.runtime.confinement import Bind, covered, external_binds, readonly_area, readonly_dir
 from codebox_tui.runtime.golden import (
     POOL_SIZE,
     ensure_golden_site,
@@ -33,7 +37,7 @@ from codebox_tui.runtime.golden import (
     take_prepared_site,
 )
 from codebox_tui.runtime.mounts import remove_tree, stage_readonly
-from codebox_tui.runtime.sidecar import Sidecar
+from codebox_tui.runtime.sidecar import Sidecar, abandoned_sidecar_files, process_alive
 from codebox_tui.runtime.wordpress_builds import WordPressBuild, resolve_build
 from codebox_tui.settings import CodeboxSettings, get_settings
 
@@ -49,15 +53,53 @@ def network_policy_key(policy: RuntimePolicy) -> str:
     return json.dumps({"allowHosts": sorted(policy.network.allowHosts)})
 
 
-def get_sidecar(settings: CodeboxSettings, policy: RuntimePolicy) -> Sidecar:
-    """The shared sidecar for this network policy, started on first use (warm afterwards)."""
-    key = network_policy_key(policy)
+def sidecar_key(policy: RuntimePolicy, binds: tuple[Bind, ...] = ()) -> str:
+    """Sidecars are shared per network policy and set of external host folders (fixed at start)."""
+    return "|".join([network_policy_key(policy), *(bind.label for bind in binds)])
+
+
+def spec_binds(spec: SandboxSpec, sandboxes_root: Path) -> tuple[Bind, ...]:
+    """The external host folders ``spec``'s mounts expose to the sidecar as they are: read-write
+    mounts that write through to the host folder (read-only mounts are staged copies inside the
+    sandboxes root; a copy-on-write mount's private copy is there too)."""
+    live = [(m.source, True) for m in [*spec.mounts, *spec.extra_mounts]
+            if m.mode == "readwrite" and getattr(m, "write_mode", "live") == "live"]
+    return external_binds(live, sandboxes_root)
+
+
+def get_sidecar(settings: CodeboxSettings, policy: RuntimePolicy, binds: tuple[Bind, ...] = ()) -> Sidecar:
+    """The shared sidecar for this network policy and these external binds, started on first use."""
+    key = sidecar_key(policy, binds)
+    idle: list[Sidecar] = []
     with _sidecars_lock:
         sidecar = _sidecars.get(key)
         if sidecar is None or not sidecar.alive:
-            sidecar = Sidecar(node=settings.node, home=settings.playground_home, network_policy=key)
+            sidecars_root = settings.home / "sandboxes"
+            sidecars_root.mkdir(parents=True, exist_ok=True)
+            _sweep_once(sidecars_root)
+            idle = _idle_bound_sidecars() if binds else []
+            sidecar = Sidecar(node=settings.node, home=settings.playground_home,
+                              network_policy=network_policy_key(policy), confinement=settings.confinement,
+                              sandboxes_root=sidecars_root, binds=binds)
             _sidecars[key] = sidecar
-        return sidecar
+    for stale in idle:
+        threading.Thread(target=stale.close, name="codebox-sidecar-close", daemon=True).start()
+    return sidecar
+
+
+MAX_IDLE_BOUND_SIDECARS = 2
+
+
+def _idle_bound_sidecars() -> list[Sidecar]:
+    """Called with ``_sidecars_lock`` held before another sidecar with external binds starts: the
+    least recently used idle ones beyond :data:`MAX_IDLE_BOUND_SIDECARS - 1`, removed from the table
+    (each costs a Node process; a sidecar without binds is kept for the common case)."""
+    idle = sorted(((key, s) for key, s in _sidecars.items()
+                   if s.binds and s.live_sandboxes <= 0 and s.alive), key=lambda item: item[1].last_used)
+    closing = idle[:max(0, len(idle) - (MAX_IDLE_BOUND_SIDECARS - 1))]
+    for key, _ in closing:
+        del _sidecars[key]
+    return [s for _, s in closing]
 
 
 def discard_spare_sandboxes() -> None:
@@ -105,9 +147,10 @@ def _wait_for_preparation(timeout_s: float) -> bool:
         return True
 
 
-def _spare_key(build: WordPressBuild, spec: SandboxSpec) -> str:
-    """Spares are interchangeable for the same WordPress build, PHP version and network policy."""
-    return f"{build.version}|{spec.php}|{network_policy_key(spec.policy)}"
+def _spare_key(build: WordPressBuild, spec: SandboxSpec, binds: tuple[Bind, ...] = ()) -> str:
+    """Spares are interchangeable for the same WordPress build, PHP version and sidecar (network
+    policy and external binds: a spare is only used by a boot whose folders its sidecar sees)."""
+    return f"{build.version}|{spec.php}|{sidecar_key(spec.policy, binds)}"
 
 
 _starter = ThreadPoolExecutor(max_workers=2, thread_name_prefix="codebox-sidecar-start")
@@ -168,6 +211,7 @@ class PlaygroundSandbox:
         self.wordpress_version = wordpress_version
         self.php_version = php_version
         self._disposed = False
+        sidecar.live_sandboxes += 1
 
     def run_php(self, code: str, timeout_s: float) -> PhpResult:
         try:
@@ -206,6 +250,8 @@ class PlaygroundSandbox:
         if self._disposed:
             return
         self._disposed = True
+        self.sidecar.live_sandboxes -= 1
+        self.sidecar.last_used = time.monotonic()
         try:
             if self.sidecar.alive:
                 self.sidecar.request("dispose", {"sandbox": self.id}, 30.0)
@@ -214,6 +260,7 @@ class PlaygroundSandbox:
         finally:
             self.sidecar.on_progress(self.id, None)
             remove_tree(self.work_dir)
+            remove_tree(readonly_dir(self.work_dir))
 
 
 def _sandbox_mounts(spec: SandboxSpec, work_dir: Path, report: Callable[[str, Any], None]
@@ -229,7 +276,7 @@ def _sandbox_mounts(spec: SandboxSpec, work_dir: Path, report: Callable[[str, An
         source = host = Path(mount.source)
         if mount.mode == "readonly":
             report("staging-readonly-mount", {"index": index, "target": mount.target})
-            host = stage_readonly(host, work_dir / f"readonly-{index}")
+            host = stage_readonly(host, readonly_dir(work_dir) / f"readonly-{index}")
         elif index < len(spec.mounts) and not mount.live:
             copy = spec.private_copies.get(index)
             if copy is None:  # never the user's folder by accident: copy-on-write needs its copy
@@ -256,6 +303,16 @@ def _sandbox_mounts(spec: SandboxSpec, work_dir: Path, report: Callable[[str, An
             mounts.append({"hostPath": str(shield), "vfsPath": target})
             report("shielding-git-folder", {"index": index, "target": target})
     return mounts
+
+
+def _check_visible(sidecar: Sidecar, mounts: list[dict[str, str]], sandboxes_root: Path) -> None:
+    """Fail closed when a mount's host folder is not among what the confined sidecar sees."""
+    if not sidecar.confined:
+        return
+    for mount in mounts:
+        if not covered(mount["hostPath"], sandboxes_root, sidecar.binds, writable=False):
+            raise SandboxError(f"Host folder {mount['hostPath']} is not visible to the confined sidecar",
+                               code="mount-not-visible", details={"vfsPath": mount["vfsPath"]})
 
 
 OWNER_FILE = ".codebox-owner-pid"
@@ -290,27 +347,26 @@ def abandoned_sandbox_dirs(sandboxes_root: Path, *, unowned_age_s: float = 600.0
     return found
 
 
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+_process_alive = process_alive
 
 
 def _sweep_once(sandboxes_root: Path, prefix: str = "sandbox-") -> None:
-    """Once per process and root: remove abandoned sandbox folders in the background."""
+    """Once per process, root and kind: remove abandoned folders in the background (sandbox folders also
+    take their read-only staging folders, and sidecar temp folders and logs, with them)."""
     key = str(sandboxes_root)
     if key in _swept:
         return
     _swept.add(key)
     stale = abandoned_sandbox_dirs(sandboxes_root, prefix=prefix)
+    if prefix == "sandbox-":
+        stale += [*abandoned_sandbox_dirs(readonly_area(sandboxes_root)), *abandoned_sidecar_files()]
     if stale:
         def sweep() -> None:
             for path in stale:
-                remove_tree(path)
+                if path.is_dir() and not path.is_symlink():
+                    remove_tree(path)
+                else:
+                    path.unlink(missing_ok=True)
 
         threading.Thread(target=sweep, name="codebox-sweep", daemon=True).start()
 
@@ -333,7 +389,7 @@ class PlaygroundBackend:
                 self.settings.spare_sandboxes, _boots_in_process, _spares_override):
             return False
         build = resolve_build(spec.wp)
-        key = _spare_key(build, spec)
+        key = _spare_key(build, spec, self._binds(spec))
         with _spares_lock:
             if key in _spares:
                 return False
@@ -341,8 +397,13 @@ class PlaygroundBackend:
         self._refill(key, spec, build)
         return True
 
-    def _sidecar_future(self, spec: SandboxSpec) -> Future[Sidecar]:
-        key = network_policy_key(spec.policy)
+    def _binds(self, spec: SandboxSpec) -> tuple[Bind, ...]:
+        return spec_binds(spec, self.settings.home / "sandboxes")
+
+    def _sidecar_future(self, spec: SandboxSpec, binds: tuple[Bind, ...] | None = None) -> Future[Sidecar]:
+        if binds is None:
+            binds = self._binds(spec)
+        key = sidecar_key(spec.policy, binds)
         with _sidecars_lock:
             existing = _sidecars.get(key)
             if existing is not None and existing.alive:
@@ -352,7 +413,7 @@ class PlaygroundBackend:
             pending = _starting.get(key)
             if pending is not None and not pending.done():
                 return pending
-            future = _starter.submit(get_sidecar, self.settings, spec.policy)
+            future = _starter.submit(get_sidecar, self.settings, spec.policy, binds)
             _starting[key] = future
             return future
 
@@ -373,8 +434,8 @@ class PlaygroundBackend:
         self._sidecar_future(spec)  # node starts while the site directory is prepared
         report("resolving-wordpress", {"version": build.version})
         golden = ensure_golden_site(build, self.settings.golden_dir)
-        spare_key = _spare_key(build, spec)
-        poolable = spec.preview_port is None and spec.blueprint is None
+        spare_key = _spare_key(build, spec, self._binds(spec))
+        poolable = spec.preview_port is None and spec.preview_bind is None and spec.blueprint is None
         if poolable:
             with _spares_lock:
                 pending = _spares.pop(spare_key, None)
@@ -409,6 +470,7 @@ class PlaygroundBackend:
                     future = Future()
                     _spares[key] = future
         golden_root = self.settings.golden_dir
+        binds = self._binds(spec)  # the spare lives in the sidecar that sees spec's folders
 
         def background() -> None:
             try:
@@ -417,10 +479,10 @@ class PlaygroundBackend:
                 if future is not None:
                     # a spare is mount-less and warmed before anyone uses it: it can make the seed
                     future.set_result(self._boot_fresh(bare, build, golden, lambda *_: None, time.monotonic(),
-                                                       warm=True, seed=True))
+                                                       warm=True, seed=True, binds=binds))
                 elif needs_seed:
                     self._boot_fresh(bare, build, golden, lambda *_: None, time.monotonic(), warm=True,
-                                     seed=True).dispose()
+                                     seed=True, binds=binds).dispose()
                 for _ in range(POOL_SIZE):  # one copy at a time, so a waiting boot wakes after the first
                     with _preparing:
                         global _preparing_count
@@ -440,19 +502,21 @@ class PlaygroundBackend:
 
     def _attach_mounts(self, sandbox: PlaygroundSandbox, spec: SandboxSpec, report: ProgressCallback) -> None:
         mounts = _sandbox_mounts(spec, sandbox.work_dir, report)
+        _check_visible(sandbox.sidecar, mounts, sandbox.work_dir.parent)
         if mounts:
             sandbox.sidecar.request("mount", {"sandbox": sandbox.id, "mounts": mounts}, 30.0)
 
     def _boot_fresh(self, spec: SandboxSpec, build: WordPressBuild, golden: Path,
                     report: Callable[[str, dict[str, Any] | None], None], started: float, *,
-                    warm: bool = False, seed: bool = False) -> PlaygroundSandbox:
+                    warm: bool = False, seed: bool = False,
+                    binds: tuple[Bind, ...] | None = None) -> PlaygroundSandbox:
         sandboxes_root = self.settings.home / "sandboxes"
         sandboxes_root.mkdir(parents=True, exist_ok=True)
         _sweep_once(sandboxes_root)
         sandbox_id = "sandbox-" + secrets.token_hex(6)
         work_dir = sandboxes_root / sandbox_id
         golden_root = self.settings.golden_dir
-        sidecar_future = self._sidecar_future(spec)
+        sidecar_future = self._sidecar_future(spec, binds)
         try:
             if take_prepared_site(build, spec.php, golden_root, work_dir) or (
                     _wait_for_preparation(30.0) and take_prepared_site(build, spec.php, golden_root, work_dir)):
@@ -461,6 +525,8 @@ class PlaygroundBackend:
                 report("copying-site", None)
                 make_sandbox_dir(build, spec.php, golden_root, golden, work_dir)
             (work_dir / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
+            readonly_dir(work_dir).mkdir(parents=True, exist_ok=True)
+            (readonly_dir(work_dir) / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
             site = work_dir / "wordpress"
             mounts: list[dict[str, str]] = []
             opcache = work_dir / "opcache"
@@ -474,6 +540,7 @@ class PlaygroundBackend:
                 sidecar = sidecar_future.result(timeout=remaining)
             except FutureTimeout:
                 raise SandboxError("The Playground sidecar did not start", code="sidecar-start-timeout") from None
+            _check_visible(sidecar, mounts, sandboxes_root)
             sidecar.on_progress(sandbox_id, lambda phase, data: report(phase, data))
             define_bool: dict[str, bool] = {"DISABLE_WP_CRON": True}
             if spec.policy.network_denied:
@@ -482,7 +549,7 @@ class PlaygroundBackend:
                 "sandbox": sandbox_id, "php": spec.php, "wp": build.playground_url,
                 "mountsBeforeInstall": [{"hostPath": str(site), "vfsPath": "/wordpress"}],
                 "mounts": mounts, "defineBool": define_bool, "warm": warm,
-                "port": spec.preview_port or 0,
+                "port": spec.preview_port or 0, "bind": spec.preview_bind or self.settings.preview_bind,
             }
             remaining = max(1.0, spec.boot_timeout_s - (time.monotonic() - started))
             result = sidecar.request("boot", params, remaining)
@@ -491,6 +558,7 @@ class PlaygroundBackend:
                 save_opcache_seed(opcache, build, spec.php, golden_root)
         except BaseException:
             remove_tree(work_dir)
+            remove_tree(readonly_dir(work_dir))
             raise
         return PlaygroundSandbox(sidecar, sandbox_id, work_dir, str(result["serverUrl"]), build.version, spec.php)
 

@@ -2,7 +2,10 @@
 
 A sidecar that crashes or stops answering is killed (its whole process group) and every pending
 request fails with :class:`SandboxError`; nothing is left running. The sidecar also exits on its
-own when its stdin closes, so it never outlives the Python process.
+own when its stdin closes, so it never outlives the Python process. It runs confined by bubblewrap
+(:mod:`codebox_tui.runtime.confinement`) unless the ``confinement`` setting is ``none``. Its private
+temp folder and log carry the owner's pid in their names, so a killed owner's leftovers are swept
+(:func:`abandoned_sidecar_files`).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -23,15 +27,21 @@ from pathlib import Path
 from typing import Any
 
 from codebox_tui.errors import SandboxError
+from codebox_tui.runtime.confinement import FIX_HINT, Bind, bwrap_argv, find_bwrap, readonly_area
 from codebox_tui.settings import NODE_BRIDGE_DIR
 
 ProgressCallback = Callable[[str, dict[str, Any]], None]
+TMP_PREFIX = "codebox-sidecar-tmp-"
+LOG_PREFIX = "codebox-sidecar-"
+NODE_ARGS = ["--import", "./netguard.mjs", "--import", "./nospawn.mjs", "sidecar.mjs"]
 
 
 class Sidecar:
     """One running ``node sidecar.mjs`` with a network policy fixed for its lifetime."""
 
-    def __init__(self, *, node: str, home: Path, network_policy: str, start_timeout_s: float = 30.0) -> None:
+    def __init__(self, *, node: str, home: Path, network_policy: str, start_timeout_s: float = 30.0,
+                 confinement: str = "bwrap", sandboxes_root: Path | None = None,
+                 binds: tuple[Bind, ...] = ()) -> None:
         script = NODE_BRIDGE_DIR / "sidecar.mjs"
         if not (NODE_BRIDGE_DIR / "node_modules" / "@wp-playground" / "cli").is_dir():
             raise SandboxError(
@@ -40,21 +50,37 @@ class Sidecar:
             )
         home.mkdir(parents=True, exist_ok=True)
         self.network_policy = network_policy
-        self.tmp_dir = Path(tempfile.mkdtemp(prefix="codebox-sidecar-tmp-"))
-        self._log = tempfile.NamedTemporaryFile(prefix="codebox-sidecar-", suffix=".log", delete=False)
+        self.confined = confinement != "none"
+        self.binds = binds
+        bwrap = find_bwrap() if self.confined else ""
+        if self.confined and sandboxes_root is None:
+            raise ValueError("a confined sidecar needs the sandboxes root")
+        node_path = shutil.which(node) or node
+        if self.confined and not os.path.isabs(node_path):
+            raise SandboxError(f"Node.js not found ({node})", code="node-missing")
+        # Private temp folder and log, named after this (owning) process: swept if it is killed.
+        self.tmp_dir = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-"))
+        self._log = tempfile.NamedTemporaryFile(prefix=f"{LOG_PREFIX}{os.getpid()}-", suffix=".log", delete=False)
         self.log_path = Path(self._log.name)
         env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "PATH": "/usr/bin:/bin" if self.confined else os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(home),
             # Playground's per-site temp dirs go in a private dir we remove even after a SIGKILL
-            "TMPDIR": str(self.tmp_dir),
+            # (inside the confinement it is the sidecar's /tmp)
+            "TMPDIR": "/tmp" if self.confined else str(self.tmp_dir),
             "CODEBOX_NETWORK_POLICY": network_policy,
             "NODE_NO_WARNINGS": "1",
         }
+        argv = [node, *NODE_ARGS]
+        if self.confined:
+            assert sandboxes_root is not None
+            readonly_area(sandboxes_root).mkdir(parents=True, exist_ok=True)
+            argv = [*bwrap_argv(bwrap=bwrap, node=node_path, bridge_dir=NODE_BRIDGE_DIR, playground_home=home,
+                                sandboxes_root=sandboxes_root, tmp_dir=self.tmp_dir, env=env, binds=binds),
+                    *NODE_ARGS]
         try:
             self._proc = subprocess.Popen(
-                [node, "--import", "./netguard.mjs", "sidecar.mjs"],
-                cwd=script.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+                argv, cwd=script.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
                 env=env, start_new_session=True, bufsize=1, text=True,
             )
         except FileNotFoundError as error:
@@ -66,6 +92,8 @@ class Sidecar:
         self._progress: dict[str, ProgressCallback] = {}
         self._hello: Future[Any] = Future()
         self._dead: str | None = None
+        self.live_sandboxes = 0  # kept by the backend; an idle sidecar with binds may be closed
+        self.last_used = time.monotonic()
         self._reader = threading.Thread(target=self._read, name="codebox-sidecar-reader", daemon=True)
         self._reader.start()
         try:
@@ -73,13 +101,34 @@ class Sidecar:
         except FutureTimeout:
             self.kill("did not start in time")
             raise SandboxError("The Playground sidecar did not start", code="sidecar-start-timeout") from None
-        except SandboxError:
+        except SandboxError as error:
+            if self.confined and "bwrap:" in self.log_tail():
+                self.kill("could not be confined")
+                raise SandboxError(
+                    "bubblewrap could not confine the Playground sidecar: " + self.log_tail(3),
+                    code="confinement-unavailable", details={"hint": FIX_HINT, "log": str(self.log_path)},
+                ) from error
             raise
         atexit.register(self.close)
 
     @property
     def pid(self) -> int:
+        """The started process (``bwrap`` when confined; see :meth:`node_pid`)."""
         return self._proc.pid
+
+    def node_pid(self) -> int | None:
+        """The host pid of the Node process itself (a descendant of ``bwrap`` when confined)."""
+        stack = [self._proc.pid]
+        while stack:
+            pid = stack.pop()
+            try:
+                if os.path.basename(os.readlink(f"/proc/{pid}/exe")) == "node":
+                    return pid
+                children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            except OSError:
+                continue
+            stack.extend(int(child) for child in children)
+        return None
 
     @property
     def alive(self) -> bool:
@@ -201,3 +250,48 @@ class Sidecar:
         except OSError:
             pass
         atexit.unregister(self.close)
+
+
+def _owner_pid(name: str, prefix: str) -> int | None:
+    head = name[len(prefix):].split("-", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def abandoned_sidecar_files(temp_root: Path | None = None, *, unowned_age_s: float = 600.0) -> list[Path]:
+    """Sidecar temp folders and logs left in the temp folder by a process that is gone (killed before
+    it could close its sidecar): the owner's pid is part of each name; a name without one (an older
+    Codebox) is abandoned once older than ``unowned_age_s``."""
+    root = temp_root or Path(tempfile.gettempdir())
+    found = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return []
+    now = time.time()
+    for entry in entries:
+        if entry.name.startswith(TMP_PREFIX) and entry.is_dir(follow_symlinks=False):
+            pid = _owner_pid(entry.name, TMP_PREFIX)
+        elif (entry.name.startswith(LOG_PREFIX) and entry.name.endswith(".log")
+              and entry.is_file(follow_symlinks=False)):
+            pid = _owner_pid(entry.name, LOG_PREFIX)
+        else:
+            continue
+        if pid is None:
+            try:
+                if now - entry.stat(follow_symlinks=False).st_mtime > unowned_age_s:
+                    found.append(Path(entry.path))
+            except OSError:
+                pass
+        elif pid != os.getpid() and not process_alive(pid):
+            found.append(Path(entry.path))
+    return found
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -52,7 +52,9 @@ if (mode !== 'allow') {
     const cb = typeof options === 'function' ? options : callback;
     const host = String(hostname).toLowerCase();
     const local = host === 'localhost' || host === '127.0.0.1' || host === '::1';
-    if (!local && (mode === 'deny' || !allowHosts.has(host))) {
+    // An IP literal needs no DNS (e.g. the preview server's --preview-bind address); connections to
+    // it are still checked above.
+    if (!local && !net.isIP(host) && (mode === 'deny' || !allowHosts.has(host))) {
       const err = new Error(`codebox network policy denies DNS lookup of ${hostname}`);
       err.code = 'ENOTFOUND';
       process.nextTick(() => cb(err));

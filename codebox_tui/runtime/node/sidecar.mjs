@@ -3,10 +3,18 @@
 // unsolicited progress lines {event, sandbox, data}. Exits when stdin closes.
 import { runCLI } from '@wp-playground/cli';
 import { jspi } from 'wasm-feature-detect';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+
+// Defence in depth (docs/security.md, "Layers"): refuse to run without the spawn guard preloaded.
+if (!globalThis.__codeboxSpawnRefused) {
+  process.stderr.write('nospawn.mjs was not preloaded (node --import ./nospawn.mjs); refusing to start\n');
+  process.exit(3);
+}
 
 const sandboxes = new Map();
 const out = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
@@ -43,6 +51,40 @@ function keepPhpModule(php) {
   return pending;
 }
 keepPhpModule('8.3'); // the default version, compiled while the first sandbox's site is prepared
+
+// The preview server: Playground calls `server.listen(port, callback)`, which listens on every
+// interface. Each boot runs in an async context that names its bind address (127.0.0.1 unless the
+// caller asked for another with --preview-bind); a listen without a host gets that address.
+const listenContext = new AsyncLocalStorage();
+const originalListen = http.Server.prototype.listen;
+http.Server.prototype.listen = function listen(...args) {
+  if (typeof args[0] === 'number' && typeof args[1] !== 'string') {
+    args.splice(1, 0, listenContext.getStore()?.host || '127.0.0.1');
+  }
+  return originalListen.apply(this, args);
+};
+
+// Host folders mounted twice in one sandbox (one inside the other) would give PHP two views of the
+// same host directory: a swap made through one view is not seen by the other's cached nodes,
+// which would then resolve paths through a host symlink. Refused (docs/security.md).
+function checkMountOverlap(hostPaths) {
+  const real = hostPaths.map((p) => {
+    try { return fs.realpathSync(p); } catch { return path.resolve(p); }
+  });
+  for (let i = 0; i < real.length; i++) {
+    for (let j = 0; j < real.length; j++) {
+      if (i !== j && (real[i] === real[j] || real[j].startsWith(real[i] + path.sep))) {
+        throw Object.assign(new Error(`host folders ${hostPaths[i]} and ${hostPaths[j]} overlap; mount each host folder once`),
+          { code: 'overlapping-mounts' });
+      }
+    }
+  }
+}
+
+// Refusal check after every boot: a PHP child must not start (nospawn.mjs); fail closed otherwise.
+const SPAWN_PROBE = "<?php $p = @proc_open(['php', '-r', 'echo 1;'], [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);"
+  + " $out = $p ? stream_get_contents($pipes[1]) : ''; $rc = $p ? proc_close($p) : 127;"
+  + " echo ($out === '' && $rc === 127) ? 'refused' : 'spawned';";
 
 function need(sandbox) {
   const entry = sandboxes.get(sandbox);
@@ -87,11 +129,13 @@ const ops = {
     const t0 = Date.now();
     progress(p.sandbox, 'starting-php');
     await keepPhpModule(p.php);
+    const hostPaths = [...(p.mountsBeforeInstall || []), ...(p.mounts || [])].map((m) => m.hostPath);
+    checkMountOverlap(hostPaths);
     const exit = process.exit;
     process.exit = (code) => { throw Object.assign(new Error(`Playground CLI exited with code ${code}`), { code: 'cli-exit' }); };
     let cli;
     try {
-      cli = await runCLI({
+      cli = await listenContext.run({ host: p.bind || '127.0.0.1' }, () => runCLI({
         command: 'server',
         port: p.port || 0,
         php: p.php,
@@ -105,13 +149,19 @@ const ops = {
         quiet: true,
         workers: 1,
         skipBrowser: true,
-      });
+      }));
     } finally {
       process.exit = exit;
     }
     progress(p.sandbox, 'server-started', { ms: Date.now() - t0, url: cli.serverUrl });
-    const entry = { cli, pg: cli.playground };
+    const entry = { cli, pg: cli.playground, hostPaths };
     sandboxes.set(p.sandbox, entry);
+    const probe = await entry.pg.run({ code: SPAWN_PROBE }).catch((err) => ({ text: String(err && err.message || err) }));
+    if (probe.text !== 'refused') {
+      sandboxes.delete(p.sandbox);
+      await cli[Symbol.asyncDispose]().catch(() => {});
+      throw Object.assign(new Error(`sandboxed PHP could start a process (${probe.text.slice(0, 200)})`), { code: 'spawn-not-refused' });
+    }
     if (p.warm) {
       progress(p.sandbox, 'warming-php');
       await entry.pg.run({ code: "<?php require '/wordpress/wp-load.php';" });
@@ -171,8 +221,11 @@ const ops = {
 
   // Attach host directories to a live sandbox (used when a pre-booted spare is handed to a run).
   mount: async (p) => {
-    const { pg } = need(p.sandbox);
-    await pg.mountAfterWordPressInstall(p.mounts || []);
+    const entry = need(p.sandbox);
+    const hostPaths = [...entry.hostPaths, ...(p.mounts || []).map((m) => m.hostPath)];
+    checkMountOverlap(hostPaths);
+    await entry.pg.mountAfterWordPressInstall(p.mounts || []);
+    entry.hostPaths = hostPaths;
     return { mounted: (p.mounts || []).length };
   },
 

@@ -1,0 +1,132 @@
+"""OS-level confinement of the Node sidecar with bubblewrap (docs/security.md, "Layers").
+
+The sidecar runs in its own user, mount, PID, IPC, UTS and cgroup namespaces (the network is shared so
+the preview stays reachable on loopback; ``netguard.mjs`` applies the network policy), as uid/gid
+65534 without capabilities, with a cleared environment, its own ``/proc``, a minimal ``/dev`` and a
+private ``/tmp``. It sees only:
+
+* system files, read-only (``/usr`` and the ``/etc`` pieces Node needs);
+* the Node bridge folder, read-only;
+* the Playground ``HOME`` and the sandboxes root (site copies, private copies), read-write;
+* the read-only staging area inside the sandboxes root, bound read-only: a staged copy of a read-only
+  mount cannot be made writable with ``chmod`` from inside (the mount itself is read-only);
+* the external host folders a boot asked for (``hostPath`` values outside the sandboxes root), each
+  bound read-only or read-write. Binds are fixed when bwrap starts, so sidecars are keyed by them.
+
+Nothing else of the host (the project checkout, the store, the rest of ``CODEBOX_HOME``, ``/root``,
+other users' files, the caller's environment) exists inside. ``CODEBOX_CONFINEMENT=none`` turns this
+off (dangerous; documented in docs/security.md).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from codebox_tui.errors import SandboxError
+
+SANDBOX_UID = 65534
+# Inside the sandboxes root: where read-only mounts are staged; bound read-only into the sidecar.
+READONLY_AREA = ".readonly"
+# /etc entries Node and the resolver read (only those that exist are bound, read-only).
+ETC_ENTRIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl", "ca-certificates", "resolv.conf",
+               "hosts", "nsswitch.conf", "gai.conf", "host.conf", "localtime", "timezone", "alternatives")
+SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")
+FIX_HINT = ("install bubblewrap (`scripts/install-system.sh` or `apt-get install bubblewrap`), or set "
+            "CODEBOX_CONFINEMENT=none to run the sidecar unconfined (dangerous: see docs/security.md)")
+
+
+@dataclass(frozen=True, order=True)
+class Bind:
+    """A host folder made visible to the sidecar at the same path."""
+
+    path: str
+    writable: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.path}:{'rw' if self.writable else 'ro'}"
+
+
+def readonly_area(sandboxes_root: Path) -> Path:
+    return sandboxes_root / READONLY_AREA
+
+
+def readonly_dir(work_dir: Path) -> Path:
+    """Where a sandbox's read-only mounts are staged (bound read-only into the confined sidecar)."""
+    return readonly_area(work_dir.parent) / work_dir.name
+
+
+def find_bwrap() -> str:
+    found = shutil.which("bwrap")
+    if not found:
+        raise SandboxError("bubblewrap (bwrap) is not installed; the sandbox cannot be confined",
+                           code="confinement-unavailable", details={"hint": FIX_HINT})
+    return found
+
+
+def _is_within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def bwrap_argv(*, bwrap: str, node: str, bridge_dir: Path, playground_home: Path, sandboxes_root: Path,
+               tmp_dir: Path, env: dict[str, str], binds: tuple[Bind, ...]) -> list[str]:
+    """The ``bwrap … node`` command line (the sidecar arguments are appended by the caller)."""
+    argv = [bwrap, "--unshare-all", "--share-net", "--die-with-parent", "--clearenv",
+            "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL"]
+    for name, value in env.items():
+        argv += ["--setenv", name, value]
+    for system_dir in SYSTEM_DIRS:
+        if os.path.islink(system_dir):
+            argv += ["--symlink", os.readlink(system_dir), system_dir]
+        elif os.path.isdir(system_dir):
+            argv += ["--ro-bind", system_dir, system_dir]
+    for entry in ETC_ENTRIES:
+        argv += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
+    node_path = Path(os.path.realpath(node))
+    if not _is_within(node_path, Path("/usr")):  # a Node installed elsewhere: its prefix, read-only
+        prefix = node_path.parent.parent if node_path.parent.name == "bin" else node_path.parent
+        argv += ["--ro-bind", str(prefix), str(prefix)]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--bind", str(tmp_dir), "/tmp"]
+    # External folders first, Codebox's own on top (a folder that contains CODEBOX_HOME stays
+    # read-only where Codebox says so).
+    for bind in binds:
+        argv += ["--bind" if bind.writable else "--ro-bind", bind.path, bind.path]
+        dot_git = Path(bind.path) / ".git"
+        if bind.writable and dot_git.is_dir() and not dot_git.is_symlink():
+            # a live mount's repository is not the sidecar's business: an empty read-only folder
+            argv += ["--tmpfs", str(dot_git), "--remount-ro", str(dot_git)]
+    argv += ["--bind", str(playground_home), str(playground_home),
+             "--bind", str(sandboxes_root), str(sandboxes_root),
+             "--ro-bind", str(readonly_area(sandboxes_root)), str(readonly_area(sandboxes_root))]
+    bridge = bridge_dir.resolve()
+    argv += ["--ro-bind", str(bridge), str(bridge)]
+    modules = bridge_dir / "node_modules"
+    if modules.is_symlink():  # a development checkout sharing another checkout's node_modules
+        real = modules.resolve()
+        argv += ["--ro-bind", str(real), str(real)]
+    argv += ["--chdir", str(bridge), node_path.as_posix()]
+    return argv
+
+
+def external_binds(host_paths: list[tuple[str, bool]], sandboxes_root: Path) -> tuple[Bind, ...]:
+    """The sorted, de-duplicated binds for host folders outside the sandboxes root (a folder both
+    read-only and read-write is bound read-write)."""
+    root = Path(os.path.realpath(sandboxes_root))
+    chosen: dict[str, bool] = {}
+    for host_path, writable in host_paths:
+        real = Path(os.path.realpath(host_path))
+        if _is_within(real, root):
+            continue
+        chosen[str(real)] = chosen.get(str(real), False) or writable
+    return tuple(sorted(Bind(path, writable) for path, writable in chosen.items()))
+
+
+def covered(host_path: str, sandboxes_root: Path, binds: tuple[Bind, ...], *, writable: bool) -> bool:
+    """Whether the confined sidecar sees ``host_path`` (with write access when ``writable``)."""
+    real = Path(os.path.realpath(host_path))
+    if _is_within(real, Path(os.path.realpath(sandboxes_root))):
+        return True
+    return any(_is_within(real, Path(b.path)) and (b.writable or not writable) for b in binds)

@@ -1,0 +1,83 @@
+"""Pure parts of the sidecar wall (docs/security.md): bind selection, the bwrap command line, the
+leftover sweep's ownership rules, --preview-bind validation."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from codebox_tui.runtime.confinement import Bind, bwrap_argv, covered, external_binds, readonly_dir
+
+
+def test_external_binds_skip_the_sandboxes_root_and_merge_modes(tmp_path: Path) -> None:
+    root = tmp_path / "sandboxes"
+    (root / "sandbox-a" / "mount-0").mkdir(parents=True)
+    live, other = tmp_path / "plugin", tmp_path / "fixtures"
+    live.mkdir()
+    other.mkdir()
+    binds = external_binds([(str(other), False), (str(live), False), (str(root / "sandbox-a" / "mount-0"), True),
+                            (str(live), True)], root)
+    assert binds == (Bind(str(other), False), Bind(str(live), True))
+    assert covered(str(live / "sub"), root, binds, writable=True)
+    assert covered(str(root / "sandbox-a" / "mount-0"), root, (), writable=True)
+    assert not covered(str(tmp_path / "elsewhere"), root, binds, writable=False)
+    assert not covered(str(other), root, binds, writable=True)
+
+
+def test_bwrap_argv_binds_only_what_the_sidecar_needs(tmp_path: Path) -> None:
+    root = tmp_path / "sandboxes"
+    live = tmp_path / "plugin"
+    (live / ".git").mkdir(parents=True)
+    argv = bwrap_argv(bwrap="/usr/bin/bwrap", node="/usr/bin/node", bridge_dir=tmp_path / "bridge",
+                      playground_home=tmp_path / "pg-home", sandboxes_root=root, tmp_dir=tmp_path / "t",
+                      env={"HOME": str(tmp_path / "pg-home")}, binds=(Bind(str(live), True),))
+    joined = " ".join(argv)
+    for flag in ("--unshare-all", "--share-net", "--die-with-parent", "--clearenv", "--uid 65534",
+                 "--gid 65534", "--cap-drop ALL", "--proc /proc", "--dev /dev", f"--bind {tmp_path / 't'} /tmp"):
+        assert flag in joined
+    assert f"--bind {live} {live}" in joined
+    assert f"--tmpfs {live / '.git'} --remount-ro {live / '.git'}" in joined
+    assert f"--ro-bind {root / '.readonly'} {root / '.readonly'}" in joined
+    # the read-only staging area is bound after (on top of) the read-write sandboxes root
+    assert joined.index(f"--bind {root} {root}") < joined.index(f"--ro-bind {root / '.readonly'}")
+    assert "/root" not in argv and str(Path.home()) not in argv
+    assert readonly_dir(root / "sandbox-x") == root / ".readonly" / "sandbox-x"
+
+
+def test_abandoned_sidecar_files_are_those_of_dead_owners(tmp_path: Path) -> None:
+    from codebox_tui.runtime.sidecar import abandoned_sidecar_files
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (tmp_path / f"codebox-sidecar-tmp-{dead.pid}-abc").mkdir()
+    (tmp_path / f"codebox-sidecar-{dead.pid}-abc.log").write_text("")
+    (tmp_path / f"codebox-sidecar-tmp-{os.getpid()}-mine").mkdir()
+    (tmp_path / f"codebox-sidecar-{os.getppid()}-parent.log").write_text("")
+    (tmp_path / "codebox-sidecar-tmp-oldstyle").mkdir()
+    (tmp_path / "unrelated.log").write_text("")
+    assert sorted(p.name for p in abandoned_sidecar_files(tmp_path)) == sorted([
+        f"codebox-sidecar-tmp-{dead.pid}-abc", f"codebox-sidecar-{dead.pid}-abc.log"])
+    old = time.time() - 3600
+    os.utime(tmp_path / "codebox-sidecar-tmp-oldstyle", (old, old))
+    assert "codebox-sidecar-tmp-oldstyle" in {p.name for p in abandoned_sidecar_files(tmp_path)}
+
+
+@pytest.mark.parametrize("value, expected", [("127.0.0.1", "127.0.0.1"), ("0.0.0.0", "0.0.0.0"), ("[::1]", "::1")])
+def test_preview_bind_accepts_ip_addresses(value: str, expected: str) -> None:
+    from codebox_tui.cli_run import _preview_bind
+
+    assert _preview_bind(value) == expected
+    assert _preview_bind(None) is None
+
+
+def test_preview_bind_rejects_a_host_name_naming_the_flag() -> None:
+    from codebox_tui.cli_run import _preview_bind
+    from codebox_tui.errors import BadInputError
+
+    with pytest.raises(BadInputError) as caught:
+        _preview_bind("example.com")
+    assert caught.value.field == "preview-bind"
