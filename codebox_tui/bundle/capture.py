@@ -448,21 +448,25 @@ def _risk_flags(diffs: list[FileDiff]) -> list[str]:
 
 
 def _test_results(suites: list[Any]) -> TestResults:
+    """All suites, and a summary of the code as the sandbox left it: when a suite ran on both sides of a
+    patch (``phase`` "before" / "after", evaluate-patch), the summary and status are the "after" side's,
+    never the two sides summed; each side's own counts stay in its suite."""
     parsed = [s if isinstance(s, TestSuite) else TestSuite.model_validate(s) for s in suites]
+    current = [s for s in parsed if s.phase != "before"] if any(s.phase == "after" for s in parsed) else parsed
     summary = TestSummary(
-        total=sum(s.tests for s in parsed),
-        passed=sum(s.passed for s in parsed),
-        failed=sum(s.failed for s in parsed),
-        skipped=sum(s.skipped for s in parsed),
-        unknown=sum(s.unknown for s in parsed),
+        total=sum(s.tests for s in current),
+        passed=sum(s.passed for s in current),
+        failed=sum(s.failed for s in current),
+        skipped=sum(s.skipped for s in current),
+        unknown=sum(s.unknown for s in current),
     )
-    if not parsed:
+    if not current:
         status = "unknown"
     elif summary.failed:
         status = "failed"
-    elif any(s.status == "unknown" for s in parsed):
+    elif any(s.status == "unknown" for s in current):
         status = "unknown"
-    elif all(s.status == "skipped" for s in parsed):
+    elif all(s.status == "skipped" for s in current):
         status = "skipped"
     else:
         status = "passed"
