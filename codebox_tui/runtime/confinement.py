@@ -73,8 +73,13 @@ def _is_within(path: Path, root: Path) -> bool:
 
 def bwrap_argv(*, bwrap: str, node: str, bridge_dir: Path, playground_home: Path, sandboxes_root: Path,
                tmp_dir: Path, env: dict[str, str], binds: tuple[Bind, ...]) -> list[str]:
-    """The ``bwrap … node`` command line (the sidecar arguments are appended by the caller)."""
-    argv = [bwrap, "--unshare-all", "--share-net", "--die-with-parent", "--clearenv",
+    """The ``bwrap … node`` command line (the sidecar arguments are appended by the caller).
+
+    No ``--die-with-parent``: its parent-death signal follows the *thread* that started bwrap, and sidecars
+    are started from short-lived worker threads (a background seed boot lost its sidecar to SIGKILL when
+    the starter thread ended). The sidecar already exits when its stdin closes, which happens when the
+    owning process dies, however it dies (runtime/sidecar.py)."""
+    argv = [bwrap, "--unshare-all", "--share-net", "--clearenv",
             "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL"]
     for name, value in env.items():
         argv += ["--setenv", name, value]
