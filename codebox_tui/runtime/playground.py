@@ -53,9 +53,10 @@ def network_policy_key(policy: RuntimePolicy) -> str:
     return json.dumps({"allowHosts": sorted(policy.network.allowHosts)})
 
 
-def sidecar_key(policy: RuntimePolicy, binds: tuple[Bind, ...] = ()) -> str:
-    """Sidecars are shared per network policy and set of external host folders (fixed at start)."""
-    return "|".join([network_policy_key(policy), *(bind.label for bind in binds)])
+def sidecar_key(policy: RuntimePolicy, binds: tuple[Bind, ...], home: Path) -> str:
+    """Sidecars are shared per network policy, set of external host folders and Codebox home: what a
+    confined sidecar sees (its sandboxes root, Playground home, binds) is fixed when it starts."""
+    return "|".join([str(home), network_policy_key(policy), *(bind.label for bind in binds)])
 
 
 def spec_binds(spec: SandboxSpec, sandboxes_root: Path) -> tuple[Bind, ...]:
@@ -69,7 +70,7 @@ def spec_binds(spec: SandboxSpec, sandboxes_root: Path) -> tuple[Bind, ...]:
 
 def get_sidecar(settings: CodeboxSettings, policy: RuntimePolicy, binds: tuple[Bind, ...] = ()) -> Sidecar:
     """The shared sidecar for this network policy and these external binds, started on first use."""
-    key = sidecar_key(policy, binds)
+    key = sidecar_key(policy, binds, settings.home)
     idle: list[Sidecar] = []
     with _sidecars_lock:
         sidecar = _sidecars.get(key)
@@ -147,10 +148,10 @@ def _wait_for_preparation(timeout_s: float) -> bool:
         return True
 
 
-def _spare_key(build: WordPressBuild, spec: SandboxSpec, binds: tuple[Bind, ...] = ()) -> str:
+def _spare_key(build: WordPressBuild, spec: SandboxSpec, binds: tuple[Bind, ...], home: Path) -> str:
     """Spares are interchangeable for the same WordPress build, PHP version and sidecar (network
     policy and external binds: a spare is only used by a boot whose folders its sidecar sees)."""
-    return f"{build.version}|{spec.php}|{sidecar_key(spec.policy, binds)}"
+    return f"{build.version}|{spec.php}|{sidecar_key(spec.policy, binds, home)}"
 
 
 _starter = ThreadPoolExecutor(max_workers=2, thread_name_prefix="codebox-sidecar-start")
@@ -389,7 +390,7 @@ class PlaygroundBackend:
                 self.settings.spare_sandboxes, _boots_in_process, _spares_override):
             return False
         build = resolve_build(spec.wp)
-        key = _spare_key(build, spec, self._binds(spec))
+        key = _spare_key(build, spec, self._binds(spec), self.settings.home)
         with _spares_lock:
             if key in _spares:
                 return False
@@ -403,7 +404,7 @@ class PlaygroundBackend:
     def _sidecar_future(self, spec: SandboxSpec, binds: tuple[Bind, ...] | None = None) -> Future[Sidecar]:
         if binds is None:
             binds = self._binds(spec)
-        key = sidecar_key(spec.policy, binds)
+        key = sidecar_key(spec.policy, binds, self.settings.home)
         with _sidecars_lock:
             existing = _sidecars.get(key)
             if existing is not None and existing.alive:
@@ -434,7 +435,7 @@ class PlaygroundBackend:
         self._sidecar_future(spec)  # node starts while the site directory is prepared
         report("resolving-wordpress", {"version": build.version})
         golden = ensure_golden_site(build, self.settings.golden_dir)
-        spare_key = _spare_key(build, spec, self._binds(spec))
+        spare_key = _spare_key(build, spec, self._binds(spec), self.settings.home)
         poolable = spec.preview_port is None and spec.preview_bind is None and spec.blueprint is None
         if poolable:
             with _spares_lock:

@@ -202,6 +202,7 @@ async def test_home_opens_a_reference_bundle_by_path_and_the_approve_dialog_name
     from store.db import Store
 
     home = _home(tmp_path)
+    session_home = os.environ["CODEBOX_HOME"]
     monkeypatch.setenv("CODEBOX_HOME", str(home))
     reload_settings()
     try:
@@ -237,7 +238,8 @@ async def test_home_opens_a_reference_bundle_by_path_and_the_approve_dialog_name
             (decision,) = store.list_decisions(record.key)
             assert sorted(decision.approved_files) == sorted(c["path"] for c in written["changed"])
     finally:
-        monkeypatch.delenv("CODEBOX_HOME")
+        # back to the test session's home (never unset: settings would fall back to the user's own)
+        monkeypatch.setenv("CODEBOX_HOME", session_home)
         reload_settings()
 
 

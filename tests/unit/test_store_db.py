@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -38,6 +39,7 @@ def test_open_creates_wal_database_with_schema_version(tmp_path: Path) -> None:
 def test_default_path_follows_codebox_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from codebox_tui.settings import reload_settings
 
+    session_home = os.environ["CODEBOX_HOME"]
     monkeypatch.setenv("CODEBOX_HOME", str(tmp_path / "home"))
     reload_settings()
     try:
@@ -45,7 +47,8 @@ def test_default_path_follows_codebox_home(tmp_path: Path, monkeypatch: pytest.M
             assert s.path == tmp_path / "home" / "codebox.sqlite3"
         assert (tmp_path / "home" / "codebox.sqlite3").is_file()
     finally:
-        monkeypatch.delenv("CODEBOX_HOME")
+        # back to the test session's home (never unset: settings would fall back to the user's own)
+        monkeypatch.setenv("CODEBOX_HOME", session_home)
         reload_settings()
 
 
