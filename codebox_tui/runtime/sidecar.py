@@ -218,12 +218,31 @@ class Sidecar:
             ) from None
 
     def kill(self, reason: str = "was killed") -> None:
-        if self._proc.poll() is None:
+        """SIGKILL the sidecar and return once nothing of its process group is left. Under bubblewrap the
+        group is bwrap (the leader), bwrap's namespace init and Node: the members below the leader are
+        killed first so that each is reaped by its own parent (an orphan would wait for pid 1, which does
+        not reap on every machine), then the leader, which exits with them, is reaped here."""
+        leader = self._proc.pid
+        members = _live_group_members(leader) - {leader}
+        for pid in members:
             try:
-                os.killpg(self._proc.pid, signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+        if members and self._proc.poll() is None:
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(leader, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self._proc.poll() is None:
             self._proc.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while _live_group_members(leader) and time.monotonic() < deadline:
+            time.sleep(0.02)
         shutil.rmtree(self.tmp_dir, ignore_errors=True)
         self._mark_dead(reason)
 
@@ -295,3 +314,24 @@ def process_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _live_group_members(pgid: int) -> set[int]:
+    """Processes of process group ``pgid`` that are not zombies (read from /proc)."""
+    found: set[int] = set()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # after "pid (comm)": state, ppid, pgrp, ...
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            found.add(int(name))
+    return found
