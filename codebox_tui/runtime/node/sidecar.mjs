@@ -252,6 +252,9 @@ rl.on('line', async (line) => {
   }
 });
 rl.on('close', async () => {
+  // The parent is gone (or done): never outlive it. Disposing a Playground can hang (a worker stuck in
+  // a request), so a watchdog ends the process if the orderly shutdown has not within a few seconds.
+  setTimeout(() => process.exit(0), 3000).unref();
   await ops.shutdown();
   process.exit(0);
 });
