@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from codebox_tui.bundle.reader import LoadedBundle, load_bundle
+from codebox_tui.recipes.results import BundleChecks
+from codebox_tui.recipes.results import bundle_checks as read_checks
 from store.db import BundleRecord, Store
 
 
@@ -97,3 +99,8 @@ def patch_evaluation(bundle_dir: Path) -> tuple[dict[str, Any] | None, str | Non
     if not isinstance(tests, dict) or not isinstance(tests.get("verdict"), str):
         return None, f"{EVALUATION_FILE} has no tests.verdict (expected the patch-evaluation/v1 shape)"
     return doc, None
+
+
+def bundle_checks(bundle_dir: Path, test_results: dict[str, Any]) -> BundleChecks:
+    """Tests (per side), probes and a recipe run's verdict: ``codebox_tui/recipes/results.py``."""
+    return read_checks(bundle_dir, test_results)
