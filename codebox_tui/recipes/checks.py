@@ -17,12 +17,15 @@ terminal-safe with :func:`codebox_tui.textsafe.safe_text` (docs/architecture.md,
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from codebox_tui.textsafe import safe_text
 
+_TAG = re.compile(r"</?[a-z]+ ?/?>")  # PHP's html_errors markup: <b>, <br />
+_PHP_ERROR = re.compile(r"\b(Fatal error|Parse error|Uncaught)\b")
 MAX_SHOWN = 300  # characters of a JSON value or an error shown in one message
 
 
@@ -48,8 +51,11 @@ def error_message(error: Any, limit: int = MAX_SHOWN) -> str:
         return "failed (no message)"
     else:
         text = str(error)
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    text = " ⏎ ".join(lines[-3:]) if lines else text.strip()  # the end of the output says why
+    lines = [_TAG.sub("", line).strip() for line in text.strip().splitlines()]
+    lines = [line for line in lines if line]
+    # PHP's first error line says why (a stack trace follows it); otherwise the end of the output does
+    reason = next((line for line in lines if _PHP_ERROR.search(line)), None)
+    text = reason if reason else (" ⏎ ".join(lines[-3:]) if lines else text.strip())
     if len(text) > limit:
         text = "…" + text[-limit:]
     return safe_text(text)

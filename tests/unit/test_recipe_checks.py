@@ -9,6 +9,7 @@ from typing import Any
 
 from codebox_tui.recipes.checks import (
     MAX_SHOWN,
+    error_message,
     failed_probes,
     probe_message,
     recipe_verdict,
@@ -91,6 +92,17 @@ def test_probe_values_are_shortened_and_terminal_safe() -> None:
     assert verdict.failures[0]["what"] == "probe 'evil\\x1b[31m'"
     assert "\x1b" not in json.dumps(verdict.to_dict(), ensure_ascii=False)
     assert short_json("a" * 10, limit=4) == '"aaa… (8 more characters)'
+
+
+def test_error_messages_pick_the_php_error_line_over_its_stack_trace() -> None:
+    output = ("<br />\n<b>Fatal error</b>:  Uncaught Error: Undefined constant \"STDERR\" in /tmp/x.php:2\n"
+              "Stack trace:\n#0 /internal/eval.php(4): require()\n#1 {main}\n  thrown in <b>/tmp/x.php</b> on line "
+              "<b>2</b><br />\n")
+    assert error_message(output) == 'Fatal error:  Uncaught Error: Undefined constant "STDERR" in /tmp/x.php:2'
+    assert error_message("one\ntwo\nthree\nfour\n") == "two ⏎ three ⏎ four"
+    assert error_message({"code": "timeout", "message": "the step timed out after 5 s"}) == \
+        "the step timed out after 5 s"
+    assert error_message(None) == "failed (no message)"
 
 
 def test_a_probe_that_printed_no_json_shows_what_it_printed() -> None:
