@@ -111,6 +111,20 @@ def test_failing_probe_fails_the_run_naming_probe_expected_and_actual(runs: dict
     assert f"probe    ✘ greeting: failed — {stored['message']}" in human
 
 
+async def test_review_shows_an_advisory_failure_as_a_warning(runs: dict[str, Any]) -> None:
+    bundle = Path(json.loads(runs["advisory"].stdout)["bundleDir"])
+    app = CodeboxApp(bundle)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ReviewScreen)
+        header = str(screen.query_one("#recipe-verdict", Static).render())
+        assert "RECIPE PASSED" in header and "⚠ 1 warning" in header and "probes 1/1 passed" in header
+        tests = str(screen.query_one("#tests", Static).render())
+        assert "Probes (1)" in tests and "✔ option-set" in tests and "Recipe run: passed" in tests
+        assert f"⚠ warning workflow.steps[1] (wordpress.run-php): {ADVISORY_MESSAGE}" in tests
+
+
 async def test_review_shows_probes_and_the_recipe_verdict(runs: dict[str, Any]) -> None:
     bundle = runs["probe_bundle"]
     assert bundle is not None

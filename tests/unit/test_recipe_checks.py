@@ -181,3 +181,30 @@ def test_unreadable_or_hostile_check_files_are_problems_never_crashes(tmp_path: 
     _write(tmp_path / "odd", "files/probes.json", {"probes": [1, None, {"name": 7, "status": ["x"]}]})
     odd = bundle_checks(tmp_path / "odd", {})
     assert [(p.name, p.status) for p in odd.probes] == [("7", "['x']")]
+
+
+def test_artifacts_show_on_an_imported_reference_bundle_shows_tests_and_probes(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.reference_bundle import write_reference_bundle
+
+    before, after = tmp_path / "before", tmp_path / "after"
+    before.mkdir()
+    after.mkdir()
+    (before / "a.php").write_text("<?php\n// one\n")
+    (after / "a.php").write_text("<?php\n// two\n")
+    bundle = tmp_path / "bundle"
+    write_reference_bundle(bundle, before, after, target="/wordpress/wp-content/plugins/p")
+
+    def show(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "codebox_tui", "artifacts", "show", str(bundle), *extra],
+                              capture_output=True, text=True, timeout=120)
+
+    lines = show().stdout.splitlines()
+    assert "tests    unknown (no test-aware command ran)" in lines and "probes   none" in lines
+    probes = [_probe("ref-probe", "failed", exitCode=0, expectJson={"a": 1}, actualJson={"a": 0})]
+    _write(bundle, "files/probes.json", {"schema": "wp-codebox/recipe-probes/v1", "probes": probes})
+    lines = show().stdout.splitlines()  # not in the manifest: verification says so, show still reads it
+    assert 'probe    ✘ ref-probe: failed — expected JSON containing {"a": 1}, got {"a": 0}' in lines
+    assert json.loads(show("--json").stdout)["checks"]["probes"][0]["name"] == "ref-probe"
