@@ -104,3 +104,15 @@ def patch_evaluation(bundle_dir: Path) -> tuple[dict[str, Any] | None, str | Non
 def bundle_checks(bundle_dir: Path, test_results: dict[str, Any]) -> BundleChecks:
     """Tests (per side), probes and a recipe run's verdict: ``codebox_tui/recipes/results.py``."""
     return read_checks(bundle_dir, test_results)
+
+
+def decision_warning(bundle_dir: Path) -> str | None:
+    """A warning to show before a new decision on a bundle the store has as discarded or applied."""
+    from store.inbox import decision_warning as warning_for
+
+    store = open_store()
+    try:
+        record = store.find_bundle_at(Path(bundle_dir))
+    finally:
+        store.close()
+    return warning_for(record.status) if record is not None else None

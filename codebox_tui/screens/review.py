@@ -359,6 +359,9 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             lines += [f"  - {safe_text(f)}" for f in listed]
         if reason:
             lines.append(f"Reason: {reason}")
+        warning = data.decision_warning(self.bundle_dir)  # already discarded or applied: say so first
+        if warning:
+            lines[:0] = [f"⚠ {warning}", ""]
 
         def done(confirmed: bool | None) -> None:
             if not confirmed:
