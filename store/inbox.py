@@ -193,6 +193,13 @@ def _first_commands(bundle: Path, limit: int = 3) -> list[str]:
     return names
 
 
+def _patch_title(plugin: str, patch: str) -> str:
+    """``plugin + patch`` without what repeats: ``buggy-counter + fix`` for buggy-counter-fix.patch."""
+    stem = patch.removesuffix(".patch").removesuffix(".diff")
+    rest = stem.removeprefix(plugin).lstrip("-_. ") if stem.startswith(plugin) else stem
+    return f"{plugin} + {rest or stem}"
+
+
 def describe_bundle(record: BundleRecord) -> InboxRow:
     """Source, title, verdict and test delta, and risk flags of one recorded bundle, read from its small
     JSON files (never verified here: opening a bundle for review verifies it)."""
@@ -208,7 +215,7 @@ def describe_bundle(record: BundleRecord) -> InboxRow:
     listed = review.get("riskFlags")
     flags: list[Any] = listed if isinstance(listed, list) else []
     if checks.kind == "evaluate-patch":
-        title = f"{evaluation.get('plugin') or '?'} + {evaluation.get('patch') or '?'}"
+        title = _patch_title(str(evaluation.get("plugin") or "?"), str(evaluation.get("patch") or "?"))
         verdict = checks.patch_verdict or "unknown"
     elif checks.kind == "recipe-run":
         named = attestation.get("recipe")

@@ -62,7 +62,7 @@ def test_rows_say_source_title_verdict_and_delta(tmp_path: Path, store: Store) -
     keys = made["keys"]
     patch, recipe = rows[keys["patch"]], rows[keys["recipe"]]
     assert (patch.source, patch.title, patch.verdict, patch.delta) == (
-        "evaluate-patch", "buggy-counter + fix-spaces.patch", "improvement", "1/2 → 2/2")
+        "evaluate-patch", "buggy-counter + fix-spaces", "improvement", "1/2 → 2/2")
     assert (recipe.source, recipe.title, recipe.verdict, recipe.warnings) == ("recipe", "bug-reproduction",
                                                                               "passed", 1)
     plain, imported = rows[keys["plain"]], rows[keys["imported"]]
@@ -104,8 +104,8 @@ async def test_filter_search_and_sort_on_home(tmp_path: Path, store: Store) -> N
         cells = [str(c) for c in table.get_row_at(0)]
         assert cells[1:4] == ["eval", "improvement", "1/2→2/2"]
         width = table.ordered_columns[0].width
-        assert width >= 16 and cells[0] == shorten_middle("buggy-counter + fix-spaces.patch", width)
-        assert cells[0].startswith("buggy-c") and cells[0].endswith(".patch")
+        assert width >= 16 and cells[0] == shorten_middle("buggy-counter + fix-spaces", width)
+        assert cells[0].startswith("buggy-c") and cells[0].endswith("spaces")
         await pilot.press("escape")
         await pilot.pause()
         newest = _table_keys(app)
@@ -168,3 +168,23 @@ async def test_review_warns_before_a_new_decision_on_a_discarded_bundle(tmp_path
         assert isinstance(app.screen, ConfirmDialog)
         body = str(app.screen.query_one("#confirm-body", Static).render())
         assert body.startswith("⚠ This bundle was already discarded")
+
+
+def test_patch_titles_drop_the_repeated_plugin_name() -> None:
+    from store.inbox import _patch_title
+
+    assert _patch_title("buggy-counter", "buggy-counter-fix.patch") == "buggy-counter + fix"
+    assert _patch_title("word-stats", "fatal.diff") == "word-stats + fatal"
+    assert _patch_title("p", "p.patch") == "p + p"
+
+
+def test_a_vanished_or_hostile_bundle_folder_still_gets_a_row(tmp_path: Path, store: Store) -> None:
+    import shutil
+
+    made = _inbox(tmp_path, store)
+    shutil.rmtree(made["paths"]["imported"])
+    _add(made["paths"]["recipe"], "files/run-attestation.json", {"recipe": {"path": "evil\x1b]0;x\x07.json"}})
+    rows = {r.key: r for r in inbox_rows(store)}
+    gone = rows[made["keys"]["imported"]]
+    assert gone.source == "imported" and gone.verdict == "no tests" and gone.title == "run"
+    assert rows[made["keys"]["recipe"]].title == "evil\\x1b]0;x\\x07"
