@@ -117,7 +117,7 @@ def import_bundles(store: Store, root: Path) -> ImportReport:
     return report
 
 
-# -- the inbox as Home shows it (docs/architecture.md, "Review") ----------------------------------------
+# -- the inbox as Home shows it (docs/architecture.md, "Additions (as built)") ---------------------------
 
 FILTERS = ("all", "pending", "approved", "applied", "discarded", "iterate")
 SORTS = ("newest", "oldest", "title", "verdict", "files")

@@ -11,7 +11,7 @@ One rule, used by ``recipe-run`` when it finishes and by every reader of a recip
 - a failed probe is described by its name, the JSON it was expected to contain and what came back.
 
 Everything in a message may come from the sandbox: it is shortened (``MAX_SHOWN``) and made
-terminal-safe with :func:`codebox_tui.textsafe.safe_text` (docs/architecture.md, "Review").
+terminal-safe with :func:`codebox_tui.textsafe.safe_text` (docs/architecture.md, module map: textsafe).
 """
 
 from __future__ import annotations
