@@ -188,3 +188,20 @@ def test_a_vanished_or_hostile_bundle_folder_still_gets_a_row(tmp_path: Path, st
     gone = rows[made["keys"]["imported"]]
     assert gone.source == "imported" and gone.verdict == "no tests" and gone.title == "run"
     assert rows[made["keys"]["recipe"]].title == "evil\\x1b]0;x\\x07"
+
+
+async def test_keys_typed_into_the_search_are_text_not_commands(tmp_path: Path, store: Store) -> None:
+    _inbox(tmp_path, store)
+    app = CodeboxApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("slash", "s", "f", "q", "n", "D", "space", "x")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, HomeScreen) and app.is_running
+        assert screen.search == "sfqnD x" and screen.sort == "newest" and screen.status_filter == "all"
+        assert _table_keys(app) == []  # nothing matches; the status line says so
+        assert "nothing matches" in str(screen.query_one("#home-status", Static).render())
+        await pilot.press("escape")
+        await pilot.pause()
+        assert screen.search == "" and len(_table_keys(app)) == 4
