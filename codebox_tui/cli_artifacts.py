@@ -67,6 +67,7 @@ def show_command(
         "contentDigestB": _digest_b(loaded.path),
         "baselines": loaded.metadata.get("baselines") or [],
         "evidence": [e["path"] for e in loaded.evidence],
+        "checks": _checks(loaded).to_dict(),
     }
     if json_out:
         emit_json(summary)
@@ -95,7 +96,7 @@ def show_command(
     if summary["skipped"]:
         typer.echo(f"skipped  {len(summary['skipped'])} not captured (changed-files.json skipped[]):")
         _echo_first([f"{e.get('reason', '?'):28} {e.get('relativePath', '')}" for e in summary["skipped"]])
-    typer.echo(f"tests    {_tests_line(summary['tests'])}")
+    _echo_checks(_checks(loaded), loaded.test_results.get("status"))
     for flag in summary["riskFlags"]:
         typer.echo(f"risk     {flag}")
     for path in summary["evidence"]:
@@ -129,14 +130,16 @@ def _echo_first(lines: list[str], hint: str = "", limit: int = 10) -> None:
         typer.echo(f"  … {len(lines) - limit} more{hint}")
 
 
-def _tests_line(tests: dict[str, Any]) -> str:
-    raw = tests.get("summary")
-    counts: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    total = counts.get("total") or 0
-    if not total:
-        return f"{tests.get('status') or 'unknown'} (no test-aware command ran)"
-    parts = [f"{counts.get(k, 0)} {k}" for k in ("passed", "failed", "skipped", "unknown") if counts.get(k)]
-    return f"{tests.get('status')}: {', '.join(parts)} of {total}"
+def _checks(loaded: Any) -> Any:
+    """Tests (per side for evaluate-patch), probes and a recipe run's verdict: recipes/results.py."""
+    from codebox_tui.recipes.results import bundle_checks
+
+    return bundle_checks(loaded.path, loaded.test_results)
+
+
+def _echo_checks(checks: Any, tests_status: Any) -> None:
+    for label, text in checks.lines(str(tests_status or "unknown")):
+        typer.echo(f"{label:8} {text}")
 
 
 @artifacts_app.command("list")

@@ -12,6 +12,7 @@ import typer
 from codebox_tui.cliutil import JsonOption, emit_json, exit_with
 from codebox_tui.contracts.recipe import RECIPE_SCHEMA, recipe_json_schema
 from codebox_tui.errors import BadInputError, ExitCode
+from codebox_tui.textsafe import safe_text
 
 JSON_SCHEMA_ENVELOPE = "wp-codebox/json-schema/v1"
 BLUEPRINT_VALIDATION = "wp-codebox/blueprint-validation/v1"
@@ -146,7 +147,7 @@ def register(app: typer.Typer) -> None:
         if json_out:
             emit_json(outcome)
         else:
-            typer.echo(f"bundle: {outcome.get('bundleDir')}  status: {outcome.get('status')}")
+            _print_recipe_outcome(outcome)
         exit_with(ExitCode.OK if outcome.get("success") else ExitCode.FAILED)
 
     @app.command("validate-blueprint")
@@ -233,6 +234,22 @@ def register(app: typer.Typer) -> None:
         else:
             _print_evaluation(outcome)
         exit_with(ExitCode.OK if outcome["success"] else ExitCode.FAILED)
+
+
+def _print_recipe_outcome(outcome: dict[str, Any]) -> None:
+    """The status, every probe, every failure (a probe's with its expected and actual JSON) and every
+    warning (advisory / allowFailure failures, which do not fail the run): recipes/checks.py."""
+    warnings, failures = outcome.get("warnings") or [], outcome.get("failures") or []
+    typer.echo(f"status: {outcome.get('status')}"
+               + (f" with {len(warnings)} warning{'s' if len(warnings) != 1 else ''}" if warnings else ""))
+    for probe in outcome.get("probes") or []:
+        soft = " (allowFailure: a warning)" if probe.get("allowFailure") and probe.get("status") != "passed" else ""
+        typer.echo(f"  probe {safe_text(probe.get('name'))}: {safe_text(probe.get('status'))}{soft}")
+    for failure in failures:
+        typer.echo(f"  FAILED  {failure['what']}: {failure['message']}")
+    for warning in warnings:
+        typer.echo(f"  warning {warning['what']}: {warning['message']}")
+    typer.echo(f"bundle: {outcome.get('bundleDir')}")
 
 
 def _print_evaluation(outcome: dict[str, Any]) -> None:

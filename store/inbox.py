@@ -115,3 +115,187 @@ def import_bundles(store: Store, root: Path) -> ImportReport:
                 entry["violations"] = error.details["violations"]
             report.rejected.append(entry)
     return report
+
+
+# -- the inbox as Home shows it (docs/architecture.md, "Additions (as built)") ---------------------------
+
+FILTERS = ("all", "pending", "approved", "applied", "discarded", "iterate")
+SORTS = ("newest", "oldest", "title", "verdict", "files")
+SOURCES = ("run", "recipe", "evaluate-patch", "imported")
+# a bundle whose approval was applied is still approved: the `approved` filter shows it
+FILTER_STATUSES = {"pending": ("pending",), "approved": ("approved", "applied"), "applied": ("applied",),
+                   "discarded": ("discarded",), "iterate": ("iterate",)}
+# how good the outcome looks, worst first (the `verdict` sort)
+VERDICT_RANK = {"regression": 0, "plugin-broken": 0, "failed": 0, "untested": 1, "unknown": 1, "no tests": 2,
+                "still-failing": 1, "partial": 1, "neutral": 3, "passed": 4, "improvement": 5}
+MAX_TITLE = 120
+
+
+@dataclass(frozen=True)
+class InboxRow:
+    """One bundle in the inbox, with what a reviewer triages by. Every text is terminal-safe."""
+
+    key: int
+    bundle_id: str
+    path: str
+    status: str  # the store's: pending, approved, applied, discarded, iterate
+    decision: str  # the latest decision's action ("" for none)
+    source: str  # run | recipe | evaluate-patch | imported
+    title: str  # plugin / recipe / command
+    verdict: str  # improvement, regression, passed, failed, …, or "no tests"
+    delta: str  # tests passed: "1/2 → 2/2" (before → after a patch), "5/5", "" when none ran
+    warnings: int  # a recipe run's warnings (advisory / allowFailure failures)
+    risk_flags: tuple[str, ...]
+    changed: int
+    created_at: str
+
+    def haystack(self) -> str:
+        return " ".join((self.title, self.source, self.verdict, self.status, self.decision,
+                         self.bundle_id, self.path, *self.risk_flags)).lower()
+
+
+def _small_json(path: Path) -> dict[str, Any]:
+    """A bundle file as a JSON object, or {} (missing, unreadable, hostile): the inbox never fails on one."""
+    from codebox_tui.bundle.safe_read import load_json_file
+
+    try:
+        data = load_json_file(path, str(path), limit=8 * 1024 * 1024)
+    except CodeboxError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _first_commands(bundle: Path, limit: int = 3) -> list[str]:
+    """The first distinct commands the run executed (``commands.jsonl``, first 64 KiB only)."""
+    import json
+    import os
+
+    from codebox_tui.bundle.safe_read import open_regular
+
+    try:
+        fd = open_regular(bundle / "commands.jsonl")
+    except OSError:
+        return []
+    try:
+        head = os.read(fd, 64 * 1024).decode("utf-8", errors="replace")
+    finally:
+        os.close(fd)
+    names: list[str] = []
+    for line in head.splitlines():
+        try:
+            command = json.loads(line).get("command")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(command, str) and command not in names:
+            names.append(command)
+        if len(names) >= limit:
+            break
+    return names
+
+
+def _patch_title(plugin: str, patch: str) -> str:
+    """``plugin + patch`` without what repeats: ``buggy-counter + fix`` for buggy-counter-fix.patch."""
+    stem = patch.removesuffix(".patch").removesuffix(".diff")
+    rest = stem.removeprefix(plugin).lstrip("-_. ") if stem.startswith(plugin) else stem
+    return f"{plugin} + {rest or stem}"
+
+
+def describe_bundle(record: BundleRecord) -> InboxRow:
+    """Source, title, verdict and test delta, and risk flags of one recorded bundle, read from its small
+    JSON files (never verified here: opening a bundle for review verifies it)."""
+    from codebox_tui.recipes.results import bundle_checks
+    from codebox_tui.textsafe import safe_text
+
+    root = Path(record.path)
+    tests = _small_json(root / "files" / "test-results.json")
+    review = _small_json(root / "files" / "review.json")
+    checks = bundle_checks(root, tests)
+    evaluation = _small_json(root / "files" / "evaluate-patch.json") if checks.kind == "evaluate-patch" else {}
+    attestation = _small_json(root / "files" / "run-attestation.json") if checks.kind == "recipe-run" else {}
+    listed = review.get("riskFlags")
+    flags: list[Any] = listed if isinstance(listed, list) else []
+    if checks.kind == "evaluate-patch":
+        title = _patch_title(str(evaluation.get("plugin") or "?"), str(evaluation.get("patch") or "?"))
+        verdict = checks.patch_verdict or "unknown"
+    elif checks.kind == "recipe-run":
+        named = attestation.get("recipe")
+        recipe: dict[str, Any] = named if isinstance(named, dict) else {}
+        title = Path(str(recipe.get("path") or "recipe")).stem
+        verdict = checks.verdict.status if checks.verdict else "unknown"
+    else:
+        mounts = _small_json(root / "metadata.json").get("mounts")
+        first = mounts[0] if isinstance(mounts, list) and mounts and isinstance(mounts[0], dict) else {}
+        name = Path(str(first.get("target") or first.get("source") or "")).name
+        commands = _first_commands(root)
+        title = " · ".join([n for n in (name, ", ".join(commands)) if n]) or "run"
+        verdict = ""
+    sides = {t.side: t for t in checks.tests}
+    if "before" in sides and "after" in sides:
+        b, a = sides["before"], sides["after"]
+        delta = f"{b.passed}/{b.total} → {a.passed}/{a.total}"
+    elif "all" in sides:
+        delta = f"{sides['all'].passed}/{sides['all'].total}"
+        verdict = verdict or sides["all"].status
+    else:
+        delta = ""
+    source = "imported" if record.origin == "import" else {"evaluate-patch": "evaluate-patch",
+                                                           "recipe-run": "recipe"}.get(checks.kind, "run")
+    return InboxRow(
+        key=record.key, bundle_id=record.bundle_id, path=record.path, status=record.status,
+        decision="", source=source, title=safe_text(title)[:MAX_TITLE], verdict=safe_text(verdict or "no tests"),
+        delta=safe_text(delta), warnings=len(checks.verdict.warnings) if checks.verdict else 0,
+        risk_flags=tuple(safe_text(f) for f in flags[:50]), changed=record.changed_files,
+        created_at=record.created_at)
+
+
+def inbox_rows(store: Store) -> list[InboxRow]:
+    """Every recorded bundle, described (newest first), with its latest decision."""
+    from dataclasses import replace
+
+    rows = []
+    for record in store.list_bundles():
+        latest = store.latest_decision(record.key)
+        rows.append(replace(describe_bundle(record), decision=latest.action if latest else ""))
+    return rows
+
+
+def select_rows(rows: list[InboxRow], *, status: str = "all", text: str = "", sort: str = "newest") -> list[InboxRow]:
+    """The rows a filter (``FILTERS``), a text search (every word, case-insensitive, in the title, source,
+    verdict, decision, flags, id or path) and a sort (``SORTS``) leave, in order."""
+    if status not in FILTERS:
+        raise BadInputError(f"unknown filter {status!r}; expected one of {', '.join(FILTERS)}",
+                            code="invalid-filter", field="filter")
+    if sort not in SORTS:
+        raise BadInputError(f"unknown sort {sort!r}; expected one of {', '.join(SORTS)}", code="invalid-sort",
+                            field="sort")
+    kept = [r for r in rows if status == "all" or r.status in FILTER_STATUSES[status]]
+    words = text.lower().split()
+    kept = [r for r in kept if all(w in r.haystack() for w in words)]
+    newest = sorted(kept, key=lambda r: (r.created_at, r.key), reverse=True)
+    if sort == "oldest":
+        return newest[::-1]
+    if sort == "title":
+        return sorted(newest, key=lambda r: r.title.lower())
+    if sort == "verdict":
+        return sorted(newest, key=lambda r: VERDICT_RANK.get(r.verdict, 1))
+    if sort == "files":
+        return sorted(newest, key=lambda r: -r.changed)
+    return newest
+
+
+def decision_warning(status: str) -> str | None:
+    """What to tell a reviewer before a new decision on a bundle already discarded or applied."""
+    if status == "applied":
+        return "This bundle was already applied: a new decision does not undo the files written."
+    if status == "discarded":
+        return "This bundle was already discarded: a new decision replaces that one."
+    return None
+
+
+def discard_bundles(store: Store, keys: list[int], *, approver: str, reason: str = "") -> list[Any]:
+    """Record a ``discard`` decision for each bundle (store keys), each bound to its content digest.
+    Stops at the first refusal (e.g. a bundle changed on disk), keeping the decisions already made."""
+    from store.decisions import decide_on
+
+    return [decide_on(store, store.get_bundle_by_key(key), "discard", approver=approver, reason=reason)
+            for key in keys]

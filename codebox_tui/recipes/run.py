@@ -27,6 +27,7 @@ from codebox_tui.contracts.canonical import stable_json
 from codebox_tui.contracts.recipe import WorkspaceRecipe
 from codebox_tui.contracts.runtime import LIVE_MOUNT_KEY, MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
+from codebox_tui.recipes import checks
 from codebox_tui.recipes.plan import extra_plugin_target, policy_hash, workspace_target
 from codebox_tui.recipes.scaffolds import write_plugin_scaffold, write_theme_scaffold
 from codebox_tui.recipes.seeds import site_seed_php
@@ -259,7 +260,8 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
                                          "error": {"code": "cancelled", "message": "The run was cancelled"}})
                         break
                     timeout = step.timeoutMs / 1000 if step.timeoutMs else None
-                    entry: dict[str, Any] = {"phase": step_phase, "index": index, "command": step.command}
+                    entry: dict[str, Any] = {"phase": step_phase, "index": index, "command": step.command,
+                                             **({"allowFailure": True} if step.allowFailure else {})}
                     try:
                         result = session.execute(step.command, resolved_step_args(step, base_dir), timeout_s=timeout)
                         entry.update(exitCode=result.exitCode, executionId=result.id, durationMs=result.durationMs)
@@ -279,11 +281,9 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
             if ok and recipe.probes:
                 t0 = time.monotonic()
                 for probe in recipe.probes:
-                    probes.append(_run_probe(session, probe, base_dir))
-                failed_probes = [p for p in probes if p["status"] != "passed" and not p["allowFailure"]]
-                for p in failed_probes:
-                    failures.append({"phase": "probes", "probe": p["name"], "command": p["command"],
-                                     "error": p.get("error")})
+                    probes.append(checks.with_message(_run_probe(session, probe, base_dir)))
+                failed_probes = checks.failed_probes(probes)  # name, expected and actual JSON, message
+                failures.extend(failed_probes)
                 phases.append({"name": "run_probes", "status": "failed" if failed_probes else "completed",
                                "durationMs": int((time.monotonic() - t0) * 1000),
                                "data": {"probes": len(probes), "failed": len(failed_probes)}})
@@ -330,8 +330,10 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
                     failures.append(problem)
             run_dir = session.run_dir
         bundle_dir = getattr(summary, "path", None)
+        verdict = checks.recipe_verdict(failures, advisories, probes, executions)  # recipes/checks.py
         return {
-            "schema": RUN_SCHEMA, "success": not failures, "status": "passed" if not failures else "failed",
+            "schema": RUN_SCHEMA, "success": verdict.passed, "status": verdict.status,
+            "failures": verdict.failures, "warnings": verdict.warnings,
             "recipePath": validation.recipe_path, "runtimeId": attestation["runtimeId"], "runDir": str(run_dir),
             "bundleDir": str(bundle_dir) if bundle_dir else str(run_dir), "bundleId": getattr(summary, "id", None),
             "executions": executions, "stepFailures": failures, "advisoryFailures": advisories,
@@ -401,7 +403,8 @@ def _run_probe(session: Any, probe: Any, base_dir: Path) -> dict[str, Any]:
     """Run one probe step; passed when it exits 0 and (if set) its JSON output contains ``expectJson``."""
     step = probe.step
     out: dict[str, Any] = {"name": probe.name, "command": step.command, "allowFailure": probe.allowFailure,
-                           "metadata": probe.metadata}
+                           "metadata": probe.metadata,
+                           **({"expectJson": probe.expectJson} if probe.expectJson is not None else {})}
     try:
         result = session.execute(step.command, resolved_step_args(step, base_dir),
                                  timeout_s=step.timeoutMs / 1000 if step.timeoutMs else None)
@@ -411,12 +414,12 @@ def _run_probe(session: Any, probe: Any, base_dir: Path) -> dict[str, Any]:
     if result.exitCode != 0:
         return {**out, "status": "failed", "error": (result.stderr or result.stdout)[-2000:]}
     if probe.expectJson is not None:
-        out["expectJson"] = probe.expectJson
         try:
             envelope = result.result.json_ if result.result is not None else None
             actual = envelope if envelope is not None else last_json(result.stdout)
         except ValueError:
-            return {**out, "status": "failed", "error": "expectJson is set but the probe printed no JSON"}
+            return {**out, "status": "failed", "actualOutput": result.stdout[-2000:],
+                    "error": "expectJson is set but the probe printed no JSON"}
         out["actualJson"] = actual
         if not json_contains(actual, probe.expectJson):
             return {**out, "status": "failed", "error": "the probe's JSON does not contain expectJson"}

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from codebox_tui.bundle.reader import LoadedBundle, load_bundle
+from codebox_tui.recipes.results import BundleChecks
+from codebox_tui.recipes.results import bundle_checks as read_checks
 from store.db import BundleRecord, Store
 
 
@@ -97,3 +99,20 @@ def patch_evaluation(bundle_dir: Path) -> tuple[dict[str, Any] | None, str | Non
     if not isinstance(tests, dict) or not isinstance(tests.get("verdict"), str):
         return None, f"{EVALUATION_FILE} has no tests.verdict (expected the patch-evaluation/v1 shape)"
     return doc, None
+
+
+def bundle_checks(bundle_dir: Path, test_results: dict[str, Any]) -> BundleChecks:
+    """Tests (per side), probes and a recipe run's verdict: ``codebox_tui/recipes/results.py``."""
+    return read_checks(bundle_dir, test_results)
+
+
+def decision_warning(bundle_dir: Path) -> str | None:
+    """A warning to show before a new decision on a bundle the store has as discarded or applied."""
+    from store.inbox import decision_warning as warning_for
+
+    store = open_store()
+    try:
+        record = store.find_bundle_at(Path(bundle_dir))
+    finally:
+        store.close()
+    return warning_for(record.status) if record is not None else None

@@ -1,4 +1,8 @@
-"""Home: bundles and runs from the store, filterable by status."""
+"""Home: the review inbox. Per bundle: title (plugin / recipe / command), source, verdict and test delta,
+risk flags, changed files, decision and age; filter, sort, text search, bulk discard.
+
+What each row says is computed by ``store/inbox.py`` (Textual-free, tested on its own); this screen only
+lays it out, and records decisions through the store."""
 
 from __future__ import annotations
 
@@ -6,14 +10,24 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from codebox_tui.screens import data
+from store.inbox import FILTERS, SORTS, InboxRow, decision_warning, select_rows
 
-STATUSES = [None, "pending", "approved", "discarded", "iterate"]
+STATUSES = list(FILTERS)  # kept for callers that cycle through them
+SOURCE_LABELS = {"evaluate-patch": "eval", "imported": "import", "recipe": "recipe", "run": "run"}
+VERDICT_COLOURS = {"improvement": "green", "passed": "green", "neutral": "white", "regression": "red",
+                   "plugin-broken": "red", "failed": "red", "untested": "yellow", "unknown": "yellow"}
+DECISION_LABELS = {"approved": "approved", "applied": "applied", "discarded": "discard", "iterate": "iterate",
+                   "pending": "—"}
+# (label, width) of every column but the title, which takes what is left (at least MIN_TITLE)
+COLUMNS = [("source", 6), ("verdict", 11), ("tests", 9), ("risk", 4), ("files", 5), ("decision", 8), ("age", 3)]
+MIN_TITLE = 16
 
 
 def age(stamp: str, now: datetime | None = None) -> str:
@@ -28,72 +42,241 @@ def age(stamp: str, now: datetime | None = None) -> str:
     return f"{max(seconds, 0)}s ago"
 
 
+def shorten_middle(text: str, width: int) -> str:
+    """``text`` in ``width`` cells, cut in the middle so both its start and its end stay readable
+    (a plugin name and its patch, a folder and its command)."""
+    if len(text) <= width:
+        return text
+    if width < 5:
+        return text[:width]
+    head = (width - 1) * 3 // 5
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+
+
 class HomeScreen(Screen[None]):
     CSS_PATH = "home.tcss"
     HELP = """\
 # Home
-Bundles captured by sandbox runs, newest first.
-- `enter`: review the highlighted bundle · `n`: launch a new sandbox · `f`: filter by status · `r`: refresh
+The review inbox: bundles captured by sandbox runs (`codebox run`, `recipe-run`, `evaluate-patch`, the
+Launch screen) or imported. Each row: title, source, verdict, test delta (before → after for
+evaluate-patch), risk flags, changed files, decision, age.
+- `enter`: review the highlighted bundle · `n`: launch a new sandbox · `r`: refresh
+- `f`: filter by status (`approved` includes applied bundles) · `s`: sort · `/`: search (every word
+  must match the title, source, verdict, flags, id or path; `escape` clears it)
+- `space`: select bundles · `D`: discard the selected ones (or the highlighted one), after a
+  confirmation; one decision is recorded per bundle
 - `o`: open a bundle by path (made elsewhere, e.g. by the reference implementation): verified, added, never moved
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Review", id="home.open"),
         Binding("n", "new_run", "New sandbox", id="home.new"),
         Binding("f", "cycle_filter", "Filter", id="home.filter"),
+        Binding("s", "cycle_sort", "Sort", id="home.sort"),
+        Binding("/", "search", "Search", id="home.search"),
+        Binding("space", "toggle_select", "Select", show=False, id="home.select"),
+        Binding("D", "discard_selected", "Discard", show=False, id="home.discard"),
         Binding("r", "refresh", "Refresh", id="home.refresh"),
         Binding("o", "open_path", "Open path", id="home.open_path"),
+        Binding("escape", "clear", "Clear", show=False, id="home.clear"),
     ]
 
     def __init__(self, now: datetime | None = None) -> None:
         super().__init__()
         self.filter_index = 0
+        self.sort_index = 0
+        self.search = ""
         self.now = now
+        self.rows: list[InboxRow] = []  # every recorded bundle
+        self.shown: list[InboxRow] = []  # after filter, search and sort, in table order
+        self.selected: set[int] = set()  # store keys
         self.paths: dict[str, str] = {}  # row key (the store record's key) → bundle directory
+        self._width = 0
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
-        yield Static("", id="home-status")
+        yield Static("", id="home-status", markup=False)
+        yield Input(placeholder="search: every word must match (title, source, verdict, flags, id, path); "
+                                "enter applies, escape clears", id="home-search", classes="hidden")
         yield DataTable(id="bundles", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_columns("bundle", "status", "files", "decision", "age", "run")
         self.action_refresh()
-        table.focus()
+        self.query_one(DataTable).focus()
 
     def on_screen_resume(self) -> None:
         self.action_refresh()
 
+    def on_resize(self) -> None:
+        if self.size.width != self._width:
+            self._render_table()
+
+    @property
+    def status_filter(self) -> str:
+        return FILTERS[self.filter_index]
+
+    @property
+    def sort(self) -> str:
+        return SORTS[self.sort_index]
+
     def action_refresh(self) -> None:
-        table = self.query_one(DataTable)
-        table.clear()
-        status = STATUSES[self.filter_index]
+        from store.inbox import inbox_rows
+
         store = data.open_store()
         try:
-            rows = data.bundle_rows(store, status)
+            self.rows = inbox_rows(store)
         finally:
             store.close()
+        known = {r.key for r in self.rows}
+        self.selected &= known
+        self._render_table()
+
+    def _title_width(self) -> int:
+        fixed = sum(width for _, width in COLUMNS)
+        padding = 2 * (len(COLUMNS) + 1)  # one cell each side of every column
+        return max(MIN_TITLE, (self.size.width or 80) - fixed - padding - 2)  # 2: the scroll bar
+
+    def _render_table(self) -> None:
+        table = self.query_one(DataTable)
+        self._width = self.size.width
+        current = self._cursor_key()
+        table.clear(columns=True)
+        title_width = self._title_width()
+        table.add_column("title", width=title_width, key="title")
+        for label, width in COLUMNS:
+            table.add_column(label, width=width, key=label)
+        self.shown = select_rows(self.rows, status=self.status_filter, text=self.search, sort=self.sort)
         self.paths = {}
-        for row in rows:
-            short = row.bundle_id.removeprefix("artifact-bundle-sha256-")[:16]
+        for row in self.shown:
             self.paths[str(row.key)] = row.path  # one row per directory: runs sharing a Mode A id all show
-            table.add_row(short, row.status, str(row.changed), row.decision or "—", age(row.created_at, self.now),
-                          (row.run_id or "")[:26], key=str(row.key))
-        label = status or "all"
-        hint = "" if rows else "  — no bundles yet: press n to launch a sandbox, or run `codebox run`"
-        self.query_one("#home-status", Static).update(f" {len(rows)} bundle(s) · filter: {label}{hint}")
+            table.add_row(*self._cells(row, title_width), key=str(row.key))
+        if current is not None and current in self.paths:
+            table.move_cursor(row=list(self.paths).index(current))
+        self._update_status()
 
-    def action_cycle_filter(self) -> None:
-        self.filter_index = (self.filter_index + 1) % len(STATUSES)
-        self.action_refresh()
+    def _cells(self, row: InboxRow, title_width: int) -> list[Text]:
+        mark = "● " if row.key in self.selected else ""
+        title = Text(shorten_middle(mark + row.title, title_width), style="bold" if mark else "")
+        warn = f" ⚠{row.warnings}" if row.warnings else ""  # a recipe's advisory failures
+        verdict_cell = Text(shorten_middle(row.verdict, 11 - len(warn)) + warn,
+                            style=VERDICT_COLOURS.get(row.verdict, ""))
+        risk = Text(f"⚠{len(row.risk_flags)}" if row.risk_flags else "—",
+                    style="bold yellow" if row.risk_flags else "dim")
+        decision = DECISION_LABELS.get(row.status, row.status)
+        return [title, Text(SOURCE_LABELS.get(row.source, row.source)), verdict_cell,
+                Text(shorten_middle(row.delta.replace(" → ", "→"), 9)), risk, Text(str(row.changed)),
+                Text(decision, style="dim" if decision == "—" else ""),
+                Text(age(row.created_at, self.now).removesuffix(" ago"))]
 
-    def action_open(self) -> None:
+    def _update_status(self) -> None:
+        parts = [f" {len(self.shown)} of {len(self.rows)} bundle(s)", f"filter: {self.status_filter}",
+                 f"sort: {self.sort}"]
+        if self.search:
+            parts.append(f"search: {self.search}")
+        if self.selected:
+            parts.append(f"{len(self.selected)} selected (D discards)")
+        if not self.rows:
+            parts.append("no bundles yet: press n to launch a sandbox, or run `codebox run`")
+        elif not self.shown:
+            parts.append("nothing matches (f: filter, escape: clear the search)")
+        self.query_one("#home-status", Static).update(" · ".join(parts))
+
+    def _cursor_key(self) -> str | None:
         table = self.query_one(DataTable)
         if table.row_count == 0:
+            return None
+        return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+
+    def action_cycle_filter(self) -> None:
+        self.filter_index = (self.filter_index + 1) % len(FILTERS)
+        self._render_table()
+
+    def action_cycle_sort(self) -> None:
+        self.sort_index = (self.sort_index + 1) % len(SORTS)
+        self._render_table()
+
+    def action_search(self) -> None:
+        field = self.query_one("#home-search", Input)
+        field.remove_class("hidden")
+        field.focus()
+
+    def on_input_changed(self, message: Input.Changed) -> None:
+        if message.input.id == "home-search":
+            self.search = message.value.strip()
+            self._render_table()
+
+    def on_input_submitted(self, message: Input.Submitted) -> None:
+        if message.input.id == "home-search":
+            if not message.value.strip():
+                message.input.add_class("hidden")
+            self.query_one(DataTable).focus()
+
+    def action_clear(self) -> None:
+        field = self.query_one("#home-search", Input)
+        if self.search or field.has_focus:
+            field.value = ""
+            self.search = ""
+            field.add_class("hidden")
+            self.query_one(DataTable).focus()
+            self._render_table()
+        elif self.selected:
+            self.selected.clear()
+            self._render_table()
+
+    def action_toggle_select(self) -> None:
+        key = self._cursor_key()
+        if key is None:
             return
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        path = self.paths.get(str(key))
+        self.selected ^= {int(key)}
+        self._render_table()
+
+    def action_discard_selected(self) -> None:
+        keys = sorted(self.selected) or ([int(k)] if (k := self._cursor_key()) else [])
+        rows = [r for r in self.rows if r.key in keys]
+        if not rows:
+            return
+        skipped = [r for r in rows if r.status == "discarded"]
+        todo = [r for r in rows if r.status != "discarded"]
+        lines = [f"Discard {len(todo)} bundle(s)? One decision is recorded per bundle "
+                 f"(approver: {data.current_user()})."]
+        lines += [f"  - @{r.key} {r.title} [{r.source}, {r.verdict}]" for r in todo]
+        for row in todo:
+            warning = decision_warning(row.status)
+            if warning:
+                lines.append(f"⚠ @{row.key} {row.title}: {warning}")
+        if skipped:
+            lines.append(f"Already discarded, left as they are: {', '.join(f'@{r.key}' for r in skipped)}")
+        if not todo:
+            self.notify("The selected bundles are already discarded.", severity="warning")
+            return
+
+        def done(confirmed: bool | None) -> None:
+            if not confirmed:
+                return
+            from codebox_tui.errors import CodeboxError
+            from store.inbox import discard_bundles
+
+            store = data.open_store()
+            try:
+                decisions = discard_bundles(store, [r.key for r in todo], approver=data.current_user())
+            except CodeboxError as error:  # a refusal is shown, never a traceback
+                self.notify(f"Discard stopped: {error}", severity="error", timeout=8, markup=False)
+                decisions = []
+            finally:
+                store.close()
+            if decisions:
+                self.notify(f"Discarded {len(decisions)} bundle(s): decisions "
+                            + ", ".join(f"#{d.id}" for d in decisions) + ".")
+            self.selected.clear()
+            self.action_refresh()
+
+        from codebox_tui.screens.dialogs import ConfirmDialog
+
+        self.app.push_screen(ConfirmDialog("Discard bundles?", "\n".join(lines)), done)
+
+    def action_open(self) -> None:
+        key = self._cursor_key()
+        path = self.paths.get(key) if key is not None else None
         if path:
             self.app.open_bundle(Path(path))  # type: ignore[attr-defined]
 

@@ -60,6 +60,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.blocks = split_patch(self.bundle.patch)
         self.last_decision: Any = None
         self.evaluation, self.evaluation_problem = data.patch_evaluation(self.bundle_dir)
+        self.checks = data.bundle_checks(self.bundle_dir, self.bundle.test_results)
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
@@ -74,6 +75,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                      id="review-title")
         if self.evaluation is not None or self.evaluation_problem:
             yield Static(self._verdict_line(), id="verdict")
+        elif self.checks.verdict is not None:
+            yield Static(self._recipe_line(), id="recipe-verdict")
         if review.get("riskFlags"):
             yield Static(self._risk_line(), id="risks")
         with Horizontal(id="review-body"):
@@ -186,6 +189,48 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         parts.append(f"[dim]t: tests · patch {escape(str(ev.get('patch', '')))}[/]")
         return "  ".join(parts)
 
+    def _recipe_line(self) -> str:
+        """One line for the header: a recipe run's status and how many warnings and failures it had."""
+        verdict = self.checks.verdict
+        assert verdict is not None  # only called for a recipe-run bundle
+        colour, mark = ("green", "✔") if verdict.passed else ("red", "✘")
+        parts = [f"[b {colour}]{mark} RECIPE {verdict.status.upper()}[/]"]
+        if verdict.failures:
+            parts.append(f"[red]{len(verdict.failures)} failure{'s' if len(verdict.failures) != 1 else ''}[/]")
+        if verdict.warnings:
+            parts.append(f"[yellow]⚠ {len(verdict.warnings)} warning{'s' if len(verdict.warnings) != 1 else ''}[/]")
+        failed = sum(1 for p in self.checks.probes if p.status != "passed")
+        parts.append(f"probes {len(self.checks.probes) - failed}/{len(self.checks.probes)} passed")
+        parts.append("[dim]t: tests and probes[/]")
+        return "  ".join(parts)
+
+    def _checks_lines(self) -> list[str]:
+        """Probes (recipe probes, evaluate-patch's front-end probe) and a recipe run's failures and warnings;
+        every value is already shortened and terminal-safe (recipes/checks.py), markup is escaped here."""
+        checks = self.checks
+        lines = ["", f"[b]Probes ({len(checks.probes)})[/b]" + ("" if checks.probes else "  none in this bundle")]
+        for probe in checks.probes:
+            if probe.status == "passed":
+                lines.append(f"  [green]✔[/] {escape(probe.name)}")
+                continue
+            colour = "yellow" if probe.allow_failure else "red"
+            soft = " (allowFailure)" if probe.allow_failure else ""
+            lines.append(f"  [{colour}]✘ {escape(probe.name)}: {escape(probe.status)}{soft}[/]")
+            if probe.expected is not None:
+                lines.append(f"      expected  {escape(probe.expected)}")
+            if probe.actual is not None:
+                lines.append(f"      got       {escape(probe.actual)}")
+            if probe.message and probe.actual is None:
+                lines.append(f"      {escape(probe.message)}")
+        verdict = checks.verdict
+        if verdict is not None:
+            colour = "green" if verdict.passed else "red"
+            lines += ["", f"[b]Recipe run: [{colour}]{escape(verdict.status)}[/][/b]"]
+            lines += [f"  [red]✘ {escape(f['what'])}:[/] {escape(f['message'])}" for f in verdict.failures]
+            lines += [f"  [yellow]⚠ warning {escape(w['what'])}:[/] {escape(w['message'])}" for w in verdict.warnings]
+        lines += [f"[red]{escape(p)}[/]" for p in checks.problems]
+        return lines
+
     def _risk_line(self) -> str:
         """Risk flags where they cannot be missed; the details are in the Provenance tab."""
         flags = [str(f) for f in self.bundle.review.get("riskFlags", [])]
@@ -221,10 +266,14 @@ content digest you reviewed; nothing is applied until you choose an adapter.
     def _tests_text(self) -> str:
         tests = self.bundle.test_results
         summary = tests.get("summary", {})
-        lines = [*self._delta_lines(),
-                 f"[b]Tests: {escape(tests.get('status', 'unknown'))}[/b]  total {escape(summary.get('total', 0))} · "
-                 f"passed {escape(summary.get('passed', 0))} · failed {escape(summary.get('failed', 0))} · "
-                 f"skipped {escape(summary.get('skipped', 0))}"]
+        lines = self._delta_lines()
+        sides = [t for t in self.checks.tests if t.side != "all"]
+        if sides:  # a suite ran before and after a patch: each side's totals, never one merged status
+            lines += [f"[b]Tests {escape(t.line())}[/b]" for t in sides]
+        else:
+            lines.append(f"[b]Tests: {escape(tests.get('status', 'unknown'))}[/b]  total "
+                         f"{escape(summary.get('total', 0))} · passed {escape(summary.get('passed', 0))} · "
+                         f"failed {escape(summary.get('failed', 0))} · skipped {escape(summary.get('skipped', 0))}")
         for suite in tests.get("suites", []):
             lines.append(f"\n[b]{escape(suite.get('name'))}[/b] ({escape(suite.get('phase') or '')}) "
                          f"{escape(suite.get('status'))}")
@@ -236,7 +285,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                     lines.append(f"      [red]{escape(case['message'])}[/]")
         if not tests.get("suites"):
             lines.append("\nNo test-aware command ran in this sandbox.")
-        return "\n".join(lines)
+        return "\n".join(lines + self._checks_lines())
 
     def _provenance_text(self) -> str:
         meta = self.bundle.metadata
@@ -310,6 +359,9 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             lines += [f"  - {safe_text(f)}" for f in listed]
         if reason:
             lines.append(f"Reason: {reason}")
+        warning = data.decision_warning(self.bundle_dir)  # already discarded or applied: say so first
+        if warning:
+            lines[:0] = [f"⚠ {warning}", ""]
 
         def done(confirmed: bool | None) -> None:
             if not confirmed:

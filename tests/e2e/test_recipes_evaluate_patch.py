@@ -46,6 +46,17 @@ def test_fix_patch_shows_test_delta_patch_and_evidence(playground_session: Any, 
     manifest = json.loads((bundle / "manifest.json").read_text())
     paths = {f["path"] for f in manifest["files"]}
     assert {"files/evaluate-patch.json", "files/contributor.patch", "files/browser/screenshot.png"} <= paths
+    # `artifacts show`: each side's totals (never "tests unknown"), the verdict and the front-end probe
+    show = subprocess.run([sys.executable, "-m", "codebox_tui", "artifacts", "show", str(bundle)],
+                          capture_output=True, text=True, timeout=120)
+    assert show.returncode == 0, show.stderr
+    lines = show.stdout.splitlines()
+    for side in ("before", "after"):
+        c = doc["tests"][side]
+        assert f"tests    {side:<6} {c['status']} — {c['passed']} passed, {c['failed']} failed of {c['tests']}" in lines
+    assert not any(line.startswith("tests") and "unknown" in line for line in lines)
+    assert "verdict  improvement (evaluate-patch: tests before and after the patch)" in lines
+    assert "probe    ✔ front end /: passed" in lines
 
 
 def test_patch_that_does_not_apply_is_bad_input(playground_session: Any, tmp_path: Path) -> None:

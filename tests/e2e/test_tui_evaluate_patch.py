@@ -52,3 +52,5 @@ async def test_review_shows_the_evaluate_patch_verdict_and_delta(playground_sess
         assert "Test delta (evaluate-patch): ✔ improvement" in tests
         fixed_block = tests.split("Fixed (1):", 1)[1].split("Broken", 1)[0]
         assert recorded["fixed"][0] in fixed_block  # CountTest::test_repeated_spaces
+        assert f"Tests before {before['status']} — {before['passed']} passed" in tests
+        assert "Probes (1)" in tests and "✔ front end /" in tests  # the front-end probe, as recorded
