@@ -26,6 +26,17 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_PLUGIN = REPO / "examples" / "simple-plugin"
 
 
+_INTEGRATION_DIRS = (Path(__file__).resolve().parent / "e2e", Path(__file__).resolve().parent / "integration")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Everything under tests/e2e and tests/integration is marked ``integration``, so
+    ``pytest -m "not integration and not playground"`` is the quick run."""
+    for item in items:
+        if any(item.path.is_relative_to(folder) for folder in _INTEGRATION_DIRS):
+            item.add_marker(pytest.mark.integration)
+
+
 @pytest.fixture(scope="session")
 def codebox_home() -> Iterator[Path]:
     yield _HOME
