@@ -19,7 +19,7 @@ import pytest
 from store.db import Store
 from store.decisions import decide
 from store.journal import recover
-from tests.e2e.test_apply_back import BASELINE, CHANGES, capture, tree
+from tests.factories.apply_back import BASELINE, CHANGES, capture, tree
 
 pytestmark = pytest.mark.sigkill
 

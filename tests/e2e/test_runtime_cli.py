@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLE_PLUGIN, REPO
+from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 
 pytestmark = pytest.mark.playground
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hostile_bundle import capture
+from tests.factories.hostile_bundle import capture
 
 pytestmark = [pytest.mark.playground,
               pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
