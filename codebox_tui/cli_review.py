@@ -8,7 +8,6 @@ Every command prints one JSON document with ``--json``; errors are one line (exi
 from __future__ import annotations
 
 import getpass
-import importlib
 import os
 from pathlib import Path
 from typing import Any
@@ -281,12 +280,12 @@ def prune_command(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``review``, ``apply`` and ``artifacts prune``."""
+    """Add ``review``, ``apply`` and ``apply-recover``."""
     app.add_typer(review_app, name="review")
     app.command("apply")(apply_command)
     app.command("apply-recover")(recover_command)
-    artifacts_app = getattr(importlib.import_module("codebox_tui.cli_artifacts"), "artifacts_app", None)
-    if isinstance(artifacts_app, typer.Typer):
-        artifacts_app.command("prune")(prune_command)
-    else:  # until the artifacts group exists, keep prune reachable
-        app.command("prune-artifacts", hidden=True)(prune_command)
+
+
+def register_prune(artifacts_app: typer.Typer) -> None:
+    """Add ``prune`` to the ``artifacts`` group (the group itself is :mod:`codebox_tui.cli_artifacts`)."""
+    artifacts_app.command("prune")(prune_command)

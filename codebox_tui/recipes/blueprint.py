@@ -13,7 +13,7 @@ from typing import Any
 
 import jsonschema
 
-from codebox_tui.recipes.validate import json_path
+from codebox_tui.jsonargs import json_path
 
 KNOWN_STEPS = (
     "activatePlugin", "activateTheme", "cp", "defineWpConfigConsts", "defineSiteUrl", "enableMultisite",

@@ -27,10 +27,11 @@ from codebox_tui.contracts.canonical import stable_json
 from codebox_tui.contracts.recipe import WorkspaceRecipe
 from codebox_tui.contracts.runtime import LIVE_MOUNT_KEY, MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
+from codebox_tui.jsonargs import resolve_source
 from codebox_tui.recipes.plan import extra_plugin_target, policy_hash, workspace_target
 from codebox_tui.recipes.scaffolds import write_plugin_scaffold, write_theme_scaffold
 from codebox_tui.recipes.seeds import site_seed_php
-from codebox_tui.recipes.validate import RecipeValidation, all_steps, resolve_source, resolved_step_args
+from codebox_tui.recipes.validate import RecipeValidation, all_steps, resolved_step_args
 
 RUN_SCHEMA = "wp-codebox/recipe-run/v1"
 ATTESTATION_SCHEMA = "wp-codebox/run-attestation/v1"

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
@@ -31,9 +30,12 @@ from codebox_tui.contracts.recipe import (
     recipe_json_schema,
 )
 from codebox_tui.contracts.runtime import RuntimePolicy
-from codebox_tui.errors import BadInputError
+from codebox_tui.errors import BadInputError, CodeboxError
+from codebox_tui.jsonargs import json_arg_file, json_path, load_json_arg, resolve_source
+from codebox_tui.recipes.blueprint import blueprint_unsupported, validate_blueprint_document
 from codebox_tui.runtime.catalog import command_catalog, parse_args
 from codebox_tui.runtime.mounts import SITE_TARGETS
+from codebox_tui.runtime.wordpress_builds import resolve_build
 
 VALIDATION_SCHEMA = "wp-codebox/recipe-validation/v1"
 ALLOW_DOWNLOADS_ENV = "CODEBOX_ALLOW_NETWORK_DOWNLOADS"
@@ -92,13 +94,6 @@ class RecipeValidation:
 @lru_cache(maxsize=1)
 def _validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(recipe_json_schema())
-
-
-def json_path(parts: Iterable[Any]) -> str:
-    out = "$"
-    for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return out
 
 
 def _describe(error: jsonschema.ValidationError) -> tuple[str, str, str]:
@@ -202,11 +197,6 @@ def all_steps(recipe: WorkspaceRecipe) -> list[tuple[str, int, RecipeStep]]:
     wf = recipe.workflow
     return [(phase, i, s) for phase, steps in (("before", wf.before), ("steps", wf.steps), ("after", wf.after))
             for i, s in enumerate(steps)]
-
-
-def resolve_source(base_dir: Path, source: str) -> Path:
-    p = Path(source).expanduser()
-    return p if p.is_absolute() else (base_dir / p)
 
 
 def _is_url(source: str) -> bool:
@@ -333,16 +323,11 @@ def _step_issues(step: RecipeStep, where: str, catalog: dict[str, Any], base_dir
 def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, env: dict[str, str]) -> list[Issue]:
     issues: list[Issue] = unsupported_issues(recipe)
     catalog = {c.id: c for c in command_catalog().commands}
-    from codebox_tui.errors import CodeboxError
-    from codebox_tui.runtime.wordpress_builds import resolve_build
-
     try:
         resolve_build(recipe.runtime.wp)
     except CodeboxError as error:
         issues.append(Issue(error.code or "unknown-wordpress-version", "$.runtime.wp", error.message))
     if recipe.runtime.blueprint is not None:
-        from codebox_tui.recipes.blueprint import blueprint_unsupported, validate_blueprint_document
-
         found = validate_blueprint_document(recipe.runtime.blueprint)
         found += [] if found else blueprint_unsupported(recipe.runtime.blueprint)
         for item in found:
@@ -474,38 +459,6 @@ def _arg_format_issues(accepted: list[Any], parsed: dict[str, str], where: str, 
         elif fmt == "path" and not resolve_source(base_dir, value).is_file():
             issues.append(Issue("missing-source", loc, f"file does not exist: {resolve_source(base_dir, value)}"))
     return issues
-
-
-def json_arg_file(value: str, base_dir: Path) -> Path | None:
-    """The file an ``@path`` JSON argument names, resolved against the recipe's directory (None if inline)."""
-    return resolve_source(base_dir, value[1:]).resolve() if value.startswith("@") else None
-
-
-def load_json_arg(value: str, base_dir: Path, where: str) -> Any:
-    """Parse a JSON argument (inline or ``@path`` relative to the recipe); errors name ``where``.
-
-    The one resolver for ``recipe validate``, ``recipe-run`` and the policy derivation, so all of them read
-    the same file.
-    """
-    file = json_arg_file(value, base_dir)
-    text = value
-    if file is not None:
-        if not file.is_file():
-            raise BadInputError(f"{where}: JSON file does not exist: {file}", code="missing-source", field=where)
-        try:
-            text = read_regular(file, MAX_JSON_BYTES).decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BadInputError(f"{where}: JSON file cannot be read: {exc}", code="invalid-source",
-                                field=where) from exc
-    try:
-        return loads_limited(text)
-    except JsonTooDeepError as exc:
-        what = f"file {file}" if file is not None else "value"
-        raise BadInputError(f"{where}: the {what} {exc}", code="invalid-arg", field=where) from exc
-    except json.JSONDecodeError as exc:
-        what = f"file {file}" if file is not None else "value"
-        raise BadInputError(f"{where}: expected JSON, the {what} has {exc.msg} at line {exc.lineno} column "
-                            f"{exc.colno}", code="invalid-arg", field=where) from exc
 
 
 def resolved_step_args(step: RecipeStep, base_dir: Path) -> list[str]:

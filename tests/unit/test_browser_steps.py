@@ -23,9 +23,9 @@ def test_bad_steps_name_the_step(raw: str, field: str) -> None:
     assert info.value.field == field
 
 
-def test_steps_at_path_uses_the_recipe_resolver(tmp_path: Path) -> None:
+def test_steps_at_path_uses_the_shared_json_argument_resolver(tmp_path: Path) -> None:
     """The direct command reads @path relative to base_dir exactly as `recipe validate`/`recipe-run` do."""
-    from codebox_tui.recipes.validate import load_json_arg
+    from codebox_tui.jsonargs import load_json_arg
 
     (tmp_path / "steps").mkdir()
     (tmp_path / "steps" / "ok.json").write_text('[{"action": "waitFor", "ms": 1}]')
