@@ -13,6 +13,7 @@ from pathlib import Path
 import typer
 
 from codebox_tui import __version__, cli_artifacts, cli_recipe, cli_review, cli_run
+from codebox_tui.bundle.reader import find_bundle_dir
 from codebox_tui.cliutil import fail
 from codebox_tui.errors import CodeboxError, ExitCode, HostIOError
 
@@ -44,8 +45,6 @@ def tui_command(
 ) -> None:
     """Open the review workstation (also what plain ``codebox`` does)."""
     if bundle is not None:
-        from codebox_tui.bundle.reader import find_bundle_dir
-
         bundle = find_bundle_dir(bundle)  # a missing or non-bundle folder is a clear error before the UI starts
     launch_tui(bundle)
 

@@ -15,7 +15,12 @@ from typing import Any
 import typer
 
 from codebox_tui.cliutil import JsonOption, emit_json, progress
+from codebox_tui.errors import BadInputError
+from store.apply import apply_decision
 from store.db import BundleRecord, Store
+from store.decisions import decide, prune_discarded, read_content, resolve_bundle
+from store.inbox import import_bundles
+from store.journal import recover, target_lock
 
 review_app = typer.Typer(help="Review captured bundles: list, inspect and decide.", no_args_is_help=True)
 
@@ -67,8 +72,6 @@ def review_list(
 @review_app.command("show")
 def review_show(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
     """Show a bundle's changed files and its decisions."""
-    from store.decisions import read_content, resolve_bundle
-
     with Store.open() as store:
         record = resolve_bundle(store, bundle)
         decisions = store.list_decisions(record.key)
@@ -113,8 +116,6 @@ def review_import(
 
     Each bundle is verified first and only a valid one is added (fails closed); nothing is moved or
     copied. Exit 1 when any bundle was rejected."""
-    from store.inbox import import_bundles
-
     with Store.open() as store:
         report = import_bundles(store, folder)
     if json_out:
@@ -136,8 +137,6 @@ def review_import(
 def _decide(
     bundle: str, action: str, approver: str | None, reason: str, files: list[str] | None, json_out: bool
 ) -> None:
-    from store.decisions import decide
-
     with Store.open() as store:
         decision = decide(store, bundle, action, approver=_approver(approver), reason=reason, files=files)
     if json_out:
@@ -211,8 +210,6 @@ def apply_command(
     json_out: bool = JsonOption,
 ) -> None:
     """Apply an approval decision after re-verifying the bundle and its content digest."""
-    from store.apply import apply_decision
-
     options = {
         k: v for k, v in (("branch", branch), ("commit", "1" if commit else None), ("message", message)) if v
     }
@@ -238,12 +235,8 @@ def recover_command(
     json_out: bool = JsonOption,
 ) -> None:
     """Finish or undo a directory apply that was interrupted (also done by the next apply)."""
-    from store.journal import recover, target_lock
-
     root = target.expanduser().resolve()
     if not root.is_dir():
-        from codebox_tui.errors import BadInputError
-
         raise BadInputError(f"{target} is not a directory", code="target-missing", field="target")
     with target_lock(root):
         outcome = recover(root)
@@ -266,8 +259,6 @@ def prune_command(
     json_out: bool = JsonOption,
 ) -> None:
     """Delete the directories of discarded bundles (the only command that deletes evidence)."""
-    from store.decisions import prune_discarded
-
     with Store.open() as store:
         pruned = prune_discarded(store, dry_run=dry_run)
     if json_out:

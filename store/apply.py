@@ -29,6 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
 from codebox_tui.bundle.safe_read import parse_json, read_regular
+from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.contracts.apply import (
     APPROVING_ACTIONS,
     ApplyResult,
@@ -264,14 +265,6 @@ def content_digest_of(changed_files: bytes, patch: bytes) -> str:
 
 
 def _verify_bundle(bundle_dir: Path) -> None:
-    try:
-        from codebox_tui.bundle.verify import verify_bundle
-    except ImportError as error:  # fail closed
-        raise ConflictError(
-            "bundle verification is unavailable, so the bundle cannot be trusted (fails closed)",
-            code="bundle-invalid",
-            field="bundle",
-        ) from error
     result = verify_bundle(bundle_dir)
     if not result.valid:
         violations = [_as_dict(v) for v in result.violations]
