@@ -16,6 +16,7 @@ from codebox_tui.bundle.digests import content_digest_b
 from codebox_tui.bundle.reader import load_bundle
 from codebox_tui.bundle.verify import verify_bundle
 from tests.factories.bundles import make_bundle, typical_change
+from tests.factories.waiting import wait_for_fs_clock_past
 
 
 @pytest.mark.parametrize("git", [False, True])
@@ -263,7 +264,6 @@ def test_same_size_same_mode_edit_is_still_captured(tmp_path: Path, git: bool) -
 def test_same_size_same_mtime_edit_after_trusted_snapshot_is_captured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The stat-signature skip must not hide an edit that keeps size and restores mtime: ctime moves."""
     import os as _os
-    import time as _time
 
     from codebox_tui.bundle import baseline as baseline_module
     from codebox_tui.bundle.baseline import take_baselines as _take
@@ -277,7 +277,7 @@ def test_same_size_same_mtime_edit_after_trusted_snapshot_is_captured(tmp_path: 
     source.mkdir()
     target = source / "a.php"
     target.write_text("<?php echo 1;\n")
-    _time.sleep(0.05)
+    wait_for_fs_clock_past(source, tmp_path)  # the edit below must get a later ctime than this write
     monkeypatch.setattr(baseline_module, "_RACY_MARGIN_NS", 0)
     mount = _Mount(source=str(source), target="/wordpress/wp-content/plugins/p", mode="readwrite")
     baselines = _take([mount], tmp_path / "scratch")
