@@ -256,7 +256,8 @@ _BUILTIN = {
 
 # -- preflight -------------------------------------------------------------------------------
 def content_digest_of(changed_files: bytes, patch: bytes) -> str:
-    """Mode B over the canonical inputs, computed over bytes already in memory (spec 1.4)."""
+    """Mode B over the canonical inputs, computed over bytes already in memory (docs/contracts.md,
+    "Artifact bundle")."""
     h = hashlib.sha256()
     h.update(CONTENT_DOMAIN.encode())
     h.update(CHANGED_FILES_PATH.encode() + b"\n" + changed_files)

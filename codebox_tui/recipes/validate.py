@@ -214,9 +214,10 @@ def _check_sandbox_path(path: str, where: str) -> list[Issue]:
     return []
 
 
-# Spec §6 fields this runtime accepts (so reference recipes parse) but does not execute. Each one that is
-# set yields an ``unsupported-field`` issue, so ``recipe validate`` says so and ``recipe-run`` refuses before
-# booting instead of silently ignoring it. Values: why, in a few words.
+# Fields of the reference's recipe shape (docs/contracts.md, "Workspace recipe") this runtime accepts (so
+# reference recipes parse) but does not execute. Each one that is set yields an ``unsupported-field`` issue,
+# so ``recipe validate`` says so and ``recipe-run`` refuses before booting instead of silently ignoring it.
+# Values: why, in a few words.
 UNSUPPORTED_RUNTIME = {
     "workers": "the Playground sidecar runs one PHP worker per sandbox",
     "wordpressInstallMode": "WordPress is always installed from the offline build",
