@@ -9,7 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from codebox_tui.bundle.reader import LoadedBundle, load_bundle
+from store.apply import apply_decision
 from store.db import BundleRecord, Store
+from store.decisions import decide_on, register_bundle
+from store.inbox import import_bundles as store_import
 
 
 @dataclass
@@ -38,15 +41,11 @@ def bundle_rows(store: Store, status: str | None = None) -> list[BundleRow]:
 
 
 def register(store: Store, bundle_dir: Path, run_id: str | None = None) -> BundleRecord:
-    from store.decisions import register_bundle
-
     return register_bundle(store, Path(bundle_dir), run_id=run_id)
 
 
 def import_bundles(store: Store, folder: Path) -> tuple[list[BundleRecord], list[dict[str, Any]]]:
     """Verify and record the bundle at ``folder`` (or the bundles under it): (imported, rejected)."""
-    from store.inbox import import_bundles as store_import
-
     report = store_import(store, Path(folder).expanduser())
     return report.imported, report.rejected
 
@@ -57,15 +56,11 @@ def load(bundle_dir: Path) -> LoadedBundle:
 
 def decide(store: Store, bundle_dir: Path, action: str, *, files: list[str] | None = None, reason: str = "") -> Any:
     """Record a decision (registering the bundle first if the store has not seen it)."""
-    from store.decisions import decide_on
-
     record = register(store, bundle_dir)  # this directory's own record: a Mode A id may be shared
     return decide_on(store, record, action, approver=current_user(), reason=reason, files=files)
 
 
 def apply(store: Store, decision_id: int, adapter: str, target: str) -> Any:
-    from store.apply import apply_decision
-
     return apply_decision(store, decision_id, adapter, target)
 
 
