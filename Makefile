@@ -47,6 +47,10 @@ typecheck: setup
 pytest: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
+## The quick part: no Playground, no Chromium, no killed processes (tests/unit, tests/tui, snapshots…).
+unit: setup
+	$(PY) -m pytest -q -m "not integration and not playground" $(PYTEST_ARGS)
+
 schemas: setup
 	$(PY) -m codebox_tui.contracts.schemas --write
 

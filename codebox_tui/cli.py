@@ -7,13 +7,13 @@ conflict, 130 interrupted.
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 
 import typer
 
-from codebox_tui import __version__
+from codebox_tui import __version__, cli_artifacts, cli_recipe, cli_review, cli_run
+from codebox_tui.bundle.reader import find_bundle_dir
 from codebox_tui.cliutil import fail
 from codebox_tui.errors import CodeboxError, ExitCode, HostIOError
 
@@ -25,12 +25,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-_AREAS = (
-    "codebox_tui.cli_run",
-    "codebox_tui.cli_artifacts",
-    "codebox_tui.cli_review",
-    "codebox_tui.cli_recipe",
-)
 
 
 @app.callback(invoke_without_command=True)
@@ -51,21 +45,22 @@ def tui_command(
 ) -> None:
     """Open the review workstation (also what plain ``codebox`` does)."""
     if bundle is not None:
-        from codebox_tui.bundle.reader import find_bundle_dir
-
         bundle = find_bundle_dir(bundle)  # a missing or non-bundle folder is a clear error before the UI starts
     launch_tui(bundle)
 
 
 def launch_tui(bundle: Path | None = None) -> None:
-    # Imported by name so the core never depends on Textual (checked by import-linter and a test).
-    tui = importlib.import_module("codebox_tui.app")
-    tui.run_app(bundle)
+    # Deferred: the commands that never open the UI start without loading Textual. Declared in
+    # pyproject's [tool.importlinter] ignore_imports with that reason.
+    from codebox_tui.app import run_app
+
+    run_app(bundle)
     raise typer.Exit(0)
 
 
-for _area in _AREAS:
-    importlib.import_module(_area).register(app)
+for _area in (cli_run, cli_artifacts, cli_review, cli_recipe):
+    _area.register(app)
+cli_review.register_prune(cli_artifacts.artifacts_app)
 
 
 def main(argv: list[str] | None = None) -> None:

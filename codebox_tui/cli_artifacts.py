@@ -131,8 +131,8 @@ def _echo_first(lines: list[str], hint: str = "", limit: int = 10) -> None:
 
 
 def _checks(loaded: Any) -> Any:
-    """Tests (per side for evaluate-patch), probes and a recipe run's verdict: recipes/results.py."""
-    from codebox_tui.recipes.results import bundle_checks
+    """Tests (per side for evaluate-patch), probes and a recipe run's verdict: bundle/results.py."""
+    from codebox_tui.bundle.results import bundle_checks
 
     return bundle_checks(loaded.path, loaded.test_results)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,9 @@ import typer
 
 from codebox_tui.cliutil import JsonOption, emit_json, exit_with
 from codebox_tui.contracts.recipe import RECIPE_SCHEMA, recipe_json_schema
+from codebox_tui.contracts.schemas import generate_json_schema, schema_names
 from codebox_tui.errors import BadInputError, ExitCode
+from codebox_tui.recipes.run import run_recipe
 from codebox_tui.textsafe import safe_text
 
 JSON_SCHEMA_ENVELOPE = "wp-codebox/json-schema/v1"
@@ -19,19 +20,12 @@ BLUEPRINT_VALIDATION = "wp-codebox/blueprint-validation/v1"
 
 
 def _schema_registry() -> dict[str, Any]:
-    """Schema name/id → generator. Uses the shared registry when present, always including the recipe."""
+    """Short schema name (``recipe``, ``runtime-policy``…) → (schema id, generator), from the one registry."""
     registry: dict[str, Any] = {"recipe": (RECIPE_SCHEMA, recipe_json_schema)}
-    try:
-        shared = importlib.import_module("codebox_tui.contracts.schemas")
-    except ImportError:
-        return registry
-    names = getattr(shared, "schema_names", None)
-    get = getattr(shared, "generate_json_schema", None)
-    if callable(names) and callable(get):
-        for schema_id in names():
-            short = schema_id.split("/")[1] if schema_id.count("/") >= 2 else schema_id
-            if schema_id != RECIPE_SCHEMA:
-                registry.setdefault(short, (schema_id, lambda n=schema_id: get(n)))
+    for schema_id in schema_names():
+        short = schema_id.split("/")[1] if schema_id.count("/") >= 2 else schema_id
+        if schema_id != RECIPE_SCHEMA:
+            registry.setdefault(short, (schema_id, lambda n=schema_id: generate_json_schema(n)))
     return registry
 
 
@@ -137,12 +131,11 @@ def register(app: typer.Typer) -> None:
             exit_with(ExitCode.OK if validation.valid else ExitCode.BAD_INPUT)
         from codebox_tui.recipes.validate import all_steps
 
-        run_module = importlib.import_module("codebox_tui.recipes.run")
         total = len(all_steps(validation.recipe)) if validation.recipe else None
         reporter = _reporter("recipe-run", quiet, steps_total=total)
         reporter.phase("start", str(file))
-        outcome = run_module.run_recipe(validation, file.resolve().parent, artifacts_dir=artifacts_dir,
-                                        on_session=reporter.attach)
+        outcome = run_recipe(validation, file.resolve().parent, artifacts_dir=artifacts_dir,
+                             on_session=reporter.attach)
         _register_outcome(outcome, reporter, flow="recipe-run")
         if json_out:
             emit_json(outcome)
@@ -238,7 +231,7 @@ def register(app: typer.Typer) -> None:
 
 def _print_recipe_outcome(outcome: dict[str, Any]) -> None:
     """The status, every probe, every failure (a probe's with its expected and actual JSON) and every
-    warning (advisory / allowFailure failures, which do not fail the run): recipes/checks.py."""
+    warning (advisory / allowFailure failures, which do not fail the run): bundle/checks.py."""
     warnings, failures = outcome.get("warnings") or [], outcome.get("failures") or []
     typer.echo(f"status: {outcome.get('status')}"
                + (f" with {len(warnings)} warning{'s' if len(warnings) != 1 else ''}" if warnings else ""))

@@ -8,7 +8,6 @@ Every command prints one JSON document with ``--json``; errors are one line (exi
 from __future__ import annotations
 
 import getpass
-import importlib
 import os
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,12 @@ from typing import Any
 import typer
 
 from codebox_tui.cliutil import JsonOption, emit_json, progress
+from codebox_tui.errors import BadInputError
+from store.apply import apply_decision
 from store.db import BundleRecord, Store
+from store.decisions import decide, prune_discarded, read_content, resolve_bundle
+from store.inbox import import_bundles
+from store.journal import recover, target_lock
 
 review_app = typer.Typer(help="Review captured bundles: list, inspect and decide.", no_args_is_help=True)
 
@@ -68,8 +72,6 @@ def review_list(
 @review_app.command("show")
 def review_show(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
     """Show a bundle's changed files and its decisions."""
-    from store.decisions import read_content, resolve_bundle
-
     with Store.open() as store:
         record = resolve_bundle(store, bundle)
         decisions = store.list_decisions(record.key)
@@ -114,8 +116,6 @@ def review_import(
 
     Each bundle is verified first and only a valid one is added (fails closed); nothing is moved or
     copied. Exit 1 when any bundle was rejected."""
-    from store.inbox import import_bundles
-
     with Store.open() as store:
         report = import_bundles(store, folder)
     if json_out:
@@ -137,8 +137,6 @@ def review_import(
 def _decide(
     bundle: str, action: str, approver: str | None, reason: str, files: list[str] | None, json_out: bool
 ) -> None:
-    from store.decisions import decide
-
     with Store.open() as store:
         decision = decide(store, bundle, action, approver=_approver(approver), reason=reason, files=files)
     if json_out:
@@ -212,8 +210,6 @@ def apply_command(
     json_out: bool = JsonOption,
 ) -> None:
     """Apply an approval decision after re-verifying the bundle and its content digest."""
-    from store.apply import apply_decision
-
     options = {
         k: v for k, v in (("branch", branch), ("commit", "1" if commit else None), ("message", message)) if v
     }
@@ -239,12 +235,8 @@ def recover_command(
     json_out: bool = JsonOption,
 ) -> None:
     """Finish or undo a directory apply that was interrupted (also done by the next apply)."""
-    from store.journal import recover, target_lock
-
     root = target.expanduser().resolve()
     if not root.is_dir():
-        from codebox_tui.errors import BadInputError
-
         raise BadInputError(f"{target} is not a directory", code="target-missing", field="target")
     with target_lock(root):
         outcome = recover(root)
@@ -267,8 +259,6 @@ def prune_command(
     json_out: bool = JsonOption,
 ) -> None:
     """Delete the directories of discarded bundles (the only command that deletes evidence)."""
-    from store.decisions import prune_discarded
-
     with Store.open() as store:
         pruned = prune_discarded(store, dry_run=dry_run)
     if json_out:
@@ -281,12 +271,12 @@ def prune_command(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``review``, ``apply`` and ``artifacts prune``."""
+    """Add ``review``, ``apply`` and ``apply-recover``."""
     app.add_typer(review_app, name="review")
     app.command("apply")(apply_command)
     app.command("apply-recover")(recover_command)
-    artifacts_app = getattr(importlib.import_module("codebox_tui.cli_artifacts"), "artifacts_app", None)
-    if isinstance(artifacts_app, typer.Typer):
-        artifacts_app.command("prune")(prune_command)
-    else:  # until the artifacts group exists, keep prune reachable
-        app.command("prune-artifacts", hidden=True)(prune_command)
+
+
+def register_prune(artifacts_app: typer.Typer) -> None:
+    """Add ``prune`` to the ``artifacts`` group (the group itself is :mod:`codebox_tui.cli_artifacts`)."""
+    artifacts_app.command("prune")(prune_command)

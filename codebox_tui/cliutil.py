@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 import typer
 from pydantic import BaseModel
 
-from codebox_tui.errors import CodeboxError, ExitCode
+from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
 
 CLI_FAILURE_SCHEMA = "wp-codebox/cli-failure/v1"
 
@@ -65,8 +65,6 @@ def ensure_artifacts_dir(path: Path) -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        from codebox_tui.errors import BadInputError
-
         raise BadInputError(
             f"cannot use {path} for run bundles: {error.strerror or error}; expected a writable folder",
             code="artifacts-dir-unusable", field="--artifacts",

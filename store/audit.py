@@ -1,8 +1,8 @@
 """``apply-audit.jsonl``: one ``wp-codebox/apply-audit/v1`` line per apply attempt, success or failure.
 
 Values under keys that name a patch body or a secret are replaced with ``"[redacted]"`` (the
-reference's rule, spec 3.3); nulls are dropped. Lines are appended under an exclusive ``flock`` and
-fsynced, so concurrent appliers never interleave partial lines.
+reference's rule, docs/contracts.md "Apply audit"); nulls are dropped. Lines are appended under an
+exclusive ``flock`` and fsynced, so concurrent appliers never interleave partial lines.
 """
 
 from __future__ import annotations

@@ -203,7 +203,7 @@ def _patch_title(plugin: str, patch: str) -> str:
 def describe_bundle(record: BundleRecord) -> InboxRow:
     """Source, title, verdict and test delta, and risk flags of one recorded bundle, read from its small
     JSON files (never verified here: opening a bundle for review verifies it)."""
-    from codebox_tui.recipes.results import bundle_checks
+    from codebox_tui.bundle.results import bundle_checks
     from codebox_tui.textsafe import safe_text
 
     root = Path(record.path)

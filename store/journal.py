@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from codebox_tui.errors import ConflictError
+from codebox_tui.settings import CodeboxSettings
 
 STAGING_DIR = ".codebox-apply"
 JOURNAL_VERSION = 2
@@ -81,8 +82,6 @@ def journal_dir() -> Path:
     """Where directory-apply journals live: ``$CODEBOX_HOME/apply-journals`` (never in a target). Read from
     the environment at each call, not from a cached settings object: whichever process recovers (another
     ``codebox`` run, ``apply-recover``) must look where the interrupted one wrote."""
-    from codebox_tui.settings import CodeboxSettings
-
     return CodeboxSettings().home / "apply-journals"
 
 

@@ -19,11 +19,22 @@ os.environ["CODEBOX_HOME"] = str(_HOME)
 os.environ["CODEBOX_SPARE_SANDBOXES"] = "off"
 
 from codebox_tui.settings import reload_settings  # noqa: E402
+from tests.factories.paths import EXAMPLE_PLUGIN  # noqa: E402
+from tests.factories.playground import PlaygroundSession  # noqa: E402
 
 reload_settings()
 
-REPO = Path(__file__).resolve().parent.parent
-EXAMPLE_PLUGIN = REPO / "examples" / "simple-plugin"
+
+
+_INTEGRATION_DIRS = (Path(__file__).resolve().parent / "e2e", Path(__file__).resolve().parent / "integration")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Everything under tests/e2e and tests/integration is marked ``integration``, so
+    ``pytest -m "not integration and not playground"`` is the quick run."""
+    for item in items:
+        if any(item.path.is_relative_to(folder) for folder in _INTEGRATION_DIRS):
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")
@@ -49,41 +60,6 @@ def plugin_copy(tmp_path: Path) -> Path:
 
 
 # -- shared Playground fixtures (reuse these in any test that needs a real sandbox) ------------------
-
-
-class PlaygroundSession:
-    """The test session's warm Playground: the shared Node sidecar is started and the golden
-    WordPress site is built once (by booting and disposing one real sandbox), so later sandboxes
-    in the same pytest session boot on the warm path.
-
-    ``new_run(...)`` makes a fresh ``RunSession`` (its own sandbox, booted lazily by ``execute``);
-    use it as a context manager so the sandbox is disposed::
-
-        def test_x(playground_session, tmp_path):
-            with playground_session.new_run(tmp_path, mounts=[...], commands=["wordpress.run-php"]) as run:
-                result = run.execute("wordpress.run-php", ["code=echo 1;"])
-    """
-
-    def __init__(self, home: Path) -> None:
-        self.home = home
-
-    def spec(self, *, mounts: list[str] | None = None, commands: list[str] | None = None,
-             network: str = "deny", secrets: list[str] | None = None, **spec_fields: object):  # type: ignore[no-untyped-def]
-        from codebox_tui.contracts.runtime import RuntimePolicy
-        from codebox_tui.runtime.backend import SandboxSpec
-        from codebox_tui.runtime.mounts import parse_mount, validate_mounts
-        from codebox_tui.runtime.policy import resolve_secrets
-
-        policy = RuntimePolicy(
-            commands=commands or ["inspect-mounted-inputs", "wordpress.run-php", "wordpress.ability"],
-            network=network, secrets=secrets or [])
-        parsed = validate_mounts([parse_mount(text, index) for index, text in enumerate(mounts or [])])
-        return SandboxSpec(mounts=parsed, policy=policy, secret_env=resolve_secrets(policy), **spec_fields)  # type: ignore[arg-type]
-
-    def new_run(self, artifacts_root: Path, **spec_kwargs: object):  # type: ignore[no-untyped-def]
-        from codebox_tui.runtime.session import RunSession
-
-        return RunSession(self.spec(**spec_kwargs), artifacts_root)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="session")

@@ -13,14 +13,12 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from codebox_tui.browser.launch import Recorder, launch, parse_duration_s, resolve_url, write_json
-from codebox_tui.browser.probe import CONTENT_TYPES, evidence_dir, parse_capture, register_evidence, write_evidence
+from codebox_tui.browser.probe import CONTENT_TYPES, write_evidence
 from codebox_tui.errors import BadInputError, PolicyDeniedError
-
-if TYPE_CHECKING:
-    from codebox_tui.runtime.session import CommandOutcome, RunSession
+from codebox_tui.jsonargs import load_json_arg
 
 ACTIONS_SCHEMA = "wp-codebox/browser-actions-result/v1"
 ACTION_CAPTURES = ("console", "errors", "html", "network", "screenshot")
@@ -35,8 +33,6 @@ def parse_steps(raw: str, base_dir: Path | None = None) -> list[dict[str, Any]]:
     """Parse and check steps-json (inline JSON or @file); every problem names the step index."""
     # The one @path resolver shared with `recipe validate` and `recipe-run` (relative to base_dir, which is
     # the recipe's directory for recipes and the working directory for a direct command).
-    from codebox_tui.recipes.validate import load_json_arg
-
     steps = load_json_arg(raw, base_dir if base_dir is not None else Path.cwd(), "steps-json")
     if not isinstance(steps, list) or not steps:
         raise BadInputError("steps-json must be a non-empty JSON array of steps", code="invalid-arg",
@@ -226,25 +222,3 @@ def run_actions(start_url: str | None, steps: list[dict[str, Any]], out_dir: Pat
     }
     write_json(out_dir / "summary.json", summary)
     return summary
-
-
-def browser_actions(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
-    from codebox_tui.runtime.session import CommandOutcome
-
-    base = session.sandbox.preview_url
-    steps = parse_steps(args["steps-json"], Path.cwd())
-    start = resolve_url(base, args["url"]) if args.get("url") else None
-    total = min(timeout_s, parse_duration_s(args.get("timeout"), timeout_s, "timeout"))
-    per_step = parse_duration_s(args.get("step-timeout"), 10.0, "step-timeout")
-    allow_eval = "wordpress.browser-actions.evaluate" in session.spec.policy.commands
-    out_dir, rel = evidence_dir(session)
-    summary = run_actions(start, steps, out_dir, base_url=base, step_timeout_s=per_step, total_timeout_s=total,
-                          capture=parse_capture(args.get("capture"), ACTION_CAPTURES), allow_evaluate=allow_eval)
-    refs = register_evidence(session, rel, summary["files"])
-    session.emit("browser.actions", {"status": summary["status"], "firstFailureIndex": summary["firstFailureIndex"],
-                                     "evidence": rel}, level="info" if summary["status"] == "passed" else "warning")
-    text = (f"{summary['status']}: {summary['passed']}/{summary['steps']} steps passed"
-            + (f"; step {summary['firstFailureIndex']} failed: {summary['failure']}" if summary["failure"] else "")
-            + f"; evidence in {rel}/\n")
-    return CommandOutcome(stdout=text, exit_code=0 if summary["status"] == "passed" else 1, json=summary,
-                          artifact_refs=refs)

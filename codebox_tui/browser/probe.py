@@ -1,28 +1,24 @@
 """``wordpress.browser-probe``: load one page of the live preview in Chromium and keep the evidence.
 
-:func:`run_probe` works against any URL (tests use a local http.server); :func:`browser_probe` is the
-catalog handler, resolving the URL against the sandbox preview and registering the evidence files.
+:func:`run_probe` works against any URL (tests use a local http.server); the catalog handler that resolves
+the URL against the sandbox preview and registers the evidence files is
+:func:`codebox_tui.runtime.browser_commands.browser_probe`.
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from codebox_tui.browser.launch import (
     Recorder,
     launch,
-    parse_duration_s,
     parse_viewport,
-    resolve_url,
     write_json,
     write_jsonl,
 )
 from codebox_tui.errors import BadInputError
-
-if TYPE_CHECKING:
-    from codebox_tui.runtime.session import CommandOutcome, RunSession
 
 PROBE_SCHEMA = "wp-codebox/browser-probe-result/v1"
 ALL_CAPTURES = ("console", "errors", "html", "network", "performance", "screenshot")
@@ -163,41 +159,3 @@ def _performance(cdp: Any, page: Any) -> dict[str, Any]:
 
 def _short(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0][:500] if str(exc).strip() else type(exc).__name__
-
-
-def evidence_dir(session: RunSession) -> tuple[Path, str]:
-    """files/browser/ for the first browser command of a run, files/browser/<n>/ after that."""
-    base = session.run_dir / "files" / "browser"
-    if not base.exists():
-        return base, "files/browser"
-    n = 2
-    while (base / str(n)).exists():
-        n += 1
-    return base / str(n), f"files/browser/{n}"
-
-
-def register_evidence(session: RunSession, rel_dir: str, files: list[str]) -> list[dict[str, Any]]:
-    refs = []
-    for name in files:
-        kind = "browser-" + name.split(".")[0]
-        session.add_evidence(f"{rel_dir}/{name}", kind, CONTENT_TYPES.get(name, "application/octet-stream"))
-        refs.append({"path": f"{rel_dir}/{name}", "kind": kind})
-    return refs
-
-
-def browser_probe(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
-    from codebox_tui.runtime.session import CommandOutcome
-
-    base = session.sandbox.preview_url
-    url = resolve_url(base, args.get("url"))
-    limit = min(timeout_s, parse_duration_s(args.get("timeout"), timeout_s, "timeout"))
-    out_dir, rel = evidence_dir(session)
-    summary = run_probe(url, out_dir, wait_for=args.get("wait-for"), viewport=args.get("viewport"),
-                        capture=parse_capture(args.get("capture"), ALL_CAPTURES), timeout_s=limit, origin_url=base)
-    refs = register_evidence(session, rel, summary["files"])
-    session.emit("browser.probe", {"url": url, "status": summary["status"], "httpStatus": summary["httpStatus"],
-                                   "evidence": rel})
-    text = (f"{summary['status']}: {url} → HTTP {summary['httpStatus']}, {summary['counts']['errors']} page errors, "
-            f"{len(summary['consoleErrors'])} console errors; evidence in {rel}/\n")
-    return CommandOutcome(stdout=text, stderr=summary["error"] or "", exit_code=0 if summary["status"] == "passed"
-                          else 1, json=summary, artifact_refs=refs)

@@ -1,4 +1,4 @@
-"""Review decisions and apply-back results (spec section 3).
+"""Review decisions and apply-back results (docs/contracts.md, "Review decision" and "Apply result").
 
 ``ApplyResult`` is ``wp-codebox/apply-result/v1``: the one document every apply adapter returns.
 :func:`normalize_apply_result` applies the reference's exact normalisation (keep the six required
@@ -49,7 +49,7 @@ class ApplyResult(Contract):
 
 
 def normalize_apply_result(raw: object) -> ApplyResult:
-    """Check and normalise an adapter's raw result exactly like the reference (spec 3.3)."""
+    """Check and normalise an adapter's raw result exactly like the reference (docs/contracts.md, "Apply result")."""
     if isinstance(raw, ApplyResult):
         raw = raw.to_wire()
     if not isinstance(raw, dict):

@@ -13,7 +13,8 @@ from typing import Any
 
 import jsonschema
 
-from codebox_tui.recipes.validate import json_path
+from codebox_tui.bundle.safe_read import MAX_JSON_BYTES, loads_limited, read_regular
+from codebox_tui.jsonargs import json_path
 
 KNOWN_STEPS = (
     "activatePlugin", "activateTheme", "cp", "defineWpConfigConsts", "defineSiteUrl", "enableMultisite",
@@ -85,8 +86,6 @@ def validate_blueprint_document(document: Any) -> list[dict[str, str]]:
 
 
 def validate_blueprint_file(path: Path) -> list[dict[str, str]]:
-    from codebox_tui.bundle.safe_read import MAX_JSON_BYTES, loads_limited, read_regular
-
     try:  # regular files only, depth-limited JSON (bundle/safe_read.py)
         document = loads_limited(read_regular(path, MAX_JSON_BYTES).decode("utf-8"))
     except FileNotFoundError:

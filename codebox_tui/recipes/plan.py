@@ -10,7 +10,8 @@ from typing import Any
 from codebox_tui.contracts.canonical import stable_json
 from codebox_tui.contracts.recipe import WorkspaceRecipe
 from codebox_tui.contracts.runtime import RuntimePolicy
-from codebox_tui.recipes.validate import RecipeValidation, all_steps, resolve_source
+from codebox_tui.jsonargs import resolve_source
+from codebox_tui.recipes.validate import RecipeValidation, all_steps
 from codebox_tui.runtime.catalog import get_command, parse_args
 
 DRY_RUN_SCHEMA = "wp-codebox/recipe-run-dry-run/v1"

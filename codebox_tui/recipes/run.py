@@ -23,15 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from codebox_tui import __version__
+from codebox_tui.bundle import checks
 from codebox_tui.contracts.canonical import stable_json
 from codebox_tui.contracts.recipe import WorkspaceRecipe
 from codebox_tui.contracts.runtime import LIVE_MOUNT_KEY, MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
-from codebox_tui.recipes import checks
+from codebox_tui.jsonargs import resolve_source
 from codebox_tui.recipes.plan import extra_plugin_target, policy_hash, workspace_target
 from codebox_tui.recipes.scaffolds import write_plugin_scaffold, write_theme_scaffold
 from codebox_tui.recipes.seeds import site_seed_php
-from codebox_tui.recipes.validate import RecipeValidation, all_steps, resolve_source, resolved_step_args
+from codebox_tui.recipes.validate import RecipeValidation, all_steps, resolved_step_args
 
 RUN_SCHEMA = "wp-codebox/recipe-run/v1"
 ATTESTATION_SCHEMA = "wp-codebox/run-attestation/v1"
@@ -330,7 +331,7 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
                     failures.append(problem)
             run_dir = session.run_dir
         bundle_dir = getattr(summary, "path", None)
-        verdict = checks.recipe_verdict(failures, advisories, probes, executions)  # recipes/checks.py
+        verdict = checks.recipe_verdict(failures, advisories, probes, executions)  # bundle/checks.py
         return {
             "schema": RUN_SCHEMA, "success": verdict.passed, "status": verdict.status,
             "failures": verdict.failures, "warnings": verdict.warnings,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
@@ -25,15 +24,19 @@ from pydantic import ValidationError
 from codebox_tui.bundle.safe_read import MAX_JSON_BYTES, JsonTooDeepError, loads_limited, read_regular
 from codebox_tui.contracts.recipe import (
     RECIPE_SCHEMA,
+    ExtraPlugin,
     RecipeStep,
     SiteSeed,
     WorkspaceRecipe,
     recipe_json_schema,
 )
 from codebox_tui.contracts.runtime import RuntimePolicy
-from codebox_tui.errors import BadInputError
+from codebox_tui.errors import BadInputError, CodeboxError
+from codebox_tui.jsonargs import json_arg_file, json_path, load_json_arg, resolve_source
+from codebox_tui.recipes.blueprint import blueprint_unsupported, validate_blueprint_document
 from codebox_tui.runtime.catalog import command_catalog, parse_args
 from codebox_tui.runtime.mounts import SITE_TARGETS
+from codebox_tui.runtime.wordpress_builds import resolve_build
 
 VALIDATION_SCHEMA = "wp-codebox/recipe-validation/v1"
 ALLOW_DOWNLOADS_ENV = "CODEBOX_ALLOW_NETWORK_DOWNLOADS"
@@ -92,13 +95,6 @@ class RecipeValidation:
 @lru_cache(maxsize=1)
 def _validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(recipe_json_schema())
-
-
-def json_path(parts: Iterable[Any]) -> str:
-    out = "$"
-    for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return out
 
 
 def _describe(error: jsonschema.ValidationError) -> tuple[str, str, str]:
@@ -204,11 +200,6 @@ def all_steps(recipe: WorkspaceRecipe) -> list[tuple[str, int, RecipeStep]]:
             for i, s in enumerate(steps)]
 
 
-def resolve_source(base_dir: Path, source: str) -> Path:
-    p = Path(source).expanduser()
-    return p if p.is_absolute() else (base_dir / p)
-
-
 def _is_url(source: str) -> bool:
     return bool(URL.match(source))
 
@@ -223,9 +214,10 @@ def _check_sandbox_path(path: str, where: str) -> list[Issue]:
     return []
 
 
-# Spec §6 fields this runtime accepts (so reference recipes parse) but does not execute. Each one that is
-# set yields an ``unsupported-field`` issue, so ``recipe validate`` says so and ``recipe-run`` refuses before
-# booting instead of silently ignoring it. Values: why, in a few words.
+# Fields of the reference's recipe shape (docs/contracts.md, "Workspace recipe") this runtime accepts (so
+# reference recipes parse) but does not execute. Each one that is set yields an ``unsupported-field`` issue,
+# so ``recipe validate`` says so and ``recipe-run`` refuses before booting instead of silently ignoring it.
+# Values: why, in a few words.
 UNSUPPORTED_RUNTIME = {
     "workers": "the Playground sidecar runs one PHP worker per sandbox",
     "wordpressInstallMode": "WordPress is always installed from the offline build",
@@ -265,53 +257,67 @@ def _is_set(value: Any) -> bool:
     return value is not None and value != [] and value != {}
 
 
+def _unsupported(path: str, why: str) -> Issue:
+    name = path.rsplit(".", 1)[-1]
+    return Issue("unsupported-field", path,
+                 f"this runtime does not implement {name!r}: {why}; remove it to run the recipe here")
+
+
 def unsupported_issues(recipe: WorkspaceRecipe) -> list[Issue]:
     """One ``unsupported-field`` issue per spec field that is set but that this runtime cannot execute."""
     issues: list[Issue] = []
-
-    def flag(path: str, why: str) -> None:
-        issues.append(Issue("unsupported-field", path,
-                            f"this runtime does not implement {path.rsplit('.', 1)[-1]!r}: {why}; remove it to run "
-                            "the recipe here"))
-
     for table, model, prefix in ((UNSUPPORTED_TOP, recipe, "$"), (UNSUPPORTED_RUNTIME, recipe.runtime, "$.runtime"),
                                  (UNSUPPORTED_INPUTS, recipe.inputs, "$.inputs")):
-        for name, why in table.items():
-            if _is_set(getattr(model, name)):
-                flag(f"{prefix}.{name}", why)
-    for i, ws in enumerate(recipe.inputs.workspaces):
-        if ws.sourceMode is not None:
-            flag(f"$.inputs.workspaces[{i}].sourceMode", "workspaces are always copied into scratch directories")
+        issues += [_unsupported(f"{prefix}.{name}", why)
+                   for name, why in table.items() if _is_set(getattr(model, name))]
+    return (issues + _unsupported_input_issues(recipe) + _unsupported_step_issues(recipe)
+            + _unsupported_artifact_issues(recipe))
+
+
+def _unsupported_input_issues(recipe: WorkspaceRecipe) -> list[Issue]:
+    issues = [_unsupported(f"$.inputs.workspaces[{i}].sourceMode",
+                           "workspaces are always copied into scratch directories")
+              for i, ws in enumerate(recipe.inputs.workspaces) if ws.sourceMode is not None]
     for i, plugin in enumerate(recipe.inputs.extra_plugins):
         for name in ("sourcePath", "sourceRoot", "sourceSubpath", "sourceSubdir", "originalSource", "mountSlug",
                      "composer"):
             if getattr(plugin, name) is not None:
-                flag(f"$.inputs.extra_plugins[{i}].{name}", "use 'source' (a local directory or .zip) and 'slug'")
+                issues.append(_unsupported(f"$.inputs.extra_plugins[{i}].{name}",
+                                           "use 'source' (a local directory or .zip) and 'slug'"))
     for i, seed in enumerate(recipe.inputs.siteSeeds):
         where = f"$.inputs.siteSeeds[{i}]"
-        if seed.deterministicIds is not None:
-            flag(f"{where}.deterministicIds", "imported records get fresh ids")
-        if seed.bootstrap is not None:
-            flag(f"{where}.bootstrap", "multisite bootstrap is not implemented")
-        if seed.scopes.media is not None:
-            flag(f"{where}.scopes.media", "media records are not imported")
+        for path, value, why in ((f"{where}.deterministicIds", seed.deterministicIds, "imported records get fresh ids"),
+                                 (f"{where}.bootstrap", seed.bootstrap, "multisite bootstrap is not implemented"),
+                                 (f"{where}.scopes.media", seed.scopes.media, "media records are not imported")):
+            if value is not None:
+                issues.append(_unsupported(path, why))
+    return issues
+
+
+def _unsupported_step_issues(recipe: WorkspaceRecipe) -> list[Issue]:
     steps = [(f"$.workflow.{ph}[{i}]", st) for ph, i, st in all_steps(recipe)]
     steps += [(f"$.probes[{i}].step", p.step) for i, p in enumerate(recipe.probes)]
+    issues: list[Issue] = []
     for where, step in steps:
         if step.continuation is not None:
-            flag(f"{where}.continuation", "step continuations are not implemented")
+            issues.append(_unsupported(f"{where}.continuation", "step continuations are not implemented"))
         if step.diagnostics is not None:
-            flag(f"{where}.diagnostics", "query diagnostics are not captured")
+            issues.append(_unsupported(f"{where}.diagnostics", "query diagnostics are not captured"))
+    return issues
+
+
+def _unsupported_artifact_issues(recipe: WorkspaceRecipe) -> list[Issue]:
     a = recipe.artifacts
+    issues: list[Issue] = []
     if isinstance(a.verify, dict):
-        flag("$.artifacts.verify", "verify options (enabled/strict) are not implemented; use true or false")
+        issues.append(_unsupported("$.artifacts.verify",
+                                   "verify options (enabled/strict) are not implemented; use true or false"))
     if a.workspacePolicy is not None:
-        flag("$.artifacts.workspacePolicy", "workspace policies are not implemented")
+        issues.append(_unsupported("$.artifacts.workspacePolicy", "workspace policies are not implemented"))
     if a.typed:
-        flag("$.artifacts.typed", "typed artifacts are not collected; use artifacts.paths")
-    for i, art in enumerate(a.paths):
-        if art.parseJson:
-            flag(f"$.artifacts.paths[{i}].parseJson", "declared artifacts are copied, not parsed")
+        issues.append(_unsupported("$.artifacts.typed", "typed artifacts are not collected; use artifacts.paths"))
+    issues += [_unsupported(f"$.artifacts.paths[{i}].parseJson", "declared artifacts are copied, not parsed")
+               for i, art in enumerate(a.paths) if art.parseJson]
     return issues
 
 
@@ -331,37 +337,58 @@ def _step_issues(step: RecipeStep, where: str, catalog: dict[str, Any], base_dir
 
 
 def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, env: dict[str, str]) -> list[Issue]:
-    issues: list[Issue] = unsupported_issues(recipe)
     catalog = {c.id: c for c in command_catalog().commands}
-    from codebox_tui.errors import CodeboxError
-    from codebox_tui.runtime.wordpress_builds import resolve_build
+    issues: list[Issue] = unsupported_issues(recipe) + _runtime_issues(recipe)
+    for i, probe in enumerate(recipe.probes):
+        issues.extend(_step_issues(probe.step, f"$.probes[{i}].step", catalog, base_dir))
+    issues += _probe_name_issues(recipe) + _artifact_path_issues(recipe) + _staged_file_issues(recipe, base_dir)
+    for phase, index, step in all_steps(recipe):
+        issues.extend(_step_issues(step, f"$.workflow.{phase}[{index}]", catalog, base_dir))
+    issues += _mount_issues(recipe, base_dir) + _workspace_issues(recipe, base_dir)
+    allow_downloads = env.get(ALLOW_DOWNLOADS_ENV) == "1"
+    for i, plugin in enumerate(recipe.inputs.extra_plugins):
+        issues += _extra_plugin_issues(plugin, f"$.inputs.extra_plugins[{i}]", base_dir, allow_downloads)
+    issues += _env_name_issues(recipe)
+    for i, site_seed in enumerate(recipe.inputs.siteSeeds):
+        issues.extend(_site_seed_issues(site_seed, f"$.inputs.siteSeeds[{i}]", base_dir))
+    return issues
 
+
+def _runtime_issues(recipe: WorkspaceRecipe) -> list[Issue]:
+    """The WordPress version resolves to an offline build; a raw blueprint has a shape this runtime applies."""
+    issues: list[Issue] = []
     try:
         resolve_build(recipe.runtime.wp)
     except CodeboxError as error:
         issues.append(Issue(error.code or "unknown-wordpress-version", "$.runtime.wp", error.message))
     if recipe.runtime.blueprint is not None:
-        from codebox_tui.recipes.blueprint import blueprint_unsupported, validate_blueprint_document
-
         found = validate_blueprint_document(recipe.runtime.blueprint)
         found += [] if found else blueprint_unsupported(recipe.runtime.blueprint)
         for item in found:
             issues.append(Issue(item["code"], "$.runtime.blueprint" + item["path"][1:]
                                 if not item["path"].startswith("$.runtime") else item["path"], item["message"]))
-    allow_downloads = env.get(ALLOW_DOWNLOADS_ENV) == "1"
+    return issues
 
-    for i, probe in enumerate(recipe.probes):
-        issues.extend(_step_issues(probe.step, f"$.probes[{i}].step", catalog, base_dir))
+
+def _probe_name_issues(recipe: WorkspaceRecipe) -> list[Issue]:
     names = [p.name for p in recipe.probes]
-    for i, name in enumerate(names):
-        if name in names[:i]:
-            issues.append(Issue("duplicate-probe-name", f"$.probes[{i}].name", f"probe name {name!r} is used twice"))
+    return [Issue("duplicate-probe-name", f"$.probes[{i}].name", f"probe name {name!r} is used twice")
+            for i, name in enumerate(names) if name in names[:i]]
+
+
+def _artifact_path_issues(recipe: WorkspaceRecipe) -> list[Issue]:
+    issues: list[Issue] = []
     art_names = [re.sub(r"[^A-Za-z0-9_.-]+", "-", a.name).strip(".-") for a in recipe.artifacts.paths]
     for i, art in enumerate(recipe.artifacts.paths):
         issues.extend(_check_sandbox_path(art.path, f"$.artifacts.paths[{i}].path"))
         if art_names[i] in art_names[:i]:
             issues.append(Issue("duplicate-artifact-name", f"$.artifacts.paths[{i}].name",
                                 f"artifact name {art.name!r} collides with an earlier one"))
+    return issues
+
+
+def _staged_file_issues(recipe: WorkspaceRecipe, base_dir: Path) -> list[Issue]:
+    issues: list[Issue] = []
     for i, staged in enumerate(recipe.inputs.stagedFiles):
         where = f"$.inputs.stagedFiles[{i}]"
         issues.extend(_check_sandbox_path(staged.target, f"{where}.target"))
@@ -370,11 +397,11 @@ def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, env: dict[str, str
         elif not resolve_source(base_dir, staged.source).exists():
             issues.append(Issue("missing-source", f"{where}.source",
                                 f"staged file does not exist: {resolve_source(base_dir, staged.source)}"))
+    return issues
 
-    for phase, index, step in all_steps(recipe):
-        where = f"$.workflow.{phase}[{index}]"
-        issues.extend(_step_issues(step, where, catalog, base_dir))
 
+def _mount_issues(recipe: WorkspaceRecipe, base_dir: Path) -> list[Issue]:
+    issues: list[Issue] = []
     targets: dict[str, str] = {}
     for i, mount in enumerate(recipe.inputs.mounts):
         where = f"$.inputs.mounts[{i}]"
@@ -390,14 +417,22 @@ def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, env: dict[str, str
             issues.append(Issue("duplicate-mount-target", f"{where}.target",
                                 f"target {mount.target!r} is already used by {targets[norm]}"))
         targets[norm] = where
-        src = resolve_source(base_dir, mount.source)
-        if not src.exists():
-            issues.append(Issue("missing-source", f"{where}.source", f"mount source does not exist: {src}"))
-        elif mount.type == "directory" and not src.is_dir():
-            issues.append(Issue("invalid-source", f"{where}.source", f"expected a directory, got a file: {src}"))
-        elif mount.type == "file" and not src.is_file():
-            issues.append(Issue("invalid-source", f"{where}.source", f"expected a file: {src}"))
+        issues += _mount_source_issues(resolve_source(base_dir, mount.source), mount.type, f"{where}.source")
+    return issues
 
+
+def _mount_source_issues(src: Path, kind: str, where: str) -> list[Issue]:
+    if not src.exists():
+        return [Issue("missing-source", where, f"mount source does not exist: {src}")]
+    if kind == "directory" and not src.is_dir():
+        return [Issue("invalid-source", where, f"expected a directory, got a file: {src}")]
+    if kind == "file" and not src.is_file():
+        return [Issue("invalid-source", where, f"expected a file: {src}")]
+    return []
+
+
+def _workspace_issues(recipe: WorkspaceRecipe, base_dir: Path) -> list[Issue]:
+    issues: list[Issue] = []
     for i, ws in enumerate(recipe.inputs.workspaces):
         where = f"$.inputs.workspaces[{i}]"
         seed = ws.seed
@@ -413,39 +448,39 @@ def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, env: dict[str, str
                 issues.append(Issue("invalid-slug", f"{where}.seed.slug", "a directory seed needs a slug or a target"))
         if ws.target:
             issues.extend(_check_sandbox_path(ws.target, f"{where}.target"))
+    return issues
 
-    for i, plugin in enumerate(recipe.inputs.extra_plugins):
-        where = f"$.inputs.extra_plugins[{i}]"
-        if _is_url(plugin.source):
-            if not plugin.source.startswith("https://") or not plugin.source.endswith(".zip"):
-                issues.append(Issue("invalid-source", f"{where}.source", "a URL source must be an https:// .zip"))
-            elif not allow_downloads:
-                issues.append(Issue("network-download-refused", f"{where}.source",
-                                    f"URL sources are refused unless {ALLOW_DOWNLOADS_ENV}=1 is set "
-                                    "(Codebox runs offline); use a local directory or .zip"))
-            continue
-        src = resolve_source(base_dir, plugin.source)
-        if not src.exists():
-            issues.append(Issue("missing-source", f"{where}.source", f"plugin source does not exist: {src}"))
-        elif src.is_file() and src.suffix != ".zip":
-            issues.append(Issue("invalid-source", f"{where}.source", "expected a plugin directory or a .zip"))
-        if plugin.pluginFile:
-            slug = plugin.slug or src.stem
-            if not plugin.pluginFile.startswith(f"{slug}/") or not plugin.pluginFile.endswith(".php"):
-                issues.append(Issue("invalid-plugin-file", f"{where}.pluginFile",
-                                    f"expected '{slug}/<file>.php', got {plugin.pluginFile!r}"))
 
-    for name in recipe.inputs.runtimeEnv:
-        if not ENV_NAME.match(name):
-            issues.append(Issue("invalid-runtime-env", f"$.inputs.runtimeEnv.{name}",
-                                "environment names must match ^[A-Z_][A-Z0-9_]*$"))
-    for i, name in enumerate(recipe.inputs.secretEnv):
-        if not ENV_NAME.match(name):
-            issues.append(Issue("invalid-secret-env", f"$.inputs.secretEnv[{i}]",
-                                f"secret names must match ^[A-Z_][A-Z0-9_]*$, got {name!r}"))
+def _extra_plugin_issues(plugin: ExtraPlugin, where: str, base_dir: Path, allow_downloads: bool) -> list[Issue]:
+    if _is_url(plugin.source):
+        if not plugin.source.startswith("https://") or not plugin.source.endswith(".zip"):
+            return [Issue("invalid-source", f"{where}.source", "a URL source must be an https:// .zip")]
+        if not allow_downloads:
+            return [Issue("network-download-refused", f"{where}.source",
+                          f"URL sources are refused unless {ALLOW_DOWNLOADS_ENV}=1 is set "
+                          "(Codebox runs offline); use a local directory or .zip")]
+        return []
+    issues: list[Issue] = []
+    src = resolve_source(base_dir, plugin.source)
+    if not src.exists():
+        issues.append(Issue("missing-source", f"{where}.source", f"plugin source does not exist: {src}"))
+    elif src.is_file() and src.suffix != ".zip":
+        issues.append(Issue("invalid-source", f"{where}.source", "expected a plugin directory or a .zip"))
+    if plugin.pluginFile:
+        slug = plugin.slug or src.stem
+        if not plugin.pluginFile.startswith(f"{slug}/") or not plugin.pluginFile.endswith(".php"):
+            issues.append(Issue("invalid-plugin-file", f"{where}.pluginFile",
+                                f"expected '{slug}/<file>.php', got {plugin.pluginFile!r}"))
+    return issues
 
-    for i, site_seed in enumerate(recipe.inputs.siteSeeds):
-        issues.extend(_site_seed_issues(site_seed, f"$.inputs.siteSeeds[{i}]", base_dir))
+
+def _env_name_issues(recipe: WorkspaceRecipe) -> list[Issue]:
+    issues = [Issue("invalid-runtime-env", f"$.inputs.runtimeEnv.{name}",
+                    "environment names must match ^[A-Z_][A-Z0-9_]*$")
+              for name in recipe.inputs.runtimeEnv if not ENV_NAME.match(name)]
+    issues += [Issue("invalid-secret-env", f"$.inputs.secretEnv[{i}]",
+                     f"secret names must match ^[A-Z_][A-Z0-9_]*$, got {name!r}")
+               for i, name in enumerate(recipe.inputs.secretEnv) if not ENV_NAME.match(name)]
     return issues
 
 
@@ -474,38 +509,6 @@ def _arg_format_issues(accepted: list[Any], parsed: dict[str, str], where: str, 
         elif fmt == "path" and not resolve_source(base_dir, value).is_file():
             issues.append(Issue("missing-source", loc, f"file does not exist: {resolve_source(base_dir, value)}"))
     return issues
-
-
-def json_arg_file(value: str, base_dir: Path) -> Path | None:
-    """The file an ``@path`` JSON argument names, resolved against the recipe's directory (None if inline)."""
-    return resolve_source(base_dir, value[1:]).resolve() if value.startswith("@") else None
-
-
-def load_json_arg(value: str, base_dir: Path, where: str) -> Any:
-    """Parse a JSON argument (inline or ``@path`` relative to the recipe); errors name ``where``.
-
-    The one resolver for ``recipe validate``, ``recipe-run`` and the policy derivation, so all of them read
-    the same file.
-    """
-    file = json_arg_file(value, base_dir)
-    text = value
-    if file is not None:
-        if not file.is_file():
-            raise BadInputError(f"{where}: JSON file does not exist: {file}", code="missing-source", field=where)
-        try:
-            text = read_regular(file, MAX_JSON_BYTES).decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BadInputError(f"{where}: JSON file cannot be read: {exc}", code="invalid-source",
-                                field=where) from exc
-    try:
-        return loads_limited(text)
-    except JsonTooDeepError as exc:
-        what = f"file {file}" if file is not None else "value"
-        raise BadInputError(f"{where}: the {what} {exc}", code="invalid-arg", field=where) from exc
-    except json.JSONDecodeError as exc:
-        what = f"file {file}" if file is not None else "value"
-        raise BadInputError(f"{where}: expected JSON, the {what} has {exc.msg} at line {exc.lineno} column "
-                            f"{exc.colno}", code="invalid-arg", field=where) from exc
 
 
 def resolved_step_args(step: RecipeStep, base_dir: Path) -> list[str]:

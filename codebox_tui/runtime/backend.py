@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from codebox_tui.contracts.runtime import MountSpec, RuntimePolicy
+from codebox_tui.errors import BadInputError
 from codebox_tui.runtime.mounts import PrivateCopy
 
 ProgressCallback = Callable[[str, dict[str, Any]], None]
@@ -16,9 +17,8 @@ ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
 
 def validate_runtime_env(env: object, field_name: str = "env") -> dict[str, str]:
-    """Check runtime environment variables (spec §6.1 ``inputs.runtimeEnv``): NAME → string value."""
-    from codebox_tui.errors import BadInputError
-
+    """Check runtime environment variables (a recipe's ``inputs.runtimeEnv``, docs/contracts.md "Workspace
+    recipe"): NAME → string value."""
     if not isinstance(env, dict):
         raise BadInputError(f"{field_name} must be an object of NAME: value strings", code="invalid-runtime-env",
                             field=field_name)

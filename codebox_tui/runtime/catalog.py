@@ -1,15 +1,39 @@
-"""The runtime command catalog: every command id a sandbox understands, its arguments and policy needs.
+"""The runtime command catalog: every command id a sandbox understands, its arguments, policy needs and
+the Python function that runs it.
 
-This is data only; handlers live in :mod:`codebox_tui.runtime.commands`. ``codebox commands --json``
-prints it without booting anything.
+:func:`handler_for` maps a command id to its handler (imported plainly here; the handlers need nothing from
+the run at import time, see :mod:`codebox_tui.runtime.outcome`). ``codebox commands --json`` prints the
+catalog without booting anything; its ``handler`` field names the function as ``module:function``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from codebox_tui.contracts.runtime import CommandArg, CommandCatalog, CommandSpec
 from codebox_tui.errors import BadInputError
+from codebox_tui.runtime.browser_commands import browser_actions, browser_probe
+from codebox_tui.runtime.commands import ability, inspect_mounted_inputs, run_php, wp_cli
+from codebox_tui.runtime.phpunit import phpunit
+
+if TYPE_CHECKING:
+    from codebox_tui.runtime.outcome import CommandOutcome
+    from codebox_tui.runtime.session import RunSession
+
+Handler = Callable[["RunSession", dict[str, str], float], "CommandOutcome"]
+POLICY_ONLY = "policy-only"  # a capability a policy grants; not a command that runs
 
 A = CommandArg
+_HANDLERS: dict[str, Handler] = {}
+
+
+def _ref(handler: Handler) -> str:
+    """Remember ``handler`` and name it for the catalog's wire form (``module:function``)."""
+    ref = f"{handler.__module__}:{handler.__name__}"
+    _HANDLERS[ref] = handler
+    return ref
+
 
 _COMMANDS: list[CommandSpec] = [
     CommandSpec(
@@ -17,7 +41,7 @@ _COMMANDS: list[CommandSpec] = [
         description="List each mount's target, host source and top-level entries as the sandbox sees them.",
         outputShape="json",
         policyRequirement="inspect-mounted-inputs",
-        handler="codebox_tui.runtime.commands:inspect_mounted_inputs",
+        handler=_ref(inspect_mounted_inputs),
     ),
     CommandSpec(
         id="wordpress.run-php",
@@ -31,7 +55,7 @@ _COMMANDS: list[CommandSpec] = [
         ],
         outputShape="raw-stdout",
         policyRequirement="wordpress.run-php",
-        handler="codebox_tui.runtime.commands:run_php",
+        handler=_ref(run_php),
         metadata={"requiresOneOf": ["code", "code-file"]},
     ),
     CommandSpec(
@@ -41,7 +65,7 @@ _COMMANDS: list[CommandSpec] = [
                         required=True)],
         outputShape="raw-stdout",
         policyRequirement="wordpress.wp-cli",
-        handler="codebox_tui.runtime.commands:wp_cli",
+        handler=_ref(wp_cli),
     ),
     CommandSpec(
         id="wordpress.ability",
@@ -52,7 +76,7 @@ _COMMANDS: list[CommandSpec] = [
         ],
         outputShape="wp-codebox/wordpress-ability-result/v1",
         policyRequirement="wordpress.ability",
-        handler="codebox_tui.runtime.commands:ability",
+        handler=_ref(ability),
     ),
     CommandSpec(
         id="wordpress.phpunit",
@@ -72,7 +96,7 @@ _COMMANDS: list[CommandSpec] = [
         outputShape="wp-codebox/test-results/v1",
         policyRequirement="wordpress.phpunit",
         requiresPolicyCommands=["wordpress.run-php"],
-        handler="codebox_tui.runtime.phpunit:phpunit",
+        handler=_ref(phpunit),
     ),
     CommandSpec(
         id="wordpress.browser-probe",
@@ -87,7 +111,7 @@ _COMMANDS: list[CommandSpec] = [
         ],
         outputShape="wp-codebox/browser-probe-result/v1",
         policyRequirement="wordpress.browser-probe",
-        handler="codebox_tui.browser.probe:browser_probe",
+        handler=_ref(browser_probe),
     ),
     CommandSpec(
         id="wordpress.browser-actions",
@@ -104,7 +128,7 @@ _COMMANDS: list[CommandSpec] = [
         ],
         outputShape="wp-codebox/browser-actions-result/v1",
         policyRequirement="wordpress.browser-actions",
-        handler="codebox_tui.browser.actions:browser_actions",
+        handler=_ref(browser_actions),
     ),
     CommandSpec(
         id="wordpress.browser-actions.evaluate",
@@ -112,7 +136,7 @@ _COMMANDS: list[CommandSpec] = [
         outputShape="none",
         policyRequirement="wordpress.browser-actions.evaluate",
         recipe=False,
-        handler="policy-only",
+        handler=POLICY_ONLY,
     ),
 ]
 
@@ -131,6 +155,15 @@ def get_command(command_id: str) -> CommandSpec:
         code="unknown-command",
         field="command",
     )
+
+
+def handler_for(command_id: str) -> Handler:
+    """The function that runs ``command_id``; a capability-only id is a clear error, not a handler."""
+    spec = get_command(command_id)
+    if spec.handler not in _HANDLERS:
+        raise BadInputError(f"Command {command_id!r} is a policy capability and cannot be executed directly",
+                            code="policy-only-command", field="command")
+    return _HANDLERS[spec.handler]
 
 
 def parse_args(spec: CommandSpec, raw_args: list[str]) -> dict[str, str]:

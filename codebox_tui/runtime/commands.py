@@ -1,4 +1,4 @@
-"""Handlers for the core runtime commands (names referenced from the command catalog)."""
+"""Handlers for the core runtime commands (the command catalog maps each command id to one of them)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codebox_tui.errors import BadInputError
+from codebox_tui.runtime.outcome import CommandOutcome
 from codebox_tui.settings import get_settings
 
 if TYPE_CHECKING:
-    from codebox_tui.runtime.session import CommandOutcome, RunSession
+    from codebox_tui.runtime.session import RunSession
 
 WP_CLI_DIR = "/codebox-tools/wp-cli"
 
 
 def _outcome(stdout: str, stderr: str = "", exit_code: int = 0, json_value: object = None,
              truncated: dict[str, Any] | None = None) -> CommandOutcome:
-    from codebox_tui.runtime.session import CommandOutcome
-
     return CommandOutcome(stdout=stdout, stderr=stderr, exit_code=exit_code, json=json_value, truncated=truncated)
 
 

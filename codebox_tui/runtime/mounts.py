@@ -23,6 +23,7 @@ from pathlib import Path
 
 from codebox_tui.contracts.runtime import LIVE_MOUNT_KEY, MountSpec
 from codebox_tui.errors import BadInputError
+from codebox_tui.runtime.tree_removal import remove_tree_nofollow
 
 SKIPPED_DIRS = {".git", "node_modules", ".codebox-apply"}
 RESERVED_TARGETS = ("/internal", "/proc", "/dev", "/tmp/codebox")
@@ -184,6 +185,4 @@ class PrivateCopy:
 def remove_tree(path: Path) -> None:
     """Delete a tree even if parts of it were made read-only; links in it are unlinked, never followed
     or chmodded (the tree may hold anything PHP wrote: see ``runtime/tree_removal.py``)."""
-    from codebox_tui.runtime.tree_removal import remove_tree_nofollow
-
     remove_tree_nofollow(path)

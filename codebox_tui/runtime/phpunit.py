@@ -23,9 +23,11 @@ from codebox_tui.contracts.bundle import TestCase, TestSuite
 from codebox_tui.contracts.runtime import MountSpec
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
 from codebox_tui.runtime import wp_tests
+from codebox_tui.runtime.commands import sandbox_env
+from codebox_tui.runtime.outcome import CommandOutcome
 
 if TYPE_CHECKING:
-    from codebox_tui.runtime.session import CommandOutcome, RunSession
+    from codebox_tui.runtime.session import RunSession
 
 PHPUNIT_BIN = Path("/usr/bin/phpunit")
 PHP_SHARE = Path("/usr/share/php")
@@ -294,9 +296,6 @@ def no_tests_reason(output: str) -> str:
 
 
 def phpunit(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
-    from codebox_tui.runtime.commands import sandbox_env
-    from codebox_tui.runtime.session import CommandOutcome
-
     slug = args["plugin-slug"]
     if not SLUG.match(slug):
         raise BadInputError(f"plugin-slug must be a directory name, got {slug!r}", code="invalid-slug",

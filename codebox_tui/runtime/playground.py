@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from codebox_tui.contracts.runtime import RuntimePolicy
-from codebox_tui.errors import SandboxError
+from codebox_tui.errors import BadInputError, SandboxError
 from codebox_tui.runtime.backend import HttpResult, PhpResult, ProgressCallback, SandboxSpec
 from codebox_tui.runtime.confinement import Bind, covered, external_binds, readonly_area, readonly_dir
 from codebox_tui.runtime.golden import (
@@ -424,8 +424,6 @@ class PlaygroundBackend:
                 on_progress(phase, data or {})
 
         if spec.php not in SUPPORTED_PHP:
-            from codebox_tui.errors import BadInputError
-
             raise BadInputError(f"PHP {spec.php} is not available; choose one of {', '.join(SUPPORTED_PHP)}",
                                 code="unknown-php-version", field="php")
         build = resolve_build(spec.wp)

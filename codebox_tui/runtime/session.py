@@ -8,7 +8,6 @@ are the human-readable twins. Secret values are redacted before anything is writ
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import secrets
 import shutil
@@ -16,11 +15,12 @@ import string
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from codebox_tui.bundle.baseline import take_baselines
+from codebox_tui.bundle.capture import capture_bundle
 from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.contracts.runtime import (
     CommandError,
@@ -31,8 +31,9 @@ from codebox_tui.contracts.runtime import (
 )
 from codebox_tui.errors import CodeboxError, HostIOError, PolicyDeniedError, SandboxError
 from codebox_tui.runtime.backend import Backend, Sandbox, SandboxSpec
-from codebox_tui.runtime.catalog import get_command, parse_args
+from codebox_tui.runtime.catalog import get_command, handler_for, parse_args
 from codebox_tui.runtime.mounts import PrivateCopy, new_copies_dir, remove_tree
+from codebox_tui.runtime.outcome import CommandOutcome
 from codebox_tui.runtime.policy import Redactor, check_command, check_secret_values
 from codebox_tui.settings import get_settings
 
@@ -52,18 +53,6 @@ def _base36(number: int) -> str:
 def new_id(prefix: str) -> str:
     """``<prefix>-<ms since epoch, base36>-<6 random base36>`` like the reference's ids."""
     return f"{prefix}-{_base36(int(time.time() * 1000))}-{''.join(secrets.choice(_BASE36) for _ in range(6))}"
-
-
-@dataclass
-class CommandOutcome:
-    """What a command handler returns."""
-
-    stdout: str
-    stderr: str = ""
-    exit_code: int = 0
-    json: Any = None
-    artifact_refs: list[dict[str, Any]] = field(default_factory=list)
-    truncated: dict[str, Any] | None = None  # what the output cap cut, per stream (PhpResult.truncated)
 
 
 @dataclass
@@ -280,7 +269,7 @@ class RunSession:
         self.boot_sandbox()  # boot lazily, before the clock for this command starts
         started_at, started = utc_now_iso(), time.monotonic()
         self.emit("command.started", {"id": command_id, "command": command, "args": args})
-        handler = _load_handler(spec.handler)
+        handler = handler_for(spec.id)
         error_info: CodeboxError | None = None
         try:
             outcome = handler(self, parsed, timeout)
@@ -377,20 +366,16 @@ class RunSession:
             self.status = "destroyed"
 
     def capture(self) -> Any:
-        """Dispose the sandbox, close the streams and write the artifact bundle (if the bundle module exists)."""
+        """Dispose the sandbox, close the streams and write the artifact bundle."""
         was_booted_info = self.runtime_info()
         self.dispose()
         self.emit("artifacts.capturing", {"runDir": str(self.run_dir)})
         self._close_streams()
-        try:
-            capture_module = importlib.import_module("codebox_tui.bundle.capture")
-        except ImportError:
-            return None
-        summary = capture_module.capture_bundle(
+        summary = capture_bundle(
             self.run_dir, runtime=was_booted_info.model_copy(update={"status": "destroyed"}),
             mounts=self.spec.mounts, baselines=self.baselines, policy=self.spec.policy,
             metadata=self.spec.metadata, secret_values=list(self.spec.secret_env.values()),
-            evidence=self.evidence, test_suites=self.test_suites, truncations=self.truncations,
+            evidence=list(self.evidence), test_suites=self.test_suites, truncations=self.truncations,
         )
         return summary
 
@@ -417,15 +402,3 @@ class RunSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _load_handler(ref: str) -> Callable[[RunSession, dict[str, str], float], CommandOutcome]:
-    module_name, _, attr = ref.partition(":")
-    if not attr:
-        from codebox_tui.errors import BadInputError
-
-        raise BadInputError(f"Command handler {ref!r} cannot be executed directly", code="policy-only-command")
-    handler: Callable[[RunSession, dict[str, str], float], CommandOutcome] = getattr(
-        importlib.import_module(module_name), attr)
-    return handler
-

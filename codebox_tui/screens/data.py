@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from codebox_tui.bundle.reader import LoadedBundle, load_bundle
-from codebox_tui.recipes.results import BundleChecks
-from codebox_tui.recipes.results import bundle_checks as read_checks
+from codebox_tui.bundle.results import BundleChecks
+from codebox_tui.bundle.results import bundle_checks as read_checks
+from store.apply import apply_decision
 from store.db import BundleRecord, Store
+from store.decisions import decide_on, register_bundle
+from store.inbox import import_bundles as store_import
 
 
 @dataclass
@@ -40,15 +43,11 @@ def bundle_rows(store: Store, status: str | None = None) -> list[BundleRow]:
 
 
 def register(store: Store, bundle_dir: Path, run_id: str | None = None) -> BundleRecord:
-    from store.decisions import register_bundle
-
     return register_bundle(store, Path(bundle_dir), run_id=run_id)
 
 
 def import_bundles(store: Store, folder: Path) -> tuple[list[BundleRecord], list[dict[str, Any]]]:
     """Verify and record the bundle at ``folder`` (or the bundles under it): (imported, rejected)."""
-    from store.inbox import import_bundles as store_import
-
     report = store_import(store, Path(folder).expanduser())
     return report.imported, report.rejected
 
@@ -59,15 +58,11 @@ def load(bundle_dir: Path) -> LoadedBundle:
 
 def decide(store: Store, bundle_dir: Path, action: str, *, files: list[str] | None = None, reason: str = "") -> Any:
     """Record a decision (registering the bundle first if the store has not seen it)."""
-    from store.decisions import decide_on
-
     record = register(store, bundle_dir)  # this directory's own record: a Mode A id may be shared
     return decide_on(store, record, action, approver=current_user(), reason=reason, files=files)
 
 
 def apply(store: Store, decision_id: int, adapter: str, target: str) -> Any:
-    from store.apply import apply_decision
-
     return apply_decision(store, decision_id, adapter, target)
 
 
@@ -102,7 +97,7 @@ def patch_evaluation(bundle_dir: Path) -> tuple[dict[str, Any] | None, str | Non
 
 
 def bundle_checks(bundle_dir: Path, test_results: dict[str, Any]) -> BundleChecks:
-    """Tests (per side), probes and a recipe run's verdict: ``codebox_tui/recipes/results.py``."""
+    """Tests (per side), probes and a recipe run's verdict: ``codebox_tui/bundle/results.py``."""
     return read_checks(bundle_dir, test_results)
 
 

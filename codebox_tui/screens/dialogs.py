@@ -11,6 +11,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Markdown, Select, Static
 
+from codebox_tui.screens import data
 from codebox_tui.textsafe import safe_text
 
 DIALOG_CSS = """
@@ -128,8 +129,6 @@ class ApplyDialog(ModalScreen[None]):
         self._apply()
 
     def _apply(self) -> None:
-        from codebox_tui.screens import data
-
         target = self.query_one("#target", Input).value.strip()
         adapter = str(self.query_one("#adapter", Select).value)
         if not target:

@@ -13,8 +13,10 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
 
+from codebox_tui.bundle.digests import content_digest_b
+from codebox_tui.bundle.provenance import runtime_versions
 from codebox_tui.screens import data
-from codebox_tui.screens.dialogs import ApplyDialog, ConfirmDialog, ReasonDialog
+from codebox_tui.screens.dialogs import ApplyDialog, ConfirmDialog, ReasonDialog, TextDialog
 from codebox_tui.textsafe import safe_text
 from widgets.decision_bar import DecisionBar
 from widgets.diff_model import block_for, split_patch
@@ -164,8 +166,6 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.query_one(DecisionBar).selected = len(message.selected)
 
     def on_event_tail_inspect(self, message: EventTail.Inspect) -> None:
-        from codebox_tui.screens.dialogs import TextDialog
-
         text = json.dumps(message.event, indent=2) if isinstance(message.event, dict) else str(message.event)
         self.app.push_screen(TextDialog("Event", text))
 
@@ -206,7 +206,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
 
     def _checks_lines(self) -> list[str]:
         """Probes (recipe probes, evaluate-patch's front-end probe) and a recipe run's failures and warnings;
-        every value is already shortened and terminal-safe (recipes/checks.py), markup is escaped here."""
+        every value is already shortened and terminal-safe (bundle/checks.py), markup is escaped here."""
         checks = self.checks
         lines = ["", f"[b]Probes ({len(checks.probes)})[/b]" + ("" if checks.probes else "  none in this bundle")]
         for probe in checks.probes:
@@ -294,7 +294,6 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                  f"[b]Verified[/b] {'yes' if verification.valid else 'NO'}"]
         for violation in verification.violations[:20]:
             lines.append(f"  [red]{escape(violation.code)}[/] {escape(violation.path)}: {escape(violation.message)}")
-        from codebox_tui.bundle.provenance import runtime_versions
 
         versions = runtime_versions(meta)
         wp, php = versions["wordpressVersion"] or "?", versions["phpVersion"] or "?"
@@ -387,8 +386,6 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         do not record it in review.json."""
         recorded = self.bundle.review.get("evidence", {}).get("contentDigestB")
         try:
-            from codebox_tui.bundle.digests import content_digest_b
-
             return content_digest_b(self.bundle_dir)
         except OSError:
             return str(recorded or "?")

@@ -6,8 +6,8 @@ import hashlib
 from pathlib import Path
 
 from codebox_tui.contracts.apply import ApplyResult
-from store.apply import ApplyAdapter, ApplyPlan, _target_root
 from store.journal import JournalWrite, recover, target_lock, transactional_write
+from store.plan import ApplyAdapter, ApplyPlan, target_root
 
 
 class DirectoryAdapter(ApplyAdapter):
@@ -16,7 +16,7 @@ class DirectoryAdapter(ApplyAdapter):
     name = "directory"
 
     def apply(self, plan: ApplyPlan, target: str) -> ApplyResult:
-        root = _target_root(Path(target))
+        root = target_root(Path(target))
         with target_lock(root):
             recovered = recover(root)
             if plan.in_after_state(root):  # e.g. applied, then killed before the store recorded it

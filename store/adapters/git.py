@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from codebox_tui.bundle.hostgit import HostGit, HostGitError, user_identity
 from codebox_tui.contracts.apply import ApplyResult
 from codebox_tui.errors import BadInputError, ConflictError
-from store.apply import ApplyAdapter, ApplyPlan, _target_root
+from store.plan import ApplyAdapter, ApplyPlan, target_root
 
 GIT_TIMEOUT_S = 120.0
 
@@ -47,7 +47,7 @@ class GitAdapter(ApplyAdapter):
     name = "git"
 
     def apply(self, plan: ApplyPlan, target: str) -> ApplyResult:
-        root = _target_root(Path(target))
+        root = target_root(Path(target))
         top = _git(root, "rev-parse", "--show-toplevel", check=False)
         if top.returncode != 0:
             raise BadInputError(f"{target} is not inside a git work tree", code="target-not-git", field="--target")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from codebox_tui.contracts.apply import ApplyResult
 from codebox_tui.errors import BadInputError
-from store.apply import ApplyAdapter, ApplyPlan
+from store.plan import ApplyAdapter, ApplyPlan
 
 
 class PatchAdapter(ApplyAdapter):

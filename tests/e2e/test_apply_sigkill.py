@@ -14,10 +14,14 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from store.db import Store
 from store.decisions import decide
 from store.journal import recover
-from tests.e2e.test_apply_back import BASELINE, CHANGES, capture, tree
+from tests.factories.apply_back import BASELINE, CHANGES, capture, tree
+
+pytestmark = pytest.mark.sigkill
 
 EXTRA = {f"gen/part-{i:02d}/file.php": b"<?php\n// generated %d\n" % i + b"x" * 2000 + b"\n" for i in range(24)}
 ALL_CHANGES: dict[str, bytes | None] = {**CHANGES, **EXTRA}
@@ -53,7 +57,7 @@ def run_child(db: Path, decision: int, target: Path, kill_after: float | None) -
         elapsed = float(proc.stdout.readline())
         assert proc.wait(timeout=60) == 0
         return elapsed
-    time.sleep(kill_after)
+    time.sleep(kill_after)  # the kill instant itself (random), not a wait for anything
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
     return None

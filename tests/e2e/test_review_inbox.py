@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLE_PLUGIN
-from tests.reference_bundle import reference_preflight_accepts, write_reference_bundle
+from tests.factories.paths import EXAMPLE_PLUGIN
+from tests.factories.reference_bundle import reference_preflight_accepts, write_reference_bundle
 
 SLUG = "simple-plugin"
 TARGET = f"/wordpress/wp-content/plugins/{SLUG}"

@@ -8,13 +8,13 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLE_PLUGIN, REPO
+from tests.factories.paths import EXAMPLE_PLUGIN, REPO
+from tests.factories.waiting import wait_until
 
 pytestmark = pytest.mark.playground
 
@@ -113,7 +113,7 @@ def test_run_leaves_no_temp_directories_or_processes(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["success"] is True
-    time.sleep(0.5)
+    wait_until(lambda: not os.listdir(tmp) and not _processes_using(tmp) and not abandoned.exists())
     assert sorted(os.listdir(tmp)) == []
     assert _processes_using(tmp) == []
     assert not abandoned.exists()
@@ -128,7 +128,7 @@ def test_hung_command_is_killed_reported_and_leaves_nothing(tmp_path: Path) -> N
     assert out.returncode == 4, out.stderr  # SandboxError
     doc = json.loads(out.stdout)
     assert doc["success"] is False and doc["error"]["code"] == "sandbox-timeout"
-    time.sleep(0.5)
+    wait_until(lambda: not os.listdir(tmp) and not _processes_using(tmp))
     assert sorted(os.listdir(tmp)) == []  # Playground's site temp dir went with the killed sidecar
     assert _processes_using(tmp) == []
 

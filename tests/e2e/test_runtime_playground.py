@@ -23,7 +23,7 @@ from codebox_tui.runtime.backend import SandboxSpec
 from codebox_tui.runtime.mounts import parse_mount
 from codebox_tui.runtime.session import RunSession
 from codebox_tui.settings import get_settings
-from tests.conftest import EXAMPLE_PLUGIN, REPO
+from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 
 pytestmark = pytest.mark.playground
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from codebox_tui.runtime.playground import discard_spare_sandboxes, enable_spare_sandboxes
-from tests.conftest import EXAMPLE_PLUGIN
+from tests.factories.paths import EXAMPLE_PLUGIN
 
 pytestmark = pytest.mark.playground
 

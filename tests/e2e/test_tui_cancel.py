@@ -17,7 +17,7 @@ from codebox_tui.screens.dialogs import ConfirmDialog
 from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.settings import get_settings
 from store.db import Store
-from tests.tui_helpers import submit_launch_form
+from tests.factories.tui import submit_launch_form
 
 pytestmark = pytest.mark.playground
 

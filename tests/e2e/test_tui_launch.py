@@ -14,7 +14,7 @@ from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.screens.review import ReviewScreen
 from codebox_tui.settings import get_settings
 from store.db import Store
-from tests.tui_helpers import submit_launch_form, wait_while
+from tests.factories.tui import submit_launch_form, wait_while
 from widgets.event_tail import EventTail
 from widgets.file_tree import ChangedFileTree
 

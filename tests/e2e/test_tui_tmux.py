@@ -4,54 +4,20 @@ not redirected) from Home to Review to an approval that the store records."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from codebox_tui.settings import get_settings
 from store.db import Store
+from tests.factories.tmux import Tmux
 
 pytestmark = [pytest.mark.playground,
               pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
 
 CODEBOX = Path(sys.executable).parent / "codebox"
-
-
-class Tmux:
-    def __init__(self, socket: str) -> None:
-        self.base = ["tmux", "-L", socket, "-f", "/dev/null"]
-
-    def run(self, *args: str) -> str:
-        return subprocess.run([*self.base, *args], check=True, capture_output=True, text=True, timeout=20).stdout
-
-    def pane(self) -> str:
-        return self.run("capture-pane", "-p", "-t", "tui")
-
-    def wait_for(self, predicate: Callable[[str], bool], what: str, timeout: float = 30.0) -> str:
-        deadline = time.monotonic() + timeout
-        text = ""
-        while time.monotonic() < deadline:
-            text = self.pane()
-            if predicate(text):
-                return text
-            time.sleep(0.1)
-        raise AssertionError(f"timed out waiting for {what}; the pane shows:\n{text}")
-
-
-@pytest.fixture
-def tmux() -> Iterator[Tmux]:
-    server = Tmux(f"codebox-e2e-{os.getpid()}")
-    yield server
-    try:
-        server.run("kill-server")  # only this test's server (its own socket)
-    except subprocess.CalledProcessError:
-        pass
 
 
 def test_approve_a_real_playground_bundle_in_the_real_tui(make_run_session, plugin_copy: Path,  # type: ignore[no-untyped-def]

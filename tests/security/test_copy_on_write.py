@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO
+from tests.factories.paths import REPO
 
 pytestmark = pytest.mark.playground
 
@@ -185,7 +185,7 @@ def test_apply_writes_exactly_the_approved_files(attacked: Attacked) -> None:
 def _tamper(bundle_dir: Path, dest: Path) -> Path:
     """What an attacker who can write the bundle folder does: rename the sandbox's ``nm/`` and
     ``dotgit/`` files into ``node_modules/`` and ``.git/`` and re-seal every hash."""
-    from tests.e2e.test_apply_back import reseal
+    from tests.factories.apply_back import reseal
 
     shutil.copytree(bundle_dir, dest)
     for rel in ("files/changed-files.json", "files/patch.diff", "files/review.json"):

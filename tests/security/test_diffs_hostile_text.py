@@ -18,7 +18,7 @@ import pytest
 
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.review import ReviewScreen
-from tests.hostile_bundle import HOSTILE_NAME, capture, recorded_patch
+from tests.factories.hostile_bundle import HOSTILE_NAME, capture, recorded_patch
 from widgets.diff_view import DiffView
 
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")

@@ -119,7 +119,7 @@ def build_evil_repo(repo: Path, markers: Path, *, stale_stat: bool = True) -> No
     """A complete repository whose configuration names programs git would run: fsmonitor, clean /
     smudge / process filters (one defined through an included file), a textconv, a signing program and
     every hook. Each program only creates a marker file."""
-    from tests.e2e.test_apply_back import BASELINE, write_tree
+    from tests.factories.apply_back import BASELINE, write_tree
 
     markers.mkdir(exist_ok=True)
     repo.mkdir(exist_ok=True)
@@ -194,7 +194,7 @@ def test_baseline_of_a_host_planted_repository_runs_none_of_its_programs(tmp_pat
     baseline = _baseline_of(repo, tmp_path / "scratch")
     assert sorted(p.name for p in markers.iterdir()) == []
     assert baseline.strategy == "git-head"
-    from tests.e2e.test_apply_back import BASELINE
+    from tests.factories.apply_back import BASELINE
 
     with baseline.reader() as read:  # HEAD's bytes, no filter applied
         assert {rel: read(rel) for rel in BASELINE} == BASELINE
@@ -229,7 +229,7 @@ def test_git_adapter_on_a_planted_repository_runs_none_of_its_programs(tmp_path:
     from store.apply import apply_decision
     from store.db import Store
     from store.decisions import decide
-    from tests.e2e.test_apply_back import capture, expected_tree, tree
+    from tests.factories.apply_back import capture, expected_tree, tree
 
     cap = capture(tmp_path)
     repo, markers = tmp_path / "target-repo", tmp_path / "markers"
@@ -339,7 +339,7 @@ def _codebox(home: Path, *args: str) -> Any:
     import subprocess
     import sys
 
-    from tests.conftest import REPO
+    from tests.factories.paths import REPO
 
     env = {**os.environ, "CODEBOX_HOME": str(home), "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-m", "codebox_tui", *args], cwd=REPO, env=env, capture_output=True,
@@ -404,7 +404,7 @@ def test_unsafe_paths_in_a_home_journal_are_refused(tmp_path: Path) -> None:
 
 
 def test_journal_planted_on_the_host_is_never_read(tmp_path: Path) -> None:
-    from tests.e2e.test_apply_back import CHANGES, capture, write_tree
+    from tests.factories.apply_back import CHANGES, capture, write_tree
 
     outside = _outside(tmp_path)
     changes = {rel: data for rel, data in CHANGES.items() if data is not None}
@@ -418,7 +418,7 @@ def test_journal_planted_on_the_host_is_never_read(tmp_path: Path) -> None:
 def test_journal_planted_by_php_is_never_read(make_run_session: Any, tmp_path: Path) -> None:
     from codebox_tui.errors import BadInputError
     from codebox_tui.runtime.mounts import parse_mount
-    from tests.e2e.test_apply_back import BASELINE, CHANGES, write_tree
+    from tests.factories.apply_back import BASELINE, CHANGES, write_tree
 
     outside = _outside(tmp_path)
     folder = tmp_path / "plugin"
@@ -453,7 +453,7 @@ def test_journal_planted_by_php_is_never_read(make_run_session: Any, tmp_path: P
 def test_a_fifo_in_a_bundle_never_blocks_verify_or_show(tmp_path: Path) -> None:
     import shutil
 
-    from tests.e2e.test_apply_back import capture
+    from tests.factories.apply_back import capture
 
     cap = capture(tmp_path)
     for rel in ("manifest.json", "files/review.json", "files/changed-files.json"):
@@ -475,7 +475,7 @@ def test_a_forged_mode_change_is_refused_by_the_git_adapter(tmp_path: Path) -> N
     from store.apply import apply_decision
     from store.db import Store
     from store.decisions import decide
-    from tests.e2e.test_apply_back import capture, git_repo, reseal, tree, verify_ok
+    from tests.factories.apply_back import capture, git_repo, reseal, tree, verify_ok
 
     cap = capture(tmp_path)
     patch = cap.bundle_dir / "files" / "patch.diff"
@@ -509,7 +509,7 @@ def test_deeply_nested_json_is_a_clear_error_naming_the_file(command: str, tmp_p
     doc = tmp_path / "deep.json"
     doc.write_text(_deep(50_000))
     if command == "artifacts show":
-        from tests.e2e.test_apply_back import capture
+        from tests.factories.apply_back import capture
 
         bundle = capture(tmp_path).bundle_dir
         (bundle / "manifest.json").write_text(_deep(50_000))

@@ -1,6 +1,6 @@
 """SVG snapshots of real code in the Review screen: a tab-indented WordPress file and a file whose
 content and name carry control characters and bidi overrides (the patch recorded from a real Playground
-run, ``tests/hostile_bundle.py``), unified, side by side, wrapped and searched."""
+run, ``tests/factories/hostile_bundle.py``), unified, side by side, wrapped and searched."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screenshots import FIXED_NOW
 from codebox_tui.settings import reload_settings
-from tests.hostile_bundle import HOSTILE_NAME, build_recorded_bundle
+from tests.factories.hostile_bundle import HOSTILE_NAME, build_recorded_bundle
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 from codebox_tui.settings import get_settings, reload_settings
 from store.db import Store
-from tests.unit.test_bundle_capture_verify import make_bundle, typical_change
+from tests.factories.bundles import make_bundle, typical_change
 
 
 @pytest.fixture

@@ -79,7 +79,7 @@ async def test_launch_form_reports_an_invalid_recipe_with_json_paths_and_boots_n
     recipe = tmp_path / "broken.json"
     recipe.write_text('{"schema": "wp-codebox/workspace-recipe/v1", "workflow": {"steps": [{"command": 7}]},'
                       ' "runtime": {"wp": "1.0"}}')
-    from tests.tui_helpers import submit_launch_form
+    from tests.factories.tui import submit_launch_form
 
     app = CodeboxApp()
     async with app.run_test(size=(120, 40)) as pilot:

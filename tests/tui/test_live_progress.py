@@ -9,7 +9,7 @@ from textual.widgets import Static
 
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.live_run import LiveRunScreen
-from tests.unit.widget_hosts import wait_for
+from tests.factories.widget_hosts import wait_for
 
 
 def _append(path: Path, kind: str, second: int, **data: object) -> None:

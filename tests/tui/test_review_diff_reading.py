@@ -14,7 +14,7 @@ from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.dialogs import HelpDialog
 from codebox_tui.screens.review import ReviewScreen
 from codebox_tui.settings import get_settings
-from tests.hostile_bundle import HOSTILE_NAME, build_recorded_bundle
+from tests.factories.hostile_bundle import HOSTILE_NAME, build_recorded_bundle
 from widgets.diff_view import MATCH_CURRENT, DiffView
 
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")

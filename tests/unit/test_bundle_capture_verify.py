@@ -12,55 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codebox_tui.bundle.baseline import take_baselines
-from codebox_tui.bundle.capture import BundleSummary, capture_bundle
 from codebox_tui.bundle.digests import content_digest_b
 from codebox_tui.bundle.reader import load_bundle
 from codebox_tui.bundle.verify import verify_bundle
-from codebox_tui.contracts.common import utc_now_iso
-from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
-
-GIT = ["git", "-c", "user.email=t@example.test", "-c", "user.name=t"]
-
-
-def _runtime() -> RuntimeInfo:
-    return RuntimeInfo(id="runtime-test", createdAt=utc_now_iso(), environment={"wordpressVersion": "6.5.5"})
-
-
-def make_bundle(tmp: Path, mutate, *, git: bool = False, secrets: list[str] | None = None) -> tuple[BundleSummary, Path]:  # type: ignore[no-untyped-def]
-    source = tmp / "plugin"
-    source.mkdir()
-    (source / "plugin.php").write_text("".join(f"<?php // line {i}\n" for i in range(40)))
-    (source / "readme.txt").write_text("read me\n")
-    (source / "keep.bin").write_bytes(bytes(range(256)))
-    (source / "lib").mkdir()
-    (source / "lib" / "util.php").write_text("<?php\nfunction util() { return 1; }\n")
-    if git:
-        subprocess.run(["git", "init", "-q", str(source)], check=True)
-        subprocess.run([*GIT, "-C", str(source), "add", "."], check=True)
-        subprocess.run([*GIT, "-C", str(source), "commit", "-qm", "base"], check=True)
-    mount = MountSpec(source=str(source), target="/wordpress/wp-content/plugins/plugin", mode="readwrite")
-    baselines = take_baselines([mount], tmp / "scratch")
-    pristine = tmp / "pristine"
-    shutil.copytree(source, pristine, ignore=shutil.ignore_patterns(".git"))
-    mutate(source)
-    run_dir = tmp / "run"
-    (run_dir / "logs").mkdir(parents=True)
-    (run_dir / "events.jsonl").write_text('{"id":"event-1","type":"runtime.created"}\n')
-    summary = capture_bundle(run_dir, runtime=_runtime(), mounts=[mount], baselines=baselines,
-                             policy=RuntimePolicy(commands=["wordpress.run-php"]), metadata={"caller": "test"},
-                             secret_values=secrets or [], evidence=[], test_suites=[])
-    return summary, pristine
-
-
-def typical_change(source: Path) -> None:
-    text = (source / "plugin.php").read_text().replace("line 20", "LINE twenty")
-    (source / "plugin.php").write_text(text + "// appended without newline")
-    (source / "readme.txt").unlink()
-    (source / "added.php").write_text("<?php echo 'new';\n")
-    (source / "keep.bin").write_bytes(bytes(range(255, -1, -1)) + b"\0tail")
-    (source / "lib" / "run.sh").write_text("#!/bin/sh\necho hi\n")
-    os.chmod(source / "lib" / "run.sh", 0o755)
+from tests.factories.bundles import make_bundle, typical_change
+from tests.factories.waiting import wait_for_fs_clock_past
 
 
 @pytest.mark.parametrize("git", [False, True])
@@ -308,7 +264,6 @@ def test_same_size_same_mode_edit_is_still_captured(tmp_path: Path, git: bool) -
 def test_same_size_same_mtime_edit_after_trusted_snapshot_is_captured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The stat-signature skip must not hide an edit that keeps size and restores mtime: ctime moves."""
     import os as _os
-    import time as _time
 
     from codebox_tui.bundle import baseline as baseline_module
     from codebox_tui.bundle.baseline import take_baselines as _take
@@ -322,7 +277,7 @@ def test_same_size_same_mtime_edit_after_trusted_snapshot_is_captured(tmp_path: 
     source.mkdir()
     target = source / "a.php"
     target.write_text("<?php echo 1;\n")
-    _time.sleep(0.05)
+    wait_for_fs_clock_past(source, tmp_path)  # the edit below must get a later ctime than this write
     monkeypatch.setattr(baseline_module, "_RACY_MARGIN_NS", 0)
     mount = _Mount(source=str(source), target="/wordpress/wp-content/plugins/p", mode="readwrite")
     baselines = _take([mount], tmp_path / "scratch")

@@ -10,8 +10,7 @@ from pathlib import Path
 from codebox_tui.bundle.seal import append_and_reseal
 from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.contracts.canonical import domain_digest
-from tests.unit.test_bundle_capture_verify import make_bundle, typical_change
-from tests.unit.test_bundle_reseal import _Added
+from tests.factories.bundles import AddedFile, make_bundle, typical_change
 
 REPLAY = "files/runtime-replay-index.json"
 PAYLOAD_KEYS = ("schema", "version", "runtime", "artifactBundle", "references", "actions", "observations",
@@ -55,7 +54,7 @@ def test_the_replay_index_follows_a_reseal_and_catches_an_edited_reference(tmp_p
     summary, _ = make_bundle(tmp_path, typical_change)
     bundle = summary.path
     (bundle / "files/extra.json").write_text("{}\n")
-    append_and_reseal(bundle, [_Added("files/extra.json")])
+    append_and_reseal(bundle, [AddedFile("files/extra.json")])
     _check_sealed_to(bundle)
     assert verify_bundle(bundle).valid
     index = _index(bundle)

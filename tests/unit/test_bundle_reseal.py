@@ -4,7 +4,6 @@ only the documents that depend on the file list; a bundle changed in between sti
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -12,14 +11,7 @@ import pytest
 from codebox_tui.bundle.seal import append_and_reseal
 from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.errors import BadInputError
-from tests.unit.test_bundle_capture_verify import make_bundle, typical_change
-
-
-@dataclass
-class _Added:
-    path: str
-    kind: str = "artifact-bundle-verification"
-    contentType: str = "application/json"
+from tests.factories.bundles import AddedFile, make_bundle, typical_change
 
 
 def _signature(path: Path) -> tuple[int, int, bytes]:
@@ -37,7 +29,7 @@ def test_reseal_lists_the_new_file_and_rewrites_only_id_bearing_documents(tmp_pa
     evidence.parent.mkdir(parents=True)
     evidence.write_text('{"valid": true}\n')
 
-    resealed = append_and_reseal(run_dir, [_Added("files/runtime-evidence/verification.json")])
+    resealed = append_and_reseal(run_dir, [AddedFile("files/runtime-evidence/verification.json")])
 
     result = verify_bundle(run_dir)
     assert result.valid, result.violations
@@ -64,7 +56,7 @@ def test_reseal_does_not_launder_a_file_changed_after_the_seal(tmp_path: Path) -
     patch = run_dir / "files" / "patch.diff"
     patch.write_text(patch.read_text() + "+sneaked in\n")
     (run_dir / "files" / "extra.json").write_text("{}\n")
-    append_and_reseal(run_dir, [_Added("files/extra.json")])
+    append_and_reseal(run_dir, [AddedFile("files/extra.json")])
     result = verify_bundle(run_dir)
     assert not result.valid
     assert {v.code for v in result.violations if "files/patch.diff" in v.message} == {"file-hash-mismatch"}
@@ -75,7 +67,7 @@ def test_reseal_rejects_a_missing_or_escaping_file(tmp_path: Path) -> None:
     manifest_before = (summary.path / "manifest.json").read_bytes()
     for bad in ("files/not-there.json", "../outside.json", "/etc/passwd"):
         with pytest.raises(BadInputError) as caught:
-            append_and_reseal(summary.path, [_Added(bad)])
+            append_and_reseal(summary.path, [AddedFile(bad)])
         assert caught.value.field == bad
     assert (summary.path / "manifest.json").read_bytes() == manifest_before
     assert verify_bundle(summary.path).valid

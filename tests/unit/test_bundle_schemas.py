@@ -21,7 +21,7 @@ from codebox_tui.contracts.bundle import (
 from codebox_tui.contracts.bundle import (
     TestResults as ResultsModel,
 )
-from tests.unit.test_bundle_capture_verify import make_bundle, typical_change
+from tests.factories.bundles import make_bundle, typical_change
 
 
 def test_written_schema_files_match_the_models() -> None:

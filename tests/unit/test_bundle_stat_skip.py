@@ -4,7 +4,6 @@ changing a file (even with its size and mtime restored) is still captured."""
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from codebox_tui.bundle.capture import capture_bundle
 from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+from tests.factories.waiting import wait_for_fs_clock_past
 
 
 def _same_size_edit_with_old_mtime(path: Path) -> None:
@@ -51,7 +51,7 @@ def test_signature_skip_never_hides_a_change(
         (source / "lib" / f"f{i}.php").write_text(f"<?php // file {i}\n" * 5)
     # Files here are seconds old at most: shrink the racy margin so signatures are recorded at all.
     monkeypatch.setattr(baseline_module, "_RACY_MARGIN_NS", 0)
-    time.sleep(0.05)
+    wait_for_fs_clock_past(source, tmp_path)  # the mutation below must get a later ctime than the files
     mount = MountSpec(source=str(source), target="/wordpress/wp-content/plugins/p", mode="readwrite")
     (base,) = take_baselines([mount], tmp_path / "scratch")
     assert len(base.signatures) == 20, "the skip path must be exercised"
@@ -111,7 +111,7 @@ def test_git_baseline_trusts_only_clean_files_and_never_hides_a_change(
     (repo / "cache").mkdir()
     (repo / "cache" / "c.bin").write_text("ignored\n")
     monkeypatch.setattr(baseline_module, "_RACY_MARGIN_NS", 0)
-    time.sleep(0.05)
+    wait_for_fs_clock_past(repo, tmp_path)  # the mutation below must get a later ctime than the files
     mount = MountSpec(source=str(repo), target="/wordpress/wp-content/plugins/p", mode="readwrite")
     (base,) = take_baselines([mount], tmp_path / "scratch")
     assert base.strategy == "git-head"

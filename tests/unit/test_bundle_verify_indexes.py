@@ -9,7 +9,6 @@ each tampered variant is re-sealed too, so only the tampering itself can be the 
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,225 +17,77 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codebox_tui.bundle.baseline import take_baselines
-from codebox_tui.bundle.capture import capture_bundle
-from codebox_tui.bundle.digests import file_list_digest, file_sha256, manifest_self_hash
+from codebox_tui.bundle.digests import file_sha256
 from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.contracts.canonical import domain_digest
-from codebox_tui.contracts.common import utc_now_iso
-from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+from tests.factories.replay_index import (
+    REFERENCE,
+    REFERENCE_SCHEMA,
+    REPLAY,
+    REPLAY_FILES,
+    copy_bundle,
+    dump_json,
+    file_ref,
+    read_json,
+    replay_index,
+    reseal,
+    sha_ref,
+    with_replay_index,
+)
 
-REPLAY = "files/runtime-replay-index.json"
-REPLAY_SCHEMA = "wp-codebox/runtime-replay-reference-index/v1"
-REFERENCE = "files/runtime-reference-manifest.json"
-REFERENCE_SCHEMA = "wp-codebox/runtime-reference-manifest/v1"
 TYPED = "files/typed-artifacts/index.json"
 TYPED_ITEM = "files/typed-artifacts/summary-1.json"
 TOOLS = "files/runtime-evidence/tool-calls/transcript.json"
 TOOL_INPUT = "files/runtime-evidence/tool-calls/input-1.json"
 
-Build = Callable[[Path, str, str], None]
 
 
-@pytest.fixture(scope="module")
-def captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One real capture: a plugin folder with an edited, an added and a deleted file."""
-    tmp = tmp_path_factory.mktemp("capture")
-    source = tmp / "plugin"
-    source.mkdir()
-    (source / "plugin.php").write_text("<?php // one\n")
-    (source / "gone.txt").write_text("bye\n")
-    mount = MountSpec(source=str(source), target="/wordpress/wp-content/plugins/plugin", mode="readwrite")
-    baselines = take_baselines([mount], tmp / "scratch")
-    (source / "plugin.php").write_text("<?php // two\n")
-    (source / "gone.txt").unlink()
-    (source / "new.php").write_text("<?php echo 'new';\n")
-    run_dir = tmp / "run"
-    (run_dir / "logs").mkdir(parents=True)
-    (run_dir / "events.jsonl").write_text('{"id":"event-1","type":"runtime.created"}\n')
-    runtime = RuntimeInfo(id="runtime-indexes", createdAt=utc_now_iso(), environment={"wordpressVersion": "6.5.5"})
-    summary = capture_bundle(run_dir, runtime=runtime, mounts=[mount], baselines=baselines,
-                             policy=RuntimePolicy(commands=["wordpress.run-php"]), metadata={},
-                             secret_values=[], evidence=[], test_suites=[])
-    assert verify_bundle(summary.path).valid
-    return summary.path
 
 
-def _read(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _dump(path: Path, value: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def _sha(value: str) -> dict[str, str]:
-    return {"algorithm": "sha256", "value": value}
 
 
-def reseal(bundle: Path, added: dict[str, tuple[str, str]], build: Build) -> None:
-    """List ``added`` (path → kind, contentType), let ``build`` write the files knowing the new bundle id and
-    digest, and re-seal: the reference manifest, review and metadata name the new id; hashes; self-hash last."""
-    manifest = _read(bundle / "manifest.json")
-    own_replay = REPLAY not in added  # Codebox's own replay index would go stale here: these tests drop it
-    if own_replay:
-        manifest["files"] = [f for f in manifest["files"] if f["path"] != REPLAY]
-        (bundle / REPLAY).unlink(missing_ok=True)
-    listed = {f["path"] for f in manifest["files"]}
-    for path, (kind, content_type) in added.items():
-        if path in listed:  # Codebox writes a replay index itself: the test's one replaces it
-            continue
-        manifest["files"].append({"path": path, "kind": kind, "contentType": content_type, "sha256": _sha("0" * 64)})
-    digest = file_list_digest(manifest["files"])
-    bundle_id = "artifact-bundle-sha256-" + digest
-    manifest["id"] = bundle_id
-    manifest["contentDigest"]["value"] = digest
-
-    review = _read(bundle / "files/review.json")
-    review["artifactId"] = bundle_id
-    review["evidence"]["artifactContentDigest"] = digest
-    if own_replay:
-        review["evidence"].pop("runtimeReplayReferenceIndex", None)
-    _dump(bundle / "files/review.json", review)
-    metadata = _read(bundle / "metadata.json")
-    metadata["id"], metadata["contentDigest"] = bundle_id, digest
-    if own_replay:
-        metadata["artifacts"].pop("runtimeReplayReferenceIndex", None)
-    _dump(bundle / "metadata.json", metadata)
-    reference = _read(bundle / REFERENCE)
-    reference["artifactBundle"] = {"kind": "artifact-bundle", "id": bundle_id, "digest": digest}
-    keys = ("schema", "version", "runtime", "artifactBundle", "files", "trace", "events", "snapshots")
-    ref_digest = domain_digest(REFERENCE_SCHEMA, {k: reference[k] for k in keys if k in reference})
-    reference["digest"] = _sha(ref_digest)
-    reference["id"] = "runtime-reference-manifest-sha256-" + ref_digest
-    _dump(bundle / REFERENCE, reference)
-
-    build(bundle, bundle_id, digest)
-    for entry in manifest["files"]:
-        if entry["path"] != "manifest.json":
-            entry["sha256"] = _sha(file_sha256(bundle / entry["path"]))
-    for entry in manifest["files"]:
-        if entry["path"] == "manifest.json":
-            entry["sha256"] = _sha(manifest_self_hash(manifest))
-    _dump(bundle / "manifest.json", manifest)
 
 
-def _copy(captured: Path, tmp_path: Path) -> Path:
-    bundle = tmp_path / "bundle"
-    shutil.copytree(captured, bundle)
-    return bundle
 
 
 def _codes(bundle: Path) -> list[str]:
     return sorted(v.code for v in verify_bundle(bundle).violations)
 
 
-def _entry(bundle: Path, path: str) -> dict[str, Any]:
-    return next(e for e in _read(bundle / "manifest.json")["files"] if e["path"] == path)
 
 
-def _file_ref(bundle: Path, path: str) -> dict[str, Any]:
-    entry = _entry(bundle, path)
-    return {"path": path, "kind": entry["kind"], "contentType": entry["contentType"],
-            "sha256": _sha(file_sha256(bundle / path))}
 
 
 # --- rule 13: runtime replay index -------------------------------------------------------------------------
 
-def replay_index(bundle: Path, bundle_id: str, digest: str, tamper: Callable[[dict[str, Any]], None] | None = None,
-                 *, seal_after_tamper: bool = True) -> dict[str, Any]:
-    """A replay index shaped like the reference's, referencing the bundle's current (re-sealed) files."""
-    shot = bundle / "files/runtime-snapshots/snapshot-1.json"
-    obs = bundle / "files/observations/observation-1-wordpress-state-summary.json"
-    index: dict[str, Any] = {
-        "schema": REPLAY_SCHEMA,
-        "version": 1,
-        "createdAt": "2026-11-23T10:00:00.000Z",
-        "runtime": _read(bundle / "manifest.json")["runtime"],
-        "artifactBundle": {"kind": "artifact-bundle", "id": bundle_id, "digest": _sha(digest)},
-        "references": {
-            "runtimeReferenceManifest": _file_ref(bundle, REFERENCE),
-            "runtimeEvents": _file_ref(bundle, "events.jsonl"),
-            "changedFiles": _file_ref(bundle, "files/changed-files.json"),
-            "patch": _file_ref(bundle, "files/patch.diff"),
-        },
-        "actions": [{
-            "index": 0, "id": "command-1:step:0",
-            "actionRef": {"kind": "action", "id": "command-1", "digest": _sha("a" * 64)},
-            "executionRef": {"kind": "execution", "id": "command-1", "digest": _sha("b" * 64)},
-        }],
-        "observations": [{
-            "id": "observation-1", "type": "wordpress-state",
-            "ref": {"kind": "observation", "id": "observation-1", "digest": _sha("c" * 64)},
-            "artifactRefs": [{"kind": "wordpress-state-section", "id": "observation-1:summary",
-                              "path": str(obs.relative_to(bundle)), "digest": _sha(file_sha256(obs))}],
-        }],
-        "snapshots": [{
-            "id": "snapshot-1", "semantics": "runtime-state-artifact", "digest": _sha("d" * 64),
-            "replay": {"status": "runtime-state-artifact", "limitations": []},
-            "artifactRefs": [{"kind": "runtime-snapshot-artifact", "id": "snapshot-1",
-                              "path": str(shot.relative_to(bundle)), "digest": _sha(file_sha256(shot))}],
-        }],
-        "replay": {"status": "runtime-state-artifact", "instructions": ["Use references.trace."], "limitations": []},
-    }
-    if tamper and not seal_after_tamper:
-        tamper(index)
-    keys = ("schema", "version", "runtime", "artifactBundle", "references", "actions", "observations", "snapshots",
-            "replay")
-    value = domain_digest(REPLAY_SCHEMA, {k: index[k] for k in keys if k in index})
-    index["digest"] = _sha(value)
-    index["id"] = "runtime-replay-reference-index-sha256-" + value
-    if tamper and seal_after_tamper:
-        tamper(index)
-    return index
 
 
-REPLAY_FILES = {
-    "files/observations/observation-1-wordpress-state-summary.json": ("wordpress-state-section", "application/json"),
-    "files/runtime-snapshots/snapshot-1.json": ("runtime-snapshot-artifact", "application/json"),
-    REPLAY: ("runtime-replay-index", "application/json"),
-}
 
 
-def with_replay_index(bundle: Path, tamper: Callable[[dict[str, Any]], None] | None = None, *,
-                      seal_after_tamper: bool = True, raw: str | None = None,
-                      review_ref: str | None = REPLAY) -> Path:
-    def build(bundle: Path, bundle_id: str, digest: str) -> None:
-        _dump(bundle / "files/observations/observation-1-wordpress-state-summary.json",
-              {"schema": "wp-codebox/wordpress-state-section/v1", "version": 1, "section": "summary", "data": {}})
-        _dump(bundle / "files/runtime-snapshots/snapshot-1.json", {"schema": "wp-codebox/wordpress-runtime-snapshot/v1"})
-        if review_ref is not None:
-            review = _read(bundle / "files/review.json")
-            review["evidence"]["runtimeReplayReferenceIndex"] = review_ref
-            _dump(bundle / "files/review.json", review)
-        if raw is not None:
-            (bundle / REPLAY).write_text(raw, encoding="utf-8")
-        else:
-            _dump(bundle / REPLAY, replay_index(bundle, bundle_id, digest, tamper, seal_after_tamper=seal_after_tamper))
-
-    reseal(bundle, REPLAY_FILES, build)
-    return bundle
 
 
 def test_replay_index_with_listed_hash_matching_refs_is_valid(captured: Path, tmp_path: Path) -> None:
-    bundle = with_replay_index(_copy(captured, tmp_path))
+    bundle = with_replay_index(copy_bundle(captured, tmp_path))
     result = verify_bundle(bundle)
     assert result.valid, [v.model_dump() for v in result.violations]
-    assert _read(bundle / REPLAY)["references"]["runtimeReferenceManifest"]["path"] == REFERENCE
+    assert read_json(bundle / REPLAY)["references"]["runtimeReferenceManifest"]["path"] == REFERENCE
 
 
 def test_replay_index_accepts_the_bundle_digest_as_a_plain_string(captured: Path, tmp_path: Path) -> None:
     """Codebox's own writer records ``artifactBundle.digest`` as the hex value; the reference as a digest object."""
     def plain(index: dict[str, Any]) -> None:
         index["artifactBundle"]["digest"] = index["artifactBundle"]["digest"]["value"]
-    assert _codes(with_replay_index(_copy(captured, tmp_path), plain, seal_after_tamper=False)) == []
+    assert _codes(with_replay_index(copy_bundle(captured, tmp_path), plain, seal_after_tamper=False)) == []
 
 
 def test_replay_index_reference_to_an_unlisted_file(captured: Path, tmp_path: Path) -> None:
     def unlisted(index: dict[str, Any]) -> None:
         index["references"]["trace"] = {**index["references"]["patch"], "path": "files/runtime-episode-trace.json"}
-    bundle = with_replay_index(_copy(captured, tmp_path), unlisted, seal_after_tamper=False)
+    bundle = with_replay_index(copy_bundle(captured, tmp_path), unlisted, seal_after_tamper=False)
     violations = verify_bundle(bundle).violations
     assert [(v.code, v.path) for v in violations] == [
         ("malformed-reference", f"{REPLAY}:references.trace.path")]
@@ -244,8 +95,8 @@ def test_replay_index_reference_to_an_unlisted_file(captured: Path, tmp_path: Pa
 
 def test_replay_index_reference_with_a_wrong_hash(captured: Path, tmp_path: Path) -> None:
     def wrong(index: dict[str, Any]) -> None:
-        index["references"]["patch"]["sha256"] = _sha("e" * 64)
-    bundle = with_replay_index(_copy(captured, tmp_path), wrong, seal_after_tamper=False)
+        index["references"]["patch"]["sha256"] = sha_ref("e" * 64)
+    bundle = with_replay_index(copy_bundle(captured, tmp_path), wrong, seal_after_tamper=False)
     assert [(v.code, v.path) for v in verify_bundle(bundle).violations] == [
         ("file-hash-mismatch", f"{REPLAY}:references.patch.sha256")]
 
@@ -253,15 +104,15 @@ def test_replay_index_reference_with_a_wrong_hash(captured: Path, tmp_path: Path
 def test_replay_index_reference_without_a_hash(captured: Path, tmp_path: Path) -> None:
     def no_hash(index: dict[str, Any]) -> None:
         del index["references"]["patch"]["sha256"]
-    assert _codes(with_replay_index(_copy(captured, tmp_path), no_hash, seal_after_tamper=False)) == [
+    assert _codes(with_replay_index(copy_bundle(captured, tmp_path), no_hash, seal_after_tamper=False)) == [
         "missing-file-hash"]
 
 
 @pytest.mark.parametrize("where", ["observations", "snapshots"])
 def test_replay_index_artifact_refs_must_match_their_files(captured: Path, tmp_path: Path, where: str) -> None:
     def wrong(index: dict[str, Any]) -> None:
-        index[where][0]["artifactRefs"][0]["digest"] = _sha("f" * 64)
-    bundle = with_replay_index(_copy(captured, tmp_path), wrong, seal_after_tamper=False)
+        index[where][0]["artifactRefs"][0]["digest"] = sha_ref("f" * 64)
+    bundle = with_replay_index(copy_bundle(captured, tmp_path), wrong, seal_after_tamper=False)
     assert [(v.code, v.path) for v in verify_bundle(bundle).violations] == [
         ("file-hash-mismatch", f"{REPLAY}:{where}[0].artifactRefs[0].digest")]
 
@@ -269,33 +120,33 @@ def test_replay_index_artifact_refs_must_match_their_files(captured: Path, tmp_p
 def test_replay_index_artifact_ref_to_an_unlisted_file(captured: Path, tmp_path: Path) -> None:
     def unlisted(index: dict[str, Any]) -> None:
         index["observations"][0]["artifactRefs"][0]["path"] = "files/observations/other.json"
-    assert _codes(with_replay_index(_copy(captured, tmp_path), unlisted, seal_after_tamper=False)) == [
+    assert _codes(with_replay_index(copy_bundle(captured, tmp_path), unlisted, seal_after_tamper=False)) == [
         "malformed-reference"]
 
 
 def test_replay_index_artifact_ref_escaping_the_bundle(captured: Path, tmp_path: Path) -> None:
     def escape(index: dict[str, Any]) -> None:
         index["snapshots"][0]["artifactRefs"][0]["path"] = "../outside.json"
-    assert _codes(with_replay_index(_copy(captured, tmp_path), escape, seal_after_tamper=False)) == ["invalid-path"]
+    assert _codes(with_replay_index(copy_bundle(captured, tmp_path), escape, seal_after_tamper=False)) == ["invalid-path"]
 
 
 def test_replay_index_with_a_wrong_digest(captured: Path, tmp_path: Path) -> None:
     def wrong(index: dict[str, Any]) -> None:
-        index["digest"] = _sha("0" * 64)
-    bundle = with_replay_index(_copy(captured, tmp_path), wrong)
+        index["digest"] = sha_ref("0" * 64)
+    bundle = with_replay_index(copy_bundle(captured, tmp_path), wrong)
     assert [(v.code, v.path) for v in verify_bundle(bundle).violations] == [("digest-mismatch", f"{REPLAY}:digest")]
 
 
 def test_replay_index_edited_after_sealing_breaks_its_digest(captured: Path, tmp_path: Path) -> None:
     def edit(index: dict[str, Any]) -> None:
         index["replay"]["status"] = "partial"
-    assert _codes(with_replay_index(_copy(captured, tmp_path), edit)) == ["digest-mismatch"]
+    assert _codes(with_replay_index(copy_bundle(captured, tmp_path), edit)) == ["digest-mismatch"]
 
 
 def test_replay_index_with_a_wrong_id(captured: Path, tmp_path: Path) -> None:
     def wrong(index: dict[str, Any]) -> None:
         index["id"] = "runtime-replay-reference-index-sha256-" + "1" * 64
-    bundle = with_replay_index(_copy(captured, tmp_path), wrong)
+    bundle = with_replay_index(copy_bundle(captured, tmp_path), wrong)
     assert [(v.code, v.path) for v in verify_bundle(bundle).violations] == [("bundle-id-mismatch", f"{REPLAY}:id")]
 
 
@@ -305,15 +156,15 @@ def test_replay_index_naming_another_bundle(captured: Path, tmp_path: Path, fiel
         if field == "id":
             index["artifactBundle"]["id"] = "artifact-bundle-sha256-" + "2" * 64
         else:
-            index["artifactBundle"]["digest"] = _sha("2" * 64)
-    bundle = with_replay_index(_copy(captured, tmp_path), other, seal_after_tamper=False)
+            index["artifactBundle"]["digest"] = sha_ref("2" * 64)
+    bundle = with_replay_index(copy_bundle(captured, tmp_path), other, seal_after_tamper=False)
     assert [(v.code, v.path) for v in verify_bundle(bundle).violations] == [
         ("review-evidence-mismatch", f"{REPLAY}:artifactBundle")]
 
 
 @pytest.mark.parametrize("raw", ["{not json", "[]", "null", ""])
 def test_unreadable_replay_index_fails_closed(captured: Path, tmp_path: Path, raw: str) -> None:
-    assert _codes(with_replay_index(_copy(captured, tmp_path), raw=raw)) == ["malformed-reference"]
+    assert _codes(with_replay_index(copy_bundle(captured, tmp_path), raw=raw)) == ["malformed-reference"]
 
 
 @pytest.mark.parametrize("tamper", [
@@ -332,36 +183,36 @@ def test_unreadable_replay_index_fails_closed(captured: Path, tmp_path: Path, ra
         "snapshot-digest", "bundle-kind", "references-array"])
 def test_replay_index_with_the_wrong_shape(captured: Path, tmp_path: Path,
                                            tamper: Callable[[dict[str, Any]], None]) -> None:
-    bundle = with_replay_index(_copy(captured, tmp_path), tamper)
+    bundle = with_replay_index(copy_bundle(captured, tmp_path), tamper)
     assert [(v.code, v.path) for v in verify_bundle(bundle).violations] == [("malformed-reference", REPLAY)]
 
 
 def test_review_evidence_must_list_the_replay_index_it_names(captured: Path, tmp_path: Path) -> None:
     """Rule 10: ``evidence.runtimeReplayReferenceIndex`` must be a listed file (``malformed-reference``, the
     reference verifier's code for an unlisted artifact reference)."""
-    bundle = with_replay_index(_copy(captured, tmp_path), review_ref="files/replay-index-elsewhere.json")
+    bundle = with_replay_index(copy_bundle(captured, tmp_path), review_ref="files/replay-index-elsewhere.json")
     assert [(v.code, v.path) for v in verify_bundle(bundle).violations] == [
         ("malformed-reference", "files/review.json:evidence.runtimeReplayReferenceIndex")]
 
 
 def test_reference_manifest_snapshot_refs_are_checked_too(captured: Path, tmp_path: Path) -> None:
     """Rule 12 covers snapshot artifactRefs as well as files[]: a wrong snapshot hash is caught."""
-    bundle = _copy(captured, tmp_path)
+    bundle = copy_bundle(captured, tmp_path)
 
     def build(bundle: Path, bundle_id: str, digest: str) -> None:
-        _dump(bundle / "files/runtime-snapshots/snapshot-1.json", {"schema": "wp-codebox/wordpress-runtime-snapshot/v1"})
-        reference = _read(bundle / REFERENCE)
+        dump_json(bundle / "files/runtime-snapshots/snapshot-1.json", {"schema": "wp-codebox/wordpress-runtime-snapshot/v1"})
+        reference = read_json(bundle / REFERENCE)
         reference["snapshots"] = [{
-            "id": "snapshot-1", "semantics": "runtime-state-artifact", "digest": _sha("d" * 64),
+            "id": "snapshot-1", "semantics": "runtime-state-artifact", "digest": sha_ref("d" * 64),
             "replay": {"status": "runtime-state-artifact", "limitations": []},
             "artifactRefs": [{"kind": "runtime-snapshot-artifact", "id": "snapshot-1",
-                              "path": "files/runtime-snapshots/snapshot-1.json", "digest": _sha("9" * 64)}],
+                              "path": "files/runtime-snapshots/snapshot-1.json", "digest": sha_ref("9" * 64)}],
         }]
         keys = ("schema", "version", "runtime", "artifactBundle", "files", "snapshots")
         ref_digest = domain_digest(REFERENCE_SCHEMA, {k: reference[k] for k in keys})
-        reference["digest"] = _sha(ref_digest)
+        reference["digest"] = sha_ref(ref_digest)
         reference["id"] = "runtime-reference-manifest-sha256-" + ref_digest
-        _dump(bundle / REFERENCE, reference)
+        dump_json(bundle / REFERENCE, reference)
 
     reseal(bundle, {"files/runtime-snapshots/snapshot-1.json": ("runtime-snapshot-artifact", "application/json")},
            build)
@@ -382,7 +233,7 @@ SUMMARY_SCHEMA = {
 def with_typed_index(bundle: Path, tamper: Callable[[dict[str, Any]], None] | None = None, *,
                      raw: str | None = None) -> Path:
     def build(bundle: Path, bundle_id: str, digest: str) -> None:
-        _dump(bundle / TYPED_ITEM, {"title": "Plugin review", "score": 3})
+        dump_json(bundle / TYPED_ITEM, {"title": "Plugin review", "score": 3})
         if raw is not None:
             (bundle / TYPED).write_text(raw, encoding="utf-8")
             return
@@ -403,7 +254,7 @@ def with_typed_index(bundle: Path, tamper: Callable[[dict[str, Any]], None] | No
         }
         if tamper:
             tamper(index)
-        _dump(bundle / TYPED, index)
+        dump_json(bundle / TYPED, index)
 
     reseal(bundle, {TYPED_ITEM: ("typed-artifact", "application/json"),
                     TYPED: ("typed-artifacts-index", "application/json")}, build)
@@ -411,7 +262,7 @@ def with_typed_index(bundle: Path, tamper: Callable[[dict[str, Any]], None] | No
 
 
 def test_typed_artifacts_index_is_valid(captured: Path, tmp_path: Path) -> None:
-    result = verify_bundle(with_typed_index(_copy(captured, tmp_path)))
+    result = verify_bundle(with_typed_index(copy_bundle(captured, tmp_path)))
     assert result.valid, [v.model_dump() for v in result.violations]
 
 
@@ -420,14 +271,14 @@ def test_typed_artifact_payload_schema_may_use_the_camel_case_key(captured: Path
         item = index["artifacts"][0]
         item["payloadSchema"] = item.pop("payload_schema")
         item["payload"] = {"title": "x"}
-    violations = verify_bundle(with_typed_index(_copy(captured, tmp_path), camel)).violations
+    violations = verify_bundle(with_typed_index(copy_bundle(captured, tmp_path), camel)).violations
     assert [(v.code, v.path) for v in violations] == [("payload-schema-violation", f"{TYPED}:artifacts[0].payload")]
 
 
 def test_typed_artifact_payload_violating_its_schema_reports_every_error(captured: Path, tmp_path: Path) -> None:
     def bad(index: dict[str, Any]) -> None:
         index["artifacts"][0]["payload"] = {"title": 5, "score": -1, "extra": True}
-    violations = verify_bundle(with_typed_index(_copy(captured, tmp_path), bad)).violations
+    violations = verify_bundle(with_typed_index(copy_bundle(captured, tmp_path), bad)).violations
     assert [(v.code, v.path) for v in violations] == [("payload-schema-violation", f"{TYPED}:artifacts[0].payload")]
     errors = violations[0].details["errors"]  # type: ignore[index]
     assert len(errors) == 3
@@ -437,7 +288,7 @@ def test_typed_artifact_payload_violating_its_schema_reports_every_error(capture
 def test_typed_artifact_with_an_invalid_payload_schema(captured: Path, tmp_path: Path) -> None:
     def bad(index: dict[str, Any]) -> None:
         index["artifacts"][0]["payload_schema"] = {"type": "no-such-type"}
-    violations = verify_bundle(with_typed_index(_copy(captured, tmp_path), bad)).violations
+    violations = verify_bundle(with_typed_index(copy_bundle(captured, tmp_path), bad)).violations
     assert [(v.code, v.path) for v in violations] == [
         ("payload-schema-violation", f"{TYPED}:artifacts[0].payload_schema")]
 
@@ -445,7 +296,7 @@ def test_typed_artifact_with_an_invalid_payload_schema(captured: Path, tmp_path:
 def test_typed_artifact_schema_with_a_remote_ref_fails_closed_offline(captured: Path, tmp_path: Path) -> None:
     def remote(index: dict[str, Any]) -> None:
         index["artifacts"][0]["payload_schema"] = {"$ref": "https://schemas.example.test/summary.json"}
-    assert _codes(with_typed_index(_copy(captured, tmp_path), remote)) == ["payload-schema-violation"]
+    assert _codes(with_typed_index(copy_bundle(captured, tmp_path), remote)) == ["payload-schema-violation"]
 
 
 def test_typed_artifact_unknown_keywords_are_ignored_and_named_schemas_skipped(captured: Path,
@@ -457,13 +308,13 @@ def test_typed_artifact_unknown_keywords_are_ignored_and_named_schemas_skipped(c
         second["payload_schema"] = "wp-codebox/review-summary/v1"
         second["payload"] = {"anything": "goes"}
         index["artifacts"].append(second)
-    assert _codes(with_typed_index(_copy(captured, tmp_path), lenient)) == []
+    assert _codes(with_typed_index(copy_bundle(captured, tmp_path), lenient)) == []
 
 
 def test_typed_artifact_path_not_listed(captured: Path, tmp_path: Path) -> None:
     def unlisted(index: dict[str, Any]) -> None:
         index["artifacts"][0]["artifact"]["path"] = "files/typed-artifacts/missing.json"
-    violations = verify_bundle(with_typed_index(_copy(captured, tmp_path), unlisted)).violations
+    violations = verify_bundle(with_typed_index(copy_bundle(captured, tmp_path), unlisted)).violations
     assert [(v.code, v.path) for v in violations] == [
         ("malformed-reference", f"{TYPED}:artifacts[0].artifact.path")]
 
@@ -471,7 +322,7 @@ def test_typed_artifact_path_not_listed(captured: Path, tmp_path: Path) -> None:
 def test_typed_artifact_with_a_wrong_hash(captured: Path, tmp_path: Path) -> None:
     def wrong(index: dict[str, Any]) -> None:
         index["artifacts"][0]["artifact"]["sha256"] = "a" * 64
-    violations = verify_bundle(with_typed_index(_copy(captured, tmp_path), wrong)).violations
+    violations = verify_bundle(with_typed_index(copy_bundle(captured, tmp_path), wrong)).violations
     assert [(v.code, v.path) for v in violations] == [("file-hash-mismatch", f"{TYPED}:artifacts[0].artifact.sha256")]
 
 
@@ -481,7 +332,7 @@ def test_typed_artifact_with_a_wrong_hash(captured: Path, tmp_path: Path) -> Non
 ], ids=["schema", "artifacts-object"])
 def test_typed_index_with_the_wrong_shape(captured: Path, tmp_path: Path,
                                           tamper: Callable[[dict[str, Any]], None]) -> None:
-    violations = verify_bundle(with_typed_index(_copy(captured, tmp_path), tamper)).violations
+    violations = verify_bundle(with_typed_index(copy_bundle(captured, tmp_path), tamper)).violations
     assert [(v.code, v.path) for v in violations] == [("malformed-reference", TYPED)]
 
 
@@ -489,14 +340,14 @@ def test_typed_index_entry_without_an_artifact_path(captured: Path, tmp_path: Pa
     def no_path(index: dict[str, Any]) -> None:
         del index["artifacts"][0]["artifact"]["path"]
         index["artifacts"].append("not an object")
-    violations = verify_bundle(with_typed_index(_copy(captured, tmp_path), no_path)).violations
+    violations = verify_bundle(with_typed_index(copy_bundle(captured, tmp_path), no_path)).violations
     assert [(v.code, v.path) for v in violations] == [
         ("malformed-reference", f"{TYPED}:artifacts[0]"), ("malformed-reference", f"{TYPED}:artifacts[1]")]
 
 
 @pytest.mark.parametrize("raw", ["{\"schema\": ", "\"wp-codebox/typed-artifacts-index/v1\""])
 def test_unreadable_typed_index_fails_closed(captured: Path, tmp_path: Path, raw: str) -> None:
-    assert _codes(with_typed_index(_copy(captured, tmp_path), raw=raw)) == ["malformed-reference"]
+    assert _codes(with_typed_index(copy_bundle(captured, tmp_path), raw=raw)) == ["malformed-reference"]
 
 
 # --- rule 15: tool-call transcript -------------------------------------------------------------------------
@@ -504,7 +355,7 @@ def test_unreadable_typed_index_fails_closed(captured: Path, tmp_path: Path, raw
 def with_transcript(bundle: Path, tamper: Callable[[dict[str, Any]], None] | None = None, *,
                     raw: str | None = None) -> Path:
     def build(bundle: Path, bundle_id: str, digest: str) -> None:
-        _dump(bundle / TOOL_INPUT, {"command": "wp plugin list"})
+        dump_json(bundle / TOOL_INPUT, {"command": "wp plugin list"})
         if raw is not None:
             (bundle / TOOLS).write_text(raw, encoding="utf-8")
             return
@@ -519,14 +370,14 @@ def with_transcript(bundle: Path, tamper: Callable[[dict[str, Any]], None] | Non
                 "status": "succeeded",
                 "started_at": "2026-11-23T10:00:00.000Z",
                 "input_artifacts": [{"path": TOOL_INPUT, "kind": "tool-input", "contentType": "application/json",
-                                     "sha256": _sha(file_sha256(bundle / TOOL_INPUT))}],
-                "output_artifacts": [_file_ref(bundle, "files/patch.diff")],
+                                     "sha256": sha_ref(file_sha256(bundle / TOOL_INPUT))}],
+                "output_artifacts": [file_ref(bundle, "files/patch.diff")],
                 "redaction": {"policy": "required"},
             }],
         }
         if tamper:
             tamper(transcript)
-        _dump(bundle / TOOLS, transcript)
+        dump_json(bundle / TOOLS, transcript)
 
     reseal(bundle, {TOOL_INPUT: ("tool-input", "application/json"),
                     TOOLS: ("tool-call-transcript", "application/json")}, build)
@@ -534,7 +385,7 @@ def with_transcript(bundle: Path, tamper: Callable[[dict[str, Any]], None] | Non
 
 
 def test_tool_call_transcript_is_valid(captured: Path, tmp_path: Path) -> None:
-    result = verify_bundle(with_transcript(_copy(captured, tmp_path)))
+    result = verify_bundle(with_transcript(copy_bundle(captured, tmp_path)))
     assert result.valid, [v.model_dump() for v in result.violations]
 
 
@@ -542,7 +393,7 @@ def test_tool_call_transcript_is_valid(captured: Path, tmp_path: Path) -> None:
 def test_tool_call_missing_a_required_field(captured: Path, tmp_path: Path, field: str) -> None:
     def drop(transcript: dict[str, Any]) -> None:
         del transcript["tool_calls"][0][field]
-    violations = verify_bundle(with_transcript(_copy(captured, tmp_path), drop)).violations
+    violations = verify_bundle(with_transcript(copy_bundle(captured, tmp_path), drop)).violations
     assert [(v.code, v.path) for v in violations] == [("malformed-reference", f"{TOOLS}:tool_calls[0]")]
     assert violations[0].details == {"missing": [field]}
 
@@ -551,7 +402,7 @@ def test_tool_call_without_a_redaction_policy(captured: Path, tmp_path: Path) ->
     def drop(transcript: dict[str, Any]) -> None:
         transcript["tool_calls"][0]["redaction"] = {"sensitive": True}
         transcript["tool_calls"][0]["status"] = 0
-    violations = verify_bundle(with_transcript(_copy(captured, tmp_path), drop)).violations
+    violations = verify_bundle(with_transcript(copy_bundle(captured, tmp_path), drop)).violations
     assert [(v.code, v.details) for v in violations] == [
         ("malformed-reference", {"missing": ["status", "redaction.policy"]})]
 
@@ -560,7 +411,7 @@ def test_tool_call_without_a_redaction_policy(captured: Path, tmp_path: Path) ->
 def test_tool_call_artifact_not_listed(captured: Path, tmp_path: Path, key: str) -> None:
     def unlisted(transcript: dict[str, Any]) -> None:
         transcript["tool_calls"][0][key][0]["path"] = "files/runtime-evidence/tool-calls/unlisted.json"
-    violations = verify_bundle(with_transcript(_copy(captured, tmp_path), unlisted)).violations
+    violations = verify_bundle(with_transcript(copy_bundle(captured, tmp_path), unlisted)).violations
     assert [(v.code, v.path) for v in violations] == [
         ("malformed-reference", f"{TOOLS}:tool_calls[0].{key}[0].path")]
 
@@ -568,15 +419,15 @@ def test_tool_call_artifact_not_listed(captured: Path, tmp_path: Path, key: str)
 @pytest.mark.parametrize("key", ["input_artifacts", "output_artifacts"])
 def test_tool_call_artifact_with_a_wrong_hash(captured: Path, tmp_path: Path, key: str) -> None:
     def wrong(transcript: dict[str, Any]) -> None:
-        transcript["tool_calls"][0][key][0]["sha256"] = _sha("3" * 64)
-    violations = verify_bundle(with_transcript(_copy(captured, tmp_path), wrong)).violations
+        transcript["tool_calls"][0][key][0]["sha256"] = sha_ref("3" * 64)
+    violations = verify_bundle(with_transcript(copy_bundle(captured, tmp_path), wrong)).violations
     assert [(v.code, v.path) for v in violations] == [("file-hash-mismatch", f"{TOOLS}:tool_calls[0].{key}[0].sha256")]
 
 
 def test_tool_call_artifact_hash_that_is_not_a_digest(captured: Path, tmp_path: Path) -> None:
     def bad(transcript: dict[str, Any]) -> None:
         transcript["tool_calls"][0]["input_artifacts"][0]["sha256"] = "not-a-digest"
-    assert _codes(with_transcript(_copy(captured, tmp_path), bad)) == ["missing-file-hash"]
+    assert _codes(with_transcript(copy_bundle(captured, tmp_path), bad)) == ["missing-file-hash"]
 
 
 @pytest.mark.parametrize("tamper", [
@@ -587,7 +438,7 @@ def test_tool_call_artifact_hash_that_is_not_a_digest(captured: Path, tmp_path: 
 ], ids=["schema", "no-redaction", "policy-null", "calls-object"])
 def test_tool_call_transcript_with_the_wrong_shape(captured: Path, tmp_path: Path,
                                                    tamper: Callable[[dict[str, Any]], None]) -> None:
-    violations = verify_bundle(with_transcript(_copy(captured, tmp_path), tamper)).violations
+    violations = verify_bundle(with_transcript(copy_bundle(captured, tmp_path), tamper)).violations
     assert [(v.code, v.path) for v in violations] == [("malformed-reference", TOOLS)]
 
 
@@ -596,7 +447,7 @@ def test_tool_call_with_artifacts_that_are_not_refs(captured: Path, tmp_path: Pa
         transcript["tool_calls"][0]["input_artifacts"] = "files/patch.diff"
         transcript["tool_calls"][0]["output_artifacts"] = [{"kind": "patch"}]
         transcript["tool_calls"].append(["not", "a", "call"])
-    violations = verify_bundle(with_transcript(_copy(captured, tmp_path), bad)).violations
+    violations = verify_bundle(with_transcript(copy_bundle(captured, tmp_path), bad)).violations
     assert [(v.code, v.path) for v in violations] == [
         ("malformed-reference", f"{TOOLS}:tool_calls[0].input_artifacts"),
         ("malformed-reference", f"{TOOLS}:tool_calls[0].output_artifacts[0]"),
@@ -606,7 +457,7 @@ def test_tool_call_with_artifacts_that_are_not_refs(captured: Path, tmp_path: Pa
 
 @pytest.mark.parametrize("raw", ["{\"schema\": \"wp-codebox/tool-call-transcript/v1\",", "\xff\xfe"])
 def test_unreadable_tool_call_transcript_fails_closed(captured: Path, tmp_path: Path, raw: str) -> None:
-    assert _codes(with_transcript(_copy(captured, tmp_path), raw=raw)) == ["malformed-reference"]
+    assert _codes(with_transcript(copy_bundle(captured, tmp_path), raw=raw)) == ["malformed-reference"]
 
 
 def test_cli_reports_index_violations_as_json(captured: Path, tmp_path: Path) -> None:
@@ -616,7 +467,7 @@ def test_cli_reports_index_violations_as_json(captured: Path, tmp_path: Path) ->
 
     def wrong(index: dict[str, Any]) -> None:
         index["artifacts"][0]["payload"] = {"title": "x", "score": "high"}
-    bundle = with_typed_index(_copy(captured, tmp_path), wrong)
+    bundle = with_typed_index(copy_bundle(captured, tmp_path), wrong)
     run = subprocess.run([sys.executable, "-m", "codebox_tui", "artifacts", "verify", str(bundle), "--json"],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 1, run.stderr
@@ -657,9 +508,9 @@ def _mutator(data: st.DataObject) -> Callable[[dict[str, Any]], None]:
 
 def with_review(bundle: Path, tamper: Callable[[dict[str, Any]], None]) -> Path:
     def build(bundle: Path, bundle_id: str, digest: str) -> None:
-        review = _read(bundle / "files/review.json")
+        review = read_json(bundle / "files/review.json")
         tamper(review)
-        _dump(bundle / "files/review.json", review)
+        dump_json(bundle / "files/review.json", review)
     reseal(bundle, {}, build)
     return bundle
 
@@ -668,7 +519,7 @@ def with_review(bundle: Path, tamper: Callable[[dict[str, Any]], None]) -> Path:
 @given(data=st.data(), document=st.sampled_from(["replay", "typed", "tools", "review"]))
 def test_mutated_documents_give_violations_never_exceptions(captured: Path, tmp_path_factory: pytest.TempPathFactory,
                                                             data: st.DataObject, document: str) -> None:
-    bundle = _copy(captured, tmp_path_factory.mktemp("fuzz"))
+    bundle = copy_bundle(captured, tmp_path_factory.mktemp("fuzz"))
     tamper = _mutator(data)
     if document == "replay":
         with_replay_index(bundle, tamper, seal_after_tamper=False)
@@ -688,11 +539,11 @@ DEEP = "[" * 200_000 + "]" * 200_000
 @pytest.mark.parametrize("builder", [with_replay_index, with_typed_index, with_transcript],
                          ids=["replay", "typed", "tools"])
 def test_absurdly_deep_documents_fail_closed(captured: Path, tmp_path: Path, builder: Any) -> None:
-    assert _codes(builder(_copy(captured, tmp_path), raw=DEEP)) == ["malformed-reference"]
+    assert _codes(builder(copy_bundle(captured, tmp_path), raw=DEEP)) == ["malformed-reference"]
 
 
 def test_absurdly_deep_manifest_fails_closed(captured: Path, tmp_path: Path) -> None:
-    bundle = _copy(captured, tmp_path)
+    bundle = copy_bundle(captured, tmp_path)
     (bundle / "manifest.json").write_text(DEEP, encoding="utf-8")
     assert _codes(bundle) == ["malformed-manifest"]
 
@@ -704,22 +555,22 @@ def test_absurdly_deep_manifest_fails_closed(captured: Path, tmp_path: Path) -> 
 ], ids=["number", "list-path", "object-path"])
 def test_review_changed_files_of_any_shape_never_raise(captured: Path, tmp_path: Path, claimed: Any,
                                                        codes: list[str]) -> None:
-    bundle = with_review(_copy(captured, tmp_path), lambda review: review.update(changedFiles=claimed))
+    bundle = with_review(copy_bundle(captured, tmp_path), lambda review: review.update(changedFiles=claimed))
     assert _codes(bundle) == codes
 
 
 def test_index_ref_to_a_symlink_is_never_followed_outside(captured: Path, tmp_path: Path) -> None:
     """A listed symlink is reported by the topology rule, and the index's hash of it is not taken through it."""
-    bundle = _copy(captured, tmp_path)
+    bundle = copy_bundle(captured, tmp_path)
     outside = tmp_path / "outside.json"
     outside.write_text('{"secret": "outside the bundle"}\n')
 
     def build(bundle: Path, bundle_id: str, digest: str) -> None:
-        _dump(bundle / "files/observations/observation-1-wordpress-state-summary.json", {"section": "summary"})
+        dump_json(bundle / "files/observations/observation-1-wordpress-state-summary.json", {"section": "summary"})
         shot = bundle / "files/runtime-snapshots/snapshot-1.json"
         shot.parent.mkdir(parents=True, exist_ok=True)
         shot.symlink_to(outside)
-        _dump(bundle / REPLAY, replay_index(bundle, bundle_id, digest))  # records the outside file's hash
+        dump_json(bundle / REPLAY, replay_index(bundle, bundle_id, digest))  # records the outside file's hash
 
     reseal(bundle, REPLAY_FILES, build)
     violations = verify_bundle(bundle).violations
@@ -730,4 +581,4 @@ def test_index_ref_to_a_symlink_is_never_followed_outside(captured: Path, tmp_pa
 
 
 def _listed_at(bundle: Path, path: str) -> int:
-    return [f["path"] for f in _read(bundle / "manifest.json")["files"]].index(path)
+    return [f["path"] for f in read_json(bundle / "manifest.json")["files"]].index(path)

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.unit.test_bundle_capture_verify import make_bundle, typical_change
+from tests.factories.bundles import make_bundle, typical_change
 
 
 def _show(bundle: Path) -> subprocess.CompletedProcess[str]:

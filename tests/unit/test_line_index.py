@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from pathlib import Path
 
 from widgets.line_index import LineIndex
@@ -28,13 +27,18 @@ def test_concurrent_writer_loses_nothing(tmp_path: Path) -> None:
     path.touch()
     count = 2000
 
+    polled = threading.Condition()
+    polls = [0]  # the reader's completed update() calls
+
     def writer() -> None:
         with open(path, "ab", buffering=0) as handle:
             for i in range(count):
                 line = json.dumps({"id": i, "type": "t", "level": "info", "data": {}}).encode() + b"\n"
-                if i % 10 == 0:  # torn write
+                if i % 10 == 0:  # torn write: a whole update() runs while the line is half written
                     handle.write(line[:7])
-                    time.sleep(0.0005)
+                    with polled:
+                        seen = polls[0]  # an update in flight may have read before the half line: wait for 2
+                        assert polled.wait_for(lambda seen=seen: polls[0] >= seen + 2, timeout=30)
                     handle.write(line[7:])
                 else:
                     handle.write(line)
@@ -44,6 +48,9 @@ def test_concurrent_writer_loses_nothing(tmp_path: Path) -> None:
     thread.start()
     while thread.is_alive():
         index.update()
+        with polled:
+            polls[0] += 1
+            polled.notify_all()
     thread.join()
     index.update()
     assert len(index) == count

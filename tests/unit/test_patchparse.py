@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from codebox_tui.bundle.patchparse import line_counts, parse_section, split_sections, unquote_path
-from tests.unit.test_reference_interop_reader import REFERENCE_PATCH
+from tests.factories.reference_bundle import REFERENCE_PATCH
 from widgets.diff_model import build_model, split_patch
 
 

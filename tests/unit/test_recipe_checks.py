@@ -1,4 +1,4 @@
-"""Recipe verdicts (recipes/checks.py) and what a bundle says about its checks (recipes/results.py):
+"""Recipe verdicts (bundle/checks.py) and what a bundle says about its checks (bundle/results.py):
 pure logic over recorded results, so plain data in, plain data out."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from codebox_tui.recipes.checks import (
+from codebox_tui.bundle.checks import (
     MAX_SHOWN,
     error_message,
     failed_probes,
@@ -17,7 +17,7 @@ from codebox_tui.recipes.checks import (
     verdict_lines,
     with_message,
 )
-from codebox_tui.recipes.results import bundle_checks, side_totals
+from codebox_tui.bundle.results import bundle_checks, side_totals
 
 
 def _probe(name: str, status: str, **extra: Any) -> dict[str, Any]:

@@ -331,7 +331,7 @@ def test_steps_json_at_path_resolves_against_recipe_dir_for_validate_and_run(tmp
     assert "bad.json" in bad.issues[1].message and "line 1" in bad.issues[1].message
 
 
-# Spec §6 fields accepted with their shape but not executed here: each is a clear `unsupported-field` issue.
+# Reference recipe fields (docs/contracts.md, "Workspace recipe") accepted with their shape but not executed here: each is a clear `unsupported-field` issue.
 UNSUPPORTED_CASES: list[tuple[dict[str, Any], str]] = [
     ({"runtime": {"workers": 4}}, "$.runtime.workers"),
     ({"runtime": {"workers": "auto"}}, "$.runtime.workers"),

@@ -10,15 +10,10 @@ import json
 from pathlib import Path
 
 from codebox_tui.bundle.reader import load_bundle, patch_line_counts
+from tests.factories.reference_bundle import REFERENCE_PATCH
 
 # A patch in the reference's format (spec §4.3): mount-relative headers, no index lines, counts always printed,
 # a blank line between blocks.
-REFERENCE_PATCH = (
-    "diff --git a/includes/new.php b/includes/new.php\nnew file mode 100644\n--- /dev/null\n+++ b/includes/new.php\n"
-    "@@ -0,0 +1,2 @@\n+<?php\n+--x\n\n"
-    "diff --git a/old.txt b/old.txt\ndeleted file mode 100644\n--- a/old.txt\n+++ /dev/null\n@@ -1,1 +0,0 @@\n-gone\n\n"
-    "diff --git a/plugin.php b/plugin.php\n--- a/plugin.php\n+++ b/plugin.php\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n d\n"
-)
 
 
 def _entry(rel: str, status: str) -> dict[str, object]:

@@ -14,9 +14,7 @@ from typing import Any
 from codebox_tui.bundle.digests import file_list_digest, file_sha256, manifest_self_hash
 from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.contracts.bundle import MANIFEST_FILE_LIST_DOMAIN
-from tests.unit.test_bundle_verify_indexes import REPLAY, _copy, captured, with_replay_index
-
-__all__ = ["captured"]  # the module-scoped fixture that captures a real bundle once
+from tests.factories.replay_index import REPLAY, copy_bundle, with_replay_index
 
 CHANGED = '{\n  "schema": "wp-codebox/changed-files/v1",\n  "files": []\n}\n'
 
@@ -174,5 +172,5 @@ def test_a_symlinked_review_outside_the_bundle_is_not_read(tmp_path: Path) -> No
 def test_a_null_replay_index_reference_is_the_wrong_shape(captured: Path, tmp_path: Path) -> None:
     """JSON has no ``undefined``: the reference only skips absent references, so ``references.x: null`` fails its
     shape check (``malformed-reference``); it used to pass here."""
-    bundle = with_replay_index(_copy(captured, tmp_path), lambda index: index["references"].update(extra=None))
+    bundle = with_replay_index(copy_bundle(captured, tmp_path), lambda index: index["references"].update(extra=None))
     assert _codes(bundle) == [("malformed-reference", REPLAY)]

@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from tests.unit.widget_hosts import Recorder, wait_for
+from tests.factories.widget_hosts import Recorder, wait_for
 from widgets.event_tail import EventTail, pretty_event
 
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")

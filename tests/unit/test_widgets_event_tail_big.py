@@ -13,7 +13,7 @@ import os
 import threading
 from pathlib import Path
 
-from tests.unit.widget_hosts import Recorder, wait_for
+from tests.factories.widget_hosts import Recorder, wait_for
 from widgets.event_tail import EventTail
 from widgets.line_index import LineIndex
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from tests.unit.widget_hosts import Recorder
+from tests.factories.widget_hosts import Recorder
 from widgets.decision_bar import DecisionBar
 from widgets.file_tree import ChangedFileTree
 

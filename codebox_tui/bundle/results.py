@@ -10,10 +10,10 @@ imported reference bundle may have none but ``files/test-results.json``):
 - ``files/evaluate-patch.json``: its own per-side totals (these win: they are what the verdict was
   computed from) and its front-end probe;
 - ``files/probes.json`` (recipe probes), else the probes in ``files/run-attestation.json``;
-- ``files/run-attestation.json``: the recipe verdict, recomputed with :func:`recipes.checks.recipe_verdict`.
+- ``files/run-attestation.json``: the recipe verdict, recomputed with :func:`bundle.checks.recipe_verdict`.
 
 Every file is sandbox-influenced: read as a regular file with size and depth limits
-(``bundle/safe_read.py``), every shown value shortened and terminal-safe (``recipes/checks.py``). A
+(``bundle/safe_read.py``), every shown value shortened and terminal-safe (``bundle/checks.py``). A
 file that cannot be read is reported in ``problems``, never raised.
 """
 
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.bundle.checks import Verdict, error_message, probe_message, recipe_verdict, short_json
 from codebox_tui.errors import CodeboxError
-from codebox_tui.recipes.checks import Verdict, error_message, probe_message, recipe_verdict, short_json
 from codebox_tui.textsafe import safe_text
 
 MAX_PROBES_SHOWN = 200

@@ -2,7 +2,7 @@
 tab-indented plugin file and writes a file whose content and name carry ESC sequences, carriage returns,
 C1 controls, DEL and Unicode bidi overrides (what a malicious patch would use to redraw or hide parts of
 a reviewer's screen). Used by ``tests/security/test_diffs_hostile_text.py`` and, to refresh the committed
-patch the snapshots use (``tests/fixtures/hostile-playground.patch``), by ``python -m tests.hostile_bundle``."""
+patch the snapshots use (``tests/fixtures/hostile-playground.patch``), by ``python -m tests.factories.hostile_bundle``."""
 
 from __future__ import annotations
 
@@ -56,12 +56,12 @@ def capture(run_factory: Any, root: Path) -> Path:
     return Path(summary.path)
 
 
-if __name__ == "__main__":  # refresh the recorded patch from a real run: python -m tests.hostile_bundle
+if __name__ == "__main__":  # refresh the recorded patch from a real run: python -m tests.factories.hostile_bundle
     import tempfile
 
     from codebox_tui.runtime.session import RunSession
     from codebox_tui.settings import get_settings
-    from tests.conftest import PlaygroundSession
+    from tests.factories.playground import PlaygroundSession
 
     with tempfile.TemporaryDirectory() as scratch:
         helper = PlaygroundSession(get_settings().home)

@@ -185,3 +185,11 @@ def reference_preflight_accepts(changed: list[dict[str, Any]], approved_files: l
     changed file's ``path`` must be approved): the violations it would report (empty = ready)."""
     approved = {a.strip() for a in approved_files if a.strip()}
     return [f"{c['path']} is not approved" for c in changed if c["path"] not in approved]
+
+
+REFERENCE_PATCH = (
+    "diff --git a/includes/new.php b/includes/new.php\nnew file mode 100644\n--- /dev/null\n+++ b/includes/new.php\n"
+    "@@ -0,0 +1,2 @@\n+<?php\n+--x\n\n"
+    "diff --git a/old.txt b/old.txt\ndeleted file mode 100644\n--- a/old.txt\n+++ /dev/null\n@@ -1,1 +0,0 @@\n-gone\n\n"
+    "diff --git a/plugin.php b/plugin.php\n--- a/plugin.php\n+++ b/plugin.php\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n d\n"
+)

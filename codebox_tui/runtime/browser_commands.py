@@ -1,0 +1,72 @@
+"""Catalog handlers for ``wordpress.browser-probe`` and ``wordpress.browser-actions``: they resolve URLs
+against the sandbox's live preview, run the Chromium drivers in :mod:`codebox_tui.browser` (which know
+nothing about runs) and register the evidence files with the run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from codebox_tui.browser.actions import ACTION_CAPTURES, parse_steps, run_actions
+from codebox_tui.browser.launch import parse_duration_s, resolve_url
+from codebox_tui.browser.probe import ALL_CAPTURES, CONTENT_TYPES, parse_capture, run_probe
+from codebox_tui.runtime.outcome import CommandOutcome
+
+if TYPE_CHECKING:
+    from codebox_tui.runtime.session import RunSession
+
+
+def evidence_dir(session: RunSession) -> tuple[Path, str]:
+    """files/browser/ for the first browser command of a run, files/browser/<n>/ after that."""
+    base = session.run_dir / "files" / "browser"
+    if not base.exists():
+        return base, "files/browser"
+    n = 2
+    while (base / str(n)).exists():
+        n += 1
+    return base / str(n), f"files/browser/{n}"
+
+
+def register_evidence(session: RunSession, rel_dir: str, files: list[str]) -> list[dict[str, Any]]:
+    refs = []
+    for name in files:
+        kind = "browser-" + name.split(".")[0]
+        session.add_evidence(f"{rel_dir}/{name}", kind, CONTENT_TYPES.get(name, "application/octet-stream"))
+        refs.append({"path": f"{rel_dir}/{name}", "kind": kind})
+    return refs
+
+
+def browser_probe(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+    base = session.sandbox.preview_url
+    url = resolve_url(base, args.get("url"))
+    limit = min(timeout_s, parse_duration_s(args.get("timeout"), timeout_s, "timeout"))
+    out_dir, rel = evidence_dir(session)
+    summary = run_probe(url, out_dir, wait_for=args.get("wait-for"), viewport=args.get("viewport"),
+                        capture=parse_capture(args.get("capture"), ALL_CAPTURES), timeout_s=limit, origin_url=base)
+    refs = register_evidence(session, rel, summary["files"])
+    session.emit("browser.probe", {"url": url, "status": summary["status"], "httpStatus": summary["httpStatus"],
+                                   "evidence": rel})
+    text = (f"{summary['status']}: {url} → HTTP {summary['httpStatus']}, {summary['counts']['errors']} page errors, "
+            f"{len(summary['consoleErrors'])} console errors; evidence in {rel}/\n")
+    return CommandOutcome(stdout=text, stderr=summary["error"] or "", exit_code=0 if summary["status"] == "passed"
+                          else 1, json=summary, artifact_refs=refs)
+
+
+def browser_actions(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+    base = session.sandbox.preview_url
+    steps = parse_steps(args["steps-json"], Path.cwd())
+    start = resolve_url(base, args["url"]) if args.get("url") else None
+    total = min(timeout_s, parse_duration_s(args.get("timeout"), timeout_s, "timeout"))
+    per_step = parse_duration_s(args.get("step-timeout"), 10.0, "step-timeout")
+    allow_eval = "wordpress.browser-actions.evaluate" in session.spec.policy.commands
+    out_dir, rel = evidence_dir(session)
+    summary = run_actions(start, steps, out_dir, base_url=base, step_timeout_s=per_step, total_timeout_s=total,
+                          capture=parse_capture(args.get("capture"), ACTION_CAPTURES), allow_evaluate=allow_eval)
+    refs = register_evidence(session, rel, summary["files"])
+    session.emit("browser.actions", {"status": summary["status"], "firstFailureIndex": summary["firstFailureIndex"],
+                                     "evidence": rel}, level="info" if summary["status"] == "passed" else "warning")
+    text = (f"{summary['status']}: {summary['passed']}/{summary['steps']} steps passed"
+            + (f"; step {summary['firstFailureIndex']} failed: {summary['failure']}" if summary["failure"] else "")
+            + f"; evidence in {rel}/\n")
+    return CommandOutcome(stdout=text, exit_code=0 if summary["status"] == "passed" else 1, json=summary,
+                          artifact_refs=refs)

@@ -1,0 +1,227 @@
+"""What every apply adapter receives and implements: the plan (approved files with their patch blocks,
+checked against a target before anything is written) and the :class:`ApplyAdapter` base class.
+
+Its own module so the built-in adapters (``store/adapters/``) and :mod:`store.apply`, which imports them
+plainly, share it without an import cycle."""
+
+from __future__ import annotations
+
+import hashlib
+import stat
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, ClassVar
+
+from codebox_tui.contracts.apply import ApplyResult, Decision
+from codebox_tui.errors import BadInputError, ConflictError
+from store.patchtext import PatchError, apply_block
+
+
+@dataclass(frozen=True)
+class ChangedFile:
+    """One approved entry of ``changed-files.json`` with its patch block."""
+
+    relative_path: str
+    sandbox_path: str
+    status: str  # added | modified | deleted
+    before_sha256: str | None
+    after_sha256: str | None
+    after_mode: str | None
+    mount_index: int
+    block: bytes
+    binary: bool = False
+
+
+@dataclass(frozen=True)
+class PlannedWrite:
+    """What one approved file becomes in a concrete target (computed and hash-checked in memory)."""
+
+    relative_path: str
+    path: Path
+    action: str  # write | delete
+    content: bytes | None
+    mode: int | None  # file mode to give a written file
+
+
+@dataclass(frozen=True)
+class ApplyPlan:
+    """Everything an adapter needs, derived from verified bundle bytes and the decision."""
+
+    decision: Decision
+    bundle_id: str
+    bundle_dir: Path
+    content_digest: str
+    files: tuple[ChangedFile, ...]
+    patch: bytes  # the approved subset of patch.diff, blocks unchanged
+    options: dict[str, str] = field(default_factory=dict)
+    # approved files in never-written-back folders (NEVER_WRITTEN_BACK): left out of ``files`` and
+    # ``patch``, recorded in the result's ``target.withheld``
+    withheld: tuple[dict[str, str], ...] = ()
+
+    @property
+    def approved_files(self) -> list[str]:
+        return [f.relative_path for f in self.files]
+
+    @property
+    def patch_sha256(self) -> str:
+        return hashlib.sha256(self.patch).hexdigest()
+
+    def audit_reference(self, adapter: str) -> str:
+        return f"{self.bundle_id}#decision-{self.decision.id}#{adapter}"
+
+    def in_after_state(self, root: Path) -> bool:
+        """True if every approved file in ``root`` already has its after content (applied before)."""
+        root_real = target_root(root)
+        for change in self.files:
+            path = root_real.joinpath(*PurePosixPath(change.relative_path).parts)
+            if _unsafe_component(root_real, path):
+                return False
+            current = _read_regular(path)
+            if isinstance(current, str):
+                return False
+            if change.status == "deleted":
+                if current is not None:
+                    return False
+            elif current is None or hashlib.sha256(current).hexdigest() != change.after_sha256:
+                return False
+        return True
+
+    def plan_writes(self, root: Path, *, allow_binary: bool = False) -> list[PlannedWrite]:
+        """Check ``root`` against the baseline and compute each file's new bytes.
+
+        Raises one :class:`ConflictError` listing every conflicting file; nothing is written.
+        Binary files (a git binary patch) can only be written by git: with ``allow_binary`` their
+        content is left None for ``git apply`` to produce, otherwise they are a conflict.
+        """
+        root_real = target_root(root)
+        writes: list[PlannedWrite] = []
+        conflicts: list[dict[str, str]] = []
+        for change in self.files:
+            path = root_real.joinpath(*PurePosixPath(change.relative_path).parts)
+            problem = _unsafe_component(root_real, path)
+            if problem:
+                conflicts.append({"file": change.relative_path, "reason": problem})
+                continue
+            current = _read_regular(path)
+            if isinstance(current, str):
+                conflicts.append({"file": change.relative_path, "reason": current})
+                continue
+            if change.status == "added":
+                if current is not None:
+                    conflicts.append({"file": change.relative_path, "reason": "exists in the target already"})
+                    continue
+            else:
+                if current is None:
+                    conflicts.append({"file": change.relative_path, "reason": "missing from the target"})
+                    continue
+                if hashlib.sha256(current).hexdigest() != change.before_sha256:
+                    conflicts.append(
+                        {
+                            "file": change.relative_path,
+                            "reason": "changed since the sandbox ran (before hash)",
+                        }
+                    )
+                    continue
+            if change.status == "deleted":
+                writes.append(PlannedWrite(change.relative_path, path, "delete", None, None))
+                continue
+            if change.binary:
+                if allow_binary:
+                    writes.append(PlannedWrite(change.relative_path, path, "write", None, None))
+                else:
+                    conflicts.append(
+                        {"file": change.relative_path, "reason": "binary file: use the git or patch adapter"}
+                    )
+                continue
+            try:
+                content = apply_block(current, change.block)
+            except PatchError as error:
+                conflicts.append({"file": change.relative_path, "reason": f"patch does not apply: {error}"})
+                continue
+            if hashlib.sha256(content).hexdigest() != change.after_sha256:
+                conflicts.append(
+                    {
+                        "file": change.relative_path,
+                        "reason": "the patch does not reproduce the recorded after hash",
+                    }
+                )
+                continue
+            mode = _mode_for(path, change.after_mode, current is not None)
+            writes.append(PlannedWrite(change.relative_path, path, "write", content, mode))
+        if conflicts:
+            raise ConflictError(
+                f"{len(conflicts)} approved file(s) conflict with {root}; nothing was written: "
+                + "; ".join(f"{c['file']}: {c['reason']}" for c in conflicts),
+                code="target-conflict",
+                field="target",
+                details={"conflicts": conflicts},
+            )
+        return writes
+
+
+class ApplyAdapter(ABC):
+    """Writes a plan somewhere. Subclasses are registered under the ``codebox.apply_adapters``
+    entry-point group (name → ``module:Class``) so other packages can add their own."""
+
+    name: ClassVar[str]
+
+    def target_key(self, target: str) -> str:
+        """The identity of a target for idempotency (default: the absolute path)."""
+        return str(Path(target).expanduser().resolve())
+
+    @abstractmethod
+    def apply(self, plan: ApplyPlan, target: str) -> ApplyResult | dict[str, Any]:
+        """Write the approved changes; return ``wp-codebox/apply-result/v1``. Raise CodeboxError to refuse."""
+
+
+def target_root(root: Path) -> Path:
+    try:
+        real = root.expanduser().resolve(strict=True)
+    except OSError as error:
+        raise BadInputError(f"the target {root} does not exist", code="target-missing", field="--target") from error
+    if not real.is_dir():
+        raise BadInputError(f"the target {root} is not a directory", code="target-missing", field="--target")
+    return real
+
+
+def _unsafe_component(root: Path, path: Path) -> str | None:
+    """A reason if ``path`` would leave ``root`` or pass through a symlink; else None."""
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        return "outside the target"
+    current = root
+    for part in rel.parts[:-1]:
+        current = current / part
+        try:
+            info = current.lstat()
+        except FileNotFoundError:
+            return None  # the rest will be created
+        if stat.S_ISLNK(info.st_mode):
+            return f"{current.relative_to(root)} is a symlink"
+        if not stat.S_ISDIR(info.st_mode):
+            return f"{current.relative_to(root)} is not a directory"
+    return None
+
+
+def _read_regular(path: Path) -> bytes | str | None:
+    """The file's bytes, None if absent, or a reason string if it is not a regular file."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        return f"cannot stat: {error}"
+    if not stat.S_ISREG(info.st_mode):
+        return "is not a regular file (symlink or directory)"
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        return f"cannot read: {error}"
+
+
+def _mode_for(path: Path, after_mode: str | None, exists: bool) -> int:
+    if exists:
+        return stat.S_IMODE(path.stat().st_mode)
+    return 0o755 if after_mode == "100755" else 0o644

@@ -1,0 +1,40 @@
+"""The test session's warm Playground helper behind the ``playground_session`` fixture (tests/conftest.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class PlaygroundSession:
+    """The test session's warm Playground: the shared Node sidecar is started and the golden
+    WordPress site is built once (by booting and disposing one real sandbox), so later sandboxes
+    in the same pytest session boot on the warm path.
+
+    ``new_run(...)`` makes a fresh ``RunSession`` (its own sandbox, booted lazily by ``execute``);
+    use it as a context manager so the sandbox is disposed::
+
+        def test_x(playground_session, tmp_path):
+            with playground_session.new_run(tmp_path, mounts=[...], commands=["wordpress.run-php"]) as run:
+                result = run.execute("wordpress.run-php", ["code=echo 1;"])
+    """
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+
+    def spec(self, *, mounts: list[str] | None = None, commands: list[str] | None = None,
+             network: str = "deny", secrets: list[str] | None = None, **spec_fields: object):  # type: ignore[no-untyped-def]
+        from codebox_tui.contracts.runtime import RuntimePolicy
+        from codebox_tui.runtime.backend import SandboxSpec
+        from codebox_tui.runtime.mounts import parse_mount, validate_mounts
+        from codebox_tui.runtime.policy import resolve_secrets
+
+        policy = RuntimePolicy(
+            commands=commands or ["inspect-mounted-inputs", "wordpress.run-php", "wordpress.ability"],
+            network=network, secrets=secrets or [])
+        parsed = validate_mounts([parse_mount(text, index) for index, text in enumerate(mounts or [])])
+        return SandboxSpec(mounts=parsed, policy=policy, secret_env=resolve_secrets(policy), **spec_fields)  # type: ignore[arg-type]
+
+    def new_run(self, artifacts_root: Path, **spec_kwargs: object):  # type: ignore[no-untyped-def]
+        from codebox_tui.runtime.session import RunSession
+
+        return RunSession(self.spec(**spec_kwargs), artifacts_root)  # type: ignore[arg-type]

@@ -1,0 +1,35 @@
+"""Waiting on a real condition with a deadline, instead of sleeping a fixed time and hoping."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+
+def wait_until(condition: Callable[[], bool], *, timeout: float = 30.0, interval: float = 0.05) -> bool:
+    """Poll ``condition()`` until it is true or ``timeout`` seconds pass; returns its last value (the caller
+    asserts on the real state afterwards, so a timeout fails with the caller's own message)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            return condition()
+        time.sleep(interval)
+    return True
+
+
+def wait_for_fs_clock_past(root: Path, probe_dir: Path) -> None:
+    """Return once the file system's timestamp clock has moved past the newest ctime under ``root``.
+
+    File timestamps come from a coarse clock (one tick is milliseconds), so a file rewritten within the
+    same tick as its last write can keep its ctime. Tests of the stat-signature skip need the next write to
+    get a later ctime; this waits for exactly that, measured on a probe file in ``probe_dir``."""
+    newest = max(p.lstat().st_ctime_ns for p in [root, *root.rglob("*")])
+    probe = probe_dir / ".fs-clock-probe"
+
+    def moved() -> bool:
+        probe.write_bytes(b"")
+        return probe.lstat().st_ctime_ns > newest
+
+    assert wait_until(moved, timeout=5.0, interval=0.001), "the file system clock did not advance in 5 s"
+    probe.unlink()
