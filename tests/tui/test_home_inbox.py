@@ -15,7 +15,7 @@ from codebox_tui.screens.home import HomeScreen, shorten_middle
 from store.db import Store
 from store.decisions import decide_on, register_bundle
 from store.inbox import describe_bundle, inbox_rows, select_rows
-from tests.unit.test_bundle_capture_verify import make_bundle, typical_change
+from tests.factories.bundles import make_bundle, typical_change
 
 
 def _bundle(tmp_path: Path, name: str) -> Path:

@@ -187,7 +187,7 @@ def test_artifacts_show_on_an_imported_reference_bundle_shows_tests_and_probes(t
     import subprocess
     import sys
 
-    from tests.reference_bundle import write_reference_bundle
+    from tests.factories.reference_bundle import write_reference_bundle
 
     before, after = tmp_path / "before", tmp_path / "after"
     before.mkdir()
