@@ -28,6 +28,7 @@ from importlib.metadata import entry_points
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
+from codebox_tui.bundle import layout
 from codebox_tui.bundle.safe_read import parse_json, read_regular
 from codebox_tui.contracts.apply import (
     APPROVING_ACTIONS,
@@ -43,8 +44,8 @@ from store.journal import STAGING_DIR
 from store.patchtext import PatchError, apply_block, filter_patch
 
 ENTRY_POINT_GROUP = "codebox.apply_adapters"
-CHANGED_FILES_PATH = "files/changed-files.json"
-PATCH_PATH = "files/patch.diff"
+CHANGED_FILES_PATH = layout.CHANGED_FILES
+PATCH_PATH = layout.PATCH
 CONTENT_DOMAIN = "wp-codebox/artifact-content/v1\n"
 MAX_EVIDENCE_BYTES = 64 * 1024 * 1024
 

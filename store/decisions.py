@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.bundle import layout
 from codebox_tui.contracts.apply import Decision
 from codebox_tui.errors import BadInputError, ConflictError
 from store.apply import (
@@ -86,13 +87,13 @@ def read_content(bundle_dir: Path, *, verify: bool = True) -> BundleContent:
     if verify:
         _verify_bundle(bundle_dir)
     try:
-        manifest = json.loads((bundle_dir / "manifest.json").read_text(encoding="utf-8"))
+        manifest = json.loads((bundle_dir / layout.MANIFEST).read_text(encoding="utf-8"))
         bundle_id = str(manifest["id"])
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise BadInputError(
             f"{bundle_dir} has no readable manifest.json with an id",
             code="bundle-invalid",
-            field="manifest.json",
+            field=layout.MANIFEST,
         ) from error
     cf = _read_evidence(bundle_dir, CHANGED_FILES_PATH)
     patch = _read_evidence(bundle_dir, PATCH_PATH)
@@ -118,7 +119,7 @@ def resolve_bundle(store: Store, ref: str) -> BundleRecord:
     """A bundle by ``@key``, run id, id/digest prefix, or the path of a bundle directory (registered
     on first use)."""
     path = Path(ref).expanduser()
-    if not ref.startswith("@") and (path / "manifest.json").is_file():
+    if not ref.startswith("@") and (path / layout.MANIFEST).is_file():
         return register_bundle(store, path)
     return store.get_bundle(ref)
 

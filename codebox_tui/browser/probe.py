@@ -19,6 +19,7 @@ from codebox_tui.browser.launch import (
     write_json,
     write_jsonl,
 )
+from codebox_tui.bundle import layout
 from codebox_tui.errors import BadInputError
 
 if TYPE_CHECKING:
@@ -167,13 +168,13 @@ def _short(exc: BaseException) -> str:
 
 def evidence_dir(session: RunSession) -> tuple[Path, str]:
     """files/browser/ for the first browser command of a run, files/browser/<n>/ after that."""
-    base = session.run_dir / "files" / "browser"
+    base = session.run_dir / layout.BROWSER_DIR
     if not base.exists():
-        return base, "files/browser"
+        return base, layout.BROWSER_DIR
     n = 2
     while (base / str(n)).exists():
         n += 1
-    return base / str(n), f"files/browser/{n}"
+    return base / str(n), layout.browser_path(n)
 
 
 def register_evidence(session: RunSession, rel_dir: str, files: list[str]) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.bundle import layout
 from codebox_tui.bundle.baseline import Baseline
 from codebox_tui.bundle.diff import FileDiff, Listing, diff_file, list_tree, skipped_dir_changes
 from codebox_tui.bundle.digests import MODE_A_INPUTS, MODE_B_INPUTS, content_digest
@@ -186,7 +187,7 @@ class _CopyWriter:
         if proc.stderr:
             proc.stderr.close()
         if code != 0 or self._error is not None:
-            raise OSError(f"writing the captured copies under {self._run_dir}/files/mounts failed: "
+            raise OSError(f"writing the captured copies under {self._run_dir}/{layout.MOUNT_COPIES_DIR} failed: "
                           f"{stderr.decode(errors='replace').strip() or self._error}")
 
     def close(self) -> None:
@@ -475,8 +476,8 @@ def _test_results(suites: list[Any]) -> TestResults:
         summary=summary,
         suites=parsed,
         rawLogReferences=[
-            {"path": "commands.jsonl", "kind": "commands-jsonl"},
-            {"path": "logs/commands.log", "kind": "commands-log"},
+            {"path": layout.COMMANDS, "kind": "commands-jsonl"},
+            {"path": layout.COMMANDS_LOG, "kind": "commands-log"},
         ],
     )
 
@@ -519,7 +520,7 @@ def capture_bundle(
     redact = Redactor(secret_values)
     truncations = list(truncations or [])
     created_at = utc_now_iso()
-    for stream in ("events.jsonl", "commands.jsonl", "logs/runtime.log", "logs/commands.log"):
+    for stream in (layout.EVENTS, layout.COMMANDS, layout.RUNTIME_LOG, layout.COMMANDS_LOG):
         if not (run_dir / stream).exists():
             _write(run_dir, stream, "")
     if redact.active:
@@ -531,10 +532,11 @@ def capture_bundle(
     # does not re-read them (verify still reads everything from disk).
     known: dict[str, str] = {}
     # Anything under files/mounts/ is a copy made here, unless the run itself wrote there first.
-    mounts_dir_preexisting = os.path.lexists(run_dir / "files" / "mounts")
+    mounts_dir_preexisting = os.path.lexists(run_dir / layout.MOUNT_COPIES_DIR)
     run_root = str(run_dir)
     # a folder the run wrote itself may hold anything (links included): no tar over it
-    copier = _CopyWriter(run_root, use_tar=not mounts_dir_preexisting and not os.path.islink(run_dir / "files"))
+    files_is_link = os.path.islink(run_dir / layout.FILES_DIR)
+    copier = _CopyWriter(run_root, use_tar=not mounts_dir_preexisting and not files_is_link)
     try:
         budget = [0]
         changed: list[ChangedFile] = []
@@ -548,7 +550,7 @@ def capture_bundle(
         # what else the manifest will list, so the copies never push it past MAX_MANIFEST_ENTRIES (a
         # change whose copy is left out is still in the patch and changed-files.json)
         others = {e["path"] for e in FIXED_ENTRIES} | {e.path for e in evidence}
-        others |= {f"files/diffs/mount-{b.mount_index}.patch" for b in baselines}
+        others |= {layout.mount_diff_path(b.mount_index) for b in baselines}
         others |= set(_run_dir_files(run_dir, skip_copies=not mounts_dir_preexisting))
         copies_left = MAX_MANIFEST_ENTRIES - len(others)
         copy_skipped: list[SkippedEntry] = []
@@ -563,7 +565,7 @@ def capture_bundle(
                 continue
             changes, mount_skipped = _mount_changes(baseline, limits, budget, redact)
             skipped += mount_skipped
-            patch_rel = f"files/diffs/mount-{baseline.mount_index}.patch"
+            patch_rel = layout.mount_diff_path(baseline.mount_index)
             patch_text = "".join(c.diff.text for c in changes)
             mount_patches.append((baseline.mount_index, patch_text))
             diffs_json.append(
@@ -586,7 +588,7 @@ def capture_bundle(
                                                      reason="max-files-exceeded", size=len(new_bytes)))
                 elif new_bytes is not None:
                     copies_left -= 1
-                    artifact_path = f"files/mounts/{baseline.mount_index}/{item.rel}"
+                    artifact_path = layout.mount_copy_path(baseline.mount_index, item.rel)
                     copier.add(artifact_path, new_bytes)  # already redacted (_mount_changes)
                     known[artifact_path] = (
                         change.after_sha if not change.redacted and change.after_sha
@@ -639,19 +641,19 @@ def capture_bundle(
 
         patch = "".join(text for _, text in mount_patches)
         for mount_index, text in mount_patches:
-            put(run_dir, f"files/diffs/mount-{mount_index}.patch", text)
-        put(run_dir, "files/patch.diff", patch)
+            put(run_dir, layout.mount_diff_path(mount_index), text)
+        put(run_dir, layout.PATCH, patch)
         changed_doc: dict[str, Any] = {
             "schema": CHANGED_FILES_SCHEMA,
             "files": [c.model_dump(mode="json", exclude_none=True) for c in changed],
             "skipped": [s.model_dump(mode="json", exclude_none=True) for s in skipped],
         }
-        put(run_dir, "files/changed-files.json", pretty_json(changed_doc))
-        put(run_dir, "files/diffs.json", pretty_json(diffs_json))
-        put(run_dir, "files/mounts.json", pretty_json([m.model_dump(mode="json") for m in mounts]))
+        put(run_dir, layout.CHANGED_FILES, pretty_json(changed_doc))
+        put(run_dir, layout.MOUNT_DIFFS, pretty_json(diffs_json))
+        put(run_dir, layout.MOUNTS, pretty_json([m.model_dump(mode="json") for m in mounts]))
         put(
             run_dir,
-            "files/mounted-files.json",
+            layout.MOUNTED_FILES,
             pretty_json(
                 {
                     "files": [
@@ -677,7 +679,7 @@ def capture_bundle(
         tests = _test_results(test_suites)
         put(
             run_dir,
-            "files/test-results.json",
+            layout.TEST_RESULTS,
             pretty_json(tests.model_dump(mode="json", by_alias=True, exclude_none=True)),
         )
         diagnostics = [
@@ -705,7 +707,7 @@ def capture_bundle(
         ]
         put(
             run_dir,
-            "files/diagnostics.json",
+            layout.DIAGNOSTICS,
             pretty_json(
                 {
                     "schema": DIAGNOSTICS_SCHEMA,
@@ -730,7 +732,7 @@ def capture_bundle(
         }
         put(
             run_dir,
-            "files/workspace-patch.json",
+            layout.WORKSPACE_PATCH,
             pretty_json(
                 {
                     "schema": WORKSPACE_PATCH_SCHEMA,
@@ -755,14 +757,14 @@ def capture_bundle(
                         for d in diffs_json
                     ],
                     "promotion": {
-                        "changedFiles": "files/changed-files.json",
-                        "patch": "files/patch.diff",
+                        "changedFiles": layout.CHANGED_FILES,
+                        "patch": layout.PATCH,
                         "files": [{"path": c.relativePath, "status": c.status, "intent": "promotion"} for c in changed],
                     },
                     "evidence": {
-                        "mountDiffs": "files/diffs.json",
-                        "diagnostics": "files/diagnostics.json",
-                        "testResults": "files/test-results.json",
+                        "mountDiffs": layout.MOUNT_DIFFS,
+                        "diagnostics": layout.DIAGNOSTICS,
+                        "testResults": layout.TEST_RESULTS,
                     },
                 }
             ),
@@ -777,7 +779,7 @@ def capture_bundle(
                 listed.add(extra.path)
         for mount_index, _ in mount_patches:
             entries.append(
-                {"path": f"files/diffs/mount-{mount_index}.patch", "kind": "diff", "contentType": "text/x-diff"}
+                {"path": layout.mount_diff_path(mount_index), "kind": "diff", "contentType": "text/x-diff"}
             )
         listed |= {e["path"] for e in entries}
         for artifact_path, _, _, _ in captured:
@@ -824,22 +826,22 @@ def capture_bundle(
             "mounts": [m.model_dump(mode="json") for m in mounts],
         }
         artifacts_refs = {
-            "workspacePatch": "files/workspace-patch.json",
-            "changedFiles": "files/changed-files.json",
-            "patch": "files/patch.diff",
-            "diagnostics": "files/diagnostics.json",
-            "testResults": "files/test-results.json",
-            "review": "files/review.json",
-            "runtimeReferenceManifest": "files/runtime-reference-manifest.json",
-            "runtimeReplayReferenceIndex": "files/runtime-replay-index.json",
-            "mountDiffs": "files/diffs.json",
+            "workspacePatch": layout.WORKSPACE_PATCH,
+            "changedFiles": layout.CHANGED_FILES,
+            "patch": layout.PATCH,
+            "diagnostics": layout.DIAGNOSTICS,
+            "testResults": layout.TEST_RESULTS,
+            "review": layout.REVIEW,
+            "runtimeReferenceManifest": layout.REFERENCE_MANIFEST,
+            "runtimeReplayReferenceIndex": layout.REPLAY_INDEX,
+            "mountDiffs": layout.MOUNT_DIFFS,
         }
-        browser_refs = [e["path"] for e in entries if e["path"].startswith("files/browser/")]
+        browser_refs = [e["path"] for e in entries if e["path"].startswith(layout.BROWSER_DIR + "/")]
         if browser_refs:
             artifacts_refs["browser"] = browser_refs  # type: ignore[assignment]
         put(
             run_dir,
-            "metadata.json",
+            layout.METADATA,
             pretty_json(
                 {
                     "id": bundle_id,
@@ -865,7 +867,7 @@ def capture_bundle(
                 }
             ),
         )
-        patch_sha = known["files/patch.diff"]
+        patch_sha = known[layout.PATCH]
         total = len(changed)
         summary_text = (
             "Sandbox produced no file changes."
@@ -926,16 +928,16 @@ def capture_bundle(
             "progress": progress,
             "actions": ACTIONS,
             "evidence": {
-                "workspacePatch": "files/workspace-patch.json",
-                "patch": "files/patch.diff",
+                "workspacePatch": layout.WORKSPACE_PATCH,
+                "patch": layout.PATCH,
                 "patchSha256": patch_sha,
                 "artifactContentDigest": digest_a,
                 "contentDigestB": digest_b,
-                "changedFiles": "files/changed-files.json",
-                "diagnostics": "files/diagnostics.json",
-                "testResults": "files/test-results.json",
-                "runtimeReferenceManifest": "files/runtime-reference-manifest.json",
-                "runtimeReplayReferenceIndex": "files/runtime-replay-index.json",
+                "changedFiles": layout.CHANGED_FILES,
+                "diagnostics": layout.DIAGNOSTICS,
+                "testResults": layout.TEST_RESULTS,
+                "runtimeReferenceManifest": layout.REFERENCE_MANIFEST,
+                "runtimeReplayReferenceIndex": layout.REPLAY_INDEX,
                 **({"browser": browser_refs} if browser_refs else {}),
             },
             "tests": {"status": tests.status, "summary": tests.summary.model_dump()},
@@ -947,7 +949,7 @@ def capture_bundle(
                 "status": "expired-on-completion",
                 "lifecycle": "destroyed-on-completion",
             }
-        put(run_dir, "files/review.json", pretty_json(review))
+        put(run_dir, layout.REVIEW, pretty_json(review))
 
         # 5. hashes, the reference manifest, the manifest (last, once every copy is on disk)
         seal(run_dir, entries, known, bundle_id=bundle_id, digest_a=digest_a,
@@ -968,24 +970,24 @@ def capture_bundle(
 
 # Listed in every bundle, in this order.
 FIXED_ENTRIES: tuple[dict[str, str], ...] = (
-    {"path": "manifest.json", "kind": "manifest", "contentType": "application/json"},
-    {"path": "metadata.json", "kind": "metadata", "contentType": "application/json"},
-    {"path": "events.jsonl", "kind": "events", "contentType": "application/x-ndjson"},
-    {"path": "commands.jsonl", "kind": "commands", "contentType": "application/x-ndjson"},
-    {"path": "logs/runtime.log", "kind": "log", "contentType": "text/plain"},
-    {"path": "logs/commands.log", "kind": "log", "contentType": "text/plain"},
-    {"path": "files/mounts.json", "kind": "mounts", "contentType": "application/json"},
-    {"path": "files/mounted-files.json", "kind": "mounted-files", "contentType": "application/json"},
-    {"path": "files/diffs.json", "kind": "mount-diffs", "contentType": "application/json"},
-    {"path": "files/workspace-patch.json", "kind": "workspace-patch", "contentType": "application/json"},
-    {"path": "files/changed-files.json", "kind": "changed-files", "contentType": "application/json"},
-    {"path": "files/patch.diff", "kind": "patch", "contentType": "text/x-diff"},
-    {"path": "files/diagnostics.json", "kind": "diagnostics", "contentType": "application/json"},
-    {"path": "files/test-results.json", "kind": "test-results", "contentType": "application/json"},
-    {"path": "files/review.json", "kind": "review", "contentType": "application/json"},
-    {"path": "files/runtime-reference-manifest.json", "kind": "runtime-reference-manifest",
+    {"path": layout.MANIFEST, "kind": "manifest", "contentType": "application/json"},
+    {"path": layout.METADATA, "kind": "metadata", "contentType": "application/json"},
+    {"path": layout.EVENTS, "kind": "events", "contentType": "application/x-ndjson"},
+    {"path": layout.COMMANDS, "kind": "commands", "contentType": "application/x-ndjson"},
+    {"path": layout.RUNTIME_LOG, "kind": "log", "contentType": "text/plain"},
+    {"path": layout.COMMANDS_LOG, "kind": "log", "contentType": "text/plain"},
+    {"path": layout.MOUNTS, "kind": "mounts", "contentType": "application/json"},
+    {"path": layout.MOUNTED_FILES, "kind": "mounted-files", "contentType": "application/json"},
+    {"path": layout.MOUNT_DIFFS, "kind": "mount-diffs", "contentType": "application/json"},
+    {"path": layout.WORKSPACE_PATCH, "kind": "workspace-patch", "contentType": "application/json"},
+    {"path": layout.CHANGED_FILES, "kind": "changed-files", "contentType": "application/json"},
+    {"path": layout.PATCH, "kind": "patch", "contentType": "text/x-diff"},
+    {"path": layout.DIAGNOSTICS, "kind": "diagnostics", "contentType": "application/json"},
+    {"path": layout.TEST_RESULTS, "kind": "test-results", "contentType": "application/json"},
+    {"path": layout.REVIEW, "kind": "review", "contentType": "application/json"},
+    {"path": layout.REFERENCE_MANIFEST, "kind": "runtime-reference-manifest",
      "contentType": "application/json"},
-    {"path": "files/runtime-replay-index.json", "kind": "runtime-replay-index", "contentType": "application/json"},
+    {"path": layout.REPLAY_INDEX, "kind": "runtime-replay-index", "contentType": "application/json"},
 )
 
 # The reference's canonical JSON (stableJson) keeps only the first 2,000 items of an array, so the
@@ -998,7 +1000,7 @@ def _run_dir_files(run_dir: Path, skip_copies: bool) -> list[str]:
     """Regular files (never links) already in the run folder, sorted; ``files/mounts/`` is skipped when
     it holds only this capture's copies."""
     found: list[str] = []
-    copies_root = os.path.join(str(run_dir), "files", "mounts")
+    copies_root = os.path.join(str(run_dir), *layout.MOUNT_COPIES_DIR.split("/"))
     for root, dirs, names in os.walk(run_dir):
         if root == copies_root and skip_copies:
             dirs[:] = []

@@ -8,13 +8,14 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.bundle import layout
 from codebox_tui.bundle.safe_read import UnsafeFileError, open_regular
 from codebox_tui.contracts.bundle import CONTENT_DOMAIN, MANIFEST_FILE_LIST_DOMAIN, MANIFEST_SELF_DOMAIN
 from codebox_tui.contracts.canonical import sha256_hex, stable_json
 
 CHUNK = 1 << 20
 MODE_A_INPUTS = ["manifest.files"]
-MODE_B_INPUTS = ["files/changed-files.json", "files/patch.diff"]
+MODE_B_INPUTS = [layout.CHANGED_FILES, layout.PATCH]
 LISTING_KEYS = ("path", "kind", "contentType", "redaction", "provenance", "viewer")
 
 
@@ -73,7 +74,7 @@ def manifest_self_hash(manifest: dict[str, Any]) -> str:
     if isinstance(entries, list):
         clone["files"] = [
             {**entry, "sha256": {"algorithm": "sha256", "value": "0" * 64}}
-            if isinstance(entry, dict) and entry.get("path") == "manifest.json"
+            if isinstance(entry, dict) and entry.get("path") == layout.MANIFEST
             else entry
             for entry in entries
         ]

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.bundle import layout
 from codebox_tui.bundle.patchparse import line_counts
 from codebox_tui.bundle.safe_read import MAX_JSON_BYTES, load_json_file, parse_json, read_regular
 from codebox_tui.bundle.verify import verify_bundle
@@ -103,11 +104,11 @@ def find_bundle_dir(path: Path) -> Path:
     path = Path(path)
     if not path.exists():
         raise BadInputError(f"No bundle at {path}", code="missing-bundle", field="bundle")
-    if path.name == "manifest.json" and not path.is_dir():
+    if path.name == layout.MANIFEST and not path.is_dir():
         return path.parent
-    if not os.path.lexists(path / "manifest.json"):
+    if not os.path.lexists(path / layout.MANIFEST):
         raise BadInputError(
-            f"{path} has no manifest.json (not an artifact bundle)", code="missing-manifest", field="bundle"
+            f"{path} has no {layout.MANIFEST} (not an artifact bundle)", code="missing-manifest", field="bundle"
         )
     return path
 
@@ -115,36 +116,36 @@ def find_bundle_dir(path: Path) -> Path:
 def load_bundle(bundle_dir: Path | str) -> LoadedBundle:
     root = find_bundle_dir(Path(bundle_dir))
     verification = verify_bundle(root)
-    manifest = _json(root / "manifest.json", "manifest.json")
-    review = _json(root / "files" / "review.json", "files/review.json", "wp-codebox/artifact-review/v1", required=False)
+    manifest = _json(root / layout.MANIFEST, layout.MANIFEST)
+    review = _json(root / layout.REVIEW, layout.REVIEW, "wp-codebox/artifact-review/v1", required=False)
     changed = _json(
-        root / "files" / "changed-files.json", "files/changed-files.json", "wp-codebox/changed-files/v1", required=False
+        root / layout.CHANGED_FILES, layout.CHANGED_FILES, "wp-codebox/changed-files/v1", required=False
     )
     tests = _json(
-        root / "files" / "test-results.json", "files/test-results.json", "wp-codebox/test-results/v1", required=False
+        root / layout.TEST_RESULTS, layout.TEST_RESULTS, "wp-codebox/test-results/v1", required=False
     )
-    metadata = _json(root / "metadata.json", "metadata.json", required=False)
-    patch_path = root / "files" / "patch.diff"
+    metadata = _json(root / layout.METADATA, layout.METADATA, required=False)
+    patch_path = root / layout.PATCH
     # bytes (read_regular), not read_text(): universal newlines would turn a carriage return inside a line
     # into a line break
     try:
         patch = read_regular(patch_path).decode("utf-8", errors="replace") if os.path.lexists(patch_path) else ""
     except OSError as error:
-        raise BadInputError(f"files/patch.diff cannot be read: {error}", code="malformed-bundle",
-                            field="files/patch.diff") from error
+        raise BadInputError(f"{layout.PATCH} cannot be read: {error}", code="malformed-bundle",
+                            field=layout.PATCH) from error
     files = changed.get("files", [])
     if not isinstance(files, list):
         raise BadInputError(
-            "files/changed-files.json: files must be an array",
+            f"{layout.CHANGED_FILES}: files must be an array",
             code="malformed-bundle",
-            field="files/changed-files.json:files",
+            field=f"{layout.CHANGED_FILES}:files",
         )
     files = _with_line_counts(files, patch)
     review = _with_derived_risk_flags(review, files, list(changed.get("skipped", [])))
     evidence = [
         f
         for f in manifest.get("files", [])
-        if isinstance(f, dict) and str(f.get("path", "")).startswith(("files/browser/", "files/phpunit/"))
+        if isinstance(f, dict) and str(f.get("path", "")).startswith(layout.VIEWABLE_EVIDENCE_PREFIXES)
     ]
     return LoadedBundle(
         path=root,
@@ -164,12 +165,12 @@ def find_bundles(root: Path) -> list[Path]:
     """Bundle folders under ``root`` (depth ≤ 3), newest first."""
     root = Path(root)
     found: list[Path] = []
-    for depth in ("manifest.json", "*/manifest.json", "*/*/manifest.json", "*/*/*/manifest.json"):
-        found.extend(p.parent for p in root.glob(depth) if os.path.lexists(p))
+    for depth in range(4):
+        found.extend(p.parent for p in root.glob("*/" * depth + layout.MANIFEST) if os.path.lexists(p))
 
     def created(path: Path) -> str:
         try:
-            manifest = parse_json(read_regular(path / "manifest.json", MAX_JSON_BYTES), "manifest.json")
+            manifest = parse_json(read_regular(path / layout.MANIFEST, MAX_JSON_BYTES), layout.MANIFEST)
             return str(manifest.get("createdAt", "")) if isinstance(manifest, dict) else ""
         except (OSError, BadInputError):
             return ""

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import jsonschema
 
+from codebox_tui.bundle import layout
 from codebox_tui.bundle.digests import content_digest, file_list_digest, file_sha256, manifest_self_hash
 from codebox_tui.bundle.safe_read import MAX_JSON_DEPTH, UnsafeFileError, json_depth_exceeds, read_regular
 from codebox_tui.contracts.bundle import (
@@ -181,25 +182,25 @@ def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
     bundle = Path(bundle_dir)
     check = _Checker(bundle)
     result_dir = os.path.normpath(str(bundle_dir))
-    manifest_path = bundle / "manifest.json"
+    manifest_path = bundle / layout.MANIFEST
     try:
         # a regular file only: a FIFO planted as manifest.json must not block verification forever
         raw = read_regular(manifest_path).decode("utf-8")
     except FileNotFoundError:
-        check.add("missing-manifest", "manifest.json", f"No manifest.json in {bundle}")
+        check.add("missing-manifest", layout.MANIFEST, f"No {layout.MANIFEST} in {bundle}")
         return BundleVerification(bundleDirectory=result_dir, valid=False, violations=check.violations)
     except UnsafeFileError as error:
-        check.add("unsafe-file", "manifest.json", f"manifest.json cannot be read: {error}", file="manifest.json")
+        check.add("unsafe-file", layout.MANIFEST, f"{layout.MANIFEST} cannot be read: {error}", file=layout.MANIFEST)
         return BundleVerification(bundleDirectory=result_dir, valid=False, violations=check.violations)
     except (OSError, UnicodeDecodeError) as error:
-        check.add("malformed-manifest", "manifest.json", f"manifest.json cannot be read: {error}")
+        check.add("malformed-manifest", layout.MANIFEST, f"{layout.MANIFEST} cannot be read: {error}")
         return BundleVerification(bundleDirectory=result_dir, valid=False, violations=check.violations)
     try:
         manifest = json.loads(raw)
         if json_depth_exceeds(manifest):
             raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
     except (ValueError, RecursionError) as error:
-        check.add("malformed-manifest", "manifest.json", f"manifest.json is not valid JSON: {error}")
+        check.add("malformed-manifest", layout.MANIFEST, f"{layout.MANIFEST} is not valid JSON: {error}")
         return BundleVerification(bundleDirectory=result_dir, valid=False, violations=check.violations)
     problem = _shape_ok(manifest)
     if problem:
@@ -260,8 +261,8 @@ def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
             continue
         valid_entries.append((index, entry))
         check.regular.add(path)
-    if "manifest.json" not in listed:
-        check.add("invalid-manifest-shape", "manifest.files", "manifest.json must list itself")
+    if layout.MANIFEST not in listed:
+        check.add("invalid-manifest-shape", "manifest.files", f"{layout.MANIFEST} must list itself")
 
     for rel in _list_bundle(bundle):
         if rel not in listed:
@@ -284,7 +285,7 @@ def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
                 file=entry["path"],
             )
             continue
-        if entry["path"] != "manifest.json" and dot_segment(entry["path"]):
+        if entry["path"] != layout.MANIFEST and dot_segment(entry["path"]):
             check.add(
                 "file-hash-mismatch",
                 f"manifest.files[{index}].sha256",
@@ -295,7 +296,7 @@ def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
         try:
             actual = (
                 manifest_self_hash(manifest)
-                if entry["path"] == "manifest.json"
+                if entry["path"] == layout.MANIFEST
                 else file_sha256(bundle / entry["path"], follow_symlinks=False)
             )
         except OSError as error:
@@ -303,7 +304,7 @@ def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
                 "file-hash-mismatch", f"manifest.files[{index}].sha256", f"{entry['path']}: {error}", file=entry["path"]
             )
             continue
-        if entry["path"] != "manifest.json":
+        if entry["path"] != layout.MANIFEST:
             check.remember(entry["path"], actual)
         if actual != digest["value"]:
             check.add(
@@ -394,13 +395,13 @@ def _reference_listed(check: _Checker, listed: dict[str, dict[str, Any]], ref: s
         check.add("invalid-path", where, f"{ref!r}: {why}", file=ref)
         return False
     if ref not in listed:
-        check.add("malformed-reference", where, f"{ref} is not listed in manifest.json", file=ref)
+        check.add("malformed-reference", where, f"{ref} is not listed in {layout.MANIFEST}", file=ref)
         return False
     return True
 
 
 def _check_metadata(check: _Checker, listed: dict[str, dict[str, Any]]) -> None:
-    metadata = _load_json(check.bundle, "metadata.json") if _regular_inside(check.bundle, "metadata.json") else None
+    metadata = _load_json(check.bundle, layout.METADATA) if _regular_inside(check.bundle, layout.METADATA) else None
     if not isinstance(metadata, dict) or not isinstance(metadata.get("artifacts"), dict):
         return
     for key, value in metadata["artifacts"].items():
@@ -415,48 +416,48 @@ def _change_key(item: Any) -> str:
 
 
 def _check_review(check: _Checker, listed: dict[str, dict[str, Any]], manifest: dict[str, Any]) -> None:
-    if not _regular_inside(check.bundle, "files/review.json"):
+    if not _regular_inside(check.bundle, layout.REVIEW):
         return
-    review = _load_json(check.bundle, "files/review.json")
+    review = _load_json(check.bundle, layout.REVIEW)
     if review is None:
         return
     evidence = review.get("evidence") if isinstance(review, dict) else None
     if not isinstance(evidence, dict):
-        check.add("malformed-reference", "files/review.json", "review.json has no evidence object")
+        check.add("malformed-reference", layout.REVIEW, "review.json has no evidence object")
         return
     digest = evidence.get("artifactContentDigest")
     if isinstance(digest, str) and digest != manifest["contentDigest"]["value"]:
         check.add(
             "review-evidence-mismatch",
-            "files/review.json:evidence.artifactContentDigest",
+            f"{layout.REVIEW}:evidence.artifactContentDigest",
             "review evidence names another content digest",
         )
     patch = evidence.get("patch")
     if isinstance(patch, str):
-        is_listed = _reference_listed(check, listed, patch, "files/review.json:evidence.patch")
+        is_listed = _reference_listed(check, listed, patch, f"{layout.REVIEW}:evidence.patch")
         if isinstance(evidence.get("patchSha256"), str):
             actual = check.sha256_of(patch) if is_listed else None
             if actual is None:
                 check.add(
                     "review-evidence-mismatch",
-                    "files/review.json:evidence.patchSha256",
+                    f"{layout.REVIEW}:evidence.patchSha256",
                     f"cannot hash the review's patch evidence {patch} (not a listed regular file)",
                     file=patch,
                 )
             elif actual != evidence["patchSha256"]:
                 check.add(
                     "review-evidence-mismatch",
-                    "files/review.json:evidence.patchSha256",
+                    f"{layout.REVIEW}:evidence.patchSha256",
                     "patch bytes do not match review evidence",
                 )
     changed_ref = evidence.get("changedFiles")
     if isinstance(changed_ref, str):
-        is_listed = _reference_listed(check, listed, changed_ref, "files/review.json:evidence.changedFiles")
+        is_listed = _reference_listed(check, listed, changed_ref, f"{layout.REVIEW}:evidence.changedFiles")
         changed = _load_json(check.bundle, changed_ref) if is_listed and changed_ref in check.regular else None
         if changed is None:
             check.add(
                 "review-evidence-mismatch",
-                "files/review.json:evidence.changedFiles",
+                f"{layout.REVIEW}:evidence.changedFiles",
                 f"cannot read the changed-file evidence {changed_ref}",
                 file=changed_ref,
             )
@@ -470,13 +471,13 @@ def _check_review(check: _Checker, listed: dict[str, dict[str, Any]], manifest: 
                 if isinstance(item, dict) and _change_key(item) not in pairs:
                     check.add(
                         "review-evidence-mismatch",
-                        f"files/review.json:changedFiles[{index}]",
+                        f"{layout.REVIEW}:changedFiles[{index}]",
                         f"{item.get('path')} ({item.get('status')}) is not in {changed_ref}",
                     )
     for key in ("runtimeEpisodeTrace", "runtimeReferenceManifest", "runtimeReplayReferenceIndex"):
         ref = evidence.get(key)
         if isinstance(ref, str):
-            _reference_listed(check, listed, ref, f"files/review.json:evidence.{key}")
+            _reference_listed(check, listed, ref, f"{layout.REVIEW}:evidence.{key}")
 
 
 def _digest_ok(value: Any) -> bool:
@@ -1464,7 +1465,7 @@ def _check_cases(check: _Checker, listed: dict[str, dict[str, Any]], manifest: d
                 if not isinstance(value, str) or not _HEX64.match(value):
                     check.add("missing-file-hash", f"{a_where}.sha256", f"{path} has no valid sha256", file=path)
                 else:
-                    actual = manifest_self_hash(manifest) if path == "manifest.json" else check.sha256_of(path)
+                    actual = manifest_self_hash(manifest) if path == layout.MANIFEST else check.sha256_of(path)
                     if actual != value:
                         check.add("file-hash-mismatch", f"{a_where}.sha256", f"{path} does not match", file=path)
             if "publicUrl" in artifact:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.bundle import layout
 from codebox_tui.bundle.reader import LoadedBundle, load_bundle
 from store.db import BundleRecord, Store
 
@@ -76,7 +77,7 @@ def current_user() -> str:
         return "reviewer"
 
 
-EVALUATION_FILE = "files/evaluate-patch.json"
+EVALUATION_FILE = layout.EVALUATE_PATCH
 
 
 def patch_evaluation(bundle_dir: Path) -> tuple[dict[str, Any] | None, str | None]:

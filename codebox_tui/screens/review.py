@@ -13,6 +13,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
 
+from codebox_tui.bundle import layout
 from codebox_tui.screens import data
 from codebox_tui.screens.dialogs import ApplyDialog, ConfirmDialog, ReasonDialog
 from codebox_tui.textsafe import safe_text
@@ -89,7 +90,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                 with TabPane("Evidence", id="tab-evidence"):
                     yield EvidenceView(self.bundle_dir, self.bundle.evidence, id="evidence")
                 with TabPane("Events", id="tab-events"):
-                    yield EventTail(self.bundle_dir / "events.jsonl", id="events")
+                    yield EventTail(self.bundle_dir / layout.EVENTS, id="events")
                 with TabPane("Provenance", id="tab-provenance"):
                     yield Static(self._provenance_text(), id="provenance")
         yield DecisionBar(id="decision-bar")
@@ -265,7 +266,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                 lines.append(f"  {escape(str(entry.get('relativePath')))}{change} "
                              f"[dim]{escape(entry.get('reason'))}[/]")
             if len(skipped) > 200:
-                lines.append(f"  … {len(skipped) - 200} more in files/changed-files.json")
+                lines.append(f"  … {len(skipped) - 200} more in {layout.CHANGED_FILES}")
         return "\n".join(lines)
 
     # -- navigation ------------------------------------------------------------------------
