@@ -80,95 +80,119 @@ _BOUNDARY = f"(?:(?<={_WORD})(?!{_WORD})|(?<!{_WORD})(?={_WORD}))"
 _NOT_BOUNDARY = f"(?:(?<={_WORD})(?={_WORD})|(?<!{_WORD})(?!{_WORD}))"
 
 
+_NOTHING_TO_REPEAT = "nothing to repeat (JavaScript regular expressions, u flag)"
+_LOOKAROUND_PREFIXES = ("(?<=", "(?<!", "(?=", "(?!")
+
+
+class _Translation:
+    """One pattern's translation, left to right. ``last`` is what the previous token was (none | atom |
+    assertion | quantifier | lazy), which decides whether a quantifier may follow (JS forbids quantified
+    assertions and stacked quantifiers); ``groups`` holds, per open group, whether it is a lookaround."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self.out: list[str] = []
+        self.groups: list[bool] = []
+        self.last = "none"
+
+    def emit(self, text: str, last: str) -> None:
+        self.out.append(text)
+        self.last = last
+
+    def quantify(self, text: str) -> None:
+        if self.last in ("none", "assertion"):
+            raise JsPatternError(_NOTHING_TO_REPEAT)
+        if self.last == "quantifier" and text == "?":
+            self.emit(text, "lazy")
+        elif self.last in ("quantifier", "lazy"):
+            raise JsPatternError(_NOTHING_TO_REPEAT)
+        else:
+            self.emit(text, "quantifier")
+
+    def escape(self, i: int) -> int:
+        if self.pattern[i + 1 : i + 2] in ("b", "B"):
+            self.emit(_BOUNDARY if self.pattern[i + 1] == "b" else _NOT_BOUNDARY, "assertion")
+            return i + 2
+        text, i = _js_escape(self.pattern, i, in_class=False)
+        self.emit(text, "atom")
+        return i
+
+    def open_group(self, i: int) -> int:
+        pattern = self.pattern
+        if not pattern.startswith("(?", i):
+            self.groups.append(False)
+            self.emit("(", "none")
+            return i + 1
+        prefix = next((p for p in (*_LOOKAROUND_PREFIXES, "(?:") if pattern.startswith(p, i)), "")
+        if prefix:
+            self.groups.append(prefix != "(?:")
+            self.emit(prefix, "none")
+            return i + len(prefix)
+        close = pattern.find(">", i + 3)
+        name = pattern[i + 3 : close] if pattern.startswith("(?<", i) and close > 0 else ""
+        if not name.isidentifier():
+            raise JsPatternError("invalid group (JavaScript regular expressions, u flag)")
+        self.groups.append(False)
+        self.emit(f"(?P<{name}>", "none")
+        return close + 1
+
+    def close_group(self) -> None:
+        if not self.groups:
+            raise JsPatternError("unmatched ')'")
+        self.emit(")", "assertion" if self.groups.pop() else "atom")
+
+    def brace(self, i: int) -> int:
+        match = _QUANTIFIER.match(self.pattern, i)
+        if not match:
+            raise JsPatternError("a lone '{' is not allowed (JavaScript regular expressions, u flag)")
+        self.quantify(match.group())
+        return match.end()
+
+    def step(self, i: int) -> int:
+        """Translate the token at ``i``; returns the index after it."""
+        c = self.pattern[i]
+        if c == "\\":
+            return self.escape(i)
+        if c == "[":
+            i = _js_class(self.pattern, i, self.out)
+            self.last = "atom"
+            return i
+        if c == "{":
+            return self.brace(i)
+        if c == "(":
+            return self.open_group(i)
+        if c in "}]":
+            raise JsPatternError(f"a lone '{c}' is not allowed (JavaScript regular expressions, u flag)")
+        if c in "*+?":
+            self.quantify(c)
+        elif c == ")":
+            self.close_group()
+        else:
+            self.emit(*_SIMPLE_TOKENS.get(c, (c, "atom")))
+        return i + 1
+
+    def compile(self) -> re.Pattern[str]:
+        i = 0
+        while i < len(self.pattern):
+            i = self.step(i)
+        try:
+            return re.compile("".join(self.out))
+        except re.error as error:
+            raise JsPatternError(f"cannot evaluate this regular expression here: {error}") from error
+
+
+# tokens translated one to one: (Python text, what they count as for a following quantifier)
+_SIMPLE_TOKENS = {
+    "^": ("^", "assertion"),
+    "$": (r"\Z", "assertion"),  # JS ``$`` (no m flag) is the end of the input only
+    ".": ("[^\n\r\u2028\u2029]", "atom"),  # JS ``.`` stops at every line terminator
+    "|": ("|", "none"),
+}
+
+
 @functools.lru_cache(maxsize=512)
 def _js_pattern_cached(pattern: str) -> re.Pattern[str]:
-    out: list[str] = []
-    groups: list[bool] = []  # per open group: is it a lookaround assertion?
-    last = "none"  # none | atom | assertion | quantifier | lazy
-
-    def quantify(text: str) -> None:
-        nonlocal last
-        if last in ("none", "assertion"):
-            raise JsPatternError("nothing to repeat (JavaScript regular expressions, u flag)")
-        if last == "quantifier" and text == "?":
-            last = "lazy"
-        elif last in ("quantifier", "lazy"):
-            raise JsPatternError("nothing to repeat (JavaScript regular expressions, u flag)")
-        else:
-            last = "quantifier"
-        out.append(text)
-
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            if pattern[i + 1 : i + 2] in ("b", "B"):
-                out.append(_BOUNDARY if pattern[i + 1] == "b" else _NOT_BOUNDARY)
-                last, i = "assertion", i + 2
-                continue
-            text, i = _js_escape(pattern, i, in_class=False)
-            out.append(text)
-            last = "atom"
-            continue
-        if c == "[":
-            i = _js_class(pattern, i, out)
-            last = "atom"
-            continue
-        if c in "*+?":
-            quantify(c)
-        elif c == "{":
-            match = _QUANTIFIER.match(pattern, i)
-            if not match:
-                raise JsPatternError("a lone '{' is not allowed (JavaScript regular expressions, u flag)")
-            quantify(match.group())
-            i = match.end()
-            continue
-        elif c in "}]":
-            raise JsPatternError(f"a lone '{c}' is not allowed (JavaScript regular expressions, u flag)")
-        elif c in "^$":
-            out.append("^" if c == "^" else r"\Z")
-            last = "assertion"
-        elif c == ".":
-            out.append("[^\n\r\u2028\u2029]")
-            last = "atom"
-        elif c == "(":
-            if pattern.startswith("(?", i):
-                prefix = next((p for p in ("(?<=", "(?<!", "(?=", "(?!", "(?:") if pattern.startswith(p, i)), "")
-                if prefix:
-                    groups.append(prefix != "(?:")
-                    out.append(prefix)
-                    i += len(prefix)
-                    last = "none"
-                    continue
-                close = pattern.find(">", i + 3)
-                name = pattern[i + 3 : close] if pattern.startswith("(?<", i) and close > 0 else ""
-                if not name.isidentifier():
-                    raise JsPatternError("invalid group (JavaScript regular expressions, u flag)")
-                groups.append(False)
-                out.append(f"(?P<{name}>")
-                i = close + 1
-                last = "none"
-                continue
-            else:
-                groups.append(False)
-                out.append("(")
-            last = "none"
-        elif c == ")":
-            if not groups:
-                raise JsPatternError("unmatched ')'")
-            last = "assertion" if groups.pop() else "atom"
-            out.append(")")
-        elif c == "|":
-            out.append("|")
-            last = "none"
-        else:
-            out.append(c)
-            last = "atom"
-        i += 1
-    try:
-        return re.compile("".join(out))
-    except re.error as error:
-        raise JsPatternError(f"cannot evaluate this regular expression here: {error}") from error
+    return _Translation(pattern).compile()
 
 
 def _js_class(pattern: str, i: int, out: list[str]) -> int:

@@ -79,42 +79,70 @@ def _shape_ok(manifest: Any) -> str | None:
     return None
 
 
-def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
-    bundle = Path(bundle_dir)
-    check = _Checker(bundle)
-    result_dir = os.path.normpath(str(bundle_dir))
-    manifest_path = bundle / layout.MANIFEST
+def _read_manifest(check: _Checker) -> Any:
+    """The manifest parsed, or None after recording why it cannot be (missing, unsafe, unreadable, not JSON,
+    nested too deep)."""
     try:
         # a regular file only: a FIFO planted as manifest.json must not block verification forever
-        raw = read_regular(manifest_path).decode("utf-8")
+        raw = read_regular(check.bundle / layout.MANIFEST).decode("utf-8")
     except FileNotFoundError:
-        check.add("missing-manifest", layout.MANIFEST, f"No {layout.MANIFEST} in {bundle}")
-        return BundleVerification(bundleDirectory=result_dir, valid=False, violations=check.violations)
+        check.add("missing-manifest", layout.MANIFEST, f"No {layout.MANIFEST} in {check.bundle}")
+        return None
     except UnsafeFileError as error:
         check.add("unsafe-file", layout.MANIFEST, f"{layout.MANIFEST} cannot be read: {error}", file=layout.MANIFEST)
-        return BundleVerification(bundleDirectory=result_dir, valid=False, violations=check.violations)
+        return None
     except (OSError, UnicodeDecodeError) as error:
         check.add("malformed-manifest", layout.MANIFEST, f"{layout.MANIFEST} cannot be read: {error}")
-        return BundleVerification(bundleDirectory=result_dir, valid=False, violations=check.violations)
+        return None
     try:
         manifest = json.loads(raw)
         if json_depth_exceeds(manifest):
             raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
     except (ValueError, RecursionError) as error:
         check.add("malformed-manifest", layout.MANIFEST, f"{layout.MANIFEST} is not valid JSON: {error}")
-        return BundleVerification(bundleDirectory=result_dir, valid=False, violations=check.violations)
-    problem = _shape_ok(manifest)
-    if problem:
-        check.add("invalid-manifest-shape", "manifest", problem)
-        return BundleVerification(bundleDirectory=result_dir, valid=False, violations=check.violations)
+        return None
+    return manifest
 
+
+def _topology_problem(check: _Checker, real_bundle: Path, index: int, path: str) -> bool:
+    """Record why listed ``path`` is not a regular, singly linked file inside the bundle; True if it is not."""
+    where = f"manifest.files[{index}]"
+    full = check.bundle / path
     try:
-        real_bundle = bundle.resolve(strict=True)
+        info = full.lstat()
     except OSError:
-        real_bundle = bundle
-    files: list[dict[str, Any]] = manifest["files"]
+        check.add("missing-file", where, f"{path} is listed but missing", file=path)
+        return True
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "not a regular file"
+        check.add("missing-file", where, f"{path} is {kind}", file=path)
+        return True
+    if info.st_nlink > 1:
+        check.add("hardlink", where, f"{path} has {info.st_nlink} hard links", file=path,
+                  details={"links": info.st_nlink})
+        return True
+    try:
+        rel = os.path.relpath(full.resolve(strict=True), real_bundle)
+    except OSError:
+        check.add("unsafe-file", where, f"{path} cannot be resolved", file=path)
+        return True
+    if rel == ".." or rel.startswith("../") or os.path.isabs(rel):
+        check.add("unsafe-file", where, f"{path} resolves outside the bundle", file=path)
+        return True
+    return False
+
+
+def _check_listing(
+    check: _Checker, files: list[dict[str, Any]]
+) -> tuple[dict[str, dict[str, Any]], list[tuple[int, dict[str, Any]]]]:
+    """Every listed path: safe, unique, a regular file inside the bundle, with a usable viewer URL. Returns the
+    listed entries by path and the (index, entry) pairs whose file may be hashed."""
+    try:
+        real_bundle = check.bundle.resolve(strict=True)
+    except OSError:
+        real_bundle = check.bundle
     listed: dict[str, dict[str, Any]] = {}
-    valid_entries: list[tuple[int, dict[str, Any]]] = []
+    hashable: list[tuple[int, dict[str, Any]]] = []
     for index, entry in enumerate(files):
         path = entry["path"]
         why = path_problem(path)
@@ -132,143 +160,124 @@ def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
             url_problem = reviewer_url_problem(viewer["base"])
             if url_problem:
                 check.add(url_problem[0], f"manifest.files[{index}].viewer.base", url_problem[1], file=path)
-        full = bundle / path
-        try:
-            info = full.lstat()
-        except OSError:
-            check.add("missing-file", f"manifest.files[{index}]", f"{path} is listed but missing", file=path)
+        if _topology_problem(check, real_bundle, index, path):
             continue
-        if not stat.S_ISREG(info.st_mode):
-            kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "not a regular file"
-            check.add("missing-file", f"manifest.files[{index}]", f"{path} is {kind}", file=path)
-            continue
-        if info.st_nlink > 1:
-            check.add(
-                "hardlink",
-                f"manifest.files[{index}]",
-                f"{path} has {info.st_nlink} hard links",
-                file=path,
-                details={"links": info.st_nlink},
-            )
-            continue
-        try:
-            real = full.resolve(strict=True)
-            rel = os.path.relpath(real, real_bundle)
-        except OSError:
-            check.add("unsafe-file", f"manifest.files[{index}]", f"{path} cannot be resolved", file=path)
-            continue
-        if rel == ".." or rel.startswith("../") or os.path.isabs(rel):
-            check.add("unsafe-file", f"manifest.files[{index}]", f"{path} resolves outside the bundle", file=path)
-            continue
-        valid_entries.append((index, entry))
+        hashable.append((index, entry))
         check.regular.add(path)
     if layout.MANIFEST not in listed:
         check.add("invalid-manifest-shape", "manifest.files", f"{layout.MANIFEST} must list itself")
+    return listed, hashable
 
-    for rel in _list_bundle(bundle):
+
+def _check_orphans(check: _Checker, listed: dict[str, dict[str, Any]]) -> None:
+    """Nothing in the bundle folder that the manifest does not list (a link to a folder counts as a file)."""
+    for rel in _list_bundle(check.bundle):
         if rel not in listed:
-            full = bundle / rel
-            reason = "a symlink" if full.is_symlink() else "not listed in the manifest"
+            reason = "a symlink" if (check.bundle / rel).is_symlink() else "not listed in the manifest"
             check.add("orphaned-file", rel, f"{rel} is {reason}", file=rel)
 
-    for index, entry in valid_entries:
-        digest = entry.get("sha256")
-        if (
-            not isinstance(digest, dict)
-            or digest.get("algorithm") != "sha256"
-            or not isinstance(digest.get("value"), str)
-            or not _HEX64.match(digest["value"])
-        ):
-            check.add(
-                "missing-file-hash",
-                f"manifest.files[{index}].sha256",
-                f"{entry['path']} has no valid sha256",
-                file=entry["path"],
-            )
-            continue
-        if entry["path"] != layout.MANIFEST and dot_segment(entry["path"]):
-            check.add(
-                "file-hash-mismatch",
-                f"manifest.files[{index}].sha256",
-                f"{entry['path']} cannot be hashed: a '.' path segment is not a bundle-relative artifact path",
-                file=entry["path"],
-            )
-            continue
-        try:
-            actual = (
-                manifest_self_hash(manifest)
-                if entry["path"] == layout.MANIFEST
-                else file_sha256(bundle / entry["path"], follow_symlinks=False)
-            )
-        except OSError as error:
-            check.add(
-                "file-hash-mismatch", f"manifest.files[{index}].sha256", f"{entry['path']}: {error}", file=entry["path"]
-            )
-            continue
-        if entry["path"] != layout.MANIFEST:
-            check.remember(entry["path"], actual)
-        if actual != digest["value"]:
-            check.add(
-                "file-hash-mismatch",
-                f"manifest.files[{index}].sha256",
-                f"{entry['path']} does not match its recorded sha256",
-                file=entry["path"],
-                details={"expected": digest["value"], "actual": actual},
-            )
 
+def _check_file_hash(check: _Checker, manifest: dict[str, Any], index: int, entry: dict[str, Any]) -> None:
+    """One listed file's recorded sha256 against its bytes (the manifest's own entry: the self-hash)."""
+    where, path = f"manifest.files[{index}].sha256", entry["path"]
+    digest = entry.get("sha256")
+    if (
+        not isinstance(digest, dict)
+        or digest.get("algorithm") != "sha256"
+        or not isinstance(digest.get("value"), str)
+        or not _HEX64.match(digest["value"])
+    ):
+        check.add("missing-file-hash", where, f"{path} has no valid sha256", file=path)
+        return
+    if path != layout.MANIFEST and dot_segment(path):
+        check.add("file-hash-mismatch", where,
+                  f"{path} cannot be hashed: a '.' path segment is not a bundle-relative artifact path", file=path)
+        return
+    try:
+        if path == layout.MANIFEST:
+            actual = manifest_self_hash(manifest)
+        else:
+            actual = file_sha256(check.bundle / path, follow_symlinks=False)
+            check.remember(path, actual)
+    except OSError as error:
+        check.add("file-hash-mismatch", where, f"{path}: {error}", file=path)
+        return
+    if actual != digest["value"]:
+        check.add("file-hash-mismatch", where, f"{path} does not match its recorded sha256", file=path,
+                  details={"expected": digest["value"], "actual": actual})
+
+
+def _mode_b_inputs_ok(check: _Checker, listed: dict[str, dict[str, Any]], inputs: list[str]) -> bool:
+    """The Mode B inputs are safe, listed paths the reference could hash too."""
+    for name in inputs:
+        if path_problem(name):
+            check.add("invalid-path", "manifest.contentDigest.inputs", f"{name!r} is not a safe path")
+            return False
+        if name not in listed:
+            check.add("malformed-reference", "manifest.contentDigest.inputs", f"{name} is not listed")
+            return False
+    if any(dot_segment(name) for name in inputs):
+        check.add("digest-mismatch", "manifest.contentDigest.inputs",
+                  "cannot compute the content digest: an input has a '.' path segment")
+        return False
+    return True
+
+
+def _check_content_digest(check: _Checker, manifest: dict[str, Any], listed: dict[str, dict[str, Any]]) -> None:
+    """The content digest (Mode A over the file list, or Mode B over the named files' bytes) and the bundle id
+    built from it."""
     content = manifest["contentDigest"]
     digest_value: str | None = None
     if content["inputs"] == ["manifest.files"]:
-        digest_value = file_list_digest(files)
-    else:
-        ok = True
-        for name in content["inputs"]:
-            if path_problem(name):
-                check.add("invalid-path", "manifest.contentDigest.inputs", f"{name!r} is not a safe path")
-                ok = False
-                break
-            if name not in listed:
-                check.add("malformed-reference", "manifest.contentDigest.inputs", f"{name} is not listed")
-                ok = False
-                break
-        if ok and any(dot_segment(name) for name in content["inputs"]):
-            check.add(
-                "digest-mismatch",
-                "manifest.contentDigest.inputs",
-                "cannot compute the content digest: an input has a '.' path segment",
-            )
-            ok = False
-        if ok:
-            try:
-                digest_value = content_digest(bundle, content["inputs"], follow_symlinks=False)
-            except OSError as error:
-                check.add("digest-mismatch", "manifest.contentDigest", f"cannot read digest input: {error}")
+        digest_value = file_list_digest(manifest["files"])
+    elif _mode_b_inputs_ok(check, listed, content["inputs"]):
+        try:
+            digest_value = content_digest(check.bundle, content["inputs"], follow_symlinks=False)
+        except OSError as error:
+            check.add("digest-mismatch", "manifest.contentDigest", f"cannot read digest input: {error}")
     if not _HEX64.match(content["value"]):
         check.add("invalid-manifest-shape", "manifest.contentDigest.value", "value must be 64 lowercase hex characters")
     elif digest_value is not None and digest_value != content["value"]:
-        check.add(
-            "digest-mismatch",
-            "manifest.contentDigest.value",
-            "content digest does not match",
-            details={"expected": content["value"], "actual": digest_value},
-        )
+        check.add("digest-mismatch", "manifest.contentDigest.value", "content digest does not match",
+                  details={"expected": content["value"], "actual": digest_value})
     if manifest["id"].startswith(BUNDLE_ID_PREFIX) and manifest["id"] != BUNDLE_ID_PREFIX + content["value"]:
         check.add("bundle-id-mismatch", "manifest.id", "bundle id does not match the content digest")
 
+
+def _check_documents(check: _Checker, manifest: dict[str, Any], listed: dict[str, dict[str, Any]]) -> None:
+    """The documents a bundle may carry, each checked by its own rules (listed ones by their kind)."""
     _check_metadata(check, listed)
     _check_review(check, listed, manifest)
     _check_cases(check, listed, manifest)
     for path, entry in listed.items():
-        if entry.get("kind") == "runtime-reference-manifest":
+        kind = entry.get("kind")
+        if kind == "runtime-reference-manifest":
             _check_reference(check, listed, manifest, path)
-        elif entry.get("kind") == "runtime-episode-trace":
+        elif kind == "runtime-episode-trace":
             _check_episode_trace(check, path)
-        elif entry.get("kind") == "runtime-replay-index":
+        elif kind == "runtime-replay-index":
             _check_replay_index(check, listed, manifest, path)
-        elif entry.get("kind") == "typed-artifacts-index":
+        elif kind == "typed-artifacts-index":
             _check_typed_artifacts(check, listed, path)
-        elif entry.get("kind") == "tool-call-transcript":
+        elif kind == "tool-call-transcript":
             _check_tool_calls(check, listed, path)
+
+
+def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
+    """Every rule of spec §2, failing closed: the result is valid only when no check found a violation."""
+    check = _Checker(Path(bundle_dir))
+    result_dir = os.path.normpath(str(bundle_dir))
+    manifest = _read_manifest(check)
+    if manifest is not None and (problem := _shape_ok(manifest)):
+        check.add("invalid-manifest-shape", "manifest", problem)
+    if check.violations:
+        return BundleVerification(bundleDirectory=result_dir, valid=False, violations=check.violations)
+    listed, hashable = _check_listing(check, manifest["files"])
+    _check_orphans(check, listed)
+    for index, entry in hashable:
+        _check_file_hash(check, manifest, index, entry)
+    _check_content_digest(check, manifest, listed)
+    _check_documents(check, manifest, listed)
     valid = not check.violations
     return BundleVerification(bundleDirectory=result_dir, valid=valid, violations=check.violations, manifest=manifest)
 

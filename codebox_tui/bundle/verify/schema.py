@@ -3,6 +3,7 @@ they declare, with the schema itself checked up front."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
@@ -62,6 +63,30 @@ _SUBSCHEMA_ONE = ("items", "additionalProperties", "not", "if", "then", "else", 
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 
 
+def _check_node_patterns(node: dict[str, Any]) -> None:
+    """A schema node's ``pattern`` and ``patternProperties`` keys must be regular expressions JavaScript accepts."""
+    patterns = [("pattern", node["pattern"])] if isinstance(node.get("pattern"), str) else []
+    if isinstance(node.get("patternProperties"), dict):
+        patterns += [("patternProperties", pattern) for pattern in node["patternProperties"]]
+    for keyword, pattern in patterns:
+        try:
+            js_pattern(pattern)
+        except JsPatternError as error:
+            raise jsonschema.SchemaError(f"{keyword} {pattern!r}: {error}") from error
+
+
+def _subschemas(node: dict[str, Any]) -> Iterator[Any]:
+    """The schemas a node holds under the applicator keywords, in keyword order."""
+    for key in _SUBSCHEMA_MAPS:
+        if isinstance(node.get(key), dict):
+            yield from node[key].values()
+    for key in _SUBSCHEMA_ONE:
+        yield node.get(key)
+    for key in _SUBSCHEMA_LISTS:
+        if isinstance(node.get(key), list):
+            yield from node[key]
+
+
 def _schema_problems_up_front(schema: Any) -> None:
     """What Ajv rejects when it compiles a schema, before any payload is seen: a ``$schema`` other than 2020-12,
     the draft-04 ``id`` keyword, a pattern JavaScript rejects, and a ``$ref`` that does not resolve (every ref
@@ -84,34 +109,15 @@ def _schema_problems_up_front(schema: Any) -> None:
             resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
         if "id" in node:
             raise jsonschema.SchemaError('NOT SUPPORTED: keyword "id", use "$id" for schema ID')
-        for key in ("pattern",):
-            if isinstance(node.get(key), str):
-                try:
-                    js_pattern(node[key])
-                except JsPatternError as error:
-                    raise jsonschema.SchemaError(f"pattern {node[key]!r}: {error}") from error
-        if isinstance(node.get("patternProperties"), dict):
-            for pattern in node["patternProperties"]:
-                try:
-                    js_pattern(pattern)
-                except JsPatternError as error:
-                    raise jsonschema.SchemaError(f"patternProperties {pattern!r}: {error}") from error
+        _check_node_patterns(node)
         if isinstance(node.get("$ref"), str):
             try:
                 resolved = resolver.lookup(node["$ref"])
             except Unresolvable as error:
                 raise jsonschema.SchemaError(f"can't resolve reference {node['$ref']!r}") from error
             walk(resolved.contents, resolved.resolver)
-        for key in _SUBSCHEMA_MAPS:
-            if isinstance(node.get(key), dict):
-                for child in node[key].values():
-                    walk(child, resolver)
-        for key in _SUBSCHEMA_ONE:
-            walk(node.get(key), resolver)
-        for key in _SUBSCHEMA_LISTS:
-            if isinstance(node.get(key), list):
-                for child in node[key]:
-                    walk(child, resolver)
+        for child in _subschemas(node):
+            walk(child, resolver)
 
     walk(schema, registry.resolver(base_uri=root_id))
 
