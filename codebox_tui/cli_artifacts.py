@@ -10,6 +10,7 @@ import typer
 from codebox_tui.bundle.reader import find_bundle_dir, find_bundles, load_bundle
 from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.cliutil import emit_json
+from codebox_tui.contracts.bundle import TestResults
 from codebox_tui.errors import BadInputError, ExitCode
 
 artifacts_app = typer.Typer(help="Inspect and verify artifact bundles.", no_args_is_help=True)
@@ -51,17 +52,12 @@ def show_command(
         "summary": loaded.review.get("summary"),
         "stats": stats,
         "changedFiles": [
-            {
-                "status": f.get("status"),
-                "path": f.get("relativePath"),
-                "binary": f.get("binary", False),
-                "additions": f.get("additions"),
-                "deletions": f.get("deletions"),
-            }
+            {"status": f.status, "path": f.relativePath, "binary": f.binary, "additions": f.additions,
+             "deletions": f.deletions}
             for f in loaded.changed_files
         ],
-        "tests": {"status": loaded.test_results.get("status"), "summary": loaded.test_results.get("summary")},
-        "riskFlags": loaded.review.get("riskFlags", []),
+        "tests": {"status": loaded.test_results.status, "summary": loaded.test_results.summary.model_dump()},
+        "riskFlags": loaded.risk_flags,
         "skipped": loaded.skipped,
         "runtime": _runtime(loaded.metadata),
         "contentDigestB": _digest_b(loaded.path),
@@ -95,7 +91,7 @@ def show_command(
     if summary["skipped"]:
         typer.echo(f"skipped  {len(summary['skipped'])} not captured (changed-files.json skipped[]):")
         _echo_first([f"{e.get('reason', '?'):28} {e.get('relativePath', '')}" for e in summary["skipped"]])
-    typer.echo(f"tests    {_tests_line(summary['tests'])}")
+    typer.echo(f"tests    {_tests_line(loaded.test_results)}")
     for flag in summary["riskFlags"]:
         typer.echo(f"risk     {flag}")
     for path in summary["evidence"]:
@@ -129,14 +125,12 @@ def _echo_first(lines: list[str], hint: str = "", limit: int = 10) -> None:
         typer.echo(f"  … {len(lines) - limit} more{hint}")
 
 
-def _tests_line(tests: dict[str, Any]) -> str:
-    raw = tests.get("summary")
-    counts: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    total = counts.get("total") or 0
-    if not total:
-        return f"{tests.get('status') or 'unknown'} (no test-aware command ran)"
-    parts = [f"{counts.get(k, 0)} {k}" for k in ("passed", "failed", "skipped", "unknown") if counts.get(k)]
-    return f"{tests.get('status')}: {', '.join(parts)} of {total}"
+def _tests_line(tests: TestResults) -> str:
+    counts = tests.summary.model_dump()
+    if not tests.summary.total:
+        return f"{tests.status} (no test-aware command ran)"
+    parts = [f"{counts[k]} {k}" for k in ("passed", "failed", "skipped", "unknown") if counts[k]]
+    return f"{tests.status}: {', '.join(parts)} of {tests.summary.total}"
 
 
 @artifacts_app.command("list")
@@ -167,7 +161,7 @@ def list_command(
                 "createdAt": loaded.manifest.get("createdAt"),
                 "valid": loaded.valid,
                 "changed": loaded.review.get("stats", {}).get("total", 0),
-                "tests": loaded.test_results.get("status"),
+                "tests": loaded.test_results.status,
             }
         )
     if json_out:

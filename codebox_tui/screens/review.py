@@ -98,14 +98,15 @@ content digest you reviewed; nothing is applied until you choose an adapter.
 
     def on_mount(self) -> None:
         tree = self.query_one(ChangedFileTree)
-        tree.load(self.bundle.changed_files)
+        # the tree shows the entries as written on the wire (widgets/file_tree.py)
+        tree.load([f.model_dump(mode="json") for f in self.bundle.changed_files])
         bar = self.query_one(DecisionBar)
         bar.valid = self.bundle.valid
         bar.total = len(self.bundle.changed_files)
         if not self.bundle.changed_files:
             self.query_one(DiffView).show_message("The sandbox produced no file changes.")
         else:
-            first = sorted(str(f.get("relativePath")) for f in self.bundle.changed_files)[0]
+            first = sorted(f.relativePath for f in self.bundle.changed_files)[0]
             leaf = tree._leaves.get(first)
             if leaf is not None:
                 tree.move_cursor(leaf)
@@ -221,21 +222,20 @@ content digest you reviewed; nothing is applied until you choose an adapter.
 
     def _tests_text(self) -> str:
         tests = self.bundle.test_results
-        summary = tests.get("summary", {})
+        summary = tests.summary
         lines = [*self._delta_lines(),
-                 f"[b]Tests: {escape(tests.get('status', 'unknown'))}[/b]  total {escape(summary.get('total', 0))} · "
-                 f"passed {escape(summary.get('passed', 0))} · failed {escape(summary.get('failed', 0))} · "
-                 f"skipped {escape(summary.get('skipped', 0))}"]
-        for suite in tests.get("suites", []):
-            lines.append(f"\n[b]{escape(suite.get('name'))}[/b] ({escape(suite.get('phase') or '')}) "
-                         f"{escape(suite.get('status'))}")
-            for case in suite.get("cases", []):
+                 f"[b]Tests: {escape(tests.status)}[/b]  total {escape(summary.total)} · "
+                 f"passed {escape(summary.passed)} · failed {escape(summary.failed)} · "
+                 f"skipped {escape(summary.skipped)}"]
+        for suite in tests.suites:
+            lines.append(f"\n[b]{escape(suite.name)}[/b] ({escape(suite.phase or '')}) {escape(suite.status)}")
+            for case in suite.cases:
                 mark = {"passed": "[green]✔[/]", "failed": "[red]✘[/]", "error": "[red]✘[/]"}.get(
-                    case.get("status"), "[dim]-[/]")
-                lines.append(f"  {mark} {escape(case.get('classname') or '')}::{escape(case.get('name'))}")
-                if case.get("message"):
-                    lines.append(f"      [red]{escape(case['message'])}[/]")
-        if not tests.get("suites"):
+                    case.status, "[dim]-[/]")
+                lines.append(f"  {mark} {escape(case.classname or '')}::{escape(case.name)}")
+                if case.message:
+                    lines.append(f"      [red]{escape(case.message)}[/]")
+        if not tests.suites:
             lines.append("\nNo test-aware command ran in this sandbox.")
         return "\n".join(lines)
 
@@ -271,7 +271,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
 
     # -- navigation ------------------------------------------------------------------------
     def _move(self, step: int) -> None:
-        files = [str(f.get("relativePath")) for f in self.bundle.changed_files]
+        files = [f.relativePath for f in self.bundle.changed_files]
         tree = self.query_one(ChangedFileTree)
         node = tree.cursor_node
         current = str(node.data.get("relativePath")) if node and node.data else None
@@ -343,7 +343,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             return str(recorded or "?")
 
     def action_approve_all(self) -> None:
-        self._decide("approve", shown_files=[str(f.get("relativePath")) for f in self.bundle.changed_files])
+        self._decide("approve", shown_files=[f.relativePath for f in self.bundle.changed_files])
 
     def action_approve_selected(self) -> None:
         selected = sorted(self.query_one(ChangedFileTree).selected)
