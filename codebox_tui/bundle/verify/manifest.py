@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from codebox_tui.bundle import layout
-from codebox_tui.bundle.digests import content_digest, file_list_digest, file_sha256, manifest_self_hash
+from codebox_tui.bundle.digests import MODE_A_INPUTS, content_digest, file_list_digest, file_sha256, manifest_self_hash
 from codebox_tui.bundle.safe_read import MAX_JSON_DEPTH, UnsafeFileError, json_depth_exceeds, read_regular
 from codebox_tui.bundle.verify.common import (
     _HEX64,
@@ -228,7 +228,7 @@ def _check_content_digest(check: _Checker, manifest: dict[str, Any], listed: dic
     built from it."""
     content = manifest["contentDigest"]
     digest_value: str | None = None
-    if content["inputs"] == ["manifest.files"]:
+    if content["inputs"] == MODE_A_INPUTS:
         digest_value = file_list_digest(manifest["files"])
     elif _mode_b_inputs_ok(check, listed, content["inputs"]):
         try:
