@@ -14,6 +14,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
 
 from codebox_tui.bundle import layout
+from codebox_tui.contracts.bundle import ChangedFile
 from codebox_tui.screens import data
 from codebox_tui.screens.dialogs import ApplyDialog, ConfirmDialog, ReasonDialog
 from codebox_tui.textsafe import safe_text
@@ -98,8 +99,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
 
     def on_mount(self) -> None:
         tree = self.query_one(ChangedFileTree)
-        # the tree shows the entries as written on the wire (widgets/file_tree.py)
-        tree.load([f.model_dump(mode="json") for f in self.bundle.changed_files])
+        tree.load(self.bundle.changed_files)
         bar = self.query_one(DecisionBar)
         bar.valid = self.bundle.valid
         bar.total = len(self.bundle.changed_files)
@@ -116,8 +116,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                         severity="error", timeout=8)
         tree.focus()
 
-    def _show(self, entry: dict[str, Any]) -> None:
-        rel = str(entry.get("relativePath"))
+    def _show(self, entry: ChangedFile) -> None:
+        rel = entry.relativePath
         block = block_for(self.blocks, entry)
         view = self.query_one(DiffView)
         if block is None:
@@ -274,7 +274,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         files = [f.relativePath for f in self.bundle.changed_files]
         tree = self.query_one(ChangedFileTree)
         node = tree.cursor_node
-        current = str(node.data.get("relativePath")) if node and node.data else None
+        current = node.data.relativePath if node and node.data else None
         if not files:
             return
         index = files.index(current) if current in files else -1
