@@ -51,17 +51,12 @@ def show_command(
         "summary": loaded.review.get("summary"),
         "stats": stats,
         "changedFiles": [
-            {
-                "status": f.get("status"),
-                "path": f.get("relativePath"),
-                "binary": f.get("binary", False),
-                "additions": f.get("additions"),
-                "deletions": f.get("deletions"),
-            }
+            {"status": f.status, "path": f.relativePath, "binary": f.binary, "additions": f.additions,
+             "deletions": f.deletions}
             for f in loaded.changed_files
         ],
-        "tests": {"status": loaded.test_results.get("status"), "summary": loaded.test_results.get("summary")},
-        "riskFlags": loaded.review.get("riskFlags", []),
+        "tests": {"status": loaded.test_results.status, "summary": loaded.test_results.summary.model_dump()},
+        "riskFlags": loaded.risk_flags,
         "skipped": loaded.skipped,
         "runtime": _runtime(loaded.metadata),
         "contentDigestB": _digest_b(loaded.path),
@@ -96,7 +91,7 @@ def show_command(
     if summary["skipped"]:
         typer.echo(f"skipped  {len(summary['skipped'])} not captured (changed-files.json skipped[]):")
         _echo_first([f"{e.get('reason', '?'):28} {e.get('relativePath', '')}" for e in summary["skipped"]])
-    _echo_checks(_checks(loaded), loaded.test_results.get("status"))
+    _echo_checks(_checks(loaded), loaded.test_results.status)
     for flag in summary["riskFlags"]:
         typer.echo(f"risk     {flag}")
     for path in summary["evidence"]:
@@ -170,7 +165,7 @@ def list_command(
                 "createdAt": loaded.manifest.get("createdAt"),
                 "valid": loaded.valid,
                 "changed": loaded.review.get("stats", {}).get("total", 0),
-                "tests": loaded.test_results.get("status"),
+                "tests": loaded.test_results.status,
             }
         )
     if json_out:

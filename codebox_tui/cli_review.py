@@ -83,7 +83,7 @@ def review_show(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
                 "bundle": _bundle_dict(record),
                 "contentDigestVerified": content.content_digest == record.content_digest,
                 "changedFiles": [
-                    {k: e.get(k) for k in ("relativePath", "path", "status", "mountIndex") if k in e}
+                    e.model_dump(mode="json", include={"relativePath", "path", "status", "mountIndex"})
                     for e in content.changed
                 ],
                 "decisions": [d.model_dump(mode="json", by_alias=True, exclude_none=True) for d in decisions],
@@ -97,7 +97,7 @@ def review_show(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
     typer.echo(f"digest   {record.content_digest}")
     typer.echo(f"changed  {len(content.changed)} file(s)")
     for e in content.changed:
-        typer.echo(f"  {e.get('status', '?'):<9} {e.get('relativePath')}")
+        typer.echo(f"  {e.status:<9} {e.relativePath}")
     for d in decisions:
         shown = d.approved_relative_paths if d.approved_relative_paths is not None else d.approved_files
         files = f" [{', '.join(shown)}]" if shown else ""

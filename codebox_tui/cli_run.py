@@ -15,6 +15,7 @@ from typing import Any
 
 import typer
 
+from codebox_tui.bundle import layout
 from codebox_tui.cliutil import emit_json, ensure_artifacts_dir, progress, to_jsonable
 from codebox_tui.contracts.runtime import (
     BootOutput,
@@ -194,8 +195,8 @@ def artifacts_root(option: Path | None) -> Path:
 
 
 def _artifacts_dict(session: RunSession, summary: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"directory": str(session.run_dir), "events": str(session.run_dir / "events.jsonl"),
-                           "commands": str(session.run_dir / "commands.jsonl")}
+    out: dict[str, Any] = {"directory": str(session.run_dir), "events": str(session.run_dir / layout.EVENTS),
+                           "commands": str(session.run_dir / layout.COMMANDS)}
     if summary is not None:
         for key in ("id", "content_digest", "content_digest_b"):
             value = getattr(summary, key, None)

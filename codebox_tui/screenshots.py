@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.bundle import layout
+
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "screenshots"
 FIXED_NOW = datetime(2026, 11, 22, 12, 5, tzinfo=UTC)
@@ -92,7 +94,7 @@ def build_hostile_bundle(work: Path) -> Path:
         target.write_bytes(apply_block(before, section.text.encode("utf-8")))
     run_dir = work / "run"
     (run_dir / "logs").mkdir(parents=True)
-    (run_dir / "events.jsonl").write_text(
+    (run_dir / layout.EVENTS).write_text(
         '{"data": {"command": "wordpress.run-php"}, "id": "event-0", "level": "info", '
         '"timestamp": "2026-11-22T12:00:00.000Z", "type": "command.started"}\n')
     runtime = RuntimeInfo(id="runtime-hostile", createdAt=FIXED_CREATED,
@@ -150,7 +152,7 @@ def build_demo_bundle(work: Path) -> Path:
     (source / "assets" / "icon.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(64)))
     run_dir = work / "run"
     (run_dir / "logs").mkdir(parents=True)
-    draw_demo_screenshot(run_dir / "files" / "browser" / "screenshot.png")
+    draw_demo_screenshot(run_dir / layout.BROWSER_DIR / "screenshot.png")
     events = [
         ('runtime.created', 'info', '{"runtimeId": "runtime-demo"}'),
         ('runtime.boot-progress', 'info', '{"phase": "copying-site"}'),
@@ -160,7 +162,7 @@ def build_demo_bundle(work: Path) -> Path:
         ('command.finished', 'error', '{"command": "wordpress.phpunit", "exitCode": 1, "durationMs": 1210}'),
         ('artifacts.capturing', 'info', '{}'),
     ]
-    with open(run_dir / "events.jsonl", "w") as handle:
+    with open(run_dir / layout.EVENTS, "w") as handle:
         for index, (kind, level, data) in enumerate(events):
             handle.write(f'{{"data": {data}, "id": "event-{index}", "level": "{level}", '
                          f'"timestamp": "2026-11-22T12:00:0{index}.000Z", "type": "{kind}"}}\n')
@@ -175,7 +177,8 @@ def build_demo_bundle(work: Path) -> Path:
     summary = capture_bundle(run_dir, runtime=runtime, mounts=[mount], baselines=baselines,
                              policy=RuntimePolicy(commands=["wordpress.run-php", "wordpress.phpunit"]),
                              metadata={"sandbox_session_id": "demo"}, secret_values=[], evidence=[
-                                 DemoEvidence("files/browser/screenshot.png", "browser-screenshot", "image/png")],
+                                 DemoEvidence(f"{layout.BROWSER_DIR}/screenshot.png", "browser-screenshot",
+                                              "image/png")],
                              test_suites=[suite])
     return summary.path
 

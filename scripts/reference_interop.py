@@ -248,7 +248,8 @@ def check_with_codebox(driver: Path, mode: str, out: Path, headers: str = "relat
         "blocks=split_patch(b.patch); "
         "print(json.dumps({'valid': b.valid, 'files': len(b.changed_files), 'patch': len(b.patch), "
         "'review': b.review.get('schema'), "
-        "'noblock': [f['relativePath'] for f in b.changed_files if block_for(blocks, f) is None]}))"), str(out)])
+        "'noblock': [f.relativePath for f in b.changed_files "
+        "if block_for(blocks, f) is None]}))"), str(out)])
     try:
         info = json.loads(loaded.stdout)
         row.checks["reader.load_bundle"] = (

@@ -20,13 +20,15 @@ class are :mod:`store.plan`).
 
 from __future__ import annotations
 
-import hashlib
 import os
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from codebox_tui.bundle.safe_read import parse_json, read_regular
+from codebox_tui.bundle import layout
+from codebox_tui.bundle.digests import content_digest_of
+from codebox_tui.bundle.documents import parse_document
+from codebox_tui.bundle.safe_read import read_regular
 from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.contracts.apply import (
     APPROVING_ACTIONS,
@@ -35,6 +37,7 @@ from codebox_tui.contracts.apply import (
     Decision,
     normalize_apply_result,
 )
+from codebox_tui.contracts.bundle import ChangedFile, ChangedFilesListing
 from codebox_tui.errors import BadInputError, CodeboxError, ConflictError
 from store.adapters.directory import DirectoryAdapter
 from store.adapters.git import GitAdapter
@@ -46,13 +49,10 @@ from store.patchtext import PatchError, filter_patch
 from store.plan import (
     ApplyAdapter,
     ApplyPlan,
-    ChangedFile,
+    ApprovedChange,
 )
 
 ENTRY_POINT_GROUP = "codebox.apply_adapters"
-CHANGED_FILES_PATH = "files/changed-files.json"
-PATCH_PATH = "files/patch.diff"
-CONTENT_DOMAIN = "wp-codebox/artifact-content/v1\n"
 MAX_EVIDENCE_BYTES = 64 * 1024 * 1024
 
 
@@ -111,16 +111,6 @@ _BUILTIN: dict[str, type[ApplyAdapter]] = {
 
 
 # -- preflight -------------------------------------------------------------------------------
-def content_digest_of(changed_files: bytes, patch: bytes) -> str:
-    """Mode B over the canonical inputs, computed over bytes already in memory (docs/contracts.md,
-    "Artifact bundle")."""
-    h = hashlib.sha256()
-    h.update(CONTENT_DOMAIN.encode())
-    h.update(CHANGED_FILES_PATH.encode() + b"\n" + changed_files)
-    h.update(b"\n" + PATCH_PATH.encode() + b"\n" + patch)
-    return h.hexdigest()
-
-
 def _verify_bundle(bundle_dir: Path) -> None:
     result = verify_bundle(bundle_dir)
     if not result.valid:
@@ -183,8 +173,8 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
     if not bundle_dir.is_dir():
         raise ConflictError(f"the bundle directory {bundle_dir} is gone", code="bundle-invalid", field="bundle")
     _verify_bundle(bundle_dir)
-    cf_bytes = _read_evidence(bundle_dir, CHANGED_FILES_PATH)
-    patch_bytes = _read_evidence(bundle_dir, PATCH_PATH)
+    cf_bytes = _read_evidence(bundle_dir, layout.CHANGED_FILES)
+    patch_bytes = _read_evidence(bundle_dir, layout.PATCH)
     digest = content_digest_of(cf_bytes, patch_bytes)
     if digest != decision.content_digest or digest != bundle.content_digest:
         raise ConflictError(
@@ -198,21 +188,20 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
             },
         )
     entries = _changed_entries(cf_bytes)
-    by_name: dict[str, dict[str, Any]] = {}
+    by_name: dict[str, ChangedFile] = {}
     for entry in entries:
-        for key in ("relativePath", "path"):
-            value = entry.get(key)
-            if isinstance(value, str) and value:
+        for value in (entry.relativePath, entry.path):
+            if value:
                 by_name.setdefault(value, entry)
                 by_name.setdefault(value.lstrip("/"), entry)
-    chosen: dict[str, dict[str, Any]] = {}
+    chosen: dict[str, ChangedFile] = {}
     outside: list[str] = []
     for name in decision.approved_files:
         found = by_name.get(name, by_name.get(name.lstrip("/")))
         if found is None:
             outside.append(name)
             continue
-        chosen[str(found["relativePath"])] = found
+        chosen[found.relativePath] = found
     if outside:
         raise ConflictError(
             f"approved file(s) not in changed-files.json: {', '.join(outside)}; nothing was applied",
@@ -225,7 +214,7 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
         raise ConflictError(
             f"unsafe path(s) in changed-files.json: {', '.join(unsafe)}; nothing was applied",
             code="unsafe-path",
-            field=CHANGED_FILES_PATH,
+            field=layout.CHANGED_FILES,
             details={"files": unsafe},
         )
     withheld = []
@@ -234,38 +223,17 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
         if folder is not None:
             withheld.append({"file": rel, "reason": "never-written-back", "folder": folder})
             del chosen[rel]
-    mounts = {int(e.get("mountIndex", 0)) for e in chosen.values()}
-    if len(mounts) > 1:
+    if len({e.mountIndex for e in chosen.values()}) > 1:
         raise BadInputError(
             "the approved files span several mounts; approve and apply one mount's files at a time",
             code="multiple-mounts",
             field="approved_files",
         )
     try:
-        filtered, blocks = filter_patch(patch_bytes, {rel: {rel, str(e.get("path", ""))} for rel, e in chosen.items()})
+        filtered, blocks = filter_patch(patch_bytes, {rel: {rel, e.path} for rel, e in chosen.items()})
     except PatchError as error:
-        raise ConflictError(f"{error}; nothing was applied", code="patch-invalid", field=PATCH_PATH) from error
-    files = tuple(
-        ChangedFile(
-            relative_path=rel,
-            sandbox_path=str(e.get("path", rel)),
-            status=str(e.get("status")),
-            before_sha256=_opt_str(e.get("beforeSha256")),
-            after_sha256=_opt_str(e.get("afterSha256")),
-            after_mode=_opt_str(e.get("afterMode")),
-            mount_index=int(e.get("mountIndex", 0)),
-            block=blocks[rel].text,
-            binary=bool(e.get("binary")),
-        )
-        for rel, e in chosen.items()
-    )
-    for f in files:
-        if f.status not in ("added", "modified", "deleted"):
-            raise ConflictError(
-                f"{f.relative_path}: unknown status {f.status!r}",
-                code="bundle-invalid",
-                field=CHANGED_FILES_PATH,
-            )
+        raise ConflictError(f"{error}; nothing was applied", code="patch-invalid", field=layout.PATCH) from error
+    files = tuple(ApprovedChange.of(e, blocks[rel].text) for rel, e in chosen.items())
     return ApplyPlan(
         decision=decision,
         bundle_id=bundle.bundle_id,
@@ -277,25 +245,12 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
     )
 
 
-def _changed_entries(cf_bytes: bytes) -> list[dict[str, Any]]:
+def _changed_entries(cf_bytes: bytes) -> list[ChangedFile]:
+    """The entries of ``changed-files.json``, each a valid :class:`ChangedFile` (fails closed, naming the field)."""
     try:
-        doc = parse_json(cf_bytes, CHANGED_FILES_PATH)
+        return parse_document(ChangedFilesListing, cf_bytes, layout.CHANGED_FILES).files
     except BadInputError as error:
-        raise ConflictError(error.message, code="bundle-invalid", field=CHANGED_FILES_PATH) from error
-    files = doc.get("files") if isinstance(doc, dict) else None
-    if not isinstance(files, list) or not all(
-        isinstance(f, dict) and isinstance(f.get("relativePath"), str) for f in files
-    ):
-        raise ConflictError(
-            "changed-files.json must have files[] with relativePath strings",
-            code="bundle-invalid",
-            field=CHANGED_FILES_PATH,
-        )
-    return files
-
-
-def _opt_str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
+        raise ConflictError(error.message, code="bundle-invalid", field=error.field or layout.CHANGED_FILES) from error
 
 
 # -- target checks ---------------------------------------------------------------------------

@@ -11,21 +11,20 @@ preflight expects) and mount-relative paths (``approved_relative_paths``).
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from codebox_tui.bundle import layout
+from codebox_tui.bundle.digests import content_digest_of
+from codebox_tui.bundle.safe_read import load_json_file
 from codebox_tui.contracts.apply import Decision
+from codebox_tui.contracts.bundle import ChangedFile
 from codebox_tui.errors import BadInputError, ConflictError
 from store.apply import (
-    CHANGED_FILES_PATH,
-    PATCH_PATH,
     _changed_entries,
     _read_evidence,
     _verify_bundle,
-    content_digest_of,
 )
 from store.db import BundleRecord, Store
 
@@ -36,31 +35,25 @@ class BundleContent:
 
     bundle_id: str
     content_digest: str
-    changed: list[dict[str, Any]]
+    changed: list[ChangedFile]
 
     @property
     def relative_paths(self) -> list[str]:
-        return [str(entry["relativePath"]) for entry in self.changed]
+        return [entry.relativePath for entry in self.changed]
 
     def sandbox_paths(self, relative: list[str]) -> list[str]:
         """The sandbox ``path`` of each mount-relative path (the relativePath if an entry has none)."""
-        by_rel = {str(e["relativePath"]): e.get("path") for e in self.changed}
-        out = []
-        for rel in relative:
-            path = by_rel.get(rel)
-            out.append(path if isinstance(path, str) and path else rel)
-        return out
+        by_rel = {e.relativePath: e.path for e in self.changed}
+        return [by_rel.get(rel) or rel for rel in relative]
 
     def resolve(self, names: list[str]) -> list[str]:
         """Map approved names (relativePath or sandbox path) to relativePaths; unknown → error."""
         lookup: dict[str, str] = {}
         for entry in self.changed:
-            rel = str(entry["relativePath"])
+            rel = entry.relativePath
             lookup[rel] = rel
-            path = entry.get("path")
-            if isinstance(path, str):
-                lookup[path] = rel
-                lookup[path.lstrip("/")] = rel
+            lookup[entry.path] = rel
+            lookup[entry.path.lstrip("/")] = rel
         out: list[str] = []
         unknown: list[str] = []
         for name in names:
@@ -86,16 +79,17 @@ def read_content(bundle_dir: Path, *, verify: bool = True) -> BundleContent:
     if verify:
         _verify_bundle(bundle_dir)
     try:
-        manifest = json.loads((bundle_dir / "manifest.json").read_text(encoding="utf-8"))
+        # a regular, size- and depth-limited file (bundle/safe_read.py), like every bundle read
+        manifest = load_json_file(bundle_dir / layout.MANIFEST, layout.MANIFEST)
         bundle_id = str(manifest["id"])
-    except (OSError, ValueError, KeyError, TypeError) as error:
+    except (BadInputError, KeyError, TypeError) as error:
         raise BadInputError(
             f"{bundle_dir} has no readable manifest.json with an id",
             code="bundle-invalid",
-            field="manifest.json",
+            field=layout.MANIFEST,
         ) from error
-    cf = _read_evidence(bundle_dir, CHANGED_FILES_PATH)
-    patch = _read_evidence(bundle_dir, PATCH_PATH)
+    cf = _read_evidence(bundle_dir, layout.CHANGED_FILES)
+    patch = _read_evidence(bundle_dir, layout.PATCH)
     return BundleContent(bundle_id, content_digest_of(cf, patch), _changed_entries(cf))
 
 
@@ -118,7 +112,7 @@ def resolve_bundle(store: Store, ref: str) -> BundleRecord:
     """A bundle by ``@key``, run id, id/digest prefix, or the path of a bundle directory (registered
     on first use)."""
     path = Path(ref).expanduser()
-    if not ref.startswith("@") and (path / "manifest.json").is_file():
+    if not ref.startswith("@") and (path / layout.MANIFEST).is_file():
         return register_bundle(store, path)
     return store.get_bundle(ref)
 

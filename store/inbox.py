@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.bundle import layout
 from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.errors import BadInputError, CodeboxError
 from store.db import BundleRecord, Store
@@ -45,7 +46,7 @@ def record_run(
         db.record_run(run_id, status="running", artifacts_dir=run_dir, sandbox_session_id=sandbox_session_id,
                       metadata=metadata or {}, started_at=started_at)
         record: BundleRecord | None = None
-        if bundle_dir is not None and (bundle_dir / "manifest.json").is_file():
+        if bundle_dir is not None and (bundle_dir / layout.MANIFEST).is_file():
             if bundle_id and content_digest:
                 record = db.record_bundle(bundle_id, path=bundle_dir, content_digest=content_digest, run_id=run_id,
                                           changed_files=changed_files)
@@ -79,12 +80,12 @@ class ImportReport:
 def find_bundle_dirs(root: Path) -> list[Path]:
     """``root`` itself if it is a bundle, else bundles up to :data:`MAX_DEPTH` folders below it. Folders
     reached through a symlink are skipped: only what really lies under ``root`` is imported."""
-    if (root / "manifest.json").is_file():
+    if (root / layout.MANIFEST).is_file():
         return [root]
     real_root = root.resolve()
     found: list[Path] = []
     for depth in range(1, MAX_DEPTH + 1):
-        pattern = "/".join(["*"] * depth) + "/manifest.json"
+        pattern = "/".join([*["*"] * depth, layout.MANIFEST])
         for manifest in root.glob(pattern):
             folder = manifest.parent
             rel = folder.relative_to(root)

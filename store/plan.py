@@ -14,13 +14,15 @@ from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
 from codebox_tui.contracts.apply import ApplyResult, Decision
+from codebox_tui.contracts.bundle import ChangedFile
 from codebox_tui.errors import BadInputError, ConflictError
 from store.patchtext import PatchError, apply_block
 
 
 @dataclass(frozen=True)
-class ChangedFile:
-    """One approved entry of ``changed-files.json`` with its patch block."""
+class ApprovedChange:
+    """One approved entry of ``changed-files.json`` (a :class:`ChangedFile`) with its patch block, in the
+    names adapters use."""
 
     relative_path: str
     sandbox_path: str
@@ -31,6 +33,20 @@ class ChangedFile:
     mount_index: int
     block: bytes
     binary: bool = False
+
+    @classmethod
+    def of(cls, entry: ChangedFile, block: bytes) -> ApprovedChange:
+        return cls(
+            relative_path=entry.relativePath,
+            sandbox_path=entry.path or entry.relativePath,
+            status=entry.status,
+            before_sha256=entry.beforeSha256 or None,
+            after_sha256=entry.afterSha256 or None,
+            after_mode=entry.afterMode or None,
+            mount_index=entry.mountIndex,
+            block=block,
+            binary=entry.binary,
+        )
 
 
 @dataclass(frozen=True)
@@ -52,7 +68,7 @@ class ApplyPlan:
     bundle_id: str
     bundle_dir: Path
     content_digest: str
-    files: tuple[ChangedFile, ...]
+    files: tuple[ApprovedChange, ...]
     patch: bytes  # the approved subset of patch.diff, blocks unchanged
     options: dict[str, str] = field(default_factory=dict)
     # approved files in never-written-back folders (NEVER_WRITTEN_BACK): left out of ``files`` and

@@ -6,9 +6,9 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from codebox_tui.bundle.patchparse import parse_section, split_sections
+from codebox_tui.contracts.bundle import ChangedFile
 from codebox_tui.textsafe import DEFAULT_TAB_SIZE, display_line
 
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
@@ -46,10 +46,10 @@ def split_patch(patch: str) -> dict[str, str]:
     return {section.path: section.text for section in split_sections(patch)}
 
 
-def block_for(blocks: dict[str, str], entry: dict[str, Any]) -> str | None:
+def block_for(blocks: dict[str, str], entry: ChangedFile) -> str | None:
     """A changed-files entry's block: by mount-relative path, or by sandbox path (reference bundles
     written before 2026-07-14 name files that way in their patch headers)."""
-    return blocks.get(str(entry.get("relativePath"))) or blocks.get(str(entry.get("path", "")).lstrip("/"))
+    return blocks.get(entry.relativePath) or blocks.get(entry.path.lstrip("/"))
 
 
 def _word_spans(old: str, new: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:

@@ -11,13 +11,14 @@ from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from codebox_tui.contracts.bundle import ChangedFile
 from codebox_tui.textsafe import pieces, safe_text
 
 ESCAPE_STYLE = "bold #ff5fd7 on #3a1f3a"  # a control character in a name, shown as an escape (as in the diff)
 BADGES = {"added": ("A", "green"), "modified": ("M", "yellow"), "deleted": ("D", "red")}
 
 
-class ChangedFileTree(Tree[dict[str, Any]]):
+class ChangedFileTree(Tree[ChangedFile | None]):
     HELP = """\
 ## Changed files
 - `↑` `↓`: move; the diff follows the highlighted file
@@ -34,14 +35,14 @@ class ChangedFileTree(Tree[dict[str, Any]]):
     ]
 
     class FileHighlighted(Message):
-        def __init__(self, entry: dict[str, Any]) -> None:
+        def __init__(self, entry: ChangedFile) -> None:
             self.entry = entry
             super().__init__()
 
     class FileSelected(Message):
         """``enter`` on a file."""
 
-        def __init__(self, entry: dict[str, Any]) -> None:
+        def __init__(self, entry: ChangedFile) -> None:
             self.entry = entry
             super().__init__()
 
@@ -56,44 +57,45 @@ class ChangedFileTree(Tree[dict[str, Any]]):
         self.guide_depth = 2
         self.selected: set[str] = set()
         self.viewed: dict[str, str | None] = {}  # relativePath -> afterSha256 when viewed
-        self._leaves: dict[str, TreeNode[dict[str, Any]]] = {}
+        self._leaves: dict[str, TreeNode[ChangedFile | None]] = {}
 
-    def load(self, files: list[dict[str, Any]]) -> None:
+    def load(self, files: list[ChangedFile]) -> None:
+        """Show ``files`` (the bundle's change list, parsed with its contract) grouped by folder; folder nodes
+        carry no entry."""
         self.clear()
         self._leaves.clear()
-        self.selected &= {str(f.get("relativePath")) for f in files}
-        folders: dict[str, TreeNode[dict[str, Any]]] = {}
-        for entry in sorted(files, key=lambda f: str(f.get("relativePath", ""))):
-            rel = str(entry.get("relativePath", ""))
+        self.selected &= {f.relativePath for f in files}
+        folders: dict[str, TreeNode[ChangedFile | None]] = {}
+        for entry in sorted(files, key=lambda f: f.relativePath):
+            rel = entry.relativePath
             parent = self.root
             parts = rel.split("/")
             for depth in range(1, len(parts)):
                 key = "/".join(parts[:depth])
                 if key not in folders:
                     label = Text(safe_text(parts[depth - 1]) + "/", style="bold #61afef")
-                    folders[key] = parent.add(label, expand=True, data={})
+                    folders[key] = parent.add(label, expand=True, data=None)
                 parent = folders[key]
             leaf = parent.add_leaf(self._label(entry), data=entry)
             self._leaves[rel] = leaf
         self.root.expand_all()
 
-    def _label(self, entry: dict[str, Any]) -> Text:
-        rel = str(entry.get("relativePath", ""))
-        status = str(entry.get("status", ""))
-        letter, colour = BADGES.get(status, ("?", "white"))
+    def _label(self, entry: ChangedFile) -> Text:
+        rel = entry.relativePath
+        letter, colour = BADGES.get(entry.status, ("?", "white"))
         text = Text()
         text.append("✓ " if rel in self.selected else "  ", style="bold green")
         text.append(f"{letter}", style=f"bold {colour}")
-        if entry.get("binary"):
+        if entry.binary:
             text.append("B", style="bold magenta")
         text.append(" ")
         for piece in pieces(rel.rsplit("/", 1)[-1], tab_size=None):  # escapes drawn distinctly
             text.append(piece.text, style=ESCAPE_STYLE if piece.escape else None)
-        if entry.get("binary"):
+        if entry.binary:
             text.append("  binary", style="dim")
         else:
-            text.append(f"  +{entry.get('additions', 0)}", style="green")
-            text.append(f" -{entry.get('deletions', 0)}", style="red")
+            text.append(f"  +{entry.additions}", style="green")
+            text.append(f" -{entry.deletions}", style="red")
         if self.is_viewed(entry):
             text.append("  •", style="dim")
         return text
@@ -103,22 +105,22 @@ class ChangedFileTree(Tree[dict[str, Any]]):
         if leaf is not None and leaf.data is not None:
             leaf.set_label(self._label(leaf.data))
 
-    def mark_viewed(self, entry: dict[str, Any]) -> None:
-        rel = str(entry.get("relativePath"))
-        self.viewed[rel] = entry.get("afterSha256")  # a later content change no longer matches → unviewed
+    def mark_viewed(self, entry: ChangedFile) -> None:
+        rel = entry.relativePath
+        self.viewed[rel] = entry.afterSha256  # a later content change no longer matches → unviewed
         self.refresh_entry(rel)
 
-    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[dict[str, Any]]) -> None:
-        if event.node.data and "relativePath" in event.node.data:
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[ChangedFile | None]) -> None:
+        if event.node.data is not None:
             self.post_message(self.FileHighlighted(event.node.data))
 
-    def on_tree_node_selected(self, event: Tree.NodeSelected[dict[str, Any]]) -> None:
-        if event.node.data and "relativePath" in event.node.data:
+    def on_tree_node_selected(self, event: Tree.NodeSelected[ChangedFile | None]) -> None:
+        if event.node.data is not None:
             self.post_message(self.FileSelected(event.node.data))
 
-    def is_viewed(self, entry: dict[str, Any]) -> bool:
-        rel = str(entry.get("relativePath"))
-        return rel in self.viewed and self.viewed[rel] == entry.get("afterSha256")
+    def is_viewed(self, entry: ChangedFile) -> bool:
+        rel = entry.relativePath
+        return rel in self.viewed and self.viewed[rel] == entry.afterSha256
 
     def select_all(self, selected: bool = True) -> None:
         self.selected = set(self._leaves) if selected else set()
@@ -128,9 +130,9 @@ class ChangedFileTree(Tree[dict[str, Any]]):
 
     def action_toggle_selected(self) -> None:
         node = self.cursor_node
-        if node is None or not node.data or "relativePath" not in node.data:
+        if node is None or node.data is None:
             return
-        rel = str(node.data["relativePath"])
+        rel = node.data.relativePath
         self.selected.symmetric_difference_update({rel})
         self.refresh_entry(rel)
         self.post_message(self.SelectionChanged(sorted(self.selected)))

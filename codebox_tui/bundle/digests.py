@@ -5,16 +5,18 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.bundle import layout
 from codebox_tui.bundle.safe_read import UnsafeFileError, open_regular
 from codebox_tui.contracts.bundle import CONTENT_DOMAIN, MANIFEST_FILE_LIST_DOMAIN, MANIFEST_SELF_DOMAIN
 from codebox_tui.contracts.canonical import sha256_hex, stable_json
 
 CHUNK = 1 << 20
 MODE_A_INPUTS = ["manifest.files"]
-MODE_B_INPUTS = ["files/changed-files.json", "files/patch.diff"]
+MODE_B_INPUTS = list(layout.MODE_B_INPUTS)
 LISTING_KEYS = ("path", "kind", "contentType", "redaction", "provenance", "viewer")
 
 
@@ -48,17 +50,34 @@ def file_list_digest(files: list[dict[str, Any]]) -> str:
     return sha256_hex(MANIFEST_FILE_LIST_DOMAIN + "\n" + stable_json(listing))
 
 
-def content_digest(root: Path, inputs: list[str], *, follow_symlinks: bool = True) -> str:
-    """Mode B: the bytes of the given bundle files, framed by their paths."""
+def _file_chunks(path: Path, follow_symlinks: bool) -> Iterator[bytes]:
+    with open(_open_for_hash(path, follow_symlinks), "rb") as handle:
+        while chunk := handle.read(CHUNK):
+            yield chunk
+
+
+def mode_b_digest(parts: Iterable[tuple[str, Iterable[bytes]]]) -> str:
+    """Mode B, the one implementation (spec §1.4): ``sha256(domain "\n" name₁ "\n" bytes₁ "\n" name₂ "\n"
+    bytes₂ …)`` over the named bundle files' bytes, each given as chunks (streamed or already in memory)."""
     digest = hashlib.sha256((CONTENT_DOMAIN + "\n").encode())
-    for index, name in enumerate(inputs):
+    for index, (name, chunks) in enumerate(parts):
         if index:
             digest.update(b"\n")
         digest.update(name.encode() + b"\n")
-        with open(_open_for_hash(root / name, follow_symlinks), "rb") as handle:
-            while chunk := handle.read(CHUNK):
-                digest.update(chunk)
+        for chunk in chunks:
+            digest.update(chunk)
     return digest.hexdigest()
+
+
+def content_digest(root: Path, inputs: Sequence[str], *, follow_symlinks: bool = True) -> str:
+    """Mode B over files of the bundle at ``root``, streamed (memory does not grow with their size)."""
+    return mode_b_digest((name, _file_chunks(root / name, follow_symlinks)) for name in inputs)
+
+
+def content_digest_of(changed_files: bytes, patch: bytes) -> str:
+    """Mode B over the canonical inputs' bytes already in memory (apply-back reads them once and digests
+    exactly what it then uses: store/apply.py)."""
+    return mode_b_digest(zip(MODE_B_INPUTS, ((changed_files,), (patch,)), strict=True))
 
 
 def content_digest_b(bundle_dir: Path) -> str:
@@ -73,7 +92,7 @@ def manifest_self_hash(manifest: dict[str, Any]) -> str:
     if isinstance(entries, list):
         clone["files"] = [
             {**entry, "sha256": {"algorithm": "sha256", "value": "0" * 64}}
-            if isinstance(entry, dict) and entry.get("path") == "manifest.json"
+            if isinstance(entry, dict) and entry.get("path") == layout.MANIFEST
             else entry
             for entry in entries
         ]

@@ -7,23 +7,38 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.bundle import layout
+from codebox_tui.bundle.documents import validate_document
 from codebox_tui.bundle.patchparse import line_counts
 from codebox_tui.bundle.safe_read import MAX_JSON_BYTES, load_json_file, parse_json, read_regular
 from codebox_tui.bundle.verify import verify_bundle
-from codebox_tui.contracts.bundle import BundleVerification
+from codebox_tui.contracts.bundle import (
+    CHANGED_FILES_SCHEMA,
+    REVIEW_SCHEMA,
+    TEST_RESULTS_SCHEMA,
+    BundleVerification,
+    ChangedFile,
+    ChangedFilesListing,
+    TestResults,
+)
 from codebox_tui.errors import BadInputError
 
 
 @dataclass
 class LoadedBundle:
+    """A bundle as the review surfaces show it. The change list and test results are parsed with their contract
+    models (codebox_tui/contracts/bundle.py); the manifest, review and metadata stay as written, because a
+    bundle that fails verification (or a reference-written review with fewer keys than Codebox writes) is still
+    shown, with its violations."""
+
     path: Path
     manifest: dict[str, Any]
     review: dict[str, Any]
     metadata: dict[str, Any]
-    changed_files: list[dict[str, Any]]
+    changed_files: list[ChangedFile]
     skipped: list[dict[str, Any]]
     patch: str
-    test_results: dict[str, Any]
+    test_results: TestResults
     verification: BundleVerification
     evidence: list[dict[str, Any]] = field(default_factory=list)
 
@@ -34,6 +49,11 @@ class LoadedBundle:
     @property
     def valid(self) -> bool:
         return self.verification.valid
+
+    @property
+    def risk_flags(self) -> list[str]:
+        flags = self.review.get("riskFlags")
+        return [str(f) for f in flags] if isinstance(flags, list) else []
 
 
 def _json(path: Path, what: str, expected_schema: str | None = None, required: bool = True) -> dict[str, Any]:
@@ -61,21 +81,24 @@ def patch_line_counts(patch: str) -> dict[str, tuple[int, int, bool]]:
     return line_counts(patch)
 
 
-def _with_line_counts(files: list[Any], patch: str) -> list[Any]:
+def _with_line_counts(files: list[ChangedFile], patch: str) -> list[ChangedFile]:
     """Changed-file entries as the Review screen and ``artifacts show`` expect them. Bundles written by the
     reference carry no ``additions``/``deletions``/``binary`` (only Codebox's writer adds them), so they are
-    derived from the bundle's own patch instead of showing ``+None -None`` or ``+0 -0``."""
-    if all(not isinstance(f, dict) or ("additions" in f and "deletions" in f) for f in files):
+    derived from the bundle's own patch instead of showing ``+0 -0``."""
+    if all({"additions", "deletions"} <= f.model_fields_set for f in files):
         return files
     counts = patch_line_counts(patch)
-    result: list[Any] = []
+    result: list[ChangedFile] = []
     for entry in files:
-        if isinstance(entry, dict) and not ("additions" in entry and "deletions" in entry):
+        if not {"additions", "deletions"} <= entry.model_fields_set:
             # mount-relative headers (the reference since 2026-07-14) or the sandbox path without its leading
             # slash (older reference releases: ``diff --git a/wordpress/wp-content/plugins/x/f.php ...``)
-            found = counts.get(str(entry.get("relativePath"))) or counts.get(str(entry.get("path", "")).lstrip("/"))
+            found = counts.get(entry.relativePath) or counts.get(entry.path.lstrip("/"))
             adds, dels, binary = found or (0, 0, False)
-            entry = {"additions": adds, "deletions": dels, "binary": binary, **entry}
+            derived = {"additions": adds, "deletions": dels}
+            if "binary" not in entry.model_fields_set:
+                derived["binary"] = binary
+            entry = entry.model_copy(update=derived)
         result.append(entry)
     return result
 
@@ -84,12 +107,13 @@ APPLY_STAGING_FLAG = "apply-staging-folder-in-mount"
 _APPLY_STAGING = ".codebox-apply"  # the directory apply's staging folder (store/journal.py)
 
 
-def _with_derived_risk_flags(review: dict[str, Any], files: list[Any], skipped: list[Any]) -> dict[str, Any]:
+def _with_derived_risk_flags(review: dict[str, Any], files: list[ChangedFile],
+                             skipped: list[dict[str, Any]]) -> dict[str, Any]:
     """Risk flags that follow from the bundle's own change list, shown even when a bundle (a foreign or
     older one) does not record them: a ``.codebox-apply`` folder in a mount is how a sandbox would try to
     plant an apply journal (apply refuses such a target; docs/security-host.md)."""
-    names = [str(entry.get("relativePath") or entry.get("path") or "") for entry in [*files, *skipped]
-             if isinstance(entry, dict)]
+    names = [f.relativePath for f in files]
+    names += [str(entry.get("relativePath") or entry.get("path") or "") for entry in skipped]
     if not any(_APPLY_STAGING in name.split("/") for name in names):
         return review
     flags = review.get("riskFlags")
@@ -103,48 +127,52 @@ def find_bundle_dir(path: Path) -> Path:
     path = Path(path)
     if not path.exists():
         raise BadInputError(f"No bundle at {path}", code="missing-bundle", field="bundle")
-    if path.name == "manifest.json" and not path.is_dir():
+    if path.name == layout.MANIFEST and not path.is_dir():
         return path.parent
-    if not os.path.lexists(path / "manifest.json"):
+    if not os.path.lexists(path / layout.MANIFEST):
         raise BadInputError(
-            f"{path} has no manifest.json (not an artifact bundle)", code="missing-manifest", field="bundle"
+            f"{path} has no {layout.MANIFEST} (not an artifact bundle)", code="missing-manifest", field="bundle"
         )
     return path
 
 
-def load_bundle(bundle_dir: Path | str) -> LoadedBundle:
-    root = find_bundle_dir(Path(bundle_dir))
-    verification = verify_bundle(root)
-    manifest = _json(root / "manifest.json", "manifest.json")
-    review = _json(root / "files" / "review.json", "files/review.json", "wp-codebox/artifact-review/v1", required=False)
-    changed = _json(
-        root / "files" / "changed-files.json", "files/changed-files.json", "wp-codebox/changed-files/v1", required=False
-    )
-    tests = _json(
-        root / "files" / "test-results.json", "files/test-results.json", "wp-codebox/test-results/v1", required=False
-    )
-    metadata = _json(root / "metadata.json", "metadata.json", required=False)
-    patch_path = root / "files" / "patch.diff"
+def _read_patch(root: Path) -> str:
     # bytes (read_regular), not read_text(): universal newlines would turn a carriage return inside a line
     # into a line break
+    patch_path = root / layout.PATCH
     try:
-        patch = read_regular(patch_path).decode("utf-8", errors="replace") if os.path.lexists(patch_path) else ""
+        return read_regular(patch_path).decode("utf-8", errors="replace") if os.path.lexists(patch_path) else ""
     except OSError as error:
-        raise BadInputError(f"files/patch.diff cannot be read: {error}", code="malformed-bundle",
-                            field="files/patch.diff") from error
-    files = changed.get("files", [])
-    if not isinstance(files, list):
-        raise BadInputError(
-            "files/changed-files.json: files must be an array",
-            code="malformed-bundle",
-            field="files/changed-files.json:files",
-        )
-    files = _with_line_counts(files, patch)
-    review = _with_derived_risk_flags(review, files, list(changed.get("skipped", [])))
+        raise BadInputError(f"{layout.PATCH} cannot be read: {error}", code="malformed-bundle",
+                            field=layout.PATCH) from error
+
+
+def load_bundle(bundle_dir: Path | str) -> LoadedBundle:
+    """Verify and read a bundle. Every document is read as a regular, size- and depth-limited file; the change
+    list and the test results must satisfy their contract models (a bad one is a BadInputError naming the file
+    and field)."""
+    root = find_bundle_dir(Path(bundle_dir))
+    verification = verify_bundle(root)
+    manifest = _json(root / layout.MANIFEST, layout.MANIFEST)
+    review = _json(root / layout.REVIEW, layout.REVIEW, REVIEW_SCHEMA, required=False)
+    changed = validate_document(
+        ChangedFilesListing,
+        _json(root / layout.CHANGED_FILES, layout.CHANGED_FILES, CHANGED_FILES_SCHEMA, required=False),
+        layout.CHANGED_FILES,
+    )
+    tests = validate_document(
+        TestResults, _json(root / layout.TEST_RESULTS, layout.TEST_RESULTS, TEST_RESULTS_SCHEMA, required=False),
+        layout.TEST_RESULTS,
+    )
+    metadata = _json(root / layout.METADATA, layout.METADATA, required=False)
+    patch = _read_patch(root)
+    files = _with_line_counts(changed.files, patch)
+    review = _with_derived_risk_flags(review, files, changed.skipped)
+    listed = manifest.get("files")
     evidence = [
         f
-        for f in manifest.get("files", [])
-        if isinstance(f, dict) and str(f.get("path", "")).startswith(("files/browser/", "files/phpunit/"))
+        for f in (listed if isinstance(listed, list) else [])
+        if isinstance(f, dict) and str(f.get("path", "")).startswith(layout.VIEWABLE_EVIDENCE_PREFIXES)
     ]
     return LoadedBundle(
         path=root,
@@ -152,7 +180,7 @@ def load_bundle(bundle_dir: Path | str) -> LoadedBundle:
         review=review,
         metadata=metadata,
         changed_files=files,
-        skipped=list(changed.get("skipped", [])),
+        skipped=changed.skipped,
         patch=patch,
         test_results=tests,
         verification=verification,
@@ -164,12 +192,12 @@ def find_bundles(root: Path) -> list[Path]:
     """Bundle folders under ``root`` (depth ≤ 3), newest first."""
     root = Path(root)
     found: list[Path] = []
-    for depth in ("manifest.json", "*/manifest.json", "*/*/manifest.json", "*/*/*/manifest.json"):
-        found.extend(p.parent for p in root.glob(depth) if os.path.lexists(p))
+    for depth in range(4):
+        found.extend(p.parent for p in root.glob("*/" * depth + layout.MANIFEST) if os.path.lexists(p))
 
     def created(path: Path) -> str:
         try:
-            manifest = parse_json(read_regular(path / "manifest.json", MAX_JSON_BYTES), "manifest.json")
+            manifest = parse_json(read_regular(path / layout.MANIFEST, MAX_JSON_BYTES), layout.MANIFEST)
             return str(manifest.get("createdAt", "")) if isinstance(manifest, dict) else ""
         except (OSError, BadInputError):
             return ""

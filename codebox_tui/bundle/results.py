@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.bundle import layout
 from codebox_tui.bundle.checks import Verdict, error_message, probe_message, recipe_verdict, short_json
+from codebox_tui.contracts.bundle import TestResults
 from codebox_tui.errors import CodeboxError
 from codebox_tui.textsafe import safe_text
 
@@ -177,13 +179,15 @@ def _front_end_row(evaluation: dict[str, Any]) -> ProbeRow | None:
     return ProbeRow(name=f"front end {safe_text(front.get('url') or '/')}", status=status, message=message)
 
 
-def bundle_checks(bundle_dir: Path | str, test_results: dict[str, Any]) -> BundleChecks:
+def bundle_checks(bundle_dir: Path | str, test_results: TestResults | dict[str, Any]) -> BundleChecks:
     """Tests, probes and (for a recipe run) the verdict of the bundle at ``bundle_dir``."""
+    if isinstance(test_results, TestResults):
+        test_results = test_results.model_dump(mode="json", by_alias=True)
     root = Path(bundle_dir)
     problems: list[str] = []
-    evaluation = _read(root, "files/evaluate-patch.json", problems)
-    attestation = _read(root, "files/run-attestation.json", problems)
-    probes_doc = _read(root, "files/probes.json", problems)
+    evaluation = _read(root, layout.EVALUATE_PATCH, problems)
+    attestation = _read(root, layout.RUN_ATTESTATION, problems)
+    probes_doc = _read(root, layout.PROBES, problems)
     kind = "evaluate-patch" if evaluation is not None else ("recipe-run" if attestation is not None else "run")
     checks = BundleChecks(kind=kind, tests=side_totals(test_results, evaluation), problems=problems)
     raw = (probes_doc or {}).get("probes")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from codebox_tui.bundle import layout
 from codebox_tui.bundle.digests import MODE_A_INPUTS, file_list_digest, file_sha256, manifest_self_hash
 from codebox_tui.contracts.bundle import BUNDLE_ID_PREFIX, REFERENCE_MANIFEST_SCHEMA, REPLAY_INDEX_SCHEMA
 from codebox_tui.contracts.canonical import MAX_ARRAY_ITEMS, domain_digest, pretty_json, sha256_hex
@@ -38,22 +39,22 @@ class BundleSummary:
     skipped: list[dict[str, Any]] = field(default_factory=list)
 
 
-REFERENCE_MANIFEST_PATH = "files/runtime-reference-manifest.json"
-REPLAY_INDEX_PATH = "files/runtime-replay-index.json"
+REFERENCE_MANIFEST_PATH = layout.REFERENCE_MANIFEST
+REPLAY_INDEX_PATH = layout.REPLAY_INDEX
 # Never listed in the reference manifest: they embed its hashes or the bundle id (spec §1.6).
 REFERENCE_EXCLUDED = frozenset(
-    {"manifest.json", "metadata.json", "files/review.json", REFERENCE_MANIFEST_PATH, REPLAY_INDEX_PATH}
+    {layout.MANIFEST, layout.METADATA, layout.REVIEW, REFERENCE_MANIFEST_PATH, REPLAY_INDEX_PATH}
 )
 # What the replay index points a replayer at, by the reference's key names (spec §1.6), when listed.
 REPLAY_REFERENCES = {
     "runtimeReferenceManifest": REFERENCE_MANIFEST_PATH,
-    "commands": "commands.jsonl",
-    "runtimeEvents": "events.jsonl",
-    "mountedFiles": "files/mounted-files.json",
-    "mountDiffs": "files/diffs.json",
-    "changedFiles": "files/changed-files.json",
-    "patch": "files/patch.diff",
-    "testResults": "files/test-results.json",
+    "commands": layout.COMMANDS,
+    "runtimeEvents": layout.EVENTS,
+    "mountedFiles": layout.MOUNTED_FILES,
+    "mountDiffs": layout.MOUNT_DIFFS,
+    "changedFiles": layout.CHANGED_FILES,
+    "patch": layout.PATCH,
+    "testResults": layout.TEST_RESULTS,
 }
 REPLAY_NOTES = {
     "status": "partial",
@@ -100,7 +101,7 @@ def seal(
     hashes = {
         e["path"]: known.get(e["path"]) or file_sha256(run_dir / e["path"])
         for e in entries
-        if e["path"] not in ("manifest.json", REFERENCE_MANIFEST_PATH, REPLAY_INDEX_PATH)
+        if e["path"] not in (layout.MANIFEST, REFERENCE_MANIFEST_PATH, REPLAY_INDEX_PATH)
     }
     refs = sorted(
         (
@@ -155,9 +156,9 @@ def seal(
     if before_manifest is not None:
         before_manifest()  # e.g. wait for copies still being written: the manifest comes last
     for file_entry in files:
-        if file_entry["path"] == "manifest.json":
+        if file_entry["path"] == layout.MANIFEST:
             file_entry["sha256"] = {"algorithm": "sha256", "value": self_hash}
-    (run_dir / "manifest.json").write_text(pretty_json(manifest), encoding="utf-8")
+    (run_dir / layout.MANIFEST).write_text(pretty_json(manifest), encoding="utf-8")
 
 
 def _write_replay_index(run_dir: Path, entries: list[dict[str, Any]], hashes: dict[str, str], known: dict[str, str],
@@ -210,7 +211,7 @@ def append_and_reseal(run_dir: Path, added: Iterable[Evidence]) -> BundleSummary
     the reference manifest and the manifest. Listed files keep the hashes the manifest recorded, except
     those rewritten here; verification re-reads everything, so a file changed in between fails closed."""
     run_dir = Path(run_dir)
-    manifest = _load(run_dir, "manifest.json")
+    manifest = _load(run_dir, layout.MANIFEST)
     entries: list[dict[str, Any]] = []
     known: dict[str, str] = {}
     for item in manifest.get("files") or []:
@@ -234,21 +235,21 @@ def append_and_reseal(run_dir: Path, added: Iterable[Evidence]) -> BundleSummary
         raise BadInputError(
             f"{run_dir}: cannot add the file(s), the manifest would list {len(entries)} "
             f"(at most {MAX_ARRAY_ITEMS} are covered by its digests)",
-            code="bundle-too-many-files", field="manifest.json",
+            code="bundle-too-many-files", field=layout.MANIFEST,
         )
     bundle_id, digest_a = bundle_id_for(entries)
-    metadata = _load(run_dir, "metadata.json")
+    metadata = _load(run_dir, layout.METADATA)
     metadata["id"] = bundle_id
     metadata["contentDigest"] = {"algorithm": "sha256", "inputs": MODE_A_INPUTS, "value": digest_a}
-    write_json(run_dir, "metadata.json", metadata, known)
-    review = _load(run_dir, "files/review.json")
+    write_json(run_dir, layout.METADATA, metadata, known)
+    review = _load(run_dir, layout.REVIEW)
     review["artifactId"] = bundle_id
     if isinstance(review.get("evidence"), dict):
         review["evidence"]["artifactContentDigest"] = digest_a
-    write_json(run_dir, "files/review.json", review, known)
+    write_json(run_dir, layout.REVIEW, review, known)
     seal(run_dir, entries, known, bundle_id=bundle_id, digest_a=digest_a,
          runtime=manifest.get("runtime") or {}, created_at=str(manifest.get("createdAt")))
-    changed = _load(run_dir, "files/changed-files.json")
+    changed = _load(run_dir, layout.CHANGED_FILES)
     return BundleSummary(
         id=bundle_id,
         content_digest=digest_a,

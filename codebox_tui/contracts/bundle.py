@@ -96,6 +96,16 @@ class ChangedFiles(Contract):
     skipped: list[SkippedEntry] = Field(default_factory=list)
 
 
+class ChangedFilesListing(OpenContract):
+    """``files/changed-files.json`` as a reader takes it (the review screens, ``artifacts show``, decisions,
+    apply-back): each entry must be a valid :class:`ChangedFile`, while keys other writers add are kept and a
+    bare ``{}`` placeholder (the reference writes those) reads as no changes. Writers use :class:`ChangedFiles`."""
+
+    schema_: Literal["wp-codebox/changed-files/v1"] | None = Field(default=None, alias="schema")
+    files: list[ChangedFile] = Field(default_factory=list)
+    skipped: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class TestCase(Contract):
     __test__: ClassVar[bool] = False  # a contract model, not a pytest test class
 

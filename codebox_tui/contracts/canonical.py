@@ -131,10 +131,6 @@ def domain_digest(domain: str, value: Any) -> str:
     return sha256_hex(domain + "\n" + stable_json(value))
 
 
-def digest_object(value: str) -> dict[str, str]:
-    return {"algorithm": "sha256", "value": value}
-
-
 PRETTY_LIMIT = 64 * 1024
 
 

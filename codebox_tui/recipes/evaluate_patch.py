@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.bundle import layout
 from codebox_tui.contracts.bundle import TestSuite
 from codebox_tui.contracts.runtime import ExecutionResult, MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError, CodeboxError
@@ -282,9 +283,9 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                           "failures": {"before": _failures(before), "after": _failures(after)},
                           "pluginLoad": {"before": broken_before, "after": broken_after},
                           "steps": steps, "probe": {**(_probe_summary(session.run_dir) or {}), "frontEnd": front}}
-            session.add_evidence("files/contributor.patch", "contributor-patch", "text/x-diff").write_bytes(
+            session.add_evidence(layout.CONTRIBUTOR_PATCH, "contributor-patch", "text/x-diff").write_bytes(
                 patch_file.read_bytes())
-            session.add_evidence("files/evaluate-patch.json", "patch-evaluation", "application/json").write_text(
+            session.add_evidence(layout.EVALUATE_PATCH, "patch-evaluation", "application/json").write_text(
                 json.dumps(evaluation, indent=2) + "\n", encoding="utf-8")
             summary = session.capture()
             run_dir = session.run_dir
@@ -380,7 +381,7 @@ def _merge(suites: list[TestSuite], phase: str) -> TestSuite | None:
 
 
 def _probe_summary(run_dir: Path) -> dict[str, Any] | None:
-    path = run_dir / "files" / "browser" / "summary.json"
+    path = run_dir / layout.BROWSER_DIR / "summary.json"
     if not path.is_file():
         return None
     data = json.loads(path.read_text(encoding="utf-8"))

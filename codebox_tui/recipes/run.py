@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from codebox_tui import __version__
-from codebox_tui.bundle import checks
+from codebox_tui.bundle import checks, layout
 from codebox_tui.contracts.canonical import stable_json
 from codebox_tui.contracts.recipe import WorkspaceRecipe
 from codebox_tui.contracts.runtime import LIVE_MOUNT_KEY, MountSpec, RuntimePolicy
@@ -288,7 +288,7 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
                 phases.append({"name": "run_probes", "status": "failed" if failed_probes else "completed",
                                "durationMs": int((time.monotonic() - t0) * 1000),
                                "data": {"probes": len(probes), "failed": len(failed_probes)}})
-                path = session.add_evidence("files/probes.json", "probe-results", "application/json")
+                path = session.add_evidence(layout.PROBES, "probe-results", "application/json")
                 path.write_text(session.redact(json.dumps({"schema": PROBES_SCHEMA, "probes": probes}, indent=2,
                                                           default=str)) + "\n", encoding="utf-8")
             declared: list[dict[str, Any]] = []
@@ -322,7 +322,7 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
                 "probes": probes,
                 "declaredArtifacts": declared,
             }
-            path = session.add_evidence("files/run-attestation.json", "run-attestation", "application/json")
+            path = session.add_evidence(layout.RUN_ATTESTATION, "run-attestation", "application/json")
             path.write_text(session.redact(json.dumps(attestation, indent=2, default=str)) + "\n", encoding="utf-8")
             summary = session.capture()
             if recipe.artifacts.verify is True and summary is not None:
@@ -346,7 +346,7 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
 
 
 MAX_DECLARED_BYTES = 16 * 1024 * 1024
-VERIFICATION_EVIDENCE = "files/runtime-evidence/artifact-bundle-verification.json"
+VERIFICATION_EVIDENCE = layout.VERIFICATION_EVIDENCE
 
 
 def _verify_and_reseal(session: Any, summary: Any) -> tuple[Any, dict[str, Any] | None]:
@@ -390,7 +390,7 @@ def _collect_declared(session: Any, art: Any) -> dict[str, Any]:
     if "b64" not in found:
         return {**out, "status": "too-large", "error": f"{art.path} is larger than {MAX_DECLARED_BYTES} bytes"}
     safe = _re.sub(r"[^A-Za-z0-9_.-]+", "-", art.name).strip(".-") or "artifact"
-    rel = f"files/declared/{safe}"
+    rel = layout.declared_path(safe)
     data = base64.b64decode(found["b64"])
     target = session.add_evidence(rel, "declared-artifact", "application/octet-stream")
     try:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from codebox_tui.browser.actions import ACTION_CAPTURES, parse_steps, run_actions
 from codebox_tui.browser.launch import parse_duration_s, resolve_url
 from codebox_tui.browser.probe import ALL_CAPTURES, CONTENT_TYPES, parse_capture, run_probe
+from codebox_tui.bundle import layout
 from codebox_tui.runtime.outcome import CommandOutcome
 
 if TYPE_CHECKING:
@@ -18,13 +19,13 @@ if TYPE_CHECKING:
 
 def evidence_dir(session: RunSession) -> tuple[Path, str]:
     """files/browser/ for the first browser command of a run, files/browser/<n>/ after that."""
-    base = session.run_dir / "files" / "browser"
+    base = session.run_dir / layout.BROWSER_DIR
     if not base.exists():
-        return base, "files/browser"
+        return base, layout.BROWSER_DIR
     n = 2
     while (base / str(n)).exists():
         n += 1
-    return base / str(n), f"files/browser/{n}"
+    return base / str(n), layout.browser_path(n)
 
 
 def register_evidence(session: RunSession, rel_dir: str, files: list[str]) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from codebox_tui.bundle import layout
 from codebox_tui.contracts.bundle import TestCase, TestSuite
 from codebox_tui.contracts.runtime import MountSpec
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
@@ -405,7 +406,7 @@ def _record(session: RunSession, outcome_type: Any, human: str, errors: str, *, 
     """Keep the raw output (and JUnit XML), add the suite to the session and describe the outcome."""
     index = len(session.test_suites) + 1
     name = "wordpress.phpunit" if index == 1 else f"wordpress.phpunit:{index}"
-    rel = f"files/phpunit/{index}"
+    rel = layout.phpunit_path(index)
     raw_path = session.add_evidence(f"{rel}/output.txt", "test-output", "text/plain")
     raw_path.write_text(session.redact(human + ("\n" + errors if errors else "")), encoding="utf-8")
     refs = [{"path": f"{rel}/output.txt", "kind": "test-output"}]

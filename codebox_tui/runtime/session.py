@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.bundle import layout
 from codebox_tui.bundle.baseline import take_baselines
 from codebox_tui.bundle.capture import capture_bundle
 from codebox_tui.contracts.common import utc_now_iso
@@ -123,8 +124,8 @@ class RunSession:
         self._scratch = _baselines_dir()
         self._copies_dir: Path | None = None  # the private copies' own folder (see _take_baselines)
         self._private_copies: list[PrivateCopy] = []
-        self._events = open(self.run_dir / "events.jsonl", "a", encoding="utf-8")
-        self._commands = open(self.run_dir / "commands.jsonl", "a", encoding="utf-8")
+        self._events = open(self.run_dir / layout.EVENTS, "a", encoding="utf-8")
+        self._commands = open(self.run_dir / layout.COMMANDS, "a", encoding="utf-8")
         self._runtime_log = open(self.run_dir / "logs" / "runtime.log", "a", encoding="utf-8")
         self._commands_log = open(self.run_dir / "logs" / "commands.log", "a", encoding="utf-8")
         self._commands_logged = 0

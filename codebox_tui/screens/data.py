@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.bundle import layout
 from codebox_tui.bundle.reader import LoadedBundle, load_bundle
 from codebox_tui.bundle.results import BundleChecks
 from codebox_tui.bundle.results import bundle_checks as read_checks
+from codebox_tui.contracts.bundle import TestResults
 from store.apply import apply_decision
 from store.db import BundleRecord, Store
 from store.decisions import decide_on, register_bundle
@@ -73,7 +75,7 @@ def current_user() -> str:
         return "reviewer"
 
 
-EVALUATION_FILE = "files/evaluate-patch.json"
+EVALUATION_FILE = layout.EVALUATE_PATCH
 
 
 def patch_evaluation(bundle_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
@@ -96,7 +98,7 @@ def patch_evaluation(bundle_dir: Path) -> tuple[dict[str, Any] | None, str | Non
     return doc, None
 
 
-def bundle_checks(bundle_dir: Path, test_results: dict[str, Any]) -> BundleChecks:
+def bundle_checks(bundle_dir: Path, test_results: TestResults | dict[str, Any]) -> BundleChecks:
     """Tests (per side), probes and a recipe run's verdict: ``codebox_tui/bundle/results.py``."""
     return read_checks(bundle_dir, test_results)
 

@@ -15,6 +15,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from codebox_tui.bundle import layout
 from codebox_tui.runtime.backend import SandboxSpec
 from codebox_tui.textsafe import safe_text
 from widgets.event_tail import EventTail
@@ -63,7 +64,7 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
         yield Static("starting…", id="progress")
         yield Static("", id="tail-status")
         if self.run_dir is not None:
-            yield EventTail(self.run_dir / "events.jsonl", id="tail")
+            yield EventTail(self.run_dir / layout.EVENTS, id="tail")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -203,7 +204,7 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
 
     def _attach_tail(self, run_dir: Path) -> None:
         self.run_dir = run_dir
-        tail = EventTail(run_dir / "events.jsonl", id="tail")
+        tail = EventTail(run_dir / layout.EVENTS, id="tail")
         self.mount(tail, before=self.query_one(Footer))
         tail.focus()
 

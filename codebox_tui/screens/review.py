@@ -13,8 +13,10 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
 
+from codebox_tui.bundle import layout
 from codebox_tui.bundle.digests import content_digest_b
 from codebox_tui.bundle.provenance import runtime_versions
+from codebox_tui.contracts.bundle import ChangedFile
 from codebox_tui.screens import data
 from codebox_tui.screens.dialogs import ApplyDialog, ConfirmDialog, ReasonDialog, TextDialog
 from codebox_tui.textsafe import safe_text
@@ -94,7 +96,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                 with TabPane("Evidence", id="tab-evidence"):
                     yield EvidenceView(self.bundle_dir, self.bundle.evidence, id="evidence")
                 with TabPane("Events", id="tab-events"):
-                    yield EventTail(self.bundle_dir / "events.jsonl", id="events")
+                    yield EventTail(self.bundle_dir / layout.EVENTS, id="events")
                 with TabPane("Provenance", id="tab-provenance"):
                     yield Static(self._provenance_text(), id="provenance")
         yield DecisionBar(id="decision-bar")
@@ -109,7 +111,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         if not self.bundle.changed_files:
             self.query_one(DiffView).show_message("The sandbox produced no file changes.")
         else:
-            first = sorted(str(f.get("relativePath")) for f in self.bundle.changed_files)[0]
+            first = sorted(f.relativePath for f in self.bundle.changed_files)[0]
             leaf = tree._leaves.get(first)
             if leaf is not None:
                 tree.move_cursor(leaf)
@@ -119,8 +121,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                         severity="error", timeout=8)
         tree.focus()
 
-    def _show(self, entry: dict[str, Any]) -> None:
-        rel = str(entry.get("relativePath"))
+    def _show(self, entry: ChangedFile) -> None:
+        rel = entry.relativePath
         block = block_for(self.blocks, entry)
         view = self.query_one(DiffView)
         if block is None:
@@ -265,25 +267,24 @@ content digest you reviewed; nothing is applied until you choose an adapter.
 
     def _tests_text(self) -> str:
         tests = self.bundle.test_results
-        summary = tests.get("summary", {})
+        summary = tests.summary
         lines = self._delta_lines()
         sides = [t for t in self.checks.tests if t.side != "all"]
         if sides:  # a suite ran before and after a patch: each side's totals, never one merged status
             lines += [f"[b]Tests {escape(t.line())}[/b]" for t in sides]
         else:
-            lines.append(f"[b]Tests: {escape(tests.get('status', 'unknown'))}[/b]  total "
-                         f"{escape(summary.get('total', 0))} · passed {escape(summary.get('passed', 0))} · "
-                         f"failed {escape(summary.get('failed', 0))} · skipped {escape(summary.get('skipped', 0))}")
-        for suite in tests.get("suites", []):
-            lines.append(f"\n[b]{escape(suite.get('name'))}[/b] ({escape(suite.get('phase') or '')}) "
-                         f"{escape(suite.get('status'))}")
-            for case in suite.get("cases", []):
+            lines.append(f"[b]Tests: {escape(tests.status)}[/b]  total {escape(summary.total)} · "
+                         f"passed {escape(summary.passed)} · failed {escape(summary.failed)} · "
+                         f"skipped {escape(summary.skipped)}")
+        for suite in tests.suites:
+            lines.append(f"\n[b]{escape(suite.name)}[/b] ({escape(suite.phase or '')}) {escape(suite.status)}")
+            for case in suite.cases:
                 mark = {"passed": "[green]✔[/]", "failed": "[red]✘[/]", "error": "[red]✘[/]"}.get(
-                    case.get("status"), "[dim]-[/]")
-                lines.append(f"  {mark} {escape(case.get('classname') or '')}::{escape(case.get('name'))}")
-                if case.get("message"):
-                    lines.append(f"      [red]{escape(case['message'])}[/]")
-        if not tests.get("suites"):
+                    case.status, "[dim]-[/]")
+                lines.append(f"  {mark} {escape(case.classname or '')}::{escape(case.name)}")
+                if case.message:
+                    lines.append(f"      [red]{escape(case.message)}[/]")
+        if not tests.suites:
             lines.append("\nNo test-aware command ran in this sandbox.")
         return "\n".join(lines + self._checks_lines())
 
@@ -313,15 +314,15 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                 lines.append(f"  {escape(str(entry.get('relativePath')))}{change} "
                              f"[dim]{escape(entry.get('reason'))}[/]")
             if len(skipped) > 200:
-                lines.append(f"  … {len(skipped) - 200} more in files/changed-files.json")
+                lines.append(f"  … {len(skipped) - 200} more in {layout.CHANGED_FILES}")
         return "\n".join(lines)
 
     # -- navigation ------------------------------------------------------------------------
     def _move(self, step: int) -> None:
-        files = [str(f.get("relativePath")) for f in self.bundle.changed_files]
+        files = [f.relativePath for f in self.bundle.changed_files]
         tree = self.query_one(ChangedFileTree)
         node = tree.cursor_node
-        current = str(node.data.get("relativePath")) if node and node.data else None
+        current = node.data.relativePath if node and node.data else None
         if not files:
             return
         index = files.index(current) if current in files else -1
@@ -391,7 +392,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             return str(recorded or "?")
 
     def action_approve_all(self) -> None:
-        self._decide("approve", shown_files=[str(f.get("relativePath")) for f in self.bundle.changed_files])
+        self._decide("approve", shown_files=[f.relativePath for f in self.bundle.changed_files])
 
     def action_approve_selected(self) -> None:
         selected = sorted(self.query_one(ChangedFileTree).selected)

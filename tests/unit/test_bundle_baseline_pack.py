@@ -179,14 +179,14 @@ def test_untrusted_files_hashed_in_bulk_still_show_every_change(
 
 
 def test_bulk_hashes_match_hashlib_for_awkward_names(tmp_path: Path) -> None:
-    from codebox_tui.bundle.capture import PREHASH_MIN_FILES, _prehash
+    from codebox_tui.bundle.copies import PREHASH_MIN_FILES, prehash
 
     names = [f"lib/f{i:03d}.php" for i in range(PREHASH_MIN_FILES)]
     names += ["odd name\nwith newline.php", "-dash.php", "ü.php", "back\\slash.php", "sp ace/x.php"]
     for name in names:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_bytes(name.encode() * 3)
-    hashes = _prehash(str(tmp_path), [*names, "missing.php"])
+    hashes = prehash(str(tmp_path), [*names, "missing.php"])
     assert hashes == {name: hashlib.sha256(name.encode() * 3).hexdigest() for name in names}
 
 
@@ -198,16 +198,16 @@ def test_bulk_hashes_match_hashlib_for_awkward_names(tmp_path: Path) -> None:
 def test_fast_ustar_headers_are_byte_for_byte_what_tarfile_writes(name: str, size: int, mode: int, kind: str) -> None:
     import tarfile
 
-    from codebox_tui.bundle.capture import _ustar_header
+    from codebox_tui.bundle.copies import ustar_header
 
     info = tarfile.TarInfo(name)
     info.size, info.mode, info.mtime = size, mode, 1_790_000_000
     info.type = tarfile.DIRTYPE if kind == "dir" else tarfile.REGTYPE
-    assert _ustar_header(name, size, mode, 1_790_000_000, info.type) == info.tobuf(format=tarfile.USTAR_FORMAT)
+    assert ustar_header(name, size, mode, 1_790_000_000, info.type) == info.tobuf(format=tarfile.USTAR_FORMAT)
 
 
 def test_names_ustar_cannot_carry_get_no_fast_header() -> None:
-    from codebox_tui.bundle.capture import _ustar_header
+    from codebox_tui.bundle.copies import ustar_header
 
-    assert _ustar_header("files/mounts/0/" + "y" * 90, 1, 0o644, 0, b"0") is None
-    assert _ustar_header("files/mounts/0/ü.php", 1, 0o644, 0, b"0") is None
+    assert ustar_header("files/mounts/0/" + "y" * 90, 1, 0o644, 0, b"0") is None
+    assert ustar_header("files/mounts/0/ü.php", 1, 0o644, 0, b"0") is None

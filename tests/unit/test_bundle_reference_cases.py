@@ -19,6 +19,7 @@ import pytest
 from codebox_tui.bundle.digests import content_digest, file_list_digest, file_sha256, manifest_self_hash
 from codebox_tui.bundle.reader import load_bundle
 from codebox_tui.bundle.verify import verify_bundle
+from codebox_tui.contracts.bundle import TestResults
 
 MODE_B = ["files/changed-files.json", "files/patch.diff"]
 PLUGIN = "/wordpress/wp-content/plugins/demo"
@@ -186,10 +187,10 @@ def test_reference_shaped_bundle_loads_through_the_reader(golden: Path) -> None:
     loaded = load_bundle(golden)
     assert loaded.valid
     assert loaded.patch == PATCH
-    assert [f["relativePath"] for f in loaded.changed_files] == ["hello.txt"]
+    assert [f.relativePath for f in loaded.changed_files] == ["hello.txt"]
     assert loaded.review["evidence"]["artifactContentDigest"] == content_digest(golden, MODE_B)
     # The reference's placeholder ``{}`` test results (no schema id) load as an empty document.
-    assert loaded.test_results == {}
+    assert loaded.test_results == TestResults() and loaded.test_results.status == "unknown"
 
 
 def test_mode_a_rewrite_of_the_same_bundle_is_valid(golden: Path, tmp_path: Path) -> None:
@@ -425,7 +426,7 @@ def test_plugin_shaped_bundle_without_file_hashes_fails_closed_but_still_renders
     assert not loaded.valid
     assert loaded.id == f"artifact-bundle-sha256-{expected}"
     assert loaded.patch == patch
-    assert [f["relativePath"] for f in loaded.changed_files] == ["made.txt"]
+    assert [f.relativePath for f in loaded.changed_files] == ["made.txt"]
     assert json.loads(changed)["files"][0]["mountTarget"] == PLUGIN
 
 

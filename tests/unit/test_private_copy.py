@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from codebox_tui.bundle.baseline import take_baselines
-from codebox_tui.bundle.capture import CaptureLimits, _mount_changes, _skipped_dir_report
+from codebox_tui.bundle.changes import CaptureLimits, mount_changes, skipped_dir_report
 from codebox_tui.bundle.diff import list_tree
 from codebox_tui.bundle.private_copy import copy_tree
 from codebox_tui.bundle.redact import Redactor
@@ -72,10 +72,10 @@ def test_capture_reads_the_copy_and_trusts_only_untouched_copies(tmp_path: Path)
     (copy / "hardlinked.php").unlink()
     (copy / "node_modules" / "pkg" / "index.js").write_text("2;\n")
     (src / "plugin.php").write_text("the user edits their own folder meanwhile\n")
-    changes, skipped = _mount_changes(base, CaptureLimits(), [0], Redactor([]))
+    changes, skipped = mount_changes(base, CaptureLimits(), [0], Redactor([]))
     assert {c.diff.rel: c.diff.status for c in changes} == {
         "lib/run.sh": "modified", "new.php": "added", "hardlinked.php": "deleted"}
     reasons = {(s.relativePath, s.reason) for s in skipped}
     assert {("link-out", "symlink"), ("lib/file-link", "symlink"), ("pipe", "special-file")} <= reasons
-    uncaptured = _skipped_dir_report(base, list_tree(copy, track_skipped=True, exclude=base.skipped_exclude))
+    uncaptured = skipped_dir_report(base, list_tree(copy, track_skipped=True, exclude=base.skipped_exclude))
     assert [(s.relativePath, s.change) for s in uncaptured] == [("node_modules/pkg/index.js", "modified")]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from codebox_tui.bundle.reader import load_bundle, patch_line_counts
 from tests.factories.reference_bundle import REFERENCE_PATCH
 
@@ -41,9 +43,9 @@ def test_reference_bundle_gets_counts_from_its_patch(tmp_path: Path) -> None:
     (tmp_path / "files/changed-files.json").write_text(json.dumps(changed))
     (tmp_path / "files/patch.diff").write_text(REFERENCE_PATCH)
     loaded = load_bundle(tmp_path)
-    got = {f["relativePath"]: (f["additions"], f["deletions"], f["binary"]) for f in loaded.changed_files}
+    got = {f.relativePath: (f.additions, f.deletions, f.binary) for f in loaded.changed_files}
     assert got == {"includes/new.php": (2, 0, False), "old.txt": (0, 1, False), "plugin.php": (1, 1, False)}
-    assert loaded.changed_files[0]["path"] == "/wordpress/wp-content/plugins/p/includes/new.php"  # rest untouched
+    assert loaded.changed_files[0].path == "/wordpress/wp-content/plugins/p/includes/new.php"  # rest untouched
 
 
 def test_codebox_counts_are_kept(tmp_path: Path) -> None:
@@ -52,7 +54,7 @@ def test_codebox_counts_are_kept(tmp_path: Path) -> None:
     entry = {**_entry("plugin.php", "modified"), "additions": 7, "deletions": 9, "binary": False}
     (tmp_path / "files/changed-files.json").write_text(json.dumps({"files": [entry]}))
     (tmp_path / "files/patch.diff").write_text(REFERENCE_PATCH)
-    assert load_bundle(tmp_path).changed_files == [entry]
+    assert [f.model_dump(mode="json", exclude_unset=True) for f in load_bundle(tmp_path).changed_files] == [entry]
 
 
 def test_older_reference_headers_with_the_sandbox_path_are_matched(tmp_path: Path) -> None:
@@ -64,5 +66,24 @@ def test_older_reference_headers_with_the_sandbox_path_are_matched(tmp_path: Pat
     (tmp_path / "files/changed-files.json").write_text(json.dumps({"files": [_entry("plugin.php", "modified"),
                                                                              _entry("old.txt", "deleted")]}))
     (tmp_path / "files/patch.diff").write_text(patch)
-    got = {f["relativePath"]: (f["additions"], f["deletions"]) for f in load_bundle(tmp_path).changed_files}
+    got = {f.relativePath: (f.additions, f.deletions) for f in load_bundle(tmp_path).changed_files}
     assert got == {"plugin.php": (1, 1), "old.txt": (0, 1)}
+
+
+def test_a_hostile_change_list_fails_closed_naming_the_file_and_field(tmp_path: Path) -> None:
+    """The reader parses changed-files.json with the ChangedFile contract: an entry the contract does not allow
+    is a clear error naming the file and the field, never a half-read change list."""
+    from codebox_tui.errors import BadInputError
+
+    (tmp_path / "files").mkdir()
+    (tmp_path / "manifest.json").write_text(json.dumps({"id": "x", "files": []}))
+    (tmp_path / "files/patch.diff").write_text(REFERENCE_PATCH)
+    for bad, field in ((dict(_entry("plugin.php", "renamed")), "files[0].status"),
+                       ({**_entry("plugin.php", "modified"), "mountIndex": "zero"}, "files[0].mountIndex"),
+                       ({k: v for k, v in _entry("plugin.php", "modified").items() if k != "relativePath"},
+                        "files[0].relativePath")):
+        (tmp_path / "files/changed-files.json").write_text(json.dumps({"files": [bad]}))
+        with pytest.raises(BadInputError) as caught:
+            load_bundle(tmp_path)
+        assert caught.value.field == f"files/changed-files.json:{field}"
+        assert str(caught.value).startswith(f"files/changed-files.json:{field}: ")

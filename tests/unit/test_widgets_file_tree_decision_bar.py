@@ -5,18 +5,27 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from codebox_tui.contracts.bundle import ChangedFile
 from tests.factories.widget_hosts import Recorder
 from widgets.decision_bar import DecisionBar
 from widgets.file_tree import ChangedFileTree
 
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
-FILES: list[dict[str, Any]] = [
+
+def _entry(fields: dict[str, Any]) -> ChangedFile:
+    """A changed-files entry as the reader hands it to the tree (the contract model)."""
+    rel = fields["relativePath"]
+    return ChangedFile.model_validate({"path": f"/wordpress/wp-content/plugins/{rel}", "mountIndex": 0,
+                                       "mountTarget": "/wordpress/wp-content/plugins",
+                                       "patchPath": "files/diffs/mount-0.patch", **fields})
+
+FILES: list[ChangedFile] = [_entry(e) for e in (
     {"relativePath": "plugin/a.php", "status": "modified", "afterSha256": "1" * 64, "additions": 3, "deletions": 1},
     {"relativePath": "plugin/inc/b.php", "status": "added", "afterSha256": "2" * 64, "additions": 9},
     {"relativePath": "logo.png", "status": "modified", "binary": True, "afterSha256": "3" * 64},
     {"relativePath": "old.txt", "status": "deleted"},
-]
+)]
 
 
 def _labels(tree: ChangedFileTree) -> dict[str, str]:
@@ -39,7 +48,7 @@ async def test_tree_groups_badges_and_messages() -> None:
         await pilot.press("down")
         await pilot.pause()
         highlighted = app.of(ChangedFileTree.FileHighlighted)
-        assert highlighted and highlighted[-1].entry["relativePath"] in tree._leaves
+        assert highlighted and highlighted[-1].entry.relativePath in tree._leaves
         tree.move_cursor(tree._leaves["plugin/a.php"])
         await pilot.pause()
         await pilot.press("space")
@@ -52,7 +61,7 @@ async def test_tree_groups_badges_and_messages() -> None:
         assert tree.selected == set()
         await pilot.press("enter")
         await pilot.pause()
-        assert app.of(ChangedFileTree.FileSelected)[-1].entry["relativePath"] == "plugin/a.php"
+        assert app.of(ChangedFileTree.FileSelected)[-1].entry.relativePath == "plugin/a.php"
 
 
 async def test_viewed_mark_resets_when_content_hash_changes() -> None:
@@ -63,7 +72,7 @@ async def test_viewed_mark_resets_when_content_hash_changes() -> None:
         await pilot.pause()
         tree.mark_viewed(FILES[0])
         assert _labels(tree)["plugin/a.php"].endswith("•")
-        changed = [dict(FILES[0], afterSha256="9" * 64), *FILES[1:]]
+        changed = [FILES[0].model_copy(update={"afterSha256": "9" * 64}), *FILES[1:]]
         tree.load(changed)
         await pilot.pause()
         assert not tree.is_viewed(changed[0]) and not _labels(tree)["plugin/a.php"].endswith("•")

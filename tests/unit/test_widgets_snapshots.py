@@ -8,6 +8,7 @@ from typing import Any
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal
 
+from codebox_tui.contracts.bundle import ChangedFile
 from widgets.decision_bar import DecisionBar
 from widgets.diff_model import split_patch
 from widgets.diff_view import DiffView
@@ -39,12 +40,14 @@ zcmZ?wbhEHbWMW`qkPrZ3KmZE^
 literal 9
 """
 
-FILES: list[dict[str, Any]] = [
+FILES: list[ChangedFile] = [ChangedFile.model_validate({
+    "path": f"/wordpress/wp-content/plugins/{e['relativePath']}", "mountIndex": 0,
+    "mountTarget": "/wordpress/wp-content/plugins", "patchPath": "files/diffs/mount-0.patch", **e}) for e in (
     {"relativePath": "plugin/hello.php", "status": "modified", "afterSha256": "a" * 64, "additions": 3,
      "deletions": 2},
     {"relativePath": "logo.png", "status": "modified", "binary": True, "afterSha256": "b" * 64},
     {"relativePath": "plugin/readme.txt", "status": "deleted", "deletions": 4},
-]
+)]
 
 
 class ReviewHost(App[None]):
