@@ -38,24 +38,6 @@ def _reporter(label: str, quiet: bool, steps_total: int | None = None) -> Any:
     return StderrProgress(label, quiet=quiet, steps_total=steps_total)
 
 
-def _register_outcome(outcome: dict[str, Any], reporter: Any, *, flow: str) -> None:
-    """Record the run and its bundle in the review inbox (like ``codebox run``), and say so."""
-    from store.inbox import record_run_best_effort
-
-    run_dir = Path(str(outcome.get("runDir") or ""))
-    if not outcome.get("runDir"):
-        return
-    bundle = Path(str(outcome["bundleDir"])) if outcome.get("bundleId") and outcome.get("bundleDir") else None
-    reporter.phase("inbox", "recording the bundle for review")
-    record = record_run_best_effort(
-        reporter.phase, run_id=str(outcome.get("runtimeId") or run_dir.name), run_dir=run_dir,
-        status="completed" if outcome.get("success") else "failed", bundle_dir=bundle,
-        metadata={"flow": flow, **({"recipe": outcome["recipePath"]} if outcome.get("recipePath") else {})},
-    )
-    if record is not None:
-        reporter.phase("done", f"review it with: codebox review show @{record.key}")
-
-
 def _print_issues(issues: list[dict[str, str]]) -> None:
     for issue in issues:
         typer.echo(f"  {issue['path']}: {issue['message']} [{issue['code']}]", err=True)
@@ -134,9 +116,9 @@ def register(app: typer.Typer) -> None:
         total = len(all_steps(validation.recipe)) if validation.recipe else None
         reporter = _reporter("recipe-run", quiet, steps_total=total)
         reporter.phase("start", str(file))
+        # the run lifecycle records the run in the review inbox and reports it to the reporter
         outcome = run_recipe(validation, file.resolve().parent, artifacts_dir=artifacts_dir,
-                             on_session=reporter.attach)
-        _register_outcome(outcome, reporter, flow="recipe-run")
+                             progress=reporter)
         if json_out:
             emit_json(outcome)
         else:
@@ -220,8 +202,7 @@ def register(app: typer.Typer) -> None:
                                  php=php, phpunit_xml=phpunit_xml, test_filter=test_filter, env=runtime_env,
                                  wp_tests_lib=wp_tests_lib, phpunit_polyfills=phpunit_polyfills,
                                  bootstrap=bootstrap, wordpress_mode=wordpress_mode,
-                                 on_event=reporter.on_event)
-        _register_outcome(outcome, reporter, flow="evaluate-patch")
+                                 progress=reporter)
         if json_out:
             emit_json(outcome)
         else:

@@ -309,7 +309,7 @@ def main() -> int:
         async def live(app: Any, pilot: Any) -> None:
             from codebox_tui.screens.live_run import LiveRunScreen
 
-            app.push_screen(LiveRunScreen(None, "wordpress.phpunit", [], work, run_dir=bundle))
+            app.push_screen(LiveRunScreen(run_dir=bundle))
             await pilot.pause(0.3)
 
         OUT.mkdir(exist_ok=True)

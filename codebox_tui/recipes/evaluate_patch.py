@@ -17,7 +17,6 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +24,15 @@ from codebox_tui.bundle import layout
 from codebox_tui.contracts.bundle import TestSuite
 from codebox_tui.contracts.runtime import ExecutionResult, MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError, CodeboxError
+from codebox_tui.lifecycle import CommandStep, ProgressListener, RunRequest, RunService, Toolchain
+from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
 EVALUATION_SCHEMA = "wp-codebox/patch-evaluation/v1"
 COMMANDS = ["inspect-mounted-inputs", "wordpress.run-php", "wordpress.phpunit", "wordpress.browser-probe"]
 
 
 SUCCESS_VERDICTS = ("improvement", "neutral")
+TEST_TIMEOUT_S = 600.0  # each command of the evaluation (a plugin's whole PHPUnit suite)
 BAD = ("failed", "error")
 
 
@@ -174,14 +176,12 @@ def _fatal_text(text: str) -> str:
 
 
 def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, tests: list[str] | None = None,
-                   probe_url: str = "/", wp: str = "6.5", php: str = "8.3", phpunit_xml: str | None = None,
-                   test_filter: str | None = None, env: dict[str, str] | None = None,
+                   probe_url: str = "/", wp: str = DEFAULT_WP_VERSION, php: str = DEFAULT_PHP_VERSION,
+                   phpunit_xml: str | None = None, test_filter: str | None = None, env: dict[str, str] | None = None,
                    wp_tests_lib: Path | None = None, phpunit_polyfills: Path | None = None,
                    bootstrap: str | None = None, wordpress_mode: str = "auto",
-                   on_event: Callable[[Any], None] | None = None) -> dict[str, Any]:
-    from codebox_tui.runtime.backend import SandboxSpec, validate_runtime_env
-    from codebox_tui.runtime.phpunit import phpunit_tool_mounts
-    from codebox_tui.runtime.session import RunSession
+                   progress: ProgressListener | None = None) -> dict[str, Any]:
+    from codebox_tui.runtime.backend import validate_runtime_env
 
     plugin_dir = plugin_dir.resolve()
     if not plugin_dir.is_dir():
@@ -207,22 +207,22 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
         untested_reason = None if has_tests else (
             f"{slug} has no PHPUnit configuration (phpunit.xml, phpunit.xml.dist), no tests/bootstrap.php and no "
             "--test file: nothing to run")
-        policy = RuntimePolicy(commands=COMMANDS)
-        spec = SandboxSpec(
+        request = RunRequest(
             mounts=[MountSpec(source=str(copy), target=f"/wordpress/wp-content/plugins/{slug}", mode="readwrite",
                               metadata={"mountRole": "plugin", "slug": slug, "evaluation": "patched-copy"})],
-            policy=policy, wp=wp, php=php, env=runtime_env,
+            policy=RuntimePolicy(commands=COMMANDS), wp=wp, php=php, env=runtime_env, artifacts_root=artifacts_dir,
             metadata={"flow": "evaluate-patch", "plugin": str(plugin_dir), "patch": str(patch_file.resolve())},
-            extra_mounts=phpunit_tool_mounts(scratch / "phpunit-bin", wp_tests_lib=wp_tests_lib,
-                                             phpunit_polyfills=phpunit_polyfills) if has_tests else [],
+            tools=Toolchain(wp_tests_lib=wp_tests_lib, phpunit_polyfills=phpunit_polyfills),
+            tool_commands=["wordpress.phpunit"] if has_tests else [], flow="evaluate-patch",
         )
-        with RunSession(spec, artifacts_dir, on_event=on_event) as session:
+        with RunService().open(request, progress=progress) as handle:
+            session = handle.session
             steps: list[dict[str, Any]] = []
             reasons: list[str] = []
 
             def run(phase: str, command: str, args: list[str]) -> ExecutionResult | None:
                 try:
-                    result = session.execute(command, args, timeout_s=600)
+                    result = handle.execute(CommandStep(command, args, TEST_TIMEOUT_S))
                 except CodeboxError as exc:
                     steps.append({"phase": phase, "command": command, "error": exc.to_dict()})
                     if command == "wordpress.phpunit":
@@ -287,9 +287,10 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                 patch_file.read_bytes())
             session.add_evidence(layout.EVALUATE_PATCH, "patch-evaluation", "application/json").write_text(
                 json.dumps(evaluation, indent=2) + "\n", encoding="utf-8")
-            summary = session.capture()
+            summary = handle.capture()
             run_dir = session.run_dir
-        success = evaluation["applied"] and delta["verdict"] in SUCCESS_VERDICTS and front["status"] == "passed"
+            success = evaluation["applied"] and delta["verdict"] in SUCCESS_VERDICTS and front["status"] == "passed"
+            handle.status = "completed" if success else "failed"
         return {**evaluation, "success": success,
                 "runDir": str(run_dir), "bundleDir": str(getattr(summary, "path", run_dir)),
                 "bundleId": getattr(summary, "id", None)}

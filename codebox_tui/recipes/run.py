@@ -4,7 +4,8 @@ Order: workspaces (scaffolds / directory copies) and mounts → boot → staged 
 into the sandbox) → extra plugins (activated or loaded as mu-plugins) → site seeds → workflow (before, steps,
 after; the first failing step stops the run unless it is ``allowFailure``/``advisory``) → probes (each one
 step, optionally checked against ``expectJson``; results in ``files/probes.json``) →
-``files/run-attestation.json`` → bundle capture (always, also on failure).
+``files/run-attestation.json`` → bundle capture (always, also on failure). The sandbox, its tools, capture,
+sealing and the review inbox are the run lifecycle's (``lifecycle/service.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from codebox_tui.contracts.recipe import WorkspaceRecipe
 from codebox_tui.contracts.runtime import LIVE_MOUNT_KEY, MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
 from codebox_tui.jsonargs import resolve_source
+from codebox_tui.lifecycle import CommandStep, OpenRun, ProgressListener, RunControl, RunRequest, RunService
 from codebox_tui.recipes.plan import extra_plugin_target, policy_hash, workspace_target
 from codebox_tui.recipes.scaffolds import write_plugin_scaffold, write_theme_scaffold
 from codebox_tui.recipes.seeds import site_seed_php
@@ -47,7 +49,8 @@ def _copy_tree(src: Path, dst: Path, exclude: list[str]) -> None:
 
 def prepare_inputs(recipe: WorkspaceRecipe, base_dir: Path, scratch: Path, policy: RuntimePolicy
                    ) -> tuple[list[MountSpec], list[MountSpec], list[dict[str, Any]]]:
-    """(user mounts, tool mounts, prepared extra plugins) with workspaces materialised under scratch."""
+    """(user mounts, extra-plugin mounts, prepared extra plugins) with workspaces materialised under scratch.
+    The tools the recipe's commands need (PHPUnit, wp-cli) are the run lifecycle's (lifecycle/tools.py)."""
     mounts = [MountSpec(type=m.type, source=str(resolve_source(base_dir, m.source).resolve()), target=m.target,
                         mode=m.mode, captureArtifacts=m.captureArtifacts,
                         metadata={**m.metadata, **({LIVE_MOUNT_KEY: True} if m.live else {})})
@@ -85,10 +88,6 @@ def prepare_inputs(recipe: WorkspaceRecipe, base_dir: Path, scratch: Path, polic
         main = plugin.pluginFile or _find_plugin_file(src, slug)
         plugins.append({"slug": slug, "loadAs": plugin.loadAs, "activate": plugin.activate, "target": target,
                         "pluginFile": main})
-    if "wordpress.phpunit" in policy.commands:
-        from codebox_tui.runtime.phpunit import phpunit_tool_mounts
-
-        tools.extend(phpunit_tool_mounts(scratch / "phpunit-bin"))
     return mounts, tools, plugins
 
 
@@ -171,15 +170,157 @@ def _versions() -> dict[str, Any]:
     return out
 
 
-def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: Path | None = None,
-               recipe_text: str | None = None, on_session: Callable[[Any], None] | None = None,
-               cancel: threading.Event | None = None) -> dict[str, Any]:
-    """Run a valid recipe in one sandbox and capture one bundle. ``on_session`` gets the RunSession as soon
-    as it exists (a viewer tails its events); once ``cancel`` is set no further step or probe starts and the
-    run fails with ``cancelled`` (the bundle is still captured)."""
-    from codebox_tui.runtime.backend import SandboxSpec
-    from codebox_tui.runtime.policy import resolve_secrets
-    from codebox_tui.runtime.session import RunSession
+class _RecipeRun:
+    """The bookkeeping of one recipe run: what each phase, step and probe did (the attestation's lists)."""
+
+    def __init__(self, run: OpenRun, recipe: WorkspaceRecipe, base_dir: Path,
+                 cancel: threading.Event | None) -> None:
+        self.run, self.session, self.recipe, self.base_dir = run, run.session, recipe, base_dir
+        self.cancel = cancel
+        self.executions: list[dict[str, Any]] = []
+        self.failures: list[dict[str, Any]] = []
+        self.advisories: list[dict[str, Any]] = []
+        self.phases: list[dict[str, Any]] = []
+        self.staged_files: list[dict[str, Any]] = []
+        self.probes: list[dict[str, Any]] = []
+        self.declared: list[dict[str, Any]] = []
+
+    @property
+    def cancelled(self) -> bool:
+        return self.run.cancelled or (self.cancel is not None and self.cancel.is_set())
+
+    def phase(self, name: str, fn: Callable[[], Any]) -> Any:
+        t0 = time.monotonic()
+        try:
+            data = fn()
+        except Exception as exc:
+            self.phases.append({"name": name, "status": "failed", "durationMs": int((time.monotonic() - t0) * 1000),
+                                "error": str(exc)})
+            raise
+        self.phases.append({"name": name, "status": "completed", "durationMs": int((time.monotonic() - t0) * 1000),
+                            "data": data})
+        return data
+
+    def _php_phase(self, name: str, code: str, check: Callable[[Any], Any] | None = None) -> Any:
+        def go() -> Any:
+            value = _json_tail(self.session.sandbox.run_php(WP_PREFIX + code, 120).text)
+            return check(value) if check is not None else value
+
+        return self.phase(name, go)
+
+    def setup(self, plugins: list[dict[str, Any]]) -> bool:
+        """Boot, blueprint steps, staged files, extra plugins, site seeds; False (recorded) when one fails."""
+        recipe, base_dir = self.recipe, self.base_dir
+        try:
+            self.phase("runtime_startup", lambda: self.run.boot() and None)
+            if recipe.runtime.blueprint:
+                from codebox_tui.recipes.blueprint import blueprint_php
+
+                self._php_phase("run_blueprint_steps", blueprint_php(recipe.runtime.blueprint), _checked_steps)
+            if recipe.inputs.stagedFiles:
+                self.staged_files = self.phase("stage_files", self._stage)["files"]
+            if plugins:
+                self._php_phase("mount_plugins", _plugin_setup_php(plugins))
+            for seed in recipe.inputs.siteSeeds:
+                if seed.type == "fixture" and seed.source:
+                    data = json.loads(resolve_source(base_dir, seed.source).read_text(encoding="utf-8"))
+                    self._php_phase(f"site_seed:{seed.name}", site_seed_php(seed, data))
+                else:
+                    self.phases.append({"name": f"site_seed:{seed.name}", "status": "completed", "durationMs": 0,
+                                        "data": {"action": "skipped", "reason": "parent_site seeds are declarations"}})
+        except CodeboxError as exc:
+            self.failures.append({"phase": "setup", "error": exc.to_dict()})
+            return False
+        return True
+
+    def _stage(self) -> dict[str, Any]:
+        pairs = staged_file_pairs(self.recipe, self.base_dir)
+        for src, target in pairs:
+            self.session.sandbox.write_file(target, src.read_bytes(), 60.0)
+        return {"files": [{"source": str(src), "target": target, "bytes": src.stat().st_size} for src, target in pairs]}
+
+    def steps(self) -> bool:
+        """The workflow (before, steps, after); the first failing step stops it unless it is allowFailure or
+        advisory; a cancel stops it before the next step. False when the run failed here."""
+        for step_phase, index, step in all_steps(self.recipe):
+            if self.cancelled:
+                self.failures.append({"phase": step_phase, "index": index, "command": step.command,
+                                      "error": {"code": "cancelled", "message": "The run was cancelled"}})
+                return False
+            entry: dict[str, Any] = {"phase": step_phase, "index": index, "command": step.command,
+                                     **({"allowFailure": True} if step.allowFailure else {})}
+            try:
+                result = self.run.execute(CommandStep(step.command, resolved_step_args(step, self.base_dir),
+                                                      step.timeoutMs / 1000 if step.timeoutMs else None))
+                entry.update(exitCode=result.exitCode, executionId=result.id, durationMs=result.durationMs)
+                failed = result.exitCode != 0
+                error: Any = (result.stderr or result.stdout)[-2000:] if failed else None
+            except CodeboxError as exc:
+                failed, error = True, exc.to_dict()
+                entry.update(exitCode=int(exc.exit_code), error=error)
+            self.executions.append(entry)
+            if failed:
+                record = {"phase": step_phase, "index": index, "command": step.command, "error": error}
+                if step.advisory:
+                    self.advisories.append({"schema": "wp-codebox/recipe-advisory-failure/v1", **record})
+                elif not step.allowFailure:
+                    self.failures.append(record)
+                    return True
+        return True
+
+    def run_probes(self) -> None:
+        t0 = time.monotonic()
+        for probe in self.recipe.probes:
+            self.probes.append(checks.with_message(_run_probe(self.session, probe, self.base_dir)))
+        failed_probes = checks.failed_probes(self.probes)  # name, expected and actual JSON, message
+        self.failures.extend(failed_probes)
+        self.phases.append({"name": "run_probes", "status": "failed" if failed_probes else "completed",
+                            "durationMs": int((time.monotonic() - t0) * 1000),
+                            "data": {"probes": len(self.probes), "failed": len(failed_probes)}})
+        path = self.session.add_evidence(layout.PROBES, "probe-results", "application/json")
+        path.write_text(self.session.redact(json.dumps({"schema": PROBES_SCHEMA, "probes": self.probes}, indent=2,
+                                                       default=str)) + "\n", encoding="utf-8")
+
+    def collect_declared(self) -> None:
+        t0 = time.monotonic()
+        for art in self.recipe.artifacts.paths:
+            entry = _collect_declared(self.session, art)
+            self.declared.append(entry)
+            if entry["status"] != "collected" and art.required:
+                self.failures.append({"phase": "collect_artifacts", "artifact": art.name,
+                                      "error": entry.get("error", "missing")})
+        self.phases.append({"name": "collect_artifacts", "status": "completed",
+                            "durationMs": int((time.monotonic() - t0) * 1000),
+                            "data": {"declaredArtifacts": self.declared}})
+
+    def attest(self, validation: RecipeValidation, policy: RuntimePolicy, recipe_text: str | None) -> None:
+        recipe = self.recipe
+        secrets = self.session.spec.secret_env
+        attestation = {
+            "schema": ATTESTATION_SCHEMA,
+            "recipe": {"path": validation.recipe_path,
+                       "sha256": hashlib.sha256((recipe_text or stable_json(recipe.model_dump(
+                           mode="json", by_alias=True))).encode("utf-8")).hexdigest()},
+            "versions": {**_versions(), "wordpress": recipe.runtime.wp, "php": recipe.runtime.phpVersion},
+            "policy": {"hash": policy_hash(policy), "commands": policy.commands, "network": policy.network
+                       if isinstance(policy.network, str) else "allow-hosts"},
+            "secrets": [{"name": n, "provided": n in secrets, "value": "[REDACTED]"} for n in recipe.inputs.secretEnv],
+            "runtimeId": self.session.runtime_id,
+            "phases": self.phases,
+            "executions": self.executions,
+            "stepFailures": self.failures,
+            "advisoryFailures": self.advisories,
+            "stagedFiles": self.staged_files,
+            "probes": self.probes,
+            "declaredArtifacts": self.declared,
+        }
+        path = self.session.add_evidence(layout.RUN_ATTESTATION, "run-attestation", "application/json")
+        path.write_text(self.session.redact(json.dumps(attestation, indent=2, default=str)) + "\n", encoding="utf-8")
+
+
+def recipe_request(validation: RecipeValidation, base_dir: Path, scratch: Path, *,
+                   artifacts_dir: Path | None = None) -> tuple[RunRequest, list[dict[str, Any]]]:
+    """The run a valid recipe asks for (its workspaces made under ``scratch``) and its extra plugins."""
     from codebox_tui.settings import get_settings
 
     recipe, policy = validation.recipe, validation.policy
@@ -187,190 +328,60 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
         raise BadInputError("recipe is not valid; run `codebox recipe validate`", code="invalid-recipe")
     root = artifacts_dir or (resolve_source(base_dir, recipe.artifacts.directory) if recipe.artifacts.directory
                              else None) or get_settings().artifacts_dir
+    mounts, plugin_mounts, plugins = prepare_inputs(recipe, base_dir, scratch, policy)
+    request = RunRequest(
+        mounts=mounts, policy=policy, wp=recipe.runtime.wp, php=recipe.runtime.phpVersion, extra_mounts=plugin_mounts,
+        env=dict(recipe.inputs.runtimeEnv), metadata={"recipe": validation.recipe_path, **recipe.metadata},
+        boot_timeout_s=(recipe.runtime.bootTimeoutMs or 120_000) / 1000, artifacts_root=Path(root),
+        flow="recipe-run")
+    return request, plugins
+
+
+def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: Path | None = None,
+               recipe_text: str | None = None, on_session: Callable[[Any], None] | None = None,
+               cancel: threading.Event | None = None, control: RunControl | None = None,
+               progress: ProgressListener | None = None) -> dict[str, Any]:
+    """Run a valid recipe in one sandbox through the run lifecycle (``lifecycle/service.py``: tools, capture,
+    sealing, the review inbox) and capture one bundle. ``on_session`` gets the RunSession as soon as it
+    exists (a viewer tails its events); once ``cancel`` is set (or ``control`` cancelled) no further step or
+    probe starts and the run fails with ``cancelled`` (the bundle is still captured)."""
     scratch = Path(tempfile.mkdtemp(prefix="codebox-recipe-"))
-    executions: list[dict[str, Any]] = []
-    failures: list[dict[str, Any]] = []
-    advisories: list[dict[str, Any]] = []
-    phases: list[dict[str, Any]] = []
-    staged_files: list[dict[str, Any]] = []
-    probes: list[dict[str, Any]] = []
     try:
-        mounts, tools, plugins = prepare_inputs(recipe, base_dir, scratch, policy)
-        secrets = resolve_secrets(policy)
-        spec = SandboxSpec(mounts=mounts, policy=policy, wp=recipe.runtime.wp, php=recipe.runtime.phpVersion,
-                           extra_mounts=tools, secret_env=secrets,
-                           env=dict(recipe.inputs.runtimeEnv),
-                           metadata={"recipe": validation.recipe_path, **recipe.metadata},
-                           boot_timeout_s=(recipe.runtime.bootTimeoutMs or 120_000) / 1000)
-        with RunSession(spec, Path(root)) as session:
+        request, plugins = recipe_request(validation, base_dir, scratch, artifacts_dir=artifacts_dir)
+        recipe, policy = validation.recipe, validation.policy
+        assert recipe is not None and policy is not None  # recipe_request checked
+        with RunService().open(request, progress=progress, control=control) as run:
             if on_session is not None:
-                on_session(session)
-
-            def phase(name: str, fn: Any) -> Any:
-                t0 = time.monotonic()
-                try:
-                    data = fn()
-                    phases.append({"name": name, "status": "completed",
-                                   "durationMs": int((time.monotonic() - t0) * 1000), "data": data})
-                    return data
-                except Exception as exc:
-                    phases.append({"name": name, "status": "failed",
-                                   "durationMs": int((time.monotonic() - t0) * 1000), "error": str(exc)})
-                    raise
-
-            ok = True
-            try:
-                phase("runtime_startup", lambda: session.boot_sandbox() and None)
-                if recipe.runtime.blueprint:
-                    from codebox_tui.recipes.blueprint import blueprint_php
-
-                    code = blueprint_php(recipe.runtime.blueprint)
-                    phase("run_blueprint_steps", lambda: _checked_steps(_json_tail(session.sandbox.run_php(
-                        WP_PREFIX + code, 120).text)))
-                if recipe.inputs.stagedFiles:
-                    def stage() -> dict[str, Any]:
-                        pairs = staged_file_pairs(recipe, base_dir)
-                        for src, target in pairs:
-                            session.sandbox.write_file(target, src.read_bytes(), 60.0)
-                        return {"files": [{"source": str(src), "target": target, "bytes": src.stat().st_size}
-                                          for src, target in pairs]}
-
-                    staged_files = phase("stage_files", stage)["files"]
-                if plugins:
-                    phase("mount_plugins", lambda: _json_tail(session.sandbox.run_php(
-                        WP_PREFIX + _plugin_setup_php(plugins), 120).text))
-                for i, seed in enumerate(recipe.inputs.siteSeeds):
-                    if seed.type == "fixture" and seed.source:
-                        data = json.loads(resolve_source(base_dir, seed.source).read_text(encoding="utf-8"))
-                        code = site_seed_php(seed, data)
-                        phase(f"site_seed:{seed.name}",
-                              lambda code=code: _json_tail(session.sandbox.run_php(WP_PREFIX + code, 120).text))
-                    else:
-                        phases.append({"name": f"site_seed:{seed.name}", "status": "completed",
-                                       "data": {"action": "skipped", "reason": "parent_site seeds are declarations"},
-                                       "durationMs": 0})
-                    _ = i
-            except CodeboxError as exc:
-                ok = False
-                failures.append({"phase": "setup", "error": exc.to_dict()})
-            if ok:
-                for step_phase, index, step in all_steps(recipe):
-                    if cancel is not None and cancel.is_set():
-                        ok = False
-                        failures.append({"phase": step_phase, "index": index, "command": step.command,
-                                         "error": {"code": "cancelled", "message": "The run was cancelled"}})
-                        break
-                    timeout = step.timeoutMs / 1000 if step.timeoutMs else None
-                    entry: dict[str, Any] = {"phase": step_phase, "index": index, "command": step.command,
-                                             **({"allowFailure": True} if step.allowFailure else {})}
-                    try:
-                        result = session.execute(step.command, resolved_step_args(step, base_dir), timeout_s=timeout)
-                        entry.update(exitCode=result.exitCode, executionId=result.id, durationMs=result.durationMs)
-                        failed = result.exitCode != 0
-                        error: Any = (result.stderr or result.stdout)[-2000:] if failed else None
-                    except CodeboxError as exc:
-                        failed, error = True, exc.to_dict()
-                        entry.update(exitCode=int(exc.exit_code), error=error)
-                    executions.append(entry)
-                    if failed:
-                        record = {"phase": step_phase, "index": index, "command": step.command, "error": error}
-                        if step.advisory:
-                            advisories.append({"schema": "wp-codebox/recipe-advisory-failure/v1", **record})
-                        elif not step.allowFailure:
-                            failures.append(record)
-                            break
+                on_session(run.session)
+            state = _RecipeRun(run, recipe, base_dir, cancel)
+            ok = state.setup(plugins) and state.steps()  # a failed step still lets probes and artifacts run
             if ok and recipe.probes:
-                t0 = time.monotonic()
-                for probe in recipe.probes:
-                    probes.append(checks.with_message(_run_probe(session, probe, base_dir)))
-                failed_probes = checks.failed_probes(probes)  # name, expected and actual JSON, message
-                failures.extend(failed_probes)
-                phases.append({"name": "run_probes", "status": "failed" if failed_probes else "completed",
-                               "durationMs": int((time.monotonic() - t0) * 1000),
-                               "data": {"probes": len(probes), "failed": len(failed_probes)}})
-                path = session.add_evidence(layout.PROBES, "probe-results", "application/json")
-                path.write_text(session.redact(json.dumps({"schema": PROBES_SCHEMA, "probes": probes}, indent=2,
-                                                          default=str)) + "\n", encoding="utf-8")
-            declared: list[dict[str, Any]] = []
+                state.run_probes()
             if ok and recipe.artifacts.paths:
-                t0 = time.monotonic()
-                for art in recipe.artifacts.paths:
-                    entry_d = _collect_declared(session, art)
-                    declared.append(entry_d)
-                    if entry_d["status"] != "collected" and art.required:
-                        failures.append({"phase": "collect_artifacts", "artifact": art.name,
-                                         "error": entry_d.get("error", "missing")})
-                phases.append({"name": "collect_artifacts", "status": "completed",
-                               "durationMs": int((time.monotonic() - t0) * 1000),
-                               "data": {"declaredArtifacts": declared}})
-            attestation = {
-                "schema": ATTESTATION_SCHEMA,
-                "recipe": {"path": validation.recipe_path,
-                           "sha256": hashlib.sha256((recipe_text or stable_json(recipe.model_dump(
-                               mode="json", by_alias=True))).encode("utf-8")).hexdigest()},
-                "versions": {**_versions(), "wordpress": recipe.runtime.wp, "php": recipe.runtime.phpVersion},
-                "policy": {"hash": policy_hash(policy), "commands": policy.commands, "network": policy.network
-                           if isinstance(policy.network, str) else "allow-hosts"},
-                "secrets": [{"name": n, "provided": n in secrets, "value": "[REDACTED]"}
-                            for n in recipe.inputs.secretEnv],
-                "runtimeId": session.runtime_id,
-                "phases": phases,
-                "executions": executions,
-                "stepFailures": failures,
-                "advisoryFailures": advisories,
-                "stagedFiles": staged_files,
-                "probes": probes,
-                "declaredArtifacts": declared,
-            }
-            path = session.add_evidence(layout.RUN_ATTESTATION, "run-attestation", "application/json")
-            path.write_text(session.redact(json.dumps(attestation, indent=2, default=str)) + "\n", encoding="utf-8")
-            summary = session.capture()
-            if recipe.artifacts.verify is True and summary is not None:
-                summary, problem = _verify_and_reseal(session, summary)
-                if problem is not None:
-                    failures.append(problem)
-            run_dir = session.run_dir
+                state.collect_declared()
+            state.attest(validation, policy, recipe_text)
+            summary = run.capture(verify=recipe.artifacts.verify is True)
+            if run.verification_problem is not None:
+                state.failures.append(run.verification_problem)
+            verdict = checks.recipe_verdict(state.failures, state.advisories, state.probes, state.executions)
+            if not verdict.passed:
+                run.status = "failed"
         bundle_dir = getattr(summary, "path", None)
-        verdict = checks.recipe_verdict(failures, advisories, probes, executions)  # bundle/checks.py
         return {
             "schema": RUN_SCHEMA, "success": verdict.passed, "status": verdict.status,
             "failures": verdict.failures, "warnings": verdict.warnings,
-            "recipePath": validation.recipe_path, "runtimeId": attestation["runtimeId"], "runDir": str(run_dir),
-            "bundleDir": str(bundle_dir) if bundle_dir else str(run_dir), "bundleId": getattr(summary, "id", None),
-            "executions": executions, "stepFailures": failures, "advisoryFailures": advisories,
-            "phaseEvidence": phases, "stagedFiles": staged_files, "probes": probes,
-            "declaredArtifacts": attestation["declaredArtifacts"],
+            "recipePath": validation.recipe_path, "runtimeId": run.session.runtime_id,
+            "runDir": str(run.session.run_dir), "bundleDir": str(bundle_dir or run.session.run_dir),
+            "bundleId": getattr(summary, "id", None),
+            "executions": state.executions, "stepFailures": state.failures, "advisoryFailures": state.advisories,
+            "phaseEvidence": state.phases, "stagedFiles": state.staged_files, "probes": state.probes,
+            "declaredArtifacts": state.declared,
         }
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
 MAX_DECLARED_BYTES = 16 * 1024 * 1024
-VERIFICATION_EVIDENCE = layout.VERIFICATION_EVIDENCE
-
-
-def _verify_and_reseal(session: Any, summary: Any) -> tuple[Any, dict[str, Any] | None]:
-    """Recipe ``artifacts.verify``: verify the captured bundle, keep the result as evidence and seal the
-    bundle again with it listed (as the reference does, the file records the verification of the bundle
-    before this file was added, so its id differs from the final one). An invalid bundle fails the run."""
-    from codebox_tui.bundle.seal import append_and_reseal
-    from codebox_tui.bundle.verify import verify_bundle
-
-    result = verify_bundle(summary.path)
-    path = session.add_evidence(VERIFICATION_EVIDENCE, "artifact-bundle-verification", "application/json")
-    doc = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-    doc["verifiedBundleId"] = summary.id
-    path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    problem = None
-    if not result.valid:
-        codes = ", ".join(sorted({v.code for v in result.violations}))
-        problem = {"phase": "verify_bundle", "error": {
-            "code": "bundle-verification-failed", "evidence": VERIFICATION_EVIDENCE,
-            "message": f"The captured bundle failed verification ({codes})"}}
-    # only the id-bearing documents and the manifest are rewritten (no second capture)
-    return append_and_reseal(summary.path, [session.evidence[-1]]), problem
-
-
 def _collect_declared(session: Any, art: Any) -> dict[str, Any]:
     """Copy one declared sandbox file into ``files/declared/<name>`` (absent files are recorded, not copied)."""
     import base64

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from codebox_tui.errors import BadInputError
 from codebox_tui.runtime.outcome import CommandOutcome
-from codebox_tui.settings import get_settings
 
 if TYPE_CHECKING:
     from codebox_tui.runtime.session import RunSession
@@ -83,8 +82,8 @@ def run_php(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
 
 
 def wp_cli(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
-    phar = wp_cli_phar()
-    if phar is None:
+    # the phar is a tool mount the run lifecycle adds (lifecycle/tools.py) when one is configured
+    if not any(m.target == WP_CLI_DIR for m in session.spec.extra_mounts):
         raise BadInputError(
             "wordpress.wp-cli needs a wp-cli.phar, which no package registry ships",
             code="wp-cli-phar-missing", field="wp-cli-phar",
@@ -103,16 +102,6 @@ def wp_cli(session: RunSession, args: dict[str, str], timeout_s: float) -> Comma
     if stdout.startswith("#!/usr/bin/env php"):
         stdout = stdout.split("\n", 1)[1] if "\n" in stdout else ""
     return _outcome(stdout, result.errors, result.exit_code, truncated=result.truncated)
-
-
-def wp_cli_phar() -> Path | None:
-    phar = get_settings().wp_cli_phar
-    if phar is None:
-        return None
-    path = Path(phar).expanduser()
-    if not path.is_file():
-        raise BadInputError(f"wp-cli.phar not found at {path}", code="wp-cli-phar-missing", field="wp-cli-phar")
-    return path.resolve()
 
 
 ABILITY_RUNNER = r"""

@@ -349,6 +349,14 @@ class RunSession:
         self.evidence.append(EvidenceFile(path=path, kind=kind, contentType=content_type))
         return target
 
+    def kill(self, reason: str = "was cancelled") -> None:
+        """Stop the sandbox at once (a running command fails): its sidecar's process group is killed.
+        Safe from any thread; a session that has not booted yet has nothing to kill (it checks for
+        cancellation once its boot returns: lifecycle/service.py)."""
+        sidecar = getattr(self._sandbox, "sidecar", None)
+        if sidecar is not None:
+            sidecar.kill(reason)
+
     def dispose(self) -> None:
         with self._lock:
             sandbox, self._sandbox = self._sandbox, None

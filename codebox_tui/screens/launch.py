@@ -15,6 +15,7 @@ from textual.widgets import Button, Input, Label, Select
 from codebox_tui.runtime.catalog import command_catalog
 from codebox_tui.screens.dialogs import DIALOG_CSS
 from codebox_tui.settings import get_settings
+from codebox_tui.versions import DEFAULT_WP_VERSION
 
 
 class LaunchScreen(ModalScreen[None]):
@@ -50,7 +51,7 @@ LaunchScreen.-compact .dialog .buttons { margin-top: 0; }
                         id="mounts")
             yield Select(commands, value="wordpress.run-php", allow_blank=False, id="command")
             yield Input(placeholder="arguments: code-file=probe.php", id="args")
-            yield Input(value="6.5", placeholder="WordPress version", id="wp")
+            yield Input(value=DEFAULT_WP_VERSION, placeholder="WordPress version", id="wp")
             yield Input(placeholder='policy JSON or file (optional)', id="policy")
             yield Input(placeholder="hold the live preview after the command, e.g. 15m (optional)", id="hold")
             yield Label("", id="launch-error")
@@ -82,13 +83,13 @@ LaunchScreen.-compact .dialog .buttons { margin-top: 0; }
         self.launch()
 
     def launch(self) -> None:
-        from codebox_tui.cli_run import parse_duration
+        """Read the form into a RunRequest the way `codebox run` reads its options (the same parsers and
+        checks, so nothing boots on bad input) and run it on the Live run screen."""
+        from rich.markup import escape
+
+        from codebox_tui.durations import parse_duration
         from codebox_tui.errors import CodeboxError
-        from codebox_tui.runtime.backend import SandboxSpec
-        from codebox_tui.runtime.catalog import get_command, parse_args
-        from codebox_tui.runtime.mounts import parse_mount
-        from codebox_tui.runtime.policy import default_policy, load_policy, resolve_secrets
-        from codebox_tui.runtime.wordpress_builds import resolve_build
+        from codebox_tui.lifecycle import CommandStep, RunRequest, check_request, mounts_from_text, policy_from_text
 
         error_label = self.query_one("#launch-error", Label)
         recipe_text = self.query_one("#recipe", Input).value.strip()
@@ -96,24 +97,24 @@ LaunchScreen.-compact .dialog .buttons { margin-top: 0; }
             self._launch_recipe(recipe_text, error_label)
             return
         try:
-            mounts = [parse_mount(m, i) for i, m in enumerate(shlex.split(self.query_one("#mounts", Input).value))]
             command = str(self.query_one("#command", Select).value)
-            args = shlex.split(self.query_one("#args", Input).value)
-            parse_args(get_command(command), args)
-            wp = self.query_one("#wp", Input).value.strip() or "6.5"
-            resolve_build(wp)
-            policy_text = self.query_one("#policy", Input).value.strip()
-            policy = load_policy(policy_text) if policy_text else default_policy(command)
             hold_text = self.query_one("#hold", Input).value.strip()
-            hold_s = parse_duration(hold_text, "hold") if hold_text else None
+            request = RunRequest(
+                mounts=mounts_from_text(shlex.split(self.query_one("#mounts", Input).value)),
+                commands=[CommandStep(command, shlex.split(self.query_one("#args", Input).value))],
+                policy=policy_from_text(self.query_one("#policy", Input).value),
+                wp=self.query_one("#wp", Input).value.strip() or DEFAULT_WP_VERSION,
+                hold_s=parse_duration(hold_text, "hold") if hold_text else None,
+                artifacts_root=get_settings().artifacts_dir,
+            )
+            check_request(request)
         except (CodeboxError, ValueError) as error:
-            error_label.update(str(error))
+            error_label.update(escape(str(error)))
             return
-        spec = SandboxSpec(mounts=mounts, policy=policy, wp=wp, secret_env=resolve_secrets(policy))
         from codebox_tui.screens.live_run import LiveRunScreen
 
         self.dismiss(None)
-        self.app.push_screen(LiveRunScreen(spec, command, args, get_settings().artifacts_dir, hold_s=hold_s))
+        self.app.push_screen(LiveRunScreen(request))
 
     def _launch_recipe(self, text: str, error_label: Label) -> None:
         from rich.markup import escape
@@ -138,7 +139,7 @@ LaunchScreen.-compact .dialog .buttons { margin-top: 0; }
             error_label.update(escape("\n".join(lines)))
             return
         self.dismiss(None)
-        self.app.push_screen(LiveRunScreen(None, "", [], get_settings().artifacts_dir, recipe=validation))
+        self.app.push_screen(LiveRunScreen(recipe=validation))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

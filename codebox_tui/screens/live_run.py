@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -16,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from codebox_tui.bundle import layout
-from codebox_tui.runtime.backend import SandboxSpec
+from codebox_tui.lifecycle import RunControl, RunRequest
 from codebox_tui.textsafe import safe_text
 from widgets.event_tail import EventTail
 from widgets.run_progress import RunProgress
@@ -40,21 +39,19 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
         Binding("escape", "back", "Back", id="live.back"),
     ]
 
-    def __init__(self, spec: SandboxSpec | None, command: str, args: list[str], artifacts_root: Path,
-                 *, run_dir: Path | None = None, recipe: Any = None, hold_s: float | None = None) -> None:
-        """Runs ``command`` in a sandbox made from ``spec``, or, with ``recipe`` (a valid RecipeValidation),
-        the whole recipe; with only ``run_dir``, shows a finished run's events."""
+    def __init__(self, request: RunRequest | None = None, *, run_dir: Path | None = None,
+                 recipe: Any = None) -> None:
+        """Runs ``request`` through the run lifecycle (lifecycle/service.py) or, with ``recipe`` (a valid
+        RecipeValidation), the whole recipe; with only ``run_dir``, shows a finished run's events."""
         super().__init__()
-        self.spec, self.command, self.args, self.artifacts_root = spec, command, args, artifacts_root
+        self.request = request
         self.recipe = recipe
-        self.hold_s = hold_s  # keep the sandbox (and its preview) up this long after the command
-        self._release = threading.Event()  # ends a hold early
+        self.hold_s = request.hold_s if request is not None else None  # keep the preview up after the command
+        self.control = RunControl()  # cancel (kills the sandbox) and close a hold early
         self.run_dir = run_dir
         self.session: Any = None
         self.bundle_dir: Path | None = None
         self.state = "starting"  # starting (running) | cancelling | done | failed | cancelled
-        self._ready = threading.Event()
-        self._cancel = threading.Event()
         self.progress = RunProgress()
         self._consumed = 0  # events fed to the progress line
         self._tick = 0
@@ -86,7 +83,7 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
     @property
     def runs_sandbox(self) -> bool:
         """This screen runs a command or a recipe itself (not a replay of a finished run's events)."""
-        return self.spec is not None or self.recipe is not None
+        return self.request is not None or self.recipe is not None
 
     @property
     def live(self) -> bool:
@@ -123,58 +120,41 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
         self._consumed = total
         self._show_progress()
 
+    def _opened(self, session: Any) -> None:
+        """The run's session exists (nothing booted yet): tail its events."""
+        self.session = session
+        self.app.call_from_thread(self._attach_tail, session.run_dir)
+
     @work(thread=True, exclusive=True, group="run")
     def start_run(self) -> None:
         from codebox_tui.errors import CodeboxError
-        from codebox_tui.runtime.session import RunSession
+        from codebox_tui.lifecycle import RunService
 
-        assert self.spec is not None
-        self.artifacts_root.mkdir(parents=True, exist_ok=True)
-        session = RunSession(self.spec, self.artifacts_root)
-        self.session = session
-        self.app.call_from_thread(self._attach_tail, session.run_dir)
-        error: str | None = None
-        summary = None
+        assert self.request is not None
         try:
-            session.boot_sandbox()
-            if not self._cancel.is_set():  # cancelled while booting: run nothing
-                session.execute(self.command, self.args)
-            if self.hold_s and not self._cancel.is_set():
-                session.emit("runtime.held", {"previewUrl": session.sandbox.preview_url, "holdSeconds": self.hold_s})
-                closed = self._release.wait(self.hold_s)
-                reason = "cancelled" if self._cancel.is_set() else ("closed" if closed else "expired")
-                session.emit("runtime.hold-ended", {"reason": reason})
-        except CodeboxError as caught:
-            error = str(caught)
-        cancelled = self._cancel.is_set()
-        try:
-            summary = session.capture()
-        except CodeboxError as caught:
-            error = error or str(caught)
-        finally:
-            session.close()
-        error = self._record(session, summary.path if summary is not None else None, error, cancelled)
-        self.app.call_from_thread(self._finished, summary.path if summary else None, error, cancelled)
+            outcome = RunService().run(self.request, control=self.control,
+                                       on_open=lambda run: self._opened(run.session))
+        except CodeboxError as caught:  # found before anything booted
+            self.app.call_from_thread(self._finished, None, str(caught), False)
+            return
+        error = outcome.failure_text() or (outcome.warnings[0] if outcome.warnings else None)
+        self.app.call_from_thread(self._finished, outcome.bundle_dir, error, outcome.status == "cancelled")
 
     @work(thread=True, exclusive=True, group="run")
     def start_recipe(self) -> None:
         from codebox_tui.errors import CodeboxError
         from codebox_tui.recipes.run import run_recipe
 
-        def attach(session: Any) -> None:
-            self.session = session
-            self.app.call_from_thread(self._attach_tail, session.run_dir)
-
         validation = self.recipe
         recipe_path = Path(validation.recipe_path)
         error: str | None = None
         outcome: dict[str, Any] | None = None
         try:
-            outcome = run_recipe(validation, recipe_path.parent, on_session=attach, cancel=self._cancel,
+            outcome = run_recipe(validation, recipe_path.parent, on_session=self._opened, control=self.control,
                                  recipe_text=recipe_path.read_text(encoding="utf-8"))
         except (CodeboxError, OSError) as caught:
             error = str(caught)
-        cancelled = self._cancel.is_set()
+        cancelled = self.control.cancelled
         bundle = Path(outcome["bundleDir"]) if outcome and outcome.get("bundleId") else None
         if outcome is not None and not outcome.get("success") and not error:
             first = (outcome.get("stepFailures") or [{}])[0]
@@ -182,25 +162,7 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
             problem = first.get("error")
             message = problem.get("message") if isinstance(problem, dict) else str(problem or "")
             error = f"recipe {outcome.get('status')}: {where} — {message}".strip(" —")[:300]
-        if self.session is not None:
-            error = self._record(self.session, bundle, error, cancelled)
         self.app.call_from_thread(self._finished, bundle, error, cancelled)
-
-    def _record(self, session: Any, bundle: Path | None, error: str | None, cancelled: bool) -> str | None:
-        """Record the run (and its bundle, if one was captured) in the review inbox, as every command does;
-        returns the error to show (if any)."""
-        try:
-            from store.inbox import record_run
-
-            status = "cancelled" if cancelled else ("failed" if error else "completed")
-            record_run(run_id=session.runtime_id, run_dir=session.run_dir, status=status,
-                       bundle_dir=Path(bundle) if bundle else None,
-                       metadata=session.redact.value(session.spec.metadata),
-                       started_at=session.created_at,
-                       sandbox_session_id=session.spec.metadata.get("sandbox_session_id"))
-        except Exception as caught:  # the bundle on disk is still there
-            return error or f"could not record the bundle: {caught}"
-        return error
 
     def _attach_tail(self, run_dir: Path) -> None:
         self.run_dir = run_dir
@@ -246,8 +208,6 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
 
         def confirmed(yes: bool | None) -> None:
             if yes and self.state == "starting":
-                self._cancel.set()
-                self._release.set()
                 self.state = "cancelling"
                 self._show_progress()
                 self._stop_sandbox()
@@ -258,18 +218,16 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
 
     def action_release_hold(self) -> None:
         """End a held preview now: the sandbox is disposed and the bundle captured as usual."""
-        if self.hold_s and self.state == "starting" and not self._release.is_set():
-            self._release.set()
+        if self.hold_s and self.state == "starting" and not self.control.released:
+            self.control.release()
             self.notify("Closing the preview; capturing the bundle.")
 
     @work(thread=True, group="cancel")
     def _stop_sandbox(self) -> None:
-        """Kill the sandbox's sidecar process group (a running command fails at once); the run worker
-        then captures what exists and records the run as cancelled. Booting is stopped once it returns."""
-        sandbox = getattr(self.session, "_sandbox", None)
-        sidecar = getattr(sandbox, "sidecar", None)
-        if sidecar is not None:
-            sidecar.kill("was cancelled by the reviewer")
+        """Cancel the run: no further step starts and the sandbox's sidecar process group is killed (a
+        running command fails at once); the run worker then captures what exists and the run is recorded
+        as cancelled. A sandbox still booting is stopped once its boot returns."""
+        self.control.cancel("was cancelled by the reviewer")
 
     def action_back(self) -> None:
         self.app.pop_screen()

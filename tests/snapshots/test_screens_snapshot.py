@@ -40,7 +40,7 @@ def _steps(name: str, bundle: Path) -> Callable[[Any], Awaitable[None]]:
             await pilot.press("n")
             return
         if name == "live-run":
-            pilot.app.push_screen(LiveRunScreen(None, "wordpress.phpunit", [], bundle.parent, run_dir=bundle))
+            pilot.app.push_screen(LiveRunScreen(run_dir=bundle))
             await pilot.pause(0.3)
             return
         await _open_review(pilot, bundle)

@@ -29,7 +29,7 @@ async def test_live_run_follows_then_pauses_with_a_pending_counter(tmp_path: Pat
     log.write_text("".join(_event(i) for i in range(5)))
     app = CodeboxApp()
     async with app.run_test(size=(100, 30)) as pilot:
-        app.push_screen(LiveRunScreen(None, "wordpress.run-php", [], tmp_path, run_dir=run_dir))
+        app.push_screen(LiveRunScreen(run_dir=run_dir))
         await pilot.pause(0.3)
         tail = app.screen.query_one(EventTail)
         assert tail.total == 5 and tail.following

@@ -26,7 +26,7 @@ async def test_progress_line_follows_the_events(tmp_path: Path) -> None:
     app = CodeboxApp()
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        screen = LiveRunScreen(None, "wordpress.run-php", [], tmp_path, run_dir=run_dir)
+        screen = LiveRunScreen(run_dir=run_dir)
         app.push_screen(screen)
         await pilot.pause()
 

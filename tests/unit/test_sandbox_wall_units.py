@@ -69,15 +69,15 @@ def test_abandoned_sidecar_files_are_those_of_dead_owners(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("value, expected", [("127.0.0.1", "127.0.0.1"), ("0.0.0.0", "0.0.0.0"), ("[::1]", "::1")])
 def test_preview_bind_accepts_ip_addresses(value: str, expected: str) -> None:
-    from codebox_tui.cli_run import _preview_bind
+    from codebox_tui.lifecycle import preview_bind_address as _preview_bind
 
     assert _preview_bind(value) == expected
     assert _preview_bind(None) is None
 
 
 def test_preview_bind_rejects_a_host_name_naming_the_flag() -> None:
-    from codebox_tui.cli_run import _preview_bind
     from codebox_tui.errors import BadInputError
+    from codebox_tui.lifecycle import preview_bind_address as _preview_bind
 
     with pytest.raises(BadInputError) as caught:
         _preview_bind("example.com")

@@ -1,0 +1,226 @@
+"""What a caller asks of one run (:class:`RunRequest`), how it is steered while it runs
+(:class:`RunControl`), and the checks that fail bad input before anything boots.
+
+Every caller of the run lifecycle (``codebox run``/``boot``, the Launch and Live run screens,
+``recipe-run``, ``evaluate-patch``) builds a :class:`RunRequest`; the text parsers here turn what a
+person typed (``HOST:SANDBOX[:mode]`` mounts, policy JSON, ``NAME=VALUE`` pairs) into its fields,
+so the CLI and the TUI read the same input the same way (docs/architecture.md, "Runtime API").
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codebox_tui.contracts.runtime import MountSpec, RuntimePolicy
+from codebox_tui.errors import BadInputError
+from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
+
+
+@dataclass
+class CommandStep:
+    """One catalog command with its ``key=value`` arguments and its own timeout (None: the
+    ``command_timeout_s`` setting)."""
+
+    command: str
+    args: list[str] = field(default_factory=list)
+    timeout_s: float | None = None
+
+
+@dataclass
+class Toolchain:
+    """Host tools a run may mount read-only (see ``lifecycle/tools.py``); None: the settings' or the
+    machine's default (``CODEBOX_WP_CLI_PHAR``, ``$WP_TESTS_DIR``, vendor folders)."""
+
+    wp_cli_phar: Path | None = None
+    wp_tests_lib: Path | None = None
+    phpunit_polyfills: Path | None = None
+
+
+@dataclass
+class RunRequest:
+    """Everything one run needs: the sandbox (mounts, policy, versions, environment), the commands
+    to run in it, how long to hold its preview afterwards and where its bundle goes.
+
+    ``mounts`` are parsed and validated (:func:`mounts_from_text`, or a caller's own ``MountSpec``s);
+    ``extra_mounts`` are a caller's own read-only mounts besides the tools (a recipe's extra
+    plugins). ``policy`` None means the default policy for the first command. ``tool_commands``
+    names the commands to provide tools for; None means the commands requested, or — for a caller
+    that runs its commands step by step — every command the policy allows."""
+
+    mounts: list[MountSpec] = field(default_factory=list)
+    commands: list[CommandStep] = field(default_factory=list)
+    policy: RuntimePolicy | None = None
+    wp: str = DEFAULT_WP_VERSION
+    php: str = DEFAULT_PHP_VERSION
+    blueprint: dict[str, Any] | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    boot_timeout_s: float | None = None
+    preview_port: int | None = None
+    preview_bind: str | None = None
+    hold_s: float | None = None
+    warm: bool = False
+    artifacts_root: Path | None = None
+    extra_mounts: list[MountSpec] = field(default_factory=list)
+    tools: Toolchain = field(default_factory=Toolchain)
+    tool_commands: list[str] | None = None
+    capture: bool = True  # False only for a preview that leaves no bundle (`codebox boot`)
+    flow: str = "run"  # recorded with the run in the store: run, recipe-run, evaluate-patch, tui, …
+
+    def effective_policy(self) -> RuntimePolicy:
+        from codebox_tui.runtime.policy import default_policy
+
+        if self.policy is not None:
+            return self.policy
+        return default_policy(self.commands[0].command if self.commands else None)
+
+    def wanted_tools(self) -> list[str]:
+        """The commands whose tools this run mounts (see the class docstring)."""
+        if self.tool_commands is not None:
+            return list(self.tool_commands)
+        if self.commands:
+            return [step.command for step in self.commands]
+        return list(self.effective_policy().commands)
+
+
+class RunControl:
+    """Steers a run from another thread: :meth:`cancel` stops it (no further step starts and the
+    sandbox is killed, so a running command fails at once; the evidence so far is still captured),
+    :meth:`release` ends a hold early. The service checks it between steps."""
+
+    def __init__(self) -> None:
+        self._cancelled = threading.Event()
+        self._released = threading.Event()
+        self._lock = threading.Lock()
+        self._on_cancel: list[Callable[[str], None]] = []
+        self.reason = ""
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    @property
+    def released(self) -> bool:
+        return self._released.is_set()
+
+    def cancel(self, reason: str = "was cancelled") -> None:
+        with self._lock:
+            if self._cancelled.is_set():
+                return
+            self.reason = reason
+            self._cancelled.set()
+            self._released.set()
+            callbacks = list(self._on_cancel)
+        for callback in callbacks:
+            callback(reason)
+
+    def release(self) -> None:
+        self._released.set()
+
+    def wait_released(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for :meth:`release` (or :meth:`cancel`); True when it came."""
+        return self._released.wait(timeout_s)
+
+    def on_cancel(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``callback(reason)`` on cancel (at once when already cancelled); returns an undo."""
+        with self._lock:
+            already = self._cancelled.is_set()
+            if not already:
+                self._on_cancel.append(callback)
+        if already:
+            callback(self.reason)
+
+        def undo() -> None:
+            with self._lock:
+                if callback in self._on_cancel:
+                    self._on_cancel.remove(callback)
+
+        return undo
+
+
+# -- text a person typed → request fields (the CLI and the Launch screen share these) -------------------
+
+
+def mounts_from_text(texts: list[str]) -> list[MountSpec]:
+    """``HOST:SANDBOX[:readonly|readwrite|live]`` each → validated mounts; a sandbox path mounted twice
+    is refused."""
+    from codebox_tui.runtime.mounts import parse_mount, validate_mounts
+
+    return validate_mounts([parse_mount(text, index) for index, text in enumerate(texts)])
+
+
+def policy_from_text(text: str | None) -> RuntimePolicy | None:
+    """Inline policy JSON or a JSON file; empty: None (the default policy for the command)."""
+    from codebox_tui.runtime.policy import load_policy
+
+    return load_policy(text) if text and text.strip() else None
+
+
+def preview_bind_address(address: str | None) -> str | None:
+    """``--preview-bind``: an IP address; None keeps the ``preview_bind`` setting (loopback)."""
+    if address is None:
+        return None
+    try:
+        return str(ipaddress.ip_address(address.strip("[]")))
+    except ValueError:
+        raise BadInputError(f"--preview-bind {address!r} must be an IP address, e.g. 127.0.0.1 or 0.0.0.0",
+                            code="invalid-preview-bind", field="preview-bind") from None
+
+
+def env_from_pairs(items: list[str], field_name: str = "env") -> dict[str, str]:
+    """``NAME=VALUE`` each → the runtime environment (validated: names, sizes)."""
+    from codebox_tui.runtime.backend import validate_runtime_env
+
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise BadInputError(f"--{field_name} {item!r} must look like NAME=VALUE", code="invalid-runtime-env",
+                                field=field_name)
+        out[name] = value
+    return validate_runtime_env(out, field_name)
+
+
+def metadata_from_json(text: str | None) -> dict[str, Any]:
+    """``--metadata``: a JSON object (opaque caller metadata recorded with the run)."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise BadInputError(f"--metadata must be a JSON object: {error}", code="invalid-metadata",
+                            field="metadata") from error
+    if not isinstance(value, dict):
+        raise BadInputError("--metadata must be a JSON object", code="invalid-metadata", field="metadata")
+    return value
+
+
+def check_request(request: RunRequest) -> None:
+    """What can be known wrong before anything boots (or a golden site is built): the PHP and
+    WordPress versions, each command's arguments (a ``code-file`` that is missing or not a regular
+    file) and the preview port."""
+    from codebox_tui.runtime.catalog import get_command, parse_args
+    from codebox_tui.runtime.playground import SUPPORTED_PHP
+    from codebox_tui.runtime.wordpress_builds import resolve_build
+
+    if request.php not in SUPPORTED_PHP:
+        raise BadInputError(f"--php {request.php} is not available; choose one of {', '.join(SUPPORTED_PHP)}",
+                            code="unknown-php-version", field="--php")
+    if request.preview_port is not None and not (1 <= request.preview_port <= 65535):
+        raise BadInputError("--preview-port must be between 1 and 65535", code="invalid-port", field="preview-port")
+    for step in request.commands:
+        args = parse_args(get_command(step.command), step.args)
+        if "code" in args and "code-file" in args:
+            raise BadInputError("Give code= or code-file=, not both", code="invalid-arg", field="code-file")
+        if "code-file" in args:
+            path = Path(args["code-file"]).expanduser()
+            if not path.is_file():
+                raise BadInputError(f"code-file {args['code-file']!r} does not exist or is not a regular file",
+                                    code="missing-code-file", field="code-file")
+    resolve_build(request.wp)  # unknown versions fail before anything boots

@@ -1,0 +1,309 @@
+"""The run lifecycle, one implementation for every caller: boot → commands → (hold) → capture →
+verify/seal → register (docs/architecture.md, "Runtime API").
+
+``RunService.run(request)`` does it all in one call (``codebox run``, the Launch screen);
+``RunService.open(request)`` yields an :class:`OpenRun` for callers that drive the sandbox step by step
+(a recipe's setup, steps and probes; evaluate-patch's tests around a patch) and still leaves tool
+mounts, policy, capture, sealing and store registration to the service. No CLI or TUI types here:
+progress goes to a :class:`ProgressListener`, cancellation comes through a
+:class:`~codebox_tui.lifecycle.request.RunControl`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from codebox_tui.bundle import layout
+from codebox_tui.cliutil import ensure_artifacts_dir
+from codebox_tui.contracts.runtime import ExecutionResult, RuntimeInfo
+from codebox_tui.errors import CodeboxError
+from codebox_tui.lifecycle.request import CommandStep, RunControl, RunRequest, check_request
+from codebox_tui.lifecycle.tools import tool_mounts
+from codebox_tui.runtime.backend import Backend, Sandbox, SandboxSpec
+from codebox_tui.runtime.policy import Redactor, check_command, resolve_secrets
+from codebox_tui.runtime.session import RunSession
+from codebox_tui.settings import CodeboxSettings, get_settings
+
+VERIFICATION_EVIDENCE = layout.VERIFICATION_EVIDENCE
+
+
+class ProgressListener(Protocol):
+    """What a progress display implements (``progress_report.StderrProgress`` does): the service's
+    own phases and every runtime event of the run (boot phases, commands, capture, dispose)."""
+
+    def phase(self, name: str, detail: str = "") -> None: ...
+
+    def on_event(self, event: Any) -> None: ...
+
+
+@dataclass
+class RunOutcome:
+    """What a finished run left: its status (completed, failed, cancelled), its commands, its bundle
+    (None when nothing was captured) and its entry in the review inbox."""
+
+    status: str
+    runtime: RuntimeInfo
+    runtime_id: str
+    run_dir: Path
+    executions: list[ExecutionResult]
+    bundle: Any  # bundle.seal.BundleSummary | None
+    error: CodeboxError | None
+    redact: Redactor
+    timings: dict[str, float] = field(default_factory=dict)
+    inbox_key: int | None = None  # the store record's number (`codebox review show @KEY`)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def success(self) -> bool:
+        return self.status == "completed"
+
+    @property
+    def execution(self) -> ExecutionResult | None:
+        return self.executions[-1] if self.executions else None
+
+    @property
+    def bundle_dir(self) -> Path | None:
+        path = getattr(self.bundle, "path", None)
+        return Path(path) if path else None
+
+    @property
+    def bundle_id(self) -> str | None:
+        return getattr(self.bundle, "id", None)
+
+    def failure_text(self) -> str | None:
+        """One line saying why the run did not complete (None when it did)."""
+        if self.status == "completed":
+            return None
+        if self.error is not None:
+            return self.redact(str(self.error))
+        if self.status == "cancelled":
+            return "cancelled"
+        last = self.execution
+        if last is not None and last.exitCode != 0:
+            return f"{last.command} exited {last.exitCode}"
+        return "the run failed"
+
+
+class OpenRun:
+    """One run in progress, made by :meth:`RunService.open`. The sandbox boots on :meth:`boot` or the
+    first :meth:`execute`; :meth:`capture` disposes it and writes the bundle. ``status`` is what the
+    store records when the run ends; the caller sets it to ``failed`` when its own checks fail (a
+    cancelled run is recorded as cancelled, one left by an exception as failed)."""
+
+    def __init__(self, request: RunRequest, session: RunSession, control: RunControl,
+                 progress: ProgressListener | None) -> None:
+        self.request = request
+        self.session = session
+        self.control = control
+        self.progress = progress
+        self.status = "completed"
+        self.error: CodeboxError | None = None
+        self.summary: Any = None
+        self.verification_problem: dict[str, Any] | None = None
+        self.timings: dict[str, float] = {}
+        self.outcome: RunOutcome | None = None  # set when the run has ended (after the ``with`` block)
+
+    # -- steps ---------------------------------------------------------------------------------
+    @property
+    def sandbox(self) -> Sandbox:
+        return self.session.sandbox
+
+    @property
+    def cancelled(self) -> bool:
+        return self.control.cancelled
+
+    def boot(self) -> Sandbox:
+        started = time.monotonic()
+        sandbox = self.session.boot_sandbox()
+        self.timings.setdefault("bootSeconds", round(time.monotonic() - started, 3))
+        return sandbox
+
+    def execute(self, step: CommandStep | str, args: list[str] | None = None,
+                timeout_s: float | None = None) -> ExecutionResult:
+        """Run one catalog command under the policy (see ``RunSession.execute``)."""
+        if isinstance(step, str):
+            step = CommandStep(step, list(args or []), timeout_s)
+        return self.session.execute(step.command, step.args, step.timeout_s)
+
+    def hold(self, seconds: float, *, on_held: Callable[[], None] | None = None) -> str:
+        """Keep the sandbox and its preview up for ``seconds``, until released or cancelled, or until
+        Ctrl-C; returns (and records) why the hold ended: expired, closed, cancelled, interrupted.
+        ``on_held`` runs once the hold is recorded (e.g. to print the preview's address)."""
+        preview = self.sandbox.preview_url
+        self.session.emit("runtime.held", {"previewUrl": preview, "holdSeconds": seconds})
+        try:
+            if on_held is not None:
+                on_held()
+            released = self.control.wait_released(seconds)
+            reason = "cancelled" if self.control.cancelled else ("closed" if released else "expired")
+        except KeyboardInterrupt:
+            reason = "interrupted"
+        self.session.emit("runtime.hold-ended", {"reason": reason})
+        return reason
+
+    def capture(self, *, verify: bool = False) -> Any:
+        """Dispose the sandbox and write the sealed bundle; with ``verify``, verify the bundle, keep the
+        result as evidence and seal it again with that file listed (an invalid bundle sets
+        ``verification_problem`` and fails the run)."""
+        started = time.monotonic()
+        self.summary = self.session.capture()
+        if verify and self.summary is not None:
+            self._verify_and_reseal()
+        self.timings["captureSeconds"] = round(time.monotonic() - started, 3)
+        return self.summary
+
+    def _verify_and_reseal(self) -> None:
+        """As the reference does, the evidence file records the verification of the bundle before the
+        file was added, so its ``verifiedBundleId`` differs from the final id."""
+        from codebox_tui.bundle.seal import append_and_reseal
+        from codebox_tui.bundle.verify import verify_bundle
+
+        result = verify_bundle(self.summary.path)
+        path = self.session.add_evidence(VERIFICATION_EVIDENCE, "artifact-bundle-verification", "application/json")
+        doc = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        doc["verifiedBundleId"] = self.summary.id
+        path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        if not result.valid:
+            codes = ", ".join(sorted({v.code for v in result.violations}))
+            self.verification_problem = {"phase": "verify_bundle", "error": {
+                "code": "bundle-verification-failed", "evidence": VERIFICATION_EVIDENCE,
+                "message": f"The captured bundle failed verification ({codes})"}}
+            self.status = "failed"
+        # only the id-bearing documents and the manifest are rewritten (no second capture)
+        self.summary = append_and_reseal(self.summary.path, [self.session.evidence[-1]])
+
+
+class RunService:
+    """Runs :class:`RunRequest`s. ``settings`` and ``backend`` default to the process's own."""
+
+    def __init__(self, settings: CodeboxSettings | None = None, backend: Backend | None = None) -> None:
+        self.settings = settings or get_settings()
+        self.backend = backend
+
+    def sandbox_spec(self, request: RunRequest, tools_dir: Path) -> SandboxSpec:
+        """The sandbox to boot for ``request``, with the tool mounts its commands need."""
+        policy = request.effective_policy()
+        extra = [*request.extra_mounts, *tool_mounts(request.wanted_tools(), tools_dir, request.tools, self.settings)]
+        return SandboxSpec(
+            mounts=list(request.mounts), policy=policy, wp=request.wp, php=request.php, blueprint=request.blueprint,
+            preview_port=request.preview_port, preview_bind=request.preview_bind, metadata=dict(request.metadata),
+            boot_timeout_s=request.boot_timeout_s if request.boot_timeout_s is not None
+            else self.settings.boot_timeout_s,
+            secret_env=resolve_secrets(policy), extra_mounts=extra, env=dict(request.env), warm=request.warm,
+        )
+
+    @contextmanager
+    def open(self, request: RunRequest, *, progress: ProgressListener | None = None,
+             control: RunControl | None = None) -> Iterator[OpenRun]:
+        """Check the request, stage its tools, make the run's session (nothing boots yet) and yield it;
+        on the way out dispose everything and record the run in the store (``run.outcome``)."""
+        check_request(request)
+        control = control or RunControl()
+        tools_dir = Path(tempfile.mkdtemp(prefix="codebox-tools-"))
+        try:
+            spec = self.sandbox_spec(request, tools_dir)
+            root = request.artifacts_root if request.artifacts_root is not None else self.settings.artifacts_dir
+            session = RunSession(spec, ensure_artifacts_dir(root), backend=self.backend,
+                                 on_event=progress.on_event if progress is not None else None)
+        except BaseException:
+            shutil.rmtree(tools_dir, ignore_errors=True)
+            raise
+        run = OpenRun(request, session, control, progress)
+        if progress is not None:
+            progress.phase("run", f"{session.runtime_id} → {session.run_dir}")
+        undo = control.on_cancel(session.kill)
+        failed = False
+        try:
+            yield run
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            undo()
+            try:
+                session.close()
+            finally:
+                shutil.rmtree(tools_dir, ignore_errors=True)
+            if failed and run.status == "completed":
+                run.status = "failed"
+            if control.cancelled:
+                run.status = "cancelled"
+            run.outcome = self._finish(run)
+
+    def run(self, request: RunRequest, *, progress: ProgressListener | None = None,
+            control: RunControl | None = None, on_open: Callable[[OpenRun], None] | None = None) -> RunOutcome:
+        """Boot, run ``request.commands`` in order (the first that fails stops the rest), hold the preview
+        if asked, capture, register. Errors of the run itself are in the outcome, never raised; bad
+        input is raised before anything boots."""
+        started = time.monotonic()
+        with self.open(request, progress=progress, control=control) as run:
+            if on_open is not None:
+                on_open(run)
+            policy = run.session.spec.policy
+            try:
+                for step in request.commands:
+                    check_command(policy, step.command)  # a denied command boots nothing
+                run.boot()
+                command_started = time.monotonic()
+                for step in request.commands:
+                    if run.cancelled or run.execute(step).exitCode != 0:
+                        break
+                if request.commands:
+                    run.timings["commandSeconds"] = round(time.monotonic() - command_started, 3)
+                if request.hold_s and not run.cancelled:
+                    run.hold(request.hold_s)
+            except CodeboxError as caught:
+                run.error = caught
+            if request.capture:
+                run.capture()
+            executions = run.session.executions
+            ran_all = len(executions) == len(request.commands) and all(e.exitCode == 0 for e in executions)
+            run.status = "completed" if run.error is None and ran_all else "failed"
+        assert run.outcome is not None
+        run.outcome.timings["totalSeconds"] = round(time.monotonic() - started, 3)
+        return run.outcome
+
+    def _finish(self, run: OpenRun) -> RunOutcome:
+        session = run.session
+        outcome = RunOutcome(status=run.status, runtime=session.runtime_info(), runtime_id=session.runtime_id,
+                             run_dir=session.run_dir, executions=list(session.executions), bundle=run.summary,
+                             error=run.error, redact=session.redact, timings=dict(run.timings))
+        if run.request.capture:
+            self._register(run, outcome)
+        return outcome
+
+    def _register(self, run: OpenRun, outcome: RunOutcome) -> None:
+        """Record the run and its bundle in the review inbox — every captured run, from every caller (best
+        effort: the bundle on disk is the evidence, and ``codebox review import`` can still add it)."""
+        from store.inbox import record_run_best_effort
+
+        session, summary = run.session, run.summary
+
+        def warn(message: str) -> None:
+            outcome.warnings.append(message)
+            if run.progress is not None:
+                run.progress.phase("warning", message)
+
+        if run.progress is not None:
+            run.progress.phase("inbox", "recording the bundle for review")
+        metadata = session.redact.value({"flow": run.request.flow, **session.spec.metadata})
+        record = record_run_best_effort(
+            warn, run_id=session.runtime_id, run_dir=session.run_dir, status=outcome.status,
+            bundle_dir=outcome.bundle_dir, metadata=metadata,
+            sandbox_session_id=session.spec.metadata.get("sandbox_session_id"), started_at=session.created_at,
+            bundle_id=getattr(summary, "id", None), content_digest=getattr(summary, "content_digest_b", None),
+            changed_files=len(getattr(summary, "changed_files", None) or []),
+        )
+        if record is not None:
+            outcome.inbox_key = record.key
+            if run.progress is not None:
+                run.progress.phase("done", f"review it with: codebox review show @{record.key}")
+

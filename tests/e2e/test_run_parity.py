@@ -1,0 +1,115 @@
+"""Every catalog command runs the same way from `codebox run` (a child process) and from the Launch screen
+(Pilot, the real TUI): same status and exit codes, same command results, same bundle files, both runs in
+the review inbox. Both go through the one run lifecycle (docs/architecture.md, "Runtime API"); this is
+what caught `wordpress.phpunit` failing with `phpunit-missing` from the TUI while `codebox run` passed
+(the TUI never added the PHPUnit tool mounts)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codebox_tui.app import CodeboxApp
+from codebox_tui.runtime.catalog import command_catalog
+from codebox_tui.screens.live_run import LiveRunScreen
+from codebox_tui.settings import get_settings, reload_settings
+from store.db import Store
+from tests.conftest import REPO
+from tests.e2e.test_runtime_cli import PHAR_BUILDER, PHAR_ENTRY
+from tests.tui_helpers import submit_launch_form, wait_while
+
+pytestmark = pytest.mark.playground
+
+PLUGIN = REPO / "examples" / "plugins-for-recipes" / "shortcode-demo"
+TARGET = "/wordpress/wp-content/plugins/shortcode-demo"
+# a minimal valid argument set for every command that needs no input beyond the example plugin
+ARGS: dict[str, list[str]] = {
+    "inspect-mounted-inputs": [],
+    "wordpress.run-php": ["code=echo get_option('blogname');"],
+    "wordpress.wp-cli": ["command=option get siteurl"],
+    "wordpress.ability": ["name=demo/none"],
+    "wordpress.phpunit": ["plugin-slug=shortcode-demo", "test-file=tests/GreetTest.php"],
+    "wordpress.browser-probe": ["url=/"],
+    "wordpress.browser-actions": ['steps-json=[{"action": "navigate", "url": "/"}]'],
+}
+RUNNABLE = [c.id for c in command_catalog().commands if c.handler != "policy-only"]
+
+
+def test_every_runnable_catalog_command_has_an_argument_set() -> None:
+    assert sorted(ARGS) == sorted(RUNNABLE)  # a new command must join the parity test
+
+
+@pytest.fixture
+def wp_cli_phar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A WP-CLI-compatible phar (tests/e2e/test_runtime_cli.py) configured the way a user without a
+    --wp-cli-phar flag does it (CODEBOX_WP_CLI_PHAR), for both the child process and this one."""
+    entry = tmp_path / "entry.php"
+    entry.write_text(PHAR_ENTRY)
+    phar = tmp_path / "wp-cli.phar"
+    subprocess.run(["php", "-d", "phar.readonly=0", "-r", PHAR_BUILDER, str(phar), str(entry)], check=True)
+    monkeypatch.setenv("CODEBOX_WP_CLI_PHAR", str(phar))
+    reload_settings()
+    yield phar
+    monkeypatch.delenv("CODEBOX_WP_CLI_PHAR")
+    reload_settings()  # CODEBOX_HOME is untouched: still the session's
+
+
+def _bundle_view(bundle: Path) -> dict[str, Any]:
+    """What must match between the two sides, without ids, timings, ports or output text."""
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    results = []
+    for line in (bundle / "commands.jsonl").read_text().splitlines():
+        item = json.loads(line)
+        envelope = item.get("result") or {}
+        results.append((item["command"], item["exitCode"], envelope.get("status"),
+                        (envelope.get("error") or {}).get("code")))
+    return {"files": sorted(f["path"] for f in manifest["files"]), "commands": results}
+
+
+def _run_status(run_id: str) -> str:
+    store = Store.open(get_settings().db_path)
+    try:
+        return next(r.status for r in store.list_runs() if r.run_id == run_id)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("command", RUNNABLE)
+async def test_command_runs_the_same_from_the_cli_and_the_launch_screen(  # type: ignore[no-untyped-def]
+        command: str, playground_session, wp_cli_phar: Path, tmp_path: Path) -> None:
+    plugin = tmp_path / "shortcode-demo"
+    shutil.copytree(PLUGIN, plugin)
+    mount = f"{plugin}:{TARGET}:readonly"
+    args = ARGS[command]
+
+    cli = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "run", "--mount", mount, "--command", command,
+         *[part for arg in args for part in ("--arg", arg)], "--json", "--quiet"],
+        cwd=tmp_path, env=dict(os.environ), capture_output=True, text=True, timeout=600)
+    doc = json.loads(cli.stdout)
+    cli_bundle = Path(doc["artifacts"]["directory"])
+
+    app = CodeboxApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        live = await submit_launch_form(app, pilot, command=command, mounts=mount,
+                                        args=" ".join(shlex.quote(a) for a in args))
+        assert isinstance(live, LiveRunScreen), live.query_one("#launch-error").render()
+        await wait_while(lambda: live.state == "starting", 300)
+        tui_state = live.state
+        tui_bundle = live.bundle_dir
+        tui_run = live.session.runtime_id
+
+    assert tui_bundle is not None, cli.stderr
+    assert (tui_state == "done") == doc["success"], (tui_state, doc.get("error"), doc.get("execution"))
+    assert (cli.returncode == 0) == doc["success"]
+    assert _bundle_view(tui_bundle) == _bundle_view(cli_bundle)
+    assert _run_status(tui_run) == _run_status(cli_bundle.name) == ("completed" if doc["success"] else "failed")
