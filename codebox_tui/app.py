@@ -11,7 +11,6 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from codebox_tui.keymap import load_keymap
 from codebox_tui.settings import get_settings
 
 MIN_WIDTH, MIN_HEIGHT = 60, 16
@@ -33,11 +32,11 @@ class CodeboxApp(App[None]):
         self.fixed_now = now
 
     def on_mount(self) -> None:
-        keymap, problem = load_keymap(get_settings().keymap_path)
-        if keymap:
-            self.set_keymap(keymap)
-        if problem:
-            self.notify(problem, severity="warning")
+        settings = get_settings()
+        if settings.keymap:
+            self.set_keymap(settings.keymap)
+        if settings.keymap_problem:
+            self.notify(settings.keymap_problem, severity="warning")
         from codebox_tui.screens.home import HomeScreen
 
         self.push_screen(HomeScreen(now=self.fixed_now))

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import getpass
 import importlib
-import os
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from codebox_tui.cliutil import JsonOption, emit_json, progress
+from codebox_tui.settings import get_settings
 from store.db import BundleRecord, Store
 
 review_app = typer.Typer(help="Review captured bundles: list, inspect and decide.", no_args_is_help=True)
@@ -31,7 +31,7 @@ def _approver(value: str | None) -> str:
     if value and value.strip():
         return value.strip()
     try:
-        return os.environ.get("CODEBOX_APPROVER") or getpass.getuser()
+        return get_settings().approver or getpass.getuser()
     except (KeyError, OSError):
         return "unknown"
 

@@ -1,4 +1,8 @@
-"""Key remapping: a JSON file mapping binding ids to keys, e.g. ``{"review.approve_all": "ctrl+a"}``."""
+"""Key remapping: binding ids to keys, e.g. ``{"review.approve_all": "ctrl+a"}``.
+
+The map is the ``keymap`` setting (codebox_tui/settings.py, docs/settings.md): ``CODEBOX_KEYMAP`` as JSON,
+else the file ``$CODEBOX_HOME/keymap.json`` read here. The app hands it to Textual's ``App.set_keymap``.
+"""
 
 from __future__ import annotations
 

@@ -29,7 +29,9 @@ class BrowserUnavailableError(CodeboxError):
 
 
 def chromium_path() -> str:
-    path = os.environ.get("CODEBOX_CHROMIUM", "/usr/bin/chromium")
+    from codebox_tui.settings import get_settings
+
+    path = get_settings().chromium
     if not (Path(path).is_file() and os.access(path, os.X_OK)) and not shutil.which(path):
         raise BrowserUnavailableError(
             f"Chromium not found at {path}", code="browser-unavailable", field="CODEBOX_CHROMIUM",

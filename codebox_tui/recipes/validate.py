@@ -11,7 +11,6 @@ runtime policy covers every command the workflow needs. Nothing here boots a san
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -163,21 +162,27 @@ def load_recipe_document(path: Path) -> Any:
         ) from exc
 
 
-def validate_recipe_file(path: Path, *, env: dict[str, str] | None = None) -> RecipeValidation:
+def validate_recipe_file(path: Path, *, allow_downloads: bool | None = None) -> RecipeValidation:
     try:
         document = load_recipe_document(path)
     except BadInputError as error:
         result = RecipeValidation(str(path))
         result.issues.append(Issue("invalid-recipe", "$", error.message))
         return result
-    return validate_recipe_document(document, base_dir=path.resolve().parent, recipe_path=str(path), env=env)
+    return validate_recipe_document(document, base_dir=path.resolve().parent, recipe_path=str(path),
+                                    allow_downloads=allow_downloads)
 
 
 def validate_recipe_document(
-    document: Any, *, base_dir: Path, recipe_path: str = "<inline>", env: dict[str, str] | None = None
+    document: Any, *, base_dir: Path, recipe_path: str = "<inline>", allow_downloads: bool | None = None
 ) -> RecipeValidation:
+    """``allow_downloads``: whether URL sources are accepted (None: the ``allow_network_downloads``
+    setting, ``CODEBOX_ALLOW_NETWORK_DOWNLOADS``)."""
     result = RecipeValidation(recipe_path)
-    environ = dict(os.environ) if env is None else env
+    if allow_downloads is None:
+        from codebox_tui.settings import get_settings
+
+        allow_downloads = get_settings().allow_network_downloads
     if not isinstance(document, dict):
         result.issues.append(Issue("invalid-recipe", "$", f"expected a JSON object, got {type(document).__name__}"))
         return result
@@ -191,7 +196,7 @@ def validate_recipe_document(
             result.issues.append(Issue("invalid-recipe", json_path(err["loc"]), err["msg"]))
         return result
     result.recipe = recipe
-    result.issues.extend(_semantic_issues(recipe, base_dir, environ))
+    result.issues.extend(_semantic_issues(recipe, base_dir, allow_downloads))
     policy, policy_issues = effective_policy(recipe, base_dir)
     result.policy = policy
     result.issues.extend(policy_issues)
@@ -330,7 +335,7 @@ def _step_issues(step: RecipeStep, where: str, catalog: dict[str, Any], base_dir
     return _arg_format_issues(spec.acceptedArgs, parsed, where, base_dir)
 
 
-def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, env: dict[str, str]) -> list[Issue]:
+def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, allow_downloads: bool) -> list[Issue]:
     issues: list[Issue] = unsupported_issues(recipe)
     catalog = {c.id: c for c in command_catalog().commands}
     from codebox_tui.errors import CodeboxError
@@ -348,7 +353,6 @@ def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, env: dict[str, str
         for item in found:
             issues.append(Issue(item["code"], "$.runtime.blueprint" + item["path"][1:]
                                 if not item["path"].startswith("$.runtime") else item["path"], item["message"]))
-    allow_downloads = env.get(ALLOW_DOWNLOADS_ENV) == "1"
 
     for i, probe in enumerate(recipe.probes):
         issues.extend(_step_issues(probe.step, f"$.probes[{i}].step", catalog, base_dir))

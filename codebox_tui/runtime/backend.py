@@ -32,6 +32,12 @@ def validate_runtime_env(env: object, field_name: str = "env") -> dict[str, str]
     return dict(env)
 
 
+def _default_boot_timeout() -> float:
+    from codebox_tui.settings import get_settings
+
+    return get_settings().boot_timeout_s
+
+
 @dataclass
 class SandboxSpec:
     """Everything needed to boot one sandbox."""
@@ -45,7 +51,8 @@ class SandboxSpec:
     # Address the preview server listens on; None: the ``preview_bind`` setting (127.0.0.1).
     preview_bind: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
-    boot_timeout_s: float = 120.0
+    # Seconds; default: the ``boot_timeout_s`` setting (CODEBOX_BOOT_TIMEOUT_S).
+    boot_timeout_s: float = field(default_factory=_default_boot_timeout)
     secret_env: dict[str, str] = field(default_factory=dict)
     extra_mounts: list[MountSpec] = field(default_factory=list)  # tool mounts (wp-cli.phar, phpunit), read-only
     # Plain (non-secret) environment for PHP's getenv()/$_ENV: recipe ``inputs.runtimeEnv``, `--env`.
