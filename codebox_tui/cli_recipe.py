@@ -12,6 +12,7 @@ import typer
 from codebox_tui.cliutil import JsonOption, emit_json, exit_with
 from codebox_tui.contracts.recipe import RECIPE_SCHEMA, recipe_json_schema
 from codebox_tui.errors import BadInputError, ExitCode
+from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
 JSON_SCHEMA_ENVELOPE = "wp-codebox/json-schema/v1"
 BLUEPRINT_VALIDATION = "wp-codebox/blueprint-validation/v1"
@@ -184,8 +185,8 @@ def register(app: typer.Typer) -> None:
                                            help="auto | tests-lib (WP_UnitTestCase with the WordPress core test "
                                                 "library) | global (WordPress loaded before PHPUnit) | none"),
         env: list[str] = typer.Option([], "--env", help="NAME=VALUE for PHP and PHPUnit (repeatable)"),
-        wp: str = typer.Option("6.5", "--wp", help="WordPress build"),
-        php: str = typer.Option("8.3", "--php", help="PHP version"),
+        wp: str = typer.Option(DEFAULT_WP_VERSION, "--wp", help="WordPress build"),
+        php: str = typer.Option(DEFAULT_PHP_VERSION, "--php", help="PHP version"),
         wp_tests_lib: Path | None = typer.Option(None, "--wp-tests-lib",
                                                  help="WordPress core PHPUnit library (default: $WP_TESTS_DIR, "
                                                       "vendor/wp-phpunit/wp-phpunit, /tmp/wordpress-tests-lib)"),

@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.versions import DEFAULT_PHP_VERSION
+
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "screenshots"
 FIXED_NOW = datetime(2026, 11, 22, 12, 5, tzinfo=UTC)
@@ -96,7 +98,7 @@ def build_hostile_bundle(work: Path) -> Path:
         '{"data": {"command": "wordpress.run-php"}, "id": "event-0", "level": "info", '
         '"timestamp": "2026-11-22T12:00:00.000Z", "type": "command.started"}\n')
     runtime = RuntimeInfo(id="runtime-hostile", createdAt=FIXED_CREATED,
-                          environment={"wordpressVersion": "6.5.5", "phpVersion": "8.3"})
+                          environment={"wordpressVersion": "6.5.5", "phpVersion": DEFAULT_PHP_VERSION})
     summary = capture_bundle(run_dir, runtime=runtime, mounts=[mount], baselines=baselines,
                              policy=RuntimePolicy(commands=["wordpress.run-php"]), metadata={},
                              secret_values=[], evidence=[], test_suites=[])
@@ -171,7 +173,7 @@ def build_demo_bundle(work: Path) -> Path:
                  message="Failed asserting that '<p class=\"card card--warm\">' contains 'card--cool'."),
     ])
     runtime = RuntimeInfo(id="runtime-demo", createdAt=FIXED_CREATED,
-                          environment={"wordpressVersion": "6.5.5", "phpVersion": "8.3"})
+                          environment={"wordpressVersion": "6.5.5", "phpVersion": DEFAULT_PHP_VERSION})
     summary = capture_bundle(run_dir, runtime=runtime, mounts=[mount], baselines=baselines,
                              policy=RuntimePolicy(commands=["wordpress.run-php", "wordpress.phpunit"]),
                              metadata={"sandbox_session_id": "demo"}, secret_values=[], evidence=[

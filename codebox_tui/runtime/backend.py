@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from codebox_tui.contracts.runtime import MountSpec, RuntimePolicy
 from codebox_tui.runtime.mounts import PrivateCopy
+from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
 ProgressCallback = Callable[[str, dict[str, Any]], None]
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -44,8 +45,8 @@ class SandboxSpec:
 
     mounts: list[MountSpec]
     policy: RuntimePolicy
-    wp: str = "6.5"
-    php: str = "8.3"
+    wp: str = DEFAULT_WP_VERSION
+    php: str = DEFAULT_PHP_VERSION
     blueprint: dict[str, Any] | None = None
     preview_port: int | None = None
     # Address the preview server listens on; None: the ``preview_bind`` setting (127.0.0.1).
