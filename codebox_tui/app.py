@@ -113,8 +113,8 @@ def run_app(bundle: Path | None = None) -> None:
 
 
 def _prewarm_launch_defaults() -> None:
-    """Boot a spare for the Launch screen's defaults (the default WordPress and PHP, default policy) while the user looks
-    around, so the first run starts warm. Off with CODEBOX_SPARE_SANDBOXES=off; a failure here only
+    """Boot a spare for the Launch screen's defaults (default WordPress, PHP and policy) while the user
+    looks around, so the first run starts warm. Off with CODEBOX_SPARE_SANDBOXES=off; a failure here only
     means the first run boots from scratch (it reports the real error then)."""
     from codebox_tui.errors import CodeboxError
     from codebox_tui.runtime.backend import SandboxSpec

@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codebox_tui.browser.launch import Recorder, launch, parse_duration_s, resolve_url, write_json
+from codebox_tui.browser.launch import Recorder, launch, resolve_url, write_json
 from codebox_tui.browser.probe import CONTENT_TYPES, evidence_dir, parse_capture, register_evidence, write_evidence
+from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, PolicyDeniedError
 
 if TYPE_CHECKING:
@@ -55,9 +56,12 @@ def parse_steps(raw: str, base_dir: Path | None = None) -> list[dict[str, Any]]:
                                 field=where)
         if action == "waitFor" and not (isinstance(step.get("selector"), str) or isinstance(step.get("ms"), int)):
             raise BadInputError("waitFor needs a selector or ms", code="invalid-step", field=where)
-        if "timeout" in step and not isinstance(step["timeout"], str | int):
-            raise BadInputError("timeout must be a duration string or milliseconds", code="invalid-step",
-                                field=where)
+        if "timeout" in step:
+            timeout = step["timeout"]
+            if isinstance(timeout, bool) or not isinstance(timeout, str | int | float):
+                raise BadInputError("timeout must be a duration like 5s or 500ms (a bare number is seconds)",
+                                    code="invalid-step", field=f"{where}.timeout")
+            parse_duration(str(timeout), f"{where}.timeout")
     return steps
 
 
@@ -176,8 +180,8 @@ def run_actions(start_url: str | None, steps: list[dict[str, Any]], out_dir: Pat
             for position, step in enumerate(plan):
                 index = position - offset
                 remaining = deadline - time.monotonic()
-                per_step = parse_duration_s(str(step["timeout"]) if "timeout" in step else None, step_timeout_s,
-                                            f"steps-json[{index}].timeout")
+                per_step = (parse_duration(str(step["timeout"]), f"steps-json[{index}].timeout") if "timeout" in step
+                            else step_timeout_s)
                 record: dict[str, Any] = {"index": index, "action": step["action"]}
                 if step.get("implicit"):
                     record["implicit"] = True
@@ -234,8 +238,8 @@ def browser_actions(session: RunSession, args: dict[str, str], timeout_s: float)
     base = session.sandbox.preview_url
     steps = parse_steps(args["steps-json"], Path.cwd())
     start = resolve_url(base, args["url"]) if args.get("url") else None
-    total = min(timeout_s, parse_duration_s(args.get("timeout"), timeout_s, "timeout"))
-    per_step = parse_duration_s(args.get("step-timeout"), 10.0, "step-timeout")
+    total = min(timeout_s, parse_duration(args["timeout"], "timeout") if args.get("timeout") else timeout_s)
+    per_step = parse_duration(args["step-timeout"], "step-timeout") if args.get("step-timeout") else 10.0
     allow_eval = "wordpress.browser-actions.evaluate" in session.spec.policy.commands
     out_dir, rel = evidence_dir(session)
     summary = run_actions(start, steps, out_dir, base_url=base, step_timeout_s=per_step, total_timeout_s=total,

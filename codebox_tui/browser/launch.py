@@ -50,19 +50,6 @@ def parse_viewport(value: str | None) -> dict[str, int]:
     return {"width": int(width), "height": int(height)}
 
 
-def parse_duration_s(value: str | None, default: float, name: str) -> float:
-    if not value:
-        return default
-    text = value.strip()
-    for suffix, scale in (("ms", 0.001), ("s", 1.0), ("m", 60.0)):
-        if text.endswith(suffix) and text[: -len(suffix)].isdigit():
-            return int(text[: -len(suffix)]) * scale
-    if text.isdigit():
-        return int(text) * 0.001
-    raise BadInputError(f"{name} must be a duration like 500ms, 30s or 2m, got {value!r}", code="invalid-arg",
-                        field=name)
-
-
 def resolve_url(base: str, url: str | None) -> str:
     """A path or absolute URL on the preview; absolute URLs must share the preview's origin."""
     target = urljoin(base.rstrip("/") + "/", (url or "/").lstrip("/")) if not (url or "").startswith(

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 from codebox_tui.browser.launch import (
     Recorder,
     launch,
-    parse_duration_s,
     parse_viewport,
     resolve_url,
     write_json,
     write_jsonl,
 )
+from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError
 
 if TYPE_CHECKING:
@@ -190,7 +190,7 @@ def browser_probe(session: RunSession, args: dict[str, str], timeout_s: float) -
 
     base = session.sandbox.preview_url
     url = resolve_url(base, args.get("url"))
-    limit = min(timeout_s, parse_duration_s(args.get("timeout"), timeout_s, "timeout"))
+    limit = min(timeout_s, parse_duration(args["timeout"], "timeout") if args.get("timeout") else timeout_s)
     out_dir, rel = evidence_dir(session)
     summary = run_probe(url, out_dir, wait_for=args.get("wait-for"), viewport=args.get("viewport"),
                         capture=parse_capture(args.get("capture"), ALL_CAPTURES), timeout_s=limit, origin_url=base)

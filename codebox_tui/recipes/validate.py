@@ -30,6 +30,7 @@ from codebox_tui.contracts.recipe import (
     recipe_json_schema,
 )
 from codebox_tui.contracts.runtime import RuntimePolicy
+from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError
 from codebox_tui.runtime.catalog import command_catalog, parse_args
 from codebox_tui.runtime.mounts import SITE_TARGETS
@@ -453,6 +454,14 @@ def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, allow_downloads: b
     return issues
 
 
+def _is_duration(value: str, field: str) -> bool:
+    try:
+        parse_duration(value, field)
+    except BadInputError:
+        return False
+    return True
+
+
 def _arg_format_issues(accepted: list[Any], parsed: dict[str, str], where: str, base_dir: Path) -> list[Issue]:
     issues: list[Issue] = []
     formats = {a.name: a.format for a in accepted}
@@ -461,8 +470,9 @@ def _arg_format_issues(accepted: list[Any], parsed: dict[str, str], where: str, 
         loc = f"{where}.args.{name}"
         if fmt == "viewport" and not re.fullmatch(r"[1-9]\d{1,4}x[1-9]\d{1,4}", value):
             issues.append(Issue("invalid-arg", loc, f"expected WIDTHxHEIGHT like 1280x800, got {value!r}"))
-        elif fmt == "duration" and not re.fullmatch(r"\d+(ms|s|m)?", value):
-            issues.append(Issue("invalid-arg", loc, f"expected a duration like 500ms, 30s or 2m, got {value!r}"))
+        elif fmt == "duration" and not _is_duration(value, loc):
+            issues.append(Issue("invalid-arg", loc, f"expected a duration like 500ms, 30s or 2m (a bare number is "
+                                                    f"seconds), got {value!r}"))
         elif fmt and fmt.startswith("enum:") and value not in fmt[5:].split(","):
             issues.append(Issue("invalid-arg", loc, f"expected one of {fmt[5:]}, got {value!r}"))
         elif fmt and fmt.startswith("comma-enum:"):
