@@ -277,7 +277,7 @@ def main() -> int:
             app.open_bundle(bundle)
             await pilot.pause()
             tree = app.screen.query_one("#files")
-            tree.move_cursor(tree._leaves["greeting-cards.php"])
+            tree.highlight_path("greeting-cards.php")
             await pilot.pause()
 
         async def review_tests(app: Any, pilot: Any) -> None:
@@ -325,7 +325,7 @@ def main() -> int:
                 app.open_bundle(hostile)
                 await pilot.pause()
                 tree = app.screen.query_one("#files")
-                tree.move_cursor(tree._leaves[rel])
+                tree.highlight_path(rel)
                 await pilot.pause()
                 app.screen.query_one("#diff").focus()
                 for key in keys:

@@ -359,6 +359,12 @@ class RunSession:
         self.evidence.append(EvidenceFile(path=path, kind=kind, contentType=content_type))
         return target
 
+    def abort(self, reason: str) -> None:
+        """Stop the booted sandbox at once (a running command fails now); before boot, nothing to stop."""
+        sandbox = self._sandbox
+        if sandbox is not None:
+            sandbox.abort(reason)
+
     def dispose(self) -> None:
         with self._lock:
             sandbox, self._sandbox = self._sandbox, None

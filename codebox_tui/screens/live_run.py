@@ -265,10 +265,8 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
     def _stop_sandbox(self) -> None:
         """Kill the sandbox's sidecar process group (a running command fails at once); the run worker
         then captures what exists and records the run as cancelled. Booting is stopped once it returns."""
-        sandbox = getattr(self.session, "_sandbox", None)
-        sidecar = getattr(sandbox, "sidecar", None)
-        if sidecar is not None:
-            sidecar.kill("was cancelled by the reviewer")
+        if self.session is not None:
+            self.session.abort("was cancelled by the reviewer")
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -105,9 +105,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             self.query_one(DiffView).show_message("The sandbox produced no file changes.")
         else:
             first = sorted(str(f.get("relativePath")) for f in self.bundle.changed_files)[0]
-            leaf = tree._leaves.get(first)
-            if leaf is not None:
-                tree.move_cursor(leaf)
+            tree.highlight_path(first)
         if not self.bundle.valid:
             codes = ", ".join(sorted({v.code for v in self.bundle.verification.violations}))
             self.notify(f"This bundle failed verification ({codes}); it can be inspected but not approved.",
@@ -278,9 +276,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             return
         index = files.index(current) if current in files else -1
         target = files[(index + step) % len(files)]
-        leaf = tree._leaves.get(target)
-        if leaf is not None:
-            tree.move_cursor(leaf)
+        tree.highlight_path(target)
 
     def action_next_file(self) -> None:
         self._move(1)

@@ -27,7 +27,7 @@ async def _open_review(pilot: Any, bundle: Path) -> None:
     pilot.app.open_bundle(bundle)
     await pilot.pause()
     tree = pilot.app.screen.query_one("#files")
-    tree.move_cursor(tree._leaves["greeting-cards.php"])
+    assert tree.highlight_path("greeting-cards.php")
     await pilot.pause()
 
 

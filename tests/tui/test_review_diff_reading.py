@@ -25,7 +25,7 @@ async def _open(pilot: Any, rel: str) -> tuple[ReviewScreen, DiffView]:
     screen = pilot.app.screen
     assert isinstance(screen, ReviewScreen)
     tree = screen.query_one("#files")
-    tree.move_cursor(tree._leaves[rel])
+    assert tree.highlight_path(rel)
     await pilot.pause()
     view = screen.query_one(DiffView)
     view.focus()

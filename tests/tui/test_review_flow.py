@@ -23,7 +23,7 @@ async def test_review_shows_tree_and_diff(bundle_dir: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await _open(app, pilot, bundle_dir)
         tree = screen.query_one(ChangedFileTree)
-        assert set(tree._leaves) == {"added.php", "keep.bin", "lib/run.sh", "plugin.php", "readme.txt"}
+        assert set(tree.file_paths) == {"added.php", "keep.bin", "lib/run.sh", "plugin.php", "readme.txt"}
         diff = screen.query_one(DiffView)
         assert diff.model is not None and diff.model.rows
         await pilot.press("]")
@@ -58,7 +58,7 @@ async def test_approve_selected_records_only_the_selected_files(bundle_dir: Path
         screen = await _open(app, pilot, bundle_dir)
         tree = screen.query_one(ChangedFileTree)
         tree.focus()
-        tree.move_cursor(tree._leaves["plugin.php"])
+        assert tree.highlight_path("plugin.php")
         await pilot.press("space")
         await pilot.pause()
         await pilot.press("A")
@@ -144,6 +144,6 @@ async def test_older_reference_patch_headers_still_show_each_diff(bundle_dir: Pa
         diff = screen.query_one(DiffView)
         tree = screen.query_one(ChangedFileTree)
         for rel in ("added.php", "plugin.php", "readme.txt"):
-            tree.move_cursor(tree._leaves[rel])
+            assert tree.highlight_path(rel)
             await pilot.pause()
             assert diff.model is not None and diff.model.path == rel and diff.model.hunk_rows, rel

@@ -20,7 +20,7 @@ FILES: list[dict[str, Any]] = [
 
 
 def _labels(tree: ChangedFileTree) -> dict[str, str]:
-    return {rel: leaf.label.plain for rel, leaf in tree._leaves.items()}
+    return {rel: node.label.plain for rel in tree.file_paths if (node := tree.node_for(rel))}
 
 
 async def test_tree_groups_badges_and_messages() -> None:
@@ -39,8 +39,8 @@ async def test_tree_groups_badges_and_messages() -> None:
         await pilot.press("down")
         await pilot.pause()
         highlighted = app.of(ChangedFileTree.FileHighlighted)
-        assert highlighted and highlighted[-1].entry["relativePath"] in tree._leaves
-        tree.move_cursor(tree._leaves["plugin/a.php"])
+        assert highlighted and highlighted[-1].entry["relativePath"] in tree.file_paths
+        assert tree.highlight_path("plugin/a.php")
         await pilot.pause()
         await pilot.press("space")
         await pilot.pause()

@@ -199,11 +199,6 @@ const ops = {
     return {};
   },
 
-  readFile: async (p) => {
-    const { pg } = need(p.sandbox);
-    return { text: await pg.readFileAsText(p.path) };
-  },
-
   cli: async (p) => {
     const { pg } = need(p.sandbox);
     const proc = await pg.cli(p.argv, { env: p.env || {} });
