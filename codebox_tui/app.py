@@ -31,6 +31,11 @@ class CodeboxApp(App[None]):
         self.initial_bundle = bundle
         self.fixed_now = now
 
+    @property
+    def active_keymap(self) -> dict[str, str]:
+        """The keymap in force (binding id → keys, as Textual normalised them), for widgets that name keys."""
+        return dict(self._keymap)
+
     def on_mount(self) -> None:
         settings = get_settings()
         if settings.keymap:
@@ -67,6 +72,7 @@ class CodeboxApp(App[None]):
 
     def action_help(self) -> None:
         from codebox_tui.screens.dialogs import HelpDialog
+        from widgets.keys import key_display
 
         parts = [getattr(self.screen, "HELP", "") or ""]
         focused = self.focused
@@ -75,7 +81,7 @@ class CodeboxApp(App[None]):
         keys = ["## Keys on this screen"]
         for binding in self.screen.active_bindings.values():
             if binding.binding.show or binding.binding.id:
-                keys.append(f"- `{binding.binding.key}`: {binding.binding.description}")
+                keys.append(f"- `{key_display(binding.binding.key)}`: {binding.binding.description}")
         parts.append("\n".join(keys))
         self.push_screen(HelpDialog("\n\n".join(p for p in parts if p)))
 

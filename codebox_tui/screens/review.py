@@ -13,6 +13,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
 
+from codebox_tui.keymap import key_for
 from codebox_tui.screens import data
 from codebox_tui.screens.dialogs import ApplyDialog, ConfirmDialog, ReasonDialog
 from codebox_tui.textsafe import safe_text
@@ -22,6 +23,7 @@ from widgets.diff_view import DiffView
 from widgets.event_tail import EventTail
 from widgets.evidence_view import EvidenceView
 from widgets.file_tree import ChangedFileTree
+from widgets.keys import key_display
 
 
 def escape(value: object) -> str:
@@ -32,6 +34,11 @@ def escape(value: object) -> str:
 VERDICT_STYLES = {"improvement": ("green", "✔"), "regression": ("red", "✘"), "neutral": ("white", "="),
                   "untested": ("yellow", "?"), "plugin-broken": ("red", "✘"),
                   "still-failing": ("yellow", "!"), "partial": ("yellow", "~")}  # the last two: older bundles
+
+
+# The decision bar's hints and the bindings they name (the screen's own and the file tree's `space`).
+DECISION_BINDINGS = {"approve_all": "review.approve_all", "approve_selected": "review.approve_selected",
+                     "discard": "review.discard", "request_changes": "review.iterate", "select": "files.toggle"}
 
 
 class ReviewScreen(Screen[None]):
@@ -99,6 +106,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         tree = self.query_one(ChangedFileTree)
         tree.load(self.bundle.changed_files)
         bar = self.query_one(DecisionBar)
+        bar.show_keys(self._decision_keys())
         bar.valid = self.bundle.valid
         bar.total = len(self.bundle.changed_files)
         if not self.bundle.changed_files:
@@ -126,6 +134,13 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.query_one("#diff-status", Static).update(message.text)
 
     # -- search in the diff ------------------------------------------------------------------
+    def _decision_keys(self) -> dict[str, str]:
+        """The decision keys in force: the app's keymap (docs/settings.md) over the bindings' own keys."""
+        keymap = getattr(self.app, "active_keymap", {})
+        defaults = {b.id: b.key for b in [*self.BINDINGS, *ChangedFileTree.BINDINGS] if isinstance(b, Binding) and b.id}
+        return {hint: key_display(key_for(binding_id, defaults[binding_id], keymap))
+                for hint, binding_id in DECISION_BINDINGS.items()}
+
     def action_search(self) -> None:
         """Open the search field above the diff (``/``); ``enter`` searches, ``escape`` closes it."""
         self.query_one("#tabs", TabbedContent).active = "tab-diff"

@@ -76,11 +76,13 @@ async def test_decision_bar_status_and_keys() -> None:
         bar.total, bar.selected = 4, 1
         await pilot.pause()
         text = bar.render().plain
-        assert "verified" in text and "1/4 selected" in text and "A approve selected" in text
+        assert "verified" in text and "1/4 selected" in text and " a approve all" in text
+        assert "A approve selected" in text and "space select" in text
+        bar.show_keys({"approve_all": "ctrl+a", "select": "x"})
+        text = bar.render().plain
+        assert " ctrl+a approve all" in text and " x select" in text and "space" not in text
+        assert "d discard" in text  # the others keep their keys
         bar.valid, bar.reason = False, "patch.diff digest mismatch"
-        bar.can_focus = True
-        bar.focus()
-        await pilot.press("a", "d", "i")
         await pilot.pause()
         assert "INVALID" in bar.render().plain and "digest mismatch" in bar.render().plain
-        assert [m.action for m in app.of(DecisionBar.Decide)] == ["discard", "request-changes"]
+        assert not DecisionBar.BINDINGS  # the screen owns the decision keys; the bar never has focus
