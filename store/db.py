@@ -422,16 +422,6 @@ class Store:
             raise BadInputError(f"no bundle @{key} in the store", code="bundle-not-found", field="bundle")
         return _bundle(rows[0])
 
-    def find_bundle_at(self, path: Path | str, bundle_id: str | None = None) -> BundleRecord | None:
-        """The record of the bundle directory ``path`` (the newest, if it held several ids), or None."""
-        sql = _BUNDLE_SELECT + " WHERE b.path = ?"
-        params: tuple[Any, ...] = (_absolute(path),)
-        if bundle_id is not None:
-            sql += " AND b.bundle_id = ?"
-            params += (bundle_id,)
-        rows = self._query(sql + " GROUP BY b.key ORDER BY b.key DESC LIMIT 1", params)
-        return _bundle(rows[0]) if rows else None
-
     def get_bundle(self, ref: str | int) -> BundleRecord:
         """One bundle record by ``@key`` (or an int key), run id, full bundle id, or a unique prefix of
         the bundle id (with or without ``artifact-bundle-sha256-``) or of the Mode B content digest.

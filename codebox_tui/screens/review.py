@@ -65,7 +65,6 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.bundle_dir = Path(bundle_dir)
         self.bundle = data.load(self.bundle_dir)
         self.blocks = split_patch(self.bundle.patch)
-        self.last_decision: Any = None
         self.evaluation, self.evaluation_problem = data.patch_evaluation(self.bundle_dir)
 
     def compose(self) -> ComposeResult:
@@ -333,7 +332,6 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                 return
             finally:
                 store.close()
-            self.last_decision = decision
             self.query_one(DecisionBar).decision = f"{action} (#{decision.id})"
             self.notify(f"Recorded {action} as decision #{decision.id}.")
             if action in ("approve", "approve-files"):
