@@ -57,7 +57,7 @@ class CodeboxSettings(BaseSettings):
     # Screenshots in the Review screen's evidence: "auto" (the terminal's graphics protocol when it
     # answers, coloured half-blocks otherwise), "halfcell" (always half-blocks), "off" (paths only).
     images: Literal["auto", "halfcell", "off"] = "auto"
-    # Who `codebox review approve|reject|iterate` records when --approver is not given (default: the
+    # Who `codebox review approve|discard|iterate` records when --approver is not given (default: the
     # current user).
     approver: str | None = None
     # Recipes may name http(s) sources for extra plugins/themes only when this is true (README, "Recipes").
