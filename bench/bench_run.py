@@ -48,6 +48,7 @@ from codebox_tui.runtime.playground import (  # noqa: E402
 )
 from codebox_tui.runtime.session import RunSession  # noqa: E402
 from codebox_tui.runtime.wordpress_builds import resolve_build  # noqa: E402
+from codebox_tui.versions import DEFAULT_WP_VERSION  # noqa: E402
 
 PLUGIN = REPO / "examples" / "simple-plugin"
 MOUNT = f"{PLUGIN}:/wordpress/wp-content/plugins/simple-plugin:readonly"
@@ -80,7 +81,7 @@ def tree_rss_mb(pid: int) -> float:
 
 def bare_server_boot() -> float:
     """Stock `wp-playground-cli server` with the build zip in a seeded download cache → first 200."""
-    build = resolve_build("6.5")
+    build = resolve_build(DEFAULT_WP_VERSION)
     home = Path(tempfile.mkdtemp(prefix="codebox-bench-bare-"))
     cache = home / ".wordpress-playground"
     cache.mkdir()
@@ -161,7 +162,7 @@ def main() -> int:
         # The very first run in a fresh CODEBOX_HOME builds the golden site (unzip + assets) and, in
         # the background, the opcache seed and a prepared site copy: once per machine and version.
         rows.append(("first run in a fresh home (builds golden+seed)", [cold_cli_run(artifacts)], "once"))
-        ensure_golden_site(resolve_build("6.5"), get_settings().golden_dir)
+        ensure_golden_site(resolve_build(DEFAULT_WP_VERSION), get_settings().golden_dir)
         bare = [bare_server_boot() for _ in range(options.n)]
         rows.append(("bare `wp-playground-cli server` → first 200", bare, "reference"))
         cold = [cold_cli_run(artifacts) for _ in range(options.n)]

@@ -11,7 +11,6 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from codebox_tui.keymap import load_keymap
 from codebox_tui.settings import get_settings
 
 MIN_WIDTH, MIN_HEIGHT = 60, 16
@@ -32,12 +31,17 @@ class CodeboxApp(App[None]):
         self.initial_bundle = bundle
         self.fixed_now = now
 
+    @property
+    def active_keymap(self) -> dict[str, str]:
+        """The keymap in force (binding id → keys, as Textual normalised them), for widgets that name keys."""
+        return dict(self._keymap)
+
     def on_mount(self) -> None:
-        keymap, problem = load_keymap(get_settings().keymap_path)
-        if keymap:
-            self.set_keymap(keymap)
-        if problem:
-            self.notify(problem, severity="warning")
+        settings = get_settings()
+        if settings.keymap:
+            self.set_keymap(settings.keymap)
+        if settings.keymap_problem:
+            self.notify(settings.keymap_problem, severity="warning")
         from codebox_tui.screens.home import HomeScreen
 
         self.push_screen(HomeScreen(now=self.fixed_now))
@@ -68,6 +72,7 @@ class CodeboxApp(App[None]):
 
     def action_help(self) -> None:
         from codebox_tui.screens.dialogs import HelpDialog
+        from widgets.keys import key_display
 
         parts = [getattr(self.screen, "HELP", "") or ""]
         focused = self.focused
@@ -76,7 +81,7 @@ class CodeboxApp(App[None]):
         keys = ["## Keys on this screen"]
         for binding in self.screen.active_bindings.values():
             if binding.binding.show or binding.binding.id:
-                keys.append(f"- `{binding.binding.key}`: {binding.binding.description}")
+                keys.append(f"- `{key_display(binding.binding.key)}`: {binding.binding.description}")
         parts.append("\n".join(keys))
         self.push_screen(HelpDialog("\n\n".join(p for p in parts if p)))
 
@@ -114,8 +119,8 @@ def run_app(bundle: Path | None = None) -> None:
 
 
 def _prewarm_launch_defaults() -> None:
-    """Boot a spare for the Launch screen's defaults (WordPress 6.5, default policy) while the user looks
-    around, so the first run starts warm. Off with CODEBOX_SPARE_SANDBOXES=off; a failure here only
+    """Boot a spare for the Launch screen's defaults (default WordPress, PHP and policy) while the user
+    looks around, so the first run starts warm. Off with CODEBOX_SPARE_SANDBOXES=off; a failure here only
     means the first run boots from scratch (it reports the real error then)."""
     from codebox_tui.errors import CodeboxError
     from codebox_tui.runtime.backend import SandboxSpec

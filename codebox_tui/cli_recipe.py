@@ -14,6 +14,7 @@ from codebox_tui.contracts.schemas import generate_json_schema, schema_names
 from codebox_tui.errors import BadInputError, ExitCode
 from codebox_tui.recipes.run import run_recipe
 from codebox_tui.textsafe import safe_text
+from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
 JSON_SCHEMA_ENVELOPE = "wp-codebox/json-schema/v1"
 BLUEPRINT_VALIDATION = "wp-codebox/blueprint-validation/v1"
@@ -160,8 +161,8 @@ def register(app: typer.Typer) -> None:
                                            help="auto | tests-lib (WP_UnitTestCase with the WordPress core test "
                                                 "library) | global (WordPress loaded before PHPUnit) | none"),
         env: list[str] = typer.Option([], "--env", help="NAME=VALUE for PHP and PHPUnit (repeatable)"),
-        wp: str = typer.Option("6.5", "--wp", help="WordPress build"),
-        php: str = typer.Option("8.3", "--php", help="PHP version"),
+        wp: str = typer.Option(DEFAULT_WP_VERSION, "--wp", help="WordPress build"),
+        php: str = typer.Option(DEFAULT_PHP_VERSION, "--php", help="PHP version"),
         wp_tests_lib: Path | None = typer.Option(None, "--wp-tests-lib",
                                                  help="WordPress core PHPUnit library (default: $WP_TESTS_DIR, "
                                                       "vendor/wp-phpunit/wp-phpunit, /tmp/wordpress-tests-lib)"),

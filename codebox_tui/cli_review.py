@@ -8,7 +8,6 @@ Every command prints one JSON document with ``--json``; errors are one line (exi
 from __future__ import annotations
 
 import getpass
-import os
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import typer
 
 from codebox_tui.cliutil import JsonOption, emit_json, progress
 from codebox_tui.errors import BadInputError
+from codebox_tui.settings import get_settings
 from store.apply import apply_decision
 from store.db import BundleRecord, Store
 from store.decisions import decide, prune_discarded, read_content, resolve_bundle
@@ -35,7 +35,7 @@ def _approver(value: str | None) -> str:
     if value and value.strip():
         return value.strip()
     try:
-        return os.environ.get("CODEBOX_APPROVER") or getpass.getuser()
+        return get_settings().approver or getpass.getuser()
     except (KeyError, OSError):
         return "unknown"
 

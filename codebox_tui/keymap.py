@@ -1,8 +1,13 @@
-"""Key remapping: a JSON file mapping binding ids to keys, e.g. ``{"review.approve_all": "ctrl+a"}``."""
+"""Key remapping: binding ids to keys, e.g. ``{"review.approve_all": "ctrl+a"}``.
+
+The map is the ``keymap`` setting (codebox_tui/settings.py, docs/settings.md): ``CODEBOX_KEYMAP`` as JSON,
+else the file ``$CODEBOX_HOME/keymap.json`` read here. The app hands it to Textual's ``App.set_keymap``.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 
@@ -17,3 +22,10 @@ def load_keymap(path: Path) -> tuple[dict[str, str], str | None]:
     if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
         return {}, f"{path}: must map binding ids to key strings; using default keys"
     return dict(data), None
+
+
+def key_for(binding_id: str, default: str, keymap: Mapping[str, str]) -> str:
+    """The key a binding answers to under ``keymap``: the first of the keys mapped to its id (a keymap
+    value may list several, ``"a,ctrl+a"``), else ``default``."""
+    keys = [key.strip() for key in keymap.get(binding_id, "").split(",") if key.strip()]
+    return keys[0] if keys else default

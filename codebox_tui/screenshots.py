@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from codebox_tui.bundle import layout
+from codebox_tui.versions import DEFAULT_PHP_VERSION
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "screenshots"
@@ -98,7 +99,7 @@ def build_hostile_bundle(work: Path) -> Path:
         '{"data": {"command": "wordpress.run-php"}, "id": "event-0", "level": "info", '
         '"timestamp": "2026-11-22T12:00:00.000Z", "type": "command.started"}\n')
     runtime = RuntimeInfo(id="runtime-hostile", createdAt=FIXED_CREATED,
-                          environment={"wordpressVersion": "6.5.5", "phpVersion": "8.3"})
+                          environment={"wordpressVersion": "6.5.5", "phpVersion": DEFAULT_PHP_VERSION})
     summary = capture_bundle(run_dir, runtime=runtime, mounts=[mount], baselines=baselines,
                              policy=RuntimePolicy(commands=["wordpress.run-php"]), metadata={},
                              secret_values=[], evidence=[], test_suites=[])
@@ -173,7 +174,7 @@ def build_demo_bundle(work: Path) -> Path:
                  message="Failed asserting that '<p class=\"card card--warm\">' contains 'card--cool'."),
     ])
     runtime = RuntimeInfo(id="runtime-demo", createdAt=FIXED_CREATED,
-                          environment={"wordpressVersion": "6.5.5", "phpVersion": "8.3"})
+                          environment={"wordpressVersion": "6.5.5", "phpVersion": DEFAULT_PHP_VERSION})
     summary = capture_bundle(run_dir, runtime=runtime, mounts=[mount], baselines=baselines,
                              policy=RuntimePolicy(commands=["wordpress.run-php", "wordpress.phpunit"]),
                              metadata={"sandbox_session_id": "demo"}, secret_values=[], evidence=[
@@ -278,7 +279,7 @@ def main() -> int:
             app.open_bundle(bundle)
             await pilot.pause()
             tree = app.screen.query_one("#files")
-            tree.move_cursor(tree._leaves["greeting-cards.php"])
+            tree.highlight_path("greeting-cards.php")
             await pilot.pause()
 
         async def review_tests(app: Any, pilot: Any) -> None:
@@ -326,7 +327,7 @@ def main() -> int:
                 app.open_bundle(hostile)
                 await pilot.pause()
                 tree = app.screen.query_one("#files")
-                tree.move_cursor(tree._leaves[rel])
+                tree.highlight_path(rel)
                 await pilot.pause()
                 app.screen.query_one("#diff").focus()
                 for key in keys:

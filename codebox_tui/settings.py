@@ -1,4 +1,10 @@
-"""Typed settings (environment variables prefixed ``CODEBOX_``)."""
+"""Typed settings: every environment variable Codebox reads as configuration is a field here.
+
+Variables are prefixed ``CODEBOX_`` (``tab_width`` ← ``CODEBOX_TAB_WIDTH``), except the two names the
+WordPress test tooling already uses (``WP_TESTS_DIR``, ``WP_TESTS_PHPUNIT_POLYFILLS_PATH``). Each one is
+documented in docs/settings.md. A bad value is a :class:`~codebox_tui.errors.BadInputError` naming the
+variable, never a traceback.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +13,10 @@ from pathlib import Path
 from typing import Literal
 
 from platformdirs import user_data_dir
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
+
+from codebox_tui.errors import BadInputError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 NODE_BRIDGE_DIR = PACKAGE_DIR / "runtime" / "node"
@@ -17,7 +25,7 @@ NODE_BRIDGE_DIR = PACKAGE_DIR / "runtime" / "node"
 class CodeboxSettings(BaseSettings):
     """Where Codebox keeps its state and which external tools it uses."""
 
-    model_config = SettingsConfigDict(env_prefix="CODEBOX_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="CODEBOX_", extra="ignore", populate_by_name=True)
 
     home: Path = Field(default_factory=lambda: Path(user_data_dir("codebox", appauthor=False)))
     # Where every command writes run bundles unless told otherwise (--artifacts, a recipe's
@@ -25,11 +33,11 @@ class CodeboxSettings(BaseSettings):
     artifacts_root: Path | None = None
     wp_cli_phar: Path | None = None
     node: str = "node"
+    # The Chromium that browser probes and actions launch (Debian's; Playwright downloads nothing).
     chromium: str = "/usr/bin/chromium"
-    default_wp: str = "6.5"
-    default_php: str = "8.3"
-    boot_timeout_s: float = 120.0
-    command_timeout_s: float = 120.0
+    # Defaults for a sandbox boot and for one command when the caller names no timeout (seconds).
+    boot_timeout_s: float = Field(default=120.0, gt=0)
+    command_timeout_s: float = Field(default=120.0, gt=0)
     # Keep one pre-booted spare sandbox (~200 MB, one background boot) so the next run starts in
     # well under a second. "auto": on in long-lived processes (the TUI, or once a process boots a
     # second sandbox), off for one-shot `codebox run`.
@@ -46,6 +54,49 @@ class CodeboxSettings(BaseSettings):
     # Address the live preview listens on. Loopback only by default; anything else exposes the
     # sandbox's WordPress to the network (`--preview-bind` on `codebox boot` / `codebox run`).
     preview_bind: str = "127.0.0.1"
+    # Screenshots in the Review screen's evidence: "auto" (the terminal's graphics protocol when it
+    # answers, coloured half-blocks otherwise), "halfcell" (always half-blocks), "off" (paths only).
+    images: Literal["auto", "halfcell", "off"] = "auto"
+    # Who `codebox review approve|discard|iterate` records when --approver is not given (default: the
+    # current user).
+    approver: str | None = None
+    # Recipes may name http(s) sources for extra plugins/themes only when this is true (README, "Recipes").
+    allow_network_downloads: bool = False
+    # The WordPress core PHPUnit library and the Yoast polyfills for `phpunit` runs, under the names the
+    # WordPress tooling uses (--wp-tests-lib / --phpunit-polyfills win over these).
+    wp_tests_dir: Path | None = Field(default=None, validation_alias=AliasChoices("WP_TESTS_DIR"))
+    wp_tests_phpunit_polyfills_path: Path | None = Field(
+        default=None, validation_alias=AliasChoices("WP_TESTS_PHPUNIT_POLYFILLS_PATH"))
+    # Key remapping for the TUI: binding ids to keys, e.g. {"review.approve_all": "ctrl+a"}, applied with
+    # Textual's App.set_keymap. CODEBOX_KEYMAP (JSON) when set, else the file $CODEBOX_HOME/keymap.json.
+    keymap: dict[str, str] = Field(default_factory=dict)
+    _keymap_problem: str | None = PrivateAttr(default=None)
+
+    @field_validator("images", mode="before")
+    @classmethod
+    def _images_synonyms(cls, value: object) -> object:
+        if isinstance(value, str):
+            text = value.strip().lower()
+            return "off" if text in ("0", "off", "no", "false", "paths") else text
+        return value
+
+    @field_validator("wp_tests_dir", "wp_tests_phpunit_polyfills_path", "approver", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @model_validator(mode="after")
+    def _keymap_from_file(self) -> CodeboxSettings:
+        if "keymap" not in self.model_fields_set:
+            from codebox_tui.keymap import load_keymap
+
+            self.keymap, self._keymap_problem = load_keymap(self.keymap_path)
+        return self
+
+    @property
+    def keymap_problem(self) -> str | None:
+        """Why the keymap file was ignored (shown once as a warning), or None."""
+        return self._keymap_problem
 
     @field_validator("preview_bind")
     @classmethod
@@ -82,7 +133,30 @@ class CodeboxSettings(BaseSettings):
 
 @lru_cache(maxsize=1)
 def get_settings() -> CodeboxSettings:
-    return CodeboxSettings()
+    """The settings from the environment; a bad value raises a BadInputError naming its variable."""
+    try:
+        return CodeboxSettings()
+    except ValidationError as error:
+        problems = []
+        for item in error.errors():
+            name = str(item["loc"][0]) if item["loc"] else ""
+            field = CodeboxSettings.model_fields.get(name)
+            alias = field.validation_alias if field is not None else None
+            if field is None:  # reported under its alias, already the variable's name
+                variable = name
+            else:
+                variable = str(alias.choices[0]) if isinstance(alias, AliasChoices) else f"CODEBOX_{name.upper()}"
+            problems.append((variable, item["msg"]))
+        variable = problems[0][0] if problems else "CODEBOX_*"
+        raise BadInputError("invalid setting: " + "; ".join(f"{v}: {m}" for v, m in problems),
+                            code="invalid-setting", field=variable) from None
+    except SettingsError as error:  # a structured value (CODEBOX_KEYMAP) that is not JSON
+        import re
+
+        match = re.search(r'field "(\w+)"', str(error))
+        variable = f"CODEBOX_{match.group(1).upper()}" if match else "CODEBOX_*"
+        raise BadInputError(f"invalid setting: {variable} must be JSON, e.g. {{\"review.approve_all\": \"ctrl+a\"}}",
+                            code="invalid-setting", field=variable) from None
 
 
 def reload_settings() -> CodeboxSettings:

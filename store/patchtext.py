@@ -1,15 +1,19 @@
-"""Pure helpers over unified diffs: split ``patch.diff`` into per-file blocks, keep only the
-approved files' blocks (the reference's patch approval filter, spec 3.3) and apply one block to a
-file's bytes exactly (every context and removed line must match, or it is refused).
+"""Apply-back over unified diffs: split ``patch.diff`` into per-file blocks, keep only the approved
+files' blocks (the reference's patch approval filter, spec 3.3) and apply one block to a file's bytes
+exactly (every context and removed line must match, or it is refused).
+
+Parsing is the one patch parser, :mod:`codebox_tui.bundle.patchparse` (on ``unidiff``; README, "Patch
+parsing"). The exact apply below is what unidiff does not provide. Patches are bytes: they are decoded
+with ``surrogateescape`` so every byte, valid UTF-8 or not, survives the round trip unchanged.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-_HUNK_RE = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-NO_NEWLINE = b"\\ No newline at end of file"
+from codebox_tui.bundle.patchparse import parse_section, split_sections
+
+_CODEC = ("utf-8", "surrogateescape")
 
 
 class PatchError(ValueError):
@@ -18,19 +22,17 @@ class PatchError(ValueError):
 
 @dataclass(frozen=True)
 class PatchBlock:
-    """One ``diff --git`` block: its raw bytes and every path it names (normalised)."""
+    """One file's block: its raw bytes and every path it names (normalised)."""
 
     text: bytes
     paths: frozenset[str]
 
 
 def normalize_patch_path(raw: str) -> str | None:
-    """Trim, cut at whitespace, ``\\``→``/``, strip ``a/``/``b/`` and leading ``/``; ``/dev/null`` → None."""
-    text = raw.strip()
-    if not text:
-        return None
-    text = text.split()[0].replace("\\", "/")
-    if text == "/dev/null":
+    """Trim, cut at a tab (a timestamp follows), ``\\``→``/``, strip ``a/``/``b/`` and leading ``/``;
+    ``/dev/null`` → None."""
+    text = raw.strip().split("\t", 1)[0].strip().replace("\\", "/")
+    if not text or text == "/dev/null":
         return None
     if text.startswith(("a/", "b/")):
         text = text[2:]
@@ -39,34 +41,12 @@ def normalize_patch_path(raw: str) -> str | None:
 
 
 def split_blocks(patch: bytes) -> list[PatchBlock]:
-    """Split at lines starting with ``diff --git ``; text before the first header is ignored."""
-    starts = [m.start() for m in re.finditer(rb"(?m)^diff --git ", patch)]
+    """Every file section of ``patch`` with its exact bytes; text before the first header is ignored."""
     blocks: list[PatchBlock] = []
-    for index, start in enumerate(starts):
-        end = starts[index + 1] if index + 1 < len(starts) else len(patch)
-        text = patch[start:end]
-        blocks.append(PatchBlock(text=text, paths=frozenset(_block_paths(text))))
+    for section in split_sections(patch.decode(*_CODEC)):
+        names = (normalize_patch_path(name) for name in (section.old_path, section.new_path) if name)
+        blocks.append(PatchBlock(text=section.text.encode(*_CODEC), paths=frozenset(n for n in names if n)))
     return blocks
-
-
-def _block_paths(block: bytes) -> set[str]:
-    paths: set[str] = set()
-    lines = block.split(b"\n")
-    header = lines[0].decode("utf-8", "replace")[len("diff --git ") :]
-    match = re.match(r"^a/(.*) b/(.*)$", header)
-    if match:
-        for raw in match.groups():
-            norm = normalize_patch_path(raw)
-            if norm:
-                paths.add(norm)
-    for line in lines[1:]:
-        if line.startswith(b"@@"):
-            break
-        if line.startswith((b"--- ", b"+++ ")):
-            norm = normalize_patch_path(line[4:].decode("utf-8", "replace"))
-            if norm:
-                paths.add(norm)
-    return paths
 
 
 def filter_patch(patch: bytes, approved: dict[str, set[str]]) -> tuple[bytes, dict[str, PatchBlock]]:
@@ -107,59 +87,28 @@ class _Hunk:
     new: list[bytes]
 
 
-def _parse_hunks(block: bytes) -> list[_Hunk]:
-    lines = block.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
+def _hunks(block: bytes) -> list[_Hunk]:
+    """The block's hunks as the exact old and new lines (bytes, each with its newline unless the
+    patch says ``\\ No newline at end of file``)."""
+    section, parsed = parse_section(block.decode(*_CODEC))
+    if section.error is not None:
+        raise PatchError(f"the patch for {section.path} cannot be read: {section.error}")
     hunks: list[_Hunk] = []
-    index = 0
-    while index < len(lines) and not lines[index].startswith(b"@@"):
-        index += 1
-    while index < len(lines):
-        line = lines[index]
-        if not line.strip():
-            index += 1  # blank separator between blocks
-            continue
-        match = _HUNK_RE.match(line)
-        if not match:
-            raise PatchError(f"unexpected line in patch: {line[:80]!r}")
-        old_start = int(match.group(1))
-        old_count = int(match.group(2) or 1)
-        new_count = int(match.group(4) or 1)
-        hunk = _Hunk(old_start, old_count, [], [])
-        index += 1
-        seen_old = seen_new = 0
-        while index < len(lines) and (seen_old < old_count or seen_new < new_count):
-            body = lines[index]
-            tag, rest = body[:1], body[1:] + b"\n"
-            if tag == b" " or (body == b"" and seen_old < old_count and seen_new < new_count):
-                hunk.old.append(rest if body else b"\n")
-                hunk.new.append(rest if body else b"\n")
-                seen_old += 1
-                seen_new += 1
-            elif tag == b"-":
-                hunk.old.append(rest)
-                seen_old += 1
-            elif tag == b"+":
-                hunk.new.append(rest)
-                seen_new += 1
-            else:
-                raise PatchError(f"unexpected line in hunk: {body[:80]!r}")
-            index += 1
-            if index < len(lines) and lines[index].startswith(NO_NEWLINE):
-                _strip_last_newline(hunk, tag)
-                index += 1
-        if seen_old != old_count or seen_new != new_count:
-            raise PatchError("a hunk is shorter than its header says")
+    for parsed_hunk in parsed:
+        hunk = _Hunk(parsed_hunk.old_start, parsed_hunk.old_count, [], [])
+        sides: list[list[bytes]] = []
+        for line in parsed_hunk.lines:
+            if line.kind == "nonl":  # the previous line has no newline, on the side(s) it belongs to
+                for side in sides:
+                    if side and side[-1].endswith(b"\n"):
+                        side[-1] = side[-1][:-1]
+                continue
+            data = (line.text + "\n").encode(*_CODEC)
+            sides = [hunk.old, hunk.new] if line.kind == "ctx" else [hunk.old] if line.kind == "del" else [hunk.new]
+            for side in sides:
+                side.append(data)
         hunks.append(hunk)
     return hunks
-
-
-def _strip_last_newline(hunk: _Hunk, tag: bytes) -> None:
-    targets = [hunk.old, hunk.new] if tag in (b" ", b"") else [hunk.old] if tag == b"-" else [hunk.new]
-    for side in targets:
-        if side and side[-1].endswith(b"\n"):
-            side[-1] = side[-1][:-1]
 
 
 def _lines(data: bytes) -> list[bytes]:
@@ -176,7 +125,7 @@ def apply_block(before: bytes | None, block: bytes) -> bytes:
     source = _lines(before or b"")
     out: list[bytes] = []
     cursor = 0
-    for hunk in _parse_hunks(block):
+    for hunk in _hunks(block):
         start = hunk.old_start - 1 if hunk.old_count else hunk.old_start
         start = max(start, 0)
         if start < cursor:

@@ -2,44 +2,27 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
 
 from rich.text import Text
-from textual.binding import Binding, BindingType
-from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static
 
-ACTIONS = {"approve_all": "approve", "approve_selected": "approve-selected", "discard": "discard",
-           "request_changes": "request-changes"}
+# The keys the bar names, by hint: the screen that owns the decision bindings passes the keys in force
+# (``show_keys``), so a key remapped in the keymap (docs/settings.md) is the key shown.
+DEFAULT_KEYS = {"approve_all": "a", "select": "space", "approve_selected": "A", "discard": "d",
+                "request_changes": "i"}
 
 
 class DecisionBar(Static):
     """One line: verification status (always visible), selection count, last decision, key hints.
 
-    The screen owns the decision keys; the bar's own bindings (when it has focus) post ``Decide``."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("a", "decide('approve_all')", "Approve all", show=False, id="decision.approve_all"),
-        Binding("A", "decide('approve_selected')", "Approve selected", show=False, id="decision.approve_selected"),
-        Binding("d", "decide('discard')", "Discard", show=False, id="decision.discard"),
-        Binding("i", "decide('request_changes')", "Request changes", show=False, id="decision.request_changes"),
-    ]
-
-    class Decide(Message):
-        def __init__(self, action: str) -> None:
-            self.action = action  # approve | approve-selected | discard | request-changes
-            super().__init__()
-
-    def action_decide(self, which: str) -> None:
-        if which.startswith("approve") and not self.valid:
-            self.app.bell()
-            return
-        self.post_message(self.Decide(ACTIONS[which]))
+    It has no bindings of its own: the screen owns the decision keys and tells the bar which they are."""
 
     HELP = """\
 ## Decide
-- `a`: approve all changes · `A`: approve the selected files · `d`: discard · `i`: request changes
+- Approve all changes, approve the selected files, discard, or request changes: the keys are shown in
+  the bar (and under "Keys on this screen").
 - An invalid bundle can be inspected but not approved.
 """
 
@@ -52,6 +35,15 @@ class DecisionBar(Static):
     total: reactive[int] = reactive(0)
     decision: reactive[str] = reactive("")
     reason: reactive[str] = reactive("")  # why verification failed, shown beside the INVALID badge
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.decision_keys: dict[str, str] = dict(DEFAULT_KEYS)
+
+    def show_keys(self, keys: Mapping[str, str]) -> None:
+        """The keys to name, as displayed (``a``, ``^a``, ``space``…), by hint (see ``DEFAULT_KEYS``)."""
+        self.decision_keys = {**DEFAULT_KEYS, **keys}
+        self.refresh()
 
     def render(self) -> Text:
         text = Text()
@@ -67,9 +59,10 @@ class DecisionBar(Static):
         # The decision keys live here, not in the footer: the longest wording that fits the width.
         room = self.size.width - 2 - text.cell_len
         for hint in HINTS:
-            if sum(len(key) + len(label) + 4 for key, label in hint) + 1 <= room or hint is HINTS[-1]:
+            pairs = [(self.decision_keys[name], label) for name, label in hint]
+            if sum(len(key) + len(label) + 4 for key, label in pairs) + 1 <= room or hint is HINTS[-1]:
                 text.append("  ")
-                for index, (key, label) in enumerate(hint):
+                for index, (key, label) in enumerate(pairs):
                     text.append(" · " if index else " ", style="dim")
                     text.append(key, style="bold")
                     text.append(f" {label}", style="dim")
@@ -78,8 +71,9 @@ class DecisionBar(Static):
 
 
 HINTS = (
-    (("a", "approve all"), ("space", "select"), ("A", "approve selected"), ("d", "discard"),
-     ("i", "request changes")),
-    (("a", "approve all"), ("A", "approve selected"), ("d", "discard"), ("i", "request changes")),
-    (("a", "all"), ("A", "selected"), ("d", "discard"), ("i", "changes")),
+    (("approve_all", "approve all"), ("select", "select"), ("approve_selected", "approve selected"),
+     ("discard", "discard"), ("request_changes", "request changes")),
+    (("approve_all", "approve all"), ("approve_selected", "approve selected"), ("discard", "discard"),
+     ("request_changes", "request changes")),
+    (("approve_all", "all"), ("approve_selected", "selected"), ("discard", "discard"), ("request_changes", "changes")),
 )

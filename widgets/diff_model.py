@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from codebox_tui.bundle.patchparse import parse_section, split_sections
 from codebox_tui.contracts.bundle import ChangedFile
@@ -15,17 +15,21 @@ _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
 MAX_LINE = 2000
 
 
-@dataclass
+@dataclass(slots=True)
 class Row:
+    """One display row. Slotted, with tuples for its spans: a 20,000-line file makes 20,000 rows, and each
+    row is then one object for Python's cycle collector to walk, not four (no ``__dict__``, no lists;
+    tuples of ints are untracked by the collector)."""
+
     kind: str  # header | meta | hunk | ctx | add | del | nonl | binary
     text: str
     old_no: int | None = None
     new_no: int | None = None
     hunk: int = -1
-    spans: list[tuple[int, int]] = field(default_factory=list)  # changed-word spans (word diff)
+    spans: tuple[tuple[int, int], ...] = ()  # changed-word spans (word diff)
     pair: int = -1  # index of the paired -/+ row (word diff partner), -1 if none
     spans_done: bool = True  # False until ensure_word_spans() ran for a lazily built model
-    escapes: list[tuple[int, int]] = field(default_factory=list)  # visible escapes for control characters
+    escapes: tuple[tuple[int, int], ...] = ()  # visible escapes for control characters
 
 
 @dataclass
@@ -80,7 +84,7 @@ def _pair_spans(rows: list[Row], d: int, a: int) -> None:
     # Only mark words when the lines are similar; otherwise the whole line is the change.
     changed = sum(e - s for s, e in new_spans)
     if rows[a].text and changed < 0.7 * len(rows[a].text):
-        rows[d].spans, rows[a].spans = old_spans, new_spans
+        rows[d].spans, rows[a].spans = tuple(old_spans), tuple(new_spans)
 
 
 def _pair_words(rows: list[Row], dels: list[int], adds: list[int], eager: bool) -> None:
@@ -117,7 +121,7 @@ def build_model(path: str, block: str, *, max_line: int = MAX_LINE, eager_words:
     eager = eager_words if eager_words is not None else block.count("\n") < 2000
     section, hunks = parse_section(block)
     name, name_escapes = display_line(path, None)
-    rows: list[Row] = [Row("header", name, escapes=name_escapes)]
+    rows: list[Row] = [Row("header", name, escapes=tuple(name_escapes))]
     hunk_rows: list[int] = []
     truncated = False
 
@@ -127,7 +131,7 @@ def build_model(path: str, block: str, *, max_line: int = MAX_LINE, eager_words:
             truncated = True
             raw = _cut(raw, max_line)
         text, escapes = display_line(raw, tab_size)
-        return Row(kind, text, old, new, hunk, escapes=escapes) if escapes else Row(kind, text, old, new, hunk)
+        return Row(kind, text, old, new, hunk, escapes=tuple(escapes)) if escapes else Row(kind, text, old, new, hunk)
 
     for meta in section.meta:
         if not meta.startswith(("index ", "diff --git")):

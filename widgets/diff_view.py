@@ -5,9 +5,8 @@ paired -/+ lines are highlighted."""
 from __future__ import annotations
 
 import bisect
-import gc
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache, partial
 from typing import ClassVar
 
@@ -51,6 +50,9 @@ NULL = Style()
 SEPARATOR = Strip([Segment("│", GUTTER)], 1)
 PREFETCH_DELAY = 0.02  # s after a frame before the neighbouring pages are built
 PREFETCH_CHUNK = 12  # lines per prefetch step
+# Built lines kept (~11 pages at 45 rows). Each cached Strip is ~20 objects for the cycle collector to walk
+# (segments, Textual's per-strip caches): 4096 of them made its full passes over 100 ms on a big file.
+STRIP_CACHE = 512
 HIGHLIGHT_MAX_CHARS = 400
 SYNC_HIGHLIGHT_ROWS = 2000  # above this, rows are lexed by a worker thread (plain until then)
 HIGHLIGHT_MAX_ROWS = 100_000
@@ -100,15 +102,30 @@ def _lex(path: str, text: str) -> list[tuple[str, Style]]:
     return pieces
 
 
-def settle_memory() -> None:
-    """Collect once, then freeze what is alive (a big diff model is tens of thousands of objects).
+# Lexed pieces are kept per row as ``(text, style number)`` tuples: tuples of strings and ints are
+# untracked by Python's cycle collector, so its full passes do not walk the ~200,000 pieces of a big file
+# while the user scrolls (with ``(text, Style)`` pairs they were 100–460 ms pauses at random key presses).
+_STYLES: list[Style] = [NULL]
+_STYLE_NUMBERS: dict[Style, int] = {NULL: 0}
 
-    Python's full GC passes otherwise walk every row again and again while the user scrolls: measured
-    here as 100–460 ms pauses at random key presses in a 20,000-line file. One collection when a big
-    file opens (the previous model is freed) costs less than that and happens once."""
-    gc.unfreeze()
-    gc.collect()
-    gc.freeze()
+Packed = tuple[tuple[str, int], ...]
+
+
+def _pack(pieces: list[tuple[str, Style]]) -> Packed:
+    out = []
+    for text, style in pieces:
+        number = _STYLE_NUMBERS.get(style)
+        if number is None:  # a new style is appended before any piece names it
+            number = len(_STYLES)
+            _STYLES.append(style)
+            _STYLE_NUMBERS[style] = number
+        out.append((text, number))
+    return tuple(out)
+
+
+def _unpack(packed: Packed) -> list[tuple[str, Style]]:
+    styles = _STYLES
+    return [(text, styles[number]) for text, number in packed]
 
 
 class DiffView(ScrollView, can_focus=True):
@@ -178,8 +195,8 @@ class DiffView(ScrollView, can_focus=True):
                  tab_size: int | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.model: FileDiffModel | None = None
-        self._cache: LRUCache[tuple[object, ...], Strip] = LRUCache(4096)
-        self._final: LRUCache[tuple[object, ...], tuple[Strip, Strip]] = LRUCache(1024)
+        self._cache: LRUCache[tuple[object, ...], Strip] = LRUCache(STRIP_CACHE)
+        self._final: LRUCache[tuple[object, ...], tuple[Strip, Strip]] = LRUCache(STRIP_CACHE // 4)  # lines shown
         self._base_style: Style | None = None
         self._prefetch_pending = False
         self._width = 0
@@ -189,7 +206,7 @@ class DiffView(ScrollView, can_focus=True):
         self.matches: list[int] = []  # row indexes containing the query
         self._match_set: set[int] = set()
         self.match_index = -1
-        self._tokens: dict[int, list[tuple[str, Style]]] = {}  # id(row) -> lexed pieces (worker)
+        self._tokens: dict[int, Packed] = {}  # id(row) -> lexed pieces (worker)
         self._highlighting = False
         self.split_mode = "auto"  # auto | unified | split
         self.auto_split_width = AUTO_SPLIT_WIDTH
@@ -231,8 +248,6 @@ class DiffView(ScrollView, can_focus=True):
         self._pairs, self._position = side_by_side(self.model)
         self._layout_rows()
         self.scroll_to(0, 0, animate=False)
-        if len(model.rows) > SYNC_HIGHLIGHT_ROWS:
-            settle_memory()
 
     # -- layout: unified / side by side, wrapped or not -----------------------------------------
     @property
@@ -440,14 +455,13 @@ class DiffView(ScrollView, can_focus=True):
                 return
             row = ensure_word_spans(model, index)
             if row.kind in SIGNS and id(row) not in tokens:
-                tokens[id(row)] = _lex(model.path, row.text)
+                tokens[id(row)] = _pack(_lex(model.path, row.text))
                 chunk.append(index)
             if len(chunk) >= 200:
                 self.app.call_from_thread(self._rows_lexed, model, chunk)
                 chunk = []
         if chunk:
             self.app.call_from_thread(self._rows_lexed, model, chunk)
-        gc.freeze()  # the tokens just made live as long as the model: keep them out of later GC passes
 
     def _rows_lexed(self, model: FileDiffModel, indexes: list[int]) -> None:
         if self.model is not model:
@@ -552,8 +566,10 @@ class DiffView(ScrollView, can_focus=True):
         return None, None, body
 
     def _code(self, row: Row, base: Style) -> list[Segment]:
-        pieces = self._tokens.get(id(row))
-        if pieces is None:
+        packed = self._tokens.get(id(row))
+        if packed is not None:
+            pieces = _unpack(packed)
+        else:
             if len(self.rows) <= SYNC_HIGHLIGHT_ROWS:
                 pieces = _lex(self.model.path if self.model else "", row.text)
             else:  # big file: plain until the highlight worker has lexed this row
@@ -749,7 +765,7 @@ def _cells(text: str) -> int:
     return len(text) if text.isascii() else cell_len(text)
 
 
-def _restyle(segments: list[Segment], spans: list[tuple[int, int]], mark: Style) -> list[Segment]:
+def _restyle(segments: list[Segment], spans: Sequence[tuple[int, int]], mark: Style) -> list[Segment]:
     """``segments`` with the characters inside ``spans`` (offsets into their joined text) styled ``mark``."""
     out: list[Segment] = []
     pos = 0
@@ -769,7 +785,7 @@ def _restyle(segments: list[Segment], spans: list[tuple[int, int]], mark: Style)
     return out
 
 
-def _overlay(text: str, pieces: list[tuple[str, Style]], spans: list[tuple[int, int]], base: Style,
+def _overlay(text: str, pieces: list[tuple[str, Style]], spans: Sequence[tuple[int, int]], base: Style,
              mark: Style) -> list[Segment]:
     """Lexed ``pieces`` of ``text`` as segments on ``base``, with ``spans`` also styled ``mark``."""
     segments = [Segment(value, base + style) for value, style in pieces if value]

@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.worker import Worker, get_current_worker
+from textual.worker import get_current_worker
 
 from codebox_tui.textsafe import safe_text
 from widgets.line_index import LineIndex
@@ -98,7 +98,6 @@ class EventTail(ScrollView, can_focus=True):
         self._shown = 0  # index lines the UI has taken in
         self._resets = 0
         self._stop = threading.Event()
-        self._indexer: Worker[None] | None = None
         self._visible: list[int] = []  # indexes of lines passing the level filter
         self._cache: LRUCache[int, tuple[str, str, Strip]] = LRUCache(2048)
         self.types: set[str] | None = None  # None: every event type
@@ -109,8 +108,8 @@ class EventTail(ScrollView, can_focus=True):
         self._refilter()
 
     def on_mount(self) -> None:
-        self._indexer = self.run_worker(self._index_loop, thread=True, group="event-index", exit_on_error=False,
-                                        name=f"index {self.index.path.name}")
+        self.run_worker(self._index_loop, thread=True, group="event-index", exit_on_error=False,
+                        name=f"index {self.index.path.name}")
 
     def on_unmount(self) -> None:
         self._stop.set()

@@ -9,7 +9,6 @@ Textual owns stdin the answer cannot be read any more."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from codebox_tui.settings import get_settings
 from codebox_tui.textsafe import safe_text
 
 
@@ -28,12 +28,11 @@ def escape(value: object) -> str:
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 MAX_INLINE_IMAGES = 6
-OFF = ("0", "off", "no", "false", "paths")
 
 
 def images_mode() -> str:
-    mode = os.environ.get("CODEBOX_IMAGES", "auto").strip().lower()
-    return "off" if mode in OFF else ("halfcell" if mode == "halfcell" else "auto")
+    """The ``images`` setting (``CODEBOX_IMAGES``): auto, halfcell or off."""
+    return get_settings().images
 
 
 def image_class() -> Any:

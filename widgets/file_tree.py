@@ -100,6 +100,24 @@ class ChangedFileTree(Tree[ChangedFile | None]):
             text.append("  •", style="dim")
         return text
 
+    @property
+    def file_paths(self) -> list[str]:
+        """Every file shown (its relativePath), sorted."""
+        return sorted(self._leaves)
+
+    def node_for(self, rel: str) -> TreeNode[ChangedFile | None] | None:
+        """The tree node of the file ``rel``, or None when it is not shown."""
+        return self._leaves.get(rel)
+
+    def highlight_path(self, rel: str) -> bool:
+        """Move the cursor to the file ``rel`` (the diff follows, as for ``↑``/``↓``); False when it is not
+        shown. Not the approve-selection (``space``)."""
+        leaf = self._leaves.get(rel)
+        if leaf is None:
+            return False
+        self.move_cursor(leaf)
+        return True
+
     def refresh_entry(self, rel: str) -> None:
         leaf = self._leaves.get(rel)
         if leaf is not None and leaf.data is not None:
@@ -121,12 +139,6 @@ class ChangedFileTree(Tree[ChangedFile | None]):
     def is_viewed(self, entry: ChangedFile) -> bool:
         rel = entry.relativePath
         return rel in self.viewed and self.viewed[rel] == entry.afterSha256
-
-    def select_all(self, selected: bool = True) -> None:
-        self.selected = set(self._leaves) if selected else set()
-        for rel in self._leaves:
-            self.refresh_entry(rel)
-        self.post_message(self.SelectionChanged(sorted(self.selected)))
 
     def action_toggle_selected(self) -> None:
         node = self.cursor_node

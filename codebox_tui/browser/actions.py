@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from codebox_tui.browser.launch import Recorder, launch, parse_duration_s, resolve_url, write_json
+from codebox_tui.browser.launch import Recorder, launch, resolve_url, write_json
 from codebox_tui.browser.probe import CONTENT_TYPES, write_evidence
+from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, PolicyDeniedError
 from codebox_tui.jsonargs import load_json_arg
 
@@ -51,9 +52,12 @@ def parse_steps(raw: str, base_dir: Path | None = None) -> list[dict[str, Any]]:
                                 field=where)
         if action == "waitFor" and not (isinstance(step.get("selector"), str) or isinstance(step.get("ms"), int)):
             raise BadInputError("waitFor needs a selector or ms", code="invalid-step", field=where)
-        if "timeout" in step and not isinstance(step["timeout"], str | int):
-            raise BadInputError("timeout must be a duration string or milliseconds", code="invalid-step",
-                                field=where)
+        if "timeout" in step:
+            timeout = step["timeout"]
+            if isinstance(timeout, bool) or not isinstance(timeout, str | int | float):
+                raise BadInputError("timeout must be a duration like 5s or 500ms (a bare number is seconds)",
+                                    code="invalid-step", field=f"{where}.timeout")
+            parse_duration(str(timeout), f"{where}.timeout")
     return steps
 
 
@@ -172,8 +176,8 @@ def run_actions(start_url: str | None, steps: list[dict[str, Any]], out_dir: Pat
             for position, step in enumerate(plan):
                 index = position - offset
                 remaining = deadline - time.monotonic()
-                per_step = parse_duration_s(str(step["timeout"]) if "timeout" in step else None, step_timeout_s,
-                                            f"steps-json[{index}].timeout")
+                per_step = (parse_duration(str(step["timeout"]), f"steps-json[{index}].timeout") if "timeout" in step
+                            else step_timeout_s)
                 record: dict[str, Any] = {"index": index, "action": step["action"]}
                 if step.get("implicit"):
                     record["implicit"] = True

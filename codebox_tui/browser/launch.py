@@ -29,7 +29,9 @@ class BrowserUnavailableError(CodeboxError):
 
 
 def chromium_path() -> str:
-    path = os.environ.get("CODEBOX_CHROMIUM", "/usr/bin/chromium")
+    from codebox_tui.settings import get_settings
+
+    path = get_settings().chromium
     if not (Path(path).is_file() and os.access(path, os.X_OK)) and not shutil.which(path):
         raise BrowserUnavailableError(
             f"Chromium not found at {path}", code="browser-unavailable", field="CODEBOX_CHROMIUM",
@@ -46,19 +48,6 @@ def parse_viewport(value: str | None) -> dict[str, int]:
             0 < int(height) <= 10000):
         raise BadInputError(f"viewport must look like 1280x800, got {value!r}", code="invalid-arg", field="viewport")
     return {"width": int(width), "height": int(height)}
-
-
-def parse_duration_s(value: str | None, default: float, name: str) -> float:
-    if not value:
-        return default
-    text = value.strip()
-    for suffix, scale in (("ms", 0.001), ("s", 1.0), ("m", 60.0)):
-        if text.endswith(suffix) and text[: -len(suffix)].isdigit():
-            return int(text[: -len(suffix)]) * scale
-    if text.isdigit():
-        return int(text) * 0.001
-    raise BadInputError(f"{name} must be a duration like 500ms, 30s or 2m, got {value!r}", code="invalid-arg",
-                        field=name)
 
 
 def resolve_url(base: str, url: str | None) -> str:

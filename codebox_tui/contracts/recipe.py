@@ -12,6 +12,7 @@ from pydantic import Field
 
 from codebox_tui.contracts.common import Contract
 from codebox_tui.contracts.runtime import RuntimePolicy
+from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
 RECIPE_SCHEMA = "wp-codebox/workspace-recipe/v1"
 
@@ -45,8 +46,8 @@ class HostNodeHeap(Contract):
 class RecipeRuntime(Contract):
     backend: Literal["wordpress", "wordpress-playground"] = "wordpress-playground"
     name: str | None = None
-    wp: str = Field(default="6.5", description="WordPress version shipped offline, e.g. 6.5")
-    phpVersion: str = Field(default="8.3", pattern=r"^\d+\.\d+$")
+    wp: str = Field(default=DEFAULT_WP_VERSION, description="WordPress version shipped offline, e.g. 6.5")
+    phpVersion: str = Field(default=DEFAULT_PHP_VERSION, pattern=r"^\d+\.\d+$")
     blueprint: dict[str, Any] | None = None
     policy: RuntimePolicy | None = Field(
         default=None, description="Explicit runtime policy; derived from the workflow when absent"

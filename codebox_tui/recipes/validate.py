@@ -11,7 +11,6 @@ runtime policy covers every command the workflow needs. Nothing here boots a san
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -31,6 +30,7 @@ from codebox_tui.contracts.recipe import (
     recipe_json_schema,
 )
 from codebox_tui.contracts.runtime import RuntimePolicy
+from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, CodeboxError
 from codebox_tui.jsonargs import json_arg_file, json_path, load_json_arg, resolve_source
 from codebox_tui.recipes.blueprint import blueprint_unsupported, validate_blueprint_document
@@ -159,21 +159,27 @@ def load_recipe_document(path: Path) -> Any:
         ) from exc
 
 
-def validate_recipe_file(path: Path, *, env: dict[str, str] | None = None) -> RecipeValidation:
+def validate_recipe_file(path: Path, *, allow_downloads: bool | None = None) -> RecipeValidation:
     try:
         document = load_recipe_document(path)
     except BadInputError as error:
         result = RecipeValidation(str(path))
         result.issues.append(Issue("invalid-recipe", "$", error.message))
         return result
-    return validate_recipe_document(document, base_dir=path.resolve().parent, recipe_path=str(path), env=env)
+    return validate_recipe_document(document, base_dir=path.resolve().parent, recipe_path=str(path),
+                                    allow_downloads=allow_downloads)
 
 
 def validate_recipe_document(
-    document: Any, *, base_dir: Path, recipe_path: str = "<inline>", env: dict[str, str] | None = None
+    document: Any, *, base_dir: Path, recipe_path: str = "<inline>", allow_downloads: bool | None = None
 ) -> RecipeValidation:
+    """``allow_downloads``: whether URL sources are accepted (None: the ``allow_network_downloads``
+    setting, ``CODEBOX_ALLOW_NETWORK_DOWNLOADS``)."""
     result = RecipeValidation(recipe_path)
-    environ = dict(os.environ) if env is None else env
+    if allow_downloads is None:
+        from codebox_tui.settings import get_settings
+
+        allow_downloads = get_settings().allow_network_downloads
     if not isinstance(document, dict):
         result.issues.append(Issue("invalid-recipe", "$", f"expected a JSON object, got {type(document).__name__}"))
         return result
@@ -187,7 +193,7 @@ def validate_recipe_document(
             result.issues.append(Issue("invalid-recipe", json_path(err["loc"]), err["msg"]))
         return result
     result.recipe = recipe
-    result.issues.extend(_semantic_issues(recipe, base_dir, environ))
+    result.issues.extend(_semantic_issues(recipe, base_dir, allow_downloads))
     policy, policy_issues = effective_policy(recipe, base_dir)
     result.policy = policy
     result.issues.extend(policy_issues)
@@ -336,7 +342,7 @@ def _step_issues(step: RecipeStep, where: str, catalog: dict[str, Any], base_dir
     return _arg_format_issues(spec.acceptedArgs, parsed, where, base_dir)
 
 
-def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, env: dict[str, str]) -> list[Issue]:
+def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, allow_downloads: bool) -> list[Issue]:
     catalog = {c.id: c for c in command_catalog().commands}
     issues: list[Issue] = unsupported_issues(recipe) + _runtime_issues(recipe)
     for i, probe in enumerate(recipe.probes):
@@ -345,7 +351,6 @@ def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, env: dict[str, str
     for phase, index, step in all_steps(recipe):
         issues.extend(_step_issues(step, f"$.workflow.{phase}[{index}]", catalog, base_dir))
     issues += _mount_issues(recipe, base_dir) + _workspace_issues(recipe, base_dir)
-    allow_downloads = env.get(ALLOW_DOWNLOADS_ENV) == "1"
     for i, plugin in enumerate(recipe.inputs.extra_plugins):
         issues += _extra_plugin_issues(plugin, f"$.inputs.extra_plugins[{i}]", base_dir, allow_downloads)
     issues += _env_name_issues(recipe)
@@ -484,6 +489,14 @@ def _env_name_issues(recipe: WorkspaceRecipe) -> list[Issue]:
     return issues
 
 
+def _is_duration(value: str, field: str) -> bool:
+    try:
+        parse_duration(value, field)
+    except BadInputError:
+        return False
+    return True
+
+
 def _arg_format_issues(accepted: list[Any], parsed: dict[str, str], where: str, base_dir: Path) -> list[Issue]:
     issues: list[Issue] = []
     formats = {a.name: a.format for a in accepted}
@@ -492,8 +505,9 @@ def _arg_format_issues(accepted: list[Any], parsed: dict[str, str], where: str, 
         loc = f"{where}.args.{name}"
         if fmt == "viewport" and not re.fullmatch(r"[1-9]\d{1,4}x[1-9]\d{1,4}", value):
             issues.append(Issue("invalid-arg", loc, f"expected WIDTHxHEIGHT like 1280x800, got {value!r}"))
-        elif fmt == "duration" and not re.fullmatch(r"\d+(ms|s|m)?", value):
-            issues.append(Issue("invalid-arg", loc, f"expected a duration like 500ms, 30s or 2m, got {value!r}"))
+        elif fmt == "duration" and not _is_duration(value, loc):
+            issues.append(Issue("invalid-arg", loc, f"expected a duration like 500ms, 30s or 2m (a bare number is "
+                                                    f"seconds), got {value!r}"))
         elif fmt and fmt.startswith("enum:") and value not in fmt[5:].split(","):
             issues.append(Issue("invalid-arg", loc, f"expected one of {fmt[5:]}, got {value!r}"))
         elif fmt and fmt.startswith("comma-enum:"):

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from codebox_tui.contracts.runtime import MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError
 from codebox_tui.runtime.mounts import PrivateCopy
+from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
 ProgressCallback = Callable[[str, dict[str, Any]], None]
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -32,20 +33,27 @@ def validate_runtime_env(env: object, field_name: str = "env") -> dict[str, str]
     return dict(env)
 
 
+def _default_boot_timeout() -> float:
+    from codebox_tui.settings import get_settings
+
+    return get_settings().boot_timeout_s
+
+
 @dataclass
 class SandboxSpec:
     """Everything needed to boot one sandbox."""
 
     mounts: list[MountSpec]
     policy: RuntimePolicy
-    wp: str = "6.5"
-    php: str = "8.3"
+    wp: str = DEFAULT_WP_VERSION
+    php: str = DEFAULT_PHP_VERSION
     blueprint: dict[str, Any] | None = None
     preview_port: int | None = None
     # Address the preview server listens on; None: the ``preview_bind`` setting (127.0.0.1).
     preview_bind: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
-    boot_timeout_s: float = 120.0
+    # Seconds; default: the ``boot_timeout_s`` setting (CODEBOX_BOOT_TIMEOUT_S).
+    boot_timeout_s: float = field(default_factory=_default_boot_timeout)
     secret_env: dict[str, str] = field(default_factory=dict)
     extra_mounts: list[MountSpec] = field(default_factory=list)  # tool mounts (wp-cli.phar, phpunit), read-only
     # Plain (non-secret) environment for PHP's getenv()/$_ENV: recipe ``inputs.runtimeEnv``, `--env`.
@@ -92,7 +100,10 @@ class Sandbox(Protocol):
 
     def write_file(self, path: str, data: bytes, timeout_s: float = 30.0) -> None: ...
 
-    def read_file(self, path: str, timeout_s: float = 30.0) -> str: ...
+    def abort(self, reason: str) -> None:
+        """Stop at once (the reviewer cancelled): a running request fails now with ``reason``; ``dispose``
+        still follows."""
+        ...
 
     def dispose(self) -> None: ...
 

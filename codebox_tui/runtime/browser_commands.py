@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codebox_tui.browser.actions import ACTION_CAPTURES, parse_steps, run_actions
-from codebox_tui.browser.launch import parse_duration_s, resolve_url
+from codebox_tui.browser.launch import resolve_url
 from codebox_tui.browser.probe import ALL_CAPTURES, CONTENT_TYPES, parse_capture, run_probe
 from codebox_tui.bundle import layout
+from codebox_tui.durations import parse_duration
 from codebox_tui.runtime.outcome import CommandOutcome
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def register_evidence(session: RunSession, rel_dir: str, files: list[str]) -> li
 def browser_probe(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
     base = session.sandbox.preview_url
     url = resolve_url(base, args.get("url"))
-    limit = min(timeout_s, parse_duration_s(args.get("timeout"), timeout_s, "timeout"))
+    limit = min(timeout_s, parse_duration(args["timeout"], "timeout") if args.get("timeout") else timeout_s)
     out_dir, rel = evidence_dir(session)
     summary = run_probe(url, out_dir, wait_for=args.get("wait-for"), viewport=args.get("viewport"),
                         capture=parse_capture(args.get("capture"), ALL_CAPTURES), timeout_s=limit, origin_url=base)
@@ -57,8 +58,8 @@ def browser_actions(session: RunSession, args: dict[str, str], timeout_s: float)
     base = session.sandbox.preview_url
     steps = parse_steps(args["steps-json"], Path.cwd())
     start = resolve_url(base, args["url"]) if args.get("url") else None
-    total = min(timeout_s, parse_duration_s(args.get("timeout"), timeout_s, "timeout"))
-    per_step = parse_duration_s(args.get("step-timeout"), 10.0, "step-timeout")
+    total = min(timeout_s, parse_duration(args["timeout"], "timeout") if args.get("timeout") else timeout_s)
+    per_step = parse_duration(args["step-timeout"], "step-timeout") if args.get("step-timeout") else 10.0
     allow_eval = "wordpress.browser-actions.evaluate" in session.spec.policy.commands
     out_dir, rel = evidence_dir(session)
     summary = run_actions(start, steps, out_dir, base_url=base, step_timeout_s=per_step, total_timeout_s=total,

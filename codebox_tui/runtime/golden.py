@@ -54,12 +54,6 @@ def ensure_golden_site(build: WordPressBuild, golden_root: Path) -> Path:
     return site
 
 
-def copy_site(golden_site: Path, dest: Path) -> Path:
-    """A private, writable copy of a golden site for one sandbox."""
-    copy_tree(golden_site, dest)
-    return dest
-
-
 def copy_tree(source: Path, dest: Path, *, background: bool = False) -> None:
     """``cp -a`` (reflinks where the file system has them); background copies run at low priority."""
     nice = ["nice", "-n", "15"] if background and shutil.which("nice") else []

@@ -81,13 +81,6 @@ def phpunit_tool_mounts(scratch_dir: Path, *, wp_tests_lib: Path | None = None,
     ]
 
 
-def _int(el: ET.Element, name: str) -> int:
-    try:
-        return int(float(el.get(name, "0")))
-    except ValueError:
-        return 0
-
-
 def parse_junit(xml_text: str, *, name: str = "wordpress.phpunit") -> TestSuite:
     """Parse PHPUnit's JUnit XML into one TestSuite with a TestCase per test (nested suites flattened)."""
     try:
@@ -434,8 +427,3 @@ def _record(session: RunSession, outcome_type: Any, human: str, errors: str, *, 
     stdout = human if not reason or suite.tests else (human + ("\n" if human else "") + "no tests ran: " + reason)
     return cast("CommandOutcome", outcome_type(stdout=stdout, stderr=errors, exit_code=0 if suite.status == "passed"
                                                else 1, json=summary, artifact_refs=refs))
-
-
-def _exists(session: RunSession, path: str) -> bool:
-    result = session.sandbox.run_php(f"<?php echo file_exists({path!r}) ? 'yes' : 'no';", 30.0)
-    return result.text.strip().endswith("yes")

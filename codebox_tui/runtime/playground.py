@@ -244,8 +244,10 @@ class PlaygroundSandbox:
         self.sidecar.request("writeFile", {"sandbox": self.id, "path": path,
                                            "base64": base64.b64encode(data).decode()}, timeout_s)
 
-    def read_file(self, path: str, timeout_s: float = 30.0) -> str:
-        return str(self.sidecar.request("readFile", {"sandbox": self.id, "path": path}, timeout_s)["text"])
+    def abort(self, reason: str) -> None:
+        """Kill the sidecar's process group: a running request fails at once with ``reason``. The sidecar is
+        this sandbox's alone unless another sandbox shares its policy and binds; that one then fails too."""
+        self.sidecar.kill(reason)
 
     def dispose(self) -> None:
         if self._disposed:

@@ -353,9 +353,9 @@ class RunSession:
         """Stop the sandbox at once (a running command fails): its sidecar's process group is killed.
         Safe from any thread; a session that has not booted yet has nothing to kill (it checks for
         cancellation once its boot returns: lifecycle/service.py)."""
-        sidecar = getattr(self._sandbox, "sidecar", None)
-        if sidecar is not None:
-            sidecar.kill(reason)
+        sandbox = self._sandbox
+        if sandbox is not None:
+            sandbox.abort(reason)
 
     def dispose(self) -> None:
         with self._lock:

@@ -29,11 +29,13 @@ from typing import Any
 from codebox_tui.errors import SandboxError
 from codebox_tui.runtime.confinement import FIX_HINT, Bind, bwrap_argv, find_bwrap, readonly_area
 from codebox_tui.settings import NODE_BRIDGE_DIR
+from codebox_tui.versions import DEFAULT_PHP_VERSION
 
 ProgressCallback = Callable[[str, dict[str, Any]], None]
 TMP_PREFIX = "codebox-sidecar-tmp-"
 LOG_PREFIX = "codebox-sidecar-"
-NODE_ARGS = ["--import", "./netguard.mjs", "--import", "./nospawn.mjs", "sidecar.mjs"]
+NODE_ARGS = ["--import", "./netguard.mjs", "--import", "./nospawn.mjs", "sidecar.mjs",
+             f"--default-php={DEFAULT_PHP_VERSION}"]
 
 
 class Sidecar:

@@ -9,9 +9,10 @@ from pathlib import Path
 
 from codebox_tui.errors import BadInputError, SandboxError
 from codebox_tui.settings import NODE_BRIDGE_DIR
+from codebox_tui.versions import DEFAULT_WP_VERSION
 
 BUILDS_DIR = NODE_BRIDGE_DIR / "node_modules" / "@wp-playground" / "wordpress-builds"
-DEFAULT_WP = "6.5"
+DEFAULT_WP = DEFAULT_WP_VERSION
 
 
 @dataclass(frozen=True)

@@ -20,14 +20,13 @@ PHPUnit (``WP_TESTS_SKIP_INSTALL=1``), never as a child process of the sandbox's
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from codebox_tui.contracts.runtime import MountSpec
 from codebox_tui.errors import BadInputError
+from codebox_tui.settings import get_settings
 
 LIB_TARGET = "/codebox-wp-tests-lib"
 POLYFILLS_TARGET = "/codebox-phpunit-polyfills"
@@ -108,13 +107,12 @@ def _valid_polyfills(path: Path) -> bool:
     return (path / POLYFILLS_FILE).is_file()
 
 
-def find_host_lib(option: Path | None, environ: Mapping[str, str] | None = None) -> Found | None:
-    """The test library given by ``--wp-tests-lib`` or ``WP_TESTS_DIR``, else ``/tmp/wordpress-tests-lib``.
-    A folder that was named explicitly but is not the library is an error naming what is missing."""
-    env = os.environ if environ is None else environ
-    for origin, field, value in (("option", "--wp-tests-lib", option),
-                                 ("env", "WP_TESTS_DIR", Path(env["WP_TESTS_DIR"]) if env.get("WP_TESTS_DIR")
-                                  else None)):
+def find_host_lib(option: Path | None) -> Found | None:
+    """The test library given by ``--wp-tests-lib`` or ``WP_TESTS_DIR`` (the ``wp_tests_dir`` setting),
+    else ``/tmp/wordpress-tests-lib``. A folder that was named explicitly but is not the library is an
+    error naming what is missing."""
+    from_env = get_settings().wp_tests_dir
+    for origin, field, value in (("option", "--wp-tests-lib", option), ("env", "WP_TESTS_DIR", from_env)):
         if value is None:
             continue
         path = value.expanduser().resolve()
@@ -129,13 +127,12 @@ def find_host_lib(option: Path | None, environ: Mapping[str, str] | None = None)
     return Found(DEFAULT_LIB, "default-path") if _valid_lib(DEFAULT_LIB) else None
 
 
-def find_host_polyfills(option: Path | None, environ: Mapping[str, str] | None = None) -> Found | None:
-    """The polyfills given by ``--phpunit-polyfills`` or ``WP_TESTS_PHPUNIT_POLYFILLS_PATH``."""
-    env = os.environ if environ is None else environ
+def find_host_polyfills(option: Path | None) -> Found | None:
+    """The polyfills given by ``--phpunit-polyfills`` or ``WP_TESTS_PHPUNIT_POLYFILLS_PATH`` (the
+    ``wp_tests_phpunit_polyfills_path`` setting)."""
+    from_env = get_settings().wp_tests_phpunit_polyfills_path
     for origin, field, value in (("option", "--phpunit-polyfills", option),
-                                 ("env", "WP_TESTS_PHPUNIT_POLYFILLS_PATH",
-                                  Path(env["WP_TESTS_PHPUNIT_POLYFILLS_PATH"])
-                                  if env.get("WP_TESTS_PHPUNIT_POLYFILLS_PATH") else None)):
+                                 ("env", "WP_TESTS_PHPUNIT_POLYFILLS_PATH", from_env)):
         if value is None:
             continue
         path = value.expanduser().resolve()
@@ -148,16 +145,15 @@ def find_host_polyfills(option: Path | None, environ: Mapping[str, str] | None =
     return None
 
 
-def toolchain_mounts(wp_tests_lib: Path | None = None, phpunit_polyfills: Path | None = None,
-                     environ: Mapping[str, str] | None = None) -> list[MountSpec]:
+def toolchain_mounts(wp_tests_lib: Path | None = None, phpunit_polyfills: Path | None = None) -> list[MountSpec]:
     """Read-only mounts of the host's test library and polyfills, each tagged with where it came from."""
     mounts = []
-    lib = find_host_lib(wp_tests_lib, environ)
+    lib = find_host_lib(wp_tests_lib)
     if lib is not None:
         mounts.append(MountSpec(source=str(lib.path), target=LIB_TARGET, mode="readonly", captureArtifacts=False,
                                 metadata={"toolchain": "wp-tests-lib", "origin": lib.origin,
                                           "hostPath": str(lib.path)}))
-    polyfills = find_host_polyfills(phpunit_polyfills, environ)
+    polyfills = find_host_polyfills(phpunit_polyfills)
     if polyfills is not None:
         mounts.append(MountSpec(source=str(polyfills.path), target=POLYFILLS_TARGET, mode="readonly",
                                 captureArtifacts=False,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.markup import escape as _markup_escape
 from textual.app import ComposeResult
@@ -17,6 +17,7 @@ from codebox_tui.bundle import layout
 from codebox_tui.bundle.digests import content_digest_b
 from codebox_tui.bundle.provenance import runtime_versions
 from codebox_tui.contracts.bundle import ChangedFile
+from codebox_tui.keymap import key_for
 from codebox_tui.screens import data
 from codebox_tui.screens.dialogs import ApplyDialog, ConfirmDialog, ReasonDialog, TextDialog
 from codebox_tui.textsafe import safe_text
@@ -26,6 +27,7 @@ from widgets.diff_view import DiffView
 from widgets.event_tail import EventTail
 from widgets.evidence_view import EvidenceView
 from widgets.file_tree import ChangedFileTree
+from widgets.keys import key_display
 
 
 def escape(value: object) -> str:
@@ -36,6 +38,11 @@ def escape(value: object) -> str:
 VERDICT_STYLES = {"improvement": ("green", "✔"), "regression": ("red", "✘"), "neutral": ("white", "="),
                   "untested": ("yellow", "?"), "plugin-broken": ("red", "✘"),
                   "still-failing": ("yellow", "!"), "partial": ("yellow", "~")}  # the last two: older bundles
+
+
+# The decision bar's hints and the bindings they name (the screen's own and the file tree's `space`).
+DECISION_BINDINGS = {"approve_all": "review.approve_all", "approve_selected": "review.approve_selected",
+                     "discard": "review.discard", "request_changes": "review.iterate", "select": "files.toggle"}
 
 
 class ReviewScreen(Screen[None]):
@@ -62,7 +69,6 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.bundle_dir = Path(bundle_dir)
         self.bundle = data.load(self.bundle_dir)
         self.blocks = split_patch(self.bundle.patch)
-        self.last_decision: Any = None
         self.evaluation, self.evaluation_problem = data.patch_evaluation(self.bundle_dir)
         self.checks = data.bundle_checks(self.bundle_dir, self.bundle.test_results)
 
@@ -106,15 +112,14 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         tree = self.query_one(ChangedFileTree)
         tree.load(self.bundle.changed_files)
         bar = self.query_one(DecisionBar)
+        bar.show_keys(self._decision_keys())
         bar.valid = self.bundle.valid
         bar.total = len(self.bundle.changed_files)
         if not self.bundle.changed_files:
             self.query_one(DiffView).show_message("The sandbox produced no file changes.")
         else:
             first = sorted(f.relativePath for f in self.bundle.changed_files)[0]
-            leaf = tree._leaves.get(first)
-            if leaf is not None:
-                tree.move_cursor(leaf)
+            tree.highlight_path(first)
         if not self.bundle.valid:
             codes = ", ".join(sorted({v.code for v in self.bundle.verification.violations}))
             self.notify(f"This bundle failed verification ({codes}); it can be inspected but not approved.",
@@ -135,6 +140,13 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.query_one("#diff-status", Static).update(message.text)
 
     # -- search in the diff ------------------------------------------------------------------
+    def _decision_keys(self) -> dict[str, str]:
+        """The decision keys in force: the app's keymap (docs/settings.md) over the bindings' own keys."""
+        keymap = getattr(self.app, "active_keymap", {})
+        defaults = {b.id: b.key for b in [*self.BINDINGS, *ChangedFileTree.BINDINGS] if isinstance(b, Binding) and b.id}
+        return {hint: key_display(key_for(binding_id, defaults[binding_id], keymap))
+                for hint, binding_id in DECISION_BINDINGS.items()}
+
     def action_search(self) -> None:
         """Open the search field above the diff (``/``); ``enter`` searches, ``escape`` closes it."""
         self.query_one("#tabs", TabbedContent).active = "tab-diff"
@@ -327,9 +339,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             return
         index = files.index(current) if current in files else -1
         target = files[(index + step) % len(files)]
-        leaf = tree._leaves.get(target)
-        if leaf is not None:
-            tree.move_cursor(leaf)
+        tree.highlight_path(target)
 
     def action_next_file(self) -> None:
         self._move(1)
@@ -374,7 +384,6 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                 return
             finally:
                 store.close()
-            self.last_decision = decision
             self.query_one(DecisionBar).decision = f"{action} (#{decision.id})"
             self.notify(f"Recorded {action} as decision #{decision.id}.")
             if action in ("approve", "approve-files"):

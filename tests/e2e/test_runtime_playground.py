@@ -23,6 +23,7 @@ from codebox_tui.runtime.backend import SandboxSpec
 from codebox_tui.runtime.mounts import parse_mount
 from codebox_tui.runtime.session import RunSession
 from codebox_tui.settings import get_settings
+from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 
 pytestmark = pytest.mark.playground
@@ -460,14 +461,14 @@ def test_opcache_seed_is_used_by_new_sandboxes_but_never_written_by_them(codebox
     from codebox_tui.runtime.wordpress_builds import resolve_build
     from codebox_tui.settings import get_settings
 
-    build, golden_root = resolve_build("6.5"), get_settings().golden_dir
+    build, golden_root = resolve_build(DEFAULT_WP_VERSION), get_settings().golden_dir
     spec = SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php"]))
     with RunSession(spec, tmp_path) as run:  # the background refill builds the seed if none exists yet
         run.execute("wordpress.run-php", ["code=echo 1;"])
     deadline = time.monotonic() + 120
-    while opcache_seed(build, "8.3", golden_root) is None and time.monotonic() < deadline:
+    while opcache_seed(build, DEFAULT_PHP_VERSION, golden_root) is None and time.monotonic() < deadline:
         time.sleep(0.5)
-    seed = opcache_seed(build, "8.3", golden_root)
+    seed = opcache_seed(build, DEFAULT_PHP_VERSION, golden_root)
     assert seed is not None
     before = sorted((p.relative_to(seed), p.stat().st_size) for p in seed.rglob("*") if p.is_file())
     assert any(str(name).endswith("wp-load.php.bin") for name, _ in before)  # core was compiled into it

@@ -41,7 +41,7 @@ async def test_launch_form_runs_a_real_sandbox_and_offers_its_bundle(  # type: i
         await pilot.press("r")
         await pilot.pause()
         assert isinstance(app.screen, ReviewScreen)
-        assert "from-launch.php" in app.screen.query_one(ChangedFileTree)._leaves
+        assert "from-launch.php" in app.screen.query_one(ChangedFileTree).file_paths
     store = Store.open(get_settings().db_path)
     try:
         paths = [Path(b.path).resolve() for b in store.list_bundles()]
@@ -71,7 +71,7 @@ async def test_launch_form_runs_a_recipe_and_offers_its_bundle(playground_sessio
         await pilot.press("r")
         await pilot.pause()
         assert isinstance(app.screen, ReviewScreen)
-        assert any(rel.endswith("feature.php") for rel in app.screen.query_one(ChangedFileTree)._leaves)
+        assert any(rel.endswith("feature.php") for rel in app.screen.query_one(ChangedFileTree).file_paths)
     store = Store.open(get_settings().db_path)
     try:
         runs = {r.run_id: r for r in store.list_runs()}

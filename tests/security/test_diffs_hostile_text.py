@@ -43,7 +43,7 @@ async def _show(pilot: Any, rel: str) -> ReviewScreen:
     screen = pilot.app.screen
     assert isinstance(screen, ReviewScreen)
     tree = screen.query_one("#files")
-    tree.move_cursor(tree._leaves[rel])
+    assert tree.highlight_path(rel)
     await pilot.pause()
     return screen
 

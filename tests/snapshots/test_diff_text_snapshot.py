@@ -31,7 +31,7 @@ def _steps(rel: str, *keys: str) -> Callable[[Any], Awaitable[None]]:
     async def run_before(pilot: Any) -> None:
         await pilot.pause()
         tree = pilot.app.screen.query_one("#files")
-        tree.move_cursor(tree._leaves[rel])
+        assert tree.highlight_path(rel)
         await pilot.pause()
         pilot.app.screen.query_one("#diff").focus()
         await pilot.pause()

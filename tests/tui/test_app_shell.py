@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.dialogs import HelpDialog
 from codebox_tui.screens.home import HomeScreen
 from codebox_tui.screens.launch import LaunchScreen
-from codebox_tui.settings import get_settings
+from codebox_tui.settings import get_settings, reload_settings
 
 
 async def test_keymap_file_remaps_a_binding_by_id() -> None:
     path = get_settings().keymap_path
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text('{"home.new": "m"}')
+    reload_settings()  # settings (the keymap among them) are read once per process
     app = CodeboxApp()
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
@@ -30,12 +33,30 @@ async def test_broken_keymap_file_is_a_warning_not_a_crash() -> None:
     path = get_settings().keymap_path
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("{not json")
+    reload_settings()
     app = CodeboxApp()
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
         assert isinstance(app.screen, HomeScreen)
         assert any("not valid JSON" in str(n.message) for n in app._notifications)
         await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, LaunchScreen)
+
+
+async def test_keymap_setting_from_the_environment_wins_over_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    path = get_settings().keymap_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"home.new": "m"}')
+    monkeypatch.setenv("CODEBOX_KEYMAP", '{"home.new": "j"}')
+    assert reload_settings().keymap == {"home.new": "j"}
+    app = CodeboxApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("m")
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen)
+        await pilot.press("j")
         await pilot.pause()
         assert isinstance(app.screen, LaunchScreen)
 

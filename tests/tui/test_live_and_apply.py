@@ -73,7 +73,7 @@ async def test_approve_selected_then_apply_through_the_directory_adapter(bundle_
         tree = app.screen.query_one(ChangedFileTree)
         tree.focus()
         for name in ("plugin.php", "added.php"):
-            tree.move_cursor(tree._leaves[name])
+            assert tree.highlight_path(name)
             await pilot.press("space")
             await pilot.pause()
         await pilot.press("A")

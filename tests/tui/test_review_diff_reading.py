@@ -13,7 +13,7 @@ from textual.widgets import Footer, Input, Static
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.dialogs import HelpDialog
 from codebox_tui.screens.review import ReviewScreen
-from codebox_tui.settings import get_settings
+from codebox_tui.settings import get_settings, reload_settings
 from tests.factories.hostile_bundle import HOSTILE_NAME, build_recorded_bundle
 from widgets.diff_view import MATCH_CURRENT, DiffView
 
@@ -25,7 +25,7 @@ async def _open(pilot: Any, rel: str) -> tuple[ReviewScreen, DiffView]:
     screen = pilot.app.screen
     assert isinstance(screen, ReviewScreen)
     tree = screen.query_one("#files")
-    tree.move_cursor(tree._leaves[rel])
+    assert tree.highlight_path(rel)
     await pilot.pause()
     view = screen.query_one(DiffView)
     view.focus()
@@ -139,6 +139,7 @@ async def test_wrap_key_is_bound_by_id_and_listed(tmp_path: Path) -> None:
     path = get_settings().keymap_path
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text('{"diff.toggle_wrap": "W"}')
+    reload_settings()
     app = CodeboxApp(build_recorded_bundle(tmp_path))
     async with app.run_test(size=(160, 40)) as pilot:
         _screen, view = await _open(pilot, "tabbed.php")

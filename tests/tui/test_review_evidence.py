@@ -11,6 +11,7 @@ from textual.widgets import Static
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.review import ReviewScreen
 from codebox_tui.screenshots import build_demo_bundle
+from codebox_tui.settings import reload_settings
 from widgets.evidence_view import EvidenceView
 
 
@@ -28,6 +29,7 @@ async def _evidence(bundle: Path) -> tuple[list[Path], str]:
 
 async def test_png_screenshot_is_drawn_inline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CODEBOX_IMAGES", "halfcell")
+    reload_settings()
     bundle = build_demo_bundle(tmp_path)
     shown, text = await _evidence(bundle)
     assert shown == [bundle / "files" / "browser" / "screenshot.png"]
@@ -36,6 +38,7 @@ async def test_png_screenshot_is_drawn_inline(tmp_path: Path, monkeypatch: pytes
 
 async def test_images_off_lists_paths_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CODEBOX_IMAGES", "off")
+    reload_settings()
     bundle = build_demo_bundle(tmp_path)
     shown, text = await _evidence(bundle)
     assert shown == []
@@ -45,6 +48,7 @@ async def test_images_off_lists_paths_only(tmp_path: Path, monkeypatch: pytest.M
 async def test_unreadable_png_shows_a_message_not_a_traceback(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CODEBOX_IMAGES", "halfcell")
+    reload_settings()
     bundle = build_demo_bundle(tmp_path)
     (bundle / "files" / "browser" / "screenshot.png").write_bytes(b"not a png")
     shown, text = await _evidence(bundle)

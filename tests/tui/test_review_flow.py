@@ -5,9 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from codebox_tui.app import CodeboxApp
+from codebox_tui.screens.dialogs import HelpDialog
 from codebox_tui.screens.review import ReviewScreen
+from codebox_tui.settings import reload_settings
 from store.db import Store
+from widgets.decision_bar import DecisionBar
 from widgets.diff_view import DiffView
 from widgets.file_tree import ChangedFileTree
 
@@ -23,7 +28,7 @@ async def test_review_shows_tree_and_diff(bundle_dir: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await _open(app, pilot, bundle_dir)
         tree = screen.query_one(ChangedFileTree)
-        assert set(tree._leaves) == {"added.php", "keep.bin", "lib/run.sh", "plugin.php", "readme.txt"}
+        assert set(tree.file_paths) == {"added.php", "keep.bin", "lib/run.sh", "plugin.php", "readme.txt"}
         diff = screen.query_one(DiffView)
         assert diff.model is not None and diff.model.rows
         await pilot.press("]")
@@ -58,7 +63,7 @@ async def test_approve_selected_records_only_the_selected_files(bundle_dir: Path
         screen = await _open(app, pilot, bundle_dir)
         tree = screen.query_one(ChangedFileTree)
         tree.focus()
-        tree.move_cursor(tree._leaves["plugin.php"])
+        assert tree.highlight_path("plugin.php")
         await pilot.press("space")
         await pilot.pause()
         await pilot.press("A")
@@ -144,6 +149,38 @@ async def test_older_reference_patch_headers_still_show_each_diff(bundle_dir: Pa
         diff = screen.query_one(DiffView)
         tree = screen.query_one(ChangedFileTree)
         for rel in ("added.php", "plugin.php", "readme.txt"):
-            tree.move_cursor(tree._leaves[rel])
+            assert tree.highlight_path(rel)
             await pilot.pause()
             assert diff.model is not None and diff.model.path == rel and diff.model.hunk_rows, rel
+
+
+async def test_decision_bar_and_help_show_the_remapped_keys(bundle_dir: Path, store: Store,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key remapped in the keymap is the key the decision bar names and the one that works."""
+    monkeypatch.setenv("CODEBOX_KEYMAP", '{"review.approve_all": "ctrl+a", "files.toggle": "x"}')
+    reload_settings()
+    app = CodeboxApp(bundle_dir)
+    async with app.run_test(size=(160, 40)) as pilot:
+        screen = await _open(app, pilot, bundle_dir)
+        bar = screen.query_one(DecisionBar)
+        text = bar.render().plain
+        assert " ctrl+a approve all" in text and " x select" in text, text
+        assert " a approve all" not in text and "space" not in text
+        await pilot.press("f1")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpDialog)
+        help_text = app.screen.markdown
+        assert "- `]`: Next file" in help_text and "right_square_bracket" not in help_text
+        assert "- `ctrl+a`: Approve all" in help_text
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("a")  # the old key no longer approves
+        await pilot.pause()
+        assert isinstance(app.screen, ReviewScreen)
+        await pilot.press("ctrl+a")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+        await pilot.press("escape")  # skip apply
+        await pilot.pause()
+    assert [d.action for d in store.list_decisions()] == ["approve"]

@@ -17,6 +17,7 @@ from codebox_tui.contracts.recipe import RECIPE_SCHEMA, recipe_json_schema
 from codebox_tui.recipes.blueprint import validate_blueprint_document
 from codebox_tui.recipes.plan import dry_run
 from codebox_tui.recipes.validate import validate_recipe_document, validate_recipe_file
+from codebox_tui.settings import reload_settings
 
 
 def _recipe(**over: Any) -> dict[str, Any]:
@@ -105,7 +106,7 @@ def test_semantic_checks(tmp_path: Path) -> None:
             {"command": "wordpress.browser-actions", "args": ["steps-json=[not json"]},
         ]},
     )
-    codes = _codes(validate_recipe_document(doc, base_dir=tmp_path, env={}))
+    codes = _codes(validate_recipe_document(doc, base_dir=tmp_path, allow_downloads=False))
     expected = {
         ("missing-source", "$.inputs.mounts[1].source"),
         ("invalid-source", "$.inputs.mounts[2].source"),
@@ -132,15 +133,26 @@ def test_semantic_checks(tmp_path: Path) -> None:
     assert expected <= set(codes), sorted(expected - set(codes))
 
 
-def test_url_source_allowed_only_with_opt_in(tmp_path: Path) -> None:
+def test_url_source_allowed_only_with_opt_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     doc = _recipe(inputs={"extra_plugins": [{"source": "https://example.org/p.zip"}]})
-    refused = validate_recipe_document(doc, base_dir=tmp_path, env={})
+    refused = validate_recipe_document(doc, base_dir=tmp_path, allow_downloads=False)
     assert [i.code for i in refused.issues] == ["network-download-refused"]
-    allowed = validate_recipe_document(doc, base_dir=tmp_path, env={"CODEBOX_ALLOW_NETWORK_DOWNLOADS": "1"})
+    assert "CODEBOX_ALLOW_NETWORK_DOWNLOADS=1" in refused.issues[0].message
+    allowed = validate_recipe_document(doc, base_dir=tmp_path, allow_downloads=True)
     assert allowed.valid
     http = validate_recipe_document(_recipe(inputs={"extra_plugins": [{"source": "http://x/p.zip"}]}),
-                                    base_dir=tmp_path, env={"CODEBOX_ALLOW_NETWORK_DOWNLOADS": "1"})
+                                    base_dir=tmp_path, allow_downloads=True)
     assert [i.code for i in http.issues] == ["invalid-source"]
+    try:  # the default comes from the setting
+        monkeypatch.setenv("CODEBOX_ALLOW_NETWORK_DOWNLOADS", "1")
+        reload_settings()
+        assert validate_recipe_document(doc, base_dir=tmp_path).valid
+        monkeypatch.setenv("CODEBOX_ALLOW_NETWORK_DOWNLOADS", "0")
+        reload_settings()
+        assert not validate_recipe_document(doc, base_dir=tmp_path).valid
+    finally:
+        monkeypatch.undo()
+        reload_settings()
 
 
 def test_explicit_policy_must_cover_workflow(tmp_path: Path) -> None:
@@ -173,7 +185,7 @@ def test_dry_run_plan_resolves_targets_and_policy(tmp_path: Path) -> None:
         "extra_plugins": [{"source": "plugin", "loadAs": "mu-plugin"}],
         "secretEnv": ["API_TOKEN"],
     })
-    validation = validate_recipe_document(doc, base_dir=tmp_path, env={})
+    validation = validate_recipe_document(doc, base_dir=tmp_path, allow_downloads=False)
     plan = dry_run(validation, tmp_path, env={"API_TOKEN": "s3cret"})["plan"]
     assert plan["mounts"][0]["source"] == str((tmp_path / "plugin").resolve())
     assert plan["workspaces"][0]["target"] == "/wordpress/wp-content/plugins/demo"
@@ -229,7 +241,7 @@ def mutated_recipes(draw: st.DrawFn) -> Any:
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(mutated_recipes())
 def test_fuzzed_recipes_never_crash_and_issues_have_paths(tmp_path: Path, doc: Any) -> None:
-    result = validate_recipe_document(doc, base_dir=tmp_path, env={})
+    result = validate_recipe_document(doc, base_dir=tmp_path, allow_downloads=False)
     for issue in result.issues:
         assert issue.path.startswith("$") and issue.message and issue.code
     if not result.valid:
@@ -239,7 +251,7 @@ def test_fuzzed_recipes_never_crash_and_issues_have_paths(tmp_path: Path, doc: A
 @settings(max_examples=300, deadline=None)
 @given(json_values)
 def test_arbitrary_json_is_rejected_cleanly(doc: Any) -> None:
-    result = validate_recipe_document(doc, base_dir=Path("/nonexistent"), env={})
+    result = validate_recipe_document(doc, base_dir=Path("/nonexistent"), allow_downloads=False)
     assert not result.valid
     assert result.issues
 
@@ -373,7 +385,7 @@ UNSUPPORTED_CASES: list[tuple[dict[str, Any], str]] = [
 def test_spec_fields_not_executed_here_are_unsupported_field_issues(tmp_path: Path, over: dict[str, Any],
                                                                      path: str) -> None:
     doc = _recipe(**over)
-    result = validate_recipe_document(doc, base_dir=tmp_path, env={})
+    result = validate_recipe_document(doc, base_dir=tmp_path, allow_downloads=False)
     assert not result.valid
     issue = next(i for i in result.issues if i.path == path)
     assert issue.code == "unsupported-field" and "does not implement" in issue.message
@@ -393,7 +405,7 @@ def test_new_field_shapes_are_checked_with_paths(tmp_path: Path) -> None:
                 "pluginRuntime": {"healthProbes": [{"name": "h", "type": "http"}]}},
         probes=[{"name": "p"}, {"step": {"command": "wordpress.run-php"}}],
     )
-    result = validate_recipe_document(doc, base_dir=tmp_path, env={})
+    result = validate_recipe_document(doc, base_dir=tmp_path, allow_downloads=False)
     paths = {i.path for i in result.issues}
     assert {"$.runtime.workers", "$.runtime.bundledExtensions[0]", "$.runtime.hostNodeHeap.maximumMiB",
             "$.runtime.preview.port", "$.inputs.stagedFiles[0].target", "$.inputs.stagedFiles[1].target",
@@ -408,7 +420,7 @@ def test_staged_files_and_probes_semantics(tmp_path: Path) -> None:
                                          {"source": "data", "target": "/tmp/data"}]},
                  probes=[{"name": "ping", "step": {"command": "wordpress.wp-cli", "args": ["command=wp option get home"]},
                           "expectJson": {"ok": True}}])
-    result = validate_recipe_document(ok, base_dir=tmp_path, env={})
+    result = validate_recipe_document(ok, base_dir=tmp_path, allow_downloads=False)
     assert result.valid, result.issues
     assert result.policy is not None and "wordpress.wp-cli" in result.policy.commands  # probes feed the policy
     assert result.summary()["stagedFiles"] == 2 and result.summary()["probes"] == 1
@@ -417,7 +429,7 @@ def test_staged_files_and_probes_semantics(tmp_path: Path) -> None:
                                           {"source": "data", "target": "/"}]},
                   probes=[{"name": "a", "step": {"command": "nope"}},
                           {"name": "a", "step": {"command": "wordpress.run-php", "args": ["nokey"]}}])
-    codes = _codes(validate_recipe_document(bad, base_dir=tmp_path, env={}))
+    codes = _codes(validate_recipe_document(bad, base_dir=tmp_path, allow_downloads=False))
     assert ("missing-source", "$.inputs.stagedFiles[0].source") in codes
     assert ("invalid-source", "$.inputs.stagedFiles[1].source") in codes
     assert ("invalid-sandbox-path", "$.inputs.stagedFiles[2].target") in codes
@@ -482,14 +494,14 @@ def test_runtime_blueprint_applied_subset_and_unsupported_parts(tmp_path: Path) 
                          {"step": "runPHP", "code": "<?php echo 1;"}, {"step": "writeFile", "path": "/tmp/a",
                                                                         "data": "x"}, "noop"],
                "siteOptions": {"blogdescription": "d"}, "meta": {"title": "t"}}
-    assert validate_recipe_document(_recipe(runtime={"blueprint": applied}), base_dir=tmp_path, env={}).valid
+    assert validate_recipe_document(_recipe(runtime={"blueprint": applied}), base_dir=tmp_path, allow_downloads=False).valid
     bad = {"steps": [{"step": "login"}, {"step": "writeFile", "path": "/tmp/a"}, {"step": "nope"}],
            "landingPage": "/wp-admin/"}
-    codes = _codes(validate_recipe_document(_recipe(runtime={"blueprint": bad}), base_dir=tmp_path, env={}))
+    codes = _codes(validate_recipe_document(_recipe(runtime={"blueprint": bad}), base_dir=tmp_path, allow_downloads=False))
     assert [c for c in codes if c[1].startswith("$.runtime.blueprint.steps[2]")]  # unknown step: shape error first
     fine_shape = {"steps": [{"step": "login"}, {"step": "writeFile", "path": "/tmp/a"}], "landingPage": "/wp-admin/",
                   "features": {"networking": False}}
-    codes = _codes(validate_recipe_document(_recipe(runtime={"blueprint": fine_shape}), base_dir=tmp_path, env={}))
+    codes = _codes(validate_recipe_document(_recipe(runtime={"blueprint": fine_shape}), base_dir=tmp_path, allow_downloads=False))
     assert codes == [("unsupported-field", "$.runtime.blueprint.landingPage"),
                      ("unsupported-field", "$.runtime.blueprint.features"),
                      ("unsupported-field", "$.runtime.blueprint.steps[0].step"),
@@ -498,6 +510,6 @@ def test_runtime_blueprint_applied_subset_and_unsupported_parts(tmp_path: Path) 
 
 def test_declared_artifact_paths_are_checked(tmp_path: Path) -> None:
     doc = _recipe(artifacts={"paths": [{"name": "a b", "path": "/tmp/a"}, {"name": "a-b", "path": "/tmp/../etc"}]})
-    codes = _codes(validate_recipe_document(doc, base_dir=tmp_path, env={}))
+    codes = _codes(validate_recipe_document(doc, base_dir=tmp_path, allow_downloads=False))
     assert codes == [("invalid-sandbox-path", "$.artifacts.paths[1].path"),
                      ("duplicate-artifact-name", "$.artifacts.paths[1].name")]

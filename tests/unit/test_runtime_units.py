@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from codebox_tui.cli_run import parse_duration
 from codebox_tui.contracts.runtime import RuntimePolicy
+from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, PolicyDeniedError
 from codebox_tui.runtime.mounts import parse_mount, stage_readonly, validate_mounts
 from codebox_tui.runtime.policy import SECRET_MARK, Redactor, check_command, load_policy, resolve_secrets

@@ -111,3 +111,20 @@ def test_apply_block_matches_git_for_random_edits(
     patch = git_diff(tmp_path_factory.mktemp("d"), old, new)
     [block] = split_blocks(patch)
     assert apply_block(old, block.text) == new
+
+
+def test_blocks_keep_non_utf8_bytes_and_names_with_spaces(tmp_path: Path) -> None:
+    before, after = b"caf\xe9\nsame\n", b"caf\xe9 au lait\nsame\n"
+    patch = git_diff(tmp_path, before, after, name="my file.php")
+    [block] = split_blocks(patch)
+    assert block.text == patch
+    assert block.paths == {"my file.php"}
+    assert apply_block(before, block.text) == after
+    kept, by_file = filter_patch(patch, {"my file.php": {"my file.php"}})
+    assert kept == patch and by_file["my file.php"] == block
+
+
+def test_a_hunk_shorter_than_its_header_is_refused() -> None:
+    block = b"diff --git a/x.php b/x.php\n--- a/x.php\n+++ b/x.php\n@@ -1,3 +1,3 @@\n-a\n+b\n"
+    with pytest.raises(PatchError, match="cannot be read"):
+        apply_block(b"a\nc\nd\n", block)

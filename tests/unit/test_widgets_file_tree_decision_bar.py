@@ -29,7 +29,7 @@ FILES: list[ChangedFile] = [_entry(e) for e in (
 
 
 def _labels(tree: ChangedFileTree) -> dict[str, str]:
-    return {rel: leaf.label.plain for rel, leaf in tree._leaves.items()}
+    return {rel: node.label.plain for rel in tree.file_paths if (node := tree.node_for(rel))}
 
 
 async def test_tree_groups_badges_and_messages() -> None:
@@ -48,8 +48,8 @@ async def test_tree_groups_badges_and_messages() -> None:
         await pilot.press("down")
         await pilot.pause()
         highlighted = app.of(ChangedFileTree.FileHighlighted)
-        assert highlighted and highlighted[-1].entry.relativePath in tree._leaves
-        tree.move_cursor(tree._leaves["plugin/a.php"])
+        assert highlighted and highlighted[-1].entry.relativePath in tree.file_paths
+        assert tree.highlight_path("plugin/a.php")
         await pilot.pause()
         await pilot.press("space")
         await pilot.pause()
@@ -85,11 +85,13 @@ async def test_decision_bar_status_and_keys() -> None:
         bar.total, bar.selected = 4, 1
         await pilot.pause()
         text = bar.render().plain
-        assert "verified" in text and "1/4 selected" in text and "A approve selected" in text
+        assert "verified" in text and "1/4 selected" in text and " a approve all" in text
+        assert "A approve selected" in text and "space select" in text
+        bar.show_keys({"approve_all": "ctrl+a", "select": "x"})
+        text = bar.render().plain
+        assert " ctrl+a approve all" in text and " x select" in text and "space" not in text
+        assert "d discard" in text  # the others keep their keys
         bar.valid, bar.reason = False, "patch.diff digest mismatch"
-        bar.can_focus = True
-        bar.focus()
-        await pilot.press("a", "d", "i")
         await pilot.pause()
         assert "INVALID" in bar.render().plain and "digest mismatch" in bar.render().plain
-        assert [m.action for m in app.of(DecisionBar.Decide)] == ["discard", "request-changes"]
+        assert not DecisionBar.BINDINGS  # the screen owns the decision keys; the bar never has focus

@@ -4,6 +4,7 @@ missing; what is found is mounted read-only and tagged with where it came from."
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from codebox_tui.errors import BadInputError
 from codebox_tui.runtime import wp_tests
 from codebox_tui.runtime.phpunit import SANDBOX_BIN_DIR, phpunit_tool_mounts
+from codebox_tui.settings import reload_settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -28,33 +30,53 @@ def _polyfills(root: Path) -> Path:
     return root
 
 
-def test_option_wins_over_environment(tmp_path: Path) -> None:
+@pytest.fixture
+def set_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]]:
+    """Set the WordPress tooling's environment variables, read through the settings."""
+
+    def setter(**values: str) -> None:
+        for name, value in values.items():
+            monkeypatch.setenv(name, value)
+        reload_settings()
+
+    for name in ("WP_TESTS_DIR", "WP_TESTS_PHPUNIT_POLYFILLS_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    reload_settings()
+    yield setter
+    monkeypatch.undo()
+    reload_settings()
+
+
+def test_option_wins_over_environment(tmp_path: Path, set_env: Callable[..., None]) -> None:
     option, env = _lib(tmp_path / "opt"), _lib(tmp_path / "env")
-    found = wp_tests.find_host_lib(option, {"WP_TESTS_DIR": str(env)})
+    set_env(WP_TESTS_DIR=str(env))
+    found = wp_tests.find_host_lib(option)
     assert found == wp_tests.Found(option.resolve(), "option")
-    assert wp_tests.find_host_lib(None, {"WP_TESTS_DIR": str(env)}) == wp_tests.Found(env.resolve(), "env")
+    assert wp_tests.find_host_lib(None) == wp_tests.Found(env.resolve(), "env")
 
 
-def test_a_folder_that_is_not_the_library_names_what_is_missing(tmp_path: Path) -> None:
+def test_a_folder_that_is_not_the_library_names_what_is_missing(tmp_path: Path,
+                                                                 set_env: Callable[..., None]) -> None:
     (tmp_path / "lib" / "includes").mkdir(parents=True)
     (tmp_path / "lib" / "includes" / "functions.php").write_text("<?php\n")
     with pytest.raises(BadInputError) as info:
-        wp_tests.find_host_lib(tmp_path / "lib", {})
+        wp_tests.find_host_lib(tmp_path / "lib")
     assert info.value.code == "wp-tests-lib-missing" and info.value.field == "--wp-tests-lib"
     assert str(tmp_path / "lib" / "includes" / "bootstrap.php") in info.value.message
+    set_env(WP_TESTS_DIR=str(tmp_path / "nowhere"))
     with pytest.raises(BadInputError) as env_info:
-        wp_tests.find_host_lib(None, {"WP_TESTS_DIR": str(tmp_path / "nowhere")})
+        wp_tests.find_host_lib(None)
     assert env_info.value.field == "WP_TESTS_DIR"
     with pytest.raises(BadInputError) as poly_info:
-        wp_tests.find_host_polyfills(tmp_path / "nowhere", {})
+        wp_tests.find_host_polyfills(tmp_path / "nowhere")
     assert poly_info.value.field == "--phpunit-polyfills"
     assert str(tmp_path / "nowhere" / wp_tests.POLYFILLS_FILE) in poly_info.value.message
 
 
-def test_mounts_are_read_only_and_tagged(tmp_path: Path) -> None:
+def test_mounts_are_read_only_and_tagged(tmp_path: Path, set_env: Callable[..., None]) -> None:
     lib, polyfills = _lib(tmp_path / "lib"), _polyfills(tmp_path / "poly")
-    mounts = wp_tests.toolchain_mounts(None, None, {"WP_TESTS_DIR": str(lib),
-                                                     "WP_TESTS_PHPUNIT_POLYFILLS_PATH": str(polyfills)})
+    set_env(WP_TESTS_DIR=str(lib), WP_TESTS_PHPUNIT_POLYFILLS_PATH=str(polyfills))
+    mounts = wp_tests.toolchain_mounts(None, None)
     assert [(m.target, m.mode, m.metadata["toolchain"], m.metadata["origin"]) for m in mounts] == [
         (wp_tests.LIB_TARGET, "readonly", "wp-tests-lib", "env"),
         (wp_tests.POLYFILLS_TARGET, "readonly", "phpunit-polyfills", "env")]

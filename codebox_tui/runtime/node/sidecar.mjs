@@ -50,7 +50,10 @@ function keepPhpModule(php) {
   phpModules.set(php, pending);
   return pending;
 }
-keepPhpModule('8.3'); // the default version, compiled while the first sandbox's site is prepared
+// The default PHP version (codebox_tui/versions.py, passed as --default-php=X.Y), compiled while the
+// first sandbox's site is prepared.
+const defaultPhp = (process.argv.find((arg) => arg.startsWith('--default-php=')) || '').slice('--default-php='.length);
+if (/^\d+\.\d+$/.test(defaultPhp)) keepPhpModule(defaultPhp);
 
 // The preview server: Playground calls `server.listen(port, callback)`, which listens on every
 // interface. Each boot runs in an async context that names its bind address (127.0.0.1 unless the
@@ -197,11 +200,6 @@ const ops = {
     // Copy into a fresh Uint8Array: small Buffers share a pooled ArrayBuffer that would be sent whole.
     await pg.writeFile(p.path, p.base64 !== undefined ? new Uint8Array(Buffer.from(p.base64, 'base64')) : p.text);
     return {};
-  },
-
-  readFile: async (p) => {
-    const { pg } = need(p.sandbox);
-    return { text: await pg.readFileAsText(p.path) };
   },
 
   cli: async (p) => {
