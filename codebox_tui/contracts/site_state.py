@@ -245,6 +245,9 @@ class SnapshotFile(Contract):
     bytes: int
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     base64: str | None = None
+    # Where the bytes are when they are not inline: a bundle-relative content-addressed blob
+    # (files/runtime-snapshots/blobs/<sha256>; docs/site-state.md, "Snapshots in a bundle").
+    blob: str | None = None
 
 
 class SnapshotHashes(Contract):

@@ -174,16 +174,29 @@ def _snapshot_scope(session: RunSession, args: dict[str, str]) -> dict[str, Any]
 
 
 def capture_state_bundle(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
-    """Snapshot the site into ``files/runtime-snapshots/<id>.json`` and its wordpress-state export
-    into ``files/wordpress-state/<id>.json``."""
+    """Snapshot the site into ``files/runtime-snapshots/<id>.json`` (file bytes as content-addressed
+    blobs beside it) and its wordpress-state export into ``files/wordpress-state/<id>.json``."""
     from codebox_tui.contracts.canonical import pretty_json, sha256_hex
-    from codebox_tui.runtime.site_state import export_config_from_args, export_wordpress_state, take_snapshot
+    from codebox_tui.runtime.site_state import (
+        export_config_from_args,
+        export_wordpress_state,
+        externalize_files,
+        take_snapshot,
+    )
 
     config = export_config_from_args(args)
     snapshot = take_snapshot(session.sandbox, _snapshot_scope(session, args), timeout_s=timeout_s,
                              metadata={"runtime": session.runtime_id,
                                        "mounts": [m.model_dump(mode="json") for m in session.spec.mounts]})
     export = export_wordpress_state(session.sandbox, config, timeout_s=timeout_s)
+
+    def write_blob(rel: str, data: bytes) -> None:
+        target = session.run_dir / rel
+        if not target.exists():
+            session.add_evidence(rel, "runtime-snapshot-blob", "application/octet-stream").write_bytes(
+                session.redact.data(data))
+
+    snapshot = externalize_files(snapshot, write_blob)
     refs = []
     for rel, kind, document in (
         (f"files/runtime-snapshots/{snapshot.id}.json", "runtime-snapshot", snapshot),

@@ -18,6 +18,7 @@ import json
 import re
 import secrets
 import time
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -33,6 +34,7 @@ from codebox_tui.contracts.site_state import (
     RuntimeSnapshot,
     SiteStateSummary,
     SnapshotCompatibility,
+    SnapshotHashes,
     StateExport,
     StateExportConfig,
     StateSectionDocument,
@@ -194,12 +196,20 @@ def take_snapshot(sandbox: Sandbox, scope: dict[str, Any], *, timeout_s: float =
     document["metadata"] = {**(document.get("metadata") or {}), **(metadata or {}),
                             "stats": value.get("stats")}
     snapshot_id = f"runtime-snapshot-{secrets.token_hex(8)}"
-    return _validated(RuntimeSnapshot, {
+    snapshot = _validated(RuntimeSnapshot, {
         "id": snapshot_id, "createdAt": utc_now_iso(),
         "compatibility": {"wordpressVersion": sandbox.wordpress_version, "phpVersion": sandbox.php_version},
         "metadata": document["metadata"], "database": document.get("database"), "files": document.get("files"),
-        "hashes": snapshot_hashes(document.get("database"), document.get("files")),
+        "hashes": {"database": "", "files": ""},
     }, "the runtime snapshot")
+    return with_hashes(snapshot)
+
+
+def with_hashes(snapshot: RuntimeSnapshot) -> RuntimeSnapshot:
+    """The snapshot with ``hashes`` computed over its tables and file list as written."""
+    payload = snapshot.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return snapshot.model_copy(update={"hashes": SnapshotHashes(**snapshot_hashes(payload["database"],
+                                                                                  payload["files"]))})
 
 
 def snapshot_hashes(database: Any, files: Any) -> dict[str, str]:
@@ -209,6 +219,63 @@ def snapshot_hashes(database: Any, files: Any) -> dict[str, str]:
               for f in files if isinstance(f, dict)] if isinstance(files, list) else []
     return {"database": sha256_hex(stable_json(tables if isinstance(tables, list) else [])),
             "files": sha256_hex(stable_json(listed))}
+
+
+BLOB_DIR: Final = "files/runtime-snapshots/blobs"
+
+
+def externalize_files(snapshot: RuntimeSnapshot, write_blob: Callable[[str, bytes], None]) -> RuntimeSnapshot:
+    """The snapshot with each file's bytes moved out of the document into a content-addressed blob
+    (``write_blob(relative_path, data)``, called once per distinct sha256): a default site's
+    wp-content is ~12 MB, more than one bundle file may hold (docs/site-state.md)."""
+    written: set[str] = set()
+    files = []
+    for entry in snapshot.files:
+        if entry.base64 is None:
+            files.append(entry)
+            continue
+        rel = f"{BLOB_DIR}/{entry.sha256}"
+        if entry.sha256 not in written:
+            write_blob(rel, base64.b64decode(entry.base64))
+            written.add(entry.sha256)
+        files.append(entry.model_copy(update={"base64": None, "blob": rel}))
+    return snapshot.model_copy(update={"files": files})
+
+
+def load_snapshot(bundle_dir: Path, rel: str) -> RuntimeSnapshot:
+    """Read a snapshot document of a bundle (hostile input) and put each blob's bytes back inline.
+    A blob is found by the file's sha256 only (never by a path the document names) and must hash to it."""
+    from codebox_tui.bundle.safe_read import UnsafeFileError, load_json_file, read_regular
+
+    root = Path(bundle_dir)
+    path = root / rel
+    snapshot = _bad_input_validated(RuntimeSnapshot, load_json_file(path, rel, limit=512 * 1024 * 1024), rel)
+    files = []
+    for index, entry in enumerate(snapshot.files):
+        if entry.base64 is None:
+            blob = root / BLOB_DIR / entry.sha256
+            try:
+                data = read_regular(blob, entry.bytes)
+            except (OSError, UnsafeFileError) as error:
+                raise BadInputError(f"{rel}: files[{index}] ({entry.path}): its blob {BLOB_DIR}/{entry.sha256} "
+                                    f"cannot be read: {error}", code="snapshot-blob-missing",
+                                    field=f"files[{index}]") from None
+            if sha256_hex(data) != entry.sha256:
+                raise BadInputError(f"{rel}: files[{index}] ({entry.path}): its blob does not hash to its sha256",
+                                    code="snapshot-digest-mismatch", field=f"files[{index}]")
+            entry = entry.model_copy(update={"base64": base64.b64encode(data).decode("ascii"), "blob": None})
+        files.append(entry)
+    return snapshot.model_copy(update={"files": files})
+
+
+def _bad_input_validated(model: type[M], value: Any, source: str) -> M:
+    try:
+        return model.model_validate(value)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise BadInputError(f"{source}: {where or '(root)'}: {first['msg']}", code="invalid-snapshot",
+                            field=where or source) from None
 
 
 def check_compatible(snapshot: RuntimeSnapshot, sandbox: Sandbox) -> None:
@@ -228,6 +295,7 @@ def restore_snapshot(sandbox: Sandbox, snapshot: RuntimeSnapshot, *, timeout_s: 
     wp-content in scope (files added since are deleted). Returns the PHP side's stats."""
     check_compatible(snapshot, sandbox)
     payload = snapshot.model_dump(mode="json", by_alias=True, exclude_none=True)
+    payload["files"] = [{k: v for k, v in f.items() if k != "blob"} for f in payload["files"]]
     if snapshot_hashes(payload["database"], payload["files"]) != snapshot.hashes.model_dump():
         raise BadInputError(f"snapshot {snapshot.id}: its tables or file list do not match its hashes",
                             code="snapshot-digest-mismatch", field="hashes")

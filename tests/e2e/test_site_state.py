@@ -119,8 +119,12 @@ def test_capture_state_bundle_writes_a_snapshot_that_restores(make_run_session: 
     summary_before = site_state.take_summary(run.sandbox)
     result = run.execute("wordpress.capture-state-bundle", ["sections=summary,users,options"])
     refs = {ref["kind"]: ref["path"] for ref in result.artifactRefs}
-    snapshot = RuntimeSnapshot.model_validate_json((run.run_dir / refs["runtime-snapshot"]).read_text())
-    assert refs["runtime-snapshot"] == f"files/runtime-snapshots/{snapshot.id}.json"
+    written = RuntimeSnapshot.model_validate_json((run.run_dir / refs["runtime-snapshot"]).read_text())
+    assert refs["runtime-snapshot"] == f"files/runtime-snapshots/{written.id}.json"
+    assert all(f.base64 is None and f.blob == f"files/runtime-snapshots/blobs/{f.sha256}" for f in written.files)
+    blobs = {p.name for p in (run.run_dir / "files/runtime-snapshots/blobs").iterdir()}
+    assert blobs == {f.sha256 for f in written.files}
+    snapshot = site_state.load_snapshot(run.run_dir, refs["runtime-snapshot"])
     assert snapshot.compatibility.wordpressVersion == run.sandbox.wordpress_version
     assert snapshot.hashes.model_dump() == site_state.snapshot_hashes(
         snapshot.model_dump(mode="json", exclude_none=True)["database"],
@@ -143,3 +147,12 @@ def test_capture_state_bundle_writes_a_snapshot_that_restores(make_run_session: 
         update={"wordpressVersion": "5.0"})})
     with pytest.raises(BadInputError, match=r"taken on wordpressVersion 5\.0"):
         site_state.restore_snapshot(run.sandbox, other)
+
+    summary = run.capture()
+    from codebox_tui.bundle.verify import verify_bundle
+
+    verification = verify_bundle(summary.path)
+    assert verification.valid, verification.violations
+    listed = json.loads((summary.path / "manifest.json").read_text())
+    kinds = {f["path"]: f["kind"] for f in listed["files"]}
+    assert kinds[refs["runtime-snapshot"]] == "runtime-snapshot"
