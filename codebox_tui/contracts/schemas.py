@@ -41,6 +41,20 @@ from codebox_tui.contracts.bundle import (
 )
 from codebox_tui.contracts.recipe import RECIPE_SCHEMA, WorkspaceRecipe
 from codebox_tui.contracts.runtime import CATALOG_SCHEMA, POLICY_SCHEMA, CommandCatalog, RuntimePolicy
+from codebox_tui.contracts.site_state import (
+    CHECKPOINT_RESULT_SCHEMA,
+    RUNTIME_SNAPSHOT_SCHEMA,
+    SITE_STATE_DIFF_SCHEMA,
+    SITE_STATE_SUMMARY_SCHEMA,
+    STATE_EXPORT_SCHEMA,
+    STATE_SECTION_SCHEMA,
+    CheckpointResult,
+    RuntimeSnapshot,
+    SiteStateDiff,
+    SiteStateSummary,
+    StateExport,
+    StateSectionDocument,
+)
 
 MANIFEST_SCHEMA: Final = "wp-codebox/artifact-manifest/v1"
 JSON_SCHEMA_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
@@ -61,6 +75,12 @@ REGISTRY: dict[str, type[BaseModel]] = {
     RECIPE_SCHEMA: WorkspaceRecipe,
     POLICY_SCHEMA: RuntimePolicy,
     CATALOG_SCHEMA: CommandCatalog,
+    SITE_STATE_SUMMARY_SCHEMA: SiteStateSummary,
+    SITE_STATE_DIFF_SCHEMA: SiteStateDiff,
+    STATE_EXPORT_SCHEMA: StateExport,
+    STATE_SECTION_SCHEMA: StateSectionDocument,
+    RUNTIME_SNAPSHOT_SCHEMA: RuntimeSnapshot,
+    CHECKPOINT_RESULT_SCHEMA: CheckpointResult,
 }
 
 

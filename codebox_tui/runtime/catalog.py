@@ -35,6 +35,16 @@ def _ref(handler: Handler) -> str:
     return ref
 
 
+# The scoping arguments of a snapshot or checkpoint (docs/site-state.md, "Snapshots").
+SNAPSHOT_SCOPE_ARGS = [
+    A(name="snapshot-include-wp-content", description="Only these wp-content paths (comma list of globs)"),
+    A(name="snapshot-exclude-wp-content", description="Leave out these wp-content paths (comma list of globs)"),
+    A(name="snapshot-database-tables", description="Only these tables (comma list of globs)"),
+    A(name="snapshot-exclude-database-tables", description="Leave out these tables (comma list of globs)"),
+    A(name="snapshot-option-names", description="Only these option rows (comma list, '*' wildcard)"),
+    A(name="snapshot-post-types", description="Only the posts of these types (comma list)"),
+]
+
 _COMMANDS: list[CommandSpec] = [
     CommandSpec(
         id="inspect-mounted-inputs",
@@ -129,6 +139,48 @@ _COMMANDS: list[CommandSpec] = [
         outputShape="wp-codebox/browser-actions-result/v1",
         policyRequirement="wordpress.browser-actions",
         handler=_ref(browser_actions),
+    ),
+    CommandSpec(
+        id="wordpress.capture-state-bundle",
+        description="Snapshot the site (database tables with rows, wp-content files with hashes; read-only "
+        "mounts excluded) and its wordpress-state export into the run's evidence.",
+        acceptedArgs=[
+            A(name="sections", description="wordpress-state sections, comma list (default summary): summary, "
+              "posts, terms, menus, templates, media, options, users, rest-routes, abilities"),
+            A(name="redaction", description="'safe' (default): no password hashes, emails, keys or salts",
+              format="enum:safe,none"),
+            *SNAPSHOT_SCOPE_ARGS,
+        ],
+        outputShape="wp-codebox/wordpress-runtime-snapshot/v1",
+        policyRequirement="wordpress.capture-state-bundle",
+        handler="codebox_tui.runtime.commands:capture_state_bundle",
+    ),
+    CommandSpec(
+        id="wp-codebox.checkpoint-create",
+        description="Save the site's state inside the sandbox under a name (replaces a checkpoint of that name).",
+        acceptedArgs=[
+            A(name="name", description="Checkpoint name: letters, digits, '.', '_', '-'", required=True),
+            A(name="metadata-json", description="JSON object kept with the checkpoint", format="json"),
+            *SNAPSHOT_SCOPE_ARGS,
+        ],
+        outputShape="wp-codebox/runtime-checkpoint-result/v1",
+        policyRequirement="wp-codebox.checkpoint-create",
+        handler="codebox_tui.runtime.commands:checkpoint_create",
+    ),
+    CommandSpec(
+        id="wp-codebox.checkpoint-restore",
+        description="Put the site back to a named checkpoint of this sandbox (database and wp-content files).",
+        acceptedArgs=[A(name="name", description="Checkpoint name", required=True)],
+        outputShape="wp-codebox/runtime-checkpoint-result/v1",
+        policyRequirement="wp-codebox.checkpoint-restore",
+        handler="codebox_tui.runtime.commands:checkpoint_restore",
+    ),
+    CommandSpec(
+        id="wp-codebox.checkpoint-list",
+        description="List this sandbox's checkpoints.",
+        outputShape="wp-codebox/runtime-checkpoint-result/v1",
+        policyRequirement="wp-codebox.checkpoint-list",
+        handler="codebox_tui.runtime.commands:checkpoint_list",
     ),
     CommandSpec(
         id="wordpress.browser-actions.evaluate",

@@ -152,3 +152,87 @@ def ability(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
     except ValueError:
         pass
     return _outcome(result.text, result.errors, exit_code, parsed, truncated=result.truncated)
+
+
+# -- site state: snapshots and checkpoints (docs/site-state.md) ------------------------------------
+def _snapshot_scope(session: RunSession, args: dict[str, str]) -> dict[str, Any]:
+    from codebox_tui.runtime.site_state import readonly_content_paths, snapshot_scope
+
+    return snapshot_scope(args, readonly_content_paths([*session.spec.mounts, *session.spec.extra_mounts]))
+
+
+def capture_state_bundle(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+    """Snapshot the site into ``files/runtime-snapshots/<id>.json`` (file bytes as content-addressed
+    blobs beside it) and its wordpress-state export into ``files/wordpress-state/<id>.json``."""
+    from codebox_tui.contracts.canonical import pretty_json, sha256_hex
+    from codebox_tui.runtime.site_state import (
+        export_config_from_args,
+        export_wordpress_state,
+        externalize_files,
+        take_snapshot,
+    )
+
+    config = export_config_from_args(args)
+    snapshot = take_snapshot(session.sandbox, _snapshot_scope(session, args), timeout_s=timeout_s,
+                             metadata={"runtime": session.runtime_id,
+                                       "mounts": [m.model_dump(mode="json") for m in session.spec.mounts]})
+    export = export_wordpress_state(session.sandbox, config, timeout_s=timeout_s)
+
+    def write_blob(rel: str, data: bytes) -> None:
+        target = session.run_dir / rel
+        if not target.exists():
+            session.add_evidence(rel, "runtime-snapshot-blob", "application/octet-stream").write_bytes(
+                session.redact.data(data))
+
+    snapshot = externalize_files(snapshot, write_blob)
+    refs = []
+    for rel, kind, document in (
+        (f"files/runtime-snapshots/{snapshot.id}.json", "runtime-snapshot", snapshot),
+        (f"files/wordpress-state/{snapshot.id}.json", "wordpress-state", export),
+    ):
+        text = session.redact(pretty_json(document.model_dump(mode="json", by_alias=True, exclude_none=True)))
+        session.add_evidence(rel, kind, "application/json").write_text(text, encoding="utf-8")
+        refs.append({"path": rel, "kind": kind, "sha256": sha256_hex(text)})
+    stats = snapshot.metadata.get("stats") or {}
+    result = {"command": "wordpress.capture-state-bundle", "status": "ok",
+              "snapshot": {"id": snapshot.id, "semantics": "runtime-state-artifact",
+                           "hashes": snapshot.hashes.model_dump(),
+                           "compatibility": snapshot.compatibility.model_dump(), "stats": stats},
+              "sections": [s.section for s in export.sections], "artifactRefs": refs}
+    outcome = _outcome(json.dumps(result, sort_keys=True), json_value=result)
+    outcome.artifact_refs = refs
+    return outcome
+
+
+def _checkpoint_outcome(result: Any) -> CommandOutcome:
+    value = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return _outcome(json.dumps(value, sort_keys=True), json_value=value)
+
+
+def checkpoint_create(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+    from codebox_tui.runtime import site_state
+
+    metadata = None
+    if args.get("metadata-json"):
+        try:
+            metadata = json.loads(args["metadata-json"])
+        except ValueError as error:
+            raise BadInputError(f"metadata-json must be JSON: {error}", code="invalid-arg",
+                                field="metadata-json") from error
+        if not isinstance(metadata, dict):
+            raise BadInputError("metadata-json must be a JSON object", code="invalid-arg", field="metadata-json")
+    return _checkpoint_outcome(site_state.checkpoint_create(session.sandbox, args["name"],
+                                                            _snapshot_scope(session, args), metadata=metadata,
+                                                            timeout_s=timeout_s))
+
+
+def checkpoint_restore(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+    from codebox_tui.runtime import site_state
+
+    return _checkpoint_outcome(site_state.checkpoint_restore(session.sandbox, args["name"], timeout_s=timeout_s))
+
+
+def checkpoint_list(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+    from codebox_tui.runtime import site_state
+
+    return _checkpoint_outcome(site_state.checkpoint_list(session.sandbox, timeout_s=timeout_s))

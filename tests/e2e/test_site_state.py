@@ -1,0 +1,158 @@
+"""The site's own state through a real Playground: the summary and the site-state diff of a plugin's
+activation, checkpoints (create / mutate / restore) and runtime snapshots (docs/site-state.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codebox_tui.contracts.site_state import STATE_SECTIONS, RuntimeSnapshot, StateExportConfig
+from codebox_tui.errors import BadInputError, SandboxError
+from codebox_tui.runtime import site_state
+from codebox_tui.runtime.site_state_diff import diff_summaries
+
+pytestmark = pytest.mark.playground
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO_PLUGIN = REPO / "examples" / "site-state-plugin"
+DEMO_TARGET = "/wordpress/wp-content/plugins/site-state-plugin"
+COMMANDS = ["wordpress.run-php", "wordpress.capture-state-bundle", "wp-codebox.checkpoint-create",
+            "wp-codebox.checkpoint-restore", "wp-codebox.checkpoint-list"]
+
+MUTATE = r"""
+update_option('blogname', 'Changed by the test');
+wp_insert_post(['post_title' => 'Added post', 'post_status' => 'publish', 'post_type' => 'post']);
+wp_insert_term('Added term', 'category');
+wp_insert_user(['user_login' => 'added-editor', 'user_pass' => 'x-123456789', 'role' => 'editor']);
+wp_delete_post(2, true);
+global $wpdb;
+$wpdb->query("CREATE TABLE {$wpdb->prefix}added_table (id INTEGER PRIMARY KEY, v TEXT)");
+@mkdir(WP_CONTENT_DIR . '/uploads/2026', 0755, true);
+file_put_contents(WP_CONTENT_DIR . '/uploads/2026/added.txt', 'added');
+file_put_contents(WP_CONTENT_DIR . '/themes/twentytwentyfour/style.css', '/* overwritten */');
+echo 'mutated';
+"""
+
+
+def _php(run: Any, code: str) -> str:
+    result = run.execute("wordpress.run-php", [f"code={code}"])
+    assert result.exitCode == 0, result.stderr
+    return str(result.stdout)
+
+
+def _export(run: Any) -> dict[str, Any]:
+    export = site_state.export_wordpress_state(run.sandbox, StateExportConfig(sections=list(STATE_SECTIONS)))
+    return {section.section: section.data for section in export.sections}
+
+
+def test_plugin_activation_shows_in_the_site_state_diff_with_risk_flags(make_run_session: Any) -> None:
+    run = make_run_session(mounts=[f"{DEMO_PLUGIN}:{DEMO_TARGET}:readonly"], commands=COMMANDS)
+    run.boot_sandbox()
+    before = site_state.take_summary(run.sandbox)
+    assert _php(run, "require_once ABSPATH . 'wp-admin/includes/plugin.php'; "
+                     "$r = activate_plugin('site-state-plugin/site-state-plugin.php'); echo is_wp_error($r) ? $r->get_error_message() : 'ok';"
+                ).endswith("ok")
+    after = site_state.take_summary(run.sandbox)
+    diff = diff_summaries(before, after)
+
+    tables = {t.name: t for t in diff.tables}
+    assert tables["wp_site_state_demo_log"].status == "created"
+    assert tables["wp_site_state_demo_log"].columnsAdded == ["id", "message"]
+    options = {o.name: o for o in diff.options}
+    assert options["site_state_demo_version"].status == "added"
+    assert options["site_state_demo_version"].after == "1.0.0"
+    secret = options["site_state_demo_api_key"]
+    assert secret.status == "added" and secret.redacted and secret.after is None
+    assert "sk-demo-0123456789abcdef" not in diff.model_dump_json()
+    assert [(c.hook, c.status, c.schedule) for c in diff.cron] == [("site_state_demo_ping", "added", "hourly")]
+    users = {u.login: u for u in diff.users}
+    assert users["site-state-demo-admin"].status == "added"
+    assert diff.activePlugins is not None and diff.activePlugins.after == ["site-state-plugin/site-state-plugin.php"]
+
+    flags = {(r.code, r.subject) for r in diff.risks}
+    assert ("new-administrator", "site-state-demo-admin") in flags
+    assert ("cron-event-added", "site_state_demo_ping") in flags
+    assert ("active-plugins-changed", "active_plugins") in flags
+    assert not any(code in ("siteurl-changed", "home-changed") for code, _ in flags)
+    # nothing of the user's e-mail or password hash reaches the summary
+    assert "demo-admin@example.invalid" not in after.model_dump_json()
+
+
+def test_checkpoint_create_mutate_restore_gives_the_identical_state(make_run_session: Any) -> None:
+    run = make_run_session(mounts=[f"{DEMO_PLUGIN}:{DEMO_TARGET}:readonly"], commands=COMMANDS)
+    run.boot_sandbox()
+    export_before = _export(run)
+    summary_before = site_state.take_summary(run.sandbox)
+    created = run.execute("wp-codebox.checkpoint-create", ["name=base", 'metadata-json={"why": "test"}'])
+    assert created.result.json_["status"] == "created"
+    assert created.result.json_["checkpoint"]["metadata"] == {"why": "test"}
+    stats = created.result.json_["checkpoint"]["summary"]
+    assert stats["tables"] > 10 and stats["files"] > 10
+
+    assert _php(run, MUTATE).endswith("mutated")
+    mutated = diff_summaries(summary_before, site_state.take_summary(run.sandbox))
+    assert mutated.posts and mutated.terms and mutated.users and any(t.status == "created" for t in mutated.tables)
+
+    restored = run.execute("wp-codebox.checkpoint-restore", ["name=base"])
+    assert restored.result.json_["status"] == "restored"
+    assert restored.result.json_["checkpoint"]["restoredAt"]
+    restore_stats = restored.result.json_["checkpoint"]["summary"]["restore"]
+    assert restore_stats["filesWritten"] == 1 and restore_stats["filesDeleted"] == 1  # style.css back, added.txt gone
+    assert diff_summaries(summary_before, site_state.take_summary(run.sandbox)).empty
+    assert _export(run) == export_before
+    assert _php(run, "echo json_encode([is_dir(WP_CONTENT_DIR . '/uploads/2026'), "
+                     "md5_file(WP_CONTENT_DIR . '/themes/twentytwentyfour/style.css') !== md5('/* overwritten */')]);"
+                ) == "[false,true]"
+
+    listed = run.execute("wp-codebox.checkpoint-list", [])
+    assert [c["name"] for c in listed.result.json_["checkpoints"]] == ["base"]
+    with pytest.raises(SandboxError, match=r"no checkpoint named missing in this sandbox \(existing: base\)"):
+        run.execute("wp-codebox.checkpoint-restore", ["name=missing"])
+
+
+def test_capture_state_bundle_writes_a_snapshot_that_restores(make_run_session: Any) -> None:
+    run = make_run_session(mounts=[f"{DEMO_PLUGIN}:{DEMO_TARGET}:readonly"], commands=COMMANDS)
+    run.boot_sandbox()
+    summary_before = site_state.take_summary(run.sandbox)
+    result = run.execute("wordpress.capture-state-bundle", ["sections=summary,users,options"])
+    refs = {ref["kind"]: ref["path"] for ref in result.artifactRefs}
+    written = RuntimeSnapshot.model_validate_json((run.run_dir / refs["runtime-snapshot"]).read_text())
+    assert refs["runtime-snapshot"] == f"files/runtime-snapshots/{written.id}.json"
+    assert all(f.base64 is None and f.blob == f"files/runtime-snapshots/blobs/{f.sha256}" for f in written.files)
+    blobs = {p.name for p in (run.run_dir / "files/runtime-snapshots/blobs").iterdir()}
+    assert blobs == {f.sha256 for f in written.files}
+    snapshot = site_state.load_snapshot(run.run_dir, refs["runtime-snapshot"])
+    assert snapshot.compatibility.wordpressVersion == run.sandbox.wordpress_version
+    assert snapshot.hashes.model_dump() == site_state.snapshot_hashes(
+        snapshot.model_dump(mode="json", exclude_none=True)["database"],
+        [f.model_dump(mode="json") for f in snapshot.files])
+    paths = {f.path for f in snapshot.files}
+    assert "plugins/hello.php" in paths
+    assert not any(p.startswith(("plugins/site-state-plugin", "database/")) for p in paths)  # read-only mount, db
+    skipped = {s["path"]: s["reason"] for s in snapshot.metadata["skippedWpContentPaths"]}
+    assert skipped["plugins/site-state-plugin"] == "excluded"
+    state = json.loads((run.run_dir / refs["wordpress-state"]).read_text())
+    users = next(s["data"]["items"] for s in state["sections"] if s["section"] == "users")
+    assert users and all("user_email" not in u and "user_pass" not in u for u in users)
+
+    assert _php(run, MUTATE).endswith("mutated")
+    stats = site_state.restore_snapshot(run.sandbox, snapshot)
+    assert stats["filesWritten"] == 1 and stats["filesDeleted"] == 1
+    assert diff_summaries(summary_before, site_state.take_summary(run.sandbox)).empty
+
+    other = snapshot.model_copy(update={"compatibility": snapshot.compatibility.model_copy(
+        update={"wordpressVersion": "5.0"})})
+    with pytest.raises(BadInputError, match=r"taken on wordpressVersion 5\.0"):
+        site_state.restore_snapshot(run.sandbox, other)
+
+    summary = run.capture()
+    from codebox_tui.bundle.verify import verify_bundle
+
+    verification = verify_bundle(summary.path)
+    assert verification.valid, verification.violations
+    listed = json.loads((summary.path / "manifest.json").read_text())
+    kinds = {f["path"]: f["kind"] for f in listed["files"]}
+    assert kinds[refs["runtime-snapshot"]] == "runtime-snapshot"
