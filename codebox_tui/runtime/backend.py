@@ -100,6 +100,11 @@ class Sandbox(Protocol):
 
     def write_file(self, path: str, data: bytes, timeout_s: float = 30.0) -> None: ...
 
+    def read_file(self, path: str, timeout_s: float = 30.0, *, max_bytes: int) -> bytes:
+        """The bytes of a file in the sandbox; a SandboxError ``file-too-large`` when it is over ``max_bytes``
+        (never more than that crosses to the host)."""
+        ...
+
     def abort(self, reason: str) -> None:
         """Stop at once (the reviewer cancelled): a running request fails now with ``reason``; ``dispose``
         still follows."""

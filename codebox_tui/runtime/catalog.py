@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING
 from codebox_tui.contracts.runtime import CommandArg, CommandCatalog, CommandSpec
 from codebox_tui.errors import BadInputError
 from codebox_tui.runtime.browser_commands import browser_actions, browser_probe
-from codebox_tui.runtime.commands import ability, inspect_mounted_inputs, run_php, wp_cli
+from codebox_tui.runtime.commands import (
+    ability,
+    capture_state_bundle,
+    checkpoint_create,
+    checkpoint_list,
+    checkpoint_restore,
+    inspect_mounted_inputs,
+    run_php,
+    wp_cli,
+)
 from codebox_tui.runtime.phpunit import phpunit
 
 if TYPE_CHECKING:
@@ -153,7 +162,7 @@ _COMMANDS: list[CommandSpec] = [
         ],
         outputShape="wp-codebox/wordpress-runtime-snapshot/v1",
         policyRequirement="wordpress.capture-state-bundle",
-        handler="codebox_tui.runtime.commands:capture_state_bundle",
+        handler=_ref(capture_state_bundle),
     ),
     CommandSpec(
         id="wp-codebox.checkpoint-create",
@@ -165,7 +174,7 @@ _COMMANDS: list[CommandSpec] = [
         ],
         outputShape="wp-codebox/runtime-checkpoint-result/v1",
         policyRequirement="wp-codebox.checkpoint-create",
-        handler="codebox_tui.runtime.commands:checkpoint_create",
+        handler=_ref(checkpoint_create),
     ),
     CommandSpec(
         id="wp-codebox.checkpoint-restore",
@@ -173,14 +182,14 @@ _COMMANDS: list[CommandSpec] = [
         acceptedArgs=[A(name="name", description="Checkpoint name", required=True)],
         outputShape="wp-codebox/runtime-checkpoint-result/v1",
         policyRequirement="wp-codebox.checkpoint-restore",
-        handler="codebox_tui.runtime.commands:checkpoint_restore",
+        handler=_ref(checkpoint_restore),
     ),
     CommandSpec(
         id="wp-codebox.checkpoint-list",
         description="List this sandbox's checkpoints.",
         outputShape="wp-codebox/runtime-checkpoint-result/v1",
         policyRequirement="wp-codebox.checkpoint-list",
-        handler="codebox_tui.runtime.commands:checkpoint_list",
+        handler=_ref(checkpoint_list),
     ),
     CommandSpec(
         id="wordpress.browser-actions.evaluate",

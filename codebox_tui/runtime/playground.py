@@ -244,6 +244,16 @@ class PlaygroundSandbox:
         self.sidecar.request("writeFile", {"sandbox": self.id, "path": path,
                                            "base64": base64.b64encode(data).decode()}, timeout_s)
 
+    def read_file(self, path: str, timeout_s: float = 30.0, *, max_bytes: int) -> bytes:
+        import base64
+
+        reply = self.sidecar.request("readFile", {"sandbox": self.id, "path": path, "maxBytes": int(max_bytes)},
+                                     timeout_s)
+        data = base64.b64decode(str(reply["base64"]), validate=True)
+        if len(data) > max_bytes:  # the sidecar is confined but not trusted
+            raise SandboxError(f"{path} is over the {max_bytes}-byte limit", code="file-too-large")
+        return data
+
     def abort(self, reason: str) -> None:
         """Kill the sidecar's process group: a running request fails at once with ``reason``. The sidecar is
         this sandbox's alone unless another sandbox shares its policy and binds; that one then fails too."""

@@ -52,6 +52,9 @@ CHECKPOINT_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 ALWAYS_SKIPPED: Final = ("database",)
 SNAPSHOT_ARGS: Final = ("snapshot-include-wp-content", "snapshot-exclude-wp-content", "snapshot-database-tables",
                         "snapshot-exclude-database-tables", "snapshot-option-names", "snapshot-post-types")
+# The largest snapshot document the host reads back from a sandbox (files inline, base64): a default site's
+# is ~17 MB; a hostile site cannot make the host read more than this (docs/site-state.md).
+MAX_SNAPSHOT_DOCUMENT_BYTES = 256 * 1024 * 1024
 
 
 @cache
@@ -185,7 +188,7 @@ def take_snapshot(sandbox: Sandbox, scope: dict[str, Any], *, timeout_s: float =
     target = f"/tmp/codebox-snapshot-{secrets.token_hex(6)}.json"
     value = _run(sandbox, {"action": "snapshot", "scope": scope, "content": "inline", "writeTo": target}, timeout_s)
     try:
-        document = json.loads(sandbox.read_file(target, timeout_s))
+        document = json.loads(sandbox.read_file(target, timeout_s, max_bytes=MAX_SNAPSHOT_DOCUMENT_BYTES))
     except ValueError:
         raise SandboxError("snapshot: the document the sandbox wrote is not JSON", code="site-state-malformed") \
             from None

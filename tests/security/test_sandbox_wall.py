@@ -346,3 +346,19 @@ def test_sidecar_temp_folder_and_log_of_a_killed_process_are_swept(tmp_path: Pat
     while (Path(tmp_dir).exists() or Path(log_path).exists()) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not Path(tmp_dir).exists() and not Path(log_path).exists()
+
+
+# -- 6. the host reads sandbox-written files only up to a bound ---------------------------------------------
+
+
+def test_reading_a_sandbox_file_is_bounded(playground_session) -> None:  # type: ignore[no-untyped-def]
+    """A hostile site can write a file of any size; the host asks for it with a limit and never receives
+    more (Sandbox.read_file: the snapshot document of runtime/site_state.py is read this way)."""
+    from codebox_tui.errors import SandboxError
+
+    with booted(playground_session) as sandbox:
+        sandbox.run_php("<?php file_put_contents('/tmp/big.bin', str_repeat('A', 3 * 1024 * 1024));", 60)
+        with pytest.raises(SandboxError) as caught:
+            sandbox.read_file("/tmp/big.bin", 60, max_bytes=1024 * 1024)
+        assert caught.value.code == "file-too-large"
+        assert sandbox.read_file("/tmp/big.bin", 60, max_bytes=4 * 1024 * 1024) == b"A" * (3 * 1024 * 1024)

@@ -193,6 +193,19 @@ const ops = {
     return { status: res.httpStatusCode, headers: res.headers, text: res.text };
   },
 
+  // A file the sandbox wrote, bounded: the reply never carries more than maxBytes (the host reads every byte
+  // of it, so a hostile site cannot make it read an unbounded document).
+  readFile: async (p) => {
+    const { pg } = need(p.sandbox);
+    const limit = Number(p.maxBytes);
+    if (!Number.isSafeInteger(limit) || limit <= 0) throw Object.assign(new Error('readFile needs maxBytes'), { code: 'bad-request' });
+    const data = await pg.readFileAsBuffer(p.path);
+    if (data.length > limit) {
+      throw Object.assign(new Error(`${p.path} is ${data.length} bytes, over the ${limit}-byte limit`), { code: 'file-too-large' });
+    }
+    return { base64: Buffer.from(data).toString('base64') };
+  },
+
   writeFile: async (p) => {
     const { pg } = need(p.sandbox);
     const dir = p.path.substring(0, p.path.lastIndexOf('/')) || '/';
