@@ -9,6 +9,7 @@ import http from 'node:http';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { runExec, classifyOnly } from './exec.mjs';
 
 // Defence in depth (docs/security.md, "Layers"): refuse to run without the spawn guard preloaded.
 if (!globalThis.__codeboxSpawnRefused) {
@@ -210,6 +211,10 @@ const ops = {
     const [exitCode, stdout, stderr] = await Promise.all([proc.exitCode, proc.stdoutText, proc.stderrText]);
     return withCappedOutput({ exitCode, stdout, stderr }, { stdout: 'stdout', stderr: 'stderr' }, p.maxOutputBytes);
   },
+
+  // `codebox exec` (docs/exec.md): classify, check capabilities, run in just-bash over PHP's files.
+  exec: async (p) => runExec(need(p.sandbox).pg, p),
+  classify: async (p) => classifyOnly(p),
 
   dispose: async (p) => {
     const entry = sandboxes.get(p.sandbox);
