@@ -30,6 +30,7 @@ _AREAS = (
     "codebox_tui.cli_artifacts",
     "codebox_tui.cli_review",
     "codebox_tui.cli_recipe",
+    "codebox_tui.cli_exec",
 )
 
 

@@ -223,6 +223,14 @@ async function onRg(state, args, ctx) {
       throw new Error(`invalid pattern: ${err.message}`);
     }
   }
+  // PHP narrows the files to those that may match (fixed strings exactly; a pattern through PCRE,
+  // whose errors keep the file); JavaScript decides on each line (docs/exec.md, "on rg").
+  let prefilter = null;
+  if (pattern !== null && !o.files) {
+    const fixedOk = o.fixed && !o.word && (!o.ignoreCase || /^[\x00-\x7f]*$/.test(pattern));
+    prefilter = fixedOk ? { fixed: pattern, icase: o.ignoreCase, regex: null }
+      : { fixed: null, icase: o.ignoreCase, regex: `~${regex.source.replace(/~/g, '\\~')}~${o.ignoreCase ? 'i' : ''}` };
+  }
   const include = o.globs.filter((g) => !g.startsWith('!')).map(globToRegExp);
   const exclude = o.globs.filter((g) => g.startsWith('!')).map((g) => globToRegExp(g.slice(1)));
   const files = [];
@@ -234,8 +242,7 @@ async function onRg(state, args, ctx) {
       continue;
     }
     const base = normalize(root.path);
-    for (const [file] of await state.fs.walk(base, 200000)) {
-      if (root.exclude && root.exclude.some((x) => file === x || file.startsWith(x + '/'))) continue;
+    for (const [file] of await state.fs.walk(base, 200000, { exclude: root.exclude || [], grep: prefilter })) {
       const rel = file.slice(base.length + 1);
       if (!o.hidden && rel.split('/').some((part) => part.startsWith('.'))) continue;
       if (include.length && !include.some((re) => re.test(rel))) continue;

@@ -78,8 +78,10 @@ foreach ($in['paths'] as $p) {
       }
       $out[] = $entries; break;
     case 'walk':
-      // every regular file below $p (no .git, links not followed), with its size
-      $files = []; $stack = [$p]; $limit = $in['limit'];
+      // every regular file below $p (no .git, links not followed, excluded folders pruned), with its
+      // size; with grep, only the files whose content may match (a superset: on rg re-checks)
+      $files = []; $stack = [$p]; $limit = $in['limit']; $exclude = array_flip($in['exclude'] ?? []);
+      $grep = $in['grep'] ?? null;
       while ($stack && count($files) < $limit) {
         $d = array_pop($stack);
         $names = @scandir($d);
@@ -87,9 +89,18 @@ foreach ($in['paths'] as $p) {
         foreach ($names as $n) {
           if ($n === '.' || $n === '..' || $n === '.git') continue;
           $full = rtrim($d, '/') . '/' . $n;
-          if (is_link($full)) continue;
-          if (is_dir($full)) $stack[] = $full;
-          elseif (is_file($full)) $files[] = [$full, filesize($full)];
+          if (isset($exclude[$full]) || is_link($full)) continue;
+          if (is_dir($full)) { $stack[] = $full; continue; }
+          if (!is_file($full)) continue;
+          if ($grep !== null) {
+            $text = @file_get_contents($full);
+            if ($text === false) continue;
+            if ($grep['fixed'] !== null) {
+              $hit = $grep['icase'] ? stripos($text, $grep['fixed']) : strpos($text, $grep['fixed']);
+              if ($hit === false) continue;
+            } elseif (@preg_match($grep['regex'], $text) === 0) continue; // an error keeps the file
+          }
+          $files[] = [$full, filesize($full)];
         }
       }
       $out[] = $files; break;
@@ -311,9 +322,9 @@ export class SandboxFs {
   }
 
   // Every regular file below `path` with its size, in one PHP request (used by `on rg`).
-  async walk(path, limit) {
+  async walk(path, limit, { exclude = [], grep = null } = {}) {
     const p = this.visible(path, 'scandir');
-    const [files] = await phpHelper(this.pg, 'walk', [p], { limit });
+    const [files] = await phpHelper(this.pg, 'walk', [p], { limit, exclude, grep });
     return (files || []).filter(([file]) => !hidden(file));
   }
 }
