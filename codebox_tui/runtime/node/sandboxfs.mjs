@@ -4,7 +4,7 @@
 //
 // - Paths are normalised lexically against `/` (PHP's root): `..` never climbs above it.
 // - Symbolic links are resolved by PHP's virtual file system, inside it (docs/security.md, layer 1);
-//   exec never creates links (`ln` fails with EPERM): a link made inside a live mount would be a
+//   exec never creates links (`ln` fails with ENOTSUP): a link made inside a live mount would be a
 //   host symlink that host tools follow later.
 // - `.git` is invisible: a path with a `.git` component does not exist and listings leave it out.
 // - A read-only instance refuses every change with EROFS: a command classified `read_only` runs on
@@ -294,12 +294,12 @@ export class SandboxFs {
 
   async symlink(_target, linkPath) {
     this.writable(linkPath, 'symlink');
-    throw fsError('EPERM', 'links cannot be made from codebox exec', linkPath);
+    throw fsError('ENOTSUP', 'links cannot be made from codebox exec', linkPath);
   }
 
   async link(_existing, newPath) {
     this.writable(newPath, 'link');
-    throw fsError('EPERM', 'links cannot be made from codebox exec', newPath);
+    throw fsError('ENOTSUP', 'links cannot be made from codebox exec', newPath);
   }
 
   async readlink(path) {
