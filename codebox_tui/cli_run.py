@@ -316,8 +316,12 @@ def boot_command(
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, stop)
+    held = None
     try:
         sandbox = session.boot_sandbox()
+        from codebox_tui.runtime.exec_server import serve_held
+
+        held = serve_held(session)  # `codebox exec --sandbox ID` (docs/exec.md, "Held sandboxes")
         output = BootOutput(success=True, runtime=session.runtime_info(), previewUrl=sandbox.preview_url,
                             holdSeconds=hold_s, artifacts={"directory": str(session.run_dir)})
         session.emit("runtime.held", {"previewUrl": sandbox.preview_url, "holdSeconds": hold_s})
@@ -325,6 +329,7 @@ def boot_command(
             emit_json(output)
         else:
             progress(f"codebox: preview at {sandbox.preview_url} — held for {hold}; Ctrl-C to stop")
+            progress(f"codebox: run commands in it with: codebox exec --sandbox {session.runtime_id} COMMAND")
         deadline = time.monotonic() + hold_s
         while time.monotonic() < deadline:
             time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
@@ -332,6 +337,8 @@ def boot_command(
         interrupted = True
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if held is not None:
+            held.close()
         session.emit("runtime.hold-ended", {"reason": "interrupted" if interrupted else "expired"})
         session.close()
         if tools_dir is not None:

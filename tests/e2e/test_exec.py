@@ -343,3 +343,53 @@ def test_cli_exec_json_on_a_fresh_sandbox(tmp_path: Path) -> None:
     assert denied.returncode != 0
     doc = json.loads(denied.stdout)
     assert doc["error"]["code"] == "capability-denied" and doc["error"]["details"]["missing"] == ["write"]
+
+
+def test_exec_on_a_held_sandbox(tmp_path: Path) -> None:
+    """`codebox boot --hold` serves exec on a 0600 Unix socket for its own user; the exec is recorded in
+    the held run; the socket goes when the hold ends."""
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    holder = subprocess.Popen([sys.executable, "-m", "codebox_tui", "boot", "--hold", "5m", "--json",
+                               "--artifacts", str(tmp_path / "a")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=repo, env=env)
+    try:
+        assert holder.stdout is not None
+        text = ""
+        doc = None
+        for line in holder.stdout:  # the boot document, printed once the sandbox is ready
+            text += line
+            try:
+                doc = json.loads(text)
+                break
+            except ValueError:
+                continue
+        assert doc is not None and doc["success"], holder.stderr.read() if holder.stderr else ""
+        held_id = doc["runtime"]["id"]
+        from codebox_tui.settings import get_settings
+
+        sock = get_settings().home / "held" / f"{held_id}.sock"
+        assert sock.exists() and (sock.stat().st_mode & 0o777) == 0o600
+        assert (sock.parent.stat().st_mode & 0o777) == 0o700
+
+        def exec_held(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([sys.executable, "-m", "codebox_tui", "exec", "--sandbox", held_id, "--json", *args],
+                                  capture_output=True, text=True, timeout=300, cwd=repo, env=env)
+
+        first = exec_held("--capabilities", "read,write", "echo held > /tmp/held.txt")
+        assert first.returncode == 0, first.stderr
+        second = exec_held("cat /tmp/held.txt")  # the same sandbox: the file made by the first exec
+        result = json.loads(second.stdout)
+        assert result["stdout"] == "held\n" and result["runtimeId"] == held_id
+        assert result["classification"] == "read_only" and result["capabilities"] == ["read"]
+        missing = exec_held("--mount", f"{tmp_path}:/wordpress/x", "ls")
+        assert missing.returncode == 2 and "--mount" in missing.stdout
+    finally:
+        holder.terminate()
+        holder.wait(timeout=120)
+    assert not sock.exists()
+    events = [json.loads(line) for line in (Path(doc["artifacts"]["directory"]) / "events.jsonl").read_text().splitlines()]
+    assert [e["data"]["classification"] for e in events if e["type"] == "exec.finished"] == ["sandbox_write", "read_only"]
+    gone = subprocess.run([sys.executable, "-m", "codebox_tui", "exec", "--sandbox", held_id, "--json", "ls"],
+                          capture_output=True, text=True, timeout=120, cwd=repo, env=env)
+    assert gone.returncode == 2 and json.loads(gone.stdout)["error"]["code"] == "no-held-sandbox"
