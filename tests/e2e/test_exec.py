@@ -91,6 +91,7 @@ def php(run: Any, code: str) -> str:
     ("cd wp-content/plugins && pwd", "/wordpress/wp-content/plugins"),
     ("echo $(printf '%s-' a b)", "a-b-"),
     ("for f in a b; do echo $f; done | rev | tr '\\n' ,", "a,b,"),
+    ("ls > /dev/null 2>&1 && cat /dev/null && echo quiet", "quiet"),
 ])
 def test_utility_families_run_over_the_sandbox(box: Any, command: str, expected: str) -> None:
     result = ex(box, command)

@@ -25,6 +25,9 @@ export function hostApi(pg) {
 }
 const dec = new TextDecoder();
 
+// Output sent to /dev/null is discarded (also on a read-only file system); reading it gives nothing.
+const DEV_NULL = '/dev/null';
+
 function fsError(code, message, path) {
   return Object.assign(new Error(`${code}: ${message}, '${path}'`), { code });
 }
@@ -73,8 +76,13 @@ foreach ($in['paths'] as $p) {
       foreach ($names as $n) {
         if ($n === '.' || $n === '..' || $n === '.git') continue;
         $full = rtrim($p, '/') . '/' . $n;
-        $l = is_link($full);
-        $entries[] = [$n, !$l && is_dir($full), !$l && is_file($full), $l];
+        $st = @lstat($full);
+        $type = $st === false ? 0 : $st['mode'] & 0170000;
+        if ($type === 0120000) { // a link: its target's type, as ls shows it
+          $entries[] = [$n, is_dir($full), is_file($full), true];
+        } else {
+          $entries[] = [$n, $type === 0040000, $type === 0100000, false];
+        }
       }
       $out[] = $entries; break;
     case 'walk':
@@ -89,9 +97,12 @@ foreach ($in['paths'] as $p) {
         foreach ($names as $n) {
           if ($n === '.' || $n === '..' || $n === '.git') continue;
           $full = rtrim($d, '/') . '/' . $n;
-          if (isset($exclude[$full]) || is_link($full)) continue;
-          if (is_dir($full)) { $stack[] = $full; continue; }
-          if (!is_file($full)) continue;
+          if (isset($exclude[$full])) continue;
+          $st = @lstat($full); // one call for type and size (links are not followed)
+          if ($st === false) continue;
+          $type = $st['mode'] & 0170000;
+          if ($type === 0040000) { $stack[] = $full; continue; }
+          if ($type !== 0100000) continue;
           if ($grep !== null) {
             $text = @file_get_contents($full);
             if ($text === false) continue;
@@ -100,7 +111,7 @@ foreach ($in['paths'] as $p) {
               if ($hit === false) continue;
             } elseif (@preg_match($grep['regex'], $text) === 0) continue; // an error keeps the file
           }
-          $files[] = [$full, filesize($full)];
+          $files[] = [$full, $st['size']];
         }
       }
       $out[] = $files; break;
@@ -148,6 +159,7 @@ export class SandboxFs {
 
   async readFileBuffer(path) {
     const p = this.visible(path, 'open');
+    if (p === DEV_NULL) return new Uint8Array(0);
     if (!(await this.pg.isFile(p))) {
       if (await this.pg.isDir(p)) throw fsError('EISDIR', 'illegal operation on a directory, read', path);
       throw fsError('ENOENT', 'no such file or directory, open', path);
@@ -167,6 +179,7 @@ export class SandboxFs {
   }
 
   async writeFile(path, content, options) {
+    if (normalize(path) === DEV_NULL) return;
     const p = this.writable(path, 'open');
     if (await this.pg.isDir(p)) throw fsError('EISDIR', 'illegal operation on a directory, open', path);
     const encoding = typeof options === 'string' ? options : options && options.encoding;
@@ -182,6 +195,7 @@ export class SandboxFs {
   }
 
   async appendFile(path, content, options) {
+    if (normalize(path) === DEV_NULL) return;
     const p = this.writable(path, 'open');
     let before = new Uint8Array(0);
     if (await this.pg.isFile(p)) before = new Uint8Array(await this.pg.readFileAsBuffer(p));
@@ -197,6 +211,7 @@ export class SandboxFs {
 
   async exists(path) {
     const p = normalize(path);
+    if (p === DEV_NULL) return true;
     if (hidden(p)) return false;
     return this.pg.fileExists(p);
   }
