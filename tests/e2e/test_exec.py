@@ -158,7 +158,7 @@ def test_classification_table(box: Any, command: str, classification: str) -> No
         assert needed in result.error.message
 
 
-@pytest.mark.parametrize("flag", ["--url=http://other.test", "--blog=2", "--network", "--network-wide"])
+@pytest.mark.parametrize("flag", ["--url=http://other.test", "--blog=2", "--network", "--network-wide", "@production"])
 def test_wp_site_selection_is_rejected(box: Any, flag: str) -> None:
     result = ex(box, f"wp option get home {flag}", caps=("read", "write", "eval"))
     assert result.error is not None and result.error.code == "wp-site-locked"

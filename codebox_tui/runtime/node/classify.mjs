@@ -60,6 +60,9 @@ export function literal(word) {
 export function classifyWp(args) {
   for (const arg of args) {
     if (arg === null) return { classification: 'eval', reason: 'wp with an argument known only at run time' };
+    if (arg.startsWith('@')) {
+      throw new ExecRefused('wp-site-locked', `wp ${arg}: site aliases are not allowed: exec always runs against this sandbox's own site`, { flag: arg });
+    }
     const flag = arg.split('=')[0];
     if (WP_LOCKED.includes(flag)) {
       throw new ExecRefused('wp-site-locked', `wp ${flag} is not allowed: exec always runs against this sandbox's own site`, { flag });
