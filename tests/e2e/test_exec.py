@@ -394,3 +394,68 @@ def test_exec_on_a_held_sandbox(tmp_path: Path) -> None:
     gone = subprocess.run([sys.executable, "-m", "codebox_tui", "exec", "--sandbox", held_id, "--json", "ls"],
                           capture_output=True, text=True, timeout=120, cwd=repo, env=env)
     assert gone.returncode == 2 and json.loads(gone.stdout)["error"]["code"] == "no-held-sandbox"
+
+
+async def test_tui_console_on_a_held_preview(playground_session: Any, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Live run with a hold: the console appears, runs commands with the capabilities shown, refuses a
+    write until write is granted explicitly, and closes when the preview does."""
+    from textual.widgets import Input
+
+    from codebox_tui.app import CodeboxApp
+    from codebox_tui.screens.live_run import LiveRunScreen
+    from tests.tui_helpers import submit_launch_form, wait_while
+    from widgets.console import ExecConsole
+
+    monkeypatch.chdir(tmp_path)
+    app = CodeboxApp()
+    async with app.run_test(size=(120, 50)) as pilot:
+        live = await submit_launch_form(app, pilot, args="code='echo 1;'", hold="10m")
+        assert isinstance(live, LiveRunScreen)
+        await wait_while(lambda: not live.query("#console"))
+        console = live.query_one(ExecConsole)
+        try:
+            await _drive_console(pilot, live, console)
+        finally:
+            live._release.set()  # never leave the hold running (the app waits for its worker)
+        await wait_while(lambda: live.state == "starting", 60)
+        assert console.query_one(Input).disabled  # closed with the preview
+        events = [json.loads(line) for line in (live.bundle_dir / "events.jsonl").read_text().splitlines()]  # type: ignore[operator]
+        assert [e["data"]["classification"] for e in events if e["type"] in ("exec.finished", "exec.denied")] == \
+            ["read_only", "sandbox_write", "sandbox_write"]
+
+
+async def _drive_console(pilot: Any, live: Any, console: Any) -> None:
+    from textual.widgets import Checkbox, Input, RichLog
+
+    from tests.tui_helpers import wait_while
+    from widgets.event_tail import EventTail
+
+    async def run(command: str) -> Any:
+        before = len(console.history), console.busy
+        field = console.query_one(Input)
+        field.focus()
+        field.value = command
+        await pilot.press("enter")
+        await wait_while(lambda: console.busy or len(console.history) == before[0], 120)
+        await pilot.pause(0.2)
+        return " ".join(str(line.text) for line in console.query_one(RichLog).lines)
+
+    log = await run("cat wp-includes/version.php | grep -c wp_version")
+    assert "→ exit 0 · read_only" in log
+    log = await run("touch /tmp/console-made")
+    assert "needs the write capability" in log and "→ exit 126 · sandbox_write" in log
+    assert php(live.session, "var_export(file_exists('/tmp/console-made'));") == "false"
+    console.query_one(Input).focus()
+    await pilot.press("f2")
+    await pilot.pause()
+    assert console.query_one("#cap-write", Checkbox).value and console.capabilities == ["read", "write"]
+    log = await run("touch /tmp/console-made && ls /tmp")
+    assert "capability write granted" in log and "console-made" in log
+    assert php(live.session, "var_export(file_exists('/tmp/console-made'));") == "true"
+    field = console.query_one(Input)
+    field.focus()
+    await pilot.press("up")
+    assert field.value == "touch /tmp/console-made && ls /tmp"  # history
+    live.query_one(EventTail).focus()
+    await pilot.press("c")  # close the preview: the console closes with it
