@@ -59,30 +59,42 @@ def run_exec(session: RunSession, request: ExecRequest) -> ExecResult:
     from codebox_tui.runtime.session import new_id
 
     command_id = new_id("command")
-    session_id = session.runtime_id
     started_at, started = utc_now_iso(), time.monotonic()
     session.emit("exec.started", {"id": command_id, "command": request.command, "cwd": request.cwd,
                                   "capabilities": request.capabilities})
     params: dict[str, Any] = {"sandbox": sandbox.id, "command": request.command, "cwd": request.cwd,
                               "capabilities": request.capabilities, "limits": limits.model_dump(),
                               "env": sandbox_env(session)}
-    # the interpreter stops itself at limits.timeoutMs; the request deadline is a backstop
-    raw = sidecar.request("exec", params, limits.timeoutMs / 1000 + 30)
+    # the interpreter stops itself at limits.timeoutMs; the request deadline is a backstop (a PHP call
+    # in flight cannot be interrupted: past it the sidecar is killed, as for any command)
+    try:
+        raw = sidecar.request("exec", params, limits.timeoutMs / 1000 + 30)
+    except SandboxError as error:
+        raw = {"exitCode": 1, "stderr": error.message,
+               "error": {"code": error.code, "message": error.message, "details": error.details or None}}
+        _record(session, command_id, _result(session, sandbox.id, request, limits, raw, started), started_at)
+        raise
+    result = _result(session, sandbox.id, request, limits, raw, started)
+    _record(session, command_id, result, started_at)
+    return result
+
+
+def _result(session: RunSession, sandbox_id: str, request: ExecRequest, limits: ExecLimits, raw: dict[str, Any],
+            started: float) -> ExecResult:
     redact = session.redact
     error = raw.get("error")
-    result = ExecResult(
-        sandboxId=sandbox.id, runtimeId=session_id, command=request.command, cwd=str(raw.get("cwd") or request.cwd),
+    return ExecResult(
+        sandboxId=sandbox_id, runtimeId=session.runtime_id, command=request.command,
+        cwd=str(raw.get("cwd") or request.cwd),
         capabilities=raw.get("capabilities") or request.capabilities,
         classification=raw.get("classification"), reason=raw.get("reason"),
         stdout=redact(str(raw.get("stdout") or "")), stderr=redact(str(raw.get("stderr") or "")),
-        exitCode=int(raw.get("exitCode") if raw.get("exitCode") is not None else 1), limits=limits,
+        exitCode=int(raw["exitCode"]) if raw.get("exitCode") is not None else 1, limits=limits,
         limitExceeded=raw.get("limitExceeded"),
         error=ExecError(code=str(error["code"]), message=redact(str(error["message"])),
                         details=redact.value(error.get("details") or None)) if error else None,
         changedFiles=bool(raw.get("changedFiles")), durationMs=int((time.monotonic() - started) * 1000),
     )
-    _record(session, command_id, result, started_at)
-    return result
 
 
 def _record(session: RunSession, command_id: str, result: ExecResult, started_at: str) -> None:

@@ -459,3 +459,9 @@ async def _drive_console(pilot: Any, live: Any, console: Any) -> None:
     assert field.value == "touch /tmp/console-made && ls /tmp"  # history
     live.query_one(EventTail).focus()
     await pilot.press("c")  # close the preview: the console closes with it
+
+
+def test_a_relative_cwd_is_inside_the_site(box: Any) -> None:
+    result = ex(box, "pwd && ls | grep -c hello.php", cwd="wp-content/plugins")
+    assert result.cwd == "/wordpress/wp-content/plugins"
+    assert result.stdout.split() == ["/wordpress/wp-content/plugins", "1"]

@@ -328,7 +328,8 @@ export async function runExec(rawPg, p) {
   const command = String(p.command || '');
   const capabilities = parseCapabilities(p.capabilities && p.capabilities.length ? p.capabilities : ['read']);
   const limits = limitsOf(p.limits);
-  const cwd = normalize(p.cwd || DATA_ROOT);
+  const requestedCwd = String(p.cwd || DATA_ROOT);
+  const cwd = normalize(requestedCwd.startsWith('/') ? requestedCwd : `${DATA_ROOT}/${requestedCwd}`);
   const base = { command, cwd, capabilities, limits, classification: null, reason: null, stdout: '', stderr: '',
     exitCode: null, limitExceeded: null, error: null, durationMs: 0, changedFiles: false };
   const refuse = (code, message, details = {}, exitCode = 126) => ({ ...base, exitCode, stderr: message + '\n',
