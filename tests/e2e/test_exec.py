@@ -125,6 +125,8 @@ def test_pipelines_and_redirection_write_into_the_sandbox(box: Any) -> None:
     ("sed -n p wp-load.php", "read_only"),
     ("sed -i s/a/b/ wp-load.php", "sandbox_write"),
     ("sed -n 'w out' wp-load.php", "sandbox_write"),
+    ("sed -f script.sed wp-load.php", "sandbox_write"),
+    ("awk -f prog.awk wp-load.php", "sandbox_write"),
     ("wp option get siteurl", "read_only"),
     ("wp post list --format=ids", "read_only"),
     ("wp option update blogname x", "sandbox_write"),

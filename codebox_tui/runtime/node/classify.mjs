@@ -101,6 +101,9 @@ function classifySimple(name, args, functions) {
     case 'sed': {
       if (dynamicArgs) return { classification: 'sandbox_write', reason: 'sed with arguments known only at run time' };
       for (const arg of args) {
+        if (/^-[a-zA-Z]*f/.test(arg) && !arg.startsWith('--') || arg.startsWith('--file')) {
+          return { classification: 'sandbox_write', reason: 'sed -f runs a script file that may write' };
+        }
         if (/^-[a-zA-Z]*i/.test(arg) && !arg.startsWith('--') || arg.startsWith('--in-place')) {
           return { classification: 'sandbox_write', reason: 'sed -i edits files in place' };
         }
@@ -110,7 +113,7 @@ function classifySimple(name, args, functions) {
     }
     case 'awk': {
       if (dynamicArgs) return { classification: 'sandbox_write', reason: 'awk with arguments known only at run time' };
-      if (args.some((a) => /[>|]|system|close\s*\(/.test(a))) {
+      if (args.some((a) => a === '-f' || a.startsWith('--file') || /[>|]|system|close\s*\(/.test(a))) {
         return { classification: 'sandbox_write', reason: 'awk program may write files or run commands' };
       }
       return { classification: 'read_only', reason: 'awk' };
