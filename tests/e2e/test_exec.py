@@ -284,6 +284,10 @@ def test_eval_policy_allows_wordpress_apis_and_rejects_before_any_effect(box: An
     php(box, "file_put_contents('/tmp/probe-ok.php', '<?php echo get_bloginfo(\"name\") !== null ? \"named\" : \"\";');"
              "file_put_contents('/tmp/probe-bad.php', '<?php echo shell_exec(\"id\");');")
     assert ex(box, "wp eval-file /tmp/probe-ok.php", caps=("read", "eval")).stdout.strip() == "named"
+    # a relative path is read from the data root, where the policy resolved it
+    rel = ex(box, "wp eval --skip-wordpress 'echo strlen(file_get_contents(\"wp-load.php\")) > 0 ? \"rel\" : \"\";'",
+             caps=("read", "eval"))
+    assert rel.stdout.strip() == "rel", rel.stderr
     refused = ex(box, "wp eval-file /tmp/probe-bad.php", caps=("read", "eval"))
     assert refused.error is not None and refused.error.code == "eval-policy"
 

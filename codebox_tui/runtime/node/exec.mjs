@@ -101,7 +101,9 @@ async function wpEval(state, ctx, args, words) {
     const where = problem.location ? ` (line ${problem.location.line})` : '';
     return ok('', `wp ${words[0]}: refused by the eval policy: ${problem.message}${where}\n`, 126);
   }
-  const loader = args.includes('--skip-wordpress') ? '' : `define('WP_USE_THEMES', false); require_once '${DATA_ROOT}/wp-load.php';`;
+  // relative paths resolve against the data root, as the policy resolved them
+  const loader = `chdir('${DATA_ROOT}');` + (args.includes('--skip-wordpress') ? ''
+    : ` define('WP_USE_THEMES', false); require_once '${DATA_ROOT}/wp-load.php';`);
   const source = isFile ? `<?php ${loader} ?>${code}` : `<?php ${loader}\n${code}`;
   state.ranPhp = true;
   try {
