@@ -9,7 +9,6 @@ import http from 'node:http';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { runExec, classifyOnly } from './exec.mjs';
 
 // Defence in depth (docs/security.md, "Layers"): refuse to run without the spawn guard preloaded.
 if (!globalThis.__codeboxSpawnRefused) {
@@ -123,6 +122,18 @@ function withCappedOutput(result, streams, max) {
   return result;
 }
 
+let execLoaded = null;
+function execModule() {
+  if (!execLoaded) {
+    execLoaded = import('./exec.mjs').catch((err) => {
+      execLoaded = null;
+      throw Object.assign(new Error(`codebox exec is not installed in the Node bridge (${err && err.message || err}); `
+        + 'run `make setup` (npm ci in codebox_tui/runtime/node)'), { code: 'exec-unavailable' });
+    });
+  }
+  return execLoaded;
+}
+
 const ops = {
   ping: async () => ({ pid: process.pid, sandboxes: [...sandboxes.keys()], rss: process.memoryUsage().rss }),
 
@@ -213,8 +224,9 @@ const ops = {
   },
 
   // `codebox exec` (docs/exec.md): classify, check capabilities, run in just-bash over PHP's files.
-  exec: async (p) => runExec(need(p.sandbox).pg, p),
-  classify: async (p) => classifyOnly(p),
+  // Loaded on first use: runs that never exec do not pay for the interpreter and the PHP parser.
+  exec: async (p) => (await execModule()).runExec(need(p.sandbox).pg, p),
+  classify: async (p) => (await execModule()).classifyOnly(p),
 
   dispose: async (p) => {
     const entry = sandboxes.get(p.sandbox);
