@@ -126,8 +126,15 @@ class HeldExecServer:
             self.path.unlink(missing_ok=True)
 
 
-def serve_held(session: RunSession) -> HeldExecServer:
-    return HeldExecServer(session)
+def serve_held(session: RunSession) -> HeldExecServer | None:
+    """Serve exec for a held sandbox; a socket that cannot be made (e.g. a Codebox home path longer than
+    a Unix socket path may be) leaves the hold itself working and is reported in the run's events."""
+    try:
+        return HeldExecServer(session)
+    except OSError as error:
+        session.emit("exec.unavailable", {"reason": f"cannot serve exec on {socket_path(session.runtime_id)}: "
+                                                    f"{error.strerror or error}"}, level="warning")
+        return None
 
 
 def exec_on_held(held_id: str, request: ExecRequest, timeout_s: float) -> ExecResult:
