@@ -176,6 +176,7 @@ def boot_command(
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, stop)
+    held = None
     try:
         with RunService().open(request, progress=None if json_out else _HumanBootProgress()) as run:
             try:
@@ -191,6 +192,8 @@ def boot_command(
                     emit_json(output)
                 else:
                     progress(f"codebox: preview at {sandbox.preview_url} — held for {hold}; Ctrl-C to stop")
+                    progress("codebox: run commands in it with: "
+                             f"codebox exec --sandbox {run.session.runtime_id} COMMAND")
 
             run.hold(hold_s, on_held=held)
     except KeyboardInterrupt:

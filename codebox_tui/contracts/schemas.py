@@ -39,6 +39,7 @@ from codebox_tui.contracts.bundle import (
     TestResults,
     WorkspacePatch,
 )
+from codebox_tui.contracts.exec import EXEC_RESULT_SCHEMA, ExecResult
 from codebox_tui.contracts.recipe import RECIPE_SCHEMA, WorkspaceRecipe
 from codebox_tui.contracts.runtime import CATALOG_SCHEMA, POLICY_SCHEMA, CommandCatalog, RuntimePolicy
 from codebox_tui.contracts.site_state import (
@@ -81,6 +82,7 @@ REGISTRY: dict[str, type[BaseModel]] = {
     STATE_SECTION_SCHEMA: StateSectionDocument,
     RUNTIME_SNAPSHOT_SCHEMA: RuntimeSnapshot,
     CHECKPOINT_RESULT_SCHEMA: CheckpointResult,
+    EXEC_RESULT_SCHEMA: ExecResult,
 }
 
 

@@ -28,6 +28,7 @@ from codebox_tui.errors import CodeboxError
 from codebox_tui.lifecycle.request import CommandStep, RunControl, RunRequest, check_request
 from codebox_tui.lifecycle.tools import tool_mounts
 from codebox_tui.runtime.backend import Backend, Sandbox, SandboxSpec
+from codebox_tui.runtime.exec_server import serve_held
 from codebox_tui.runtime.policy import Redactor, check_command, resolve_secrets
 from codebox_tui.runtime.session import RunSession
 from codebox_tui.settings import CodeboxSettings, get_settings
@@ -139,6 +140,8 @@ class OpenRun:
         ``on_held`` runs once the hold is recorded (e.g. to print the preview's address)."""
         preview = self.sandbox.preview_url
         self.session.emit("runtime.held", {"previewUrl": preview, "holdSeconds": seconds})
+        # `codebox exec --sandbox ID` reaches a held sandbox through a same-user socket (docs/exec.md)
+        server = serve_held(self.session)
         try:
             if on_held is not None:
                 on_held()
@@ -146,6 +149,9 @@ class OpenRun:
             reason = "cancelled" if self.control.cancelled else ("closed" if released else "expired")
         except KeyboardInterrupt:
             reason = "interrupted"
+        finally:
+            if server is not None:
+                server.close()
         self.session.emit("runtime.hold-ended", {"reason": reason})
         return reason
 
@@ -239,7 +245,8 @@ class RunService:
             run.outcome = self._finish(run)
 
     def run(self, request: RunRequest, *, progress: ProgressListener | None = None,
-            control: RunControl | None = None, on_open: Callable[[OpenRun], None] | None = None) -> RunOutcome:
+            control: RunControl | None = None, on_open: Callable[[OpenRun], None] | None = None,
+            on_held: Callable[[OpenRun], None] | None = None) -> RunOutcome:
         """Boot, run ``request.commands`` in order (the first that fails stops the rest), hold the preview
         if asked, capture, register. Errors of the run itself are in the outcome, never raised; bad
         input is raised before anything boots."""
@@ -259,7 +266,7 @@ class RunService:
                 if request.commands:
                     run.timings["commandSeconds"] = round(time.monotonic() - command_started, 3)
                 if request.hold_s and not run.cancelled:
-                    run.hold(request.hold_s)
+                    run.hold(request.hold_s, on_held=(lambda: on_held(run)) if on_held is not None else None)
             except CodeboxError as caught:
                 run.error = caught
             if request.capture:

@@ -133,7 +133,9 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
         assert self.request is not None
         try:
             outcome = RunService().run(self.request, control=self.control,
-                                       on_open=lambda run: self._opened(run.session))
+                                       on_open=lambda run: self._opened(run.session),
+                                       on_held=lambda run: self.app.call_from_thread(self._attach_console,
+                                                                                     run.session))
         except CodeboxError as caught:  # found before anything booted
             self.app.call_from_thread(self._finished, None, str(caught), False)
             return
@@ -170,7 +172,20 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
         self.mount(tail, before=self.query_one(Footer))
         tail.focus()
 
+    def _attach_console(self, session: Any) -> None:
+        """While the preview is held: a console running `codebox exec` commands in it (docs/exec.md)."""
+        from codebox_tui.contracts.exec import ExecRequest
+        from codebox_tui.runtime.exec import run_exec
+        from widgets.console import ExecConsole
+
+        def runner(command: str, caps: list[str]) -> Any:
+            return run_exec(session, ExecRequest(command=command, capabilities=caps))
+
+        self.mount(ExecConsole(runner, id="console"), before=self.query_one(Footer))
+
     def _finished(self, bundle_dir: Path | None, error: str | None, cancelled: bool = False) -> None:
+        for console in self.query("#console"):
+            console.close("the sandbox was disposed")  # type: ignore[attr-defined]
         self.bundle_dir = bundle_dir
         self.state = "cancelled" if cancelled else ("failed" if error else "done")
         self.refresh_bindings()

@@ -125,6 +125,18 @@ function withCappedOutput(result, streams, max) {
   return result;
 }
 
+let execLoaded = null;
+function execModule() {
+  if (!execLoaded) {
+    execLoaded = import('./exec.mjs').catch((err) => {
+      execLoaded = null;
+      throw Object.assign(new Error(`codebox exec is not installed in the Node bridge (${err && err.message || err}); `
+        + 'run `make setup` (npm ci in codebox_tui/runtime/node)'), { code: 'exec-unavailable' });
+    });
+  }
+  return execLoaded;
+}
+
 const ops = {
   ping: async () => ({ pid: process.pid, sandboxes: [...sandboxes.keys()], rss: process.memoryUsage().rss }),
 
@@ -221,6 +233,11 @@ const ops = {
     const [exitCode, stdout, stderr] = await Promise.all([proc.exitCode, proc.stdoutText, proc.stderrText]);
     return withCappedOutput({ exitCode, stdout, stderr }, { stdout: 'stdout', stderr: 'stderr' }, p.maxOutputBytes);
   },
+
+  // `codebox exec` (docs/exec.md): classify, check capabilities, run in just-bash over PHP's files.
+  // Loaded on first use: runs that never exec do not pay for the interpreter and the PHP parser.
+  exec: async (p) => (await execModule()).runExec(need(p.sandbox).pg, p),
+  classify: async (p) => (await execModule()).classifyOnly(p),
 
   dispose: async (p) => {
     const entry = sandboxes.get(p.sandbox);

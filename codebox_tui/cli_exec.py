@@ -1,0 +1,104 @@
+"""``codebox exec``: run a command line in a sandbox's own shell (docs/exec.md)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from codebox_tui.cliutil import emit_json, progress
+from codebox_tui.contracts.exec import ExecLimits, ExecRequest, ExecResult
+from codebox_tui.durations import parse_duration
+from codebox_tui.errors import BadInputError, ExitCode
+from codebox_tui.lifecycle import RunRequest, RunService, Toolchain, env_from_pairs, mounts_from_text
+from codebox_tui.progress_report import StderrProgress
+from codebox_tui.runtime.exec import parse_capabilities, run_exec
+from codebox_tui.runtime.exec_server import exec_on_held
+from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
+
+MOUNT_HELP = ("HOST:SANDBOX[:readonly|readwrite|live] (repeatable; readwrite works on a private copy, "
+              "live writes through to HOST).")
+
+
+def exec_command(
+    command: str = typer.Argument(..., help="The command line, e.g. \"on rg -l add_action --plugins\"."),
+    sandbox: str | None = typer.Option(None, "--sandbox", help="Run in a sandbox held by `codebox boot --hold` "
+                                                               "(its runtime id) instead of a fresh one."),
+    cwd: str = typer.Option("/wordpress", "--cwd", help="Working folder inside the sandbox."),
+    capabilities: str = typer.Option("read", "--capabilities",
+                                     help="Comma-separated: read (always), write, eval."),
+    timeout: str = typer.Option("30s", "--timeout", help="Time limit for the command, e.g. 10s, 2m."),
+    max_output: int = typer.Option(1024 * 1024, "--max-output", help="Output limit in bytes."),
+    mount: list[str] = typer.Option([], "--mount", "-m", help=MOUNT_HELP),
+    wp: str = typer.Option(DEFAULT_WP_VERSION, "--wp", help="WordPress build (fresh sandbox)."),
+    php: str = typer.Option(DEFAULT_PHP_VERSION, "--php", help="PHP version (fresh sandbox)."),
+    wp_cli_phar: str | None = typer.Option(None, "--wp-cli-phar", help="Path to wp-cli.phar for `wp` (fresh sandbox)."),
+    env: list[str] = typer.Option([], "--env", "-e", help="NAME=VALUE for PHP's getenv() (repeatable; not secret)."),
+    boot_timeout: str = typer.Option("120s", "--boot-timeout", help="Timeout for booting the sandbox."),
+    artifacts: Path | None = typer.Option(None, "--artifacts", "--artifacts-dir",
+                                           help="Folder for the run bundle (default: $CODEBOX_HOME/artifacts)."),
+    json_out: bool = typer.Option(False, "--json", help="Print one wp-codebox/exec-result/v1 document on stdout."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
+) -> None:
+    """Run COMMAND in the sandbox's shell: no host processes, only the sandbox's files; classified and
+    checked against --capabilities before anything runs."""
+    if not command.strip():
+        raise BadInputError("COMMAND is empty", code="empty-command", field="command")
+    timeout_s = parse_duration(timeout, "--timeout")
+    request = ExecRequest(command=command, cwd=cwd, capabilities=parse_capabilities(capabilities),
+                          limits=ExecLimits(timeoutMs=max(1, int(timeout_s * 1000)), maxOutputBytes=max(1, max_output)))
+    if sandbox is not None:
+        fresh_only = {"--mount": bool(mount), "--wp-cli-phar": wp_cli_phar is not None, "--env": bool(env),
+                      "--artifacts": artifacts is not None}
+        given = [name for name, used in fresh_only.items() if used]
+        if given:
+            raise BadInputError(f"{', '.join(given)} only apply to a fresh sandbox, not with --sandbox",
+                                code="invalid-option", field=given[0])
+        result = exec_on_held(sandbox, request, timeout_s + 60)
+    else:
+        result = _exec_fresh(request, mount, wp, php, wp_cli_phar, env, boot_timeout, artifacts, quiet)
+    _print(result, json_out, quiet)
+
+
+def _exec_fresh(request: ExecRequest, mount: list[str], wp: str, php: str, wp_cli_phar: str | None, env: list[str],
+                boot_timeout: str, artifacts: Path | None, quiet: bool) -> ExecResult:
+    """A fresh sandbox through the run lifecycle (mounts, tools, capture, the review inbox); `wp` inside
+    exec runs the configured WP-CLI when there is one (docs/exec.md, "wp")."""
+    run_request = RunRequest(mounts=mounts_from_text(mount), wp=wp, php=php, env=env_from_pairs(env),
+                             boot_timeout_s=parse_duration(boot_timeout, "--boot-timeout"), artifacts_root=artifacts,
+                             tools=Toolchain(wp_cli_phar=Path(wp_cli_phar) if wp_cli_phar else None),
+                             tool_commands=["wordpress.wp-cli"], flow="exec")
+    with RunService().open(run_request, progress=StderrProgress("exec", quiet=quiet)) as run:
+        run.boot()
+        result = run_exec(run.session, request)
+        summary = run.capture()
+        if result.exitCode != 0:
+            run.status = "failed"
+    if not quiet:
+        progress(f"codebox: bundle {getattr(summary, 'id', None) or '(not captured)'} in {run.session.run_dir}")
+    return result
+
+
+def _print(result: ExecResult, json_out: bool, quiet: bool) -> None:
+    if json_out:
+        emit_json(result)
+    else:
+        if result.stdout:
+            sys.stdout.write(result.stdout)
+            sys.stdout.flush()
+        if result.stderr:
+            sys.stderr.write(result.stderr)
+        if not quiet:
+            limit = f", limit {result.limitExceeded} hit" if result.limitExceeded else ""
+            progress(f"codebox: exit {result.exitCode} · {result.classification or 'unclassified'} · "
+                     f"capabilities {','.join(result.capabilities)}{limit}")
+    if result.error is not None and result.error.code in ("capability-denied", "eval-policy", "wp-site-locked",
+                                                          "wp-flag-refused"):
+        raise typer.Exit(int(ExitCode.POLICY_DENIED))
+    if result.exitCode != 0:
+        raise typer.Exit(result.exitCode if 0 < result.exitCode < 256 else int(ExitCode.FAILED))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("exec")(exec_command)

@@ -1,0 +1,121 @@
+"""``codebox exec``: a command line run in the sandbox by the sidecar's bash interpreter (docs/exec.md).
+
+The sidecar classifies the command from its parsed form, checks it against the capabilities before
+anything runs, and runs it over the sandbox's own file system; this module sends the request,
+redacts the answer and records it in the run's ``events.jsonl`` / ``commands.jsonl`` (so it is in
+the bundle) with its classification and capabilities.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from codebox_tui.contracts.common import utc_now_iso
+from codebox_tui.contracts.exec import (
+    CAPABILITIES,
+    EXEC_RESULT_SCHEMA,
+    ExecError,
+    ExecLimits,
+    ExecRequest,
+    ExecResult,
+)
+from codebox_tui.contracts.runtime import CommandError, CommandResultEnvelope, ExecutionResult
+from codebox_tui.errors import BadInputError, SandboxError
+from codebox_tui.settings import get_settings
+
+if TYPE_CHECKING:
+    from codebox_tui.runtime.session import RunSession
+
+__all__ = ["EXEC_RESULT_SCHEMA", "ExecLimits", "ExecRequest", "ExecResult", "parse_capabilities", "run_exec"]
+
+
+def parse_capabilities(text: str | Iterable[str], field: str = "--capabilities") -> list[str]:
+    """``read,write`` → ``["read", "write"]`` (``execute_read`` etc. accepted); ``read`` is always in force."""
+    items = text.split(",") if isinstance(text, str) else list(text)
+    found = {"read"}
+    for raw in items:
+        name = raw.strip().removeprefix("execute_")
+        if not name:
+            continue
+        if name not in CAPABILITIES:
+            raise BadInputError(f"{field}: unknown capability {raw.strip()!r}; expected a comma-separated list of "
+                                f"{', '.join(CAPABILITIES)}", code="invalid-capability", field=field)
+        found.add(name)
+    return [c for c in CAPABILITIES if c in found]
+
+
+def run_exec(session: RunSession, request: ExecRequest) -> ExecResult:
+    """Run ``request`` in ``session``'s sandbox (booting it if needed) and record it in the run."""
+    sandbox = session.boot_sandbox()
+    sidecar = getattr(sandbox, "sidecar", None)
+    if sidecar is None:
+        raise SandboxError("this sandbox backend cannot run exec commands", code="exec-unsupported")
+    settings = get_settings()
+    limits = request.limits.model_copy(update={
+        "maxOutputBytes": min(request.limits.maxOutputBytes, int(settings.max_command_output_bytes))})
+    from codebox_tui.runtime.commands import sandbox_env
+    from codebox_tui.runtime.session import new_id
+
+    command_id = new_id("command")
+    started_at, started = utc_now_iso(), time.monotonic()
+    session.emit("exec.started", {"id": command_id, "command": request.command, "cwd": request.cwd,
+                                  "capabilities": request.capabilities})
+    params: dict[str, Any] = {"sandbox": sandbox.id, "command": request.command, "cwd": request.cwd,
+                              "capabilities": request.capabilities, "limits": limits.model_dump(),
+                              "env": sandbox_env(session)}
+    # the interpreter stops itself at limits.timeoutMs; the request deadline is a backstop (a PHP call
+    # in flight cannot be interrupted: past it the sidecar is killed, as for any command)
+    try:
+        raw = sidecar.request("exec", params, limits.timeoutMs / 1000 + 30)
+    except SandboxError as error:
+        raw = {"exitCode": 1, "stderr": error.message,
+               "error": {"code": error.code, "message": error.message, "details": error.details or None}}
+        _record(session, command_id, _result(session, sandbox.id, request, limits, raw, started), started_at)
+        raise
+    result = _result(session, sandbox.id, request, limits, raw, started)
+    _record(session, command_id, result, started_at)
+    return result
+
+
+def _result(session: RunSession, sandbox_id: str, request: ExecRequest, limits: ExecLimits, raw: dict[str, Any],
+            started: float) -> ExecResult:
+    redact = session.redact
+    error = raw.get("error")
+    return ExecResult(
+        sandboxId=sandbox_id, runtimeId=session.runtime_id, command=request.command,
+        cwd=str(raw.get("cwd") or request.cwd),
+        capabilities=raw.get("capabilities") or request.capabilities,
+        classification=raw.get("classification"), reason=raw.get("reason"),
+        stdout=redact(str(raw.get("stdout") or "")), stderr=redact(str(raw.get("stderr") or "")),
+        exitCode=int(raw["exitCode"]) if raw.get("exitCode") is not None else 1, limits=limits,
+        limitExceeded=raw.get("limitExceeded"),
+        error=ExecError(code=str(error["code"]), message=redact(str(error["message"])),
+                        details=redact.value(error.get("details") or None)) if error else None,
+        changedFiles=bool(raw.get("changedFiles")), durationMs=int((time.monotonic() - started) * 1000),
+    )
+
+
+def _record(session: RunSession, command_id: str, result: ExecResult, started_at: str) -> None:
+    diagnostics = {"command": "exec", "classification": result.classification, "reason": result.reason,
+                   "capabilities": result.capabilities, "cwd": result.cwd, "limits": result.limits.model_dump(),
+                   "limitExceeded": result.limitExceeded, "changedFiles": result.changedFiles}
+    envelope = CommandResultEnvelope(
+        status="ok" if result.exitCode == 0 and result.error is None else "error",
+        stdout=result.stdout, stderr=result.stderr or None, diagnostics=diagnostics,
+        error=CommandError(code=result.error.code, message=result.error.message, data=result.error.details)
+        if result.error else None,
+    )
+    execution = ExecutionResult(id=command_id, command="exec", args=[result.command], exitCode=result.exitCode,
+                                stdout=result.stdout, stderr=result.stderr, result=envelope,
+                                diagnostics=diagnostics, startedAt=started_at, finishedAt=utc_now_iso(),
+                                durationMs=result.durationMs)
+    session._record(execution)  # the run's one writer of commands.jsonl (runtime/session.py)
+    level = "info" if result.exitCode == 0 else ("warning" if result.error is None else "error")
+    kind = "exec.denied" if result.error and result.error.code == "capability-denied" else "exec.finished"
+    session.emit(kind, {"id": command_id, "command": result.command, "exitCode": result.exitCode,
+                        "classification": result.classification, "capabilities": result.capabilities,
+                        "cwd": result.cwd, "limitExceeded": result.limitExceeded,
+                        **({"error": result.error.model_dump(exclude_none=True)} if result.error else {}),
+                        "durationMs": result.durationMs}, level=level)
