@@ -138,12 +138,19 @@ def _decide(
     bundle: str, action: str, approver: str | None, reason: str, files: list[str] | None, json_out: bool
 ) -> None:
     from store.decisions import decide
+    from store.feedback import record_iterate_feedback
 
     with Store.open() as store:
         decision = decide(store, bundle, action, approver=_approver(approver), reason=reason, files=files)
+        feedback = record_iterate_feedback(store, decision)  # iterate: comments recorded, feedback written
     if json_out:
         emit_json(decision)
+        if feedback is not None:
+            progress(f"feedback: {feedback.markdown} and {feedback.json}")
         return
+    if feedback is not None:
+        typer.echo(f"feedback ({len(feedback.feedback.comments)} comment(s)): {feedback.markdown}")
+        typer.echo(f"                  {feedback.json}")
     files_text = f" ({len(decision.approved_files)} file(s))" if decision.approved_files else ""
     where = f" @{decision.bundle_key}" if decision.bundle_key is not None else ""
     typer.echo(f"decision {decision.id}: {decision.action}{files_text} on {decision.artifact_id}{where}")
@@ -196,6 +203,133 @@ def review_iterate(
 ) -> None:
     """Request changes, with a reason."""
     _decide(bundle, "iterate", approver, reason, None, json_out)
+
+
+comment_app = typer.Typer(
+    help="Line, range and file comments on a bundle (typed issue, suggestion, note or praise).",
+    no_args_is_help=True,
+)
+review_app.add_typer(comment_app, name="comment")
+
+
+def _parse_lines(text: str | None) -> tuple[int | None, int | None]:
+    """``12`` or ``12-15`` → (start, end); None → a file comment."""
+    if text is None or not text.strip():
+        return None, None
+    start, sep, end = text.strip().partition("-")
+    if not start.strip().isdigit() or (sep and not end.strip().isdigit()):
+        from codebox_tui.errors import BadInputError
+
+        raise BadInputError(f"--line takes a line number or a range such as 12-15, not {text!r}",
+                            code="comment-invalid", field="--line")
+    return int(start), int(end) if sep else int(start)
+
+
+def _comment_line(c: Any) -> str:
+    state = f" [sent with decision {c.decision_id}]" if c.decision_id is not None else ""
+    return f"#{c.id:<4} {c.kind:<10} {c.where()}{state}\n      {c.body}"
+
+
+@comment_app.command("add")
+def comment_add(
+    bundle: str = BundleArg,
+    file: str = typer.Option(..., "--file", "-f", help="The changed file (relativePath or sandbox path)."),
+    line: str | None = typer.Option(None, "--line", "-l", help="A line (12) or range (12-15); none: a file comment."),
+    old: bool = typer.Option(False, "--old", help="The line numbers are on the removed (-) side."),
+    kind: str = typer.Option("issue", "--type", "-t", help="issue, suggestion, note or praise."),
+    message: str = typer.Option(..., "--message", "-m", help="The comment."),
+    author: str | None = typer.Option(None, "--author", help="Who comments (default: the current user)."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Comment on a changed file, or on a line or range of its diff."""
+    from store.comments import add_comment
+    from store.decisions import resolve_bundle
+
+    start, end = _parse_lines(line)
+    with Store.open() as store:
+        record = resolve_bundle(store, bundle)
+        comment = add_comment(store, record, path=file, kind=kind, body=message, author=_approver(author),
+                              line_start=start, line_end=end, side="old" if old else "new")
+    if json_out:
+        emit_json(comment.to_dict())
+        return
+    typer.echo(_comment_line(comment))
+
+
+@comment_app.command("list")
+def comment_list(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
+    """A bundle's comments, file by file."""
+    from store.comments import list_comments
+    from store.decisions import resolve_bundle
+
+    with Store.open() as store:
+        record = resolve_bundle(store, bundle)
+        comments = list_comments(store, record.key)
+    if json_out:
+        emit_json({"schema": "codebox/comment-list/v1", "bundleKey": record.key,
+                   "comments": [c.to_dict() for c in comments]})
+        return
+    if not comments:
+        typer.echo(f"no comments on {record.ref}")
+    for c in comments:
+        typer.echo(_comment_line(c))
+
+
+@comment_app.command("edit")
+def comment_edit(
+    comment: str = typer.Argument(..., help="The comment id (from comment list)."),
+    message: str | None = typer.Option(None, "--message", "-m", help="The new text."),
+    kind: str | None = typer.Option(None, "--type", "-t", help="The new type."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Change a comment's text or type (until a decision records it)."""
+    from store.comments import edit_comment
+
+    with Store.open() as store:
+        changed = edit_comment(store, comment, body=message, kind=kind)
+    if json_out:
+        emit_json(changed.to_dict())
+        return
+    typer.echo(_comment_line(changed))
+
+
+@comment_app.command("delete")
+def comment_delete(
+    comment: str = typer.Argument(..., help="The comment id (from comment list)."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Delete a comment (until a decision records it)."""
+    from store.comments import delete_comment
+
+    with Store.open() as store:
+        deleted = delete_comment(store, comment)
+    if json_out:
+        emit_json({"schema": "codebox/comment-deleted/v1", "comment": deleted.to_dict()})
+        return
+    typer.echo(f"deleted comment #{deleted.id} on {deleted.where()}")
+
+
+@review_app.command("feedback")
+def review_feedback(
+    bundle: str = BundleArg,
+    print_md: bool = typer.Option(False, "--print", help="Also print the Markdown (to copy it)."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Write feedback.md and feedback.json next to the bundle: the latest request-changes decision
+    with the comments it recorded, or the open comments when there is none."""
+    from store.decisions import resolve_bundle
+    from store.feedback import export_feedback
+
+    with Store.open() as store:
+        record = resolve_bundle(store, bundle)
+        files = export_feedback(store, record)
+    if json_out:
+        emit_json(files.feedback.to_wire() | {"files": {"markdown": str(files.markdown), "json": str(files.json)}})
+        return
+    if print_md:
+        typer.echo(files.text, nl=False)
+    progress(f"feedback ({len(files.feedback.comments)} comment(s)): {files.markdown}")
+    progress(f"                  {files.json}")
 
 
 def apply_command(

@@ -39,6 +39,7 @@ from codebox_tui.contracts.bundle import (
     TestResults,
     WorkspacePatch,
 )
+from codebox_tui.contracts.feedback import FEEDBACK_SCHEMA, ReviewFeedback
 from codebox_tui.contracts.recipe import RECIPE_SCHEMA, WorkspaceRecipe
 from codebox_tui.contracts.runtime import CATALOG_SCHEMA, POLICY_SCHEMA, CommandCatalog, RuntimePolicy
 
@@ -61,6 +62,7 @@ REGISTRY: dict[str, type[BaseModel]] = {
     RECIPE_SCHEMA: WorkspaceRecipe,
     POLICY_SCHEMA: RuntimePolicy,
     CATALOG_SCHEMA: CommandCatalog,
+    FEEDBACK_SCHEMA: ReviewFeedback,
 }
 
 

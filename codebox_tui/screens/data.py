@@ -58,9 +58,12 @@ def load(bundle_dir: Path) -> LoadedBundle:
 def decide(store: Store, bundle_dir: Path, action: str, *, files: list[str] | None = None, reason: str = "") -> Any:
     """Record a decision (registering the bundle first if the store has not seen it)."""
     from store.decisions import decide_on
+    from store.feedback import record_iterate_feedback
 
     record = register(store, bundle_dir)  # this directory's own record: a Mode A id may be shared
-    return decide_on(store, record, action, approver=current_user(), reason=reason, files=files)
+    decision = decide_on(store, record, action, approver=current_user(), reason=reason, files=files)
+    record_iterate_feedback(store, decision)  # iterate: the open comments are recorded, feedback written
+    return decision
 
 
 def apply(store: Store, decision_id: int, adapter: str, target: str) -> Any:

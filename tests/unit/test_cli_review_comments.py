@@ -1,0 +1,71 @@
+"""``codebox review comment …``, ``review iterate`` and ``review feedback`` through the real CLI (subprocesses,
+a private CODEBOX_HOME and its real SQLite store)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from codebox_tui.bundle.verify import verify_bundle
+from tests.unit.test_bundle_capture_verify import make_bundle, typical_change
+
+
+def _codebox(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CODEBOX_HOME": str(home), "CODEBOX_APPROVER": "maintainer"}
+    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True, env=env,
+                          timeout=120, cwd=Path(__file__).resolve().parents[2])
+
+
+def _json(proc: subprocess.CompletedProcess[str]) -> Any:
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_comment_iterate_and_feedback_through_the_cli(tmp_path: Path) -> None:
+    summary, _ = make_bundle(tmp_path, typical_change)
+    home = tmp_path / "home"
+    bundle = str(summary.path)
+    issue = _json(_codebox(home, "review", "comment", "add", bundle, "--file", "plugin.php", "--line", "21",
+                           "--type", "issue", "-m", "Keep it lower case.", "--json"))
+    assert issue["line_start"] == issue["line_end"] == 21 and issue["lines"] == ["<?php // LINE twenty"]
+    ranged = _json(_codebox(home, "review", "comment", "add", "@1", "--file", "plugin.php", "--line", "19-22",
+                            "--type", "suggestion", "-m", "Reword.", "--json"))
+    _json(_codebox(home, "review", "comment", "add", "@1", "--file", "added.php", "--type", "note", "-m", "tmp",
+                   "--json"))
+
+    refused = _codebox(home, "review", "comment", "add", "@1", "--file", "plugin.php", "--line", "2", "-m", "x")
+    assert refused.returncode == 2 and "not shown in the diff" in refused.stderr and "Traceback" not in refused.stderr
+    refused = _codebox(home, "review", "comment", "add", "@1", "--file", "plugin.php", "--line", "x-y", "-m", "x")
+    assert refused.returncode == 2 and "--line" in refused.stderr
+
+    edited = _json(_codebox(home, "review", "comment", "edit", str(ranged["id"]), "-m", "Reword this.", "--json"))
+    assert edited["body"] == "Reword this."
+    listed = _json(_codebox(home, "review", "comment", "list", "@1", "--json"))
+    note = next(c for c in listed["comments"] if c["kind"] == "note")
+    _json(_codebox(home, "review", "comment", "delete", str(note["id"]), "--json"))
+    listed = _json(_codebox(home, "review", "comment", "list", "@1", "--json"))
+    assert sorted(c["id"] for c in listed["comments"]) == sorted([issue["id"], ranged["id"]])
+
+    decided = _codebox(home, "review", "iterate", "@1", "-m", "Two things to fix.")
+    assert decided.returncode == 0, decided.stderr
+    review_dir = summary.path.with_name(summary.path.name + ".review")
+    assert str(review_dir / "feedback.md") in decided.stdout
+    doc = json.loads((review_dir / "feedback.json").read_text())
+    assert doc["schema"] == "codebox/review-feedback/v1"
+    assert [c["id"] for c in doc["comments"]] == [issue["id"], ranged["id"]]
+    assert doc["decision"]["reason"] == "Two things to fix."
+    assert verify_bundle(summary.path).valid
+
+    listed = _json(_codebox(home, "review", "comment", "list", "@1", "--json"))
+    assert {c["decisionId"] for c in listed["comments"]} == {doc["decision"]["id"]}
+    locked = _codebox(home, "review", "comment", "delete", str(issue["id"]))
+    assert locked.returncode != 0 and "can no longer change" in locked.stderr
+
+    printed = _codebox(home, "review", "feedback", "@1", "--print")
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout == (review_dir / "feedback.md").read_text()
+    assert "Keep it lower case." in printed.stdout and "Reword this." in printed.stdout
