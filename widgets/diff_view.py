@@ -16,6 +16,7 @@ from pygments.util import ClassNotFound
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
+from textual import events
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.geometry import Region, Size
@@ -44,6 +45,11 @@ EMPTY_SIDE = Style(bgcolor="#1a1c20")
 MATCH = Style(color="black", bgcolor="#e5c07b")
 MATCH_CURRENT = Style(color="black", bgcolor="#ff9e3b", bold=True, underline=True)
 ESCAPE = Style(color="#ff5fd7", bgcolor="#3a1f3a", bold=True)  # a control character shown as an escape
+LINE_CURSOR = Style(reverse=True)  # the line cursor / selected range, in the line-number gutter
+# Line marks (review comments): a marker after the sign, coloured by the comment type.
+MARK_STYLES = {"issue": Style(color="#ff6b6b", bold=True), "suggestion": Style(color="#e5c07b", bold=True),
+               "note": Style(color="#61afef", bold=True), "praise": Style(color="#98c379", bold=True)}
+MARK_CHAR = "●"
 CODE_X = 14  # cells before the code on a unified line: two 6-cell line numbers and the sign
 HALF_CODE_X = 8  # cells before the code in one side-by-side half: its line number and the sign
 SIGNS = {"add": "+", "del": "-", "ctx": " "}
@@ -126,6 +132,8 @@ class DiffView(ScrollView, can_focus=True):
 - Tabs are expanded to tab stops (`CODEBOX_TAB_WIDTH`, default 4). Control characters and bidi
   overrides are drawn as escapes such as `\\x1b` or `\\u202e` in a distinct colour; they never reach the terminal.
 - Binary files show a placeholder: their bytes travel as a git binary patch.
+- `J` / `K` (or a click): move the line cursor (shown in the line numbers) down / up; `v`: start or end a
+  range selection at the cursor. Lines with review comments carry a coloured `●` after the sign.
 - `↑` `↓` `PgUp` `PgDn` `Home` `End`: scroll
 - Added lines are green, removed lines red; changed words are highlighted.
 """
@@ -144,6 +152,9 @@ class DiffView(ScrollView, can_focus=True):
         Binding("R", "render_anyway", "Render anyway", show=False, id="diff.render_anyway"),
         Binding("j", "scroll_down", "Down", show=False, id="diff.down"),
         Binding("k", "scroll_up", "Up", show=False, id="diff.up"),
+        Binding("J", "cursor_down", "Line cursor down", show=False, id="diff.cursor_down"),
+        Binding("K", "cursor_up", "Line cursor up", show=False, id="diff.cursor_up"),
+        Binding("v", "select_range", "Select range", show=False, id="diff.select_range"),
     ]
 
     DEFAULT_CSS = """
@@ -165,6 +176,13 @@ class DiffView(ScrollView, can_focus=True):
     class SearchResult(Message):
         def __init__(self, query: str, index: int, total: int) -> None:
             self.search_query, self.index, self.total = query, index, total
+            super().__init__()
+
+    class CursorMoved(Message):
+        """The line cursor or the selected range changed (``cursor_row``, ``selected_rows()``)."""
+
+        def __init__(self, row: int) -> None:
+            self.row = row
             super().__init__()
 
     class StatusChanged(Message):
@@ -199,6 +217,10 @@ class DiffView(ScrollView, can_focus=True):
         self._wrap_key: tuple[object, ...] | None = None
         self._wrap_starts: list[int] = [0]
         self._status = ""
+        self.cursor_row = -1  # model row of the line cursor (-1: none yet)
+        self.anchor_row: int | None = None  # the other end of a range selection (``v``)
+        self._mark_ranges: tuple[str, list[tuple[str, int, int, str]]] = ("", [])  # path, (side, first, last, kind)
+        self._marks: dict[int, str] = {}  # model row -> mark kind (see MARK_STYLES) for the shown model
 
     def show_file(self, path: str, block: str, *, max_line: int = MAX_LINE) -> None:
         """Show one file's section of a patch (see ``diff_model.split_patch``).
@@ -221,6 +243,8 @@ class DiffView(ScrollView, can_focus=True):
         if block is not self._block:  # a newer show_file() won
             return
         self.model = model
+        self.cursor_row, self.anchor_row = -1, None
+        self._resolve_marks()
         self.matches, self.match_index = [], -1
         self._match_set = set()
         self._tokens = {}
@@ -542,6 +566,8 @@ class DiffView(ScrollView, can_focus=True):
             old = Segment(f"{row.old_no:>5} " if row.old_no is not None else "      ", gutter)
             new = Segment(f"{row.new_no:>5} " if row.new_no is not None else "      ", gutter)
             body = [Segment(SIGNS[row.kind] + " ", base), *self._code(row, base)]
+            if self._marks or self.cursor_row >= 0:
+                old, new, body[0] = self._line_marks(index, row.kind, old, new, body[0], base)
             if self.search_query and index in self._match_set:
                 body = self._mark_query(body, 2, self._is_current_match(index))
             return old, new, body
@@ -550,6 +576,120 @@ class DiffView(ScrollView, can_focus=True):
         if self.search_query and index in self._match_set:
             body = self._mark_query(body, 0, self._is_current_match(index))
         return None, None, body
+
+    # -- line cursor, range selection and line marks (review comments) ---------------------------
+    def _line_marks(self, index: int, kind: str, old: Segment, new: Segment, sign: Segment,
+                    base: Style) -> tuple[Segment, Segment, Segment]:
+        """The gutters and sign of code row ``index`` with the cursor/selection and its mark drawn."""
+        low, high = self._selection_bounds()
+        if low <= index <= high:
+            old = Segment(old.text, (old.style or NULL) + LINE_CURSOR)
+            new = Segment(new.text, (new.style or NULL) + LINE_CURSOR)
+        mark = self._marks.get(index)
+        if mark is not None:
+            sign = Segment(SIGNS[kind] + MARK_CHAR, base + MARK_STYLES.get(mark, MARK_STYLES["note"]))
+        return old, new, sign
+
+    def _selection_bounds(self) -> tuple[int, int]:
+        if self.cursor_row < 0:
+            return 0, -1
+        anchor = self.cursor_row if self.anchor_row is None else self.anchor_row
+        return min(anchor, self.cursor_row), max(anchor, self.cursor_row)
+
+    def selected_rows(self) -> list[int]:
+        """The model rows under the cursor or in the selected range (empty without a cursor)."""
+        low, high = self._selection_bounds()
+        return list(range(low, high + 1)) if self.rows else []
+
+    def selected_lines(self) -> tuple[str, int, int] | None:
+        """``(side, first, last)`` line numbers of the code lines under the cursor or in the range: the old
+        side when every selected code line is a removed one, else the new side; None without code lines."""
+        code = [self.rows[i] for i in self.selected_rows() if 0 <= i < len(self.rows) and self.rows[i].kind in SIGNS]
+        if not code:
+            return None
+        if all(r.kind == "del" for r in code):
+            olds = [r.old_no for r in code if r.old_no is not None]
+            return ("old", min(olds), max(olds)) if olds else None
+        news = [r.new_no for r in code if r.kind != "del" and r.new_no is not None]
+        return ("new", min(news), max(news)) if news else None
+
+    def set_marks(self, path: str, ranges: list[tuple[str, int, int, str]]) -> None:
+        """Mark lines of file ``path``: ``(side, first, last, kind)`` with side ``new`` (added and context
+        lines by new number) or ``old`` (removed and context lines by old number), kind one of MARK_STYLES.
+        Kept until replaced; drawn whenever that file is shown."""
+        self._mark_ranges = (path, list(ranges))
+        self._resolve_marks()
+        self._redraw_lines()
+
+    def _resolve_marks(self) -> None:
+        path, ranges = self._mark_ranges
+        self._marks = {}
+        if self.model is None or self.model.path != path or not ranges:
+            return
+        for index, row in enumerate(self.model.rows):
+            if row.kind not in SIGNS:
+                continue
+            for side, first, last, kind in ranges:
+                number = row.new_no if side == "new" and row.kind != "del" else \
+                    row.old_no if side == "old" and row.kind != "add" else None
+                if number is not None and first <= number <= last:
+                    self._marks[index] = kind
+                    break
+
+    def marked_rows(self) -> dict[int, str]:
+        """Model row -> mark kind of the shown file."""
+        return dict(self._marks)
+
+    def _redraw_lines(self) -> None:
+        self._cache.clear()
+        self._final.clear()
+        self.refresh()
+
+    def move_cursor_to(self, row: int) -> None:
+        """Put the line cursor on model row ``row`` (kept on screen)."""
+        if not self.rows:
+            return
+        self.cursor_row = max(0, min(len(self.rows) - 1, row))
+        top, height = int(self.scroll_offset.y), self.size.height
+        y = self._y_of(self.cursor_row)
+        if not top <= y < top + max(1, height):
+            self.scroll_to(y=max(0, y - height // 3), animate=False)
+        self._redraw_lines()
+        self.post_message(self.CursorMoved(self.cursor_row))
+
+    def _step_cursor(self, step: int) -> None:
+        rows = self.rows
+        if not rows:
+            return
+        top = self._row_at(int(self.scroll_offset.y))
+        bottom = self._row_at(int(self.scroll_offset.y) + max(0, self.size.height - 1))
+        current = self.cursor_row
+        if current < 0 or not top <= current <= bottom:  # no cursor on screen: start at the view's top
+            current = top - step
+        index = current + step
+        while 0 <= index < len(rows) and rows[index].kind not in SIGNS:
+            index += step
+        if 0 <= index < len(rows):
+            self.move_cursor_to(index)
+
+    def action_cursor_down(self) -> None:
+        self._step_cursor(1)
+
+    def action_cursor_up(self) -> None:
+        self._step_cursor(-1)
+
+    def action_select_range(self) -> None:
+        """Start a range at the cursor, or (with a range started) drop the anchor to select one line."""
+        if self.cursor_row < 0:
+            self._step_cursor(1)
+        self.anchor_row = self.cursor_row if self.anchor_row is None else None
+        self._redraw_lines()
+        self.post_message(self.CursorMoved(self.cursor_row))
+
+    def on_click(self, event: events.Click) -> None:
+        index = self._row_at(int(self.scroll_offset.y) + event.y)
+        if 0 <= index < len(self.rows):
+            self.move_cursor_to(index)
 
     def _code(self, row: Row, base: Style) -> list[Segment]:
         pieces = self._tokens.get(id(row))

@@ -100,3 +100,43 @@ def patch_evaluation(bundle_dir: Path) -> tuple[dict[str, Any] | None, str | Non
     if not isinstance(tests, dict) or not isinstance(tests.get("verdict"), str):
         return None, f"{EVALUATION_FILE} has no tests.verdict (expected the patch-evaluation/v1 shape)"
     return doc, None
+
+
+# -- review comments and feedback (store/comments.py, store/feedback.py) -------------------------------
+def comments(store: Store, bundle_dir: Path) -> list[Any]:
+    """This bundle directory's comments (its own record), in reading order."""
+    from store.comments import list_comments
+
+    folder = str(Path(bundle_dir).expanduser().resolve())
+    records = [r for r in store.list_bundles() if r.path == folder]  # never registers: opening is not recording
+    return list_comments(store, max(records, key=lambda r: r.key).key) if records else []
+
+
+def add_comment(store: Store, bundle_dir: Path, *, path: str, kind: str, body: str,
+                lines: tuple[str, int, int] | None = None) -> Any:
+    """A file comment (``lines`` None) or a line/range comment ``(side, first, last)``."""
+    from store.comments import add_comment as store_add
+
+    record = register(store, bundle_dir)
+    side, start, end = lines if lines is not None else ("new", None, None)
+    return store_add(store, record, path=path, kind=kind, body=body, author=current_user(),
+                     line_start=start, line_end=end, side=side)
+
+
+def edit_comment(store: Store, comment_id: int, *, kind: str, body: str) -> Any:
+    from store.comments import edit_comment as store_edit
+
+    return store_edit(store, comment_id, body=body, kind=kind)
+
+
+def delete_comment(store: Store, comment_id: int) -> Any:
+    from store.comments import delete_comment as store_delete
+
+    return store_delete(store, comment_id)
+
+
+def export_feedback(store: Store, bundle_dir: Path) -> Any:
+    """Write feedback.md/feedback.json next to the bundle; returns ``store.feedback.FeedbackFiles``."""
+    from store.feedback import export_feedback as store_export
+
+    return store_export(store, register(store, bundle_dir))

@@ -40,6 +40,13 @@ class ReviewScreen(Screen[None]):
 # Review
 Inspect what the sandbox changed, then decide. Decisions are recorded in the store with the
 content digest you reviewed; nothing is applied until you choose an adapter.
+
+## Comments
+- `c`: comment on the diff line under the line cursor (`J` / `K` or a click), or on the range selected with `v`
+- `C`: comment on the whole file; `e` / `x`: edit / delete the comment at the cursor (or the file's comment)
+- `Y`: write feedback.md and feedback.json next to the bundle and copy the Markdown
+- Types: `issue` (must change), `suggestion`, `note`, `praise`. `i` (request changes) records the open
+  comments with the decision and writes the feedback files.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "approve_all", "Approve all", show=False, id="review.approve_all"),
@@ -51,6 +58,11 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         Binding("escape", "back", "Back", id="review.back"),
         Binding("t", "show_tests", "Tests", show=False, id="review.tests"),
         Binding("/", "search", "Search diff", id="review.search"),
+        Binding("c", "comment", "Comment", show=False, id="review.comment"),
+        Binding("C", "comment_file", "Comment on file", show=False, id="review.comment_file"),
+        Binding("e", "edit_comment", "Edit comment", show=False, id="review.edit_comment"),
+        Binding("x", "delete_comment", "Delete comment", show=False, id="review.delete_comment"),
+        Binding("Y", "copy_feedback", "Copy feedback", show=False, id="review.copy_feedback"),
     ]
 
     def __init__(self, bundle_dir: Path) -> None:
@@ -60,6 +72,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.blocks = split_patch(self.bundle.patch)
         self.last_decision: Any = None
         self.evaluation, self.evaluation_problem = data.patch_evaluation(self.bundle_dir)
+        self.comments: list[Any] = []  # store.comments.Comment of this bundle directory
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
@@ -84,6 +97,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                     yield Input(placeholder="search the diff: enter searches, n / N next / previous, "
                                             "escape closes", id="diff-search", classes="hidden")
                     yield DiffView(id="diff")
+                    yield Static("", id="comment-panel", classes="hidden")
                 with TabPane("Tests", id="tab-tests"):
                     yield Static(self._tests_text(), id="tests")
                 with TabPane("Evidence", id="tab-evidence"):
@@ -108,6 +122,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             leaf = tree._leaves.get(first)
             if leaf is not None:
                 tree.move_cursor(leaf)
+        self._load_comments()
         if not self.bundle.valid:
             codes = ", ".join(sorted({v.code for v in self.bundle.verification.violations}))
             self.notify(f"This bundle failed verification ({codes}); it can be inspected but not approved.",
@@ -123,6 +138,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         else:
             view.show_file(rel, block)
         self.query_one(ChangedFileTree).mark_viewed(entry)
+        self._show_comments()
 
     def on_diff_view_status_changed(self, message: DiffView.StatusChanged) -> None:
         self.query_one("#diff-status", Static).update(message.text)
@@ -325,6 +341,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             self.last_decision = decision
             self.query_one(DecisionBar).decision = f"{action} (#{decision.id})"
             self.notify(f"Recorded {action} as decision #{decision.id}.")
+            if action == "iterate":
+                self._feedback_written()
             if action in ("approve", "approve-files"):
                 self.app.push_screen(ApplyDialog(decision.id))
 
@@ -362,3 +380,166 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.app.push_screen(ReasonDialog(), got)
 
 
+
+    # -- comments (store/comments.py through screens/data.py) --------------------------------------
+    def _load_comments(self) -> None:
+        store = data.open_store()
+        try:
+            self.comments = data.comments(store, self.bundle_dir)
+        except Exception as error:  # an unreadable store is reported, the review goes on
+            self.notify(f"Comments could not be loaded: {safe_text(error)}", severity="warning", markup=False)
+            self.comments = []
+        finally:
+            store.close()
+        self._show_comments()
+
+    def _current_path(self) -> str | None:
+        model = self.query_one(DiffView).model
+        return model.path if model is not None and model.path else None
+
+    def _show_comments(self) -> None:
+        """Marks in the diff for the shown file's line comments; the panel under the diff lists the file's
+        comments and those on the cursor's lines."""
+        view = self.query_one(DiffView)
+        path = self._current_path()
+        mine = [c for c in self.comments if c.path == path]
+        view.set_marks(path or "", [(c.side, c.line_start, c.line_end, c.kind) for c in mine if c.side != "file"])
+        panel = self.query_one("#comment-panel", Static)
+        shown = list({c.id: c for c in self._comments_at_cursor() + [c for c in mine if c.side == "file"]}.values())
+        others = len(mine) - len(shown)
+        if not shown and not mine:
+            panel.add_class("hidden")
+            panel.update("")
+            return
+        lines = []
+        for c in shown:
+            colour = {"issue": "red", "suggestion": "yellow", "note": "blue", "praise": "green"}.get(c.kind, "white")
+            sent = f" [dim](sent with decision #{c.decision_id})[/]" if c.decision_id is not None else ""
+            lines.append(f"[b {colour}]● {c.kind}[/] [dim]#{c.id} {escape(c.where())} · {escape(c.author)}[/]{sent}"
+                         f"\n  {escape(c.body)}")
+        if others:
+            lines.append(f"[dim]{others} more comment(s) on this file: the ● lines[/]")
+        panel.update("\n".join(lines))
+        panel.remove_class("hidden")
+
+    def _comments_at_cursor(self) -> list[Any]:
+        view = self.query_one(DiffView)
+        path = self._current_path()
+        rows = [view.rows[i] for i in view.selected_rows() if 0 <= i < len(view.rows)]
+        found = []
+        for c in self.comments:
+            if c.path != path or c.side == "file":
+                continue
+            if any((r.kind != "del" and r.new_no is not None and c.covers("new", r.new_no)) or
+                   (r.kind != "add" and r.old_no is not None and c.covers("old", r.old_no)) for r in rows):
+                found.append(c)
+        return found
+
+    def on_diff_view_cursor_moved(self, _message: DiffView.CursorMoved) -> None:
+        self._show_comments()
+
+    def _comment_target(self) -> Any:
+        """The comment at the cursor, else the shown file's (first) file comment."""
+        at = self._comments_at_cursor()
+        if at:
+            return at[0]
+        path = self._current_path()
+        return next((c for c in self.comments if c.path == path and c.side == "file"), None)
+
+    def _store_call(self, call: Any) -> Any:
+        """Run ``call(store)``; a refusal is shown (never a traceback) and None returned."""
+        store = data.open_store()
+        try:
+            return call(store)
+        except Exception as error:
+            self.notify(safe_text(error), severity="error", timeout=8, markup=False)
+            return None
+        finally:
+            store.close()
+
+    def _ask_comment(self, lines: tuple[str, int, int] | None) -> None:
+        path = self._current_path()
+        if path is None:
+            self.notify("Open a changed file first.", severity="warning")
+            return
+        if lines is None:
+            where = f"{path} (whole file)"
+        else:
+            side, first, last = lines
+            where = f"{path}:{first}" + (f"-{last}" if last != first else "") + (" (old)" if side == "old" else "")
+
+        def got(answer: tuple[str, str] | None) -> None:
+            if answer is None:
+                return
+            kind, body = answer
+            comment = self._store_call(lambda store: data.add_comment(store, self.bundle_dir, path=path, kind=kind,
+                                                                      body=body, lines=lines))
+            if comment is not None:
+                self.comments.append(comment)
+                self.query_one(DiffView).anchor_row = None
+                self._show_comments()
+                self.notify(f"Comment #{comment.id} ({kind}) on {safe_text(comment.where())}.", markup=False)
+
+        from codebox_tui.screens.comments import CommentDialog
+
+        self.app.push_screen(CommentDialog(where), got)
+
+    def action_comment(self) -> None:
+        lines = self.query_one(DiffView).selected_lines()
+        if lines is None:
+            self.notify("Put the line cursor on a changed or context line first (J / K or a click); "
+                        "C comments on the whole file.", severity="warning")
+            return
+        self._ask_comment(lines)
+
+    def action_comment_file(self) -> None:
+        self._ask_comment(None)
+
+    def action_edit_comment(self) -> None:
+        target = self._comment_target()
+        if target is None:
+            self.notify("No comment at the cursor.", severity="warning")
+            return
+
+        def got(answer: tuple[str, str] | None) -> None:
+            if answer is None:
+                return
+            kind, body = answer
+            changed = self._store_call(lambda store: data.edit_comment(store, target.id, kind=kind, body=body))
+            if changed is not None:
+                self.comments = [changed if c.id == changed.id else c for c in self.comments]
+                self._show_comments()
+
+        from codebox_tui.screens.comments import CommentDialog
+
+        self.app.push_screen(CommentDialog(target.where(), kind=target.kind, body=target.body), got)
+
+    def action_delete_comment(self) -> None:
+        target = self._comment_target()
+        if target is None:
+            self.notify("No comment at the cursor.", severity="warning")
+            return
+
+        def done(confirmed: bool | None) -> None:
+            if confirmed and self._store_call(lambda store: data.delete_comment(store, target.id)) is not None:
+                self.comments = [c for c in self.comments if c.id != target.id]
+                self._show_comments()
+                self.notify(f"Deleted comment #{target.id}.")
+
+        self.app.push_screen(ConfirmDialog("Delete this comment?", f"{target.kind} on {safe_text(target.where())}:\n"
+                                           f"{safe_text(target.body, keep_newlines=True)}"), done)
+
+    def action_copy_feedback(self) -> None:
+        files = self._store_call(lambda store: data.export_feedback(store, self.bundle_dir))
+        if files is not None:
+            self.app.copy_to_clipboard(files.text)
+            self.notify(f"Feedback ({len(files.feedback.comments)} comment(s)) copied and written to "
+                        f"{safe_text(files.markdown)} and {safe_text(files.json.name)}.", markup=False, timeout=8)
+
+    def _feedback_written(self) -> None:
+        """After request changes: the comments are now recorded with the decision; say where the feedback is."""
+        self._load_comments()
+        files = self._store_call(lambda store: data.export_feedback(store, self.bundle_dir))
+        if files is not None:
+            self.notify(f"Feedback with {len(files.feedback.comments)} comment(s): {safe_text(files.markdown)}",
+                        markup=False, timeout=8)
