@@ -16,6 +16,7 @@ from typing import Any
 import typer
 
 from codebox_tui.cliutil import JsonOption, emit_json, progress
+from codebox_tui.textsafe import safe_text
 from store.db import BundleRecord, Store
 
 review_app = typer.Typer(help="Review captured bundles: list, inspect and decide.", no_args_is_help=True)
@@ -330,6 +331,84 @@ def review_feedback(
         typer.echo(files.text, nl=False)
     progress(f"feedback ({len(files.feedback.comments)} comment(s)): {files.markdown}")
     progress(f"                  {files.json}")
+
+
+@review_app.command("link")
+def review_link(
+    bundle: str = BundleArg,
+    revises: str = typer.Option(..., "--revises", help="The earlier bundle this one is a revision of."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Make BUNDLE the next revision of an earlier bundle (one review, its comments carried over)."""
+    from store.decisions import resolve_bundle
+    from store.revisions import link, revisions
+
+    with Store.open() as store:
+        new, old = resolve_bundle(store, bundle), resolve_bundle(store, revises)
+        link(store, new, old)
+        chain = revisions(store, new)
+    if json_out:
+        emit_json({"schema": "codebox/review-revisions/v1", "revisions": [r.to_dict() for r in chain]})
+        return
+    number = next(r.number for r in chain if r.bundle.key == new.key)
+    typer.echo(f"{new.ref} is revision {number} of {len(chain)} (revises {old.ref})")
+
+
+def _tests_text(tests: dict[str, Any], verdict: str | None) -> str:
+    text = (f"{tests.get('passed', 0)}/{tests.get('total', 0)} passed, {tests.get('failed', 0)} failed"
+            if tests.get("total") is not None else "no tests")
+    return text + (f", verdict {verdict}" if verdict else "")
+
+
+@review_app.command("revisions")
+def review_revisions(
+    bundle: str = BundleArg,
+    show_interdiff: bool = typer.Option(False, "--interdiff", help="Also show what changed since the revision "
+                                        "before BUNDLE (or the one given with --since)."),
+    since: str | None = typer.Option(None, "--since", help="The earlier revision to compare with."),
+    json_out: bool = JsonOption,
+) -> None:
+    """The revisions of BUNDLE's review: decision and tests per revision, and the interdiff."""
+    from store.decisions import resolve_bundle
+    from store.revisions import bundle_interdiff, carried_comments, revisions
+
+    with Store.open() as store:
+        record = resolve_bundle(store, bundle)
+        chain = revisions(store, record)
+        before = [r.bundle for r in chain if r.number < _number(chain, record)]
+        base = resolve_bundle(store, since) if since else (before[-1] if before else None)
+        files = bundle_interdiff(base, record) if (show_interdiff or since) and base is not None else None
+        carried = carried_comments(store, record)
+    if json_out:
+        emit_json({"schema": "codebox/review-revisions/v1", "revisions": [r.to_dict() for r in chain],
+                   "interdiff": None if files is None else {"from": base.key if base else None, "to": record.key,
+                                                            "files": [f.to_dict() for f in files]},
+                   "carriedComments": [c.to_dict() for c in carried]})
+        return
+    for r in chain:
+        here = "  <" if r.bundle.key == record.key else ""
+        decision = r.decision.action if r.decision else "undecided"
+        linked = f" ({r.how})" if r.how else ""
+        typer.echo(f"revision {r.number}{linked}: {r.bundle.ref} {r.bundle.content_digest[:12]}  {decision:<14} "
+                   f"{_tests_text(r.tests, r.verdict)}{here}")
+    if carried:
+        typer.echo(f"{len(carried)} comment(s) from earlier revisions, "
+                   f"{sum(c.outdated for c in carried)} outdated:")
+        for c in carried:
+            typer.echo(f"  #{c.id} {c.kind} {safe_text(c.where())}{' (outdated)' if c.outdated else ''}: "
+                       f"{safe_text(c.body)}")
+    if files is not None and base is not None:
+        typer.echo(f"interdiff {base.ref} -> {record.ref}:")
+        for f in files:
+            typer.echo(f"  {f.change:<20} {safe_text(f.path)}")
+            for line in f.lines:
+                typer.echo(f"    {safe_text(line, tab_size=4)}")
+    elif show_interdiff:
+        progress(f"{record.ref} is the first revision: nothing to compare with")
+
+
+def _number(chain: list[Any], record: BundleRecord) -> int:
+    return int(next(r.number for r in chain if r.bundle.key == record.key))
 
 
 def apply_command(

@@ -169,6 +169,18 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX comments_bundle ON comments(bundle_key);
     CREATE INDEX comments_digest ON comments(content_digest);
     """,
+    # 4 (review revisions, store/revisions.py): a bundle record explicitly linked as the next revision of
+    # another (``codebox review link NEW --revises OLD``). Self-contained: touches no other table.
+    """
+    CREATE TABLE revisions (
+        bundle_key INTEGER PRIMARY KEY REFERENCES bundles(key),
+        revises_key INTEGER NOT NULL REFERENCES bundles(key),
+        how TEXT NOT NULL DEFAULT 'explicit',
+        linked_at TEXT NOT NULL,
+        CHECK (bundle_key <> revises_key)
+    );
+    CREATE INDEX revisions_revises ON revisions(revises_key);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
