@@ -71,15 +71,45 @@ def link(store: Store, new: BundleRecord, old: BundleRecord) -> None:
         )
 
 
-def _run_identity(store: Store, bundle: BundleRecord) -> tuple[str | None, tuple[str, str] | None]:
-    if not bundle.run_id:
+class _Links:
+    """Every bundle, explicit link and run identity, read once (finding a chain asks for many)."""
+
+    def __init__(self, store: Store) -> None:
+        self.bundles = {b.key: b for b in store.list_bundles()}
+        self.explicit = {int(r["bundle_key"]): (int(r["revises_key"]), str(r["how"]))
+                         for r in store._query("SELECT bundle_key, revises_key, how FROM revisions")}
+        runs = {r["run_id"]: r for r in store._query("SELECT run_id, sandbox_session_id, metadata FROM runs")}
+        self.identity = {key: _identity(runs.get(b.run_id) if b.run_id else None) for key, b in self.bundles.items()}
+        self._memo: dict[int, tuple[BundleRecord, str] | None] = {}
+
+    def previous(self, key: int) -> tuple[BundleRecord, str] | None:
+        if key not in self._memo:
+            self._memo[key] = self._previous(key)
+        return self._memo[key]
+
+    def _previous(self, key: int) -> tuple[BundleRecord, str] | None:
+        if key in self.explicit:
+            revises, how = self.explicit[key]
+            return (self.bundles[revises], how) if revises in self.bundles else None
+        session, pair = self.identity.get(key, (None, None))
+        if session is None and pair is None:
+            return None
+        for earlier in sorted((k for k in self.bundles if k < key), reverse=True):
+            other_session, other_pair = self.identity[earlier]
+            if session is not None and other_session == session:
+                return self.bundles[earlier], "session"
+            if pair is not None and other_pair == pair:
+                return self.bundles[earlier], "task"
+        return None
+
+
+def _identity(row: Any) -> tuple[str | None, tuple[str, str] | None]:
+    """A run's ``sandbox_session_id`` and its metadata's ``(plugin, task)`` (either may be None)."""
+    if row is None:
         return None, None
-    rows = store._query("SELECT sandbox_session_id, metadata FROM runs WHERE run_id = ?", (bundle.run_id,))
-    if not rows:
-        return None, None
-    session = rows[0]["sandbox_session_id"] or None
+    session = row["sandbox_session_id"] or None
     try:
-        meta = json.loads(rows[0]["metadata"] or "{}")
+        meta = json.loads(row["metadata"] or "{}")
     except ValueError:
         meta = {}
     plugin, task = (meta.get("plugin"), meta.get("task")) if isinstance(meta, dict) else (None, None)
@@ -89,45 +119,34 @@ def _run_identity(store: Store, bundle: BundleRecord) -> tuple[str | None, tuple
 
 def previous(store: Store, bundle: BundleRecord) -> tuple[BundleRecord, str] | None:
     """The revision ``bundle`` revises and how it was linked, or None for a first revision."""
-    rows = store._query("SELECT revises_key, how FROM revisions WHERE bundle_key = ?", (bundle.key,))
-    if rows:
-        return store.get_bundle_by_key(int(rows[0]["revises_key"])), str(rows[0]["how"])
-    session, pair = _run_identity(store, bundle)
-    if session is None and pair is None:
-        return None
-    for earlier in sorted((b for b in store.list_bundles() if b.key < bundle.key), key=lambda b: -b.key):
-        other_session, other_pair = _run_identity(store, earlier)
-        if session is not None and other_session == session:
-            return earlier, "session"
-        if pair is not None and other_pair == pair:
-            return earlier, "task"
-    return None
+    return _Links(store).previous(bundle.key)
 
 
-def chain_before(store: Store, bundle: BundleRecord) -> list[Revision]:
+def chain_before(store: Store, bundle: BundleRecord, links: _Links | None = None) -> list[Revision]:
     """``bundle`` and the revisions before it, oldest first (numbers from 1)."""
-    links: list[tuple[BundleRecord, str | None]] = [(bundle, None)]
+    links = links or _Links(store)
+    found_chain: list[tuple[BundleRecord, str | None]] = [(bundle, None)]
     seen = {bundle.key}
     while True:
-        found = previous(store, links[-1][0])
+        found = links.previous(found_chain[-1][0].key)
         if found is None or found[0].key in seen:
             break
-        links[-1] = (links[-1][0], found[1])
-        links.append((found[0], None))
+        found_chain[-1] = (found_chain[-1][0], found[1])
+        found_chain.append((found[0], None))
         seen.add(found[0].key)
-    links.reverse()
-    return [_revision(store, i + 1, b, how) for i, (b, how) in enumerate(links)]
+    found_chain.reverse()
+    return [_revision(store, i + 1, b, how) for i, (b, how) in enumerate(found_chain)]
 
 
 def revisions(store: Store, bundle: BundleRecord) -> list[Revision]:
     """Every revision of ``bundle``'s review, oldest first: those before it, it, and later ones."""
-    chain = chain_before(store, bundle)
+    links = _Links(store)
+    chain = chain_before(store, bundle, links)
     seen = {r.bundle.key for r in chain}
-    others = [b for b in store.list_bundles() if b.key not in seen]
     while True:
-        last = chain[-1].bundle
-        later = [(b, found[1]) for b in others if b.key not in seen
-                 and (found := previous(store, b)) is not None and found[0].key == last.key]
+        last = chain[-1].bundle.key
+        later = [(links.bundles[k], found[1]) for k in links.bundles if k not in seen
+                 and (found := links.previous(k)) is not None and found[0].key == last]
         if not later:
             return chain
         nxt, how = max(later, key=lambda pair: pair[0].key)

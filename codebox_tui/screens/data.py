@@ -107,9 +107,8 @@ def comments(store: Store, bundle_dir: Path) -> list[Any]:
     """This bundle directory's comments (its own record), in reading order."""
     from store.comments import list_comments
 
-    folder = str(Path(bundle_dir).expanduser().resolve())
-    records = [r for r in store.list_bundles() if r.path == folder]  # never registers: opening is not recording
-    return list_comments(store, max(records, key=lambda r: r.key).key) if records else []
+    record = store.find_bundle_at(Path(bundle_dir).expanduser().resolve())  # never registers: opening is not recording
+    return list_comments(store, record.key) if record is not None else []
 
 
 def add_comment(store: Store, bundle_dir: Path, *, path: str, kind: str, body: str,
@@ -140,3 +139,35 @@ def export_feedback(store: Store, bundle_dir: Path) -> Any:
     from store.feedback import export_feedback as store_export
 
     return store_export(store, register(store, bundle_dir))
+
+
+@dataclass
+class RevisionView:
+    """The revisions of the review a bundle directory belongs to (``store.revisions``)."""
+
+    revisions: list[Any]  # store.revisions.Revision, oldest first
+    number: int  # this bundle's revision number
+    base: Any  # the revision the interdiff starts from (the latest one decided on before this), or None
+    interdiff: list[Any]  # store.revisions.FileInterdiff
+    carried: list[Any]  # store.comments.Comment of earlier revisions, ``outdated`` marked
+
+    def number_of(self, bundle_key: int) -> int:
+        return next((r.number for r in self.revisions if r.bundle.key == bundle_key), 0)
+
+
+def revision_view(store: Store, bundle_dir: Path) -> RevisionView | None:
+    """None unless the bundle is recorded and its review has more than one revision."""
+    from store.revisions import bundle_interdiff, carried_comments, revisions
+
+    record = store.find_bundle_at(Path(bundle_dir).expanduser().resolve())
+    if record is None:
+        return None
+    chain = revisions(store, record)
+    if len(chain) < 2:
+        return None
+    number = next(r.number for r in chain if r.bundle.key == record.key)
+    earlier = [r for r in chain if r.number < number]
+    decided = [r for r in earlier if r.decision is not None]
+    base = (decided or earlier)[-1] if earlier else None
+    files = bundle_interdiff(base.bundle, record) if base is not None else []
+    return RevisionView(chain, number, base, files, carried_comments(store, record))

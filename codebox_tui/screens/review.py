@@ -73,6 +73,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.last_decision: Any = None
         self.evaluation, self.evaluation_problem = data.patch_evaluation(self.bundle_dir)
         self.comments: list[Any] = []  # store.comments.Comment of this bundle directory
+        self.revisions = self._load_revisions()  # data.RevisionView when the review has several revisions
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
@@ -106,6 +107,9 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                     yield EventTail(self.bundle_dir / "events.jsonl", id="events")
                 with TabPane("Provenance", id="tab-provenance"):
                     yield Static(self._provenance_text(), id="provenance")
+                if self.revisions is not None:
+                    with TabPane(f"Revisions ({len(self.revisions.revisions)})", id="tab-revisions"):
+                        yield Static(self._revisions_text(), id="revisions")
         yield DecisionBar(id="decision-bar")
         yield Footer()
 
@@ -403,11 +407,15 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         view = self.query_one(DiffView)
         path = self._current_path()
         mine = [c for c in self.comments if c.path == path]
-        view.set_marks(path or "", [(c.side, c.line_start, c.line_end, c.kind) for c in mine if c.side != "file"])
+        carried = [c for c in (self.revisions.carried if self.revisions else []) if c.path == path]
+        view.set_marks(path or "", [(c.side, c.line_start, c.line_end, c.kind) for c in mine + carried
+                                    if c.side != "file" and not c.outdated])
         panel = self.query_one("#comment-panel", Static)
         shown = list({c.id: c for c in self._comments_at_cursor() + [c for c in mine if c.side == "file"]}.values())
         others = len(mine) - len(shown)
-        if not shown and not mine:
+        at = {c.id for c in self._comments_at_cursor(carried)}
+        from_before = [c for c in carried if c.id in at or c.side == "file" or c.outdated]
+        if not shown and not mine and not from_before:
             panel.add_class("hidden")
             panel.update("")
             return
@@ -419,15 +427,20 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                          f"\n  {escape(c.body)}")
         if others:
             lines.append(f"[dim]{others} more comment(s) on this file: the ● lines[/]")
+        for c in from_before:
+            number = self.revisions.number_of(c.bundle_key) if self.revisions else 0
+            state = "[b yellow]outdated[/] " if c.outdated else ""
+            lines.append(f"[dim]revision {number}:[/] {state}[b]{c.kind}[/] [dim]#{c.id} {escape(c.where())}[/]"
+                         f"\n  {escape(c.body)}")
         panel.update("\n".join(lines))
         panel.remove_class("hidden")
 
-    def _comments_at_cursor(self) -> list[Any]:
+    def _comments_at_cursor(self, among: list[Any] | None = None) -> list[Any]:
         view = self.query_one(DiffView)
         path = self._current_path()
         rows = [view.rows[i] for i in view.selected_rows() if 0 <= i < len(view.rows)]
         found = []
-        for c in self.comments:
+        for c in self.comments if among is None else among:
             if c.path != path or c.side == "file":
                 continue
             if any((r.kind != "del" and r.new_no is not None and c.covers("new", r.new_no)) or
@@ -543,3 +556,57 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         if files is not None:
             self.notify(f"Feedback with {len(files.feedback.comments)} comment(s): {safe_text(files.markdown)}",
                         markup=False, timeout=8)
+
+    # -- revisions (store/revisions.py through screens/data.py) --------------------------------------
+    def _load_revisions(self) -> Any:
+        store = data.open_store()
+        try:
+            return data.revision_view(store, self.bundle_dir)
+        except Exception:  # a bundle of the chain that fails verification: no Revisions tab
+            return None
+        finally:
+            store.close()
+
+    def _revisions_text(self) -> str:
+        view = self.revisions
+        if view is None:
+            return ""
+        lines = [f"[b]Revision {view.number} of {len(view.revisions)}[/b]"]
+        previous: dict[str, Any] = {}
+        for r in view.revisions:
+            here = "  [b]◀ this bundle[/]" if r.number == view.number else ""
+            decision = r.decision.action if r.decision else "undecided"
+            tests = r.tests
+            text = (f"{tests.get('passed', 0)}/{tests.get('total', 0)} passed, {tests.get('failed', 0)} failed"
+                    if "total" in tests else "no tests")
+            delta = ""
+            if "total" in tests and "total" in previous:
+                change = [f"{key} {tests.get(key, 0) - previous.get(key, 0):+d}" for key in ("passed", "failed")
+                          if tests.get(key, 0) != previous.get(key, 0)]
+                delta = f" [dim]({', '.join(change) or 'same as before'})[/]"
+            verdict = f" · verdict {escape(r.verdict)}" if r.verdict else ""
+            linked = f" [dim]linked by {r.how}[/]" if r.how else ""
+            lines.append(f"  {r.number}. {r.bundle.ref} [dim]{r.bundle.content_digest[:12]}[/] {escape(decision)} · "
+                         f"{escape(text)}{delta}{verdict}{linked}{here}")
+            previous = tests
+        if view.carried:
+            outdated = sum(1 for c in view.carried if c.outdated)
+            lines += ["", f"[b]Comments from earlier revisions[/b] ({len(view.carried)}, {outdated} outdated)"]
+            for c in view.carried:
+                state = " [yellow]outdated[/]" if c.outdated else ""
+                lines.append(f"  r{view.number_of(c.bundle_key)} {c.kind} {escape(c.where())}{state}: {escape(c.body)}")
+        if view.base is None:
+            lines += ["", "This is the first revision; later ones are listed above."]
+            return "\n".join(lines)
+        lines += ["", f"[b]What changed since revision {view.base.number}[/b]"
+                      f"{' (the one reviewed)' if view.base.decision else ''}"]
+        for f in view.interdiff:
+            colour = {"unchanged": "dim", "changed": "yellow", "new-in-revision": "green"}.get(f.change, "red")
+            lines.append(f"[{colour}]{f.change:<20}[/] {escape(f.path)}")
+            for line in f.lines[:400]:
+                style = {"+": "green", "-": "red", "@": "cyan"}.get(line[:1], "")
+                shown = escape(safe_text(line, tab_size=4))
+                lines.append(f"    [{style}]{shown}[/]" if style else f"    {shown}")
+            if len(f.lines) > 400:
+                lines.append(f"    … {len(f.lines) - 400} more lines (codebox review revisions --interdiff)")
+        return "\n".join(lines)
