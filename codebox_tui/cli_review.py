@@ -407,6 +407,39 @@ def review_revisions(
         progress(f"{record.ref} is the first revision: nothing to compare with")
 
 
+@review_app.command("compare")
+def review_compare(
+    a: str = typer.Argument(..., help="The first bundle (@key, directory, run id or a unique prefix)."),
+    b: str = typer.Argument(..., help="The second bundle."),
+    patches: bool = typer.Option(False, "--patches", help="Also show how the patches differ, file by file."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Compare two bundles side by side: files, patches, test results, verdicts and decisions."""
+    from store.compare import compare
+    from store.decisions import resolve_bundle
+
+    with Store.open() as store:
+        left, right = resolve_bundle(store, a), resolve_bundle(store, b)
+        result = compare(store, left, right)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    for label, side in (("A", result.a), ("B", result.b)):
+        decision = side.decision.action if side.decision else "undecided"
+        typer.echo(f"{label} {side.bundle.ref} {side.bundle.content_digest[:12]}  {len(side.status)} file(s)  "
+                   f"{decision:<14} {_tests_text(side.tests, side.verdict)}  {side.bundle.path}")
+    typer.echo(f"{'file':<40} {'A':<18} {'B':<18} patch")
+    for f in result.files:
+        def cell(status: str | None, counts: tuple[int, int] | None) -> str:
+            return "-" if status is None else f"{status} +{counts[0]} -{counts[1]}" if counts else status
+
+        verdict = "same" if f.same else ("only A" if f.b is None else "only B" if f.a is None else "differs")
+        typer.echo(f"{safe_text(f.path):<40} {cell(f.a, f.a_counts):<18} {cell(f.b, f.b_counts):<18} {verdict}")
+        if patches and f.interdiff is not None:
+            for line in f.interdiff.lines:
+                typer.echo(f"    {safe_text(line, tab_size=4)}")
+
+
 def _number(chain: list[Any], record: BundleRecord) -> int:
     return int(next(r.number for r in chain if r.bundle.key == record.key))
 

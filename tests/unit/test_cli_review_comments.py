@@ -100,3 +100,26 @@ def test_link_revisions_and_interdiff_through_the_cli(tmp_path: Path) -> None:
     assert "interdiff @1 -> @2:" in text.stdout
     loop = _codebox(home, "review", "link", "@1", "--revises", "@2")
     assert loop.returncode == 2 and "loop" in loop.stderr
+
+
+def test_compare_two_bundles_through_the_cli(tmp_path: Path) -> None:
+    from tests.unit.test_store_revisions import second_try
+
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    first, _ = make_bundle(tmp_path / "one", typical_change)
+    second, _ = make_bundle(tmp_path / "two", second_try)
+    home = tmp_path / "home"
+    _codebox(home, "review", "approve", str(first.path))
+    doc = _json(_codebox(home, "review", "compare", str(first.path), str(second.path), "--json"))
+    assert doc["schema"] == "codebox/bundle-comparison/v1"
+    assert doc["a"]["decision"] == "approve" and doc["b"]["decision"] is None
+    files = {f["path"]: f for f in doc["files"]}
+    assert files["added.php"]["samePatch"] is True
+    assert files["readme.txt"]["b"] is None and files["keep.bin"]["b"] is None and files["lib/run.sh"]["b"] is None
+    assert files["plugin.php"]["samePatch"] is False and "++<?php // line five" in files["plugin.php"]["interdiff"]
+    assert files["plugin.php"]["aLines"] == {"added": 2, "deleted": 1}  # line 21 changed, one line appended
+    assert doc["summary"] == {"onlyA": 3, "onlyB": 0, "same": 1, "different": 1}
+    text = _codebox(home, "review", "compare", "@1", "@2", "--patches")
+    assert text.returncode == 0, text.stderr
+    assert "only A" in text.stdout and "differs" in text.stdout and "++<?php // line five" in text.stdout
