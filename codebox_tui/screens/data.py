@@ -171,3 +171,12 @@ def revision_view(store: Store, bundle_dir: Path) -> RevisionView | None:
     base = (decided or earlier)[-1] if earlier else None
     files = bundle_interdiff(base.bundle, record) if base is not None else []
     return RevisionView(chain, number, base, files, carried_comments(store, record))
+
+
+def compare(store: Store, bundle_dir: Path, other: str) -> Any:
+    """This bundle against ``other`` (``@key``, a run id, a unique prefix or a bundle folder): a
+    ``store.compare.Comparison``. Both are recorded (a comparison names them by ``@key``)."""
+    from store.compare import compare as store_compare
+    from store.decisions import resolve_bundle
+
+    return store_compare(store, register(store, bundle_dir), resolve_bundle(store, other))

@@ -47,6 +47,12 @@ content digest you reviewed; nothing is applied until you choose an adapter.
 - `Y`: write feedback.md and feedback.json next to the bundle and copy the Markdown
 - Types: `issue` (must change), `suggestion`, `note`, `praise`. `i` (request changes) records the open
   comments with the decision and writes the feedback files.
+
+## Revisions and compare
+- A later bundle for the same change is the next revision (same sandbox session or plugin and task, or
+  `codebox review link NEW --revises OLD`): the Revisions tab shows each revision's decision and tests and
+  what changed since the revision reviewed; earlier comments are carried over (outdated ones marked).
+- `m`: compare this bundle with another one side by side (files, patches, tests, verdicts).
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "approve_all", "Approve all", show=False, id="review.approve_all"),
@@ -63,6 +69,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         Binding("e", "edit_comment", "Edit comment", show=False, id="review.edit_comment"),
         Binding("x", "delete_comment", "Delete comment", show=False, id="review.delete_comment"),
         Binding("Y", "copy_feedback", "Copy feedback", show=False, id="review.copy_feedback"),
+        Binding("m", "compare", "Compare with…", show=False, id="review.compare"),
     ]
 
     def __init__(self, bundle_dir: Path) -> None:
@@ -610,3 +617,20 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             if len(f.lines) > 400:
                 lines.append(f"    … {len(f.lines) - 400} more lines (codebox review revisions --interdiff)")
         return "\n".join(lines)
+
+    # -- compare (store/compare.py through screens/data.py) --------------------------------------------
+    def action_compare(self) -> None:
+        from codebox_tui.screens.compare import CompareDialog, CompareScreen
+
+        suggestion = ""
+        if self.revisions is not None and self.revisions.base is not None:
+            suggestion = self.revisions.base.bundle.ref
+
+        def got(other: str | None) -> None:
+            if not other:
+                return
+            result = self._store_call(lambda store: data.compare(store, self.bundle_dir, other))
+            if result is not None:
+                self.app.push_screen(CompareScreen(result))
+
+        self.app.push_screen(CompareDialog(suggestion), got)
