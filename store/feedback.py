@@ -161,4 +161,12 @@ def record_iterate_feedback(store: Store, decision: Decision) -> FeedbackFiles |
         return None
     bundle = store.get_bundle_by_key(decision.bundle_key)
     attach_to_decision(store, bundle.key, decision.id, decision.content_digest)
-    return export_feedback(store, bundle, decision)
+    try:
+        return export_feedback(store, bundle, decision)
+    except BadInputError as error:
+        raise BadInputError(
+            f"decision {decision.id} is recorded with its comments, but {error.message}; write the feedback "
+            f"again with: codebox review feedback {bundle.ref}",
+            code=error.code,
+            field=error.field,
+        ) from error

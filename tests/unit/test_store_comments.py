@@ -118,3 +118,32 @@ def test_feedback_escapes_control_characters_from_the_bundle(store: Store, bundl
     files = export_feedback(store, bundle)
     md = files.markdown.read_text()
     assert "\x07" not in md and "\\x07" in md
+
+
+def _hostile_change(source: Path) -> None:
+    text = (source / "plugin.php").read_text().replace("line 20", "line 20 \x1b[2J\x1b]0;owned\x07 \u202eevil")
+    (source / "plugin.php").write_text(text)
+
+
+def test_feedback_shows_control_characters_of_commented_lines_as_escapes(tmp_path: Path, store: Store) -> None:
+    summary, _ = make_bundle(tmp_path, _hostile_change)
+    bundle = register_bundle(store, summary.path)
+    comment = add_comment(store, bundle, path="plugin.php", kind="issue", body="what is this?", author="ana",
+                          line_start=21)
+    assert "\x1b[2J" in comment.lines[0]  # stored as the diff has it
+    files = export_feedback(store, bundle)
+    md = files.markdown.read_text()
+    assert "\x1b" not in md and "\x07" not in md and "\u202e" not in md
+    assert "\\x1b[2J" in md and "\\u202e" in md
+    assert json.loads(files.json.read_text())["comments"][0]["lines"] == comment.lines
+
+
+def test_feedback_is_not_written_through_a_planted_link(store: Store, bundle: BundleRecord, tmp_path: Path) -> None:
+    add_comment(store, bundle, path="added.php", kind="note", body="n", author="ana")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    folder = Path(bundle.path)
+    folder.with_name(folder.name + ".review").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(BadInputError, match="not a folder"):
+        export_feedback(store, bundle)
+    assert list(elsewhere.iterdir()) == []
