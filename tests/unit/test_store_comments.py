@@ -147,3 +147,25 @@ def test_feedback_is_not_written_through_a_planted_link(store: Store, bundle: Bu
     with pytest.raises(BadInputError, match="not a folder"):
         export_feedback(store, bundle)
     assert list(elsewhere.iterdir()) == []
+
+
+def test_a_schema_2_store_gains_the_comment_and_revision_tables(tmp_path: Path) -> None:
+    import sqlite3
+
+    from store.db import MIGRATIONS, SCHEMA_VERSION
+
+    path = tmp_path / "old.sqlite3"
+    conn = sqlite3.connect(path)
+    for number, script in enumerate(MIGRATIONS[:2]):
+        conn.executescript(script)
+        conn.execute(f"PRAGMA user_version = {number + 1}")
+    conn.execute("INSERT INTO bundles (bundle_id, path, content_digest, status, created_at, updated_at)"
+                 " VALUES ('b', '/x', ?, 'pending', 't', 't')", ("a" * 64,))
+    conn.commit()
+    conn.close()
+    with Store.open(path) as db:
+        assert db.schema_version() == SCHEMA_VERSION
+        assert [b.bundle_id for b in db.list_bundles()] == ["b"]
+        tables = {r["name"] for r in db._query("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert {"comments", "revisions"} <= tables
+        assert list_comments(db, 1) == []
