@@ -687,7 +687,10 @@ class DiffView(ScrollView, can_focus=True):
         self.post_message(self.CursorMoved(self.cursor_row))
 
     def on_click(self, event: events.Click) -> None:
-        index = self._row_at(int(self.scroll_offset.y) + event.y)
+        offset = event.get_content_offset(self)
+        if offset is None:  # on a scrollbar or the border, not on a line
+            return
+        index = self._row_at(int(self.scroll_offset.y) + offset.y)
         if 0 <= index < len(self.rows):
             self.move_cursor_to(index)
 

@@ -140,3 +140,21 @@ async def test_a_refused_comment_is_shown_and_nothing_is_stored(bundle_dir: Path
         await _type_comment(app, pilot, "text")
         assert isinstance(app.screen, ReviewScreen)
     assert store.list_bundles() == [] or all(list_comments(store, b.key) == [] for b in store.list_bundles())
+
+
+async def test_a_click_puts_the_line_cursor_on_the_clicked_line(bundle_dir: Path, store: Store) -> None:
+    app = CodeboxApp(bundle_dir)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        tree = screen.query_one(ChangedFileTree)
+        tree.move_cursor(tree._leaves["plugin.php"])
+        await pilot.pause()
+        view = screen.query_one(DiffView)
+        assert not view.is_split and view.cursor_row == -1
+        await pilot.click("#diff", offset=(20, 6))
+        await pilot.pause()
+        assert view.cursor_row == 6
+        lines = view.selected_lines()
+        row = view.rows[6]
+        assert lines is not None and lines[1] == (row.old_no if row.kind == "del" else row.new_no)
