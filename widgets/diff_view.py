@@ -50,6 +50,7 @@ LINE_CURSOR = Style(reverse=True)  # the line cursor / selected range, in the li
 MARK_STYLES = {"issue": Style(color="#ff6b6b", bold=True), "suggestion": Style(color="#e5c07b", bold=True),
                "note": Style(color="#61afef", bold=True), "praise": Style(color="#98c379", bold=True)}
 MARK_CHAR = "●"
+NOTE_STYLE = Style(bgcolor="#23262e")  # an inline comment line under the commented line
 CODE_X = 14  # cells before the code on a unified line: two 6-cell line numbers and the sign
 HALF_CODE_X = 8  # cells before the code in one side-by-side half: its line number and the sign
 SIGNS = {"add": "+", "del": "-", "ctx": " "}
@@ -221,6 +222,10 @@ class DiffView(ScrollView, can_focus=True):
         self.anchor_row: int | None = None  # the other end of a range selection (``v``)
         self._mark_ranges: tuple[str, list[tuple[str, int, int, str]]] = ("", [])  # path, (side, first, last, kind)
         self._marks: dict[int, str] = {}  # model row -> mark kind (see MARK_STYLES) for the shown model
+        self._note_specs: tuple[str, list[tuple[str, int, str, str]]] = ("", [])  # path, (side, line, kind, text)
+        self._notes: dict[int, list[tuple[str, str]]] = {}  # model row -> inline lines (kind, text) under it
+        self._notes_version = 0
+        self._base_counts: list[int] = []  # display lines of each logical line before its notes
 
     def show_file(self, path: str, block: str, *, max_line: int = MAX_LINE) -> None:
         """Show one file's section of a patch (see ``diff_model.split_patch``).
@@ -245,6 +250,7 @@ class DiffView(ScrollView, can_focus=True):
         self.model = model
         self.cursor_row, self.anchor_row = -1, None
         self._resolve_marks()
+        self._resolve_notes()
         self.matches, self.match_index = [], -1
         self._match_set = set()
         self._tokens = {}
@@ -281,13 +287,15 @@ class DiffView(ScrollView, can_focus=True):
         """First display line of each logical line (row, or side-by-side pair) when wrapped, plus the total
         at the end. Computed once per model, width and mode (row lengths only; nothing is rendered)."""
         split = self._split_active
-        key = (id(self.model), self.size.width, split)
+        key = (id(self.model), self.size.width, split, self.wrap, self._notes_version)
         if self._wrap_key != key:
             avail = self._code_width()
             rows = self.rows
 
+            wrap = self.wrap
+
             def lines(i: int) -> int:
-                if i < 0 or rows[i].kind not in SIGNS:
+                if i < 0 or rows[i].kind not in SIGNS or not wrap:
                     return 1
                 return max(1, -(-_cells(rows[i].text) // avail))
 
@@ -296,20 +304,38 @@ class DiffView(ScrollView, can_focus=True):
                           for left, right in self._pairs]
             else:
                 counts = [lines(i) for i in range(len(rows))]
+            self._base_counts = counts
+            notes = self._notes
+            if notes:  # inline comment lines after their row (after the pair, side by side)
+                counts = list(counts)
+                if split:
+                    for logical, (left, right) in enumerate(self._pairs):
+                        counts[logical] += len(notes.get(left, ())) + (len(notes.get(right, ())) if right != left
+                                                                       else 0)
+                else:
+                    for row, items in notes.items():
+                        if row < len(counts):
+                            counts[row] += len(items)
             self._wrap_starts = list(itertools.accumulate(counts, initial=0))
             self._wrap_key = key
         return self._wrap_starts
 
     def _locate(self, y: int) -> tuple[int, int]:
-        """(logical line, wrapped part) shown on display line ``y``."""
-        if not self.wrap:
+        """(logical line, wrapped part) shown on display line ``y`` (a part past the line's own display lines
+        is one of its inline comment lines)."""
+        if not self._mapped:
             return y, 0
         starts = self._wrap_layout()
         logical = bisect.bisect_right(starts, y) - 1
         return logical, y - starts[logical]
 
+    @property
+    def _mapped(self) -> bool:
+        """Display lines differ from logical lines (wrapped, or inline comment lines)."""
+        return self.wrap or bool(self._notes)
+
     def _display_count(self) -> int:
-        return self._wrap_layout()[-1] if self.wrap else self._logical_count()
+        return self._wrap_layout()[-1] if self._mapped else self._logical_count()
 
     def _layout_rows(self) -> None:
         self._cache.clear()
@@ -319,15 +345,15 @@ class DiffView(ScrollView, can_focus=True):
             self.virtual_size = Size(width, self._display_count())
         elif self._split_active:
             longest = max((_cells(r.text) for r in self.rows if r.kind in SIGNS), default=0)
-            self.virtual_size = Size(width + max(0, longest - self._code_width()), len(self._pairs))
+            self.virtual_size = Size(width + max(0, longest - self._code_width()), self._display_count())
         else:
-            self.virtual_size = Size(self._width, len(self.rows))
+            self.virtual_size = Size(self._width, self._display_count())
         self.refresh()
 
     def _y_of(self, row: int) -> int:
         """Display line of a model row in the current mode."""
         logical = self._position[row] if self._split_active and row < len(self._position) else row
-        if self.wrap:
+        if self._mapped:
             starts = self._wrap_layout()
             return starts[min(logical, len(starts) - 1)]
         return logical
@@ -365,6 +391,8 @@ class DiffView(ScrollView, can_focus=True):
 
     def show_message(self, text: str) -> None:
         self.model = FileDiffModel("", [Row("meta", safe_text(text))], [], 0, 0, False)
+        self._marks, self._notes = {}, {}
+        self._notes_version += 1
         self._pairs, self._position = [], []
         self._tokens = {}
         self._cache.clear()
@@ -482,7 +510,7 @@ class DiffView(ScrollView, can_focus=True):
             self._cache.clear()
         for i in indexes:
             self._cache.discard((i, 0))
-        if self.wrap or any(top <= i < bottom for i in indexes):
+        if self._mapped or any(top <= i < bottom for i in indexes):
             self.refresh()
 
     # -- search -------------------------------------------------------------------------------
@@ -617,6 +645,8 @@ class DiffView(ScrollView, can_focus=True):
         """Mark lines of file ``path``: ``(side, first, last, kind)`` with side ``new`` (added and context
         lines by new number) or ``old`` (removed and context lines by old number), kind one of MARK_STYLES.
         Kept until replaced; drawn whenever that file is shown."""
+        if (path, list(ranges)) == self._mark_ranges:
+            return
         self._mark_ranges = (path, list(ranges))
         self._resolve_marks()
         self._redraw_lines()
@@ -773,6 +803,9 @@ class DiffView(ScrollView, can_focus=True):
     def _build_display_line(self, index: int, width: int, base: Style) -> Strip:
         """The unstyled strip for display line ``index`` (cached; the theme is applied afterwards)."""
         split = self._split_active
+        note = self._note_line(index, width, base) if self._notes else None
+        if note is not None:
+            return note
         if self.wrap or split:
             logical, part = self._locate(index)
             offset = 0 if self.wrap else int(self.scroll_offset.x)
@@ -792,19 +825,77 @@ class DiffView(ScrollView, can_focus=True):
                     strip = self._unified_part(logical, part, width, base)
                 self._cache[key] = strip
             return strip
-        key = (index, 0)
+        row = self._locate(index)[0]
+        key = (row, 0)
         strip = self._cache.get(key)
         if strip is None:
-            strip = Strip(self._row_segments(index))
+            strip = Strip(self._row_segments(row))
             self._cache[key] = strip
         return strip
+
+    def _note_line(self, index: int, width: int, base: Style) -> Strip | None:
+        """Display line ``index`` when it is an inline comment line, else None."""
+        logical, part = self._locate(index)
+        self._wrap_layout()
+        if logical >= len(self._base_counts) or part < self._base_counts[logical]:
+            return None
+        key = ("note", index, width)
+        strip = self._cache.get(key)
+        if strip is None:
+            if self._split_active:
+                left, right = self._pairs[logical]
+                items = self._notes.get(left, []) + (self._notes.get(right, []) if right != left else [])
+            else:
+                items = self._notes.get(logical, [])
+            kind, text = items[min(len(items) - 1, part - self._base_counts[logical])]
+            mark = MARK_STYLES.get(kind, MARK_STYLES["note"])
+            style = base + NOTE_STYLE
+            strip = Strip([Segment(" " * CODE_X, style), Segment(f"{MARK_CHAR} {kind}: ", style + mark),
+                           Segment(text, style)]).crop_extend(0, width, style)
+            self._cache[key] = strip
+        return strip
+
+    def _is_note_line(self, index: int) -> bool:
+        if not self._notes:
+            return False
+        logical, part = self._locate(index)
+        return logical < len(self._base_counts) and part >= self._base_counts[logical]
+
+    def set_notes(self, path: str, notes: list[tuple[str, int, str, str]]) -> None:
+        """Inline comment lines for file ``path``: ``(side, line, kind, text)`` drawn under the row showing
+        ``line`` on ``side`` (``new``: added/context rows, ``old``: removed/context rows). Kept until
+        replaced; drawn whenever that file is shown. Text is shown with control characters as escapes."""
+        if (path, list(notes)) == self._note_specs:
+            return
+        self._note_specs = (path, list(notes))
+        top_row = self._row_at(int(self.scroll_offset.y)) if self.model is not None else 0
+        self._resolve_notes()
+        if self.model is not None:
+            self._layout_rows()
+            self.scroll_to(y=self._y_of(top_row), animate=False)
+
+    def _resolve_notes(self) -> None:
+        path, specs = self._note_specs
+        notes: dict[int, list[tuple[str, str]]] = {}
+        if self.model is not None and self.model.path == path and specs:
+            rows = self.model.rows
+            new_at = {r.new_no: i for i, r in enumerate(rows) if r.kind in ("ctx", "add") and r.new_no is not None}
+            old_at = {r.old_no: i for i, r in enumerate(rows) if r.kind in ("ctx", "del") and r.old_no is not None}
+            for side, line, kind, text in specs:
+                row = (new_at if side == "new" else old_at).get(line)
+                if row is not None:
+                    shown = safe_text(text.replace("\n", " ⏎ "))
+                    notes.setdefault(row, []).append((kind, shown))
+        self._notes = notes
+        self._notes_version += 1
+        self._wrap_key = None
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         width = self.size.width
         base = self._base_style if self._base_style is not None else self.rich_style
-        fitted = self._split_active or self.wrap  # built at the view's width
+        fitted = self._split_active or self.wrap or self._is_note_line(index)  # built at the view's width
         if index >= self._display_count():
             return Strip.blank(width, base)
         strip = self._build_display_line(index, width, base)
@@ -815,7 +906,7 @@ class DiffView(ScrollView, can_focus=True):
         if fitted:
             out = strip.apply_style(base)
         else:
-            pad = ROW_STYLES.get(self.rows[index].kind, NULL)
+            pad = ROW_STYLES.get(self.rows[self._locate(index)[0]].kind, NULL)
             out = strip.crop_extend(scroll_x, scroll_x + width, base + pad).apply_style(base)
         self._final[key] = (strip, out)
         return out

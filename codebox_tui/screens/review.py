@@ -415,8 +415,11 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         path = self._current_path()
         mine = [c for c in self.comments if c.path == path]
         carried = [c for c in (self.revisions.carried if self.revisions else []) if c.path == path]
-        view.set_marks(path or "", [(c.side, c.line_start, c.line_end, c.kind) for c in mine + carried
-                                    if c.side != "file" and not c.outdated])
+        on_lines = [c for c in mine + carried if c.side != "file" and not c.outdated]
+        view.set_marks(path or "", [(c.side, c.line_start, c.line_end, c.kind) for c in on_lines])
+        # inline: each line comment under the last line it names (DiffView.set_notes, Line API)
+        view.set_notes(path or "", [(c.side, c.line_end, c.kind, f"{c.body}  — {c.author} #{c.id}")
+                                    for c in on_lines])
         panel = self.query_one("#comment-panel", Static)
         shown = list({c.id: c for c in self._comments_at_cursor() + [c for c in mine if c.side == "file"]}.values())
         others = len(mine) - len(shown)

@@ -81,6 +81,11 @@ async def test_comments_through_the_keys_and_feedback_on_request_changes(bundle_
         added = next(i for i, r in enumerate(view.rows) if r.kind == "add" and r.new_no == 21)
         assert added in marked and MARK_CHAR in "".join(seg.text for seg in view._row_segments(added))
         assert not any(view.rows[i].new_no == 40 for i in marked)
+        shown = ["".join(seg.text for seg in view._build_display_line(y, view.size.width, view.rich_style))
+                 for y in range(view._display_count())]
+        below = shown[view._y_of(added) + 1:view._y_of(added) + 3]  # the comments ending on line 21, inline
+        assert any("issue: keep it lower case" in line for line in below)
+        assert any("suggestion: reword these" in line for line in below)
         panel = str(screen.query_one("#comment-panel").render())
         assert "reword these" in panel and "nice work" in panel
 
