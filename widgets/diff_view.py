@@ -134,7 +134,8 @@ class DiffView(ScrollView, can_focus=True):
   overrides are drawn as escapes such as `\\x1b` or `\\u202e` in a distinct colour; they never reach the terminal.
 - Binary files show a placeholder: their bytes travel as a git binary patch.
 - `J` / `K` (or a click): move the line cursor (shown in the line numbers) down / up; `v`: start or end a
-  range selection at the cursor. Lines with review comments carry a coloured `●` after the sign.
+  range selection at the cursor. Lines with review comments carry a coloured `●` after the sign, and each
+  comment is shown on its own line under the last line it names.
 - `↑` `↓` `PgUp` `PgDn` `Home` `End`: scroll
 - Added lines are green, removed lines red; changed words are highlighted.
 """
