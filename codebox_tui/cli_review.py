@@ -16,9 +16,11 @@ import typer
 from codebox_tui.cliutil import JsonOption, emit_json, progress
 from codebox_tui.errors import BadInputError
 from codebox_tui.settings import get_settings
+from codebox_tui.textsafe import safe_text
 from store.apply import apply_decision
 from store.db import BundleRecord, Store
 from store.decisions import decide, prune_discarded, read_content, resolve_bundle
+from store.feedback import record_iterate_feedback
 from store.inbox import import_bundles
 from store.journal import recover, target_lock
 
@@ -139,9 +141,15 @@ def _decide(
 ) -> None:
     with Store.open() as store:
         decision = decide(store, bundle, action, approver=_approver(approver), reason=reason, files=files)
+        feedback = record_iterate_feedback(store, decision)  # iterate: comments recorded, feedback written
     if json_out:
         emit_json(decision)
+        if feedback is not None:
+            progress(f"feedback: {feedback.markdown} and {feedback.json}")
         return
+    if feedback is not None:
+        typer.echo(f"feedback ({len(feedback.feedback.comments)} comment(s)): {feedback.markdown}")
+        typer.echo(f"                  {feedback.json}")
     files_text = f" ({len(decision.approved_files)} file(s))" if decision.approved_files else ""
     where = f" @{decision.bundle_key}" if decision.bundle_key is not None else ""
     typer.echo(f"decision {decision.id}: {decision.action}{files_text} on {decision.artifact_id}{where}")
@@ -194,6 +202,244 @@ def review_iterate(
 ) -> None:
     """Request changes, with a reason."""
     _decide(bundle, "iterate", approver, reason, None, json_out)
+
+
+comment_app = typer.Typer(
+    help="Line, range and file comments on a bundle (typed issue, suggestion, note or praise).",
+    no_args_is_help=True,
+)
+review_app.add_typer(comment_app, name="comment")
+
+
+def _parse_lines(text: str | None) -> tuple[int | None, int | None]:
+    """``12`` or ``12-15`` → (start, end); None → a file comment."""
+    if text is None or not text.strip():
+        return None, None
+    start, sep, end = text.strip().partition("-")
+    if not start.strip().isdigit() or (sep and not end.strip().isdigit()):
+        from codebox_tui.errors import BadInputError
+
+        raise BadInputError(f"--line takes a line number or a range such as 12-15, not {text!r}",
+                            code="comment-invalid", field="--line")
+    return int(start), int(end) if sep else int(start)
+
+
+def _comment_line(c: Any) -> str:
+    state = f" [sent with decision {c.decision_id}]" if c.decision_id is not None else ""
+    return f"#{c.id:<4} {c.kind:<10} {c.where()}{state}\n      {c.body}"
+
+
+@comment_app.command("add")
+def comment_add(
+    bundle: str = BundleArg,
+    file: str = typer.Option(..., "--file", "-f", help="The changed file (relativePath or sandbox path)."),
+    line: str | None = typer.Option(None, "--line", "-l", help="A line (12) or range (12-15); none: a file comment."),
+    old: bool = typer.Option(False, "--old", help="The line numbers are on the removed (-) side."),
+    kind: str = typer.Option("issue", "--type", "-t", help="issue, suggestion, note or praise."),
+    message: str = typer.Option(..., "--message", "-m", help="The comment."),
+    author: str | None = typer.Option(None, "--author", help="Who comments (default: the current user)."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Comment on a changed file, or on a line or range of its diff."""
+    from store.comments import add_comment
+    from store.decisions import resolve_bundle
+
+    start, end = _parse_lines(line)
+    with Store.open() as store:
+        record = resolve_bundle(store, bundle)
+        comment = add_comment(store, record, path=file, kind=kind, body=message, author=_approver(author),
+                              line_start=start, line_end=end, side="old" if old else "new")
+    if json_out:
+        emit_json(comment.to_dict())
+        return
+    typer.echo(_comment_line(comment))
+
+
+@comment_app.command("list")
+def comment_list(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
+    """A bundle's comments, file by file."""
+    from store.comments import list_comments
+    from store.decisions import resolve_bundle
+
+    with Store.open() as store:
+        record = resolve_bundle(store, bundle)
+        comments = list_comments(store, record.key)
+    if json_out:
+        emit_json({"schema": "codebox/comment-list/v1", "bundleKey": record.key,
+                   "comments": [c.to_dict() for c in comments]})
+        return
+    if not comments:
+        typer.echo(f"no comments on {record.ref}")
+    for c in comments:
+        typer.echo(_comment_line(c))
+
+
+@comment_app.command("edit")
+def comment_edit(
+    comment: str = typer.Argument(..., help="The comment id (from comment list)."),
+    message: str | None = typer.Option(None, "--message", "-m", help="The new text."),
+    kind: str | None = typer.Option(None, "--type", "-t", help="The new type."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Change a comment's text or type (until a decision records it)."""
+    from store.comments import edit_comment
+
+    with Store.open() as store:
+        changed = edit_comment(store, comment, body=message, kind=kind)
+    if json_out:
+        emit_json(changed.to_dict())
+        return
+    typer.echo(_comment_line(changed))
+
+
+@comment_app.command("delete")
+def comment_delete(
+    comment: str = typer.Argument(..., help="The comment id (from comment list)."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Delete a comment (until a decision records it)."""
+    from store.comments import delete_comment
+
+    with Store.open() as store:
+        deleted = delete_comment(store, comment)
+    if json_out:
+        emit_json({"schema": "codebox/comment-deleted/v1", "comment": deleted.to_dict()})
+        return
+    typer.echo(f"deleted comment #{deleted.id} on {deleted.where()}")
+
+
+@review_app.command("feedback")
+def review_feedback(
+    bundle: str = BundleArg,
+    print_md: bool = typer.Option(False, "--print", help="Also print the Markdown (to copy it)."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Write feedback.md and feedback.json next to the bundle: the latest request-changes decision
+    with the comments it recorded, or the open comments when there is none."""
+    from store.decisions import resolve_bundle
+    from store.feedback import export_feedback
+
+    with Store.open() as store:
+        record = resolve_bundle(store, bundle)
+        files = export_feedback(store, record)
+    if json_out:
+        emit_json(files.feedback.to_wire() | {"files": {"markdown": str(files.markdown), "json": str(files.json)}})
+        return
+    if print_md:
+        typer.echo(files.text, nl=False)
+    progress(f"feedback ({len(files.feedback.comments)} comment(s)): {files.markdown}")
+    progress(f"                  {files.json}")
+
+
+@review_app.command("link")
+def review_link(
+    bundle: str = BundleArg,
+    revises: str = typer.Option(..., "--revises", help="The earlier bundle this one is a revision of."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Make BUNDLE the next revision of an earlier bundle (one review, its comments carried over)."""
+    from store.decisions import resolve_bundle
+    from store.revisions import link, revisions
+
+    with Store.open() as store:
+        new, old = resolve_bundle(store, bundle), resolve_bundle(store, revises)
+        link(store, new, old)
+        chain = revisions(store, new)
+    if json_out:
+        emit_json({"schema": "codebox/review-revisions/v1", "revisions": [r.to_dict() for r in chain]})
+        return
+    number = next(r.number for r in chain if r.bundle.key == new.key)
+    typer.echo(f"{new.ref} is revision {number} of {len(chain)} (revises {old.ref})")
+
+
+def _tests_text(tests: dict[str, Any], verdict: str | None) -> str:
+    text = (f"{tests.get('passed', 0)}/{tests.get('total', 0)} passed, {tests.get('failed', 0)} failed"
+            if tests.get("total") is not None else "no tests")
+    return text + (f", verdict {verdict}" if verdict else "")
+
+
+@review_app.command("revisions")
+def review_revisions(
+    bundle: str = BundleArg,
+    show_interdiff: bool = typer.Option(False, "--interdiff", help="Also show what changed since the revision "
+                                        "before BUNDLE (or the one given with --since)."),
+    since: str | None = typer.Option(None, "--since", help="The earlier revision to compare with."),
+    json_out: bool = JsonOption,
+) -> None:
+    """The revisions of BUNDLE's review: decision and tests per revision, and the interdiff."""
+    from store.decisions import resolve_bundle
+    from store.revisions import bundle_interdiff, carried_comments, revisions
+
+    with Store.open() as store:
+        record = resolve_bundle(store, bundle)
+        chain = revisions(store, record)
+        before = [r.bundle for r in chain if r.number < _number(chain, record)]
+        base = resolve_bundle(store, since) if since else (before[-1] if before else None)
+        files = bundle_interdiff(base, record) if (show_interdiff or since) and base is not None else None
+        carried = carried_comments(store, record)
+    if json_out:
+        emit_json({"schema": "codebox/review-revisions/v1", "revisions": [r.to_dict() for r in chain],
+                   "interdiff": None if files is None else {"from": base.key if base else None, "to": record.key,
+                                                            "files": [f.to_dict() for f in files]},
+                   "carriedComments": [c.to_dict() for c in carried]})
+        return
+    for r in chain:
+        here = "  <" if r.bundle.key == record.key else ""
+        decision = r.decision.action if r.decision else "undecided"
+        linked = f" ({r.how})" if r.how else ""
+        typer.echo(f"revision {r.number}{linked}: {r.bundle.ref} {r.bundle.content_digest[:12]}  {decision:<14} "
+                   f"{_tests_text(r.tests, r.verdict)}{here}")
+    if carried:
+        typer.echo(f"{len(carried)} comment(s) from earlier revisions, "
+                   f"{sum(c.outdated for c in carried)} outdated:")
+        for c in carried:
+            typer.echo(f"  #{c.id} {c.kind} {safe_text(c.where())}{' (outdated)' if c.outdated else ''}: "
+                       f"{safe_text(c.body)}")
+    if files is not None and base is not None:
+        typer.echo(f"interdiff {base.ref} -> {record.ref}:")
+        for f in files:
+            typer.echo(f"  {f.change:<20} {safe_text(f.path)}")
+            for line in f.lines:
+                typer.echo(f"    {safe_text(line, tab_size=4)}")
+    elif show_interdiff:
+        progress(f"{record.ref} is the first revision: nothing to compare with")
+
+
+@review_app.command("compare")
+def review_compare(
+    a: str = typer.Argument(..., help="The first bundle (@key, directory, run id or a unique prefix)."),
+    b: str = typer.Argument(..., help="The second bundle."),
+    patches: bool = typer.Option(False, "--patches", help="Also show how the patches differ, file by file."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Compare two bundles side by side: files, patches, test results, verdicts and decisions."""
+    from store.compare import compare
+    from store.decisions import resolve_bundle
+
+    with Store.open() as store:
+        left, right = resolve_bundle(store, a), resolve_bundle(store, b)
+        result = compare(store, left, right)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    for label, side in (("A", result.a), ("B", result.b)):
+        decision = side.decision.action if side.decision else "undecided"
+        typer.echo(f"{label} {side.bundle.ref} {side.bundle.content_digest[:12]}  {len(side.status)} file(s)  "
+                   f"{decision:<14} {_tests_text(side.tests, side.verdict)}  {side.bundle.path}")
+    typer.echo(f"{'file':<40} {'A':<18} {'B':<18} patch")
+    for f in result.files:
+        def cell(status: str | None, counts: tuple[int, int] | None) -> str:
+            return "-" if status is None else f"{status} +{counts[0]} -{counts[1]}" if counts else status
+
+        verdict = "same" if f.same else ("only A" if f.b is None else "only B" if f.a is None else "differs")
+        typer.echo(f"{safe_text(f.path):<40} {cell(f.a, f.a_counts):<18} {cell(f.b, f.b_counts):<18} {verdict}")
+        if patches and f.interdiff is not None:
+            for line in f.interdiff.lines:
+                typer.echo(f"    {safe_text(line, tab_size=4)}")
+
+
+def _number(chain: list[Any], record: BundleRecord) -> int:
+    return int(next(r.number for r in chain if r.bundle.key == record.key))
 
 
 def apply_command(

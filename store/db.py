@@ -146,6 +146,41 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX bundles_content ON bundles(content_digest);
     CREATE INDEX decisions_bundle ON decisions(bundle_key);
     """,
+    # 3 (review comments, store/comments.py): typed line/range/file comments on one bundle record and
+    # the content digest they were written against; ``decision_id`` is set when an iterate decision
+    # ("request changes") records them. Self-contained: touches no other table.
+    """
+    CREATE TABLE comments (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        bundle_key INTEGER NOT NULL REFERENCES bundles(key),
+        content_digest TEXT NOT NULL,
+        path TEXT NOT NULL,
+        side TEXT NOT NULL DEFAULT 'new',
+        line_start INTEGER,
+        line_end INTEGER,
+        anchor TEXT NOT NULL DEFAULT '[]',
+        kind TEXT NOT NULL,
+        body TEXT NOT NULL,
+        author TEXT NOT NULL,
+        decision_id INTEGER REFERENCES decisions(id),
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX comments_bundle ON comments(bundle_key);
+    CREATE INDEX comments_digest ON comments(content_digest);
+    """,
+    # 4 (review revisions, store/revisions.py): a bundle record explicitly linked as the next revision of
+    # another (``codebox review link NEW --revises OLD``). Self-contained: touches no other table.
+    """
+    CREATE TABLE revisions (
+        bundle_key INTEGER PRIMARY KEY REFERENCES bundles(key),
+        revises_key INTEGER NOT NULL REFERENCES bundles(key),
+        how TEXT NOT NULL DEFAULT 'explicit',
+        linked_at TEXT NOT NULL,
+        CHECK (bundle_key <> revises_key)
+    );
+    CREATE INDEX revisions_revises ON revisions(revises_key);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -15,6 +15,7 @@ from pygments.util import ClassNotFound
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
+from textual import events
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.geometry import Region, Size
@@ -43,6 +44,12 @@ EMPTY_SIDE = Style(bgcolor="#1a1c20")
 MATCH = Style(color="black", bgcolor="#e5c07b")
 MATCH_CURRENT = Style(color="black", bgcolor="#ff9e3b", bold=True, underline=True)
 ESCAPE = Style(color="#ff5fd7", bgcolor="#3a1f3a", bold=True)  # a control character shown as an escape
+LINE_CURSOR = Style(reverse=True)  # the line cursor / selected range, in the line-number gutter
+# Line marks (review comments): a marker after the sign, coloured by the comment type.
+MARK_STYLES = {"issue": Style(color="#ff6b6b", bold=True), "suggestion": Style(color="#e5c07b", bold=True),
+               "note": Style(color="#61afef", bold=True), "praise": Style(color="#98c379", bold=True)}
+MARK_CHAR = "●"
+NOTE_STYLE = Style(bgcolor="#23262e")  # an inline comment line under the commented line
 CODE_X = 14  # cells before the code on a unified line: two 6-cell line numbers and the sign
 HALF_CODE_X = 8  # cells before the code in one side-by-side half: its line number and the sign
 SIGNS = {"add": "+", "del": "-", "ctx": " "}
@@ -143,6 +150,9 @@ class DiffView(ScrollView, can_focus=True):
 - Tabs are expanded to tab stops (`CODEBOX_TAB_WIDTH`, default 4). Control characters and bidi
   overrides are drawn as escapes such as `\\x1b` or `\\u202e` in a distinct colour; they never reach the terminal.
 - Binary files show a placeholder: their bytes travel as a git binary patch.
+- `J` / `K` (or a click): move the line cursor (shown in the line numbers) down / up; `v`: start or end a
+  range selection at the cursor. Lines with review comments carry a coloured `●` after the sign, and each
+  comment is shown on its own line under the last line it names.
 - `↑` `↓` `PgUp` `PgDn` `Home` `End`: scroll
 - Added lines are green, removed lines red; changed words are highlighted.
 """
@@ -161,6 +171,9 @@ class DiffView(ScrollView, can_focus=True):
         Binding("R", "render_anyway", "Render anyway", show=False, id="diff.render_anyway"),
         Binding("j", "scroll_down", "Down", show=False, id="diff.down"),
         Binding("k", "scroll_up", "Up", show=False, id="diff.up"),
+        Binding("J", "cursor_down", "Line cursor down", show=False, id="diff.cursor_down"),
+        Binding("K", "cursor_up", "Line cursor up", show=False, id="diff.cursor_up"),
+        Binding("v", "select_range", "Select range", show=False, id="diff.select_range"),
     ]
 
     DEFAULT_CSS = """
@@ -182,6 +195,13 @@ class DiffView(ScrollView, can_focus=True):
     class SearchResult(Message):
         def __init__(self, query: str, index: int, total: int) -> None:
             self.search_query, self.index, self.total = query, index, total
+            super().__init__()
+
+    class CursorMoved(Message):
+        """The line cursor or the selected range changed (``cursor_row``, ``selected_rows()``)."""
+
+        def __init__(self, row: int) -> None:
+            self.row = row
             super().__init__()
 
     class StatusChanged(Message):
@@ -216,6 +236,14 @@ class DiffView(ScrollView, can_focus=True):
         self._wrap_key: tuple[object, ...] | None = None
         self._wrap_starts: list[int] = [0]
         self._status = ""
+        self.cursor_row = -1  # model row of the line cursor (-1: none yet)
+        self.anchor_row: int | None = None  # the other end of a range selection (``v``)
+        self._mark_ranges: tuple[str, list[tuple[str, int, int, str]]] = ("", [])  # path, (side, first, last, kind)
+        self._marks: dict[int, str] = {}  # model row -> mark kind (see MARK_STYLES) for the shown model
+        self._note_specs: tuple[str, list[tuple[str, int, str, str]]] = ("", [])  # path, (side, line, kind, text)
+        self._notes: dict[int, list[tuple[str, str]]] = {}  # model row -> inline lines (kind, text) under it
+        self._notes_version = 0
+        self._base_counts: list[int] = []  # display lines of each logical line before its notes
 
     def show_file(self, path: str, block: str, *, max_line: int = MAX_LINE) -> None:
         """Show one file's section of a patch (see ``diff_model.split_patch``).
@@ -238,6 +266,9 @@ class DiffView(ScrollView, can_focus=True):
         if block is not self._block:  # a newer show_file() won
             return
         self.model = model
+        self.cursor_row, self.anchor_row = -1, None
+        self._resolve_marks()
+        self._resolve_notes()
         self.matches, self.match_index = [], -1
         self._match_set = set()
         self._tokens = {}
@@ -272,13 +303,15 @@ class DiffView(ScrollView, can_focus=True):
         """First display line of each logical line (row, or side-by-side pair) when wrapped, plus the total
         at the end. Computed once per model, width and mode (row lengths only; nothing is rendered)."""
         split = self._split_active
-        key = (id(self.model), self.size.width, split)
+        key = (id(self.model), self.size.width, split, self.wrap, self._notes_version)
         if self._wrap_key != key:
             avail = self._code_width()
             rows = self.rows
 
+            wrap = self.wrap
+
             def lines(i: int) -> int:
-                if i < 0 or rows[i].kind not in SIGNS:
+                if i < 0 or rows[i].kind not in SIGNS or not wrap:
                     return 1
                 return max(1, -(-_cells(rows[i].text) // avail))
 
@@ -287,20 +320,38 @@ class DiffView(ScrollView, can_focus=True):
                           for left, right in self._pairs]
             else:
                 counts = [lines(i) for i in range(len(rows))]
+            self._base_counts = counts
+            notes = self._notes
+            if notes:  # inline comment lines after their row (after the pair, side by side)
+                counts = list(counts)
+                if split:
+                    for logical, (left, right) in enumerate(self._pairs):
+                        counts[logical] += len(notes.get(left, ())) + (len(notes.get(right, ())) if right != left
+                                                                       else 0)
+                else:
+                    for row, items in notes.items():
+                        if row < len(counts):
+                            counts[row] += len(items)
             self._wrap_starts = list(itertools.accumulate(counts, initial=0))
             self._wrap_key = key
         return self._wrap_starts
 
     def _locate(self, y: int) -> tuple[int, int]:
-        """(logical line, wrapped part) shown on display line ``y``."""
-        if not self.wrap:
+        """(logical line, wrapped part) shown on display line ``y`` (a part past the line's own display lines
+        is one of its inline comment lines)."""
+        if not self._mapped:
             return y, 0
         starts = self._wrap_layout()
         logical = bisect.bisect_right(starts, y) - 1
         return logical, y - starts[logical]
 
+    @property
+    def _mapped(self) -> bool:
+        """Display lines differ from logical lines (wrapped, or inline comment lines)."""
+        return self.wrap or bool(self._notes)
+
     def _display_count(self) -> int:
-        return self._wrap_layout()[-1] if self.wrap else self._logical_count()
+        return self._wrap_layout()[-1] if self._mapped else self._logical_count()
 
     def _layout_rows(self) -> None:
         self._cache.clear()
@@ -310,15 +361,15 @@ class DiffView(ScrollView, can_focus=True):
             self.virtual_size = Size(width, self._display_count())
         elif self._split_active:
             longest = max((_cells(r.text) for r in self.rows if r.kind in SIGNS), default=0)
-            self.virtual_size = Size(width + max(0, longest - self._code_width()), len(self._pairs))
+            self.virtual_size = Size(width + max(0, longest - self._code_width()), self._display_count())
         else:
-            self.virtual_size = Size(self._width, len(self.rows))
+            self.virtual_size = Size(self._width, self._display_count())
         self.refresh()
 
     def _y_of(self, row: int) -> int:
         """Display line of a model row in the current mode."""
         logical = self._position[row] if self._split_active and row < len(self._position) else row
-        if self.wrap:
+        if self._mapped:
             starts = self._wrap_layout()
             return starts[min(logical, len(starts) - 1)]
         return logical
@@ -356,6 +407,8 @@ class DiffView(ScrollView, can_focus=True):
 
     def show_message(self, text: str) -> None:
         self.model = FileDiffModel("", [Row("meta", safe_text(text))], [], 0, 0, False)
+        self._marks, self._notes = {}, {}
+        self._notes_version += 1
         self._pairs, self._position = [], []
         self._tokens = {}
         self._cache.clear()
@@ -472,7 +525,7 @@ class DiffView(ScrollView, can_focus=True):
             self._cache.clear()
         for i in indexes:
             self._cache.discard((i, 0))
-        if self.wrap or any(top <= i < bottom for i in indexes):
+        if self._mapped or any(top <= i < bottom for i in indexes):
             self.refresh()
 
     # -- search -------------------------------------------------------------------------------
@@ -556,6 +609,8 @@ class DiffView(ScrollView, can_focus=True):
             old = Segment(f"{row.old_no:>5} " if row.old_no is not None else "      ", gutter)
             new = Segment(f"{row.new_no:>5} " if row.new_no is not None else "      ", gutter)
             body = [Segment(SIGNS[row.kind] + " ", base), *self._code(row, base)]
+            if self._marks or self.cursor_row >= 0:
+                old, new, body[0] = self._line_marks(index, row.kind, old, new, body[0], base)
             if self.search_query and index in self._match_set:
                 body = self._mark_query(body, 2, self._is_current_match(index))
             return old, new, body
@@ -564,6 +619,125 @@ class DiffView(ScrollView, can_focus=True):
         if self.search_query and index in self._match_set:
             body = self._mark_query(body, 0, self._is_current_match(index))
         return None, None, body
+
+    # -- line cursor, range selection and line marks (review comments) ---------------------------
+    def _line_marks(self, index: int, kind: str, old: Segment, new: Segment, sign: Segment,
+                    base: Style) -> tuple[Segment, Segment, Segment]:
+        """The gutters and sign of code row ``index`` with the cursor/selection and its mark drawn."""
+        low, high = self._selection_bounds()
+        if low <= index <= high:
+            old = Segment(old.text, (old.style or NULL) + LINE_CURSOR)
+            new = Segment(new.text, (new.style or NULL) + LINE_CURSOR)
+        mark = self._marks.get(index)
+        if mark is not None:
+            sign = Segment(SIGNS[kind] + MARK_CHAR, base + MARK_STYLES.get(mark, MARK_STYLES["note"]))
+        return old, new, sign
+
+    def _selection_bounds(self) -> tuple[int, int]:
+        if self.cursor_row < 0:
+            return 0, -1
+        anchor = self.cursor_row if self.anchor_row is None else self.anchor_row
+        return min(anchor, self.cursor_row), max(anchor, self.cursor_row)
+
+    def selected_rows(self) -> list[int]:
+        """The model rows under the cursor or in the selected range (empty without a cursor)."""
+        low, high = self._selection_bounds()
+        return list(range(low, high + 1)) if self.rows else []
+
+    def selected_lines(self) -> tuple[str, int, int] | None:
+        """``(side, first, last)`` line numbers of the code lines under the cursor or in the range: the old
+        side when every selected code line is a removed one, else the new side; None without code lines."""
+        code = [self.rows[i] for i in self.selected_rows() if 0 <= i < len(self.rows) and self.rows[i].kind in SIGNS]
+        if not code:
+            return None
+        if all(r.kind == "del" for r in code):
+            olds = [r.old_no for r in code if r.old_no is not None]
+            return ("old", min(olds), max(olds)) if olds else None
+        news = [r.new_no for r in code if r.kind != "del" and r.new_no is not None]
+        return ("new", min(news), max(news)) if news else None
+
+    def set_marks(self, path: str, ranges: list[tuple[str, int, int, str]]) -> None:
+        """Mark lines of file ``path``: ``(side, first, last, kind)`` with side ``new`` (added and context
+        lines by new number) or ``old`` (removed and context lines by old number), kind one of MARK_STYLES.
+        Kept until replaced; drawn whenever that file is shown."""
+        if (path, list(ranges)) == self._mark_ranges:
+            return
+        self._mark_ranges = (path, list(ranges))
+        self._resolve_marks()
+        self._redraw_lines()
+
+    def _resolve_marks(self) -> None:
+        path, ranges = self._mark_ranges
+        self._marks = {}
+        if self.model is None or self.model.path != path or not ranges:
+            return
+        for index, row in enumerate(self.model.rows):
+            if row.kind not in SIGNS:
+                continue
+            for side, first, last, kind in ranges:
+                number = row.new_no if side == "new" and row.kind != "del" else \
+                    row.old_no if side == "old" and row.kind != "add" else None
+                if number is not None and first <= number <= last:
+                    self._marks[index] = kind
+                    break
+
+    def marked_rows(self) -> dict[int, str]:
+        """Model row -> mark kind of the shown file."""
+        return dict(self._marks)
+
+    def _redraw_lines(self) -> None:
+        self._cache.clear()
+        self._final.clear()
+        self.refresh()
+
+    def move_cursor_to(self, row: int) -> None:
+        """Put the line cursor on model row ``row`` (kept on screen)."""
+        if not self.rows:
+            return
+        self.cursor_row = max(0, min(len(self.rows) - 1, row))
+        top, height = int(self.scroll_offset.y), self.size.height
+        y = self._y_of(self.cursor_row)
+        if not top <= y < top + max(1, height):
+            self.scroll_to(y=max(0, y - height // 3), animate=False)
+        self._redraw_lines()
+        self.post_message(self.CursorMoved(self.cursor_row))
+
+    def _step_cursor(self, step: int) -> None:
+        rows = self.rows
+        if not rows:
+            return
+        top = self._row_at(int(self.scroll_offset.y))
+        bottom = self._row_at(int(self.scroll_offset.y) + max(0, self.size.height - 1))
+        current = self.cursor_row
+        if current < 0 or not top <= current <= bottom:  # no cursor on screen: start at the view's top
+            current = top - step
+        index = current + step
+        while 0 <= index < len(rows) and rows[index].kind not in SIGNS:
+            index += step
+        if 0 <= index < len(rows):
+            self.move_cursor_to(index)
+
+    def action_cursor_down(self) -> None:
+        self._step_cursor(1)
+
+    def action_cursor_up(self) -> None:
+        self._step_cursor(-1)
+
+    def action_select_range(self) -> None:
+        """Start a range at the cursor, or (with a range started) drop the anchor to select one line."""
+        if self.cursor_row < 0:
+            self._step_cursor(1)
+        self.anchor_row = self.cursor_row if self.anchor_row is None else None
+        self._redraw_lines()
+        self.post_message(self.CursorMoved(self.cursor_row))
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:  # on a scrollbar or the border, not on a line
+            return
+        index = self._row_at(int(self.scroll_offset.y) + offset.y)
+        if 0 <= index < len(self.rows):
+            self.move_cursor_to(index)
 
     def _code(self, row: Row, base: Style) -> list[Segment]:
         packed = self._tokens.get(id(row))
@@ -646,6 +820,9 @@ class DiffView(ScrollView, can_focus=True):
     def _build_display_line(self, index: int, width: int, base: Style) -> Strip:
         """The unstyled strip for display line ``index`` (cached; the theme is applied afterwards)."""
         split = self._split_active
+        note = self._note_line(index, width, base) if self._notes else None
+        if note is not None:
+            return note
         if self.wrap or split:
             logical, part = self._locate(index)
             offset = 0 if self.wrap else int(self.scroll_offset.x)
@@ -665,19 +842,77 @@ class DiffView(ScrollView, can_focus=True):
                     strip = self._unified_part(logical, part, width, base)
                 self._cache[key] = strip
             return strip
-        key = (index, 0)
+        row = self._locate(index)[0]
+        key = (row, 0)
         strip = self._cache.get(key)
         if strip is None:
-            strip = Strip(self._row_segments(index))
+            strip = Strip(self._row_segments(row))
             self._cache[key] = strip
         return strip
+
+    def _note_line(self, index: int, width: int, base: Style) -> Strip | None:
+        """Display line ``index`` when it is an inline comment line, else None."""
+        logical, part = self._locate(index)
+        self._wrap_layout()
+        if logical >= len(self._base_counts) or part < self._base_counts[logical]:
+            return None
+        key = ("note", index, width)
+        strip = self._cache.get(key)
+        if strip is None:
+            if self._split_active:
+                left, right = self._pairs[logical]
+                items = self._notes.get(left, []) + (self._notes.get(right, []) if right != left else [])
+            else:
+                items = self._notes.get(logical, [])
+            kind, text = items[min(len(items) - 1, part - self._base_counts[logical])]
+            mark = MARK_STYLES.get(kind, MARK_STYLES["note"])
+            style = base + NOTE_STYLE
+            strip = Strip([Segment(" " * CODE_X, style), Segment(f"{MARK_CHAR} {kind}: ", style + mark),
+                           Segment(text, style)]).crop_extend(0, width, style)
+            self._cache[key] = strip
+        return strip
+
+    def _is_note_line(self, index: int) -> bool:
+        if not self._notes:
+            return False
+        logical, part = self._locate(index)
+        return logical < len(self._base_counts) and part >= self._base_counts[logical]
+
+    def set_notes(self, path: str, notes: list[tuple[str, int, str, str]]) -> None:
+        """Inline comment lines for file ``path``: ``(side, line, kind, text)`` drawn under the row showing
+        ``line`` on ``side`` (``new``: added/context rows, ``old``: removed/context rows). Kept until
+        replaced; drawn whenever that file is shown. Text is shown with control characters as escapes."""
+        if (path, list(notes)) == self._note_specs:
+            return
+        self._note_specs = (path, list(notes))
+        top_row = self._row_at(int(self.scroll_offset.y)) if self.model is not None else 0
+        self._resolve_notes()
+        if self.model is not None:
+            self._layout_rows()
+            self.scroll_to(y=self._y_of(top_row), animate=False)
+
+    def _resolve_notes(self) -> None:
+        path, specs = self._note_specs
+        notes: dict[int, list[tuple[str, str]]] = {}
+        if self.model is not None and self.model.path == path and specs:
+            rows = self.model.rows
+            new_at = {r.new_no: i for i, r in enumerate(rows) if r.kind in ("ctx", "add") and r.new_no is not None}
+            old_at = {r.old_no: i for i, r in enumerate(rows) if r.kind in ("ctx", "del") and r.old_no is not None}
+            for side, line, kind, text in specs:
+                row = (new_at if side == "new" else old_at).get(line)
+                if row is not None:
+                    shown = safe_text(text.replace("\n", " ⏎ "))
+                    notes.setdefault(row, []).append((kind, shown))
+        self._notes = notes
+        self._notes_version += 1
+        self._wrap_key = None
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         width = self.size.width
         base = self._base_style if self._base_style is not None else self.rich_style
-        fitted = self._split_active or self.wrap  # built at the view's width
+        fitted = self._split_active or self.wrap or self._is_note_line(index)  # built at the view's width
         if index >= self._display_count():
             return Strip.blank(width, base)
         strip = self._build_display_line(index, width, base)
@@ -688,7 +923,7 @@ class DiffView(ScrollView, can_focus=True):
         if fitted:
             out = strip.apply_style(base)
         else:
-            pad = ROW_STYLES.get(self.rows[index].kind, NULL)
+            pad = ROW_STYLES.get(self.rows[self._locate(index)[0]].kind, NULL)
             out = strip.crop_extend(scroll_x, scroll_x + width, base + pad).apply_style(base)
         self._final[key] = (strip, out)
         return out

@@ -40,6 +40,7 @@ from codebox_tui.contracts.bundle import (
     WorkspacePatch,
 )
 from codebox_tui.contracts.exec import EXEC_RESULT_SCHEMA, ExecResult
+from codebox_tui.contracts.feedback import FEEDBACK_SCHEMA, ReviewFeedback
 from codebox_tui.contracts.recipe import RECIPE_SCHEMA, WorkspaceRecipe
 from codebox_tui.contracts.runtime import CATALOG_SCHEMA, POLICY_SCHEMA, CommandCatalog, RuntimePolicy
 from codebox_tui.contracts.site_state import (
@@ -83,6 +84,7 @@ REGISTRY: dict[str, type[BaseModel]] = {
     RUNTIME_SNAPSHOT_SCHEMA: RuntimeSnapshot,
     CHECKPOINT_RESULT_SCHEMA: CheckpointResult,
     EXEC_RESULT_SCHEMA: ExecResult,
+    FEEDBACK_SCHEMA: ReviewFeedback,
 }
 
 

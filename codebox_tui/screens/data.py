@@ -16,6 +16,7 @@ from codebox_tui.contracts.bundle import TestResults
 from store.apply import apply_decision
 from store.db import BundleRecord, Store
 from store.decisions import decide_on, register_bundle
+from store.feedback import record_iterate_feedback
 from store.inbox import import_bundles as store_import
 
 
@@ -61,7 +62,9 @@ def load(bundle_dir: Path) -> LoadedBundle:
 def decide(store: Store, bundle_dir: Path, action: str, *, files: list[str] | None = None, reason: str = "") -> Any:
     """Record a decision (registering the bundle first if the store has not seen it)."""
     record = register(store, bundle_dir)  # this directory's own record: a Mode A id may be shared
-    return decide_on(store, record, action, approver=current_user(), reason=reason, files=files)
+    decision = decide_on(store, record, action, approver=current_user(), reason=reason, files=files)
+    record_iterate_feedback(store, decision)  # iterate: the open comments are recorded, feedback written
+    return decision
 
 
 def apply(store: Store, decision_id: int, adapter: str, target: str) -> Any:
@@ -113,3 +116,83 @@ def decision_warning(bundle_dir: Path) -> str | None:
     finally:
         store.close()
     return warning_for(record.status) if record is not None else None
+
+
+# -- review comments and feedback (store/comments.py, store/feedback.py) -------------------------------
+def comments(store: Store, bundle_dir: Path) -> list[Any]:
+    """This bundle directory's comments (its own record), in reading order."""
+    from store.comments import list_comments
+
+    record = store.find_bundle_at(Path(bundle_dir).expanduser().resolve())  # never registers: opening is not recording
+    return list_comments(store, record.key) if record is not None else []
+
+
+def add_comment(store: Store, bundle_dir: Path, *, path: str, kind: str, body: str,
+                lines: tuple[str, int, int] | None = None) -> Any:
+    """A file comment (``lines`` None) or a line/range comment ``(side, first, last)``."""
+    from store.comments import add_comment as store_add
+
+    record = register(store, bundle_dir)
+    side, start, end = lines if lines is not None else ("new", None, None)
+    return store_add(store, record, path=path, kind=kind, body=body, author=current_user(),
+                     line_start=start, line_end=end, side=side)
+
+
+def edit_comment(store: Store, comment_id: int, *, kind: str, body: str) -> Any:
+    from store.comments import edit_comment as store_edit
+
+    return store_edit(store, comment_id, body=body, kind=kind)
+
+
+def delete_comment(store: Store, comment_id: int) -> Any:
+    from store.comments import delete_comment as store_delete
+
+    return store_delete(store, comment_id)
+
+
+def export_feedback(store: Store, bundle_dir: Path) -> Any:
+    """Write feedback.md/feedback.json next to the bundle; returns ``store.feedback.FeedbackFiles``."""
+    from store.feedback import export_feedback as store_export
+
+    return store_export(store, register(store, bundle_dir))
+
+
+@dataclass
+class RevisionView:
+    """The revisions of the review a bundle directory belongs to (``store.revisions``)."""
+
+    revisions: list[Any]  # store.revisions.Revision, oldest first
+    number: int  # this bundle's revision number
+    base: Any  # the revision the interdiff starts from (the latest one decided on before this), or None
+    interdiff: list[Any]  # store.revisions.FileInterdiff
+    carried: list[Any]  # store.comments.Comment of earlier revisions, ``outdated`` marked
+
+    def number_of(self, bundle_key: int) -> int:
+        return next((r.number for r in self.revisions if r.bundle.key == bundle_key), 0)
+
+
+def revision_view(store: Store, bundle_dir: Path) -> RevisionView | None:
+    """None unless the bundle is recorded and its review has more than one revision."""
+    from store.revisions import bundle_interdiff, carried_comments, revisions
+
+    record = store.find_bundle_at(Path(bundle_dir).expanduser().resolve())
+    if record is None:
+        return None
+    chain = revisions(store, record)
+    if len(chain) < 2:
+        return None
+    number = next(r.number for r in chain if r.bundle.key == record.key)
+    earlier = [r for r in chain if r.number < number]
+    decided = [r for r in earlier if r.decision is not None]
+    base = (decided or earlier)[-1] if earlier else None
+    files = bundle_interdiff(base.bundle, record) if base is not None else []
+    return RevisionView(chain, number, base, files, carried_comments(store, record))
+
+
+def compare(store: Store, bundle_dir: Path, other: str) -> Any:
+    """This bundle against ``other`` (``@key``, a run id, a unique prefix or a bundle folder): a
+    ``store.compare.Comparison``. Both are recorded (a comparison names them by ``@key``)."""
+    from store.compare import compare as store_compare
+    from store.decisions import resolve_bundle
+
+    return store_compare(store, register(store, bundle_dir), resolve_bundle(store, other))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.markup import escape as _markup_escape
 from textual.app import ComposeResult
@@ -51,6 +51,19 @@ class ReviewScreen(Screen[None]):
 # Review
 Inspect what the sandbox changed, then decide. Decisions are recorded in the store with the
 content digest you reviewed; nothing is applied until you choose an adapter.
+
+## Comments
+- `c`: comment on the diff line under the line cursor (`J` / `K` or a click), or on the range selected with `v`
+- `C`: comment on the whole file; `e` / `x`: edit / delete the comment at the cursor (or the file's comment)
+- `Y`: write feedback.md and feedback.json next to the bundle and copy the Markdown
+- Types: `issue` (must change), `suggestion`, `note`, `praise`. `i` (request changes) records the open
+  comments with the decision and writes the feedback files.
+
+## Revisions and compare
+- A later bundle for the same change is the next revision (same sandbox session or plugin and task, or
+  `codebox review link NEW --revises OLD`): the Revisions tab shows each revision's decision and tests and
+  what changed since the revision reviewed; earlier comments are carried over (outdated ones marked).
+- `m`: compare this bundle with another one side by side (files, patches, tests, verdicts).
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "approve_all", "Approve all", show=False, id="review.approve_all"),
@@ -62,6 +75,12 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         Binding("escape", "back", "Back", id="review.back"),
         Binding("t", "show_tests", "Tests", show=False, id="review.tests"),
         Binding("/", "search", "Search diff", id="review.search"),
+        Binding("c", "comment", "Comment", show=False, id="review.comment"),
+        Binding("C", "comment_file", "Comment on file", show=False, id="review.comment_file"),
+        Binding("e", "edit_comment", "Edit comment", show=False, id="review.edit_comment"),
+        Binding("x", "delete_comment", "Delete comment", show=False, id="review.delete_comment"),
+        Binding("Y", "copy_feedback", "Copy feedback", show=False, id="review.copy_feedback"),
+        Binding("m", "compare", "Compare with…", show=False, id="review.compare"),
     ]
 
     def __init__(self, bundle_dir: Path) -> None:
@@ -71,6 +90,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.blocks = split_patch(self.bundle.patch)
         self.evaluation, self.evaluation_problem = data.patch_evaluation(self.bundle_dir)
         self.checks = data.bundle_checks(self.bundle_dir, self.bundle.test_results)
+        self.comments: list[Any] = []  # store.comments.Comment of this bundle directory
+        self.revisions = self._load_revisions()  # data.RevisionView when the review has several revisions
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
@@ -97,6 +118,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                     yield Input(placeholder="search the diff: enter searches, n / N next / previous, "
                                             "escape closes", id="diff-search", classes="hidden")
                     yield DiffView(id="diff")
+                    yield Static("", id="comment-panel", classes="hidden")
                 with TabPane("Tests", id="tab-tests"):
                     yield Static(self._tests_text(), id="tests")
                 with TabPane("Evidence", id="tab-evidence"):
@@ -105,6 +127,9 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                     yield EventTail(self.bundle_dir / layout.EVENTS, id="events")
                 with TabPane("Provenance", id="tab-provenance"):
                     yield Static(self._provenance_text(), id="provenance")
+                if self.revisions is not None:
+                    with TabPane(f"Revisions ({len(self.revisions.revisions)})", id="tab-revisions"):
+                        yield Static(self._revisions_text(), id="revisions")
         yield DecisionBar(id="decision-bar")
         yield Footer()
 
@@ -120,6 +145,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         else:
             first = sorted(f.relativePath for f in self.bundle.changed_files)[0]
             tree.highlight_path(first)
+        self._load_comments()
         if not self.bundle.valid:
             codes = ", ".join(sorted({v.code for v in self.bundle.verification.violations}))
             self.notify(f"This bundle failed verification ({codes}); it can be inspected but not approved.",
@@ -135,6 +161,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         else:
             view.show_file(rel, block)
         self.query_one(ChangedFileTree).mark_viewed(entry)
+        self._show_comments()
 
     def on_diff_view_status_changed(self, message: DiffView.StatusChanged) -> None:
         self.query_one("#diff-status", Static).update(message.text)
@@ -386,6 +413,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                 store.close()
             self.query_one(DecisionBar).decision = f"{action} (#{decision.id})"
             self.notify(f"Recorded {action} as decision #{decision.id}.")
+            if action == "iterate":
+                self._feedback_written()
             if action in ("approve", "approve-files"):
                 self.app.push_screen(ApplyDialog(decision.id))
 
@@ -421,3 +450,249 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.app.push_screen(ReasonDialog(), got)
 
 
+
+    # -- comments (store/comments.py through screens/data.py) --------------------------------------
+    def _load_comments(self) -> None:
+        store = data.open_store()
+        try:
+            self.comments = data.comments(store, self.bundle_dir)
+        except Exception as error:  # an unreadable store is reported, the review goes on
+            self.notify(f"Comments could not be loaded: {safe_text(error)}", severity="warning", markup=False)
+            self.comments = []
+        finally:
+            store.close()
+        self._show_comments()
+
+    def _current_path(self) -> str | None:
+        model = self.query_one(DiffView).model
+        return model.path if model is not None and model.path else None
+
+    def _show_comments(self) -> None:
+        """Marks in the diff for the shown file's line comments; the panel under the diff lists the file's
+        comments and those on the cursor's lines."""
+        view = self.query_one(DiffView)
+        path = self._current_path()
+        mine = [c for c in self.comments if c.path == path]
+        carried = [c for c in (self.revisions.carried if self.revisions else []) if c.path == path]
+        on_lines = [c for c in mine + carried if c.side != "file" and not c.outdated]
+        view.set_marks(path or "", [(c.side, c.line_start, c.line_end, c.kind) for c in on_lines])
+        # inline: each line comment under the last line it names (DiffView.set_notes, Line API)
+        view.set_notes(path or "", [(c.side, c.line_end, c.kind, f"{c.body}  — {c.author} #{c.id}")
+                                    for c in on_lines])
+        panel = self.query_one("#comment-panel", Static)
+        shown = list({c.id: c for c in self._comments_at_cursor() + [c for c in mine if c.side == "file"]}.values())
+        others = len(mine) - len(shown)
+        at = {c.id for c in self._comments_at_cursor(carried)}
+        from_before = [c for c in carried if c.id in at or c.side == "file" or c.outdated]
+        if not shown and not mine and not from_before:
+            panel.add_class("hidden")
+            panel.update("")
+            return
+        lines = []
+        for c in shown:
+            colour = {"issue": "red", "suggestion": "yellow", "note": "blue", "praise": "green"}.get(c.kind, "white")
+            sent = f" [dim](sent with decision #{c.decision_id})[/]" if c.decision_id is not None else ""
+            lines.append(f"[b {colour}]● {c.kind}[/] [dim]#{c.id} {escape(c.where())} · {escape(c.author)}[/]{sent}"
+                         f"\n  {escape(c.body)}")
+        if others:
+            lines.append(f"[dim]{others} more comment(s) on this file: the ● lines[/]")
+        for c in from_before:
+            number = self.revisions.number_of(c.bundle_key) if self.revisions else 0
+            state = "[b yellow]outdated[/] " if c.outdated else ""
+            lines.append(f"[dim]revision {number}:[/] {state}[b]{c.kind}[/] [dim]#{c.id} {escape(c.where())}[/]"
+                         f"\n  {escape(c.body)}")
+        panel.update("\n".join(lines))
+        panel.remove_class("hidden")
+
+    def _comments_at_cursor(self, among: list[Any] | None = None) -> list[Any]:
+        view = self.query_one(DiffView)
+        path = self._current_path()
+        rows = [view.rows[i] for i in view.selected_rows() if 0 <= i < len(view.rows)]
+        found = []
+        for c in self.comments if among is None else among:
+            if c.path != path or c.side == "file":
+                continue
+            if any((r.kind != "del" and r.new_no is not None and c.covers("new", r.new_no)) or
+                   (r.kind != "add" and r.old_no is not None and c.covers("old", r.old_no)) for r in rows):
+                found.append(c)
+        return found
+
+    def on_diff_view_cursor_moved(self, _message: DiffView.CursorMoved) -> None:
+        self._show_comments()
+
+    def _comment_target(self) -> Any:
+        """The comment at the cursor, else the shown file's (first) file comment."""
+        at = self._comments_at_cursor()
+        if at:
+            return at[0]
+        path = self._current_path()
+        return next((c for c in self.comments if c.path == path and c.side == "file"), None)
+
+    def _store_call(self, call: Any) -> Any:
+        """Run ``call(store)``; a refusal is shown (never a traceback) and None returned."""
+        store = data.open_store()
+        try:
+            return call(store)
+        except Exception as error:
+            self.notify(safe_text(error), severity="error", timeout=8, markup=False)
+            return None
+        finally:
+            store.close()
+
+    def _ask_comment(self, lines: tuple[str, int, int] | None) -> None:
+        path = self._current_path()
+        if path is None:
+            self.notify("Open a changed file first.", severity="warning")
+            return
+        if lines is None:
+            where = f"{path} (whole file)"
+        else:
+            side, first, last = lines
+            where = f"{path}:{first}" + (f"-{last}" if last != first else "") + (" (old)" if side == "old" else "")
+
+        def got(answer: tuple[str, str] | None) -> None:
+            if answer is None:
+                return
+            kind, body = answer
+            comment = self._store_call(lambda store: data.add_comment(store, self.bundle_dir, path=path, kind=kind,
+                                                                      body=body, lines=lines))
+            if comment is not None:
+                self.comments.append(comment)
+                self.query_one(DiffView).anchor_row = None
+                self._show_comments()
+                self.notify(f"Comment #{comment.id} ({kind}) on {safe_text(comment.where())}.", markup=False)
+
+        from codebox_tui.screens.comments import CommentDialog
+
+        self.app.push_screen(CommentDialog(where), got)
+
+    def action_comment(self) -> None:
+        lines = self.query_one(DiffView).selected_lines()
+        if lines is None:
+            self.notify("Put the line cursor on a changed or context line first (J / K or a click); "
+                        "C comments on the whole file.", severity="warning")
+            return
+        self._ask_comment(lines)
+
+    def action_comment_file(self) -> None:
+        self._ask_comment(None)
+
+    def action_edit_comment(self) -> None:
+        target = self._comment_target()
+        if target is None:
+            self.notify("No comment at the cursor.", severity="warning")
+            return
+
+        def got(answer: tuple[str, str] | None) -> None:
+            if answer is None:
+                return
+            kind, body = answer
+            changed = self._store_call(lambda store: data.edit_comment(store, target.id, kind=kind, body=body))
+            if changed is not None:
+                self.comments = [changed if c.id == changed.id else c for c in self.comments]
+                self._show_comments()
+
+        from codebox_tui.screens.comments import CommentDialog
+
+        self.app.push_screen(CommentDialog(target.where(), kind=target.kind, body=target.body), got)
+
+    def action_delete_comment(self) -> None:
+        target = self._comment_target()
+        if target is None:
+            self.notify("No comment at the cursor.", severity="warning")
+            return
+
+        def done(confirmed: bool | None) -> None:
+            if confirmed and self._store_call(lambda store: data.delete_comment(store, target.id)) is not None:
+                self.comments = [c for c in self.comments if c.id != target.id]
+                self._show_comments()
+                self.notify(f"Deleted comment #{target.id}.")
+
+        self.app.push_screen(ConfirmDialog("Delete this comment?", f"{target.kind} on {safe_text(target.where())}:\n"
+                                           f"{safe_text(target.body, keep_newlines=True)}"), done)
+
+    def action_copy_feedback(self) -> None:
+        files = self._store_call(lambda store: data.export_feedback(store, self.bundle_dir))
+        if files is not None:
+            self.app.copy_to_clipboard(files.text)
+            self.notify(f"Feedback ({len(files.feedback.comments)} comment(s)) copied and written to "
+                        f"{safe_text(files.markdown)} and {safe_text(files.json.name)}.", markup=False, timeout=8)
+
+    def _feedback_written(self) -> None:
+        """After request changes: the comments are now recorded with the decision; say where the feedback is."""
+        self._load_comments()
+        files = self._store_call(lambda store: data.export_feedback(store, self.bundle_dir))
+        if files is not None:
+            self.notify(f"Feedback with {len(files.feedback.comments)} comment(s): {safe_text(files.markdown)}",
+                        markup=False, timeout=8)
+
+    # -- revisions (store/revisions.py through screens/data.py) --------------------------------------
+    def _load_revisions(self) -> Any:
+        store = data.open_store()
+        try:
+            return data.revision_view(store, self.bundle_dir)
+        except Exception:  # a bundle of the chain that fails verification: no Revisions tab
+            return None
+        finally:
+            store.close()
+
+    def _revisions_text(self) -> str:
+        view = self.revisions
+        if view is None:
+            return ""
+        lines = [f"[b]Revision {view.number} of {len(view.revisions)}[/b]"]
+        previous: dict[str, Any] = {}
+        for r in view.revisions:
+            here = "  [b]◀ this bundle[/]" if r.number == view.number else ""
+            decision = r.decision.action if r.decision else "undecided"
+            tests = r.tests
+            text = (f"{tests.get('passed', 0)}/{tests.get('total', 0)} passed, {tests.get('failed', 0)} failed"
+                    if "total" in tests else "no tests")
+            delta = ""
+            if "total" in tests and "total" in previous:
+                change = [f"{key} {tests.get(key, 0) - previous.get(key, 0):+d}" for key in ("passed", "failed")
+                          if tests.get(key, 0) != previous.get(key, 0)]
+                delta = f" [dim]({', '.join(change) or 'same as before'})[/]"
+            verdict = f" · verdict {escape(r.verdict)}" if r.verdict else ""
+            linked = f" [dim]linked by {r.how}[/]" if r.how else ""
+            lines.append(f"  {r.number}. {r.bundle.ref} [dim]{r.bundle.content_digest[:12]}[/] {escape(decision)} · "
+                         f"{escape(text)}{delta}{verdict}{linked}{here}")
+            previous = tests
+        if view.carried:
+            outdated = sum(1 for c in view.carried if c.outdated)
+            lines += ["", f"[b]Comments from earlier revisions[/b] ({len(view.carried)}, {outdated} outdated)"]
+            for c in view.carried:
+                state = " [yellow]outdated[/]" if c.outdated else ""
+                lines.append(f"  r{view.number_of(c.bundle_key)} {c.kind} {escape(c.where())}{state}: {escape(c.body)}")
+        if view.base is None:
+            lines += ["", "This is the first revision; later ones are listed above."]
+            return "\n".join(lines)
+        lines += ["", f"[b]What changed since revision {view.base.number}[/b]"
+                      f"{' (the one reviewed)' if view.base.decision else ''}"]
+        for f in view.interdiff:
+            colour = {"unchanged": "dim", "changed": "yellow", "new-in-revision": "green"}.get(f.change, "red")
+            lines.append(f"[{colour}]{f.change:<20}[/] {escape(f.path)}")
+            for line in f.lines[:400]:
+                style = {"+": "green", "-": "red", "@": "cyan"}.get(line[:1], "")
+                shown = escape(safe_text(line, tab_size=4))
+                lines.append(f"    [{style}]{shown}[/]" if style else f"    {shown}")
+            if len(f.lines) > 400:
+                lines.append(f"    … {len(f.lines) - 400} more lines (codebox review revisions --interdiff)")
+        return "\n".join(lines)
+
+    # -- compare (store/compare.py through screens/data.py) --------------------------------------------
+    def action_compare(self) -> None:
+        from codebox_tui.screens.compare import CompareDialog, CompareScreen
+
+        suggestion = ""
+        if self.revisions is not None and self.revisions.base is not None:
+            suggestion = self.revisions.base.bundle.ref
+
+        def got(other: str | None) -> None:
+            if not other:
+                return
+            result = self._store_call(lambda store: data.compare(store, self.bundle_dir, other))
+            if result is not None:
+                self.app.push_screen(CompareScreen(result))
+
+        self.app.push_screen(CompareDialog(suggestion), got)
