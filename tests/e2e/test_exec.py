@@ -20,8 +20,8 @@ from codebox_tui.contracts.exec import ExecLimits, ExecRequest, ExecResult
 from codebox_tui.contracts.runtime import MountSpec
 from codebox_tui.runtime.commands import WP_CLI_DIR
 from codebox_tui.runtime.exec import run_exec
-from tests.conftest import EXAMPLE_PLUGIN
-from tests.e2e.test_runtime_cli import PHAR_BUILDER, PHAR_ENTRY
+from tests.factories.paths import EXAMPLE_PLUGIN
+from tests.factories.wp_cli_phar import PHAR_BUILDER, PHAR_ENTRY
 
 PLUGIN = "/wordpress/wp-content/plugins/simple-plugin"
 HOST_MARKER = "codebox-host-secret-4f1e9a"
@@ -410,7 +410,7 @@ async def test_tui_console_on_a_held_preview(playground_session: Any, tmp_path: 
 
     from codebox_tui.app import CodeboxApp
     from codebox_tui.screens.live_run import LiveRunScreen
-    from tests.tui_helpers import submit_launch_form, wait_while
+    from tests.factories.tui import submit_launch_form, wait_while
     from widgets.console import ExecConsole
 
     monkeypatch.chdir(tmp_path)
@@ -434,7 +434,7 @@ async def test_tui_console_on_a_held_preview(playground_session: Any, tmp_path: 
 async def _drive_console(pilot: Any, live: Any, console: Any) -> None:
     from textual.widgets import Checkbox, Input, RichLog
 
-    from tests.tui_helpers import wait_while
+    from tests.factories.tui import wait_while
     from widgets.event_tail import EventTail
 
     async def run(command: str) -> Any:

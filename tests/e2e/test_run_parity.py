@@ -23,9 +23,9 @@ from codebox_tui.runtime.catalog import command_catalog
 from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.settings import get_settings, reload_settings
 from store.db import Store
-from tests.conftest import REPO
-from tests.e2e.test_runtime_cli import PHAR_BUILDER, PHAR_ENTRY
-from tests.tui_helpers import submit_launch_form, wait_while
+from tests.factories.paths import REPO
+from tests.factories.tui import submit_launch_form, wait_while
+from tests.factories.wp_cli_phar import PHAR_BUILDER, PHAR_ENTRY
 
 pytestmark = pytest.mark.playground
 

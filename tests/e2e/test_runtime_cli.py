@@ -15,6 +15,7 @@ import pytest
 
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 from tests.factories.waiting import wait_until
+from tests.factories.wp_cli_phar import PHAR_BUILDER, PHAR_ENTRY
 
 pytestmark = pytest.mark.playground
 
@@ -175,27 +176,6 @@ def test_runtime_env_reaches_php_getenv_and_the_bundle_metadata(tmp_path: Path) 
 # loads WordPress from --path and answers `option get NAME`, which is
 # enough to prove the whole wordpress.wp-cli path: the phar mount, PHP-wasm executing a phar with argv,
 # WordPress loading inside it, stdout/stderr/exit code capture and the shebang line stripped.
-PHAR_ENTRY = r"""<?php
-$path = null; $words = [];
-foreach (array_slice($argv, 1) as $arg) {
-    if (str_starts_with($arg, '--path=')) { $path = substr($arg, 7); }
-    elseif (!str_starts_with($arg, '--')) { $words[] = $arg; }
-}
-define('WP_USE_THEMES', false);
-require $path . '/wp-load.php';
-if (($words[0] ?? '') === 'option' && ($words[1] ?? '') === 'get') {
-    echo get_option($words[2]), "\n";
-    exit(0);
-}
-fwrite(STDERR, "Error: '" . implode(' ', $words) . "' is not a registered wp command.\n");
-exit(1);
-"""
-
-PHAR_BUILDER = r"""
-$phar = new Phar($argv[1], 0, 'wp-cli-test.phar');
-$phar->addFromString('entry.php', file_get_contents($argv[2]));
-$phar->setStub("#!/usr/bin/env php\n<?php Phar::mapPhar('wp-cli-test.phar'); require 'phar://wp-cli-test.phar/entry.php'; __HALT_COMPILER();");
-"""
 
 
 def test_wp_cli_runs_a_phar_inside_the_sandbox(tmp_path: Path) -> None:

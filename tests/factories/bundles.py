@@ -61,3 +61,10 @@ class AddedFile:
     path: str
     kind: str = "artifact-bundle-verification"
     contentType: str = "application/json"
+
+
+def second_try(source: Path) -> None:
+    """Revision 2 of the same change: line 20 reworded again, line 5 changed too, readme kept."""
+    text = (source / "plugin.php").read_text().replace("line 20", "line twenty").replace("line 5\n", "line five\n")
+    (source / "plugin.php").write_text(text)
+    (source / "added.php").write_text("<?php echo 'new';\n")

@@ -14,8 +14,7 @@ from store.comments import add_comment
 from store.db import Store
 from store.decisions import decide_on, register_bundle
 from store.revisions import link
-from tests.unit.test_bundle_capture_verify import make_bundle, typical_change
-from tests.unit.test_store_revisions import second_try
+from tests.factories.bundles import make_bundle, second_try, typical_change
 from widgets.diff_view import DiffView
 from widgets.file_tree import ChangedFileTree
 

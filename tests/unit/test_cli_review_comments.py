@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from codebox_tui.bundle.verify import verify_bundle
-from tests.unit.test_bundle_capture_verify import make_bundle, typical_change
+from tests.factories.bundles import make_bundle, typical_change
 
 
 def _codebox(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -72,7 +72,7 @@ def test_comment_iterate_and_feedback_through_the_cli(tmp_path: Path) -> None:
 
 
 def test_link_revisions_and_interdiff_through_the_cli(tmp_path: Path) -> None:
-    from tests.unit.test_store_revisions import second_try
+    from tests.factories.bundles import second_try
 
     (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()
@@ -103,7 +103,7 @@ def test_link_revisions_and_interdiff_through_the_cli(tmp_path: Path) -> None:
 
 
 def test_compare_two_bundles_through_the_cli(tmp_path: Path) -> None:
-    from tests.unit.test_store_revisions import second_try
+    from tests.factories.bundles import second_try
 
     (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()

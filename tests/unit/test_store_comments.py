@@ -16,7 +16,7 @@ from store.comments import add_comment, delete_comment, edit_comment, list_comme
 from store.db import BundleRecord, Store
 from store.decisions import decide_on, register_bundle
 from store.feedback import FEEDBACK_JSON, FEEDBACK_MD, export_feedback, record_iterate_feedback
-from tests.unit.test_bundle_capture_verify import make_bundle, typical_change
+from tests.factories.bundles import make_bundle, typical_change
 
 
 @pytest.fixture

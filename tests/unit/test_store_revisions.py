@@ -13,14 +13,7 @@ from store.comments import add_comment
 from store.db import BundleRecord, Store
 from store.decisions import decide_on, register_bundle
 from store.revisions import bundle_interdiff, carried_comments, interdiff, link, previous, revisions
-from tests.unit.test_bundle_capture_verify import make_bundle, typical_change
-
-
-def second_try(source: Path) -> None:
-    """Revision 2 of the same change: line 20 reworded again, line 5 changed too, readme kept."""
-    text = (source / "plugin.php").read_text().replace("line 20", "line twenty").replace("line 5\n", "line five\n")
-    (source / "plugin.php").write_text(text)
-    (source / "added.php").write_text("<?php echo 'new';\n")
+from tests.factories.bundles import make_bundle, second_try, typical_change
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.unit.widget_hosts import Recorder, git_patch
+from tests.factories.widget_hosts import Recorder, git_patch
 from widgets.diff_model import split_patch
 from widgets.diff_view import MARK_CHAR, DiffView
 
