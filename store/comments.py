@@ -26,7 +26,7 @@ from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.contracts.feedback import COMMENT_KINDS, COMMENT_SIDES, FeedbackComment
 from codebox_tui.errors import BadInputError, ConflictError
 from store.apply import _read_evidence
-from store.db import BundleRecord, Store
+from store.db import BundleRecord, Store, record_number
 
 MAX_BODY = 20_000  # characters in one comment
 MAX_ANCHOR_LINES = 200  # commented lines kept with a comment (a longer range keeps its first lines)
@@ -276,15 +276,7 @@ def attach_to_decision(store: Store, bundle_key: int, decision_id: int, content_
 
 
 def _comment_number(comment_id: int | str) -> int:
-    if isinstance(comment_id, int):
-        return comment_id
-    text = str(comment_id).strip().lower().removeprefix("#").removeprefix("c")
-    if not text.isdigit():
-        raise BadInputError(
-            f"{comment_id!r} is not a comment id (expected a number such as 3)", code="comment-not-found",
-            field="comment",
-        )
-    return int(text)
+    return record_number(comment_id, prefixes=("#", "c"), what="comment", example=3)
 
 
 def _comment(row: sqlite3.Row) -> Comment:

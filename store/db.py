@@ -752,17 +752,22 @@ def _dump_json(value: Any, name: str) -> str:
         raise BadInputError(f"{name} must be JSON-serialisable: {error}", code="store-invalid", field=name) from error
 
 
-def _decision_number(decision_id: int | str) -> int:
-    if isinstance(decision_id, int):
-        return decision_id
-    text = str(decision_id).strip().lower().removeprefix("decision-").removeprefix("d")
+def record_number(value: int | str, *, prefixes: tuple[str, ...], what: str, example: int) -> int:
+    """The number of a record named ``12``, or with one of its ``prefixes`` (``decision-12``, ``d12``, ``#3``);
+    anything else is bad input naming ``what`` (error code ``<what>-not-found``, field ``what``)."""
+    if isinstance(value, int):
+        return value
+    text = str(value).strip().lower()
+    for prefix in prefixes:
+        text = text.removeprefix(prefix)
     if not text.isdigit():
-        raise BadInputError(
-            f"{decision_id!r} is not a decision id (expected a number such as 12)",
-            code="decision-not-found",
-            field="decision",
-        )
+        raise BadInputError(f"{value!r} is not a {what} id (expected a number such as {example})",
+                            code=f"{what}-not-found", field=what)
     return int(text)
+
+
+def _decision_number(decision_id: int | str) -> int:
+    return record_number(decision_id, prefixes=("decision-", "d"), what="decision", example=12)
 
 
 def _run(row: sqlite3.Row) -> RunRecord:
