@@ -7,6 +7,7 @@ what caught `wordpress.phpunit` failing with `phpunit-missing` from the TUI whil
 from __future__ import annotations
 
 import json
+import re
 import os
 import shlex
 import shutil
@@ -40,6 +41,11 @@ ARGS: dict[str, list[str]] = {
     "wordpress.phpunit": ["plugin-slug=shortcode-demo", "test-file=tests/GreetTest.php"],
     "wordpress.browser-probe": ["url=/"],
     "wordpress.browser-actions": ['steps-json=[{"action": "navigate", "url": "/"}]'],
+    "wordpress.capture-state-bundle": ["sections=summary,options", "snapshot-exclude-wp-content=themes"],
+    "wp-codebox.checkpoint-create": ["name=before", "snapshot-exclude-wp-content=themes"],
+    "wp-codebox.checkpoint-list": [],
+    # a fresh sandbox has no checkpoint: both sides must refuse it the same way
+    "wp-codebox.checkpoint-restore": ["name=missing"],
 }
 RUNNABLE = [c.id for c in command_catalog().commands if c.handler != "policy-only"]
 
@@ -72,7 +78,15 @@ def _bundle_view(bundle: Path) -> dict[str, Any]:
         envelope = item.get("result") or {}
         results.append((item["command"], item["exitCode"], envelope.get("status"),
                         (envelope.get("error") or {}).get("code")))
-    return {"files": sorted(f["path"] for f in manifest["files"]), "commands": results}
+    return {"files": sorted(_without_ids(f["path"]) for f in manifest["files"]), "commands": results}
+
+
+def _without_ids(path: str) -> str:
+    """Snapshot documents are named by a random id and their file blobs by content hash (which includes
+    files the site writes at run time, such as its cache): keep only the kind of each path."""
+    path = re.sub(r"runtime-snapshot-[0-9a-f]+", "runtime-snapshot-ID", path)
+    path = re.sub(r"(wordpress-state/)[^/]+$", r"\1ID.json", path)
+    return re.sub(r"(runtime-snapshots/blobs/)[0-9a-f]{64}$", r"\1BLOB", path)
 
 
 def _run_status(run_id: str) -> str:
