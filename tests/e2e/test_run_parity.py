@@ -7,8 +7,8 @@ what caught `wordpress.phpunit` failing with `phpunit-missing` from the TUI whil
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shlex
 import shutil
 import subprocess
