@@ -43,7 +43,7 @@ def _root(
 def tui_command(
     bundle: Path | None = typer.Argument(None, help="Open this bundle folder for review straight away."),
 ) -> None:
-    """Open the review workstation (also what plain ``codebox`` does)."""
+    """Open the review workstation (also what plain `codebox` does)."""
     if bundle is not None:
         bundle = find_bundle_dir(bundle)  # a missing or non-bundle folder is a clear error before the UI starts
     launch_tui(bundle)
