@@ -25,6 +25,7 @@ from codebox_tui.runtime.session import RunSession
 from codebox_tui.settings import get_settings
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
+from tests.factories.waiting import wait_until
 
 pytestmark = pytest.mark.playground
 
@@ -455,7 +456,6 @@ def test_git_pointer_file_of_a_readwrite_mount_is_shielded(plugin_copy: Path, tm
 
 
 def test_opcache_seed_is_used_by_new_sandboxes_but_never_written_by_them(codebox_home: Path, tmp_path: Path) -> None:
-    import time
 
     from codebox_tui.runtime.golden import opcache_seed
     from codebox_tui.runtime.wordpress_builds import resolve_build
@@ -465,9 +465,7 @@ def test_opcache_seed_is_used_by_new_sandboxes_but_never_written_by_them(codebox
     spec = SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php"]))
     with RunSession(spec, tmp_path) as run:  # the background refill builds the seed if none exists yet
         run.execute("wordpress.run-php", ["code=echo 1;"])
-    deadline = time.monotonic() + 120
-    while opcache_seed(build, DEFAULT_PHP_VERSION, golden_root) is None and time.monotonic() < deadline:
-        time.sleep(0.5)
+    wait_until(lambda: opcache_seed(build, DEFAULT_PHP_VERSION, golden_root) is not None, timeout=120, interval=0.5)
     seed = opcache_seed(build, DEFAULT_PHP_VERSION, golden_root)
     assert seed is not None
     before = sorted((p.relative_to(seed), p.stat().st_size) for p in seed.rglob("*") if p.is_file())

@@ -9,13 +9,13 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from codebox_tui.contracts.runtime import MountSpec
+from tests.factories.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.playground
@@ -331,9 +331,8 @@ def test_sidecar_temp_folder_and_log_of_a_killed_process_are_swept(tmp_path: Pat
     assert Path(tmp_dir).is_dir() and Path(log_path).is_file()
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    deadline = time.monotonic() + 30
-    while Path(f"/proc/{sidecar_pid}").exists() and time.monotonic() < deadline:
-        time.sleep(0.1)  # its stdin closed with its owner: the sidecar exits on its own
+    # its stdin closed with its owner: the sidecar exits on its own
+    wait_until(lambda: not Path(f"/proc/{sidecar_pid}").exists(), timeout=30, interval=0.1)
     assert not Path(f"/proc/{sidecar_pid}").exists()
     assert Path(tmp_dir).is_dir() and Path(log_path).is_file()  # left behind by the kill
 
@@ -342,9 +341,7 @@ def test_sidecar_temp_folder_and_log_of_a_killed_process_are_swept(tmp_path: Pat
 
     assert {str(p) for p in abandoned_sidecar_files()} >= {tmp_dir, log_path}
     playground._sweep_once(tmp_path / "another-root")  # what the next codebox process does first
-    deadline = time.monotonic() + 30
-    while (Path(tmp_dir).exists() or Path(log_path).exists()) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_until(lambda: not Path(tmp_dir).exists() and not Path(log_path).exists(), timeout=30, interval=0.1)
     assert not Path(tmp_dir).exists() and not Path(log_path).exists()
 
 

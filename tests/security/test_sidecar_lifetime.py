@@ -12,8 +12,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from tests.factories.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,18 +64,14 @@ def test_sidecar_busy_in_php_ends_when_its_codebox_is_killed(tmp_path: Path) -> 
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
-        deadline = time.monotonic() + 120
-        while not _started_commands(artifacts) and time.monotonic() < deadline:
-            assert proc.poll() is None, "codebox run ended before its command started"
-            time.sleep(0.1)
+        wait_until(lambda: bool(_started_commands(artifacts)) or proc.poll() is not None, timeout=120)
+        assert proc.poll() is None, "codebox run ended before its command started"
         assert _started_commands(artifacts), "the PHP command never started"
         sidecar = _descendants(proc.pid)
         assert sidecar, "no sidecar process below codebox run"
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
-        deadline = time.monotonic() + 20
-        while any(_alive(pid) for pid in sidecar) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: not any(_alive(pid) for pid in sidecar), timeout=20, interval=0.1)
         assert not [pid for pid in sidecar if _alive(pid)], "the sidecar outlived its killed codebox"
     finally:
         if proc.poll() is None:
