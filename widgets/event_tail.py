@@ -57,18 +57,24 @@ def pretty_event(event: dict[str, object] | str) -> str:
     return json.dumps(event, indent=2, ensure_ascii=False, sort_keys=False) if isinstance(event, dict) else event
 
 
+CURSOR_STYLE = Style(reverse=True)
+
+
 class EventTail(ScrollView, can_focus=True):
     HELP = """\
 ## Event log
 - Follows new events live; scroll up to pause following (a counter shows new lines), `End` to follow again
 - `l`: cycle the minimum level (debug → info → warning → error)
-- `enter`: show the event at the top of the view in full
+- `↑`/`↓` (or `k`/`j`): move the cursor (the highlighted event); moving up pauses following
+- `enter`: show the event under the cursor in full
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("end", "follow", "Follow", id="events.follow"),
         Binding("l", "cycle_level", "Level", id="events.level"),
         Binding("enter", "inspect", "Inspect", id="events.inspect"),
+        Binding("up,k", "cursor_up", "Previous event", show=False, id="events.cursor_up"),
+        Binding("down,j", "cursor_down", "Next event", show=False, id="events.cursor_down"),
     ]
 
     DEFAULT_CSS = """
@@ -78,6 +84,8 @@ class EventTail(ScrollView, can_focus=True):
     following: reactive[bool] = reactive(True)
     pending: reactive[int] = reactive(0)
     min_level: reactive[str] = reactive("debug")
+    # The highlighted event: an index into the visible lines; while following, always the last one.
+    cursor: reactive[int] = reactive(0)
 
     class Inspect(Message):
         def __init__(self, event: dict[str, object] | str) -> None:
@@ -209,6 +217,8 @@ class EventTail(ScrollView, can_focus=True):
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
         if new < old and new < self.max_scroll_y:
+            if self.following:  # the cursor stays on the event it was on
+                self.cursor = len(self._visible) - 1
             self.following = False
         elif new >= self.max_scroll_y:
             self.following = True
@@ -224,14 +234,52 @@ class EventTail(ScrollView, can_focus=True):
         self.border_subtitle = self._status()
         self._refilter()
 
+    @property
+    def cursor_row(self) -> int:
+        """The visible line under the cursor (-1 when nothing is shown)."""
+        if not self._visible:
+            return -1
+        return len(self._visible) - 1 if self.following else max(0, min(self.cursor, len(self._visible) - 1))
+
+    def selected_event(self) -> dict[str, object] | str | None:
+        """The event under the cursor, parsed (its raw text when it is not JSON), or None."""
+        row = self.cursor_row
+        if row < 0:
+            return None
+        raw = self.index.read_line(self._visible[row])
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            return raw
+        return event if isinstance(event, dict) else raw
+
+    def _move_cursor(self, step: int) -> None:
+        row = self.cursor_row
+        if row < 0:
+            return
+        target = max(0, min(len(self._visible) - 1, row + step))
+        if step < 0 and target < len(self._visible) - 1:
+            self.following = False
+        self.cursor = target
+        if target == len(self._visible) - 1 and step > 0:
+            self.action_follow()
+            return
+        if target < self.scroll_offset.y:
+            self.scroll_to(y=target, animate=False)
+        elif target >= self.scroll_offset.y + self.size.height:
+            self.scroll_to(y=target - self.size.height + 1, animate=False)
+        self.refresh()
+
+    def action_cursor_up(self) -> None:
+        self._move_cursor(-1)
+
+    def action_cursor_down(self) -> None:
+        self._move_cursor(1)
+
     def action_inspect(self) -> None:
-        top = int(self.scroll_offset.y)
-        if top < len(self._visible):
-            raw = self.index.read_line(self._visible[top])
-            try:
-                self.post_message(self.Inspect(json.loads(raw)))
-            except ValueError:
-                self.post_message(self.Inspect(raw))
+        event = self.selected_event()
+        if event is not None:
+            self.post_message(self.Inspect(event))
 
     @property
     def total(self) -> int:
@@ -242,5 +290,17 @@ class EventTail(ScrollView, can_focus=True):
         width = self.size.width
         if index >= len(self._visible):
             return Strip.blank(width)
-        return self._line(self._visible[index])[2].crop_extend(int(self.scroll_offset.x),
-                                                               int(self.scroll_offset.x) + width, None)
+        strip = self._line(self._visible[index])[2].crop_extend(int(self.scroll_offset.x),
+                                                                int(self.scroll_offset.x) + width, None)
+        if index == self.cursor_row and self.has_focus:
+            strip = strip.apply_style(CURSOR_STYLE)
+        return strip
+
+    def watch_cursor(self) -> None:
+        self.refresh()
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()

@@ -196,3 +196,42 @@ def compare(store: Store, bundle_dir: Path, other: str) -> Any:
     from store.decisions import resolve_bundle
 
     return store_compare(store, register(store, bundle_dir), resolve_bundle(store, other))
+
+
+# -- a command's output on the Live run screen ---------------------------------------------------
+MAX_COMMANDS_FILE = 64 * 1024 * 1024  # commands.jsonl read for the output view (a bundle may be foreign)
+MAX_SHOWN_OUTPUT = 200_000  # characters of each stream shown; the rest is in the bundle
+
+
+def command_output(run_dir: Path, event: Any) -> tuple[str, str] | None:
+    """Title and text of the stdout/stderr of the command an event names (``data.id`` of a ``command.*``
+    event), else of the run's last command; None when the run has no command yet."""
+    from codebox_tui.bundle.safe_read import loads_limited, read_regular
+
+    try:
+        raw = read_regular(Path(run_dir) / layout.COMMANDS, MAX_COMMANDS_FILE)
+    except OSError:
+        return None
+    entries = []
+    for line in raw.decode("utf-8", errors="replace").splitlines():
+        try:
+            item = loads_limited(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            entries.append(item)
+    if not entries:
+        return None
+    data = event.get("data") if isinstance(event, dict) else None
+    wanted = data.get("id") if isinstance(data, dict) else None
+    entry = next((e for e in entries if wanted is not None and e.get("id") == wanted), entries[-1])
+
+    def stream(name: str) -> str:
+        text = str(entry.get(name) or "")
+        if len(text) > MAX_SHOWN_OUTPUT:
+            return f"… {len(text) - MAX_SHOWN_OUTPUT} characters cut (the whole output is in the bundle)\n" + \
+                text[-MAX_SHOWN_OUTPUT:]
+        return text or "(empty)"
+
+    title = f"{entry.get('command', '?')} — exit {entry.get('exitCode', '?')}"
+    return title, f"stdout\n──────\n{stream('stdout')}\n\nstderr\n──────\n{stream('stderr')}"

@@ -29,12 +29,14 @@ class LiveRunScreen(Screen[None]):
     HELP = """\
 # Live run
 Events appear as the sandbox boots and runs. Scroll up to pause following; `End` follows again.
-- `x`: cancel the run (asks first) · `enter` on the log: show an event in full · `r`: review the bundle when done
+- `x`: cancel the run (asks first) · `↑`/`↓` on the log: select an event · `enter`: show it in full
+- `o`: the stdout and stderr of the selected event's command (or the last command) · `r`: review the bundle when done
 - `c`: close a held preview now (the run was launched with a hold; the bundle is captured when it ends)
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("x", "cancel_run", "Cancel run", id="live.cancel"),
         Binding("r", "review", "Review bundle", id="live.review"),
+        Binding("o", "command_output", "Output", id="live.output"),
         Binding("c", "release_hold", "Close preview", id="live.release_hold"),
         Binding("escape", "back", "Back", id="live.back"),
     ]
@@ -208,6 +210,21 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
 
         text = json.dumps(message.event, indent=2) if isinstance(message.event, dict) else str(message.event)
         self.app.push_screen(TextDialog("Event", text))
+
+    def action_command_output(self) -> None:
+        """stdout and stderr of the command the selected event belongs to (its last one otherwise)."""
+        from codebox_tui.screens import data
+        from codebox_tui.screens.dialogs import TextDialog
+
+        tails = self.query(EventTail)
+        if self.run_dir is None or not tails:
+            self.notify("No command has run yet.", severity="warning")
+            return
+        shown = data.command_output(self.run_dir, tails.first().selected_event())
+        if shown is None:
+            self.notify("No command has finished yet.", severity="warning")
+            return
+        self.app.push_screen(TextDialog(*shown))
 
     def action_review(self) -> None:
         if self.bundle_dir is None:

@@ -78,9 +78,10 @@ async def test_enter_posts_the_event_and_truncation_resets(tmp_path: Path) -> No
     async with app.run_test(size=(100, 10)) as pilot:
         tail.focus()
         await wait_for(pilot, lambda: tail.total == 2)
-        tail.scroll_home(animate=False, immediate=True)
+        await pilot.press("enter")  # the cursor follows the newest line: the one that is not JSON
         await pilot.pause()
-        await pilot.press("enter")
+        assert app.of(EventTail.Inspect)[-1].event == "not json"
+        await pilot.press("up", "enter")  # the cursor moves to the first event
         await pilot.pause()
         inspected = app.of(EventTail.Inspect)
         assert isinstance(inspected[-1].event, dict) and inspected[-1].event["id"] == "e0"
