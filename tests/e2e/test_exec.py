@@ -423,7 +423,7 @@ async def test_tui_console_on_a_held_preview(playground_session: Any, tmp_path: 
         try:
             await _drive_console(pilot, live, console)
         finally:
-            live._release.set()  # never leave the hold running (the app waits for its worker)
+            live.control.release()  # never leave the hold running (the app waits for its worker)
         await wait_while(lambda: live.state == "starting", 60)
         assert console.query_one(Input).disabled  # closed with the preview
         events = [json.loads(line) for line in (live.bundle_dir / "events.jsonl").read_text().splitlines()]  # type: ignore[operator]
