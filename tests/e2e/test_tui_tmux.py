@@ -45,7 +45,13 @@ def test_approve_a_real_playground_bundle_in_the_real_tui(make_run_session, plug
     tmux.run("new-session", "-d", "-s", "tui", "-x", "120", "-y", "40", *args, f"{CODEBOX} tui; sleep 30")
 
     short = record.bundle_id.removeprefix("artifact-bundle-sha256-")[:16]
-    tmux.wait_for(lambda text: short in text, "the bundle on Home")
+    tmux.wait_for(lambda text: "bundle(s)" in text, "the inbox on Home")
+    # the inbox shows titles, not ids: find this run's bundle by its id with the search
+    tmux.run("send-keys", "-t", "tui", "/")
+    tmux.wait_for(lambda text: "every word must match" in text, "the search field")
+    tmux.run("send-keys", "-t", "tui", "-l", short)
+    tmux.wait_for(lambda text: f"search: {short}" in text, "the search narrowing to the bundle")
+    tmux.run("send-keys", "-t", "tui", "Enter")
     tmux.run("send-keys", "-t", "tui", "Enter")
     tmux.wait_for(lambda text: "tui-added.php" in text, "the review screen with the changed file")
     tmux.run("send-keys", "-t", "tui", "a")
