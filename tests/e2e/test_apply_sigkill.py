@@ -81,7 +81,7 @@ def test_sigkill_during_directory_apply_leaves_target_unchanged_or_fully_applied
 
     rng = random.Random(int(os.environ.get("CODEBOX_KILL_SEED", "7")))
     recoveries: dict[str, int] = {}
-    iterations = 36
+    iterations = int(os.environ.get("CODEBOX_KILL_ITERATIONS", "16"))  # more for a soak run
     for i in range(iterations):
         target = tmp_path / f"target-{i}"
         shutil.copytree(cap.baseline, target)

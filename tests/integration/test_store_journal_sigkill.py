@@ -71,7 +71,7 @@ def test_sigkill_at_random_points_leaves_target_unchanged_or_fully_applied(tmp_p
     rng = random.Random(int(os.environ.get("CODEBOX_KILL_SEED", "4")))
     outcomes = {"unchanged": 0, "applied": 0}
     recoveries: dict[str, int] = {}
-    iterations = 40
+    iterations = int(os.environ.get("CODEBOX_KILL_ITERATIONS", "16"))  # more for a soak run
     for i in range(iterations):
         root = tmp_path / f"t{i}"
         make_tree(root, files)
