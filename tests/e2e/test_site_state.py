@@ -224,3 +224,19 @@ def test_site_state_off_leaves_no_diff(playground_session: Any) -> None:
     bundle = Path(doc["artifacts"]["directory"])
     assert not (bundle / "files" / "site-state-diff.json").exists()
     assert verify_bundle(bundle).valid
+
+
+def test_a_summary_that_fails_is_a_warning_and_the_run_goes_on(playground_session: Any) -> None:
+    """A command that deletes the site's database: the second summary fails (database-missing), the run
+    still completes and verifies, without a diff, and the failure is a warning event."""
+    out = _codebox("run", "--command", "wordpress.run-php", "--arg",
+                   "code=unlink('/wordpress/wp-content/database/.ht.sqlite'); echo 'gone';", "--json", "--quiet")
+    doc = json.loads(out.stdout)
+    assert doc["success"], out.stderr
+    bundle = Path(doc["artifacts"]["directory"])
+    assert not (bundle / "files" / "site-state-diff.json").exists()
+    assert verify_bundle(bundle).valid
+    events = [json.loads(line) for line in (bundle / "events.jsonl").read_text(encoding="utf-8").splitlines()]
+    warnings = [e for e in events if e["type"] == "site-state.unavailable"]
+    assert [(e["level"], e["data"]["phase"]) for e in warnings] == [("warning", "after")]
+    assert warnings[0]["data"]["code"] == "database-missing"
