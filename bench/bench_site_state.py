@@ -7,8 +7,12 @@ Rows (all measured in this one invocation, in one warm sandbox, offline):
     of the sandbox is reported apart (cold database pages)
   * the before/after pair of summaries plus the diff: what a run would pay
   * checkpoint create / restore (in the sandbox), snapshot to the host (`take_snapshot`) / restore from it
+  * whole runs through the lifecycle (`RunService.run`: boot, one command, capture) with and without the
+    site-state summaries (CODEBOX_SITE_STATE on/off, alternated), and the summaries' own share of a run
+    (the outcome's `siteStateSeconds`): the cost every run pays (docs/site-state.md, "In every run")
 
-Targets: summary < 150 ms, before/after pair < 300 ms, checkpoint create and restore < 1 s each.
+Targets: summary < 150 ms, before/after pair < 300 ms (also the added time per run), checkpoint create
+and restore < 1 s each.
 Usage: python bench/bench_site_state.py [-n N]
 """
 
@@ -35,11 +39,14 @@ from codebox_tui.settings import reload_settings  # noqa: E402
 reload_settings()
 
 from codebox_tui.contracts.runtime import RuntimePolicy  # noqa: E402
+from codebox_tui.lifecycle.request import CommandStep, RunRequest  # noqa: E402
+from codebox_tui.lifecycle.service import RunService  # noqa: E402
 from codebox_tui.runtime import site_state  # noqa: E402
 from codebox_tui.runtime.backend import SandboxSpec  # noqa: E402
 from codebox_tui.runtime.playground import shutdown_sidecars  # noqa: E402
 from codebox_tui.runtime.session import RunSession  # noqa: E402
 from codebox_tui.runtime.site_state_diff import diff_summaries  # noqa: E402
+from codebox_tui.settings import CodeboxSettings  # noqa: E402
 
 
 def timed(fn: Callable[[], object], n: int) -> list[float]:
@@ -49,6 +56,24 @@ def timed(fn: Callable[[], object], n: int) -> list[float]:
         fn()
         out.append(time.perf_counter() - started)
     return out
+
+
+def runs_with_and_without(artifacts: Path, n: int) -> tuple[list[float], list[float], list[float]]:
+    """Whole runs through the lifecycle, alternating the setting so drift hits both sides alike."""
+    with_state: list[float] = []
+    without_state: list[float] = []
+    own: list[float] = []
+    for _ in range(n):
+        for setting, out in (("on", with_state), ("off", without_state)):
+            request = RunRequest(commands=[CommandStep("wordpress.run-php", ["code=echo 1;"])],
+                                 policy=RuntimePolicy(commands=["wordpress.run-php"]), artifacts_root=artifacts)
+            started = time.perf_counter()
+            outcome = RunService(CodeboxSettings(site_state=setting)).run(request)
+            out.append(time.perf_counter() - started)
+            assert outcome.success, outcome.failure_text()
+            if setting == "on":
+                own.append(outcome.timings["siteStateSeconds"])
+    return with_state, without_state, own
 
 
 def main() -> int:
@@ -77,6 +102,7 @@ def main() -> int:
             snapshot = snapshots[-1]
             back = timed(lambda: site_state.restore_snapshot(sandbox, snapshot), max(1, n // 2))  # type: ignore[arg-type]
             stats = snapshot.metadata.get("stats")  # type: ignore[attr-defined]
+        with_state, without_state, own = runs_with_and_without(artifacts, n)
         rows = [("plain wordpress.run-php (echo 1; WordPress loaded)", plain, "ref"),
                 ("bare PHP round trip (no WordPress)", bare, ""),
                 ("first summary of a sandbox", first, ""),
@@ -85,7 +111,10 @@ def main() -> int:
                 ("checkpoint-create (in the sandbox)", create, "< 1.0"),
                 ("checkpoint-restore (in the sandbox)", restore, "< 1.0"),
                 ("snapshot to the host (files inline)", snap, ""),
-                ("restore that snapshot from the host", back, "")]
+                ("restore that snapshot from the host", back, ""),
+                ("run (boot, echo 1;, capture), site state on", with_state, ""),
+                ("run (boot, echo 1;, capture), site state off", without_state, ""),
+                ("  the summaries + diff inside those runs", own, "< 0.300")]
         reference = statistics.median(plain)
         print(f"\n{'row':52} {'min':>6} {'median':>6} {'max':>6} {'x plain':>8}  target")
         for name, values, target in rows:

@@ -11,6 +11,7 @@ from codebox_tui.bundle.reader import find_bundle_dir, find_bundles, load_bundle
 from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.cliutil import emit_json
 from codebox_tui.errors import BadInputError, ExitCode
+from codebox_tui.textsafe import safe_text
 
 artifacts_app = typer.Typer(help="Inspect and verify artifact bundles.", no_args_is_help=True)
 
@@ -63,6 +64,7 @@ def show_command(
         "baselines": loaded.metadata.get("baselines") or [],
         "evidence": [e["path"] for e in loaded.evidence],
         "checks": _checks(loaded).to_dict(),
+        "siteState": _site_state(loaded),
     }
     if json_out:
         emit_json(summary)
@@ -94,8 +96,28 @@ def show_command(
     _echo_checks(_checks(loaded), loaded.test_results.status)
     for flag in summary["riskFlags"]:
         typer.echo(f"risk     {flag}")
+    if loaded.site_state is not None:
+        from codebox_tui.bundle.site_state_view import site_state_lines
+
+        for line in site_state_lines(loaded.site_state):
+            typer.echo(f"site     {line}")
+    elif loaded.site_state_problem:
+        typer.echo(f"site     unreadable: {safe_text(loaded.site_state_problem)}")
     for path in summary["evidence"]:
         typer.echo(f"evidence {path}")
+
+
+def _site_state(loaded: Any) -> dict[str, Any] | None:
+    """The ``siteState`` of ``--json``: counts per category, the risk flags and the whole diff (None when the
+    bundle has no files/site-state-diff.json)."""
+    from codebox_tui.bundle.site_state_view import site_state_counts
+
+    diff = loaded.site_state
+    if diff is None:
+        return {"error": loaded.site_state_problem} if loaded.site_state_problem else None
+    return {"counts": site_state_counts(diff), "empty": diff.empty,
+            "risks": [r.model_dump(mode="json") for r in diff.risks],
+            "diff": diff.model_dump(mode="json", by_alias=True, exclude_none=True)}
 
 
 def _runtime(metadata: dict[str, Any]) -> dict[str, Any]:

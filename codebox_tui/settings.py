@@ -47,6 +47,9 @@ class CodeboxSettings(BaseSettings):
     # Per-command output cap, for stdout and stderr each (head and a short tail are kept; the cut is
     # recorded in the command result, the events and the bundle). docs/security-secrets.md.
     max_command_output_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
+    # Summarize the site's database after boot and before capture of every run, for the bundle's
+    # files/site-state-diff.json (docs/site-state.md, "In every run"): CODEBOX_SITE_STATE=off skips it.
+    site_state: Literal["on", "off"] = "on"
     # OS-level confinement of the Node sidecar (docs/security.md, "Layers"): "bwrap" (bubblewrap;
     # booting fails with a clear error when it is missing or unusable) or "none" — DANGEROUS: sandboxed
     # PHP is then held only by Playground's own virtual file system.

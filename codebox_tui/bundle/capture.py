@@ -289,10 +289,12 @@ def capture_bundle(
     test_suites: list[Any],
     limits: CaptureLimits | None = None,
     truncations: list[dict[str, Any]] | None = None,
+    extra_risk_flags: list[str] | None = None,
 ) -> BundleSummary:
     """Turn the finished run folder into a sealed bundle, phase by phase: collect changes → change documents →
     evidence (test results, diagnostics, Mode B) → file list and bundle id (Mode A) → metadata and review
-    (they embed the id) → seal (hashes, reference manifest, replay index, manifest)."""
+    (they embed the id) → seal (hashes, reference manifest, replay index, manifest). ``extra_risk_flags`` are
+    review risk flags raised before the capture (the site-state diff's: docs/site-state.md)."""
     cap = _Capture(Path(run_dir), Redactor(secret_values), limits or CaptureLimits(), utc_now_iso())
     truncations = list(truncations or [])
     cap.prepare_run_dir()
@@ -319,7 +321,8 @@ def capture_bundle(
             diffs=got.diffs,
             redacted_files=[c.relativePath for c, d in zip(got.changed, got.changes, strict=True) if d.redacted],
             skipped=got.skipped, copy_skipped=got.copy_skipped, truncations=truncations,
-            secrets_redacted=cap.redact.active, live_mounts=any(m.live for m in mounts)))
+            secrets_redacted=cap.redact.active, live_mounts=any(m.live for m in mounts),
+            extra=list(extra_risk_flags or [])))
         cap.put(layout.REVIEW, pretty_json(review_document(
             identity, runtime=runtime, mounts=mounts, changed=got.changed, provenance=prov,
             patch_sha=cap.known[layout.PATCH], browser=browser, tests=tests, risk=risk)))

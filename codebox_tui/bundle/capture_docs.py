@@ -3,7 +3,7 @@ patch, metadata and the review (docs/contracts.md, "Artifact bundle")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -303,6 +303,7 @@ class RiskInputs:
     truncations: list[dict[str, Any]]
     secrets_redacted: bool
     live_mounts: bool
+    extra: list[str] = field(default_factory=list)  # raised before the capture (site-state diff)
 
 
 def review_risk_flags(inputs: RiskInputs) -> list[str]:
@@ -313,6 +314,7 @@ def review_risk_flags(inputs: RiskInputs) -> list[str]:
         risk.append("changes-in-uncaptured-directories")
     risk += limit_flags([*inputs.skipped, *inputs.copy_skipped], inputs.truncations)
     risk += [f"secret-value-in-changed-file:{rel}" for rel in inputs.redacted_files]
+    risk += inputs.extra
     return sorted(set(risk))
 
 

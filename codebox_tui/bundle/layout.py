@@ -36,12 +36,16 @@ RUN_ATTESTATION: Final = "files/run-attestation.json"
 VERIFICATION_EVIDENCE: Final = "files/runtime-evidence/artifact-bundle-verification.json"
 CONTRIBUTOR_PATCH: Final = "files/contributor.patch"
 EVALUATE_PATCH: Final = "files/evaluate-patch.json"
+SITE_STATE_DIFF: Final = "files/site-state-diff.json"  # what the run did to the site (docs/site-state.md)
 
 # -- folders of per-step evidence ------------------------------------------------------------------
 MOUNT_COPIES_DIR: Final = "files/mounts"  # the changed files' after-state copies, per mount
 BROWSER_DIR: Final = "files/browser"  # screenshots and browser probe output
 PHPUNIT_DIR: Final = "files/phpunit"  # one numbered folder per PHPUnit step (junit.xml, logs)
 DECLARED_DIR: Final = "files/declared"  # files a recipe declares as outputs
+RUNTIME_SNAPSHOTS_DIR: Final = "files/runtime-snapshots"  # `wp-snapshot` documents (docs/site-state.md)
+RUNTIME_SNAPSHOT_BLOBS_DIR: Final = "files/runtime-snapshots/blobs"  # kind runtime-snapshot-blob, by sha256
+WORDPRESS_STATE_DIR: Final = "files/wordpress-state"  # `wp-state-export` documents (docs/site-state.md)
 # Evidence the Review screen lists (screenshots, test logs): manifest paths under these folders.
 VIEWABLE_EVIDENCE_PREFIXES: Final = (BROWSER_DIR + "/", PHPUNIT_DIR + "/")
 
@@ -77,3 +81,18 @@ def mount_diff_path(mount_index: int) -> str:
 def mount_copy_path(mount_index: int, relative_path: str) -> str:
     """Where the after-state copy of a changed file of mount ``mount_index`` is kept."""
     return f"{MOUNT_COPIES_DIR}/{mount_index}/{relative_path}"
+
+
+def runtime_snapshot_path(snapshot_id: str) -> str:
+    """A runtime snapshot's document (kind ``runtime-snapshot``)."""
+    return f"{RUNTIME_SNAPSHOTS_DIR}/{snapshot_id}.json"
+
+
+def runtime_snapshot_blob_path(sha256: str) -> str:
+    """A snapshot's externalized file content (kind ``runtime-snapshot-blob``)."""
+    return f"{RUNTIME_SNAPSHOT_BLOBS_DIR}/{sha256}"
+
+
+def wordpress_state_path(export_id: str) -> str:
+    """A WordPress state export's document (kind ``wordpress-state``)."""
+    return f"{WORDPRESS_STATE_DIR}/{export_id}.json"

@@ -21,6 +21,7 @@ from codebox_tui.contracts.bundle import (
     ChangedFilesListing,
     TestResults,
 )
+from codebox_tui.contracts.site_state import SITE_STATE_DIFF_SCHEMA, SiteStateDiff
 from codebox_tui.errors import BadInputError
 
 
@@ -41,6 +42,10 @@ class LoadedBundle:
     test_results: TestResults
     verification: BundleVerification
     evidence: list[dict[str, Any]] = field(default_factory=list)
+    # files/site-state-diff.json (docs/site-state.md): None when the bundle has none or it is unreadable
+    # (``site_state_problem`` says why; the verifier reports it as a violation too)
+    site_state: SiteStateDiff | None = None
+    site_state_problem: str | None = None
 
     @property
     def id(self) -> str:
@@ -147,6 +152,18 @@ def _read_patch(root: Path) -> str:
                             field=layout.PATCH) from error
 
 
+def _site_state(root: Path) -> tuple[SiteStateDiff | None, str | None]:
+    """The bundle's site-state diff, if it has one; a malformed one is a problem text, not an error (the rest
+    of the bundle is still shown)."""
+    if not os.path.lexists(root / layout.SITE_STATE_DIFF):
+        return None, None
+    try:
+        doc = _json(root / layout.SITE_STATE_DIFF, layout.SITE_STATE_DIFF, SITE_STATE_DIFF_SCHEMA)
+        return validate_document(SiteStateDiff, doc, layout.SITE_STATE_DIFF), None
+    except BadInputError as error:
+        return None, error.message
+
+
 def load_bundle(bundle_dir: Path | str) -> LoadedBundle:
     """Verify and read a bundle. Every document is read as a regular, size- and depth-limited file; the change
     list and the test results must satisfy their contract models (a bad one is a BadInputError naming the file
@@ -168,6 +185,7 @@ def load_bundle(bundle_dir: Path | str) -> LoadedBundle:
     patch = _read_patch(root)
     files = _with_line_counts(changed.files, patch)
     review = _with_derived_risk_flags(review, files, changed.skipped)
+    site_state, site_state_problem = _site_state(root)
     listed = manifest.get("files")
     evidence = [
         f
@@ -185,6 +203,8 @@ def load_bundle(bundle_dir: Path | str) -> LoadedBundle:
         test_results=tests,
         verification=verification,
         evidence=evidence,
+        site_state=site_state,
+        site_state_problem=site_state_problem,
     )
 
 

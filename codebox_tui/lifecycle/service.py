@@ -26,6 +26,7 @@ from codebox_tui.cliutil import ensure_artifacts_dir
 from codebox_tui.contracts.runtime import ExecutionResult, RuntimeInfo
 from codebox_tui.errors import CodeboxError
 from codebox_tui.lifecycle.request import CommandStep, RunControl, RunRequest, check_request
+from codebox_tui.lifecycle.site_state import SiteStateRecorder
 from codebox_tui.lifecycle.tools import tool_mounts
 from codebox_tui.runtime.backend import Backend, Sandbox, SandboxSpec
 from codebox_tui.runtime.exec_server import serve_held
@@ -100,7 +101,7 @@ class OpenRun:
     cancelled run is recorded as cancelled, one left by an exception as failed)."""
 
     def __init__(self, request: RunRequest, session: RunSession, control: RunControl,
-                 progress: ProgressListener | None) -> None:
+                 progress: ProgressListener | None, *, site_state: bool = True) -> None:
         self.request = request
         self.session = session
         self.control = control
@@ -111,20 +112,28 @@ class OpenRun:
         self.verification_problem: dict[str, Any] | None = None
         self.timings: dict[str, float] = {}
         self.outcome: RunOutcome | None = None  # set when the run has ended (after the ``with`` block)
+        # the site-state summaries after boot and before capture (docs/site-state.md, "In every run")
+        self.site_state = SiteStateRecorder(session, enabled=site_state)
 
     # -- steps ---------------------------------------------------------------------------------
     @property
     def sandbox(self) -> Sandbox:
-        return self.session.sandbox
+        return self.session.sandbox if self.session.booted else self.boot()
 
     @property
     def cancelled(self) -> bool:
         return self.control.cancelled
 
     def boot(self) -> Sandbox:
+        """Boot the sandbox (once) and take the site-state summary before any command runs."""
+        if self.session.booted:
+            return self.session.sandbox
         started = time.monotonic()
         sandbox = self.session.boot_sandbox()
         self.timings.setdefault("bootSeconds", round(time.monotonic() - started, 3))
+        self.site_state.record_before()
+        if self.site_state.before is not None:
+            self.timings["siteStateSeconds"] = round(self.site_state.seconds, 3)
         return sandbox
 
     def execute(self, step: CommandStep | str, args: list[str] | None = None,
@@ -132,6 +141,13 @@ class OpenRun:
         """Run one catalog command under the policy (see ``RunSession.execute``)."""
         if isinstance(step, str):
             step = CommandStep(step, list(args or []), timeout_s)
+        if not self.session.booted:
+            try:
+                check_command(self.session.spec.policy, step.command)
+            except CodeboxError:
+                pass  # a denied command boots nothing: the session records the denial
+            else:
+                self.boot()
         return self.session.execute(step.command, step.args, step.timeout_s)
 
     def hold(self, seconds: float, *, on_held: Callable[[], None] | None = None) -> str:
@@ -160,6 +176,10 @@ class OpenRun:
         result as evidence and seal it again with that file listed (an invalid bundle sets
         ``verification_problem`` and fails the run)."""
         started = time.monotonic()
+        if not self.cancelled:  # a cancelled run's sandbox is killed: nothing to summarize
+            self.site_state.record_after()
+        if self.site_state.before is not None:
+            self.timings["siteStateSeconds"] = round(self.site_state.seconds, 3)
         self.summary = self.session.capture()
         if verify and self.summary is not None:
             self._verify_and_reseal()
@@ -222,7 +242,7 @@ class RunService:
         except BaseException:
             shutil.rmtree(tools_dir, ignore_errors=True)
             raise
-        run = OpenRun(request, session, control, progress)
+        run = OpenRun(request, session, control, progress, site_state=self.settings.site_state == "on")
         if progress is not None:
             progress.phase("run", f"{session.runtime_id} → {session.run_dir}")
         undo = control.on_cancel(session.kill)

@@ -164,6 +164,7 @@ def _snapshot_scope(session: RunSession, args: dict[str, str]) -> dict[str, Any]
 def capture_state_bundle(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
     """Snapshot the site into ``files/runtime-snapshots/<id>.json`` (file bytes as content-addressed
     blobs beside it) and its wordpress-state export into ``files/wordpress-state/<id>.json``."""
+    from codebox_tui.bundle import layout
     from codebox_tui.contracts.canonical import pretty_json, sha256_hex
     from codebox_tui.runtime.site_state import (
         export_config_from_args,
@@ -187,8 +188,8 @@ def capture_state_bundle(session: RunSession, args: dict[str, str], timeout_s: f
     snapshot = externalize_files(snapshot, write_blob)
     refs = []
     for rel, kind, document in (
-        (f"files/runtime-snapshots/{snapshot.id}.json", "runtime-snapshot", snapshot),
-        (f"files/wordpress-state/{snapshot.id}.json", "wordpress-state", export),
+        (layout.runtime_snapshot_path(snapshot.id), "runtime-snapshot", snapshot),
+        (layout.wordpress_state_path(snapshot.id), "wordpress-state", export),
     ):
         text = session.redact(pretty_json(document.model_dump(mode="json", by_alias=True, exclude_none=True)))
         session.add_evidence(rel, kind, "application/json").write_text(text, encoding="utf-8")

@@ -115,6 +115,8 @@ class RunSession:
         self._boot_lock = threading.Lock()  # one boot at a time (progress events still flow)
         self.redact = Redactor(list(spec.secret_env.values()))
         self.evidence: list[EvidenceFile] = []
+        # review risk flags raised outside the capture (the site-state diff: lifecycle/site_state.py)
+        self.extra_risk_flags: list[str] = []
         self.test_suites: list[Any] = []
         self.executions: list[ExecutionResult] = []
         self.truncations: list[dict[str, Any]] = []  # outputs the cap cut (recorded in the bundle)
@@ -385,6 +387,7 @@ class RunSession:
             mounts=self.spec.mounts, baselines=self.baselines, policy=self.spec.policy,
             metadata=self.spec.metadata, secret_values=list(self.spec.secret_env.values()),
             evidence=list(self.evidence), test_suites=self.test_suites, truncations=self.truncations,
+            extra_risk_flags=list(self.extra_risk_flags),
         )
         return summary
 

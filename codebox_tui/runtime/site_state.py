@@ -25,6 +25,7 @@ from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from codebox_tui.bundle import layout
 from codebox_tui.contracts.canonical import sha256_hex, stable_json
 from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.contracts.runtime import MountSpec
@@ -224,7 +225,7 @@ def snapshot_hashes(database: Any, files: Any) -> dict[str, str]:
             "files": sha256_hex(stable_json(listed))}
 
 
-BLOB_DIR: Final = "files/runtime-snapshots/blobs"
+BLOB_DIR: Final = layout.RUNTIME_SNAPSHOT_BLOBS_DIR
 
 
 def externalize_files(snapshot: RuntimeSnapshot, write_blob: Callable[[str, bytes], None]) -> RuntimeSnapshot:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.markup import escape as _markup_escape
+from rich.style import Style
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
@@ -28,6 +29,7 @@ from widgets.event_tail import EventTail
 from widgets.evidence_view import EvidenceView
 from widgets.file_tree import ChangedFileTree
 from widgets.keys import key_display
+from widgets.text_lines import TextLines
 
 
 def escape(value: object) -> str:
@@ -43,6 +45,21 @@ VERDICT_STYLES = {"improvement": ("green", "✔"), "regression": ("red", "✘"),
 # The decision bar's hints and the bindings they name (the screen's own and the file tree's `space`).
 DECISION_BINDINGS = {"approve_all": "review.approve_all", "approve_selected": "review.approve_selected",
                      "discard": "review.discard", "request_changes": "review.iterate", "select": "files.toggle"}
+
+
+_SITE_STYLES = {"+": Style(color="green"), "-": Style(color="red"), "~": Style(color="yellow")}
+
+
+def site_line_style(line: str) -> Style:
+    """The Site tab's colours: headings bold, risks by severity, changes by their mark."""
+    if not line.startswith(" "):
+        return Style(bold=True)
+    body = line.lstrip()
+    if body.startswith("HIGH"):
+        return Style(color="red", bold=True)
+    if body.startswith("MEDIUM"):
+        return Style(color="yellow")
+    return _SITE_STYLES.get(body[:1], Style())
 
 
 class ReviewScreen(Screen[None]):
@@ -125,6 +142,9 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                     yield EvidenceView(self.bundle_dir, self.bundle.evidence, id="evidence")
                 with TabPane("Events", id="tab-events"):
                     yield EventTail(self.bundle_dir / layout.EVENTS, id="events")
+                if self.bundle.site_state is not None or self.bundle.site_state_problem:
+                    with TabPane(self._site_tab_label(), id="tab-site"):
+                        yield TextLines(self._site_lines(), styler=site_line_style, id="site")
                 with TabPane("Provenance", id="tab-provenance"):
                     yield Static(self._provenance_text(), id="provenance")
                 if self.revisions is not None:
@@ -326,6 +346,18 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         if not tests.suites:
             lines.append("\nNo test-aware command ran in this sandbox.")
         return "\n".join(lines + self._checks_lines())
+
+    def _site_tab_label(self) -> str:
+        diff = self.bundle.site_state
+        return f"Site ({len(diff.risks)} risks)" if diff is not None and diff.risks else "Site"
+
+    def _site_lines(self) -> list[str]:
+        """The site-state diff (docs/site-state.md), terminal-safe lines: bundle/site_state_view.py."""
+        from codebox_tui.bundle.site_state_view import site_state_lines
+
+        if self.bundle.site_state is None:
+            return [f"The site-state diff cannot be read: {self.bundle.site_state_problem}"]
+        return site_state_lines(self.bundle.site_state)
 
     def _provenance_text(self) -> str:
         meta = self.bundle.metadata

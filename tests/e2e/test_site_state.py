@@ -4,11 +4,15 @@ activation, checkpoints (create / mutate / restore) and runtime snapshots (docs/
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.contracts.site_state import STATE_SECTIONS, RuntimeSnapshot, StateExportConfig
 from codebox_tui.errors import BadInputError, SandboxError
 from codebox_tui.runtime import site_state
@@ -156,3 +160,83 @@ def test_capture_state_bundle_writes_a_snapshot_that_restores(make_run_session: 
     listed = json.loads((summary.path / "manifest.json").read_text())
     kinds = {f["path"]: f["kind"] for f in listed["files"]}
     assert kinds[refs["runtime-snapshot"]] == "runtime-snapshot"
+
+
+ACTIVATE = ("require_once ABSPATH . 'wp-admin/includes/plugin.php'; "
+            "$r = activate_plugin('site-state-plugin/site-state-plugin.php'); "
+            "echo is_wp_error($r) ? $r->get_error_message() : 'ok';")
+
+
+def _codebox(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, **(env or {})})
+
+
+def test_every_run_bundles_the_site_state_diff_with_its_risk_flags(playground_session: Any) -> None:
+    """`codebox run` of the demo plugin's activation: the bundle carries files/site-state-diff.json
+    (listed, verified), its risks are review risk flags, and `artifacts show` prints them."""
+    out = _codebox("run", "--mount", f"{DEMO_PLUGIN}:{DEMO_TARGET}:readonly", "--command", "wordpress.run-php",
+                   "--arg", f"code={ACTIVATE}", "--json", "--quiet")
+    doc = json.loads(out.stdout)
+    assert doc["success"], out.stderr
+    bundle = Path(doc["artifacts"]["directory"])
+
+    diff = json.loads((bundle / "files" / "site-state-diff.json").read_text(encoding="utf-8"))
+    assert diff["schema"] == "codebox/site-state-diff/v1"
+    assert {t["name"]: t["status"] for t in diff["tables"]}["wp_site_state_demo_log"] == "created"
+    options = {o["name"]: o for o in diff["options"]}
+    assert options["site_state_demo_version"]["after"] == "1.0.0"
+    assert options["site_state_demo_api_key"]["redacted"] is True
+    assert [(c["hook"], c["status"]) for c in diff["cron"]] == [("site_state_demo_ping", "added")]
+    assert {u["login"]: u["status"] for u in diff["users"]}["site-state-demo-admin"] == "added"
+    risks = {(r["code"], r["subject"]) for r in diff["risks"]}
+    assert {("new-administrator", "site-state-demo-admin"), ("cron-event-added", "site_state_demo_ping"),
+            ("active-plugins-changed", "active_plugins")} <= risks
+    assert "sk-demo-0123456789abcdef" not in (bundle / "files" / "site-state-diff.json").read_text(encoding="utf-8")
+
+    manifest = json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))
+    assert {f["path"]: f.get("kind") for f in manifest["files"]}["files/site-state-diff.json"] == "site-state-diff"
+    review = json.loads((bundle / "files" / "review.json").read_text(encoding="utf-8"))
+    assert {"site-state:new-administrator", "site-state:cron-event-added",
+            "site-state:active-plugins-changed"} <= set(review["riskFlags"])
+    assert verify_bundle(bundle).valid
+    events = [json.loads(line) for line in (bundle / "events.jsonl").read_text(encoding="utf-8").splitlines()]
+    types = [e["type"] for e in events]
+    # the first summary comes before the first command, the second after the last one
+    assert types.index("site-state.summary") < types.index("command.started")
+    assert max(i for i, t in enumerate(types) if t == "site-state.summary") > types.index("command.finished")
+
+    show = _codebox("artifacts", "show", str(bundle))
+    assert show.returncode == 0, show.stderr
+    for text in ("new-administrator", "site-state-demo-admin", "site_state_demo_ping", "wp_site_state_demo_log",
+                 "site_state_demo_version"):
+        assert text in show.stdout
+    shown = json.loads(_codebox("artifacts", "show", str(bundle), "--json").stdout)["siteState"]
+    assert shown["counts"]["tables"] >= 1 and shown["counts"]["users"] == 1 and shown["counts"]["cron"] == 1
+    assert {r["code"] for r in shown["risks"]} >= {"new-administrator", "cron-event-added"}
+
+
+def test_site_state_off_leaves_no_diff(playground_session: Any) -> None:
+    out = _codebox("run", "--command", "wordpress.run-php", "--arg", "code=echo 1;", "--json", "--quiet",
+                   env={"CODEBOX_SITE_STATE": "off"})
+    doc = json.loads(out.stdout)
+    assert doc["success"], out.stderr
+    bundle = Path(doc["artifacts"]["directory"])
+    assert not (bundle / "files" / "site-state-diff.json").exists()
+    assert verify_bundle(bundle).valid
+
+
+def test_a_summary_that_fails_is_a_warning_and_the_run_goes_on(playground_session: Any) -> None:
+    """A command that deletes the site's database: the second summary fails (database-missing), the run
+    still completes and verifies, without a diff, and the failure is a warning event."""
+    out = _codebox("run", "--command", "wordpress.run-php", "--arg",
+                   "code=unlink('/wordpress/wp-content/database/.ht.sqlite'); echo 'gone';", "--json", "--quiet")
+    doc = json.loads(out.stdout)
+    assert doc["success"], out.stderr
+    bundle = Path(doc["artifacts"]["directory"])
+    assert not (bundle / "files" / "site-state-diff.json").exists()
+    assert verify_bundle(bundle).valid
+    events = [json.loads(line) for line in (bundle / "events.jsonl").read_text(encoding="utf-8").splitlines()]
+    warnings = [e for e in events if e["type"] == "site-state.unavailable"]
+    assert [(e["level"], e["data"]["phase"]) for e in warnings] == [("warning", "after")]
+    assert warnings[0]["data"]["code"] == "database-missing"

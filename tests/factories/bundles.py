@@ -12,6 +12,7 @@ from codebox_tui.bundle.baseline import take_baselines
 from codebox_tui.bundle.capture import BundleSummary, capture_bundle
 from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+from codebox_tui.runtime.session import EvidenceFile as Evidence
 
 GIT = ["git", "-c", "user.email=t@example.test", "-c", "user.name=t"]
 
@@ -20,7 +21,9 @@ def _runtime() -> RuntimeInfo:
     return RuntimeInfo(id="runtime-test", createdAt=utc_now_iso(), environment={"wordpressVersion": "6.5.5"})
 
 
-def make_bundle(tmp: Path, mutate, *, git: bool = False, secrets: list[str] | None = None) -> tuple[BundleSummary, Path]:  # type: ignore[no-untyped-def]
+def make_bundle(tmp: Path, mutate, *, git: bool = False, secrets: list[str] | None = None,  # type: ignore[no-untyped-def]
+                evidence: dict[str, tuple[str, str]] | None = None) -> tuple[BundleSummary, Path]:
+    """``evidence``: extra evidence files the run wrote, path → (kind, JSON text)."""
     source = tmp / "plugin"
     source.mkdir()
     (source / "plugin.php").write_text("".join(f"<?php // line {i}\n" for i in range(40)))
@@ -40,9 +43,14 @@ def make_bundle(tmp: Path, mutate, *, git: bool = False, secrets: list[str] | No
     run_dir = tmp / "run"
     (run_dir / "logs").mkdir(parents=True)
     (run_dir / "events.jsonl").write_text('{"id":"event-1","type":"runtime.created"}\n')
+    listed = []
+    for rel, (kind, text) in (evidence or {}).items():
+        (run_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (run_dir / rel).write_text(text, encoding="utf-8")
+        listed.append(Evidence(path=rel, kind=kind, contentType="application/json"))
     summary = capture_bundle(run_dir, runtime=_runtime(), mounts=[mount], baselines=baselines,
                              policy=RuntimePolicy(commands=["wordpress.run-php"]), metadata={"caller": "test"},
-                             secret_values=secrets or [], evidence=[], test_suites=[])
+                             secret_values=secrets or [], evidence=listed, test_suites=[])
     return summary, pristine
 
 

@@ -261,6 +261,24 @@ def _check_documents(check: _Checker, manifest: dict[str, Any], listed: dict[str
             _check_typed_artifacts(check, listed, path)
         elif kind == "tool-call-transcript":
             _check_tool_calls(check, listed, path)
+        elif kind == "site-state-diff":
+            _check_site_state_diff(check, path)
+
+
+def _check_site_state_diff(check: _Checker, path: str) -> None:
+    """``codebox/site-state-diff/v1`` (docs/site-state.md): the model is the schema."""
+    from pydantic import ValidationError
+
+    from codebox_tui.contracts.site_state import SiteStateDiff
+
+    doc = _load_json(check.bundle, path)
+    try:
+        SiteStateDiff.model_validate(doc)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = "/".join(str(part) for part in first["loc"]) or "(root)"
+        check.add("malformed-reference", f"{path}:{where}",
+                  f"site-state diff must match codebox/site-state-diff/v1: {first['msg']}", file=path)
 
 
 def verify_bundle(bundle_dir: Path | str) -> BundleVerification:

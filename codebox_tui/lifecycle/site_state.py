@@ -1,0 +1,74 @@
+"""The site-state diff of every run (docs/site-state.md, "In every run"): a summary of the site's database
+right after boot, another right before capture (while the sandbox is alive), and their diff written to the
+bundle as ``files/site-state-diff.json`` with its risk flags added to the review's.
+
+A summary that fails (a command may have broken the database) is a warning event, never a failed run.
+"""
+
+from __future__ import annotations
+
+import time
+
+from codebox_tui.bundle import layout
+from codebox_tui.contracts.canonical import pretty_json
+from codebox_tui.contracts.site_state import SiteStateDiff, SiteStateSummary
+from codebox_tui.errors import SandboxError
+from codebox_tui.runtime.session import RunSession
+from codebox_tui.runtime.site_state import take_summary
+from codebox_tui.runtime.site_state_diff import diff_summaries
+
+SITE_STATE_DIFF_KIND = "site-state-diff"
+RISK_FLAG_PREFIX = "site-state:"  # review risk flag: site-state:<RiskFlag.code>
+
+
+def risk_flag_names(diff: SiteStateDiff) -> list[str]:
+    """The review risk flags a diff raises (one per risk code; the subjects are in the diff itself)."""
+    return sorted({RISK_FLAG_PREFIX + risk.code for risk in diff.risks})
+
+
+class SiteStateRecorder:
+    """Takes the two summaries of one run and writes their diff. ``enabled`` is the setting
+    ``CODEBOX_SITE_STATE``; a recorder whose first summary failed (or never ran) writes nothing."""
+
+    def __init__(self, session: RunSession, *, enabled: bool = True) -> None:
+        self.session = session
+        self.enabled = enabled
+        self.before: SiteStateSummary | None = None
+        self.diff: SiteStateDiff | None = None
+        self.seconds = 0.0  # time spent on the summaries and the diff (bench/bench_site_state.py)
+
+    def _summary(self, phase: str) -> SiteStateSummary | None:
+        started = time.monotonic()
+        try:
+            summary = take_summary(self.session.sandbox)
+        except SandboxError as error:
+            self.session.emit("site-state.unavailable", {"phase": phase, **error.to_dict()}, level="warning")
+            return None
+        finally:
+            self.seconds += time.monotonic() - started
+        self.session.emit("site-state.summary", {"phase": phase, "timing": summary.timing})
+        return summary
+
+    def record_before(self) -> None:
+        """Right after boot, before the first command (once)."""
+        if self.enabled and self.before is None and self.session.booted:
+            self.before = self._summary("before")
+
+    def record_after(self) -> SiteStateDiff | None:
+        """Right before capture: the second summary, the diff as evidence and its risk flags for the
+        review. Nothing when the sandbox is gone or the first summary is missing."""
+        if self.before is None or self.diff is not None or not self.session.booted:
+            return None
+        after = self._summary("after")
+        if after is None:
+            return None
+        started = time.monotonic()
+        diff = diff_summaries(self.before, after)
+        doc = diff.model_dump(mode="json", by_alias=True, exclude_none=True)
+        path = self.session.add_evidence(layout.SITE_STATE_DIFF, SITE_STATE_DIFF_KIND, "application/json")
+        path.write_text(self.session.redact(pretty_json(doc)), encoding="utf-8")
+        self.session.extra_risk_flags.extend(risk_flag_names(diff))
+        self.seconds += time.monotonic() - started
+        self.session.emit("site-state.diff", {"empty": diff.empty, "risks": [r.code for r in diff.risks]})
+        self.diff = diff
+        return diff
