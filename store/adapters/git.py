@@ -99,6 +99,8 @@ class GitAdapter(ApplyAdapter):
                 for write in planned:
                     data = write.path.read_bytes() if write.path.exists() else None
                     want = after[write.relative_path].after_sha256
+                    if write.content is not None:  # computed and baseline-checked (a part: no after hash)
+                        want = hashlib.sha256(write.content).hexdigest()
                     if (data is None) != (write.action == "delete") or (
                         data is not None and hashlib.sha256(data).hexdigest() != want
                     ):
