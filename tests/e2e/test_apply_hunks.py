@@ -4,8 +4,11 @@ hashes, and every adapter applies exactly those hunks. Real capture, real SQLite
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -142,3 +145,42 @@ def test_a_hunk_number_out_of_range_names_the_file_and_the_count(tmp_path: Path,
     assert caught.value.field == "--hunk" and "big.txt has 3 hunk(s)" in caught.value.message
     with pytest.raises(BadInputError):
         decide(store, str(cap.bundle_dir), "discard", approver="ana", hunks={"big.txt": [1]})
+
+
+# -- CLI ------------------------------------------------------------------------------------------
+def codebox(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CODEBOX_HOME": str(home)}
+    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+
+
+def test_cli_show_numbers_hunks_and_approve_hunk_applies_exactly_them(tmp_path: Path) -> None:
+    cap = captured(tmp_path)
+    home = tmp_path / "cli-home"
+    shown = codebox(home, "review", "show", str(cap.bundle_dir))
+    assert shown.returncode == 0, shown.stderr
+    assert "hunk 3  @@ -34," in shown.stdout
+    listed = json.loads(codebox(home, "review", "show", str(cap.bundle_dir), "--json").stdout)
+    big = next(f for f in listed["changedFiles"] if f["relativePath"] == "big.txt")
+    assert [h["number"] for h in big["hunks"]] == [1, 2, 3]
+
+    bad = codebox(home, "review", "approve", str(cap.bundle_dir), "--hunk", "big.txt", "--json")
+    assert bad.returncode == 2 and json.loads(bad.stdout)["error"]["field"] == "--hunk"
+
+    made = codebox(home, "review", "approve-files", str(cap.bundle_dir), "--hunk", "big.txt:3",
+                   "--hunk", "big.txt:1", "--approver", "ana", "--json")
+    assert made.returncode == 0, made.stdout + made.stderr
+    decision = json.loads(made.stdout)
+    assert decision["approved_relative_paths"] == ["big.txt"]
+    assert decision["approved_hunks"] == {"big.txt": [big["hunks"][0]["sha256"], big["hunks"][2]["sha256"]]}
+    again = codebox(home, "review", "show", str(cap.bundle_dir))
+    assert "big.txt: hunk(s) 1, 3 of 3" in again.stdout
+
+    target = tmp_path / "target"
+    shutil.copytree(cap.baseline, target)
+    applied = codebox(home, "apply", str(decision["id"]), "--adapter", "directory", "--target", str(target),
+                      "--json")
+    assert applied.returncode == 0, applied.stderr
+    assert json.loads(applied.stdout)["applied_files"] == ["big.txt"]
+    assert (target / "big.txt").read_bytes() == big_after({3, 37})
+    assert (target / "demo.php").read_bytes() == BASELINE["demo.php"]
