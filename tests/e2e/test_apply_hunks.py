@@ -17,16 +17,8 @@ from codebox_tui.errors import BadInputError, ConflictError
 from store.apply import apply_decision
 from store.db import Store
 from store.decisions import decide, read_content, register_bundle
-from tests.factories.apply_back import BASELINE, CHANGES, Captured, capture, git, git_repo, tree
-
-BIG_BEFORE = b"".join(b"line %d\n" % n for n in range(1, 41))
-EDITS = {3: b"line 3 changed\n", 20: b"line 20 changed\nline 20b added\n", 37: b""}  # 1-based line → new text
-
-
-def big_after(chosen: set[int]) -> bytes:
-    """The big file with only the edits at the chosen lines applied (the expected result, built by hand)."""
-    lines = BIG_BEFORE.splitlines(keepends=True)
-    return b"".join(EDITS[n] if n in chosen else line for n, line in enumerate(lines, start=1))
+from tests.factories.apply_back import BASELINE, CHANGES, git, git_repo, tree
+from tests.factories.hunks import EDITS, big_after, captured
 
 
 @pytest.fixture()
@@ -34,18 +26,6 @@ def store(tmp_path: Path) -> Store:
     s = Store.open(tmp_path / "home" / "codebox.sqlite3")
     yield s
     s.close()
-
-
-def captured(tmp_path: Path) -> Captured:
-    """The factory's bundle plus ``big.txt`` (40 lines) edited in three places far apart: three hunks."""
-    changes: dict[str, bytes | None] = {**CHANGES, "big.txt": big_after(set(EDITS))}
-    saved = dict(BASELINE)
-    BASELINE["big.txt"] = BIG_BEFORE  # the factory's baseline, restored below
-    try:
-        return capture(tmp_path, changes)
-    finally:
-        BASELINE.clear()
-        BASELINE.update(saved)
 
 
 def test_the_big_file_has_three_hunks_listed_in_order(tmp_path: Path) -> None:
