@@ -237,11 +237,11 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
     partial = _partial_files(decision, by_name, chosen, blocks)
     if partial:
         try:
-            filtered, blocks = filter_patch(patch_bytes, names, partial)
+            filtered, blocks = filter_patch(patch_bytes, names, {rel: frozenset(h) for rel, h in partial.items()})
         except PatchError as error:
             raise ConflictError(f"{error}; nothing was applied", code="patch-invalid", field=layout.PATCH) from error
     files = tuple(
-        ApprovedChange.of(e, blocks[rel].text, tuple(sorted(partial[rel])) if rel in partial else None)
+        ApprovedChange.of(e, blocks[rel].text, partial.get(rel))
         for rel, e in chosen.items()
     )
     return ApplyPlan(
@@ -260,12 +260,12 @@ def _partial_files(
     by_name: dict[str, ChangedFile],
     chosen: dict[str, ChangedFile],
     blocks: dict[str, PatchBlock],
-) -> dict[str, frozenset[str]]:
+) -> dict[str, tuple[str, ...]]:
     """The files the decision approves in part (docs/contracts.md, "Hunk selection"): relativePath →
     approved hunk hashes, each checked against the file's block of the verified patch. A hash the
     patch does not have refuses the whole apply; a selection of every hunk is the file approved whole;
-    files withheld (never written back) are skipped."""
-    partial: dict[str, frozenset[str]] = {}
+    files withheld (never written back) are skipped. The hashes come back in patch order."""
+    partial: dict[str, tuple[str, ...]] = {}
     problems: list[str] = []
     approved = {by_name[n].relativePath for n in decision.approved_files if n in by_name}
     approved |= {by_name[n.lstrip("/")].relativePath for n in decision.approved_files if n.lstrip("/") in by_name}
@@ -289,7 +289,7 @@ def _partial_files(
             )
             continue
         if set(hashes) != set(known):
-            partial[rel] = frozenset(hashes)
+            partial[rel] = tuple(h for h in known if h in set(hashes))
     if problems:
         raise ConflictError(
             "the approved hunks do not match the bundle's patch: " + "; ".join(problems) + "; nothing was applied",
@@ -377,6 +377,9 @@ def apply_decision(
         else:  # every approved file was withheld: nothing for the adapter to do
             result = ApplyResult(adapter=adapter_name, status="nothing-applied", target={"path": key},
                                  applied_files=[], audit_reference=plan.audit_reference(adapter_name))
+        partial = {f.relative_path: list(f.hunks) for f in plan.files if f.hunks is not None}
+        if partial:  # which files were applied in part (docs/contracts.md, "Hunk selection")
+            result = result.model_copy(update={"target": {**result.target, "approved_hunks": partial}})
         if plan.withheld:
             withheld = [dict(w) for w in plan.withheld]
             result = result.model_copy(update={"target": {**result.target, "withheld": withheld}})

@@ -205,7 +205,7 @@ def split_hunks(block: bytes) -> tuple[bytes, list[RawHunk]]:
                 raise PatchError(f"a hunk ({line.strip()[:60]!r}) is shorter than its header says")
             body = lines[index]
             first = body[:1]
-            if first in (b" ", b"\n", b"\r"):
+            if first in (b" ", b"\n"):
                 old_seen, new_seen = old_seen + 1, new_seen + 1
             elif first == b"-":
                 old_seen += 1

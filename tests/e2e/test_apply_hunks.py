@@ -46,6 +46,7 @@ def test_directory_adapter_writes_only_the_approved_hunks(tmp_path: Path, store:
     shutil.copytree(cap.baseline, target)
     result = apply_decision(store, decision.id, "directory", target)
     assert result.status == "applied"
+    assert result.target["approved_hunks"] == {"big.txt": [hunks[0].sha256, hunks[2].sha256]}
     assert (target / "big.txt").read_bytes() == big_after({3, 37})
     assert (target / "demo.php").read_bytes() == CHANGES["demo.php"]  # other files whole
     assert not (target / "includes/old.php").exists()

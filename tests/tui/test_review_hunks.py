@@ -7,11 +7,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from textual.widgets import Input, Static
 
 from codebox_tui.app import CodeboxApp
-from codebox_tui.screens.dialogs import ApplyDialog, ConfirmDialog
+from codebox_tui.screens.dialogs import ApplyDialog, ConfirmDialog, HelpDialog
 from codebox_tui.screens.review import ReviewScreen
+from codebox_tui.settings import reload_settings
 from store.db import Store
 from store.decisions import read_content
 from tests.factories.apply_back import CHANGES
@@ -67,3 +69,34 @@ async def test_leaving_a_hunk_out_records_and_applies_the_others_only(tmp_path: 
     assert decision.approved_hunks == {"big.txt": [hunks[0].sha256, hunks[2].sha256]}
     assert (target / "big.txt").read_bytes() == big_after({3, 37})
     assert (target / "demo.php").read_bytes() == CHANGES["demo.php"]
+
+
+async def test_the_hunk_toggle_is_remappable_and_listed_in_help(tmp_path: Path, store: Store,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEBOX_KEYMAP", '{"review.toggle_hunk": "ctrl+t"}')
+    reload_settings()
+    cap = captured(tmp_path / "cap")
+    app = CodeboxApp(cap.bundle_dir)
+    async with app.run_test(size=(120, 50)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ReviewScreen)
+        assert screen.query_one(ChangedFileTree).highlight_path("big.txt")
+        await pilot.pause()
+        view = screen.query_one(DiffView)
+        view.focus()
+        await pilot.press("f1")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpDialog)
+        assert "- `ctrl+t`: Toggle hunk" in app.screen.markdown
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("h")  # the default key no longer toggles
+        await pilot.pause()
+        assert view.skipped_hunks == frozenset()
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert view.skipped_hunks == frozenset({0})
+        await pilot.press("ctrl+t")  # and back in
+        await pilot.pause()
+        assert view.skipped_hunks == frozenset()
