@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from codebox_tui.bundle import layout
@@ -27,7 +28,7 @@ from store.apply import (
     _verify_bundle,
 )
 from store.db import BundleRecord, Store
-from store.patchtext import PatchError, RawHunk, filter_patch, split_hunks
+from store.patchtext import PatchError, RawHunk, normalize_patch_path, split_blocks, split_hunks
 
 
 @dataclass(frozen=True)
@@ -45,11 +46,21 @@ class BundleContent:
         entry = next((e for e in self.changed if e.relativePath == relative), None)
         if entry is None:
             return []
+        names = (normalize_patch_path(name) for name in (relative, entry.path))
+        block = next((self._blocks[n] for n in names if n and n in self._blocks), None)
         try:
-            _, blocks = filter_patch(self.patch, {relative: {relative, entry.path}})
-            return split_hunks(blocks[relative].text)[1]
+            return split_hunks(block)[1] if block is not None else []
         except PatchError:
             return []
+
+    @cached_property
+    def _blocks(self) -> dict[str, bytes]:
+        """Each path the patch names → its file block (the patch is split once, not once per file)."""
+        out: dict[str, bytes] = {}
+        for block in split_blocks(self.patch):
+            for path in block.paths:
+                out.setdefault(path, block.text)
+        return out
 
     def hunk_selection(self, picks: dict[str, list[int]]) -> dict[str, list[str]]:
         """Resolve ``{file name: [1-based hunk numbers]}`` to ``{relativePath: [hunk hashes]}``."""

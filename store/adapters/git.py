@@ -232,4 +232,6 @@ def _message(plan: ApplyPlan) -> str:
         f"Codebox-Content-Digest: {plan.content_digest}",
         f"Approved-by: {decision.approver}",
     ]
+    lines += [f"Codebox-Partial: {f.relative_path} ({len(f.hunks)} approved hunk(s))"
+              for f in plan.files if f.hunks is not None]  # docs/contracts.md, "Hunk selection"
     return "\n".join(lines) + "\n"

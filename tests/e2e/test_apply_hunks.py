@@ -63,6 +63,7 @@ def test_git_and_patch_adapters_apply_the_same_subset(tmp_path: Path, store: Sto
     assert result.status == "committed"
     assert (repo / "big.txt").read_bytes() == big_after({20})
     assert git(repo, "status", "--porcelain") == ""
+    assert "Codebox-Partial: big.txt (1 approved hunk(s))" in git(repo, "log", "-1", "--format=%B")
     assert sorted(git(repo, "show", "--name-only", "--format=", "HEAD").split()) == ["big.txt", "readme.txt"]
 
     exported = tmp_path / "approved.patch"
