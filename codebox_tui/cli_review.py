@@ -23,6 +23,7 @@ from store.decisions import decide, prune_discarded, read_content, resolve_bundl
 from store.feedback import record_iterate_feedback
 from store.inbox import import_bundles
 from store.journal import recover, target_lock
+from store.patchtext import RawHunk
 
 review_app = typer.Typer(help="Review captured bundles: list, inspect and decide.", no_args_is_help=True)
 
@@ -85,7 +86,13 @@ def review_show(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
                 "bundle": _bundle_dict(record),
                 "contentDigestVerified": content.content_digest == record.content_digest,
                 "changedFiles": [
-                    e.model_dump(mode="json", include={"relativePath", "path", "status", "mountIndex"})
+                    {
+                        **e.model_dump(mode="json", include={"relativePath", "path", "status", "mountIndex"}),
+                        "hunks": [
+                            {"number": n, "sha256": h.sha256, "header": _hunk_header(h)}
+                            for n, h in enumerate(content.hunks(e.relativePath), start=1)
+                        ],
+                    }
                     for e in content.changed
                 ],
                 "decisions": [d.model_dump(mode="json", by_alias=True, exclude_none=True) for d in decisions],
@@ -100,13 +107,25 @@ def review_show(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
     typer.echo(f"changed  {len(content.changed)} file(s)")
     for e in content.changed:
         typer.echo(f"  {e.status:<9} {e.relativePath}")
+        for n, h in enumerate(content.hunks(e.relativePath), start=1):
+            typer.echo(f"      hunk {n}  {_hunk_header(h)}")
     for d in decisions:
         shown = d.approved_relative_paths if d.approved_relative_paths is not None else d.approved_files
         files = f" [{', '.join(shown)}]" if shown else ""
         reason = f" — {d.reason}" if d.reason else ""
         typer.echo(f"decision {d.id}: {d.action} by {d.approver} at {d.decided_at}{files}{reason}")
+        if d.approved_hunks:
+            hunk_numbers = {rel: [h.sha256 for h in content.hunks(rel)] for rel in d.approved_hunks}
+            for rel, hashes in d.approved_hunks.items():
+                numbers = [str(hunk_numbers[rel].index(h) + 1) if h in hunk_numbers[rel] else h[:12] for h in hashes]
+                typer.echo(f"  {rel}: hunk(s) {', '.join(numbers)} of {len(hunk_numbers[rel])}")
         for a in d.applies:
             typer.echo(f"  applied with {a.adapter} to {a.target} at {a.applied_at} ({a.result.status})")
+
+
+def _hunk_header(hunk: RawHunk) -> str:
+    """The hunk's ``@@`` line, printable (section text from the sandbox is untrusted)."""
+    return safe_text(hunk.text.split(b"\n", 1)[0].decode("utf-8", "replace"))
 
 
 @review_app.command("import")
@@ -136,11 +155,38 @@ def review_import(
         raise typer.Exit(1)
 
 
+HunkOption = typer.Option(
+    None, "--hunk",
+    help="Approve only this hunk of a file: PATH:N, N numbered from 1 as codebox review show lists them "
+    "(repeatable; a file's other hunks are not applied).",
+)
+
+
+def _parse_hunks(values: list[str] | None) -> dict[str, list[int]] | None:
+    """``PATH:N`` options → ``{PATH: [N, …]}`` (a clear error naming --hunk otherwise)."""
+    if not values:
+        return None
+    out: dict[str, list[int]] = {}
+    for value in values:
+        path, sep, number = value.rpartition(":")
+        if not sep or not path.strip() or not number.strip().isdigit() or int(number) < 1:
+            raise BadInputError(
+                f"--hunk {value!r}: expected PATH:N with N a hunk number from 1 (see codebox review show)",
+                code="hunk-invalid",
+                field="--hunk",
+            )
+        out.setdefault(path.strip(), []).append(int(number))
+    return out
+
+
 def _decide(
-    bundle: str, action: str, approver: str | None, reason: str, files: list[str] | None, json_out: bool
+    bundle: str, action: str, approver: str | None, reason: str, files: list[str] | None, json_out: bool,
+    hunks: list[str] | None = None,
 ) -> None:
+    picks = _parse_hunks(hunks)
     with Store.open() as store:
-        decision = decide(store, bundle, action, approver=_approver(approver), reason=reason, files=files)
+        decision = decide(store, bundle, action, approver=_approver(approver), reason=reason, files=files,
+                          hunks=picks)
         feedback = record_iterate_feedback(store, decision)  # iterate: comments recorded, feedback written
     if json_out:
         emit_json(decision)
@@ -151,6 +197,9 @@ def _decide(
         typer.echo(f"feedback ({len(feedback.feedback.comments)} comment(s)): {feedback.markdown}")
         typer.echo(f"                  {feedback.json}")
     files_text = f" ({len(decision.approved_files)} file(s))" if decision.approved_files else ""
+    if decision.approved_hunks:
+        files_text += " (" + ", ".join(
+            f"{rel}: {len(h)} hunk(s)" for rel, h in decision.approved_hunks.items()) + ")"
     where = f" @{decision.bundle_key}" if decision.bundle_key is not None else ""
     typer.echo(f"decision {decision.id}: {decision.action}{files_text} on {decision.artifact_id}{where}")
     if decision.action in ("approve", "approve-files"):
@@ -162,24 +211,26 @@ def review_approve(
     bundle: str = BundleArg,
     approver: str | None = ApproverOption,
     reason: str = ReasonOption,
+    hunks: list[str] | None = HunkOption,
     json_out: bool = JsonOption,
 ) -> None:
-    """Approve every changed file."""
-    _decide(bundle, "approve", approver, reason, None, json_out)
+    """Approve every changed file (with --hunk, the named files only in part)."""
+    _decide(bundle, "approve", approver, reason, None, json_out, hunks)
 
 
 @review_app.command("approve-files")
 def review_approve_files(
     bundle: str = BundleArg,
-    files: list[str] = typer.Option(
-        ..., "--file", "-f", help="A changed file (relativePath or sandbox path)."
+    files: list[str] | None = typer.Option(
+        None, "--file", "-f", help="A changed file (relativePath or sandbox path)."
     ),
     approver: str | None = ApproverOption,
     reason: str = ReasonOption,
+    hunks: list[str] | None = HunkOption,
     json_out: bool = JsonOption,
 ) -> None:
-    """Approve an explicit subset of the changed files."""
-    _decide(bundle, "approve-files", approver, reason, files, json_out)
+    """Approve an explicit subset of the changed files (--file whole, --hunk PATH:N in part)."""
+    _decide(bundle, "approve-files", approver, reason, files, json_out, hunks)
 
 
 @review_app.command("discard")

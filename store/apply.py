@@ -45,7 +45,7 @@ from store.adapters.patch import PatchAdapter
 from store.audit import append_apply_audit
 from store.db import Store
 from store.journal import STAGING_DIR
-from store.patchtext import PatchError, filter_patch
+from store.patchtext import PatchBlock, PatchError, filter_patch, hunk_hashes
 from store.plan import (
     ApplyAdapter,
     ApplyPlan,
@@ -229,11 +229,21 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
             code="multiple-mounts",
             field="approved_files",
         )
+    names = {rel: {rel, e.path} for rel, e in chosen.items()}
     try:
-        filtered, blocks = filter_patch(patch_bytes, {rel: {rel, e.path} for rel, e in chosen.items()})
+        filtered, blocks = filter_patch(patch_bytes, names)
     except PatchError as error:
         raise ConflictError(f"{error}; nothing was applied", code="patch-invalid", field=layout.PATCH) from error
-    files = tuple(ApprovedChange.of(e, blocks[rel].text) for rel, e in chosen.items())
+    partial = _partial_files(decision, by_name, chosen, blocks)
+    if partial:
+        try:
+            filtered, blocks = filter_patch(patch_bytes, names, {rel: frozenset(h) for rel, h in partial.items()})
+        except PatchError as error:
+            raise ConflictError(f"{error}; nothing was applied", code="patch-invalid", field=layout.PATCH) from error
+    files = tuple(
+        ApprovedChange.of(e, blocks[rel].text, partial.get(rel))
+        for rel, e in chosen.items()
+    )
     return ApplyPlan(
         decision=decision,
         bundle_id=bundle.bundle_id,
@@ -243,6 +253,51 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
         patch=filtered,
         withheld=tuple(withheld),
     )
+
+
+def _partial_files(
+    decision: Decision,
+    by_name: dict[str, ChangedFile],
+    chosen: dict[str, ChangedFile],
+    blocks: dict[str, PatchBlock],
+) -> dict[str, tuple[str, ...]]:
+    """The files the decision approves in part (docs/contracts.md, "Hunk selection"): relativePath →
+    approved hunk hashes, each checked against the file's block of the verified patch. A hash the
+    patch does not have refuses the whole apply; a selection of every hunk is the file approved whole;
+    files withheld (never written back) are skipped. The hashes come back in patch order."""
+    partial: dict[str, tuple[str, ...]] = {}
+    problems: list[str] = []
+    approved = {by_name[n].relativePath for n in decision.approved_files if n in by_name}
+    approved |= {by_name[n.lstrip("/")].relativePath for n in decision.approved_files if n.lstrip("/") in by_name}
+    for name, hashes in (decision.approved_hunks or {}).items():
+        entry = by_name.get(name, by_name.get(name.lstrip("/")))
+        if entry is None or entry.relativePath not in approved:
+            problems.append(f"{name}: not an approved file")
+            continue
+        rel = entry.relativePath
+        if rel not in chosen:
+            continue  # withheld
+        try:
+            known = hunk_hashes(blocks[rel].text)
+        except PatchError as error:
+            problems.append(f"{rel}: {error}")
+            continue
+        unknown = sorted(set(hashes) - set(known))
+        if unknown or not hashes:
+            problems.append(
+                f"{rel}: hunk(s) {', '.join(h[:12] for h in unknown) or '(none)'} not in the patch"
+            )
+            continue
+        if set(hashes) != set(known):
+            partial[rel] = tuple(h for h in known if h in set(hashes))
+    if problems:
+        raise ConflictError(
+            "the approved hunks do not match the bundle's patch: " + "; ".join(problems) + "; nothing was applied",
+            code="hunk-mismatch",
+            field="approved_hunks",
+            details={"problems": problems},
+        )
+    return partial
 
 
 def _changed_entries(cf_bytes: bytes) -> list[ChangedFile]:
@@ -282,6 +337,7 @@ def apply_decision(
         "content_digest": decision.content_digest,
         "approver": decision.approver,
         "approved_files": decision.approved_files,
+        **({"approved_hunks": decision.approved_hunks} if decision.approved_hunks else {}),
         "adapter": adapter_name,
         "target": target_text,
     }
@@ -321,6 +377,9 @@ def apply_decision(
         else:  # every approved file was withheld: nothing for the adapter to do
             result = ApplyResult(adapter=adapter_name, status="nothing-applied", target={"path": key},
                                  applied_files=[], audit_reference=plan.audit_reference(adapter_name))
+        partial = {f.relative_path: list(f.hunks) for f in plan.files if f.hunks is not None}
+        if partial:  # which files were applied in part (docs/contracts.md, "Hunk selection")
+            result = result.model_copy(update={"target": {**result.target, "approved_hunks": partial}})
         if plan.withheld:
             withheld = [dict(w) for w in plan.withheld]
             result = result.model_copy(update={"target": {**result.target, "withheld": withheld}})

@@ -181,6 +181,11 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX revisions_revises ON revisions(revises_key);
     """,
+    # 5 (hunk selection, docs/contracts.md "Hunk selection"): a decision's partially approved files,
+    # relativePath → approved hunk hashes (JSON); NULL = every approved file whole.
+    """
+    ALTER TABLE decisions ADD COLUMN approved_hunks TEXT;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -531,6 +536,7 @@ class Store:
         reason: str = "",
         approved_files: list[str] | None = None,
         approved_relative_paths: list[str] | None = None,
+        approved_hunks: dict[str, list[str]] | None = None,
         content_digest: str,
     ) -> Decision:
         """Record a decision on one bundle record (``@key``/int key, or any unique reference) and move
@@ -539,6 +545,8 @@ class Store:
         ``approve``/``approve-files`` need a non-empty ``approved_files`` (sandbox paths, as the
         reference's apply preflight expects; ``approved_relative_paths`` are the same files
         mount-relative); ``discard``/``iterate`` take none, and ``iterate`` needs a reason.
+        ``approved_hunks`` (relativePath → hunk hashes) approves those files only in part; each must be
+        an approved file (:func:`store.decisions.decide` computes and checks the hashes).
         ``content_digest`` is the Mode B digest the reviewer saw; it must equal the record's digest.
         Use :func:`store.decisions.decide` to have the lists and digest computed from the bundle.
         """
@@ -558,6 +566,9 @@ class Store:
             )
         if action not in APPROVING_ACTIONS and (files or relative):
             raise BadInputError(f"{action} takes no approved files", code="decision-invalid", field="approved_files")
+        hunks = _hunk_selection(approved_hunks, relative if relative is not None else files)
+        if hunks and action not in APPROVING_ACTIONS:
+            raise BadInputError(f"{action} takes no hunks", code="decision-invalid", field="approved_hunks")
         if action == "iterate" and not reason.strip():
             raise BadInputError("iterate (request changes) needs a reason", code="decision-invalid", field="reason")
         record = self.get_bundle(bundle)
@@ -582,8 +593,8 @@ class Store:
             )
             cur = conn.execute(
                 """INSERT INTO decisions (bundle_key, bundle_id, sequence, action, approver, reason, approved_files,
-                                          approved_relative_paths, content_digest, decided_at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                                          approved_relative_paths, approved_hunks, content_digest, decided_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (
                     record.key,
                     row["bundle_id"],
@@ -593,6 +604,7 @@ class Store:
                     reason.strip(),
                     json.dumps(files),
                     None if relative is None else json.dumps(relative),
+                    json.dumps(hunks) if hunks else None,
                     content_digest,
                     decided_at,
                 ),
@@ -644,6 +656,7 @@ class Store:
             for a in self._query("SELECT * FROM applies WHERE decision_id = ? ORDER BY id", (row["id"],))
         ]
         relative = row["approved_relative_paths"]
+        hunks = row["approved_hunks"]
         return Decision(
             id=row["id"],
             sequence=row["sequence"],
@@ -651,6 +664,7 @@ class Store:
             artifact_id=row["bundle_id"],
             approved_files=json.loads(row["approved_files"]),
             approved_relative_paths=None if relative is None else json.loads(relative),
+            approved_hunks=None if hunks is None else json.loads(hunks),
             approver=row["approver"],
             reason=row["reason"],
             decided_at=row["decided_at"],
@@ -716,6 +730,24 @@ class Store:
 
 _BUNDLE_SELECT = "SELECT b.*, COUNT(d.id) AS decisions FROM bundles b LEFT JOIN decisions d ON d.bundle_key = b.key"
 _DECISION_SELECT = "SELECT d.*, b.path AS bundle_path FROM decisions d JOIN bundles b ON b.key = d.bundle_key"
+
+
+def _hunk_selection(hunks: dict[str, list[str]] | None, approved: list[str]) -> dict[str, list[str]]:
+    """Check a decision's hunk selection: approved files only, each a non-empty list of distinct sha256s."""
+    out: dict[str, list[str]] = {}
+    for rel, hashes in (hunks or {}).items():
+        if rel not in approved:
+            raise BadInputError(
+                f"hunks selected in {rel}, which is not an approved file", code="decision-invalid",
+                field="approved_hunks",
+            )
+        if not hashes or any(not isinstance(h, str) or not re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes):
+            raise BadInputError(
+                f"approved_hunks[{rel!r}] must be a non-empty list of sha256 hex digests", code="decision-invalid",
+                field="approved_hunks",
+            )
+        out[rel] = list(dict.fromkeys(hashes))
+    return out
 
 
 def _split_sql(script: str) -> list[str]:

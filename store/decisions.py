@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from codebox_tui.bundle import layout
@@ -27,6 +28,7 @@ from store.apply import (
     _verify_bundle,
 )
 from store.db import BundleRecord, Store
+from store.patchtext import PatchError, RawHunk, normalize_patch_path, split_blocks, split_hunks
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,50 @@ class BundleContent:
     bundle_id: str
     content_digest: str
     changed: list[ChangedFile]
+    patch: bytes = b""  # files/patch.diff, the bytes the digest covers
+
+    def hunks(self, relative: str) -> list[RawHunk]:
+        """The hunks of one changed file's block, in patch order (hunk N is ``hunks(rel)[N - 1]``; none
+        for a binary or mode-only change, or a file the patch has no block for)."""
+        entry = next((e for e in self.changed if e.relativePath == relative), None)
+        if entry is None:
+            return []
+        names = (normalize_patch_path(name) for name in (relative, entry.path))
+        block = next((self._blocks[n] for n in names if n and n in self._blocks), None)
+        try:
+            return split_hunks(block)[1] if block is not None else []
+        except PatchError:
+            return []
+
+    @cached_property
+    def _blocks(self) -> dict[str, bytes]:
+        """Each path the patch names → its file block (the patch is split once, not once per file)."""
+        out: dict[str, bytes] = {}
+        for block in split_blocks(self.patch):
+            for path in block.paths:
+                out.setdefault(path, block.text)
+        return out
+
+    def hunk_selection(self, picks: dict[str, list[int]]) -> dict[str, list[str]]:
+        """Resolve ``{file name: [1-based hunk numbers]}`` to ``{relativePath: [hunk hashes]}``."""
+        out: dict[str, list[str]] = {}
+        for name, numbers in picks.items():
+            rel = self.resolve([name])[0]
+            hunks = self.hunks(rel)
+            wrong = [n for n in numbers if not 1 <= n <= len(hunks)]
+            if wrong or not numbers:
+                raise BadInputError(
+                    f"{rel} has {len(hunks)} hunk(s) (numbered from 1, as codebox review show lists them); "
+                    f"no hunk {', '.join(map(str, wrong)) or '(none given)'}",
+                    code="hunk-unknown",
+                    field="--hunk",
+                    details={"file": rel, "hunks": len(hunks), "wrong": wrong},
+                )
+            chosen = out.setdefault(rel, [])
+            for n in sorted(set(numbers)):
+                if hunks[n - 1].sha256 not in chosen:
+                    chosen.append(hunks[n - 1].sha256)
+        return out
 
     @property
     def relative_paths(self) -> list[str]:
@@ -90,7 +136,7 @@ def read_content(bundle_dir: Path, *, verify: bool = True) -> BundleContent:
         ) from error
     cf = _read_evidence(bundle_dir, layout.CHANGED_FILES)
     patch = _read_evidence(bundle_dir, layout.PATCH)
-    return BundleContent(bundle_id, content_digest_of(cf, patch), _changed_entries(cf))
+    return BundleContent(bundle_id, content_digest_of(cf, patch), _changed_entries(cf), patch)
 
 
 def register_bundle(
@@ -125,14 +171,18 @@ def decide(
     approver: str,
     reason: str = "",
     files: list[str] | None = None,
+    hunks: dict[str, list[int]] | None = None,
 ) -> Decision:
     """Record ``action`` on a bundle with the digest and file list computed from its bytes.
 
     ``approve`` approves every changed file; ``approve-files`` the given subset; ``discard`` and
     ``iterate`` approve nothing (the bundle directory is kept; ``codebox artifacts prune`` deletes).
+    ``hunks`` (file name → 1-based hunk numbers) approves those files only in part: with ``approve``
+    the other files stay whole, with ``approve-files`` the files are added to the approved ones
+    (docs/contracts.md, "Hunk selection").
     """
     bundle = resolve_bundle(store, bundle_ref)
-    return decide_on(store, bundle, action, approver=approver, reason=reason, files=files)
+    return decide_on(store, bundle, action, approver=approver, reason=reason, files=files, hunks=hunks)
 
 
 def decide_on(
@@ -143,6 +193,7 @@ def decide_on(
     approver: str,
     reason: str = "",
     files: list[str] | None = None,
+    hunks: dict[str, list[int]] | None = None,
 ) -> Decision:
     """:func:`decide` on one known bundle record."""
     content = read_content(Path(bundle.path))
@@ -153,6 +204,11 @@ def decide_on(
             field="bundle",
         )
     approved: list[str] = []
+    if hunks and action not in ("approve", "approve-files"):
+        raise BadInputError(f"{action} takes no hunks", code="decision-invalid", field="--hunk")
+    selection = content.hunk_selection(hunks) if hunks else {}
+    if action == "approve-files" and selection:
+        files = [*(files or []), *selection]
     if action == "approve":
         if files:
             raise BadInputError("approve takes no files; use approve-files", code="decision-invalid", field="--file")
@@ -172,6 +228,7 @@ def decide_on(
         reason=reason,
         approved_files=content.sandbox_paths(approved),
         approved_relative_paths=approved if action in ("approve", "approve-files") else None,
+        approved_hunks=selection or None,
         content_digest=content.content_digest,
     )
 

@@ -9,6 +9,8 @@ with ``surrogateescape`` so every byte, valid UTF-8 or not, survives the round t
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass
 
 from codebox_tui.bundle.patchparse import parse_section, split_sections
@@ -49,12 +51,17 @@ def split_blocks(patch: bytes) -> list[PatchBlock]:
     return blocks
 
 
-def filter_patch(patch: bytes, approved: dict[str, set[str]]) -> tuple[bytes, dict[str, PatchBlock]]:
-    """Keep the blocks of the approved files, unchanged and in order.
+def filter_patch(
+    patch: bytes,
+    approved: dict[str, set[str]],
+    hunks: dict[str, frozenset[str]] | None = None,
+) -> tuple[bytes, dict[str, PatchBlock]]:
+    """Keep the blocks of the approved files, in order; unchanged, or cut to the chosen hunks.
 
     ``approved`` maps each approved file (its relativePath) to its candidate names (relativePath
-    and sandbox path). Every approved file must be matched by exactly one block.
-    Returns the filtered patch and the block of each approved file.
+    and sandbox path). Every approved file must be matched by exactly one block. ``hunks`` maps a
+    partially approved file to the hashes of its approved hunks (:func:`select_hunks`).
+    Returns the filtered patch and the (possibly cut) block of each approved file.
     """
     candidates = {
         key: {n for n in (normalize_patch_path(name) for name in names) if n} for key, names in approved.items()
@@ -68,6 +75,11 @@ def filter_patch(patch: bytes, approved: dict[str, set[str]]) -> tuple[bytes, di
         for key in owners:
             if key in by_file:
                 raise PatchError(f"the patch has more than one block for {key}")
+            chosen = (hunks or {}).get(key)
+            if chosen is not None:
+                if len(owners) > 1:
+                    raise PatchError(f"the patch block for {key} names more than one approved file")
+                block = PatchBlock(text=select_hunks(block.text, chosen), paths=block.paths)
             by_file[key] = block
         kept.append(block.text)
     missing = sorted(set(approved) - set(by_file))
@@ -136,4 +148,111 @@ def apply_block(before: bytes | None, block: bytes) -> bytes:
         out.extend(hunk.new)
         cursor = start + len(hunk.old)
     out.extend(source[cursor:])
+    return b"".join(out)
+
+
+# -- single hunks (docs/contracts.md, "Hunk selection") ------------------------------------------
+
+_HUNK_HEADER = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class RawHunk:
+    """One hunk of a file's block exactly as in the patch: the ``@@`` line and its body lines."""
+
+    text: bytes  # header line through the last body line (and any ``\\ No newline`` marker), newlines kept
+    old_start: int
+    old_count: int
+    new_start: int
+    new_count: int
+    tail: bytes  # the header line after ``+c,d @@`` (section text and its ``\n``), as written
+
+    @property
+    def sha256(self) -> str:
+        """The hunk's hash as recorded in a decision: sha256 of :attr:`text`."""
+        return hashlib.sha256(self.text).hexdigest()
+
+
+def split_hunks(block: bytes) -> tuple[bytes, list[RawHunk]]:
+    """A file block's header (everything before its first ``@@`` line) and its hunks, exactly.
+
+    Each hunk is its header line plus as many body lines as the header's counts need (``' '`` counts on
+    both sides, ``-`` on the old, ``+`` on the new, an empty line as context), then any ``\\`` marker lines.
+    A block without hunks (a binary or mode-only change) has none. Raises :class:`PatchError` if a hunk is
+    shorter than its header says.
+    """
+    lines = block.splitlines(keepends=True)
+    index = 0
+    while index < len(lines) and not lines[index].startswith(b"@@ "):
+        index += 1
+    header = b"".join(lines[:index])
+    hunks: list[RawHunk] = []
+    while index < len(lines):
+        line = lines[index]
+        match = _HUNK_HEADER.match(line)
+        if match is None:
+            if line.strip() == b"" and all(rest.strip() == b"" for rest in lines[index:]):
+                break  # the blank separator after a file section
+            raise PatchError(f"unexpected line {index + 1} in a hunk section: {line[:60]!r}")
+        old_start, new_start = int(match.group(1)), int(match.group(3))
+        old_count = int(match.group(2)) if match.group(2) is not None else 1
+        new_count = int(match.group(4)) if match.group(4) is not None else 1
+        begin = index
+        index += 1
+        old_seen = new_seen = 0
+        while old_seen < old_count or new_seen < new_count:
+            if index >= len(lines):
+                raise PatchError(f"a hunk ({line.strip()[:60]!r}) is shorter than its header says")
+            body = lines[index]
+            first = body[:1]
+            if first in (b" ", b"\n"):
+                old_seen, new_seen = old_seen + 1, new_seen + 1
+            elif first == b"-":
+                old_seen += 1
+            elif first == b"+":
+                new_seen += 1
+            elif first != b"\\":
+                raise PatchError(f"a hunk ({line.strip()[:60]!r}) is shorter than its header says")
+            index += 1
+        while index < len(lines) and lines[index].startswith(b"\\"):
+            index += 1
+        hunks.append(
+            RawHunk(b"".join(lines[begin:index]), old_start, old_count, new_start, new_count, match.group(5))
+        )
+    return header, hunks
+
+
+def hunk_hashes(block: bytes) -> list[str]:
+    """The sha256 of each hunk of a file's block, in patch order (hunk N is ``hunk_hashes(block)[N - 1]``)."""
+    return [hunk.sha256 for hunk in split_hunks(block)[1]]
+
+
+def select_hunks(block: bytes, chosen: set[str] | frozenset[str]) -> bytes:
+    """The block with only the hunks whose hashes are in ``chosen`` (each must be one of the block's).
+
+    Kept hunks are unchanged except the new-side start of their ``@@`` line: each skipped hunk before
+    them no longer adds ``new_count - old_count`` lines, so later new starts move by that much. Counts
+    stay the same (hunks are kept whole), so the result is a patch ``git apply`` accepts for exactly
+    those hunks.
+    """
+    header, hunks = split_hunks(block)
+    known = {hunk.sha256 for hunk in hunks}
+    unknown = sorted(set(chosen) - known)
+    if unknown:
+        raise PatchError(f"hunk hash(es) not in the patch: {', '.join(h[:12] for h in unknown)}")
+    if not chosen:
+        raise PatchError("no hunk selected")
+    shift = 0
+    out = [header]
+    for hunk in hunks:
+        if hunk.sha256 not in chosen:
+            shift += hunk.new_count - hunk.old_count
+            continue
+        if shift == 0:
+            out.append(hunk.text)
+            continue
+        body = hunk.text.split(b"\n", 1)[1] if b"\n" in hunk.text else b""
+        new_start = hunk.new_start - shift
+        line = f"@@ -{hunk.old_start},{hunk.old_count} +{new_start},{hunk.new_count} @@".encode() + hunk.tail
+        out.append(line + body)
     return b"".join(out)

@@ -31,11 +31,17 @@ class ApprovedChange:
     after_sha256: str | None
     after_mode: str | None
     mount_index: int
-    block: bytes
+    block: bytes  # the file's block, cut to the approved hunks when ``hunks`` is set
     binary: bool = False
+    # approved in part (docs/contracts.md, "Hunk selection"): the approved hunks' hashes; None = whole
+    hunks: tuple[str, ...] | None = None
+
+    @property
+    def partial(self) -> bool:
+        return self.hunks is not None
 
     @classmethod
-    def of(cls, entry: ChangedFile, block: bytes) -> ApprovedChange:
+    def of(cls, entry: ChangedFile, block: bytes, hunks: tuple[str, ...] | None = None) -> ApprovedChange:
         return cls(
             relative_path=entry.relativePath,
             sandbox_path=entry.path or entry.relativePath,
@@ -46,6 +52,7 @@ class ApprovedChange:
             mount_index=entry.mountIndex,
             block=block,
             binary=entry.binary,
+            hunks=hunks,
         )
 
 
@@ -69,7 +76,7 @@ class ApplyPlan:
     bundle_dir: Path
     content_digest: str
     files: tuple[ApprovedChange, ...]
-    patch: bytes  # the approved subset of patch.diff, blocks unchanged
+    patch: bytes  # the approved subset of patch.diff: blocks unchanged, or cut to their approved hunks
     options: dict[str, str] = field(default_factory=dict)
     # approved files in never-written-back folders (NEVER_WRITTEN_BACK): left out of ``files`` and
     # ``patch``, recorded in the result's ``target.withheld``
@@ -94,7 +101,7 @@ class ApplyPlan:
             if _unsafe_component(root_real, path):
                 return False
             current = _read_regular(path)
-            if isinstance(current, str):
+            if isinstance(current, str) or change.partial:  # a part's after bytes are not recorded
                 return False
             if change.status == "deleted":
                 if current is not None:
@@ -155,7 +162,9 @@ class ApplyPlan:
             except PatchError as error:
                 conflicts.append({"file": change.relative_path, "reason": f"patch does not apply: {error}"})
                 continue
-            if hashlib.sha256(content).hexdigest() != change.after_sha256:
+            # a file approved in part has no recorded after hash: its content is the baseline (checked
+            # above) with exactly the approved hunks applied
+            if not change.partial and hashlib.sha256(content).hexdigest() != change.after_sha256:
                 conflicts.append(
                     {
                         "file": change.relative_path,

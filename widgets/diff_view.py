@@ -45,6 +45,8 @@ MATCH = Style(color="black", bgcolor="#e5c07b")
 MATCH_CURRENT = Style(color="black", bgcolor="#ff9e3b", bold=True, underline=True)
 ESCAPE = Style(color="#ff5fd7", bgcolor="#3a1f3a", bold=True)  # a control character shown as an escape
 LINE_CURSOR = Style(reverse=True)  # the line cursor / selected range, in the line-number gutter
+HUNK_SKIPPED = Style(color="#e06c75", bold=True)  # a hunk left out of the approval (its @@ line)
+HUNK_KEPT = Style(color="#98c379")
 # Line marks (review comments): a marker after the sign, coloured by the comment type.
 MARK_STYLES = {"issue": Style(color="#ff6b6b", bold=True), "suggestion": Style(color="#e5c07b", bold=True),
                "note": Style(color="#61afef", bold=True), "praise": Style(color="#98c379", bold=True)}
@@ -142,6 +144,9 @@ class DiffView(ScrollView, can_focus=True):
 ## Diff view
 - `n` / `N`: next / previous search match (next / previous hunk while nothing is searched)
 - `}` / `{` (or `p`): next / previous hunk (next / previous file: the screen's `]` / `[`)
+- `h` (the Review screen): leave the hunk under the line cursor out of the approval, or take it back in;
+  left-out hunks are marked `✗ not approved` on their `@@` line, the others `✓` (docs/contracts.md,
+  "Hunk selection")
 - `/`: search in the diff (the screen's search field; `enter` searches, `escape` closes it)
 - `w`: soft wrap on / off (long lines continue on the next screen lines)
 - `H` / `L`: half a screen left / right; `0` / `$`: first / last column (the status line shows `col A-B of N`)
@@ -244,6 +249,7 @@ class DiffView(ScrollView, can_focus=True):
         self._notes: dict[int, list[tuple[str, str]]] = {}  # model row -> inline lines (kind, text) under it
         self._notes_version = 0
         self._base_counts: list[int] = []  # display lines of each logical line before its notes
+        self.skipped_hunks: frozenset[int] = frozenset()  # 0-based hunks left out of the approval (shown file)
 
     def show_file(self, path: str, block: str, *, max_line: int = MAX_LINE) -> None:
         """Show one file's section of a patch (see ``diff_model.split_patch``).
@@ -470,6 +476,9 @@ class DiffView(ScrollView, can_focus=True):
         parts = [self.model.rows[0].text if self.model.rows else self.model.path]
         if self.model.hunk_rows:
             parts.append(f"hunk {max(1, self._current_hunk() + 1)}/{len(self.model.hunk_rows)}")
+            if self.skipped_hunks:
+                kept = len(self.model.hunk_rows) - len(self.skipped_hunks)
+                parts.append(f"{kept} of {len(self.model.hunk_rows)} hunks approved")
         if self.wrap:
             parts.append("wrap")
         else:
@@ -616,6 +625,11 @@ class DiffView(ScrollView, can_focus=True):
             return old, new, body
         lead = "  " if row.kind != "header" else ""
         body = [Segment(lead, base), *_overlay(row.text, [(row.text, NULL)], row.escapes, base, ESCAPE)]
+        if row.kind == "hunk" and self.skipped_hunks and self.model is not None:
+            skipped = bisect.bisect_right(self.model.hunk_rows, index) - 1 in self.skipped_hunks
+            body[0] = Segment("✗ " if skipped else "✓ ", HUNK_SKIPPED if skipped else HUNK_KEPT)
+            if skipped:
+                body.append(Segment("  not approved", HUNK_SKIPPED))
         if self.search_query and index in self._match_set:
             body = self._mark_query(body, 0, self._is_current_match(index))
         return None, None, body
@@ -956,6 +970,23 @@ class DiffView(ScrollView, can_focus=True):
             if built >= PREFETCH_CHUNK:
                 self._schedule_prefetch()
                 return
+
+    def set_skipped_hunks(self, skipped: frozenset[int]) -> None:
+        """Mark the shown file's hunks left out of the approval (0-based; empty = all approved)."""
+        if skipped != self.skipped_hunks:
+            self.skipped_hunks = skipped
+            self._cache.clear()
+            self._final.clear()
+            self.refresh()
+            self._post_status()
+
+    def hunk_at_cursor(self) -> int:
+        """The 0-based hunk holding the line cursor (else the hunk at the top of the view); -1 if none."""
+        if not self.model or not self.model.hunk_rows:
+            return -1
+        if self.cursor_row >= 0:
+            return max(0, bisect.bisect_right(self.model.hunk_rows, self.cursor_row) - 1)
+        return max(0, self._current_hunk())
 
     def _current_hunk(self) -> int:
         if not self.model or not self.model.hunk_rows:

@@ -8,7 +8,7 @@ everything else) so a third-party adapter's raw dict is checked the same way.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field
 
@@ -90,6 +90,9 @@ def normalize_apply_result(raw: object) -> ApplyResult:
     )
 
 
+HunkHash = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
 class Decision(Contract):
     """A reviewer's decision on one bundle, as stored and as printed with ``--json``.
 
@@ -100,7 +103,10 @@ class Decision(Contract):
     (the same files mount-relative; absent in decisions recorded before it existed, whose
     ``approved_files`` were mount-relative — apply-back accepts both), ``bundle_key`` and
     ``bundle_directory`` (the store record and directory decided on: several directories can share
-    a Mode A ``artifact_id``).
+    a Mode A ``artifact_id``), and ``approved_hunks`` (docs/contracts.md, "Hunk selection"): for a
+    file approved only in part, its ``relativePath`` → the sha256 of each approved hunk (the hunk's
+    ``@@`` line through its last body line, exact bytes of ``files/patch.diff``); a file not listed
+    is approved whole. Absent when no file is approved in part.
     """
 
     schema_: Literal["wp-codebox/artifact-review-decision/v1"] = Field(
@@ -112,6 +118,7 @@ class Decision(Contract):
     artifact_id: str
     approved_files: list[str] = Field(default_factory=list)
     approved_relative_paths: list[str] | None = None
+    approved_hunks: dict[str, list[HunkHash]] | None = None
     approver: str
     reason: str = ""
     decided_at: str

@@ -59,10 +59,12 @@ def load(bundle_dir: Path) -> LoadedBundle:
     return load_bundle(bundle_dir)
 
 
-def decide(store: Store, bundle_dir: Path, action: str, *, files: list[str] | None = None, reason: str = "") -> Any:
-    """Record a decision (registering the bundle first if the store has not seen it)."""
+def decide(store: Store, bundle_dir: Path, action: str, *, files: list[str] | None = None, reason: str = "",
+           hunks: dict[str, list[int]] | None = None) -> Any:
+    """Record a decision (registering the bundle first if the store has not seen it); ``hunks`` approves
+    files in part (relativePath → 1-based hunk numbers, docs/contracts.md "Hunk selection")."""
     record = register(store, bundle_dir)  # this directory's own record: a Mode A id may be shared
-    decision = decide_on(store, record, action, approver=current_user(), reason=reason, files=files)
+    decision = decide_on(store, record, action, approver=current_user(), reason=reason, files=files, hunks=hunks)
     record_iterate_feedback(store, decision)  # iterate: the open comments are recorded, feedback written
     return decision
 

@@ -69,6 +69,11 @@ class ReviewScreen(Screen[None]):
 Inspect what the sandbox changed, then decide. Decisions are recorded in the store with the
 content digest you reviewed; nothing is applied until you choose an adapter.
 
+## Hunks
+- `h`: leave the hunk under the line cursor (or at the top of the diff) out of the approval, or take it
+  back in. Left-out hunks are marked `✗ not approved`; `a` / `A` then approve the other hunks only, and
+  the confirmation lists "k of n hunks" per file. The decision records each approved hunk's hash.
+
 ## Comments
 - `c`: comment on the diff line under the line cursor (`J` / `K` or a click), or on the range selected with `v`
 - `C`: comment on the whole file; `e` / `x`: edit / delete the comment at the cursor (or the file's comment)
@@ -85,6 +90,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "approve_all", "Approve all", show=False, id="review.approve_all"),
         Binding("A", "approve_selected", "Approve selected", show=False, id="review.approve_selected"),
+        Binding("h", "toggle_hunk", "Toggle hunk", show=False, id="review.toggle_hunk"),
         Binding("d", "discard", "Discard", show=False, id="review.discard"),
         Binding("i", "iterate", "Request changes", show=False, id="review.iterate"),
         Binding("]", "next_file", "Next file", id="review.next_file"),
@@ -109,6 +115,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.checks = data.bundle_checks(self.bundle_dir, self.bundle.test_results)
         self.comments: list[Any] = []  # store.comments.Comment of this bundle directory
         self.revisions = self._load_revisions()  # data.RevisionView when the review has several revisions
+        self.skipped_hunks: dict[str, set[int]] = {}  # relativePath → 0-based hunks left out (``h``)
+        self.hunk_totals: dict[str, int] = {}  # relativePath → its number of hunks (files shown)
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
@@ -180,6 +188,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             view.show_message(f"No patch block for {rel}.")
         else:
             view.show_file(rel, block)
+            view.set_skipped_hunks(frozenset(self.skipped_hunks.get(rel, ())))
         self.query_one(ChangedFileTree).mark_viewed(entry)
         self._show_comments()
 
@@ -416,7 +425,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
 
     # -- decisions -------------------------------------------------------------------------
     def _decide(self, action: str, files: list[str] | None = None, reason: str = "",
-                shown_files: list[str] | None = None) -> None:
+                shown_files: list[str] | None = None, hunks: dict[str, list[int]] | None = None) -> None:
         if action in ("approve", "approve-files") and not self.bundle.valid:
             self.notify("An invalid bundle cannot be approved.", severity="error")
             return
@@ -425,7 +434,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         listed = files if files is not None else shown_files
         if listed is not None:
             lines.append("Files:")
-            lines += [f"  - {safe_text(f)}" for f in listed]
+            lines += [f"  - {safe_text(f)}" + (f"  ({len(hunks[f])} of {self.hunk_totals[f]} hunks)"
+                                               if hunks and f in hunks else "") for f in listed]
         if reason:
             lines.append(f"Reason: {reason}")
         warning = data.decision_warning(self.bundle_dir)  # already discarded or applied: say so first
@@ -437,7 +447,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                 return
             store = data.open_store()
             try:
-                decision = data.decide(store, self.bundle_dir, action, files=files, reason=reason)
+                decision = data.decide(store, self.bundle_dir, action, files=files, reason=reason, hunks=hunks)
             except Exception as error:  # a store refusal is shown, never a traceback
                 self.notify(safe_text(error), severity="error", timeout=8, markup=False)
                 return
@@ -462,14 +472,61 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             return str(recorded or "?")
 
     def action_approve_all(self) -> None:
-        self._decide("approve", shown_files=[f.relativePath for f in self.bundle.changed_files])
+        every = [f.relativePath for f in self.bundle.changed_files]
+        hunks, left_out = self._hunk_picks(every)
+        if left_out:  # every hunk of some file left out: approve the others explicitly
+            kept = [rel for rel in every if rel not in left_out]
+            if not kept:
+                self.notify("Every hunk is left out: nothing to approve.", severity="warning")
+                return
+            self._decide("approve-files", files=kept, hunks=hunks or None)
+            return
+        self._decide("approve", shown_files=every, hunks=hunks or None)
 
     def action_approve_selected(self) -> None:
         selected = sorted(self.query_one(ChangedFileTree).selected)
         if not selected:
             self.notify("Select files with space first.", severity="warning")
             return
-        self._decide("approve-files", files=selected)
+        hunks, left_out = self._hunk_picks(selected)
+        kept = [rel for rel in selected if rel not in left_out]
+        if not kept:
+            self.notify("Every hunk of the selected files is left out: nothing to approve.", severity="warning")
+            return
+        self._decide("approve-files", files=kept, hunks=hunks or None)
+
+    # -- single hunks (docs/contracts.md, "Hunk selection") ------------------------------------------
+    def _hunk_picks(self, files: list[str]) -> tuple[dict[str, list[int]], set[str]]:
+        """The 1-based approved hunks of each of ``files`` with hunks left out, and the files left out whole."""
+        picks: dict[str, list[int]] = {}
+        left_out: set[str] = set()
+        for rel in files:
+            skipped = self.skipped_hunks.get(rel)
+            if not skipped:
+                continue
+            kept = [n + 1 for n in range(self.hunk_totals[rel]) if n not in skipped]
+            if kept:
+                picks[rel] = kept
+            else:
+                left_out.add(rel)
+        return picks, left_out
+
+    def action_toggle_hunk(self) -> None:
+        """Leave the hunk under the cursor out of the approval, or take it back in (``h``)."""
+        view = self.query_one(DiffView)
+        rel = self._current_path()
+        index = view.hunk_at_cursor()
+        if rel is None or index < 0 or view.model is None:
+            self.notify("No hunk here to leave out (binary or empty change).", severity="warning")
+            return
+        total = len(view.model.hunk_rows)
+        self.hunk_totals[rel] = total
+        skipped = self.skipped_hunks.setdefault(rel, set())
+        skipped.symmetric_difference_update({index})
+        view.set_skipped_hunks(frozenset(skipped))
+        state = "left out of" if index in skipped else "back in"
+        self.notify(f"{safe_text(rel)}: hunk {index + 1} {state} the approval "
+                    f"({total - len(skipped)} of {total} hunks approved).", markup=False)
 
     def action_discard(self) -> None:
         self._decide("discard")

@@ -99,6 +99,8 @@ class GitAdapter(ApplyAdapter):
                 for write in planned:
                     data = write.path.read_bytes() if write.path.exists() else None
                     want = after[write.relative_path].after_sha256
+                    if write.content is not None:  # computed and baseline-checked (a part: no after hash)
+                        want = hashlib.sha256(write.content).hexdigest()
                     if (data is None) != (write.action == "delete") or (
                         data is not None and hashlib.sha256(data).hexdigest() != want
                     ):
@@ -230,4 +232,6 @@ def _message(plan: ApplyPlan) -> str:
         f"Codebox-Content-Digest: {plan.content_digest}",
         f"Approved-by: {decision.approver}",
     ]
+    lines += [f"Codebox-Partial: {f.relative_path} ({len(f.hunks)} approved hunk(s))"
+              for f in plan.files if f.hunks is not None]  # docs/contracts.md, "Hunk selection"
     return "\n".join(lines) + "\n"
