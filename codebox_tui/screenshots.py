@@ -313,12 +313,29 @@ def main() -> int:
             app.push_screen(LiveRunScreen(run_dir=bundle))
             await pilot.pause(0.3)
 
+        async def review_comment(app: Any, pilot: Any) -> None:
+            await open_review(app, pilot)
+            app.screen.query_one("#diff").focus()
+            await pilot.press(*["J"] * 8, "c")
+            await pilot.pause()
+            for char in "Escape the card name before printing it":
+                await pilot.press("space" if char == " " else char)
+            await pilot.press("enter")
+            await pilot.pause(0.3)
+
+        async def review_hunks(app: Any, pilot: Any) -> None:
+            await open_review(app, pilot)
+            app.screen.query_one("#diff").focus()
+            await pilot.press(*["J"] * 3, "h")
+            await pilot.pause(0.3)
+
         OUT.mkdir(exist_ok=True)
         shots: list[tuple[str, Step | None]] = [
             ("home", None), ("review-diff", open_review), ("review-tests", review_tests),
             ("review-events", review_events), ("review-evidence", review_evidence), ("decide-confirm", confirm),
             ("launch", launch),
-            ("help", help_panel), ("live-run", live),
+            ("help", help_panel), ("live-run", live), ("review-comment", review_comment),
+            ("review-hunks", review_hunks),
         ]
         hostile = build_hostile_bundle(work / "hostile")
 
