@@ -1,4 +1,4 @@
-"""Launch form: mounts, command and arguments, WordPress version, policy."""
+"""Launch form: recipe, mounts, command and arguments, WordPress and PHP versions, policy, hold."""
 
 from __future__ import annotations
 
@@ -15,7 +15,12 @@ from textual.widgets import Button, Input, Label, Select
 from codebox_tui.runtime.catalog import command_catalog
 from codebox_tui.screens.dialogs import DIALOG_CSS
 from codebox_tui.settings import get_settings
-from codebox_tui.versions import DEFAULT_WP_VERSION
+from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
+
+
+def _field(label: str, widget: Input | Select[str]) -> Horizontal:
+    """One labelled row of the form."""
+    return Horizontal(Label(label, classes="field-label"), widget, classes="field")
 
 
 class LaunchScreen(ModalScreen[None]):
@@ -26,6 +31,11 @@ LaunchScreen.-compact .dialog Input, LaunchScreen.-compact .dialog Select { marg
 LaunchScreen.-compact .dialog Input { background: $boost; }
 LaunchScreen.-compact .dialog .title { margin-bottom: 1; }
 LaunchScreen.-compact .dialog .buttons { margin-top: 0; }
+LaunchScreen .field { height: auto; }
+LaunchScreen .field-label { width: 11; padding: 1 1 0 0; color: $text-muted; }
+LaunchScreen.-compact .field-label { padding: 0 1 0 0; }
+LaunchScreen .field Input, LaunchScreen .field Select { width: 1fr; }
+LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
 """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="launch.cancel")]
     HELP = """\
@@ -33,6 +43,7 @@ LaunchScreen.-compact .dialog .buttons { margin-top: 0; }
 - Mounts: `HOST:SANDBOX[:readonly|readwrite|live]`, several separated by spaces; `readwrite` (the
   default) works on a private copy, your folder changes only when you apply a decision; `live` writes through
 - Arguments: `key=value` pairs (quote values with spaces)
+- WordPress / PHP: a shipped WordPress build (6.2–6.5, beta, nightly) and a PHP version (7.4, 8.0–8.5)
 - Policy: leave empty for the default (network denied, only this command allowed)
 - Hold: keep the sandbox and its live preview up after the command (`90s`, `15m`, `2h`); `c` on the
   Live run screen closes it early
@@ -45,15 +56,19 @@ LaunchScreen.-compact .dialog .buttons { margin-top: 0; }
         commands = [(c.id, c.id) for c in command_catalog().commands if c.handler != "policy-only"]
         with Vertical(classes="dialog"):
             yield Label("Launch a sandbox", classes="title")
-            yield Input(placeholder="recipe file (optional; runs the recipe instead of the command below)",
-                        id="recipe")
-            yield Input(placeholder="mounts: /path/to/plugin:/wordpress/wp-content/plugins/my-plugin:readwrite",
-                        id="mounts")
-            yield Select(commands, value="wordpress.run-php", allow_blank=False, id="command")
-            yield Input(placeholder="arguments: code-file=probe.php", id="args")
-            yield Input(value=DEFAULT_WP_VERSION, placeholder="WordPress version", id="wp")
-            yield Input(placeholder='policy JSON or file (optional)', id="policy")
-            yield Input(placeholder="hold the live preview after the command, e.g. 15m (optional)", id="hold")
+            yield _field("Recipe", Input(placeholder="optional; runs the recipe instead of the command below",
+                                         id="recipe"))
+            yield _field("Mounts", Input(placeholder="/path/to/plugin:/wordpress/wp-content/plugins/my-plugin",
+                                         id="mounts"))
+            yield _field("Command", Select(commands, value="wordpress.run-php", allow_blank=False, id="command"))
+            yield _field("Arguments", Input(placeholder="code-file=probe.php", id="args"))
+            yield Horizontal(Label("WordPress", classes="field-label"),
+                             Input(value=DEFAULT_WP_VERSION, placeholder="e.g. 6.5", id="wp"),
+                             Label("PHP", classes="field-label second"),
+                             Input(value=DEFAULT_PHP_VERSION, placeholder="e.g. 8.3", id="php"), classes="field")
+            yield _field("Policy", Input(placeholder="JSON or a file (optional)", id="policy"))
+            yield _field("Hold", Input(placeholder="keep the live preview up after the command, e.g. 15m",
+                                       id="hold"))
             yield Label("", id="launch-error")
             with Horizontal(classes="buttons"):
                 yield Button("Cancel", id="cancel")
@@ -104,6 +119,7 @@ LaunchScreen.-compact .dialog .buttons { margin-top: 0; }
                 commands=[CommandStep(command, shlex.split(self.query_one("#args", Input).value))],
                 policy=policy_from_text(self.query_one("#policy", Input).value),
                 wp=self.query_one("#wp", Input).value.strip() or DEFAULT_WP_VERSION,
+                php=self.query_one("#php", Input).value.strip() or DEFAULT_PHP_VERSION,
                 hold_s=parse_duration(hold_text, "hold") if hold_text else None,
                 artifacts_root=get_settings().artifacts_dir,
             )
