@@ -7,11 +7,6 @@ import json
 import os
 import random
 import shutil
-import signal
-import subprocess
-import sys
-import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -20,47 +15,30 @@ from store.db import Store
 from store.decisions import decide
 from store.journal import recover
 from tests.factories.apply_back import BASELINE, CHANGES, capture, tree
+from tests.factories.sigkill import child_script
+from tests.factories.sigkill import run_child as run_sigkill_child
 
 pytestmark = pytest.mark.sigkill
 
 EXTRA = {f"gen/part-{i:02d}/file.php": b"<?php\n// generated %d\n" % i + b"x" * 2000 + b"\n" for i in range(24)}
 ALL_CHANGES: dict[str, bytes | None] = {**CHANGES, **EXTRA}
 
-_CHILD = textwrap.dedent(
+_CHILD = child_script(
     """
-    import sys, time
     from pathlib import Path
     from store.db import Store
     from store.apply import load_adapter, prepare_plan
     store = Store.open(Path(sys.argv[1]))
     plan = prepare_plan(store, store.get_decision(int(sys.argv[2])))
     adapter = load_adapter("directory")
-    sys.stdout.write("ready\\n"); sys.stdout.flush()
-    start = time.perf_counter()
+    # -- work --
     adapter.apply(plan, sys.argv[3])
-    sys.stdout.write(f"{time.perf_counter() - start}\\n"); sys.stdout.flush()
     """
 )
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_child(db: Path, decision: int, target: Path, kill_after: float | None) -> float | None:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, str(db), str(decision), str(target)],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready"
-    if kill_after is None:
-        elapsed = float(proc.stdout.readline())
-        assert proc.wait(timeout=60) == 0
-        return elapsed
-    time.sleep(kill_after)  # the kill instant itself (random), not a wait for anything
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=60)
-    return None
+    return run_sigkill_child(_CHILD, [str(db), str(decision), str(target)], kill_after)
 
 
 def test_sigkill_during_directory_apply_leaves_target_unchanged_or_fully_applied(tmp_path: Path) -> None:

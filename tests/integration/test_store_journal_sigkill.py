@@ -6,57 +6,36 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
-import subprocess
-import sys
-import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
 from store.journal import recover
 from tests.factories.journal_trees import make_tree, snapshot
+from tests.factories.sigkill import child_script
+from tests.factories.sigkill import run_child as run_sigkill_child
 
 pytestmark = [pytest.mark.integration, pytest.mark.sigkill]
 
 
-_CHILD = textwrap.dedent(
+_CHILD = child_script(
     """
-    import sys, time
     from pathlib import Path
     from tests.factories.journal_trees import plan
     from store.journal import recover, target_lock, transactional_write
     root = Path(sys.argv[1])
     files = int(sys.argv[2])
     writes = plan(root, files)
-    sys.stdout.write("ready\\n"); sys.stdout.flush()
-    start = time.perf_counter()
+    # -- work --
     with target_lock(root):
         recover(root)
         transactional_write(root, writes)
-    sys.stdout.write(f"{time.perf_counter() - start}\\n"); sys.stdout.flush()
     """
 )
 
 
 def run_child(root: Path, files: int, kill_after: float | None) -> float | None:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, str(root), str(files)],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready"
-    if kill_after is None:
-        elapsed = float(proc.stdout.readline())
-        assert proc.wait(timeout=60) == 0
-        return elapsed
-    time.sleep(kill_after)  # the kill instant itself (random), not a wait for anything
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=60)
-    return None
+    return run_sigkill_child(_CHILD, [str(root), str(files)], kill_after)
 
 
 def test_sigkill_at_random_points_leaves_target_unchanged_or_fully_applied(tmp_path: Path) -> None:
