@@ -5,6 +5,10 @@ PY := $(VENV)/bin/python
 STAMP := .make
 NODE_DIR := codebox_tui/runtime/node
 PYTEST_ARGS ?=
+# pytest runs on PYTEST_WORKERS processes (pytest-xdist), whole test files per worker so a file's shared
+# sandbox is booted once (docs/performance.md, "Test suite"). PYTEST_WORKERS=1: one process, no xdist.
+PYTEST_WORKERS ?= 2
+XDIST := $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile,-p no:xdist)
 
 .PHONY: setup demo test lint typecheck unit pytest schemas screenshots bench clean
 
@@ -45,11 +49,11 @@ typecheck: setup
 	$(VENV)/bin/mypy
 
 pytest: setup
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
 ## The quick part: no Playground, no Chromium, no killed processes (tests/unit, tests/tui, snapshots…).
 unit: setup
-	$(PY) -m pytest -q -m "not integration and not playground" $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) -m "not integration and not playground" $(PYTEST_ARGS)
 
 schemas: setup
 	$(PY) -m codebox_tui.contracts.schemas --write
