@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 from contextlib import contextmanager
 from pathlib import Path
@@ -312,8 +313,13 @@ def test_preview_listens_on_loopback_unless_asked(playground_session) -> None:
 # -- 4. sidecar leftovers of a SIGKILLed codebox are swept -------------------------------------------------
 
 
-def test_sidecar_temp_folder_and_log_of_a_killed_process_are_swept(tmp_path: Path) -> None:
+def test_sidecar_temp_folder_and_log_of_a_killed_process_are_swept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "home"
+    # A private temp folder for the killed process and for the sweep below: any other Codebox process on
+    # the machine (another pytest worker, a CLI run) sweeps the shared one and could take the leftovers first.
+    temp_root = tmp_path / "tmp"
+    temp_root.mkdir()
     script = textwrap.dedent(f"""\
         import os, sys, time
         os.environ["CODEBOX_HOME"] = {str(home)!r}
@@ -325,9 +331,10 @@ def test_sidecar_temp_folder_and_log_of_a_killed_process_are_swept(tmp_path: Pat
         time.sleep(600)
         """)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+                            env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(temp_root)})
     assert proc.stdout is not None
     tmp_dir, log_path, sidecar_pid = proc.stdout.readline().split()
+    assert Path(tmp_dir).parent == temp_root and Path(log_path).parent == temp_root
     assert Path(tmp_dir).is_dir() and Path(log_path).is_file()
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
@@ -339,6 +346,7 @@ def test_sidecar_temp_folder_and_log_of_a_killed_process_are_swept(tmp_path: Pat
     from codebox_tui.runtime import playground
     from codebox_tui.runtime.sidecar import abandoned_sidecar_files
 
+    monkeypatch.setattr(tempfile, "tempdir", str(temp_root))  # the sweep looks in tempfile.gettempdir()
     assert {str(p) for p in abandoned_sidecar_files()} >= {tmp_dir, log_path}
     playground._sweep_once(tmp_path / "another-root")  # what the next codebox process does first
     wait_until(lambda: not Path(tmp_dir).exists() and not Path(log_path).exists(), timeout=30, interval=0.1)
