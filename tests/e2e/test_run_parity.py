@@ -40,7 +40,8 @@ ARGS: dict[str, list[str]] = {
     "wordpress.ability": ["name=demo/none"],
     "wordpress.phpunit": ["plugin-slug=shortcode-demo", "test-file=tests/GreetTest.php"],
     "wordpress.browser-probe": ["url=/"],
-    "wordpress.browser-actions": ['steps-json=[{"action": "navigate", "url": "/"}]'],
+    # the 10 s default step timeout is too short for a first page load while two pytest workers share 2 cores
+    "wordpress.browser-actions": ['steps-json=[{"action": "navigate", "url": "/"}]', "step-timeout=60s"],
     "wordpress.capture-state-bundle": ["sections=summary,options", "snapshot-exclude-wp-content=themes"],
     "wp-codebox.checkpoint-create": ["name=before", "snapshot-exclude-wp-content=themes"],
     "wp-codebox.checkpoint-list": [],
