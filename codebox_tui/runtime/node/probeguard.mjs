@@ -46,7 +46,7 @@ if (!isMainThread) delete process.env.CODEBOX_PROBE_TOKEN;
 
 // What a PHP runtime reads when it starts: php.ini and the folder of extensions and the .ini files PHP
 // scans (intl.ini loads intl.so from there). Recorded per PHP instance by its first probe (the boot
-// check, before any command): path -> bytes.
+// check, before any command): path -> digest, and the bytes to put back.
 const EXTENSIONS = `${SHARED}/extensions`;
 const startFiles = new WeakMap();
 
@@ -70,8 +70,25 @@ function removeTree(FS, path) {
   }
 }
 
+// The sha256 of a file's bytes, remembered per file node while its change time and size stay the same
+// (every write sets the change time; `touch()` sets only the access and modification times, and a
+// rename or a new file is a new node), so the ICU data and intl.so (~12 MB) are hashed once, not per probe.
+const digests = new WeakMap();
+function fileDigest(FS, path) {
+  const node = FS.lookupPath(path, { follow: false }).node;
+  const stat = FS.lstat(path);
+  const key = `${stat.size}:${stat.ctime?.getTime?.() ?? node.ctime}:${stat.mtime?.getTime?.() ?? node.mtime}`;
+  const known = digests.get(node);
+  if (known && known.key === key) return known.digest;
+  const digest = createHash('sha256').update(FS.readFile(path)).digest('hex');
+  digests.set(node, { key, digest });
+  return digest;
+}
+
 // path -> "sha256:<hex>" | "link:<target>" | "dir" | "other", for every entry of /internal/shared and
-// below it, except the opcache file cache (rewritten by every request) and Codebox's own aside names.
+// below it, except the opcache file cache (rewritten by every request), wp-env.php (a record Playground's
+// preload writes when WordPress first loads; no request runs it) and Codebox's own aside names.
+const UNTRACKED = new Set([OPCACHE, `${SHARED}/wp-env.php`]);
 function controlFiles(FS) {
   const out = {};
   let count = 0;
@@ -80,13 +97,13 @@ function controlFiles(FS) {
     try { names = FS.readdir(dir).filter((n) => n !== '.' && n !== '..').sort(); } catch { return; }
     for (const name of names) {
       const path = `${dir}/${name}`;
-      if (path === OPCACHE || name.startsWith('.codebox-probe-')) continue;
+      if (UNTRACKED.has(path) || name.startsWith('.codebox-probe-')) continue;
       if (++count > MAX_CONTROL_ENTRIES) { out[`${dir}/…`] = 'truncated'; return; }
       const stat = lstat(FS, path);
       if (!stat) continue;
       if (FS.isLink(stat.mode)) out[path] = `link:${FS.readlink(path)}`;
       else if (FS.isDir(stat.mode)) { out[path] = 'dir'; walk(path); }
-      else if (FS.isFile(stat.mode)) out[path] = `sha256:${createHash('sha256').update(FS.readFile(path)).digest('hex')}`;
+      else if (FS.isFile(stat.mode)) out[path] = `sha256:${fileDigest(FS, path)}`;
       else out[path] = 'other';
     }
   };
@@ -102,7 +119,7 @@ function startupFiles(FS) {
     if (FS.isDir(stat.mode)) {
       for (const name of FS.readdir(path).filter((n) => n !== '.' && n !== '..').sort()) add(`${path}/${name}`);
     } else {
-      out.set(path, FS.isFile(stat.mode) ? Buffer.from(FS.readFile(path)) : null);  // null: not a file
+      out.set(path, FS.isFile(stat.mode) ? fileDigest(FS, path) : `mode:${stat.mode}`);
     }
   };
   add(PHP_INI);
@@ -112,11 +129,19 @@ function startupFiles(FS) {
 
 function sameFiles(a, b) {
   if (a.size !== b.size) return false;
-  for (const [path, bytes] of a) {
-    const other = b.get(path);
-    if (!bytes || !other || !bytes.equals(other)) return false;
+  for (const [path, digest] of a) {
+    if (b.get(path) !== digest) return false;
   }
   return true;
+}
+
+function readAll(FS, paths) {
+  const out = new Map();
+  for (const [path, digest] of paths) {
+    if (digest.startsWith('mode:')) continue;  // not a regular file at start: nothing to put back
+    out.set(path, Buffer.from(FS.readFile(path)));
+  }
+  return out;
 }
 
 function moveAside(FS, path) {
@@ -176,17 +201,17 @@ Object.defineProperty(PHP.prototype, 'runStream', {
     try {
       const control = controlFiles(FS());
       const current = startupFiles(FS());
-      if (!startFiles.has(php)) startFiles.set(php, current);
+      if (!startFiles.has(php)) startFiles.set(php, { digests: current, bytes: readAll(FS(), current) });
       const original = startFiles.get(php);
-      if (!sameFiles(current, original)) {
+      if (!sameFiles(current, original.digests)) {
         // The sandbox changed what a runtime reads at start: run the probe in a runtime started from the
         // original files (a rotation), the sandbox's set aside meanwhile.
         iniAside = moveAside(FS(), PHP_INI);
         extensionsAside = moveAside(FS(), EXTENSIONS);
         rotated = true;
-        for (const [path, bytes] of original) {
+        for (const [path, bytes] of original.bytes) {
           FS().mkdirTree(path.substring(0, path.lastIndexOf('/')));
-          if (bytes) FS().writeFile(path, bytes);
+          FS().writeFile(path, bytes);
         }
         await php.rotateRuntime();
       }
