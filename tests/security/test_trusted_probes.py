@@ -190,3 +190,20 @@ def test_a_planted_prepend_changes_neither_a_checkpoint_nor_its_restore(make_run
               for row in table.rows}
     assert "evil-admin" in logins
     assert _forged_in_ordinary_request(run)  # the sandbox's prepend was put back after each probe
+
+
+def test_the_sidecar_refuses_to_start_without_the_probe_guard(tmp_path: Path) -> None:
+    """Defence in depth: without probeguard.mjs preloaded there are no probes, so no sidecar starts."""
+    import shutil
+    import subprocess
+
+    from codebox_tui.settings import NODE_BRIDGE_DIR
+
+    node = shutil.which("node")
+    assert node, "node is needed for the Playground bridge"
+    done = subprocess.run([node, "--import", "./netguard.mjs", "--import", "./nospawn.mjs", "sidecar.mjs"],
+                          cwd=NODE_BRIDGE_DIR, input="", capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CODEBOX_NETWORK_POLICY": "deny"})
+    assert done.returncode == 3, (done.returncode, done.stderr[-500:])
+    assert "probeguard.mjs was not preloaded" in done.stderr
+    assert '"event":"hello"' not in done.stdout
