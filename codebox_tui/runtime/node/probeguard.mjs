@@ -160,7 +160,10 @@ function putBack(FS, path, aside) {
 function dropCompiled(FS, path) {
   let ids;
   try { ids = FS.readdir(OPCACHE).filter((n) => n !== '.' && n !== '..'); } catch { return; }
-  for (const id of ids) removeTree(FS, `${OPCACHE}/${id}${path}.bin`);
+  for (const id of ids) {
+    const stat = lstat(FS, `${OPCACHE}/${id}`);
+    if (stat && FS.isDir(stat.mode)) removeTree(FS, `${OPCACHE}/${id}${path}.bin`);  // never through a link
+  }
 }
 
 const originalRunStream = PHP.prototype.runStream;
