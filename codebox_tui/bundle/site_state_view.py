@@ -26,6 +26,7 @@ def site_state_counts(diff: SiteStateDiff) -> dict[str, int]:
         "users": len(diff.users), "roles": len(diff.roles), "cron": len(diff.cron), "posts": len(diff.posts),
         "terms": len(diff.terms), "rewriteRules": len(diff.rewriteRulesAdded) + len(diff.rewriteRulesRemoved),
         "settings": sum(v is not None for v in (diff.activePlugins, diff.theme, diff.siteurl, diff.home)),
+        "controlFiles": len(diff.controlFiles),
     }
 
 
@@ -97,6 +98,8 @@ def site_state_lines(diff: SiteStateDiff) -> list[str]:
         ("Terms", [f"  {_MARK[t.status]} {_s(t.kind)} {_s(t.id)} {_s(t.label)}" for t in diff.terms]),
         ("Rewrite rules", [f"  + {_s(r)}" for r in diff.rewriteRulesAdded]
          + [f"  - {_s(r)}" for r in diff.rewriteRulesRemoved]),
+        ("Control files (run before or inside WordPress)",
+         [f"  {_MARK[c.status]} {_s(c.path)} {c.status}" for c in diff.controlFiles]),
         ("Settings", [*_setting("active_plugins", diff.activePlugins), *_setting("theme", diff.theme),
                       *_setting("siteurl", diff.siteurl), *_setting("home", diff.home)]),
     ]

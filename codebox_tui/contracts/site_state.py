@@ -97,6 +97,11 @@ class SiteStateSummary(Contract):
     theme: ThemeState
     siteurl: str
     home: str
+    controlFiles: dict[str, str] = Field(
+        default_factory=dict,
+        description="files that run before or inside WordPress without being a plugin (Playground's "
+                    "/internal/shared: php.ini, prepend, preload, extensions; wp-content drop-ins and mu-plugins): "
+                    "path -> 'sha256:<hex>', 'link:<target>', 'dir' or 'other' (docs/security.md)")
     timing: dict[str, int] = Field(default_factory=dict, description="phpMs (inside the sandbox) and totalMs")
 
 
@@ -154,6 +159,13 @@ class CronChange(Contract):
     timestamp: int
 
 
+class ControlFileChange(Contract):
+    path: str
+    status: ChangeStatus
+    before: str | None = Field(None, description="'sha256:<hex>', 'link:<target>', 'dir' or 'other'")
+    after: str | None = None
+
+
 class ValueChange(Contract):
     before: Any = None
     after: Any = None
@@ -161,10 +173,10 @@ class ValueChange(Contract):
 
 class RiskFlag(Contract):
     code: Literal["new-administrator", "capabilities-granted", "siteurl-changed", "home-changed",
-                  "active-plugins-changed", "cron-event-added", "theme-changed"]
+                  "active-plugins-changed", "cron-event-added", "theme-changed", "sandbox-control-file-modified"]
     severity: Literal["high", "medium"]
     message: str
-    subject: str = Field(description="what the flag is about: a user login, role, option or hook")
+    subject: str = Field(description="what the flag is about: a user login, role, option, hook or file path")
 
 
 class SiteStateDiff(Contract):
@@ -187,6 +199,7 @@ class SiteStateDiff(Contract):
     theme: ValueChange | None = None
     siteurl: ValueChange | None = None
     home: ValueChange | None = None
+    controlFiles: list[ControlFileChange] = Field(default_factory=list)
     risks: list[RiskFlag] = Field(default_factory=list)
     empty: bool = Field(description="true when nothing changed")
 

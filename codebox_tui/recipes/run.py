@@ -392,8 +392,8 @@ def _collect_declared(session: Any, art: Any) -> dict[str, Any]:
             f" elseif (filesize($p) > {MAX_DECLARED_BYTES}) {{ echo json_encode(['exists' => true, 'size' => "
             "filesize($p)]); } else { echo json_encode(['exists' => true, 'size' => filesize($p), "
             "'b64' => base64_encode(file_get_contents($p))]); }")
-    try:
-        found = _json_tail(session.sandbox.run_php(code, 120).text)
+    try:  # a probe: no file the sandbox planted runs in it and rewrites what it reads (docs/security.md)
+        found = _json_tail(session.sandbox.probe_php(code, 120).text)
     except CodeboxError as exc:
         return {**out, "status": "error", "error": exc.message}
     if not found.get("exists"):

@@ -225,6 +225,20 @@ class PlaygroundSandbox:
         return PhpResult(text=str(result.get("text", "")), exit_code=int(result.get("exitCode") or 0),
                          errors=str(result.get("errors") or ""), truncated=result.get("truncated") or None)
 
+    def probe_php(self, code: str, timeout_s: float) -> PhpResult:
+        """Codebox's own measurement: ``code`` runs with Codebox's php.ini, so nothing the sandbox planted in
+        ``/internal/shared`` (prepend, preload, php.ini, compiled scripts) runs with it (docs/security.md,
+        "What the sandbox can and cannot forge"; ``node/probeguard.mjs``)."""
+        try:
+            result = self.sidecar.request("probe", {"sandbox": self.id, "code": code,
+                                                    "maxOutputBytes": _max_output_bytes()}, timeout_s)
+        except SandboxError as error:
+            if error.code in ("sidecar-error", "Error"):
+                return _failed_run(error.message)
+            raise
+        return PhpResult(text=str(result.get("text", "")), exit_code=int(result.get("exitCode") or 0),
+                         errors=str(result.get("errors") or ""), truncated=result.get("truncated") or None)
+
     def run_cli(self, argv: list[str], timeout_s: float, env: dict[str, str] | None = None) -> PhpResult:
         params: dict[str, Any] = {"sandbox": self.id, "argv": argv, "maxOutputBytes": _max_output_bytes()}
         if env:

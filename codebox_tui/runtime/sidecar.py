@@ -34,7 +34,8 @@ from codebox_tui.versions import DEFAULT_PHP_VERSION
 ProgressCallback = Callable[[str, dict[str, Any]], None]
 TMP_PREFIX = "codebox-sidecar-tmp-"
 LOG_PREFIX = "codebox-sidecar-"
-NODE_ARGS = ["--import", "./netguard.mjs", "--import", "./nospawn.mjs", "sidecar.mjs",
+NODE_ARGS = ["--import", "./netguard.mjs", "--import", "./nospawn.mjs", "--import", "./probeguard.mjs",
+             "sidecar.mjs",
              f"--default-php={DEFAULT_PHP_VERSION}"]
 
 

@@ -64,11 +64,13 @@ def _php_source() -> str:
     return text[len("<?php"):] if text.startswith("<?php") else text
 
 
-def _run(sandbox: Sandbox, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-    """Run one action of site_state.php and return its parsed JSON result."""
+def _run(sandbox: Sandbox, request: dict[str, Any], timeout_s: float, *, probe: bool = True) -> dict[str, Any]:
+    """Run one action of site_state.php and return its parsed JSON result. Actions that do not load
+    WordPress run as a probe: nothing the sandbox planted runs with them (docs/security.md, "What the
+    sandbox can and cannot forge")."""
     encoded = base64.b64encode(json.dumps(request).encode("utf-8")).decode("ascii")
     code = f"<?php\n$codebox_state_request = json_decode(base64_decode('{encoded}'), true);\n{_php_source()}"
-    result = sandbox.run_php(code, timeout_s)
+    result = sandbox.probe_php(code, timeout_s) if probe else sandbox.run_php(code, timeout_s)
     action = request["action"]
     try:
         value = json.loads(result.text)
@@ -102,7 +104,8 @@ def take_summary(sandbox: Sandbox, *, timeout_s: float = 60.0, max_rows: int = 5
     started = time.monotonic()
     value = _run(sandbox, {"action": "summary", "maxRows": max_rows, "previewBytes": 200}, timeout_s)
     php_ms = value.pop("phpMs", 0)
-    value = {key: ({} if item == [] and key in ("options", "tables", "posts", "terms", "users", "roles") else item)
+    mappings = ("options", "tables", "posts", "terms", "users", "roles", "controlFiles")
+    value = {key: ({} if item == [] and key in mappings else item)
              for key, item in value.items()}
     summary = _validated(SiteStateSummary, {**value, "takenAt": utc_now_iso(),
                                             "timing": {"phpMs": php_ms if isinstance(php_ms, int) else 0,
@@ -116,8 +119,9 @@ def export_wordpress_state(sandbox: Sandbox, config: StateExportConfig | None = 
                            timeout_s: float = 120.0) -> StateExport:
     """The ``wordpress-state`` export of the given sections (loads WordPress inside the sandbox)."""
     config = config or StateExportConfig()
+    # It loads WordPress, so the plugins under review run in it anyway: an ordinary request, advisory.
     value = _run(sandbox, {"action": "export", "config": config.model_dump(mode="json"),
-                           "secretPattern": SECRET_NAME_PHP, "maxItems": 1000}, timeout_s)
+                           "secretPattern": SECRET_NAME_PHP, "maxItems": 1000}, timeout_s, probe=False)
     sections = value.get("sections")
     if not isinstance(sections, dict):
         raise SandboxError("wordpress-state export: the sandbox returned no sections", code="site-state-malformed")
@@ -320,7 +324,7 @@ def restore_snapshot(sandbox: Sandbox, snapshot: RuntimeSnapshot, *, timeout_s: 
 
 def _run_quiet(sandbox: Sandbox, code: str) -> None:
     try:
-        sandbox.run_php(code, 30.0)
+        sandbox.probe_php(code, 30.0)
     except SandboxError:
         pass
 

@@ -7,9 +7,10 @@ compared and which changes raise which flag.
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Final, Literal
 
 from codebox_tui.contracts.site_state import (
+    ControlFileChange,
     CronChange,
     OptionChange,
     RecordChange,
@@ -174,6 +175,17 @@ def _cron(before: SiteStateSummary, after: SiteStateSummary) -> list[CronChange]
     return changes
 
 
+def _control_files(before: SiteStateSummary, after: SiteStateSummary) -> list[ControlFileChange]:
+    out = []
+    for path in sorted(set(before.controlFiles) | set(after.controlFiles)):
+        old, new = before.controlFiles.get(path), after.controlFiles.get(path)
+        if old != new:
+            status: Literal["added", "changed", "deleted"] = \
+                "added" if old is None else "deleted" if new is None else "changed"
+            out.append(ControlFileChange(path=path, status=status, before=old, after=new))
+    return out
+
+
 def _value(old: object, new: object) -> ValueChange | None:
     return None if old == new else ValueChange(before=old, after=new)
 
@@ -219,6 +231,13 @@ def _risks(diff: SiteStateDiff, before: SiteStateSummary, after: SiteStateSummar
             risks.append(RiskFlag(code="cron-event-added", severity="medium", subject=event.hook,
                                   message=f"cron event {event.hook} scheduled"
                                   + (f" ({event.schedule})" if event.schedule else " (once)")))
+    for change in diff.controlFiles:
+        # /internal/shared runs before every request (docs/security.md); a drop-in or mu-plugin inside WordPress
+        internal = change.path.startswith("/internal/")
+        risks.append(RiskFlag(code="sandbox-control-file-modified", severity="high" if internal else "medium",
+                              subject=change.path,
+                              message=f"{'sandbox control file' if internal else 'drop-in or mu-plugin'} "
+                              f"{change.path} {change.status}"))
     return risks
 
 
@@ -235,10 +254,10 @@ def diff_summaries(before: SiteStateSummary, after: SiteStateSummary) -> SiteSta
         activePlugins=_value(before.activePlugins, after.activePlugins),
         theme=_value(before.theme.model_dump(), after.theme.model_dump()),
         siteurl=_value(before.siteurl, after.siteurl), home=_value(before.home, after.home),
-        empty=False,
+        controlFiles=_control_files(before, after), empty=False,
     )
     diff.risks = _risks(diff, before, after)
     diff.empty = not any((diff.options, diff.tables, diff.posts, diff.terms, diff.users, diff.roles, diff.cron,
                           diff.rewriteRulesAdded, diff.rewriteRulesRemoved, diff.activePlugins, diff.theme,
-                          diff.siteurl, diff.home))
+                          diff.siteurl, diff.home, diff.controlFiles))
     return diff

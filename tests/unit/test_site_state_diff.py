@@ -155,3 +155,27 @@ def test_rewrite_rules_added_and_removed() -> None:
 def test_truncated_sections_mark_the_diff_incomplete() -> None:
     diff = diff_summaries(_summary(truncated=["posts"]), _summary())
     assert diff.incomplete == ["posts"]
+
+
+def test_control_files_added_changed_deleted_are_flagged_by_where_they_run() -> None:
+    before = _summary(controlFiles={"/internal/shared/auto_prepend_file.php": "sha256:" + "1" * 64,
+                                    "/internal/shared/php.ini": "sha256:" + "2" * 64,
+                                    "/wordpress/wp-content/db.php": "sha256:" + "3" * 64})
+    after = _summary(controlFiles={"/internal/shared/auto_prepend_file.php": "sha256:" + "9" * 64,
+                                   "/internal/shared/preload/zz.php": "sha256:" + "4" * 64,
+                                   "/wordpress/wp-content/db.php": "sha256:" + "3" * 64,
+                                   "/wordpress/wp-content/object-cache.php": "link:/tmp/x.php"})
+    diff = diff_summaries(before, after)
+    assert [(c.path, c.status) for c in diff.controlFiles] == [
+        ("/internal/shared/auto_prepend_file.php", "changed"), ("/internal/shared/php.ini", "deleted"),
+        ("/internal/shared/preload/zz.php", "added"), ("/wordpress/wp-content/object-cache.php", "added")]
+    flags = {(r.subject, r.severity) for r in diff.risks if r.code == "sandbox-control-file-modified"}
+    assert flags == {("/internal/shared/auto_prepend_file.php", "high"), ("/internal/shared/php.ini", "high"),
+                     ("/internal/shared/preload/zz.php", "high"), ("/wordpress/wp-content/object-cache.php", "medium")}
+    assert not diff.empty
+
+
+def test_unchanged_control_files_are_not_a_change() -> None:
+    files = {"/internal/shared/php.ini": "sha256:" + "2" * 64, "/wordpress/wp-content/mu-plugins": "dir"}
+    diff = diff_summaries(_summary(controlFiles=files), _summary(controlFiles=dict(files)))
+    assert diff.empty and not diff.controlFiles and not diff.risks

@@ -14,7 +14,7 @@ from codebox_tui.runtime.backend import PhpResult
 
 
 class ScriptedSandbox:
-    """Answers every run_php with one fixed output (the sandbox under test is the parser, not PHP)."""
+    """Answers every run_php and probe_php with one fixed output (the sandbox under test is the parser, not PHP)."""
 
     wordpress_version = "6.5.5"
     php_version = "8.3.0"
@@ -26,6 +26,8 @@ class ScriptedSandbox:
     def run_php(self, code: str, timeout_s: float) -> PhpResult:
         self.codes.append(code)
         return PhpResult(text=self.text, exit_code=0)
+
+    probe_php = run_php
 
 
 def _summary_output(**changes: Any) -> dict[str, Any]:

@@ -15,6 +15,11 @@ if (!globalThis.__codeboxSpawnRefused) {
   process.stderr.write('nospawn.mjs was not preloaded (node --import ./nospawn.mjs); refusing to start\n');
   process.exit(3);
 }
+// Codebox's own measurements run as probes that no sandbox-planted file can join (probeguard.mjs).
+if (!globalThis.__codeboxProbeGuard || !globalThis.__codeboxProbeToken) {
+  process.stderr.write('probeguard.mjs was not preloaded (node --import ./probeguard.mjs); refusing to start\n');
+  process.exit(3);
+}
 
 const sandboxes = new Map();
 const out = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
@@ -88,6 +93,31 @@ function checkMountOverlap(hostPaths) {
 const SPAWN_PROBE = "<?php $p = @proc_open(['php', '-r', 'echo 1;'], [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);"
   + " $out = $p ? stream_get_contents($pipes[1]) : ''; $rc = $p ? proc_close($p) : 127;"
   + " echo ($out === '' && $rc === 127) ? 'refused' : 'spawned';";
+
+// Check after every boot that a probe runs its own code with the sandbox's prepend set aside and that the
+// next ordinary request has the sandbox's prepend again; fail closed otherwise (docs/security.md).
+const PROBE_CHECK = "<?php echo json_encode([__FILE__, file_get_contents(ini_get('auto_prepend_file')),"
+  + " isset($codebox_control_files['/internal/shared/php.ini'])]);";
+
+function probeRequest(code) {
+  return { code: '', codeboxProbe: { token: globalThis.__codeboxProbeToken, code } };
+}
+
+async function checkProbeGuard(pg) {
+  const fail = (err) => String(err && err.message || err);
+  const probe = await pg.run(probeRequest(PROBE_CHECK)).then((res) => res.text, fail);
+  const after = await pg.run({ code: PROBE_CHECK }).then((res) => res.text, fail);
+  let seen = null;
+  let next = null;
+  try { seen = JSON.parse(probe); next = JSON.parse(after); } catch { /* reported below */ }
+  const ok = Array.isArray(seen) && Array.isArray(next)
+    && /^\/internal\/codebox-probe-[0-9a-f]{32}\.php$/.test(seen[0]) && String(seen[1]).includes('codebox probe')
+    && seen[2] === true && next[0] === '/internal/eval.php' && !String(next[1]).includes('codebox probe');
+  if (!ok) {
+    throw Object.assign(new Error(`the probe guard did not engage (probe ${probe.slice(0, 200)}; next ${after.slice(0, 200)})`),
+      { code: 'probe-guard-inactive' });
+  }
+}
 
 function need(sandbox) {
   const entry = sandboxes.get(sandbox);
@@ -177,6 +207,13 @@ const ops = {
       await cli[Symbol.asyncDispose]().catch(() => {});
       throw Object.assign(new Error(`sandboxed PHP could start a process (${probe.text.slice(0, 200)})`), { code: 'spawn-not-refused' });
     }
+    try {
+      await checkProbeGuard(entry.pg);
+    } catch (err) {
+      sandboxes.delete(p.sandbox);
+      await cli[Symbol.asyncDispose]().catch(() => {});
+      throw err;
+    }
     if (p.warm) {
       progress(p.sandbox, 'warming-php');
       await entry.pg.run({ code: "<?php require '/wordpress/wp-load.php';" });
@@ -192,6 +229,21 @@ const ops = {
       res = await pg.run({ code: p.code, env: p.env || undefined });
     } catch (err) {
       // php-wasm puts the whole output in the message of a failed run: capped like the output
+      if (err && typeof err.message === 'string') err.message = capOutput(err.message, p.maxOutputBytes).text;
+      throw err;
+    }
+    return withCappedOutput({ text: res.text, exitCode: res.exitCode ?? 0, errors: res.errors || '' },
+      { text: 'stdout', errors: 'stderr' }, p.maxOutputBytes);
+  },
+
+  // Codebox's own measurement (site state, snapshots, checkpoints): like `run`, but with Codebox's php.ini
+  // instead of the sandbox's, so no planted prepend, preload or compiled script runs (probeguard.mjs).
+  probe: async (p) => {
+    const { pg } = need(p.sandbox);
+    let res;
+    try {
+      res = await pg.run(probeRequest(p.code));
+    } catch (err) {
       if (err && typeof err.message === 'string') err.message = capOutput(err.message, p.maxOutputBytes).text;
       throw err;
     }

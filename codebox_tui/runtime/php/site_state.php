@@ -243,7 +243,60 @@ function cbs_summary(array $req): array {
         'template' => (string) cbs_option($pdo, $p, 'template')];
     $out['siteurl'] = (string) cbs_option($pdo, $p, 'siteurl');
     $out['home'] = (string) cbs_option($pdo, $p, 'home');
+    $out['controlFiles'] = cbs_control_files();
     $out['phpMs'] = (int) round((microtime(true) - $started) * 1000);
+    return $out;
+}
+
+// Files that run before a request or inside WordPress without being a plugin (docs/security.md, "What the
+// sandbox can and cannot forge"): Playground's /internal/shared, as the probe guard recorded it before this
+// request (node/probeguard.mjs puts `$codebox_control_files` in front of a probe's code; the prepend is set
+// aside during a probe, so this request cannot read it itself), and WordPress's drop-ins and mu-plugins.
+const CBS_DROPINS = ['advanced-cache.php', 'db.php', 'db-error.php', 'install.php', 'maintenance.php',
+    'object-cache.php', 'php-error.php', 'fatal-error-handler.php', 'sunrise.php', 'blog-deleted.php',
+    'blog-inactive.php', 'blog-suspended.php'];
+
+function cbs_file_digest(string $path): ?string {
+    if (is_link($path)) {
+        return 'link:' . (string) readlink($path);
+    }
+    if (is_dir($path)) {
+        return 'dir';
+    }
+    if (is_file($path)) {
+        return 'sha256:' . (string) hash_file('sha256', $path);
+    }
+    return file_exists($path) ? 'other' : null;
+}
+
+function cbs_control_files(): array {
+    global $codebox_control_files;
+    $out = [];
+    foreach (is_array($codebox_control_files ?? null) ? $codebox_control_files : [] as $path => $digest) {
+        if (is_string($path) && is_string($digest)) {
+            $out[$path] = $digest;
+        }
+    }
+    $content = '/wordpress/wp-content';
+    foreach (CBS_DROPINS as $name) {
+        $digest = cbs_file_digest("$content/$name");
+        if ($digest !== null) {
+            $out["$content/$name"] = $digest;
+        }
+    }
+    $mu = "$content/mu-plugins";
+    $digest = cbs_file_digest($mu);
+    if ($digest !== null) {
+        $out[$mu] = $digest;
+    }
+    if ($digest === 'dir') {
+        $names = array_values(array_diff((array) scandir($mu), ['.', '..']));
+        sort($names);
+        foreach (array_slice($names, 0, 200) as $name) {
+            $out["$mu/$name"] = (string) cbs_file_digest("$mu/$name");
+        }
+    }
+    ksort($out);
     return $out;
 }
 
