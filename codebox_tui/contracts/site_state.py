@@ -11,6 +11,7 @@ from typing import Any, Final, Literal
 
 from pydantic import Field
 
+from codebox_tui.contracts.canonical import sha256_hex, stable_json
 from codebox_tui.contracts.common import Contract, OpenContract
 
 SITE_STATE_SUMMARY_SCHEMA: Final = "codebox/site-state-summary/v1"
@@ -265,6 +266,16 @@ class RuntimeSnapshot(Contract):
     database: SnapshotDatabase
     files: list[SnapshotFile]
     hashes: SnapshotHashes
+
+
+def snapshot_hashes(database: Any, files: Any) -> dict[str, str]:
+    """A snapshot's ``hashes``: ``contentDigest`` of the table list and of ``[{path, sha256, bytes}]``
+    (docs/site-state.md). Written by the host, checked on restore and by the bundle verifier."""
+    tables = database.get("tables") if isinstance(database, dict) else None
+    listed = [{"path": f.get("path"), "sha256": f.get("sha256"), "bytes": f.get("bytes")}
+              for f in files if isinstance(f, dict)] if isinstance(files, list) else []
+    return {"database": sha256_hex(stable_json(tables if isinstance(tables, list) else [])),
+            "files": sha256_hex(stable_json(listed))}
 
 
 # -- checkpoints ---------------------------------------------------------------------------------
