@@ -257,3 +257,26 @@ class EpisodePlan(Contract):
     resetObservations: list[ObservationSpec] = Field(default_factory=_default_reset_observations)
     items: list[EpisodePlanItem] = Field(min_length=1)
     continueOnFailure: bool = Field(False, description="run later items after a step that failed")
+
+
+class EpisodeStepSummary(Contract):
+    index: int
+    command: str
+    exitCode: int
+    observation: str | None = None
+
+
+class EpisodeRunOutput(Contract):
+    """What ``codebox episode run --json`` prints."""
+
+    schema_: Literal["codebox/episode-result/v1"] = Field(EPISODE_RESULT_SCHEMA, alias="schema")
+    success: bool
+    status: Literal["completed", "failed", "cancelled"]
+    episodeId: str
+    runtime: dict[str, Any]
+    steps: list[EpisodeStepSummary] = Field(default_factory=list)
+    snapshots: list[str] = Field(default_factory=list, description="snapshot document paths in the bundle")
+    trace: str | None = Field(None, description="the trace's path in the bundle")
+    artifacts: dict[str, Any] = Field(default_factory=dict)
+    error: dict[str, Any] | None = None
+    timings: dict[str, float] = Field(default_factory=dict)

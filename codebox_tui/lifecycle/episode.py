@@ -12,6 +12,7 @@ Progress: each item is an event of the run (``episode.*`` in events.jsonl), so t
 from __future__ import annotations
 
 import json
+import os
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -24,6 +25,7 @@ from codebox_tui.contracts.episode import (
     ActionSpec,
     EpisodeAction,
     EpisodeObservation,
+    EpisodePlan,
     EpisodeRef,
     EpisodeReset,
     EpisodeRestore,
@@ -68,16 +70,15 @@ class Episode:
             episode.restore(saved)
         episode.outcome  # the RunOutcome: bundle, status, inbox key
 
-    ``restore_from`` is a snapshot (from another bundle) restored into the fresh sandbox before the first
-    reset's observations (``codebox run --restore``). With ``resettable``, the first reset keeps an in-sandbox
+    A request with ``restore`` set (a snapshot from another bundle) starts from that snapshot: the lifecycle restores
+    it right after boot, and the first reset records it. With ``resettable``, the first reset keeps an in-sandbox
     checkpoint that later resets return to (docs/episodes.md, "Reset")."""
 
     def __init__(self, request: RunRequest, *, service: RunService | None = None,
                  progress: ProgressListener | None = None, control: RunControl | None = None,
-                 restore_from: tuple[RuntimeSnapshot, str] | None = None, resettable: bool = True) -> None:
+                 resettable: bool = True) -> None:
         self.request = request
         self.service = service or RunService()
-        self.restore_from = restore_from
         self.resettable = resettable
         self._stack = ExitStack()
         self.run: OpenRun = self._stack.enter_context(self.service.open(request, progress=progress, control=control))
@@ -95,7 +96,7 @@ class Episode:
         self._records: list[dict[str, Any]] = []  # runtime-episode.jsonl
         self._observation_count = 0
         self.outcome: RunOutcome | None = None
-        self.failed = False
+        self.last_trace: EpisodeTrace | None = None  # the trace collect_artifacts wrote
 
     # -- context manager -----------------------------------------------------------------------
     def __enter__(self) -> Episode:
@@ -127,13 +128,15 @@ class Episode:
         specs = observations if observations is not None else [ObservationSpec(type="runtime-info"),
                                                                 ObservationSpec(type="mounts")]
         number = len(self._resets) + (1 if self._reset is not None else 0)
-        sandbox = self.run.boot()
+        sandbox = self.run.boot()  # restores ``request.restore`` first, when set
         restored = None
         if self._reset is None:
-            if self.restore_from is not None:
-                snapshot, source = self.restore_from
-                self._restore_snapshot(snapshot, source=source)
-                restored = snapshot.id
+            if self.run.restored is not None:
+                restored = self.request.restore.id
+                self._restores.append(EpisodeRestore(
+                    id=f"{self.id}:restore:0", snapshotId=restored, restoredAt=utc_now_iso(), afterStep=0,
+                    source=self.request.restore_source,
+                    stats=self.session.redact.value(self.run.restored.get("stats") or {})))
             if self.resettable:
                 site_state.checkpoint_create(sandbox, RESET_CHECKPOINT, self._scope([]))
         else:
@@ -152,7 +155,8 @@ class Episode:
         else:
             self._resets.append(reset)
         self._record("episode.reset", {"id": reset.id, "observationRefs": _dump(reset.observationRefs)})
-        self._emit("episode.reset", {"id": reset.id, "observations": [o.type for o in taken]})
+        self._emit("episode.reset", {"id": reset.id, "observations": [o.type for o in taken],
+                                     "message": f"reset {number}" + (f" from snapshot {restored}" if restored else "")})
         return reset
 
     def _ensure_reset(self) -> None:
@@ -202,6 +206,8 @@ class Episode:
                                          else {})})
         self._emit("episode.step", {"index": index, "command": action.command, "exitCode": execution.exitCode,
                                     "durationMs": execution.durationMs,
+                                    "message": f"step {index} done" + (f", observed {observed.type}" if observed
+                                                                       else ""),
                                     **({"observation": observed.type} if observed else {})},
                    level="info" if execution.exitCode == 0 else "error")
         return step
@@ -231,8 +237,9 @@ class Episode:
         payload = EpisodeObservation.digest_payload(spec.type, data, observed_at, refs)
         observation = EpisodeObservation.model_validate({**payload, "id": observation_id,
                                                          "digest": episode_digest(payload)})
-        self._emit("episode.observation", {"id": observation_id, "type": spec.type,
-                                           "ms": int((time.monotonic() - started) * 1000)})
+        ms = int((time.monotonic() - started) * 1000)
+        self._emit("episode.observation", {"id": observation_id, "type": spec.type, "ms": ms,
+                                           "message": f"observed {spec.type} in {ms} ms"})
         return observation
 
     # -- snapshots -----------------------------------------------------------------------------
@@ -278,8 +285,9 @@ class Episode:
             self._names[spec.name] = taken.id
         self._record("episode.snapshot", {"id": taken.id, "path": rel,
                                           "ref": _dump(self._ref("snapshot", taken.id, envelope.digest.value))})
-        self._emit("episode.snapshot", {"id": taken.id, "path": rel, "name": spec.name,
-                                        "ms": int((time.monotonic() - started) * 1000)})
+        ms = int((time.monotonic() - started) * 1000)
+        self._emit("episode.snapshot", {"id": taken.id, "path": rel, "name": spec.name, "ms": ms,
+                                        "message": f"snapshot {spec.name or taken.id} in {ms} ms"})
         return envelope
 
     def restore(self, snapshot: EpisodeSnapshot | str) -> EpisodeRestore:
@@ -294,26 +302,27 @@ class Episode:
         envelope = next(s for s in self._snapshots if s.id == key)
         return self._restore_snapshot(saved, envelope=envelope)
 
-    def _restore_snapshot(self, snapshot: RuntimeSnapshot, *, envelope: EpisodeSnapshot | None = None,
-                          source: str | None = None) -> EpisodeRestore:
+    def _restore_snapshot(self, snapshot: RuntimeSnapshot, *, envelope: EpisodeSnapshot) -> EpisodeRestore:
         from codebox_tui.runtime.site_state import restore_snapshot
 
         started = time.monotonic()
         stats = restore_snapshot(self.run.sandbox, snapshot)
         record = EpisodeRestore(
             id=f"{self.id}:restore:{len(self._restores)}", snapshotId=snapshot.id, restoredAt=utc_now_iso(),
-            afterStep=len(self._steps), source=source,
-            snapshotRef=self._ref("snapshot", envelope.id, envelope.digest.value) if envelope else None,
+            afterStep=len(self._steps), snapshotRef=self._ref("snapshot", envelope.id, envelope.digest.value),
             stats=self.session.redact.value(stats if isinstance(stats, dict) else {}))
         self._restores.append(record)
         self._record("episode.restore", _dump(record))
-        self._emit("episode.restore", {"snapshotId": snapshot.id, "ms": int((time.monotonic() - started) * 1000),
-                                       **({"source": source} if source else {})})
+        ms = int((time.monotonic() - started) * 1000)
+        self._emit("episode.restore", {"snapshotId": snapshot.id, "ms": ms,
+                                       "message": f"restored {snapshot.id} in {ms} ms"})
         return record
 
     # -- the trace and the bundle ----------------------------------------------------------------
     def trace(self) -> EpisodeTrace:
-        """The trace so far (``wp-codebox/runtime-episode-trace/v1``)."""
+        """The trace so far (``wp-codebox/runtime-episode-trace/v1``); resets first when nothing has run yet."""
+        if self.outcome is not None and self.last_trace is not None:
+            return self.last_trace
         self._ensure_reset()
         assert self._reset is not None
         return EpisodeTrace(id=self.id, createdAt=self.created_at, runtime=self._runtime(), reset=self._reset,
@@ -324,6 +333,7 @@ class Episode:
         """Write ``files/runtime-episode-trace.json`` and ``files/runtime-episode.jsonl`` into the run (listed in the
         bundle at capture); returns their paths. May be called again: the files are rewritten."""
         trace = self.trace()
+        self.last_trace = trace
         records = [*self._records, {"type": "episode.artifacts", "episodeId": self.id, "timestamp": utc_now_iso(),
                                     "trace": layout.EPISODE_TRACE, "steps": len(trace.steps),
                                     "snapshots": len(trace.snapshots)}]
@@ -337,7 +347,8 @@ class Episode:
                                                                                                _content_type(rel))
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(self.session.redact(text), encoding="utf-8")
-        self._emit("episode.artifacts", {"trace": layout.EPISODE_TRACE, "steps": len(trace.steps)})
+        self._emit("episode.artifacts", {"trace": layout.EPISODE_TRACE, "steps": len(trace.steps),
+                                         "message": f"trace of {len(trace.steps)} step(s) written"})
         return {"trace": layout.EPISODE_TRACE, "events": layout.EPISODE_EVENTS}
 
     def close(self) -> RunOutcome | None:
@@ -370,3 +381,124 @@ def _dump(value: Any) -> Any:
 
 def _content_type(rel: str) -> str:
     return "application/x-ndjson" if rel.endswith(".jsonl") else "application/json"
+
+
+# -- plans (`codebox episode run FILE`, docs/episodes.md) ---------------------------------------------
+MAX_PLAN_ERRORS: Final = 20
+
+
+def load_plan(path: Path) -> EpisodePlan:
+    """Read and validate an episode plan (``codebox/episode-plan/v1``); every problem is reported with its JSON path
+    (``$.items[2].action.command``) in one BadInputError (``invalid-episode-plan``, ``details.issues``)."""
+    from pydantic import ValidationError
+
+    from codebox_tui.bundle.safe_read import load_json_file
+    from codebox_tui.jsonargs import json_path
+
+    raw = load_json_file(path, str(path), limit=4 * 1024 * 1024, code="invalid-episode-plan")
+    try:
+        return EpisodePlan.model_validate(raw)
+    except ValidationError as error:
+        issues = []
+        for item in error.errors()[:MAX_PLAN_ERRORS]:
+            message = str(item["msg"]).removeprefix("Value error, ")
+            issues.append({"path": json_path(item["loc"]), "message": message})
+        lines = "; ".join(f"{issue['path']}: {issue['message']}" for issue in issues)
+        raise BadInputError(f"{path}: not a valid episode plan (codebox/episode-plan/v1): {lines}",
+                            code="invalid-episode-plan", field=issues[0]["path"], details={"issues": issues}) from None
+
+
+def plan_commands(plan: EpisodePlan) -> list[str]:
+    """The catalog commands a plan runs (its default policy allows exactly these)."""
+    commands = [item.action.command for item in plan.items if item.action is not None]
+    observations = [*plan.resetObservations, *(item.observe for item in plan.items if item.observe is not None)]
+    if any(spec.type == "browser-result" for spec in observations):
+        commands.append("wordpress.browser-probe")
+    return list(dict.fromkeys(commands)) or ["wordpress.run-php"]
+
+
+def plan_request(plan: EpisodePlan, plan_dir: Path, *, artifacts_root: Path | None = None,
+                 restore: RuntimeSnapshot | None = None, restore_source: str | None = None) -> RunRequest:
+    """The run a plan asks for: its mounts (host paths relative to the plan's folder), versions and policy; every
+    action's command and arguments checked before anything boots."""
+    from codebox_tui.contracts.runtime import RuntimePolicy
+    from codebox_tui.jsonargs import resolve_source
+    from codebox_tui.lifecycle.request import check_request, mounts_from_text
+    from codebox_tui.runtime.catalog import get_command, parse_args
+
+    texts = []
+    for text in plan.mounts:
+        host, sep, rest = text.partition(":")
+        # HOST relative to the plan's folder, normalised (the mount parser refuses '..' segments)
+        texts.append(f"{os.path.normpath(resolve_source(plan_dir, host))}{sep}{rest}" if sep else text)
+    commands = plan_commands(plan)
+    request = RunRequest(mounts=mounts_from_text(texts), policy=plan.policy or RuntimePolicy(commands=commands),
+                         wp=plan.wp, php=plan.php, artifacts_root=artifacts_root, tool_commands=commands,
+                         flow="episode", restore=restore, restore_source=restore_source)
+    for index, item in enumerate(plan.items):
+        if item.action is not None:
+            try:
+                parse_args(get_command(item.action.command), list(item.action.args))
+            except BadInputError as error:
+                raise BadInputError(f"$.items[{index}].action: {error.message}", code=error.code,
+                                    field=f"$.items[{index}].action") from None
+    check_request(request)
+    return request
+
+
+def run_plan(plan: EpisodePlan, plan_dir: Path, *, artifacts_root: Path | None = None,
+             progress: ProgressListener | None = None, control: RunControl | None = None,
+             restore: str | None = None) -> tuple[Episode, str]:
+    """Run a plan's items in order in one episode; returns the closed episode and ``completed``, ``failed`` or
+    ``cancelled`` (a step that exits non-zero stops the plan unless ``continueOnFailure``). ``restore`` (a snapshot
+    document's path) overrides the plan's own."""
+    source = restore or plan.restore
+    snapshot = None
+    if source is not None:
+        snapshot = load_snapshot_document(Path(source) if Path(source).is_absolute() or restore else plan_dir / source)
+    request = plan_request(plan, plan_dir, artifacts_root=artifacts_root, restore=snapshot, restore_source=source)
+    resettable = any(item.reset for item in plan.items)
+    status = "completed"
+    with Episode(request, progress=progress, control=control, resettable=resettable) as episode:
+        episode.reset(list(plan.resetObservations))
+        for item in plan.items:
+            if episode.run.cancelled:
+                status = "cancelled"
+                break
+            if item.action is not None:
+                step = episode.step(item.action, item.observe)
+                if step.execution.get("exitCode") != 0:
+                    status = "failed"
+                    if not plan.continueOnFailure:
+                        break
+            elif item.snapshot is not None:
+                episode.snapshot(item.snapshot)
+            elif item.restore is not None:
+                episode.restore(item.restore.snapshot)
+            elif item.reset:
+                episode.reset(list(plan.resetObservations))
+            elif item.observe is not None:
+                episode.observe(item.observe)
+        if status != "completed":
+            episode.run.status = "failed"
+    return episode, status
+
+
+def load_snapshot_document(path: Path) -> RuntimeSnapshot:
+    """A snapshot document of a bundle (``files/runtime-snapshots/<id>.json``), its blobs read from the bundle it is
+    in (docs/site-state.md, "Snapshots in a bundle"); hostile input, checked before anything boots."""
+    from codebox_tui.runtime.site_state import load_snapshot
+
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise BadInputError(f"snapshot {path} does not exist or is not a file; expected "
+                            "files/runtime-snapshots/<id>.json inside a bundle", code="snapshot-missing",
+                            field="--restore")
+    resolved = path.resolve()
+    # <bundle>/files/runtime-snapshots/<id>.json: the blobs are under the bundle's own folder
+    bundle_dir = resolved.parent.parent.parent
+    rel = resolved.relative_to(bundle_dir).as_posix()
+    if resolved.parent.name != Path(layout.RUNTIME_SNAPSHOTS_DIR).name:
+        raise BadInputError(f"snapshot {path} must be a file under {layout.RUNTIME_SNAPSHOTS_DIR}/ of a bundle",
+                            code="snapshot-missing", field="--restore")
+    return load_snapshot(bundle_dir, rel)
