@@ -26,6 +26,7 @@ def site_state_counts(diff: SiteStateDiff) -> dict[str, int]:
         "users": len(diff.users), "roles": len(diff.roles), "cron": len(diff.cron), "posts": len(diff.posts),
         "terms": len(diff.terms), "rewriteRules": len(diff.rewriteRulesAdded) + len(diff.rewriteRulesRemoved),
         "settings": sum(v is not None for v in (diff.activePlugins, diff.theme, diff.siteurl, diff.home)),
+        "filesOutsideMounts": len(diff.filesOutsideMounts),
     }
 
 
@@ -99,6 +100,9 @@ def site_state_lines(diff: SiteStateDiff) -> list[str]:
          + [f"  - {_s(r)}" for r in diff.rewriteRulesRemoved]),
         ("Settings", [*_setting("active_plugins", diff.activePlugins), *_setting("theme", diff.theme),
                       *_setting("siteurl", diff.siteurl), *_setting("home", diff.home)]),
+        ("Files outside the declared mounts", [f"  {_MARK[f.status]} {_s(f.path)} ({f.type}"
+                                               f"{'' if f.bytes is None else f', {f.bytes} bytes'})"
+                                               for f in diff.filesOutsideMounts]),
     ]
     for title, items in sections:
         if items:

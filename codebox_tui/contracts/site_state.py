@@ -160,9 +160,19 @@ class ValueChange(Contract):
     after: Any = None
 
 
+class FileOutsideMounts(Contract):
+    """A file or link under the sandbox's wp-content, outside every declared mount, that the run added,
+    changed or deleted (docs/site-state.md, "Files written outside the declared mounts")."""
+
+    path: str
+    status: ChangeStatus
+    type: Literal["file", "link"]
+    bytes: int | None = None
+
+
 class RiskFlag(Contract):
     code: Literal["new-administrator", "capabilities-granted", "siteurl-changed", "home-changed",
-                  "active-plugins-changed", "cron-event-added", "theme-changed"]
+                  "active-plugins-changed", "cron-event-added", "theme-changed", "files-outside-mounts"]
     severity: Literal["high", "medium"]
     message: str
     subject: str = Field(description="what the flag is about: a user login, role, option or hook")
@@ -188,6 +198,8 @@ class SiteStateDiff(Contract):
     theme: ValueChange | None = None
     siteurl: ValueChange | None = None
     home: ValueChange | None = None
+    filesOutsideMounts: list[FileOutsideMounts] = Field(
+        default_factory=list, description="wp-content paths outside the declared mounts the run wrote (at most 500)")
     risks: list[RiskFlag] = Field(default_factory=list)
     empty: bool = Field(description="true when nothing changed")
 

@@ -230,3 +230,30 @@ def test_run_restore_through_the_cli(episode_run: EpisodeRun, tmp_path: Path) ->
     output = json.loads(done.stdout)
     assert output["execution"]["stdout"] == "Episode site"
     assert output["timings"]["restoreSeconds"] > 0
+
+
+def test_files_written_outside_the_declared_mounts_are_flagged(playground_session: Any, tmp_path: Path) -> None:
+    from codebox_tui.lifecycle import CommandStep, RunService, mounts_from_text
+
+    plugin = tmp_path / "mine"
+    plugin.mkdir()
+    (plugin / "mine.php").write_text("<?php // mine\n", encoding="utf-8")
+    code = ("code=file_put_contents(WP_CONTENT_DIR . '/plugins/mine/mine.php', '<?php // changed in the mount');"
+            "file_put_contents(WP_CONTENT_DIR . '/mu-plugins/planted.php', '<?php // planted');"
+            "wp_mkdir_p(WP_CONTENT_DIR . '/uploads/2026'); file_put_contents(WP_CONTENT_DIR . '/uploads/2026/a.txt', 'a');")
+    request = RunRequest(mounts=mounts_from_text([f"{plugin}:/wordpress/wp-content/plugins/mine"]),
+                         commands=[CommandStep("wordpress.run-php", [code])],
+                         policy=RuntimePolicy(commands=["wordpress.run-php"]), artifacts_root=tmp_path / "out")
+    outcome = RunService().run(request)
+    assert outcome.status == "completed", outcome.failure_text()
+    bundle = outcome.bundle_dir
+    assert bundle is not None
+    diff = _load(bundle, layout.SITE_STATE_DIFF)
+    assert diff["filesOutsideMounts"] == [
+        {"path": "/wordpress/wp-content/mu-plugins/planted.php", "status": "added", "type": "file", "bytes": 16},
+        {"path": "/wordpress/wp-content/uploads/2026/a.txt", "status": "added", "type": "file", "bytes": 1}]
+    risk = next(r for r in diff["risks"] if r["code"] == "files-outside-mounts")
+    assert risk["severity"] == "high" and risk["subject"] == "/wordpress/wp-content/mu-plugins/planted.php"
+    assert "site-state:files-outside-mounts" in _load(bundle, layout.REVIEW)["riskFlags"]
+    changed = [c["relativePath"] for c in _load(bundle, layout.CHANGED_FILES)["files"]]
+    assert changed == ["mine.php"]  # the mount's own change is in the patch, not in the flag

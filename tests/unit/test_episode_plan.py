@@ -127,3 +127,23 @@ def test_data_and_metadata_are_free_but_codebox_trace_keys_are_checked() -> None
     graded = _trace(grader="x")
     graded["reset"]["observations"][0]["score"] = 1  # not a forbidden key: only the reference's list is refused
     assert episode_trace_issues(graded) == ["trace.grader is evaluation vocabulary, not allowed in a trace"]
+
+
+def test_changed_paths_lists_files_and_links_outside_the_mounts_never_bare_folders() -> None:
+    from codebox_tui.runtime.content_listing import changed_paths, skipped_paths
+    from codebox_tui.runtime.mounts import parse_mount
+
+    before = {"plugins": ("d", 0, 0), "plugins/a.php": ("f", 10, 100), "uploads/old.txt": ("f", 3, 100),
+              "themes/t/style.css": ("f", 5, 100)}
+    after = {"plugins": ("d", 0, 0), "plugins/a.php": ("f", 10, 200), "fonts": ("d", 0, 0),
+             "mu-plugins/x.php": ("f", 7, 300), "themes/t/style.css": ("f", 5, 100), "uploads/old.txt": ("l", 0, 0)}
+    assert changed_paths(before, after) == [
+        {"path": "/wordpress/wp-content/mu-plugins/x.php", "status": "added", "type": "file", "bytes": 7},
+        {"path": "/wordpress/wp-content/plugins/a.php", "status": "changed", "type": "file", "bytes": 10},
+        {"path": "/wordpress/wp-content/uploads/old.txt", "status": "changed", "type": "link"},
+    ]
+    assert changed_paths(after, before)[0] == {"path": "/wordpress/wp-content/mu-plugins/x.php",
+                                               "status": "deleted", "type": "file"}
+    mounts = [parse_mount("/tmp:/wordpress/wp-content/plugins/mine:readonly", 0),
+              parse_mount("/tmp:/srv/elsewhere", 1)]
+    assert skipped_paths(mounts) == ["database", "plugins/mine"]
