@@ -59,6 +59,12 @@ class SiteStateRecorder:
             if self.before is not None:
                 self.listing = self._listing("before")
 
+    def rebase_files(self) -> None:
+        """List wp-content again as the files' baseline: what a caller's own setup wrote there (a recipe's staged
+        files, blueprint steps and extra-plugin loaders) is declared input, not something the run wrote."""
+        if self.listing is not None:
+            self.listing = self._listing("setup")
+
     def _skipped(self) -> list[str]:
         spec = self.session.spec
         return skipped_paths([*spec.mounts, *spec.extra_mounts])
