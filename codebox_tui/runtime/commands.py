@@ -244,3 +244,46 @@ def checkpoint_list(session: RunSession, args: dict[str, str], timeout_s: float)
     from codebox_tui.runtime import site_state
 
     return _checkpoint_outcome(site_state.checkpoint_list(session.sandbox, timeout_s=timeout_s))
+
+
+# -- observations as a command (recipe steps; docs/episodes.md, "Observations") -----------------------
+def observe(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+    """One episode observation of the run's sandbox, printed as its ``wp-codebox/runtime-episode-observation/v1``
+    envelope (with its digest); a ``wordpress-state`` observation's section documents go to the bundle."""
+    from pydantic import ValidationError
+
+    from codebox_tui.contracts.common import utc_now_iso
+    from codebox_tui.contracts.episode import EpisodeObservation, ObservationSpec, episode_digest
+    from codebox_tui.runtime.observations import observe as take
+    from codebox_tui.runtime.session import new_id
+
+    extra: Any = {}
+    if args.get("spec-json"):
+        try:
+            extra = json.loads(args["spec-json"])
+        except ValueError as error:
+            raise BadInputError(f"spec-json must be JSON: {error}", code="invalid-arg", field="spec-json") from error
+        if not isinstance(extra, dict):
+            raise BadInputError("spec-json must be a JSON object", code="invalid-arg", field="spec-json")
+    try:
+        spec = ObservationSpec.model_validate({**extra, "type": args["type"]})
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "type"
+        raise BadInputError(f"observation {where}: {str(first['msg']).removeprefix('Value error, ')}",
+                            code="invalid-arg", field="type" if where == "type" else "spec-json") from None
+    if spec.type == "browser-result":
+        raise BadInputError("a browser-result observation runs wordpress.browser-probe: run that command as the "
+                            "step instead", code="invalid-arg", field="type")
+    observation_id = new_id("observation")
+    observed = take(session, spec, observation_id, timeout_s=timeout_s,
+                    executions=list(enumerate(session.executions)))
+    data = session.redact.value(observed.data)
+    refs = [{"kind": kind, "id": f"{observation_id}:{Path(rel).name}", "path": rel,
+             "digest": {"algorithm": "sha256", "value": digest}} for rel, kind, digest in observed.files]
+    payload = EpisodeObservation.digest_payload(spec.type, data, utc_now_iso(), refs)
+    envelope = EpisodeObservation.model_validate({**payload, "id": observation_id, "digest": episode_digest(payload)})
+    value = envelope.model_dump(mode="json", by_alias=True, exclude_none=True)
+    outcome = _outcome(json.dumps(value, sort_keys=True), json_value=value)
+    outcome.artifact_refs = [{"path": rel, "kind": kind, "sha256": digest} for rel, kind, digest in observed.files]
+    return outcome

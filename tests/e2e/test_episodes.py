@@ -257,3 +257,25 @@ def test_files_written_outside_the_declared_mounts_are_flagged(playground_sessio
     assert "site-state:files-outside-mounts" in _load(bundle, layout.REVIEW)["riskFlags"]
     changed = [c["relativePath"] for c in _load(bundle, layout.CHANGED_FILES)["files"]]
     assert changed == ["mine.php"]  # the mount's own change is in the patch, not in the flag
+
+
+def test_an_observation_as_a_command_step(playground_session: Any, tmp_path: Path) -> None:
+    """``wp-codebox.observe`` gives recipes and `codebox run` the episode observations as steps."""
+    from codebox_tui.contracts.episode import EpisodeObservation
+
+    done = _codebox("run", "--artifacts", str(tmp_path), "-c", "wp-codebox.observe", "-a", "type=wordpress-state",
+                    "-a", 'spec-json={"sections": ["options"], "optionNames": ["blog*"]}', "--json")
+    assert done.returncode == 0, done.stderr
+    output = json.loads(done.stdout)
+    envelope = output["execution"]["result"]["json"]
+    observation = EpisodeObservation.model_validate(envelope)
+    payload = EpisodeObservation.digest_payload(observation.type, envelope["data"], observation.observedAt,
+                                                envelope["artifactRefs"])
+    from codebox_tui.contracts.episode import episode_digest
+
+    assert observation.digest == episode_digest(payload)
+    bundle = Path(output["artifacts"]["directory"])
+    section = observation.artifactRefs[0].path
+    assert section is not None and section.endswith("-wordpress-state-options.json")
+    assert "blogname" in json.dumps(_load(bundle, section))
+    assert verify_bundle(bundle).valid
