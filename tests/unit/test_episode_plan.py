@@ -147,3 +147,14 @@ def test_changed_paths_lists_files_and_links_outside_the_mounts_never_bare_folde
     mounts = [parse_mount("/tmp:/wordpress/wp-content/plugins/mine:readonly", 0),
               parse_mount("/tmp:/srv/elsewhere", 1)]
     assert skipped_paths(mounts) == ["database", "plugins/mine"]
+
+
+def test_the_live_run_tail_shows_an_episode_step_as_it_happens() -> None:
+    from widgets.event_tail import format_event
+
+    line = json.dumps({"id": "event-1", "type": "episode.step", "timestamp": "2026-01-01T00:00:01.000Z",
+                       "level": "info", "data": {"episodeId": "e", "index": 0, "command": "wordpress.run-php",
+                                                 "exitCode": 0, "message": "step 0 done, observed files"}})
+    level, kind, text = format_event(line)
+    assert (level, kind) == ("info", "episode.step")
+    assert "command=wordpress.run-php" in text and "message=step 0 done, observed files" in text
