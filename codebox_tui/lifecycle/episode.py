@@ -498,7 +498,7 @@ def load_snapshot_document(path: Path) -> RuntimeSnapshot:
     # <bundle>/files/runtime-snapshots/<id>.json: the blobs are under the bundle's own folder
     bundle_dir = resolved.parent.parent.parent
     rel = resolved.relative_to(bundle_dir).as_posix()
-    if resolved.parent.name != Path(layout.RUNTIME_SNAPSHOTS_DIR).name:
+    if rel.rpartition("/")[0] != layout.RUNTIME_SNAPSHOTS_DIR:
         raise BadInputError(f"snapshot {path} must be a file under {layout.RUNTIME_SNAPSHOTS_DIR}/ of a bundle",
                             code="snapshot-missing", field="--restore")
     return load_snapshot(bundle_dir, rel)

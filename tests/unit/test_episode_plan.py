@@ -158,3 +158,21 @@ def test_the_live_run_tail_shows_an_episode_step_as_it_happens() -> None:
     level, kind, text = format_event(line)
     assert (level, kind) == ("info", "episode.step")
     assert "command=wordpress.run-php" in text and "message=step 0 done, observed files" in text
+
+
+def test_restore_needs_a_snapshot_document_inside_a_bundle(tmp_path: Path) -> None:
+    from codebox_tui.lifecycle.episode import load_snapshot_document
+
+    stray = tmp_path / "files" / "elsewhere" / "runtime-snapshot-x.json"
+    stray.parent.mkdir(parents=True)
+    stray.write_text("{}", encoding="utf-8")
+    for path, code in ((tmp_path / "missing.json", "snapshot-missing"), (stray, "snapshot-missing")):
+        with pytest.raises(BadInputError) as caught:
+            load_snapshot_document(path)
+        assert caught.value.code == code and caught.value.field == "--restore"
+    bad = tmp_path / "files" / "runtime-snapshots" / "runtime-snapshot-x.json"
+    bad.parent.mkdir(parents=True)
+    bad.write_text('{"schema": "wp-codebox/wordpress-runtime-snapshot/v1"}', encoding="utf-8")
+    with pytest.raises(BadInputError) as caught:
+        load_snapshot_document(bad)
+    assert caught.value.code == "invalid-snapshot"
