@@ -279,3 +279,21 @@ def test_an_observation_as_a_command_step(playground_session: Any, tmp_path: Pat
     assert section is not None and section.endswith("-wordpress-state-options.json")
     assert "blogname" in json.dumps(_load(bundle, section))
     assert verify_bundle(bundle).valid
+
+
+def test_episode_run_cli_runs_the_example_plan(playground_session: Any, tmp_path: Path) -> None:
+    done = _codebox("episode", "run", str(REPO / "examples" / "episode" / "plan.json"), "--artifacts",
+                    str(tmp_path), "--json")
+    assert done.returncode == 0, done.stderr
+    output = json.loads(done.stdout)
+    assert output["schema"] == "codebox/episode-result/v1" and output["status"] == "completed"
+    assert [(s["index"], s["exitCode"], s["observation"]) for s in output["steps"]] == [
+        (0, 0, "wordpress-state"), (1, 0, "command-result"), (2, 0, "http-response")]
+    assert len(output["snapshots"]) == 1
+    bundle = Path(output["artifacts"]["directory"])
+    trace = _load(bundle, layout.EPISODE_TRACE)
+    # the plan restored the snapshot taken before the demo plugin was activated
+    assert trace["steps"][2]["execution"]["stdout"] == "[]"
+    assert [o["type"] for o in trace["observations"]] == ["files", "runtime-events"]
+    assert verify_bundle(bundle).valid
+    assert "episode: snapshot named" in done.stderr  # the progress lines name each item as it happens
