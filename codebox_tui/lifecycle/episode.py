@@ -321,7 +321,10 @@ class Episode:
     # -- the trace and the bundle ----------------------------------------------------------------
     def trace(self) -> EpisodeTrace:
         """The trace so far (``wp-codebox/runtime-episode-trace/v1``); resets first when nothing has run yet."""
-        if self.outcome is not None and self.last_trace is not None:
+        if self._stack is None:  # closed: the trace it wrote, if it got that far
+            if self.last_trace is None:
+                raise BadInputError("this episode is closed and wrote no trace (its sandbox never booted)",
+                                    code="episode-closed", field="trace")
             return self.last_trace
         self._ensure_reset()
         assert self._reset is not None
