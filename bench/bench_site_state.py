@@ -11,8 +11,12 @@ Rows (all measured in this one invocation, in one warm sandbox, offline):
     site-state summaries (CODEBOX_SITE_STATE on/off, alternated), and the summaries' own share of a run
     (the outcome's `siteStateSeconds`): the cost every run pays (docs/site-state.md, "In every run")
 
+  * an episode's snapshot (`Episode.snapshot`: take it and write the document and its blobs into the bundle)
+    and restore (`Episode.restore`), and the restore of that bundle's snapshot into a fresh sandbox by
+    `codebox run --restore` (`RunRequest.restore`: the outcome's `restoreSeconds`) (docs/episodes.md)
+
 Targets: summary < 150 ms, before/after pair < 300 ms (also the added time per run), checkpoint create
-and restore < 1 s each.
+and restore < 1 s each, snapshot and restore of a default site < 1 s each.
 Usage: python bench/bench_site_state.py [-n N]
 """
 
@@ -38,7 +42,9 @@ from codebox_tui.settings import reload_settings  # noqa: E402
 
 reload_settings()
 
+from codebox_tui.contracts.episode import ActionSpec  # noqa: E402
 from codebox_tui.contracts.runtime import RuntimePolicy  # noqa: E402
+from codebox_tui.lifecycle.episode import Episode, load_snapshot_document  # noqa: E402
 from codebox_tui.lifecycle.request import CommandStep, RunRequest  # noqa: E402
 from codebox_tui.lifecycle.service import RunService  # noqa: E402
 from codebox_tui.runtime import site_state  # noqa: E402
@@ -76,6 +82,29 @@ def runs_with_and_without(artifacts: Path, n: int) -> tuple[list[float], list[fl
     return with_state, without_state, own
 
 
+def episode_rows(artifacts: Path, n: int) -> tuple[list[float], list[float], list[float]]:
+    """An episode's snapshot and restore, then ``run --restore`` of that snapshot into fresh sandboxes."""
+    request = RunRequest(policy=RuntimePolicy(commands=["wordpress.run-php"]), artifacts_root=artifacts,
+                         tool_commands=[])
+    saved: list[object] = []
+    with Episode(request, resettable=False) as episode:
+        episode.reset([])
+        episode.step(ActionSpec(command="wordpress.run-php", args=["code=echo 1;"]))
+        snapshot = timed(lambda: saved.append(episode.snapshot()), n)
+        restore = timed(lambda: episode.restore(saved[-1]), n)  # type: ignore[arg-type]
+    assert episode.outcome is not None and episode.outcome.bundle_dir is not None, "the episode left no bundle"
+    path = episode.outcome.bundle_dir / saved[-1].artifactRefs[0].path  # type: ignore[attr-defined]
+    restored: list[float] = []
+    for _ in range(max(1, n // 2)):
+        run = RunRequest(commands=[CommandStep("wordpress.run-php", ["code=echo 1;"])],
+                         policy=RuntimePolicy(commands=["wordpress.run-php"]), artifacts_root=artifacts,
+                         restore=load_snapshot_document(path), restore_source=str(path))
+        outcome = RunService().run(run)
+        assert outcome.success, outcome.failure_text()
+        restored.append(outcome.timings["restoreSeconds"])
+    return snapshot, restore, restored
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("-n", type=int, default=5, help="repetitions per row")
@@ -103,6 +132,7 @@ def main() -> int:
             back = timed(lambda: site_state.restore_snapshot(sandbox, snapshot), max(1, n // 2))  # type: ignore[arg-type]
             stats = snapshot.metadata.get("stats")  # type: ignore[attr-defined]
         with_state, without_state, own = runs_with_and_without(artifacts, n)
+        episode_snapshot, episode_restore, run_restore = episode_rows(artifacts, n)
         rows = [("plain wordpress.run-php (echo 1; WordPress loaded)", plain, "ref"),
                 ("bare PHP round trip (no WordPress)", bare, ""),
                 ("first summary of a sandbox", first, ""),
@@ -114,7 +144,10 @@ def main() -> int:
                 ("restore that snapshot from the host", back, ""),
                 ("run (boot, echo 1;, capture), site state on", with_state, ""),
                 ("run (boot, echo 1;, capture), site state off", without_state, ""),
-                ("  the summaries + diff inside those runs", own, "< 0.300")]
+                ("  the summaries + diff inside those runs", own, "< 0.300"),
+                ("episode snapshot (into the bundle, with blobs)", episode_snapshot, "< 1.0"),
+                ("episode restore", episode_restore, "< 1.0"),
+                ("run --restore: the restore in a fresh sandbox", run_restore, "< 1.0")]
         reference = statistics.median(plain)
         print(f"\n{'row':52} {'min':>6} {'median':>6} {'max':>6} {'x plain':>8}  target")
         for name, values, target in rows:

@@ -11,6 +11,7 @@ import typer
 
 from codebox_tui.bundle import layout
 from codebox_tui.cliutil import emit_json, progress, to_jsonable
+from codebox_tui.contracts.episode import EPISODE_PLAN_SCHEMA, EpisodeRunOutput, EpisodeStepSummary
 from codebox_tui.contracts.runtime import BootOutput, CommandError, RunOutput, RuntimeEvent
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import ExitCode
@@ -26,6 +27,7 @@ from codebox_tui.lifecycle import (
     policy_from_text,
     preview_bind_address,
 )
+from codebox_tui.lifecycle.episode import load_plan, load_snapshot_document, run_plan
 from codebox_tui.progress_report import StderrProgress
 from codebox_tui.runtime.catalog import command_catalog, get_command
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
@@ -75,6 +77,8 @@ class _HumanBootProgress:
         _human_event(event)
 
 
+RESTORE_HELP = ("A snapshot document (files/runtime-snapshots/<id>.json of a bundle) to restore into the fresh sandbox "
+                "before the command; its WordPress and PHP versions must be the run's.")
 PREVIEW_BIND_HELP = ("Address the live preview listens on (default 127.0.0.1, loopback only). Another address, "
                      "e.g. 0.0.0.0, exposes the sandbox's WordPress to the network.")
 
@@ -116,10 +120,13 @@ def run_command(
     json_out: bool = typer.Option(False, "--json", help="Print one wp-codebox/run/v1 document on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
     preview_bind: str | None = typer.Option(None, "--preview-bind", help=PREVIEW_BIND_HELP),
+    restore: Path | None = typer.Option(None, "--restore", help=RESTORE_HELP),
 ) -> None:
     """Boot a sandbox, run one command, capture the artifact bundle, dispose."""
     get_command(command)  # an unknown command fails first
     request = _request(mount, policy, wp, php, boot_timeout, artifacts, preview_bind=preview_bind)
+    if restore is not None:
+        request.restore, request.restore_source = load_snapshot_document(restore), str(restore)
     request.commands = [CommandStep(command, list(arg), parse_duration(timeout, "--timeout"))]
     request.metadata = metadata_from_json(metadata)
     request.env = env_from_pairs(env)
@@ -204,7 +211,69 @@ def boot_command(
         progress("codebox: sandbox disposed")
 
 
+episode_app = typer.Typer(help="Stateful runtime episodes: steps, observations, snapshots, restores "
+                                "(docs/episodes.md).", no_args_is_help=True)
+
+
+@episode_app.command("run")
+def episode_run_command(
+    plan_file: Path = typer.Argument(..., help="An episode plan (codebox/episode-plan/v1, JSON)."),
+    artifacts: Path | None = typer.Option(None, "--artifacts", "--artifacts-dir",
+                                           help="Folder that receives the run bundle (default: "
+                                                "$CODEBOX_HOME/artifacts)."),
+    restore: Path | None = typer.Option(None, "--restore", help=RESTORE_HELP + " Overrides the plan's restore."),
+    json_out: bool = typer.Option(False, "--json", help="Print one codebox/episode-result/v1 document on stdout."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
+) -> None:
+    """Run an episode plan in one sandbox and capture its bundle with the episode trace.
+
+    Exit codes: 0 every step exited 0 and the bundle verified; 1 a step failed or the bundle did not verify;
+    2 the plan (every problem named by its JSON path) or the snapshot is bad or incompatible; 3 denied by policy;
+    4 sandbox failure; 130 interrupted."""
+    plan = load_plan(plan_file)
+    reporter = StderrProgress("episode", quiet=quiet)
+    episode, status = run_plan(plan, plan_file.resolve().parent, artifacts_root=artifacts, progress=reporter,
+                               restore=str(restore) if restore is not None else None)
+    outcome = episode.outcome
+    assert outcome is not None
+    trace = episode.last_trace
+    error = outcome.error
+    output = EpisodeRunOutput(
+        success=outcome.success and status == "completed", status="cancelled" if outcome.status == "cancelled"
+        else ("completed" if outcome.success and status == "completed" else "failed"),
+        episodeId=episode.id, runtime=outcome.runtime.model_dump(mode="json", exclude_none=True),
+        steps=[EpisodeStepSummary(index=s.index, command=s.action.command, exitCode=int(s.execution.get("exitCode", 1)),
+                                  observation=s.observation.type if s.observation else None)
+               for s in (trace.steps if trace else [])],
+        snapshots=[ref.path for s in (trace.snapshots if trace else []) for ref in s.artifactRefs if ref.path],
+        trace=layout.EPISODE_TRACE if outcome.bundle is not None else None, artifacts=_artifacts_dict(outcome),
+        error=error.to_dict() if error is not None else None, timings=outcome.timings)
+    if json_out:
+        emit_json(outcome.redact.value(to_jsonable(output)))
+    else:
+        for step in output.steps:
+            progress(f"  step {step.index}: {step.command} exited {step.exitCode}"
+                     + (f", observed {step.observation}" if step.observation else ""))
+        progress(f"codebox: episode {output.status}; {len(output.steps)} step(s), {len(output.snapshots)} snapshot(s); "
+                 f"bundle {outcome.bundle_id or '(not captured)'} in {outcome.run_dir}")
+        if error is not None:
+            progress(outcome.redact(f"codebox: error: {error}"))
+    if error is not None:
+        raise typer.Exit(int(error.exit_code))
+    if not output.success:
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+@episode_app.command("schema")
+def episode_schema_command() -> None:
+    """Print the JSON Schema of an episode plan (codebox/episode-plan/v1), generated from its model."""
+    from codebox_tui.contracts.schemas import generate_json_schema
+
+    emit_json(generate_json_schema(EPISODE_PLAN_SCHEMA))
+
+
 def register(app: typer.Typer) -> None:
+    app.add_typer(episode_app, name="episode")
     app.command("commands")(commands_command)
     app.command("run")(run_command)
     app.command("boot")(boot_command)

@@ -84,6 +84,10 @@ class StderrProgress:
             self.phase("disposed", "sandbox stopped")
         elif kind == "runtime.error":
             self.phase("error", str(data.get("message") or data.get("code")))
+        elif kind in ("episode.reset", "episode.observation", "episode.snapshot", "episode.restore"):
+            self.phase("episode", str(data.get("message")))  # docs/episodes.md
+        elif kind == "runtime.snapshot-restored":
+            self.phase("restored", f"snapshot {data.get('snapshotId')} ({data.get('ms')} ms)")
 
     def attach(self, session: Any) -> None:
         """Follow a ``RunSession`` that already exists (e.g. from a recipe's ``on_session``)."""

@@ -24,6 +24,7 @@ from codebox_tui.bundle.capture_docs import (
     build_test_results,
     change_stats,
     diagnostics_document,
+    episode_artifacts,
     metadata_document,
     mounted_files_document,
     provenance,
@@ -314,9 +315,10 @@ def capture_bundle(
         identity = Identity(bundle_id, digest_a, digest_b, cap.created_at)
         prov = provenance(runtime, mounts, _codebox_version())
         browser = browser_refs(entries)
+        episode = episode_artifacts(entries)
         cap.put(layout.METADATA, pretty_json(metadata_document(
             identity, runtime=runtime, mounts=mounts, baselines=baselines, policy=policy, context=metadata,
-            provenance=prov, browser=browser, redacted=cap.redact.active)))
+            provenance=prov, browser=browser, redacted=cap.redact.active, episode=episode)))
         risk = review_risk_flags(RiskInputs(
             diffs=got.diffs,
             redacted_files=[c.relativePath for c, d in zip(got.changed, got.changes, strict=True) if d.redacted],
@@ -325,7 +327,8 @@ def capture_bundle(
             extra=list(extra_risk_flags or [])))
         cap.put(layout.REVIEW, pretty_json(review_document(
             identity, runtime=runtime, mounts=mounts, changed=got.changed, provenance=prov,
-            patch_sha=cap.known[layout.PATCH], browser=browser, tests=tests, risk=risk)))
+            patch_sha=cap.known[layout.PATCH], browser=browser, tests=tests, risk=risk,
+            episode_trace=episode.get("runtimeEpisodeTrace"))))
         # hashes, the reference manifest, the manifest (last, once every copy is on disk)
         seal(cap.run_dir, entries, cap.known, bundle_id=bundle_id, digest_a=digest_a,
              runtime=runtime.model_dump(mode="json", exclude_none=True), created_at=cap.created_at,

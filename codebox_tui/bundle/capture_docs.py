@@ -223,6 +223,20 @@ def provenance(runtime: RuntimeInfo, mounts: list[MountSpec], codebox_version: s
     }
 
 
+def episode_artifacts(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """metadata.json ``artifacts`` keys of a run's episode (spec §5.4; docs/episodes.md): its trace, its event
+    records and the runtime snapshots it listed."""
+    out: dict[str, Any] = {}
+    for entry in entries:
+        if entry["kind"] == "runtime-episode-trace" and entry["path"] == layout.EPISODE_TRACE:
+            out["runtimeEpisodeTrace"] = entry["path"]
+        elif entry["kind"] == "runtime-episode-events" and entry["path"] == layout.EPISODE_EVENTS:
+            out["runtimeEpisodeEvents"] = entry["path"]
+        elif entry["kind"] == "runtime-snapshot":
+            out.setdefault("runtimeSnapshots", []).append(entry["path"])
+    return out
+
+
 def browser_refs(entries: list[dict[str, Any]]) -> list[str]:
     """The listed browser evidence (screenshots, probe output)."""
     return [e["path"] for e in entries if e["path"].startswith(layout.BROWSER_DIR + "/")]
@@ -230,7 +244,8 @@ def browser_refs(entries: list[dict[str, Any]]) -> list[str]:
 
 def metadata_document(identity: Identity, *, runtime: RuntimeInfo, mounts: list[MountSpec],
                       baselines: list[Baseline], policy: RuntimePolicy, context: dict[str, Any],
-                      provenance: dict[str, Any], browser: list[str], redacted: bool) -> dict[str, Any]:
+                      provenance: dict[str, Any], browser: list[str], redacted: bool,
+                      episode: dict[str, Any] | None = None) -> dict[str, Any]:
     """``metadata.json``: the bundle id and digests, the runtime, mounts and policy, and where each piece of
     evidence is."""
     artifacts: dict[str, Any] = {
@@ -246,6 +261,7 @@ def metadata_document(identity: Identity, *, runtime: RuntimeInfo, mounts: list[
     }
     if browser:
         artifacts["browser"] = browser
+    artifacts.update(episode or {})
     return {
         "id": identity.bundle_id,
         "contentDigest": {"algorithm": "sha256", "inputs": MODE_A_INPUTS, "value": identity.digest_a},
@@ -275,7 +291,8 @@ def _summary_text(total: int) -> str:
     return f"Sandbox produced changes in {total} files."
 
 
-def _progress(runtime: RuntimeInfo, mounts: list[MountSpec], created_at: str) -> list[dict[str, Any]]:
+def _progress(runtime: RuntimeInfo, mounts: list[MountSpec], created_at: str, episode: bool = False
+              ) -> list[dict[str, Any]]:
     progress: list[dict[str, Any]] = [
         {"type": "boot", "label": "Spinning up a test copy of your site...", "action": "boot",
          "timestamp": runtime.createdAt}
@@ -289,6 +306,9 @@ def _progress(runtime: RuntimeInfo, mounts: list[MountSpec], created_at: str) ->
          "timestamp": created_at},
         {"type": "complete", "label": "Ready for your review.", "action": "complete", "timestamp": created_at},
     ]
+    if episode:  # spec §4.1: episode persistence appends this item
+        progress.append({"type": "artifact", "component": "runtime-episode", "label": "Runtime episode trace persisted",
+                         "timestamp": created_at})
     return progress
 
 
@@ -320,7 +340,7 @@ def review_risk_flags(inputs: RiskInputs) -> list[str]:
 
 def review_document(identity: Identity, *, runtime: RuntimeInfo, mounts: list[MountSpec],
                     changed: list[ChangedFile], provenance: dict[str, Any], patch_sha: str, browser: list[str],
-                    tests: TestResults, risk: list[str]) -> dict[str, Any]:
+                    tests: TestResults, risk: list[str], episode_trace: str | None = None) -> dict[str, Any]:
     """``files/review.json``: what the reviewer sees first — summary, stats, changed files, progress, the
     actions offered, the evidence (with the patch hash and both digests), test status and risk flags."""
     review: dict[str, Any] = {
@@ -343,7 +363,7 @@ def review_document(identity: Identity, *, runtime: RuntimeInfo, mounts: list[Mo
             }
             for c in changed
         ],
-        "progress": _progress(runtime, mounts, identity.created_at),
+        "progress": _progress(runtime, mounts, identity.created_at, episode_trace is not None),
         "actions": ACTIONS,
         "evidence": {
             "workspacePatch": layout.WORKSPACE_PATCH,
@@ -357,6 +377,7 @@ def review_document(identity: Identity, *, runtime: RuntimeInfo, mounts: list[Mo
             "runtimeReferenceManifest": layout.REFERENCE_MANIFEST,
             "runtimeReplayReferenceIndex": layout.REPLAY_INDEX,
             **({"browser": browser} if browser else {}),
+            **({"runtimeEpisodeTrace": episode_trace} if episode_trace else {}),
         },
         "tests": {"status": tests.status, "summary": tests.summary.model_dump()},
         "riskFlags": risk,

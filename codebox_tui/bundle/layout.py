@@ -37,6 +37,8 @@ VERIFICATION_EVIDENCE: Final = "files/runtime-evidence/artifact-bundle-verificat
 CONTRIBUTOR_PATCH: Final = "files/contributor.patch"
 EVALUATE_PATCH: Final = "files/evaluate-patch.json"
 SITE_STATE_DIFF: Final = "files/site-state-diff.json"  # what the run did to the site (docs/site-state.md)
+EPISODE_TRACE: Final = "files/runtime-episode-trace.json"  # kind runtime-episode-trace (docs/episodes.md)
+EPISODE_EVENTS: Final = "files/runtime-episode.jsonl"  # kind runtime-episode-events (docs/episodes.md)
 
 # -- folders of per-step evidence ------------------------------------------------------------------
 MOUNT_COPIES_DIR: Final = "files/mounts"  # the changed files' after-state copies, per mount
@@ -46,6 +48,7 @@ DECLARED_DIR: Final = "files/declared"  # files a recipe declares as outputs
 RUNTIME_SNAPSHOTS_DIR: Final = "files/runtime-snapshots"  # `wp-snapshot` documents (docs/site-state.md)
 RUNTIME_SNAPSHOT_BLOBS_DIR: Final = "files/runtime-snapshots/blobs"  # kind runtime-snapshot-blob, by sha256
 WORDPRESS_STATE_DIR: Final = "files/wordpress-state"  # `wp-state-export` documents (docs/site-state.md)
+OBSERVATIONS_DIR: Final = "files/observations"  # an episode's observation documents (docs/episodes.md)
 # Evidence the Review screen lists (screenshots, test logs): manifest paths under these folders.
 VIEWABLE_EVIDENCE_PREFIXES: Final = (BROWSER_DIR + "/", PHPUNIT_DIR + "/")
 

@@ -55,8 +55,10 @@ REPLAY_REFERENCES = {
     "changedFiles": layout.CHANGED_FILES,
     "patch": layout.PATCH,
     "testResults": layout.TEST_RESULTS,
+    "trace": layout.EPISODE_TRACE,
+    "events": layout.EPISODE_EVENTS,
 }
-REPLAY_NOTES = {
+REPLAY_NOTES: dict[str, Any] = {
     "status": "partial",
     "instructions": [
         "Replay the commands in references.commands (commands.jsonl) in order; references.runtimeEvents has the "
@@ -69,6 +71,89 @@ REPLAY_NOTES = {
         "filesystem checkpoint.",
     ],
 }
+
+
+EPISODE_REPLAY_NOTES: dict[str, Any] = {
+    "status": "runtime-state-artifact",
+    "instructions": [
+        "references.trace is the runtime episode (docs/episodes.md): replay its steps' actions in order; each "
+        "snapshot's artifactRefs name a wp-codebox/wordpress-runtime-snapshot/v1 document that `codebox run "
+        "--restore` puts back into a fresh sandbox of the same WordPress and PHP versions.",
+        *REPLAY_NOTES["instructions"],
+    ],
+    "limitations": [
+        "A snapshot holds the site's database and its wp-content files (read-only mounts excluded), not the "
+        "sandbox's other files.",
+    ],
+}
+
+
+@dataclass
+class EpisodeReferences:
+    """What the reference manifest and the replay index cite from a bundle's episode trace (spec §1.6)."""
+
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    observations: list[dict[str, Any]] = field(default_factory=list)
+    snapshots: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _envelope_ref(kind: str, item: Any) -> dict[str, Any] | None:
+    if isinstance(item, dict) and isinstance(item.get("id"), str) and isinstance(item.get("digest"), dict):
+        return {"kind": kind, "id": item["id"], "digest": item["digest"]}
+    return None
+
+
+def episode_references(run_dir: Path, entries: list[dict[str, Any]]) -> EpisodeReferences | None:
+    """The actions, observations and snapshots of the bundle's episode trace, when one is listed. The trace is this
+    run's own file, but it is read defensively: anything unexpected leaves it out here (and the verifier, which
+    checks the trace itself, reports it)."""
+    if not any(e["path"] == layout.EPISODE_TRACE and e["kind"] == "runtime-episode-trace" for e in entries):
+        return None
+    try:
+        trace = json.loads((run_dir / layout.EPISODE_TRACE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(trace, dict):
+        return None
+    out = EpisodeReferences()
+
+    def items(value: Any) -> list[Any]:
+        return value if isinstance(value, list) else []
+
+    steps = items(trace.get("steps"))
+    for step in steps:
+        if (isinstance(step, dict) and isinstance(step.get("id"), str) and isinstance(step.get("index"), int)
+                and isinstance(step.get("actionRef"), dict) and isinstance(step.get("executionRef"), dict)):
+            action = {"index": step["index"], "id": step["id"], "actionRef": step.get("actionRef"),
+                      "executionRef": step.get("executionRef")}
+            if isinstance(step.get("observationRef"), dict):
+                action["observationRef"] = step["observationRef"]
+            out.actions.append(action)
+    reset = trace.get("reset") if isinstance(trace.get("reset"), dict) else {}
+    observations: list[Any] = []
+    for holder in [reset, *items(trace.get("resets"))]:
+        if isinstance(holder, dict) and isinstance(holder.get("observations"), list):
+            observations += holder["observations"]
+    observations += [step.get("observation") for step in steps if isinstance(step, dict)]
+    observations += items(trace.get("observations"))
+    for item in observations:
+        ref = _envelope_ref("observation", item)
+        if ref is not None and isinstance(item.get("type"), str):
+            out.observations.append({"id": item["id"], "type": item["type"], "ref": ref,
+                                     "artifactRefs": [r for r in item.get("artifactRefs") or []
+                                                      if isinstance(r, dict)]})
+    for item in items(trace.get("snapshots")):
+        if _envelope_ref("snapshot", item) is None or not isinstance(item.get("semantics"), str):
+            continue
+        state = item["semantics"] == "runtime-state-artifact"
+        out.snapshots.append({
+            "id": item["id"], "semantics": item["semantics"], "digest": item["digest"],
+            "replay": {"status": "runtime-state-artifact" if state else "metadata-only",
+                       "limitations": list(EPISODE_REPLAY_NOTES["limitations"]) if state else
+                       ["The snapshot records metadata only."]},
+            "artifactRefs": [r for r in item.get("artifactRefs") or [] if isinstance(r, dict) and "digest" in r],
+        })
+    return out
 
 
 def bundle_id_for(entries: list[dict[str, Any]]) -> tuple[str, str]:
@@ -117,14 +202,19 @@ def seal(
         key=lambda r: r["path"],
     )
     bundle_ref = {"kind": "artifact-bundle", "id": bundle_id, "digest": {"algorithm": "sha256", "value": digest_a}}
-    payload = {
+    episode = episode_references(run_dir, entries)
+    payload: dict[str, Any] = {
         "schema": REFERENCE_MANIFEST_SCHEMA,
         "version": 1,
         "runtime": runtime,
         "artifactBundle": bundle_ref,
         "files": refs,
-        "snapshots": [],
+        "snapshots": episode.snapshots if episode is not None else [],
     }
+    by_path = {r["path"]: r for r in refs}
+    for key, rel in (("trace", layout.EPISODE_TRACE), ("events", layout.EPISODE_EVENTS)):
+        if episode is not None and rel in by_path:
+            payload[key] = by_path[rel]
     ref_digest = domain_digest(REFERENCE_MANIFEST_SCHEMA, payload)
     write_json(
         run_dir,
@@ -139,7 +229,7 @@ def seal(
     )
     hashes[REFERENCE_MANIFEST_PATH] = known[REFERENCE_MANIFEST_PATH]
     if any(e["path"] == REPLAY_INDEX_PATH for e in entries):
-        _write_replay_index(run_dir, entries, hashes, known, bundle_ref, runtime, created_at)
+        _write_replay_index(run_dir, entries, hashes, known, bundle_ref, runtime, created_at, episode)
         hashes[REPLAY_INDEX_PATH] = known[REPLAY_INDEX_PATH]
     files = [
         {**entry, "sha256": {"algorithm": "sha256", "value": hashes.get(entry["path"], "0" * 64)}}
@@ -162,7 +252,8 @@ def seal(
 
 
 def _write_replay_index(run_dir: Path, entries: list[dict[str, Any]], hashes: dict[str, str], known: dict[str, str],
-                        bundle_ref: dict[str, Any], runtime: dict[str, Any], created_at: str) -> None:
+                        bundle_ref: dict[str, Any], runtime: dict[str, Any], created_at: str,
+                        episode: EpisodeReferences | None = None) -> None:
     """``files/runtime-replay-index.json`` (spec §1.6): where a replayer finds each piece of evidence, with the
     hashes just computed (so it is written after the reference manifest and before the manifest)."""
     by_path = {e["path"]: e for e in entries}
@@ -178,10 +269,10 @@ def _write_replay_index(run_dir: Path, entries: list[dict[str, Any]], hashes: di
         "runtime": runtime,
         "artifactBundle": bundle_ref,
         "references": references,
-        "actions": [],
-        "observations": [],
-        "snapshots": [],
-        "replay": REPLAY_NOTES,
+        "actions": episode.actions if episode is not None else [],
+        "observations": episode.observations if episode is not None else [],
+        "snapshots": episode.snapshots if episode is not None else [],
+        "replay": EPISODE_REPLAY_NOTES if episode is not None and episode.snapshots else REPLAY_NOTES,
     }
     digest = domain_digest(REPLAY_INDEX_SCHEMA, payload)
     write_json(run_dir, REPLAY_INDEX_PATH, {

@@ -27,6 +27,7 @@ def site_state_counts(diff: SiteStateDiff) -> dict[str, int]:
         "terms": len(diff.terms), "rewriteRules": len(diff.rewriteRulesAdded) + len(diff.rewriteRulesRemoved),
         "settings": sum(v is not None for v in (diff.activePlugins, diff.theme, diff.siteurl, diff.home)),
         "controlFiles": len(diff.controlFiles),
+        "filesOutsideMounts": len(diff.filesOutsideMounts),
     }
 
 
@@ -102,6 +103,9 @@ def site_state_lines(diff: SiteStateDiff) -> list[str]:
          [f"  {_MARK[c.status]} {_s(c.path)} {c.status}" for c in diff.controlFiles]),
         ("Settings", [*_setting("active_plugins", diff.activePlugins), *_setting("theme", diff.theme),
                       *_setting("siteurl", diff.siteurl), *_setting("home", diff.home)]),
+        ("Files outside the declared mounts", [f"  {_MARK[f.status]} {_s(f.path)} ({f.type}"
+                                               f"{'' if f.bytes is None else f', {f.bytes} bytes'})"
+                                               for f in diff.filesOutsideMounts]),
     ]
     for title, items in sections:
         if items:

@@ -39,6 +39,7 @@ from codebox_tui.contracts.bundle import (
     TestResults,
     WorkspacePatch,
 )
+from codebox_tui.contracts.episode import EPISODE_PLAN_SCHEMA, EPISODE_TRACE_SCHEMA, EpisodePlan, EpisodeTrace
 from codebox_tui.contracts.exec import EXEC_RESULT_SCHEMA, ExecResult
 from codebox_tui.contracts.feedback import FEEDBACK_SCHEMA, ReviewFeedback
 from codebox_tui.contracts.recipe import RECIPE_SCHEMA, WorkspaceRecipe
@@ -84,6 +85,8 @@ REGISTRY: dict[str, type[BaseModel]] = {
     RUNTIME_SNAPSHOT_SCHEMA: RuntimeSnapshot,
     CHECKPOINT_RESULT_SCHEMA: CheckpointResult,
     EXEC_RESULT_SCHEMA: ExecResult,
+    EPISODE_TRACE_SCHEMA: EpisodeTrace,
+    EPISODE_PLAN_SCHEMA: EpisodePlan,
     FEEDBACK_SCHEMA: ReviewFeedback,
 }
 

@@ -11,6 +11,7 @@ from typing import Any, Final, Literal
 
 from pydantic import Field
 
+from codebox_tui.contracts.canonical import sha256_hex, stable_json
 from codebox_tui.contracts.common import Contract, OpenContract
 
 SITE_STATE_SUMMARY_SCHEMA: Final = "codebox/site-state-summary/v1"
@@ -171,9 +172,20 @@ class ValueChange(Contract):
     after: Any = None
 
 
+class FileOutsideMounts(Contract):
+    """A file or link under the sandbox's wp-content, outside every declared mount, that the run added,
+    changed or deleted (docs/site-state.md, "Files written outside the declared mounts")."""
+
+    path: str
+    status: ChangeStatus
+    type: Literal["file", "link"]
+    bytes: int | None = None
+
+
 class RiskFlag(Contract):
     code: Literal["new-administrator", "capabilities-granted", "siteurl-changed", "home-changed",
-                  "active-plugins-changed", "cron-event-added", "theme-changed", "sandbox-control-file-modified"]
+                  "active-plugins-changed", "cron-event-added", "theme-changed", "sandbox-control-file-modified",
+                  "files-outside-mounts"]
     severity: Literal["high", "medium"]
     message: str
     subject: str = Field(description="what the flag is about: a user login, role, option, hook or file path")
@@ -200,6 +212,8 @@ class SiteStateDiff(Contract):
     siteurl: ValueChange | None = None
     home: ValueChange | None = None
     controlFiles: list[ControlFileChange] = Field(default_factory=list)
+    filesOutsideMounts: list[FileOutsideMounts] = Field(
+        default_factory=list, description="wp-content paths outside the declared mounts the run wrote (at most 500)")
     risks: list[RiskFlag] = Field(default_factory=list)
     empty: bool = Field(description="true when nothing changed")
 
@@ -278,6 +292,16 @@ class RuntimeSnapshot(Contract):
     database: SnapshotDatabase
     files: list[SnapshotFile]
     hashes: SnapshotHashes
+
+
+def snapshot_hashes(database: Any, files: Any) -> dict[str, str]:
+    """A snapshot's ``hashes``: ``contentDigest`` of the table list and of ``[{path, sha256, bytes}]``
+    (docs/site-state.md). Written by the host, checked on restore and by the bundle verifier."""
+    tables = database.get("tables") if isinstance(database, dict) else None
+    listed = [{"path": f.get("path"), "sha256": f.get("sha256"), "bytes": f.get("bytes")}
+              for f in files if isinstance(f, dict)] if isinstance(files, list) else []
+    return {"database": sha256_hex(stable_json(tables if isinstance(tables, list) else [])),
+            "files": sha256_hex(stable_json(listed))}
 
 
 # -- checkpoints ---------------------------------------------------------------------------------

@@ -71,6 +71,10 @@ class RunRequest:
     tools: Toolchain = field(default_factory=Toolchain)
     tool_commands: list[str] | None = None
     capture: bool = True  # False only for a preview that leaves no bundle (`codebox boot`)
+    # A runtime snapshot (contracts.site_state.RuntimeSnapshot, its bytes inline) restored into the sandbox right
+    # after boot, before anything else (`codebox run --restore`; docs/episodes.md), and where it was read from.
+    restore: Any = None
+    restore_source: str | None = None
     flow: str = "run"  # recorded with the run in the store: run, recipe-run, evaluate-patch, tui, …
 
     def effective_policy(self) -> RuntimePolicy:
@@ -223,4 +227,19 @@ def check_request(request: RunRequest) -> None:
             if not path.is_file():
                 raise BadInputError(f"code-file {args['code-file']!r} does not exist or is not a regular file",
                                     code="missing-code-file", field="code-file")
-    resolve_build(request.wp)  # unknown versions fail before anything boots
+    build = resolve_build(request.wp)  # unknown versions fail before anything boots
+    if request.restore is not None:
+        check_restore_versions(request.restore, build.version, request.php)
+
+
+def check_restore_versions(snapshot: Any, wordpress_version: str, php: str) -> None:
+    """Refuse, before anything boots, a snapshot taken on another WordPress build or PHP version (restoring it
+    would corrupt the site); ``restore_snapshot`` checks the booted sandbox again (docs/episodes.md)."""
+    have = snapshot.compatibility
+    for what, flag, theirs, ours in (("WordPress", "--wp", have.wordpressVersion, wordpress_version),
+                                     ("PHP", "--php", have.phpVersion, php)):
+        if theirs != ours:
+            raise BadInputError(
+                f"snapshot {snapshot.id} was taken on {what} {theirs}, this run asks for {what} {ours}; run it "
+                f"with {flag} {theirs}", code="snapshot-incompatible",
+                field=f"compatibility.{'wordpressVersion' if what == 'WordPress' else 'phpVersion'}")

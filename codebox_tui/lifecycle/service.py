@@ -111,6 +111,7 @@ class OpenRun:
         self.summary: Any = None
         self.verification_problem: dict[str, Any] | None = None
         self.timings: dict[str, float] = {}
+        self.restored: dict[str, Any] | None = None  # the restore stats of ``request.restore``
         self.outcome: RunOutcome | None = None  # set when the run has ended (after the ``with`` block)
         # the site-state summaries after boot and before capture (docs/site-state.md, "In every run")
         self.site_state = SiteStateRecorder(session, enabled=site_state)
@@ -131,10 +132,31 @@ class OpenRun:
         started = time.monotonic()
         sandbox = self.session.boot_sandbox()
         self.timings.setdefault("bootSeconds", round(time.monotonic() - started, 3))
+        if self.request.restore is not None and self.restored is None:
+            self._restore(sandbox)
         self.site_state.record_before()
         if self.site_state.before is not None:
             self.timings["siteStateSeconds"] = round(self.site_state.seconds, 3)
         return sandbox
+
+    def _restore(self, sandbox: Sandbox) -> None:
+        """Put ``request.restore`` back into the fresh sandbox (``codebox run --restore``; docs/episodes.md), so the
+        run's site-state diff shows what its commands did to the restored site."""
+        from codebox_tui.runtime.site_state import restore_snapshot
+
+        snapshot = self.request.restore
+        started = time.monotonic()
+        try:
+            stats = restore_snapshot(sandbox, snapshot)
+        except CodeboxError as error:
+            self.session.emit("runtime.snapshot-restore-failed", {"snapshotId": snapshot.id, **error.to_dict()},
+                              level="error")
+            raise
+        self.restored = {"snapshotId": snapshot.id, "source": self.request.restore_source, "stats": stats}
+        self.timings["restoreSeconds"] = round(time.monotonic() - started, 3)
+        self.session.emit("runtime.snapshot-restored", {"snapshotId": snapshot.id,
+                                                        "source": self.request.restore_source,
+                                                        "ms": int((time.monotonic() - started) * 1000)})
 
     def execute(self, step: CommandStep | str, args: list[str] | None = None,
                 timeout_s: float | None = None) -> ExecutionResult:

@@ -11,13 +11,15 @@ import time
 
 from codebox_tui.bundle import layout
 from codebox_tui.contracts.canonical import pretty_json
-from codebox_tui.contracts.site_state import SiteStateDiff, SiteStateSummary
+from codebox_tui.contracts.site_state import FileOutsideMounts, RiskFlag, SiteStateDiff, SiteStateSummary
 from codebox_tui.errors import SandboxError
+from codebox_tui.runtime.content_listing import Listing, changed_paths, list_content, skipped_paths
 from codebox_tui.runtime.session import RunSession
 from codebox_tui.runtime.site_state import take_summary
 from codebox_tui.runtime.site_state_diff import diff_summaries
 
 SITE_STATE_DIFF_KIND = "site-state-diff"
+MAX_FILES_LISTED = 500  # paths kept in the diff (the flag's message counts them all)
 RISK_FLAG_PREFIX = "site-state:"  # review risk flag: site-state:<RiskFlag.code>
 
 
@@ -34,6 +36,7 @@ class SiteStateRecorder:
         self.session = session
         self.enabled = enabled
         self.before: SiteStateSummary | None = None
+        self.listing: Listing | None = None  # wp-content outside the mounts, after boot
         self.diff: SiteStateDiff | None = None
         self.seconds = 0.0  # time spent on the summaries and the diff (bench/bench_site_state.py)
 
@@ -53,6 +56,51 @@ class SiteStateRecorder:
         """Right after boot, before the first command (once)."""
         if self.enabled and self.before is None and self.session.booted:
             self.before = self._summary("before")
+            if self.before is not None:
+                self.listing = self._listing("before")
+
+    def rebase_files(self) -> None:
+        """List wp-content again as the files' baseline: what a caller's own setup wrote there (a recipe's staged
+        files, blueprint steps and extra-plugin loaders) is declared input, not something the run wrote."""
+        if self.listing is not None:
+            self.listing = self._listing("setup")
+
+    def _skipped(self) -> list[str]:
+        spec = self.session.spec
+        return skipped_paths([*spec.mounts, *spec.extra_mounts])
+
+    def _listing(self, phase: str) -> Listing | None:
+        started = time.monotonic()
+        try:
+            listing, cut = list_content(self.session.sandbox, self._skipped())
+        except SandboxError as error:
+            self.session.emit("site-state.unavailable", {"phase": phase, "part": "files", **error.to_dict()},
+                              level="warning")
+            return None
+        finally:
+            self.seconds += time.monotonic() - started
+        if cut:
+            self.session.emit("site-state.files-truncated", {"phase": phase, "entries": len(listing)},
+                              level="warning")
+        return listing
+
+    def _with_files(self, diff: SiteStateDiff, after: Listing | None) -> SiteStateDiff:
+        """The diff with the wp-content paths written outside the declared mounts, and their risk flag: high when
+        one of them is PHP (code planted where no patch shows it), medium otherwise."""
+        if self.listing is None or after is None:
+            return diff
+        changed = changed_paths(self.listing, after)
+        if not changed:
+            return diff
+        php = [c["path"] for c in changed if c["status"] != "deleted" and c["path"].lower().endswith(
+            (".php", ".phtml", ".phar"))]
+        subject = php[0] if php else changed[0]["path"]
+        risk = RiskFlag(code="files-outside-mounts", severity="high" if php else "medium", subject=subject,
+                        message=f"{len(changed)} path(s) under wp-content outside the declared mounts were written"
+                                + (f", {len(php)} of them PHP" if php else "") + "; they are not in the patch")
+        return diff.model_copy(update={
+            "filesOutsideMounts": [FileOutsideMounts.model_validate(c) for c in changed[:MAX_FILES_LISTED]],
+            "risks": [*diff.risks, risk], "empty": False})
 
     def record_after(self) -> SiteStateDiff | None:
         """Right before capture: the second summary, the diff as evidence and its risk flags for the
@@ -62,8 +110,9 @@ class SiteStateRecorder:
         after = self._summary("after")
         if after is None:
             return None
+        files_after = self._listing("after") if self.listing is not None else None
         started = time.monotonic()
-        diff = diff_summaries(self.before, after)
+        diff = self._with_files(diff_summaries(self.before, after), files_after)
         doc = diff.model_dump(mode="json", by_alias=True, exclude_none=True)
         path = self.session.add_evidence(layout.SITE_STATE_DIFF, SITE_STATE_DIFF_KIND, "application/json")
         path.write_text(self.session.redact(pretty_json(doc)), encoding="utf-8")

@@ -228,6 +228,8 @@ class _RecipeRun:
                 else:
                     self.phases.append({"name": f"site_seed:{seed.name}", "status": "completed", "durationMs": 0,
                                         "data": {"action": "skipped", "reason": "parent_site seeds are declarations"}})
+            # the setup's own writes under wp-content are declared input (docs/site-state.md)
+            self.run.site_state.rebase_files()
         except CodeboxError as exc:
             self.failures.append({"phase": "setup", "error": exc.to_dict()})
             return False

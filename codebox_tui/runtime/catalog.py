@@ -21,6 +21,7 @@ from codebox_tui.runtime.commands import (
     checkpoint_list,
     checkpoint_restore,
     inspect_mounted_inputs,
+    observe,
     run_php,
     wp_cli,
 )
@@ -190,6 +191,22 @@ _COMMANDS: list[CommandSpec] = [
         outputShape="wp-codebox/runtime-checkpoint-result/v1",
         policyRequirement="wp-codebox.checkpoint-list",
         handler=_ref(checkpoint_list),
+    ),
+    CommandSpec(
+        id="wp-codebox.observe",
+        description="One observation of the sandbox (docs/episodes.md): runtime-info, mounts, files, "
+        "command-result, wordpress-state, http-response, runtime-events or runtime-logs, printed as its "
+        "wp-codebox/runtime-episode-observation/v1 envelope.",
+        acceptedArgs=[
+            A(name="type", description="The observation type", required=True,
+              format="enum:runtime-info,mounts,files,command-result,wordpress-state,http-response,runtime-events,"
+                     "runtime-logs"),
+            A(name="spec-json", description='The type\'s fields as a JSON object, e.g. {"paths": ["/wordpress/'
+              'wp-config.php"]} or {"sections": ["options"]}', format="json"),
+        ],
+        outputShape="wp-codebox/runtime-episode-observation/v1",
+        policyRequirement="wp-codebox.observe",
+        handler=_ref(observe),
     ),
     CommandSpec(
         id="wordpress.browser-actions.evaluate",

@@ -166,34 +166,19 @@ def capture_state_bundle(session: RunSession, args: dict[str, str], timeout_s: f
     blobs beside it) and its wordpress-state export into ``files/wordpress-state/<id>.json``."""
     from codebox_tui.bundle import layout
     from codebox_tui.contracts.canonical import pretty_json, sha256_hex
-    from codebox_tui.runtime.site_state import (
-        export_config_from_args,
-        export_wordpress_state,
-        externalize_files,
-        take_snapshot,
-    )
+    from codebox_tui.runtime.site_state import export_config_from_args, export_wordpress_state, take_snapshot
 
     config = export_config_from_args(args)
     snapshot = take_snapshot(session.sandbox, _snapshot_scope(session, args), timeout_s=timeout_s,
                              metadata={"runtime": session.runtime_id,
                                        "mounts": [m.model_dump(mode="json") for m in session.spec.mounts]})
     export = export_wordpress_state(session.sandbox, config, timeout_s=timeout_s)
-
-    def write_blob(rel: str, data: bytes) -> None:
-        target = session.run_dir / rel
-        if not target.exists():
-            session.add_evidence(rel, "runtime-snapshot-blob", "application/octet-stream").write_bytes(
-                session.redact.data(data))
-
-    snapshot = externalize_files(snapshot, write_blob)
-    refs = []
-    for rel, kind, document in (
-        (layout.runtime_snapshot_path(snapshot.id), "runtime-snapshot", snapshot),
-        (layout.wordpress_state_path(snapshot.id), "wordpress-state", export),
-    ):
-        text = session.redact(pretty_json(document.model_dump(mode="json", by_alias=True, exclude_none=True)))
-        session.add_evidence(rel, kind, "application/json").write_text(text, encoding="utf-8")
-        refs.append({"path": rel, "kind": kind, "sha256": sha256_hex(text)})
+    rel, digest = store_snapshot(session, snapshot)
+    refs = [{"path": rel, "kind": "runtime-snapshot", "sha256": digest}]
+    rel = layout.wordpress_state_path(snapshot.id)
+    text = session.redact(pretty_json(export.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    session.add_evidence(rel, "wordpress-state", "application/json").write_text(text, encoding="utf-8")
+    refs.append({"path": rel, "kind": "wordpress-state", "sha256": sha256_hex(text)})
     stats = snapshot.metadata.get("stats") or {}
     result = {"command": "wordpress.capture-state-bundle", "status": "ok",
               "snapshot": {"id": snapshot.id, "semantics": "runtime-state-artifact",
@@ -203,6 +188,28 @@ def capture_state_bundle(session: RunSession, args: dict[str, str], timeout_s: f
     outcome = _outcome(json.dumps(result, sort_keys=True), json_value=result)
     outcome.artifact_refs = refs
     return outcome
+
+
+def store_snapshot(session: RunSession, snapshot: Any) -> tuple[str, str]:
+    """Write a runtime snapshot into the run's bundle: the document to ``files/runtime-snapshots/<id>.json`` (kind
+    ``runtime-snapshot``) and each file's bytes to a content-addressed blob beside it (kind
+    ``runtime-snapshot-blob``; docs/site-state.md, "Snapshots in a bundle"). Returns the document's path and the
+    sha256 of the bytes written."""
+    from codebox_tui.bundle import layout
+    from codebox_tui.contracts.canonical import pretty_json, sha256_hex
+    from codebox_tui.runtime.site_state import externalize_files
+
+    def write_blob(rel: str, data: bytes) -> None:
+        target = session.run_dir / rel
+        if not target.exists():
+            session.add_evidence(rel, "runtime-snapshot-blob", "application/octet-stream").write_bytes(
+                session.redact.data(data))
+
+    stored = externalize_files(snapshot, write_blob)
+    rel = layout.runtime_snapshot_path(stored.id)
+    text = session.redact(pretty_json(stored.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    session.add_evidence(rel, "runtime-snapshot", "application/json").write_text(text, encoding="utf-8")
+    return rel, sha256_hex(text)
 
 
 def _checkpoint_outcome(result: Any) -> CommandOutcome:
@@ -237,3 +244,46 @@ def checkpoint_list(session: RunSession, args: dict[str, str], timeout_s: float)
     from codebox_tui.runtime import site_state
 
     return _checkpoint_outcome(site_state.checkpoint_list(session.sandbox, timeout_s=timeout_s))
+
+
+# -- observations as a command (recipe steps; docs/episodes.md, "Observations") -----------------------
+def observe(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+    """One episode observation of the run's sandbox, printed as its ``wp-codebox/runtime-episode-observation/v1``
+    envelope (with its digest); a ``wordpress-state`` observation's section documents go to the bundle."""
+    from pydantic import ValidationError
+
+    from codebox_tui.contracts.common import utc_now_iso
+    from codebox_tui.contracts.episode import EpisodeObservation, ObservationSpec, episode_digest
+    from codebox_tui.runtime.observations import observe as take
+    from codebox_tui.runtime.session import new_id
+
+    extra: Any = {}
+    if args.get("spec-json"):
+        try:
+            extra = json.loads(args["spec-json"])
+        except ValueError as error:
+            raise BadInputError(f"spec-json must be JSON: {error}", code="invalid-arg", field="spec-json") from error
+        if not isinstance(extra, dict):
+            raise BadInputError("spec-json must be a JSON object", code="invalid-arg", field="spec-json")
+    try:
+        spec = ObservationSpec.model_validate({**extra, "type": args["type"]})
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "type"
+        raise BadInputError(f"observation {where}: {str(first['msg']).removeprefix('Value error, ')}",
+                            code="invalid-arg", field="type" if where == "type" else "spec-json") from None
+    if spec.type == "browser-result":
+        raise BadInputError("a browser-result observation runs wordpress.browser-probe: run that command as the "
+                            "step instead", code="invalid-arg", field="type")
+    observation_id = new_id("observation")
+    observed = take(session, spec, observation_id, timeout_s=timeout_s,
+                    executions=list(enumerate(session.executions)))
+    data = session.redact.value(observed.data)
+    refs = [{"kind": kind, "id": f"{observation_id}:{Path(rel).name}", "path": rel,
+             "digest": {"algorithm": "sha256", "value": digest}} for rel, kind, digest in observed.files]
+    payload = EpisodeObservation.digest_payload(spec.type, data, utc_now_iso(), refs)
+    envelope = EpisodeObservation.model_validate({**payload, "id": observation_id, "digest": episode_digest(payload)})
+    value = envelope.model_dump(mode="json", by_alias=True, exclude_none=True)
+    outcome = _outcome(json.dumps(value, sort_keys=True), json_value=value)
+    outcome.artifact_refs = [{"path": rel, "kind": kind, "sha256": digest} for rel, kind, digest in observed.files]
+    return outcome

@@ -26,7 +26,7 @@ from typing import Any, Final, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from codebox_tui.bundle import layout
-from codebox_tui.contracts.canonical import sha256_hex, stable_json
+from codebox_tui.contracts.canonical import sha256_hex
 from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.contracts.runtime import MountSpec
 from codebox_tui.contracts.site_state import (
@@ -39,6 +39,7 @@ from codebox_tui.contracts.site_state import (
     StateExport,
     StateExportConfig,
     StateSectionDocument,
+    snapshot_hashes,
 )
 from codebox_tui.errors import BadInputError, SandboxError
 from codebox_tui.runtime.backend import Sandbox
@@ -218,15 +219,6 @@ def with_hashes(snapshot: RuntimeSnapshot) -> RuntimeSnapshot:
     payload = snapshot.model_dump(mode="json", by_alias=True, exclude_none=True)
     return snapshot.model_copy(update={"hashes": SnapshotHashes(**snapshot_hashes(payload["database"],
                                                                                   payload["files"]))})
-
-
-def snapshot_hashes(database: Any, files: Any) -> dict[str, str]:
-    """``contentDigest`` of the table list and of ``[{path, sha256, bytes}]`` (docs/site-state.md)."""
-    tables = database.get("tables") if isinstance(database, dict) else None
-    listed = [{"path": f.get("path"), "sha256": f.get("sha256"), "bytes": f.get("bytes")}
-              for f in files if isinstance(f, dict)] if isinstance(files, list) else []
-    return {"database": sha256_hex(stable_json(tables if isinstance(tables, list) else [])),
-            "files": sha256_hex(stable_json(listed))}
 
 
 BLOB_DIR: Final = layout.RUNTIME_SNAPSHOT_BLOBS_DIR

@@ -15,7 +15,15 @@ _EVALUATION_KEYS = frozenset(
 )
 
 
+def _freeform(where: str) -> bool:
+    """Payloads the trace contract leaves free (as the reference's validator does): the trace's ``artifacts`` and
+    every ``data`` and ``metadata`` object, where a command's or a site's own keys may appear."""
+    return where == "trace.artifacts" or where.endswith(".data") or where.endswith(".metadata")
+
+
 def _evaluation_keys(value: Any, where: str, found: list[str]) -> None:
+    if _freeform(where):
+        return
     if isinstance(value, dict):
         for key, item in value.items():
             if key in _EVALUATION_KEYS:
@@ -234,6 +242,47 @@ def _step_issues(step: Any, index: int, issues: list[str]) -> None:
                               else None, f"{where}.observationRef", issues)
 
 
+def _codebox_extension_issues(doc: dict[str, Any], issues: list[str]) -> None:
+    """Codebox's own trace keys (docs/episodes.md): later ``resets``, ``observations`` taken outside a step and
+    ``restores``; their envelopes and refs are held to the same rules as the reference's."""
+    for key in ("resets", "observations", "restores"):
+        if key in doc and not isinstance(doc[key], list):
+            issues.append(f"{key} must be an array when present")
+    def items(value: Any) -> list[Any]:
+        return value if isinstance(value, list) else []
+
+    for index, reset in enumerate(items(doc.get("resets"))):
+        where = f"resets[{index}]"
+        if not isinstance(reset, dict) or not _non_empty(reset.get("id")):
+            issues.append(f"{where}.id is required")
+            continue
+        observations = reset.get("observations")
+        refs = reset.get("observationRefs")
+        if not isinstance(observations, list) or not isinstance(refs, list) or len(refs) != len(observations):
+            issues.append(f"{where} must have observations and one observationRef each")
+            continue
+        for at, (observation, ref) in enumerate(zip(observations, refs, strict=True)):
+            _observation_issues(observation, f"{where}.observations[{at}]", issues)
+            _trace_ref_issues(ref, f"{where}.observationRefs[{at}]", "observation", issues)
+            if isinstance(observation, dict):
+                _ref_digest_issue(ref, observation.get("digest"), f"{where}.observationRefs[{at}]", issues)
+    for index, observation in enumerate(items(doc.get("observations"))):
+        _observation_issues(observation, f"observations[{index}]", issues)
+    snapshots = {s.get("id"): s.get("digest") for s in items(doc.get("snapshots")) if isinstance(s, dict)}
+    for index, restore in enumerate(items(doc.get("restores"))):
+        where = f"restores[{index}]"
+        if not isinstance(restore, dict) or not _non_empty(restore.get("snapshotId")):
+            issues.append(f"{where}.snapshotId is required")
+            continue
+        ref = restore.get("snapshotRef")
+        if ref is not None:
+            _trace_ref_issues(ref, f"{where}.snapshotRef", "snapshot", issues)
+            if isinstance(ref, dict) and ref.get("id") not in snapshots:
+                issues.append(f"{where}.snapshotRef names no snapshot of this trace")
+            elif isinstance(ref, dict):
+                _ref_digest_issue(ref, snapshots[ref.get("id")], f"{where}.snapshotRef", issues)
+
+
 def episode_trace_issues(doc: Any) -> list[str]:
     """Problems of a ``wp-codebox/runtime-episode-trace/v1`` document (spec §10, §1.7); empty when valid.
 
@@ -284,6 +333,7 @@ def episode_trace_issues(doc: Any) -> list[str]:
     else:
         for index, snapshot in enumerate(snapshots):
             _snapshot_issues(snapshot, f"snapshots[{index}]", issues)
+    _codebox_extension_issues(doc, issues)
     found: list[str] = []
     _evaluation_keys(doc, "trace", found)
     issues.extend(f"{where} is evaluation vocabulary, not allowed in a trace" for where in found)

@@ -3,6 +3,7 @@ documents every bundle may carry (metadata, review, cases) — and :func:`verify
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -263,6 +264,8 @@ def _check_documents(check: _Checker, manifest: dict[str, Any], listed: dict[str
             _check_tool_calls(check, listed, path)
         elif kind == "site-state-diff":
             _check_site_state_diff(check, path)
+        elif kind == "runtime-snapshot":
+            _check_runtime_snapshot(check, listed, path)
 
 
 def _check_site_state_diff(check: _Checker, path: str) -> None:
@@ -279,6 +282,52 @@ def _check_site_state_diff(check: _Checker, path: str) -> None:
         where = "/".join(str(part) for part in first["loc"]) or "(root)"
         check.add("malformed-reference", f"{path}:{where}",
                   f"site-state diff must match codebox/site-state-diff/v1: {first['msg']}", file=path)
+
+
+def _check_runtime_snapshot(check: _Checker, listed: dict[str, dict[str, Any]], path: str) -> None:
+    """A ``wp-codebox/wordpress-runtime-snapshot/v1`` document (docs/site-state.md, "Snapshots in a bundle"): the
+    model is the schema; its ``hashes`` must match its table and file lists; every file's bytes must be inline or
+    in the listed blob named by its sha256 (whose recorded hash, checked against its bytes like every listed file,
+    must be that sha256)."""
+    import base64
+    import binascii
+
+    from pydantic import ValidationError
+
+    from codebox_tui.contracts.site_state import RuntimeSnapshot, snapshot_hashes
+
+    doc = _load_json(check.bundle, path)
+    try:
+        snapshot = RuntimeSnapshot.model_validate(doc)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = "/".join(str(part) for part in first["loc"]) or "(root)"
+        check.add("malformed-reference", f"{path}:{where}",
+                  f"runtime snapshot must match wp-codebox/wordpress-runtime-snapshot/v1: {first['msg']}", file=path)
+        return
+    assert isinstance(doc, dict)
+    if snapshot_hashes(doc.get("database"), doc.get("files")) != snapshot.hashes.model_dump():
+        check.add("digest-mismatch", f"{path}:hashes", "the snapshot's tables or file list do not match its hashes",
+                  file=path)
+    for index, entry in enumerate(snapshot.files):
+        where = f"{path}:files[{index}]"
+        if entry.base64 is not None:
+            try:
+                data = base64.b64decode(entry.base64, validate=True)
+            except (binascii.Error, ValueError):
+                data = None
+            if data is None or hashlib.sha256(data).hexdigest() != entry.sha256:
+                check.add("file-hash-mismatch", where, f"{entry.path}: the inline bytes do not match its sha256",
+                          file=path)
+            continue
+        blob = f"{layout.RUNTIME_SNAPSHOT_BLOBS_DIR}/{entry.sha256}"
+        recorded = ((listed.get(blob) or {}).get("sha256") or {}).get("value")
+        if entry.blob not in (None, blob) or blob not in listed:
+            check.add("malformed-reference", where, f"{entry.path}: its content must be the listed blob {blob}",
+                      file=path)
+        elif recorded != entry.sha256:
+            check.add("file-hash-mismatch", where, f"{entry.path}: the blob {blob} does not hash to its sha256",
+                      file=blob)
 
 
 def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
