@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from codebox_tui.bundle.hostgit import HostGit, HostGitError
+from codebox_tui.bundle.layout import FILES_DIR
 from codebox_tui.bundle.safe_read import read_regular
 from store.patchtext import PatchError, apply_block, hunk_hashes, select_hunks
 
@@ -94,8 +95,11 @@ def baseline_from_bundle(bundle_dir: Path, change: ApprovedChange) -> bytes | No
     e.g. a copy left out by a size limit or redacted)."""
     if not change.artifact_path or not change.before_sha256 or not change.after_sha256:
         return None
-    try:
-        after = read_regular(bundle_dir / change.artifact_path, MAX_BASE_BYTES)
+    copy = _inside_bundle(bundle_dir, change.artifact_path)
+    if copy is None:
+        return None
+    try:  # a regular file only, never a FIFO or a link (codebox_tui/bundle/safe_read.py)
+        after = read_regular(copy, MAX_BASE_BYTES)
     except OSError:
         return None
     if hashlib.sha256(after).hexdigest() != change.after_sha256:
@@ -105,6 +109,22 @@ def baseline_from_bundle(bundle_dir: Path, change: ApprovedChange) -> bytes | No
     except PatchError:
         return None
     return base if hashlib.sha256(base).hexdigest() == change.before_sha256 else None
+
+
+def _inside_bundle(bundle_dir: Path, rel: str) -> Path | None:
+    """``bundle_dir/rel`` when ``rel`` is a plain relative path in the bundle's evidence folder that stays
+    inside the bundle (no ``..``, no link on the way out): a file there is one verification checked. The
+    path comes from ``changed-files.json``, which a sandbox could have forged; never read a host file."""
+    parts = rel.split("/")
+    if "\\" in rel or "\x00" in rel or parts[0] != FILES_DIR or any(p in ("", ".", "..") for p in parts):
+        return None
+    path = bundle_dir.joinpath(*parts)
+    try:
+        if not path.resolve(strict=True).is_relative_to(bundle_dir.resolve(strict=True)):
+            return None
+    except OSError:
+        return None
+    return path
 
 
 def baseline_from_git(repo: Path, change: ApprovedChange) -> bytes | None:

@@ -221,6 +221,24 @@ def test_the_git_baseline_is_the_blob_the_patch_names(tmp_path: Path, store: Sto
     assert threeway.baseline_from_bundle(plan.bundle_dir, forged) is None
 
 
+def test_a_forged_artifact_path_never_reads_a_host_file(tmp_path: Path, store: Store) -> None:
+    """``artifactPath`` comes from changed-files.json: the baseline is only ever read from inside the
+    bundle's evidence folder, whatever hash the entry claims."""
+    cap = captured(tmp_path)
+    register_bundle(store, cap.bundle_dir)
+    decision = decide(store, str(cap.bundle_dir), "approve", approver="ana")
+    plan = prepare_plan(store, decision)
+    big = next(f for f in plan.files if f.relative_path == "big.txt")
+    host = tmp_path / "host-file.txt"
+    host.write_bytes(big_after(set(EDITS)))  # the after bytes, so only the path check can refuse it
+    inside_link = cap.bundle_dir / "files" / "link.txt"
+    inside_link.symlink_to(host)
+    for forged in (str(host), "../host-file.txt", "files/../../host-file.txt", "files/link.txt", "files"):
+        changed = type(big)(**{**big.__dict__, "artifact_path": forged})
+        assert threeway.baseline_from_bundle(plan.bundle_dir, changed) is None, forged
+    assert threeway.baseline_from_bundle(plan.bundle_dir, big) == BIG_BEFORE
+
+
 # -- CLI ------------------------------------------------------------------------------------------
 def codebox(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CODEBOX_HOME": str(home)}
