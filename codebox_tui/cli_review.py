@@ -17,6 +17,7 @@ from codebox_tui.cliutil import JsonOption, emit_json, progress
 from codebox_tui.errors import BadInputError
 from codebox_tui.settings import get_settings
 from codebox_tui.textsafe import safe_text
+from store import threeway
 from store.apply import apply_decision
 from store.db import BundleRecord, Store
 from store.decisions import decide, prune_discarded, read_content, resolve_bundle
@@ -504,12 +505,19 @@ def apply_command(
     branch: str | None = typer.Option(None, "--branch", help="git: create this branch and commit on it."),
     commit: bool = typer.Option(False, "--commit", help="git: commit the approved files."),
     message: str | None = typer.Option(None, "--message", help="git: the commit message."),
+    three_way: bool | None = typer.Option(
+        None, "--3way/--no-3way",
+        help="Merge the approved hunks into target files changed since the run (default: on for git, off "
+        "for directory); any conflicting hunk still refuses the apply, writing nothing.",
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """Apply an approval decision after re-verifying the bundle and its content digest."""
     options = {
         k: v for k, v in (("branch", branch), ("commit", "1" if commit else None), ("message", message)) if v
     }
+    if three_way is not None:
+        options[threeway.OPTION] = "on" if three_way else "off"
     with Store.open() as store:
         result = apply_decision(store, decision, adapter, target, options=options)
     if json_out:
@@ -520,7 +528,10 @@ def apply_command(
         return
     typer.echo(f"{result.status}: {len(result.applied_files)} file(s) with {result.adapter}")
     for name in result.applied_files:
-        typer.echo(f"  {name}")
+        typer.echo(f"  {safe_text(name)}")
+    merged = threeway.summary(result.target.get("three_way"))
+    if merged:
+        typer.echo(safe_text(merged))
     if result.branch:
         typer.echo(f"branch {result.branch}")
     if result.commit:

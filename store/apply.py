@@ -12,8 +12,9 @@ class are :mod:`store.plan`).
    relative path, and the patch is cut down to the approved files' blocks; approved files inside
    ``.git``, ``node_modules`` or ``.codebox-apply`` (at any depth) are never written: they are left
    out and listed in the result's ``target.withheld``;
-4. the adapter checks its target (each file must still have the baseline's ``before`` hash —
-   conflicts are reported per file and nothing is written) and writes;
+4. the adapter checks its target (each file must still have the baseline's ``before`` hash, or, with
+   three-way apply, merge cleanly into it: :mod:`store.threeway` — conflicts are reported per file and
+   per hunk and nothing is written) and writes;
 5. the normalised ``wp-codebox/apply-result/v1`` is stored with the decision and every attempt,
    success or failure, is appended to ``apply-audit.jsonl`` (redacted).
 """
@@ -235,13 +236,14 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
     except PatchError as error:
         raise ConflictError(f"{error}; nothing was applied", code="patch-invalid", field=layout.PATCH) from error
     partial = _partial_files(decision, by_name, chosen, blocks)
+    whole = blocks  # each file's uncut block: a three-way apply recovers the baseline with it
     if partial:
         try:
             filtered, blocks = filter_patch(patch_bytes, names, {rel: frozenset(h) for rel, h in partial.items()})
         except PatchError as error:
             raise ConflictError(f"{error}; nothing was applied", code="patch-invalid", field=layout.PATCH) from error
     files = tuple(
-        ApprovedChange.of(e, blocks[rel].text, partial.get(rel))
+        ApprovedChange.of(e, blocks[rel].text, partial.get(rel), whole[rel].text)
         for rel, e in chosen.items()
     )
     return ApplyPlan(

@@ -97,6 +97,8 @@ class _Hunk:
     old_count: int
     old: list[bytes]
     new: list[bytes]
+    new_start: int = 0
+    new_count: int = 0
 
 
 def _hunks(block: bytes) -> list[_Hunk]:
@@ -107,7 +109,8 @@ def _hunks(block: bytes) -> list[_Hunk]:
         raise PatchError(f"the patch for {section.path} cannot be read: {section.error}")
     hunks: list[_Hunk] = []
     for parsed_hunk in parsed:
-        hunk = _Hunk(parsed_hunk.old_start, parsed_hunk.old_count, [], [])
+        hunk = _Hunk(parsed_hunk.old_start, parsed_hunk.old_count, [], [], parsed_hunk.new_start,
+                     parsed_hunk.new_count)
         sides: list[list[bytes]] = []
         for line in parsed_hunk.lines:
             if line.kind == "nonl":  # the previous line has no newline, on the side(s) it belongs to
@@ -132,21 +135,28 @@ def _lines(data: bytes) -> list[bytes]:
     return lines
 
 
-def apply_block(before: bytes | None, block: bytes) -> bytes:
-    """Apply one file's block to ``before`` (None = the file does not exist); return the new bytes."""
+def apply_block(before: bytes | None, block: bytes, *, reverse: bool = False) -> bytes:
+    """Apply one file's block to ``before`` (None = the file does not exist); return the new bytes.
+
+    With ``reverse`` the block is applied backwards: ``before`` is the block's new side and the result
+    its old side (how a three-way apply recovers a baseline from the bundle's after copy, store/threeway.py).
+    """
     source = _lines(before or b"")
     out: list[bytes] = []
     cursor = 0
     for hunk in _hunks(block):
-        start = hunk.old_start - 1 if hunk.old_count else hunk.old_start
+        first, count, old, new = hunk.old_start, hunk.old_count, hunk.old, hunk.new
+        if reverse:
+            first, count, old, new = hunk.new_start, hunk.new_count, hunk.new, hunk.old
+        start = first - 1 if count else first
         start = max(start, 0)
         if start < cursor:
             raise PatchError("hunks overlap or are out of order")
-        if source[start : start + len(hunk.old)] != hunk.old:
+        if source[start : start + len(old)] != old:
             raise PatchError(f"the file does not match the patch at line {start + 1}")
         out.extend(source[cursor:start])
-        out.extend(hunk.new)
-        cursor = start + len(hunk.old)
+        out.extend(new)
+        cursor = start + len(old)
     out.extend(source[cursor:])
     return b"".join(out)
 

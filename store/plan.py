@@ -16,7 +16,11 @@ from typing import Any, ClassVar
 from codebox_tui.contracts.apply import ApplyResult, Decision
 from codebox_tui.contracts.bundle import ChangedFile
 from codebox_tui.errors import BadInputError, ConflictError
+from store import threeway
 from store.patchtext import PatchError, apply_block
+from store.threeway import BaselineLookup, FileMerge
+
+MOVED_ON = "changed since the sandbox ran (before hash)"
 
 
 @dataclass(frozen=True)
@@ -35,13 +39,18 @@ class ApprovedChange:
     binary: bool = False
     # approved in part (docs/contracts.md, "Hunk selection"): the approved hunks' hashes; None = whole
     hunks: tuple[str, ...] | None = None
+    # the file's whole block (== ``block`` unless approved in part) and its after copy in the bundle: what
+    # a three-way apply recovers the baseline from (store/threeway.py)
+    full_block: bytes = b""
+    artifact_path: str | None = None
 
     @property
     def partial(self) -> bool:
         return self.hunks is not None
 
     @classmethod
-    def of(cls, entry: ChangedFile, block: bytes, hunks: tuple[str, ...] | None = None) -> ApprovedChange:
+    def of(cls, entry: ChangedFile, block: bytes, hunks: tuple[str, ...] | None = None,
+           full_block: bytes | None = None) -> ApprovedChange:
         return cls(
             relative_path=entry.relativePath,
             sandbox_path=entry.path or entry.relativePath,
@@ -53,6 +62,8 @@ class ApprovedChange:
             block=block,
             binary=entry.binary,
             hunks=hunks,
+            full_block=block if full_block is None else full_block,
+            artifact_path=entry.artifactPath or None,
         )
 
 
@@ -65,6 +76,8 @@ class PlannedWrite:
     action: str  # write | delete
     content: bytes | None
     mode: int | None  # file mode to give a written file
+    expected_sha256: str | None = None  # the target file's hash when planned (re-checked when written)
+    merge: FileMerge | None = None  # set when the file was merged three-way (store/threeway.py)
 
 
 @dataclass(frozen=True)
@@ -110,16 +123,26 @@ class ApplyPlan:
                 return False
         return True
 
-    def plan_writes(self, root: Path, *, allow_binary: bool = False) -> list[PlannedWrite]:
+    def plan_writes(
+        self,
+        root: Path,
+        *,
+        allow_binary: bool = False,
+        three_way: bool = False,
+        baseline: BaselineLookup | None = None,
+    ) -> list[PlannedWrite]:
         """Check ``root`` against the baseline and compute each file's new bytes.
 
         Raises one :class:`ConflictError` listing every conflicting file; nothing is written.
         Binary files (a git binary patch) can only be written by git: with ``allow_binary`` their
         content is left None for ``git apply`` to produce, otherwise they are a conflict.
+        With ``three_way`` a modified text file that changed in the target since the run is merged
+        (store/threeway.py) instead of refused; ``baseline`` finds its base (default: the bundle).
         """
         root_real = target_root(root)
         writes: list[PlannedWrite] = []
-        conflicts: list[dict[str, str]] = []
+        conflicts: list[dict[str, Any]] = []
+        merges: list[FileMerge] = []
         for change in self.files:
             path = root_real.joinpath(*PurePosixPath(change.relative_path).parts)
             problem = _unsafe_component(root_real, path)
@@ -130,6 +153,7 @@ class ApplyPlan:
             if isinstance(current, str):
                 conflicts.append({"file": change.relative_path, "reason": current})
                 continue
+            current_sha = hashlib.sha256(current).hexdigest() if current is not None else None
             if change.status == "added":
                 if current is not None:
                     conflicts.append({"file": change.relative_path, "reason": "exists in the target already"})
@@ -138,20 +162,24 @@ class ApplyPlan:
                 if current is None:
                     conflicts.append({"file": change.relative_path, "reason": "missing from the target"})
                     continue
-                if hashlib.sha256(current).hexdigest() != change.before_sha256:
-                    conflicts.append(
-                        {
-                            "file": change.relative_path,
-                            "reason": "changed since the sandbox ran (before hash)",
-                        }
-                    )
+                if current_sha != change.before_sha256:
+                    if three_way and change.status == "modified" and not change.binary:
+                        merged = self._merge(change, current, path, baseline)
+                        if merged.merge is not None:
+                            merges.append(merged.merge)
+                        if merged.conflict is not None:
+                            conflicts.append(merged.conflict)
+                        elif merged.write is not None:
+                            writes.append(merged.write)
+                        continue
+                    conflicts.append({"file": change.relative_path, "reason": MOVED_ON})
                     continue
             if change.status == "deleted":
-                writes.append(PlannedWrite(change.relative_path, path, "delete", None, None))
+                writes.append(PlannedWrite(change.relative_path, path, "delete", None, None, current_sha))
                 continue
             if change.binary:
                 if allow_binary:
-                    writes.append(PlannedWrite(change.relative_path, path, "write", None, None))
+                    writes.append(PlannedWrite(change.relative_path, path, "write", None, None, current_sha))
                 else:
                     conflicts.append(
                         {"file": change.relative_path, "reason": "binary file: use the git or patch adapter"}
@@ -173,16 +201,70 @@ class ApplyPlan:
                 )
                 continue
             mode = _mode_for(path, change.after_mode, current is not None)
-            writes.append(PlannedWrite(change.relative_path, path, "write", content, mode))
+            writes.append(PlannedWrite(change.relative_path, path, "write", content, mode, current_sha))
         if conflicts:
+            details: dict[str, Any] = {"conflicts": conflicts}
+            if merges:
+                details["three_way"] = threeway.report(merges)
+                details["hint"] = f"{threeway.summary(details['three_way'])}; nothing was written"
+            elif not three_way and any(c["reason"] == MOVED_ON for c in conflicts):
+                details["hint"] = ("the target changed since the run: --3way merges the approved hunks into it "
+                                   "when they do not touch the lines the target changed")
             raise ConflictError(
                 f"{len(conflicts)} approved file(s) conflict with {root}; nothing was written: "
                 + "; ".join(f"{c['file']}: {c['reason']}" for c in conflicts),
                 code="target-conflict",
                 field="target",
-                details={"conflicts": conflicts},
+                details=details,
             )
         return writes
+
+    def _merge(
+        self, change: ApprovedChange, current: bytes, path: Path, baseline: BaselineLookup | None
+    ) -> _Merged:
+        """One modified file that changed in the target since the run, merged three-way."""
+        found = baseline(change) if baseline is not None else None
+        if found is None:
+            base = threeway.baseline_from_bundle(self.bundle_dir, change)
+            found = (base, "bundle") if base is not None else None
+        if found is None:
+            reason = f"{MOVED_ON}; no baseline to merge against"
+            merge = threeway.FileMerge(change.relative_path, "conflict", None, reason=reason)
+            return _Merged(conflict={"file": change.relative_path, "reason": reason}, merge=merge)
+        base, source = found
+        if not change.partial:  # the whole block must still reproduce the recorded after bytes
+            try:
+                after = apply_block(base, change.block)
+            except PatchError as error:
+                reason = f"patch does not apply to the baseline: {error}"
+                return _Merged(conflict={"file": change.relative_path, "reason": reason})
+            if hashlib.sha256(after).hexdigest() != change.after_sha256:
+                reason = "the patch does not reproduce the recorded after hash"
+                return _Merged(conflict={"file": change.relative_path, "reason": reason})
+        content, merge = threeway.merge_change(change, current, base, source)
+        if content is None:
+            numbers = ", ".join(str(h.number) for h in merge.conflicting) or "?"
+            reason = f"three-way merge conflicts in approved hunk(s) {numbers}" + (
+                f" ({merge.reason})" if merge.reason else "")
+            return _Merged(conflict={"file": change.relative_path, "reason": reason,
+                                     "hunks": [h.to_wire() for h in merge.hunks]}, merge=merge)
+        mode = _mode_for(path, change.after_mode, True)
+        write = PlannedWrite(change.relative_path, path, "write", content, mode,
+                             hashlib.sha256(current).hexdigest(), merge)
+        return _Merged(write=write, merge=merge)
+
+
+@dataclass(frozen=True)
+class _Merged:
+    write: PlannedWrite | None = None
+    conflict: dict[str, Any] | None = None
+    merge: FileMerge | None = None
+
+
+def merge_report(writes: list[PlannedWrite]) -> dict[str, Any] | None:
+    """The result's ``target.three_way`` for the files that were merged (None when none was)."""
+    merges = [w.merge for w in writes if w.merge is not None]
+    return threeway.report(merges) if merges else None
 
 
 class ApplyAdapter(ABC):
@@ -190,6 +272,9 @@ class ApplyAdapter(ABC):
     entry-point group (name → ``module:Class``) so other packages can add their own."""
 
     name: ClassVar[str]
+    # three-way apply when a target file changed since the run (``--3way`` / ``--no-3way`` override it;
+    # README, "Review and decide"): off unless an adapter turns it on
+    three_way_default: ClassVar[bool] = False
 
     def target_key(self, target: str) -> str:
         """The identity of a target for idempotency (default: the absolute path)."""

@@ -30,7 +30,7 @@ from codebox_tui.lifecycle.site_state import SiteStateRecorder
 from codebox_tui.lifecycle.tools import tool_mounts
 from codebox_tui.runtime.backend import Backend, Sandbox, SandboxSpec
 from codebox_tui.runtime.exec_server import serve_held
-from codebox_tui.runtime.policy import Redactor, check_command, resolve_secrets
+from codebox_tui.runtime.policy import Redactor, resolve_secrets
 from codebox_tui.runtime.session import RunSession
 from codebox_tui.settings import CodeboxSettings, get_settings
 
@@ -115,6 +115,7 @@ class OpenRun:
         self.outcome: RunOutcome | None = None  # set when the run has ended (after the ``with`` block)
         # the site-state summaries after boot and before capture (docs/site-state.md, "In every run")
         self.site_state = SiteStateRecorder(session, enabled=site_state)
+        session.after_boot.append(self._booted)
 
     # -- steps ---------------------------------------------------------------------------------
     @property
@@ -126,18 +127,19 @@ class OpenRun:
         return self.control.cancelled
 
     def boot(self) -> Sandbox:
-        """Boot the sandbox (once) and take the site-state summary before any command runs."""
-        if self.session.booted:
-            return self.session.sandbox
-        started = time.monotonic()
-        sandbox = self.session.boot_sandbox()
-        self.timings.setdefault("bootSeconds", round(time.monotonic() - started, 3))
+        """Boot the sandbox (once); a ``request.restore`` snapshot is put back and the site-state summary is
+        taken right after (:meth:`_booted`), however the boot was started."""
+        return self.session.boot_sandbox()
+
+    def _booted(self, seconds: float) -> None:
+        """The session's ``after_boot`` hook: boot timing, the snapshot to restore, and the site-state
+        summary before any command."""
+        self.timings.setdefault("bootSeconds", round(seconds, 3))
         if self.request.restore is not None and self.restored is None:
-            self._restore(sandbox)
+            self._restore(self.session.sandbox)
         self.site_state.record_before()
         if self.site_state.before is not None:
             self.timings["siteStateSeconds"] = round(self.site_state.seconds, 3)
-        return sandbox
 
     def _restore(self, sandbox: Sandbox) -> None:
         """Put ``request.restore`` back into the fresh sandbox (``codebox run --restore``; docs/episodes.md), so the
@@ -160,16 +162,10 @@ class OpenRun:
 
     def execute(self, step: CommandStep | str, args: list[str] | None = None,
                 timeout_s: float | None = None) -> ExecutionResult:
-        """Run one catalog command under the policy (see ``RunSession.execute``)."""
+        """Run one catalog command. The session owns the policy check (``RunSession.admit``, before it boots
+        anything) and boots lazily; this run's site-state summary is taken when it does."""
         if isinstance(step, str):
             step = CommandStep(step, list(args or []), timeout_s)
-        if not self.session.booted:
-            try:
-                check_command(self.session.spec.policy, step.command)
-            except CodeboxError:
-                pass  # a denied command boots nothing: the session records the denial
-            else:
-                self.boot()
         return self.session.execute(step.command, step.args, step.timeout_s)
 
     def hold(self, seconds: float, *, on_held: Callable[[], None] | None = None) -> str:
@@ -296,10 +292,9 @@ class RunService:
         with self.open(request, progress=progress, control=control) as run:
             if on_open is not None:
                 on_open(run)
-            policy = run.session.spec.policy
             try:
-                for step in request.commands:
-                    check_command(policy, step.command)  # a denied command boots nothing
+                for step in request.commands:  # the whole list up front: a denied command boots nothing
+                    run.session.admit(step.command, step.args)
                 run.boot()
                 command_started = time.monotonic()
                 for step in request.commands:

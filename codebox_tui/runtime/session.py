@@ -133,6 +133,8 @@ class RunSession:
         self._commands_logged = 0
         self.status = "created"
         self.closed = False
+        # called once, right after boot, with the boot's seconds (lifecycle/service.py: site state)
+        self.after_boot: list[Callable[[float], None]] = []
         self.emit("runtime.created", {"runtimeId": self.runtime_id, "wp": spec.wp, "php": spec.php,
                                       "policy": spec.policy.model_dump(mode="json"),
                                       "mounts": [m.model_dump(mode="json") for m in spec.mounts]})
@@ -217,9 +219,12 @@ class RunSession:
         return Path(self.spec.mounts[index].source)
 
     def boot_sandbox(self) -> Sandbox:
+        """Boot the sandbox once (baselines first); then run each ``after_boot`` hook with the boot's
+        seconds, before any command can run (the run lifecycle takes its site-state summary there)."""
         with self._boot_lock:
             if self._sandbox is not None:
                 return self._sandbox
+            begun = time.monotonic()
             prepare = getattr(self.backend, "prepare", None)
             if prepare is not None:
                 prepare(self.spec)  # e.g. start the Node sidecar while the baselines are taken
@@ -249,25 +254,35 @@ class RunSession:
                                         "wordpressVersion": self._sandbox.wordpress_version,
                                         "phpVersion": self._sandbox.php_version,
                                         "bootMs": int((time.monotonic() - started) * 1000)})
+            for hook in self.after_boot:
+                hook(time.monotonic() - begun)
             return self._sandbox
 
-    def execute(self, command: str, args: list[str] | None = None, timeout_s: float | None = None) -> ExecutionResult:
-        """Run one catalog command. Policy is checked first; every outcome is recorded."""
-        args = list(args or [])
-        timeout = timeout_s if timeout_s is not None else get_settings().command_timeout_s
-        command_id = new_id("command")
-        started_at, started = utc_now_iso(), time.monotonic()
-        spec = get_command(command)
+    def admit(self, command: str, args: list[str] | None = None) -> None:
+        """The one runtime-policy gate (docs/contracts.md, "Runtime policy"): raise PolicyDeniedError unless
+        the policy allows ``command``, recording the denial (a ``command.denied`` event and a failed
+        execution). Every command runs through :meth:`execute`, which admits it before anything boots; the
+        run lifecycle also admits a whole command list up front, so a denied later command boots nothing."""
         try:
             check_command(self.spec.policy, command)
         except PolicyDeniedError as error:
+            command_id, now = new_id("command"), utc_now_iso()
             self.emit("command.denied", {"id": command_id, "command": command, **error.to_dict()}, level="error")
             self._record(ExecutionResult(
-                id=command_id, command=command, args=args, exitCode=1, stdout="", stderr=error.message,
+                id=command_id, command=command, args=list(args or []), exitCode=1, stdout="", stderr=error.message,
                 result=CommandResultEnvelope(status="error", error=CommandError(code=error.code, message=error.message,
                                                                                   data=error.details)),
-                startedAt=started_at, finishedAt=utc_now_iso(), durationMs=0))
+                startedAt=now, finishedAt=now, durationMs=0))
             raise
+
+    def execute(self, command: str, args: list[str] | None = None, timeout_s: float | None = None) -> ExecutionResult:
+        """Run one catalog command: admitted by the policy first (:meth:`admit`), then the sandbox boots
+        (lazily) and the command runs; every outcome is recorded."""
+        args = list(args or [])
+        timeout = timeout_s if timeout_s is not None else get_settings().command_timeout_s
+        command_id = new_id("command")
+        spec = get_command(command)
+        self.admit(command, args)
         parsed = parse_args(spec, args)
         self.boot_sandbox()  # boot lazily, before the clock for this command starts
         started_at, started = utc_now_iso(), time.monotonic()

@@ -13,6 +13,7 @@ from codebox_tui.bundle.reader import LoadedBundle, load_bundle
 from codebox_tui.bundle.results import BundleChecks
 from codebox_tui.bundle.results import bundle_checks as read_checks
 from codebox_tui.contracts.bundle import TestResults
+from store import threeway
 from store.apply import apply_decision
 from store.db import BundleRecord, Store
 from store.decisions import decide_on, register_bundle
@@ -71,6 +72,19 @@ def decide(store: Store, bundle_dir: Path, action: str, *, files: list[str] | No
 
 def apply(store: Store, decision_id: int, adapter: str, target: str) -> Any:
     return apply_decision(store, decision_id, adapter, target)
+
+
+def three_way_summary(result: dict[str, Any]) -> str | None:
+    """The merged/conflicting counts of a three-way apply (docs/contracts.md, "Three-way apply"), or None."""
+    target = result.get("target")
+    return threeway.summary(target.get("three_way")) if isinstance(target, dict) else None
+
+
+def refusal_hint(error: BaseException) -> str | None:
+    """The hint a refused apply carries (a three-way conflict's counts, or how to merge), or None."""
+    details = getattr(error, "details", None)
+    hint = details.get("hint") if isinstance(details, dict) else None
+    return hint if isinstance(hint, str) else None
 
 
 def current_user() -> str:

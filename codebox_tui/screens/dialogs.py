@@ -138,14 +138,18 @@ class ApplyDialog(ModalScreen[None]):
         try:
             result = data.apply(store, self.decision_id, adapter, target)
         except Exception as error:  # refusals (conflicts, digest mismatch) are shown, nothing is written
-            self.query_one("#apply-result", Static).update(safe_text(f"Refused: {error}", keep_newlines=True))
+            hint = data.refusal_hint(error)  # e.g. the three-way merged/conflicting hunk counts
+            self.query_one("#apply-result", Static).update(
+                safe_text(f"Refused: {error}" + (f"\n{hint}" if hint else ""), keep_newlines=True))
             return
         finally:
             store.close()
         dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True) if hasattr(result, "model_dump") \
             else result
-        self.query_one("#apply-result", Static).update(safe_text(json.dumps(dumped, indent=2), keep_newlines=True))
-        self.notify(f"Applied through {adapter}.")
+        merged = data.three_way_summary(dumped)  # merged/conflict counts of a three-way apply, if any
+        shown = (merged + "\n" if merged else "") + json.dumps(dumped, indent=2)
+        self.query_one("#apply-result", Static).update(safe_text(shown, keep_newlines=True))
+        self.notify(f"Applied through {adapter}." + (f" {merged}" if merged else ""))
 
     def action_close(self) -> None:
         self.dismiss(None)

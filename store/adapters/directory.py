@@ -6,14 +6,17 @@ import hashlib
 from pathlib import Path
 
 from codebox_tui.contracts.apply import ApplyResult
+from store import threeway
 from store.journal import JournalWrite, recover, target_lock, transactional_write
-from store.plan import ApplyAdapter, ApplyPlan, target_root
+from store.plan import ApplyAdapter, ApplyPlan, merge_report, target_root
 
 
 class DirectoryAdapter(ApplyAdapter):
     """``--target`` is the host folder that corresponds to the mount root."""
 
     name = "directory"
+    # a plain folder has no history in which to review or undo a merge: three-way is opt-in (``--3way``)
+    three_way_default = False
 
     def apply(self, plan: ApplyPlan, target: str) -> ApplyResult:
         root = target_root(Path(target))
@@ -27,8 +30,7 @@ class DirectoryAdapter(ApplyAdapter):
                     applied_files=plan.approved_files,
                     audit_reference=plan.audit_reference(self.name),
                 )
-            planned = plan.plan_writes(root)
-            originals = {f.relative_path: f.before_sha256 for f in plan.files}
+            planned = plan.plan_writes(root, three_way=threeway.enabled(plan.options, self.three_way_default))
             transactional_write(
                 root,
                 [
@@ -37,7 +39,7 @@ class DirectoryAdapter(ApplyAdapter):
                         path=w.path,
                         content=w.content,
                         mode=w.mode,
-                        expected_sha256=originals.get(w.relative_path),
+                        expected_sha256=w.expected_sha256,  # as planned: the baseline's, or what was merged into
                     )
                     for w in planned
                 ],
@@ -45,6 +47,9 @@ class DirectoryAdapter(ApplyAdapter):
         target_info: dict[str, object] = {"kind": "directory", "path": str(root)}
         if recovered:
             target_info["recovered"] = recovered
+        merged = merge_report(planned)
+        if merged is not None:
+            target_info["three_way"] = merged
         return ApplyResult(
             adapter=self.name,
             status="applied",

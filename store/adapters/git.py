@@ -13,10 +13,13 @@ import subprocess
 import tempfile
 from pathlib import Path, PurePosixPath
 
+from codebox_tui.bundle.diff import diff_file
 from codebox_tui.bundle.hostgit import HostGit, HostGitError, user_identity
 from codebox_tui.contracts.apply import ApplyResult
 from codebox_tui.errors import BadInputError, ConflictError
-from store.plan import ApplyAdapter, ApplyPlan, target_root
+from store import threeway
+from store.patchtext import split_blocks
+from store.plan import ApplyAdapter, ApplyPlan, ApprovedChange, PlannedWrite, merge_report, target_root
 
 GIT_TIMEOUT_S = 120.0
 
@@ -45,6 +48,9 @@ class GitAdapter(ApplyAdapter):
     """``--target`` is the work-tree folder that corresponds to the mount root."""
 
     name = "git"
+    # a work tree's history shows (and can undo) what a merge did: three-way is on by default, so a
+    # branch that moved on elsewhere in a file still takes the approved hunks (``--no-3way``: strict)
+    three_way_default = True
 
     def apply(self, plan: ApplyPlan, target: str) -> ApplyResult:
         root = target_root(Path(target))
@@ -66,14 +72,23 @@ class GitAdapter(ApplyAdapter):
                 raise BadInputError(f"{branch!r} is not a valid branch name", code="branch-invalid", field="--branch")
             if _git(toplevel, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False).returncode == 0:
                 raise ConflictError(f"branch {branch!r} already exists", code="branch-exists", field="--branch")
+        def baseline(change: ApprovedChange) -> tuple[bytes, str] | None:
+            base = threeway.baseline_from_bundle(plan.bundle_dir, change)
+            if base is not None:
+                return base, "bundle"
+            blob = threeway.baseline_from_git(toplevel, change)  # the blob the patch's index line names
+            return (blob, "git") if blob is not None else None
+
         planned = plan.plan_writes(
-            root, allow_binary=True
-        )  # before-hash conflicts and exact after bytes, nothing written yet
+            root, allow_binary=True, three_way=threeway.enabled(plan.options, self.three_way_default),
+            baseline=baseline,
+        )  # before-hash conflicts (or three-way merges) and exact after bytes, nothing written yet
+        patch_bytes = _patch_for(plan, planned)
         modes = _expected_modes(plan, root)  # refuses a mode change the approved entries do not record
         paths = [(root / w.relative_path).relative_to(toplevel).as_posix() for w in planned]
         with tempfile.TemporaryDirectory(prefix="codebox-git-apply-") as tmp:
             patch_file = Path(tmp) / "approved.patch"
-            patch_file.write_bytes(plan.patch if plan.patch.endswith(b"\n") else plan.patch + b"\n")
+            patch_file.write_bytes(patch_bytes if patch_bytes.endswith(b"\n") else patch_bytes + b"\n")
             apply_args = ["apply", "--whitespace=nowarn", "-p1"]
             if prefix != ".":
                 apply_args.append(f"--directory={prefix}")
@@ -145,21 +160,47 @@ class GitAdapter(ApplyAdapter):
                     _git(toplevel, "branch", "-D", branch or "", check=False)
                 raise
         current_branch = _git(toplevel, "symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.strip()
+        target_info: dict[str, object] = {
+            "kind": "git",
+            "path": str(root),
+            "repo": str(toplevel),
+            "branch": current_branch or None,
+        }
+        merged = merge_report(planned)
+        if merged is not None:
+            target_info["three_way"] = merged
         result = ApplyResult(
             adapter=self.name,
             status="committed" if commit else "applied",
-            target={
-                "kind": "git",
-                "path": str(root),
-                "repo": str(toplevel),
-                "branch": current_branch or None,
-            },
+            target=target_info,
             applied_files=[w.relative_path for w in planned],
             audit_reference=plan.audit_reference(self.name),
             commit=sha,
             branch=current_branch or None,
         )
         return result
+
+
+def _patch_for(plan: ApplyPlan, planned: list[PlannedWrite]) -> bytes:
+    """What ``git apply`` gets: the approved patch, with the block of each file merged three-way replaced
+    by a block from the target's current bytes to the merged bytes (exact, so ``git apply`` and its
+    reverse for a rollback apply it as computed)."""
+    merged = {w.relative_path: w for w in planned if w.merge is not None}
+    if not merged:
+        return plan.patch
+    out: list[bytes] = []
+    for block in split_blocks(plan.patch):
+        owner = next((rel for rel in merged if rel in block.paths), None)
+        if owner is None:
+            out.append(block.text)
+            continue
+        write = merged[owner]
+        current = write.path.read_bytes()
+        mode = _git_mode(write.path)
+        diff = diff_file(owner, current, write.content, mode, mode)
+        if diff is not None:  # None: the target already has the merged bytes
+            out.append(diff.text.encode("utf-8"))
+    return b"".join(out)
 
 
 _MODE_LINE = re.compile(rb"^(?:new mode|new file mode) ([0-7]{6})$")

@@ -55,6 +55,8 @@ def test_apply_block_reproduces_git_diff_exactly(
     assert block.paths == {"f.txt"}
     result = apply_block(before, block.text)
     assert result == (after or b"")
+    # backwards, the after side gives the before side back (store/threeway.py recovers baselines so)
+    assert apply_block(after, block.text, reverse=True) == (before or b"")
 
 
 def test_apply_block_refuses_a_file_that_changed(tmp_path: Path) -> None:
@@ -111,6 +113,7 @@ def test_apply_block_matches_git_for_random_edits(
     patch = git_diff(tmp_path_factory.mktemp("d"), old, new)
     [block] = split_blocks(patch)
     assert apply_block(old, block.text) == new
+    assert apply_block(new, block.text, reverse=True) == old
 
 
 def test_blocks_keep_non_utf8_bytes_and_names_with_spaces(tmp_path: Path) -> None:
