@@ -70,7 +70,12 @@ class DiffLayout(ScrollView):
         self._base_style: Style | None = None
         self._prefetch_pending = False
         self._width = 0
-        self._block = ""
+        self._block: object = ""  # the shown source: one file's block, or a token for show_files()
+        self._files: list[tuple[str, str]] | None = None  # the continuous view's files (show_files)
+        self._collapsed: set[str] = set()
+        self._open_at: str | None = None
+        self._max_line = 0
+        self._focus_row: int | None = None  # the model row the last jump (file, hunk, match) brought up
         self.tab_size = tab_size if tab_size is not None else get_settings().tab_width
         self.search_query = ""
         self.matches: list[int] = []  # row indexes containing the query
@@ -88,13 +93,57 @@ class DiffLayout(ScrollView):
         self._status = ""
         self.cursor_row = -1  # model row of the line cursor (-1: none yet)
         self.anchor_row: int | None = None  # the other end of a range selection (``v``)
-        self._mark_ranges: tuple[str, list[tuple[str, int, int, str]]] = ("", [])  # path, (side, first, last, kind)
+        self._mark_ranges: dict[str, list[tuple[str, int, int, str]]] = {}  # path -> (side, first, last, kind)
         self._marks: dict[int, str] = {}  # model row -> mark kind (see MARK_STYLES) for the shown model
-        self._note_specs: tuple[str, list[tuple[str, int, str, str]]] = ("", [])  # path, (side, line, kind, text)
+        self._note_specs: dict[str, list[tuple[str, int, str, str]]] = {}  # path -> (side, line, kind, text)
         self._notes: dict[int, list[tuple[str, str]]] = {}  # model row -> inline lines (kind, text) under it
         self._notes_version = 0
         self._base_counts: list[int] = []  # display lines of each logical line before its notes
-        self.skipped_hunks: frozenset[int] = frozenset()  # 0-based hunks left out of the approval (shown file)
+        self._skipped: dict[str, frozenset[int]] = {}  # path -> 0-based hunks left out of the approval
+
+    @property
+    def skipped_hunks(self) -> frozenset[int]:
+        """The 0-based hunks of the current file (``current_path``) left out of the approval."""
+        return self._skipped.get(self.current_path() or "", frozenset())
+
+    @property
+    def continuous(self) -> bool:
+        """All changed files in one scroll (``show_files``), not one file (``show_file``)."""
+        return self.model is not None and bool(self.model.sections)
+
+    def path_at(self, row: int) -> str:
+        """The file that model row ``row`` belongs to ("" without a model)."""
+        return self.model.section_of(row)[0] if self.model is not None else ""
+
+    def current_path(self) -> str | None:
+        """The file under the line cursor, else the one at the top of the view; None without a file."""
+        if self.model is None or not self.model.rows:
+            return None
+        if not self.model.sections:
+            return self.model.path or None
+        if self.cursor_row >= 0:
+            return self.path_at(self.cursor_row) or None
+        top = int(self.scroll_offset.y)
+        focus = self._focus_row  # the row a jump (file, hunk, match) brought up, while it is on screen
+        if focus is not None and focus < len(self.model.rows) and \
+                top <= self._y_of(focus) < top + max(1, self.size.height):
+            return self.path_at(focus) or None
+        return self.path_at(max(0, self._row_at(top))) or None
+
+    def scroll_to_file(self, path: str) -> bool:
+        """Bring file ``path``'s header to the top of the view (continuous view); False if not shown."""
+        if self.model is None:
+            return False
+        place = self.model.section_end(path)
+        if place is None:
+            return False
+        self.scroll_to(y=self._y_of(place[0]), animate=False)
+        self._focus_row = place[0]
+        if self.cursor_row >= 0 and self.path_at(self.cursor_row) != path:
+            self.cursor_row, self.anchor_row = -1, None
+            self._redraw_lines()
+        self._post_status()
+        return True
 
     @property
     def rows(self) -> list[Row]:
@@ -274,14 +323,24 @@ class DiffLayout(ScrollView):
 
     def status_text(self) -> str:
         """``path · hunk 2/5 · col 41-160 of 230`` (``wrap`` when wrapped) ``· "term" 3/7``."""
-        if self.model is None or not self.model.path:
+        if self.model is None or not (self.model.path or self.model.sections):
             return ""
-        parts = [self.model.rows[0].text if self.model.rows else self.model.path]
-        if self.model.hunk_rows:
-            parts.append(f"hunk {max(1, self._current_hunk() + 1)}/{len(self.model.hunk_rows)}")
-            if self.skipped_hunks:
-                kept = len(self.model.hunk_rows) - len(self.skipped_hunks)
-                parts.append(f"{kept} of {len(self.model.hunk_rows)} hunks approved")
+        path = self.current_path() or ""
+        place = self.model.section_end(path)
+        if place is None:
+            return ""
+        start, _end, first_hunk, end_hunk = place
+        parts = [self.model.rows[start].text if self.model.rows else path]
+        if self.model.sections:
+            names = [name for name, _row, _hunk in self.model.sections]
+            parts.append(f"file {names.index(path) + 1}/{len(names)}")
+        total = end_hunk - first_hunk
+        if total:
+            current = self._current_hunk() - first_hunk
+            parts.append(f"hunk {max(1, min(total, current + 1))}/{total}")
+            skipped = self._skipped.get(path, frozenset())
+            if skipped:
+                parts.append(f"{total - len(skipped)} of {total} hunks approved")
         if self.wrap:
             parts.append("wrap")
         else:
@@ -306,12 +365,30 @@ class DiffLayout(ScrollView):
         self.refresh()
 
     def hunk_at_cursor(self) -> int:
-        """The 0-based hunk holding the line cursor (else the hunk at the top of the view); -1 if none."""
+        """The 0-based hunk (within its file) holding the line cursor, else the hunk at the top of the
+        view; -1 if none. ``hunk_location`` also names the file."""
+        place = self.hunk_location()
+        return place[1] if place is not None else -1
+
+    def hunk_location(self) -> tuple[str, int, int] | None:
+        """(file, 0-based hunk within it, the file's number of hunks) of the hunk holding the line cursor
+        (else the one at the top of the view); None when that file has no hunks."""
         if not self.model or not self.model.hunk_rows:
-            return -1
+            return None
         if self.cursor_row >= 0:
-            return max(0, bisect.bisect_right(self.model.hunk_rows, self.cursor_row) - 1)
-        return max(0, self._current_hunk())
+            index = max(0, bisect.bisect_right(self.model.hunk_rows, self.cursor_row) - 1)
+        else:
+            index = max(0, self._current_hunk())
+        path = self.current_path() or ""
+        place = self.model.section_end(path)
+        if place is None:
+            return None
+        _row_start, _row_end, first_hunk, end_hunk = place
+        if not first_hunk <= index < end_hunk:  # a file header above the file's first hunk
+            if first_hunk == end_hunk:
+                return None
+            index = first_hunk
+        return path, index - first_hunk, end_hunk - first_hunk
 
     def _current_hunk(self) -> int:
         if not self.model or not self.model.hunk_rows:
@@ -329,6 +406,7 @@ class DiffLayout(ScrollView):
         assert self.model is not None
         row = self.model.hunk_rows[i]
         self.scroll_to(y=self._y_of(row), animate=False)
+        self._focus_row = row
         change_row, column = self._first_change_column(row)
         self._reveal_column(change_row, column)
         self.post_message(self.HunkChanged(i, len(self.model.hunk_rows)))

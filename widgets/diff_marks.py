@@ -55,27 +55,39 @@ class DiffMarks(DiffLayout):
     def set_marks(self, path: str, ranges: list[tuple[str, int, int, str]]) -> None:
         """Mark lines of file ``path``: ``(side, first, last, kind)`` with side ``new`` (added and context
         lines by new number) or ``old`` (removed and context lines by old number), kind one of MARK_STYLES.
-        Kept until replaced; drawn whenever that file is shown."""
-        if (path, list(ranges)) == self._mark_ranges:
+        Kept until replaced; drawn whenever that file is shown. Replaces the marks of every file."""
+        self.set_marks_by_file({path: ranges})
+
+    def set_marks_by_file(self, ranges: dict[str, list[tuple[str, int, int, str]]]) -> None:
+        """``set_marks`` for several files at once (the continuous view shows them all)."""
+        wanted = {path: list(items) for path, items in ranges.items() if items}
+        if wanted == self._mark_ranges:
             return
-        self._mark_ranges = (path, list(ranges))
+        self._mark_ranges = wanted
         self._resolve_marks()
         self._redraw_lines()
 
+    def _file_rows(self, path: str) -> range:
+        """The model rows of file ``path`` in the shown model (empty when it is not shown)."""
+        place = self.model.section_end(path) if self.model is not None else None
+        return range(place[0], place[1]) if place is not None else range(0)
+
     def _resolve_marks(self) -> None:
-        path, ranges = self._mark_ranges
         self._marks = {}
-        if self.model is None or self.model.path != path or not ranges:
+        if self.model is None:
             return
-        for index, row in enumerate(self.model.rows):
-            if row.kind not in SIGNS:
-                continue
-            for side, first, last, kind in ranges:
-                number = row.new_no if side == "new" and row.kind != "del" else \
-                    row.old_no if side == "old" and row.kind != "add" else None
-                if number is not None and first <= number <= last:
-                    self._marks[index] = kind
-                    break
+        rows = self.model.rows
+        for path, ranges in self._mark_ranges.items():
+            for index in self._file_rows(path):
+                row = rows[index]
+                if row.kind not in SIGNS:
+                    continue
+                for side, first, last, kind in ranges:
+                    number = row.new_no if side == "new" and row.kind != "del" else \
+                        row.old_no if side == "old" and row.kind != "add" else None
+                    if number is not None and first <= number <= last:
+                        self._marks[index] = kind
+                        break
 
     def marked_rows(self) -> dict[int, str]:
         """Model row -> mark kind of the shown file."""
@@ -161,10 +173,16 @@ class DiffMarks(DiffLayout):
     def set_notes(self, path: str, notes: list[tuple[str, int, str, str]]) -> None:
         """Inline comment lines for file ``path``: ``(side, line, kind, text)`` drawn under the row showing
         ``line`` on ``side`` (``new``: added/context rows, ``old``: removed/context rows). Kept until
-        replaced; drawn whenever that file is shown. Text is shown with control characters as escapes."""
-        if (path, list(notes)) == self._note_specs:
+        replaced; drawn whenever that file is shown. Text is shown with control characters as escapes.
+        Replaces the notes of every file."""
+        self.set_notes_by_file({path: notes})
+
+    def set_notes_by_file(self, notes: dict[str, list[tuple[str, int, str, str]]]) -> None:
+        """``set_notes`` for several files at once (the continuous view shows them all)."""
+        wanted = {path: list(items) for path, items in notes.items() if items}
+        if wanted == self._note_specs:
             return
-        self._note_specs = (path, list(notes))
+        self._note_specs = wanted
         top_row = self._row_at(int(self.scroll_offset.y)) if self.model is not None else 0
         self._resolve_notes()
         if self.model is not None:
@@ -172,25 +190,30 @@ class DiffMarks(DiffLayout):
             self.scroll_to(y=self._y_of(top_row), animate=False)
 
     def _resolve_notes(self) -> None:
-        path, specs = self._note_specs
         notes: dict[int, list[tuple[str, str]]] = {}
-        if self.model is not None and self.model.path == path and specs:
+        if self.model is not None:
             rows = self.model.rows
-            new_at = {r.new_no: i for i, r in enumerate(rows) if r.kind in ("ctx", "add") and r.new_no is not None}
-            old_at = {r.old_no: i for i, r in enumerate(rows) if r.kind in ("ctx", "del") and r.old_no is not None}
-            for side, line, kind, text in specs:
-                row = (new_at if side == "new" else old_at).get(line)
-                if row is not None:
-                    shown = safe_text(text.replace("\n", " ⏎ "))
-                    notes.setdefault(row, []).append((kind, shown))
+            for path, specs in self._note_specs.items():
+                span = self._file_rows(path)
+                new_at = {rows[i].new_no: i for i in span if rows[i].kind in ("ctx", "add")}
+                old_at = {rows[i].old_no: i for i in span if rows[i].kind in ("ctx", "del")}
+                for side, line, kind, text in specs:
+                    row = (new_at if side == "new" else old_at).get(line)
+                    if row is not None:
+                        shown = safe_text(text.replace("\n", " ⏎ "))
+                        notes.setdefault(row, []).append((kind, shown))
         self._notes = notes
         self._notes_version += 1
         self._wrap_key = None
 
-    def set_skipped_hunks(self, skipped: frozenset[int]) -> None:
-        """Mark the shown file's hunks left out of the approval (0-based; empty = all approved)."""
-        if skipped != self.skipped_hunks:
-            self.skipped_hunks = skipped
+    def set_skipped_hunks(self, skipped: frozenset[int], path: str | None = None) -> None:
+        """Mark hunks of file ``path`` (default: the current file) left out of the approval (0-based;
+        empty = all approved)."""
+        path = path if path is not None else self.current_path()
+        if path is None:
+            return
+        if skipped != self._skipped.get(path, frozenset()):
+            self._skipped = {**self._skipped, path: skipped}
             self._cache.clear()
             self._final.clear()
             self.refresh()

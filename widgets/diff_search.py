@@ -42,6 +42,7 @@ class DiffSearch(DiffMarks):
     def _goto_match(self, index: int) -> None:
         self.match_index = index
         row = self.matches[index]
+        self._focus_row = row
         top, height = int(self.scroll_offset.y), self.size.height
         y = self._y_of(row)
         if not top <= y < top + height - 1:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from collections.abc import Callable, Collection
 from functools import partial
 from typing import ClassVar
 
@@ -22,7 +23,15 @@ from textual.worker import get_current_worker
 
 from codebox_tui.textsafe import safe_text
 from widgets.diff_highlight import cells, lex, overlay, pack, restyle, unpack
-from widgets.diff_model import MAX_LINE, FileDiffModel, Row, build_model, ensure_word_spans, side_by_side
+from widgets.diff_model import (
+    MAX_LINE,
+    FileDiffModel,
+    Row,
+    build_continuous_model,
+    build_model,
+    ensure_word_spans,
+    side_by_side,
+)
 from widgets.diff_search import DiffSearch
 from widgets.diff_styles import (
     CODE_X,
@@ -67,6 +76,8 @@ class DiffView(DiffSearch, can_focus=True):
 - `J` / `K` (or a click): move the line cursor (shown in the line numbers) down / up; `v`: start or end a
   range selection at the cursor. Lines with review comments carry a coloured `●` after the sign, and each
   comment is shown on its own line under the last line it names.
+- All files in one scroll (the Review screen's `f`): each file under its header; `z` collapses the file at
+  the cursor to its header or shows it again (files already viewed start collapsed)
 - `↑` `↓` `PgUp` `PgDn` `Home` `End`: scroll
 - Added lines are green, removed lines red; changed words are highlighted.
 """
@@ -88,6 +99,7 @@ class DiffView(DiffSearch, can_focus=True):
         Binding("J", "cursor_down", "Line cursor down", show=False, id="diff.cursor_down"),
         Binding("K", "cursor_up", "Line cursor up", show=False, id="diff.cursor_up"),
         Binding("v", "select_range", "Select range", show=False, id="diff.select_range"),
+        Binding("z", "toggle_collapse", "Collapse file", show=False, id="diff.toggle_collapse"),
     ]
 
     DEFAULT_CSS = """
@@ -98,24 +110,50 @@ class DiffView(DiffSearch, can_focus=True):
         """Show one file's section of a patch (see ``diff_model.split_patch``).
 
         Blocks over ``WORKER_PARSE_LINES`` lines are parsed in a worker thread ("Parsing…" meanwhile)."""
-        self._block = block
-        if block.count("\n") > WORKER_PARSE_LINES:
-            self.show_message(f"Parsing {path} …")
-            self.run_worker(partial(self._parse_worker, path, block, max_line), thread=True, exclusive=True,
+        self._block, self._files = block, None
+        self._parse(path, partial(build_model, path, block, max_line=max_line, tab_size=self.tab_size),
+                    block.count("\n"), block)
+
+    def show_files(self, files: list[tuple[str, str]], *, collapsed: Collection[str] = (), at: str | None = None,
+                   max_line: int = MAX_LINE) -> None:
+        """Show every file's section in one scroll (the continuous view): ``(path, block)`` in order, each
+        under its header; files in ``collapsed`` (e.g. viewed ones) as their header only (``z`` toggles
+        the file at the cursor). The view opens at file ``at`` (else at the top)."""
+        token = object()
+        self._block, self._files, self._collapsed, self._open_at = token, list(files), set(collapsed), at
+        self._max_line = max_line
+        lines = sum(block.count("\n") for path, block in files if path not in self._collapsed)
+        builder = partial(build_continuous_model, self._files, collapsed=set(self._collapsed), max_line=max_line,
+                          tab_size=self.tab_size)
+        self._parse(f"{len(files)} files", builder, lines, token)
+
+    def _parse(self, what: str, builder: Callable[[], FileDiffModel], lines: int, token: object) -> None:
+        if lines > WORKER_PARSE_LINES:
+            self.show_message(f"Parsing {what} …")
+            self.run_worker(partial(self._parse_worker, builder, token), thread=True, exclusive=True,
                             group="diff-parse", exit_on_error=False)
             return
-        self._set_model(build_model(path, block, max_line=max_line, tab_size=self.tab_size), block)
+        self._set_model(builder(), token)
 
-    def _parse_worker(self, path: str, block: str, max_line: int) -> None:
-        model = build_model(path, block, max_line=max_line, tab_size=self.tab_size)
+    def _parse_worker(self, builder: Callable[[], FileDiffModel], token: object) -> None:
+        model = builder()
         if not get_current_worker().is_cancelled:
-            self.app.call_from_thread(self._set_model, model, block)
+            self.app.call_from_thread(self._set_model, model, token)
 
-    def _set_model(self, model: FileDiffModel, block: str) -> None:
-        if block is not self._block:  # a newer show_file() won
+    def action_toggle_collapse(self) -> None:
+        """Continuous view: collapse the file at the cursor (or the top) to its header, or show it again."""
+        path = self.current_path() if self.continuous else None
+        if path is None or self._files is None:
+            return
+        self._collapsed.symmetric_difference_update({path})
+        self.show_files(self._files, collapsed=self._collapsed, at=path, max_line=self._max_line)
+
+    def _set_model(self, model: FileDiffModel, token: object) -> None:
+        if token is not self._block:  # a newer show_file() won
             return
         self.model = model
         self.cursor_row, self.anchor_row = -1, None
+        self._focus_row = None
         self._resolve_marks()
         self._resolve_notes()
         self.matches, self.match_index = [], -1
@@ -128,6 +166,9 @@ class DiffView(DiffSearch, can_focus=True):
         self._pairs, self._position = side_by_side(self.model)
         self._layout_rows()
         self.scroll_to(0, 0, animate=False)
+        at, self._open_at = self._open_at, None
+        if at is not None and model.sections:
+            self.scroll_to_file(at)
 
     def show_message(self, text: str) -> None:
         self.model = FileDiffModel("", [Row("meta", safe_text(text))], [], 0, 0, False)
@@ -160,7 +201,7 @@ class DiffView(DiffSearch, can_focus=True):
                 return
             row = ensure_word_spans(model, index)
             if row.kind in SIGNS and id(row) not in tokens:
-                tokens[id(row)] = pack(lex(model.path, row.text))
+                tokens[id(row)] = pack(lex(model.section_of(index)[0], row.text))
                 chunk.append(index)
             if len(chunk) >= 200:
                 self.app.call_from_thread(self._rows_lexed, model, chunk)
@@ -190,7 +231,10 @@ class DiffView(DiffSearch, can_focus=True):
     def action_render_anyway(self) -> None:
         if self.model and self.model.truncated:
             top = self.scroll_offset.y
-            self.show_file(self.model.path, self._block, max_line=1 << 30)
+            if self._files is not None and self.continuous:
+                self.show_files(self._files, collapsed=self._collapsed, max_line=1 << 30)
+            elif isinstance(self._block, str):
+                self.show_file(self.model.path, self._block, max_line=1 << 30)
             self.scroll_to(y=top, animate=False)
 
     def _parts(self, index: int) -> tuple[Segment | None, Segment | None, list[Segment]]:
@@ -205,7 +249,7 @@ class DiffView(DiffSearch, can_focus=True):
             gutter = GUTTER + base
             old = Segment(f"{row.old_no:>5} " if row.old_no is not None else "      ", gutter)
             new = Segment(f"{row.new_no:>5} " if row.new_no is not None else "      ", gutter)
-            body = [Segment(SIGNS[row.kind] + " ", base), *self._code(row, base)]
+            body = [Segment(SIGNS[row.kind] + " ", base), *self._code(index, row, base)]
             if self._marks or self.cursor_row >= 0:
                 old, new, body[0] = self._line_marks(index, row.kind, old, new, body[0], base)
             if self.search_query and index in self._match_set:
@@ -213,8 +257,10 @@ class DiffView(DiffSearch, can_focus=True):
             return old, new, body
         lead = "  " if row.kind != "header" else ""
         body = [Segment(lead, base), *overlay(row.text, [(row.text, NULL)], row.escapes, base, ESCAPE)]
-        if row.kind == "hunk" and self.skipped_hunks and self.model is not None:
-            skipped = bisect.bisect_right(self.model.hunk_rows, index) - 1 in self.skipped_hunks
+        skipped_here = self._skipped.get(self.path_at(index), frozenset()) if self._skipped else frozenset()
+        if row.kind == "hunk" and skipped_here and self.model is not None:
+            first_hunk = self.model.section_of(index)[2]
+            skipped = bisect.bisect_right(self.model.hunk_rows, index) - 1 - first_hunk in skipped_here
             body[0] = Segment("✗ " if skipped else "✓ ", HUNK_SKIPPED if skipped else HUNK_KEPT)
             if skipped:
                 body.append(Segment("  not approved", HUNK_SKIPPED))
@@ -222,13 +268,13 @@ class DiffView(DiffSearch, can_focus=True):
             body = self._mark_query(body, 0, self._is_current_match(index))
         return None, None, body
 
-    def _code(self, row: Row, base: Style) -> list[Segment]:
+    def _code(self, index: int, row: Row, base: Style) -> list[Segment]:
         packed = self._tokens.get(id(row))
         if packed is not None:
             pieces = unpack(packed)
         else:
             if len(self.rows) <= SYNC_HIGHLIGHT_ROWS:
-                pieces = lex(self.model.path if self.model else "", row.text)
+                pieces = lex(self.model.section_of(index)[0] if self.model else "", row.text)
             else:  # big file: plain until the highlight worker has lexed this row
                 pieces = [(row.text, NULL)]
                 self._want_highlight()
