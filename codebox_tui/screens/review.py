@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from rich.markup import escape as _markup_escape
 from rich.style import Style
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
@@ -203,6 +204,13 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             view.set_skipped_hunks(frozenset(self.skipped_hunks.get(rel, ())))
         self.query_one(ChangedFileTree).mark_viewed(entry)
         self._show_comments()
+
+    def on_descendant_focus(self, _event: events.DescendantFocus) -> None:
+        """The focused pane is visible: the diff's status line lights up while the diff has the focus (the
+        file tree's edge by CSS, review.tcss)."""
+        focused = self.focused
+        diff = focused is not None and focused.id in ("diff", "diff-search")
+        self.query_one("#diff-status", Static).set_class(diff, "pane-focused")
 
     def on_diff_view_status_changed(self, message: DiffView.StatusChanged) -> None:
         self.query_one("#diff-status", Static).update(message.text)
