@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from codebox_tui.settings import get_settings
+
+if TYPE_CHECKING:
+    from codebox_tui.lifecycle import RunControl
 
 MIN_WIDTH, MIN_HEIGHT = 60, 16
 
@@ -30,6 +34,16 @@ class CodeboxApp(App[None]):
         super().__init__()
         self.initial_bundle = bundle
         self.fixed_now = now
+        self.live_runs: set[RunControl] = set()  # runs the Live run screens started that have not finished
+
+    async def action_quit(self) -> None:
+        """Quit at once, also during a run: each live run is cancelled (its sandbox's process group is
+        killed) from a background thread, and its run worker still captures what exists and disposes the
+        sandbox; nothing waits for that here (docs/architecture.md, the run lifecycle)."""
+        for control in list(self.live_runs):
+            threading.Thread(target=control.cancel, args=("was stopped: the app quit",), daemon=True,
+                             name="codebox-quit-cancel").start()
+        self.exit()
 
     @property
     def active_keymap(self) -> dict[str, str]:
