@@ -181,13 +181,21 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             self.query_one(DiffView).show_message("The sandbox produced no file changes.")
         else:
             first = sorted(f.relativePath for f in self.bundle.changed_files)[0]
-            tree.highlight_path(first)
+            # after the tree has laid out its lines: a cursor moved before that stays on the first folder
+            self.call_after_refresh(self._show_first, first)
         self._load_comments()
         if not self.bundle.valid:
             codes = ", ".join(sorted({v.code for v in self.bundle.verification.violations}))
             self.notify(f"This bundle failed verification ({codes}); it can be inspected but not approved.",
                         severity="error", timeout=8)
         tree.focus()
+
+    def _show_first(self, rel: str) -> None:
+        """Open on the first file, unless a file was chosen already."""
+        tree = self.query_one(ChangedFileTree)
+        node = tree.cursor_node
+        if node is None or node.data is None:
+            tree.highlight_path(rel)
 
     def _show(self, entry: ChangedFile) -> None:
         rel = entry.relativePath

@@ -82,3 +82,18 @@ async def test_f1_in_a_dialog_explains_the_dialog(bundle_dir: Path) -> None:
         await pilot.pause()
         assert isinstance(app.screen, ReasonDialog)
         assert app.screen.query(Vertical)
+
+
+async def test_review_opens_with_the_first_file_shown(bundle_dir: Path) -> None:
+    """The first file (in the tree's order) is highlighted and its diff shown on open, not an empty pane."""
+    app = CodeboxApp(bundle_dir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        screen = app.screen
+        tree = screen.query_one(ChangedFileTree)
+        view = screen.query_one(DiffView)
+        assert tree.cursor_node is not None and tree.cursor_node.data is not None
+        assert tree.cursor_node.data.relativePath == tree.file_paths[0]
+        assert view.model is not None and view.model.path == tree.file_paths[0]
+        assert str(screen.query_one("#diff-status", Static).render()).startswith(tree.file_paths[0])
