@@ -97,3 +97,25 @@ async def test_review_opens_with_the_first_file_shown(bundle_dir: Path) -> None:
         assert tree.cursor_node.data.relativePath == tree.file_paths[0]
         assert view.model is not None and view.model.path == tree.file_paths[0]
         assert str(screen.query_one("#diff-status", Static).render()).startswith(tree.file_paths[0])
+
+
+def _long_name(source: Path) -> None:
+    (source / "class-greeting-cards-shortcode-renderer-for-blocks.php").write_text("<?php\n// one\n// two\n")
+
+
+async def test_a_long_file_name_keeps_its_counts_at_80x24(tmp_path: Path) -> None:
+    from tests.factories.bundles import make_bundle
+
+    summary, _ = make_bundle(tmp_path, _long_name)
+    app = CodeboxApp(summary.path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        tree = app.screen.query_one(ChangedFileTree)
+        node = tree.node_for("class-greeting-cards-shortcode-renderer-for-blocks.php")
+        assert node is not None
+        label = tree.render_label(node, tree.rich_style, tree.rich_style).plain
+        room = tree.scrollable_content_region.width
+        assert len(label.removesuffix("  •")) <= room, (label, room)  # the viewed mark may be cut
+        assert "+3 -0" in label and "…" in label, label  # the counts survive; the name's middle goes
+        name = label.split()[1]
+        assert name.startswith("class-g") and name.endswith(".php"), label
