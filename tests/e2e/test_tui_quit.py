@@ -4,6 +4,7 @@ sandbox is still disposed: its sidecar's process group is gone afterwards (no le
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shlex
 import time
@@ -44,6 +45,7 @@ async def test_quit_during_a_run_returns_at_once_and_disposes_the_sandbox(  # ty
         sandbox = live.session._sandbox
         assert sandbox is not None
         sidecar_pid = sandbox.sidecar.pid
+        run_dir = live.session.run_dir
         assert _group_alive(sidecar_pid)
         started = time.monotonic()
         await pilot.press("q")
@@ -55,3 +57,11 @@ async def test_quit_during_a_run_returns_at_once_and_disposes_the_sandbox(  # ty
     while _group_alive(sidecar_pid) and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
     assert not _group_alive(sidecar_pid), "the sandbox's Node process outlived the app"
+
+    # ... and the run says so in its events: disposing, then disposed (what the progress line shows meanwhile)
+    events = run_dir / "events.jsonl"
+    deadline = time.monotonic() + 30
+    while '"runtime.disposed"' not in events.read_text() and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    types = [json.loads(line)["type"] for line in events.read_text().splitlines()]
+    assert types.index("runtime.disposing") < types.index("runtime.disposed"), types
