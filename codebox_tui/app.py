@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from codebox_tui.settings import get_settings
+
+if TYPE_CHECKING:
+    from codebox_tui.lifecycle import RunControl
 
 MIN_WIDTH, MIN_HEIGHT = 60, 16
 
@@ -30,6 +34,16 @@ class CodeboxApp(App[None]):
         super().__init__()
         self.initial_bundle = bundle
         self.fixed_now = now
+        self.live_runs: set[RunControl] = set()  # runs the Live run screens started that have not finished
+
+    async def action_quit(self) -> None:
+        """Quit at once, also during a run: each live run is cancelled (its sandbox's process group is
+        killed) from a background thread, and its run worker still captures what exists and disposes the
+        sandbox; nothing waits for that here (docs/architecture.md, the run lifecycle)."""
+        for control in list(self.live_runs):
+            threading.Thread(target=control.cancel, args=("was stopped: the app quit",), daemon=True,
+                             name="codebox-quit-cancel").start()
+        self.exit()
 
     @property
     def active_keymap(self) -> dict[str, str]:
@@ -89,20 +103,43 @@ class CodeboxApp(App[None]):
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        # Every binding in the focus chain, including ones a focused widget shadows by key
-        # (e.g. Home's `enter` under the table's own `enter`), so each action has a palette entry.
-        seen: set[tuple[int, str]] = set()
-        for node, bindings_map in screen._binding_chain:
-            for bindings in bindings_map.key_to_bindings.values():
-                for binding in bindings:
-                    if not binding.description or binding.action == "command_palette":
-                        continue
-                    if (id(node), binding.action) in seen:
-                        continue
-                    seen.add((id(node), binding.action))
-                    yield SystemCommand(binding.description, f"{binding.description} ({binding.key})",
-                                        lambda b=binding, n=node: self.run_action(b.action, n))
+        """The command palette: each action once (by its title), every binding of the focus chain (also
+        ones a focused widget shadows by key, e.g. Home's `enter` under the table's own `enter`), the
+        diff view's toggles and hunk keys even while another pane has the focus, and open-bundle."""
+        from widgets.diff_view import DiffView
+        from widgets.keys import key_display
+
+        titles: set[str] = set()
+        for command in super().get_system_commands(screen):
+            if command.title not in titles:
+                titles.add(command.title)
+                yield command
+        chain: list[tuple[object, list[Binding]]] = [
+            (node, [b for bindings in bindings_map.key_to_bindings.values() for b in bindings])
+            for node, bindings_map in screen._binding_chain]
+        in_chain = {id(node) for node, _bindings in chain}
+        for view in screen.query(DiffView):  # the diff's keys, also from the file tree or a tab
+            if id(view) not in in_chain and view.model is not None:
+                chain.append((view, [b for b in view.BINDINGS if isinstance(b, Binding)]))
+        for node, bindings in chain:
+            for binding in bindings:
+                title = binding.description
+                if not title or binding.action == "command_palette" or title in titles:
+                    continue
+                titles.add(title)
+                yield SystemCommand(title, f"{title} ({key_display(binding.key.split(',')[0])})",
+                                    lambda b=binding, n=node: self.run_action(b.action, n))
+        if "Open bundle…" not in titles:
+            yield SystemCommand("Open bundle…", "Open a bundle folder (or a folder of bundles) and review it",
+                                self.action_open_bundle_dialog)
+
+    def action_open_bundle_dialog(self) -> None:
+        """Ask for a bundle folder and open it: Home's `o`, from any screen."""
+        from codebox_tui.screens.home import HomeScreen
+
+        home = next((s for s in self.screen_stack if isinstance(s, HomeScreen)), None)
+        if home is not None:
+            home.action_open_path()
 
 
 def run_app(bundle: Path | None = None) -> None:

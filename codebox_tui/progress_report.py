@@ -80,6 +80,8 @@ class StderrProgress:
             self.phase("patch applied", f"{data.get('patch')} (git apply exit {data.get('exitCode')})")
         elif kind == "artifacts.capturing":
             self.phase("capture", "writing the artifact bundle")
+        elif kind == "runtime.disposing":
+            self.phase("disposing", "stopping the sandbox")
         elif kind == "runtime.disposed":
             self.phase("disposed", "sandbox stopped")
         elif kind == "runtime.error":

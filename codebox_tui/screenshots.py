@@ -329,13 +329,20 @@ def main() -> int:
             await pilot.press(*["J"] * 3, "h")
             await pilot.pause(0.3)
 
+        async def review_all_files(app: Any, pilot: Any) -> None:
+            await open_review(app, pilot)
+            app.screen.query_one("#diff").focus()
+            await pilot.press("f")  # every file in one scroll; card.css was viewed first, so it is collapsed
+            await pilot.pause(0.3)
+
         OUT.mkdir(exist_ok=True)
         shots: list[tuple[str, Step | None]] = [
             ("home", None), ("review-diff", open_review), ("review-tests", review_tests),
             ("review-events", review_events), ("review-evidence", review_evidence), ("decide-confirm", confirm),
             ("launch", launch),
-            ("help", help_panel), ("live-run", live), ("review-comment", review_comment),
-            ("review-hunks", review_hunks),
+            ("help", help_panel), ("live-run", live),
+            ("review-all-files", review_all_files),  # before the comment shots store their comments
+            ("review-comment", review_comment), ("review-hunks", review_hunks),
         ]
         hostile = build_hostile_bundle(work / "hostile")
 

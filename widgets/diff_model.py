@@ -3,8 +3,10 @@ rows (no Textual here)."""
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import re
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from codebox_tui.bundle.patchparse import parse_section, split_sections
@@ -41,6 +43,28 @@ class FileDiffModel:
     deletions: int
     binary: bool
     truncated: bool = False  # some lines were cut at max_line (DiffView offers "render anyway")
+    # The continuous view (all files in one scroll): (path, first row, first hunk) of each file, in order;
+    # empty for one file's model (its path, row 0, hunk 0).
+    sections: tuple[tuple[str, int, int], ...] = ()
+
+    def section_of(self, row: int) -> tuple[str, int, int]:
+        """(path, first row, first hunk) of the file that model row ``row`` belongs to."""
+        if not self.sections:
+            return self.path, 0, 0
+        starts = [start for _path, start, _hunk in self.sections]
+        return self.sections[max(0, bisect.bisect_right(starts, row) - 1)]
+
+    def section_end(self, path: str) -> tuple[int, int, int, int] | None:
+        """(first row, end row, first hunk, end hunk) of file ``path`` in this model; None if not in it."""
+        sections = self.sections or ((self.path, 0, 0),)
+        for number, (name, start, hunk) in enumerate(sections):
+            if name == path:
+                if number + 1 < len(sections):
+                    _next, end, end_hunk = sections[number + 1]
+                else:
+                    end, end_hunk = len(self.rows), len(self.hunk_rows)
+                return start, end, hunk, end_hunk
+        return None
 
 
 def split_patch(patch: str) -> dict[str, str]:
@@ -160,6 +184,39 @@ def build_model(path: str, block: str, *, max_line: int = MAX_LINE, eager_words:
                 dels.append(len(rows) - 1)
         _pair_words(rows, dels, adds, eager)
     return FileDiffModel(path, rows, hunk_rows, section.additions, section.deletions, False, truncated)
+
+
+COLLAPSED_NOTE = "viewed: collapsed (z shows it)"
+
+
+def build_continuous_model(files: Sequence[tuple[str, str]], *, collapsed: Collection[str] = (),
+                           max_line: int = MAX_LINE, tab_size: int = DEFAULT_TAB_SIZE) -> FileDiffModel:
+    """One model of every file's section in order (the continuous view): each file's rows as
+    ``build_model`` makes them (its header row first), the files in ``collapsed`` as their header and one
+    note only. Hunk rows and word-diff partners are renumbered for the whole; ``sections`` names the files."""
+    eager = sum(block.count("\n") for path, block in files if path not in collapsed) < 2000
+    rows: list[Row] = []
+    hunk_rows: list[int] = []
+    sections: list[tuple[str, int, int]] = []
+    additions = deletions = 0
+    truncated = False
+    for path, block in files:
+        start = len(rows)
+        sections.append((path, start, len(hunk_rows)))
+        if path in collapsed:
+            name, name_escapes = display_line(path, None)
+            rows += [Row("header", name, escapes=tuple(name_escapes)), Row("meta", COLLAPSED_NOTE)]
+            continue
+        model = build_model(path, block, max_line=max_line, eager_words=eager, tab_size=tab_size)
+        for row in model.rows:
+            if row.pair >= 0:
+                row.pair += start
+        rows += model.rows
+        hunk_rows += [start + index for index in model.hunk_rows]
+        additions += model.additions
+        deletions += model.deletions
+        truncated = truncated or model.truncated
+    return FileDiffModel("", rows, hunk_rows, additions, deletions, False, truncated, tuple(sections))
 
 
 def side_by_side(model: FileDiffModel) -> tuple[list[tuple[int, int]], list[int]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.message import Message
@@ -80,7 +81,31 @@ class ChangedFileTree(Tree[ChangedFile | None]):
             self._leaves[rel] = leaf
         self.root.expand_all()
 
-    def _label(self, entry: ChangedFile) -> Text:
+    def render_label(self, node: TreeNode[ChangedFile | None], base_style: Style, style: Style) -> Text:
+        """A file's label fitted to the tree's width: a name too long loses its middle (``…``), never the
+        badges or the +/- counts at its end (a narrow terminal, e.g. 80×24); the viewed mark is cut first."""
+        text = super().render_label(node, base_style, style)
+        entry = node.data
+        width = self.scrollable_content_region.width
+        if entry is None or width <= 0:
+            return text
+        depth, parent = 0, node.parent
+        while parent is not None and parent is not self.root:
+            depth, parent = depth + 1, parent.parent
+        room = width - depth * self.guide_depth  # the guides before the label
+        room += 3 if self.is_viewed(entry) else 0  # the viewed mark ("  •") may go first
+        if text.cell_len <= room:
+            return text
+        name = entry.relativePath.rsplit("/", 1)[-1]
+        for keep in range(len(name) - 1, 1, -1):  # shorter and shorter until the label fits
+            head = (keep + 1) // 2
+            fitted = self._label(entry, name[:head] + "…" + name[len(name) - (keep - head):])
+            if fitted.cell_len <= room or keep == 2:
+                fitted.stylize(style)
+                return fitted
+        return text
+
+    def _label(self, entry: ChangedFile, shown_name: str | None = None) -> Text:
         rel = entry.relativePath
         letter, colour = BADGES.get(entry.status, ("?", "white"))
         text = Text()
@@ -89,7 +114,8 @@ class ChangedFileTree(Tree[ChangedFile | None]):
         if entry.binary:
             text.append("B", style="bold magenta")
         text.append(" ")
-        for piece in pieces(rel.rsplit("/", 1)[-1], tab_size=None):  # escapes drawn distinctly
+        name = shown_name if shown_name is not None else rel.rsplit("/", 1)[-1]
+        for piece in pieces(name, tab_size=None):  # escapes drawn distinctly
             text.append(piece.text, style=ESCAPE_STYLE if piece.escape else None)
         if entry.binary:
             text.append("  binary", style="dim")

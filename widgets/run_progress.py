@@ -77,6 +77,8 @@ class RunProgress:
         elif kind == "runtime.hold-ended":
             self.hold_until = None
             step = f"hold ended ({data.get('reason', 'closed')})"
+        elif kind == "runtime.disposing":  # still live: the clock and the spinner go on until it is gone
+            step = "disposing the sandbox…"
         elif kind == "runtime.disposed":
             self.finished = True
             step = "sandbox disposed"

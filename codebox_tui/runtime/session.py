@@ -385,6 +385,7 @@ class RunSession:
             except OSError as error:
                 self.emit("runtime.private-copy-lost", {"index": copy.index, "error": str(error)}, level="error")
         if sandbox is not None:
+            self.emit("runtime.disposing", {})  # viewers say so while it takes (the live run's progress line)
             started = time.monotonic()
             sandbox.dispose()
             self.emit("runtime.disposed", {"disposeMs": int((time.monotonic() - started) * 1000)})

@@ -11,7 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Select
 
 from codebox_tui.contracts.feedback import COMMENT_KINDS
-from codebox_tui.screens.dialogs import DIALOG_CSS
+from codebox_tui.screens.dialogs import DIALOG_CSS, HELP_KEY
 from codebox_tui.textsafe import safe_text
 
 
@@ -24,7 +24,7 @@ class CommentDialog(ModalScreen[tuple[str, str] | None]):
 Choose the type (`issue`: must change; `suggestion`; `note`; `praise`), type the comment and press `enter`.
 `tab` moves between the type and the text; `escape` cancels.
 """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="dialog.cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="dialog.cancel"), HELP_KEY]
 
     def __init__(self, where: str, *, kind: str = "issue", body: str = "") -> None:
         super().__init__()

@@ -12,7 +12,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Header, Input, Label, Static
 
-from codebox_tui.screens.dialogs import DIALOG_CSS
+from codebox_tui.screens.dialogs import DIALOG_CSS, HELP_KEY
 from codebox_tui.textsafe import safe_text
 from widgets.diff_view import DiffView
 
@@ -24,8 +24,13 @@ def escape(value: object) -> str:
 class CompareDialog(ModalScreen[str | None]):
     """Ask which bundle to compare with: ``@key`` (from the inbox) or a bundle folder."""
 
+    HELP = """\
+# Compare with
+Type `@key` (a bundle's key in the inbox, e.g. `@2`) or a bundle folder and press `enter`: both bundles
+are shown side by side (files, patches, tests, verdicts). `escape` cancels.
+"""
     DEFAULT_CSS = DIALOG_CSS + "CompareDialog { align: center middle; }"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="dialog.cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="dialog.cancel"), HELP_KEY]
 
     def __init__(self, suggestion: str = "") -> None:
         super().__init__()

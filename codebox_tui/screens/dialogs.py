@@ -26,12 +26,21 @@ ConfirmDialog, ReasonDialog, ApplyDialog, TextDialog, HelpDialog, LaunchScreen, 
 .dialog VerticalScroll { height: auto; max-height: 24; }
 """
 
+# F1 in a dialog: the app's help, with the dialog's HELP first (a modal screen does not pass F1 to the app).
+HELP_KEY = Binding("f1", "app.help", "Help", show=False, id="dialog.help")
+
 
 class ConfirmDialog(ModalScreen[bool]):
+    HELP = """\
+# Confirm
+Read what will be recorded (files, hunks, comments), then `y` (or the Record button) records it in the
+store with the bundle's content digest; `n` or `escape` goes back without recording anything.
+"""
     DEFAULT_CSS = DIALOG_CSS
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "confirm", "Confirm", id="dialog.confirm"),
         Binding("escape,n", "cancel", "Cancel", id="dialog.cancel"),
+        HELP_KEY,
     ]
 
     def __init__(self, title: str, body: str) -> None:
@@ -59,8 +68,13 @@ class ConfirmDialog(ModalScreen[bool]):
 
 
 class ReasonDialog(ModalScreen[str | None]):
+    HELP = """\
+# Request changes
+Type what the author should change and press `enter`: the reason, with the open comments, is recorded
+with the decision and written to feedback.md / feedback.json next to the bundle. `escape` cancels.
+"""
     DEFAULT_CSS = DIALOG_CSS
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="dialog.cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="dialog.cancel"), HELP_KEY]
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -80,8 +94,14 @@ class ReasonDialog(ModalScreen[str | None]):
 class OpenBundleDialog(ModalScreen[str | None]):
     """Ask for a bundle folder made elsewhere (another machine, the reference implementation)."""
 
+    HELP = """\
+# Open a bundle
+Type the path of a bundle folder (it holds manifest.json) or of a folder of bundles and press `enter`.
+Each bundle is verified and added to the inbox where it is (never moved or copied); one bundle opens for
+review at once. Bundles that fail verification are listed and not added. `escape` cancels.
+"""
     DEFAULT_CSS = DIALOG_CSS
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="dialog.cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="dialog.cancel"), HELP_KEY]
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -101,8 +121,15 @@ class OpenBundleDialog(ModalScreen[str | None]):
 class ApplyDialog(ModalScreen[None]):
     """Optionally apply an approval through an adapter and show the apply-result."""
 
+    HELP = """\
+# Apply
+Choose an adapter (`directory`: write into a folder, `git`: apply in a work tree, `patch`: write a patch
+file), give the target and press `enter` or Apply. Only the approved files and hunks are written, after
+the conflict checks; a refusal writes nothing and says why. `escape` skips: the decision stays recorded
+and can be applied later with `codebox apply DECISION`.
+"""
     DEFAULT_CSS = DIALOG_CSS
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close", id="dialog.close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close", id="dialog.close"), HELP_KEY]
 
     def __init__(self, decision_id: int) -> None:
         super().__init__()
@@ -156,8 +183,14 @@ class ApplyDialog(ModalScreen[None]):
 
 
 class TextDialog(ModalScreen[None]):
+    HELP = """\
+# Text
+Sandbox-written text (events, output) shown with control characters as visible escapes. `escape`,
+`enter` or `q` closes it.
+"""
     DEFAULT_CSS = DIALOG_CSS
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter,q", "close", "Close", id="dialog.close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter,q", "close", "Close", id="dialog.close"),
+                                              HELP_KEY]
 
     def __init__(self, title: str, text: str) -> None:
         super().__init__()

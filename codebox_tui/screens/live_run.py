@@ -73,6 +73,9 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
             else:
                 self.start_run()
             self.set_interval(PROGRESS_TICK_S, self._tick_progress)
+            live_runs = getattr(self.app, "live_runs", None)
+            if live_runs is not None:  # quitting the app cancels it (CodeboxApp.action_quit)
+                live_runs.add(self.control)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Show only the keys that can act now: cancel while running, close-preview on a held run."""
@@ -186,6 +189,7 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
         self.mount(ExecConsole(runner, id="console"), before=self.query_one(Footer))
 
     def _finished(self, bundle_dir: Path | None, error: str | None, cancelled: bool = False) -> None:
+        getattr(self.app, "live_runs", set()).discard(self.control)
         for console in self.query("#console"):
             console.close("the sandbox was disposed")  # type: ignore[attr-defined]
         self.bundle_dir = bundle_dir

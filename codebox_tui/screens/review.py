@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from rich.markup import escape as _markup_escape
 from rich.style import Style
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
@@ -81,6 +82,11 @@ content digest you reviewed; nothing is applied until you choose an adapter.
 - Types: `issue` (must change), `suggestion`, `note`, `praise`. `i` (request changes) records the open
   comments with the decision and writes the feedback files.
 
+## All files in one scroll
+- `f`: every changed file in one scroll under its header, or back to one file at a time. Files already
+  viewed are collapsed to their header (`z` shows or collapses the file at the cursor); `]` / `[` jump
+  between files; search, the line cursor, comments and `h` work across all of them.
+
 ## Revisions and compare
 - A later bundle for the same change is the next revision (same sandbox session or plugin and task, or
   `codebox review link NEW --revises OLD`): the Revisions tab shows each revision's decision and tests and
@@ -104,6 +110,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         Binding("x", "delete_comment", "Delete comment", show=False, id="review.delete_comment"),
         Binding("Y", "copy_feedback", "Copy feedback", show=False, id="review.copy_feedback"),
         Binding("m", "compare", "Compare with…", show=False, id="review.compare"),
+        Binding("f", "toggle_continuous", "All files / one file", show=False, id="review.continuous"),
     ]
 
     def __init__(self, bundle_dir: Path) -> None:
@@ -117,6 +124,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.revisions = self._load_revisions()  # data.RevisionView when the review has several revisions
         self.skipped_hunks: dict[str, set[int]] = {}  # relativePath → 0-based hunks left out (``h``)
         self.hunk_totals: dict[str, int] = {}  # relativePath → its number of hunks (files shown)
+        self.continuous = False  # all files in one scroll (``f``) instead of one file
+        self._seen_path: str | None = None  # the continuous view's current file, last marked viewed
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
@@ -172,7 +181,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             self.query_one(DiffView).show_message("The sandbox produced no file changes.")
         else:
             first = sorted(f.relativePath for f in self.bundle.changed_files)[0]
-            tree.highlight_path(first)
+            # after the tree has laid out its lines: a cursor moved before that stays on the first folder
+            self.call_after_refresh(self._show_first, first)
         self._load_comments()
         if not self.bundle.valid:
             codes = ", ".join(sorted({v.code for v in self.bundle.verification.violations}))
@@ -180,10 +190,21 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                         severity="error", timeout=8)
         tree.focus()
 
+    def _show_first(self, rel: str) -> None:
+        """Open on the first file, unless a file was chosen already."""
+        tree = self.query_one(ChangedFileTree)
+        node = tree.cursor_node
+        if node is None or node.data is None:
+            tree.highlight_path(rel)
+
     def _show(self, entry: ChangedFile) -> None:
         rel = entry.relativePath
         block = block_for(self.blocks, entry)
         view = self.query_one(DiffView)
+        if self.continuous and view.continuous and view.scroll_to_file(rel):
+            self.query_one(ChangedFileTree).mark_viewed(entry)
+            self._show_comments()
+            return
         if block is None:
             view.show_message(f"No patch block for {rel}.")
         else:
@@ -192,8 +213,54 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.query_one(ChangedFileTree).mark_viewed(entry)
         self._show_comments()
 
+    def on_descendant_focus(self, _event: events.DescendantFocus) -> None:
+        """The focused pane is visible: the diff's status line lights up while the diff has the focus (the
+        file tree's edge by CSS, review.tcss)."""
+        focused = self.focused
+        diff = focused is not None and focused.id in ("diff", "diff-search")
+        self.query_one("#diff-status", Static).set_class(diff, "pane-focused")
+
     def on_diff_view_status_changed(self, message: DiffView.StatusChanged) -> None:
         self.query_one("#diff-status", Static).update(message.text)
+        if self.continuous:  # the file now under the cursor (or at the top) counts as viewed
+            path = self.query_one(DiffView).current_path()
+            if path is not None and path != self._seen_path:
+                self._seen_path = path
+                entry = self._entry(path)
+                if entry is not None:
+                    self.query_one(ChangedFileTree).mark_viewed(entry)
+                self._show_comments()
+
+    def _entry(self, rel: str) -> ChangedFile | None:
+        return next((f for f in self.bundle.changed_files if f.relativePath == rel), None)
+
+    def action_toggle_continuous(self) -> None:
+        """All changed files in one scroll (viewed ones collapsed), or back to one file (``f``)."""
+        view = self.query_one(DiffView)
+        tree = self.query_one(ChangedFileTree)
+        current = view.current_path()
+        self.continuous = not self.continuous
+        self.query_one("#tabs", TabbedContent).active = "tab-diff"
+        if not self.continuous:
+            entry = self._entry(current or "")
+            if entry is not None:
+                self._show(entry)
+            self.notify("One file at a time (f: all files in one scroll).")
+            return
+        entries = sorted(self.bundle.changed_files, key=lambda f: f.relativePath)
+        files = [(f.relativePath, block) for f in entries if (block := block_for(self.blocks, f)) is not None]
+        if not files:
+            self.continuous = False
+            self.notify("No file patches to show.", severity="warning")
+            return
+        collapsed = {f.relativePath for f in entries if tree.is_viewed(f) and f.relativePath != current}
+        view.show_files(files, collapsed=collapsed, at=current)
+        for rel, skipped in self.skipped_hunks.items():
+            view.set_skipped_hunks(frozenset(skipped), path=rel)
+        self._seen_path = None
+        self._show_comments()
+        self.notify(f"All {len(files)} files in one scroll ({len(collapsed)} viewed, collapsed: z shows one); "
+                    "f: one file at a time.")
 
     # -- search in the diff ------------------------------------------------------------------
     def _decision_keys(self) -> dict[str, str]:
@@ -403,6 +470,14 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         tree = self.query_one(ChangedFileTree)
         node = tree.cursor_node
         current = node.data.relativePath if node and node.data else None
+        view = self.query_one(DiffView)
+        if self.continuous and view.continuous and view.model is not None:  # the order of the scroll
+            order = [path for path, _row, _hunk in view.model.sections]
+            here = view.current_path()
+            target = order[((order.index(here) if here in order else -1) + step) % len(order)]
+            view.scroll_to_file(target)
+            tree.highlight_path(target)
+            return
         if not files:
             return
         index = files.index(current) if current in files else -1
@@ -514,16 +589,15 @@ content digest you reviewed; nothing is applied until you choose an adapter.
     def action_toggle_hunk(self) -> None:
         """Leave the hunk under the cursor out of the approval, or take it back in (``h``)."""
         view = self.query_one(DiffView)
-        rel = self._current_path()
-        index = view.hunk_at_cursor()
-        if rel is None or index < 0 or view.model is None:
+        place = view.hunk_location()
+        if place is None:
             self.notify("No hunk here to leave out (binary or empty change).", severity="warning")
             return
-        total = len(view.model.hunk_rows)
+        rel, index, total = place
         self.hunk_totals[rel] = total
         skipped = self.skipped_hunks.setdefault(rel, set())
         skipped.symmetric_difference_update({index})
-        view.set_skipped_hunks(frozenset(skipped))
+        view.set_skipped_hunks(frozenset(skipped), path=rel)
         state = "left out of" if index in skipped else "back in"
         self.notify(f"{safe_text(rel)}: hunk {index + 1} {state} the approval "
                     f"({total - len(skipped)} of {total} hunks approved).", markup=False)
@@ -553,8 +627,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self._show_comments()
 
     def _current_path(self) -> str | None:
-        model = self.query_one(DiffView).model
-        return model.path if model is not None and model.path else None
+        """The file under the diff's line cursor (or at its top, in the continuous view)."""
+        return self.query_one(DiffView).current_path()
 
     def _show_comments(self) -> None:
         """Marks in the diff for the shown file's line comments; the panel under the diff lists the file's
@@ -563,11 +637,17 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         path = self._current_path()
         mine = [c for c in self.comments if c.path == path]
         carried = [c for c in (self.revisions.carried if self.revisions else []) if c.path == path]
-        on_lines = [c for c in mine + carried if c.side != "file" and not c.outdated]
-        view.set_marks(path or "", [(c.side, c.line_start, c.line_end, c.kind) for c in on_lines])
-        # inline: each line comment under the last line it names (DiffView.set_notes, Line API)
-        view.set_notes(path or "", [(c.side, c.line_end, c.kind, f"{c.body}  — {c.author} #{c.id}")
-                                    for c in on_lines])
+        # every file's line comments: the continuous view shows them all, one file's view its own
+        everywhere = self.comments + (self.revisions.carried if self.revisions else [])
+        on_lines: dict[str, list[Any]] = {}
+        for c in everywhere:
+            if c.side != "file" and not c.outdated:
+                on_lines.setdefault(c.path, []).append(c)
+        view.set_marks_by_file({p: [(c.side, c.line_start, c.line_end, c.kind) for c in cs]
+                                for p, cs in on_lines.items()})
+        # inline: each line comment under the last line it names (DiffView.set_notes_by_file, Line API)
+        view.set_notes_by_file({p: [(c.side, c.line_end, c.kind, f"{c.body}  — {c.author} #{c.id}") for c in cs]
+                                for p, cs in on_lines.items()})
         panel = self.query_one("#comment-panel", Static)
         shown = list({c.id: c for c in self._comments_at_cursor() + [c for c in mine if c.side == "file"]}.values())
         others = len(mine) - len(shown)

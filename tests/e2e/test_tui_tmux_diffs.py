@@ -6,6 +6,7 @@ hostile bytes show as escapes (a raw ESC[2J would have cleared the pane, a raw C
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -21,8 +22,9 @@ pytestmark = [pytest.mark.playground,
 
 
 def _diff_lines(pane: str) -> list[str]:
-    """The diff pane's column of each screen line (right of the file tree's border)."""
-    return [line.split("│", 1)[1] if "│" in line else "" for line in pane.splitlines()]
+    """The diff pane's column of each screen line (right of the file tree's border: thin, or heavy while the
+    tree has the focus)."""
+    return [re.split("[│┃]", line, maxsplit=1)[1] if re.search("[│┃]", line) else "" for line in pane.splitlines()]
 
 
 def test_tabs_and_hostile_text_in_a_real_terminal(make_run_session, tmp_path: Path,  # type: ignore[no-untyped-def]

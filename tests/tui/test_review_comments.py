@@ -15,7 +15,8 @@ from codebox_tui.screens.comments import CommentDialog
 from codebox_tui.screens.review import ReviewScreen
 from store.comments import list_comments
 from store.db import Store
-from widgets.diff_view import MARK_CHAR, DiffView
+from widgets.diff_styles import MARK_CHAR
+from widgets.diff_view import DiffView
 from widgets.file_tree import ChangedFileTree
 
 

@@ -15,7 +15,8 @@ from codebox_tui.screens.dialogs import HelpDialog
 from codebox_tui.screens.review import ReviewScreen
 from codebox_tui.settings import get_settings, reload_settings
 from tests.factories.hostile_bundle import HOSTILE_NAME, build_recorded_bundle
-from widgets.diff_view import MATCH_CURRENT, DiffView
+from widgets.diff_styles import MATCH_CURRENT
+from widgets.diff_view import DiffView
 
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from tests.factories.widget_hosts import Recorder, git_patch
 from widgets.diff_model import split_patch
-from widgets.diff_view import MARK_CHAR, DiffView
+from widgets.diff_styles import MARK_CHAR
+from widgets.diff_view import DiffView
 
 
 def _text(view: DiffView, y: int) -> str:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from tests.factories.widget_hosts import Recorder, git_patch
 from widgets.diff_model import split_patch
-from widgets.diff_view import MATCH_CURRENT, DiffView
+from widgets.diff_styles import MATCH_CURRENT
+from widgets.diff_view import DiffView
 
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 

@@ -30,6 +30,24 @@ def test_phases_then_command_then_capture() -> None:
     assert progress.line().startswith("capturing the bundle…") and "preview" not in progress.line()
 
 
+def test_disposal_is_a_live_step_with_its_own_clock() -> None:
+    """While the sandbox is disposed the line says so, and its clock and spinner go on (it does not sit on
+    the last command's line)."""
+    progress = RunProgress()
+    progress.feed(ev("command.started", 1.0, command="wordpress.run-php"))
+    progress.feed(ev("command.finished", 2.0, command="wordpress.run-php", exitCode=0))
+    progress.feed(ev("runtime.disposing", 2.0))
+    at = datetime(2026, 11, 22, 12, 0, 4, tzinfo=UTC)
+    assert not progress.finished and progress.slow(at)
+    first, second = progress.line(at, 0), progress.line(at, 1)
+    assert first[2:].startswith("disposing the sandbox…") and first[0] != second[0]
+    assert "step 2.0 s" in first and "elapsed 3.0 s" in first
+    later = datetime(2026, 11, 22, 12, 0, 5, tzinfo=UTC)
+    assert "step 3.0 s" in progress.line(later)
+    progress.feed(ev("runtime.disposed", 5.0))
+    assert progress.finished and progress.line().startswith("sandbox disposed")
+
+
 def test_spinner_only_for_steps_slower_than_a_second() -> None:
     progress = RunProgress()
     progress.feed(ev("command.started", 1.0, command="wordpress.run-php"))

@@ -107,3 +107,25 @@ class SplitHost(App[None]):
 
 def test_side_by_side_snapshot(snap_compare: Any) -> None:
     assert snap_compare(SplitHost(), terminal_size=(170, 12))  # auto-split at >= 160 columns
+
+
+class ContinuousHost(App[None]):
+    """Every file in one scroll: hello.php with a line comment, logo.png (binary), readme collapsed."""
+
+    def compose(self) -> ComposeResult:
+        yield DiffView()
+
+    def on_mount(self) -> None:
+        self.animation_level = "none"
+        blocks = split_patch(PATCH)
+        view = self.query_one(DiffView)
+        readme = "diff --git a/plugin/readme.txt b/plugin/readme.txt\n--- a/plugin/readme.txt\n+++ /dev/null\n" \
+                 "@@ -1 +0,0 @@\n-gone\n"
+        view.show_files([("logo.png", blocks["logo.png"]), ("plugin/hello.php", blocks["plugin/hello.php"]),
+                         ("plugin/readme.txt", readme)], collapsed={"plugin/readme.txt"})
+        view.set_notes_by_file({"plugin/hello.php": [("new", 3, "suggestion", "name it $greeting_text")]})
+        view.set_marks_by_file({"plugin/hello.php": [("new", 3, 3, "suggestion")]})
+
+
+def test_continuous_view_snapshot(snap_compare: Any) -> None:
+    assert snap_compare(ContinuousHost(), terminal_size=(100, 20))

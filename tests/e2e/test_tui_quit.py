@@ -1,0 +1,67 @@
+"""Pilot, end to end: quitting the app (`q`) while a real Playground run is running returns at once, and the
+sandbox is still disposed: its sidecar's process group is gone afterwards (no leaked Node process)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import time
+from pathlib import Path
+
+import pytest
+
+from codebox_tui.app import CodeboxApp
+from codebox_tui.screens.live_run import LiveRunScreen
+from tests.factories.tui import submit_launch_form
+
+pytestmark = pytest.mark.playground
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def test_quit_during_a_run_returns_at_once_and_disposes_the_sandbox(  # type: ignore[no-untyped-def]
+        playground_session, plugin_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code = "echo 'started'; sleep(120); echo 'not reached';"
+    app = CodeboxApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        live = await submit_launch_form(
+            app, pilot, mounts=f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin:readwrite",
+            args=shlex.quote(f"code={code}"))
+        assert isinstance(live, LiveRunScreen)
+        for _ in range(1800):  # boot, then the command starts (its sleep keeps it running)
+            if live.progress.step.startswith("running wordpress.run-php"):
+                break
+            await asyncio.sleep(0.1)
+        assert live.progress.step.startswith("running"), live.progress.line()
+        sandbox = live.session._sandbox
+        assert sandbox is not None
+        sidecar_pid = sandbox.sidecar.pid
+        run_dir = live.session.run_dir
+        assert _group_alive(sidecar_pid)
+        started = time.monotonic()
+        await pilot.press("q")
+    quit_seconds = time.monotonic() - started
+    assert quit_seconds < 1.0, f"quitting took {quit_seconds:.2f} s"
+
+    # Disposal goes on in the background: the sidecar's process group is gone soon after (not 120 s later).
+    deadline = time.monotonic() + 30
+    while _group_alive(sidecar_pid) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert not _group_alive(sidecar_pid), "the sandbox's Node process outlived the app"
+
+    # ... and the run says so in its events: disposing, then disposed (what the progress line shows meanwhile)
+    events = run_dir / "events.jsonl"
+    deadline = time.monotonic() + 30
+    while '"runtime.disposed"' not in events.read_text() and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    types = [json.loads(line)["type"] for line in events.read_text().splitlines()]
+    assert types.index("runtime.disposing") < types.index("runtime.disposed"), types
