@@ -134,10 +134,12 @@ def check_agent_request(request: AgentTaskRequest, policy: RuntimePolicy) -> Non
 
 
 def run_agent_task(request: AgentTaskRequest, *, progress: ProgressListener | None = None,
-                   control: RunControl | None = None, service: RunService | None = None) -> AgentTaskOutcome:
+                   control: RunControl | None = None, service: RunService | None = None,
+                   registry: HostToolRegistry | None = None) -> AgentTaskOutcome:
     """Run one agent task and return its outcome; bad input is raised before anything boots, everything
-    after boot (a crashing agent, a refused tool, a sandbox failure) is in the outcome."""
-    registry = default_registry()
+    after boot (a crashing agent, a refused tool, a sandbox failure) is in the outcome. ``registry`` adds a
+    caller's own host tools (default: :func:`default_registry`)."""
+    registry = registry or default_registry()
     bridge = build_bridge(request, registry)
     policy = runtime_policy(request, bridge)
     check_agent_request(request, policy)
