@@ -10,6 +10,7 @@ violation is a structured error, never a traceback.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -160,6 +161,7 @@ class ToolDispatcher:
     redact: Redactor
     calls: list[TranscriptToolCall] = field(default_factory=list)
     max_calls: int = 500
+    timeout_s: float = 60.0  # per call; a handler still running then is abandoned (host-tool-timeout)
 
     def call(self, name: str, tool_input: Any, call_id: str | None = None) -> HostToolResult:
         started_at, started = utc_now_iso(), time.monotonic()
@@ -188,16 +190,34 @@ class ToolDispatcher:
         problem = _first_error(tool.input_schema, tool_input)
         if problem is not None:
             raise ToolFailure(f"{name}: invalid input: {problem}", "host-tool-invalid-input")
-        try:
-            output = tool.handler(tool_input, self.context)
-        except ToolFailure:
-            raise
-        except Exception as error:  # a handler bug is the tool's failure, reported, never a traceback
-            raise ToolFailure(f"{name} failed: {type(error).__name__}: {error}") from error
+        output = self._run_handler(name, tool, tool_input)
         problem = _first_error(tool.output_schema, output)
         if problem is not None:
             raise ToolFailure(f"{name}: invalid output: {problem}", "host-tool-invalid-output")
         return output
+
+    def _run_handler(self, name: str, tool: HostTool, tool_input: Any) -> Any:
+        """The handler in a thread of its own, so a hung handler cannot outlast ``timeout_s``."""
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                assert tool.handler is not None
+                box["output"] = tool.handler(tool_input, self.context)
+            except BaseException as error:  # handed to the caller's thread below
+                box["error"] = error
+
+        worker = threading.Thread(target=work, name=f"codebox-tool-{name}", daemon=True)
+        worker.start()
+        worker.join(self.timeout_s)
+        if worker.is_alive():
+            raise ToolFailure(f"{name} did not answer within {self.timeout_s:g} s", "host-tool-timeout")
+        error = box.get("error")
+        if isinstance(error, ToolFailure):
+            raise error
+        if error is not None:  # a handler bug is the tool's failure, reported, never a traceback
+            raise ToolFailure(f"{name} failed: {type(error).__name__}: {error}") from error
+        return box.get("output")
 
     def _diagnostics(self, name: str, tool: HostTool | None) -> HostToolDiagnostics:
         return HostToolDiagnostics(

@@ -122,13 +122,14 @@ def task_from_text(text: str) -> TaskInput:
     return task_from_value(text, "--task")
 
 
-def workspace_from_text(text: str, index: int = 0) -> WorkspaceMount:
-    """``DIR[:/workspace/path]``; the default target is ``/workspace/<folder name>``."""
+def workspace_from_text(text: str, index: int = 0, base_dir: Path | None = None) -> WorkspaceMount:
+    """``DIR[:/workspace/path]``; the default target is ``/workspace/<folder name>``; a relative DIR is
+    relative to ``base_dir`` (default: the current folder)."""
     host, sep, target = text.partition(":")
     if not host:
         raise BadInputError(f"--workspace {text!r} must look like DIR[:/workspace/path]", code="invalid-workspace",
                             field=f"workspaces[{index}]")
-    source = Path(host).expanduser()
+    source = _based(Path(host).expanduser(), base_dir)
     if not source.is_dir():
         raise BadInputError(f"--workspace {host!r} is not a folder", code="missing-mount-source",
                             field=f"workspaces[{index}].source")
@@ -139,14 +140,14 @@ def workspace_from_text(text: str, index: int = 0) -> WorkspaceMount:
         raise _named(error, f"workspaces[{index}]") from None
 
 
-def agent_from_text(text: str, field: str = "--agent") -> AgentSpec:
+def agent_from_text(text: str, field: str = "--agent", base_dir: Path | None = None) -> AgentSpec:
     """A path to a ``.php`` file is a sandbox agent; anything else is a host command line (split like a
     shell would, never run by one) whose program must exist."""
     stripped = text.strip()
     if not stripped:
         raise BadInputError(f"{field} must name a program or a .php file", code="invalid-agent", field=field)
     if stripped.endswith(".php") and " " not in stripped:
-        path = Path(stripped).expanduser()
+        path = _based(Path(stripped).expanduser(), base_dir)
         if not path.is_file():
             raise BadInputError(f"{field}: PHP agent {stripped!r} does not exist", code="invalid-agent", field=field)
         return AgentSpec(kind="php", php_file=path.resolve())
@@ -155,16 +156,17 @@ def agent_from_text(text: str, field: str = "--agent") -> AgentSpec:
     except ValueError as error:
         raise BadInputError(f"{field}: cannot split the command line: {error}", code="invalid-agent",
                             field=field) from None
-    return AgentSpec(kind="command", argv=resolve_argv(argv))
+    return AgentSpec(kind="command", argv=resolve_argv(argv, base_dir))
 
 
-def resolve_argv(argv: list[str]) -> list[str]:
+def resolve_argv(argv: list[str], base_dir: Path | None = None) -> list[str]:
     """The agent runs in an empty scratch folder: a program or argument naming an existing file relative to
-    the caller's folder is made absolute (``python3 agents/mine.py`` keeps working)."""
+    the caller's folder (``base_dir``) is made absolute (``python3 agents/mine.py`` keeps working)."""
     out: list[str] = []
     for index, item in enumerate(argv):
-        path = Path(item).expanduser()
-        if not item.startswith("-") and ("/" in item or index > 0) and not path.is_absolute() and path.is_file():
+        relative = not Path(item).expanduser().is_absolute()
+        path = _based(Path(item).expanduser(), base_dir)
+        if not item.startswith("-") and ("/" in item or index > 0) and relative and path.is_file():
             out.append(str(path.resolve()))
         else:
             out.append(item)
@@ -186,12 +188,13 @@ def check_agent(agent: AgentSpec, field: str = "agent") -> None:
                             code="invalid-agent", field=field)
 
 
-def agent_task_request_from_json(obj: Any) -> AgentTaskRequest:
+def agent_task_request_from_json(obj: Any, *, base_dir: Path | None = None) -> AgentTaskRequest:
     """One JSON / JSONL item → a request. Keys: ``task`` (string or task-input/v1), ``workspaces`` (or
     ``workspace``: ``"DIR[:/workspace/path]"`` strings or ``{source, target}``), ``agent`` (command line,
     ``.php`` path, argv list or ``{kind, argv|php_file}``), ``tools``, ``sandbox_session_id``,
     ``session_id``, ``orchestrator``, ``timeout`` / ``tool_timeout`` / ``boot_timeout`` (durations),
-    ``policy``, ``env``, ``agent_env``, ``wp``, ``php``, ``artifacts``. Errors name the JSON path."""
+    ``policy``, ``env``, ``agent_env``, ``wp``, ``php``, ``artifacts``. Relative paths are relative to
+    ``base_dir`` (a batch file's folder; default: the current folder). Errors name the JSON path."""
     from codebox_tui.durations import parse_duration
 
     if not isinstance(obj, dict):
@@ -216,12 +219,14 @@ def agent_task_request_from_json(obj: Any) -> AgentTaskRequest:
         where = f"$.workspaces[{index}]"
         if isinstance(item, str):
             try:
-                mounts.append(workspace_from_text(item, index))
+                mounts.append(workspace_from_text(item, index, base_dir))
             except BadInputError as error:
                 raise BadInputError(f"{where}: {error.message}", code=error.code, field=where) from None
         elif isinstance(item, dict):
             try:
-                mounts.append(WorkspaceMount.model_validate(item))
+                based = {**item, "source": _based(Path(item["source"]).expanduser(), base_dir)} \
+                    if isinstance(item.get("source"), str) and item["source"] else item
+                mounts.append(WorkspaceMount.model_validate(based))
             except ValidationError as error:
                 raise _named(error, where) from None
         else:
@@ -229,12 +234,15 @@ def agent_task_request_from_json(obj: Any) -> AgentTaskRequest:
     fields["workspaces"] = mounts
     agent = data.get("agent")
     if isinstance(agent, str):
-        fields["agent"] = agent_from_text(agent, "$.agent")
+        fields["agent"] = agent_from_text(agent, "$.agent", base_dir)
     elif isinstance(agent, list) and agent and all(isinstance(a, str) for a in agent):
-        fields["agent"] = AgentSpec(kind="command", argv=resolve_argv(list(agent)))
+        fields["agent"] = AgentSpec(kind="command", argv=resolve_argv(list(agent), base_dir))
     elif isinstance(agent, dict):
         try:
-            fields["agent"] = AgentSpec.model_validate(agent)
+            spec = AgentSpec.model_validate(agent)
+            if spec.php_file is not None:
+                spec.php_file = _based(spec.php_file.expanduser(), base_dir)
+            fields["agent"] = spec.model_copy(update={"argv": resolve_argv(spec.argv, base_dir)})
         except ValidationError as error:
             raise _named(error, "$.agent") from None
     else:
@@ -244,7 +252,7 @@ def agent_task_request_from_json(obj: Any) -> AgentTaskRequest:
         if key in data and data[key] is not None:
             fields[name] = parse_duration(str(data[key]), f"$.{key}")
     if "artifacts" in data and data["artifacts"] is not None:
-        fields["artifacts_root"] = Path(str(data["artifacts"])).expanduser()
+        fields["artifacts_root"] = _based(Path(str(data["artifacts"])).expanduser(), base_dir)
     for key in ("tools", "sandbox_session_id", "session_id", "orchestrator", "policy", "env", "agent_env", "wp",
                 "php"):
         if key in data and data[key] is not None:
@@ -257,6 +265,10 @@ def agent_task_request_from_json(obj: Any) -> AgentTaskRequest:
         raise _named(error, "$") from None
     check_agent(request.agent, "$.agent")
     return request
+
+
+def _based(path: Path, base_dir: Path | None) -> Path:
+    return path if path.is_absolute() or base_dir is None else base_dir / path
 
 
 def _named(error: ValidationError, prefix: str) -> BadInputError:

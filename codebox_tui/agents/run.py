@@ -184,7 +184,9 @@ class _TaskRun:
         session = run.session
         ctx = WorkspaceContext(session, [w.target for w in self.request.workspaces],
                                timeout_s=self.request.tool_timeout_s)
-        self.dispatcher = ToolDispatcher(self.registry, self.bridge, session.spec.policy, ctx, session.redact)
+        # a workspace tool's own exec limit is tool_timeout_s; the dispatcher's backstop leaves it room to answer
+        self.dispatcher = ToolDispatcher(self.registry, self.bridge, session.spec.policy, ctx, session.redact,
+                                         timeout_s=self.request.tool_timeout_s + 30)
         self._write_json(run, layout.TASK_INPUT, "agent-task-input", self.request.task)
         self._write_json(run, layout.TOOL_BRIDGE, "tool-bridge", self.bridge)
         try:

@@ -269,3 +269,17 @@ def test_json_items_name_the_path_of_a_bad_field(tmp_path: Path) -> None:
         with pytest.raises(BadInputError) as caught:
             agent_task_request_from_json({**base, **patch})
         assert caught.value.field == where, (patch, caught.value)
+
+
+def test_json_item_paths_are_relative_to_the_batch_folder(tmp_path: Path) -> None:
+    batch = tmp_path / "batch"
+    (batch / "agents").mkdir(parents=True)
+    (batch / "agents" / "a.py").write_text("print('hi')\n")
+    _plugin(batch)
+    request = agent_task_request_from_json(
+        {"task": "x", "workspaces": ["simple-plugin", {"source": "simple-plugin", "target": "/workspace/two"}],
+         "agent": ["python3", "agents/a.py"], "artifacts": "out"}, base_dir=batch)
+    assert [w.source for w in request.workspaces] == [(batch / "simple-plugin").resolve(), batch / "simple-plugin"]
+    assert request.workspaces[0].target == TARGET
+    assert request.agent.argv == ["python3", str((batch / "agents" / "a.py").resolve())]
+    assert request.artifacts_root == batch / "out"

@@ -211,3 +211,19 @@ def test_agent_environment_keeps_only_path_and_named_variables() -> None:
     env = agent_environment(["WANTED"], "/scratch", {"PATH": "/bin", "WANTED": "1", "SECRET": "x", "HOME": "/root"})
     assert env == {"PATH": "/bin", "LANG": "C.UTF-8", "HOME": "/scratch", "TMPDIR": "/scratch",
                    "CODEBOX_AGENT_PROTOCOL": "codebox/agent-message/v1", "WANTED": "1"}
+
+
+def test_a_hung_handler_is_abandoned_at_the_call_timeout() -> None:
+    import threading
+
+    release = threading.Event()
+    loose = {"type": "object"}
+    registry = HostToolRegistry([HostTool("t.hang", "never answers", loose, loose, "read",
+                                          lambda data, ctx: release.wait(30))])
+    dispatcher = ToolDispatcher(registry, registry.bridge(registry.tool_policy(["t.hang"])),
+                                RuntimePolicy(commands=["t.hang"]), None, Redactor([]), timeout_s=0.2)
+    try:
+        result = dispatcher.call("t.hang", {})
+    finally:
+        release.set()
+    assert result.error is not None and result.error.code == "host-tool-timeout"
