@@ -162,6 +162,7 @@ class ToolDispatcher:
     calls: list[TranscriptToolCall] = field(default_factory=list)
     max_calls: int = 500
     timeout_s: float = 60.0  # per call; a handler still running then is abandoned (host-tool-timeout)
+    on_call: Callable[[TranscriptToolCall], None] | None = None  # told about each call once recorded
 
     def call(self, name: str, tool_input: Any, call_id: str | None = None) -> HostToolResult:
         started_at, started = utc_now_iso(), time.monotonic()
@@ -176,6 +177,8 @@ class ToolDispatcher:
             index=len(self.calls), id=self.redact(call_id) if call_id else None, tool=self.redact(name)[:200],
             input=self.redact.value(tool_input), status=result.status, error=result.error,
             durationMs=int((time.monotonic() - started) * 1000)))
+        if self.on_call is not None:
+            self.on_call(self.calls[-1])
         return result
 
     def _dispatch(self, name: str, tool: HostTool | None, tool_input: Any) -> Any:

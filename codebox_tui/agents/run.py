@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from codebox_tui.contracts.agent import (
     TaskInput,
     ToolBridge,
     TranscriptExecution,
+    TranscriptToolCall,
 )
 from codebox_tui.contracts.runtime import MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
@@ -186,7 +188,7 @@ class _TaskRun:
                                timeout_s=self.request.tool_timeout_s)
         # a workspace tool's own exec limit is tool_timeout_s; the dispatcher's backstop leaves it room to answer
         self.dispatcher = ToolDispatcher(self.registry, self.bridge, session.spec.policy, ctx, session.redact,
-                                         timeout_s=self.request.tool_timeout_s + 30)
+                                         timeout_s=self.request.tool_timeout_s + 30, on_call=self._on_call(run))
         self._write_json(run, layout.TASK_INPUT, "agent-task-input", self.request.task)
         self._write_json(run, layout.TOOL_BRIDGE, "tool-bridge", self.bridge)
         try:
@@ -214,6 +216,18 @@ class _TaskRun:
         run.status = "completed" if self.agent_status == "completed" and run.error is None else "failed"
         if run.verification_problem is not None:
             run.status = "failed"
+
+    @staticmethod
+    def _on_call(run: OpenRun) -> Callable[[TranscriptToolCall], None]:
+        """Each tool call is an ``agent.tool-call`` event of the run and a progress line."""
+        def report(call: TranscriptToolCall) -> None:
+            data = {"index": call.index, "tool": call.tool, "status": call.status, "durationMs": call.durationMs,
+                    **({"error": call.error.code} if call.error else {})}
+            run.session.emit("agent.tool-call", data, level="info" if call.status == "ok" else "warning")
+            if run.progress is not None:
+                run.progress.phase("tool", f"{call.tool}: {call.error.code if call.error else 'ok'}")
+
+        return report
 
     def _task_message(self, run: OpenRun) -> dict[str, Any]:
         return {"schema": "codebox/agent-message/v1", "type": "task",

@@ -106,6 +106,9 @@ def test_the_example_agent_completes_a_task_with_an_actionable_reviewable_bundle
     assert [c["tool"] for c in transcript["toolCalls"]] == ["workspace.list", "workspace.grep", "workspace.read",
                                                             "workspace.patch", "workspace.diff"]
     assert all(c["status"] == "ok" for c in transcript["toolCalls"])
+    events = [json.loads(line) for line in (bundle / "events.jsonl").read_text().splitlines()]
+    assert [e["data"]["tool"] for e in events if e["type"] == "agent.tool-call"] == [
+        c["tool"] for c in transcript["toolCalls"]]
     assert transcript["executions"][0]["exitCode"] == 0 and transcript["executions"][0]["parsed"]["type"] == "final"
     # the envelope echoes the caller's ids, in the bundle and in the call's JSON
     session = _doc(bundle, "files/sandbox-session.json")
