@@ -167,7 +167,7 @@ def resolve_argv(argv: list[str], base_dir: Path | None = None) -> list[str]:
         relative = not Path(item).expanduser().is_absolute()
         path = _based(Path(item).expanduser(), base_dir)
         if not item.startswith("-") and ("/" in item or index > 0) and relative and path.is_file():
-            out.append(str(path.resolve()))
+            out.append(os.path.normpath(os.path.abspath(path)))  # symlinks kept: a venv's python stays one
         else:
             out.append(item)
     return out
