@@ -286,3 +286,27 @@ def test_json_item_paths_are_relative_to_the_batch_folder(tmp_path: Path) -> Non
     assert request.workspaces[0].target == TARGET
     assert request.agent.argv == ["python3", str(batch / "agents" / "a.py")]
     assert request.artifacts_root == batch / "out"
+
+
+def test_a_cancelled_task_stops_the_agent_and_still_leaves_its_evidence(playground_session: Any,
+                                                                       tmp_path: Path) -> None:
+    from codebox_tui.lifecycle import RunControl
+
+    control = RunControl()
+    registry = default_registry()
+    loose = {"type": "object"}
+    registry.register(HostTool("test.cancel", "Cancels the task (what a user's Ctrl-C or a batch's cancel does).",
+                               loose, loose, "read", lambda data, ctx: control.cancel("stopped by the test") or {}))
+    agent = _agent_script(tmp_path, """\
+        call("test.cancel", {})
+        import time; time.sleep(600)
+        """)
+    outcome = run_agent_task(_request(tmp_path, agent, tools=["test.cancel"], sandbox_session_id="to-cancel"),
+                             control=control, registry=registry)
+
+    assert outcome.exit_code == 130 and outcome.status == "cancelled"
+    assert outcome.agent_result is not None and outcome.agent_result.status == "failed"
+    assert "cancelled" in outcome.agent_result.failures[0].message
+    assert outcome.bundle_dir is not None and verify_bundle(outcome.bundle_dir).valid
+    assert _doc(outcome.bundle_dir, "files/sandbox-session.json")["status"] == "cancelled"
+    assert [c["tool"] for c in _doc(outcome.bundle_dir, "files/transcript.json")["toolCalls"]] == ["test.cancel"]
