@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 2
 XDIST := $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile,-p no:xdist)
 
-.PHONY: setup demo test lint typecheck unit pytest schemas screenshots bench clean
+.PHONY: setup demo demo-agent test lint typecheck unit pytest schemas screenshots bench clean
 
 setup: $(STAMP)/system $(STAMP)/venv $(STAMP)/node
 
@@ -36,6 +36,14 @@ demo: setup
 	  --mount examples/simple-plugin:/wordpress/wp-content/plugins/simple-plugin:readonly \
 	  --command wordpress.run-php --arg code-file=examples/simple-plugin/probe.php \
 	  --artifacts demo-artifacts
+	$(VENV)/bin/codebox artifacts list demo-artifacts
+
+## The example agent edits a private copy of the example plugin through the workspace tools (docs/agent-tasks.md).
+demo-agent: setup
+	rm -rf demo-artifacts
+	$(VENV)/bin/codebox agent-task --task 'replace "Hello" with "Howdy"' \
+	  --workspace examples/simple-plugin:/workspace/simple-plugin \
+	  --agent "$(VENV)/bin/python examples/agents/example_agent.py" --artifacts demo-artifacts
 	$(VENV)/bin/codebox artifacts list demo-artifacts
 
 ## Everything CI checks: lint, types, the import contracts, then all tests (real Playground, git, SQLite, Chromium).

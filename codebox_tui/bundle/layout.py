@@ -39,6 +39,13 @@ EVALUATE_PATCH: Final = "files/evaluate-patch.json"
 SITE_STATE_DIFF: Final = "files/site-state-diff.json"  # what the run did to the site (docs/site-state.md)
 EPISODE_TRACE: Final = "files/runtime-episode-trace.json"  # kind runtime-episode-trace (docs/episodes.md)
 EPISODE_EVENTS: Final = "files/runtime-episode.jsonl"  # kind runtime-episode-events (docs/episodes.md)
+# an agent task's outcome files (docs/agent-tasks.md, "Outputs")
+COMPLETION_OUTCOME: Final = "files/completion-outcome.json"
+AGENT_RESULT: Final = "files/agent-result.json"
+TRANSCRIPT: Final = "files/transcript.json"
+SANDBOX_SESSION: Final = "files/sandbox-session.json"
+TASK_INPUT: Final = "files/task-input.json"
+TOOL_BRIDGE: Final = "files/tool-bridge.json"
 
 # -- folders of per-step evidence ------------------------------------------------------------------
 MOUNT_COPIES_DIR: Final = "files/mounts"  # the changed files' after-state copies, per mount

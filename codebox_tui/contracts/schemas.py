@@ -19,6 +19,26 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
+from codebox_tui.contracts.agent import (
+    AGENT_MESSAGE_SCHEMA,
+    AGENT_RESULT_SCHEMA,
+    COMPLETION_OUTCOME_SCHEMA,
+    HOST_TOOL_RESULT_SCHEMA,
+    SANDBOX_SESSION_SCHEMA,
+    SANDBOX_TOOL_POLICY_SCHEMA,
+    TASK_INPUT_SCHEMA,
+    TOOL_BRIDGE_SCHEMA,
+    TRANSCRIPT_SCHEMA,
+    AgentMessage,
+    AgentResult,
+    AgentTranscript,
+    CompletionOutcome,
+    HostToolResult,
+    SandboxSession,
+    SandboxToolPolicy,
+    TaskInput,
+    ToolBridge,
+)
 from codebox_tui.contracts.apply import APPLY_RESULT_SCHEMA, DECISION_SCHEMA, ApplyResult, Decision
 from codebox_tui.contracts.bundle import (
     CHANGED_FILES_SCHEMA,
@@ -88,6 +108,15 @@ REGISTRY: dict[str, type[BaseModel]] = {
     EPISODE_TRACE_SCHEMA: EpisodeTrace,
     EPISODE_PLAN_SCHEMA: EpisodePlan,
     FEEDBACK_SCHEMA: ReviewFeedback,
+    TASK_INPUT_SCHEMA: TaskInput,
+    SANDBOX_SESSION_SCHEMA: SandboxSession,
+    COMPLETION_OUTCOME_SCHEMA: CompletionOutcome,
+    AGENT_RESULT_SCHEMA: AgentResult,
+    TRANSCRIPT_SCHEMA: AgentTranscript,
+    HOST_TOOL_RESULT_SCHEMA: HostToolResult,
+    SANDBOX_TOOL_POLICY_SCHEMA: SandboxToolPolicy,
+    TOOL_BRIDGE_SCHEMA: ToolBridge,
+    AGENT_MESSAGE_SCHEMA: AgentMessage,
 }
 
 

@@ -1,0 +1,98 @@
+"""``codebox agent-task``: one agent task in a disposable sandbox (docs/agent-tasks.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from codebox_tui.agents import (
+    AgentTaskRequest,
+    agent_from_text,
+    run_agent_task,
+    task_from_text,
+    workspace_from_text,
+)
+from codebox_tui.cliutil import emit_json, progress
+from codebox_tui.contracts.agent import Orchestrator
+from codebox_tui.durations import parse_duration
+from codebox_tui.errors import BadInputError
+from codebox_tui.lifecycle import env_from_pairs, policy_from_text
+from codebox_tui.progress_report import StderrProgress
+from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
+
+
+def _orchestrator(text: str | None) -> Orchestrator | None:
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise BadInputError(f"--orchestrator must be a JSON object: {error}", code="invalid-orchestrator",
+                            field="--orchestrator") from None
+    if not isinstance(value, dict):
+        raise BadInputError("--orchestrator must be a JSON object like {\"type\": …, \"id\": …, \"job_id\": …}",
+                            code="invalid-orchestrator", field="--orchestrator")
+    return Orchestrator.model_validate(value)
+
+
+def agent_task_command(
+    task: str = typer.Option(..., "--task", "-t", help="The task: a task-input/v1 JSON file, a text file, or text."),
+    workspace: list[str] = typer.Option(..., "--workspace", "-w",
+                                        help="DIR[:/workspace/path] (repeatable); a private read-write copy."),
+    agent: str = typer.Option(..., "--agent", help="The agent: a command line speaking the JSON-lines protocol, "
+                                                   "or a .php file run inside the sandbox."),
+    tools: str | None = typer.Option(None, "--tools", help="Comma-separated tools to expose (default: every "
+                                                           "workspace tool)."),
+    sandbox_session_id: str | None = typer.Option(None, "--sandbox-session-id", help="Caller's session id "
+                                                                                      "(echoed, recorded)."),
+    session_id: str | None = typer.Option(None, "--session-id", help="The agent's own conversation id."),
+    orchestrator: str | None = typer.Option(None, "--orchestrator", help="Correlation JSON {type, id, job_id}."),
+    artifacts: Path | None = typer.Option(None, "--artifacts", "--artifacts-dir",
+                                           help="Folder that receives the bundle (default: $CODEBOX_HOME/artifacts)."),
+    timeout: str = typer.Option("10m", "--timeout", help="Time limit for the agent, e.g. 90s, 10m."),
+    tool_timeout: str = typer.Option("60s", "--tool-timeout", help="Time limit for one tool call."),
+    boot_timeout: str = typer.Option("120s", "--boot-timeout", help="Time limit for booting the sandbox."),
+    policy: str | None = typer.Option(None, "--policy", help="Runtime policy: inline JSON or a JSON file."),
+    env: list[str] = typer.Option([], "--env", "-e", help="NAME=VALUE for the sandbox's PHP (repeatable)."),
+    agent_env: list[str] = typer.Option([], "--agent-env", help="Name of a variable the host agent receives "
+                                                                "(repeatable; e.g. its API key)."),
+    wp: str = typer.Option(DEFAULT_WP_VERSION, "--wp", help="WordPress build: 6.2–6.5, beta, nightly."),
+    php: str = typer.Option(DEFAULT_PHP_VERSION, "--php", help="PHP version (7.4, 8.0–8.5)."),
+    json_out: bool = typer.Option(False, "--json", help="Print one codebox/agent-task/v1 document on stdout."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
+) -> None:
+    """Run an agent on a task in a disposable sandbox; it edits only the sandbox's /workspace copy, through
+    tools, and leaves a bundle for review."""
+    request = AgentTaskRequest(
+        task=task_from_text(task),
+        workspaces=[workspace_from_text(text, index) for index, text in enumerate(workspace)],
+        agent=agent_from_text(agent),
+        tools=[t.strip() for t in tools.split(",") if t.strip()] if tools is not None else None,
+        sandbox_session_id=sandbox_session_id, session_id=session_id, orchestrator=_orchestrator(orchestrator),
+        policy=policy_from_text(policy), timeout_s=parse_duration(timeout, "--timeout"),
+        tool_timeout_s=parse_duration(tool_timeout, "--tool-timeout"),
+        boot_timeout_s=parse_duration(boot_timeout, "--boot-timeout"), env=env_from_pairs(env),
+        agent_env=list(agent_env), wp=wp, php=php, artifacts_root=artifacts,
+    )
+    outcome = run_agent_task(request, progress=StderrProgress("agent-task", quiet=quiet))
+    if json_out:
+        emit_json(outcome.to_json())
+    else:
+        completion = outcome.completion_outcome
+        result = outcome.agent_result
+        if result is not None and completion is not None:
+            progress(outcome.run.redact(f"codebox: {completion.status} ({completion.confidence} confidence, next: "
+                                        f"{completion.nextAction}): {result.summary}"))
+        failure = outcome.run.failure_text()
+        if failure and outcome.exit_code != 0:
+            progress(f"codebox: {failure}")
+        progress(f"codebox: bundle {outcome.bundle_id or '(not captured)'} in {outcome.run.run_dir}")
+        if outcome.inbox_key is not None:
+            progress(f"codebox: review it with: codebox review show @{outcome.inbox_key}")
+    raise typer.Exit(outcome.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("agent-task")(agent_task_command)
