@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import inspect
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import anyio
 import anyio.from_thread
 import anyio.to_thread
+from anyio.lowlevel import EventLoopToken, current_token
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
@@ -74,29 +76,35 @@ def tool_error(error: CodeboxError) -> ToolError:
 
 class McpProgress(StderrProgress):
     """The run's progress lines (the same ones ``codebox run`` prints on stderr) as MCP progress
-    notifications, when the client asked for them; also written to stderr for the server's log."""
+    notifications, when the client asked for them; also written to stderr for the server's log.
 
-    def __init__(self, label: str, ctx: Context) -> None:
+    Lines come from the operation's worker thread and from the runtime's event threads, so each is
+    sent through the event loop's token, one at a time (the counter stays in order)."""
+
+    def __init__(self, label: str, ctx: Context, token: EventLoopToken) -> None:
         super().__init__(label, stream=sys.stderr)
         self.ctx = ctx
+        self.token = token
         self.count = 0
+        self.lock = threading.Lock()
 
     def line(self, text: str) -> None:
         super().line(text)
-        self.count += 1
-        try:  # called from the operation's worker thread; a client gone away must not fail the run
-            anyio.from_thread.run(self.ctx.report_progress, float(self.count), None, text)
-        except Exception as error:
-            sys.stderr.write(f"codebox mcp: progress not sent: {error}\n")
+        with self.lock:
+            self.count += 1
+            try:  # a client gone away (or a request cancelled) must not fail the run
+                anyio.from_thread.run(self.ctx.report_progress, float(self.count), None, text, token=self.token)
+            except Exception as error:
+                sys.stderr.write(f"codebox mcp: progress not sent: {error}\n")
 
 
 Operation = Callable[..., Any]
 
 
 async def _call(name: str, operation: Operation, params: ToolInput, ctx: Context, *, long: bool) -> Any:
-    """Run ``operation`` on a worker thread; a long one gets progress and is cancelled with the request."""
+    """Run ``operation`` on a worker thread; a long one reports progress and is cancelled with the request."""
     control = RunControl()
-    kwargs: dict[str, Any] = {"progress": McpProgress(name, ctx), "control": control} if long else {}
+    kwargs: dict[str, Any] = {"progress": McpProgress(name, ctx, current_token()), "control": control} if long else {}
 
     def work() -> Any:
         try:
@@ -107,11 +115,33 @@ async def _call(name: str, operation: Operation, params: ToolInput, ctx: Context
             where = f"{error.filename}: " if error.filename else ""
             raise ToolError(f"{where}{error.strerror or error} [host-io-error]") from None
 
-    try:
-        return await anyio.to_thread.run_sync(work, abandon_on_cancel=long)
-    except anyio.get_cancelled_exc_class():
-        control.cancel("was cancelled by the MCP client")  # the run stops, captures what it has, records it
-        raise
+    if not long:
+        return await anyio.to_thread.run_sync(work)
+    finished = False
+
+    async def cancel_with_the_request() -> None:
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            if not finished:  # the run stops, captures what it has and is recorded as cancelled
+                control.cancel("was cancelled by the MCP client")
+            raise
+
+    def outcome() -> tuple[Any, ToolError | None]:
+        try:
+            return work(), None
+        except ToolError as error:  # raised below, outside the task group (which would wrap it in a group)
+            return None, error
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(cancel_with_the_request)
+        # not abandoned on cancel: the request ends only once the run is captured and recorded
+        value, error = await anyio.to_thread.run_sync(outcome)
+        finished = True
+        group.cancel_scope.cancel()
+    if error is not None:
+        raise error
+    return value
 
 
 class ToolSpec(BaseModel):

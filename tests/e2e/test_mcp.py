@@ -19,6 +19,8 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
+from codebox_tui.errors import BadInputError
+from store.db import Store
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 
 pytestmark = [pytest.mark.playground]
@@ -131,6 +133,8 @@ def test_run_boots_a_real_sandbox_and_records_the_bundle(ran: Ran) -> None:
     assert [v for v, _, _ in ran.progress] == sorted(v for v, _, _ in ran.progress)
     assert any(m.startswith("ready:") for m in messages), messages
     assert any("wordpress.run-php" in m for m in messages), messages
+    # lines from the runtime's own threads reached the client too
+    assert "progress not sent" not in ran.log.read_text(errors="replace")
 
 
 def test_artifacts_show_and_verify_the_bundle_the_run_made(ran: Ran) -> None:
@@ -234,3 +238,38 @@ def test_a_command_the_policy_denies_is_a_failed_run_not_a_boot(ran: Ran, tmp_pa
     assert result["status"] == "failed" and result["run"]["success"] is False
     assert result["run"]["error"]["code"] == "runtime-command-disallowed", result["run"]["error"]
     assert result["run"]["executions"] == [] or result["run"]["executions"][-1]["exitCode"] != 0
+
+
+def test_cancelling_the_request_cancels_the_run(ran: Ran, tmp_path: Path) -> None:
+    """The client gives up while the command runs: the sandbox is killed, and the run is still captured
+    and recorded, as cancelled."""
+    log = tmp_path / "server.log"
+    started: list[str] = []
+
+    async def body(session: ClientSession) -> str:
+        running = anyio.Event()
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            started.append(message or "")
+            if (message or "").startswith("step 1:"):
+                running.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(lambda: session.call_tool(
+                "run", {"command": "wordpress.run-php", "args": ["code=sleep(300);"], "timeout": "10m",
+                        "artifacts": str(tmp_path / "artifacts")}, progress_callback=on_progress))
+            with anyio.fail_after(240):
+                await running.wait()
+            group.cancel_scope.cancel()
+        run_id = next(m for m in started if m.startswith("run: ")).split()[1]
+        with anyio.fail_after(120), Store.open() as store:  # the server finishes the run on its own
+            while True:
+                try:
+                    status = str(store.get_run(run_id).status)
+                except BadInputError:  # not recorded yet
+                    status = ""
+                if status in ("completed", "failed", "cancelled"):
+                    return status
+                await anyio.sleep(0.2)
+
+    assert with_client(ran.home, log, body) == "cancelled"
