@@ -9,14 +9,12 @@ from typing import Any
 
 import typer
 
-from codebox_tui.bundle import layout
-from codebox_tui.cliutil import emit_json, progress, to_jsonable
-from codebox_tui.contracts.runtime import BootOutput, CommandError, RunOutput, RuntimeEvent
+from codebox_tui.cliutil import emit_json, progress
+from codebox_tui.contracts.runtime import BootOutput, RuntimeEvent
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import ExitCode
 from codebox_tui.lifecycle import (
     CommandStep,
-    RunOutcome,
     RunRequest,
     RunService,
     Toolchain,
@@ -25,6 +23,7 @@ from codebox_tui.lifecycle import (
     mounts_from_text,
     policy_from_text,
     preview_bind_address,
+    run_document,
 )
 from codebox_tui.progress_report import StderrProgress
 from codebox_tui.runtime.catalog import command_catalog, get_command
@@ -87,17 +86,6 @@ def _request(mounts: list[str], policy_text: str | None, wp: str, php: str, boot
                       preview_bind=preview_bind_address(preview_bind))
 
 
-def _artifacts_dict(outcome: RunOutcome) -> dict[str, Any]:
-    out: dict[str, Any] = {"directory": str(outcome.run_dir), "events": str(outcome.run_dir / layout.EVENTS),
-                           "commands": str(outcome.run_dir / layout.COMMANDS)}
-    if outcome.bundle is not None:
-        for key in ("id", "content_digest", "content_digest_b"):
-            value = getattr(outcome.bundle, key, None)
-            if value is not None:
-                out[{"content_digest": "contentDigest", "content_digest_b": "contentDigestB"}.get(key, key)] = value
-    return out
-
-
 def run_command(
     mount: list[str] = typer.Option([], "--mount", "-m", help=MOUNT_HELP),
     command: str = typer.Option(..., "--command", "-c", help="Runtime command id (see `codebox commands`)."),
@@ -127,14 +115,9 @@ def run_command(
     reporter = StderrProgress("run", quiet=quiet)
     outcome = RunService().run(request, progress=reporter)
     execution, error = outcome.execution, outcome.error
-    output = RunOutput(
-        success=outcome.success, runtime=outcome.runtime, executions=outcome.executions, execution=execution,
-        artifacts=_artifacts_dict(outcome), timings=outcome.timings,
-        error=CommandError(code=error.code, message=error.message, data=error.details or None) if error else None,
-    )
     if json_out:
         # the one document on stdout passes the run's redactor as a whole (docs/security-secrets.md)
-        emit_json(outcome.redact.value(to_jsonable(output)))
+        emit_json(run_document(outcome))
     else:
         if execution is not None and execution.stdout:
             sys.stdout.write(execution.stdout + ("" if execution.stdout.endswith("\n") else "\n"))

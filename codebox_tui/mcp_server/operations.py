@@ -20,7 +20,7 @@ from codebox_tui.bundle.summary import ArtifactSummary, artifact_summary, digest
 from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.contracts.apply import ApplyResult, Decision
 from codebox_tui.contracts.bundle import BundleVerification
-from codebox_tui.contracts.runtime import CommandError, RunOutput
+from codebox_tui.contracts.runtime import RunOutput
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, ConflictError
 from codebox_tui.lifecycle import (
@@ -34,6 +34,7 @@ from codebox_tui.lifecycle import (
     env_from_pairs,
     mounts_from_text,
     policy_from_text,
+    run_document,
 )
 from codebox_tui.mcp_server.models import (
     AgentTaskInput,
@@ -84,28 +85,13 @@ def run_request(params: RunInput) -> RunRequest:
 
 
 def run_result(outcome: RunOutcome) -> RunResult:
-    """``codebox run --json``'s document, passed through the run's redactor as a whole
-    (docs/security-secrets.md), plus where the run landed for review."""
-    error = outcome.error
-    artifacts: dict[str, Any] = {"directory": str(outcome.run_dir)}
-    bundle = outcome.bundle
-    if bundle is not None:
-        artifacts.update({k: v for k, v in (("id", getattr(bundle, "id", None)),
-                                           ("contentDigest", getattr(bundle, "content_digest", None)),
-                                           ("contentDigestB", getattr(bundle, "content_digest_b", None)))
-                          if v is not None})
-    output = RunOutput(
-        success=outcome.success, runtime=outcome.runtime, executions=outcome.executions, execution=outcome.execution,
-        artifacts=artifacts, timings=outcome.timings,
-        error=CommandError(code=error.code, message=error.message, data=error.details or None) if error else None,
-    )
-    redacted = outcome.redact.value(output.model_dump(mode="json", by_alias=True, exclude_none=True))
+    """``codebox run --json``'s document (redacted) and where the run landed for review."""
     bundle_dir = outcome.bundle_dir
     return RunResult(
-        run=RunOutput.model_validate(redacted), status=outcome.status,
+        run=RunOutput.model_validate(run_document(outcome)), status=outcome.status,
         bundleDir=str(bundle_dir) if bundle_dir else None,
-        contentDigestB=digest_b(bundle_dir) if bundle_dir else None,
-        inboxKey=outcome.inbox_key, warnings=[outcome.redact(w) for w in outcome.warnings],
+        contentDigestB=digest_b(bundle_dir) if bundle_dir else None, inboxKey=outcome.inbox_key,
+        warnings=[outcome.redact(w) for w in outcome.warnings],
     )
 
 
