@@ -168,7 +168,7 @@ def agent_task(params: AgentTaskInput, *, progress: ProgressListener | None = No
         raise BadInputError("agent tasks are not available in this Codebox installation (no codebox_tui.agents)",
                             code="agent-tasks-unavailable", field="task") from None
     request = agents.agent_task_request_from_json(params.task)
-    result = agents.run_agent_task(request, progress=progress, control=control)
+    result: Any = agents.run_agent_task(request, progress=progress, control=control)
     if hasattr(result, "model_dump"):
         return dict(result.model_dump(mode="json", by_alias=True, exclude_none=True))
     if hasattr(result, "to_dict"):
