@@ -230,4 +230,8 @@ def build_server() -> MCPServer[Any]:
 
 def serve_stdio() -> None:
     """Serve on stdin/stdout until the client closes the connection."""
-    build_server().run("stdio")
+    server = build_server()
+    sys.stderr.write(f"codebox mcp {__version__}: serving {len(TOOLS)} tools over stdio (an MCP host starts "
+                     "this command; docs/mcp.md); logs on stderr\n")
+    sys.stderr.flush()
+    server.run("stdio")
