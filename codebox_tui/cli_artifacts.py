@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from codebox_tui.bundle.reader import find_bundle_dir, find_bundles, load_bundle
+from codebox_tui.bundle.summary import artifact_summary, checks_of
 from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.cliutil import emit_json
 from codebox_tui.errors import BadInputError, ExitCode
@@ -42,30 +43,7 @@ def show_command(
 ) -> None:
     """A human summary: identity, verification, changed files, tests, evidence."""
     loaded = load_bundle(find_bundle_dir(bundle))
-    stats = loaded.review.get("stats", {})
-    summary: dict[str, Any] = {
-        "id": loaded.id,
-        "path": str(loaded.path),
-        "createdAt": loaded.manifest.get("createdAt"),
-        "valid": loaded.valid,
-        "violations": [v.model_dump(mode="json", exclude_none=True) for v in loaded.verification.violations],
-        "summary": loaded.review.get("summary"),
-        "stats": stats,
-        "changedFiles": [
-            {"status": f.status, "path": f.relativePath, "binary": f.binary, "additions": f.additions,
-             "deletions": f.deletions}
-            for f in loaded.changed_files
-        ],
-        "tests": {"status": loaded.test_results.status, "summary": loaded.test_results.summary.model_dump()},
-        "riskFlags": loaded.risk_flags,
-        "skipped": loaded.skipped,
-        "runtime": _runtime(loaded.metadata),
-        "contentDigestB": _digest_b(loaded.path),
-        "baselines": loaded.metadata.get("baselines") or [],
-        "evidence": [e["path"] for e in loaded.evidence],
-        "checks": _checks(loaded).to_dict(),
-        "siteState": _site_state(loaded),
-    }
+    summary = artifact_summary(loaded).model_dump(mode="json")
     if json_out:
         emit_json(summary)
         return
@@ -93,7 +71,7 @@ def show_command(
     if summary["skipped"]:
         typer.echo(f"skipped  {len(summary['skipped'])} not captured (changed-files.json skipped[]):")
         _echo_first([f"{e.get('reason', '?'):28} {e.get('relativePath', '')}" for e in summary["skipped"]])
-    _echo_checks(_checks(loaded), loaded.test_results.status)
+    _echo_checks(checks_of(loaded), loaded.test_results.status)
     for flag in summary["riskFlags"]:
         typer.echo(f"risk     {flag}")
     if loaded.site_state is not None:
@@ -107,51 +85,11 @@ def show_command(
         typer.echo(f"evidence {path}")
 
 
-def _site_state(loaded: Any) -> dict[str, Any] | None:
-    """The ``siteState`` of ``--json``: counts per category, the risk flags and the whole diff (None when the
-    bundle has no files/site-state-diff.json)."""
-    from codebox_tui.bundle.site_state_view import site_state_counts
-
-    diff = loaded.site_state
-    if diff is None:
-        return {"error": loaded.site_state_problem} if loaded.site_state_problem else None
-    return {"counts": site_state_counts(diff), "empty": diff.empty,
-            "risks": [r.model_dump(mode="json") for r in diff.risks],
-            "diff": diff.model_dump(mode="json", by_alias=True, exclude_none=True)}
-
-
-def _runtime(metadata: dict[str, Any]) -> dict[str, Any]:
-    """``provenance.runtime`` with the versions filled in from wherever the writer put them (the reference
-    keeps the PHP version under ``context.phpWasmRuntimeAssetPreflight``)."""
-    from codebox_tui.bundle.provenance import runtime_versions
-
-    raw = (metadata.get("provenance") or {}).get("runtime") or {}
-    raw = raw if isinstance(raw, dict) else {}
-    found = {k: v for k, v in runtime_versions(metadata).items() if v}
-    return {**raw, **{k: v for k, v in found.items() if not raw.get(k)}} if (raw or found) else {}
-
-
-def _digest_b(path: Path) -> str | None:
-    from codebox_tui.bundle.digests import content_digest_b
-
-    try:
-        return content_digest_b(path)
-    except OSError:
-        return None
-
-
 def _echo_first(lines: list[str], hint: str = "", limit: int = 10) -> None:
     for line in lines[:limit]:
         typer.echo(f"  {line}")
     if len(lines) > limit:
         typer.echo(f"  … {len(lines) - limit} more{hint}")
-
-
-def _checks(loaded: Any) -> Any:
-    """Tests (per side for evaluate-patch), probes and a recipe run's verdict: bundle/results.py."""
-    from codebox_tui.bundle.results import bundle_checks
-
-    return bundle_checks(loaded.path, loaded.test_results)
 
 
 def _echo_checks(checks: Any, tests_status: Any) -> None:

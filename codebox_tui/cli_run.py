@@ -12,12 +12,11 @@ import typer
 from codebox_tui.bundle import layout
 from codebox_tui.cliutil import emit_json, progress, to_jsonable
 from codebox_tui.contracts.episode import EPISODE_PLAN_SCHEMA, EpisodeRunOutput, EpisodeStepSummary
-from codebox_tui.contracts.runtime import BootOutput, CommandError, RunOutput, RuntimeEvent
+from codebox_tui.contracts.runtime import BootOutput, RuntimeEvent
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import ExitCode
 from codebox_tui.lifecycle import (
     CommandStep,
-    RunOutcome,
     RunRequest,
     RunService,
     Toolchain,
@@ -26,6 +25,8 @@ from codebox_tui.lifecycle import (
     mounts_from_text,
     policy_from_text,
     preview_bind_address,
+    run_artifacts,
+    run_document,
 )
 from codebox_tui.lifecycle.episode import load_plan, load_snapshot_document, run_plan
 from codebox_tui.progress_report import StderrProgress
@@ -91,17 +92,6 @@ def _request(mounts: list[str], policy_text: str | None, wp: str, php: str, boot
                       preview_bind=preview_bind_address(preview_bind))
 
 
-def _artifacts_dict(outcome: RunOutcome) -> dict[str, Any]:
-    out: dict[str, Any] = {"directory": str(outcome.run_dir), "events": str(outcome.run_dir / layout.EVENTS),
-                           "commands": str(outcome.run_dir / layout.COMMANDS)}
-    if outcome.bundle is not None:
-        for key in ("id", "content_digest", "content_digest_b"):
-            value = getattr(outcome.bundle, key, None)
-            if value is not None:
-                out[{"content_digest": "contentDigest", "content_digest_b": "contentDigestB"}.get(key, key)] = value
-    return out
-
-
 def run_command(
     mount: list[str] = typer.Option([], "--mount", "-m", help=MOUNT_HELP),
     command: str = typer.Option(..., "--command", "-c", help="Runtime command id (see `codebox commands`)."),
@@ -134,14 +124,9 @@ def run_command(
     reporter = StderrProgress("run", quiet=quiet)
     outcome = RunService().run(request, progress=reporter)
     execution, error = outcome.execution, outcome.error
-    output = RunOutput(
-        success=outcome.success, runtime=outcome.runtime, executions=outcome.executions, execution=execution,
-        artifacts=_artifacts_dict(outcome), timings=outcome.timings,
-        error=CommandError(code=error.code, message=error.message, data=error.details or None) if error else None,
-    )
     if json_out:
         # the one document on stdout passes the run's redactor as a whole (docs/security-secrets.md)
-        emit_json(outcome.redact.value(to_jsonable(output)))
+        emit_json(run_document(outcome))
     else:
         if execution is not None and execution.stdout:
             sys.stdout.write(execution.stdout + ("" if execution.stdout.endswith("\n") else "\n"))
@@ -246,7 +231,7 @@ def episode_run_command(
                                   observation=s.observation.type if s.observation else None)
                for s in (trace.steps if trace else [])],
         snapshots=[ref.path for s in (trace.snapshots if trace else []) for ref in s.artifactRefs if ref.path],
-        trace=layout.EPISODE_TRACE if outcome.bundle is not None else None, artifacts=_artifacts_dict(outcome),
+        trace=layout.EPISODE_TRACE if outcome.bundle is not None else None, artifacts=run_artifacts(outcome),
         error=error.to_dict() if error is not None else None, timings=outcome.timings)
     if json_out:
         emit_json(outcome.redact.value(to_jsonable(output)))

@@ -1,6 +1,7 @@
 """The run lifecycle service: one way to boot a sandbox, run commands, capture, seal and register a run,
 shared by the CLI, the TUI, recipes and evaluate-patch (docs/architecture.md, "Runtime API")."""
 
+from codebox_tui.lifecycle.output import run_artifacts, run_document
 from codebox_tui.lifecycle.request import (
     CommandStep,
     RunControl,
@@ -19,5 +20,5 @@ from codebox_tui.lifecycle.tools import tool_mounts
 __all__ = [
     "CommandStep", "OpenRun", "ProgressListener", "RunControl", "RunOutcome", "RunRequest", "RunService",
     "Toolchain", "check_request", "env_from_pairs", "metadata_from_json", "mounts_from_text", "policy_from_text",
-    "preview_bind_address", "tool_mounts",
+    "preview_bind_address", "run_artifacts", "run_document", "tool_mounts",
 ]
