@@ -119,3 +119,9 @@ def promote(store: Store, batch_id: str, bundle_key: int) -> None:
                             field="BUNDLE")
     with store.write() as conn:
         conn.execute("UPDATE batches SET promoted_key = ? WHERE batch_id = ?", (bundle_key, batch_id))
+
+
+def promoted_keys(store: Store) -> set[int]:
+    """The bundle records promoted for review, one per batch at most."""
+    rows = store._query("SELECT promoted_key FROM batches WHERE promoted_key IS NOT NULL")
+    return {int(r["promoted_key"]) for r in rows}
