@@ -2,7 +2,7 @@
 transfer of inputs and bundles, the worker side of one item and the runner."""
 
 from codebox_tui.batch.batchfile import parse_batch_file, parse_batch_text
-from codebox_tui.batch.kinds import KINDS, ItemKind, KindResult, get_kind, item_from_json
+from codebox_tui.batch.kinds import KINDS, ItemKind, KindResult, fan_out_items, get_kind, item_from_json
 from codebox_tui.batch.model import BatchItem
 from codebox_tui.batch.runner import (
     BATCH_SCHEMA,
@@ -15,7 +15,8 @@ from codebox_tui.batch.runner import (
 )
 
 __all__ = [
-    "BATCH_SCHEMA", "KINDS", "BatchItem", "BatchOutcome", "ItemKind", "ItemState", "KindResult", "get_kind",
+    "BATCH_SCHEMA", "KINDS", "BatchItem", "BatchOutcome", "ItemKind", "ItemState", "KindResult", "fan_out_items",
+    "get_kind",
     "item_from_json", "parse_batch_file", "parse_batch_text", "ray_instance", "run_batch", "start_local_ray",
     "stop_ray",
 ]

@@ -2,14 +2,13 @@
 inputs are read and packed to ship) and how a worker runs that request — always through the one run
 lifecycle (``evaluate_patch``, ``run_recipe``, ``codebox_tui.agents.run_agent_task``).
 
-``evaluate-patch`` and ``recipe-run`` are built in. ``agent-task`` is looked up by name in the
-``codebox_tui.agents`` package; without that package an item of that kind is a clear error before
+``evaluate-patch`` and ``recipe-run`` are built in. ``agent-task`` runs through the ``codebox_tui.agents``
+package, imported when such an item is met; without that package the item is a clear error before
 anything runs.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,19 +173,17 @@ def _run_recipe_run(request: RecipeRunRequest, work: Path, progress: ProgressLis
 
 
 # -- agent-task (the codebox_tui.agents package) ------------------------------------------------------------
-AGENTS_MODULE = "codebox_tui.agents"
-
-
 def _agents() -> Any:
-    """The agent package, looked up by name: the batch runner works without it, and an agent-task item then
-    fails before anything runs."""
+    """The agent package, imported when an agent-task item needs it: the batch runner works without it, and
+    an agent-task item then fails before anything runs."""
     try:
-        return importlib.import_module(AGENTS_MODULE)
+        import codebox_tui.agents as agents
     except ModuleNotFoundError as error:
-        if error.name != AGENTS_MODULE:
+        if error.name != "codebox_tui.agents":
             raise
         raise BadInputError("agent-task items need the agent package (codebox_tui.agents), which this Codebox "
                             "does not have", code="unknown-batch-kind", field="kind") from None
+    return agents
 
 
 def _parse_agent_task(obj: dict[str, Any], base_dir: Path, where: str) -> tuple[Any, str]:
@@ -239,3 +236,14 @@ def item_from_json(obj: dict[str, Any], *, base_dir: Path, where: str, default_i
     args = {k: v for k, v in obj.items() if k not in COMMON_FIELDS}
     request, label = KINDS[kind_name].parse(args, base_dir, where)
     return BatchItem(item_id, kind_name, request, label, sandbox_session_id=session, source=dict(obj))
+
+
+def fan_out_items(obj: dict[str, Any], count: int, *, base_dir: Path, where: str = "task") -> list[BatchItem]:
+    """``count`` candidates of one item (``codebox agent-task --fan-out N``; run them with
+    ``run_batch(items, kind="fan-out")``): the same request, ids ``candidate-1`` … ``candidate-N``."""
+    if not 1 <= count <= 64:
+        raise BadInputError("--fan-out must be between 1 and 64", code="invalid-arg", field="--fan-out")
+    first = item_from_json({**obj, "id": "candidate-1"}, base_dir=base_dir, where=where, default_id="candidate-1")
+    return [first, *(BatchItem(f"candidate-{n}", first.kind, first.request, first.label,
+                               sandbox_session_id=first.sandbox_session_id, source=dict(obj))
+                     for n in range(2, count + 1))]

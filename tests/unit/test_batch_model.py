@@ -66,6 +66,16 @@ def test_malformed_lines_name_the_line_and_the_field(tmp_path: Path, line: str, 
     assert str(caught.value.message).startswith(expected), caught.value.message
 
 
+def test_fan_out_makes_n_candidates_of_one_item(tmp_path: Path) -> None:
+    from codebox_tui.batch import fan_out_items
+
+    items = fan_out_items(json.loads(_line(sandbox_session_id="s-1")), 3, base_dir=tmp_path)
+    assert [i.id for i in items] == ["candidate-1", "candidate-2", "candidate-3"]
+    assert {i.sandbox_session_id for i in items} == {"s-1"} and items[2].request is items[0].request
+    with pytest.raises(BadInputError, match="--fan-out must be between 1 and 64"):
+        fan_out_items(json.loads(_line()), 0, base_dir=tmp_path)
+
+
 def test_duplicate_ids_empty_files_and_missing_files_are_refused(tmp_path: Path) -> None:
     with pytest.raises(BadInputError, match="line 2, field 'id': 'a' is already used"):
         parse_batch_text(_line(id="a") + "\n" + _line(id="a"), base_dir=tmp_path, name="b.jsonl")
@@ -77,9 +87,9 @@ def test_duplicate_ids_empty_files_and_missing_files_are_refused(tmp_path: Path)
 
 def test_agent_task_without_the_agent_package_is_a_clear_error(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from codebox_tui.batch import kinds
+    import sys
 
-    monkeypatch.setattr(kinds, "AGENTS_MODULE", "codebox_tui.no_agent_package_here")
+    monkeypatch.setitem(sys.modules, "codebox_tui.agents", None)  # as if the package were not installed
     with pytest.raises(BadInputError, match="agent-task items need the agent package"):
         parse_batch_text(json.dumps({"kind": "agent-task", "task": "x"}), base_dir=tmp_path, name="b.jsonl")
 
