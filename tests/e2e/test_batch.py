@@ -112,6 +112,46 @@ def test_four_patches_on_two_workers_one_worker_killed_mid_item(local_ray: str, 
             assert run.metadata["batch"] == outcome.batch_id and run.metadata["attempt"] == state.attempts
 
 
+def _items(tmp_path: Path, *names: str) -> list[Any]:
+    batch_file = tmp_path / "batch.jsonl"
+    batch_file.write_text("".join(json.dumps({"kind": "evaluate-patch", "id": name, "plugin": str(PLUGIN),
+                                              "patch": str(PATCH)}) + "\n" for name in names))
+    return parse_batch_file(batch_file)
+
+
+def test_an_item_over_its_timeout_is_stopped_and_not_retried(local_ray: str, playground_session: Any,
+                                                             tmp_path: Path) -> None:
+    # a whole evaluation (boot, two PHPUnit runs, Chromium) takes far longer than 2 s from its start
+    outcome = run_batch(_items(tmp_path, "slow"), timeout_s=2.0, retries=2, artifacts_root=tmp_path / "artifacts")
+    state = outcome.items[0]
+    assert (state.state, state.attempts, state.bundle_key) == ("timed-out", 1, None)
+    assert state.error is not None and state.error["code"] == "item-timeout"
+    assert not outcome.success
+    assert not (tmp_path / "artifacts").exists() or not any((tmp_path / "artifacts").iterdir())
+    with Store.open() as store:
+        assert get_batch(store, outcome.batch_id).status == "failed"
+        assert [(i.state, i.attempts) for i in batch_items(store, outcome.batch_id)] == [("timed-out", 1)]
+
+
+def test_cancelling_a_batch_stops_the_running_item_and_the_queued_ones(local_ray: str, playground_session: Any,
+                                                                      tmp_path: Path) -> None:
+    from codebox_tui.lifecycle import RunControl
+
+    control = RunControl()
+
+    def on_update(state: ItemState) -> None:
+        if state.item.id == "first" and state.pid and state.state == "running":
+            control.cancel("the user pressed Ctrl-C")
+
+    outcome = run_batch(_items(tmp_path, "first", "second"), concurrency=1, control=control, on_update=on_update,
+                        artifacts_root=tmp_path / "artifacts")
+    assert outcome.interrupted and not outcome.success
+    assert [(s.item.id, s.state) for s in outcome.items] == [("first", "cancelled"), ("second", "cancelled")]
+    assert [s.attempts for s in outcome.items] == [1, 0]
+    with Store.open() as store:
+        assert get_batch(store, outcome.batch_id).status == "cancelled"
+
+
 def test_a_malformed_batch_file_is_refused_before_anything_runs(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"kind": "evaluate-patch", "plugin": str(PLUGIN), "patch": str(PATCH)}) + "\n"
