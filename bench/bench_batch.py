@@ -75,7 +75,7 @@ def main() -> int:
     print("|---|---|---|")
     print(f"| {args.n} `evaluate-patch` jobs one after another (one process, warm sidecar) | {sequential:.1f} | "
           f"{args.n * 60 / sequential:.2f} |")
-    print(f"| the same {args.n} through `run_batch` on local Ray ({outcome.items and os.cpu_count()} CPUs), Ray "
+    print(f"| the same {args.n} through `run_batch` on local Ray ({args.cpus or os.cpu_count()} CPUs), Ray "
           f"start-up included | {batch:.1f} | {args.n * 60 / batch:.2f} |")
     print(f"| … of which Ray start-up | {ray_up:.1f} | |")
     print(f"| speed-up | {sequential / batch:.2f}× | |")
