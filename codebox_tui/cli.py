@@ -12,7 +12,17 @@ from pathlib import Path
 
 import typer
 
-from codebox_tui import __version__, cli_agent, cli_artifacts, cli_exec, cli_mcp, cli_recipe, cli_review, cli_run
+from codebox_tui import (
+    __version__,
+    cli_agent,
+    cli_artifacts,
+    cli_batch,
+    cli_exec,
+    cli_mcp,
+    cli_recipe,
+    cli_review,
+    cli_run,
+)
 from codebox_tui.bundle.reader import find_bundle_dir
 from codebox_tui.cliutil import fail
 from codebox_tui.errors import CodeboxError, ExitCode, HostIOError
@@ -58,7 +68,7 @@ def launch_tui(bundle: Path | None = None) -> None:
     raise typer.Exit(0)
 
 
-for _area in (cli_run, cli_artifacts, cli_review, cli_recipe, cli_exec, cli_mcp, cli_agent):
+for _area in (cli_run, cli_artifacts, cli_review, cli_recipe, cli_exec, cli_mcp, cli_agent, cli_batch):
     _area.register(app)
 cli_review.register_prune(cli_artifacts.artifacts_app)
 

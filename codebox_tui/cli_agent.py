@@ -17,7 +17,7 @@ from codebox_tui.agents import (
 from codebox_tui.cliutil import emit_json, progress
 from codebox_tui.contracts.agent import Orchestrator
 from codebox_tui.durations import parse_duration
-from codebox_tui.errors import BadInputError
+from codebox_tui.errors import BadInputError, ExitCode
 from codebox_tui.lifecycle import env_from_pairs, policy_from_text
 from codebox_tui.progress_report import StderrProgress
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
@@ -60,7 +60,14 @@ def agent_task_command(
                                                                 "(repeatable; e.g. its API key)."),
     wp: str = typer.Option(DEFAULT_WP_VERSION, "--wp", help="WordPress build: 6.2–6.5, beta, nightly."),
     php: str = typer.Option(DEFAULT_PHP_VERSION, "--php", help="PHP version (7.4, 8.0–8.5)."),
-    json_out: bool = typer.Option(False, "--json", help="Print one codebox/agent-task/v1 document on stdout."),
+    fan_out: int = typer.Option(1, "--fan-out", help="Run N candidates of the task, each in its own sandbox, on "
+                                                     "Ray; they land in the inbox as one group to compare."),
+    concurrency: int | None = typer.Option(None, "--concurrency", help="With --fan-out: candidates in flight at "
+                                                                        "once (default: what Ray's CPUs hold)."),
+    ray_address: str | None = typer.Option(None, "--ray-address", help="With --fan-out: a running Ray cluster "
+                                                                        "(default: a private local instance)."),
+    json_out: bool = typer.Option(False, "--json", help="Print one codebox/agent-task/v1 document on stdout "
+                                                        "(with --fan-out: the batch document)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
 ) -> None:
     """Run an agent on a task in a disposable sandbox; it edits only the sandbox's /workspace copy, through
@@ -76,6 +83,8 @@ def agent_task_command(
         boot_timeout_s=parse_duration(boot_timeout, "--boot-timeout"), env=env_from_pairs(env),
         agent_env=list(agent_env), wp=wp, php=php, artifacts_root=artifacts,
     )
+    if fan_out != 1:
+        _fan_out(request, fan_out, concurrency=concurrency, ray_address=ray_address, json_out=json_out, quiet=quiet)
     outcome = run_agent_task(request, progress=StderrProgress("agent-task", quiet=quiet))
     if json_out:
         emit_json(outcome.to_json())
@@ -92,6 +101,35 @@ def agent_task_command(
         if outcome.inbox_key is not None:
             progress(f"codebox: review it with: codebox review show @{outcome.inbox_key}")
     raise typer.Exit(outcome.exit_code)
+
+
+def _fan_out(request: AgentTaskRequest, count: int, *, concurrency: int | None, ray_address: str | None,
+             json_out: bool, quiet: bool) -> None:
+    """``--fan-out N``: N candidates as one fan-out batch on Ray (docs/scale-out.md); exits like ``codebox batch``."""
+    from codebox_tui.batch import agent_fan_out, run_batch
+    from codebox_tui.batch.progress import ProgressTable
+
+    items = agent_fan_out(request, count)
+    table = ProgressTable(quiet=quiet)
+    try:
+        outcome = run_batch(items, concurrency=concurrency, timeout_s=request.timeout_s + 300, retries=1,
+                            ray_address=ray_address, artifacts_root=request.artifacts_root, on_update=table.update,
+                            on_start=table.start, kind="fan-out", source=request.task.goal[:200],
+                            metadata={"fanOut": count, "agent": request.agent.label()})
+    finally:
+        table.stop()
+    if json_out:
+        emit_json(outcome.to_dict())
+    else:
+        for state in outcome.items:
+            item, _kind, shown, tries, verdict, bundle, now = ProgressTable.cells(state)
+            progress(f"codebox: {shown:<12} {item:<14} attempts {tries}  {verdict or '-':<12} {bundle or '-':<6} "
+                     f"{now}".rstrip())
+        progress(f"codebox: fan-out {outcome.batch_id}; compare the candidates on Home (m) or with "
+                 "codebox review compare A B")
+    if outcome.interrupted:
+        raise typer.Exit(int(ExitCode.INTERRUPTED))
+    raise typer.Exit(int(ExitCode.OK if outcome.success else ExitCode.FAILED))
 
 
 def register(app: typer.Typer) -> None:

@@ -73,6 +73,13 @@ class CodeboxSettings(BaseSettings):
     # Key remapping for the TUI: binding ids to keys, e.g. {"review.approve_all": "ctrl+a"}, applied with
     # Textual's App.set_keymap. CODEBOX_KEYMAP (JSON) when set, else the file $CODEBOX_HOME/keymap.json.
     keymap: dict[str, str] = Field(default_factory=dict)
+    # Record every captured run in this machine's review inbox. Batch workers run with it off: the batch's
+    # caller receives each bundle, verifies it and records it there (docs/scale-out.md).
+    record_runs: bool = True
+    # What one batch item declares to Ray (docs/scale-out.md, "Resources"): CPUs and memory, so a worker
+    # never runs more sandboxes at once than it can hold.
+    batch_item_cpus: float = Field(default=1.0, gt=0, le=64)
+    batch_item_memory_mb: int = Field(default=1536, ge=64)
     _keymap_problem: str | None = PrivateAttr(default=None)
 
     @field_validator("images", mode="before")

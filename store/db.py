@@ -186,6 +186,36 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE decisions ADD COLUMN approved_hunks TEXT;
     """,
+    # 6 (batches and fan-outs, store/batches.py): one row per batch, one per item with its attempts, state
+    # and the bundle record it produced; ``promoted_key`` is the candidate promoted for review. Self-contained.
+    """
+    CREATE TABLE batches (
+        batch_id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL DEFAULT 'batch',
+        source TEXT NOT NULL DEFAULT '',
+        status TEXT NOT NULL,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        created_at TEXT NOT NULL,
+        finished_at TEXT,
+        promoted_key INTEGER REFERENCES bundles(key)
+    );
+    CREATE TABLE batch_items (
+        batch_id TEXT NOT NULL REFERENCES batches(batch_id),
+        item_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        label TEXT NOT NULL DEFAULT '',
+        state TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        verdict TEXT NOT NULL DEFAULT '',
+        run_id TEXT,
+        bundle_key INTEGER REFERENCES bundles(key),
+        error TEXT,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (batch_id, item_id)
+    );
+    CREATE INDEX batch_items_bundle ON batch_items(bundle_key);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

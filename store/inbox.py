@@ -149,10 +149,13 @@ class InboxRow:
     risk_flags: tuple[str, ...]
     changed: int
     created_at: str
+    batch: str = ""  # the batch or fan-out that produced it (store/batches.py), "" for none
+    batch_item: str = ""  # its item id in that batch
+    promoted: bool = False  # the candidate of its batch promoted for review
 
     def haystack(self) -> str:
         return " ".join((self.title, self.source, self.verdict, self.status, self.decision,
-                         self.bundle_id, self.path, *self.risk_flags)).lower()
+                         self.bundle_id, self.path, self.batch, self.batch_item, *self.risk_flags)).lower()
 
 
 def _small_json(path: Path) -> dict[str, Any]:
@@ -250,14 +253,43 @@ def describe_bundle(record: BundleRecord) -> InboxRow:
 
 
 def inbox_rows(store: Store) -> list[InboxRow]:
-    """Every recorded bundle, described (newest first), with its latest decision."""
+    """Every recorded bundle, described (newest first), with its latest decision and its batch."""
     from dataclasses import replace
 
+    from store.batches import batch_of_bundles, promoted_keys
+
+    batches, promoted = batch_of_bundles(store), promoted_keys(store)
     rows = []
     for record in store.list_bundles():
         latest = store.latest_decision(record.key)
-        rows.append(replace(describe_bundle(record), decision=latest.action if latest else ""))
+        batch, item = batches.get(record.key, ("", ""))
+        rows.append(replace(describe_bundle(record), decision=latest.action if latest else "", batch=batch,
+                            batch_item=item, promoted=record.key in promoted))
     return rows
+
+
+def batch_groups(rows: list[InboxRow]) -> dict[str, list[InboxRow]]:
+    """The rows of each batch or fan-out, by batch id, in the order given (rows of no batch are left out)."""
+    groups: dict[str, list[InboxRow]] = {}
+    for row in rows:
+        if row.batch:
+            groups.setdefault(row.batch, []).append(row)
+    return groups
+
+
+def group_batches(rows: list[InboxRow]) -> list[InboxRow]:
+    """``rows`` in their order, except that the candidates of one batch follow each other, where the first of
+    them stands (the inbox shows a batch or fan-out as one block)."""
+    groups = batch_groups(rows)
+    out: list[InboxRow] = []
+    placed: set[str] = set()
+    for row in rows:
+        if not row.batch:
+            out.append(row)
+        elif row.batch not in placed:
+            placed.add(row.batch)
+            out.extend(groups[row.batch])
+    return out
 
 
 def select_rows(rows: list[InboxRow], *, status: str = "all", text: str = "", sort: str = "newest") -> list[InboxRow]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import secrets
+import string
+import time
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -29,3 +32,20 @@ def utc_now_iso() -> str:
     """ISO-8601 UTC with milliseconds and ``Z``, as the reference writes timestamps."""
     now = datetime.now(UTC)
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+_BASE36 = string.digits + string.ascii_lowercase
+
+
+def _base36(number: int) -> str:
+    out = ""
+    while True:
+        number, rem = divmod(number, 36)
+        out = _BASE36[rem] + out
+        if number == 0:
+            return out
+
+
+def new_id(prefix: str) -> str:
+    """``<prefix>-<ms since epoch, base36>-<6 random base36>`` like the reference's ids."""
+    return f"{prefix}-{_base36(int(time.time() * 1000))}-{''.join(secrets.choice(_BASE36) for _ in range(6))}"

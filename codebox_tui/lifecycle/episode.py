@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from codebox_tui.bundle import layout
 from codebox_tui.contracts.canonical import pretty_json
-from codebox_tui.contracts.common import utc_now_iso
+from codebox_tui.contracts.common import new_id, utc_now_iso
 from codebox_tui.contracts.episode import (
     ActionSpec,
     EpisodeAction,
@@ -41,7 +41,6 @@ from codebox_tui.contracts.site_state import RuntimeSnapshot
 from codebox_tui.errors import BadInputError, CodeboxError
 from codebox_tui.lifecycle.request import CommandStep, RunControl, RunRequest
 from codebox_tui.lifecycle.service import OpenRun, ProgressListener, RunOutcome, RunService
-from codebox_tui.runtime.session import new_id
 
 TRACE_KIND: Final = "runtime-episode-trace"
 EVENTS_KIND: Final = "runtime-episode-events"

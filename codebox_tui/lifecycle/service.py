@@ -320,7 +320,7 @@ class RunService:
         outcome = RunOutcome(status=run.status, runtime=session.runtime_info(), runtime_id=session.runtime_id,
                              run_dir=session.run_dir, executions=list(session.executions), bundle=run.summary,
                              error=run.error, redact=session.redact, timings=dict(run.timings))
-        if run.request.capture:
+        if run.request.capture and self.settings.record_runs:
             self._register(run, outcome)
         return outcome
 

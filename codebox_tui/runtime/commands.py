@@ -252,10 +252,9 @@ def observe(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
     envelope (with its digest); a ``wordpress-state`` observation's section documents go to the bundle."""
     from pydantic import ValidationError
 
-    from codebox_tui.contracts.common import utc_now_iso
+    from codebox_tui.contracts.common import new_id, utc_now_iso
     from codebox_tui.contracts.episode import EpisodeObservation, ObservationSpec, episode_digest
     from codebox_tui.runtime.observations import observe as take
-    from codebox_tui.runtime.session import new_id
 
     extra: Any = {}
     if args.get("spec-json"):

@@ -55,8 +55,8 @@ def run_exec(session: RunSession, request: ExecRequest) -> ExecResult:
     settings = get_settings()
     limits = request.limits.model_copy(update={
         "maxOutputBytes": min(request.limits.maxOutputBytes, int(settings.max_command_output_bytes))})
+    from codebox_tui.contracts.common import new_id
     from codebox_tui.runtime.commands import sandbox_env
-    from codebox_tui.runtime.session import new_id
 
     command_id = new_id("command")
     started_at, started = utc_now_iso(), time.monotonic()

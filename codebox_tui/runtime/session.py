@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import secrets
 import shutil
-import string
 import threading
 import time
 from collections.abc import Callable
@@ -22,7 +20,7 @@ from typing import Any
 from codebox_tui.bundle import layout
 from codebox_tui.bundle.baseline import take_baselines
 from codebox_tui.bundle.capture import capture_bundle
-from codebox_tui.contracts.common import utc_now_iso
+from codebox_tui.contracts.common import new_id, utc_now_iso
 from codebox_tui.contracts.runtime import (
     CommandError,
     CommandResultEnvelope,
@@ -39,23 +37,6 @@ from codebox_tui.runtime.policy import Redactor, check_command, check_secret_val
 from codebox_tui.settings import get_settings
 
 EventCallback = Callable[[RuntimeEvent], None]
-_BASE36 = string.digits + string.ascii_lowercase
-
-
-def _base36(number: int) -> str:
-    out = ""
-    while True:
-        number, rem = divmod(number, 36)
-        out = _BASE36[rem] + out
-        if number == 0:
-            return out
-
-
-def new_id(prefix: str) -> str:
-    """``<prefix>-<ms since epoch, base36>-<6 random base36>`` like the reference's ids."""
-    return f"{prefix}-{_base36(int(time.time() * 1000))}-{''.join(secrets.choice(_BASE36) for _ in range(6))}"
-
-
 @dataclass
 class EvidenceFile:
     """An extra file a handler wrote under ``run_dir`` for the bundle (e.g. files/browser/screenshot.png)."""

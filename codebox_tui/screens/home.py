@@ -16,8 +16,9 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
+from codebox_tui.errors import CodeboxError
 from codebox_tui.screens import data
-from store.inbox import FILTERS, SORTS, InboxRow, decision_warning, select_rows
+from store.inbox import FILTERS, SORTS, InboxRow, decision_warning, group_batches, select_rows
 
 STATUSES = list(FILTERS)  # kept for callers that cycle through them
 SOURCE_LABELS = {"evaluate-patch": "eval", "imported": "import", "recipe": "recipe", "run": "run"}
@@ -66,6 +67,9 @@ evaluate-patch), risk flags, changed files, decision, age.
 - `space`: select bundles · `D`: discard the selected ones (or the highlighted one), after a
   confirmation; one decision is recorded per bundle
 - `o`: open a bundle by path (made elsewhere, e.g. by the reference implementation): verified, added, never moved
+- Batches and fan-outs (`codebox batch`): their candidates stay together, titled `┃ item: …`. `m`: compare
+  the highlighted candidate with the next one of its batch side by side (files, patches, tests, verdicts) ·
+  `P`: promote it for review (marked `★`; one per batch)
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Review", id="home.open"),
@@ -77,6 +81,8 @@ evaluate-patch), risk flags, changed files, decision, age.
         Binding("D", "discard_selected", "Discard", show=False, id="home.discard"),
         Binding("r", "refresh", "Refresh", id="home.refresh"),
         Binding("o", "open_path", "Open path", id="home.open_path"),
+        Binding("m", "compare_candidates", "Compare candidates", show=False, id="home.compare"),
+        Binding("P", "promote", "Promote candidate", show=False, id="home.promote"),
         Binding("escape", "clear", "Clear", show=False, id="home.clear"),
     ]
 
@@ -145,7 +151,9 @@ evaluate-patch), risk flags, changed files, decision, age.
         table.add_column("title", width=title_width, key="title")
         for label, width in COLUMNS:
             table.add_column(label, width=width, key=label)
-        self.shown = select_rows(self.rows, status=self.status_filter, text=self.search, sort=self.sort)
+        # the candidates of a batch or fan-out stay together (docs/scale-out.md, "In the inbox")
+        self.shown = group_batches(select_rows(self.rows, status=self.status_filter, text=self.search,
+                                               sort=self.sort))
         self.paths = {}
         for row in self.shown:
             self.paths[str(row.key)] = row.path  # one row per directory: runs sharing a Mode A id all show
@@ -156,7 +164,9 @@ evaluate-patch), risk flags, changed files, decision, age.
 
     def _cells(self, row: InboxRow, title_width: int) -> list[Text]:
         mark = "● " if row.key in self.selected else ""
-        title = Text(shorten_middle(mark + row.title, title_width), style="bold" if mark else "")
+        # a batch's candidates: "┃ item: title", the promoted one starred
+        batch = (f"{'★' if row.promoted else '┃'} {row.batch_item}: ") if row.batch else ""
+        title = Text(shorten_middle(mark + batch + row.title, title_width), style="bold" if mark else "")
         warn = f" ⚠{row.warnings}" if row.warnings else ""  # a recipe's advisory failures
         verdict_cell = Text(shorten_middle(row.verdict, 11 - len(warn)) + warn,
                             style=VERDICT_COLOURS.get(row.verdict, ""))
@@ -309,6 +319,53 @@ evaluate-patch), risk flags, changed files, decision, age.
             self.app.open_bundle(Path(imported[0].path))  # type: ignore[attr-defined]
         elif imported:
             self.notify(f"Added {len(imported)} bundle(s) to the inbox.")
+
+    # -- batches and fan-outs: compare candidates, promote one (store/batches.py) -------------------------
+    def _cursor_row(self) -> InboxRow | None:
+        key = self._cursor_key()
+        return next((r for r in self.shown if str(r.key) == key), None)
+
+    def _candidates(self, row: InboxRow) -> list[InboxRow]:
+        return [r for r in self.rows if r.batch == row.batch]
+
+    def action_compare_candidates(self) -> None:
+        """The highlighted candidate (A) side by side with the next candidate of its batch (B)."""
+        from codebox_tui.screens.compare import CompareScreen
+
+        row = self._cursor_row()
+        if row is None or not row.batch:
+            self.notify("Not a candidate of a batch or fan-out: nothing to compare it with", severity="warning")
+            return
+        others = self._candidates(row)
+        if len(others) < 2:
+            self.notify("This batch has no other candidate with a bundle", severity="warning")
+            return
+        other = others[(others.index(row) + 1) % len(others)]
+        store = data.open_store()
+        try:
+            comparison = data.compare(store, Path(row.path), f"@{other.key}")
+        except CodeboxError as error:
+            self.notify(str(error), severity="error")
+            return
+        finally:
+            store.close()
+        self.app.push_screen(CompareScreen(comparison))
+
+    def action_promote(self) -> None:
+        """Record the highlighted candidate as the one of its batch to review."""
+        from store.batches import promote
+
+        row = self._cursor_row()
+        if row is None or not row.batch:
+            self.notify("Not a candidate of a batch or fan-out", severity="warning")
+            return
+        store = data.open_store()
+        try:
+            promote(store, row.batch, row.key)
+        finally:
+            store.close()
+        self.notify(f"@{row.key} ({row.batch_item}) promoted for review in {row.batch}")
+        self.action_refresh()
 
     def action_new_run(self) -> None:
         from codebox_tui.screens.launch import LaunchScreen

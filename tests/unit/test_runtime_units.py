@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from codebox_tui.contracts.common import new_id
 from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, PolicyDeniedError
 from codebox_tui.runtime.mounts import parse_mount, stage_readonly, validate_mounts
 from codebox_tui.runtime.policy import SECRET_MARK, Redactor, check_command, load_policy, resolve_secrets
-from codebox_tui.runtime.session import new_id
 from codebox_tui.runtime.wordpress_builds import available_builds, resolve_build
 
 

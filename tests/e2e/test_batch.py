@@ -1,0 +1,169 @@
+"""`codebox batch` end to end: a real local Ray instance with 2 workers, real Playground sandboxes, real PHPUnit,
+real Chromium, real bundles shipped back, verified and recorded in a real store — and a Ray worker killed
+for real in the middle of an item (docs/scale-out.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codebox_tui.batch import ItemState, parse_batch_file, run_batch, start_local_ray, stop_ray
+from codebox_tui.bundle.verify import verify_bundle
+from store.batches import batch_items, get_batch
+from store.db import Store
+from store.inbox import batch_groups, inbox_rows
+
+pytestmark = [pytest.mark.playground, pytest.mark.chromium]
+
+ROOT = Path(__file__).resolve().parents[2]
+PLUGIN = ROOT / "examples" / "plugins-for-recipes" / "buggy-counter"
+PATCH = ROOT / "examples" / "patches" / "buggy-counter-fix.patch"
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[str]:
+    """One private local Ray instance with 2 CPUs (2 workers at one sandbox each) for the module."""
+    address = start_local_ray(num_cpus=2)
+    yield address
+    stop_ray()
+
+
+def _worker_command(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+
+
+@pytest.mark.timeout(1800)  # 4 sandboxes on 2 workers, one item twice, on a shared CI machine
+def test_four_patches_on_two_workers_one_worker_killed_mid_item(local_ray: str, playground_session: Any,
+                                                               tmp_path: Path) -> None:
+    lines = [{"kind": "evaluate-patch", "id": name, "plugin": str(PLUGIN), "patch": str(PATCH),
+              "sandbox_session_id": f"session-{name}"} for name in ("a", "b", "c", "d")]
+    batch_file = tmp_path / "batch.jsonl"
+    batch_file.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    items = parse_batch_file(batch_file)
+    victim = "c"
+    mid_item = threading.Event()
+    seen: dict[str, Any] = {}
+
+    def on_update(state: ItemState) -> None:
+        print(f"{state.item.id} {state.state} attempt {state.attempts} {state.phase}", file=sys.stderr)
+        # "step 2" is the first PHPUnit run: the sandbox is up and the item is half done
+        if state.item.id == victim and state.attempts == 1 and state.pid and state.phase.startswith("step 2"):
+            seen["pid"] = state.pid
+            mid_item.set()
+
+    result: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            result["outcome"] = run_batch(items, retries=1, artifacts_root=tmp_path / "artifacts", on_update=on_update,
+                                          source=str(batch_file))
+        except BaseException as error:  # surfaced by the assertion below
+            result["error"] = error
+            mid_item.set()
+
+    thread = threading.Thread(target=run, name="batch")
+    thread.start()
+    assert mid_item.wait(900), "item c never reached its first PHPUnit run"
+    assert "error" not in result, result.get("error")
+    pid = seen["pid"]
+    assert "ray::" in _worker_command(pid)  # a Ray worker process, not the caller
+    os.kill(pid, signal.SIGKILL)
+    thread.join(1800)
+    assert not thread.is_alive()
+    assert "error" not in result, result.get("error")
+    outcome = result["outcome"]
+
+    by_id = {s.item.id: s for s in outcome.items}
+    assert {i: s.attempts for i, s in by_id.items()} == {"a": 1, "b": 1, "c": 2, "d": 1}
+    assert by_id["c"].retried and "the worker died" in by_id["c"].retried[0]
+    for state in outcome.items:
+        assert state.state == "completed", (state.item.id, state.error)
+        assert state.verdict == "improvement" and state.success
+        bundle = Path(state.bundle_dir or "")
+        assert bundle.parent == (tmp_path / "artifacts").resolve()
+        assert verify_bundle(bundle).valid
+        assert json.loads((bundle / "files" / "evaluate-patch.json").read_text())["tests"]["fixed"] == [
+            "CountTest::test_repeated_spaces"]
+    assert len({s.bundle_dir for s in outcome.items}) == 4
+
+    with Store.open() as store:
+        batch = get_batch(store, outcome.batch_id)
+        assert batch.status == "completed" and batch.source == str(batch_file)
+        recorded = {i.item_id: i for i in batch_items(store, outcome.batch_id)}
+        assert {i: (r.state, r.attempts) for i, r in recorded.items()} == {
+            "a": ("completed", 1), "b": ("completed", 1), "c": ("completed", 2), "d": ("completed", 1)}
+        group = batch_groups(inbox_rows(store))[outcome.batch_id]
+        assert sorted(r.batch_item for r in group) == ["a", "b", "c", "d"]
+        assert {r.key for r in group} == {s.bundle_key for s in outcome.items}
+        assert all(r.verdict == "improvement" and r.source == "evaluate-patch" for r in group)
+        runs = {r.run_id: r for r in store.list_runs()}
+        for state in outcome.items:
+            run = runs[state.run_id or ""]
+            assert run.sandbox_session_id == f"session-{state.item.id}"
+            assert run.metadata["batch"] == outcome.batch_id and run.metadata["attempt"] == state.attempts
+
+
+def _items(tmp_path: Path, *names: str) -> list[Any]:
+    batch_file = tmp_path / "batch.jsonl"
+    batch_file.write_text("".join(json.dumps({"kind": "evaluate-patch", "id": name, "plugin": str(PLUGIN),
+                                              "patch": str(PATCH)}) + "\n" for name in names))
+    return parse_batch_file(batch_file)
+
+
+def test_an_item_over_its_timeout_is_stopped_and_not_retried(local_ray: str, playground_session: Any,
+                                                             tmp_path: Path) -> None:
+    # a whole evaluation (boot, two PHPUnit runs, Chromium) takes far longer than 2 s from its start
+    outcome = run_batch(_items(tmp_path, "slow"), timeout_s=2.0, retries=2, artifacts_root=tmp_path / "artifacts")
+    state = outcome.items[0]
+    assert (state.state, state.attempts, state.bundle_key) == ("timed-out", 1, None)
+    assert state.error is not None and state.error["code"] == "item-timeout"
+    assert not outcome.success
+    assert not (tmp_path / "artifacts").exists() or not any((tmp_path / "artifacts").iterdir())
+    with Store.open() as store:
+        assert get_batch(store, outcome.batch_id).status == "failed"
+        assert [(i.state, i.attempts) for i in batch_items(store, outcome.batch_id)] == [("timed-out", 1)]
+
+
+def test_cancelling_a_batch_stops_the_running_item_and_the_queued_ones(local_ray: str, playground_session: Any,
+                                                                      tmp_path: Path) -> None:
+    from codebox_tui.lifecycle import RunControl
+
+    control = RunControl()
+
+    def on_update(state: ItemState) -> None:
+        if state.item.id == "first" and state.pid and state.state == "running":
+            control.cancel("the user pressed Ctrl-C")
+
+    outcome = run_batch(_items(tmp_path, "first", "second"), concurrency=1, control=control, on_update=on_update,
+                        artifacts_root=tmp_path / "artifacts")
+    assert outcome.interrupted and not outcome.success
+    assert [(s.item.id, s.state) for s in outcome.items] == [("first", "cancelled"), ("second", "cancelled")]
+    assert [s.attempts for s in outcome.items] == [1, 0]
+    with Store.open() as store:
+        assert get_batch(store, outcome.batch_id).status == "cancelled"
+
+
+def test_a_malformed_batch_file_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"kind": "evaluate-patch", "plugin": str(PLUGIN), "patch": str(PATCH)}) + "\n"
+                   + json.dumps({"kind": "evaluate-patch", "plugin": str(PLUGIN)}) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "codebox_tui", "batch", str(bad), "--json"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    error = json.loads(proc.stdout)["error"]
+    assert error["message"] == "bad.jsonl line 2, field 'patch': Field required"
+    assert error["code"] == "invalid-batch-item"
+    human = subprocess.run([sys.executable, "-m", "codebox_tui", "batch", str(bad)], capture_output=True, text=True,
+                           timeout=120)
+    assert human.returncode == 2
+    assert "bad.jsonl line 2, field 'patch': Field required" in human.stderr
+    assert "Traceback" not in human.stderr
