@@ -85,13 +85,29 @@ def test_duplicate_ids_empty_files_and_missing_files_are_refused(tmp_path: Path)
         parse_batch_file(tmp_path / "absent.jsonl")
 
 
-def test_agent_task_without_the_agent_package_is_a_clear_error(tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
+def test_agent_task_items_ship_their_workspaces_relative_to_the_batch_file(tmp_path: Path) -> None:
+    from codebox_tui.batch import agent_fan_out
+    from codebox_tui.batch.kinds import AgentTaskShipment
 
-    monkeypatch.setitem(sys.modules, "codebox_tui.agents", None)  # as if the package were not installed
-    with pytest.raises(BadInputError, match="agent-task items need the agent package"):
-        parse_batch_text(json.dumps({"kind": "agent-task", "task": "x"}), base_dir=tmp_path, name="b.jsonl")
+    agent = EXAMPLES / "agents" / "example_agent.py"
+    line = json.dumps({"kind": "agent-task", "id": "a1", "sandbox_session_id": "s-9", "task": "replace \"a\" with \"b\"",
+                       "workspaces": [f"{PLUGIN.relative_to(EXAMPLES)}:/workspace/counter"],
+                       "agent": ["/usr/bin/env", "python3", str(agent)]})
+    item = parse_batch_text(line, base_dir=EXAMPLES, name="b.jsonl")[0]
+    shipment = item.request
+    assert isinstance(shipment, AgentTaskShipment)
+    assert shipment.request.sandbox_session_id == "s-9" and item.sandbox_session_id == "s-9"
+    assert shipment.request.workspaces[0].source == PLUGIN  # relative to the batch file's folder
+    out = unpack(shipment.workspaces[0], tmp_path / "ws")
+    assert (out / "buggy-counter.php").read_bytes() == (PLUGIN / "buggy-counter.php").read_bytes()
+    candidates = agent_fan_out(shipment.request, 3)
+    assert [c.id for c in candidates] == ["candidate-1", "candidate-2", "candidate-3"]
+    assert all(c.kind == "agent-task" and c.request.workspaces == shipment.workspaces for c in candidates)
+    with pytest.raises(BadInputError, match="--fan-out must be between 1 and 64"):
+        agent_fan_out(shipment.request, 0)
+    bad = json.dumps({"kind": "agent-task", "task": "x", "agent": ["/bin/true"]})
+    with pytest.raises(BadInputError, match=r"\$\.workspaces"):
+        parse_batch_text(bad, base_dir=tmp_path, name="b.jsonl")
 
 
 def test_recipe_items_ship_their_folder(tmp_path: Path) -> None:
