@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Final
@@ -75,12 +76,14 @@ class Episode:
 
     def __init__(self, request: RunRequest, *, service: RunService | None = None,
                  progress: ProgressListener | None = None, control: RunControl | None = None,
-                 resettable: bool = True) -> None:
+                 resettable: bool = True, on_open: Callable[[OpenRun], None] | None = None) -> None:
         self.request = request
         self.service = service or RunService()
         self.resettable = resettable
         self._stack = ExitStack()
         self.run: OpenRun = self._stack.enter_context(self.service.open(request, progress=progress, control=control))
+        if on_open is not None:  # the run's session exists, nothing booted yet (the Live run screen tails it)
+            on_open(self.run)
         self.id = new_id("episode")
         self.created_at = utc_now_iso()
         self._reset: EpisodeReset | None = None
@@ -450,7 +453,7 @@ def plan_request(plan: EpisodePlan, plan_dir: Path, *, artifacts_root: Path | No
 
 def run_plan(plan: EpisodePlan, plan_dir: Path, *, artifacts_root: Path | None = None,
              progress: ProgressListener | None = None, control: RunControl | None = None,
-             restore: str | None = None) -> tuple[Episode, str]:
+             restore: str | None = None, on_open: Callable[[OpenRun], None] | None = None) -> tuple[Episode, str]:
     """Run a plan's items in order in one episode; returns the closed episode and ``completed``, ``failed`` or
     ``cancelled`` (a step that exits non-zero stops the plan unless ``continueOnFailure``). ``restore`` (a snapshot
     document's path) overrides the plan's own."""
@@ -461,7 +464,7 @@ def run_plan(plan: EpisodePlan, plan_dir: Path, *, artifacts_root: Path | None =
     request = plan_request(plan, plan_dir, artifacts_root=artifacts_root, restore=snapshot, restore_source=source)
     resettable = any(item.reset for item in plan.items)
     status = "completed"
-    with Episode(request, progress=progress, control=control, resettable=resettable) as episode:
+    with Episode(request, progress=progress, control=control, resettable=resettable, on_open=on_open) as episode:
         episode.reset(list(plan.resetObservations))
         for item in plan.items:
             if episode.run.cancelled:

@@ -49,7 +49,8 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
   Live run screen closes it early
 - Recipe: a `wp-codebox/workspace-recipe/v1` file runs instead of the command; its own mounts, WordPress
   version and policy apply (the other fields are ignored). An invalid recipe is reported here, with
-  the JSON path of each problem, and nothing boots.
+  the JSON path of each problem, and nothing boots. A `codebox/episode-plan/v1` file there runs as an
+  episode (docs/episodes.md): its steps, observations and snapshots appear in the Live run's event log.
 """
 
     def compose(self) -> ComposeResult:
@@ -140,6 +141,9 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
         from codebox_tui.screens.live_run import LiveRunScreen
 
         path = Path(text).expanduser().resolve()
+        if _is_episode_plan(path):
+            self._launch_episode(path, error_label)
+            return
         try:
             validation = validate_recipe_file(path)
         except (CodeboxError, OSError) as error:
@@ -157,5 +161,41 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
         self.dismiss(None)
         self.app.push_screen(LiveRunScreen(recipe=validation))
 
+    def _launch_episode(self, path: Path, error_label: Label) -> None:
+        """An episode plan (``codebox episode run``'s file): checked in full before anything boots."""
+        from rich.markup import escape
+
+        from codebox_tui.errors import CodeboxError
+        from codebox_tui.lifecycle.episode import load_plan, plan_request
+        from codebox_tui.screens.live_run import LiveRunScreen
+
+        try:
+            plan = load_plan(path)
+            plan_request(plan, path.parent)  # mounts, versions, every step's command and arguments
+        except CodeboxError as error:
+            issues = (error.details or {}).get("issues") or []
+            lines = [f"{path.name}: {error.message}" if not issues else
+                     f"{path.name}: invalid episode plan; nothing was run"]
+            lines += [f"{issue['path']}: {issue['message']}" for issue in issues[:4]]
+            error_label.update(escape("\n".join(lines)))
+            return
+        self.dismiss(None)
+        self.app.push_screen(LiveRunScreen(episode=(plan, path.parent)))
+
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def _is_episode_plan(path: Path) -> bool:
+    """Whether the file names itself an episode plan (its ``schema``); anything else is read as a recipe."""
+    import json
+
+    from codebox_tui.contracts.episode import EPISODE_PLAN_SCHEMA
+
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4 * 1024 * 1024 + 1)
+        value = json.loads(head)
+    except (OSError, ValueError):
+        return False
+    return isinstance(value, dict) and value.get("schema") == EPISODE_PLAN_SCHEMA

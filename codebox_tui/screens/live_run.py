@@ -16,6 +16,7 @@ from textual.widgets import Footer, Header, Static
 
 from codebox_tui.bundle import layout
 from codebox_tui.lifecycle import RunControl, RunRequest
+from codebox_tui.settings import get_settings
 from codebox_tui.textsafe import safe_text
 from widgets.event_tail import EventTail
 from widgets.run_progress import RunProgress
@@ -42,12 +43,14 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
     ]
 
     def __init__(self, request: RunRequest | None = None, *, run_dir: Path | None = None,
-                 recipe: Any = None) -> None:
-        """Runs ``request`` through the run lifecycle (lifecycle/service.py) or, with ``recipe`` (a valid
-        RecipeValidation), the whole recipe; with only ``run_dir``, shows a finished run's events."""
+                 recipe: Any = None, episode: tuple[Any, Path] | None = None) -> None:
+        """Runs ``request`` through the run lifecycle (lifecycle/service.py), or with ``recipe`` (a valid
+        RecipeValidation) the whole recipe, or with ``episode`` (a checked episode plan and its folder) the
+        episode; with only ``run_dir``, shows a finished run's events."""
         super().__init__()
         self.request = request
         self.recipe = recipe
+        self.episode = episode
         self.hold_s = request.hold_s if request is not None else None  # keep the preview up after the command
         self.control = RunControl()  # cancel (kills the sandbox) and close a hold early
         self.run_dir = run_dir
@@ -70,6 +73,8 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
         if self.runs_sandbox and self.run_dir is None:
             if self.recipe is not None:
                 self.start_recipe()
+            elif self.episode is not None:
+                self.start_episode()
             else:
                 self.start_run()
             self.set_interval(PROGRESS_TICK_S, self._tick_progress)
@@ -88,7 +93,7 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
     @property
     def runs_sandbox(self) -> bool:
         """This screen runs a command or a recipe itself (not a replay of a finished run's events)."""
-        return self.request is not None or self.recipe is not None
+        return self.request is not None or self.recipe is not None or self.episode is not None
 
     @property
     def live(self) -> bool:
@@ -170,6 +175,28 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
             message = problem.get("message") if isinstance(problem, dict) else str(problem or "")
             error = f"recipe {outcome.get('status')}: {where} — {message}".strip(" —")[:300]
         self.app.call_from_thread(self._finished, bundle, error, cancelled)
+
+    @work(thread=True, exclusive=True, group="run")
+    def start_episode(self) -> None:
+        """An episode plan (docs/episodes.md): every step, observation and snapshot is an ``episode.*`` event the
+        tail shows as it happens."""
+        from codebox_tui.errors import CodeboxError
+        from codebox_tui.lifecycle.episode import run_plan
+
+        assert self.episode is not None
+        plan, plan_dir = self.episode
+        try:
+            episode, status = run_plan(plan, plan_dir, artifacts_root=get_settings().artifacts_dir,
+                                       control=self.control, on_open=lambda run: self._opened(run.session))
+        except CodeboxError as caught:  # a bad snapshot to restore, found before anything booted
+            self.app.call_from_thread(self._finished, None, str(caught), False)
+            return
+        outcome = episode.outcome
+        error = outcome.failure_text() if outcome is not None else "the episode did not finish"
+        if not error and status == "failed":
+            error = "a step of the episode failed (see its episode.step event)"
+        self.app.call_from_thread(self._finished, outcome.bundle_dir if outcome is not None else None, error or None,
+                                  self.control.cancelled)
 
     def _attach_tail(self, run_dir: Path) -> None:
         self.run_dir = run_dir

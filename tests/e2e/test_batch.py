@@ -167,3 +167,66 @@ def test_a_malformed_batch_file_is_refused_before_anything_runs(tmp_path: Path) 
     assert human.returncode == 2
     assert "bad.jsonl line 2, field 'patch': Field required" in human.stderr
     assert "Traceback" not in human.stderr
+
+
+@pytest.mark.timeout(1200)
+def test_an_agent_fan_out_of_four_lands_in_the_store_and_compares_in_the_tui(local_ray: str, playground_session: Any,
+                                                                             tmp_path: Path) -> None:
+    """``codebox agent-task --fan-out 4`` as its CLI runs it: the example agent on four candidates, 2 at a time on
+    the module's Ray instance; every bundle verified and recorded as one fan-out; Home compares two of them."""
+    import asyncio
+    import shutil
+
+    from textual.widgets import DataTable
+
+    from codebox_tui.agents import AgentSpec, AgentTaskRequest
+    from codebox_tui.app import CodeboxApp
+    from codebox_tui.batch import agent_fan_out
+    from codebox_tui.contracts.agent import TaskInput
+    from codebox_tui.screens.compare import CompareScreen
+    from codebox_tui.screens.home import HomeScreen
+
+    workspace = tmp_path / "simple-plugin"
+    shutil.copytree(ROOT / "examples" / "simple-plugin", workspace)
+    request = AgentTaskRequest(
+        task=TaskInput(goal='replace "Hello" with "Howdy"'),
+        workspaces=[{"source": workspace, "target": "/workspace/simple-plugin"}],
+        agent=AgentSpec(kind="command", argv=[sys.executable, str(ROOT / "examples" / "agents" / "example_agent.py")]),
+        sandbox_session_id="fan-out-session", artifacts_root=tmp_path / "artifacts")
+    outcome = run_batch(agent_fan_out(request, 4), kind="fan-out", artifacts_root=tmp_path / "artifacts",
+                        source=request.task.goal)
+
+    assert outcome.success, [(s.item.id, s.state, s.error) for s in outcome.items]
+    assert sorted(s.item.id for s in outcome.items) == [f"candidate-{n}" for n in range(1, 5)]
+    assert len({s.pid for s in outcome.items}) >= 2  # more than one Ray worker ran them
+    for state in outcome.items:
+        bundle = Path(state.bundle_dir or "")
+        assert bundle.parent == (tmp_path / "artifacts").resolve() and verify_bundle(bundle).valid
+        completion = json.loads((bundle / "files" / "completion-outcome.json").read_text())
+        assert (completion["status"], completion["nextAction"]) == ("succeeded", "promote")
+        assert "Howdy, %s!" in (bundle / "files" / "patch.diff").read_text()
+    assert "Hello, %s!" in (workspace / "simple-plugin.php").read_text()  # the caller's folder is untouched
+    with Store.open() as store:
+        assert get_batch(store, outcome.batch_id).kind == "fan-out"
+        group = batch_groups(inbox_rows(store))[outcome.batch_id]
+        assert {r.key for r in group} == {s.bundle_key for s in outcome.items}
+        runs = {r.run_id: r for r in store.list_runs()}
+        assert all(runs[s.run_id or ""].sandbox_session_id == "fan-out-session" for s in outcome.items)
+
+    async def compare_two() -> tuple[int, int]:
+        app = CodeboxApp()
+        async with app.run_test(size=(140, 40)) as pilot:
+            await pilot.pause()
+            assert isinstance(app.screen, HomeScreen)
+            table = app.screen.query_one(DataTable)
+            keys = [int(str(row.key.value)) for row in table.ordered_rows]
+            table.move_cursor(row=keys.index(outcome.items[0].bundle_key or -1))
+            await pilot.press("m")
+            await pilot.pause()
+            screen: Any = app.screen
+            assert isinstance(screen, CompareScreen)
+            assert [f.path for f in screen.comparison.files] == ["simple-plugin.php"]
+            return screen.comparison.a.bundle.key, screen.comparison.b.bundle.key
+
+    a, b = asyncio.run(compare_two())
+    assert a != b and {a, b} <= {s.bundle_key for s in outcome.items}

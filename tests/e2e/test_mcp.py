@@ -270,3 +270,31 @@ def test_cancelling_the_request_cancels_the_run(ran: Ran, tmp_path: Path) -> Non
                 await anyio.sleep(0.2)
 
     assert with_client(ran.home, log, body) == "cancelled"
+
+
+def test_agent_task_runs_the_example_agent_and_echoes_the_callers_ids(ran: Ran, tmp_path: Path) -> None:
+    """The ``agent_task`` tool through the SDK's client: the example agent edits its private workspace copy, the
+    result is the ``codebox/agent-task/v1`` document, the bundle is in the store under the caller's session id."""
+    workspace = tmp_path / "simple-plugin"
+    shutil.copytree(EXAMPLE_PLUGIN, workspace)
+    before = tree(workspace)
+    task = {"task": 'replace "Hello" with "Howdy"', "workspaces": [f"{workspace}:/workspace/simple-plugin"],
+            "agent": [sys.executable, str(REPO / "examples" / "agents" / "example_agent.py")],
+            "sandbox_session_id": "mcp-session-4", "orchestrator": {"type": "mcp-test", "id": "o-1", "job_id": "j-2"},
+            "artifacts": str(tmp_path / "artifacts")}
+
+    async def body(session: ClientSession) -> CallToolResult:
+        return await session.call_tool("agent_task", {"task": task})
+
+    doc = structured(with_client(ran.home, ran.log, body), ran.log)
+    assert doc["schema"] == "codebox/agent-task/v1" and doc["success"] is True and doc["exitCode"] == 0
+    assert doc["session"]["id"] == "mcp-session-4" and doc["session"]["status"] == "completed"
+    assert doc["session"]["orchestrator"] == {"type": "mcp-test", "id": "o-1", "job_id": "j-2"}
+    assert (doc["completion_outcome"]["status"], doc["completion_outcome"]["nextAction"]) == ("succeeded", "promote")
+    assert doc["agent_result"]["changedFiles"]["paths"] == ["simple-plugin.php"]
+    bundle = Path(doc["artifacts"]["directory"])
+    assert "Howdy, %s!" in (bundle / "files" / "patch.diff").read_text()
+    assert tree(workspace) == before  # the agent changed only the sandbox's copy
+    with Store.open() as store:  # the fixture's home is this process's CODEBOX_HOME too
+        (row,) = store.list_runs(sandbox_session_id="mcp-session-4")
+        assert row.bundle_id == doc["artifacts"]["id"] and row.metadata["flow"] == "agent-task"

@@ -112,3 +112,31 @@ async def test_launch_with_hold_serves_the_preview_until_closed(playground_sessi
     except OSError:
         served = False
     assert not served  # disposed with the run
+
+
+async def test_launch_form_runs_an_episode_plan_and_shows_its_steps_as_they_happen(  # type: ignore[no-untyped-def]
+        playground_session) -> None:
+    """The Recipe field takes an episode plan too (docs/episodes.md): the Live run tails the episode's events
+    while it runs, and the bundle carries the episode trace."""
+    import json
+
+    plan = Path(__file__).resolve().parents[2] / "examples" / "episode" / "plan.json"
+    app = CodeboxApp()
+    seen_running: set[str] = set()
+    async with app.run_test(size=(120, 40)) as pilot:
+        live = await submit_launch_form(app, pilot, recipe=str(plan))
+        assert isinstance(live, LiveRunScreen), live.query_one("#launch-error").render()
+        for _ in range(3000):  # up to 300 s: boot, eight items, capture
+            if live.state != "starting":
+                break
+            for tail in live.query(EventTail):
+                for i in range(tail.total):
+                    seen_running.add(str(json.loads(tail.index.read_line(i)).get("type")))
+            await asyncio.sleep(0.1)
+        assert live.state == "done", live.query_one("#progress").render()
+        await pilot.pause(0.3)
+        assert {"episode.reset", "episode.step", "episode.snapshot", "episode.restore"} <= seen_running
+        assert live.bundle_dir is not None
+        trace = json.loads((live.bundle_dir / "files" / "runtime-episode-trace.json").read_text())
+        assert [s["index"] for s in trace["steps"]] == list(range(len(trace["steps"])))
+        assert len(trace["steps"]) == 3

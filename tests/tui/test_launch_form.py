@@ -29,3 +29,28 @@ async def test_fields_are_labelled_and_php_reaches_the_request() -> None:
         assert isinstance(app.screen, LaunchScreen)  # refused: nothing was launched
         error = str(screen.query_one("#launch-error", Label).render())
         assert "5.6" in error and "php" in error.lower()
+
+
+async def test_an_invalid_episode_plan_is_refused_naming_each_json_path(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from tests.factories.tui import submit_launch_form
+
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"schema": "codebox/episode-plan/v1",
+                                "items": [{"action": {"command": "no.such-command"}}, {"restore": {}}]}))
+    app = CodeboxApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await submit_launch_form(app, pilot, recipe=str(plan))
+        assert isinstance(screen, LaunchScreen)  # refused before anything boots
+        error = str(screen.query_one("#launch-error", Label).render())
+        assert "plan.json: invalid episode plan; nothing was run" in error
+        assert "$.items[1].restore.snapshot: Field required" in error
+        # well formed, but a step names a command the catalog does not have: refused too
+        plan.write_text(json.dumps({"schema": "codebox/episode-plan/v1",
+                                    "items": [{"action": {"command": "no.such-command"}}]}))
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, LaunchScreen)
+        error = str(screen.query_one("#launch-error", Label).render())
+        assert "$.items[0].action:" in error and "no.such-command" in error
