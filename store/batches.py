@@ -28,6 +28,7 @@ class BatchItemRecord:
     run_id: str | None
     bundle_key: int | None
     error: str | None
+    phase: str = ""  # what the item is doing now (booting, step 2: …, capturing), as the runner last heard
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.item_id, "position": self.position, "kind": self.kind, "label": self.label,
@@ -64,11 +65,13 @@ def create_batch(store: Store, batch_id: str, *, kind: str = "batch", source: st
 
 
 def update_item(store: Store, batch_id: str, item_id: str, *, state: str, attempts: int, verdict: str = "",
-                run_id: str | None = None, bundle_key: int | None = None, error: str | None = None) -> None:
+                run_id: str | None = None, bundle_key: int | None = None, error: str | None = None,
+                phase: str = "") -> None:
     with store.write() as conn:
         conn.execute("UPDATE batch_items SET state = ?, attempts = ?, verdict = ?, run_id = ?, bundle_key = ?, "
-                     "error = ?, updated_at = ? WHERE batch_id = ? AND item_id = ?",
-                     (state, attempts, verdict, run_id, bundle_key, error, utc_now_iso(), batch_id, item_id))
+                     "error = ?, phase = ?, updated_at = ? WHERE batch_id = ? AND item_id = ?",
+                     (state, attempts, verdict, run_id, bundle_key, error, phase[:200], utc_now_iso(), batch_id,
+                      item_id))
 
 
 def finish_batch(store: Store, batch_id: str, status: str) -> None:
@@ -86,7 +89,7 @@ def _batch(row: Any) -> BatchRecord:
 def _item(row: Any) -> BatchItemRecord:
     return BatchItemRecord(str(row["batch_id"]), str(row["item_id"]), int(row["position"]), str(row["kind"]),
                            str(row["label"]), str(row["state"]), int(row["attempts"]), str(row["verdict"]),
-                           row["run_id"], row["bundle_key"], row["error"])
+                           row["run_id"], row["bundle_key"], row["error"], str(row["phase"] or ""))
 
 
 def get_batch(store: Store, batch_id: str) -> BatchRecord:

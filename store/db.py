@@ -211,6 +211,7 @@ MIGRATIONS: tuple[str, ...] = (
         run_id TEXT,
         bundle_key INTEGER REFERENCES bundles(key),
         error TEXT,
+        phase TEXT NOT NULL DEFAULT '',
         updated_at TEXT NOT NULL,
         PRIMARY KEY (batch_id, item_id)
     );

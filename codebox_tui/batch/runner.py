@@ -203,7 +203,8 @@ class _Batch:
 
             error = None if state.error is None else str(state.error.get("message") or state.error)
             update_item(self.store, self.batch_id, state.item.id, state=state.state, attempts=state.attempts,
-                        verdict=state.verdict, run_id=state.run_id, bundle_key=state.bundle_key, error=error)
+                        verdict=state.verdict, run_id=state.run_id, bundle_key=state.bundle_key, error=error,
+                        phase="" if state.done else state.phase)
         if self.on_update is not None:
             self.on_update(state)
 
@@ -264,8 +265,9 @@ class _Batch:
             if "pid" in data:
                 state.pid, state.node = data.get("pid"), data.get("node")
                 state.attempt_started = time.monotonic()
-            state.phase = str(data.get("phase") or state.phase)
-            self.changed(state, persist=False)
+            phase = str(data.get("phase") or state.phase)
+            moved, state.phase = phase != state.phase, phase
+            self.changed(state, persist=moved)  # the store carries the phase too: the TUI's batch screen reads it
 
     def _time_out(self, running: dict[Any, ItemState], ray: Any) -> None:
         if self.timeout_s is None:

@@ -69,7 +69,8 @@ evaluate-patch), risk flags, changed files, decision, age.
 - `o`: open a bundle by path (made elsewhere, e.g. by the reference implementation): verified, added, never moved
 - Batches and fan-outs (`codebox batch`): their candidates stay together, titled `┃ item: …`. `m`: compare
   the highlighted candidate with the next one of its batch side by side (files, patches, tests, verdicts) ·
-  `P`: promote it for review (marked `★`; one per batch)
+  `P`: promote it for review (marked `★`; one per batch) · `b`: the live progress table of the highlighted
+  candidate's batch (else the newest batch)
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Review", id="home.open"),
@@ -81,6 +82,7 @@ evaluate-patch), risk flags, changed files, decision, age.
         Binding("D", "discard_selected", "Discard", show=False, id="home.discard"),
         Binding("r", "refresh", "Refresh", id="home.refresh"),
         Binding("o", "open_path", "Open path", id="home.open_path"),
+        Binding("b", "batches", "Batches", show=False, id="home.batches"),
         Binding("m", "compare_candidates", "Compare candidates", show=False, id="home.compare"),
         Binding("P", "promote", "Promote candidate", show=False, id="home.promote"),
         Binding("escape", "clear", "Clear", show=False, id="home.clear"),
@@ -366,6 +368,13 @@ evaluate-patch), risk flags, changed files, decision, age.
             store.close()
         self.notify(f"@{row.key} ({row.batch_item}) promoted for review in {row.batch}")
         self.action_refresh()
+
+    def action_batches(self) -> None:
+        """The live progress table of the newest batch or fan-out (``[`` / ``]`` for the others)."""
+        from codebox_tui.screens.batch import BatchScreen
+
+        row = self._cursor_row()
+        self.app.push_screen(BatchScreen(row.batch if row is not None and row.batch else None))
 
     def action_new_run(self) -> None:
         from codebox_tui.screens.launch import LaunchScreen

@@ -1,0 +1,153 @@
+"""Batches: the live progress table of a batch or fan-out (docs/scale-out.md, "In the TUI").
+
+The runner (``codebox batch``, ``codebox agent-task --fan-out``, in this process or another) records every
+item's state, attempts, verdict, bundle and current phase in the store; this screen reads them back twice a
+second in a worker thread, so it follows a batch started anywhere on this machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from codebox_tui.batch.progress import STATE_MARKS
+from codebox_tui.textsafe import safe_text
+
+POLL_S = 0.5
+STATE_COLOURS = {"queued": "white", "running": "cyan", "retrying": "yellow", "completed": "green",
+                 "failed": "red", "timed-out": "red", "cancelled": "yellow"}
+COLUMNS = [("item", 16), ("kind", 14), ("state", 12), ("tries", 5), ("verdict", 12), ("bundle", 6), ("now", 40)]
+
+
+class BatchScreen(Screen[None]):
+    HELP = """\
+# Batches
+The items of a batch or fan-out (`codebox batch FILE`, `codebox agent-task --fan-out N`), live: state
+(queued, running, retrying, completed, failed, timed-out, cancelled), attempts, verdict, bundle and
+what each item is doing now. It follows a batch running in another terminal too.
+- `enter`: review the highlighted item's bundle · `[` / `]`: an older / newer batch · `escape`: back
+"""
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open", "Review", id="batch.open"),
+        Binding("[", "older", "Older batch", id="batch.older"),
+        Binding("]", "newer", "Newer batch", id="batch.newer"),
+        Binding("escape", "back", "Back", id="batch.back"),
+    ]
+
+    def __init__(self, batch_id: str | None = None, *, poll_s: float = POLL_S) -> None:
+        """Shows ``batch_id`` (default: the newest batch in the store) and follows it."""
+        super().__init__()
+        self.batch_id = batch_id
+        self.poll_s = poll_s
+        self.batch_ids: list[str] = []  # newest first
+        self.items: list[Any] = []
+        self._shown: tuple[Any, ...] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="◆")
+        yield Static("reading the store…", id="batch-title")
+        yield DataTable(id="batch-items", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for label, width in COLUMNS:
+            table.add_column(label, width=width, key=label)
+        self.poll()
+        self.set_interval(self.poll_s, self.poll)
+        table.focus()
+
+    @work(thread=True, exclusive=True, group="batch-poll")
+    def poll(self) -> None:
+        """Read the batch list and the shown batch's items (off the UI thread)."""
+        from store.batches import batch_items, get_batch, list_batches
+        from store.db import Store
+
+        with Store.open() as store:
+            batches = list_batches(store)
+            ids = [b.batch_id for b in batches]
+            chosen = self.batch_id if self.batch_id in ids else (ids[0] if ids else None)
+            batch = get_batch(store, chosen) if chosen else None
+            items = batch_items(store, chosen) if chosen else []
+        self.app.call_from_thread(self._show, ids, batch, items)
+
+    def _show(self, ids: list[str], batch: Any, items: list[Any]) -> None:
+        self.batch_ids = ids
+        title = self.query_one("#batch-title", Static)
+        if batch is None:
+            title.update("No batches yet: run [b]codebox batch FILE[/b] or [b]codebox agent-task --fan-out N[/b]")
+            return
+        self.batch_id = batch.batch_id
+        snapshot = (batch.status, tuple((i.item_id, i.state, i.attempts, i.verdict, i.bundle_key, i.phase, i.error)
+                                        for i in items))
+        if snapshot == self._shown:
+            return
+        self._shown = snapshot
+        self.items = items
+        counts: dict[str, int] = {}
+        for item in items:
+            counts[item.state] = counts.get(item.state, 0) + 1
+        position = f"{ids.index(batch.batch_id) + 1} of {len(ids)}"
+        title.update(Text.assemble(
+            (f" {batch.kind} ", "bold reverse"), " ", (safe_text(batch.batch_id), "bold"),
+            f" · {batch.status} · ", ", ".join(f"{n} {state}" for state, n in sorted(counts.items())),
+            f" · batch {position}", (f" · {safe_text(batch.source)[:60]}" if batch.source else "", "dim")))
+        table = self.query_one(DataTable)
+        row = table.cursor_row
+        table.clear()
+        for item in items:
+            colour = STATE_COLOURS.get(item.state, "white")
+            now = item.phase if item.state in ("running", "retrying") else (item.error or "")
+            table.add_row(safe_text(item.item_id), item.kind,
+                          Text(f"{STATE_MARKS.get(item.state, '?')} {item.state}", style=colour),
+                          str(item.attempts), safe_text(item.verdict) or "—",
+                          f"@{item.bundle_key}" if item.bundle_key is not None else "—",
+                          Text(safe_text(now)[:200], style="dim" if item.state == "queued" else ""),
+                          key=item.item_id)
+        if items:
+            table.move_cursor(row=min(max(row, 0), len(items) - 1))
+
+    def _highlighted(self) -> Any:
+        table = self.query_one(DataTable)
+        if not self.items or not 0 <= table.cursor_row < len(self.items):
+            return None
+        return self.items[table.cursor_row]
+
+    def action_open(self) -> None:
+        from store.db import Store
+
+        item = self._highlighted()
+        if item is None or item.bundle_key is None:
+            self.notify("This item has no bundle (yet)", severity="warning")
+            return
+        with Store.open() as store:
+            path = next((b.path for b in store.list_bundles() if b.key == item.bundle_key), None)
+        if path is None:
+            self.notify(f"bundle @{item.bundle_key} is no longer in the store", severity="error")
+            return
+        self.app.open_bundle(Path(path))  # type: ignore[attr-defined]
+
+    def _switch(self, step: int) -> None:
+        if self.batch_id not in self.batch_ids:
+            return
+        index = self.batch_ids.index(self.batch_id) + step
+        if not 0 <= index < len(self.batch_ids):
+            self.notify("No " + ("older" if step > 0 else "newer") + " batch", severity="information")
+            return
+        self.batch_id, self._shown = self.batch_ids[index], None
+        self.poll()
+
+    def action_older(self) -> None:
+        self._switch(+1)
+
+    def action_newer(self) -> None:
+        self._switch(-1)
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
