@@ -213,7 +213,7 @@ def describe_bundle(record: BundleRecord) -> InboxRow:
 
     root = Path(record.path)
     tests = _small_json(root / "files" / "test-results.json")
-    review = ReviewView.read(_small_json(root / "files" / "review.json"))
+    review = ReviewView.read(_small_json(root / layout.REVIEW))
     checks = bundle_checks(root, tests)
     evaluation = _small_json(root / "files" / "evaluate-patch.json") if checks.kind == "evaluate-patch" else {}
     attestation = _small_json(root / "files" / "run-attestation.json") if checks.kind == "recipe-run" else {}
@@ -227,7 +227,7 @@ def describe_bundle(record: BundleRecord) -> InboxRow:
         title = Path(str(recipe.get("path") or "recipe")).stem
         verdict = checks.verdict.status if checks.verdict else "unknown"
     else:
-        mounts = MetadataView.read(_small_json(root / "metadata.json")).mounts
+        mounts = MetadataView.read(_small_json(root / layout.METADATA)).mounts
         name = Path((mounts[0].target or mounts[0].source) if mounts else "").name
         commands = _first_commands(root)
         title = " · ".join([n for n in (name, ", ".join(commands)) if n]) or "run"
