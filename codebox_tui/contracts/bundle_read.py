@@ -56,7 +56,7 @@ def _drop_bad(data: dict[str, Any], errors: list[ErrorDetails], problems: list[s
         if len(problems) < MAX_PROBLEMS:
             problems.append(f"{_where(loc) or '(document)'}: {error['msg']}")
         elif len(problems) == MAX_PROBLEMS:
-            problems.append("… more problems not listed")
+            problems.append("(more problems not listed)")
         key = loc[0] if loc else None
         if not isinstance(key, str) or key not in data:
             removable = False
@@ -101,7 +101,7 @@ class ReadView(BaseModel):
             view._problems, view._kept, view._order = problems, kept, list(data)
             return view
         view = handler({})
-        view._problems = [*problems, "read as empty: the document could not be read even in part"]
+        view._problems = [*problems, "(read as empty: it could not be read even in part)"]
         view._order = []
         return view
 

@@ -209,7 +209,7 @@ def test_problems_are_capped_per_view() -> None:
     view = views.ReviewView.read({"riskFlags": list(range(500))})
     assert view.riskFlags == []
     assert len(view.read_problems()) == views.MAX_PROBLEMS + 1
-    assert view.read_problems()[-1] == "… more problems not listed"
+    assert view.read_problems()[-1] == "(more problems not listed)"
 
 
 def test_written_keeps_the_written_order_and_unknown_keys() -> None:
