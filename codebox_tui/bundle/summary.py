@@ -33,7 +33,7 @@ class TestsSummary(BaseModel):
     __test__ = False  # not a pytest test class
 
     status: str = "unknown"
-    summary: dict[str, Any] = Field(default_factory=dict)
+    summary: dict[str, int] = Field(default_factory=dict)
 
 
 class ArtifactSummary(BaseModel):
