@@ -8,9 +8,11 @@ from typing import Any
 import typer
 
 from codebox_tui.bundle.reader import find_bundle_dir, find_bundles, load_bundle
+from codebox_tui.bundle.results import BundleChecks
 from codebox_tui.bundle.summary import artifact_summary, checks_of
 from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.cliutil import emit_json
+from codebox_tui.contracts.bundle_read import ManifestView
 from codebox_tui.errors import BadInputError, ExitCode
 from codebox_tui.textsafe import safe_text
 
@@ -27,7 +29,7 @@ def verify_command(
     if json_out:
         emit_json(result.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"manifest"}))
     elif result.valid:
-        typer.echo(f"valid: {result.manifest.get('id') if result.manifest else bundle}")
+        typer.echo(f"valid: {ManifestView.read(result.manifest).id if result.manifest else bundle}")
     else:
         typer.echo(f"INVALID: {bundle} ({len(result.violations)} violation(s))", err=True)
         for violation in result.violations:
@@ -55,9 +57,8 @@ def show_command(
     if runtime:
         typer.echo(f"runtime  {runtime.get('backend') or '?'}: WordPress {runtime.get('wordpressVersion') or '?'}, "
                    f"PHP {runtime.get('phpVersion') or '?'}")
-    for base in summary["baselines"]:
-        if isinstance(base, dict):
-            typer.echo(f"baseline mount {base.get('mountIndex')}: {base.get('strategy')}")
+    for base in loaded.metadata.baselines:
+        typer.echo(f"baseline mount {base.mountIndex}: {base.strategy}")
     if loaded.valid:
         typer.echo("verified yes")
     else:
@@ -68,9 +69,9 @@ def show_command(
     for item in summary["changedFiles"]:
         counts = "binary" if item["binary"] else f"+{item['additions']} -{item['deletions']}"
         typer.echo(f"  {item['status']:9} {item['path']}  ({counts})")
-    if summary["skipped"]:
-        typer.echo(f"skipped  {len(summary['skipped'])} not captured (changed-files.json skipped[]):")
-        _echo_first([f"{e.get('reason', '?'):28} {e.get('relativePath', '')}" for e in summary["skipped"]])
+    if loaded.skipped:
+        typer.echo(f"skipped  {len(loaded.skipped)} not captured (changed-files.json skipped[]):")
+        _echo_first([f"{e.reason or '?':28} {e.relativePath}" for e in loaded.skipped])
     _echo_checks(checks_of(loaded), loaded.test_results.status)
     for flag in summary["riskFlags"]:
         typer.echo(f"risk     {flag}")
@@ -83,6 +84,9 @@ def show_command(
         typer.echo(f"site     unreadable: {safe_text(loaded.site_state_problem)}")
     for path in summary["evidence"]:
         typer.echo(f"evidence {path}")
+    if loaded.read_problems:
+        typer.echo(f"unread   {len(loaded.read_problems)} field(s) of the wrong type, shown as their default:")
+        _echo_first([safe_text(problem) for problem in loaded.read_problems])
 
 
 def _echo_first(lines: list[str], hint: str = "", limit: int = 10) -> None:
@@ -92,7 +96,7 @@ def _echo_first(lines: list[str], hint: str = "", limit: int = 10) -> None:
         typer.echo(f"  … {len(lines) - limit} more{hint}")
 
 
-def _echo_checks(checks: Any, tests_status: Any) -> None:
+def _echo_checks(checks: BundleChecks, tests_status: str) -> None:
     for label, text in checks.lines(str(tests_status or "unknown")):
         typer.echo(f"{label:8} {text}")
 
@@ -122,9 +126,9 @@ def list_command(
             {
                 "path": str(path),
                 "id": loaded.id,
-                "createdAt": loaded.manifest.get("createdAt"),
+                "createdAt": loaded.manifest.createdAt,
                 "valid": loaded.valid,
-                "changed": loaded.review.get("stats", {}).get("total", 0),
+                "changed": loaded.review.stats.total,
                 "tests": loaded.test_results.status,
             }
         )

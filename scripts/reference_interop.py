@@ -247,7 +247,7 @@ def check_with_codebox(driver: Path, mode: str, out: Path, headers: str = "relat
         "from widgets.diff_model import block_for, split_patch; b=load_bundle(sys.argv[1]); "
         "blocks=split_patch(b.patch); "
         "print(json.dumps({'valid': b.valid, 'files': len(b.changed_files), 'patch': len(b.patch), "
-        "'review': b.review.get('schema'), "
+        "'review': b.review.schema_, "
         "'noblock': [f.relativePath for f in b.changed_files "
         "if block_for(blocks, f) is None]}))"), str(out)])
     try:

@@ -21,6 +21,7 @@ from codebox_tui.bundle.digests import content_digest_of
 from codebox_tui.bundle.safe_read import load_json_file
 from codebox_tui.contracts.apply import Decision
 from codebox_tui.contracts.bundle import ChangedFile
+from codebox_tui.contracts.bundle_read import ManifestView
 from codebox_tui.errors import BadInputError, ConflictError
 from store.apply import (
     _changed_entries,
@@ -120,20 +121,22 @@ class BundleContent:
         return out
 
 
+def _no_manifest_id(bundle_dir: Path) -> BadInputError:
+    return BadInputError(f"{bundle_dir} has no readable manifest.json with an id", code="bundle-invalid",
+                         field=layout.MANIFEST)
+
+
 def read_content(bundle_dir: Path, *, verify: bool = True) -> BundleContent:
     """Verify (fails closed) and read a bundle's id, Mode B digest and changed files."""
     if verify:
         _verify_bundle(bundle_dir)
     try:
         # a regular, size- and depth-limited file (bundle/safe_read.py), like every bundle read
-        manifest = load_json_file(bundle_dir / layout.MANIFEST, layout.MANIFEST)
-        bundle_id = str(manifest["id"])
-    except (BadInputError, KeyError, TypeError) as error:
-        raise BadInputError(
-            f"{bundle_dir} has no readable manifest.json with an id",
-            code="bundle-invalid",
-            field=layout.MANIFEST,
-        ) from error
+        bundle_id = ManifestView.read(load_json_file(bundle_dir / layout.MANIFEST, layout.MANIFEST)).id
+    except BadInputError as error:
+        raise _no_manifest_id(bundle_dir) from error
+    if not bundle_id:
+        raise _no_manifest_id(bundle_dir)
     cf = _read_evidence(bundle_dir, layout.CHANGED_FILES)
     patch = _read_evidence(bundle_dir, layout.PATCH)
     return BundleContent(bundle_id, content_digest_of(cf, patch), _changed_entries(cf), patch)

@@ -208,16 +208,16 @@ def describe_bundle(record: BundleRecord) -> InboxRow:
     """Source, title, verdict and test delta, and risk flags of one recorded bundle, read from its small
     JSON files (never verified here: opening a bundle for review verifies it)."""
     from codebox_tui.bundle.results import bundle_checks
+    from codebox_tui.contracts.bundle_read import MetadataView, ReviewView
     from codebox_tui.textsafe import safe_text
 
     root = Path(record.path)
     tests = _small_json(root / "files" / "test-results.json")
-    review = _small_json(root / "files" / "review.json")
+    review = ReviewView.read(_small_json(root / layout.REVIEW))
     checks = bundle_checks(root, tests)
     evaluation = _small_json(root / "files" / "evaluate-patch.json") if checks.kind == "evaluate-patch" else {}
     attestation = _small_json(root / "files" / "run-attestation.json") if checks.kind == "recipe-run" else {}
-    listed = review.get("riskFlags")
-    flags: list[Any] = listed if isinstance(listed, list) else []
+    flags = review.riskFlags
     if checks.kind == "evaluate-patch":
         title = _patch_title(str(evaluation.get("plugin") or "?"), str(evaluation.get("patch") or "?"))
         verdict = checks.patch_verdict or "unknown"
@@ -227,9 +227,8 @@ def describe_bundle(record: BundleRecord) -> InboxRow:
         title = Path(str(recipe.get("path") or "recipe")).stem
         verdict = checks.verdict.status if checks.verdict else "unknown"
     else:
-        mounts = _small_json(root / "metadata.json").get("mounts")
-        first = mounts[0] if isinstance(mounts, list) and mounts and isinstance(mounts[0], dict) else {}
-        name = Path(str(first.get("target") or first.get("source") or "")).name
+        mounts = MetadataView.read(_small_json(root / layout.METADATA)).mounts
+        name = Path((mounts[0].target or mounts[0].source) if mounts else "").name
         commands = _first_commands(root)
         title = " · ".join([n for n in (name, ", ".join(commands)) if n]) or "run"
         verdict = ""

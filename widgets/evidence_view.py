@@ -17,6 +17,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from codebox_tui.contracts.bundle_read import ManifestFileView
 from codebox_tui.settings import get_settings
 from codebox_tui.textsafe import safe_text
 
@@ -77,7 +78,7 @@ half-blocks); set `CODEBOX_IMAGES=off` to list paths only.
     EvidenceView .evidence-note { color: $text-muted; }
     """
 
-    def __init__(self, bundle_dir: Path, items: list[dict[str, Any]], *, id: str | None = None) -> None:
+    def __init__(self, bundle_dir: Path, items: list[ManifestFileView], *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.bundle_dir = Path(bundle_dir)
         self.items = items
@@ -88,12 +89,11 @@ half-blocks); set `CODEBOX_IMAGES=off` to list paths only.
             yield Static("No browser or test evidence files in this bundle.")
             return
         draw = image_class()
-        pictures = [self.bundle_dir / str(i.get("path")) for i in self.items
-                    if str(i.get("path", "")).lower().endswith(IMAGE_SUFFIXES)]
+        pictures = [self.bundle_dir / i.path for i in self.items if i.path.lower().endswith(IMAGE_SUFFIXES)]
         yield Static("[b]Evidence files[/b] (paths inside the bundle; its location is on the Provenance tab)")
         for item in self.items:
-            path = self.bundle_dir / str(item.get("path"))
-            yield Static(f"  {escape(str(item.get('kind'))):22} {escape(str(item.get('path')))}")
+            path = self.bundle_dir / item.path
+            yield Static(f"  {escape(item.kind):22} {escape(item.path)}")
             if draw is not None and path in pictures and path.is_file() and \
                     len(self.images_shown) < MAX_INLINE_IMAGES:
                 try:

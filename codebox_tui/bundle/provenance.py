@@ -9,35 +9,27 @@ Codebox writes ``metadata.provenance.runtime`` (``wordpressVersion``, ``phpVersi
 
 from __future__ import annotations
 
-from typing import Any
+from codebox_tui.contracts.bundle_read import MetadataView
 
 
-def _get(doc: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(doc, dict):
-            return None
-        doc = doc.get(key)
-    return doc
-
-
-def _first_text(*values: Any) -> str | None:
+def _first_text(*values: str | None) -> str | None:
     for value in values:
-        if isinstance(value, str | int | float) and not isinstance(value, bool) and str(value).strip():
-            return str(value).strip()
+        if value is not None and value.strip():
+            return value.strip()
     return None
 
 
-def runtime_versions(metadata: dict[str, Any]) -> dict[str, str | None]:
+def runtime_versions(metadata: MetadataView) -> dict[str, str | None]:
     """``{"backend", "wordpressVersion", "phpVersion"}`` from a bundle's ``metadata.json`` (None if unknown)."""
-    prov_runtime = _get(metadata, "provenance", "runtime")
-    environment = _get(metadata, "runtime", "environment")
-    packages_env = _get(metadata, "provenance", "packages", "environment")
+    prov_runtime = metadata.provenance.runtime
+    environment = metadata.runtime.environment
+    packages_env = metadata.provenance.packages.environment
     return {
-        "backend": _first_text(_get(prov_runtime, "backend"), _get(metadata, "runtime", "backend")),
+        "backend": _first_text(prov_runtime.backend, metadata.runtime.backend),
         "wordpressVersion": _first_text(
-            _get(prov_runtime, "wordpressVersion"), _get(environment, "wordpressVersion"),
-            _get(packages_env, "wordpressVersion"), _get(environment, "version")),
+            prov_runtime.wordpressVersion, environment.wordpressVersion, packages_env.wordpressVersion,
+            environment.version),
         "phpVersion": _first_text(
-            _get(prov_runtime, "phpVersion"), _get(environment, "phpVersion"), _get(packages_env, "phpVersion"),
-            _get(metadata, "context", "phpWasmRuntimeAssetPreflight", "phpVersion")),
+            prov_runtime.phpVersion, environment.phpVersion, packages_env.phpVersion,
+            metadata.context.phpWasmRuntimeAssetPreflight.phpVersion),
     }

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from codebox_tui.bundle import layout
 from codebox_tui.bundle.documents import validate_document
@@ -21,6 +20,7 @@ from codebox_tui.contracts.bundle import (
     ChangedFilesListing,
     TestResults,
 )
+from codebox_tui.contracts.bundle_read import ManifestFileView, ManifestView, MetadataView, ReviewView, SkippedView
 from codebox_tui.contracts.site_state import SITE_STATE_DIFF_SCHEMA, SiteStateDiff
 from codebox_tui.errors import BadInputError
 
@@ -28,28 +28,31 @@ from codebox_tui.errors import BadInputError
 @dataclass
 class LoadedBundle:
     """A bundle as the review surfaces show it. The change list and test results are parsed with their contract
-    models (codebox_tui/contracts/bundle.py); the manifest, review and metadata stay as written, because a
-    bundle that fails verification (or a reference-written review with fewer keys than Codebox writes) is still
-    shown, with its violations."""
+    models (codebox_tui/contracts/bundle.py), strictly; the manifest, review and metadata with the tolerant read
+    views (codebox_tui/contracts/bundle_read.py), because a bundle that fails verification (or a
+    reference-written review with fewer keys than Codebox writes) is still shown, with its violations: a field
+    of the wrong type reads as its default and is listed in ``read_problems``."""
 
     path: Path
-    manifest: dict[str, Any]
-    review: dict[str, Any]
-    metadata: dict[str, Any]
+    manifest: ManifestView
+    review: ReviewView
+    metadata: MetadataView
     changed_files: list[ChangedFile]
-    skipped: list[dict[str, Any]]
+    skipped: list[SkippedView]
     patch: str
     test_results: TestResults
     verification: BundleVerification
-    evidence: list[dict[str, Any]] = field(default_factory=list)
+    evidence: list[ManifestFileView] = field(default_factory=list)
     # files/site-state-diff.json (docs/site-state.md): None when the bundle has none or it is unreadable
     # (``site_state_problem`` says why; the verifier reports it as a violation too)
     site_state: SiteStateDiff | None = None
     site_state_problem: str | None = None
+    # what the read views could not read as declared, each as ``<file>: <field>: <problem>``
+    read_problems: list[str] = field(default_factory=list)
 
     @property
     def id(self) -> str:
-        return str(self.manifest.get("id", ""))
+        return self.manifest.id
 
     @property
     def valid(self) -> bool:
@@ -57,11 +60,10 @@ class LoadedBundle:
 
     @property
     def risk_flags(self) -> list[str]:
-        flags = self.review.get("riskFlags")
-        return [str(f) for f in flags] if isinstance(flags, list) else []
+        return list(self.review.riskFlags)
 
 
-def _json(path: Path, what: str, expected_schema: str | None = None, required: bool = True) -> dict[str, Any]:
+def _json(path: Path, what: str, expected_schema: str | None = None, required: bool = True) -> dict[str, object]:
     if not os.path.lexists(path):
         if required:
             raise BadInputError(f"{what} is missing: {path}", code="malformed-bundle", field=str(path.name))
@@ -112,20 +114,16 @@ APPLY_STAGING_FLAG = "apply-staging-folder-in-mount"
 _APPLY_STAGING = ".codebox-apply"  # the directory apply's staging folder (store/journal.py)
 
 
-def _with_derived_risk_flags(review: dict[str, Any], files: list[ChangedFile],
-                             skipped: list[dict[str, Any]]) -> dict[str, Any]:
+def _with_derived_risk_flags(review: ReviewView, files: list[ChangedFile], skipped: list[SkippedView]) -> ReviewView:
     """Risk flags that follow from the bundle's own change list, shown even when a bundle (a foreign or
     older one) does not record them: a ``.codebox-apply`` folder in a mount is how a sandbox would try to
     plant an apply journal (apply refuses such a target; docs/security-host.md)."""
-    names = [f.relativePath for f in files]
-    names += [str(entry.get("relativePath") or entry.get("path") or "") for entry in skipped]
+    names = [f.relativePath for f in files] + [entry.name for entry in skipped]
     if not any(_APPLY_STAGING in name.split("/") for name in names):
         return review
-    flags = review.get("riskFlags")
-    flags = [str(f) for f in flags] if isinstance(flags, list) else []
-    if APPLY_STAGING_FLAG in flags:
+    if APPLY_STAGING_FLAG in review.riskFlags:
         return review
-    return {**review, "riskFlags": sorted([*flags, APPLY_STAGING_FLAG])}
+    return review.model_copy(update={"riskFlags": sorted([*review.riskFlags, APPLY_STAGING_FLAG])})
 
 
 def find_bundle_dir(path: Path) -> Path:
@@ -170,8 +168,8 @@ def load_bundle(bundle_dir: Path | str) -> LoadedBundle:
     and field)."""
     root = find_bundle_dir(Path(bundle_dir))
     verification = verify_bundle(root)
-    manifest = _json(root / layout.MANIFEST, layout.MANIFEST)
-    review = _json(root / layout.REVIEW, layout.REVIEW, REVIEW_SCHEMA, required=False)
+    manifest = ManifestView.read(_json(root / layout.MANIFEST, layout.MANIFEST))
+    review = ReviewView.read(_json(root / layout.REVIEW, layout.REVIEW, REVIEW_SCHEMA, required=False))
     changed = validate_document(
         ChangedFilesListing,
         _json(root / layout.CHANGED_FILES, layout.CHANGED_FILES, CHANGED_FILES_SCHEMA, required=False),
@@ -181,17 +179,17 @@ def load_bundle(bundle_dir: Path | str) -> LoadedBundle:
         TestResults, _json(root / layout.TEST_RESULTS, layout.TEST_RESULTS, TEST_RESULTS_SCHEMA, required=False),
         layout.TEST_RESULTS,
     )
-    metadata = _json(root / layout.METADATA, layout.METADATA, required=False)
+    metadata = MetadataView.read(_json(root / layout.METADATA, layout.METADATA, required=False))
     patch = _read_patch(root)
     files = _with_line_counts(changed.files, patch)
     review = _with_derived_risk_flags(review, files, changed.skipped)
     site_state, site_state_problem = _site_state(root)
-    listed = manifest.get("files")
-    evidence = [
-        f
-        for f in (listed if isinstance(listed, list) else [])
-        if isinstance(f, dict) and str(f.get("path", "")).startswith(layout.VIEWABLE_EVIDENCE_PREFIXES)
-    ]
+    evidence = [f for f in manifest.files if f.path.startswith(layout.VIEWABLE_EVIDENCE_PREFIXES)]
+    problems = [f"{layout.MANIFEST}: {p}" for p in manifest.read_problems()]
+    problems += [f"{layout.REVIEW}: {p}" for p in review.read_problems()]
+    problems += [f"{layout.METADATA}: {p}" for p in metadata.read_problems()]
+    problems += [f"{layout.CHANGED_FILES}: skipped[{i}].{p}" for i, entry in enumerate(changed.skipped)
+                 for p in entry.read_problems()]
     return LoadedBundle(
         path=root,
         manifest=manifest,
@@ -205,6 +203,7 @@ def load_bundle(bundle_dir: Path | str) -> LoadedBundle:
         evidence=evidence,
         site_state=site_state,
         site_state_problem=site_state_problem,
+        read_problems=problems,
     )
 
 
@@ -218,7 +217,7 @@ def find_bundles(root: Path) -> list[Path]:
     def created(path: Path) -> str:
         try:
             manifest = parse_json(read_regular(path / layout.MANIFEST, MAX_JSON_BYTES), layout.MANIFEST)
-            return str(manifest.get("createdAt", "")) if isinstance(manifest, dict) else ""
+            return ManifestView.read(manifest).createdAt or ""
         except (OSError, BadInputError):
             return ""
 

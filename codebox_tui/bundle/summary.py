@@ -10,9 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from codebox_tui.bundle.reader import LoadedBundle
+from codebox_tui.bundle.results import BundleChecks
+from codebox_tui.contracts.bundle_read import MetadataView
 
 
 class ChangedFileSummary(BaseModel):
@@ -31,7 +33,7 @@ class TestsSummary(BaseModel):
     __test__ = False  # not a pytest test class
 
     status: str = "unknown"
-    summary: dict[str, Any] = Field(default_factory=dict)
+    summary: dict[str, int] = Field(default_factory=dict)
 
 
 class ArtifactSummary(BaseModel):
@@ -41,22 +43,27 @@ class ArtifactSummary(BaseModel):
 
     id: str = Field(description="The bundle id (manifest.json).")
     path: str = Field(description="The bundle folder.")
-    # what the bundle's own JSON says (manifest, review.json, metadata.json): shown as written, whatever it is
-    createdAt: Any = None
+    # what the bundle's own JSON says (manifest, review.json, metadata.json), read with the tolerant views
+    # (contracts/bundle_read.py): the keys as written, less any of the wrong type (listed in readProblems)
+    createdAt: str | None = None
     valid: bool = Field(description="Whether every hash, digest and reference verified.")
     violations: list[dict[str, Any]] = Field(default_factory=list)
-    summary: Any = None
-    stats: Any = None
+    summary: str | None = None
+    stats: dict[str, JsonValue] = Field(default_factory=dict)
     changedFiles: list[ChangedFileSummary] = Field(default_factory=list)
     tests: TestsSummary
-    riskFlags: list[Any] = Field(default_factory=list)
-    skipped: list[Any] = Field(default_factory=list)
-    runtime: dict[str, Any] = Field(default_factory=dict)
+    riskFlags: list[str] = Field(default_factory=list)
+    skipped: list[dict[str, JsonValue]] = Field(default_factory=list)
+    runtime: dict[str, JsonValue] = Field(default_factory=dict)
     contentDigestB: str | None = Field(default=None, description="The Mode B content digest decisions bind to.")
-    baselines: Any = None
-    evidence: list[Any] = Field(default_factory=list)
+    baselines: list[dict[str, JsonValue]] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=list)
     checks: dict[str, Any] = Field(default_factory=dict)
     siteState: dict[str, Any] | None = None
+    readProblems: list[str] = Field(
+        default_factory=list, exclude_if=lambda problems: not problems,
+        description="Fields of manifest.json, review.json or metadata.json of the wrong type, read as their "
+                    "default (left out when there are none).")
 
 
 def artifact_summary(loaded: LoadedBundle) -> ArtifactSummary:
@@ -64,11 +71,11 @@ def artifact_summary(loaded: LoadedBundle) -> ArtifactSummary:
     return ArtifactSummary(
         id=loaded.id,
         path=str(loaded.path),
-        createdAt=loaded.manifest.get("createdAt"),
+        createdAt=loaded.manifest.createdAt,
         valid=loaded.valid,
         violations=[v.model_dump(mode="json", exclude_none=True) for v in loaded.verification.violations],
-        summary=loaded.review.get("summary"),
-        stats=loaded.review.get("stats", {}),
+        summary=loaded.review.summary,
+        stats=loaded.review.stats.written(),
         changedFiles=[
             ChangedFileSummary(status=f.status, path=f.relativePath, binary=f.binary, additions=f.additions,
                                deletions=f.deletions)
@@ -76,13 +83,14 @@ def artifact_summary(loaded: LoadedBundle) -> ArtifactSummary:
         ],
         tests=TestsSummary(status=loaded.test_results.status, summary=loaded.test_results.summary.model_dump()),
         riskFlags=loaded.risk_flags,
-        skipped=loaded.skipped,
+        skipped=[entry.written() for entry in loaded.skipped],
         runtime=runtime_summary(loaded.metadata),
         contentDigestB=digest_b(loaded.path),
-        baselines=loaded.metadata.get("baselines") or [],
-        evidence=[e["path"] for e in loaded.evidence],
+        baselines=[base.written() for base in loaded.metadata.baselines],
+        evidence=[e.path for e in loaded.evidence],
         checks=checks_of(loaded).to_dict(),
         siteState=site_state_summary(loaded),
+        readProblems=loaded.read_problems,
     )
 
 
@@ -99,15 +107,14 @@ def site_state_summary(loaded: LoadedBundle) -> dict[str, Any] | None:
             "diff": diff.model_dump(mode="json", by_alias=True, exclude_none=True)}
 
 
-def runtime_summary(metadata: dict[str, Any]) -> dict[str, Any]:
+def runtime_summary(metadata: MetadataView) -> dict[str, JsonValue]:
     """``provenance.runtime`` with the versions filled in from wherever the writer put them (the reference
     keeps the PHP version under ``context.phpWasmRuntimeAssetPreflight``)."""
     from codebox_tui.bundle.provenance import runtime_versions
 
-    raw = (metadata.get("provenance") or {}).get("runtime") or {}
-    raw = raw if isinstance(raw, dict) else {}
+    written = metadata.provenance.runtime.written()
     found = {k: v for k, v in runtime_versions(metadata).items() if v}
-    return {**raw, **{k: v for k, v in found.items() if not raw.get(k)}} if (raw or found) else {}
+    return {**written, **{k: v for k, v in found.items() if not written.get(k)}}
 
 
 def digest_b(path: Path) -> str | None:
@@ -119,7 +126,7 @@ def digest_b(path: Path) -> str | None:
         return None
 
 
-def checks_of(loaded: LoadedBundle) -> Any:
+def checks_of(loaded: LoadedBundle) -> BundleChecks:
     """Tests (per side for evaluate-patch), probes and a recipe run's verdict: bundle/results.py."""
     from codebox_tui.bundle.results import bundle_checks
 

@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Final, Literal
 
 from pydantic import Field
 
+from codebox_tui.contracts.bundle_read import SkippedView
 from codebox_tui.contracts.common import Contract, Digest, OpenContract
 
 MANIFEST_FILE_LIST_DOMAIN: Final = "wp-codebox/artifact-manifest-file-list/v1"
@@ -99,11 +100,12 @@ class ChangedFiles(Contract):
 class ChangedFilesListing(OpenContract):
     """``files/changed-files.json`` as a reader takes it (the review screens, ``artifacts show``, decisions,
     apply-back): each entry must be a valid :class:`ChangedFile`, while keys other writers add are kept and a
-    bare ``{}`` placeholder (the reference writes those) reads as no changes. Writers use :class:`ChangedFiles`."""
+    bare ``{}`` placeholder (the reference writes those) reads as no changes. Writers use :class:`ChangedFiles`.
+    The skipped entries are only shown, so they are read with the tolerant :class:`SkippedView`."""
 
     schema_: Literal["wp-codebox/changed-files/v1"] | None = Field(default=None, alias="schema")
     files: list[ChangedFile] = Field(default_factory=list)
-    skipped: list[dict[str, Any]] = Field(default_factory=list)
+    skipped: list[SkippedView] = Field(default_factory=list)
 
 
 class TestCase(Contract):

@@ -130,19 +130,21 @@ content digest you reviewed; nothing is applied until you choose an adapter.
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
         review = self.bundle.review
-        stats = review.get("stats", {})
+        stats = review.stats
         # Most important first, so a narrow terminal cuts only the prose (the full id is in Provenance).
         short = self.bundle.id.removeprefix("artifact-bundle-sha256-")[:16]
         counts = " · ".join(
-            f"[{colour}]{sign}{stats.get(key, 0)} {key}[/]" if stats.get(key, 0) else f"[dim]0 {key}[/]"
-            for key, sign, colour in (("added", "+", "green"), ("modified", "~", "yellow"), ("deleted", "-", "red")))
-        yield Static(f"[b]bundle {escape(short)}[/b]  {counts}  [dim]{escape(str(review.get('summary', '')))}[/]",
+            f"[{colour}]{sign}{count} {key}[/]" if count else f"[dim]0 {key}[/]"
+            for count, key, sign, colour in ((stats.added, "added", "+", "green"),
+                                             (stats.modified, "modified", "~", "yellow"),
+                                             (stats.deleted, "deleted", "-", "red")))
+        yield Static(f"[b]bundle {escape(short)}[/b]  {counts}  [dim]{escape(review.summary or '')}[/]",
                      id="review-title")
         if self.evaluation is not None or self.evaluation_problem:
             yield Static(self._verdict_line(), id="verdict")
         elif self.checks.verdict is not None:
             yield Static(self._recipe_line(), id="recipe-verdict")
-        if review.get("riskFlags"):
+        if review.riskFlags:
             yield Static(self._risk_line(), id="risks")
         with Horizontal(id="review-body"):
             yield ChangedFileTree(id="files")
@@ -370,8 +372,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
 
     def _risk_line(self) -> str:
         """Risk flags where they cannot be missed; the details are in the Provenance tab."""
-        flags = [str(f) for f in self.bundle.review.get("riskFlags", [])]
-        uncaptured = sum(1 for s in self.bundle.skipped if s.get("reason") == "changed-in-skipped-directory")
+        flags = self.bundle.review.riskFlags
+        uncaptured = sum(1 for s in self.bundle.skipped if s.reason == "changed-in-skipped-directory")
         shown = [escape(f) + (f" ({uncaptured})" if f == "changes-in-uncaptured-directories" else "") for f in flags]
         return f"[b yellow]⚠ {len(flags)} risk{'s' if len(flags) != 1 else ''}:[/] " + " · ".join(shown) + \
             "  [dim](Provenance tab)[/]"
@@ -442,24 +444,26 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                  f"[b]Verified[/b] {'yes' if verification.valid else 'NO'}"]
         for violation in verification.violations[:20]:
             lines.append(f"  [red]{escape(violation.code)}[/] {escape(violation.path)}: {escape(violation.message)}")
+        problems = self.bundle.read_problems
+        if problems:
+            lines.append(f"[b]Unread[/b] ({len(problems)}): fields of the wrong type, shown as their default")
+            lines += [f"  [yellow]{escape(problem)}[/]" for problem in problems[:20]]
 
         versions = runtime_versions(meta)
         wp, php = versions["wordpressVersion"] or "?", versions["phpVersion"] or "?"
         lines.append(f"[b]WordPress[/b] {escape(wp)}  [b]PHP[/b] {escape(php)}")
-        lines.append(f"[b]Policy[/b] {escape(json.dumps(meta.get('policy', {})))}")
-        for mount in meta.get("mounts", []):
-            lines.append(f"[b]Mount[/b] {escape(mount.get('source'))} → {escape(mount.get('target'))} "
-                         f"({escape(mount.get('mode'))})")
-        for flag in self.bundle.review.get("riskFlags", []):
-            lines.append(f"[b][yellow]Risk[/][/b] {escape(str(flag))}")
+        lines.append(f"[b]Policy[/b] {escape(json.dumps(meta.policy))}")
+        for mount in meta.mounts:
+            lines.append(f"[b]Mount[/b] {escape(mount.source)} → {escape(mount.target)} ({escape(mount.mode)})")
+        for flag in self.bundle.review.riskFlags:
+            lines.append(f"[b][yellow]Risk[/][/b] {escape(flag)}")
         skipped = self.bundle.skipped
         if skipped:
             lines.append(f"[b]Not captured[/b] ({len(skipped)}): content not in the bundle; changes inside "
                          "uncaptured folders (.git, node_modules) are listed so they can be checked by hand")
             for entry in skipped[:200]:
-                change = f" [yellow]{escape(entry['change'])}[/]" if entry.get("change") else ""
-                lines.append(f"  {escape(str(entry.get('relativePath')))}{change} "
-                             f"[dim]{escape(entry.get('reason'))}[/]")
+                change = f" [yellow]{escape(entry.change)}[/]" if entry.change else ""
+                lines.append(f"  {escape(entry.relativePath)}{change} [dim]{escape(entry.reason)}[/]")
             if len(skipped) > 200:
                 lines.append(f"  … {len(skipped) - 200} more in {layout.CHANGED_FILES}")
         return "\n".join(lines)
@@ -540,7 +544,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
     def _content_digest_b(self) -> str:
         """Mode B over the bytes on disk (what the decision binds to); bundles written by the reference
         do not record it in review.json."""
-        recorded = self.bundle.review.get("evidence", {}).get("contentDigestB")
+        recorded = self.bundle.review.evidence.contentDigestB
         try:
             return content_digest_b(self.bundle_dir)
         except OSError:

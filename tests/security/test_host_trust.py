@@ -443,7 +443,7 @@ def test_journal_planted_by_php_is_never_read(make_run_session: Any, tmp_path: P
     bundle_dir = Path(getattr(summary, "directory", None) or getattr(summary, "path", None) or run.run_dir)
     from codebox_tui.bundle.reader import load_bundle
 
-    assert "apply-staging-folder-in-mount" in load_bundle(bundle_dir).review["riskFlags"]
+    assert "apply-staging-folder-in-mount" in load_bundle(bundle_dir).review.riskFlags
     if not (folder / ".codebox-apply").exists():  # a copy-on-write mount kept the plant in the sandbox
         write_tree(folder, plant)  # what a :live run would have left
     _assert_journal_attack_fails(tmp_path, bundle_dir, folder, outside, sorted(changes))

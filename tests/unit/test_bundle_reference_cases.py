@@ -188,7 +188,7 @@ def test_reference_shaped_bundle_loads_through_the_reader(golden: Path) -> None:
     assert loaded.valid
     assert loaded.patch == PATCH
     assert [f.relativePath for f in loaded.changed_files] == ["hello.txt"]
-    assert loaded.review["evidence"]["artifactContentDigest"] == content_digest(golden, MODE_B)
+    assert loaded.review.evidence.artifactContentDigest == content_digest(golden, MODE_B)
     # The reference's placeholder ``{}`` test results (no schema id) load as an empty document.
     assert loaded.test_results == TestResults() and loaded.test_results.status == "unknown"
 
