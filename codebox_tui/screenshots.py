@@ -336,6 +336,32 @@ def main() -> int:
             await pilot.pause(0.3)
 
         OUT.mkdir(exist_ok=True)
+        async def batches(app: Any, pilot: Any) -> None:
+            from codebox_tui.screens.batch import BatchScreen
+            from codebox_tui.screens.data import open_store
+            from store.batches import create_batch, list_batches, update_item
+
+            store = open_store()
+            try:
+                if not list_batches(store):
+                    create_batch(store, "batch-demo", kind="fan-out", source='replace "Hello" with "Howdy"',
+                                 items=[(f"candidate-{n}", "agent-task", "demo") for n in range(1, 5)])
+                    key = store.list_bundles()[0].key
+                    update_item(store, "batch-demo", "candidate-1", state="completed", attempts=1,
+                                verdict="completed", bundle_key=key)
+                    update_item(store, "batch-demo", "candidate-2", state="running", attempts=2,
+                                phase="step 1: wp-codebox.agent")
+                    update_item(store, "batch-demo", "candidate-3", state="failed", attempts=1, verdict="failed",
+                                error="the agent exited 1")
+            finally:
+                store.close()
+            screen = BatchScreen("batch-demo")
+            app.push_screen(screen)
+            for _ in range(100):
+                await pilot.pause(0.05)
+                if len(screen.items) == 4:
+                    break
+
         shots: list[tuple[str, Step | None]] = [
             ("home", None), ("review-diff", open_review), ("review-tests", review_tests),
             ("review-events", review_events), ("review-evidence", review_evidence), ("decide-confirm", confirm),
@@ -343,6 +369,7 @@ def main() -> int:
             ("help", help_panel), ("live-run", live),
             ("review-all-files", review_all_files),  # before the comment shots store their comments
             ("review-comment", review_comment), ("review-hunks", review_hunks),
+            ("batches", batches),  # last: its batch makes the demo bundle a candidate on Home
         ]
         hostile = build_hostile_bundle(work / "hostile")
 

@@ -22,7 +22,16 @@ from codebox_tui.textsafe import safe_text
 POLL_S = 0.5
 STATE_COLOURS = {"queued": "white", "running": "cyan", "retrying": "yellow", "completed": "green",
                  "failed": "red", "timed-out": "red", "cancelled": "yellow"}
-COLUMNS = [("item", 16), ("kind", 14), ("state", 12), ("tries", 5), ("verdict", 12), ("bundle", 6), ("now", 40)]
+COLUMNS = [("item", 16), ("kind", 14), ("state", 12), ("tries", 5), ("verdict", 12), ("bundle", 6), ("now", 0)]
+NARROW = 110  # below this width the kind column goes (a fan-out's kind is in the title) and the rest shrink
+
+
+def column_widths(width: int) -> list[tuple[str, int]]:
+    """Each column's width for a screen ``width`` cells wide; ``now`` takes what is left (at least 12)."""
+    columns = COLUMNS if width >= NARROW else [("item", 13), ("state", 12), ("tries", 5), ("verdict", 10),
+                                               ("bundle", 6), ("now", 0)]
+    used = sum(w + 2 for _, w in columns) + 2  # DataTable pads each cell by one on both sides
+    return [(name, w or max(12, width - used - 2)) for name, w in columns]
 
 
 class BatchScreen(Screen[None]):
@@ -48,6 +57,7 @@ what each item is doing now. It follows a batch running in another terminal too.
         self.batch_ids: list[str] = []  # newest first
         self.items: list[Any] = []
         self._shown: tuple[Any, ...] | None = None
+        self._columns: list[tuple[str, int]] = []
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
@@ -57,7 +67,8 @@ what each item is doing now. It follows a batch running in another terminal too.
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        for label, width in COLUMNS:
+        self._columns = column_widths(self.size.width)
+        for label, width in self._columns:
             table.add_column(label, width=width, key=label)
         self.poll()
         self.set_interval(self.poll_s, self.poll)
@@ -98,26 +109,44 @@ what each item is doing now. It follows a batch running in another terminal too.
             (f" {batch.kind} ", "bold reverse"), " ", (safe_text(batch.batch_id), "bold"),
             f" · {batch.status} · ", ", ".join(f"{n} {state}" for state, n in sorted(counts.items())),
             f" · batch {position}", (f" · {safe_text(batch.source)[:60]}" if batch.source else "", "dim")))
+        self._fill(items)
+
+    def _fill(self, items: list[Any]) -> None:
         table = self.query_one(DataTable)
         row = table.cursor_row
+        columns = column_widths(self.size.width)
+        if columns != self._columns:
+            self._columns = columns
+            table.clear(columns=True)
+            for label, width in columns:
+                table.add_column(label, width=width, key=label)
         table.clear()
+        names = [name for name, _ in columns]
         for item in items:
             colour = STATE_COLOURS.get(item.state, "white")
             now = item.phase if item.state in ("running", "retrying") else (item.error or "")
-            table.add_row(safe_text(item.item_id), item.kind,
-                          Text(f"{STATE_MARKS.get(item.state, '?')} {item.state}", style=colour),
-                          str(item.attempts), safe_text(item.verdict) or "—",
-                          f"@{item.bundle_key}" if item.bundle_key is not None else "—",
-                          Text(safe_text(now)[:200], style="dim" if item.state == "queued" else ""),
-                          key=item.item_id)
+            cells = {"item": safe_text(item.item_id), "kind": item.kind,
+                     "state": Text(f"{STATE_MARKS.get(item.state, '?')} {item.state}", style=colour),
+                     "tries": str(item.attempts), "verdict": safe_text(item.verdict) or "—",
+                     "bundle": f"@{item.bundle_key}" if item.bundle_key is not None else "—",
+                     "now": Text(safe_text(now)[:200], style="dim" if item.state == "queued" else "")}
+            table.add_row(*(cells[name] for name in names), key=item.item_id)
         if items:
             table.move_cursor(row=min(max(row, 0), len(items) - 1))
+
+    def on_resize(self) -> None:
+        if self.items and column_widths(self.size.width) != self._columns:
+            self._fill(self.items)
 
     def _highlighted(self) -> Any:
         table = self.query_one(DataTable)
         if not self.items or not 0 <= table.cursor_row < len(self.items):
             return None
         return self.items[table.cursor_row]
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()  # enter on the table (the table's own binding) opens the item's bundle
+        self.action_open()
 
     def action_open(self) -> None:
         from store.db import Store

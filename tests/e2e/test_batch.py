@@ -183,6 +183,7 @@ def test_an_agent_fan_out_of_four_lands_in_the_store_and_compares_in_the_tui(loc
     from codebox_tui.app import CodeboxApp
     from codebox_tui.batch import agent_fan_out
     from codebox_tui.contracts.agent import TaskInput
+    from codebox_tui.screens.batch import BatchScreen
     from codebox_tui.screens.compare import CompareScreen
     from codebox_tui.screens.home import HomeScreen
 
@@ -226,7 +227,20 @@ def test_an_agent_fan_out_of_four_lands_in_the_store_and_compares_in_the_tui(loc
             screen: Any = app.screen
             assert isinstance(screen, CompareScreen)
             assert [f.path for f in screen.comparison.files] == ["simple-plugin.php"]
-            return screen.comparison.a.bundle.key, screen.comparison.b.bundle.key
+            pair = screen.comparison.a.bundle.key, screen.comparison.b.bundle.key
+            # the batch's progress table (Home `b`) from what the runner recorded in the store
+            await pilot.press("escape")
+            await pilot.pause()
+            await pilot.press("b")
+            for _ in range(100):
+                await pilot.pause(0.05)
+                if isinstance(app.screen, BatchScreen) and len(app.screen.items) == 4:
+                    break
+            items = app.screen.query_one(DataTable)
+            rows = [[str(c) for c in items.get_row(r.key)] for r in items.ordered_rows]
+            assert [r[2] for r in rows] == ["✔ completed"] * 4
+            assert sorted(r[5] for r in rows) == sorted(f"@{s.bundle_key}" for s in outcome.items)
+            return pair
 
     a, b = asyncio.run(compare_two())
     assert a != b and {a, b} <= {s.bundle_key for s in outcome.items}
