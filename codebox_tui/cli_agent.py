@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
+from pydantic import ValidationError
 
 from codebox_tui.agents import (
+    AgentTaskOutcome,
     AgentTaskRequest,
     agent_from_text,
     run_agent_task,
@@ -19,6 +20,7 @@ from codebox_tui.contracts.agent import Orchestrator
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, ExitCode
 from codebox_tui.lifecycle import env_from_pairs, policy_from_text
+from codebox_tui.lifecycle.request import json_object_from_text
 from codebox_tui.progress_report import StderrProgress
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
@@ -26,15 +28,21 @@ from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 def _orchestrator(text: str | None) -> Orchestrator | None:
     if not text:
         return None
+    value = json_object_from_text(text, "--orchestrator", "invalid-orchestrator",
+                                  example=" like {\"type\": …, \"id\": …, \"job_id\": …}")
     try:
-        value = json.loads(text)
-    except ValueError as error:
-        raise BadInputError(f"--orchestrator must be a JSON object: {error}", code="invalid-orchestrator",
-                            field="--orchestrator") from None
-    if not isinstance(value, dict):
-        raise BadInputError("--orchestrator must be a JSON object like {\"type\": …, \"id\": …, \"job_id\": …}",
-                            code="invalid-orchestrator", field="--orchestrator")
-    return Orchestrator.model_validate(value)
+        return Orchestrator.model_validate(value)
+    except ValidationError as error:
+        raise _option_error(error, "--orchestrator") from None
+
+
+def _option_error(error: ValidationError, option: str, *, skip: int = 0) -> BadInputError:
+    """The first problem pydantic found, named by the option and the field inside it (after ``skip`` parts of its
+    location, which the option already names)."""
+    first = error.errors()[0]
+    inner = ".".join(str(p) for p in first["loc"][skip:])
+    return BadInputError(f"{option}{': ' + inner if inner else ''}: {first['msg']}", code="invalid-agent-task",
+                         field=option)
 
 
 def agent_task_command(
@@ -72,7 +80,26 @@ def agent_task_command(
 ) -> None:
     """Run an agent on a task in a disposable sandbox; it edits only the sandbox's /workspace copy, through
     tools, and leaves a bundle for review."""
-    request = AgentTaskRequest(
+    try:
+        request = _request(task, workspace, agent, tools, sandbox_session_id, session_id, orchestrator, artifacts,
+                           timeout, tool_timeout, boot_timeout, policy, env, agent_env, wp, php)
+    except ValidationError as error:  # a field the model limits (an id too long, a timeout of 0)
+        loc = error.errors()[0]["loc"]
+        name = str(loc[0]) if loc else "task"
+        name = {"timeout_s": "timeout", "tool_timeout_s": "tool-timeout", "boot_timeout_s": "boot-timeout",
+                "workspaces": "workspace", "artifacts_root": "artifacts"}.get(name, name.replace("_", "-"))
+        raise _option_error(error, "--" + name, skip=1) from None
+    if fan_out != 1:
+        _fan_out(request, fan_out, concurrency=concurrency, ray_address=ray_address, json_out=json_out, quiet=quiet)
+    outcome = run_agent_task(request, progress=StderrProgress("agent-task", quiet=quiet))
+    _report(outcome, json_out)
+
+
+def _request(task: str, workspace: list[str], agent: str, tools: str | None, sandbox_session_id: str | None,
+             session_id: str | None, orchestrator: str | None, artifacts: Path | None, timeout: str,
+             tool_timeout: str, boot_timeout: str, policy: str | None, env: list[str], agent_env: list[str], wp: str,
+             php: str) -> AgentTaskRequest:
+    return AgentTaskRequest(
         task=task_from_text(task),
         workspaces=[workspace_from_text(text, index) for index, text in enumerate(workspace)],
         agent=agent_from_text(agent),
@@ -83,9 +110,9 @@ def agent_task_command(
         boot_timeout_s=parse_duration(boot_timeout, "--boot-timeout"), env=env_from_pairs(env),
         agent_env=list(agent_env), wp=wp, php=php, artifacts_root=artifacts,
     )
-    if fan_out != 1:
-        _fan_out(request, fan_out, concurrency=concurrency, ray_address=ray_address, json_out=json_out, quiet=quiet)
-    outcome = run_agent_task(request, progress=StderrProgress("agent-task", quiet=quiet))
+
+
+def _report(outcome: AgentTaskOutcome, json_out: bool) -> None:
     if json_out:
         emit_json(outcome.to_json())
     else:

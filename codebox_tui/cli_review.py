@@ -7,7 +7,6 @@ Every command prints one JSON document with ``--json``; errors are one line (exi
 
 from __future__ import annotations
 
-import getpass
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +14,11 @@ import typer
 
 from codebox_tui.cliutil import JsonOption, emit_json, progress
 from codebox_tui.errors import BadInputError
-from codebox_tui.settings import get_settings
 from codebox_tui.textsafe import safe_text
 from store import threeway
 from store.apply import apply_decision
 from store.db import BundleRecord, Store
-from store.decisions import decide, prune_discarded, read_content, resolve_bundle
+from store.decisions import decide, default_approver, prune_discarded, read_content, resolve_bundle
 from store.feedback import record_iterate_feedback
 from store.inbox import import_bundles
 from store.journal import recover, target_lock
@@ -33,15 +31,6 @@ ReasonOption = typer.Option("", "--reason", "-m", help="Why (required for iterat
 BundleArg = typer.Argument(
     ..., help="@key (from review list), bundle directory, run id, or a unique bundle-id or content-digest prefix."
 )
-
-
-def _approver(value: str | None) -> str:
-    if value and value.strip():
-        return value.strip()
-    try:
-        return get_settings().approver or getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
 
 
 def _bundle_dict(bundle: BundleRecord) -> dict[str, Any]:
@@ -186,7 +175,7 @@ def _decide(
 ) -> None:
     picks = _parse_hunks(hunks)
     with Store.open() as store:
-        decision = decide(store, bundle, action, approver=_approver(approver), reason=reason, files=files,
+        decision = decide(store, bundle, action, approver=default_approver(approver), reason=reason, files=files,
                           hunks=picks)
         feedback = record_iterate_feedback(store, decision)  # iterate: comments recorded, feedback written
     if json_out:
@@ -299,7 +288,7 @@ def comment_add(
     start, end = _parse_lines(line)
     with Store.open() as store:
         record = resolve_bundle(store, bundle)
-        comment = add_comment(store, record, path=file, kind=kind, body=message, author=_approver(author),
+        comment = add_comment(store, record, path=file, kind=kind, body=message, author=default_approver(author),
                               line_start=start, line_end=end, side="old" if old else "new")
     if json_out:
         emit_json(comment.to_dict())

@@ -11,6 +11,7 @@ preflight expects) and mount-relative paths (``approved_relative_paths``).
 
 from __future__ import annotations
 
+import getpass
 import shutil
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,6 +24,7 @@ from codebox_tui.contracts.apply import Decision
 from codebox_tui.contracts.bundle import ChangedFile
 from codebox_tui.contracts.bundle_read import ManifestView
 from codebox_tui.errors import BadInputError, ConflictError
+from codebox_tui.settings import get_settings
 from store.apply import (
     _changed_entries,
     _read_evidence,
@@ -119,6 +121,16 @@ class BundleContent:
                 details={"files": unknown},
             )
         return out
+
+
+def default_approver(value: str | None) -> str:
+    """Who decides (or comments): the name given, else the ``approver`` setting, else the user Codebox runs as."""
+    if value and value.strip():
+        return value.strip()
+    try:
+        return get_settings().approver or getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
 
 
 def _no_manifest_id(bundle_dir: Path) -> BadInputError:

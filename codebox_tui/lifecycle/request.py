@@ -191,18 +191,22 @@ def env_from_pairs(items: list[str], field_name: str = "env") -> dict[str, str]:
     return validate_runtime_env(out, field_name)
 
 
-def metadata_from_json(text: str | None) -> dict[str, Any]:
-    """``--metadata``: a JSON object (opaque caller metadata recorded with the run)."""
-    if not text:
-        return {}
+def json_object_from_text(text: str, option: str, code: str, *, field: str | None = None,
+                          example: str = "") -> dict[str, Any]:
+    """An option whose value is one JSON object (``--metadata``, ``--orchestrator``), or a BadInputError naming
+    the option."""
     try:
         value = json.loads(text)
     except ValueError as error:
-        raise BadInputError(f"--metadata must be a JSON object: {error}", code="invalid-metadata",
-                            field="metadata") from error
+        raise BadInputError(f"{option} must be a JSON object: {error}", code=code, field=field or option) from None
     if not isinstance(value, dict):
-        raise BadInputError("--metadata must be a JSON object", code="invalid-metadata", field="metadata")
+        raise BadInputError(f"{option} must be a JSON object{example}", code=code, field=field or option)
     return value
+
+
+def metadata_from_json(text: str | None) -> dict[str, Any]:
+    """``--metadata``: a JSON object (opaque caller metadata recorded with the run)."""
+    return json_object_from_text(text, "--metadata", "invalid-metadata", field="metadata") if text else {}
 
 
 def check_request(request: RunRequest) -> None:

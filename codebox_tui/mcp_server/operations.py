@@ -10,7 +10,6 @@ naming the field before anything boots or is written.
 
 from __future__ import annotations
 
-import getpass
 import json
 from pathlib import Path
 from typing import Any
@@ -48,11 +47,10 @@ from codebox_tui.mcp_server.models import (
     RunResult,
 )
 from codebox_tui.runtime.catalog import get_command
-from codebox_tui.settings import get_settings
 from store.apply import apply_decision
 from store.db import Store
 from store.decisions import decide as store_decide
-from store.decisions import read_content, resolve_bundle
+from store.decisions import default_approver, read_content, resolve_bundle
 from store.inbox import inbox_rows, select_rows
 
 
@@ -112,16 +110,6 @@ def artifacts_verify(params: BundleInput) -> BundleVerification:
     """``codebox artifacts verify --json``: every hash, digest and reference (fails closed)."""
     folder = find_bundle_dir(_existing_path(params.bundle, "bundle", what="a bundle folder"))
     return verify_bundle(folder).model_copy(update={"manifest": None})
-
-
-def default_approver(value: str | None) -> str:
-    """Who decides: the caller's name, else the ``approver`` setting, else the user the server runs as."""
-    if value and value.strip():
-        return value.strip()
-    try:
-        return get_settings().approver or getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
 
 
 def review_decide(params: ReviewDecideInput) -> Decision:

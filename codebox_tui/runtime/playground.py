@@ -215,23 +215,19 @@ class PlaygroundSandbox:
         sidecar.live_sandboxes += 1
 
     def run_php(self, code: str, timeout_s: float) -> PhpResult:
-        try:
-            result = self.sidecar.request("run", {"sandbox": self.id, "code": code,
-                                                  "maxOutputBytes": _max_output_bytes()}, timeout_s)
-        except SandboxError as error:
-            if error.code in ("sidecar-error", "Error"):
-                return _failed_run(error.message)
-            raise
-        return PhpResult(text=str(result.get("text", "")), exit_code=int(result.get("exitCode") or 0),
-                         errors=str(result.get("errors") or ""), truncated=result.get("truncated") or None)
+        return self._php("run", code, timeout_s)
 
     def probe_php(self, code: str, timeout_s: float) -> PhpResult:
         """Codebox's own measurement: ``code`` runs with Codebox's php.ini, so nothing the sandbox planted in
         ``/internal/shared`` (prepend, preload, php.ini, compiled scripts) runs with it (docs/security.md,
         "What the sandbox can and cannot forge"; ``node/probeguard.mjs``)."""
+        return self._php("probe", code, timeout_s)
+
+    def _php(self, op: str, code: str, timeout_s: float) -> PhpResult:
+        """One PHP request through the sidecar (``run``, or ``probe`` for Codebox's own measurements)."""
         try:
-            result = self.sidecar.request("probe", {"sandbox": self.id, "code": code,
-                                                    "maxOutputBytes": _max_output_bytes()}, timeout_s)
+            result = self.sidecar.request(op, {"sandbox": self.id, "code": code,
+                                               "maxOutputBytes": _max_output_bytes()}, timeout_s)
         except SandboxError as error:
             if error.code in ("sidecar-error", "Error"):
                 return _failed_run(error.message)

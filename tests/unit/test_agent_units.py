@@ -227,3 +227,22 @@ def test_a_hung_handler_is_abandoned_at_the_call_timeout() -> None:
     finally:
         release.set()
     assert result.error is not None and result.error.code == "host-tool-timeout"
+
+
+@pytest.mark.parametrize(("option", "value", "expected"), [
+    ("--orchestrator", '{"type": 5}', "--orchestrator: type: Input should be a valid string"),
+    ("--orchestrator", "[1]", "--orchestrator must be a JSON object like"),
+    ("--sandbox-session-id", "x" * 300, "--sandbox-session-id: String should have at most 200 characters"),
+    ("--fan-out", "0", "--fan-out must be between 1 and 64"),
+])
+def test_agent_task_option_errors_name_the_option_and_boot_nothing(tmp_path: Path, option: str, value: str,
+                                                                   expected: str) -> None:
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[2]
+    (tmp_path / "ws").mkdir()
+    done = subprocess.run([sys.executable, "-m", "codebox_tui", "agent-task", "--task", "x", "--workspace",
+                           str(tmp_path / "ws"), "--agent", f"{sys.executable} -c pass", option, value],
+                          capture_output=True, text=True, timeout=120, cwd=repo)
+    assert done.returncode == 2, done.stderr
+    assert expected in done.stderr and "Traceback" not in done.stderr
