@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -40,7 +41,7 @@ def test_boot_hold_serves_the_preview_then_disposes(tmp_path: Path) -> None:
             "codebox_tui",
             "boot",
             "--hold",
-            "60s",
+            "10m",  # ended by Ctrl-C below, long before it expires
             "--preview-port",
             str(port),
             "--artifacts",
@@ -52,6 +53,9 @@ def test_boot_hold_serves_the_preview_then_disposes(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # a pytest-xdist worker ignores SIGINT, and an ignored signal stays ignored in its children: give the
+        # command the disposition it has when a user starts it from a terminal
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert proc.stdout is not None
@@ -66,11 +70,11 @@ def test_boot_hold_serves_the_preview_then_disposes(tmp_path: Path) -> None:
             assert json.loads(response.read())["name"]  # the WordPress REST index
         proc.send_signal(2)  # Ctrl-C ends the hold early
         try:  # then the after-summary, capture and disposal: seconds, more on a loaded CI machine
-            _, stderr = proc.communicate(timeout=180)
+            _, stderr = proc.communicate(timeout=120)
         except subprocess.TimeoutExpired:
             proc.kill()
             _, stderr = proc.communicate()
-            raise AssertionError(f"codebox boot --hold did not end within 180 s of Ctrl-C; stderr:\n{stderr}") from None
+            raise AssertionError(f"codebox boot --hold did not end within 120 s of Ctrl-C; stderr:\n{stderr}") from None
         assert proc.returncode == 0, stderr
     finally:
         if proc.poll() is None:
