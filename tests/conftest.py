@@ -29,12 +29,31 @@ reload_settings()
 _INTEGRATION_DIRS = (Path(__file__).resolve().parent / "e2e", Path(__file__).resolve().parent / "integration")
 
 
+# The slowest files (each a minute or more of real sandboxes), started first: with `--dist loadfile` a worker
+# takes whole files in collection order, so long files at the end would leave the other worker idle while
+# they finish (longest job first; docs/performance.md, "Test suite").
+_SLOWEST_FIRST = ("e2e/test_wp_unittestcase.py", "e2e/test_batch.py", "security/test_secrets_and_limits.py",
+                  "e2e/test_run_parity.py", "e2e/test_runtime_cli.py", "e2e/test_episodes.py")
+_TESTS = Path(__file__).resolve().parent
+
+
+def _run_order(item: pytest.Item) -> tuple[int, int]:
+    rel = item.path.relative_to(_TESTS).as_posix() if item.path.is_relative_to(_TESTS) else ""
+    if rel in _SLOWEST_FIRST:
+        return 0, _SLOWEST_FIRST.index(rel)
+    if rel.startswith(("e2e/", "integration/", "security/")):
+        return 1, 0
+    return 2, 0
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Everything under tests/e2e and tests/integration is marked ``integration``, so
-    ``pytest -m "not integration and not playground"`` is the quick run."""
+    ``pytest -m "not integration and not playground"`` is the quick run. Files with real sandboxes run
+    first, the slowest of them before the rest (a stable sort: each file keeps its own order)."""
     for item in items:
         if any(item.path.is_relative_to(folder) for folder in _INTEGRATION_DIRS):
             item.add_marker(pytest.mark.integration)
+    items.sort(key=_run_order)
 
 
 @pytest.fixture(scope="session")
