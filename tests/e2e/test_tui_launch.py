@@ -34,7 +34,7 @@ async def test_launch_form_runs_a_real_sandbox_and_offers_its_bundle(  # type: i
         assert isinstance(live, LiveRunScreen), live.query_one("#launch-error").render()
         await wait_while(lambda: live.state == "starting")  # boot + command + capture
         assert live.state == "done", live.query_one("#progress").render()
-        await pilot.pause(0.3)
+        await wait_while(lambda: live.query_one(EventTail).total < 4, 10)  # the tail polls the file
         tail = live.query_one(EventTail)
         assert tail.total >= 4
         assert live.bundle_dir is not None and (live.bundle_dir / "files" / "patch.diff").exists()
@@ -64,7 +64,7 @@ async def test_launch_form_runs_a_recipe_and_offers_its_bundle(playground_sessio
         assert isinstance(live, LiveRunScreen), live.query_one("#launch-error").render()
         await wait_while(lambda: live.state == "starting")
         assert live.state == "done", live.query_one("#progress").render()
-        await pilot.pause(0.3)
+        await wait_while(lambda: live.query_one(EventTail).total < 4, 10)
         assert live.query_one(EventTail).total >= 4  # the recipe's own session events were tailed
         assert live.bundle_dir is not None
         assert (live.bundle_dir / "files" / "run-attestation.json").exists()
@@ -134,7 +134,6 @@ async def test_launch_form_runs_an_episode_plan_and_shows_its_steps_as_they_happ
                     seen_running.add(str(json.loads(tail.index.read_line(i)).get("type")))
             await asyncio.sleep(0.1)
         assert live.state == "done", live.query_one("#progress").render()
-        await pilot.pause(0.3)
         assert {"episode.reset", "episode.step", "episode.snapshot", "episode.restore"} <= seen_running
         assert live.bundle_dir is not None
         trace = json.loads((live.bundle_dir / "files" / "runtime-episode-trace.json").read_text())

