@@ -214,6 +214,12 @@ class EventTail(ScrollView, can_focus=True):
         if self.following:
             self._to_end()
 
+    def watch_show_vertical_scrollbar(self, shown: bool) -> None:
+        # Textual scrolls only once layout has shown the scrollbar, which can come after both scroll
+        # requests of `_to_end` on a busy machine: follow again the moment scrolling becomes possible.
+        if shown and self.following:
+            self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
+
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
         if new < old and new < self.max_scroll_y:
