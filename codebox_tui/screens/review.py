@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rich.markup import escape as _markup_escape
-from rich.style import Style
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -17,11 +15,11 @@ from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPan
 
 from codebox_tui.bundle import layout
 from codebox_tui.bundle.digests import content_digest_b
-from codebox_tui.bundle.provenance import runtime_versions
 from codebox_tui.contracts.bundle import ChangedFile
 from codebox_tui.keymap import key_for
 from codebox_tui.screens import data
 from codebox_tui.screens.dialogs import ApplyDialog, ConfirmDialog, ReasonDialog, TextDialog
+from codebox_tui.screens.review_text import ReviewText, escape, site_line_style
 from codebox_tui.textsafe import safe_text
 from widgets.decision_bar import DecisionBar
 from widgets.diff_model import block_for, split_patch
@@ -32,35 +30,9 @@ from widgets.file_tree import ChangedFileTree
 from widgets.keys import key_display
 from widgets.text_lines import TextLines
 
-
-def escape(value: object) -> str:
-    """Sandbox-written text for Rich markup: control characters shown as escapes, markup escaped."""
-    return _markup_escape(safe_text(value))
-
-
-VERDICT_STYLES = {"improvement": ("green", "✔"), "regression": ("red", "✘"), "neutral": ("white", "="),
-                  "untested": ("yellow", "?"), "plugin-broken": ("red", "✘"),
-                  "still-failing": ("yellow", "!"), "partial": ("yellow", "~")}  # the last two: older bundles
-
-
 # The decision bar's hints and the bindings they name (the screen's own and the file tree's `space`).
 DECISION_BINDINGS = {"approve_all": "review.approve_all", "approve_selected": "review.approve_selected",
                      "discard": "review.discard", "request_changes": "review.iterate", "select": "files.toggle"}
-
-
-_SITE_STYLES = {"+": Style(color="green"), "-": Style(color="red"), "~": Style(color="yellow")}
-
-
-def site_line_style(line: str) -> Style:
-    """The Site tab's colours: headings bold, risks by severity, changes by their mark."""
-    if not line.startswith(" "):
-        return Style(bold=True)
-    body = line.lstrip()
-    if body.startswith("HIGH"):
-        return Style(color="red", bold=True)
-    if body.startswith("MEDIUM"):
-        return Style(color="yellow")
-    return _SITE_STYLES.get(body[:1], Style())
 
 
 class ReviewScreen(Screen[None]):
@@ -120,6 +92,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.blocks = split_patch(self.bundle.patch)
         self.evaluation, self.evaluation_problem = data.patch_evaluation(self.bundle_dir)
         self.checks = data.bundle_checks(self.bundle_dir, self.bundle.test_results)
+        self.text = ReviewText(self.bundle, self.bundle_dir, self.checks, self.evaluation, self.evaluation_problem)
         self.comments: list[Any] = []  # store.comments.Comment of this bundle directory
         self.revisions = self._load_revisions()  # data.RevisionView when the review has several revisions
         self.skipped_hunks: dict[str, set[int]] = {}  # relativePath → 0-based hunks left out (``h``)
@@ -141,11 +114,11 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         yield Static(f"[b]bundle {escape(short)}[/b]  {counts}  [dim]{escape(review.summary or '')}[/]",
                      id="review-title")
         if self.evaluation is not None or self.evaluation_problem:
-            yield Static(self._verdict_line(), id="verdict")
+            yield Static(self.text.verdict_line(), id="verdict")
         elif self.checks.verdict is not None:
-            yield Static(self._recipe_line(), id="recipe-verdict")
+            yield Static(self.text.recipe_line(), id="recipe-verdict")
         if review.riskFlags:
-            yield Static(self._risk_line(), id="risks")
+            yield Static(self.text.risk_line(), id="risks")
         with Horizontal(id="review-body"):
             yield ChangedFileTree(id="files")
             with TabbedContent(id="tabs"):
@@ -156,16 +129,16 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                     yield DiffView(id="diff")
                     yield Static("", id="comment-panel", classes="hidden")
                 with TabPane("Tests", id="tab-tests"):
-                    yield Static(self._tests_text(), id="tests")
+                    yield Static(self.text.tests_text(), id="tests")
                 with TabPane("Evidence", id="tab-evidence"):
                     yield EvidenceView(self.bundle_dir, self.bundle.evidence, id="evidence")
                 with TabPane("Events", id="tab-events"):
                     yield EventTail(self.bundle_dir / layout.EVENTS, id="events")
                 if self.bundle.site_state is not None or self.bundle.site_state_problem:
-                    with TabPane(self._site_tab_label(), id="tab-site"):
-                        yield TextLines(self._site_lines(), styler=site_line_style, id="site")
+                    with TabPane(self.text.site_tab_label(), id="tab-site"):
+                        yield TextLines(self.text.site_lines(), styler=site_line_style, id="site")
                 with TabPane("Provenance", id="tab-provenance"):
-                    yield Static(self._provenance_text(), id="provenance")
+                    yield Static(self.text.provenance_text(), id="provenance")
                 if self.revisions is not None:
                     with TabPane(f"Revisions ({len(self.revisions.revisions)})", id="tab-revisions"):
                         yield Static(self._revisions_text(), id="revisions")
@@ -307,166 +280,6 @@ content digest you reviewed; nothing is applied until you choose an adapter.
     def on_event_tail_inspect(self, message: EventTail.Inspect) -> None:
         text = json.dumps(message.event, indent=2) if isinstance(message.event, dict) else str(message.event)
         self.app.push_screen(TextDialog("Event", text))
-
-    def _verdict_line(self) -> str:
-        """One line for the header: the evaluate-patch verdict and its test delta in numbers."""
-        if self.evaluation is None:
-            return f"[b]Patch evaluation[/b] [red]unreadable:[/] {escape(self.evaluation_problem or '')}"
-        ev = self.evaluation
-        tests = ev["tests"]
-        verdict = str(tests["verdict"])
-        colour, mark = VERDICT_STYLES.get(verdict, ("white", "•"))
-        parts = [f"[b {colour}]{mark} {verdict.upper()}[/]"]  # verdict and numbers first, names last
-        if ev.get("applied") is False:
-            parts.append("[red]did not apply[/]")
-        parts.append(f"fixed {len(tests.get('fixed', []))} · broken {len(tests.get('broken', []))} · "
-                     f"still failing {len(tests.get('stillFailing', []))}")
-        before, after = tests.get("before"), tests.get("after")
-        if isinstance(before, dict) and isinstance(after, dict):
-            parts.append(f"passed {before.get('passed', 0)}/{before.get('tests', 0)} → "
-                         f"{after.get('passed', 0)}/{after.get('tests', 0)}")
-        parts.append(f"[dim]t: tests · patch {escape(str(ev.get('patch', '')))}[/]")
-        return "  ".join(parts)
-
-    def _recipe_line(self) -> str:
-        """One line for the header: a recipe run's status and how many warnings and failures it had."""
-        verdict = self.checks.verdict
-        assert verdict is not None  # only called for a recipe-run bundle
-        colour, mark = ("green", "✔") if verdict.passed else ("red", "✘")
-        parts = [f"[b {colour}]{mark} RECIPE {verdict.status.upper()}[/]"]
-        if verdict.failures:
-            parts.append(f"[red]{len(verdict.failures)} failure{'s' if len(verdict.failures) != 1 else ''}[/]")
-        if verdict.warnings:
-            parts.append(f"[yellow]⚠ {len(verdict.warnings)} warning{'s' if len(verdict.warnings) != 1 else ''}[/]")
-        failed = sum(1 for p in self.checks.probes if p.status != "passed")
-        parts.append(f"probes {len(self.checks.probes) - failed}/{len(self.checks.probes)} passed")
-        parts.append("[dim]t: tests and probes[/]")
-        return "  ".join(parts)
-
-    def _checks_lines(self) -> list[str]:
-        """Probes (recipe probes, evaluate-patch's front-end probe) and a recipe run's failures and warnings;
-        every value is already shortened and terminal-safe (bundle/checks.py), markup is escaped here."""
-        checks = self.checks
-        lines = ["", f"[b]Probes ({len(checks.probes)})[/b]" + ("" if checks.probes else "  none in this bundle")]
-        for probe in checks.probes:
-            if probe.status == "passed":
-                lines.append(f"  [green]✔[/] {escape(probe.name)}")
-                continue
-            colour = "yellow" if probe.allow_failure else "red"
-            soft = " (allowFailure)" if probe.allow_failure else ""
-            lines.append(f"  [{colour}]✘ {escape(probe.name)}: {escape(probe.status)}{soft}[/]")
-            if probe.expected is not None:
-                lines.append(f"      expected  {escape(probe.expected)}")
-            if probe.actual is not None:
-                lines.append(f"      got       {escape(probe.actual)}")
-            if probe.message and probe.actual is None:
-                lines.append(f"      {escape(probe.message)}")
-        verdict = checks.verdict
-        if verdict is not None:
-            colour = "green" if verdict.passed else "red"
-            lines += ["", f"[b]Recipe run: [{colour}]{escape(verdict.status)}[/][/b]"]
-            lines += [f"  [red]✘ {escape(f['what'])}:[/] {escape(f['message'])}" for f in verdict.failures]
-            lines += [f"  [yellow]⚠ warning {escape(w['what'])}:[/] {escape(w['message'])}" for w in verdict.warnings]
-        lines += [f"[red]{escape(p)}[/]" for p in checks.problems]
-        return lines
-
-    def _risk_line(self) -> str:
-        """Risk flags where they cannot be missed; the details are in the Provenance tab."""
-        flags = self.bundle.review.riskFlags
-        uncaptured = sum(1 for s in self.bundle.skipped if s.reason == "changed-in-skipped-directory")
-        shown = [escape(f) + (f" ({uncaptured})" if f == "changes-in-uncaptured-directories" else "") for f in flags]
-        return f"[b yellow]⚠ {len(flags)} risk{'s' if len(flags) != 1 else ''}:[/] " + " · ".join(shown) + \
-            "  [dim](Provenance tab)[/]"
-
-    def _delta_lines(self) -> list[str]:
-        if self.evaluation is None:
-            return [f"[red]Patch evaluation unreadable:[/] {escape(self.evaluation_problem or '')}", ""] \
-                if self.evaluation_problem else []
-        tests = self.evaluation["tests"]
-        verdict = str(tests["verdict"])
-        colour, mark = VERDICT_STYLES.get(verdict, ("white", "•"))
-        lines = [f"[b]Test delta (evaluate-patch):[/b] [b {colour}]{mark} {verdict}[/]"]
-        if tests.get("reason"):
-            lines.append(f"  [{colour}]{escape(str(tests['reason']))}[/]")
-        for key, label, style in (("fixed", "Fixed", "green"), ("broken", "Broken", "red"),
-                                  ("stillFailing", "Still failing", "yellow"), ("added", "Added", "cyan"),
-                                  ("removed", "Removed", "dim")):
-            names = tests.get(key) or []
-            lines.append(f"  [{style}]{label} ({len(names)})[/]" + (":" if names else ""))
-            lines += [f"    {escape(str(name))}" for name in names]
-        for phase in ("before", "after"):
-            counts = tests.get(phase)
-            if isinstance(counts, dict):
-                lines.append(f"  {phase:<6} {counts.get('status')}: {counts.get('passed', 0)} passed, "
-                             f"{counts.get('failed', 0)} failed, {counts.get('skipped', 0)} skipped "
-                             f"of {counts.get('tests', 0)}")
-        return [*lines, ""]
-
-    def _tests_text(self) -> str:
-        tests = self.bundle.test_results
-        summary = tests.summary
-        lines = self._delta_lines()
-        sides = [t for t in self.checks.tests if t.side != "all"]
-        if sides:  # a suite ran before and after a patch: each side's totals, never one merged status
-            lines += [f"[b]Tests {escape(t.line())}[/b]" for t in sides]
-        else:
-            lines.append(f"[b]Tests: {escape(tests.status)}[/b]  total {escape(summary.total)} · "
-                         f"passed {escape(summary.passed)} · failed {escape(summary.failed)} · "
-                         f"skipped {escape(summary.skipped)}")
-        for suite in tests.suites:
-            lines.append(f"\n[b]{escape(suite.name)}[/b] ({escape(suite.phase or '')}) {escape(suite.status)}")
-            for case in suite.cases:
-                mark = {"passed": "[green]✔[/]", "failed": "[red]✘[/]", "error": "[red]✘[/]"}.get(
-                    case.status, "[dim]-[/]")
-                lines.append(f"  {mark} {escape(case.classname or '')}::{escape(case.name)}")
-                if case.message:
-                    lines.append(f"      [red]{escape(case.message)}[/]")
-        if not tests.suites:
-            lines.append("\nNo test-aware command ran in this sandbox.")
-        return "\n".join(lines + self._checks_lines())
-
-    def _site_tab_label(self) -> str:
-        diff = self.bundle.site_state
-        return f"Site ({len(diff.risks)} risks)" if diff is not None and diff.risks else "Site"
-
-    def _site_lines(self) -> list[str]:
-        """The site-state diff (docs/site-state.md), terminal-safe lines: bundle/site_state_view.py."""
-        from codebox_tui.bundle.site_state_view import site_state_lines
-
-        if self.bundle.site_state is None:
-            return [f"The site-state diff cannot be read: {self.bundle.site_state_problem}"]
-        return site_state_lines(self.bundle.site_state)
-
-    def _provenance_text(self) -> str:
-        meta = self.bundle.metadata
-        verification = self.bundle.verification
-        lines = [f"[b]Bundle[/b] {escape(self.bundle.id)}", f"[b]Path[/b] {escape(self.bundle_dir)}",
-                 f"[b]Verified[/b] {'yes' if verification.valid else 'NO'}"]
-        for violation in verification.violations[:20]:
-            lines.append(f"  [red]{escape(violation.code)}[/] {escape(violation.path)}: {escape(violation.message)}")
-        problems = self.bundle.read_problems
-        if problems:
-            lines.append(f"[b]Unread[/b] ({len(problems)}): fields of the wrong type, shown as their default")
-            lines += [f"  [yellow]{escape(problem)}[/]" for problem in problems[:20]]
-
-        versions = runtime_versions(meta)
-        wp, php = versions["wordpressVersion"] or "?", versions["phpVersion"] or "?"
-        lines.append(f"[b]WordPress[/b] {escape(wp)}  [b]PHP[/b] {escape(php)}")
-        lines.append(f"[b]Policy[/b] {escape(json.dumps(meta.policy))}")
-        for mount in meta.mounts:
-            lines.append(f"[b]Mount[/b] {escape(mount.source)} → {escape(mount.target)} ({escape(mount.mode)})")
-        for flag in self.bundle.review.riskFlags:
-            lines.append(f"[b][yellow]Risk[/][/b] {escape(flag)}")
-        skipped = self.bundle.skipped
-        if skipped:
-            lines.append(f"[b]Not captured[/b] ({len(skipped)}): content not in the bundle; changes inside "
-                         "uncaptured folders (.git, node_modules) are listed so they can be checked by hand")
-            for entry in skipped[:200]:
-                change = f" [yellow]{escape(entry.change)}[/]" if entry.change else ""
-                lines.append(f"  {escape(entry.relativePath)}{change} [dim]{escape(entry.reason)}[/]")
-            if len(skipped) > 200:
-                lines.append(f"  … {len(skipped) - 200} more in {layout.CHANGED_FILES}")
-        return "\n".join(lines)
 
     # -- navigation ------------------------------------------------------------------------
     def _move(self, step: int) -> None:

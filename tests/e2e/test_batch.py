@@ -41,11 +41,11 @@ def _worker_command(pid: int) -> str:
     return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
 
 
-@pytest.mark.timeout(1800)  # 3 sandboxes on 2 workers, one item twice, on a shared CI machine
-def test_three_patches_on_two_workers_one_worker_killed_mid_item(local_ray: str, playground_session: Any,
+@pytest.mark.timeout(1800)  # 2 sandboxes on 2 workers, one item twice, on a shared CI machine
+def test_two_patches_on_two_workers_one_worker_killed_mid_item(local_ray: str, playground_session: Any,
                                                                tmp_path: Path) -> None:
     lines = [{"kind": "evaluate-patch", "id": name, "plugin": str(PLUGIN), "patch": str(PATCH),
-              "sandbox_session_id": f"session-{name}"} for name in ("a", "b", "c")]
+              "sandbox_session_id": f"session-{name}"} for name in ("a", "c")]
     batch_file = tmp_path / "batch.jsonl"
     batch_file.write_text("".join(json.dumps(line) + "\n" for line in lines))
     items = parse_batch_file(batch_file)
@@ -83,7 +83,7 @@ def test_three_patches_on_two_workers_one_worker_killed_mid_item(local_ray: str,
     outcome = result["outcome"]
 
     by_id = {s.item.id: s for s in outcome.items}
-    assert {i: s.attempts for i, s in by_id.items()} == {"a": 1, "b": 1, "c": 2}
+    assert {i: s.attempts for i, s in by_id.items()} == {"a": 1, "c": 2}
     assert by_id["c"].retried and "the worker died" in by_id["c"].retried[0]
     for state in outcome.items:
         assert state.state == "completed", (state.item.id, state.error)
@@ -93,16 +93,16 @@ def test_three_patches_on_two_workers_one_worker_killed_mid_item(local_ray: str,
         assert verify_bundle(bundle).valid
         assert json.loads((bundle / "files" / "evaluate-patch.json").read_text())["tests"]["fixed"] == [
             "CountTest::test_repeated_spaces"]
-    assert len({s.bundle_dir for s in outcome.items}) == 3
+    assert len({s.bundle_dir for s in outcome.items}) == 2
 
     with Store.open() as store:
         batch = get_batch(store, outcome.batch_id)
         assert batch.status == "completed" and batch.source == str(batch_file)
         recorded = {i.item_id: i for i in batch_items(store, outcome.batch_id)}
         assert {i: (r.state, r.attempts) for i, r in recorded.items()} == {
-            "a": ("completed", 1), "b": ("completed", 1), "c": ("completed", 2)}
+            "a": ("completed", 1), "c": ("completed", 2)}
         group = batch_groups(inbox_rows(store))[outcome.batch_id]
-        assert sorted(r.batch_item for r in group) == ["a", "b", "c"]
+        assert sorted(r.batch_item for r in group) == ["a", "c"]
         assert {r.key for r in group} == {s.bundle_key for s in outcome.items}
         assert all(r.verdict == "improvement" and r.source == "evaluate-patch" for r in group)
         runs = {r.run_id: r for r in store.list_runs()}
