@@ -212,11 +212,11 @@ def describe_bundle(record: BundleRecord) -> InboxRow:
     from codebox_tui.textsafe import safe_text
 
     root = Path(record.path)
-    tests = _small_json(root / "files" / "test-results.json")
+    tests = _small_json(root / layout.TEST_RESULTS)
     review = ReviewView.read(_small_json(root / layout.REVIEW))
     checks = bundle_checks(root, tests)
-    evaluation = _small_json(root / "files" / "evaluate-patch.json") if checks.kind == "evaluate-patch" else {}
-    attestation = _small_json(root / "files" / "run-attestation.json") if checks.kind == "recipe-run" else {}
+    evaluation = _small_json(root / layout.EVALUATE_PATCH) if checks.kind == "evaluate-patch" else {}
+    attestation = _small_json(root / layout.RUN_ATTESTATION) if checks.kind == "recipe-run" else {}
     flags = review.riskFlags
     if checks.kind == "evaluate-patch":
         title = _patch_title(str(evaluation.get("plugin") or "?"), str(evaluation.get("patch") or "?"))

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.bundle import layout
 from codebox_tui.bundle.patchparse import parse_section, split_sections
 from codebox_tui.contracts.apply import Decision
 from codebox_tui.contracts.common import utc_now_iso
@@ -30,8 +31,8 @@ from store.comments import Comment, _bundle_patch, anchor_lines, file_lines, lis
 from store.db import BundleRecord, Store
 
 LINK_HOWS = ("explicit", "session", "task")
-TEST_RESULTS = "files/test-results.json"
-EVALUATION = "files/evaluate-patch.json"
+TEST_RESULTS = layout.TEST_RESULTS
+EVALUATION = layout.EVALUATE_PATCH
 _SIGN = {"add": "+", "del": "-", "ctx": " ", "nonl": ""}
 
 

@@ -60,6 +60,7 @@ from codebox_tui.contracts.bundle import (
     WorkspacePatch,
 )
 from codebox_tui.contracts.episode import EPISODE_PLAN_SCHEMA, EPISODE_TRACE_SCHEMA, EpisodePlan, EpisodeTrace
+from codebox_tui.contracts.evaluation import PATCH_EVALUATION_SCHEMA, PatchEvaluation
 from codebox_tui.contracts.exec import EXEC_RESULT_SCHEMA, ExecResult
 from codebox_tui.contracts.feedback import FEEDBACK_SCHEMA, ReviewFeedback
 from codebox_tui.contracts.recipe import RECIPE_SCHEMA, WorkspaceRecipe
@@ -105,6 +106,7 @@ REGISTRY: dict[str, type[BaseModel]] = {
     RUNTIME_SNAPSHOT_SCHEMA: RuntimeSnapshot,
     CHECKPOINT_RESULT_SCHEMA: CheckpointResult,
     EXEC_RESULT_SCHEMA: ExecResult,
+    PATCH_EVALUATION_SCHEMA: PatchEvaluation,
     EPISODE_TRACE_SCHEMA: EpisodeTrace,
     EPISODE_PLAN_SCHEMA: EpisodePlan,
     FEEDBACK_SCHEMA: ReviewFeedback,

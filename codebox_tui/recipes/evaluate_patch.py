@@ -22,12 +22,13 @@ from typing import Any
 
 from codebox_tui.bundle import layout
 from codebox_tui.contracts.bundle import TestSuite
+from codebox_tui.contracts.evaluation import PATCH_EVALUATION_SCHEMA, PatchEvaluation
 from codebox_tui.contracts.runtime import ExecutionResult, MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError, CodeboxError
 from codebox_tui.lifecycle import CommandStep, ProgressListener, RunRequest, RunService, Toolchain
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
-EVALUATION_SCHEMA = "wp-codebox/patch-evaluation/v1"
+EVALUATION_SCHEMA = PATCH_EVALUATION_SCHEMA
 COMMANDS = ["inspect-mounted-inputs", "wordpress.run-php", "wordpress.phpunit", "wordpress.browser-probe"]
 
 
@@ -278,11 +279,13 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
             broken = broken_before or broken_after or front.get("fatal")
             delta = test_delta(before, after, plugin_broken=broken,
                                untested_reason=untested_reason or "; ".join(reasons) or None)
-            evaluation = {"schema": EVALUATION_SCHEMA, "plugin": slug, "patch": patch_file.name,
-                          "applied": applied.returncode == 0, "tests": delta,
-                          "failures": {"before": _failures(before), "after": _failures(after)},
-                          "pluginLoad": {"before": broken_before, "after": broken_after},
-                          "steps": steps, "probe": {**(_probe_summary(session.run_dir) or {}), "frontEnd": front}}
+            # written through its contract (codebox_tui/contracts/evaluation.py): a writer bug fails here
+            evaluation = PatchEvaluation.model_validate({
+                "schema": PATCH_EVALUATION_SCHEMA, "plugin": slug, "patch": patch_file.name,
+                "applied": applied.returncode == 0, "tests": delta,
+                "failures": {"before": _failures(before), "after": _failures(after)},
+                "pluginLoad": {"before": broken_before, "after": broken_after},
+                "steps": steps, "probe": {**(_probe_summary(session.run_dir) or {}), "frontEnd": front}}).to_json()
             session.add_evidence(layout.CONTRIBUTOR_PATCH, "contributor-patch", "text/x-diff").write_bytes(
                 patch_file.read_bytes())
             session.add_evidence(layout.EVALUATE_PATCH, "patch-evaluation", "application/json").write_text(

@@ -222,7 +222,7 @@ async def test_home_opens_a_reference_bundle_by_path_and_the_approve_dialog_name
                 if isinstance(app.screen, ReviewScreen):
                     break
             assert isinstance(app.screen, ReviewScreen)
-            provenance = app.screen._provenance_text()
+            provenance = app.screen.text.provenance_text()
             assert "[b]PHP[/b] 8.2" in provenance
             await pilot.press("a")
             await pilot.pause()

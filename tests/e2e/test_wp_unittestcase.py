@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 pytestmark = pytest.mark.playground
@@ -110,6 +111,11 @@ def test_fix_patch_is_an_improvement_with_per_side_totals_and_messages(
     assert (plugin / "src" / "Counter.php").read_bytes() == original  # the original is never touched
     bundle = Path(doc["bundleDir"])
     assert "preg_split" in (bundle / "files/patch.diff").read_text()
+    # the bundle's copy is the document without the command's four keys, valid against the generated schema
+    written = json.loads((bundle / "files/evaluate-patch.json").read_text())
+    assert written == {k: v for k, v in doc.items() if k not in ("success", "runDir", "bundleDir", "bundleId")}
+    schema = json.loads((REPO / "codebox_tui/contracts/schemas/patch-evaluation.v1.json").read_text())
+    jsonschema.validate(written, schema)
     results = json.loads((bundle / "files/test-results.json").read_text())
     assert [s.get("phase") for s in results["suites"]] == ["before", "after"]
     failed = [c for c in results["suites"][0]["cases"] if c["status"] == "failed"]

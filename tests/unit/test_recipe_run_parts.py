@@ -76,3 +76,22 @@ def test_delta_never_claims_more_than_was_checked() -> None:
     assert compute_delta(empty, _suite(x="passed"))["verdict"] == "untested"  # nothing to compare with
     broken = compute_delta(_suite(x="failed"), _suite(x="passed"), plugin_broken="Fatal error: boom")
     assert broken["verdict"] == "plugin-broken" and broken["reason"] == "Fatal error: boom"
+
+
+def test_every_delta_is_a_valid_patch_evaluation_part() -> None:
+    """The deltas the verdict logic produces are what the patch-evaluation/v1 contract declares (the writer
+    validates through it), and a verdict outside the contract is refused."""
+    import pytest
+    from pydantic import ValidationError
+
+    from codebox_tui.contracts.evaluation import VERDICTS, TestDelta
+
+    deltas = [compute_delta(_suite(a="passed", b="failed"), _suite(a="failed", b="passed", c="failed")),
+              compute_delta(_suite(x="failed"), _suite(x="passed")), compute_delta(_suite(x="passed"), _suite(x="passed")),
+              compute_delta(None, None), compute_delta(_suite(x="failed"), None, plugin_broken="Fatal error")]
+    seen = {TestDelta.model_validate(delta).verdict for delta in deltas}
+    assert seen == set(VERDICTS)
+    dumped = TestDelta.model_validate(deltas[3]).model_dump(mode="json", exclude_unset=True)
+    assert dumped == deltas[3]  # the written shape survives the contract: explicit nulls kept, no keys added
+    with pytest.raises(ValidationError, match="verdict"):
+        TestDelta.model_validate({**deltas[1], "verdict": "partial"})
