@@ -173,7 +173,9 @@ class ReviewText:
 
     def site_tab_label(self) -> str:
         diff = self.bundle.site_state
-        return f"Site ({len(diff.risks)} risks)" if diff is not None and diff.risks else "Site"
+        if diff is None or not diff.risks:
+            return "Site"
+        return f"Site ({len(diff.risks)} risk{'s' if len(diff.risks) != 1 else ''})"
 
     def site_lines(self) -> list[str]:
         """The site-state diff (docs/site-state.md), terminal-safe lines: bundle/site_state_view.py."""

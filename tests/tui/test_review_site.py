@@ -59,7 +59,9 @@ async def test_site_tab_shows_the_diff_with_hostile_names_escaped(tmp_path: Path
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         assert isinstance(app.screen, ReviewScreen)
-        app.screen.query_one("#tabs", TabbedContent).active = "tab-site"
+        tabs = app.screen.query_one("#tabs", TabbedContent)
+        assert str(tabs.get_tab("tab-site").label) == "Site (2 risks)"  # the count where it cannot be missed
+        tabs.active = "tab-site"
         await pilot.pause()
         view = app.screen.query_one("#site", TextLines)
         assert view.size.height > 0
