@@ -208,7 +208,13 @@ class EventTail(ScrollView, can_focus=True):
     def _to_end(self) -> None:
         self.scroll_end(animate=False, immediate=True)
         # The first poll runs before layout gives the widget a size: scroll again once it has one.
-        self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
+        self.call_after_refresh(self._follow_to_end)
+
+    def _follow_to_end(self) -> None:
+        """A deferred scroll to the end, still wanted only if the tail still follows: a reader who scrolled up
+        in the meantime keeps their place."""
+        if self.following:
+            self.scroll_end(animate=False, immediate=True)
 
     def on_resize(self) -> None:
         if self.following:
@@ -218,7 +224,7 @@ class EventTail(ScrollView, can_focus=True):
         # Textual scrolls only once layout has shown the scrollbar, which can come after both scroll
         # requests of `_to_end` on a busy machine: follow again the moment scrolling becomes possible.
         if shown and self.following:
-            self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
+            self.call_after_refresh(self._follow_to_end)
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
