@@ -11,10 +11,9 @@ from codebox_tui.bundle.reader import find_bundle_dir, find_bundles, load_bundle
 from codebox_tui.bundle.results import BundleChecks
 from codebox_tui.bundle.summary import artifact_summary, checks_of
 from codebox_tui.bundle.verify import verify_bundle
-from codebox_tui.cliutil import emit_json
+from codebox_tui.cliutil import emit_json, say
 from codebox_tui.contracts.bundle_read import ManifestView
 from codebox_tui.errors import BadInputError, ExitCode
-from codebox_tui.textsafe import safe_text
 
 artifacts_app = typer.Typer(help="Inspect and verify artifact bundles.", no_args_is_help=True)
 
@@ -29,11 +28,11 @@ def verify_command(
     if json_out:
         emit_json(result.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"manifest"}))
     elif result.valid:
-        typer.echo(f"valid: {ManifestView.read(result.manifest).id if result.manifest else bundle}")
+        say(f"valid: {ManifestView.read(result.manifest).id if result.manifest else bundle}")
     else:
-        typer.echo(f"INVALID: {bundle} ({len(result.violations)} violation(s))", err=True)
+        say(f"INVALID: {bundle} ({len(result.violations)} violation(s))", err=True)
         for violation in result.violations:
-            typer.echo(f"  {violation.code:26} {violation.path}: {violation.message}", err=True)
+            say(f"  {violation.code:26} {violation.path}: {violation.message}", err=True)
     if not result.valid:
         raise typer.Exit(int(ExitCode.FAILED))
 
@@ -49,56 +48,56 @@ def show_command(
     if json_out:
         emit_json(summary)
         return
-    typer.echo(f"bundle   {summary['id']}")
-    typer.echo(f"path     {summary['path']}")
-    typer.echo(f"created  {summary['createdAt']}")
-    typer.echo(f"content  {summary['contentDigestB'] or '?'} (Mode B digest: what decisions bind to)")
+    say(f"bundle   {summary['id']}")
+    say(f"path     {summary['path']}")
+    say(f"created  {summary['createdAt']}")
+    say(f"content  {summary['contentDigestB'] or '?'} (Mode B digest: what decisions bind to)")
     runtime = summary["runtime"]
     if runtime:
-        typer.echo(f"runtime  {runtime.get('backend') or '?'}: WordPress {runtime.get('wordpressVersion') or '?'}, "
+        say(f"runtime  {runtime.get('backend') or '?'}: WordPress {runtime.get('wordpressVersion') or '?'}, "
                    f"PHP {runtime.get('phpVersion') or '?'}")
     for base in loaded.metadata.baselines:
-        typer.echo(f"baseline mount {base.mountIndex}: {base.strategy}")
+        say(f"baseline mount {base.mountIndex}: {base.strategy}")
     if loaded.valid:
-        typer.echo("verified yes")
+        say("verified yes")
     else:
-        typer.echo(f"verified NO — {len(summary['violations'])} violation(s)")
+        say(f"verified NO — {len(summary['violations'])} violation(s)")
         _echo_first([f"{v.get('code', '?'):26} {v.get('path', '')}" for v in summary["violations"]],
                     f" (codebox artifacts verify {loaded.path})")
-    typer.echo(f"summary  {summary['summary']}")
+    say(f"summary  {summary['summary']}")
     for item in summary["changedFiles"]:
         counts = "binary" if item["binary"] else f"+{item['additions']} -{item['deletions']}"
-        typer.echo(f"  {item['status']:9} {item['path']}  ({counts})")
+        say(f"  {item['status']:9} {item['path']}  ({counts})")
     if loaded.skipped:
-        typer.echo(f"skipped  {len(loaded.skipped)} not captured (changed-files.json skipped[]):")
+        say(f"skipped  {len(loaded.skipped)} not captured (changed-files.json skipped[]):")
         _echo_first([f"{e.reason or '?':28} {e.relativePath}" for e in loaded.skipped])
     _echo_checks(checks_of(loaded), loaded.test_results.status)
     for flag in summary["riskFlags"]:
-        typer.echo(f"risk     {flag}")
+        say(f"risk     {flag}")
     if loaded.site_state is not None:
         from codebox_tui.bundle.site_state_view import site_state_lines
 
         for line in site_state_lines(loaded.site_state):
-            typer.echo(f"site     {line}")
+            say(f"site     {line}")
     elif loaded.site_state_problem:
-        typer.echo(f"site     unreadable: {safe_text(loaded.site_state_problem)}")
+        say(f"site     unreadable: {loaded.site_state_problem}")
     for path in summary["evidence"]:
-        typer.echo(f"evidence {path}")
+        say(f"evidence {path}")
     if loaded.read_problems:
-        typer.echo(f"unread   {len(loaded.read_problems)} field(s) of the wrong type, shown as their default:")
-        _echo_first([safe_text(problem) for problem in loaded.read_problems])
+        say(f"unread   {len(loaded.read_problems)} field(s) of the wrong type, shown as their default:")
+        _echo_first(loaded.read_problems)
 
 
 def _echo_first(lines: list[str], hint: str = "", limit: int = 10) -> None:
     for line in lines[:limit]:
-        typer.echo(f"  {line}")
+        say(f"  {line}")
     if len(lines) > limit:
-        typer.echo(f"  … {len(lines) - limit} more{hint}")
+        say(f"  … {len(lines) - limit} more{hint}")
 
 
 def _echo_checks(checks: BundleChecks, tests_status: str) -> None:
     for label, text in checks.lines(str(tests_status or "unknown")):
-        typer.echo(f"{label:8} {text}")
+        say(f"{label:8} {text}")
 
 
 @artifacts_app.command("list")
@@ -136,10 +135,10 @@ def list_command(
         emit_json({"schema": "wp-codebox/artifact-list/v1", "root": str(root), "artifacts": rows})
         return
     if not rows:
-        typer.echo(f"no bundles under {root}")
+        say(f"no bundles under {root}")
     for row in rows:
         mark = "ok " if row["valid"] else "BAD"
-        typer.echo(
+        say(
             f"{mark} {row.get('createdAt') or '-':24} {row.get('changed', '-')!s:>3} files  "
             f"{(row['id'] or '')[:40]}  {row['path']}"
         )

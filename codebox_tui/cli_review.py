@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from codebox_tui.cliutil import JsonOption, emit_json, progress
+from codebox_tui.cliutil import JsonOption, emit_json, progress, say
 from codebox_tui.errors import BadInputError
 from codebox_tui.textsafe import safe_text
 from store import threeway
@@ -49,13 +49,13 @@ def review_list(
         emit_json({"schema": "codebox/bundle-list/v1", "bundles": [_bundle_dict(b) for b in bundles]})
         return
     if not bundles:
-        typer.echo("no bundles recorded (codebox review import DIR adds bundles made elsewhere)")
+        say("no bundles recorded (codebox review import DIR adds bundles made elsewhere)")
         return
     # One line per bundle directory: runs that share a Mode A bundle id are listed separately, each with
     # its own @key and content digest (README "Review and decide").
-    typer.echo(f"{'key':<6} {'bundle':<12}  {'content':<12}  {'status':<18} {'files':>5}  {'created':<24}  path")
+    say(f"{'key':<6} {'bundle':<12}  {'content':<12}  {'status':<18} {'files':>5}  {'created':<24}  path")
     for b in bundles:
-        typer.echo(
+        say(
             f"{b.ref:<6} {b.bundle_id.removeprefix('artifact-bundle-sha256-')[:12]:<12}  {b.content_digest[:12]}  "
             f"{b.status:<18} {b.changed_files:>5}  {b.created_at:<24}  {b.path}"
             + ("  (imported)" if b.origin == "import" else "")
@@ -89,28 +89,28 @@ def review_show(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
             }
         )
         return
-    typer.echo(f"bundle   {record.bundle_id}")
-    typer.echo(f"key      {record.ref}")
-    typer.echo(f"path     {record.path}")
-    typer.echo(f"status   {record.status}")
-    typer.echo(f"digest   {record.content_digest}")
-    typer.echo(f"changed  {len(content.changed)} file(s)")
+    say(f"bundle   {record.bundle_id}")
+    say(f"key      {record.ref}")
+    say(f"path     {record.path}")
+    say(f"status   {record.status}")
+    say(f"digest   {record.content_digest}")
+    say(f"changed  {len(content.changed)} file(s)")
     for e in content.changed:
-        typer.echo(f"  {e.status:<9} {e.relativePath}")
+        say(f"  {e.status:<9} {e.relativePath}")
         for n, h in enumerate(content.hunks(e.relativePath), start=1):
-            typer.echo(f"      hunk {n}  {_hunk_header(h)}")
+            say(f"      hunk {n}  {_hunk_header(h)}")
     for d in decisions:
         shown = d.approved_relative_paths if d.approved_relative_paths is not None else d.approved_files
         files = f" [{', '.join(shown)}]" if shown else ""
         reason = f" — {d.reason}" if d.reason else ""
-        typer.echo(f"decision {d.id}: {d.action} by {d.approver} at {d.decided_at}{files}{reason}")
+        say(f"decision {d.id}: {d.action} by {d.approver} at {d.decided_at}{files}{reason}")
         if d.approved_hunks:
             hunk_numbers = {rel: [h.sha256 for h in content.hunks(rel)] for rel in d.approved_hunks}
             for rel, hashes in d.approved_hunks.items():
                 numbers = [str(hunk_numbers[rel].index(h) + 1) if h in hunk_numbers[rel] else h[:12] for h in hashes]
-                typer.echo(f"  {rel}: hunk(s) {', '.join(numbers)} of {len(hunk_numbers[rel])}")
+                say(f"  {rel}: hunk(s) {', '.join(numbers)} of {len(hunk_numbers[rel])}")
         for a in d.applies:
-            typer.echo(f"  applied with {a.adapter} to {a.target} at {a.applied_at} ({a.result.status})")
+            say(f"  applied with {a.adapter} to {a.target} at {a.applied_at} ({a.result.status})")
 
 
 def _hunk_header(hunk: RawHunk) -> str:
@@ -134,11 +134,11 @@ def review_import(
                    "imported": [_bundle_dict(b) for b in report.imported], "rejected": report.rejected})
     else:
         for b in report.imported:
-            typer.echo(f"added {b.ref}  {b.bundle_id}  {b.changed_files} file(s)  {b.path}")
+            say(f"added {b.ref}  {b.bundle_id}  {b.changed_files} file(s)  {b.path}")
         for entry in report.rejected:
-            typer.echo(f"REJECTED {entry['path']}: {entry['message']}", err=True)
+            say(f"REJECTED {entry['path']}: {entry['message']}", err=True)
             for violation in (entry.get("violations") or [])[:10]:
-                typer.echo(f"  {violation.get('code', '?'):26} {violation.get('path', '')}", err=True)
+                say(f"  {violation.get('code', '?'):26} {violation.get('path', '')}", err=True)
         if report.imported:
             progress(f"review with: codebox review show {report.imported[0].ref}")
     if report.rejected:
@@ -184,14 +184,14 @@ def _decide(
             progress(f"feedback: {feedback.markdown} and {feedback.json}")
         return
     if feedback is not None:
-        typer.echo(f"feedback ({len(feedback.feedback.comments)} comment(s)): {feedback.markdown}")
-        typer.echo(f"                  {feedback.json}")
+        say(f"feedback ({len(feedback.feedback.comments)} comment(s)): {feedback.markdown}")
+        say(f"                  {feedback.json}")
     files_text = f" ({len(decision.approved_files)} file(s))" if decision.approved_files else ""
     if decision.approved_hunks:
         files_text += " (" + ", ".join(
             f"{rel}: {len(h)} hunk(s)" for rel, h in decision.approved_hunks.items()) + ")"
     where = f" @{decision.bundle_key}" if decision.bundle_key is not None else ""
-    typer.echo(f"decision {decision.id}: {decision.action}{files_text} on {decision.artifact_id}{where}")
+    say(f"decision {decision.id}: {decision.action}{files_text} on {decision.artifact_id}{where}")
     if decision.action in ("approve", "approve-files"):
         progress(f"apply it with: codebox apply {decision.id} --adapter directory --target <folder>")
 
@@ -428,20 +428,18 @@ def review_revisions(
         here = "  <" if r.bundle.key == record.key else ""
         decision = r.decision.action if r.decision else "undecided"
         linked = f" ({r.how})" if r.how else ""
-        typer.echo(f"revision {r.number}{linked}: {r.bundle.ref} {r.bundle.content_digest[:12]}  {decision:<14} "
-                   f"{_tests_text(r.tests, r.verdict)}{here}")
+        say(f"revision {r.number}{linked}: {r.bundle.ref} {r.bundle.content_digest[:12]}  {decision:<14} "
+            f"{_tests_text(r.tests, r.verdict)}{here}")
     if carried:
-        typer.echo(f"{len(carried)} comment(s) from earlier revisions, "
-                   f"{sum(c.outdated for c in carried)} outdated:")
+        say(f"{len(carried)} comment(s) from earlier revisions, {sum(c.outdated for c in carried)} outdated:")
         for c in carried:
-            typer.echo(f"  #{c.id} {c.kind} {safe_text(c.where())}{' (outdated)' if c.outdated else ''}: "
-                       f"{safe_text(c.body)}")
+            say(f"  #{c.id} {c.kind} {c.where()}{' (outdated)' if c.outdated else ''}: {c.body}")
     if files is not None and base is not None:
-        typer.echo(f"interdiff {base.ref} -> {record.ref}:")
+        say(f"interdiff {base.ref} -> {record.ref}:")
         for f in files:
-            typer.echo(f"  {f.change:<20} {safe_text(f.path)}")
+            say(f"  {f.change:<20} {f.path}")
             for line in f.lines:
-                typer.echo(f"    {safe_text(line, tab_size=4)}")
+                say(f"    {safe_text(line, tab_size=4)}")
     elif show_interdiff:
         progress(f"{record.ref} is the first revision: nothing to compare with")
 

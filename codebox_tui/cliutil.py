@@ -12,6 +12,7 @@ import typer
 from pydantic import BaseModel
 
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
+from codebox_tui.textsafe import safe_text
 
 CLI_FAILURE_SCHEMA = "wp-codebox/cli-failure/v1"
 
@@ -25,6 +26,13 @@ def to_jsonable(value: Any) -> Any:
 def emit_json(value: Any) -> None:
     sys.stdout.write(json.dumps(to_jsonable(value), indent=2, ensure_ascii=False) + "\n")
     sys.stdout.flush()
+
+
+def say(line: str, *, err: bool = False) -> None:
+    """One line of human output that carries bundle- or sandbox-written text (file names, summaries, risk
+    flags, paths): control and bidi characters are printed as escapes (codebox_tui/textsafe.py), so a hostile
+    name cannot recolour, clear or reorder the maintainer's terminal."""
+    typer.echo(safe_text(line), err=err)
 
 
 def progress(message: str) -> None:

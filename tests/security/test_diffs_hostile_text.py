@@ -89,3 +89,29 @@ async def test_hostile_names_and_contents_from_a_real_sandbox_are_drawn_as_escap
         # two tabs → 8 columns after the sign; the tabs before the comment → the next stops (column 28)
         code = added[added.index("+ ") + 2:]
         assert code.startswith("        $greeting = 'Howdy';        // Fixture h"), code  # cut at the edge
+
+
+@pytest.mark.playground
+def test_the_cli_prints_hostile_names_from_a_real_sandbox_as_escapes(make_run_session,  # type: ignore[no-untyped-def]
+                                                                     tmp_path: Path) -> None:
+    """The same sandbox-written name through the CLI's human output (`artifacts show` / `list`, `review show`):
+    a maintainer's terminal gets the escapes, never the ESC sequence or the bidi override."""
+    import subprocess
+    import sys
+
+    bundle = capture(make_run_session, tmp_path)
+    env = {**os.environ, "CODEBOX_HOME": str(tmp_path / "home")}
+
+    def codebox(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True,
+                              env=env, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        for line in done.stdout.splitlines():
+            assert not RAW.search(line), f"raw control character reaches the terminal: {line!r}"
+        return done.stdout
+
+    assert "notes-\\x1b[31m\\u202etxt.php" in codebox("artifacts", "show", str(bundle))
+    codebox("artifacts", "list", str(bundle.parent))
+    key = re.search(r"^added (@\d+) ", codebox("review", "import", str(bundle)), re.M)
+    assert key is not None
+    assert "notes-\\x1b[31m\\u202etxt.php" in codebox("review", "show", key.group(1))
