@@ -23,6 +23,7 @@ from codebox_tui.bundle import layout
 from codebox_tui.contracts.canonical import pretty_json
 from codebox_tui.contracts.common import new_id, utc_now_iso
 from codebox_tui.contracts.episode import (
+    EPISODE_PLAN_SCHEMA,
     ActionSpec,
     EpisodeAction,
     EpisodeObservation,
@@ -390,6 +391,20 @@ def _content_type(rel: str) -> str:
 
 # -- plans (`codebox episode run FILE`, docs/episodes.md) ---------------------------------------------
 MAX_PLAN_ERRORS: Final = 20
+MAX_PLAN_BYTES: Final = 4 * 1024 * 1024
+
+
+def is_episode_plan(path: Path) -> bool:
+    """Whether ``path`` is a JSON document that names itself an episode plan (its ``schema``): how the Launch form
+    tells a plan from a recipe. A file that cannot be read as JSON within the plan limits is not one (the recipe
+    reader then says what is wrong with it)."""
+    from codebox_tui.bundle.safe_read import load_json_file
+
+    try:
+        value = load_json_file(path, str(path), limit=MAX_PLAN_BYTES)
+    except CodeboxError:
+        return False
+    return isinstance(value, dict) and value.get("schema") == EPISODE_PLAN_SCHEMA
 
 
 def load_plan(path: Path) -> EpisodePlan:
@@ -400,7 +415,7 @@ def load_plan(path: Path) -> EpisodePlan:
     from codebox_tui.bundle.safe_read import load_json_file
     from codebox_tui.jsonargs import json_path
 
-    raw = load_json_file(path, str(path), limit=4 * 1024 * 1024, code="invalid-episode-plan")
+    raw = load_json_file(path, str(path), limit=MAX_PLAN_BYTES, code="invalid-episode-plan")
     try:
         return EpisodePlan.model_validate(raw)
     except ValidationError as error:

@@ -137,11 +137,12 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
         from rich.markup import escape
 
         from codebox_tui.errors import CodeboxError
+        from codebox_tui.lifecycle.episode import is_episode_plan
         from codebox_tui.recipes.validate import validate_recipe_file
         from codebox_tui.screens.live_run import LiveRunScreen
 
         path = Path(text).expanduser().resolve()
-        if _is_episode_plan(path):
+        if is_episode_plan(path):
             self._launch_episode(path, error_label)
             return
         try:
@@ -185,17 +186,3 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
     def action_cancel(self) -> None:
         self.dismiss(None)
 
-
-def _is_episode_plan(path: Path) -> bool:
-    """Whether the file names itself an episode plan (its ``schema``); anything else is read as a recipe."""
-    import json
-
-    from codebox_tui.contracts.episode import EPISODE_PLAN_SCHEMA
-
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(4 * 1024 * 1024 + 1)
-        value = json.loads(head)
-    except (OSError, ValueError):
-        return False
-    return isinstance(value, dict) and value.get("schema") == EPISODE_PLAN_SCHEMA

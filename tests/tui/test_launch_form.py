@@ -54,3 +54,18 @@ async def test_an_invalid_episode_plan_is_refused_naming_each_json_path(tmp_path
         assert isinstance(app.screen, LaunchScreen)
         error = str(screen.query_one("#launch-error", Label).render())
         assert "$.items[0].action:" in error and "no.such-command" in error
+
+
+async def test_a_recipe_file_nested_too_deep_is_an_error_not_a_crash(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """200,000 nested arrays would exhaust Python's recursion in a plain json.loads: the form reports the file,
+    the app keeps running and nothing boots."""
+    from tests.factories.tui import submit_launch_form
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200_000)
+    app = CodeboxApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await submit_launch_form(app, pilot, recipe=str(deep))
+        assert isinstance(app.screen, LaunchScreen)
+        error = str(screen.query_one("#launch-error", Label).render())
+        assert "deep.json" in error and "deeper than" in error
