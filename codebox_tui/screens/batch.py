@@ -149,6 +149,7 @@ what each item is doing now. It follows a batch running in another terminal too.
         self.action_open()
 
     def action_open(self) -> None:
+        from codebox_tui.errors import BadInputError
         from store.db import Store
 
         item = self._highlighted()
@@ -156,10 +157,11 @@ what each item is doing now. It follows a batch running in another terminal too.
             self.notify("This item has no bundle (yet)", severity="warning")
             return
         with Store.open() as store:
-            path = next((b.path for b in store.list_bundles() if b.key == item.bundle_key), None)
-        if path is None:
-            self.notify(f"bundle @{item.bundle_key} is no longer in the store", severity="error")
-            return
+            try:
+                path = store.get_bundle_by_key(item.bundle_key).path
+            except BadInputError:
+                self.notify(f"bundle @{item.bundle_key} is no longer in the store", severity="error")
+                return
         self.app.open_bundle(Path(path))  # type: ignore[attr-defined]
 
     def _switch(self, step: int) -> None:
