@@ -24,7 +24,7 @@ from codebox_tui import (
     cli_run,
 )
 from codebox_tui.bundle.reader import find_bundle_dir
-from codebox_tui.cliutil import fail
+from codebox_tui.cliutil import fail, progress, show
 from codebox_tui.errors import CodeboxError, ExitCode, HostIOError
 
 app = typer.Typer(
@@ -43,7 +43,7 @@ def _root(
     version: bool = typer.Option(False, "--version", help="Print the version and exit."),
 ) -> None:
     if version:
-        typer.echo(__version__)
+        show(__version__)
         raise typer.Exit(0)
     if ctx.invoked_subcommand is None:
         launch_tui()
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
         except typer.Exit as exit_:
             sys.exit(exit_.exit_code)
     except KeyboardInterrupt:
-        sys.stderr.write("codebox: interrupted\n")
+        progress("codebox: interrupted")
         sys.exit(int(ExitCode.INTERRUPTED))
     except OSError as error:  # the host's file system, not a bug to show as a traceback
         io_error = HostIOError(str(error.strerror or error), code="host-io-error",

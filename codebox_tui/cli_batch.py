@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from codebox_tui.batch.progress import ProgressTable
-from codebox_tui.cliutil import JsonOption, emit_json, exit_with
+from codebox_tui.cliutil import JsonOption, emit_json, exit_with, show
 from codebox_tui.errors import ExitCode
 
 
@@ -59,10 +59,10 @@ def register(app: typer.Typer) -> None:
 
 def _print_outcome(outcome: Any) -> None:
     counts = outcome.to_dict()["counts"]
-    typer.echo(f"batch {outcome.batch_id}: " + ", ".join(f"{n} {state}" for state, n in counts.items())
+    show(f"batch {outcome.batch_id}: " + ", ".join(f"{n} {state}" for state, n in counts.items())
                + f" in {outcome.seconds:.1f} s")
     for state in outcome.items:
         item, kind, shown, tries, verdict, bundle, now = ProgressTable.cells(state)
-        typer.echo(f"  {shown:<12} {item:<20} {kind:<15} attempts {tries}  {verdict or '-':<14} "
+        show(f"  {shown:<12} {item:<20} {kind:<15} attempts {tries}  {verdict or '-':<14} "
                    f"{bundle or '-':<6} {now}".rstrip())
-    typer.echo(f"review them with: codebox review list   (batch {outcome.batch_id})")
+    show(f"review them with: codebox review list   (batch {outcome.batch_id})")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
 
-from codebox_tui.cliutil import emit_json, progress
+from codebox_tui.cliutil import emit_json, progress, show
 from codebox_tui.contracts.exec import ExecLimits, ExecRequest, ExecResult
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, ExitCode
@@ -84,11 +83,11 @@ def _print(result: ExecResult, json_out: bool, quiet: bool) -> None:
     if json_out:
         emit_json(result)
     else:
+        # what the sandbox printed, with control and bidi characters escaped (cliutil.show); --json is exact
         if result.stdout:
-            sys.stdout.write(result.stdout)
-            sys.stdout.flush()
+            show(result.stdout, nl=False)
         if result.stderr:
-            sys.stderr.write(result.stderr)
+            show(result.stderr, err=True, nl=False)
         if not quiet:
             limit = f", limit {result.limitExceeded} hit" if result.limitExceeded else ""
             progress(f"codebox: exit {result.exitCode} · {result.classification or 'unclassified'} · "

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from codebox_tui.cliutil import JsonOption, emit_json, exit_with
+from codebox_tui.cliutil import JsonOption, emit_json, exit_with, show
 from codebox_tui.contracts.recipe import RECIPE_SCHEMA, recipe_json_schema
 from codebox_tui.contracts.schemas import generate_json_schema, schema_names
 from codebox_tui.errors import BadInputError, ExitCode
@@ -41,7 +41,7 @@ def _reporter(label: str, quiet: bool, steps_total: int | None = None) -> Any:
 
 def _print_issues(issues: list[dict[str, str]]) -> None:
     for issue in issues:
-        typer.echo(f"  {issue['path']}: {issue['message']} [{issue['code']}]", err=True)
+        show(f"  {issue['path']}: {issue['message']} [{issue['code']}]", err=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -63,7 +63,7 @@ def register(app: typer.Typer) -> None:
         if json_out:
             emit_json({"schema": JSON_SCHEMA_ENVELOPE, "id": schema_id, "jsonSchema": doc})
         else:
-            typer.echo(json.dumps(doc, indent=2))
+            show(json.dumps(doc, indent=2))
 
     recipe_app = typer.Typer(help="Workspace recipes (wp-codebox/workspace-recipe/v1).", no_args_is_help=True)
     app.add_typer(recipe_app, name="recipe")
@@ -82,9 +82,9 @@ def register(app: typer.Typer) -> None:
             emit_json(doc)
         elif result.valid:
             s = doc["summary"]
-            typer.echo(f"{file}: valid ({s['steps']} steps, {s['mounts']} mounts, {s['workspaces']} workspaces)")
+            show(f"{file}: valid ({s['steps']} steps, {s['mounts']} mounts, {s['workspaces']} workspaces)")
         else:
-            typer.echo(f"{file}: invalid recipe ({len(result.issues)} problems)", err=True)
+            show(f"{file}: invalid recipe ({len(result.issues)} problems)", err=True)
             _print_issues(doc["issues"])
         exit_with(ExitCode.OK if result.valid else ExitCode.BAD_INPUT)
 
@@ -107,9 +107,9 @@ def register(app: typer.Typer) -> None:
             if json_out:
                 emit_json(doc)
             elif validation.valid:
-                typer.echo(json.dumps(doc["plan"], indent=2))
+                show(json.dumps(doc["plan"], indent=2))
             else:
-                typer.echo(f"{file}: invalid recipe ({len(validation.issues)} problems); nothing was run", err=True)
+                show(f"{file}: invalid recipe ({len(validation.issues)} problems); nothing was run", err=True)
                 _print_issues(doc["validation"]["issues"])
             exit_with(ExitCode.OK if validation.valid else ExitCode.BAD_INPUT)
         from codebox_tui.recipes.validate import all_steps
@@ -140,10 +140,10 @@ def register(app: typer.Typer) -> None:
         if json_out:
             emit_json(doc)
         elif issues:
-            typer.echo(f"{file}: invalid blueprint ({len(issues)} problems)", err=True)
+            show(f"{file}: invalid blueprint ({len(issues)} problems)", err=True)
             _print_issues(issues)
         else:
-            typer.echo(f"{file}: valid blueprint")
+            show(f"{file}: valid blueprint")
         exit_with(ExitCode.OK if not issues else ExitCode.BAD_INPUT)
 
     @app.command("evaluate-patch")
@@ -215,36 +215,36 @@ def _print_recipe_outcome(outcome: dict[str, Any]) -> None:
     """The status, every probe, every failure (a probe's with its expected and actual JSON) and every
     warning (advisory / allowFailure failures, which do not fail the run): bundle/checks.py."""
     warnings, failures = outcome.get("warnings") or [], outcome.get("failures") or []
-    typer.echo(f"status: {outcome.get('status')}"
+    show(f"status: {outcome.get('status')}"
                + (f" with {len(warnings)} warning{'s' if len(warnings) != 1 else ''}" if warnings else ""))
     for probe in outcome.get("probes") or []:
         soft = " (allowFailure: a warning)" if probe.get("allowFailure") and probe.get("status") != "passed" else ""
-        typer.echo(f"  probe {safe_text(probe.get('name'))}: {safe_text(probe.get('status'))}{soft}")
+        show(f"  probe {safe_text(probe.get('name'))}: {safe_text(probe.get('status'))}{soft}")
     for failure in failures:
-        typer.echo(f"  FAILED  {failure['what']}: {failure['message']}")
+        show(f"  FAILED  {failure['what']}: {failure['message']}")
     for warning in warnings:
-        typer.echo(f"  warning {warning['what']}: {warning['message']}")
-    typer.echo(f"bundle: {outcome.get('bundleDir')}")
+        show(f"  warning {warning['what']}: {warning['message']}")
+    show(f"bundle: {outcome.get('bundleDir')}")
 
 
 def _print_evaluation(outcome: dict[str, Any]) -> None:
     """The verdict, per-side totals (never summed) and each failure with its assertion message."""
     t = outcome["tests"]
-    typer.echo(f"patch {'applied' if outcome['applied'] else 'FAILED to apply'}; verdict: {t['verdict']}"
+    show(f"patch {'applied' if outcome['applied'] else 'FAILED to apply'}; verdict: {t['verdict']}"
                + (f" ({t['reason']})" if t.get("reason") else ""))
-    typer.echo(f"  fixed {len(t['fixed'])}, broken {len(t['broken'])}, still failing {len(t['stillFailing'])}, "
+    show(f"  fixed {len(t['fixed'])}, broken {len(t['broken'])}, still failing {len(t['stillFailing'])}, "
                f"added {len(t['added'])}, removed {len(t['removed'])}")
     for side in ("before", "after"):
         counts = t.get(side)
         if counts and counts.get("tests"):
-            typer.echo(f"  {side:<6} {counts['passed']}/{counts['tests']} passed, {counts['failed']} failed, "
+            show(f"  {side:<6} {counts['passed']}/{counts['tests']} passed, {counts['failed']} failed, "
                        f"{counts['skipped']} skipped")
         else:
-            typer.echo(f"  {side:<6} no tests ran")
+            show(f"  {side:<6} no tests ran")
         for failure in outcome.get("failures", {}).get(side, []):
-            typer.echo(f"    ✘ {failure['test']}: {failure['message']}")
+            show(f"    ✘ {failure['test']}: {failure['message']}")
     front = (outcome.get("probe") or {}).get("frontEnd") or {}
-    typer.echo(f"front end {front.get('url', '/')}: {front.get('status', 'not probed')}")
+    show(f"front end {front.get('url', '/')}: {front.get('status', 'not probed')}")
     for problem in front.get("problems", []):
-        typer.echo(f"  {problem}")
-    typer.echo(f"bundle: {outcome['bundleDir']}")
+        show(f"  {problem}")
+    show(f"bundle: {outcome['bundleDir']}")

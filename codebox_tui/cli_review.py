@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from codebox_tui.cliutil import JsonOption, emit_json, progress, say
+from codebox_tui.cliutil import JsonOption, emit_json, progress, say, show
 from codebox_tui.errors import BadInputError
 from codebox_tui.textsafe import safe_text
 from store import threeway
@@ -293,7 +293,7 @@ def comment_add(
     if json_out:
         emit_json(comment.to_dict())
         return
-    typer.echo(_comment_line(comment))
+    show(_comment_line(comment))
 
 
 @comment_app.command("list")
@@ -310,9 +310,9 @@ def comment_list(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
                    "comments": [c.to_dict() for c in comments]})
         return
     if not comments:
-        typer.echo(f"no comments on {record.ref}")
+        show(f"no comments on {record.ref}")
     for c in comments:
-        typer.echo(_comment_line(c))
+        show(_comment_line(c))
 
 
 @comment_app.command("edit")
@@ -330,7 +330,7 @@ def comment_edit(
     if json_out:
         emit_json(changed.to_dict())
         return
-    typer.echo(_comment_line(changed))
+    show(_comment_line(changed))
 
 
 @comment_app.command("delete")
@@ -346,7 +346,7 @@ def comment_delete(
     if json_out:
         emit_json({"schema": "codebox/comment-deleted/v1", "comment": deleted.to_dict()})
         return
-    typer.echo(f"deleted comment #{deleted.id} on {deleted.where()}")
+    show(f"deleted comment #{deleted.id} on {deleted.where()}")
 
 
 @review_app.command("feedback")
@@ -367,7 +367,7 @@ def review_feedback(
         emit_json(files.feedback.to_wire() | {"files": {"markdown": str(files.markdown), "json": str(files.json)}})
         return
     if print_md:
-        typer.echo(files.text, nl=False)
+        show(files.text, nl=False)
     progress(f"feedback ({len(files.feedback.comments)} comment(s)): {files.markdown}")
     progress(f"                  {files.json}")
 
@@ -390,7 +390,7 @@ def review_link(
         emit_json({"schema": "codebox/review-revisions/v1", "revisions": [r.to_dict() for r in chain]})
         return
     number = next(r.number for r in chain if r.bundle.key == new.key)
-    typer.echo(f"{new.ref} is revision {number} of {len(chain)} (revises {old.ref})")
+    show(f"{new.ref} is revision {number} of {len(chain)} (revises {old.ref})")
 
 
 def _tests_text(tests: dict[str, Any], verdict: str | None) -> str:
@@ -463,18 +463,18 @@ def review_compare(
         return
     for label, side in (("A", result.a), ("B", result.b)):
         decision = side.decision.action if side.decision else "undecided"
-        typer.echo(f"{label} {side.bundle.ref} {side.bundle.content_digest[:12]}  {len(side.status)} file(s)  "
+        show(f"{label} {side.bundle.ref} {side.bundle.content_digest[:12]}  {len(side.status)} file(s)  "
                    f"{decision:<14} {_tests_text(side.tests, side.verdict)}  {side.bundle.path}")
-    typer.echo(f"{'file':<40} {'A':<18} {'B':<18} patch")
+    show(f"{'file':<40} {'A':<18} {'B':<18} patch")
     for f in result.files:
         def cell(status: str | None, counts: tuple[int, int] | None) -> str:
             return "-" if status is None else f"{status} +{counts[0]} -{counts[1]}" if counts else status
 
         verdict = "same" if f.same else ("only A" if f.b is None else "only B" if f.a is None else "differs")
-        typer.echo(f"{safe_text(f.path):<40} {cell(f.a, f.a_counts):<18} {cell(f.b, f.b_counts):<18} {verdict}")
+        show(f"{safe_text(f.path):<40} {cell(f.a, f.a_counts):<18} {cell(f.b, f.b_counts):<18} {verdict}")
         if patches and f.interdiff is not None:
             for line in f.interdiff.lines:
-                typer.echo(f"    {safe_text(line, tab_size=4)}")
+                show(f"    {safe_text(line, tab_size=4)}")
 
 
 def _number(chain: list[Any], record: BundleRecord) -> int:
@@ -511,18 +511,18 @@ def apply_command(
         emit_json(result.to_wire())
         return
     if result.status == "already-applied":
-        typer.echo(f"decision {decision} was already applied with {adapter} to {target}; nothing to do")
+        show(f"decision {decision} was already applied with {adapter} to {target}; nothing to do")
         return
-    typer.echo(f"{result.status}: {len(result.applied_files)} file(s) with {result.adapter}")
+    show(f"{result.status}: {len(result.applied_files)} file(s) with {result.adapter}")
     for name in result.applied_files:
-        typer.echo(f"  {safe_text(name)}")
+        show(f"  {safe_text(name)}")
     merged = threeway.summary(result.target.get("three_way"))
     if merged:
-        typer.echo(safe_text(merged))
+        show(safe_text(merged))
     if result.branch:
-        typer.echo(f"branch {result.branch}")
+        show(f"branch {result.branch}")
     if result.commit:
-        typer.echo(f"commit {result.commit}")
+        show(f"commit {result.commit}")
 
 
 def recover_command(
@@ -546,7 +546,7 @@ def recover_command(
         "completed": "an interrupted apply had committed; it is now complete",
         "rolled-back": "an interrupted apply was rolled back; the folder is as before",
     }
-    typer.echo(f"{root}: {messages.get(outcome, outcome)}")
+    show(f"{root}: {messages.get(outcome, outcome)}")
 
 
 def prune_command(
@@ -561,8 +561,8 @@ def prune_command(
         return
     verb = "would delete" if dry_run else "deleted"
     for b in pruned:
-        typer.echo(f"{verb} {b.path}")
-    typer.echo(f"{len(pruned)} discarded bundle(s) {'to prune' if dry_run else 'pruned'}")
+        show(f"{verb} {b.path}")
+    show(f"{len(pruned)} discarded bundle(s) {'to prune' if dry_run else 'pruned'}")
 
 
 def register(app: typer.Typer) -> None:

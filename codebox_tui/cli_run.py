@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from codebox_tui.bundle import layout
-from codebox_tui.cliutil import emit_json, progress, to_jsonable
+from codebox_tui.cliutil import emit_json, progress, show, to_jsonable
 from codebox_tui.contracts.episode import EPISODE_PLAN_SCHEMA, EpisodeRunOutput, EpisodeStepSummary
 from codebox_tui.contracts.runtime import BootOutput, RuntimeEvent
 from codebox_tui.durations import parse_duration
@@ -47,8 +46,8 @@ def commands_command(
         return
     for spec in catalog.commands:
         args = " ".join(f"{a.name}=…{'*' if a.required else ''}" for a in spec.acceptedArgs)
-        typer.echo(f"{spec.id:38} {args}")
-        typer.echo(f"{'':38} {spec.description}")
+        show(f"{spec.id:38} {args}")
+        show(f"{'':38} {spec.description}")
 
 
 def _human_event(event: RuntimeEvent) -> None:
@@ -128,10 +127,11 @@ def run_command(
         # the one document on stdout passes the run's redactor as a whole (docs/security-secrets.md)
         emit_json(run_document(outcome))
     else:
+        # what the sandbox printed, with control and bidi characters escaped (cliutil.show); --json is exact
         if execution is not None and execution.stdout:
-            sys.stdout.write(execution.stdout + ("" if execution.stdout.endswith("\n") else "\n"))
+            show(execution.stdout, nl=not execution.stdout.endswith("\n"))
         if execution is not None and execution.stderr and execution.exitCode != 0:
-            sys.stderr.write(execution.stderr + ("" if execution.stderr.endswith("\n") else "\n"))
+            show(execution.stderr, err=True, nl=not execution.stderr.endswith("\n"))
         progress(f"codebox: {'ok' if outcome.success else 'failed'} in {outcome.timings['totalSeconds']:.1f} s; "
                  f"bundle {outcome.bundle_id or '(not captured)'} in {outcome.run_dir}")
         if error is not None:

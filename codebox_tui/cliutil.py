@@ -12,7 +12,7 @@ import typer
 from pydantic import BaseModel
 
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
-from codebox_tui.textsafe import safe_text
+from codebox_tui.textsafe import json_text, safe_text, terminal_text
 
 CLI_FAILURE_SCHEMA = "wp-codebox/cli-failure/v1"
 
@@ -24,7 +24,8 @@ def to_jsonable(value: Any) -> Any:
 
 
 def emit_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(to_jsonable(value), indent=2, ensure_ascii=False) + "\n")
+    # the same value, with DEL, C1 and bidi characters inside strings written as \\u escapes (textsafe.json_text)
+    sys.stdout.write(json_text(json.dumps(to_jsonable(value), indent=2, ensure_ascii=False)) + "\n")
     sys.stdout.flush()
 
 
@@ -35,9 +36,17 @@ def say(line: str, *, err: bool = False) -> None:
     typer.echo(safe_text(line), err=err)
 
 
+def show(text: str, *, err: bool = False, nl: bool = True) -> None:
+    """Human output that may span lines and carry sandbox-written text (a command's stdout, a test's failure
+    message, a probe's problem): tabs and newlines are kept, every other control or bidi character is printed
+    as an escape (``textsafe.terminal_text``). Every human line of the CLI goes through ``say``, ``show`` or
+    ``progress`` (tests/unit/test_cli_output.py holds the CLI modules to that); ``--json`` is the exact form."""
+    typer.echo(terminal_text(text), err=err, nl=nl)
+
+
 def progress(message: str) -> None:
-    """A human progress line on stderr (never on stdout, which ``--json`` keeps clean)."""
-    sys.stderr.write(message + "\n")
+    """A human progress line on stderr (never on stdout, which ``--json`` keeps clean); escaped as ``show``."""
+    sys.stderr.write(terminal_text(message) + "\n")
     sys.stderr.flush()
 
 
@@ -54,10 +63,10 @@ def fail(error: CodeboxError, *, json_mode: bool, command: str = "") -> NoReturn
             }
         )
     else:
-        sys.stderr.write(f"codebox: error: {error}\n")
+        show(f"codebox: error: {error}", err=True)
         hint = error.details.get("hint") if error.details else None
         if hint:
-            sys.stderr.write(f"  hint: {hint}\n")
+            show(f"  hint: {hint}", err=True)
     raise typer.Exit(int(error.exit_code))
 
 

@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from codebox_tui.textsafe import terminal_text
+
 MAX_ARGS_CHARS = 80
 
 
@@ -40,7 +42,8 @@ class StderrProgress:
     def line(self, text: str) -> None:
         if self.quiet:
             return
-        out = f"codebox {self.label} [{self.elapsed():7.1f}s] {text}"
+        # events carry sandbox-written text (step names, messages): escaped as cliutil.show does
+        out = terminal_text(f"codebox {self.label} [{self.elapsed():7.1f}s] {text}")
         self.lines.append(out)
         stream = self.stream or sys.stderr
         stream.write(out + "\n")

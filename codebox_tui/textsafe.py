@@ -125,6 +125,23 @@ def safe_text(text: object, *, tab_size: int | None = None, keep_newlines: bool 
     return "".join(p.text for p in pieces(value, tab_size=tab_size, keep_newlines=keep_newlines))
 
 
+def terminal_text(text: object) -> str:
+    """``text`` as a command-line tool prints it: tabs and newlines kept as they are (a terminal draws them
+    harmlessly and programs reading a pipe expect them), every other unsafe character as an escape."""
+    value = text if isinstance(text, str) else str(text)
+    if _UNSAFE.search(value.replace("\n", "")) is None:
+        return value
+    return _UNSAFE.sub(lambda m: "\n" if m.group() == "\n" else escape_char(m.group()), value)
+
+
+def json_text(document: str) -> str:
+    """A JSON document with every unsafe character left inside its strings written as a ``\\uNNNN`` escape.
+
+    ``json.dumps`` escapes C0 controls itself but leaves DEL, C1 controls and bidi characters raw (with
+    ``ensure_ascii=False``); escaped here, the document parses to the same value and draws safely."""
+    return _UNSAFE.sub(lambda m: "\n" if m.group() == "\n" else f"\\u{ord(m.group()):04x}", document)
+
+
 def escape_spans(items: list[Piece]) -> list[tuple[int, int]]:
     """Character spans of the escapes in the joined text of ``items``."""
     spans: list[tuple[int, int]] = []

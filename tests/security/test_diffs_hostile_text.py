@@ -115,3 +115,50 @@ def test_the_cli_prints_hostile_names_from_a_real_sandbox_as_escapes(make_run_se
     key = re.search(r"^added (@\d+) ", codebox("review", "import", str(bundle)), re.M)
     assert key is not None
     assert "notes-\\x1b[31m\\u202etxt.php" in codebox("review", "show", key.group(1))
+
+
+# What a command's output may keep on a terminal: tabs and newlines; nothing else below U+0020, no C1, no bidi.
+RAW_IN_OUTPUT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+HOSTILE_OUTPUT = "clear\x1b[2J\x1b[H title\x1b]0;pwned\x07 over\rwrite csi\u009b31m \u202egnp.php\tend"
+SHOWN_OUTPUT = "clear\\x1b[2J\\x1b[H title\\x1b]0;pwned\\x07 over\\x0dwrite csi\\x9b31m \\u202egnp.php\tend"
+
+
+@pytest.mark.playground
+def test_a_commands_hostile_output_from_a_real_sandbox_reaches_the_terminal_escaped(tmp_path: Path) -> None:
+    """`codebox run` and `codebox exec` print what the sandbox printed: PHP echoes ESC / OSC / C1 / CR / bidi
+    sequences on stdout and stderr, a sandbox file holding them is `cat` by the exec shell. The human output
+    keeps tabs and newlines and shows every other unsafe character as an escape; `--json` keeps the exact
+    bytes, escaped as JSON."""
+    import json
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CODEBOX_HOME": str(tmp_path / "home")}
+
+    def codebox(*args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([sys.executable, "-m", "codebox_tui", *args, "--artifacts", str(tmp_path / "runs")],
+                              capture_output=True, text=True, env=env, timeout=300)
+        for stream in (done.stdout, done.stderr):
+            for line in stream.splitlines():
+                assert not RAW_IN_OUTPUT.search(line), f"raw control character reaches the terminal: {line!r}"
+        return done
+
+    hostile_php = '"' + "".join(c if c.isalnum() or c in " .;[]" else "".join(f"\\x{b:02x}" for b in c.encode())
+                                for c in HOSTILE_OUTPUT) + '"'  # every other byte as a PHP \xNN escape
+    code = f"echo {hostile_php}, \"\\n\"; file_put_contents('php://stderr', {hostile_php}); exit(3);"
+    done = codebox("run", "--command", "wordpress.run-php", "--arg", f"code={code}", "--quiet")
+    assert done.returncode != 0, done.stderr[-2000:]
+    assert SHOWN_OUTPUT in done.stdout, done.stdout
+    assert SHOWN_OUTPUT in done.stderr, done.stderr[-2000:]
+
+    exact = codebox("run", "--command", "wordpress.run-php", "--arg", f"code=echo {hostile_php};", "--json", "--quiet")
+    assert exact.returncode == 0, exact.stderr[-2000:]
+    assert json.loads(exact.stdout)["execution"]["stdout"].startswith(HOSTILE_OUTPUT), exact.stdout
+
+    plugin = tmp_path / "plugin"
+    plugin.mkdir()
+    (plugin / "notes.txt").write_text(HOSTILE_OUTPUT + "\n", encoding="utf-8")
+    shell = codebox("exec", "--mount", f"{plugin}:/wordpress/wp-content/plugins/notes:readonly",
+                    "cat /wordpress/wp-content/plugins/notes/notes.txt")
+    assert shell.returncode == 0, shell.stderr[-2000:]
+    assert shell.stdout == SHOWN_OUTPUT + "\n", shell.stdout

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
-from codebox_tui.textsafe import Piece, display_line, escape_char, pieces, safe_text
+from codebox_tui.textsafe import Piece, display_line, escape_char, json_text, pieces, safe_text, terminal_text
 
 RAW_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
@@ -45,3 +46,19 @@ def test_names_escape_tabs_and_multiline_text_keeps_newlines() -> None:
     assert safe_text(42) == "42"
     plain = "nothing to do here"
     assert safe_text(plain) is plain
+
+
+def test_terminal_text_keeps_tabs_and_newlines_and_escapes_the_rest() -> None:
+    shown = terminal_text("ok\tcol\r\n\x1b]0;title\x07\u202eline\x9b2J\n")
+    assert shown == "ok\tcol\\x0d\n\\x1b]0;title\\x07\\u202eline\\x9b2J\n"
+    assert not RAW_UNSAFE.search(shown.replace("\n", ""))
+    plain = "a\tb\nc"
+    assert terminal_text(plain) is plain
+
+
+def test_json_text_is_the_same_document_with_unsafe_characters_escaped() -> None:
+    value = {"out": "x\x1b[31m\u202e\x9b\x7f\ty\u2028", "list": ["\u2066", 1]}
+    document = json_text(json.dumps(value, indent=2, ensure_ascii=False))
+    assert json.loads(document) == value
+    assert not RAW_UNSAFE.search(document.replace("\n", ""))
+    assert "\\u202e" in document and "\\u009b" in document
