@@ -9,7 +9,8 @@ Textual owns stdin the answer cannot be read any more."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import io
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from rich.markup import escape as _markup_escape
@@ -17,6 +18,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from codebox_tui.bundle.safe_read import read_regular
 from codebox_tui.contracts.bundle_read import ManifestFileView
 from codebox_tui.settings import get_settings
 from codebox_tui.textsafe import safe_text
@@ -29,6 +31,15 @@ def escape(value: object) -> str:
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 MAX_INLINE_IMAGES = 6
+MAX_IMAGE_BYTES = 32 * 1024 * 1024
+
+
+def member(bundle_dir: Path, rel: str) -> Path | None:
+    """The bundle file a manifest path names, or None when the path could leave the bundle (absolute, ``..``)."""
+    parts = PurePosixPath(rel).parts
+    if not parts or rel.startswith("/") or ".." in parts or "\x00" in rel:
+        return None
+    return bundle_dir.joinpath(*parts)
 
 
 def images_mode() -> str:
@@ -57,7 +68,8 @@ def top_of(path: Path, ratio: float = 0.75) -> Any:
     """The image at ``path``; a tall one (a full-page screenshot) cut to its top, ``ratio`` high per width."""
     from PIL import Image
 
-    with Image.open(path) as image:
+    # a regular file inside the bundle only (never a symlink or FIFO the bundle's writer planted), size-capped
+    with Image.open(io.BytesIO(read_regular(path, limit=MAX_IMAGE_BYTES))) as image:
         image.load()
         if image.height > image.width * ratio:
             return image.crop((0, 0, image.width, int(image.width * ratio)))
@@ -89,13 +101,15 @@ half-blocks); set `CODEBOX_IMAGES=off` to list paths only.
             yield Static("No browser or test evidence files in this bundle.")
             return
         draw = image_class()
-        pictures = [self.bundle_dir / i.path for i in self.items if i.path.lower().endswith(IMAGE_SUFFIXES)]
+        pictures = [member(self.bundle_dir, i.path) for i in self.items if i.path.lower().endswith(IMAGE_SUFFIXES)]
         yield Static("[b]Evidence files[/b] (paths inside the bundle; its location is on the Provenance tab)")
         for item in self.items:
-            path = self.bundle_dir / item.path
+            path = member(self.bundle_dir, item.path)
             yield Static(f"  {escape(item.kind):22} {escape(item.path)}")
-            if draw is not None and path in pictures and path.is_file() and \
-                    len(self.images_shown) < MAX_INLINE_IMAGES:
+            if path is None:
+                yield Static("    [red]not drawn:[/] the path leaves the bundle", classes="evidence-note")
+                continue
+            if draw is not None and path in pictures and len(self.images_shown) < MAX_INLINE_IMAGES:
                 try:
                     picture = draw(top_of(path), classes="evidence-image")
                 except Exception as error:  # an unreadable image: say so, keep the path

@@ -54,3 +54,46 @@ async def test_unreadable_png_shows_a_message_not_a_traceback(tmp_path: Path,
     shown, text = await _evidence(bundle)
     assert shown == []
     assert "cannot show this image" in text
+
+
+async def test_a_planted_symlink_screenshot_is_not_followed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bundle's writer replaces the screenshot with a symlink to an image elsewhere on the host: the
+    Evidence tab names the file but draws nothing it would have to follow a link for."""
+    monkeypatch.setenv("CODEBOX_IMAGES", "halfcell")
+    reload_settings()
+    bundle = build_demo_bundle(tmp_path / "a")
+    outside = tmp_path / "host-picture.png"
+    shot = bundle / "files" / "browser" / "screenshot.png"
+    outside.write_bytes(shot.read_bytes())
+    shot.unlink()
+    shot.symlink_to(outside)
+    shown, text = await _evidence(bundle)
+    assert shown == []
+    assert "cannot show this image" in text and "symlink" in text
+
+
+async def test_a_manifest_path_that_leaves_the_bundle_is_not_drawn(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from textual.app import App
+
+    from codebox_tui.contracts.bundle_read import ManifestFileView
+
+    monkeypatch.setenv("CODEBOX_IMAGES", "halfcell")
+    reload_settings()
+    bundle = build_demo_bundle(tmp_path / "a")
+    (tmp_path / "outside.png").write_bytes((bundle / "files" / "browser" / "screenshot.png").read_bytes())
+    items = [ManifestFileView(path="../outside.png", kind="browser-screenshot"),
+             ManifestFileView(path=str(tmp_path / "outside.png"), kind="browser-screenshot"),
+             ManifestFileView(path="files/browser/screenshot.png", kind="browser-screenshot")]
+
+    class Host(App[None]):
+        def compose(self):  # type: ignore[no-untyped-def]
+            yield EvidenceView(bundle, items)
+
+    app = Host()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        view = app.query_one(EvidenceView)
+        text = "\n".join(str(s.render()) for s in view.query(Static))
+        assert view.images_shown == [bundle / "files" / "browser" / "screenshot.png"]
+        assert text.count("the path leaves the bundle") == 2
