@@ -264,6 +264,47 @@ def _tests_lib_env(session: RunSession, plugin_dir: str, found: dict[str, Any]) 
     return env
 
 
+# A test site installed once per sandbox is put back before every later suite of the same library: the
+# installer is the largest part of a short suite (2–5 s), and a copy is what a fresh install would write.
+MAX_TEST_SITE_BYTES = 64 * 1024 * 1024
+_RESTORE_TEST_SITE_PHP = """<?php
+@unlink( %(journal)s ); // a journal left by a killed suite would be replayed onto the restored file
+echo is_file( %(journal)s ) ? 'journal-left' : 'ok';
+"""
+
+
+def _test_site_key(session: RunSession, env: dict[str, str]) -> str | None:
+    """What a kept install is valid for: this sandbox, the library and single or multisite. Only a library
+    mounted read-only from the host (``--wp-tests-lib``, ``$WP_TESTS_DIR``, the default path) qualifies;
+    one inside the plugin's ``vendor/`` can be changed by the patch, so it is installed every time."""
+    if env.get("WP_TESTS_DIR") != wp_tests.LIB_TARGET:
+        return None
+    multisite = env.get("WP_MULTISITE") == "1" or env.get("WP_TESTS_MULTISITE") == "1"
+    return f"{session.sandbox.id}|{env['WP_TESTS_DIR']}|{'ms' if multisite else 'single'}"
+
+
+def _prepare_test_site(session: RunSession, env: dict[str, str], timeout_s: float) -> tuple[bool, str]:
+    """A fresh test site for the suite: the copy kept from this sandbox's first install when there is one,
+    else the library's installer (whose result is kept, on the host, for the next suite)."""
+    key = _test_site_key(session, env)
+    kept = session.test_sites.get(key) if key else None
+    if kept is not None:
+        journal = _php(wp_tests.TESTS_DB_PATH + "-journal")
+        cleared = session.sandbox.run_php(_RESTORE_TEST_SITE_PHP % {"journal": journal}, min(timeout_s, 60.0))
+        if cleared.text.strip() == "ok":
+            session.sandbox.write_file(wp_tests.TESTS_DB_PATH, kept, min(timeout_s, 60.0))
+            return True, ("Test site restored: a copy of this sandbox's first install of it "
+                          f"({wp_tests.TESTS_DB_PATH}), as the installer would write it")
+    installed, output = _install_test_site(session, env, timeout_s)
+    if installed and key:
+        try:
+            session.test_sites[key] = session.sandbox.read_file(wp_tests.TESTS_DB_PATH, min(timeout_s, 60.0),
+                                                                max_bytes=MAX_TEST_SITE_BYTES)
+        except CodeboxError:
+            session.test_sites.pop(key, None)  # too large or unreadable: install again next time
+    return installed, output
+
+
 def _install_test_site(session: RunSession, env: dict[str, str], timeout_s: float) -> tuple[bool, str]:
     """Run the library's ``includes/install.php`` (what its bootstrap would spawn with ``system()``) as a
     separate PHP request in the sandbox: a fresh test site with the ``wptests_`` tables."""
@@ -322,7 +363,7 @@ def phpunit(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
     install_output = ""
     if mode == "tests-lib":
         env = {**env, **_tests_lib_env(session, plugin_dir, found)}
-        installed, install_output = _install_test_site(session, env, timeout_s)
+        installed, install_output = _prepare_test_site(session, env, timeout_s)
         if not installed:
             return _record(session, CommandOutcome, "", install_output, junit=None,
                            reason="the WordPress test site could not be installed: " + no_tests_reason(install_output),

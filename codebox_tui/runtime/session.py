@@ -99,6 +99,7 @@ class RunSession:
         # review risk flags raised outside the capture (the site-state diff: lifecycle/site_state.py)
         self.extra_risk_flags: list[str] = []
         self.test_suites: list[Any] = []
+        self.test_sites: dict[str, bytes] = {}  # installed WP test sites kept per sandbox (runtime/phpunit.py)
         self.executions: list[ExecutionResult] = []
         self.truncations: list[dict[str, Any]] = []  # outputs the cap cut (recorded in the bundle)
         self.baselines: list[Any] = []

@@ -13,9 +13,10 @@ loads WordPress. Codebox finds the library and the polyfills where maintainers h
 
 Host folders are mounted read-only (:func:`toolchain_mounts`); folders inside the plugin's ``vendor/`` come
 with the plugin. Inside the sandbox the variables point at the mounted paths, so a scaffolded bootstrap
-works unchanged. The test site uses the sandbox's SQLite database with the table prefix ``wptests_``
-(:data:`TESTS_CONFIG_PHP`); the library's installer is run by Codebox as a separate PHP request before
-PHPUnit (``WP_TESTS_SKIP_INSTALL=1``), never as a child process of the sandbox's PHP.
+works unchanged. The test site uses SQLite with the table prefix ``wptests_``
+(:data:`TESTS_CONFIG_PHP`) in a database file of its own (:data:`TESTS_DB_FILE`); the library's installer
+is run by Codebox as a separate PHP request before PHPUnit (``WP_TESTS_SKIP_INSTALL=1``), never as a child
+process of the sandbox's PHP.
 """
 
 from __future__ import annotations
@@ -38,13 +39,17 @@ POLYFILLS_FILE = "phpunitpolyfills-autoload.php"
 TESTS_CONFIG = "wp-tests-config.php"
 TESTS_PRELUDE = "wp-tests-prelude.php"
 TABLE_PREFIX = "wptests_"
+# The test site's own SQLite file beside the site's (wp-content/database/): installing or resetting it never
+# touches the site under review, and a copy of it can be put back before each suite (runtime/phpunit.py).
+TESTS_DB_FILE = ".ht.wptests.sqlite"
+TESTS_DB_PATH = f"/wordpress/wp-content/database/{TESTS_DB_FILE}"
 # A bootstrap that loads the core test library (scaffolded, wp-phpunit or hand-written) names one of these.
 LIB_BOOTSTRAP = re.compile(r"WP_TESTS_DIR|WP_PHPUNIT__DIR|wordpress-tests-lib|wp-phpunit|includes/bootstrap\.php"
                            r"|includes/functions\.php|WP_UnitTestCase")
 
 # The library's wp-tests-config.php: ABSPATH is the sandbox's WordPress; the DB constants are required by
-# the library but unused, since Playground's SQLite integration provides $wpdb (same database file as the
-# site, separate tables through the prefix).
+# the library but unused, since Playground's SQLite integration provides $wpdb (in the test site's own
+# database file, TESTS_DB_FILE, which the prelude below names).
 TESTS_CONFIG_PHP = f"""<?php
 // Codebox: wp-tests-config.php for the WordPress core test library inside the sandbox.
 define( 'ABSPATH', '/wordpress/' );
@@ -71,6 +76,9 @@ def tests_prelude_php(config_path: str) -> str:
     test site is ``http://example.org``), and the library's config path."""
     return f"""<?php
 // Codebox: environment of the WordPress core test library inside the sandbox.
+if ( ! defined( 'DB_FILE' ) ) {{
+	define( 'DB_FILE', '{TESTS_DB_FILE}' ); // the test site's own database file, not the site's
+}}
 if ( is_file( '/internal/shared/consts.json' ) ) {{
 	$codebox_consts = json_decode( file_get_contents( '/internal/shared/consts.json' ), true );
 	foreach ( is_array( $codebox_consts ) ? $codebox_consts : array() as $codebox_name => $codebox_value ) {{

@@ -44,6 +44,9 @@ POLYFILLS = TOOLCHAINS / "phpunit-polyfills-1.1.4"
 REPEATED = "Test_Word_Stats::test_repeated_spaces_are_not_words"
 SHORTCODE = "Test_Word_Stats::test_shortcode_counts_the_current_post"
 TOOLCHAIN_ENV = ("WP_TESTS_DIR", "WP_TESTS_PHPUNIT_POLYFILLS_PATH")
+# One statement on the test site's own database file (not the site's), through PDO: prints its result.
+LEFTOVER_PHP = ("$db = new PDO('sqlite:/wordpress/wp-content/database/.ht.wptests.sqlite'); "
+                "$r = $db->query(\"%s\"); echo $r ? ($r->fetchColumn() ?: $r->rowCount()) : 'failed';")
 
 
 @pytest.fixture(scope="module")
@@ -263,8 +266,9 @@ def test_front_end_warning_from_the_plugin_fails_the_probe(
 
 def test_wordpress_phpunit_command_with_filter_test_file_and_bootstrap(
         make_run_session: Any, tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
-    """`wordpress.phpunit` itself: --filter, a single test file and an explicit bootstrap reach PHPUnit;
-    the WordPress test site is installed afresh for every run."""
+    """`wordpress.phpunit` itself: --filter, a single test file and an explicit bootstrap reach PHPUnit.
+    Every run starts on a fresh test site in its own database file: installed by the first run, put back
+    as that install's copy for the next (what a suite left behind is gone), never in the site's database."""
     from codebox_tui.runtime.phpunit import phpunit_tool_mounts
 
     lib, polyfills = toolchains
@@ -278,12 +282,24 @@ def test_wordpress_phpunit_command_with_filter_test_file_and_bootstrap(
     summary = filtered.result.json_
     assert filtered.exitCode == 0, filtered.stdout[-2000:]
     assert (summary["tests"], summary["passed"], summary["wordpress"]) == (2, 2, "tests-lib")
+    assert filtered.stdout.count("Installing...") == 1 and "Test site restored" not in filtered.stdout
+    # what a suite could leave behind (committed outside its transaction), planted in the test site's file
+    planted = run.execute("wordpress.run-php", ["code=" + LEFTOVER_PHP % "INSERT INTO wptests_options (option_name, "
+                                                "option_value, autoload) VALUES ('codebox_leftover', '1', 'yes')"])
+    assert planted.stdout.endswith("1"), planted.stdout
     single = run.execute("wordpress.phpunit", ["plugin-slug=word-stats", "test-file=tests/test-word-stats.php",
                                                "bootstrap=tests/bootstrap.php", "wordpress=tests-lib"],
                          timeout_s=600)
     assert single.exitCode == 1, single.stdout[-3000:]
     assert single.result.json_["tests"] == 6 and single.result.json_["failed"] == 1, single.stdout[-3000:]
-    assert single.stdout.count("Installing...") == 1
+    assert "Installing..." not in single.stdout and single.stdout.count("Test site restored") == 1
+    left = run.execute("wordpress.run-php", ["code=" + LEFTOVER_PHP % "SELECT COUNT(*) FROM wptests_options WHERE "
+                                             "option_name = 'codebox_leftover'"])
+    assert left.stdout.endswith("0"), left.stdout
+    site = run.execute("wordpress.run-php", ["code=global $wpdb; echo count($wpdb->get_col(\"SHOW TABLES LIKE "
+                                             "'wptests%'\")), ' ', $wpdb->get_var(\"SELECT COUNT(*) FROM "
+                                             "{$wpdb->options}\") > 0 ? 'site' : 'empty';"])
+    assert site.stdout.endswith("0 site"), site.stdout  # the site's own database never held the test site
     assert [c["message"] for c in single.result.json_["cases"] if c["status"] == "failed"] == [
         "Failed asserting that 3 is identical to 2."]
 
