@@ -42,6 +42,11 @@ class CodeboxSettings(BaseSettings):
     # well under a second. "auto": on in long-lived processes (the TUI, or once a process boots a
     # second sandbox), off for one-shot `codebox run`.
     spare_sandboxes: Literal["auto", "on", "off"] = "auto"
+    # How V8 compiles PHP's WebAssembly in the sidecar (docs/performance.md, "WebAssembly compiler"):
+    # "baseline" (Liftoff only: no optimizing recompilation of hot functions, about 10 % less CPU per
+    # run, PHP loops ~9 % slower) or "tiered" (V8's default: Liftoff first, hot functions then TurboFan,
+    # for long CPU-bound PHP). CODEBOX_WASM_COMPILER.
+    wasm_compiler: Literal["baseline", "tiered"] = "baseline"
     # Tab stops in the diff views (WordPress code is tab-indented): CODEBOX_TAB_WIDTH.
     tab_width: int = Field(default=4, ge=1, le=16)
     # Per-command output cap, for stdout and stderr each (head and a short tail are kept; the cut is

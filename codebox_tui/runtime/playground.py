@@ -81,7 +81,7 @@ def get_sidecar(settings: CodeboxSettings, policy: RuntimePolicy, binds: tuple[B
             idle = _idle_bound_sidecars() if binds else []
             sidecar = Sidecar(node=settings.node, home=settings.playground_home,
                               network_policy=network_policy_key(policy), confinement=settings.confinement,
-                              sandboxes_root=sidecars_root, binds=binds)
+                              sandboxes_root=sidecars_root, binds=binds, wasm_compiler=settings.wasm_compiler)
             _sidecars[key] = sidecar
     for stale in idle:
         threading.Thread(target=stale.close, name="codebox-sidecar-close", daemon=True).start()

@@ -34,6 +34,8 @@ from codebox_tui.versions import DEFAULT_PHP_VERSION
 ProgressCallback = Callable[[str, dict[str, Any]], None]
 TMP_PREFIX = "codebox-sidecar-tmp-"
 LOG_PREFIX = "codebox-sidecar-"
+# V8 flags per ``wasm_compiler`` setting (placed before the script: they are node's own options).
+WASM_COMPILER_FLAGS = {"baseline": ["--liftoff-only"], "tiered": []}
 NODE_ARGS = ["--import", "./netguard.mjs", "--import", "./nospawn.mjs", "--import", "./probeguard.mjs",
              "sidecar.mjs",
              f"--default-php={DEFAULT_PHP_VERSION}"]
@@ -44,7 +46,7 @@ class Sidecar:
 
     def __init__(self, *, node: str, home: Path, network_policy: str, start_timeout_s: float = 30.0,
                  confinement: str = "bwrap", sandboxes_root: Path | None = None,
-                 binds: tuple[Bind, ...] = ()) -> None:
+                 binds: tuple[Bind, ...] = (), wasm_compiler: str = "baseline") -> None:
         script = NODE_BRIDGE_DIR / "sidecar.mjs"
         if not (NODE_BRIDGE_DIR / "node_modules" / "@wp-playground" / "cli").is_dir():
             raise SandboxError(
@@ -74,13 +76,14 @@ class Sidecar:
             "CODEBOX_NETWORK_POLICY": network_policy,
             "NODE_NO_WARNINGS": "1",
         }
-        argv = [node, *NODE_ARGS]
+        node_args = [*WASM_COMPILER_FLAGS[wasm_compiler], *NODE_ARGS]
+        argv = [node, *node_args]
         if self.confined:
             assert sandboxes_root is not None
             readonly_area(sandboxes_root).mkdir(parents=True, exist_ok=True)
             argv = [*bwrap_argv(bwrap=bwrap, node=node_path, bridge_dir=NODE_BRIDGE_DIR, playground_home=home,
                                 sandboxes_root=sandboxes_root, tmp_dir=self.tmp_dir, env=env, binds=binds),
-                    *NODE_ARGS]
+                    *node_args]
         try:
             self._proc = subprocess.Popen(
                 argv, cwd=script.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
