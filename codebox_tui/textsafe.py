@@ -24,9 +24,12 @@ import unicodedata
 from typing import NamedTuple
 
 # What never reaches the terminal raw. Tabs and newlines are handled separately (expanded / kept).
-_UNSAFE_CLASS = "\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_UNSAFE_BUT_NEWLINE_CLASS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_UNSAFE_CLASS = "\n" + _UNSAFE_BUT_NEWLINE_CLASS
 _UNSAFE = re.compile(f"[{_UNSAFE_CLASS}]")
 _UNSAFE_OR_TAB = re.compile(f"[\t{_UNSAFE_CLASS}]")
+# The same without the newline: for text printed line by line (a command's output, a JSON document).
+_UNSAFE_IN_LINES = re.compile(f"[{_UNSAFE_BUT_NEWLINE_CLASS}]")
 DEFAULT_TAB_SIZE = 4
 
 
@@ -128,10 +131,7 @@ def safe_text(text: object, *, tab_size: int | None = None, keep_newlines: bool 
 def terminal_text(text: object) -> str:
     """``text`` as a command-line tool prints it: tabs and newlines kept as they are (a terminal draws them
     harmlessly and programs reading a pipe expect them), every other unsafe character as an escape."""
-    value = text if isinstance(text, str) else str(text)
-    if _UNSAFE.search(value.replace("\n", "")) is None:
-        return value
-    return _UNSAFE.sub(lambda m: "\n" if m.group() == "\n" else escape_char(m.group()), value)
+    return _UNSAFE_IN_LINES.sub(lambda m: escape_char(m.group()), text if isinstance(text, str) else str(text))
 
 
 def json_text(document: str) -> str:
@@ -139,7 +139,7 @@ def json_text(document: str) -> str:
 
     ``json.dumps`` escapes C0 controls itself but leaves DEL, C1 controls and bidi characters raw (with
     ``ensure_ascii=False``); escaped here, the document parses to the same value and draws safely."""
-    return _UNSAFE.sub(lambda m: "\n" if m.group() == "\n" else f"\\u{ord(m.group()):04x}", document)
+    return _UNSAFE_IN_LINES.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
 
 
 def escape_spans(items: list[Piece]) -> list[tuple[int, int]]:
