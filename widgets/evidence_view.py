@@ -10,7 +10,7 @@ Textual owns stdin the answer cannot be read any more."""
 from __future__ import annotations
 
 import io
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from rich.markup import escape as _markup_escape
@@ -19,6 +19,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from codebox_tui.bundle.safe_read import read_regular
+from codebox_tui.bundle.verify.common import path_problem
 from codebox_tui.contracts.bundle_read import ManifestFileView
 from codebox_tui.settings import get_settings
 from codebox_tui.textsafe import safe_text
@@ -35,11 +36,9 @@ MAX_IMAGE_BYTES = 32 * 1024 * 1024
 
 
 def member(bundle_dir: Path, rel: str) -> Path | None:
-    """The bundle file a manifest path names, or None when the path could leave the bundle (absolute, ``..``)."""
-    parts = PurePosixPath(rel).parts
-    if not parts or rel.startswith("/") or ".." in parts or "\x00" in rel:
-        return None
-    return bundle_dir.joinpath(*parts)
+    """The bundle file a manifest path names, or None when the verifier's path rule refuses the path
+    (absolute, ``..``, a scheme or drive, a backslash: bundle/verify/common.py, ``path_problem``)."""
+    return None if path_problem(rel) else bundle_dir / rel
 
 
 def images_mode() -> str:
@@ -101,7 +100,7 @@ half-blocks); set `CODEBOX_IMAGES=off` to list paths only.
             yield Static("No browser or test evidence files in this bundle.")
             return
         draw = image_class()
-        pictures = [member(self.bundle_dir, i.path) for i in self.items if i.path.lower().endswith(IMAGE_SUFFIXES)]
+        pictures = [i for i in self.items if i.path.lower().endswith(IMAGE_SUFFIXES)]
         yield Static("[b]Evidence files[/b] (paths inside the bundle; its location is on the Provenance tab)")
         for item in self.items:
             path = member(self.bundle_dir, item.path)
@@ -109,7 +108,7 @@ half-blocks); set `CODEBOX_IMAGES=off` to list paths only.
             if path is None:
                 yield Static("    [red]not drawn:[/] the path leaves the bundle", classes="evidence-note")
                 continue
-            if draw is not None and path in pictures and len(self.images_shown) < MAX_INLINE_IMAGES:
+            if draw is not None and item in pictures and len(self.images_shown) < MAX_INLINE_IMAGES:
                 try:
                     picture = draw(top_of(path), classes="evidence-image")
                 except Exception as error:  # an unreadable image: say so, keep the path
