@@ -60,9 +60,9 @@ def register(app: typer.Typer) -> None:
 def _print_outcome(outcome: Any) -> None:
     counts = outcome.to_dict()["counts"]
     show(f"batch {outcome.batch_id}: " + ", ".join(f"{n} {state}" for state, n in counts.items())
-               + f" in {outcome.seconds:.1f} s")
+         + f" in {outcome.seconds:.1f} s")
     for state in outcome.items:
         item, kind, shown, tries, verdict, bundle, now = ProgressTable.cells(state)
         show(f"  {shown:<12} {item:<20} {kind:<15} attempts {tries}  {verdict or '-':<14} "
-                   f"{bundle or '-':<6} {now}".rstrip())
+             f"{bundle or '-':<6} {now}".rstrip())
     show(f"review them with: codebox review list   (batch {outcome.batch_id})")

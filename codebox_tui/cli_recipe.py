@@ -216,7 +216,7 @@ def _print_recipe_outcome(outcome: dict[str, Any]) -> None:
     warning (advisory / allowFailure failures, which do not fail the run): bundle/checks.py."""
     warnings, failures = outcome.get("warnings") or [], outcome.get("failures") or []
     show(f"status: {outcome.get('status')}"
-               + (f" with {len(warnings)} warning{'s' if len(warnings) != 1 else ''}" if warnings else ""))
+         + (f" with {len(warnings)} warning{'s' if len(warnings) != 1 else ''}" if warnings else ""))
     for probe in outcome.get("probes") or []:
         soft = " (allowFailure: a warning)" if probe.get("allowFailure") and probe.get("status") != "passed" else ""
         show(f"  probe {safe_text(probe.get('name'))}: {safe_text(probe.get('status'))}{soft}")
@@ -231,14 +231,14 @@ def _print_evaluation(outcome: dict[str, Any]) -> None:
     """The verdict, per-side totals (never summed) and each failure with its assertion message."""
     t = outcome["tests"]
     show(f"patch {'applied' if outcome['applied'] else 'FAILED to apply'}; verdict: {t['verdict']}"
-               + (f" ({t['reason']})" if t.get("reason") else ""))
+         + (f" ({t['reason']})" if t.get("reason") else ""))
     show(f"  fixed {len(t['fixed'])}, broken {len(t['broken'])}, still failing {len(t['stillFailing'])}, "
-               f"added {len(t['added'])}, removed {len(t['removed'])}")
+         f"added {len(t['added'])}, removed {len(t['removed'])}")
     for side in ("before", "after"):
         counts = t.get(side)
         if counts and counts.get("tests"):
             show(f"  {side:<6} {counts['passed']}/{counts['tests']} passed, {counts['failed']} failed, "
-                       f"{counts['skipped']} skipped")
+                 f"{counts['skipped']} skipped")
         else:
             show(f"  {side:<6} no tests ran")
         for failure in outcome.get("failures", {}).get(side, []):

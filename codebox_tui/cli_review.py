@@ -464,7 +464,7 @@ def review_compare(
     for label, side in (("A", result.a), ("B", result.b)):
         decision = side.decision.action if side.decision else "undecided"
         show(f"{label} {side.bundle.ref} {side.bundle.content_digest[:12]}  {len(side.status)} file(s)  "
-                   f"{decision:<14} {_tests_text(side.tests, side.verdict)}  {side.bundle.path}")
+             f"{decision:<14} {_tests_text(side.tests, side.verdict)}  {side.bundle.path}")
     show(f"{'file':<40} {'A':<18} {'B':<18} patch")
     for f in result.files:
         def cell(status: str | None, counts: tuple[int, int] | None) -> str:
