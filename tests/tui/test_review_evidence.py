@@ -15,6 +15,10 @@ from codebox_tui.settings import reload_settings
 from widgets.evidence_view import EvidenceView
 
 
+def _text(view: EvidenceView) -> str:
+    return "\n".join(str(s.render()) for s in view.query(Static))
+
+
 async def _evidence(bundle: Path) -> tuple[list[Path], str]:
     app = CodeboxApp(bundle)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -23,8 +27,7 @@ async def _evidence(bundle: Path) -> tuple[list[Path], str]:
         app.screen.query_one("#tabs").active = "tab-evidence"  # type: ignore[attr-defined]
         await pilot.pause()
         view = app.screen.query_one(EvidenceView)
-        text = "\n".join(str(s.render()) for s in view.query(Static))
-        return list(view.images_shown), text
+        return list(view.images_shown), _text(view)
 
 
 async def test_png_screenshot_is_drawn_inline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -74,9 +77,8 @@ async def test_a_planted_symlink_screenshot_is_not_followed(tmp_path: Path, monk
 
 async def test_a_manifest_path_that_leaves_the_bundle_is_not_drawn(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from textual.app import App
-
     from codebox_tui.contracts.bundle_read import ManifestFileView
+    from tests.factories.widget_hosts import Recorder
 
     monkeypatch.setenv("CODEBOX_IMAGES", "halfcell")
     reload_settings()
@@ -86,14 +88,10 @@ async def test_a_manifest_path_that_leaves_the_bundle_is_not_drawn(tmp_path: Pat
              ManifestFileView(path=str(tmp_path / "outside.png"), kind="browser-screenshot"),
              ManifestFileView(path="files/browser/screenshot.png", kind="browser-screenshot")]
 
-    class Host(App[None]):
-        def compose(self):  # type: ignore[no-untyped-def]
-            yield EvidenceView(bundle, items)
-
-    app = Host()
+    app = Recorder(EvidenceView(bundle, items))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         view = app.query_one(EvidenceView)
-        text = "\n".join(str(s.render()) for s in view.query(Static))
+        text = _text(view)
         assert view.images_shown == [bundle / "files" / "browser" / "screenshot.png"]
         assert text.count("the path leaves the bundle") == 2
