@@ -38,7 +38,7 @@ PATCH = REPO / "examples" / "patches" / "buggy-counter-fix.patch"
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-n", type=int, default=8)
     parser.add_argument("--cpus", type=int, default=None, help="CPUs of the local Ray instance (default: all)")
     args = parser.parse_args()

@@ -163,7 +163,7 @@ def peak_rss_kib(work: Path, payload_bytes: int) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-n", type=int, default=3)
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--changed", type=int, default=500)

@@ -144,7 +144,7 @@ def fmt(values: list[float]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-n", type=int, default=3, help="repetitions per row")
     parser.add_argument("--extra-sandboxes", type=int, default=3)
     parser.add_argument("--mount-mode", choices=["readonly", "readwrite"], default="readonly",

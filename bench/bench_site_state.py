@@ -106,7 +106,7 @@ def episode_rows(artifacts: Path, n: int) -> tuple[list[float], list[float], lis
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-n", type=int, default=5, help="repetitions per row")
     n = parser.parse_args().n
     artifacts = Path(tempfile.mkdtemp(prefix="codebox-bench-artifacts-"))

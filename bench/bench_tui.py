@@ -13,6 +13,7 @@ Usage: python bench/bench_tui.py [--skip-1gb] [--search-only]
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import gc
 import json
@@ -365,10 +366,17 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def main() -> None:
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--skip-1gb", action="store_true", help="leave out the 1 GB events.jsonl row")
+    parser.add_argument("--search-only", action="store_true", help="run only the search rows")
+    return parser.parse_args()
+
+
+async def main(args: argparse.Namespace) -> None:
     small = make_patch(1, 10)
     big = make_patch(200, 100)
-    if "--search-only" in sys.argv:
+    if args.search_only:
         await search_bench(make_patch(1, 20000), big)
         return
     print(f"patches: small {small.count(chr(10))} lines, big {big.count(chr(10))} lines / "
@@ -408,7 +416,7 @@ async def main() -> None:
         lat = await tail_latency(tmp)
         print(f"tail append->frame ({len(lat)} events, 50 ms poll): median {statistics.median(lat):.0f} ms, "
               f"p95 {pct(lat, 0.95):.0f}, max {max(lat):.0f} (target < 150)")
-        if "--skip-1gb" not in sys.argv:
+        if not args.skip_1gb:
             small_file = tmp / "small.jsonl"
             write_events(small_file, 20_000)
             huge = tmp / "huge.jsonl"
@@ -428,4 +436,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(parse_args()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=__doc__).parse_args()  # --help prints this and runs nothing
     failures = 0
     for script in sorted(HERE.glob("bench_*.py")):
         print(f"\n=== {script.name} ===", flush=True)
