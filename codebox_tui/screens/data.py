@@ -3,7 +3,6 @@ The UI writes nothing itself: decisions go through ``store``."""
 
 from __future__ import annotations
 
-import getpass
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from codebox_tui.contracts.bundle import TestResults
 from store import threeway
 from store.apply import apply_decision
 from store.db import BundleRecord, Store
-from store.decisions import decide_on, register_bundle
+from store.decisions import decide_on, default_approver, register_bundle
 from store.feedback import record_iterate_feedback
 from store.inbox import import_bundles as store_import
 
@@ -88,10 +87,9 @@ def refusal_hint(error: BaseException) -> str | None:
 
 
 def current_user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "reviewer"
+    """Who the TUI records as deciding or commenting: the one rule the CLI and MCP use too (the ``approver``
+    setting, ``CODEBOX_APPROVER``, else the user Codebox runs as)."""
+    return default_approver(None)
 
 
 EVALUATION_FILE = layout.EVALUATE_PATCH

@@ -184,3 +184,22 @@ async def test_decision_bar_and_help_show_the_remapped_keys(bundle_dir: Path, st
         await pilot.press("escape")  # skip apply
         await pilot.pause()
     assert [d.action for d in store.list_decisions()] == ["approve"]
+
+
+async def test_the_tui_records_the_configured_approver(bundle_dir: Path, store: Store,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """One rule for who decides: CODEBOX_APPROVER counts in the TUI as it does in the CLI and MCP."""
+    monkeypatch.setenv("CODEBOX_APPROVER", "ana from the audit trail")
+    reload_settings()
+    app = CodeboxApp(bundle_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _open(app, pilot, bundle_dir)
+        await pilot.press("a")
+        await pilot.pause()
+        assert "Approver: ana from the audit trail" in "\n".join(
+            str(w.render()) for w in app.screen.query("Static"))
+        await pilot.press("y")
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+    assert [d.approver for d in store.list_decisions()] == ["ana from the audit trail"]
