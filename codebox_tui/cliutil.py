@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
 from pydantic import BaseModel
 
-from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
+from codebox_tui.errors import CodeboxError, ExitCode
 from codebox_tui.textsafe import json_text, safe_text, terminal_text
 
 CLI_FAILURE_SCHEMA = "wp-codebox/cli-failure/v1"
@@ -75,15 +74,3 @@ JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdo
 
 def exit_with(code: ExitCode | int) -> NoReturn:
     raise typer.Exit(int(code))
-
-
-def ensure_artifacts_dir(path: Path) -> Path:
-    """Create the folder that receives run bundles (``--artifacts``), or say clearly why it cannot be used."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise BadInputError(
-            f"cannot use {path} for run bundles: {error.strerror or error}; expected a writable folder",
-            code="artifacts-dir-unusable", field="--artifacts",
-        ) from error
-    return path

@@ -177,3 +177,15 @@ def get_settings() -> CodeboxSettings:
 def reload_settings() -> CodeboxSettings:
     get_settings.cache_clear()
     return get_settings()
+
+
+def ensure_artifacts_dir(path: Path) -> Path:
+    """Create the folder that receives run bundles (``--artifacts``), or say clearly why it cannot be used."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise BadInputError(
+            f"cannot use {path} for run bundles: {error.strerror or error}; expected a writable folder",
+            code="artifacts-dir-unusable", field="--artifacts",
+        ) from error
+    return path

@@ -30,10 +30,9 @@ from typing import Any
 
 from codebox_tui.batch.model import BatchItem
 from codebox_tui.batch.transfer import TransferError, unpack
-from codebox_tui.cliutil import ensure_artifacts_dir
 from codebox_tui.errors import BadInputError
 from codebox_tui.lifecycle import RunControl
-from codebox_tui.settings import get_settings
+from codebox_tui.settings import ensure_artifacts_dir, get_settings
 
 BATCH_SCHEMA = "codebox/batch/v1"
 RUNTIME_ID_RE = re.compile(r"^runtime-[a-z0-9]{1,20}-[a-z0-9]{1,20}$")

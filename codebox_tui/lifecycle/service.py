@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from codebox_tui.bundle import layout
-from codebox_tui.cliutil import ensure_artifacts_dir
 from codebox_tui.contracts.runtime import ExecutionResult, RuntimeInfo
 from codebox_tui.errors import CodeboxError
 from codebox_tui.lifecycle.request import CommandStep, RunControl, RunRequest, check_request
@@ -32,7 +31,7 @@ from codebox_tui.runtime.backend import Backend, Sandbox, SandboxSpec
 from codebox_tui.runtime.exec_server import serve_held
 from codebox_tui.runtime.policy import Redactor, resolve_secrets
 from codebox_tui.runtime.session import RunSession
-from codebox_tui.settings import CodeboxSettings, get_settings
+from codebox_tui.settings import CodeboxSettings, ensure_artifacts_dir, get_settings
 
 VERIFICATION_EVIDENCE = layout.VERIFICATION_EVIDENCE
 
