@@ -93,6 +93,7 @@ class HostToolPolicy(Contract):
     """The host policy projection of a tool bridge: the declarations of the exposed tools."""
 
     schema_: Literal["wp-codebox/host-tool-policy/v1"] = Field(default=HOST_TOOL_POLICY_SCHEMA, alias="schema")
+    version: Literal[1] | None = None  # the design's example carries it; Codebox leaves it out
     tools: list[HostToolDeclaration]
 
 
@@ -102,13 +103,17 @@ class BridgeDispatcher(Contract):
     location: Literal["sandbox"] = "sandbox"
 
 
+# Notes are a list where Codebox writes them; the design's example documents write one string (readers accept both).
+Notes = list[str] | str
+
+
 class BridgeAuthorization(Contract):
     mode: Literal["allowlist"] = "allowlist"
-    notes: list[str] = Field(default_factory=list)
+    notes: Notes = Field(default_factory=list)
 
 
 class BridgeRedaction(Contract):
-    notes: list[str] = Field(default_factory=list)
+    notes: Notes = Field(default_factory=list)
 
 
 class ToolBridge(Contract):
@@ -198,7 +203,7 @@ class Orchestrator(OpenContract):
 class ChangedFilesRef(Contract):
     count: int
     paths: list[str]
-    statuses: dict[str, int]
+    statuses: dict[str, int] | None = None  # Codebox always writes it; the design's examples leave it out
     artifact: str = "files/changed-files.json"
 
 
@@ -238,7 +243,7 @@ class AgentResult(Contract):
     changedFiles: ChangedFilesRef
     patch: PatchRef
     transcript: TranscriptRef
-    artifacts: ArtifactRefs
+    artifacts: ArtifactRefs | None = None  # Codebox always writes it; the design's example leaves it out
     failures: list[AgentFailure] = Field(default_factory=list)
     noOpReason: Literal["execution_failed", "no_file_changes"] | None = None
     workspaceTools: WorkspaceTools | None = None
@@ -257,7 +262,8 @@ class BundleCheck(Contract):
 
 
 class Verification(Contract):
-    transcript: str = "files/transcript.json"
+    # a path where Codebox writes it; the design's example writes a {artifact, executionCount} reference
+    transcript: str | TranscriptRef = "files/transcript.json"
     commands: list[VerificationCommand] = Field(default_factory=list)
     artifactBundle: BundleCheck | None = None
 
@@ -282,7 +288,7 @@ class CompletionOutcome(Contract):
     summary: str
     changedFiles: ChangedFilesRef
     patch: PatchRef
-    artifacts: ArtifactRefs
+    artifacts: ArtifactRefs | None = None  # Codebox always writes it; the design's example leaves it out
     verification: Verification
     blockers: list[Blocker] = Field(default_factory=list)
     riskNotes: list[str] = Field(default_factory=list)
