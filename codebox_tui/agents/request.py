@@ -23,7 +23,7 @@ FORBIDDEN_TASK_FIELDS = ("code", "code_file", "codeFile")  # the product path ta
 class WorkspaceMount(BaseModel):
     """A host folder mounted read-write (a private copy) at ``target`` under /workspace."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     source: Path
     target: str
 
@@ -41,7 +41,7 @@ class AgentSpec(BaseModel):
     """The agent: a host ``command`` (argv) speaking the JSON-lines protocol, or a ``php`` script run inside
     the sandbox with ``wordpress.run-php``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     kind: Literal["command", "php"]
     argv: list[str] = Field(default_factory=list)
     php_file: Path | None = None
@@ -58,7 +58,7 @@ class AgentTaskRequest(BaseModel):
     runtime policy. ``agent_env`` names the parent environment variables a host-command agent receives
     (its own credentials); the runtime policy's secrets are never among them."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     task: TaskInput
     workspaces: list[WorkspaceMount] = Field(min_length=1)
     agent: AgentSpec

@@ -18,7 +18,7 @@ COMMON_FIELDS = ("kind", "id", "sandbox_session_id")
 class ItemArgs(BaseModel):
     """The base of every kind's arguments: unknown fields are errors, never ignored."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 @dataclass

@@ -39,7 +39,7 @@ class TestsSummary(BaseModel):
 class ArtifactSummary(BaseModel):
     """A bundle's identity, verification, changed files, tests, checks, risk flags and evidence."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str = Field(description="The bundle id (manifest.json).")
     path: str = Field(description="The bundle folder.")

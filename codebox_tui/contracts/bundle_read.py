@@ -76,7 +76,7 @@ def _drop_bad(data: dict[str, Any], errors: list[ErrorDetails], problems: list[s
 class ReadView(BaseModel):
     """Base of the tolerant read views (see the module docstring)."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     _problems: list[str] = PrivateAttr(default_factory=list)
     _kept: dict[str, list[int]] = PrivateAttr(default_factory=dict)  # list key → written index of each item
@@ -164,7 +164,7 @@ def _as_json(value: object) -> JsonValue:
 class _TextOrNumber(ReadView):
     """A view whose text fields also take a number (``"phpVersion": 8.3``) and read it as its text."""
 
-    model_config = ConfigDict(coerce_numbers_to_str=True)
+    model_config = ConfigDict(coerce_numbers_to_str=True, defer_build=True)
 
 
 # -- manifest.json (contract: Manifest, ManifestFile) --------------------------------------------------------

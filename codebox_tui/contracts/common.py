@@ -14,13 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field
 class Contract(BaseModel):
     """Base of every wire model: closed by default, aliases by field name accepted."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class OpenContract(BaseModel):
     """A model that keeps unknown keys (for documents written by other implementations)."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
 
 class Digest(Contract):

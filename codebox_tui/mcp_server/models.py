@@ -26,7 +26,7 @@ DURATION_DESCRIPTION = "A duration such as 30s, 2m or 1h; a bare number is secon
 
 
 class ToolInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class RunInput(ToolInput):
