@@ -8,26 +8,141 @@ conflict, 130 interrupted.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
-from codebox_tui import (
-    __version__,
-    cli_agent,
-    cli_artifacts,
-    cli_batch,
-    cli_exec,
-    cli_mcp,
-    cli_recipe,
-    cli_review,
-    cli_run,
-)
-from codebox_tui.bundle.reader import find_bundle_dir
+from codebox_tui import __version__
 from codebox_tui.cliutil import fail, progress, show
 from codebox_tui.errors import CodeboxError, ExitCode, HostIOError
 
+# -- lazy sub-commands ---------------------------------------------------------------------------------
+# Each area's module (and all it imports: the run lifecycle, agents, Ray, the MCP SDK) is imported only when
+# one of its commands runs or shows its own help: `codebox --help` lists the commands from SUBCOMMANDS
+# without importing any area, and `codebox run` imports the run area alone. These function-local imports of
+# the project's own modules are the deliberate exception to docs/architecture.md's top-of-module rule.
+
+
+def _area_run(app: typer.Typer) -> None:
+    from codebox_tui import cli_run
+
+    cli_run.register(app)
+
+
+def _area_artifacts(app: typer.Typer) -> None:
+    from codebox_tui import cli_artifacts, cli_review
+
+    cli_artifacts.register(app)
+    cli_review.register_prune(cli_artifacts.artifacts_app)
+
+
+def _area_review(app: typer.Typer) -> None:
+    from codebox_tui import cli_review
+
+    cli_review.register(app)
+
+
+def _area_recipe(app: typer.Typer) -> None:
+    from codebox_tui import cli_recipe
+
+    cli_recipe.register(app)
+
+
+def _area_exec(app: typer.Typer) -> None:
+    from codebox_tui import cli_exec
+
+    cli_exec.register(app)
+
+
+def _area_mcp(app: typer.Typer) -> None:
+    from codebox_tui import cli_mcp
+
+    cli_mcp.register(app)
+
+
+def _area_agent(app: typer.Typer) -> None:
+    from codebox_tui import cli_agent
+
+    cli_agent.register(app)
+
+
+def _area_batch(app: typer.Typer) -> None:
+    from codebox_tui import cli_batch
+
+    cli_batch.register(app)
+
+
+Area = Callable[[typer.Typer], None]
+# name → (the area that registers it, the one-line help `codebox --help` shows), in the order of the listing.
+# tests/unit/test_cli_lazy.py checks this table against the commands the areas really register.
+SUBCOMMANDS: dict[str, tuple[Area, str]] = {
+    "commands": (_area_run, "List the runtime command ids, their arguments and policy requirements (boots nothing)."),
+    "run": (_area_run, "Boot a sandbox, run one command, capture the artifact bundle, dispose."),
+    "boot": (_area_run, "Boot a sandbox and hold it for live preview until the hold expires or Ctrl-C."),
+    "apply": (_area_review, "Apply an approval decision after re-verifying the bundle and its content digest."),
+    "apply-recover": (_area_review,
+                      "Finish or undo a directory apply that was interrupted (also done by the next apply)."),
+    "schema": (_area_recipe, "Print a generated JSON Schema (Draft 2020-12)."),
+    "recipe-run": (_area_recipe, "Run a recipe in a fresh sandbox and produce one bundle (or print the plan with "
+                                 "--dry-run)."),
+    "validate-blueprint": (_area_recipe, "Check a raw Playground blueprint's shape. Boots nothing."),
+    "evaluate-patch": (_area_recipe, "Apply a patch to a copy of a plugin in a sandbox, run its tests before and "
+                                     "after, probe the site."),
+    "exec": (_area_exec, "Run COMMAND in the sandbox's shell: no host processes, only the sandbox's files; "
+                         "classified and checked against --capabilities before anything runs."),
+    "mcp": (_area_mcp, "Serve the MCP tools (run, artifacts_show, artifacts_verify, review_decide, apply, "
+                       "list_runs, agent_task) over stdin/stdout until the client disconnects; logs go to stderr."),
+    "agent-task": (_area_agent, "Run an agent on a task in a disposable sandbox; it edits only the sandbox's "
+                                "/workspace copy, through tools, and leaves a bundle for review."),
+    "batch": (_area_batch, "Run every item of a batch file in its own sandbox on Ray and record the batch for "
+                           "the inbox."),
+    "episode": (_area_run, "Stateful runtime episodes: steps, observations, snapshots, restores "
+                           "(docs/episodes.md)."),
+    "artifacts": (_area_artifacts, "Inspect and verify artifact bundles."),
+    "review": (_area_review, "Review captured bundles: list, inspect and decide."),
+    "recipe": (_area_recipe, "Workspace recipes (wp-codebox/workspace-recipe/v1)."),
+}
+
+
+def load_area(area: Area) -> dict[str, Any]:
+    """The click commands one area registers, by name (its module imported now)."""
+    holder = typer.Typer()
+
+    @holder.callback()
+    def _group() -> None:  # a callback keeps a one-command Typer a group
+        """Holder."""
+
+    area(holder)
+    group = typer.main.get_command(holder)
+    assert isinstance(group, TyperGroup)
+    return dict(group.commands)
+
+
+class LazyGroup(TyperGroup):
+    """The root group: lists every sub-command from :data:`SUBCOMMANDS`, imports an area only to run it."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*self.commands, *(name for name in SUBCOMMANDS if name not in self.commands)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name in self.commands or cmd_name not in SUBCOMMANDS:
+            return super().get_command(ctx, cmd_name)
+        # listing (help): a stand-in that carries the one-line help, nothing imported
+        return TyperCommand(name=cmd_name, help=SUBCOMMANDS[cmd_name][1], callback=None)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        name = args[0] if args else None
+        if name in SUBCOMMANDS and name not in self.commands:
+            for loaded_name, command in load_area(SUBCOMMANDS[name][0]).items():
+                self.commands.setdefault(loaded_name, command)
+        return super().resolve_command(ctx, args)
+
+
 app = typer.Typer(
+    cls=LazyGroup,
     name="codebox",
     help="Run untrusted WordPress changes in disposable Playground sandboxes and review the result.",
     add_completion=False,
@@ -55,6 +170,8 @@ def tui_command(
 ) -> None:
     """Open the review workstation (also what plain `codebox` does)."""
     if bundle is not None:
+        from codebox_tui.bundle.reader import find_bundle_dir  # the bundle reader only when a bundle is named
+
         bundle = find_bundle_dir(bundle)  # a missing or non-bundle folder is a clear error before the UI starts
     launch_tui(bundle)
 
@@ -68,9 +185,6 @@ def launch_tui(bundle: Path | None = None) -> None:
     raise typer.Exit(0)
 
 
-for _area in (cli_run, cli_artifacts, cli_review, cli_recipe, cli_exec, cli_mcp, cli_agent, cli_batch):
-    _area.register(app)
-cli_review.register_prune(cli_artifacts.artifacts_app)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,60 @@
+"""The root command imports a sub-command's area only to run it (codebox_tui/cli.py, "lazy sub-commands"):
+`codebox --help` imports no area, `codebox run` only the run area; the listing's one-line help is the
+commands' own."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from codebox_tui import cli
+
+
+def _first_paragraph(text: str | None) -> str:
+    return " ".join((text or "").split("\n\n")[0].split())
+
+
+def test_the_listing_table_matches_what_the_areas_register() -> None:
+    registered: dict[str, str] = {}
+    for area in {area for area, _ in cli.SUBCOMMANDS.values()}:
+        for name, command in cli.load_area(area).items():
+            registered[name] = _first_paragraph(command.help)
+    assert set(registered) == set(cli.SUBCOMMANDS)
+    for name, (_, listed) in cli.SUBCOMMANDS.items():
+        assert _first_paragraph(listed) == registered[name], name
+
+
+def _modules_after(args: list[str]) -> list[str]:
+    probe = (
+        "import json, sys\n"
+        "from codebox_tui import cli\n"
+        f"try:\n    cli.main({args!r})\nexcept SystemExit:\n    pass\n"
+        "names = [m for m in sys.modules if m.startswith(('codebox_tui.cli_', 'codebox_tui.lifecycle',"
+        " 'codebox_tui.agents', 'codebox_tui.mcp_server', 'ray', 'mcp'))]\n"
+        "sys.stderr.write('MODULES ' + json.dumps(sorted(names)) + '\\n')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    line = next(x for x in result.stderr.splitlines() if x.startswith("MODULES "))
+    return list(json.loads(line.removeprefix("MODULES ")))
+
+
+def test_help_imports_no_area() -> None:
+    assert _modules_after(["--help"]) == []
+
+
+def test_a_run_imports_the_run_area_alone() -> None:
+    loaded = _modules_after(["run", "--help"])
+    assert "codebox_tui.cli_run" in loaded
+    assert not [m for m in loaded if m.startswith(("codebox_tui.cli_agent", "codebox_tui.cli_recipe",
+                                                   "codebox_tui.cli_mcp", "codebox_tui.cli_batch",
+                                                   "codebox_tui.agents", "codebox_tui.mcp_server", "ray", "mcp"))]
+
+
+def test_an_area_command_still_runs_and_an_unknown_one_is_a_usage_error() -> None:
+    ok = subprocess.run([sys.executable, "-m", "codebox_tui", "artifacts", "--help"], capture_output=True,
+                        text=True, timeout=120)
+    assert ok.returncode == 0 and "prune" in ok.stdout  # registered by the review area onto artifacts
+    bad = subprocess.run([sys.executable, "-m", "codebox_tui", "no-such-command"], capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode == 2 and "no-such-command" in bad.stderr
