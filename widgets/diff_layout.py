@@ -126,7 +126,7 @@ class DiffLayout(ScrollView):
         top = int(self.scroll_offset.y)
         focus = self._focus_row  # the row a jump (file, hunk, match) brought up, while it is on screen
         if focus is not None and focus < len(self.model.rows) and \
-                top <= self._y_of(focus) < top + max(1, self.size.height):
+                top <= self._y_of(focus) < top + max(1, self._view_height):
             return self.path_at(focus) or None
         return self.path_at(max(0, self._row_at(top))) or None
 
@@ -160,7 +160,7 @@ class DiffLayout(ScrollView):
 
     def _code_width(self, width: int | None = None) -> int:
         """Cells for code on one display line (one half in side-by-side)."""
-        width = self.size.width if width is None else width
+        width = self._view_width if width is None else width
         if self._split_active:
             return max(8, (width - 1) // 2 - HALF_CODE_X)
         return max(8, width - CODE_X)
@@ -172,7 +172,7 @@ class DiffLayout(ScrollView):
         """First display line of each logical line (row, or side-by-side pair) when wrapped, plus the total
         at the end. Computed once per model, width and mode (row lengths only; nothing is rendered)."""
         split = self._split_active
-        key = (id(self.model), self.size.width, split, self.wrap, self._notes_version)
+        key = (id(self.model), self._view_width, split, self.wrap, self._notes_version)
         if self._wrap_key != key:
             avail = self._code_width()
             rows = self.rows
@@ -225,7 +225,7 @@ class DiffLayout(ScrollView):
     def _layout_rows(self) -> None:
         self._cache.clear()
         self._final.clear()
-        width = self.size.width
+        width = self._view_width
         if self.wrap:
             self.virtual_size = Size(width, self._display_count())
         elif self._split_active:
@@ -274,15 +274,33 @@ class DiffLayout(ScrollView):
         if self.model is not None:
             self._layout_rows()
 
+    # A scrollbar that appears or goes changes the cells the code can use (see ``_view_width``): lay out again.
+    def watch_show_vertical_scrollbar(self) -> None:
+        self.on_resize()
+
+    def watch_show_horizontal_scrollbar(self) -> None:
+        self.on_resize()
+
+    @property
+    def _view_width(self) -> int:
+        """Cells a display line can use: the widget's width less a vertical scrollbar, so nothing of the code is
+        ever drawn under the scrollbar (wrapped lines break before it; the end of a line is reachable)."""
+        return self.scrollable_content_region.width
+
+    @property
+    def _view_height(self) -> int:
+        """Display lines on screen: the widget's height less a horizontal scrollbar."""
+        return self.scrollable_content_region.height
+
     # -- horizontal position ----------------------------------------------------------------------
     def _h_max(self) -> int:
-        return max(0, self.virtual_size.width - self.size.width)
+        return max(0, self.virtual_size.width - self._view_width)
 
     def action_half_left(self) -> None:
-        self.scroll_to(x=max(0, int(self.scroll_offset.x) - max(1, self.size.width // 2)), animate=False)
+        self.scroll_to(x=max(0, int(self.scroll_offset.x) - max(1, self._view_width // 2)), animate=False)
 
     def action_half_right(self) -> None:
-        self.scroll_to(x=min(self._h_max(), int(self.scroll_offset.x) + max(1, self.size.width // 2)),
+        self.scroll_to(x=min(self._h_max(), int(self.scroll_offset.x) + max(1, self._view_width // 2)),
                        animate=False)
 
     def action_column_start(self) -> None:
@@ -299,7 +317,7 @@ class DiffLayout(ScrollView):
             view_start, visible = int(self.scroll_offset.x), self._code_width()
             target = column
         else:
-            view_start, visible = int(self.scroll_offset.x), self.size.width
+            view_start, visible = int(self.scroll_offset.x), self._view_width
             target = column + (CODE_X if self.rows[row].kind in SIGNS else 2)
         if view_start <= target and target + length <= view_start + visible:
             return
@@ -309,6 +327,7 @@ class DiffLayout(ScrollView):
     def _first_change_column(self, hunk_row: int) -> tuple[int, int]:
         """(row, code column) of the first changed word (or changed line) after a hunk header."""
         rows = self.rows
+        fallback = (-1, 0)
         for i in range(hunk_row + 1, len(rows)):
             row = rows[i]
             if row.kind == "hunk":
@@ -318,8 +337,12 @@ class DiffLayout(ScrollView):
                     ensure_word_spans(self.model, i)
                 if row.spans:
                     return i, row.spans[0][0]
-                return i, len(row.text) - len(row.text.lstrip())
-        return -1, 0
+                indent = (i, len(row.text) - len(row.text.lstrip()))
+                if row.pair < 0:  # a line only added or only deleted: the whole line is the change
+                    return indent
+                # one side of a changed pair with no changed word (text only inserted on the other side)
+                fallback = fallback if fallback[0] >= 0 else indent
+        return fallback
 
     def status_text(self) -> str:
         """``path · hunk 2/5 · col 41-160 of 230`` (``wrap`` when wrapped) ``· "term" 3/7``."""
@@ -336,7 +359,7 @@ class DiffLayout(ScrollView):
             parts.append(f"file {names.index(path) + 1}/{len(names)}")
         total = end_hunk - first_hunk
         if total:
-            current = self._current_hunk() - first_hunk
+            current = self._shown_hunk() - first_hunk
             parts.append(f"hunk {max(1, min(total, current + 1))}/{total}")
             skipped = self._skipped.get(path, frozenset())
             if skipped:
@@ -344,7 +367,7 @@ class DiffLayout(ScrollView):
         if self.wrap:
             parts.append("wrap")
         else:
-            x, width, total = int(self.scroll_offset.x), self.size.width, self.virtual_size.width
+            x, width, total = int(self.scroll_offset.x), self._view_width, self.virtual_size.width
             if total > width:
                 parts.append(f"col {x + 1}-{min(total, x + width)} of {total}")
         if self.search_query:
@@ -403,28 +426,50 @@ class DiffLayout(ScrollView):
         return current
 
     def _goto_hunk(self, i: int) -> None:
+        """Put the line cursor on hunk ``i``'s first changed character: the hunk is scrolled into view from its
+        header where the screen allows, and sideways to the change (so ``c``, ``h`` and the status act on it)."""
         assert self.model is not None
         row = self.model.hunk_rows[i]
-        self.scroll_to(y=self._y_of(row), animate=False)
-        self._focus_row = row
         change_row, column = self._first_change_column(row)
-        self._reveal_column(change_row, column)
+        target = change_row if change_row >= 0 else row
+        self.cursor_row, self.anchor_row = target, None
+        top, height = int(self.scroll_offset.y), max(1, self._view_height)
+        y_header, y_target = self._y_of(row), self._y_of(target)
+        if not (top <= y_header and y_target < top + height):
+            self.scroll_to(y=y_header if y_target - y_header < height else y_target, animate=False)
+        self._focus_row = target
+        if change_row >= 0:
+            self._reveal_column(change_row, column)
+        self._redraw_lines()
+        self.post_message(self.CursorMoved(target))
         self.post_message(self.HunkChanged(i, len(self.model.hunk_rows)))
+        self._post_status()
+
+    def _shown_hunk(self) -> int:
+        """The hunk the status line names: the one holding the line cursor, else the one at the top."""
+        assert self.model is not None
+        if self.cursor_row >= 0:
+            return max(0, bisect.bisect_right(self.model.hunk_rows, self.cursor_row) - 1)
+        return max(0, self._current_hunk())
 
     def action_next_hunk(self) -> None:
         if not self.model or not self.model.hunk_rows:
             return
-        top = int(self.scroll_offset.y)
-        for i, row in enumerate(self.model.hunk_rows):
-            if self._y_of(row) > top:
-                self._goto_hunk(i)
-                return
+        index = self._shown_hunk() + 1
+        if index >= len(self.model.hunk_rows):
+            self.notify("No next hunk: this is the last one.", timeout=2)
+            return
+        self._goto_hunk(index)
 
     def action_previous_hunk(self) -> None:
         if not self.model or not self.model.hunk_rows:
             return
-        top = int(self.scroll_offset.y)
-        for i in range(len(self.model.hunk_rows) - 1, -1, -1):
-            if self._y_of(self.model.hunk_rows[i]) < top:
-                self._goto_hunk(i)
-                return
+        current = self._shown_hunk()
+        first_change, _column = self._first_change_column(self.model.hunk_rows[current])
+        # back to the start of the hunk the cursor is inside (or, with no cursor yet, of the one the status names)
+        inside = self.cursor_row < 0 or self.cursor_row > max(first_change, self.model.hunk_rows[current])
+        index = current if inside else current - 1
+        if index < 0:
+            self.notify("No previous hunk: this is the first one.", timeout=2)
+            return
+        self._goto_hunk(index)

@@ -98,7 +98,7 @@ class DiffMarks(DiffLayout):
         if not self.rows:
             return
         self.cursor_row = max(0, min(len(self.rows) - 1, row))
-        top, height = int(self.scroll_offset.y), self.size.height
+        top, height = int(self.scroll_offset.y), self._view_height
         y = self._y_of(self.cursor_row)
         if not top <= y < top + max(1, height):
             self.scroll_to(y=max(0, y - height // 3), animate=False)
@@ -110,7 +110,7 @@ class DiffMarks(DiffLayout):
         if not rows:
             return
         top = self._row_at(int(self.scroll_offset.y))
-        bottom = self._row_at(int(self.scroll_offset.y) + max(0, self.size.height - 1))
+        bottom = self._row_at(int(self.scroll_offset.y) + max(0, self._view_height - 1))
         current = self.cursor_row
         if current < 0 or not top <= current <= bottom:  # no cursor on screen: start at the view's top
             current = top - step

@@ -43,7 +43,10 @@ class DiffSearch(DiffMarks):
         self.match_index = index
         row = self.matches[index]
         self._focus_row = row
-        top, height = int(self.scroll_offset.y), self.size.height
+        # the line cursor follows the match: `c`, `h` and the status act where the reader's eyes are
+        self.cursor_row, self.anchor_row = row, None
+        self.post_message(self.CursorMoved(row))
+        top, height = int(self.scroll_offset.y), self._view_height
         y = self._y_of(row)
         if not top <= y < top + height - 1:
             self.scroll_to(y=max(0, y - height // 3), animate=False)

@@ -213,7 +213,7 @@ class DiffView(DiffSearch, can_focus=True):
         if self.model is not model:
             return
         top = int(self.scroll_offset.y)
-        bottom = top + self.size.height
+        bottom = top + self._view_height
         if self._split_active or self.wrap:
             self._cache.clear()
         for i in indexes:
@@ -366,7 +366,7 @@ class DiffView(DiffSearch, can_focus=True):
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
-        width = self.size.width
+        width = self._view_width
         base = self._base_style if self._base_style is not None else self.rich_style
         fitted = self._split_active or self.wrap or self._is_note_line(index)  # built at the view's width
         if index >= self._display_count():
@@ -398,8 +398,8 @@ class DiffView(DiffSearch, can_focus=True):
             return
         fitted = self._split_active or self.wrap
         total = self._display_count()
-        top, height = int(self.scroll_offset.y), self.size.height
-        width = self.size.width
+        top, height = int(self.scroll_offset.y), self._view_height
+        width = self._view_width
         offset = 0 if self.wrap else int(self.scroll_offset.x)
         base = self._base_style if self._base_style is not None else self.rich_style
         built = 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -35,10 +36,22 @@ Choose the type (`issue`: must change; `suggestion`; `note`; `praise`), type the
             yield Label(f"Comment on {safe_text(self.where)}", classes="title", markup=False)
             yield Select([(kind, kind) for kind in COMMENT_KINDS], value=self.kind, allow_blank=False,
                          id="comment-kind")
-            yield Input(value=self.body, placeholder="the comment (enter saves, escape cancels)", id="comment-body")
+            yield Input(value=self.body, placeholder="the comment (enter saves, escape cancels)", id="comment-body",
+                        select_on_focus=False)  # text typed after `tab` goes on after what is there
 
     def on_mount(self) -> None:
         self.query_one("#comment-body", Input).focus()
+
+    def on_key(self, event: events.Key) -> None:
+        """Text typed while the type list has the focus (after `tab`) goes into the comment, never lost."""
+        body = self.query_one("#comment-body", Input)
+        select = self.query_one("#comment-kind", Select)
+        if self.focused is body or select.expanded or not (event.is_printable and event.character):
+            return
+        event.stop()
+        event.prevent_default()
+        body.focus()
+        body.insert_text_at_cursor(event.character)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         text = event.value.strip()

@@ -83,6 +83,10 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         Binding("Y", "copy_feedback", "Copy feedback", show=False, id="review.copy_feedback"),
         Binding("m", "compare", "Compare with…", show=False, id="review.compare"),
         Binding("f", "toggle_continuous", "All files / one file", show=False, id="review.continuous"),
+        # The diff's own keys act from wherever the review has the focus (the file tree, the tab bar): same ids,
+        # so a keymap remaps both at once; while the diff has the focus its own bindings come first.
+        *(Binding(b.key, f"diff({b.action!r})", b.description, show=False, id=b.id)
+          for b in DiffView.BINDINGS if isinstance(b, Binding)),
     ]
 
     def __init__(self, bundle_dir: Path) -> None:
@@ -209,6 +213,18 @@ content digest you reviewed; nothing is applied until you choose an adapter.
     def _entry(self, rel: str) -> ChangedFile | None:
         return next((f for f in self.bundle.changed_files if f.relativePath == rel), None)
 
+    async def action_diff(self, action: str) -> None:
+        """A diff key pressed while another pane has the focus: show the Diff tab and act there, or say why it
+        cannot act."""
+        view = self.query_one(DiffView)
+        if view.model is None:
+            self.notify("No diff is shown: pick a changed file in the tree first.", severity="warning")
+            return
+        tabs = self.query_one("#tabs", TabbedContent)
+        if tabs.active != "tab-diff":
+            tabs.active = "tab-diff"
+        await view.run_action(action)
+
     def action_toggle_continuous(self) -> None:
         """All changed files in one scroll (viewed ones collapsed), or back to one file (``f``)."""
         view = self.query_one(DiffView)
@@ -333,6 +349,11 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         warning = data.decision_warning(self.bundle_dir)  # already discarded or applied: say so first
         if warning:
             lines[:0] = [f"⚠ {warning}", ""]
+        issues = [c for c in self.comments if c.kind == "issue" and c.decision_id is None]
+        if issues and action in ("approve", "approve-files"):
+            places = ", ".join(safe_text(c.where()) for c in issues[:3]) + (" …" if len(issues) > 3 else "")
+            lines[:0] = [f"⚠ {len(issues)} open issue comment{'s' if len(issues) != 1 else ''} "
+                         f"(must change): {places}", ""]
 
         def done(confirmed: bool | None) -> None:
             if not confirmed:

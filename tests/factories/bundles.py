@@ -22,8 +22,10 @@ def _runtime() -> RuntimeInfo:
 
 
 def make_bundle(tmp: Path, mutate, *, git: bool = False, secrets: list[str] | None = None,  # type: ignore[no-untyped-def]
-                evidence: dict[str, tuple[str, str]] | None = None) -> tuple[BundleSummary, Path]:
-    """``evidence``: extra evidence files the run wrote, path → (kind, JSON text)."""
+                evidence: dict[str, tuple[str, str]] | None = None,
+                prepare=None) -> tuple[BundleSummary, Path]:
+    """``evidence``: extra evidence files the run wrote, path → (kind, JSON text); ``prepare(source)`` edits the
+    plugin before its baseline is taken (what the sandbox is given)."""
     source = tmp / "plugin"
     source.mkdir()
     (source / "plugin.php").write_text("".join(f"<?php // line {i}\n" for i in range(40)))
@@ -31,6 +33,8 @@ def make_bundle(tmp: Path, mutate, *, git: bool = False, secrets: list[str] | No
     (source / "keep.bin").write_bytes(bytes(range(256)))
     (source / "lib").mkdir()
     (source / "lib" / "util.php").write_text("<?php\nfunction util() { return 1; }\n")
+    if prepare is not None:
+        prepare(source)
     if git:
         subprocess.run(["git", "init", "-q", str(source)], check=True)
         subprocess.run([*GIT, "-C", str(source), "add", "."], check=True)

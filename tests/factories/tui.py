@@ -39,3 +39,9 @@ async def wait_while(condition: Any, seconds: float = 180.0) -> None:
         if not condition():
             return
         await asyncio.sleep(0.1)
+
+
+def screen_lines(app: Any) -> list[str]:
+    """The text of every line of the screen as the terminal would show it (all layers composed: scrollbars,
+    dialogs and toasts over the widgets), for tests that read what the user sees."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]
