@@ -18,6 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Checkbox, Input, RichLog, Static
 
+from codebox_tui.settings import get_settings
 from codebox_tui.textsafe import safe_text
 
 Runner = Callable[[str, list[str]], Any]
@@ -119,10 +120,13 @@ class ExecConsole(Vertical):
         if error is not None:
             log.write(Text(f"error: {safe_text(error)}", style="red"))
         else:
-            if result.stdout:
-                log.write(Text(safe_text(result.stdout.rstrip("\n"))))
-            if result.stderr:
-                log.write(Text(safe_text(result.stderr.rstrip("\n")), style="red"))
+            # as a terminal shows it: one line per line, tabs to tab stops, every other control character
+            # (ESC, CR, bidi …) as a visible escape
+            for text, style in ((result.stdout, ""), (result.stderr, "red")):
+                if text:
+                    shown = safe_text(text.rstrip("\n"), tab_size=get_settings().tab_width, keep_newlines=True)
+                    for line in shown.split("\n"):
+                        log.write(Text(line, style=style))
             limit = f" · limit {result.limitExceeded} hit" if result.limitExceeded else ""
             style = "green" if result.exitCode == 0 else "red"
             log.write(Text(f"→ exit {result.exitCode} · {result.classification or 'refused'}{limit}", style=style))

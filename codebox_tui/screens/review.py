@@ -337,8 +337,11 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         if action in ("approve", "approve-files") and not self.bundle.valid:
             self.notify("An invalid bundle cannot be approved.", severity="error")
             return
-        lines = [f"Bundle: {self.bundle.id}", f"Action: {action}", f"Approver: {data.current_user()}",
-                 f"Content digest (Mode B): {self._content_digest_b()}"]
+        # ids shortened the way the title line does (a 64-hex id broke mid-string in an 80-column dialog; the
+        # Provenance tab has them whole)
+        short_id = self.bundle.id.removeprefix("artifact-bundle-sha256-")[:16]
+        lines = [f"Bundle: {short_id}…", f"Action: {action}", f"Approver: {data.current_user()}",
+                 f"Content digest (Mode B): {self._content_digest_b()[:16]}…"]
         listed = files if files is not None else shown_files
         if listed is not None:
             lines.append("Files:")

@@ -428,7 +428,7 @@ async def test_tui_console_on_a_held_preview(playground_session: Any, tmp_path: 
         assert console.query_one(Input).disabled  # closed with the preview
         events = [json.loads(line) for line in (live.bundle_dir / "events.jsonl").read_text().splitlines()]  # type: ignore[operator]
         assert [e["data"]["classification"] for e in events if e["type"] in ("exec.finished", "exec.denied")] == \
-            ["read_only", "sandbox_write", "sandbox_write"]
+            ["read_only", "read_only", "sandbox_write", "sandbox_write"]
 
 
 async def _drive_console(pilot: Any, live: Any, console: Any) -> None:
@@ -449,6 +449,11 @@ async def _drive_console(pilot: Any, live: Any, console: Any) -> None:
 
     log = await run("cat wp-includes/version.php | grep -c wp_version")
     assert "→ exit 0 · read_only" in log
+    # output reads as a terminal shows it: a line per line, tabs expanded, ESC as a visible escape
+    await run("printf 'first\\tcell\\nsecond \\033[2J line\\n'")
+    lines = [str(line.text).rstrip() for line in console.query_one(RichLog).lines]
+    assert "first   cell" in lines and "second \\x1b[2J line" in lines
+    assert not [line for line in lines if "\\x0a" in line or "\\x09" in line]
     log = await run("touch /tmp/console-made")
     assert "needs the write capability" in log and "→ exit 126 · sandbox_write" in log
     assert php(live.session, "var_export(file_exists('/tmp/console-made'));") == "false"
