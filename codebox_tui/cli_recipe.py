@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from codebox_tui.cliutil import JsonOption, emit_json, exit_with, show
+from codebox_tui.cliutil import JsonOption, counted, emit_json, exit_with, show
 from codebox_tui.contracts.recipe import RECIPE_SCHEMA, recipe_json_schema
 from codebox_tui.contracts.schemas import generate_json_schema, schema_names
 from codebox_tui.errors import BadInputError, ExitCode
@@ -84,7 +84,7 @@ def register(app: typer.Typer) -> None:
             s = doc["summary"]
             show(f"{file}: valid ({s['steps']} steps, {s['mounts']} mounts, {s['workspaces']} workspaces)")
         else:
-            show(f"{file}: invalid recipe ({len(result.issues)} problems)", err=True)
+            show(f"{file}: invalid recipe ({counted(len(result.issues), 'problem')})", err=True)
             _print_issues(doc["issues"])
         exit_with(ExitCode.OK if result.valid else ExitCode.BAD_INPUT)
 
@@ -109,7 +109,8 @@ def register(app: typer.Typer) -> None:
             elif validation.valid:
                 show(json.dumps(doc["plan"], indent=2))
             else:
-                show(f"{file}: invalid recipe ({len(validation.issues)} problems); nothing was run", err=True)
+                show(f"{file}: invalid recipe ({counted(len(validation.issues), 'problem')}); nothing was run",
+                     err=True)
                 _print_issues(doc["validation"]["issues"])
             exit_with(ExitCode.OK if validation.valid else ExitCode.BAD_INPUT)
         from codebox_tui.recipes.validate import all_steps
@@ -140,7 +141,7 @@ def register(app: typer.Typer) -> None:
         if json_out:
             emit_json(doc)
         elif issues:
-            show(f"{file}: invalid blueprint ({len(issues)} problems)", err=True)
+            show(f"{file}: invalid blueprint ({counted(len(issues), 'problem')})", err=True)
             _print_issues(issues)
         else:
             show(f"{file}: valid blueprint")

@@ -32,6 +32,9 @@ from codebox_tui.progress_report import StderrProgress
 from codebox_tui.runtime.catalog import command_catalog, get_command
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
+# the first lines of each episode step's output printed under it (the whole output is in the bundle's trace)
+STEP_OUTPUT_LINES = 20
+
 MOUNT_HELP = ("HOST:SANDBOX[:readonly|readwrite|live] (repeatable; readwrite works on a private copy, "
               "live writes through to HOST).")
 
@@ -236,9 +239,18 @@ def episode_run_command(
     if json_out:
         emit_json(outcome.redact.value(to_jsonable(output)))
     else:
-        for step in output.steps:
-            progress(f"  step {step.index}: {step.command} exited {step.exitCode}"
+        executions = [s.execution for s in (trace.steps if trace else [])]
+        for step, execution in zip(output.steps, executions, strict=False):
+            # counted from 1 as the progress lines count them (the trace's `index` is 0-based)
+            progress(f"  step {step.index + 1}: {step.command} exited {step.exitCode}"
                      + (f", observed {step.observation}" if step.observation else ""))
+            for stream in ("stdout", "stderr"):
+                text = outcome.redact(str(execution.get(stream) or "")).rstrip("\n")
+                lines = text.split("\n") if text else []
+                for line in lines[:STEP_OUTPUT_LINES]:
+                    progress(f"    {line}")
+                if len(lines) > STEP_OUTPUT_LINES:
+                    progress(f"    … {len(lines) - STEP_OUTPUT_LINES} more line(s) of {stream} in the bundle's trace")
         progress(f"codebox: episode {output.status}; {len(output.steps)} step(s), {len(output.snapshots)} snapshot(s); "
                  f"bundle {outcome.bundle_id or '(not captured)'} in {outcome.run_dir}")
         if error is not None:

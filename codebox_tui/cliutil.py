@@ -74,3 +74,8 @@ JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdo
 
 def exit_with(code: ExitCode | int) -> NoReturn:
     raise typer.Exit(int(code))
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 problem``, ``2 problems``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"

@@ -34,6 +34,7 @@ class StderrProgress:
         self.started = clock()
         self.steps_total = steps_total
         self.step = 0
+        self._last_boot_phase: str | None = None  # a repeated boot phase (one per mount) is said once
         self.lines: list[str] = []  # what was written (kept for tests and summaries)
 
     def elapsed(self) -> float:
@@ -53,7 +54,10 @@ class StderrProgress:
         self.line(f"{name}{': ' + detail if detail else ''}")
 
     def _step_label(self) -> str:
-        return f"step {self.step}" + (f"/{self.steps_total}" if self.steps_total else "")
+        # commands beyond the planned steps (a recipe's probes, Codebox's own set-up) are counted without a total,
+        # so a line never reads "step 3/2"
+        known = self.steps_total is not None and 0 < self.step <= self.steps_total
+        return f"step {self.step}" + (f"/{self.steps_total}" if known else "")
 
     def on_event(self, event: Any) -> None:
         """A ``RuntimeEvent`` (or its dict) from the run: boot phases, commands, capture, dispose."""
@@ -63,13 +67,17 @@ class StderrProgress:
         if kind == "runtime.boot-started":
             self.phase("boot", f"WordPress {data.get('wp')}, PHP {data.get('php')}")
         elif kind == "runtime.boot-progress":
-            self.phase("boot", f"{data.get('phase')}" + (f" ({data['ms']} ms)" if "ms" in data else ""))
+            text = f"{data.get('phase')}" + (f" ({data['ms']} ms)" if "ms" in data else "")
+            if text != self._last_boot_phase:
+                self._last_boot_phase = text
+                self.phase("boot", text)
         elif kind == "runtime.ready":
             self.phase("ready", f"WordPress {data.get('wordpressVersion')}, PHP {data.get('phpVersion')} "
                                 f"(boot {data.get('bootMs')} ms)")
         elif kind == "command.started":
             self.step += 1
-            args = " ".join(str(a) for a in data.get("args") or [])
+            # one line per step: a multi-line argument (PHP code) shows its line breaks as \n
+            args = " ".join(str(a) for a in data.get("args") or []).replace("\r\n", "\\n").replace("\n", "\\n")
             if len(args) > MAX_ARGS_CHARS:
                 args = args[: MAX_ARGS_CHARS - 1] + "…"
             self.line(f"{self._step_label()}: {data.get('command')} {args}".rstrip())

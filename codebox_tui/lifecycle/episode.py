@@ -209,7 +209,7 @@ class Episode:
                                          else {})})
         self._emit("episode.step", {"index": index, "command": action.command, "exitCode": execution.exitCode,
                                     "durationMs": execution.durationMs,
-                                    "message": f"step {index} done" + (f", observed {observed.type}" if observed
+                                    "message": f"step {index + 1} done" + (f", observed {observed.type}" if observed
                                                                        else ""),
                                     **({"observation": observed.type} if observed else {})},
                    level="info" if execution.exitCode == 0 else "error")

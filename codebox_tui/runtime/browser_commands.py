@@ -68,7 +68,13 @@ def browser_actions(session: RunSession, args: dict[str, str], timeout_s: float)
     session.emit("browser.actions", {"status": summary["status"], "firstFailureIndex": summary["firstFailureIndex"],
                                      "evidence": rel}, level="info" if summary["status"] == "passed" else "warning")
     text = (f"{summary['status']}: {summary['passed']}/{summary['steps']} steps passed"
-            + (f"; step {summary['firstFailureIndex']} failed: {summary['failure']}" if summary["failure"] else "")
+            + (f"; {_step_name(summary['firstFailureIndex'])} failed: {summary['failure']}"
+               if summary["failure"] else "")
             + f"; evidence in {rel}/\n")
     return CommandOutcome(stdout=text, exit_code=0 if summary["status"] == "passed" else 1, json=summary,
                           artifact_refs=refs)
+
+
+def _step_name(index: int) -> str:
+    """How a person counts an action step (``steps.json`` indexes from 0; -1 is the implicit load of ``url``)."""
+    return "loading the start url" if index < 0 else f"step {index + 1}"

@@ -297,3 +297,16 @@ def test_episode_run_cli_runs_the_example_plan(playground_session: Any, tmp_path
     assert [o["type"] for o in trace["observations"]] == ["files", "runtime-events"]
     assert verify_bundle(bundle).valid
     assert "episode: snapshot named" in done.stderr  # the progress lines name each item as it happens
+
+
+def test_episode_run_prints_each_step_counted_from_one_with_its_output(playground_session: Any, tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"schema": "codebox/episode-plan/v1", "items": [
+        {"action": {"command": "wordpress.run-php", "args": ["code=echo \"first line\\nsecond line\\n\";"]}}]}))
+    done = _codebox("episode", "run", str(plan), "--artifacts", str(tmp_path / "art"))
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    step = next(i for i, line in enumerate(lines) if line.startswith("  step "))
+    assert lines[step] == "  step 1: wordpress.run-php exited 0"
+    assert lines[step + 1:step + 3] == ["    first line", "    second line"]
+    assert "step 1/1: wordpress.run-php" in done.stderr or "step 1: wordpress.run-php" in done.stderr
