@@ -15,6 +15,7 @@ from textual.widgets import Button, Input, Label, Select
 from codebox_tui.runtime.catalog import command_catalog
 from codebox_tui.screens.dialogs import DIALOG_CSS
 from codebox_tui.settings import get_settings
+from codebox_tui.textsafe import safe_text
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
 
@@ -23,9 +24,38 @@ def _field(label: str, widget: Input | Select[str]) -> Horizontal:
     return Horizontal(Label(label, classes="field-label"), widget, classes="field")
 
 
+def split_arguments(text: str) -> list[str]:
+    """The Arguments field read like a shell reads it (quotes group words); every word must be ``key=value``
+    (ValueError naming the first that is not, and how to quote)."""
+    try:
+        words = shlex.split(text)
+    except ValueError as error:  # an unbalanced quote
+        raise ValueError(f"Arguments: {error}; close the quote") from None
+    for word in words:
+        if "=" not in word or word.startswith("="):
+            raise ValueError(f"Arguments: {word!r} is not key=value; quote a value that has spaces, e.g. "
+                             "code='echo 1;'")
+    return words
+
+
+def parsed_arguments_line(text: str) -> str:
+    """What the Launch form shows under Arguments as you type: the parsed arguments, or what is wrong."""
+    if not text.strip():
+        return ""
+    try:
+        words = split_arguments(text)
+    except ValueError as error:
+        return f"✗ {error}"
+    shown = "  ".join(safe_text(word if len(word) <= 60 else word[:59] + "…") for word in words)
+    return f"→ {len(words)} argument{'s' if len(words) != 1 else ''}: {shown}"
+
+
 class LaunchScreen(ModalScreen[None]):
     DEFAULT_CSS = DIALOG_CSS + """
 #launch-error { color: $error; height: auto; }
+#args-parsed { color: $text-muted; height: auto; padding-left: 11; display: none; }
+#args-parsed.-shown { display: block; }
+LaunchScreen .field .field-label.second.wide { width: 8; }
 LaunchScreen.-compact .dialog { padding: 0 2; }
 LaunchScreen.-compact .dialog Input, LaunchScreen.-compact .dialog Select { margin-bottom: 1; }
 LaunchScreen.-compact .dialog Input { background: $boost; }
@@ -42,7 +72,10 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
 # Launch a sandbox
 - Mounts: `HOST:SANDBOX[:readonly|readwrite|live]`, several separated by spaces; `readwrite` (the
   default) works on a private copy, your folder changes only when you apply a decision; `live` writes through
-- Arguments: `key=value` pairs (quote values with spaces)
+- Arguments: `key=value` pairs read like a shell reads them: quote a value with spaces
+  (`code='require_once ABSPATH . "wp-admin/includes/plugin.php";'`); the parsed arguments are shown
+  under the field as you type, and a word that is not `key=value` is named before anything boots
+- WP-CLI phar: for `wordpress.wp-cli` (empty: `CODEBOX_WP_CLI_PHAR`)
 - WordPress / PHP: a shipped WordPress build (6.2–6.5, beta, nightly) and a PHP version (7.4, 8.0–8.5)
 - Policy: leave empty for the default (network denied, only this command allowed)
 - Hold: keep the sandbox and its live preview up after the command (`90s`, `15m`, `2h`); `c` on the
@@ -62,12 +95,17 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
             yield _field("Mounts", Input(placeholder="/path/to/plugin:/wordpress/wp-content/plugins/my-plugin",
                                          id="mounts"))
             yield _field("Command", Select(commands, value="wordpress.run-php", allow_blank=False, id="command"))
-            yield _field("Arguments", Input(placeholder="code-file=probe.php", id="args"))
+            yield _field("Arguments", Input(placeholder="key=value …  e.g. code='echo get_bloginfo(\"name\");'",
+                                            id="args"))
+            yield Label("", id="args-parsed", markup=False)
             yield Horizontal(Label("WordPress", classes="field-label"),
                              Input(value=DEFAULT_WP_VERSION, placeholder="e.g. 6.5", id="wp"),
                              Label("PHP", classes="field-label second"),
                              Input(value=DEFAULT_PHP_VERSION, placeholder="e.g. 8.3", id="php"), classes="field")
-            yield _field("Policy", Input(placeholder="JSON or a file (optional)", id="policy"))
+            yield Horizontal(Label("Policy", classes="field-label"),
+                             Input(placeholder="JSON or a file (optional)", id="policy"),
+                             Label("WP-CLI", classes="field-label second wide"),
+                             Input(placeholder="wp-cli.phar (optional)", id="wp-cli-phar"), classes="field")
             yield _field("Hold", Input(placeholder="keep the live preview up after the command, e.g. 15m",
                                        id="hold"))
             yield Label("", id="launch-error")
@@ -98,6 +136,13 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
     def on_input_submitted(self, _event: Input.Submitted) -> None:
         self.launch()
 
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "args":
+            line = parsed_arguments_line(event.value)
+            label = self.query_one("#args-parsed", Label)
+            label.update(line)
+            label.set_class(bool(line), "-shown")
+
     def launch(self) -> None:
         """Read the form into a RunRequest the way `codebox run` reads its options (the same parsers and
         checks, so nothing boots on bad input) and run it on the Live run screen."""
@@ -105,7 +150,14 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
 
         from codebox_tui.durations import parse_duration
         from codebox_tui.errors import CodeboxError
-        from codebox_tui.lifecycle import CommandStep, RunRequest, check_request, mounts_from_text, policy_from_text
+        from codebox_tui.lifecycle import (
+            CommandStep,
+            RunRequest,
+            Toolchain,
+            check_request,
+            mounts_from_text,
+            policy_from_text,
+        )
 
         error_label = self.query_one("#launch-error", Label)
         recipe_text = self.query_one("#recipe", Input).value.strip()
@@ -115,14 +167,16 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
         try:
             command = str(self.query_one("#command", Select).value)
             hold_text = self.query_one("#hold", Input).value.strip()
+            phar = self.query_one("#wp-cli-phar", Input).value.strip()
             request = RunRequest(
                 mounts=mounts_from_text(shlex.split(self.query_one("#mounts", Input).value)),
-                commands=[CommandStep(command, shlex.split(self.query_one("#args", Input).value))],
+                commands=[CommandStep(command, split_arguments(self.query_one("#args", Input).value))],
                 policy=policy_from_text(self.query_one("#policy", Input).value),
                 wp=self.query_one("#wp", Input).value.strip() or DEFAULT_WP_VERSION,
                 php=self.query_one("#php", Input).value.strip() or DEFAULT_PHP_VERSION,
                 hold_s=parse_duration(hold_text, "hold") if hold_text else None,
                 artifacts_root=get_settings().artifacts_dir,
+                tools=Toolchain(wp_cli_phar=Path(phar).expanduser() if phar else None),
             )
             check_request(request)
         except (CodeboxError, ValueError) as error:

@@ -18,11 +18,11 @@ async def test_fields_are_labelled_and_php_reaches_the_request() -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, LaunchScreen))
         screen = app.screen
         labels = [str(label.render()) for label in screen.query(".field-label").results(Label)]
-        assert labels == ["Recipe", "Mounts", "Command", "Arguments", "WordPress", "PHP", "Policy", "Hold"]
+        assert labels == ["Recipe", "Mounts", "Command", "Arguments", "WordPress", "PHP", "Policy", "WP-CLI", "Hold"]
         php = screen.query_one("#php", Input)
         assert php.value == "8.3"
         php.value = "5.6"
-        screen.query_one("#args", Input).value = "code=echo 1;"
+        screen.query_one("#args", Input).value = "code='echo 1;'"
         php.focus()
         await pilot.press("enter")
         await pilot.pause()
@@ -69,3 +69,28 @@ async def test_a_recipe_file_nested_too_deep_is_an_error_not_a_crash(tmp_path) -
         assert isinstance(app.screen, LaunchScreen)
         error = str(screen.query_one("#launch-error", Label).render())
         assert "deep.json" in error and "deeper than" in error
+
+
+async def test_arguments_are_read_like_a_shell_and_shown_before_launch() -> None:
+    app = CodeboxApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, LaunchScreen))
+        screen = app.screen
+        args = screen.query_one("#args", Input)
+        assert args.value == ""  # nothing pre-filled: the example is a placeholder
+        args.focus()
+        await pilot.press(*"code=require_once ABSPATH . 'x.php';")
+        await pilot.pause()
+        parsed = str(screen.query_one("#args-parsed", Label).render())
+        assert parsed.startswith("✗") and "'ABSPATH' is not key=value" in parsed
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, LaunchScreen)  # refused before anything boots, naming the word
+        assert "'ABSPATH' is not key=value" in str(screen.query_one("#launch-error", Label).render())
+        args.value = ""
+        await pilot.press(*"code=\"require_once ABSPATH . 'x.php';\" bootstrap=none")
+        await pilot.pause()
+        parsed = str(screen.query_one("#args-parsed", Label).render())
+        assert parsed == "→ 2 arguments: code=require_once ABSPATH . 'x.php';  bootstrap=none"
