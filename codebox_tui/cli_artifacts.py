@@ -14,6 +14,7 @@ from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.cliutil import emit_json, say
 from codebox_tui.contracts.bundle_read import ManifestView
 from codebox_tui.errors import BadInputError, ExitCode
+from store.db import Store
 
 artifacts_app = typer.Typer(help="Inspect and verify artifact bundles.", no_args_is_help=True)
 
@@ -37,13 +38,22 @@ def verify_command(
         raise typer.Exit(int(ExitCode.FAILED))
 
 
+def _bundle_folder(ref: str) -> Path:
+    """A bundle folder named by its path or by ``@KEY`` (the same keys as ``codebox review``)."""
+    if not ref.startswith("@"):
+        return Path(ref)
+    with Store.open() as store:
+        return Path(store.get_bundle(ref).path)
+
+
 @artifacts_app.command("show")
 def show_command(
-    bundle: Path = typer.Argument(..., help="Bundle folder."),
+    bundle: str = typer.Argument(..., help="Bundle folder, or @KEY of a bundle in the review inbox "
+                                           "(codebox review list)."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary."),
 ) -> None:
     """A human summary: identity, verification, changed files, tests, evidence."""
-    loaded = load_bundle(find_bundle_dir(bundle))
+    loaded = load_bundle(find_bundle_dir(_bundle_folder(bundle)))
     summary = artifact_summary(loaded).model_dump(mode="json")
     if json_out:
         emit_json(summary)

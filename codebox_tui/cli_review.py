@@ -20,7 +20,7 @@ from store.apply import apply_decision
 from store.db import BundleRecord, Store
 from store.decisions import decide, default_approver, prune_discarded, read_content, resolve_bundle
 from store.feedback import record_iterate_feedback
-from store.inbox import import_bundles
+from store.inbox import describe_bundle, flow_of, import_bundles
 from store.journal import recover, target_lock
 from store.patchtext import RawHunk
 
@@ -45,6 +45,7 @@ def review_list(
     """List recorded bundles, newest first."""
     with Store.open() as store:
         bundles = store.list_bundles(status=status)
+        described = {} if json_out else {b.key: describe_bundle(b, flow_of(store, b)) for b in bundles}
     if json_out:
         emit_json({"schema": "codebox/bundle-list/v1", "bundles": [_bundle_dict(b) for b in bundles]})
         return
@@ -52,13 +53,14 @@ def review_list(
         say("no bundles recorded (codebox review import DIR adds bundles made elsewhere)")
         return
     # One line per bundle directory: runs that share a Mode A bundle id are listed separately, each with
-    # its own @key and content digest (README "Review and decide").
-    say(f"{'key':<6} {'bundle':<12}  {'content':<12}  {'status':<18} {'files':>5}  {'created':<24}  path")
+    # its own @key (README "Review and decide"); what each is and how it went come first, as on Home.
+    say(f"{'key':<6} {'bundle':<12}  {'status':<18} {'verdict':<14} {'tests':<13} {'files':>5}  title")
     for b in bundles:
+        row = described[b.key]
         say(
-            f"{b.ref:<6} {b.bundle_id.removeprefix('artifact-bundle-sha256-')[:12]:<12}  {b.content_digest[:12]}  "
-            f"{b.status:<18} {b.changed_files:>5}  {b.created_at:<24}  {b.path}"
-            + ("  (imported)" if b.origin == "import" else "")
+            f"{b.ref:<6} {b.bundle_id.removeprefix('artifact-bundle-sha256-')[:12]:<12}  {b.status:<18} "
+            f"{row.verdict:<14} {row.delta.replace(' → ', '→') or '—':<13} {b.changed_files:>5}  {row.title}"
+            + (f"  [{row.source}]" if row.source != "run" else "")
         )
 
 

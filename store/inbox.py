@@ -204,9 +204,14 @@ def _patch_title(plugin: str, patch: str) -> str:
     return f"{plugin} + {rest or stem}"
 
 
-def describe_bundle(record: BundleRecord) -> InboxRow:
+# The source of a plain run, by the flow that recorded it (RunRequest.flow): what the inbox calls it.
+FLOW_SOURCES = {"agent-task": "agent", "exec": "exec", "episode": "episode", "mcp": "mcp", "boot": "boot"}
+
+
+def describe_bundle(record: BundleRecord, flow: str | None = None) -> InboxRow:
     """Source, title, verdict and test delta, and risk flags of one recorded bundle, read from its small
-    JSON files (never verified here: opening a bundle for review verifies it)."""
+    JSON files (never verified here: opening a bundle for review verifies it). ``flow`` is the flow that
+    recorded the run (``agent-task``, ``exec``, …), when the store knows it."""
     from codebox_tui.bundle.results import bundle_checks
     from codebox_tui.contracts.bundle_read import MetadataView, ReviewView
     from codebox_tui.textsafe import safe_text
@@ -229,8 +234,13 @@ def describe_bundle(record: BundleRecord) -> InboxRow:
     else:
         mounts = MetadataView.read(_small_json(root / layout.METADATA)).mounts
         name = Path((mounts[0].target or mounts[0].source) if mounts else "").name
-        commands = _first_commands(root)
-        title = " · ".join([n for n in (name, ", ".join(commands)) if n]) or "run"
+        goal = _small_json(root / layout.TASK_INPUT).get("goal")
+        if isinstance(goal, str) and goal.strip():  # an agent task: what it was asked, not its tool calls
+            flow = flow or "agent-task"
+            doing = "agent: " + " ".join(goal.split())
+        else:
+            doing = ", ".join(_first_commands(root))
+        title = " · ".join([n for n in (name, doing) if n]) or "run"
         verdict = ""
     sides = {t.side: t for t in checks.tests}
     if "before" in sides and "after" in sides:
@@ -242,7 +252,8 @@ def describe_bundle(record: BundleRecord) -> InboxRow:
     else:
         delta = ""
     source = "imported" if record.origin == "import" else {"evaluate-patch": "evaluate-patch",
-                                                           "recipe-run": "recipe"}.get(checks.kind, "run")
+                                                           "recipe-run": "recipe"}.get(checks.kind) \
+        or FLOW_SOURCES.get(flow or "", "run")
     return InboxRow(
         key=record.key, bundle_id=record.bundle_id, path=record.path, status=record.status,
         decision="", source=source, title=safe_text(title)[:MAX_TITLE], verdict=safe_text(verdict or "no tests"),
@@ -262,9 +273,21 @@ def inbox_rows(store: Store) -> list[InboxRow]:
     for record in store.list_bundles():
         latest = store.latest_decision(record.key)
         batch, item = batches.get(record.key, ("", ""))
-        rows.append(replace(describe_bundle(record), decision=latest.action if latest else "", batch=batch,
-                            batch_item=item, promoted=record.key in promoted))
+        described = describe_bundle(record, flow_of(store, record))
+        rows.append(replace(described, decision=latest.action if latest else "", batch=batch, batch_item=item,
+                            promoted=record.key in promoted))
     return rows
+
+
+def flow_of(store: Store, record: BundleRecord) -> str | None:
+    """The flow that recorded the bundle's run (``RunRequest.flow`` in the run's metadata), if known."""
+    if not record.run_id:
+        return None
+    try:
+        flow = store.get_run(record.run_id).metadata.get("flow")
+    except CodeboxError:
+        return None
+    return flow if isinstance(flow, str) else None
 
 
 def batch_groups(rows: list[InboxRow]) -> dict[str, list[InboxRow]]:

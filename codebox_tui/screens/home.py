@@ -21,14 +21,25 @@ from codebox_tui.screens import data
 from store.inbox import FILTERS, SORTS, InboxRow, decision_warning, group_batches, select_rows
 
 STATUSES = list(FILTERS)  # kept for callers that cycle through them
-SOURCE_LABELS = {"evaluate-patch": "eval", "imported": "import", "recipe": "recipe", "run": "run"}
+SOURCE_LABELS = {"evaluate-patch": "eval", "imported": "import", "recipe": "recipe", "run": "run", "agent": "agent",
+                 "exec": "exec", "episode": "episode", "mcp": "mcp", "boot": "boot"}
 VERDICT_COLOURS = {"improvement": "green", "passed": "green", "neutral": "white", "regression": "red",
                    "plugin-broken": "red", "failed": "red", "untested": "yellow", "unknown": "yellow"}
 DECISION_LABELS = {"approved": "approved", "applied": "applied", "discarded": "discard", "iterate": "iterate",
                    "pending": "—"}
-# (label, width) of every column but the title, which takes what is left (at least MIN_TITLE)
-COLUMNS = [("source", 6), ("verdict", 11), ("tests", 9), ("risk", 4), ("files", 5), ("decision", 8), ("age", 3)]
+# (label, widest) of every column but the title: each is as wide as its widest cell (never wider than this),
+# so verdict, tests and risk stay whole, and the title takes what is left (at least MIN_TITLE)
+COLUMNS = [("source", 7), ("verdict", 16), ("tests", 13), ("risk", 4), ("files", 5), ("decision", 8), ("age", 3)]
 MIN_TITLE = 16
+
+
+def column_widths(cells: list[list[str]], total: int) -> tuple[int, list[int]]:
+    """(title width, widths of ``COLUMNS``) for rows of ``cells`` (one list of the non-title cells per row) in a
+    table ``total`` cells wide: each column fits its header and its widest cell up to its cap; the title takes
+    the rest (a narrow screen gives the title at least MIN_TITLE and the columns what is left)."""
+    widths = [min(cap, max([len(label), *(len(row[i]) for row in cells)])) for i, (label, cap) in enumerate(COLUMNS)]
+    padding = 2 * (len(COLUMNS) + 1)  # one cell each side of every column
+    return max(MIN_TITLE, total - sum(widths) - padding - 2), widths  # 2: the scroll bar
 
 
 def age(stamp: str, now: datetime | None = None) -> str:
@@ -139,44 +150,47 @@ evaluate-patch), risk flags, changed files, decision, age.
         self.selected &= known
         self._render_table()
 
-    def _title_width(self) -> int:
-        fixed = sum(width for _, width in COLUMNS)
-        padding = 2 * (len(COLUMNS) + 1)  # one cell each side of every column
-        return max(MIN_TITLE, (self.size.width or 80) - fixed - padding - 2)  # 2: the scroll bar
-
     def _render_table(self) -> None:
         table = self.query_one(DataTable)
         self._width = self.size.width
         current = self._cursor_key()
         table.clear(columns=True)
-        title_width = self._title_width()
-        table.add_column("title", width=title_width, key="title")
-        for label, width in COLUMNS:
-            table.add_column(label, width=width, key=label)
         # the candidates of a batch or fan-out stay together (docs/scale-out.md, "In the inbox")
         self.shown = group_batches(select_rows(self.rows, status=self.status_filter, text=self.search,
                                                sort=self.sort))
+        cells = [self._cells(row) for row in self.shown]
+        title_width, widths = column_widths([[c.plain for c in row[1:]] for row in cells], self.size.width or 80)
+        table.add_column("title", width=title_width, key="title")
+        for (label, _cap), width in zip(COLUMNS, widths, strict=True):
+            table.add_column(label, width=width, key=label)
         self.paths = {}
-        for row in self.shown:
+        for row, row_cells in zip(self.shown, cells, strict=True):
             self.paths[str(row.key)] = row.path  # one row per directory: runs sharing a Mode A id all show
-            table.add_row(*self._cells(row, title_width), key=str(row.key))
+            title, *rest = row_cells
+            shortened = Text(shorten_middle(title.plain, title_width), style=title.style)
+            table.add_row(shortened, *(self._fit(c, w) for c, w in zip(rest, widths, strict=True)),
+                          key=str(row.key))
         if current is not None and current in self.paths:
             table.move_cursor(row=list(self.paths).index(current))
         self._update_status()
 
-    def _cells(self, row: InboxRow, title_width: int) -> list[Text]:
+    @staticmethod
+    def _fit(cell: Text, width: int) -> Text:
+        """A cell cut in the middle to its column (only a cell past its column's cap is cut)."""
+        return cell if len(cell.plain) <= width else Text(shorten_middle(cell.plain, width), style=cell.style)
+
+    def _cells(self, row: InboxRow) -> list[Text]:
         mark = "● " if row.key in self.selected else ""
         # a batch's candidates: "┃ item: title", the promoted one starred
         batch = (f"{'★' if row.promoted else '┃'} {row.batch_item}: ") if row.batch else ""
-        title = Text(shorten_middle(mark + batch + row.title, title_width), style="bold" if mark else "")
+        title = Text(mark + batch + row.title, style="bold" if mark else "")
         warn = f" ⚠{row.warnings}" if row.warnings else ""  # a recipe's advisory failures
-        verdict_cell = Text(shorten_middle(row.verdict, 11 - len(warn)) + warn,
-                            style=VERDICT_COLOURS.get(row.verdict, ""))
+        verdict_cell = Text(row.verdict + warn, style=VERDICT_COLOURS.get(row.verdict, ""))
         risk = Text(f"⚠{len(row.risk_flags)}" if row.risk_flags else "—",
                     style="bold yellow" if row.risk_flags else "dim")
         decision = DECISION_LABELS.get(row.status, row.status)
         return [title, Text(SOURCE_LABELS.get(row.source, row.source)), verdict_cell,
-                Text(shorten_middle(row.delta.replace(" → ", "→"), 9)), risk, Text(str(row.changed)),
+                Text(row.delta.replace(" → ", "→")), risk, Text(str(row.changed)),
                 Text(decision, style="dim" if decision == "—" else ""),
                 Text(age(row.created_at, self.now).removesuffix(" ago"))]
 

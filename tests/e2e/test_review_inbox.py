@@ -86,6 +86,11 @@ def test_two_runs_with_the_same_mode_a_id_are_both_reviewable_and_apply_their_ow
     keys = {b["content_digest"]: b["key"] for b in listed}
     text = _codebox(home, "review", "list")
     assert text.stdout.count(one["id"].removeprefix("artifact-bundle-sha256-")[:12]) == 2, text.stdout
+    header, *lines = text.stdout.splitlines()
+    assert header.split()[:7] == ["key", "bundle", "status", "verdict", "tests", "files", "title"]
+    assert all("wordpress.run-php" in line for line in lines), text.stdout  # what each run did, as on Home
+    shown = _codebox(home, "artifacts", "show", f"@{keys[one['contentDigestB']]}")  # the same @keys as review
+    assert shown.returncode == 0 and one["id"] in shown.stdout, shown.stderr
 
     ambiguous = _codebox(home, "review", "approve", one["id"])
     assert ambiguous.returncode == 2 and "matches 2 bundles" in ambiguous.stderr

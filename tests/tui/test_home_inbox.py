@@ -205,3 +205,34 @@ async def test_keys_typed_into_the_search_are_text_not_commands(tmp_path: Path, 
         await pilot.press("escape")
         await pilot.pause()
         assert screen.search == "" and len(_table_keys(app)) == 4
+
+
+def test_an_agent_task_bundle_is_labelled_as_one(tmp_path: Path, store: Store) -> None:
+    path = _bundle(tmp_path, "agent")
+    record = register_bundle(store, path)
+    _add(path, "files/task-input.json", {"schema": "wp-codebox/task-input/v1",
+                                         "goal": "replace \"Hello\" with\n\"Howdy\" in the greeting"})
+    row = describe_bundle(record)
+    assert row.source == "agent"
+    assert row.title == 'plugin · agent: replace "Hello" with "Howdy" in the greeting'
+
+
+async def test_at_140_columns_verdict_tests_and_risk_stay_whole_and_the_title_takes_the_rest(
+        tmp_path: Path, store: Store) -> None:
+    made = _inbox(tmp_path, store)
+    long_name = "a-plugin-with-a-rather-long-folder-name-that-maintainers-really-have"
+    _add(made["paths"]["patch"], "files/evaluate-patch.json", {
+        "plugin": long_name, "patch": "0001-escape-the-attachment-link-text.patch",
+        "tests": {"verdict": "plugin-broken", "before": {"status": "failed", "tests": 26, "passed": 25, "failed": 1},
+                  "after": {"status": "failed", "tests": 26, "passed": 12, "failed": 14}}})
+    app = CodeboxApp()
+    async with app.run_test(size=(140, 30)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen)
+        table = app.screen.query_one(DataTable)
+        row = table.get_row(str(made["keys"]["patch"]))
+        assert [str(c) for c in row[2:4]] == ["plugin-broken", "25/26→12/26"]
+        title = str(row[0])
+        assert title.startswith("a-plugin-with-a-rather-long") and title.endswith("attachment-link-text")
+        widths = {str(c.key.value): c.width for c in table.columns.values()}
+        assert widths["title"] >= 140 - sum(w for k, w in widths.items() if k != "title") - 2 * 9 - 2
