@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
@@ -33,6 +33,18 @@ class CodeboxApp(App[None]):
         """``now`` fixes Home's clock (for deterministic snapshots and screenshots)."""
         super().__init__()
         self.initial_bundle = bundle
+        # A bundle named on the command line is read and verified now, before the UI runs (nothing waits on
+        # it: the terminal is not ours yet); one opened later is verified in a worker (screens/opening.py).
+        self._initial_review: Any = None
+        self._initial_problem: str | None = None
+        if bundle is not None:
+            from codebox_tui.errors import CodeboxError
+            from codebox_tui.screens.review import prepare_review
+
+            try:
+                self._initial_review = prepare_review(Path(bundle))
+            except (CodeboxError, OSError) as error:
+                self._initial_problem = f"Cannot open bundle: {error}"
         self.fixed_now = now
         self.live_runs: set[RunControl] = set()  # runs the Live run screens started that have not finished
 
@@ -59,8 +71,14 @@ class CodeboxApp(App[None]):
         from codebox_tui.screens.home import HomeScreen
 
         self.push_screen(HomeScreen(now=self.fixed_now))
-        if self.initial_bundle is not None:
-            self.open_bundle(self.initial_bundle)
+        if self._initial_review is not None and self.initial_bundle is not None:
+            from codebox_tui.screens.review import ReviewScreen
+
+            self.push_screen(ReviewScreen(Path(self.initial_bundle), self._initial_review))
+        elif self._initial_problem is not None:
+            from codebox_tui.textsafe import safe_text
+
+            self.notify(safe_text(self._initial_problem), severity="error", timeout=8, markup=False)
         self._check_size()
 
     def on_resize(self) -> None:
@@ -72,17 +90,11 @@ class CodeboxApp(App[None]):
                         f"{MIN_WIDTH}x{MIN_HEIGHT}.", severity="warning", timeout=6)
 
     def open_bundle(self, path: Path) -> None:
-        from codebox_tui.errors import CodeboxError
-        from codebox_tui.screens.review import ReviewScreen
+        """Open a bundle for review: verified in a worker behind a 'Verifying…' screen (never on the UI
+        thread), then the Review screen."""
+        from codebox_tui.screens.opening import OpeningScreen
 
-        try:
-            screen = ReviewScreen(path)
-        except CodeboxError as error:
-            from codebox_tui.textsafe import safe_text
-
-            self.notify(safe_text(f"Cannot open bundle: {error}"), severity="error", timeout=8, markup=False)
-            return
-        self.push_screen(screen)
+        self.push_screen(OpeningScreen(path))
 
     def action_help(self) -> None:
         from codebox_tui.screens.dialogs import HelpDialog

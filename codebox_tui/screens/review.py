@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -15,6 +16,7 @@ from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPan
 
 from codebox_tui.bundle import layout
 from codebox_tui.bundle.digests import content_digest_b
+from codebox_tui.bundle.reader import LoadedBundle
 from codebox_tui.contracts.bundle import ChangedFile
 from codebox_tui.keymap import key_for
 from codebox_tui.screens import data
@@ -33,6 +35,36 @@ from widgets.text_lines import TextLines
 # The decision bar's hints and the bindings they name (the screen's own and the file tree's `space`).
 DECISION_BINDINGS = {"approve_all": "review.approve_all", "approve_selected": "review.approve_selected",
                      "discard": "review.discard", "request_changes": "review.iterate", "select": "files.toggle"}
+
+
+@dataclass(frozen=True)
+class ReviewInputs:
+    """Everything the Review screen reads from disk and the store before it can draw: the verified bundle
+    (every file hashed), its patch split per file, the evaluation, checks and revisions."""
+
+    bundle: LoadedBundle
+    blocks: dict[str, str]
+    evaluation: Any
+    evaluation_problem: str | None
+    checks: Any
+    revisions: Any
+
+
+def prepare_review(bundle_dir: Path) -> ReviewInputs:
+    """Read and verify a bundle for review. Slow on a large bundle and free of Textual: run it in a worker
+    (screens/opening.py). CodeboxError when the folder is not a readable bundle."""
+    bundle = data.load(bundle_dir)
+    evaluation, problem = data.patch_evaluation(bundle_dir)
+    store = data.open_store()
+    try:
+        revisions = data.revision_view(store, bundle_dir)
+    except Exception:  # a bundle of the chain that fails verification: no Revisions tab
+        revisions = None
+    finally:
+        store.close()
+    return ReviewInputs(bundle=bundle, blocks=split_patch(bundle.patch), evaluation=evaluation,
+                        evaluation_problem=problem, checks=data.bundle_checks(bundle_dir, bundle.test_results),
+                        revisions=revisions)
 
 
 class ReviewScreen(Screen[None]):
@@ -89,16 +121,19 @@ content digest you reviewed; nothing is applied until you choose an adapter.
           for b in DiffView.BINDINGS if isinstance(b, Binding)),
     ]
 
-    def __init__(self, bundle_dir: Path) -> None:
+    def __init__(self, bundle_dir: Path, inputs: ReviewInputs | None = None) -> None:
+        """``inputs``: what :func:`prepare_review` read (in a worker, see screens/opening.py); read here when
+        not given."""
         super().__init__()
         self.bundle_dir = Path(bundle_dir)
-        self.bundle = data.load(self.bundle_dir)
-        self.blocks = split_patch(self.bundle.patch)
-        self.evaluation, self.evaluation_problem = data.patch_evaluation(self.bundle_dir)
-        self.checks = data.bundle_checks(self.bundle_dir, self.bundle.test_results)
+        inputs = inputs if inputs is not None else prepare_review(self.bundle_dir)
+        self.bundle = inputs.bundle
+        self.blocks = inputs.blocks
+        self.evaluation, self.evaluation_problem = inputs.evaluation, inputs.evaluation_problem
+        self.checks = inputs.checks
         self.text = ReviewText(self.bundle, self.bundle_dir, self.checks, self.evaluation, self.evaluation_problem)
         self.comments: list[Any] = []  # store.comments.Comment of this bundle directory
-        self.revisions = self._load_revisions()  # data.RevisionView when the review has several revisions
+        self.revisions = inputs.revisions  # data.RevisionView when the review has several revisions
         self.skipped_hunks: dict[str, set[int]] = {}  # relativePath → 0-based hunks left out (``h``)
         self.hunk_totals: dict[str, int] = {}  # relativePath → its number of hunks (files shown)
         self.continuous = False  # all files in one scroll (``f``) instead of one file
@@ -637,15 +672,6 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                         markup=False, timeout=8)
 
     # -- revisions (store/revisions.py through screens/data.py) --------------------------------------
-    def _load_revisions(self) -> Any:
-        store = data.open_store()
-        try:
-            return data.revision_view(store, self.bundle_dir)
-        except Exception:  # a bundle of the chain that fails verification: no Revisions tab
-            return None
-        finally:
-            store.close()
-
     def _revisions_text(self) -> str:
         view = self.revisions
         if view is None:

@@ -205,6 +205,7 @@ async def test_home_opens_a_reference_bundle_by_path_and_the_approve_dialog_name
     from codebox_tui.screens.review import ReviewScreen
     from codebox_tui.settings import reload_settings
     from store.db import Store
+    from tests.factories.tui import review_opened
 
     home = _home(tmp_path)
     session_home = os.environ["CODEBOX_HOME"]
@@ -222,11 +223,7 @@ async def test_home_opens_a_reference_bundle_by_path_and_the_approve_dialog_name
             field = app.screen.query_one("#bundle-path", Input)
             field.value = str(bundle)
             await pilot.press("enter")
-            for _ in range(50):
-                await pilot.pause()
-                if isinstance(app.screen, ReviewScreen):
-                    break
-            assert isinstance(app.screen, ReviewScreen)
+            assert isinstance(await review_opened(pilot), ReviewScreen)  # verified in a worker first
             provenance = app.screen.text.provenance_text()
             assert "[b]PHP[/b] 8.2" in provenance
             await pilot.press("a")

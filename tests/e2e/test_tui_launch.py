@@ -14,7 +14,7 @@ from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.screens.review import ReviewScreen
 from codebox_tui.settings import get_settings
 from store.db import Store
-from tests.factories.tui import submit_launch_form, wait_while
+from tests.factories.tui import review_opened, submit_launch_form, wait_while
 from widgets.event_tail import EventTail
 from widgets.file_tree import ChangedFileTree
 
@@ -39,8 +39,7 @@ async def test_launch_form_runs_a_real_sandbox_and_offers_its_bundle(  # type: i
         assert tail.total >= 4
         assert live.bundle_dir is not None and (live.bundle_dir / "files" / "patch.diff").exists()
         await pilot.press("r")
-        await pilot.pause()
-        assert isinstance(app.screen, ReviewScreen)
+        assert isinstance(await review_opened(pilot), ReviewScreen)  # verified in a worker first
         assert "from-launch.php" in app.screen.query_one(ChangedFileTree).file_paths
     store = Store.open(get_settings().db_path)
     try:
@@ -69,8 +68,7 @@ async def test_launch_form_runs_a_recipe_and_offers_its_bundle(playground_sessio
         assert live.bundle_dir is not None
         assert (live.bundle_dir / "files" / "run-attestation.json").exists()
         await pilot.press("r")
-        await pilot.pause()
-        assert isinstance(app.screen, ReviewScreen)
+        assert isinstance(await review_opened(pilot), ReviewScreen)  # verified in a worker first
         assert any(rel.endswith("feature.php") for rel in app.screen.query_one(ChangedFileTree).file_paths)
     store = Store.open(get_settings().db_path)
     try:

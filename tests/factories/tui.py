@@ -45,3 +45,31 @@ def screen_lines(app: Any) -> list[str]:
     """The text of every line of the screen as the terminal would show it (all layers composed: scrollbars,
     dialogs and toasts over the widgets), for tests that read what the user sees."""
     return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+async def review_opened(pilot: Any, seconds: float = 120.0) -> Any:
+    """Wait (on conditions, polling) until the Review screen is on top with its first file's diff drawn and
+    its status line set, then return it: opening a bundle verifies it in a worker first (screens/opening.py)."""
+    from textual.widgets import Static
+
+    from codebox_tui.screens.review import ReviewScreen
+    from widgets.diff_view import DiffView
+
+    def ready() -> bool:
+        screen = pilot.app.screen
+        if not isinstance(screen, ReviewScreen) or not screen.is_mounted:
+            return False
+        if not screen.bundle.changed_files:
+            return True
+        view = screen.query_one(DiffView)
+        status = str(screen.query_one("#diff-status", Static).render())
+        return view.model is not None and bool(view.model.rows) and bool(status.strip())
+
+    for _ in range(int(seconds * 20)):
+        if ready():
+            break
+        await pilot.pause(0.05)
+    else:
+        raise AssertionError(f"the Review screen did not open within {seconds:g} s (on top: {pilot.app.screen!r})")
+    await pilot.pause()
+    return pilot.app.screen

@@ -20,6 +20,7 @@ from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.screenshots import FIXED_NOW
 from codebox_tui.settings import get_settings
+from tests.factories.tui import review_opened
 from widgets.event_tail import EventTail
 
 SIZES = [(120, 40), (80, 24)]
@@ -32,7 +33,7 @@ def DemoApp() -> CodeboxApp:
 async def _open_review(pilot: Any, bundle: Path) -> None:
     await pilot.pause()
     pilot.app.open_bundle(bundle)
-    await pilot.pause()
+    await review_opened(pilot)  # verified in a worker first: wait for the screen, not for time
     tree = pilot.app.screen.query_one("#files")
     assert tree.highlight_path("greeting-cards.php")
     await pilot.pause()

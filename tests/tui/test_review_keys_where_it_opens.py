@@ -17,7 +17,7 @@ from codebox_tui.screens.comments import CommentDialog
 from codebox_tui.screens.dialogs import ConfirmDialog
 from codebox_tui.screens.review import ReviewScreen
 from tests.factories.bundles import make_bundle
-from tests.factories.tui import screen_lines
+from tests.factories.tui import review_opened, screen_lines
 from widgets.diff_view import DiffView
 from widgets.file_tree import ChangedFileTree
 
@@ -47,14 +47,9 @@ def _fix(source: Path) -> None:
 
 
 async def _opened(pilot: Any) -> tuple[ReviewScreen, DiffView]:
-    await pilot.pause()
-    screen = pilot.app.screen
+    screen = await review_opened(pilot)
     assert isinstance(screen, ReviewScreen)
     view = screen.query_one(DiffView)
-    for _ in range(50):
-        if view.model is not None and view.model.rows:
-            break
-        await pilot.pause(0.05)
     assert isinstance(pilot.app.focused, ChangedFileTree)  # where a review opens: nothing focused by the test
     return screen, view
 
@@ -103,6 +98,9 @@ async def test_hunk_jumps_move_the_cursor_and_scroll_sideways_to_the_change(tmp_
     async with app.run_test(size=(140, 40)) as pilot:
         screen, view = await _opened(pilot)
         assert "hunk 1/3" in _status(screen)
+        await pilot.press("}")  # nothing visited yet: the first hunk's change gets the cursor
+        await pilot.pause()
+        assert "hunk 1/3" in _status(screen) and "absint" in view.model.rows[view.cursor_row].text
         await pilot.press("}")
         await pilot.pause()
         assert "hunk 2/3" in _status(screen)
