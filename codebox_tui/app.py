@@ -46,7 +46,8 @@ class CodeboxApp(App[None]):
             except (CodeboxError, OSError) as error:
                 self._initial_problem = f"Cannot open bundle: {error}"
         self.fixed_now = now
-        self.live_runs: set[RunControl] = set()  # runs the Live run screens started that have not finished
+        # runs the Live run screens started that have not finished, with their screen (Home lists them)
+        self.live_runs: dict[RunControl, Screen[None]] = {}
 
     async def action_quit(self) -> None:
         """Quit at once, also during a run: each live run is cancelled (its sandbox's process group is
@@ -144,6 +145,11 @@ class CodeboxApp(App[None]):
         if "Open bundle…" not in titles:
             yield SystemCommand("Open bundle…", "Open a bundle folder (or a folder of bundles) and review it",
                                 self.action_open_bundle_dialog)
+        for live in self.live_runs.values():  # runs left with `escape` that go on (a held preview, a long run)
+            if live not in self.screen_stack:
+                name = getattr(live, "title_line", "run")
+                yield SystemCommand(f"Return to live run: {name}", "Its events and, while its preview is held, "
+                                    "its console", lambda s=live: self.push_screen(s))
 
     def action_open_bundle_dialog(self) -> None:
         """Ask for a bundle folder and open it: Home's `o`, from any screen."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from codebox_tui.errors import CodeboxError
 from codebox_tui.screens import data
+from codebox_tui.textsafe import safe_text
 from store.inbox import FILTERS, SORTS, InboxRow, decision_warning, group_batches, select_rows
 
 STATUSES = list(FILTERS)  # kept for callers that cycle through them
@@ -97,6 +98,7 @@ evaluate-patch), risk flags, changed files, decision, age.
         Binding("m", "compare_candidates", "Compare candidates", show=False, id="home.compare"),
         Binding("P", "promote", "Promote candidate", show=False, id="home.promote"),
         Binding("escape", "clear", "Clear", show=False, id="home.clear"),
+        Binding("l", "live_run", "Live run", id="home.live_run"),
     ]
 
     def __init__(self, now: datetime | None = None) -> None:
@@ -125,6 +127,24 @@ evaluate-patch), risk flags, changed files, decision, age.
 
     def on_screen_resume(self) -> None:
         self.action_refresh()
+        self.refresh_bindings()  # `l` shows while a run goes on
+
+    def _live_screens(self) -> list[Any]:
+        """The Live run screens whose run goes on (oldest first), left with `escape`."""
+        return list(getattr(self.app, "live_runs", {}).values())
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "live_run":
+            return bool(self._live_screens())  # shown only while a run goes on
+        return True
+
+    def action_live_run(self) -> None:
+        """Back to the newest live run's screen (its events, its held preview's console)."""
+        live = self._live_screens()
+        if not live:
+            self.notify("No run is going on: n launches one.", severity="warning")
+            return
+        self.app.push_screen(live[-1])
 
     def on_resize(self) -> None:
         if self.size.width != self._width:
@@ -201,6 +221,10 @@ evaluate-patch), risk flags, changed files, decision, age.
             parts.append(f"search: {self.search}")
         if self.selected:
             parts.append(f"{len(self.selected)} selected (D discards)")
+        live = self._live_screens()
+        if live:
+            parts.append(f"▶ {len(live)} live run{'s' if len(live) != 1 else ''}: "
+                         f"{safe_text(getattr(live[-1], 'title_line', 'run'))} (l returns)")
         if not self.rows:
             parts.append("no bundles yet: press n to launch a sandbox, or run `codebox run`")
         elif not self.shown:

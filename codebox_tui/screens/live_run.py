@@ -33,6 +33,12 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
 - `x`: cancel the run (asks first) · `↑`/`↓` on the log: select an event · `enter`: show it in full
 - `o`: the stdout and stderr of the selected event's command (or the last command) · `r`: review the bundle when done
 - `c`: close a held preview now (the run was launched with a hold; the bundle is captured when it ends)
+
+## The console of a held preview
+When a held run's command has finished, an exec console appears under the log with the focus in its input:
+type a command and press `enter` (`f2` / `f3` grant write / eval; `tab` moves between the log and the
+console). `escape` goes back to Home while the run goes on: Home names the live runs and `l` (or the
+palette's "Return to live run") brings this screen back, console and all.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("x", "cancel_run", "Cancel run", id="live.cancel"),
@@ -79,8 +85,10 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
                 self.start_run()
             self.set_interval(PROGRESS_TICK_S, self._tick_progress)
             live_runs = getattr(self.app, "live_runs", None)
-            if live_runs is not None:  # quitting the app cancels it (CodeboxApp.action_quit)
-                live_runs.add(self.control)
+            if live_runs is not None:  # quitting the app cancels it (CodeboxApp.action_quit); Home lists it
+                live_runs[self.control] = self
+            # kept (not removed) when `escape` leaves it while the run goes on, so Home can bring it back
+            self.app.install_screen(self, name=self.screen_name)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Show only the keys that can act now: cancel while running, close-preview on a held run."""
@@ -213,10 +221,33 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
         def runner(command: str, caps: list[str]) -> Any:
             return run_exec(session, ExecRequest(command=command, capabilities=caps))
 
-        self.mount(ExecConsole(runner, id="console"), before=self.query_one(Footer))
+        console = ExecConsole(runner, id="console")
+        self.mount(console, before=self.query_one(Footer))
+        # what is typed next goes to the console, not to the event log the focus was on
+        self.call_after_refresh(lambda: console.query_one("#console-input").focus())
+
+    @property
+    def screen_name(self) -> str:
+        return f"live-run-{id(self):x}"
+
+    @property
+    def title_line(self) -> str:
+        """What this run is, for Home's list of live runs and the palette."""
+        if self.request is not None and self.request.commands:
+            mount = Path(self.request.mounts[0].source).name if self.request.mounts else ""
+            what = " · ".join(x for x in (mount, self.request.commands[0].command) if x)
+        elif self.recipe is not None:
+            what = f"recipe {Path(self.recipe.recipe_path).stem}"
+        elif self.episode is not None:
+            what = "episode"
+        else:
+            what = "run"
+        return what + (" (held)" if self.hold_s else "")
 
     def _finished(self, bundle_dir: Path | None, error: str | None, cancelled: bool = False) -> None:
-        getattr(self.app, "live_runs", set()).discard(self.control)
+        getattr(self.app, "live_runs", {}).pop(self.control, None)
+        if self.app.screen is not self and self not in self.app.screen_stack:
+            self.app.uninstall_screen(self)  # left with `escape` earlier: nothing will bring it back now
         for console in self.query("#console"):
             console.close("the sandbox was disposed")  # type: ignore[attr-defined]
         self.bundle_dir = bundle_dir
@@ -293,4 +324,11 @@ Events appear as the sandbox boots and runs. Scroll up to pause following; `End`
         self.control.cancel("was cancelled by the reviewer")
 
     def action_back(self) -> None:
+        """Back to where it was opened from. A run that is still going (or holding its preview) goes on: Home
+        lists it and `l` there brings this screen back."""
+        live = self.live
         self.app.pop_screen()
+        if live:
+            self.app.notify("The run goes on; l on Home (or the palette: 'Return to live run') brings it back.")
+        elif self.runs_sandbox:
+            self.app.uninstall_screen(self)

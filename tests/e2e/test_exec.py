@@ -421,6 +421,17 @@ async def test_tui_console_on_a_held_preview(playground_session: Any, tmp_path: 
         await wait_while(lambda: not live.query("#console"))
         console = live.query_one(ExecConsole)
         try:
+            await wait_while(lambda: not console.query_one(Input).has_focus, 30)
+            assert console.query_one(Input).has_focus  # what the user types next goes to the console
+            await pilot.press("escape")  # Home; the held preview goes on and Home says how to get back
+            await pilot.pause()
+            home = app.screen
+            assert home is not live and "live run" in str(home.query_one("#home-status").render())
+            commands = [c.title for c in app.get_system_commands(home)]
+            assert any(t.startswith("Return to live run: ") for t in commands), commands
+            await pilot.press("l")
+            await pilot.pause()
+            assert app.screen is live and live.query_one(ExecConsole) is console  # the same run, its console
             await _drive_console(pilot, live, console)
         finally:
             live.control.release()  # never leave the hold running (the app waits for its worker)
