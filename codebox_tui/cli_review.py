@@ -101,7 +101,7 @@ def review_show(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
         for n, h in enumerate(content.hunks_of(e), start=1):
             say(f"      hunk {n}  {_hunk_header(h)}")
     for d in decisions:
-        shown = d.approved_relative_paths if d.approved_relative_paths is not None else d.approved_files
+        shown = _decision_files(content, d.approved_files, d.approved_relative_paths)
         files = f" [{', '.join(shown)}]" if shown else ""
         reason = f" — {d.reason}" if d.reason else ""
         say(f"decision {d.id}: {d.action} by {d.approver} at {d.decided_at}{files}{reason}")
@@ -112,6 +112,13 @@ def review_show(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
                 say(f"  {rel}: hunk(s) {', '.join(numbers)} of {len(hunk_numbers[rel])}")
         for a in d.applies:
             say(f"  applied with {a.adapter} to {a.target} at {a.applied_at} ({a.result.status})")
+
+
+def _decision_files(content: BundleContent, files: list[str], relative: list[str] | None) -> list[str]:
+    """A decision's files as a reviewer reads them: mount-relative, unless two mounts share one of the names."""
+    if relative is None or any(content.names.is_ambiguous(e) for e in content.changed if e.relativePath in relative):
+        return files
+    return relative
 
 
 def _hunks_named(content: BundleContent, name: str) -> list[RawHunk]:

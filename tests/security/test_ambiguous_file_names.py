@@ -69,6 +69,8 @@ def test_a_relative_name_two_mounts_share_is_refused_and_the_sandbox_path_binds_
     assert approved.returncode == 0, approved.stdout + approved.stderr
     decision = json.loads(approved.stdout)
     assert decision["approved_files"] == [f"{SECOND}/readme.txt"]
+    shown = codebox(home, "review", "show", bundle)
+    assert "approve-files by ana" in shown.stdout and f"[{SECOND}/readme.txt]" in shown.stdout, shown.stdout
     applied = codebox(home, "apply", str(decision["id"]), "--adapter", "directory", "--target",
                       str(folders[SECOND]), "--json")
     assert applied.returncode == 0, applied.stdout + applied.stderr
