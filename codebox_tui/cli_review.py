@@ -17,8 +17,9 @@ from codebox_tui.errors import BadInputError
 from codebox_tui.textsafe import safe_text
 from store import threeway
 from store.apply import apply_decision
+from store.changed_names import AmbiguousFileName
 from store.db import BundleRecord, Store
-from store.decisions import decide, default_approver, prune_discarded, read_content, resolve_bundle
+from store.decisions import BundleContent, decide, default_approver, prune_discarded, read_content, resolve_bundle
 from store.feedback import record_iterate_feedback
 from store.inbox import describe_bundle, flow_of, import_bundles
 from store.journal import recover, target_lock
@@ -82,7 +83,7 @@ def review_show(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
                         **e.model_dump(mode="json", include={"relativePath", "path", "status", "mountIndex"}),
                         "hunks": [
                             {"number": n, "sha256": h.sha256, "header": _hunk_header(h)}
-                            for n, h in enumerate(content.hunks(e.relativePath), start=1)
+                            for n, h in enumerate(content.hunks_of(e), start=1)
                         ],
                     }
                     for e in content.changed
@@ -98,21 +99,36 @@ def review_show(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
     say(f"digest   {record.content_digest}")
     say(f"changed  {len(content.changed)} file(s)")
     for e in content.changed:
-        say(f"  {e.status:<9} {e.relativePath}")
-        for n, h in enumerate(content.hunks(e.relativePath), start=1):
+        say(f"  {e.status:<9} {safe_text(content.names.shown_name(e))}")
+        for n, h in enumerate(content.hunks_of(e), start=1):
             say(f"      hunk {n}  {_hunk_header(h)}")
     for d in decisions:
-        shown = d.approved_relative_paths if d.approved_relative_paths is not None else d.approved_files
+        shown = _decision_files(content, d.approved_files, d.approved_relative_paths)
         files = f" [{', '.join(shown)}]" if shown else ""
         reason = f" — {d.reason}" if d.reason else ""
         say(f"decision {d.id}: {d.action} by {d.approver} at {d.decided_at}{files}{reason}")
         if d.approved_hunks:
-            hunk_numbers = {rel: [h.sha256 for h in content.hunks(rel)] for rel in d.approved_hunks}
+            hunk_numbers = {rel: [h.sha256 for h in _hunks_named(content, rel)] for rel in d.approved_hunks}
             for rel, hashes in d.approved_hunks.items():
                 numbers = [str(hunk_numbers[rel].index(h) + 1) if h in hunk_numbers[rel] else h[:12] for h in hashes]
                 say(f"  {rel}: hunk(s) {', '.join(numbers)} of {len(hunk_numbers[rel])}")
         for a in d.applies:
             say(f"  applied with {a.adapter} to {a.target} at {a.applied_at} ({a.result.status})")
+
+
+def _decision_files(content: BundleContent, files: list[str], relative: list[str] | None) -> list[str]:
+    """A decision's files as a reviewer reads them: mount-relative, unless two mounts share one of the names."""
+    if relative is None or any(content.names.is_ambiguous(e) for e in content.changed if e.relativePath in relative):
+        return files
+    return relative
+
+
+def _hunks_named(content: BundleContent, name: str) -> list[RawHunk]:
+    """The hunks of the file a recorded decision names (none when an old relative name is now ambiguous)."""
+    try:
+        return content.hunks(name)
+    except AmbiguousFileName:
+        return []
 
 
 def _hunk_header(hunk: RawHunk) -> str:

@@ -8,7 +8,8 @@ class are :mod:`store.plan`).
 2. the bundle is re-verified (fails closed), ``files/changed-files.json`` and ``files/patch.diff``
    are read **once** and the Mode B content digest is recomputed over those bytes and compared with
    the digest the decision recorded (:class:`ConflictError`, exit 5, on any mismatch);
-3. every approved file must be a changed file (by ``relativePath`` or sandbox ``path``) with a safe
+3. every approved file must be a changed file (by sandbox ``path``, or a ``relativePath`` only one mount
+   has: :mod:`store.changed_names`; an ambiguous one is refused, never bound to a mount) with a safe
    relative path, and the patch is cut down to the approved files' blocks; approved files inside
    ``.git``, ``node_modules`` or ``.codebox-apply`` (at any depth) are never written: they are left
    out and listed in the result's ``target.withheld``;
@@ -44,6 +45,7 @@ from store.adapters.directory import DirectoryAdapter
 from store.adapters.git import GitAdapter
 from store.adapters.patch import PatchAdapter
 from store.audit import append_apply_audit
+from store.changed_names import ChangedFileNames, sandbox_key
 from store.db import Store
 from store.journal import STAGING_DIR
 from store.patchtext import PatchBlock, PatchError, filter_patch, hunk_hashes
@@ -189,20 +191,15 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
             },
         )
     entries = _changed_entries(cf_bytes)
-    by_name: dict[str, ChangedFile] = {}
-    for entry in entries:
-        for value in (entry.relativePath, entry.path):
-            if value:
-                by_name.setdefault(value, entry)
-                by_name.setdefault(value.lstrip("/"), entry)
-    chosen: dict[str, ChangedFile] = {}
+    names_of = ChangedFileNames(entries)  # sandbox paths; a relative name only when one mount has it
+    approved: dict[str, ChangedFile] = {}  # sandbox path → entry
     outside: list[str] = []
     for name in decision.approved_files:
-        found = by_name.get(name, by_name.get(name.lstrip("/")))
+        found = names_of.find(name, field="approved_files")
         if found is None:
             outside.append(name)
             continue
-        chosen[found.relativePath] = found
+        approved[sandbox_key(found)] = found
     if outside:
         raise ConflictError(
             f"approved file(s) not in changed-files.json: {', '.join(outside)}; nothing was applied",
@@ -210,7 +207,7 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
             field="approved_files",
             details={"files": outside},
         )
-    unsafe = [rel for rel in chosen if not safe_relative_path(rel)]
+    unsafe = [e.relativePath for e in approved.values() if not safe_relative_path(e.relativePath)]
     if unsafe:
         raise ConflictError(
             f"unsafe path(s) in changed-files.json: {', '.join(unsafe)}; nothing was applied",
@@ -219,27 +216,33 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
             details={"files": unsafe},
         )
     withheld = []
-    for rel in list(chosen):
-        folder = never_written_back(rel)
-        if folder is not None:
-            withheld.append({"file": rel, "reason": "never-written-back", "folder": folder})
-            del chosen[rel]
-    if len({e.mountIndex for e in chosen.values()}) > 1:
+    kept: list[ChangedFile] = []
+    for entry in approved.values():
+        folder = never_written_back(entry.relativePath)
+        if folder is None:
+            kept.append(entry)
+        else:
+            withheld.append({"file": entry.relativePath, "reason": "never-written-back", "folder": folder})
+    if len({e.mountIndex for e in kept}) > 1:
         raise BadInputError(
             "the approved files span several mounts; approve and apply one mount's files at a time",
             code="multiple-mounts",
             field="approved_files",
         )
+    chosen = {e.relativePath: e for e in kept}  # one mount's files: relativePath is unique among them
     names = {rel: {rel, e.path} for rel, e in chosen.items()}
+    # a relativePath another mount changes too: its block is told apart by mount order
+    occurrences = {rel: at for rel, e in chosen.items() if (at := names_of.occurrence(e)) is not None}
     try:
-        filtered, blocks = filter_patch(patch_bytes, names)
+        filtered, blocks = filter_patch(patch_bytes, names, occurrences=occurrences)
     except PatchError as error:
         raise ConflictError(f"{error}; nothing was applied", code="patch-invalid", field=layout.PATCH) from error
-    partial = _partial_files(decision, by_name, chosen, blocks)
+    partial = _partial_files(decision, names_of, set(approved), chosen, blocks)
     whole = blocks  # each file's uncut block: a three-way apply recovers the baseline with it
     if partial:
         try:
-            filtered, blocks = filter_patch(patch_bytes, names, {rel: frozenset(h) for rel, h in partial.items()})
+            filtered, blocks = filter_patch(patch_bytes, names, {rel: frozenset(h) for rel, h in partial.items()},
+                                            occurrences)
         except PatchError as error:
             raise ConflictError(f"{error}; nothing was applied", code="patch-invalid", field=layout.PATCH) from error
     files = tuple(
@@ -259,25 +262,25 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
 
 def _partial_files(
     decision: Decision,
-    by_name: dict[str, ChangedFile],
+    names_of: ChangedFileNames,
+    approved: set[str],
     chosen: dict[str, ChangedFile],
     blocks: dict[str, PatchBlock],
 ) -> dict[str, tuple[str, ...]]:
-    """The files the decision approves in part (docs/contracts.md, "Hunk selection"): relativePath →
+    """The files the decision approves in part (docs/contracts.md, "Hunk selection"; ``approved`` holds the
+    sandbox paths of every approved file, ``chosen`` the ones written, by relativePath): relativePath →
     approved hunk hashes, each checked against the file's block of the verified patch. A hash the
     patch does not have refuses the whole apply; a selection of every hunk is the file approved whole;
     files withheld (never written back) are skipped. The hashes come back in patch order."""
     partial: dict[str, tuple[str, ...]] = {}
     problems: list[str] = []
-    approved = {by_name[n].relativePath for n in decision.approved_files if n in by_name}
-    approved |= {by_name[n.lstrip("/")].relativePath for n in decision.approved_files if n.lstrip("/") in by_name}
     for name, hashes in (decision.approved_hunks or {}).items():
-        entry = by_name.get(name, by_name.get(name.lstrip("/")))
-        if entry is None or entry.relativePath not in approved:
+        entry = names_of.find(name, field="approved_hunks")
+        if entry is None or sandbox_key(entry) not in approved:
             problems.append(f"{name}: not an approved file")
             continue
         rel = entry.relativePath
-        if rel not in chosen:
+        if chosen.get(rel) is not entry:
             continue  # withheld
         try:
             known = hunk_hashes(blocks[rel].text)

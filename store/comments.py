@@ -26,6 +26,7 @@ from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.contracts.feedback import COMMENT_KINDS, COMMENT_SIDES, FeedbackComment
 from codebox_tui.errors import BadInputError, ConflictError
 from store.apply import _read_evidence
+from store.changed_names import ChangedFileNames
 from store.db import BundleRecord, Store, record_number
 
 MAX_BODY = 20_000  # characters in one comment
@@ -163,15 +164,22 @@ def add_comment(
     if not isinstance(author, str) or not author.strip():
         raise BadInputError("the comment's author must be a non-empty string", code="comment-invalid", field="author")
     changed, patch = _bundle_patch(bundle)
-    entry = next((e for e in changed if path in (e.relativePath, e.path, e.path.lstrip("/"))), None)
+    names_of = ChangedFileNames(changed)  # a relativePath two mounts change is refused, naming both
+    entry = names_of.find(path, field="file")
     if entry is None:
-        names = ", ".join(e.relativePath for e in changed) or "none"
+        names = ", ".join(names_of.shown_name(e) for e in changed) or "none"
         raise BadInputError(
             f"{path!r} is not a changed file of this bundle (changed: {names})", code="comment-invalid", field="file"
         )
-    rel = entry.relativePath
+    rel = names_of.shown_name(entry)  # the sandbox path when another mount changes the same relativePath
     if line_start is None and line_end is None:
         side, anchor = "file", []
+    elif names_of.is_ambiguous(entry):
+        raise BadInputError(
+            f"{rel}: another mount changes a file with the same relative path; comment on the whole file",
+            code="comment-invalid",
+            field="line",
+        )
     else:
         if side not in COMMENT_SIDES or side == "file":
             raise BadInputError(f"side must be new or old, not {side!r}", code="comment-invalid", field="side")

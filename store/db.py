@@ -407,8 +407,9 @@ class Store:
         ``approve``/``approve-files`` need a non-empty ``approved_files`` (sandbox paths, as the
         reference's apply preflight expects; ``approved_relative_paths`` are the same files
         mount-relative); ``discard``/``iterate`` take none, and ``iterate`` needs a reason.
-        ``approved_hunks`` (relativePath → hunk hashes) approves those files only in part; each must be
-        an approved file (:func:`store.decisions.decide` computes and checks the hashes).
+        ``approved_hunks`` (relativePath, or sandbox path where that is ambiguous → hunk hashes) approves those
+        files only in part; each must be an approved file (:func:`store.decisions.decide` computes and
+        checks the hashes).
         ``content_digest`` is the Mode B digest the reviewer saw; it must equal the record's digest.
         Use :func:`store.decisions.decide` to have the lists and digest computed from the bundle.
         """
@@ -428,7 +429,7 @@ class Store:
             )
         if action not in APPROVING_ACTIONS and (files or relative):
             raise BadInputError(f"{action} takes no approved files", code="decision-invalid", field="approved_files")
-        hunks = _hunk_selection(approved_hunks, relative if relative is not None else files)
+        hunks = _hunk_selection(approved_hunks, [*files, *(relative or [])])
         if hunks and action not in APPROVING_ACTIONS:
             raise BadInputError(f"{action} takes no hunks", code="decision-invalid", field="approved_hunks")
         if action == "iterate" and not reason.strip():

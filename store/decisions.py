@@ -2,11 +2,13 @@
 
 :func:`decide` is what the CLI (and anything else that has a bundle on disk) uses: it re-verifies
 the bundle, recomputes the Mode B content digest over ``files/changed-files.json`` +
-``files/patch.diff``, resolves approved names (``relativePath`` or sandbox ``path``) against
-changed-files and records the decision through :meth:`Store.record_decision`.
+``files/patch.diff``, resolves approved names against changed-files (sandbox ``path``, or a
+``relativePath`` only one mount has: store/changed_names.py) and records the decision through
+:meth:`Store.record_decision`.
 
-Approved files are recorded as sandbox paths (``approved_files``, what the reference's apply
-preflight expects) and mount-relative paths (``approved_relative_paths``).
+Approved files are recorded as sandbox paths (``approved_files``, unique across mounts and what the
+reference's apply preflight expects) and mount-relative paths (``approved_relative_paths``, for
+display); hunk selections are keyed by relativePath, or by sandbox path where that is ambiguous.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from store.apply import (
     _read_evidence,
     _verify_bundle,
 )
+from store.changed_names import ChangedFileNames, sandbox_key
 from store.db import BundleRecord, Store
 from store.patchtext import PatchError, RawHunk, normalize_patch_path, split_blocks, split_hunks
 
@@ -43,81 +46,80 @@ class BundleContent:
     changed: list[ChangedFile]
     patch: bytes = b""  # files/patch.diff, the bytes the digest covers
 
-    def hunks(self, relative: str) -> list[RawHunk]:
-        """The hunks of one changed file's block, in patch order (hunk N is ``hunks(rel)[N - 1]``; none
-        for a binary or mode-only change, or a file the patch has no block for)."""
-        entry = next((e for e in self.changed if e.relativePath == relative), None)
-        if entry is None:
+    @cached_property
+    def names(self) -> ChangedFileNames:
+        return ChangedFileNames(self.changed)
+
+    def hunks(self, name: str) -> list[RawHunk]:
+        """The hunks of the changed file ``name`` (sandbox path, or a relativePath only one mount has), in
+        patch order (hunk N is ``hunks(name)[N - 1]``; none for a binary or mode-only change, an unknown
+        name, or a file the patch has no block for)."""
+        entry = self.names.find(name)
+        return self.hunks_of(entry) if entry is not None else []
+
+    def hunks_of(self, entry: ChangedFile) -> list[RawHunk]:
+        """The hunks of one changed file's block, in patch order (a relativePath several mounts change:
+        the block by mount order, store/changed_names.py)."""
+        at = self.names.occurrence(entry)
+        names = [n for n in (normalize_patch_path(name) for name in (entry.relativePath, entry.path)) if n]
+        found = next((self._blocks[n] for n in names if n in self._blocks), [])
+        position, count = at if at is not None else (0, len(found) if found else 1)
+        if len(found) != count or not found:
             return []
-        names = (normalize_patch_path(name) for name in (relative, entry.path))
-        block = next((self._blocks[n] for n in names if n and n in self._blocks), None)
         try:
-            return split_hunks(block)[1] if block is not None else []
+            return split_hunks(found[position])[1]
         except PatchError:
             return []
 
     @cached_property
-    def _blocks(self) -> dict[str, bytes]:
-        """Each path the patch names → its file block (the patch is split once, not once per file)."""
-        out: dict[str, bytes] = {}
+    def _blocks(self) -> dict[str, list[bytes]]:
+        """Each path the patch names → its file blocks in patch order (the patch is split once)."""
+        out: dict[str, list[bytes]] = {}
         for block in split_blocks(self.patch):
             for path in block.paths:
-                out.setdefault(path, block.text)
+                out.setdefault(path, []).append(block.text)
         return out
 
     def hunk_selection(self, picks: dict[str, list[int]]) -> dict[str, list[str]]:
-        """Resolve ``{file name: [1-based hunk numbers]}`` to ``{relativePath: [hunk hashes]}``."""
+        """Resolve ``{file name: [1-based hunk numbers]}`` to ``{file: [hunk hashes]}``, each file named by its
+        relativePath, or by its sandbox path when another mount changes the same relativePath."""
         out: dict[str, list[str]] = {}
         for name, numbers in picks.items():
-            rel = self.resolve([name])[0]
-            hunks = self.hunks(rel)
+            entry = self.resolve([name], field="--hunk")[0]
+            shown = self.names.shown_name(entry)
+            hunks = self.hunks_of(entry)
             wrong = [n for n in numbers if not 1 <= n <= len(hunks)]
             if wrong or not numbers:
                 raise BadInputError(
-                    f"{rel} has {len(hunks)} hunk(s) (numbered from 1, as codebox review show lists them); "
+                    f"{shown} has {len(hunks)} hunk(s) (numbered from 1, as codebox review show lists them); "
                     f"no hunk {', '.join(map(str, wrong)) or '(none given)'}",
                     code="hunk-unknown",
                     field="--hunk",
-                    details={"file": rel, "hunks": len(hunks), "wrong": wrong},
+                    details={"file": shown, "hunks": len(hunks), "wrong": wrong},
                 )
-            chosen = out.setdefault(rel, [])
+            chosen = out.setdefault(shown, [])
             for n in sorted(set(numbers)):
                 if hunks[n - 1].sha256 not in chosen:
                     chosen.append(hunks[n - 1].sha256)
         return out
 
-    @property
-    def relative_paths(self) -> list[str]:
-        return [entry.relativePath for entry in self.changed]
-
-    def sandbox_paths(self, relative: list[str]) -> list[str]:
-        """The sandbox ``path`` of each mount-relative path (the relativePath if an entry has none)."""
-        by_rel = {e.relativePath: e.path for e in self.changed}
-        return [by_rel.get(rel) or rel for rel in relative]
-
-    def resolve(self, names: list[str]) -> list[str]:
-        """Map approved names (relativePath or sandbox path) to relativePaths; unknown → error."""
-        lookup: dict[str, str] = {}
-        for entry in self.changed:
-            rel = entry.relativePath
-            lookup[rel] = rel
-            lookup[entry.path] = rel
-            lookup[entry.path.lstrip("/")] = rel
-        out: list[str] = []
+    def resolve(self, names: list[str], *, field: str = "--file") -> list[ChangedFile]:
+        """The changed files ``names`` mean (sandbox path, or a relativePath only one mount has), each once;
+        an unknown name → ``approved-file-not-changed``, an ambiguous one → ``file-name-ambiguous``."""
+        out: list[ChangedFile] = []
         unknown: list[str] = []
         for name in names:
-            key = name.strip()
-            rel = lookup.get(key, lookup.get(key.lstrip("/"), ""))
-            if not rel:
+            entry = self.names.find(name, field=field)
+            if entry is None:
                 unknown.append(name)
-            elif rel not in out:
-                out.append(rel)
+            elif entry not in out:
+                out.append(entry)
         if unknown:
             raise BadInputError(
                 f"not a changed file of this bundle: {', '.join(unknown)} "
-                f"(changed: {', '.join(self.relative_paths) or 'none'})",
+                f"(changed: {', '.join(self.names.shown_name(e) for e in self.changed) or 'none'})",
                 code="approved-file-not-changed",
-                field="--file",
+                field=field,
                 details={"files": unknown},
             )
         return out
@@ -218,7 +220,7 @@ def decide_on(
             code="bundle-id-mismatch",
             field="bundle",
         )
-    approved: list[str] = []
+    approved: list[ChangedFile] = []
     if hunks and action not in ("approve", "approve-files"):
         raise BadInputError(f"{action} takes no hunks", code="decision-invalid", field="--hunk")
     selection = content.hunk_selection(hunks) if hunks else {}
@@ -227,7 +229,7 @@ def decide_on(
     if action == "approve":
         if files:
             raise BadInputError("approve takes no files; use approve-files", code="decision-invalid", field="--file")
-        approved = content.relative_paths
+        approved = list(content.changed)
         if not approved:
             raise BadInputError("the bundle has no changed files to approve", code="decision-invalid", field="bundle")
     elif action == "approve-files":
@@ -241,8 +243,8 @@ def decide_on(
         action,
         approver=approver,
         reason=reason,
-        approved_files=content.sandbox_paths(approved),
-        approved_relative_paths=approved if action in ("approve", "approve-files") else None,
+        approved_files=[sandbox_key(e) for e in approved],
+        approved_relative_paths=[e.relativePath for e in approved] if action in ("approve", "approve-files") else None,
         approved_hunks=selection or None,
         content_digest=content.content_digest,
     )

@@ -55,21 +55,32 @@ def filter_patch(
     patch: bytes,
     approved: dict[str, set[str]],
     hunks: dict[str, frozenset[str]] | None = None,
+    occurrences: dict[str, tuple[int, int]] | None = None,
 ) -> tuple[bytes, dict[str, PatchBlock]]:
     """Keep the blocks of the approved files, in order; unchanged, or cut to the chosen hunks.
 
     ``approved`` maps each approved file (its relativePath) to its candidate names (relativePath
-    and sandbox path). Every approved file must be matched by exactly one block. ``hunks`` maps a
-    partially approved file to the hashes of its approved hunks (:func:`select_hunks`).
-    Returns the filtered patch and the (possibly cut) block of each approved file.
+    and sandbox path). Every approved file must be matched by exactly one block — except a file named
+    in ``occurrences`` (``(position, count)``: a relativePath several mounts change,
+    store/changed_names.py), which must be matched by exactly ``count`` blocks and owns the
+    ``position``-th. ``hunks`` maps a partially approved file to the hashes of its approved hunks
+    (:func:`select_hunks`). Returns the filtered patch and the (possibly cut) block of each approved file.
     """
     candidates = {
         key: {n for n in (normalize_patch_path(name) for name in names) if n} for key, names in approved.items()
     }
+    nth = occurrences or {}
+    seen: dict[str, int] = {}
     by_file: dict[str, PatchBlock] = {}
     kept: list[bytes] = []
     for block in split_blocks(patch):
-        owners = [key for key, names in candidates.items() if block.paths & names]
+        owners = []
+        for key, names in candidates.items():
+            if not block.paths & names:
+                continue
+            seen[key] = seen.get(key, 0) + 1
+            if key not in nth or nth[key][0] == seen[key] - 1:
+                owners.append(key)
         if not owners:
             continue
         for key in owners:
@@ -82,6 +93,9 @@ def filter_patch(
                 block = PatchBlock(text=select_hunks(block.text, chosen), paths=block.paths)
             by_file[key] = block
         kept.append(block.text)
+    for key, (_, count) in nth.items():
+        if seen.get(key, 0) != count:
+            raise PatchError(f"the patch has {seen.get(key, 0)} block(s) for {key}, changed in {count} mounts")
     missing = sorted(set(approved) - set(by_file))
     if missing:
         raise PatchError(f"the patch has no block for approved file(s): {', '.join(missing)}")

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.batch.loopback import enter_private_network
 from codebox_tui.batch.model import BatchItem
 from codebox_tui.batch.transfer import TransferError, unpack
 from codebox_tui.errors import BadInputError
@@ -101,10 +102,14 @@ class BatchOutcome:
 
 
 # -- Ray ----------------------------------------------------------------------------------------------------
-def start_local_ray(num_cpus: int | None = None) -> str:
+def start_local_ray(num_cpus: int | None = None, *, loopback_only: bool = True) -> str:
     """Start this process's private local Ray instance (``num_cpus`` default: the machine's CPUs): no dashboard,
-    no usage statistics, token authentication with a fresh token (never written to disk). Returns its address."""
+    no usage statistics, token authentication with a fresh token (never written to disk), and — unless
+    ``loopback_only`` is False — inside a network with only ``lo`` (batch/loopback.py), which needs a
+    single-threaded process. Returns its address."""
     global _local_started
+    if loopback_only:
+        enter_private_network()
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     os.environ["RAY_AUTH_MODE"] = "token"
     os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)

@@ -14,6 +14,11 @@ COMMAND_RESULT_SCHEMA: Final = "wp-codebox/runtime-command-result/v1"
 RUN_OUTPUT_SCHEMA: Final = "wp-codebox/run/v1"
 BOOT_OUTPUT_SCHEMA: Final = "wp-codebox/boot/v1"
 EVENT_SCHEMA: Final = "wp-codebox/runtime-event/v1"
+# Where a recorded command's output is, instead of a second copy (docs/contracts.md, "Execution results"):
+# the envelope's ``diagnostics.outputRef`` (JSON pointers into the enclosing ExecutionResult), and in the
+# run document an ``executions`` entry's ``diagnostics.outputRef`` when ``execution`` carries it.
+ENVELOPE_OUTPUT_REF: Final = {"stdout": "/stdout", "stderr": "/stderr"}
+RUN_DOCUMENT_OUTPUT_REF: Final = {"stdout": "/execution/stdout", "stderr": "/execution/stderr"}
 
 ENV_NAME_PATTERN = r"^[A-Z_][A-Z0-9_]*$"
 

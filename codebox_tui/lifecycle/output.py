@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from codebox_tui.bundle import layout
-from codebox_tui.contracts.runtime import CommandError, RunOutput
+from codebox_tui.contracts.runtime import RUN_DOCUMENT_OUTPUT_REF, CommandError, RunOutput
 from codebox_tui.lifecycle.service import RunOutcome
 
 
@@ -30,5 +30,21 @@ def run_document(outcome: RunOutcome) -> dict[str, Any]:
         artifacts=run_artifacts(outcome), timings=outcome.timings,
         error=CommandError(code=error.code, message=error.message, data=error.details or None) if error else None,
     )
-    redacted = outcome.redact.value(output.model_dump(mode="json", by_alias=True, exclude_none=True))
+    document = output.model_dump(mode="json", by_alias=True, exclude_none=True)
+    _output_once(document)
+    redacted = outcome.redact.value(document)
     return dict(redacted)
+
+
+def _output_once(document: dict[str, Any]) -> None:
+    """``execution`` is the last of ``executions``: its output stays there, and the ``executions`` entry
+    says where it is (``diagnostics.outputRef``) instead of carrying a second copy (docs/contracts.md,
+    "Run and boot outputs"). A capped 10 MiB output is then in the document once, not twice."""
+    last, executions = document.get("execution"), document.get("executions") or []
+    if not isinstance(last, dict) or not executions or executions[-1].get("id") != last.get("id"):
+        return
+    entry = executions[-1]
+    if not (entry.get("stdout") or entry.get("stderr")):
+        return
+    entry["stdout"], entry["stderr"] = "", ""
+    entry["diagnostics"] = {**(entry.get("diagnostics") or {}), "outputRef": dict(RUN_DOCUMENT_OUTPUT_REF)}

@@ -75,7 +75,8 @@ class ReviewDecideInput(ToolInput):
     action: Literal["approve", "approve-files", "discard"] = Field(
         description="approve: every changed file; approve-files: the `files` (and `hunks`) given; discard: none.")
     files: list[str] = Field(default_factory=list,
-                             description="approve-files: changed files (relativePath or sandbox path).")
+                             description="approve-files: changed files (sandbox path, or a relativePath only one "
+                                         "mount changed; an ambiguous one is refused naming the candidates).")
     hunks: dict[str, list[int]] = Field(
         default_factory=dict, description="Approve these files only in part: PATH → hunk numbers from 1, as "
                                           "`codebox review show` numbers them.")

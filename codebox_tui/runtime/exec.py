@@ -21,7 +21,7 @@ from codebox_tui.contracts.exec import (
     ExecRequest,
     ExecResult,
 )
-from codebox_tui.contracts.runtime import CommandError, CommandResultEnvelope, ExecutionResult
+from codebox_tui.contracts.runtime import ENVELOPE_OUTPUT_REF, CommandError, CommandResultEnvelope, ExecutionResult
 from codebox_tui.errors import BadInputError, SandboxError
 from codebox_tui.settings import get_settings
 
@@ -103,7 +103,7 @@ def _record(session: RunSession, command_id: str, result: ExecResult, started_at
                    "limitExceeded": result.limitExceeded, "changedFiles": result.changedFiles}
     envelope = CommandResultEnvelope(
         status="ok" if result.exitCode == 0 and result.error is None else "error",
-        stdout=result.stdout, stderr=result.stderr or None, diagnostics=diagnostics,
+        diagnostics={**diagnostics, "outputRef": dict(ENVELOPE_OUTPUT_REF)},  # the output is kept once
         error=CommandError(code=result.error.code, message=result.error.message, data=result.error.details)
         if result.error else None,
     )

@@ -22,6 +22,7 @@ from codebox_tui.bundle.baseline import take_baselines
 from codebox_tui.bundle.capture import capture_bundle
 from codebox_tui.contracts.common import new_id, utc_now_iso
 from codebox_tui.contracts.runtime import (
+    ENVELOPE_OUTPUT_REF,
     CommandError,
     CommandResultEnvelope,
     ExecutionResult,
@@ -304,8 +305,8 @@ class RunSession:
                       level="warning")
         envelope = CommandResultEnvelope(
             status="ok" if outcome.exit_code == 0 and error_info is None else "error",
-            stdout=stdout, stderr=stderr or None, json_=json_value,
-            diagnostics=diagnostics,
+            json_=json_value,  # the output itself is the execution's stdout/stderr, kept once
+            diagnostics={**diagnostics, "outputRef": dict(ENVELOPE_OUTPUT_REF)},
             artifactRefs=outcome.artifact_refs or None,
             error=CommandError(code=error_info.code, message=self.redact(error_info.message))
             if error_info else None,

@@ -31,8 +31,11 @@ PATCH = ROOT / "examples" / "patches" / "buggy-counter-fix.patch"
 
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[str]:
-    """One private local Ray instance with 2 CPUs (2 workers at one sandbox each) for the module."""
-    address = start_local_ray(num_cpus=2)
+    """One private local Ray instance with 2 CPUs (2 workers at one sandbox each) for the module. This pytest
+    process already runs threads, so it cannot enter a loopback-only network (batch/loopback.py): the
+    instance here listens as Ray does by default; tests/security/test_ray_loopback.py checks the
+    confined start ``codebox batch`` uses."""
+    address = start_local_ray(num_cpus=2, loopback_only=False)
     yield address
     stop_ray()
 

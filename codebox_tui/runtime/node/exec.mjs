@@ -2,7 +2,7 @@
 // over the sandbox's own file system, classified and checked against the caller's capabilities
 // before anything runs (docs/exec.md). Imported by sidecar.mjs, which adds the `exec` op.
 import { Bash, defineCommand } from 'just-bash';
-import { SandboxFs, hostApi, normalize, hidden } from './sandboxfs.mjs';
+import { SandboxFs, hostApi, normalize } from './sandboxfs.mjs';
 import { classifyScript, classifyWp, missingCapabilities, ExecRefused, RANK, NEEDS, WP_READONLY,
   READ_COMMANDS, WRITE_COMMANDS } from './classify.mjs';
 import { checkPhp, DATA_ROOT } from './evalpolicy.mjs';
@@ -238,7 +238,7 @@ async function onRg(state, args, ctx) {
   const files = [];
   const seen = new Set();
   for (const root of await scopeRoots(state.fs, scopes)) {
-    if (hidden(root.path) || !(await state.fs.exists(root.path))) continue;
+    if (!(await state.fs.exists(root.path))) continue; // also false for .git and links to it
     if (!(await state.pg.isDir(root.path))) {
       if (!seen.has(root.path)) { seen.add(root.path); files.push(root.path); }
       continue;
@@ -337,7 +337,7 @@ export async function runExec(rawPg, p) {
   const refuse = (code, message, details = {}, exitCode = 126) => ({ ...base, exitCode, stderr: message + '\n',
     error: { code, message, details }, durationMs: Date.now() - started });
   if (!command.trim()) return refuse('empty-command', 'the command is empty', {}, 2);
-  if (hidden(cwd)) return refuse('invalid-cwd', `cwd ${p.cwd}: .git is not accessible`, {}, 2);
+  if (await new SandboxFs(pg).concealed(cwd)) return refuse('invalid-cwd', `cwd ${p.cwd}: .git is not accessible`, {}, 2);
   if (!(await pg.isDir(cwd))) return refuse('invalid-cwd', `cwd ${p.cwd} is not a folder in the sandbox`, {}, 2);
   let classified;
   try {

@@ -6,7 +6,9 @@
 // - Symbolic links are resolved by PHP's virtual file system, inside it (docs/security.md, layer 1);
 //   exec never creates links (`ln` fails with ENOTSUP): a link made inside a live mount would be a
 //   host symlink that host tools follow later.
-// - `.git` is invisible: a path with a `.git` component does not exist and listings leave it out.
+// - `.git` is invisible: a path with a `.git` component does not exist and listings leave it out,
+//   judged on the path as written and on what it resolves to (every link on the way followed, a
+//   dangling last link too), so a link to a `.git` folder hides as `.git` itself does.
 // - A read-only instance refuses every change with EROFS: a command classified `read_only` runs on
 //   one, so a wrong classification still cannot change anything.
 
@@ -54,6 +56,30 @@ function phpString(value) {
 // times, modes, links). `op` is one of the cases below; output is JSON.
 const PHP_HELPER = String.raw`
 $in = json_decode(%INPUT%, true); $out = [];
+// where a path leads: each link on the way (a dangling one too) replaced by its target; null when
+// the links loop or cannot be read
+$resolve = function ($p) {
+  $todo = array_values(array_filter(explode('/', $p), 'strlen')); $done = []; $hops = 0;
+  while ($todo) {
+    $n = array_shift($todo);
+    if ($n === '.') continue;
+    if ($n === '..') { array_pop($done); continue; }
+    $full = '/' . implode('/', array_merge($done, [$n]));
+    if (@is_link($full)) {
+      $target = @readlink($full);
+      if (++$hops > 40 || !is_string($target) || $target === '') return null;
+      if ($target[0] === '/') $done = [];
+      $todo = array_merge(array_values(array_filter(explode('/', $target), 'strlen')), $todo);
+      continue;
+    }
+    $done[] = $n;
+  }
+  return '/' . implode('/', $done);
+};
+$concealed = function ($p) use ($resolve) {
+  $real = $resolve($p);
+  return $real === null || in_array('.git', explode('/', $real), true);
+};
 $info = function ($p, $link) {
   $s = $link ? @lstat($p) : @stat($p);
   if ($s === false) return null;
@@ -67,6 +93,7 @@ foreach ($in['paths'] as $p) {
     case 'lstat': $out[] = $info($p, true); break;
     case 'readlink': $out[] = @readlink($p); break;
     case 'realpath': $out[] = @realpath($p); break;
+    case 'concealed': $out[] = $concealed($p); break;
     case 'chmod': $out[] = @chmod($p, $in['mode']); break;
     case 'touch': $out[] = @touch($p, $in['mtime']); break;
     case 'readdir':
@@ -78,7 +105,8 @@ foreach ($in['paths'] as $p) {
         $full = rtrim($p, '/') . '/' . $n;
         $st = @lstat($full);
         $type = $st === false ? 0 : $st['mode'] & 0170000;
-        if ($type === 0120000) { // a link: its target's type, as ls shows it
+        if ($type === 0120000) { // a link: its target's type, as ls shows it; none to a .git folder
+          if ($concealed($full)) continue;
           $entries[] = [$n, is_dir($full), is_file($full), true];
         } else {
           $entries[] = [$n, $type === 0040000, $type === 0100000, false];
@@ -144,21 +172,30 @@ export class SandboxFs {
     this.changed = false;
   }
 
-  visible(path, op) {
+  // True when `path`, as written or where its links lead, is inside a `.git` folder (or its links loop).
+  async concealed(path) {
     const p = normalize(path);
-    if (hidden(p)) throw fsError('ENOENT', `no such file or directory, ${op}`, path);
+    if (hidden(p)) return true;
+    if (p === DEV_NULL) return false;
+    const [answer] = await phpHelper(this.pg, 'concealed', [p]);
+    return answer !== false;
+  }
+
+  async visible(path, op) {
+    const p = normalize(path);
+    if (await this.concealed(p)) throw fsError('ENOENT', `no such file or directory, ${op}`, path);
     return p;
   }
 
-  writable(path, op) {
-    const p = this.visible(path, op);
+  async writable(path, op) {
+    const p = await this.visible(path, op);
     if (this.readOnly) throw fsError('EROFS', `read-only file system (this command was classified read-only), ${op}`, path);
     this.changed = true;
     return p;
   }
 
   async readFileBuffer(path) {
-    const p = this.visible(path, 'open');
+    const p = await this.visible(path, 'open');
     if (p === DEV_NULL) return new Uint8Array(0);
     if (!(await this.pg.isFile(p))) {
       if (await this.pg.isDir(p)) throw fsError('EISDIR', 'illegal operation on a directory, read', path);
@@ -180,7 +217,7 @@ export class SandboxFs {
 
   async writeFile(path, content, options) {
     if (normalize(path) === DEV_NULL) return;
-    const p = this.writable(path, 'open');
+    const p = await this.writable(path, 'open');
     if (await this.pg.isDir(p)) throw fsError('EISDIR', 'illegal operation on a directory, open', path);
     const encoding = typeof options === 'string' ? options : options && options.encoding;
     let data = content;
@@ -196,7 +233,7 @@ export class SandboxFs {
 
   async appendFile(path, content, options) {
     if (normalize(path) === DEV_NULL) return;
-    const p = this.writable(path, 'open');
+    const p = await this.writable(path, 'open');
     let before = new Uint8Array(0);
     if (await this.pg.isFile(p)) before = new Uint8Array(await this.pg.readFileAsBuffer(p));
     const encoding = typeof options === 'string' ? options : options && options.encoding;
@@ -212,26 +249,26 @@ export class SandboxFs {
   async exists(path) {
     const p = normalize(path);
     if (p === DEV_NULL) return true;
-    if (hidden(p)) return false;
+    if (await this.concealed(p)) return false;
     return this.pg.fileExists(p);
   }
 
   async stat(path) {
-    const p = this.visible(path, 'stat');
+    const p = await this.visible(path, 'stat');
     const [info] = await phpHelper(this.pg, 'stat', [p]);
     if (!info) throw fsError('ENOENT', 'no such file or directory, stat', path);
     return toStat(info);
   }
 
   async lstat(path) {
-    const p = this.visible(path, 'lstat');
+    const p = await this.visible(path, 'lstat');
     const [info] = await phpHelper(this.pg, 'lstat', [p]);
     if (!info) throw fsError('ENOENT', 'no such file or directory, lstat', path);
     return toStat(info);
   }
 
   async mkdir(path, options = {}) {
-    const p = this.writable(path, 'mkdir');
+    const p = await this.writable(path, 'mkdir');
     if (await this.pg.fileExists(p)) {
       if (options.recursive && (await this.pg.isDir(p))) return;
       throw fsError('EEXIST', 'file already exists, mkdir', path);
@@ -247,7 +284,7 @@ export class SandboxFs {
   }
 
   async readdirWithFileTypes(path) {
-    const p = this.visible(path, 'scandir');
+    const p = await this.visible(path, 'scandir');
     const [entries] = await phpHelper(this.pg, 'readdir', [p]);
     if (!entries) {
       if (await this.pg.isFile(p)) throw fsError('ENOTDIR', 'not a directory, scandir', path);
@@ -258,7 +295,7 @@ export class SandboxFs {
   }
 
   async rm(path, options = {}) {
-    const p = this.writable(path, 'rm');
+    const p = await this.writable(path, 'rm');
     if (p === '/') throw fsError('EPERM', 'operation not permitted, rm', path);
     if (!(await this.pg.fileExists(p))) {
       if (options.force) return;
@@ -272,8 +309,8 @@ export class SandboxFs {
   }
 
   async cp(src, dest, options = {}) {
-    const from = this.visible(src, 'cp');
-    const to = this.writable(dest, 'cp');
+    const from = await this.visible(src, 'cp');
+    const to = await this.writable(dest, 'cp');
     if (await this.pg.isDir(from)) {
       if (!options.recursive) throw fsError('EISDIR', 'illegal operation on a directory, cp', src);
       await this.pg.mkdirTree(to);
@@ -287,8 +324,8 @@ export class SandboxFs {
   }
 
   async mv(src, dest) {
-    const from = this.writable(src, 'rename');
-    const to = this.writable(dest, 'rename');
+    const from = await this.writable(src, 'rename');
+    const to = await this.writable(dest, 'rename');
     if (!(await this.pg.fileExists(from))) throw fsError('ENOENT', 'no such file or directory, rename', src);
     return this.pg.mv(from, to);
   }
@@ -302,43 +339,43 @@ export class SandboxFs {
   }
 
   async chmod(path, mode) {
-    const p = this.writable(path, 'chmod');
+    const p = await this.writable(path, 'chmod');
     const [ok] = await phpHelper(this.pg, 'chmod', [p], { mode });
     if (!ok) throw fsError('ENOENT', 'no such file or directory, chmod', path);
   }
 
   async symlink(_target, linkPath) {
-    this.writable(linkPath, 'symlink');
+    await this.writable(linkPath, 'symlink');
     throw fsError('ENOTSUP', 'links cannot be made from codebox exec', linkPath);
   }
 
   async link(_existing, newPath) {
-    this.writable(newPath, 'link');
+    await this.writable(newPath, 'link');
     throw fsError('ENOTSUP', 'links cannot be made from codebox exec', newPath);
   }
 
   async readlink(path) {
-    const p = this.visible(path, 'readlink');
+    const p = await this.visible(path, 'readlink');
     const [target] = await phpHelper(this.pg, 'readlink', [p]);
     if (typeof target !== 'string') throw fsError('EINVAL', 'invalid argument, readlink', path);
     return target;
   }
 
   async realpath(path) {
-    const p = this.visible(path, 'realpath');
+    const p = await this.visible(path, 'realpath');
     const [real] = await phpHelper(this.pg, 'realpath', [p]);
     if (typeof real !== 'string' || hidden(real)) throw fsError('ENOENT', 'no such file or directory, realpath', path);
     return real;
   }
 
   async utimes(path, _atime, mtime) {
-    const p = this.writable(path, 'utime');
+    const p = await this.writable(path, 'utime');
     await phpHelper(this.pg, 'touch', [p], { mtime: Math.floor(new Date(mtime).getTime() / 1000) });
   }
 
   // Every regular file below `path` with its size, in one PHP request (used by `on rg`).
   async walk(path, limit, { exclude = [], grep = null } = {}) {
-    const p = this.visible(path, 'scandir');
+    const p = await this.visible(path, 'scandir');
     const [files] = await phpHelper(this.pg, 'walk', [p], { limit, exclude, grep });
     return (files || []).filter(([file]) => !hidden(file));
   }

@@ -1,0 +1,79 @@
+"""A decision binds to the mount the reviewer named (README, "Security model"; store/changed_names.py).
+
+The attack: a real sandbox run with two read-write mounts whose PHP changes `readme.txt` in both (the
+same relative path). Through the real CLI, approving `readme.txt` is refused naming both sandbox
+paths; approving the second mount's sandbox path records that file, and the apply writes the second
+mount's content to the second target while the first mount's folder is untouched. Before the fix, the
+relative name silently meant the first mount's file (and `prepare_plan` bound it first-match-wins)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.factories.apply_back import tree
+
+pytestmark = pytest.mark.playground
+
+REPO = Path(__file__).resolve().parents[2]
+FIRST = "/wordpress/wp-content/plugins/first"
+SECOND = "/wordpress/wp-content/plugins/second"
+BASELINE = b"=== Readme ===\nStable tag: 1.0\n"
+EDITS = {FIRST: b"=== Readme ===\nStable tag: 1.0\n\nchanged in the FIRST mount\n",
+         SECOND: b"=== Readme ===\nStable tag: 1.0\n\nchanged in the SECOND mount\n"}
+
+
+def codebox(home: Path, *args: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CODEBOX_HOME": str(home)}
+    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+def test_a_relative_name_two_mounts_share_is_refused_and_the_sandbox_path_binds_its_mount(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    folders = {FIRST: tmp_path / "first", SECOND: tmp_path / "second"}
+    for folder in folders.values():
+        folder.mkdir()
+        (folder / "readme.txt").write_bytes(BASELINE)
+    code = "".join(f"file_put_contents('{target}/readme.txt', {json.dumps(data.decode())});"
+                   for target, data in EDITS.items())
+    run = codebox(home, "run", *(a for target, folder in folders.items() for a in ("--mount", f"{folder}:{target}")),
+                  "--command", "wordpress.run-php", "--arg", f"code={code}", "--artifacts", str(tmp_path / "artifacts"),
+                  "--json", timeout=300)
+    assert run.returncode == 0, run.stderr
+    bundle = json.loads(run.stdout)["artifacts"]["directory"]
+    listed = json.loads(codebox(home, "review", "show", bundle, "--json").stdout)
+    assert sorted(f["path"] for f in listed["changedFiles"]) == [f"{FIRST}/readme.txt", f"{SECOND}/readme.txt"]
+    # the mounts are copy-on-write: the host folders keep the baseline until an apply writes them back
+    before = {target: tree(folder) for target, folder in folders.items()}
+    assert before[FIRST] == before[SECOND] == {"readme.txt": BASELINE}
+
+    refused = codebox(home, "review", "approve-files", bundle, "--file", "readme.txt", "--approver", "ana", "--json")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    error = json.loads(refused.stdout)["error"]
+    assert error["code"] == "file-name-ambiguous"
+    assert f"{FIRST}/readme.txt" in error["message"] and f"{SECOND}/readme.txt" in error["message"]
+    assert sorted(error["details"]["candidates"]) == [f"{FIRST}/readme.txt", f"{SECOND}/readme.txt"]
+    hunk = codebox(home, "review", "approve-files", bundle, "--hunk", "readme.txt:1", "--approver", "ana", "--json")
+    assert hunk.returncode == 2 and json.loads(hunk.stdout)["error"]["code"] == "file-name-ambiguous"
+    listed = json.loads(codebox(home, "review", "show", bundle, "--json").stdout)
+    assert listed["decisions"] == []  # nothing was recorded
+
+    approved = codebox(home, "review", "approve-files", bundle, "--file", f"{SECOND}/readme.txt", "--approver", "ana",
+                       "--json")
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+    decision = json.loads(approved.stdout)
+    assert decision["approved_files"] == [f"{SECOND}/readme.txt"]
+    shown = codebox(home, "review", "show", bundle)
+    assert "approve-files by ana" in shown.stdout and f"[{SECOND}/readme.txt]" in shown.stdout, shown.stdout
+    applied = codebox(home, "apply", str(decision["id"]), "--adapter", "directory", "--target",
+                      str(folders[SECOND]), "--json")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert json.loads(applied.stdout)["applied_files"] == ["readme.txt"]
+    assert (folders[SECOND] / "readme.txt").read_bytes() == EDITS[SECOND]
+    assert tree(folders[FIRST]) == before[FIRST]  # the first mount's folder is untouched
