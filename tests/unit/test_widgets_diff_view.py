@@ -23,11 +23,17 @@ async def test_hunk_keys_scroll_and_post(tmp_path: Path) -> None:
         await pilot.pause()
         hunks = view.model.hunk_rows if view.model else []
         assert len(hunks) >= 3
-        await pilot.press("n")
+        await pilot.press("n")  # nothing searched, nothing visited: the first hunk's change gets the cursor
         await pilot.pause()
-        assert int(view.scroll_offset.y) == min(hunks[0] if hunks[0] > 0 else hunks[1], view.max_scroll_y)
+        first = view.cursor_row
+        assert hunks[0] < first < hunks[1] and view.rows[first].kind in ("add", "del")
+        await pilot.press("n")  # then the next hunk: its header scrolled into view, the cursor on its change
+        await pilot.pause()
+        assert hunks[1] < view.cursor_row < hunks[2]
+        top = int(view.scroll_offset.y)
+        assert top <= hunks[1] and view.cursor_row < top + view.scrollable_content_region.height
         changed = app.of(DiffView.HunkChanged)
-        assert changed and changed[-1].total == len(hunks)
+        assert [m.index for m in changed[-2:]] == [0, 1] and changed[-1].total == len(hunks)
         view.action_next_file()
         view.action_previous_file()
         await pilot.pause()
@@ -156,7 +162,9 @@ async def test_wrap_and_sideways_scroll_in_both_views() -> None:
         assert "\t" not in joined and "    short();" in joined
         await pilot.resize_terminal(70, 20)
         await pilot.pause()
-        assert view.virtual_size.width == 70 and view.virtual_size.height > len(view.rows) + 2
+        # wrapped at the cells left of the vertical scrollbar: nothing is drawn under it
+        assert view.show_vertical_scrollbar and view.virtual_size.width == 70 - view.styles.scrollbar_size_vertical
+        assert view.virtual_size.height > len(view.rows) + 2
         view.split_mode = "split"
         view._layout_rows()
         await pilot.pause()
