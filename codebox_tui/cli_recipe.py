@@ -238,8 +238,13 @@ def _print_recipe_outcome(outcome: dict[str, Any]) -> None:
     for probe in outcome.get("probes") or []:
         soft = " (allowFailure: a warning)" if probe.get("allowFailure") and probe.get("status") != "passed" else ""
         show(f"  probe {safe_text(probe.get('name'))}: {safe_text(probe.get('status'))}{soft}")
+    if outcome.get("status") == "reproduced":
+        show("  the bug is reproduced: every probe describing it passed")
+    elif outcome.get("status") == "not-reproduced":
+        show("  the bug did not show: a probe describing it did not pass")
     for failure in failures:
-        show(f"  FAILED  {failure['what']}: {failure['message']}")
+        show(f"  {'NOT SEEN' if outcome.get('status') == 'not-reproduced' else 'FAILED'}  "
+             f"{failure['what']}: {failure['message']}")
     for warning in warnings:
         show(f"  warning {warning['what']}: {warning['message']}")
     show(f"bundle: {outcome.get('bundleDir')}")

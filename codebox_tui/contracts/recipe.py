@@ -303,6 +303,9 @@ class RecipeProbe(Contract):
 
 class WorkspaceRecipe(Contract):
     schema_: Literal["wp-codebox/workspace-recipe/v1"] = Field(alias="schema")
+    kind: Literal["check", "reproduction"] = Field(default="check", description=(
+        "reproduction: the probes describe the bug's behaviour; the run reports reproduced when they all pass and "
+        "not-reproduced when one does not (docs/evaluate-patch.md, \"Reproducing a bug\")"))
     metadata: dict[str, Any] = Field(default_factory=dict)
     runtime: RecipeRuntime = Field(default_factory=RecipeRuntime)
     inputs: RecipeInputs = Field(default_factory=RecipeInputs)

@@ -300,6 +300,7 @@ class _RecipeRun:
         secrets = self.session.spec.secret_env
         attestation = {
             "schema": ATTESTATION_SCHEMA,
+            "kind": recipe.kind,
             "recipe": {"path": validation.recipe_path,
                        "sha256": hashlib.sha256((recipe_text or stable_json(recipe.model_dump(
                            mode="json", by_alias=True))).encode("utf-8")).hexdigest()},
@@ -365,7 +366,8 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
             summary = run.capture(verify=recipe.artifacts.verify is True)
             if run.verification_problem is not None:
                 state.failures.append(run.verification_problem)
-            verdict = checks.recipe_verdict(state.failures, state.advisories, state.probes, state.executions)
+            verdict = checks.recipe_verdict(state.failures, state.advisories, state.probes, state.executions,
+                                            reproduction=recipe.kind == "reproduction")
             if not verdict.passed:
                 run.status = "failed"
         bundle_dir = getattr(summary, "path", None)

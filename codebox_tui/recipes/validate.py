@@ -193,6 +193,9 @@ def validate_recipe_document(
             result.issues.append(Issue("invalid-recipe", json_path(err["loc"]), err["msg"]))
         return result
     result.recipe = recipe
+    if recipe.kind == "reproduction" and not recipe.probes:
+        result.issues.append(Issue("invalid-recipe", "$.probes", "a reproduction recipe (kind: reproduction) needs "
+                                   "at least one probe whose expectJson describes the bug's behaviour"))
     result.issues.extend(_semantic_issues(recipe, base_dir, allow_downloads))
     policy, policy_issues = effective_policy(recipe, base_dir)
     result.policy = policy
