@@ -84,8 +84,12 @@ def export_range(plugin_dir: Path, text: str, scratch: Path, slug: str) -> tuple
                    f"{archive.stderr.decode(errors='replace')[:300] or 'the archive is too large'}")
     target = scratch / slug
     target.mkdir()
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(target, filter="data")  # no absolute paths, no escaping links, no devices
+    try:
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            tar.extractall(target, filter="data")  # no absolute paths, no escaping links, no devices
+    except (tarfile.TarError, OSError) as error:  # FilterError is a TarError
+        raise _bad(f"--git {text!r}: the plugin's files at {base[:12]} cannot be exported safely: {error}",
+                   code="unsafe-git-tree") from error
     patch_file = scratch / f"{base[:12]}..{head[:12]}.patch"
     patch_file.write_bytes(patch.stdout)
     return target, patch_file, {"repository": str(plugin_dir), "range": text, "base": base, "head": head}
