@@ -97,7 +97,9 @@ class RecipeWorkspace(Contract):
 
 
 class ExtraPlugin(Contract):
-    source: str = Field(min_length=1, description="Local directory or .zip (relative to the recipe), or URL")
+    source: str = Field(min_length=1, description="Local directory, .zip or single-file must-use plugin "
+                                                        "(.php, always loaded as a mu-plugin; relative to the "
+                                                        "recipe), or URL")
     sourcePath: str | None = None
     sourceRoot: str | None = None
     sourceSubpath: str | None = None

@@ -57,3 +57,22 @@ def test_reproduction_recipe_without_a_probe_is_refused(tmp_path: Path) -> None:
     assert proc.returncode == 2
     issues = json.loads(proc.stdout)["issues"]
     assert any(i["path"] == "$.probes" and "reproduction" in i["message"] for i in issues)
+
+
+def test_single_file_mu_plugin_reproduces_its_bug(playground_session: Any, tmp_path: Path) -> None:
+    """A bug in a one-file must-use plugin: the recipe names the .php file where a plugin folder would go."""
+    (tmp_path / "site-greeting.php").write_text(
+        "<?php\n// Bug: the greeting drops the last letter of the name.\n"
+        "function site_greeting( $name ) { return 'Hello, ' . substr( $name, 0, -1 ) . '!'; }\n", encoding="utf-8")
+    recipe = tmp_path / "reproduce-greeting.json"
+    recipe.write_text(json.dumps({
+        "schema": "wp-codebox/workspace-recipe/v1", "kind": "reproduction",
+        "inputs": {"extra_plugins": [{"source": "site-greeting.php"}]},
+        "workflow": {"steps": [{"command": "wordpress.run-php", "args": ["code=echo site_greeting('Ada');"]}]},
+        "probes": [{"name": "greeting-drops-a-letter", "step": {"command": "wordpress.run-php", "args": [
+            "code=echo json_encode(array('greeting' => site_greeting('Ada'), 'mu' => is_file("
+            "WPMU_PLUGIN_DIR . '/codebox-load-site-greeting.php')));"]},
+            "expectJson": {"greeting": "Hello, Ad!", "mu": True}}]}), encoding="utf-8")
+    proc = _recipe_run(Path(playground_session.home), recipe, tmp_path / "art", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["status"] == "reproduced"
