@@ -150,7 +150,14 @@ def register(app: typer.Typer) -> None:
     @app.command("evaluate-patch")
     def evaluate_patch_command(
         plugin: Path = typer.Option(..., "--plugin", help="Plugin directory (never modified)"),
-        patch: Path = typer.Option(..., "--patch", help="Contributor's patch (git diff / unified diff)"),
+        patch: Path | None = typer.Option(None, "--patch", help="Contributor's patch (git diff / unified diff)"),
+        git_range: str | None = typer.Option(None, "--git",
+                                             help="BASE..HEAD (or one commit) of the plugin's own git repository, "
+                                                  "instead of --patch"),
+        slug: str | None = typer.Option(None, "--slug", help="Plugin slug (default: the folder's name)"),
+        tests_path: list[str] = typer.Option([], "--tests-path",
+                                             help="Glob of the patch's paths that are tests (repeatable; replaces "
+                                                  "the default rule, docs/evaluate-patch.md)"),
         test: list[str] = typer.Option([], "--test", help="Plugin-relative test file (repeatable); default: suite"),
         phpunit_xml: str | None = typer.Option(None, "--phpunit-xml",
                                                help="Plugin-relative PHPUnit configuration (default: "
@@ -177,7 +184,8 @@ def register(app: typer.Typer) -> None:
         json_out: bool = JsonOption,
         quiet: bool = QuietOption,
     ) -> None:
-        """Apply a patch to a copy of a plugin in a sandbox, run its tests before and after, probe the site.
+        """Apply a patch (or a git range) to a copy of a plugin in a sandbox, run its tests before and after, probe
+        the site. When the patch brings tests, they run on the old code too: fail before, pass after is the proof.
 
         Exit 0 only for the verdicts improvement and neutral (tests ran on both sides, front end clean);
         regression, untested and plugin-broken exit 1."""
@@ -198,13 +206,23 @@ def register(app: typer.Typer) -> None:
 
         resolve_build(wp)  # unknown versions fail before anything boots
         root = artifacts_dir or get_settings().artifacts_dir
+        if (patch is None) == (git_range is None):
+            raise BadInputError("give exactly one of --patch FILE and --git BASE..HEAD", code="invalid-arg",
+                                field="--patch")
         reporter = _reporter("evaluate-patch", quiet)
-        reporter.phase("start", f"{plugin} + {patch.name}")
-        outcome = evaluate_patch(plugin, patch, artifacts_dir=root, tests=list(test) or None, probe_url=url, wp=wp,
-                                 php=php, phpunit_xml=phpunit_xml, test_filter=test_filter, env=runtime_env,
-                                 wp_tests_lib=wp_tests_lib, phpunit_polyfills=phpunit_polyfills,
-                                 bootstrap=bootstrap, wordpress_mode=wordpress_mode,
-                                 progress=reporter)
+        reporter.phase("start", f"{plugin} + {patch.name if patch else git_range}")
+        options: dict[str, Any] = {
+            "artifacts_dir": root, "tests": list(test) or None, "probe_url": url, "wp": wp, "php": php,
+            "phpunit_xml": phpunit_xml, "test_filter": test_filter, "env": runtime_env, "wp_tests_lib": wp_tests_lib,
+            "phpunit_polyfills": phpunit_polyfills, "bootstrap": bootstrap, "wordpress_mode": wordpress_mode,
+            "tests_paths": list(tests_path) or None, "slug": slug, "progress": reporter}
+        if git_range is not None:
+            from codebox_tui.recipes.evaluate_range import evaluate_git_range
+
+            outcome = evaluate_git_range(plugin, git_range, **options)
+        else:
+            assert patch is not None
+            outcome = evaluate_patch(plugin, patch, **options)
         if json_out:
             emit_json(outcome)
         else:
@@ -221,8 +239,13 @@ def _print_recipe_outcome(outcome: dict[str, Any]) -> None:
     for probe in outcome.get("probes") or []:
         soft = " (allowFailure: a warning)" if probe.get("allowFailure") and probe.get("status") != "passed" else ""
         show(f"  probe {safe_text(probe.get('name'))}: {safe_text(probe.get('status'))}{soft}")
+    if outcome.get("status") == "reproduced":
+        show("  the bug is reproduced: every probe describing it passed")
+    elif outcome.get("status") == "not-reproduced":
+        show("  the bug did not show: a probe describing it did not pass")
     for failure in failures:
-        show(f"  FAILED  {failure['what']}: {failure['message']}")
+        show(f"  {'NOT SEEN' if outcome.get('status') == 'not-reproduced' else 'FAILED'}  "
+             f"{failure['what']}: {failure['message']}")
     for warning in warnings:
         show(f"  warning {warning['what']}: {warning['message']}")
     show(f"bundle: {outcome.get('bundleDir')}")
@@ -235,6 +258,13 @@ def _print_evaluation(outcome: dict[str, Any]) -> None:
          + (f" ({t['reason']})" if t.get("reason") else ""))
     show(f"  fixed {len(t['fixed'])}, broken {len(t['broken'])}, still failing {len(t['stillFailing'])}, "
          f"added {len(t['added'])}, removed {len(t['removed'])}")
+    split = outcome.get("split") or {}
+    if split.get("testsRunBefore"):
+        show(f"  the patch's tests ({', '.join(safe_text(f) for f in split['testFiles'])}) ran on the old code too")
+    for name in t.get("provedBy") or []:
+        show(f"  proved by {safe_text(name)}: failed before the fix, passes after it")
+    for name in t["broken"]:
+        show(f"  regression {safe_text(name)}: passed before the patch, fails after it")
     for side in ("before", "after"):
         counts = t.get(side)
         if counts and counts.get("tests"):

@@ -128,13 +128,13 @@ def describe(record: Mapping[str, Any], kind: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Verdict:
-    status: str  # "passed" | "failed"
+    status: str  # "passed" | "failed"; a reproduction recipe's: "reproduced" | "not-reproduced" | "failed"
     failures: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
-        return self.status == "passed"
+        return self.status in ("passed", "reproduced")
 
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status, "failures": self.failures, "warnings": self.warnings}
@@ -142,13 +142,17 @@ class Verdict:
 
 def recipe_verdict(step_failures: Iterable[Mapping[str, Any]], advisory_failures: Iterable[Mapping[str, Any]] = (),
                    probes: Iterable[Mapping[str, Any]] = (),
-                   executions: Iterable[Mapping[str, Any]] = ()) -> Verdict:
+                   executions: Iterable[Mapping[str, Any]] = (), *, reproduction: bool = False) -> Verdict:
     """The verdict of a recipe run from what it recorded (the result or ``files/run-attestation.json``).
 
     ``step_failures``: the failures that fail the run (steps, setup, probes, artifacts, verification);
     ``advisory_failures``: failed advisory steps; ``probes``: every probe result; ``executions``: every
     step run (a failed one marked ``allowFailure`` is a warning). A failed non-``allowFailure`` probe
-    fails the run even when ``step_failures`` omits it (fail closed on an incomplete record)."""
+    fails the run even when ``step_failures`` omits it (fail closed on an incomplete record).
+
+    ``reproduction`` (a recipe of kind ``reproduction``): its probes describe the bug, so all of them passing is
+    ``reproduced``; a failed probe (and nothing else failed) is ``not-reproduced``; any other failure (a step,
+    the setup, an artifact) means nothing can be said and stays ``failed``."""
     recorded = [dict(f) for f in step_failures]
     probes = list(probes)
     named = {f.get("probe") for f in recorded if f.get("phase") == "probes"}
@@ -167,6 +171,11 @@ def recipe_verdict(step_failures: Iterable[Mapping[str, Any]], advisory_failures
             warnings.append(describe(record, "allowed-failure"))
     warnings += [describe(probe_failure(p), "allowed-probe-failure") for p in probes
                  if p.get("status") != "passed" and p.get("allowFailure")]
+    if reproduction:
+        others = [r for r in recorded if r.get("phase") != "probes"]
+        ran = any(p.get("status") == "passed" for p in probes)
+        status = "failed" if others or not probes else ("not-reproduced" if failures or not ran else "reproduced")
+        return Verdict(status, failures, warnings)
     return Verdict("failed" if failures else "passed", failures, warnings)
 
 

@@ -209,5 +209,5 @@ def bundle_checks(bundle_dir: Path | str, test_results: TestResults | dict[str, 
             return [r for r in value if isinstance(r, dict)] if isinstance(value, list) else []
 
         checks.verdict = recipe_verdict(records("stepFailures"), records("advisoryFailures"), probes,
-                                        records("executions"))
+                                        records("executions"), reproduction=attestation.get("kind") == "reproduction")
     return checks

@@ -38,12 +38,16 @@ class TestDelta(Contract):
 
     verdict: Verdict
     reason: str | None = Field(None, description="Why the verdict is untested, plugin-broken or a regression "
-                                                 "without a broken test; absent otherwise.")
+                                                 "without a broken test, or why a patch with tests is only "
+                                                 "neutral; absent otherwise.")
     fixed: list[str] = Field(description="Failed or errored before, passed after.")
     broken: list[str] = Field(description="Passed before, failed or errored after.")
     stillFailing: list[str]
     added: list[str] = Field(description="Only after the patch (a failing one makes a regression).")
     removed: list[str] = Field(description="Only before the patch.")
+    provedBy: list[str] | None = Field(None, description="Present when the patch brought tests and the verdict is "
+                                                         "improvement: the tests that failed on the old code (with "
+                                                         "the patch's test files applied) and pass after the patch.")
     before: SideCounts | None = Field(description="None when no test ran before the patch.")
     after: SideCounts | None = Field(description="None when no test ran after the patch.")
 
@@ -73,7 +77,8 @@ class EvaluationStep(Contract):
     it) or ``git apply`` of the patch (with the end of its stderr)."""
 
     phase: Literal["before", "apply", "after", "probe"]
-    command: str
+    command: str = Field(description="A catalog command, or `git apply` (`git apply (the patch's tests)` and "
+                                     "`git apply (the patch's code)` when the patch brought tests).")
     exitCode: int | None = None
     error: dict[str, Any] | None = Field(None, description="The command's error, as `--json` prints errors.")
     stderr: str | None = None
@@ -98,12 +103,33 @@ class EvaluationProbe(OpenContract):
     frontEnd: FrontEndProbe
 
 
+class PatchSplit(Contract):
+    """The patch cut into test files and code files (docs/evaluate-patch.md, "Which files are tests")."""
+
+    rule: Literal["default", "--tests-path"] = Field(description="The default rule or the --tests-path globs.")
+    testFiles: list[str] = Field(description="Plugin-relative paths the patch changes that are tests.")
+    codeFiles: list[str] = Field(description="Every other path the patch changes.")
+    testsRunBefore: bool = Field(description="Whether the before side ran the patch's test files on the old code.")
+
+
+class PatchSource(Contract):
+    """Where the plugin and the patch came from with ``--git``: the plugin's repository at ``base`` and the
+    ``git diff --binary base head`` of the range."""
+
+    repository: str
+    range: str = Field(description="The range as given (BASE..HEAD, or a commit).")
+    base: str = Field(description="The full commit id of the before side.")
+    head: str = Field(description="The full commit id of the after side.")
+
+
 class PatchEvaluation(Contract):
     schema_: Literal["wp-codebox/patch-evaluation/v1"] = Field(PATCH_EVALUATION_SCHEMA, alias="schema")
     plugin: str = Field(description="The plugin's folder name (its slug).")
-    patch: str = Field(description="The patch file's name.")
+    patch: str = Field(description="The patch file's name (with --git: BASE..HEAD.patch, short ids).")
+    source: PatchSource | None = Field(None, description="Present with --git.")
     applied: bool = Field(description="Whether `git apply` of the patch succeeded in the sandbox.")
     tests: TestDelta
+    split: PatchSplit | None = Field(None, description="Absent in documents written before the split existed.")
     failures: Failures
     pluginLoad: PluginLoad
     steps: list[EvaluationStep]

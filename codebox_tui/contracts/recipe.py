@@ -97,7 +97,9 @@ class RecipeWorkspace(Contract):
 
 
 class ExtraPlugin(Contract):
-    source: str = Field(min_length=1, description="Local directory or .zip (relative to the recipe), or URL")
+    source: str = Field(min_length=1, description="Local directory, .zip or single-file must-use plugin "
+                                                        "(.php, always loaded as a mu-plugin; relative to the "
+                                                        "recipe), or URL")
     sourcePath: str | None = None
     sourceRoot: str | None = None
     sourceSubpath: str | None = None
@@ -303,6 +305,9 @@ class RecipeProbe(Contract):
 
 class WorkspaceRecipe(Contract):
     schema_: Literal["wp-codebox/workspace-recipe/v1"] = Field(alias="schema")
+    kind: Literal["check", "reproduction"] = Field(default="check", description=(
+        "reproduction: the probes describe the bug's behaviour; the run reports reproduced when they all pass and "
+        "not-reproduced when one does not (docs/evaluate-patch.md, \"Reproducing a bug\")"))
     metadata: dict[str, Any] = Field(default_factory=dict)
     runtime: RecipeRuntime = Field(default_factory=RecipeRuntime)
     inputs: RecipeInputs = Field(default_factory=RecipeInputs)

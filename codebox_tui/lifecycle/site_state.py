@@ -59,6 +59,19 @@ class SiteStateRecorder:
             if self.before is not None:
                 self.listing = self._listing("before")
 
+    def rebase_summary(self, step: str) -> None:
+        """Take the "before" summary again after a caller's own setup step (evaluate-patch activating the plugin
+        under review): what the step changed is attributed to it (a ``site-state.setup-step`` event with its
+        risk codes), and the run's diff counts only what the commands after it did."""
+        if self.before is None:
+            return
+        setup = self._summary("setup")
+        if setup is None:
+            return
+        changed = diff_summaries(self.before, setup)
+        self.session.emit("site-state.setup-step", {"step": step, "risks": sorted({r.code for r in changed.risks})})
+        self.before = setup
+
     def rebase_files(self) -> None:
         """List wp-content again as the files' baseline: what a caller's own setup wrote there (a recipe's staged
         files, blueprint steps and extra-plugin loaders) is declared input, not something the run wrote."""

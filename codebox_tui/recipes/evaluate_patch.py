@@ -38,12 +38,16 @@ BAD = ("failed", "error")
 
 
 def test_delta(before: TestSuite | None, after: TestSuite | None, *, untested_reason: str | None = None,
-               plugin_broken: str | None = None) -> dict[str, Any]:
+               plugin_broken: str | None = None, patch_tests: bool = False) -> dict[str, Any]:
     """Per-case comparison (fixed, broken, still failing, added, removed) and a verdict that never claims
     more than was checked (README, "Recipes, tests and browser evidence"): ``plugin-broken`` when
     the plugin failed to load or activate on either side; ``untested`` when no test ran on either side;
     ``regression`` when a test that passed now fails, a new test fails, or the suite stopped running after
-    the patch; ``improvement`` when a failing test passes; else ``neutral``."""
+    the patch; ``improvement`` when a failing test passes; else ``neutral``.
+
+    ``patch_tests``: the patch brought test files and the "before" side ran them against the old code
+    (docs/evaluate-patch.md, "Fail before, pass after"): the tests that failed before and pass after are the
+    proof (``provedBy``); when none did, the reason says the patch's tests do not detect the bug."""
     def statuses(suite: TestSuite | None) -> dict[str, str]:
         return {f"{c.classname or ''}::{c.name}": c.status for c in (suite.cases if suite else [])}
 
@@ -79,7 +83,11 @@ def test_delta(before: TestSuite | None, after: TestSuite | None, *, untested_re
         verdict = "improvement"
     else:
         verdict = "neutral"
-    return {"verdict": verdict, **({"reason": reason} if reason else {}), **delta,
+        if patch_tests:
+            reason = ("the patch's tests pass on the old code too: they do not detect the bug the patch fixes"
+                      if not delta["stillFailing"] else "no test that failed before the patch passes after it")
+    proof = {"provedBy": list(delta["fixed"])} if patch_tests and verdict == "improvement" else {}
+    return {"verdict": verdict, **({"reason": reason} if reason else {}), **delta, **proof,
             "before": _counts(before), "after": _counts(after)}
 
 
@@ -90,11 +98,13 @@ def _counts(suite: TestSuite | None) -> dict[str, Any] | None:
             "skipped": suite.skipped}
 
 
-def _git_apply(cwd: Path, patch: Path, check: bool) -> subprocess.CompletedProcess[str]:
+def _git_apply(cwd: Path, patch: Path | bytes, check: bool) -> subprocess.CompletedProcess[str]:
+    """``git apply`` of a patch file, or of patch bytes given on stdin (one part of a split patch)."""
     from codebox_tui.bundle.hostgit import HostGit  # the one hardened way to run git (docs/security-host.md)
 
-    args = ["apply", "--whitespace=nowarn", *(["--check"] if check else []), str(patch.resolve())]
-    done = HostGit(cwd).run(*args, timeout=60)
+    source = str(patch.resolve()) if isinstance(patch, Path) else "-"
+    args = ["apply", "--whitespace=nowarn", *(["--check"] if check else []), source]
+    done = HostGit(cwd).run(*args, input=patch if isinstance(patch, bytes) else None, timeout=60)
     return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(errors="replace"),
                                        done.stderr.decode(errors="replace"))
 
@@ -180,8 +190,12 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                    probe_url: str = "/", wp: str = DEFAULT_WP_VERSION, php: str = DEFAULT_PHP_VERSION,
                    phpunit_xml: str | None = None, test_filter: str | None = None, env: dict[str, str] | None = None,
                    wp_tests_lib: Path | None = None, phpunit_polyfills: Path | None = None,
-                   bootstrap: str | None = None, wordpress_mode: str = "auto",
+                   bootstrap: str | None = None, wordpress_mode: str = "auto", tests_paths: list[str] | None = None,
+                   slug: str | None = None, source: dict[str, str] | None = None,
                    progress: ProgressListener | None = None) -> dict[str, Any]:
+    """``source``: where the plugin and patch came from when not a folder and a patch file (``--git``: the
+    repository, range and commits; recorded in the evaluation)."""
+    from codebox_tui.recipes.patch_split import split_patch, test_rule
     from codebox_tui.runtime.backend import validate_runtime_env
 
     plugin_dir = plugin_dir.resolve()
@@ -194,7 +208,9 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
         if rel is not None and not (plugin_dir / rel).is_file():
             raise BadInputError(f"{field} {rel!r}: no such file in {plugin_dir}", code="missing-source", field=field)
     runtime_env = validate_runtime_env(env or {}, "--env")
-    slug = plugin_dir.name
+    slug = check_slug(slug) if slug is not None else plugin_dir.name
+    rule = test_rule(plugin_dir, tests_paths)
+    split = split_patch(patch_file.read_bytes(), rule)
     scratch = Path(tempfile.mkdtemp(prefix="codebox-evaluate-"))
     try:
         copy = scratch / slug
@@ -249,6 +265,17 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                 return None
 
             broken_before = activate("before")
+            # Codebox's own setup (activating the plugin) is not the patch's doing: the site-state diff starts
+            # here, and the setup's changes are recorded as that step's (docs/evaluate-patch.md, "Attribution")
+            handle.site_state.rebase_summary("evaluate-patch: activate the plugin")
+            tests_applied = subprocess.CompletedProcess[str]([], 0, "", "")
+            if split.test_patch:
+                # fail before, pass after: the patch's tests run against the old code first
+                tests_applied = _git_apply(session.mount_dir(0), split.test_patch, check=False)
+                steps.append({"phase": "apply", "command": "git apply (the patch's tests)",
+                              "exitCode": tests_applied.returncode, "stderr": tests_applied.stderr[-1000:]})
+                session.emit("patch.tests-applied", {"files": split.test_files,
+                                                     "exitCode": tests_applied.returncode})
             test_args = [[f"plugin-slug={slug}", f"test-file={t}"] for t in tests] if tests else [
                 [f"plugin-slug={slug}"]]
             common = [f"wordpress={wordpress_mode}", *([f"phpunit-xml={phpunit_xml}"] if phpunit_xml else []),
@@ -262,9 +289,11 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                     run("before", "wordpress.phpunit", args + common)
                 before = _merge(session.test_suites[n0:], "before")
             # into what the sandbox sees (the mount's private copy, README "Mounts"), after the "before" tests
-            applied = _git_apply(session.mount_dir(0), patch_file, check=False)
-            steps.append({"phase": "apply", "command": "git apply", "exitCode": applied.returncode,
-                          "stderr": applied.stderr[-1000:]})
+            rest = split.code_patch if split.test_patch else patch_file
+            applied = _git_apply(session.mount_dir(0), rest, check=False) if rest else subprocess.CompletedProcess(
+                [], 0, "", "")
+            steps.append({"phase": "apply", "command": "git apply (the patch's code)" if split.test_patch else
+                          "git apply", "exitCode": applied.returncode, "stderr": applied.stderr[-1000:]})
             session.emit("patch.applied", {"patch": patch_file.name, "exitCode": applied.returncode})
             if has_tests:
                 n1 = len(session.test_suites)
@@ -277,12 +306,16 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
             front = _front_end_probe(session, slug, probe_url)
             run("probe", "wordpress.browser-probe", [f"url={probe_url}"])
             broken = broken_before or broken_after or front.get("fatal")
-            delta = test_delta(before, after, plugin_broken=broken,
+            delta = test_delta(before, after, plugin_broken=broken, patch_tests=bool(split.test_patch),
                                untested_reason=untested_reason or "; ".join(reasons) or None)
             # written through its contract (codebox_tui/contracts/evaluation.py): a writer bug fails here
             evaluation = PatchEvaluation.model_validate({
                 "schema": PATCH_EVALUATION_SCHEMA, "plugin": slug, "patch": patch_file.name,
-                "applied": applied.returncode == 0, "tests": delta,
+                **({"source": source} if source else {}),
+                "applied": applied.returncode == 0 and (not split.test_patch or tests_applied.returncode == 0),
+                "tests": delta,
+                "split": {"rule": rule.name, "testFiles": split.test_files, "codeFiles": split.code_files,
+                          "testsRunBefore": bool(split.test_patch and has_tests)},
                 "failures": {"before": _failures(before), "after": _failures(after)},
                 "pluginLoad": {"before": broken_before, "after": broken_after},
                 "steps": steps, "probe": {**(_probe_summary(session.run_dir) or {}), "frontEnd": front}}).to_json()
@@ -299,6 +332,13 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                 "bundleId": getattr(summary, "id", None)}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def check_slug(slug: str) -> str:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,99}", slug):
+        raise BadInputError(f"--slug {slug!r}: expected a plugin folder name (lower-case letters, digits, '-' "
+                            "and '_')", code="invalid-arg", field="--slug")
+    return slug
 
 
 def _failures(suite: TestSuite | None) -> list[dict[str, str]]:

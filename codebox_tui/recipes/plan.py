@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from codebox_tui.contracts.canonical import stable_json
-from codebox_tui.contracts.recipe import WorkspaceRecipe
+from codebox_tui.contracts.recipe import ExtraPlugin, WorkspaceRecipe
 from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.jsonargs import resolve_source
 from codebox_tui.recipes.validate import RecipeValidation, all_steps
@@ -25,6 +25,11 @@ def workspace_target(seed_type: str, slug: str | None, target: str | None) -> st
     if seed_type == "theme_scaffold":
         return f"/wordpress/wp-content/themes/{slug}"
     return f"/workspace/{slug}"
+
+
+def extra_plugin_load_as(plugin: ExtraPlugin) -> str:
+    """How an extra plugin loads: a single ``.php`` file is always a must-use plugin (README, "Recipes")."""
+    return "mu-plugin" if plugin.source.endswith(".php") else plugin.loadAs
 
 
 def extra_plugin_target(load_as: str, slug: str) -> str:
@@ -69,9 +74,9 @@ def build_plan(recipe: WorkspaceRecipe, policy: RuntimePolicy, base_dir: Path,
                         "target": workspace_target(w.seed.type, w.seed.slug, w.target),
                         "source": str(resolve_source(base_dir, w.seed.source).resolve()) if w.seed.source else None}
                        for w in recipe.inputs.workspaces],
-        "extra_plugins": [{"source": p.source, "slug": p.slug or Path(p.source).stem, "loadAs": p.loadAs,
+        "extra_plugins": [{"source": p.source, "slug": p.slug or Path(p.source).stem, "loadAs": extra_plugin_load_as(p),
                            "activate": p.activate,
-                           "target": extra_plugin_target(p.loadAs, p.slug or Path(p.source).stem)}
+                           "target": extra_plugin_target(extra_plugin_load_as(p), p.slug or Path(p.source).stem)}
                           for p in recipe.inputs.extra_plugins],
         "stagedFiles": [{"source": str(resolve_source(base_dir, f.source).resolve()), "target": f.target,
                          "planned": True} for f in recipe.inputs.stagedFiles],

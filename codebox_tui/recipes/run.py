@@ -31,7 +31,7 @@ from codebox_tui.contracts.runtime import LIVE_MOUNT_KEY, MountSpec, RuntimePoli
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
 from codebox_tui.jsonargs import resolve_source
 from codebox_tui.lifecycle import CommandStep, OpenRun, ProgressListener, RunControl, RunRequest, RunService
-from codebox_tui.recipes.plan import extra_plugin_target, policy_hash, workspace_target
+from codebox_tui.recipes.plan import extra_plugin_load_as, extra_plugin_target, policy_hash, workspace_target
 from codebox_tui.recipes.scaffolds import write_plugin_scaffold, write_theme_scaffold
 from codebox_tui.recipes.seeds import site_seed_php
 from codebox_tui.recipes.validate import RecipeValidation, all_steps, resolved_step_args
@@ -71,7 +71,13 @@ def prepare_inputs(recipe: WorkspaceRecipe, base_dir: Path, scratch: Path, polic
     plugins: list[dict[str, Any]] = []
     for i, plugin in enumerate(recipe.inputs.extra_plugins):
         src = resolve_source(base_dir, plugin.source)
-        if src.is_file():  # .zip: unpack into scratch
+        load_as, single = extra_plugin_load_as(plugin), None
+        if src.is_file() and src.suffix == ".php":  # a single-file must-use plugin, in a folder of its own
+            folder = scratch / "extra" / str(i) / (plugin.slug or src.stem)
+            folder.mkdir(parents=True)
+            shutil.copyfile(src, folder / src.name)
+            src, single = folder, src.name
+        elif src.is_file():  # .zip: unpack into scratch
             out = scratch / "extra" / str(i)
             with zipfile.ZipFile(src) as archive:
                 for member in archive.namelist():
@@ -82,11 +88,11 @@ def prepare_inputs(recipe: WorkspaceRecipe, base_dir: Path, scratch: Path, polic
             entries = [p for p in out.iterdir()]
             src = entries[0] if len(entries) == 1 and entries[0].is_dir() else out
         slug = plugin.slug or src.name
-        target = extra_plugin_target(plugin.loadAs, slug)
+        target = extra_plugin_target(load_as, slug)
         tools.append(MountSpec(source=str(src.resolve()), target=target, mode="readonly", captureArtifacts=False,
                                metadata={"mountRole": "extra-plugin", "slug": slug}))
-        main = plugin.pluginFile or _find_plugin_file(src, slug)
-        plugins.append({"slug": slug, "loadAs": plugin.loadAs, "activate": plugin.activate, "target": target,
+        main = plugin.pluginFile or (f"{slug}/{single}" if single else _find_plugin_file(src, slug))
+        plugins.append({"slug": slug, "loadAs": load_as, "activate": plugin.activate, "target": target,
                         "pluginFile": main})
     return mounts, tools, plugins
 
@@ -300,6 +306,7 @@ class _RecipeRun:
         secrets = self.session.spec.secret_env
         attestation = {
             "schema": ATTESTATION_SCHEMA,
+            "kind": recipe.kind,
             "recipe": {"path": validation.recipe_path,
                        "sha256": hashlib.sha256((recipe_text or stable_json(recipe.model_dump(
                            mode="json", by_alias=True))).encode("utf-8")).hexdigest()},
@@ -365,7 +372,8 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
             summary = run.capture(verify=recipe.artifacts.verify is True)
             if run.verification_problem is not None:
                 state.failures.append(run.verification_problem)
-            verdict = checks.recipe_verdict(state.failures, state.advisories, state.probes, state.executions)
+            verdict = checks.recipe_verdict(state.failures, state.advisories, state.probes, state.executions,
+                                            reproduction=recipe.kind == "reproduction")
             if not verdict.passed:
                 run.status = "failed"
         bundle_dir = getattr(summary, "path", None)

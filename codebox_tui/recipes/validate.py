@@ -193,6 +193,9 @@ def validate_recipe_document(
             result.issues.append(Issue("invalid-recipe", json_path(err["loc"]), err["msg"]))
         return result
     result.recipe = recipe
+    if recipe.kind == "reproduction" and not recipe.probes:
+        result.issues.append(Issue("invalid-recipe", "$.probes", "a reproduction recipe (kind: reproduction) needs "
+                                   "at least one probe whose expectJson describes the bug's behaviour"))
     result.issues.extend(_semantic_issues(recipe, base_dir, allow_downloads))
     policy, policy_issues = effective_policy(recipe, base_dir)
     result.policy = policy
@@ -469,8 +472,9 @@ def _extra_plugin_issues(plugin: ExtraPlugin, where: str, base_dir: Path, allow_
     src = resolve_source(base_dir, plugin.source)
     if not src.exists():
         issues.append(Issue("missing-source", f"{where}.source", f"plugin source does not exist: {src}"))
-    elif src.is_file() and src.suffix != ".zip":
-        issues.append(Issue("invalid-source", f"{where}.source", "expected a plugin directory or a .zip"))
+    elif src.is_file() and src.suffix not in (".zip", ".php"):
+        issues.append(Issue("invalid-source", f"{where}.source", "expected a plugin directory, a .zip or a "
+                            "single-file must-use plugin (.php)"))
     if plugin.pluginFile:
         slug = plugin.slug or src.stem
         if not plugin.pluginFile.startswith(f"{slug}/") or not plugin.pluginFile.endswith(".php"):

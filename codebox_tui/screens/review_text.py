@@ -134,6 +134,15 @@ class ReviewText:
         lines = [f"[b]Test delta (evaluate-patch):[/b] [b {colour}]{mark} {verdict}[/]"]
         if tests.get("reason"):
             lines.append(f"  [{colour}]{escape(str(tests['reason']))}[/]")
+        listed = tests.get("provedBy")
+        proof = [name for name in listed if isinstance(name, str)] if isinstance(listed, list) else []
+        if proof:  # the patch's own tests failed on the old code and pass with it (docs/evaluate-patch.md)
+            lines.append(f"  [b green]Proved by ({len(proof)})[/]: failed before the fix, pass after it")
+            lines += [f"    [green]✔[/] {escape(str(name))}" for name in proof]
+        split = self.evaluation.get("split")
+        if isinstance(split, dict) and split.get("testsRunBefore") is True and isinstance(split.get("testFiles"), list):
+            files = ", ".join(escape(str(f)) for f in split["testFiles"])
+            lines.append(f"  [dim]the patch's tests ({files}) also ran on the old code[/]")
         for key, label, style in (("fixed", "Fixed", "green"), ("broken", "Broken", "red"),
                                   ("stillFailing", "Still failing", "yellow"), ("added", "Added", "cyan"),
                                   ("removed", "Removed", "dim")):

@@ -52,3 +52,23 @@ async def test_untested_verdict_shows_its_reason(bundle_dir: Path) -> None:
         tests = str(app.screen.query_one("#tests", Static).render())
         assert "Test delta (evaluate-patch): ? untested" in tests
         assert reason in tests.replace("\n", "")  # markup-like text in the reason is shown as is
+
+
+async def test_tests_tab_names_the_tests_that_proved_the_fix(bundle_dir: Path) -> None:
+    import json
+
+    (bundle_dir / "files" / "evaluate-patch.json").write_text(json.dumps({
+        "schema": "wp-codebox/patch-evaluation/v1", "plugin": "p", "patch": "x.patch", "applied": True,
+        "tests": {"verdict": "improvement", "fixed": ["WhitespaceTest::test_tabs"], "broken": [],
+                  "stillFailing": [], "added": [], "removed": [], "provedBy": ["WhitespaceTest::test_tabs", 7],
+                  "before": None, "after": None},
+        "split": {"rule": "default", "testFiles": ["tests/[b]WhitespaceTest.php"], "codeFiles": ["p.php"],
+                  "testsRunBefore": True}}))
+    app = CodeboxApp(bundle_dir)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, ReviewScreen)
+        tests = str(app.screen.query_one("#tests", Static).render())
+        assert "Proved by (1): failed before the fix, pass after it" in tests
+        assert "✔ WhitespaceTest::test_tabs" in tests
+        assert "the patch's tests (tests/[b]WhitespaceTest.php) also ran on the old code" in tests

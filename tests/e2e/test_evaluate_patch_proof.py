@@ -1,0 +1,111 @@
+"""`codebox evaluate-patch` verdicts that prove a fix, end to end through real Playground: a fix that brings its
+own test (fail before, pass after), a patch that breaks one test, a git range of the plugin's own repository,
+and Codebox's own activation of the plugin never counted as the patch's site-state risk
+(docs/evaluate-patch.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.playground
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+PLUGIN = EXAMPLES / "plugins-for-recipes" / "buggy-counter"
+FIX_WITH_TEST = EXAMPLES / "patches" / "buggy-counter-fix-with-test.patch"
+PROVED = ["CountTest::test_repeated_spaces", "WhitespaceTest::test_empty_text_has_no_words",
+          "WhitespaceTest::test_newline_separated_words", "WhitespaceTest::test_tab_separated_words"]
+
+
+def _cli(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "codebox_tui", "evaluate-patch", *args], capture_output=True,
+                          text=True, timeout=900, cwd=cwd, env={**os.environ, "CODEBOX_HOME": str(home)})
+
+
+def _site_risks(bundle: Path) -> list[str]:
+    diff = json.loads((bundle / "files" / "site-state-diff.json").read_text(encoding="utf-8"))
+    return [risk["code"] for risk in diff.get("risks", [])]
+
+
+def test_fix_with_its_own_test_is_proved_by_it(playground_session: Any, tmp_path: Path) -> None:
+    proc = _cli(Path(playground_session.home), "--plugin", str(PLUGIN), "--patch", str(FIX_WITH_TEST),
+                "--artifacts-dir", str(tmp_path / "art"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    # the patch's new tests ran against the old code: they fail there and pass with the fix
+    assert doc["split"] == {"rule": "default", "testFiles": ["tests/WhitespaceTest.php"],
+                            "codeFiles": ["buggy-counter.php"], "testsRunBefore": True}
+    assert doc["tests"]["verdict"] == "improvement"
+    assert doc["tests"]["provedBy"] == PROVED and doc["tests"]["added"] == []
+    assert doc["tests"]["before"]["failed"] == 4 and doc["tests"]["after"]["failed"] == 0
+    assert [s["command"] for s in doc["steps"] if s["phase"] == "apply"] == [
+        "git apply (the patch's tests)", "git apply (the patch's code)"]
+    bundle = Path(doc["bundleDir"])
+    written = json.loads((bundle / "files" / "evaluate-patch.json").read_text(encoding="utf-8"))
+    assert written["tests"]["provedBy"] == PROVED
+    # the bundle's patch is the whole contributor patch: tests and code
+    patch = (bundle / "files" / "patch.diff").read_text(encoding="utf-8")
+    assert "WhitespaceTest" in patch and "preg_split" in patch
+    # Codebox activated the plugin itself: that is its own setup step, not a risk of the patch
+    assert "active-plugins-changed" not in _site_risks(bundle)
+    events = [json.loads(line) for line in (bundle / "events.jsonl").read_text(encoding="utf-8").splitlines()]
+    setup = [e for e in events if e.get("type") == "site-state.setup-step"]
+    assert setup and "active-plugins-changed" in setup[0]["data"]["risks"]
+
+
+def test_patch_that_breaks_one_test_is_a_regression_naming_it(playground_session: Any, tmp_path: Path) -> None:
+    breaking = tmp_path / "break.patch"
+    breaking.write_text(FIX_WITH_TEST.read_text(encoding="utf-8").split("diff --git a/tests/")[0].replace(
+        "PREG_SPLIT_NO_EMPTY ) );", "PREG_SPLIT_NO_EMPTY ) ) + ( str_contains( $text, 'three' ) ? 1 : 0 );"),
+        encoding="utf-8")
+    proc = _cli(Path(playground_session.home), "--plugin", str(PLUGIN), "--patch", str(breaking),
+                "--artifacts-dir", str(tmp_path / "art"))
+    assert proc.returncode == 1, proc.stderr
+    assert "verdict: regression" in proc.stdout
+    assert "  regression CountTest::test_simple_words: passed before the patch, fails after it" in proc.stdout
+    assert "proved by" not in proc.stdout
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.org", *args], cwd=repo,
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_git_range_of_a_fix_commit_with_its_test(playground_session: Any, tmp_path: Path) -> None:
+    repo = tmp_path / "checkout-folder"
+    shutil.copytree(PLUGIN, repo)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "Word counter")
+    _git(repo, "checkout", "-qb", "fix-whitespace")
+    _git(repo, "apply", str(FIX_WITH_TEST))
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "Count words separated by any whitespace")
+    home = Path(playground_session.home)
+    # a dirty work tree is refused: the range would silently leave the edit out
+    (repo / "buggy-counter.php").write_text("<?php // edited\n", encoding="utf-8")
+    dirty = _cli(home, "--plugin", str(repo), "--git", "main..fix-whitespace", "--json")
+    assert dirty.returncode == 2 and json.loads(dirty.stdout)["error"]["code"] == "dirty-work-tree"
+    _git(repo, "checkout", "--", "buggy-counter.php")
+    proc = _cli(home, "--plugin", str(repo), "--git", "main..fix-whitespace", "--slug", "buggy-counter",
+                "--artifacts-dir", str(tmp_path / "art"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "verdict: improvement" in proc.stdout
+    assert "the patch's tests (tests/WhitespaceTest.php) ran on the old code too" in proc.stdout
+    for name in PROVED:
+        assert f"  proved by {name}: failed before the fix, passes after it" in proc.stdout
+    # one commit means COMMIT^..COMMIT; the slug is the folder's name unless --slug says otherwise
+    single = _cli(home, "--plugin", str(repo), "--git", "fix-whitespace", "--slug", "word-counter", "--json",
+                  "--artifacts-dir", str(tmp_path / "art2"))
+    assert single.returncode == 0, single.stderr
+    doc = json.loads(single.stdout)
+    assert doc["plugin"] == "word-counter" and doc["tests"]["provedBy"] == PROVED
+    assert doc["source"]["base"] == _git(repo, "rev-parse", "main")
+    assert doc["source"]["head"] == _git(repo, "rev-parse", "fix-whitespace")
