@@ -4,6 +4,7 @@ maintainer's machine gives them (``WP_TESTS_DIR``, ``WP_TESTS_PHPUNIT_POLYFILLS_
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -59,3 +60,74 @@ def test_older_scaffold_bootstrap_runs_unchanged(playground_session: Any, tmp_pa
     assert [c["name"] for c in failed] == ["test_empty_post_takes_no_time"]
     assert failed[0]["message"] == "Failed asserting that 1 is identical to 0."
     assert doc["_exit"] != 0  # a failing suite is not a successful run
+
+
+def _git_work_tree_plugin(root: Path) -> Path:
+    """A plugin as a maintainer's checkout looks: a committed plugin file and readme, a Composer-like
+    ``vendor/`` that ``.gitignore`` leaves out, an untracked notes file, and a tracked file edited but
+    not committed."""
+    plugin = root / "tidy-titles"
+    (plugin / "vendor" / "composer").mkdir(parents=True)
+    (plugin / "tidy-titles.php").write_text("<?php\n/**\n * Plugin Name: Tidy Titles\n */\n\n"
+                                            "add_filter( 'the_title', 'trim' );\n")
+    (plugin / "readme.txt").write_text("=== Tidy Titles ===\nStable tag: 1.0\n")
+    (plugin / ".gitignore").write_text("/vendor/\n/build/\n")
+    git = ["git", "-C", str(plugin), "-c", "user.name=Maintainer", "-c", "user.email=m@example.test"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "Tidy Titles 1.0"], check=True)
+    (plugin / "vendor" / "autoload.php").write_text("<?php\nreturn require __DIR__ . '/composer/autoload_real.php';\n")
+    (plugin / "vendor" / "composer" / "autoload_real.php").write_text("<?php\nreturn array();\n")
+    (plugin / "vendor" / "composer" / "installed.json").write_text('{"packages": []}\n')
+    (plugin / "build").mkdir()
+    (plugin / "build" / "tidy-titles.zip").write_bytes(b"PK\x05\x06" + bytes(18))
+    (plugin / "NOTES.md").write_text("- check the_title on feeds\n")
+    (plugin / "readme.txt").write_text("=== Tidy Titles ===\nStable tag: 1.1\n")  # not committed yet
+    return plugin
+
+
+def _run_php(tmp_path: Path, home: Path, plugin: Path, code: str, name: str) -> list[dict[str, Any]]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "run", "--mount", f"{plugin}:/wordpress/wp-content/plugins/tidy-titles",
+         "--command", "wordpress.run-php", "--arg", f"code={code}", "--artifacts", str(tmp_path / name),
+         "--json", "--quiet"],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "CODEBOX_HOME": str(home)}, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    bundle = Path(json.loads(proc.stdout)["artifacts"]["directory"])
+    changed: list[dict[str, Any]] = json.loads((bundle / "files" / "changed-files.json").read_text())["files"]
+    return changed
+
+
+def test_git_work_tree_run_reports_only_what_the_sandbox_changed(playground_session: Any, tmp_path: Path) -> None:
+    """Untracked files, ignored folders and uncommitted edits reach the sandbox, so they are part of the
+    baseline: a run that only echoes reports no changes, a run that edits one file reports that file."""
+    home = Path(playground_session.home)
+    plugin = _git_work_tree_plugin(tmp_path)
+    assert _run_php(tmp_path, home, plugin, "echo 'hello';", "echo") == []
+    edit = ("file_put_contents( WP_PLUGIN_DIR . '/tidy-titles/readme.txt', \"Tested up to: 6.5\\n\", FILE_APPEND );"
+            " echo 'edited';")
+    changed = _run_php(tmp_path, home, plugin, edit, "edit")
+    assert [(c["relativePath"], c["status"]) for c in changed] == [("readme.txt", "modified")]
+    # the diff's old side is the uncommitted edit the sandbox was given, not HEAD's readme
+    before = (plugin / "readme.txt").read_bytes()
+    assert changed[0]["beforeSha256"] == hashlib.sha256(before).hexdigest()
+
+
+def test_phpunit_7_style_set_up_says_what_would_make_it_run(playground_session: Any, tmp_path: Path) -> None:
+    """A suite written for PHPUnit 7 (``setUp()`` without ``: void``) cannot load under PHPUnit 9: no test
+    runs, and the reason names the class, the method and the two ways to fix it."""
+    require(WP_TESTS_LIB / "includes" / "bootstrap.php", PHPUNIT_POLYFILLS / "phpunitpolyfills-autoload.php")
+    plugin = tmp_path / "reading-time"
+    shutil.copytree(LEGACY, plugin)
+    test_file = plugin / "tests" / "test-reading-time.php"
+    test_file.write_text(test_file.read_text().replace(
+        "class Test_Reading_Time extends WP_UnitTestCase {\n",
+        "class Test_Reading_Time extends WP_UnitTestCase {\n\n\tfunction setUp() {\n\t\tparent::setUp();\n\t}\n"))
+    doc = _run_phpunit(tmp_path, Path(playground_session.home), plugin, "reading-time",
+                       WP_TESTS_DIR=str(WP_TESTS_LIB), WP_TESTS_PHPUNIT_POLYFILLS_PATH=str(PHPUNIT_POLYFILLS))
+    execution = _execution(doc)
+    suite = execution["result"]["json"]
+    assert suite["tests"] == 0 and doc["_exit"] != 0, execution["stdout"][-3000:]
+    assert "Declaration of Test_Reading_Time::setUp()" in suite["reason"]
+    assert "declare `setUp(): void`" in suite["reason"] and "set_up()" in suite["reason"]
+    assert "no tests ran: " in execution["stdout"]
