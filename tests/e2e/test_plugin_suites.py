@@ -131,3 +131,18 @@ def test_phpunit_7_style_set_up_says_what_would_make_it_run(playground_session: 
     assert "Declaration of Test_Reading_Time::setUp()" in suite["reason"]
     assert "declare `setUp(): void`" in suite["reason"] and "set_up()" in suite["reason"]
     assert "no tests ran: " in execution["stdout"]
+
+
+def test_missing_polyfills_say_where_they_were_looked_for(playground_session: Any, tmp_path: Path) -> None:
+    """The older scaffold with the test library but no polyfills anywhere: no suite is attempted, and the
+    error names every place looked in and the option, variable and Composer package that would fix it."""
+    require(WP_TESTS_LIB / "includes" / "bootstrap.php")
+    plugin = tmp_path / "reading-time"
+    shutil.copytree(LEGACY, plugin)
+    doc = _run_phpunit(tmp_path, Path(playground_session.home), plugin, "reading-time",
+                       WP_TESTS_DIR=str(WP_TESTS_LIB))
+    assert doc["_exit"] != 0
+    text = json.dumps(doc)
+    assert "phpunit-polyfills-missing" in text, text[-3000:]
+    assert "--phpunit-polyfills DIR" in text and "WP_TESTS_PHPUNIT_POLYFILLS_PATH" in text
+    assert "yoast/phpunit-polyfills" in text
