@@ -42,6 +42,7 @@ def _execution(doc: dict[str, Any]) -> dict[str, Any]:
     return execution
 
 
+@pytest.mark.timeout(900)  # a cold run installing the test site, then the suite
 def test_older_scaffold_bootstrap_runs_unchanged(playground_session: Any, tmp_path: Path) -> None:
     """The bootstrap never forwards the polyfills' path: the library still finds them (the config Codebox
     gives it defines the constant), and the suite's real counts come back: 4 pass, 1 fails on the known bug."""
@@ -98,6 +99,7 @@ def _run_php(tmp_path: Path, home: Path, plugin: Path, code: str, name: str) -> 
     return changed
 
 
+@pytest.mark.timeout(600)  # two runs, each booting a sandbox
 def test_git_work_tree_run_reports_only_what_the_sandbox_changed(playground_session: Any, tmp_path: Path) -> None:
     """Untracked files, ignored folders and uncommitted edits reach the sandbox, so they are part of the
     baseline: a run that only echoes reports no changes, a run that edits one file reports that file."""
@@ -113,6 +115,7 @@ def test_git_work_tree_run_reports_only_what_the_sandbox_changed(playground_sess
     assert changed[0]["beforeSha256"] == hashlib.sha256(before).hexdigest()
 
 
+@pytest.mark.timeout(900)
 def test_phpunit_7_style_set_up_says_what_would_make_it_run(playground_session: Any, tmp_path: Path) -> None:
     """A suite written for PHPUnit 7 (``setUp()`` without ``: void``) cannot load under PHPUnit 9: no test
     runs, and the reason names the class, the method and the two ways to fix it."""

@@ -48,6 +48,7 @@ def _wp_on_path(tmp_path: Path) -> Path:
     return bin_dir
 
 
+@pytest.mark.timeout(900)  # three runs, each booting a sandbox, on a shared CI machine
 def test_real_wp_cli_phar_given_with_the_flag(tmp_path: Path) -> None:
     require(WP_CLI_PHAR)
     env = _env(tmp_path)
@@ -63,6 +64,7 @@ def test_real_wp_cli_phar_given_with_the_flag(tmp_path: Path) -> None:
     assert blogname["execution"]["stdout"].strip() == "My WordPress Website"
 
 
+@pytest.mark.timeout(600)  # a run and an exec, each booting a sandbox
 def test_wp_on_path_is_used_like_a_maintainers_install(tmp_path: Path) -> None:
     require(WP_CLI_PHAR)
     env = _env(tmp_path, path_dir=_wp_on_path(tmp_path))
