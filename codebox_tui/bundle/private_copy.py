@@ -1,6 +1,6 @@
 """The private copy a copy-on-write mount's sandbox works on (README, "Mounts").
 
-Made before boot, right after the baseline, by reading the user's folder once more: regular files and
+Made before boot, just before the baseline (which is packed from the copy): regular files and
 folders only, each file copied into a new file of its own (never a hard link, so nothing the sandbox
 writes can reach the user's bytes), with its permission bits (no set-id bits) and modification time.
 Symlinks and special files are not copied (reported by capture as ``symlink`` / ``special-file``), and
@@ -8,8 +8,8 @@ no symlink is ever followed: folders are walked with ``lstat`` semantics and fil
 ``O_NOFOLLOW``. Names in ``exclude`` (the mount's own ``.git``) are left out.
 
 For each copied file the source's stat signature as seen while copying and the copy's own signature
-are returned, so that the baseline's trust in an untouched file (``baseline._pack_tree``,
-``baseline._git_clean_signatures``) carries over to the copy: capture then skips copies whose
+are returned, so that trust in an untouched file (``baseline._pack_tree``, ``baseline._pack_private_copy``)
+carries over to the copy: capture then skips copies whose
 signature did not change, exactly as it used to skip untouched files of the user's folder. The copy
 keeps the source's mtime, so a later write is visible in both mtime and ctime.
 """

@@ -80,7 +80,7 @@ _COMMANDS: list[CommandSpec] = [
     ),
     CommandSpec(
         id="wordpress.wp-cli",
-        description="Run a WP-CLI command (needs a wp-cli.phar: --wp-cli-phar or CODEBOX_WP_CLI_PHAR).",
+        description="Run a WP-CLI command (needs a wp-cli.phar: --wp-cli-phar, CODEBOX_WP_CLI_PHAR or a wp on PATH).",
         acceptedArgs=[A(name="command", description="WP-CLI command line, with or without leading 'wp'",
                         required=True)],
         outputShape="raw-stdout",

@@ -15,6 +15,11 @@ if TYPE_CHECKING:
     from codebox_tui.runtime.session import RunSession
 
 WP_CLI_DIR = "/codebox-tools/wp-cli"
+# How to give a run WP-CLI (lifecycle/tools.py looks in this order); the exec shell's `wp` says the same
+# (runtime/node/exec.mjs).
+WP_CLI_HINT = ("pass --wp-cli-phar PATH or set CODEBOX_WP_CLI_PHAR to a wp-cli.phar, or put WP-CLI on PATH as `wp` "
+               "(the phar itself or a link to it); get the phar from https://wp-cli.org/#installing "
+               "(https://raw.githubusercontent.com/wp-cli/builds/gh-pages/phar/wp-cli.phar)")
 
 
 def _outcome(stdout: str, stderr: str = "", exit_code: int = 0, json_value: object = None,
@@ -85,9 +90,8 @@ def wp_cli(session: RunSession, args: dict[str, str], timeout_s: float) -> Comma
     # the phar is a tool mount the run lifecycle adds (lifecycle/tools.py) when one is configured
     if not any(m.target == WP_CLI_DIR for m in session.spec.extra_mounts):
         raise BadInputError(
-            "wordpress.wp-cli needs a wp-cli.phar, which no package registry ships",
-            code="wp-cli-phar-missing", field="wp-cli-phar",
-            details={"hint": "pass --wp-cli-phar PATH or set CODEBOX_WP_CLI_PHAR to a downloaded wp-cli.phar"},
+            "wordpress.wp-cli needs WP-CLI's wp-cli.phar and none was found: " + WP_CLI_HINT,
+            code="wp-cli-phar-missing", field="wp-cli-phar", details={"hint": WP_CLI_HINT},
         )
     try:
         words = shlex.split(args["command"])

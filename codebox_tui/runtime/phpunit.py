@@ -319,15 +319,57 @@ def _install_test_site(session: RunSession, env: dict[str, str], timeout_s: floa
     return ok, output
 
 
+# Causes a suite commonly cannot run for, recognised in PHPUnit's output, each with what would make it run.
+_FIXTURE = r"(setUp|tearDown|setUpBeforeClass|tearDownAfterClass|assertPreConditions|assertPostConditions)"
+REMEDIES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(rf"Declaration of (\S+)::{_FIXTURE}\(\) must be compatible with \S+::{_FIXTURE}\(\): void"),
+     "{0} declares {1}() without `: void`, as PHPUnit 7 allowed; PHPUnit 8 and later (Codebox runs PHPUnit 9) need "
+     "it: declare `{1}(): void`, or with the PHPUnit Polyfills (WP_UnitTestCase uses them) rename it to "
+     "{2}() and call parent::{2}()"),
+    (re.compile(r"PHPUnit Polyfills library is a requirement"),
+     "the WordPress test library could not load the Yoast PHPUnit Polyfills: pass --phpunit-polyfills DIR, set "
+     "WP_TESTS_PHPUNIT_POLYFILLS_PATH, or run composer install (yoast/phpunit-polyfills)"),
+    (re.compile(r"(Could not find|Failed opening required|failed to open stream|Failed to open stream)"
+                r".*(includes/functions\.php|includes/bootstrap\.php|wordpress-tests-lib)"),
+     "the suite's bootstrap did not find the WordPress core PHPUnit library: pass --wp-tests-lib DIR, set "
+     "WP_TESTS_DIR, or run composer install (wp-phpunit/wp-phpunit)"),
+    (re.compile(r"Class \W?(WP_UnitTestCase|WP_Ajax_UnitTestCase|WP_Test_REST_TestCase)\W? not found"),
+     "the tests extend {0} but the WordPress core PHPUnit library was not loaded: load it from the bootstrap "
+     "(tests/bootstrap.php requiring $WP_TESTS_DIR/includes/bootstrap.php) or pass wordpress=tests-lib"),
+)
+_SNAKE = {"setUp": "set_up", "tearDown": "tear_down", "setUpBeforeClass": "set_up_before_class",
+          "tearDownAfterClass": "tear_down_after_class", "assertPreConditions": "assert_pre_conditions",
+          "assertPostConditions": "assert_post_conditions"}
+
+
+def remedy(output: str) -> str | None:
+    """What would make the suite run, when its output shows a cause Codebox recognises."""
+    for pattern, advice in REMEDIES:
+        match = pattern.search(output)
+        if match:
+            groups = [g for g in match.groups() if g]
+            if len(groups) >= 2 and groups[1] in _SNAKE:
+                return advice.format(groups[0], groups[1], _SNAKE[groups[1]])
+            return advice.format(*groups)
+    return None
+
+
 def no_tests_reason(output: str) -> str:
-    """Why no test ran, from PHPUnit's output: its error lines, else its last lines."""
+    """Why no test ran, from PHPUnit's output: its error lines (else its last lines), and what would make
+    the suite run when the cause is a known one."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     lines = [line for line in lines if not line.startswith(("PHPUnit ", "Runtime:", "Configuration:"))]
+    reason = ""
     for marker in ("Fatal error", "Error:", "Could not", "Cannot open", "No tests executed", "Warning:"):
         hits = [line for line in lines if marker in line]
         if hits:
-            return hits[0][:500]
-    return " / ".join(lines[-3:])[:500] if lines else "PHPUnit printed nothing"
+            reason = hits[0][:500]
+            break
+    else:
+        reason = (" / ".join(lines[-3:])[:500] if lines else
+                  "PHPUnit printed nothing (the bootstrap may have exited: an exit() or die() before any test)")
+    advice = remedy(output)
+    return f"{reason} — to run it: {advice}" if advice else reason
 
 
 def phpunit(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:

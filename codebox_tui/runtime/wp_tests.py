@@ -67,6 +67,12 @@ define( 'WP_TESTS_EMAIL', 'admin@example.org' );
 define( 'WP_TESTS_TITLE', 'Test Blog' );
 define( 'WP_PHP_BINARY', 'php' );
 define( 'WPLANG', '' );
+// Older scaffolded bootstraps (and many hand-written ones) never forward the polyfills' path to the library,
+// which then stops with "The PHPUnit Polyfills library is a requirement": the library reads this file
+// before it looks for them, so the path Codebox found is defined here when the bootstrap did not.
+if ( ! defined( 'WP_TESTS_PHPUNIT_POLYFILLS_PATH' ) && false !== getenv( 'WP_TESTS_PHPUNIT_POLYFILLS_PATH' ) ) {{
+	define( 'WP_TESTS_PHPUNIT_POLYFILLS_PATH', getenv( 'WP_TESTS_PHPUNIT_POLYFILLS_PATH' ) );
+}}
 """
 
 

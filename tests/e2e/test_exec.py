@@ -21,7 +21,7 @@ from codebox_tui.contracts.runtime import MountSpec
 from codebox_tui.runtime.commands import WP_CLI_DIR
 from codebox_tui.runtime.exec import run_exec
 from tests.factories.paths import EXAMPLE_PLUGIN
-from tests.factories.wp_cli_phar import PHAR_BUILDER, PHAR_ENTRY
+from tests.factories.toolchains import WP_CLI_PHAR, require
 
 PLUGIN = "/wordpress/wp-content/plugins/simple-plugin"
 HOST_MARKER = "codebox-host-secret-4f1e9a"
@@ -31,7 +31,7 @@ GIT_MARKER = "codebox-git-object-77ab"
 @pytest.fixture(scope="module")
 def box(playground_session: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One warm sandbox for the module: the example plugin mounted read-write (a private copy) with a
-    host symlink to a secret outside the sandbox, and a WP-CLI-compatible phar at the tools path."""
+    host symlink to a secret outside the sandbox, and WP-CLI's release phar at the tools path."""
     root = tmp_path_factory.mktemp("exec")
     secret = root / "host-secret.txt"
     secret.write_text(HOST_MARKER)
@@ -41,10 +41,8 @@ def box(playground_session: Any, tmp_path_factory: pytest.TempPathFactory) -> It
     (plugin / "readme.txt").write_text("alpha\nbeta\ngamma\nbeta\n")
     tools = root / "tools"
     tools.mkdir()
-    entry = root / "entry.php"
-    entry.write_text(PHAR_ENTRY)
-    subprocess.run(["php", "-d", "phar.readonly=0", "-r", PHAR_BUILDER, str(tools / "wp-cli.phar"), str(entry)],
-                   check=True)
+    require(WP_CLI_PHAR)
+    shutil.copy2(WP_CLI_PHAR, tools / "wp-cli.phar")  # as lifecycle/tools.py stages a user's phar
     run = playground_session.new_run(root / "artifacts", mounts=[f"{plugin}:{PLUGIN}"],
                                      extra_mounts=[MountSpec(source=str(tools), target=WP_CLI_DIR, mode="readonly")])
     with run:

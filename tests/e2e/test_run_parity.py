@@ -25,8 +25,8 @@ from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.settings import get_settings, reload_settings
 from store.db import Store
 from tests.factories.paths import REPO
+from tests.factories.toolchains import WP_CLI_PHAR, require
 from tests.factories.tui import submit_launch_form, wait_while
-from tests.factories.wp_cli_phar import PHAR_BUILDER, PHAR_ENTRY
 
 pytestmark = pytest.mark.playground
 
@@ -58,12 +58,10 @@ def test_every_runnable_catalog_command_has_an_argument_set() -> None:
 
 @pytest.fixture
 def wp_cli_phar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A WP-CLI-compatible phar (tests/e2e/test_runtime_cli.py) configured the way a user without a
-    --wp-cli-phar flag does it (CODEBOX_WP_CLI_PHAR), for both the child process and this one."""
-    entry = tmp_path / "entry.php"
-    entry.write_text(PHAR_ENTRY)
-    phar = tmp_path / "wp-cli.phar"
-    subprocess.run(["php", "-d", "phar.readonly=0", "-r", PHAR_BUILDER, str(phar), str(entry)], check=True)
+    """WP-CLI's release phar (../shared/toolchains) configured the way a user without a --wp-cli-phar flag
+    does it (CODEBOX_WP_CLI_PHAR), for both the child process and this one."""
+    require(WP_CLI_PHAR)
+    phar = WP_CLI_PHAR
     monkeypatch.setenv("CODEBOX_WP_CLI_PHAR", str(phar))
     reload_settings()
     yield phar

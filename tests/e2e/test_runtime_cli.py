@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
+from tests.factories.toolchains import WP_CLI_PHAR, require
 from tests.factories.waiting import wait_until
-from tests.factories.wp_cli_phar import PHAR_BUILDER, PHAR_ENTRY
 
 pytestmark = pytest.mark.playground
 
@@ -181,19 +181,15 @@ def test_runtime_env_reaches_php_getenv_and_the_bundle_metadata(tmp_path: Path) 
     assert error["field"] == "env.bad-name" and "^[A-Z_][A-Z0-9_]*$" in error["message"]
 
 
-# A minimal WP-CLI-compatible phar, built here with Debian's PHP: no registry ships wp-cli.phar, so the
-# real one cannot be fetched offline. It takes WP-CLI's argument shape (--path=, --no-color, words),
-# loads WordPress from --path and answers `option get NAME`, which is
-# enough to prove the whole wordpress.wp-cli path: the phar mount, PHP-wasm executing a phar with argv,
-# WordPress loading inside it, stdout/stderr/exit code capture and the shebang line stripped.
+# WP-CLI's release phar from ../shared/toolchains, given with --wp-cli-phar as a user gives their own: the
+# whole wordpress.wp-cli path (the phar mount, PHP-wasm executing a phar with argv, WordPress loading inside
+# it, stdout/stderr/exit code capture and the shebang line stripped).
 
 
 def test_wp_cli_runs_a_phar_inside_the_sandbox(tmp_path: Path) -> None:
-    entry = tmp_path / "entry.php"
-    entry.write_text(PHAR_ENTRY)
-    phar = tmp_path / "wp-cli.phar"
-    subprocess.run(["php", "-d", "phar.readonly=0", "-r", PHAR_BUILDER, str(phar), str(entry)], check=True)
-    assert phar.read_bytes().startswith(b"#!/usr/bin/env php")
+    require(WP_CLI_PHAR)
+    phar = WP_CLI_PHAR
+    assert phar.read_bytes()[:64].startswith(b"#!/usr/bin/env php")
 
     def wp(command: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -212,7 +208,7 @@ def test_wp_cli_runs_a_phar_inside_the_sandbox(tmp_path: Path) -> None:
     failed = wp("plugin frobnicate")
     doc = json.loads(failed.stdout)
     assert doc["execution"]["exitCode"] == 1
-    assert "'plugin frobnicate' is not a registered wp command" in doc["execution"]["stderr"]
+    assert "'frobnicate' is not a registered subcommand of 'plugin'" in doc["execution"]["stderr"]
     assert failed.returncode != 0
 
     missing = subprocess.run(

@@ -19,28 +19,16 @@ from typing import Any
 import jsonschema
 import pytest
 
+from tests.factories.toolchains import PHPUNIT_POLYFILLS, WP_TESTS_LIB
+
 pytestmark = pytest.mark.playground
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "wp-unittest-plugin"
 PLUGIN = EXAMPLE / "word-stats"
 PATCHES = EXAMPLE / "patches"
-
-
-def _toolchains_dir() -> Path:
-    """``<repo>/../shared/toolchains`` (for a git worktree nested deeper, the nearest ancestor's
-    ``shared/toolchains``); ``CODEBOX_TOOLCHAINS`` overrides."""
-    if os.environ.get("CODEBOX_TOOLCHAINS"):
-        return Path(os.environ["CODEBOX_TOOLCHAINS"])
-    for parent in REPO.parents:
-        if (parent / "shared" / "toolchains").is_dir():
-            return parent / "shared" / "toolchains"
-    return REPO.parent / "shared" / "toolchains"
-
-
-TOOLCHAINS = _toolchains_dir()
-LIB = TOOLCHAINS / "wp-tests-lib-6.5.5"
-POLYFILLS = TOOLCHAINS / "phpunit-polyfills-1.1.4"
+LIB = WP_TESTS_LIB
+POLYFILLS = PHPUNIT_POLYFILLS
 REPEATED = "Test_Word_Stats::test_repeated_spaces_are_not_words"
 SHORTCODE = "Test_Word_Stats::test_shortcode_counts_the_current_post"
 TOOLCHAIN_ENV = ("WP_TESTS_DIR", "WP_TESTS_PHPUNIT_POLYFILLS_PATH")

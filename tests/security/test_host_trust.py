@@ -193,10 +193,10 @@ def test_baseline_of_a_host_planted_repository_runs_none_of_its_programs(tmp_pat
     assert "fsmonitor" in _plain_git_runs_the_plant(repo, markers)  # the plant works on plain git
     baseline = _baseline_of(repo, tmp_path / "scratch")
     assert sorted(p.name for p in markers.iterdir()) == []
-    assert baseline.strategy == "git-head"
+    assert baseline.strategy == "snapshot"
     from tests.factories.apply_back import BASELINE
 
-    with baseline.reader() as read:  # HEAD's bytes, no filter applied
+    with baseline.reader() as read:  # the work tree's bytes, no git program run
         assert {rel: read(rel) for rel in BASELINE} == BASELINE
 
 
@@ -217,7 +217,7 @@ def test_filtered_files_are_baselined_from_the_work_tree_without_running_the_fil
         config.write(f'[filter "fake"]\n\tsmudge = touch {markers}/smudge\n\tclean = touch {markers}/clean\n')
     (repo / "link.bin").symlink_to("/etc/hostname")  # never read through a link
     baseline = _baseline_of(repo, tmp_path / "scratch")
-    assert baseline.strategy == "git-head"
+    assert baseline.strategy == "snapshot"
     with baseline.reader() as read:
         assert read("asset.bin") == b"REAL CONTENT\x00\x01\n"
         assert read("plain.php") == b"<?php\n"

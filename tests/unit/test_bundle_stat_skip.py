@@ -94,7 +94,7 @@ def _git(repo: Path, *args: str) -> None:
     ("mutate", "status"),
     [(_same_size_edit_with_old_mtime, "modified"), (_replace_by_rename, "modified"), (_chmod_exec, "modified")],
 )
-def test_git_baseline_trusts_only_clean_files_and_never_hides_a_change(
+def test_git_work_tree_baseline_is_the_folder_as_given_and_never_hides_a_change(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mutate: Callable[[Path], None], status: str
 ) -> None:
     repo = tmp_path / "plugin"
@@ -114,9 +114,9 @@ def test_git_baseline_trusts_only_clean_files_and_never_hides_a_change(
     wait_for_fs_clock_past(repo, tmp_path)  # the mutation below must get a later ctime than the files
     mount = MountSpec(source=str(repo), target="/wordpress/wp-content/plugins/p", mode="readwrite")
     (base,) = take_baselines([mount], tmp_path / "scratch")
-    assert base.strategy == "git-head"
-    # only clean tracked files are trusted: not f3 (modified), notes.txt (untracked), cache/ (ignored)
-    assert set(base.signatures) == {f"lib/f{i}.php" for i in range(20) if i != 3} | {".gitignore"}
+    assert base.strategy == "snapshot"
+    # the baseline is the folder as the sandbox gets it, whatever git thinks of each file: all of it trusted
+    assert set(base.signatures) == {f"lib/f{i}.php" for i in range(20)} | {".gitignore", "notes.txt", "cache/c.bin"}
     mutate(repo / "lib" / "f7.php")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -127,9 +127,8 @@ def test_git_baseline_trusts_only_clean_files_and_never_hides_a_change(
         metadata={}, secret_values=[], evidence=[], test_suites=[],
     )
     changes = {(c["relativePath"], c["status"]) for c in summary.changed_files}
-    # against HEAD: the pre-run edits are changes too (as before), plus the sandbox's edit of f7
-    assert changes == {("lib/f7.php", status), ("lib/f3.php", "modified"), ("notes.txt", "added"),
-                       ("cache/c.bin", "added")}
+    # the edits made before the run (f3, notes.txt, cache/) are not the sandbox's: only f7 is reported
+    assert changes == {("lib/f7.php", status)}
     assert verify_bundle(run_dir).valid
 
 

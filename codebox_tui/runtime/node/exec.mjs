@@ -71,8 +71,10 @@ function wpCommand(state) {
     const words = args.filter((a) => !a.startsWith('-'));
     if (words[0] === 'eval' || words[0] === 'eval-file') return wpEval(state, ctx, args, words);
     if (!(await state.pg.fileExists(WP_CLI_PHAR))) {
-      return ok('', 'wp: WP-CLI is not available in this sandbox: give a wp-cli.phar with --wp-cli-phar PATH '
-        + 'or CODEBOX_WP_CLI_PHAR (wp eval and wp eval-file work without it)\n', 127);
+      // the same advice as WP_CLI_HINT in runtime/commands.py
+      return ok('', 'wp: WP-CLI is not available in this sandbox: pass --wp-cli-phar PATH or set CODEBOX_WP_CLI_PHAR '
+        + 'to a wp-cli.phar, or put WP-CLI on PATH as `wp` (the phar itself or a link to it); get the phar from '
+        + 'https://wp-cli.org/#installing (wp eval and wp eval-file work without it)\n', 127);
     }
     const proc = await state.pg.cli(['php', WP_CLI_PHAR, `--path=${DATA_ROOT}`, '--no-color', ...args],
       { env: state.env });
