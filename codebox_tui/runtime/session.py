@@ -37,6 +37,8 @@ from codebox_tui.runtime.policy import Redactor, check_command, check_secret_val
 from codebox_tui.settings import get_settings
 
 EventCallback = Callable[[RuntimeEvent], None]
+# review risk flag: the sandbox's PHP hit CODEBOX_SANDBOX_WRITE_BUDGET (node/writeguard.mjs)
+WRITE_BUDGET_FLAG = "write-budget-exceeded"
 @dataclass
 class EvidenceFile:
     """An extra file a handler wrote under ``run_dir`` for the bundle (e.g. files/browser/screenshot.png)."""
@@ -276,6 +278,10 @@ class RunSession:
         except CodeboxError as error:
             error_info = error
             outcome = CommandOutcome(stdout="", stderr=error.message, exit_code=1)
+        if self.check_write_budget(command_id):  # the command hit it: it failed, whatever PHP made of that
+            note = "codebox: the sandbox's write budget was exceeded; later writes failed (Disk quota exceeded)"
+            outcome = dataclasses.replace(outcome, exit_code=outcome.exit_code or 1,
+                                          stderr=f"{outcome.stderr}\n{note}" if outcome.stderr else note)
         duration = int((time.monotonic() - started) * 1000)
         limit = int(get_settings().max_command_output_bytes)
         truncated = dict(outcome.truncated or {})
@@ -356,7 +362,25 @@ class RunSession:
         if sandbox is not None:
             sandbox.abort(reason)
 
+    def check_write_budget(self, command_id: str | None = None) -> bool:
+        """Whether the sandbox's PHP has just hit its write budget (docs/security.md, "What a sandbox may
+        write"): the first time, the run gets the ``write-budget-exceeded`` risk flag and an event."""
+        check = getattr(self._sandbox, "write_budget_exceeded", None)
+        if check is None or WRITE_BUDGET_FLAG in self.extra_risk_flags:
+            return False
+        try:
+            hit = check()
+        except SandboxError:
+            return False
+        if not hit:
+            return False
+        self.extra_risk_flags.append(WRITE_BUDGET_FLAG)
+        self.emit("sandbox.write-budget-exceeded", {**hit, **({"id": command_id} if command_id else {})},
+                  level="warning")
+        return True
+
     def dispose(self) -> None:
+        self.check_write_budget()  # writes made outside commands (page loads, browser probes)
         with self._lock:
             sandbox, self._sandbox = self._sandbox, None
         # private copies leave the sandbox's folder first (it is deleted with the sandbox); capture
