@@ -34,6 +34,7 @@ from codebox_tui.runtime.catalog import get_command, handler_for, parse_args
 from codebox_tui.runtime.mounts import PrivateCopy, new_copies_dir, remove_tree
 from codebox_tui.runtime.outcome import CommandOutcome
 from codebox_tui.runtime.policy import Redactor, check_command, check_secret_values
+from codebox_tui.runtime.special_modes import SPECIAL_MODE_FLAG, special_mode_entries, strip_new_special_modes
 from codebox_tui.settings import get_settings
 
 EventCallback = Callable[[RuntimeEvent], None]
@@ -110,6 +111,8 @@ class RunSession:
         self._scratch = _baselines_dir()
         self._copies_dir: Path | None = None  # the private copies' own folder (see _take_baselines)
         self._private_copies: list[PrivateCopy] = []
+        # what already carried setuid/setgid/sticky bits before the boot, per written folder (_strip_special_modes)
+        self._special_before: dict[int, set[str]] = {}
         self._events = open(self.run_dir / layout.EVENTS, "a", encoding="utf-8")
         self._commands = open(self.run_dir / layout.COMMANDS, "a", encoding="utf-8")
         self._runtime_log = open(self.run_dir / "logs" / "runtime.log", "a", encoding="utf-8")
@@ -190,7 +193,29 @@ class RunSession:
                                              {i: c.staged for i, c in copies.items()}))
         self.emit("artifacts.baselines", {"count": len(self.baselines), "privateCopies": len(copies),
                                           "ms": int((time.monotonic() - started) * 1000)})
+        self._special_before = {index: special_mode_entries(folder) for index, folder in self._written_folders()}
         return dataclasses.replace(self.spec, private_copies=copies) if copies else self.spec
+
+    def _written_folders(self) -> list[tuple[int, Path]]:
+        """The host folders the sandbox writes, by mount index: ``:live`` sources and private copies."""
+        live = [(i, Path(m.source)) for i, m in enumerate(self.spec.mounts) if m.mode == "readwrite" and m.live]
+        return [*live, *((copy.index, copy.path) for copy in self._private_copies)]
+
+    def _strip_special_modes(self) -> None:
+        """After the sandbox is gone: no file it wrote keeps a setuid/setgid/sticky bit (runtime/special_modes.py);
+        the first time any is found, the run gets the ``special-mode-bits`` risk flag."""
+        for index, folder in self._written_folders():
+            try:
+                stripped = strip_new_special_modes(folder, self._special_before.get(index, set()))
+            except OSError as error:
+                self.emit("runtime.special-modes-unchecked", {"mount": index, "error": str(error)}, level="error")
+                continue
+            if not stripped:
+                continue
+            if SPECIAL_MODE_FLAG not in self.extra_risk_flags:
+                self.extra_risk_flags.append(SPECIAL_MODE_FLAG)
+            self.emit("sandbox.special-mode-bits", {"mount": index, "paths": stripped[:100], "count": len(stripped)},
+                      level="warning")
 
     def mount_dir(self, index: int) -> Path:
         """The host folder that ``spec.mounts[index]`` shows the sandbox: the private copy of a
@@ -395,6 +420,7 @@ class RunSession:
             started = time.monotonic()
             sandbox.dispose()
             self.emit("runtime.disposed", {"disposeMs": int((time.monotonic() - started) * 1000)})
+            self._strip_special_modes()
         if self.status != "failed":
             self.status = "destroyed"
 

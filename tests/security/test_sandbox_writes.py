@@ -129,3 +129,28 @@ def test_write_budget_stops_a_sandbox_filling_the_disk(
     events = [json.loads(line) for line in (bundle / "events.jsonl").read_text().splitlines() if line.strip()]
     hit = [e for e in events if e["type"] == "sandbox.write-budget-exceeded"]
     assert hit and hit[0]["data"]["path"].endswith("flood.bin"), hit
+
+
+def test_special_bits_that_get_past_the_guard_are_stripped_after_the_run(
+        playground_session: Any, tmp_path: Path, user_folders: tuple[Path, Path]) -> None:
+    """The check behind the guard: a file the sandbox wrote that carries a setuid bit once the sandbox is
+    gone (the host sets it here, standing in for a guard that failed) is stripped and the run flagged;
+    the user's own setgid folder, which had the bit before the run, keeps it."""
+    cow, live = user_folders
+    (live / "shared").mkdir()
+    (live / "shared").chmod(0o2775)
+    code = "<?php file_put_contents('__D__/tool.php', '<?php echo 1;'); echo 'ok';"
+    with playground_session.new_run(tmp_path / "artifacts", mounts=[f"{cow}:{COW}", f"{live}:{LIVE}:live"]) as run:
+        for target in (COW, LIVE):
+            assert run.execute("wordpress.run-php", ["code=" + code.replace("__D__", target)]).stdout == "ok"
+        (live / "tool.php").chmod(0o4755)
+        (run._private_copies[0].path / "tool.php").chmod(0o4755)
+        summary = run.capture()
+    assert not _special(live / "tool.php")
+    assert _special(live / "shared") == stat.S_ISGID
+    bundle = Path(summary.path)
+    review = json.loads((bundle / "files" / "review.json").read_text())
+    assert "special-mode-bits" in review["riskFlags"]
+    events = [json.loads(line) for line in (bundle / "events.jsonl").read_text().splitlines() if line.strip()]
+    flagged = {p for e in events if e["type"] == "sandbox.special-mode-bits" for p in e["data"]["paths"]}
+    assert flagged == {"tool.php"}, events
