@@ -83,6 +83,7 @@ if (budget && roots.length && !isMainThread) {
   let written = 0;
   let reported = false;
   const paths = new Map(); // fd -> host path, to name the file that hit the budget
+  const sizes = new Map(); // fd -> the file's size as last known through that fd
   const channel = new BroadcastChannel(BUDGET_CHANNEL);
   channel.unref();
 
@@ -106,11 +107,13 @@ if (budget && roots.length && !isMainThread) {
   const { openSync, closeSync, writeSync, ftruncateSync, truncateSync, writeFileSync, appendFileSync } = fs;
   fs.openSync = function (file, ...rest) {
     const fd = openSync.call(this, file, ...rest);
+    sizes.delete(fd);
     if (budgeted(file)) paths.set(fd, file);
     return fd;
   };
   fs.closeSync = function (fd) {
     paths.delete(fd);
+    sizes.delete(fd);
     return closeSync.call(this, fd);
   };
   fs.writeSync = function (fd, buffer, ...rest) {
@@ -125,14 +128,20 @@ if (budget && roots.length && !isMainThread) {
       length = typeof len === 'number' ? len : buffer.byteLength - (typeof offset === 'number' ? offset : 0);
       position = typeof pos === 'number' || typeof pos === 'bigint' ? Number(pos) : null;
     }
-    // Only growth counts: rewriting a page of the site's SQLite database adds nothing to the disk.
-    const size = sizeOf(() => fs.fstatSync(fd));
+    // Only growth counts: rewriting a page of the site's SQLite database adds nothing to the disk. The
+    // size is read once per descriptor and then kept: a stale (larger) size after another descriptor
+    // shrank the file only lets the file regrow to bytes already charged; a smaller one over-charges.
+    const size = sizes.has(fd) ? sizes.get(fd) : sizeOf(() => fs.fstatSync(fd));
     const end = position === null ? size + length : position + length;
     charge(end - size, paths.get(fd));
+    sizes.set(fd, Math.max(size, end));
     return writeSync.call(this, fd, buffer, ...rest);
   };
   fs.ftruncateSync = function (fd, len = 0) {
-    if (paths.has(fd)) charge(Number(len) - sizeOf(() => fs.fstatSync(fd)), paths.get(fd));
+    if (paths.has(fd)) {
+      charge(Number(len) - sizeOf(() => fs.fstatSync(fd)), paths.get(fd));
+      sizes.set(fd, Number(len));
+    }
     return ftruncateSync.call(this, fd, len);
   };
   fs.truncateSync = function (file, len = 0) {
