@@ -154,3 +154,21 @@ def test_special_bits_that_get_past_the_guard_are_stripped_after_the_run(
     events = [json.loads(line) for line in (bundle / "events.jsonl").read_text().splitlines() if line.strip()]
     flagged = {p for e in events if e["type"] == "sandbox.special-mode-bits" for p in e["data"]["paths"]}
     assert flagged == {"tool.php"}, events
+
+
+def test_the_sidecar_refuses_to_start_without_the_write_guard(tmp_path: Path) -> None:
+    """Defence in depth: without writeguard.mjs preloaded no sidecar starts (no mode mask, no budget)."""
+    import shutil
+    import subprocess
+
+    from codebox_tui.settings import NODE_BRIDGE_DIR
+
+    node = shutil.which("node")
+    assert node, "node is needed for the Playground bridge"
+    guards = ["--import", "./netguard.mjs", "--import", "./nospawn.mjs", "--import", "./probeguard.mjs"]
+    done = subprocess.run([node, *guards, "sidecar.mjs"], cwd=NODE_BRIDGE_DIR, input="", capture_output=True,
+                          text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CODEBOX_NETWORK_POLICY": "deny"})
+    assert done.returncode == 3, (done.returncode, done.stderr[-500:])
+    assert "writeguard.mjs was not preloaded" in done.stderr
+    assert '"event":"hello"' not in done.stdout
