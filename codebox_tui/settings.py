@@ -22,6 +22,20 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 NODE_BRIDGE_DIR = PACKAGE_DIR / "runtime" / "node"
 
 
+BYTE_SUFFIXES = {"": 1, "B": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+
+
+def parse_byte_size(text: str, variable: str) -> int:
+    """``"512M"`` → bytes: a whole number with an optional K, M or G suffix (1024-based; ``KiB``/``KB`` too)."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)(?:I?B)?\s*", text.upper())
+    if match is None:
+        raise ValueError(f"{variable} must be a number of bytes with an optional K, M or G suffix "
+                         f"(e.g. 1G or 512M), not {text!r}")
+    return int(match.group(1)) * BYTE_SUFFIXES[match.group(2)]
+
+
 class CodeboxSettings(BaseSettings):
     """Where Codebox keeps its state and which external tools it uses."""
 
@@ -85,6 +99,10 @@ class CodeboxSettings(BaseSettings):
     # never runs more sandboxes at once than it can hold.
     batch_item_cpus: float = Field(default=1.0, gt=0, le=64)
     batch_item_memory_mb: int = Field(default=1536, ge=64)
+    # How many bytes one sandbox's PHP may add to host files (docs/settings.md, docs/security.md "What a
+    # sandbox may write"): a number of bytes with an optional K/M/G suffix (1024-based), 0 for no limit.
+    # Past it, writes fail in PHP with "Disk quota exceeded" and the run is flagged write-budget-exceeded.
+    sandbox_write_budget: int = Field(default=1024**3, ge=0)
     _keymap_problem: str | None = PrivateAttr(default=None)
 
     @field_validator("images", mode="before")
@@ -94,6 +112,11 @@ class CodeboxSettings(BaseSettings):
             text = value.strip().lower()
             return "off" if text in ("0", "off", "no", "false", "paths") else text
         return value
+
+    @field_validator("sandbox_write_budget", mode="before")
+    @classmethod
+    def _byte_size(cls, value: object) -> object:
+        return parse_byte_size(value, "CODEBOX_SANDBOX_WRITE_BUDGET") if isinstance(value, str) else value
 
     @field_validator("wp_tests_dir", "wp_tests_phpunit_polyfills_path", "approver", mode="before")
     @classmethod

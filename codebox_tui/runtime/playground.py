@@ -53,10 +53,11 @@ def network_policy_key(policy: RuntimePolicy) -> str:
     return json.dumps({"allowHosts": sorted(policy.network.allowHosts)})
 
 
-def sidecar_key(policy: RuntimePolicy, binds: tuple[Bind, ...], home: Path) -> str:
-    """Sidecars are shared per network policy, set of external host folders and Codebox home: what a
-    confined sidecar sees (its sandboxes root, Playground home, binds) is fixed when it starts."""
-    return "|".join([str(home), network_policy_key(policy), *(bind.label for bind in binds)])
+def sidecar_key(policy: RuntimePolicy, binds: tuple[Bind, ...], settings: CodeboxSettings) -> str:
+    """Sidecars are shared per network policy, set of external host folders, Codebox home and write budget:
+    what a confined sidecar sees (its sandboxes root, Playground home, binds) is fixed when it starts."""
+    return "|".join([str(settings.home), network_policy_key(policy), f"budget={settings.sandbox_write_budget}",
+                     *(bind.label for bind in binds)])
 
 
 def spec_binds(spec: SandboxSpec, sandboxes_root: Path) -> tuple[Bind, ...]:
@@ -70,7 +71,7 @@ def spec_binds(spec: SandboxSpec, sandboxes_root: Path) -> tuple[Bind, ...]:
 
 def get_sidecar(settings: CodeboxSettings, policy: RuntimePolicy, binds: tuple[Bind, ...] = ()) -> Sidecar:
     """The shared sidecar for this network policy and these external binds, started on first use."""
-    key = sidecar_key(policy, binds, settings.home)
+    key = sidecar_key(policy, binds, settings)
     idle: list[Sidecar] = []
     with _sidecars_lock:
         sidecar = _sidecars.get(key)
@@ -81,7 +82,8 @@ def get_sidecar(settings: CodeboxSettings, policy: RuntimePolicy, binds: tuple[B
             idle = _idle_bound_sidecars() if binds else []
             sidecar = Sidecar(node=settings.node, home=settings.playground_home,
                               network_policy=network_policy_key(policy), confinement=settings.confinement,
-                              sandboxes_root=sidecars_root, binds=binds, wasm_compiler=settings.wasm_compiler)
+                              sandboxes_root=sidecars_root, binds=binds, wasm_compiler=settings.wasm_compiler,
+                              write_budget=settings.sandbox_write_budget)
             _sidecars[key] = sidecar
     for stale in idle:
         threading.Thread(target=stale.close, name="codebox-sidecar-close", daemon=True).start()
@@ -148,10 +150,10 @@ def _wait_for_preparation(timeout_s: float) -> bool:
         return True
 
 
-def _spare_key(build: WordPressBuild, spec: SandboxSpec, binds: tuple[Bind, ...], home: Path) -> str:
+def _spare_key(build: WordPressBuild, spec: SandboxSpec, binds: tuple[Bind, ...], settings: CodeboxSettings) -> str:
     """Spares are interchangeable for the same WordPress build, PHP version and sidecar (network
     policy and external binds: a spare is only used by a boot whose folders its sidecar sees)."""
-    return f"{build.version}|{spec.php}|{sidecar_key(spec.policy, binds, home)}"
+    return f"{build.version}|{spec.php}|{sidecar_key(spec.policy, binds, settings)}"
 
 
 _starter = ThreadPoolExecutor(max_workers=2, thread_name_prefix="codebox-sidecar-start")
@@ -263,6 +265,13 @@ class PlaygroundSandbox:
         if len(data) > max_bytes:  # the sidecar is confined but not trusted
             raise SandboxError(f"{path} is over the {max_bytes}-byte limit", code="file-too-large")
         return data
+
+    def write_budget_exceeded(self) -> dict[str, Any] | None:
+        """The host file on which this sandbox's PHP hit the write budget (``node/writeguard.mjs``), or None."""
+        reply = self.sidecar.request("writeBudget", {"sandbox": self.id}, 30.0)
+        if not isinstance(reply, dict) or reply.get("exceeded") is not True:
+            return None
+        return {"path": str(reply.get("path") or ""), "budgetBytes": int(reply.get("budget") or 0)}
 
     def abort(self, reason: str) -> None:
         """Kill the sidecar's process group: a running request fails at once with ``reason``. The sidecar is
@@ -412,7 +421,7 @@ class PlaygroundBackend:
                 self.settings.spare_sandboxes, _boots_in_process, _spares_override):
             return False
         build = resolve_build(spec.wp)
-        key = _spare_key(build, spec, self._binds(spec), self.settings.home)
+        key = _spare_key(build, spec, self._binds(spec), self.settings)
         with _spares_lock:
             if key in _spares:
                 return False
@@ -426,7 +435,7 @@ class PlaygroundBackend:
     def _sidecar_future(self, spec: SandboxSpec, binds: tuple[Bind, ...] | None = None) -> Future[Sidecar]:
         if binds is None:
             binds = self._binds(spec)
-        key = sidecar_key(spec.policy, binds, self.settings.home)
+        key = sidecar_key(spec.policy, binds, self.settings)
         with _sidecars_lock:
             existing = _sidecars.get(key)
             if existing is not None and existing.alive:
@@ -455,7 +464,7 @@ class PlaygroundBackend:
         self._sidecar_future(spec)  # node starts while the site directory is prepared
         report("resolving-wordpress", {"version": build.version})
         golden = ensure_golden_site(build, self.settings.golden_dir)
-        spare_key = _spare_key(build, spec, self._binds(spec), self.settings.home)
+        spare_key = _spare_key(build, spec, self._binds(spec), self.settings)
         poolable = spec.preview_port is None and spec.preview_bind is None and spec.blueprint is None
         if poolable:
             with _spares_lock:

@@ -35,9 +35,12 @@ from codebox_tui.runtime.catalog import get_command, handler_for, parse_args
 from codebox_tui.runtime.mounts import PrivateCopy, new_copies_dir, remove_tree
 from codebox_tui.runtime.outcome import CommandOutcome
 from codebox_tui.runtime.policy import Redactor, check_command, check_secret_values
+from codebox_tui.runtime.special_modes import SPECIAL_MODE_FLAG, special_mode_entries, strip_new_special_modes
 from codebox_tui.settings import get_settings
 
 EventCallback = Callable[[RuntimeEvent], None]
+# review risk flag: the sandbox's PHP hit CODEBOX_SANDBOX_WRITE_BUDGET (node/writeguard.mjs)
+WRITE_BUDGET_FLAG = "write-budget-exceeded"
 @dataclass
 class EvidenceFile:
     """An extra file a handler wrote under ``run_dir`` for the bundle (e.g. files/browser/screenshot.png)."""
@@ -109,6 +112,8 @@ class RunSession:
         self._scratch = _baselines_dir()
         self._copies_dir: Path | None = None  # the private copies' own folder (see _take_baselines)
         self._private_copies: list[PrivateCopy] = []
+        # what already carried setuid/setgid/sticky bits before the boot, per written folder (_strip_special_modes)
+        self._special_before: dict[int, set[str]] = {}
         self._events = open(self.run_dir / layout.EVENTS, "a", encoding="utf-8")
         self._commands = open(self.run_dir / layout.COMMANDS, "a", encoding="utf-8")
         self._runtime_log = open(self.run_dir / "logs" / "runtime.log", "a", encoding="utf-8")
@@ -189,7 +194,29 @@ class RunSession:
                                              {i: c.staged for i, c in copies.items()}))
         self.emit("artifacts.baselines", {"count": len(self.baselines), "privateCopies": len(copies),
                                           "ms": int((time.monotonic() - started) * 1000)})
+        self._special_before = {index: special_mode_entries(folder) for index, folder in self._written_folders()}
         return dataclasses.replace(self.spec, private_copies=copies) if copies else self.spec
+
+    def _written_folders(self) -> list[tuple[int, Path]]:
+        """The host folders the sandbox writes, by mount index: ``:live`` sources and private copies."""
+        live = [(i, Path(m.source)) for i, m in enumerate(self.spec.mounts) if m.mode == "readwrite" and m.live]
+        return [*live, *((copy.index, copy.path) for copy in self._private_copies)]
+
+    def _strip_special_modes(self) -> None:
+        """After the sandbox is gone: no file it wrote keeps a setuid/setgid/sticky bit (runtime/special_modes.py);
+        the first time any is found, the run gets the ``special-mode-bits`` risk flag."""
+        for index, folder in self._written_folders():
+            try:
+                stripped = strip_new_special_modes(folder, self._special_before.get(index, set()))
+            except OSError as error:
+                self.emit("runtime.special-modes-unchecked", {"mount": index, "error": str(error)}, level="error")
+                continue
+            if not stripped:
+                continue
+            if SPECIAL_MODE_FLAG not in self.extra_risk_flags:
+                self.extra_risk_flags.append(SPECIAL_MODE_FLAG)
+            self.emit("sandbox.special-mode-bits", {"mount": index, "paths": stripped[:100], "count": len(stripped)},
+                      level="warning")
 
     def mount_dir(self, index: int) -> Path:
         """The host folder that ``spec.mounts[index]`` shows the sandbox: the private copy of a
@@ -277,6 +304,10 @@ class RunSession:
         except CodeboxError as error:
             error_info = error
             outcome = CommandOutcome(stdout="", stderr=error.message, exit_code=1)
+        if self.check_write_budget(command_id):  # the command hit it: it failed, whatever PHP made of that
+            note = "codebox: the sandbox's write budget was exceeded; later writes failed (Disk quota exceeded)"
+            outcome = dataclasses.replace(outcome, exit_code=outcome.exit_code or 1,
+                                          stderr=f"{outcome.stderr}\n{note}" if outcome.stderr else note)
         duration = int((time.monotonic() - started) * 1000)
         limit = int(get_settings().max_command_output_bytes)
         truncated = dict(outcome.truncated or {})
@@ -357,7 +388,25 @@ class RunSession:
         if sandbox is not None:
             sandbox.abort(reason)
 
+    def check_write_budget(self, command_id: str | None = None) -> bool:
+        """Whether the sandbox's PHP has just hit its write budget (docs/security.md, "What a sandbox may
+        write"): the first time, the run gets the ``write-budget-exceeded`` risk flag and an event."""
+        check = getattr(self._sandbox, "write_budget_exceeded", None)
+        if check is None or WRITE_BUDGET_FLAG in self.extra_risk_flags:
+            return False
+        try:
+            hit = check()
+        except SandboxError:
+            return False
+        if not hit:
+            return False
+        self.extra_risk_flags.append(WRITE_BUDGET_FLAG)
+        self.emit("sandbox.write-budget-exceeded", {**hit, **({"id": command_id} if command_id else {})},
+                  level="warning")
+        return True
+
     def dispose(self) -> None:
+        self.check_write_budget()  # writes made outside commands (page loads, browser probes)
         with self._lock:
             sandbox, self._sandbox = self._sandbox, None
         # private copies leave the sandbox's folder first (it is deleted with the sandbox); capture
@@ -372,6 +421,7 @@ class RunSession:
             started = time.monotonic()
             sandbox.dispose()
             self.emit("runtime.disposed", {"disposeMs": int((time.monotonic() - started) * 1000)})
+            self._strip_special_modes()
         if self.status != "failed":
             self.status = "destroyed"
 

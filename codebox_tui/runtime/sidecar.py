@@ -37,8 +37,18 @@ LOG_PREFIX = "codebox-sidecar-"
 # V8 flags per ``wasm_compiler`` setting (placed before the script: they are node's own options).
 WASM_COMPILER_FLAGS = {"baseline": ["--liftoff-only"], "tiered": []}
 NODE_ARGS = ["--import", "./netguard.mjs", "--import", "./nospawn.mjs", "--import", "./probeguard.mjs",
+             "--import", "./writeguard.mjs",
              "sidecar.mjs",
              f"--default-php={DEFAULT_PHP_VERSION}"]
+
+
+def budgeted_roots(sandboxes_root: Path | None, binds: tuple[Bind, ...]) -> list[str]:
+    """The host folders whose growth counts against the write budget (node/writeguard.mjs): every sandbox's
+    own folder (site, private copies, opcache) and the ``:live`` folders. Playground's private temp folder
+    (``/internal``, where it unpacks its ICU data at each boot) is not among them."""
+    roots = [str(sandboxes_root)] if sandboxes_root is not None else []
+    roots += [bind.path for bind in binds if bind.writable]
+    return sorted({*roots, *(os.path.realpath(root) for root in roots)})
 
 
 class Sidecar:
@@ -46,7 +56,7 @@ class Sidecar:
 
     def __init__(self, *, node: str, home: Path, network_policy: str, start_timeout_s: float = 30.0,
                  confinement: str = "bwrap", sandboxes_root: Path | None = None,
-                 binds: tuple[Bind, ...] = (), wasm_compiler: str = "baseline") -> None:
+                 binds: tuple[Bind, ...] = (), wasm_compiler: str = "baseline", write_budget: int = 0) -> None:
         script = NODE_BRIDGE_DIR / "sidecar.mjs"
         if not (NODE_BRIDGE_DIR / "node_modules" / "@wp-playground" / "cli").is_dir():
             raise SandboxError(
@@ -57,6 +67,7 @@ class Sidecar:
         self.network_policy = network_policy
         self.confined = confinement != "none"
         self.binds = binds
+        self.write_budget = write_budget
         bwrap = find_bwrap() if self.confined else ""
         if self.confined and sandboxes_root is None:
             raise ValueError("a confined sidecar needs the sandboxes root")
@@ -74,6 +85,9 @@ class Sidecar:
             # (inside the confinement it is the sidecar's /tmp)
             "TMPDIR": "/tmp" if self.confined else str(self.tmp_dir),
             "CODEBOX_NETWORK_POLICY": network_policy,
+            # bytes each sandbox's PHP may add to host files, 0 for no limit (node/writeguard.mjs)
+            "CODEBOX_WRITE_BUDGET": str(int(write_budget)),
+            "CODEBOX_WRITE_BUDGET_ROOTS": json.dumps(budgeted_roots(sandboxes_root, binds)),
             "NODE_NO_WARNINGS": "1",
         }
         node_args = [*WASM_COMPILER_FLAGS[wasm_compiler], *NODE_ARGS]

@@ -255,7 +255,8 @@ def test_confined_sidecar_sees_only_what_it_needs(playground_session, tmp_path: 
     assert visible == {"project": False, "store": False, "golden": False, "root-home": False,
                        "tmp-test-dir": False, "sandboxes": True, "site": True}, visible
     names = {item.split(b"=", 1)[0].decode() for item in environ if item}
-    assert names <= {"PATH", "HOME", "TMPDIR", "PWD", "CODEBOX_NETWORK_POLICY", "NODE_NO_WARNINGS"}, names
+    assert names <= {"PATH", "HOME", "TMPDIR", "PWD", "CODEBOX_NETWORK_POLICY", "CODEBOX_WRITE_BUDGET",
+                     "CODEBOX_WRITE_BUDGET_ROOTS", "NODE_NO_WARNINGS"}, names
     assert not any(b"do-not-leak" in item for item in environ)
     assert len(proc_pids) < 10, proc_pids  # its own /proc: bwrap and node only
     assert all(b"pytest" not in cmd for cmd in own_cmdlines)  # no host processes (nor their environ)

@@ -9,6 +9,7 @@ import http from 'node:http';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { BroadcastChannel } from 'node:worker_threads';
 
 // Defence in depth (docs/security.md, "Layers"): refuse to run without the spawn guard preloaded.
 if (!globalThis.__codeboxSpawnRefused) {
@@ -21,7 +22,27 @@ if (!globalThis.__codeboxProbeGuard || !globalThis.__codeboxProbeToken) {
   process.exit(3);
 }
 
+// What a sandbox may write (setuid bits, the write budget) is held by writeguard.mjs.
+if (!globalThis.__codeboxWriteGuard) {
+  process.stderr.write('writeguard.mjs was not preloaded (node --import ./writeguard.mjs); refusing to start\n');
+  process.exit(3);
+}
+
 const sandboxes = new Map();
+
+// A PHP worker that hit the write budget names the host file (writeguard.mjs); the sandbox whose host
+// folders hold it is flagged, and `writeBudget` reports it to Python.
+const budgetChannel = new BroadcastChannel('codebox-write-budget');
+budgetChannel.unref();
+budgetChannel.onmessage = ({ data }) => {
+  const file = String(data && data.path || '');
+  for (const [name, entry] of sandboxes) {
+    if (entry.hostPaths.some((root) => file === root || file.startsWith(root.endsWith(path.sep) ? root : root + path.sep))) {
+      entry.writeBudgetExceeded = { path: file, budget: data.budget };
+      process.stderr.write(`sandbox ${name} exceeded its write budget (${file})\n`);
+    }
+  }
+};
 const out = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
 const progress = (sandbox, phase, data = {}) => out({ event: 'progress', sandbox, data: { phase, ...data } });
 
@@ -290,6 +311,12 @@ const ops = {
   // Loaded on first use: runs that never exec do not pay for the interpreter and the PHP parser.
   exec: async (p) => (await execModule()).runExec(need(p.sandbox).pg, p),
   classify: async (p) => (await execModule()).classifyOnly(p),
+
+  // Whether the sandbox's PHP hit the write budget (writeguard.mjs): {exceeded, path, budget}.
+  writeBudget: async (p) => {
+    const hit = need(p.sandbox).writeBudgetExceeded;
+    return hit ? { exceeded: true, ...hit } : { exceeded: false };
+  },
 
   dispose: async (p) => {
     const entry = sandboxes.get(p.sandbox);

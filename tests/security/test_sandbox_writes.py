@@ -1,0 +1,174 @@
+"""What a sandbox may write (docs/security.md, "What a sandbox may write"), attacked for real.
+
+PHP inside a real Playground sandbox tries to make setuid, setgid and sticky files and folders in a
+copy-on-write mount, a ``:live`` mount and the site itself: no host file may carry any of those bits
+(checked with ``os.lstat`` on the real host paths while the sandbox is up) and the captured modes have
+none. Then PHP writes 64 MiB into a ``:live`` mount under a 16 MiB write budget: the write fails inside
+PHP, the host file holds at most the budget, the command fails and the run is flagged
+``write-budget-exceeded`` in review.json and the events.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.playground
+
+SPECIAL = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX
+COW = "/wordpress/wp-content/plugins/cow"
+LIVE = "/wordpress/wp-content/plugins/live"
+SITE = "/wordpress/wp-content/uploads/codebox-modes"
+
+MODES_ATTACK = r"""<?php
+$r = [];
+foreach (__DIRS__ as $d) {
+    @mkdir($d, 0777, true);
+    file_put_contents("$d/suid.php", "<?php echo 1;\n");
+    $r["$d/suid.php"] = chmod("$d/suid.php", 04755);
+    file_put_contents("$d/sgid.php", "<?php echo 1;\n");
+    $r["$d/sgid.php"] = chmod("$d/sgid.php", 02755);
+    $r["$d/sgid-dir"] = mkdir("$d/sgid-dir", 02775);
+    @mkdir("$d/sticky");
+    $r["$d/sticky"] = chmod("$d/sticky", 01777);
+    $f = fopen("$d/made.txt", 'x'); fclose($f);
+    $r["$d/made.txt"] = chmod("$d/made.txt", 06777);
+}
+echo json_encode($r);
+"""
+NAMES = ("suid.php", "sgid.php", "sgid-dir", "sticky", "made.txt")
+
+
+def _special(path: Path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode) & SPECIAL
+
+
+@pytest.fixture()
+def user_folders(tmp_path: Path) -> tuple[Path, Path]:
+    cow, live = tmp_path / "cow", tmp_path / "live"
+    for folder in (cow, live):
+        folder.mkdir()
+        (folder / "plugin.php").write_text("<?php\n/* Plugin Name: Modes */\n")
+    return cow, live
+
+
+def _site_copy(work_dir: Path, name: str) -> Path:
+    """The host path of ``SITE/name`` in the sandbox's private site folder."""
+    for directory, dirs, files in os.walk(work_dir):
+        if Path(directory).name == Path(SITE).name and name in (*dirs, *files):
+            return Path(directory) / name
+    raise AssertionError(f"{SITE}/{name} not found under {work_dir}")
+
+
+def test_sandbox_cannot_make_setuid_setgid_or_sticky_host_files(
+        playground_session: Any, tmp_path: Path, user_folders: tuple[Path, Path]) -> None:
+    cow, live = user_folders
+    code = MODES_ATTACK.replace("__DIRS__", json.dumps([COW, LIVE, SITE]))
+    with playground_session.new_run(tmp_path / "artifacts", mounts=[f"{cow}:{COW}", f"{live}:{LIVE}:live"]) as run:
+        result = run.execute("wordpress.run-php", ["code=" + code])
+        assert result.exitCode == 0, result.stderr
+        assert all(json.loads(result.stdout).values()), result.stdout  # PHP's chmod and mkdir succeeded
+        private_copy = run._private_copies[0].path  # the copy-on-write mount's host folder while up
+        hosts = {f"site/{name}": _site_copy(run._sandbox.work_dir, name) for name in NAMES}
+        hosts |= {f"cow/{name}": private_copy / name for name in NAMES}
+        hosts |= {f"live/{name}": live / name for name in NAMES}
+        carrying = {label: oct(_special(path)) for label, path in hosts.items() if _special(path)}
+        assert not carrying, f"host files with setuid/setgid/sticky bits: {carrying}"
+        summary = run.capture()
+    changed = json.loads((Path(summary.path) / "files" / "changed-files.json").read_text())
+    modes = {f["relativePath"]: f.get("afterMode") for f in changed["files"]}
+    assert "suid.php" in modes and "made.txt" in modes, modes
+    assert not [rel for rel, mode in modes.items() if mode and int(mode, 8) & SPECIAL], modes
+
+
+@pytest.fixture()
+def write_budget_16m() -> Iterator[int]:
+    from codebox_tui.settings import reload_settings
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CODEBOX_SANDBOX_WRITE_BUDGET", "16M")
+        yield reload_settings().sandbox_write_budget
+    reload_settings()
+
+
+FLOOD = r"""<?php
+$f = fopen('__DIR__/flood.bin', 'w');
+$chunk = str_repeat('x', 1 << 20);
+$written = 0;
+$failed = false;
+for ($i = 0; $i < 64; $i++) {
+    $n = @fwrite($f, $chunk);
+    if ($n === false || $n < strlen($chunk)) { $failed = true; $written += (int) $n; break; }
+    $written += $n;
+}
+fclose($f);
+echo json_encode(['written' => $written, 'failed' => $failed, 'error' => error_get_last()['message'] ?? '']);
+"""
+
+
+def test_write_budget_stops_a_sandbox_filling_the_disk(
+        playground_session: Any, tmp_path: Path, user_folders: tuple[Path, Path], write_budget_16m: int) -> None:
+    _cow, live = user_folders
+    assert write_budget_16m == 16 * 1024 * 1024
+    with playground_session.new_run(tmp_path / "artifacts", mounts=[f"{live}:{LIVE}:live"]) as run:
+        result = run.execute("wordpress.run-php", ["code=" + FLOOD.replace("__DIR__", LIVE)])
+        summary = run.capture()
+    php = json.loads(result.stdout.strip().splitlines()[0])
+    assert php["failed"] and php["written"] <= write_budget_16m, php
+    assert (live / "flood.bin").stat().st_size <= write_budget_16m
+    assert result.exitCode != 0 and "write budget" in result.stderr
+    bundle = Path(summary.path)
+    review = json.loads((bundle / "files" / "review.json").read_text())
+    assert "write-budget-exceeded" in review["riskFlags"]
+    events = [json.loads(line) for line in (bundle / "events.jsonl").read_text().splitlines() if line.strip()]
+    hit = [e for e in events if e["type"] == "sandbox.write-budget-exceeded"]
+    assert hit and hit[0]["data"]["path"].endswith("flood.bin"), hit
+
+
+def test_special_bits_that_get_past_the_guard_are_stripped_after_the_run(
+        playground_session: Any, tmp_path: Path, user_folders: tuple[Path, Path]) -> None:
+    """The check behind the guard: a file the sandbox wrote that carries a setuid bit once the sandbox is
+    gone (the host sets it here, standing in for a guard that failed) is stripped and the run flagged;
+    the user's own setgid folder, which had the bit before the run, keeps it."""
+    cow, live = user_folders
+    (live / "shared").mkdir()
+    (live / "shared").chmod(0o2775)
+    code = "<?php file_put_contents('__D__/tool.php', '<?php echo 1;'); echo 'ok';"
+    with playground_session.new_run(tmp_path / "artifacts", mounts=[f"{cow}:{COW}", f"{live}:{LIVE}:live"]) as run:
+        for target in (COW, LIVE):
+            assert run.execute("wordpress.run-php", ["code=" + code.replace("__D__", target)]).stdout == "ok"
+        (live / "tool.php").chmod(0o4755)
+        (run._private_copies[0].path / "tool.php").chmod(0o4755)
+        summary = run.capture()
+    assert not _special(live / "tool.php")
+    assert _special(live / "shared") == stat.S_ISGID
+    bundle = Path(summary.path)
+    review = json.loads((bundle / "files" / "review.json").read_text())
+    assert "special-mode-bits" in review["riskFlags"]
+    events = [json.loads(line) for line in (bundle / "events.jsonl").read_text().splitlines() if line.strip()]
+    flagged = {p for e in events if e["type"] == "sandbox.special-mode-bits" for p in e["data"]["paths"]}
+    assert flagged == {"tool.php"}, events
+
+
+def test_the_sidecar_refuses_to_start_without_the_write_guard(tmp_path: Path) -> None:
+    """Defence in depth: without writeguard.mjs preloaded no sidecar starts (no mode mask, no budget)."""
+    import shutil
+    import subprocess
+
+    from codebox_tui.settings import NODE_BRIDGE_DIR
+
+    node = shutil.which("node")
+    assert node, "node is needed for the Playground bridge"
+    guards = ["--import", "./netguard.mjs", "--import", "./nospawn.mjs", "--import", "./probeguard.mjs"]
+    done = subprocess.run([node, *guards, "sidecar.mjs"], cwd=NODE_BRIDGE_DIR, input="", capture_output=True,
+                          text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CODEBOX_NETWORK_POLICY": "deny"})
+    assert done.returncode == 3, (done.returncode, done.stderr[-500:])
+    assert "writeguard.mjs was not preloaded" in done.stderr
+    assert '"event":"hello"' not in done.stdout
