@@ -33,6 +33,7 @@ from tests.factories.apply_back import BASELINE, CHANGES, capture, tree, write_t
 ITERATIONS = 200
 CLI_ITERATIONS = 4
 SWAPPED = "includes"
+HOLD_SYSCALLS = 300
 
 
 def snapshot(folder: Path) -> dict[str, bytes | str]:
@@ -73,11 +74,18 @@ def _swap_forever(queue: Any, running: Event, idle: Event, outside: str) -> None
             os.rename(spare, real)  # and the link takes its name
         except OSError:
             pass
+        _hold(real)  # each state lasts a while (counted in system calls, not in time)
         try:
             os.unlink(real) if real.is_symlink() else None
             os.rename(link, real)
         except OSError:
             pass
+        _hold(real)
+
+
+def _hold(path: Path) -> None:
+    for _ in range(HOLD_SYSCALLS):
+        os.path.lexists(path)
 
 
 def _settle(target: Path) -> None:
