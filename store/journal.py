@@ -272,6 +272,8 @@ def _roll_back(root: Path, root_fd: int, staging_fd: int, doc: dict[str, Any]) -
                     try:
                         os.replace(index, name, src_dir_fd=old_fd, dst_dir_fd=parent)
                         os.fsync(parent)
+                    except FileNotFoundError as gone:  # the folder was removed meanwhile: the backup stays
+                        raise _refuse(root, f"{'/'.join(folders)} disappeared during recovery") from gone
                     finally:
                         os.close(parent)
             elif entry.get("staged"):
@@ -413,7 +415,10 @@ def _stage_and_commit(
                 raise fdtree.UnsafePath("/".join(folders), "disappeared during apply")
             try:
                 if "staged" in entry:
-                    os.replace(entry["staged"].split("/")[1], name, src_dir_fd=new_fd, dst_dir_fd=parent)
+                    try:
+                        os.replace(entry["staged"].split("/")[1], name, src_dir_fd=new_fd, dst_dir_fd=parent)
+                    except FileNotFoundError as gone:  # the opened folder was removed meanwhile
+                        raise fdtree.UnsafePath("/".join(folders), "disappeared during apply") from gone
                 else:
                     try:
                         os.unlink(name, dir_fd=parent)

@@ -236,3 +236,45 @@ def test_recovery_of_a_prepared_apply_does_not_follow_a_swapped_folder(tmp_path:
     assert caught.value.exit_code == 5
     assert snapshot(outside) == before_outside
     assert (staging / "old" / "0").read_bytes() == b"the original old.php\n"  # kept for a retry by hand
+
+
+def _prepared_journal(root: Path, journals: Path) -> None:
+    """An apply into ``root`` interrupted after ``prepared``: recovery must put ``includes/old.php`` back
+    from its backup and remove the added ``includes/extra.php``."""
+    staging = root / STAGING_DIR
+    (staging / "new").mkdir(parents=True)
+    (staging / "old").mkdir()
+    (staging / "old" / "0").write_bytes(b"the original old.php\n")
+    (root / SWAPPED / "old.php").unlink()
+    (root / SWAPPED / "extra.php").write_bytes(b"added\n")
+    info = staging.lstat()
+    doc = {
+        "version": JOURNAL_VERSION, "state": "prepared", "target": str(root.resolve()),
+        "entries": [{"path": "includes/old.php", "backup": "old/0"}, {"path": "includes/extra.php", "staged": "new/1"}],
+        "created_dirs": [], "staging_ident": [info.st_dev, info.st_ino],
+    }
+    journal_path(root, journals).write_text(json.dumps(doc))
+
+
+def test_recovery_under_the_same_race_never_acts_outside(
+    tmp_path: Path, racer: tuple[Any, Event, Event, Path]
+) -> None:
+    outside = racer[3]
+    (outside / "extra.php").write_bytes(b"outside, must survive\n")
+    before_outside = snapshot(outside)
+    journals = tmp_path / "journals"
+    journals.mkdir()
+    for index in range(ITERATIONS):
+        root = _fresh_target(tmp_path, f"target-{index:03d}")
+        _prepared_journal(root, journals)
+        _race(racer, root)
+        try:
+            outcome = recover(root, journals=journals)
+        except ConflictError as error:
+            _stop(racer)
+            assert error.exit_code == 5
+        else:
+            _stop(racer)
+            assert outcome == "rolled-back"
+        assert snapshot(outside) == before_outside, f"recovery {index} acted outside the target"
+        shutil.rmtree(root)
