@@ -7,8 +7,10 @@ plainly, share it without an import cycle."""
 from __future__ import annotations
 
 import hashlib
-import stat
+import os
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
@@ -16,7 +18,7 @@ from typing import Any, ClassVar
 from codebox_tui.contracts.apply import ApplyResult, Decision
 from codebox_tui.contracts.bundle import ChangedFile
 from codebox_tui.errors import BadInputError, ConflictError
-from store import threeway
+from store import fdtree, threeway
 from store.patchtext import PatchError, apply_block
 from store.threeway import BaselineLookup, FileMerge
 
@@ -109,18 +111,16 @@ class ApplyPlan:
     def in_after_state(self, root: Path) -> bool:
         """True if every approved file in ``root`` already has its after content (applied before)."""
         root_real = target_root(root)
-        for change in self.files:
-            path = root_real.joinpath(*PurePosixPath(change.relative_path).parts)
-            if _unsafe_component(root_real, path):
-                return False
-            current = _read_regular(path)
-            if isinstance(current, str) or change.partial:  # a part's after bytes are not recorded
-                return False
-            if change.status == "deleted":
-                if current is not None:
+        with _opened(root_real) as root_fd:
+            for change in self.files:
+                current = fdtree.read_regular(root_fd, change.relative_path)
+                if isinstance(current, str) or change.partial:  # a part's after bytes are not recorded
                     return False
-            elif current is None or hashlib.sha256(current).hexdigest() != change.after_sha256:
-                return False
+                if change.status == "deleted":
+                    if current is not None:
+                        return False
+                elif current is None or hashlib.sha256(current[0]).hexdigest() != change.after_sha256:
+                    return False
         return True
 
     def plan_writes(
@@ -140,19 +140,29 @@ class ApplyPlan:
         (store/threeway.py) instead of refused; ``baseline`` finds its base (default: the bundle).
         """
         root_real = target_root(root)
+        with _opened(root_real) as root_fd:
+            return self._plan_writes(root, root_real, root_fd, allow_binary, three_way, baseline)
+
+    def _plan_writes(
+        self,
+        root: Path,
+        root_real: Path,
+        root_fd: int,
+        allow_binary: bool,
+        three_way: bool,
+        baseline: BaselineLookup | None,
+    ) -> list[PlannedWrite]:
         writes: list[PlannedWrite] = []
         conflicts: list[dict[str, Any]] = []
         merges: list[FileMerge] = []
         for change in self.files:
             path = root_real.joinpath(*PurePosixPath(change.relative_path).parts)
-            problem = _unsafe_component(root_real, path)
-            if problem:
-                conflicts.append({"file": change.relative_path, "reason": problem})
+            # read through the target's descriptor without following links (store/fdtree.py)
+            found = fdtree.read_regular(root_fd, change.relative_path)
+            if isinstance(found, str):
+                conflicts.append({"file": change.relative_path, "reason": found})
                 continue
-            current = _read_regular(path)
-            if isinstance(current, str):
-                conflicts.append({"file": change.relative_path, "reason": current})
-                continue
+            current, current_mode = found if found is not None else (None, None)
             current_sha = hashlib.sha256(current).hexdigest() if current is not None else None
             if change.status == "added":
                 if current is not None:
@@ -164,7 +174,7 @@ class ApplyPlan:
                     continue
                 if current_sha != change.before_sha256:
                     if three_way and change.status == "modified" and not change.binary:
-                        merged = self._merge(change, current, path, baseline)
+                        merged = self._merge(change, current, current_mode, path, baseline)
                         if merged.merge is not None:
                             merges.append(merged.merge)
                         if merged.conflict is not None:
@@ -200,7 +210,7 @@ class ApplyPlan:
                     }
                 )
                 continue
-            mode = _mode_for(path, change.after_mode, current is not None)
+            mode = _mode_for(current_mode, change.after_mode)
             writes.append(PlannedWrite(change.relative_path, path, "write", content, mode, current_sha))
         if conflicts:
             details: dict[str, Any] = {"conflicts": conflicts}
@@ -220,7 +230,8 @@ class ApplyPlan:
         return writes
 
     def _merge(
-        self, change: ApprovedChange, current: bytes, path: Path, baseline: BaselineLookup | None
+        self, change: ApprovedChange, current: bytes, current_mode: int | None, path: Path,
+        baseline: BaselineLookup | None,
     ) -> _Merged:
         """One modified file that changed in the target since the run, merged three-way."""
         found = baseline(change) if baseline is not None else None
@@ -248,7 +259,7 @@ class ApplyPlan:
                 f" ({merge.reason})" if merge.reason else "")
             return _Merged(conflict={"file": change.relative_path, "reason": reason,
                                      "hunks": [h.to_wire() for h in merge.hunks]}, merge=merge)
-        mode = _mode_for(path, change.after_mode, True)
+        mode = _mode_for(current_mode, change.after_mode)
         write = PlannedWrite(change.relative_path, path, "write", content, mode,
                              hashlib.sha256(current).hexdigest(), merge)
         return _Merged(write=write, merge=merge)
@@ -295,43 +306,25 @@ def target_root(root: Path) -> Path:
     return real
 
 
-def _unsafe_component(root: Path, path: Path) -> str | None:
-    """A reason if ``path`` would leave ``root`` or pass through a symlink; else None."""
+@contextmanager
+def _opened(root_real: Path) -> Iterator[int]:
     try:
-        rel = path.relative_to(root)
-    except ValueError:
-        return "outside the target"
-    current = root
-    for part in rel.parts[:-1]:
-        current = current / part
-        try:
-            info = current.lstat()
-        except FileNotFoundError:
-            return None  # the rest will be created
-        if stat.S_ISLNK(info.st_mode):
-            return f"{current.relative_to(root)} is a symlink"
-        if not stat.S_ISDIR(info.st_mode):
-            return f"{current.relative_to(root)} is not a directory"
-    return None
-
-
-def _read_regular(path: Path) -> bytes | str | None:
-    """The file's bytes, None if absent, or a reason string if it is not a regular file."""
-    try:
-        info = path.lstat()
-    except FileNotFoundError:
-        return None
+        fd = fdtree.open_root(root_real)
     except OSError as error:
-        return f"cannot stat: {error}"
-    if not stat.S_ISREG(info.st_mode):
-        return "is not a regular file (symlink or directory)"
+        raise ConflictError(
+            f"the target {root_real} cannot be opened as a folder without following a link ({error.strerror})",
+            code="target-conflict",
+            field="--target",
+        ) from error
     try:
-        return path.read_bytes()
-    except OSError as error:
-        return f"cannot read: {error}"
+        yield fd
+    finally:
+        os.close(fd)
 
 
-def _mode_for(path: Path, after_mode: str | None, exists: bool) -> int:
-    if exists:
-        return stat.S_IMODE(path.stat().st_mode)
+def _mode_for(current_mode: int | None, after_mode: str | None) -> int:
+    """An existing file keeps its permission bits, a new one gets the bundle's; never setuid, setgid or
+    sticky bits (docs/security-host.md, "Apply-back")."""
+    if current_mode is not None:
+        return current_mode & 0o777
     return 0o755 if after_mode == "100755" else 0o644

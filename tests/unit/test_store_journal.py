@@ -3,6 +3,9 @@ tests/integration/test_store_journal_sigkill.py)."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -52,3 +55,22 @@ def test_error_midway_rolls_back(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         transactional_write(root, writes)
     assert snapshot(root) == before
+
+
+def test_special_mode_bits_are_never_written(tmp_path: Path) -> None:
+    """A mode with setuid, setgid or sticky bits (from a bundle, or kept from a file that had them) is
+    applied without them: apply writes only the permission bits 0o777."""
+    root = tmp_path / "t"
+    root.mkdir()
+    (root / "tool.sh").write_bytes(b"#!/bin/sh\n")
+    os.chmod(root / "tool.sh", 0o6755)
+    writes = [
+        JournalWrite("added.sh", root / "added.sh", b"#!/bin/sh\necho new\n", 0o7755),
+        JournalWrite("tool.sh", root / "tool.sh", b"#!/bin/sh\necho changed\n", 0o6755,
+                     hashlib.sha256(b"#!/bin/sh\n").hexdigest()),
+    ]
+    with target_lock(root):
+        transactional_write(root, writes)
+    assert stat.S_IMODE((root / "added.sh").stat().st_mode) == 0o755
+    assert stat.S_IMODE((root / "tool.sh").stat().st_mode) == 0o755
+    assert (root / "tool.sh").read_bytes() == b"#!/bin/sh\necho changed\n"
