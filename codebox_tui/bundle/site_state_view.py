@@ -35,6 +35,8 @@ def counts_line(diff: SiteStateDiff) -> str:
     counts = site_state_counts(diff)
     if diff.empty:
         return "no changes to the site's database"
+    if any(r.code == "summary-unavailable" for r in diff.risks):
+        return "UNKNOWN: the site-state summary could not be computed (see Risks)"
     return ", ".join(f"{n} {name}" for name, n in counts.items() if n)
 
 

@@ -2,7 +2,9 @@
 right after boot, another right before capture (while the sandbox is alive), and their diff written to the
 bundle as ``files/site-state-diff.json`` with its risk flags added to the review's.
 
-A summary that fails (a command may have broken the database) is a warning event, never a failed run.
+A summary or diff that cannot be computed (a command may have broken the database, or planted decoys to make
+the summary fail) fails closed: the diff written is a high ``summary-unavailable`` risk flag with the reason,
+so the review cannot read as clean (the run itself does not fail).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class SiteStateRecorder:
         self.before: SiteStateSummary | None = None
         self.listing: Listing | None = None  # wp-content outside the mounts, after boot
         self.diff: SiteStateDiff | None = None
+        self.failure: str | None = None  # why a summary could not be taken (phase: reason)
         self.seconds = 0.0  # time spent on the summaries and the diff (bench/bench_site_state.py)
 
     def _summary(self, phase: str) -> SiteStateSummary | None:
@@ -46,6 +49,7 @@ class SiteStateRecorder:
             summary = take_summary(self.session.sandbox)
         except SandboxError as error:
             self.session.emit("site-state.unavailable", {"phase": phase, **error.to_dict()}, level="warning")
+            self.failure = self.failure or f"{phase}: {error}"
             return None
         finally:
             self.seconds += time.monotonic() - started
@@ -117,15 +121,21 @@ class SiteStateRecorder:
 
     def record_after(self) -> SiteStateDiff | None:
         """Right before capture: the second summary, the diff as evidence and its risk flags for the
-        review. Nothing when the sandbox is gone or the first summary is missing."""
-        if self.before is None or self.diff is not None or not self.session.booted:
+        review. Nothing when the sandbox is gone or no summary was tried; a summary or diff that failed is
+        written as an unavailable diff (fail closed)."""
+        if self.diff is not None or not self.session.booted or (self.before is None and self.failure is None):
             return None
-        after = self._summary("after")
-        if after is None:
-            return None
-        files_after = self._listing("after") if self.listing is not None else None
+        after = self._summary("after") if self.before is not None else None
+        files_after = self._listing("after") if self.listing is not None and after is not None else None
         started = time.monotonic()
-        diff = self._with_files(diff_summaries(self.before, after), files_after)
+        diff = None
+        if self.before is not None and after is not None:
+            try:
+                diff = self._with_files(diff_summaries(self.before, after), files_after)
+            except (ValueError, TypeError, KeyError) as error:  # sandbox-shaped data the diff could not take
+                self.failure = f"diff: {type(error).__name__}: {str(error)[:300]}"
+        if diff is None:
+            diff = unavailable_diff(self.failure or "unknown reason")
         doc = diff.model_dump(mode="json", by_alias=True, exclude_none=True)
         path = self.session.add_evidence(layout.SITE_STATE_DIFF, SITE_STATE_DIFF_KIND, "application/json")
         path.write_text(self.session.redact(pretty_json(doc)), encoding="utf-8")
@@ -134,3 +144,12 @@ class SiteStateRecorder:
         self.session.emit("site-state.diff", {"empty": diff.empty, "risks": [r.code for r in diff.risks]})
         self.diff = diff
         return diff
+
+
+def unavailable_diff(reason: str) -> SiteStateDiff:
+    """The diff of a run whose summaries or diff could not be computed: no changes listed, one high risk flag
+    naming the reason (docs/site-state.md, "Fail closed")."""
+    risk = RiskFlag(code="summary-unavailable", severity="high", subject="site-state",
+                    message=f"the site-state summary could not be computed ({reason[:500]}); what the run did to "
+                    "the site's database is unknown")
+    return SiteStateDiff(before="", after="", risks=[risk], empty=False)

@@ -232,13 +232,28 @@ def _risks(diff: SiteStateDiff, before: SiteStateSummary, after: SiteStateSummar
                                   message=f"cron event {event.hook} scheduled"
                                   + (f" ({event.schedule})" if event.schedule else " (once)")))
     for change in diff.controlFiles:
-        # /internal/shared runs before every request (docs/security.md); a drop-in or mu-plugin inside WordPress
-        internal = change.path.startswith("/internal/")
-        risks.append(RiskFlag(code="sandbox-control-file-modified", severity="high" if internal else "medium",
-                              subject=change.path,
-                              message=f"{'sandbox control file' if internal else 'drop-in or mu-plugin'} "
-                              f"{change.path} {change.status}"))
+        risks.append(control_file_risk(change.path, change.status))
     return risks
+
+
+def control_file_risk(path: str, status: str) -> RiskFlag:
+    """The risk flag of one changed control file (docs/site-state.md, "Files outside the mounts"), always high:
+    each of them decides what the site runs or which database it uses. wp-config.php (where DB_FILE, DB_DIR,
+    DB_ENGINE and the table prefix are defined) and an extra SQLite file beside the site's database mean the
+    site may read another database than the one summarized."""
+    if path == "/wordpress/wp-config.php" or path.startswith("/wordpress/wp-content/database/"):
+        return RiskFlag(code="database-configuration-changed", severity="high", subject=path,
+                        message=f"{path} {status}: the site may now use another database than the one summarized")
+    if path.startswith("/internal/"):
+        what = "sandbox control file"  # /internal/shared runs before every request (docs/security.md)
+    elif path.startswith(("/wordpress/wp-includes/", "/wordpress/wp-admin/")):
+        what = "WordPress core folder"
+    elif path.startswith("/wordpress/wp-content/"):
+        what = "drop-in or mu-plugin"
+    else:
+        what = "site root file"
+    return RiskFlag(code="sandbox-control-file-modified", severity="high", subject=path,
+                    message=f"{what} {path} {status}")
 
 
 def diff_summaries(before: SiteStateSummary, after: SiteStateSummary) -> SiteStateDiff:

@@ -226,15 +226,20 @@ def test_site_state_off_leaves_no_diff(playground_session: Any) -> None:
     assert verify_bundle(bundle).valid
 
 
-def test_a_summary_that_fails_is_a_warning_and_the_run_goes_on(playground_session: Any) -> None:
+def test_a_summary_that_fails_is_a_warning_and_a_high_risk_flag_and_the_run_goes_on(playground_session: Any) -> None:
     """A command that deletes the site's database: the second summary fails (database-missing), the run
-    still completes and verifies, without a diff, and the failure is a warning event."""
+    still completes and verifies, the failure is a warning event, and the diff fails closed: one high
+    `summary-unavailable` risk flag, also in the review's risk flags."""
     out = _codebox("run", "--command", "wordpress.run-php", "--arg",
                    "code=unlink('/wordpress/wp-content/database/.ht.sqlite'); echo 'gone';", "--json", "--quiet")
     doc = json.loads(out.stdout)
     assert doc["success"], out.stderr
     bundle = Path(doc["artifacts"]["directory"])
-    assert not (bundle / "files" / "site-state-diff.json").exists()
+    diff = json.loads((bundle / "files" / "site-state-diff.json").read_text(encoding="utf-8"))
+    assert [(r["code"], r["severity"]) for r in diff["risks"]] == [("summary-unavailable", "high")]
+    assert "database-missing" in diff["risks"][0]["message"] or "does not exist" in diff["risks"][0]["message"]
+    review = json.loads((bundle / "files" / "review.json").read_text(encoding="utf-8"))
+    assert "site-state:summary-unavailable" in review["riskFlags"]
     assert verify_bundle(bundle).valid
     events = [json.loads(line) for line in (bundle / "events.jsonl").read_text(encoding="utf-8").splitlines()]
     warnings = [e for e in events if e["type"] == "site-state.unavailable"]

@@ -171,8 +171,29 @@ def test_control_files_added_changed_deleted_are_flagged_by_where_they_run() -> 
         ("/internal/shared/preload/zz.php", "added"), ("/wordpress/wp-content/object-cache.php", "added")]
     flags = {(r.subject, r.severity) for r in diff.risks if r.code == "sandbox-control-file-modified"}
     assert flags == {("/internal/shared/auto_prepend_file.php", "high"), ("/internal/shared/php.ini", "high"),
-                     ("/internal/shared/preload/zz.php", "high"), ("/wordpress/wp-content/object-cache.php", "medium")}
+                     ("/internal/shared/preload/zz.php", "high"), ("/wordpress/wp-content/object-cache.php", "high")}
     assert not diff.empty
+
+
+def test_a_changed_wp_config_or_extra_database_file_is_a_high_database_configuration_flag() -> None:
+    before = _summary(controlFiles={"/wordpress/wp-config.php": "sha256:" + "1" * 64,
+                                    "/wordpress/wp-includes/": "tree:" + "2" * 64})
+    after = _summary(controlFiles={"/wordpress/wp-config.php": "sha256:" + "9" * 64,
+                                   "/wordpress/wp-includes/": "tree:" + "3" * 64,
+                                   "/wordpress/wp-content/database/copy.sqlite": "sha256:" + "4" * 64})
+    risks = {(r.code, r.subject, r.severity) for r in diff_summaries(before, after).risks}
+    assert risks == {("database-configuration-changed", "/wordpress/wp-config.php", "high"),
+                     ("database-configuration-changed", "/wordpress/wp-content/database/copy.sqlite", "high"),
+                     ("sandbox-control-file-modified", "/wordpress/wp-includes/", "high")}
+
+
+def test_a_summary_that_cannot_be_taken_is_a_high_unavailable_diff() -> None:
+    from codebox_tui.lifecycle.site_state import risk_flag_names, unavailable_diff
+
+    diff = unavailable_diff("after: site-state summary: no such table")
+    assert not diff.empty and [(r.code, r.severity) for r in diff.risks] == [("summary-unavailable", "high")]
+    assert "no such table" in diff.risks[0].message
+    assert risk_flag_names(diff) == ["site-state:summary-unavailable"]
 
 
 def test_unchanged_control_files_are_not_a_change() -> None:

@@ -43,7 +43,9 @@ function cbs_qi(string $name): string {
 function cbs_prefix(PDO $pdo): string {
     $names = $pdo->query("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%options'")
         ->fetchAll(PDO::FETCH_COLUMN);
-    usort($names, fn($a, $b) => strlen($a) <=> strlen($b));
+    // Codebox's own site uses `wp_` (its wp-config.php; a change to that file is flagged on its own): a decoy
+    // `options` table with a shorter prefix must not take over the summary (docs/site-state.md).
+    usort($names, fn($a, $b) => [$a !== 'wp_options', strlen($a)] <=> [$b !== 'wp_options', strlen($b)]);
     foreach ($names as $name) {
         $st = $pdo->prepare('SELECT 1 FROM ' . cbs_qi($name) . " WHERE option_name = 'siteurl'");
         try {
@@ -296,7 +298,70 @@ function cbs_control_files(): array {
             $out["$mu/$name"] = (string) cbs_file_digest("$mu/$name");
         }
     }
+    // The site's configuration and core (docs/site-state.md, "Files outside the mounts"): wp-config.php and
+    // every other file at the site root, each by digest; wp-includes and wp-admin each as one fingerprint of
+    // every entry's path, type, size, mtime and ctime (hashing all of core twice a run would be slow); any
+    // SQLite file in the site besides the database the summary reads (a DB_FILE/DB_DIR copy).
+    $root = '/wordpress';
+    foreach (array_slice(cbs_names($root), 0, 500) as $name) {
+        if (!is_dir("$root/$name") || is_link("$root/$name")) {
+            $out["$root/$name"] = (string) cbs_file_digest("$root/$name");
+        }
+    }
+    foreach (['wp-includes', 'wp-admin'] as $core) {
+        $out["$root/$core/"] = cbs_tree_fingerprint("$root/$core");
+    }
+    foreach (cbs_sqlite_files("$content/database") as $path) {
+        $out[$path] = (string) cbs_file_digest($path);
+    }
     ksort($out);
+    return $out;
+}
+
+function cbs_names(string $dir): array {
+    $names = @scandir($dir);
+    $names = is_array($names) ? array_values(array_diff($names, ['.', '..'])) : [];
+    sort($names);
+    return $names;
+}
+
+// One digest over a tree's entries (links never followed); at most 20000 entries, then a marker.
+function cbs_tree_fingerprint(string $dir): string {
+    if (!is_dir($dir) || is_link($dir)) {
+        return (string) cbs_file_digest($dir);
+    }
+    $hash = hash_init('sha256');
+    $stack = [$dir];
+    $count = 0;
+    while ($stack && $count < 20000) {
+        $current = array_pop($stack);
+        foreach (cbs_names($current) as $name) {
+            $path = "$current/$name";
+            $stat = @lstat($path);
+            $count++;
+            if ($stat === false) {
+                hash_update($hash, "$path\0?\n");
+                continue;
+            }
+            hash_update($hash, sprintf("%s\0%o\0%d\0%d\0%d\n", $path, $stat['mode'], $stat['size'],
+                                       $stat['mtime'], $stat['ctime']));
+            if (is_dir($path) && !is_link($path)) {
+                $stack[] = $path;
+            }
+        }
+    }
+    return 'tree:' . hash_final($hash) . ($count >= 20000 ? ':truncated' : '');
+}
+
+// SQLite files other than the site database in wp-content/database (where a DB_FILE copy is made).
+function cbs_sqlite_files(string $dir): array {
+    $out = [];
+    foreach (array_slice(cbs_names($dir), 0, 200) as $name) {
+        if (!in_array($name, ['.ht.sqlite', '.ht.sqlite-journal', '.ht.sqlite-wal', '.ht.sqlite-shm'], true)
+            && !is_dir("$dir/$name")) {
+            $out[] = "$dir/$name";
+        }
+    }
     return $out;
 }
 

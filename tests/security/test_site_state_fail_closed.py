@@ -1,0 +1,89 @@
+"""A run must not hide what it did to the site behind the site-state summary (issue #25, finding 2;
+docs/site-state.md, "Fail closed" and "Files outside the mounts"). Each test attacks through a real Playground
+sandbox and a whole run (RunService), and reads the sealed bundle:
+
+- the site is pointed at a copied database (DB_FILE in wp-config.php) and an administrator is added there;
+- the summary is made to fail (the options table it needs is dropped, a decoy `options` table planted);
+- configuration and core files outside the mounts are edited (wp-config.php, a wp-includes file, a db.php
+  drop-in, php.ini, the prepend file).
+
+Before the fix, (a) and (c) gave no risk flag and (b) left the bundle without any site-state diff."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codebox_tui.contracts.runtime import RuntimePolicy
+from codebox_tui.lifecycle.request import CommandStep, RunRequest
+from codebox_tui.lifecycle.service import RunService
+from codebox_tui.settings import get_settings
+
+pytestmark = pytest.mark.playground
+
+
+def _run(tmp_path: Path, *codes: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    request = RunRequest(commands=[CommandStep("wordpress.run-php", [f"code={code}"]) for code in codes],
+                         policy=RuntimePolicy(commands=["wordpress.run-php"]), artifacts_root=tmp_path)
+    outcome = RunService(get_settings()).run(request)
+    assert outcome.bundle_dir is not None, outcome.failure_text()
+    files = outcome.bundle_dir / "files"
+    diff = json.loads((files / "site-state-diff.json").read_text(encoding="utf-8"))
+    review = json.loads((files / "review.json").read_text(encoding="utf-8"))
+    return diff, review
+
+
+def _risks(diff: dict[str, Any]) -> set[tuple[str, str, str]]:
+    return {(r["code"], r["subject"], r["severity"]) for r in diff["risks"]}
+
+
+def test_a_copied_database_named_in_wp_config_is_a_high_database_configuration_flag(tmp_path: Path) -> None:
+    redirect = ("copy('/wordpress/wp-content/database/.ht.sqlite', '/wordpress/wp-content/database/copy.sqlite');"
+                "$c = file_get_contents('/wordpress/wp-config.php');"
+                "file_put_contents('/wordpress/wp-config.php', str_replace('<?php', "
+                "\"<?php define('DB_FILE', 'copy.sqlite');\", $c)); echo 'redirected';")
+    add_admin = ("$id = wp_insert_user(['user_login' => 'hidden-admin', 'user_pass' => 'x-123456789-y', "
+                 "'role' => 'administrator']); echo is_wp_error($id) ? 'no' : 'admin';")
+    diff, review = _run(tmp_path, redirect, add_admin)
+    risks = _risks(diff)
+    assert ("database-configuration-changed", "/wordpress/wp-config.php", "high") in risks
+    assert ("database-configuration-changed", "/wordpress/wp-content/database/copy.sqlite", "high") in risks
+    assert "site-state:database-configuration-changed" in review["riskFlags"]
+
+
+def test_a_summary_broken_by_decoy_tables_fails_closed(tmp_path: Path) -> None:
+    decoy = ("global $wpdb; $wpdb->query('CREATE TABLE options (option_name TEXT, option_value TEXT)');"
+             "$wpdb->query(\"INSERT INTO options VALUES ('siteurl', 'http://decoy')\");"
+             "$wpdb->query('DROP TABLE wp_options'); echo 'decoyed';")
+    diff, review = _run(tmp_path, decoy)
+    assert [(r["code"], r["severity"]) for r in diff["risks"]] == [("summary-unavailable", "high")]
+    assert diff["empty"] is False
+    assert "site-state:summary-unavailable" in review["riskFlags"]
+
+
+def test_configuration_and_core_files_edited_outside_the_mounts_are_each_flagged_high(tmp_path: Path) -> None:
+    edits = ("file_put_contents('/wordpress/wp-config.php', \"\\n// edited\\n\", FILE_APPEND);"
+             "file_put_contents('/wordpress/wp-includes/version.php', \"\\n// edited\\n\", FILE_APPEND);"
+             "file_put_contents('/wordpress/wp-content/db.php', '<?php // planted');"
+             "file_put_contents('/internal/shared/php.ini', \"\\n; edited\\n\", FILE_APPEND);"
+             "file_put_contents('/internal/shared/auto_prepend_file.php', \"\\n// edited\\n\", FILE_APPEND);"
+             "echo 'edited';")
+    diff, review = _run(tmp_path, edits)
+    risks = _risks(diff)
+    assert ("database-configuration-changed", "/wordpress/wp-config.php", "high") in risks
+    for path in ("/wordpress/wp-includes/", "/wordpress/wp-content/db.php", "/internal/shared/php.ini",
+                 "/internal/shared/auto_prepend_file.php"):
+        assert ("sandbox-control-file-modified", path, "high") in risks, (path, risks)
+    assert {"site-state:database-configuration-changed",
+            "site-state:sandbox-control-file-modified"} <= set(review["riskFlags"])
+
+
+def test_a_plain_run_reports_no_site_file_changes(tmp_path: Path) -> None:
+    """No false positives: what Playground itself writes during a run (the opcache folder, wp-env.php) is
+    not a control-file change, and the core fingerprints are stable."""
+    diff, review = _run(tmp_path, "echo 1;")
+    assert diff["risks"] == [] and diff["controlFiles"] == [], diff
+    assert not any(flag.startswith("site-state:") for flag in review["riskFlags"])
