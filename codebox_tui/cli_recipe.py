@@ -258,6 +258,9 @@ def _print_evaluation(outcome: dict[str, Any]) -> None:
          + (f" ({t['reason']})" if t.get("reason") else ""))
     show(f"  fixed {len(t['fixed'])}, broken {len(t['broken'])}, still failing {len(t['stillFailing'])}, "
          f"added {len(t['added'])}, removed {len(t['removed'])}")
+    risks = outcome.get("siteStateRisks") or []
+    if risks:  # the verdict is not clean: the site's state is unknown or its configuration changed
+        show(f"  NOT CLEAN: site-state risk {', '.join(safe_text(r) for r in risks)} (see the review's Site tab)")
     split = outcome.get("split") or {}
     if split.get("testsRunBefore"):
         show(f"  the patch's tests ({', '.join(safe_text(f) for f in split['testFiles'])}) ran on the old code too")

@@ -30,6 +30,18 @@ def risk_flag_names(diff: SiteStateDiff) -> list[str]:
     return sorted({RISK_FLAG_PREFIX + risk.code for risk in diff.risks})
 
 
+# High risks that keep a verdict from reading as clean (docs/site-state.md, "Fail closed"): the site's state could
+# not be measured, or the code under review changed the configuration that decides what is measured.
+UNCLEAN_RISKS = frozenset({"summary-unavailable", "database-configuration-changed", "sandbox-control-file-modified"})
+
+
+def unclean_risks(diff: SiteStateDiff | None) -> list[str]:
+    """The risk codes of ``diff`` that keep a run's verdict from being clean (none without a diff)."""
+    if diff is None:
+        return []
+    return sorted({r.code for r in diff.risks if r.severity == "high" and r.code in UNCLEAN_RISKS})
+
+
 class SiteStateRecorder:
     """Takes the two summaries of one run and writes their diff. ``enabled`` is the setting
     ``CODEBOX_SITE_STATE``; a recorder whose first summary failed (or never ran) writes nothing."""

@@ -26,6 +26,7 @@ from codebox_tui.contracts.evaluation import PATCH_EVALUATION_SCHEMA, PatchEvalu
 from codebox_tui.contracts.runtime import ExecutionResult, MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError, CodeboxError
 from codebox_tui.lifecycle import CommandStep, ProgressListener, RunRequest, RunService, Toolchain
+from codebox_tui.lifecycle.site_state import unclean_risks
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
 EVALUATION_SCHEMA = PATCH_EVALUATION_SCHEMA
@@ -325,9 +326,12 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                 json.dumps(evaluation, indent=2) + "\n", encoding="utf-8")
             summary = handle.capture()
             run_dir = session.run_dir
-            success = evaluation["applied"] and delta["verdict"] in SUCCESS_VERDICTS and front["status"] == "passed"
+            # a site whose state could not be measured, or whose configuration the patch changed, is never clean
+            site_risks = unclean_risks(handle.site_state.diff)
+            success = (evaluation["applied"] and delta["verdict"] in SUCCESS_VERDICTS and front["status"] == "passed"
+                       and not site_risks)
             handle.status = "completed" if success else "failed"
-        return {**evaluation, "success": success,
+        return {**evaluation, "success": success, **({"siteStateRisks": site_risks} if site_risks else {}),
                 "runDir": str(run_dir), "bundleDir": str(getattr(summary, "path", run_dir)),
                 "bundleId": getattr(summary, "id", None)}
     finally:

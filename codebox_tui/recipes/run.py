@@ -31,6 +31,7 @@ from codebox_tui.contracts.runtime import LIVE_MOUNT_KEY, MountSpec, RuntimePoli
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
 from codebox_tui.jsonargs import resolve_source
 from codebox_tui.lifecycle import CommandStep, OpenRun, ProgressListener, RunControl, RunRequest, RunService
+from codebox_tui.lifecycle.site_state import unclean_risks
 from codebox_tui.recipes.plan import extra_plugin_load_as, extra_plugin_target, policy_hash, workspace_target
 from codebox_tui.recipes.scaffolds import write_plugin_scaffold, write_theme_scaffold
 from codebox_tui.recipes.seeds import site_seed_php
@@ -372,6 +373,10 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
             summary = run.capture(verify=recipe.artifacts.verify is True)
             if run.verification_problem is not None:
                 state.failures.append(run.verification_problem)
+            site_risks = unclean_risks(run.site_state.diff)
+            if site_risks:  # the site's state unknown, or its configuration changed: never a clean verdict
+                state.failures.append({"phase": "site-state", "error": "site-state risks that keep the verdict "
+                                       "from being clean: " + ", ".join(site_risks)})
             verdict = checks.recipe_verdict(state.failures, state.advisories, state.probes, state.executions,
                                             reproduction=recipe.kind == "reproduction")
             if not verdict.passed:

@@ -87,3 +87,23 @@ def test_a_plain_run_reports_no_site_file_changes(tmp_path: Path) -> None:
     diff, review = _run(tmp_path, "echo 1;")
     assert diff["risks"] == [] and diff["controlFiles"] == [], diff
     assert not any(flag.startswith("site-state:") for flag in review["riskFlags"])
+
+
+def test_a_recipe_whose_site_state_is_unknown_never_reads_as_passed(tmp_path: Path) -> None:
+    """Fail closed reaches the verdict: the same decoy attack inside a recipe makes recipe-run fail (exit 1)
+    naming the site-state risk, though every step itself succeeded."""
+    import subprocess
+    import sys
+
+    decoy = ("global $wpdb; $wpdb->query('CREATE TABLE options (option_name TEXT, option_value TEXT)');"
+             "$wpdb->query('DROP TABLE wp_options'); echo 'decoyed';")
+    recipe = tmp_path / "decoy.json"
+    recipe.write_text(json.dumps({"schema": "wp-codebox/workspace-recipe/v1",
+                                  "workflow": {"steps": [{"command": "wordpress.run-php", "args": [f"code={decoy}"]}]}}))
+    done = subprocess.run([sys.executable, "-m", "codebox_tui", "recipe-run", str(recipe), "--artifacts-dir",
+                           str(tmp_path / "art"), "--json"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stderr
+    outcome = json.loads(done.stdout)
+    assert outcome["success"] is False and outcome["status"] == "failed"
+    assert [f["phase"] for f in outcome["stepFailures"]] == ["site-state"]
+    assert "summary-unavailable" in outcome["stepFailures"][0]["error"]
