@@ -8,8 +8,9 @@
 // - nothing is created, written, truncated, renamed, removed, linked or has its mode/owner/times changed
 //   outside the site (/wordpress) and the temp folder (/tmp), nor inside any `.git`; the path is the one
 //   the file system resolves (through every symbolic link), not the one PHP asked for;
-// - no file or folder is opened for reading inside a `.git`, nor outside the site, the temp folder and
-//   what the runtime itself reads (READ_ROOTS);
+// - no file or folder is opened or listed inside a `.git` (reads elsewhere are PHP's open_basedir's to
+//   refuse: the runtime itself reads outside the site during a request, and refusing those here made
+//   WordPress's load stall);
 // - the working directory can only be the site root (PHP resolves relative `open_basedir` entries
 //   against it: the known way to loosen `open_basedir` at run time needs a deeper working directory).
 // The request's trusted header (exec.mjs) also narrows PHP's own `open_basedir` to the site and the temp
@@ -18,9 +19,6 @@
 export const SITE_ROOT = '/wordpress';
 export const TEMP_ROOT = '/tmp';
 const WRITE_ROOTS = [SITE_ROOT, TEMP_ROOT];
-// What PHP and Playground read in every request: the prepend, consts.json and preload/*.php, the
-// extensions, devices and the process's own entries (and the request's own script, given by the caller).
-const READ_ROOTS = [SITE_ROOT, TEMP_ROOT, '/internal/shared', '/dev', '/proc'];
 // Written by PHP itself during any request: the request's own output (/request/stdout, stderr, headers;
 // never carried over to another request or a new runtime) and the opcache file cache (probes never use a
 // compiled copy of the prepend, see probeguard.mjs).
@@ -78,10 +76,9 @@ function mayWrite(path) {
   return path !== null && !inGit(path) && (underAny(path, WRITE_ROOTS) || underAny(path, RUNTIME_WRITES));
 }
 
-// Raises the wall on `FS` and returns the function that takes it down again. `script` is the request's
-// own script, readable under the wall.
-export function raiseEvalWall(FS, { script }) {
-  const mayRead = (path) => path !== null && !inGit(path) && (path === script || underAny(path, READ_ROOTS));
+// Raises the wall on `FS` and returns the function that takes it down again.
+export function raiseEvalWall(FS) {
+  const mayRead = (path) => path === null || !inGit(path);  // unresolvable: the file system fails it anyway
   const saved = {};
   const refuse = () => { throw new FS.ErrnoError(EACCES); };
   const guard = (name, check) => {

@@ -194,7 +194,7 @@ async function runWalled(php, request) {
   php.hotSwapPHPRuntime = async function hotSwapPHPRuntime(runtime) {
     if (lower) { lower(); lower = null; }
     await swap.call(php, runtime);
-    if (!finished) lower = raiseEvalWall(php[__private__dont__use].FS, { script });
+    if (!finished) lower = raiseEvalWall(php[__private__dont__use].FS);
   };
   // The code goes in a file of its own written before the wall goes up (runStream would write
   // /internal/eval.php under it), run as the request's script.
@@ -203,7 +203,7 @@ async function runWalled(php, request) {
   try {
     if (typeof request.code !== 'string') throw Object.assign(new Error('eval request without code'), { code: 'bad-request' });
     php[__private__dont__use].FS.writeFile(script, request.code);
-    lower = raiseEvalWall(php[__private__dont__use].FS, { script });
+    lower = raiseEvalWall(php[__private__dont__use].FS);
     php.semaphore = { acquire: async () => finish };
     try {
       const { codeboxEval, code, ...plain } = request;
