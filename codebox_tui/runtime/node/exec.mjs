@@ -6,6 +6,7 @@ import { SandboxFs, hostApi, normalize } from './sandboxfs.mjs';
 import { classifyScript, classifyWp, missingCapabilities, ExecRefused, RANK, NEEDS, WP_READONLY,
   READ_COMMANDS, WRITE_COMMANDS } from './classify.mjs';
 import { checkPhp, DATA_ROOT } from './evalpolicy.mjs';
+import { OPEN_BASEDIR_GUARD } from './evalwall.mjs';
 
 export const WP_CLI_PHAR = '/codebox-tools/wp-cli/wp-cli.phar';
 const CAPABILITIES = ['read', 'write', 'eval'];
@@ -103,13 +104,15 @@ async function wpEval(state, ctx, args, words) {
     const where = problem.location ? ` (line ${problem.location.line})` : '';
     return ok('', `wp ${words[0]}: refused by the eval policy: ${problem.message}${where}\n`, 126);
   }
-  // relative paths resolve against the data root, as the policy resolved them
+  // Relative paths resolve against the data root, as the policy resolved them; once WordPress has loaded,
+  // open_basedir is narrowed to the site before the eval'd code runs, and the whole request runs under
+  // the eval wall (evalwall.mjs; docs/exec.md, "Eval policy").
   const loader = `chdir('${DATA_ROOT}');` + (args.includes('--skip-wordpress') ? ''
-    : ` define('WP_USE_THEMES', false); require_once '${DATA_ROOT}/wp-load.php';`);
+    : ` define('WP_USE_THEMES', false); require_once '${DATA_ROOT}/wp-load.php';`) + ` ${OPEN_BASEDIR_GUARD}`;
   const source = isFile ? `<?php ${loader} ?>${code}` : `<?php ${loader}\n${code}`;
   state.ranPhp = true;
   try {
-    const res = await state.pg.run({ code: source, env: state.env });
+    const res = await state.pg.run({ code: source, env: state.env, codeboxEval: true });
     return ok(res.text, res.errors || '', res.exitCode ?? 0);
   } catch (err) {
     return phpFailure(err);

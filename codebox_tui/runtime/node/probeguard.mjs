@@ -26,6 +26,7 @@
 import { PHP, __private__dont__use } from '@php-wasm/universal';
 import { createHash, randomBytes } from 'node:crypto';
 import { isMainThread } from 'node:worker_threads';
+import { raiseEvalWall } from './evalwall.mjs';
 
 const SHARED = '/internal/shared';
 const PHP_INI = `${SHARED}/php.ini`;
@@ -167,8 +168,65 @@ function dropCompiled(FS, path) {
 }
 
 const originalRunStream = PHP.prototype.runStream;
+
+// A `wp eval` request (exec.mjs marks it; the mark only ever adds restrictions, so it needs no token):
+// run under the eval wall (evalwall.mjs), raised and taken down while this request holds the PHP
+// instance's lock, so it covers the whole request and no other one.
+async function runWalled(php, request) {
+  const lock = php.semaphore;
+  const release = await lock.acquire();
+  let lower = null;
+  let finished = false;
+  const finish = () => {
+    if (finished) return;
+    finished = true;
+    try {
+      if (lower) lower();
+      delete php.hotSwapPHPRuntime;
+      removeTree(php[__private__dont__use].FS, script);
+    } finally {
+      release();
+    }
+  };
+  // A runtime rotation (due every 400 requests, done inside runStream) replaces the file system object:
+  // the wall comes down on the old one for the swap and goes up on the new one.
+  const swap = php.hotSwapPHPRuntime;
+  php.hotSwapPHPRuntime = async function hotSwapPHPRuntime(runtime) {
+    if (lower) { lower(); lower = null; }
+    await swap.call(php, runtime);
+    if (!finished) lower = raiseEvalWall(php[__private__dont__use].FS);
+  };
+  // The code goes in a file of its own written before the wall goes up (runStream would write
+  // /internal/eval.php under it), run as the request's script.
+  const script = `/internal/codebox-eval-${randomBytes(16).toString('hex')}.php`;
+  let pending;
+  try {
+    if (typeof request.code !== 'string') throw Object.assign(new Error('eval request without code'), { code: 'bad-request' });
+    php[__private__dont__use].FS.writeFile(script, request.code);
+    lower = raiseEvalWall(php[__private__dont__use].FS);
+    php.semaphore = { acquire: async () => finish };
+    try {
+      const { codeboxEval, code, ...plain } = request;
+      pending = originalRunStream.call(php, { ...plain, scriptPath: script });
+    } finally {
+      php.semaphore = lock;
+    }
+  } catch (err) {
+    finish();
+    throw err;
+  }
+  try {
+    return await pending;
+  } catch (err) {
+    finish();
+    throw err;
+  }
+}
 Object.defineProperty(PHP.prototype, 'runStream', {
   value: async function runStream(request) {
+    if (request && Object.prototype.hasOwnProperty.call(request, 'codeboxEval')) {
+      return runWalled(this, request);
+    }
     if (!request || !Object.prototype.hasOwnProperty.call(request, 'codeboxProbe')) {
       return originalRunStream.call(this, request);
     }
