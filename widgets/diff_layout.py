@@ -455,7 +455,8 @@ class DiffLayout(ScrollView):
     def action_next_hunk(self) -> None:
         if not self.model or not self.model.hunk_rows:
             return
-        index = self._shown_hunk() + 1
+        # nothing visited yet (no line cursor): the hunk the status names, at its change; then the next one
+        index = self._shown_hunk() + (1 if self.cursor_row >= 0 else 0)
         if index >= len(self.model.hunk_rows):
             self.notify("No next hunk: this is the last one.", timeout=2)
             return
