@@ -89,8 +89,9 @@ SUBCOMMANDS: dict[str, tuple[Area, str]] = {
     "recipe-run": (_area_recipe, "Run a recipe in a fresh sandbox and produce one bundle (or print the plan with "
                                  "--dry-run)."),
     "validate-blueprint": (_area_recipe, "Check a raw Playground blueprint's shape. Boots nothing."),
-    "evaluate-patch": (_area_recipe, "Apply a patch to a copy of a plugin in a sandbox, run its tests before and "
-                                     "after, probe the site."),
+    "evaluate-patch": (_area_recipe, "Apply a patch (or a git range) to a copy of a plugin in a sandbox, run its "
+                                     "tests before and after, probe the site. When the patch brings tests, they run "
+                                     "on the old code too: fail before, pass after is the proof."),
     "exec": (_area_exec, "Run COMMAND in the sandbox's shell: no host processes, only the sandbox's files; "
                          "classified and checked against --capabilities before anything runs."),
     "mcp": (_area_mcp, "Serve the MCP tools (run, artifacts_show, artifacts_verify, review_decide, apply, "

@@ -38,7 +38,14 @@ def _run_phpunit(tmp_path: Path, home: Path, plugin: Path, slug: str, **env: str
 
 
 def _execution(doc: dict[str, Any]) -> dict[str, Any]:
-    execution: dict[str, Any] = doc["executions"][0]
+    """The first execution, its output taken from where ``diagnostics.outputRef`` points (the run document keeps
+    each output once, docs/contracts.md)."""
+    execution: dict[str, Any] = dict(doc["executions"][0])
+    for stream, pointer in ((execution.get("diagnostics") or {}).get("outputRef") or {}).items():
+        node: Any = doc
+        for part in pointer.strip("/").split("/"):
+            node = node[part]
+        execution[stream] = node
     return execution
 
 

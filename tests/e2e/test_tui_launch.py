@@ -97,6 +97,11 @@ async def test_launch_with_hold_serves_the_preview_until_closed(playground_sessi
         assert url and "held" in str(live.query_one("#progress").render())
         page = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=60).read().decode())
         assert "Held Site" in page  # the live sandbox, after the command ran
+        # the held preview's console takes the focus when it appears; tab leaves it for the log, where `c` acts
+        await wait_while(lambda: not (live.query("#console-input") and live.query_one("#console-input").has_focus),
+                         60)
+        await pilot.press("tab")
+        await pilot.pause()
         await pilot.press("c")
         await wait_while(lambda: live.state == "starting", 60)
         assert live.state == "done", live.query_one("#progress").render()
