@@ -18,6 +18,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from codebox_tui.errors import ConflictError
+
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 # staged files and backups: always a new name, never through a link
@@ -210,3 +212,22 @@ def remove_tree_in(parent: int, name: str, _depth: int = 0) -> None:
     finally:
         os.close(fd)
     os.rmdir(name, dir_fd=parent)
+
+
+@contextmanager
+def opened_target(root: Path, consequence: str = "") -> Iterator[int]:
+    """A descriptor of the target folder ``root`` (its real path; see :func:`open_root`), closed afterwards;
+    ConflictError (exit 5) naming it when it cannot be opened as a folder without following a link.
+    ``consequence`` ends the message (e.g. "; nothing was written")."""
+    try:
+        fd = open_root(root)
+    except OSError as error:
+        raise ConflictError(
+            f"the target {root} cannot be opened as a folder without following a link ({error.strerror}){consequence}",
+            code="target-conflict",
+            field="--target",
+        ) from error
+    try:
+        yield fd
+    finally:
+        os.close(fd)

@@ -187,25 +187,10 @@ def recover(root: Path, *, journals: Path | None = None) -> str | None:
     Raises :class:`ConflictError` when the target holds a staging folder no journal describes (it is
     never read: a sandbox may have planted it) or when the journal does not match the target."""
     root = Path(os.path.realpath(root))
-    with _opened_target(root) as root_fd:
+    with fdtree.opened_target(root, "; nothing was written") as root_fd:
         return _recover(root, root_fd, journals)
 
 
-@contextmanager
-def _opened_target(root: Path) -> Iterator[int]:
-    try:
-        fd = fdtree.open_root(root)
-    except OSError as error:
-        raise ConflictError(
-            f"the target {root} cannot be opened as a folder without following a link ({error.strerror}); "
-            "nothing was written",
-            code="target-conflict",
-            field="--target",
-        ) from error
-    try:
-        yield fd
-    finally:
-        os.close(fd)
 
 
 def _recover(root: Path, root_fd: int, journals: Path | None) -> str | None:
@@ -337,7 +322,7 @@ def transactional_write(root: Path, writes: Sequence[JournalWrite], *, journals:
     reached from one descriptor of the target's real path without following links (store/fdtree.py);
     a link or non-folder met on the way is a ConflictError naming it, and nothing is written outside."""
     root = Path(os.path.realpath(root))
-    with _opened_target(root) as root_fd:
+    with fdtree.opened_target(root, "; nothing was written") as root_fd:
         _transactional_write(root, root_fd, writes, journals)
 
 

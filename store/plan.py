@@ -7,10 +7,7 @@ plainly, share it without an import cycle."""
 from __future__ import annotations
 
 import hashlib
-import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
@@ -111,7 +108,7 @@ class ApplyPlan:
     def in_after_state(self, root: Path) -> bool:
         """True if every approved file in ``root`` already has its after content (applied before)."""
         root_real = target_root(root)
-        with _opened(root_real) as root_fd:
+        with fdtree.opened_target(root_real) as root_fd:
             for change in self.files:
                 current = fdtree.read_regular(root_fd, change.relative_path)
                 if isinstance(current, str) or change.partial:  # a part's after bytes are not recorded
@@ -140,7 +137,7 @@ class ApplyPlan:
         (store/threeway.py) instead of refused; ``baseline`` finds its base (default: the bundle).
         """
         root_real = target_root(root)
-        with _opened(root_real) as root_fd:
+        with fdtree.opened_target(root_real) as root_fd:
             return self._plan_writes(root, root_real, root_fd, allow_binary, three_way, baseline)
 
     def _plan_writes(
@@ -306,20 +303,6 @@ def target_root(root: Path) -> Path:
     return real
 
 
-@contextmanager
-def _opened(root_real: Path) -> Iterator[int]:
-    try:
-        fd = fdtree.open_root(root_real)
-    except OSError as error:
-        raise ConflictError(
-            f"the target {root_real} cannot be opened as a folder without following a link ({error.strerror})",
-            code="target-conflict",
-            field="--target",
-        ) from error
-    try:
-        yield fd
-    finally:
-        os.close(fd)
 
 
 def _mode_for(current_mode: int | None, after_mode: str | None) -> int:
