@@ -239,6 +239,7 @@ def shoot_evaluation(bundle: Path) -> None:
     async def tests_tab(app: Any, pilot: Any) -> None:
         app.open_bundle(bundle)
         await pilot.pause()
+        await _review_ready(pilot)
         await pilot.press("t")
         await pilot.pause()
 
@@ -247,6 +248,17 @@ def shoot_evaluation(bundle: Path) -> None:
                                  tests_tab))
         png = svg_to_png(svg)
         print(f"{svg.relative_to(REPO)}  {png.relative_to(REPO) if png else '(no chromium: SVG only)'}")
+
+
+async def _review_ready(pilot: Any) -> None:
+    """Opening a bundle verifies it in a worker first (screens/opening.py): wait for the Review screen."""
+    from codebox_tui.screens.review import ReviewScreen
+
+    for _ in range(2400):
+        if isinstance(pilot.app.screen, ReviewScreen) and pilot.app.screen.is_mounted:
+            break
+        await pilot.pause(0.05)
+    await pilot.pause()
 
 
 def main() -> int:
@@ -278,6 +290,7 @@ def main() -> int:
         async def open_review(app: Any, pilot: Any) -> None:
             app.open_bundle(bundle)
             await pilot.pause()
+            await _review_ready(pilot)
             tree = app.screen.query_one("#files")
             tree.highlight_path("greeting-cards.php")
             await pilot.pause()
@@ -377,6 +390,7 @@ def main() -> int:
             async def steps(app: Any, pilot: Any) -> None:
                 app.open_bundle(hostile)
                 await pilot.pause()
+                await _review_ready(pilot)
                 tree = app.screen.query_one("#files")
                 tree.highlight_path(rel)
                 await pilot.pause()
