@@ -31,8 +31,9 @@ def risk_flag_names(diff: SiteStateDiff) -> list[str]:
 
 
 # High risks that keep a verdict from reading as clean (docs/site-state.md, "Fail closed"): the site's state could
-# not be measured, or the code under review changed the configuration that decides what is measured.
-UNCLEAN_RISKS = frozenset({"summary-unavailable", "database-configuration-changed", "sandbox-control-file-modified"})
+# not be measured, or wp-config.php (which decides the database the summary reads) changed. Other control-file
+# changes stay high risk flags in the review; Codebox's own set-up writes some (a recipe's mu-plugin loader).
+UNCLEAN_RISKS = frozenset({"summary-unavailable", "database-configuration-changed"})
 
 
 def unclean_risks(diff: SiteStateDiff | None) -> list[str]:
