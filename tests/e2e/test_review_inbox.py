@@ -25,14 +25,10 @@ TARGET = f"/wordpress/wp-content/plugins/{SLUG}"
 REF_TARGET = "/wordpress/wp-content/plugins/ref-plugin"
 
 
-def _home(tmp_path: Path, session_home: Path | None = None) -> Path:
-    """A private CODEBOX_HOME (own store, own default artifacts root) sharing the warm WordPress build."""
+def _bare_home(tmp_path: Path) -> Path:
+    """A private CODEBOX_HOME for a test that boots nothing (own store, own default artifacts root)."""
     home = tmp_path / "home"
     home.mkdir()
-    if session_home is not None:
-        for name in ("golden", "playground-home"):
-            (session_home / name).mkdir(exist_ok=True)
-            (home / name).symlink_to(session_home / name, target_is_directory=True)
     return home
 
 
@@ -58,7 +54,7 @@ def _plugin_copy(parent: Path) -> Path:
 @pytest.mark.playground
 def test_two_runs_with_the_same_mode_a_id_are_both_reviewable_and_apply_their_own_content(
         playground_session: Any, tmp_path: Path) -> None:
-    home = _home(tmp_path, Path(playground_session.home))
+    home = playground_session.private_home(tmp_path)
     bundles = []
     for word in ("one", "two"):
         plugin = _plugin_copy(tmp_path / word)
@@ -131,7 +127,7 @@ def _reference_change(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_a_reference_bundle_is_imported_listed_shown_decided_and_applied(tmp_path: Path) -> None:
-    home = _home(tmp_path)
+    home = _bare_home(tmp_path)
     before, after = _reference_change(tmp_path)
     elsewhere = tmp_path / "reference-artifacts"
     bundle = elsewhere / "runtime-mhx3k2ab-q7r8s9"
@@ -172,7 +168,7 @@ def test_a_reference_bundle_is_imported_listed_shown_decided_and_applied(tmp_pat
 
 
 def test_a_tampered_reference_bundle_is_not_imported(tmp_path: Path) -> None:
-    home = _home(tmp_path)
+    home = _bare_home(tmp_path)
     before, after = _reference_change(tmp_path)
     good = tmp_path / "elsewhere" / "runtime-good"
     bad = tmp_path / "elsewhere" / "runtime-bad"
@@ -207,7 +203,7 @@ async def test_home_opens_a_reference_bundle_by_path_and_the_approve_dialog_name
     from store.db import Store
     from tests.factories.tui import review_opened
 
-    home = _home(tmp_path)
+    home = _bare_home(tmp_path)
     session_home = os.environ["CODEBOX_HOME"]
     monkeypatch.setenv("CODEBOX_HOME", str(home))
     reload_settings()
@@ -251,7 +247,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 @pytest.mark.playground
 def test_evaluate_patch_reaches_the_inbox_and_reports_progress(playground_session: Any, tmp_path: Path) -> None:
     """It used to print nothing for minutes and never reach ``review list``."""
-    home = _home(tmp_path, Path(playground_session.home))
+    home = playground_session.private_home(tmp_path)
     plugin = tmp_path / "buggy-counter"
     shutil.copytree(EXAMPLES / "plugins-for-recipes" / "buggy-counter", plugin)
     proc = _codebox(home, "evaluate-patch", "--plugin", str(plugin), "--patch",
@@ -274,7 +270,7 @@ def test_evaluate_patch_reaches_the_inbox_and_reports_progress(playground_sessio
 
 @pytest.mark.playground
 def test_recipe_run_reaches_the_inbox_and_quiet_silences_progress(playground_session: Any, tmp_path: Path) -> None:
-    home = _home(tmp_path, Path(playground_session.home))
+    home = playground_session.private_home(tmp_path)
     recipe = EXAMPLES / "recipes" / "plugin-scaffold-mutation.json"
     proc = _codebox(home, "recipe-run", str(recipe), "--json", "--quiet")
     doc = _json(proc)

@@ -1,5 +1,6 @@
-"""Pilot, end to end: quitting the app (`q`) while a real Playground run is running returns at once, and the
-sandbox is still disposed: its sidecar's process group is gone afterwards (no leaked Node process)."""
+"""Pilot, end to end: quitting the app (`q`) while a real Playground run is running does not wait for the
+command (it sleeps 120 s, and never gets to print its last line), and the sandbox is still disposed: its sidecar's
+process group is gone afterwards (no leaked Node process). No wall-clock bound: what is checked is what happened."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def _group_alive(pgid: int) -> bool:
 async def test_quit_during_a_run_returns_at_once_and_disposes_the_sandbox(  # type: ignore[no-untyped-def]
         playground_session, plugin_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    code = "echo 'started'; sleep(120); echo 'not reached';"
+    code = "echo 'started'; sleep(120); echo 'not ' . 'reached';"  # the output's words are not in the code
     app = CodeboxApp()
     async with app.run_test(size=(120, 40)) as pilot:
         live = await submit_launch_form(
@@ -47,10 +48,8 @@ async def test_quit_during_a_run_returns_at_once_and_disposes_the_sandbox(  # ty
         sidecar_pid = sandbox.sidecar.pid
         run_dir = live.session.run_dir
         assert _group_alive(sidecar_pid)
-        started = time.monotonic()
         await pilot.press("q")
-    quit_seconds = time.monotonic() - started
-    assert quit_seconds < 1.0, f"quitting took {quit_seconds:.2f} s"
+    assert not app.is_running
 
     # Disposal goes on in the background: the sidecar's process group is gone soon after (not 120 s later).
     deadline = time.monotonic() + 30
@@ -65,3 +64,6 @@ async def test_quit_during_a_run_returns_at_once_and_disposes_the_sandbox(  # ty
         await asyncio.sleep(0.1)
     types = [json.loads(line)["type"] for line in events.read_text().splitlines()]
     assert types.index("runtime.disposing") < types.index("runtime.disposed"), types
+    # the command was stopped, not waited for: its last line is nowhere in what the run recorded
+    recorded = [p for p in run_dir.rglob("*") if p.is_file()]
+    assert recorded and not any(b"not reached" in p.read_bytes() for p in recorded)

@@ -21,6 +21,17 @@ class PlaygroundSession:
     def __init__(self, home: Path) -> None:
         self.home = home
 
+    def private_home(self, tmp_path: Path) -> Path:
+        """A CODEBOX_HOME of the test's own (its own store, inbox and default artifacts root) that shares this
+        session's warm WordPress build: the golden site and Playground's own cache, linked. A test that runs
+        the CLI with a bare new home instead builds the golden site again, cold (a minute or two of CI)."""
+        home = tmp_path / "home"
+        home.mkdir()
+        for name in ("golden", "playground-home"):
+            (self.home / name).mkdir(exist_ok=True)
+            (home / name).symlink_to(self.home / name, target_is_directory=True)
+        return home
+
     def spec(self, *, mounts: list[str] | None = None, commands: list[str] | None = None,
              network: str = "deny", secrets: list[str] | None = None, **spec_fields: object):  # type: ignore[no-untyped-def]
         from codebox_tui.contracts.runtime import RuntimePolicy

@@ -34,8 +34,9 @@ def codebox(home: Path, *args: str, timeout: int = 120) -> subprocess.CompletedP
                           text=True, timeout=timeout, check=False)
 
 
-def test_a_relative_name_two_mounts_share_is_refused_and_the_sandbox_path_binds_its_mount(tmp_path: Path) -> None:
-    home = tmp_path / "home"
+def test_a_relative_name_two_mounts_share_is_refused_and_the_sandbox_path_binds_its_mount(  # type: ignore[no-untyped-def]
+        playground_session, tmp_path: Path) -> None:
+    home = playground_session.private_home(tmp_path)
     folders = {FIRST: tmp_path / "first", SECOND: tmp_path / "second"}
     for folder in folders.values():
         folder.mkdir()

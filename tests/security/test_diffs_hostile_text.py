@@ -124,7 +124,8 @@ SHOWN_OUTPUT = "clear\\x1b[2J\\x1b[H title\\x1b]0;pwned\\x07 over\\x0dwrite csi\
 
 
 @pytest.mark.playground
-def test_a_commands_hostile_output_from_a_real_sandbox_reaches_the_terminal_escaped(tmp_path: Path) -> None:
+def test_a_commands_hostile_output_from_a_real_sandbox_reaches_the_terminal_escaped(  # type: ignore[no-untyped-def]
+        playground_session, tmp_path: Path) -> None:
     """`codebox run` and `codebox exec` print what the sandbox printed: PHP echoes ESC / OSC / C1 / CR / bidi
     sequences on stdout and stderr, a sandbox file holding them is `cat` by the exec shell. The human output
     keeps tabs and newlines and shows every other unsafe character as an escape; the run's record keeps the
@@ -133,7 +134,7 @@ def test_a_commands_hostile_output_from_a_real_sandbox_reaches_the_terminal_esca
     import subprocess
     import sys
 
-    env = {**os.environ, "CODEBOX_HOME": str(tmp_path / "home")}
+    env = {**os.environ, "CODEBOX_HOME": str(playground_session.private_home(tmp_path))}
 
     def codebox(*args: str) -> subprocess.CompletedProcess[str]:
         done = subprocess.run([sys.executable, "-m", "codebox_tui", *args, "--artifacts", str(tmp_path / "runs")],

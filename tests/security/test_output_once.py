@@ -19,8 +19,9 @@ REPO = Path(__file__).resolve().parents[2]
 SIZE = 2 * 1024 * 1024
 
 
-def test_a_large_output_is_in_the_run_document_and_commands_jsonl_once(tmp_path: Path) -> None:
-    env = {**os.environ, "CODEBOX_HOME": str(tmp_path / "home")}
+def test_a_large_output_is_in_the_run_document_and_commands_jsonl_once(  # type: ignore[no-untyped-def]
+        playground_session, tmp_path: Path) -> None:
+    env = {**os.environ, "CODEBOX_HOME": str(playground_session.private_home(tmp_path))}
     code = f"echo 'HEAD-', str_repeat('0123456789abcdef', {SIZE // 16}), '-TAIL';"
     out = subprocess.run(
         [sys.executable, "-m", "codebox_tui", "run", "--command", "wordpress.run-php", "--arg", f"code={code}",
