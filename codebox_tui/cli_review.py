@@ -16,7 +16,7 @@ from codebox_tui.cliutil import JsonOption, emit_json, progress, say, show
 from codebox_tui.errors import BadInputError
 from codebox_tui.textsafe import safe_text
 from store import threeway
-from store.apply import apply_decision
+from store.apply import apply_decision, apply_hint
 from store.changed_names import AmbiguousFileName
 from store.db import BundleRecord, Store
 from store.decisions import BundleContent, decide, default_approver, prune_discarded, read_content, resolve_bundle
@@ -211,7 +211,7 @@ def _decide(
     where = f" @{decision.bundle_key}" if decision.bundle_key is not None else ""
     say(f"decision {decision.id}: {decision.action}{files_text} on {decision.artifact_id}{where}")
     if decision.action in ("approve", "approve-files"):
-        progress(f"apply it with: codebox apply {decision.id} --adapter directory --target <folder>")
+        progress(apply_hint(decision))
 
 
 @review_app.command("approve")

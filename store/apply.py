@@ -305,6 +305,23 @@ def _partial_files(
     return partial
 
 
+def apply_hint(decision: Decision) -> str:
+    """How to apply an approval, naming the adapter that will accept it: the directory adapter refuses a
+    binary file (only git writes a binary patch), so a selection with one is pointed at git, or at a patch
+    file ``git apply`` takes (README, "Apply-back"). Only a hint: the apply itself checks everything again."""
+    approved = set(decision.approved_files)
+    try:
+        entries = _changed_entries(_read_evidence(Path(decision.bundle_directory or ""), layout.CHANGED_FILES))
+    except CodeboxError:
+        entries = []
+    binary = sorted(e.relativePath for e in entries if e.binary and sandbox_key(e) in approved)
+    if not binary:
+        return f"apply it with: codebox apply {decision.id} --adapter directory --target <folder>"
+    named = ", ".join(binary[:3]) + (f" and {len(binary) - 3} more" if len(binary) > 3 else "")
+    return (f"apply it with: codebox apply {decision.id} --adapter git --target <git work tree> (binary: {named}, "
+            "which the directory adapter does not write; or --adapter patch --target <file.patch>)")
+
+
 def _changed_entries(cf_bytes: bytes) -> list[ChangedFile]:
     """The entries of ``changed-files.json``, each a valid :class:`ChangedFile` (fails closed, naming the field)."""
     try:

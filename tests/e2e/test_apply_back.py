@@ -446,3 +446,27 @@ def test_a_decision_recorded_before_sandbox_paths_still_applies(tmp_path: Path, 
         result = apply_decision(store, decision.id, "directory", target)
         assert result.applied_files == ["demo.php"]
         assert tree(target) == expected_tree(["demo.php"])
+
+
+def test_the_approval_hints_the_adapter_that_will_accept_it(tmp_path: Path) -> None:
+    """`review approve` names the git adapter when the approved files include a binary one (the directory
+    adapter refuses those), and the directory adapter otherwise; the hinted command then applies."""
+    logo = bytes(range(256)) * 8 + b"\x00\xff"
+    cap = capture(tmp_path, {**CHANGES, "assets/logo.png": logo})
+    home = tmp_path / "cli-home"
+    text_only = codebox(home, "review", "approve-files", str(cap.bundle_dir), "--file", "demo.php",
+                        "--approver", "ana")
+    assert text_only.returncode == 0, text_only.stderr
+    assert "--adapter directory --target <folder>" in text_only.stderr, text_only.stderr
+    with_binary = codebox(home, "review", "approve-files", str(cap.bundle_dir), "--file", "assets/logo.png",
+                          "--file", "demo.php", "--approver", "ana")
+    assert with_binary.returncode == 0, with_binary.stderr
+    hint = next(line for line in with_binary.stderr.splitlines() if "apply it with" in line)
+    assert "--adapter git --target <git work tree>" in hint and "assets/logo.png" in hint, hint
+    decision_id = hint.split("codebox apply ")[1].split()[0]
+    refused = codebox(home, "apply", decision_id, "--adapter", "directory", "--target", str(fresh_target(cap, tmp_path)))
+    assert refused.returncode != 0 and "binary file" in refused.stdout + refused.stderr
+    repo = git_repo(cap, tmp_path)
+    applied = codebox(home, "apply", decision_id, "--adapter", "git", "--target", str(repo))
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert (repo / "assets" / "logo.png").read_bytes() == logo
