@@ -1,0 +1,54 @@
+"""Which runtime backend boots a run's sandbox (docs/backends.md): ``playground`` (WordPress Playground,
+PHP compiled to WebAssembly, the default) or ``native`` (the host's PHP, each process in bubblewrap).
+``--backend`` on the command line, else the ``backend`` setting (``CODEBOX_BACKEND``)."""
+
+from __future__ import annotations
+
+from codebox_tui.errors import BadInputError
+from codebox_tui.runtime.backend import Backend
+from codebox_tui.settings import CodeboxSettings, get_settings
+from codebox_tui.versions import DEFAULT_PHP_VERSION
+
+BACKEND_NAMES = ("playground", "native")
+
+
+def backend_name(requested: str | None, settings: CodeboxSettings | None = None) -> str:
+    """``requested`` (``--backend``) checked, or the ``backend`` setting when it is None."""
+    name = requested if requested is not None else (settings or get_settings()).backend
+    if name not in BACKEND_NAMES:
+        raise BadInputError(f"--backend {name!r} is not a backend; choose one of {', '.join(BACKEND_NAMES)}",
+                            code="unknown-backend", field="backend")
+    return name
+
+
+def make_backend(name: str, settings: CodeboxSettings | None = None) -> Backend:
+    if name == "native":
+        from codebox_tui.runtime.native import NativeBackend
+
+        return NativeBackend(settings)
+    from codebox_tui.runtime.playground import PlaygroundBackend
+
+    return PlaygroundBackend(settings)
+
+
+def default_php(name: str) -> str:
+    """The PHP version a run gets when it names none: the host's on ``native``, else Codebox's default."""
+    if name == "native":
+        from codebox_tui.runtime.native_site import host_php
+
+        return host_php().series
+    return DEFAULT_PHP_VERSION
+
+
+def check_php(name: str, php: str) -> None:
+    """Refuse, before anything boots, a PHP version ``name`` cannot run (the message names the way out)."""
+    if name == "native":
+        from codebox_tui.runtime.native_site import check_native_php
+
+        check_native_php(php)
+        return
+    from codebox_tui.runtime.playground import SUPPORTED_PHP
+
+    if php not in SUPPORTED_PHP:
+        raise BadInputError(f"--php {php} is not available; choose one of {', '.join(SUPPORTED_PHP)}",
+                            code="unknown-php-version", field="--php")
