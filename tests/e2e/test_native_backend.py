@@ -1,0 +1,83 @@
+"""The native backend end to end through the real `codebox` CLI: the host's PHP inside real bubblewrap
+runs the example plugin's probe, a change in a copy-on-write mount is captured (the user's folder stays
+as it was), the bundle verifies and records the backend and the real versions (docs/backends.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.factories.paths import EXAMPLE_PLUGIN, REPO
+from tests.factories.toolchains import WP_CLI_PHAR, require
+
+pytestmark = pytest.mark.native
+
+PLUGIN_TARGET = "/wordpress/wp-content/plugins/simple-plugin"
+
+
+def _codebox(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "TMPDIR": str(tmp_path / "tmp"), **(env or {})}, timeout=300)
+
+
+def _host_php() -> str:
+    from codebox_tui.runtime.native_site import host_php
+
+    return host_php().version
+
+
+def test_the_example_probe_runs_natively_and_its_bundle_verifies(tmp_path: Path) -> None:
+    plugin = tmp_path / "simple-plugin"
+    shutil.copytree(EXAMPLE_PLUGIN, plugin)
+    before = sorted(p.name for p in plugin.iterdir())
+    probe = tmp_path / "probe.php"
+    probe.write_text((EXAMPLE_PLUGIN / "probe.php").read_text() + "\nfile_put_contents(WP_PLUGIN_DIR . "
+                     "'/simple-plugin/native-note.txt', 'written by native PHP');\n")
+    out = _codebox(tmp_path, "run", "--mount", f"{plugin}:{PLUGIN_TARGET}", "--command", "wordpress.run-php",
+                   "--arg", f"code-file={probe}", "--artifacts", str(tmp_path / "artifacts"), "--json",
+                   env={"CODEBOX_BACKEND": "native"})  # the setting picks the backend
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["runtime"]["backend"] == "native"
+    result = json.loads(doc["execution"]["stdout"])
+    assert result["active"] is True and result["greeting"] == "Hello, Codebox!"
+    assert result["php"] == _host_php()
+
+    assert sorted(p.name for p in plugin.iterdir()) == before  # copy-on-write: the user's folder is untouched
+    bundle = Path(doc["artifacts"]["directory"])
+    changed = json.loads((bundle / "files" / "changed-files.json").read_text())["files"]
+    assert [c["path"] for c in changed if c["path"].endswith("native-note.txt")], changed
+    metadata = json.loads((bundle / "metadata.json").read_text())
+    assert metadata["provenance"]["runtime"] == {"backend": "native", "phpVersion": _host_php(),
+                                                 "wordpressVersion": result["wordpress"]}
+    verified = _codebox(tmp_path, "artifacts", "verify", str(bundle))
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "valid" in verified.stdout
+
+
+def test_wp_cli_runs_natively_with_the_toolchain_phar(tmp_path: Path) -> None:
+    require(WP_CLI_PHAR)
+    out = _codebox(tmp_path, "run", "--backend", "native", "--wp-cli-phar", str(WP_CLI_PHAR), "--command",
+                   "wordpress.wp-cli", "--arg", "command=plugin list --format=json", "--artifacts",
+                   str(tmp_path / "artifacts"), "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["runtime"]["backend"] == "native"
+    plugins = {p["name"]: p["status"] for p in json.loads(doc["execution"]["stdout"])}
+    assert plugins.get("hello") == "inactive"
+
+
+def test_another_php_version_is_refused_naming_the_playground_backend(tmp_path: Path) -> None:
+    out = _codebox(tmp_path, "run", "--backend", "native", "--php", "7.4", "--command", "wordpress.run-php",
+                   "--arg", "code=echo 1;", "--artifacts", str(tmp_path / "artifacts"), "--json")
+    assert out.returncode == 2, out.stdout + out.stderr
+    text = out.stdout + out.stderr
+    assert "--backend playground" in text and "7.4" in text
+    assert not (tmp_path / "artifacts").exists() or not any((tmp_path / "artifacts").iterdir())  # nothing booted
