@@ -1,0 +1,120 @@
+"""The native backend's walls (docs/backends.md, docs/security.md "Layers"). Every test performs the attack
+for real, with the host's PHP inside a real native sandbox under real bubblewrap, and checks the host
+afterwards. Child processes are used where they get past PHP's own checks, so the kernel wall is tested."""
+
+from __future__ import annotations
+
+import socket
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.factories.native import native_sandbox, php_string
+
+pytestmark = pytest.mark.native
+
+
+def test_open_basedir_holds_php_inside_the_sandbox_folders() -> None:
+    """PHP's own wall: system files the kernel lets the process read (its php.ini, /usr) stay out of reach of
+    PHP file functions, whatever PHP tries to loosen or route around it."""
+    attack = textwrap.dedent("""\
+        <?php
+        $out = [];
+        $out['loosen'] = ini_set('open_basedir', '/') === false ? 'refused' : ini_get('open_basedir');
+        $out['ini'] = @file_get_contents('/etc/php/8.2/cli/php.ini') === false ? 'blocked' : 'read';
+        $out['usr'] = @file_get_contents('/usr/share/common-licenses/GPL-3') === false ? 'blocked' : 'read';
+        @chdir('/wordpress'); $out['dotdot'] = @file_get_contents('../etc/passwd') === false ? 'blocked' : 'read';
+        $out['listing'] = @scandir('/etc') === false ? 'blocked' : 'read';
+        $out['glob'] = count(glob('/etc/php/*') ?: []) === 0 ? 'blocked' : 'read';
+        $out['copy'] = @copy('/etc/hostname', '/tmp/h') ? 'read' : 'blocked';
+        echo json_encode($out);
+        """)
+    with native_sandbox() as sandbox:
+        result = sandbox.run_php(attack, 60)
+    assert result.exit_code == 0, result.errors
+    assert result.text == ('{"loosen":"refused","ini":"blocked","usr":"blocked","dotdot":"blocked",'
+                           '"listing":"blocked","glob":"blocked","copy":"blocked"}'), result.text
+
+
+def test_a_host_file_outside_the_sandbox_cannot_be_read_even_by_a_child_process(tmp_path: Path) -> None:
+    """A marker in the host's /tmp (and one under the test's own folder): a `cat` child is outside PHP's
+    open_basedir, so only the kernel wall (nothing of the host is mounted) keeps it out."""
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", prefix="codebox-native-marker-", dir="/tmp", suffix=".txt") as marker:
+        marker.write("HOST-MARKER-41c9")
+        marker.flush()
+        elsewhere = tmp_path / "secret.txt"
+        elsewhere.write_text("HOST-MARKER-41c9")
+        attack = textwrap.dedent(f"""\
+            <?php
+            foreach ([{php_string(marker.name)}, {php_string(str(elsewhere))}] as $path) {{
+                echo 'php:', @file_get_contents($path), "\\n";
+                echo 'child:', shell_exec('cat ' . escapeshellarg($path) . ' 2>&1'), "\\n";
+            }}
+            echo 'tmp-listing:', str_replace("\\n", ',', shell_exec('ls -a /tmp 2>&1')), "\\n";
+            """)
+        with native_sandbox() as sandbox:
+            result = sandbox.run_php(attack, 60)
+    assert result.exit_code == 0, result.errors
+    assert result.text.count("No such file or directory") == 2  # the children did run (and found nothing)
+    assert "HOST-MARKER-41c9" not in result.text + result.errors
+    listing = [line for line in result.text.splitlines() if line.startswith("tmp-listing:")]
+    assert listing and Path(marker.name).name not in listing[0]  # the sandbox's /tmp is its own
+
+
+def test_the_sandbox_cannot_change_its_own_bootstrap_or_configuration() -> None:
+    """Rewrite, chmod, unlink or rename over bootstrap.php, wp-config.php and wp-cli.yml, from PHP and from a
+    shell child: the files are read-only binds, so the host's copies and the next process's view are
+    unchanged."""
+    names = ("/codebox/config/bootstrap.php", "/wordpress/wp-config.php", "/codebox/config/wp-cli.yml",
+             "/wordpress/wp-content/db.php")
+    attack = "<?php\n" + "".join(textwrap.dedent(f"""\
+        $p = {php_string(name)};
+        @chmod($p, 0666);
+        @file_put_contents($p, "<?php define('CODEBOX_OWNED', 1);");
+        @unlink($p);
+        @file_put_contents('/tmp/evil', "<?php define('CODEBOX_OWNED', 1);"); @rename('/tmp/evil', $p);
+        shell_exec('chmod 666 ' . escapeshellarg($p) . '; echo owned > ' . escapeshellarg($p) . ' 2>/dev/null');
+        """) for name in names)
+    with native_sandbox() as sandbox:
+        config = sandbox.work_dir / "config"
+        before = {name: (config / name).read_bytes() for name in ("bootstrap.php", "wp-config.php", "wp-cli.yml")}
+        sandbox.run_php(attack, 60)
+        after = {name: (config / name).read_bytes() for name in before}
+        check = sandbox.run_php("<?php require '/wordpress/wp-load.php'; echo defined('CODEBOX_OWNED') ? 'owned' : "
+                                "'intact', ' ', DB_FILE, ' ', CODEBOX_SANDBOX;", 60)
+        sandbox_id = sandbox.id
+    assert after == before
+    assert check.text == f"intact .ht.sqlite {sandbox_id}", check.text + check.errors
+
+
+def test_php_and_its_children_cannot_reach_a_host_listener_on_loopback() -> None:
+    """A server on the host's 127.0.0.1: `fsockopen`, a stream socket and a child `php` all fail (the sandbox
+    has its own empty network namespace) and nothing ever reaches the listener."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        port = server.getsockname()[1]
+        attack = textwrap.dedent(f"""\
+            <?php
+            $s = @fsockopen('127.0.0.1', {port}, $errno, $errstr, 5);
+            echo 'fsockopen:', $s ? 'connected' : 'failed', "\\n";
+            $t = @stream_socket_client('tcp://127.0.0.1:{port}', $errno, $errstr, 5);
+            echo 'stream:', $t ? 'connected' : 'failed', "\\n";
+            echo 'child:', shell_exec('php -r ' . escapeshellarg('echo @fsockopen("127.0.0.1", {port}) ? "connected" : "failed";')), "\\n";
+            """)
+        with native_sandbox() as sandbox:
+            result = sandbox.run_php(attack, 60)
+        server.setblocking(False)
+        try:
+            connection, _ = server.accept()
+        except BlockingIOError:
+            reached = False
+        else:
+            connection.close()
+            reached = True
+    assert result.exit_code == 0, result.errors
+    assert result.text.split() == ["fsockopen:failed", "stream:failed", "child:failed"], result.text
+    assert not reached
