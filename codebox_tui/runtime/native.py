@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.errors import BadInputError, SandboxError
 from codebox_tui.runtime.backend import HttpResult, PhpResult, ProgressCallback, SandboxSpec
 from codebox_tui.runtime.confinement import PathBind, find_bwrap, php_bwrap_argv, readonly_dir
@@ -27,10 +28,13 @@ from codebox_tui.runtime.mounts import remove_tree
 from codebox_tui.runtime.native_site import (
     CONFIG_DIR,
     CORE,
+    OPCACHE_DIR,
     SQLITE_DIR,
     TMP,
     WP_CONTENT,
+    PreparedInstall,
     check_native_php,
+    ensure_opcache_seed,
     ensure_prepared_install,
     host_php,
     open_basedir,
@@ -48,8 +52,15 @@ NAME = "native"
 BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": TMP, "TMPDIR": TMP, "LANG": "C.UTF-8",
             "WP_CLI_CONFIG_PATH": f"{CONFIG_DIR}/wp-cli.yml"}
 PHP_MEMORY_LIMIT = "512M"
+# The sandbox's compiled-script cache: a file cache only (each command is a new process), in its own copy
+# of the seed a clean sandbox made (native_site.ensure_opcache_seed), timestamps checked.
+OPCACHE_ON = ["opcache.enable_cli=1", f"opcache.file_cache={OPCACHE_DIR}", "opcache.file_cache_only=1",
+              "opcache.validate_timestamps=1"]
 # The PHP a command line may name (runtime/commands.py builds ``["php", …]`` for WP-CLI and PHPUnit).
 PHP_NAMES = ("php", "/usr/bin/php", "/usr/local/bin/php")
+# What the seed sandbox compiles: WordPress and the admin includes plugin probes load.
+SEED_CODE = ("<?php require '/wordpress/wp-load.php'; require_once ABSPATH . 'wp-admin/includes/plugin.php';"
+             " require_once ABSPATH . 'wp-admin/includes/admin.php';")
 WRITE_FILE = ("$p = $argv[1]; $d = dirname($p); if (!is_dir($d)) { mkdir($d, 0777, true); }"
               " if (file_put_contents($p, stream_get_contents(STDIN)) === false) {"
               " fwrite(STDERR, 'cannot write ' . $p); exit(1); }")
@@ -85,7 +96,7 @@ class NativeSandbox:
     """One native WordPress: a folder on the host and the binds that show it to confined PHP."""
 
     def __init__(self, sandbox_id: str, work_dir: Path, binds: list[PathBind], basedir: str,
-                 wordpress_version: str, php_version: str, settings: CodeboxSettings) -> None:
+                 wordpress_version: str, php_version: str, settings: CodeboxSettings, *, opcache: bool) -> None:
         self.id = sandbox_id
         self.work_dir = work_dir
         self.preview_url = ""  # no live preview on the native backend yet
@@ -94,6 +105,7 @@ class NativeSandbox:
         self._binds = binds
         self._basedir = basedir
         self._settings = settings
+        self._opcache = opcache
         self._bwrap = find_bwrap()
         self._running: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
@@ -101,11 +113,14 @@ class NativeSandbox:
         self._disposed = False
 
     # -- one confined process ----------------------------------------------------------------------------
-    def php_argv(self, php_args: list[str], env: dict[str, str] | None = None) -> list[str]:
-        """The whole command line of one confined PHP process running ``php_args``."""
+    def php_argv(self, php_args: list[str], env: dict[str, str] | None = None, *, opcache: bool = False) -> list[str]:
+        """The whole command line of one confined PHP process running ``php_args``. ``opcache``: compiled
+        scripts come from (and go to) the sandbox's own copy of the opcache seed, for the sandbox's own
+        commands only; Codebox's probes and file transfers never read a cache the sandbox could have written."""
         settings = [f"open_basedir={self._basedir}", f"sys_temp_dir={TMP}", f"upload_tmp_dir={TMP}",
                     f"memory_limit={PHP_MEMORY_LIMIT}", "display_errors=stderr", "log_errors=0", "auto_prepend_file=",
                     "auto_append_file="]
+        settings += OPCACHE_ON if opcache and self._opcache else ["opcache.enable_cli=0"]
         ini = [part for setting in settings for part in ("-d", setting)]
         limits = []
         if shutil.which("prlimit"):
@@ -133,8 +148,9 @@ class NativeSandbox:
         if self._disposed:
             raise SandboxError("The sandbox was disposed", code="sandbox-disposed")
         try:
-            process = subprocess.Popen(self.php_argv(php_args, env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
+            argv = self.php_argv(php_args, env, opcache=what in ("run", "cli"))
+            process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       start_new_session=True, close_fds=True)
         except OSError as error:
             raise SandboxError(f"could not start the confined PHP process: {error}",
                                code="native-start-failed") from error
@@ -262,8 +278,17 @@ class NativeBackend:
         started = time.monotonic()
         build = resolve_build(spec.wp)
         report("resolving-wordpress", {"version": build.version})
-        native_root = self.settings.home / "native"
-        prepared = ensure_prepared_install(build, ensure_golden_site(build, self.settings.golden_dir), native_root)
+        prepared = ensure_prepared_install(build, ensure_golden_site(build, self.settings.golden_dir),
+                                           self.settings.home / "native")
+        seed = ensure_opcache_seed(prepared, host_php(), self._make_seed)
+        sandbox = self._boot(spec, build.version, prepared, report, opcache_seed=seed)
+        report("ready", {"ms": int((time.monotonic() - started) * 1000)})
+        return sandbox
+
+    def _boot(self, spec: SandboxSpec, version: str, prepared: PreparedInstall, report: ProgressCallback, *,
+              opcache_seed: Path | None = None, opcache_dir: Path | None = None) -> NativeSandbox:
+        """The sandbox folder and its binds. ``opcache_seed``: copied in as the sandbox's own compiled-script
+        cache; ``opcache_dir``: bound as that cache as it is (only while the seed itself is made)."""
         sandboxes_root = self.settings.home / "sandboxes"
         sandboxes_root.mkdir(parents=True, exist_ok=True)
         sweep_abandoned_once(sandboxes_root)
@@ -274,13 +299,15 @@ class NativeBackend:
             (work_dir / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
             readonly_dir(work_dir).mkdir(parents=True, exist_ok=True)
             (readonly_dir(work_dir) / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
-            report("copying-site", None)
-
+            report("copying-site", {})
             copy_tree(prepared.template, work_dir / "wp-content")
             (work_dir / "tmp").mkdir()
-            mounts = sandbox_mounts(spec, work_dir, lambda phase, data: report(phase, data))
+            if opcache_seed is not None:
+                copy_tree(opcache_seed, work_dir / "opcache")
+                opcache_dir = work_dir / "opcache"
+            mounts = sandbox_mounts(spec, work_dir, report)
             basedir = open_basedir([m["vfsPath"] for m in mounts])
-            write_config(work_dir / "config", sandbox_id, salt_key(native_root), basedir=basedir,
+            write_config(work_dir / "config", sandbox_id, salt_key(self.settings.home / "native"), basedir=basedir,
                          block_external_http=spec.policy.network_denied)
             binds = [PathBind(str(prepared.core), CORE, False),
                      PathBind(str(work_dir / "wp-content"), WP_CONTENT, True),
@@ -289,13 +316,26 @@ class NativeBackend:
                      PathBind(str(work_dir / "config"), CONFIG_DIR, False),
                      PathBind(str(prepared.sqlite_plugin), SQLITE_DIR, False),
                      PathBind(str(work_dir / "tmp"), TMP, True)]
+            if opcache_dir is not None:
+                binds.append(PathBind(str(opcache_dir), OPCACHE_DIR, True))
             binds += [PathBind(m["hostPath"], m["vfsPath"], _writable(m, work_dir)) for m in mounts]
         except BaseException:
             remove_tree(work_dir)
             remove_tree(readonly_dir(work_dir))
             raise
-        report("ready", {"ms": int((time.monotonic() - started) * 1000)})
-        return NativeSandbox(sandbox_id, work_dir, binds, basedir, build.version, host_php().version, self.settings)
+        return NativeSandbox(sandbox_id, work_dir, binds, basedir, version, host_php().version, self.settings,
+                             opcache=opcache_dir is not None)
+
+    def _make_seed(self, prepared: PreparedInstall, folder: Path) -> None:
+        """Fill ``folder`` with the compiled-script cache of a clean sandbox loading WordPress: no mounts, no
+        user code, only Codebox's configuration and core."""
+        spec = SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php"]), php=host_php().series)
+        sandbox = self._boot(spec, "seed", prepared, lambda *_: None, opcache_dir=folder)
+        try:
+            sandbox.run_php(SEED_CODE, 300)
+        finally:
+            sandbox.dispose()
+
 
 def _writable(mount: dict[str, str], work_dir: Path) -> bool:
     """Whether a mount from :func:`sandbox_mounts` is bound writable: a staged read-only copy and a ``.git``

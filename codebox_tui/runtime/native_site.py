@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -43,6 +44,7 @@ CORE = "/wordpress"
 WP_CONTENT = "/wordpress/wp-content"
 CONFIG_DIR = "/codebox/config"
 SQLITE_DIR = "/codebox/sqlite"
+OPCACHE_DIR = "/codebox/opcache"
 TMP = "/tmp"
 SALT_NAMES = ("AUTH_KEY", "SECURE_AUTH_KEY", "LOGGED_IN_KEY", "NONCE_KEY", "AUTH_SALT", "SECURE_AUTH_SALT",
               "LOGGED_IN_SALT", "NONCE_SALT")
@@ -151,6 +153,34 @@ def _unpack_sqlite_plugin(dest: Path) -> None:
             out = dest / relative
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_bytes(archive.read(member))
+
+
+def ensure_opcache_seed(prepared: PreparedInstall, php: HostPhp,
+                        make: Callable[[PreparedInstall, Path], None]) -> Path | None:
+    """The opcache file-cache seed for this install and PHP build: made once by ``make`` (a clean sandbox
+    loading WordPress into the folder it is given), kept beside the prepared install; each sandbox gets a
+    private copy, so no sandbox can write to the seed another one reads. None when PHP has no opcache or
+    making the seed failed (sandboxes then run without it)."""
+    target = prepared.template.parent / f"opcache-{php.version}"
+    if (target / ".complete").is_file():
+        return target / "cache"
+    with open(prepared.template.parent.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / ".complete").is_file():
+            return target / "cache"
+        staging = Path(tempfile.mkdtemp(prefix=".opcache-", dir=prepared.template.parent))
+        try:
+            (staging / "cache").mkdir()
+            make(prepared, staging / "cache")
+            if not any((staging / "cache").iterdir()):
+                return None
+            (staging / ".complete").write_text(php.version + "\n", encoding="ascii")
+            os.replace(staging, target)
+        except (OSError, SandboxError):
+            return None
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return target / "cache"
 
 
 # -- one sandbox's configuration ----------------------------------------------------------------------------

@@ -118,3 +118,27 @@ def test_php_and_its_children_cannot_reach_a_host_listener_on_loopback() -> None
     assert result.exit_code == 0, result.errors
     assert result.text.split() == ["fsockopen:failed", "stream:failed", "child:failed"], result.text
     assert not reached
+
+
+def test_a_sandbox_cannot_write_the_compiled_script_cache_another_sandbox_reads() -> None:
+    """The opcache seed is shared by every native sandbox on this home: each gets a private copy, so files a
+    sandbox plants or rewrites in its cache never reach the seed or a sandbox booted after it."""
+    attack = textwrap.dedent("""\
+        <?php
+        $root = '/codebox/opcache';
+        $it = new RecursiveIteratorIterator(new RecursiveDirectoryIterator($root, FilesystemIterator::SKIP_DOTS));
+        $n = 0;
+        foreach ($it as $file) { if ($file->isFile() && @file_put_contents($file->getPathname(), 'poisoned')) { $n++; } }
+        file_put_contents("$root/planted.bin", 'poisoned');
+        echo $n;
+        """)
+    with native_sandbox() as first:
+        seed = next(first.work_dir.parent.parent.glob("native/wp-*/opcache-*/cache"))
+        before = {p: p.read_bytes() for p in seed.rglob("*") if p.is_file()}
+        result = first.run_php(attack, 60)
+        assert result.exit_code == 0 and int(result.text) > 0, result.text + result.errors  # it did poison its own
+    with native_sandbox() as second:
+        planted = second.run_php("<?php echo file_exists('/codebox/opcache/planted.bin') ? 'planted' : 'clean';"
+                                 " require '/wordpress/wp-load.php'; echo ' ', get_bloginfo('version');", 60)
+    assert {p: p.read_bytes() for p in seed.rglob("*") if p.is_file()} == before
+    assert planted.text.startswith("clean ") and planted.exit_code == 0, planted.text + planted.errors
