@@ -113,7 +113,8 @@ class NativeSandbox:
         self._disposed = False
 
     # -- one confined process ----------------------------------------------------------------------------
-    def php_argv(self, php_args: list[str], env: dict[str, str] | None = None, *, opcache: bool = False) -> list[str]:
+    def php_argv(self, php_args: list[str], env: dict[str, str] | None = None, *, opcache: bool = False,
+                 timeout_s: float = 0.0) -> list[str]:
         """The whole command line of one confined PHP process running ``php_args``. ``opcache``: compiled
         scripts come from (and go to) the sandbox's own copy of the opcache seed, for the sandbox's own
         commands only; Codebox's probes and file transfers never read a cache the sandbox could have written."""
@@ -125,7 +126,8 @@ class NativeSandbox:
         limits = []
         if shutil.which("prlimit"):
             budget = self._settings.sandbox_write_budget
-            limits = ["prlimit", f"--cpu={int(self._settings.command_timeout_s) + 5}",
+            cpu_seconds = int(max(timeout_s, self._settings.command_timeout_s)) + 5  # the wall clock kills first
+            limits = ["prlimit", f"--cpu={cpu_seconds}",
                       *([f"--fsize={budget}"] if budget else []), "--"]
         bwrap = php_bwrap_argv(bwrap=self._bwrap, php=host_php().binary, binds=self._binds,
                                env={**BASE_ENV, **(env or {})}, chdir=CORE)
@@ -148,7 +150,7 @@ class NativeSandbox:
         if self._disposed:
             raise SandboxError("The sandbox was disposed", code="sandbox-disposed")
         try:
-            argv = self.php_argv(php_args, env, opcache=what in ("run", "cli"))
+            argv = self.php_argv(php_args, env, opcache=what in ("run", "cli"), timeout_s=timeout_s)
             process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                        start_new_session=True, close_fds=True)
         except OSError as error:

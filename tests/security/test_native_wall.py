@@ -142,3 +142,49 @@ def test_a_sandbox_cannot_write_the_compiled_script_cache_another_sandbox_reads(
                                  " require '/wordpress/wp-load.php'; echo ' ', get_bloginfo('version');", 60)
     assert {p: p.read_bytes() for p in seed.rglob("*") if p.is_file()} == before
     assert planted.text.startswith("clean ") and planted.exit_code == 0, planted.text + planted.errors
+
+
+def test_a_sandbox_cannot_reach_another_live_sandboxs_database() -> None:
+    """Two native sandboxes at once: the first knows the second's host folder and database path, and tries it
+    from PHP, from a `cat` child and through `/proc/*/root`; the second's folder is not in its world."""
+    with native_sandbox() as victim, native_sandbox() as attacker:
+        database = victim.work_dir / "wp-content" / "database" / ".ht.sqlite"
+        assert database.is_file()
+        attack = textwrap.dedent(f"""\
+            <?php
+            $db = {php_string(str(database))};
+            echo 'php:', @file_exists($db) ? 'seen' : 'unseen', "\\n";
+            echo 'child:', trim((string) shell_exec('head -c 16 ' . escapeshellarg($db) . ' 2>/dev/null')), "\\n";
+            echo 'proc:', trim((string) shell_exec('for p in /proc/[0-9]*; do head -c 16 "$p/root"' . escapeshellarg($db)
+                . ' 2>/dev/null; done')), "\\n";
+            echo 'own:', trim((string) shell_exec('head -c 15 /wordpress/wp-content/database/.ht.sqlite')), "\\n";
+            """)
+        result = attacker.run_php(attack, 60)
+    assert result.exit_code == 0, result.errors
+    assert result.text.split("\n")[:4] == ["php:unseen", "child:", "proc:", "own:SQLite format 3"], result.text
+
+
+def test_proc_shows_only_the_sandboxs_own_processes() -> None:
+    """A host process with a marker in its command line: from inside, `/proc` lists only the sandbox's own PID
+    namespace, so the marker cannot be read and the host process cannot be signalled."""
+    import subprocess
+    import sys
+
+    marker = "HOST-PROCESS-MARKER-5d2e"
+    helper = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", marker], stdin=subprocess.PIPE)
+    try:
+        attack = textwrap.dedent(f"""\
+            <?php
+            echo 'pids:', trim((string) shell_exec('ls -d /proc/[0-9]* | wc -l')), "\\n";
+            echo 'cmdlines:', shell_exec('cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\\\\0" " "'), "\\n";
+            echo 'kill:', trim((string) shell_exec('kill -0 {helper.pid} 2>/dev/null && echo reached || echo refused')), "\\n";
+            """)
+        with native_sandbox() as sandbox:
+            result = sandbox.run_php(attack, 60)
+        assert helper.poll() is None  # still running on the host while the sandbox looked for it
+    finally:
+        helper.communicate(b"")
+    assert result.exit_code == 0, result.errors
+    assert marker not in result.text, result.text
+    assert "kill:refused" in result.text, result.text
+    assert 0 < int(result.text.split("pids:", 1)[1].split()[0]) <= 8, result.text
