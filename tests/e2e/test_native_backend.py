@@ -14,11 +14,26 @@ from pathlib import Path
 import pytest
 
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
-from tests.factories.toolchains import WP_CLI_PHAR, require
+from tests.factories.toolchains import PHPUNIT_POLYFILLS, WP_CLI_PHAR, WP_TESTS_LIB, require
 
 pytestmark = pytest.mark.native
 
 PLUGIN_TARGET = "/wordpress/wp-content/plugins/simple-plugin"
+BUGGY_COUNTER = REPO / "examples" / "plugins-for-recipes" / "buggy-counter"
+ISOLATED_TEST = """<?php
+use PHPUnit\\Framework\\TestCase;
+
+final class IsolatedTest extends TestCase {
+    /**
+     * @runInSeparateProcess
+     * @preserveGlobalState disabled
+     */
+    public function test_runs_in_a_child_process(): void {
+        $this->assertTrue( function_exists( '__phpunit_run_isolated_test' ) );  // PHPUnit's child template
+        $this->assertSame( 3, buggy_counter_count( 'one two three' ) );
+    }
+}
+"""
 
 
 def _codebox(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -81,3 +96,22 @@ def test_another_php_version_is_refused_naming_the_playground_backend(tmp_path: 
     text = out.stdout + out.stderr
     assert "--backend playground" in text and "7.4" in text
     assert not (tmp_path / "artifacts").exists() or not any((tmp_path / "artifacts").iterdir())  # nothing booted
+
+
+def test_phpunit_runs_natively_with_process_isolation(tmp_path: Path) -> None:
+    """The plugin's own suite under the host's PHPUnit: a `@runInSeparateProcess` test starts its child `php`
+    inside the wall (Playground cannot start one), and the results reach the bundle."""
+    require(WP_TESTS_LIB / "includes" / "bootstrap.php", PHPUNIT_POLYFILLS / "phpunitpolyfills-autoload.php")
+    plugin = tmp_path / "buggy-counter"
+    shutil.copytree(BUGGY_COUNTER, plugin)
+    (plugin / "tests" / "IsolatedTest.php").write_text(ISOLATED_TEST)
+    out = _codebox(tmp_path, "run", "--backend", "native", "--mount", f"{plugin}:/wordpress/wp-content/plugins/buggy-counter",
+                   "--command", "wordpress.phpunit", "--arg", "plugin-slug=buggy-counter", "--artifacts",
+                   str(tmp_path / "artifacts"), "--json",
+                   env={"WP_TESTS_DIR": str(WP_TESTS_LIB), "WP_TESTS_PHPUNIT_POLYFILLS_PATH": str(PHPUNIT_POLYFILLS)})
+    doc = json.loads(out.stdout)
+    assert doc["runtime"]["backend"] == "native", out.stderr
+    results = json.loads((Path(doc["artifacts"]["directory"]) / "files" / "test-results.json").read_text())
+    cases = {case["name"]: case["status"] for suite in results["suites"] for case in suite["cases"]}
+    assert cases == {"test_simple_words": "passed", "test_repeated_spaces": "failed",  # the example's known bug
+                     "test_runs_in_a_child_process": "passed"}, doc["execution"]["stdout"]
