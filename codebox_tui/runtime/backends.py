@@ -52,3 +52,21 @@ def check_php(name: str, php: str) -> None:
     if php not in SUPPORTED_PHP:
         raise BadInputError(f"--php {php} is not available; choose one of {', '.join(SUPPORTED_PHP)}",
                             code="unknown-php-version", field="--php")
+
+
+# What needs a live preview, which the native backend does not have yet (docs/backends.md).
+PREVIEW_COMMANDS = ("wordpress.browser-probe", "wordpress.browser-actions", "wordpress.browser-actions.evaluate",
+                    "wp-codebox.observe")
+
+
+def check_features(name: str, commands: list[str], *, holds_preview: bool) -> None:
+    """Refuse, before anything boots, what ``name`` cannot do: on native, a run whose commands or policy
+    include a browser command or a page observation, or that holds a live preview (the message names the
+    way out). Failing later would turn a missing feature into a wrong verdict."""
+    if name != "native":
+        return
+    wanted = [command for command in commands if command in PREVIEW_COMMANDS]
+    if wanted or holds_preview:
+        what = ", ".join(dict.fromkeys(wanted)) if wanted else "a held live preview"
+        raise BadInputError(f"the native backend has no live preview yet ({what}); use --backend playground",
+                            code="native-no-preview", field="backend", details={"commands": wanted})

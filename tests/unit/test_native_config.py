@@ -63,3 +63,20 @@ def test_bootstrap_defines_the_sandbox_world_and_quotes_what_it_embeds() -> None
         assert f"define('{name}'" in text
     assert "ini_set('open_basedir', '/wordpress:/tmp:/it\\'s');" in text
     assert "WP_HTTP_BLOCK_EXTERNAL" not in bootstrap_php("sandbox-native-a", b"k", basedir="/", block_external_http=False)
+
+
+def test_native_refuses_what_needs_a_live_preview_before_anything_boots() -> None:
+    from codebox_tui.lifecycle.request import CommandStep, RunRequest, check_request
+    from codebox_tui.runtime.backends import check_features
+
+    check_features("native", ["wordpress.run-php", "wordpress.phpunit"], holds_preview=False)
+    check_features("playground", ["wordpress.browser-probe"], holds_preview=True)
+    for commands, holds in ((["wordpress.run-php", "wordpress.browser-probe"], False), (["wordpress.run-php"], True)):
+        with pytest.raises(BadInputError) as caught:
+            check_features("native", commands, holds_preview=holds)
+        assert caught.value.code == "native-no-preview" and "--backend playground" in caught.value.message
+    request = RunRequest(commands=[CommandStep("wordpress.browser-probe", ["url=/"])], backend="native",
+                         php=host_php().series)
+    with pytest.raises(BadInputError) as caught:
+        check_request(request)
+    assert "wordpress.browser-probe" in caught.value.message
