@@ -304,9 +304,10 @@ class NativeBackend:
             report("copying-site", {})
             copy_tree(prepared.template, work_dir / "wp-content")
             (work_dir / "tmp").mkdir()
+            shared_cache: list[PathBind] = []
             if opcache_seed is not None:
-                copy_tree(opcache_seed, work_dir / "opcache")
                 opcache_dir = work_dir / "opcache"
+                shared_cache = _opcache_copy(opcache_seed, opcache_dir)
             mounts = sandbox_mounts(spec, work_dir, report)
             basedir = open_basedir([m["vfsPath"] for m in mounts])
             write_config(work_dir / "config", sandbox_id, salt_key(self.settings.home / "native"), basedir=basedir,
@@ -319,7 +320,7 @@ class NativeBackend:
                      PathBind(str(prepared.sqlite_plugin), SQLITE_DIR, False),
                      PathBind(str(work_dir / "tmp"), TMP, True)]
             if opcache_dir is not None:
-                binds.append(PathBind(str(opcache_dir), OPCACHE_DIR, True))
+                binds += [PathBind(str(opcache_dir), OPCACHE_DIR, True), *shared_cache]
             binds += [PathBind(m["hostPath"], m["vfsPath"], _writable(m, work_dir)) for m in mounts]
         except BaseException:
             remove_tree(work_dir)
@@ -337,6 +338,25 @@ class NativeBackend:
             sandbox.run_php(SEED_CODE, 300)
         finally:
             sandbox.dispose()
+
+
+def _opcache_copy(seed: Path, dest: Path) -> list[PathBind]:
+    """The sandbox's own compiled-script cache: a private copy of the seed, except the entries of read-only
+    core (``wp-includes``, ``wp-admin``: most of it), which are bound read-only from the seed instead — core
+    never changes, so those entries never need rewriting, and no sandbox can write what another reads."""
+    shared: list[PathBind] = []
+    core_dirs = {"wp-includes", "wp-admin"}
+
+    def skip_core(folder: str, names: list[str]) -> set[str]:
+        if Path(folder).name != "wordpress" or Path(folder).parent.parent != seed:
+            return set()
+        for name in sorted(core_dirs & set(names)):
+            system_id = Path(folder).parent.name
+            shared.append(PathBind(f"{folder}/{name}", f"{OPCACHE_DIR}/{system_id}/wordpress/{name}", False))
+        return core_dirs & set(names)
+
+    shutil.copytree(seed, dest, symlinks=True, ignore=skip_core)
+    return shared
 
 
 def _writable(mount: dict[str, str], work_dir: Path) -> bool:
