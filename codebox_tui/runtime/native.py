@@ -68,6 +68,7 @@ READ_FILE = ("$p = $argv[1]; $max = (int) $argv[2]; $h = @fopen($p, 'rb'); if ($
              " fwrite(STDERR, 'cannot read ' . $p); exit(1); } $size = fstat($h)['size'];"
              " if ($size > $max) { fwrite(STDERR, 'too-large'); exit(3); } fpassthru($h);")
 
+
 class _Capped:
     """Reads a stream to its end on a thread, keeping at most ``limit`` bytes (the rest is counted)."""
 
@@ -91,6 +92,7 @@ class _Capped:
             return None
         return {"totalBytes": self.total, "keptBytes": len(self.kept), "omittedBytes": self.total - len(self.kept),
                 "limitBytes": self._limit}
+
 
 class NativeSandbox:
     """One native WordPress: a folder on the host and the binds that show it to confined PHP."""
@@ -233,6 +235,7 @@ class NativeSandbox:
         remove_tree(self.work_dir)
         remove_tree(readonly_dir(self.work_dir))
 
+
 def _feed(stream: IO[bytes] | None, data: bytes) -> None:
     if stream is None:
         return
@@ -246,6 +249,7 @@ def _feed(stream: IO[bytes] | None, data: bytes) -> None:
         except OSError:
             pass
 
+
 def _kill(process: subprocess.Popen[bytes]) -> None:
     """SIGKILL bwrap's process group: its sandboxed child dies with it (``--die-with-parent``) and the PID
     namespace takes every process PHP started."""
@@ -257,6 +261,7 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:
         pass
+
 
 class NativeBackend:
     name = NAME

@@ -115,3 +115,25 @@ def test_phpunit_runs_natively_with_process_isolation(tmp_path: Path) -> None:
     cases = {case["name"]: case["status"] for suite in results["suites"] for case in suite["cases"]}
     assert cases == {"test_simple_words": "passed", "test_repeated_spaces": "failed",  # the example's known bug
                      "test_runs_in_a_child_process": "passed"}, doc["execution"]["stdout"]
+
+
+def test_a_hung_command_is_killed_with_every_process_it_started(tmp_path: Path) -> None:
+    """A PHP loop that outlives its timeout, with a background child in a session of its own (out of reach
+    of a process-group kill): the run fails with the
+    sandbox-timeout exit code, and no process of the sandbox is left on the host."""
+    marker = f"native-hang-{os.getpid()}"
+    live = tmp_path / "live"
+    live.mkdir()
+    # start the child, wait (bounded) until it shows in the sandbox's /proc, record that, then hang
+    code = (f"shell_exec('setsid php -r \"sleep(600);\" {marker} > /dev/null 2>&1 &');"
+            " $seen = ''; for ($i = 0; $i < 300 && strpos($seen, 'sleep(600);') === false; $i++) {"
+            " usleep(50000); $seen = (string) shell_exec('cat /proc/[0-9]*/cmdline | tr \"\\\\0\" \" \"'); }"
+            " file_put_contents('/workspace/live/processes.txt', $seen); while (true) {}")
+    out = _codebox(tmp_path, "run", "--backend", "native", "--mount", f"{live}:/workspace/live:live", "--command",
+                   "wordpress.run-php", "--arg", f"code={code}", "--timeout", "20s", "--artifacts",
+                   str(tmp_path / "artifacts"), "--json")
+    assert marker in (live / "processes.txt").read_text()  # the child was running when the loop began
+    assert out.returncode == 4, out.stdout + out.stderr  # SANDBOX_FAILURE
+    assert json.loads(out.stdout)["error"]["code"] == "sandbox-timeout"
+    leftovers = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    assert leftovers.stdout.strip() == "", leftovers.stdout
