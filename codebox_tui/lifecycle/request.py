@@ -215,12 +215,13 @@ def check_request(request: RunRequest) -> None:
     """What can be known wrong before anything boots (or a golden site is built): the backend, the PHP
     version it can run, the WordPress version, each command's arguments (a ``code-file`` that is missing or
     not a regular file) and the preview port."""
-    from codebox_tui.runtime.backends import backend_name, check_features, check_php
+    from codebox_tui.runtime.backends import backend_name, check_features, check_mount_targets, check_php
     from codebox_tui.runtime.catalog import get_command, parse_args
     from codebox_tui.runtime.wordpress_builds import resolve_build
 
     backend = backend_name(request.backend)
     check_php(backend, request.php)
+    check_mount_targets(backend, [mount.target for mount in [*request.mounts, *request.extra_mounts]])
     check_features(backend, [*(step.command for step in request.commands), *request.effective_policy().commands],
                    holds_preview=bool(request.hold_s) or request.preview_port is not None)
     if request.preview_port is not None and not (1 <= request.preview_port <= 65535):

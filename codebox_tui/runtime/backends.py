@@ -59,6 +59,14 @@ PREVIEW_COMMANDS = ("wordpress.browser-probe", "wordpress.browser-actions", "wor
                     "wp-codebox.observe")
 
 
+def check_mount_targets(name: str, targets: list[str]) -> None:
+    """Refuse, before anything boots, a mount target the backend keeps for itself."""
+    if name == "native":
+        from codebox_tui.runtime.native_site import check_native_mount_targets
+
+        check_native_mount_targets(targets)
+
+
 def check_features(name: str, commands: list[str], *, holds_preview: bool) -> None:
     """Refuse, before anything boots, what ``name`` cannot do: on native, a run whose commands or policy
     include a browser command or a page observation, or that holds a live preview (the message names the

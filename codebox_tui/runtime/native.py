@@ -33,6 +33,7 @@ from codebox_tui.runtime.native_site import (
     TMP,
     WP_CONTENT,
     PreparedInstall,
+    check_native_mount_targets,
     check_native_php,
     ensure_opcache_seed,
     ensure_prepared_install,
@@ -178,6 +179,11 @@ class NativeSandbox:
                 self._running.discard(process)
         if self._aborted is not None:
             raise SandboxError(f"The sandbox {self._aborted}", code="sandbox-aborted")
+        if code == 1 and err.kept.startswith(b"bwrap: ") and not out.kept:
+            # bubblewrap could not build the sandbox (PHP never ran): fail closed, saying why
+            reason = err.kept.decode("utf-8", "replace").strip()
+            raise SandboxError(f"the native sandbox could not be confined: {reason}", code="confinement-failed",
+                               details={"op": what})
         return (code if code >= 0 else 128 - code), out, err
 
     # -- the Sandbox protocol -------------------------------------------------------------------------
@@ -281,6 +287,7 @@ class NativeBackend:
         if spec.preview_port is not None:
             raise BadInputError("the native backend has no live preview yet; use --backend playground",
                                 code="native-unsupported", field="preview")
+        check_native_mount_targets([m.target for m in [*spec.mounts, *spec.extra_mounts]])
         find_bwrap()
         started = time.monotonic()
         build = resolve_build(spec.wp)

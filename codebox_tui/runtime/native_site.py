@@ -95,6 +95,16 @@ def check_native_php(requested: str | None) -> str:
         f"for PHP {requested}", code="native-php-version", field="php", details={"hostPhp": php.version})
 
 
+def check_native_mount_targets(targets: list[str]) -> None:
+    """Refuse a mount over the native sandbox's own read-only configuration (``/codebox``, the ``db.php``
+    drop-in): it would replace what the sandbox must not change."""
+    for index, target in enumerate(targets):
+        path = target.rstrip("/")
+        if path == "/codebox" or path.startswith("/codebox/") or path == f"{WP_CONTENT}/db.php":
+            raise BadInputError(f"mounts[{index}]: {target} is the native sandbox's own read-only configuration; "
+                                "mount somewhere else", code="invalid-mount", field=f"mounts[{index}]")
+
+
 # -- the prepared install ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PreparedInstall:

@@ -137,3 +137,19 @@ def test_a_hung_command_is_killed_with_every_process_it_started(tmp_path: Path) 
     assert json.loads(out.stdout)["error"]["code"] == "sandbox-timeout"
     leftovers = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
     assert leftovers.stdout.strip() == "", leftovers.stdout
+
+
+def test_mounts_native_cannot_honour_fail_clearly(tmp_path: Path) -> None:
+    """A mount over the sandbox's own configuration is refused before anything boots (exit 2); one bubblewrap
+    cannot make (a new folder inside read-only core) fails the run closed, with bwrap's reason (exit 4)."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    reserved = _codebox(tmp_path, "run", "--backend", "native", "--mount", f"{folder}:/codebox/config", "--command",
+                        "wordpress.run-php", "--arg", "code=echo 1;", "--artifacts", str(tmp_path / "a1"), "--json")
+    assert reserved.returncode == 2, reserved.stdout + reserved.stderr
+    assert json.loads(reserved.stdout)["error"]["code"] == "invalid-mount"
+    in_core = _codebox(tmp_path, "run", "--backend", "native", "--mount", f"{folder}:/wordpress/new-folder", "--command",
+                       "wordpress.run-php", "--arg", "code=echo 1;", "--artifacts", str(tmp_path / "a2"), "--json")
+    assert in_core.returncode == 4, in_core.stdout + in_core.stderr
+    error = json.loads(in_core.stdout)["error"]
+    assert error["code"] == "confinement-failed" and "/wordpress/new-folder" in error["message"]

@@ -80,3 +80,14 @@ def test_native_refuses_what_needs_a_live_preview_before_anything_boots() -> Non
     with pytest.raises(BadInputError) as caught:
         check_request(request)
     assert "wordpress.browser-probe" in caught.value.message
+
+
+def test_mounts_over_the_native_configuration_are_refused() -> None:
+    from codebox_tui.runtime.backends import check_mount_targets
+
+    check_mount_targets("native", ["/wordpress/wp-content/plugins/x", "/codebox-tools/wp-cli", "/codeboxes"])
+    check_mount_targets("playground", ["/codebox/config"])
+    for target in ("/codebox", "/codebox/config/", "/codebox/opcache/x", "/wordpress/wp-content/db.php"):
+        with pytest.raises(BadInputError) as caught:
+            check_mount_targets("native", ["/ok", target])
+        assert caught.value.code == "invalid-mount" and caught.value.field == "mounts[1]"
