@@ -188,3 +188,29 @@ def test_proc_shows_only_the_sandboxs_own_processes() -> None:
     assert marker not in result.text, result.text
     assert "kill:refused" in result.text, result.text
     assert 0 < int(result.text.split("pids:", 1)[1].split()[0]) <= 8, result.text
+
+
+def test_shared_core_cannot_be_changed_through_writes_links_or_renames() -> None:
+    """Core is one folder for every native sandbox (and Playground's golden site): writing, chmod-ing,
+    unlinking or renaming a core file, or hard-linking it into the writable wp-content and writing through
+    the link, from PHP and from a shell, leaves the host's copy as it was."""
+    victims = ("/wordpress/wp-includes/version.php", "/wordpress/wp-load.php", "/codebox/sqlite/load.php")
+    attack = "<?php\n" + "".join(textwrap.dedent(f"""\
+        $p = {php_string(name)}; $h = '/wordpress/wp-content/hard-' . md5($p) . '.php';
+        @chmod($p, 0666); @file_put_contents($p, '<?php die("owned");', FILE_APPEND); @unlink($p);
+        @rename($p, $p . '.moved');
+        if (@link($p, $h)) {{ file_put_contents($h, '<?php die("owned");', FILE_APPEND); echo "linked\\n"; }}
+        shell_exec('ln ' . escapeshellarg($p) . ' ' . escapeshellarg($h . '2') . ' 2>/dev/null && echo owned >> '
+                   . escapeshellarg($h . '2') . '; echo owned >> ' . escapeshellarg($p) . ' 2>/dev/null');
+        """) for name in victims)
+    with native_sandbox() as sandbox:
+        core = Path(next(b.source for b in sandbox._binds if b.target == "/wordpress"))
+        sqlite = Path(next(b.source for b in sandbox._binds if b.target == "/codebox/sqlite"))
+        files = [core / "wp-includes" / "version.php", core / "wp-load.php", sqlite / "load.php"]
+        before = [(f.read_bytes(), f.stat().st_mode) for f in files]
+        result = sandbox.run_php(attack, 60)
+    assert "linked" not in result.text, result.text
+    assert [(f.read_bytes(), f.stat().st_mode) for f in files] == before
+    with native_sandbox() as fresh:
+        check = fresh.run_php("<?php require '/wordpress/wp-load.php'; echo get_bloginfo('version');", 60)
+    assert check.exit_code == 0 and check.text and "owned" not in check.text, check.text + check.errors
