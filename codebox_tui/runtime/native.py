@@ -114,6 +114,7 @@ class NativeSandbox:
         self._lock = threading.Lock()
         self._aborted: str | None = None
         self._disposed = False
+        self._budget_hit: dict[str, Any] | None = None
 
     # -- one confined process ----------------------------------------------------------------------------
     def php_argv(self, php_args: list[str], env: dict[str, str] | None = None, *, opcache: bool = False,
@@ -184,6 +185,14 @@ class NativeSandbox:
             reason = err.kept.decode("utf-8", "replace").strip()
             raise SandboxError(f"the native sandbox could not be confined: {reason}", code="confinement-failed",
                                details={"op": what})
+        # bwrap reports a signal that killed PHP as 128 + its number (a PHP exit(153) reads the same: it can
+        # only add a flag to its own run)
+        if code in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ):  # prlimit's file-size cap: the write budget
+            self._budget_hit = {"path": "", "budgetBytes": int(self._settings.sandbox_write_budget)}
+            err.kept += (b"\ncodebox: PHP was stopped for writing a file larger than the sandbox's write budget "
+                         b"(CODEBOX_SANDBOX_WRITE_BUDGET)\n")
+        elif code in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
+            err.kept += b"\ncodebox: PHP was stopped at its CPU-time limit\n"
         return (code if code >= 0 else 128 - code), out, err
 
     # -- the Sandbox protocol -------------------------------------------------------------------------
@@ -225,6 +234,11 @@ class NativeSandbox:
             raise SandboxError(f"could not read {path} in the sandbox: {err.kept.decode('utf-8', 'replace')[:300]}",
                                code="sandbox-read-failed", details={"path": path})
         return bytes(out.kept)
+
+    def write_budget_exceeded(self) -> dict[str, Any] | None:
+        """Whether a PHP process of this sandbox was stopped for a file over the write budget (the session
+        flags the run ``write-budget-exceeded``); the native cap is per file, so no path is known."""
+        return self._budget_hit
 
     def abort(self, reason: str) -> None:
         self._aborted = reason

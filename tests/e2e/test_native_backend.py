@@ -153,3 +153,25 @@ def test_mounts_native_cannot_honour_fail_clearly(tmp_path: Path) -> None:
     assert in_core.returncode == 4, in_core.stdout + in_core.stderr
     error = json.loads(in_core.stdout)["error"]
     assert error["code"] == "confinement-failed" and "/wordpress/new-folder" in error["message"]
+
+
+def test_a_file_over_the_write_budget_stops_php_and_flags_the_run(tmp_path: Path) -> None:
+    """Disk fill, one file at a time: PHP writing past CODEBOX_SANDBOX_WRITE_BUDGET into a copy-on-write mount is
+    stopped (the file stays within the budget on the host), the command fails saying why, and the bundle
+    carries the write-budget-exceeded risk flag."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    code = "file_put_contents('/workspace/folder/fill.bin', str_repeat('x', 3 << 20)); echo 'not reached';"
+    out = _codebox(tmp_path, "run", "--backend", "native", "--mount", f"{folder}:/workspace/folder", "--command",
+                   "wordpress.run-php", "--arg", f"code={code}", "--artifacts", str(tmp_path / "artifacts"), "--json",
+                   env={"CODEBOX_SANDBOX_WRITE_BUDGET": "1M"})
+    doc = json.loads(out.stdout)
+    assert out.returncode == 1 and doc["execution"]["exitCode"] != 0, out.stdout + out.stderr
+    assert "not reached" not in doc["execution"]["stdout"]
+    assert "write budget" in doc["execution"]["stderr"]
+    bundle = Path(doc["artifacts"]["directory"])
+    assert "write-budget-exceeded" in json.loads((bundle / "files" / "review.json").read_text())["riskFlags"]
+    changed = json.loads((bundle / "files" / "changed-files.json").read_text())["files"]
+    fill = [c for c in changed if c["relativePath"] == "fill.bin"]
+    assert len(fill) == 1 and fill[0]["afterSize"] <= 1 << 20, changed  # what PHP wrote before it was stopped
+    assert not (folder / "fill.bin").exists()  # copy-on-write: never in the user's folder
