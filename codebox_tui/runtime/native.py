@@ -202,8 +202,9 @@ class NativeSandbox:
 
     def probe_php(self, code: str, timeout_s: float) -> PhpResult:
         """Codebox's own measurement. The CLI reads no ``.user.ini``, its ``php.ini`` is the host's (read-only
-        inside), prepend/append files are forced off and no opcache file cache exists: nothing the sandbox
-        planted runs with ``code`` (docs/security.md, "What the sandbox can and cannot forge")."""
+        inside), prepend/append files are forced off and opcache is off (the sandbox can write its file cache):
+        nothing the sandbox planted runs with ``code`` (docs/security.md, "What the sandbox can and cannot
+        forge")."""
         return self._exec([], code.encode("utf-8"), timeout_s, what="probe")
 
     def run_cli(self, argv: list[str], timeout_s: float, env: dict[str, str] | None = None) -> PhpResult:
