@@ -59,9 +59,9 @@ typecheck: setup
 pytest: setup
 	$(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
-## The quick part: no Playground, no Chromium, no killed processes (tests/unit, tests/tui, snapshots…).
+## The quick part: no Playground, no native sandboxes, no Chromium, no killed processes (tests/unit, tests/tui, snapshots…).
 unit: setup
-	$(PY) -m pytest -q $(XDIST) -m "not integration and not playground" $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) -m "not integration and not playground and not native" $(PYTEST_ARGS)
 
 schemas: setup
 	$(PY) -m codebox_tui.contracts.schemas --write

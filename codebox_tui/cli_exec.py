@@ -67,7 +67,8 @@ def _exec_fresh(request: ExecRequest, mount: list[str], wp: str, php: str, wp_cl
     run_request = RunRequest(mounts=mounts_from_text(mount), wp=wp, php=php, env=env_from_pairs(env),
                              boot_timeout_s=parse_duration(boot_timeout, "--boot-timeout"), artifacts_root=artifacts,
                              tools=Toolchain(wp_cli_phar=Path(wp_cli_phar) if wp_cli_phar else None),
-                             tool_commands=["wordpress.wp-cli"], flow="exec")
+                             tool_commands=["wordpress.wp-cli"], flow="exec",
+                             backend="playground")  # the exec shell is served by the Playground sidecar
     with RunService().open(run_request, progress=StderrProgress("exec", quiet=quiet)) as run:
         run.boot()
         result = run_exec(run.session, request)

@@ -29,6 +29,7 @@ from codebox_tui.lifecycle import (
 )
 from codebox_tui.lifecycle.episode import load_plan, load_snapshot_document, run_plan
 from codebox_tui.progress_report import StderrProgress
+from codebox_tui.runtime.backends import backend_name, default_php
 from codebox_tui.runtime.catalog import command_catalog, get_command
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
@@ -86,10 +87,17 @@ PREVIEW_BIND_HELP = ("Address the live preview listens on (default 127.0.0.1, lo
                      "e.g. 0.0.0.0, exposes the sandbox's WordPress to the network.")
 
 
-def _request(mounts: list[str], policy_text: str | None, wp: str, php: str, boot_timeout: str,
-             artifacts: Path | None, *, preview_bind: str | None = None) -> RunRequest:
-    """The fields ``run`` and ``boot`` share, parsed the way the Launch screen parses them."""
-    return RunRequest(mounts=mounts_from_text(mounts), policy=policy_from_text(policy_text), wp=wp, php=php,
+BACKEND_HELP = ("Runtime backend: playground (PHP compiled to WebAssembly; every PHP version, live preview) or "
+                "native (the host's PHP in bubblewrap; much faster). Default: CODEBOX_BACKEND, else playground.")
+
+
+def _request(mounts: list[str], policy_text: str | None, wp: str, php: str | None, boot_timeout: str,
+             artifacts: Path | None, *, preview_bind: str | None = None, backend: str | None = None) -> RunRequest:
+    """The fields ``run`` and ``boot`` share, parsed the way the Launch screen parses them. No ``--php``: the
+    backend's default (the host's PHP on native)."""
+    chosen = backend_name(backend)
+    return RunRequest(mounts=mounts_from_text(mounts), policy=policy_from_text(policy_text), wp=wp,
+                      php=php if php is not None else default_php(chosen), backend=chosen,
                       boot_timeout_s=parse_duration(boot_timeout, "--boot-timeout"), artifacts_root=artifacts,
                       preview_bind=preview_bind_address(preview_bind))
 
@@ -102,7 +110,9 @@ def run_command(
                                            help="Folder that receives the run bundle (default: "
                                                 "$CODEBOX_HOME/artifacts)."),
     wp: str = typer.Option(DEFAULT_WP_VERSION, "--wp", help="WordPress build: 6.2–6.5, beta, nightly."),
-    php: str = typer.Option(DEFAULT_PHP_VERSION, "--php", help="PHP version (7.4, 8.0–8.5)."),
+    php: str | None = typer.Option(None, "--php", help=f"PHP version (7.4, 8.0–8.5; default {DEFAULT_PHP_VERSION}); "
+                                                        "native runs the host's PHP only."),
+    backend: str | None = typer.Option(None, "--backend", help=BACKEND_HELP),
     policy: str | None = typer.Option(None, "--policy", help="Runtime policy: inline JSON or a JSON file."),
     wp_cli_phar: Path | None = typer.Option(None, "--wp-cli-phar", help="Path to wp-cli.phar (wordpress.wp-cli)."),
     timeout: str = typer.Option("120s", "--timeout", help="Timeout for the command, e.g. 30s, 2m."),
@@ -116,7 +126,7 @@ def run_command(
 ) -> None:
     """Boot a sandbox, run one command, capture the artifact bundle, dispose."""
     get_command(command)  # an unknown command fails first
-    request = _request(mount, policy, wp, php, boot_timeout, artifacts, preview_bind=preview_bind)
+    request = _request(mount, policy, wp, php, boot_timeout, artifacts, preview_bind=preview_bind, backend=backend)
     if restore is not None:
         request.restore, request.restore_source = load_snapshot_document(restore), str(restore)
     request.commands = [CommandStep(command, list(arg), parse_duration(timeout, "--timeout"))]
@@ -161,7 +171,9 @@ def boot_command(
 ) -> None:
     """Boot a sandbox and hold it for live preview until the hold expires or Ctrl-C."""
     hold_s = parse_duration(hold, "--hold")
-    request = _request(mount, policy, wp, php, boot_timeout, artifacts, preview_bind=preview_bind)
+    # the live preview is Playground's (the native backend has none yet: docs/backends.md)
+    request = _request(mount, policy, wp, php, boot_timeout, artifacts, preview_bind=preview_bind,
+                       backend="playground")
     request.preview_port = preview_port
     request.warm = True  # a held preview: load WordPress once so the first page a human opens is fast
     request.capture = False  # a preview leaves its event streams, no bundle

@@ -73,6 +73,9 @@ class CodeboxSettings(BaseSettings):
     # booting fails with a clear error when it is missing or unusable) or "none" — DANGEROUS: sandboxed
     # PHP is then held only by Playground's own virtual file system.
     confinement: Literal["bwrap", "none"] = "bwrap"
+    # The runtime backend a run boots when it names none (docs/backends.md): "playground" (PHP compiled to
+    # WebAssembly in Node) or "native" (the host's PHP, every process in its own bubblewrap). CODEBOX_BACKEND.
+    backend: Literal["playground", "native"] = "playground"
     # Address the live preview listens on. Loopback only by default; anything else exposes the
     # sandbox's WordPress to the network (`--preview-bind` on `codebox boot` / `codebox run`).
     preview_bind: str = "127.0.0.1"

@@ -7,6 +7,8 @@
 #   git             baselines and the git apply adapter
 #   fonts-dejavu-core  monospace font for rendering screenshots
 #   bubblewrap      confines the Playground sidecar (namespaces, read-only system, no host pids; docs/security.md)
+#                   and every PHP process of the native backend (docs/backends.md)
+#   php8.2-cli php8.2-sqlite3  the native backend's PHP (WordPress runs on SQLite; docs/backends.md)
 set -euo pipefail
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
@@ -16,6 +18,8 @@ command -v git >/dev/null 2>&1 || need+=(git)
 command -v node >/dev/null 2>&1 || need+=(nodejs npm)
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf ] || need+=(fonts-dejavu-core)
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+command -v php8.2 >/dev/null 2>&1 || need+=(php8.2-cli)
+[ -n "$(compgen -G '/etc/php/8.2/mods-available/pdo_sqlite.ini')" ] || need+=(php8.2-sqlite3)
 if [ ${#need[@]} -eq 0 ]; then
   echo "system packages: all present"
   exit 0

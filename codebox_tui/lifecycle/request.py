@@ -58,6 +58,8 @@ class RunRequest:
     policy: RuntimePolicy | None = None
     wp: str = DEFAULT_WP_VERSION
     php: str = DEFAULT_PHP_VERSION
+    # "playground" or "native" (runtime/backends.py); None: the ``backend`` setting (CODEBOX_BACKEND)
+    backend: str | None = None
     blueprint: dict[str, Any] | None = None
     env: dict[str, str] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -210,16 +212,18 @@ def metadata_from_json(text: str | None) -> dict[str, Any]:
 
 
 def check_request(request: RunRequest) -> None:
-    """What can be known wrong before anything boots (or a golden site is built): the PHP and
-    WordPress versions, each command's arguments (a ``code-file`` that is missing or not a regular
-    file) and the preview port."""
+    """What can be known wrong before anything boots (or a golden site is built): the backend, the PHP
+    version it can run, the WordPress version, each command's arguments (a ``code-file`` that is missing or
+    not a regular file) and the preview port."""
+    from codebox_tui.runtime.backends import backend_name, check_features, check_mount_targets, check_php
     from codebox_tui.runtime.catalog import get_command, parse_args
-    from codebox_tui.runtime.playground import SUPPORTED_PHP
     from codebox_tui.runtime.wordpress_builds import resolve_build
 
-    if request.php not in SUPPORTED_PHP:
-        raise BadInputError(f"--php {request.php} is not available; choose one of {', '.join(SUPPORTED_PHP)}",
-                            code="unknown-php-version", field="--php")
+    backend = backend_name(request.backend)
+    check_php(backend, request.php)
+    check_mount_targets(backend, [mount.target for mount in [*request.mounts, *request.extra_mounts]])
+    check_features(backend, [*(step.command for step in request.commands), *request.effective_policy().commands],
+                   holds_preview=bool(request.hold_s) or request.preview_port is not None)
     if request.preview_port is not None and not (1 <= request.preview_port <= 65535):
         raise BadInputError("--preview-port must be between 1 and 65535", code="invalid-port", field="preview-port")
     for step in request.commands:

@@ -28,6 +28,7 @@ from codebox_tui.lifecycle.request import CommandStep, RunControl, RunRequest, c
 from codebox_tui.lifecycle.site_state import SiteStateRecorder
 from codebox_tui.lifecycle.tools import tool_mounts
 from codebox_tui.runtime.backend import Backend, Sandbox, SandboxSpec
+from codebox_tui.runtime.backends import backend_name, make_backend
 from codebox_tui.runtime.exec_server import serve_held
 from codebox_tui.runtime.policy import Redactor, resolve_secrets
 from codebox_tui.runtime.session import RunSession
@@ -254,7 +255,8 @@ class RunService:
         try:
             spec = self.sandbox_spec(request, tools_dir)
             root = request.artifacts_root if request.artifacts_root is not None else self.settings.artifacts_dir
-            session = RunSession(spec, ensure_artifacts_dir(root), backend=self.backend,
+            backend = self.backend or make_backend(backend_name(request.backend, self.settings), self.settings)
+            session = RunSession(spec, ensure_artifacts_dir(root), backend=backend,
                                  on_event=progress.on_event if progress is not None else None)
         except BaseException:
             shutil.rmtree(tools_dir, ignore_errors=True)

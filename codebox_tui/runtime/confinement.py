@@ -135,3 +135,50 @@ def covered(host_path: str, sandboxes_root: Path, binds: tuple[Bind, ...], *, wr
     if _is_within(real, Path(os.path.realpath(sandboxes_root))):
         return True
     return any(_is_within(real, Path(b.path)) and (b.writable or not writable) for b in binds)
+
+
+# -- the native backend's wall: every PHP process in its own bubblewrap (docs/backends.md) ---------------
+# /etc entries PHP reads: its own configuration (read-only, so a sandbox cannot plant php.ini or a
+# conf.d file), the dynamic loader's cache, the alternatives links behind /usr/bin/php, time zones.
+PHP_ETC_ENTRIES = ("php", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone",
+                   "ssl", "ca-certificates")
+
+
+@dataclass(frozen=True)
+class PathBind:
+    """A host path shown to a confined PHP process at ``target`` (which may differ from the host path)."""
+
+    source: str
+    target: str
+    writable: bool
+
+
+def php_bwrap_argv(*, bwrap: str, php: str, binds: list[PathBind], env: dict[str, str], chdir: str) -> list[str]:
+    """The ``bwrap … php`` command line for one native PHP process (the PHP arguments are appended by the
+    caller). Unlike the sidecar's wall the network namespace is *not* shared: the process gets an empty
+    one (only its own loopback), so ``network: deny`` holds for PHP and every child it starts. All other
+    namespaces are new too, the process runs as uid/gid 65534 without capabilities, in its own session
+    (no terminal to inject into), with a cleared environment, its own ``/proc``, a minimal ``/dev``, the
+    system read-only, and nothing else of the host but ``binds`` (in order: later binds cover earlier
+    ones, so a read-only file inside a writable folder stays read-only). ``--die-with-parent``: the
+    calling thread waits for the process, so the whole sandbox dies with it or with a kill of bwrap."""
+    argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
+            "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL"]
+    for name, value in env.items():
+        argv += ["--setenv", name, value]
+    for system_dir in SYSTEM_DIRS:
+        if os.path.islink(system_dir):
+            argv += ["--symlink", os.readlink(system_dir), system_dir]
+        elif os.path.isdir(system_dir):
+            argv += ["--ro-bind", system_dir, system_dir]
+    for entry in PHP_ETC_ENTRIES:
+        argv += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
+    php_path = Path(os.path.realpath(php))
+    if not _is_within(php_path, Path("/usr")):  # a PHP installed elsewhere: its prefix, read-only
+        prefix = php_path.parent.parent if php_path.parent.name == "bin" else php_path.parent
+        argv += ["--ro-bind", str(prefix), str(prefix)]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    for bind in binds:
+        argv += ["--bind" if bind.writable else "--ro-bind", bind.source, bind.target]
+    argv += ["--chdir", chdir, php_path.as_posix()]
+    return argv

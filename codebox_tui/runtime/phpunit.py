@@ -44,7 +44,7 @@ GLOBAL_BOOTSTRAP = "wp-global-scope.php"
 GLOBAL_BOOTSTRAP_PHP = """<?php
 // Codebox: load WordPress in global scope before PHPUnit includes the plugin's bootstrap.
 // Playground's own prepend (SQLite integration, environment) runs first: -d replaced it.
-if ( is_file( '/internal/shared/auto_prepend_file.php' ) ) {
+if ( @is_file( '/internal/shared/auto_prepend_file.php' ) ) {  // Playground only (outside native's open_basedir)
 	require_once '/internal/shared/auto_prepend_file.php';
 }
 if ( ! defined( 'ABSPATH' ) && is_file( '/wordpress/wp-load.php' ) ) {

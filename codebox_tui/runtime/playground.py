@@ -78,7 +78,7 @@ def get_sidecar(settings: CodeboxSettings, policy: RuntimePolicy, binds: tuple[B
         if sidecar is None or not sidecar.alive:
             sidecars_root = settings.home / "sandboxes"
             sidecars_root.mkdir(parents=True, exist_ok=True)
-            _sweep_once(sidecars_root)
+            sweep_abandoned_once(sidecars_root)
             idle = _idle_bound_sidecars() if binds else []
             sidecar = Sidecar(node=settings.node, home=settings.playground_home,
                               network_policy=network_policy_key(policy), confinement=settings.confinement,
@@ -295,7 +295,7 @@ class PlaygroundSandbox:
             remove_tree(readonly_dir(self.work_dir))
 
 
-def _sandbox_mounts(spec: SandboxSpec, work_dir: Path, report: Callable[[str, Any], None]
+def sandbox_mounts(spec: SandboxSpec, work_dir: Path, report: Callable[[str, Any], None]
                     ) -> list[dict[str, str]]:
     """Host → sandbox mounts in order. Read-only mounts are staged copies. A copy-on-write read-write
     mount (the default) mounts its private copy, moved into this sandbox's work dir (README, "Mounts");
@@ -382,7 +382,7 @@ def abandoned_sandbox_dirs(sandboxes_root: Path, *, unowned_age_s: float = 600.0
 _process_alive = process_alive
 
 
-def _sweep_once(sandboxes_root: Path, prefix: str = "sandbox-") -> None:
+def sweep_abandoned_once(sandboxes_root: Path, prefix: str = "sandbox-") -> None:
     """Once per process, root and kind: remove abandoned folders in the background (sandbox folders also
     take their read-only staging folders, and sidecar temp folders and logs, with them)."""
     key = str(sandboxes_root)
@@ -531,7 +531,7 @@ class PlaygroundBackend:
         threading.Thread(target=background, name="codebox-sandbox-refill", daemon=future is not None).start()
 
     def _attach_mounts(self, sandbox: PlaygroundSandbox, spec: SandboxSpec, report: ProgressCallback) -> None:
-        mounts = _sandbox_mounts(spec, sandbox.work_dir, report)
+        mounts = sandbox_mounts(spec, sandbox.work_dir, report)
         _check_visible(sandbox.sidecar, mounts, sandbox.work_dir.parent)
         if mounts:
             sandbox.sidecar.request("mount", {"sandbox": sandbox.id, "mounts": mounts}, 30.0)
@@ -542,7 +542,7 @@ class PlaygroundBackend:
                     binds: tuple[Bind, ...] | None = None) -> PlaygroundSandbox:
         sandboxes_root = self.settings.home / "sandboxes"
         sandboxes_root.mkdir(parents=True, exist_ok=True)
-        _sweep_once(sandboxes_root)
+        sweep_abandoned_once(sandboxes_root)
         sandbox_id = "sandbox-" + secrets.token_hex(6)
         work_dir = sandboxes_root / sandbox_id
         golden_root = self.settings.golden_dir
@@ -564,7 +564,7 @@ class PlaygroundBackend:
                 opcache.mkdir(exist_ok=True)
             if opcache.is_dir():  # this sandbox's private copy of the opcache seed
                 mounts.append({"hostPath": str(opcache), "vfsPath": "/internal/shared/opcache"})
-            mounts += _sandbox_mounts(spec, work_dir, report)
+            mounts += sandbox_mounts(spec, work_dir, report)
             remaining = max(1.0, spec.boot_timeout_s - (time.monotonic() - started))
             try:
                 sidecar = sidecar_future.result(timeout=remaining)
@@ -597,7 +597,7 @@ def claim_owned_dir(root: Path, prefix: str) -> Path:
     """A new private folder ``root/<prefix><random>`` that records this process as its owner, after
     sweeping (once per process) the folders of that kind whose owner was killed before removing them."""
     root.mkdir(parents=True, exist_ok=True)
-    _sweep_once(root, prefix)
+    sweep_abandoned_once(root, prefix)
     path = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
     (path / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
     return path

@@ -162,17 +162,17 @@ class RunSession:
         return self._sandbox is not None
 
     def runtime_info(self) -> RuntimeInfo:
-        env: dict[str, Any] = {"kind": "wordpress", "name": "wordpress-playground", "wp": self.spec.wp,
-                               "php": self.spec.php}
+        backend = getattr(self.backend, "name", "wordpress-playground")  # native or wordpress-playground
+        env: dict[str, Any] = {"kind": "wordpress", "name": backend, "wp": self.spec.wp, "php": self.spec.php}
         if self.spec.env:
             env["runtimeEnv"] = dict(self.spec.env)  # not secret: recorded with its values
         if self._sandbox is not None:
             env["version"] = self._sandbox.wordpress_version
             env["wordpressVersion"] = self._sandbox.wordpress_version
             env["phpVersion"] = self._sandbox.php_version
-        return RuntimeInfo(id=self.runtime_id, backend="wordpress-playground", environment=env,
+        return RuntimeInfo(id=self.runtime_id, backend=backend, environment=env,
                            createdAt=self.created_at, status=self.status,
-                           previewUrl=self._sandbox.preview_url if self._sandbox else None)
+                           previewUrl=(self._sandbox.preview_url or None) if self._sandbox else None)
 
     def _take_baselines(self) -> SandboxSpec:
         """Baselines of the read-write mounts and, in the same step, the private copies of the

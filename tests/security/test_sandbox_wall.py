@@ -349,7 +349,7 @@ def test_sidecar_temp_folder_and_log_of_a_killed_process_are_swept(
 
     monkeypatch.setattr(tempfile, "tempdir", str(temp_root))  # the sweep looks in tempfile.gettempdir()
     assert {str(p) for p in abandoned_sidecar_files()} >= {tmp_dir, log_path}
-    playground._sweep_once(tmp_path / "another-root")  # what the next codebox process does first
+    playground.sweep_abandoned_once(tmp_path / "another-root")  # what the next codebox process does first
     wait_until(lambda: not Path(tmp_dir).exists() and not Path(log_path).exists(), timeout=30, interval=0.1)
     assert not Path(tmp_dir).exists() and not Path(log_path).exists()
 

@@ -1,0 +1,80 @@
+"""Which runtime backend boots a run's sandbox (docs/backends.md): ``playground`` (WordPress Playground,
+PHP compiled to WebAssembly, the default) or ``native`` (the host's PHP, each process in bubblewrap).
+``--backend`` on the command line, else the ``backend`` setting (``CODEBOX_BACKEND``)."""
+
+from __future__ import annotations
+
+from codebox_tui.errors import BadInputError
+from codebox_tui.runtime.backend import Backend
+from codebox_tui.settings import CodeboxSettings, get_settings
+from codebox_tui.versions import DEFAULT_PHP_VERSION
+
+BACKEND_NAMES = ("playground", "native")
+
+
+def backend_name(requested: str | None, settings: CodeboxSettings | None = None) -> str:
+    """``requested`` (``--backend``) checked, or the ``backend`` setting when it is None."""
+    name = requested if requested is not None else (settings or get_settings()).backend
+    if name not in BACKEND_NAMES:
+        raise BadInputError(f"--backend {name!r} is not a backend; choose one of {', '.join(BACKEND_NAMES)}",
+                            code="unknown-backend", field="backend")
+    return name
+
+
+def make_backend(name: str, settings: CodeboxSettings | None = None) -> Backend:
+    if name == "native":
+        from codebox_tui.runtime.native import NativeBackend
+
+        return NativeBackend(settings)
+    from codebox_tui.runtime.playground import PlaygroundBackend
+
+    return PlaygroundBackend(settings)
+
+
+def default_php(name: str) -> str:
+    """The PHP version a run gets when it names none: the host's on ``native``, else Codebox's default."""
+    if name == "native":
+        from codebox_tui.runtime.native_site import host_php
+
+        return host_php().series
+    return DEFAULT_PHP_VERSION
+
+
+def check_php(name: str, php: str) -> None:
+    """Refuse, before anything boots, a PHP version ``name`` cannot run (the message names the way out)."""
+    if name == "native":
+        from codebox_tui.runtime.native_site import check_native_php
+
+        check_native_php(php)
+        return
+    from codebox_tui.runtime.playground import SUPPORTED_PHP
+
+    if php not in SUPPORTED_PHP:
+        raise BadInputError(f"--php {php} is not available; choose one of {', '.join(SUPPORTED_PHP)}",
+                            code="unknown-php-version", field="--php")
+
+
+# What needs a live preview, which the native backend does not have yet (docs/backends.md).
+PREVIEW_COMMANDS = ("wordpress.browser-probe", "wordpress.browser-actions", "wordpress.browser-actions.evaluate",
+                    "wp-codebox.observe")
+
+
+def check_mount_targets(name: str, targets: list[str]) -> None:
+    """Refuse, before anything boots, a mount target the backend keeps for itself."""
+    if name == "native":
+        from codebox_tui.runtime.native_site import check_native_mount_targets
+
+        check_native_mount_targets(targets)
+
+
+def check_features(name: str, commands: list[str], *, holds_preview: bool) -> None:
+    """Refuse, before anything boots, what ``name`` cannot do: on native, a run whose commands or policy
+    include a browser command or a page observation, or that holds a live preview (the message names the
+    way out). Failing later would turn a missing feature into a wrong verdict."""
+    if name != "native":
+        return
+    wanted = [command for command in commands if command in PREVIEW_COMMANDS]
+    if wanted or holds_preview:
+        what = ", ".join(dict.fromkeys(wanted)) if wanted else "a held live preview"
+        raise BadInputError(f"the native backend has no live preview yet ({what}); use --backend playground",
+                            code="native-no-preview", field="backend", details={"commands": wanted})

@@ -1,0 +1,396 @@
+"""The native backend: real host PHP, each process inside its own bubblewrap (docs/backends.md).
+
+A sandbox is a folder (runtime/native_site.py): its own ``wp-content`` with its own SQLite database, a
+temp folder, and a read-only generated configuration; WordPress core is shared read-only. Nothing runs
+between commands: every PHP request, WP-CLI call and file transfer is one confined process
+(runtime/confinement.py, :func:`~codebox_tui.runtime.confinement.php_bwrap_argv`) that sees the sandbox at
+Playground's paths and dies with its namespace. There is no live preview yet (``request`` says so).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from codebox_tui.contracts.runtime import RuntimePolicy
+from codebox_tui.errors import BadInputError, SandboxError
+from codebox_tui.runtime.backend import HttpResult, PhpResult, ProgressCallback, SandboxSpec
+from codebox_tui.runtime.confinement import PathBind, find_bwrap, php_bwrap_argv, readonly_dir
+from codebox_tui.runtime.golden import copy_tree, ensure_golden_site
+from codebox_tui.runtime.mounts import remove_tree
+from codebox_tui.runtime.native_site import (
+    CONFIG_DIR,
+    CORE,
+    OPCACHE_DIR,
+    SQLITE_DIR,
+    TMP,
+    WP_CONTENT,
+    PreparedInstall,
+    check_native_mount_targets,
+    check_native_php,
+    ensure_opcache_seed,
+    ensure_prepared_install,
+    host_php,
+    open_basedir,
+    salt_key,
+    write_config,
+)
+from codebox_tui.runtime.playground import OWNER_FILE, sandbox_mounts, sweep_abandoned_once
+from codebox_tui.runtime.wordpress_builds import resolve_build
+from codebox_tui.settings import CodeboxSettings, get_settings
+
+NAME = "native"
+# The environment of every confined PHP process (nothing of the caller's).
+# WP_CLI_CONFIG_PATH: the sandbox's read-only wp-cli.yml scopes every `wp` call (core is read-only, so
+# the file cannot sit beside it).
+BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": TMP, "TMPDIR": TMP, "LANG": "C.UTF-8",
+            "WP_CLI_CONFIG_PATH": f"{CONFIG_DIR}/wp-cli.yml"}
+PHP_MEMORY_LIMIT = "512M"
+# The sandbox's compiled-script cache: a file cache only (each command is a new process), in its own copy
+# of the seed a clean sandbox made (native_site.ensure_opcache_seed), timestamps checked.
+OPCACHE_ON = ["opcache.enable_cli=1", f"opcache.file_cache={OPCACHE_DIR}", "opcache.file_cache_only=1",
+              "opcache.validate_timestamps=1"]
+# The PHP a command line may name (runtime/commands.py builds ``["php", …]`` for WP-CLI and PHPUnit).
+PHP_NAMES = ("php", "/usr/bin/php", "/usr/local/bin/php")
+# What the seed sandbox compiles: WordPress and the admin includes plugin probes load.
+SEED_CODE = ("<?php require '/wordpress/wp-load.php'; require_once ABSPATH . 'wp-admin/includes/plugin.php';"
+             " require_once ABSPATH . 'wp-admin/includes/admin.php';")
+WRITE_FILE = ("$p = $argv[1]; $d = dirname($p); if (!is_dir($d)) { mkdir($d, 0777, true); }"
+              " if (file_put_contents($p, stream_get_contents(STDIN)) === false) {"
+              " fwrite(STDERR, 'cannot write ' . $p); exit(1); }")
+READ_FILE = ("$p = $argv[1]; $max = (int) $argv[2]; $h = @fopen($p, 'rb'); if ($h === false) {"
+             " fwrite(STDERR, 'cannot read ' . $p); exit(1); } $size = fstat($h)['size'];"
+             " if ($size > $max) { fwrite(STDERR, 'too-large'); exit(3); } fpassthru($h);")
+
+
+class _Capped:
+    """Reads a stream to its end on a thread, keeping at most ``limit`` bytes (the rest is counted)."""
+
+    def __init__(self, stream: IO[bytes], limit: int) -> None:
+        self.kept = bytearray()
+        self.total = 0
+        self._stream, self._limit = stream, limit
+        self.thread = threading.Thread(target=self._pump, name="codebox-native-output", daemon=True)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        while chunk := self._stream.read(65536):
+            self.total += len(chunk)
+            room = self._limit - len(self.kept)
+            if room > 0:
+                self.kept += chunk[:room]
+        self._stream.close()
+
+    def truncation(self) -> dict[str, int] | None:
+        if self.total <= len(self.kept):
+            return None
+        return {"totalBytes": self.total, "keptBytes": len(self.kept), "omittedBytes": self.total - len(self.kept),
+                "limitBytes": self._limit}
+
+
+class NativeSandbox:
+    """One native WordPress: a folder on the host and the binds that show it to confined PHP."""
+
+    def __init__(self, sandbox_id: str, work_dir: Path, binds: list[PathBind], basedir: str,
+                 wordpress_version: str, php_version: str, settings: CodeboxSettings, *, opcache: bool) -> None:
+        self.id = sandbox_id
+        self.work_dir = work_dir
+        self.preview_url = ""  # no live preview on the native backend yet
+        self.wordpress_version = wordpress_version
+        self.php_version = php_version
+        self._binds = binds
+        self._basedir = basedir
+        self._settings = settings
+        self._opcache = opcache
+        self._bwrap = find_bwrap()
+        self._running: set[subprocess.Popen[bytes]] = set()
+        self._lock = threading.Lock()
+        self._aborted: str | None = None
+        self._disposed = False
+        self._budget_hit: dict[str, Any] | None = None
+
+    # -- one confined process ----------------------------------------------------------------------------
+    def php_argv(self, php_args: list[str], env: dict[str, str] | None = None, *, opcache: bool = False,
+                 timeout_s: float = 0.0) -> list[str]:
+        """The whole command line of one confined PHP process running ``php_args``. ``opcache``: compiled
+        scripts come from (and go to) the sandbox's own copy of the opcache seed, for the sandbox's own
+        commands only; Codebox's probes and file transfers never read a cache the sandbox could have written."""
+        settings = [f"open_basedir={self._basedir}", f"sys_temp_dir={TMP}", f"upload_tmp_dir={TMP}",
+                    f"memory_limit={PHP_MEMORY_LIMIT}", "display_errors=stderr", "log_errors=0", "auto_prepend_file=",
+                    "auto_append_file="]
+        settings += OPCACHE_ON if opcache and self._opcache else ["opcache.enable_cli=0"]
+        ini = [part for setting in settings for part in ("-d", setting)]
+        limits = []
+        if shutil.which("prlimit"):
+            budget = self._settings.sandbox_write_budget
+            cpu_seconds = int(max(timeout_s, self._settings.command_timeout_s)) + 5  # the wall clock kills first
+            limits = ["prlimit", f"--cpu={cpu_seconds}",
+                      *([f"--fsize={budget}"] if budget else []), "--"]
+        bwrap = php_bwrap_argv(bwrap=self._bwrap, php=host_php().binary, binds=self._binds,
+                               env={**BASE_ENV, **(env or {})}, chdir=CORE)
+        return [*limits, *bwrap, *ini, *php_args]
+
+    def _exec(self, php_args: list[str], stdin: bytes, timeout_s: float, *, env: dict[str, str] | None = None,
+              what: str = "run") -> PhpResult:
+        code, out, err = self._exec_raw(php_args, stdin, timeout_s, env=env, what=what,
+                                        limit=int(self._settings.max_command_output_bytes))
+        truncated = {name: cut for name, cut in (("stdout", out.truncation()), ("stderr", err.truncation())) if cut}
+        return PhpResult(text=out.kept.decode("utf-8", "replace"), exit_code=code,
+                         errors=err.kept.decode("utf-8", "replace"), truncated=truncated or None)
+
+    def _exec_raw(self, php_args: list[str], stdin: bytes, timeout_s: float, *, env: dict[str, str] | None,
+                  what: str, limit: int) -> tuple[int, _Capped, _Capped]:
+        """Run one confined PHP process to its end (or kill it at ``timeout_s``): its exit code and its
+        output streams, each cut at ``limit`` bytes."""
+        if self._aborted is not None:
+            raise SandboxError(f"The sandbox {self._aborted}", code="sandbox-aborted")
+        if self._disposed:
+            raise SandboxError("The sandbox was disposed", code="sandbox-disposed")
+        try:
+            argv = self.php_argv(php_args, env, opcache=what in ("run", "cli"), timeout_s=timeout_s)
+            process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       start_new_session=True, close_fds=True)
+        except OSError as error:
+            raise SandboxError(f"could not start the confined PHP process: {error}",
+                               code="native-start-failed") from error
+        with self._lock:
+            self._running.add(process)
+        try:
+            out = _Capped(process.stdout, limit)  # type: ignore[arg-type]
+            err = _Capped(process.stderr, limit)  # type: ignore[arg-type]
+            feeder = threading.Thread(target=_feed, args=(process.stdin, stdin), daemon=True)
+            feeder.start()
+            try:
+                code = process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                _kill(process)
+                raise SandboxError(f"Sandbox {what} timed out after {timeout_s:g} s; its PHP process was killed",
+                                   code="sandbox-timeout", details={"op": what, "timeoutSeconds": timeout_s}) from None
+            for reader in (out, err):
+                reader.thread.join(timeout=30)
+        finally:
+            with self._lock:
+                self._running.discard(process)
+        if self._aborted is not None:
+            raise SandboxError(f"The sandbox {self._aborted}", code="sandbox-aborted")
+        if code == 1 and err.kept.startswith(b"bwrap: ") and not out.kept:
+            # bubblewrap could not build the sandbox (PHP never ran): fail closed, saying why
+            reason = err.kept.decode("utf-8", "replace").strip()
+            raise SandboxError(f"the native sandbox could not be confined: {reason}", code="confinement-failed",
+                               details={"op": what})
+        # bwrap reports a signal that killed PHP as 128 + its number (a PHP exit(153) reads the same: it can
+        # only add a flag to its own run)
+        if code in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ):  # prlimit's file-size cap: the write budget
+            self._budget_hit = {"path": "", "budgetBytes": int(self._settings.sandbox_write_budget)}
+            err.kept += (b"\ncodebox: PHP was stopped for writing a file larger than the sandbox's write budget "
+                         b"(CODEBOX_SANDBOX_WRITE_BUDGET)\n")
+        elif code in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
+            err.kept += b"\ncodebox: PHP was stopped at its CPU-time limit\n"
+        return (code if code >= 0 else 128 - code), out, err
+
+    # -- the Sandbox protocol -------------------------------------------------------------------------
+    def run_php(self, code: str, timeout_s: float) -> PhpResult:
+        """``code`` (a whole PHP file's text) as PHP's standard input, working folder ``/wordpress``."""
+        return self._exec([], code.encode("utf-8"), timeout_s)
+
+    def probe_php(self, code: str, timeout_s: float) -> PhpResult:
+        """Codebox's own measurement. The CLI reads no ``.user.ini``, its ``php.ini`` is the host's (read-only
+        inside), prepend/append files are forced off and opcache is off (the sandbox can write its file cache):
+        nothing the sandbox planted runs with ``code`` (docs/security.md, "What the sandbox can and cannot
+        forge")."""
+        return self._exec([], code.encode("utf-8"), timeout_s, what="probe")
+
+    def run_cli(self, argv: list[str], timeout_s: float, env: dict[str, str] | None = None) -> PhpResult:
+        """A PHP command line (``php script args…``); the sandbox runs nothing but PHP."""
+        if not argv or argv[0] not in PHP_NAMES:
+            raise BadInputError(f"the native backend runs PHP command lines only, not {argv[:1]}",
+                                code="native-not-php", field="argv")
+        return self._exec(argv[1:], b"", timeout_s, env=env, what="cli")
+
+    def request(self, path: str, timeout_s: float, method: str = "GET") -> HttpResult:
+        raise SandboxError("the native backend has no live preview yet (page requests, browser probes); use "
+                           "--backend playground", code="native-no-preview", details={"path": path})
+
+    def write_file(self, path: str, data: bytes, timeout_s: float = 30.0) -> None:
+        """Written by a confined PHP process: the host never follows a path the sandbox could have planted."""
+        result = self._exec(["-r", WRITE_FILE, "--", path], data, timeout_s, what="writeFile")
+        if result.exit_code != 0:
+            raise SandboxError(f"could not write {path} in the sandbox: {result.errors.strip()[:300]}",
+                               code="sandbox-write-failed", details={"path": path})
+
+    def read_file(self, path: str, timeout_s: float = 30.0, *, max_bytes: int) -> bytes:
+        """Read by a confined PHP process; never more than ``max_bytes`` crosses to the host."""
+        code, out, err = self._exec_raw(["-r", READ_FILE, "--", path, str(int(max_bytes))], b"", timeout_s,
+                                        env=None, what="readFile", limit=int(max_bytes) + 1)
+        if code == 3 or out.total > max_bytes:
+            raise SandboxError(f"{path} is over the {max_bytes}-byte limit", code="file-too-large")
+        if code != 0:
+            raise SandboxError(f"could not read {path} in the sandbox: {err.kept.decode('utf-8', 'replace')[:300]}",
+                               code="sandbox-read-failed", details={"path": path})
+        return bytes(out.kept)
+
+    def write_budget_exceeded(self) -> dict[str, Any] | None:
+        """Whether a PHP process of this sandbox was stopped for a file over the write budget (the session
+        flags the run ``write-budget-exceeded``); the native cap is per file, so no path is known."""
+        return self._budget_hit
+
+    def abort(self, reason: str) -> None:
+        self._aborted = reason
+        with self._lock:
+            running = list(self._running)
+        for process in running:
+            _kill(process)
+
+    def dispose(self) -> None:
+        if self._disposed:
+            return
+        self.abort("was disposed")
+        self._disposed = True
+        remove_tree(self.work_dir)
+        remove_tree(readonly_dir(self.work_dir))
+
+
+def _feed(stream: IO[bytes] | None, data: bytes) -> None:
+    if stream is None:
+        return
+    try:
+        stream.write(data)
+    except (BrokenPipeError, OSError):
+        pass
+    finally:
+        try:
+            stream.close()
+        except OSError:
+            pass
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL bwrap's process group: its sandboxed child dies with it (``--die-with-parent``) and the PID
+    namespace takes every process PHP started."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+class NativeBackend:
+    name = NAME
+
+    def __init__(self, settings: CodeboxSettings | None = None) -> None:
+        self.settings = settings or get_settings()
+
+    def boot(self, spec: SandboxSpec, on_progress: ProgressCallback | None = None) -> NativeSandbox:
+        def report(phase: str, data: dict[str, Any] | None = None) -> None:
+            if on_progress:
+                on_progress(phase, data or {})
+
+        check_native_php(spec.php)
+        if spec.blueprint is not None:
+            raise BadInputError("blueprints need the Playground backend; use --backend playground",
+                                code="native-unsupported", field="blueprint")
+        if spec.preview_port is not None:
+            raise BadInputError("the native backend has no live preview yet; use --backend playground",
+                                code="native-unsupported", field="preview")
+        check_native_mount_targets([m.target for m in [*spec.mounts, *spec.extra_mounts]])
+        find_bwrap()
+        started = time.monotonic()
+        build = resolve_build(spec.wp)
+        report("resolving-wordpress", {"version": build.version})
+        prepared = ensure_prepared_install(build, ensure_golden_site(build, self.settings.golden_dir),
+                                           self.settings.home / "native")
+        seed = ensure_opcache_seed(prepared, host_php(), self._make_seed)
+        sandbox = self._boot(spec, build.version, prepared, report, opcache_seed=seed)
+        report("ready", {"ms": int((time.monotonic() - started) * 1000)})
+        return sandbox
+
+    def _boot(self, spec: SandboxSpec, version: str, prepared: PreparedInstall, report: ProgressCallback, *,
+              opcache_seed: Path | None = None, opcache_dir: Path | None = None) -> NativeSandbox:
+        """The sandbox folder and its binds. ``opcache_seed``: copied in as the sandbox's own compiled-script
+        cache; ``opcache_dir``: bound as that cache as it is (only while the seed itself is made)."""
+        sandboxes_root = self.settings.home / "sandboxes"
+        sandboxes_root.mkdir(parents=True, exist_ok=True)
+        sweep_abandoned_once(sandboxes_root)
+        sandbox_id = "sandbox-native-" + secrets.token_hex(6)
+        work_dir = sandboxes_root / sandbox_id
+        work_dir.mkdir()
+        try:
+            (work_dir / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
+            readonly_dir(work_dir).mkdir(parents=True, exist_ok=True)
+            (readonly_dir(work_dir) / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
+            report("copying-site", {})
+            copy_tree(prepared.template, work_dir / "wp-content")
+            (work_dir / "tmp").mkdir()
+            shared_cache: list[PathBind] = []
+            if opcache_seed is not None:
+                opcache_dir = work_dir / "opcache"
+                shared_cache = _opcache_copy(opcache_seed, opcache_dir)
+            mounts = sandbox_mounts(spec, work_dir, report)
+            basedir = open_basedir([m["vfsPath"] for m in mounts])
+            write_config(work_dir / "config", sandbox_id, salt_key(self.settings.home / "native"), basedir=basedir,
+                         block_external_http=spec.policy.network_denied)
+            binds = [PathBind(str(prepared.core), CORE, False),
+                     PathBind(str(work_dir / "wp-content"), WP_CONTENT, True),
+                     PathBind(str(work_dir / "config" / "wp-config.php"), f"{CORE}/wp-config.php", False),
+                     PathBind(str(prepared.db_dropin), f"{WP_CONTENT}/db.php", False),
+                     PathBind(str(work_dir / "config"), CONFIG_DIR, False),
+                     PathBind(str(prepared.sqlite_plugin), SQLITE_DIR, False),
+                     PathBind(str(work_dir / "tmp"), TMP, True)]
+            if opcache_dir is not None:
+                binds += [PathBind(str(opcache_dir), OPCACHE_DIR, True), *shared_cache]
+            binds += [PathBind(m["hostPath"], m["vfsPath"], _writable(m, work_dir)) for m in mounts]
+        except BaseException:
+            remove_tree(work_dir)
+            remove_tree(readonly_dir(work_dir))
+            raise
+        return NativeSandbox(sandbox_id, work_dir, binds, basedir, version, host_php().version, self.settings,
+                             opcache=opcache_dir is not None)
+
+    def _make_seed(self, prepared: PreparedInstall, folder: Path) -> None:
+        """Fill ``folder`` with the compiled-script cache of a clean sandbox loading WordPress: no mounts, no
+        user code, only Codebox's configuration and core."""
+        spec = SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php"]), php=host_php().series)
+        sandbox = self._boot(spec, "seed", prepared, lambda *_: None, opcache_dir=folder)
+        try:
+            sandbox.run_php(SEED_CODE, 300)
+        finally:
+            sandbox.dispose()
+
+
+def _opcache_copy(seed: Path, dest: Path) -> list[PathBind]:
+    """The sandbox's own compiled-script cache: a private copy of the seed, except the entries of read-only
+    core (``wp-includes``, ``wp-admin``: most of it), which are bound read-only from the seed instead — core
+    never changes, so those entries never need rewriting, and no sandbox can write what another reads."""
+    shared: list[PathBind] = []
+    core_dirs = {"wp-includes", "wp-admin"}
+
+    def skip_core(folder: str, names: list[str]) -> set[str]:
+        if Path(folder).name != "wordpress" or Path(folder).parent.parent != seed:
+            return set()
+        for name in sorted(core_dirs & set(names)):
+            system_id = Path(folder).parent.name
+            shared.append(PathBind(f"{folder}/{name}", f"{OPCACHE_DIR}/{system_id}/wordpress/{name}", False))
+        return core_dirs & set(names)
+
+    shutil.copytree(seed, dest, symlinks=True, ignore=skip_core)
+    return shared
+
+
+def _writable(mount: dict[str, str], work_dir: Path) -> bool:
+    """Whether a mount from :func:`sandbox_mounts` is bound writable: a staged read-only copy and a ``.git``
+    shield are not; a private copy (moved into ``work_dir``) and a live folder are."""
+    host = Path(mount["hostPath"])
+    staged = readonly_dir(work_dir)
+    if host == staged or staged in host.parents:
+        return False
+    return not (host.parent == work_dir and host.name.startswith("git-shield-"))

@@ -1,0 +1,177 @@
+"""The native backend end to end through the real `codebox` CLI: the host's PHP inside real bubblewrap
+runs the example plugin's probe, a change in a copy-on-write mount is captured (the user's folder stays
+as it was), the bundle verifies and records the backend and the real versions (docs/backends.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.factories.paths import EXAMPLE_PLUGIN, REPO
+from tests.factories.toolchains import PHPUNIT_POLYFILLS, WP_CLI_PHAR, WP_TESTS_LIB, require
+
+pytestmark = pytest.mark.native
+
+PLUGIN_TARGET = "/wordpress/wp-content/plugins/simple-plugin"
+BUGGY_COUNTER = REPO / "examples" / "plugins-for-recipes" / "buggy-counter"
+ISOLATED_TEST = """<?php
+use PHPUnit\\Framework\\TestCase;
+
+final class IsolatedTest extends TestCase {
+    /**
+     * @runInSeparateProcess
+     * @preserveGlobalState disabled
+     */
+    public function test_runs_in_a_child_process(): void {
+        $this->assertTrue( function_exists( '__phpunit_run_isolated_test' ) );  // PHPUnit's child template
+        $this->assertSame( 3, buggy_counter_count( 'one two three' ) );
+    }
+}
+"""
+
+
+def _codebox(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "TMPDIR": str(tmp_path / "tmp"), **(env or {})}, timeout=300)
+
+
+def _host_php() -> str:
+    from codebox_tui.runtime.native_site import host_php
+
+    return host_php().version
+
+
+def test_the_example_probe_runs_natively_and_its_bundle_verifies(tmp_path: Path) -> None:
+    plugin = tmp_path / "simple-plugin"
+    shutil.copytree(EXAMPLE_PLUGIN, plugin)
+    before = sorted(p.name for p in plugin.iterdir())
+    probe = tmp_path / "probe.php"
+    probe.write_text((EXAMPLE_PLUGIN / "probe.php").read_text() + "\nfile_put_contents(WP_PLUGIN_DIR . "
+                     "'/simple-plugin/native-note.txt', 'written by native PHP');\n")
+    out = _codebox(tmp_path, "run", "--mount", f"{plugin}:{PLUGIN_TARGET}", "--command", "wordpress.run-php",
+                   "--arg", f"code-file={probe}", "--artifacts", str(tmp_path / "artifacts"), "--json",
+                   env={"CODEBOX_BACKEND": "native"})  # the setting picks the backend
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["runtime"]["backend"] == "native"
+    result = json.loads(doc["execution"]["stdout"])
+    assert result["active"] is True and result["greeting"] == "Hello, Codebox!"
+    assert result["php"] == _host_php()
+
+    assert sorted(p.name for p in plugin.iterdir()) == before  # copy-on-write: the user's folder is untouched
+    bundle = Path(doc["artifacts"]["directory"])
+    changed = json.loads((bundle / "files" / "changed-files.json").read_text())["files"]
+    assert [c["path"] for c in changed if c["path"].endswith("native-note.txt")], changed
+    metadata = json.loads((bundle / "metadata.json").read_text())
+    assert metadata["provenance"]["runtime"] == {"backend": "native", "phpVersion": _host_php(),
+                                                 "wordpressVersion": result["wordpress"]}
+    verified = _codebox(tmp_path, "artifacts", "verify", str(bundle))
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "valid" in verified.stdout
+
+
+def test_wp_cli_runs_natively_with_the_toolchain_phar(tmp_path: Path) -> None:
+    require(WP_CLI_PHAR)
+    out = _codebox(tmp_path, "run", "--backend", "native", "--wp-cli-phar", str(WP_CLI_PHAR), "--command",
+                   "wordpress.wp-cli", "--arg", "command=plugin list --format=json", "--artifacts",
+                   str(tmp_path / "artifacts"), "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["runtime"]["backend"] == "native"
+    plugins = {p["name"]: p["status"] for p in json.loads(doc["execution"]["stdout"])}
+    assert plugins.get("hello") == "inactive"
+
+
+def test_another_php_version_is_refused_naming_the_playground_backend(tmp_path: Path) -> None:
+    out = _codebox(tmp_path, "run", "--backend", "native", "--php", "7.4", "--command", "wordpress.run-php",
+                   "--arg", "code=echo 1;", "--artifacts", str(tmp_path / "artifacts"), "--json")
+    assert out.returncode == 2, out.stdout + out.stderr
+    text = out.stdout + out.stderr
+    assert "--backend playground" in text and "7.4" in text
+    assert not (tmp_path / "artifacts").exists() or not any((tmp_path / "artifacts").iterdir())  # nothing booted
+
+
+def test_phpunit_runs_natively_with_process_isolation(tmp_path: Path) -> None:
+    """The plugin's own suite under the host's PHPUnit: a `@runInSeparateProcess` test starts its child `php`
+    inside the wall (Playground cannot start one), and the results reach the bundle."""
+    require(WP_TESTS_LIB / "includes" / "bootstrap.php", PHPUNIT_POLYFILLS / "phpunitpolyfills-autoload.php")
+    plugin = tmp_path / "buggy-counter"
+    shutil.copytree(BUGGY_COUNTER, plugin)
+    (plugin / "tests" / "IsolatedTest.php").write_text(ISOLATED_TEST)
+    out = _codebox(tmp_path, "run", "--backend", "native", "--mount", f"{plugin}:/wordpress/wp-content/plugins/buggy-counter",
+                   "--command", "wordpress.phpunit", "--arg", "plugin-slug=buggy-counter", "--artifacts",
+                   str(tmp_path / "artifacts"), "--json",
+                   env={"WP_TESTS_DIR": str(WP_TESTS_LIB), "WP_TESTS_PHPUNIT_POLYFILLS_PATH": str(PHPUNIT_POLYFILLS)})
+    doc = json.loads(out.stdout)
+    assert doc["runtime"]["backend"] == "native", out.stderr
+    results = json.loads((Path(doc["artifacts"]["directory"]) / "files" / "test-results.json").read_text())
+    cases = {case["name"]: case["status"] for suite in results["suites"] for case in suite["cases"]}
+    assert cases == {"test_simple_words": "passed", "test_repeated_spaces": "failed",  # the example's known bug
+                     "test_runs_in_a_child_process": "passed"}, doc["execution"]["stdout"]
+
+
+def test_a_hung_command_is_killed_with_every_process_it_started(tmp_path: Path) -> None:
+    """A PHP loop that outlives its timeout, with a background child in a session of its own (out of reach
+    of a process-group kill): the run fails with the
+    sandbox-timeout exit code, and no process of the sandbox is left on the host."""
+    marker = f"native-hang-{os.getpid()}"
+    live = tmp_path / "live"
+    live.mkdir()
+    # start the child, wait (bounded) until it shows in the sandbox's /proc, record that, then hang
+    code = (f"shell_exec('setsid php -r \"sleep(600);\" {marker} > /dev/null 2>&1 &');"
+            " $seen = ''; for ($i = 0; $i < 300 && strpos($seen, 'sleep(600);') === false; $i++) {"
+            " usleep(50000); $seen = (string) shell_exec('cat /proc/[0-9]*/cmdline | tr \"\\\\0\" \" \"'); }"
+            " file_put_contents('/workspace/live/processes.txt', $seen); while (true) {}")
+    out = _codebox(tmp_path, "run", "--backend", "native", "--mount", f"{live}:/workspace/live:live", "--command",
+                   "wordpress.run-php", "--arg", f"code={code}", "--timeout", "20s", "--artifacts",
+                   str(tmp_path / "artifacts"), "--json")
+    assert marker in (live / "processes.txt").read_text()  # the child was running when the loop began
+    assert out.returncode == 4, out.stdout + out.stderr  # SANDBOX_FAILURE
+    assert json.loads(out.stdout)["error"]["code"] == "sandbox-timeout"
+    leftovers = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    assert leftovers.stdout.strip() == "", leftovers.stdout
+
+
+def test_mounts_native_cannot_honour_fail_clearly(tmp_path: Path) -> None:
+    """A mount over the sandbox's own configuration is refused before anything boots (exit 2); one bubblewrap
+    cannot make (a new folder inside read-only core) fails the run closed, with bwrap's reason (exit 4)."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    reserved = _codebox(tmp_path, "run", "--backend", "native", "--mount", f"{folder}:/codebox/config", "--command",
+                        "wordpress.run-php", "--arg", "code=echo 1;", "--artifacts", str(tmp_path / "a1"), "--json")
+    assert reserved.returncode == 2, reserved.stdout + reserved.stderr
+    assert json.loads(reserved.stdout)["error"]["code"] == "invalid-mount"
+    in_core = _codebox(tmp_path, "run", "--backend", "native", "--mount", f"{folder}:/wordpress/new-folder", "--command",
+                       "wordpress.run-php", "--arg", "code=echo 1;", "--artifacts", str(tmp_path / "a2"), "--json")
+    assert in_core.returncode == 4, in_core.stdout + in_core.stderr
+    error = json.loads(in_core.stdout)["error"]
+    assert error["code"] == "confinement-failed" and "/wordpress/new-folder" in error["message"]
+
+
+def test_a_file_over_the_write_budget_stops_php_and_flags_the_run(tmp_path: Path) -> None:
+    """Disk fill, one file at a time: PHP writing past CODEBOX_SANDBOX_WRITE_BUDGET into a copy-on-write mount is
+    stopped (the file stays within the budget on the host), the command fails saying why, and the bundle
+    carries the write-budget-exceeded risk flag."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    code = "file_put_contents('/workspace/folder/fill.bin', str_repeat('x', 3 << 20)); echo 'not reached';"
+    out = _codebox(tmp_path, "run", "--backend", "native", "--mount", f"{folder}:/workspace/folder", "--command",
+                   "wordpress.run-php", "--arg", f"code={code}", "--artifacts", str(tmp_path / "artifacts"), "--json",
+                   env={"CODEBOX_SANDBOX_WRITE_BUDGET": "1M"})
+    doc = json.loads(out.stdout)
+    assert out.returncode == 1 and doc["execution"]["exitCode"] != 0, out.stdout + out.stderr
+    assert "not reached" not in doc["execution"]["stdout"]
+    assert "write budget" in doc["execution"]["stderr"]
+    bundle = Path(doc["artifacts"]["directory"])
+    assert "write-budget-exceeded" in json.loads((bundle / "files" / "review.json").read_text())["riskFlags"]
+    changed = json.loads((bundle / "files" / "changed-files.json").read_text())["files"]
+    fill = [c for c in changed if c["relativePath"] == "fill.bin"]
+    assert len(fill) == 1 and fill[0]["afterSize"] <= 1 << 20, changed  # what PHP wrote before it was stopped
+    assert not (folder / "fill.bin").exists()  # copy-on-write: never in the user's folder

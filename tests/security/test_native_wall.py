@@ -1,0 +1,216 @@
+"""The native backend's walls (docs/backends.md, docs/security.md "Layers"). Every test performs the attack
+for real, with the host's PHP inside a real native sandbox under real bubblewrap, and checks the host
+afterwards. Child processes are used where they get past PHP's own checks, so the kernel wall is tested."""
+
+from __future__ import annotations
+
+import socket
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.factories.native import native_sandbox, php_string
+
+pytestmark = pytest.mark.native
+
+
+def test_open_basedir_holds_php_inside_the_sandbox_folders() -> None:
+    """PHP's own wall: system files the kernel lets the process read (its php.ini, /usr) stay out of reach of
+    PHP file functions, whatever PHP tries to loosen or route around it."""
+    attack = textwrap.dedent("""\
+        <?php
+        $out = [];
+        $out['loosen'] = ini_set('open_basedir', '/') === false ? 'refused' : ini_get('open_basedir');
+        $out['ini'] = @file_get_contents('/etc/php/8.2/cli/php.ini') === false ? 'blocked' : 'read';
+        $out['usr'] = @file_get_contents('/usr/share/common-licenses/GPL-3') === false ? 'blocked' : 'read';
+        @chdir('/wordpress'); $out['dotdot'] = @file_get_contents('../etc/passwd') === false ? 'blocked' : 'read';
+        $out['listing'] = @scandir('/etc') === false ? 'blocked' : 'read';
+        $out['glob'] = count(glob('/etc/php/*') ?: []) === 0 ? 'blocked' : 'read';
+        $out['copy'] = @copy('/etc/hostname', '/tmp/h') ? 'read' : 'blocked';
+        echo json_encode($out);
+        """)
+    with native_sandbox() as sandbox:
+        result = sandbox.run_php(attack, 60)
+    assert result.exit_code == 0, result.errors
+    assert result.text == ('{"loosen":"refused","ini":"blocked","usr":"blocked","dotdot":"blocked",'
+                           '"listing":"blocked","glob":"blocked","copy":"blocked"}'), result.text
+
+
+def test_a_host_file_outside_the_sandbox_cannot_be_read_even_by_a_child_process(tmp_path: Path) -> None:
+    """A marker in the host's /tmp (and one under the test's own folder): a `cat` child is outside PHP's
+    open_basedir, so only the kernel wall (nothing of the host is mounted) keeps it out."""
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", prefix="codebox-native-marker-", dir="/tmp", suffix=".txt") as marker:
+        marker.write("HOST-MARKER-41c9")
+        marker.flush()
+        elsewhere = tmp_path / "secret.txt"
+        elsewhere.write_text("HOST-MARKER-41c9")
+        attack = textwrap.dedent(f"""\
+            <?php
+            foreach ([{php_string(marker.name)}, {php_string(str(elsewhere))}] as $path) {{
+                echo 'php:', @file_get_contents($path), "\\n";
+                echo 'child:', shell_exec('cat ' . escapeshellarg($path) . ' 2>&1'), "\\n";
+            }}
+            echo 'tmp-listing:', str_replace("\\n", ',', shell_exec('ls -a /tmp 2>&1')), "\\n";
+            """)
+        with native_sandbox() as sandbox:
+            result = sandbox.run_php(attack, 60)
+    assert result.exit_code == 0, result.errors
+    assert result.text.count("No such file or directory") == 2  # the children did run (and found nothing)
+    assert "HOST-MARKER-41c9" not in result.text + result.errors
+    listing = [line for line in result.text.splitlines() if line.startswith("tmp-listing:")]
+    assert listing and Path(marker.name).name not in listing[0]  # the sandbox's /tmp is its own
+
+
+def test_the_sandbox_cannot_change_its_own_bootstrap_or_configuration() -> None:
+    """Rewrite, chmod, unlink or rename over bootstrap.php, wp-config.php and wp-cli.yml, from PHP and from a
+    shell child: the files are read-only binds, so the host's copies and the next process's view are
+    unchanged."""
+    names = ("/codebox/config/bootstrap.php", "/wordpress/wp-config.php", "/codebox/config/wp-cli.yml",
+             "/wordpress/wp-content/db.php")
+    attack = "<?php\n" + "".join(textwrap.dedent(f"""\
+        $p = {php_string(name)};
+        @chmod($p, 0666);
+        @file_put_contents($p, "<?php define('CODEBOX_OWNED', 1);");
+        @unlink($p);
+        @file_put_contents('/tmp/evil', "<?php define('CODEBOX_OWNED', 1);"); @rename('/tmp/evil', $p);
+        shell_exec('chmod 666 ' . escapeshellarg($p) . '; echo owned > ' . escapeshellarg($p) . ' 2>/dev/null');
+        """) for name in names)
+    with native_sandbox() as sandbox:
+        config = sandbox.work_dir / "config"
+        before = {name: (config / name).read_bytes() for name in ("bootstrap.php", "wp-config.php", "wp-cli.yml")}
+        sandbox.run_php(attack, 60)
+        after = {name: (config / name).read_bytes() for name in before}
+        check = sandbox.run_php("<?php require '/wordpress/wp-load.php'; echo defined('CODEBOX_OWNED') ? 'owned' : "
+                                "'intact', ' ', DB_FILE, ' ', CODEBOX_SANDBOX;", 60)
+        sandbox_id = sandbox.id
+    assert after == before
+    assert check.text == f"intact .ht.sqlite {sandbox_id}", check.text + check.errors
+
+
+def test_php_and_its_children_cannot_reach_a_host_listener_on_loopback() -> None:
+    """A server on the host's 127.0.0.1: `fsockopen`, a stream socket and a child `php` all fail (the sandbox
+    has its own empty network namespace) and nothing ever reaches the listener."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        port = server.getsockname()[1]
+        attack = textwrap.dedent(f"""\
+            <?php
+            $s = @fsockopen('127.0.0.1', {port}, $errno, $errstr, 5);
+            echo 'fsockopen:', $s ? 'connected' : 'failed', "\\n";
+            $t = @stream_socket_client('tcp://127.0.0.1:{port}', $errno, $errstr, 5);
+            echo 'stream:', $t ? 'connected' : 'failed', "\\n";
+            echo 'child:', shell_exec('php -r ' . escapeshellarg('echo @fsockopen("127.0.0.1", {port}) ? "connected" : "failed";')), "\\n";
+            """)
+        with native_sandbox() as sandbox:
+            result = sandbox.run_php(attack, 60)
+        server.setblocking(False)
+        try:
+            connection, _ = server.accept()
+        except BlockingIOError:
+            reached = False
+        else:
+            connection.close()
+            reached = True
+    assert result.exit_code == 0, result.errors
+    assert result.text.split() == ["fsockopen:failed", "stream:failed", "child:failed"], result.text
+    assert not reached
+
+
+def test_a_sandbox_cannot_write_the_compiled_script_cache_another_sandbox_reads() -> None:
+    """The opcache seed is shared by every native sandbox on this home: each gets a private copy, so files a
+    sandbox plants or rewrites in its cache never reach the seed or a sandbox booted after it."""
+    attack = textwrap.dedent("""\
+        <?php
+        $root = '/codebox/opcache';
+        $it = new RecursiveIteratorIterator(new RecursiveDirectoryIterator($root, FilesystemIterator::SKIP_DOTS));
+        $n = 0;
+        foreach ($it as $file) { if ($file->isFile() && @file_put_contents($file->getPathname(), 'poisoned')) { $n++; } }
+        file_put_contents("$root/planted.bin", 'poisoned');
+        echo $n;
+        """)
+    with native_sandbox() as first:
+        seed = next(first.work_dir.parent.parent.glob("native/wp-*/opcache-*/cache"))
+        before = {p: p.read_bytes() for p in seed.rglob("*") if p.is_file()}
+        result = first.run_php(attack, 60)
+        assert result.exit_code == 0 and int(result.text) > 0, result.text + result.errors  # it did poison its own
+    with native_sandbox() as second:
+        planted = second.run_php("<?php echo file_exists('/codebox/opcache/planted.bin') ? 'planted' : 'clean';"
+                                 " require '/wordpress/wp-load.php'; echo ' ', get_bloginfo('version');", 60)
+    assert {p: p.read_bytes() for p in seed.rglob("*") if p.is_file()} == before
+    assert planted.text.startswith("clean ") and planted.exit_code == 0, planted.text + planted.errors
+
+
+def test_a_sandbox_cannot_reach_another_live_sandboxs_database() -> None:
+    """Two native sandboxes at once: the first knows the second's host folder and database path, and tries it
+    from PHP, from a `cat` child and through `/proc/*/root`; the second's folder is not in its world."""
+    with native_sandbox() as victim, native_sandbox() as attacker:
+        database = victim.work_dir / "wp-content" / "database" / ".ht.sqlite"
+        assert database.is_file()
+        attack = textwrap.dedent(f"""\
+            <?php
+            $db = {php_string(str(database))};
+            echo 'php:', @file_exists($db) ? 'seen' : 'unseen', "\\n";
+            echo 'child:', trim((string) shell_exec('head -c 16 ' . escapeshellarg($db) . ' 2>/dev/null')), "\\n";
+            echo 'proc:', trim((string) shell_exec('for p in /proc/[0-9]*; do head -c 16 "$p/root"' . escapeshellarg($db)
+                . ' 2>/dev/null; done')), "\\n";
+            echo 'own:', trim((string) shell_exec('head -c 15 /wordpress/wp-content/database/.ht.sqlite')), "\\n";
+            """)
+        result = attacker.run_php(attack, 60)
+    assert result.exit_code == 0, result.errors
+    assert result.text.split("\n")[:4] == ["php:unseen", "child:", "proc:", "own:SQLite format 3"], result.text
+
+
+def test_proc_shows_only_the_sandboxs_own_processes() -> None:
+    """A host process with a marker in its command line: from inside, `/proc` lists only the sandbox's own PID
+    namespace, so the marker cannot be read and the host process cannot be signalled."""
+    import subprocess
+    import sys
+
+    marker = "HOST-PROCESS-MARKER-5d2e"
+    helper = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", marker], stdin=subprocess.PIPE)
+    try:
+        attack = textwrap.dedent(f"""\
+            <?php
+            echo 'pids:', trim((string) shell_exec('ls -d /proc/[0-9]* | wc -l')), "\\n";
+            echo 'cmdlines:', shell_exec('cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\\\\0" " "'), "\\n";
+            echo 'kill:', trim((string) shell_exec('kill -0 {helper.pid} 2>/dev/null && echo reached || echo refused')), "\\n";
+            """)
+        with native_sandbox() as sandbox:
+            result = sandbox.run_php(attack, 60)
+        assert helper.poll() is None  # still running on the host while the sandbox looked for it
+    finally:
+        helper.communicate(b"")
+    assert result.exit_code == 0, result.errors
+    assert marker not in result.text, result.text
+    assert "kill:refused" in result.text, result.text
+    assert 0 < int(result.text.split("pids:", 1)[1].split()[0]) <= 8, result.text
+
+
+def test_shared_core_cannot_be_changed_through_writes_links_or_renames() -> None:
+    """Core is one folder for every native sandbox (and Playground's golden site): writing, chmod-ing,
+    unlinking or renaming a core file, or hard-linking it into the writable wp-content and writing through
+    the link, from PHP and from a shell, leaves the host's copy as it was."""
+    victims = ("/wordpress/wp-includes/version.php", "/wordpress/wp-load.php", "/codebox/sqlite/load.php")
+    attack = "<?php\n" + "".join(textwrap.dedent(f"""\
+        $p = {php_string(name)}; $h = '/wordpress/wp-content/hard-' . md5($p) . '.php';
+        @chmod($p, 0666); @file_put_contents($p, '<?php die("owned");', FILE_APPEND); @unlink($p);
+        @rename($p, $p . '.moved');
+        if (@link($p, $h)) {{ file_put_contents($h, '<?php die("owned");', FILE_APPEND); echo "linked\\n"; }}
+        shell_exec('ln ' . escapeshellarg($p) . ' ' . escapeshellarg($h . '2') . ' 2>/dev/null && echo owned >> '
+                   . escapeshellarg($h . '2') . '; echo owned >> ' . escapeshellarg($p) . ' 2>/dev/null');
+        """) for name in victims)
+    with native_sandbox() as sandbox:
+        core = Path(next(b.source for b in sandbox._binds if b.target == "/wordpress"))
+        sqlite = Path(next(b.source for b in sandbox._binds if b.target == "/codebox/sqlite"))
+        files = [core / "wp-includes" / "version.php", core / "wp-load.php", sqlite / "load.php"]
+        before = [(f.read_bytes(), f.stat().st_mode) for f in files]
+        result = sandbox.run_php(attack, 60)
+    assert "linked" not in result.text, result.text
+    assert [(f.read_bytes(), f.stat().st_mode) for f in files] == before
+    with native_sandbox() as fresh:
+        check = fresh.run_php("<?php require '/wordpress/wp-load.php'; echo get_bloginfo('version');", 60)
+    assert check.exit_code == 0 and check.text and "owned" not in check.text, check.text + check.errors
