@@ -259,8 +259,10 @@ def _print_evaluation(outcome: dict[str, Any]) -> None:
     show(f"  fixed {len(t['fixed'])}, broken {len(t['broken'])}, still failing {len(t['stillFailing'])}, "
          f"added {len(t['added'])}, removed {len(t['removed'])}")
     risks = outcome.get("siteStateRisks") or []
-    if risks:  # the verdict is not clean: the site's state is unknown or its configuration changed
+    if risks:  # the verdict is not clean: the site's state is unknown or a control file changed
         show(f"  NOT CLEAN: site-state risk {', '.join(safe_text(r) for r in risks)} (see the review's Site tab)")
+        for detail in outcome.get("siteStateRiskDetails") or []:
+            show(f"    {safe_text(detail.get('code'))}: {safe_text(detail.get('message'))}")
     split = outcome.get("split") or {}
     if split.get("testsRunBefore"):
         show(f"  the patch's tests ({', '.join(safe_text(f) for f in split['testFiles'])}) ran on the old code too")

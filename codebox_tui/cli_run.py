@@ -149,6 +149,8 @@ def run_command(
                  f"bundle {outcome.bundle_id or '(not captured)'} in {outcome.run_dir}")
         if error is not None:
             progress(outcome.redact(f"codebox: error: {error}"))
+        for risk in outcome.site_state_risks:  # the verdict is not clean (docs/site-state.md, "Verdicts")
+            progress(outcome.redact(f"codebox: NOT CLEAN: site-state risk {risk.code}: {risk.message}"))
     if error is not None:
         raise typer.Exit(int(error.exit_code))
     if not outcome.success:
@@ -267,6 +269,8 @@ def episode_run_command(
                  f"bundle {outcome.bundle_id or '(not captured)'} in {outcome.run_dir}")
         if error is not None:
             progress(outcome.redact(f"codebox: error: {error}"))
+        for risk in outcome.site_state_risks:  # the verdict is not clean (docs/site-state.md, "Verdicts")
+            progress(outcome.redact(f"codebox: NOT CLEAN: site-state risk {risk.code}: {risk.message}"))
     if error is not None:
         raise typer.Exit(int(error.exit_code))
     if not output.success:

@@ -197,6 +197,10 @@ class RunOutput(Contract):
     artifacts: dict[str, Any] = Field(default_factory=dict)
     error: CommandError | None = None
     timings: dict[str, float] = Field(default_factory=dict)
+    # the site-state risk codes that keep the verdict from being clean (success is then false; docs/site-state.md,
+    # "Verdicts"), and each with its subject and message
+    siteStateRisks: list[str] | None = None
+    siteStateRiskDetails: list[dict[str, str]] | None = None
 
 
 class BootOutput(Contract):

@@ -23,9 +23,10 @@ from typing import Any, Protocol
 
 from codebox_tui.bundle import layout
 from codebox_tui.contracts.runtime import ExecutionResult, RuntimeInfo
+from codebox_tui.contracts.site_state import RiskFlag
 from codebox_tui.errors import CodeboxError
 from codebox_tui.lifecycle.request import CommandStep, RunControl, RunRequest, check_request
-from codebox_tui.lifecycle.site_state import SiteStateRecorder
+from codebox_tui.lifecycle.site_state import SiteStateRecorder, unclean_flags
 from codebox_tui.lifecycle.tools import tool_mounts
 from codebox_tui.runtime.backend import Backend, Sandbox, SandboxSpec
 from codebox_tui.runtime.backends import backend_name, make_backend
@@ -62,10 +63,13 @@ class RunOutcome:
     timings: dict[str, float] = field(default_factory=dict)
     inbox_key: int | None = None  # the store record's number (`codebox review show @KEY`)
     warnings: list[str] = field(default_factory=list)
+    # the site-state risks that keep the verdict from being clean (lifecycle/site_state.unclean_flags)
+    site_state_risks: list[RiskFlag] = field(default_factory=list)
 
     @property
     def success(self) -> bool:
-        return self.status == "completed"
+        """The run completed and its site-state diff reads clean (the status says only that it completed)."""
+        return self.status == "completed" and not self.site_state_risks
 
     @property
     def execution(self) -> ExecutionResult | None:
@@ -320,7 +324,8 @@ class RunService:
         session = run.session
         outcome = RunOutcome(status=run.status, runtime=session.runtime_info(), runtime_id=session.runtime_id,
                              run_dir=session.run_dir, executions=list(session.executions), bundle=run.summary,
-                             error=run.error, redact=session.redact, timings=dict(run.timings))
+                             error=run.error, redact=session.redact, timings=dict(run.timings),
+                             site_state_risks=unclean_flags(run.site_state.diff))
         if run.request.capture and self.settings.record_runs:
             self._register(run, outcome)
         return outcome

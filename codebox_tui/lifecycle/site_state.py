@@ -5,6 +5,11 @@ bundle as ``files/site-state-diff.json`` with its risk flags added to the review
 A summary or diff that cannot be computed (a command may have broken the database, or planted decoys to make
 the summary fail) fails closed: the diff written is a high ``summary-unavailable`` risk flag with the reason,
 so the review cannot read as clean (the run itself does not fail).
+
+Control files Codebox's own set-up writes (a recipe's mu-plugin loaders and staged files, evaluate-patch's
+error probe) are declared with the exact bytes written and left out of the diff while they hold those bytes
+(docs/site-state.md, "Attribution"); every other control-file change is the code under review's and keeps the
+verdict from reading as clean (:func:`unclean_risks`).
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from codebox_tui.errors import SandboxError
 from codebox_tui.runtime.content_listing import Listing, changed_paths, list_content, skipped_paths
 from codebox_tui.runtime.session import RunSession
 from codebox_tui.runtime.site_state import take_summary
-from codebox_tui.runtime.site_state_diff import diff_summaries
+from codebox_tui.runtime.site_state_diff import DIRECTORY_DIGEST, diff_summaries, file_digest, without_setup_writes
+from codebox_tui.textsafe import safe_text
 
 SITE_STATE_DIFF_KIND = "site-state-diff"
 MAX_FILES_LISTED = 500  # paths kept in the diff (the flag's message counts them all)
@@ -30,17 +36,41 @@ def risk_flag_names(diff: SiteStateDiff) -> list[str]:
     return sorted({RISK_FLAG_PREFIX + risk.code for risk in diff.risks})
 
 
-# High risks that keep a verdict from reading as clean (docs/site-state.md, "Fail closed"): the site's state could
-# not be measured, or wp-config.php (which decides the database the summary reads) changed. Other control-file
-# changes stay high risk flags in the review; Codebox's own set-up writes some (a recipe's mu-plugin loader).
-UNCLEAN_RISKS = frozenset({"summary-unavailable", "database-configuration-changed"})
+# High risks that keep a verdict from reading as clean (docs/site-state.md, "Verdicts"): the site's state could not
+# be measured, wp-config.php (which decides the database the summary reads) changed, or a control file (a
+# mu-plugin, a drop-in, a root file such as .htaccess or .user.ini, php.ini or the prepend, core) changed. Codebox's
+# own set-up writes are attributed to their step before the diff (SiteStateRecorder.declare_setup_write), so what
+# remains was written by the code under review.
+UNCLEAN_RISKS = frozenset({"summary-unavailable", "database-configuration-changed", "sandbox-control-file-modified"})
+
+
+def unclean_flags(diff: SiteStateDiff | None) -> list[RiskFlag]:
+    """The risks of ``diff`` that keep a run's verdict from being clean (none without a diff)."""
+    if diff is None:
+        return []
+    return [r for r in diff.risks if r.severity == "high" and r.code in UNCLEAN_RISKS]
 
 
 def unclean_risks(diff: SiteStateDiff | None) -> list[str]:
     """The risk codes of ``diff`` that keep a run's verdict from being clean (none without a diff)."""
-    if diff is None:
-        return []
-    return sorted({r.code for r in diff.risks if r.severity == "high" and r.code in UNCLEAN_RISKS})
+    return sorted({r.code for r in unclean_flags(diff)})
+
+
+def unclean_details(diff: SiteStateDiff | None) -> list[dict[str, str]]:
+    """Each unclean risk with what it is about (``--json`` ``siteStateRiskDetails``; subjects are sandbox data,
+    made terminal-safe where they are printed)."""
+    return [{"code": r.code, "subject": r.subject, "message": r.message} for r in unclean_flags(diff)]
+
+
+def unclean_text(diff: SiteStateDiff | None) -> str:
+    """One line naming each unclean risk code and its subjects, e.g. ``sandbox-control-file-modified
+    (/wordpress/wp-content/db.php)``; empty when the verdict may be clean."""
+    subjects: dict[str, list[str]] = {}
+    for risk in unclean_flags(diff):
+        subjects.setdefault(risk.code, []).append(risk.subject)
+    return "; ".join(f"{code} ({', '.join(safe_text(s) for s in names[:5])}"
+                     + (f", {len(names) - 5} more" if len(names) > 5 else "") + ")"
+                     for code, names in sorted(subjects.items()))
 
 
 class SiteStateRecorder:
@@ -55,6 +85,8 @@ class SiteStateRecorder:
         self.diff: SiteStateDiff | None = None
         self.failure: str | None = None  # why a summary could not be taken (phase: reason)
         self.seconds = 0.0  # time spent on the summaries and the diff (bench/bench_site_state.py)
+        # control-file path -> digest of exactly what Codebox's own set-up wrote there (declare_setup_write)
+        self.setup_writes: dict[str, str] = {}
 
     def _summary(self, phase: str) -> SiteStateSummary | None:
         started = time.monotonic()
@@ -76,10 +108,30 @@ class SiteStateRecorder:
             if self.before is not None:
                 self.listing = self._listing("before")
 
+    def declare_setup_write(self, path: str, data: bytes, step: str) -> None:
+        """Codebox's own set-up wrote exactly ``data`` at sandbox ``path`` (a recipe's mu-plugin loader or staged
+        file, evaluate-patch's error probe): the diff does not count that file as a control-file change while it
+        holds exactly these bytes, nor the folders made for it (docs/site-state.md, "Attribution"). A later
+        declaration of the same path replaces the earlier one."""
+        self.setup_writes[path] = file_digest(data)
+        parent = path.rsplit("/", 1)[0]
+        while parent.startswith("/wordpress/"):
+            self.setup_writes.setdefault(parent, DIRECTORY_DIGEST)
+            parent = parent.rsplit("/", 1)[0]
+        self.session.emit("site-state.setup-write", {"step": step, "path": path, "digest": self.setup_writes[path]})
+
+    def write_setup_file(self, path: str, data: bytes, step: str, timeout_s: float = 60.0) -> None:
+        """Write ``data`` at sandbox ``path`` as a step of Codebox's own set-up, declared first
+        (:meth:`declare_setup_write`)."""
+        self.declare_setup_write(path, data, step)
+        self.session.sandbox.write_file(path, data, timeout_s)
+
     def rebase_summary(self, step: str) -> None:
         """Take the "before" summary again after a caller's own setup step (evaluate-patch activating the plugin
-        under review): what the step changed is attributed to it (a ``site-state.setup-step`` event with its
-        risk codes), and the run's diff counts only what the commands after it did."""
+        under review): what the step changed in the database is attributed to it (a ``site-state.setup-step``
+        event with its risk codes), and the run's diff counts only what the commands after it did. Control files
+        keep their baseline from boot: the step runs the code under review (an activation hook), and Codebox's
+        own control-file writes are excused exactly, by :meth:`declare_setup_write`."""
         if self.before is None:
             return
         setup = self._summary("setup")
@@ -87,7 +139,7 @@ class SiteStateRecorder:
             return
         changed = diff_summaries(self.before, setup)
         self.session.emit("site-state.setup-step", {"step": step, "risks": sorted({r.code for r in changed.risks})})
-        self.before = setup
+        self.before = setup.model_copy(update={"controlFiles": self.before.controlFiles})
 
     def rebase_files(self) -> None:
         """List wp-content again as the files' baseline: what a caller's own setup wrote there (a recipe's staged
@@ -144,6 +196,9 @@ class SiteStateRecorder:
         diff = None
         if self.before is not None and after is not None:
             try:
+                after, excused = without_setup_writes(self.before, after, self.setup_writes)
+                if excused:
+                    self.session.emit("site-state.setup-writes-excused", {"paths": excused})
                 diff = self._with_files(diff_summaries(self.before, after), files_after)
             except (ValueError, TypeError, KeyError) as error:  # sandbox-shaped data the diff could not take
                 self.failure = f"diff: {type(error).__name__}: {str(error)[:300]}"

@@ -177,3 +177,15 @@ def blueprint_php(document: dict[str, Any]) -> str:
                          f"{json.dumps(arg['themeFolderName'])}];")
     lines.append("echo json_encode($codebox_bp);")
     return "\n".join(lines)
+
+
+def blueprint_file_writes(blueprint: dict[str, Any]) -> list[tuple[str, bytes]]:
+    """(sandbox path, bytes) of each ``writeFile`` step with an absolute path and text data: what the recipe's
+    set-up writes, attributed to it in the site-state diff (docs/site-state.md, "Attribution")."""
+    out = []
+    for step in blueprint.get("steps") or []:
+        if isinstance(step, dict) and step.get("step") == "writeFile":
+            path, data = step.get("path"), step.get("data")
+            if isinstance(path, str) and path.startswith("/") and isinstance(data, str):
+                out.append((path, data.encode("utf-8")))
+    return out

@@ -26,7 +26,7 @@ from codebox_tui.contracts.evaluation import PATCH_EVALUATION_SCHEMA, PatchEvalu
 from codebox_tui.contracts.runtime import ExecutionResult, MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError, CodeboxError
 from codebox_tui.lifecycle import CommandStep, ProgressListener, RunRequest, RunService, Toolchain
-from codebox_tui.lifecycle.site_state import unclean_risks
+from codebox_tui.lifecycle.site_state import SiteStateRecorder, unclean_details, unclean_risks
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
 EVALUATION_SCHEMA = PATCH_EVALUATION_SCHEMA
@@ -304,7 +304,7 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
             if before is not None and after is not None:
                 session.test_suites[:] = [before, after]
             broken_after = activate("after")
-            front = _front_end_probe(session, slug, probe_url)
+            front = _front_end_probe(session, handle.site_state, slug, probe_url)
             run("probe", "wordpress.browser-probe", [f"url={probe_url}"])
             broken = broken_before or broken_after or front.get("fatal")
             delta = test_delta(before, after, plugin_broken=broken, patch_tests=bool(split.test_patch),
@@ -326,12 +326,14 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                 json.dumps(evaluation, indent=2) + "\n", encoding="utf-8")
             summary = handle.capture()
             run_dir = session.run_dir
-            # a site whose state could not be measured, or whose configuration the patch changed, is never clean
+            # a site whose state could not be measured, or a control file the patch's code changed: never clean
             site_risks = unclean_risks(handle.site_state.diff)
             success = (evaluation["applied"] and delta["verdict"] in SUCCESS_VERDICTS and front["status"] == "passed"
                        and not site_risks)
             handle.status = "completed" if success else "failed"
-        return {**evaluation, "success": success, **({"siteStateRisks": site_risks} if site_risks else {}),
+        details = unclean_details(handle.site_state.diff)
+        return {**evaluation, "success": success,
+                **({"siteStateRisks": site_risks, "siteStateRiskDetails": details} if site_risks else {}),
                 "runDir": str(run_dir), "bundleDir": str(getattr(summary, "path", run_dir)),
                 "bundleId": getattr(summary, "id", None)}
     finally:
@@ -350,15 +352,17 @@ def _failures(suite: TestSuite | None) -> list[dict[str, str]]:
             for c in (suite.cases if suite else []) if c.status in BAD]
 
 
-def _front_end_probe(session: Any, slug: str, url: str) -> dict[str, Any]:
+def _front_end_probe(session: Any, site_state: SiteStateRecorder, slug: str, url: str) -> dict[str, Any]:
     """GET the page through the sandbox with an error-recording must-use plugin: PHP fatal errors, warnings
-    and notices (in the response, or raised by the plugin's files) and whether the plugin is active."""
+    and notices (in the response, or raised by the plugin's files) and whether the plugin is active. The
+    must-use plugin is Codebox's own write, declared to the site-state diff (docs/site-state.md, "Attribution")
+    and removed after the request."""
     plugin_dir = f"/wordpress/wp-content/plugins/{slug}/"
     log = "/wordpress/wp-content/codebox-probe-errors.json"
     mu = "/wordpress/wp-content/mu-plugins/0-codebox-error-probe.php"
     out: dict[str, Any] = {"url": url, "status": "passed", "problems": []}
     try:
-        session.sandbox.write_file(mu, ERROR_PROBE_PHP.encode("utf-8"), 30.0)
+        site_state.write_setup_file(mu, ERROR_PROBE_PHP.encode("utf-8"), "evaluate-patch: front-end probe", 30.0)
         response = session.sandbox.request(url, 120.0)
         recorded = session.sandbox.run_php(
             f"<?php $f = {_php_str(log)}; echo is_file( $f ) ? file_get_contents( $f ) : '[]'; @unlink( $f );"

@@ -31,7 +31,7 @@ from codebox_tui.contracts.runtime import LIVE_MOUNT_KEY, MountSpec, RuntimePoli
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
 from codebox_tui.jsonargs import resolve_source
 from codebox_tui.lifecycle import CommandStep, OpenRun, ProgressListener, RunControl, RunRequest, RunService
-from codebox_tui.lifecycle.site_state import unclean_risks
+from codebox_tui.lifecycle.site_state import unclean_text
 from codebox_tui.recipes.plan import extra_plugin_load_as, extra_plugin_target, policy_hash, workspace_target
 from codebox_tui.recipes.scaffolds import write_plugin_scaffold, write_theme_scaffold
 from codebox_tui.recipes.seeds import site_seed_php
@@ -106,14 +106,26 @@ def _find_plugin_file(src: Path, slug: str) -> str:
     return f"{slug}/{slug}.php"
 
 
-def _plugin_setup_php(plugins: list[dict[str, Any]]) -> str:
-    lines = ["require_once ABSPATH . 'wp-admin/includes/plugin.php'; $out = [];"]
+MU_PLUGIN_DIR = "/wordpress/wp-content/mu-plugins"
+
+
+def mu_plugin_loaders(plugins: list[dict[str, Any]]) -> list[tuple[str, bytes]]:
+    """(sandbox path, bytes) of the loader Codebox writes for each extra plugin loaded as a must-use plugin: a
+    file in mu-plugins/ that requires the plugin's main file from its read-only mount."""
+    out = []
     for p in plugins:
         if p["loadAs"] == "mu-plugin":
             rel = p["pluginFile"].split("/", 1)[1]
             loader = f"<?php require_once __DIR__ . '/codebox-runtime/{p['slug']}/{rel}';\n"
-            lines.append(f"file_put_contents(WPMU_PLUGIN_DIR . '/codebox-load-{p['slug']}.php', {json.dumps(loader)});"
-                         f" $out[] = ['slug' => {json.dumps(p['slug'])}, 'loaded' => 'mu-plugin'];")
+            out.append((f"{MU_PLUGIN_DIR}/codebox-load-{p['slug']}.php", loader.encode("utf-8")))
+    return out
+
+
+def _plugin_setup_php(plugins: list[dict[str, Any]]) -> str:
+    lines = ["require_once ABSPATH . 'wp-admin/includes/plugin.php'; $out = [];"]
+    for p in plugins:
+        if p["loadAs"] == "mu-plugin":  # its loader is written from the host (_RecipeRun.setup)
+            lines.append(f"$out[] = ['slug' => {json.dumps(p['slug'])}, 'loaded' => 'mu-plugin'];")
         elif p["activate"]:
             lines.append(f"$r = activate_plugin({json.dumps(p['pluginFile'])}); $out[] = ['slug' => "
                          f"{json.dumps(p['slug'])}, 'active' => !is_wp_error($r), 'error' => is_wp_error($r) ? "
@@ -220,13 +232,18 @@ class _RecipeRun:
         recipe, base_dir = self.recipe, self.base_dir
         try:
             self.phase("runtime_startup", lambda: self.run.boot() and None)
+            site_state = self.run.site_state
             if recipe.runtime.blueprint:
-                from codebox_tui.recipes.blueprint import blueprint_php
+                from codebox_tui.recipes.blueprint import blueprint_file_writes, blueprint_php
 
+                for path, data in blueprint_file_writes(recipe.runtime.blueprint):
+                    site_state.declare_setup_write(path, data, "run_blueprint_steps")
                 self._php_phase("run_blueprint_steps", blueprint_php(recipe.runtime.blueprint), _checked_steps)
             if recipe.inputs.stagedFiles:
                 self.staged_files = self.phase("stage_files", self._stage)["files"]
             if plugins:
+                for path, data in mu_plugin_loaders(plugins):
+                    site_state.write_setup_file(path, data, "mount_plugins")
                 self._php_phase("mount_plugins", _plugin_setup_php(plugins))
             for seed in recipe.inputs.siteSeeds:
                 if seed.type == "fixture" and seed.source:
@@ -236,7 +253,7 @@ class _RecipeRun:
                     self.phases.append({"name": f"site_seed:{seed.name}", "status": "completed", "durationMs": 0,
                                         "data": {"action": "skipped", "reason": "parent_site seeds are declarations"}})
             # the setup's own writes under wp-content are declared input (docs/site-state.md)
-            self.run.site_state.rebase_files()
+            site_state.rebase_files()
         except CodeboxError as exc:
             self.failures.append({"phase": "setup", "error": exc.to_dict()})
             return False
@@ -245,7 +262,7 @@ class _RecipeRun:
     def _stage(self) -> dict[str, Any]:
         pairs = staged_file_pairs(self.recipe, self.base_dir)
         for src, target in pairs:
-            self.session.sandbox.write_file(target, src.read_bytes(), 60.0)
+            self.run.site_state.write_setup_file(target, src.read_bytes(), "stage_files")
         return {"files": [{"source": str(src), "target": target, "bytes": src.stat().st_size} for src, target in pairs]}
 
     def steps(self) -> bool:
@@ -373,10 +390,10 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
             summary = run.capture(verify=recipe.artifacts.verify is True)
             if run.verification_problem is not None:
                 state.failures.append(run.verification_problem)
-            site_risks = unclean_risks(run.site_state.diff)
-            if site_risks:  # the site's state unknown, or its configuration changed: never a clean verdict
+            site_risks = unclean_text(run.site_state.diff)
+            if site_risks:  # the site's state unknown, or a control file the code under review changed
                 state.failures.append({"phase": "site-state", "error": "site-state risks that keep the verdict "
-                                       "from being clean: " + ", ".join(site_risks)})
+                                       "from being clean: " + site_risks})
             verdict = checks.recipe_verdict(state.failures, state.advisories, state.probes, state.executions,
                                             reproduction=recipe.kind == "reproduction")
             if not verdict.passed:

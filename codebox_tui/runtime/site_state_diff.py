@@ -6,7 +6,9 @@ compared and which changes raise which flag.
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Mapping
 from typing import Final, Literal
 
 from codebox_tui.contracts.site_state import (
@@ -254,6 +256,35 @@ def control_file_risk(path: str, status: str) -> RiskFlag:
         what = "site root file"
     return RiskFlag(code="sandbox-control-file-modified", severity="high", subject=path,
                     message=f"{what} {path} {status}")
+
+
+def file_digest(data: bytes) -> str:
+    """A control file's digest as the summary records it (``cbs_file_digest`` in runtime/php/site_state.php)."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+DIRECTORY_DIGEST: Final = "dir"  # a folder in ``controlFiles`` (cbs_file_digest)
+
+
+def without_setup_writes(before: SiteStateSummary, after: SiteStateSummary, writes: Mapping[str, str]
+                         ) -> tuple[SiteStateSummary, list[str]]:
+    """``after`` with the control files Codebox's own set-up wrote put back to their ``before`` state, and the
+    paths so excused (docs/site-state.md, "Attribution"). ``writes`` maps each path Codebox wrote to the digest
+    of exactly what it wrote; a path is excused only while it still holds that digest, so the same name with
+    other content (the code under review overwrote it) stays a change. A file Codebox wrote and removed is in
+    neither summary and needs no excuse."""
+    files = dict(after.controlFiles)
+    excused = []
+    for path, digest in writes.items():
+        if files.get(path) != digest or before.controlFiles.get(path) == digest:
+            continue
+        old = before.controlFiles.get(path)
+        if old is None:
+            del files[path]
+        else:
+            files[path] = old
+        excused.append(path)
+    return after.model_copy(update={"controlFiles": files}), sorted(excused)
 
 
 def diff_summaries(before: SiteStateSummary, after: SiteStateSummary) -> SiteStateDiff:

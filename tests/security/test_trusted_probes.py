@@ -93,7 +93,8 @@ def test_a_planted_prepend_does_not_hide_a_new_administrator_from_the_run_diff(t
                                                ["code=echo empty($GLOBALS['codebox_forged']) ? 'clean' : 'forged';"])],
                          policy=RuntimePolicy(commands=["wordpress.run-php"]), artifacts_root=tmp_path)
     outcome = RunService(get_settings()).run(request)
-    assert outcome.success, outcome.failure_text()
+    assert outcome.status == "completed", outcome.failure_text()
+    assert not outcome.success  # the planted prepend keeps the verdict from being clean
     bundle = outcome.bundle_dir
     assert bundle is not None
     outputs = [json.loads(line) for line in (bundle / "commands.jsonl").read_text(encoding="utf-8").splitlines()]

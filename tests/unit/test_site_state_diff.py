@@ -200,3 +200,38 @@ def test_unchanged_control_files_are_not_a_change() -> None:
     files = {"/internal/shared/php.ini": "sha256:" + "2" * 64, "/wordpress/wp-content/mu-plugins": "dir"}
     diff = diff_summaries(_summary(controlFiles=files), _summary(controlFiles=dict(files)))
     assert diff.empty and not diff.controlFiles and not diff.risks
+
+
+def test_only_exactly_what_codebox_wrote_is_excused_from_the_control_file_diff() -> None:
+    """Attribution (docs/site-state.md): a control file Codebox's set-up wrote is excused while it holds exactly
+    the declared bytes, with the folder made for it; other content under the same name, or another file, stays."""
+    from codebox_tui.runtime.site_state_diff import file_digest, without_setup_writes
+
+    loader, planted = b"<?php require_once 'x';\n", b"<?php // planted\n"
+    mu = "/wordpress/wp-content/mu-plugins"
+    writes = {f"{mu}/codebox-load-a.php": file_digest(loader), f"{mu}/codebox-load-b.php": file_digest(loader),
+              mu: "dir", "/wordpress/wp-content/db.php": file_digest(loader)}
+    before = _summary(controlFiles={"/wordpress/wp-content/db.php": "sha256:" + "1" * 64})
+    after = _summary(controlFiles={mu: "dir", f"{mu}/codebox-load-a.php": file_digest(loader),
+                                   f"{mu}/codebox-load-b.php": file_digest(planted), f"{mu}/evil.php": "sha256:" + "2" * 64,
+                                   "/wordpress/wp-content/db.php": file_digest(loader)})
+    excused_after, excused = without_setup_writes(before, after, writes)
+    assert excused == ["/wordpress/wp-content/db.php", mu, f"{mu}/codebox-load-a.php"]
+    diff = diff_summaries(before, excused_after)
+    assert {(c.path, c.status) for c in diff.controlFiles} == {(f"{mu}/codebox-load-b.php", "added"),
+                                                               (f"{mu}/evil.php", "added")}
+    # written and removed: in neither summary, nothing to excuse
+    assert without_setup_writes(_summary(), _summary(), writes)[1] == []
+
+
+def test_control_file_changes_keep_the_verdict_from_being_clean() -> None:
+    from codebox_tui.lifecycle.site_state import unclean_risks, unclean_text
+
+    before = _summary(controlFiles={})
+    after = _summary(controlFiles={"/wordpress/wp-content/object-cache.php": "sha256:" + "1" * 64,
+                                   "/wordpress/.user.ini": "sha256:" + "2" * 64})
+    diff = diff_summaries(before, after)
+    assert unclean_risks(diff) == ["sandbox-control-file-modified"]
+    assert unclean_text(diff) == ("sandbox-control-file-modified (/wordpress/.user.ini, "
+                                  "/wordpress/wp-content/object-cache.php)")
+    assert unclean_risks(diff_summaries(before, before)) == [] and unclean_text(None) == ""
