@@ -11,6 +11,7 @@ import pytest
 
 from codebox_tui.runtime.playground import discard_spare_sandboxes, enable_spare_sandboxes
 from tests.factories.paths import EXAMPLE_PLUGIN
+from tests.factories.waiting import wait_for_reaper
 
 pytestmark = pytest.mark.playground
 
@@ -37,6 +38,7 @@ def test_prebooted_spare_gets_the_mounts_of_the_next_run(playground_session, cod
             phases = [json.loads(line)["data"].get("phase")
                       for line in (second.run_dir / "events.jsonl").read_text().splitlines()]
             summary = second.capture()
+        reapers = [first.reaper_pid, second.reaper_pid]
     finally:
         enable_spare_sandboxes(None)  # back to the setting
         discard_spare_sandboxes()
@@ -51,6 +53,7 @@ def test_prebooted_spare_gets_the_mounts_of_the_next_run(playground_session, cod
     changed = {f["relativePath"]: f for f in summary.changed_files}
     assert changed["out.txt"]["status"] == "added"
     assert (summary.path / changed["out.txt"]["artifactPath"]).read_text() == "from-spare"
+    assert all(wait_for_reaper(pid) for pid in reapers), "a reaper did not finish"
     assert set(os.listdir(sandboxes)) - before == set()  # the taken spare and the new one are gone
 
 
@@ -80,4 +83,5 @@ def test_prewarm_boots_a_spare_that_the_first_run_takes(playground_session, code
         discard_spare_sandboxes()
     assert "using-prebooted-sandbox" in phases
     assert result.stdout == "mounted", result.stderr
+    assert wait_for_reaper(run.reaper_pid), "the reaper did not finish"
     assert set(os.listdir(sandboxes)) - before == set()
