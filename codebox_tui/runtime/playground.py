@@ -152,6 +152,20 @@ _preparing = threading.Condition()  # site copies being prepared in the backgrou
 _preparing_count = 0
 
 
+_background: set[threading.Thread] = set()  # refills this process's exit waits for (not daemons)
+_background_lock = threading.Lock()
+
+
+def background_work() -> str | None:
+    """What this process's exit will still wait for (the opcache seed and prepared site copies for the next
+    run, made in the background after a boot), or None: a one-shot command says so instead of hanging."""
+    with _background_lock:
+        _background.difference_update([thread for thread in _background if not thread.is_alive()])
+        if not _background:
+            return None
+    return "the WordPress site for the next run is prepared"
+
+
 def _wait_for_preparation(timeout_s: float) -> bool:
     """Wait for this process's in-flight background site copy (cheaper than starting a second copy)."""
     with _preparing:
@@ -558,7 +572,11 @@ class PlaygroundBackend:
                     future.set_exception(error)
 
         # Not a daemon: a short-lived process waits for a half-made copy instead of abandoning it.
-        threading.Thread(target=background, name="codebox-sandbox-refill", daemon=future is not None).start()
+        thread = threading.Thread(target=background, name="codebox-sandbox-refill", daemon=future is not None)
+        if not thread.daemon:
+            with _background_lock:
+                _background.add(thread)
+        thread.start()
 
     def _attach_mounts(self, sandbox: PlaygroundSandbox, spec: SandboxSpec, report: ProgressCallback) -> None:
         mounts = _sandbox_mounts(spec, sandbox.work_dir, report)
