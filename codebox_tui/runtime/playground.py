@@ -119,6 +119,12 @@ def discard_spare_sandboxes() -> None:
             pass
 
 
+def spares_in_hand() -> int:
+    """How many spares this process has ready or booting."""
+    with _spares_lock:
+        return len(_spares)
+
+
 def wait_for_spares(timeout_s: float) -> bool:
     """Wait until every spare this process is booting is ready (or failed); False if one still boots after
     ``timeout_s``. A spare is booted when the sandbox that took the previous one stops (see ``boot``)."""
