@@ -64,8 +64,9 @@ def reap_in_background(paths: Sequence[Path]) -> int | None:
     existing = [Path(p) for p in paths if os.path.lexists(p)]
     if not existing:
         return None
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), env.get("PYTHONPATH")]))
+    # a minimal environment: the reaper needs nothing of the caller's (which may hold policy secrets)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))}
     try:
         process = subprocess.Popen(
             [sys.executable, "-m", "codebox_tui.runtime.reaper", *map(str, existing)],
