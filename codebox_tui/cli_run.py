@@ -151,10 +151,20 @@ def run_command(
             progress(outcome.redact(f"codebox: error: {error}"))
         for risk in outcome.site_state_risks:  # the verdict is not clean (docs/site-state.md, "Verdicts")
             progress(outcome.redact(f"codebox: NOT CLEAN: site-state risk {risk.code}: {risk.message}"))
+    _say_what_exit_waits_for(reporter)
     if error is not None:
         raise typer.Exit(int(error.exit_code))
     if not outcome.success:
         raise typer.Exit(int(ExitCode.FAILED))
+
+
+def _say_what_exit_waits_for(reporter: StderrProgress) -> None:
+    """The result is out; if this process still has background work its exit waits for, say what it is."""
+    from codebox_tui.runtime.playground import background_work
+
+    waiting = background_work()
+    if waiting is not None:
+        reporter.phase("waiting", f"until {waiting}, then exiting")
 
 
 def boot_command(

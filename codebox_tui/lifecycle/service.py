@@ -278,14 +278,23 @@ class RunService:
         finally:
             undo()
             try:
-                session.close()
+                # the sandbox stops here (fast); its folders are removed after the run is recorded
+                session.dispose()
             finally:
-                shutil.rmtree(tools_dir, ignore_errors=True)
-            if failed and run.status == "completed":
-                run.status = "failed"
-            if control.cancelled:
-                run.status = "cancelled"
-            run.outcome = self._finish(run)
+                if failed and run.status == "completed":
+                    run.status = "failed"
+                if control.cancelled:
+                    run.status = "cancelled"
+                try:
+                    run.outcome = self._finish(run)
+                finally:
+                    try:
+                        session.close()  # hands the folders to a detached reaper: nobody waits for it
+                    finally:
+                        shutil.rmtree(tools_dir, ignore_errors=True)
+                    if run.progress is not None and session.reaper_pid is not None:
+                        run.progress.phase("cleanup", f"the sandbox's folders are being removed in the "
+                                                      f"background (pid {session.reaper_pid})")
 
     def run(self, request: RunRequest, *, progress: ProgressListener | None = None,
             control: RunControl | None = None, on_open: Callable[[OpenRun], None] | None = None,

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from codebox_tui.contracts.runtime import LIVE_MOUNT_KEY, MountSpec
 from codebox_tui.errors import BadInputError
+from codebox_tui.runtime.reaper import OWNER_FILE
 from codebox_tui.runtime.tree_removal import remove_tree_nofollow
 
 SKIPPED_DIRS = {".git", "node_modules", ".codebox-apply"}
@@ -143,7 +144,6 @@ def stage_readonly(source: Path, staging: Path) -> Path:
 
 
 # the record runtime/playground.py keeps in each sandbox folder: a folder whose owner is gone is swept
-OWNER_FILE = ".codebox-owner-pid"
 
 
 def new_copies_dir(sandboxes_root: Path) -> Path:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as wait_futures
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from codebox_tui.runtime.golden import (
     take_prepared_site,
 )
 from codebox_tui.runtime.mounts import remove_tree, stage_readonly
+from codebox_tui.runtime.reaper import OWNER_FILE
 from codebox_tui.runtime.sidecar import Sidecar, abandoned_sidecar_files, process_alive
 from codebox_tui.runtime.wordpress_builds import WordPressBuild, resolve_build
 from codebox_tui.settings import CodeboxSettings, get_settings
@@ -117,6 +119,21 @@ def discard_spare_sandboxes() -> None:
             pass
 
 
+def spares_in_hand() -> int:
+    """How many spares this process has ready or booting."""
+    with _spares_lock:
+        return len(_spares)
+
+
+def wait_for_spares(timeout_s: float) -> bool:
+    """Wait until every spare this process is booting is ready (or failed); False if one still boots after
+    ``timeout_s``. A spare is booted when the sandbox that took the previous one stops (see ``boot``)."""
+    with _spares_lock:
+        pending = list(_spares.values())
+    wait_futures(pending, timeout=timeout_s)
+    return all(future.done() for future in pending)
+
+
 def shutdown_sidecars() -> None:
     discard_spare_sandboxes()
     with _sidecars_lock:
@@ -139,6 +156,20 @@ _boots_in_process = 0
 _starting: dict[str, Future[Sidecar]] = {}
 _preparing = threading.Condition()  # site copies being prepared in the background by this process
 _preparing_count = 0
+
+
+_background: set[threading.Thread] = set()  # refills this process's exit waits for (not daemons)
+_background_lock = threading.Lock()
+
+
+def background_work() -> str | None:
+    """What this process's exit will still wait for (the opcache seed and prepared site copies for the next
+    run, made in the background after a boot), or None: a one-shot command says so instead of hanging."""
+    with _background_lock:
+        _background.difference_update([thread for thread in _background if not thread.is_alive()])
+        if not _background:
+            return None
+    return "the WordPress site for the next run is prepared"
 
 
 def _wait_for_preparation(timeout_s: float) -> bool:
@@ -214,6 +245,8 @@ class PlaygroundSandbox:
         self.wordpress_version = wordpress_version
         self.php_version = php_version
         self._disposed = False
+        # run once, when the sandbox is stopped (the backend refills the spare it was: see ``boot``)
+        self.on_stopped: list[Callable[[], None]] = []
         sidecar.live_sandboxes += 1
 
     def run_php(self, code: str, timeout_s: float) -> PhpResult:
@@ -278,9 +311,13 @@ class PlaygroundSandbox:
         this sandbox's alone unless another sandbox shares its policy and binds; that one then fails too."""
         self.sidecar.kill(reason)
 
-    def dispose(self) -> None:
+    def stop(self) -> list[Path]:
+        """Stop this sandbox in the sidecar (its PHP worker ends: nothing writes to its folders any more)
+        and return those folders, which the caller removes (``RunSession.close`` hands them to the
+        detached reaper, runtime/reaper.py). A second call returns nothing. If the sidecar does not answer,
+        it is killed (``Sidecar.request``), so either way no PHP of this sandbox is left running."""
         if self._disposed:
-            return
+            return []
         self._disposed = True
         self.sidecar.live_sandboxes -= 1
         self.sidecar.last_used = time.monotonic()
@@ -291,8 +328,15 @@ class PlaygroundSandbox:
             pass
         finally:
             self.sidecar.on_progress(self.id, None)
-            remove_tree(self.work_dir)
-            remove_tree(readonly_dir(self.work_dir))
+            callbacks, self.on_stopped = self.on_stopped, []
+            for callback in callbacks:
+                callback()
+        return [self.work_dir, readonly_dir(self.work_dir)]
+
+    def dispose(self) -> None:
+        """Stop the sandbox and remove its folders before returning."""
+        for folder in self.stop():
+            remove_tree(folder)
 
 
 def sandbox_mounts(spec: SandboxSpec, work_dir: Path, report: Callable[[str, Any], None]
@@ -347,7 +391,6 @@ def _check_visible(sidecar: Sidecar, mounts: list[dict[str, str]], sandboxes_roo
                                code="mount-not-visible", details={"vfsPath": mount["vfsPath"]})
 
 
-OWNER_FILE = ".codebox-owner-pid"
 _swept: set[str] = set()
 
 
@@ -481,24 +524,31 @@ class PlaygroundBackend:
                     except BaseException:
                         spare.dispose()
                         raise
-                    self._refill(spare_key, spec, build)
+                    # the next spare boots once this run's sandbox is stopped, not during the run: on
+                    # two cores a background boot slowed the run that took the spare below a fresh one
+                    spare.on_stopped.append(lambda: self._refill(spare_key, spec, build))
                     return spare
         warm = spec.warm or spec.preview_port is not None
         sandbox = self._boot_fresh(spec, build, golden, report, started, warm=warm)
         if poolable:
-            self._refill(spare_key, spec, build)
+            self._refill(spare_key, spec, build, spare=False)
+            sandbox.on_stopped.append(lambda: self._refill(spare_key, spec, build, pool=False))
         return sandbox
 
-    def _refill(self, key: str, spec: SandboxSpec, build: WordPressBuild) -> None:
-        """Background work for the next sandbox: the opcache seed, a prepared site dir, a spare."""
+    def _refill(self, key: str, spec: SandboxSpec, build: WordPressBuild, *, spare: bool = True,
+                pool: bool = True) -> None:
+        """Background work for the next sandbox: the opcache seed and prepared site dirs (``pool``), a
+        spare (``spare``, where spares are wanted)."""
         bare = SandboxSpec(mounts=[], policy=spec.policy, wp=spec.wp, php=spec.php,
                            boot_timeout_s=spec.boot_timeout_s)
         future: Future[PlaygroundSandbox] | None = None
-        if spares_wanted(self.settings.spare_sandboxes, _boots_in_process, _spares_override):
+        if spare and spares_wanted(self.settings.spare_sandboxes, _boots_in_process, _spares_override):
             with _spares_lock:
                 if key not in _spares:
                     future = Future()
                     _spares[key] = future
+        if future is None and not pool:
+            return
         golden_root = self.settings.golden_dir
         binds = self._binds(spec)  # the spare lives in the sidecar that sees spec's folders
 
@@ -510,10 +560,10 @@ class PlaygroundBackend:
                     # a spare is mount-less and warmed before anyone uses it: it can make the seed
                     future.set_result(self._boot_fresh(bare, build, golden, lambda *_: None, time.monotonic(),
                                                        warm=True, seed=True, binds=binds))
-                elif needs_seed:
+                elif needs_seed and pool:
                     self._boot_fresh(bare, build, golden, lambda *_: None, time.monotonic(), warm=True,
                                      seed=True, binds=binds).dispose()
-                for _ in range(POOL_SIZE):  # one copy at a time, so a waiting boot wakes after the first
+                for _ in range(POOL_SIZE if pool else 0):  # one copy at a time, so a waiting boot wakes after the first
                     with _preparing:
                         global _preparing_count
                         _preparing_count += 1
@@ -528,7 +578,11 @@ class PlaygroundBackend:
                     future.set_exception(error)
 
         # Not a daemon: a short-lived process waits for a half-made copy instead of abandoning it.
-        threading.Thread(target=background, name="codebox-sandbox-refill", daemon=future is not None).start()
+        thread = threading.Thread(target=background, name="codebox-sandbox-refill", daemon=future is not None)
+        if not thread.daemon:
+            with _background_lock:
+                _background.add(thread)
+        thread.start()
 
     def _attach_mounts(self, sandbox: PlaygroundSandbox, spec: SandboxSpec, report: ProgressCallback) -> None:
         mounts = sandbox_mounts(spec, sandbox.work_dir, report)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from codebox_tui.runtime.catalog import get_command, handler_for, parse_args
 from codebox_tui.runtime.mounts import PrivateCopy, new_copies_dir, remove_tree
 from codebox_tui.runtime.outcome import CommandOutcome
 from codebox_tui.runtime.policy import Redactor, check_command, check_secret_values
+from codebox_tui.runtime.reaper import reap_in_background
 from codebox_tui.runtime.special_modes import SPECIAL_MODE_FLAG, special_mode_entries, strip_new_special_modes
 from codebox_tui.settings import get_settings
 
@@ -112,6 +112,8 @@ class RunSession:
         self._scratch = _baselines_dir()
         self._copies_dir: Path | None = None  # the private copies' own folder (see _take_baselines)
         self._private_copies: list[PrivateCopy] = []
+        self._leftovers: list[Path] = []  # a stopped sandbox's folders, removed by the reaper at close()
+        self.reaper_pid: int | None = None
         # what already carried setuid/setgid/sticky bits before the boot, per written folder (_strip_special_modes)
         self._special_before: dict[int, set[str]] = {}
         self._events = open(self.run_dir / layout.EVENTS, "a", encoding="utf-8")
@@ -419,7 +421,11 @@ class RunSession:
         if sandbox is not None:
             self.emit("runtime.disposing", {})  # viewers say so while it takes (the live run's progress line)
             started = time.monotonic()
-            sandbox.dispose()
+            stop = getattr(sandbox, "stop", None)
+            if stop is not None:  # its folders are removed off the critical path, by close()
+                self._leftovers += stop()
+            else:
+                sandbox.dispose()
             self.emit("runtime.disposed", {"disposeMs": int((time.monotonic() - started) * 1000)})
             self._strip_special_modes()
         if self.status != "failed":
@@ -447,6 +453,9 @@ class RunSession:
                     handle.close()
 
     def close(self) -> None:
+        """Dispose the sandbox if it still runs, close the streams and hand every folder the run leaves
+        (the sandbox's site and staging folders, the baseline packs, the private copies) to one detached
+        reaper (runtime/reaper.py): nothing here waits for the deletion. ``reaper_pid`` names it."""
         if self.closed:
             return
         self.closed = True
@@ -454,9 +463,10 @@ class RunSession:
             self.dispose()
         finally:
             self._close_streams()
-            shutil.rmtree(self._scratch, ignore_errors=True)  # its owner record goes with it
+            leftovers, self._leftovers = [*self._leftovers, self._scratch], []
             if self._copies_dir is not None:
-                remove_tree(self._copies_dir)
+                leftovers.append(self._copies_dir)
+            self.reaper_pid = reap_in_background(leftovers)
 
     def __enter__(self) -> RunSession:
         return self

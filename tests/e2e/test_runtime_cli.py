@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -14,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from store.db import Store
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 from tests.factories.toolchains import WP_CLI_PHAR, require
-from tests.factories.waiting import wait_until
+from tests.factories.waiting import process_finished, wait_for_reaper, wait_until
 
 pytestmark = pytest.mark.playground
 
@@ -128,6 +131,65 @@ def test_run_leaves_no_temp_directories_or_processes(tmp_path: Path) -> None:
     assert sorted(os.listdir(tmp)) == []
     assert _processes_using(tmp) == []
     assert not abandoned.exists()
+
+
+def _processes_of(home: Path) -> list[int]:
+    """Live processes that name ``home`` in their command line or environment: the run's CLI, its bwrap, Node
+    sidecar (HOME under it) and reaper (its folders are under it)."""
+    needle = str(home).encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or process_finished(int(entry)):
+            continue
+        try:
+            seen = Path(f"/proc/{entry}/cmdline").read_bytes() + Path(f"/proc/{entry}/environ").read_bytes()
+        except OSError:
+            continue
+        if needle in seen:
+            found.append(int(entry))
+    return found
+
+
+def test_run_prints_and_records_first_then_a_detached_reaper_removes_its_folders(
+        tmp_path: Path, codebox_home: Path) -> None:
+    """Issue 27: disposal is off the critical path. The sandbox is stopped before capture (nothing writes
+    while the bundle is read); the result and the inbox row come next; only then are the sandbox's folders
+    handed to a detached reaper, which the CLI does not wait for. Once the reaper has finished, nothing of
+    the run is left: no process, no folder."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (codebox_home / "golden").mkdir(exist_ok=True)
+    (home / "golden").symlink_to(codebox_home / "golden")  # the shared, read-mostly cache of WordPress sites
+    plugin = tmp_path / "plugin"
+    shutil.copytree(EXAMPLE_PLUGIN, plugin)
+    tmp = tmp_path / "tmp"
+    out = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "run", "--mount", f"{plugin}:/wordpress/wp-content/plugins/p",
+         "--command", "wordpress.run-php", "--arg", "code=file_put_contents(__DIR__ . '/x', 1); echo 'ran';",
+         "--artifacts", str(tmp_path / "artifacts")],
+        cwd=REPO, env={**_env(tmp), "CODEBOX_HOME": str(home)}, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "ran\n"
+    lines = out.stderr.splitlines()
+
+    def at(phase: str) -> int:
+        matches = [i for i, line in enumerate(lines) if f"] {phase}: " in line]
+        assert len(matches) == 1, (phase, out.stderr)
+        return matches[0]
+
+    # stopped (fast) → captured → recorded in the inbox → the result → only then the removal starts
+    assert at("disposed") < at("capture") < at("inbox") < at("done") < at("cleanup"), out.stderr
+    reaper = int(re.search(r"background \(pid (\d+)\)", lines[at("cleanup")]).group(1))  # type: ignore[union-attr]
+    with Store.open(home / "codebox.sqlite3") as store:
+        assert [run.status for run in store.list_runs()] == ["completed"]
+
+    assert wait_for_reaper(reaper), "the reaper did not finish"
+    assert wait_until(lambda: not _processes_of(home)), _processes_of(home)
+    sandboxes = home / "sandboxes"
+    assert sorted(os.listdir(sandboxes)) == [".readonly"] and os.listdir(sandboxes / ".readonly") == []
+    assert os.listdir(home / "baselines") == []
+    assert os.listdir(tmp) == []  # the sidecar's temp folder and log, the staged tools
+    assert sorted(os.listdir(plugin)) == sorted(os.listdir(EXAMPLE_PLUGIN))  # copy-on-write: only the bundle has x
 
 
 def test_hung_command_is_killed_reported_and_leaves_nothing(tmp_path: Path) -> None:

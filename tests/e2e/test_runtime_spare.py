@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from codebox_tui.runtime.playground import discard_spare_sandboxes, enable_spare_sandboxes
+from codebox_tui.runtime.playground import discard_spare_sandboxes, enable_spare_sandboxes, spares_in_hand
 from tests.factories.paths import EXAMPLE_PLUGIN
+from tests.factories.waiting import wait_for_reaper
 
 pytestmark = pytest.mark.playground
 
@@ -24,11 +25,17 @@ def test_prebooted_spare_gets_the_mounts_of_the_next_run(playground_session, cod
     mounts = [f"{EXAMPLE_PLUGIN}:{PLUGIN}:readonly", f"{rw}:/srv/rw:readwrite"]
     sandboxes = codebox_home / "sandboxes"
     before = set(os.listdir(sandboxes)) if sandboxes.exists() else set()
+    discard_spare_sandboxes()
     enable_spare_sandboxes(True)
     try:
         with playground_session.new_run(tmp_path / "a1", mounts=mounts) as first:
-            first.execute("wordpress.run-php", ["code=echo 1;"])  # boots fresh and starts a spare
+            first.execute("wordpress.run-php", ["code=echo 1;"])  # boots fresh
+            # the spare boots once this sandbox stops, not while its run goes on (issue 27)
+            in_hand_during_first = spares_in_hand()
+        in_hand_after_first = spares_in_hand()
         with playground_session.new_run(tmp_path / "a2", mounts=mounts) as second:
+            second.boot_sandbox()  # takes the spare
+            in_hand_during_second = spares_in_hand()
             result = second.execute("wordpress.run-php", [
                 "code=echo json_encode(["
                 f"'files' => scandir('{PLUGIN}'),"
@@ -37,10 +44,13 @@ def test_prebooted_spare_gets_the_mounts_of_the_next_run(playground_session, cod
             phases = [json.loads(line)["data"].get("phase")
                       for line in (second.run_dir / "events.jsonl").read_text().splitlines()]
             summary = second.capture()
+        reapers = [first.reaper_pid, second.reaper_pid]
+        in_hand_after_second = spares_in_hand()
     finally:
         enable_spare_sandboxes(None)  # back to the setting
         discard_spare_sandboxes()
     assert "using-prebooted-sandbox" in phases
+    assert (in_hand_during_first, in_hand_after_first, in_hand_during_second, in_hand_after_second) == (0, 1, 0, 1)
     doc = json.loads(result.stdout)
     assert "simple-plugin.php" in doc["files"]
     assert doc["ro"] is False
@@ -51,6 +61,7 @@ def test_prebooted_spare_gets_the_mounts_of_the_next_run(playground_session, cod
     changed = {f["relativePath"]: f for f in summary.changed_files}
     assert changed["out.txt"]["status"] == "added"
     assert (summary.path / changed["out.txt"]["artifactPath"]).read_text() == "from-spare"
+    assert all(wait_for_reaper(pid) for pid in reapers), "a reaper did not finish"
     assert set(os.listdir(sandboxes)) - before == set()  # the taken spare and the new one are gone
 
 
@@ -80,4 +91,5 @@ def test_prewarm_boots_a_spare_that_the_first_run_takes(playground_session, code
         discard_spare_sandboxes()
     assert "using-prebooted-sandbox" in phases
     assert result.stdout == "mounted", result.stderr
+    assert wait_for_reaper(run.reaper_pid), "the reaper did not finish"
     assert set(os.listdir(sandboxes)) - before == set()

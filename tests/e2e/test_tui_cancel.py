@@ -18,6 +18,7 @@ from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.settings import get_settings
 from store.db import Store
 from tests.factories.tui import submit_launch_form
+from tests.factories.waiting import wait_for_reaper
 
 pytestmark = pytest.mark.playground
 
@@ -68,6 +69,7 @@ async def test_cancel_a_running_command_stops_the_sandbox_and_records_cancelled(
 
     # No leaked processes: the sidecar's whole process group is gone; the sandbox's files are removed.
     assert not _group_alive(sidecar_pid)
+    assert wait_for_reaper(live.session.reaper_pid), "the reaper did not finish"  # runtime/reaper.py
     assert not work_dir.exists()
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     kinds = [e["type"] for e in events]

@@ -33,3 +33,19 @@ def wait_for_fs_clock_past(root: Path, probe_dir: Path) -> None:
 
     assert wait_until(moved, timeout=5.0, interval=0.001), "the file system clock did not advance in 5 s"
     probe.unlink()
+
+
+def process_finished(pid: int) -> bool:
+    """Whether process ``pid`` has ended: gone, or a zombie nobody has collected yet (a detached process whose
+    parent exited is collected by whichever ancestor adopts it, if any)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def wait_for_reaper(pid: int | None, *, timeout: float = 120.0) -> bool:
+    """Wait until the detached reaper ``pid`` (runtime/reaper.py; ``RunSession.reaper_pid``) has finished
+    removing a run's folders. None (nothing was handed to a reaper) is finished already."""
+    return pid is None or wait_until(lambda: process_finished(pid), timeout=timeout)

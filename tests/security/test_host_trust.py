@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from codebox_tui.runtime.mounts import remove_tree
+from tests.factories.waiting import wait_for_reaper
 
 
 def _php_string(value: str) -> str:
@@ -76,6 +77,8 @@ def test_disposal_does_not_chmod_host_folders_through_links_php_planted(make_run
         assert os.path.islink(work_dir / "wordpress" / "wp-content" / "evil-private")
     finally:
         run.close()
+    # the folders are removed by the detached reaper (runtime/reaper.py), after close() returned
+    assert wait_for_reaper(run.reaper_pid), "the reaper did not finish"
     assert not work_dir.exists()
     assert {"private": _state(private), "sticky": _state(sticky)} == before
 
