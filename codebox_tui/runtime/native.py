@@ -42,7 +42,8 @@ from codebox_tui.runtime.native_site import (
     salt_key,
     write_config,
 )
-from codebox_tui.runtime.playground import OWNER_FILE, sandbox_mounts, sweep_abandoned_once
+from codebox_tui.runtime.playground import sandbox_mounts, sweep_abandoned_once
+from codebox_tui.runtime.reaper import OWNER_FILE
 from codebox_tui.runtime.wordpress_builds import resolve_build
 from codebox_tui.settings import CodeboxSettings, get_settings
 
