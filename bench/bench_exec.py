@@ -6,6 +6,8 @@ Rows (all measured in this one invocation, on this machine, the sandbox booted o
     (the example plugin): target < 1 s
   * the same search with a regular expression (`-i -w`)
   * classification alone (a refused write: nothing runs)
+  * exec-denied / boot: `codebox exec`'s host check that refuses a command before any boot
+    (check_before_boot), as a ratio of this run's own boot time: target < 0.1
 
 Usage: python bench/bench_exec.py [-n N]
 Each row prints the median and the minimum of N runs after one warm-up run.
@@ -28,8 +30,9 @@ os.environ.setdefault("CODEBOX_SPARE_SANDBOXES", "off")
 
 from codebox_tui.contracts.exec import ExecRequest  # noqa: E402
 from codebox_tui.contracts.runtime import RuntimePolicy  # noqa: E402
+from codebox_tui.errors import PolicyDeniedError  # noqa: E402
 from codebox_tui.runtime.backend import SandboxSpec  # noqa: E402
-from codebox_tui.runtime.exec import run_exec  # noqa: E402
+from codebox_tui.runtime.exec import check_before_boot, run_exec  # noqa: E402
 from codebox_tui.runtime.mounts import parse_mount  # noqa: E402
 from codebox_tui.runtime.playground import shutdown_sidecars  # noqa: E402
 from codebox_tui.runtime.session import RunSession  # noqa: E402
@@ -52,7 +55,21 @@ def main() -> None:
     with RunSession(spec, Path(tempfile.mkdtemp(prefix="codebox-bench-exec-art-"))) as run:
         started = time.monotonic()
         run.boot_sandbox()
-        print(f"boot (warm=True): {time.monotonic() - started:.2f} s")
+        boot_s = time.monotonic() - started
+        print(f"boot (warm=True): {boot_s:.2f} s")
+        denied = []
+        for _ in range(max(1, args.n // 2)):
+            t0 = time.perf_counter()
+            try:
+                check_before_boot(ExecRequest(command="rm wp-load.php"))
+            except PolicyDeniedError:
+                denied.append(time.perf_counter() - t0)
+        if denied:
+            ratio = statistics.median(denied) / boot_s
+            print(f"exec-denied before boot: {statistics.median(denied) * 1000:.0f} ms median, "
+                  f"ratio to boot {ratio:.3f} (target < 0.1)  {'ok' if ratio < 0.1 else 'SLOW'}")
+        else:
+            print("exec-denied before boot: NOT DENIED (the host check let a write through)")
         print(f"{'row':40} {'median':>10} {'min':>10} {'target':>8}  result")
         for label, command, target in ROWS:
             run_exec(run, ExecRequest(command=command))  # warm-up

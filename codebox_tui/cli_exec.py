@@ -12,7 +12,7 @@ from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, ExitCode
 from codebox_tui.lifecycle import RunRequest, RunService, Toolchain, env_from_pairs, mounts_from_text
 from codebox_tui.progress_report import StderrProgress
-from codebox_tui.runtime.exec import parse_capabilities, run_exec
+from codebox_tui.runtime.exec import POLICY_REFUSALS, check_before_boot, parse_capabilities, run_exec
 from codebox_tui.runtime.exec_server import exec_on_held
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
@@ -47,6 +47,7 @@ def exec_command(
     timeout_s = parse_duration(timeout, "--timeout")
     request = ExecRequest(command=command, cwd=cwd, capabilities=parse_capabilities(capabilities),
                           limits=ExecLimits(timeoutMs=max(1, int(timeout_s * 1000)), maxOutputBytes=max(1, max_output)))
+    check_before_boot(request)  # a denied command exits 3 here: no sandbox boots, no bundle is made
     if sandbox is not None:
         fresh_only = {"--mount": bool(mount), "--wp-cli-phar": wp_cli_phar is not None, "--env": bool(env),
                       "--artifacts": artifacts is not None}
@@ -80,7 +81,18 @@ def _exec_fresh(request: ExecRequest, mount: list[str], wp: str, php: str, wp_cl
     return result
 
 
+def process_exit_code(result: ExecResult) -> int:
+    """The exit code of ``codebox exec`` (README "Exit codes"): 3 when the policy refused the command, the
+    command's own code when it is 1–255, 1 for any other failure, else 0. Printed as-is on stderr."""
+    if result.error is not None and result.error.code in POLICY_REFUSALS:
+        return int(ExitCode.POLICY_DENIED)
+    if result.exitCode != 0:
+        return result.exitCode if 0 < result.exitCode < 256 else int(ExitCode.FAILED)
+    return int(ExitCode.OK)
+
+
 def _print(result: ExecResult, json_out: bool, quiet: bool) -> None:
+    code = process_exit_code(result)
     if json_out:
         emit_json(result)
     else:
@@ -91,13 +103,11 @@ def _print(result: ExecResult, json_out: bool, quiet: bool) -> None:
             show(result.stderr, err=True, nl=False)
         if not quiet:
             limit = f", limit {result.limitExceeded} hit" if result.limitExceeded else ""
-            progress(f"codebox: exit {result.exitCode} · {result.classification or 'unclassified'} · "
+            refused = f" (refused: {result.error.code})" if result.error is not None else ""
+            progress(f"codebox: exit {code}{refused} · {result.classification or 'unclassified'} · "
                      f"capabilities {','.join(result.capabilities)}{limit}")
-    if result.error is not None and result.error.code in ("capability-denied", "eval-policy", "wp-site-locked",
-                                                          "wp-flag-refused"):
-        raise typer.Exit(int(ExitCode.POLICY_DENIED))
-    if result.exitCode != 0:
-        raise typer.Exit(result.exitCode if 0 < result.exitCode < 256 else int(ExitCode.FAILED))
+    if code != 0:
+        raise typer.Exit(code)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,6 +8,8 @@ the bundle) with its classification and capabilities.
 
 from __future__ import annotations
 
+import json
+import subprocess
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -22,13 +24,27 @@ from codebox_tui.contracts.exec import (
     ExecResult,
 )
 from codebox_tui.contracts.runtime import ENVELOPE_OUTPUT_REF, CommandError, CommandResultEnvelope, ExecutionResult
-from codebox_tui.errors import BadInputError, SandboxError
-from codebox_tui.settings import get_settings
+from codebox_tui.errors import BadInputError, PolicyDeniedError, SandboxError
+from codebox_tui.settings import NODE_BRIDGE_DIR, get_settings
 
 if TYPE_CHECKING:
     from codebox_tui.runtime.session import RunSession
 
-__all__ = ["EXEC_RESULT_SCHEMA", "ExecLimits", "ExecRequest", "ExecResult", "parse_capabilities", "run_exec"]
+__all__ = ["EXEC_RESULT_SCHEMA", "ExecLimits", "ExecRequest", "ExecResult", "check_before_boot", "parse_capabilities",
+           "run_exec"]
+
+# Refusals of the command line itself (classify.mjs's ExecRefused codes) that are policy, not malformed input.
+POLICY_REFUSALS = ("capability-denied", "eval-policy", "wp-site-locked", "wp-flag-refused")
+_CLASSIFY_SCRIPT = (
+    "import { classifyScript, missingCapabilities, NEEDS } from './classify.mjs';"
+    "const [command, caps] = JSON.parse(process.argv[1]);"
+    "let out;"
+    "try { const c = classifyScript(command);"
+    " out = { classification: c.classification, reason: c.reason, needed: NEEDS[c.classification],"
+    " missing: missingCapabilities(c.classification, caps) }; }"
+    "catch (err) { if (!err || !err.code) throw err; out = { error: { code: err.code, message: err.message } }; }"
+    "process.stdout.write(JSON.stringify(out));"
+)
 
 
 def parse_capabilities(text: str | Iterable[str], field: str = "--capabilities") -> list[str]:
@@ -44,6 +60,39 @@ def parse_capabilities(text: str | Iterable[str], field: str = "--capabilities")
                                 f"{', '.join(CAPABILITIES)}", code="invalid-capability", field=field)
         found.add(name)
     return [c for c in CAPABILITIES if c in found]
+
+
+def check_before_boot(request: ExecRequest) -> None:
+    """Classify ``request.command`` with the sidecar's own classifier (classify.mjs, run by Node on the
+    host: it only parses the user's command line) and refuse it before any sandbox boots when its
+    capabilities do not allow it (docs/exec.md, "Classification"). The sidecar classifies again before
+    running, so this check only saves the boot; it is never the only one."""
+    try:
+        done = subprocess.run([get_settings().node, "--input-type=module", "-e", _CLASSIFY_SCRIPT,
+                               json.dumps([request.command, request.capabilities])],
+                              cwd=NODE_BRIDGE_DIR, capture_output=True, text=True, timeout=60, check=False)
+        answer = json.loads(done.stdout) if done.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        answer = None
+    if not isinstance(answer, dict):
+        raise SandboxError("could not classify the command before booting (Node classifier failed)",
+                           code="classifier-failed")
+    error = answer.get("error")
+    if isinstance(error, dict):
+        code, message = str(error.get("code")), str(error.get("message"))
+        if code in POLICY_REFUSALS:
+            raise PolicyDeniedError(message, code=code, field="command")
+        raise BadInputError(message, code=code, field="command")
+    missing = [str(m) for m in answer.get("missing") or []]
+    if missing:
+        classification = str(answer.get("classification"))
+        allow = ",".join(c for c in CAPABILITIES if c in {*request.capabilities, *missing})
+        raise PolicyDeniedError(
+            f"denied before boot: this command is classified {classification} ({answer.get('reason')}) and needs "
+            f"the {' and '.join(missing)} capabilit{'ies' if len(missing) > 1 else 'y'}; "
+            f"allow it with --capabilities {allow}",
+            code="capability-denied", field="--capabilities",
+            details={"classification": classification, "needed": answer.get("needed"), "missing": missing})
 
 
 def run_exec(session: RunSession, request: ExecRequest) -> ExecResult:

@@ -485,3 +485,38 @@ def test_a_relative_cwd_is_inside_the_site(box: Any) -> None:
     result = ex(box, "pwd && ls | grep -c hello.php", cwd="wp-content/plugins")
     assert result.cwd == "/wordpress/wp-content/plugins"
     assert result.stdout.split() == ["/wordpress/wp-content/plugins", "1"]
+
+
+def _cli_exec(*args: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo), **({"CODEBOX_HOME": str(home)} if home else {})}
+    return subprocess.run([sys.executable, "-m", "codebox_tui", "exec", *args], capture_output=True, text=True,
+                          timeout=300, cwd=repo, env=env)
+
+
+@pytest.mark.parametrize(("command", "caps", "missing", "allow"), [
+    ("touch /wordpress/x", "read", "write", "read,write"),
+    ("wp eval 'echo 1;'", "read,write", "eval", "read,write,eval"),
+])
+def test_a_denied_exec_exits_before_any_boot(tmp_path: Path, command: str, caps: str, missing: str,
+                                            allow: str) -> None:
+    """Classified and checked on the host first (docs/exec.md, "Classification"): exit 3, a message naming
+    the capability and the flag that allows it, and nothing booted — an empty, private CODEBOX_HOME stays
+    empty (no golden site, no sidecar, no run folder) and no bundle is written."""
+    home, artifacts = tmp_path / "home", tmp_path / "artifacts"
+    home.mkdir()
+    denied = _cli_exec("--artifacts", str(artifacts), "--capabilities", caps, command, home=home)
+    assert denied.returncode == 3, denied.stderr
+    assert f"needs the {missing} capability" in denied.stderr
+    assert f"allow it with --capabilities {allow}" in denied.stderr
+    assert "boot" not in denied.stderr.replace("before boot", "")  # no progress line about booting
+    assert list(home.iterdir()) == [] and not artifacts.exists()
+
+
+def test_the_printed_exit_code_is_the_process_exit_code(tmp_path: Path) -> None:
+    """A refusal the sidecar makes after boot (the eval policy; its result carries exitCode 126) exits 3
+    and prints "exit 3": the line on stderr, the process and the README table agree."""
+    refused = _cli_exec("--artifacts", str(tmp_path / "a"), "--capabilities", "read,eval",
+                        "wp eval 'shell_exec(\"id\");'")
+    assert refused.returncode == 3, refused.stderr
+    assert "codebox: exit 3 (refused: eval-policy)" in refused.stderr and "exit 126" not in refused.stderr
