@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+import posixpath
 import shutil
 import sys
 import tempfile
@@ -36,6 +37,7 @@ from codebox_tui.recipes.plan import extra_plugin_load_as, extra_plugin_target, 
 from codebox_tui.recipes.scaffolds import write_plugin_scaffold, write_theme_scaffold
 from codebox_tui.recipes.seeds import site_seed_php
 from codebox_tui.recipes.validate import RecipeValidation, all_steps, resolved_step_args
+from codebox_tui.runtime.mounts import mu_plugin_loader
 
 RUN_SCHEMA = "wp-codebox/recipe-run/v1"
 ATTESTATION_SCHEMA = "wp-codebox/run-attestation/v1"
@@ -110,9 +112,8 @@ def _plugin_setup_php(plugins: list[dict[str, Any]]) -> str:
     lines = ["require_once ABSPATH . 'wp-admin/includes/plugin.php'; $out = [];"]
     for p in plugins:
         if p["loadAs"] == "mu-plugin":
-            rel = p["pluginFile"].split("/", 1)[1]
-            loader = f"<?php require_once __DIR__ . '/codebox-runtime/{p['slug']}/{rel}';\n"
-            lines.append(f"file_put_contents(WPMU_PLUGIN_DIR . '/codebox-load-{p['slug']}.php', {json.dumps(loader)});"
+            path, loader = mu_plugin_loader(p["slug"], p["pluginFile"].split("/", 1)[1])
+            lines.append(f"file_put_contents(WPMU_PLUGIN_DIR . '/{posixpath.basename(path)}', {json.dumps(loader)});"
                          f" $out[] = ['slug' => {json.dumps(p['slug'])}, 'loaded' => 'mu-plugin'];")
         elif p["activate"]:
             lines.append(f"$r = activate_plugin({json.dumps(p['pluginFile'])}); $out[] = ['slug' => "
