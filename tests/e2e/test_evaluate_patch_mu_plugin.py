@@ -113,3 +113,17 @@ def test_patch_that_makes_a_mu_plugin_fatal_is_plugin_broken(playground_session:
     assert doc["pluginLoad"]["after"].startswith("greeting fails to load (after): ")
     assert "site_greeting_setup_that_does_not_exist" in doc["pluginLoad"]["after"]
     assert doc["probe"]["frontEnd"]["status"] == "failed"
+
+
+@pytest.mark.timeout(900)
+def test_mu_plugin_without_tests_beside_it_is_untested_and_says_so(playground_session: Any, tmp_path: Path) -> None:
+    plugin = _mu_plugin(tmp_path, with_tests=False)
+    patch = tmp_path / "fix.patch"
+    patch.write_text(FIX, encoding="utf-8")
+    proc = _cli(Path(playground_session.home), "--plugin", str(plugin), "--patch", str(patch),
+                "--artifacts-dir", str(tmp_path / "art"), "--json")
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    assert doc["tests"]["verdict"] == "untested"
+    assert "next to site-greeting.php: nothing to run" in doc["tests"]["reason"]
+    assert doc["pluginLoad"] == {"before": None, "after": None} and doc["probe"]["frontEnd"]["pluginLoaded"] is True
