@@ -92,6 +92,8 @@ class FrontEndProbe(Contract):
     problems: list[str]
     httpStatus: int | None = None
     pluginActive: bool | None = None
+    pluginLoaded: bool | None = Field(None, description="A single-file must-use plugin (instead of `pluginActive`): "
+                                                        "WordPress still loads its file after the request.")
     fatal: str | None = Field(None, description="Present when the page broke: a fatal error, HTTP 5xx, or the "
                                                 "plugin no longer active.")
 

@@ -27,6 +27,7 @@ from codebox_tui.contracts.runtime import ExecutionResult, MountSpec, RuntimePol
 from codebox_tui.errors import BadInputError, CodeboxError
 from codebox_tui.lifecycle import CommandStep, ProgressListener, RunRequest, RunService, Toolchain
 from codebox_tui.lifecycle.site_state import SiteStateRecorder, unclean_details, unclean_risks
+from codebox_tui.runtime.mounts import mu_plugin_loader, plugin_target
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
 EVALUATION_SCHEMA = PATCH_EVALUATION_SCHEMA
@@ -127,6 +128,13 @@ echo json_encode( array( 'ok' => null === $error && is_plugin_active( $file ), '
 	'output' => $output ) );
 """
 
+# A single-file must-use plugin "activates" when WordPress loads it: its file is among the included files.
+MU_LOADED_PHP = r"""$file = %(file)s;
+$loaded = in_array( $file, get_included_files(), true );
+echo json_encode( array( 'ok' => $loaded, 'file' => $file,
+	'error' => $loaded ? null : "WordPress did not load $file" ) );
+"""
+
 # A must-use plugin written into the sandbox's own site (never the plugin) for the front-end probe: it records
 # the PHP errors of the request, including a fatal one, in wp-content/codebox-probe-errors.json.
 ERROR_PROBE_PHP = r"""<?php
@@ -200,8 +208,14 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
     from codebox_tui.runtime.backend import validate_runtime_env
 
     plugin_dir = plugin_dir.resolve()
-    if not plugin_dir.is_dir():
-        raise BadInputError(f"plugin directory not found: {plugin_dir}", code="missing-source", field="--plugin")
+    # a single .php file is a must-use plugin: its folder is what the patch and the tests see, and only the file
+    # is loaded (docs/evaluate-patch.md, "A single-file must-use plugin")
+    mu_file = plugin_dir.name if plugin_dir.is_file() and plugin_dir.suffix == ".php" else None
+    if mu_file:
+        plugin_dir = plugin_dir.parent
+    elif not plugin_dir.is_dir():
+        raise BadInputError(f"--plugin {plugin_dir}: expected a plugin directory or a single-file must-use plugin "
+                            "(a .php file)", code="missing-source", field="--plugin")
     if not patch_file.is_file():
         raise BadInputError(f"patch file not found: {patch_file}", code="missing-source", field="--patch")
     named = [("--phpunit-xml", phpunit_xml), ("--bootstrap", bootstrap), *[("--test", t) for t in tests or []]]
@@ -209,7 +223,9 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
         if rel is not None and not (plugin_dir / rel).is_file():
             raise BadInputError(f"{field} {rel!r}: no such file in {plugin_dir}", code="missing-source", field=field)
     runtime_env = validate_runtime_env(env or {}, "--env")
-    slug = check_slug(slug) if slug is not None else plugin_dir.name
+    slug = check_slug(slug) if slug is not None else (Path(mu_file).stem if mu_file else plugin_dir.name)
+    load_as = "mu-plugin" if mu_file else "plugin"
+    target = plugin_target(load_as, slug)
     rule = test_rule(plugin_dir, tests_paths)
     split = split_patch(patch_file.read_bytes(), rule)
     scratch = Path(tempfile.mkdtemp(prefix="codebox-evaluate-"))
@@ -224,10 +240,11 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
             (copy / name).is_file() for name in ("phpunit.xml", "phpunit.xml.dist", "tests/bootstrap.php"))
         untested_reason = None if has_tests else (
             f"{slug} has no PHPUnit configuration (phpunit.xml, phpunit.xml.dist), no tests/bootstrap.php and no "
-            "--test file: nothing to run")
+            "--test file" + (f" next to {mu_file}" if mu_file else "") + ": nothing to run")
         request = RunRequest(
-            mounts=[MountSpec(source=str(copy), target=f"/wordpress/wp-content/plugins/{slug}", mode="readwrite",
-                              metadata={"mountRole": "plugin", "slug": slug, "evaluation": "patched-copy"})],
+            mounts=[MountSpec(source=str(copy), target=target, mode="readwrite",
+                              metadata={"mountRole": "plugin", "slug": slug, "evaluation": "patched-copy",
+                                        **({"loadAs": load_as, "pluginFile": mu_file} if mu_file else {})})],
             policy=RuntimePolicy(commands=COMMANDS), wp=wp, php=php, env=runtime_env, artifacts_root=artifacts_dir,
             metadata={"flow": "evaluate-patch", "plugin": str(plugin_dir), "patch": str(patch_file.resolve())},
             tools=Toolchain(wp_tests_lib=wp_tests_lib, phpunit_polyfills=phpunit_polyfills),
@@ -253,22 +270,34 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                 return result
 
             def activate(phase: str) -> str | None:
-                """None when the plugin is active (and loads), else the error shown."""
-                result = run(phase, "wordpress.run-php", ["code=" + ACTIVATE_PHP % {"slug": _php_str(slug)}])
+                """None when the plugin is active (and loads), else the error shown. A must-use plugin is not
+                activated: the check is that WordPress loaded its file."""
+                code = (MU_LOADED_PHP % {"file": _php_str(f"{target}/{mu_file}")} if mu_file else
+                        ACTIVATE_PHP % {"slug": _php_str(slug)})
+                result = run(phase, "wordpress.run-php", ["code=" + code])
                 if result is None:
                     return "the activation check could not run"
                 found = _json_tail(result.stdout)
                 if found is None or result.exitCode != 0:
                     return f"{slug} fails to load ({phase}): " + _fatal_text(result.stdout + "\n" + result.stderr)
                 if not found.get("ok"):
-                    return f"{slug} fails to activate ({phase}): {found.get('error') or 'not active'}" + (
+                    return f"{slug} fails to {'load' if mu_file else 'activate'} ({phase}): " + (
+                        f"{found.get('error') or 'not active'}") + (
                         f"; output: {str(found.get('output'))[:500]}" if found.get("output") else "")
                 return None
 
+            if mu_file:  # Codebox's own setup step: the loader WordPress needs to load the file as a mu-plugin
+                loader_path, loader = mu_plugin_loader(slug, mu_file)
+                handle.site_state.write_setup_file(loader_path, loader.encode("utf-8"),
+                                                   "evaluate-patch: the must-use plugin's loader", 30.0)
+                session.emit("mu-plugin.loader-written", {"path": loader_path, "plugin": f"{target}/{mu_file}"})
+                handle.site_state.rebase_files()  # the loader is declared input, not a file the run wrote
             broken_before = activate("before")
-            # Codebox's own setup (activating the plugin) is not the patch's doing: the site-state diff starts
-            # here, and the setup's changes are recorded as that step's (docs/evaluate-patch.md, "Attribution")
-            handle.site_state.rebase_summary("evaluate-patch: activate the plugin")
+            # Codebox's own setup (activating the plugin, or the mu-plugin's loader) is not the patch's doing: the
+            # site-state diff starts here, and the setup's changes are recorded as that step's
+            # (docs/evaluate-patch.md, "Attribution")
+            handle.site_state.rebase_summary("evaluate-patch: load the mu-plugin" if mu_file else
+                                             "evaluate-patch: activate the plugin")
             tests_applied = subprocess.CompletedProcess[str]([], 0, "", "")
             if split.test_patch:
                 # fail before, pass after: the patch's tests run against the old code first
@@ -279,7 +308,8 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                                                      "exitCode": tests_applied.returncode})
             test_args = [[f"plugin-slug={slug}", f"test-file={t}"] for t in tests] if tests else [
                 [f"plugin-slug={slug}"]]
-            common = [f"wordpress={wordpress_mode}", *([f"phpunit-xml={phpunit_xml}"] if phpunit_xml else []),
+            common = [f"wordpress={wordpress_mode}", *([f"load-as={load_as}"] if mu_file else []),
+                      *([f"phpunit-xml={phpunit_xml}"] if phpunit_xml else []),
                       *([f"filter={test_filter}"] if test_filter else []),
                       *([f"bootstrap={bootstrap}"] if bootstrap else [])]
             before: TestSuite | None = None
@@ -304,7 +334,7 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
             if before is not None and after is not None:
                 session.test_suites[:] = [before, after]
             broken_after = activate("after")
-            front = _front_end_probe(session, handle.site_state, slug, probe_url)
+            front = _front_end_probe(session, handle.site_state, slug, probe_url, target, mu_file)
             run("probe", "wordpress.browser-probe", [f"url={probe_url}"])
             broken = broken_before or broken_after or front.get("fatal")
             delta = test_delta(before, after, plugin_broken=broken, patch_tests=bool(split.test_patch),
@@ -352,12 +382,13 @@ def _failures(suite: TestSuite | None) -> list[dict[str, str]]:
             for c in (suite.cases if suite else []) if c.status in BAD]
 
 
-def _front_end_probe(session: Any, site_state: SiteStateRecorder, slug: str, url: str) -> dict[str, Any]:
+def _front_end_probe(session: Any, site_state: SiteStateRecorder, slug: str, url: str, target: str,
+                     mu_file: str | None) -> dict[str, Any]:
     """GET the page through the sandbox with an error-recording must-use plugin: PHP fatal errors, warnings
-    and notices (in the response, or raised by the plugin's files) and whether the plugin is active. The
-    must-use plugin is Codebox's own write, declared to the site-state diff (docs/site-state.md, "Attribution")
-    and removed after the request."""
-    plugin_dir = f"/wordpress/wp-content/plugins/{slug}/"
+    and notices (in the response, or raised by the plugin's files) and whether the plugin is still active (a
+    single-file must-use plugin: still loaded). The error-recording must-use plugin is Codebox's own write,
+    declared to the site-state diff (docs/site-state.md, "Attribution") and removed after the request."""
+    plugin_dir = f"{target}/"
     log = "/wordpress/wp-content/codebox-probe-errors.json"
     mu = "/wordpress/wp-content/mu-plugins/0-codebox-error-probe.php"
     out: dict[str, Any] = {"url": url, "status": "passed", "problems": []}
@@ -390,17 +421,21 @@ def _front_end_probe(session: Any, site_state: SiteStateRecorder, slug: str, url
         problems.append(f"in the response: {text[:300]}")
         if match.group(1) in ("Fatal error", "Parse error") or match.group(1) is None:
             fatal = fatal or text
+    mu_path = _php_str(f"{target}/{mu_file}")
     active = session.sandbox.run_php(
         "<?php require_once '/wordpress/wp-load.php'; require_once ABSPATH . 'wp-admin/includes/plugin.php';"
-        f" echo json_encode( array_values( array_filter( (array) get_option( 'active_plugins' ), function ( $p ) {{"
-        f" return 0 === strpos( $p, {_php_str(slug + '/')} ); }} ) ) );", 60.0)
+        + (f" echo json_encode( array_values( array_intersect( get_included_files(), array( {mu_path} ) ) ) );"
+           if mu_file else
+           f" echo json_encode( array_values( array_filter( (array) get_option( 'active_plugins' ), function ( $p ) {{"
+           f" return 0 === strpos( $p, {_php_str(slug + '/')} ); }} ) ) );"), 60.0)
     active_list = _json_list(active.text)
-    out["pluginActive"] = bool(active_list)
+    state = "loaded" if mu_file else "active"
+    out["pluginLoaded" if mu_file else "pluginActive"] = bool(active_list)
     if active_list is None:
-        problems.append(f"whether {slug} is active could not be checked: " + _fatal_text(active.text + active.errors))
+        problems.append(f"whether {slug} is {state} could not be checked: " + _fatal_text(active.text + active.errors))
     elif not active_list:
-        problems.append(f"{slug} is not active after the request")
-        fatal = fatal or f"{slug} is not active"
+        problems.append(f"{slug} is not {state} after the request")
+        fatal = fatal or f"{slug} is not {state}"
     if response.status >= 500:
         problems.append(f"HTTP {response.status}")
         fatal = fatal or f"HTTP {response.status} from {url}"

@@ -2,15 +2,20 @@
 (docs/evaluate-patch.md, "A git range").
 
 The before side is the plugin's files at BASE (``git archive`` of the plugin's folder, extracted with tarfile's
-``data`` filter), the patch is ``git diff --binary BASE HEAD`` of that folder; then it is evaluated exactly as a
-patch file. ``--git COMMIT`` means ``COMMIT^..COMMIT``. Git runs hardened (bundle/hostgit.py).
+``data`` filter) with the work tree's untracked and ignored files laid over it (a Composer ``vendor/`` the suite
+needs; never ``.git``, never a path BASE or the range tracks, links copied as links), the patch is
+``git diff --binary BASE HEAD`` of that folder; then it is evaluated exactly as a patch file. ``--git COMMIT``
+means ``COMMIT^..COMMIT``. Git runs hardened (bundle/hostgit.py).
 """
 
 from __future__ import annotations
 
 import io
+import os
+import posixpath
 import re
 import shutil
+import stat
 import tarfile
 import tempfile
 from pathlib import Path
@@ -64,7 +69,6 @@ def export_range(plugin_dir: Path, text: str, scratch: Path, slug: str) -> tuple
     if inside.returncode != 0:
         raise BadInputError(f"--git needs --plugin to be in a git repository; {plugin_dir} is not",
                             code="not-a-git-repository", field="--plugin")
-    prefix = inside.stdout.decode().strip()
     base, head = _commit(git, base_rev, text), _commit(git, head_rev, text)
     if base == head:
         raise _bad(f"--git {text!r}: BASE and HEAD are the same commit; there is nothing to evaluate")
@@ -78,7 +82,8 @@ def export_range(plugin_dir: Path, text: str, scratch: Path, slug: str) -> tuple
         raise _bad(f"--git {text!r}: git diff failed: {patch.stderr.decode(errors='replace')[:300]}")
     if not patch.stdout.strip():
         raise _bad(f"--git {text!r}: the range changes nothing in {plugin_dir}", code="empty-range")
-    archive = git.run("archive", "--format=tar", f"{base}:{prefix}" if prefix else base, timeout=300)
+    # run in the plugin's folder, git archive exports only that folder, by paths relative to it
+    archive = git.run("archive", "--format=tar", base, timeout=300)
     if archive.returncode != 0 or len(archive.stdout) > MAX_ARCHIVE_BYTES:
         raise _bad(f"--git {text!r}: git archive of {base[:12]} failed: "
                    f"{archive.stderr.decode(errors='replace')[:300] or 'the archive is too large'}")
@@ -90,9 +95,111 @@ def export_range(plugin_dir: Path, text: str, scratch: Path, slug: str) -> tuple
     except (tarfile.TarError, OSError) as error:  # FilterError is a TarError
         raise _bad(f"--git {text!r}: the plugin's files at {base[:12]} cannot be exported safely: {error}",
                    code="unsafe-git-tree") from error
+    try:
+        overlay_untracked(git, plugin_dir, target, _tracked(git, base, head, text), text)
+    except OSError as error:
+        raise _bad(f"--git {text!r}: the work tree's untracked files cannot be copied: {error}",
+                   code="unsafe-git-tree") from error
     patch_file = scratch / f"{base[:12]}..{head[:12]}.patch"
     patch_file.write_bytes(patch.stdout)
     return target, patch_file, {"repository": str(plugin_dir), "range": text, "base": base, "head": head}
+
+
+def _names(git: Any, text: str, *args: str) -> list[str]:
+    done = git.run(*args, timeout=300)
+    if done.returncode != 0:
+        raise _bad(f"--git {text!r}: git {args[0]} failed: {done.stderr.decode(errors='replace')[:300]}")
+    return [name.decode("utf-8", "surrogateescape") for name in done.stdout.split(b"\0") if name]
+
+
+def _tracked(git: Any, base: str, head: str, text: str) -> set[str]:
+    """Every path (relative to the plugin folder) that BASE tracks or the range changes."""
+    at_base = _names(git, text, "ls-tree", "-r", "-z", "--name-only", base, "--", ".")
+    changed = _names(git, text, "diff", "-z", "--name-only", "--no-renames", "--relative", base, head, "--", ".")
+    return set(at_base) | set(changed)
+
+
+def overlay_paths(untracked: list[str], tracked: set[str]) -> list[str]:
+    """The rule of what the work tree adds to BASE (docs/evaluate-patch.md, "A git range"): each untracked or
+    ignored path, except anything in ``.git``, a nested repository (``dir/``), a path BASE or the range tracks,
+    and a path that would need a tracked file to be a folder (or a tracked path's folder to be a file). A path
+    that is absolute or climbs out of the folder is refused."""
+    tracked_dirs = {posixpath.dirname(p) for p in tracked}
+    tracked_dirs |= {d for p in list(tracked_dirs) for d in _parents(p)}
+    keep: list[str] = []
+    for path in untracked:
+        if path.endswith("/"):
+            continue  # a nested repository or a folder git did not descend into
+        parts = path.split("/")
+        if path.startswith("/") or any(part in ("", ".", "..") for part in parts):
+            raise _bad(f"git listed the untracked path {path!r}, which is not inside the plugin folder",
+                       code="unsafe-git-tree")
+        if ".git" in parts or path in tracked or path in tracked_dirs:
+            continue
+        if any(parent in tracked for parent in _parents(path)):
+            continue
+        keep.append(path)
+    return sorted(keep)
+
+
+def _parents(path: str) -> list[str]:
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def overlay_untracked(git: Any, plugin_dir: Path, target: Path, tracked: set[str], text: str) -> list[str]:
+    """Copy the work tree's untracked and ignored files (``git ls-files --others``, ignored included) into the
+    export, by :func:`overlay_paths`: regular files by content (opened without following a link), links as
+    links (refused when they point out of the plugin folder, as the BASE export refuses them); other kinds
+    (sockets, fifos) are left out. Returns the copied paths."""
+    untracked = _names(git, text, "ls-files", "-z", "--others", "--", ".")
+    copied: list[str] = []
+    total = 0
+    for path in overlay_paths(untracked, tracked):
+        source = plugin_dir / path
+        dest = target / path
+        try:
+            info = os.lstat(source)
+        except FileNotFoundError:
+            continue  # removed since git listed it
+        if not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+            continue
+        _make_parents(target, path, text)
+        if stat.S_ISLNK(info.st_mode):
+            link = os.readlink(source)
+            resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), link))
+            if posixpath.isabs(link) or resolved == ".." or resolved.startswith("../"):
+                raise _bad(f"--git {text!r}: the untracked link {path} points out of the plugin folder "
+                           f"({link}); it is not copied into the sandbox", code="unsafe-git-tree")
+            os.symlink(link, dest)
+        else:
+            total += info.st_size
+            if total > MAX_ARCHIVE_BYTES:
+                raise _bad(f"--git {text!r}: the untracked and ignored files exceed {MAX_ARCHIVE_BYTES} bytes")
+            fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+            with open(fd, "rb") as src:
+                if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
+                    continue  # replaced by something else since the lstat
+                with open(dest, "xb") as out:
+                    shutil.copyfileobj(src, out)
+            os.chmod(dest, 0o755 if info.st_mode & 0o111 else 0o644)
+        copied.append(path)
+    return copied
+
+
+def _make_parents(target: Path, path: str, text: str) -> None:
+    """The folders of ``path`` inside the export, each a real folder (never through a link)."""
+    folder = target
+    for part in path.split("/")[:-1]:
+        folder = folder / part
+        try:
+            info = os.lstat(folder)
+        except FileNotFoundError:
+            os.mkdir(folder)
+            continue
+        if not stat.S_ISDIR(info.st_mode):
+            raise _bad(f"--git {text!r}: the untracked {path} needs {folder.relative_to(target)} to be a folder",
+                       code="unsafe-git-tree")
 
 
 def evaluate_git_range(plugin_dir: Path, text: str, *, slug: str | None = None, **options: Any) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.jsonargs import resolve_source
 from codebox_tui.recipes.validate import RecipeValidation, all_steps
 from codebox_tui.runtime.catalog import get_command, parse_args
+from codebox_tui.runtime.mounts import plugin_target
 
 DRY_RUN_SCHEMA = "wp-codebox/recipe-run-dry-run/v1"
 
@@ -33,9 +34,7 @@ def extra_plugin_load_as(plugin: ExtraPlugin) -> str:
 
 
 def extra_plugin_target(load_as: str, slug: str) -> str:
-    if load_as == "mu-plugin":
-        return f"/wordpress/wp-content/mu-plugins/codebox-runtime/{slug}"
-    return f"/wordpress/wp-content/plugins/{slug}"
+    return plugin_target(load_as, slug)
 
 
 def policy_hash(policy: RuntimePolicy) -> str:

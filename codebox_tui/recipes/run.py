@@ -36,6 +36,7 @@ from codebox_tui.recipes.plan import extra_plugin_load_as, extra_plugin_target, 
 from codebox_tui.recipes.scaffolds import write_plugin_scaffold, write_theme_scaffold
 from codebox_tui.recipes.seeds import site_seed_php
 from codebox_tui.recipes.validate import RecipeValidation, all_steps, resolved_step_args
+from codebox_tui.runtime.mounts import mu_plugin_loader
 
 RUN_SCHEMA = "wp-codebox/recipe-run/v1"
 ATTESTATION_SCHEMA = "wp-codebox/run-attestation/v1"
@@ -106,18 +107,14 @@ def _find_plugin_file(src: Path, slug: str) -> str:
     return f"{slug}/{slug}.php"
 
 
-MU_PLUGIN_DIR = "/wordpress/wp-content/mu-plugins"
-
-
 def mu_plugin_loaders(plugins: list[dict[str, Any]]) -> list[tuple[str, bytes]]:
     """(sandbox path, bytes) of the loader Codebox writes for each extra plugin loaded as a must-use plugin: a
     file in mu-plugins/ that requires the plugin's main file from its read-only mount."""
     out = []
     for p in plugins:
         if p["loadAs"] == "mu-plugin":
-            rel = p["pluginFile"].split("/", 1)[1]
-            loader = f"<?php require_once __DIR__ . '/codebox-runtime/{p['slug']}/{rel}';\n"
-            out.append((f"{MU_PLUGIN_DIR}/codebox-load-{p['slug']}.php", loader.encode("utf-8")))
+            path, loader = mu_plugin_loader(p["slug"], p["pluginFile"].split("/", 1)[1])
+            out.append((path, loader.encode("utf-8")))
     return out
 
 

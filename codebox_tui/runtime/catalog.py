@@ -103,6 +103,9 @@ _COMMANDS: list[CommandSpec] = [
         description="Run a mounted plugin's PHPUnit suite inside the sandbox and record JUnit results.",
         acceptedArgs=[
             A(name="plugin-slug", description="Plugin directory under wp-content/plugins", required=True),
+            A(name="load-as", description="plugin (default): the folder is wp-content/plugins/<slug>; mu-plugin: "
+              "a single-file must-use plugin's folder, wp-content/mu-plugins/codebox-runtime/<slug>",
+              format="enum:plugin,mu-plugin"),
             A(name="test-file", description="Run only this test file (plugin-relative)"),
             A(name="phpunit-xml", description="PHPUnit configuration file (plugin-relative)"),
             A(name="filter", description="PHPUnit --filter pattern"),

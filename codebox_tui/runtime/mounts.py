@@ -27,6 +27,23 @@ from codebox_tui.runtime.reaper import OWNER_FILE
 from codebox_tui.runtime.tree_removal import remove_tree_nofollow
 
 SKIPPED_DIRS = {".git", "node_modules", ".codebox-apply"}
+MU_PLUGINS_DIR = "/wordpress/wp-content/mu-plugins"
+
+
+def plugin_target(load_as: str, slug: str) -> str:
+    """Where a plugin's folder is mounted: ``wp-content/plugins/<slug>``, or for a single-file must-use plugin
+    a folder of its own that WordPress does not load by itself, ``mu-plugins/codebox-runtime/<slug>``, which
+    :func:`mu_plugin_loader` requires (README, "Recipes"; docs/evaluate-patch.md)."""
+    if load_as == "mu-plugin":
+        return f"{MU_PLUGINS_DIR}/codebox-runtime/{slug}"
+    return f"/wordpress/wp-content/plugins/{slug}"
+
+
+def mu_plugin_loader(slug: str, file_name: str) -> tuple[str, str]:
+    """(sandbox path, PHP source) of the loader that makes WordPress load ``<slug>/<file_name>`` as a must-use
+    plugin: WordPress loads only the files directly in ``mu-plugins/``."""
+    rel = f"codebox-runtime/{slug}/{file_name}"
+    return f"{MU_PLUGINS_DIR}/codebox-load-{slug}.php", f"<?php require_once __DIR__ . '/{rel}';\n"
 RESERVED_TARGETS = ("/internal", "/proc", "/dev", "/tmp/codebox")
 # Mounting over these would replace the site root or a WordPress core folder (and its database):
 # Playground cannot boot over them (a mount at /wordpress printed "[object Object]").

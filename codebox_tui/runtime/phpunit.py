@@ -25,6 +25,7 @@ from codebox_tui.contracts.runtime import MountSpec
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
 from codebox_tui.runtime import wp_tests
 from codebox_tui.runtime.commands import sandbox_env
+from codebox_tui.runtime.mounts import plugin_target
 from codebox_tui.runtime.outcome import CommandOutcome
 
 if TYPE_CHECKING:
@@ -377,7 +378,11 @@ def phpunit(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
     if not SLUG.match(slug):
         raise BadInputError(f"plugin-slug must be a directory name, got {slug!r}", code="invalid-slug",
                             field="plugin-slug")
-    plugin_dir = f"/wordpress/wp-content/plugins/{slug}"
+    load_as = args.get("load-as", "plugin")
+    if load_as not in ("plugin", "mu-plugin"):
+        raise BadInputError(f"load-as must be plugin or mu-plugin, got {load_as!r}", code="invalid-arg",
+                            field="load-as")
+    plugin_dir = plugin_target(load_as, slug)
     xml_arg = _check_rel(args["phpunit-xml"], "phpunit-xml") if args.get("phpunit-xml") else None
     boot_arg = _check_rel(args["bootstrap"], "bootstrap") if args.get("bootstrap") else None
     found = _probe(session, plugin_dir, xml_arg, boot_arg, timeout_s)

@@ -1,0 +1,72 @@
+"""`codebox evaluate-patch --git BASE..HEAD` on a maintainer's work tree, through the real CLI, real git and real
+Playground: the ignored Composer ``vendor/`` the suite's bootstrap requires reaches both sides (the suite runs
+before and after), and an untracked notes file is carried along without showing up as a change
+(docs/evaluate-patch.md, "A git range")."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.playground
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+PLUGIN = EXAMPLES / "plugins-for-recipes" / "buggy-counter"
+FIX_WITH_TEST = EXAMPLES / "patches" / "buggy-counter-fix-with-test.patch"
+BOOTSTRAP = """<?php
+// Composer's autoloader: vendor/ is ignored by git, installed by `composer install`.
+require dirname( __DIR__ ) . '/vendor/autoload.php';
+define( 'WP_USE_THEMES', false );
+require getenv( 'WP_LOAD' ) ? getenv( 'WP_LOAD' ) : '/wordpress/wp-load.php';
+require_once dirname( __DIR__ ) . '/buggy-counter.php';
+counter_test_helpers_ready();
+"""
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.org", *args], cwd=repo,
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.mark.timeout(900)
+def test_ignored_vendor_reaches_both_sides_and_notes_are_no_change(playground_session: Any, tmp_path: Path) -> None:
+    repo = tmp_path / "buggy-counter"
+    shutil.copytree(PLUGIN, repo)
+    (repo / "tests" / "bootstrap.php").write_text(BOOTSTRAP, encoding="utf-8")
+    (repo / ".gitignore").write_text("/vendor/\n", encoding="utf-8")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "Word counter")
+    _git(repo, "checkout", "-qb", "fix-whitespace")
+    _git(repo, "apply", str(FIX_WITH_TEST))
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "Count words separated by any whitespace")
+    # what `composer install` leaves in the maintainer's checkout (ignored) and a notes file (untracked)
+    (repo / "vendor" / "composer").mkdir(parents=True)
+    (repo / "vendor" / "autoload.php").write_text(
+        "<?php\nrequire __DIR__ . '/composer/helpers.php';\n", encoding="utf-8")
+    (repo / "vendor" / "composer" / "helpers.php").write_text(
+        "<?php\nfunction counter_test_helpers_ready() { return true; }\n", encoding="utf-8")
+    (repo / "NOTES.md").write_text("- ask about non-breaking spaces\n", encoding="utf-8")
+    assert _git(repo, "status", "--porcelain") == "?? NOTES.md"  # vendor/ is ignored, not even listed
+    proc = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "evaluate-patch", "--plugin", str(repo), "--git", "main..fix-whitespace",
+         "--artifacts-dir", str(tmp_path / "art"), "--json"], capture_output=True, text=True, timeout=900,
+        env={**os.environ, "CODEBOX_HOME": str(playground_session.home)})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    # the bootstrap found the ignored vendor/ on both sides: the suite ran before and after
+    assert doc["tests"]["before"]["tests"] == 5 and doc["tests"]["after"]["tests"] == 5
+    assert doc["tests"]["verdict"] == "improvement" and doc["tests"]["before"]["failed"] == 4
+    bundle = Path(doc["bundleDir"])
+    changed = json.loads((bundle / "files" / "changed-files.json").read_text(encoding="utf-8"))["files"]
+    assert sorted(c["relativePath"] for c in changed) == ["buggy-counter.php", "tests/WhitespaceTest.php"]
+    patch = (bundle / "files" / "patch.diff").read_text(encoding="utf-8")
+    assert "NOTES.md" not in patch and "vendor/" not in patch
