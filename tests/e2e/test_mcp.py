@@ -31,7 +31,8 @@ WRITE_CODE = (
     f" file_put_contents('{PLUGIN_TARGET}/simple-plugin.php', \"\\n// edited in the sandbox\\n\", FILE_APPEND);"
     " echo 'wrote two files';"
 )
-TOOLS = {"run", "artifacts_show", "artifacts_verify", "review_decide", "apply", "list_runs", "agent_task"}
+TOOLS = {"run", "artifacts_show", "artifacts_verify", "review_decide", "apply", "list_runs", "agent_task", "execute",
+         "evaluate_patch", "recipe_run", "episode_run", "batch"}
 
 
 def tree(root: Path) -> dict[str, str]:
