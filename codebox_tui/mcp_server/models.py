@@ -131,7 +131,7 @@ class ExecuteInput(ToolInput):
 
     command: str = Field(min_length=1, description="The command line, e.g. \"on rg -n add_action --plugins\".")
     capabilities: list[Literal["read", "write", "eval"]] = Field(
-        default_factory=lambda: list[Literal["read", "write", "eval"]](["read"]),
+        default=["read"],  # pydantic copies it for every call
         description="read (always in force), write (sandbox files and database rows), eval (wp eval / wp "
                     "eval-file). A command classified as needing more is refused before it runs.")
     sandbox: str | None = Field(default=None, description="The runtime id of a sandbox held by `codebox boot "

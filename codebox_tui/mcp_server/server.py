@@ -258,7 +258,7 @@ TOOLS: list[tuple[ToolSpec, type[ToolInput], Any, Operation]] = [
                           "with the episode trace."),
      EpisodeRunInput, FlowResult, flows.episode_run),
     (ToolSpec(name="batch", title="Run a batch of items on Ray", long=True, read_only=False,
-              description="Run every item of a batch file (JSON Lines: run, recipe, evaluate-patch, agent-task "
+              description="Run every item of a batch file (JSON Lines: evaluate-patch, recipe-run and agent-task "
                           "items) in its own sandbox on Ray and record the batch for review. Returns the batch "
                           "document with each item's state, verdict and bundle."),
      BatchInput, FlowResult, flows.batch),
