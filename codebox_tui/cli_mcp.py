@@ -7,7 +7,8 @@ import typer
 
 def mcp_command() -> None:
     """Serve the MCP tools (run, artifacts_show, artifacts_verify, review_decide, apply, list_runs,
-    agent_task) over stdin/stdout until the client disconnects; logs go to stderr."""
+    agent_task, execute, evaluate_patch, recipe_run, episode_run, batch) over stdin/stdout until the client
+    disconnects; logs go to stderr."""
     # Deferred: the MCP SDK takes a second or more to import, which no other command should pay
     # (docs/architecture.md, "Module map": slow third-party imports stay in the function that needs them).
     from codebox_tui.mcp_server import serve_stdio

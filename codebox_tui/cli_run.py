@@ -8,9 +8,8 @@ from typing import Any
 
 import typer
 
-from codebox_tui.bundle import layout
 from codebox_tui.cliutil import emit_json, progress, show, to_jsonable
-from codebox_tui.contracts.episode import EPISODE_PLAN_SCHEMA, EpisodeRunOutput, EpisodeStepSummary
+from codebox_tui.contracts.episode import EPISODE_PLAN_SCHEMA
 from codebox_tui.contracts.runtime import BootOutput, RuntimeEvent
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import ExitCode
@@ -24,10 +23,9 @@ from codebox_tui.lifecycle import (
     mounts_from_text,
     policy_from_text,
     preview_bind_address,
-    run_artifacts,
     run_document,
 )
-from codebox_tui.lifecycle.episode import load_plan, load_snapshot_document, run_plan
+from codebox_tui.lifecycle.episode import episode_run_output, load_plan, load_snapshot_document, run_plan
 from codebox_tui.progress_report import StderrProgress
 from codebox_tui.runtime.backends import backend_name, default_php
 from codebox_tui.runtime.catalog import command_catalog, get_command
@@ -246,20 +244,11 @@ def episode_run_command(
     reporter = StderrProgress("episode", quiet=quiet)
     episode, status = run_plan(plan, plan_file.resolve().parent, artifacts_root=artifacts, progress=reporter,
                                restore=str(restore) if restore is not None else None)
+    output = episode_run_output(episode, status)
     outcome = episode.outcome
     assert outcome is not None
     trace = episode.last_trace
     error = outcome.error
-    output = EpisodeRunOutput(
-        success=outcome.success and status == "completed", status="cancelled" if outcome.status == "cancelled"
-        else ("completed" if outcome.success and status == "completed" else "failed"),
-        episodeId=episode.id, runtime=outcome.runtime.model_dump(mode="json", exclude_none=True),
-        steps=[EpisodeStepSummary(index=s.index, command=s.action.command, exitCode=int(s.execution.get("exitCode", 1)),
-                                  observation=s.observation.type if s.observation else None)
-               for s in (trace.steps if trace else [])],
-        snapshots=[ref.path for s in (trace.snapshots if trace else []) for ref in s.artifactRefs if ref.path],
-        trace=layout.EPISODE_TRACE if outcome.bundle is not None else None, artifacts=run_artifacts(outcome),
-        error=error.to_dict() if error is not None else None, timings=outcome.timings)
     if json_out:
         emit_json(outcome.redact.value(to_jsonable(output)))
     else:

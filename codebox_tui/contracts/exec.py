@@ -13,6 +13,9 @@ EXEC_RESULT_SCHEMA: Final = "wp-codebox/exec-result/v1"
 Capability = Literal["read", "write", "eval"]
 Classification = Literal["read_only", "sandbox_write", "eval"]
 CAPABILITIES: Final[tuple[str, ...]] = ("read", "write", "eval")
+# error codes of a command refused before it ran (docs/exec.md): a capability it lacks, the eval policy, a site
+# selection or WP-CLI flag the sandbox locks
+EXEC_DENIAL_CODES: Final[tuple[str, ...]] = ("capability-denied", "eval-policy", "wp-site-locked", "wp-flag-refused")
 
 
 class ExecLimits(Contract):

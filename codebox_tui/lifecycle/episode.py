@@ -31,8 +31,10 @@ from codebox_tui.contracts.episode import (
     EpisodeRef,
     EpisodeReset,
     EpisodeRestore,
+    EpisodeRunOutput,
     EpisodeSnapshot,
     EpisodeStep,
+    EpisodeStepSummary,
     EpisodeTrace,
     ObservationSpec,
     SnapshotSpec,
@@ -41,6 +43,7 @@ from codebox_tui.contracts.episode import (
 from codebox_tui.contracts.runtime import ExecutionResult
 from codebox_tui.contracts.site_state import RuntimeSnapshot
 from codebox_tui.errors import BadInputError, CodeboxError
+from codebox_tui.lifecycle.output import run_artifacts
 from codebox_tui.lifecycle.request import CommandStep, RunControl, RunRequest
 from codebox_tui.lifecycle.service import OpenRun, ProgressListener, RunOutcome, RunService
 
@@ -502,6 +505,26 @@ def run_plan(plan: EpisodePlan, plan_dir: Path, *, artifacts_root: Path | None =
         if status != "completed":
             episode.run.status = "failed"
     return episode, status
+
+
+def episode_run_output(episode: Episode, status: str) -> EpisodeRunOutput:
+    """The ``codebox/episode-result/v1`` document of a plan :func:`run_plan` ran (``codebox episode run --json``
+    and the MCP ``episode_run`` tool), not yet redacted."""
+    outcome = episode.outcome
+    assert outcome is not None, "the episode is not closed"
+    trace = episode.last_trace
+    error = outcome.error
+    success = outcome.success and status == "completed"
+    shown = "cancelled" if outcome.status == "cancelled" else ("completed" if success else "failed")
+    return EpisodeRunOutput(
+        success=success, status=shown,
+        episodeId=episode.id, runtime=outcome.runtime.model_dump(mode="json", exclude_none=True),
+        steps=[EpisodeStepSummary(index=s.index, command=s.action.command, exitCode=int(s.execution.get("exitCode", 1)),
+                                  observation=s.observation.type if s.observation else None)
+               for s in (trace.steps if trace else [])],
+        snapshots=[ref.path for s in (trace.snapshots if trace else []) for ref in s.artifactRefs if ref.path],
+        trace=layout.EPISODE_TRACE if outcome.bundle is not None else None, artifacts=run_artifacts(outcome),
+        error=error.to_dict() if error is not None else None, timings=outcome.timings)
 
 
 def load_snapshot_document(path: Path) -> RuntimeSnapshot:

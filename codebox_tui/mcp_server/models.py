@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from codebox_tui.contracts.exec import ExecResult
 from codebox_tui.contracts.runtime import RunOutput
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 from store.inbox import FILTERS, SORTS, InboxRow
@@ -122,3 +123,112 @@ class AgentTaskInput(ToolInput):
         "wp-codebox/task-input/v1 document), `workspaces` (\"DIR[:/workspace/path]\", absolute paths), `agent` "
         "(command line, argv list or .php path), and optional `tools`, `sandbox_session_id`, `orchestrator`, "
         "`timeout`, `policy`."))
+
+
+class ExecuteInput(ToolInput):
+    """``execute``: a command line in a sandbox's own shell, classified and checked against ``capabilities``
+    before anything runs (docs/exec.md) — on a held sandbox (``sandbox``) or on a fresh one with ``mounts``."""
+
+    command: str = Field(min_length=1, description="The command line, e.g. \"on rg -n add_action --plugins\".")
+    capabilities: list[Literal["read", "write", "eval"]] = Field(
+        default=["read"],  # pydantic copies it for every call
+        description="read (always in force), write (sandbox files and database rows), eval (wp eval / wp "
+                    "eval-file). A command classified as needing more is refused before it runs.")
+    sandbox: str | None = Field(default=None, description="The runtime id of a sandbox held by `codebox boot "
+                                                          "--hold`; none: a fresh sandbox, captured as a bundle.")
+    cwd: str = Field(default="/wordpress", description="Working folder inside the sandbox.")
+    timeout: str | float = Field(default="30s", description="Time limit for the command. " + DURATION_DESCRIPTION)
+    max_output: int = Field(default=1024 * 1024, ge=1, description="Output limit in bytes.")
+    mounts: list[str] = Field(default_factory=list, description="Fresh sandbox only. " + MOUNT_DESCRIPTION)
+    wp: str = Field(default=DEFAULT_WP_VERSION, description="Fresh sandbox only: the WordPress build.")
+    php: str = Field(default=DEFAULT_PHP_VERSION, description="Fresh sandbox only: the PHP version.")
+    env: dict[str, str] = Field(default_factory=dict, description="Fresh sandbox only: NAME → VALUE for PHP's "
+                                                                  "getenv() (not secret).")
+    boot_timeout: str | float = Field(default="120s", description="Fresh sandbox only: timeout for booting. "
+                                                                  + DURATION_DESCRIPTION)
+    artifacts: str | None = Field(default=None, description="Fresh sandbox only: folder that receives the bundle "
+                                                            "(default: $CODEBOX_HOME/artifacts).")
+    wp_cli_phar: str | None = Field(default=None, description="Fresh sandbox only: path to wp-cli.phar for `wp`.")
+
+
+class BundleRef(BaseModel):
+    """Where a flow's bundle landed for review."""
+
+    bundleDir: str | None = Field(default=None, description="The captured bundle folder (none: not captured).")
+    contentDigestB: str | None = Field(default=None, description="The Mode B content digest review decisions "
+                                                                 "bind to (pass it to review_decide).")
+    inboxKey: int | None = Field(default=None, description="The review inbox record (`@KEY`).")
+
+
+class ExecuteResult(BaseModel):
+    """What ``execute`` returns: the ``wp-codebox/exec-result/v1`` document (classification, exit code, output)
+    and, for a fresh sandbox, its bundle."""
+
+    result: ExecResult
+    status: str = Field(description="completed or failed (a non-zero exit).")
+    bundle: BundleRef | None = Field(default=None, description="Fresh sandbox: the run's bundle; none on a held "
+                                                               "sandbox (its holder captures one bundle at the end).")
+
+
+class EvaluatePatchInput(ToolInput):
+    """``evaluate_patch``: a patch (or a git range) on a copy of a plugin, its tests before and after
+    (docs/evaluate-patch.md)."""
+
+    plugin: str = Field(description="The plugin folder (never modified).")
+    patch: str | None = Field(default=None, description="The contributor's patch file (git diff / unified diff).")
+    git_range: str | None = Field(default=None, description="BASE..HEAD (or one commit) of the plugin's own git "
+                                                            "repository, instead of patch.")
+    slug: str | None = Field(default=None, description="Plugin slug (default: the folder's name).")
+    tests_paths: list[str] = Field(default_factory=list, description="Globs of the patch's paths that are tests "
+                                                                     "(replace the default rule).")
+    tests: list[str] = Field(default_factory=list, description="Plugin-relative test files (default: the suite).")
+    phpunit_xml: str | None = Field(default=None, description="Plugin-relative PHPUnit configuration.")
+    filter: str | None = Field(default=None, description="PHPUnit --filter pattern.")
+    bootstrap: str | None = Field(default=None, description="Plugin-relative PHPUnit bootstrap.")
+    wordpress: Literal["auto", "tests-lib", "global", "none"] = Field(
+        default="auto", description="How WordPress is loaded for the tests (docs/evaluate-patch.md).")
+    env: dict[str, str] = Field(default_factory=dict, description="NAME → VALUE for PHP and PHPUnit.")
+    wp: str = Field(default=DEFAULT_WP_VERSION, description="WordPress build.")
+    php: str = Field(default=DEFAULT_PHP_VERSION, description="PHP version.")
+    wp_tests_lib: str | None = Field(default=None, description="WordPress core PHPUnit library folder.")
+    phpunit_polyfills: str | None = Field(default=None, description="Yoast PHPUnit Polyfills folder.")
+    url: str = Field(default="/", description="Front-end page to probe after the patch.")
+    artifacts: str | None = Field(default=None, description="Folder that receives the bundle.")
+
+
+class FlowResult(BaseModel):
+    """A flow's own JSON document (as its CLI command prints it with ``--json``) and where its bundle landed."""
+
+    document: dict[str, Any] = Field(description="The command's --json document.")
+    success: bool
+    bundle: BundleRef | None = Field(default=None, description="Where the bundle landed (none for a batch: each "
+                                                               "item's bundle is in its result).")
+
+
+class RecipeRunInput(ToolInput):
+    """``recipe_run``: a workspace recipe (wp-codebox/workspace-recipe/v1) in a fresh sandbox."""
+
+    recipe: str = Field(description="The recipe JSON file (its relative sources resolve against its folder).")
+    artifacts: str | None = Field(default=None, description="Folder that receives the bundle.")
+
+
+class EpisodeRunInput(ToolInput):
+    """``episode_run``: an episode plan (codebox/episode-plan/v1) in one sandbox (docs/episodes.md)."""
+
+    plan: str = Field(description="The episode plan JSON file (its relative paths resolve against its folder).")
+    restore: str | None = Field(default=None, description="A snapshot document to start from (overrides the "
+                                                          "plan's restore).")
+    artifacts: str | None = Field(default=None, description="Folder that receives the bundle.")
+
+
+class BatchInput(ToolInput):
+    """``batch``: a batch file (JSON Lines) on Ray, each item in its own sandbox (docs/scale-out.md)."""
+
+    file: str = Field(description="The batch file: JSON Lines, one item per line ({\"kind\": ..., ...}).")
+    concurrency: int | None = Field(default=None, ge=1, description="Items in flight at once (default: what the "
+                                                                    "Ray cluster's CPUs hold).")
+    timeout: str | None = Field(default=None, description="Per-item time limit. " + DURATION_DESCRIPTION)
+    retries: int = Field(default=1, ge=0, description="Retries of an item after an infrastructure failure.")
+    ray_address: str | None = Field(default=None, description="A running Ray cluster (default: a private local "
+                                                              "Ray instance, loopback only).")
+    artifacts: str | None = Field(default=None, description="Folder that receives the bundles.")

@@ -36,13 +36,20 @@ from codebox_tui.contracts.apply import ApplyResult, Decision
 from codebox_tui.contracts.bundle import BundleVerification
 from codebox_tui.errors import CodeboxError
 from codebox_tui.lifecycle import RunControl
-from codebox_tui.mcp_server import operations
+from codebox_tui.mcp_server import flows, operations
 from codebox_tui.mcp_server.models import (
     AgentTaskInput,
     ApplyInput,
+    BatchInput,
     BundleInput,
+    EpisodeRunInput,
+    EvaluatePatchInput,
+    ExecuteInput,
+    ExecuteResult,
+    FlowResult,
     ListRunsInput,
     ListRunsResult,
+    RecipeRunInput,
     ReviewDecideInput,
     RunInput,
     RunResult,
@@ -54,7 +61,9 @@ SERVER_NAME = "codebox"
 INSTRUCTIONS = (
     "Codebox runs untrusted WordPress changes in disposable WordPress Playground sandboxes and captures a "
     "hash-verified artifact bundle. Typical flow: run → artifacts_show / artifacts_verify → review_decide "
-    "(bound to the contentDigestB you reviewed) → apply. list_runs lists the review inbox."
+    "(bound to the contentDigestB you reviewed) → apply. list_runs lists the review inbox. execute runs a shell "
+    "command line in a sandbox (read-only unless you pass the write or eval capability); evaluate_patch, recipe_run, "
+    "episode_run and batch run Codebox's flows and return their documents and bundles."
 )
 
 # CLI flag names some checks report → the tool argument they correspond to
@@ -62,7 +71,12 @@ _FIELD_NAMES = {"--hunk": "hunks", "--file": "files", "code-file": "args", "--ar
                 "--policy": "policy", "--env": "env", "env": "env", "--metadata": "metadata", "--wp": "wp",
                 "--php": "php", "--timeout": "timeout", "--boot-timeout": "boot_timeout", "--adapter": "adapter",
                 "--target": "target", "--branch": "branch", "--artifacts": "artifacts", "wp-cli-phar": "wp_cli_phar",
-                "mount": "mounts"}
+                "mount": "mounts", "--sandbox": "sandbox", "--capabilities": "capabilities", "--cwd": "cwd",
+                "--plugin": "plugin", "--patch": "patch", "--git": "git_range", "--slug": "slug", "--test": "tests",
+                "--tests-path": "tests_paths", "--phpunit-xml": "phpunit_xml", "--bootstrap": "bootstrap",
+                "--wordpress": "wordpress", "--wp-tests-lib": "wp_tests_lib",
+                "--phpunit-polyfills": "phpunit_polyfills", "--url": "url",
+                "--concurrency": "concurrency", "--retries": "retries", "--ray-address": "ray_address"}
 
 
 def tool_error(error: CodeboxError) -> ToolError:
@@ -219,6 +233,35 @@ TOOLS: list[tuple[ToolSpec, type[ToolInput], Any, Operation]] = [
               description="Run an agent on a wp-codebox/task-input/v1 task inside a disposable sandbox; the result "
                           "is a bundle for review like any other."),
      AgentTaskInput, dict[str, Any], operations.agent_task),
+    (ToolSpec(name="execute", title="Run a shell command line in a sandbox", long=True, read_only=False,
+              description="Run a command line in the sandbox's own bash interpreter (no host shell; only the "
+                          "sandbox's files; on rg, wp, jq and the usual text tools). It is classified read_only, "
+                          "sandbox_write or eval and refused before it runs unless capabilities allow it (default: "
+                          "read). On a held sandbox (sandbox: its runtime id) or a fresh one with mounts, which is "
+                          "captured as a bundle for review. Returns wp-codebox/exec-result/v1 (classification, exit "
+                          "code, stdout, stderr) and the bundle."),
+     ExecuteInput, ExecuteResult, flows.execute),
+    (ToolSpec(name="evaluate_patch", title="Evaluate a patch to a plugin", long=True, read_only=False,
+              description="Apply a patch file (or a git range of the plugin's repository) to a copy of a plugin in "
+                          "a sandbox, run its PHPUnit tests before and after and probe the front end. Returns the "
+                          "evaluation document (verdict improvement / neutral / regression / untested / "
+                          "plugin-broken, the test delta) and the bundle. The plugin folder is never modified."),
+     EvaluatePatchInput, FlowResult, flows.evaluate_patch),
+    (ToolSpec(name="recipe_run", title="Run a workspace recipe", long=True, read_only=False,
+              description="Run a workspace recipe (wp-codebox/workspace-recipe/v1) in a fresh sandbox: set-up, "
+                          "steps, probes, declared artifacts. Returns the outcome (status, failures, probes) and "
+                          "the bundle; an invalid recipe is an error listing every problem by its JSON path."),
+     RecipeRunInput, FlowResult, flows.recipe_run),
+    (ToolSpec(name="episode_run", title="Run an episode plan", long=True, read_only=False,
+              description="Run an episode plan (codebox/episode-plan/v1) step by step in one sandbox, with "
+                          "observations, snapshots and restores. Returns codebox/episode-result/v1 and the bundle "
+                          "with the episode trace."),
+     EpisodeRunInput, FlowResult, flows.episode_run),
+    (ToolSpec(name="batch", title="Run a batch of items on Ray", long=True, read_only=False,
+              description="Run every item of a batch file (JSON Lines: evaluate-patch, recipe-run and agent-task "
+                          "items) in its own sandbox on Ray and record the batch for review. Returns the batch "
+                          "document with each item's state, verdict and bundle."),
+     BatchInput, FlowResult, flows.batch),
 ]
 
 

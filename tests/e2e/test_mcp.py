@@ -6,21 +6,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import sys
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession
 from mcp.types import CallToolResult
 
 from codebox_tui.errors import BadInputError
 from store.db import Store
+from tests.factories.mcp import error_text, structured, with_client
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 
 pytestmark = [pytest.mark.playground]
@@ -31,39 +30,13 @@ WRITE_CODE = (
     f" file_put_contents('{PLUGIN_TARGET}/simple-plugin.php', \"\\n// edited in the sandbox\\n\", FILE_APPEND);"
     " echo 'wrote two files';"
 )
-TOOLS = {"run", "artifacts_show", "artifacts_verify", "review_decide", "apply", "list_runs", "agent_task"}
+TOOLS = {"run", "artifacts_show", "artifacts_verify", "review_decide", "apply", "list_runs", "agent_task", "execute",
+         "evaluate_patch", "recipe_run", "episode_run", "batch"}
 
 
 def tree(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-def with_client(home: Path, log: Path, body: Callable[[ClientSession], Awaitable[Any]]) -> Any:
-    """Spawn ``codebox mcp`` (stderr to ``log``), open an SDK client session on its stdio and run ``body``."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CODEBOX_HOME": str(home), "CODEBOX_SPARE_SANDBOXES": "off"}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "codebox_tui", "mcp"], env=env, cwd=str(REPO))
-
-    async def main() -> Any:
-        with log.open("a", encoding="utf-8") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-                await session.initialize()
-                return await body(session)
-
-    return anyio.run(main)
-
-
-def structured(result: CallToolResult, log: Path) -> dict[str, Any]:
-    text = "".join(getattr(c, "text", "") for c in result.content)
-    assert not result.is_error, f"{text}\n--- server log ---\n{log.read_text(errors='replace')[-4000:]}"
-    assert isinstance(result.structured_content, dict)
-    return result.structured_content
-
-
-def error_text(result: CallToolResult) -> str:
-    assert result.is_error, result.structured_content
-    assert result.structured_content is None
-    return "".join(getattr(c, "text", "") for c in result.content)
 
 
 @dataclass
