@@ -44,7 +44,7 @@ from codebox_tui.mcp_server.models import (
     FlowResult,
     RecipeRunInput,
 )
-from codebox_tui.runtime.exec import parse_capabilities, run_exec
+from codebox_tui.runtime.exec import check_before_boot, parse_capabilities, run_exec
 from codebox_tui.runtime.exec_server import exec_on_held
 from store.db import Store
 
@@ -116,6 +116,7 @@ def execute(params: ExecuteInput, *, progress: ProgressListener | None = None,
         result = exec_on_held(params.sandbox, request, request.limits.timeoutMs / 1000 + HELD_ANSWER_GRACE_S)
         refuse_denied(result)
         return ExecuteResult(result=result, status="completed" if result.exitCode == 0 else "failed")
+    check_before_boot(request)  # a denied command is refused here, as by `codebox exec`: nothing boots
     phar = _path(params.wp_cli_phar, "wp_cli_phar", what="the path of wp-cli.phar") if params.wp_cli_phar else None
     run_request = RunRequest(
         mounts=mounts_from_text(params.mounts), wp=params.wp, php=params.php,
