@@ -18,13 +18,41 @@ from textual.widgets import Button, Input, Label
 from codebox_tui.screens.dialogs import DIALOG_CSS
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
-FORM_CSS = DIALOG_CSS + """
-.field { height: auto; }
-.field-label { width: 11; padding: 1 1 0 0; color: $text-muted; }
-.field Input { width: 1fr; }
-.field-error { color: $error; height: auto; padding-left: 11; display: none; }
-.field-error.-shown { display: block; }
+
+def form_css(screen: str) -> str:
+    """The forms' CSS, each rule starting with the screen's own name (a screen's DEFAULT_CSS is scoped to it)."""
+    return DIALOG_CSS + f"""
+{screen} {{ align: center middle; }}
+{screen} .field {{ height: auto; }}
+{screen} .field-label {{ width: 11; padding: 1 1 0 0; color: $text-muted; }}
+{screen} .field Input {{ width: 1fr; }}
+{screen} .field .field-label.second {{ width: 5; padding-left: 1; }}
+{screen} .field-error {{ color: $error; height: auto; padding-left: 11; display: none; }}
+{screen} .field-error.-shown {{ display: block; }}
+{screen}.-compact .dialog {{ padding: 0 2; }}
+{screen}.-compact .dialog Input {{ margin-bottom: 1; background: $boost; }}
+{screen}.-compact .dialog .buttons {{ margin-top: 0; }}
+{screen}.-compact .field-label {{ padding: 0 1 0 0; }}
 """
+
+
+COMPACT_BELOW = 34  # rows: under this the forms use borderless fields so all of them fits (80x24)
+
+
+class FormScreen(ModalScreen[None]):
+    """What both forms share: borderless fields on a short terminal (as the Launch form does)."""
+
+    def on_mount(self) -> None:
+        self._fit()
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        compact = self.app.size.height < COMPACT_BELOW
+        self.set_class(compact, "-compact")
+        for widget in self.query("Input, Button"):
+            widget.compact = compact  # type: ignore[attr-defined]
 # the field a BadInputError of evaluate-patch's checks names (resolve_build says "wp") → the form's input
 FIELDS = {"--plugin": "plugin", "--patch": "patch", "--git": "git", "--wp": "wp", "wp": "wp", "--php": "php"}
 
@@ -58,10 +86,10 @@ def _row(label: str, field: Input) -> ComposeResult:
     yield Label("", id=f"{field.id}-error", classes="field-error", markup=False)
 
 
-class EvaluatePatchScreen(ModalScreen[None]):
+class EvaluatePatchScreen(FormScreen):
     """A plugin folder and a patch file or a git range of the plugin's own repository; WordPress and PHP."""
 
-    DEFAULT_CSS = FORM_CSS
+    DEFAULT_CSS = form_css("EvaluatePatchScreen")
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="evaluate.cancel")]
     HELP = """\
 # Evaluate a patch
@@ -84,8 +112,12 @@ A problem is shown under its field and nothing boots.
                                            suggester=PathSuggester()))
             yield from _row("Git range", Input(placeholder="… or BASE..HEAD / a commit of the plugin's repository",
                                                id="git"))
-            yield from _row("WordPress", Input(value=DEFAULT_WP_VERSION, placeholder="e.g. 6.5", id="wp"))
-            yield from _row("PHP", Input(value=DEFAULT_PHP_VERSION, placeholder="e.g. 8.3", id="php"))
+            yield Horizontal(Label("WordPress", classes="field-label"),
+                             Input(value=DEFAULT_WP_VERSION, placeholder="e.g. 6.5", id="wp"),
+                             Label("PHP", classes="field-label second"),
+                             Input(value=DEFAULT_PHP_VERSION, placeholder="e.g. 8.3", id="php"), classes="field")
+            yield Label("", id="wp-error", classes="field-error", markup=False)
+            yield Label("", id="php-error", classes="field-error", markup=False)
             with Horizontal(classes="buttons"):
                 yield Button("Cancel", id="cancel")
                 yield Button("Evaluate", variant="primary", id="evaluate")
@@ -139,10 +171,10 @@ A problem is shown under its field and nothing boots.
         self.dismiss(None)
 
 
-class ReproduceScreen(ModalScreen[None]):
+class ReproduceScreen(FormScreen):
     """A reproduction recipe or an episode plan, run on the Live run screen; it ends on the bundle's evidence."""
 
-    DEFAULT_CSS = FORM_CSS
+    DEFAULT_CSS = form_css("ReproduceScreen")
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="reproduce.cancel")]
     HELP = """\
 # Reproduce a bug

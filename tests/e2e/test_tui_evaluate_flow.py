@@ -24,6 +24,7 @@ pytestmark = pytest.mark.playground
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
+@pytest.mark.timeout(900)  # a warm boot, the suite twice, the front-end and browser probes, capture
 async def test_evaluate_a_patch_from_home_to_the_verdict(playground_session: Any, tmp_path: Path) -> None:
     plugin = tmp_path / "buggy-counter"
     shutil.copytree(EXAMPLES / "plugins-for-recipes" / "buggy-counter", plugin)
