@@ -90,12 +90,24 @@ class CodeboxApp(App[None]):
             self.notify(f"The terminal is {self.size.width}x{self.size.height}; Codebox needs at least "
                         f"{MIN_WIDTH}x{MIN_HEIGHT}.", severity="warning", timeout=6)
 
-    def open_bundle(self, path: Path) -> None:
+    def open_bundle(self, path: Path, *, tab: str | None = None) -> None:
         """Open a bundle for review: verified in a worker behind a 'Verifying…' screen (never on the UI
-        thread), then the Review screen."""
+        thread), then the Review screen (on ``tab`` when given, e.g. ``tab-tests``)."""
         from codebox_tui.screens.opening import OpeningScreen
 
-        self.push_screen(OpeningScreen(path))
+        self.push_screen(OpeningScreen(path, tab=tab))
+
+    def action_evaluate_patch(self) -> None:
+        """The "Evaluate a patch" form (Home's `e`, the palette)."""
+        from codebox_tui.screens.evaluate import EvaluatePatchScreen
+
+        self.push_screen(EvaluatePatchScreen())
+
+    def action_reproduce_bug(self) -> None:
+        """The "Reproduce a bug" form (Home's `R`, the palette)."""
+        from codebox_tui.screens.evaluate import ReproduceScreen
+
+        self.push_screen(ReproduceScreen())
 
     def action_help(self) -> None:
         from codebox_tui.screens.dialogs import HelpDialog
@@ -142,6 +154,14 @@ class CodeboxApp(App[None]):
                 titles.add(title)
                 yield SystemCommand(title, f"{title} ({key_display(binding.key.split(',')[0])})",
                                     lambda b=binding, n=node: self.run_action(b.action, n))
+        for title, help_text, action in (
+                ("Evaluate a patch", "A patch or a git range against a plugin: tests before and after, the verdict",
+                 self.action_evaluate_patch),
+                ("Reproduce a bug", "Run a reproduction recipe or an episode plan and review its evidence",
+                 self.action_reproduce_bug)):
+            if title not in titles:
+                titles.add(title)
+                yield SystemCommand(title, help_text, action)
         if "Open bundle…" not in titles:
             yield SystemCommand("Open bundle…", "Open a bundle folder (or a folder of bundles) and review it",
                                 self.action_open_bundle_dialog)

@@ -202,13 +202,10 @@ def register(app: typer.Typer) -> None:
                 raise BadInputError(f"--env {item!r} must look like NAME=VALUE", code="invalid-runtime-env",
                                     field="--env")
             runtime_env[name] = value
-        from codebox_tui.runtime.wordpress_builds import resolve_build
+        from codebox_tui.recipes.evaluate_range import check_evaluation_inputs
 
-        resolve_build(wp)  # unknown versions fail before anything boots
+        check_evaluation_inputs(plugin, patch, git_range, wp=wp, php=php)  # nothing boots on bad input
         root = artifacts_dir or get_settings().artifacts_dir
-        if (patch is None) == (git_range is None):
-            raise BadInputError("give exactly one of --patch FILE and --git BASE..HEAD", code="invalid-arg",
-                                field="--patch")
         reporter = _reporter("evaluate-patch", quiet)
         reporter.phase("start", f"{plugin} + {patch.name if patch else git_range}")
         options: dict[str, Any] = {

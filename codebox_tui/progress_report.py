@@ -89,6 +89,10 @@ class StderrProgress:
             self.phase("denied", str(data.get("message")))
         elif kind == "patch.applied":
             self.phase("patch applied", f"{data.get('patch')} (git apply exit {data.get('exitCode')})")
+        elif kind == "evaluate.tests-started":
+            self.phase("tests", f"{data.get('side')} the patch")
+        elif kind == "evaluate.tests-finished":
+            self.phase("tests", f"{data.get('side')}: {side_totals(data)}")
         elif kind == "artifacts.capturing":
             self.phase("capture", "writing the artifact bundle")
         elif kind == "runtime.disposing":
@@ -112,3 +116,13 @@ class StderrProgress:
             self.on_event(event)
 
         session.on_event = both
+
+
+def side_totals(data: dict[str, Any]) -> str:
+    """One side's test totals from an ``evaluate.tests-finished`` event: ``3/4 passed, 1 failed``."""
+    total = data.get("tests")
+    if not isinstance(total, int) or total <= 0:
+        return "no tests ran"
+    failed, skipped = data.get("failed") or 0, data.get("skipped") or 0
+    return (f"{data.get('passed', 0)}/{total} passed" + (f", {failed} failed" if failed else "")
+            + (f", {skipped} skipped" if skipped else ""))

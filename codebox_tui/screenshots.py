@@ -243,11 +243,50 @@ def shoot_evaluation(bundle: Path) -> None:
         await pilot.press("t")
         await pilot.pause()
 
+    async def live_replay(app: Any, pilot: Any) -> None:
+        from codebox_tui.screens.live_run import LiveRunScreen
+
+        app.push_screen(LiveRunScreen(run_dir=bundle))  # the run's events as the Live screen showed them
+        await pilot.pause(0.3)
+
     for size, suffix in (((120, 40), ""), ((80, 24), "-80x24")):
-        svg = asyncio.run(_shoot(f"review-evaluate-patch{suffix}", size, lambda: CodeboxApp(now=FIXED_NOW),
-                                 tests_tab))
-        png = svg_to_png(svg)
-        print(f"{svg.relative_to(REPO)}  {png.relative_to(REPO) if png else '(no chromium: SVG only)'}")
+        for name, steps in (("review-evaluate-patch", tests_tab), ("live-evaluate-patch", live_replay)):
+            svg = asyncio.run(_shoot(f"{name}{suffix}", size, lambda: CodeboxApp(now=FIXED_NOW), steps))
+            png = svg_to_png(svg)
+            print(f"{svg.relative_to(REPO)}  {png.relative_to(REPO) if png else '(no chromium: SVG only)'}")
+
+
+async def evaluate_form(app: Any, pilot: Any) -> None:
+    """The Evaluate form typed in (paths relative to the repository, main's working folder)."""
+    from codebox_tui.screens.evaluate import EvaluatePatchScreen
+
+    await pilot.press("e")
+    for _ in range(100):
+        if isinstance(app.screen, EvaluatePatchScreen):
+            break
+        await pilot.pause(0.05)
+    # typed as a user would, from the repository's root; both a patch and a range: refused under Patch
+    for field, text in (("plugin", "examples/plugins-for-recipes/buggy-counter"),
+                        ("patch", "examples/patches/buggy-counter-fix.patch"), ("git", "main..fix")):
+        app.screen.query_one(f"#{field}").focus()
+        await pilot.pause()
+        await pilot.press(*text)
+    await pilot.press("enter")
+    await pilot.pause(0.3)
+
+
+async def reproduce_form(app: Any, pilot: Any) -> None:
+    from codebox_tui.screens.evaluate import ReproduceScreen
+
+    await pilot.press("R")
+    for _ in range(100):
+        if isinstance(app.screen, ReproduceScreen):
+            break
+        await pilot.pause(0.05)
+    app.screen.query_one("#recipe").focus()
+    await pilot.pause()
+    await pilot.press(*"examples/recipes/bug-reproduction.json")
+    await pilot.pause(0.3)
 
 
 async def _review_ready(pilot: Any) -> None:
@@ -261,6 +300,11 @@ async def _review_ready(pilot: Any) -> None:
     await pilot.pause()
 
 
+def _wanted(name: str) -> bool:
+    """``--only NAME,NAME``: just those shots (e.g. a new screen's); the other pictures are kept as they are."""
+    return "--only" not in sys.argv or name in sys.argv[sys.argv.index("--only") + 1].split(",")
+
+
 def main() -> int:
     if "--evaluate-bundle" in sys.argv:
         bundle = Path(sys.argv[sys.argv.index("--evaluate-bundle") + 1]).resolve()
@@ -272,6 +316,7 @@ def main() -> int:
             reload_settings()
             shoot_evaluation(bundle)
         return 0
+    os.chdir(REPO)  # the forms' shots type paths of examples/ relative to the repository
     with tempfile.TemporaryDirectory(prefix="codebox-shots-") as tmp:
         work = Path(tmp)
         os.environ["CODEBOX_HOME"] = str(work / "home")
@@ -378,7 +423,7 @@ def main() -> int:
         shots: list[tuple[str, Step | None]] = [
             ("home", None), ("review-diff", open_review), ("review-tests", review_tests),
             ("review-events", review_events), ("review-evidence", review_evidence), ("decide-confirm", confirm),
-            ("launch", launch),
+            ("launch", launch), ("evaluate-form", evaluate_form), ("reproduce-form", reproduce_form),
             ("help", help_panel), ("live-run", live),
             ("review-all-files", review_all_files),  # before the comment shots store their comments
             ("review-comment", review_comment), ("review-hunks", review_hunks),
@@ -403,13 +448,14 @@ def main() -> int:
 
         hostile_name = next(iter(sorted(p.name for p in (work / "hostile" / "tabbed").iterdir()
                                         if p.name != "tabbed.php")))
-        for name, size, hostile_steps in (
-                ("review-control-characters", (120, 32), hostile_review(hostile_name)),
-                ("review-tabs-searched", (120, 32), hostile_review("tabbed.php", "slash", *"greeting", "enter"))):
+        hostile_shots = (("review-control-characters", (120, 32), hostile_review(hostile_name)),
+                         ("review-tabs-searched", (120, 32),
+                          hostile_review("tabbed.php", "slash", *"greeting", "enter")))
+        for name, size, hostile_steps in filter(lambda shot: _wanted(shot[0]), hostile_shots):
             svg = asyncio.run(_shoot(name, size, DemoApp, hostile_steps))
             png = svg_to_png(svg)
             print(f"{svg.relative_to(REPO)}  {png.relative_to(REPO) if png else '(no chromium: SVG only)'}")
-        for name, steps in shots:
+        for name, steps in filter(lambda shot: _wanted(shot[0]), shots):
             for size in ((120, 40), (80, 24)):
                 suffix = "" if size == (120, 40) else "-80x24"
                 svg = asyncio.run(_shoot(name + suffix, size, DemoApp, steps))

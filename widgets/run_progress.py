@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from codebox_tui.progress_report import side_totals
+
 SLOW_AFTER_S = 1.0
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"  # braille: DejaVu Sans Mono has these
 
@@ -38,6 +40,7 @@ class RunProgress:
         self.finished = False  # the runtime was disposed (capture may follow)
         self.events = 0
         self.hold_until: datetime | None = None  # a held preview stays up until then (or until closed)
+        self.test_sides: dict[str, str] = {}  # evaluate-patch: "before"/"after" → "running" or its totals
 
     def feed(self, event: dict[str, Any]) -> None:
         self.events += 1
@@ -87,6 +90,15 @@ class RunProgress:
             step = "capturing the bundle…"
         elif kind == "runtime.error":
             step = f"error: {data.get('message', '')}"[:120]
+        elif kind == "evaluate.tests-started":
+            side = str(data.get("side", "?"))
+            self.test_sides[side] = "running"
+            step = f"tests {side} the patch"
+        elif kind == "evaluate.tests-finished":
+            self.test_sides[str(data.get("side", "?"))] = side_totals(data)
+        elif kind == "patch.applied":
+            code = data.get("exitCode")
+            step = "patch applied" if code == 0 else f"the patch failed to apply (exit {code})"
         if step is not None:
             self.step = step
             self.step_started = when or self.step_started
@@ -112,6 +124,8 @@ class RunProgress:
             parts.append(f"step {seconds(self.step_elapsed(now))}")
         if self.started is not None:
             parts.append(f"elapsed {seconds(self.total_elapsed(now))}")
+        for side, state in self.test_sides.items():
+            parts.append(f"tests {side}: {state}")
         if self.commands_done:
             parts.append(f"{self.commands_done} command{'s' if self.commands_done != 1 else ''} done"
                          + (f", {self.failed} failed" if self.failed else ""))
@@ -121,3 +135,4 @@ class RunProgress:
             left = max(0.0, (self.hold_until - (now or self.last or self.hold_until)).total_seconds())
             parts.append(f"held {seconds(left)} more (c: close now)")
         return " · ".join(parts)
+

@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from codebox_tui.contracts.bundle import TestSuite
 from codebox_tui.contracts.evaluation import PATCH_EVALUATION_SCHEMA, PatchEvaluation
 from codebox_tui.contracts.runtime import ExecutionResult, MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError, CodeboxError
-from codebox_tui.lifecycle import CommandStep, ProgressListener, RunRequest, RunService, Toolchain
+from codebox_tui.lifecycle import CommandStep, OpenRun, ProgressListener, RunControl, RunRequest, RunService, Toolchain
 from codebox_tui.lifecycle.site_state import SiteStateRecorder, unclean_details, unclean_risks
 from codebox_tui.runtime.mounts import mu_plugin_loader, plugin_target
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
@@ -37,6 +38,8 @@ COMMANDS = ["inspect-mounted-inputs", "wordpress.run-php", "wordpress.phpunit", 
 SUCCESS_VERDICTS = ("improvement", "neutral")
 TEST_TIMEOUT_S = 600.0  # each command of the evaluation (a plugin's whole PHPUnit suite)
 BAD = ("failed", "error")
+# the events that say which side's tests run and, when a side is done, its totals (the Live screen's progress)
+TESTS_STARTED, TESTS_FINISHED = "evaluate.tests-started", "evaluate.tests-finished"
 
 
 def test_delta(before: TestSuite | None, after: TestSuite | None, *, untested_reason: str | None = None,
@@ -201,9 +204,11 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                    wp_tests_lib: Path | None = None, phpunit_polyfills: Path | None = None,
                    bootstrap: str | None = None, wordpress_mode: str = "auto", tests_paths: list[str] | None = None,
                    slug: str | None = None, source: dict[str, str] | None = None,
-                   progress: ProgressListener | None = None) -> dict[str, Any]:
+                   progress: ProgressListener | None = None, control: RunControl | None = None,
+                   on_open: Callable[[OpenRun], None] | None = None) -> dict[str, Any]:
     """``source``: where the plugin and patch came from when not a folder and a patch file (``--git``: the
-    repository, range and commits; recorded in the evaluation)."""
+    repository, range and commits; recorded in the evaluation). ``control`` cancels the run; ``on_open`` is
+    called with the open run before anything boots (the TUI's Live screen tails its events from there)."""
     from codebox_tui.recipes.patch_split import split_patch, test_rule
     from codebox_tui.runtime.backend import validate_runtime_env
 
@@ -250,8 +255,10 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
             tools=Toolchain(wp_tests_lib=wp_tests_lib, phpunit_polyfills=phpunit_polyfills),
             tool_commands=["wordpress.phpunit"] if has_tests else [], flow="evaluate-patch",
         )
-        with RunService().open(request, progress=progress) as handle:
+        with RunService().open(request, progress=progress, control=control) as handle:
             session = handle.session
+            if on_open is not None:
+                on_open(handle)
             steps: list[dict[str, Any]] = []
             reasons: list[str] = []
 
@@ -316,9 +323,11 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
             after: TestSuite | None = None
             if has_tests:
                 n0 = len(session.test_suites)
+                session.emit(TESTS_STARTED, {"side": "before"})
                 for args in test_args:
                     run("before", "wordpress.phpunit", args + common)
                 before = _merge(session.test_suites[n0:], "before")
+                session.emit(TESTS_FINISHED, _side_counts("before", before))
             # into what the sandbox sees (the mount's private copy, README "Mounts"), after the "before" tests
             rest = split.code_patch if split.test_patch else patch_file
             applied = _git_apply(session.mount_dir(0), rest, check=False) if rest else subprocess.CompletedProcess(
@@ -328,9 +337,11 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
             session.emit("patch.applied", {"patch": patch_file.name, "exitCode": applied.returncode})
             if has_tests:
                 n1 = len(session.test_suites)
+                session.emit(TESTS_STARTED, {"side": "after"})
                 for args in test_args:
                     run("after", "wordpress.phpunit", args + common)
                 after = _merge(session.test_suites[n1:], "after")
+                session.emit(TESTS_FINISHED, _side_counts("after", after))
             if before is not None and after is not None:
                 session.test_suites[:] = [before, after]
             broken_after = activate("after")
@@ -368,6 +379,13 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                 "bundleId": getattr(summary, "id", None)}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _side_counts(side: str, suite: TestSuite | None) -> dict[str, Any]:
+    if suite is None:
+        return {"side": side, "tests": 0}
+    return {"side": side, "tests": suite.tests, "passed": suite.passed, "failed": suite.failed,
+            "skipped": suite.skipped}
 
 
 def check_slug(slug: str) -> str:

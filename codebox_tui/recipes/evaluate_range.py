@@ -45,6 +45,35 @@ def parse_range(text: str) -> tuple[str, str]:
     return base, head
 
 
+def check_evaluation_inputs(plugin_dir: Path, patch_file: Path | None, git_range: str | None, *, wp: str,
+                            php: str) -> None:
+    """What ``evaluate-patch`` and the TUI's "Evaluate a patch" form check before anything boots: exactly one of
+    a patch file and a git range, the plugin folder, the patch file, the range's form, the WordPress and PHP
+    versions (a BadInputError whose ``field`` is the option at fault)."""
+    from codebox_tui.runtime.playground import SUPPORTED_PHP
+    from codebox_tui.runtime.wordpress_builds import resolve_build
+
+    if (patch_file is None) == (git_range is None):
+        raise BadInputError("give exactly one of --patch FILE and --git BASE..HEAD", code="invalid-arg",
+                            field="--patch")
+    plugin = plugin_dir.expanduser().resolve()
+    single_file = plugin.is_file() and plugin.suffix == ".php"  # a single-file must-use plugin
+    if not plugin.is_dir() and not single_file:
+        raise BadInputError(f"plugin directory not found: {plugin} (expected a plugin folder, or a single-file "
+                            "must-use plugin ending in .php)", code="missing-source", field="--plugin")
+    if single_file and git_range is not None:
+        raise BadInputError("--git evaluates a range of a plugin folder's own repository; a single .php file "
+                            "takes --patch FILE", code="invalid-arg", field="--git")
+    if patch_file is not None and not patch_file.expanduser().is_file():
+        raise BadInputError(f"patch file not found: {patch_file}", code="missing-source", field="--patch")
+    if git_range is not None:
+        parse_range(git_range)
+    resolve_build(wp)  # unknown versions fail before anything boots
+    if php not in SUPPORTED_PHP:
+        raise BadInputError(f"--php {php} is not available; choose one of {', '.join(SUPPORTED_PHP)}",
+                            code="unknown-php-version", field="--php")
+
+
 def _git(repo: Path) -> Any:
     from codebox_tui.bundle.hostgit import HostGit  # the one hardened way to run git (docs/security-host.md)
 

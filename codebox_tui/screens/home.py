@@ -74,6 +74,7 @@ The review inbox: bundles captured by sandbox runs (`codebox run`, `recipe-run`,
 Launch screen) or imported. Each row: title, source, verdict, test delta (before → after for
 evaluate-patch), risk flags, changed files, decision, age.
 - `enter`: review the highlighted bundle · `n`: launch a new sandbox · `r`: refresh
+- `e`: evaluate a patch (or a git range) against a plugin · `R`: reproduce a bug (a recipe or an episode plan)
 - `f`: filter by status (`approved` includes applied bundles) · `s`: sort · `/`: search (every word
   must match the title, source, verdict, flags, id or path; `escape` clears it)
 - `space`: select bundles · `D`: discard the selected ones (or the highlighted one), after a
@@ -87,6 +88,8 @@ evaluate-patch), risk flags, changed files, decision, age.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Review", id="home.open"),
         Binding("n", "new_run", "New sandbox", id="home.new"),
+        Binding("e", "app.evaluate_patch", "Evaluate a patch", id="home.evaluate"),
+        Binding("R", "app.reproduce_bug", "Reproduce a bug", show=False, id="home.reproduce"),
         Binding("f", "cycle_filter", "Filter", id="home.filter"),
         Binding("s", "cycle_sort", "Sort", id="home.sort"),
         Binding("/", "search", "Search", id="home.search"),

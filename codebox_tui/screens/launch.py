@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -190,53 +190,50 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
     def _launch_recipe(self, text: str, error_label: Label) -> None:
         from rich.markup import escape
 
-        from codebox_tui.errors import CodeboxError
-        from codebox_tui.lifecycle.episode import is_episode_plan
-        from codebox_tui.recipes.validate import validate_recipe_file
-        from codebox_tui.screens.live_run import LiveRunScreen
-
-        path = Path(text).expanduser().resolve()
-        if is_episode_plan(path):
-            self._launch_episode(path, error_label)
-            return
         try:
-            validation = validate_recipe_file(path)
-        except (CodeboxError, OSError) as error:
-            error_label.update(escape(str(error)))
-            return
-        if not validation.valid:
-            issues = validation.issues
-            lines = [f"{path.name}: invalid recipe ({len(issues)} problem{'s' if len(issues) != 1 else ''}); "
-                     "nothing was run"]
-            lines += [f"{issue.path}: {issue.message}" for issue in issues[:4]]
-            if len(issues) > 4:
-                lines.append(f"… and {len(issues) - 4} more (codebox recipe validate {path.name})")
-            error_label.update(escape("\n".join(lines)))
+            screen = checked_recipe_screen(text)
+        except ValueError as problem:
+            error_label.update(escape(str(problem)))
             return
         self.dismiss(None)
-        self.app.push_screen(LiveRunScreen(recipe=validation))
-
-    def _launch_episode(self, path: Path, error_label: Label) -> None:
-        """An episode plan (``codebox episode run``'s file): checked in full before anything boots."""
-        from rich.markup import escape
-
-        from codebox_tui.errors import CodeboxError
-        from codebox_tui.lifecycle.episode import load_plan, plan_request
-        from codebox_tui.screens.live_run import LiveRunScreen
-
-        try:
-            plan = load_plan(path)
-            plan_request(plan, path.parent)  # mounts, versions, every step's command and arguments
-        except CodeboxError as error:
-            issues = (error.details or {}).get("issues") or []
-            lines = [f"{path.name}: {error.message}" if not issues else
-                     f"{path.name}: invalid episode plan; nothing was run"]
-            lines += [f"{issue['path']}: {issue['message']}" for issue in issues[:4]]
-            error_label.update(escape("\n".join(lines)))
-            return
-        self.dismiss(None)
-        self.app.push_screen(LiveRunScreen(episode=(plan, path.parent)))
+        self.app.push_screen(screen)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
 
+
+
+def checked_recipe_screen(text: str, *, land_on: str | None = None) -> Any:
+    """The Live run screen of a recipe (``wp-codebox/workspace-recipe/v1``) or an episode plan
+    (``codebox/episode-plan/v1``) named by ``text``, checked in full before anything boots; ValueError with the
+    lines to show (the file, each problem's JSON path) when it is not valid. ``land_on``: LiveRunScreen's."""
+    from codebox_tui.errors import CodeboxError
+    from codebox_tui.lifecycle.episode import is_episode_plan, load_plan, plan_request
+    from codebox_tui.recipes.validate import validate_recipe_file
+    from codebox_tui.screens.live_run import LiveRunScreen
+
+    path = Path(text).expanduser().resolve()
+    if is_episode_plan(path):
+        try:
+            plan = load_plan(path)
+            plan_request(plan, path.parent)  # mounts, versions, every step's command and arguments
+        except CodeboxError as error:
+            found = (error.details or {}).get("issues") or []
+            lines = [f"{path.name}: {error.message}" if not found else
+                     f"{path.name}: invalid episode plan; nothing was run"]
+            lines += [f"{issue['path']}: {issue['message']}" for issue in found[:4]]
+            raise ValueError("\n".join(lines)) from None
+        return LiveRunScreen(episode=(plan, path.parent), land_on=land_on)
+    try:
+        validation = validate_recipe_file(path)
+    except (CodeboxError, OSError) as error:
+        raise ValueError(str(error)) from None
+    if not validation.valid:
+        issues = validation.issues
+        lines = [f"{path.name}: invalid recipe ({len(issues)} problem{'s' if len(issues) != 1 else ''}); "
+                 "nothing was run"]
+        lines += [f"{issue.path}: {issue.message}" for issue in issues[:4]]
+        if len(issues) > 4:
+            lines.append(f"… and {len(issues) - 4} more (codebox recipe validate {path.name})")
+        raise ValueError("\n".join(lines))
+    return LiveRunScreen(recipe=validation, land_on=land_on)

@@ -49,14 +49,19 @@ palette's "Return to live run") brings this screen back, console and all.
     ]
 
     def __init__(self, request: RunRequest | None = None, *, run_dir: Path | None = None,
-                 recipe: Any = None, episode: tuple[Any, Path] | None = None) -> None:
+                 recipe: Any = None, episode: tuple[Any, Path] | None = None,
+                 evaluation: dict[str, Any] | None = None, land_on: str | None = None) -> None:
         """Runs ``request`` through the run lifecycle (lifecycle/service.py), or with ``recipe`` (a valid
         RecipeValidation) the whole recipe, or with ``episode`` (a checked episode plan and its folder) the
-        episode; with only ``run_dir``, shows a finished run's events."""
+        episode, or with ``evaluation`` (evaluate-patch's checked arguments: ``plugin`` and ``patch`` or
+        ``git``, plus its options) a patch evaluation; with only ``run_dir``, shows a finished run's events.
+        ``land_on``: a Review tab (``tab-tests``…) the bundle opens on by itself when the run ends."""
         super().__init__()
         self.request = request
         self.recipe = recipe
         self.episode = episode
+        self.evaluation = evaluation
+        self.land_on = land_on
         self.hold_s = request.hold_s if request is not None else None  # keep the preview up after the command
         self.control = RunControl()  # cancel (kills the sandbox) and close a hold early
         self.run_dir = run_dir
@@ -79,6 +84,8 @@ palette's "Return to live run") brings this screen back, console and all.
         if self.runs_sandbox and self.run_dir is None:
             if self.recipe is not None:
                 self.start_recipe()
+            elif self.evaluation is not None:
+                self.start_evaluation()
             elif self.episode is not None:
                 self.start_episode()
             else:
@@ -101,7 +108,8 @@ palette's "Return to live run") brings this screen back, console and all.
     @property
     def runs_sandbox(self) -> bool:
         """This screen runs a command or a recipe itself (not a replay of a finished run's events)."""
-        return self.request is not None or self.recipe is not None or self.episode is not None
+        return (self.request is not None or self.recipe is not None or self.episode is not None
+                or self.evaluation is not None)
 
     @property
     def live(self) -> bool:
@@ -206,6 +214,31 @@ palette's "Return to live run") brings this screen back, console and all.
         self.app.call_from_thread(self._finished, outcome.bundle_dir if outcome is not None else None, error or None,
                                   self.control.cancelled)
 
+    @work(thread=True, exclusive=True, group="run")
+    def start_evaluation(self) -> None:
+        """evaluate-patch (docs/evaluate-patch.md): the phases and each side's tests appear as events; the
+        bundle opens on its Tests tab, with the verdict, when it is done."""
+        from codebox_tui.errors import CodeboxError
+        from codebox_tui.recipes.evaluate_patch import evaluate_patch
+        from codebox_tui.recipes.evaluate_range import evaluate_git_range
+
+        assert self.evaluation is not None
+        options = dict(self.evaluation)
+        plugin, patch, git_range = options.pop("plugin"), options.pop("patch", None), options.pop("git", None)
+        options.update(control=self.control, on_open=lambda run: self._opened(run.session),
+                       artifacts_dir=get_settings().artifacts_dir)
+        try:
+            outcome = (evaluate_git_range(plugin, git_range, **options) if git_range is not None
+                       else evaluate_patch(plugin, patch, **options))
+        except (CodeboxError, OSError) as caught:  # the patch does not apply, a range that cannot be exported…
+            self.app.call_from_thread(self._finished, None, str(caught), self.control.cancelled)
+            return
+        bundle = Path(outcome["bundleDir"]) if outcome.get("bundleId") else None
+        tests = outcome.get("tests") or {}
+        error = None if outcome.get("success") else (
+            f"verdict {tests.get('verdict', '?')}" + (f" ({tests['reason']})" if tests.get("reason") else ""))
+        self.app.call_from_thread(self._finished, bundle, error, self.control.cancelled)
+
     def _attach_tail(self, run_dir: Path) -> None:
         self.run_dir = run_dir
         tail = EventTail(run_dir / layout.EVENTS, id="tail")
@@ -240,6 +273,9 @@ palette's "Return to live run") brings this screen back, console and all.
             what = f"recipe {Path(self.recipe.recipe_path).stem}"
         elif self.episode is not None:
             what = "episode"
+        elif self.evaluation is not None:
+            source = self.evaluation.get("patch") or self.evaluation.get("git")
+            what = f"evaluate {Path(self.evaluation['plugin']).name} + {Path(str(source)).name}"
         else:
             what = "run"
         return what + (" (held)" if self.hold_s else "")
@@ -261,6 +297,8 @@ palette's "Return to live run") brings this screen back, console and all.
         if bundle_dir:
             text += f" — bundle ready, press [b]r[/b] to review ({escape(safe_text(bundle_dir.name))})"
         self.query_one("#progress", Static).update(text)
+        if bundle_dir and self.land_on and not cancelled and self.app.screen is self:
+            self.app.open_bundle(bundle_dir, tab=self.land_on)  # type: ignore[attr-defined]
 
     def on_event_tail_updated(self, message: EventTail.Updated) -> None:
         self._feed_progress(self.query_one(EventTail))

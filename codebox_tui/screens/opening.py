@@ -33,9 +33,10 @@ Every file of the bundle is read and its hash checked against the manifest befor
 bundle that fails is shown as invalid and cannot be approved). `escape` goes back without waiting.
 """
 
-    def __init__(self, bundle_dir: Path) -> None:
+    def __init__(self, bundle_dir: Path, *, tab: str | None = None) -> None:
         super().__init__()
         self.bundle_dir = Path(bundle_dir)
+        self.tab = tab  # the Review tab to open on
         self.cancelled = False
 
     def compose(self) -> ComposeResult:
@@ -65,7 +66,7 @@ bundle that fails is shown as invalid and cannot be approved). `escape` goes bac
             self.notify(safe_text(problem), severity="error", timeout=8, markup=False)
             self.app.pop_screen()
             return
-        self.app.switch_screen(ReviewScreen(self.bundle_dir, inputs))
+        self.app.switch_screen(ReviewScreen(self.bundle_dir, inputs, tab=self.tab))
 
     def action_back(self) -> None:
         self.cancelled = True

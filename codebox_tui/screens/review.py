@@ -121,10 +121,11 @@ content digest you reviewed; nothing is applied until you choose an adapter.
           for b in DiffView.BINDINGS if isinstance(b, Binding)),
     ]
 
-    def __init__(self, bundle_dir: Path, inputs: ReviewInputs | None = None) -> None:
+    def __init__(self, bundle_dir: Path, inputs: ReviewInputs | None = None, *, tab: str | None = None) -> None:
         """``inputs``: what :func:`prepare_review` read (in a worker, see screens/opening.py); read here when
-        not given."""
+        not given. ``tab``: the tab shown first (a run that ends on its verdict opens on ``tab-tests``)."""
         super().__init__()
+        self.first_tab = tab
         self.bundle_dir = Path(bundle_dir)
         inputs = inputs if inputs is not None else prepare_review(self.bundle_dir)
         self.bundle = inputs.bundle
@@ -203,6 +204,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             self.notify(f"This bundle failed verification ({codes}); it can be inspected but not approved.",
                         severity="error", timeout=8)
         tree.focus()
+        if self.first_tab is not None:
+            self.query_one("#tabs", TabbedContent).active = self.first_tab
 
     def _show_first(self, rel: str) -> None:
         """Open on the first file, unless a file was chosen already."""

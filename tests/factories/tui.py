@@ -73,3 +73,20 @@ async def review_opened(pilot: Any, seconds: float = 120.0) -> Any:
         raise AssertionError(f"the Review screen did not open within {seconds:g} s (on top: {pilot.app.screen!r})")
     await pilot.pause()
     return pilot.app.screen
+
+
+async def type_into(pilot: Any, field_id: str, text: str) -> None:
+    """Focus the input ``#field_id`` of the screen on top, clear it and type ``text`` key by key, as a user does."""
+    from textual.widgets import Input
+
+    from tests.factories.widget_hosts import wait_for
+
+    # a screen just pushed may not have composed its fields yet (a loaded machine): wait for the field
+    await wait_for(pilot, lambda: bool(pilot.app.screen.query(f"#{field_id}")), 30)
+    field = pilot.app.screen.query_one(f"#{field_id}", Input)
+    field.focus()
+    await pilot.pause()
+    field.value = ""  # the form's own default (e.g. a version), which a user would select and overwrite
+    await pilot.press(*text)
+    await pilot.pause()
+    assert field.value == text, f"#{field_id} reads {field.value!r} after typing {text!r}"

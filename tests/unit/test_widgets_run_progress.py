@@ -66,3 +66,18 @@ def test_unparsable_timestamps_and_unknown_events_are_harmless() -> None:
     progress.feed({"type": "something.else", "timestamp": "not a time", "data": "oops"})
     progress.feed({"type": "command.denied", "data": {"command": "shell"}})
     assert progress.line() == "shell was denied · 1 command done, 1 failed"
+
+
+def test_evaluate_patch_sides_are_shown_running_then_counted() -> None:
+    progress = RunProgress()
+    progress.feed(ev("evaluate.tests-started", 1.0, side="before"))
+    assert progress.line().startswith("tests before the patch") and "tests before: running" in progress.line()
+    progress.feed(ev("evaluate.tests-finished", 4.0, side="before", tests=2, passed=1, failed=1, skipped=0))
+    progress.feed(ev("patch.applied", 4.1, patch="fix.patch", exitCode=0))
+    assert progress.line().startswith("patch applied")
+    progress.feed(ev("evaluate.tests-started", 4.2, side="after"))
+    progress.feed(ev("evaluate.tests-finished", 6.0, side="after", tests=0))
+    line = progress.line()
+    assert "tests before: 1/2 passed, 1 failed" in line and "tests after: no tests ran" in line
+    progress.feed(ev("patch.applied", 7.0, patch="fix.patch", exitCode=1))
+    assert progress.line().startswith("the patch failed to apply (exit 1)")

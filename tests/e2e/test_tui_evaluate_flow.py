@@ -1,0 +1,90 @@
+"""Pilot, end to end through a real Playground sandbox: `e` on Home opens the "Evaluate a patch" form, the
+plugin folder and the patch are typed in, the Live run screen shows both test runs with their totals, and the
+run ends on the Review screen's Tests tab with the verdict (docs/evaluate-patch.md, "From the TUI")."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import Static, TabbedContent
+
+from codebox_tui.app import CodeboxApp
+from codebox_tui.screens.evaluate import EvaluatePatchScreen, ReproduceScreen
+from codebox_tui.screens.live_run import LiveRunScreen
+from codebox_tui.screens.review import ReviewScreen
+from tests.factories.tui import type_into, wait_while
+from tests.factories.widget_hosts import wait_for
+
+pytestmark = pytest.mark.playground
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+async def review_on_tab(pilot: Any, tab: str) -> ReviewScreen:
+    """Wait (on the condition) for the Review screen the run opened by itself, showing ``tab``."""
+    def shown() -> bool:
+        screen = pilot.app.screen
+        return (isinstance(screen, ReviewScreen) and screen.is_mounted
+                and screen.query_one("#tabs", TabbedContent).active == tab)
+
+    await wait_for(pilot, shown, 180)  # the bundle is verified in a worker first (screens/opening.py)
+    review = pilot.app.screen
+    assert isinstance(review, ReviewScreen)
+    return review
+
+
+@pytest.mark.timeout(900)  # a warm boot, the suite twice, the front-end and browser probes, capture
+async def test_evaluate_a_patch_from_home_to_the_verdict(playground_session: Any, tmp_path: Path) -> None:
+    plugin = tmp_path / "buggy-counter"
+    shutil.copytree(EXAMPLES / "plugins-for-recipes" / "buggy-counter", plugin)
+    original = (plugin / "buggy-counter.php").read_bytes()
+    app = CodeboxApp()
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, EvaluatePatchScreen))
+        await type_into(pilot, "plugin", str(plugin))
+        await type_into(pilot, "patch", str(EXAMPLES / "patches" / "buggy-counter-fix.patch"))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, LiveRunScreen))
+        live = app.screen
+        assert isinstance(live, LiveRunScreen)
+        assert live.title_line == "evaluate buggy-counter + buggy-counter-fix.patch"
+        await wait_while(lambda: live.state == "starting", 900)  # boot, tests before, patch, tests after, probe
+        assert live.state == "done", live.query_one("#progress", Static).render()
+        # each side's tests were announced and counted as the run went (the events the Live screen tails)
+        assert live.progress.test_sides == {"before": "1/2 passed, 1 failed", "after": "2/2 passed"}
+        assert live.run_dir is not None
+        events = [json.loads(line) for line in (live.run_dir / "events.jsonl").read_text().splitlines()]
+        kinds = [e["type"] for e in events]
+        assert kinds.index("evaluate.tests-started") < kinds.index("patch.applied") < len(kinds) - 1 - kinds[
+            ::-1].index("evaluate.tests-finished")
+        # the run ends on the Review screen's Tests tab, with the verdict
+        review = await review_on_tab(pilot, "tab-tests")
+        assert "IMPROVEMENT" in str(review.query_one("#verdict", Static).render())
+        assert "Test delta (evaluate-patch): ✔ improvement" in str(review.query_one("#tests", Static).render())
+    assert (plugin / "buggy-counter.php").read_bytes() == original  # the plugin folder is never touched
+
+
+@pytest.mark.timeout(900)
+async def test_reproduce_a_bug_from_home_to_its_evidence(playground_session: Any) -> None:
+    """`R`, the reproduction recipe typed in: it runs on the Live screen and ends on the Evidence tab, the
+    header saying the bug was reproduced."""
+    app = CodeboxApp()
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("R")
+        await wait_for(pilot, lambda: isinstance(app.screen, ReproduceScreen))
+        await type_into(pilot, "recipe", str(EXAMPLES / "recipes" / "reproduce-word-count.json"))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, LiveRunScreen), 30)
+        live = app.screen
+        assert isinstance(live, LiveRunScreen) and live.title_line == "recipe reproduce-word-count"
+        await wait_while(lambda: live.state == "starting", 900)
+        assert live.state == "done", live.query_one("#progress", Static).render()
+        review = await review_on_tab(pilot, "tab-evidence")
+        assert "RECIPE REPRODUCED" in str(review.query_one("#recipe-verdict", Static).render())
