@@ -229,11 +229,14 @@ def test_site_state_off_leaves_no_diff(playground_session: Any) -> None:
 def test_a_summary_that_fails_is_a_warning_and_a_high_risk_flag_and_the_run_goes_on(playground_session: Any) -> None:
     """A command that deletes the site's database: the second summary fails (database-missing), the run
     still completes and verifies, the failure is a warning event, and the diff fails closed: one high
-    `summary-unavailable` risk flag, also in the review's risk flags."""
+    `summary-unavailable` risk flag, also in the review's risk flags, and the run does not read as a success
+    (exit 1: a site whose state could not be measured is never clean)."""
     out = _codebox("run", "--command", "wordpress.run-php", "--arg",
                    "code=unlink('/wordpress/wp-content/database/.ht.sqlite'); echo 'gone';", "--json", "--quiet")
     doc = json.loads(out.stdout)
-    assert doc["success"], out.stderr
+    assert not doc["success"] and "error" not in doc, out.stderr  # not an error: an unclean verdict
+    assert out.returncode == 1 and doc["execution"]["exitCode"] == 0, out.stderr  # the command itself ran
+    assert doc["siteStateRisks"] == ["summary-unavailable"]
     bundle = Path(doc["artifacts"]["directory"])
     diff = json.loads((bundle / "files" / "site-state-diff.json").read_text(encoding="utf-8"))
     assert [(r["code"], r["severity"]) for r in diff["risks"]] == [("summary-unavailable", "high")]
