@@ -15,7 +15,7 @@ from codebox_tui.agents import (
     task_from_text,
     workspace_from_text,
 )
-from codebox_tui.cliutil import emit_json, progress
+from codebox_tui.cliutil import BACKEND_HELP, emit_json, progress
 from codebox_tui.contracts.agent import Orchestrator
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, ExitCode
@@ -67,7 +67,9 @@ def agent_task_command(
     agent_env: list[str] = typer.Option([], "--agent-env", help="Name of a variable the host agent receives "
                                                                 "(repeatable; e.g. its API key)."),
     wp: str = typer.Option(DEFAULT_WP_VERSION, "--wp", help="WordPress build: 6.2–6.5, beta, nightly."),
-    php: str = typer.Option(DEFAULT_PHP_VERSION, "--php", help="PHP version (7.4, 8.0–8.5)."),
+    php: str | None = typer.Option(None, "--php", help=f"PHP version (7.4, 8.0–8.5; default {DEFAULT_PHP_VERSION}); "
+                                   "on --backend native only the host's, its default."),
+    backend: str | None = typer.Option(None, "--backend", help=BACKEND_HELP),
     fan_out: int = typer.Option(1, "--fan-out", help="Run N candidates of the task, each in its own sandbox, on "
                                                      "Ray; they land in the inbox as one group to compare."),
     concurrency: int | None = typer.Option(None, "--concurrency", help="With --fan-out: candidates in flight at "
@@ -82,7 +84,7 @@ def agent_task_command(
     tools, and leaves a bundle for review."""
     try:
         request = _request(task, workspace, agent, tools, sandbox_session_id, session_id, orchestrator, artifacts,
-                           timeout, tool_timeout, boot_timeout, policy, env, agent_env, wp, php)
+                           timeout, tool_timeout, boot_timeout, policy, env, agent_env, wp, php, backend)
     except ValidationError as error:  # a field the model limits (an id too long, a timeout of 0)
         loc = error.errors()[0]["loc"]
         name = str(loc[0]) if loc else "task"
@@ -98,7 +100,9 @@ def agent_task_command(
 def _request(task: str, workspace: list[str], agent: str, tools: str | None, sandbox_session_id: str | None,
              session_id: str | None, orchestrator: str | None, artifacts: Path | None, timeout: str,
              tool_timeout: str, boot_timeout: str, policy: str | None, env: list[str], agent_env: list[str], wp: str,
-             php: str) -> AgentTaskRequest:
+             php: str | None, backend: str | None) -> AgentTaskRequest:
+    from codebox_tui.runtime.backends import backend_name
+
     return AgentTaskRequest(
         task=task_from_text(task),
         workspaces=[workspace_from_text(text, index) for index, text in enumerate(workspace)],
@@ -108,7 +112,7 @@ def _request(task: str, workspace: list[str], agent: str, tools: str | None, san
         policy=policy_from_text(policy), timeout_s=parse_duration(timeout, "--timeout"),
         tool_timeout_s=parse_duration(tool_timeout, "--tool-timeout"),
         boot_timeout_s=parse_duration(boot_timeout, "--boot-timeout"), env=env_from_pairs(env),
-        agent_env=list(agent_env), wp=wp, php=php, artifacts_root=artifacts,
+        agent_env=list(agent_env), wp=wp, php=php, backend=backend_name(backend), artifacts_root=artifacts,
     )
 
 

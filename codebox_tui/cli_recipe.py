@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from codebox_tui.cliutil import JsonOption, counted, emit_json, exit_with, show
+from codebox_tui.cliutil import BACKEND_HELP, JsonOption, counted, emit_json, exit_with, show
 from codebox_tui.contracts.recipe import RECIPE_SCHEMA, recipe_json_schema
 from codebox_tui.contracts.schemas import generate_json_schema, schema_names
 from codebox_tui.errors import BadInputError, ExitCode
@@ -94,6 +94,8 @@ def register(app: typer.Typer) -> None:
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the resolved plan; boot nothing."),
         artifacts_dir: Path | None = typer.Option(None, "--artifacts-dir", "--artifacts",
                                                      help="Where the bundle goes."),
+        backend: str | None = typer.Option(None, "--backend", help=BACKEND_HELP + " Overrides the recipe's "
+                                           "runtime.backend."),
         json_out: bool = JsonOption,
         quiet: bool = QuietOption,
     ) -> None:
@@ -103,7 +105,7 @@ def register(app: typer.Typer) -> None:
 
         validation = validate_recipe_file(file)
         if dry_run or not validation.valid:
-            doc = make_plan(validation, file.resolve().parent)
+            doc = make_plan(validation, file.resolve().parent, backend=backend)
             if json_out:
                 emit_json(doc)
             elif validation.valid:
@@ -120,7 +122,7 @@ def register(app: typer.Typer) -> None:
         reporter.phase("start", str(file))
         # the run lifecycle records the run in the review inbox and reports it to the reporter
         outcome = run_recipe(validation, file.resolve().parent, artifacts_dir=artifacts_dir,
-                             progress=reporter)
+                             progress=reporter, backend=backend)
         if json_out:
             emit_json(outcome)
         else:

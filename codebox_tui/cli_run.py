@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from codebox_tui.cliutil import emit_json, progress, show, to_jsonable
+from codebox_tui.cliutil import BACKEND_HELP, emit_json, progress, show, to_jsonable
 from codebox_tui.contracts.episode import EPISODE_PLAN_SCHEMA
 from codebox_tui.contracts.runtime import BootOutput, RuntimeEvent
 from codebox_tui.durations import parse_duration
@@ -83,10 +83,6 @@ RESTORE_HELP = ("A snapshot document (files/runtime-snapshots/<id>.json of a bun
                 "before the command; its WordPress and PHP versions must be the run's.")
 PREVIEW_BIND_HELP = ("Address the live preview listens on (default 127.0.0.1, loopback only). Another address, "
                      "e.g. 0.0.0.0, exposes the sandbox's WordPress to the network.")
-
-
-BACKEND_HELP = ("Runtime backend: playground (PHP compiled to WebAssembly; every PHP version, live preview) or "
-                "native (the host's PHP in bubblewrap; much faster). Default: CODEBOX_BACKEND, else playground.")
 
 
 def _request(mounts: list[str], policy_text: str | None, wp: str, php: str | None, boot_timeout: str,
@@ -232,6 +228,7 @@ def episode_run_command(
                                            help="Folder that receives the run bundle (default: "
                                                 "$CODEBOX_HOME/artifacts)."),
     restore: Path | None = typer.Option(None, "--restore", help=RESTORE_HELP + " Overrides the plan's restore."),
+    backend: str | None = typer.Option(None, "--backend", help=BACKEND_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print one codebox/episode-result/v1 document on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
 ) -> None:
@@ -243,7 +240,7 @@ def episode_run_command(
     plan = load_plan(plan_file)
     reporter = StderrProgress("episode", quiet=quiet)
     episode, status = run_plan(plan, plan_file.resolve().parent, artifacts_root=artifacts, progress=reporter,
-                               restore=str(restore) if restore is not None else None)
+                               restore=str(restore) if restore is not None else None, backend=backend)
     output = episode_run_output(episode, status)
     outcome = episode.outcome
     assert outcome is not None

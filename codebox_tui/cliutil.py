@@ -79,3 +79,8 @@ def exit_with(code: ExitCode | int) -> NoReturn:
 def counted(count: int, noun: str) -> str:
     """``1 problem``, ``2 problems``."""
     return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+# --backend on every command that boots a sandbox (docs/backends.md)
+BACKEND_HELP = ("Runtime backend: playground (PHP compiled to WebAssembly; every PHP version, live preview) or "
+                "native (the host's PHP in bubblewrap; much faster). Default: CODEBOX_BACKEND, else playground.")

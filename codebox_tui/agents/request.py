@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from codebox_tui.contracts.agent import Orchestrator, TaskInput
 from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.errors import BadInputError
-from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
+from codebox_tui.versions import DEFAULT_WP_VERSION
 
 WORKSPACE_ROOT = "/workspace"
 FORBIDDEN_TASK_FIELDS = ("code", "code_file", "codeFile")  # the product path takes no raw PHP (docs/agent-tasks.md)
@@ -73,7 +73,8 @@ class AgentTaskRequest(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     agent_env: list[str] = Field(default_factory=list)
     wp: str = DEFAULT_WP_VERSION
-    php: str = DEFAULT_PHP_VERSION
+    php: str | None = None  # None: the backend's default (the host's PHP on native)
+    backend: Literal["playground", "native"] | None = None  # None: CODEBOX_BACKEND (docs/backends.md)
     artifacts_root: Path | None = None
     flow: str = "agent-task"
 
@@ -193,7 +194,7 @@ def agent_task_request_from_json(obj: Any, *, base_dir: Path | None = None) -> A
     ``workspace``: ``"DIR[:/workspace/path]"`` strings or ``{source, target}``), ``agent`` (command line,
     ``.php`` path, argv list or ``{kind, argv|php_file}``), ``tools``, ``sandbox_session_id``,
     ``session_id``, ``orchestrator``, ``timeout`` / ``tool_timeout`` / ``boot_timeout`` (durations),
-    ``policy``, ``env``, ``agent_env``, ``wp``, ``php``, ``artifacts``. Relative paths are relative to
+    ``policy``, ``env``, ``agent_env``, ``wp``, ``php``, ``backend``, ``artifacts``. Relative paths are relative to
     ``base_dir`` (a batch file's folder; default: the current folder). Errors name the JSON path."""
     from codebox_tui.durations import parse_duration
 
@@ -201,7 +202,8 @@ def agent_task_request_from_json(obj: Any, *, base_dir: Path | None = None) -> A
         raise BadInputError("$: an agent task must be a JSON object", code="invalid-agent-task", field="$")
     data = dict(obj)
     known = {"task", "workspaces", "workspace", "agent", "tools", "sandbox_session_id", "session_id", "orchestrator",
-             "timeout", "tool_timeout", "boot_timeout", "policy", "env", "agent_env", "wp", "php", "artifacts"}
+             "timeout", "tool_timeout", "boot_timeout", "policy", "env", "agent_env", "wp", "php", "backend",
+             "artifacts"}
     for key in data:
         if key not in known:
             raise BadInputError(f"$.{key}: unknown field; expected some of {', '.join(sorted(known))}",
@@ -254,7 +256,7 @@ def agent_task_request_from_json(obj: Any, *, base_dir: Path | None = None) -> A
     if "artifacts" in data and data["artifacts"] is not None:
         fields["artifacts_root"] = _based(Path(str(data["artifacts"])).expanduser(), base_dir)
     for key in ("tools", "sandbox_session_id", "session_id", "orchestrator", "policy", "env", "agent_env", "wp",
-                "php"):
+                "php", "backend"):
         if key in data and data[key] is not None:
             fields[key] = data[key]
     if isinstance(fields.get("tools"), str):

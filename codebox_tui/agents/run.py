@@ -141,6 +141,9 @@ def run_agent_task(request: AgentTaskRequest, *, progress: ProgressListener | No
     """Run one agent task and return its outcome; bad input is raised before anything boots, everything
     after boot (a crashing agent, a refused tool, a sandbox failure) is in the outcome. ``registry`` adds a
     caller's own host tools (default: :func:`default_registry`)."""
+    from codebox_tui.runtime.backends import backend_name, check_exec
+
+    check_exec(backend_name(request.backend), "an agent task's workspace tools")
     registry = registry or default_registry()
     bridge = build_bridge(request, registry)
     policy = runtime_policy(request, bridge)
@@ -154,7 +157,8 @@ def run_agent_task(request: AgentTaskRequest, *, progress: ProgressListener | No
     if request.orchestrator is not None:
         metadata["orchestrator"] = request.orchestrator.model_dump(mode="json", exclude_none=True)
     run_request = RunRequest(
-        mounts=mounts, policy=policy, wp=request.wp, php=request.php, env=dict(request.env), metadata=metadata,
+        mounts=mounts, policy=policy, wp=request.wp, php=request.php, backend=request.backend, env=dict(request.env),
+        metadata=metadata,
         boot_timeout_s=request.boot_timeout_s, artifacts_root=request.artifacts_root, tool_commands=[],
         flow=request.flow)
     service = service or RunService()

@@ -17,7 +17,7 @@ from codebox_tui.contracts.canonical import domain_digest
 from codebox_tui.contracts.common import Contract, Digest
 from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.contracts.site_state import StateSection
-from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
+from codebox_tui.versions import DEFAULT_WP_VERSION
 
 EPISODE_TRACE_SCHEMA: Final = "wp-codebox/runtime-episode-trace/v1"
 EPISODE_ACTION_SCHEMA: Final = "wp-codebox/runtime-episode-action/v1"
@@ -248,7 +248,7 @@ class EpisodePlan(Contract):
 
     schema_: Literal["codebox/episode-plan/v1"] = Field(EPISODE_PLAN_SCHEMA, alias="schema")
     wp: str = DEFAULT_WP_VERSION
-    php: str = DEFAULT_PHP_VERSION
+    php: str | None = Field(None, description="default: the backend's (8.3 on playground, the host's PHP on native)")
     mounts: list[str] = Field(default_factory=list,
                               description="HOST:SANDBOX[:readonly|readwrite|live]; HOST relative to the plan file")
     policy: RuntimePolicy | None = Field(None, description="default: allow exactly the commands the plan runs")

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from codebox_tui.contracts.common import Contract
 from codebox_tui.contracts.runtime import RuntimePolicy
-from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
+from codebox_tui.versions import DEFAULT_WP_VERSION
 
 RECIPE_SCHEMA = "wp-codebox/workspace-recipe/v1"
 
@@ -44,10 +44,13 @@ class HostNodeHeap(Contract):
 
 
 class RecipeRuntime(Contract):
-    backend: Literal["wordpress", "wordpress-playground"] = "wordpress-playground"
+    backend: Literal["wordpress", "wordpress-playground", "native"] | None = Field(default=None, description=(
+        "Codebox: wordpress-playground (PHP compiled to WebAssembly) or native (the host's PHP in bubblewrap); "
+        "absent or wordpress: recipe-run --backend, else CODEBOX_BACKEND (docs/backends.md)"))
     name: str | None = None
     wp: str = Field(default=DEFAULT_WP_VERSION, description="WordPress version shipped offline, e.g. 6.5")
-    phpVersion: str = Field(default=DEFAULT_PHP_VERSION, pattern=r"^\d+\.\d+$")
+    phpVersion: str | None = Field(default=None, pattern=r"^\d+\.\d+$", description=(
+        "Absent: the backend's default (8.3 on wordpress-playground, the host's PHP on native)"))
     blueprint: dict[str, Any] | None = None
     policy: RuntimePolicy | None = Field(
         default=None, description="Explicit runtime policy; derived from the workflow when absent"

@@ -441,9 +441,10 @@ def plan_commands(plan: EpisodePlan) -> list[str]:
 
 
 def plan_request(plan: EpisodePlan, plan_dir: Path, *, artifacts_root: Path | None = None,
-                 restore: RuntimeSnapshot | None = None, restore_source: str | None = None) -> RunRequest:
-    """The run a plan asks for: its mounts (host paths relative to the plan's folder), versions and policy; every
-    action's command and arguments checked before anything boots."""
+                 restore: RuntimeSnapshot | None = None, restore_source: str | None = None,
+                 backend: str | None = None) -> RunRequest:
+    """The run a plan asks for on ``backend`` (None: ``CODEBOX_BACKEND``): its mounts (host paths relative to
+    the plan's folder), versions and policy; every action's command and arguments checked before anything boots."""
     from codebox_tui.contracts.runtime import RuntimePolicy
     from codebox_tui.jsonargs import resolve_source
     from codebox_tui.lifecycle.request import check_request, mounts_from_text
@@ -456,8 +457,8 @@ def plan_request(plan: EpisodePlan, plan_dir: Path, *, artifacts_root: Path | No
         texts.append(f"{os.path.normpath(resolve_source(plan_dir, host))}{sep}{rest}" if sep else text)
     commands = plan_commands(plan)
     request = RunRequest(mounts=mounts_from_text(texts), policy=plan.policy or RuntimePolicy(commands=commands),
-                         wp=plan.wp, php=plan.php, artifacts_root=artifacts_root, tool_commands=commands,
-                         flow="episode", restore=restore, restore_source=restore_source)
+                         wp=plan.wp, php=plan.php, backend=backend, artifacts_root=artifacts_root,
+                         tool_commands=commands, flow="episode", restore=restore, restore_source=restore_source)
     for index, item in enumerate(plan.items):
         if item.action is not None:
             try:
@@ -471,7 +472,8 @@ def plan_request(plan: EpisodePlan, plan_dir: Path, *, artifacts_root: Path | No
 
 def run_plan(plan: EpisodePlan, plan_dir: Path, *, artifacts_root: Path | None = None,
              progress: ProgressListener | None = None, control: RunControl | None = None,
-             restore: str | None = None, on_open: Callable[[OpenRun], None] | None = None) -> tuple[Episode, str]:
+             restore: str | None = None, on_open: Callable[[OpenRun], None] | None = None,
+             backend: str | None = None) -> tuple[Episode, str]:
     """Run a plan's items in order in one episode; returns the closed episode and ``completed``, ``failed`` or
     ``cancelled`` (a step that exits non-zero stops the plan unless ``continueOnFailure``). ``restore`` (a snapshot
     document's path) overrides the plan's own."""
@@ -479,7 +481,8 @@ def run_plan(plan: EpisodePlan, plan_dir: Path, *, artifacts_root: Path | None =
     snapshot = None
     if source is not None:
         snapshot = load_snapshot_document(Path(source) if Path(source).is_absolute() or restore else plan_dir / source)
-    request = plan_request(plan, plan_dir, artifacts_root=artifacts_root, restore=snapshot, restore_source=source)
+    request = plan_request(plan, plan_dir, artifacts_root=artifacts_root, restore=snapshot, restore_source=source,
+                           backend=backend)
     resettable = any(item.reset for item in plan.items)
     status = "completed"
     with Episode(request, progress=progress, control=control, resettable=resettable, on_open=on_open) as episode:

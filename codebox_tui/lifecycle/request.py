@@ -13,13 +13,13 @@ import ipaddress
 import json
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from codebox_tui.contracts.runtime import MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError
-from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
+from codebox_tui.versions import DEFAULT_WP_VERSION
 
 
 @dataclass
@@ -57,7 +57,8 @@ class RunRequest:
     commands: list[CommandStep] = field(default_factory=list)
     policy: RuntimePolicy | None = None
     wp: str = DEFAULT_WP_VERSION
-    php: str = DEFAULT_PHP_VERSION
+    # None: the backend's own default (runtime/backends.py, default_php: the host's PHP on native)
+    php: str | None = None
     # "playground" or "native" (runtime/backends.py); None: the ``backend`` setting (CODEBOX_BACKEND)
     backend: str | None = None
     blueprint: dict[str, Any] | None = None
@@ -211,6 +212,18 @@ def metadata_from_json(text: str | None) -> dict[str, Any]:
     return json_object_from_text(text, "--metadata", "invalid-metadata", field="metadata") if text else {}
 
 
+def settle_runtime(request: RunRequest) -> RunRequest:
+    """``request`` with its backend chosen (``--backend``, else ``CODEBOX_BACKEND``) and its PHP version
+    filled in: the one asked for, else the backend's default (the host's PHP on native)."""
+    from codebox_tui.runtime.backends import backend_name, default_php
+
+    backend = backend_name(request.backend)
+    php = request.php if request.php is not None else default_php(backend)
+    if backend == request.backend and php == request.php:
+        return request
+    return replace(request, backend=backend, php=php)
+
+
 def check_request(request: RunRequest) -> None:
     """What can be known wrong before anything boots (or a golden site is built): the backend, the PHP
     version it can run, the WordPress version, each command's arguments (a ``code-file`` that is missing or
@@ -219,7 +232,9 @@ def check_request(request: RunRequest) -> None:
     from codebox_tui.runtime.catalog import get_command, parse_args
     from codebox_tui.runtime.wordpress_builds import resolve_build
 
+    request = settle_runtime(request)
     backend = backend_name(request.backend)
+    assert request.php is not None  # settled
     check_php(backend, request.php)
     check_mount_targets(backend, [mount.target for mount in [*request.mounts, *request.extra_mounts]])
     check_features(backend, [*(step.command for step in request.commands), *request.effective_policy().commands],

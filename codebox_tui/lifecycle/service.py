@@ -25,7 +25,7 @@ from codebox_tui.bundle import layout
 from codebox_tui.contracts.runtime import ExecutionResult, RuntimeInfo
 from codebox_tui.contracts.site_state import RiskFlag
 from codebox_tui.errors import CodeboxError
-from codebox_tui.lifecycle.request import CommandStep, RunControl, RunRequest, check_request
+from codebox_tui.lifecycle.request import CommandStep, RunControl, RunRequest, check_request, settle_runtime
 from codebox_tui.lifecycle.site_state import SiteStateRecorder, unclean_flags
 from codebox_tui.lifecycle.tools import tool_mounts
 from codebox_tui.runtime.backend import Backend, Sandbox, SandboxSpec
@@ -238,6 +238,8 @@ class RunService:
 
     def sandbox_spec(self, request: RunRequest, tools_dir: Path) -> SandboxSpec:
         """The sandbox to boot for ``request``, with the tool mounts its commands need."""
+        request = settle_runtime(request)
+        assert request.php is not None  # settled
         policy = request.effective_policy()
         extra = [*request.extra_mounts, *tool_mounts(request.wanted_tools(), tools_dir, request.tools, self.settings)]
         return SandboxSpec(
@@ -253,6 +255,7 @@ class RunService:
              control: RunControl | None = None) -> Iterator[OpenRun]:
         """Check the request, stage its tools, make the run's session (nothing boots yet) and yield it;
         on the way out dispose everything and record the run in the store (``run.outcome``)."""
+        request = settle_runtime(request)  # the backend and its PHP chosen once, for the spec and the record
         check_request(request)
         control = control or RunControl()
         tools_dir = Path(tempfile.mkdtemp(prefix="codebox-tools-"))

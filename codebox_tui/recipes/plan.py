@@ -43,9 +43,12 @@ def policy_hash(policy: RuntimePolicy) -> str:
 
 
 def build_plan(recipe: WorkspaceRecipe, policy: RuntimePolicy, base_dir: Path,
-               env: dict[str, str] | None = None) -> dict[str, Any]:
+               env: dict[str, str] | None = None, backend: str | None = None) -> dict[str, Any]:
+    from codebox_tui.runtime.backends import BACKEND_WIRE_NAMES, chosen_backend, default_php
+
     environ = dict(os.environ) if env is None else env
     rt = recipe.runtime
+    chosen = chosen_backend(backend, rt.backend)
     steps: list[dict[str, Any]] = []
     for phase, index, step in all_steps(recipe):
         spec = get_command(step.command)
@@ -63,7 +66,8 @@ def build_plan(recipe: WorkspaceRecipe, policy: RuntimePolicy, base_dir: Path,
                        "approvals": policy.approvals, "filesystem": policy.filesystem},
         })
     return {
-        "runtime": {"backend": "wordpress-playground", "name": rt.name, "wp": rt.wp, "phpVersion": rt.phpVersion,
+        "runtime": {"backend": BACKEND_WIRE_NAMES[chosen], "name": rt.name, "wp": rt.wp,
+                    "phpVersion": rt.phpVersion or default_php(chosen),
                     "blueprint": rt.blueprint or {}},
         "mounts": [{"type": m.type, "source": str(resolve_source(base_dir, m.source).resolve()), "target": m.target,
                     "mode": m.mode, "writeMode": "readonly" if m.mode == "readonly" else
@@ -93,7 +97,8 @@ def build_plan(recipe: WorkspaceRecipe, policy: RuntimePolicy, base_dir: Path,
     }
 
 
-def dry_run(validation: RecipeValidation, base_dir: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
+def dry_run(validation: RecipeValidation, base_dir: Path, env: dict[str, str] | None = None,
+            backend: str | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "schema": DRY_RUN_SCHEMA,
         "success": validation.valid,
@@ -103,5 +108,5 @@ def dry_run(validation: RecipeValidation, base_dir: Path, env: dict[str, str] | 
         "validation": {"issues": [i.to_dict() for i in validation.issues]},
     }
     if validation.valid and validation.recipe is not None and validation.policy is not None:
-        out["plan"] = build_plan(validation.recipe, validation.policy, base_dir, env)
+        out["plan"] = build_plan(validation.recipe, validation.policy, base_dir, env, backend)
     return out

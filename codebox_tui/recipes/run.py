@@ -325,7 +325,7 @@ class _RecipeRun:
             "recipe": {"path": validation.recipe_path,
                        "sha256": hashlib.sha256((recipe_text or stable_json(recipe.model_dump(
                            mode="json", by_alias=True))).encode("utf-8")).hexdigest()},
-            "versions": {**_versions(), "wordpress": recipe.runtime.wp, "php": recipe.runtime.phpVersion},
+            "versions": {**_versions(), "wordpress": recipe.runtime.wp, "php": self.session.spec.php},
             "policy": {"hash": policy_hash(policy), "commands": policy.commands, "network": policy.network
                        if isinstance(policy.network, str) else "allow-hosts"},
             "secrets": [{"name": n, "provided": n in secrets, "value": "[REDACTED]"} for n in recipe.inputs.secretEnv],
@@ -342,9 +342,11 @@ class _RecipeRun:
         path.write_text(self.session.redact(json.dumps(attestation, indent=2, default=str)) + "\n", encoding="utf-8")
 
 
-def recipe_request(validation: RecipeValidation, base_dir: Path, scratch: Path, *,
-                   artifacts_dir: Path | None = None) -> tuple[RunRequest, list[dict[str, Any]]]:
-    """The run a valid recipe asks for (its workspaces made under ``scratch``) and its extra plugins."""
+def recipe_request(validation: RecipeValidation, base_dir: Path, scratch: Path, *, artifacts_dir: Path | None = None,
+                   backend: str | None = None) -> tuple[RunRequest, list[dict[str, Any]]]:
+    """The run a valid recipe asks for (its workspaces made under ``scratch``) and its extra plugins, on
+    ``backend`` (``--backend``) when given, else the recipe's ``runtime.backend``, else ``CODEBOX_BACKEND``."""
+    from codebox_tui.runtime.backends import chosen_backend
     from codebox_tui.settings import get_settings
 
     recipe, policy = validation.recipe, validation.policy
@@ -354,7 +356,8 @@ def recipe_request(validation: RecipeValidation, base_dir: Path, scratch: Path, 
                              else None) or get_settings().artifacts_dir
     mounts, plugin_mounts, plugins = prepare_inputs(recipe, base_dir, scratch, policy)
     request = RunRequest(
-        mounts=mounts, policy=policy, wp=recipe.runtime.wp, php=recipe.runtime.phpVersion, extra_mounts=plugin_mounts,
+        mounts=mounts, policy=policy, wp=recipe.runtime.wp, php=recipe.runtime.phpVersion,
+        backend=chosen_backend(backend, recipe.runtime.backend), extra_mounts=plugin_mounts,
         env=dict(recipe.inputs.runtimeEnv), metadata={"recipe": validation.recipe_path, **recipe.metadata},
         boot_timeout_s=(recipe.runtime.bootTimeoutMs or 120_000) / 1000, artifacts_root=Path(root),
         flow="recipe-run")
@@ -364,14 +367,14 @@ def recipe_request(validation: RecipeValidation, base_dir: Path, scratch: Path, 
 def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: Path | None = None,
                recipe_text: str | None = None, on_session: Callable[[Any], None] | None = None,
                cancel: threading.Event | None = None, control: RunControl | None = None,
-               progress: ProgressListener | None = None) -> dict[str, Any]:
+               progress: ProgressListener | None = None, backend: str | None = None) -> dict[str, Any]:
     """Run a valid recipe in one sandbox through the run lifecycle (``lifecycle/service.py``: tools, capture,
     sealing, the review inbox) and capture one bundle. ``on_session`` gets the RunSession as soon as it
     exists (a viewer tails its events); once ``cancel`` is set (or ``control`` cancelled) no further step or
     probe starts and the run fails with ``cancelled`` (the bundle is still captured)."""
     scratch = Path(tempfile.mkdtemp(prefix="codebox-recipe-"))
     try:
-        request, plugins = recipe_request(validation, base_dir, scratch, artifacts_dir=artifacts_dir)
+        request, plugins = recipe_request(validation, base_dir, scratch, artifacts_dir=artifacts_dir, backend=backend)
         recipe, policy = validation.recipe, validation.policy
         assert recipe is not None and policy is not None  # recipe_request checked
         with RunService().open(request, progress=progress, control=control) as run:

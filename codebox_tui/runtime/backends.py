@@ -21,6 +21,19 @@ def backend_name(requested: str | None, settings: CodeboxSettings | None = None)
     return name
 
 
+# A recipe's ``runtime.backend`` (the wire name) as a backend name; "wordpress" names none in particular.
+WIRE_BACKENDS = {"wordpress-playground": "playground", "native": "native"}
+BACKEND_WIRE_NAMES = {"playground": "wordpress-playground", "native": "native"}
+
+
+def chosen_backend(requested: str | None, wire: str | None, settings: CodeboxSettings | None = None) -> str:
+    """The backend a run of a file (a recipe, a batch item) gets: ``--backend`` when given, else the file's
+    own ``runtime.backend`` (its wire name), else the ``backend`` setting (``CODEBOX_BACKEND``)."""
+    if requested is not None:
+        return backend_name(requested, settings)
+    return backend_name(WIRE_BACKENDS.get(wire or ""), settings)
+
+
 def make_backend(name: str, settings: CodeboxSettings | None = None) -> Backend:
     if name == "native":
         from codebox_tui.runtime.native import NativeBackend
@@ -78,3 +91,11 @@ def check_features(name: str, commands: list[str], *, holds_preview: bool) -> No
         what = ", ".join(dict.fromkeys(wanted)) if wanted else "a held live preview"
         raise BadInputError(f"the native backend has no live preview yet ({what}); use --backend playground",
                             code="native-no-preview", field="backend", details={"commands": wanted})
+
+
+def check_exec(name: str, flow: str) -> None:
+    """Refuse, before anything boots, a ``flow`` that needs the sandbox's shell (``codebox exec``: an agent's
+    workspace tools) on a backend that has none yet: native (the message names the way out)."""
+    if name == "native":
+        raise BadInputError(f"the native backend has no sandbox shell yet, which {flow} needs; use --backend "
+                            "playground", code="native-unsupported", field="backend")

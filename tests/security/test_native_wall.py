@@ -214,3 +214,81 @@ def test_shared_core_cannot_be_changed_through_writes_links_or_renames() -> None
     with native_sandbox() as fresh:
         check = fresh.run_php("<?php require '/wordpress/wp-load.php'; echo get_bloginfo('version');", 60)
     assert check.exit_code == 0 and check.text and "owned" not in check.text, check.text + check.errors
+
+
+def test_the_hosts_sys_and_proc_stay_out_of_reach() -> None:
+    """From a child process (past PHP's open_basedir): the host's /sys (network interfaces and their MAC
+    addresses, block devices, DMI serials) is not there at all, and the sandbox's own /proc names no host
+    process, network interface or mount beyond the sandbox's own."""
+    host_interfaces = sorted(p.name for p in Path("/sys/class/net").iterdir())
+    attack = textwrap.dedent("""\
+        <?php
+        echo 'sys:', trim((string) shell_exec('ls /sys 2>&1 | head -5')), "\\n";
+        echo 'net:', trim((string) shell_exec('cat /sys/class/net/*/address 2>&1 | head -3')), "\\n";
+        echo 'dmi:', trim((string) shell_exec('cat /sys/class/dmi/id/product_uuid 2>&1')), "\\n";
+        echo 'proc-net:', trim((string) shell_exec('cat /proc/net/dev 2>&1 | tail -n +3 | cut -d: -f1 | tr -d " " | tr "\\\\n" ","')), "\\n";
+        echo 'mounts:', trim((string) shell_exec('grep -c . /proc/self/mountinfo')), "\\n";
+        echo 'host-root:', trim((string) shell_exec('ls /proc/1/root/home /proc/1/root/work 2>&1 | head -2')), "\\n";
+        """)
+    with native_sandbox() as sandbox:
+        result = sandbox.run_php(attack, 60)
+    assert result.exit_code == 0, result.errors
+    lines = dict(line.split(":", 1) for line in result.text.splitlines() if ":" in line)
+    assert "No such file or directory" in lines["sys"], result.text  # /sys is not mounted at all
+    assert "No such file or directory" in lines["net"] and "No such file or directory" in lines["dmi"], result.text
+    assert [name for name in lines["proc-net"].split(",") if name] == ["lo"], result.text  # its own namespace only
+    assert not set(host_interfaces) - {"lo"} & set(lines["proc-net"].split(",")), result.text
+    assert "No such file or directory" in lines["host-root"], result.text  # /proc/1 is bwrap inside the sandbox
+
+
+def test_links_from_wp_content_to_a_host_file_reach_nothing_and_capture_does_not_follow_them(tmp_path: Path) -> None:
+    """PHP plants a symbolic link and tries a hard link in a copy-on-write mount and in wp-content, pointing at a
+    host file outside the sandbox (its real host path). Reading through them inside finds nothing (the host file
+    is not in the sandbox's mount namespace; a hard link cannot cross to it); capture lists the symbolic link as
+    skipped and never reads the host file into the bundle."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.factories.paths import REPO
+
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("HOST-SECRET-7f3a")
+    plugin = tmp_path / "plugin"
+    plugin.mkdir()
+    (plugin / "plugin.php").write_text("<?php\n")
+    target = "/wordpress/wp-content/plugins/linked"
+    attack = textwrap.dedent(f"""\
+        <?php
+        $secret = {php_string(str(secret))};
+        foreach (['{target}/leak-sym', WP_CONTENT_DIR . '/leak-sym'] as $link) {{
+            echo 'symlink:', var_export(@symlink($secret, $link), true), "\\n";
+            echo 'php-read:', var_export(@file_get_contents($link), true), "\\n";
+            echo 'child-read:', shell_exec('cat ' . escapeshellarg($link) . ' 2>&1');
+        }}
+        foreach (['{target}/leak-hard', WP_CONTENT_DIR . '/leak-hard'] as $link) {{
+            echo 'hardlink:', var_export(@link($secret, $link), true), "\\n";
+            echo 'child-hardlink:', shell_exec('ln ' . escapeshellarg($secret) . ' ' . escapeshellarg($link) . ' 2>&1');
+        }}
+        """)
+    code_file = tmp_path / "attack.php"
+    code_file.write_text(attack)
+    (tmp_path / "tmp").mkdir()
+    out = subprocess.run([sys.executable, "-m", "codebox_tui", "run", "--backend", "native", "--mount",
+                          f"{plugin}:{target}", "--command", "wordpress.run-php", "--arg", f"code-file={code_file}",
+                          "--artifacts", str(tmp_path / "artifacts"), "--json"], cwd=REPO, capture_output=True,
+                         text=True, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")}, timeout=300)
+    doc = json.loads(out.stdout)
+    stdout = doc["execution"]["stdout"]
+    assert "symlink:true" in stdout, stdout  # the links were planted: the attack ran
+    assert "HOST-SECRET-7f3a" not in stdout + doc["execution"].get("stderr", ""), stdout
+    assert "hardlink:true" not in stdout, stdout
+    run_dir = Path(doc["artifacts"]["directory"])
+    changed = json.loads((run_dir / "files" / "changed-files.json").read_text())
+    assert {(s["relativePath"], s["reason"]) for s in changed["skipped"]} == {("leak-sym", "symlink")}, changed
+    assert not any(f["path"].endswith(("leak-sym", "leak-hard")) for f in changed["files"]), changed
+    for path in run_dir.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            assert b"HOST-SECRET-7f3a" not in path.read_bytes(), path
+    assert secret.read_text() == "HOST-SECRET-7f3a" and not (plugin / "leak-sym").exists()

@@ -1,0 +1,110 @@
+"""Every flow honours the backend (docs/backends.md): recipe-run, episode run and agent-task boot a native
+sandbox through the real `codebox` CLI when asked (``--backend native``, or ``CODEBOX_BACKEND``), at the host's
+PHP when none is named; an explicit other PHP and a flow that needs a preview are refused before anything boots,
+naming ``--backend playground``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.factories.paths import EXAMPLE_PLUGIN, REPO
+
+pytestmark = pytest.mark.native
+
+RECIPES = REPO / "examples" / "recipes"
+EXAMPLE_AGENT = REPO / "examples" / "agents" / "example_agent.py"
+
+
+def _codebox(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "TMPDIR": str(tmp_path / "tmp"), **(env or {})}, timeout=300)
+
+
+def _host_php() -> str:
+    from codebox_tui.runtime.native_site import host_php
+
+    return host_php().version
+
+
+def _runtime(bundle_dir: str) -> dict[str, object]:
+    metadata = json.loads((Path(bundle_dir) / "metadata.json").read_text())
+    return {"backend": metadata["runtime"]["backend"], "php": metadata["runtime"]["environment"]["phpVersion"]}
+
+
+def test_recipe_run_boots_native_at_the_host_php(tmp_path: Path) -> None:
+    out = _codebox(tmp_path, "recipe-run", str(RECIPES / "plugin-probe.json"), "--backend", "native",
+                   "--artifacts", str(tmp_path / "artifacts"), "--json", "-q")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["success"] is True and doc["status"] == "passed"
+    assert _runtime(doc["bundleDir"]) == {"backend": "native", "php": _host_php()}
+    attestation = json.loads((Path(doc["bundleDir"]) / "files" / "run-attestation.json").read_text())
+    assert attestation["versions"]["php"] == _host_php().rsplit(".", 1)[0]  # the PHP the run got, not 8.3
+
+
+def test_a_recipe_names_its_backend_and_the_command_line_overrides_it(tmp_path: Path) -> None:
+    recipe = json.loads((RECIPES / "plugin-probe.json").read_text())
+    recipe["runtime"] = {**recipe.get("runtime", {}), "backend": "native"}
+    file = RECIPES / f"native-{os.getpid()}.json"  # beside the example, so its relative sources resolve
+    file.write_text(json.dumps(recipe))
+    try:
+        plan = _codebox(tmp_path, "recipe-run", str(file), "--dry-run", "--json")
+        assert json.loads(plan.stdout)["plan"]["runtime"]["backend"] == "native", plan.stderr
+        overridden = _codebox(tmp_path, "recipe-run", str(file), "--dry-run", "--json", "--backend", "playground")
+        runtime = json.loads(overridden.stdout)["plan"]["runtime"]
+        assert runtime["backend"] == "wordpress-playground" and runtime["phpVersion"] == "8.3"
+    finally:
+        file.unlink()
+
+
+def test_an_explicit_other_php_on_native_is_refused_before_boot(tmp_path: Path) -> None:
+    recipe = json.loads((RECIPES / "plugin-probe.json").read_text())
+    recipe["runtime"] = {**recipe.get("runtime", {}), "phpVersion": "8.3"}
+    file = RECIPES / f"native-php-{os.getpid()}.json"
+    file.write_text(json.dumps(recipe))
+    try:
+        out = _codebox(tmp_path, "recipe-run", str(file), "--json", "-q", env={"CODEBOX_BACKEND": "native"})
+    finally:
+        file.unlink()
+    assert out.returncode == 2, out.stderr
+    assert "--backend playground" in out.stdout + out.stderr
+    assert not (tmp_path / "artifacts").exists()
+
+
+def test_a_recipe_with_a_browser_step_is_refused_on_native(tmp_path: Path) -> None:
+    out = _codebox(tmp_path, "recipe-run", str(RECIPES / "browser-shortcode.json"), "--backend", "native",
+                   "--json", "-q")
+    assert out.returncode == 2, out.stderr
+    assert "native-no-preview" in out.stdout + out.stderr and "--backend playground" in out.stdout + out.stderr
+
+
+def test_an_episode_runs_natively_from_the_setting(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"schema": "codebox/episode-plan/v1", "items": [
+        {"action": {"command": "wordpress.run-php", "args": ["code=update_option('blogname', 'Native episode');"]}},
+        {"action": {"command": "wordpress.run-php", "args": ["code=echo get_option('blogname'), PHP_VERSION;"]},
+         "observe": {"type": "command-result"}}]}))
+    out = _codebox(tmp_path, "episode", "run", str(plan), "--artifacts", str(tmp_path / "artifacts"), "--json", "-q",
+                   env={"CODEBOX_BACKEND": "native"})
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["status"] == "completed" and doc["runtime"]["backend"] == "native"
+    trace = json.loads((Path(doc["artifacts"]["directory"]) / "files" / "runtime-episode-trace.json").read_text())
+    assert trace["steps"][1]["execution"]["stdout"] == "Native episode" + _host_php()
+
+
+def test_an_agent_task_on_native_is_refused_before_boot(tmp_path: Path) -> None:
+    # an agent's workspace tools run in the sandbox's shell, which only Playground has so far
+    out = _codebox(tmp_path, "agent-task", "--task", 'replace "Hello" with "Howdy"', "--workspace",
+                   f"{EXAMPLE_PLUGIN}:/workspace/simple-plugin", "--agent", f"{sys.executable} {EXAMPLE_AGENT}",
+                   "--artifacts", str(tmp_path / "artifacts"), "--json", "-q", env={"CODEBOX_BACKEND": "native"})
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "native-unsupported" in out.stdout + out.stderr and "--backend playground" in out.stdout + out.stderr
+    assert not (tmp_path / "artifacts").exists()
