@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Input, Static
 
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens import data
@@ -81,3 +82,41 @@ async def test_a_refused_decision_clears_the_verifying_state_and_says_why(bundle
         await wait_for(pilot, lambda: not screen.query_one(DecisionBar).busy, timeout=120)
         await wait_for(pilot, lambda: _told(app, "fails verification"))
     assert store.list_decisions() == []
+
+
+async def test_apply_shows_applying_then_the_result(bundle_dir: Path, store: Store, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+    real = data.apply
+
+    def held_back(*args: Any, **kwargs: Any) -> Any:
+        assert release.wait(120)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(data, "apply", held_back)
+    target = tmp_path / "target"
+    target.mkdir()
+    app = CodeboxApp(bundle_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await review_opened(pilot)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApplyDialog), timeout=120)
+        dialog = app.screen
+        assert isinstance(dialog, ApplyDialog)
+        dialog.query_one("#target", Input).value = str(target)
+        dialog.query_one("#target", Input).focus()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: dialog.applying and "Applying through directory" in
+                       str(dialog.query_one("#apply-result", Static).render()))
+        await pilot.press("escape")  # cannot close halfway: says why
+        await wait_for(pilot, lambda: _told(app, "Closing waits until it is done"))
+        release.set()
+        assert app.screen is dialog
+        await wait_for(pilot, lambda: not dialog.applying, timeout=120)
+        # the result arrives: an empty target is not the plugin the bundle changed, so the checks refuse it
+        shown = str(dialog.query_one("#apply-result", Static).render())
+        assert shown.startswith("Refused:") and "missing from the target" in shown, shown
+    assert [d.action for d in store.list_decisions()] == ["approve"]
+    assert list(target.iterdir()) == []  # a refusal writes nothing
