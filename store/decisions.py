@@ -160,7 +160,13 @@ def register_bundle(
     store: Store, bundle_dir: Path, *, run_id: str | None = None, origin: str = "run"
 ) -> BundleRecord:
     """Record a bundle found on disk (verified first, fails closed; the directory is never moved)."""
-    content = read_content(bundle_dir)
+    return record_content(store, bundle_dir, read_content(bundle_dir), run_id=run_id, origin=origin)
+
+
+def record_content(
+    store: Store, bundle_dir: Path, content: BundleContent, *, run_id: str | None = None, origin: str = "run"
+) -> BundleRecord:
+    """Record a bundle whose content :func:`read_content` has just verified and read (no second hash pass)."""
     return store.record_bundle(
         content.bundle_id,
         path=bundle_dir.resolve(),
@@ -174,10 +180,16 @@ def register_bundle(
 def resolve_bundle(store: Store, ref: str) -> BundleRecord:
     """A bundle by ``@key``, run id, id/digest prefix, or the path of a bundle directory (registered
     on first use)."""
+    return _resolve_reading(store, ref)[0]
+
+
+def _resolve_reading(store: Store, ref: str) -> tuple[BundleRecord, BundleContent | None]:
+    """:func:`resolve_bundle`, with the content it verified when ``ref`` is a bundle directory (else None)."""
     path = Path(ref).expanduser()
     if not ref.startswith("@") and (path / layout.MANIFEST).is_file():
-        return register_bundle(store, path)
-    return store.get_bundle(ref)
+        content = read_content(path)
+        return record_content(store, path, content), content
+    return store.get_bundle(ref), None
 
 
 def decide(
@@ -198,8 +210,9 @@ def decide(
     the other files stay whole, with ``approve-files`` the files are added to the approved ones
     (docs/contracts.md, "Hunk selection").
     """
-    bundle = resolve_bundle(store, bundle_ref)
-    return decide_on(store, bundle, action, approver=approver, reason=reason, files=files, hunks=hunks)
+    bundle, content = _resolve_reading(store, bundle_ref)  # a directory: verified once, for both
+    return decide_on(store, bundle, action, approver=approver, reason=reason, files=files, hunks=hunks,
+                     content=content)
 
 
 def decide_on(
@@ -211,9 +224,12 @@ def decide_on(
     reason: str = "",
     files: list[str] | None = None,
     hunks: dict[str, list[int]] | None = None,
+    content: BundleContent | None = None,
 ) -> Decision:
-    """:func:`decide` on one known bundle record."""
-    content = read_content(Path(bundle.path))
+    """:func:`decide` on one known bundle record. ``content``: what :func:`read_content` verified and read
+    from ``bundle.path`` just before (a caller that registered the bundle with it), so the bundle is hashed
+    once per decision; read (and verified) here when not given."""
+    content = content if content is not None else read_content(Path(bundle.path))
     if content.bundle_id != bundle.bundle_id:
         raise ConflictError(
             f"the bundle at {bundle.path} now has id {content.bundle_id}, not {bundle.bundle_id}",

@@ -35,6 +35,7 @@ class DecisionBar(Static):
     total: reactive[int] = reactive(0)
     decision: reactive[str] = reactive("")
     reason: reactive[str] = reactive("")  # why verification failed, shown beside the INVALID badge
+    busy: reactive[str] = reactive("")  # what a worker is doing ("Verifying…"), shown instead of the decision keys
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -56,6 +57,9 @@ class DecisionBar(Static):
         text.append(f"  {self.selected}/{self.total} selected", style="bold")
         if self.decision:
             text.append(f"  decision: {self.decision}", style="bold cyan")
+        if self.busy:  # the decision keys wait for the worker (the screen says so when one is pressed)
+            text.append(f"  ⟳ {self.busy}", style="bold yellow")
+            return text
         # The decision keys live here, not in the footer: the longest wording that fits the width.
         room = self.size.width - 2 - text.cell_len
         for hint in HINTS:

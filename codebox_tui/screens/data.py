@@ -15,7 +15,7 @@ from codebox_tui.contracts.bundle import TestResults
 from store import threeway
 from store.apply import apply_decision
 from store.db import BundleRecord, Store
-from store.decisions import decide_on, default_approver, register_bundle
+from store.decisions import decide_on, default_approver, read_content, record_content, register_bundle
 from store.feedback import record_iterate_feedback
 from store.inbox import import_bundles as store_import
 
@@ -63,8 +63,12 @@ def decide(store: Store, bundle_dir: Path, action: str, *, files: list[str] | No
            hunks: dict[str, list[int]] | None = None) -> Any:
     """Record a decision (registering the bundle first if the store has not seen it); ``hunks`` approves
     files in part (relativePath → 1-based hunk numbers, docs/contracts.md "Hunk selection")."""
-    record = register(store, bundle_dir)  # this directory's own record: a Mode A id may be shared
-    decision = decide_on(store, record, action, approver=current_user(), reason=reason, files=files, hunks=hunks)
+    # verified and read once: this directory's own record (a Mode A id may be shared) and the decision both
+    # take the same content, so a decision hashes each file of the bundle once
+    content = read_content(Path(bundle_dir))
+    record = record_content(store, Path(bundle_dir), content)
+    decision = decide_on(store, record, action, approver=current_user(), reason=reason, files=files, hunks=hunks,
+                         content=content)
     record_iterate_feedback(store, decision)  # iterate: the open comments are recorded, feedback written
     return decision
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -134,6 +135,7 @@ and can be applied later with `codebox apply DECISION`.
     def __init__(self, decision_id: int) -> None:
         super().__init__()
         self.decision_id = decision_id
+        self.applying = False  # the apply worker runs
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -148,7 +150,7 @@ and can be applied later with `codebox apply DECISION`.
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "skip":
-            self.dismiss(None)
+            self.action_close()
         else:
             self._apply()
 
@@ -156,21 +158,47 @@ and can be applied later with `codebox apply DECISION`.
         self._apply()
 
     def _apply(self) -> None:
+        if self._refused_while_applying("Apply"):
+            return
         target = self.query_one("#target", Input).value.strip()
         adapter = str(self.query_one("#adapter", Select).value)
         if not target:
             self.notify("Give a target.", severity="warning")
             return
+        self.applying = True
+        self.query_one("#apply", Button).disabled = True
+        self.query_one("#apply-result", Static).update(
+            f"Applying through {adapter}… (verifying the bundle, checking the target)")
+        self._apply_in_worker(adapter, target)
+
+    def _refused_while_applying(self, what: str) -> bool:
+        """A key pressed while the apply runs says why it waits (the apply cannot be stopped halfway)."""
+        if self.applying:
+            self.notify(f"Applying… — {what} waits until it is done.", severity="warning")
+        return self.applying
+
+    @work(thread=True, exclusive=True, group="apply")
+    def _apply_in_worker(self, adapter: str, target: str) -> None:
+        """Verify the bundle and apply the approved files, off the UI thread."""
         store = data.open_store()
         try:
-            result = data.apply(store, self.decision_id, adapter, target)
+            result: Any = data.apply(store, self.decision_id, adapter, target)
+            problem = None
         except Exception as error:  # refusals (conflicts, digest mismatch) are shown, nothing is written
             hint = data.refusal_hint(error)  # e.g. the three-way merged/conflicting hunk counts
-            self.query_one("#apply-result", Static).update(
-                safe_text(f"Refused: {error}" + (f"\n{hint}" if hint else ""), keep_newlines=True))
-            return
+            result, problem = None, f"Refused: {error}" + (f"\n{hint}" if hint else "")
         finally:
             store.close()
+        self.app.call_from_thread(self._applied, adapter, result, problem)
+
+    def _applied(self, adapter: str, result: Any, problem: str | None) -> None:
+        self.applying = False
+        if not self.is_mounted:
+            return
+        self.query_one("#apply", Button).disabled = False
+        if problem is not None:
+            self.query_one("#apply-result", Static).update(safe_text(problem, keep_newlines=True))
+            return
         dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True) if hasattr(result, "model_dump") \
             else result
         merged = data.three_way_summary(dumped)  # merged/conflict counts of a three-way apply, if any
@@ -179,7 +207,8 @@ and can be applied later with `codebox apply DECISION`.
         self.notify(f"Applied through {adapter}." + (f" {merged}" if merged else ""))
 
     def action_close(self) -> None:
-        self.dismiss(None)
+        if not self._refused_while_applying("Closing"):
+            self.dismiss(None)
 
 
 class TextDialog(ModalScreen[None]):

@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.worker import get_current_worker
 
 from codebox_tui.errors import CodeboxError
 from codebox_tui.screens import data
@@ -115,6 +117,7 @@ evaluate-patch), risk flags, changed files, decision, age.
         self.selected: set[int] = set()  # store keys
         self.paths: dict[str, str] = {}  # row key (the store record's key) → bundle directory
         self._width = 0
+        self.loading_rows = False  # a refresh worker is reading the inbox
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
@@ -162,15 +165,36 @@ evaluate-patch), risk flags, changed files, decision, age.
         return SORTS[self.sort_index]
 
     def action_refresh(self) -> None:
+        """Re-read the inbox in a worker (every bundle's summary is read: slow with many bundles) while the
+        status line says "Loading…"; the rows already shown stay usable meanwhile."""
+        self.loading_rows = True
+        self._update_status()
+        self._load_rows()
+
+    @work(thread=True, exclusive=True, group="home-refresh")
+    def _load_rows(self) -> None:
         from store.inbox import inbox_rows
 
         store = data.open_store()
         try:
-            self.rows = inbox_rows(store)
+            rows, problem = inbox_rows(store), None
+        except Exception as error:  # an unreadable store is reported, never a traceback
+            rows, problem = None, safe_text(error)
         finally:
             store.close()
-        known = {r.key for r in self.rows}
-        self.selected &= known
+        if not get_current_worker().is_cancelled:  # a newer refresh replaced this one
+            self.app.call_from_thread(self._rows_loaded, rows, problem)
+
+    def _rows_loaded(self, rows: list[InboxRow] | None, problem: str | None) -> None:
+        if not self.is_mounted:
+            return
+        self.loading_rows = False
+        if rows is None:
+            self.notify(f"The inbox could not be read: {problem}", severity="error", timeout=8, markup=False)
+            self._update_status()
+            return
+        self.rows = rows
+        self.selected &= {r.key for r in self.rows}
         self._render_table()
 
     def _render_table(self) -> None:
@@ -220,6 +244,8 @@ evaluate-patch), risk flags, changed files, decision, age.
     def _update_status(self) -> None:
         parts = [f" {len(self.shown)} of {len(self.rows)} bundle(s)", f"filter: {self.status_filter}",
                  f"sort: {self.sort}"]
+        if self.loading_rows:
+            parts.insert(0, " ⟳ Loading the inbox…")
         if self.search:
             parts.append(f"search: {self.search}")
         if self.selected:
@@ -228,7 +254,7 @@ evaluate-patch), risk flags, changed files, decision, age.
         if live:
             parts.append(f"▶ {len(live)} live run{'s' if len(live) != 1 else ''}: "
                          f"{safe_text(getattr(live[-1], 'title_line', 'run'))} (l returns)")
-        if not self.rows:
+        if not self.rows and not self.loading_rows:
             parts.append("no bundles yet: press n to launch a sandbox, or run `codebox run`")
         elif not self.shown:
             parts.append("nothing matches (f: filter, escape: clear the search)")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import events
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
@@ -139,6 +139,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.hunk_totals: dict[str, int] = {}  # relativePath → its number of hunks (files shown)
         self.continuous = False  # all files in one scroll (``f``) instead of one file
         self._seen_path: str | None = None  # the continuous view's current file, last marked viewed
+        self.busy = ""  # what the decision worker is doing; decision keys wait for it
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
@@ -372,6 +373,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
     # -- decisions -------------------------------------------------------------------------
     def _decide(self, action: str, files: list[str] | None = None, reason: str = "",
                 shown_files: list[str] | None = None, hunks: dict[str, list[int]] | None = None) -> None:
+        if self._refused_while_busy(action):
+            return
         if action in ("approve", "approve-files") and not self.bundle.valid:
             self.notify("An invalid bundle cannot be approved.", severity="error")
             return
@@ -397,24 +400,50 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                          f"(must change): {places}", ""]
 
         def done(confirmed: bool | None) -> None:
-            if not confirmed:
+            if not confirmed or self._refused_while_busy(action):
                 return
-            store = data.open_store()
-            try:
-                decision = data.decide(store, self.bundle_dir, action, files=files, reason=reason, hunks=hunks)
-            except Exception as error:  # a store refusal is shown, never a traceback
-                self.notify(safe_text(error), severity="error", timeout=8, markup=False)
-                return
-            finally:
-                store.close()
-            self.query_one(DecisionBar).decision = f"{action} (#{decision.id})"
-            self.notify(f"Recorded {action} as decision #{decision.id}.")
-            if action == "iterate":
-                self._feedback_written()
-            if action in ("approve", "approve-files"):
-                self.app.push_screen(ApplyDialog(decision.id))
+            self._set_busy(f"Verifying the bundle and recording {action}…")
+            self._record_decision(action, files, reason, hunks)
 
         self.app.push_screen(ConfirmDialog("Record this decision?", "\n".join(lines)), done)
+
+    def _set_busy(self, doing: str) -> None:
+        self.busy = doing
+        self.query_one(DecisionBar).busy = doing
+
+    def _refused_while_busy(self, action: str) -> bool:
+        """A decision key pressed while a decision is being verified and recorded: say why it cannot act
+        (lazygit style) instead of starting a second one."""
+        if not self.busy:
+            return False
+        self.notify(f"{self.busy} — {action} waits until it is done.", severity="warning", markup=False)
+        return True
+
+    @work(thread=True, exclusive=True, group="decide")
+    def _record_decision(self, action: str, files: list[str] | None, reason: str,
+                         hunks: dict[str, list[int]] | None) -> None:
+        """Verify the bundle (every file hashed once) and record the decision, off the UI thread."""
+        store = data.open_store()
+        try:
+            decision, problem = data.decide(store, self.bundle_dir, action, files=files, reason=reason,
+                                            hunks=hunks), None
+        except Exception as error:  # a store refusal is shown, never a traceback
+            decision, problem = None, safe_text(error)
+        finally:
+            store.close()
+        self.app.call_from_thread(self._decided, action, decision, problem)
+
+    def _decided(self, action: str, decision: Any, problem: str | None) -> None:
+        self._set_busy("")
+        if decision is None:
+            self.notify(problem or "The decision was not recorded.", severity="error", timeout=8, markup=False)
+            return
+        self.query_one(DecisionBar).decision = f"{action} (#{decision.id})"
+        self.notify(f"Recorded {action} as decision #{decision.id}.")
+        if action == "iterate":
+            self._feedback_written()
+        if action in ("approve", "approve-files"):
+            self.app.push_screen(ApplyDialog(decision.id))
 
     def _content_digest_b(self) -> str:
         """Mode B over the bytes on disk (what the decision binds to); bundles written by the reference
@@ -485,6 +514,9 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self._decide("discard")
 
     def action_iterate(self) -> None:
+        if self._refused_while_busy("iterate"):
+            return
+
         def got(reason: str | None) -> None:
             if reason:
                 self._decide("iterate", reason=reason)

@@ -14,6 +14,7 @@ from store.db import Store
 from store.decisions import decide, register_bundle
 from tests.factories.apply_back import git, git_repo, tree
 from tests.factories.hunks import BIG_BEFORE, captured
+from tests.factories.widget_hosts import wait_for
 
 
 def _moved(repo: Path, line: int) -> None:
@@ -36,6 +37,7 @@ async def _apply_in_dialog(decision_id: int, target: Path) -> str:
         dialog.query_one("#target", Input).focus()
         await pilot.press("enter")
         await pilot.pause()
+        await wait_for(pilot, lambda: not dialog.applying, timeout=120)  # the apply runs in a worker
         return str(dialog.query_one("#apply-result", Static).render())
 
 

@@ -77,13 +77,15 @@ async def test_approve_selected_then_apply_through_the_directory_adapter(bundle_
         await pilot.press("A")
         await pilot.pause()
         await pilot.press("y")
-        await pilot.pause()
-        assert isinstance(app.screen, ApplyDialog)
-        app.screen.query_one("#target", Input).value = str(target)
-        app.screen.query_one("#target", Input).focus()
+        await wait_for(pilot, lambda: isinstance(app.screen, ApplyDialog), timeout=120)  # decided in a worker
+        dialog = app.screen
+        assert isinstance(dialog, ApplyDialog)
+        dialog.query_one("#target", Input).value = str(target)
+        dialog.query_one("#target", Input).focus()
         await pilot.press("enter")
         await pilot.pause()
-        shown = str(app.screen.query_one("#apply-result", Static).render())
+        await wait_for(pilot, lambda: not dialog.applying, timeout=120)  # applied in a worker
+        shown = str(dialog.query_one("#apply-result", Static).render())
         assert "wp-codebox/apply-result/v1" in shown, shown
     (decision,) = store.list_decisions()
     assert sorted(decision.approved_relative_paths or []) == ["added.php", "plugin.php"]

@@ -18,6 +18,7 @@ from store.db import Store
 from store.decisions import read_content
 from tests.factories.apply_back import CHANGES
 from tests.factories.hunks import big_after, captured
+from tests.factories.widget_hosts import wait_for
 from widgets.diff_view import DiffView
 from widgets.file_tree import ChangedFileTree
 
@@ -55,12 +56,14 @@ async def test_leaving_a_hunk_out_records_and_applies_the_others_only(tmp_path: 
         body = str(app.screen.query_one("#confirm-body", Static).render())
         assert "big.txt  (2 of 3 hunks)" in body, body
         await pilot.press("y")
-        await pilot.pause()
-        assert isinstance(app.screen, ApplyDialog)
-        app.screen.query_one("#target", Input).value = str(target)
-        app.screen.query_one("#target", Input).focus()
+        await wait_for(pilot, lambda: isinstance(app.screen, ApplyDialog), timeout=120)  # decided in a worker
+        dialog = app.screen
+        assert isinstance(dialog, ApplyDialog)
+        dialog.query_one("#target", Input).value = str(target)
+        dialog.query_one("#target", Input).focus()
         await pilot.press("enter")
         await pilot.pause()
+        await wait_for(pilot, lambda: not dialog.applying, timeout=120)  # applied in a worker
         shown = str(app.screen.query_one("#apply-result", Static).render())
         assert "wp-codebox/apply-result/v1" in shown, shown
     (decision,) = store.list_decisions()
