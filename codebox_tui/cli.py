@@ -95,7 +95,8 @@ SUBCOMMANDS: dict[str, tuple[Area, str]] = {
     "exec": (_area_exec, "Run COMMAND in the sandbox's shell: no host processes, only the sandbox's files; "
                          "classified and checked against --capabilities before anything runs."),
     "mcp": (_area_mcp, "Serve the MCP tools (run, artifacts_show, artifacts_verify, review_decide, apply, "
-                       "list_runs, agent_task) over stdin/stdout until the client disconnects; logs go to stderr."),
+                       "list_runs, agent_task, execute, evaluate_patch, recipe_run, episode_run, batch) over "
+                       "stdin/stdout until the client disconnects; logs go to stderr."),
     "agent-task": (_area_agent, "Run an agent on a task in a disposable sandbox; it edits only the sandbox's "
                                 "/workspace copy, through tools, and leaves a bundle for review."),
     "batch": (_area_batch, "Run every item of a batch file in its own sandbox on Ray and record the batch for "

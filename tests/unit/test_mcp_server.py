@@ -16,7 +16,8 @@ from codebox_tui.errors import BadInputError, ConflictError
 from codebox_tui.mcp_server import build_server
 from codebox_tui.mcp_server.server import tool_error
 
-TOOLS = {"run", "artifacts_show", "artifacts_verify", "review_decide", "apply", "list_runs", "agent_task"}
+TOOLS = {"run", "artifacts_show", "artifacts_verify", "review_decide", "apply", "list_runs", "agent_task", "execute",
+         "evaluate_patch", "recipe_run", "episode_run", "batch"}
 
 
 def call(name: str, arguments: dict[str, Any]) -> CallToolResult:
