@@ -67,6 +67,27 @@ def find_bwrap() -> str:
     return found
 
 
+def _system_view(env: dict[str, str], etc_entries: tuple[str, ...] | list[str], interpreter: str) -> list[str]:
+    """The bwrap arguments both confined processes share: the environment given (after ``--clearenv``), the
+    system folders read-only (their symlinks as symlinks), the ``/etc`` entries named, and the interpreter's
+    prefix read-only when it is installed outside ``/usr``."""
+    argv: list[str] = []
+    for name, value in env.items():
+        argv += ["--setenv", name, value]
+    for system_dir in SYSTEM_DIRS:
+        if os.path.islink(system_dir):
+            argv += ["--symlink", os.readlink(system_dir), system_dir]
+        elif os.path.isdir(system_dir):
+            argv += ["--ro-bind", system_dir, system_dir]
+    for entry in etc_entries:
+        argv += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
+    path = Path(os.path.realpath(interpreter))
+    if not _is_within(path, Path("/usr")):  # installed elsewhere: its prefix, read-only
+        prefix = path.parent.parent if path.parent.name == "bin" else path.parent
+        argv += ["--ro-bind", str(prefix), str(prefix)]
+    return argv
+
+
 def _is_within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
@@ -81,19 +102,7 @@ def bwrap_argv(*, bwrap: str, node: str, bridge_dir: Path, playground_home: Path
     owning process dies, however it dies (runtime/sidecar.py)."""
     argv = [bwrap, "--unshare-all", "--share-net", "--clearenv",
             "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL"]
-    for name, value in env.items():
-        argv += ["--setenv", name, value]
-    for system_dir in SYSTEM_DIRS:
-        if os.path.islink(system_dir):
-            argv += ["--symlink", os.readlink(system_dir), system_dir]
-        elif os.path.isdir(system_dir):
-            argv += ["--ro-bind", system_dir, system_dir]
-    for entry in ETC_ENTRIES:
-        argv += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
-    node_path = Path(os.path.realpath(node))
-    if not _is_within(node_path, Path("/usr")):  # a Node installed elsewhere: its prefix, read-only
-        prefix = node_path.parent.parent if node_path.parent.name == "bin" else node_path.parent
-        argv += ["--ro-bind", str(prefix), str(prefix)]
+    argv += _system_view(env, ETC_ENTRIES, node)
     argv += ["--proc", "/proc", "--dev", "/dev", "--bind", str(tmp_dir), "/tmp"]
     # External folders first, Codebox's own on top (a folder that contains CODEBOX_HOME stays
     # read-only where Codebox says so).
@@ -112,7 +121,7 @@ def bwrap_argv(*, bwrap: str, node: str, bridge_dir: Path, playground_home: Path
     if modules.is_symlink():  # a development checkout sharing another checkout's node_modules
         real = modules.resolve()
         argv += ["--ro-bind", str(real), str(real)]
-    argv += ["--chdir", str(bridge), node_path.as_posix()]
+    argv += ["--chdir", str(bridge), Path(os.path.realpath(node)).as_posix()]
     return argv
 
 
@@ -164,21 +173,9 @@ def php_bwrap_argv(*, bwrap: str, php: str, binds: list[PathBind], env: dict[str
     calling thread waits for the process, so the whole sandbox dies with it or with a kill of bwrap."""
     argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
             "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL"]
-    for name, value in env.items():
-        argv += ["--setenv", name, value]
-    for system_dir in SYSTEM_DIRS:
-        if os.path.islink(system_dir):
-            argv += ["--symlink", os.readlink(system_dir), system_dir]
-        elif os.path.isdir(system_dir):
-            argv += ["--ro-bind", system_dir, system_dir]
-    for entry in PHP_ETC_ENTRIES:
-        argv += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
-    php_path = Path(os.path.realpath(php))
-    if not _is_within(php_path, Path("/usr")):  # a PHP installed elsewhere: its prefix, read-only
-        prefix = php_path.parent.parent if php_path.parent.name == "bin" else php_path.parent
-        argv += ["--ro-bind", str(prefix), str(prefix)]
+    argv += _system_view(env, PHP_ETC_ENTRIES, php)
     argv += ["--proc", "/proc", "--dev", "/dev"]
     for bind in binds:
         argv += ["--bind" if bind.writable else "--ro-bind", bind.source, bind.target]
-    argv += ["--chdir", chdir, php_path.as_posix()]
+    argv += ["--chdir", chdir, Path(os.path.realpath(php)).as_posix()]
     return argv
