@@ -97,9 +97,11 @@ def test_actions_stop_at_first_failure_with_index(site: str, tmp_path: Path) -> 
 
 
 def test_actions_step_and_total_timeouts(site: str, tmp_path: Path) -> None:
-    steps = parse_steps(json.dumps([{"action": "click", "selector": "#absent"}]))
-    summary = run_actions(site, steps, tmp_path / "a", base_url=site, step_timeout_s=0.5, total_timeout_s=30)
-    assert summary["firstFailureIndex"] == 0 and "timed out" in summary["failure"]
+    # the page load has its own generous timeout (on a loaded machine it can take longer than the 0.5 s under test)
+    steps = parse_steps(json.dumps([{"action": "navigate", "url": site, "timeout": "30s"},
+                                    {"action": "click", "selector": "#absent"}]))
+    summary = run_actions(None, steps, tmp_path / "a", base_url=site, step_timeout_s=0.5, total_timeout_s=30)
+    assert summary["firstFailureIndex"] == 1 and "timed out" in summary["failure"], summary
     assert summary["durationMs"] < 20_000
     steps = parse_steps(json.dumps([{"action": "waitFor", "ms": 300}] * 20))
     summary = run_actions(None, steps, tmp_path / "b", base_url=site, step_timeout_s=5, total_timeout_s=1)
