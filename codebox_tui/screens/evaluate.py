@@ -40,7 +40,23 @@ COMPACT_BELOW = 34  # rows: under this the forms use borderless fields so all of
 
 
 class FormScreen(ModalScreen[None]):
-    """What both forms share: borderless fields on a short terminal (as the Launch form does)."""
+    """What both forms share: borderless fields on a short terminal (as the Launch form does); Cancel and escape
+    close the form, the other button and enter in a field submit it."""
+
+    def submit(self) -> None:
+        raise NotImplementedError
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "cancel":
+            self.dismiss(None)
+        else:
+            self.submit()
+
+    def on_input_submitted(self, _event: Input.Submitted) -> None:
+        self.submit()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
 
     def on_mount(self) -> None:
         self._fit()
@@ -122,15 +138,6 @@ A problem is shown under its field and nothing boots.
                 yield Button("Cancel", id="cancel")
                 yield Button("Evaluate", variant="primary", id="evaluate")
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "cancel":
-            self.dismiss(None)
-        else:
-            self.submit()
-
-    def on_input_submitted(self, _event: Input.Submitted) -> None:
-        self.submit()
-
     def value(self, field: str) -> str:
         return self.query_one(f"#{field}", Input).value.strip()
 
@@ -167,9 +174,6 @@ A problem is shown under its field and nothing boots.
         self.dismiss(None)
         self.app.push_screen(LiveRunScreen(evaluation=evaluation, land_on="tab-tests"))
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
 
 class ReproduceScreen(FormScreen):
     """A reproduction recipe or an episode plan, run on the Live run screen; it ends on the bundle's evidence."""
@@ -193,15 +197,6 @@ the review opens on its Evidence tab when it is done.
                 yield Button("Cancel", id="cancel")
                 yield Button("Run", variant="primary", id="run")
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "cancel":
-            self.dismiss(None)
-        else:
-            self.submit()
-
-    def on_input_submitted(self, _event: Input.Submitted) -> None:
-        self.submit()
-
     def submit(self) -> None:
         from codebox_tui.screens.launch import checked_recipe_screen
 
@@ -217,6 +212,3 @@ the review opens on its Evidence tab when it is done.
             return
         self.dismiss(None)
         self.app.push_screen(screen)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
