@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from codebox_tui.errors import SandboxError
@@ -24,34 +25,47 @@ from codebox_tui.runtime.wordpress_builds import WordPressBuild
 GOLDEN_FORMAT = "1"
 
 
-def ensure_golden_site(build: WordPressBuild, golden_root: Path) -> Path:
-    """Return the golden ``wordpress`` directory for ``build``, building it first if needed."""
-    target = golden_root / f"wp-{build.version}-v{GOLDEN_FORMAT}"
-    site = target / "wordpress"
+def build_once(root: Path, target: Path, fill: Callable[[Path], None], marker: str) -> None:
+    """Make the cached folder ``target`` (under ``root``) once, for every Codebox process sharing ``root``:
+    ``fill`` builds it in a staging folder that is renamed into place with a ``.complete`` marker, under
+    ``root/.lock``, so nobody sees a half-built one. What ``fill`` raises propagates, its staging folder removed."""
     if (target / ".complete").is_file():
-        return site
-    golden_root.mkdir(parents=True, exist_ok=True)
-    with open(golden_root / ".lock", "w") as lock:
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (target / ".complete").is_file():
-            return site
-        staging = Path(tempfile.mkdtemp(prefix=".building-", dir=golden_root))
+            return
+        staging = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
         try:
-            with zipfile.ZipFile(build.zip_path) as archive:
-                archive.extractall(staging / "wordpress")
-            if build.assets_dir.is_dir():
-                shutil.copytree(build.assets_dir, staging / "wordpress", dirs_exist_ok=True)
-            (staging / "wordpress" / "wp-content" / "mu-plugins").mkdir(parents=True, exist_ok=True)
-            (staging / ".complete").write_text(build.version + "\n")
+            fill(staging)
+            (staging / ".complete").write_text(marker + "\n", encoding="ascii")
             if target.exists():
                 shutil.rmtree(target)
             os.replace(staging, target)
-        except OSError as error:
+        except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
-            raise SandboxError(
-                f"Could not build the WordPress {build.version} site: {error}", code="golden-site-failed"
-            ) from error
-    return site
+            raise
+
+
+def ensure_golden_site(build: WordPressBuild, golden_root: Path) -> Path:
+    """Return the golden ``wordpress`` directory for ``build``, building it first if needed."""
+    target = golden_root / f"wp-{build.version}-v{GOLDEN_FORMAT}"
+
+    def fill(staging: Path) -> None:
+        with zipfile.ZipFile(build.zip_path) as archive:
+            archive.extractall(staging / "wordpress")
+        if build.assets_dir.is_dir():
+            shutil.copytree(build.assets_dir, staging / "wordpress", dirs_exist_ok=True)
+        (staging / "wordpress" / "wp-content" / "mu-plugins").mkdir(parents=True, exist_ok=True)
+
+    try:
+        build_once(golden_root, target, fill, build.version)
+    except OSError as error:
+        raise SandboxError(
+            f"Could not build the WordPress {build.version} site: {error}", code="golden-site-failed"
+        ) from error
+    return target / "wordpress"
 
 
 def copy_tree(source: Path, dest: Path, *, background: bool = False) -> None:

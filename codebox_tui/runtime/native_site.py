@@ -34,7 +34,7 @@ from functools import cache
 from pathlib import Path
 
 from codebox_tui.errors import BadInputError, SandboxError
-from codebox_tui.runtime.golden import copy_tree
+from codebox_tui.runtime.golden import build_once, copy_tree
 from codebox_tui.runtime.wordpress_builds import BUILDS_DIR, WordPressBuild
 
 NATIVE_FORMAT = "1"
@@ -122,30 +122,20 @@ def ensure_prepared_install(build: WordPressBuild, golden_site: Path, native_roo
     target = native_root / f"wp-{build.version}-v{NATIVE_FORMAT}"
     prepared = PreparedInstall(core=golden_site, sqlite_plugin=target / "sqlite", db_dropin=target / "db.php",
                                template=target / "wp-content")
-    if (target / ".complete").is_file():
-        return prepared
-    native_root.mkdir(parents=True, exist_ok=True)
-    with open(native_root / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (target / ".complete").is_file():
-            return prepared
-        staging = Path(tempfile.mkdtemp(prefix=".building-", dir=native_root))
-        try:
-            _unpack_sqlite_plugin(staging / "sqlite")
-            dropin = (staging / "sqlite" / "db.copy").read_text(encoding="utf-8")
-            dropin = dropin.replace("{SQLITE_IMPLEMENTATION_FOLDER_PATH}", SQLITE_DIR).replace(
-                "{SQLITE_PLUGIN}", "sqlite-database-integration/load.php")
-            (staging / "db.php").write_text(dropin, encoding="utf-8")
-            copy_tree(golden_site / "wp-content", staging / "wp-content")
-            (staging / "wp-content" / "uploads").mkdir(exist_ok=True)
-            (staging / ".complete").write_text(build.version + "\n", encoding="ascii")
-            if target.exists():
-                shutil.rmtree(target)
-            os.replace(staging, target)
-        except (OSError, zipfile.BadZipFile) as error:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise SandboxError(f"could not prepare the native WordPress {build.version} install: {error}",
-                               code="native-install-failed") from error
+    def fill(staging: Path) -> None:
+        _unpack_sqlite_plugin(staging / "sqlite")
+        dropin = (staging / "sqlite" / "db.copy").read_text(encoding="utf-8")
+        dropin = dropin.replace("{SQLITE_IMPLEMENTATION_FOLDER_PATH}", SQLITE_DIR).replace(
+            "{SQLITE_PLUGIN}", "sqlite-database-integration/load.php")
+        (staging / "db.php").write_text(dropin, encoding="utf-8")
+        copy_tree(golden_site / "wp-content", staging / "wp-content")
+        (staging / "wp-content" / "uploads").mkdir(exist_ok=True)
+
+    try:
+        build_once(native_root, target, fill, build.version)
+    except (OSError, zipfile.BadZipFile) as error:
+        raise SandboxError(f"could not prepare the native WordPress {build.version} install: {error}",
+                           code="native-install-failed") from error
     return prepared
 
 
