@@ -26,7 +26,7 @@ $(STAMP)/venv: pyproject.toml
 	@mkdir -p $(STAMP) && touch $@
 
 $(STAMP)/node: $(NODE_DIR)/package-lock.json
-	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	cd $(NODE_DIR) && npm ci --prefer-offline --no-audit --no-fund --loglevel=error
 	@mkdir -p $(STAMP) && touch $@
 
 ## The main job: a contributor's probe against the example plugin, in a real Playground sandbox.

@@ -1,6 +1,10 @@
-"""Plugin suites as maintainers keep them, run unchanged through the real CLI and real Playground, with the
-WordPress core PHPUnit library and the PHPUnit Polyfills from ``../shared/toolchains`` given the way a
-maintainer's machine gives them (``WP_TESTS_DIR``, ``WP_TESTS_PHPUNIT_POLYFILLS_PATH``)."""
+"""Plugin suites as maintainers keep them, run unchanged through the real CLI, with the WordPress core PHPUnit
+library and the PHPUnit Polyfills from ``../shared/toolchains`` given the way a maintainer's machine gives them
+(``WP_TESTS_DIR``, ``WP_TESTS_PHPUNIT_POLYFILLS_PATH``).
+
+The older scaffold's suite runs on real Playground; the other cases are about what Codebox reads and gives
+(remedies, the polyfills search, a work tree's baseline), the same on both backends, so they run on the native
+backend (real PHP in bubblewrap, several times cheaper: docs/backends.md), keeping CI inside its budget."""
 
 from __future__ import annotations
 
@@ -24,10 +28,12 @@ LEGACY = REPO / "examples" / "legacy-scaffold-plugin" / "reading-time"
 TOOLCHAIN_ENV = ("WP_TESTS_DIR", "WP_TESTS_PHPUNIT_POLYFILLS_PATH", "CODEBOX_WP_CLI_PHAR")
 
 
-def _run_phpunit(tmp_path: Path, home: Path, plugin: Path, slug: str, **env: str) -> dict[str, Any]:
+def _run_phpunit(tmp_path: Path, home: Path, plugin: Path, slug: str, backend: str = "native",
+                 **env: str) -> dict[str, Any]:
     base = {k: v for k, v in os.environ.items() if k not in TOOLCHAIN_ENV}
     proc = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "run", "--mount", f"{plugin}:/wordpress/wp-content/plugins/{slug}",
+        [sys.executable, "-m", "codebox_tui", "run", "--backend", backend,
+         "--mount", f"{plugin}:/wordpress/wp-content/plugins/{slug}",
          "--command", "wordpress.phpunit", "--arg", f"plugin-slug={slug}", "--timeout", "15m",
          "--artifacts", str(tmp_path / "art"), "--json", "--quiet"],
         capture_output=True, text=True, timeout=1500, env={**base, "CODEBOX_HOME": str(home), **env}, cwd=tmp_path)
@@ -57,7 +63,7 @@ def test_older_scaffold_bootstrap_runs_unchanged(playground_session: Any, tmp_pa
     assert "POLYFILLS" not in (LEGACY / "tests" / "bootstrap.php").read_text()  # the shape under test
     plugin = tmp_path / "reading-time"
     shutil.copytree(LEGACY, plugin)
-    doc = _run_phpunit(tmp_path, Path(playground_session.home), plugin, "reading-time",
+    doc = _run_phpunit(tmp_path, Path(playground_session.home), plugin, "reading-time", "playground",
                        WP_TESTS_DIR=str(WP_TESTS_LIB), WP_TESTS_PHPUNIT_POLYFILLS_PATH=str(PHPUNIT_POLYFILLS))
     execution = _execution(doc)
     suite, stdout = execution["result"]["json"], execution["stdout"]
@@ -96,7 +102,8 @@ def _git_work_tree_plugin(root: Path) -> Path:
 
 def _run_php(tmp_path: Path, home: Path, plugin: Path, code: str, name: str) -> list[dict[str, Any]]:
     proc = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "run", "--mount", f"{plugin}:/wordpress/wp-content/plugins/tidy-titles",
+        [sys.executable, "-m", "codebox_tui", "run", "--backend", "native",
+         "--mount", f"{plugin}:/wordpress/wp-content/plugins/tidy-titles",
          "--command", "wordpress.run-php", "--arg", f"code={code}", "--artifacts", str(tmp_path / name),
          "--json", "--quiet"],
         capture_output=True, text=True, timeout=600, env={**os.environ, "CODEBOX_HOME": str(home)}, cwd=tmp_path)
