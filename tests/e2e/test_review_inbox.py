@@ -61,7 +61,9 @@ def test_two_runs_with_the_same_mode_a_id_are_both_reviewable_and_apply_their_ow
         code = (f"file_put_contents(WP_PLUGIN_DIR . '/{SLUG}/notes.txt', \"written by run {word}\\n\"); "
                 f"echo 'ok';")
         # no --artifacts: the one default root under CODEBOX_HOME
-        proc = _codebox(home, "run", "--mount", f"{plugin}:{TARGET}:readwrite", "--command", "wordpress.run-php",
+        # the native backend: what is under test is the inbox and apply-back, not the sandbox (CI time)
+        proc = _codebox(home, "run", "--backend", "native", "--mount", f"{plugin}:{TARGET}:readwrite",
+                        "--command", "wordpress.run-php",
                         "--arg", f"code={code}", "--json")
         doc = _json(proc)
         assert doc["success"] is True
@@ -272,7 +274,7 @@ def test_evaluate_patch_reaches_the_inbox_and_reports_progress(playground_sessio
 def test_recipe_run_reaches_the_inbox_and_quiet_silences_progress(playground_session: Any, tmp_path: Path) -> None:
     home = playground_session.private_home(tmp_path)
     recipe = EXAMPLES / "recipes" / "plugin-scaffold-mutation.json"
-    proc = _codebox(home, "recipe-run", str(recipe), "--json", "--quiet")
+    proc = _codebox(home, "recipe-run", str(recipe), "--backend", "native", "--json", "--quiet")
     doc = _json(proc)
     assert doc["bundleId"] and "codebox recipe-run [" not in proc.stderr
     (listed,) = _json(_codebox(home, "review", "list", "--json"))["bundles"]

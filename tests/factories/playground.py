@@ -23,11 +23,12 @@ class PlaygroundSession:
 
     def private_home(self, tmp_path: Path) -> Path:
         """A CODEBOX_HOME of the test's own (its own store, inbox and default artifacts root) that shares this
-        session's warm WordPress build: the golden site and Playground's own cache, linked. A test that runs
-        the CLI with a bare new home instead builds the golden site again, cold (a minute or two of CI)."""
+        session's warm WordPress build: the golden site, Playground's own cache and the native backend's prepared
+        install, linked. A test that runs the CLI with a bare new home instead builds the golden site again, cold
+        (a minute or two of CI)."""
         home = tmp_path / "home"
         home.mkdir()
-        for name in ("golden", "playground-home"):
+        for name in ("golden", "playground-home", "native"):
             (self.home / name).mkdir(exist_ok=True)
             (home / name).symlink_to(self.home / name, target_is_directory=True)
         return home
