@@ -5,6 +5,7 @@ lifecycle (``evaluate_patch``, ``run_recipe``, ``run_agent_task``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,7 +131,7 @@ class RecipeRunRequest:
 
 
 def _parse_recipe_run(obj: dict[str, Any], base_dir: Path, where: str) -> tuple[Any, str]:
-    from codebox_tui.recipes.validate import validate_recipe_file
+    from codebox_tui.recipes.validate import local_sources, validate_recipe_file
 
     try:
         args = RecipeRunArgs.model_validate(obj)
@@ -140,18 +141,34 @@ def _parse_recipe_run(obj: dict[str, Any], base_dir: Path, where: str) -> tuple[
     if not recipe.is_file():
         raise BadInputError(f"{where}, field 'recipe': {args.recipe!r} is not a file", code="invalid-batch-item",
                             field="recipe")
-    root = (base_dir / args.root).resolve() if args.root else recipe.parent
-    if not recipe.is_relative_to(root):
-        raise BadInputError(f"{where}, field 'root': the recipe {args.recipe!r} is not inside {root}",
-                            code="invalid-batch-item", field="root")
     validation = validate_recipe_file(recipe)
-    if not validation.valid:
+    if not validation.valid or validation.recipe is None:
         first = validation.issues[0]
         raise BadInputError(f"{where}, field 'recipe': invalid recipe ({len(validation.issues)} problems; first: "
                             f"{first.path}: {first.message})", code="invalid-batch-item", field="recipe")
+    sources = local_sources(validation.recipe, recipe.parent)
+    root = (base_dir / args.root).resolve() if args.root else _shipped_root(recipe, sources, where)
+    if not recipe.is_relative_to(root):
+        raise BadInputError(f"{where}, field 'root': the recipe {args.recipe!r} is not inside {root}",
+                            code="invalid-batch-item", field="root")
+    for json_path, source in sources:
+        if not source.is_relative_to(root):
+            raise BadInputError(f"{where}, field 'root': the recipe's {json_path} ({source}) is outside {root}, the "
+                                "folder shipped with it; set 'root' to a folder holding the recipe and every file "
+                                "it names", code="invalid-batch-item", field="root")
     request = RecipeRunRequest(recipe.relative_to(root).as_posix(),
                                pack_dir(root, exclude=(".git",), what="recipe folder"))
     return request, recipe.stem
+
+
+def _shipped_root(recipe: Path, sources: list[tuple[str, Path]], where: str) -> Path:
+    """The folder a recipe item ships by default: the smallest one holding the recipe and every file it names
+    (``../plugins-for-recipes/…`` beside a recipe folder included), never the file system's root."""
+    root = Path(os.path.commonpath([recipe.parent, *(path for _, path in sources)]))
+    if root == Path(root.anchor):
+        raise BadInputError(f"{where}, field 'root': the recipe and the files it names share no folder below "
+                            f"{root}; set 'root' to the folder to ship", code="invalid-batch-item", field="root")
+    return root
 
 
 def _run_recipe_run(request: RecipeRunRequest, work: Path, progress: ProgressListener,
