@@ -17,6 +17,9 @@ EVENTS: Final = "events.jsonl"
 COMMANDS: Final = "commands.jsonl"
 RUNTIME_LOG: Final = "logs/runtime.log"
 COMMANDS_LOG: Final = "logs/commands.log"
+# the site's state after a run as blueprint steps, and what they leave out (docs/site-state.md)
+BLUEPRINT_AFTER: Final = "blueprint.after.json"
+BLUEPRINT_AFTER_NOTES: Final = "blueprint.after-notes.json"
 
 # -- the evidence folder -------------------------------------------------------------------------
 FILES_DIR: Final = "files"
