@@ -56,6 +56,8 @@ class EvaluatePatchArgs(ItemArgs):
     phpunit_xml: str | None = None
     filter: str | None = None
     bootstrap: str | None = None
+    bench: list[str] = []  # paths timed before and after the patch (docs/bench.md)
+    bench_count: int = 5
 
 
 @dataclass
@@ -83,12 +85,19 @@ def _parse_evaluate_patch(obj: dict[str, Any], base_dir: Path, where: str) -> tu
     if args.wordpress not in ("auto", "tests-lib", "global", "none"):
         raise BadInputError(f"{where}, field 'wordpress': expected auto, tests-lib, global or none",
                             code="invalid-batch-item", field="wordpress")
+    from codebox_tui.recipes.evaluate_patch import check_bench_paths
     from codebox_tui.runtime.wordpress_builds import resolve_build
 
     try:
         resolve_build(args.wp)
     except BadInputError as error:
         raise BadInputError(f"{where}, field 'wp': {error.message}", code="invalid-batch-item", field="wp") from None
+    try:
+        check_bench_paths(args.bench, args.bench_count)
+    except BadInputError as error:
+        field = "bench_count" if error.field == "--bench-count" else "bench"
+        raise BadInputError(f"{where}, field '{field}': {error.message}", code="invalid-batch-item",
+                            field=field) from None
     request = EvaluatePatchRequest(args.model_copy(update={"plugin": str(plugin), "patch": str(patch)}), plugin.name,
                                    pack_dir(plugin, exclude=(".git",), what="plugin folder"), patch.name,
                                    patch.read_bytes())
@@ -108,7 +117,8 @@ def _run_evaluate_patch(request: EvaluatePatchRequest, work: Path, progress: Pro
     a = request.args
     out = evaluate_patch(plugin, patch, artifacts_dir=work / "artifacts", tests=list(a.tests) or None,
                          probe_url=a.url, wp=a.wp, php=a.php, phpunit_xml=a.phpunit_xml, test_filter=a.filter,
-                         env=dict(a.env), bootstrap=a.bootstrap, wordpress_mode=a.wordpress, progress=progress)
+                         env=dict(a.env), bootstrap=a.bootstrap, wordpress_mode=a.wordpress,
+                         bench_paths=list(a.bench) or None, bench_count=a.bench_count, progress=progress)
     tests = out.get("tests") or {}
     summary = {"applied": out.get("applied"), "verdict": tests.get("verdict"), "reason": tests.get("reason"),
                **{k: tests.get(k) for k in ("fixed", "broken", "stillFailing", "before", "after")},

@@ -113,3 +113,17 @@ def test_evaluate_patch_bench_paths_are_checked_before_boot() -> None:
     with pytest.raises(BadInputError, match="--bench-count: count='0'") as caught:
         check_bench_paths(["/"], 0)
     assert caught.value.field == "--bench-count"
+
+
+def test_the_mcp_evaluate_patch_tool_refuses_a_bad_bench_path_before_boot() -> None:
+    from pathlib import Path
+
+    from codebox_tui.mcp_server.flows import evaluate_patch
+    from codebox_tui.mcp_server.models import EvaluatePatchInput
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    params = EvaluatePatchInput(plugin=str(examples / "plugins-for-recipes" / "buggy-counter"),
+                                patch=str(examples / "patches" / "buggy-counter-fix.patch"), bench=["shop"])
+    with pytest.raises(BadInputError, match="--bench: path='shop'") as caught:
+        evaluate_patch(params)
+    assert caught.value.field == "bench"
