@@ -181,6 +181,10 @@ def register(app: typer.Typer) -> None:
                                                            "$WP_TESTS_PHPUNIT_POLYFILLS_PATH, "
                                                            "vendor/yoast/phpunit-polyfills)"),
         url: str = typer.Option("/", "--url", help="Front-end page to probe after the patch"),
+        bench: list[str] = typer.Option([], "--bench", help="A path to time before and after the patch (repeatable; "
+                                                            "a warning when it got slower, never a verdict change; "
+                                                            "docs/bench.md)"),
+        bench_count: int = typer.Option(5, "--bench-count", help="Timed requests per --bench path and side (1-200)"),
         artifacts_dir: Path | None = typer.Option(None, "--artifacts-dir", "--artifacts",
                                                      help="Where the bundle goes."),
         json_out: bool = JsonOption,
@@ -207,6 +211,9 @@ def register(app: typer.Typer) -> None:
         from codebox_tui.recipes.evaluate_range import check_evaluation_inputs
 
         check_evaluation_inputs(plugin, patch, git_range, wp=wp, php=php)  # nothing boots on bad input
+        from codebox_tui.recipes.evaluate_patch import check_bench_paths
+
+        check_bench_paths(bench, bench_count)
         root = artifacts_dir or get_settings().artifacts_dir
         reporter = _reporter("evaluate-patch", quiet)
         reporter.phase("start", f"{plugin} + {patch.name if patch else git_range}")
@@ -214,7 +221,9 @@ def register(app: typer.Typer) -> None:
             "artifacts_dir": root, "tests": list(test) or None, "probe_url": url, "wp": wp, "php": php,
             "phpunit_xml": phpunit_xml, "test_filter": test_filter, "env": runtime_env, "wp_tests_lib": wp_tests_lib,
             "phpunit_polyfills": phpunit_polyfills, "bootstrap": bootstrap, "wordpress_mode": wordpress_mode,
-            "tests_paths": list(tests_path) or None, "slug": slug, "progress": reporter}
+            "tests_paths": list(tests_path) or None, "slug": slug, "bench_paths": list(bench) or None,
+            "bench_count": bench_count,
+            "progress": reporter}
         if git_range is not None:
             from codebox_tui.recipes.evaluate_range import evaluate_git_range
 
@@ -282,4 +291,14 @@ def _print_evaluation(outcome: dict[str, Any]) -> None:
     show(f"front end {front.get('url', '/')}: {front.get('status', 'not probed')}")
     for problem in front.get("problems", []):
         show(f"  {problem}")
+    bench = outcome.get("bench")
+    if bench:  # advisory (docs/bench.md): shown, never part of the verdict
+        for entry in bench.get("paths", []):
+            before, after, ratio = entry.get("beforeMedianMs"), entry.get("afterMedianMs"), entry.get("ratio")
+            measured = before is not None and after is not None and ratio is not None
+            show(f"bench {safe_text(entry.get('path'))}: median "
+                 + (f"{before:.1f} ms before, {after:.1f} ms after (x{ratio:.2f})" if measured
+                    else "not measured on both sides"))
+        for warning in bench.get("warnings", []):
+            show(f"  warning: {safe_text(warning)}")
     show(f"bundle: {outcome['bundleDir']}")

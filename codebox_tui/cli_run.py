@@ -29,7 +29,10 @@ from codebox_tui.lifecycle.episode import episode_run_output, load_plan, load_sn
 from codebox_tui.progress_report import StderrProgress
 from codebox_tui.runtime.backends import backend_name, default_php
 from codebox_tui.runtime.catalog import command_catalog, get_command
+from codebox_tui.runtime.wordpress_builds import wp_option_help
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
+
+WP_HELP = wp_option_help()  # the builds shipped offline, read from the installed package
 
 # the first lines of each episode step's output printed under it (the whole output is in the bundle's trace)
 STEP_OUTPUT_LINES = 20
@@ -103,7 +106,7 @@ def run_command(
     artifacts: Path | None = typer.Option(None, "--artifacts", "--artifacts-dir",
                                            help="Folder that receives the run bundle (default: "
                                                 "$CODEBOX_HOME/artifacts)."),
-    wp: str = typer.Option(DEFAULT_WP_VERSION, "--wp", help="WordPress build: 6.2–6.5, beta, nightly."),
+    wp: str = typer.Option(DEFAULT_WP_VERSION, "--wp", help=WP_HELP),
     php: str | None = typer.Option(None, "--php", help=f"PHP version (7.4, 8.0–8.5; default {DEFAULT_PHP_VERSION}); "
                                                         "native runs the host's PHP only."),
     backend: str | None = typer.Option(None, "--backend", help=BACKEND_HELP),
@@ -169,7 +172,7 @@ def boot_command(
     artifacts: Path | None = typer.Option(None, "--artifacts", "--artifacts-dir",
                                            help="Folder for the run's event streams (default: "
                                                 "$CODEBOX_HOME/artifacts)."),
-    wp: str = typer.Option(DEFAULT_WP_VERSION, "--wp", help="WordPress build: 6.2–6.5, beta, nightly."),
+    wp: str = typer.Option(DEFAULT_WP_VERSION, "--wp", help=WP_HELP),
     php: str = typer.Option(DEFAULT_PHP_VERSION, "--php", help="PHP version."),
     policy: str | None = typer.Option(None, "--policy", help="Runtime policy: inline JSON or a JSON file."),
     boot_timeout: str = typer.Option("120s", "--boot-timeout", help="Timeout for booting the sandbox."),

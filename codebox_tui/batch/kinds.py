@@ -5,6 +5,7 @@ lifecycle (``evaluate_patch``, ``run_recipe``, ``run_agent_task``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,8 @@ class EvaluatePatchArgs(ItemArgs):
     phpunit_xml: str | None = None
     filter: str | None = None
     bootstrap: str | None = None
+    bench: list[str] = []  # paths timed before and after the patch (docs/bench.md)
+    bench_count: int = 5
 
 
 @dataclass
@@ -82,12 +85,19 @@ def _parse_evaluate_patch(obj: dict[str, Any], base_dir: Path, where: str) -> tu
     if args.wordpress not in ("auto", "tests-lib", "global", "none"):
         raise BadInputError(f"{where}, field 'wordpress': expected auto, tests-lib, global or none",
                             code="invalid-batch-item", field="wordpress")
+    from codebox_tui.recipes.evaluate_patch import check_bench_paths
     from codebox_tui.runtime.wordpress_builds import resolve_build
 
     try:
         resolve_build(args.wp)
     except BadInputError as error:
         raise BadInputError(f"{where}, field 'wp': {error.message}", code="invalid-batch-item", field="wp") from None
+    try:
+        check_bench_paths(args.bench, args.bench_count)
+    except BadInputError as error:
+        field = "bench_count" if error.field == "--bench-count" else "bench"
+        raise BadInputError(f"{where}, field '{field}': {error.message}", code="invalid-batch-item",
+                            field=field) from None
     request = EvaluatePatchRequest(args.model_copy(update={"plugin": str(plugin), "patch": str(patch)}), plugin.name,
                                    pack_dir(plugin, exclude=(".git",), what="plugin folder"), patch.name,
                                    patch.read_bytes())
@@ -107,7 +117,8 @@ def _run_evaluate_patch(request: EvaluatePatchRequest, work: Path, progress: Pro
     a = request.args
     out = evaluate_patch(plugin, patch, artifacts_dir=work / "artifacts", tests=list(a.tests) or None,
                          probe_url=a.url, wp=a.wp, php=a.php, phpunit_xml=a.phpunit_xml, test_filter=a.filter,
-                         env=dict(a.env), bootstrap=a.bootstrap, wordpress_mode=a.wordpress, progress=progress)
+                         env=dict(a.env), bootstrap=a.bootstrap, wordpress_mode=a.wordpress,
+                         bench_paths=list(a.bench) or None, bench_count=a.bench_count, progress=progress)
     tests = out.get("tests") or {}
     summary = {"applied": out.get("applied"), "verdict": tests.get("verdict"), "reason": tests.get("reason"),
                **{k: tests.get(k) for k in ("fixed", "broken", "stillFailing", "before", "after")},
@@ -130,7 +141,7 @@ class RecipeRunRequest:
 
 
 def _parse_recipe_run(obj: dict[str, Any], base_dir: Path, where: str) -> tuple[Any, str]:
-    from codebox_tui.recipes.validate import validate_recipe_file
+    from codebox_tui.recipes.validate import local_sources, validate_recipe_file
 
     try:
         args = RecipeRunArgs.model_validate(obj)
@@ -140,18 +151,34 @@ def _parse_recipe_run(obj: dict[str, Any], base_dir: Path, where: str) -> tuple[
     if not recipe.is_file():
         raise BadInputError(f"{where}, field 'recipe': {args.recipe!r} is not a file", code="invalid-batch-item",
                             field="recipe")
-    root = (base_dir / args.root).resolve() if args.root else recipe.parent
-    if not recipe.is_relative_to(root):
-        raise BadInputError(f"{where}, field 'root': the recipe {args.recipe!r} is not inside {root}",
-                            code="invalid-batch-item", field="root")
     validation = validate_recipe_file(recipe)
-    if not validation.valid:
+    if not validation.valid or validation.recipe is None:
         first = validation.issues[0]
         raise BadInputError(f"{where}, field 'recipe': invalid recipe ({len(validation.issues)} problems; first: "
                             f"{first.path}: {first.message})", code="invalid-batch-item", field="recipe")
+    sources = local_sources(validation.recipe, recipe.parent)
+    root = (base_dir / args.root).resolve() if args.root else _shipped_root(recipe, sources, where)
+    if not recipe.is_relative_to(root):
+        raise BadInputError(f"{where}, field 'root': the recipe {args.recipe!r} is not inside {root}",
+                            code="invalid-batch-item", field="root")
+    for json_path, source in sources:
+        if not source.is_relative_to(root):
+            raise BadInputError(f"{where}, field 'root': the recipe's {json_path} ({source}) is outside {root}, the "
+                                "folder shipped with it; set 'root' to a folder holding the recipe and every file "
+                                "it names", code="invalid-batch-item", field="root")
     request = RecipeRunRequest(recipe.relative_to(root).as_posix(),
                                pack_dir(root, exclude=(".git",), what="recipe folder"))
     return request, recipe.stem
+
+
+def _shipped_root(recipe: Path, sources: list[tuple[str, Path]], where: str) -> Path:
+    """The folder a recipe item ships by default: the smallest one holding the recipe and every file it names
+    (``../plugins-for-recipes/…`` beside a recipe folder included), never the file system's root."""
+    root = Path(os.path.commonpath([recipe.parent, *(path for _, path in sources)]))
+    if root == Path(root.anchor):
+        raise BadInputError(f"{where}, field 'root': the recipe and the files it names share no folder below "
+                            f"{root}; set 'root' to the folder to ship", code="invalid-batch-item", field="root")
+    return root
 
 
 def _run_recipe_run(request: RecipeRunRequest, work: Path, progress: ProgressListener,

@@ -313,7 +313,7 @@ def capture_bundle(
         entries = cap.list_files(got, evidence, copier, mounts_dir_preexisting)
         bundle_id, digest_a = bundle_id_for(entries)
         identity = Identity(bundle_id, digest_a, digest_b, cap.created_at)
-        prov = provenance(runtime, mounts, _codebox_version())
+        prov = provenance(runtime, mounts, _codebox_version(), baselines)
         browser = browser_refs(entries)
         episode = episode_artifacts(entries)
         cap.put(layout.METADATA, pretty_json(metadata_document(

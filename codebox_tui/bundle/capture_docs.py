@@ -3,6 +3,7 @@ patch, metadata and the review (docs/contracts.md, "Artifact bundle")."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -211,8 +212,29 @@ class Identity:
     created_at: str
 
 
-def provenance(runtime: RuntimeInfo, mounts: list[MountSpec], codebox_version: str) -> dict[str, Any]:
+def workspace_provenance(mounts: list[MountSpec], baselines: list[Baseline]) -> dict[str, Any]:
+    """What was mounted (docs/contracts.md, "Workspace provenance"): each mount's host source, sandbox target, mode
+    and write mode, and for a read-write mount the digest of the bytes the sandbox was given — sha256 over its
+    baseline's sorted ``path NUL sha256 LF`` lines, taken before boot. Read-only mounts are not hashed."""
+    by_index = {b.mount_index: b for b in baselines}
+    out = []
+    for index, mount in enumerate(mounts):
+        entry: dict[str, Any] = {"index": index, "source": mount.source, "target": mount.target, "mode": mount.mode,
+                                 "writeMode": "live" if mount.live else "copy-on-write" if mount.mode == "readwrite"
+                                 else "read-only-copy", "digest": None, "files": None}
+        baseline = by_index.get(index)
+        if baseline is not None:
+            listing = "".join(f"{path}\0{sha}\n" for path, sha in sorted(baseline.hashes.items()))
+            entry.update(digest="sha256:" + hashlib.sha256(listing.encode("utf-8", "surrogateescape")).hexdigest(),
+                         files=len(baseline.hashes), digestOf="baseline-before-boot")
+        out.append(entry)
+    return {"mounts": out}
+
+
+def provenance(runtime: RuntimeInfo, mounts: list[MountSpec], codebox_version: str,
+               baselines: list[Baseline] | None = None) -> dict[str, Any]:
     return {
+        "workspace": workspace_provenance(mounts, baselines or []),
         "runtime": {
             "backend": runtime.backend,
             "wordpressVersion": runtime.environment.get("wordpressVersion"),

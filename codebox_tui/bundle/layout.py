@@ -17,6 +17,9 @@ EVENTS: Final = "events.jsonl"
 COMMANDS: Final = "commands.jsonl"
 RUNTIME_LOG: Final = "logs/runtime.log"
 COMMANDS_LOG: Final = "logs/commands.log"
+# the site's state after a run as blueprint steps, and what they leave out (docs/site-state.md)
+BLUEPRINT_AFTER: Final = "blueprint.after.json"
+BLUEPRINT_AFTER_NOTES: Final = "blueprint.after-notes.json"
 
 # -- the evidence folder -------------------------------------------------------------------------
 FILES_DIR: Final = "files"
@@ -36,6 +39,7 @@ RUN_ATTESTATION: Final = "files/run-attestation.json"
 VERIFICATION_EVIDENCE: Final = "files/runtime-evidence/artifact-bundle-verification.json"
 CONTRIBUTOR_PATCH: Final = "files/contributor.patch"
 EVALUATE_PATCH: Final = "files/evaluate-patch.json"
+BENCH: Final = "files/bench.json"  # a run's first wordpress.bench document (docs/bench.md)
 SITE_STATE_DIFF: Final = "files/site-state-diff.json"  # what the run did to the site (docs/site-state.md)
 EPISODE_TRACE: Final = "files/runtime-episode-trace.json"  # kind runtime-episode-trace (docs/episodes.md)
 EPISODE_EVENTS: Final = "files/runtime-episode.jsonl"  # kind runtime-episode-events (docs/episodes.md)
@@ -106,3 +110,8 @@ def runtime_snapshot_blob_path(sha256: str) -> str:
 def wordpress_state_path(export_id: str) -> str:
     """A WordPress state export's document (kind ``wordpress-state``)."""
     return f"{WORDPRESS_STATE_DIR}/{export_id}.json"
+
+
+def bench_path(n: int) -> str:
+    """The ``n``-th (n >= 2) wordpress.bench document of a run (docs/bench.md)."""
+    return f"files/bench-{n}.json"

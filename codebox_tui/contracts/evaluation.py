@@ -13,6 +13,7 @@ from typing import Any, Final, Literal
 
 from pydantic import Field
 
+from codebox_tui.contracts.bench import BenchRegressionCheck
 from codebox_tui.contracts.common import Contract, OpenContract
 
 PATCH_EVALUATION_SCHEMA: Final = "wp-codebox/patch-evaluation/v1"
@@ -136,6 +137,8 @@ class PatchEvaluation(Contract):
     pluginLoad: PluginLoad
     steps: list[EvaluationStep]
     probe: EvaluationProbe
+    bench: BenchRegressionCheck | None = Field(None, description="Present with --bench: each path timed before "
+                                                                 "and after the patch (advisory; docs/bench.md).")
 
     def to_json(self) -> dict[str, Any]:
         """The document as written: keys the writer set, including explicit nulls (``before: null``)."""

@@ -40,6 +40,7 @@ from codebox_tui.contracts.agent import (
     ToolBridge,
 )
 from codebox_tui.contracts.apply import APPLY_RESULT_SCHEMA, DECISION_SCHEMA, ApplyResult, Decision
+from codebox_tui.contracts.bench import BENCH_SCHEMA, BenchDocument
 from codebox_tui.contracts.bundle import (
     CHANGED_FILES_SCHEMA,
     DIAGNOSTICS_SCHEMA,
@@ -119,6 +120,7 @@ REGISTRY: dict[str, type[BaseModel]] = {
     SANDBOX_TOOL_POLICY_SCHEMA: SandboxToolPolicy,
     TOOL_BRIDGE_SCHEMA: ToolBridge,
     AGENT_MESSAGE_SCHEMA: AgentMessage,
+    BENCH_SCHEMA: BenchDocument,
 }
 
 

@@ -19,6 +19,13 @@ def run_artifacts(outcome: RunOutcome) -> dict[str, Any]:
             value = getattr(outcome.bundle, key, None)
             if value is not None:
                 out[{"content_digest": "contentDigest", "content_digest_b": "contentDigestB"}.get(key, key)] = value
+        # where a caller finds the bundle's main files without knowing its layout (docs/contracts.md, "Run and
+        # boot outputs"); only files the sealed bundle has
+        bundle_dir = outcome.bundle_dir or outcome.run_dir
+        for key, rel in (("manifest", layout.MANIFEST), ("changedFiles", layout.CHANGED_FILES),
+                         ("patch", layout.PATCH)):
+            if (bundle_dir / rel).is_file():
+                out[key] = str(bundle_dir / rel)
     return out
 
 

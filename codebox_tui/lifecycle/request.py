@@ -229,6 +229,7 @@ def check_request(request: RunRequest) -> None:
     version it can run, the WordPress version, each command's arguments (a ``code-file`` that is missing or
     not a regular file) and the preview port."""
     from codebox_tui.runtime.backends import backend_name, check_features, check_mount_targets, check_php
+    from codebox_tui.runtime.bench import bench_settings
     from codebox_tui.runtime.catalog import get_command, parse_args
     from codebox_tui.runtime.wordpress_builds import resolve_build
 
@@ -245,6 +246,8 @@ def check_request(request: RunRequest) -> None:
         args = parse_args(get_command(step.command), step.args)
         if "code" in args and "code-file" in args:
             raise BadInputError("Give code= or code-file=, not both", code="invalid-arg", field="code-file")
+        if step.command == "wordpress.bench":
+            bench_settings(args)  # paths and caps (docs/bench.md)
         if "code-file" in args:
             path = Path(args["code-file"]).expanduser()
             if not path.is_file():

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 
 from codebox_tui.bundle import layout
+from codebox_tui.bundle.blueprint_after import blueprint_after
 from codebox_tui.contracts.canonical import pretty_json
 from codebox_tui.contracts.site_state import FileOutsideMounts, RiskFlag, SiteStateDiff, SiteStateSummary
 from codebox_tui.errors import SandboxError
@@ -210,8 +211,21 @@ class SiteStateRecorder:
         self.session.extra_risk_flags.extend(risk_flag_names(diff))
         self.seconds += time.monotonic() - started
         self.session.emit("site-state.diff", {"empty": diff.empty, "risks": [r.code for r in diff.risks]})
+        self._write_blueprint_after(diff)
         self.diff = diff
         return diff
+
+    def _write_blueprint_after(self, diff: SiteStateDiff) -> None:
+        """``blueprint.after.json`` and its notes when the run changed the site (docs/site-state.md)."""
+        sandbox = self.session.sandbox
+        built = blueprint_after(diff, wordpress_version=sandbox.wordpress_version or None,
+                                php_version=sandbox.php_version or None)
+        if built is None:
+            return
+        for rel, kind, doc in ((layout.BLUEPRINT_AFTER, "blueprint-after", built[0]),
+                               (layout.BLUEPRINT_AFTER_NOTES, "blueprint-after-notes", built[1])):
+            path = self.session.add_evidence(rel, kind, "application/json")
+            path.write_text(self.session.redact(pretty_json(doc)), encoding="utf-8")
 
 
 def unavailable_diff(reason: str) -> SiteStateDiff:

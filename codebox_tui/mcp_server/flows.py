@@ -141,6 +141,7 @@ def execute(params: ExecuteInput, *, progress: ProgressListener | None = None,
 def evaluate_patch(params: EvaluatePatchInput, *, progress: ProgressListener | None = None,
                    control: RunControl | None = None) -> FlowResult:
     """``codebox evaluate-patch --json``: the evaluation document (verdict, test delta, probe) and its bundle."""
+    from codebox_tui.recipes.evaluate_patch import check_bench_paths
     from codebox_tui.recipes.evaluate_patch import evaluate_patch as run_evaluation
     from codebox_tui.runtime.wordpress_builds import resolve_build
     from codebox_tui.settings import get_settings
@@ -150,6 +151,10 @@ def evaluate_patch(params: EvaluatePatchInput, *, progress: ProgressListener | N
                             field="patch")
     plugin = _path(params.plugin, "plugin", what="a plugin folder", folder=True)
     resolve_build(params.wp)  # an unknown version fails before anything boots
+    try:
+        check_bench_paths(params.bench, params.bench_count)
+    except BadInputError as error:
+        raise BadInputError(error.message, code=error.code, field="bench") from None
     options: dict[str, Any] = {
         "artifacts_dir": _artifacts(params.artifacts) or get_settings().artifacts_dir, "tests": params.tests or None,
         "probe_url": params.url, "wp": params.wp, "php": params.php, "phpunit_xml": params.phpunit_xml,
@@ -159,7 +164,7 @@ def evaluate_patch(params: EvaluatePatchInput, *, progress: ProgressListener | N
         "phpunit_polyfills": _path(params.phpunit_polyfills, "phpunit_polyfills", what="a folder", folder=True)
         if params.phpunit_polyfills else None,
         "wordpress_mode": params.wordpress, "tests_paths": params.tests_paths or None, "slug": params.slug,
-        "progress": progress}
+        "bench_paths": params.bench or None, "bench_count": params.bench_count, "progress": progress}
     if params.git_range is not None:
         from codebox_tui.recipes.evaluate_range import evaluate_git_range
 

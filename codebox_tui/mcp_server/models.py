@@ -193,6 +193,9 @@ class EvaluatePatchInput(ToolInput):
     wp_tests_lib: str | None = Field(default=None, description="WordPress core PHPUnit library folder.")
     phpunit_polyfills: str | None = Field(default=None, description="Yoast PHPUnit Polyfills folder.")
     url: str = Field(default="/", description="Front-end page to probe after the patch.")
+    bench: list[str] = Field(default_factory=list, description="Paths to time before and after the patch (an "
+                                                               "advisory regression check, docs/bench.md).")
+    bench_count: int = Field(default=5, ge=1, le=200, description="Timed requests per bench path and side.")
     artifacts: str | None = Field(default=None, description="Folder that receives the bundle.")
 
 

@@ -204,10 +204,14 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                    wp_tests_lib: Path | None = None, phpunit_polyfills: Path | None = None,
                    bootstrap: str | None = None, wordpress_mode: str = "auto", tests_paths: list[str] | None = None,
                    slug: str | None = None, source: dict[str, str] | None = None,
+                   bench_paths: list[str] | None = None, bench_count: int = 5,
                    progress: ProgressListener | None = None, control: RunControl | None = None,
                    on_open: Callable[[OpenRun], None] | None = None) -> dict[str, Any]:
     """``source``: where the plugin and patch came from when not a folder and a patch file (``--git``: the
-    repository, range and commits; recorded in the evaluation). ``control`` cancels the run; ``on_open`` is
+    repository, range and commits; recorded in the evaluation). ``bench_paths``: paths timed before and after
+    the patch in the same sandbox, ``bench_count`` timed requests each (``--bench``, ``--bench-count``; an
+    advisory regression check, docs/bench.md).
+    ``control`` cancels the run; ``on_open`` is
     called with the open run before anything boots (the TUI's Live screen tails its events from there)."""
     from codebox_tui.recipes.patch_split import split_patch, test_rule
     from codebox_tui.runtime.backend import validate_runtime_env
@@ -228,6 +232,7 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
         if rel is not None and not (plugin_dir / rel).is_file():
             raise BadInputError(f"{field} {rel!r}: no such file in {plugin_dir}", code="missing-source", field=field)
     runtime_env = validate_runtime_env(env or {}, "--env")
+    bench_args = check_bench_paths(bench_paths or [], bench_count)
     slug = check_slug(slug) if slug is not None else (Path(mu_file).stem if mu_file else plugin_dir.name)
     load_as = "mu-plugin" if mu_file else "plugin"
     target = plugin_target(load_as, slug)
@@ -250,7 +255,8 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
             mounts=[MountSpec(source=str(copy), target=target, mode="readwrite",
                               metadata={"mountRole": "plugin", "slug": slug, "evaluation": "patched-copy",
                                         **({"loadAs": load_as, "pluginFile": mu_file} if mu_file else {})})],
-            policy=RuntimePolicy(commands=COMMANDS), wp=wp, php=php, env=runtime_env, artifacts_root=artifacts_dir,
+            policy=RuntimePolicy(commands=COMMANDS + (["wordpress.bench"] if bench_args else [])),
+            wp=wp, php=php, env=runtime_env, artifacts_root=artifacts_dir,
             metadata={"flow": "evaluate-patch", "plugin": str(plugin_dir), "patch": str(patch_file.resolve())},
             tools=Toolchain(wp_tests_lib=wp_tests_lib, phpunit_polyfills=phpunit_polyfills),
             tool_commands=["wordpress.phpunit"] if has_tests else [], flow="evaluate-patch",
@@ -328,6 +334,7 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                     run("before", "wordpress.phpunit", args + common)
                 before = _merge(session.test_suites[n0:], "before")
                 session.emit(TESTS_FINISHED, _side_counts("before", before))
+            bench_before = run("before", "wordpress.bench", [*bench_args, "label=before"]) if bench_args else None
             # into what the sandbox sees (the mount's private copy, README "Mounts"), after the "before" tests
             rest = split.code_patch if split.test_patch else patch_file
             applied = _git_apply(session.mount_dir(0), rest, check=False) if rest else subprocess.CompletedProcess(
@@ -345,6 +352,10 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
             if before is not None and after is not None:
                 session.test_suites[:] = [before, after]
             broken_after = activate("after")
+            bench_after = run("after", "wordpress.bench", [*bench_args, "label=after"]) if bench_args else None
+            bench_check = compare_benches(bench_before, bench_after) if bench_args else None
+            for warning in (bench_check or {}).get("warnings", []):
+                session.emit("bench.regression", {"warning": warning}, level="warning")
             front = _front_end_probe(session, handle.site_state, slug, probe_url, target, mu_file)
             run("probe", "wordpress.browser-probe", [f"url={probe_url}"])
             broken = broken_before or broken_after or front.get("fatal")
@@ -360,7 +371,8 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                           "testsRunBefore": bool(split.test_patch and has_tests)},
                 "failures": {"before": _failures(before), "after": _failures(after)},
                 "pluginLoad": {"before": broken_before, "after": broken_after},
-                "steps": steps, "probe": {**(_probe_summary(session.run_dir) or {}), "frontEnd": front}}).to_json()
+                "steps": steps, "probe": {**(_probe_summary(session.run_dir) or {}), "frontEnd": front},
+                **({"bench": bench_check} if bench_check is not None else {})}).to_json()
             session.add_evidence(layout.CONTRIBUTOR_PATCH, "contributor-patch", "text/x-diff").write_bytes(
                 patch_file.read_bytes())
             session.add_evidence(layout.EVALUATE_PATCH, "patch-evaluation", "application/json").write_text(
@@ -491,3 +503,61 @@ def _probe_summary(run_dir: Path) -> dict[str, Any] | None:
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
     return {k: data.get(k) for k in ("status", "url", "httpStatus", "counts", "pageErrors", "consoleErrors")}
+
+
+# -- the advisory regression check (docs/bench.md, "In evaluate-patch") ------------------------------------------
+BENCH_REGRESSION_RATIO = 1.5  # after/before median above this: a warning, never a change of the verdict
+BENCH_WARMUP = 1  # per path and side, before the timed requests
+
+
+def check_bench_paths(paths: list[str], count: int = 5) -> list[str]:
+    """``--bench`` paths and ``--bench-count`` as wordpress.bench arguments, checked before anything boots."""
+    from codebox_tui.runtime.bench import PATH_SEPARATOR, bench_settings
+
+    if not paths:
+        return []
+    unique = list(dict.fromkeys(paths))
+    try:
+        bench_settings({"path": PATH_SEPARATOR.join(unique), "count": str(count), "warmup": str(BENCH_WARMUP)})
+    except BadInputError as error:
+        flag = "--bench-count" if error.field == "count" else "--bench"
+        raise BadInputError(f"{flag}: {error.message}", code=error.code, field=flag) from None
+    return [*(f"path={p}" for p in unique), f"count={count}", f"warmup={BENCH_WARMUP}"]
+
+
+def _bench_document(result: ExecutionResult | None) -> dict[str, Any] | None:
+    value = result.result.json_ if result is not None and result.result is not None else None
+    return value if isinstance(value, dict) and isinstance(value.get("paths"), list) else None
+
+
+def compare_benches(before: ExecutionResult | None, after: ExecutionResult | None) -> dict[str, Any]:
+    """Each path's median before and after the patch and their ratio; a path whose ratio is above
+    ``BENCH_REGRESSION_RATIO`` gets a warning. A side that did not run leaves its figures empty (and a warning)."""
+    docs = {"before": _bench_document(before), "after": _bench_document(after)}
+    by_side = {side: {str(p.get("path")): p for p in (doc or {}).get("paths", []) if isinstance(p, dict)}
+               for side, doc in docs.items()}
+    warnings = [f"the bench did not run {side} the patch" for side, doc in docs.items() if doc is None]
+    paths: list[dict[str, Any]] = []
+    for path in dict.fromkeys([*by_side["before"], *by_side["after"]]):
+        b, a = by_side["before"].get(path, {}), by_side["after"].get(path, {})
+        b_median, a_median = _median(b), _median(a)
+        ratio = round(a_median / b_median, 3) if a_median is not None and b_median else None
+        regressed = ratio is not None and ratio > BENCH_REGRESSION_RATIO
+        if regressed:
+            warnings.append(f"{path}: median {b_median:.1f} ms before, {a_median:.1f} ms after the patch "
+                            f"(x{ratio:.2f}, above x{BENCH_REGRESSION_RATIO})")
+        paths.append({"path": path, "beforeMedianMs": b_median, "afterMedianMs": a_median, "ratio": ratio,
+                      "beforePeakMemoryBytes": _int_or_none(b.get("peakMemoryBytes")),
+                      "afterPeakMemoryBytes": _int_or_none(a.get("peakMemoryBytes")), "regressed": regressed})
+    return {"threshold": BENCH_REGRESSION_RATIO, "before": str((docs["before"] or {}).get("evidence") or ""),
+            "after": str((docs["after"] or {}).get("evidence") or ""), "paths": paths, "warnings": warnings}
+
+
+def _median(entry: dict[str, Any]) -> float | None:
+    latency = entry.get("latencyMs")
+    value = latency.get("median") if isinstance(latency, dict) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

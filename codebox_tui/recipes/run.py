@@ -351,7 +351,10 @@ def recipe_request(validation: RecipeValidation, base_dir: Path, scratch: Path, 
 
     recipe, policy = validation.recipe, validation.policy
     if not validation.valid or recipe is None or policy is None:
-        raise BadInputError("recipe is not valid; run `codebox recipe validate`", code="invalid-recipe")
+        first = f" (first of {len(validation.issues)}: {validation.issues[0].path}: {validation.issues[0].message})" \
+            if validation.issues else ""
+        raise BadInputError(f"recipe {validation.recipe_path} is not valid{first}; run `codebox recipe validate`",
+                            code="invalid-recipe", field=validation.issues[0].path if validation.issues else None)
     root = artifacts_dir or (resolve_source(base_dir, recipe.artifacts.directory) if recipe.artifacts.directory
                              else None) or get_settings().artifacts_dir
     mounts, plugin_mounts, plugins = prepare_inputs(recipe, base_dir, scratch, policy)

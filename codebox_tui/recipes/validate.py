@@ -209,6 +209,34 @@ def all_steps(recipe: WorkspaceRecipe) -> list[tuple[str, int, RecipeStep]]:
             for i, s in enumerate(steps)]
 
 
+def local_sources(recipe: WorkspaceRecipe, base_dir: Path) -> list[tuple[str, Path]]:
+    """Every host file or folder the recipe names, with its JSON path: mount, workspace-seed, extra-plugin,
+    site-seed and staged-file sources and the steps' file arguments (``code-file=…``, ``@file`` JSON), resolved
+    against ``base_dir``. What a recipe shipped elsewhere (a batch item, docs/scale-out.md) must carry."""
+    named: list[tuple[str, str | None]] = [(f"$.inputs.mounts[{i}].source", m.source)
+                                           for i, m in enumerate(recipe.inputs.mounts)]
+    named += [(f"$.inputs.workspaces[{i}].seed.source", w.seed.source)
+              for i, w in enumerate(recipe.inputs.workspaces) if w.seed.type == "directory"]
+    named += [(f"$.inputs.extra_plugins[{i}].source", p.source) for i, p in enumerate(recipe.inputs.extra_plugins)]
+    named += [(f"$.inputs.siteSeeds[{i}].source", s.source) for i, s in enumerate(recipe.inputs.siteSeeds)
+              if s.type == "fixture"]
+    named += [(f"$.inputs.stagedFiles[{i}].source", s.source) for i, s in enumerate(recipe.inputs.stagedFiles)]
+    catalog = {c.id: c for c in command_catalog().commands}
+    steps = [(f"$.workflow.{phase}[{i}]", step) for phase, i, step in all_steps(recipe)]
+    steps += [(f"$.probes[{i}].step", probe.step) for i, probe in enumerate(recipe.probes)]
+    for where, step in steps:
+        spec = catalog.get(step.command)
+        formats = {a.name: a.format for a in spec.acceptedArgs} if spec else {}
+        for raw in step.args:
+            key, sep, value = raw.partition("=")
+            if sep and formats.get(key) == "path":
+                named.append((f"{where}.args.{key}", value))
+            elif sep and formats.get(key) == "json" and value.startswith("@"):
+                named.append((f"{where}.args.{key}", value[1:]))
+    return [(where, resolve_source(base_dir, source).resolve()) for where, source in named
+            if source and not _is_url(source)]
+
+
 def _is_url(source: str) -> bool:
     return bool(URL.match(source))
 

@@ -69,7 +69,7 @@ def check_php(name: str, php: str) -> None:
 
 # What needs a live preview, which the native backend does not have yet (docs/backends.md).
 PREVIEW_COMMANDS = ("wordpress.browser-probe", "wordpress.browser-actions", "wordpress.browser-actions.evaluate",
-                    "wp-codebox.observe")
+                    "wp-codebox.observe", "wordpress.bench")
 
 
 def check_mount_targets(name: str, targets: list[str]) -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from codebox_tui.contracts.runtime import CommandArg, CommandCatalog, CommandSpec
 from codebox_tui.errors import BadInputError
+from codebox_tui.runtime.bench import MAX_CONCURRENCY, MAX_COUNT, MAX_PATHS, MAX_WARMUP, PATH_SEPARATOR, bench
 from codebox_tui.runtime.browser_commands import browser_actions, browser_probe
 from codebox_tui.runtime.commands import (
     ability,
@@ -154,6 +155,24 @@ _COMMANDS: list[CommandSpec] = [
         handler=_ref(browser_actions),
     ),
     CommandSpec(
+        id="wordpress.bench",
+        description="Time requests against paths of the sandbox: latency min/median/p95/max and PHP's peak "
+        "memory per path, kept as files/bench.json (docs/bench.md). Needs page requests: Playground only so far.",
+        acceptedArgs=[
+            A(name="path", description=f"A path of the site, e.g. / or /wp-json/ (repeatable, at most {MAX_PATHS}; "
+              "default /)", repeatable=True),
+            A(name="count", description=f"Timed requests per path, 1-{MAX_COUNT} (default 10)"),
+            A(name="warmup", description=f"Untimed requests per path first, 0-{MAX_WARMUP} (default 2)",
+              ),
+            A(name="concurrency", description=f"Timed requests in flight at once, 1-{MAX_CONCURRENCY} (default 1)",
+              ),
+            A(name="label", description="A name kept in the document (evaluate-patch: before, after)"),
+        ],
+        outputShape="codebox/bench/v1",
+        policyRequirement="wordpress.bench",
+        handler=_ref(bench),
+    ),
+    CommandSpec(
         id="wordpress.capture-state-bundle",
         description="Snapshot the site (database tables with rows, wp-content files with hashes; read-only "
         "mounts excluded) and its wordpress-state export into the run's evidence.",
@@ -266,7 +285,8 @@ def parse_args(spec: CommandSpec, raw_args: list[str]) -> dict[str, str]:
             )
         if key in parsed and not accepted[key].repeatable:
             raise BadInputError(f"Argument {key!r} given twice", code="duplicate-arg", field=f"args[{index}]")
-        parsed[key] = value
+        # a repeated argument's values reach the handler one per line (values never hold a newline there)
+        parsed[key] = f"{parsed[key]}{PATH_SEPARATOR}{value}" if key in parsed else value
     for arg in spec.acceptedArgs:
         if arg.required and arg.name not in parsed:
             raise BadInputError(

@@ -84,3 +84,26 @@ def resolve_build(requested: str | None) -> WordPressBuild:
 
 def _describe(builds: dict[str, WordPressBuild]) -> list[str]:
     return [f"{key} ({build.version})" if key != build.version else key for key, build in builds.items()]
+
+
+def newest_stable() -> str:
+    """The newest numbered build shipped offline (what ``latest`` means; versions.DEFAULT_WP_VERSION names it)."""
+    return _stable_keys(available_builds())[-1]
+
+
+def wp_option_help() -> str:
+    """``--wp``'s help: the builds this installation ships, the default marked; without them, how to get them."""
+    try:
+        builds = available_builds()
+    except SandboxError:
+        return "WordPress build (none installed yet: run `make setup`)."
+    listed = [f"{key} ({build.version}{', default' if key == DEFAULT_WP else ''})" if key != build.version else key
+              for key, build in sorted(builds.items(), key=lambda item: _order(item[0]))]
+    return "WordPress build shipped offline: " + ", ".join(listed) + "; or latest, or a full version."
+
+
+def _order(key: str) -> tuple[int, tuple[int, ...], str]:
+    """Numbered builds first, oldest to newest, then beta and nightly."""
+    if re.fullmatch(r"\d+\.\d+", key):
+        return 0, tuple(int(p) for p in key.split(".")), key
+    return 1, (), {"beta": "0", "nightly": "1"}.get(key, key)

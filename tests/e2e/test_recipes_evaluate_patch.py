@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 pytestmark = pytest.mark.playground
@@ -19,17 +20,19 @@ PLUGIN = ROOT / "plugins-for-recipes" / "buggy-counter"
 PATCH = ROOT / "patches" / "buggy-counter-fix.patch"
 
 
-def _evaluate(tmp_path: Path, home: Path, plugin: Path, patch: Path) -> subprocess.CompletedProcess[str]:
+def _evaluate(tmp_path: Path, home: Path, plugin: Path, patch: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "codebox_tui", "evaluate-patch", "--plugin", str(plugin),
-                           "--patch", str(patch), "--artifacts-dir", str(tmp_path / "art"), "--json"],
+                           "--patch", str(patch), "--artifacts-dir", str(tmp_path / "art"), "--json", *extra],
                           capture_output=True, text=True, timeout=900, env={**os.environ, "CODEBOX_HOME": str(home)})
 
 
+@pytest.mark.timeout(900)  # the evaluation and its two benches on a shared machine
 def test_fix_patch_shows_test_delta_patch_and_evidence(playground_session: Any, tmp_path: Path) -> None:
     plugin = tmp_path / "buggy-counter"
     shutil.copytree(PLUGIN, plugin)
     original = (plugin / "buggy-counter.php").read_bytes()
-    proc = _evaluate(tmp_path, Path(playground_session.home), plugin, PATCH)
+    # --bench: the paths are timed before and after the patch in the same sandbox (docs/bench.md)
+    proc = _evaluate(tmp_path, Path(playground_session.home), plugin, PATCH, "--bench", "/", "--bench-count", "2")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["applied"] is True
@@ -57,6 +60,33 @@ def test_fix_patch_shows_test_delta_patch_and_evidence(playground_session: Any, 
     assert not any(line.startswith("tests") and "unknown" in line for line in lines)
     assert "verdict  improvement (evaluate-patch: tests before and after the patch)" in lines
     assert "probe    ✔ front end /: passed" in lines
+    _assert_bench_check(doc, bundle, paths)
+
+
+def _assert_bench_check(doc: dict[str, Any], bundle: Path, listed: set[str]) -> None:
+    """The regression check's shape and counts, never the timings' values (they depend on the machine)."""
+    from codebox_tui.contracts.schemas import SCHEMA_DIR, schema_file_name
+
+    bench = doc["bench"]
+    assert (bench["before"], bench["after"]) == ("files/bench.json", "files/bench-2.json")
+    assert {bench["before"], bench["after"]} <= listed
+    assert [entry["path"] for entry in bench["paths"]] == ["/"]
+    for entry in bench["paths"]:
+        assert entry["ratio"] is not None and entry["regressed"] == (entry["ratio"] > bench["threshold"]), entry
+        assert entry["beforePeakMemoryBytes"] and entry["afterPeakMemoryBytes"], entry
+    assert len(bench["warnings"]) == sum(entry["regressed"] for entry in bench["paths"])
+    schema = json.loads((SCHEMA_DIR / schema_file_name("codebox/bench/v1")).read_text())  # the generated one
+    validator = jsonschema.Draft202012Validator(schema)
+    for side, label in ((bench["before"], "before"), (bench["after"], "after")):
+        document = json.loads((bundle / side).read_text())
+        assert not list(validator.iter_errors(document)), side
+        assert document["label"] == label and (document["count"], document["warmup"]) == (2, 1)
+        for entry in document["paths"]:
+            assert entry["requests"] == entry["answered"] == sum(entry["statuses"].values()) == 2, entry
+            lat = entry["latencyMs"]
+            assert 0 < lat["min"] <= lat["median"] <= lat["p95"] <= lat["max"], entry
+    steps = [(step["phase"], step["command"]) for step in doc["steps"] if step["command"] == "wordpress.bench"]
+    assert steps == [("before", "wordpress.bench"), ("after", "wordpress.bench")]
 
 
 def test_patch_that_does_not_apply_is_bad_input(playground_session: Any, tmp_path: Path) -> None:

@@ -48,6 +48,7 @@ ARGS: dict[str, list[str]] = {
     # a fresh sandbox has no checkpoint: both sides must refuse it the same way
     "wp-codebox.checkpoint-restore": ["name=missing"],
     "wp-codebox.observe": ['spec-json={"paths": ["/wordpress/wp-config.php"]}', "type=files"],
+    "wordpress.bench": ["path=/", "count=1", "warmup=0"],
 }
 RUNNABLE = [c.id for c in command_catalog().commands if c.handler != "policy-only"]
 

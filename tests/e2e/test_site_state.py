@@ -141,6 +141,9 @@ def test_capture_state_bundle_writes_a_snapshot_that_restores(make_run_session: 
     state = json.loads((run.run_dir / refs["wordpress-state"]).read_text())
     users = next(s["data"]["items"] for s in state["sections"] if s["section"] == "users")
     assert users and all("user_email" not in u and "user_pass" not in u for u in users)
+    # the safe export leaves logins out, and what WordPress derives from them (docs/site-state.md)
+    assert all(set(u) == {"id", "roles", "registered"} for u in users), users
+    assert '"admin"' not in (run.run_dir / refs["wordpress-state"]).read_text()  # the site's one login
 
     assert _php(run, MUTATE).endswith("mutated")
     stats = site_state.restore_snapshot(run.sandbox, snapshot)

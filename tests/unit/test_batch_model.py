@@ -123,6 +123,32 @@ def test_recipe_items_ship_their_folder(tmp_path: Path) -> None:
         parse_batch_text(outside, base_dir=tmp_path, name="b.jsonl")
 
 
+def test_an_evaluate_patch_item_checks_its_bench_paths_before_anything_runs(tmp_path: Path) -> None:
+    item = parse_batch_text(_line(bench=["/", "/shop/"], bench_count=2), base_dir=tmp_path, name="b.jsonl")[0]
+    assert (item.request.args.bench, item.request.args.bench_count) == (["/", "/shop/"], 2)
+    with pytest.raises(BadInputError, match=r"b.jsonl line 1, field 'bench': --bench: path='shop'"):
+        parse_batch_text(_line(bench=["shop"]), base_dir=tmp_path, name="b.jsonl")
+    with pytest.raises(BadInputError, match=r"field 'bench_count': --bench-count: count='0'"):
+        parse_batch_text(_line(bench=["/"], bench_count=0), base_dir=tmp_path, name="b.jsonl")
+
+
+def test_a_recipe_item_without_root_ships_the_files_its_recipe_names(tmp_path: Path) -> None:
+    """plugin-probe.json mounts ../plugins-for-recipes/shortcode-demo: shipping only the recipe's own folder made
+    the worker's copy invalid ("recipe is not valid"); the default root now holds everything the recipe names."""
+    from codebox_tui.recipes.validate import validate_recipe_file
+
+    line = json.dumps({"kind": "recipe-run", "recipe": str(EXAMPLES / "recipes" / "plugin-probe.json")})
+    item = parse_batch_text(line, base_dir=tmp_path, name="b.jsonl")[0]
+    assert item.request.recipe_rel == "recipes/plugin-probe.json"
+    out = unpack(item.request.root_tar, tmp_path / "root")
+    shipped = validate_recipe_file(out / item.request.recipe_rel)
+    assert shipped.valid, shipped.issues
+    too_small = json.dumps({"kind": "recipe-run", "recipe": str(EXAMPLES / "recipes" / "plugin-probe.json"),
+                            "root": str(EXAMPLES / "recipes")})
+    with pytest.raises(BadInputError, match=r"field 'root': the recipe's \$\.inputs\.mounts\[0\]\.source"):
+        parse_batch_text(too_small, base_dir=tmp_path, name="b.jsonl")
+
+
 def test_pack_leaves_out_symlinks_and_excluded_names(tmp_path: Path) -> None:
     src = tmp_path / "src"
     (src / ".git").mkdir(parents=True)

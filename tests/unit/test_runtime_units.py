@@ -109,6 +109,22 @@ def test_wordpress_builds_default_and_unknown_version_lists_available() -> None:
     assert "6.5 (6.5.5)" in info.value.message
 
 
+def test_the_default_wordpress_is_the_newest_shipped_build_and_run_help_lists_every_build() -> None:
+    """Bumping @wp-playground/wordpress-builds without moving versions.DEFAULT_WP_VERSION fails here."""
+    import subprocess
+    import sys
+
+    from codebox_tui.runtime.wordpress_builds import newest_stable
+    from codebox_tui.versions import DEFAULT_WP_VERSION
+
+    assert DEFAULT_WP_VERSION == newest_stable() == resolve_build("latest").key
+    help_text = subprocess.run([sys.executable, "-m", "codebox_tui", "run", "--help"], capture_output=True, text=True,
+                               env={**os.environ, "COLUMNS": "300"}, timeout=120).stdout
+    for key, build in available_builds().items():
+        assert (f"{key} ({build.version}" if key != build.version else key) in help_text, key
+    assert f"{DEFAULT_WP_VERSION} ({resolve_build(None).version}, default)" in help_text
+
+
 def test_durations_and_ids() -> None:
     assert parse_duration("15m", "--hold") == 900
     assert parse_duration("500ms", "--timeout") == 0.5

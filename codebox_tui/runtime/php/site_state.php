@@ -779,10 +779,16 @@ function cbs_export(array $req): array {
                 $fields = $config['userFields'] ?? [];
                 $items = [];
                 foreach (get_users(['number' => $max, 'orderby' => 'ID']) as $user) {
-                    $item = ['id' => $user->ID, 'login' => $user->user_login, 'displayName' => $user->display_name,
-                        'roles' => array_values($user->roles), 'registered' => $user->user_registered];
+                    // safe (docs/site-state.md): no login, nor what WordPress derives from it (display name,
+                    // nicename), no password hash, e-mail or activation key
+                    $item = ['id' => $user->ID, 'roles' => array_values($user->roles),
+                        'registered' => $user->user_registered];
+                    if (!$safe) {
+                        $item += ['login' => $user->user_login, 'displayName' => $user->display_name];
+                    }
                     foreach ($fields as $field) {
-                        if ($safe && in_array($field, ['user_pass', 'user_email', 'user_activation_key'], true)) {
+                        if ($safe && in_array($field, ['user_pass', 'user_email', 'user_activation_key', 'user_nicename'],
+                                true)) {
                             continue;
                         }
                         if (in_array($field, ['user_url', 'user_nicename', 'user_status', 'user_email'], true)) {
