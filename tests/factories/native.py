@@ -29,3 +29,21 @@ def native_sandbox(**spec_kwargs: Any) -> Iterator[Any]:
 def php_string(text: str) -> str:
     """A PHP expression for ``text`` that survives any quoting."""
     return f"base64_decode('{base64.b64encode(text.encode()).decode()}')"
+
+
+def raw_http(port: int, request_line: str, *, host: str = "127.0.0.1", headers: str = "",
+             body: bytes = b"", timeout: float = 120.0) -> tuple[int, dict[str, str], bytes]:
+    """Send exactly ``request_line`` (no client normalises its path) to a preview relay; its status, headers
+    (lower-case names, last value wins) and body."""
+    import socket
+
+    with socket.create_connection((host, port), timeout=timeout) as connection:
+        connection.sendall(f"{request_line} HTTP/1.1\r\nHost: {host}:{port}\r\n{headers}"
+                           f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+        chunks = []
+        while chunk := connection.recv(65536):
+            chunks.append(chunk)
+    head, _, rest = b"".join(chunks).partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    found = {name.strip().lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:])}
+    return int(lines[0].split(" ")[1]), found, rest
