@@ -186,8 +186,8 @@ def cgi_environment(request: CgiRequest, *, host: str, port: int) -> dict[str, s
 def parse_cgi_response(raw: bytes, *, body_truncated: bool = False) -> CgiResponse:
     """The response in ``raw`` (a CGI process's standard output: header lines, a blank line, the body). Any
     bytes at all are accepted: a header block over :data:`MAX_HEADER_BYTES` or :data:`MAX_HEADERS` lines,
-    or with no end, is a 502 saying so; malformed lines are skipped and counted; the body is as given
-    (already capped by the reader, ``body_truncated`` when it was cut)."""
+    or with no end, is a 502 saying so; malformed lines are skipped and counted; the body is cut at
+    :data:`MAX_BODY_BYTES` (``body_truncated``: the reader already cut the output), and says so."""
     problems: list[str] = []
     end, sep_len = _header_end(raw)
     if end < 0:
@@ -221,7 +221,8 @@ def parse_cgi_response(raw: bytes, *, body_truncated: bool = False) -> CgiRespon
         status = 302 if "location" in headers else 200
     if skipped:
         problems.append(f"{skipped} malformed header line(s) skipped")
-    if body_truncated:
+    if body_truncated or len(body) > MAX_BODY_BYTES:
+        body = body[:MAX_BODY_BYTES]
         problems.append(f"the body was cut at {MAX_BODY_BYTES} bytes")
     return CgiResponse(status, headers, body, problems)
 
