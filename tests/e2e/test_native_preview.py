@@ -92,3 +92,35 @@ def test_a_browser_probe_sees_the_page_a_plugin_breaks(sandbox: Any, tmp_path: P
     assert any("codeboxUndefinedFunction" in error for error in summary["pageErrors"]), summary
     assert (tmp_path / "screenshot.png").read_bytes().startswith(b"\x89PNG")
     assert summary["counts"]["failedRequests"] == 0  # every stylesheet and script came through the relay
+
+
+# A call to an undefined function at the plugin's top level: WordPress cannot load it.
+FATAL_ON_LOAD = "\n".join([
+    "diff --git a/buggy-counter.php b/buggy-counter.php", "--- a/buggy-counter.php", "+++ b/buggy-counter.php",
+    "@@ -6,5 +6,6 @@", "  */", " ", "+codebox_no_such_function_on_load();", " function buggy_counter_count( $text ) {",
+    " \t// Bug: splitting on a single space counts empty strings between repeated spaces as words.",
+    " \treturn count( explode( ' ', trim( $text ) ) );", ""])
+
+
+def test_evaluate_patch_natively_says_plugin_broken_for_a_fatal_on_load_patch(tmp_path: Path) -> None:
+    """The whole flow through the real CLI on native (its improvement verdict is compared with Playground's in
+    tests/e2e/test_backend_parity.py): a patch that makes the plugin fatal on load is plugin-broken, exit 1."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.factories.paths import REPO
+    from tests.factories.toolchains import PHPUNIT_POLYFILLS, WP_TESTS_LIB, require
+
+    require(WP_TESTS_LIB / "includes" / "bootstrap.php", PHPUNIT_POLYFILLS / "phpunitpolyfills-autoload.php")
+    patch = tmp_path / "fatal.patch"
+    patch.write_text(FATAL_ON_LOAD)
+    out = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", "native", "--plugin",
+         str(REPO / "examples" / "plugins-for-recipes" / "buggy-counter"), "--patch", str(patch), "--artifacts",
+         str(tmp_path / "artifacts"), "--json", "-q"], cwd=REPO, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "WP_TESTS_DIR": str(WP_TESTS_LIB), "WP_TESTS_PHPUNIT_POLYFILLS_PATH": str(PHPUNIT_POLYFILLS)})
+    doc = json.loads(out.stdout)
+    assert out.returncode == 1, out.stderr
+    assert doc["tests"]["verdict"] == "plugin-broken" and doc["success"] is False
+    assert doc["pluginLoad"]["before"] is None and "codebox_no_such_function_on_load" in doc["pluginLoad"]["after"]
