@@ -202,6 +202,8 @@ def parse_cgi_response(raw: bytes, *, body_truncated: bool = False) -> CgiRespon
     headers: dict[str, list[str]] = {}
     skipped = 0
     for line in lines:
+        if not line.strip():
+            continue
         name, colon, value = line.partition(b":")
         text_name = name.decode("latin-1").strip()
         if not colon or not HEADER_NAME.fullmatch(text_name):
