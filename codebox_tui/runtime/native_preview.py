@@ -5,7 +5,8 @@ network namespace is empty.
 
 Bounded on every side: a few CGI processes at once (:data:`WORKERS`; a request that finds no free slot in
 its timeout gets a 503), each with the run's per-request timeout (a 504 when it runs out), request bodies
-and headers capped (413 / 431 before PHP starts), slow clients dropped after :data:`SOCKET_TIMEOUT_S`.
+capped (413 before PHP starts), slow clients dropped after :data:`SOCKET_TIMEOUT_S`, and a request naming
+another host (DNS rebinding: a page elsewhere whose name now points at 127.0.0.1) refused with a 421.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class PreviewRelay:
         self._server.relay = self
         self.port = int(self._server.server_address[1])
         self.url = f"http://{BIND_ADDRESS}:{self.port}"
+        self.hosts = {f"{BIND_ADDRESS}:{self.port}", f"localhost:{self.port}"}
         self._thread: threading.Thread | None = None
 
     def start(self, serve: Serve) -> None:
@@ -79,6 +81,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _relay(self) -> None:
         relay = self.server.relay
+        if (self.headers.get("Host") or "").lower() not in relay.hosts:
+            # a page elsewhere that rebinds its own name to 127.0.0.1 reaches the port, but not with our name
+            self._plain(421, "this preview answers only to " + relay.url)
+            return
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
             self._plain(411, "chunked request bodies are not accepted; send a Content-Length")
             return

@@ -102,6 +102,7 @@ FATAL_ON_LOAD = "\n".join([
     " \treturn count( explode( ' ', trim( $text ) ) );", ""])
 
 
+@pytest.mark.timeout(900)  # a whole evaluation through the CLI on a shared machine
 def test_evaluate_patch_natively_says_plugin_broken_for_a_fatal_on_load_patch(tmp_path: Path) -> None:
     """The whole flow through the real CLI on native (its improvement verdict is compared with Playground's in
     tests/e2e/test_backend_parity.py): a patch that makes the plugin fatal on load is plugin-broken, exit 1."""

@@ -32,13 +32,16 @@ def php_string(text: str) -> str:
 
 
 def raw_http(port: int, request_line: str, *, host: str = "127.0.0.1", headers: str = "",
-             body: bytes = b"", timeout: float = 120.0) -> tuple[int, dict[str, str], bytes]:
-    """Send exactly ``request_line`` (no client normalises its path) to a preview relay; its status, headers
-    (lower-case names, last value wins) and body."""
+             body: bytes = b"", timeout: float = 120.0, host_header: str | None = None
+             ) -> tuple[int, dict[str, str], bytes]:
+    """Send exactly ``request_line`` (no client normalises its path) to a preview relay, with ``Host:
+    host_header`` (default: the address and port); its status, headers (lower-case names, last value wins)
+    and body."""
     import socket
 
     with socket.create_connection((host, port), timeout=timeout) as connection:
-        connection.sendall(f"{request_line} HTTP/1.1\r\nHost: {host}:{port}\r\n{headers}"
+        named = host_header if host_header is not None else f"{host}:{port}"
+        connection.sendall(f"{request_line} HTTP/1.1\r\nHost: {named}\r\n{headers}"
                            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
         chunks = []
         while chunk := connection.recv(65536):

@@ -354,6 +354,16 @@ def test_the_preview_relay_listens_on_127_0_0_1_only(preview_sandbox: Any) -> No
             socket.create_connection((address, port), timeout=5).close()
 
 
+def test_the_preview_relay_answers_only_to_its_own_name(preview_sandbox: Any) -> None:
+    """DNS rebinding: a page on another site whose name now resolves to 127.0.0.1 reaches the port, but its
+    requests carry that site's name; the relay refuses them before any PHP runs."""
+    port = _port(preview_sandbox)
+    for name in (f"rebound.example:{port}", "rebound.example", f"127.0.0.1:{port + 1}", ""):
+        status, _, body = raw_http(port, "GET /", host_header=name)
+        assert status == 421 and b"<html" not in body.lower(), (name, status)
+    assert raw_http(port, "GET /wp-includes/images/blank.gif", host_header=f"localhost:{port}")[0] == 200
+
+
 def test_a_page_request_cannot_reach_the_host_loopback_or_read_a_host_file(preview_sandbox: Any) -> None:
     """The page's PHP and a child it starts try a listener on the host's 127.0.0.1 and the relay itself, and
     a marker in the host's /tmp: the request's network namespace is empty and the host's files absent."""
