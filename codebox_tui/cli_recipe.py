@@ -172,7 +172,9 @@ def register(app: typer.Typer) -> None:
                                                 "library) | global (WordPress loaded before PHPUnit) | none"),
         env: list[str] = typer.Option([], "--env", help="NAME=VALUE for PHP and PHPUnit (repeatable)"),
         wp: str = typer.Option(DEFAULT_WP_VERSION, "--wp", help="WordPress build"),
-        php: str = typer.Option(DEFAULT_PHP_VERSION, "--php", help="PHP version"),
+        php: str | None = typer.Option(None, "--php", help=f"PHP version (default: {DEFAULT_PHP_VERSION} on "
+                                                            "playground, the host's on native)"),
+        backend: str | None = typer.Option(None, "--backend", help=BACKEND_HELP),
         wp_tests_lib: Path | None = typer.Option(None, "--wp-tests-lib",
                                                  help="WordPress core PHPUnit library (default: $WP_TESTS_DIR, "
                                                       "vendor/wp-phpunit/wp-phpunit, /tmp/wordpress-tests-lib)"),
@@ -210,7 +212,7 @@ def register(app: typer.Typer) -> None:
             runtime_env[name] = value
         from codebox_tui.recipes.evaluate_range import check_evaluation_inputs
 
-        check_evaluation_inputs(plugin, patch, git_range, wp=wp, php=php)  # nothing boots on bad input
+        check_evaluation_inputs(plugin, patch, git_range, wp=wp, php=php, backend=backend)  # nothing boots on bad input
         from codebox_tui.recipes.evaluate_patch import check_bench_paths
 
         check_bench_paths(bench, bench_count)
@@ -219,7 +221,8 @@ def register(app: typer.Typer) -> None:
         reporter.phase("start", f"{plugin} + {patch.name if patch else git_range}")
         options: dict[str, Any] = {
             "artifacts_dir": root, "tests": list(test) or None, "probe_url": url, "wp": wp, "php": php,
-            "phpunit_xml": phpunit_xml, "test_filter": test_filter, "env": runtime_env, "wp_tests_lib": wp_tests_lib,
+            "backend": backend, "phpunit_xml": phpunit_xml, "test_filter": test_filter, "env": runtime_env,
+            "wp_tests_lib": wp_tests_lib,
             "phpunit_polyfills": phpunit_polyfills, "bootstrap": bootstrap, "wordpress_mode": wordpress_mode,
             "tests_paths": list(tests_path) or None, "slug": slug, "bench_paths": list(bench) or None,
             "bench_count": bench_count,

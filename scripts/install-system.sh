@@ -9,6 +9,7 @@
 #   bubblewrap      confines the Playground sidecar (namespaces, read-only system, no host pids; docs/security.md)
 #                   and every PHP process of the native backend (docs/backends.md)
 #   php8.2-cli php8.2-sqlite3  the native backend's PHP (WordPress runs on SQLite; docs/backends.md)
+#   php8.2-cgi      the native backend's page requests and preview: one confined CGI process per request
 set -euo pipefail
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
@@ -19,6 +20,7 @@ command -v node >/dev/null 2>&1 || need+=(nodejs npm)
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf ] || need+=(fonts-dejavu-core)
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v php8.2 >/dev/null 2>&1 || need+=(php8.2-cli)
+command -v php-cgi8.2 >/dev/null 2>&1 || need+=(php8.2-cgi)
 [ -n "$(compgen -G '/etc/php/8.2/mods-available/pdo_sqlite.ini')" ] || need+=(php8.2-sqlite3)
 if [ ${#need[@]} -eq 0 ]; then
   echo "system packages: all present"

@@ -199,7 +199,8 @@ def _fatal_text(text: str) -> str:
 
 
 def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, tests: list[str] | None = None,
-                   probe_url: str = "/", wp: str = DEFAULT_WP_VERSION, php: str = DEFAULT_PHP_VERSION,
+                   probe_url: str = "/", wp: str = DEFAULT_WP_VERSION, php: str | None = DEFAULT_PHP_VERSION,
+                   backend: str | None = None,
                    phpunit_xml: str | None = None, test_filter: str | None = None, env: dict[str, str] | None = None,
                    wp_tests_lib: Path | None = None, phpunit_polyfills: Path | None = None,
                    bootstrap: str | None = None, wordpress_mode: str = "auto", tests_paths: list[str] | None = None,
@@ -207,11 +208,11 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                    bench_paths: list[str] | None = None, bench_count: int = 5,
                    progress: ProgressListener | None = None, control: RunControl | None = None,
                    on_open: Callable[[OpenRun], None] | None = None) -> dict[str, Any]:
-    """``source``: where the plugin and patch came from when not a folder and a patch file (``--git``: the
+    """``backend``: ``playground`` or ``native`` (None: ``CODEBOX_BACKEND``); ``php`` None: the backend's
+    default. ``source``: where the plugin and patch came from when not a folder and a patch file (``--git``: the
     repository, range and commits; recorded in the evaluation). ``bench_paths``: paths timed before and after
     the patch in the same sandbox, ``bench_count`` timed requests each (``--bench``, ``--bench-count``; an
-    advisory regression check, docs/bench.md).
-    ``control`` cancels the run; ``on_open`` is
+    advisory regression check, docs/bench.md). ``control`` cancels the run; ``on_open`` is
     called with the open run before anything boots (the TUI's Live screen tails its events from there)."""
     from codebox_tui.recipes.patch_split import split_patch, test_rule
     from codebox_tui.runtime.backend import validate_runtime_env
@@ -256,7 +257,7 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                               metadata={"mountRole": "plugin", "slug": slug, "evaluation": "patched-copy",
                                         **({"loadAs": load_as, "pluginFile": mu_file} if mu_file else {})})],
             policy=RuntimePolicy(commands=COMMANDS + (["wordpress.bench"] if bench_args else [])),
-            wp=wp, php=php, env=runtime_env, artifacts_root=artifacts_dir,
+            wp=wp, php=php, backend=backend, env=runtime_env, artifacts_root=artifacts_dir,
             metadata={"flow": "evaluate-patch", "plugin": str(plugin_dir), "patch": str(patch_file.resolve())},
             tools=Toolchain(wp_tests_lib=wp_tests_lib, phpunit_polyfills=phpunit_polyfills),
             tool_commands=["wordpress.phpunit"] if has_tests else [], flow="evaluate-patch",

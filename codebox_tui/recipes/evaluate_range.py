@@ -46,11 +46,12 @@ def parse_range(text: str) -> tuple[str, str]:
 
 
 def check_evaluation_inputs(plugin_dir: Path, patch_file: Path | None, git_range: str | None, *, wp: str,
-                            php: str) -> None:
+                            php: str | None, backend: str | None = None) -> None:
     """What ``evaluate-patch`` and the TUI's "Evaluate a patch" form check before anything boots: exactly one of
-    a patch file and a git range, the plugin folder, the patch file, the range's form, the WordPress and PHP
-    versions (a BadInputError whose ``field`` is the option at fault)."""
-    from codebox_tui.runtime.playground import SUPPORTED_PHP
+    a patch file and a git range, the plugin folder, the patch file, the range's form, the backend, the
+    WordPress and PHP versions (a BadInputError whose ``field`` is the option at fault; ``php`` None: the
+    backend's default)."""
+    from codebox_tui.runtime.backends import backend_name, check_php
     from codebox_tui.runtime.wordpress_builds import resolve_build
 
     if (patch_file is None) == (git_range is None):
@@ -69,9 +70,9 @@ def check_evaluation_inputs(plugin_dir: Path, patch_file: Path | None, git_range
     if git_range is not None:
         parse_range(git_range)
     resolve_build(wp)  # unknown versions fail before anything boots
-    if php not in SUPPORTED_PHP:
-        raise BadInputError(f"--php {php} is not available; choose one of {', '.join(SUPPORTED_PHP)}",
-                            code="unknown-php-version", field="--php")
+    chosen = backend_name(backend)
+    if php is not None:
+        check_php(chosen, php)
 
 
 def _git(repo: Path) -> Any:

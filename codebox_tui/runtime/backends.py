@@ -67,11 +67,6 @@ def check_php(name: str, php: str) -> None:
                             code="unknown-php-version", field="--php")
 
 
-# What needs a live preview, which the native backend does not have yet (docs/backends.md).
-PREVIEW_COMMANDS = ("wordpress.browser-probe", "wordpress.browser-actions", "wordpress.browser-actions.evaluate",
-                    "wp-codebox.observe", "wordpress.bench")
-
-
 def check_mount_targets(name: str, targets: list[str]) -> None:
     """Refuse, before anything boots, a mount target the backend keeps for itself."""
     if name == "native":
@@ -80,17 +75,13 @@ def check_mount_targets(name: str, targets: list[str]) -> None:
         check_native_mount_targets(targets)
 
 
-def check_features(name: str, commands: list[str], *, holds_preview: bool) -> None:
-    """Refuse, before anything boots, what ``name`` cannot do: on native, a run whose commands or policy
-    include a browser command or a page observation, or that holds a live preview (the message names the
-    way out). Failing later would turn a missing feature into a wrong verdict."""
-    if name != "native":
-        return
-    wanted = [command for command in commands if command in PREVIEW_COMMANDS]
-    if wanted or holds_preview:
-        what = ", ".join(dict.fromkeys(wanted)) if wanted else "a held live preview"
-        raise BadInputError(f"the native backend has no live preview yet ({what}); use --backend playground",
-                            code="native-no-preview", field="backend", details={"commands": wanted})
+def check_features(name: str, *, holds_preview: bool) -> None:
+    """Refuse, before anything boots, what ``name`` cannot do: on native, holding a live preview (``codebox
+    boot``; browser commands and page observations run natively through the run's own preview, docs/backends.md).
+    The message names the way out."""
+    if name == "native" and holds_preview:
+        raise BadInputError("the native backend does not hold a live preview (codebox boot, --hold); use --backend "
+                            "playground", code="native-no-preview", field="backend")
 
 
 def check_exec(name: str, flow: str) -> None:

@@ -6,9 +6,8 @@ probe code, which reports PHP's peak memory. The result is a ``codebox/bench/v1`
 (codebox_tui/contracts/bench.py) kept in the bundle and printed as a table.
 
 What the sandbox sends back is data, never trusted: statuses are read as integers, error texts are cut and
-made terminal-safe by the printer, the memory figure must be a plain number in range. Page requests need a
-live preview, which the native backend does not have yet: it refuses the command before boot
-(runtime/backends.py, ``PREVIEW_COMMANDS``).
+made terminal-safe by the printer, the memory figure must be a plain number in range. Both backends answer
+page requests (the native one through its confined CGI requests, docs/backends.md).
 """
 
 from __future__ import annotations

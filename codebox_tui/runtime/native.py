@@ -4,7 +4,9 @@ A sandbox is a folder (runtime/native_site.py): its own ``wp-content`` with its 
 temp folder, and a read-only generated configuration; WordPress core is shared read-only. Nothing runs
 between commands: every PHP request, WP-CLI call and file transfer is one confined process
 (runtime/confinement.py, :func:`~codebox_tui.runtime.confinement.php_bwrap_argv`) that sees the sandbox at
-Playground's paths and dies with its namespace. There is no live preview yet (``request`` says so).
+Playground's paths and dies with its namespace. A page request is one confined ``php-cgi`` process
+(runtime/native_cgi.py), and the preview a browser loads is a relay on the host's loopback that makes one
+such request per incoming request (runtime/native_preview.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,17 @@ from codebox_tui.runtime.backend import HttpResult, PhpResult, ProgressCallback,
 from codebox_tui.runtime.confinement import PathBind, find_bwrap, php_bwrap_argv, readonly_dir
 from codebox_tui.runtime.golden import copy_tree, ensure_golden_site
 from codebox_tui.runtime.mounts import remove_tree
+from codebox_tui.runtime.native_cgi import (
+    MAX_BODY_BYTES,
+    MAX_HEADER_BYTES,
+    MAX_REQUEST_BODY_BYTES,
+    CgiRequest,
+    CgiResponse,
+    cgi_environment,
+    check_request,
+    parse_cgi_response,
+)
+from codebox_tui.runtime.native_preview import PreviewRelay
 from codebox_tui.runtime.native_site import (
     CONFIG_DIR,
     CORE,
@@ -39,6 +52,7 @@ from codebox_tui.runtime.native_site import (
     ensure_prepared_install,
     host_php,
     open_basedir,
+    php_cgi_binary,
     salt_key,
     write_config,
 )
@@ -56,8 +70,11 @@ BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": TMP, "TMPDIR": TMP, 
 PHP_MEMORY_LIMIT = "512M"
 # The sandbox's compiled-script cache: a file cache only (each command is a new process), in its own copy
 # of the seed a clean sandbox made (native_site.ensure_opcache_seed), timestamps checked.
-OPCACHE_ON = ["opcache.enable_cli=1", f"opcache.file_cache={OPCACHE_DIR}", "opcache.file_cache_only=1",
-              "opcache.validate_timestamps=1"]
+OPCACHE_ON = ["opcache.enable_cli=1", "opcache.enable=1", f"opcache.file_cache={OPCACHE_DIR}",
+              "opcache.file_cache_only=1", "opcache.validate_timestamps=1"]
+OPCACHE_OFF = ["opcache.enable_cli=0", "opcache.enable=0"]
+# What runs the sandbox's own code, with its compiled-script cache (never Codebox's probes or transfers).
+OWN_CODE = ("run", "cli", "request")
 # The PHP a command line may name (runtime/commands.py builds ``["php", …]`` for WP-CLI and PHPUnit).
 PHP_NAMES = ("php", "/usr/bin/php", "/usr/local/bin/php")
 # What the seed sandbox compiles: WordPress and the admin includes plugin probes load.
@@ -100,10 +117,13 @@ class NativeSandbox:
     """One native WordPress: a folder on the host and the binds that show it to confined PHP."""
 
     def __init__(self, sandbox_id: str, work_dir: Path, binds: list[PathBind], basedir: str,
-                 wordpress_version: str, php_version: str, settings: CodeboxSettings, *, opcache: bool) -> None:
+                 wordpress_version: str, php_version: str, settings: CodeboxSettings, *, opcache: bool,
+                 relay: PreviewRelay | None = None) -> None:
         self.id = sandbox_id
         self.work_dir = work_dir
-        self.preview_url = ""  # no live preview on the native backend yet
+        self._relay = relay
+        self.preview_url = relay.url if relay is not None else ""
+        self._site_port = relay.port if relay is not None else 80
         self.wordpress_version = wordpress_version
         self.php_version = php_version
         self._binds = binds
@@ -119,14 +139,17 @@ class NativeSandbox:
 
     # -- one confined process ----------------------------------------------------------------------------
     def php_argv(self, php_args: list[str], env: dict[str, str] | None = None, *, opcache: bool = False,
-                 timeout_s: float = 0.0) -> list[str]:
+                 timeout_s: float = 0.0, cgi: bool = False) -> list[str]:
         """The whole command line of one confined PHP process running ``php_args``. ``opcache``: compiled
         scripts come from (and go to) the sandbox's own copy of the opcache seed, for the sandbox's own
-        commands only; Codebox's probes and file transfers never read a cache the sandbox could have written."""
+        commands only; Codebox's probes and file transfers never read a cache the sandbox could have written.
+        ``cgi``: the CGI binary for a page request, errors shown in the page (as Playground shows them), no
+        ``.user.ini`` read (the sandbox could plant one)."""
         settings = [f"open_basedir={self._basedir}", f"sys_temp_dir={TMP}", f"upload_tmp_dir={TMP}",
-                    f"memory_limit={PHP_MEMORY_LIMIT}", "display_errors=stderr", "log_errors=0", "auto_prepend_file=",
-                    "auto_append_file="]
-        settings += OPCACHE_ON if opcache and self._opcache else ["opcache.enable_cli=0"]
+                    f"memory_limit={PHP_MEMORY_LIMIT}", "display_errors=" + ("1" if cgi else "stderr"), "log_errors=0",
+                    "auto_prepend_file=", "auto_append_file=", "user_ini.filename=", "cgi.fix_pathinfo=0",
+                    "expose_php=0"]
+        settings += OPCACHE_ON if opcache and self._opcache else OPCACHE_OFF
         ini = [part for setting in settings for part in ("-d", setting)]
         limits = []
         if shutil.which("prlimit"):
@@ -134,7 +157,7 @@ class NativeSandbox:
             cpu_seconds = int(max(timeout_s, self._settings.command_timeout_s)) + 5  # the wall clock kills first
             limits = ["prlimit", f"--cpu={cpu_seconds}",
                       *([f"--fsize={budget}"] if budget else []), "--"]
-        bwrap = php_bwrap_argv(bwrap=self._bwrap, php=host_php().binary, binds=self._binds,
+        bwrap = php_bwrap_argv(bwrap=self._bwrap, php=php_cgi_binary() if cgi else host_php().binary, binds=self._binds,
                                env={**BASE_ENV, **(env or {})}, chdir=CORE)
         return [*limits, *bwrap, *ini, *php_args]
 
@@ -155,7 +178,7 @@ class NativeSandbox:
         if self._disposed:
             raise SandboxError("The sandbox was disposed", code="sandbox-disposed")
         try:
-            argv = self.php_argv(php_args, env, opcache=what in ("run", "cli"), timeout_s=timeout_s)
+            argv = self.php_argv(php_args, env, opcache=what in OWN_CODE, timeout_s=timeout_s, cgi=what == "request")
             process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                        start_new_session=True, close_fds=True)
         except OSError as error:
@@ -216,8 +239,26 @@ class NativeSandbox:
         return self._exec(argv[1:], b"", timeout_s, env=env, what="cli")
 
     def request(self, path: str, timeout_s: float, method: str = "GET") -> HttpResult:
-        raise SandboxError("the native backend has no live preview yet (page requests, browser probes); use "
-                           "--backend playground", code="native-no-preview", details={"path": path})
+        """One page request (``path`` with its query) as the preview would serve it."""
+        response = self.cgi(CgiRequest(method.upper(), path), timeout_s)
+        return HttpResult(status=response.status, headers=dict(response.headers),
+                          text=response.body.decode("utf-8", "replace"))
+
+    def cgi(self, request: CgiRequest, timeout_s: float) -> CgiResponse:
+        """``request`` served by one confined ``php-cgi`` process running the sandbox's router; its output is
+        the sandbox's and is parsed as untrusted bytes (runtime/native_cgi.py)."""
+        check_request(request.method, request.target)
+        if len(request.body) > MAX_REQUEST_BODY_BYTES:
+            raise SandboxError(f"a page request's body is limited to {MAX_REQUEST_BODY_BYTES} bytes",
+                               code="invalid-request", details={"bytes": len(request.body)})
+        env = cgi_environment(request, host="127.0.0.1", port=self._site_port)
+        code, out, err = self._exec_raw([], request.body, timeout_s, env=env, what="request",
+                                        limit=MAX_HEADER_BYTES + MAX_BODY_BYTES)
+        response = parse_cgi_response(bytes(out.kept), body_truncated=out.truncation() is not None)
+        if not out.kept and code != 0:
+            reason = err.kept.decode("utf-8", "replace").strip()[:500]
+            response.problems.append(f"php-cgi exited {code}: {reason}")
+        return response
 
     def write_file(self, path: str, data: bytes, timeout_s: float = 30.0) -> None:
         """Written by a confined PHP process: the host never follows a path the sandbox could have planted."""
@@ -252,6 +293,8 @@ class NativeSandbox:
     def dispose(self) -> None:
         if self._disposed:
             return
+        if self._relay is not None:
+            self._relay.close()
         self.abort("was disposed")
         self._disposed = True
         remove_tree(self.work_dir)
@@ -311,20 +354,23 @@ class NativeBackend:
         prepared = ensure_prepared_install(build, ensure_golden_site(build, self.settings.golden_dir),
                                            self.settings.home / "native")
         seed = ensure_opcache_seed(prepared, host_php(), self._make_seed)
-        sandbox = self._boot(spec, build.version, prepared, report, opcache_seed=seed)
+        sandbox = self._boot(spec, build.version, prepared, report, opcache_seed=seed, preview=True)
         report("ready", {"ms": int((time.monotonic() - started) * 1000)})
         return sandbox
 
     def _boot(self, spec: SandboxSpec, version: str, prepared: PreparedInstall, report: ProgressCallback, *,
-              opcache_seed: Path | None = None, opcache_dir: Path | None = None) -> NativeSandbox:
+              opcache_seed: Path | None = None, opcache_dir: Path | None = None,
+              preview: bool = False) -> NativeSandbox:
         """The sandbox folder and its binds. ``opcache_seed``: copied in as the sandbox's own compiled-script
-        cache; ``opcache_dir``: bound as that cache as it is (only while the seed itself is made)."""
+        cache; ``opcache_dir``: bound as that cache as it is (only while the seed itself is made); ``preview``:
+        with its preview relay, whose address WordPress takes as its own."""
         sandboxes_root = self.settings.home / "sandboxes"
         sandboxes_root.mkdir(parents=True, exist_ok=True)
         sweep_abandoned_once(sandboxes_root)
         sandbox_id = "sandbox-native-" + secrets.token_hex(6)
         work_dir = sandboxes_root / sandbox_id
         work_dir.mkdir()
+        relay = PreviewRelay(self.settings.command_timeout_s) if preview else None
         try:
             (work_dir / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
             readonly_dir(work_dir).mkdir(parents=True, exist_ok=True)
@@ -339,7 +385,8 @@ class NativeBackend:
             mounts = sandbox_mounts(spec, work_dir, report)
             basedir = open_basedir([m["vfsPath"] for m in mounts])
             write_config(work_dir / "config", sandbox_id, salt_key(self.settings.home / "native"), basedir=basedir,
-                         block_external_http=spec.policy.network_denied)
+                         block_external_http=spec.policy.network_denied,
+                         site_url=relay.url if relay is not None else "http://127.0.0.1")
             binds = [PathBind(str(prepared.core), CORE, False),
                      PathBind(str(work_dir / "wp-content"), WP_CONTENT, True),
                      PathBind(str(work_dir / "config" / "wp-config.php"), f"{CORE}/wp-config.php", False),
@@ -351,11 +398,16 @@ class NativeBackend:
                 binds += [PathBind(str(opcache_dir), OPCACHE_DIR, True), *shared_cache]
             binds += [PathBind(m["hostPath"], m["vfsPath"], _writable(m, work_dir)) for m in mounts]
         except BaseException:
+            if relay is not None:
+                relay.close()
             remove_tree(work_dir)
             remove_tree(readonly_dir(work_dir))
             raise
-        return NativeSandbox(sandbox_id, work_dir, binds, basedir, version, host_php().version, self.settings,
-                             opcache=opcache_dir is not None)
+        sandbox = NativeSandbox(sandbox_id, work_dir, binds, basedir, version, host_php().version, self.settings,
+                                opcache=opcache_dir is not None, relay=relay)
+        if relay is not None:
+            relay.start(sandbox.cgi)
+        return sandbox
 
     def _make_seed(self, prepared: PreparedInstall, folder: Path) -> None:
         """Fill ``folder`` with the compiled-script cache of a clean sandbox loading WordPress: no mounts, no

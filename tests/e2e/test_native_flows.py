@@ -1,7 +1,7 @@
 """Every flow honours the backend (docs/backends.md): recipe-run, episode run and agent-task boot a native
 sandbox through the real `codebox` CLI when asked (``--backend native``, or ``CODEBOX_BACKEND``), at the host's
-PHP when none is named; an explicit other PHP and a flow that needs a preview are refused before anything boots,
-naming ``--backend playground``."""
+PHP when none is named; an explicit other PHP and an agent task (no sandbox shell yet) are refused before
+anything boots, naming ``--backend playground``."""
 
 from __future__ import annotations
 
@@ -76,13 +76,6 @@ def test_an_explicit_other_php_on_native_is_refused_before_boot(tmp_path: Path) 
     assert out.returncode == 2, out.stderr
     assert "--backend playground" in out.stdout + out.stderr
     assert not (tmp_path / "artifacts").exists()
-
-
-def test_a_recipe_with_a_browser_step_is_refused_on_native(tmp_path: Path) -> None:
-    out = _codebox(tmp_path, "recipe-run", str(RECIPES / "browser-shortcode.json"), "--backend", "native",
-                   "--json", "-q")
-    assert out.returncode == 2, out.stderr
-    assert "native-no-preview" in out.stdout + out.stderr and "--backend playground" in out.stdout + out.stderr
 
 
 def test_an_episode_runs_natively_from_the_setting(tmp_path: Path) -> None:

@@ -4,13 +4,16 @@ afterwards. Child processes are used where they get past PHP's own checks, so th
 
 from __future__ import annotations
 
+import re
 import socket
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.factories.native import native_sandbox, php_string
+from tests.factories.native import native_sandbox, php_string, raw_http
 
 pytestmark = pytest.mark.native
 
@@ -292,3 +295,136 @@ def test_links_from_wp_content_to_a_host_file_reach_nothing_and_capture_does_not
         if path.is_file() and not path.is_symlink():
             assert b"HOST-SECRET-7f3a" not in path.read_bytes(), path
     assert secret.read_text() == "HOST-SECRET-7f3a" and not (plugin / "leak-sym").exists()
+
+
+# -- the preview: page requests through php-cgi and the host's relay (docs/backends.md) ---------------------
+# A must-use plugin playing the attacker in page requests, driven by query: reach the host's loopback or a
+# host file, flood the response's headers or body, send bytes no header should hold.
+PREVIEW_ATTACKER = r"""<?php
+$codebox_attack = isset( $_GET['codebox-attack'] ) ? $_GET['codebox-attack'] : '';
+if ( $codebox_attack === 'reach' ) {
+	$out = array();
+	foreach ( explode( ',', $_GET['ports'] ) as $port ) {
+		$s = @fsockopen( '127.0.0.1', (int) $port, $errno, $errstr, 5 );
+		$out[] = 'php:' . ( $s ? 'connected' : 'failed' );
+		$out[] = 'child:' . shell_exec( 'php -r ' . escapeshellarg( 'echo @fsockopen("127.0.0.1", ' . (int) $port . ') ? "connected" : "failed";' ) );
+	}
+	$out[] = 'file:' . @file_get_contents( $_GET['file'] );
+	$out[] = 'cat:' . shell_exec( 'cat ' . escapeshellarg( $_GET['file'] ) . ' 2>&1' );
+	echo implode( "\n", $out );
+	exit;
+}
+if ( $codebox_attack === 'many-headers' ) {
+	for ( $i = 0; $i < 500; $i++ ) { header( "X-Flood-$i: x" ); }
+	exit;
+}
+if ( $codebox_attack === 'huge-headers' ) {
+	for ( $i = 0; $i < 40; $i++ ) { header( "X-Huge-$i: " . str_repeat( 'h', 4000 ) ); }
+	exit;
+}
+if ( $codebox_attack === 'huge-body' ) {
+	header( 'X-Odd: ' . "\x01\x7f\xfe\xff-end" );
+	$chunk = str_repeat( 'b', 1 << 20 );
+	for ( $i = 0; $i < 40; $i++ ) { echo $chunk; }
+	exit;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def preview_sandbox() -> Iterator[Any]:
+    with native_sandbox() as sandbox:
+        sandbox.write_file("/wordpress/wp-content/mu-plugins/codebox-attacker.php", PREVIEW_ATTACKER.encode())
+        yield sandbox
+
+
+def _port(sandbox: Any) -> int:
+    return int(sandbox.preview_url.rsplit(":", 1)[1])
+
+
+def test_the_preview_relay_listens_on_127_0_0_1_only(preview_sandbox: Any) -> None:
+    """Another loopback address and the machine's own addresses find nothing at the relay's port; only
+    127.0.0.1 answers."""
+    port = _port(preview_sandbox)
+    assert raw_http(port, "GET /wp-includes/images/blank.gif")[0] == 200
+    others = {"127.0.0.2"} | {info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)
+                              if not info[4][0].startswith("127.")}
+    for address in sorted(others):
+        with pytest.raises(OSError):
+            socket.create_connection((address, port), timeout=5).close()
+
+
+def test_the_preview_relay_answers_only_to_its_own_name(preview_sandbox: Any) -> None:
+    """DNS rebinding: a page on another site whose name now resolves to 127.0.0.1 reaches the port, but its
+    requests carry that site's name; the relay refuses them before any PHP runs."""
+    port = _port(preview_sandbox)
+    for name in (f"rebound.example:{port}", "rebound.example", f"127.0.0.1:{port + 1}", ""):
+        status, _, body = raw_http(port, "GET /", host_header=name)
+        assert status == 421 and b"<html" not in body.lower(), (name, status)
+    assert raw_http(port, "GET /wp-includes/images/blank.gif", host_header=f"localhost:{port}")[0] == 200
+
+
+def test_a_page_request_cannot_reach_the_host_loopback_or_read_a_host_file(preview_sandbox: Any) -> None:
+    """The page's PHP and a child it starts try a listener on the host's 127.0.0.1 and the relay itself, and
+    a marker in the host's /tmp: the request's network namespace is empty and the host's files absent."""
+    import tempfile
+
+    with socket.socket() as server, tempfile.NamedTemporaryFile("w", prefix="codebox-preview-marker-", dir="/tmp",
+                                                                 suffix=".txt") as marker:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        marker.write("HOST-MARKER-77e1")
+        marker.flush()
+        ports = f"{server.getsockname()[1]},{_port(preview_sandbox)}"
+        response = preview_sandbox.request(f"/?codebox-attack=reach&ports={ports}&file={marker.name}", 120)
+        server.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            server.accept()
+    lines = response.text.splitlines()
+    assert lines[:4] == ["php:failed", "child:failed", "php:failed", "child:failed"], response.text[:2000]
+    assert "HOST-MARKER-77e1" not in response.text and "No such file or directory" in response.text
+
+
+def test_a_flood_of_headers_or_a_huge_body_is_capped_and_reported(preview_sandbox: Any) -> None:
+    """Header blocks past the caps (too many lines, too many bytes) are refused with a 502 that says why; a
+    body past its cap is cut and flagged; bytes no header may hold are dropped; the relay keeps serving."""
+    from codebox_tui.runtime.native_cgi import MAX_BODY_BYTES
+
+    many = preview_sandbox.request("/?codebox-attack=many-headers", 120)
+    assert many.status == 502 and "header lines" in many.text, (many.status, many.text[:300])
+    huge = preview_sandbox.request("/?codebox-attack=huge-headers", 120)
+    assert huge.status == 502 and "no end of headers" in huge.text, (huge.status, huge.text[:300])
+    status, headers, body = raw_http(_port(preview_sandbox), "GET /?codebox-attack=huge-body")
+    assert status == 200 and len(body) == MAX_BODY_BYTES
+    assert "cut at" in headers["x-codebox-problems"]
+    assert headers["x-odd"] == "\xfe\xff-end"  # control bytes dropped, the line kept
+    assert raw_http(_port(preview_sandbox), "GET /?codebox-attack=many-headers")[0] == 502
+    assert raw_http(_port(preview_sandbox), "GET /wp-includes/images/blank.gif")[0] == 200
+
+
+def test_the_relay_serves_no_file_outside_the_site(preview_sandbox: Any) -> None:
+    """Traversal in the request path (plain, percent-encoded, encoded slashes) and symbolic links planted in
+    uploads by a child process (to the sandbox's own configuration, its /tmp and the host's /etc/passwd) serve
+    none of those files: the router serves only what resolves inside /wordpress, read by PHP inside the wall."""
+    secrets_text = (preview_sandbox.work_dir / "config" / "bootstrap.php").read_text()
+    auth_key = re.search(r"define\('AUTH_KEY', '([0-9a-f]+)'\)", secrets_text)
+    assert auth_key
+    planted = preview_sandbox.run_php(textwrap.dedent("""\
+        <?php
+        file_put_contents('/tmp/private.txt', 'SANDBOX-TMP-5c2d');
+        $u = '/wordpress/wp-content/uploads';
+        echo shell_exec("cd $u && ln -s /codebox/config/bootstrap.php leak.txt && ln -s /codebox/config conf"
+            . " && ln -s /tmp/private.txt tmp.txt && ln -s /etc/passwd passwd.txt && ls $u 2>&1");
+        """), 60)
+    assert {"leak.txt", "conf", "tmp.txt", "passwd.txt"} <= set(planted.text.split()), planted.text + planted.errors
+    paths = ["/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/..%2f..%2fetc%2fpasswd",
+             "/wp-content/uploads/..%2f..%2f..%2fcodebox/config/bootstrap.txt",
+             "/%2E%2E/codebox/config/wp-cli.yml", "/wp-content/%2e%2e/%2e%2e/tmp/private.txt",
+             "/wp-content/uploads/leak.txt", "/wp-content/uploads/conf/wp-cli.yml", "/wp-content/uploads/tmp.txt",
+             "/wp-content/uploads/passwd.txt", "/wp-content/uploads/conf/", "//etc/passwd", "/./codebox/config/wp-cli.yml"]
+    for path in paths:
+        status, _, body = raw_http(_port(preview_sandbox), f"GET {path}")
+        text = body.decode("utf-8", "replace")
+        for secret in (auth_key.group(1), "root:x:0:0", "SANDBOX-TMP-5c2d", "path: /wordpress"):
+            assert secret not in text, (path, status, text[:300])
+        assert status in (301, 302, 400, 403, 404) or (status == 200 and "<html" in text.lower()), (path, status)

@@ -54,11 +54,10 @@ def test_too_many_paths_and_bad_arguments_are_refused_before_boot() -> None:
         check_request(RunRequest(commands=[CommandStep("wordpress.bench", ["count=1000"])], backend="playground"))
 
 
-def test_the_native_backend_refuses_the_bench_before_boot() -> None:
-    with pytest.raises(BadInputError, match=r"native backend has no live preview yet \(wordpress.bench\); use "
-                                            "--backend playground") as caught:
-        check_request(RunRequest(commands=[CommandStep("wordpress.bench", ["path=/"])], backend="native"))
-    assert caught.value.field == "backend"
+def test_both_backends_accept_the_bench() -> None:
+    """The native backend answers page requests too (docs/backends.md): the bench is not refused on either."""
+    for backend in ("playground", "native"):
+        check_request(RunRequest(commands=[CommandStep("wordpress.bench", ["path=/"])], backend=backend))
 
 
 def test_statistics_use_the_nearest_rank() -> None:

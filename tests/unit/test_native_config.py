@@ -65,21 +65,22 @@ def test_bootstrap_defines_the_sandbox_world_and_quotes_what_it_embeds() -> None
     assert "WP_HTTP_BLOCK_EXTERNAL" not in bootstrap_php("sandbox-native-a", b"k", basedir="/", block_external_http=False)
 
 
-def test_native_refuses_what_needs_a_live_preview_before_anything_boots() -> None:
+def test_native_refuses_only_a_held_preview_before_anything_boots() -> None:
+    """Browser commands and page observations run natively through the run's own preview relay; holding a
+    preview (``codebox boot``, ``--hold``) stays Playground's."""
     from codebox_tui.lifecycle.request import CommandStep, RunRequest, check_request
     from codebox_tui.runtime.backends import check_features
 
-    check_features("native", ["wordpress.run-php", "wordpress.phpunit"], holds_preview=False)
-    check_features("playground", ["wordpress.browser-probe"], holds_preview=True)
-    for commands, holds in ((["wordpress.run-php", "wordpress.browser-probe"], False), (["wordpress.run-php"], True)):
-        with pytest.raises(BadInputError) as caught:
-            check_features("native", commands, holds_preview=holds)
-        assert caught.value.code == "native-no-preview" and "--backend playground" in caught.value.message
-    request = RunRequest(commands=[CommandStep("wordpress.browser-probe", ["url=/"])], backend="native",
-                         php=host_php().series)
+    check_features("native", holds_preview=False)
+    check_features("playground", holds_preview=True)
     with pytest.raises(BadInputError) as caught:
-        check_request(request)
-    assert "wordpress.browser-probe" in caught.value.message
+        check_features("native", holds_preview=True)
+    assert caught.value.code == "native-no-preview" and "--backend playground" in caught.value.message
+    check_request(RunRequest(commands=[CommandStep("wordpress.browser-probe", ["url=/"])], backend="native",
+                             php=host_php().series))
+    with pytest.raises(BadInputError) as caught:
+        check_request(RunRequest(commands=[], backend="native", php=host_php().series, hold_s=60))
+    assert caught.value.code == "native-no-preview"
 
 
 def test_mounts_over_the_native_configuration_are_refused() -> None:

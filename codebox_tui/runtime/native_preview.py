@@ -1,0 +1,136 @@
+"""The native sandbox's preview (docs/backends.md, "Page requests and the preview"): a small HTTP relay on
+the host, bound to ``127.0.0.1`` on a free port, that turns each request a browser sends into one confined
+CGI request (runtime/native_cgi.py) and writes the answer back. PHP itself never listens anywhere: its
+network namespace is empty.
+
+Bounded on every side: a few CGI processes at once (:data:`WORKERS`; a request that finds no free slot in
+its timeout gets a 503), each with the run's per-request timeout (a 504 when it runs out), request bodies
+capped (413 before PHP starts), slow clients dropped after :data:`SOCKET_TIMEOUT_S`, and a request naming
+another host (DNS rebinding: a page elsewhere whose name now points at 127.0.0.1) refused with a 421.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from codebox_tui.errors import SandboxError
+from codebox_tui.runtime.native_cgi import (
+    HOP_BY_HOP,
+    MAX_REQUEST_BODY_BYTES,
+    CgiRequest,
+    CgiResponse,
+)
+
+BIND_ADDRESS = "127.0.0.1"  # never anything else: the preview is for this machine's browser only
+WORKERS = 4
+SOCKET_TIMEOUT_S = 30.0
+Serve = Callable[[CgiRequest, float], CgiResponse]
+
+
+class PreviewRelay:
+    """One sandbox's relay. Made (and its port bound) before the sandbox's configuration is written, so
+    WordPress's ``home``/``siteurl`` can name :attr:`url`; serving starts with :meth:`start`."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self.slots = threading.BoundedSemaphore(WORKERS)
+        self.serve: Serve | None = None
+        self._server = _Server((BIND_ADDRESS, 0), _Handler)
+        self._server.relay = self
+        self.port = int(self._server.server_address[1])
+        self.url = f"http://{BIND_ADDRESS}:{self.port}"
+        self.hosts = {f"{BIND_ADDRESS}:{self.port}", f"localhost:{self.port}"}
+        self._thread: threading.Thread | None = None
+
+    def start(self, serve: Serve) -> None:
+        self.serve = serve
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name=f"codebox-preview-{self.port}", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop listening (requests under way finish or are killed with the sandbox's processes)."""
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread = None
+        self._server.server_close()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = False
+    relay: PreviewRelay
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"  # one request per connection: nothing to keep alive between CGI processes
+    server_version = "codebox-native-preview"
+    sys_version = ""
+    timeout = SOCKET_TIMEOUT_S
+    server: _Server
+
+    def do_GET(self) -> None:
+        self._relay()
+
+    do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_GET
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass  # the run's own evidence says what the browser asked for
+
+    def _relay(self) -> None:
+        relay = self.server.relay
+        if (self.headers.get("Host") or "").lower() not in relay.hosts:
+            # a page elsewhere that rebinds its own name to 127.0.0.1 reaches the port, but not with our name
+            self._plain(421, "this preview answers only to " + relay.url)
+            return
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            self._plain(411, "chunked request bodies are not accepted; send a Content-Length")
+            return
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            self._plain(400, "bad Content-Length")
+            return
+        if length < 0 or length > MAX_REQUEST_BODY_BYTES:
+            self._plain(413, f"request bodies are limited to {MAX_REQUEST_BODY_BYTES} bytes")
+            return
+        body = self.rfile.read(length) if length else b""
+        if len(body) != length:
+            return  # the client went away
+        if relay.serve is None or not relay.slots.acquire(timeout=relay.timeout_s):
+            self._plain(503, "the sandbox preview is busy")
+            return
+        try:
+            response = relay.serve(CgiRequest(self.command, self.path, list(self.headers.items()), body),
+                                   relay.timeout_s)
+        except SandboxError as error:
+            status = 504 if error.code == "sandbox-timeout" else (400 if error.code == "invalid-request" else 502)
+            self._plain(status, error.message)
+            return
+        finally:
+            relay.slots.release()
+        self._send(response)
+
+    def _send(self, response: CgiResponse) -> None:
+        try:
+            self.send_response(response.status)
+            for name, values in response.headers.items():
+                if name in HOP_BY_HOP:
+                    continue
+                for value in values:
+                    self.send_header(name, value)
+            if response.problems:
+                self.send_header("x-codebox-problems", "; ".join(response.problems)[:500])
+            self.send_header("Content-Length", str(len(response.body)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(response.body)
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):
+            pass
+
+    def _plain(self, status: int, text: str) -> None:
+        self._send(CgiResponse(status, {"content-type": ["text/plain; charset=UTF-8"]},
+                               f"codebox: {text}\n".encode()))
