@@ -1,5 +1,5 @@
 """wordpress.bench's pure parts (docs/bench.md): its arguments and caps, checked before boot; the statistics;
-the table; the native backend's refusal; evaluate-patch's before/after comparison. The command itself runs in
+the table; evaluate-patch's before/after comparison. The command itself runs in
 real Playground sandboxes in tests/e2e/test_recipes_evaluate_patch.py."""
 
 from __future__ import annotations
