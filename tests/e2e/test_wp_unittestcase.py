@@ -3,7 +3,11 @@ Playground, the WordPress core PHPUnit library and the PHPUnit Polyfills from ``
 (third-party, never copied into the repository), Debian's PHPUnit, the sandbox's SQLite test site.
 
 Verdicts never claim more than was checked: improvement / regression / neutral only when tests ran on
-both sides, ``untested`` and ``plugin-broken`` otherwise; only improvement and neutral exit 0."""
+both sides, ``untested`` and ``plugin-broken`` otherwise; only improvement and neutral exit 0.
+
+The fix and the fatal-on-load patch run on real Playground; the other verdicts are Codebox's reading of what the
+suite and the probes report, the same on both backends (tests/e2e/test_backend_parity.py compares them), so they
+run on the native backend (real PHP in bubblewrap, several times cheaper, docs/backends.md) to keep CI in budget."""
 
 from __future__ import annotations
 
@@ -48,11 +52,12 @@ def toolchains() -> tuple[Path, Path]:
     return LIB, POLYFILLS
 
 
-def _evaluate(tmp_path: Path, home: Path, plugin: Path, patch: Path, *extra: str,
-              json_out: bool = True) -> subprocess.CompletedProcess[str]:
+def _evaluate(tmp_path: Path, home: Path, plugin: Path, patch: Path, *extra: str, json_out: bool = True,
+              backend: str = "native") -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in TOOLCHAIN_ENV}
     return subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "evaluate-patch", "--plugin", str(plugin), "--patch", str(patch),
+        [sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", backend, "--plugin", str(plugin),
+         "--patch", str(patch),
          "--artifacts-dir", str(tmp_path / "art"), *extra, *(["--json"] if json_out else [])],
         capture_output=True, text=True, timeout=1200, env={**env, "CODEBOX_HOME": str(home)}, cwd=tmp_path)
 
@@ -85,7 +90,7 @@ def test_fix_patch_is_an_improvement_with_per_side_totals_and_messages(
     plugin = _copy(tmp_path)
     original = (plugin / "src" / "Counter.php").read_bytes()
     proc = _evaluate(tmp_path, Path(playground_session.home), plugin, PATCHES / "word-stats-fix.patch",
-                     *_with_toolchain(*toolchains))
+                     *_with_toolchain(*toolchains), backend="playground")
     doc = _doc(proc)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert doc["success"] is True and doc["applied"] is True
@@ -144,7 +149,8 @@ def test_wp_phpunit_from_vendor_and_a_patch_that_breaks_loading(
     plugin = _copy(tmp_path)
     shutil.copytree(lib, plugin / "vendor" / "wp-phpunit" / "wp-phpunit")
     shutil.copytree(polyfills, plugin / "vendor" / "yoast" / "phpunit-polyfills")
-    proc = _evaluate(tmp_path, Path(playground_session.home), plugin, PATCHES / "word-stats-fatal.patch")
+    proc = _evaluate(tmp_path, Path(playground_session.home), plugin, PATCHES / "word-stats-fatal.patch",
+                     backend="playground")
     doc = _doc(proc)
     assert proc.returncode == 1 and doc["success"] is False
     tests = doc["tests"]
