@@ -57,7 +57,9 @@ def test_ignored_vendor_reaches_both_sides_and_notes_are_no_change(playground_se
     (repo / "NOTES.md").write_text("- ask about non-breaking spaces\n", encoding="utf-8")
     assert _git(repo, "status", "--porcelain") == "?? NOTES.md"  # vendor/ is ignored, not even listed
     proc = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "evaluate-patch", "--plugin", str(repo), "--git", "main..fix-whitespace",
+        # what is under test is the work tree's export and overlay, not the sandbox: the native backend (CI time)
+        [sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", "native", "--plugin", str(repo),
+         "--git", "main..fix-whitespace",
          "--artifacts-dir", str(tmp_path / "art"), "--json"], capture_output=True, text=True, timeout=900,
         env={**os.environ, "CODEBOX_HOME": str(playground_session.home)})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

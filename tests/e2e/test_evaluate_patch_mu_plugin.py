@@ -104,7 +104,9 @@ def test_patch_that_makes_a_mu_plugin_fatal_is_plugin_broken(playground_session:
     plugin = _mu_plugin(tmp_path, with_tests=False)
     patch = tmp_path / "fatal.patch"
     patch.write_text(FATAL, encoding="utf-8")
-    proc = _cli(Path(playground_session.home), "--plugin", str(plugin), "--patch", str(patch), "--slug", "greeting",
+    # the verdict is Codebox's reading of the load check and the probe, the same on both backends: native (CI time)
+    proc = _cli(Path(playground_session.home), "--backend", "native", "--plugin", str(plugin), "--patch", str(patch),
+                "--slug", "greeting",
                 "--artifacts-dir", str(tmp_path / "art"), "--json")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(proc.stdout)
@@ -120,7 +122,7 @@ def test_mu_plugin_without_tests_beside_it_is_untested_and_says_so(playground_se
     plugin = _mu_plugin(tmp_path, with_tests=False)
     patch = tmp_path / "fix.patch"
     patch.write_text(FIX, encoding="utf-8")
-    proc = _cli(Path(playground_session.home), "--plugin", str(plugin), "--patch", str(patch),
+    proc = _cli(Path(playground_session.home), "--backend", "native", "--plugin", str(plugin), "--patch", str(patch),
                 "--artifacts-dir", str(tmp_path / "art"), "--json")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(proc.stdout)

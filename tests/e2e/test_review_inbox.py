@@ -252,7 +252,7 @@ def test_evaluate_patch_reaches_the_inbox_and_reports_progress(playground_sessio
     home = playground_session.private_home(tmp_path)
     plugin = tmp_path / "buggy-counter"
     shutil.copytree(EXAMPLES / "plugins-for-recipes" / "buggy-counter", plugin)
-    proc = _codebox(home, "evaluate-patch", "--plugin", str(plugin), "--patch",
+    proc = _codebox(home, "evaluate-patch", "--backend", "native", "--plugin", str(plugin), "--patch",
                     str(EXAMPLES / "patches" / "buggy-counter-fix.patch"), "--json")
     doc = json.loads(proc.stdout)
     assert doc["bundleId"], proc.stderr
