@@ -79,7 +79,9 @@ class EvaluationStep(Contract):
 
     phase: Literal["before", "apply", "after", "probe"]
     command: str = Field(description="A catalog command, or `git apply` (`git apply (the patch's tests)` and "
-                                     "`git apply (the patch's code)` when the patch brought tests).")
+                                     "`git apply (the patch's code)` when the patch brought tests), or "
+                                     "`front-end probe (load check)`: the front-end request settled the \"after\" "
+                                     "load check (exit 0: the plugin loads, 1: it fails to load).")
     exitCode: int | None = None
     error: dict[str, Any] | None = Field(None, description="The command's error, as `--json` prints errors.")
     stderr: str | None = None

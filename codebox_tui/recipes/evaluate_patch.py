@@ -2,8 +2,9 @@
 
 Flow: copy the plugin (with its ``vendor/``) to scratch (the original is never touched) → check the patch
 applies → boot with the copy mounted read-write (baseline taken before boot) → activate (a fatal error or an
-activation error is recorded) → PHPUnit *before* → apply the patch → PHPUnit *after* → load check → front-end
-probe (PHP errors recorded by a must-use plugin, the response, the plugin still active) and browser evidence →
+activation error is recorded) → PHPUnit *before* → apply the patch → PHPUnit *after* → front-end probe (PHP
+errors recorded by a must-use plugin, the response, the plugin still active; the same request settles the load
+check, recipes/front_end_probe.py) and browser evidence →
 ``files/evaluate-patch.json`` (verdict, test delta, failures with their messages, per-side totals) and
 ``files/contributor.patch`` → one bundle whose patch.diff is exactly what the patch changed. Verdicts and
 exit codes are in the README ("Recipes, tests and browser evidence").
@@ -11,7 +12,6 @@ exit codes are in the README ("Recipes, tests and browser evidence").
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import shutil
@@ -27,7 +27,8 @@ from codebox_tui.contracts.evaluation import PATCH_EVALUATION_SCHEMA, PatchEvalu
 from codebox_tui.contracts.runtime import ExecutionResult, MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError, CodeboxError
 from codebox_tui.lifecycle import CommandStep, OpenRun, ProgressListener, RunControl, RunRequest, RunService, Toolchain
-from codebox_tui.lifecycle.site_state import SiteStateRecorder, unclean_details, unclean_risks
+from codebox_tui.lifecycle.site_state import unclean_details, unclean_risks
+from codebox_tui.recipes.front_end_probe import front_end_probe, php_str, plain
 from codebox_tui.runtime.mounts import mu_plugin_loader, plugin_target
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
@@ -138,44 +139,6 @@ echo json_encode( array( 'ok' => $loaded, 'file' => $file,
 	'error' => $loaded ? null : "WordPress did not load $file" ) );
 """
 
-# A must-use plugin written into the sandbox's own site (never the plugin) for the front-end probe: it records
-# the PHP errors of the request, including a fatal one, in wp-content/codebox-probe-errors.json.
-ERROR_PROBE_PHP = r"""<?php
-// Codebox evaluate-patch: record this request's PHP errors (README, "Recipes, tests and browser evidence").
-$GLOBALS['codebox_probe_errors'] = array();
-$GLOBALS['codebox_probe_previous'] = set_error_handler(
-	function ( $type, $message, $file, $line ) {
-		if ( error_reporting() & $type ) {
-			$GLOBALS['codebox_probe_errors'][] = array( 'type' => $type, 'message' => $message, 'file' => $file,
-				'line' => $line );
-		}
-		$previous = $GLOBALS['codebox_probe_previous'];
-		return $previous ? call_user_func( $previous, $type, $message, $file, $line ) : false;
-	}
-);
-register_shutdown_function(
-	function () {
-		$last = error_get_last();
-		if ( $last && in_array( $last['type'], array( E_ERROR, E_PARSE, E_CORE_ERROR, E_COMPILE_ERROR, E_USER_ERROR ),
-			true ) ) {
-			$GLOBALS['codebox_probe_errors'][] = $last + array( 'fatal' => true );
-		}
-		$log = WP_CONTENT_DIR . '/codebox-probe-errors.json';
-		file_put_contents( $log, json_encode( $GLOBALS['codebox_probe_errors'] ) );
-	}
-);
-"""
-ERROR_TYPES = {1: "Fatal error", 2: "Warning", 4: "Parse error", 8: "Notice", 16: "Fatal error", 64: "Fatal error",
-               256: "Fatal error", 512: "Warning", 1024: "Notice", 2048: "Strict", 4096: "Recoverable error",
-               8192: "Deprecated", 16384: "Deprecated"}
-RESPONSE_ERRORS = re.compile(r"(?:<b>)?(Fatal error|Parse error|Warning|Notice|Deprecated)(?:</b>)?:\s+(.{0,300})"
-                             r"|There has been a critical error on this website")
-
-
-def _php_str(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def _json_tail(text: str) -> dict[str, Any] | None:
     for line in reversed(text.strip().splitlines()):
         if line.startswith("{"):
@@ -187,15 +150,11 @@ def _json_tail(text: str) -> dict[str, Any] | None:
     return None
 
 
-def _plain(text: str) -> str:
-    return re.sub(r"[ \t]+", " ", html.unescape(re.sub(r"<[^>]+>", "", text)))
-
-
 def _fatal_text(text: str) -> str:
     """The fatal error line of PHP's output (tags and entities removed), else the output's end."""
-    plain = _plain(text)
-    match = re.search(r"(?:PHP )?(?:Fatal error|Parse error|Uncaught )[^\n]*", plain)
-    return (match.group(0) if match else plain.strip()[-1000:] or "no output").strip()[:1000]
+    cleaned = plain(text)
+    match = re.search(r"(?:PHP )?(?:Fatal error|Parse error|Uncaught )[^\n]*", cleaned)
+    return (match.group(0) if match else cleaned.strip()[-1000:] or "no output").strip()[:1000]
 
 
 def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, tests: list[str] | None = None,
@@ -286,8 +245,8 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
             def activate(phase: str) -> str | None:
                 """None when the plugin is active (and loads), else the error shown. A must-use plugin is not
                 activated: the check is that WordPress loaded its file."""
-                code = (MU_LOADED_PHP % {"file": _php_str(f"{target}/{mu_file}")} if mu_file else
-                        ACTIVATE_PHP % {"slug": _php_str(slug)})
+                code = (MU_LOADED_PHP % {"file": php_str(f"{target}/{mu_file}")} if mu_file else
+                        ACTIVATE_PHP % {"slug": php_str(slug)})
                 result = run(phase, "wordpress.run-php", ["code=" + code])
                 if result is None:
                     return "the activation check could not run"
@@ -352,12 +311,22 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                 session.emit(TESTS_FINISHED, _side_counts("after", after))
             if before is not None and after is not None:
                 session.test_suites[:] = [before, after]
-            broken_after = activate("after")
+            # the front-end request also settles the "after" load check when it can (recipes/front_end_probe.py);
+            # when it cannot, the full check runs and the page is probed again
+            probed = front_end_probe(session, handle.site_state, slug, probe_url, target, mu_file)
+            if probed.conclusive:
+                broken_after = (f"{slug} fails to load (after): {_fatal_text(probed.load_failure)}"
+                                if probed.load_failure else None)
+                steps.append({"phase": "after", "command": "front-end probe (load check)",
+                              "exitCode": 1 if probed.load_failure else 0})
+            else:
+                broken_after = activate("after")
+                probed = front_end_probe(session, handle.site_state, slug, probe_url, target, mu_file)
+            front = probed.front
             bench_after = run("after", "wordpress.bench", [*bench_args, "label=after"]) if bench_args else None
             bench_check = compare_benches(bench_before, bench_after) if bench_args else None
             for warning in (bench_check or {}).get("warnings", []):
                 session.emit("bench.regression", {"warning": warning}, level="warning")
-            front = _front_end_probe(session, handle.site_state, slug, probe_url, target, mu_file)
             run("probe", "wordpress.browser-probe", [f"url={probe_url}"])
             broken = broken_before or broken_after or front.get("fatal")
             delta = test_delta(before, after, plugin_broken=broken, patch_tests=bool(split.test_patch),
@@ -411,79 +380,6 @@ def check_slug(slug: str) -> str:
 def _failures(suite: TestSuite | None) -> list[dict[str, str]]:
     return [{"test": f"{c.classname or ''}::{c.name}", "status": c.status, "message": c.message or ""}
             for c in (suite.cases if suite else []) if c.status in BAD]
-
-
-def _front_end_probe(session: Any, site_state: SiteStateRecorder, slug: str, url: str, target: str,
-                     mu_file: str | None) -> dict[str, Any]:
-    """GET the page through the sandbox with an error-recording must-use plugin: PHP fatal errors, warnings
-    and notices (in the response, or raised by the plugin's files) and whether the plugin is still active (a
-    single-file must-use plugin: still loaded). The error-recording must-use plugin is Codebox's own write,
-    declared to the site-state diff (docs/site-state.md, "Attribution") and removed after the request."""
-    plugin_dir = f"{target}/"
-    log = "/wordpress/wp-content/codebox-probe-errors.json"
-    mu = "/wordpress/wp-content/mu-plugins/0-codebox-error-probe.php"
-    out: dict[str, Any] = {"url": url, "status": "passed", "problems": []}
-    try:
-        site_state.write_setup_file(mu, ERROR_PROBE_PHP.encode("utf-8"), "evaluate-patch: front-end probe", 30.0)
-        response = session.sandbox.request(url, 120.0)
-        recorded = session.sandbox.run_php(
-            f"<?php $f = {_php_str(log)}; echo is_file( $f ) ? file_get_contents( $f ) : '[]'; @unlink( $f );"
-            f" @unlink( {_php_str(mu)} );", 60.0)
-    except CodeboxError as exc:
-        return {**out, "status": "failed", "fatal": f"the front-end probe failed: {exc.message}",
-                "problems": [exc.message]}
-    out["httpStatus"] = response.status
-    try:
-        errors = json.loads(recorded.text.strip() or "[]")
-    except ValueError:
-        errors = []
-    problems: list[str] = []
-    fatal: str | None = None
-    for error in errors if isinstance(errors, list) else []:
-        kind = ERROR_TYPES.get(int(error.get("type", 0)), "Error")
-        text = f"{kind}: {error.get('message')} in {error.get('file')}:{error.get('line')}"
-        if error.get("fatal"):
-            fatal = fatal or text
-            problems.append(text)
-        elif str(error.get("file", "")).startswith(plugin_dir):
-            problems.append(text)
-    for match in RESPONSE_ERRORS.finditer(response.text):
-        text = _plain(match.group(0)).strip()
-        problems.append(f"in the response: {text[:300]}")
-        if match.group(1) in ("Fatal error", "Parse error") or match.group(1) is None:
-            fatal = fatal or text
-    mu_path = _php_str(f"{target}/{mu_file}")
-    active = session.sandbox.run_php(
-        "<?php require_once '/wordpress/wp-load.php'; require_once ABSPATH . 'wp-admin/includes/plugin.php';"
-        + (f" echo json_encode( array_values( array_intersect( get_included_files(), array( {mu_path} ) ) ) );"
-           if mu_file else
-           f" echo json_encode( array_values( array_filter( (array) get_option( 'active_plugins' ), function ( $p ) {{"
-           f" return 0 === strpos( $p, {_php_str(slug + '/')} ); }} ) ) );"), 60.0)
-    active_list = _json_list(active.text)
-    state = "loaded" if mu_file else "active"
-    out["pluginLoaded" if mu_file else "pluginActive"] = bool(active_list)
-    if active_list is None:
-        problems.append(f"whether {slug} is {state} could not be checked: " + _fatal_text(active.text + active.errors))
-    elif not active_list:
-        problems.append(f"{slug} is not {state} after the request")
-        fatal = fatal or f"{slug} is not {state}"
-    if response.status >= 500:
-        problems.append(f"HTTP {response.status}")
-        fatal = fatal or f"HTTP {response.status} from {url}"
-    out["problems"] = problems
-    if problems:
-        out["status"] = "failed"
-    if fatal:
-        out["fatal"] = f"front end ({url}): {fatal}"
-    return out
-
-
-def _json_list(text: str) -> list[Any] | None:
-    try:
-        value = json.loads(text.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return None
-    return value if isinstance(value, list) else None
 
 
 def _merge(suites: list[TestSuite], phase: str) -> TestSuite | None:

@@ -2,6 +2,7 @@
 
 - :func:`take_summary`: the compact site-state summary (read from the database, WordPress not loaded);
   two of them make a site-state diff (:func:`codebox_tui.runtime.site_state_diff.diff_summaries`).
+- :func:`read_active_plugins`: the ``active_plugins`` option alone, read the same way.
 - :func:`export_wordpress_state`: the ``wordpress-state`` export (sections, ``redaction: safe``).
 - :func:`take_snapshot` / :func:`restore_snapshot`: ``wp-codebox/wordpress-runtime-snapshot/v1``.
 - :func:`checkpoint_create` / :func:`checkpoint_restore` / :func:`checkpoint_list`: named snapshots kept
@@ -113,6 +114,16 @@ def take_summary(sandbox: Sandbox, *, timeout_s: float = 60.0, max_rows: int = 5
                                                        "totalMs": int((time.monotonic() - started) * 1000)}},
                          "the site-state summary")
     return redact_summary(summary)
+
+
+def read_active_plugins(sandbox: Sandbox, *, timeout_s: float = 60.0) -> list[str]:
+    """The site's ``active_plugins`` option, read from the database without loading WordPress (so no plugin's
+    code runs to answer); a :class:`SandboxError` when the answer is not a list of strings."""
+    value = _run(sandbox, {"action": "active-plugins"}, timeout_s).get("activePlugins")
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise SandboxError("site-state active-plugins: expected a list of plugin files from the sandbox",
+                           code="site-state-failed")
+    return value
 
 
 # -- wordpress-state export -----------------------------------------------------------------------

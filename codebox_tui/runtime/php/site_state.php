@@ -844,8 +844,15 @@ function cbs_checkpoint_list(array $req): array {
     return ['checkpoints' => $out];
 }
 
+// The active_plugins option alone (evaluate-patch's front-end probe: is the plugin still active after the request).
+function cbs_active_plugins(array $req): array {
+    $pdo = cbs_pdo($req);
+    $plugins = cbs_option($pdo, cbs_prefix($pdo), 'active_plugins');
+    return ['activePlugins' => array_values(array_filter(is_array($plugins) ? $plugins : [], 'is_string'))];
+}
+
 $codebox_state_actions = ['summary' => 'cbs_summary', 'snapshot' => 'cbs_snapshot', 'restore' => 'cbs_restore',
-    'export' => 'cbs_export', 'checkpoint-list' => 'cbs_checkpoint_list'];
+    'export' => 'cbs_export', 'checkpoint-list' => 'cbs_checkpoint_list', 'active-plugins' => 'cbs_active_plugins'];
 $codebox_state_action = $codebox_state_request['action'] ?? '';
 if (!isset($codebox_state_actions[$codebox_state_action])) {
     cbs_fail('unknown-action', "unknown site-state action $codebox_state_action");
