@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -18,7 +18,7 @@ from codebox_tui.batch.model import COMMON_FIELDS, BatchItem, ItemArgs, check_co
 from codebox_tui.batch.transfer import pack_dir, unpack
 from codebox_tui.errors import BadInputError
 from codebox_tui.lifecycle import ProgressListener, RunControl
-from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
+from codebox_tui.versions import DEFAULT_WP_VERSION
 
 
 @dataclass
@@ -49,7 +49,8 @@ class EvaluatePatchArgs(ItemArgs):
     patch: str
     tests: list[str] = []
     wp: str = DEFAULT_WP_VERSION
-    php: str = DEFAULT_PHP_VERSION
+    php: str | None = None  # the backend's default (DEFAULT_PHP_VERSION on playground, the host's on native)
+    backend: Literal["playground", "native"] | None = None  # None: CODEBOX_BACKEND (docs/backends.md)
     url: str = "/"
     env: dict[str, str] = {}
     wordpress: str = "auto"
@@ -116,7 +117,8 @@ def _run_evaluate_patch(request: EvaluatePatchRequest, work: Path, progress: Pro
     patch.write_bytes(request.patch_bytes)
     a = request.args
     out = evaluate_patch(plugin, patch, artifacts_dir=work / "artifacts", tests=list(a.tests) or None,
-                         probe_url=a.url, wp=a.wp, php=a.php, phpunit_xml=a.phpunit_xml, test_filter=a.filter,
+                         probe_url=a.url, wp=a.wp, php=a.php, backend=a.backend, phpunit_xml=a.phpunit_xml,
+                         test_filter=a.filter,
                          env=dict(a.env), bootstrap=a.bootstrap, wordpress_mode=a.wordpress,
                          bench_paths=list(a.bench) or None, bench_count=a.bench_count, progress=progress)
     tests = out.get("tests") or {}

@@ -157,7 +157,8 @@ def evaluate_patch(params: EvaluatePatchInput, *, progress: ProgressListener | N
         raise BadInputError(error.message, code=error.code, field="bench") from None
     options: dict[str, Any] = {
         "artifacts_dir": _artifacts(params.artifacts) or get_settings().artifacts_dir, "tests": params.tests or None,
-        "probe_url": params.url, "wp": params.wp, "php": params.php, "phpunit_xml": params.phpunit_xml,
+        "probe_url": params.url, "wp": params.wp, "php": params.php, "backend": params.backend,
+        "phpunit_xml": params.phpunit_xml,
         "test_filter": params.filter, "env": dict(params.env), "bootstrap": params.bootstrap,
         "wp_tests_lib": _path(params.wp_tests_lib, "wp_tests_lib", what="a folder", folder=True)
         if params.wp_tests_lib else None,

@@ -189,7 +189,10 @@ class EvaluatePatchInput(ToolInput):
         default="auto", description="How WordPress is loaded for the tests (docs/evaluate-patch.md).")
     env: dict[str, str] = Field(default_factory=dict, description="NAME → VALUE for PHP and PHPUnit.")
     wp: str = Field(default=DEFAULT_WP_VERSION, description="WordPress build.")
-    php: str = Field(default=DEFAULT_PHP_VERSION, description="PHP version.")
+    php: str | None = Field(default=None, description=f"PHP version (default: the backend's, {DEFAULT_PHP_VERSION} on "
+                                                      "playground, the host's on native).")
+    backend: Literal["playground", "native"] | None = Field(
+        default=None, description="Runtime backend (default: CODEBOX_BACKEND, else playground; docs/backends.md).")
     wp_tests_lib: str | None = Field(default=None, description="WordPress core PHPUnit library folder.")
     phpunit_polyfills: str | None = Field(default=None, description="Yoast PHPUnit Polyfills folder.")
     url: str = Field(default="/", description="Front-end page to probe after the patch.")

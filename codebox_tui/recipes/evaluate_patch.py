@@ -30,7 +30,7 @@ from codebox_tui.lifecycle import CommandStep, OpenRun, ProgressListener, RunCon
 from codebox_tui.lifecycle.site_state import unclean_details, unclean_risks
 from codebox_tui.recipes.front_end_probe import front_end_probe, php_str, plain
 from codebox_tui.runtime.mounts import mu_plugin_loader, plugin_target
-from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
+from codebox_tui.versions import DEFAULT_WP_VERSION
 
 EVALUATION_SCHEMA = PATCH_EVALUATION_SCHEMA
 COMMANDS = ["inspect-mounted-inputs", "wordpress.run-php", "wordpress.phpunit", "wordpress.browser-probe"]
@@ -158,7 +158,7 @@ def _fatal_text(text: str) -> str:
 
 
 def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, tests: list[str] | None = None,
-                   probe_url: str = "/", wp: str = DEFAULT_WP_VERSION, php: str | None = DEFAULT_PHP_VERSION,
+                   probe_url: str = "/", wp: str = DEFAULT_WP_VERSION, php: str | None = None,
                    backend: str | None = None,
                    phpunit_xml: str | None = None, test_filter: str | None = None, env: dict[str, str] | None = None,
                    wp_tests_lib: Path | None = None, phpunit_polyfills: Path | None = None,

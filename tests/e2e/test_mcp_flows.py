@@ -72,9 +72,10 @@ def served(playground_session: Any, codebox_home: Path, tmp_path_factory: pytest
     calls: dict[str, tuple[str, dict[str, Any]]] = {
         "grep": ("execute", {"command": "on rg -n 'simple_plugin_greeting' --plugins",
                              "mounts": [f"{plugin}:{PLUGIN_TARGET}:readonly"], "artifacts": art}),
+        # the native backend through the tool's own option (its PHP the host's): the verdict is the same on both
         "evaluate": ("evaluate_patch", {"plugin": str(buggy),
                                         "patch": str(EXAMPLES / "patches" / "buggy-counter-fix.patch"),
-                                        "artifacts": art}),
+                                        "backend": "native", "artifacts": art}),
         "recipe": ("recipe_run", {"recipe": str(EXAMPLES / "recipes" / "plugin-probe.json"), "artifacts": art}),
         "episode": ("episode_run", {"plan": str(EXAMPLES / "episode" / "plan.json"), "artifacts": art}),
         # bad input: refused before anything boots
@@ -155,6 +156,8 @@ def test_evaluate_patch_of_the_buggy_counter_fix_is_an_improvement(served: Sessi
     assert out["bundle"]["bundleDir"] == doc["bundleDir"] and len(out["bundle"]["contentDigestB"]) == 64
     assert isinstance(out["bundle"]["inboxKey"], int)
     assert (Path(doc["bundleDir"]) / "files" / "evaluate-patch.json").is_file()
+    metadata = json.loads((Path(doc["bundleDir"]) / "metadata.json").read_text())
+    assert metadata["runtime"]["backend"] == "native"
     assert tree(served.buggy) == served.buggy_before  # the plugin folder is never modified
 
 
