@@ -61,6 +61,9 @@ async def test_evaluate_a_patch_from_home_to_the_verdict(playground_session: Any
         assert live.run_dir is not None
         events = [json.loads(line) for line in (live.run_dir / "events.jsonl").read_text().splitlines()]
         kinds = [e["type"] for e in events]
+        # tests were counted as they finished (PHPUnit's TeamCity log, read as the suite ran): 1/2 on each side
+        assert [(e["data"]["done"], e["data"]["total"]) for e in events if e["type"] == "tests.progress"] == [
+            (0, 2), (1, 2), (2, 2)] * 2
         assert kinds.index("evaluate.tests-started") < kinds.index("patch.applied") < len(kinds) - 1 - kinds[
             ::-1].index("evaluate.tests-finished")
         # the run ends on the Review screen's Tests tab, with the verdict
