@@ -181,6 +181,8 @@ def register(app: typer.Typer) -> None:
                                                            "$WP_TESTS_PHPUNIT_POLYFILLS_PATH, "
                                                            "vendor/yoast/phpunit-polyfills)"),
         url: str = typer.Option("/", "--url", help="Front-end page to probe after the patch"),
+        backend: str | None = typer.Option(None, "--backend", help=BACKEND_HELP + " The front-end and browser "
+                                           "probes need playground's live preview."),
         artifacts_dir: Path | None = typer.Option(None, "--artifacts-dir", "--artifacts",
                                                      help="Where the bundle goes."),
         json_out: bool = JsonOption,
@@ -206,7 +208,8 @@ def register(app: typer.Typer) -> None:
             runtime_env[name] = value
         from codebox_tui.recipes.evaluate_range import check_evaluation_inputs
 
-        check_evaluation_inputs(plugin, patch, git_range, wp=wp, php=php)  # nothing boots on bad input
+        # nothing boots on bad input
+        check_evaluation_inputs(plugin, patch, git_range, wp=wp, php=php, backend=backend)
         root = artifacts_dir or get_settings().artifacts_dir
         reporter = _reporter("evaluate-patch", quiet)
         reporter.phase("start", f"{plugin} + {patch.name if patch else git_range}")
@@ -214,7 +217,7 @@ def register(app: typer.Typer) -> None:
             "artifacts_dir": root, "tests": list(test) or None, "probe_url": url, "wp": wp, "php": php,
             "phpunit_xml": phpunit_xml, "test_filter": test_filter, "env": runtime_env, "wp_tests_lib": wp_tests_lib,
             "phpunit_polyfills": phpunit_polyfills, "bootstrap": bootstrap, "wordpress_mode": wordpress_mode,
-            "tests_paths": list(tests_path) or None, "slug": slug, "progress": reporter}
+            "tests_paths": list(tests_path) or None, "slug": slug, "progress": reporter, "backend": backend}
         if git_range is not None:
             from codebox_tui.recipes.evaluate_range import evaluate_git_range
 

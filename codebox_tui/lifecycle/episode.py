@@ -440,6 +440,10 @@ def plan_commands(plan: EpisodePlan) -> list[str]:
     return list(dict.fromkeys(commands)) or ["wordpress.run-php"]
 
 
+# observations that request a page of the site through the sandbox (runtime/observations.py)
+PAGE_OBSERVATIONS = ("http-response",)
+
+
 def plan_request(plan: EpisodePlan, plan_dir: Path, *, artifacts_root: Path | None = None,
                  restore: RuntimeSnapshot | None = None, restore_source: str | None = None,
                  backend: str | None = None) -> RunRequest:
@@ -448,6 +452,7 @@ def plan_request(plan: EpisodePlan, plan_dir: Path, *, artifacts_root: Path | No
     from codebox_tui.contracts.runtime import RuntimePolicy
     from codebox_tui.jsonargs import resolve_source
     from codebox_tui.lifecycle.request import check_request, mounts_from_text
+    from codebox_tui.runtime.backends import backend_name, check_features
     from codebox_tui.runtime.catalog import get_command, parse_args
 
     texts = []
@@ -467,6 +472,10 @@ def plan_request(plan: EpisodePlan, plan_dir: Path, *, artifacts_root: Path | No
                 raise BadInputError(f"$.items[{index}].action: {error.message}", code=error.code,
                                     field=f"$.items[{index}].action") from None
     check_request(request)
+    # what requests pages without a command of its own: refused on a backend without a live preview too
+    observations = [*plan.resetObservations, *(item.observe for item in plan.items if item.observe is not None)]
+    page_requests = [f"the {spec.type} observation" for spec in observations if spec.type in PAGE_OBSERVATIONS]
+    check_features(backend_name(request.backend), [], holds_preview=False, page_requests=page_requests)
     return request
 
 

@@ -205,7 +205,7 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
                    bootstrap: str | None = None, wordpress_mode: str = "auto", tests_paths: list[str] | None = None,
                    slug: str | None = None, source: dict[str, str] | None = None,
                    progress: ProgressListener | None = None, control: RunControl | None = None,
-                   on_open: Callable[[OpenRun], None] | None = None) -> dict[str, Any]:
+                   on_open: Callable[[OpenRun], None] | None = None, backend: str | None = None) -> dict[str, Any]:
     """``source``: where the plugin and patch came from when not a folder and a patch file (``--git``: the
     repository, range and commits; recorded in the evaluation). ``control`` cancels the run; ``on_open`` is
     called with the open run before anything boots (the TUI's Live screen tails its events from there)."""
@@ -250,7 +250,8 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
             mounts=[MountSpec(source=str(copy), target=target, mode="readwrite",
                               metadata={"mountRole": "plugin", "slug": slug, "evaluation": "patched-copy",
                                         **({"loadAs": load_as, "pluginFile": mu_file} if mu_file else {})})],
-            policy=RuntimePolicy(commands=COMMANDS), wp=wp, php=php, env=runtime_env, artifacts_root=artifacts_dir,
+            policy=RuntimePolicy(commands=COMMANDS), wp=wp, php=php, backend=backend, env=runtime_env,
+            artifacts_root=artifacts_dir,
             metadata={"flow": "evaluate-patch", "plugin": str(plugin_dir), "patch": str(patch_file.resolve())},
             tools=Toolchain(wp_tests_lib=wp_tests_lib, phpunit_polyfills=phpunit_polyfills),
             tool_commands=["wordpress.phpunit"] if has_tests else [], flow="evaluate-patch",

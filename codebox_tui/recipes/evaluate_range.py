@@ -45,14 +45,27 @@ def parse_range(text: str) -> tuple[str, str]:
     return base, head
 
 
+def check_evaluation_backend(backend: str | None) -> str:
+    """The backend an evaluation runs on (``None``: ``CODEBOX_BACKEND``), refused when it cannot run one: the
+    front-end and browser probes need a live preview (a BadInputError whose ``field`` is ``backend``)."""
+    from codebox_tui.recipes.evaluate_patch import COMMANDS
+    from codebox_tui.runtime.backends import backend_name, check_features
+
+    chosen = backend_name(backend)
+    check_features(chosen, COMMANDS, holds_preview=False)
+    return chosen
+
+
 def check_evaluation_inputs(plugin_dir: Path, patch_file: Path | None, git_range: str | None, *, wp: str,
-                            php: str) -> None:
-    """What ``evaluate-patch`` and the TUI's "Evaluate a patch" form check before anything boots: exactly one of
-    a patch file and a git range, the plugin folder, the patch file, the range's form, the WordPress and PHP
-    versions (a BadInputError whose ``field`` is the option at fault)."""
-    from codebox_tui.runtime.playground import SUPPORTED_PHP
+                            php: str, backend: str | None = None) -> None:
+    """What ``evaluate-patch`` and the TUI's "Evaluate a patch" form check before anything boots: the backend
+    (``None``: ``CODEBOX_BACKEND``) and what the evaluation needs of it, exactly one of a patch file and a git
+    range, the plugin folder, the patch file, the range's form, the WordPress and PHP versions (a BadInputError
+    whose ``field`` is the option at fault)."""
+    from codebox_tui.runtime.backends import check_php
     from codebox_tui.runtime.wordpress_builds import resolve_build
 
+    chosen = check_evaluation_backend(backend)
     if (patch_file is None) == (git_range is None):
         raise BadInputError("give exactly one of --patch FILE and --git BASE..HEAD", code="invalid-arg",
                             field="--patch")
@@ -69,9 +82,7 @@ def check_evaluation_inputs(plugin_dir: Path, patch_file: Path | None, git_range
     if git_range is not None:
         parse_range(git_range)
     resolve_build(wp)  # unknown versions fail before anything boots
-    if php not in SUPPORTED_PHP:
-        raise BadInputError(f"--php {php} is not available; choose one of {', '.join(SUPPORTED_PHP)}",
-                            code="unknown-php-version", field="--php")
+    check_php(chosen, php)
 
 
 def _git(repo: Path) -> Any:

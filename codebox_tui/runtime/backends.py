@@ -4,6 +4,8 @@ PHP compiled to WebAssembly, the default) or ``native`` (the host's PHP, each pr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from codebox_tui.errors import BadInputError
 from codebox_tui.runtime.backend import Backend
 from codebox_tui.settings import CodeboxSettings, get_settings
@@ -80,13 +82,15 @@ def check_mount_targets(name: str, targets: list[str]) -> None:
         check_native_mount_targets(targets)
 
 
-def check_features(name: str, commands: list[str], *, holds_preview: bool) -> None:
+def check_features(name: str, commands: list[str], *, holds_preview: bool,
+                   page_requests: Sequence[str] = ()) -> None:
     """Refuse, before anything boots, what ``name`` cannot do: on native, a run whose commands or policy
-    include a browser command or a page observation, or that holds a live preview (the message names the
-    way out). Failing later would turn a missing feature into a wrong verdict."""
+    include a browser command or a page observation, that requests pages in other ways (``page_requests``: what
+    would, e.g. an episode's ``http-response`` observation) or that holds a live preview (the message names
+    the way out). Failing later would turn a missing feature into a wrong verdict."""
     if name != "native":
         return
-    wanted = [command for command in commands if command in PREVIEW_COMMANDS]
+    wanted = [command for command in commands if command in PREVIEW_COMMANDS] + list(page_requests)
     if wanted or holds_preview:
         what = ", ".join(dict.fromkeys(wanted)) if wanted else "a held live preview"
         raise BadInputError(f"the native backend has no live preview yet ({what}); use --backend playground",
