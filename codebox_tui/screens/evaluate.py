@@ -33,6 +33,7 @@ def form_css(screen: str) -> str:
 {screen} .field-error.-shown {{ display: block; }}
 {screen}.-compact .dialog {{ padding: 0 2; }}
 {screen}.-compact .dialog Input {{ margin-bottom: 1; background: $boost; }}
+{screen}.-compact .dialog Select {{ margin-bottom: 1; }}
 {screen}.-compact .dialog .buttons {{ margin-top: 0; }}
 {screen}.-compact .field-label {{ padding: 0 1 0 0; }}
 """
