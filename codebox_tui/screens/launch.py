@@ -114,7 +114,8 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
                              Input(value=DEFAULT_WP_VERSION, placeholder="e.g. 6.5", id="wp"),
                              Label("PHP", classes="field-label second"),
                              Input(value=DEFAULT_PHP_VERSION, placeholder="e.g. 8.3", id="php"),
-                             Label("Backend", classes="field-label second backend-label"), backend_select(), classes="field")
+                             Label("Backend", classes="field-label second backend-label"), backend_select(),
+                             classes="field")
             yield Label("", id="backend-error", markup=False)
             yield Horizontal(Label("Policy", classes="field-label"),
                              Input(placeholder="JSON or a file (optional)", id="policy"),
