@@ -108,3 +108,18 @@ def test_an_agent_task_on_native_is_refused_before_boot(tmp_path: Path) -> None:
     assert out.returncode == 2, out.stdout + out.stderr
     assert "native-unsupported" in out.stdout + out.stderr and "--backend playground" in out.stdout + out.stderr
     assert not (tmp_path / "artifacts").exists()
+
+
+def test_an_episode_that_requests_a_page_and_an_evaluation_are_refused_on_native(tmp_path: Path) -> None:
+    """Both need the live preview native lacks: the example plan's http-response observation (it used to fail
+    mid-run) and evaluate-patch's front-end probe. Refused before anything boots, naming the way out."""
+    out = _codebox(tmp_path, "episode", "run", str(REPO / "examples" / "episode" / "plan.json"), "--backend",
+                   "native", "--artifacts", str(tmp_path / "artifacts"), "-q")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "(the http-response observation); use --backend playground" in out.stderr
+    out = _codebox(tmp_path, "evaluate-patch", "--plugin", str(REPO / "examples" / "plugins-for-recipes" /
+                   "buggy-counter"), "--patch", str(REPO / "examples" / "patches" / "buggy-counter-fix.patch"),
+                   "--backend", "native", "--artifacts", str(tmp_path / "artifacts"), "-q")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "(wordpress.browser-probe); use --backend playground" in out.stderr
+    assert not (tmp_path / "artifacts").exists()
