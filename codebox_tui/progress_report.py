@@ -35,6 +35,8 @@ class StderrProgress:
         self.steps_total = steps_total
         self.step = 0
         self._last_boot_phase: str | None = None  # a repeated boot phase (one per mount) is said once
+        self._tests_side: str | None = None  # evaluate-patch: the side whose tests run now
+        self._tests_tenth: tuple[object, int] | None = None  # (suite, tenth) of the last count said
         self.lines: list[str] = []  # what was written (kept for tests and summaries)
 
     def elapsed(self) -> float:
@@ -90,9 +92,13 @@ class StderrProgress:
         elif kind == "patch.applied":
             self.phase("patch applied", f"{data.get('patch')} (git apply exit {data.get('exitCode')})")
         elif kind == "evaluate.tests-started":
+            self._tests_side = str(data.get("side"))
             self.phase("tests", f"{data.get('side')} the patch")
         elif kind == "evaluate.tests-finished":
+            self._tests_side = None
             self.phase("tests", f"{data.get('side')}: {side_totals(data)}")
+        elif kind == "tests.progress":
+            self._tests_counted(data)
         elif kind == "artifacts.capturing":
             self.phase("capture", "writing the artifact bundle")
         elif kind == "runtime.disposing":
@@ -105,6 +111,21 @@ class StderrProgress:
             self.phase("episode", str(data.get("message")))  # docs/episodes.md
         elif kind == "runtime.snapshot-restored":
             self.phase("restored", f"snapshot {data.get('snapshotId')} ({data.get('ms')} ms)")
+
+    def _tests_counted(self, data: dict[str, Any]) -> None:
+        """``tests: before 7/12`` as tests finish, at most once per tenth of the suite (its last test always)."""
+        from codebox_tui.runtime.test_progress import counted
+
+        counts = counted(data)
+        if counts is None:
+            return
+        done, total = data.get("done"), data.get("total")
+        tenth = done * 10 // total if isinstance(done, int) and isinstance(total, int) and total > 0 else done
+        mark = (data.get("suite"), tenth if isinstance(tenth, int) else -1)
+        if mark == self._tests_tenth:
+            return
+        self._tests_tenth = mark
+        self.phase("tests", f"{self._tests_side + ' ' if self._tests_side else ''}{counts}")
 
     def attach(self, session: Any) -> None:
         """Follow a ``RunSession`` that already exists (e.g. from a recipe's ``on_session``)."""

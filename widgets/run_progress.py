@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from codebox_tui.progress_report import side_totals
+from codebox_tui.runtime.test_progress import counted
 
 SLOW_AFTER_S = 1.0
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"  # braille: DejaVu Sans Mono has these
@@ -40,7 +41,8 @@ class RunProgress:
         self.finished = False  # the runtime was disposed (capture may follow)
         self.events = 0
         self.hold_until: datetime | None = None  # a held preview stays up until then (or until closed)
-        self.test_sides: dict[str, str] = {}  # evaluate-patch: "before"/"after" → "running" or its totals
+        self.test_sides: dict[str, str] = {}  # evaluate-patch: "before"/"after" → "running", "7/12…" or its totals
+        self._running_side: str | None = None  # the side whose tests run now (counted as they finish)
 
     def feed(self, event: dict[str, Any]) -> None:
         self.events += 1
@@ -93,9 +95,16 @@ class RunProgress:
         elif kind == "evaluate.tests-started":
             side = str(data.get("side", "?"))
             self.test_sides[side] = "running"
+            self._running_side = side
             step = f"tests {side} the patch"
         elif kind == "evaluate.tests-finished":
             self.test_sides[str(data.get("side", "?"))] = side_totals(data)
+            self._running_side = None
+        elif kind == "tests.progress" and (counts := counted(data)) is not None:
+            if self._running_side is not None:  # evaluate-patch: on its side ("tests before: 7/12…")
+                self.test_sides[self._running_side] = f"{counts}…"
+            else:
+                step = f"running {data.get('suite', 'tests')}: {counts} tests done"
         elif kind == "patch.applied":
             code = data.get("exitCode")
             step = "patch applied" if code == 0 else f"the patch failed to apply (exit {code})"

@@ -60,8 +60,9 @@ RUNTIME_SNAPSHOTS_DIR: Final = "files/runtime-snapshots"  # `wp-snapshot` docume
 RUNTIME_SNAPSHOT_BLOBS_DIR: Final = "files/runtime-snapshots/blobs"  # kind runtime-snapshot-blob, by sha256
 WORDPRESS_STATE_DIR: Final = "files/wordpress-state"  # `wp-state-export` documents (docs/site-state.md)
 OBSERVATIONS_DIR: Final = "files/observations"  # an episode's observation documents (docs/episodes.md)
-# Evidence the Review screen lists (screenshots, test logs): manifest paths under these folders.
-VIEWABLE_EVIDENCE_PREFIXES: Final = (BROWSER_DIR + "/", PHPUNIT_DIR + "/")
+# Evidence the Review screen lists: manifest paths under these prefixes — screenshots, test logs, and an
+# episode's trace and observations (a reproduced bug's evidence, docs/episodes.md)
+VIEWABLE_EVIDENCE_PREFIXES: Final = (BROWSER_DIR + "/", PHPUNIT_DIR + "/", EPISODE_TRACE, OBSERVATIONS_DIR + "/")
 
 # -- the Mode B content address (spec §1.4): these two files' bytes, in this order -------------------
 MODE_B_INPUTS: Final = (CHANGED_FILES, PATCH)

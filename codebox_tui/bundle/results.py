@@ -62,11 +62,13 @@ class ProbeRow:
     expected: str | None = None
     actual: str | None = None
     allow_failure: bool = False
+    plugin_state: str | None = None  # evaluate-patch's front end: "plugin still active", "must-use plugin …"
 
     def line(self) -> str:
         mark = "✔" if self.status == "passed" else ("!" if self.allow_failure else "✘")
         soft = " (allowFailure)" if self.allow_failure and self.status != "passed" else ""
-        return f"{mark} {self.name}: {self.status}{soft}" + (f" — {self.message}" if self.message else "")
+        state = f" · {self.plugin_state}" if self.plugin_state else ""
+        return f"{mark} {self.name}: {self.status}{soft}{state}" + (f" — {self.message}" if self.message else "")
 
 
 @dataclass
@@ -176,7 +178,22 @@ def _front_end_row(evaluation: dict[str, Any]) -> ProbeRow | None:
     problems: list[Any] = listed if isinstance(listed, list) else []
     status = safe_text(front.get("status") or probe.get("status") or "unknown")
     message = "; ".join(error_message(p) for p in problems[:5]) if status != "passed" else ""
-    return ProbeRow(name=f"front end {safe_text(front.get('url') or '/')}", status=status, message=message)
+    return ProbeRow(name=f"front end {safe_text(front.get('url') or '/')}", status=status, message=message,
+                    plugin_state=_plugin_state(front))
+
+
+# What the front-end probe found of the plugin after the request (docs/evaluate-patch.md): a plugin folder is
+# still active, a single-file must-use plugin still loaded. Only a JSON boolean counts; anything else is unsaid.
+PLUGIN_STATES = (("pluginActive", "plugin still active", "plugin NOT active after the request"),
+                 ("pluginLoaded", "must-use plugin still loaded", "must-use plugin NOT loaded after the request"))
+
+
+def _plugin_state(front: dict[str, Any]) -> str | None:
+    for key, yes, no in PLUGIN_STATES:
+        value = front.get(key)
+        if isinstance(value, bool):
+            return yes if value else no
+    return None
 
 
 def bundle_checks(bundle_dir: Path | str, test_results: TestResults | dict[str, Any]) -> BundleChecks:

@@ -45,15 +45,27 @@ def parse_range(text: str) -> tuple[str, str]:
     return base, head
 
 
+def check_evaluation_backend(backend: str | None) -> str:
+    """The backend an evaluation runs on (``None``: ``CODEBOX_BACKEND``; an unknown name is a BadInputError whose
+    ``field`` is ``backend``). Both backends evaluate: the native one serves the probes' pages through its own
+    preview (docs/backends.md)."""
+    from codebox_tui.runtime.backends import backend_name, check_features
+
+    chosen = backend_name(backend)
+    check_features(chosen, holds_preview=False)
+    return chosen
+
+
 def check_evaluation_inputs(plugin_dir: Path, patch_file: Path | None, git_range: str | None, *, wp: str,
                             php: str | None, backend: str | None = None) -> None:
     """What ``evaluate-patch`` and the TUI's "Evaluate a patch" form check before anything boots: exactly one of
     a patch file and a git range, the plugin folder, the patch file, the range's form, the backend, the
     WordPress and PHP versions (a BadInputError whose ``field`` is the option at fault; ``php`` None: the
     backend's default)."""
-    from codebox_tui.runtime.backends import backend_name, check_php
+    from codebox_tui.runtime.backends import check_php
     from codebox_tui.runtime.wordpress_builds import resolve_build
 
+    chosen = check_evaluation_backend(backend)
     if (patch_file is None) == (git_range is None):
         raise BadInputError("give exactly one of --patch FILE and --git BASE..HEAD", code="invalid-arg",
                             field="--patch")
@@ -70,7 +82,6 @@ def check_evaluation_inputs(plugin_dir: Path, patch_file: Path | None, git_range
     if git_range is not None:
         parse_range(git_range)
     resolve_build(wp)  # unknown versions fail before anything boots
-    chosen = backend_name(backend)
     if php is not None:
         check_php(chosen, php)
 

@@ -11,6 +11,7 @@ such request per incoming request (runtime/native_preview.py).
 
 from __future__ import annotations
 
+import codecs
 import os
 import secrets
 import shutil
@@ -18,6 +19,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -91,20 +93,36 @@ READ_FILE = ("$p = $argv[1]; $max = (int) $argv[2]; $h = @fopen($p, 'rb'); if ($
 class _Capped:
     """Reads a stream to its end on a thread, keeping at most ``limit`` bytes (the rest is counted)."""
 
-    def __init__(self, stream: IO[bytes], limit: int) -> None:
+    def __init__(self, stream: IO[bytes], limit: int, on_text: Callable[[str], None] | None = None) -> None:
         self.kept = bytearray()
         self.total = 0
         self._stream, self._limit = stream, limit
+        self._on_text = on_text
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.thread = threading.Thread(target=self._pump, name="codebox-native-output", daemon=True)
         self.thread.start()
 
     def _pump(self) -> None:
-        while chunk := self._stream.read(65536):
+        read = getattr(self._stream, "read1", self._stream.read)  # read1: what has arrived, not a full 64 KiB
+        while chunk := read(65536):
             self.total += len(chunk)
             room = self._limit - len(self.kept)
             if room > 0:
                 self.kept += chunk[:room]
+            self._hand_on(chunk)
+        self._hand_on(b"", final=True)
         self._stream.close()
+
+    def _hand_on(self, chunk: bytes, *, final: bool = False) -> None:
+        """The text read so far to ``on_text`` (a viewer's callback: its failure never stops the reading)."""
+        if self._on_text is None:
+            return
+        try:
+            text = self._decoder.decode(chunk, final=final)
+            if text:
+                self._on_text(text)
+        except Exception:  # a display hint must never lose the output
+            self._on_text = None
 
     def truncation(self) -> dict[str, int] | None:
         if self.total <= len(self.kept):
@@ -162,15 +180,16 @@ class NativeSandbox:
         return [*limits, *bwrap, *ini, *php_args]
 
     def _exec(self, php_args: list[str], stdin: bytes, timeout_s: float, *, env: dict[str, str] | None = None,
-              what: str = "run") -> PhpResult:
+              what: str = "run", on_stderr: Callable[[str], None] | None = None) -> PhpResult:
         code, out, err = self._exec_raw(php_args, stdin, timeout_s, env=env, what=what,
-                                        limit=int(self._settings.max_command_output_bytes))
+                                        limit=int(self._settings.max_command_output_bytes), on_stderr=on_stderr)
         truncated = {name: cut for name, cut in (("stdout", out.truncation()), ("stderr", err.truncation())) if cut}
         return PhpResult(text=out.kept.decode("utf-8", "replace"), exit_code=code,
                          errors=err.kept.decode("utf-8", "replace"), truncated=truncated or None)
 
     def _exec_raw(self, php_args: list[str], stdin: bytes, timeout_s: float, *, env: dict[str, str] | None,
-                  what: str, limit: int) -> tuple[int, _Capped, _Capped]:
+                  what: str, limit: int,
+                  on_stderr: Callable[[str], None] | None = None) -> tuple[int, _Capped, _Capped]:
         """Run one confined PHP process to its end (or kill it at ``timeout_s``): its exit code and its
         output streams, each cut at ``limit`` bytes."""
         if self._aborted is not None:
@@ -188,7 +207,7 @@ class NativeSandbox:
             self._running.add(process)
         try:
             out = _Capped(process.stdout, limit)  # type: ignore[arg-type]
-            err = _Capped(process.stderr, limit)  # type: ignore[arg-type]
+            err = _Capped(process.stderr, limit, on_stderr)  # type: ignore[arg-type]
             feeder = threading.Thread(target=_feed, args=(process.stdin, stdin), daemon=True)
             feeder.start()
             try:
@@ -231,12 +250,13 @@ class NativeSandbox:
         forge")."""
         return self._exec([], code.encode("utf-8"), timeout_s, what="probe")
 
-    def run_cli(self, argv: list[str], timeout_s: float, env: dict[str, str] | None = None) -> PhpResult:
+    def run_cli(self, argv: list[str], timeout_s: float, env: dict[str, str] | None = None,
+                on_stderr: Callable[[str], None] | None = None) -> PhpResult:
         """A PHP command line (``php script args…``); the sandbox runs nothing but PHP."""
         if not argv or argv[0] not in PHP_NAMES:
             raise BadInputError(f"the native backend runs PHP command lines only, not {argv[:1]}",
                                 code="native-not-php", field="argv")
-        return self._exec(argv[1:], b"", timeout_s, env=env, what="cli")
+        return self._exec(argv[1:], b"", timeout_s, env=env, what="cli", on_stderr=on_stderr)
 
     def request(self, path: str, timeout_s: float, method: str = "GET") -> HttpResult:
         """One page request (``path`` with its query) as the preview would serve it."""

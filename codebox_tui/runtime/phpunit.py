@@ -27,6 +27,7 @@ from codebox_tui.runtime import wp_tests
 from codebox_tui.runtime.commands import sandbox_env
 from codebox_tui.runtime.mounts import plugin_target
 from codebox_tui.runtime.outcome import CommandOutcome
+from codebox_tui.runtime.test_progress import TestTally, strip_log_lines
 
 if TYPE_CHECKING:
     from codebox_tui.runtime.session import RunSession
@@ -422,7 +423,8 @@ def phpunit(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
         argv += ["-d", f"auto_prepend_file={SANDBOX_BIN_DIR}/{wp_tests.TESTS_PRELUDE}"]
     vendor_phpunit = (found.get("exists") or {}).get("vendorPhpunit")
     argv += [f"{plugin_dir}/vendor/bin/phpunit" if vendor_phpunit else f"{SANDBOX_BIN_DIR}/phpunit",
-             "--log-junit", "php://stdout", "--colors=never", "--do-not-cache-result"]
+             "--log-junit", "php://stdout", "--log-teamcity", "php://stderr", "--colors=never",
+             "--do-not-cache-result"]
     configs = found.get("configs") or []
     if configs:
         argv += ["-c", f"{plugin_dir}/{configs[0]}"]
@@ -449,11 +451,16 @@ def phpunit(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
             argv += ["-c", config_path]
     elif not configs:
         argv.append(f"{plugin_dir}/tests")
-    result = session.sandbox.run_cli(argv, timeout_s, env=env or None)
+    # tests counted as they finish (``tests.progress``), from the TeamCity log on stderr: a display hint only
+    suite_name = _suite_name(len(session.test_suites) + 1)
+    tally = TestTally(lambda counts: session.emit("tests.progress", {"suite": suite_name, **counts.summary()}))
+    result = session.sandbox.run_cli(argv, timeout_s, env=env or None, on_stderr=tally.feed)
+    tally.finish()
     human, junit = split_output(result.text)
     if install_output:
         human = install_output + "\n" + human
-    return _record(session, CommandOutcome, human, result.errors, junit=junit, reason=None, mode=mode, env=env)
+    return _record(session, CommandOutcome, human, strip_log_lines(result.errors), junit=junit, reason=None,
+                   mode=mode, env=env)
 
 
 def single_file_config(source: str | None, name: str | None, plugin_dir: str, test_file: str,
@@ -482,11 +489,16 @@ def single_file_config(source: str | None, name: str | None, plugin_dir: str, te
     return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode")
 
 
+def _suite_name(index: int) -> str:
+    """The name of the session's ``index``-th suite (1-based) in its test results and events."""
+    return "wordpress.phpunit" if index == 1 else f"wordpress.phpunit:{index}"
+
+
 def _record(session: RunSession, outcome_type: Any, human: str, errors: str, *, junit: str | None,
             reason: str | None, mode: str, env: dict[str, str]) -> CommandOutcome:
     """Keep the raw output (and JUnit XML), add the suite to the session and describe the outcome."""
     index = len(session.test_suites) + 1
-    name = "wordpress.phpunit" if index == 1 else f"wordpress.phpunit:{index}"
+    name = _suite_name(index)
     rel = layout.phpunit_path(index)
     raw_path = session.add_evidence(f"{rel}/output.txt", "test-output", "text/plain")
     raw_path.write_text(session.redact(human + ("\n" + errors if errors else "")), encoding="utf-8")

@@ -270,11 +270,14 @@ class PlaygroundSandbox:
         return PhpResult(text=str(result.get("text", "")), exit_code=int(result.get("exitCode") or 0),
                          errors=str(result.get("errors") or ""), truncated=result.get("truncated") or None)
 
-    def run_cli(self, argv: list[str], timeout_s: float, env: dict[str, str] | None = None) -> PhpResult:
+    def run_cli(self, argv: list[str], timeout_s: float, env: dict[str, str] | None = None,
+                on_stderr: Callable[[str], None] | None = None) -> PhpResult:
         params: dict[str, Any] = {"sandbox": self.id, "argv": argv, "maxOutputBytes": _max_output_bytes()}
         if env:
             params["env"] = env
-        result = self.sidecar.request("cli", params, timeout_s)
+        if on_stderr is not None:
+            params["streamStderr"] = True
+        result = self.sidecar.request("cli", params, timeout_s, on_output=on_stderr)
         return PhpResult(text=str(result.get("stdout", "")), exit_code=int(result.get("exitCode") or 0),
                          errors=str(result.get("stderr") or ""), truncated=result.get("truncated") or None)
 

@@ -110,6 +110,7 @@ class Sidecar:
         self._pending: dict[int, Future[Any]] = {}
         self._lock = threading.Lock()
         self._progress: dict[str, ProgressCallback] = {}
+        self._output: dict[int, Callable[[str], None]] = {}  # a request's streamed output (request(on_output=))
         self._hello: Future[Any] = Future()
         self._dead: str | None = None
         self.live_sandboxes = 0  # kept by the backend; an idle sidecar with binds may be closed
@@ -178,6 +179,8 @@ class Sidecar:
                             callback(str(data.get("phase", "")), data)
                         except Exception:  # a viewer callback must never kill the reader
                             pass
+                elif message["event"] == "output":
+                    self._hand_output(message)
                 continue
             with self._lock:
                 future = self._pending.pop(message.get("id"), None)
@@ -191,6 +194,17 @@ class Sidecar:
                     str(error.get("message", "sidecar error")), code=str(error.get("code", "sidecar-error"))
                 ))
         self._mark_dead(f"exited with code {self._proc.wait()}")
+
+    def _hand_output(self, message: dict[str, Any]) -> None:
+        """A piece of a running request's output to its ``on_output`` (the sandbox's text: a display hint)."""
+        request_id, text = message.get("id"), message.get("text")
+        callback = self._output.get(request_id) if isinstance(request_id, int) else None
+        if callback is None or not isinstance(text, str):
+            return
+        try:
+            callback(text)
+        except Exception:  # a viewer callback must never kill the reader
+            self._output.pop(request_id, None)  # type: ignore[arg-type]
 
     def _mark_dead(self, reason: str) -> None:
         if self._dead is None:
@@ -213,13 +227,19 @@ class Sidecar:
         except OSError:
             return ""
 
-    def request(self, op: str, params: dict[str, Any], timeout_s: float) -> Any:
+    def request(self, op: str, params: dict[str, Any], timeout_s: float,
+                on_output: Callable[[str], None] | None = None) -> Any:
+        """One request and its result. ``on_output``: called on the reader thread with each piece of output the
+        operation streams while it runs (``cli`` with ``streamStderr``)."""
         if not self.alive:
             raise SandboxError(f"The Playground sidecar {self._dead or 'is not running'}", code="sidecar-crashed")
         request_id = next(self._ids)
         future: Future[Any] = Future()
         with self._lock:
             self._pending[request_id] = future
+        if on_output is not None:
+            self._output[request_id] = on_output
+            future.add_done_callback(lambda _done: self._output.pop(request_id, None))
         line = json.dumps({"id": request_id, "op": op, "params": params}) + "\n"
         try:
             assert self._proc.stdin is not None

@@ -13,8 +13,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.suggester import Suggester
-from textual.widgets import Button, Input, Label
+from textual.widget import Widget
+from textual.widgets import Button, Input, Label, Select
 
+from codebox_tui.screens.backend_field import BackendProblem, backend_select, follow_backend_php, show_backend_problem
 from codebox_tui.screens.dialogs import DIALOG_CSS
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
@@ -25,12 +27,13 @@ def form_css(screen: str) -> str:
 {screen} {{ align: center middle; }}
 {screen} .field {{ height: auto; }}
 {screen} .field-label {{ width: 11; padding: 1 1 0 0; color: $text-muted; }}
-{screen} .field Input {{ width: 1fr; }}
+{screen} .field Input, {screen} .field Select {{ width: 1fr; }}
 {screen} .field .field-label.second {{ width: 5; padding-left: 1; }}
 {screen} .field-error {{ color: $error; height: auto; padding-left: 11; display: none; }}
 {screen} .field-error.-shown {{ display: block; }}
 {screen}.-compact .dialog {{ padding: 0 2; }}
 {screen}.-compact .dialog Input {{ margin-bottom: 1; background: $boost; }}
+{screen}.-compact .dialog Select {{ margin-bottom: 1; }}
 {screen}.-compact .dialog .buttons {{ margin-top: 0; }}
 {screen}.-compact .field-label {{ padding: 0 1 0 0; }}
 """
@@ -41,10 +44,29 @@ COMPACT_BELOW = 34  # rows: under this the forms use borderless fields so all of
 
 class FormScreen(ModalScreen[None]):
     """What both forms share: borderless fields on a short terminal (as the Launch form does); Cancel and escape
-    close the form, the other button and enter in a field submit it."""
+    close the form, the other button and enter in a field submit it; a Backend field that says at once what the
+    chosen backend cannot do for the flow (the check the command line makes)."""
 
     def submit(self) -> None:
         raise NotImplementedError
+
+    def backend_problem(self, backend: str) -> str | None:
+        """Why this flow cannot run on ``backend`` as the form stands, or None."""
+        raise NotImplementedError
+
+    @property
+    def backend(self) -> str:
+        return str(self.query_one("#backend", Select).value)
+
+    def on_input_changed(self, _event: Input.Changed) -> None:
+        if self.query_one("#backend-error", Label).has_class("-shown"):  # said under Backend: still so?
+            show_backend_problem(self, self.backend_problem(self.backend))
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id == "backend":
+            if self.query("#php"):
+                follow_backend_php(self, self.backend)
+            show_backend_problem(self, self.backend_problem(self.backend))
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "cancel":
@@ -67,10 +89,13 @@ class FormScreen(ModalScreen[None]):
     def _fit(self) -> None:
         compact = self.app.size.height < COMPACT_BELOW
         self.set_class(compact, "-compact")
-        for widget in self.query("Input, Button"):
+        for widget in self.query("Input, Select, Button"):
             widget.compact = compact  # type: ignore[attr-defined]
+
+
 # the field a BadInputError of evaluate-patch's checks names (resolve_build says "wp") → the form's input
-FIELDS = {"--plugin": "plugin", "--patch": "patch", "--git": "git", "--wp": "wp", "wp": "wp", "--php": "php"}
+FIELDS = {"--plugin": "plugin", "--patch": "patch", "--git": "git", "--wp": "wp", "wp": "wp", "--php": "php",
+          "backend": "backend", "--backend": "backend"}
 
 
 class PathSuggester(Suggester):
@@ -97,7 +122,7 @@ class PathSuggester(Suggester):
         return None
 
 
-def _row(label: str, field: Input) -> ComposeResult:
+def _row(label: str, field: Widget) -> ComposeResult:
     yield Horizontal(Label(label, classes="field-label"), field, classes="field")
     yield Label("", id=f"{field.id}-error", classes="field-error", markup=False)
 
@@ -116,6 +141,8 @@ the run ends on the Review screen's Tests tab with the verdict.
 - Patch: a `git diff` / unified diff file, **or** Git range: `BASE..HEAD` or one commit of the plugin's own
   repository (not both)
 - WordPress / PHP: a shipped WordPress build and a PHP version
+- Backend: `playground` or `native` (docs/backends.md; first `CODEBOX_BACKEND`'s); what the evaluation needs
+  that the backend lacks (native has no live preview for the front-end probe yet) is said under it at once
 A problem is shown under its field and nothing boots.
 """
 
@@ -134,6 +161,7 @@ A problem is shown under its field and nothing boots.
                              Input(value=DEFAULT_PHP_VERSION, placeholder="e.g. 8.3", id="php"), classes="field")
             yield Label("", id="wp-error", classes="field-error", markup=False)
             yield Label("", id="php-error", classes="field-error", markup=False)
+            yield from _row("Backend", backend_select())
             with Horizontal(classes="buttons"):
                 yield Button("Cancel", id="cancel")
                 yield Button("Evaluate", variant="primary", id="evaluate")
@@ -150,6 +178,16 @@ A problem is shown under its field and nothing boots.
         label.update(escape(message))
         label.add_class("-shown")
 
+    def backend_problem(self, backend: str) -> str | None:
+        from codebox_tui.errors import CodeboxError
+        from codebox_tui.recipes.evaluate_range import check_evaluation_backend
+
+        try:
+            check_evaluation_backend(backend)
+        except CodeboxError as error:
+            return error.message
+        return None
+
     def submit(self) -> None:
         """Check the form as evaluate-patch checks its options (one definition: evaluate_range's
         check_evaluation_inputs), then run it on the Live run screen, landing on the Tests tab."""
@@ -165,11 +203,11 @@ A problem is shown under its field and nothing boots.
         plugin_dir = Path(plugin).expanduser()
         patch_file = Path(patch).expanduser() if patch else None
         try:
-            check_evaluation_inputs(plugin_dir, patch_file, git_range or None, wp=wp, php=php)
+            check_evaluation_inputs(plugin_dir, patch_file, git_range or None, wp=wp, php=php, backend=self.backend)
         except CodeboxError as error:
             self.show_problem(error.field, error.message)
             return
-        evaluation = {"plugin": plugin_dir.resolve(), "wp": wp, "php": php,
+        evaluation = {"plugin": plugin_dir.resolve(), "wp": wp, "php": php, "backend": self.backend,
                       **({"patch": patch_file.resolve()} if patch_file else {"git": git_range})}
         self.dismiss(None)
         self.app.push_screen(LiveRunScreen(evaluation=evaluation, land_on="tab-tests"))
@@ -186,6 +224,8 @@ A reproduction recipe (`wp-codebox/workspace-recipe/v1` with `"reproduces"`, doc
 examples/recipes/bug-reproduction.json) or an episode plan (`codebox/episode-plan/v1`, docs/episodes.md). It is
 checked in full first (each problem with its JSON path, nothing boots); the Live run screen shows it run and
 the review opens on its Evidence tab when it is done.
+- Backend: `playground` or `native` (docs/backends.md; first `CODEBOX_BACKEND`'s; it overrides a recipe's
+  `runtime.backend`); what the plan needs that the backend lacks (a page request on native) is said under it
 """
 
     def compose(self) -> ComposeResult:
@@ -193,19 +233,39 @@ the review opens on its Evidence tab when it is done.
             yield Label("Reproduce a bug", classes="title")
             yield from _row("Recipe", Input(placeholder="a reproduction recipe or an episode plan (JSON)",
                                             id="recipe", suggester=PathSuggester()))
+            yield from _row("Backend", backend_select())
             with Horizontal(classes="buttons"):
                 yield Button("Cancel", id="cancel")
                 yield Button("Run", variant="primary", id="run")
+
+    def backend_problem(self, backend: str) -> str | None:
+        from codebox_tui.screens.launch import checked_recipe_screen
+
+        text = self.query_one("#recipe", Input).value.strip()
+        try:
+            if text:
+                checked_recipe_screen(text, backend=backend)
+        except BackendProblem as problem:
+            return str(problem)
+        except ValueError:  # the file's own problems are said under it when the form is submitted
+            return None
+        return None
 
     def submit(self) -> None:
         from codebox_tui.screens.launch import checked_recipe_screen
 
         label = self.query_one("#recipe-error", Label)
         text = self.query_one("#recipe", Input).value.strip()
+        for shown in (label, self.query_one("#backend-error", Label)):
+            shown.update("")
+            shown.remove_class("-shown")
         try:
             if not text:
                 raise ValueError("a recipe or episode plan file is required")
-            screen = checked_recipe_screen(text, land_on="tab-evidence")
+            screen = checked_recipe_screen(text, land_on="tab-evidence", backend=self.backend)
+        except BackendProblem as problem:
+            show_backend_problem(self, str(problem))
+            return
         except ValueError as problem:
             label.update(escape(str(problem)))
             label.add_class("-shown")

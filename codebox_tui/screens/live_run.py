@@ -50,13 +50,16 @@ palette's "Return to live run") brings this screen back, console and all.
 
     def __init__(self, request: RunRequest | None = None, *, run_dir: Path | None = None,
                  recipe: Any = None, episode: tuple[Any, Path] | None = None,
-                 evaluation: dict[str, Any] | None = None, land_on: str | None = None) -> None:
+                 evaluation: dict[str, Any] | None = None, land_on: str | None = None,
+                 backend: str | None = None) -> None:
         """Runs ``request`` through the run lifecycle (lifecycle/service.py), or with ``recipe`` (a valid
         RecipeValidation) the whole recipe, or with ``episode`` (a checked episode plan and its folder) the
         episode, or with ``evaluation`` (evaluate-patch's checked arguments: ``plugin`` and ``patch`` or
         ``git``, plus its options) a patch evaluation; with only ``run_dir``, shows a finished run's events.
-        ``land_on``: a Review tab (``tab-tests``…) the bundle opens on by itself when the run ends."""
+        ``land_on``: a Review tab (``tab-tests``…) the bundle opens on by itself when the run ends. ``backend``:
+        the recipe's or episode's (None: the recipe's own, else ``CODEBOX_BACKEND``)."""
         super().__init__()
+        self.backend = backend
         self.request = request
         self.recipe = recipe
         self.episode = episode
@@ -179,7 +182,7 @@ palette's "Return to live run") brings this screen back, console and all.
         outcome: dict[str, Any] | None = None
         try:
             outcome = run_recipe(validation, recipe_path.parent, on_session=self._opened, control=self.control,
-                                 recipe_text=recipe_path.read_text(encoding="utf-8"))
+                                 recipe_text=recipe_path.read_text(encoding="utf-8"), backend=self.backend)
         except (CodeboxError, OSError) as caught:
             error = str(caught)
         cancelled = self.control.cancelled
@@ -203,7 +206,8 @@ palette's "Return to live run") brings this screen back, console and all.
         plan, plan_dir = self.episode
         try:
             episode, status = run_plan(plan, plan_dir, artifacts_root=get_settings().artifacts_dir,
-                                       control=self.control, on_open=lambda run: self._opened(run.session))
+                                       control=self.control, on_open=lambda run: self._opened(run.session),
+                                       backend=self.backend)
         except CodeboxError as caught:  # a bad snapshot to restore, found before anything booted
             self.app.call_from_thread(self._finished, None, str(caught), False)
             return

@@ -95,12 +95,13 @@ class ReviewText:
         checks = self.checks
         lines = ["", f"[b]Probes ({len(checks.probes)})[/b]" + ("" if checks.probes else "  none in this bundle")]
         for probe in checks.probes:
+            state = f" [dim]·[/] {escape(probe.plugin_state)}" if probe.plugin_state else ""
             if probe.status == "passed":
-                lines.append(f"  [green]✔[/] {escape(probe.name)}")
+                lines.append(f"  [green]✔[/] {escape(probe.name)}{state}")
                 continue
             colour = "yellow" if probe.allow_failure else "red"
             soft = " (allowFailure)" if probe.allow_failure else ""
-            lines.append(f"  [{colour}]✘ {escape(probe.name)}: {escape(probe.status)}{soft}[/]")
+            lines.append(f"  [{colour}]✘ {escape(probe.name)}: {escape(probe.status)}{soft}[/]{state}")
             if probe.expected is not None:
                 lines.append(f"      expected  {escape(probe.expected)}")
             if probe.actual is not None:

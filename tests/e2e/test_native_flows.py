@@ -101,3 +101,14 @@ def test_an_agent_task_on_native_is_refused_before_boot(tmp_path: Path) -> None:
     assert out.returncode == 2, out.stdout + out.stderr
     assert "native-unsupported" in out.stdout + out.stderr and "--backend playground" in out.stdout + out.stderr
     assert not (tmp_path / "artifacts").exists()
+
+
+def test_the_example_episode_plan_with_its_page_observation_runs_on_native(tmp_path: Path) -> None:
+    """The plan's http-response observation requests a page: native serves it through its own preview
+    (docs/backends.md; it used to fail mid-run, then was refused)."""
+    out = _codebox(tmp_path, "episode", "run", str(REPO / "examples" / "episode" / "plan.json"), "--backend",
+                   "native", "--artifacts", str(tmp_path / "artifacts"), "-q")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "observed http-response" in out.stderr and "episode completed" in out.stderr
+    (bundle,) = (tmp_path / "artifacts").iterdir()
+    assert json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"] == "native"

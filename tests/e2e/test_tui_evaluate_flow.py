@@ -61,6 +61,9 @@ async def test_evaluate_a_patch_from_home_to_the_verdict(playground_session: Any
         assert live.run_dir is not None
         events = [json.loads(line) for line in (live.run_dir / "events.jsonl").read_text().splitlines()]
         kinds = [e["type"] for e in events]
+        # tests were counted as they finished (PHPUnit's TeamCity log, read as the suite ran): 1/2 on each side
+        assert [(e["data"]["done"], e["data"]["total"]) for e in events if e["type"] == "tests.progress"] == [
+            (0, 2), (1, 2), (2, 2)] * 2
         assert kinds.index("evaluate.tests-started") < kinds.index("patch.applied") < len(kinds) - 1 - kinds[
             ::-1].index("evaluate.tests-finished")
         # the run ends on the Review screen's Tests tab, with the verdict
@@ -88,3 +91,31 @@ async def test_reproduce_a_bug_from_home_to_its_evidence(playground_session: Any
         assert live.state == "done", live.query_one("#progress", Static).render()
         review = await review_on_tab(pilot, "tab-evidence")
         assert "RECIPE REPRODUCED" in str(review.query_one("#recipe-verdict", Static).render())
+
+
+@pytest.mark.timeout(900)
+async def test_reproduce_an_episode_plan_from_home_to_its_evidence(playground_session: Any) -> None:
+    """`R`, the example episode plan typed in, on Playground (the Backend field's default): it runs on the Live
+    screen (its steps as `episode.*` events) and ends on the bundle's Evidence tab with the episode trace."""
+    from tests.factories.tui import choose_backend
+
+    app = CodeboxApp()
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("R")
+        await wait_for(pilot, lambda: isinstance(app.screen, ReproduceScreen))
+        await type_into(pilot, "recipe", str(EXAMPLES / "episode" / "plan.json"))
+        await choose_backend(pilot, "playground")
+        app.screen.query_one("#recipe").focus()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, LiveRunScreen), 30)
+        live = app.screen
+        assert isinstance(live, LiveRunScreen) and live.title_line == "episode" and live.backend == "playground"
+        await wait_while(lambda: live.state == "starting", 900)
+        assert live.state == "done", live.query_one("#progress", Static).render()
+        assert live.run_dir is not None
+        kinds = {json.loads(line)["type"] for line in (live.run_dir / "events.jsonl").read_text().splitlines()}
+        assert {"episode.reset", "episode.step", "episode.snapshot", "episode.restore"} <= kinds
+        review = await review_on_tab(pilot, "tab-evidence")
+        shown = " ".join(str(s.render()) for s in review.query_one("#evidence").query(Static))
+        assert "files/runtime-episode-trace.json" in shown

@@ -124,6 +124,17 @@ def test_fix_patch_is_an_improvement_with_per_side_totals_and_messages(
     assert len(phpunit) == 2
     assert phpunit[0]["result"]["json"]["wordpress"] == "tests-lib"
     assert phpunit[0]["result"]["json"]["toolchain"]["WP_TESTS_DIR"] == "/codebox-wp-tests-lib"
+    # tests counted as they finished, from PHPUnit's TeamCity log read while the suite ran (a display hint):
+    # the events rose through intermediate counts on each side, and the progress lines said them
+    events = [json.loads(line) for line in (Path(doc["runDir"]) / "events.jsonl").read_text().splitlines()]
+    counts = [(e["data"]["suite"], e["data"]["done"], e["data"]["total"]) for e in events
+              if e["type"] == "tests.progress"]
+    assert [c for c in counts if c[0] == "wordpress.phpunit"] == [("wordpress.phpunit", n, 6) for n in range(7)]
+    assert [c for c in counts if c[0] == "wordpress.phpunit:2"] == [("wordpress.phpunit:2", n, 6) for n in range(7)]
+    lines = [line.split("] ", 1)[1] for line in proc.stderr.splitlines() if line.startswith("codebox evaluate-patch")]
+    assert "tests: before 3/6, 1 failed" in lines and "tests: before 6/6, 1 failed" in lines
+    assert "tests: after 4/6" in lines
+    assert "##teamcity" not in output  # the log is read, not kept as the suite's output
 
 
 def test_breaking_patch_is_a_regression_counting_broken_and_still_failing(

@@ -90,3 +90,20 @@ async def type_into(pilot: Any, field_id: str, text: str) -> None:
     await pilot.press(*text)
     await pilot.pause()
     assert field.value == text, f"#{field_id} reads {field.value!r} after typing {text!r}"
+
+
+async def choose_backend(pilot: Any, name: str) -> None:
+    """Pick ``name`` in the Backend field of the form on top as a user does: focus it, open its list with enter,
+    move to the entry and take it with enter."""
+    from textual.widgets import Select
+
+    from codebox_tui.runtime.backends import BACKEND_NAMES
+
+    field = pilot.app.screen.query_one("#backend", Select)
+    field.focus()
+    await pilot.pause()
+    await pilot.press("enter")
+    await pilot.pause()
+    moves = BACKEND_NAMES.index(name) - BACKEND_NAMES.index(str(field.value))
+    await pilot.press(*(["down"] * moves if moves > 0 else ["up"] * -moves), "enter")
+    await pilot.pause()

@@ -18,7 +18,8 @@ async def test_fields_are_labelled_and_php_reaches_the_request() -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, LaunchScreen))
         screen = app.screen
         labels = [str(label.render()) for label in screen.query(".field-label").results(Label)]
-        assert labels == ["Recipe", "Mounts", "Command", "Arguments", "WordPress", "PHP", "Policy", "WP-CLI", "Hold"]
+        assert labels == ["Recipe", "Mounts", "Command", "Arguments", "WordPress", "PHP", "Backend", "Policy",
+                          "WP-CLI", "Hold"]
         php = screen.query_one("#php", Input)
         assert php.value == "8.3"
         php.value = "5.6"

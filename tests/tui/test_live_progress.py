@@ -43,3 +43,29 @@ async def test_progress_line_follows_the_events(tmp_path: Path) -> None:
         _append(events, "command.finished", 7, command="wordpress.run-php", exitCode=0)
         await wait_for(pilot, lambda: "wordpress.run-php exited 0" in progress())
         assert "1 command done" in progress()
+
+
+async def test_tests_are_counted_on_the_live_screen_as_they_finish(tmp_path: Path) -> None:
+    """evaluate-patch's `tests.progress` events (PHPUnit's TeamCity log, read while the suite runs) rise on the
+    progress line ("tests before: 7/12…") until the side's totals replace them."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    events = run_dir / "events.jsonl"
+    _append(events, "evaluate.tests-started", 1, side="before")
+    app = CodeboxApp()
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        screen = LiveRunScreen(run_dir=run_dir)
+        app.push_screen(screen)
+        await pilot.pause()
+
+        def progress() -> str:
+            return str(screen.query_one("#progress", Static).render())
+
+        await wait_for(pilot, lambda: "tests before: running" in progress())
+        for second, done in ((2, 0), (3, 7), (4, 12)):
+            _append(events, "tests.progress", second, suite="wordpress.phpunit", done=done, total=12, failed=done // 7)
+            await wait_for(pilot, lambda done=done: f"tests before: {done}/12" in progress())  # type: ignore[misc]
+        assert "tests before: 12/12, 1 failed…" in progress()
+        _append(events, "evaluate.tests-finished", 5, side="before", tests=12, passed=11, failed=1)
+        await wait_for(pilot, lambda: "tests before: 11/12 passed, 1 failed" in progress())

@@ -35,3 +35,18 @@ def test_a_boot_phase_repeated_for_each_mount_is_said_once() -> None:
 def test_multi_line_code_stays_on_its_step_line() -> None:
     lines = _lines([_started("wordpress.run-php", "code=$a = 1;\necho $a;")])
     assert lines == ["step 1: wordpress.run-php code=$a = 1;\\necho $a;"]
+
+
+def test_tests_are_counted_on_their_side_as_they_finish() -> None:
+    def counted(done: int, total: int = 20, failed: int = 0) -> dict[str, object]:
+        return {"type": "tests.progress", "data": {"suite": "wordpress.phpunit", "done": done, "total": total,
+                                                   "failed": failed}}
+
+    lines = _lines([{"type": "evaluate.tests-started", "data": {"side": "before"}},
+                    counted(0), counted(1), counted(2), counted(3), counted(7, failed=1), counted(20, failed=1),
+                    {"type": "evaluate.tests-finished",
+                     "data": {"side": "before", "tests": 20, "passed": 19, "failed": 1}},
+                    {"type": "tests.progress", "data": {"suite": "wordpress.phpunit", "done": "7"}}])
+    # at most one line per tenth of the suite: 1/20 and 3/20 fall in the tenth already said
+    assert lines == ["tests: before the patch", "tests: before 0/20", "tests: before 2/20", "tests: before 7/20, 1 failed",
+                     "tests: before 20/20, 1 failed", "tests: before: 19/20 passed, 1 failed"]

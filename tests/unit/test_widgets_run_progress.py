@@ -81,3 +81,17 @@ def test_evaluate_patch_sides_are_shown_running_then_counted() -> None:
     assert "tests before: 1/2 passed, 1 failed" in line and "tests after: no tests ran" in line
     progress.feed(ev("patch.applied", 7.0, patch="fix.patch", exitCode=1))
     assert progress.line().startswith("the patch failed to apply (exit 1)")
+
+
+def test_tests_counted_as_they_finish_on_their_side_then_the_totals() -> None:
+    progress = RunProgress()
+    progress.feed(ev("evaluate.tests-started", 1.0, side="before"))
+    progress.feed(ev("tests.progress", 2.0, suite="wordpress.phpunit", done=7, total=12, failed=1))
+    assert "tests before: 7/12, 1 failed…" in progress.line()
+    progress.feed(ev("evaluate.tests-finished", 3.0, side="before", tests=12, passed=11, failed=1))
+    progress.feed(ev("tests.progress", 3.5, suite="wordpress.phpunit:2", done="[red]x"))  # not counts: ignored
+    assert "tests before: 11/12 passed, 1 failed" in progress.line() and "[red]" not in progress.line()
+    # a suite outside evaluate-patch (a wordpress.phpunit command) is counted on the step
+    progress.feed(ev("command.started", 4.0, command="wordpress.phpunit"))
+    progress.feed(ev("tests.progress", 4.5, suite="wordpress.phpunit:2", done=3, total=5))
+    assert progress.line().startswith("running wordpress.phpunit:2: 3/5 tests done")

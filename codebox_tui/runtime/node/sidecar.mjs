@@ -176,6 +176,28 @@ function withCappedOutput(result, streams, max) {
   return result;
 }
 
+// A stream's text, each piece also sent as it arrives ({event: 'output', id, text}: the request's own, for a
+// live display such as PHPUnit's progress) until `max` characters have been sent; the whole text is returned.
+async function streamedText(stream, id, max) {
+  const decoder = new TextDecoder();
+  const reader = stream.getReader();
+  const limit = Number.isSafeInteger(max) && max > 0 ? max : 1 << 20;
+  let text = '';
+  let sent = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    const piece = done ? decoder.decode() : decoder.decode(value, { stream: true });
+    if (piece) {
+      text += piece;
+      if (sent < limit) {
+        out({ event: 'output', id, text: piece.slice(0, limit - sent) });
+        sent += piece.length;
+      }
+    }
+    if (done) return text;
+  }
+}
+
 let execLoaded = null;
 function execModule() {
   if (!execLoaded) {
@@ -300,10 +322,11 @@ const ops = {
     return {};
   },
 
-  cli: async (p) => {
+  cli: async (p, id) => {
     const { pg } = need(p.sandbox);
     const proc = await pg.cli(p.argv, { env: p.env || {} });
-    const [exitCode, stdout, stderr] = await Promise.all([proc.exitCode, proc.stdoutText, proc.stderrText]);
+    const stderrText = p.streamStderr ? streamedText(proc.stderr, id, p.maxOutputBytes) : proc.stderrText;
+    const [exitCode, stdout, stderr] = await Promise.all([proc.exitCode, proc.stdoutText, stderrText]);
     return withCappedOutput({ exitCode, stdout, stderr }, { stdout: 'stdout', stderr: 'stderr' }, p.maxOutputBytes);
   },
 
@@ -353,7 +376,7 @@ rl.on('line', async (line) => {
   const handler = ops[msg.op];
   if (!handler) return out({ id: msg.id, ok: false, error: { code: 'unknown-op', message: `unknown op ${msg.op}` } });
   try {
-    out({ id: msg.id, ok: true, result: await handler(msg.params || {}) });
+    out({ id: msg.id, ok: true, result: await handler(msg.params || {}, msg.id) });
   } catch (err) {
     out({ id: msg.id, ok: false, error: { code: err.code || 'sidecar-error', message: String(err && err.message || err) } });
   }
