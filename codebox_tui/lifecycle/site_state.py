@@ -21,6 +21,7 @@ from codebox_tui.contracts.canonical import pretty_json
 from codebox_tui.contracts.site_state import FileOutsideMounts, RiskFlag, SiteStateDiff, SiteStateSummary
 from codebox_tui.errors import SandboxError
 from codebox_tui.runtime.content_listing import Listing, changed_paths, list_content, skipped_paths
+from codebox_tui.runtime.core_files import MAX_CHANGES_FLAGGED, SITE_ROOT, HostCoreCheck
 from codebox_tui.runtime.session import RunSession
 from codebox_tui.runtime.site_state import take_summary
 from codebox_tui.runtime.site_state_diff import DIRECTORY_DIGEST, diff_summaries, file_digest, without_setup_writes
@@ -41,7 +42,9 @@ def risk_flag_names(diff: SiteStateDiff) -> list[str]:
 # mu-plugin, a drop-in, a root file such as .htaccess or .user.ini, php.ini or the prepend, core) changed. Codebox's
 # own set-up writes are attributed to their step before the diff (SiteStateRecorder.declare_setup_write), so what
 # remains was written by the code under review.
-UNCLEAN_RISKS = frozenset({"summary-unavailable", "database-configuration-changed", "sandbox-control-file-modified"})
+# core-file-changed is the host's own comparison of core with the golden site (runtime/core_files.py).
+UNCLEAN_RISKS = frozenset({"summary-unavailable", "database-configuration-changed", "sandbox-control-file-modified",
+                           "core-file-changed"})
 
 
 def unclean_flags(diff: SiteStateDiff | None) -> list[RiskFlag]:
@@ -87,6 +90,10 @@ class SiteStateRecorder:
         self.seconds = 0.0  # time spent on the summaries and the diff (bench/bench_site_state.py)
         # control-file path -> digest of exactly what Codebox's own set-up wrote there (declare_setup_write)
         self.setup_writes: dict[str, str] = {}
+        # core compared on the host, not by the sandbox (runtime/core_files.py); why it could not start
+        self.core: HostCoreCheck | None = None
+        self.core_failure: str | None = None
+        self.core_start_ms = 0
 
     def _summary(self, phase: str) -> SiteStateSummary | None:
         started = time.monotonic()
@@ -104,9 +111,20 @@ class SiteStateRecorder:
     def record_before(self) -> None:
         """Right after boot, before the first command (once)."""
         if self.enabled and self.before is None and self.session.booted:
+            self._start_core_check()
             self.before = self._summary("before")
             if self.before is not None:
                 self.listing = self._listing("before")
+
+    def _start_core_check(self) -> None:
+        started = time.monotonic()
+        try:
+            self.core = HostCoreCheck.start(self.session.sandbox)
+        except (OSError, ValueError) as error:  # a golden site or sandbox folder the host cannot read
+            self.core_failure = f"{type(error).__name__}: {error}"
+        finally:
+            self.core_start_ms = int((time.monotonic() - started) * 1000)
+            self.seconds += time.monotonic() - started
 
     def declare_setup_write(self, path: str, data: bytes, step: str) -> None:
         """Codebox's own set-up wrote exactly ``data`` at sandbox ``path`` (a recipe's mu-plugin loader or staged
@@ -114,6 +132,8 @@ class SiteStateRecorder:
         holds exactly these bytes, nor the folders made for it (docs/site-state.md, "Attribution"). A later
         declaration of the same path replaces the earlier one."""
         self.setup_writes[path] = file_digest(data)
+        if self.core is not None:
+            self.core.declare(path, self.setup_writes[path])
         parent = path.rsplit("/", 1)[0]
         while parent.startswith("/wordpress/"):
             self.setup_writes.setdefault(parent, DIRECTORY_DIGEST)
@@ -184,6 +204,38 @@ class SiteStateRecorder:
             "filesOutsideMounts": [FileOutsideMounts.model_validate(c) for c in changed[:MAX_FILES_LISTED]],
             "risks": [*diff.risks, risk], "empty": False})
 
+    def _with_core(self, diff: SiteStateDiff) -> SiteStateDiff:
+        """The diff with a high ``core-file-changed`` flag per core file whose bytes the host found changed (the
+        sandbox's word is not asked); fail closed when the host could not compare."""
+        if self.core is None and self.core_failure is None:
+            return diff
+        started = time.monotonic()
+        failure = self.core_failure
+        changes = []
+        if self.core is not None:
+            try:
+                changes = self.core.changes()
+            except (OSError, ValueError) as error:
+                failure = f"{type(error).__name__}: {error}"
+        self.seconds += time.monotonic() - started
+        self.session.emit("site-state.core-compared", {"startMs": self.core_start_ms,
+                                                       "ms": int((time.monotonic() - started) * 1000),
+                                                       "changed": len(changes), **({"failure": failure}
+                                                                                  if failure else {})})
+        if failure is not None:
+            risks = [RiskFlag(code="core-file-changed", severity="high", subject=SITE_ROOT,
+                              message=f"WordPress core could not be compared on the host ({failure[:300]}): "
+                                      "whether the run changed it is unknown")]
+        else:
+            risks = [RiskFlag(code="core-file-changed", severity="high", subject=f"{SITE_ROOT}/{change.path}",
+                              message=f"core file {SITE_ROOT}/{change.path} {change.status} (compared on the host "
+                                      "with the golden site)" + (f"; {len(changes)} core paths in all"
+                                                                 if index == 0 and len(changes) > 1 else ""))
+                     for index, change in enumerate(changes[:MAX_CHANGES_FLAGGED])]
+        if not risks:
+            return diff
+        return diff.model_copy(update={"risks": [*diff.risks, *risks], "empty": False})
+
     def record_after(self) -> SiteStateDiff | None:
         """Right before capture: the second summary, the diff as evidence and its risk flags for the
         review. Nothing when the sandbox is gone or no summary was tried; a summary or diff that failed is
@@ -204,6 +256,7 @@ class SiteStateRecorder:
                 self.failure = f"diff: {type(error).__name__}: {str(error)[:300]}"
         if diff is None:
             diff = unavailable_diff(self.failure or "unknown reason")
+        diff = self._with_core(diff)
         doc = diff.model_dump(mode="json", by_alias=True, exclude_none=True)
         path = self.session.add_evidence(layout.SITE_STATE_DIFF, SITE_STATE_DIFF_KIND, "application/json")
         path.write_text(self.session.redact(pretty_json(doc)), encoding="utf-8")
