@@ -131,14 +131,42 @@ class SiteStateRecorder:
         file, evaluate-patch's error probe): the diff does not count that file as a control-file change while it
         holds exactly these bytes, nor the folders made for it (docs/site-state.md, "Attribution"). A later
         declaration of the same path replaces the earlier one."""
-        self.setup_writes[path] = file_digest(data)
+        self._declare(path, file_digest(data), step)
+
+    def _declare(self, path: str, digest: str, step: str) -> None:
+        self.setup_writes[path] = digest
         if self.core is not None:
-            self.core.declare(path, self.setup_writes[path])
+            self.core.declare(path, digest)
         parent = path.rsplit("/", 1)[0]
         while parent.startswith("/wordpress/"):
             self.setup_writes.setdefault(parent, DIRECTORY_DIGEST)
             parent = parent.rsplit("/", 1)[0]
-        self.session.emit("site-state.setup-write", {"step": step, "path": path, "digest": self.setup_writes[path]})
+        self.session.emit("site-state.setup-write", {"step": step, "path": path, "digest": digest})
+
+    def attribute_setup_phase(self, step: str, reviewed_code_ran: str | None) -> None:
+        """A recipe's blueprint phase is the recipe author's declared set-up: the control files it left changed
+        since boot are declared with their exact digests now, as if Codebox had written them (docs/site-state.md,
+        "Attribution"), so only what changes them later counts as the run's. Not when code under review could
+        have run in the phase (``reviewed_code_ran`` says why; a ``site-state.setup-not-attributed`` event): its
+        writes stay changes. Files the phase deleted stay changes too (there is no digest to hold)."""
+        if self.before is None:
+            return
+        if reviewed_code_ran is not None:
+            self.session.emit("site-state.setup-not-attributed", {"step": step, "reason": reviewed_code_ran})
+            return
+        now = self._summary("setup")
+        if now is None:
+            return
+        for path, digest in sorted(now.controlFiles.items()):
+            if self.before.controlFiles.get(path) != digest:
+                self._declare(path, digest, step)
+        if self.core is not None:
+            try:
+                for path in self.core.attribute_changes():
+                    self.session.emit("site-state.setup-write", {"step": step, "path": path, "digest": "core"})
+            except (OSError, ValueError) as error:
+                self.core_failure = f"{type(error).__name__}: {error}"
+                self.core = None
 
     def write_setup_file(self, path: str, data: bytes, step: str, timeout_s: float = 60.0) -> None:
         """Write ``data`` at sandbox ``path`` as a step of Codebox's own set-up, declared first
