@@ -185,7 +185,8 @@ class FileOutsideMounts(Contract):
 class RiskFlag(Contract):
     code: Literal["new-administrator", "capabilities-granted", "siteurl-changed", "home-changed",
                   "active-plugins-changed", "cron-event-added", "theme-changed", "sandbox-control-file-modified",
-                  "files-outside-mounts", "database-configuration-changed", "summary-unavailable"]
+                  "files-outside-mounts", "database-configuration-changed", "summary-unavailable",
+                  "core-file-changed"]
     severity: Literal["high", "medium"]
     message: str
     subject: str = Field(description="what the flag is about: a user login, role, option, hook or file path")

@@ -22,6 +22,7 @@ from codebox_tui.contracts.canonical import pretty_json
 from codebox_tui.contracts.site_state import FileOutsideMounts, RiskFlag, SiteStateDiff, SiteStateSummary
 from codebox_tui.errors import SandboxError
 from codebox_tui.runtime.content_listing import Listing, changed_paths, list_content, skipped_paths
+from codebox_tui.runtime.core_files import MAX_CHANGES_FLAGGED, SITE_ROOT, HostCoreCheck
 from codebox_tui.runtime.session import RunSession
 from codebox_tui.runtime.site_state import take_summary
 from codebox_tui.runtime.site_state_diff import DIRECTORY_DIGEST, diff_summaries, file_digest, without_setup_writes
@@ -42,7 +43,9 @@ def risk_flag_names(diff: SiteStateDiff) -> list[str]:
 # mu-plugin, a drop-in, a root file such as .htaccess or .user.ini, php.ini or the prepend, core) changed. Codebox's
 # own set-up writes are attributed to their step before the diff (SiteStateRecorder.declare_setup_write), so what
 # remains was written by the code under review.
-UNCLEAN_RISKS = frozenset({"summary-unavailable", "database-configuration-changed", "sandbox-control-file-modified"})
+# core-file-changed is the host's own comparison of core with the golden site (runtime/core_files.py).
+UNCLEAN_RISKS = frozenset({"summary-unavailable", "database-configuration-changed", "sandbox-control-file-modified",
+                           "core-file-changed"})
 
 
 def unclean_flags(diff: SiteStateDiff | None) -> list[RiskFlag]:
@@ -88,6 +91,10 @@ class SiteStateRecorder:
         self.seconds = 0.0  # time spent on the summaries and the diff (bench/bench_site_state.py)
         # control-file path -> digest of exactly what Codebox's own set-up wrote there (declare_setup_write)
         self.setup_writes: dict[str, str] = {}
+        # core compared on the host, not by the sandbox (runtime/core_files.py); why it could not start
+        self.core: HostCoreCheck | None = None
+        self.core_failure: str | None = None
+        self.core_start_ms = 0
 
     def _summary(self, phase: str) -> SiteStateSummary | None:
         started = time.monotonic()
@@ -105,21 +112,62 @@ class SiteStateRecorder:
     def record_before(self) -> None:
         """Right after boot, before the first command (once)."""
         if self.enabled and self.before is None and self.session.booted:
+            self._start_core_check()
             self.before = self._summary("before")
             if self.before is not None:
                 self.listing = self._listing("before")
+
+    def _start_core_check(self) -> None:
+        started = time.monotonic()
+        try:
+            self.core = HostCoreCheck.start(self.session.sandbox)
+        except (OSError, ValueError) as error:  # a golden site or sandbox folder the host cannot read
+            self.core_failure = f"{type(error).__name__}: {error}"
+        finally:
+            self.core_start_ms = int((time.monotonic() - started) * 1000)
+            self.seconds += time.monotonic() - started
 
     def declare_setup_write(self, path: str, data: bytes, step: str) -> None:
         """Codebox's own set-up wrote exactly ``data`` at sandbox ``path`` (a recipe's mu-plugin loader or staged
         file, evaluate-patch's error probe): the diff does not count that file as a control-file change while it
         holds exactly these bytes, nor the folders made for it (docs/site-state.md, "Attribution"). A later
         declaration of the same path replaces the earlier one."""
-        self.setup_writes[path] = file_digest(data)
+        self._declare(path, file_digest(data), step)
+
+    def _declare(self, path: str, digest: str, step: str) -> None:
+        self.setup_writes[path] = digest
+        if self.core is not None:
+            self.core.declare(path, digest)
         parent = path.rsplit("/", 1)[0]
         while parent.startswith("/wordpress/"):
             self.setup_writes.setdefault(parent, DIRECTORY_DIGEST)
             parent = parent.rsplit("/", 1)[0]
-        self.session.emit("site-state.setup-write", {"step": step, "path": path, "digest": self.setup_writes[path]})
+        self.session.emit("site-state.setup-write", {"step": step, "path": path, "digest": digest})
+
+    def attribute_setup_phase(self, step: str, reviewed_code_ran: str | None) -> None:
+        """A recipe's blueprint phase is the recipe author's declared set-up: the control files it left changed
+        since boot are declared with their exact digests now, as if Codebox had written them (docs/site-state.md,
+        "Attribution"), so only what changes them later counts as the run's. Not when code under review could
+        have run in the phase (``reviewed_code_ran`` says why; a ``site-state.setup-not-attributed`` event): its
+        writes stay changes. Files the phase deleted stay changes too (there is no digest to hold)."""
+        if self.before is None:
+            return
+        if reviewed_code_ran is not None:
+            self.session.emit("site-state.setup-not-attributed", {"step": step, "reason": reviewed_code_ran})
+            return
+        now = self._summary("setup")
+        if now is None:
+            return
+        for path, digest in sorted(now.controlFiles.items()):
+            if self.before.controlFiles.get(path) != digest:
+                self._declare(path, digest, step)
+        if self.core is not None:
+            try:
+                for path in self.core.attribute_changes():
+                    self.session.emit("site-state.setup-write", {"step": step, "path": path, "digest": "core"})
+            except (OSError, ValueError) as error:
+                self.core_failure = f"{type(error).__name__}: {error}"
+                self.core = None
 
     def write_setup_file(self, path: str, data: bytes, step: str, timeout_s: float = 60.0) -> None:
         """Write ``data`` at sandbox ``path`` as a step of Codebox's own set-up, declared first
@@ -185,6 +233,38 @@ class SiteStateRecorder:
             "filesOutsideMounts": [FileOutsideMounts.model_validate(c) for c in changed[:MAX_FILES_LISTED]],
             "risks": [*diff.risks, risk], "empty": False})
 
+    def _with_core(self, diff: SiteStateDiff) -> SiteStateDiff:
+        """The diff with a high ``core-file-changed`` flag per core file whose bytes the host found changed (the
+        sandbox's word is not asked); fail closed when the host could not compare."""
+        if self.core is None and self.core_failure is None:
+            return diff
+        started = time.monotonic()
+        failure = self.core_failure
+        changes = []
+        if self.core is not None:
+            try:
+                changes = self.core.changes()
+            except (OSError, ValueError) as error:
+                failure = f"{type(error).__name__}: {error}"
+        self.seconds += time.monotonic() - started
+        self.session.emit("site-state.core-compared", {"startMs": self.core_start_ms,
+                                                       "ms": int((time.monotonic() - started) * 1000),
+                                                       "changed": len(changes), **({"failure": failure}
+                                                                                  if failure else {})})
+        if failure is not None:
+            risks = [RiskFlag(code="core-file-changed", severity="high", subject=SITE_ROOT,
+                              message=f"WordPress core could not be compared on the host ({failure[:300]}): "
+                                      "whether the run changed it is unknown")]
+        else:
+            risks = [RiskFlag(code="core-file-changed", severity="high", subject=f"{SITE_ROOT}/{change.path}",
+                              message=f"core file {SITE_ROOT}/{change.path} {change.status} (compared on the host "
+                                      "with the golden site)" + (f"; {len(changes)} core paths in all"
+                                                                 if index == 0 and len(changes) > 1 else ""))
+                     for index, change in enumerate(changes[:MAX_CHANGES_FLAGGED])]
+        if not risks:
+            return diff
+        return diff.model_copy(update={"risks": [*diff.risks, *risks], "empty": False})
+
     def record_after(self) -> SiteStateDiff | None:
         """Right before capture: the second summary, the diff as evidence and its risk flags for the
         review. Nothing when the sandbox is gone or no summary was tried; a summary or diff that failed is
@@ -205,6 +285,7 @@ class SiteStateRecorder:
                 self.failure = f"diff: {type(error).__name__}: {str(error)[:300]}"
         if diff is None:
             diff = unavailable_diff(self.failure or "unknown reason")
+        diff = self._with_core(diff)
         doc = diff.model_dump(mode="json", by_alias=True, exclude_none=True)
         path = self.session.add_evidence(layout.SITE_STATE_DIFF, SITE_STATE_DIFF_KIND, "application/json")
         path.write_text(self.session.redact(pretty_json(doc)), encoding="utf-8")

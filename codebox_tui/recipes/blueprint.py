@@ -189,3 +189,24 @@ def blueprint_file_writes(blueprint: dict[str, Any]) -> list[tuple[str, bytes]]:
             if isinstance(path, str) and path.startswith("/") and isinstance(data, str):
                 out.append((path, data.encode("utf-8")))
     return out
+
+
+def runs_php(blueprint: dict[str, Any]) -> bool:
+    """Whether a ``runPHP`` step is in the blueprint: its writes are known to the host only by reading them after
+    the phase (docs/site-state.md, "Attribution")."""
+    return any(isinstance(step, dict) and step.get("step") == "runPHP" for step in blueprint.get("steps") or [])
+
+
+def reviewed_code_ran(blueprint: dict[str, Any], mount_targets: list[str]) -> str | None:
+    """Why code under review may have run during the blueprint phase, or None: the phase loads WordPress, so a
+    mount under ``mu-plugins`` (or in place of a drop-in) runs in it, and an ``activatePlugin`` or
+    ``activateTheme`` step runs the activated code (its activation hook, its ``functions.php``)."""
+    for target in mount_targets:
+        target = target.rstrip("/")
+        if target.startswith("/wordpress/wp-content/mu-plugins") or (
+                target.startswith("/wordpress/wp-content/") and target.count("/") == 3 and target.endswith(".php")):
+            return f"the mount {target} is loaded with WordPress"
+    for index, step in enumerate(blueprint.get("steps") or []):
+        if isinstance(step, dict) and step.get("step") in ("activatePlugin", "activateTheme"):
+            return f"step {index} ({step['step']}) runs the code it activates"
+    return None

@@ -231,11 +231,20 @@ class _RecipeRun:
             self.phase("runtime_startup", lambda: self.run.boot() and None)
             site_state = self.run.site_state
             if recipe.runtime.blueprint:
-                from codebox_tui.recipes.blueprint import blueprint_file_writes, blueprint_php
+                from codebox_tui.recipes.blueprint import (
+                    blueprint_file_writes,
+                    blueprint_php,
+                    reviewed_code_ran,
+                    runs_php,
+                )
 
                 for path, data in blueprint_file_writes(recipe.runtime.blueprint):
                     site_state.declare_setup_write(path, data, "run_blueprint_steps")
                 self._php_phase("run_blueprint_steps", blueprint_php(recipe.runtime.blueprint), _checked_steps)
+                if runs_php(recipe.runtime.blueprint):  # its writes are the recipe's set-up (docs/site-state.md)
+                    spec = self.session.spec
+                    site_state.attribute_setup_phase("run_blueprint_steps", reviewed_code_ran(
+                        recipe.runtime.blueprint, [m.target for m in [*spec.mounts, *spec.extra_mounts]]))
             if recipe.inputs.stagedFiles:
                 self.staged_files = self.phase("stage_files", self._stage)["files"]
             if plugins:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from codebox_tui.errors import SandboxError
+from codebox_tui.runtime.core_files import write_digests
 from codebox_tui.runtime.wordpress_builds import WordPressBuild
 
 GOLDEN_FORMAT = "1"
@@ -58,6 +59,7 @@ def ensure_golden_site(build: WordPressBuild, golden_root: Path) -> Path:
         if build.assets_dir.is_dir():
             shutil.copytree(build.assets_dir, staging / "wordpress", dirs_exist_ok=True)
         (staging / "wordpress" / "wp-content" / "mu-plugins").mkdir(parents=True, exist_ok=True)
+        write_digests(staging / "wordpress")  # core compared on the host after each run (runtime/core_files.py)
 
     try:
         build_once(golden_root, target, fill, build.version)

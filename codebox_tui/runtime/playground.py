@@ -237,13 +237,17 @@ class PlaygroundSandbox:
     """One live WordPress in the sidecar. Its private files live under ``work_dir`` until disposed."""
 
     def __init__(self, sidecar: Sidecar, sandbox_id: str, work_dir: Path, preview_url: str,
-                 wordpress_version: str, php_version: str) -> None:
+                 wordpress_version: str, php_version: str, golden_site: Path | None = None) -> None:
         self.id = sandbox_id
         self.sidecar = sidecar
         self.work_dir = work_dir
         self.preview_url = preview_url
         self.wordpress_version = wordpress_version
         self.php_version = php_version
+        # the host folder behind /wordpress and the golden site it was copied from: core is compared on the host
+        # against the golden site's digests after a run (runtime/core_files.py)
+        self.site_dir = work_dir / "wordpress"
+        self.golden_site = golden_site
         self._disposed = False
         # run once, when the sandbox is stopped (the backend refills the spare it was: see ``boot``)
         self.on_stopped: list[Callable[[], None]] = []
@@ -647,7 +651,8 @@ class PlaygroundBackend:
             remove_tree(work_dir)
             remove_tree(readonly_dir(work_dir))
             raise
-        return PlaygroundSandbox(sidecar, sandbox_id, work_dir, str(result["serverUrl"]), build.version, spec.php)
+        return PlaygroundSandbox(sidecar, sandbox_id, work_dir, str(result["serverUrl"]), build.version, spec.php,
+                                 golden)
 
 
 def claim_owned_dir(root: Path, prefix: str) -> Path:

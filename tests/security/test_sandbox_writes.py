@@ -3,9 +3,10 @@
 PHP inside a real Playground sandbox tries to make setuid, setgid and sticky files and folders in a
 copy-on-write mount, a ``:live`` mount and the site itself: no host file may carry any of those bits
 (checked with ``os.lstat`` on the real host paths while the sandbox is up) and the captured modes have
-none. Then PHP writes 64 MiB into a ``:live`` mount under a 16 MiB write budget: the write fails inside
+none. Then PHP writes 160 MiB into a ``:live`` mount under a 64 MiB write budget (which also counts the compiled scripts PHP caches under ``/internal``): the write fails inside
 PHP, the host file holds at most the budget, the command fails and the run is flagged
-``write-budget-exceeded`` in review.json and the events.
+``write-budget-exceeded`` in review.json and the events; the same flood into Playground's ``/internal`` (a host
+temp folder of Playground's, outside the sandbox's folder) is stopped and flagged the same way.
 """
 
 from __future__ import annotations
@@ -88,11 +89,11 @@ def test_sandbox_cannot_make_setuid_setgid_or_sticky_host_files(
 
 
 @pytest.fixture()
-def write_budget_16m() -> Iterator[int]:
+def write_budget_64m() -> Iterator[int]:
     from codebox_tui.settings import reload_settings
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CODEBOX_SANDBOX_WRITE_BUDGET", "16M")
+        patch.setenv("CODEBOX_SANDBOX_WRITE_BUDGET", "64M")
         yield reload_settings().sandbox_write_budget
     reload_settings()
 
@@ -102,7 +103,7 @@ $f = fopen('__DIR__/flood.bin', 'w');
 $chunk = str_repeat('x', 1 << 20);
 $written = 0;
 $failed = false;
-for ($i = 0; $i < 64; $i++) {
+for ($i = 0; $i < 160; $i++) {
     $n = @fwrite($f, $chunk);
     if ($n === false || $n < strlen($chunk)) { $failed = true; $written += (int) $n; break; }
     $written += $n;
@@ -113,15 +114,15 @@ echo json_encode(['written' => $written, 'failed' => $failed, 'error' => error_g
 
 
 def test_write_budget_stops_a_sandbox_filling_the_disk(
-        playground_session: Any, tmp_path: Path, user_folders: tuple[Path, Path], write_budget_16m: int) -> None:
+        playground_session: Any, tmp_path: Path, user_folders: tuple[Path, Path], write_budget_64m: int) -> None:
     _cow, live = user_folders
-    assert write_budget_16m == 16 * 1024 * 1024
+    assert write_budget_64m == 64 * 1024 * 1024
     with playground_session.new_run(tmp_path / "artifacts", mounts=[f"{live}:{LIVE}:live"]) as run:
         result = run.execute("wordpress.run-php", ["code=" + FLOOD.replace("__DIR__", LIVE)])
         summary = run.capture()
     php = json.loads(result.stdout.strip().splitlines()[0])
-    assert php["failed"] and php["written"] <= write_budget_16m, php
-    assert (live / "flood.bin").stat().st_size <= write_budget_16m
+    assert php["failed"] and php["written"] <= write_budget_64m, php
+    assert (live / "flood.bin").stat().st_size <= write_budget_64m
     assert result.exitCode != 0 and "write budget" in result.stderr
     bundle = Path(summary.path)
     review = json.loads((bundle / "files" / "review.json").read_text())
@@ -129,6 +130,24 @@ def test_write_budget_stops_a_sandbox_filling_the_disk(
     events = [json.loads(line) for line in (bundle / "events.jsonl").read_text().splitlines() if line.strip()]
     hit = [e for e in events if e["type"] == "sandbox.write-budget-exceeded"]
     assert hit and hit[0]["data"]["path"].endswith("flood.bin"), hit
+
+
+def test_write_budget_counts_playgrounds_internal_files(playground_session: Any, tmp_path: Path,
+                                                       write_budget_64m: int) -> None:
+    """/internal (the prepend, php.ini, shared state) is a host temp folder Playground mounts outside the sandbox's
+    folder: filling it filled the disk with no budget. The same flood there now stops at the budget and is
+    flagged, naming the path PHP wrote."""
+    with playground_session.new_run(tmp_path / "artifacts") as run:
+        result = run.execute("wordpress.run-php", ["code=" + FLOOD.replace("__DIR__", "/internal/shared")])
+        summary = run.capture()
+    php = json.loads(result.stdout.strip().splitlines()[0])
+    assert php["failed"] and php["written"] <= write_budget_64m, php
+    assert result.exitCode != 0 and "write budget" in result.stderr
+    bundle = Path(summary.path)
+    assert "write-budget-exceeded" in json.loads((bundle / "files" / "review.json").read_text())["riskFlags"]
+    events = [json.loads(line) for line in (bundle / "events.jsonl").read_text().splitlines() if line.strip()]
+    hit = [e for e in events if e["type"] == "sandbox.write-budget-exceeded"]
+    assert hit and hit[0]["data"]["path"] == "/internal/shared/flood.bin", hit
 
 
 def test_special_bits_that_get_past_the_guard_are_stripped_after_the_run(

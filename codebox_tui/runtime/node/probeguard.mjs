@@ -224,6 +224,8 @@ async function runWalled(php, request) {
 }
 Object.defineProperty(PHP.prototype, 'runStream', {
   value: async function runStream(request) {
+    // /internal, /tmp and /home join the write budget (writeguard.mjs, preloaded: the sidecar refuses to start without)
+    globalThis.__codeboxWriteGuard?.budgetPlaygroundFiles?.(this[__private__dont__use].FS);
     if (request && Object.prototype.hasOwnProperty.call(request, 'codeboxEval')) {
       return runWalled(this, request);
     }

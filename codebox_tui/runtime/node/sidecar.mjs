@@ -36,8 +36,9 @@ const budgetChannel = new BroadcastChannel('codebox-write-budget');
 budgetChannel.unref();
 budgetChannel.onmessage = ({ data }) => {
   const file = String(data && data.path || '');
+  const owner = String(data && data.owner || file);  // a file in PHP's memory names its site's host folder
   for (const [name, entry] of sandboxes) {
-    if (entry.hostPaths.some((root) => file === root || file.startsWith(root.endsWith(path.sep) ? root : root + path.sep))) {
+    if (entry.hostPaths.some((root) => owner === root || owner.startsWith(root.endsWith(path.sep) ? root : root + path.sep))) {
       entry.writeBudgetExceeded = { path: file, budget: data.budget };
       process.stderr.write(`sandbox ${name} exceeded its write budget (${file})\n`);
     }

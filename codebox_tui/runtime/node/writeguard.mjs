@@ -78,7 +78,21 @@ const budget = parseBudget(process.env.CODEBOX_WRITE_BUDGET);
 // Only the sandbox's host folders count (CODEBOX_WRITE_BUDGET_ROOTS, runtime/sidecar.py): not Playground's
 // own temp folder, where it unpacks ~30 MB of ICU data at every boot.
 const roots = parseRoots(process.env.CODEBOX_WRITE_BUDGET_ROOTS).map((root) => (root.endsWith('/') ? root : `${root}/`));
-const budgeted = (file) => typeof file === 'string' && roots.some((root) => file.startsWith(root));
+// Playground's own folders of a sandbox (/internal with the prepend, php.ini and shared state; /tmp; /home) are
+// host folders of their own, added once the sandbox has booted (budgetPlaygroundFiles): host folder/ -> the
+// path PHP sees and the sandbox's site folder, which tells the sidecar whose budget it was.
+const playgroundRoots = new Map();
+const budgeted = (file) => typeof file === 'string' && (roots.some((root) => file.startsWith(root))
+  || [...playgroundRoots.keys()].some((root) => file.startsWith(root)));
+// The path to name and the host path that identifies the sandbox, for a budgeted host file.
+function attributed(file) {
+  for (const [root, { vfs, owner }] of playgroundRoots) {
+    if (file.startsWith(root)) return { shown: `${vfs}/${file.slice(root.length)}`, owner };
+  }
+  return { shown: file, owner: file };
+}
+// Count `growth` bytes against this worker's budget, or throw naming `where` (set in a worker with a budget).
+let chargeBudget = null;
 if (budget && roots.length && !isMainThread) {
   let written = 0;
   let reported = false;
@@ -90,19 +104,22 @@ if (budget && roots.length && !isMainThread) {
   const sizeOf = (stat) => {
     try { return stat().size; } catch { return 0; }
   };
-  // Count `growth` bytes against the budget, or fail the call with EDQUOT naming `where`.
-  const charge = (growth, where) => {
+  // Count `growth` bytes against the budget, or fail the call with EDQUOT naming `where`; `owner` is the host
+  // path that tells the sidecar which sandbox it was (a file in PHP's memory has none of its own).
+  const charge = (growth, where, owner = null) => {
     if (growth <= 0) return;
     if (written + growth > budget) {
       if (!reported) {
         reported = true;
-        process.stderr.write(`codebox write budget of ${budget} bytes exceeded writing ${where}\n`);
-        channel.postMessage({ path: String(where || ''), budget, written });
+        const named = owner === null ? attributed(String(where || '')) : { shown: String(where || ''), owner };
+        process.stderr.write(`codebox write budget of ${budget} bytes exceeded writing ${named.shown}\n`);
+        channel.postMessage({ path: named.shown, owner: String(named.owner || ''), budget, written });
       }
       throw Object.assign(new Error(`codebox write budget of ${budget} bytes exceeded (${where})`), { code: 'EDQUOT' });
     }
     written += growth;
   };
+  chargeBudget = charge;
 
   const { openSync, closeSync, writeSync, ftruncateSync, truncateSync, writeFileSync, appendFileSync } = fs;
   fs.openSync = function (file, ...rest) {
@@ -161,5 +178,27 @@ if (budget && roots.length && !isMainThread) {
   };
 }
 
+// What PHP writes in Playground's own folders counts against the same budget: /internal (the prepend, php.ini,
+// the shared state), /tmp and /home are host temp folders of the sandbox, mounted by Playground outside the
+// sandbox's folder. probeguard.mjs calls this (through globalThis.__codeboxWriteGuard) before every request of a
+// PHP runtime (a rotation makes a new file system), so they join once the sandbox has booted: what Playground
+// unpacked there at boot (~30 MB of ICU data) is not counted.
+const PLAYGROUND_FOLDERS = ['/internal', '/tmp', '/home'];
+function budgetPlaygroundFiles(FS) {
+  if (!chargeBudget || !FS) return;
+  let owner = '';
+  try { owner = String(FS.lookupPath('/wordpress').node.mount.opts.root || ''); } catch { /* no site mounted */ }
+  try {
+    for (const mount of FS.getMounts(FS.root.mount)) {
+      const root = mount.opts && mount.opts.root;
+      if (mount.type === FS.filesystems.NODEFS && PLAYGROUND_FOLDERS.includes(mount.mountpoint)
+          && typeof root === 'string' && root.startsWith('/') && owner) {
+        const key = root.endsWith('/') ? root : `${root}/`;
+        if (!playgroundRoots.has(key)) playgroundRoots.set(key, { vfs: mount.mountpoint, owner });
+      }
+    }
+  } catch { /* no mounts to list */ }
+}
+
 syncBuiltinESMExports();
-globalThis.__codeboxWriteGuard = { budget };
+globalThis.__codeboxWriteGuard = { budget, budgetPlaygroundFiles };
