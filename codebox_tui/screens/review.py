@@ -70,6 +70,10 @@ def prepare_review(bundle_dir: Path) -> ReviewInputs:
                         revisions=revisions, no_decision=no_decision)
 
 
+# The confirmation's digest line, filled in by the dialog's worker (the digest hashes every changed byte).
+DIGEST_PLACEHOLDER = "Content digest (Mode B): …"
+
+
 class ReviewScreen(Screen[None]):
     CSS_PATH = "review.tcss"
     HELP = """\
@@ -387,7 +391,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         # Provenance tab has them whole)
         short_id = self.bundle.id.removeprefix("artifact-bundle-sha256-")[:16]
         lines = [f"Bundle: {short_id}…", f"Action: {action}", f"Approver: {data.current_user()}",
-                 f"Content digest (Mode B): {self._content_digest_b()[:16]}…"]
+                 DIGEST_PLACEHOLDER]
         listed = files if files is not None else shown_files
         if listed is not None:
             lines.append("Files:")
@@ -395,14 +399,18 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                                                if hunks and f in hunks else "") for f in listed]
         if reason:
             lines.append(f"Reason: {reason}")
-        warning = data.decision_warning(self.bundle_dir)  # already discarded or applied: say so first
-        if warning:
-            lines[:0] = [f"⚠ {warning}", ""]
         issues = [c for c in self.comments if c.kind == "issue" and c.decision_id is None]
         if issues and action in ("approve", "approve-files"):
             places = ", ".join(safe_text(c.where()) for c in issues[:3]) + (" …" if len(issues) > 3 else "")
             lines[:0] = [f"⚠ {len(issues)} open issue comment{'s' if len(issues) != 1 else ''} "
                          f"(must change): {places}", ""]
+
+        def verified() -> str:
+            """In the dialog's worker: the Mode B digest (every changed byte hashed) and the store's warning."""
+            full = [f"Content digest (Mode B): {self._content_digest_b()[:16]}…" if line is DIGEST_PLACEHOLDER
+                    else line for line in lines]
+            warning = data.decision_warning(self.bundle_dir)  # already discarded or applied: say so first
+            return "\n".join([f"⚠ {warning}", "", *full] if warning else full)
 
         def done(confirmed: bool | None) -> None:
             if not confirmed or self._refused_while_busy(action):
@@ -410,7 +418,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             self._set_busy(f"Verifying the bundle and recording {action}…")
             self._record_decision(action, files, reason, hunks)
 
-        self.app.push_screen(ConfirmDialog("Record this decision?", "\n".join(lines)), done)
+        waiting = [line for line in lines if line is not DIGEST_PLACEHOLDER]
+        self.app.push_screen(ConfirmDialog("Record this decision?", "\n".join(waiting), verify=verified), done)
 
     def _set_busy(self, doing: str) -> None:
         self.busy = doing

@@ -90,3 +90,10 @@ async def type_into(pilot: Any, field_id: str, text: str) -> None:
     await pilot.press(*text)
     await pilot.pause()
     assert field.value == text, f"#{field_id} reads {field.value!r} after typing {text!r}"
+
+
+def confirm_ready(app: Any) -> bool:
+    """A confirmation dialog is shown and done verifying (its `y` records): a condition for ``wait_for``."""
+    from codebox_tui.screens.dialogs import ConfirmDialog
+
+    return isinstance(app.screen, ConfirmDialog) and not app.screen.verifying
