@@ -18,7 +18,7 @@ from codebox_tui.textsafe import safe_text
 from store import threeway
 from store.apply import apply_decision, apply_hint
 from store.changed_names import AmbiguousFileName
-from store.db import BundleRecord, Store
+from store.db import BundleRecord, Store, shown_status
 from store.decisions import BundleContent, decide, default_approver, prune_discarded, read_content, resolve_bundle
 from store.feedback import record_iterate_feedback
 from store.inbox import describe_bundle, flow_of, import_bundles
@@ -40,7 +40,8 @@ def _bundle_dict(bundle: BundleRecord) -> dict[str, Any]:
 
 @review_app.command("list")
 def review_list(
-    status: str | None = typer.Option(None, "--status", help="Only bundles with this status."),
+    status: str | None = typer.Option(None, "--status", help="Only bundles with this status (pending, approved, "
+                                      "applied, discarded, changes-requested, informational = output only)."),
     json_out: bool = JsonOption,
 ) -> None:
     """List recorded bundles, newest first."""
@@ -59,7 +60,7 @@ def review_list(
     for b in bundles:
         row = described[b.key]
         say(
-            f"{b.ref:<6} {b.bundle_id.removeprefix('artifact-bundle-sha256-')[:12]:<12}  {b.status:<18} "
+            f"{b.ref:<6} {b.bundle_id.removeprefix('artifact-bundle-sha256-')[:12]:<12}  {shown_status(b.status):<18} "
             f"{row.verdict:<14} {row.delta.replace(' → ', '→') or '—':<13} {b.changed_files:>5}  {row.title}"
             + (f"  [{row.source}]" if row.source != "run" else "")
         )
@@ -95,7 +96,7 @@ def review_show(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
     say(f"bundle   {record.bundle_id}")
     say(f"key      {record.ref}")
     say(f"path     {record.path}")
-    say(f"status   {record.status}")
+    say(f"status   {shown_status(record.status)}")
     say(f"digest   {record.content_digest}")
     say(f"changed  {len(content.changed)} file(s)")
     for e in content.changed:

@@ -50,6 +50,32 @@ BUNDLE_STATUS_FOR_ACTION = {
     "iterate": "changes-requested",
 }
 
+# A bundle that asks for no decision: a run that only printed output (docs/exec.md, "Nothing to decide";
+# lifecycle/informational.nothing_to_decide decides it once, when the run is recorded). It is listed with
+# OUTPUT_ONLY_LABEL, never counted as awaiting a decision, and every decision on it is refused.
+OUTPUT_ONLY_STATUS = "informational"
+OUTPUT_ONLY_LABEL = "output only"
+
+
+def shown_status(status: str) -> str:
+    """A bundle status as lists show it (``output only`` for an output-only bundle)."""
+    return OUTPUT_ONLY_LABEL if status == OUTPUT_ONLY_STATUS else status
+
+
+def output_only_reason(ref: str, status: str) -> str | None:
+    """Why no decision can be recorded on a bundle of this status (None: it can be decided)."""
+    if status != OUTPUT_ONLY_STATUS:
+        return None
+    return (f"{ref} is output only: the command changed no file and left the site as it was, so there is "
+            "nothing to approve, discard or iterate on (its output stays in the bundle)")
+
+
+def refuse_output_only(ref: str, status: str) -> None:
+    """Refuse a decision on a bundle recorded as output only, saying why (``nothing-to-decide``, exit 2)."""
+    reason = output_only_reason(ref, status)
+    if reason is not None:
+        raise BadInputError(reason, code="nothing-to-decide", field="bundle")
+
 
 
 @dataclass(frozen=True)
@@ -438,10 +464,11 @@ class Store:
         decided_at = utc_now_iso()
         with self.write() as conn:
             row = conn.execute(
-                "SELECT key, bundle_id, content_digest FROM bundles WHERE key = ?", (record.key,)
+                "SELECT key, bundle_id, content_digest, status FROM bundles WHERE key = ?", (record.key,)
             ).fetchone()
             if row is None:
                 raise BadInputError(f"no bundle {bundle!r}", code="bundle-not-found", field="bundle")
+            refuse_output_only(record.ref, row["status"])
             if row["content_digest"] != content_digest:
                 raise ConflictError(
                     "the content digest you reviewed does not match the bundle's recorded digest",

@@ -33,7 +33,7 @@ from store.apply import (
     _verify_bundle,
 )
 from store.changed_names import ChangedFileNames, sandbox_key
-from store.db import BundleRecord, Store
+from store.db import BundleRecord, Store, refuse_output_only
 from store.patchtext import PatchError, RawHunk, normalize_patch_path, split_blocks, split_hunks
 
 
@@ -229,6 +229,7 @@ def decide_on(
     """:func:`decide` on one known bundle record. ``content``: what :func:`read_content` verified and read
     from ``bundle.path`` just before (a caller that registered the bundle with it), so the bundle is hashed
     once per decision; read (and verified) here when not given."""
+    refuse_output_only(bundle.ref, bundle.status)  # before any hashing: the reason, at once
     content = content if content is not None else read_content(Path(bundle.path))
     if content.bundle_id != bundle.bundle_id:
         raise ConflictError(

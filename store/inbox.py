@@ -15,7 +15,7 @@ from typing import Any
 from codebox_tui.bundle import layout
 from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.errors import BadInputError, CodeboxError
-from store.db import BundleRecord, Store
+from store.db import OUTPUT_ONLY_STATUS, BundleRecord, Store
 from store.decisions import register_bundle
 
 MAX_DEPTH = 2  # like the reference's artifact list: manifest.json at depth 0, 1 and 2 under a root
@@ -33,12 +33,14 @@ def record_run(
     bundle_id: str | None = None,
     content_digest: str | None = None,
     changed_files: int = 0,
+    output_only: bool = False,
     store: Store | None = None,
 ) -> BundleRecord | None:
     """Record a run and the bundle it captured (if any) in the store.
 
     With ``bundle_id`` and ``content_digest`` from the capture itself the bundle is recorded as is;
-    otherwise it is verified and read from disk first.
+    otherwise it is verified and read from disk first. ``output_only``: the run had nothing to decide
+    (lifecycle/informational.nothing_to_decide), so the bundle is recorded as ``OUTPUT_ONLY_STATUS``.
     """
     own = store is None
     db = Store.open() if store is None else store
@@ -49,7 +51,8 @@ def record_run(
         if bundle_dir is not None and (bundle_dir / layout.MANIFEST).is_file():
             if bundle_id and content_digest:
                 record = db.record_bundle(bundle_id, path=bundle_dir, content_digest=content_digest, run_id=run_id,
-                                          changed_files=changed_files)
+                                          changed_files=changed_files,
+                                          status=OUTPUT_ONLY_STATUS if output_only else "pending")
             else:
                 record = register_bundle(db, bundle_dir, run_id=run_id)
         db.update_run(run_id, status=status, finished_at=utc_now_iso(),
@@ -120,12 +123,12 @@ def import_bundles(store: Store, root: Path) -> ImportReport:
 
 # -- the inbox as Home shows it (docs/architecture.md, "Additions (as built)") ---------------------------
 
-FILTERS = ("all", "pending", "approved", "applied", "discarded", "iterate")
+FILTERS = ("all", "pending", "approved", "applied", "discarded", "iterate", "output-only")
 SORTS = ("newest", "oldest", "title", "verdict", "files")
 SOURCES = ("run", "recipe", "evaluate-patch", "imported")
 # a bundle whose approval was applied is still approved: the `approved` filter shows it
 FILTER_STATUSES = {"pending": ("pending",), "approved": ("approved", "applied"), "applied": ("applied",),
-                   "discarded": ("discarded",), "iterate": ("iterate",)}
+                   "discarded": ("discarded",), "iterate": ("iterate",), "output-only": (OUTPUT_ONLY_STATUS,)}
 # how good the outcome looks, worst first (the `verdict` sort)
 VERDICT_RANK = {"regression": 0, "plugin-broken": 0, "failed": 0, "untested": 1, "unknown": 1, "no tests": 2,
                 "still-failing": 1, "partial": 1, "neutral": 3, "passed": 4, "improvement": 5}

@@ -36,6 +36,7 @@ class DecisionBar(Static):
     decision: reactive[str] = reactive("")
     reason: reactive[str] = reactive("")  # why verification failed, shown beside the INVALID badge
     busy: reactive[str] = reactive("")  # what a worker is doing ("Verifying…"), shown instead of the decision keys
+    blocked: reactive[str] = reactive("")  # why no decision can be made here (output only), shown instead of the keys
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -59,6 +60,9 @@ class DecisionBar(Static):
             text.append(f"  decision: {self.decision}", style="bold cyan")
         if self.busy:  # the decision keys wait for the worker (the screen says so when one is pressed)
             text.append(f"  ⟳ {self.busy}", style="bold yellow")
+            return text
+        if self.blocked:  # nothing to decide: the keys would only say why (the screen does)
+            text.append(f"  {self.blocked}", style="bold cyan")
             return text
         # The decision keys live here, not in the footer: the longest wording that fits the width.
         room = self.size.width - 2 - text.cell_len

@@ -345,6 +345,7 @@ class RunService:
     def _register(self, run: OpenRun, outcome: RunOutcome) -> None:
         """Record the run and its bundle in the review inbox — every captured run, from every caller (best
         effort: the bundle on disk is the evidence, and ``codebox review import`` can still add it)."""
+        from codebox_tui.lifecycle.informational import nothing_to_decide
         from store.inbox import record_run_best_effort
 
         session, summary = run.session, run.summary
@@ -363,6 +364,9 @@ class RunService:
             sandbox_session_id=session.spec.metadata.get("sandbox_session_id"), started_at=session.created_at,
             bundle_id=getattr(summary, "id", None), content_digest=getattr(summary, "content_digest_b", None),
             changed_files=len(getattr(summary, "changed_files", None) or []),
+            output_only=summary is not None and nothing_to_decide(
+                run.request.flow, run.request.mounts, getattr(summary, "changed_files", None),
+                getattr(summary, "skipped", None), run.site_state.diff),
         )
         if record is not None:
             outcome.inbox_key = record.key

@@ -118,6 +118,14 @@ def _pool(build: WordPressBuild, php: str, golden_root: Path) -> Path:
     return golden_root / "pool" / f"wp-{build.version}-php{php}-v{GOLDEN_FORMAT}"
 
 
+def has_prepared_site(build: WordPressBuild, php: str, golden_root: Path) -> bool:
+    """A prepared sandbox directory is ready to take."""
+    try:
+        return any(_pool(build, php, golden_root).glob("ready-*"))
+    except OSError:
+        return False
+
+
 def take_prepared_site(build: WordPressBuild, php: str, golden_root: Path, dest: Path) -> bool:
     """Move a prepared sandbox directory to ``dest`` (which must not exist). False if none is ready."""
     pool = _pool(build, php, golden_root)
@@ -144,8 +152,45 @@ def make_sandbox_dir(build: WordPressBuild, php: str, golden_root: Path, golden_
         copy_tree(seed, dest / "opcache", background=background)
 
 
+POOL_LOCK = ".lock"  # held (flock) by the process topping a pool up: one filler at a time
+
+
+def pool_lock_path(build: WordPressBuild, php: str, golden_root: Path) -> Path:
+    return _pool(build, php, golden_root) / POOL_LOCK
+
+
+def fill_pool(build: WordPressBuild, php: str, golden_root: Path, golden_site: Path) -> None:
+    """Top the pool up to POOL_SIZE under its lock (what the detached pool worker runs: a filler that
+    finds another one at work waits for it, then finds the pool full)."""
+    lock = pool_lock_path(build, php, golden_root)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        for _ in range(POOL_SIZE):  # one copy at a time, so a waiting boot wakes after the first
+            prepare_site(build, php, golden_root, golden_site)
+    finally:
+        os.close(fd)
+
+
+def pool_busy(build: WordPressBuild, php: str, golden_root: Path) -> bool:
+    """A filler holds the pool's lock now (a copy is being prepared)."""
+    try:
+        fd = os.open(pool_lock_path(build, php, golden_root), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 def prepare_site(build: WordPressBuild, php: str, golden_root: Path, golden_site: Path) -> None:
-    """Top the pool up to POOL_SIZE prepared sandbox directories (also removes abandoned partial ones)."""
+    """Top the pool up by one prepared sandbox directory, if it has fewer than POOL_SIZE (also removes
+    abandoned partial ones)."""
     pool = _pool(build, php, golden_root)
     pool.mkdir(parents=True, exist_ok=True)
     for partial in pool.glob(".tmp-*"):

@@ -29,15 +29,16 @@ from codebox_tui.errors import BadInputError, SandboxError
 from codebox_tui.runtime.backend import HttpResult, PhpResult, ProgressCallback, SandboxSpec
 from codebox_tui.runtime.confinement import Bind, covered, external_binds, readonly_area, readonly_dir
 from codebox_tui.runtime.golden import (
-    POOL_SIZE,
     ensure_golden_site,
+    has_prepared_site,
     make_sandbox_dir,
     opcache_seed,
-    prepare_site,
+    pool_busy,
     save_opcache_seed,
     take_prepared_site,
 )
 from codebox_tui.runtime.mounts import remove_tree, stage_readonly
+from codebox_tui.runtime.pool_worker import start_pool_worker
 from codebox_tui.runtime.reaper import OWNER_FILE
 from codebox_tui.runtime.sidecar import Sidecar, abandoned_sidecar_files, process_alive
 from codebox_tui.runtime.wordpress_builds import WordPressBuild, resolve_build
@@ -154,8 +155,6 @@ _spares_lock = threading.Lock()
 _spares_override: bool | None = None
 _boots_in_process = 0
 _starting: dict[str, Future[Sidecar]] = {}
-_preparing = threading.Condition()  # site copies being prepared in the background by this process
-_preparing_count = 0
 
 
 _background: set[threading.Thread] = set()  # refills this process's exit waits for (not daemons)
@@ -163,22 +162,27 @@ _background_lock = threading.Lock()
 
 
 def background_work() -> str | None:
-    """What this process's exit will still wait for (the opcache seed and prepared site copies for the next
-    run, made in the background after a boot), or None: a one-shot command says so instead of hanging."""
+    """What this process's exit will still wait for (the opcache seed for the next run, made by a sandbox
+    booted in the background on a new home; the prepared site copies are a detached process's, never waited
+    for: runtime/pool_worker.py), or None: a one-shot command says so instead of hanging."""
     with _background_lock:
         _background.difference_update([thread for thread in _background if not thread.is_alive()])
         if not _background:
             return None
-    return "the WordPress site for the next run is prepared"
+    return "the opcache seed for the next run is made"
 
 
-def _wait_for_preparation(timeout_s: float) -> bool:
-    """Wait for this process's in-flight background site copy (cheaper than starting a second copy)."""
-    with _preparing:
-        if _preparing_count == 0:
-            return False
-        _preparing.wait_for(lambda: _preparing_count == 0, timeout=timeout_s)
-        return True
+def _wait_for_preparation(build: WordPressBuild, php: str, golden_root: Path, timeout_s: float) -> bool:
+    """Wait (up to ``timeout_s``) while the detached pool worker is copying a site (cheaper than starting a
+    second copy); False when none was at work."""
+    if not pool_busy(build, php, golden_root):
+        return False
+    deadline = time.monotonic() + timeout_s
+    while pool_busy(build, php, golden_root) and not has_prepared_site(build, php, golden_root):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)  # another process holds the lock: nothing to be notified by
+    return True
 
 
 def _spare_key(build: WordPressBuild, spec: SandboxSpec, binds: tuple[Bind, ...], settings: CodeboxSettings) -> str:
@@ -570,16 +574,8 @@ class PlaygroundBackend:
                 elif needs_seed and pool:
                     self._boot_fresh(bare, build, golden, lambda *_: None, time.monotonic(), warm=True,
                                      seed=True, binds=binds).dispose()
-                for _ in range(POOL_SIZE if pool else 0):  # one copy at a time, so a waiting boot wakes after the first
-                    with _preparing:
-                        global _preparing_count
-                        _preparing_count += 1
-                    try:
-                        prepare_site(build, spec.php, golden_root, golden)
-                    finally:
-                        with _preparing:
-                            _preparing_count -= 1
-                            _preparing.notify_all()
+                if pool:  # the copies are made by a detached process: this process's exit never waits for them
+                    start_pool_worker(build, spec.php, golden_root, golden)
             except BaseException as error:
                 if future is not None and not future.done():
                     future.set_exception(error)
@@ -610,7 +606,8 @@ class PlaygroundBackend:
         sidecar_future = self._sidecar_future(spec, binds)
         try:
             if take_prepared_site(build, spec.php, golden_root, work_dir) or (
-                    _wait_for_preparation(30.0) and take_prepared_site(build, spec.php, golden_root, work_dir)):
+                    _wait_for_preparation(build, spec.php, golden_root, 30.0)
+                    and take_prepared_site(build, spec.php, golden_root, work_dir)):
                 report("using-prepared-site", None)
             else:
                 report("copying-site", None)

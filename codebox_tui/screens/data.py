@@ -136,6 +136,14 @@ def decision_warning(bundle_dir: Path) -> str | None:
     return warning_for(record.status) if record is not None else None
 
 
+def no_decision_reason(store: Store, bundle_dir: Path) -> str | None:
+    """Why the decision keys cannot act on this bundle directory: it is recorded as output only (None else)."""
+    from store.db import output_only_reason
+
+    record = store.find_bundle_at(Path(bundle_dir).expanduser().resolve())
+    return output_only_reason(record.ref, record.status) if record is not None else None
+
+
 # -- review comments and feedback (store/comments.py, store/feedback.py) -------------------------------
 def comments(store: Store, bundle_dir: Path) -> list[Any]:
     """This bundle directory's comments (its own record), in reading order."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from textual import work
@@ -35,7 +36,9 @@ class ConfirmDialog(ModalScreen[bool]):
     HELP = """\
 # Confirm
 Read what will be recorded (files, hunks, comments), then `y` (or the Record button) records it in the
-store with the bundle's content digest; `n` or `escape` goes back without recording anything.
+store with the bundle's content digest; `n` or `escape` goes back without recording anything. While the
+dialog says "Verifying…" the bundle is being hashed in the background; `y` pressed meanwhile records as
+soon as it is verified (never if it fails).
 """
     DEFAULT_CSS = DIALOG_CSS
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -44,28 +47,73 @@ store with the bundle's content digest; `n` or `escape` goes back without record
         HELP_KEY,
     ]
 
-    def __init__(self, title: str, body: str) -> None:
+    def __init__(self, title: str, body: str, *, verify: Callable[[], str] | None = None) -> None:
+        """``verify``: slow work (hashing the bundle) run in a worker while the dialog shows ``body`` and
+        "Verifying…"; the text it returns then replaces ``body``. An error it raises is shown, and nothing
+        can be confirmed."""
         super().__init__()
         self.title_text = safe_text(title)
         self.body = safe_text(body, tab_size=4, keep_newlines=True)  # file names come from the sandbox
+        self.verify = verify
+        self.verifying = verify is not None
+        self.problem: str | None = None
+        self.confirm_when_verified = False  # `y` pressed while verifying
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(self.title_text, classes="title")
             with VerticalScroll():
-                yield Static(self.body, markup=False, id="confirm-body")
+                yield Static(self.body + (VERIFYING if self.verifying else ""), markup=False, id="confirm-body")
             with Horizontal(classes="buttons"):
                 yield Button("Cancel (n)", id="cancel")
                 yield Button("Record (y)", variant="primary", id="confirm")
 
+    def on_mount(self) -> None:
+        if self.verify is not None:
+            self._run_verify(self.verify)
+
+    @work(thread=True, exclusive=True, group="confirm-verify")
+    def _run_verify(self, verify: Callable[[], str]) -> None:
+        try:
+            body, problem = verify(), None
+        except Exception as error:  # shown in the dialog, never a traceback
+            body, problem = None, safe_text(error)
+        self.app.call_from_thread(self._verified, body, problem)
+
+    def _verified(self, body: str | None, problem: str | None) -> None:
+        if not self.is_attached:  # cancelled while verifying
+            return
+        self.verifying, self.problem = False, problem
+        if body is not None:
+            self.body = safe_text(body, tab_size=4, keep_newlines=True)
+        text = self.body if problem is None else f"{self.body}\n\n✘ Cannot record: {problem}"
+        self.query_one("#confirm-body", Static).update(text)
+        self.query_one("#confirm", Button).disabled = problem is not None
+        if problem is None and self.confirm_when_verified:
+            self.dismiss(True)
+
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "confirm")
+        if event.button.id == "confirm":
+            self.action_confirm()
+        else:
+            self.dismiss(False)
 
     def action_confirm(self) -> None:
+        if self.verifying:  # recorded as soon as the verification succeeds (never if it fails)
+            self.confirm_when_verified = True
+            self.query_one("#confirm-body", Static).update(self.body + VERIFYING + CONFIRMED_WHILE_VERIFYING)
+            return
+        if self.problem is not None:
+            self.notify(f"Cannot record: {self.problem}", severity="error", markup=False)
+            return
         self.dismiss(True)
 
     def action_cancel(self) -> None:
         self.dismiss(False)
+
+
+VERIFYING = "\n\n⟳ Verifying… (hashing the bundle's changes)"
+CONFIRMED_WHILE_VERIFYING = "\n✔ y pressed: recorded as soon as the bundle is verified (escape cancels)"
 
 
 class ReasonDialog(ModalScreen[str | None]):

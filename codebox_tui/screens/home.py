@@ -21,6 +21,7 @@ from textual.worker import get_current_worker
 from codebox_tui.errors import CodeboxError
 from codebox_tui.screens import data
 from codebox_tui.textsafe import safe_text
+from store.db import OUTPUT_ONLY_LABEL, OUTPUT_ONLY_STATUS, output_only_reason
 from store.inbox import FILTERS, SORTS, InboxRow, decision_warning, group_batches, select_rows
 
 STATUSES = list(FILTERS)  # kept for callers that cycle through them
@@ -29,10 +30,11 @@ SOURCE_LABELS = {"evaluate-patch": "eval", "imported": "import", "recipe": "reci
 VERDICT_COLOURS = {"improvement": "green", "passed": "green", "neutral": "white", "regression": "red",
                    "plugin-broken": "red", "failed": "red", "untested": "yellow", "unknown": "yellow"}
 DECISION_LABELS = {"approved": "approved", "applied": "applied", "discarded": "discard", "iterate": "iterate",
-                   "pending": "—"}
+                   "pending": "—", OUTPUT_ONLY_STATUS: OUTPUT_ONLY_LABEL}
 # (label, widest) of every column but the title: each is as wide as its widest cell (never wider than this),
 # so verdict, tests and risk stay whole, and the title takes what is left (at least MIN_TITLE)
-COLUMNS = [("source", 7), ("verdict", 16), ("tests", 13), ("risk", 4), ("files", 5), ("decision", 8), ("age", 3)]
+COLUMNS = [("source", 7), ("verdict", 16), ("tests", 13), ("risk", 4), ("files", 5),
+           ("decision", len(OUTPUT_ONLY_LABEL)), ("age", 3)]
 MIN_TITLE = 16
 
 
@@ -81,6 +83,8 @@ evaluate-patch), risk flags, changed files, decision, age.
   must match the title, source, verdict, flags, id or path; `escape` clears it)
 - `space`: select bundles · `D`: discard the selected ones (or the highlighted one), after a
   confirmation; one decision is recorded per bundle
+- `output only` in the decision column: a command that changed nothing (a read-only `codebox exec`); its
+  output is kept in the bundle, and there is nothing to decide (docs/exec.md, "Nothing to decide")
 - `o`: open a bundle by path (made elsewhere, e.g. by the reference implementation): verified, added, never moved
 - Batches and fan-outs (`codebox batch`): their candidates stay together, titled `┃ item: …`. `m`: compare
   the highlighted candidate with the next one of its batch side by side (files, patches, tests, verdicts) ·
@@ -314,8 +318,14 @@ evaluate-patch), risk flags, changed files, decision, age.
         rows = [r for r in self.rows if r.key in keys]
         if not rows:
             return
+        output_only = [r for r in rows if r.status == OUTPUT_ONLY_STATUS]
+        if len(output_only) == len(rows):  # the key tells why it cannot act
+            why = output_only_reason(f"@{rows[0].key}", rows[0].status) if len(rows) == 1 else None
+            self.notify(why or "The selected bundles are output only: nothing to discard.", severity="warning",
+                        markup=False)
+            return
         skipped = [r for r in rows if r.status == "discarded"]
-        todo = [r for r in rows if r.status != "discarded"]
+        todo = [r for r in rows if r.status not in ("discarded", OUTPUT_ONLY_STATUS)]
         lines = [f"Discard {len(todo)} bundle(s)? One decision is recorded per bundle "
                  f"(approver: {data.current_user()})."]
         lines += [f"  - @{r.key} {r.title} [{r.source}, {r.verdict}]" for r in todo]
@@ -325,6 +335,8 @@ evaluate-patch), risk flags, changed files, decision, age.
                 lines.append(f"⚠ @{row.key} {row.title}: {warning}")
         if skipped:
             lines.append(f"Already discarded, left as they are: {', '.join(f'@{r.key}' for r in skipped)}")
+        if output_only:
+            lines.append(f"Output only, nothing to discard: {', '.join(f'@{r.key}' for r in output_only)}")
         if not todo:
             self.notify("The selected bundles are already discarded.", severity="warning")
             return

@@ -48,6 +48,7 @@ class ReviewInputs:
     evaluation_problem: str | None
     checks: Any
     revisions: Any
+    no_decision: str | None = None  # why no decision can be recorded (an output-only bundle), else None
 
 
 def prepare_review(bundle_dir: Path) -> ReviewInputs:
@@ -60,11 +61,17 @@ def prepare_review(bundle_dir: Path) -> ReviewInputs:
         revisions = data.revision_view(store, bundle_dir)
     except Exception:  # a bundle of the chain that fails verification: no Revisions tab
         revisions = None
+    try:
+        no_decision = data.no_decision_reason(store, bundle_dir)
     finally:
         store.close()
     return ReviewInputs(bundle=bundle, blocks=split_patch(bundle.patch), evaluation=evaluation,
                         evaluation_problem=problem, checks=data.bundle_checks(bundle_dir, bundle.test_results),
-                        revisions=revisions)
+                        revisions=revisions, no_decision=no_decision)
+
+
+# The confirmation's digest line, filled in by the dialog's worker (the digest hashes every changed byte).
+DIGEST_PLACEHOLDER = "Content digest (Mode B): …"
 
 
 class ReviewScreen(Screen[None]):
@@ -135,6 +142,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.text = ReviewText(self.bundle, self.bundle_dir, self.checks, self.evaluation, self.evaluation_problem)
         self.comments: list[Any] = []  # store.comments.Comment of this bundle directory
         self.revisions = inputs.revisions  # data.RevisionView when the review has several revisions
+        self.no_decision = inputs.no_decision  # an output-only bundle: why the decision keys cannot act
         self.skipped_hunks: dict[str, set[int]] = {}  # relativePath → 0-based hunks left out (``h``)
         self.hunk_totals: dict[str, int] = {}  # relativePath → its number of hunks (files shown)
         self.continuous = False  # all files in one scroll (``f``) instead of one file
@@ -193,6 +201,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         bar.show_keys(self._decision_keys())
         bar.valid = self.bundle.valid
         bar.total = len(self.bundle.changed_files)
+        bar.blocked = "output only: nothing to decide" if self.no_decision else ""
         if not self.bundle.changed_files:
             self.query_one(DiffView).show_message("The sandbox produced no file changes.")
         else:
@@ -373,7 +382,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
     # -- decisions -------------------------------------------------------------------------
     def _decide(self, action: str, files: list[str] | None = None, reason: str = "",
                 shown_files: list[str] | None = None, hunks: dict[str, list[int]] | None = None) -> None:
-        if self._refused_while_busy(action):
+        if self._refused_while_busy(action) or self._refused_no_decision():
             return
         if action in ("approve", "approve-files") and not self.bundle.valid:
             self.notify("An invalid bundle cannot be approved.", severity="error")
@@ -382,7 +391,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         # Provenance tab has them whole)
         short_id = self.bundle.id.removeprefix("artifact-bundle-sha256-")[:16]
         lines = [f"Bundle: {short_id}…", f"Action: {action}", f"Approver: {data.current_user()}",
-                 f"Content digest (Mode B): {self._content_digest_b()[:16]}…"]
+                 DIGEST_PLACEHOLDER]
         listed = files if files is not None else shown_files
         if listed is not None:
             lines.append("Files:")
@@ -390,14 +399,18 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                                                if hunks and f in hunks else "") for f in listed]
         if reason:
             lines.append(f"Reason: {reason}")
-        warning = data.decision_warning(self.bundle_dir)  # already discarded or applied: say so first
-        if warning:
-            lines[:0] = [f"⚠ {warning}", ""]
         issues = [c for c in self.comments if c.kind == "issue" and c.decision_id is None]
         if issues and action in ("approve", "approve-files"):
             places = ", ".join(safe_text(c.where()) for c in issues[:3]) + (" …" if len(issues) > 3 else "")
             lines[:0] = [f"⚠ {len(issues)} open issue comment{'s' if len(issues) != 1 else ''} "
                          f"(must change): {places}", ""]
+
+        def verified() -> str:
+            """In the dialog's worker: the Mode B digest (every changed byte hashed) and the store's warning."""
+            full = [f"Content digest (Mode B): {self._content_digest_b()[:16]}…" if line is DIGEST_PLACEHOLDER
+                    else line for line in lines]
+            warning = data.decision_warning(self.bundle_dir)  # already discarded or applied: say so first
+            return "\n".join([f"⚠ {warning}", "", *full] if warning else full)
 
         def done(confirmed: bool | None) -> None:
             if not confirmed or self._refused_while_busy(action):
@@ -405,11 +418,19 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             self._set_busy(f"Verifying the bundle and recording {action}…")
             self._record_decision(action, files, reason, hunks)
 
-        self.app.push_screen(ConfirmDialog("Record this decision?", "\n".join(lines)), done)
+        waiting = [line for line in lines if line is not DIGEST_PLACEHOLDER]
+        self.app.push_screen(ConfirmDialog("Record this decision?", "\n".join(waiting), verify=verified), done)
 
     def _set_busy(self, doing: str) -> None:
         self.busy = doing
         self.query_one(DecisionBar).busy = doing
+
+    def _refused_no_decision(self) -> bool:
+        """A decision key pressed on an output-only bundle: say why it cannot act (lazygit style)."""
+        if self.no_decision is None:
+            return False
+        self.notify(self.no_decision, severity="warning", markup=False)
+        return True
 
     def _refused_while_busy(self, action: str) -> bool:
         """A decision key pressed while a decision is being verified and recorded: say why it cannot act
@@ -467,6 +488,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self._decide("approve", shown_files=every, hunks=hunks or None)
 
     def action_approve_selected(self) -> None:
+        if self._refused_no_decision():
+            return
         selected = sorted(self.query_one(ChangedFileTree).selected)
         if not selected:
             self.notify("Select files with space first.", severity="warning")
@@ -514,7 +537,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self._decide("discard")
 
     def action_iterate(self) -> None:
-        if self._refused_while_busy("iterate"):
+        if self._refused_while_busy("iterate") or self._refused_no_decision():
             return
 
         def got(reason: str | None) -> None:

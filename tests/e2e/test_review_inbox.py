@@ -19,6 +19,8 @@ import pytest
 
 from tests.factories.paths import EXAMPLE_PLUGIN
 from tests.factories.reference_bundle import reference_preflight_accepts, write_reference_bundle
+from tests.factories.tui import confirm_ready
+from tests.factories.widget_hosts import wait_for
 
 SLUG = "simple-plugin"
 TARGET = f"/wordpress/wp-content/plugins/{SLUG}"
@@ -225,7 +227,7 @@ async def test_home_opens_a_reference_bundle_by_path_and_the_approve_dialog_name
             provenance = app.screen.text.provenance_text()
             assert "[b]PHP[/b] 8.2" in provenance
             await pilot.press("a")
-            await pilot.pause()
+            await wait_for(pilot, lambda: confirm_ready(app), timeout=60)  # the digest is hashed in a worker
             body = str(app.screen.query_one("#confirm-body", Static).render())
             assert f"Content digest (Mode B): {written['contentDigestB'][:16]}…" in body  # shortened, as the title
             await pilot.press("y")

@@ -107,3 +107,10 @@ async def choose_backend(pilot: Any, name: str) -> None:
     moves = BACKEND_NAMES.index(name) - BACKEND_NAMES.index(str(field.value))
     await pilot.press(*(["down"] * moves if moves > 0 else ["up"] * -moves), "enter")
     await pilot.pause()
+
+
+def confirm_ready(app: Any) -> bool:
+    """A confirmation dialog is shown and done verifying (its `y` records): a condition for ``wait_for``."""
+    from codebox_tui.screens.dialogs import ConfirmDialog
+
+    return isinstance(app.screen, ConfirmDialog) and not app.screen.verifying

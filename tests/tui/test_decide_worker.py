@@ -17,7 +17,7 @@ from codebox_tui.screens import data
 from codebox_tui.screens.dialogs import ApplyDialog, ConfirmDialog
 from codebox_tui.screens.review import ReviewScreen
 from store.db import Store
-from tests.factories.tui import review_opened, screen_lines
+from tests.factories.tui import confirm_ready, review_opened, screen_lines
 from tests.factories.widget_hosts import wait_for
 from widgets.decision_bar import DecisionBar
 
@@ -52,7 +52,7 @@ async def test_approve_shows_verifying_then_the_result(bundle_dir: Path, store: 
         screen = await review_opened(pilot)
         assert isinstance(screen, ReviewScreen)
         await pilot.press("a")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        await wait_for(pilot, lambda: confirm_ready(app), timeout=60)
         await pilot.press("y")
         await wait_for(pilot, lambda: app.screen is screen and _shown(app, "Verifying the bundle"))
         assert "approve" in screen.query_one(DecisionBar).busy
@@ -75,7 +75,7 @@ async def test_a_refused_decision_clears_the_verifying_state_and_says_why(bundle
         screen = await review_opened(pilot)
         (bundle_dir / "files" / "patch.diff").write_bytes(b"tampered after the review opened\n")
         await pilot.press("d")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        await wait_for(pilot, lambda: confirm_ready(app), timeout=60)
         await pilot.press("y")
         await wait_for(pilot, lambda: app.screen is screen and _shown(app, "Verifying the bundle"))
         held.set()
@@ -100,7 +100,7 @@ async def test_apply_shows_applying_then_the_result(bundle_dir: Path, store: Sto
     async with app.run_test(size=(120, 40)) as pilot:
         await review_opened(pilot)
         await pilot.press("a")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        await wait_for(pilot, lambda: confirm_ready(app), timeout=60)
         await pilot.press("y")
         await wait_for(pilot, lambda: isinstance(app.screen, ApplyDialog), timeout=120)
         dialog = app.screen

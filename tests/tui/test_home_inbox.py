@@ -16,6 +16,8 @@ from store.db import Store
 from store.decisions import decide_on, register_bundle
 from store.inbox import describe_bundle, inbox_rows, select_rows
 from tests.factories.bundles import make_bundle, typical_change
+from tests.factories.tui import confirm_ready
+from tests.factories.widget_hosts import wait_for
 
 
 def _bundle(tmp_path: Path, name: str) -> Path:
@@ -164,7 +166,7 @@ async def test_review_warns_before_a_new_decision_on_a_discarded_bundle(tmp_path
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         await pilot.press("a")
-        await pilot.pause()
+        await wait_for(pilot, lambda: confirm_ready(app), timeout=60)  # the warning comes with the verification
         assert isinstance(app.screen, ConfirmDialog)
         body = str(app.screen.query_one("#confirm-body", Static).render())
         assert body.startswith("⚠ This bundle was already discarded")

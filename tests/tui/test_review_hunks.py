@@ -18,6 +18,7 @@ from store.db import Store
 from store.decisions import read_content
 from tests.factories.apply_back import CHANGES
 from tests.factories.hunks import big_after, captured
+from tests.factories.tui import confirm_ready
 from tests.factories.widget_hosts import wait_for
 from widgets.diff_view import DiffView
 from widgets.file_tree import ChangedFileTree
@@ -51,7 +52,7 @@ async def test_leaving_a_hunk_out_records_and_applies_the_others_only(tmp_path: 
         assert header.startswith("✗ ") and "not approved" in header  # visibly marked
         assert "2 of 3 hunks approved" in view.status_text()
         await pilot.press("a")
-        await pilot.pause()
+        await wait_for(pilot, lambda: confirm_ready(app), timeout=60)
         assert isinstance(app.screen, ConfirmDialog)
         body = str(app.screen.query_one("#confirm-body", Static).render())
         assert "big.txt  (2 of 3 hunks)" in body, body
