@@ -51,6 +51,10 @@ ARGS: dict[str, list[str]] = {
     "wordpress.bench": ["path=/", "count=1", "warmup=0"],
 }
 RUNNABLE = [c.id for c in command_catalog().commands if c.handler != "policy-only"]
+# The lifecycle under test is the same on both backends (docs/backends.md): the commands with tool mounts or a
+# browser of their own run on Playground, the rest on the native backend, which is several times cheaper (CI
+# time; the Launch form's Backend field follows CODEBOX_BACKEND, as the command line does).
+ON_PLAYGROUND = ("wordpress.phpunit", "wordpress.wp-cli", "wordpress.browser-actions")
 
 
 def test_every_runnable_catalog_command_has_an_argument_set() -> None:
@@ -68,6 +72,24 @@ def wp_cli_phar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     yield phar
     monkeypatch.delenv("CODEBOX_WP_CLI_PHAR")
     reload_settings()  # CODEBOX_HOME is untouched: still the session's
+
+
+@pytest.fixture
+def on_backend() -> Iterator[Any]:
+    """Sets CODEBOX_BACKEND for the child process and this one; puts it back (and the settings) afterwards."""
+    old = os.environ.get("CODEBOX_BACKEND")
+
+    def choose(name: str) -> str:
+        os.environ["CODEBOX_BACKEND"] = name
+        reload_settings()
+        return name
+
+    yield choose
+    if old is None:
+        os.environ.pop("CODEBOX_BACKEND", None)
+    else:
+        os.environ["CODEBOX_BACKEND"] = old
+    reload_settings()
 
 
 def _bundle_view(bundle: Path) -> dict[str, Any]:
@@ -100,7 +122,8 @@ def _run_status(run_id: str) -> str:
 
 @pytest.mark.parametrize("command", RUNNABLE)
 async def test_command_runs_the_same_from_the_cli_and_the_launch_screen(  # type: ignore[no-untyped-def]
-        command: str, playground_session, wp_cli_phar: Path, tmp_path: Path) -> None:
+        command: str, playground_session, wp_cli_phar: Path, tmp_path: Path, on_backend) -> None:
+    backend = on_backend("playground" if command in ON_PLAYGROUND else "native")
     plugin = tmp_path / "shortcode-demo"
     shutil.copytree(PLUGIN, plugin)
     mount = f"{plugin}:{TARGET}:readonly"
@@ -127,4 +150,7 @@ async def test_command_runs_the_same_from_the_cli_and_the_launch_screen(  # type
     assert (tui_state == "done") == doc["success"], (tui_state, doc.get("error"), doc.get("execution"))
     assert (cli.returncode == 0) == doc["success"]
     assert _bundle_view(tui_bundle) == _bundle_view(cli_bundle)
+    for bundle in (tui_bundle, cli_bundle):
+        assert json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"] == (
+            "native" if backend == "native" else "wordpress-playground")
     assert _run_status(tui_run) == _run_status(cli_bundle.name) == ("completed" if doc["success"] else "failed")
