@@ -61,7 +61,7 @@ def test_fix_patch_shows_test_delta_patch_and_evidence(playground_session: Any, 
         assert f"tests    {side:<6} {c['status']} — {c['passed']} passed, {c['failed']} failed of {c['tests']}" in lines
     assert not any(line.startswith("tests") and "unknown" in line for line in lines)
     assert "verdict  improvement (evaluate-patch: tests before and after the patch)" in lines
-    assert "probe    ✔ front end /: passed" in lines
+    assert "probe    ✔ front end /: passed · plugin still active" in lines
     _assert_bench_check(doc, bundle, paths)
 
 
