@@ -28,8 +28,9 @@ from codebox_tui.contracts.runtime import ExecutionResult, MountSpec, RuntimePol
 from codebox_tui.errors import BadInputError, CodeboxError
 from codebox_tui.lifecycle import CommandStep, OpenRun, ProgressListener, RunControl, RunRequest, RunService, Toolchain
 from codebox_tui.lifecycle.site_state import unclean_details, unclean_risks
-from codebox_tui.recipes.front_end_probe import front_end_probe, php_str, plain
+from codebox_tui.recipes.front_end_probe import front_end_probe, plain
 from codebox_tui.runtime.mounts import mu_plugin_loader, plugin_target
+from codebox_tui.runtime.php_literal import php_string
 from codebox_tui.versions import DEFAULT_WP_VERSION
 
 EVALUATION_SCHEMA = PATCH_EVALUATION_SCHEMA
@@ -245,8 +246,8 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
             def activate(phase: str) -> str | None:
                 """None when the plugin is active (and loads), else the error shown. A must-use plugin is not
                 activated: the check is that WordPress loaded its file."""
-                code = (MU_LOADED_PHP % {"file": php_str(f"{target}/{mu_file}")} if mu_file else
-                        ACTIVATE_PHP % {"slug": php_str(slug)})
+                code = (MU_LOADED_PHP % {"file": php_string(f"{target}/{mu_file}")} if mu_file else
+                        ACTIVATE_PHP % {"slug": php_string(slug)})
                 result = run(phase, "wordpress.run-php", ["code=" + code])
                 if result is None:
                     return "the activation check could not run"

@@ -22,6 +22,7 @@ from typing import Any
 
 from codebox_tui.errors import CodeboxError, SandboxError
 from codebox_tui.lifecycle.site_state import SiteStateRecorder
+from codebox_tui.runtime.php_literal import php_string
 from codebox_tui.runtime.site_state import read_active_plugins
 
 PROBE_MU_PLUGIN = "/wordpress/wp-content/mu-plugins/0-codebox-error-probe.php"  # sorts before any other mu-plugin
@@ -103,10 +104,6 @@ RESPONSE_ERRORS = re.compile(r"(?:<b>)?(Fatal error|Parse error|Warning|Notice|D
                              r"|There has been a critical error on this website")
 
 
-def php_str(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def plain(text: str) -> str:
     import html
 
@@ -171,15 +168,15 @@ def front_end_probe(session: Any, site_state: SiteStateRecorder, slug: str, url:
     site-state diff (docs/site-state.md, "Attribution") and removed, with its record, by the read-back."""
     out: dict[str, Any] = {"url": url, "status": "passed", "problems": []}
     mu_path = f"{target}/{mu_file}" if mu_file else None
-    code = PROBE_PHP % {"mu_file": php_str(mu_path) if mu_path else "null", "prefix": php_str(slug + "/"),
-                        "log": php_str(PROBE_LOG)}
+    code = PROBE_PHP % {"mu_file": php_string(mu_path) if mu_path else "null", "prefix": php_string(slug + "/"),
+                        "log": php_string(PROBE_LOG)}
     active_in_database: bool | None = None
     try:
         site_state.write_setup_file(PROBE_MU_PLUGIN, code.encode("utf-8"), "evaluate-patch: front-end probe", 30.0)
         response = session.sandbox.request(url, 120.0)
         # Codebox's own reads (probe_php: nothing the sandbox planted runs with them), WordPress not loaded
         recorded = session.sandbox.probe_php(
-            READ_BACK_PHP % {"log": php_str(PROBE_LOG), "mu": php_str(PROBE_MU_PLUGIN)}, 60.0)
+            READ_BACK_PHP % {"log": php_string(PROBE_LOG), "mu": php_string(PROBE_MU_PLUGIN)}, 60.0)
         if not mu_file:
             try:
                 active_in_database = any(p.startswith(slug + "/") for p in read_active_plugins(session.sandbox))

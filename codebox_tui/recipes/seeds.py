@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from codebox_tui.contracts.recipe import SeedScope, SiteSeed
+from codebox_tui.runtime.php_literal import php_string
 
 
 def _match(record: dict[str, Any], scope: SeedScope, default_type: str | None = None) -> bool:
@@ -90,8 +91,6 @@ echo json_encode($report);
 
 def site_seed_php(seed: SiteSeed, data: dict[str, Any]) -> str:
     selected = select_records(data, seed)
-    return IMPORTER % _php_string(json.dumps(selected))
+    return IMPORTER % php_string(json.dumps(selected))
 
 
-def _php_string(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

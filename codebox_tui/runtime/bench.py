@@ -25,6 +25,7 @@ from codebox_tui.bundle import layout
 from codebox_tui.contracts.bench import BenchDocument, BenchPath, LatencyMs
 from codebox_tui.errors import BadInputError, CodeboxError
 from codebox_tui.runtime.outcome import CommandOutcome
+from codebox_tui.runtime.php_literal import php_string
 
 if TYPE_CHECKING:
     from codebox_tui.runtime.session import RunSession
@@ -119,15 +120,11 @@ require '/wordpress/wp-blog-header.php';
 """
 
 
-def _php_string(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def peak_memory(session: RunSession, path: str, timeout_s: float) -> tuple[int | None, str | None]:
     """PHP's peak memory for one render of ``path`` (bytes), or why there is none."""
     marker = "codebox-bench-" + secrets.token_hex(12)
     try:
-        result = session.sandbox.probe_php(MEMORY_PHP % {"marker": _php_string(marker), "uri": _php_string(path)},
+        result = session.sandbox.probe_php(MEMORY_PHP % {"marker": php_string(marker), "uri": php_string(path)},
                                            timeout_s)
     except CodeboxError as error:
         return None, f"the memory probe failed: {error.message[:300]}"

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from codebox_tui.errors import BadInputError
 from codebox_tui.runtime.outcome import CommandOutcome
+from codebox_tui.runtime.php_literal import php_string
 
 if TYPE_CHECKING:
     from codebox_tui.runtime.session import RunSession
@@ -27,10 +28,6 @@ def _outcome(stdout: str, stderr: str = "", exit_code: int = 0, json_value: obje
     return CommandOutcome(stdout=stdout, stderr=stderr, exit_code=exit_code, json=json_value, truncated=truncated)
 
 
-def _php_string(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def sandbox_env(session: RunSession) -> dict[str, str]:
     """The runtime environment (``spec.env``) plus the allow-listed secrets (secrets win on a clash)."""
     return {**session.spec.env, **session.spec.secret_env}
@@ -40,14 +37,14 @@ def secret_prelude(session: RunSession) -> str:
     """PHP that exposes the runtime env and the allow-listed secrets through getenv()/$_ENV."""
     lines = []
     for name, value in sandbox_env(session).items():
-        lines.append(f"putenv({_php_string(name + '=' + value)}); $_ENV[{_php_string(name)}] = {_php_string(value)};")
+        lines.append(f"putenv({php_string(name + '=' + value)}); $_ENV[{php_string(name)}] = {php_string(value)};")
     return "\n".join(lines)
 
 
 def inspect_mounted_inputs(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
     targets = [{"target": m.target, "source": m.source, "mode": m.mode} for m in session.spec.mounts]
     code = (
-        "<?php $mounts = json_decode(" + _php_string(json.dumps(targets)) + ", true); $out = [];"
+        "<?php $mounts = json_decode(" + php_string(json.dumps(targets)) + ", true); $out = [];"
         "foreach ($mounts as $m) { $t = $m['target']; $exists = file_exists($t);"
         " $entries = $exists && is_dir($t) ? array_values(array_diff(scandir($t), ['.', '..'])) : [];"
         " sort($entries); $out[] = ['target' => $t, 'source' => $m['source'], 'mode' => $m['mode'],"
@@ -81,7 +78,7 @@ def run_php(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
     script = f"/tmp/codebox-{secrets.token_hex(8)}.php"
     session.sandbox.write_file(script, code.encode("utf-8"), timeout_s)
     loader = "require_once '/wordpress/wp-load.php';" if bootstrap == "wordpress" else ""
-    wrapper = f"<?php\n{secret_prelude(session)}\n{loader}\nrequire {_php_string(script)};\n"
+    wrapper = f"<?php\n{secret_prelude(session)}\n{loader}\nrequire {php_string(script)};\n"
     result = session.sandbox.run_php(wrapper, timeout_s)
     return _outcome(result.text, result.errors, result.exit_code, truncated=result.truncated)
 
@@ -145,7 +142,7 @@ def ability(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
     except ValueError as error:
         raise BadInputError(f"input= must be JSON: {error}", code="invalid-arg", field="input") from error
     code = ("<?php\n" + secret_prelude(session) + "\nrequire_once '/wordpress/wp-load.php';\n"
-            + ABILITY_RUNNER % {"name": _php_string(args["name"]), "input": _php_string(raw_input)})
+            + ABILITY_RUNNER % {"name": php_string(args["name"]), "input": php_string(raw_input)})
     result = session.sandbox.run_php(code, timeout_s)
     exit_code = result.exit_code
     parsed = None

@@ -27,6 +27,7 @@ from codebox_tui.runtime import wp_tests
 from codebox_tui.runtime.commands import sandbox_env
 from codebox_tui.runtime.mounts import plugin_target
 from codebox_tui.runtime.outcome import CommandOutcome
+from codebox_tui.runtime.php_literal import php_string
 from codebox_tui.runtime.test_progress import TestTally, strip_log_lines
 
 if TYPE_CHECKING:
@@ -189,7 +190,7 @@ echo json_encode( array( 'bin' => is_file( $bin ), 'src' => is_file( $src ), 'pl
 def _php(value: str | None) -> str:
     if value is None:
         return "null"
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return php_string(value)
 
 
 def _probe(session: RunSession, plugin_dir: str, xml: str | None, bootstrap: str | None,
