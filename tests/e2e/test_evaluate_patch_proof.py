@@ -1,7 +1,9 @@
-"""`codebox evaluate-patch` verdicts that prove a fix, end to end through real Playground: a fix that brings its
+"""`codebox evaluate-patch` verdicts that prove a fix, end to end through real sandboxes: a fix that brings its
 own test (fail before, pass after), a patch that breaks one test, a git range of the plugin's own repository,
 and Codebox's own activation of the plugin never counted as the patch's site-state risk
-(docs/evaluate-patch.md)."""
+(docs/evaluate-patch.md). The verdicts are Codebox's reading of JUnit and the site state, not Playground's, so
+they run on the native backend (real PHP in bubblewrap); the same flow on Playground is covered by
+test_wp_unittestcase.py and test_evaluate_patch_mu_plugin.py (docs/performance.md, "Test suite")."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.playground
+pytestmark = pytest.mark.native
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 PLUGIN = EXAMPLES / "plugins-for-recipes" / "buggy-counter"
@@ -25,7 +27,7 @@ PROVED = ["CountTest::test_repeated_spaces", "WhitespaceTest::test_empty_text_ha
 
 
 def _cli(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codebox_tui", "evaluate-patch", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", "native", *args], capture_output=True,
                           text=True, timeout=900, cwd=cwd, env={**os.environ, "CODEBOX_HOME": str(home)})
 
 
@@ -48,6 +50,7 @@ def test_fix_with_its_own_test_is_proved_by_it(playground_session: Any, tmp_path
     assert [s["command"] for s in doc["steps"] if s["phase"] == "apply"] == [
         "git apply (the patch's tests)", "git apply (the patch's code)"]
     bundle = Path(doc["bundleDir"])
+    assert json.loads((bundle / "metadata.json").read_text(encoding="utf-8"))["runtime"]["backend"] == "native"
     written = json.loads((bundle / "files" / "evaluate-patch.json").read_text(encoding="utf-8"))
     assert written["tests"]["provedBy"] == PROVED
     # the bundle's patch is the whole contributor patch: tests and code

@@ -1,4 +1,7 @@
-"""Every example recipe runs end to end through `codebox recipe-run` (real Playground, real Chromium)."""
+"""Every example recipe runs end to end through `codebox recipe-run` (real sandboxes, real Chromium). The
+example plugin probe, the browser shortcode, blueprint steps and cancelling run on Playground; the recipes whose
+subject is Codebox's own handling (probes, staged files, declared artifacts, seeds, verdicts) run on the native
+backend (real PHP in bubblewrap), the faster one, and each of those checks that it ran there."""
 
 from __future__ import annotations
 
@@ -14,13 +17,18 @@ import pytest
 pytestmark = pytest.mark.playground
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "recipes"
+NATIVE = ("--backend", "native")
 
 
 def _run(recipe: Path, artifacts: Path, home: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
     env = {**os.environ, "CODEBOX_HOME": str(home)}
     proc = subprocess.run([sys.executable, "-m", "codebox_tui", "recipe-run", str(recipe), "--artifacts-dir",
                            str(artifacts), "--json", *extra], capture_output=True, text=True, timeout=900, env=env)
-    return proc.returncode, json.loads(proc.stdout), proc.stderr
+    doc = json.loads(proc.stdout)
+    if NATIVE[1] in extra and doc.get("runDir"):
+        metadata = json.loads((Path(doc["runDir"]) / "metadata.json").read_text())
+        assert metadata["runtime"]["backend"] == "native", metadata["runtime"]
+    return proc.returncode, doc, proc.stderr
 
 
 def _stdout_of(run_dir: Path, index: int) -> str:
@@ -70,13 +78,13 @@ def test_artifacts_verify_false_adds_no_verification_evidence(tmp_path: Path, ho
         mount["source"] = str((EXAMPLES / mount["source"]).resolve())
     path = tmp_path / "no-verify.json"
     path.write_text(json.dumps(recipe))
-    code, doc, err = _run(path, tmp_path / "a", home)
+    code, doc, err = _run(path, tmp_path / "a", home, *NATIVE)
     assert code == 0, err
     assert not (Path(doc["runDir"]) / "files/runtime-evidence").exists()
 
 
 def test_seeded_site(tmp_path: Path, home: Path) -> None:
-    code, doc, err = _run(EXAMPLES / "seeded-site.json", tmp_path, home)
+    code, doc, err = _run(EXAMPLES / "seeded-site.json", tmp_path, home, *NATIVE)
     assert code == 0, err
     result = json.loads(_stdout_of(Path(doc["runDir"]), 0).strip().splitlines()[-1])
     assert result["blogname"] == "Seeded Site"
@@ -88,14 +96,14 @@ def test_seeded_site(tmp_path: Path, home: Path) -> None:
 
 
 def test_plugin_scaffold_mutation_is_in_the_bundle(tmp_path: Path, home: Path) -> None:
-    code, doc, err = _run(EXAMPLES / "plugin-scaffold-mutation.json", tmp_path, home)
+    code, doc, err = _run(EXAMPLES / "plugin-scaffold-mutation.json", tmp_path, home, *NATIVE)
     assert code == 0, err
     patch = (Path(doc["bundleDir"]) / "files/patch.diff").read_text()
     assert "feature.php" in patch and "function scratch_feature" in patch
 
 
 def test_phpunit_run(tmp_path: Path, home: Path) -> None:
-    code, doc, err = _run(EXAMPLES / "phpunit-run.json", tmp_path, home)
+    code, doc, err = _run(EXAMPLES / "phpunit-run.json", tmp_path, home, *NATIVE)
     assert code == 0, err
     results = json.loads((Path(doc["bundleDir"]) / "files/test-results.json").read_text())
     assert results["status"] == "passed" and results["summary"]["passed"] == 7
@@ -112,7 +120,7 @@ def test_browser_shortcode(tmp_path: Path, home: Path) -> None:
 
 
 def test_bug_reproduction_records_the_failing_expectation(tmp_path: Path, home: Path) -> None:
-    code, doc, err = _run(EXAMPLES / "bug-reproduction.json", tmp_path, home)
+    code, doc, err = _run(EXAMPLES / "bug-reproduction.json", tmp_path, home, *NATIVE)
     assert code == 0, err  # the expectation is advisory: the run documents the bug
     run_dir = Path(doc["runDir"])
     assert _stdout_of(run_dir, 1).strip().endswith("3")
@@ -130,7 +138,7 @@ def test_recipe_runtime_env_reaches_php(tmp_path: Path, home: Path) -> None:
         "workflow": {"steps": [{"command": "wordpress.run-php",
                                 "args": ["code=echo 'mode=', getenv('CODEBOX_RECIPE_MODE');"]}]},
     }))
-    code, doc, err = _run(recipe, tmp_path / "artifacts", home)
+    code, doc, err = _run(recipe, tmp_path / "artifacts", home, *NATIVE)
     assert code == 0, (doc, err)
     run_dir = Path(doc["runDir"])
     assert _stdout_of(run_dir, 0) == "mode=from-the-recipe"
@@ -139,7 +147,7 @@ def test_recipe_runtime_env_reaches_php(tmp_path: Path, home: Path) -> None:
 
 
 def test_staged_files_and_probes(tmp_path: Path, home: Path) -> None:
-    code, doc, err = _run(EXAMPLES / "staged-files-and-probes.json", tmp_path, home)
+    code, doc, err = _run(EXAMPLES / "staged-files-and-probes.json", tmp_path, home, *NATIVE)
     assert code == 0, (doc, err)
     run_dir = Path(doc["runDir"])
     assert _stdout_of(run_dir, 0).strip() == "Hello from a staged file"  # a staged file, read inside PHP
@@ -171,7 +179,7 @@ def test_failing_probe_fails_the_run_unless_allowed(tmp_path: Path, home: Path) 
              "step": {"command": "wordpress.run-php", "args": ["code=exit(3);"]}},
         ],
     }))
-    code, doc, err = _run(recipe, tmp_path / "artifacts", home)
+    code, doc, err = _run(recipe, tmp_path / "artifacts", home, *NATIVE)
     assert code != 0 and doc["success"] is False, err
     by_name = {p["name"]: p for p in doc["probes"]}
     assert by_name["note"]["status"] == "failed" and by_name["note"]["actualJson"] == {"note": "staged-note"}
@@ -228,7 +236,7 @@ def test_declared_artifacts_are_collected_into_the_bundle(tmp_path: Path, home: 
         "artifacts": {"paths": [{"name": "report.json", "path": "/tmp/report.json", "required": True},
                                 {"name": "optional-log", "path": "/tmp/absent.log"}]},
     }))
-    code, doc, err = _run(recipe, tmp_path / "artifacts", home)
+    code, doc, err = _run(recipe, tmp_path / "artifacts", home, *NATIVE)
     assert code == 0, (doc, err)
     by_name = {a["name"]: a for a in doc["declaredArtifacts"]}
     assert by_name["report.json"]["status"] == "collected" and by_name["optional-log"]["status"] == "missing"
@@ -239,7 +247,7 @@ def test_declared_artifacts_are_collected_into_the_bundle(tmp_path: Path, home: 
     doc_req = json.loads(recipe.read_text())
     doc_req["artifacts"]["paths"][1]["required"] = True
     recipe.write_text(json.dumps(doc_req))
-    code, doc, err = _run(recipe, tmp_path / "artifacts2", home)
+    code, doc, err = _run(recipe, tmp_path / "artifacts2", home, *NATIVE)
     assert code != 0 and [f.get("artifact") for f in doc["stepFailures"]] == ["optional-log"]
 
 
