@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
-import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from codebox_tui.cli_preview import (
+    PREVIEW_HOLD_HELP,
+    PREVIEW_PORT_HELP,
+    PREVIEW_PUBLIC_URL_HELP,
+    announce_held,
+    apply_preview_options,
+    sigterm_interrupts,
+)
 from codebox_tui.cliutil import BACKEND_HELP, emit_json, progress, show, to_jsonable
 from codebox_tui.contracts.episode import EPISODE_PLAN_SCHEMA
 from codebox_tui.contracts.runtime import BootOutput, RuntimeEvent
 from codebox_tui.durations import parse_duration
-from codebox_tui.errors import ExitCode
+from codebox_tui.errors import CodeboxError, ExitCode
 from codebox_tui.lifecycle import (
     CommandStep,
+    OpenRun,
     RunRequest,
     RunService,
     Toolchain,
@@ -120,10 +129,14 @@ def run_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
     preview_bind: str | None = typer.Option(None, "--preview-bind", help=PREVIEW_BIND_HELP),
     restore: Path | None = typer.Option(None, "--restore", help=RESTORE_HELP),
+    preview_hold: str | None = typer.Option(None, "--preview-hold", "--preview-hold-seconds", help=PREVIEW_HOLD_HELP),
+    preview_port: int | None = typer.Option(None, "--preview-port", help=PREVIEW_PORT_HELP),
+    preview_public_url: str | None = typer.Option(None, "--preview-public-url", help=PREVIEW_PUBLIC_URL_HELP),
 ) -> None:
     """Boot a sandbox, run one command, capture the artifact bundle, dispose."""
     get_command(command)  # an unknown command fails first
     request = _request(mount, policy, wp, php, boot_timeout, artifacts, preview_bind=preview_bind, backend=backend)
+    apply_preview_options(request, preview_hold, preview_port, preview_public_url)
     if restore is not None:
         request.restore, request.restore_source = load_snapshot_document(restore), str(restore)
     request.commands = [CommandStep(command, list(arg), parse_duration(timeout, "--timeout"))]
@@ -131,7 +144,9 @@ def run_command(
     request.env = env_from_pairs(env)
     request.tools = Toolchain(wp_cli_phar=wp_cli_phar)
     reporter = StderrProgress("run", quiet=quiet)
-    outcome = RunService().run(request, progress=reporter)
+    with sigterm_interrupts():  # SIGTERM releases a hold; the bundle is still captured
+        outcome = RunService().run(request, progress=reporter,
+                                   on_held=lambda run: announce_held(run, preview_hold or ""))
     execution, error = outcome.execution, outcome.error
     if json_out:
         # the one document on stdout passes the run's redactor as a whole (docs/security-secrets.md)
@@ -164,14 +179,20 @@ def _say_what_exit_waits_for(reporter: StderrProgress) -> None:
         reporter.phase("waiting", f"until {waiting}, then exiting")
 
 
+BLUEPRINT_HELP = ("A Playground blueprint (JSON) applied right after boot, as the held site's set-up: siteOptions "
+                  "and the steps runPHP, setSiteOptions, writeFile, mkdir, rm, activatePlugin, activateTheme.")
+
+
 def boot_command(
     mount: list[str] = typer.Option([], "--mount", "-m", help=MOUNT_HELP),
     hold: str = typer.Option("15m", "--hold", help="Keep the sandbox up this long (e.g. 90s, 15m, 2h)."),
-    preview_port: int | None = typer.Option(None, "--preview-port", help="Fixed port for the live preview."),
+    preview_port: int | None = typer.Option(None, "--preview-port", help=PREVIEW_PORT_HELP),
     preview_bind: str | None = typer.Option(None, "--preview-bind", help=PREVIEW_BIND_HELP),
+    preview_public_url: str | None = typer.Option(None, "--preview-public-url", help=PREVIEW_PUBLIC_URL_HELP),
+    blueprint: Path | None = typer.Option(None, "--blueprint", help=BLUEPRINT_HELP),
     artifacts: Path | None = typer.Option(None, "--artifacts", "--artifacts-dir",
-                                           help="Folder for the run's event streams (default: "
-                                                "$CODEBOX_HOME/artifacts)."),
+                                           help="Folder that receives the bundle captured when the hold ends "
+                                                "(default: $CODEBOX_HOME/artifacts)."),
     wp: str = typer.Option(DEFAULT_WP_VERSION, "--wp", help=WP_HELP),
     php: str = typer.Option(DEFAULT_PHP_VERSION, "--php", help="PHP version."),
     policy: str | None = typer.Option(None, "--policy", help="Runtime policy: inline JSON or a JSON file."),
@@ -179,45 +200,64 @@ def boot_command(
     json_out: bool = typer.Option(False, "--json", help="Print one wp-codebox/boot/v1 document when ready."),
 ) -> None:
     """Boot a sandbox and hold it for live preview until the hold expires or Ctrl-C."""
-    hold_s = parse_duration(hold, "--hold")
+    from codebox_tui.recipes.blueprint import load_blueprint_file
+
     # the live preview is Playground's (the native backend has none yet: docs/backends.md)
     request = _request(mount, policy, wp, php, boot_timeout, artifacts, preview_bind=preview_bind,
                        backend="playground")
-    request.preview_port = preview_port
+    apply_preview_options(request, hold, preview_port, preview_public_url, hold_flag="--hold")
+    request.blueprint = load_blueprint_file(blueprint) if blueprint is not None else None
     request.warm = True  # a held preview: load WordPress once so the first page a human opens is fast
-    request.capture = False  # a preview leaves its event streams, no bundle
-    request.flow = "boot"
-
-    def stop(_signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    held = None
-    try:
-        with RunService().open(request, progress=None if json_out else _HumanBootProgress()) as run:
-            try:
-                sandbox = run.boot()
-            except KeyboardInterrupt:
-                run.session.emit("runtime.hold-ended", {"reason": "interrupted"})
-                raise
-            output = BootOutput(success=True, runtime=run.session.runtime_info(), previewUrl=sandbox.preview_url,
-                                holdSeconds=hold_s, artifacts={"directory": str(run.session.run_dir)})
-
-            def held() -> None:
-                if json_out:
-                    emit_json(output)
-                else:
-                    progress(f"codebox: preview at {sandbox.preview_url} — held for {hold}; Ctrl-C to stop")
-                    progress("codebox: run commands in it with: "
-                             f"codebox exec --sandbox {run.session.runtime_id} COMMAND")
-
-            run.hold(hold_s, on_held=held)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    request.flow = "boot"  # captured when the hold ends: what `codebox exec --sandbox` changed is reviewable
+    run = hold_and_capture(request, hold, json_out=json_out)
+    outcome = run.outcome
+    if outcome is not None and outcome.bundle_id is not None:
+        progress(f"codebox: bundle {outcome.bundle_id} in {outcome.run_dir}"
+                 + (f"; review it with: codebox review show @{outcome.inbox_key}" if outcome.inbox_key else ""))
     if not json_out:
         progress("codebox: sandbox disposed")
+    if run.error is not None:
+        raise typer.Exit(int(run.error.exit_code))
+
+
+def hold_and_capture(request: RunRequest, hold_text: str, *, json_out: bool,
+                     prepare: Callable[[OpenRun], None] | None = None) -> OpenRun:
+    """Boot ``request``, apply its blueprint, run ``prepare`` (e.g. restore a site's snapshot), hold it until the
+    hold expires, Ctrl-C or SIGTERM, then capture its bundle (when ``request.capture``) and dispose. With
+    ``json_out`` one wp-codebox/boot/v1 document is printed once it is held."""
+    from codebox_tui.recipes.run import apply_blueprint
+
+    assert request.hold_s is not None
+    hold_s = request.hold_s
+    with sigterm_interrupts(), RunService().open(
+            request, progress=None if json_out else _HumanBootProgress()) as run:
+        try:
+            sandbox = run.boot()
+            if request.blueprint:
+                apply_blueprint(run, request.blueprint)
+                run.site_state.rebase_files()  # what the blueprint wrote is the set-up, not the held session's
+            if prepare is not None:
+                prepare(run)
+        except KeyboardInterrupt:
+            run.session.emit("runtime.hold-ended", {"reason": "interrupted"})
+            raise
+        except CodeboxError as error:
+            run.error = error
+            run.status = "failed"
+            progress(f"codebox: error: {error}")
+            return run
+        output = BootOutput(success=True, runtime=run.session.runtime_info(), previewUrl=sandbox.preview_url,
+                            holdSeconds=hold_s, artifacts={"directory": str(run.session.run_dir)})
+
+        def held() -> None:
+            if json_out:
+                emit_json(output)
+            announce_held(run, hold_text)
+
+        run.hold(hold_s, on_held=held)
+        if request.capture:
+            run.capture()
+    return run
 
 
 episode_app = typer.Typer(help="Stateful runtime episodes: steps, observations, snapshots, restores "
