@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from codebox_tui.cliutil import progress
+from codebox_tui.cliutil import emit_json, progress
+from codebox_tui.contracts.runtime import BootOutput, RuntimeEvent
 from codebox_tui.durations import parse_duration
+from codebox_tui.errors import CodeboxError
+from codebox_tui.lifecycle import OpenRun, RunRequest, RunService
 from codebox_tui.lifecycle.request import public_url_from_text
-
-if TYPE_CHECKING:
-    from codebox_tui.lifecycle import OpenRun, RunRequest
 
 PREVIEW_HOLD_HELP = ("Keep the sandbox and its live preview up this long after the command (e.g. 90s, 15m, 2h), "
                      "until Ctrl-C or SIGTERM; then the bundle is captured. Playground only.")
@@ -56,3 +56,70 @@ def sigterm_interrupts() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _human_event(event: RuntimeEvent) -> None:
+    data = event.data or {}
+    if event.type == "runtime.boot-progress":
+        progress(f"  boot: {data.get('phase')}" + (f" ({data['ms']} ms)" if "ms" in data else ""))
+    elif event.type == "runtime.ready":
+        progress(f"  ready in {data.get('bootMs')} ms — WordPress {data.get('wordpressVersion')}, "
+                 f"PHP {data.get('phpVersion')} at {data.get('previewUrl')}")
+    elif event.type == "command.started":
+        progress(f"  running {data.get('command')} {' '.join(data.get('args', []))}")
+    elif event.type in ("command.finished", "command.failed"):
+        progress(f"  {data.get('command')} exited {data.get('exitCode')} in {data.get('durationMs')} ms")
+    elif event.type == "command.denied":
+        progress(f"  denied: {data.get('message')}")
+    elif event.type == "artifacts.capturing":
+        progress("  capturing the artifact bundle")
+
+
+class HumanBootProgress:
+    """The progress of a held boot (``boot``, ``site open``): the indented lines of :func:`_human_event`, no phases."""
+
+    def phase(self, name: str, detail: str = "") -> None:
+        pass
+
+    def on_event(self, event: Any) -> None:
+        _human_event(event)
+
+
+def hold_and_capture(request: RunRequest, hold_text: str, *, json_out: bool,
+                     prepare: Callable[[OpenRun], None] | None = None) -> OpenRun:
+    """Boot ``request``, apply its blueprint, run ``prepare`` (e.g. restore a site's snapshot), hold it until the
+    hold expires, Ctrl-C or SIGTERM, then capture its bundle (when ``request.capture``) and dispose. With
+    ``json_out`` one wp-codebox/boot/v1 document is printed once it is held."""
+    from codebox_tui.recipes.run import apply_blueprint
+
+    assert request.hold_s is not None
+    hold_s = request.hold_s
+    with sigterm_interrupts(), RunService().open(
+            request, progress=None if json_out else HumanBootProgress()) as run:
+        try:
+            sandbox = run.boot()
+            if request.blueprint:
+                apply_blueprint(run, request.blueprint)
+                run.site_state.rebase_files()  # what the blueprint wrote is the set-up, not the held session's
+            if prepare is not None:
+                prepare(run)
+        except KeyboardInterrupt:
+            run.session.emit("runtime.hold-ended", {"reason": "interrupted"})
+            raise
+        except CodeboxError as error:
+            run.error = error
+            run.status = "failed"
+            progress(f"codebox: error: {error}")
+            return run
+        output = BootOutput(success=True, runtime=run.session.runtime_info(), previewUrl=sandbox.preview_url,
+                            holdSeconds=hold_s, artifacts={"directory": str(run.session.run_dir)})
+
+        def held() -> None:
+            if json_out:
+                emit_json(output)
+            announce_held(run, hold_text)
+
+        run.hold(hold_s, on_held=held)
+        if request.capture:
+            run.capture()
+    return run

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import typer
 
@@ -14,16 +12,15 @@ from codebox_tui.cli_preview import (
     PREVIEW_PUBLIC_URL_HELP,
     announce_held,
     apply_preview_options,
+    hold_and_capture,
     sigterm_interrupts,
 )
 from codebox_tui.cliutil import BACKEND_HELP, emit_json, progress, show, to_jsonable
 from codebox_tui.contracts.episode import EPISODE_PLAN_SCHEMA
-from codebox_tui.contracts.runtime import BootOutput, RuntimeEvent
 from codebox_tui.durations import parse_duration
-from codebox_tui.errors import CodeboxError, ExitCode
+from codebox_tui.errors import ExitCode
 from codebox_tui.lifecycle import (
     CommandStep,
-    OpenRun,
     RunRequest,
     RunService,
     Toolchain,
@@ -62,33 +59,6 @@ def commands_command(
         args = " ".join(f"{a.name}=…{'*' if a.required else ''}" for a in spec.acceptedArgs)
         show(f"{spec.id:38} {args}")
         show(f"{'':38} {spec.description}")
-
-
-def _human_event(event: RuntimeEvent) -> None:
-    data = event.data or {}
-    if event.type == "runtime.boot-progress":
-        progress(f"  boot: {data.get('phase')}" + (f" ({data['ms']} ms)" if "ms" in data else ""))
-    elif event.type == "runtime.ready":
-        progress(f"  ready in {data.get('bootMs')} ms — WordPress {data.get('wordpressVersion')}, "
-                 f"PHP {data.get('phpVersion')} at {data.get('previewUrl')}")
-    elif event.type == "command.started":
-        progress(f"  running {data.get('command')} {' '.join(data.get('args', []))}")
-    elif event.type in ("command.finished", "command.failed"):
-        progress(f"  {data.get('command')} exited {data.get('exitCode')} in {data.get('durationMs')} ms")
-    elif event.type == "command.denied":
-        progress(f"  denied: {data.get('message')}")
-    elif event.type == "artifacts.capturing":
-        progress("  capturing the artifact bundle")
-
-
-class _HumanBootProgress:
-    """``codebox boot``'s progress: the indented lines of :func:`_human_event`, no phases."""
-
-    def phase(self, name: str, detail: str = "") -> None:
-        pass
-
-    def on_event(self, event: Any) -> None:
-        _human_event(event)
 
 
 RESTORE_HELP = ("A snapshot document (files/runtime-snapshots/<id>.json of a bundle) to restore into the fresh sandbox "
@@ -218,46 +188,6 @@ def boot_command(
         progress("codebox: sandbox disposed")
     if run.error is not None:
         raise typer.Exit(int(run.error.exit_code))
-
-
-def hold_and_capture(request: RunRequest, hold_text: str, *, json_out: bool,
-                     prepare: Callable[[OpenRun], None] | None = None) -> OpenRun:
-    """Boot ``request``, apply its blueprint, run ``prepare`` (e.g. restore a site's snapshot), hold it until the
-    hold expires, Ctrl-C or SIGTERM, then capture its bundle (when ``request.capture``) and dispose. With
-    ``json_out`` one wp-codebox/boot/v1 document is printed once it is held."""
-    from codebox_tui.recipes.run import apply_blueprint
-
-    assert request.hold_s is not None
-    hold_s = request.hold_s
-    with sigterm_interrupts(), RunService().open(
-            request, progress=None if json_out else _HumanBootProgress()) as run:
-        try:
-            sandbox = run.boot()
-            if request.blueprint:
-                apply_blueprint(run, request.blueprint)
-                run.site_state.rebase_files()  # what the blueprint wrote is the set-up, not the held session's
-            if prepare is not None:
-                prepare(run)
-        except KeyboardInterrupt:
-            run.session.emit("runtime.hold-ended", {"reason": "interrupted"})
-            raise
-        except CodeboxError as error:
-            run.error = error
-            run.status = "failed"
-            progress(f"codebox: error: {error}")
-            return run
-        output = BootOutput(success=True, runtime=run.session.runtime_info(), previewUrl=sandbox.preview_url,
-                            holdSeconds=hold_s, artifacts={"directory": str(run.session.run_dir)})
-
-        def held() -> None:
-            if json_out:
-                emit_json(output)
-            announce_held(run, hold_text)
-
-        run.hold(hold_s, on_held=held)
-        if request.capture:
-            run.capture()
-    return run
 
 
 episode_app = typer.Typer(help="Stateful runtime episodes: steps, observations, snapshots, restores "
