@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -85,15 +85,16 @@ class HumanBootProgress:
         _human_event(event)
 
 
-def hold_and_capture(request: RunRequest, hold_text: str, *, json_out: bool,
-                     prepare: Callable[[OpenRun], None] | None = None) -> OpenRun:
-    """Boot ``request``, apply its blueprint, run ``prepare`` (e.g. restore a site's snapshot), hold it until the
-    hold expires, Ctrl-C or SIGTERM, then capture its bundle (when ``request.capture``) and dispose. With
-    ``json_out`` one wp-codebox/boot/v1 document is printed once it is held."""
+def hold_and_capture(request: RunRequest, hold_text: str, *, json_out: bool) -> OpenRun:
+    """Boot ``request`` (its ``restore`` snapshot put back first), apply its blueprint, hold it until the hold
+    expires, Ctrl-C or SIGTERM, then capture its bundle (when ``request.capture``), dispose, and say where the
+    bundle is. With ``json_out`` one wp-codebox/boot/v1 document is printed once it is held. A failure before the
+    hold is raised once the run is recorded (the CLI prints it, as text or a cli-failure document)."""
     from codebox_tui.recipes.run import apply_blueprint
 
     assert request.hold_s is not None
     hold_s = request.hold_s
+    failure: CodeboxError | None = None
     with sigterm_interrupts(), RunService().open(
             request, progress=None if json_out else HumanBootProgress()) as run:
         try:
@@ -101,25 +102,27 @@ def hold_and_capture(request: RunRequest, hold_text: str, *, json_out: bool,
             if request.blueprint:
                 apply_blueprint(run, request.blueprint)
                 run.site_state.rebase_files()  # what the blueprint wrote is the set-up, not the held session's
-            if prepare is not None:
-                prepare(run)
         except KeyboardInterrupt:
             run.session.emit("runtime.hold-ended", {"reason": "interrupted"})
             raise
         except CodeboxError as error:
-            run.error = error
-            run.status = "failed"
-            progress(f"codebox: error: {error}")
-            return run
-        output = BootOutput(success=True, runtime=run.session.runtime_info(), previewUrl=sandbox.preview_url,
-                            holdSeconds=hold_s, artifacts={"directory": str(run.session.run_dir)})
+            run.error, run.status, failure = error, "failed", error
+        if failure is None:
+            output = BootOutput(success=True, runtime=run.session.runtime_info(), previewUrl=sandbox.preview_url,
+                                holdSeconds=hold_s, artifacts={"directory": str(run.session.run_dir)})
 
-        def held() -> None:
-            if json_out:
-                emit_json(output)
-            announce_held(run, hold_text)
+            def held() -> None:
+                if json_out:
+                    emit_json(output)
+                announce_held(run, hold_text)
 
-        run.hold(hold_s, on_held=held)
-        if request.capture:
-            run.capture()
+            run.hold(hold_s, on_held=held)
+            if request.capture:
+                run.capture()
+    if failure is not None:
+        raise failure
+    outcome = run.outcome
+    if outcome is not None and outcome.bundle_id is not None:
+        progress(f"codebox: bundle {outcome.bundle_id} in {outcome.run_dir}"
+                 + (f"; review it with: codebox review show @{outcome.inbox_key}" if outcome.inbox_key else ""))
     return run

@@ -179,15 +179,9 @@ def boot_command(
     request.blueprint = load_blueprint_file(blueprint) if blueprint is not None else None
     request.warm = True  # a held preview: load WordPress once so the first page a human opens is fast
     request.flow = "boot"  # captured when the hold ends: what `codebox exec --sandbox` changed is reviewable
-    run = hold_and_capture(request, hold, json_out=json_out)
-    outcome = run.outcome
-    if outcome is not None and outcome.bundle_id is not None:
-        progress(f"codebox: bundle {outcome.bundle_id} in {outcome.run_dir}"
-                 + (f"; review it with: codebox review show @{outcome.inbox_key}" if outcome.inbox_key else ""))
+    hold_and_capture(request, hold, json_out=json_out)
     if not json_out:
         progress("codebox: sandbox disposed")
-    if run.error is not None:
-        raise typer.Exit(int(run.error.exit_code))
 
 
 episode_app = typer.Typer(help="Stateful runtime episodes: steps, observations, snapshots, restores "

@@ -12,7 +12,7 @@ from codebox_tui.cli_preview import (
     apply_preview_options,
     hold_and_capture,
 )
-from codebox_tui.cliutil import BACKEND_HELP, emit_json, progress, say
+from codebox_tui.cliutil import BACKEND_HELP, emit_json, say
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, ExitCode
 from codebox_tui.lifecycle import preview_bind_address
@@ -99,13 +99,7 @@ def open_command(
     apply_preview_options(request, hold, preview_port, preview_public_url, hold_flag="--hold")
     request.preview_bind = preview_bind_address(preview_bind)
     request.artifacts_root = artifacts
-    run = hold_and_capture(request, hold, json_out=json_out)
-    outcome = run.outcome
-    if outcome is not None and outcome.bundle_id is not None:
-        progress(f"codebox: bundle {outcome.bundle_id} in {outcome.run_dir}"
-                 + (f"; review it with: codebox review show @{outcome.inbox_key}" if outcome.inbox_key else ""))
-    if run.error is not None:
-        raise typer.Exit(int(run.error.exit_code))
+    hold_and_capture(request, hold, json_out=json_out)
 
 
 @site_app.command("list")
