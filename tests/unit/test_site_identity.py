@@ -70,3 +70,27 @@ def test_source_digest_and_site_id(tmp_path: Path) -> None:
     site_id = site_id_for("codebox-cli", digest)
     assert site_id == site_id_for("codebox-cli", digest) and site_id.startswith("prepared-") and len(site_id) == 25
     assert site_id_for("studio", digest) != site_id
+
+
+def test_the_design_documents_shapes_validate_against_the_generated_schemas() -> None:
+    """What a browser-hosted implementation writes (preview and session ids, browser-contained persistence, an
+    input hash) is accepted as well as what Codebox writes (docs/sites.md, "Documents")."""
+    import jsonschema
+
+    from codebox_tui.contracts.schemas import generate_json_schema
+    from codebox_tui.contracts.site import CONTAINED_SITE_SCHEMA, CONTAINED_SITE_STATUS_SCHEMA
+
+    hex64 = "ab" * 32
+    handle = {"schema": CONTAINED_SITE_SCHEMA, "site_id": "prepared-a1b2c3d4e5f6a7b8",
+              "preview_id": "preview-1234abcd5678ef90", "session_id": "browser-session-123", "caller_id": "studio-native",
+              "status": "ready", "persistence": "browser-contained", "source_digest": {"algorithm": "sha256", "value": hex64},
+              "recovery": {"ability": "wp-codebox/get-browser-contained-site-status",
+                           "input": {"cache_key": "prepared-a1b2c3d4e5f6a7b8", "input_hash": hex64, "source_digest": hex64}}}
+    status = {"success": True, "schema": CONTAINED_SITE_STATUS_SCHEMA, "site_id": "prepared-a1b2c3d4e5f6a7b8",
+              "status": "recoverable", "blueprint_ref": {"schema": "wp-codebox/browser-blueprint-ref/v1",
+                                                         "ref": f"prepared:prepared-a1b2c3d4e5f6a7b8:{hex64}"}}
+    jsonschema.Draft202012Validator(generate_json_schema(CONTAINED_SITE_SCHEMA)).validate(handle)
+    jsonschema.Draft202012Validator(generate_json_schema(CONTAINED_SITE_STATUS_SCHEMA)).validate(status)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(generate_json_schema(CONTAINED_SITE_STATUS_SCHEMA)).validate(
+            {**status, "status": "maybe"})
