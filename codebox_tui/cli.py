@@ -75,6 +75,12 @@ def _area_batch(app: typer.Typer) -> None:
     cli_batch.register(app)
 
 
+def _area_site(app: typer.Typer) -> None:
+    from codebox_tui import cli_site
+
+    cli_site.register(app)
+
+
 Area = Callable[[typer.Typer], None]
 # name → (the area that registers it, the one-line help `codebox --help` shows), in the order of the listing.
 # tests/unit/test_cli_lazy.py checks this table against the commands the areas really register.
@@ -103,6 +109,8 @@ SUBCOMMANDS: dict[str, tuple[Area, str]] = {
                            "the inbox."),
     "episode": (_area_run, "Stateful runtime episodes: steps, observations, snapshots, restores "
                            "(docs/episodes.md)."),
+    "site": (_area_site, "Contained-site handles: prepared sites kept as snapshots, opened again with a held "
+                         "preview (docs/sites.md)."),
     "artifacts": (_area_artifacts, "Inspect and verify artifact bundles."),
     "review": (_area_review, "Review captured bundles: list, inspect and decide."),
     "recipe": (_area_recipe, "Workspace recipes (wp-codebox/workspace-recipe/v1)."),

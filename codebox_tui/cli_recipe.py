@@ -8,6 +8,14 @@ from typing import Any
 
 import typer
 
+from codebox_tui.cli_preview import (
+    PREVIEW_HOLD_HELP,
+    PREVIEW_PORT_HELP,
+    PREVIEW_PUBLIC_URL_HELP,
+    announce_held,
+    apply_preview_options,
+    sigterm_interrupts,
+)
 from codebox_tui.cliutil import BACKEND_HELP, JsonOption, counted, emit_json, exit_with, show
 from codebox_tui.contracts.recipe import RECIPE_SCHEMA, recipe_json_schema
 from codebox_tui.contracts.schemas import generate_json_schema, schema_names
@@ -98,6 +106,10 @@ def register(app: typer.Typer) -> None:
                                            "runtime.backend."),
         json_out: bool = JsonOption,
         quiet: bool = QuietOption,
+        preview_hold: str | None = typer.Option(None, "--preview-hold", "--preview-hold-seconds",
+                                                help=PREVIEW_HOLD_HELP),
+        preview_port: int | None = typer.Option(None, "--preview-port", help=PREVIEW_PORT_HELP),
+        preview_public_url: str | None = typer.Option(None, "--preview-public-url", help=PREVIEW_PUBLIC_URL_HELP),
     ) -> None:
         """Run a recipe in a fresh sandbox and produce one bundle (or print the plan with --dry-run)."""
         from codebox_tui.recipes.plan import dry_run as make_plan
@@ -121,8 +133,12 @@ def register(app: typer.Typer) -> None:
         reporter = _reporter("recipe-run", quiet, steps_total=total)
         reporter.phase("start", str(file))
         # the run lifecycle records the run in the review inbox and reports it to the reporter
-        outcome = run_recipe(validation, file.resolve().parent, artifacts_dir=artifacts_dir,
-                             progress=reporter, backend=backend)
+        with sigterm_interrupts():  # SIGTERM releases a hold; the bundle is still captured
+            outcome = run_recipe(validation, file.resolve().parent, artifacts_dir=artifacts_dir,
+                                 progress=reporter, backend=backend,
+                                 preview=lambda request: apply_preview_options(request, preview_hold, preview_port,
+                                                                               preview_public_url),
+                                 on_held=lambda run: announce_held(run, preview_hold or ""))
         if json_out:
             emit_json(outcome)
         else:

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
-from typing import Any
 
 import typer
 
+from codebox_tui.cli_preview import (
+    PREVIEW_HOLD_HELP,
+    PREVIEW_PORT_HELP,
+    PREVIEW_PUBLIC_URL_HELP,
+    announce_held,
+    apply_preview_options,
+    hold_and_capture,
+    sigterm_interrupts,
+)
 from codebox_tui.cliutil import BACKEND_HELP, emit_json, progress, show, to_jsonable
 from codebox_tui.contracts.episode import EPISODE_PLAN_SCHEMA
-from codebox_tui.contracts.runtime import BootOutput, RuntimeEvent
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import ExitCode
 from codebox_tui.lifecycle import (
@@ -55,33 +61,6 @@ def commands_command(
         show(f"{'':38} {spec.description}")
 
 
-def _human_event(event: RuntimeEvent) -> None:
-    data = event.data or {}
-    if event.type == "runtime.boot-progress":
-        progress(f"  boot: {data.get('phase')}" + (f" ({data['ms']} ms)" if "ms" in data else ""))
-    elif event.type == "runtime.ready":
-        progress(f"  ready in {data.get('bootMs')} ms — WordPress {data.get('wordpressVersion')}, "
-                 f"PHP {data.get('phpVersion')} at {data.get('previewUrl')}")
-    elif event.type == "command.started":
-        progress(f"  running {data.get('command')} {' '.join(data.get('args', []))}")
-    elif event.type in ("command.finished", "command.failed"):
-        progress(f"  {data.get('command')} exited {data.get('exitCode')} in {data.get('durationMs')} ms")
-    elif event.type == "command.denied":
-        progress(f"  denied: {data.get('message')}")
-    elif event.type == "artifacts.capturing":
-        progress("  capturing the artifact bundle")
-
-
-class _HumanBootProgress:
-    """``codebox boot``'s progress: the indented lines of :func:`_human_event`, no phases."""
-
-    def phase(self, name: str, detail: str = "") -> None:
-        pass
-
-    def on_event(self, event: Any) -> None:
-        _human_event(event)
-
-
 RESTORE_HELP = ("A snapshot document (files/runtime-snapshots/<id>.json of a bundle) to restore into the fresh sandbox "
                 "before the command; its WordPress and PHP versions must be the run's.")
 PREVIEW_BIND_HELP = ("Address the live preview listens on (default 127.0.0.1, loopback only). Another address, "
@@ -120,10 +99,14 @@ def run_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
     preview_bind: str | None = typer.Option(None, "--preview-bind", help=PREVIEW_BIND_HELP),
     restore: Path | None = typer.Option(None, "--restore", help=RESTORE_HELP),
+    preview_hold: str | None = typer.Option(None, "--preview-hold", "--preview-hold-seconds", help=PREVIEW_HOLD_HELP),
+    preview_port: int | None = typer.Option(None, "--preview-port", help=PREVIEW_PORT_HELP),
+    preview_public_url: str | None = typer.Option(None, "--preview-public-url", help=PREVIEW_PUBLIC_URL_HELP),
 ) -> None:
     """Boot a sandbox, run one command, capture the artifact bundle, dispose."""
     get_command(command)  # an unknown command fails first
     request = _request(mount, policy, wp, php, boot_timeout, artifacts, preview_bind=preview_bind, backend=backend)
+    apply_preview_options(request, preview_hold, preview_port, preview_public_url)
     if restore is not None:
         request.restore, request.restore_source = load_snapshot_document(restore), str(restore)
     request.commands = [CommandStep(command, list(arg), parse_duration(timeout, "--timeout"))]
@@ -131,7 +114,9 @@ def run_command(
     request.env = env_from_pairs(env)
     request.tools = Toolchain(wp_cli_phar=wp_cli_phar)
     reporter = StderrProgress("run", quiet=quiet)
-    outcome = RunService().run(request, progress=reporter)
+    with sigterm_interrupts():  # SIGTERM releases a hold; the bundle is still captured
+        outcome = RunService().run(request, progress=reporter,
+                                   on_held=lambda run: announce_held(run, preview_hold or ""))
     execution, error = outcome.execution, outcome.error
     if json_out:
         # the one document on stdout passes the run's redactor as a whole (docs/security-secrets.md)
@@ -164,14 +149,20 @@ def _say_what_exit_waits_for(reporter: StderrProgress) -> None:
         reporter.phase("waiting", f"until {waiting}, then exiting")
 
 
+BLUEPRINT_HELP = ("A Playground blueprint (JSON) applied right after boot, as the held site's set-up: siteOptions "
+                  "and the steps runPHP, setSiteOptions, writeFile, mkdir, rm, activatePlugin, activateTheme.")
+
+
 def boot_command(
     mount: list[str] = typer.Option([], "--mount", "-m", help=MOUNT_HELP),
     hold: str = typer.Option("15m", "--hold", help="Keep the sandbox up this long (e.g. 90s, 15m, 2h)."),
-    preview_port: int | None = typer.Option(None, "--preview-port", help="Fixed port for the live preview."),
+    preview_port: int | None = typer.Option(None, "--preview-port", help=PREVIEW_PORT_HELP),
     preview_bind: str | None = typer.Option(None, "--preview-bind", help=PREVIEW_BIND_HELP),
+    preview_public_url: str | None = typer.Option(None, "--preview-public-url", help=PREVIEW_PUBLIC_URL_HELP),
+    blueprint: Path | None = typer.Option(None, "--blueprint", help=BLUEPRINT_HELP),
     artifacts: Path | None = typer.Option(None, "--artifacts", "--artifacts-dir",
-                                           help="Folder for the run's event streams (default: "
-                                                "$CODEBOX_HOME/artifacts)."),
+                                           help="Folder that receives the bundle captured when the hold ends "
+                                                "(default: $CODEBOX_HOME/artifacts)."),
     wp: str = typer.Option(DEFAULT_WP_VERSION, "--wp", help=WP_HELP),
     php: str = typer.Option(DEFAULT_PHP_VERSION, "--php", help="PHP version."),
     policy: str | None = typer.Option(None, "--policy", help="Runtime policy: inline JSON or a JSON file."),
@@ -179,43 +170,16 @@ def boot_command(
     json_out: bool = typer.Option(False, "--json", help="Print one wp-codebox/boot/v1 document when ready."),
 ) -> None:
     """Boot a sandbox and hold it for live preview until the hold expires or Ctrl-C."""
-    hold_s = parse_duration(hold, "--hold")
+    from codebox_tui.recipes.blueprint import load_blueprint_file
+
     # the live preview is Playground's (the native backend has none yet: docs/backends.md)
     request = _request(mount, policy, wp, php, boot_timeout, artifacts, preview_bind=preview_bind,
                        backend="playground")
-    request.preview_port = preview_port
+    apply_preview_options(request, hold, preview_port, preview_public_url, hold_flag="--hold")
+    request.blueprint = load_blueprint_file(blueprint) if blueprint is not None else None
     request.warm = True  # a held preview: load WordPress once so the first page a human opens is fast
-    request.capture = False  # a preview leaves its event streams, no bundle
-    request.flow = "boot"
-
-    def stop(_signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    held = None
-    try:
-        with RunService().open(request, progress=None if json_out else _HumanBootProgress()) as run:
-            try:
-                sandbox = run.boot()
-            except KeyboardInterrupt:
-                run.session.emit("runtime.hold-ended", {"reason": "interrupted"})
-                raise
-            output = BootOutput(success=True, runtime=run.session.runtime_info(), previewUrl=sandbox.preview_url,
-                                holdSeconds=hold_s, artifacts={"directory": str(run.session.run_dir)})
-
-            def held() -> None:
-                if json_out:
-                    emit_json(output)
-                else:
-                    progress(f"codebox: preview at {sandbox.preview_url} — held for {hold}; Ctrl-C to stop")
-                    progress("codebox: run commands in it with: "
-                             f"codebox exec --sandbox {run.session.runtime_id} COMMAND")
-
-            run.hold(hold_s, on_held=held)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    request.flow = "boot"  # captured when the hold ends: what `codebox exec --sandbox` changed is reviewable
+    hold_and_capture(request, hold, json_out=json_out)
     if not json_out:
         progress("codebox: sandbox disposed")
 

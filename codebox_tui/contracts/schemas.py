@@ -66,6 +66,12 @@ from codebox_tui.contracts.exec import EXEC_RESULT_SCHEMA, ExecResult
 from codebox_tui.contracts.feedback import FEEDBACK_SCHEMA, ReviewFeedback
 from codebox_tui.contracts.recipe import RECIPE_SCHEMA, WorkspaceRecipe
 from codebox_tui.contracts.runtime import CATALOG_SCHEMA, POLICY_SCHEMA, CommandCatalog, RuntimePolicy
+from codebox_tui.contracts.site import (
+    CONTAINED_SITE_SCHEMA,
+    CONTAINED_SITE_STATUS_SCHEMA,
+    ContainedSite,
+    ContainedSiteStatus,
+)
 from codebox_tui.contracts.site_state import (
     CHECKPOINT_RESULT_SCHEMA,
     RUNTIME_SNAPSHOT_SCHEMA,
@@ -121,6 +127,8 @@ REGISTRY: dict[str, type[BaseModel]] = {
     TOOL_BRIDGE_SCHEMA: ToolBridge,
     AGENT_MESSAGE_SCHEMA: AgentMessage,
     BENCH_SCHEMA: BenchDocument,
+    CONTAINED_SITE_SCHEMA: ContainedSite,
+    CONTAINED_SITE_STATUS_SCHEMA: ContainedSiteStatus,
 }
 
 

@@ -13,6 +13,7 @@ from codebox_tui.lifecycle.request import (
     mounts_from_text,
     policy_from_text,
     preview_bind_address,
+    public_url_from_text,
     settle_runtime,
 )
 from codebox_tui.lifecycle.service import OpenRun, ProgressListener, RunOutcome, RunService
@@ -21,5 +22,5 @@ from codebox_tui.lifecycle.tools import tool_mounts
 __all__ = [
     "CommandStep", "OpenRun", "ProgressListener", "RunControl", "RunOutcome", "RunRequest", "RunService",
     "Toolchain", "check_request", "env_from_pairs", "metadata_from_json", "mounts_from_text", "policy_from_text",
-    "preview_bind_address", "run_artifacts", "run_document", "settle_runtime", "tool_mounts",
+    "preview_bind_address", "public_url_from_text", "run_artifacts", "run_document", "settle_runtime", "tool_mounts",
 ]

@@ -15,8 +15,9 @@ from typing import Any
 from codebox_tui.contracts.runtime import LIVE_MOUNT_KEY, MountSpec
 from codebox_tui.contracts.site_state import SiteStateDiff
 
-# The flows whose runs may be output only: the exec shell, from the CLI and from the MCP server.
-OUTPUT_ONLY_FLOWS = frozenset({"exec"})
+# The flows whose runs may be output only: the exec shell, from the CLI and from the MCP server, and a held
+# preview (`codebox boot`, `codebox site open`) in which nothing was changed.
+OUTPUT_ONLY_FLOWS = frozenset({"exec", "boot", "site-open"})
 
 
 def nothing_to_decide(flow: str, mounts: Sequence[MountSpec], changed_files: Sequence[Any] | None,

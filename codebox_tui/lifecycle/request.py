@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import threading
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -67,6 +68,8 @@ class RunRequest:
     boot_timeout_s: float | None = None
     preview_port: int | None = None
     preview_bind: str | None = None
+    # a tunnel's public URL for the held preview: WordPress's WP_HOME/WP_SITEURL name it (public_url_from_text)
+    public_url: str | None = None
     hold_s: float | None = None
     warm: bool = False
     artifacts_root: Path | None = None
@@ -180,6 +183,20 @@ def preview_bind_address(address: str | None) -> str | None:
                             code="invalid-preview-bind", field="preview-bind") from None
 
 
+def public_url_from_text(text: str | None) -> str | None:
+    """``--preview-public-url``: an absolute http(s) URL with a host and no query or fragment (a tunnel's address
+    for the held preview, docs/sites.md "Held previews"); the trailing slash is dropped, as WordPress keeps it."""
+    if text is None:
+        return None
+    parsed = urllib.parse.urlsplit(text.strip())
+    if parsed.scheme not in ("http", "https") or not parsed.hostname or parsed.query or parsed.fragment \
+            or parsed.username or parsed.password or any(ch.isspace() for ch in text.strip()):
+        raise BadInputError(f"--preview-public-url {text!r} must be an http:// or https:// URL with a host and no "
+                            "query, fragment or credentials, e.g. https://my-tunnel.example", code="invalid-public-url",
+                            field="preview-public-url")
+    return urllib.parse.urlunsplit((parsed.scheme, parsed.netloc, parsed.path.rstrip("/"), "", ""))
+
+
 def env_from_pairs(items: list[str], field_name: str = "env") -> dict[str, str]:
     """``NAME=VALUE`` each → the runtime environment (validated: names, sizes)."""
     from codebox_tui.runtime.backend import validate_runtime_env
@@ -241,6 +258,9 @@ def check_request(request: RunRequest) -> None:
     check_features(backend, holds_preview=bool(request.hold_s) or request.preview_port is not None)
     if request.preview_port is not None and not (1 <= request.preview_port <= 65535):
         raise BadInputError("--preview-port must be between 1 and 65535", code="invalid-port", field="preview-port")
+    if request.public_url is not None and not request.hold_s:
+        raise BadInputError("--preview-public-url names the address of a held preview: give --preview-hold too",
+                            code="public-url-without-hold", field="preview-public-url")
     for step in request.commands:
         args = parse_args(get_command(step.command), step.args)
         if "code" in args and "code-file" in args:

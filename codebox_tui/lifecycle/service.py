@@ -244,7 +244,8 @@ class RunService:
         extra = [*request.extra_mounts, *tool_mounts(request.wanted_tools(), tools_dir, request.tools, self.settings)]
         return SandboxSpec(
             mounts=list(request.mounts), policy=policy, wp=request.wp, php=request.php, blueprint=request.blueprint,
-            preview_port=request.preview_port, preview_bind=request.preview_bind, metadata=dict(request.metadata),
+            preview_port=request.preview_port, preview_bind=request.preview_bind, site_url=request.public_url,
+            metadata=dict(request.metadata),
             boot_timeout_s=request.boot_timeout_s if request.boot_timeout_s is not None
             else self.settings.boot_timeout_s,
             secret_env=resolve_secrets(policy), extra_mounts=extra, env=dict(request.env), warm=request.warm,

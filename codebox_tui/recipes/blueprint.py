@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 
 from codebox_tui.bundle.safe_read import MAX_JSON_BYTES, loads_limited, read_regular
+from codebox_tui.errors import BadInputError
 from codebox_tui.jsonargs import json_path
 
 KNOWN_STEPS = (
@@ -93,6 +94,24 @@ def validate_blueprint_file(path: Path) -> list[dict[str, str]]:
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         return [{"code": "invalid-blueprint", "path": "$", "message": f"Blueprint JSON is invalid: {exc}"}]
     return validate_blueprint_document(document)
+
+
+def load_blueprint_file(path: Path) -> dict[str, Any]:
+    """A blueprint file Codebox can apply (``codebox boot --blueprint``, ``codebox site create --blueprint``): valid
+    in shape and using only the steps :data:`APPLIED_STEPS`; otherwise a BadInputError naming the file, the first
+    problem's JSON path and how many there are."""
+    issues = validate_blueprint_file(path)
+    document: Any = None
+    if not issues:
+        document = loads_limited(read_regular(path, MAX_JSON_BYTES).decode("utf-8"))
+        issues = blueprint_unsupported(document, base="$")
+    if issues:
+        first = issues[0]
+        more = f" (and {len(issues) - 1} more problem(s); see `codebox validate-blueprint`)" if len(issues) > 1 else ""
+        raise BadInputError(f"--blueprint {path}: {first['path']}: {first['message']}{more}",
+                            code=first["code"], field=first["path"])
+    assert isinstance(document, dict)
+    return document
 
 
 # What ``recipe-run`` applies from ``runtime.blueprint`` (after boot, in one PHP request, phase

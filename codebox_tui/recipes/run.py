@@ -231,20 +231,7 @@ class _RecipeRun:
             self.phase("runtime_startup", lambda: self.run.boot() and None)
             site_state = self.run.site_state
             if recipe.runtime.blueprint:
-                from codebox_tui.recipes.blueprint import (
-                    blueprint_file_writes,
-                    blueprint_php,
-                    reviewed_code_ran,
-                    runs_php,
-                )
-
-                for path, data in blueprint_file_writes(recipe.runtime.blueprint):
-                    site_state.declare_setup_write(path, data, "run_blueprint_steps")
-                self._php_phase("run_blueprint_steps", blueprint_php(recipe.runtime.blueprint), _checked_steps)
-                if runs_php(recipe.runtime.blueprint):  # its writes are the recipe's set-up (docs/site-state.md)
-                    spec = self.session.spec
-                    site_state.attribute_setup_phase("run_blueprint_steps", reviewed_code_ran(
-                        recipe.runtime.blueprint, [m.target for m in [*spec.mounts, *spec.extra_mounts]]))
+                apply_blueprint(self.run, recipe.runtime.blueprint, self._php_phase)
             if recipe.inputs.stagedFiles:
                 self.staged_files = self.phase("stage_files", self._stage)["files"]
             if plugins:
@@ -379,14 +366,20 @@ def recipe_request(validation: RecipeValidation, base_dir: Path, scratch: Path, 
 def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: Path | None = None,
                recipe_text: str | None = None, on_session: Callable[[Any], None] | None = None,
                cancel: threading.Event | None = None, control: RunControl | None = None,
-               progress: ProgressListener | None = None, backend: str | None = None) -> dict[str, Any]:
+               progress: ProgressListener | None = None, backend: str | None = None,
+               preview: Callable[[RunRequest], None] | None = None,
+               on_held: Callable[[OpenRun], None] | None = None) -> dict[str, Any]:
     """Run a valid recipe in one sandbox through the run lifecycle (``lifecycle/service.py``: tools, capture,
     sealing, the review inbox) and capture one bundle. ``on_session`` gets the RunSession as soon as it
     exists (a viewer tails its events); once ``cancel`` is set (or ``control`` cancelled) no further step or
-    probe starts and the run fails with ``cancelled`` (the bundle is still captured)."""
+    probe starts and the run fails with ``cancelled`` (the bundle is still captured). ``preview`` fills in the
+    request's held preview (``recipe-run --preview-hold``): the site is then held after the probes and artifacts,
+    before capture, and ``on_held`` is called once it is."""
     scratch = Path(tempfile.mkdtemp(prefix="codebox-recipe-"))
     try:
         request, plugins = recipe_request(validation, base_dir, scratch, artifacts_dir=artifacts_dir, backend=backend)
+        if preview is not None:
+            preview(request)
         recipe, policy = validation.recipe, validation.policy
         assert recipe is not None and policy is not None  # recipe_request checked
         with RunService().open(request, progress=progress, control=control) as run:
@@ -398,6 +391,8 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
                 state.run_probes()
             if ok and recipe.artifacts.paths:
                 state.collect_declared()
+            if request.hold_s and not state.cancelled:
+                run.hold(request.hold_s, on_held=(lambda: on_held(run)) if on_held is not None else None)
             state.attest(validation, policy, recipe_text)
             summary = run.capture(verify=recipe.artifacts.verify is True)
             if run.verification_problem is not None:
@@ -480,6 +475,30 @@ def _run_probe(session: Any, probe: Any, base_dir: Path) -> dict[str, Any]:
         if not json_contains(actual, probe.expectJson):
             return {**out, "status": "failed", "error": "the probe's JSON does not contain expectJson"}
     return {**out, "status": "passed"}
+
+
+PhpPhase = Callable[[str, str, Callable[[Any], Any]], Any]
+
+
+def apply_blueprint(run: OpenRun, blueprint: dict[str, Any], php_phase: PhpPhase | None = None) -> Any:
+    """Apply a blueprint's steps to the booted sandbox in one PHP request (phase ``run_blueprint_steps``) as the
+    run's declared set-up: its ``writeFile``s and, when it runs PHP, whatever it wrote, are attributed to the
+    set-up in the site-state diff (docs/site-state.md, "Attribution"). ``php_phase(name, code, check)`` runs the
+    PHP (a recipe records it as a phase); by default it just runs it. A failed step raises ``SetupFailedError``."""
+    from codebox_tui.recipes.blueprint import blueprint_file_writes, blueprint_php, reviewed_code_ran, runs_php
+
+    def run_php(_name: str, code: str, check: Callable[[Any], Any]) -> Any:
+        return check(_json_tail(run.sandbox.run_php(WP_PREFIX + code, 120).text))
+
+    site_state = run.site_state
+    for path, data in blueprint_file_writes(blueprint):
+        site_state.declare_setup_write(path, data, "run_blueprint_steps")
+    report = (php_phase or run_php)("run_blueprint_steps", blueprint_php(blueprint), _checked_steps)
+    if runs_php(blueprint):  # its writes are the set-up's (docs/site-state.md)
+        spec = run.session.spec
+        site_state.attribute_setup_phase("run_blueprint_steps", reviewed_code_ran(
+            blueprint, [m.target for m in [*spec.mounts, *spec.extra_mounts]]))
+    return report
 
 
 def _checked_steps(report: Any) -> dict[str, Any]:

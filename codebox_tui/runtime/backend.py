@@ -51,6 +51,9 @@ class SandboxSpec:
     preview_port: int | None = None
     # Address the preview server listens on; None: the ``preview_bind`` setting (127.0.0.1).
     preview_bind: str | None = None
+    # The address a browser reaches the preview by (a tunnel's public URL): WordPress's WP_HOME/WP_SITEURL name it
+    # instead of the local preview address (`--preview-public-url`, docs/sites.md "Held previews").
+    site_url: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     # Seconds; default: the ``boot_timeout_s`` setting (CODEBOX_BOOT_TIMEOUT_S).
     boot_timeout_s: float = field(default_factory=_default_boot_timeout)

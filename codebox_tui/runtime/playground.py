@@ -519,7 +519,8 @@ class PlaygroundBackend:
         report("resolving-wordpress", {"version": build.version})
         golden = ensure_golden_site(build, self.settings.golden_dir)
         spare_key = _spare_key(build, spec, self._binds(spec), self.settings)
-        poolable = spec.preview_port is None and spec.preview_bind is None and spec.blueprint is None
+        poolable = (spec.preview_port is None and spec.preview_bind is None and spec.blueprint is None
+                    and spec.site_url is None)
         if poolable:
             with _spares_lock:
                 pending = _spares.pop(spare_key, None)
@@ -639,6 +640,8 @@ class PlaygroundBackend:
                 "mounts": mounts, "defineBool": define_bool, "warm": warm,
                 "port": spec.preview_port or 0, "bind": spec.preview_bind or self.settings.preview_bind,
             }
+            if spec.site_url is not None:
+                params["siteUrl"] = spec.site_url
             remaining = max(1.0, spec.boot_timeout_s - (time.monotonic() - started))
             result = sidecar.request("boot", params, remaining)
             if seed and not spec.mounts and not spec.extra_mounts and warm:

@@ -261,3 +261,10 @@ def command_output(run_dir: Path, event: Any) -> tuple[str, str] | None:
 
     title = f"{entry.get('command', '?')} — exit {entry.get('exitCode', '?')}"
     return title, f"stdout\n──────\n{stream('stdout')}\n\nstderr\n──────\n{stream('stderr')}"
+
+
+def prepared_sites() -> list[Any]:
+    """The contained sites kept under $CODEBOX_HOME/sites, newest first (codebox_tui/sites/store.py, SiteRow)."""
+    from codebox_tui.sites.store import site_rows
+
+    return list(site_rows())

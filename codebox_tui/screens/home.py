@@ -33,6 +33,7 @@ DECISION_LABELS = {"approved": "approved", "applied": "applied", "discarded": "d
                    "pending": "—", OUTPUT_ONLY_STATUS: OUTPUT_ONLY_LABEL}
 # (label, widest) of every column but the title: each is as wide as its widest cell (never wider than this),
 # so verdict, tests and risk stay whole, and the title takes what is left (at least MIN_TITLE)
+SITES_SHOWN = 3  # prepared sites listed under the inbox; `codebox site list` has them all
 COLUMNS = [("source", 7), ("verdict", 16), ("tests", 13), ("risk", 4), ("files", 5),
            ("decision", len(OUTPUT_ONLY_LABEL)), ("age", 3)]
 MIN_TITLE = 16
@@ -129,6 +130,7 @@ evaluate-patch), risk flags, changed files, decision, age.
         yield Input(placeholder="search: every word must match (title, source, verdict, flags, id, path); "
                                 "enter applies, escape clears", id="home-search", classes="hidden")
         yield DataTable(id="bundles", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="home-sites", markup=False, classes="hidden")  # prepared sites (docs/sites.md)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -174,6 +176,30 @@ evaluate-patch), risk flags, changed files, decision, age.
         self.loading_rows = True
         self._update_status()
         self._load_rows()
+        self._load_sites()
+
+    @work(thread=True, exclusive=True, group="home-sites")
+    def _load_sites(self) -> None:
+        try:
+            sites = data.prepared_sites()
+        except Exception:  # an unreadable sites folder leaves the section hidden; the inbox is what matters here
+            sites = []
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._sites_loaded, sites)
+
+    def _sites_loaded(self, sites: list[Any]) -> None:
+        """A few lines under the inbox: each prepared site and how to open it (`codebox site open ID`)."""
+        if not self.is_mounted:
+            return
+        panel = self.query_one("#home-sites", Static)
+        panel.set_class(not sites, "hidden")
+        lines = [f" Prepared sites ({len(sites)}) — open one with: codebox site open ID"]
+        for site in sites[:SITES_SHOWN]:
+            lines.append(f"   {site.site_id}  " + (site.problem or f"{site.runtime} · {site.mounts} mount(s) · "
+                                                   f"{age(site.created_at, self.now)}"))
+        if len(sites) > SITES_SHOWN:
+            lines.append(f"   … {len(sites) - SITES_SHOWN} more: codebox site list")
+        panel.update("\n".join(safe_text(line) for line in lines))
 
     @work(thread=True, exclusive=True, group="home-refresh")
     def _load_rows(self) -> None:

@@ -227,6 +227,8 @@ const ops = {
       cli = await listenContext.run({ host: p.bind || '127.0.0.1' }, () => runCLI({
         command: 'server',
         port: p.port || 0,
+        // a tunnel's public URL: WordPress's WP_HOME/WP_SITEURL name it (the server still listens locally)
+        ...(p.siteUrl ? { 'site-url': p.siteUrl } : {}),
         php: p.php,
         wp: p.wp,
         'mount-before-install': p.mountsBeforeInstall || [],

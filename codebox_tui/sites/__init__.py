@@ -1,0 +1,1 @@
+"""Contained-site handles: prepared sites kept as snapshots under ``$CODEBOX_HOME/sites`` (docs/sites.md)."""

@@ -1,0 +1,138 @@
+"""Previews that outlive the command, through the real CLI on real Playground (docs/sites.md, "Held previews"):
+`run` and `recipe-run --preview-hold` keep the site up after their commands on a fixed port, `--preview-public-url`
+aligns WP_HOME/WP_SITEURL with a tunnel's address, `boot --blueprint` sets the held site up, and `boot` captures a
+bundle when its hold ends, so an edit made through `codebox exec` is reviewed and applied from the CLI. Every hold
+is released by a signal, never by waiting for it to expire. One sandbox per command (three in all)."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.factories.held import HeldCommand, codebox, free_port
+
+pytestmark = pytest.mark.playground
+
+TUNNEL = "https://tunnel.example.test"
+SITE_FACTS = "wp eval 'echo WP_HOME, \"|\", WP_SITEURL, \"|\", get_option(\"blogname\");'"
+
+
+def _rest_index(url: str) -> dict[str, object]:
+    with urllib.request.urlopen(url + "/?rest_route=/", timeout=120) as response:
+        assert response.status == 200
+        value = json.loads(response.read())
+    assert isinstance(value, dict)
+    return value
+
+
+def _events(run_dir: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+def test_boot_with_a_blueprint_holds_then_captures_what_exec_changed_for_review_and_apply(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    plugin = tmp_path / "tiny"
+    plugin.mkdir()
+    (plugin / "tiny.php").write_text("<?php\n/* Plugin Name: Tiny */\n")
+    blueprint = tmp_path / "blueprint.json"
+    blueprint.write_text(json.dumps({"siteOptions": {"blogname": "Set by the blueprint"},
+                                     "steps": [{"step": "mkdir", "path": "/wordpress/wp-content/uploads/bp"}]}))
+    port = free_port()
+    held = HeldCommand(home, "boot", "--hold", "10m", "--preview-port", str(port), "--blueprint", str(blueprint),
+                       "--preview-public-url", TUNNEL + "/", "--mount", f"{plugin}:/wordpress/wp-content/plugins/tiny",
+                       "--json")
+    try:
+        where, runtime_id = held.wait_held()
+        assert where == TUNNEL  # the address a browser uses; the trailing slash dropped as WordPress keeps it
+        boot_doc = json.loads(held.stdout)
+        assert boot_doc["previewUrl"] == f"http://127.0.0.1:{port}"  # served locally, on the port asked for
+        assert _rest_index(boot_doc["previewUrl"])["name"] == "Set by the blueprint"
+        facts = codebox(home, "exec", "--sandbox", runtime_id, "--capabilities", "read,eval", SITE_FACTS)
+        assert facts.returncode == 0, facts.stderr
+        assert facts.stdout == f"{TUNNEL}|{TUNNEL}|Set by the blueprint"
+        edit = codebox(home, "exec", "--sandbox", runtime_id, "--capabilities", "read,write",
+                       "echo '// edited in the held sandbox' >> wp-content/plugins/tiny/tiny.php")
+        assert edit.returncode == 0, edit.stderr
+        assert "edited" not in (plugin / "tiny.php").read_text()  # the private copy, not the host folder
+        assert held.release(signal.SIGTERM) == 0, held.stderr
+    finally:
+        held.kill()
+    captured = re.search(r"codebox: bundle (\S+) in (\S+); review it with: codebox review show (@\d+)", held.stderr)
+    assert captured, held.stderr
+    events = _events(Path(captured.group(2)))
+    assert [e["data"] for e in events if e["type"] == "runtime.hold-ended"] == [{"reason": "interrupted"}]
+    shown = codebox(home, "review", "show", captured.group(3))
+    assert shown.returncode == 0 and "modified  tiny.php" in shown.stdout, shown.stdout + shown.stderr
+    approved = codebox(home, "review", "approve", captured.group(3), "--json")
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+    decision = json.loads(approved.stdout)
+    assert decision["approved_relative_paths"] == ["tiny.php"]  # the blueprint's set-up is not a change to review
+    applied = codebox(home, "apply", str(decision["id"]), "--adapter", "directory", "--target", str(plugin))
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert (plugin / "tiny.php").read_text().endswith("// edited in the held sandbox\n")
+
+
+def test_run_preview_hold_keeps_the_site_up_after_the_command_until_released(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    port = free_port()
+    held = HeldCommand(home, "run", "--preview-hold", "10m", "--preview-port", str(port), "--json",
+                       "-c", "wordpress.run-php", "-a", "code=update_option('blogname', 'Changed by the command'); "
+                                                        "echo get_option('home');")
+    try:
+        where, runtime_id = held.wait_held()
+        assert where == f"http://127.0.0.1:{port}"
+        # the command has finished; the site it left is still served, for a browser
+        assert _rest_index(where)["name"] == "Changed by the command"
+        assert held.release(signal.SIGINT) == 0, held.stderr  # Ctrl-C
+    finally:
+        held.kill()
+    doc = json.loads(held.stdout)
+    assert doc["success"] is True and doc["runtime"]["id"] == runtime_id
+    assert doc["execution"]["stdout"] == f"http://127.0.0.1:{port}"
+    run_dir = Path(doc["artifacts"]["directory"])
+    kinds = [e["type"] for e in _events(run_dir)]
+    assert kinds.index("command.finished") < kinds.index("runtime.held") < kinds.index("runtime.hold-ended")
+    assert doc["artifacts"]["id"]  # captured after the hold
+    with pytest.raises(OSError):  # and disposed
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5)
+
+
+def test_recipe_run_preview_hold_serves_the_site_the_recipe_left_under_the_public_url(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    recipe = tmp_path / "recipe.json"
+    recipe.write_text(json.dumps({
+        "schema": "wp-codebox/workspace-recipe/v1",
+        "workflow": {"steps": [{"command": "wordpress.run-php",
+                                "args": ["code=update_option('blogname', 'Left by the recipe'); echo 'ok';"]}]}}))
+    port = free_port()
+    held = HeldCommand(home, "recipe-run", str(recipe), "--preview-hold", "10m", "--preview-port", str(port),
+                       "--preview-public-url", TUNNEL, "--json")
+    try:
+        where, runtime_id = held.wait_held()
+        assert where == TUNNEL
+        assert _rest_index(f"http://127.0.0.1:{port}")["name"] == "Left by the recipe"
+        facts = codebox(home, "exec", "--sandbox", runtime_id, "--capabilities", "read,eval", SITE_FACTS)
+        assert facts.stdout == f"{TUNNEL}|{TUNNEL}|Left by the recipe", facts.stderr
+        assert held.release(signal.SIGTERM) == 0, held.stderr
+    finally:
+        held.kill()
+    outcome = json.loads(held.stdout)
+    assert outcome["success"] is True and outcome["runtimeId"] == runtime_id and outcome["bundleId"]
+
+
+@pytest.mark.parametrize(("args", "field"), [
+    (["--preview-public-url", "https://tunnel.example"], "preview-public-url"),  # no hold to name
+    (["--preview-hold", "1m", "--preview-public-url", "ftp://tunnel.example"], "preview-public-url"),
+    (["--preview-hold", "soon"], "--preview-hold"),
+])
+def test_bad_preview_options_are_refused_before_anything_boots(tmp_path: Path, args: list[str], field: str) -> None:
+    home = tmp_path / "home"
+    refused = codebox(home, "run", "-c", "wordpress.run-php", "-a", "code=echo 1;", "--json", *args)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert json.loads(refused.stdout)["error"]["field"] == field
+    assert not (home / "sandboxes").exists()  # nothing booted
