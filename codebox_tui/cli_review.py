@@ -18,8 +18,9 @@ from codebox_tui.textsafe import safe_text
 from store import threeway
 from store.apply import apply_decision, apply_hint
 from store.changed_names import AmbiguousFileName
+from store.content import BundleContent, read_content
 from store.db import BundleRecord, Store, shown_status
-from store.decisions import BundleContent, decide, default_approver, prune_discarded, read_content, resolve_bundle
+from store.decisions import decide, default_approver, prune_discarded, resolve_bundle
 from store.feedback import record_iterate_feedback
 from store.inbox import describe_bundle, flow_of, import_bundles
 from store.journal import recover, target_lock

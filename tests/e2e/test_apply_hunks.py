@@ -15,8 +15,9 @@ import pytest
 
 from codebox_tui.errors import BadInputError, ConflictError
 from store.apply import apply_decision
+from store.content import read_content
 from store.db import Store
-from store.decisions import decide, read_content, register_bundle
+from store.decisions import decide, register_bundle
 from tests.factories.apply_back import BASELINE, CHANGES, git, git_repo, tree
 from tests.factories.hunks import EDITS, big_after, captured
 
