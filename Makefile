@@ -67,7 +67,7 @@ schemas: setup
 	$(PY) -m codebox_tui.contracts.schemas --write
 
 screenshots: setup
-	$(PY) -m codebox_tui.screenshots
+	$(PY) -m tests.factories.screenshots
 
 bench: setup
 	$(PY) bench/run_all.py

@@ -45,7 +45,7 @@ class StderrProgress:
     def line(self, text: str) -> None:
         if self.quiet:
             return
-        # events carry sandbox-written text (step names, messages): escaped as cliutil.show does
+        # events carry sandbox-written text (step names, messages): escaped as cli/output.py's show does
         out = terminal_text(f"codebox {self.label} [{self.elapsed():7.1f}s] {text}")
         self.lines.append(out)
         stream = self.stream or sys.stderr

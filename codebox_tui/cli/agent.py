@@ -15,7 +15,7 @@ from codebox_tui.agents import (
     task_from_text,
     workspace_from_text,
 )
-from codebox_tui.cliutil import BACKEND_HELP, emit_json, progress
+from codebox_tui.cli.output import BACKEND_HELP, emit_json, progress
 from codebox_tui.contracts.agent import Orchestrator
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, ExitCode

@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from codebox_tui.cliutil import JsonOption, emit_json, progress, say, show
+from codebox_tui.cli.output import JsonOption, emit_json, progress, say, show
 from codebox_tui.errors import BadInputError
 from codebox_tui.textsafe import safe_text
 from store import threeway
@@ -593,5 +593,5 @@ def register(app: typer.Typer) -> None:
 
 
 def register_prune(artifacts_app: typer.Typer) -> None:
-    """Add ``prune`` to the ``artifacts`` group (the group itself is :mod:`codebox_tui.cli_artifacts`)."""
+    """Add ``prune`` to the ``artifacts`` group (the group itself is :mod:`codebox_tui.cli.artifacts`)."""
     artifacts_app.command("prune")(prune_command)

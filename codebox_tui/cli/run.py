@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from codebox_tui.cliutil import BACKEND_HELP, emit_json, progress, show, to_jsonable
+from codebox_tui.cli.output import BACKEND_HELP, emit_json, progress, show, to_jsonable
 from codebox_tui.contracts.episode import EPISODE_PLAN_SCHEMA
 from codebox_tui.contracts.runtime import BootOutput, RuntimeEvent
 from codebox_tui.durations import parse_duration
@@ -137,7 +137,7 @@ def run_command(
         # the one document on stdout passes the run's redactor as a whole (docs/security-secrets.md)
         emit_json(run_document(outcome))
     else:
-        # what the sandbox printed, with control and bidi characters escaped (cliutil.show); --json is exact
+        # what the sandbox printed, with control and bidi characters escaped (cli/output.py's show); --json is exact
         if execution is not None and execution.stdout:
             show(execution.stdout, nl=not execution.stdout.endswith("\n"))
         if execution is not None and execution.stderr and execution.exitCode != 0:

@@ -11,7 +11,7 @@ from codebox_tui.bundle.reader import find_bundle_dir, find_bundles, load_bundle
 from codebox_tui.bundle.results import BundleChecks
 from codebox_tui.bundle.summary import artifact_summary, checks_of
 from codebox_tui.bundle.verify import verify_bundle
-from codebox_tui.cliutil import emit_json, say
+from codebox_tui.cli.output import emit_json, say
 from codebox_tui.contracts.bundle_read import ManifestView
 from codebox_tui.errors import BadInputError, ExitCode
 from store.db import Store
