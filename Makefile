@@ -52,6 +52,7 @@ test: setup lint typecheck pytest
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+	$(PY) scripts/dead_code.py
 
 typecheck: setup
 	$(VENV)/bin/mypy

@@ -55,13 +55,6 @@ from store.plan import (
 ENTRY_POINT_GROUP = "codebox.apply_adapters"
 
 
-# -- the plan every adapter receives ------------------------------------------------------------
-
-
-
-
-
-
 # -- adapters --------------------------------------------------------------------------------
 
 
@@ -286,15 +279,6 @@ def apply_hint(decision: Decision) -> str:
     named = ", ".join(binary[:3]) + (f" and {len(binary) - 3} more" if len(binary) > 3 else "")
     return (f"apply it with: codebox apply {decision.id} --adapter git --target <git work tree> (binary: {named}, "
             "which the directory adapter does not write; or --adapter patch --target <file.patch>)")
-
-
-# -- target checks ---------------------------------------------------------------------------
-
-
-
-
-
-
 
 
 # -- the entry point ---------------------------------------------------------------------------

@@ -48,10 +48,6 @@ class Comment:
     updated_at: str
     outdated: bool = field(default=False)
 
-    @property
-    def is_file_comment(self) -> bool:
-        return self.side == "file"
-
     def covers(self, side: str, line: int) -> bool:
         """Whether this line comment includes ``line`` on ``side``."""
         return (

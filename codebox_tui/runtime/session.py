@@ -354,8 +354,6 @@ class RunSession:
         self.emit("command.finished" if error_info is None else "command.failed",
                   {"id": command_id, "command": command, "exitCode": result.exitCode, "durationMs": duration,
                    **({"error": error_info.to_dict()} if error_info else {})}, level=level)
-        if error_info is not None and isinstance(error_info, SandboxError):
-            raise error_info
         if error_info is not None:
             raise error_info
         return result
