@@ -8,8 +8,10 @@ from typing import Any
 
 import typer
 
+from codebox_tui.batch import parse_batch_file, run_batch
 from codebox_tui.batch.progress import ProgressTable
 from codebox_tui.cli.output import JsonOption, emit_json, exit_with, show
+from codebox_tui.durations import parse_duration
 from codebox_tui.errors import ExitCode
 
 
@@ -32,9 +34,6 @@ def batch_command(
 
     Exit 0 when every item completed with a positive verdict, 1 when any failed, timed out or was
     cancelled, 2 for a malformed batch file (nothing runs), 130 when interrupted."""
-    from codebox_tui.batch import parse_batch_file, run_batch
-    from codebox_tui.durations import parse_duration
-
     timeout_s = parse_duration(timeout, "--timeout") if timeout else None
     items = parse_batch_file(file)
     table = ProgressTable(quiet=quiet)

@@ -12,7 +12,14 @@ from codebox_tui.cli.output import BACKEND_HELP, JsonOption, counted, emit_json,
 from codebox_tui.contracts.recipe import RECIPE_SCHEMA, recipe_json_schema
 from codebox_tui.contracts.schemas import generate_json_schema, schema_names
 from codebox_tui.errors import BadInputError, ExitCode
+from codebox_tui.progress_report import StderrProgress
+from codebox_tui.recipes.blueprint import validate_blueprint_file
+from codebox_tui.recipes.evaluate_patch import check_bench_paths, evaluate_patch
+from codebox_tui.recipes.evaluate_range import check_evaluation_inputs, evaluate_git_range
+from codebox_tui.recipes.plan import dry_run as make_plan
 from codebox_tui.recipes.run import run_recipe
+from codebox_tui.recipes.validate import all_steps, validate_recipe_file
+from codebox_tui.settings import get_settings
 from codebox_tui.textsafe import safe_text
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
@@ -34,8 +41,6 @@ QuietOption = typer.Option(False, "--quiet", "-q", help="No progress lines on st
 
 
 def _reporter(label: str, quiet: bool, steps_total: int | None = None) -> Any:
-    from codebox_tui.progress_report import StderrProgress
-
     return StderrProgress(label, quiet=quiet, steps_total=steps_total)
 
 
@@ -69,8 +74,6 @@ def recipe_validate(
     json_out: bool = JsonOption,
 ) -> None:
     """Check a recipe and report every problem with its JSON path. Boots nothing."""
-    from codebox_tui.recipes.validate import validate_recipe_file
-
     result = validate_recipe_file(file)
     doc = result.to_dict()
     if json_out:
@@ -94,9 +97,6 @@ def recipe_run(
     quiet: bool = QuietOption,
 ) -> None:
     """Run a recipe in a fresh sandbox and produce one bundle (or print the plan with --dry-run)."""
-    from codebox_tui.recipes.plan import dry_run as make_plan
-    from codebox_tui.recipes.validate import validate_recipe_file
-
     validation = validate_recipe_file(file)
     if dry_run or not validation.valid:
         doc = make_plan(validation, file.resolve().parent, backend=backend)
@@ -109,8 +109,6 @@ def recipe_run(
                  err=True)
             _print_issues(doc["validation"]["issues"])
         exit_with(ExitCode.OK if validation.valid else ExitCode.BAD_INPUT)
-    from codebox_tui.recipes.validate import all_steps
-
     total = len(all_steps(validation.recipe)) if validation.recipe else None
     reporter = _reporter("recipe-run", quiet, steps_total=total)
     reporter.phase("start", str(file))
@@ -128,8 +126,6 @@ def validate_blueprint(
     json_out: bool = JsonOption,
 ) -> None:
     """Check a raw Playground blueprint's shape. Boots nothing."""
-    from codebox_tui.recipes.blueprint import validate_blueprint_file
-
     issues = validate_blueprint_file(file)
     doc = {"schema": BLUEPRINT_VALIDATION, "success": not issues, "valid": not issues,
            "blueprintPath": str(file), "issues": issues}
@@ -189,9 +185,6 @@ def evaluate_patch_command(
 
     Exit 0 only for the verdicts improvement and neutral (tests ran on both sides, front end clean);
     regression, untested and plugin-broken exit 1."""
-    from codebox_tui.recipes.evaluate_patch import evaluate_patch
-    from codebox_tui.settings import get_settings
-
     if wordpress_mode not in ("auto", "tests-lib", "global", "none"):
         raise BadInputError(f"--wordpress must be auto, tests-lib, global or none, not {wordpress_mode!r}",
                             code="invalid-arg", field="--wordpress")
@@ -202,11 +195,7 @@ def evaluate_patch_command(
             raise BadInputError(f"--env {item!r} must look like NAME=VALUE", code="invalid-runtime-env",
                                 field="--env")
         runtime_env[name] = value
-    from codebox_tui.recipes.evaluate_range import check_evaluation_inputs
-
     check_evaluation_inputs(plugin, patch, git_range, wp=wp, php=php, backend=backend)  # nothing boots on bad input
-    from codebox_tui.recipes.evaluate_patch import check_bench_paths
-
     check_bench_paths(bench, bench_count)
     root = artifacts_dir or get_settings().artifacts_dir
     reporter = _reporter("evaluate-patch", quiet)
@@ -220,8 +209,6 @@ def evaluate_patch_command(
         "bench_count": bench_count,
         "progress": reporter}
     if git_range is not None:
-        from codebox_tui.recipes.evaluate_range import evaluate_git_range
-
         outcome = evaluate_git_range(plugin, git_range, **options)
     else:
         assert patch is not None

@@ -11,6 +11,7 @@ import typer
 from codebox_tui.cli.output import BACKEND_HELP, emit_json, progress, show, to_jsonable
 from codebox_tui.contracts.episode import EPISODE_PLAN_SCHEMA
 from codebox_tui.contracts.runtime import BootOutput, RuntimeEvent
+from codebox_tui.contracts.schemas import generate_json_schema
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import ExitCode
 from codebox_tui.lifecycle import (
@@ -29,6 +30,7 @@ from codebox_tui.lifecycle.episode import episode_run_output, load_plan, load_sn
 from codebox_tui.progress_report import StderrProgress
 from codebox_tui.runtime.backends import backend_name, default_php
 from codebox_tui.runtime.catalog import command_catalog, get_command
+from codebox_tui.runtime.playground import background_work
 from codebox_tui.runtime.wordpress_builds import wp_option_help
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
@@ -157,8 +159,6 @@ def run_command(
 
 def _say_what_exit_waits_for(reporter: StderrProgress) -> None:
     """The result is out; if this process still has background work its exit waits for, say what it is."""
-    from codebox_tui.runtime.playground import background_work
-
     waiting = background_work()
     if waiting is not None:
         reporter.phase("waiting", f"until {waiting}, then exiting")
@@ -279,8 +279,6 @@ def episode_run_command(
 @episode_app.command("schema")
 def episode_schema_command() -> None:
     """Print the JSON Schema of an episode plan (codebox/episode-plan/v1), generated from its model."""
-    from codebox_tui.contracts.schemas import generate_json_schema
-
     emit_json(generate_json_schema(EPISODE_PLAN_SCHEMA))
 
 

@@ -3,6 +3,8 @@ documents every bundle may carry (metadata, review, cases) — and :func:`verify
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import os
@@ -10,6 +12,8 @@ import stat
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from codebox_tui.bundle import layout
 from codebox_tui.bundle.digests import MODE_A_INPUTS, content_digest, file_list_digest, file_sha256, manifest_self_hash
@@ -33,6 +37,7 @@ from codebox_tui.contracts.bundle import (
     BundleVerification,
 )
 from codebox_tui.contracts.canonical import MAX_ARRAY_ITEMS
+from codebox_tui.contracts.site_state import RuntimeSnapshot, SiteStateDiff, snapshot_hashes
 
 
 def _shape_ok(manifest: Any) -> str | None:
@@ -270,9 +275,6 @@ def _check_documents(check: Checker, manifest: dict[str, Any], listed: dict[str,
 
 def _check_site_state_diff(check: Checker, path: str) -> None:
     """``codebox/site-state-diff/v1`` (docs/site-state.md): the model is the schema."""
-    from pydantic import ValidationError
-
-    from codebox_tui.contracts.site_state import SiteStateDiff
 
     doc = load_json(check.bundle, path)
     try:
@@ -289,12 +291,7 @@ def _check_runtime_snapshot(check: Checker, listed: dict[str, dict[str, Any]], p
     model is the schema; its ``hashes`` must match its table and file lists; every file's bytes must be inline or
     in the listed blob named by its sha256 (whose recorded hash, checked against its bytes like every listed file,
     must be that sha256)."""
-    import base64
-    import binascii
 
-    from pydantic import ValidationError
-
-    from codebox_tui.contracts.site_state import RuntimeSnapshot, snapshot_hashes
 
     doc = load_json(check.bundle, path)
     try:

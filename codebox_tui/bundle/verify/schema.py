@@ -7,6 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
+from referencing import Registry
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
 
 from codebox_tui.bundle.verify.common import (
     TOOL_CALL_TRANSCRIPT_SCHEMA,
@@ -91,10 +94,6 @@ def _schema_problems_up_front(schema: Any) -> None:
     """What Ajv rejects when it compiles a schema, before any payload is seen: a ``$schema`` other than 2020-12,
     the draft-04 ``id`` keyword, a pattern JavaScript rejects, and a ``$ref`` that does not resolve (every ref
     reachable from the root, followed into what it names). Raises ``jsonschema.SchemaError``."""
-    from referencing import Registry
-    from referencing.exceptions import Unresolvable
-    from referencing.jsonschema import DRAFT202012
-
     if isinstance(schema, dict) and "$schema" in schema and schema["$schema"] not in SCHEMA_2020_IDS:
         raise jsonschema.SchemaError(f"no schema with key or ref {schema['$schema']!r} (only JSON Schema 2020-12)")
     root_id = schema.get("$id", "") if isinstance(schema, dict) and isinstance(schema.get("$id"), str) else ""
