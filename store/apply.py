@@ -40,17 +40,14 @@ from codebox_tui.errors import BadInputError, CodeboxError, ConflictError
 from store.adapters.directory import DirectoryAdapter
 from store.adapters.git import GitAdapter
 from store.adapters.patch import PatchAdapter
+from store.approved import ApprovedChange
 from store.audit import append_apply_audit
 from store.changed_names import ChangedFileNames, sandbox_key
 from store.content import changed_entries, read_evidence, read_verified
 from store.db import Store
 from store.journal import STAGING_DIR
 from store.patchtext import PatchBlock, PatchError, filter_patch, hunk_hashes
-from store.plan import (
-    ApplyAdapter,
-    ApplyPlan,
-    ApprovedChange,
-)
+from store.plan import ApplyAdapter, ApplyPlan
 
 ENTRY_POINT_GROUP = "codebox.apply_adapters"
 
