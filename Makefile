@@ -52,6 +52,7 @@ test: setup lint typecheck pytest
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+	$(PY) scripts/dead_code.py
 
 typecheck: setup
 	$(VENV)/bin/mypy
@@ -67,7 +68,7 @@ schemas: setup
 	$(PY) -m codebox_tui.contracts.schemas --write
 
 screenshots: setup
-	$(PY) -m codebox_tui.screenshots
+	$(PY) -m tests.factories.screenshots
 
 bench: setup
 	$(PY) bench/run_all.py

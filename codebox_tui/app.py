@@ -12,7 +12,20 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from codebox_tui.errors import CodeboxError
+from codebox_tui.runtime.backend import SandboxSpec
+from codebox_tui.runtime.playground import PlaygroundBackend, shutdown_sidecars
+from codebox_tui.runtime.policy import default_policy
+from codebox_tui.screens.dialogs import HelpDialog
+from codebox_tui.screens.evaluate import EvaluatePatchScreen, ReproduceScreen
+from codebox_tui.screens.home import HomeScreen
+from codebox_tui.screens.opening import OpeningScreen
+from codebox_tui.screens.review import ReviewScreen, prepare_review
 from codebox_tui.settings import get_settings
+from codebox_tui.textsafe import safe_text
+from widgets.diff_view import DiffView
+from widgets.evidence_view import prepare_images
+from widgets.keys import key_display
 
 if TYPE_CHECKING:
     from codebox_tui.lifecycle import RunControl
@@ -38,9 +51,6 @@ class CodeboxApp(App[None]):
         self._initial_review: Any = None
         self._initial_problem: str | None = None
         if bundle is not None:
-            from codebox_tui.errors import CodeboxError
-            from codebox_tui.screens.review import prepare_review
-
             try:
                 self._initial_review = prepare_review(Path(bundle))
             except (CodeboxError, OSError) as error:
@@ -69,16 +79,10 @@ class CodeboxApp(App[None]):
             self.set_keymap(settings.keymap)
         if settings.keymap_problem:
             self.notify(settings.keymap_problem, severity="warning")
-        from codebox_tui.screens.home import HomeScreen
-
         self.push_screen(HomeScreen(now=self.fixed_now))
         if self._initial_review is not None and self.initial_bundle is not None:
-            from codebox_tui.screens.review import ReviewScreen
-
             self.push_screen(ReviewScreen(Path(self.initial_bundle), self._initial_review))
         elif self._initial_problem is not None:
-            from codebox_tui.textsafe import safe_text
-
             self.notify(safe_text(self._initial_problem), severity="error", timeout=8, markup=False)
         self._check_size()
 
@@ -93,26 +97,17 @@ class CodeboxApp(App[None]):
     def open_bundle(self, path: Path, *, tab: str | None = None) -> None:
         """Open a bundle for review: verified in a worker behind a 'Verifying…' screen (never on the UI
         thread), then the Review screen (on ``tab`` when given, e.g. ``tab-tests``)."""
-        from codebox_tui.screens.opening import OpeningScreen
-
         self.push_screen(OpeningScreen(path, tab=tab))
 
     def action_evaluate_patch(self) -> None:
         """The "Evaluate a patch" form (Home's `e`, the palette)."""
-        from codebox_tui.screens.evaluate import EvaluatePatchScreen
-
         self.push_screen(EvaluatePatchScreen())
 
     def action_reproduce_bug(self) -> None:
         """The "Reproduce a bug" form (Home's `R`, the palette)."""
-        from codebox_tui.screens.evaluate import ReproduceScreen
-
         self.push_screen(ReproduceScreen())
 
     def action_help(self) -> None:
-        from codebox_tui.screens.dialogs import HelpDialog
-        from widgets.keys import key_display
-
         parts = [getattr(self.screen, "HELP", "") or ""]
         focused = self.focused
         if focused is not None and getattr(focused, "HELP", None):
@@ -131,9 +126,6 @@ class CodeboxApp(App[None]):
         """The command palette: each action once (by its title), every binding of the focus chain (also
         ones a focused widget shadows by key, e.g. Home's `enter` under the table's own `enter`), the
         diff view's toggles and hunk keys even while another pane has the focus, and open-bundle."""
-        from widgets.diff_view import DiffView
-        from widgets.keys import key_display
-
         titles: set[str] = set()
         for command in super().get_system_commands(screen):
             if command.title not in titles:
@@ -173,19 +165,13 @@ class CodeboxApp(App[None]):
 
     def action_open_bundle_dialog(self) -> None:
         """Ask for a bundle folder and open it: Home's `o`, from any screen."""
-        from codebox_tui.screens.home import HomeScreen
-
         home = next((s for s in self.screen_stack if isinstance(s, HomeScreen)), None)
         if home is not None:
             home.action_open_path()
 
 
 def run_app(bundle: Path | None = None) -> None:
-    from widgets.evidence_view import prepare_images
-
     prepare_images()  # the terminal is asked about image support before Textual owns stdin
-    from codebox_tui.runtime.playground import shutdown_sidecars
-
     _prewarm_launch_defaults()
     try:
         CodeboxApp(bundle).run()
@@ -197,11 +183,6 @@ def _prewarm_launch_defaults() -> None:
     """Boot a spare for the Launch screen's defaults (default WordPress, PHP and policy) while the user
     looks around, so the first run starts warm. Off with CODEBOX_SPARE_SANDBOXES=off; a failure here only
     means the first run boots from scratch (it reports the real error then)."""
-    from codebox_tui.errors import CodeboxError
-    from codebox_tui.runtime.backend import SandboxSpec
-    from codebox_tui.runtime.playground import PlaygroundBackend
-    from codebox_tui.runtime.policy import default_policy
-
     try:
         PlaygroundBackend().prewarm(SandboxSpec(mounts=[], policy=default_policy()))
     except (CodeboxError, OSError):

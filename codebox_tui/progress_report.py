@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from codebox_tui.runtime.test_progress import counted
 from codebox_tui.textsafe import terminal_text
 
 MAX_ARGS_CHARS = 80
@@ -45,7 +46,7 @@ class StderrProgress:
     def line(self, text: str) -> None:
         if self.quiet:
             return
-        # events carry sandbox-written text (step names, messages): escaped as cliutil.show does
+        # events carry sandbox-written text (step names, messages): escaped as cli/output.py's show does
         out = terminal_text(f"codebox {self.label} [{self.elapsed():7.1f}s] {text}")
         self.lines.append(out)
         stream = self.stream or sys.stderr
@@ -114,8 +115,6 @@ class StderrProgress:
 
     def _tests_counted(self, data: dict[str, Any]) -> None:
         """``tests: before 7/12`` as tests finish, at most once per tenth of the suite (its last test always)."""
-        from codebox_tui.runtime.test_progress import counted
-
         counts = counted(data)
         if counts is None:
             return

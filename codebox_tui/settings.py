@@ -8,6 +8,8 @@ variable, never a traceback.
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -17,6 +19,7 @@ from pydantic import AliasChoices, Field, PrivateAttr, ValidationError, field_va
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from codebox_tui.errors import BadInputError
+from codebox_tui.keymap import load_keymap
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 NODE_BRIDGE_DIR = PACKAGE_DIR / "runtime" / "node"
@@ -27,8 +30,6 @@ BYTE_SUFFIXES = {"": 1, "B": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 
 def parse_byte_size(text: str, variable: str) -> int:
     """``"512M"`` → bytes: a whole number with an optional K, M or G suffix (1024-based; ``KiB``/``KB`` too)."""
-    import re
-
     match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)(?:I?B)?\s*", text.upper())
     if match is None:
         raise ValueError(f"{variable} must be a number of bytes with an optional K, M or G suffix "
@@ -129,8 +130,6 @@ class CodeboxSettings(BaseSettings):
     @model_validator(mode="after")
     def _keymap_from_file(self) -> CodeboxSettings:
         if "keymap" not in self.model_fields_set:
-            from codebox_tui.keymap import load_keymap
-
             self.keymap, self._keymap_problem = load_keymap(self.keymap_path)
         return self
 
@@ -142,8 +141,6 @@ class CodeboxSettings(BaseSettings):
     @field_validator("preview_bind")
     @classmethod
     def _preview_bind_is_an_ip_address(cls, value: str) -> str:
-        import ipaddress
-
         try:
             return str(ipaddress.ip_address(value.strip("[]")))
         except ValueError:
@@ -192,8 +189,6 @@ def get_settings() -> CodeboxSettings:
         raise BadInputError("invalid setting: " + "; ".join(f"{v}: {m}" for v, m in problems),
                             code="invalid-setting", field=variable) from None
     except SettingsError as error:  # a structured value (CODEBOX_KEYMAP) that is not JSON
-        import re
-
         match = re.search(r'field "(\w+)"', str(error))
         variable = f"CODEBOX_{match.group(1).upper()}" if match else "CODEBOX_*"
         raise BadInputError(f"invalid setting: {variable} must be JSON, e.g. {{\"review.approve_all\": \"ctrl+a\"}}",

@@ -28,10 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from codebox_tui.bundle import layout
-from codebox_tui.bundle.digests import content_digest_of
-from codebox_tui.bundle.documents import parse_document
-from codebox_tui.bundle.safe_read import read_regular
-from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.contracts.apply import (
     APPROVING_ACTIONS,
     ApplyResult,
@@ -39,31 +35,21 @@ from codebox_tui.contracts.apply import (
     Decision,
     normalize_apply_result,
 )
-from codebox_tui.contracts.bundle import ChangedFile, ChangedFilesListing
+from codebox_tui.contracts.bundle import ChangedFile
 from codebox_tui.errors import BadInputError, CodeboxError, ConflictError
 from store.adapters.directory import DirectoryAdapter
 from store.adapters.git import GitAdapter
 from store.adapters.patch import PatchAdapter
+from store.approved import ApprovedChange
 from store.audit import append_apply_audit
 from store.changed_names import ChangedFileNames, sandbox_key
+from store.content import changed_entries, read_evidence, read_verified
 from store.db import Store
 from store.journal import STAGING_DIR
 from store.patchtext import PatchBlock, PatchError, filter_patch, hunk_hashes
-from store.plan import (
-    ApplyAdapter,
-    ApplyPlan,
-    ApprovedChange,
-)
+from store.plan import ApplyAdapter, ApplyPlan
 
 ENTRY_POINT_GROUP = "codebox.apply_adapters"
-MAX_EVIDENCE_BYTES = 64 * 1024 * 1024
-
-
-# -- the plan every adapter receives ------------------------------------------------------------
-
-
-
-
 
 
 # -- adapters --------------------------------------------------------------------------------
@@ -113,34 +99,6 @@ _BUILTIN: dict[str, type[ApplyAdapter]] = {
 }
 
 
-# -- preflight -------------------------------------------------------------------------------
-def _verify_bundle(bundle_dir: Path) -> None:
-    result = verify_bundle(bundle_dir)
-    if not result.valid:
-        violations = [_as_dict(v) for v in result.violations]
-        first = "; ".join(f"{v.get('code')}: {v.get('path')}" for v in violations[:3])
-        raise ConflictError(
-            f"the bundle at {bundle_dir} fails verification ({first}); nothing was applied",
-            code="bundle-invalid",
-            field="bundle",
-            details={"violations": violations},
-        )
-
-
-def _as_dict(value: Any) -> dict[str, Any]:
-    if hasattr(value, "model_dump"):
-        dumped = value.model_dump(mode="json", exclude_none=True)
-        return dict(dumped)
-    return dict(value) if isinstance(value, dict) else {"message": str(value)}
-
-
-def _read_evidence(bundle_dir: Path, rel: str) -> bytes:
-    try:  # a regular file only, never a FIFO or link (codebox_tui/bundle/safe_read.py)
-        return read_regular(bundle_dir / rel, MAX_EVIDENCE_BYTES)
-    except OSError as error:
-        raise ConflictError(f"cannot read {rel} from the bundle: {error}", code="bundle-invalid", field=rel) from error
-
-
 def safe_relative_path(rel: str) -> bool:
     if not rel or "\\" in rel or "\x00" in rel or rel.startswith("/") or ":" in rel.split("/")[0]:
         return False
@@ -175,11 +133,9 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
     bundle_dir = Path(bundle.path)
     if not bundle_dir.is_dir():
         raise ConflictError(f"the bundle directory {bundle_dir} is gone", code="bundle-invalid", field="bundle")
-    _verify_bundle(bundle_dir)
-    cf_bytes = _read_evidence(bundle_dir, layout.CHANGED_FILES)
-    patch_bytes = _read_evidence(bundle_dir, layout.PATCH)
-    digest = content_digest_of(cf_bytes, patch_bytes)
-    if digest != decision.content_digest or digest != bundle.content_digest:
+    content = read_verified(bundle)  # fails closed; still the id and digest the store recorded
+    patch_bytes, digest = content.patch, content.content_digest
+    if digest != decision.content_digest:
         raise ConflictError(
             "the bundle's content digest no longer matches the one the decision recorded; nothing was applied",
             code="digest-mismatch",
@@ -190,7 +146,7 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
                 "recomputed": digest,
             },
         )
-    entries = _changed_entries(cf_bytes)
+    entries = content.changed
     names_of = ChangedFileNames(entries)  # sandbox paths; a relative name only when one mount has it
     approved: dict[str, ChangedFile] = {}  # sandbox path → entry
     outside: list[str] = []
@@ -311,7 +267,7 @@ def apply_hint(decision: Decision) -> str:
     file ``git apply`` takes (README, "Apply-back"). Only a hint: the apply itself checks everything again."""
     approved = set(decision.approved_files)
     try:
-        entries = _changed_entries(_read_evidence(Path(decision.bundle_directory or ""), layout.CHANGED_FILES))
+        entries = changed_entries(read_evidence(Path(decision.bundle_directory or ""), layout.CHANGED_FILES))
     except CodeboxError:
         entries = []
     binary = sorted(e.relativePath for e in entries if e.binary and sandbox_key(e) in approved)
@@ -320,23 +276,6 @@ def apply_hint(decision: Decision) -> str:
     named = ", ".join(binary[:3]) + (f" and {len(binary) - 3} more" if len(binary) > 3 else "")
     return (f"apply it with: codebox apply {decision.id} --adapter git --target <git work tree> (binary: {named}, "
             "which the directory adapter does not write; or --adapter patch --target <file.patch>)")
-
-
-def _changed_entries(cf_bytes: bytes) -> list[ChangedFile]:
-    """The entries of ``changed-files.json``, each a valid :class:`ChangedFile` (fails closed, naming the field)."""
-    try:
-        return parse_document(ChangedFilesListing, cf_bytes, layout.CHANGED_FILES).files
-    except BadInputError as error:
-        raise ConflictError(error.message, code="bundle-invalid", field=error.field or layout.CHANGED_FILES) from error
-
-
-# -- target checks ---------------------------------------------------------------------------
-
-
-
-
-
-
 
 
 # -- the entry point ---------------------------------------------------------------------------

@@ -16,17 +16,14 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from codebox_tui.bundle import layout
 from codebox_tui.bundle.patchparse import DiffLine, parse_section, split_sections
-from codebox_tui.contracts.bundle import ChangedFile
 from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.contracts.feedback import COMMENT_KINDS, COMMENT_SIDES, FeedbackComment
 from codebox_tui.errors import BadInputError, ConflictError
-from store.apply import _read_evidence
 from store.changed_names import ChangedFileNames
+from store.content import read_verified
 from store.db import BundleRecord, Store, record_number
 
 MAX_BODY = 20_000  # characters in one comment
@@ -50,10 +47,6 @@ class Comment:
     created_at: str
     updated_at: str
     outdated: bool = field(default=False)
-
-    @property
-    def is_file_comment(self) -> bool:
-        return self.side == "file"
 
     def covers(self, side: str, line: int) -> bool:
         """Whether this line comment includes ``line`` on ``side``."""
@@ -108,22 +101,6 @@ def anchor_lines(lines: list[DiffLine], side: str, start: int, end: int) -> list
     return [shown[n] for n in range(start, end + 1) if n in shown][:MAX_ANCHOR_LINES]
 
 
-def _bundle_patch(bundle: BundleRecord) -> tuple[list[ChangedFile], str]:
-    """Verify the bundle (fails closed), check it still has the recorded digest, read its patch."""
-    from store.decisions import read_content
-
-    bundle_dir = Path(bundle.path)
-    content = read_content(bundle_dir)
-    if content.content_digest != bundle.content_digest:
-        raise ConflictError(
-            f"the bundle at {bundle.path} no longer has the content digest recorded for {bundle.ref}",
-            code="digest-mismatch",
-            field="bundle",
-            details={"recorded": bundle.content_digest, "found": content.content_digest},
-        )
-    return content.changed, _read_evidence(bundle_dir, layout.PATCH).decode("utf-8", errors="replace")
-
-
 def _check_kind(kind: str) -> str:
     value = (kind or "").strip().lower()
     if value not in COMMENT_KINDS:
@@ -163,7 +140,8 @@ def add_comment(
     body = _check_body(body)
     if not isinstance(author, str) or not author.strip():
         raise BadInputError("the comment's author must be a non-empty string", code="comment-invalid", field="author")
-    changed, patch = _bundle_patch(bundle)
+    content = read_verified(bundle)
+    changed, patch = content.changed, content.patch_text
     names_of = ChangedFileNames(changed)  # a relativePath two mounts change is refused, naming both
     entry = names_of.find(path, field="file")
     if entry is None:

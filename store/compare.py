@@ -10,7 +10,7 @@ from typing import Any
 
 from codebox_tui.bundle.patchparse import split_sections
 from codebox_tui.contracts.apply import Decision
-from store.comments import _bundle_patch
+from store.content import read_verified
 from store.db import BundleRecord, Store
 from store.revisions import FileInterdiff, bundle_tests, interdiff
 
@@ -67,7 +67,8 @@ class Comparison:
 
 
 def _side(store: Store, bundle: BundleRecord) -> Side:
-    changed, patch = _bundle_patch(bundle)
+    content = read_verified(bundle)
+    changed, patch = content.changed, content.patch_text
     sections = {s.path: s for s in split_sections(patch)}
     by_sandbox = {e.path.lstrip("/"): e.relativePath for e in changed}
     texts: dict[str, str] = {}

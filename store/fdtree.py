@@ -41,15 +41,6 @@ def open_root(root: Path) -> int:
     return os.open(os.path.realpath(root), DIR_FLAGS)
 
 
-@contextmanager
-def opened_root(root: Path) -> Iterator[int]:
-    fd = open_root(root)
-    try:
-        yield fd
-    finally:
-        os.close(fd)
-
-
 def open_dir(root_fd: int, parts: Sequence[str], *, create: bool = False, mode: int = 0o755) -> int | None:
     """A new descriptor of the folder ``parts`` below ``root_fd``, reached without following any link.
 

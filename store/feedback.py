@@ -15,6 +15,7 @@ with control characters as visible escapes (codebox_tui/textsafe.py), so the fil
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import tempfile
@@ -124,8 +125,6 @@ def _write_atomic(directory: Path, name: str, text: str) -> Path:
 
 def write_feedback(bundle: BundleRecord, feedback: ReviewFeedback, directory: Path | None = None) -> FeedbackFiles:
     """Write ``feedback.md`` and ``feedback.json`` (replacing earlier ones) and return their paths."""
-    import json
-
     target = directory if directory is not None else feedback_dir(bundle)
     if target.is_symlink() or (target.exists() and not target.is_dir()):
         raise BadInputError(f"{target} exists and is not a folder; feedback was not written",

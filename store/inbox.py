@@ -8,15 +8,22 @@ a valid bundle is recorded (fails closed); nothing is moved or copied (README "R
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+import os
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from codebox_tui.bundle import layout
+from codebox_tui.bundle.results import bundle_checks
+from codebox_tui.bundle.safe_read import load_json_file, open_regular
+from codebox_tui.contracts.bundle_read import MetadataView, ReviewView
 from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.errors import BadInputError, CodeboxError
+from codebox_tui.textsafe import safe_text
+from store.batches import batch_of_bundles, promoted_keys
 from store.db import OUTPUT_ONLY_STATUS, BundleRecord, Store
-from store.decisions import register_bundle
+from store.decisions import decide_on, register_bundle
 
 MAX_DEPTH = 2  # like the reference's artifact list: manifest.json at depth 0, 1 and 2 under a root
 
@@ -163,8 +170,6 @@ class InboxRow:
 
 def _small_json(path: Path) -> dict[str, Any]:
     """A bundle file as a JSON object, or {} (missing, unreadable, hostile): the inbox never fails on one."""
-    from codebox_tui.bundle.safe_read import load_json_file
-
     try:
         data = load_json_file(path, str(path), limit=8 * 1024 * 1024)
     except CodeboxError:
@@ -174,10 +179,6 @@ def _small_json(path: Path) -> dict[str, Any]:
 
 def _first_commands(bundle: Path, limit: int = 3) -> list[str]:
     """The first distinct commands the run executed (``commands.jsonl``, first 64 KiB only)."""
-    import json
-    import os
-
-    from codebox_tui.bundle.safe_read import open_regular
 
     try:
         fd = open_regular(bundle / "commands.jsonl")
@@ -215,10 +216,6 @@ def describe_bundle(record: BundleRecord, flow: str | None = None) -> InboxRow:
     """Source, title, verdict and test delta, and risk flags of one recorded bundle, read from its small
     JSON files (never verified here: opening a bundle for review verifies it). ``flow`` is the flow that
     recorded the run (``agent-task``, ``exec``, …), when the store knows it."""
-    from codebox_tui.bundle.results import bundle_checks
-    from codebox_tui.contracts.bundle_read import MetadataView, ReviewView
-    from codebox_tui.textsafe import safe_text
-
     root = Path(record.path)
     tests = _small_json(root / layout.TEST_RESULTS)
     review = ReviewView.read(_small_json(root / layout.REVIEW))
@@ -267,9 +264,6 @@ def describe_bundle(record: BundleRecord, flow: str | None = None) -> InboxRow:
 
 def inbox_rows(store: Store) -> list[InboxRow]:
     """Every recorded bundle, described (newest first), with its latest decision and its batch."""
-    from dataclasses import replace
-
-    from store.batches import batch_of_bundles, promoted_keys
 
     batches, promoted = batch_of_bundles(store), promoted_keys(store)
     rows = []
@@ -353,7 +347,5 @@ def decision_warning(status: str) -> str | None:
 def discard_bundles(store: Store, keys: list[int], *, approver: str, reason: str = "") -> list[Any]:
     """Record a ``discard`` decision for each bundle (store keys), each bound to its content digest.
     Stops at the first refusal (e.g. a bundle changed on disk), keeping the decisions already made."""
-    from store.decisions import decide_on
-
     return [decide_on(store, store.get_bundle_by_key(key), "discard", approver=approver, reason=reason)
             for key in keys]

@@ -26,8 +26,8 @@ from codebox_tui.bundle.patchparse import parse_section, split_sections
 from codebox_tui.contracts.apply import Decision
 from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.errors import BadInputError
-from store.apply import _read_evidence
-from store.comments import Comment, _bundle_patch, anchor_lines, file_lines, list_comments
+from store.comments import Comment, anchor_lines, file_lines, list_comments
+from store.content import read_evidence, read_verified
 from store.db import BundleRecord, Store
 
 LINK_HOWS = ("explicit", "session", "task")
@@ -165,7 +165,7 @@ def bundle_tests(bundle_dir: Path) -> tuple[dict[str, Any], str | None]:
     summary: dict[str, Any] = {}
     verdict = None
     try:
-        doc = json.loads(_read_evidence(bundle_dir, TEST_RESULTS))
+        doc = json.loads(read_evidence(bundle_dir, TEST_RESULTS))
         raw = doc.get("summary") if isinstance(doc, dict) else None
         if isinstance(raw, dict):
             summary = {k: raw[k] for k in ("total", "passed", "failed", "skipped") if isinstance(raw.get(k), int)}
@@ -175,7 +175,7 @@ def bundle_tests(bundle_dir: Path) -> tuple[dict[str, Any], str | None]:
         pass
     if (bundle_dir / EVALUATION).is_file():
         try:
-            evaluation = json.loads(_read_evidence(bundle_dir, EVALUATION))
+            evaluation = json.loads(read_evidence(bundle_dir, EVALUATION))
             tests = evaluation.get("tests") if isinstance(evaluation, dict) else None
             if isinstance(tests, dict) and isinstance(tests.get("verdict"), str):
                 verdict = tests["verdict"][:40]
@@ -225,7 +225,7 @@ def interdiff(old_patch: str, new_patch: str, *, context: int = 3) -> list[FileI
 
 def bundle_interdiff(old: BundleRecord, new: BundleRecord) -> list[FileInterdiff]:
     """:func:`interdiff` of two recorded bundles (each verified first, fails closed)."""
-    return interdiff(_bundle_patch(old)[1], _bundle_patch(new)[1])
+    return interdiff(read_verified(old).patch_text, read_verified(new).patch_text)
 
 
 # -- comments carried over -----------------------------------------------------------------------------
@@ -235,7 +235,8 @@ def carried_comments(store: Store, bundle: BundleRecord) -> list[Comment]:
     chain = chain_before(store, bundle)
     if len(chain) < 2:
         return []
-    changed, patch = _bundle_patch(bundle)
+    content = read_verified(bundle)
+    changed, patch = content.changed, content.patch_text
     changed_paths = {e.relativePath for e in changed}
     sandbox = {e.relativePath: e.path or "" for e in changed}
     out: list[Comment] = []

@@ -27,15 +27,13 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from codebox_tui.bundle.hostgit import HostGit, HostGitError
 from codebox_tui.bundle.layout import FILES_DIR
 from codebox_tui.bundle.safe_read import read_regular
+from store.approved import ApprovedChange
 from store.patchtext import PatchError, apply_block, hunk_hashes, select_hunks
-
-if TYPE_CHECKING:
-    from store.plan import ApprovedChange
 
 OPTION: Final = "three_way"  # ApplyPlan.options key: "on" | "off"; absent = the adapter's default
 MERGE_TIMEOUT_S: Final = 60.0
@@ -44,7 +42,7 @@ MAX_BASE_BYTES: Final = 64 * 1024 * 1024
 
 _INDEX_LINE = re.compile(rb"^index ([0-9a-f]{40})\.\.[0-9a-f]{40}")
 
-BaselineLookup = Callable[["ApprovedChange"], "tuple[bytes, str] | None"]
+BaselineLookup = Callable[[ApprovedChange], "tuple[bytes, str] | None"]
 
 
 @dataclass(frozen=True)

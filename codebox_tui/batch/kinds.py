@@ -18,6 +18,10 @@ from codebox_tui.batch.model import COMMON_FIELDS, BatchItem, ItemArgs, check_co
 from codebox_tui.batch.transfer import pack_dir, unpack
 from codebox_tui.errors import BadInputError
 from codebox_tui.lifecycle import ProgressListener, RunControl
+from codebox_tui.recipes.evaluate_patch import check_bench_paths, evaluate_patch
+from codebox_tui.recipes.run import run_recipe
+from codebox_tui.recipes.validate import local_sources, validate_recipe_file
+from codebox_tui.runtime.wordpress_builds import resolve_build
 from codebox_tui.versions import DEFAULT_WP_VERSION
 
 
@@ -86,9 +90,6 @@ def _parse_evaluate_patch(obj: dict[str, Any], base_dir: Path, where: str) -> tu
     if args.wordpress not in ("auto", "tests-lib", "global", "none"):
         raise BadInputError(f"{where}, field 'wordpress': expected auto, tests-lib, global or none",
                             code="invalid-batch-item", field="wordpress")
-    from codebox_tui.recipes.evaluate_patch import check_bench_paths
-    from codebox_tui.runtime.wordpress_builds import resolve_build
-
     try:
         resolve_build(args.wp)
     except BadInputError as error:
@@ -108,8 +109,6 @@ def _parse_evaluate_patch(obj: dict[str, Any], base_dir: Path, where: str) -> tu
 
 def _run_evaluate_patch(request: EvaluatePatchRequest, work: Path, progress: ProgressListener,
                         control: RunControl) -> KindResult:
-    from codebox_tui.recipes.evaluate_patch import evaluate_patch
-
     inputs = work / "in"
     inputs.mkdir()
     plugin = unpack(request.plugin_tar, inputs / request.slug)
@@ -143,8 +142,6 @@ class RecipeRunRequest:
 
 
 def _parse_recipe_run(obj: dict[str, Any], base_dir: Path, where: str) -> tuple[Any, str]:
-    from codebox_tui.recipes.validate import local_sources, validate_recipe_file
-
     try:
         args = RecipeRunArgs.model_validate(obj)
     except ValidationError as error:
@@ -185,9 +182,6 @@ def _shipped_root(recipe: Path, sources: list[tuple[str, Path]], where: str) -> 
 
 def _run_recipe_run(request: RecipeRunRequest, work: Path, progress: ProgressListener,
                     control: RunControl) -> KindResult:
-    from codebox_tui.recipes.run import run_recipe
-    from codebox_tui.recipes.validate import validate_recipe_file
-
     root = unpack(request.root_tar, work / "in")
     recipe = root / request.recipe_rel
     validation = validate_recipe_file(recipe)

@@ -32,11 +32,6 @@ _IFF_UP = 0x1
 _entered = False
 
 
-def in_private_network() -> bool:
-    """True once :func:`enter_private_network` moved this process into its loopback-only network."""
-    return _entered
-
-
 def enter_private_network() -> None:
     """Move this process (and every process it starts from now on) into a network with only ``lo``, up."""
     global _entered

@@ -7,6 +7,10 @@ import sys
 import time
 from typing import Any, TextIO
 
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
 from codebox_tui.textsafe import safe_text
 
 STATE_MARKS = {"queued": "·", "running": "▶", "retrying": "↻", "completed": "✔", "failed": "✘",
@@ -29,9 +33,6 @@ class ProgressTable:
     def start(self, batch_id: str, address: str) -> None:
         self.line(f"batch {batch_id} on Ray at {address}")
         if self.live_mode:
-            from rich.console import Console
-            from rich.live import Live
-
             self._live = Live(self.render(), console=Console(file=self.stream), refresh_per_second=4, transient=False)
             self._live.start()
 
@@ -47,8 +48,6 @@ class ProgressTable:
             self.stream.flush()
 
     def render(self) -> Any:
-        from rich.table import Table
-
         table = Table(box=None, pad_edge=False, header_style="bold")
         for name in ("item", "kind", "state", "tries", "verdict", "bundle", "now"):
             table.add_column(name, no_wrap=True, overflow="ellipsis", max_width=48 if name == "now" else None)

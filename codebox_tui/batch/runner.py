@@ -31,9 +31,15 @@ from typing import Any
 from codebox_tui.batch.loopback import enter_private_network
 from codebox_tui.batch.model import BatchItem
 from codebox_tui.batch.transfer import TransferError, unpack
+from codebox_tui.batch.worker import run_item
+from codebox_tui.bundle.verify import verify_bundle
+from codebox_tui.contracts.common import new_id
 from codebox_tui.errors import BadInputError
 from codebox_tui.lifecycle import RunControl
 from codebox_tui.settings import ensure_artifacts_dir, get_settings
+from store.batches import create_batch, finish_batch, update_item
+from store.db import Store
+from store.inbox import record_run
 
 BATCH_SCHEMA = "codebox/batch/v1"
 RUNTIME_ID_RE = re.compile(r"^runtime-[a-z0-9]{1,20}-[a-z0-9]{1,20}$")
@@ -113,8 +119,8 @@ def start_local_ray(num_cpus: int | None = None, *, loopback_only: bool = True) 
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     os.environ["RAY_AUTH_MODE"] = "token"
     os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
-    import ray
-    from ray._raylet import Config  # type: ignore[attr-defined]
+    import ray  # noqa: PLC0415 - Ray loads only when a batch runs
+    from ray._raylet import Config  # type: ignore[attr-defined]  # noqa: PLC0415 - Ray, as above
 
     Config.initialize("")  # Ray reads RAY_AUTH_MODE into its config when first imported: read it again
 
@@ -130,7 +136,7 @@ def start_local_ray(num_cpus: int | None = None, *, loopback_only: bool = True) 
 def connect_ray(address: str) -> str:
     """Connect to a running Ray cluster (``--ray-address``); its workers need Codebox installed."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    import ray
+    import ray  # noqa: PLC0415 - Ray loads only when a batch runs
 
     try:
         ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
@@ -143,7 +149,7 @@ def connect_ray(address: str) -> str:
 
 def stop_ray() -> None:
     global _local_started
-    import ray
+    import ray  # noqa: PLC0415 - Ray loads only when a batch runs
 
     ray.shutdown()
     _local_started = False
@@ -203,8 +209,6 @@ class _Batch:
 
     def changed(self, state: ItemState, *, persist: bool = True) -> None:
         if persist:
-            from store.batches import update_item
-
             error = None if state.error is None else str(state.error.get("message") or state.error)
             update_item(self.store, self.batch_id, state.item.id, state=state.state, attempts=state.attempts,
                         verdict=state.verdict, run_id=state.run_id, bundle_key=state.bundle_key, error=error,
@@ -214,10 +218,9 @@ class _Batch:
 
     def run(self) -> bool:
         """Run every item; True when interrupted (Ctrl-C or the control was cancelled)."""
-        import ray
-        from ray import exceptions as rex
+        import ray  # noqa: PLC0415 - Ray loads only when a batch runs
+        from ray import exceptions as rex  # noqa: PLC0415 - Ray, as above
 
-        from codebox_tui.batch.worker import run_item
 
         settings = get_settings()
         task = ray.remote(run_item).options(
@@ -335,9 +338,6 @@ class _Batch:
 
     def _receive(self, state: ItemState, result: dict[str, Any]) -> None:
         """Unpack the bundle under the artifacts root, verify it (fails closed) and record it in the store."""
-        from codebox_tui.bundle.verify import verify_bundle
-        from store.inbox import record_run
-
         run_id = str(result.get("runtimeId") or "")
         if not RUNTIME_ID_RE.match(run_id):
             state.error = {"code": "bundle-refused", "message": f"the worker named its run {run_id[:80]!r}"}
@@ -374,10 +374,6 @@ def run_batch(items: list[BatchItem], *, concurrency: int | None = None, timeout
     """Run ``items`` on Ray (see the module docstring) and record the batch; ``on_update(item state)`` is called
     on every change, ``on_start(batch id, ray address)`` once Ray is up. ``kind`` is ``batch`` or ``fan-out``
     (``codebox agent-task --fan-out N``)."""
-    from codebox_tui.contracts.common import new_id
-    from store.batches import create_batch, finish_batch
-    from store.db import Store
-
     if not items:
         raise BadInputError("a batch needs at least one item", code="empty-batch", field="FILE")
     if concurrency is not None and concurrency < 1:

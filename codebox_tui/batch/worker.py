@@ -21,6 +21,9 @@ from codebox_tui.bundle import layout
 from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.errors import CodeboxError
 from codebox_tui.lifecycle import RunControl
+from codebox_tui.runtime.mounts import remove_tree
+from codebox_tui.runtime.playground import claim_owned_dir
+from codebox_tui.settings import reload_settings
 
 # errors that say the machinery failed, not the item: the sidecar would not start or died
 INFRA_CODES = ("sidecar-start-timeout", "sidecar-crashed", "node-missing", "confinement-unavailable")
@@ -65,10 +68,6 @@ class _Listener:
 
 def run_item(kind_name: str, request: Any, item_id: str, attempt: int, board: Any = None) -> dict[str, Any]:
     """One attempt of one item; the result is plain data (Ray ships it back to the caller)."""
-    from codebox_tui.runtime.mounts import remove_tree
-    from codebox_tui.runtime.playground import claim_owned_dir
-    from codebox_tui.settings import reload_settings
-
     settings = reload_settings()  # the task's environment (runtime_env) decides, not the worker's first task
     if board is not None:
         board.report.remote(item_id, attempt, {"phase": "started", "pid": os.getpid(),

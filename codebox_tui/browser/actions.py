@@ -149,7 +149,7 @@ def run_actions(start_url: str | None, steps: list[dict[str, Any]], out_dir: Pat
                 step_timeout_s: float = 10.0, total_timeout_s: float = 60.0, capture: list[str] | None = None,
                 allow_evaluate: bool = False, viewport: dict[str, int] | None = None) -> dict[str, Any]:
     """Run steps in Chromium, stopping at the first failure; writes evidence + steps.json + summary.json."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415 - Playwright only when a page is driven
 
     for index, step in enumerate(steps):
         if step["action"] == "evaluate" and not allow_evaluate:

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
+from codebox_tui.settings import get_settings
 
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -29,8 +30,6 @@ class BrowserUnavailableError(CodeboxError):
 
 
 def chromium_path() -> str:
-    from codebox_tui.settings import get_settings
-
     path = get_settings().chromium
     if not (Path(path).is_file() and os.access(path, os.X_OK)) and not shutil.which(path):
         raise BrowserUnavailableError(

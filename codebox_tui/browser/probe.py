@@ -79,7 +79,7 @@ def run_probe(url: str, out_dir: Path, *, wait_for: str | None = None, viewport:
               capture: list[str] | None = None, timeout_s: float = 30.0, origin_url: str | None = None
               ) -> dict[str, Any]:
     """Load url, write evidence into out_dir, return the summary (also written as summary.json)."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415 - Playwright only when a page is driven
 
     captures = list(capture or ALL_CAPTURES)
     size = parse_viewport(viewport)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codebox_tui import __version__
 from codebox_tui.bundle import layout
 from codebox_tui.bundle.baseline import Baseline
 from codebox_tui.bundle.capture_docs import (
@@ -392,6 +393,4 @@ def _run_dir_files(run_dir: Path, skip_copies: bool) -> list[str]:
 
 
 def _codebox_version() -> str:
-    from codebox_tui import __version__
-
     return __version__

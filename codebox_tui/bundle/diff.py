@@ -46,7 +46,7 @@ def stat_signature(info: os.stat_result) -> tuple[int, int, int, int]:
     return (info.st_ino, info.st_dev, info.st_mtime_ns, info.st_ctime_ns)
 
 
-def _skipped_signature(is_dir: bool, info: os.stat_result) -> SkippedSignature:
+def skipped_signature(is_dir: bool, info: os.stat_result) -> SkippedSignature:
     kind = "dir" if is_dir else "link" if stat.S_ISLNK(info.st_mode) else "file"
     return (kind, 0 if is_dir else info.st_size, stat.S_IMODE(info.st_mode),
             0 if is_dir else info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
@@ -83,7 +83,7 @@ def list_tree(root: Path, *, track_skipped: bool = False, exclude: frozenset[str
                     continue
                 try:
                     is_dir = item.is_dir(follow_symlinks=False)
-                    inside_skipped[rel] = _skipped_signature(is_dir, item.stat(follow_symlinks=False))
+                    inside_skipped[rel] = skipped_signature(is_dir, item.stat(follow_symlinks=False))
                 except OSError:
                     continue
                 if len(inside_skipped) > MAX_TRACKED_IN_SKIPPED:
@@ -103,7 +103,7 @@ def list_tree(root: Path, *, track_skipped: bool = False, exclude: frozenset[str
                 if name not in SKIPPED_DIRS:
                     stack.append((item.path, rel + "/", False))
                 elif tracking:
-                    inside_skipped[rel] = _skipped_signature(True, info or item.stat(follow_symlinks=False))
+                    inside_skipped[rel] = skipped_signature(True, info or item.stat(follow_symlinks=False))
                     stack.append((item.path, rel + "/", True))
                 continue
             assert info is not None

@@ -9,12 +9,11 @@ was expected, never a traceback.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from codebox_tui.bundle.safe_read import load_json_file, parse_json
+from codebox_tui.bundle.safe_read import parse_json
 from codebox_tui.errors import BadInputError
 
 M = TypeVar("M", bound=BaseModel)
@@ -47,8 +46,3 @@ def validate_document(model: type[M], data: object, source: str, *, code: str = 
 def parse_document(model: type[M], data: bytes, source: str, *, code: str = "malformed-bundle") -> M:
     """Bytes already read (depth-limited JSON) validated as ``model``."""
     return validate_document(model, parse_json(data, source, code=code), source, code=code)
-
-
-def load_document(model: type[M], path: Path, source: str, *, code: str = "malformed-bundle") -> M:
-    """A bundle file read as a regular, size-limited file and validated as ``model``."""
-    return validate_document(model, load_json_file(path, source, code=code), source, code=code)

@@ -170,12 +170,6 @@ class HostGit:
         return done.stdout
 
 
-def run_git(cwd: Path, *args: str, input: bytes | None = None, timeout: float = 300
-            ) -> subprocess.CompletedProcess[bytes]:
-    """One hardened git command in ``cwd`` (see :class:`HostGit`)."""
-    return HostGit(cwd).run(*args, input=input, timeout=timeout)
-
-
 def _global_values(key: str) -> list[str]:
     """Every value of ``key`` in the user's own global configuration (``git config`` only reads files:
     nothing is executed), or an empty list."""

@@ -68,11 +68,6 @@ VIEWABLE_EVIDENCE_PREFIXES: Final = (BROWSER_DIR + "/", PHPUNIT_DIR + "/", EPISO
 MODE_B_INPUTS: Final = (CHANGED_FILES, PATCH)
 
 
-def files_path(name: str) -> str:
-    """``files/<name>``: a path inside the evidence folder."""
-    return f"{FILES_DIR}/{name}"
-
-
 def browser_path(step: int | None = None) -> str:
     """The browser evidence folder, or step ``step``'s own subfolder of it."""
     return BROWSER_DIR if step is None else f"{BROWSER_DIR}/{step}"

@@ -22,8 +22,13 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codebox_tui.bundle.diff import MAX_TRACKED_IN_SKIPPED, SKIPPED_DIRS, SkippedSignature, stat_signature
-from codebox_tui.bundle.diff import _skipped_signature as skipped_signature
+from codebox_tui.bundle.diff import (
+    MAX_TRACKED_IN_SKIPPED,
+    SKIPPED_DIRS,
+    SkippedSignature,
+    skipped_signature,
+    stat_signature,
+)
 
 Signature = tuple[int, int, int, int]
 _CHUNK = 1 << 30

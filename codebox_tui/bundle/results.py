@@ -26,6 +26,7 @@ from typing import Any
 
 from codebox_tui.bundle import layout
 from codebox_tui.bundle.checks import Verdict, error_message, probe_message, recipe_verdict, short_json
+from codebox_tui.bundle.safe_read import load_json_file
 from codebox_tui.contracts.bundle import TestResults
 from codebox_tui.errors import CodeboxError
 from codebox_tui.textsafe import safe_text
@@ -108,8 +109,6 @@ class BundleChecks:
 
 
 def _read(root: Path, rel: str, problems: list[str]) -> dict[str, Any] | None:
-    from codebox_tui.bundle.safe_read import load_json_file
-
     path = root / rel
     if not os.path.lexists(path):
         return None

@@ -12,8 +12,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from codebox_tui.bundle.digests import content_digest_b
+from codebox_tui.bundle.provenance import runtime_versions
 from codebox_tui.bundle.reader import LoadedBundle
-from codebox_tui.bundle.results import BundleChecks
+from codebox_tui.bundle.results import BundleChecks, bundle_checks
+from codebox_tui.bundle.site_state_view import site_state_counts
 from codebox_tui.contracts.bundle_read import MetadataView
 
 
@@ -97,8 +100,6 @@ def artifact_summary(loaded: LoadedBundle) -> ArtifactSummary:
 def site_state_summary(loaded: LoadedBundle) -> dict[str, Any] | None:
     """Counts per category, the risk flags and the whole diff (None when the bundle has no
     files/site-state-diff.json)."""
-    from codebox_tui.bundle.site_state_view import site_state_counts
-
     diff = loaded.site_state
     if diff is None:
         return {"error": loaded.site_state_problem} if loaded.site_state_problem else None
@@ -110,16 +111,12 @@ def site_state_summary(loaded: LoadedBundle) -> dict[str, Any] | None:
 def runtime_summary(metadata: MetadataView) -> dict[str, JsonValue]:
     """``provenance.runtime`` with the versions filled in from wherever the writer put them (the reference
     keeps the PHP version under ``context.phpWasmRuntimeAssetPreflight``)."""
-    from codebox_tui.bundle.provenance import runtime_versions
-
     written = metadata.provenance.runtime.written()
     found = {k: v for k, v in runtime_versions(metadata).items() if v}
     return {**written, **{k: v for k, v in found.items() if not written.get(k)}}
 
 
 def digest_b(path: Path) -> str | None:
-    from codebox_tui.bundle.digests import content_digest_b
-
     try:
         return content_digest_b(path)
     except OSError:
@@ -128,6 +125,4 @@ def digest_b(path: Path) -> str | None:
 
 def checks_of(loaded: LoadedBundle) -> BundleChecks:
     """Tests (per side for evaluate-patch), probes and a recipe run's verdict: bundle/results.py."""
-    from codebox_tui.bundle.results import bundle_checks
-
     return bundle_checks(loaded.path, loaded.test_results)

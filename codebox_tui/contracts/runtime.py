@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final, Literal
 
 from pydantic import Field, field_validator
@@ -60,8 +61,6 @@ class RuntimePolicy(Contract):
     @classmethod
     def _secret_names(cls, secrets: str | list[str]) -> str | list[str]:
         if isinstance(secrets, list):
-            import re
-
             for name in secrets:
                 if not re.match(ENV_NAME_PATTERN, name):
                     raise ValueError(f"secret name {name!r} must match {ENV_NAME_PATTERN}")

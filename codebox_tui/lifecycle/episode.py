@@ -19,7 +19,10 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Final
 
+from pydantic import ValidationError
+
 from codebox_tui.bundle import layout
+from codebox_tui.bundle.safe_read import load_json_file
 from codebox_tui.contracts.canonical import pretty_json
 from codebox_tui.contracts.common import new_id, utc_now_iso
 from codebox_tui.contracts.episode import (
@@ -40,12 +43,25 @@ from codebox_tui.contracts.episode import (
     SnapshotSpec,
     episode_digest,
 )
-from codebox_tui.contracts.runtime import ExecutionResult
+from codebox_tui.contracts.runtime import ExecutionResult, RuntimePolicy
 from codebox_tui.contracts.site_state import RuntimeSnapshot
 from codebox_tui.errors import BadInputError, CodeboxError
+from codebox_tui.jsonargs import json_path, resolve_source
 from codebox_tui.lifecycle.output import run_artifacts
-from codebox_tui.lifecycle.request import CommandStep, RunControl, RunRequest
+from codebox_tui.lifecycle.request import CommandStep, RunControl, RunRequest, check_request, mounts_from_text
 from codebox_tui.lifecycle.service import OpenRun, ProgressListener, RunOutcome, RunService
+from codebox_tui.runtime import site_state
+from codebox_tui.runtime.catalog import get_command, parse_args
+from codebox_tui.runtime.commands import store_snapshot
+from codebox_tui.runtime.observations import observe
+from codebox_tui.runtime.site_state import (
+    SNAPSHOT_ARGS,
+    load_snapshot,
+    readonly_content_paths,
+    restore_snapshot,
+    snapshot_scope,
+    take_snapshot,
+)
 
 TRACE_KIND: Final = "runtime-episode-trace"
 EVENTS_KIND: Final = "runtime-episode-events"
@@ -129,8 +145,6 @@ class Episode:
     def reset(self, observations: list[ObservationSpec] | None = None) -> EpisodeReset:
         """Boot the sandbox (first call) or return it to the state of the first reset (later calls), then take the
         reset observations (default ``runtime-info`` and ``mounts``)."""
-        from codebox_tui.runtime import site_state
-
         specs = observations if observations is not None else [ObservationSpec(type="runtime-info"),
                                                                 ObservationSpec(type="mounts")]
         number = len(self._resets) + (1 if self._reset is not None else 0)
@@ -231,8 +245,6 @@ class Episode:
         return observation
 
     def _observe(self, spec: ObservationSpec, observation_id: str) -> EpisodeObservation:
-        from codebox_tui.runtime.observations import observe
-
         started = time.monotonic()
         observed = observe(self.session, spec, observation_id, executions=self._executions)
         data = self.session.redact.value(observed.data)
@@ -250,8 +262,6 @@ class Episode:
 
     # -- snapshots -----------------------------------------------------------------------------
     def _scope(self, args: list[str]) -> dict[str, Any]:
-        from codebox_tui.runtime.site_state import SNAPSHOT_ARGS, readonly_content_paths, snapshot_scope
-
         parsed: dict[str, str] = {}
         for item in args:
             name, sep, value = item.partition("=")
@@ -265,9 +275,6 @@ class Episode:
     def snapshot(self, spec: SnapshotSpec | None = None) -> EpisodeSnapshot:
         """Snapshot the site (``wp-codebox/wordpress-runtime-snapshot/v1``) into the bundle under
         ``files/runtime-snapshots/`` and record its envelope (semantics ``runtime-state-artifact``)."""
-        from codebox_tui.runtime.commands import store_snapshot
-        from codebox_tui.runtime.site_state import take_snapshot
-
         spec = spec or SnapshotSpec()
         self._ensure_reset()
         if spec.name is not None and spec.name in self._names:
@@ -309,8 +316,6 @@ class Episode:
         return self._restore_snapshot(saved, envelope=envelope)
 
     def _restore_snapshot(self, snapshot: RuntimeSnapshot, *, envelope: EpisodeSnapshot) -> EpisodeRestore:
-        from codebox_tui.runtime.site_state import restore_snapshot
-
         started = time.monotonic()
         stats = restore_snapshot(self.run.sandbox, snapshot)
         record = EpisodeRestore(
@@ -401,8 +406,6 @@ def is_episode_plan(path: Path) -> bool:
     """Whether ``path`` is a JSON document that names itself an episode plan (its ``schema``): how the Launch form
     tells a plan from a recipe. A file that cannot be read as JSON within the plan limits is not one (the recipe
     reader then says what is wrong with it)."""
-    from codebox_tui.bundle.safe_read import load_json_file
-
     try:
         value = load_json_file(path, str(path), limit=MAX_PLAN_BYTES)
     except CodeboxError:
@@ -413,10 +416,6 @@ def is_episode_plan(path: Path) -> bool:
 def load_plan(path: Path) -> EpisodePlan:
     """Read and validate an episode plan (``codebox/episode-plan/v1``); every problem is reported with its JSON path
     (``$.items[2].action.command``) in one BadInputError (``invalid-episode-plan``, ``details.issues``)."""
-    from pydantic import ValidationError
-
-    from codebox_tui.bundle.safe_read import load_json_file
-    from codebox_tui.jsonargs import json_path
 
     raw = load_json_file(path, str(path), limit=MAX_PLAN_BYTES, code="invalid-episode-plan")
     try:
@@ -445,11 +444,6 @@ def plan_request(plan: EpisodePlan, plan_dir: Path, *, artifacts_root: Path | No
                  backend: str | None = None) -> RunRequest:
     """The run a plan asks for on ``backend`` (None: ``CODEBOX_BACKEND``): its mounts (host paths relative to
     the plan's folder), versions and policy; every action's command and arguments checked before anything boots."""
-    from codebox_tui.contracts.runtime import RuntimePolicy
-    from codebox_tui.jsonargs import resolve_source
-    from codebox_tui.lifecycle.request import check_request, mounts_from_text
-    from codebox_tui.runtime.catalog import get_command, parse_args
-
     texts = []
     for text in plan.mounts:
         host, sep, rest = text.partition(":")
@@ -533,8 +527,6 @@ def episode_run_output(episode: Episode, status: str) -> EpisodeRunOutput:
 def load_snapshot_document(path: Path) -> RuntimeSnapshot:
     """A snapshot document of a bundle (``files/runtime-snapshots/<id>.json``), its blobs read from the bundle it is
     in (docs/site-state.md, "Snapshots in a bundle"); hostile input, checked before anything boots."""
-    from codebox_tui.runtime.site_state import load_snapshot
-
     path = Path(path).expanduser()
     if not path.is_file():
         raise BadInputError(f"snapshot {path} does not exist or is not a file; expected "

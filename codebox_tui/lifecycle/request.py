@@ -20,6 +20,13 @@ from typing import Any
 
 from codebox_tui.contracts.runtime import MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError
+from codebox_tui.runtime.backend import validate_runtime_env
+from codebox_tui.runtime.backends import backend_name, check_features, check_mount_targets, check_php, default_php
+from codebox_tui.runtime.bench import bench_settings
+from codebox_tui.runtime.catalog import get_command, parse_args
+from codebox_tui.runtime.mounts import parse_mount, validate_mounts
+from codebox_tui.runtime.policy import default_policy, load_policy
+from codebox_tui.runtime.wordpress_builds import resolve_build
 from codebox_tui.versions import DEFAULT_WP_VERSION
 
 
@@ -84,8 +91,6 @@ class RunRequest:
     flow: str = "run"  # recorded with the run in the store: run, recipe-run, evaluate-patch, tui, …
 
     def effective_policy(self) -> RuntimePolicy:
-        from codebox_tui.runtime.policy import default_policy
-
         if self.policy is not None:
             return self.policy
         return default_policy(self.commands[0].command if self.commands else None)
@@ -160,15 +165,11 @@ class RunControl:
 def mounts_from_text(texts: list[str]) -> list[MountSpec]:
     """``HOST:SANDBOX[:readonly|readwrite|live]`` each → validated mounts; a sandbox path mounted twice
     is refused."""
-    from codebox_tui.runtime.mounts import parse_mount, validate_mounts
-
     return validate_mounts([parse_mount(text, index) for index, text in enumerate(texts)])
 
 
 def policy_from_text(text: str | None) -> RuntimePolicy | None:
     """Inline policy JSON or a JSON file; empty: None (the default policy for the command)."""
-    from codebox_tui.runtime.policy import load_policy
-
     return load_policy(text) if text and text.strip() else None
 
 
@@ -199,8 +200,6 @@ def public_url_from_text(text: str | None) -> str | None:
 
 def env_from_pairs(items: list[str], field_name: str = "env") -> dict[str, str]:
     """``NAME=VALUE`` each → the runtime environment (validated: names, sizes)."""
-    from codebox_tui.runtime.backend import validate_runtime_env
-
     out: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition("=")
@@ -232,8 +231,6 @@ def metadata_from_json(text: str | None) -> dict[str, Any]:
 def settle_runtime(request: RunRequest) -> RunRequest:
     """``request`` with its backend chosen (``--backend``, else ``CODEBOX_BACKEND``) and its PHP version
     filled in: the one asked for, else the backend's default (the host's PHP on native)."""
-    from codebox_tui.runtime.backends import backend_name, default_php
-
     backend = backend_name(request.backend)
     php = request.php if request.php is not None else default_php(backend)
     if backend == request.backend and php == request.php:
@@ -245,11 +242,6 @@ def check_request(request: RunRequest) -> None:
     """What can be known wrong before anything boots (or a golden site is built): the backend, the PHP
     version it can run, the WordPress version, each command's arguments (a ``code-file`` that is missing or
     not a regular file) and the preview port."""
-    from codebox_tui.runtime.backends import backend_name, check_features, check_mount_targets, check_php
-    from codebox_tui.runtime.bench import bench_settings
-    from codebox_tui.runtime.catalog import get_command, parse_args
-    from codebox_tui.runtime.wordpress_builds import resolve_build
-
     request = settle_runtime(request)
     backend = backend_name(request.backend)
     assert request.php is not None  # settled

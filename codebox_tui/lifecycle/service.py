@@ -22,9 +22,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from codebox_tui.bundle import layout
+from codebox_tui.bundle.seal import append_and_reseal
+from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.contracts.runtime import ExecutionResult, RuntimeInfo
 from codebox_tui.contracts.site_state import RiskFlag
 from codebox_tui.errors import CodeboxError
+from codebox_tui.lifecycle.informational import nothing_to_decide
 from codebox_tui.lifecycle.request import CommandStep, RunControl, RunRequest, check_request, settle_runtime
 from codebox_tui.lifecycle.site_state import SiteStateRecorder, unclean_flags
 from codebox_tui.lifecycle.tools import tool_mounts
@@ -33,7 +36,9 @@ from codebox_tui.runtime.backends import backend_name, make_backend
 from codebox_tui.runtime.exec_server import serve_held
 from codebox_tui.runtime.policy import Redactor, resolve_secrets
 from codebox_tui.runtime.session import RunSession
+from codebox_tui.runtime.site_state import restore_snapshot
 from codebox_tui.settings import CodeboxSettings, ensure_artifacts_dir, get_settings
+from store.inbox import record_run_best_effort
 
 VERIFICATION_EVIDENCE = layout.VERIFICATION_EVIDENCE
 
@@ -148,8 +153,6 @@ class OpenRun:
     def _restore(self, sandbox: Sandbox) -> None:
         """Put ``request.restore`` back into the fresh sandbox (``codebox run --restore``; docs/episodes.md), so the
         run's site-state diff shows what its commands did to the restored site."""
-        from codebox_tui.runtime.site_state import restore_snapshot
-
         snapshot = self.request.restore
         started = time.monotonic()
         try:
@@ -211,9 +214,6 @@ class OpenRun:
     def _verify_and_reseal(self) -> None:
         """As the reference does, the evidence file records the verification of the bundle before the
         file was added, so its ``verifiedBundleId`` differs from the final id."""
-        from codebox_tui.bundle.seal import append_and_reseal
-        from codebox_tui.bundle.verify import verify_bundle
-
         result = verify_bundle(self.summary.path)
         path = self.session.add_evidence(VERIFICATION_EVIDENCE, "artifact-bundle-verification", "application/json")
         doc = result.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -346,9 +346,6 @@ class RunService:
     def _register(self, run: OpenRun, outcome: RunOutcome) -> None:
         """Record the run and its bundle in the review inbox — every captured run, from every caller (best
         effort: the bundle on disk is the evidence, and ``codebox review import`` can still add it)."""
-        from codebox_tui.lifecycle.informational import nothing_to_decide
-        from store.inbox import record_run_best_effort
-
         session, summary = run.session, run.summary
 
         def warn(message: str) -> None:

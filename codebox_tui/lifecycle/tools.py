@@ -19,7 +19,8 @@ from pathlib import Path
 from codebox_tui.contracts.runtime import MountSpec
 from codebox_tui.errors import BadInputError
 from codebox_tui.lifecycle.request import Toolchain
-from codebox_tui.runtime.commands import WP_CLI_HINT
+from codebox_tui.runtime.commands import WP_CLI_DIR, WP_CLI_HINT
+from codebox_tui.runtime.phpunit import phpunit_tool_mounts
 from codebox_tui.settings import CodeboxSettings
 
 # A phar begins with its stub, which ends in this call (WP-CLI's: a ``#!/usr/bin/env php`` line, then a
@@ -88,8 +89,6 @@ def tool_mounts(commands: Iterable[str], scratch: Path, tools: Toolchain, settin
     """Read-only mounts of the tools ``commands`` need, staged under ``scratch`` (the caller removes it
     when the run ends). Raises a structured error naming a tool that is required but missing
     (``phpunit-missing``, ``wp-cli-phar-missing``)."""
-    from codebox_tui.runtime.commands import WP_CLI_DIR
-
     wanted = set(commands)
     mounts: list[MountSpec] = []
     if "wordpress.wp-cli" in wanted:
@@ -101,8 +100,6 @@ def tool_mounts(commands: Iterable[str], scratch: Path, tools: Toolchain, settin
             mounts.append(MountSpec(source=str(folder), target=WP_CLI_DIR, mode="readonly", captureArtifacts=False,
                                     metadata={"toolchain": "wp-cli"}))
     if "wordpress.phpunit" in wanted:
-        from codebox_tui.runtime.phpunit import phpunit_tool_mounts
-
         mounts.extend(phpunit_tool_mounts(scratch / "phpunit-bin", wp_tests_lib=tools.wp_tests_lib,
                                           phpunit_polyfills=tools.phpunit_polyfills))
     return mounts

@@ -21,6 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.batch import parse_batch_file
 from codebox_tui.bundle.summary import digest_b
 from codebox_tui.contracts.exec import EXEC_DENIAL_CODES, ExecLimits, ExecRequest, ExecResult
 from codebox_tui.durations import parse_duration
@@ -34,6 +35,7 @@ from codebox_tui.lifecycle import (
     env_from_pairs,
     mounts_from_text,
 )
+from codebox_tui.lifecycle.episode import episode_run_output, load_plan, run_plan
 from codebox_tui.mcp_server.models import (
     BatchInput,
     BundleRef,
@@ -44,8 +46,15 @@ from codebox_tui.mcp_server.models import (
     FlowResult,
     RecipeRunInput,
 )
+from codebox_tui.recipes.evaluate_patch import check_bench_paths
+from codebox_tui.recipes.evaluate_patch import evaluate_patch as run_evaluation
+from codebox_tui.recipes.evaluate_range import evaluate_git_range
+from codebox_tui.recipes.run import run_recipe
+from codebox_tui.recipes.validate import validate_recipe_file
 from codebox_tui.runtime.exec import check_before_boot, parse_capabilities, run_exec
 from codebox_tui.runtime.exec_server import exec_on_held
+from codebox_tui.runtime.wordpress_builds import resolve_build
+from codebox_tui.settings import get_settings
 from store.db import Store
 
 # the arguments of ``execute`` that describe a fresh sandbox, with their defaults (refused with ``sandbox``)
@@ -141,11 +150,6 @@ def execute(params: ExecuteInput, *, progress: ProgressListener | None = None,
 def evaluate_patch(params: EvaluatePatchInput, *, progress: ProgressListener | None = None,
                    control: RunControl | None = None) -> FlowResult:
     """``codebox evaluate-patch --json``: the evaluation document (verdict, test delta, probe) and its bundle."""
-    from codebox_tui.recipes.evaluate_patch import check_bench_paths
-    from codebox_tui.recipes.evaluate_patch import evaluate_patch as run_evaluation
-    from codebox_tui.runtime.wordpress_builds import resolve_build
-    from codebox_tui.settings import get_settings
-
     if (params.patch is None) == (params.git_range is None):
         raise BadInputError("give exactly one of patch (a file) and git_range (BASE..HEAD)", code="invalid-arg",
                             field="patch")
@@ -167,8 +171,6 @@ def evaluate_patch(params: EvaluatePatchInput, *, progress: ProgressListener | N
         "wordpress_mode": params.wordpress, "tests_paths": params.tests_paths or None, "slug": params.slug,
         "bench_paths": params.bench or None, "bench_count": params.bench_count, "progress": progress}
     if params.git_range is not None:
-        from codebox_tui.recipes.evaluate_range import evaluate_git_range
-
         document = evaluate_git_range(plugin, params.git_range, **options)
     else:
         assert params.patch is not None
@@ -180,9 +182,6 @@ def evaluate_patch(params: EvaluatePatchInput, *, progress: ProgressListener | N
 def recipe_run(params: RecipeRunInput, *, progress: ProgressListener | None = None,
                control: RunControl | None = None) -> FlowResult:
     """``codebox recipe-run --json``: an invalid recipe is a tool error listing every problem by its JSON path."""
-    from codebox_tui.recipes.run import run_recipe
-    from codebox_tui.recipes.validate import validate_recipe_file
-
     path = _path(params.recipe, "recipe", what="a recipe file")
     validation = validate_recipe_file(path)
     if not validation.valid:
@@ -199,8 +198,6 @@ def recipe_run(params: RecipeRunInput, *, progress: ProgressListener | None = No
 def episode_run(params: EpisodeRunInput, *, progress: ProgressListener | None = None,
                 control: RunControl | None = None) -> FlowResult:
     """``codebox episode run --json``: the ``codebox/episode-result/v1`` document (redacted) and its bundle."""
-    from codebox_tui.lifecycle.episode import episode_run_output, load_plan, run_plan
-
     path = _path(params.plan, "plan", what="an episode plan file")
     restore = str(_path(params.restore, "restore", what="a snapshot document")) if params.restore else None
     plan = load_plan(path)
@@ -218,8 +215,6 @@ def episode_run(params: EpisodeRunInput, *, progress: ProgressListener | None = 
 def batch_argv(params: BatchInput) -> list[str]:
     """``codebox batch FILE --json`` with the tool's options; the file is parsed here first, so a malformed one is
     refused (naming its line) before any process or Ray instance starts."""
-    from codebox_tui.batch import parse_batch_file
-
     path = _path(params.file, "file", what="a batch file (JSON Lines)")
     parse_batch_file(path)
     argv = [sys.executable, "-m", "codebox_tui", "batch", str(path), "--json"]

@@ -48,9 +48,10 @@ from codebox_tui.mcp_server.models import (
 )
 from codebox_tui.runtime.catalog import get_command
 from store.apply import apply_decision
+from store.content import read_verified
 from store.db import Store
 from store.decisions import decide as store_decide
-from store.decisions import default_approver, read_content, resolve_bundle
+from store.decisions import decide_on, default_approver, resolve_bundle
 from store.inbox import inbox_rows, select_rows
 
 
@@ -118,12 +119,16 @@ def review_decide(params: ReviewDecideInput) -> Decision:
     with Store.open() as store:
         if params.content_digest is not None:
             record = resolve_bundle(store, params.bundle)
-            actual = read_content(Path(record.path)).content_digest
+            content = read_verified(record)
+            actual = content.content_digest
             if actual != params.content_digest.strip():
                 raise ConflictError(
                     f"the bundle's content digest is {actual}, not the {params.content_digest} you reviewed; "
                     "review it again (artifacts_show)", code="content-digest-mismatch", field="content_digest",
                     details={"expected": params.content_digest, "actual": actual})
+            return decide_on(store, record, params.action, approver=default_approver(params.approver),
+                             reason=params.reason, files=list(params.files) or None,
+                             hunks={k: list(v) for k, v in params.hunks.items()} or None, content=content)
         return store_decide(store, params.bundle, params.action, approver=default_approver(params.approver),
                             reason=params.reason, files=list(params.files) or None,
                             hunks={k: list(v) for k, v in params.hunks.items()} or None)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from codebox_tui.bundle import layout
+from codebox_tui.bundle.hostgit import HostGit
 from codebox_tui.contracts.bundle import TestSuite
 from codebox_tui.contracts.evaluation import PATCH_EVALUATION_SCHEMA, PatchEvaluation
 from codebox_tui.contracts.runtime import ExecutionResult, MountSpec, RuntimePolicy
@@ -29,6 +30,9 @@ from codebox_tui.errors import BadInputError, CodeboxError
 from codebox_tui.lifecycle import CommandStep, OpenRun, ProgressListener, RunControl, RunRequest, RunService, Toolchain
 from codebox_tui.lifecycle.site_state import unclean_details, unclean_risks
 from codebox_tui.recipes.front_end_probe import front_end_probe, plain
+from codebox_tui.recipes.patch_split import split_patch, test_rule
+from codebox_tui.runtime.backend import validate_runtime_env
+from codebox_tui.runtime.bench import PATH_SEPARATOR, bench_settings
 from codebox_tui.runtime.mounts import mu_plugin_loader, plugin_target
 from codebox_tui.runtime.php_literal import php_string
 from codebox_tui.versions import DEFAULT_WP_VERSION
@@ -107,8 +111,6 @@ def _counts(suite: TestSuite | None) -> dict[str, Any] | None:
 
 def _git_apply(cwd: Path, patch: Path | bytes, check: bool) -> subprocess.CompletedProcess[str]:
     """``git apply`` of a patch file, or of patch bytes given on stdin (one part of a split patch)."""
-    from codebox_tui.bundle.hostgit import HostGit  # the one hardened way to run git (docs/security-host.md)
-
     source = str(patch.resolve()) if isinstance(patch, Path) else "-"
     args = ["apply", "--whitespace=nowarn", *(["--check"] if check else []), source]
     done = HostGit(cwd).run(*args, input=patch if isinstance(patch, bytes) else None, timeout=60)
@@ -174,9 +176,6 @@ def evaluate_patch(plugin_dir: Path, patch_file: Path, *, artifacts_dir: Path, t
     the patch in the same sandbox, ``bench_count`` timed requests each (``--bench``, ``--bench-count``; an
     advisory regression check, docs/bench.md). ``control`` cancels the run; ``on_open`` is
     called with the open run before anything boots (the TUI's Live screen tails its events from there)."""
-    from codebox_tui.recipes.patch_split import split_patch, test_rule
-    from codebox_tui.runtime.backend import validate_runtime_env
-
     plugin_dir = plugin_dir.resolve()
     # a single .php file is a must-use plugin: its folder is what the patch and the tests see, and only the file
     # is loaded (docs/evaluate-patch.md, "A single-file must-use plugin")
@@ -410,8 +409,6 @@ BENCH_WARMUP = 1  # per path and side, before the timed requests
 
 def check_bench_paths(paths: list[str], count: int = 5) -> list[str]:
     """``--bench`` paths and ``--bench-count`` as wordpress.bench arguments, checked before anything boots."""
-    from codebox_tui.runtime.bench import PATH_SEPARATOR, bench_settings
-
     if not paths:
         return []
     unique = list(dict.fromkeys(paths))

@@ -21,7 +21,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.bundle.hostgit import HostGit
 from codebox_tui.errors import BadInputError
+from codebox_tui.recipes.evaluate_patch import check_slug, evaluate_patch
+from codebox_tui.runtime.backends import backend_name, check_features, check_php
+from codebox_tui.runtime.wordpress_builds import resolve_build
 
 MAX_ARCHIVE_BYTES = 512 * 1024 * 1024
 _REV = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/~^@{}-]{0,199}")
@@ -49,8 +53,6 @@ def check_evaluation_backend(backend: str | None) -> str:
     """The backend an evaluation runs on (``None``: ``CODEBOX_BACKEND``; an unknown name is a BadInputError whose
     ``field`` is ``backend``). Both backends evaluate: the native one serves the probes' pages through its own
     preview (docs/backends.md)."""
-    from codebox_tui.runtime.backends import backend_name, check_features
-
     chosen = backend_name(backend)
     check_features(chosen, holds_preview=False)
     return chosen
@@ -62,9 +64,6 @@ def check_evaluation_inputs(plugin_dir: Path, patch_file: Path | None, git_range
     a patch file and a git range, the plugin folder, the patch file, the range's form, the backend, the
     WordPress and PHP versions (a BadInputError whose ``field`` is the option at fault; ``php`` None: the
     backend's default)."""
-    from codebox_tui.runtime.backends import check_php
-    from codebox_tui.runtime.wordpress_builds import resolve_build
-
     chosen = check_evaluation_backend(backend)
     if (patch_file is None) == (git_range is None):
         raise BadInputError("give exactly one of --patch FILE and --git BASE..HEAD", code="invalid-arg",
@@ -87,8 +86,6 @@ def check_evaluation_inputs(plugin_dir: Path, patch_file: Path | None, git_range
 
 
 def _git(repo: Path) -> Any:
-    from codebox_tui.bundle.hostgit import HostGit  # the one hardened way to run git (docs/security-host.md)
-
     return HostGit(repo)
 
 
@@ -245,8 +242,6 @@ def _make_parents(target: Path, path: str, text: str) -> None:
 
 def evaluate_git_range(plugin_dir: Path, text: str, *, slug: str | None = None, **options: Any) -> dict[str, Any]:
     """Evaluate a range of the plugin's repository as :func:`evaluate_patch` evaluates a patch file."""
-    from codebox_tui.recipes.evaluate_patch import check_slug, evaluate_patch
-
     name = check_slug(slug) if slug is not None else plugin_dir.resolve().name
     scratch = Path(tempfile.mkdtemp(prefix="codebox-evaluate-range-"))
     try:

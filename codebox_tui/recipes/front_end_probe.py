@@ -15,6 +15,7 @@ is read by Codebox itself from the database after the request (WordPress not loa
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from dataclasses import dataclass, field
@@ -105,8 +106,6 @@ RESPONSE_ERRORS = re.compile(r"(?:<b>)?(Fatal error|Parse error|Warning|Notice|D
 
 
 def plain(text: str) -> str:
-    import html
-
     return re.sub(r"[ \t]+", " ", html.unescape(re.sub(r"<[^>]+>", "", text)))
 
 

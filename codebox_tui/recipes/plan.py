@@ -12,6 +12,7 @@ from codebox_tui.contracts.recipe import ExtraPlugin, WorkspaceRecipe
 from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.jsonargs import resolve_source
 from codebox_tui.recipes.validate import RecipeValidation, all_steps
+from codebox_tui.runtime.backends import BACKEND_WIRE_NAMES, chosen_backend, default_php
 from codebox_tui.runtime.catalog import get_command, parse_args
 from codebox_tui.runtime.mounts import plugin_target
 
@@ -44,8 +45,6 @@ def policy_hash(policy: RuntimePolicy) -> str:
 
 def build_plan(recipe: WorkspaceRecipe, policy: RuntimePolicy, base_dir: Path,
                env: dict[str, str] | None = None, backend: str | None = None) -> dict[str, Any]:
-    from codebox_tui.runtime.backends import BACKEND_WIRE_NAMES, chosen_backend, default_php
-
     environ = dict(os.environ) if env is None else env
     rt = recipe.runtime
     chosen = chosen_backend(backend, rt.backend)

@@ -10,9 +10,11 @@ sealing and the review inbox are the run lifecycle's (``lifecycle/service.py``).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import platform
+import re
 import shutil
 import sys
 import tempfile
@@ -20,6 +22,7 @@ import threading
 import time
 import zipfile
 from collections.abc import Callable
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +35,14 @@ from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
 from codebox_tui.jsonargs import resolve_source
 from codebox_tui.lifecycle import CommandStep, OpenRun, ProgressListener, RunControl, RunRequest, RunService
 from codebox_tui.lifecycle.site_state import unclean_text
+from codebox_tui.recipes.blueprint import blueprint_file_writes, blueprint_php, reviewed_code_ran, runs_php
 from codebox_tui.recipes.plan import extra_plugin_load_as, extra_plugin_target, policy_hash, workspace_target
 from codebox_tui.recipes.scaffolds import write_plugin_scaffold, write_theme_scaffold
 from codebox_tui.recipes.seeds import site_seed_php
 from codebox_tui.recipes.validate import RecipeValidation, all_steps, resolved_step_args
+from codebox_tui.runtime.backends import chosen_backend
 from codebox_tui.runtime.mounts import mu_plugin_loader
+from codebox_tui.settings import get_settings
 
 RUN_SCHEMA = "wp-codebox/recipe-run/v1"
 ATTESTATION_SCHEMA = "wp-codebox/run-attestation/v1"
@@ -178,8 +184,6 @@ def last_json(text: str) -> Any:
 def _versions() -> dict[str, Any]:
     out: dict[str, Any] = {"codebox": __version__, "python": sys.version.split()[0], "platform": platform.platform()}
     try:
-        from importlib.metadata import version
-
         out["playwright"] = version("playwright")
     except Exception:
         pass
@@ -342,9 +346,6 @@ def recipe_request(validation: RecipeValidation, base_dir: Path, scratch: Path, 
                    backend: str | None = None) -> tuple[RunRequest, list[dict[str, Any]]]:
     """The run a valid recipe asks for (its workspaces made under ``scratch``) and its extra plugins, on
     ``backend`` (``--backend``) when given, else the recipe's ``runtime.backend``, else ``CODEBOX_BACKEND``."""
-    from codebox_tui.runtime.backends import chosen_backend
-    from codebox_tui.settings import get_settings
-
     recipe, policy = validation.recipe, validation.policy
     if not validation.valid or recipe is None or policy is None:
         first = f" (first of {len(validation.issues)}: {validation.issues[0].path}: {validation.issues[0].message})" \
@@ -423,9 +424,6 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
 MAX_DECLARED_BYTES = 16 * 1024 * 1024
 def _collect_declared(session: Any, art: Any) -> dict[str, Any]:
     """Copy one declared sandbox file into ``files/declared/<name>`` (absent files are recorded, not copied)."""
-    import base64
-    import re as _re
-
     out: dict[str, Any] = {"name": art.name, "path": art.path, "required": art.required}
     code = (f"<?php $p = {json.dumps(art.path)}; if (!is_file($p)) {{ echo json_encode(['exists' => false]); }}"
             f" elseif (filesize($p) > {MAX_DECLARED_BYTES}) {{ echo json_encode(['exists' => true, 'size' => "
@@ -439,7 +437,7 @@ def _collect_declared(session: Any, art: Any) -> dict[str, Any]:
         return {**out, "status": "missing", "error": f"{art.path} does not exist in the sandbox"}
     if "b64" not in found:
         return {**out, "status": "too-large", "error": f"{art.path} is larger than {MAX_DECLARED_BYTES} bytes"}
-    safe = _re.sub(r"[^A-Za-z0-9_.-]+", "-", art.name).strip(".-") or "artifact"
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", art.name).strip(".-") or "artifact"
     rel = layout.declared_path(safe)
     data = base64.b64decode(found["b64"])
     target = session.add_evidence(rel, "declared-artifact", "application/octet-stream")
@@ -485,8 +483,6 @@ def apply_blueprint(run: OpenRun, blueprint: dict[str, Any], php_phase: PhpPhase
     run's declared set-up: its ``writeFile``s and, when it runs PHP, whatever it wrote, are attributed to the
     set-up in the site-state diff (docs/site-state.md, "Attribution"). ``php_phase(name, code, check)`` runs the
     PHP (a recipe records it as a phase); by default it just runs it. A failed step raises ``SetupFailedError``."""
-    from codebox_tui.recipes.blueprint import blueprint_file_writes, blueprint_php, reviewed_code_ran, runs_php
-
     def run_php(_name: str, code: str, check: Callable[[Any], Any]) -> Any:
         return check(_json_tail(run.sandbox.run_php(WP_PREFIX + code, 120).text))
 

@@ -37,6 +37,7 @@ from codebox_tui.recipes.blueprint import blueprint_unsupported, validate_bluepr
 from codebox_tui.runtime.catalog import command_catalog, parse_args
 from codebox_tui.runtime.mounts import SITE_TARGETS
 from codebox_tui.runtime.wordpress_builds import resolve_build
+from codebox_tui.settings import get_settings
 
 VALIDATION_SCHEMA = "wp-codebox/recipe-validation/v1"
 ALLOW_DOWNLOADS_ENV = "CODEBOX_ALLOW_NETWORK_DOWNLOADS"
@@ -177,8 +178,6 @@ def validate_recipe_document(
     setting, ``CODEBOX_ALLOW_NETWORK_DOWNLOADS``)."""
     result = RecipeValidation(recipe_path)
     if allow_downloads is None:
-        from codebox_tui.settings import get_settings
-
         allow_downloads = get_settings().allow_network_downloads
     if not isinstance(document, dict):
         result.issues.append(Issue("invalid-recipe", "$", f"expected a JSON object, got {type(document).__name__}"))

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from codebox_tui.contracts.runtime import MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError
 from codebox_tui.runtime.mounts import PrivateCopy
+from codebox_tui.settings import get_settings
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
 ProgressCallback = Callable[[str, dict[str, Any]], None]
@@ -34,8 +35,6 @@ def validate_runtime_env(env: object, field_name: str = "env") -> dict[str, str]
 
 
 def _default_boot_timeout() -> float:
-    from codebox_tui.settings import get_settings
-
     return get_settings().boot_timeout_s
 
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from codebox_tui.errors import BadInputError
 from codebox_tui.runtime.backend import Backend
+from codebox_tui.runtime.native import NativeBackend
+from codebox_tui.runtime.native_site import check_native_mount_targets, check_native_php, host_php
+from codebox_tui.runtime.playground import SUPPORTED_PHP, PlaygroundBackend
 from codebox_tui.settings import CodeboxSettings, get_settings
 from codebox_tui.versions import DEFAULT_PHP_VERSION
 
@@ -36,19 +39,13 @@ def chosen_backend(requested: str | None, wire: str | None, settings: CodeboxSet
 
 def make_backend(name: str, settings: CodeboxSettings | None = None) -> Backend:
     if name == "native":
-        from codebox_tui.runtime.native import NativeBackend
-
         return NativeBackend(settings)
-    from codebox_tui.runtime.playground import PlaygroundBackend
-
     return PlaygroundBackend(settings)
 
 
 def default_php(name: str) -> str:
     """The PHP version a run gets when it names none: the host's on ``native``, else Codebox's default."""
     if name == "native":
-        from codebox_tui.runtime.native_site import host_php
-
         return host_php().series
     return DEFAULT_PHP_VERSION
 
@@ -56,12 +53,8 @@ def default_php(name: str) -> str:
 def check_php(name: str, php: str) -> None:
     """Refuse, before anything boots, a PHP version ``name`` cannot run (the message names the way out)."""
     if name == "native":
-        from codebox_tui.runtime.native_site import check_native_php
-
         check_native_php(php)
         return
-    from codebox_tui.runtime.playground import SUPPORTED_PHP
-
     if php not in SUPPORTED_PHP:
         raise BadInputError(f"--php {php} is not available; choose one of {', '.join(SUPPORTED_PHP)}",
                             code="unknown-php-version", field="--php")
@@ -70,8 +63,6 @@ def check_php(name: str, php: str) -> None:
 def check_mount_targets(name: str, targets: list[str]) -> None:
     """Refuse, before anything boots, a mount target the backend keeps for itself."""
     if name == "native":
-        from codebox_tui.runtime.native_site import check_native_mount_targets
-
         check_native_mount_targets(targets)
 
 

@@ -8,9 +8,25 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
+from codebox_tui.bundle import layout
+from codebox_tui.contracts.canonical import pretty_json, sha256_hex
+from codebox_tui.contracts.common import new_id, utc_now_iso
+from codebox_tui.contracts.episode import EpisodeObservation, ObservationSpec, episode_digest
 from codebox_tui.errors import BadInputError
+from codebox_tui.runtime import site_state
+from codebox_tui.runtime.observations import observe as take
 from codebox_tui.runtime.outcome import CommandOutcome
 from codebox_tui.runtime.php_literal import php_string
+from codebox_tui.runtime.site_state import (
+    export_config_from_args,
+    export_wordpress_state,
+    externalize_files,
+    readonly_content_paths,
+    snapshot_scope,
+    take_snapshot,
+)
 
 if TYPE_CHECKING:
     from codebox_tui.runtime.session import RunSession
@@ -157,18 +173,12 @@ def ability(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
 
 # -- site state: snapshots and checkpoints (docs/site-state.md) ------------------------------------
 def _snapshot_scope(session: RunSession, args: dict[str, str]) -> dict[str, Any]:
-    from codebox_tui.runtime.site_state import readonly_content_paths, snapshot_scope
-
     return snapshot_scope(args, readonly_content_paths([*session.spec.mounts, *session.spec.extra_mounts]))
 
 
 def capture_state_bundle(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
     """Snapshot the site into ``files/runtime-snapshots/<id>.json`` (file bytes as content-addressed
     blobs beside it) and its wordpress-state export into ``files/wordpress-state/<id>.json``."""
-    from codebox_tui.bundle import layout
-    from codebox_tui.contracts.canonical import pretty_json, sha256_hex
-    from codebox_tui.runtime.site_state import export_config_from_args, export_wordpress_state, take_snapshot
-
     config = export_config_from_args(args)
     snapshot = take_snapshot(session.sandbox, _snapshot_scope(session, args), timeout_s=timeout_s,
                              metadata={"runtime": session.runtime_id,
@@ -196,10 +206,6 @@ def store_snapshot(session: RunSession, snapshot: Any) -> tuple[str, str]:
     ``runtime-snapshot``) and each file's bytes to a content-addressed blob beside it (kind
     ``runtime-snapshot-blob``; docs/site-state.md, "Snapshots in a bundle"). Returns the document's path and the
     sha256 of the bytes written."""
-    from codebox_tui.bundle import layout
-    from codebox_tui.contracts.canonical import pretty_json, sha256_hex
-    from codebox_tui.runtime.site_state import externalize_files
-
     def write_blob(rel: str, data: bytes) -> None:
         target = session.run_dir / rel
         if not target.exists():
@@ -219,8 +225,6 @@ def _checkpoint_outcome(result: Any) -> CommandOutcome:
 
 
 def checkpoint_create(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
-    from codebox_tui.runtime import site_state
-
     metadata = None
     if args.get("metadata-json"):
         try:
@@ -236,14 +240,10 @@ def checkpoint_create(session: RunSession, args: dict[str, str], timeout_s: floa
 
 
 def checkpoint_restore(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
-    from codebox_tui.runtime import site_state
-
     return _checkpoint_outcome(site_state.checkpoint_restore(session.sandbox, args["name"], timeout_s=timeout_s))
 
 
 def checkpoint_list(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
-    from codebox_tui.runtime import site_state
-
     return _checkpoint_outcome(site_state.checkpoint_list(session.sandbox, timeout_s=timeout_s))
 
 
@@ -251,11 +251,6 @@ def checkpoint_list(session: RunSession, args: dict[str, str], timeout_s: float)
 def observe(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
     """One episode observation of the run's sandbox, printed as its ``wp-codebox/runtime-episode-observation/v1``
     envelope (with its digest); a ``wordpress-state`` observation's section documents go to the bundle."""
-    from pydantic import ValidationError
-
-    from codebox_tui.contracts.common import new_id, utc_now_iso
-    from codebox_tui.contracts.episode import EpisodeObservation, ObservationSpec, episode_digest
-    from codebox_tui.runtime.observations import observe as take
 
     extra: Any = {}
     if args.get("spec-json"):

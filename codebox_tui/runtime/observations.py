@@ -21,6 +21,7 @@ from codebox_tui.contracts.episode import ObservationSpec
 from codebox_tui.contracts.runtime import ExecutionResult
 from codebox_tui.contracts.site_state import StateExportConfig
 from codebox_tui.errors import BadInputError, SandboxError
+from codebox_tui.runtime.site_state import export_wordpress_state
 
 if TYPE_CHECKING:
     from codebox_tui.runtime.session import RunSession
@@ -112,8 +113,6 @@ def _files(session: RunSession, spec: ObservationSpec, timeout_s: float) -> Obse
 def _wordpress_state(session: RunSession, spec: ObservationSpec, observation_id: str, timeout_s: float) -> Observed:
     """The ``wordpress-state`` export: each section to ``files/observations/<id>-wordpress-state-<section>.json``,
     the data keeping a summary of each section and where its document is (spec §10)."""
-    from codebox_tui.runtime.site_state import export_wordpress_state
-
     config = StateExportConfig.model_validate({
         **({"sections": spec.sections} if spec.sections else {}), "redaction": spec.redaction,
         "includeContent": spec.includeContent, "optionNames": spec.optionNames})

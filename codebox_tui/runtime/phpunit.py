@@ -12,6 +12,7 @@ under ``files/phpunit/``.
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import shutil
@@ -195,8 +196,6 @@ def _php(value: str | None) -> str:
 
 def _probe(session: RunSession, plugin_dir: str, xml: str | None, bootstrap: str | None,
            timeout_s: float) -> dict[str, Any]:
-    import json as _json
-
     paths = {"vendorLib": f"{plugin_dir}/{wp_tests.VENDOR_LIB}/includes/bootstrap.php",
              "vendorPolyfills": f"{plugin_dir}/{wp_tests.VENDOR_POLYFILLS}/{wp_tests.POLYFILLS_FILE}",
              "vendorAutoload": f"{plugin_dir}/vendor/autoload.php",
@@ -209,7 +208,7 @@ def _probe(session: RunSession, plugin_dir: str, xml: str | None, bootstrap: str
                         "bootstrap": _php(bootstrap), "paths": paths_php}
     result = session.sandbox.run_php(code, min(timeout_s, 60.0))
     try:
-        found = _json.loads(result.text.strip().splitlines()[-1])
+        found = json.loads(result.text.strip().splitlines()[-1])
     except (ValueError, IndexError):
         found = {}
     return found if isinstance(found, dict) else {}

@@ -10,8 +10,10 @@ a confined sidecar (docs/security.md, "Layers") sees only the folders bound when
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 import secrets
 import sys
 import tempfile
@@ -214,8 +216,6 @@ def spares_wanted(mode: str, boots_in_process: int, override: bool | None = None
 
 def _failed_run(message: str) -> PhpResult:
     """Split php-wasm's "failed with exit code N === Stdout === … === Stderr === …" message."""
-    import re
-
     match = re.search(r"exit code (\d+)", message)
     code = int(match.group(1)) if match else 255
     stdout, stderr = "", message
@@ -295,14 +295,10 @@ class PlaygroundSandbox:
                           text=str(result.get("text", "")))
 
     def write_file(self, path: str, data: bytes, timeout_s: float = 30.0) -> None:
-        import base64
-
         self.sidecar.request("writeFile", {"sandbox": self.id, "path": path,
                                            "base64": base64.b64encode(data).decode()}, timeout_s)
 
     def read_file(self, path: str, timeout_s: float = 30.0, *, max_bytes: int) -> bytes:
-        import base64
-
         reply = self.sidecar.request("readFile", {"sandbox": self.id, "path": path, "maxBytes": int(max_bytes)},
                                      timeout_s)
         data = base64.b64decode(str(reply["base64"]), validate=True)

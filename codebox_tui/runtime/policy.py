@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from pydantic import ValidationError
+
 from codebox_tui.bundle.redact import MIN_SECRET_LENGTH, SECRET_MARK, Redactor, check_secret_values
 from codebox_tui.bundle.safe_read import MAX_JSON_BYTES, loads_limited, read_regular
 from codebox_tui.contracts.runtime import RuntimePolicy
@@ -41,8 +43,6 @@ def load_policy(text: str) -> RuntimePolicy:
     except ValueError as error:
         raise BadInputError(f"Policy in {source} is not valid JSON: {error}", code="invalid-policy",
                             field="policy") from error
-    from pydantic import ValidationError
-
     try:
         return RuntimePolicy.model_validate(data)
     except ValidationError as error:

@@ -28,11 +28,12 @@ from codebox_tui.contracts.runtime import (
     RuntimeEvent,
     RuntimeInfo,
 )
-from codebox_tui.errors import CodeboxError, HostIOError, PolicyDeniedError, SandboxError
+from codebox_tui.errors import BadInputError, CodeboxError, HostIOError, PolicyDeniedError, SandboxError
 from codebox_tui.runtime.backend import Backend, Sandbox, SandboxSpec
 from codebox_tui.runtime.catalog import get_command, handler_for, parse_args
 from codebox_tui.runtime.mounts import PrivateCopy, new_copies_dir, remove_tree
 from codebox_tui.runtime.outcome import CommandOutcome
+from codebox_tui.runtime.playground import PlaygroundBackend, claim_owned_dir
 from codebox_tui.runtime.policy import Redactor, check_command, check_secret_values
 from codebox_tui.runtime.reaper import reap_in_background
 from codebox_tui.runtime.special_modes import SPECIAL_MODE_FLAG, special_mode_entries, strip_new_special_modes
@@ -51,8 +52,6 @@ class EvidenceFile:
 
 
 def _baselines_dir() -> Path:
-    from codebox_tui.runtime.playground import claim_owned_dir
-
     return claim_owned_dir(get_settings().home / "baselines", "baselines-")
 
 
@@ -85,8 +84,6 @@ class RunSession:
             self.run_dir.mkdir(parents=True, exist_ok=False)
             (self.run_dir / "logs").mkdir()
         except OSError as error:
-            from codebox_tui.errors import BadInputError
-
             raise BadInputError(
                 f"cannot create the run folder under {artifacts_root}: {error.strerror or error} "
                 f"({error.filename or self.run_dir}); expected a writable folder",
@@ -150,8 +147,6 @@ class RunSession:
     @property
     def backend(self) -> Backend:
         if self._backend is None:
-            from codebox_tui.runtime.playground import PlaygroundBackend
-
             self._backend = PlaygroundBackend()
         return self._backend
 
@@ -354,8 +349,6 @@ class RunSession:
         self.emit("command.finished" if error_info is None else "command.failed",
                   {"id": command_id, "command": command, "exitCode": result.exitCode, "durationMs": duration,
                    **({"error": error_info.to_dict()} if error_info else {})}, level=level)
-        if error_info is not None and isinstance(error_info, SandboxError):
-            raise error_info
         if error_info is not None:
             raise error_info
         return result

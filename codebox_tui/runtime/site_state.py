@@ -27,6 +27,7 @@ from typing import Any, Final, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from codebox_tui.bundle import layout
+from codebox_tui.bundle.safe_read import UnsafeFileError, load_json_file, parse_json, read_regular
 from codebox_tui.contracts.canonical import sha256_hex
 from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.contracts.runtime import MountSpec
@@ -256,8 +257,6 @@ def externalize_files(snapshot: RuntimeSnapshot, write_blob: Callable[[str, byte
 def load_snapshot(bundle_dir: Path, rel: str) -> RuntimeSnapshot:
     """Read a snapshot document of a bundle (hostile input) and put each blob's bytes back inline.
     A blob is found by the file's sha256 only (never by a path the document names) and must hash to it."""
-    from codebox_tui.bundle.safe_read import load_json_file
-
     root = Path(bundle_dir)
     path = root / rel
     snapshot = _bad_input_validated(RuntimeSnapshot, load_json_file(path, rel, limit=512 * 1024 * 1024), rel)
@@ -266,16 +265,12 @@ def load_snapshot(bundle_dir: Path, rel: str) -> RuntimeSnapshot:
 
 def parse_snapshot(data: bytes, source: str) -> RuntimeSnapshot:
     """A snapshot document from bytes the caller has already read (and, for a site, checked against its digest)."""
-    from codebox_tui.bundle.safe_read import parse_json
-
     return _bad_input_validated(RuntimeSnapshot, parse_json(data, source, code="invalid-snapshot"), source)
 
 
 def inline_blobs(snapshot: RuntimeSnapshot, root: Path, rel: str) -> RuntimeSnapshot:
     """``snapshot`` with each file's bytes read back from its blob under ``root`` (found by sha256 only, never by a
     path the document names, and checked to hash to it)."""
-    from codebox_tui.bundle.safe_read import UnsafeFileError, read_regular
-
     files = []
     for index, entry in enumerate(snapshot.files):
         if entry.base64 is None:

@@ -14,8 +14,9 @@ from codebox_tui.bundle.results import bundle_checks as read_checks
 from codebox_tui.contracts.bundle import TestResults
 from store import threeway
 from store.apply import apply_decision
+from store.content import read_content
 from store.db import BundleRecord, Store
-from store.decisions import decide_on, default_approver, read_content, record_content, register_bundle
+from store.decisions import decide_on, default_approver, record_content, register_bundle
 from store.feedback import record_iterate_feedback
 from store.inbox import import_bundles as store_import
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 from dataclasses import dataclass
@@ -53,8 +54,6 @@ def sites_dir() -> Path:
 
 def site_dir(site_id: str) -> Path:
     """The folder of ``site_id``; an id that is not ``prepared-<16 hex>`` is refused (it names a folder)."""
-    import re
-
     if not re.fullmatch(SITE_ID_PATTERN, site_id):
         raise BadInputError(f"site id {site_id!r} is not a Codebox site id (prepared-<16 hex>, from `codebox site "
                             "create` or `codebox site list`)", code="invalid-site-id", field="site_id")

@@ -18,8 +18,9 @@ from codebox_tui.bundle.hostgit import HostGit, HostGitError, user_identity
 from codebox_tui.contracts.apply import ApplyResult
 from codebox_tui.errors import BadInputError, ConflictError
 from store import threeway
+from store.approved import ApprovedChange
 from store.patchtext import split_blocks
-from store.plan import ApplyAdapter, ApplyPlan, ApprovedChange, PlannedWrite, merge_report, target_root
+from store.plan import ApplyAdapter, ApplyPlan, PlannedWrite, merge_report, target_root
 
 GIT_TIMEOUT_S = 120.0
 

@@ -433,7 +433,7 @@ def test_a_decision_recorded_before_sandbox_paths_still_applies(tmp_path: Path, 
     new ones list sandbox paths. Apply-back takes both and writes the same files."""
     cap = capture(tmp_path)
     record = register_bundle(store, cap.bundle_dir)
-    from store.decisions import read_content
+    from store.content import read_content
 
     digest = read_content(cap.bundle_dir).content_digest
     old = store.record_decision(record.key, "approve-files", approver="ana", approved_files=["demo.php"],

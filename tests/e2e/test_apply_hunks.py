@@ -15,8 +15,9 @@ import pytest
 
 from codebox_tui.errors import BadInputError, ConflictError
 from store.apply import apply_decision
+from store.content import read_content
 from store.db import Store
-from store.decisions import decide, read_content, register_bundle
+from store.decisions import decide, register_bundle
 from tests.factories.apply_back import BASELINE, CHANGES, git, git_repo, tree
 from tests.factories.hunks import EDITS, big_after, captured
 
@@ -172,7 +173,7 @@ def test_cli_show_numbers_hunks_and_approve_hunk_applies_exactly_them(tmp_path: 
 def test_hunk_headers_are_printed_without_terminal_controls() -> None:
     """A hunk's ``@@`` line can carry any text (an imported bundle's patch, git's function context):
     ``review show`` prints it escaped, never as a raw control sequence."""
-    from codebox_tui.cli_review import _hunk_header
+    from codebox_tui.cli.review import _hunk_header
     from store.patchtext import split_hunks
 
     block = b"--- a/f\n+++ b/f\n@@ -1,1 +1,1 @@ evil\x1b[2J\x1b]0;owned\x07()\n-a\n+b\n"

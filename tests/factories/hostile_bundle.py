@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from codebox_tui.screenshots import HOSTILE_PATCH as FIXTURE_PATCH
-from codebox_tui.screenshots import PLUGIN_TARGET, build_hostile_bundle, make_tabbed_plugin
+from tests.factories.screenshots import HOSTILE_PATCH as FIXTURE_PATCH
+from tests.factories.screenshots import PLUGIN_TARGET, build_hostile_bundle, make_tabbed_plugin
 
 # PHP run inside the sandbox. chr()/\u{} build the control characters there, so the hostile bytes are
 # written by the sandbox itself, as an attacker's code would.
@@ -42,7 +42,7 @@ def recorded_patch() -> str:
 
 def build_recorded_bundle(work: Path) -> Path:
     """A deterministic bundle for snapshots: the plugin with the recorded patch of the real run applied
-    exactly, captured by the real capture code with a fixed clock (``codebox_tui.screenshots``)."""
+    exactly, captured by the real capture code with a fixed clock (``tests.factories.screenshots``)."""
     return build_hostile_bundle(work)
 
 

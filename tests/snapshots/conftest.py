@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from codebox_tui.screenshots import build_demo_bundle, register_demo
 from codebox_tui.settings import reload_settings
+from tests.factories.screenshots import build_demo_bundle, register_demo
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from codebox_tui.app import CodeboxApp
-from codebox_tui.screenshots import FIXED_NOW
 from codebox_tui.settings import reload_settings
 from tests.factories.hostile_bundle import HOSTILE_NAME, build_recorded_bundle
+from tests.factories.screenshots import FIXED_NOW
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ from textual.widgets import Input
 
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.live_run import LiveRunScreen
-from codebox_tui.screenshots import FIXED_NOW
 from codebox_tui.settings import get_settings
+from tests.factories.screenshots import FIXED_NOW
 from tests.factories.tui import review_opened
 from widgets.event_tail import EventTail
 

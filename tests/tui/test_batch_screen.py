@@ -12,11 +12,11 @@ from textual.widgets import DataTable, Static
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.batch import BatchScreen
 from codebox_tui.screens.review import ReviewScreen
-from codebox_tui.screenshots import FIXED_NOW
 from store.batches import create_batch, finish_batch, update_item
 from store.db import Store
 from store.decisions import register_bundle
 from tests.factories.bundles import make_bundle, typical_change
+from tests.factories.screenshots import FIXED_NOW
 from tests.factories.widget_hosts import wait_for
 
 

@@ -13,13 +13,13 @@ from textual.widgets import DataTable
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.compare import CompareScreen
 from codebox_tui.screens.home import HomeScreen
-from codebox_tui.screenshots import FIXED_NOW
 from codebox_tui.settings import get_settings
 from store.batches import create_batch, get_batch, update_item
 from store.db import Store
 from store.decisions import register_bundle
 from store.inbox import group_batches, inbox_rows
 from tests.factories.bundles import make_bundle, second_try, typical_change
+from tests.factories.screenshots import FIXED_NOW
 
 FIXED_CREATED = "2026-01-01T00:00:00.000Z"
 

@@ -10,8 +10,8 @@ from textual.widgets import Static
 
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.review import ReviewScreen
-from codebox_tui.screenshots import build_demo_bundle
 from codebox_tui.settings import reload_settings
+from tests.factories.screenshots import build_demo_bundle
 from widgets.evidence_view import EvidenceView
 
 

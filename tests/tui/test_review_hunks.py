@@ -14,8 +14,8 @@ from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.dialogs import ApplyDialog, ConfirmDialog, HelpDialog
 from codebox_tui.screens.review import ReviewScreen
 from codebox_tui.settings import reload_settings
+from store.content import read_content
 from store.db import Store
-from store.decisions import read_content
 from tests.factories.apply_back import CHANGES
 from tests.factories.hunks import big_after, captured
 from tests.factories.tui import confirm_ready

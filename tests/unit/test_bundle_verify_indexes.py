@@ -506,20 +506,45 @@ def with_review(bundle: Path, tamper: Callable[[dict[str, Any]], None]) -> Path:
     return bundle
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(mutation=MUTATIONS, document=st.sampled_from(["replay", "typed", "tools", "review"]))
-def test_mutated_documents_give_violations_never_exceptions(captured: Path, tmp_path_factory: pytest.TempPathFactory,
-                                                            mutation: Any, document: str) -> None:
-    bundle = copy_bundle(captured, tmp_path_factory.mktemp("fuzz"))
-    tamper = _mutator(mutation)
+def _with_document(document: str, bundle: Path, tamper: Callable[[dict[str, Any]], None]) -> Path:
+    """Add (or, for the review, rewrite) the named document, passing it through ``tamper`` before it is written."""
     if document == "replay":
-        with_replay_index(bundle, tamper, seal_after_tamper=False)
-    elif document == "typed":
-        with_typed_index(bundle, tamper)
-    elif document == "tools":
-        with_transcript(bundle, tamper)
-    else:
-        with_review(bundle, tamper)
+        return with_replay_index(bundle, tamper, seal_after_tamper=False)
+    if document == "typed":
+        return with_typed_index(bundle, tamper)
+    if document == "tools":
+        return with_transcript(bundle, tamper)
+    return with_review(bundle, tamper)
+
+
+FUZZED_DOCUMENTS = ("replay", "typed", "tools", "review")
+
+
+@pytest.fixture(scope="module")
+def pristine_documents(captured: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """Each fuzzed document as its builder writes it, built once: every example mutates a copy of the same one,
+    so what an example does depends only on Hypothesis' draws (never on a document rebuilt per example)."""
+    documents: dict[str, dict[str, Any]] = {}
+    for document in FUZZED_DOCUMENTS:
+        def keep(doc: dict[str, Any], name: str = document) -> None:
+            documents[name] = copy.deepcopy(doc)
+        _with_document(document, copy_bundle(captured, tmp_path_factory.mktemp("pristine")), keep)
+    return documents
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mutation=MUTATIONS, document=st.sampled_from(FUZZED_DOCUMENTS))
+def test_mutated_documents_give_violations_never_exceptions(captured: Path, tmp_path_factory: pytest.TempPathFactory,
+                                                            pristine_documents: dict[str, dict[str, Any]],
+                                                            mutation: Any, document: str) -> None:
+    mutated = copy.deepcopy(pristine_documents[document])
+    _mutator(mutation)(mutated)
+
+    def write_mutated(doc: dict[str, Any]) -> None:
+        doc.clear()
+        doc.update(mutated)
+
+    bundle = _with_document(document, copy_bundle(captured, tmp_path_factory.mktemp("fuzz")), write_mutated)
     result = verify_bundle(bundle)  # must not raise, whatever the document holds
     assert result.valid == (not result.violations)
 

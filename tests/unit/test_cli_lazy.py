@@ -1,4 +1,4 @@
-"""The root command imports a sub-command's area only to run it (codebox_tui/cli.py, "lazy sub-commands"):
+"""The root command imports a sub-command's area only to run it (codebox_tui/cli/__init__.py, "lazy sub-commands"):
 `codebox --help` imports no area, `codebox run` only the run area; the listing's one-line help is the
 commands' own."""
 
@@ -30,8 +30,8 @@ def _modules_after(args: list[str]) -> list[str]:
         "import json, sys\n"
         "from codebox_tui import cli\n"
         f"try:\n    cli.main({args!r})\nexcept SystemExit:\n    pass\n"
-        "names = [m for m in sys.modules if m.startswith(('codebox_tui.cli_', 'codebox_tui.lifecycle',"
-        " 'codebox_tui.agents', 'codebox_tui.mcp_server', 'ray', 'mcp'))]\n"
+        "names = [m for m in sys.modules if m.startswith(('codebox_tui.cli.', 'codebox_tui.lifecycle',"
+        " 'codebox_tui.agents', 'codebox_tui.mcp_server', 'ray', 'mcp')) and m != 'codebox_tui.cli.output']\n"
         "sys.stderr.write('MODULES ' + json.dumps(sorted(names)) + '\\n')\n"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
@@ -45,9 +45,9 @@ def test_help_imports_no_area() -> None:
 
 def test_a_run_imports_the_run_area_alone() -> None:
     loaded = _modules_after(["run", "--help"])
-    assert "codebox_tui.cli_run" in loaded
-    assert not [m for m in loaded if m.startswith(("codebox_tui.cli_agent", "codebox_tui.cli_recipe",
-                                                   "codebox_tui.cli_mcp", "codebox_tui.cli_batch",
+    assert "codebox_tui.cli.run" in loaded
+    assert not [m for m in loaded if m.startswith(("codebox_tui.cli.agent", "codebox_tui.cli.recipe",
+                                                   "codebox_tui.cli.mcp", "codebox_tui.cli.batch",
                                                    "codebox_tui.agents", "codebox_tui.mcp_server", "ray", "mcp"))]
 
 

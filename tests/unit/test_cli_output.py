@@ -1,4 +1,4 @@
-"""Every human line the CLI prints goes through cliutil's escaping writers (``say``, ``show``, ``progress``,
+"""Every human line the CLI prints goes through the escaping writers of codebox_tui/cli/output.py (``say``, ``show``, ``progress``,
 ``emit_json``): the CLI modules never call a raw writer themselves, so a command's sandbox-written stdout, a
 test's failure message or a file name cannot reach the maintainer's terminal as control sequences."""
 
@@ -13,7 +13,7 @@ import pytest
 import codebox_tui
 
 PACKAGE = Path(codebox_tui.__file__).parent
-CLI_MODULES = sorted(p for p in PACKAGE.glob("cli*.py") if p.name != "cliutil.py")
+CLI_MODULES = sorted(p for p in (PACKAGE / "cli").glob("*.py") if p.name != "output.py")
 RAW_WRITERS = {("typer", "echo"), ("click", "echo"), ("typer", "secho"), ("click", "secho"),
                ("stdout", "write"), ("stderr", "write"), ("", "print")}
 
@@ -51,7 +51,7 @@ HOSTILE = "Failed asserting \x1b[2J\x1b]0;pwned\x07 that\r\u202e1 === 2\nsecond 
 
 def test_the_reports_of_evaluate_patch_and_recipe_run_escape_failure_messages(capsys: pytest.CaptureFixture[str]) -> None:
     """Test failure messages and probe problems are PHPUnit's / the page's words, i.e. the sandbox's."""
-    from codebox_tui.cli_recipe import _print_evaluation, _print_recipe_outcome
+    from codebox_tui.cli.recipe import _print_evaluation, _print_recipe_outcome
 
     counts = {"tests": 2, "passed": 1, "failed": 1, "skipped": 0}
     _print_evaluation({

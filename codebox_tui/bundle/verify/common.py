@@ -18,7 +18,7 @@ from codebox_tui.contracts.bundle import (
     Violation,
 )
 
-_HEX64 = re.compile(r"^[a-f0-9]{64}$")
+HEX64 = re.compile(r"^[a-f0-9]{64}$")
 TYPED_ARTIFACTS_INDEX_SCHEMA = "wp-codebox/typed-artifacts-index/v1"
 TOOL_CALL_TRANSCRIPT_SCHEMA = "wp-codebox/tool-call-transcript/v1"
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -49,7 +49,7 @@ def dot_segment(path: str) -> bool:
     return "." in [segment for segment in path.strip().split("/") if segment]
 
 
-class _Checker:
+class Checker:
     def __init__(self, bundle: Path) -> None:
         self.bundle = bundle
         self.violations: list[Violation] = []
@@ -98,7 +98,7 @@ def reviewer_url_problem(url: Any) -> tuple[str, str] | None:
     return None
 
 
-def _list_bundle(bundle: Path) -> list[str]:
+def list_bundle(bundle: Path) -> list[str]:
     found = []
     for root, dirs, names in os.walk(bundle, followlinks=False):
         for name in list(dirs):
@@ -111,7 +111,7 @@ def _list_bundle(bundle: Path) -> list[str]:
     return sorted(found)
 
 
-def _load_json(bundle: Path, rel: str) -> Any:
+def load_json(bundle: Path, rel: str) -> Any:
     """A listed JSON document, or None when it is not a regular file, unreadable, invalid or nested deeper
     than MAX_JSON_DEPTH (each caller reports None as its own violation)."""
     try:
@@ -121,7 +121,7 @@ def _load_json(bundle: Path, rel: str) -> Any:
     return None if json_depth_exceeds(value) else value
 
 
-def _regular_inside(bundle: Path, rel: str) -> bool:
+def regular_inside(bundle: Path, rel: str) -> bool:
     """``rel`` is a regular file (not a symlink) whose real path is inside the bundle: safe to read even when
     it is not listed (the reference reads metadata.json and files/review.json whether listed or not)."""
     if path_problem(rel):
@@ -136,7 +136,7 @@ def _regular_inside(bundle: Path, rel: str) -> bool:
     return not (inside == ".." or inside.startswith("../") or os.path.isabs(inside))
 
 
-def _reference_listed(check: _Checker, listed: dict[str, dict[str, Any]], ref: str, where: str) -> bool:
+def reference_listed(check: Checker, listed: dict[str, dict[str, Any]], ref: str, where: str) -> bool:
     """The reference's artifact-reference rule: a safe path (``invalid-path``) that the manifest lists
     (``malformed-reference``)."""
     why = path_problem(ref)

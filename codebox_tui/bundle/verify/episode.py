@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from codebox_tui.bundle.verify.common import _Checker, _load_json
-from codebox_tui.bundle.verify.references import _digest_ok
+from codebox_tui.bundle.verify.common import Checker, load_json
+from codebox_tui.bundle.verify.references import digest_ok
 from codebox_tui.contracts.canonical import domain_digest, stable_json
 
 EPISODE_TRACE_SCHEMA = "wp-codebox/runtime-episode-trace/v1"
@@ -105,14 +105,14 @@ def _trace_ref_issues(ref: Any, where: str, kind: str | None, issues: list[str])
         issues.append(f"{where}.kind is required")
     if not _non_empty(ref.get("id")):
         issues.append(f"{where}.id is required")
-    if not _digest_ok(ref.get("digest")):
+    if not digest_ok(ref.get("digest")):
         issues.append(f"{where}.digest must be a sha256 digest")
 
 
 def _ref_digest_issue(ref: Any, target: Any, where: str, issues: list[str]) -> None:
     """A ref's digest must equal the digest of the envelope it points at (when both are well formed)."""
     digest: Any = ref.get("digest") if isinstance(ref, dict) else None
-    if _digest_ok(digest) and _digest_ok(target) and digest["value"] != target["value"]:
+    if digest_ok(digest) and digest_ok(target) and digest["value"] != target["value"]:
         issues.append(f"{where}.digest does not match the referenced envelope's digest")
 
 
@@ -152,7 +152,7 @@ def _observation_issues(observation: Any, where: str, issues: list[str]) -> None
 def _envelope_digest_issues(item: dict[str, Any], where: str, schema: str, keys: tuple[str, ...], what: str,
                             issues: list[str]) -> None:
     """The envelope's digest must be the episode digest of its canonical payload."""
-    if not _digest_ok(item.get("digest")):
+    if not digest_ok(item.get("digest")):
         issues.append(f"{where}.digest must be a sha256 digest")
         return
     payload = {"schema": schema, **{key: item.get(key) for key in keys},
@@ -180,7 +180,7 @@ def _action_issues(action: Any, where: str, issues: list[str]) -> None:
         issues.append(f"{where}.metadata must be an object when present")
     if "timeoutMs" in action and not (_is_js_number(action["timeoutMs"]) and action["timeoutMs"] >= 0):
         issues.append(f"{where}.timeoutMs must be a non-negative number when present")
-    if not _digest_ok(action.get("digest")):
+    if not digest_ok(action.get("digest")):
         issues.append(f"{where}.digest must be a sha256 digest")
         return
     if action["digest"]["value"] != _episode_digest(_action_payload(action)):
@@ -340,9 +340,9 @@ def episode_trace_issues(doc: Any) -> list[str]:
     return issues
 
 
-def _check_episode_trace(check: _Checker, path: str) -> None:
+def check_episode_trace(check: Checker, path: str) -> None:
     try:
-        issues = episode_trace_issues(_load_json(check.bundle, path))
+        issues = episode_trace_issues(load_json(check.bundle, path))
     except (RecursionError, TypeError, ValueError) as error:  # fail closed on anything the checks cannot walk
         issues = [f"trace cannot be checked: {type(error).__name__}"]
     if issues:

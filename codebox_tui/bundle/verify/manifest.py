@@ -3,6 +3,8 @@ documents every bundle may carry (metadata, review, cases) — and :func:`verify
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import os
@@ -11,28 +13,31 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from codebox_tui.bundle import layout
 from codebox_tui.bundle.digests import MODE_A_INPUTS, content_digest, file_list_digest, file_sha256, manifest_self_hash
 from codebox_tui.bundle.safe_read import MAX_JSON_DEPTH, UnsafeFileError, json_depth_exceeds, read_regular
 from codebox_tui.bundle.verify.common import (
-    _HEX64,
-    _Checker,
-    _list_bundle,
-    _load_json,
-    _reference_listed,
-    _regular_inside,
+    HEX64,
+    Checker,
     dot_segment,
+    list_bundle,
+    load_json,
     path_problem,
+    reference_listed,
+    regular_inside,
     reviewer_url_problem,
 )
-from codebox_tui.bundle.verify.episode import _check_episode_trace
-from codebox_tui.bundle.verify.references import _check_reference, _check_replay_index
-from codebox_tui.bundle.verify.schema import _check_tool_calls, _check_typed_artifacts
+from codebox_tui.bundle.verify.episode import check_episode_trace
+from codebox_tui.bundle.verify.references import check_reference, check_replay_index
+from codebox_tui.bundle.verify.schema import check_tool_calls, check_typed_artifacts
 from codebox_tui.contracts.bundle import (
     BUNDLE_ID_PREFIX,
     BundleVerification,
 )
 from codebox_tui.contracts.canonical import MAX_ARRAY_ITEMS
+from codebox_tui.contracts.site_state import RuntimeSnapshot, SiteStateDiff, snapshot_hashes
 
 
 def _shape_ok(manifest: Any) -> str | None:
@@ -80,7 +85,7 @@ def _shape_ok(manifest: Any) -> str | None:
     return None
 
 
-def _read_manifest(check: _Checker) -> Any:
+def _read_manifest(check: Checker) -> Any:
     """The manifest parsed, or None after recording why it cannot be (missing, unsafe, unreadable, not JSON,
     nested too deep)."""
     try:
@@ -105,7 +110,7 @@ def _read_manifest(check: _Checker) -> Any:
     return manifest
 
 
-def _topology_problem(check: _Checker, real_bundle: Path, index: int, path: str) -> bool:
+def _topology_problem(check: Checker, real_bundle: Path, index: int, path: str) -> bool:
     """Record why listed ``path`` is not a regular, singly linked file inside the bundle; True if it is not."""
     where = f"manifest.files[{index}]"
     full = check.bundle / path
@@ -134,7 +139,7 @@ def _topology_problem(check: _Checker, real_bundle: Path, index: int, path: str)
 
 
 def _check_listing(
-    check: _Checker, files: list[dict[str, Any]]
+    check: Checker, files: list[dict[str, Any]]
 ) -> tuple[dict[str, dict[str, Any]], list[tuple[int, dict[str, Any]]]]:
     """Every listed path: safe, unique, a regular file inside the bundle, with a usable viewer URL. Returns the
     listed entries by path and the (index, entry) pairs whose file may be hashed."""
@@ -170,15 +175,15 @@ def _check_listing(
     return listed, hashable
 
 
-def _check_orphans(check: _Checker, listed: dict[str, dict[str, Any]]) -> None:
+def _check_orphans(check: Checker, listed: dict[str, dict[str, Any]]) -> None:
     """Nothing in the bundle folder that the manifest does not list (a link to a folder counts as a file)."""
-    for rel in _list_bundle(check.bundle):
+    for rel in list_bundle(check.bundle):
         if rel not in listed:
             reason = "a symlink" if (check.bundle / rel).is_symlink() else "not listed in the manifest"
             check.add("orphaned-file", rel, f"{rel} is {reason}", file=rel)
 
 
-def _check_file_hash(check: _Checker, manifest: dict[str, Any], index: int, entry: dict[str, Any]) -> None:
+def _check_file_hash(check: Checker, manifest: dict[str, Any], index: int, entry: dict[str, Any]) -> None:
     """One listed file's recorded sha256 against its bytes (the manifest's own entry: the self-hash)."""
     where, path = f"manifest.files[{index}].sha256", entry["path"]
     digest = entry.get("sha256")
@@ -186,7 +191,7 @@ def _check_file_hash(check: _Checker, manifest: dict[str, Any], index: int, entr
         not isinstance(digest, dict)
         or digest.get("algorithm") != "sha256"
         or not isinstance(digest.get("value"), str)
-        or not _HEX64.match(digest["value"])
+        or not HEX64.match(digest["value"])
     ):
         check.add("missing-file-hash", where, f"{path} has no valid sha256", file=path)
         return
@@ -208,7 +213,7 @@ def _check_file_hash(check: _Checker, manifest: dict[str, Any], index: int, entr
                   details={"expected": digest["value"], "actual": actual})
 
 
-def _mode_b_inputs_ok(check: _Checker, listed: dict[str, dict[str, Any]], inputs: list[str]) -> bool:
+def _mode_b_inputs_ok(check: Checker, listed: dict[str, dict[str, Any]], inputs: list[str]) -> bool:
     """The Mode B inputs are safe, listed paths the reference could hash too."""
     for name in inputs:
         if path_problem(name):
@@ -224,7 +229,7 @@ def _mode_b_inputs_ok(check: _Checker, listed: dict[str, dict[str, Any]], inputs
     return True
 
 
-def _check_content_digest(check: _Checker, manifest: dict[str, Any], listed: dict[str, dict[str, Any]]) -> None:
+def _check_content_digest(check: Checker, manifest: dict[str, Any], listed: dict[str, dict[str, Any]]) -> None:
     """The content digest (Mode A over the file list, or Mode B over the named files' bytes) and the bundle id
     built from it."""
     content = manifest["contentDigest"]
@@ -236,7 +241,7 @@ def _check_content_digest(check: _Checker, manifest: dict[str, Any], listed: dic
             digest_value = content_digest(check.bundle, content["inputs"], follow_symlinks=False)
         except OSError as error:
             check.add("digest-mismatch", "manifest.contentDigest", f"cannot read digest input: {error}")
-    if not _HEX64.match(content["value"]):
+    if not HEX64.match(content["value"]):
         check.add("invalid-manifest-shape", "manifest.contentDigest.value", "value must be 64 lowercase hex characters")
     elif digest_value is not None and digest_value != content["value"]:
         check.add("digest-mismatch", "manifest.contentDigest.value", "content digest does not match",
@@ -245,7 +250,7 @@ def _check_content_digest(check: _Checker, manifest: dict[str, Any], listed: dic
         check.add("bundle-id-mismatch", "manifest.id", "bundle id does not match the content digest")
 
 
-def _check_documents(check: _Checker, manifest: dict[str, Any], listed: dict[str, dict[str, Any]]) -> None:
+def _check_documents(check: Checker, manifest: dict[str, Any], listed: dict[str, dict[str, Any]]) -> None:
     """The documents a bundle may carry, each checked by its own rules (listed ones by their kind)."""
     _check_metadata(check, listed)
     _check_review(check, listed, manifest)
@@ -253,28 +258,25 @@ def _check_documents(check: _Checker, manifest: dict[str, Any], listed: dict[str
     for path, entry in listed.items():
         kind = entry.get("kind")
         if kind == "runtime-reference-manifest":
-            _check_reference(check, listed, manifest, path)
+            check_reference(check, listed, manifest, path)
         elif kind == "runtime-episode-trace":
-            _check_episode_trace(check, path)
+            check_episode_trace(check, path)
         elif kind == "runtime-replay-index":
-            _check_replay_index(check, listed, manifest, path)
+            check_replay_index(check, listed, manifest, path)
         elif kind == "typed-artifacts-index":
-            _check_typed_artifacts(check, listed, path)
+            check_typed_artifacts(check, listed, path)
         elif kind == "tool-call-transcript":
-            _check_tool_calls(check, listed, path)
+            check_tool_calls(check, listed, path)
         elif kind == "site-state-diff":
             _check_site_state_diff(check, path)
         elif kind == "runtime-snapshot":
             _check_runtime_snapshot(check, listed, path)
 
 
-def _check_site_state_diff(check: _Checker, path: str) -> None:
+def _check_site_state_diff(check: Checker, path: str) -> None:
     """``codebox/site-state-diff/v1`` (docs/site-state.md): the model is the schema."""
-    from pydantic import ValidationError
 
-    from codebox_tui.contracts.site_state import SiteStateDiff
-
-    doc = _load_json(check.bundle, path)
+    doc = load_json(check.bundle, path)
     try:
         SiteStateDiff.model_validate(doc)
     except ValidationError as error:
@@ -284,19 +286,14 @@ def _check_site_state_diff(check: _Checker, path: str) -> None:
                   f"site-state diff must match codebox/site-state-diff/v1: {first['msg']}", file=path)
 
 
-def _check_runtime_snapshot(check: _Checker, listed: dict[str, dict[str, Any]], path: str) -> None:
+def _check_runtime_snapshot(check: Checker, listed: dict[str, dict[str, Any]], path: str) -> None:
     """A ``wp-codebox/wordpress-runtime-snapshot/v1`` document (docs/site-state.md, "Snapshots in a bundle"): the
     model is the schema; its ``hashes`` must match its table and file lists; every file's bytes must be inline or
     in the listed blob named by its sha256 (whose recorded hash, checked against its bytes like every listed file,
     must be that sha256)."""
-    import base64
-    import binascii
 
-    from pydantic import ValidationError
 
-    from codebox_tui.contracts.site_state import RuntimeSnapshot, snapshot_hashes
-
-    doc = _load_json(check.bundle, path)
+    doc = load_json(check.bundle, path)
     try:
         snapshot = RuntimeSnapshot.model_validate(doc)
     except ValidationError as error:
@@ -332,7 +329,7 @@ def _check_runtime_snapshot(check: _Checker, listed: dict[str, dict[str, Any]], 
 
 def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
     """Every rule of spec §2, failing closed: the result is valid only when no check found a violation."""
-    check = _Checker(Path(bundle_dir))
+    check = Checker(Path(bundle_dir))
     result_dir = os.path.normpath(str(bundle_dir))
     manifest = _read_manifest(check)
     if manifest is not None and (problem := _shape_ok(manifest)):
@@ -349,14 +346,14 @@ def verify_bundle(bundle_dir: Path | str) -> BundleVerification:
     return BundleVerification(bundleDirectory=result_dir, valid=valid, violations=check.violations, manifest=manifest)
 
 
-def _check_metadata(check: _Checker, listed: dict[str, dict[str, Any]]) -> None:
-    metadata = _load_json(check.bundle, layout.METADATA) if _regular_inside(check.bundle, layout.METADATA) else None
+def _check_metadata(check: Checker, listed: dict[str, dict[str, Any]]) -> None:
+    metadata = load_json(check.bundle, layout.METADATA) if regular_inside(check.bundle, layout.METADATA) else None
     if not isinstance(metadata, dict) or not isinstance(metadata.get("artifacts"), dict):
         return
     for key, value in metadata["artifacts"].items():
         for ref in value if isinstance(value, list) else [value]:
             if isinstance(ref, str):
-                _reference_listed(check, listed, ref, f"metadata.artifacts.{key}")
+                reference_listed(check, listed, ref, f"metadata.artifacts.{key}")
 
 
 def _change_key(item: Any) -> str:
@@ -364,10 +361,10 @@ def _change_key(item: Any) -> str:
     return json.dumps([item.get("path"), item.get("status")], sort_keys=True) if isinstance(item, dict) else ""
 
 
-def _check_review(check: _Checker, listed: dict[str, dict[str, Any]], manifest: dict[str, Any]) -> None:
-    if not _regular_inside(check.bundle, layout.REVIEW):
+def _check_review(check: Checker, listed: dict[str, dict[str, Any]], manifest: dict[str, Any]) -> None:
+    if not regular_inside(check.bundle, layout.REVIEW):
         return
-    review = _load_json(check.bundle, layout.REVIEW)
+    review = load_json(check.bundle, layout.REVIEW)
     if review is None:
         return
     evidence = review.get("evidence") if isinstance(review, dict) else None
@@ -383,7 +380,7 @@ def _check_review(check: _Checker, listed: dict[str, dict[str, Any]], manifest: 
         )
     patch = evidence.get("patch")
     if isinstance(patch, str):
-        is_listed = _reference_listed(check, listed, patch, f"{layout.REVIEW}:evidence.patch")
+        is_listed = reference_listed(check, listed, patch, f"{layout.REVIEW}:evidence.patch")
         if isinstance(evidence.get("patchSha256"), str):
             actual = check.sha256_of(patch) if is_listed else None
             if actual is None:
@@ -401,8 +398,8 @@ def _check_review(check: _Checker, listed: dict[str, dict[str, Any]], manifest: 
                 )
     changed_ref = evidence.get("changedFiles")
     if isinstance(changed_ref, str):
-        is_listed = _reference_listed(check, listed, changed_ref, f"{layout.REVIEW}:evidence.changedFiles")
-        changed = _load_json(check.bundle, changed_ref) if is_listed and changed_ref in check.regular else None
+        is_listed = reference_listed(check, listed, changed_ref, f"{layout.REVIEW}:evidence.changedFiles")
+        changed = load_json(check.bundle, changed_ref) if is_listed and changed_ref in check.regular else None
         if changed is None:
             check.add(
                 "review-evidence-mismatch",
@@ -426,10 +423,10 @@ def _check_review(check: _Checker, listed: dict[str, dict[str, Any]], manifest: 
     for key in ("runtimeEpisodeTrace", "runtimeReferenceManifest", "runtimeReplayReferenceIndex"):
         ref = evidence.get(key)
         if isinstance(ref, str):
-            _reference_listed(check, listed, ref, f"{layout.REVIEW}:evidence.{key}")
+            reference_listed(check, listed, ref, f"{layout.REVIEW}:evidence.{key}")
 
 
-def _check_cases(check: _Checker, listed: dict[str, dict[str, Any]], manifest: dict[str, Any]) -> None:
+def _check_cases(check: Checker, listed: dict[str, dict[str, Any]], manifest: dict[str, Any]) -> None:
     """Rule 16: unique case ids, a parseable verifiedAt, listed and hash-matching artifacts, safe public URLs."""
     seen: set[str] = set()
     for index, case in enumerate(manifest.get("cases") or []):
@@ -456,7 +453,7 @@ def _check_cases(check: _Checker, listed: dict[str, dict[str, Any]], manifest: d
             if "sha256" in artifact:
                 digest = artifact["sha256"]
                 value = digest.get("value") if isinstance(digest, dict) else None
-                if not isinstance(value, str) or not _HEX64.match(value):
+                if not isinstance(value, str) or not HEX64.match(value):
                     check.add("missing-file-hash", f"{a_where}.sha256", f"{path} has no valid sha256", file=path)
                 else:
                     actual = manifest_self_hash(manifest) if path == layout.MANIFEST else check.sha256_of(path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from codebox_tui.bundle.verify.common import _HEX64, _Checker, _load_json, path_problem
+from codebox_tui.bundle.verify.common import HEX64, Checker, load_json, path_problem
 from codebox_tui.contracts.bundle import (
     REFERENCE_MANIFEST_SCHEMA,
     REPLAY_INDEX_SCHEMA,
@@ -12,7 +12,7 @@ from codebox_tui.contracts.bundle import (
 from codebox_tui.contracts.canonical import domain_digest
 
 
-def _digest_ok(value: Any) -> bool:
+def digest_ok(value: Any) -> bool:
     return isinstance(value, dict) and value.get("algorithm") == "sha256" and _is_hex64(value.get("value"))
 
 
@@ -21,7 +21,7 @@ def _is_version_1(value: Any) -> bool:
 
 
 def _is_hex64(value: Any) -> bool:
-    return isinstance(value, str) and _HEX64.match(value) is not None
+    return isinstance(value, str) and HEX64.match(value) is not None
 
 
 def _bundle_ref_ok(value: Any) -> bool:
@@ -30,7 +30,7 @@ def _bundle_ref_ok(value: Any) -> bool:
         isinstance(value, dict)
         and value.get("kind") == "artifact-bundle"
         and isinstance(value.get("id"), str)
-        and (_digest_ok(value.get("digest")) or _is_hex64(value.get("digest")))
+        and (digest_ok(value.get("digest")) or _is_hex64(value.get("digest")))
     )
 
 
@@ -45,7 +45,7 @@ def _trace_ref_ok(value: Any) -> bool:
         isinstance(value, dict)
         and isinstance(value.get("kind"), str)
         and isinstance(value.get("id"), str)
-        and ("digest" not in value or _digest_ok(value["digest"]))
+        and ("digest" not in value or digest_ok(value["digest"]))
         and all(k not in value or isinstance(value[k], str) for k in ("artifactId", "path"))
     )
 
@@ -60,7 +60,7 @@ def _snapshot_ref_ok(value: Any) -> bool:
         isinstance(value, dict)
         and isinstance(value.get("id"), str)
         and isinstance(value.get("semantics"), str)
-        and _digest_ok(value.get("digest"))
+        and digest_ok(value.get("digest"))
         and isinstance(replay, dict)
         and isinstance(replay.get("status"), str)
         and _string_list(replay.get("limitations"))
@@ -69,7 +69,7 @@ def _snapshot_ref_ok(value: Any) -> bool:
     )
 
 
-def _ref_listed(check: _Checker, listed: dict[str, dict[str, Any]], ref_path: Any, where: str) -> bool:
+def ref_listed(check: Checker, listed: dict[str, dict[str, Any]], ref_path: Any, where: str) -> bool:
     """A path named by a document inside the bundle must be safe and listed in the manifest."""
     why = path_problem(ref_path)
     if why:
@@ -81,10 +81,10 @@ def _ref_listed(check: _Checker, listed: dict[str, dict[str, Any]], ref_path: An
     return True
 
 
-def _ref_hash(check: _Checker, ref_path: str, digest: Any, where: str, *, plain: bool = False) -> None:
+def ref_hash(check: Checker, ref_path: str, digest: Any, where: str, *, plain: bool = False) -> None:
     """The digest a document records for a listed file must match the file's bytes."""
     value = digest if plain else (digest.get("value") if isinstance(digest, dict) else None)
-    if not (plain or _digest_ok(digest)) or not _is_hex64(value):
+    if not (plain or digest_ok(digest)) or not _is_hex64(value):
         check.add("missing-file-hash", where, f"{ref_path} has no valid sha256", file=ref_path)
         return
     actual = check.sha256_of(ref_path)
@@ -98,27 +98,27 @@ def _ref_hash(check: _Checker, ref_path: str, digest: Any, where: str, *, plain:
         )
 
 
-def _check_file_ref(check: _Checker, listed: dict[str, dict[str, Any]], ref: dict[str, Any], where: str) -> None:
-    if _ref_listed(check, listed, ref["path"], f"{where}.path"):
-        _ref_hash(check, ref["path"], ref.get("sha256"), f"{where}.sha256")
+def _check_file_ref(check: Checker, listed: dict[str, dict[str, Any]], ref: dict[str, Any], where: str) -> None:
+    if ref_listed(check, listed, ref["path"], f"{where}.path"):
+        ref_hash(check, ref["path"], ref.get("sha256"), f"{where}.sha256")
 
 
-def _check_trace_refs(check: _Checker, listed: dict[str, dict[str, Any]], refs: list[Any], where: str) -> None:
+def _check_trace_refs(check: Checker, listed: dict[str, dict[str, Any]], refs: list[Any], where: str) -> None:
     for index, ref in enumerate(refs):
         if isinstance(ref, dict) and isinstance(ref.get("path"), str):
             ref_where = f"{where}[{index}]"
-            if _ref_listed(check, listed, ref["path"], f"{ref_where}.path"):
-                _ref_hash(check, ref["path"], ref.get("digest"), f"{ref_where}.digest")
+            if ref_listed(check, listed, ref["path"], f"{ref_where}.path"):
+                ref_hash(check, ref["path"], ref.get("digest"), f"{ref_where}.digest")
 
 
-def _check_bundle_ref(check: _Checker, manifest: dict[str, Any], bundle_ref: dict[str, Any], where: str) -> None:
+def _check_bundle_ref(check: Checker, manifest: dict[str, Any], bundle_ref: dict[str, Any], where: str) -> None:
     digest = bundle_ref["digest"]
     value = digest.get("value") if isinstance(digest, dict) else digest
     if bundle_ref["id"] != manifest["id"] or value != manifest["contentDigest"]["value"]:
         check.add("review-evidence-mismatch", where, "the artifactBundle ref names another bundle")
 
 
-def _check_sealed(check: _Checker, doc: dict[str, Any], path: str, schema: str, keys: tuple[str, ...]) -> None:
+def _check_sealed(check: Checker, doc: dict[str, Any], path: str, schema: str, keys: tuple[str, ...]) -> None:
     """Recompute a domain-separated document digest (spec §1.6) and the id built from it."""
     payload = {k: doc[k] for k in keys if k in doc}
     try:
@@ -139,16 +139,16 @@ def _check_sealed(check: _Checker, doc: dict[str, Any], path: str, schema: str, 
         check.add("bundle-id-mismatch", f"{path}:id", f"id must be {prefix}<digest>", file=path)
 
 
-def _check_reference(check: _Checker, listed: dict[str, dict[str, Any]], manifest: dict[str, Any], path: str) -> None:
+def check_reference(check: Checker, listed: dict[str, dict[str, Any]], manifest: dict[str, Any], path: str) -> None:
     """Rule 12: ``wp-codebox/runtime-reference-manifest/v1``."""
-    doc = _load_json(check.bundle, path)
+    doc = load_json(check.bundle, path)
     if (
         not isinstance(doc, dict)
         or doc.get("schema") != REFERENCE_MANIFEST_SCHEMA
         or not _is_version_1(doc.get("version"))
         or not isinstance(doc.get("id"), str)
         or not isinstance(doc.get("createdAt"), str)
-        or not _digest_ok(doc.get("digest"))
+        or not digest_ok(doc.get("digest"))
         or not isinstance(doc.get("runtime"), dict)
         or not _bundle_ref_ok(doc.get("artifactBundle"))
         or not isinstance(doc.get("files"), list)
@@ -179,7 +179,7 @@ def _replay_index_shape(doc: Any) -> str | None:
     for key in ("id", "createdAt"):
         if not isinstance(doc.get(key), str):
             return f"{key} must be a string"
-    if not _digest_ok(doc.get("digest")):
+    if not digest_ok(doc.get("digest")):
         return "digest must be {algorithm: sha256, value: <64 hex>}"
     if not isinstance(doc.get("runtime"), dict):
         return "runtime must be an object"
@@ -232,11 +232,11 @@ def _replay_index_shape(doc: Any) -> str | None:
     return None
 
 
-def _check_replay_index(
-    check: _Checker, listed: dict[str, dict[str, Any]], manifest: dict[str, Any], path: str
+def check_replay_index(
+    check: Checker, listed: dict[str, dict[str, Any]], manifest: dict[str, Any], path: str
 ) -> None:
     """Rule 13: ``wp-codebox/runtime-replay-reference-index/v1``."""
-    doc = _load_json(check.bundle, path)
+    doc = load_json(check.bundle, path)
     problem = _replay_index_shape(doc)
     if problem or not isinstance(doc, dict):
         check.add("malformed-reference", path, f"runtime replay index is invalid: {problem}", file=path)

@@ -7,15 +7,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
+from referencing import Registry
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
 
 from codebox_tui.bundle.verify.common import (
     TOOL_CALL_TRANSCRIPT_SCHEMA,
     TYPED_ARTIFACTS_INDEX_SCHEMA,
-    _Checker,
-    _load_json,
+    Checker,
+    load_json,
 )
 from codebox_tui.bundle.verify.jsregex import JsPatternError, js_pattern
-from codebox_tui.bundle.verify.references import _ref_hash, _ref_listed
+from codebox_tui.bundle.verify.references import ref_hash, ref_listed
 
 SCHEMA_2020_IDS = ("https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#")
 
@@ -91,10 +94,6 @@ def _schema_problems_up_front(schema: Any) -> None:
     """What Ajv rejects when it compiles a schema, before any payload is seen: a ``$schema`` other than 2020-12,
     the draft-04 ``id`` keyword, a pattern JavaScript rejects, and a ``$ref`` that does not resolve (every ref
     reachable from the root, followed into what it names). Raises ``jsonschema.SchemaError``."""
-    from referencing import Registry
-    from referencing.exceptions import Unresolvable
-    from referencing.jsonschema import DRAFT202012
-
     if isinstance(schema, dict) and "$schema" in schema and schema["$schema"] not in SCHEMA_2020_IDS:
         raise jsonschema.SchemaError(f"no schema with key or ref {schema['$schema']!r} (only JSON Schema 2020-12)")
     root_id = schema.get("$id", "") if isinstance(schema, dict) and isinstance(schema.get("$id"), str) else ""
@@ -140,9 +139,9 @@ def payload_schema_errors(schema: dict[str, Any], payload: Any) -> list[str]:
     return [f"/{'/'.join(str(p) for p in error.absolute_path)} {error.message}" for error in errors]
 
 
-def _check_typed_artifacts(check: _Checker, listed: dict[str, dict[str, Any]], path: str) -> None:
+def check_typed_artifacts(check: Checker, listed: dict[str, dict[str, Any]], path: str) -> None:
     """Rule 14: ``wp-codebox/typed-artifacts-index/v1``."""
-    doc = _load_json(check.bundle, path)
+    doc = load_json(check.bundle, path)
     if (
         not isinstance(doc, dict)
         or doc.get("schema") != TYPED_ARTIFACTS_INDEX_SCHEMA
@@ -161,10 +160,10 @@ def _check_typed_artifacts(check: _Checker, listed: dict[str, dict[str, Any]], p
         if not isinstance(item, dict) or not isinstance(artifact, dict) or not isinstance(artifact.get("path"), str):
             check.add("malformed-reference", where, "typed artifact entries need artifact.path", file=path)
             continue
-        if _ref_listed(check, listed, artifact["path"], f"{where}.artifact.path") and isinstance(
+        if ref_listed(check, listed, artifact["path"], f"{where}.artifact.path") and isinstance(
             artifact.get("sha256"), str
         ):
-            _ref_hash(check, artifact["path"], artifact["sha256"], f"{where}.artifact.sha256", plain=True)
+            ref_hash(check, artifact["path"], artifact["sha256"], f"{where}.artifact.sha256", plain=True)
         schema = item["payload_schema"] if "payload_schema" in item else item.get("payloadSchema")
         if not isinstance(schema, dict) or "payload" not in item:
             continue  # a schema named by id (a string) is not resolvable offline
@@ -203,9 +202,9 @@ def _policy_ok(value: Any) -> bool:
     return isinstance(value, dict) and isinstance(value.get("policy"), str)
 
 
-def _check_tool_calls(check: _Checker, listed: dict[str, dict[str, Any]], path: str) -> None:
+def check_tool_calls(check: Checker, listed: dict[str, dict[str, Any]], path: str) -> None:
     """Rule 15: ``wp-codebox/tool-call-transcript/v1``."""
-    doc = _load_json(check.bundle, path)
+    doc = load_json(check.bundle, path)
     if (
         not isinstance(doc, dict)
         or doc.get("schema") != TOOL_CALL_TRANSCRIPT_SCHEMA
@@ -247,5 +246,5 @@ def _check_tool_calls(check: _Checker, listed: dict[str, dict[str, Any]], path: 
                 r_where = f"{where}.{key}[{r_index}]"
                 if not isinstance(ref, dict) or not isinstance(ref.get("path"), str):
                     check.add("malformed-reference", r_where, "an artifact ref needs a string path", file=path)
-                elif _ref_listed(check, listed, ref["path"], f"{r_where}.path") and "sha256" in ref:
-                    _ref_hash(check, ref["path"], ref["sha256"], f"{r_where}.sha256")
+                elif ref_listed(check, listed, ref["path"], f"{r_where}.path") and "sha256" in ref:
+                    ref_hash(check, ref["path"], ref["sha256"], f"{r_where}.sha256")

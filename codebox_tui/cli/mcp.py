@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from codebox_tui.mcp_server import serve_stdio
+
 
 def mcp_command() -> None:
     """Serve the MCP tools (run, artifacts_show, artifacts_verify, review_decide, apply, list_runs,
@@ -11,8 +13,6 @@ def mcp_command() -> None:
     disconnects; logs go to stderr."""
     # Deferred: the MCP SDK takes a second or more to import, which no other command should pay
     # (docs/architecture.md, "Module map": slow third-party imports stay in the function that needs them).
-    from codebox_tui.mcp_server import serve_stdio
-
     serve_stdio()
 
 

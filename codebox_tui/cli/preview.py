@@ -10,12 +10,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from codebox_tui.cliutil import emit_json, progress
+from codebox_tui.cli.output import emit_json, progress
 from codebox_tui.contracts.runtime import BootOutput, RuntimeEvent
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import CodeboxError
 from codebox_tui.lifecycle import OpenRun, RunRequest, RunService
 from codebox_tui.lifecycle.request import public_url_from_text
+from codebox_tui.recipes.run import apply_blueprint
 
 PREVIEW_HOLD_HELP = ("Keep the sandbox and its live preview up this long after the command (e.g. 90s, 15m, 2h), "
                      "until Ctrl-C or SIGTERM; then the bundle is captured. Playground only.")
@@ -90,8 +91,6 @@ def hold_and_capture(request: RunRequest, hold_text: str, *, json_out: bool) -> 
     expires, Ctrl-C or SIGTERM, then capture its bundle (when ``request.capture``), dispose, and say where the
     bundle is. With ``json_out`` one wp-codebox/boot/v1 document is printed once it is held. A failure before the
     hold is raised once the run is recorded (the CLI prints it, as text or a cli-failure document)."""
-    from codebox_tui.recipes.run import apply_blueprint
-
     assert request.hold_s is not None
     hold_s = request.hold_s
     failure: CodeboxError | None = None

@@ -1,4 +1,7 @@
-"""The ``codebox`` command. Each area registers its sub-commands from its own module.
+"""The ``codebox`` command: this package root lists every sub-command and loads an area (one module of this
+package each: run, artifacts, review, recipe, exec, agent, mcp, batch) only when one of its commands runs. Each
+area defines its commands as module-level functions (sub-groups as module-level Typer apps) and adds them in its
+``register(app)``; ``output.py`` holds the writers every area prints through.
 
 Exit codes (also in the README): 0 ok, 1 negative verdict (invalid bundle, failed command or
 tests), 2 bad input, 3 denied by policy, 4 sandbox failure (boot, crash, timeout), 5 apply
@@ -16,7 +19,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from codebox_tui import __version__
-from codebox_tui.cliutil import fail, progress, show
+from codebox_tui.cli.output import fail, progress, show
 from codebox_tui.errors import CodeboxError, ExitCode, HostIOError
 
 # -- lazy sub-commands ---------------------------------------------------------------------------------
@@ -27,56 +30,57 @@ from codebox_tui.errors import CodeboxError, ExitCode, HostIOError
 
 
 def _area_run(app: typer.Typer) -> None:
-    from codebox_tui import cli_run
+    from codebox_tui.cli import run as cli_run
 
     cli_run.register(app)
 
 
 def _area_artifacts(app: typer.Typer) -> None:
-    from codebox_tui import cli_artifacts, cli_review
+    from codebox_tui.cli import artifacts as cli_artifacts
+    from codebox_tui.cli import review as cli_review
 
     cli_artifacts.register(app)
     cli_review.register_prune(cli_artifacts.artifacts_app)
 
 
 def _area_review(app: typer.Typer) -> None:
-    from codebox_tui import cli_review
+    from codebox_tui.cli import review as cli_review
 
     cli_review.register(app)
 
 
 def _area_recipe(app: typer.Typer) -> None:
-    from codebox_tui import cli_recipe
+    from codebox_tui.cli import recipe as cli_recipe
 
     cli_recipe.register(app)
 
 
 def _area_exec(app: typer.Typer) -> None:
-    from codebox_tui import cli_exec
+    from codebox_tui.cli import exec as cli_exec
 
     cli_exec.register(app)
 
 
 def _area_mcp(app: typer.Typer) -> None:
-    from codebox_tui import cli_mcp
+    from codebox_tui.cli import mcp as cli_mcp
 
     cli_mcp.register(app)
 
 
 def _area_agent(app: typer.Typer) -> None:
-    from codebox_tui import cli_agent
+    from codebox_tui.cli import agent as cli_agent
 
     cli_agent.register(app)
 
 
 def _area_batch(app: typer.Typer) -> None:
-    from codebox_tui import cli_batch
+    from codebox_tui.cli import batch as cli_batch
 
     cli_batch.register(app)
 
 
 def _area_site(app: typer.Typer) -> None:
-    from codebox_tui import cli_site
+    from codebox_tui.cli import site as cli_site
 
     cli_site.register(app)
 

@@ -9,11 +9,13 @@ import typer
 
 from codebox_tui.bundle.reader import find_bundle_dir, find_bundles, load_bundle
 from codebox_tui.bundle.results import BundleChecks
+from codebox_tui.bundle.site_state_view import site_state_lines
 from codebox_tui.bundle.summary import artifact_summary, checks_of
 from codebox_tui.bundle.verify import verify_bundle
-from codebox_tui.cliutil import emit_json, say
+from codebox_tui.cli.output import emit_json, say
 from codebox_tui.contracts.bundle_read import ManifestView
 from codebox_tui.errors import BadInputError, ExitCode
+from codebox_tui.settings import get_settings
 from store.db import Store
 
 artifacts_app = typer.Typer(help="Inspect and verify artifact bundles.", no_args_is_help=True)
@@ -85,8 +87,6 @@ def show_command(
     for flag in summary["riskFlags"]:
         say(f"risk     {flag}")
     if loaded.site_state is not None:
-        from codebox_tui.bundle.site_state_view import site_state_lines
-
         for line in site_state_lines(loaded.site_state):
             say(f"site     {line}")
     elif loaded.site_state_problem:
@@ -117,8 +117,6 @@ def list_command(
 ) -> None:
     """Bundles under ROOT, newest first."""
     if root is None:
-        from codebox_tui.settings import get_settings
-
         root = get_settings().artifacts_dir
         root.mkdir(parents=True, exist_ok=True)
     if not root.is_dir():

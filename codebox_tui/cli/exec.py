@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from codebox_tui.cliutil import emit_json, progress, show
+from codebox_tui.cli.output import emit_json, progress, show
 from codebox_tui.contracts.exec import ExecLimits, ExecRequest, ExecResult
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, ExitCode
@@ -96,7 +96,7 @@ def _print(result: ExecResult, json_out: bool, quiet: bool) -> None:
     if json_out:
         emit_json(result)
     else:
-        # what the sandbox printed, with control and bidi characters escaped (cliutil.show); --json is exact
+        # what the sandbox printed, with control and bidi characters escaped (cli/output.py's show); --json is exact
         if result.stdout:
             show(result.stdout, nl=False)
         if result.stderr:

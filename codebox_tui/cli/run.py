@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from codebox_tui.cli_preview import (
+from codebox_tui.cli.output import BACKEND_HELP, emit_json, progress, show, to_jsonable
+from codebox_tui.cli.preview import (
     PREVIEW_HOLD_HELP,
     PREVIEW_PORT_HELP,
     PREVIEW_PUBLIC_URL_HELP,
@@ -15,8 +16,8 @@ from codebox_tui.cli_preview import (
     hold_and_capture,
     sigterm_interrupts,
 )
-from codebox_tui.cliutil import BACKEND_HELP, emit_json, progress, show, to_jsonable
 from codebox_tui.contracts.episode import EPISODE_PLAN_SCHEMA
+from codebox_tui.contracts.schemas import generate_json_schema
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import ExitCode
 from codebox_tui.lifecycle import (
@@ -33,8 +34,10 @@ from codebox_tui.lifecycle import (
 )
 from codebox_tui.lifecycle.episode import episode_run_output, load_plan, load_snapshot_document, run_plan
 from codebox_tui.progress_report import StderrProgress
+from codebox_tui.recipes.blueprint import load_blueprint_file
 from codebox_tui.runtime.backends import backend_name, default_php
 from codebox_tui.runtime.catalog import command_catalog, get_command
+from codebox_tui.runtime.playground import background_work
 from codebox_tui.runtime.wordpress_builds import wp_option_help
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
@@ -122,7 +125,7 @@ def run_command(
         # the one document on stdout passes the run's redactor as a whole (docs/security-secrets.md)
         emit_json(run_document(outcome))
     else:
-        # what the sandbox printed, with control and bidi characters escaped (cliutil.show); --json is exact
+        # what the sandbox printed, with control and bidi characters escaped (cli/output.py's show); --json is exact
         if execution is not None and execution.stdout:
             show(execution.stdout, nl=not execution.stdout.endswith("\n"))
         if execution is not None and execution.stderr and execution.exitCode != 0:
@@ -142,8 +145,6 @@ def run_command(
 
 def _say_what_exit_waits_for(reporter: StderrProgress) -> None:
     """The result is out; if this process still has background work its exit waits for, say what it is."""
-    from codebox_tui.runtime.playground import background_work
-
     waiting = background_work()
     if waiting is not None:
         reporter.phase("waiting", f"until {waiting}, then exiting")
@@ -170,8 +171,6 @@ def boot_command(
     json_out: bool = typer.Option(False, "--json", help="Print one wp-codebox/boot/v1 document when ready."),
 ) -> None:
     """Boot a sandbox and hold it for live preview until the hold expires or Ctrl-C."""
-    from codebox_tui.recipes.blueprint import load_blueprint_file
-
     # the live preview is Playground's (the native backend has none yet: docs/backends.md)
     request = _request(mount, policy, wp, php, boot_timeout, artifacts, preview_bind=preview_bind,
                        backend="playground")
@@ -243,8 +242,6 @@ def episode_run_command(
 @episode_app.command("schema")
 def episode_schema_command() -> None:
     """Print the JSON Schema of an episode plan (codebox/episode-plan/v1), generated from its model."""
-    from codebox_tui.contracts.schemas import generate_json_schema
-
     emit_json(generate_json_schema(EPISODE_PLAN_SCHEMA))
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from codebox_tui.bundle import layout
 from codebox_tui.versions import DEFAULT_PHP_VERSION
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "screenshots"
 FIXED_NOW = datetime(2026, 11, 22, 12, 5, tzinfo=UTC)
 FIXED_CREATED = "2026-11-22T12:00:00.000Z"
@@ -232,7 +232,7 @@ def svg_to_png(svg: Path) -> Path | None:
 
 def shoot_evaluation(bundle: Path) -> None:
     """Review of a real ``codebox evaluate-patch`` bundle (verdict line, Tests tab with the delta):
-    ``python -m codebox_tui.screenshots --evaluate-bundle DIR`` (needs a bundle made with Playground,
+    ``python -m tests.factories.screenshots --evaluate-bundle DIR`` (needs a bundle made with Playground,
     so ``make screenshots`` keeps the committed pictures when it is not given)."""
     from codebox_tui.app import CodeboxApp
 

@@ -12,18 +12,22 @@ from typing import Any
 
 import typer
 
-from codebox_tui.cliutil import JsonOption, emit_json, progress, say, show
+from codebox_tui.cli.output import JsonOption, emit_json, progress, say, show
 from codebox_tui.errors import BadInputError
 from codebox_tui.textsafe import safe_text
 from store import threeway
 from store.apply import apply_decision, apply_hint
 from store.changed_names import AmbiguousFileName
+from store.comments import add_comment, delete_comment, edit_comment, list_comments
+from store.compare import compare
+from store.content import BundleContent, read_content
 from store.db import BundleRecord, Store, shown_status
-from store.decisions import BundleContent, decide, default_approver, prune_discarded, read_content, resolve_bundle
-from store.feedback import record_iterate_feedback
+from store.decisions import decide, default_approver, prune_discarded, resolve_bundle
+from store.feedback import export_feedback, record_iterate_feedback
 from store.inbox import describe_bundle, flow_of, import_bundles
 from store.journal import recover, target_lock
 from store.patchtext import RawHunk
+from store.revisions import bundle_interdiff, carried_comments, link, revisions
 
 review_app = typer.Typer(help="Review captured bundles: list, inspect and decide.", no_args_is_help=True)
 
@@ -277,8 +281,6 @@ def _parse_lines(text: str | None) -> tuple[int | None, int | None]:
         return None, None
     start, sep, end = text.strip().partition("-")
     if not start.strip().isdigit() or (sep and not end.strip().isdigit()):
-        from codebox_tui.errors import BadInputError
-
         raise BadInputError(f"--line takes a line number or a range such as 12-15, not {text!r}",
                             code="comment-invalid", field="--line")
     return int(start), int(end) if sep else int(start)
@@ -301,9 +303,6 @@ def comment_add(
     json_out: bool = JsonOption,
 ) -> None:
     """Comment on a changed file, or on a line or range of its diff."""
-    from store.comments import add_comment
-    from store.decisions import resolve_bundle
-
     start, end = _parse_lines(line)
     with Store.open() as store:
         record = resolve_bundle(store, bundle)
@@ -318,9 +317,6 @@ def comment_add(
 @comment_app.command("list")
 def comment_list(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
     """A bundle's comments, file by file."""
-    from store.comments import list_comments
-    from store.decisions import resolve_bundle
-
     with Store.open() as store:
         record = resolve_bundle(store, bundle)
         comments = list_comments(store, record.key)
@@ -342,8 +338,6 @@ def comment_edit(
     json_out: bool = JsonOption,
 ) -> None:
     """Change a comment's text or type (until a decision records it)."""
-    from store.comments import edit_comment
-
     with Store.open() as store:
         changed = edit_comment(store, comment, body=message, kind=kind)
     if json_out:
@@ -358,8 +352,6 @@ def comment_delete(
     json_out: bool = JsonOption,
 ) -> None:
     """Delete a comment (until a decision records it)."""
-    from store.comments import delete_comment
-
     with Store.open() as store:
         deleted = delete_comment(store, comment)
     if json_out:
@@ -376,9 +368,6 @@ def review_feedback(
 ) -> None:
     """Write feedback.md and feedback.json next to the bundle: the latest request-changes decision
     with the comments it recorded, or the open comments when there is none."""
-    from store.decisions import resolve_bundle
-    from store.feedback import export_feedback
-
     with Store.open() as store:
         record = resolve_bundle(store, bundle)
         files = export_feedback(store, record)
@@ -398,9 +387,6 @@ def review_link(
     json_out: bool = JsonOption,
 ) -> None:
     """Make BUNDLE the next revision of an earlier bundle (one review, its comments carried over)."""
-    from store.decisions import resolve_bundle
-    from store.revisions import link, revisions
-
     with Store.open() as store:
         new, old = resolve_bundle(store, bundle), resolve_bundle(store, revises)
         link(store, new, old)
@@ -427,9 +413,6 @@ def review_revisions(
     json_out: bool = JsonOption,
 ) -> None:
     """The revisions of BUNDLE's review: decision and tests per revision, and the interdiff."""
-    from store.decisions import resolve_bundle
-    from store.revisions import bundle_interdiff, carried_comments, revisions
-
     with Store.open() as store:
         record = resolve_bundle(store, bundle)
         chain = revisions(store, record)
@@ -471,9 +454,6 @@ def review_compare(
     json_out: bool = JsonOption,
 ) -> None:
     """Compare two bundles side by side: files, patches, test results, verdicts and decisions."""
-    from store.compare import compare
-    from store.decisions import resolve_bundle
-
     with Store.open() as store:
         left, right = resolve_bundle(store, a), resolve_bundle(store, b)
         result = compare(store, left, right)
@@ -592,5 +572,5 @@ def register(app: typer.Typer) -> None:
 
 
 def register_prune(artifacts_app: typer.Typer) -> None:
-    """Add ``prune`` to the ``artifacts`` group (the group itself is :mod:`codebox_tui.cli_artifacts`)."""
+    """Add ``prune`` to the ``artifacts`` group (the group itself is :mod:`codebox_tui.cli.artifacts`)."""
     artifacts_app.command("prune")(prune_command)

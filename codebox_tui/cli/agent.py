@@ -15,13 +15,16 @@ from codebox_tui.agents import (
     task_from_text,
     workspace_from_text,
 )
-from codebox_tui.cliutil import BACKEND_HELP, emit_json, progress
+from codebox_tui.batch import agent_fan_out, run_batch
+from codebox_tui.batch.progress import ProgressTable
+from codebox_tui.cli.output import BACKEND_HELP, emit_json, progress
 from codebox_tui.contracts.agent import Orchestrator
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, ExitCode
 from codebox_tui.lifecycle import env_from_pairs, policy_from_text
 from codebox_tui.lifecycle.request import json_object_from_text
 from codebox_tui.progress_report import StderrProgress
+from codebox_tui.runtime.backends import backend_name
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
 
@@ -101,8 +104,6 @@ def _request(task: str, workspace: list[str], agent: str, tools: str | None, san
              session_id: str | None, orchestrator: str | None, artifacts: Path | None, timeout: str,
              tool_timeout: str, boot_timeout: str, policy: str | None, env: list[str], agent_env: list[str], wp: str,
              php: str | None, backend: str | None) -> AgentTaskRequest:
-    from codebox_tui.runtime.backends import backend_name
-
     return AgentTaskRequest(
         task=task_from_text(task),
         workspaces=[workspace_from_text(text, index) for index, text in enumerate(workspace)],
@@ -137,9 +138,6 @@ def _report(outcome: AgentTaskOutcome, json_out: bool) -> None:
 def _fan_out(request: AgentTaskRequest, count: int, *, concurrency: int | None, ray_address: str | None,
              json_out: bool, quiet: bool) -> None:
     """``--fan-out N``: N candidates as one fan-out batch on Ray (docs/scale-out.md); exits like ``codebox batch``."""
-    from codebox_tui.batch import agent_fan_out, run_batch
-    from codebox_tui.batch.progress import ProgressTable
-
     items = agent_fan_out(request, count)
     table = ProgressTable(quiet=quiet)
     try:

@@ -6,17 +6,19 @@ from pathlib import Path
 
 import typer
 
-from codebox_tui.cli_preview import (
+from codebox_tui.cli.output import BACKEND_HELP, emit_json, say
+from codebox_tui.cli.preview import (
     PREVIEW_PORT_HELP,
     PREVIEW_PUBLIC_URL_HELP,
     apply_preview_options,
     hold_and_capture,
 )
-from codebox_tui.cliutil import BACKEND_HELP, emit_json, say
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, ExitCode
 from codebox_tui.lifecycle import preview_bind_address
 from codebox_tui.progress_report import StderrProgress
+from codebox_tui.recipes.blueprint import load_blueprint_file
+from codebox_tui.sites.prepare import create_site, open_request
 from codebox_tui.sites.store import DEFAULT_CALLER, remove_site, site_dir, site_rows, site_status
 from codebox_tui.versions import DEFAULT_WP_VERSION
 
@@ -41,9 +43,6 @@ def create_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
 ) -> None:
     """Prepare a site from its inputs and keep it as a snapshot; prints its stable site_id and source_digest."""
-    from codebox_tui.recipes.blueprint import load_blueprint_file
-    from codebox_tui.sites.prepare import create_site
-
     if not caller.strip():
         raise BadInputError("--caller must not be empty", code="invalid-caller", field="caller")
     document = load_blueprint_file(blueprint) if blueprint is not None else None
@@ -93,8 +92,6 @@ def open_command(
     json_out: bool = typer.Option(False, "--json", help="Print one wp-codebox/boot/v1 document when held."),
 ) -> None:
     """Boot the site again from its verified snapshot and hold it with a live preview until released."""
-    from codebox_tui.sites.prepare import open_request
-
     request = open_request(site_id)  # a tampered snapshot is refused here (exit 5), before anything boots
     apply_preview_options(request, hold, preview_port, preview_public_url, hold_flag="--hold")
     request.preview_bind = preview_bind_address(preview_bind)

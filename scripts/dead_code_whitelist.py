@@ -1,0 +1,15 @@
+"""Names scripts/dead_code.py must not report: each is called by a framework or kept on purpose, as said.
+Vulture reads this file as code that uses the names; it is never imported."""
+
+# ruff: noqa: B018
+_ = object()
+
+# Click calls this override of TyperGroup to list the root command's sub-commands (cli/__init__.py).
+_.list_commands
+
+# bundle/layout.py names every bundle path; docs/site-state.md documents this one for snapshot writers.
+_.runtime_snapshot_blob_path
+
+# Left for the engineers working on screens/ and widgets/ now (#31 point 7): unused today.
+_.bundle_rows  # codebox_tui/screens/data.py
+_.set_marks  # widgets/diff_marks.py
