@@ -39,6 +39,7 @@ from codebox_tui.runtime.native_cgi import (
     check_request,
     parse_cgi_response,
 )
+from codebox_tui.runtime.native_limits import ProcessCap
 from codebox_tui.runtime.native_preview import PreviewRelay
 from codebox_tui.runtime.native_site import (
     CONFIG_DIR,
@@ -58,6 +59,7 @@ from codebox_tui.runtime.native_site import (
     salt_key,
     write_config,
 )
+from codebox_tui.runtime.native_worker import CHILDREN, MAX_REQUESTS, PhpWorker, kill_group
 from codebox_tui.runtime.playground import sandbox_mounts, sweep_abandoned_once
 from codebox_tui.runtime.reaper import OWNER_FILE
 from codebox_tui.runtime.wordpress_builds import resolve_build
@@ -75,8 +77,13 @@ PHP_MEMORY_LIMIT = "512M"
 OPCACHE_ON = ["opcache.enable_cli=1", "opcache.enable=1", f"opcache.file_cache={OPCACHE_DIR}",
               "opcache.file_cache_only=1", "opcache.validate_timestamps=1"]
 OPCACHE_OFF = ["opcache.enable_cli=0", "opcache.enable=0"]
+# The page-request worker lives across requests: compiled scripts stay in its own shared memory (its
+# processes only), the file cache behind it; every file's timestamp is checked at every request, so code a
+# command changed runs at the next page.
+OPCACHE_WORKER = ["opcache.enable=1", f"opcache.file_cache={OPCACHE_DIR}", "opcache.file_cache_only=0",
+                  "opcache.validate_timestamps=1", "opcache.revalidate_freq=0", "opcache.memory_consumption=64"]
 # What runs the sandbox's own code, with its compiled-script cache (never Codebox's probes or transfers).
-OWN_CODE = ("run", "cli", "request")
+OWN_CODE = ("run", "cli")
 # The PHP a command line may name (runtime/commands.py builds ``["php", …]`` for WP-CLI and PHPUnit).
 PHP_NAMES = ("php", "/usr/bin/php", "/usr/local/bin/php")
 # What the seed sandbox compiles: WordPress and the admin includes plugin probes load.
@@ -136,8 +143,9 @@ class NativeSandbox:
 
     def __init__(self, sandbox_id: str, work_dir: Path, binds: list[PathBind], basedir: str,
                  wordpress_version: str, php_version: str, settings: CodeboxSettings, *, opcache: bool,
-                 relay: PreviewRelay | None = None) -> None:
+                 relay: PreviewRelay | None = None, process_cap: ProcessCap | None = None) -> None:
         self.id = sandbox_id
+        self.process_cap = process_cap or ProcessCap(None, 0, "not asked for")
         self.work_dir = work_dir
         self._relay = relay
         self.preview_url = relay.url if relay is not None else ""
@@ -154,6 +162,7 @@ class NativeSandbox:
         self._aborted: str | None = None
         self._disposed = False
         self._budget_hit: dict[str, Any] | None = None
+        self.worker = PhpWorker(work_dir / "worker", self._worker_argv)
 
     # -- one confined process ----------------------------------------------------------------------------
     def php_argv(self, php_args: list[str], env: dict[str, str] | None = None, *, opcache: bool = False,
@@ -161,13 +170,17 @@ class NativeSandbox:
         """The whole command line of one confined PHP process running ``php_args``. ``opcache``: compiled
         scripts come from (and go to) the sandbox's own copy of the opcache seed, for the sandbox's own
         commands only; Codebox's probes and file transfers never read a cache the sandbox could have written.
-        ``cgi``: the CGI binary for a page request, errors shown in the page (as Playground shows them), no
-        ``.user.ini`` read (the sandbox could plant one)."""
+        ``cgi``: the page-request worker (runtime/native_worker.py): the CGI binary, errors shown in the page
+        (as Playground shows them), no ``.user.ini`` read (the sandbox could plant one), compiled scripts
+        kept in the worker's memory."""
         settings = [f"open_basedir={self._basedir}", f"sys_temp_dir={TMP}", f"upload_tmp_dir={TMP}",
                     f"memory_limit={PHP_MEMORY_LIMIT}", "display_errors=" + ("1" if cgi else "stderr"), "log_errors=0",
                     "auto_prepend_file=", "auto_append_file=", "user_ini.filename=", "cgi.fix_pathinfo=0",
                     "expose_php=0"]
-        settings += OPCACHE_ON if opcache and self._opcache else OPCACHE_OFF
+        if cgi:
+            settings += OPCACHE_WORKER if self._opcache else OPCACHE_OFF
+        else:
+            settings += OPCACHE_ON if opcache and self._opcache else OPCACHE_OFF
         ini = [part for setting in settings for part in ("-d", setting)]
         limits = []
         if shutil.which("prlimit"):
@@ -177,7 +190,12 @@ class NativeSandbox:
                       *([f"--fsize={budget}"] if budget else []), "--"]
         bwrap = php_bwrap_argv(bwrap=self._bwrap, php=php_cgi_binary() if cgi else host_php().binary, binds=self._binds,
                                env={**BASE_ENV, **(env or {})}, chdir=CORE)
-        return [*limits, *bwrap, *ini, *php_args]
+        return self.process_cap.wrap([*limits, *bwrap, *ini, *php_args])
+
+    def _worker_argv(self) -> list[str]:
+        """The confined ``php-cgi`` of the page-request worker (FastCGI on its standard input)."""
+        env = {"PHP_FCGI_CHILDREN": str(CHILDREN), "PHP_FCGI_MAX_REQUESTS": str(MAX_REQUESTS)}
+        return self.php_argv([], env, cgi=True)
 
     def _exec(self, php_args: list[str], stdin: bytes, timeout_s: float, *, env: dict[str, str] | None = None,
               what: str = "run", on_stderr: Callable[[str], None] | None = None) -> PhpResult:
@@ -197,7 +215,7 @@ class NativeSandbox:
         if self._disposed:
             raise SandboxError("The sandbox was disposed", code="sandbox-disposed")
         try:
-            argv = self.php_argv(php_args, env, opcache=what in OWN_CODE, timeout_s=timeout_s, cgi=what == "request")
+            argv = self.php_argv(php_args, env, opcache=what in OWN_CODE, timeout_s=timeout_s)
             process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                        start_new_session=True, close_fds=True)
         except OSError as error:
@@ -213,7 +231,7 @@ class NativeSandbox:
             try:
                 code = process.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
-                _kill(process)
+                kill_group(process)
                 raise SandboxError(f"Sandbox {what} timed out after {timeout_s:g} s; its PHP process was killed",
                                    code="sandbox-timeout", details={"op": what, "timeoutSeconds": timeout_s}) from None
             for reader in (out, err):
@@ -265,19 +283,24 @@ class NativeSandbox:
                           text=response.body.decode("utf-8", "replace"))
 
     def cgi(self, request: CgiRequest, timeout_s: float) -> CgiResponse:
-        """``request`` served by one confined ``php-cgi`` process running the sandbox's router; its output is
-        the sandbox's and is parsed as untrusted bytes (runtime/native_cgi.py)."""
+        """``request`` served by the sandbox's persistent PHP worker running its router
+        (runtime/native_worker.py); the answer is the sandbox's and is parsed as untrusted bytes
+        (runtime/fastcgi.py, runtime/native_cgi.py)."""
         check_request(request.method, request.target)
         if len(request.body) > MAX_REQUEST_BODY_BYTES:
             raise SandboxError(f"a page request's body is limited to {MAX_REQUEST_BODY_BYTES} bytes",
                                code="invalid-request", details={"bytes": len(request.body)})
-        env = cgi_environment(request, host="127.0.0.1", port=self._site_port)
-        code, out, err = self._exec_raw([], request.body, timeout_s, env=env, what="request",
-                                        limit=MAX_HEADER_BYTES + MAX_BODY_BYTES)
-        response = parse_cgi_response(bytes(out.kept), body_truncated=out.truncation() is not None)
-        if not out.kept and code != 0:
-            reason = err.kept.decode("utf-8", "replace").strip()[:500]
-            response.problems.append(f"php-cgi exited {code}: {reason}")
+        if self._aborted is not None:
+            raise SandboxError(f"The sandbox {self._aborted}", code="sandbox-aborted")
+        if self._disposed:
+            raise SandboxError("The sandbox was disposed", code="sandbox-disposed")
+        params = {**BASE_ENV, **cgi_environment(request, host="127.0.0.1", port=self._site_port)}
+        answer = self.worker.serve(params, request.body, timeout_s=timeout_s, limit=MAX_HEADER_BYTES + MAX_BODY_BYTES)
+        response = parse_cgi_response(bytes(answer.stdout), body_truncated=answer.truncated)
+        if not answer.stdout and (answer.app_status or answer.protocol_status):
+            reason = answer.stderr.decode("utf-8", "replace").strip()[:500]
+            response.problems.append(f"php-cgi ended the request with status {answer.app_status}"
+                                     f" (protocol status {answer.protocol_status}): {reason}")
         return response
 
     def write_file(self, path: str, data: bytes, timeout_s: float = 30.0) -> None:
@@ -305,10 +328,11 @@ class NativeSandbox:
 
     def abort(self, reason: str) -> None:
         self._aborted = reason
+        self.worker.stop()
         with self._lock:
             running = list(self._running)
         for process in running:
-            _kill(process)
+            kill_group(process)
 
     def dispose(self) -> None:
         if self._disposed:
@@ -317,6 +341,8 @@ class NativeSandbox:
             self._relay.close()
         self.abort("was disposed")
         self._disposed = True
+        self.worker.close()
+        self.process_cap.remove()
         remove_tree(self.work_dir)
         remove_tree(readonly_dir(self.work_dir))
 
@@ -333,19 +359,6 @@ def _feed(stream: IO[bytes] | None, data: bytes) -> None:
             stream.close()
         except OSError:
             pass
-
-
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    """SIGKILL bwrap's process group: its sandboxed child dies with it (``--die-with-parent``) and the PID
-    namespace takes every process PHP started."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 class NativeBackend:
@@ -424,7 +437,7 @@ class NativeBackend:
             remove_tree(readonly_dir(work_dir))
             raise
         sandbox = NativeSandbox(sandbox_id, work_dir, binds, basedir, version, host_php().version, self.settings,
-                                opcache=opcache_dir is not None, relay=relay)
+                                opcache=opcache_dir is not None, relay=relay, process_cap=ProcessCap.make(sandbox_id))
         if relay is not None:
             relay.start(sandbox.cgi)
         return sandbox
