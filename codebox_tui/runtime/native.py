@@ -20,6 +20,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 from typing import IO, Any
 
@@ -39,7 +40,7 @@ from codebox_tui.runtime.native_cgi import (
     check_request,
     parse_cgi_response,
 )
-from codebox_tui.runtime.native_limits import ProcessCap
+from codebox_tui.runtime.native_limits import DiskBudget, ProcessCap
 from codebox_tui.runtime.native_preview import PreviewRelay
 from codebox_tui.runtime.native_site import (
     CONFIG_DIR,
@@ -66,6 +67,9 @@ from codebox_tui.runtime.wordpress_builds import resolve_build
 from codebox_tui.settings import CodeboxSettings, get_settings
 
 NAME = "native"
+# The sandbox's own writable data (wp-content, tmp, the compiled-script cache) inside its folder: one
+# size-limited file system (runtime/native_limits.py).
+DATA = "data"
 # The environment of every confined PHP process (nothing of the caller's).
 # WP_CLI_CONFIG_PATH: the sandbox's read-only wp-cli.yml scopes every `wp` call (core is read-only, so
 # the file cannot sit beside it).
@@ -143,8 +147,10 @@ class NativeSandbox:
 
     def __init__(self, sandbox_id: str, work_dir: Path, binds: list[PathBind], basedir: str,
                  wordpress_version: str, php_version: str, settings: CodeboxSettings, *, opcache: bool,
-                 relay: PreviewRelay | None = None, process_cap: ProcessCap | None = None) -> None:
+                 relay: PreviewRelay | None = None, process_cap: ProcessCap | None = None,
+                 disk: DiskBudget | None = None) -> None:
         self.id = sandbox_id
+        self.disk = disk
         self.process_cap = process_cap or ProcessCap(None, 0, "not asked for")
         self.work_dir = work_dir
         self._relay = relay
@@ -252,6 +258,9 @@ class NativeSandbox:
             self._budget_hit = {"path": "", "budgetBytes": int(self._settings.sandbox_write_budget)}
             err.kept += (b"\ncodebox: PHP was stopped for writing a file larger than the sandbox's write budget "
                          b"(CODEBOX_SANDBOX_WRITE_BUDGET)\n")
+        elif self._note_disk_spent():
+            err.kept += (b"\ncodebox: the sandbox's files reached its write budget (CODEBOX_SANDBOX_WRITE_BUDGET); "
+                         b"further writes fail with 'No space left on device'\n")
         elif code in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
             err.kept += b"\ncodebox: PHP was stopped at its CPU-time limit\n"
         return (code if code >= 0 else 128 - code), out, err
@@ -297,6 +306,8 @@ class NativeSandbox:
         params = {**BASE_ENV, **cgi_environment(request, host="127.0.0.1", port=self._site_port)}
         answer = self.worker.serve(params, request.body, timeout_s=timeout_s, limit=MAX_HEADER_BYTES + MAX_BODY_BYTES)
         response = parse_cgi_response(bytes(answer.stdout), body_truncated=answer.truncated)
+        if self._note_disk_spent():
+            response.problems.append("the sandbox's files reached its write budget")
         if not answer.stdout and (answer.app_status or answer.protocol_status):
             reason = answer.stderr.decode("utf-8", "replace").strip()[:500]
             response.problems.append(f"php-cgi ended the request with status {answer.app_status}"
@@ -321,6 +332,13 @@ class NativeSandbox:
                                code="sandbox-read-failed", details={"path": path})
         return bytes(out.kept)
 
+    def _note_disk_spent(self) -> bool:
+        """Whether the sandbox's data file system is full (its write budget spent); the run is flagged then."""
+        if self.disk is None or not self.disk.spent():
+            return False
+        self._budget_hit = {"path": "", "budgetBytes": int(self._settings.sandbox_write_budget)}
+        return True
+
     def write_budget_exceeded(self) -> dict[str, Any] | None:
         """Whether a PHP process of this sandbox was stopped for a file over the write budget (the session
         flags the run ``write-budget-exceeded``); the native cap is per file, so no path is known."""
@@ -343,6 +361,8 @@ class NativeSandbox:
         self._disposed = True
         self.worker.close()
         self.process_cap.remove()
+        if self.disk is not None:
+            self.disk.remove()
         remove_tree(self.work_dir)
         remove_tree(readonly_dir(self.work_dir))
 
@@ -404,40 +424,50 @@ class NativeBackend:
         work_dir = sandboxes_root / sandbox_id
         work_dir.mkdir()
         relay = PreviewRelay(self.settings.command_timeout_s) if preview else None
+        disk: DiskBudget | None = None
         try:
             (work_dir / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
             readonly_dir(work_dir).mkdir(parents=True, exist_ok=True)
             (readonly_dir(work_dir) / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
+            # the sandbox's own writable data, in one size-limited file system: room for what it starts with,
+            # then (settle) exactly that plus the write budget
+            budget = int(self.settings.sandbox_write_budget)
+            disk = DiskBudget.make(work_dir / DATA, budget and budget + _pages(prepared.template)
+                                   + (_pages(opcache_seed) if opcache_seed is not None else 0))
             report("copying-site", {})
-            copy_tree(prepared.template, work_dir / "wp-content")
-            (work_dir / "tmp").mkdir()
+            copy_tree(prepared.template, disk.folder / "wp-content")
+            (disk.folder / "tmp").mkdir()
             shared_cache: list[PathBind] = []
             if opcache_seed is not None:
-                opcache_dir = work_dir / "opcache"
+                opcache_dir = disk.folder / "opcache"
                 shared_cache = _opcache_copy(opcache_seed, opcache_dir)
+            disk.settle(budget)
             mounts = sandbox_mounts(spec, work_dir, report)
             basedir = open_basedir([m["vfsPath"] for m in mounts])
             write_config(work_dir / "config", sandbox_id, salt_key(self.settings.home / "native"), basedir=basedir,
                          block_external_http=spec.policy.network_denied,
                          site_url=relay.url if relay is not None else "http://127.0.0.1")
             binds = [PathBind(str(prepared.core), CORE, False),
-                     PathBind(str(work_dir / "wp-content"), WP_CONTENT, True),
+                     PathBind(str(disk.folder / "wp-content"), WP_CONTENT, True),
                      PathBind(str(work_dir / "config" / "wp-config.php"), f"{CORE}/wp-config.php", False),
                      PathBind(str(prepared.db_dropin), f"{WP_CONTENT}/db.php", False),
                      PathBind(str(work_dir / "config"), CONFIG_DIR, False),
                      PathBind(str(prepared.sqlite_plugin), SQLITE_DIR, False),
-                     PathBind(str(work_dir / "tmp"), TMP, True)]
+                     PathBind(str(disk.folder / "tmp"), TMP, True)]
             if opcache_dir is not None:
                 binds += [PathBind(str(opcache_dir), OPCACHE_DIR, True), *shared_cache]
             binds += [PathBind(m["hostPath"], m["vfsPath"], _writable(m, work_dir)) for m in mounts]
         except BaseException:
             if relay is not None:
                 relay.close()
+            if disk is not None:
+                disk.remove()
             remove_tree(work_dir)
             remove_tree(readonly_dir(work_dir))
             raise
         sandbox = NativeSandbox(sandbox_id, work_dir, binds, basedir, version, host_php().version, self.settings,
-                                opcache=opcache_dir is not None, relay=relay, process_cap=ProcessCap.make(sandbox_id))
+                                opcache=opcache_dir is not None, relay=relay, process_cap=ProcessCap.make(sandbox_id),
+                                disk=disk)
         if relay is not None:
             relay.start(sandbox.cgi)
         return sandbox
@@ -470,6 +500,17 @@ def _opcache_copy(seed: Path, dest: Path) -> list[PathBind]:
 
     shutil.copytree(seed, dest, symlinks=True, ignore=skip_core)
     return shared
+
+
+@cache
+def _pages(folder: Path) -> int:
+    """The bytes ``folder``'s files take in a tmpfs (whole 4 KiB pages), with a margin: what a sandbox's data
+    file system holds before the sandbox writes anything."""
+    total = 0
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            total += -(-path.stat().st_size // 4096) * 4096
+    return total + total // 10 + (1 << 20)
 
 
 def _writable(mount: dict[str, str], work_dir: Path) -> bool:

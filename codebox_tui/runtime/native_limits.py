@@ -1,6 +1,9 @@
-"""The native sandbox's process budget (docs/backends.md, "The native wall"): every process of one sandbox
-— its commands, its page-request worker and every child they start — counts against one kernel limit,
-so a fork bomb stops at :data:`MAX_PROCESSES` instead of filling the machine.
+"""The native sandbox's whole-sandbox bounds (docs/backends.md, "The native wall"): a process budget and a
+disk budget, both kept by the kernel.
+
+**Processes.** Every process of one sandbox — its commands, its page-request worker and every child they
+start — counts against one kernel limit, so a fork bomb stops at :data:`MAX_PROCESSES` instead of filling
+the machine.
 
 ``RLIMIT_NPROC`` cannot do this when Codebox runs as root: the sandbox's uid 65534 is root outside its user
 namespace, and the kernel exempts root from that limit. A ``pids`` control group can: the kernel counts
@@ -14,10 +17,19 @@ Each confined process joins the group before it starts (:meth:`ProcessCap.wrap`:
 then becomes the process), so nothing it forks is ever outside. Where no group can be made, :attr:`reason`
 says why and the sandbox runs without the cap (bounded then only by the command's timeout, its CPU limit
 and the kernel's own limits).
+
+**Disk.** The sandbox's own writable data (its ``wp-content`` with the database, its ``/tmp`` and its
+compiled-script cache) lives in one size-limited ``tmpfs`` mounted on the host (:class:`DiskBudget`): many
+files, each under the per-file cap, still stop at the budget, where writes fail with "No space left on
+device". Mounting needs root on the host; where Codebox cannot mount, :attr:`DiskBudget.reason` says why
+and only the per-file cap holds. Read-write mounts (private copies the run moves in and out by renaming)
+stay on the host's disk under the per-file cap only.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import time
 from pathlib import Path
@@ -111,3 +123,77 @@ def _pids_parent() -> Path | None:
             parent = v1 / path.lstrip("/")
             return parent if os.access(parent, os.W_OK) else None
     return None
+
+
+# mount(2) flags: no set-uid programs, no device files on the sandbox's own data
+MS_NOSUID, MS_NODEV, MS_REMOUNT = 0x2, 0x4, 0x20
+MNT_DETACH = 0x2
+# Below this much free space the budget counts as spent (the run is flagged write-budget-exceeded).
+SPENT_BELOW_BYTES = 256 * 1024
+
+
+class DiskBudget:
+    """One sandbox's data folder: a ``tmpfs`` of ``size`` bytes mounted at ``folder`` (``mounted``), or a
+    plain folder when the machine does not let Codebox mount one (``reason`` says why)."""
+
+    def __init__(self, folder: Path, size: int, mounted: bool, reason: str = "") -> None:
+        self.folder, self.size, self.mounted, self.reason = folder, size, mounted, reason
+
+    @classmethod
+    def make(cls, folder: Path, size: int) -> DiskBudget:
+        """``folder`` made, with a ``tmpfs`` of ``size`` bytes on it if possible (``size`` 0: no budget)."""
+        folder.mkdir(mode=0o755)
+        if size <= 0:
+            return cls(folder, 0, False, "no write budget (CODEBOX_SANDBOX_WRITE_BUDGET=0)")
+        libc = _libc()
+        if libc is None:
+            return cls(folder, size, False, "the C library's mount(2) is not available")
+        if libc.mount(b"tmpfs", str(folder).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, _options(size)) != 0:
+            error = ctypes.get_errno()
+            return cls(folder, size, False, f"could not mount a size-limited tmpfs: {os.strerror(error)}")
+        return cls(folder, size, True)
+
+    def settle(self, budget: int) -> None:
+        """Once the sandbox's starting files are in: the size becomes what they use plus ``budget``."""
+        libc = _libc()
+        if not self.mounted or libc is None:
+            return
+        stats = os.statvfs(self.folder)
+        size = (stats.f_blocks - stats.f_bfree) * stats.f_frsize + budget
+        if libc.mount(b"tmpfs", str(self.folder).encode(), b"tmpfs", MS_REMOUNT | MS_NOSUID | MS_NODEV,
+                      _options(size)) == 0:
+            self.size = size
+
+    def spent(self) -> bool:
+        """Whether the budget is (all but) used up."""
+        if not self.mounted:
+            return False
+        try:
+            stats = os.statvfs(self.folder)
+        except OSError:
+            return False
+        return stats.f_bavail * stats.f_frsize < SPENT_BELOW_BYTES
+
+    def remove(self) -> None:
+        """Unmount (lazily: the memory is freed once no process holds a file in it); the folder is left
+        empty for the sandbox's removal."""
+        if not self.mounted:
+            return
+        libc = _libc()
+        if libc is not None and libc.umount2(str(self.folder).encode(), MNT_DETACH) == 0:
+            self.mounted = False
+
+
+def _options(size: int) -> bytes:
+    """tmpfs options: ``size`` bytes, and one inode per 8 KiB of it (an empty-file flood is bounded too)."""
+    return f"size={size},mode=0755,nr_inodes={max(16384, size // 8192)}".encode()
+
+
+def _libc() -> ctypes.CDLL | None:
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        return ctypes.CDLL(name, use_errno=True)
+    except OSError:
+        return None

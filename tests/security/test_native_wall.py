@@ -153,7 +153,7 @@ def test_a_sandbox_cannot_reach_another_live_sandboxs_database() -> None:
     """Two native sandboxes at once: the first knows the second's host folder and database path, and tries it
     from PHP, from a `cat` child and through `/proc/*/root`; the second's folder is not in its world."""
     with native_sandbox() as victim, native_sandbox() as attacker:
-        database = victim.work_dir / "wp-content" / "database" / ".ht.sqlite"
+        database = victim.work_dir / "data" / "wp-content" / "database" / ".ht.sqlite"
         assert database.is_file()
         attack = textwrap.dedent(f"""\
             <?php
@@ -538,3 +538,33 @@ def test_a_fork_bomb_stops_at_the_sandboxs_process_cap(worker_sandbox: Any) -> N
     worker_sandbox.worker.stop()
     assert wait_until(lambda: cap.current() == 0), cap.current()
     assert worker_sandbox.request("/wp-includes/images/blank.gif", 120).status == 200
+
+
+# Disk fill, many files at a time: 1 MiB files (each far under the per-file cap) into the sandbox's /tmp and
+# uploads from PHP until a write fails (at most 48), then a `dd` child writing 20 MiB more.
+DISK_FILL = ("<?php $n = 0; foreach (['/tmp', '/wordpress/wp-content/uploads'] as $d) { for ($i = 0; $i < 24; $i++) {"
+             " if (@file_put_contents(\"$d/fill-$i.bin\", str_repeat('x', 1 << 20)) !== (1 << 20)) { break; } $n++; } }"
+             " echo $n, \"\\n\", shell_exec('dd if=/dev/zero of=/tmp/dd.bin bs=1M count=20 2>&1');")
+
+
+def test_many_files_each_under_the_file_cap_stop_at_the_sandboxs_disk_budget() -> None:
+    """With an 8 MiB write budget, PHP and a child keep writing 1 MiB files: the writes fail once the
+    sandbox's data (its own size-limited file system) is full, the command says so and the run is flagged;
+    the host's disk holds nothing of it, and the file system is gone with the sandbox."""
+    from codebox_tui.settings import get_settings
+
+    budget = 8 << 20
+    with native_sandbox(settings=get_settings().model_copy(update={"sandbox_write_budget": budget})) as sandbox:
+        disk = sandbox.disk
+        assert disk.mounted, disk.reason
+        result = sandbox.run_php(DISK_FILL, 120)
+        written, dd = result.text.split("\n", 1)
+        assert 0 < int(written) <= budget >> 20, result.text
+        assert "No space left on device" in dd, dd
+        assert "write budget" in result.errors and sandbox.write_budget_exceeded() is not None
+        usage = sandbox.run_php("<?php echo (int) shell_exec('du -sk /tmp /wordpress/wp-content/uploads"
+                                " | cut -f1 | paste -sd+ | bc');", 60)
+        assert int(usage.text) * 1024 <= budget + (1 << 20), usage.text + usage.errors
+        assert sandbox.request("/wp-includes/images/blank.gif", 120).status == 200  # reads still work
+        folder = disk.folder
+    assert not folder.exists() and str(folder) not in Path("/proc/self/mounts").read_text()
