@@ -61,7 +61,7 @@ from codebox_tui.runtime.native_site import (
     write_config,
 )
 from codebox_tui.runtime.native_worker import CHILDREN, MAX_REQUESTS, PhpWorker, kill_group
-from codebox_tui.runtime.playground import sandbox_mounts, sweep_abandoned_once
+from codebox_tui.runtime.playground import abandoned_sandbox_dirs, sandbox_mounts, sweep_abandoned_once
 from codebox_tui.runtime.reaper import OWNER_FILE
 from codebox_tui.runtime.wordpress_builds import resolve_build
 from codebox_tui.settings import CodeboxSettings, get_settings
@@ -419,6 +419,7 @@ class NativeBackend:
         with its preview relay, whose address WordPress takes as its own."""
         sandboxes_root = self.settings.home / "sandboxes"
         sandboxes_root.mkdir(parents=True, exist_ok=True)
+        _release_abandoned_once(sandboxes_root)
         sweep_abandoned_once(sandboxes_root)
         sandbox_id = "sandbox-native-" + secrets.token_hex(6)
         work_dir = sandboxes_root / sandbox_id
@@ -500,6 +501,20 @@ def _opcache_copy(seed: Path, dest: Path) -> list[PathBind]:
 
     shutil.copytree(seed, dest, symlinks=True, ignore=skip_core)
     return shared
+
+
+_released: set[str] = set()
+
+
+def _release_abandoned_once(sandboxes_root: Path) -> None:
+    """Once per process and root, before the sweep removes them: what native sandboxes whose process died
+    left outside their folders — their data file systems (unmounted) and their process groups."""
+    if str(sandboxes_root) in _released:
+        return
+    _released.add(str(sandboxes_root))
+    for folder in abandoned_sandbox_dirs(sandboxes_root, prefix="sandbox-native-"):
+        DiskBudget(folder / DATA, 0, mounted=os.path.ismount(folder / DATA)).remove()
+        ProcessCap.existing(folder.name).remove(wait_s=0)
 
 
 @cache

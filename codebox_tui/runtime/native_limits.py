@@ -69,6 +69,16 @@ class ProcessCap:
             return cls(None, limit, f"could not make the pids control group {folder}: {error}")
         return cls(folder, limit)
 
+    @classmethod
+    def existing(cls, name: str) -> ProcessCap:
+        """The group ``name`` made earlier (by a process that died before removing it), if it is there."""
+        try:
+            parent = _pids_parent()
+        except OSError:
+            parent = None
+        folder = parent / name if parent is not None else None
+        return cls(folder if folder is not None and folder.is_dir() else None, 0)
+
     def wrap(self, argv: list[str]) -> list[str]:
         """``argv`` started inside the group (unchanged when there is none)."""
         if self.folder is None:
