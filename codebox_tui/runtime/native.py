@@ -1,12 +1,14 @@
 """The native backend: real host PHP, each process inside its own bubblewrap (docs/backends.md).
 
 A sandbox is a folder (runtime/native_site.py): its own ``wp-content`` with its own SQLite database, a
-temp folder, and a read-only generated configuration; WordPress core is shared read-only. Nothing runs
-between commands: every PHP request, WP-CLI call and file transfer is one confined process
+temp folder, and a read-only generated configuration; WordPress core is shared read-only. Nothing but the
+page-request worker runs between commands: every command, WP-CLI call and file transfer is one confined process
 (runtime/confinement.py, :func:`~codebox_tui.runtime.confinement.php_bwrap_argv`) that sees the sandbox at
-Playground's paths and dies with its namespace. A page request is one confined ``php-cgi`` process
-(runtime/native_cgi.py), and the preview a browser loads is a relay on the host's loopback that makes one
-such request per incoming request (runtime/native_preview.py).
+Playground's paths and dies with its namespace. Page requests go to the sandbox's one persistent, equally
+confined ``php-cgi`` worker (runtime/native_worker.py, runtime/native_cgi.py), started at the first one, and
+the preview a browser loads is a relay on the host's loopback that makes one such request per incoming
+request (runtime/native_preview.py). Every process of a sandbox counts against its process budget, and its
+own data sits in a size-limited file system (runtime/native_limits.py).
 """
 
 from __future__ import annotations
