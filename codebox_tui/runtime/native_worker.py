@@ -48,6 +48,7 @@ class PhpWorker:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr = bytearray()
+        self._keeper: threading.Thread | None = None
         self._closed = False
         self.starts = 0
 
@@ -74,6 +75,9 @@ class PhpWorker:
                 raise SandboxError(f"Sandbox request timed out after {timeout_s:g} s; its PHP worker was stopped",
                                    code="sandbox-timeout", details={"op": "request", "timeoutSeconds": timeout_s}
                                    ) from None
+            keeper = self._keeper
+            if error.kind == "protocol" and keeper is not None:
+                keeper.join(timeout=1)  # a worker that could not even start closes the connection as it ends
             ended = process.poll() is not None
             if ended:
                 self._fail_if_unconfined(process)
@@ -108,6 +112,7 @@ class PhpWorker:
                                       name="codebox-php-worker")
             keeper.start()
             ready.wait()
+            self._keeper = keeper
         finally:
             listener.close()  # the worker holds its own copy; when it ends, connections fail at once
         outcome = started[0]

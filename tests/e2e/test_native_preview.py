@@ -129,6 +129,19 @@ def test_a_hung_request_stops_the_worker_and_the_next_request_gets_a_new_one(san
     assert sandbox.worker.starts == starts + 1 and sandbox.worker.pid not in (None, first_pid)
 
 
+def test_a_worker_bubblewrap_cannot_confine_fails_closed_saying_why(tmp_path: Path) -> None:
+    """A mount bubblewrap cannot make (a new folder inside read-only core): the first page request fails with
+    confinement-failed and bwrap's reason, as a command does, and never runs PHP unconfined."""
+    from codebox_tui.errors import SandboxError
+
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    with native_sandbox(mounts=[f"{folder}:/wordpress/new-folder:readonly"]) as broken, \
+            pytest.raises(SandboxError) as raised:
+        broken.request("/wp-includes/images/blank.gif", 120)
+    assert raised.value.code == "confinement-failed" and "/wordpress/new-folder" in raised.value.message
+
+
 def test_code_a_command_changes_runs_at_the_next_page(sandbox: Any) -> None:
     """The worker keeps compiled scripts in memory but checks every file's timestamp at every request: a
     plugin file a command rewrites between two requests (its modification time moved on) is what the next
