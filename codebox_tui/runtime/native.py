@@ -260,11 +260,11 @@ class NativeSandbox:
             self._budget_hit = {"path": "", "budgetBytes": int(self._settings.sandbox_write_budget)}
             err.kept += (b"\ncodebox: PHP was stopped for writing a file larger than the sandbox's write budget "
                          b"(CODEBOX_SANDBOX_WRITE_BUDGET)\n")
-        elif self._note_disk_spent():
-            err.kept += (b"\ncodebox: the sandbox's files reached its write budget (CODEBOX_SANDBOX_WRITE_BUDGET); "
-                         b"further writes fail with 'No space left on device'\n")
         elif code in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
             err.kept += b"\ncodebox: PHP was stopped at its CPU-time limit\n"
+        if self._note_disk_spent():  # the whole sandbox's data is full (what PHP made of the failed writes aside)
+            err.kept += (b"\ncodebox: the sandbox's files reached its write budget (CODEBOX_SANDBOX_WRITE_BUDGET); "
+                         b"further writes fail with 'No space left on device'\n")
         return (code if code >= 0 else 128 - code), out, err
 
     # -- the Sandbox protocol -------------------------------------------------------------------------
