@@ -7,12 +7,17 @@ Rows (medians of N; a private CODEBOX_HOME, golden site and native prepared inst
   * one-shot ``codebox run`` of the example plugin's probe: a new ``codebox`` process each time, boot,
     probe, capture, verify, record
   * disk per native sandbox (its folder: wp-content with the database, config, temp); a native sandbox
-    keeps no process between commands
+    keeps no process between commands but its page-request worker
+  * native page requests, before and after the persistent worker, alternating in one booted sandbox: a new
+    confined ``php-cgi`` process per request (how page requests were served before; rebuilt here from the
+    sandbox's own command line, for the comparison only) against ``Sandbox.request`` through the sandbox's
+    persistent worker (runtime/native_worker.py), for a REST route (WordPress loaded, little rendering), the
+    front page and a static core asset; the worker's memory (PSS of its processes) after them
 
 Issue #28's targets: ready <= 0.3 s, one request <= 60 ms, one-shot run <= 0.2x Playground's.
 The load average is printed (other processes on the machine change the result).
 
-Usage: python bench/bench_native.py [-n N]
+Usage: python bench/bench_native.py [-n N] [--requests-only]
 """
 
 from __future__ import annotations
@@ -61,6 +66,70 @@ def boot_and_request(backend: Any, spec_for: Any, n: int) -> tuple[list[float], 
     return ready, request, disk
 
 
+PAGE_PATHS = (("REST route `/?rest_route=/wp/v2/types`", "/?rest_route=/wp/v2/types"), ("front page `/`", "/"),
+              ("static asset `/wp-includes/images/blank.gif`", "/wp-includes/images/blank.gif"))
+
+
+def one_process_request(sandbox: Any, path: str) -> int:
+    """A page request the way it was served before the worker: one new confined ``php-cgi`` process (the CGI
+    variables in its environment, the router as its script); its HTTP status."""
+    from codebox_tui.runtime.native_cgi import CgiRequest, cgi_environment, parse_cgi_response
+
+    env = cgi_environment(CgiRequest("GET", path), host="127.0.0.1", port=int(sandbox.preview_url.rsplit(":", 1)[1]))
+    done = subprocess.run(sandbox.php_argv([], env, cgi=True), input=b"", capture_output=True, timeout=120,
+                          check=False)
+    return parse_cgi_response(done.stdout).status
+
+
+def worker_pss_kb(sandbox: Any) -> int:
+    """The proportional resident memory (PSS: shared pages split between the processes sharing them) of the
+    sandbox's worker: bwrap and every process under it (php-cgi and its request processes), in KiB."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    tree = {sandbox.worker.pid}
+    while grown := {pid for pid, parent in parents.items() if parent in tree} - tree:
+        tree |= grown
+    total = 0
+    for pid in tree - {None}:
+        try:
+            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+            total += int(next(line.split()[1] for line in rollup.splitlines() if line.startswith("Pss:")))
+        except (OSError, ValueError, StopIteration):
+            continue
+    return total
+
+
+def page_requests(backend: Any, spec: Any, n: int) -> tuple[dict[str, tuple[list[float], list[float]]], int]:
+    """For each of :data:`PAGE_PATHS`: ``n`` seconds per request with a new process each, and ``n`` through the
+    persistent worker, alternating (one warm-up of each first); and the worker's PSS in KiB afterwards."""
+    sandbox = backend.boot(spec)
+    try:
+        results: dict[str, tuple[list[float], list[float]]] = {}
+        for label, path in PAGE_PATHS:
+            before: list[float] = []
+            after: list[float] = []
+            for i in range(n + 1):
+                started = time.monotonic()
+                status = one_process_request(sandbox, path)
+                took_before = time.monotonic() - started
+                started = time.monotonic()
+                response = sandbox.request(path, 120)
+                took_after = time.monotonic() - started
+                if status != 200 or response.status != 200:
+                    raise SystemExit(f"native page request {path}: {status} / {response.status}")
+                if i:  # the first of each is the warm-up (the worker starts at the first request)
+                    before.append(took_before)
+                    after.append(took_after)
+            results[label] = (before, after)
+        return results, worker_pss_kb(sandbox)
+    finally:
+        sandbox.dispose()
+
+
 def one_shot_runs(backend: str, n: int, home: Path, scratch: Path) -> list[float]:
     samples = []
     for i in range(n):
@@ -81,6 +150,8 @@ def one_shot_runs(backend: str, n: int, home: Path, scratch: Path) -> list[float
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-n", type=int, default=5, help="samples per row (default 5)")
+    parser.add_argument("--requests-only", action="store_true",
+                        help="only the native page-request rows (no Playground)")
     args = parser.parse_args()  # --help prints the above and runs nothing
 
     home = Path(tempfile.mkdtemp(prefix="codebox-bench-native-home-"))
@@ -113,9 +184,24 @@ def main() -> int:
     print(f"load average before: {os.getloadavg()}  cpus: {os.cpu_count()}  host PHP {host_php().version}",
           flush=True)
     native, playground = NativeBackend(), PlaygroundBackend()
+    boot_and_request(native, spec_for(host_php().series), 1)  # untimed: golden site, prepared install, seed
+    pages, pss_kb = page_requests(native, spec_for(host_php().series)(), args.n)
+    print(f"load average after the page requests: {os.getloadavg()}", flush=True)
+    print()
+    print(f"| native page request, median of {args.n} (s) | a new php-cgi process each (before) "
+          "| persistent worker (after) | after / before |")
+    print("|---|---|---|---|")
+    for label, (before, after) in pages.items():
+        a, b = median_seconds(before), median_seconds(after)
+        print(f"| {label} | {a:.3f} | {b:.3f} | {b / a:.2f}x |")
+    print(f"| worker memory after them (PSS, MB) | | {pss_kb / 1024:.1f} | |")
+    print()
+    if args.requests_only:
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(home, ignore_errors=True)
+        return 0
     try:
-        # untimed: golden site, native prepared install, the Playground sidecar and its prepared copies
-        boot_and_request(native, spec_for(host_php().series), 1)
+        # untimed: the Playground sidecar and its prepared copies
         boot_and_request(playground, spec_for(DEFAULT_PHP_VERSION), 2)
         native_ready, native_request, native_disk = boot_and_request(native, spec_for(host_php().series), args.n)
         pg_ready, pg_request, _ = boot_and_request(playground, spec_for(DEFAULT_PHP_VERSION), args.n)

@@ -1,12 +1,14 @@
 """The native backend: real host PHP, each process inside its own bubblewrap (docs/backends.md).
 
 A sandbox is a folder (runtime/native_site.py): its own ``wp-content`` with its own SQLite database, a
-temp folder, and a read-only generated configuration; WordPress core is shared read-only. Nothing runs
-between commands: every PHP request, WP-CLI call and file transfer is one confined process
+temp folder, and a read-only generated configuration; WordPress core is shared read-only. Nothing but the
+page-request worker runs between commands: every command, WP-CLI call and file transfer is one confined process
 (runtime/confinement.py, :func:`~codebox_tui.runtime.confinement.php_bwrap_argv`) that sees the sandbox at
-Playground's paths and dies with its namespace. A page request is one confined ``php-cgi`` process
-(runtime/native_cgi.py), and the preview a browser loads is a relay on the host's loopback that makes one
-such request per incoming request (runtime/native_preview.py).
+Playground's paths and dies with its namespace. Page requests go to the sandbox's one persistent, equally
+confined ``php-cgi`` worker (runtime/native_worker.py, runtime/native_cgi.py), started at the first one, and
+the preview a browser loads is a relay on the host's loopback that makes one such request per incoming
+request (runtime/native_preview.py). Every process of a sandbox counts against its process budget, and its
+own data sits in a size-limited file system (runtime/native_limits.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 from typing import IO, Any
 
@@ -39,6 +42,7 @@ from codebox_tui.runtime.native_cgi import (
     check_request,
     parse_cgi_response,
 )
+from codebox_tui.runtime.native_limits import DiskBudget, ProcessCap
 from codebox_tui.runtime.native_preview import PreviewRelay
 from codebox_tui.runtime.native_site import (
     CONFIG_DIR,
@@ -58,12 +62,16 @@ from codebox_tui.runtime.native_site import (
     salt_key,
     write_config,
 )
-from codebox_tui.runtime.playground import sandbox_mounts, sweep_abandoned_once
+from codebox_tui.runtime.native_worker import CHILDREN, MAX_REQUESTS, PhpWorker, kill_group
+from codebox_tui.runtime.playground import abandoned_sandbox_dirs, sandbox_mounts, sweep_abandoned_once
 from codebox_tui.runtime.reaper import OWNER_FILE
 from codebox_tui.runtime.wordpress_builds import resolve_build
 from codebox_tui.settings import CodeboxSettings, get_settings
 
 NAME = "native"
+# The sandbox's own writable data (wp-content, tmp, the compiled-script cache) inside its folder: one
+# size-limited file system (runtime/native_limits.py).
+DATA = "data"
 # The environment of every confined PHP process (nothing of the caller's).
 # WP_CLI_CONFIG_PATH: the sandbox's read-only wp-cli.yml scopes every `wp` call (core is read-only, so
 # the file cannot sit beside it).
@@ -75,8 +83,13 @@ PHP_MEMORY_LIMIT = "512M"
 OPCACHE_ON = ["opcache.enable_cli=1", "opcache.enable=1", f"opcache.file_cache={OPCACHE_DIR}",
               "opcache.file_cache_only=1", "opcache.validate_timestamps=1"]
 OPCACHE_OFF = ["opcache.enable_cli=0", "opcache.enable=0"]
+# The page-request worker lives across requests: compiled scripts stay in its own shared memory (its
+# processes only), the file cache behind it; every file's timestamp is checked at every request, so code a
+# command changed runs at the next page.
+OPCACHE_WORKER = ["opcache.enable=1", f"opcache.file_cache={OPCACHE_DIR}", "opcache.file_cache_only=0",
+                  "opcache.validate_timestamps=1", "opcache.revalidate_freq=0", "opcache.memory_consumption=64"]
 # What runs the sandbox's own code, with its compiled-script cache (never Codebox's probes or transfers).
-OWN_CODE = ("run", "cli", "request")
+OWN_CODE = ("run", "cli")
 # The PHP a command line may name (runtime/commands.py builds ``["php", …]`` for WP-CLI and PHPUnit).
 PHP_NAMES = ("php", "/usr/bin/php", "/usr/local/bin/php")
 # What the seed sandbox compiles: WordPress and the admin includes plugin probes load.
@@ -136,8 +149,11 @@ class NativeSandbox:
 
     def __init__(self, sandbox_id: str, work_dir: Path, binds: list[PathBind], basedir: str,
                  wordpress_version: str, php_version: str, settings: CodeboxSettings, *, opcache: bool,
-                 relay: PreviewRelay | None = None) -> None:
+                 relay: PreviewRelay | None = None, process_cap: ProcessCap | None = None,
+                 disk: DiskBudget | None = None) -> None:
         self.id = sandbox_id
+        self.disk = disk
+        self.process_cap = process_cap or ProcessCap(None, 0, "not asked for")
         self.work_dir = work_dir
         self._relay = relay
         self.preview_url = relay.url if relay is not None else ""
@@ -154,6 +170,7 @@ class NativeSandbox:
         self._aborted: str | None = None
         self._disposed = False
         self._budget_hit: dict[str, Any] | None = None
+        self.worker = PhpWorker(work_dir / "worker", self._worker_argv)
 
     # -- one confined process ----------------------------------------------------------------------------
     def php_argv(self, php_args: list[str], env: dict[str, str] | None = None, *, opcache: bool = False,
@@ -161,13 +178,17 @@ class NativeSandbox:
         """The whole command line of one confined PHP process running ``php_args``. ``opcache``: compiled
         scripts come from (and go to) the sandbox's own copy of the opcache seed, for the sandbox's own
         commands only; Codebox's probes and file transfers never read a cache the sandbox could have written.
-        ``cgi``: the CGI binary for a page request, errors shown in the page (as Playground shows them), no
-        ``.user.ini`` read (the sandbox could plant one)."""
+        ``cgi``: the page-request worker (runtime/native_worker.py): the CGI binary, errors shown in the page
+        (as Playground shows them), no ``.user.ini`` read (the sandbox could plant one), compiled scripts
+        kept in the worker's memory."""
         settings = [f"open_basedir={self._basedir}", f"sys_temp_dir={TMP}", f"upload_tmp_dir={TMP}",
                     f"memory_limit={PHP_MEMORY_LIMIT}", "display_errors=" + ("1" if cgi else "stderr"), "log_errors=0",
                     "auto_prepend_file=", "auto_append_file=", "user_ini.filename=", "cgi.fix_pathinfo=0",
                     "expose_php=0"]
-        settings += OPCACHE_ON if opcache and self._opcache else OPCACHE_OFF
+        if cgi:
+            settings += OPCACHE_WORKER if self._opcache else OPCACHE_OFF
+        else:
+            settings += OPCACHE_ON if opcache and self._opcache else OPCACHE_OFF
         ini = [part for setting in settings for part in ("-d", setting)]
         limits = []
         if shutil.which("prlimit"):
@@ -177,7 +198,12 @@ class NativeSandbox:
                       *([f"--fsize={budget}"] if budget else []), "--"]
         bwrap = php_bwrap_argv(bwrap=self._bwrap, php=php_cgi_binary() if cgi else host_php().binary, binds=self._binds,
                                env={**BASE_ENV, **(env or {})}, chdir=CORE)
-        return [*limits, *bwrap, *ini, *php_args]
+        return self.process_cap.wrap([*limits, *bwrap, *ini, *php_args])
+
+    def _worker_argv(self) -> list[str]:
+        """The confined ``php-cgi`` of the page-request worker (FastCGI on its standard input)."""
+        env = {"PHP_FCGI_CHILDREN": str(CHILDREN), "PHP_FCGI_MAX_REQUESTS": str(MAX_REQUESTS)}
+        return self.php_argv([], env, cgi=True)
 
     def _exec(self, php_args: list[str], stdin: bytes, timeout_s: float, *, env: dict[str, str] | None = None,
               what: str = "run", on_stderr: Callable[[str], None] | None = None) -> PhpResult:
@@ -197,7 +223,7 @@ class NativeSandbox:
         if self._disposed:
             raise SandboxError("The sandbox was disposed", code="sandbox-disposed")
         try:
-            argv = self.php_argv(php_args, env, opcache=what in OWN_CODE, timeout_s=timeout_s, cgi=what == "request")
+            argv = self.php_argv(php_args, env, opcache=what in OWN_CODE, timeout_s=timeout_s)
             process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                        start_new_session=True, close_fds=True)
         except OSError as error:
@@ -213,7 +239,7 @@ class NativeSandbox:
             try:
                 code = process.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
-                _kill(process)
+                kill_group(process)
                 raise SandboxError(f"Sandbox {what} timed out after {timeout_s:g} s; its PHP process was killed",
                                    code="sandbox-timeout", details={"op": what, "timeoutSeconds": timeout_s}) from None
             for reader in (out, err):
@@ -236,6 +262,9 @@ class NativeSandbox:
                          b"(CODEBOX_SANDBOX_WRITE_BUDGET)\n")
         elif code in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
             err.kept += b"\ncodebox: PHP was stopped at its CPU-time limit\n"
+        if self._note_disk_spent():  # the whole sandbox's data is full (what PHP made of the failed writes aside)
+            err.kept += (b"\ncodebox: the sandbox's files reached its write budget (CODEBOX_SANDBOX_WRITE_BUDGET); "
+                         b"further writes fail with 'No space left on device'\n")
         return (code if code >= 0 else 128 - code), out, err
 
     # -- the Sandbox protocol -------------------------------------------------------------------------
@@ -265,19 +294,26 @@ class NativeSandbox:
                           text=response.body.decode("utf-8", "replace"))
 
     def cgi(self, request: CgiRequest, timeout_s: float) -> CgiResponse:
-        """``request`` served by one confined ``php-cgi`` process running the sandbox's router; its output is
-        the sandbox's and is parsed as untrusted bytes (runtime/native_cgi.py)."""
+        """``request`` served by the sandbox's persistent PHP worker running its router
+        (runtime/native_worker.py); the answer is the sandbox's and is parsed as untrusted bytes
+        (runtime/fastcgi.py, runtime/native_cgi.py)."""
         check_request(request.method, request.target)
         if len(request.body) > MAX_REQUEST_BODY_BYTES:
             raise SandboxError(f"a page request's body is limited to {MAX_REQUEST_BODY_BYTES} bytes",
                                code="invalid-request", details={"bytes": len(request.body)})
-        env = cgi_environment(request, host="127.0.0.1", port=self._site_port)
-        code, out, err = self._exec_raw([], request.body, timeout_s, env=env, what="request",
-                                        limit=MAX_HEADER_BYTES + MAX_BODY_BYTES)
-        response = parse_cgi_response(bytes(out.kept), body_truncated=out.truncation() is not None)
-        if not out.kept and code != 0:
-            reason = err.kept.decode("utf-8", "replace").strip()[:500]
-            response.problems.append(f"php-cgi exited {code}: {reason}")
+        if self._aborted is not None:
+            raise SandboxError(f"The sandbox {self._aborted}", code="sandbox-aborted")
+        if self._disposed:
+            raise SandboxError("The sandbox was disposed", code="sandbox-disposed")
+        params = {**BASE_ENV, **cgi_environment(request, host="127.0.0.1", port=self._site_port)}
+        answer = self.worker.serve(params, request.body, timeout_s=timeout_s, limit=MAX_HEADER_BYTES + MAX_BODY_BYTES)
+        response = parse_cgi_response(bytes(answer.stdout), body_truncated=answer.truncated)
+        if self._note_disk_spent():
+            response.problems.append("the sandbox's files reached its write budget")
+        if not answer.stdout and (answer.app_status or answer.protocol_status):
+            reason = answer.stderr.decode("utf-8", "replace").strip()[:500]
+            response.problems.append(f"php-cgi ended the request with status {answer.app_status}"
+                                     f" (protocol status {answer.protocol_status}): {reason}")
         return response
 
     def write_file(self, path: str, data: bytes, timeout_s: float = 30.0) -> None:
@@ -298,6 +334,13 @@ class NativeSandbox:
                                code="sandbox-read-failed", details={"path": path})
         return bytes(out.kept)
 
+    def _note_disk_spent(self) -> bool:
+        """Whether the sandbox's data file system is full (its write budget spent); the run is flagged then."""
+        if self.disk is None or not self.disk.spent():
+            return False
+        self._budget_hit = {"path": "", "budgetBytes": int(self._settings.sandbox_write_budget)}
+        return True
+
     def write_budget_exceeded(self) -> dict[str, Any] | None:
         """Whether a PHP process of this sandbox was stopped for a file over the write budget (the session
         flags the run ``write-budget-exceeded``); the native cap is per file, so no path is known."""
@@ -305,10 +348,11 @@ class NativeSandbox:
 
     def abort(self, reason: str) -> None:
         self._aborted = reason
+        self.worker.stop()
         with self._lock:
             running = list(self._running)
         for process in running:
-            _kill(process)
+            kill_group(process)
 
     def dispose(self) -> None:
         if self._disposed:
@@ -317,6 +361,10 @@ class NativeSandbox:
             self._relay.close()
         self.abort("was disposed")
         self._disposed = True
+        self.worker.close()
+        self.process_cap.remove()
+        if self.disk is not None:
+            self.disk.remove()
         remove_tree(self.work_dir)
         remove_tree(readonly_dir(self.work_dir))
 
@@ -333,19 +381,6 @@ def _feed(stream: IO[bytes] | None, data: bytes) -> None:
             stream.close()
         except OSError:
             pass
-
-
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    """SIGKILL bwrap's process group: its sandboxed child dies with it (``--die-with-parent``) and the PID
-    namespace takes every process PHP started."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 class NativeBackend:
@@ -386,45 +421,56 @@ class NativeBackend:
         with its preview relay, whose address WordPress takes as its own."""
         sandboxes_root = self.settings.home / "sandboxes"
         sandboxes_root.mkdir(parents=True, exist_ok=True)
+        _release_abandoned_once(sandboxes_root)
         sweep_abandoned_once(sandboxes_root)
         sandbox_id = "sandbox-native-" + secrets.token_hex(6)
         work_dir = sandboxes_root / sandbox_id
         work_dir.mkdir()
         relay = PreviewRelay(self.settings.command_timeout_s) if preview else None
+        disk: DiskBudget | None = None
         try:
             (work_dir / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
             readonly_dir(work_dir).mkdir(parents=True, exist_ok=True)
             (readonly_dir(work_dir) / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
+            # the sandbox's own writable data, in one size-limited file system: room for what it starts with,
+            # then (settle) exactly that plus the write budget
+            budget = int(self.settings.sandbox_write_budget)
+            disk = DiskBudget.make(work_dir / DATA, budget and budget + _pages(prepared.template)
+                                   + (_pages(opcache_seed) if opcache_seed is not None else 0))
             report("copying-site", {})
-            copy_tree(prepared.template, work_dir / "wp-content")
-            (work_dir / "tmp").mkdir()
+            copy_tree(prepared.template, disk.folder / "wp-content")
+            (disk.folder / "tmp").mkdir()
             shared_cache: list[PathBind] = []
             if opcache_seed is not None:
-                opcache_dir = work_dir / "opcache"
+                opcache_dir = disk.folder / "opcache"
                 shared_cache = _opcache_copy(opcache_seed, opcache_dir)
+            disk.settle(budget)
             mounts = sandbox_mounts(spec, work_dir, report)
             basedir = open_basedir([m["vfsPath"] for m in mounts])
             write_config(work_dir / "config", sandbox_id, salt_key(self.settings.home / "native"), basedir=basedir,
                          block_external_http=spec.policy.network_denied,
                          site_url=relay.url if relay is not None else "http://127.0.0.1")
             binds = [PathBind(str(prepared.core), CORE, False),
-                     PathBind(str(work_dir / "wp-content"), WP_CONTENT, True),
+                     PathBind(str(disk.folder / "wp-content"), WP_CONTENT, True),
                      PathBind(str(work_dir / "config" / "wp-config.php"), f"{CORE}/wp-config.php", False),
                      PathBind(str(prepared.db_dropin), f"{WP_CONTENT}/db.php", False),
                      PathBind(str(work_dir / "config"), CONFIG_DIR, False),
                      PathBind(str(prepared.sqlite_plugin), SQLITE_DIR, False),
-                     PathBind(str(work_dir / "tmp"), TMP, True)]
+                     PathBind(str(disk.folder / "tmp"), TMP, True)]
             if opcache_dir is not None:
                 binds += [PathBind(str(opcache_dir), OPCACHE_DIR, True), *shared_cache]
             binds += [PathBind(m["hostPath"], m["vfsPath"], _writable(m, work_dir)) for m in mounts]
         except BaseException:
             if relay is not None:
                 relay.close()
+            if disk is not None:
+                disk.remove()
             remove_tree(work_dir)
             remove_tree(readonly_dir(work_dir))
             raise
         sandbox = NativeSandbox(sandbox_id, work_dir, binds, basedir, version, host_php().version, self.settings,
-                                opcache=opcache_dir is not None, relay=relay)
+                                opcache=opcache_dir is not None, relay=relay, process_cap=ProcessCap.make(sandbox_id),
+                                disk=disk)
         if relay is not None:
             relay.start(sandbox.cgi)
         return sandbox
@@ -457,6 +503,31 @@ def _opcache_copy(seed: Path, dest: Path) -> list[PathBind]:
 
     shutil.copytree(seed, dest, symlinks=True, ignore=skip_core)
     return shared
+
+
+_released: set[str] = set()
+
+
+def _release_abandoned_once(sandboxes_root: Path) -> None:
+    """Once per process and root, before the sweep removes them: what native sandboxes whose process died
+    left outside their folders — their data file systems (unmounted) and their process groups."""
+    if str(sandboxes_root) in _released:
+        return
+    _released.add(str(sandboxes_root))
+    for folder in abandoned_sandbox_dirs(sandboxes_root, prefix="sandbox-native-"):
+        DiskBudget(folder / DATA, 0, mounted=os.path.ismount(folder / DATA)).remove()
+        ProcessCap.existing(folder.name).remove(wait_s=0)
+
+
+@cache
+def _pages(folder: Path) -> int:
+    """The bytes ``folder``'s files take in a tmpfs (whole 4 KiB pages), with a margin: what a sandbox's data
+    file system holds before the sandbox writes anything."""
+    total = 0
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            total += -(-path.stat().st_size // 4096) * 4096
+    return total + total // 10 + (1 << 20)
 
 
 def _writable(mount: dict[str, str], work_dir: Path) -> bool:

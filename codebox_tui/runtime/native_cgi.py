@@ -1,13 +1,14 @@
 """Page requests on the native backend (docs/backends.md, "Page requests and the preview").
 
-Each request is one confined ``php-cgi`` process (Debian's ``php8.2-cgi``) inside the same wall as every
-other native PHP process. It runs :data:`ROUTER_PHP`, a router Codebox writes read-only beside
-``bootstrap.php``, which plays the web server: a PHP file runs as its own script, a folder runs its
-``index.php``, a static file (core's CSS and scripts, uploads, plugin assets) is sent by PHP itself with
-its content type, and anything else goes to WordPress's ``index.php`` (pretty permalinks, the REST API).
+Each request goes to the sandbox's persistent ``php-cgi`` worker (Debian's ``php8.2-cgi``,
+runtime/native_worker.py) inside the same wall as every other native PHP process. It runs
+:data:`ROUTER_PHP`, a router Codebox writes read-only beside ``bootstrap.php``, which plays the web
+server: a PHP file runs as its own script, a folder runs its ``index.php``, a static file (core's CSS
+and scripts, uploads, plugin assets) is sent by PHP itself with its content type, and anything else goes
+to WordPress's ``index.php`` (pretty permalinks, the REST API).
 Static files are read inside the wall; the host never opens a path in the sandbox.
 
-The host side here builds the CGI environment from a request and parses what the process printed — bytes
+The host side here builds the CGI environment from a request and parses what the page printed — bytes
 the sandbox wrote, so every part is capped and checked (:func:`parse_cgi_response`).
 """
 

@@ -1,9 +1,10 @@
 """The native sandbox's preview (docs/backends.md, "Page requests and the preview"): a small HTTP relay on
-the host, bound to ``127.0.0.1`` on a free port, that turns each request a browser sends into one confined
-CGI request (runtime/native_cgi.py) and writes the answer back. PHP itself never listens anywhere: its
+the host, bound to ``127.0.0.1`` on a free port, that turns each request a browser sends into one request to
+the sandbox's confined PHP worker (runtime/native_worker.py, runtime/native_cgi.py) and writes the answer
+back. PHP itself never listens anywhere: its
 network namespace is empty.
 
-Bounded on every side: a few CGI processes at once (:data:`WORKERS`; a request that finds no free slot in
+Bounded on every side: a few requests in flight at once (:data:`WORKERS`; a request that finds no free slot in
 its timeout gets a 503), each with the run's per-request timeout (a 504 when it runs out), request bodies
 capped (413 before PHP starts), slow clients dropped after :data:`SOCKET_TIMEOUT_S`, and a request naming
 another host (DNS rebinding: a page elsewhere whose name now points at 127.0.0.1) refused with a 421.

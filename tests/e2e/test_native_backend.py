@@ -175,3 +175,43 @@ def test_a_file_over_the_write_budget_stops_php_and_flags_the_run(tmp_path: Path
     fill = [c for c in changed if c["relativePath"] == "fill.bin"]
     assert len(fill) == 1 and fill[0]["afterSize"] <= 1 << 20, changed  # what PHP wrote before it was stopped
     assert not (folder / "fill.bin").exists()  # copy-on-write: never in the user's folder
+
+
+# A Python process that boots a native sandbox, serves one page (so its worker runs), says where its data file
+# system and process group are, then does END: SIGKILLs itself before it can dispose anything, or disposes.
+KILLED_HOLDER = """
+import json, os, signal
+from tests.factories.playground import PlaygroundSession
+from codebox_tui.runtime.native import NativeBackend
+from codebox_tui.runtime.native_site import host_php
+from codebox_tui.settings import get_settings
+sandbox = NativeBackend().boot(PlaygroundSession(get_settings().home).spec(php=host_php().series))
+assert sandbox.request('/wp-includes/images/blank.gif', 120).status == 200
+print(json.dumps({'data': str(sandbox.disk.folder), 'mounted': sandbox.disk.mounted,
+                  'group': str(sandbox.process_cap.folder), 'worker': sandbox.worker.pid}), flush=True)
+END
+"""
+
+
+def test_a_sandbox_whose_process_was_killed_leaves_no_mount_group_or_worker_behind(tmp_path: Path) -> None:
+    """SIGKILL the process holding a native sandbox with a running worker: the worker dies with it at once;
+    the next boot in the same home unmounts the dead sandbox's data file system and removes its process
+    group before its folder is swept."""
+    from tests.factories.waiting import process_finished, wait_until
+
+    (tmp_path / "tmp").mkdir()
+    killed = subprocess.run([sys.executable, "-c", KILLED_HOLDER.replace("END", "os.kill(os.getpid(), signal.SIGKILL)")],
+                            cwd=REPO, capture_output=True, text=True,
+                            env={**os.environ, "TMPDIR": str(tmp_path / "tmp")}, timeout=300)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    left = json.loads(killed.stdout)
+    assert left["mounted"] and Path(left["group"]).is_dir(), left
+    assert wait_until(lambda: process_finished(left["worker"])), left  # --die-with-parent
+    assert left["data"] in Path("/proc/self/mounts").read_text()  # nothing has released it yet
+    booted = subprocess.run([sys.executable, "-c", KILLED_HOLDER.replace("END", "sandbox.dispose()")],
+                            cwd=REPO, capture_output=True, text=True, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
+                            timeout=300)
+    assert booted.returncode == 0, booted.stderr[-2000:]
+    assert left["data"] not in Path("/proc/self/mounts").read_text()
+    assert not Path(left["group"]).exists()
+    assert wait_until(lambda: not Path(left["data"]).parent.exists()), left  # the sweep took the folder

@@ -24,6 +24,15 @@ if ( isset( $_GET['codebox-echo'] ) ) {
 		'post' => $_POST, 'cookie' => $_COOKIE, 'type' => isset( $_SERVER['CONTENT_TYPE'] ) ? $_SERVER['CONTENT_TYPE'] : '' ) );
 	exit;
 }
+if ( isset( $_GET['codebox-hang'] ) ) {
+	shell_exec( 'setsid php -r "sleep(600);" ' . escapeshellarg( $_GET['codebox-hang'] ) . ' > /dev/null 2>&1 &' );
+	while ( true ) {
+	}
+}
+if ( isset( $_GET['codebox-edit'] ) ) {
+	echo 'version-one';
+	exit;
+}
 if ( isset( $_GET['codebox-break'] ) ) {
 	add_action( 'wp_head', function () {
 		echo "<script>console.error('codebox: broken by a plugin'); codeboxUndefinedFunction();</script>";
@@ -92,6 +101,58 @@ def test_a_browser_probe_sees_the_page_a_plugin_breaks(sandbox: Any, tmp_path: P
     assert any("codeboxUndefinedFunction" in error for error in summary["pageErrors"]), summary
     assert (tmp_path / "screenshot.png").read_bytes().startswith(b"\x89PNG")
     assert summary["counts"]["failedRequests"] == 0  # every stylesheet and script came through the relay
+
+
+def test_a_hung_request_stops_the_worker_and_the_next_request_gets_a_new_one(sandbox: Any) -> None:
+    """A page that loops forever after starting a background child in a session of its own: the request
+    fails with sandbox-timeout (a 504 through the relay), the worker and every process it started are
+    gone, and the next request is served by a fresh worker."""
+    import os
+    import subprocess
+
+    from codebox_tui.errors import SandboxError
+    from tests.factories.waiting import wait_until
+
+    assert sandbox.request("/wp-includes/images/blank.gif", 120).status == 200
+    first_pid, starts = sandbox.worker.pid, sandbox.worker.starts
+    marker = f"native-page-hang-{os.getpid()}"
+    with pytest.raises(SandboxError) as raised:
+        sandbox.request(f"/?codebox-hang={marker}", 5)
+    assert raised.value.code == "sandbox-timeout"
+    assert sandbox.worker.pid is None
+
+    def leftovers() -> str:
+        return subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.strip()
+
+    assert wait_until(lambda: leftovers() == ""), leftovers()
+    assert sandbox.request("/wp-includes/images/blank.gif", 120).status == 200
+    assert sandbox.worker.starts == starts + 1 and sandbox.worker.pid not in (None, first_pid)
+
+
+def test_a_worker_bubblewrap_cannot_confine_fails_closed_saying_why(tmp_path: Path) -> None:
+    """A mount bubblewrap cannot make (a new folder inside read-only core): the first page request fails with
+    confinement-failed and bwrap's reason, as a command does, and never runs PHP unconfined."""
+    from codebox_tui.errors import SandboxError
+
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    with native_sandbox(mounts=[f"{folder}:/wordpress/new-folder:readonly"]) as broken, \
+            pytest.raises(SandboxError) as raised:
+        broken.request("/wp-includes/images/blank.gif", 120)
+    assert raised.value.code == "confinement-failed" and "/wordpress/new-folder" in raised.value.message
+
+
+def test_code_a_command_changes_runs_at_the_next_page(sandbox: Any) -> None:
+    """The worker keeps compiled scripts in memory but checks every file's timestamp at every request: a
+    plugin file a command rewrites between two requests (its modification time moved on) is what the next
+    request runs, with no revalidation delay."""
+    path = "/wordpress/wp-content/mu-plugins/codebox-preview-test.php"
+    assert sandbox.request("/?codebox-edit=1", 120).text == "version-one"
+    plugin = sandbox.read_file(path, max_bytes=1 << 20)
+    sandbox.write_file(path, plugin.replace(b"echo 'version-one';", b"echo 'version-two';"))
+    touched = sandbox.run_php(f"<?php touch('{path}', time() + 60);", 60)  # never the second it had
+    assert touched.exit_code == 0, touched.errors
+    assert sandbox.request("/?codebox-edit=1", 120).text == "version-two"
 
 
 # A call to an undefined function at the plugin's top level: WordPress cannot load it.

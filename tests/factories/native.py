@@ -11,15 +11,16 @@ from tests.factories.playground import PlaygroundSession
 
 
 @contextmanager
-def native_sandbox(**spec_kwargs: Any) -> Iterator[Any]:
+def native_sandbox(settings: Any = None, **spec_kwargs: Any) -> Iterator[Any]:
     """A booted native sandbox (at the host's PHP) for the spec the Playground helper builds from
-    ``spec_kwargs`` (mounts as ``HOST:SANDBOX[:mode]`` text, commands, network), disposed afterwards."""
+    ``spec_kwargs`` (mounts as ``HOST:SANDBOX[:mode]`` text, commands, network), disposed afterwards;
+    ``settings``: other CodeboxSettings than the process's."""
     from codebox_tui.runtime.native import NativeBackend
     from codebox_tui.runtime.native_site import host_php
     from codebox_tui.settings import get_settings
 
     spec = PlaygroundSession(get_settings().home).spec(php=host_php().series, **spec_kwargs)
-    sandbox = NativeBackend().boot(spec)
+    sandbox = NativeBackend(settings).boot(spec)
     try:
         yield sandbox
     finally:

@@ -4,6 +4,7 @@ afterwards. Child processes are used where they get past PHP's own checks, so th
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import textwrap
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.factories.native import native_sandbox, php_string, raw_http
+from tests.factories.waiting import wait_until
 
 pytestmark = pytest.mark.native
 
@@ -151,7 +153,7 @@ def test_a_sandbox_cannot_reach_another_live_sandboxs_database() -> None:
     """Two native sandboxes at once: the first knows the second's host folder and database path, and tries it
     from PHP, from a `cat` child and through `/proc/*/root`; the second's folder is not in its world."""
     with native_sandbox() as victim, native_sandbox() as attacker:
-        database = victim.work_dir / "wp-content" / "database" / ".ht.sqlite"
+        database = victim.work_dir / "data" / "wp-content" / "database" / ".ht.sqlite"
         assert database.is_file()
         attack = textwrap.dedent(f"""\
             <?php
@@ -428,3 +430,141 @@ def test_the_relay_serves_no_file_outside_the_site(preview_sandbox: Any) -> None
         for secret in (auth_key.group(1), "root:x:0:0", "SANDBOX-TMP-5c2d", "path: /wordpress"):
             assert secret not in text, (path, status, text[:300])
         assert status in (301, 302, 400, 403, 404) or (status == 200 and "<html" in text.lower()), (path, status)
+
+
+# -- the persistent page-request worker (runtime/native_worker.py) and the process cap ----------------------
+# A must-use plugin that reports what an earlier request of the same worker left behind, then plants all of
+# it: a global, a static, a constant, a class, an ini setting and an environment variable.
+STATE_PLANTER = r"""<?php
+if ( isset( $_GET['codebox-state'] ) ) {
+	function codebox_counter() { static $n = 0; return ++$n; }
+	$seen = array(
+		'global' => isset( $GLOBALS['codebox_planted'] ) ? 'leaked' : 'clean',
+		'static' => codebox_counter(),
+		'const' => defined( 'CODEBOX_PLANTED' ) ? 'leaked' : 'clean',
+		'class' => class_exists( 'Codebox_Planted', false ) ? 'leaked' : 'clean',
+		'ini' => ini_get( 'precision' ),
+		'env' => getenv( 'CODEBOX_PLANTED' ) === false ? 'clean' : 'leaked',
+	);
+	$GLOBALS['codebox_planted'] = 1;
+	define( 'CODEBOX_PLANTED', 1 );
+	eval( 'class Codebox_Planted {}' );
+	ini_set( 'precision', '3' );
+	putenv( 'CODEBOX_PLANTED=1' );
+	codebox_counter();
+	$reach = array();
+	foreach ( explode( ',', isset( $_GET['sockets'] ) ? $_GET['sockets'] : '' ) as $path ) {
+		if ( $path !== '' ) {
+			$reach[] = @stream_socket_client( 'unix://' . $path, $errno, $errstr, 2 ) ? 'connected' : 'failed';
+			$reach[] = trim( (string) shell_exec( 'php -r ' . escapeshellarg( 'echo @stream_socket_client("unix://' . $path . '") ? "connected" : "failed";' ) ) );
+		}
+	}
+	header( 'Content-Type: application/json' );
+	echo json_encode( array( 'pid' => getmypid(), 'sandbox' => CODEBOX_SANDBOX, 'seen' => $seen, 'reach' => $reach,
+		'sockets' => trim( (string) shell_exec( 'find / -xdev -type s 2>/dev/null; find /codebox /tmp /wordpress -type s 2>/dev/null' ) ) ) );
+	exit;
+}
+if ( isset( $_GET['codebox-fork-bomb'] ) ) {
+	$n = 0;
+	$held = array();
+	for ( $i = 0; $i < 400; $i++ ) {
+		$process = @proc_open( array( 'sleep', '300' ), array(), $pipes );
+		if ( $process === false ) {
+			break;
+		}
+		$held[] = $process;
+		$n++;
+	}
+	echo $n;
+	exit;
+}
+"""
+# The same bomb as a command: as many processes as PHP can start, up to 400 (a bound of its own, so the test
+# cannot hurt the machine when the cap is missing).
+FORK_BOMB = ("<?php $n = 0; $held = []; for ($i = 0; $i < 400; $i++) {"
+             " $p = @proc_open(['sleep', '300'], [], $pipes); if ($p === false) { break; } $held[] = $p; $n++; } echo $n;")
+
+
+@pytest.fixture(scope="module")
+def worker_sandbox(preview_sandbox: Any) -> Any:
+    preview_sandbox.write_file("/wordpress/wp-content/mu-plugins/codebox-state.php", STATE_PLANTER.encode())
+    return preview_sandbox
+
+
+def test_state_set_in_one_request_is_gone_in_the_next_one_served_by_the_same_worker(worker_sandbox: Any) -> None:
+    """Each request plants a global, a static, a constant, a class, an ini setting and an environment
+    variable, and reports what it found first: the worker's processes (two) serve the six requests, so some
+    process serves several of them, and none of them finds anything an earlier one planted."""
+    answers = [json.loads(worker_sandbox.request("/?codebox-state=1", 120).text) for _ in range(6)]
+    pids = [answer["pid"] for answer in answers]
+    assert len(set(pids)) < len(pids), pids  # one process served more than one request
+    for answer in answers:
+        assert answer["seen"] == {"global": "clean", "static": 1, "const": "clean", "class": "clean", "ini": "14",
+                                  "env": "clean"}, answers
+
+
+def test_a_sandboxs_requests_are_served_by_its_own_worker_only(worker_sandbox: Any) -> None:
+    """Two live sandboxes, requests interleaved: each answer comes from its own sandbox. The attacker's pages
+    (PHP and a child) know the other sandbox's worker socket on the host, and its own, and try both; no worker
+    socket is visible anywhere inside the sandbox."""
+    with native_sandbox() as other:
+        other.write_file("/wordpress/wp-content/mu-plugins/codebox-state.php", STATE_PLANTER.encode())
+        assert other.request("/?codebox-state=1", 120).status == 200  # its worker is running
+        targets = [other.work_dir / "worker" / "php-fcgi.sock", worker_sandbox.work_dir / "worker" / "php-fcgi.sock"]
+        assert all(target.is_socket() for target in targets)
+        sockets = ",".join(str(target) for target in targets)
+        for _ in range(3):
+            mine = json.loads(worker_sandbox.request(f"/?codebox-state=1&sockets={sockets}", 120).text)
+            theirs = json.loads(other.request("/?codebox-state=1", 120).text)
+            assert (mine["sandbox"], theirs["sandbox"]) == (worker_sandbox.id, other.id)
+            assert mine["reach"] == ["failed"] * 4 and mine["sockets"] == "", mine
+            assert mine["seen"]["global"] == theirs["seen"]["global"] == "clean"
+
+
+def test_a_fork_bomb_stops_at_the_sandboxs_process_cap(worker_sandbox: Any) -> None:
+    """A command and a page each start as many processes as they can (up to 400): both stop below the
+    sandbox's cap (a pids control group counting every process of the sandbox, as root too), and the sandbox
+    still serves once the worker holding the page's processes is stopped."""
+    from codebox_tui.runtime.native_limits import MAX_PROCESSES
+
+    cap = worker_sandbox.process_cap
+    assert cap.folder is not None, cap.reason
+    command = worker_sandbox.run_php(FORK_BOMB, 120)
+    assert command.exit_code == 0, command.errors
+    assert 0 < int(command.text) < MAX_PROCESSES, command.text
+    page = worker_sandbox.request("/?codebox-fork-bomb=1", 120)
+    assert page.status == 200 and 0 < int(page.text) < MAX_PROCESSES, page.text[:300]
+    assert cap.current() == MAX_PROCESSES  # the page's processes are held by the worker, at the cap
+    worker_sandbox.worker.stop()
+    assert wait_until(lambda: cap.current() == 0), cap.current()
+    assert worker_sandbox.request("/wp-includes/images/blank.gif", 120).status == 200
+
+
+# Disk fill, many files at a time: 1 MiB files (each far under the per-file cap) into the sandbox's /tmp and
+# uploads from PHP until a write fails (at most 48), then a `dd` child writing 20 MiB more.
+DISK_FILL = ("<?php $n = 0; foreach (['/tmp', '/wordpress/wp-content/uploads'] as $d) { for ($i = 0; $i < 24; $i++) {"
+             " if (@file_put_contents(\"$d/fill-$i.bin\", str_repeat('x', 1 << 20)) !== (1 << 20)) { break; } $n++; } }"
+             " echo $n, \"\\n\", shell_exec('dd if=/dev/zero of=/tmp/dd.bin bs=1M count=20 2>&1');")
+
+
+def test_many_files_each_under_the_file_cap_stop_at_the_sandboxs_disk_budget() -> None:
+    """With an 8 MiB write budget, PHP and a child keep writing 1 MiB files: the writes fail once the
+    sandbox's data (its own size-limited file system) is full, the command says so and the run is flagged;
+    the host's disk holds nothing of it, and the file system is gone with the sandbox."""
+    from codebox_tui.settings import get_settings
+
+    budget = 8 << 20
+    with native_sandbox(settings=get_settings().model_copy(update={"sandbox_write_budget": budget})) as sandbox:
+        disk = sandbox.disk
+        assert disk.mounted, disk.reason
+        result = sandbox.run_php(DISK_FILL, 120)
+        written, dd = result.text.split("\n", 1)
+        assert 0 < int(written) <= budget >> 20, result.text
+        assert "No space left on device" in dd, dd
+        assert "write budget" in result.errors and sandbox.write_budget_exceeded() is not None
+        usage = sandbox.run_php("<?php echo (int) shell_exec('du -sk /tmp /wordpress/wp-content/uploads"
+                                " | cut -f1 | paste -sd+ | bc');", 60)
+        assert int(usage.text) * 1024 <= budget + (1 << 20), usage.text + usage.errors
+        assert sandbox.request("/wp-includes/images/blank.gif", 120).status == 200  # reads still work
+        folder = disk.folder
+    assert not folder.exists() and str(folder) not in Path("/proc/self/mounts").read_text()
