@@ -14,10 +14,11 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Footer, Static
 
 from codebox_tui.batch.progress import STATE_MARKS
 from codebox_tui.textsafe import safe_text
+from widgets.app_header import AppHeader
 
 POLL_S = 0.5
 STATE_COLOURS = {"queued": "white", "running": "cyan", "retrying": "yellow", "completed": "green",
@@ -60,7 +61,7 @@ what each item is doing now. It follows a batch running in another terminal too.
         self._columns: list[tuple[str, int]] = []
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="◆")
+        yield AppHeader(icon="◆")
         yield Static("reading the store…", id="batch-title")
         yield DataTable(id="batch-items", cursor_type="row", zebra_stripes=True)
         yield Footer()

@@ -10,10 +10,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Header, Input, Label, Static
+from textual.widgets import DataTable, Footer, Input, Label, Static
 
 from codebox_tui.screens.dialogs import DIALOG_CSS, HELP_KEY
 from codebox_tui.textsafe import safe_text
+from widgets.app_header import AppHeader
 from widgets.diff_view import DiffView
 
 
@@ -71,7 +72,7 @@ same). The highlighted file's patch from A is on the left, from B on the right.
         self.shown = ""  # the file shown in the two diff views
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="◆")
+        yield AppHeader(icon="◆")
         yield Static(self._head(), id="compare-head")
         yield DataTable(id="compare-files", cursor_type="row", zebra_stripes=True)
         with Horizontal(id="compare-diffs"):

@@ -15,7 +15,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
 from codebox_tui.errors import CodeboxError
@@ -23,6 +23,7 @@ from codebox_tui.screens import data
 from codebox_tui.textsafe import safe_text
 from store.db import OUTPUT_ONLY_LABEL, OUTPUT_ONLY_STATUS, output_only_reason
 from store.inbox import FILTERS, SORTS, InboxRow, decision_warning, group_batches, select_rows
+from widgets.app_header import AppHeader
 
 STATUSES = list(FILTERS)  # kept for callers that cycle through them
 SOURCE_LABELS = {"evaluate-patch": "eval", "imported": "import", "recipe": "recipe", "run": "run", "agent": "agent",
@@ -125,7 +126,7 @@ evaluate-patch), risk flags, changed files, decision, age.
         self.loading_rows = False  # a refresh worker is reading the inbox
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="◆")
+        yield AppHeader(icon="◆")
         yield Static("", id="home-status", markup=False)
         yield Input(placeholder="search: every word must match (title, source, verdict, flags, id, path); "
                                 "enter applies, escape clears", id="home-search", classes="hidden")

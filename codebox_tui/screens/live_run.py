@@ -12,12 +12,13 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Footer, Static
 
 from codebox_tui.bundle import layout
 from codebox_tui.lifecycle import RunControl, RunRequest
 from codebox_tui.settings import get_settings
 from codebox_tui.textsafe import safe_text
+from widgets.app_header import AppHeader
 from widgets.event_tail import EventTail
 from widgets.run_progress import RunProgress
 
@@ -76,7 +77,7 @@ palette's "Return to live run") brings this screen back, console and all.
         self._tick = 0
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="◆")
+        yield AppHeader(icon="◆")
         yield Static("starting…", id="progress")
         yield Static("", id="tail-status")
         if self.run_dir is not None:

@@ -11,11 +11,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header, LoadingIndicator, Static
+from textual.widgets import Footer, LoadingIndicator, Static
 
 from codebox_tui.errors import CodeboxError
 from codebox_tui.screens.review import ReviewInputs, ReviewScreen, prepare_review
 from codebox_tui.textsafe import safe_text
+from widgets.app_header import AppHeader
 
 
 class OpeningScreen(Screen[None]):
@@ -40,7 +41,7 @@ bundle that fails is shown as invalid and cannot be approved). `escape` goes bac
         self.cancelled = False
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="◆")
+        yield AppHeader(icon="◆")
         with Vertical():
             yield Static(f"Verifying {safe_text(self.bundle_dir)} (reading and hashing every file)…",
                          id="opening-text", markup=False)

@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
+from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 
 from codebox_tui.bundle import layout
 from codebox_tui.bundle.digests import content_digest_b
@@ -23,6 +23,7 @@ from codebox_tui.screens import data
 from codebox_tui.screens.dialogs import ApplyDialog, ConfirmDialog, ReasonDialog, TextDialog
 from codebox_tui.screens.review_text import ReviewText, escape, site_line_style
 from codebox_tui.textsafe import safe_text
+from widgets.app_header import AppHeader
 from widgets.decision_bar import DecisionBar
 from widgets.diff_model import block_for, split_patch
 from widgets.diff_view import DiffView
@@ -150,7 +151,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.busy = ""  # what the decision worker is doing; decision keys wait for it
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="◆")
+        yield AppHeader(icon="◆")
         review = self.bundle.review
         stats = review.stats
         # Most important first, so a narrow terminal cuts only the prose (the full id is in Provenance).

@@ -1,6 +1,8 @@
-"""`codebox batch` end to end: a real local Ray instance with 2 workers, real Playground sandboxes, real PHPUnit,
-real Chromium, real bundles shipped back, verified and recorded in a real store — and a Ray worker killed
-for real in the middle of an item (docs/scale-out.md)."""
+"""`codebox batch` end to end: a real local Ray instance with 2 workers, real sandboxes, real PHPUnit, real
+Chromium, real bundles shipped back, verified and recorded in a real store — and a Ray worker killed for real in
+the middle of an item (docs/scale-out.md). The evaluate-patch items run on the native backend (real PHP in
+bubblewrap, the faster one: what is tested is Ray, the store and the shipped bundles); the agent fan-out runs on
+Playground."""
 
 from __future__ import annotations
 
@@ -48,7 +50,7 @@ def _worker_command(pid: int) -> str:
 def test_two_patches_on_two_workers_one_worker_killed_mid_item(local_ray: str, playground_session: Any,
                                                                tmp_path: Path) -> None:
     lines = [{"kind": "evaluate-patch", "id": name, "plugin": str(PLUGIN), "patch": str(PATCH),
-              "sandbox_session_id": f"session-{name}"} for name in ("a", "c")]
+              "sandbox_session_id": f"session-{name}", "backend": "native"} for name in ("a", "c")]
     batch_file = tmp_path / "batch.jsonl"
     batch_file.write_text("".join(json.dumps(line) + "\n" for line in lines))
     items = parse_batch_file(batch_file)
@@ -94,6 +96,7 @@ def test_two_patches_on_two_workers_one_worker_killed_mid_item(local_ray: str, p
         bundle = Path(state.bundle_dir or "")
         assert bundle.parent == (tmp_path / "artifacts").resolve()
         assert verify_bundle(bundle).valid
+        assert json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"] == "native"
         assert json.loads((bundle / "files" / "evaluate-patch.json").read_text())["tests"]["fixed"] == [
             "CountTest::test_repeated_spaces"]
     assert len({s.bundle_dir for s in outcome.items}) == 2
@@ -118,7 +121,8 @@ def test_two_patches_on_two_workers_one_worker_killed_mid_item(local_ray: str, p
 def _items(tmp_path: Path, *names: str) -> list[Any]:
     batch_file = tmp_path / "batch.jsonl"
     batch_file.write_text("".join(json.dumps({"kind": "evaluate-patch", "id": name, "plugin": str(PLUGIN),
-                                              "patch": str(PATCH)}) + "\n" for name in names))
+                                              "patch": str(PATCH), "backend": "native"}) + "\n"
+                                  for name in names))
     return parse_batch_file(batch_file)
 
 

@@ -1,6 +1,8 @@
 """Runtime episodes through a real Playground (docs/episodes.md): an episode of several steps with observations
 and a snapshot, verified by the bundle verifier; a trace edited after the fact fails verification; a snapshot
-restored into a new sandbox gives an identical site; an incompatible snapshot is refused before anything boots."""
+restored into a new sandbox gives an identical site; an incompatible snapshot is refused before anything boots.
+An observation as a command step and the step-by-step printing run on the native backend (real PHP in
+bubblewrap), the faster one: they are the host's reading of the run."""
 
 from __future__ import annotations
 
@@ -263,7 +265,8 @@ def test_an_observation_as_a_command_step(playground_session: Any, tmp_path: Pat
     """``wp-codebox.observe`` gives recipes and `codebox run` the episode observations as steps."""
     from codebox_tui.contracts.episode import EpisodeObservation
 
-    done = _codebox("run", "--artifacts", str(tmp_path), "-c", "wp-codebox.observe", "-a", "type=wordpress-state",
+    done = _codebox("run", "--backend", "native", "--artifacts", str(tmp_path), "-c", "wp-codebox.observe", "-a",
+                    "type=wordpress-state",
                     "-a", 'spec-json={"sections": ["options"], "optionNames": ["blog*"]}', "--json")
     assert done.returncode == 0, done.stderr
     output = json.loads(done.stdout)
@@ -279,6 +282,7 @@ def test_an_observation_as_a_command_step(playground_session: Any, tmp_path: Pat
     assert section is not None and section.endswith("-wordpress-state-options.json")
     assert "blogname" in json.dumps(_load(bundle, section))
     assert verify_bundle(bundle).valid
+    assert _load(bundle, "metadata.json")["runtime"]["backend"] == "native"
 
 
 def test_episode_run_cli_runs_the_example_plan(playground_session: Any, tmp_path: Path) -> None:
@@ -303,7 +307,7 @@ def test_episode_run_prints_each_step_counted_from_one_with_its_output(playgroun
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"schema": "codebox/episode-plan/v1", "items": [
         {"action": {"command": "wordpress.run-php", "args": ["code=echo \"first line\\nsecond line\\n\";"]}}]}))
-    done = _codebox("episode", "run", str(plan), "--artifacts", str(tmp_path / "art"))
+    done = _codebox("episode", "run", str(plan), "--backend", "native", "--artifacts", str(tmp_path / "art"))
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
     step = next(i for i, line in enumerate(lines) if line.startswith("  step "))

@@ -1,6 +1,8 @@
 """A reproduction recipe (``"kind": "reproduction"``) through real Playground and the real CLI: its probes describe
 the bug, so it reports ``reproduced`` (exit 0) on the buggy plugin and ``not-reproduced`` (exit 1) once the plugin
-is fixed (docs/evaluate-patch.md, "Reproducing a bug")."""
+is fixed (docs/evaluate-patch.md, "Reproducing a bug"). The status is Codebox's reading of the probes, the same
+on both backends: the buggy run is on Playground, the fixed one and the must-use plugin's on the native backend
+(real PHP in bubblewrap), the faster one."""
 
 from __future__ import annotations
 
@@ -40,13 +42,14 @@ def test_reproduction_recipe_reports_reproduced_then_not_reproduced(playground_s
     subprocess.run(["git", "apply", str(FIX)], cwd=plugin, check=True)
     recipe = tmp_path / "recipes" / RECIPE.name
     shutil.copy(RECIPE, recipe)
-    gone = _recipe_run(home, recipe, tmp_path / "art2", "--json")
+    gone = _recipe_run(home, recipe, tmp_path / "art2", "--json", "--backend", "native")
     assert gone.returncode == 1, gone.stderr
     doc = json.loads(gone.stdout)
     assert doc["status"] == "not-reproduced" and doc["success"] is False
     assert [f["what"] for f in doc["failures"]] == ["probe 'two-spaces-count-as-three-words'"]
     attestation = json.loads((Path(doc["bundleDir"]) / "files" / "run-attestation.json").read_text())
     assert attestation["kind"] == "reproduction"
+    assert json.loads((Path(doc["bundleDir"]) / "metadata.json").read_text())["runtime"]["backend"] == "native"
 
 
 def test_reproduction_recipe_without_a_probe_is_refused(tmp_path: Path) -> None:
@@ -73,6 +76,6 @@ def test_single_file_mu_plugin_reproduces_its_bug(playground_session: Any, tmp_p
             "code=echo json_encode(array('greeting' => site_greeting('Ada'), 'mu' => is_file("
             "WPMU_PLUGIN_DIR . '/codebox-load-site-greeting.php')));"]},
             "expectJson": {"greeting": "Hello, Ad!", "mu": True}}]}), encoding="utf-8")
-    proc = _recipe_run(Path(playground_session.home), recipe, tmp_path / "art", "--json")
+    proc = _recipe_run(Path(playground_session.home), recipe, tmp_path / "art", "--json", "--backend", "native")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads(proc.stdout)["status"] == "reproduced"

@@ -1,6 +1,8 @@
-"""Pilot, end to end through a real Playground sandbox: `e` on Home opens the "Evaluate a patch" form, the
-plugin folder and the patch are typed in, the Live run screen shows both test runs with their totals, and the
-run ends on the Review screen's Tests tab with the verdict (docs/evaluate-patch.md, "From the TUI")."""
+"""Pilot, end to end through real sandboxes: `e` on Home opens the "Evaluate a patch" form, the plugin folder
+and the patch are typed in, the Live run screen shows both test runs with their totals, and the run ends on the
+Review screen's Tests tab with the verdict (docs/evaluate-patch.md, "From the TUI"). The evaluation and the
+reproduction pick the native backend in the form's Backend field (real PHP in bubblewrap, the faster one; the
+same CLI flows on Playground are test_wp_unittestcase.py's); the episode plan runs on Playground."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.evaluate import EvaluatePatchScreen, ReproduceScreen
 from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.screens.review import ReviewScreen
-from tests.factories.tui import type_into, wait_while
+from tests.factories.tui import choose_backend, type_into, wait_while
 from tests.factories.widget_hosts import wait_for
 
 pytestmark = pytest.mark.playground
@@ -49,6 +51,8 @@ async def test_evaluate_a_patch_from_home_to_the_verdict(playground_session: Any
         await wait_for(pilot, lambda: isinstance(app.screen, EvaluatePatchScreen))
         await type_into(pilot, "plugin", str(plugin))
         await type_into(pilot, "patch", str(EXAMPLES / "patches" / "buggy-counter-fix.patch"))
+        await choose_backend(pilot, "native")
+        app.screen.query_one("#patch").focus()
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, LiveRunScreen))
         live = app.screen
@@ -59,11 +63,16 @@ async def test_evaluate_a_patch_from_home_to_the_verdict(playground_session: Any
         # each side's tests were announced and counted as the run went (the events the Live screen tails)
         assert live.progress.test_sides == {"before": "1/2 passed, 1 failed", "after": "2/2 passed"}
         assert live.run_dir is not None
+        metadata = json.loads((live.run_dir / "metadata.json").read_text())
+        assert metadata["runtime"]["backend"] == "native"  # as chosen in the form
         events = [json.loads(line) for line in (live.run_dir / "events.jsonl").read_text().splitlines()]
         kinds = [e["type"] for e in events]
-        # tests were counted as they finished (PHPUnit's TeamCity log, read as the suite ran): 1/2 on each side
-        assert [(e["data"]["done"], e["data"]["total"]) for e in events if e["type"] == "tests.progress"] == [
-            (0, 2), (1, 2), (2, 2)] * 2
+        # tests were counted as they finished (PHPUnit's TeamCity log, read as the suite ran): on each side of
+        # the patch up to 2/2, never down (tests that finish within one read of the log are counted together)
+        applied = kinds.index("patch.applied")
+        for side in (events[:applied], events[applied:]):
+            counts = [(e["data"]["done"], e["data"]["total"]) for e in side if e["type"] == "tests.progress"]
+            assert counts and counts[-1] == (2, 2) and counts == sorted(counts), counts
         assert kinds.index("evaluate.tests-started") < kinds.index("patch.applied") < len(kinds) - 1 - kinds[
             ::-1].index("evaluate.tests-finished")
         # the run ends on the Review screen's Tests tab, with the verdict
@@ -83,10 +92,13 @@ async def test_reproduce_a_bug_from_home_to_its_evidence(playground_session: Any
         await pilot.press("R")
         await wait_for(pilot, lambda: isinstance(app.screen, ReproduceScreen))
         await type_into(pilot, "recipe", str(EXAMPLES / "recipes" / "reproduce-word-count.json"))
+        await choose_backend(pilot, "native")
+        app.screen.query_one("#recipe").focus()
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, LiveRunScreen), 30)
         live = app.screen
         assert isinstance(live, LiveRunScreen) and live.title_line == "recipe reproduce-word-count"
+        assert live.backend == "native"
         await wait_while(lambda: live.state == "starting", 900)
         assert live.state == "done", live.query_one("#progress", Static).render()
         review = await review_on_tab(pilot, "tab-evidence")
@@ -97,8 +109,6 @@ async def test_reproduce_a_bug_from_home_to_its_evidence(playground_session: Any
 async def test_reproduce_an_episode_plan_from_home_to_its_evidence(playground_session: Any) -> None:
     """`R`, the example episode plan typed in, on Playground (the Backend field's default): it runs on the Live
     screen (its steps as `episode.*` events) and ends on the bundle's Evidence tab with the episode trace."""
-    from tests.factories.tui import choose_backend
-
     app = CodeboxApp()
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()

@@ -1,5 +1,6 @@
-"""Pilot, end to end: a real `codebox evaluate-patch` bundle (Playground, Debian PHPUnit, Chromium) opened in
-Review shows the verdict in the header and the test delta in the Tests tab, as recorded in the bundle."""
+"""Pilot, end to end: a real `codebox evaluate-patch` bundle (native backend, Debian PHPUnit, Chromium) opened in
+Review shows the verdict in the header and the test delta in the Tests tab, as recorded in the bundle. What is
+shown is read from the bundle, whatever the backend: the native one is the faster."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from textual.widgets import Static, TabbedContent
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.review import ReviewScreen
 
-pytestmark = pytest.mark.playground
+pytestmark = pytest.mark.native
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -25,7 +26,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 async def test_review_shows_the_evaluate_patch_verdict_and_delta(playground_session: Any, tmp_path: Path) -> None:
     plugin = tmp_path / "buggy-counter"
     shutil.copytree(EXAMPLES / "plugins-for-recipes" / "buggy-counter", plugin)
-    proc = subprocess.run([sys.executable, "-m", "codebox_tui", "evaluate-patch", "--plugin", str(plugin),
+    proc = subprocess.run([sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", "native",
+                           "--plugin", str(plugin),
                            "--patch", str(EXAMPLES / "patches" / "buggy-counter-fix.patch"),
                            "--artifacts-dir", str(tmp_path / "art"), "--json"],
                           capture_output=True, text=True, timeout=900,

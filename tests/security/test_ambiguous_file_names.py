@@ -4,7 +4,8 @@ The attack: a real sandbox run with two read-write mounts whose PHP changes `rea
 same relative path). Through the real CLI, approving `readme.txt` is refused naming both sandbox
 paths; approving the second mount's sandbox path records that file, and the apply writes the second
 mount's content to the second target while the first mount's folder is untouched. Before the fix, the
-relative name silently meant the first mount's file (and `prepare_plan` bound it first-match-wins)."""
+relative name silently meant the first mount's file (and `prepare_plan` bound it first-match-wins). The binding is
+the host's (store, apply), whatever the backend: the run is on the native backend, the faster one."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 
 from tests.factories.apply_back import tree
 
-pytestmark = pytest.mark.playground
+pytestmark = pytest.mark.native
 
 REPO = Path(__file__).resolve().parents[2]
 FIRST = "/wordpress/wp-content/plugins/first"
@@ -43,7 +44,7 @@ def test_a_relative_name_two_mounts_share_is_refused_and_the_sandbox_path_binds_
         (folder / "readme.txt").write_bytes(BASELINE)
     code = "".join(f"file_put_contents('{target}/readme.txt', {json.dumps(data.decode())});"
                    for target, data in EDITS.items())
-    run = codebox(home, "run", *(a for target, folder in folders.items() for a in ("--mount", f"{folder}:{target}")),
+    run = codebox(home, "run", "--backend", "native", *(a for target, folder in folders.items() for a in ("--mount", f"{folder}:{target}")),
                   "--command", "wordpress.run-php", "--arg", f"code={code}", "--artifacts", str(tmp_path / "artifacts"),
                   "--json", timeout=300)
     assert run.returncode == 0, run.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,24 @@ def screen_lines(app: Any) -> list[str]:
     return lines
 
 
+@pytest.fixture(scope="module")
+def hostile_bundle(playground_session: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One real capture of the hostile PHP for the module: the Review screen and the CLI read the same bundle
+    (neither writes to it)."""
+    root = tmp_path_factory.mktemp("hostile")
+    runs: list[Any] = []
+
+    def factory(**spec_kwargs: Any) -> Any:
+        runs.append(playground_session.new_run(root / "artifacts", **spec_kwargs))
+        return runs[-1]
+
+    try:
+        yield capture(factory, root)
+    finally:
+        for run in runs:
+            run.close()
+
+
 async def _show(pilot: Any, rel: str) -> ReviewScreen:
     screen = pilot.app.screen
     assert isinstance(screen, ReviewScreen)
@@ -49,9 +68,8 @@ async def _show(pilot: Any, rel: str) -> ReviewScreen:
 
 
 @pytest.mark.playground
-async def test_hostile_names_and_contents_from_a_real_sandbox_are_drawn_as_escapes(make_run_session,  # type: ignore[no-untyped-def]
-                                                                                    tmp_path: Path) -> None:
-    bundle = capture(make_run_session, tmp_path)
+async def test_hostile_names_and_contents_from_a_real_sandbox_are_drawn_as_escapes(hostile_bundle: Path) -> None:
+    bundle = hostile_bundle
     patch = (bundle / "files" / "patch.diff").read_bytes().decode("utf-8")
     assert patch == recorded_patch()  # the committed recording the snapshots use is what a real run writes
     assert "\x1b[2J" in patch and "\u202e" in patch and "\r" in patch and "\t" in patch
@@ -92,14 +110,13 @@ async def test_hostile_names_and_contents_from_a_real_sandbox_are_drawn_as_escap
 
 
 @pytest.mark.playground
-def test_the_cli_prints_hostile_names_from_a_real_sandbox_as_escapes(make_run_session,  # type: ignore[no-untyped-def]
-                                                                     tmp_path: Path) -> None:
+def test_the_cli_prints_hostile_names_from_a_real_sandbox_as_escapes(hostile_bundle: Path, tmp_path: Path) -> None:
     """The same sandbox-written name through the CLI's human output (`artifacts show` / `list`, `review show`):
     a maintainer's terminal gets the escapes, never the ESC sequence or the bidi override."""
     import subprocess
     import sys
 
-    bundle = capture(make_run_session, tmp_path)
+    bundle = hostile_bundle
     env = {**os.environ, "CODEBOX_HOME": str(tmp_path / "home")}
 
     def codebox(*args: str) -> str:
