@@ -28,7 +28,9 @@ CONTENT_TYPES = {
     "console.jsonl": "application/x-ndjson", "errors.jsonl": "application/x-ndjson",
     "network.jsonl": "application/x-ndjson", "performance.json": "application/json",
     "snapshot.html": "text/html", "screenshot.png": "image/png", "summary.json": "application/json",
-    "steps.json": "application/json",
+    "steps.json": "application/json", "steps.jsonl": "application/x-ndjson",
+    "action-summary.json": "application/json", "memory.json": "application/json",
+    "checkpoints.jsonl": "application/x-ndjson",
 }
 
 

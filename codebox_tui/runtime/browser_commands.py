@@ -33,7 +33,8 @@ def register_evidence(session: RunSession, rel_dir: str, files: list[str]) -> li
     refs = []
     for name in files:
         kind = "browser-" + name.split(".")[0]
-        session.add_evidence(f"{rel_dir}/{name}", kind, CONTENT_TYPES.get(name, "application/octet-stream"))
+        content_type = CONTENT_TYPES.get(name, "image/png" if name.endswith(".png") else "application/octet-stream")
+        session.add_evidence(f"{rel_dir}/{name}", kind, content_type)
         refs.append({"path": f"{rel_dir}/{name}", "kind": kind})
     return refs
 
