@@ -1,32 +1,48 @@
 """``wordpress.browser-actions``: drive the live preview through scripted steps and keep the evidence.
 
-Steps (JSON array, inline or ``@path``): ``navigate{url}``, ``click{selector}``, ``fill{selector, value}``,
-``press{key, selector?}``, ``select{selector, value}``, ``waitFor{selector, state?} | {ms}``,
-``expect{selector?, text?, visible?, count?, url?}``, ``screenshot{name?}`` and ``evaluate{script}`` (only when
-the policy grants ``wordpress.browser-actions.evaluate``). The run stops at the first failing step;
-``steps.json`` records each step and ``summary.json`` the index of the first failure. Every step has a
-timeout and the whole run has a total budget.
+Steps (JSON array, inline or ``@path``): ``navigate{url}``, ``click{selector}``, ``hover{selector}``,
+``fill{selector, value}``, ``type{selector, text, delay?}`` (key by key), ``press{key, selector?}``,
+``select{selector, value}``, ``drag{source, target}``, ``waitFor{selector, state?} | {ms}``,
+``expect{selector?, text?, visible?, count?, url?}``, ``screenshot{name?}`` and ``evaluate{expression, assert?}``
+(``script`` is the older name of ``expression``; only when the policy grants ``wordpress.browser-actions.evaluate``).
+Every step is checked before the browser starts (errors name ``steps-json[i].field``). The run stops at the first
+failing step; ``steps.jsonl`` has one record per step (index, kind, target, status, timing, screenshot),
+``action-summary.json`` the counts and the first failure, ``steps.json`` and ``summary.json`` the full result.
+Every step has a timeout and the whole run has a total budget (docs/browser.md).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from codebox_tui.browser.launch import Recorder, launch, resolve_url, write_json
+from codebox_tui.browser.launch import Recorder, launch, resolve_url, write_json, write_jsonl
 from codebox_tui.browser.probe import CONTENT_TYPES, write_evidence
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, PolicyDeniedError
 from codebox_tui.jsonargs import load_json_arg
 
 ACTIONS_SCHEMA = "wp-codebox/browser-actions-result/v1"
+ACTION_SUMMARY_SCHEMA = "wp-codebox/browser-action-summary/v1"
 ACTION_CAPTURES = ("console", "errors", "html", "network", "screenshot")
-ACTIONS: dict[str, tuple[str, ...]] = {  # action -> required keys
-    "navigate": ("url",), "click": ("selector",), "fill": ("selector", "value"), "press": ("key",),
-    "select": ("selector", "value"), "waitFor": (), "expect": (), "screenshot": (), "evaluate": ("script",),
+ACTIONS: dict[str, tuple[str, ...]] = {  # action -> required string keys
+    "navigate": ("url",), "click": ("selector",), "hover": ("selector",), "fill": ("selector", "value"),
+    "type": ("selector", "text"), "press": ("key",), "select": ("selector", "value"), "drag": ("source", "target"),
+    "waitFor": (), "expect": (), "screenshot": (), "evaluate": (),
 }
+# optional keys with a fixed type: key -> (accepted types, what the error says is expected)
+_OPTIONAL: dict[str, tuple[tuple[type, ...], str]] = {
+    "selector": ((str,), "a CSS selector string"), "name": ((str,), "a string"), "text": ((str,), "a string"),
+    "url": ((str,), "a string"), "waitUntil": ((str,), "a string"), "ms": ((int,), "a whole number of milliseconds"),
+    "count": ((int,), "a whole number"), "delay": ((int,), "a whole number of milliseconds"),
+    "visible": ((bool,), "true or false"), "allowErrorStatus": ((bool,), "true or false"),
+}
+_MAY_BE_EMPTY = ("value", "text")  # fill "" clears a field
+WAIT_FOR_STATES = ("attached", "detached", "visible", "hidden")
 _ = CONTENT_TYPES
 
 
@@ -46,12 +62,7 @@ def parse_steps(raw: str, base_dir: Path | None = None) -> list[dict[str, Any]]:
         if action not in ACTIONS:
             raise BadInputError(f"unknown action {action!r}; expected one of: {', '.join(ACTIONS)}",
                                 code="invalid-step", field=where)
-        missing = [k for k in ACTIONS[action] if not isinstance(step.get(k), str)]
-        if missing:
-            raise BadInputError(f"{action} needs string field(s): {', '.join(missing)}", code="invalid-step",
-                                field=where)
-        if action == "waitFor" and not (isinstance(step.get("selector"), str) or isinstance(step.get("ms"), int)):
-            raise BadInputError("waitFor needs a selector or ms", code="invalid-step", field=where)
+        _check_fields(step, action, where)
         if "timeout" in step:
             timeout = step["timeout"]
             if isinstance(timeout, bool) or not isinstance(timeout, str | int | float):
@@ -59,6 +70,71 @@ def parse_steps(raw: str, base_dir: Path | None = None) -> list[dict[str, Any]]:
                                     code="invalid-step", field=f"{where}.timeout")
             parse_duration(str(timeout), f"{where}.timeout")
     return steps
+
+
+def _check_fields(step: dict[str, Any], action: str, where: str) -> None:
+    """The per-action field rules; each error names ``steps-json[i].field`` and what was expected."""
+    for key in ACTIONS[action]:
+        if not isinstance(step.get(key), str) or (not step[key] and key not in _MAY_BE_EMPTY):
+            raise BadInputError(f"{action} needs {key!r}: a {'' if key in _MAY_BE_EMPTY else 'non-empty '}string",
+                                code="invalid-step", field=f"{where}.{key}")
+    for key, (types, expected) in _OPTIONAL.items():
+        if key in step and key not in ACTIONS[action]:
+            value = step[key]
+            if (bool not in types and isinstance(value, bool)) or not isinstance(value, types):
+                raise BadInputError(f"{key} must be {expected}, got {json.dumps(value)}", code="invalid-step",
+                                    field=f"{where}.{key}")
+            if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+                raise BadInputError(f"{key} must not be negative", code="invalid-step", field=f"{where}.{key}")
+    if action == "waitFor":
+        if "selector" not in step and "ms" not in step:
+            raise BadInputError("waitFor needs a selector or ms", code="invalid-step", field=f"{where}.selector")
+        if "state" in step and step["state"] not in WAIT_FOR_STATES:
+            raise BadInputError(f"state must be one of {', '.join(WAIT_FOR_STATES)}", code="invalid-step",
+                                field=f"{where}.state")
+    if action == "evaluate":
+        code_key = "expression" if "expression" in step else "script"
+        if not isinstance(step.get(code_key), str) or not step[code_key].strip():
+            raise BadInputError("evaluate needs 'expression': a non-empty JavaScript expression",
+                                code="invalid-step", field=f"{where}.expression")
+        if "expression" in step and "script" in step:
+            raise BadInputError("give 'expression' or its older name 'script', not both", code="invalid-step",
+                                field=f"{where}.script")
+    elif "assert" in step:
+        raise BadInputError("only evaluate steps take 'assert'", code="invalid-step", field=f"{where}.assert")
+
+
+def step_target(step: dict[str, Any]) -> str | None:
+    """What a step acts on, for ``steps.jsonl``: the url, the selector, ``source -> target``, the key or the
+    expression (cut to 200 characters)."""
+    action = step["action"]
+    if action == "navigate":
+        return str(step["url"])
+    if action == "drag":
+        return f"{step['source']} -> {step['target']}"
+    if action == "evaluate":
+        return str(step.get("expression", step.get("script")))[:200]
+    if action == "screenshot":
+        return str(step.get("name")) if step.get("name") else None
+    if action == "press" and not step.get("selector"):
+        return str(step["key"])
+    if action == "waitFor" and "selector" not in step:
+        return f"{step['ms']}ms"
+    selector = step.get("selector")
+    return str(selector) if selector is not None else step.get("url")
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """JSON equality without Python's ``True == 1``: what an evaluate step's ``assert`` compares."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+    return type(a) is type(b) and bool(a == b)
 
 
 class StepFailed(Exception):
@@ -77,8 +153,15 @@ def _do_step(page: Any, step: dict[str, Any], timeout_ms: float, base_url: str, 
             raise StepFailed(f"HTTP {response.status} for {step['url']}")
     elif action == "click":
         page.click(step["selector"], timeout=timeout_ms)
+    elif action == "hover":
+        page.hover(step["selector"], timeout=timeout_ms)
     elif action == "fill":
         page.fill(step["selector"], step["value"], timeout=timeout_ms)
+    elif action == "type":
+        page.locator(step["selector"]).press_sequentially(step["text"], delay=step.get("delay", 0),
+                                                          timeout=timeout_ms)
+    elif action == "drag":
+        page.drag_and_drop(step["source"], step["target"], timeout=timeout_ms)
     elif action == "press":
         if step.get("selector"):
             page.press(step["selector"], step["key"], timeout=timeout_ms)
@@ -102,7 +185,12 @@ def _do_step(page: Any, step: dict[str, Any], timeout_ms: float, base_url: str, 
         shots.append(file)
         detail["file"] = file
     elif action == "evaluate":
-        detail["result"] = page.evaluate(step["script"])
+        expression = step.get("expression", step.get("script"))
+        result = page.evaluate(expression)
+        detail["result"] = result
+        if "assert" in step and not same_json(result, step["assert"]):
+            raise StepFailed(f"evaluate {str(expression)[:200]!r} returned {json.dumps(result)[:300]}, "
+                             f"expected {json.dumps(step['assert'])[:300]}")
     return detail
 
 
@@ -148,7 +236,8 @@ def _check_expect(page: Any, step: dict[str, Any]) -> tuple[bool, str, dict[str,
 def run_actions(start_url: str | None, steps: list[dict[str, Any]], out_dir: Path, *, base_url: str,
                 step_timeout_s: float = 10.0, total_timeout_s: float = 60.0, capture: list[str] | None = None,
                 allow_evaluate: bool = False, viewport: dict[str, int] | None = None) -> dict[str, Any]:
-    """Run steps in Chromium, stopping at the first failure; writes evidence + steps.json + summary.json."""
+    """Run steps in Chromium, stopping at the first failure; writes the evidence, steps.jsonl,
+    action-summary.json, steps.json and summary.json."""
     from playwright.sync_api import sync_playwright  # noqa: PLC0415 - Playwright only when a page is driven
 
     for index, step in enumerate(steps):
@@ -164,6 +253,8 @@ def run_actions(start_url: str | None, steps: list[dict[str, Any]], out_dir: Pat
     first_failure: int | None = None
     failure: str | None = None
     shots: list[str] = []
+    plan = ([{"action": "navigate", "url": start_url, "implicit": True}] if start_url else []) + steps
+    offset = 1 if start_url else 0
     with sync_playwright() as pw:
         browser = launch(pw)
         try:
@@ -171,46 +262,22 @@ def run_actions(start_url: str | None, steps: list[dict[str, Any]], out_dir: Pat
             page = context.new_page()
             recorder.attach(context, page)
             deadline = time.monotonic() + total_timeout_s
-            plan = ([{"action": "navigate", "url": start_url, "implicit": True}] if start_url else []) + steps
-            offset = 1 if start_url else 0
             for position, step in enumerate(plan):
                 index = position - offset
-                remaining = deadline - time.monotonic()
-                per_step = (parse_duration(str(step["timeout"]), f"steps-json[{index}].timeout") if "timeout" in step
-                            else step_timeout_s)
-                record: dict[str, Any] = {"index": index, "action": step["action"]}
-                if step.get("implicit"):
-                    record["implicit"] = True
-                t0 = time.monotonic()
-                if remaining <= 0:
-                    record.update(status="failed", error=f"total timeout of {total_timeout_s:g}s exhausted")
-                else:
-                    try:
-                        detail = _do_step(page, step, min(per_step, remaining) * 1000, base_url, out_dir, shots)
-                        record.update(status="passed", **detail)
-                    except (StepFailed, BadInputError) as exc:
-                        record.update(status="failed", error=str(exc))
-                    except Exception as exc:  # Playwright TimeoutError / Error
-                        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                        if "Timeout" in type(exc).__name__ or "Timeout" in msg:
-                            msg = f"step timed out after {min(per_step, remaining):g}s: {msg}"
-                        record.update(status="failed", error=msg[:500])
-                if record["status"] == "failed" and remaining > 0 and remaining < per_step:
-                    record["error"] = f"total timeout of {total_timeout_s:g}s exhausted during this step: " + str(
-                        record["error"])
-                record["durationMs"] = int((time.monotonic() - t0) * 1000)
+                record = _run_step(page, step, index, deadline, step_timeout_s, total_timeout_s, base_url, out_dir,
+                                   shots, started)
                 results.append(record)
                 if record["status"] == "failed":
                     first_failure, failure = index, record["error"]
                     break
-            executed = len(results)
-            for position in range(executed, len(plan)):
-                results.append({"index": position - offset, "action": plan[position]["action"],
-                                "status": "skipped"})
             files = write_evidence(out_dir, recorder, captures, page, None)
         finally:
             browser.close()
+    for position in range(len(results), len(plan)):
+        results.append({"index": position - offset, "action": plan[position]["action"], "status": "skipped"})
     write_json(out_dir / "steps.json", results)
+    write_jsonl(out_dir / "steps.jsonl", [_step_line(record, plan[position]) for position, record
+                                          in enumerate(results)])
     summary = {
         "schema": ACTIONS_SCHEMA,
         "status": "failed" if first_failure is not None else "passed",
@@ -222,7 +289,83 @@ def run_actions(start_url: str | None, steps: list[dict[str, Any]], out_dir: Pat
         "durationMs": int((time.monotonic() - started) * 1000),
         "counts": {"console": len(recorder.console), "errors": len(recorder.errors),
                    "requests": len(recorder.network), "blockedRequests": len(recorder.blocked)},
-        "files": [*files, *shots, "steps.json", "summary.json"],
+        "files": [*files, *shots, "steps.jsonl", "action-summary.json", "steps.json", "summary.json"],
     }
+    write_json(out_dir / "action-summary.json", action_summary(summary, results))
     write_json(out_dir / "summary.json", summary)
     return summary
+
+
+def _run_step(page: Any, step: dict[str, Any], index: int, deadline: float, step_timeout_s: float,
+              total_timeout_s: float, base_url: str, out_dir: Path, shots: list[str], run_started: float
+              ) -> dict[str, Any]:
+    """Run one step within its own timeout and what is left of the total; a failed step gets a screenshot."""
+    remaining = deadline - time.monotonic()
+    per_step = (parse_duration(str(step["timeout"]), f"steps-json[{index}].timeout") if "timeout" in step
+                else step_timeout_s)
+    record: dict[str, Any] = {"index": index, "action": step["action"]}
+    if step.get("implicit"):
+        record["implicit"] = True
+    record["startedAt"] = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    t0 = time.monotonic()
+    record["offsetMs"] = int((t0 - run_started) * 1000)
+    if remaining <= 0:
+        record.update(status="failed", error=f"total timeout of {total_timeout_s:g}s exhausted")
+    else:
+        try:
+            detail = _do_step(page, step, min(per_step, remaining) * 1000, base_url, out_dir, shots)
+            record.update(status="passed", **detail)
+        except (StepFailed, BadInputError) as exc:
+            record.update(status="failed", error=str(exc))
+        except Exception as exc:  # Playwright TimeoutError / Error
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if "Timeout" in type(exc).__name__ or "Timeout" in msg:
+                msg = f"step timed out after {min(per_step, remaining):g}s: {msg}"
+            record.update(status="failed", error=msg[:500])
+    if record["status"] == "failed" and 0 < remaining < per_step:
+        record["error"] = f"total timeout of {total_timeout_s:g}s exhausted during this step: " + str(record["error"])
+    record["durationMs"] = int((time.monotonic() - t0) * 1000)
+    if record["status"] == "failed":
+        file = f"screenshot-failed-step-{index}.png" if index >= 0 else "screenshot-failed-start.png"
+        try:
+            page.screenshot(path=str(out_dir / file), full_page=True, timeout=10_000)
+            shots.append(file)
+            record["failureScreenshot"] = file
+        except Exception:  # a crashed page has nothing to show; the record says so by having no file
+            pass
+    return record
+
+
+def _step_line(record: dict[str, Any], step: dict[str, Any]) -> dict[str, Any]:
+    """One ``steps.jsonl`` record: what ran, on what, how it ended, when and for how long, its screenshot."""
+    line: dict[str, Any] = {"index": record["index"], "kind": record["action"], "target": step_target(step),
+                            "status": record["status"]}
+    if record.get("implicit"):
+        line["implicit"] = True
+    line["timing"] = ({"startedAt": record["startedAt"], "offsetMs": record["offsetMs"],
+                       "durationMs": record["durationMs"]} if "startedAt" in record else None)
+    line["screenshot"] = record.get("file") or record.get("failureScreenshot")
+    if "error" in record:
+        line["error"] = record["error"]
+    if "result" in record:
+        line["result"] = record["result"]
+    return line
+
+
+def action_summary(summary: dict[str, Any], results: list[dict[str, Any]]) -> dict[str, Any]:
+    """``action-summary.json``: the run's outcome with counts per status and per kind of action."""
+    by_status = {status: sum(1 for r in results if r["status"] == status and not r.get("implicit"))
+                 for status in ("passed", "failed", "skipped")}
+    by_kind: dict[str, dict[str, int]] = {}
+    for record in results:
+        if not record.get("implicit"):
+            counts = by_kind.setdefault(record["action"], {"passed": 0, "failed": 0, "skipped": 0})
+            counts[record["status"]] += 1
+    return {
+        "schema": ACTION_SUMMARY_SCHEMA, "status": summary["status"], "startUrl": summary["startUrl"],
+        "steps": summary["steps"], **by_status, "byKind": by_kind,
+        "firstFailureIndex": summary["firstFailureIndex"], "failure": summary["failure"],
+        "screenshots": [r.get("file") or r["failureScreenshot"] for r in results
+                        if r.get("file") or r.get("failureScreenshot")],
+        "durationMs": summary["durationMs"], "stepsFile": "steps.jsonl",
+    }

@@ -18,23 +18,31 @@ from codebox_tui.browser.launch import (
     write_json,
     write_jsonl,
 )
+from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError
 
 PROBE_SCHEMA = "wp-codebox/browser-probe-result/v1"
-ALL_CAPTURES = ("console", "errors", "html", "network", "performance", "screenshot")
+ALL_CAPTURES = ("console", "errors", "html", "network", "performance", "screenshot")  # the default
+# Asked for by name only (capture=...,memory,checkpoints), so a probe that names none keeps its evidence files.
+OPT_IN_CAPTURES = ("memory", "checkpoints")
+PROBE_CAPTURES = ALL_CAPTURES + OPT_IN_CAPTURES
 WAIT_STATES = ("domcontentloaded", "load", "networkidle")
 
 CONTENT_TYPES = {
     "console.jsonl": "application/x-ndjson", "errors.jsonl": "application/x-ndjson",
     "network.jsonl": "application/x-ndjson", "performance.json": "application/json",
     "snapshot.html": "text/html", "screenshot.png": "image/png", "summary.json": "application/json",
-    "steps.json": "application/json",
+    "steps.json": "application/json", "steps.jsonl": "application/x-ndjson",
+    "action-summary.json": "application/json", "memory.json": "application/json",
+    "checkpoints.jsonl": "application/x-ndjson",
 }
 
 
-def parse_capture(value: str | None, allowed: tuple[str, ...]) -> list[str]:
+def parse_capture(value: str | None, allowed: tuple[str, ...], default: tuple[str, ...] | None = None
+                  ) -> list[str]:
+    """The capture=a,b,c list, checked against allowed; without one, default (else everything allowed)."""
     if not value:
-        return list(allowed)
+        return list(default if default is not None else allowed)
     items = [v.strip() for v in value.split(",") if v.strip()]
     bad = [v for v in items if v not in allowed]
     if bad:
@@ -85,12 +93,19 @@ def run_probe(url: str, out_dir: Path, *, wait_for: str | None = None, viewport:
     size = parse_viewport(viewport)
     wait = wait_for or "load"
     selector: str | None = None
-    if wait.startswith("selector:"):
+    settle_s = 0.0
+    if wait[:1].isdigit():  # a duration: load, then give the page this long (timers, lazy scripts)
+        settle_s, wait = parse_duration(wait, "wait-for"), "load"
+        if settle_s >= timeout_s:
+            raise BadInputError(f"wait-for {wait_for} must be shorter than the probe's timeout of {timeout_s:g}s",
+                                code="invalid-arg", field="wait-for")
+    elif wait.startswith("selector:"):
         selector, wait = wait[len("selector:"):], "load"
         if not selector:
             raise BadInputError("wait-for=selector: needs a CSS selector", code="invalid-arg", field="wait-for")
     elif wait not in WAIT_STATES:
-        raise BadInputError(f"wait-for must be one of {', '.join(WAIT_STATES)} or selector:<css>, got {wait!r}",
+        raise BadInputError(f"wait-for must be one of {', '.join(WAIT_STATES)}, selector:<css> or a duration "
+                            f"like 500ms, got {wait!r}",
                             code="invalid-arg", field="wait-for")
     out_dir.mkdir(parents=True, exist_ok=True)
     recorder = Recorder(origin_url or url)
@@ -98,6 +113,8 @@ def run_probe(url: str, out_dir: Path, *, wait_for: str | None = None, viewport:
     status: int | None = None
     error: str | None = None
     metrics: dict[str, Any] | None = None
+    memory: dict[str, Any] | None = None
+    checkpoints: list[dict[str, Any]] = []
     title = ""
     with sync_playwright() as pw:
         browser = launch(pw)
@@ -108,18 +125,37 @@ def run_probe(url: str, out_dir: Path, *, wait_for: str | None = None, viewport:
             cdp = context.new_cdp_session(page) if "performance" in captures else None
             if cdp is not None:
                 cdp.send("Performance.enable")
+            heap = context.new_cdp_session(page) if "memory" in captures else None
+
+            def checkpoint(name: str) -> None:
+                checkpoints.append(_checkpoint(name, page, heap, started))
+
             try:
                 response = page.goto(url, wait_until=wait, timeout=timeout_s * 1000)
                 status = response.status if response is not None else None
+                checkpoint(wait)
                 if selector:
                     remaining = max(0.1, timeout_s - (time.monotonic() - started))
                     page.wait_for_selector(selector, timeout=remaining * 1000)
+                    checkpoint("selector")
+                if settle_s:
+                    page.wait_for_timeout(settle_s * 1000)
+                    checkpoint("settled")
                 title = page.title()
             except Exception as exc:
                 error = _short(exc)
+            checkpoint("captured")
             if cdp is not None:
                 metrics = _performance(cdp, page)
+            if heap is not None:
+                memory = {"at": "captured", **checkpoints[-1].get("memory", {})}
             files = write_evidence(out_dir, recorder, captures, page, metrics)
+            if memory is not None:
+                write_json(out_dir / "memory.json", memory)
+                files.append("memory.json")
+            if "checkpoints" in captures:
+                write_jsonl(out_dir / "checkpoints.jsonl", checkpoints)
+                files.append("checkpoints.jsonl")
         finally:
             browser.close()
     summary = {
@@ -141,6 +177,37 @@ def run_probe(url: str, out_dir: Path, *, wait_for: str | None = None, viewport:
     }
     write_json(out_dir / "summary.json", summary)
     return summary
+
+
+def _checkpoint(name: str, page: Any, heap: Any | None, started: float) -> dict[str, Any]:
+    """A named moment of the probe (the wait state reached, the selector found, the page settled, the evidence
+    captured) with the page's URL and, when memory is captured, its JavaScript heap at that moment."""
+    point: dict[str, Any] = {"name": name, "offsetMs": int((time.monotonic() - started) * 1000)}
+    try:
+        point["url"] = page.url
+    except Exception:  # a closed page has no URL
+        point["url"] = None
+    if heap is not None:
+        point["memory"] = _js_heap(heap, page)
+    return point
+
+
+def _js_heap(cdp: Any, page: Any) -> dict[str, Any]:
+    """The page's JavaScript heap: Chromium's own count (CDP ``Runtime.getHeapUsage``) and what the page sees
+    in ``performance.memory`` (coarser by design)."""
+    out: dict[str, Any] = {}
+    try:
+        usage = cdp.send("Runtime.getHeapUsage")
+        out["heapUsedBytes"], out["heapTotalBytes"] = int(usage["usedSize"]), int(usage["totalSize"])
+    except Exception as exc:
+        out["heapError"] = _short(exc)
+    try:
+        out["performanceMemory"] = page.evaluate(
+            "() => performance.memory ? {usedJSHeapSize: performance.memory.usedJSHeapSize, totalJSHeapSize: "
+            "performance.memory.totalJSHeapSize, jsHeapSizeLimit: performance.memory.jsHeapSizeLimit} : null")
+    except Exception as exc:
+        out["performanceMemoryError"] = _short(exc)
+    return out
 
 
 def _performance(cdp: Any, page: Any) -> dict[str, Any]:

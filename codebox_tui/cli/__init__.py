@@ -98,7 +98,8 @@ SUBCOMMANDS: dict[str, tuple[Area, str]] = {
     "schema": (_area_recipe, "Print a generated JSON Schema (Draft 2020-12)."),
     "recipe-run": (_area_recipe, "Run a recipe in a fresh sandbox and produce one bundle (or print the plan with "
                                  "--dry-run)."),
-    "validate-blueprint": (_area_recipe, "Check a raw Playground blueprint's shape. Boots nothing."),
+    "validate-blueprint": (_area_recipe, "Check a raw Playground blueprint's shape; --boot also applies it in a "
+                                         "sandbox."),
     "evaluate-patch": (_area_recipe, "Apply a patch (or a git range) to a copy of a plugin in a sandbox, run its "
                                      "tests before and after, probe the site. When the patch brings tests, they run "
                                      "on the old code too: fail before, pass after is the proof."),

@@ -21,12 +21,12 @@ from codebox_tui.contracts.recipe import RECIPE_SCHEMA, recipe_json_schema
 from codebox_tui.contracts.schemas import generate_json_schema, schema_names
 from codebox_tui.errors import BadInputError, ExitCode
 from codebox_tui.progress_report import StderrProgress
-from codebox_tui.recipes.blueprint import validate_blueprint_file
+from codebox_tui.recipes.blueprint import load_blueprint_document, validate_blueprint_file
 from codebox_tui.recipes.evaluate_patch import check_bench_paths, evaluate_patch
 from codebox_tui.recipes.evaluate_range import check_evaluation_inputs, evaluate_git_range
 from codebox_tui.recipes.plan import dry_run as make_plan
 from codebox_tui.recipes.run import run_recipe
-from codebox_tui.recipes.validate import all_steps, validate_recipe_file
+from codebox_tui.recipes.validate import all_steps, validate_recipe_document, validate_recipe_file
 from codebox_tui.settings import get_settings
 from codebox_tui.textsafe import safe_text
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
@@ -136,14 +136,46 @@ def recipe_run(
         _print_recipe_outcome(outcome)
     exit_with(ExitCode.OK if outcome.get("success") else ExitCode.FAILED)
 
+def _boot_blueprint(file: Path, backend: str | None, artifacts_dir: Path | None, quiet: bool) -> dict[str, Any]:
+    """``validate-blueprint --boot``: the blueprint as the set-up of a one-step recipe (its steps applied the
+    way ``recipe-run`` applies ``runtime.blueprint``, then the site's state captured), run through the one run
+    lifecycle, so the bundle is sealed and in the review inbox like any run's."""
+    recipe = {"schema": RECIPE_SCHEMA, "metadata": {"title": f"Blueprint {file.name}"},
+              "runtime": {"blueprint": load_blueprint_document(file)},
+              "workflow": {"steps": [{"command": "wordpress.capture-state-bundle",
+                                      "args": ["sections=summary,options"]}]}}
+    validation = validate_recipe_document(recipe, base_dir=file.resolve().parent, recipe_path=str(file))
+    if not validation.valid:  # the shape check passed; what the recipe layer refuses is still bad input
+        raise BadInputError("; ".join(f"{i.path}: {i.message}" for i in validation.issues), code="invalid-blueprint",
+                            field=str(file))
+    reporter = _reporter("validate-blueprint", quiet, steps_total=1)
+    reporter.phase("start", str(file))
+    outcome = run_recipe(validation, file.resolve().parent, artifacts_dir=artifacts_dir, progress=reporter,
+                         backend=backend)
+    phase = next((ph for ph in outcome.get("phaseEvidence") or [] if ph.get("name") == "run_blueprint_steps"), None)
+    failures = [f["message"] for f in outcome.get("failures") or []]
+    return {"success": bool(outcome.get("success")), "runtimeId": outcome.get("runtimeId"),
+            "bundleDir": outcome.get("bundleDir"), "bundleId": outcome.get("bundleId"),
+            "blueprintPhase": phase, "error": "; ".join(failures) or None}
+
+
 def validate_blueprint(
     file: Path = typer.Argument(..., help="Playground blueprint JSON file"),
+    boot: bool = typer.Option(False, "--boot", help="When its shape is valid, also apply it in a fresh sandbox "
+                              "and capture a bundle (recorded in the review inbox)"),
+    backend: str | None = typer.Option(None, "--backend", help=BACKEND_HELP + " With --boot only."),
+    artifacts_dir: Path | None = typer.Option(None, "--artifacts-dir", "--artifacts",
+                                              help="Where the --boot bundle goes."),
     json_out: bool = JsonOption,
+    quiet: bool = QuietOption,
 ) -> None:
-    """Check a raw Playground blueprint's shape. Boots nothing."""
+    """Check a raw Playground blueprint's shape; with --boot, also apply it in a sandbox and capture a bundle."""
     issues = validate_blueprint_file(file)
-    doc = {"schema": BLUEPRINT_VALIDATION, "success": not issues, "valid": not issues,
-           "blueprintPath": str(file), "issues": issues}
+    doc: dict[str, Any] = {"schema": BLUEPRINT_VALIDATION, "success": not issues, "valid": not issues,
+                           "blueprintPath": str(file), "issues": issues}
+    if boot and not issues:  # an invalid blueprint boots nothing
+        doc["boot"] = _boot_blueprint(file, backend, artifacts_dir, quiet)
+        doc["success"] = doc["boot"]["success"]
     if json_out:
         emit_json(doc)
     elif issues:
@@ -151,7 +183,13 @@ def validate_blueprint(
         _print_issues(issues)
     else:
         show(f"{file}: valid blueprint")
-    exit_with(ExitCode.OK if not issues else ExitCode.BAD_INPUT)
+        if "boot" in doc:
+            booted = doc["boot"]
+            show(f"boot: {'applied' if booted['success'] else 'failed'}"
+                 + (f" ({safe_text(str(booted['error']))})" if booted.get("error") else "")
+                 + (f"; bundle {booted['bundleDir']}" if booted.get("bundleDir") else ""))
+    exit_with(ExitCode.BAD_INPUT if issues else ExitCode.OK if doc["success"] else ExitCode.FAILED)
+
 
 def evaluate_patch_command(
     plugin: Path = typer.Option(..., "--plugin", help="Plugin directory (never modified)"),

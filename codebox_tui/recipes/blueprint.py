@@ -86,9 +86,14 @@ def validate_blueprint_document(document: Any) -> list[dict[str, str]]:
     return issues
 
 
+def load_blueprint_document(path: Path) -> Any:
+    """The blueprint file's JSON: a regular file only, size- and depth-limited (bundle/safe_read.py)."""
+    return loads_limited(read_regular(path, MAX_JSON_BYTES).decode("utf-8"))
+
+
 def validate_blueprint_file(path: Path) -> list[dict[str, str]]:
-    try:  # regular files only, depth-limited JSON (bundle/safe_read.py)
-        document = loads_limited(read_regular(path, MAX_JSON_BYTES).decode("utf-8"))
+    try:
+        document = load_blueprint_document(path)
     except FileNotFoundError:
         return [{"code": "invalid-blueprint", "path": "$", "message": f"file not found: {path}"}]
     except (OSError, UnicodeDecodeError, ValueError) as exc:

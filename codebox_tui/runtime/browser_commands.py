@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from codebox_tui.browser.actions import ACTION_CAPTURES, parse_steps, run_actions
 from codebox_tui.browser.launch import resolve_url
-from codebox_tui.browser.probe import ALL_CAPTURES, CONTENT_TYPES, parse_capture, run_probe
+from codebox_tui.browser.probe import ALL_CAPTURES, CONTENT_TYPES, PROBE_CAPTURES, parse_capture, run_probe
 from codebox_tui.bundle import layout
 from codebox_tui.durations import parse_duration
 from codebox_tui.runtime.outcome import CommandOutcome
@@ -33,7 +33,8 @@ def register_evidence(session: RunSession, rel_dir: str, files: list[str]) -> li
     refs = []
     for name in files:
         kind = "browser-" + name.split(".")[0]
-        session.add_evidence(f"{rel_dir}/{name}", kind, CONTENT_TYPES.get(name, "application/octet-stream"))
+        content_type = CONTENT_TYPES.get(name, "image/png" if name.endswith(".png") else "application/octet-stream")
+        session.add_evidence(f"{rel_dir}/{name}", kind, content_type)
         refs.append({"path": f"{rel_dir}/{name}", "kind": kind})
     return refs
 
@@ -44,7 +45,8 @@ def browser_probe(session: RunSession, args: dict[str, str], timeout_s: float) -
     limit = min(timeout_s, parse_duration(args["timeout"], "timeout") if args.get("timeout") else timeout_s)
     out_dir, rel = evidence_dir(session)
     summary = run_probe(url, out_dir, wait_for=args.get("wait-for"), viewport=args.get("viewport"),
-                        capture=parse_capture(args.get("capture"), ALL_CAPTURES), timeout_s=limit, origin_url=base)
+                        capture=parse_capture(args.get("capture"), PROBE_CAPTURES, ALL_CAPTURES), timeout_s=limit,
+                        origin_url=base)
     refs = register_evidence(session, rel, summary["files"])
     session.emit("browser.probe", {"url": url, "status": summary["status"], "httpStatus": summary["httpStatus"],
                                    "evidence": rel})

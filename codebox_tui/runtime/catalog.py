@@ -127,10 +127,12 @@ _COMMANDS: list[CommandSpec] = [
         description="Load a page of the live preview in Chromium and capture evidence.",
         acceptedArgs=[
             A(name="url", description="Path or URL on the sandbox preview", required=True),
-            A(name="wait-for", description="domcontentloaded|load|networkidle|selector:<css>"),
+            A(name="wait-for", description="domcontentloaded|load|networkidle|selector:<css>, or a duration "
+              "(500ms) to wait after load"),
             A(name="viewport", description="WIDTHxHEIGHT", format="viewport"),
-            A(name="capture", description="Comma list of console,errors,html,network,performance,screenshot",
-              format="comma-enum:console,errors,html,network,performance,screenshot"),
+            A(name="capture", description="Comma list of console,errors,html,network,performance,screenshot "
+              "(the default) and memory,checkpoints (only when named)",
+              format="comma-enum:console,errors,html,network,performance,screenshot,memory,checkpoints"),
             A(name="timeout", description="Per-probe timeout, e.g. 30s", format="duration"),
         ],
         outputShape="wp-codebox/browser-probe-result/v1",
@@ -139,8 +141,8 @@ _COMMANDS: list[CommandSpec] = [
     ),
     CommandSpec(
         id="wordpress.browser-actions",
-        description="Drive the live preview through scripted steps (navigate, click, fill, press, select, "
-        "waitFor, expect, screenshot).",
+        description="Drive the live preview through scripted steps (navigate, click, hover, fill, type, press, "
+        "select, drag, waitFor, expect, screenshot, evaluate).",
         acceptedArgs=[
             A(name="url", description="Start page on the sandbox preview"),
             A(name="steps-json", description="JSON array of steps, inline or @path", required=True,

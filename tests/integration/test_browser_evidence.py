@@ -26,6 +26,14 @@ fetch('https://example.com/leak').catch(() => {}); fetch('/missing.json');
 setTimeout(() => { throw new Error('late boom'); }, 10);</script></body></html>"""
 
 
+# adds an element 200 ms after load and keeps ~8 MB of strings alive: what wait-for=<duration> and memory see
+LATE_PAGE = """<!doctype html><html><head><title>Late</title></head><body><p id="first">first</p>
+<script>window.kept = Array.from({length: 200000}, (_, i) => 'item-' + i);
+window.addEventListener('load', () => setTimeout(() => {
+  const p = document.createElement('p'); p.id = 'late'; p.textContent = 'late'; document.body.append(p);
+}, 200));</script></body></html>"""
+
+
 class _Quiet(SimpleHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
@@ -35,6 +43,7 @@ class _Quiet(SimpleHTTPRequestHandler):
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("site")
     (root / "index.html").write_text(PAGE)
+    (root / "late.html").write_text(LATE_PAGE)
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(root)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -117,3 +126,30 @@ def test_evaluate_needs_separate_grant(site: str, tmp_path: Path) -> None:
     assert summary["status"] == "passed"
     recorded = json.loads((tmp_path / "b" / "steps.json").read_text())
     assert recorded[-1]["result"] == "Shortcode demo"
+
+
+def test_probe_waits_a_duration_and_captures_memory_at_named_checkpoints(site: str, tmp_path: Path) -> None:
+    summary = run_probe(site + "late.html", tmp_path, wait_for="1500ms", timeout_s=60,
+                        capture=["html", "memory", "checkpoints"])
+    assert summary["status"] == "passed" and summary["waitFor"] == "1500ms"
+    assert summary["files"] == ["snapshot.html", "memory.json", "checkpoints.jsonl", "summary.json"]
+    assert 'id="late"' in (tmp_path / "snapshot.html").read_text()  # the page ran its timer before capture
+    checkpoints = _jsonl(tmp_path / "checkpoints.jsonl")
+    assert [c["name"] for c in checkpoints] == ["load", "settled", "captured"]
+    assert checkpoints[1]["offsetMs"] - checkpoints[0]["offsetMs"] >= 1500
+    assert all(str(c["url"]).endswith("/late.html") for c in checkpoints)
+    memory = json.loads((tmp_path / "memory.json").read_text())
+    assert memory["at"] == "captured" and memory["heapUsedBytes"] > 4_000_000  # the page's kept strings
+    assert memory["heapTotalBytes"] >= memory["heapUsedBytes"]
+    assert all(c["memory"]["heapUsedBytes"] > 0 for c in checkpoints)
+
+
+def test_probe_wait_for_duration_longer_than_the_timeout_is_refused(site: str, tmp_path: Path) -> None:
+    from codebox_tui.errors import BadInputError
+
+    with pytest.raises(BadInputError) as info:
+        run_probe(site, tmp_path, wait_for="5s", timeout_s=2)
+    assert info.value.field == "wait-for" and "shorter than the probe's timeout" in info.value.message
+    with pytest.raises(BadInputError) as bad:
+        run_probe(site, tmp_path, wait_for="5 parsecs", timeout_s=2)
+    assert bad.value.field == "wait-for"
