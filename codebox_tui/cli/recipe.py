@@ -169,7 +169,7 @@ def validate_blueprint(
     json_out: bool = JsonOption,
     quiet: bool = QuietOption,
 ) -> None:
-    """Check a raw Playground blueprint's shape; with --boot, also apply it in a sandbox and capture a bundle."""
+    """Check a raw Playground blueprint's shape; --boot also applies it in a sandbox."""
     issues = validate_blueprint_file(file)
     doc: dict[str, Any] = {"schema": BLUEPRINT_VALIDATION, "success": not issues, "valid": not issues,
                            "blueprintPath": str(file), "issues": issues}
