@@ -60,6 +60,7 @@ from codebox_tui.runtime.native_site import (
 )
 from codebox_tui.runtime.playground import sandbox_mounts, sweep_abandoned_once
 from codebox_tui.runtime.reaper import OWNER_FILE
+from codebox_tui.runtime.sandbox_owner import hand_over_folders, reclaim
 from codebox_tui.runtime.wordpress_builds import resolve_build
 from codebox_tui.settings import CodeboxSettings, get_settings
 
@@ -417,6 +418,8 @@ class NativeBackend:
             if opcache_dir is not None:
                 binds += [PathBind(str(opcache_dir), OPCACHE_DIR, True), *shared_cache]
             binds += [PathBind(m["hostPath"], m["vfsPath"], _writable(m, work_dir)) for m in mounts]
+            hand_over_folders([Path(b.source) for b in binds if b.writable and Path(b.source).parent == work_dir]
+                              + ([opcache_dir] if opcache_seed is None and opcache_dir is not None else []))
         except BaseException:
             if relay is not None:
                 relay.close()
@@ -438,6 +441,7 @@ class NativeBackend:
             sandbox.run_php(SEED_CODE, 300)
         finally:
             sandbox.dispose()
+            reclaim(folder)  # every later sandbox reads it: its files are Codebox's, not the sandbox uid's
 
 
 def _opcache_copy(seed: Path, dest: Path) -> list[PathBind]:
