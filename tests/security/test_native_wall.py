@@ -4,6 +4,7 @@ afterwards. Child processes are used where they get past PHP's own checks, so th
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import textwrap
@@ -410,6 +411,21 @@ def test_a_flood_of_headers_or_a_huge_body_is_capped_and_reported(preview_sandbo
     assert headers["x-odd"] == "\xfe\xff-end"  # control bytes dropped, the line kept
     assert raw_http(_port(preview_sandbox), "GET /?codebox-attack=many-headers")[0] == 502
     assert raw_http(_port(preview_sandbox), "GET /wp-includes/images/blank.gif")[0] == 200
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the process cap holds where the sandbox has a host uid of its own")
+def test_a_fork_bomb_stops_at_the_sandbox_process_cap(preview_sandbox: Any) -> None:
+    """PHP starts 400 sleeping children (a bounded fork bomb): when Codebox runs as root the sandbox runs as uid
+    65534 on the host, whose process count ``prlimit --nproc`` caps, so the children stop at the cap; they die
+    with the command."""
+    from codebox_tui.runtime.native import MAX_SANDBOX_PROCESSES
+
+    bomb = ("<?php $n = 0; $procs = []; for ($i = 0; $i < 400; $i++) {"
+            " $p = @proc_open(['sleep', '30'], [], $pipes); if ($p === false) { break; } $procs[] = $p; $n++; }"
+            " echo $n;")
+    result = preview_sandbox.run_php(bomb, 120)
+    assert result.exit_code == 0, result.errors
+    assert 0 < int(result.text) < MAX_SANDBOX_PROCESSES, result.text  # without the cap: all 400
 
 
 def test_a_page_cannot_write_the_relays_own_report_headers(preview_sandbox: Any) -> None:
