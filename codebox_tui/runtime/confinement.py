@@ -28,6 +28,11 @@ from pathlib import Path
 from codebox_tui.errors import SandboxError
 
 SANDBOX_UID = 65534
+# Namespaces both walls get when they drop to SANDBOX_UID on the host (no user namespace: see
+# sandbox_identity). bwrap keeps only the capabilities setpriv needs to change to that uid, and setpriv
+# clears them all (effective, permitted, inheritable, bounding) before the sandboxed program starts.
+DROP_NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try")
+DROP_KEEPS = ("--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP")
 # Inside the sandboxes root: where read-only mounts are staged; bound read-only into the sidecar.
 READONLY_AREA = ".readonly"
 # /etc entries Node and the resolver read (only those that exist are bound, read-only).
@@ -67,6 +72,65 @@ def find_bwrap() -> str:
     return found
 
 
+def drops_to_sandbox_uid() -> bool:
+    """Whether the sandbox runs as :data:`SANDBOX_UID` on the *host*, not only inside its namespace.
+
+    As a normal user, bwrap's user namespace maps the sandbox's uid 65534 to the caller's own uid: the
+    sandbox can do no more than the caller. As root that mapping would make every sandboxed process root
+    on the host side of its mounts (able to write any root-owned file it sees, leaving root-owned files
+    in the user's folders). So as root the wall gets no user namespace: bwrap (still root) builds the
+    mounts, then ``setpriv`` switches to uid/gid 65534 with no groups and no capabilities, and the
+    folders the sandbox must write are handed to that uid first (runtime/sandbox_owner.py)."""
+    return os.geteuid() == 0
+
+
+def find_setpriv() -> str:
+    found = shutil.which("setpriv")
+    if not found:
+        raise SandboxError("setpriv (util-linux) is not installed; a sandbox started as root cannot drop to an "
+                           "unprivileged uid", code="confinement-unavailable", details={"hint": FIX_HINT})
+    return found
+
+
+def sandbox_identity(bwrap: str, *, share_net: bool) -> tuple[list[str], list[str]]:
+    """The start of the bwrap command line (namespaces, uid, capabilities) and what goes before the
+    sandboxed program (``setpriv …`` when dropping to the host uid, nothing otherwise)."""
+    if not drops_to_sandbox_uid():
+        head = [bwrap, "--unshare-all", *(["--share-net"] if share_net else []), "--clearenv",
+                "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL"]
+        return head, []
+    head = [bwrap, *DROP_NAMESPACES, *([] if share_net else ["--unshare-net"]), "--clearenv", *DROP_KEEPS]
+    drop = [find_setpriv(), f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--"]
+    return head, drop
+
+
+# bwrap options that take a destination inside the sandbox as their last argument, with their arity.
+DEST_OPTIONS = {"--bind": 2, "--ro-bind": 2, "--bind-try": 2, "--ro-bind-try": 2, "--dev-bind": 2, "--symlink": 2,
+                "--proc": 1, "--dev": 1, "--tmpfs": 1}
+OPTION_ARITY = {"--setenv": 2, "--uid": 1, "--gid": 1, "--cap-add": 1, "--cap-drop": 1, "--perms": 1, "--dir": 1,
+                "--remount-ro": 1, "--chdir": 1, **DEST_OPTIONS}
+
+
+def with_open_parents(options: list[str]) -> list[str]:
+    """``options`` with every missing parent folder of a destination made ``0755`` first. Without a user
+    namespace bwrap makes the folders leading to a mount point ``0700`` root's, which the sandbox uid could
+    not traverse (``/etc`` of ``/etc/php``, the folders above ``CODEBOX_HOME``). A ``--dir`` on a folder that
+    exists changes nothing."""
+    out: list[str] = []
+    index = 0
+    while index < len(options):
+        option = options[index]
+        arity = OPTION_ARITY.get(option, 0)
+        if option in DEST_OPTIONS:
+            dest = Path(options[index + arity])
+            for parent in reversed(dest.parents[:-1]):  # shallowest first, "/" left out
+                out += ["--perms", "0755", "--dir", str(parent)]
+        out += options[index:index + arity + 1]
+        index += arity + 1
+    return out
+
+
 def _system_view(env: dict[str, str], etc_entries: tuple[str, ...] | list[str], interpreter: str) -> list[str]:
     """The bwrap arguments both confined processes share: the environment given (after ``--clearenv``), the
     system folders read-only (their symlinks as symlinks), the ``/etc`` entries named, and the interpreter's
@@ -100,8 +164,7 @@ def bwrap_argv(*, bwrap: str, node: str, bridge_dir: Path, playground_home: Path
     are started from short-lived worker threads (a background seed boot lost its sidecar to SIGKILL when
     the starter thread ended). The sidecar already exits when its stdin closes, which happens when the
     owning process dies, however it dies (runtime/sidecar.py)."""
-    argv = [bwrap, "--unshare-all", "--share-net", "--clearenv",
-            "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL"]
+    argv, drop = sandbox_identity(bwrap, share_net=True)
     argv += _system_view(env, ETC_ENTRIES, node)
     argv += ["--proc", "/proc", "--dev", "/dev", "--bind", str(tmp_dir), "/tmp"]
     # External folders first, Codebox's own on top (a folder that contains CODEBOX_HOME stays
@@ -121,7 +184,9 @@ def bwrap_argv(*, bwrap: str, node: str, bridge_dir: Path, playground_home: Path
     if modules.is_symlink():  # a development checkout sharing another checkout's node_modules
         real = modules.resolve()
         argv += ["--ro-bind", str(real), str(real)]
-    argv += ["--chdir", str(bridge), Path(os.path.realpath(node)).as_posix()]
+    if drop:
+        argv = with_open_parents(argv)
+    argv += ["--chdir", str(bridge), *drop, Path(os.path.realpath(node)).as_posix()]
     return argv
 
 
@@ -171,11 +236,13 @@ def php_bwrap_argv(*, bwrap: str, php: str, binds: list[PathBind], env: dict[str
     system read-only, and nothing else of the host but ``binds`` (in order: later binds cover earlier
     ones, so a read-only file inside a writable folder stays read-only). ``--die-with-parent``: the
     calling thread waits for the process, so the whole sandbox dies with it or with a kill of bwrap."""
-    argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
-            "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL"]
+    head, drop = sandbox_identity(bwrap, share_net=False)
+    argv = [*head, "--die-with-parent", "--new-session"]
     argv += _system_view(env, PHP_ETC_ENTRIES, php)
     argv += ["--proc", "/proc", "--dev", "/dev"]
     for bind in binds:
         argv += ["--bind" if bind.writable else "--ro-bind", bind.source, bind.target]
-    argv += ["--chdir", chdir, Path(os.path.realpath(php)).as_posix()]
+    if drop:
+        argv = with_open_parents(argv)
+    argv += ["--chdir", chdir, *drop, Path(os.path.realpath(php)).as_posix()]
     return argv

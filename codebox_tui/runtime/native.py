@@ -29,7 +29,7 @@ from typing import IO, Any
 from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.errors import BadInputError, SandboxError
 from codebox_tui.runtime.backend import HttpResult, PhpResult, ProgressCallback, SandboxSpec
-from codebox_tui.runtime.confinement import PathBind, find_bwrap, php_bwrap_argv, readonly_dir
+from codebox_tui.runtime.confinement import PathBind, drops_to_sandbox_uid, find_bwrap, php_bwrap_argv, readonly_dir
 from codebox_tui.runtime.golden import copy_tree, ensure_golden_site
 from codebox_tui.runtime.mounts import remove_tree
 from codebox_tui.runtime.native_cgi import (
@@ -65,6 +65,7 @@ from codebox_tui.runtime.native_site import (
 from codebox_tui.runtime.native_worker import CHILDREN, MAX_REQUESTS, PhpWorker, kill_group
 from codebox_tui.runtime.playground import abandoned_sandbox_dirs, sandbox_mounts, sweep_abandoned_once
 from codebox_tui.runtime.reaper import OWNER_FILE
+from codebox_tui.runtime.sandbox_owner import hand_over_folders, reclaim
 from codebox_tui.runtime.wordpress_builds import resolve_build
 from codebox_tui.settings import CodeboxSettings, get_settings
 
@@ -78,6 +79,11 @@ DATA = "data"
 BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": TMP, "TMPDIR": TMP, "LANG": "C.UTF-8",
             "WP_CLI_CONFIG_PATH": f"{CONFIG_DIR}/wp-cli.yml"}
 PHP_MEMORY_LIMIT = "512M"
+# Processes (and threads) uid 65534 may have on the host while a PHP process of a sandbox forks: a fork bomb
+# stops there. Only when Codebox runs as root: then the sandbox runs as 65534 on the host, where the limit is
+# enforced (it counts every process of that uid: all sandboxes and sidecars); as a normal user it would count
+# the caller's own processes.
+MAX_SANDBOX_PROCESSES = 256
 # The sandbox's compiled-script cache: a file cache only (each command is a new process), in its own copy
 # of the seed a clean sandbox made (native_site.ensure_opcache_seed), timestamps checked.
 OPCACHE_ON = ["opcache.enable_cli=1", "opcache.enable=1", f"opcache.file_cache={OPCACHE_DIR}",
@@ -195,7 +201,8 @@ class NativeSandbox:
             budget = self._settings.sandbox_write_budget
             cpu_seconds = int(max(timeout_s, self._settings.command_timeout_s)) + 5  # the wall clock kills first
             limits = ["prlimit", f"--cpu={cpu_seconds}",
-                      *([f"--fsize={budget}"] if budget else []), "--"]
+                      *([f"--fsize={budget}"] if budget else []),
+                      *([f"--nproc={MAX_SANDBOX_PROCESSES}"] if drops_to_sandbox_uid() else []), "--"]
         bwrap = php_bwrap_argv(bwrap=self._bwrap, php=php_cgi_binary() if cgi else host_php().binary, binds=self._binds,
                                env={**BASE_ENV, **(env or {})}, chdir=CORE)
         return self.process_cap.wrap([*limits, *bwrap, *ini, *php_args])
@@ -460,6 +467,8 @@ class NativeBackend:
             if opcache_dir is not None:
                 binds += [PathBind(str(opcache_dir), OPCACHE_DIR, True), *shared_cache]
             binds += [PathBind(m["hostPath"], m["vfsPath"], _writable(m, work_dir)) for m in mounts]
+            hand_over_folders([Path(b.source) for b in binds if b.writable and Path(b.source).parent == work_dir]
+                              + ([opcache_dir] if opcache_seed is None and opcache_dir is not None else []))
         except BaseException:
             if relay is not None:
                 relay.close()
@@ -484,6 +493,7 @@ class NativeBackend:
             sandbox.run_php(SEED_CODE, 300)
         finally:
             sandbox.dispose()
+            reclaim(folder)  # every later sandbox reads it: its files are Codebox's, not the sandbox uid's
 
 
 def _opcache_copy(seed: Path, dest: Path) -> list[PathBind]:

@@ -35,6 +35,9 @@ MAX_REQUEST_HEADERS = 64
 MAX_REQUEST_HEADER_VALUE = 8 * 1024
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 HEADER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,99}$")
+# Response headers named so are the host's own report on the response (``x-codebox-problems``): a page that
+# sends one has it dropped and counted as malformed, so what the relay says cannot be forged or hidden.
+RELAY_HEADER_PREFIX = "x-codebox-"
 # Response headers the relay sets itself (the connection is its own business).
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "upgrade", "proxy-connection",
               "te", "trailer"}
@@ -218,6 +221,9 @@ def parse_cgi_response(raw: bytes, *, body_truncated: bool = False) -> CgiRespon
                 status = int(code)
             else:
                 skipped += 1
+            continue
+        if lower.startswith(RELAY_HEADER_PREFIX):  # the relay's own report: never the page's to write
+            skipped += 1
             continue
         headers.setdefault(lower, []).append(text_value)
     if status is None:  # RFC 3875: a Location without a Status is a redirect

@@ -6,7 +6,8 @@ network namespace is empty.
 
 Bounded on every side: a few requests in flight at once (:data:`WORKERS`; a request that finds no free slot in
 its timeout gets a 503), each with the run's per-request timeout (a 504 when it runs out), request bodies
-capped (413 before PHP starts), slow clients dropped after :data:`SOCKET_TIMEOUT_S`, and a request naming
+capped (413 before PHP starts), slow clients dropped after :data:`SOCKET_TIMEOUT_S` and at most
+:data:`MAX_CONNECTIONS` connections held at once (more are closed unread), and a request naming
 another host (DNS rebinding: a page elsewhere whose name now points at 127.0.0.1) refused with a 421.
 """
 
@@ -27,6 +28,8 @@ from codebox_tui.runtime.native_cgi import (
 BIND_ADDRESS = "127.0.0.1"  # never anything else: the preview is for this machine's browser only
 WORKERS = 4
 SOCKET_TIMEOUT_S = 30.0
+# Connections served at once (each holds a thread until it is answered or times out); more are closed unread.
+MAX_CONNECTIONS = 32
 Serve = Callable[[CgiRequest, float], CgiResponse]
 
 
@@ -63,6 +66,25 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = False
     relay: PreviewRelay
+    open_connections: threading.BoundedSemaphore
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.open_connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def process_request(self, request: object, client_address: object) -> None:
+        """A thread per connection, at most :data:`MAX_CONNECTIONS` at once: a connection past that is closed
+        unread, so idle or trickling clients (slowloris) cannot pile up threads in the Codebox process."""
+        if not self.open_connections.acquire(blocking=False):
+            self.shutdown_request(request)  # type: ignore[arg-type]
+            return
+        super().process_request(request, client_address)  # type: ignore[arg-type]
+
+    def process_request_thread(self, request: object, client_address: object) -> None:
+        try:
+            super().process_request_thread(request, client_address)  # type: ignore[arg-type]
+        finally:
+            self.open_connections.release()
 
 
 class _Handler(BaseHTTPRequestHandler):

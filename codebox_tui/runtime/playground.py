@@ -42,6 +42,7 @@ from codebox_tui.runtime.golden import (
 from codebox_tui.runtime.mounts import remove_tree, stage_readonly
 from codebox_tui.runtime.pool_worker import start_pool_worker
 from codebox_tui.runtime.reaper import OWNER_FILE
+from codebox_tui.runtime.sandbox_owner import hand_over_folders
 from codebox_tui.runtime.sidecar import Sidecar, abandoned_sidecar_files, process_alive
 from codebox_tui.runtime.wordpress_builds import WordPressBuild, resolve_build
 from codebox_tui.settings import CodeboxSettings, get_settings
@@ -388,6 +389,13 @@ def sandbox_mounts(spec: SandboxSpec, work_dir: Path, report: Callable[[str, Any
     return mounts
 
 
+def sandbox_written(mounts: list[dict[str, str]], work_dir: Path) -> list[Path]:
+    """The host folders of ``mounts`` that Codebox made inside ``work_dir`` for the sandbox to write (private
+    copies, the opcache copy), not the read-only ``.git`` shields."""
+    return [Path(m["hostPath"]) for m in mounts
+            if Path(m["hostPath"]).parent == Path(work_dir) and not Path(m["hostPath"]).name.startswith("git-shield-")]
+
+
 def _check_visible(sidecar: Sidecar, mounts: list[dict[str, str]], sandboxes_root: Path) -> None:
     """Fail closed when a mount's host folder is not among what the confined sidecar sees."""
     if not sidecar.confined:
@@ -586,6 +594,7 @@ class PlaygroundBackend:
 
     def _attach_mounts(self, sandbox: PlaygroundSandbox, spec: SandboxSpec, report: ProgressCallback) -> None:
         mounts = sandbox_mounts(spec, sandbox.work_dir, report)
+        hand_over_folders(sandbox_written(mounts, sandbox.work_dir))
         _check_visible(sandbox.sidecar, mounts, sandbox.work_dir.parent)
         if mounts:
             sandbox.sidecar.request("mount", {"sandbox": sandbox.id, "mounts": mounts}, 30.0)
@@ -620,6 +629,7 @@ class PlaygroundBackend:
             if opcache.is_dir():  # this sandbox's private copy of the opcache seed
                 mounts.append({"hostPath": str(opcache), "vfsPath": "/internal/shared/opcache"})
             mounts += sandbox_mounts(spec, work_dir, report)
+            hand_over_folders([site, *sandbox_written(mounts, work_dir)])
             remaining = max(1.0, spec.boot_timeout_s - (time.monotonic() - started))
             try:
                 sidecar = sidecar_future.result(timeout=remaining)

@@ -36,6 +36,7 @@ from codebox_tui.runtime.outcome import CommandOutcome
 from codebox_tui.runtime.playground import PlaygroundBackend, claim_owned_dir
 from codebox_tui.runtime.policy import Redactor, check_command, check_secret_values
 from codebox_tui.runtime.reaper import reap_in_background
+from codebox_tui.runtime.sandbox_owner import HandedOver, hand_back, hand_over
 from codebox_tui.runtime.special_modes import SPECIAL_MODE_FLAG, special_mode_entries, strip_new_special_modes
 from codebox_tui.settings import get_settings
 
@@ -113,6 +114,8 @@ class RunSession:
         self.reaper_pid: int | None = None
         # what already carried setuid/setgid/sticky bits before the boot, per written folder (_strip_special_modes)
         self._special_before: dict[int, set[str]] = {}
+        # :live folders handed to the sandbox's host uid for its life (runtime/sandbox_owner.py; as root only)
+        self._live_handed: list[HandedOver] = []
         self._events = open(self.run_dir / layout.EVENTS, "a", encoding="utf-8")
         self._commands = open(self.run_dir / layout.COMMANDS, "a", encoding="utf-8")
         self._runtime_log = open(self.run_dir / "logs" / "runtime.log", "a", encoding="utf-8")
@@ -192,6 +195,11 @@ class RunSession:
         self.emit("artifacts.baselines", {"count": len(self.baselines), "privateCopies": len(copies),
                                           "ms": int((time.monotonic() - started) * 1000)})
         self._special_before = {index: special_mode_entries(folder) for index, folder in self._written_folders()}
+        for mount in self.spec.mounts:
+            if mount.mode == "readwrite" and mount.live:
+                handed = hand_over(Path(mount.source), record=True)
+                if handed is not None:
+                    self._live_handed.append(handed)
         return dataclasses.replace(self.spec, private_copies=copies) if copies else self.spec
 
     def _written_folders(self) -> list[tuple[int, Path]]:
@@ -214,6 +222,16 @@ class RunSession:
                 self.extra_risk_flags.append(SPECIAL_MODE_FLAG)
             self.emit("sandbox.special-mode-bits", {"mount": index, "paths": stripped[:100], "count": len(stripped)},
                       level="warning")
+
+    def _hand_back_live_folders(self) -> None:
+        """After the sandbox is gone: each ``:live`` folder's entries get their owners back (as root only)."""
+        for handed in self._live_handed:
+            try:
+                hand_back(handed)
+            except OSError as error:
+                self.emit("runtime.owners-not-restored", {"folder": str(handed.root), "error": str(error)},
+                          level="error")
+        self._live_handed = []
 
     def mount_dir(self, index: int) -> Path:
         """The host folder that ``spec.mounts[index]`` shows the sandbox: the private copy of a
@@ -421,6 +439,7 @@ class RunSession:
                 sandbox.dispose()
             self.emit("runtime.disposed", {"disposeMs": int((time.monotonic() - started) * 1000)})
             self._strip_special_modes()
+        self._hand_back_live_folders()
         if self.status != "failed":
             self.status = "destroyed"
 

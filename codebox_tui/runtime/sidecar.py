@@ -28,6 +28,7 @@ from typing import Any
 
 from codebox_tui.errors import SandboxError
 from codebox_tui.runtime.confinement import FIX_HINT, Bind, bwrap_argv, find_bwrap, readonly_area
+from codebox_tui.runtime.sandbox_owner import hand_over_folders
 from codebox_tui.settings import NODE_BRIDGE_DIR
 from codebox_tui.versions import DEFAULT_PHP_VERSION
 
@@ -95,6 +96,7 @@ class Sidecar:
         if self.confined:
             assert sandboxes_root is not None
             readonly_area(sandboxes_root).mkdir(parents=True, exist_ok=True)
+            hand_over_folders([self.tmp_dir, home])  # the sidecar's own writable folders (when run as root)
             argv = [*bwrap_argv(bwrap=bwrap, node=node_path, bridge_dir=NODE_BRIDGE_DIR, playground_home=home,
                                 sandboxes_root=sandboxes_root, tmp_dir=self.tmp_dir, env=env, binds=binds),
                     *node_args]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -50,3 +51,17 @@ class PlaygroundSession:
         from codebox_tui.runtime.session import RunSession
 
         return RunSession(self.spec(**spec_kwargs), artifacts_root)  # type: ignore[arg-type]
+
+
+def node_pid(sidecar) -> int:  # type: ignore[no-untyped-def]
+    """The host pid of the sidecar's Node process (a descendant of bwrap when confined)."""
+    stack = [sidecar.pid]
+    while stack:
+        pid = stack.pop()
+        try:
+            if os.path.basename(os.readlink(f"/proc/{pid}/exe")) == "node":
+                return pid
+            stack.extend(int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split())
+        except OSError:
+            continue
+    raise AssertionError("no node process under the sidecar")

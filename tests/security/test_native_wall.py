@@ -5,6 +5,7 @@ afterwards. Child processes are used where they get past PHP's own checks, so th
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import textwrap
@@ -243,7 +244,11 @@ def test_the_hosts_sys_and_proc_stay_out_of_reach() -> None:
     assert "No such file or directory" in lines["net"] and "No such file or directory" in lines["dmi"], result.text
     assert [name for name in lines["proc-net"].split(",") if name] == ["lo"], result.text  # its own namespace only
     assert not set(host_interfaces) - {"lo"} & set(lines["proc-net"].split(",")), result.text
-    assert "No such file or directory" in lines["host-root"], result.text  # /proc/1 is bwrap inside the sandbox
+    # /proc/1 is bwrap inside the sandbox: its root is the sandbox's (or, when Codebox runs as root and the
+    # sandbox does not, not readable at all)
+    assert "No such file or directory" in lines["host-root"] or (
+        "Permission denied" in lines["host-root"] and "home" not in result.text.split("host-root:")[1].replace(
+            "/proc/1/root/home", "")), result.text
 
 
 def test_links_from_wp_content_to_a_host_file_reach_nothing_and_capture_does_not_follow_them(tmp_path: Path) -> None:
@@ -324,6 +329,12 @@ if ( $codebox_attack === 'huge-headers' ) {
 	for ( $i = 0; $i < 40; $i++ ) { header( "X-Huge-$i: " . str_repeat( 'h', 4000 ) ); }
 	exit;
 }
+if ( $codebox_attack === 'forge-report' ) {
+	header( 'X-Codebox-Problems: none' );
+	header( 'x-codebox-truncated: no' );
+	echo 'forged';
+	exit;
+}
 if ( $codebox_attack === 'huge-body' ) {
 	header( 'X-Odd: ' . "\x01\x7f\xfe\xff-end" );
 	$chunk = str_repeat( 'b', 1 << 20 );
@@ -402,6 +413,71 @@ def test_a_flood_of_headers_or_a_huge_body_is_capped_and_reported(preview_sandbo
     assert headers["x-odd"] == "\xfe\xff-end"  # control bytes dropped, the line kept
     assert raw_http(_port(preview_sandbox), "GET /?codebox-attack=many-headers")[0] == 502
     assert raw_http(_port(preview_sandbox), "GET /wp-includes/images/blank.gif")[0] == 200
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the process cap holds where the sandbox has a host uid of its own")
+def test_a_fork_bomb_stops_at_the_sandbox_process_cap(preview_sandbox: Any) -> None:
+    """PHP starts 400 sleeping children (a bounded fork bomb): when Codebox runs as root the sandbox runs as uid
+    65534 on the host, whose process count ``prlimit --nproc`` caps, so the children stop at the cap; they die
+    with the command."""
+    from codebox_tui.runtime.native import MAX_SANDBOX_PROCESSES
+
+    bomb = ("<?php $n = 0; $procs = []; for ($i = 0; $i < 400; $i++) {"
+            " $p = @proc_open(['sleep', '30'], [], $pipes); if ($p === false) { break; } $procs[] = $p; $n++; }"
+            " echo $n;")
+    result = preview_sandbox.run_php(bomb, 120)
+    assert result.exit_code == 0, result.errors
+    assert 0 < int(result.text) < MAX_SANDBOX_PROCESSES, result.text  # without the cap: all 400
+
+
+def test_a_page_cannot_write_the_relays_own_report_headers(preview_sandbox: Any) -> None:
+    """``x-codebox-problems`` is the host's report on a response (a cut body, skipped lines): a page that sends
+    its own (``none``, to hide a cut) has it dropped and counted, through the relay and in what the host records."""
+    status, headers, body = raw_http(_port(preview_sandbox), "GET /?codebox-attack=forge-report")
+    assert status == 200 and body == b"forged"
+    assert headers.get("x-codebox-problems") == "2 malformed header line(s) skipped", headers
+    assert "x-codebox-truncated" not in headers, headers
+    recorded = preview_sandbox.request("/?codebox-attack=forge-report", 120)
+    assert not [name for name in recorded.headers if name.startswith("x-codebox-")], recorded.headers
+
+
+def test_idle_connections_cannot_pile_up_threads_in_the_relay(preview_sandbox: Any) -> None:
+    """Slowloris: 150 connections that send half a request line and wait. The relay holds at most
+    MAX_CONNECTIONS of them (one thread each, in Codebox's own process) and closes the rest unread; once they
+    go, it serves again."""
+    import threading
+
+    from codebox_tui.runtime.native_preview import MAX_CONNECTIONS
+    from tests.factories.waiting import wait_until
+
+    port = _port(preview_sandbox)
+    before = threading.active_count()
+    idle: list[socket.socket] = []
+
+    def closed_by_relay() -> int:
+        count = 0
+        for connection in idle:
+            try:
+                count += connection.recv(1, socket.MSG_PEEK) == b""
+            except BlockingIOError:
+                pass
+        return count
+
+    try:
+        for _ in range(150):
+            connection = socket.create_connection(("127.0.0.1", port), timeout=30)
+            connection.sendall(b"GET / HTTP/1.1\r\n")
+            connection.setblocking(False)  # closed_by_relay peeks without waiting
+            idle.append(connection)
+        # every connection taken: held by a thread, or closed unread
+        wait_until(lambda: threading.active_count() - before + closed_by_relay() >= len(idle), timeout=60)
+        held = threading.active_count() - before
+    finally:
+        for connection in idle:
+            connection.close()
+    assert held <= MAX_CONNECTIONS, held  # without the cap: one thread per connection, 150
+    wait_until(lambda: threading.active_count() <= before, timeout=60)
+    assert raw_http(port, "GET /wp-includes/images/blank.gif")[0] == 200
 
 
 def test_the_relay_serves_no_file_outside_the_site(preview_sandbox: Any) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from codebox_tui.contracts.runtime import MountSpec
+from tests.factories.playground import node_pid
 from tests.factories.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,20 +33,6 @@ def booted(playground_session, **spec_kwargs):  # type: ignore[no-untyped-def]
         yield sandbox
     finally:
         sandbox.dispose()
-
-
-def node_pid(sidecar) -> int:  # type: ignore[no-untyped-def]
-    """The host pid of the sidecar's Node process (a descendant of bwrap when confined)."""
-    stack = [sidecar.pid]
-    while stack:
-        pid = stack.pop()
-        try:
-            if os.path.basename(os.readlink(f"/proc/{pid}/exe")) == "node":
-                return pid
-            stack.extend(int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split())
-        except OSError:
-            continue
-    raise AssertionError("no node process under the sidecar")
 
 
 def php_string(text: str) -> str:
@@ -247,7 +234,10 @@ def test_confined_sidecar_sees_only_what_it_needs(playground_session, tmp_path: 
             own_cmdlines = [(root / "proc" / p / "cmdline").read_bytes() for p in proc_pids]
     finally:
         del os.environ[secret_name]
-    assert uid_map[0] == "65534" and uid_map[2] == "1"  # uid 65534 inside, one id mapped
+    if os.geteuid() == 0:  # no user namespace: uid 65534 on the host itself (tests/security/test_sandbox_uid.py)
+        assert status["Uid"].split() == ["65534"] * 4 and uid_map == ["0", "0", "4294967295"], status["Uid"]
+    else:
+        assert uid_map[0] == "65534" and uid_map[2] == "1"  # uid 65534 inside, one id mapped
     assert status["CapEff"] == "0000000000000000" and status["CapBnd"] == "0000000000000000"
     assert status["NoNewPrivs"] == "1"
     assert len(status["NSpid"].split()) == 2  # its own PID namespace

@@ -150,6 +150,31 @@ def test_write_budget_counts_playgrounds_internal_files(playground_session: Any,
     assert hit and hit[0]["data"]["path"] == "/internal/shared/flood.bin", hit
 
 
+ENTRY_FLOOD = r"""<?php
+$d = '/wordpress/wp-content/uploads/entry-flood';
+@mkdir($d, 0777, true);
+$made = 0; $failed = false;
+for ($i = 0; $i < 20000; $i++) {
+    $ok = $i % 2 ? @touch("$d/f$i") : @mkdir("$d/d$i");
+    if (!$ok) { $failed = true; break; }
+    $made++;
+}
+echo json_encode(['made' => $made, 'failed' => $failed]);
+"""
+
+
+def test_write_budget_counts_empty_files_and_folders(playground_session: Any, tmp_path: Path,
+                                                    write_budget_64m: int) -> None:
+    """Empty files and folders cost no bytes, so 20,000 of them (host inodes and blocks) passed a byte budget
+    untouched. Each new entry now costs 4 KiB: the flood stops before 16,384 entries (64 MiB) and is flagged."""
+    with playground_session.new_run(tmp_path / "artifacts") as run:
+        result = run.execute("wordpress.run-php", ["code=" + ENTRY_FLOOD])
+        summary = run.capture()
+    php = json.JSONDecoder().raw_decode(result.stdout.strip())[0]  # PHP may print the quota warning after it
+    assert php["failed"] and php["made"] <= write_budget_64m // 4096, php  # without the charge: all 20,000
+    assert "write-budget-exceeded" in json.loads((Path(summary.path) / "files" / "review.json").read_text())["riskFlags"]
+
+
 def test_special_bits_that_get_past_the_guard_are_stripped_after_the_run(
         playground_session: Any, tmp_path: Path, user_folders: tuple[Path, Path]) -> None:
     """The check behind the guard: a file the sandbox wrote that carries a setuid bit once the sandbox is

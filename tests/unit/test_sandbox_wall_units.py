@@ -28,7 +28,8 @@ def test_external_binds_skip_the_sandboxes_root_and_merge_modes(tmp_path: Path) 
     assert not covered(str(other), root, binds, writable=True)
 
 
-def test_bwrap_argv_binds_only_what_the_sidecar_needs(tmp_path: Path) -> None:
+def test_bwrap_argv_binds_only_what_the_sidecar_needs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("codebox_tui.runtime.confinement.drops_to_sandbox_uid", lambda: False)  # a normal user
     root = tmp_path / "sandboxes"
     live = tmp_path / "plugin"
     (live / ".git").mkdir(parents=True)
@@ -47,6 +48,31 @@ def test_bwrap_argv_binds_only_what_the_sidecar_needs(tmp_path: Path) -> None:
     assert joined.index(f"--bind {root} {root}") < joined.index(f"--ro-bind {root / '.readonly'}")
     assert "/root" not in argv and str(Path.home()) not in argv
     assert readonly_dir(root / "sandbox-x") == root / ".readonly" / "sandbox-x"
+
+
+def test_as_root_the_walls_drop_to_the_sandbox_uid_on_the_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No user namespace (it would map 65534 to root): bwrap builds the mounts, setpriv drops to 65534 with no
+    groups or capabilities just before the program, and every folder leading to a mount point is 0755."""
+    from codebox_tui.runtime.confinement import PathBind, php_bwrap_argv
+
+    monkeypatch.setattr("codebox_tui.runtime.confinement.drops_to_sandbox_uid", lambda: True)
+    root = tmp_path / "sandboxes"
+    sidecar = bwrap_argv(bwrap="/usr/bin/bwrap", node="/usr/bin/node", bridge_dir=tmp_path / "bridge",
+                         playground_home=tmp_path / "pg-home", sandboxes_root=root, tmp_dir=tmp_path / "t",
+                         env={}, binds=())
+    php = php_bwrap_argv(bwrap="/usr/bin/bwrap", php="/usr/bin/php", env={}, chdir="/wordpress",
+                         binds=[PathBind(str(tmp_path / "core"), "/wordpress", False)])
+    for argv, net in ((sidecar, False), (php, True)):
+        joined = " ".join(argv)
+        assert "--unshare-all" not in argv and "--uid" not in argv and "--unshare-user" not in argv
+        assert ("--unshare-net" in argv) is net and "--unshare-pid" in argv
+        assert "--cap-drop ALL --cap-add CAP_SETUID --cap-add CAP_SETGID --cap-add CAP_SETPCAP" in joined
+        drop = argv.index("--reuid=65534")
+        assert argv[drop - 1].endswith("setpriv") and argv[drop + 1:drop + 6] == [
+            "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--"]
+        assert argv[drop + 6] in ("/usr/bin/node", "/usr/bin/php") or argv[drop + 6].startswith("/")
+        assert "--perms 0755 --dir /etc" in joined
+    assert f"--perms 0755 --dir {root.parent} " in " ".join(sidecar)
 
 
 def test_abandoned_sidecar_files_are_those_of_dead_owners(tmp_path: Path) -> None:

@@ -7,7 +7,8 @@
 //    file or folder on the host;
 //  - a write budget (CODEBOX_WRITE_BUDGET bytes; 0 = none) per PHP worker thread, and so per sandbox
 //    (each sandbox runs its PHP in one worker of its own): the bytes by which writes and truncations
-//    grow host files are counted, and once the next one would pass the budget it fails with EDQUOT
+//    grow host files are counted (and 4 KiB for each new file, folder or link), and once the next one
+//    would pass the budget it fails with EDQUOT
 //    ("Disk quota exceeded" in PHP). The main thread is told on a broadcast channel which host file hit
 //    the budget, so the sidecar can flag the sandbox that owns it (sidecar.mjs).
 import fs from 'node:fs';
@@ -16,6 +17,7 @@ import { BroadcastChannel, isMainThread } from 'node:worker_threads';
 
 export const SPECIAL_MODE_BITS = 0o7000;
 export const BUDGET_CHANNEL = 'codebox-write-budget';
+const ENTRY_BYTES = 4096; // what a new file, folder or link costs the budget, whatever it holds
 
 function plainMode(mode) {
   if (typeof mode === 'number') return mode & ~SPECIAL_MODE_BITS;
@@ -121,8 +123,23 @@ if (budget && roots.length && !isMainThread) {
   };
   chargeBudget = charge;
 
-  const { openSync, closeSync, writeSync, ftruncateSync, truncateSync, writeFileSync, appendFileSync } = fs;
+  const { openSync, closeSync, writeSync, ftruncateSync, truncateSync, writeFileSync, appendFileSync, mkdirSync,
+    symlinkSync } = fs;
+  // Each new file, folder or link costs ENTRY_BYTES (a block and an inode on the host), charged before it is
+  // made: a flood of empty files or folders would otherwise cost nothing (docs/security.md, attack round three).
+  const isNew = (file) => budgeted(file) && !fs.existsSync(file);
+  const creates = (flags) => (typeof flags === 'number' ? (flags & fs.constants.O_CREAT) !== 0
+    : typeof flags === 'string' && /[wax]/.test(flags));
+  fs.mkdirSync = function (dir, ...rest) {
+    if (isNew(dir)) charge(ENTRY_BYTES, dir);
+    return mkdirSync.call(this, dir, ...rest);
+  };
+  fs.symlinkSync = function (target, link, ...rest) {
+    if (isNew(link)) charge(ENTRY_BYTES, link);
+    return symlinkSync.call(this, target, link, ...rest);
+  };
   fs.openSync = function (file, ...rest) {
+    if (creates(rest[0]) && isNew(file)) charge(ENTRY_BYTES, file);
     const fd = openSync.call(this, file, ...rest);
     sizes.delete(fd);
     if (budgeted(file)) paths.set(fd, file);
@@ -167,7 +184,7 @@ if (budget && roots.length && !isMainThread) {
   };
   const dataLength = (data) => (typeof data === 'string' ? Buffer.byteLength(data) : (data && data.byteLength) || 0);
   fs.writeFileSync = function (file, data, ...rest) {
-    if (budgeted(file)) charge(dataLength(data) - sizeOf(() => fs.statSync(file)), file);
+    if (budgeted(file)) charge(dataLength(data) - sizeOf(() => fs.statSync(file)) + (isNew(file) ? ENTRY_BYTES : 0), file);
     else if (paths.has(file)) charge(dataLength(data), paths.get(file));
     return writeFileSync.call(this, file, data, ...rest);
   };

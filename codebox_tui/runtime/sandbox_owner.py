@@ -1,0 +1,162 @@
+"""The folders a sandbox writes, handed to its unprivileged host uid when Codebox runs as root
+(docs/security.md, "Running as root").
+
+When Codebox runs as root the sandbox's processes run as uid/gid 65534 on the host
+(:func:`~codebox_tui.runtime.confinement.drops_to_sandbox_uid`), so the folders they must write are made
+that uid's before the first sandboxed process starts, and nothing else is: the site copy and the sandbox's
+own folder (private copies, temp, opcache), the sidecar's temp folder and Playground home, and each
+``:live`` folder for the life of the sandbox. Everything the sandbox may only read stays root's, so a
+read-write bind does not make a root-owned file in it writable.
+
+A ``:live`` folder is the user's: its owners are recorded (by device and inode) before the hand-over and
+put back after the sandbox is gone; what the sandbox created gets the folder's own owner. Every change
+goes through a folder descriptor and never follows a link (``os.fwalk``, ``follow_symlinks=False``).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codebox_tui.runtime.confinement import SANDBOX_UID, drops_to_sandbox_uid
+
+Owner = tuple[int, int]
+SPECIAL_BITS = stat.S_ISUID | stat.S_ISGID  # chown clears them on files, even as root
+
+
+@dataclass
+class HandedOver:
+    """What :func:`hand_over` changed under one folder: the previous owner of each entry, by (dev, ino)."""
+
+    root: Path
+    owner: Owner  # the folder's own owner before: what new entries get back
+    owners: dict[tuple[int, int], Owner] = field(default_factory=dict)
+    special_modes: dict[tuple[int, int], int] = field(default_factory=dict)  # files whose setuid/setgid chown cleared
+
+
+def _chown(name: str | int, uid: int, gid: int, dir_fd: int | None) -> None:
+    try:
+        if isinstance(name, int):
+            os.fchown(name, uid, gid)
+        else:
+            os.chown(name, uid, gid, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:  # gone meanwhile (a sandbox still running can remove what it wrote)
+        pass
+
+
+def _walk(root: Path) -> Iterator[tuple[str, os.stat_result, int]]:
+    """(name, stat, dir_fd) of every entry under ``root`` (not ``root`` itself), links never followed."""
+    for _path, dirs, files, dir_fd in os.fwalk(root, follow_symlinks=False):
+        for name in [*dirs, *files]:
+            try:
+                info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            yield name, info, dir_fd
+
+
+def _open_root(root: Path) -> int:
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    if not stat.S_ISDIR(os.fstat(fd).st_mode):  # O_DIRECTORY already refuses; belt and braces
+        os.close(fd)
+        raise NotADirectoryError(str(root))
+    return fd
+
+
+def hand_over(root: Path, *, record: bool = False) -> HandedOver | None:
+    """Make ``root`` and everything under it the sandbox uid's (nothing when Codebox does not run as root).
+    ``record`` (a user's ``:live`` folder): remember every previous owner, for :func:`hand_back`, and leave
+    what its owner made read-only (no owner write bit) to its owner: the sandbox could write it only as
+    that owner, and it now runs as someone else."""
+    if not drops_to_sandbox_uid():
+        return None
+    fd = _open_root(root)
+    try:
+        info = os.fstat(fd)
+        handed = HandedOver(root, (info.st_uid, info.st_gid))
+        if record:
+            handed.owners[(info.st_dev, info.st_ino)] = handed.owner
+        if not record:  # Codebox's own fresh copy: every entry, no stat needed (a site copy: ~3,000 entries)
+            for _path, dirs, files, dir_fd in os.fwalk(root, follow_symlinks=False):
+                for name in [*dirs, *files]:
+                    _chown(name, SANDBOX_UID, SANDBOX_UID, dir_fd)
+            _chown(fd, SANDBOX_UID, SANDBOX_UID, None)
+            return handed
+        for name, entry, dir_fd in _walk(root):
+            if record:
+                handed.owners[(entry.st_dev, entry.st_ino)] = (entry.st_uid, entry.st_gid)
+                if stat.S_ISREG(entry.st_mode) and entry.st_mode & SPECIAL_BITS:
+                    handed.special_modes[(entry.st_dev, entry.st_ino)] = stat.S_IMODE(entry.st_mode)
+            if record and not entry.st_mode & stat.S_IWUSR:
+                continue
+            if (entry.st_uid, entry.st_gid) != (SANDBOX_UID, SANDBOX_UID):
+                _chown(name, SANDBOX_UID, SANDBOX_UID, dir_fd)
+        _chown(fd, SANDBOX_UID, SANDBOX_UID, None)
+    finally:
+        os.close(fd)
+    return handed
+
+
+def hand_back(handed: HandedOver | None) -> None:
+    """After the sandbox is gone: every entry under the folder the sandbox uid owns gets its recorded owner
+    back (an entry the sandbox created: the folder's own owner)."""
+    if handed is None:
+        return
+    fd = _open_root(handed.root)
+    try:
+        for name, entry, dir_fd in _walk(handed.root):
+            if entry.st_uid == SANDBOX_UID or entry.st_gid == SANDBOX_UID:
+                uid, gid = handed.owners.get((entry.st_dev, entry.st_ino), handed.owner)
+                _chown(name, uid, gid, dir_fd)
+                mode = handed.special_modes.get((entry.st_dev, entry.st_ino))
+                if mode is not None:  # the user's own setuid/setgid file: its bits back, after the chown
+                    _restore_mode(name, mode, dir_fd)
+        info = os.fstat(fd)
+        _chown(fd, *handed.owners.get((info.st_dev, info.st_ino), handed.owner), None)
+    finally:
+        os.close(fd)
+
+
+def _restore_mode(name: str, mode: int, dir_fd: int) -> None:
+    """``chmod`` of a file or folder through a descriptor opened without following links (Linux has no
+    lchmod)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=dir_fd)
+    except OSError:
+        return
+    try:
+        kind = os.fstat(fd).st_mode
+        if stat.S_ISREG(kind) or stat.S_ISDIR(kind):
+            os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def hand_over_folders(folders: list[Path]) -> None:
+    """:func:`hand_over` each folder Codebox made for the sandbox (no owners to remember)."""
+    for folder in folders:
+        hand_over(folder)
+
+
+def reclaim(folder: Path) -> None:
+    """Make everything under ``folder`` Codebox's own again and readable by all (a folder the sandbox wrote
+    that outlives it and is bound read-only into later sandboxes: the opcache seed, whose folders PHP makes
+    ``0700``). Links are left as they are."""
+    if not drops_to_sandbox_uid():
+        return
+    uid, gid = os.geteuid(), os.getegid()
+    for name, entry, dir_fd in _walk(folder):
+        if stat.S_ISLNK(entry.st_mode):
+            continue
+        _chown(name, uid, gid, dir_fd)
+        readable = 0o755 if stat.S_ISDIR(entry.st_mode) else 0o644
+        _restore_mode(name, readable, dir_fd)
+    fd = _open_root(folder)
+    try:
+        os.fchown(fd, uid, gid)
+        os.fchmod(fd, 0o755)
+    finally:
+        os.close(fd)
