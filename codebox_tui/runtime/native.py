@@ -467,7 +467,8 @@ class NativeBackend:
             if opcache_dir is not None:
                 binds += [PathBind(str(opcache_dir), OPCACHE_DIR, True), *shared_cache]
             binds += [PathBind(m["hostPath"], m["vfsPath"], _writable(m, work_dir)) for m in mounts]
-            hand_over_folders([Path(b.source) for b in binds if b.writable and Path(b.source).parent == work_dir]
+            hand_over_folders([Path(b.source) for b in binds
+                               if b.writable and Path(b.source).parent in (work_dir, disk.folder)]
                               + ([opcache_dir] if opcache_seed is None and opcache_dir is not None else []))
         except BaseException:
             if relay is not None:
