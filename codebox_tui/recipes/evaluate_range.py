@@ -49,11 +49,9 @@ def check_evaluation_backend(backend: str | None) -> str:
     """The backend an evaluation runs on (``None``: ``CODEBOX_BACKEND``; an unknown name is a BadInputError whose
     ``field`` is ``backend``). Both backends evaluate: the native one serves the probes' pages through its own
     preview (docs/backends.md)."""
-    from codebox_tui.runtime.backends import backend_name, check_features
+    from codebox_tui.runtime.backends import backend_name
 
-    chosen = backend_name(backend)
-    check_features(chosen, holds_preview=False)
-    return chosen
+    return backend_name(backend)
 
 
 def check_evaluation_inputs(plugin_dir: Path, patch_file: Path | None, git_range: str | None, *, wp: str,

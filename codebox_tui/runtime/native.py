@@ -363,9 +363,6 @@ class NativeBackend:
         if spec.blueprint is not None:
             raise BadInputError("blueprints need the Playground backend; use --backend playground",
                                 code="native-unsupported", field="blueprint")
-        if spec.preview_port is not None:
-            raise BadInputError("the native backend has no live preview yet; use --backend playground",
-                                code="native-unsupported", field="preview")
         check_native_mount_targets([m.target for m in [*spec.mounts, *spec.extra_mounts]])
         find_bwrap()
         started = time.monotonic()
@@ -390,7 +387,7 @@ class NativeBackend:
         sandbox_id = "sandbox-native-" + secrets.token_hex(6)
         work_dir = sandboxes_root / sandbox_id
         work_dir.mkdir()
-        relay = PreviewRelay(self.settings.command_timeout_s) if preview else None
+        relay = PreviewRelay(self.settings.command_timeout_s, spec.preview_port or 0) if preview else None
         try:
             (work_dir / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
             readonly_dir(work_dir).mkdir(parents=True, exist_ok=True)
