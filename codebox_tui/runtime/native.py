@@ -190,6 +190,11 @@ class NativeSandbox:
         return self._basedir
 
     @property
+    def base_env(self) -> dict[str, str]:
+        """The environment every confined process starts with."""
+        return dict(BASE_ENV)
+
+    @property
     def bwrap(self) -> str:
         return self._bwrap
 

@@ -18,14 +18,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from codebox_tui.errors import SandboxError
 from codebox_tui.runtime.confinement import PathBind, php_bwrap_argv
+from codebox_tui.runtime.native_site import CORE, host_php
 from codebox_tui.settings import NODE_BRIDGE_DIR, get_settings
-
-if TYPE_CHECKING:
-    from codebox_tui.runtime.native import NativeSandbox
 
 # Where the Node bridge's code is shown inside the wall (read-only), and its installed packages.
 SHELL_DIR = "/codebox-shell"
@@ -33,6 +31,26 @@ SHELL_SCRIPT = "native-shell.mjs"
 # Room for the JSON answer around the command's own output (escaping can grow text up to six times).
 ANSWER_OVERHEAD_BYTES = 1024 * 1024
 Runner = Callable[[list[str], bytes, int], tuple[int, bytes, bytes]]
+
+
+class NativeSandboxWall(Protocol):
+    """What the shell needs of a native sandbox (runtime/native.py's NativeSandbox)."""
+
+    @property
+    def bwrap(self) -> str: ...
+
+    @property
+    def binds(self) -> list[PathBind]: ...
+
+    @property
+    def basedir(self) -> str: ...
+
+    @property
+    def base_env(self) -> dict[str, str]: ...
+
+    def process_limits(self, timeout_s: float) -> list[str]: ...
+
+    def php_ini_args(self, *, opcache: bool, cgi: bool = False) -> list[str]: ...
 
 
 def shell_binds() -> list[PathBind]:
@@ -46,14 +64,11 @@ def shell_binds() -> list[PathBind]:
     return binds
 
 
-def shell_argv(sandbox: NativeSandbox, timeout_s: float) -> list[str]:
+def shell_argv(sandbox: NativeSandboxWall, timeout_s: float) -> list[str]:
     """``prlimit … bwrap … node native-shell.mjs``: the sandbox's wall around the Node shell."""
-    from codebox_tui.runtime.native import BASE_ENV
-    from codebox_tui.runtime.native_site import CORE
-
     node = _node_binary()
     bwrap = php_bwrap_argv(bwrap=sandbox.bwrap, php=node, binds=[*sandbox.binds, *shell_binds()],
-                           env=dict(BASE_ENV), chdir=CORE)
+                           env=dict(sandbox.base_env), chdir=CORE)
     return [*sandbox.process_limits(timeout_s), *bwrap, f"{SHELL_DIR}/bridge/{SHELL_SCRIPT}"]
 
 
@@ -66,13 +81,10 @@ def _node_binary() -> str:
     return os.path.realpath(found)
 
 
-def run_shell(sandbox: NativeSandbox, params: dict[str, Any], timeout_s: float, run: Runner) -> dict[str, Any]:
+def run_shell(sandbox: NativeSandboxWall, params: dict[str, Any], timeout_s: float, run: Runner) -> dict[str, Any]:
     """Run one exec request (:func:`codebox_tui.runtime.exec.run_exec`'s ``params``) in ``sandbox``'s wall and
     return the shell's answer, checked to be a JSON object of bounded size."""
-    from codebox_tui.runtime.native import BASE_ENV
-    from codebox_tui.runtime.native_site import CORE, host_php
-
-    php = {"binary": os.path.realpath(host_php().binary), "cwd": CORE, "env": dict(BASE_ENV),
+    php = {"binary": os.path.realpath(host_php().binary), "cwd": CORE, "env": dict(sandbox.base_env),
            "runArgs": sandbox.php_ini_args(opcache=True), "probeArgs": sandbox.php_ini_args(opcache=False),
            "roots": [root for root in sandbox.basedir.split(":") if root]}
     limits = params.get("limits") or {}
