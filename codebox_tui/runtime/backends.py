@@ -83,11 +83,3 @@ def check_features(name: str, *, preview_bind: str | None = None) -> None:
         raise BadInputError(f"--preview-bind {preview_bind}: the native backend's preview listens on 127.0.0.1 "
                             "only; drop --preview-bind or use --backend playground", code="native-preview-bind",
                             field="preview-bind")
-
-
-def check_exec(name: str, flow: str) -> None:
-    """Refuse, before anything boots, a ``flow`` that needs the sandbox's shell (``codebox exec``: an agent's
-    workspace tools) on a backend that has none yet: native (the message names the way out)."""
-    if name == "native":
-        raise BadInputError(f"the native backend has no sandbox shell yet, which {flow} needs; use --backend "
-                            "playground", code="native-unsupported", field="backend")

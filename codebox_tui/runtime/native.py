@@ -167,9 +167,10 @@ class NativeSandbox:
                                env={**BASE_ENV, **(env or {})}, chdir=CORE)
         return [*self.process_limits(timeout_s), *bwrap, *self.php_ini_args(opcache=opcache, cgi=cgi), *php_args]
 
-    def php_ini_args(self, *, opcache: bool, cgi: bool = False) -> list[str]:
-        """PHP's ``-d`` settings for every confined PHP process (``opcache``, ``cgi``: as :meth:`php_argv`)."""
-        settings = [f"open_basedir={self._basedir}", f"sys_temp_dir={TMP}", f"upload_tmp_dir={TMP}",
+    def php_ini_args(self, *, opcache: bool, cgi: bool = False, basedir: str | None = None) -> list[str]:
+        """PHP's ``-d`` settings for every confined PHP process (``opcache``, ``cgi``: as :meth:`php_argv`;
+        ``basedir``: another ``open_basedir`` than the sandbox's, for Codebox's own file helper)."""
+        settings = [f"open_basedir={basedir or self._basedir}", f"sys_temp_dir={TMP}", f"upload_tmp_dir={TMP}",
                     f"memory_limit={PHP_MEMORY_LIMIT}", "display_errors=" + ("1" if cgi else "stderr"), "log_errors=0",
                     "auto_prepend_file=", "auto_append_file=", "user_ini.filename=", "cgi.fix_pathinfo=0",
                     "expose_php=0"]

@@ -50,7 +50,7 @@ class NativeSandboxWall(Protocol):
 
     def process_limits(self, timeout_s: float) -> list[str]: ...
 
-    def php_ini_args(self, *, opcache: bool, cgi: bool = False) -> list[str]: ...
+    def php_ini_args(self, *, opcache: bool, cgi: bool = False, basedir: str | None = None) -> list[str]: ...
 
 
 def shell_binds() -> list[PathBind]:
@@ -81,12 +81,27 @@ def _node_binary() -> str:
     return os.path.realpath(found)
 
 
+def folders_above(roots: list[str]) -> list[str]:
+    """The folders that lead to a root and are no root themselves (``/workspace`` above a mount at
+    ``/workspace/plugin``): the shell lists them (Codebox's file helper may open them), nothing more."""
+    above: set[str] = set()
+    for root in roots:
+        parts = [part for part in root.split("/") if part]
+        for depth in range(1, len(parts)):
+            folder = "/" + "/".join(parts[:depth])
+            if not any(folder == r or folder.startswith(r.rstrip("/") + "/") for r in roots):
+                above.add(folder)
+    return sorted(above)
+
+
 def run_shell(sandbox: NativeSandboxWall, params: dict[str, Any], timeout_s: float, run: Runner) -> dict[str, Any]:
     """Run one exec request (:func:`codebox_tui.runtime.exec.run_exec`'s ``params``) in ``sandbox``'s wall and
     return the shell's answer, checked to be a JSON object of bounded size."""
+    roots = [root for root in sandbox.basedir.split(":") if root]
     php = {"binary": os.path.realpath(host_php().binary), "cwd": CORE, "env": dict(sandbox.base_env),
-           "runArgs": sandbox.php_ini_args(opcache=True), "probeArgs": sandbox.php_ini_args(opcache=False),
-           "roots": [root for root in sandbox.basedir.split(":") if root]}
+           "runArgs": sandbox.php_ini_args(opcache=True),
+           "probeArgs": sandbox.php_ini_args(opcache=False, basedir=":".join([*roots, *folders_above(roots)])),
+           "roots": roots, "above": folders_above(roots)}
     limits = params.get("limits") or {}
     limit = 8 * int(limits.get("maxOutputBytes") or 1) + ANSWER_OVERHEAD_BYTES
     code, out, err = run(shell_argv(sandbox, timeout_s), json.dumps({**params, "php": php}).encode(), limit)

@@ -86,7 +86,11 @@ function nativeApi(php) {
     if (!name || name === '.' || name === '..') throw refused(path);
     return `${(await real(path.slice(0, slash) || '/')).replace(/\/$/, '')}/${name}`;
   };
+  // the folders that lead to a root (`/workspace` above `/workspace/plugin`): seen as folders, nothing more
+  // (the file helper lists them: its open_basedir has them, native_shell.folders_above)
+  const above = new Set(php.above || []);
   const kind = async (path) => {
+    if (above.has(path)) return { isDirectory: () => true, isFile: () => false };
     const found = await within(roots, path);
     if (found === null) return null;
     try {
