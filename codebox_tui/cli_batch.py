@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from codebox_tui.batch.progress import ProgressTable
-from codebox_tui.cliutil import JsonOption, emit_json, exit_with, show
+from codebox_tui.cliutil import BACKEND_HELP, JsonOption, emit_json, exit_with, show
 from codebox_tui.errors import ExitCode
 
 
@@ -29,6 +29,9 @@ def register(app: typer.Typer) -> None:
                                                                             "private local Ray instance)"),
         artifacts_dir: Path | None = typer.Option(None, "--artifacts-dir", "--artifacts",
                                                      help="Where the bundles go (on this machine)."),
+        backend: str | None = typer.Option(None, "--backend", help=BACKEND_HELP + " The default of every item that "
+                                           "names no backend of its own (an item's `backend`, a recipe's "
+                                           "runtime.backend)."),
         json_out: bool = JsonOption,
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
     ) -> None:
@@ -38,9 +41,10 @@ def register(app: typer.Typer) -> None:
         cancelled, 2 for a malformed batch file (nothing runs), 130 when interrupted."""
         from codebox_tui.batch import parse_batch_file, run_batch
         from codebox_tui.durations import parse_duration
+        from codebox_tui.runtime.backends import backend_name
 
         timeout_s = parse_duration(timeout, "--timeout") if timeout else None
-        items = parse_batch_file(file)
+        items = parse_batch_file(file, default_backend=backend_name(backend) if backend is not None else None)
         table = ProgressTable(quiet=quiet)
         try:
             outcome = run_batch(items, concurrency=concurrency, timeout_s=timeout_s, retries=retries,

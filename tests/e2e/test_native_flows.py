@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,24 @@ def test_the_example_episode_plan_with_its_page_observation_runs_on_native(tmp_p
     assert "observed http-response" in out.stderr and "episode completed" in out.stderr
     (bundle,) = (tmp_path / "artifacts").iterdir()
     assert json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"] == "native"
+
+
+def test_batch_backend_runs_an_item_that_names_none_natively(tmp_path: Path) -> None:
+    """`codebox batch --backend native` on a real private Ray: the plugin-probe recipe (no runtime.backend of its
+    own) runs on the native backend, at the host's PHP, and its bundle comes back verified."""
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text(json.dumps({"kind": "recipe-run", "id": "probe", "recipe": str(RECIPES / "plugin-probe.json"),
+                                 "root": str(REPO / "examples")}) + "\n")
+    short = tempfile.mkdtemp(prefix="cbx-", dir="/tmp")  # Ray's socket paths must stay under 108 bytes
+    try:
+        out = _codebox(tmp_path, "batch", str(batch), "--backend", "native", "--artifacts",
+                       str(tmp_path / "artifacts"), "--json", "-q", env={"TMPDIR": short})
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    doc = json.loads(out.stdout)
+    [item] = doc["items"]
+    assert item["state"] == "completed", item
+    bundles = [p.parent for p in (tmp_path / "artifacts").rglob("manifest.json")]
+    assert len(bundles) == 1
+    assert _runtime(str(bundles[0])) == {"backend": "native", "php": _host_php()}
