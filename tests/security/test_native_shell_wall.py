@@ -117,3 +117,22 @@ def test_php_run_by_an_exec_command_reaches_no_host_listener(native_run: Any) ->
     assert "direct:failed" in result.stdout and "child:failed" in result.stdout, result.stdout + result.stderr
     assert "loaded" in result.stdout
     assert not reached
+
+
+def test_the_shell_sees_only_what_php_may_open(native_run: Any) -> None:
+    """Inside the wall the system (`/usr`, PHP's `/etc/php`) and the shell's own code are readable, but the shell
+    sees only PHP's open_basedir folders, as on Playground: reading them directly, or through links a child of the
+    sandbox's PHP planted in uploads, finds nothing."""
+    uploads = "/wordpress/wp-content/uploads"
+    ini = next(Path("/etc/php").glob("*/cli/php.ini"))
+    # PHP's open_basedir refuses such links, so a child process makes them (children run inside the wall)
+    plant = (f"<?php @mkdir('{uploads}', 0777, true);"
+             f" echo shell_exec('ln -s {ini} {uploads}/ini-link && ln -s /codebox-shell/bridge {uploads}/shell-link"
+             " && echo planted');")
+    planted = native_run.sandbox.run_php(plant, 60)
+    assert "planted" in planted.text, planted.text + planted.errors
+    for command in (f"cat {ini}", f"cat {uploads}/ini-link", "ls /codebox-shell/bridge", f"ls {uploads}/shell-link",
+                    f"cat {uploads}/shell-link/exec.mjs", "cat /usr/share/php/../../../etc/php/*/cli/php.ini"):
+        result = ex(native_run, command)
+        assert "[PHP]" not in result.stdout and "runExec" not in result.stdout, (command, result.stdout[:200])
+        assert result.exitCode != 0, (command, result.stdout[:200])
