@@ -93,3 +93,25 @@ def test_mounts_over_the_native_configuration_are_refused() -> None:
         with pytest.raises(BadInputError) as caught:
             check_mount_targets("native", ["/ok", target])
         assert caught.value.code == "invalid-mount" and caught.value.field == "mounts[1]"
+
+
+def test_a_fixed_preview_port_is_used_or_refused_saying_why() -> None:
+    """``--preview-port`` on native: the relay listens on that port of 127.0.0.1, and a port already taken fails
+    the boot with ``preview-port-unavailable`` naming it."""
+    import socket
+
+    from codebox_tui.errors import SandboxError
+    from codebox_tui.runtime.native_preview import PreviewRelay
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        with pytest.raises(SandboxError) as caught:
+            PreviewRelay(5.0, port)
+        assert caught.value.code == "preview-port-unavailable" and str(port) in caught.value.message
+    relay = PreviewRelay(5.0, port)  # free again
+    try:
+        assert relay.port == port and relay.url == f"http://127.0.0.1:{port}"
+    finally:
+        relay.close()
