@@ -141,9 +141,6 @@ def run_agent_task(request: AgentTaskRequest, *, progress: ProgressListener | No
     """Run one agent task and return its outcome; bad input is raised before anything boots, everything
     after boot (a crashing agent, a refused tool, a sandbox failure) is in the outcome. ``registry`` adds a
     caller's own host tools (default: :func:`default_registry`)."""
-    from codebox_tui.runtime.backends import backend_name, check_exec
-
-    check_exec(backend_name(request.backend), "an agent task's workspace tools")
     registry = registry or default_registry()
     bridge = build_bridge(request, registry)
     policy = runtime_policy(request, bridge)

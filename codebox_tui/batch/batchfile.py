@@ -18,8 +18,10 @@ MAX_ITEMS = 10_000
 MAX_LINE_BYTES = 1024 * 1024
 
 
-def parse_batch_text(text: str, *, base_dir: Path, name: str = "batch") -> list[BatchItem]:
-    """Every item of a batch file's text; relative paths in items are resolved against ``base_dir``."""
+def parse_batch_text(text: str, *, base_dir: Path, name: str = "batch",
+                     default_backend: str | None = None) -> list[BatchItem]:
+    """Every item of a batch file's text; relative paths in items are resolved against ``base_dir``;
+    ``default_backend`` (``--backend``) is the backend of every item that names none of its own."""
     items: list[BatchItem] = []
     seen: set[str] = set()
     for number, raw in enumerate(text.splitlines(), start=1):
@@ -38,7 +40,8 @@ def parse_batch_text(text: str, *, base_dir: Path, name: str = "batch") -> list[
         if not isinstance(obj, dict):
             raise BadInputError(f"{where}: expected a JSON object with a \"kind\"", code="invalid-batch-item",
                                 field=f"line {number}")
-        item = item_from_json(obj, base_dir=base_dir, where=where, default_id=f"item-{len(items) + 1}")
+        item = item_from_json(obj, base_dir=base_dir, where=where, default_id=f"item-{len(items) + 1}",
+                              default_backend=default_backend)
         item.line = number
         if item.id in seen:
             raise BadInputError(f"{where}, field 'id': {item.id!r} is already used by an earlier item",
@@ -52,7 +55,7 @@ def parse_batch_text(text: str, *, base_dir: Path, name: str = "batch") -> list[
     return items
 
 
-def parse_batch_file(path: Path) -> list[BatchItem]:
+def parse_batch_file(path: Path, *, default_backend: str | None = None) -> list[BatchItem]:
     """A batch file's items (see :func:`parse_batch_text`); a missing or unreadable file is a clear error."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -61,4 +64,4 @@ def parse_batch_file(path: Path) -> list[BatchItem]:
     except (OSError, UnicodeDecodeError) as error:
         raise BadInputError(f"cannot read the batch file {path}: {error}; expected UTF-8 JSON Lines",
                             code="invalid-batch-file", field="FILE") from None
-    return parse_batch_text(text, base_dir=path.resolve().parent, name=path.name)
+    return parse_batch_text(text, base_dir=path.resolve().parent, name=path.name, default_backend=default_backend)

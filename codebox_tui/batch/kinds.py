@@ -21,6 +21,7 @@ from codebox_tui.lifecycle import ProgressListener, RunControl
 from codebox_tui.recipes.evaluate_patch import check_bench_paths, evaluate_patch
 from codebox_tui.recipes.run import run_recipe
 from codebox_tui.recipes.validate import local_sources, validate_recipe_file
+from codebox_tui.runtime.backends import WIRE_BACKENDS
 from codebox_tui.runtime.wordpress_builds import resolve_build
 from codebox_tui.versions import DEFAULT_WP_VERSION
 
@@ -139,6 +140,8 @@ class RecipeRunArgs(ItemArgs):
 class RecipeRunRequest:
     recipe_rel: str
     root_tar: bytes
+    # the batch's `--backend`, for a recipe that names no runtime.backend of its own (None: CODEBOX_BACKEND)
+    default_backend: str | None = None
 
 
 def _parse_recipe_run(obj: dict[str, Any], base_dir: Path, where: str) -> tuple[Any, str]:
@@ -185,7 +188,9 @@ def _run_recipe_run(request: RecipeRunRequest, work: Path, progress: ProgressLis
     root = unpack(request.root_tar, work / "in")
     recipe = root / request.recipe_rel
     validation = validate_recipe_file(recipe)
-    out = run_recipe(validation, recipe.parent, artifacts_dir=work / "artifacts", progress=progress, control=control)
+    own = WIRE_BACKENDS.get((validation.recipe.runtime.backend or "") if validation.recipe is not None else "")
+    out = run_recipe(validation, recipe.parent, artifacts_dir=work / "artifacts", progress=progress, control=control,
+                     backend=None if own is not None else request.default_backend)
     summary = {k: out.get(k) for k in ("status", "failures", "warnings")}
     bundle = Path(out["bundleDir"]) if out.get("bundleId") else None
     return KindResult(bool(out.get("success")), str(out.get("status") or "unknown"), bundle,
@@ -257,8 +262,15 @@ def get_kind(name: str) -> ItemKind:
                             code="unknown-batch-kind", field="kind") from None
 
 
-def item_from_json(obj: dict[str, Any], *, base_dir: Path, where: str, default_id: str) -> BatchItem:
-    """One batch line (already a JSON object) → a :class:`BatchItem`, with errors naming ``where`` and the field."""
+# The kinds whose items name their backend in a ``backend`` field (a recipe-run item's recipe names its own in
+# ``runtime.backend``).
+BACKEND_FIELD_KINDS = ("evaluate-patch", "agent-task")
+
+
+def item_from_json(obj: dict[str, Any], *, base_dir: Path, where: str, default_id: str,
+                   default_backend: str | None = None) -> BatchItem:
+    """One batch line (already a JSON object) → a :class:`BatchItem`, with errors naming ``where`` and the field.
+    ``default_backend`` (``codebox batch --backend``): the backend of an item that names none of its own."""
     kind_name = obj.get("kind")
     if not isinstance(kind_name, str):
         raise BadInputError(f"{where}, field 'kind': required; expected one of {', '.join(KINDS)}",
@@ -270,7 +282,11 @@ def item_from_json(obj: dict[str, Any], *, base_dir: Path, where: str, default_i
     args = {k: v for k, v in obj.items() if k not in COMMON_FIELDS}
     if kind_name == "agent-task" and session is not None:
         args["sandbox_session_id"] = session  # echoed in the task's session envelope (docs/agent-tasks.md)
+    if default_backend is not None and kind_name in BACKEND_FIELD_KINDS and args.get("backend") is None:
+        args["backend"] = default_backend
     request, label = KINDS[kind_name].parse(args, base_dir, where)
+    if default_backend is not None and isinstance(request, RecipeRunRequest):
+        request.default_backend = default_backend
     return BatchItem(item_id, kind_name, request, label, sandbox_session_id=session, source=dict(obj))
 
 

@@ -10,9 +10,10 @@ import typer
 
 from codebox_tui.batch import parse_batch_file, run_batch
 from codebox_tui.batch.progress import ProgressTable
-from codebox_tui.cli.output import JsonOption, emit_json, exit_with, show
+from codebox_tui.cli.output import BACKEND_HELP, JsonOption, emit_json, exit_with, show
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import ExitCode
+from codebox_tui.runtime.backends import backend_name
 
 
 def batch_command(
@@ -27,6 +28,9 @@ def batch_command(
                                                                         "private local Ray instance)"),
     artifacts_dir: Path | None = typer.Option(None, "--artifacts-dir", "--artifacts",
                                                  help="Where the bundles go (on this machine)."),
+    backend: str | None = typer.Option(None, "--backend", help=BACKEND_HELP + " The default of every item that "
+                                       "names no backend of its own (an item's `backend`, a recipe's "
+                                       "runtime.backend)."),
     json_out: bool = JsonOption,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
 ) -> None:
@@ -35,7 +39,7 @@ def batch_command(
     Exit 0 when every item completed with a positive verdict, 1 when any failed, timed out or was
     cancelled, 2 for a malformed batch file (nothing runs), 130 when interrupted."""
     timeout_s = parse_duration(timeout, "--timeout") if timeout else None
-    items = parse_batch_file(file)
+    items = parse_batch_file(file, default_backend=backend_name(backend) if backend is not None else None)
     table = ProgressTable(quiet=quiet)
     try:
         outcome = run_batch(items, concurrency=concurrency, timeout_s=timeout_s, retries=retries,

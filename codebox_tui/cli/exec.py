@@ -6,12 +6,13 @@ from pathlib import Path
 
 import typer
 
-from codebox_tui.cli.output import emit_json, progress, show
+from codebox_tui.cli.output import BACKEND_HELP, emit_json, progress, show
 from codebox_tui.contracts.exec import ExecLimits, ExecRequest, ExecResult
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, ExitCode
 from codebox_tui.lifecycle import RunRequest, RunService, Toolchain, env_from_pairs, mounts_from_text
 from codebox_tui.progress_report import StderrProgress
+from codebox_tui.runtime.backends import backend_name
 from codebox_tui.runtime.exec import POLICY_REFUSALS, check_before_boot, parse_capabilities, run_exec
 from codebox_tui.runtime.exec_server import exec_on_held
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
@@ -31,7 +32,9 @@ def exec_command(
     max_output: int = typer.Option(1024 * 1024, "--max-output", help="Output limit in bytes."),
     mount: list[str] = typer.Option([], "--mount", "-m", help=MOUNT_HELP),
     wp: str = typer.Option(DEFAULT_WP_VERSION, "--wp", help="WordPress build (fresh sandbox)."),
-    php: str = typer.Option(DEFAULT_PHP_VERSION, "--php", help="PHP version (fresh sandbox)."),
+    php: str | None = typer.Option(None, "--php", help=f"PHP version (fresh sandbox; default {DEFAULT_PHP_VERSION}, "
+                                                        "the host's on native)."),
+    backend: str | None = typer.Option(None, "--backend", help=BACKEND_HELP + " (fresh sandbox)"),
     wp_cli_phar: str | None = typer.Option(None, "--wp-cli-phar", help="Path to wp-cli.phar for `wp` (fresh sandbox)."),
     env: list[str] = typer.Option([], "--env", "-e", help="NAME=VALUE for PHP's getenv() (repeatable; not secret)."),
     boot_timeout: str = typer.Option("120s", "--boot-timeout", help="Timeout for booting the sandbox."),
@@ -50,26 +53,27 @@ def exec_command(
     check_before_boot(request)  # a denied command exits 3 here: no sandbox boots, no bundle is made
     if sandbox is not None:
         fresh_only = {"--mount": bool(mount), "--wp-cli-phar": wp_cli_phar is not None, "--env": bool(env),
-                      "--artifacts": artifacts is not None}
+                      "--artifacts": artifacts is not None, "--backend": backend is not None}
         given = [name for name, used in fresh_only.items() if used]
         if given:
             raise BadInputError(f"{', '.join(given)} only apply to a fresh sandbox, not with --sandbox",
                                 code="invalid-option", field=given[0])
         result = exec_on_held(sandbox, request, timeout_s + 60)
     else:
-        result = _exec_fresh(request, mount, wp, php, wp_cli_phar, env, boot_timeout, artifacts, quiet)
+        result = _exec_fresh(request, mount, wp, php, backend, wp_cli_phar, env, boot_timeout, artifacts, quiet)
     _print(result, json_out, quiet)
 
 
-def _exec_fresh(request: ExecRequest, mount: list[str], wp: str, php: str, wp_cli_phar: str | None, env: list[str],
-                boot_timeout: str, artifacts: Path | None, quiet: bool) -> ExecResult:
+def _exec_fresh(request: ExecRequest, mount: list[str], wp: str, php: str | None, backend: str | None,
+                wp_cli_phar: str | None, env: list[str], boot_timeout: str, artifacts: Path | None,
+                quiet: bool) -> ExecResult:
     """A fresh sandbox through the run lifecycle (mounts, tools, capture, the review inbox); `wp` inside
-    exec runs the configured WP-CLI when there is one (docs/exec.md, "wp")."""
+    exec runs the configured WP-CLI when there is one (docs/exec.md, "wp"). The shell is the Playground
+    sidecar's, or on native the same shell inside the sandbox's wall (runtime/native_shell.py)."""
     run_request = RunRequest(mounts=mounts_from_text(mount), wp=wp, php=php, env=env_from_pairs(env),
                              boot_timeout_s=parse_duration(boot_timeout, "--boot-timeout"), artifacts_root=artifacts,
                              tools=Toolchain(wp_cli_phar=Path(wp_cli_phar) if wp_cli_phar else None),
-                             tool_commands=["wordpress.wp-cli"], flow="exec",
-                             backend="playground")  # the exec shell is served by the Playground sidecar
+                             tool_commands=["wordpress.wp-cli"], flow="exec", backend=backend_name(backend))
     with RunService().open(run_request, progress=StderrProgress("exec", quiet=quiet)) as run:
         run.boot()
         result = run_exec(run.session, request)

@@ -165,15 +165,15 @@ def boot_command(
                                            help="Folder that receives the bundle captured when the hold ends "
                                                 "(default: $CODEBOX_HOME/artifacts)."),
     wp: str = typer.Option(DEFAULT_WP_VERSION, "--wp", help=WP_HELP),
-    php: str = typer.Option(DEFAULT_PHP_VERSION, "--php", help="PHP version."),
+    php: str | None = typer.Option(None, "--php", help=f"PHP version (default {DEFAULT_PHP_VERSION}); native runs "
+                                                        "the host's PHP only."),
+    backend: str | None = typer.Option(None, "--backend", help=BACKEND_HELP),
     policy: str | None = typer.Option(None, "--policy", help="Runtime policy: inline JSON or a JSON file."),
     boot_timeout: str = typer.Option("120s", "--boot-timeout", help="Timeout for booting the sandbox."),
     json_out: bool = typer.Option(False, "--json", help="Print one wp-codebox/boot/v1 document when ready."),
 ) -> None:
     """Boot a sandbox and hold it for live preview until the hold expires or Ctrl-C."""
-    # the live preview is Playground's (the native backend has none yet: docs/backends.md)
-    request = _request(mount, policy, wp, php, boot_timeout, artifacts, preview_bind=preview_bind,
-                       backend="playground")
+    request = _request(mount, policy, wp, php, boot_timeout, artifacts, preview_bind=preview_bind, backend=backend)
     apply_preview_options(request, hold, preview_port, preview_public_url, hold_flag="--hold")
     request.blueprint = load_blueprint_file(blueprint) if blueprint is not None else None
     request.warm = True  # a held preview: load WordPress once so the first page a human opens is fast

@@ -247,7 +247,7 @@ def check_request(request: RunRequest) -> None:
     assert request.php is not None  # settled
     check_php(backend, request.php)
     check_mount_targets(backend, [mount.target for mount in [*request.mounts, *request.extra_mounts]])
-    check_features(backend, holds_preview=bool(request.hold_s) or request.preview_port is not None)
+    check_features(backend, preview_bind=request.preview_bind)
     if request.preview_port is not None and not (1 <= request.preview_port <= 65535):
         raise BadInputError("--preview-port must be between 1 and 65535", code="invalid-port", field="preview-port")
     if request.public_url is not None and not request.hold_s:

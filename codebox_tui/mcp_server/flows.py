@@ -58,7 +58,7 @@ from codebox_tui.settings import get_settings
 from store.db import Store
 
 # the arguments of ``execute`` that describe a fresh sandbox, with their defaults (refused with ``sandbox``)
-_FRESH_ONLY = ("mounts", "env", "artifacts", "wp_cli_phar", "wp", "php", "boot_timeout")
+_FRESH_ONLY = ("mounts", "env", "artifacts", "wp_cli_phar", "wp", "php", "backend", "boot_timeout")
 # a held sandbox's answer waits this long beyond the command's own limit (the interpreter stops itself first)
 HELD_ANSWER_GRACE_S = 60.0
 
@@ -132,7 +132,7 @@ def execute(params: ExecuteInput, *, progress: ProgressListener | None = None,
         env=env_from_pairs([f"{name}={value}" for name, value in params.env.items()]),
         boot_timeout_s=parse_duration(str(params.boot_timeout), "boot_timeout"),
         artifacts_root=_artifacts(params.artifacts), tools=Toolchain(wp_cli_phar=phar),
-        tool_commands=["wordpress.wp-cli"], flow="exec")
+        tool_commands=["wordpress.wp-cli"], flow="exec", backend=params.backend)
     with RunService().open(run_request, progress=progress, control=control) as run:
         run.boot()
         result = run_exec(run.session, request)

@@ -141,7 +141,11 @@ class ExecuteInput(ToolInput):
     max_output: int = Field(default=1024 * 1024, ge=1, description="Output limit in bytes.")
     mounts: list[str] = Field(default_factory=list, description="Fresh sandbox only. " + MOUNT_DESCRIPTION)
     wp: str = Field(default=DEFAULT_WP_VERSION, description="Fresh sandbox only: the WordPress build.")
-    php: str = Field(default=DEFAULT_PHP_VERSION, description="Fresh sandbox only: the PHP version.")
+    php: str | None = Field(default=None, description=f"Fresh sandbox only: the PHP version (default: the backend's, "
+                                                      f"{DEFAULT_PHP_VERSION} on playground, the host's on native).")
+    backend: Literal["playground", "native"] | None = Field(
+        default=None, description="Fresh sandbox only: the runtime backend (default: CODEBOX_BACKEND, else "
+                                  "playground; docs/backends.md).")
     env: dict[str, str] = Field(default_factory=dict, description="Fresh sandbox only: NAME → VALUE for PHP's "
                                                                   "getenv() (not secret).")
     boot_timeout: str | float = Field(default="120s", description="Fresh sandbox only: timeout for booting. "

@@ -24,7 +24,7 @@ from typing import Any
 from codebox_tui.bundle.hostgit import HostGit
 from codebox_tui.errors import BadInputError
 from codebox_tui.recipes.evaluate_patch import check_slug, evaluate_patch
-from codebox_tui.runtime.backends import backend_name, check_features, check_php
+from codebox_tui.runtime.backends import backend_name, check_php
 from codebox_tui.runtime.wordpress_builds import resolve_build
 
 MAX_ARCHIVE_BYTES = 512 * 1024 * 1024
@@ -53,9 +53,7 @@ def check_evaluation_backend(backend: str | None) -> str:
     """The backend an evaluation runs on (``None``: ``CODEBOX_BACKEND``; an unknown name is a BadInputError whose
     ``field`` is ``backend``). Both backends evaluate: the native one serves the probes' pages through its own
     preview (docs/backends.md)."""
-    chosen = backend_name(backend)
-    check_features(chosen, holds_preview=False)
-    return chosen
+    return backend_name(backend)
 
 
 def check_evaluation_inputs(plugin_dir: Path, patch_file: Path | None, git_range: str | None, *, wp: str,

@@ -66,18 +66,11 @@ def check_mount_targets(name: str, targets: list[str]) -> None:
         check_native_mount_targets(targets)
 
 
-def check_features(name: str, *, holds_preview: bool) -> None:
-    """Refuse, before anything boots, what ``name`` cannot do: on native, holding a live preview (``codebox
-    boot``; browser commands and page observations run natively through the run's own preview, docs/backends.md).
-    The message names the way out."""
-    if name == "native" and holds_preview:
-        raise BadInputError("the native backend does not hold a live preview (codebox boot, --hold); use --backend "
-                            "playground", code="native-no-preview", field="backend")
-
-
-def check_exec(name: str, flow: str) -> None:
-    """Refuse, before anything boots, a ``flow`` that needs the sandbox's shell (``codebox exec``: an agent's
-    workspace tools) on a backend that has none yet: native (the message names the way out)."""
-    if name == "native":
-        raise BadInputError(f"the native backend has no sandbox shell yet, which {flow} needs; use --backend "
-                            "playground", code="native-unsupported", field="backend")
+def check_features(name: str, *, preview_bind: str | None = None) -> None:
+    """Refuse, before anything boots, what ``name`` cannot do: on native, a preview listening anywhere but
+    ``127.0.0.1`` (its relay binds loopback only, docs/backends.md, "The preview"). Holding a live preview
+    (``codebox boot``, ``--hold``) works on both. The message names the way out."""
+    if name == "native" and preview_bind is not None and preview_bind != "127.0.0.1":
+        raise BadInputError(f"--preview-bind {preview_bind}: the native backend's preview listens on 127.0.0.1 "
+                            "only; drop --preview-bind or use --backend playground", code="native-preview-bind",
+                            field="preview-bind")

@@ -30,10 +30,11 @@ from codebox_tui.settings import NODE_BRIDGE_DIR, get_settings
 if TYPE_CHECKING:
     from codebox_tui.runtime.session import RunSession
 
-__all__ = ["EXEC_RESULT_SCHEMA", "ExecLimits", "ExecRequest", "ExecResult", "check_before_boot", "parse_capabilities",
-           "run_exec"]
+__all__ = ["EXEC_RESULT_SCHEMA", "ExecLimits", "ExecRequest", "ExecResult", "check_before_boot", "classify_on_host",
+           "parse_capabilities", "run_exec"]
 
 # Refusals of the command line itself (classify.mjs's ExecRefused codes) that are policy, not malformed input.
+LIMIT_NAMES = tuple(ExecLimits.model_fields)
 POLICY_REFUSALS = ("capability-denied", "eval-policy", "wp-site-locked", "wp-flag-refused")
 _CLASSIFY_SCRIPT = (
     "import { classifyScript, missingCapabilities, NEEDS } from './classify.mjs';"
@@ -62,11 +63,9 @@ def parse_capabilities(text: str | Iterable[str], field: str = "--capabilities")
     return [c for c in CAPABILITIES if c in found]
 
 
-def check_before_boot(request: ExecRequest) -> None:
-    """Classify ``request.command`` with the sidecar's own classifier (classify.mjs, run by Node on the
-    host: it only parses the user's command line) and refuse it before any sandbox boots when its
-    capabilities do not allow it (docs/exec.md, "Classification"). The sidecar classifies again before
-    running, so this check only saves the boot; it is never the only one."""
+def classify_on_host(request: ExecRequest) -> dict[str, Any]:
+    """``request.command`` classified by the shell's own classifier (classify.mjs, run by Node on the host: it
+    only parses the user's command line): ``classification``, ``reason``, ``needed``, ``missing``, or ``error``."""
     try:
         done = subprocess.run([get_settings().node, "--input-type=module", "-e", _CLASSIFY_SCRIPT,
                                json.dumps([request.command, request.capabilities])],
@@ -75,8 +74,35 @@ def check_before_boot(request: ExecRequest) -> None:
     except (OSError, subprocess.TimeoutExpired, ValueError):
         answer = None
     if not isinstance(answer, dict):
-        raise SandboxError("could not classify the command before booting (Node classifier failed)",
-                           code="classifier-failed")
+        raise SandboxError("could not classify the command (Node classifier failed)", code="classifier-failed")
+    return answer
+
+
+def _trusted_classification(raw: dict[str, Any], request: ExecRequest) -> dict[str, Any]:
+    """The native shell's answer with the classification and reason the host computes itself: the answer is
+    written inside the sandbox's wall (runtime/native_shell.py), so what it says the command was is not
+    evidence; the capabilities are the request's."""
+    host = classify_on_host(request)
+    error = raw.get("error")
+    exit_code = raw.get("exitCode")
+    return {"stdout": str(raw.get("stdout") or ""), "stderr": str(raw.get("stderr") or ""),
+            "exitCode": exit_code if isinstance(exit_code, int) and not isinstance(exit_code, bool) else 1,
+            "cwd": raw.get("cwd") if isinstance(raw.get("cwd"), str) else request.cwd,
+            "limitExceeded": raw.get("limitExceeded") if raw.get("limitExceeded") in LIMIT_NAMES else None,
+            "error": {"code": str(error.get("code")), "message": str(error.get("message")),
+                      "details": error.get("details") if isinstance(error.get("details"), dict) else None}
+            if isinstance(error, dict) else None,
+            "changedFiles": raw.get("changedFiles") is True,
+            "classification": host.get("classification"), "reason": host.get("reason"),
+            "capabilities": request.capabilities}
+
+
+def check_before_boot(request: ExecRequest) -> None:
+    """Classify ``request.command`` with the sidecar's own classifier (classify.mjs, run by Node on the
+    host: it only parses the user's command line) and refuse it before any sandbox boots when its
+    capabilities do not allow it (docs/exec.md, "Classification"). The sidecar classifies again before
+    running, so this check only saves the boot; it is never the only one."""
+    answer = classify_on_host(request)
     error = answer.get("error")
     if isinstance(error, dict):
         code, message = str(error.get("code")), str(error.get("message"))
@@ -99,7 +125,8 @@ def run_exec(session: RunSession, request: ExecRequest) -> ExecResult:
     """Run ``request`` in ``session``'s sandbox (booting it if needed) and record it in the run."""
     sandbox = session.boot_sandbox()
     sidecar = getattr(sandbox, "sidecar", None)
-    if sidecar is None:
+    native_shell = getattr(sandbox, "shell", None)  # the native backend's: runtime/native_shell.py
+    if sidecar is None and native_shell is None:
         raise SandboxError("this sandbox backend cannot run exec commands", code="exec-unsupported")
     settings = get_settings()
     limits = request.limits.model_copy(update={
@@ -112,12 +139,16 @@ def run_exec(session: RunSession, request: ExecRequest) -> ExecResult:
     session.emit("exec.started", {"id": command_id, "command": request.command, "cwd": request.cwd,
                                   "capabilities": request.capabilities})
     params: dict[str, Any] = {"sandbox": sandbox.id, "command": request.command, "cwd": request.cwd,
-                              "capabilities": request.capabilities, "limits": limits.model_dump(),
-                              "env": sandbox_env(session)}
+                              "capabilities": request.capabilities, "capabilityNames": list(CAPABILITIES),
+                              "limits": limits.model_dump(), "env": sandbox_env(session)}
     # the interpreter stops itself at limits.timeoutMs; the request deadline is a backstop (a PHP call
     # in flight cannot be interrupted: past it the sidecar is killed, as for any command)
     try:
-        raw = sidecar.request("exec", params, limits.timeoutMs / 1000 + 30)
+        if sidecar is not None:
+            raw = sidecar.request("exec", params, limits.timeoutMs / 1000 + 30)
+        else:
+            assert native_shell is not None
+            raw = _trusted_classification(native_shell(params, limits.timeoutMs / 1000 + 30), request)
     except SandboxError as error:
         raw = {"exitCode": 1, "stderr": error.message,
                "error": {"code": error.code, "message": error.message, "details": error.details or None}}

@@ -187,7 +187,20 @@ class NativeSandbox:
         ``cgi``: the page-request worker (runtime/native_worker.py): the CGI binary, errors shown in the page
         (as Playground shows them), no ``.user.ini`` read (the sandbox could plant one), compiled scripts
         kept in the worker's memory."""
-        settings = [f"open_basedir={self._basedir}", f"sys_temp_dir={TMP}", f"upload_tmp_dir={TMP}",
+        bwrap = php_bwrap_argv(bwrap=self._bwrap, php=php_cgi_binary() if cgi else host_php().binary, binds=self._binds,
+                               env={**BASE_ENV, **(env or {})}, chdir=CORE)
+        return self.process_cap.wrap([*self.process_limits(timeout_s), *bwrap,
+                                      *self.php_ini_args(opcache=opcache, cgi=cgi), *php_args])
+
+    def _worker_argv(self) -> list[str]:
+        """The confined ``php-cgi`` of the page-request worker (FastCGI on its standard input)."""
+        env = {"PHP_FCGI_CHILDREN": str(CHILDREN), "PHP_FCGI_MAX_REQUESTS": str(MAX_REQUESTS)}
+        return self.php_argv([], env, cgi=True)
+
+    def php_ini_args(self, *, opcache: bool, cgi: bool = False, basedir: str | None = None) -> list[str]:
+        """PHP's ``-d`` settings for every confined PHP process (``opcache``, ``cgi``: as :meth:`php_argv`;
+        ``basedir``: another ``open_basedir`` than the sandbox's, for Codebox's own file helper)."""
+        settings = [f"open_basedir={basedir or self._basedir}", f"sys_temp_dir={TMP}", f"upload_tmp_dir={TMP}",
                     f"memory_limit={PHP_MEMORY_LIMIT}", "display_errors=" + ("1" if cgi else "stderr"), "log_errors=0",
                     "auto_prepend_file=", "auto_append_file=", "user_ini.filename=", "cgi.fix_pathinfo=0",
                     "expose_php=0"]
@@ -195,22 +208,35 @@ class NativeSandbox:
             settings += OPCACHE_WORKER if self._opcache else OPCACHE_OFF
         else:
             settings += OPCACHE_ON if opcache and self._opcache else OPCACHE_OFF
-        ini = [part for setting in settings for part in ("-d", setting)]
-        limits = []
-        if shutil.which("prlimit"):
-            budget = self._settings.sandbox_write_budget
-            cpu_seconds = int(max(timeout_s, self._settings.command_timeout_s)) + 5  # the wall clock kills first
-            limits = ["prlimit", f"--cpu={cpu_seconds}",
-                      *([f"--fsize={budget}"] if budget else []),
-                      *([f"--nproc={MAX_SANDBOX_PROCESSES}"] if drops_to_sandbox_uid() else []), "--"]
-        bwrap = php_bwrap_argv(bwrap=self._bwrap, php=php_cgi_binary() if cgi else host_php().binary, binds=self._binds,
-                               env={**BASE_ENV, **(env or {})}, chdir=CORE)
-        return self.process_cap.wrap([*limits, *bwrap, *ini, *php_args])
+        return [part for setting in settings for part in ("-d", setting)]
 
-    def _worker_argv(self) -> list[str]:
-        """The confined ``php-cgi`` of the page-request worker (FastCGI on its standard input)."""
-        env = {"PHP_FCGI_CHILDREN": str(CHILDREN), "PHP_FCGI_MAX_REQUESTS": str(MAX_REQUESTS)}
-        return self.php_argv([], env, cgi=True)
+    def process_limits(self, timeout_s: float) -> list[str]:
+        """``prlimit …  --`` for one confined process: CPU seconds, the write budget (the largest file) and, when
+        the sandbox runs as its own uid on the host, the process count."""
+        if not shutil.which("prlimit"):
+            return []
+        budget = self._settings.sandbox_write_budget
+        cpu_seconds = int(max(timeout_s, self._settings.command_timeout_s)) + 5  # the wall clock kills first
+        return ["prlimit", f"--cpu={cpu_seconds}", *([f"--fsize={budget}"] if budget else []),
+                *([f"--nproc={MAX_SANDBOX_PROCESSES}"] if drops_to_sandbox_uid() else []), "--"]
+    @property
+    def basedir(self) -> str:
+        """PHP's ``open_basedir`` in this sandbox (``:``-separated folders)."""
+        return self._basedir
+
+    @property
+    def base_env(self) -> dict[str, str]:
+        """The environment every confined process starts with."""
+        return dict(BASE_ENV)
+
+    @property
+    def bwrap(self) -> str:
+        return self._bwrap
+
+    @property
+    def binds(self) -> list[PathBind]:
+        """What every confined process of this sandbox sees (in bwrap's order)."""
+        return list(self._binds)
 
     def _exec(self, php_args: list[str], stdin: bytes, timeout_s: float, *, env: dict[str, str] | None = None,
               what: str = "run", on_stderr: Callable[[str], None] | None = None) -> PhpResult:
@@ -221,16 +247,18 @@ class NativeSandbox:
                          errors=err.kept.decode("utf-8", "replace"), truncated=truncated or None)
 
     def _exec_raw(self, php_args: list[str], stdin: bytes, timeout_s: float, *, env: dict[str, str] | None,
-                  what: str, limit: int,
-                  on_stderr: Callable[[str], None] | None = None) -> tuple[int, _Capped, _Capped]:
+                  what: str, limit: int, on_stderr: Callable[[str], None] | None = None,
+                  argv: list[str] | None = None) -> tuple[int, _Capped, _Capped]:
         """Run one confined PHP process to its end (or kill it at ``timeout_s``): its exit code and its
-        output streams, each cut at ``limit`` bytes."""
+        output streams, each cut at ``limit`` bytes. ``argv``: another whole confined command line instead
+        (the sandbox shell, runtime/native_shell.py)."""
         if self._aborted is not None:
             raise SandboxError(f"The sandbox {self._aborted}", code="sandbox-aborted")
         if self._disposed:
             raise SandboxError("The sandbox was disposed", code="sandbox-disposed")
         try:
-            argv = self.php_argv(php_args, env, opcache=what in OWN_CODE, timeout_s=timeout_s)
+            if argv is None:
+                argv = self.php_argv(php_args, env, opcache=what in OWN_CODE, timeout_s=timeout_s)
             process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                        start_new_session=True, close_fds=True)
         except OSError as error:
@@ -348,6 +376,18 @@ class NativeSandbox:
         self._budget_hit = {"path": "", "budgetBytes": int(self._settings.sandbox_write_budget)}
         return True
 
+    def shell(self, params: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """One ``codebox exec`` command line in this sandbox's wall (runtime/native_shell.py); its answer is
+        sandbox-written data."""
+        from codebox_tui.runtime.native_shell import run_shell
+
+        def run(argv: list[str], stdin: bytes, limit: int) -> tuple[int, bytes, bytes]:
+            code, out, err = self._exec_raw([], stdin, timeout_s, env=None, what="shell", limit=limit,
+                                            argv=self.process_cap.wrap(argv))
+            return code, bytes(out.kept) if out.truncation() is None else b"", bytes(err.kept)
+
+        return run_shell(self, params, timeout_s, run)
+
     def write_budget_exceeded(self) -> dict[str, Any] | None:
         """Whether a PHP process of this sandbox was stopped for a file over the write budget (the session
         flags the run ``write-budget-exceeded``); the native cap is per file, so no path is known."""
@@ -405,9 +445,6 @@ class NativeBackend:
         if spec.blueprint is not None:
             raise BadInputError("blueprints need the Playground backend; use --backend playground",
                                 code="native-unsupported", field="blueprint")
-        if spec.preview_port is not None:
-            raise BadInputError("the native backend has no live preview yet; use --backend playground",
-                                code="native-unsupported", field="preview")
         check_native_mount_targets([m.target for m in [*spec.mounts, *spec.extra_mounts]])
         find_bwrap()
         started = time.monotonic()
@@ -433,7 +470,7 @@ class NativeBackend:
         sandbox_id = "sandbox-native-" + secrets.token_hex(6)
         work_dir = sandboxes_root / sandbox_id
         work_dir.mkdir()
-        relay = PreviewRelay(self.settings.command_timeout_s) if preview else None
+        relay = PreviewRelay(self.settings.command_timeout_s, spec.preview_port or 0) if preview else None
         disk: DiskBudget | None = None
         try:
             (work_dir / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")

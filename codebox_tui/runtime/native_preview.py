@@ -37,11 +37,16 @@ class PreviewRelay:
     """One sandbox's relay. Made (and its port bound) before the sandbox's configuration is written, so
     WordPress's ``home``/``siteurl`` can name :attr:`url`; serving starts with :meth:`start`."""
 
-    def __init__(self, timeout_s: float) -> None:
+    def __init__(self, timeout_s: float, port: int = 0) -> None:
+        """``port``: a fixed port (``--preview-port``), else 0 for a free one; a port in use fails the boot."""
         self.timeout_s = timeout_s
         self.slots = threading.BoundedSemaphore(WORKERS)
         self.serve: Serve | None = None
-        self._server = _Server((BIND_ADDRESS, 0), _Handler)
+        try:
+            self._server = _Server((BIND_ADDRESS, port), _Handler)
+        except OSError as error:
+            raise SandboxError(f"the preview cannot listen on {BIND_ADDRESS}:{port}: {error.strerror or error}",
+                               code="preview-port-unavailable", details={"port": port}) from None
         self._server.relay = self
         self.port = int(self._server.server_address[1])
         self.url = f"http://{BIND_ADDRESS}:{self.port}"

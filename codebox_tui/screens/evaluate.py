@@ -142,7 +142,7 @@ the run ends on the Review screen's Tests tab with the verdict.
   repository (not both)
 - WordPress / PHP: a shipped WordPress build and a PHP version
 - Backend: `playground` or `native` (docs/backends.md; first `CODEBOX_BACKEND`'s); what the evaluation needs
-  that the backend lacks (native has no live preview for the front-end probe yet) is said under it at once
+  that the backend lacks (on native, another PHP than the host's) is said under it at once
 A problem is shown under its field and nothing boots.
 """
 

@@ -87,8 +87,9 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
 - WP-CLI phar: for `wordpress.wp-cli` (empty: `CODEBOX_WP_CLI_PHAR`)
 - WordPress / PHP: a shipped WordPress build (6.2–6.5, beta, nightly) and a PHP version (7.4, 8.0–8.5)
 - Backend: `playground` or `native` (docs/backends.md; first `CODEBOX_BACKEND`'s, and a recipe's own
-  `runtime.backend` gives way to it); what the run needs that the backend lacks (a hold or a browser command
-  on native, whose PHP is the host's) is said under it as soon as it is chosen, by the check `codebox run` makes
+  `runtime.backend` gives way to it); what the run needs that the backend lacks (on native, another PHP than
+  the host's, a preview bound beyond 127.0.0.1) is said under it as soon as it is chosen, by the check
+  `codebox run` makes
 - Policy: leave empty for the default (network denied, only this command allowed)
 - Hold: keep the sandbox and its live preview up after the command (`90s`, `15m`, `2h`); `c` on the
   Live run screen closes it early

@@ -70,8 +70,10 @@ def served(playground_session: Any, codebox_home: Path, tmp_path_factory: pytest
         progress.append(message or "")
 
     calls: dict[str, tuple[str, dict[str, Any]]] = {
+        # the shell on the native backend (the same shell code as on Playground, in the sandbox's wall)
         "grep": ("execute", {"command": "on rg -n 'simple_plugin_greeting' --plugins",
-                             "mounts": [f"{plugin}:{PLUGIN_TARGET}:readonly"], "artifacts": art}),
+                             "mounts": [f"{plugin}:{PLUGIN_TARGET}:readonly"], "backend": "native",
+                             "artifacts": art}),
         # the native backend through the tool's own option (its PHP the host's): the verdict is the same on both
         "evaluate": ("evaluate_patch", {"plugin": str(buggy),
                                         "patch": str(EXAMPLES / "patches" / "buggy-counter-fix.patch"),
@@ -143,6 +145,8 @@ def test_execute_a_read_only_search_on_a_fresh_sandbox(served: Session) -> None:
     # the exec is in the run's bundle
     commands = (Path(bundle["bundleDir"]) / "commands.jsonl").read_text()
     assert "on rg -n 'simple_plugin_greeting' --plugins" in commands
+    metadata = json.loads((Path(bundle["bundleDir"]) / "metadata.json").read_text())
+    assert metadata["runtime"]["backend"] == "native"
     assert any(m.startswith("ready:") for m in served.progress), served.progress
     assert tree(served.plugin) == served.before
 

@@ -1,14 +1,16 @@
 """Every flow honours the backend (docs/backends.md): recipe-run, episode run and agent-task boot a native
 sandbox through the real `codebox` CLI when asked (``--backend native``, or ``CODEBOX_BACKEND``), at the host's
-PHP when none is named; an explicit other PHP and an agent task (no sandbox shell yet) are refused before
-anything boots, naming ``--backend playground``."""
+PHP when none is named (an agent task too, its workspace tools in the native sandbox shell); an explicit
+other PHP is refused before anything boots, naming ``--backend playground``."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -93,14 +95,24 @@ def test_an_episode_runs_natively_from_the_setting(tmp_path: Path) -> None:
     assert trace["steps"][1]["execution"]["stdout"] == "Native episode" + _host_php()
 
 
-def test_an_agent_task_on_native_is_refused_before_boot(tmp_path: Path) -> None:
-    # an agent's workspace tools run in the sandbox's shell, which only Playground has so far
+def test_the_example_agent_completes_its_task_on_native(tmp_path: Path) -> None:
+    """`codebox agent-task` on native (CODEBOX_BACKEND): the example agent reads, greps and patches through the
+    workspace tools, which run in the native sandbox shell; the bundle is native, verified and actionable, with
+    the patched file, and the user's folder is untouched."""
+    plugin = tmp_path / "simple-plugin"
+    shutil.copytree(EXAMPLE_PLUGIN, plugin)
     out = _codebox(tmp_path, "agent-task", "--task", 'replace "Hello" with "Howdy"', "--workspace",
-                   f"{EXAMPLE_PLUGIN}:/workspace/simple-plugin", "--agent", f"{sys.executable} {EXAMPLE_AGENT}",
+                   f"{plugin}:/workspace/simple-plugin", "--agent", f"{sys.executable} {EXAMPLE_AGENT}",
                    "--artifacts", str(tmp_path / "artifacts"), "--json", "-q", env={"CODEBOX_BACKEND": "native"})
-    assert out.returncode == 2, out.stdout + out.stderr
-    assert "native-unsupported" in out.stdout + out.stderr and "--backend playground" in out.stdout + out.stderr
-    assert not (tmp_path / "artifacts").exists()
+    assert out.returncode == 0, out.stdout + out.stderr
+    doc = json.loads(out.stdout)
+    bundle = Path(doc["session"]["artifacts"]["path"])
+    assert _runtime(str(bundle))["backend"] == "native"
+    result = json.loads((bundle / "files" / "agent-result.json").read_text())
+    assert result["actionable"] is True and result["changedFiles"]["count"] == 1, result
+    commands = [json.loads(line) for line in (bundle / "commands.jsonl").read_text().splitlines()]
+    assert any(c["command"] == "exec" for c in commands)  # the tools ran in the sandbox's shell
+    assert "Howdy" not in (plugin / "simple-plugin.php").read_text()
 
 
 def test_the_example_episode_plan_with_its_page_observation_runs_on_native(tmp_path: Path) -> None:
@@ -112,3 +124,24 @@ def test_the_example_episode_plan_with_its_page_observation_runs_on_native(tmp_p
     assert "observed http-response" in out.stderr and "episode completed" in out.stderr
     (bundle,) = (tmp_path / "artifacts").iterdir()
     assert json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"] == "native"
+
+
+def test_batch_backend_runs_an_item_that_names_none_natively(tmp_path: Path) -> None:
+    """`codebox batch --backend native` on a real private Ray: the plugin-probe recipe (no runtime.backend of its
+    own) runs on the native backend, at the host's PHP, and its bundle comes back verified."""
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text(json.dumps({"kind": "recipe-run", "id": "probe", "recipe": str(RECIPES / "plugin-probe.json"),
+                                 "root": str(REPO / "examples")}) + "\n")
+    short = tempfile.mkdtemp(prefix="cbx-", dir="/tmp")  # Ray's socket paths must stay under 108 bytes
+    try:
+        out = _codebox(tmp_path, "batch", str(batch), "--backend", "native", "--artifacts",
+                       str(tmp_path / "artifacts"), "--json", "-q", env={"TMPDIR": short})
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    doc = json.loads(out.stdout)
+    [item] = doc["items"]
+    assert item["state"] == "completed", item
+    bundles = [p.parent for p in (tmp_path / "artifacts").rglob("manifest.json")]
+    assert len(bundles) == 1
+    assert _runtime(str(bundles[0])) == {"backend": "native", "php": _host_php()}

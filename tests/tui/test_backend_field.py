@@ -27,7 +27,7 @@ def under_backend(app: CodeboxApp) -> str:
     return str(label.render()) if label.has_class("-shown") else ""
 
 
-async def test_launch_form_backend_follows_codebox_backend_and_says_what_native_cannot_do(
+async def test_launch_form_backend_follows_codebox_backend_and_holds_on_native(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CODEBOX_BACKEND", "native")
     get_settings.cache_clear()
@@ -52,8 +52,7 @@ async def test_launch_form_backend_follows_codebox_backend_and_says_what_native_
         await choose_backend(pilot, "native")
         assert screen.query_one("#backend", Select).value == "native"
         assert screen.query_one("#php", Input).value == default_php("native")  # the host's PHP
-        assert under_backend(app) == ("the native backend does not hold a live preview (codebox boot, --hold); use "
-                                      "--backend playground")
+        assert under_backend(app) == ""  # a held preview works on native too
         await choose_backend(pilot, "playground")
         assert under_backend(app) == "" and screen.query_one("#php", Input).value == DEFAULT_PHP_VERSION
         # native without a hold: the run request gets it and launches (nothing is refused)

@@ -220,3 +220,22 @@ def test_batch_records_group_items_and_promote_one_candidate(tmp_path: Path) -> 
         promote(store, "batch-1", one.key)
         assert get_batch(store, "batch-1").promoted_key == one.key
         assert get_batch(store, "batch-1").kind == "fan-out"
+
+
+def test_the_batch_backend_is_the_default_of_items_that_name_none(tmp_path: Path) -> None:
+    """`codebox batch --backend native`: an evaluate-patch or agent-task item without `backend` gets it, one that
+    names its own keeps it; a recipe item carries it for its worker, which uses it only when the recipe names no
+    runtime.backend (batch/kinds.py); without --backend nothing is filled in (the worker's CODEBOX_BACKEND)."""
+    agent = EXAMPLES / "agents" / "example_agent.py"
+    lines = [_line(id="plain"), _line(id="own", backend="playground"),
+             json.dumps({"kind": "agent-task", "id": "agent", "task": "replace \"a\" with \"b\"",
+                         "workspaces": [f"{PLUGIN}:/workspace/counter"], "agent": ["python3", str(agent)]}),
+             json.dumps({"kind": "recipe-run", "id": "recipe", "recipe": str(EXAMPLES / "recipes" / "plugin-probe.json"),
+                         "root": str(EXAMPLES)})]
+    items = {i.id: i.request for i in parse_batch_text("\n".join(lines), base_dir=tmp_path, default_backend="native")}
+    assert items["plain"].args.backend == "native" and items["own"].args.backend == "playground"
+    assert items["agent"].request.backend == "native"
+    assert items["recipe"].default_backend == "native"
+    plain = {i.id: i.request for i in parse_batch_text("\n".join(lines), base_dir=tmp_path)}
+    assert plain["plain"].args.backend is None and plain["agent"].request.backend is None
+    assert plain["recipe"].default_backend is None

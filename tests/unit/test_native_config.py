@@ -65,22 +65,23 @@ def test_bootstrap_defines_the_sandbox_world_and_quotes_what_it_embeds() -> None
     assert "WP_HTTP_BLOCK_EXTERNAL" not in bootstrap_php("sandbox-native-a", b"k", basedir="/", block_external_http=False)
 
 
-def test_native_refuses_only_a_held_preview_before_anything_boots() -> None:
-    """Browser commands and page observations run natively through the run's own preview relay; holding a
-    preview (``codebox boot``, ``--hold``) stays Playground's."""
-    from codebox_tui.lifecycle.request import CommandStep, RunRequest, check_request
+def test_native_holds_a_preview_but_only_on_loopback() -> None:
+    """Holding a preview (``codebox boot``, ``--hold``) works on native too; its relay listens on 127.0.0.1
+    only, so another ``--preview-bind`` is refused before anything boots, naming the way out."""
+    from codebox_tui.lifecycle.request import RunRequest, check_request
     from codebox_tui.runtime.backends import check_features
 
-    check_features("native", holds_preview=False)
-    check_features("playground", holds_preview=True)
+    check_features("native")
+    check_features("native", preview_bind="127.0.0.1")
+    check_features("playground", preview_bind="0.0.0.0")
     with pytest.raises(BadInputError) as caught:
-        check_features("native", holds_preview=True)
-    assert caught.value.code == "native-no-preview" and "--backend playground" in caught.value.message
-    check_request(RunRequest(commands=[CommandStep("wordpress.browser-probe", ["url=/"])], backend="native",
-                             php=host_php().series))
+        check_features("native", preview_bind="0.0.0.0")
+    assert caught.value.code == "native-preview-bind" and "--backend playground" in caught.value.message
+    check_request(RunRequest(commands=[], backend="native", php=host_php().series, hold_s=60, preview_port=9999))
     with pytest.raises(BadInputError) as caught:
-        check_request(RunRequest(commands=[], backend="native", php=host_php().series, hold_s=60))
-    assert caught.value.code == "native-no-preview"
+        check_request(RunRequest(commands=[], backend="native", php=host_php().series, hold_s=60,
+                                 preview_bind="0.0.0.0"))
+    assert caught.value.field == "preview-bind"
 
 
 def test_mounts_over_the_native_configuration_are_refused() -> None:
@@ -92,3 +93,25 @@ def test_mounts_over_the_native_configuration_are_refused() -> None:
         with pytest.raises(BadInputError) as caught:
             check_mount_targets("native", ["/ok", target])
         assert caught.value.code == "invalid-mount" and caught.value.field == "mounts[1]"
+
+
+def test_a_fixed_preview_port_is_used_or_refused_saying_why() -> None:
+    """``--preview-port`` on native: the relay listens on that port of 127.0.0.1, and a port already taken fails
+    the boot with ``preview-port-unavailable`` naming it."""
+    import socket
+
+    from codebox_tui.errors import SandboxError
+    from codebox_tui.runtime.native_preview import PreviewRelay
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        with pytest.raises(SandboxError) as caught:
+            PreviewRelay(5.0, port)
+        assert caught.value.code == "preview-port-unavailable" and str(port) in caught.value.message
+    relay = PreviewRelay(5.0, port)  # free again
+    try:
+        assert relay.port == port and relay.url == f"http://127.0.0.1:{port}"
+    finally:
+        relay.close()

@@ -135,7 +135,11 @@ export function raiseEvalWall(FS) {
 // eval'd code: narrows open_basedir to the site and the temp folder, and stops if that did not hold.
 const OPEN_BASEDIR = `${SITE_ROOT}/:${TEMP_ROOT}/:${WP_ENV_RECORD}`;
 // Playground's record is written first (open_basedir takes only an existing file by its own name).
-export const OPEN_BASEDIR_GUARD = "if (function_exists('playground_save_wp_env_info')) playground_save_wp_env_info();"
-  + ` ini_set('open_basedir', '${OPEN_BASEDIR}');`
-  + ` if (ini_get('open_basedir') !== '${OPEN_BASEDIR}') {`
-  + ` error_log('codebox: the eval wall (open_basedir) could not be set'); exit(70); }`;
+// `basedir`: what the eval'd code may open (default Playground's; the native shell passes the site and /tmp, the
+// narrowing of its own command-line open_basedir, native-shell.mjs).
+export function openBasedirGuard(basedir = OPEN_BASEDIR) {
+  return "if (function_exists('playground_save_wp_env_info')) playground_save_wp_env_info();"
+    + ` ini_set('open_basedir', '${basedir}');`
+    + ` if (ini_get('open_basedir') !== '${basedir}') {`
+    + ` error_log('codebox: the eval wall (open_basedir) could not be set'); exit(70); }`;
+}

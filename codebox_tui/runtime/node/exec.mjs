@@ -6,20 +6,21 @@ import { SandboxFs, hostApi, normalize } from './sandboxfs.mjs';
 import { classifyScript, classifyWp, missingCapabilities, ExecRefused, RANK, NEEDS, WP_READONLY,
   READ_COMMANDS, WRITE_COMMANDS } from './classify.mjs';
 import { checkPhp, DATA_ROOT } from './evalpolicy.mjs';
-import { OPEN_BASEDIR_GUARD } from './evalwall.mjs';
+import { openBasedirGuard } from './evalwall.mjs';
 
 export const WP_CLI_PHAR = '/codebox-tools/wp-cli/wp-cli.phar';
-const CAPABILITIES = ['read', 'write', 'eval'];
+// The capability names and the limits' values are Python's (codebox_tui/contracts/exec.py: CAPABILITIES and
+// ExecLimits, one definition for both backends): every request carries `capabilityNames` and all four limits.
+const LIMIT_NAMES = ['timeoutMs', 'maxOutputBytes', 'maxLoopIterations', 'maxCallDepth'];
 
-// Defaults when the caller gives none (docs/exec.md, "Limits").
-export const DEFAULT_LIMITS = { timeoutMs: 30000, maxOutputBytes: 1024 * 1024, maxLoopIterations: 10000,
-  maxCallDepth: 50 };
-
-function limitsOf(requested = {}) {
-  const limits = { ...DEFAULT_LIMITS };
-  for (const key of Object.keys(DEFAULT_LIMITS)) {
-    const value = Number(requested[key]);
-    if (Number.isFinite(value) && value > 0) limits[key] = Math.floor(value);
+function limitsOf(requested) {
+  const limits = {};
+  for (const key of LIMIT_NAMES) {
+    const value = Number((requested || {})[key]);
+    if (!Number.isFinite(value) || value <= 0) {
+      throw new ExecRefused('invalid-limits', `limits.${key} must be a positive number (the caller's ExecLimits)`);
+    }
+    limits[key] = Math.floor(value);
   }
   return limits;
 }
@@ -108,7 +109,7 @@ async function wpEval(state, ctx, args, words) {
   // open_basedir is narrowed to the site before the eval'd code runs, and the whole request runs under
   // the eval wall (evalwall.mjs; docs/exec.md, "Eval policy").
   const loader = `chdir('${DATA_ROOT}');` + (args.includes('--skip-wordpress') ? ''
-    : ` define('WP_USE_THEMES', false); require_once '${DATA_ROOT}/wp-load.php';`) + ` ${OPEN_BASEDIR_GUARD}`;
+    : ` define('WP_USE_THEMES', false); require_once '${DATA_ROOT}/wp-load.php';`) + ` ${openBasedirGuard(state.evalBasedir)}`;
   const source = isFile ? `<?php ${loader} ?>${code}` : `<?php ${loader}\n${code}`;
   state.ranPhp = true;
   try {
@@ -316,25 +317,40 @@ function onCommand(state) {
 }
 
 // ---------------------------------------------------------------------------------------------
-export function parseCapabilities(list) {
+export function parseCapabilities(list, names) {
+  if (!Array.isArray(names) || !names.length) {
+    throw new ExecRefused('invalid-capability', 'the request names no capabilityNames (the caller\'s CAPABILITIES)');
+  }
   const caps = new Set();
   for (const raw of list || []) {
     const cap = String(raw).replace(/^execute_/, '');
-    if (!CAPABILITIES.includes(cap)) {
-      throw new ExecRefused('invalid-capability', `unknown capability ${raw}; expected ${CAPABILITIES.join(', ')}`);
+    if (!names.includes(cap)) {
+      throw new ExecRefused('invalid-capability', `unknown capability ${raw}; expected ${names.join(', ')}`);
     }
     caps.add(cap);
   }
-  return CAPABILITIES.filter((c) => caps.has(c));
+  return names.filter((c) => caps.has(c));
 }
 
 // The `exec` op. Always resolves to a structured result; refusals carry `error`.
-export async function runExec(rawPg, p) {
+// `options.evalBasedir`: the folders `wp eval` code may open, when they are not Playground's (evalwall.mjs).
+export async function runExec(rawPg, p, options = {}) {
   const pg = hostApi(rawPg);
   const started = Date.now();
   const command = String(p.command || '');
-  const capabilities = parseCapabilities(p.capabilities && p.capabilities.length ? p.capabilities : ['read']);
-  const limits = limitsOf(p.limits);
+  let capabilities;
+  let limits;
+  try {
+    capabilities = parseCapabilities(p.capabilities && p.capabilities.length ? p.capabilities : ['read'],
+      p.capabilityNames);
+    limits = limitsOf(p.limits);
+  } catch (err) {
+    if (!(err instanceof ExecRefused)) throw err;
+    return { command, cwd: String(p.cwd || DATA_ROOT), capabilities: [], limits: p.limits || {}, classification: null,
+      reason: null, stdout: '', stderr: err.message + '\n', exitCode: 2, limitExceeded: null,
+      error: { code: err.code, message: err.message, details: {} }, durationMs: Date.now() - started,
+      changedFiles: false };
+  }
   const requestedCwd = String(p.cwd || DATA_ROOT);
   const cwd = normalize(requestedCwd.startsWith('/') ? requestedCwd : `${DATA_ROOT}/${requestedCwd}`);
   const base = { command, cwd, capabilities, limits, classification: null, reason: null, stdout: '', stderr: '',
@@ -378,7 +394,7 @@ export async function runExec(rawPg, p) {
     }
   }
   const state = { pg, fs, capabilities, classification: classified.classification, env: p.env || {}, ranPhp: false,
-    policyViolation: null };
+    policyViolation: null, evalBasedir: options.evalBasedir };
   const bash = new Bash({
     fs,
     cwd,
@@ -423,7 +439,8 @@ export async function runExec(rawPg, p) {
 }
 
 export function classifyOnly(p) {
-  const capabilities = parseCapabilities(p.capabilities && p.capabilities.length ? p.capabilities : ['read']);
+  const capabilities = parseCapabilities(p.capabilities && p.capabilities.length ? p.capabilities : ['read'],
+    p.capabilityNames);
   const classified = classifyScript(String(p.command || ''));
   return { ...classified, capabilities, needed: NEEDS[classified.classification],
     missing: missingCapabilities(classified.classification, capabilities) };
