@@ -11,9 +11,10 @@ from codebox_tui.bundle import layout
 from codebox_tui.bundle.reader import LoadedBundle, load_bundle
 from codebox_tui.bundle.results import BundleChecks
 from codebox_tui.bundle.results import bundle_checks as read_checks
-from codebox_tui.contracts.bundle import TestResults
+from codebox_tui.contracts.bundle import ChangedFile, TestResults
 from store import threeway
 from store.apply import apply_decision
+from store.changed_names import ChangedFileNames
 from store.db import BundleRecord, Store
 from store.decisions import decide_on, default_approver, read_content, record_content, register_bundle
 from store.feedback import record_iterate_feedback
@@ -57,6 +58,11 @@ def import_bundles(store: Store, folder: Path) -> tuple[list[BundleRecord], list
 
 def load(bundle_dir: Path) -> LoadedBundle:
     return load_bundle(bundle_dir)
+
+
+def changed_file_names(entries: list[ChangedFile]) -> ChangedFileNames:
+    """How the store names each changed file (a relativePath two mounts change: by sandbox path)."""
+    return ChangedFileNames(entries)
 
 
 def decide(store: Store, bundle_dir: Path, action: str, *, files: list[str] | None = None, reason: str = "",

@@ -21,10 +21,10 @@ from codebox_tui.contracts.bundle import ChangedFile
 from codebox_tui.keymap import key_for
 from codebox_tui.screens import data
 from codebox_tui.screens.dialogs import ApplyDialog, ConfirmDialog, ReasonDialog, TextDialog
+from codebox_tui.screens.review_files import ReviewFiles
 from codebox_tui.screens.review_text import ReviewText, escape, site_line_style
 from codebox_tui.textsafe import safe_text
 from widgets.decision_bar import DecisionBar
-from widgets.diff_model import block_for, split_patch
 from widgets.diff_view import DiffView
 from widgets.event_tail import EventTail
 from widgets.evidence_view import EvidenceView
@@ -40,10 +40,11 @@ DECISION_BINDINGS = {"approve_all": "review.approve_all", "approve_selected": "r
 @dataclass(frozen=True)
 class ReviewInputs:
     """Everything the Review screen reads from disk and the store before it can draw: the verified bundle
-    (every file hashed), its patch split per file, the evaluation, checks and revisions."""
+    (every file hashed), its changed files by key with their patch sections, the evaluation, checks and
+    revisions."""
 
     bundle: LoadedBundle
-    blocks: dict[str, str]
+    files: ReviewFiles
     evaluation: Any
     evaluation_problem: str | None
     checks: Any
@@ -65,7 +66,7 @@ def prepare_review(bundle_dir: Path) -> ReviewInputs:
         no_decision = data.no_decision_reason(store, bundle_dir)
     finally:
         store.close()
-    return ReviewInputs(bundle=bundle, blocks=split_patch(bundle.patch), evaluation=evaluation,
+    return ReviewInputs(bundle=bundle, files=ReviewFiles(bundle.changed_files, bundle.patch), evaluation=evaluation,
                         evaluation_problem=problem, checks=data.bundle_checks(bundle_dir, bundle.test_results),
                         revisions=revisions, no_decision=no_decision)
 
@@ -136,15 +137,15 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.bundle_dir = Path(bundle_dir)
         inputs = inputs if inputs is not None else prepare_review(self.bundle_dir)
         self.bundle = inputs.bundle
-        self.blocks = inputs.blocks
+        self.files = inputs.files  # every changed file under its key (screens/review_files.py)
         self.evaluation, self.evaluation_problem = inputs.evaluation, inputs.evaluation_problem
         self.checks = inputs.checks
         self.text = ReviewText(self.bundle, self.bundle_dir, self.checks, self.evaluation, self.evaluation_problem)
         self.comments: list[Any] = []  # store.comments.Comment of this bundle directory
         self.revisions = inputs.revisions  # data.RevisionView when the review has several revisions
         self.no_decision = inputs.no_decision  # an output-only bundle: why the decision keys cannot act
-        self.skipped_hunks: dict[str, set[int]] = {}  # relativePath → 0-based hunks left out (``h``)
-        self.hunk_totals: dict[str, int] = {}  # relativePath → its number of hunks (files shown)
+        self.skipped_hunks: dict[str, set[int]] = {}  # file key → 0-based hunks left out (``h``)
+        self.hunk_totals: dict[str, int] = {}  # file key → its number of hunks (files shown)
         self.continuous = False  # all files in one scroll (``f``) instead of one file
         self._seen_path: str | None = None  # the continuous view's current file, last marked viewed
         self.busy = ""  # what the decision worker is doing; decision keys wait for it
@@ -196,7 +197,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
 
     def on_mount(self) -> None:
         tree = self.query_one(ChangedFileTree)
-        tree.load(self.bundle.changed_files)
+        tree.load(self.bundle.changed_files, key_of=self.files.key_of)
         bar = self.query_one(DecisionBar)
         bar.show_keys(self._decision_keys())
         bar.valid = self.bundle.valid
@@ -205,7 +206,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         if not self.bundle.changed_files:
             self.query_one(DiffView).show_message("The sandbox produced no file changes.")
         else:
-            first = sorted(f.relativePath for f in self.bundle.changed_files)[0]
+            first = sorted(self.files.keys)[0]
             # after the tree has laid out its lines: a cursor moved before that stays on the first folder
             self.call_after_refresh(self._show_first, first)
         self._load_comments()
@@ -225,8 +226,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             tree.highlight_path(rel)
 
     def _show(self, entry: ChangedFile) -> None:
-        rel = entry.relativePath
-        block = block_for(self.blocks, entry)
+        rel = self.files.key_of(entry)
+        block = self.files.block(rel)
         view = self.query_one(DiffView)
         if self.continuous and view.continuous and view.scroll_to_file(rel):
             self.query_one(ChangedFileTree).mark_viewed(entry)
@@ -259,7 +260,8 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                 self._show_comments()
 
     def _entry(self, rel: str) -> ChangedFile | None:
-        return next((f for f in self.bundle.changed_files if f.relativePath == rel), None)
+        found = self.files.get(rel)
+        return found.entry if found is not None else None
 
     async def action_diff(self, action: str) -> None:
         """A diff key pressed while another pane has the focus: show the Diff tab and act there, or say why it
@@ -286,13 +288,12 @@ content digest you reviewed; nothing is applied until you choose an adapter.
                 self._show(entry)
             self.notify("One file at a time (f: all files in one scroll).")
             return
-        entries = sorted(self.bundle.changed_files, key=lambda f: f.relativePath)
-        files = [(f.relativePath, block) for f in entries if (block := block_for(self.blocks, f)) is not None]
+        files = self.files.shown()
         if not files:
             self.continuous = False
             self.notify("No file patches to show.", severity="warning")
             return
-        collapsed = {f.relativePath for f in entries if tree.is_viewed(f) and f.relativePath != current}
+        collapsed = {f.key for f in self.files.files if tree.is_viewed(f.entry) and f.key != current}
         view.show_files(files, collapsed=collapsed, at=current)
         for rel, skipped in self.skipped_hunks.items():
             view.set_skipped_hunks(frozenset(skipped), path=rel)
@@ -347,10 +348,10 @@ content digest you reviewed; nothing is applied until you choose an adapter.
 
     # -- navigation ------------------------------------------------------------------------
     def _move(self, step: int) -> None:
-        files = [f.relativePath for f in self.bundle.changed_files]
+        files = self.files.keys
         tree = self.query_one(ChangedFileTree)
         node = tree.cursor_node
-        current = node.data.relativePath if node and node.data else None
+        current = self.files.key_of(node.data) if node and node.data else None
         view = self.query_one(DiffView)
         if self.continuous and view.continuous and view.model is not None:  # the order of the scroll
             order = [path for path, _row, _hunk in view.model.sections]
@@ -476,7 +477,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             return str(recorded or "?")
 
     def action_approve_all(self) -> None:
-        every = [f.relativePath for f in self.bundle.changed_files]
+        every = self.files.keys
         hunks, left_out = self._hunk_picks(every)
         if left_out:  # every hunk of some file left out: approve the others explicitly
             kept = [rel for rel in every if rel not in left_out]
