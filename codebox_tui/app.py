@@ -12,6 +12,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from codebox_tui.screens.messages import OpenBundle
 from codebox_tui.settings import get_settings
 
 if TYPE_CHECKING:
@@ -96,6 +97,10 @@ class CodeboxApp(App[None]):
         from codebox_tui.screens.opening import OpeningScreen
 
         self.push_screen(OpeningScreen(path, tab=tab))
+
+    def on_open_bundle(self, message: OpenBundle) -> None:
+        """A screen asks for a bundle to be reviewed (screens/messages.py)."""
+        self.open_bundle(message.path, tab=message.tab)
 
     def action_evaluate_patch(self) -> None:
         """The "Evaluate a patch" form (Home's `e`, the palette)."""

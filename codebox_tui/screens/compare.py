@@ -9,9 +9,9 @@ from rich.markup import escape as _markup_escape
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Header, Input, Label, Static
 
+from codebox_tui.screens.base import CodeboxModal, CodeboxScreen
 from codebox_tui.screens.dialogs import DIALOG_CSS, HELP_KEY
 from codebox_tui.textsafe import safe_text
 from widgets.diff_view import DiffView
@@ -21,7 +21,7 @@ def escape(value: object) -> str:
     return _markup_escape(safe_text(value))
 
 
-class CompareDialog(ModalScreen[str | None]):
+class CompareDialog(CodeboxModal[str | None]):
     """Ask which bundle to compare with: ``@key`` (from the inbox) or a bundle folder."""
 
     HELP = """\
@@ -49,7 +49,7 @@ are shown side by side (files, patches, tests, verdicts). `escape` cancels.
         self.dismiss(None)
 
 
-class CompareScreen(Screen[None]):
+class CompareScreen(CodeboxScreen[None]):
     HELP = """\
 # Compare
 Two bundles side by side: the top lines show each bundle's decision, tests and verdict; the table lists

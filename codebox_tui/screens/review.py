@@ -11,7 +11,6 @@ from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
 
 from codebox_tui.bundle import layout
@@ -20,6 +19,7 @@ from codebox_tui.bundle.reader import LoadedBundle
 from codebox_tui.contracts.bundle import ChangedFile
 from codebox_tui.keymap import key_for
 from codebox_tui.screens import data
+from codebox_tui.screens.base import CodeboxScreen
 from codebox_tui.screens.dialogs import ApplyDialog, ConfirmDialog, ReasonDialog, TextDialog
 from codebox_tui.screens.review_files import ReviewFiles
 from codebox_tui.screens.review_text import ReviewText, escape, site_line_style
@@ -75,7 +75,7 @@ def prepare_review(bundle_dir: Path) -> ReviewInputs:
 DIGEST_PLACEHOLDER = "Content digest (Mode B): …"
 
 
-class ReviewScreen(Screen[None]):
+class ReviewScreen(CodeboxScreen[None]):
     CSS_PATH = "review.tcss"
     HELP = """\
 # Review
@@ -305,7 +305,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
     # -- search in the diff ------------------------------------------------------------------
     def _decision_keys(self) -> dict[str, str]:
         """The decision keys in force: the app's keymap (docs/settings.md) over the bindings' own keys."""
-        keymap = getattr(self.app, "active_keymap", {})
+        keymap = self.app.active_keymap
         defaults = {b.id: b.key for b in [*self.BINDINGS, *ChangedFileTree.BINDINGS] if isinstance(b, Binding) and b.id}
         return {hint: key_display(key_for(binding_id, defaults[binding_id], keymap))
                 for hint, binding_id in DECISION_BINDINGS.items()}
