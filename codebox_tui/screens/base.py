@@ -4,15 +4,20 @@ runs inside it), so its own attributes (the keymap in force, the live runs) need
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Input, Select
 
+from codebox_tui.screens import data
+from codebox_tui.textsafe import safe_text
+
 if TYPE_CHECKING:
     from codebox_tui.app import CodeboxApp
 
 ResultT = TypeVar("ResultT")
+T = TypeVar("T")
 
 
 class CodeboxScreen(Screen[ResultT]):
@@ -34,3 +39,16 @@ def fit_compact(screen: Screen[ResultT], compact: bool) -> None:
         choice.compact = compact
     for button in screen.query(Button):
         button.compact = compact
+
+
+def call_store(screen: Screen[ResultT], call: Callable[[data.Store], T]) -> T | None:
+    """Run ``call(store)`` on a freshly opened store; a refusal is shown on ``screen`` (never a traceback) and
+    None returned."""
+    store = data.open_store()
+    try:
+        return call(store)
+    except Exception as error:
+        screen.notify(safe_text(error), severity="error", timeout=8, markup=False)
+        return None
+    finally:
+        store.close()

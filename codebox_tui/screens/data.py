@@ -13,7 +13,8 @@ from codebox_tui.bundle.reader import LoadedBundle, load_bundle
 from codebox_tui.bundle.results import BundleChecks
 from codebox_tui.bundle.results import bundle_checks as read_checks
 from codebox_tui.bundle.safe_read import loads_limited, read_regular
-from codebox_tui.contracts.apply import ApplyResult, Decision
+from codebox_tui.contracts.apply import ApplyResult
+from codebox_tui.contracts.apply import Decision as Decision
 from codebox_tui.contracts.bundle import ChangedFile, TestResults
 from codebox_tui.errors import BadInputError
 from store import threeway
@@ -23,15 +24,17 @@ from store.batches import BatchRecord as BatchRecord
 from store.batches import batch_items, get_batch, list_batches
 from store.batches import promote as store_promote
 from store.changed_names import ChangedFileNames
-from store.comments import Comment, list_comments
+from store.comments import Comment as Comment
 from store.comments import add_comment as store_add_comment
 from store.comments import delete_comment as store_delete_comment
 from store.comments import edit_comment as store_edit_comment
+from store.comments import list_comments
 from store.compare import Comparison
 from store.compare import compare as store_compare
 from store.db import OUTPUT_ONLY_LABEL as OUTPUT_ONLY_LABEL
 from store.db import OUTPUT_ONLY_STATUS as OUTPUT_ONLY_STATUS
-from store.db import BundleRecord, Store, output_only_reason
+from store.db import BundleRecord, output_only_reason
+from store.db import Store as Store
 from store.decisions import decide_on, default_approver, read_content, record_content, register_bundle, resolve_bundle
 from store.feedback import FeedbackFiles, record_iterate_feedback
 from store.feedback import export_feedback as store_export_feedback
