@@ -132,9 +132,9 @@ async def review_bench(bundle: Path) -> None:
         print(f"confirmation verified {(time.perf_counter() - t0) * 1000:.0f} ms after d (digest hashed in its worker)")
         await pilot.press("y")
         deadline = time.perf_counter() + NO_FRAME_S
-        while not screen.busy and time.perf_counter() < deadline:  # a small bundle may be verified already
+        while not screen.decisions.busy and time.perf_counter() < deadline:  # a small bundle may be verified already
             await asyncio.sleep(0.001)
-        verifying = lambda: bool(screen.busy)  # noqa: E731
+        verifying = lambda: bool(screen.decisions.busy)  # noqa: E731
         view.focus()
         busy_page = await key_frames(pilot, "pagedown", 30, bench_tui.frames, still=verifying)
         tree.focus()
@@ -143,7 +143,7 @@ async def review_bench(bundle: Path) -> None:
         print(describe("j in the tree key->frame while the decision verifies", busy_tree))
         if busy_page and idle_page:
             print(f"ratio busy/idle PageDown median: {statistics.median(busy_page) / statistics.median(idle_page):.2f}")
-        while screen.busy:
+        while screen.decisions.busy:
             await asyncio.sleep(0.05)
 
 

@@ -19,6 +19,7 @@ from codebox_tui.runtime.policy import default_policy
 from codebox_tui.screens.dialogs import HelpDialog
 from codebox_tui.screens.evaluate import EvaluatePatchScreen, ReproduceScreen
 from codebox_tui.screens.home import HomeScreen
+from codebox_tui.screens.messages import OpenBundle
 from codebox_tui.screens.opening import OpeningScreen
 from codebox_tui.screens.review import ReviewScreen, prepare_review
 from codebox_tui.settings import get_settings
@@ -98,6 +99,10 @@ class CodeboxApp(App[None]):
         """Open a bundle for review: verified in a worker behind a 'Verifying…' screen (never on the UI
         thread), then the Review screen (on ``tab`` when given, e.g. ``tab-tests``)."""
         self.push_screen(OpeningScreen(path, tab=tab))
+
+    def on_open_bundle(self, message: OpenBundle) -> None:
+        """A screen asks for a bundle to be reviewed (screens/messages.py)."""
+        self.open_bundle(message.path, tab=message.tab)
 
     def action_evaluate_patch(self) -> None:
         """The "Evaluate a patch" form (Home's `e`, the palette)."""

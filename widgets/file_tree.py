@@ -1,8 +1,12 @@
 """ChangedFileTree: changed files grouped by folder, with status badges, +/- counts, a selection mark
-for approve-selected (``space``) and a "viewed" mark that resets when the file's content hash changes."""
+for approve-selected (``space``) and a "viewed" mark that resets when the file's content hash changes.
+
+Each file is known by a key the caller gives (its relativePath unless told otherwise): the Review screen
+keys a relativePath two mounts change by sandbox path, so each shows under its own mount's folders."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from rich.style import Style
@@ -56,21 +60,23 @@ class ChangedFileTree(Tree[ChangedFile | None]):
         super().__init__("changes", **kwargs)
         self.show_root = False
         self.guide_depth = 2
-        self.selected: set[str] = set()
-        self.viewed: dict[str, str | None] = {}  # relativePath -> afterSha256 when viewed
+        self.selected: set[str] = set()  # keys
+        self.viewed: dict[str, str | None] = {}  # key -> afterSha256 when viewed
         self._leaves: dict[str, TreeNode[ChangedFile | None]] = {}
+        self._keys: dict[int, str] = {}  # id(entry) -> its key
 
-    def load(self, files: list[ChangedFile]) -> None:
-        """Show ``files`` (the bundle's change list, parsed with its contract) grouped by folder; folder nodes
-        carry no entry."""
+    def load(self, files: list[ChangedFile], key_of: Callable[[ChangedFile], str] | None = None) -> None:
+        """Show ``files`` (the bundle's change list, parsed with its contract) grouped by the folders of their
+        keys (``key_of(entry)``, default its relativePath); folder nodes carry no entry."""
         self.clear()
         self._leaves.clear()
-        self.selected &= {f.relativePath for f in files}
+        keyed = [(key_of(f) if key_of is not None else f.relativePath, f) for f in files]
+        self._keys = {id(f): k for k, f in keyed}
+        self.selected &= {k for k, _f in keyed}
         folders: dict[str, TreeNode[ChangedFile | None]] = {}
-        for entry in sorted(files, key=lambda f: f.relativePath):
-            rel = entry.relativePath
+        for rel, entry in sorted(keyed, key=lambda pair: pair[0]):
             parent = self.root
-            parts = rel.split("/")
+            parts = rel.lstrip("/").split("/")
             for depth in range(1, len(parts)):
                 key = "/".join(parts[:depth])
                 if key not in folders:
@@ -96,7 +102,7 @@ class ChangedFileTree(Tree[ChangedFile | None]):
         room += 3 if self.is_viewed(entry) else 0  # the viewed mark ("  •") may go first
         if text.cell_len <= room:
             return text
-        name = entry.relativePath.rsplit("/", 1)[-1]
+        name = self.key_of(entry).rsplit("/", 1)[-1]
         for keep in range(len(name) - 1, 1, -1):  # shorter and shorter until the label fits
             head = (keep + 1) // 2
             fitted = self._label(entry, name[:head] + "…" + name[len(name) - (keep - head):])
@@ -105,8 +111,12 @@ class ChangedFileTree(Tree[ChangedFile | None]):
                 return fitted
         return text
 
+    def key_of(self, entry: ChangedFile) -> str:
+        """The key ``entry`` is shown under (its relativePath when it was not loaded with another)."""
+        return self._keys.get(id(entry), entry.relativePath)
+
     def _label(self, entry: ChangedFile, shown_name: str | None = None) -> Text:
-        rel = entry.relativePath
+        rel = self.key_of(entry)
         letter, colour = BADGES.get(entry.status, ("?", "white"))
         text = Text()
         text.append("✓ " if rel in self.selected else "  ", style="bold green")
@@ -128,7 +138,7 @@ class ChangedFileTree(Tree[ChangedFile | None]):
 
     @property
     def file_paths(self) -> list[str]:
-        """Every file shown (its relativePath), sorted."""
+        """Every file shown (its key), sorted."""
         return sorted(self._leaves)
 
     def node_for(self, rel: str) -> TreeNode[ChangedFile | None] | None:
@@ -150,7 +160,7 @@ class ChangedFileTree(Tree[ChangedFile | None]):
             leaf.set_label(self._label(leaf.data))
 
     def mark_viewed(self, entry: ChangedFile) -> None:
-        rel = entry.relativePath
+        rel = self.key_of(entry)
         self.viewed[rel] = entry.afterSha256  # a later content change no longer matches → unviewed
         self.refresh_entry(rel)
 
@@ -163,14 +173,14 @@ class ChangedFileTree(Tree[ChangedFile | None]):
             self.post_message(self.FileSelected(event.node.data))
 
     def is_viewed(self, entry: ChangedFile) -> bool:
-        rel = entry.relativePath
+        rel = self.key_of(entry)
         return rel in self.viewed and self.viewed[rel] == entry.afterSha256
 
     def action_toggle_selected(self) -> None:
         node = self.cursor_node
         if node is None or node.data is None:
             return
-        rel = node.data.relativePath
+        rel = self.key_of(node.data)
         self.selected.symmetric_difference_update({rel})
         self.refresh_entry(rel)
         self.post_message(self.SelectionChanged(sorted(self.selected)))

@@ -7,16 +7,18 @@ second in a worker thread, so it follows a batch started anywhere on this machin
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from codebox_tui.batch.progress import STATE_MARKS
+from codebox_tui.screens import data
+from codebox_tui.screens.base import CodeboxScreen
+from codebox_tui.screens.messages import OpenBundle
 from codebox_tui.textsafe import safe_text
 from widgets.app_header import AppHeader
 
@@ -35,7 +37,7 @@ def column_widths(width: int) -> list[tuple[str, int]]:
     return [(name, w or max(12, width - used - 2)) for name, w in columns]
 
 
-class BatchScreen(Screen[None]):
+class BatchScreen(CodeboxScreen[None]):
     HELP = """\
 # Batches
 The items of a batch or fan-out (`codebox batch FILE`, `codebox agent-task --fan-out N`), live: state
@@ -56,8 +58,8 @@ what each item is doing now. It follows a batch running in another terminal too.
         self.batch_id = batch_id
         self.poll_s = poll_s
         self.batch_ids: list[str] = []  # newest first
-        self.items: list[Any] = []
-        self._shown: tuple[Any, ...] | None = None
+        self.items: list[data.BatchItemRecord] = []
+        self._shown: tuple[object, ...] | None = None
         self._columns: list[tuple[str, int]] = []
 
     def compose(self) -> ComposeResult:
@@ -78,18 +80,10 @@ what each item is doing now. It follows a batch running in another terminal too.
     @work(thread=True, exclusive=True, group="batch-poll")
     def poll(self) -> None:
         """Read the batch list and the shown batch's items (off the UI thread)."""
-        from store.batches import batch_items, get_batch, list_batches
-        from store.db import Store
+        self.app.call_from_thread(self._show, data.batch_snapshot(self.batch_id))
 
-        with Store.open() as store:
-            batches = list_batches(store)
-            ids = [b.batch_id for b in batches]
-            chosen = self.batch_id if self.batch_id in ids else (ids[0] if ids else None)
-            batch = get_batch(store, chosen) if chosen else None
-            items = batch_items(store, chosen) if chosen else []
-        self.app.call_from_thread(self._show, ids, batch, items)
-
-    def _show(self, ids: list[str], batch: Any, items: list[Any]) -> None:
+    def _show(self, read: data.BatchSnapshot) -> None:
+        ids, batch, items = read.ids, read.batch, read.items
         self.batch_ids = ids
         title = self.query_one("#batch-title", Static)
         if batch is None:
@@ -112,7 +106,7 @@ what each item is doing now. It follows a batch running in another terminal too.
             f" · batch {position}", (f" · {safe_text(batch.source)[:60]}" if batch.source else "", "dim")))
         self._fill(items)
 
-    def _fill(self, items: list[Any]) -> None:
+    def _fill(self, items: list[data.BatchItemRecord]) -> None:
         table = self.query_one(DataTable)
         row = table.cursor_row
         columns = column_widths(self.size.width)
@@ -139,7 +133,7 @@ what each item is doing now. It follows a batch running in another terminal too.
         if self.items and column_widths(self.size.width) != self._columns:
             self._fill(self.items)
 
-    def _highlighted(self) -> Any:
+    def _highlighted(self) -> data.BatchItemRecord | None:
         table = self.query_one(DataTable)
         if not self.items or not 0 <= table.cursor_row < len(self.items):
             return None
@@ -150,20 +144,15 @@ what each item is doing now. It follows a batch running in another terminal too.
         self.action_open()
 
     def action_open(self) -> None:
-        from codebox_tui.errors import BadInputError
-        from store.db import Store
-
         item = self._highlighted()
         if item is None or item.bundle_key is None:
             self.notify("This item has no bundle (yet)", severity="warning")
             return
-        with Store.open() as store:
-            try:
-                path = store.get_bundle_by_key(item.bundle_key).path
-            except BadInputError:
-                self.notify(f"bundle @{item.bundle_key} is no longer in the store", severity="error")
-                return
-        self.app.open_bundle(Path(path))  # type: ignore[attr-defined]
+        path = data.bundle_path(item.bundle_key)
+        if path is None:
+            self.notify(f"bundle @{item.bundle_key} is no longer in the store", severity="error")
+            return
+        self.post_message(OpenBundle(Path(path)))
 
     def _switch(self, step: int) -> None:
         if self.batch_id not in self.batch_ids:

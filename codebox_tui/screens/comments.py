@@ -8,15 +8,15 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Select
 
 from codebox_tui.contracts.feedback import COMMENT_KINDS
+from codebox_tui.screens.base import CodeboxModal
 from codebox_tui.screens.dialogs import DIALOG_CSS, HELP_KEY
 from codebox_tui.textsafe import safe_text
 
 
-class CommentDialog(ModalScreen[tuple[str, str] | None]):
+class CommentDialog(CodeboxModal[tuple[str, str] | None]):
     """Ask for a comment: its type (``issue`` … ``praise``) and text; returns ``(kind, text)`` or None."""
 
     DEFAULT_CSS = DIALOG_CSS + "CommentDialog { align: center middle; }\n#comment-kind { width: 30; }"

@@ -9,9 +9,9 @@ from rich.markup import escape as _markup_escape
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Label, Static
 
+from codebox_tui.screens.base import CodeboxModal, CodeboxScreen
 from codebox_tui.screens.dialogs import DIALOG_CSS, HELP_KEY
 from codebox_tui.textsafe import safe_text
 from widgets.app_header import AppHeader
@@ -22,7 +22,7 @@ def escape(value: object) -> str:
     return _markup_escape(safe_text(value))
 
 
-class CompareDialog(ModalScreen[str | None]):
+class CompareDialog(CodeboxModal[str | None]):
     """Ask which bundle to compare with: ``@key`` (from the inbox) or a bundle folder."""
 
     HELP = """\
@@ -50,7 +50,7 @@ are shown side by side (files, patches, tests, verdicts). `escape` cancels.
         self.dismiss(None)
 
 
-class CompareScreen(Screen[None]):
+class CompareScreen(CodeboxScreen[None]):
     HELP = """\
 # Compare
 Two bundles side by side: the top lines show each bundle's decision, tests and verdict; the table lists

@@ -3,6 +3,7 @@ The UI writes nothing itself: decisions go through ``store``."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,14 +12,45 @@ from codebox_tui.bundle import layout
 from codebox_tui.bundle.reader import LoadedBundle, load_bundle
 from codebox_tui.bundle.results import BundleChecks
 from codebox_tui.bundle.results import bundle_checks as read_checks
-from codebox_tui.contracts.bundle import TestResults
+from codebox_tui.bundle.safe_read import loads_limited, read_regular
+from codebox_tui.contracts.apply import ApplyResult
+from codebox_tui.contracts.apply import Decision as Decision
+from codebox_tui.contracts.bundle import ChangedFile, TestResults
+from codebox_tui.errors import BadInputError
 from store import threeway
 from store.apply import apply_decision
+from store.batches import BatchItemRecord as BatchItemRecord
+from store.batches import BatchRecord as BatchRecord
+from store.batches import batch_items, get_batch, list_batches
+from store.batches import promote as store_promote
+from store.changed_names import ChangedFileNames
+from store.comments import Comment as Comment
+from store.comments import add_comment as store_add_comment
+from store.comments import delete_comment as store_delete_comment
+from store.comments import edit_comment as store_edit_comment
+from store.comments import list_comments
+from store.compare import Comparison
+from store.compare import compare as store_compare
 from store.content import read_content
-from store.db import BundleRecord, Store
-from store.decisions import decide_on, default_approver, record_content, register_bundle
-from store.feedback import record_iterate_feedback
+from store.db import OUTPUT_ONLY_LABEL as OUTPUT_ONLY_LABEL
+from store.db import OUTPUT_ONLY_STATUS as OUTPUT_ONLY_STATUS
+from store.db import BundleRecord, output_only_reason
+from store.db import Store as Store
+from store.decisions import decide_on, default_approver, record_content, register_bundle, resolve_bundle
+from store.feedback import FeedbackFiles, record_iterate_feedback
+from store.feedback import export_feedback as store_export_feedback
+from store.inbox import FILTERS as FILTERS
+from store.inbox import SORTS as SORTS
+from store.inbox import InboxRow as InboxRow
+from store.inbox import decision_warning as warning_for
+from store.inbox import discard_bundles, inbox_rows
+from store.inbox import group_batches as group_batches
 from store.inbox import import_bundles as store_import
+from store.inbox import select_rows as select_rows
+from store.revisions import FileInterdiff, Revision, bundle_interdiff, carried_comments, revisions
+
+# JSON as read from a bundle or written by an adapter: checked where it is used, never trusted by shape
+JSONObject = dict[str, Any]
 
 
 @dataclass
@@ -50,7 +82,7 @@ def register(store: Store, bundle_dir: Path, run_id: str | None = None) -> Bundl
     return register_bundle(store, Path(bundle_dir), run_id=run_id)
 
 
-def import_bundles(store: Store, folder: Path) -> tuple[list[BundleRecord], list[dict[str, Any]]]:
+def import_bundles(store: Store, folder: Path) -> tuple[list[BundleRecord], list[JSONObject]]:
     """Verify and record the bundle at ``folder`` (or the bundles under it): (imported, rejected)."""
     report = store_import(store, Path(folder).expanduser())
     return report.imported, report.rejected
@@ -60,8 +92,13 @@ def load(bundle_dir: Path) -> LoadedBundle:
     return load_bundle(bundle_dir)
 
 
+def changed_file_names(entries: list[ChangedFile]) -> ChangedFileNames:
+    """How the store names each changed file (a relativePath two mounts change: by sandbox path)."""
+    return ChangedFileNames(entries)
+
+
 def decide(store: Store, bundle_dir: Path, action: str, *, files: list[str] | None = None, reason: str = "",
-           hunks: dict[str, list[int]] | None = None) -> Any:
+           hunks: dict[str, list[int]] | None = None) -> Decision:
     """Record a decision (registering the bundle first if the store has not seen it); ``hunks`` approves
     files in part (relativePath → 1-based hunk numbers, docs/contracts.md "Hunk selection")."""
     # verified and read once: this directory's own record (a Mode A id may be shared) and the decision both
@@ -74,11 +111,11 @@ def decide(store: Store, bundle_dir: Path, action: str, *, files: list[str] | No
     return decision
 
 
-def apply(store: Store, decision_id: int, adapter: str, target: str) -> Any:
+def apply(store: Store, decision_id: int, adapter: str, target: str) -> ApplyResult:
     return apply_decision(store, decision_id, adapter, target)
 
 
-def three_way_summary(result: dict[str, Any]) -> str | None:
+def three_way_summary(result: JSONObject) -> str | None:
     """The merged/conflicting counts of a three-way apply (docs/contracts.md, "Three-way apply"), or None."""
     target = result.get("target")
     return threeway.summary(target.get("three_way")) if isinstance(target, dict) else None
@@ -100,7 +137,7 @@ def current_user() -> str:
 EVALUATION_FILE = layout.EVALUATE_PATCH
 
 
-def patch_evaluation(bundle_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
+def patch_evaluation(bundle_dir: Path) -> tuple[JSONObject | None, str | None]:
     """The ``codebox evaluate-patch`` result carried by a bundle: ``(evaluation, problem)``.
 
     ``(None, None)`` when the bundle is not from evaluate-patch; a problem message when the file is
@@ -108,8 +145,6 @@ def patch_evaluation(bundle_dir: Path) -> tuple[dict[str, Any] | None, str | Non
     path = Path(bundle_dir) / EVALUATION_FILE
     if not path.is_file():
         return None, None
-    import json
-
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
@@ -120,15 +155,23 @@ def patch_evaluation(bundle_dir: Path) -> tuple[dict[str, Any] | None, str | Non
     return doc, None
 
 
-def bundle_checks(bundle_dir: Path, test_results: TestResults | dict[str, Any]) -> BundleChecks:
+def bundle_checks(bundle_dir: Path, test_results: TestResults | JSONObject) -> BundleChecks:
     """Tests (per side), probes and a recipe run's verdict: ``codebox_tui/bundle/results.py``."""
     return read_checks(bundle_dir, test_results)
 
 
+def status_warning(status: str) -> str | None:
+    """A warning to show before a new decision on a bundle recorded with ``status`` (discarded, applied)."""
+    return warning_for(status)
+
+
+def output_only(ref: str, status: str) -> str | None:
+    """Why a bundle recorded with ``status`` takes no decision (it is output only), else None."""
+    return output_only_reason(ref, status)
+
+
 def decision_warning(bundle_dir: Path) -> str | None:
     """A warning to show before a new decision on a bundle the store has as discarded or applied."""
-    from store.inbox import decision_warning as warning_for
-
     store = open_store()
     try:
         record = store.find_bundle_at(Path(bundle_dir))
@@ -139,60 +182,48 @@ def decision_warning(bundle_dir: Path) -> str | None:
 
 def no_decision_reason(store: Store, bundle_dir: Path) -> str | None:
     """Why the decision keys cannot act on this bundle directory: it is recorded as output only (None else)."""
-    from store.db import output_only_reason
-
     record = store.find_bundle_at(Path(bundle_dir).expanduser().resolve())
     return output_only_reason(record.ref, record.status) if record is not None else None
 
 
 # -- review comments and feedback (store/comments.py, store/feedback.py) -------------------------------
-def comments(store: Store, bundle_dir: Path) -> list[Any]:
+def comments(store: Store, bundle_dir: Path) -> list[Comment]:
     """This bundle directory's comments (its own record), in reading order."""
-    from store.comments import list_comments
-
     record = store.find_bundle_at(Path(bundle_dir).expanduser().resolve())  # never registers: opening is not recording
     return list_comments(store, record.key) if record is not None else []
 
 
 def add_comment(store: Store, bundle_dir: Path, *, path: str, kind: str, body: str,
-                lines: tuple[str, int, int] | None = None) -> Any:
+                lines: tuple[str, int, int] | None = None) -> Comment:
     """A file comment (``lines`` None) or a line/range comment ``(side, first, last)``."""
-    from store.comments import add_comment as store_add
-
     record = register(store, bundle_dir)
     side, start, end = lines if lines is not None else ("new", None, None)
-    return store_add(store, record, path=path, kind=kind, body=body, author=current_user(),
+    return store_add_comment(store, record, path=path, kind=kind, body=body, author=current_user(),
                      line_start=start, line_end=end, side=side)
 
 
-def edit_comment(store: Store, comment_id: int, *, kind: str, body: str) -> Any:
-    from store.comments import edit_comment as store_edit
-
-    return store_edit(store, comment_id, body=body, kind=kind)
+def edit_comment(store: Store, comment_id: int, *, kind: str, body: str) -> Comment:
+    return store_edit_comment(store, comment_id, body=body, kind=kind)
 
 
-def delete_comment(store: Store, comment_id: int) -> Any:
-    from store.comments import delete_comment as store_delete
-
-    return store_delete(store, comment_id)
+def delete_comment(store: Store, comment_id: int) -> Comment:
+    return store_delete_comment(store, comment_id)
 
 
-def export_feedback(store: Store, bundle_dir: Path) -> Any:
-    """Write feedback.md/feedback.json next to the bundle; returns ``store.feedback.FeedbackFiles``."""
-    from store.feedback import export_feedback as store_export
-
-    return store_export(store, register(store, bundle_dir))
+def export_feedback(store: Store, bundle_dir: Path) -> FeedbackFiles:
+    """Write feedback.md/feedback.json next to the bundle."""
+    return store_export_feedback(store, register(store, bundle_dir))
 
 
 @dataclass
 class RevisionView:
     """The revisions of the review a bundle directory belongs to (``store.revisions``)."""
 
-    revisions: list[Any]  # store.revisions.Revision, oldest first
+    revisions: list[Revision]  # oldest first
     number: int  # this bundle's revision number
-    base: Any  # the revision the interdiff starts from (the latest one decided on before this), or None
-    interdiff: list[Any]  # store.revisions.FileInterdiff
-    carried: list[Any]  # store.comments.Comment of earlier revisions, ``outdated`` marked
+    base: Revision | None  # the revision the interdiff starts from (the latest one decided on before this)
+    interdiff: list[FileInterdiff]
+    carried: list[Comment]  # comments of earlier revisions, ``outdated`` marked
 
     def number_of(self, bundle_key: int) -> int:
         return next((r.number for r in self.revisions if r.bundle.key == bundle_key), 0)
@@ -200,8 +231,6 @@ class RevisionView:
 
 def revision_view(store: Store, bundle_dir: Path) -> RevisionView | None:
     """None unless the bundle is recorded and its review has more than one revision."""
-    from store.revisions import bundle_interdiff, carried_comments, revisions
-
     record = store.find_bundle_at(Path(bundle_dir).expanduser().resolve())
     if record is None:
         return None
@@ -216,13 +245,54 @@ def revision_view(store: Store, bundle_dir: Path) -> RevisionView | None:
     return RevisionView(chain, number, base, files, carried_comments(store, record))
 
 
-def compare(store: Store, bundle_dir: Path, other: str) -> Any:
+def compare(store: Store, bundle_dir: Path, other: str) -> Comparison:
     """This bundle against ``other`` (``@key``, a run id, a unique prefix or a bundle folder): a
     ``store.compare.Comparison``. Both are recorded (a comparison names them by ``@key``)."""
-    from store.compare import compare as store_compare
-    from store.decisions import resolve_bundle
-
     return store_compare(store, register(store, bundle_dir), resolve_bundle(store, other))
+
+
+# -- Home's inbox and the batches (store/inbox.py, store/batches.py) ----------------------------------
+def inbox(store: Store) -> list[InboxRow]:
+    """Every recorded bundle as Home lists it (what each row says is computed in ``store/inbox.py``)."""
+    return inbox_rows(store)
+
+
+def discard(store: Store, keys: list[int]) -> list[Decision]:
+    """Record a discard decision on each of the bundles ``keys`` (by the current user)."""
+    return discard_bundles(store, keys, approver=current_user())
+
+
+def promote(store: Store, batch_id: str, bundle_key: int) -> None:
+    """Promote the candidate ``bundle_key`` of ``batch_id`` for review (one per batch)."""
+    store_promote(store, batch_id, bundle_key)
+
+
+@dataclass
+class BatchSnapshot:
+    """The batch ids, the batch shown (the one asked for while it exists, else the first) and its items."""
+
+    ids: list[str]
+    batch: BatchRecord | None
+    items: list[BatchItemRecord]
+
+
+def batch_snapshot(wanted: str | None) -> BatchSnapshot:
+    with Store.open() as store:
+        batches = list_batches(store)
+        ids = [b.batch_id for b in batches]
+        chosen = wanted if wanted in ids else (ids[0] if ids else None)
+        batch = get_batch(store, chosen) if chosen else None
+        items = batch_items(store, chosen) if chosen else []
+    return BatchSnapshot(ids, batch, items)
+
+
+def bundle_path(key: int) -> str | None:
+    """The directory of the bundle the store records as ``@key``; None when it is no longer recorded."""
+    with Store.open() as store:
+        try:
+            return store.get_bundle_by_key(key).path
+        except BadInputError:
+            return None
 
 
 # -- a command's output on the Live run screen ---------------------------------------------------
@@ -230,11 +300,9 @@ MAX_COMMANDS_FILE = 64 * 1024 * 1024  # commands.jsonl read for the output view 
 MAX_SHOWN_OUTPUT = 200_000  # characters of each stream shown; the rest is in the bundle
 
 
-def command_output(run_dir: Path, event: Any) -> tuple[str, str] | None:
+def command_output(run_dir: Path, event: object) -> tuple[str, str] | None:
     """Title and text of the stdout/stderr of the command an event names (``data.id`` of a ``command.*``
     event), else of the run's last command; None when the run has no command yet."""
-    from codebox_tui.bundle.safe_read import loads_limited, read_regular
-
     try:
         raw = read_regular(Path(run_dir) / layout.COMMANDS, MAX_COMMANDS_FILE)
     except OSError:

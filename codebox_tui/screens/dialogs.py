@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Markdown, Select, Static
 
+from codebox_tui.contracts.apply import ApplyResult
 from codebox_tui.screens import data
+from codebox_tui.screens.base import CodeboxModal
 from codebox_tui.textsafe import safe_text
 
 DIALOG_CSS = """
@@ -32,7 +33,7 @@ ConfirmDialog, ReasonDialog, ApplyDialog, TextDialog, HelpDialog, LaunchScreen, 
 HELP_KEY = Binding("f1", "app.help", "Help", show=False, id="dialog.help")
 
 
-class ConfirmDialog(ModalScreen[bool]):
+class ConfirmDialog(CodeboxModal[bool]):
     HELP = """\
 # Confirm
 Read what will be recorded (files, hunks, comments), then `y` (or the Record button) records it in the
@@ -116,7 +117,7 @@ VERIFYING = "\n\n⟳ Verifying… (hashing the bundle's changes)"
 CONFIRMED_WHILE_VERIFYING = "\n✔ y pressed: recorded as soon as the bundle is verified (escape cancels)"
 
 
-class ReasonDialog(ModalScreen[str | None]):
+class ReasonDialog(CodeboxModal[str | None]):
     HELP = """\
 # Request changes
 Type what the author should change and press `enter`: the reason, with the open comments, is recorded
@@ -140,7 +141,7 @@ with the decision and written to feedback.md / feedback.json next to the bundle.
         self.dismiss(None)
 
 
-class OpenBundleDialog(ModalScreen[str | None]):
+class OpenBundleDialog(CodeboxModal[str | None]):
     """Ask for a bundle folder made elsewhere (another machine, the reference implementation)."""
 
     HELP = """\
@@ -167,7 +168,7 @@ review at once. Bundles that fail verification are listed and not added. `escape
         self.dismiss(None)
 
 
-class ApplyDialog(ModalScreen[None]):
+class ApplyDialog(CodeboxModal[None]):
     """Optionally apply an approval through an adapter and show the apply-result."""
 
     HELP = """\
@@ -230,7 +231,7 @@ and can be applied later with `codebox apply DECISION`.
         """Verify the bundle and apply the approved files, off the UI thread."""
         store = data.open_store()
         try:
-            result: Any = data.apply(store, self.decision_id, adapter, target)
+            result: ApplyResult | None = data.apply(store, self.decision_id, adapter, target)
             problem = None
         except Exception as error:  # refusals (conflicts, digest mismatch) are shown, nothing is written
             hint = data.refusal_hint(error)  # e.g. the three-way merged/conflicting hunk counts
@@ -239,16 +240,15 @@ and can be applied later with `codebox apply DECISION`.
             store.close()
         self.app.call_from_thread(self._applied, adapter, result, problem)
 
-    def _applied(self, adapter: str, result: Any, problem: str | None) -> None:
+    def _applied(self, adapter: str, result: ApplyResult | None, problem: str | None) -> None:
         self.applying = False
         if not self.is_mounted:
             return
         self.query_one("#apply", Button).disabled = False
-        if problem is not None:
-            self.query_one("#apply-result", Static).update(safe_text(problem, keep_newlines=True))
+        if problem is not None or result is None:
+            self.query_one("#apply-result", Static).update(safe_text(problem or "Nothing applied.", keep_newlines=True))
             return
-        dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True) if hasattr(result, "model_dump") \
-            else result
+        dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
         merged = data.three_way_summary(dumped)  # merged/conflict counts of a three-way apply, if any
         shown = (merged + "\n" if merged else "") + json.dumps(dumped, indent=2)
         self.query_one("#apply-result", Static).update(safe_text(shown, keep_newlines=True))
@@ -259,7 +259,7 @@ and can be applied later with `codebox apply DECISION`.
             self.dismiss(None)
 
 
-class TextDialog(ModalScreen[None]):
+class TextDialog(CodeboxModal[None]):
     HELP = """\
 # Text
 Sandbox-written text (events, output) shown with control characters as visible escapes. `escape`,
@@ -284,7 +284,7 @@ Sandbox-written text (events, output) shown with control characters as visible e
         self.dismiss(None)
 
 
-class HelpDialog(ModalScreen[None]):
+class HelpDialog(CodeboxModal[None]):
     DEFAULT_CSS = DIALOG_CSS
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "close", "Close", id="dialog.close")]
 

@@ -11,12 +11,12 @@ from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.suggester import Suggester
 from textual.widget import Widget
 from textual.widgets import Button, Input, Label, Select
 
 from codebox_tui.screens.backend_field import BackendProblem, backend_select, follow_backend_php, show_backend_problem
+from codebox_tui.screens.base import CodeboxModal, fit_compact
 from codebox_tui.screens.dialogs import DIALOG_CSS
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
@@ -42,7 +42,7 @@ def form_css(screen: str) -> str:
 COMPACT_BELOW = 34  # rows: under this the forms use borderless fields so all of them fits (80x24)
 
 
-class FormScreen(ModalScreen[None]):
+class FormScreen(CodeboxModal[None]):
     """What both forms share: borderless fields on a short terminal (as the Launch form does); Cancel and escape
     close the form, the other button and enter in a field submit it; a Backend field that says at once what the
     chosen backend cannot do for the flow (the check the command line makes)."""
@@ -87,10 +87,7 @@ class FormScreen(ModalScreen[None]):
         self._fit()
 
     def _fit(self) -> None:
-        compact = self.app.size.height < COMPACT_BELOW
-        self.set_class(compact, "-compact")
-        for widget in self.query("Input, Select, Button"):
-            widget.compact = compact  # type: ignore[attr-defined]
+        fit_compact(self, self.app.size.height < COMPACT_BELOW)
 
 
 # the field a BadInputError of evaluate-patch's checks names (resolve_build says "wp") → the form's input

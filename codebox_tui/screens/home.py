@@ -14,15 +14,23 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
 from codebox_tui.errors import CodeboxError
 from codebox_tui.screens import data
+from codebox_tui.screens.base import CodeboxScreen
+from codebox_tui.screens.data import (
+    FILTERS,
+    OUTPUT_ONLY_LABEL,
+    OUTPUT_ONLY_STATUS,
+    SORTS,
+    InboxRow,
+    group_batches,
+    select_rows,
+)
+from codebox_tui.screens.messages import OpenBundle
 from codebox_tui.textsafe import safe_text
-from store.db import OUTPUT_ONLY_LABEL, OUTPUT_ONLY_STATUS, output_only_reason
-from store.inbox import FILTERS, SORTS, InboxRow, decision_warning, group_batches, select_rows
 from widgets.app_header import AppHeader
 
 STATUSES = list(FILTERS)  # kept for callers that cycle through them
@@ -72,7 +80,7 @@ def shorten_middle(text: str, width: int) -> str:
     return text[:head] + "…" + text[len(text) - (width - 1 - head):]
 
 
-class HomeScreen(Screen[None]):
+class HomeScreen(CodeboxScreen[None]):
     CSS_PATH = "home.tcss"
     HELP = """\
 # Home
@@ -144,7 +152,7 @@ evaluate-patch), risk flags, changed files, decision, age.
 
     def _live_screens(self) -> list[Any]:
         """The Live run screens whose run goes on (oldest first), left with `escape`."""
-        return list(getattr(self.app, "live_runs", {}).values())
+        return list(self.app.live_runs.values())
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "live_run":
@@ -204,11 +212,9 @@ evaluate-patch), risk flags, changed files, decision, age.
 
     @work(thread=True, exclusive=True, group="home-refresh")
     def _load_rows(self) -> None:
-        from store.inbox import inbox_rows
-
         store = data.open_store()
         try:
-            rows, problem = inbox_rows(store), None
+            rows, problem = data.inbox(store), None
         except Exception as error:  # an unreadable store is reported, never a traceback
             rows, problem = None, safe_text(error)
         finally:
@@ -347,7 +353,7 @@ evaluate-patch), risk flags, changed files, decision, age.
             return
         output_only = [r for r in rows if r.status == OUTPUT_ONLY_STATUS]
         if len(output_only) == len(rows):  # the key tells why it cannot act
-            why = output_only_reason(f"@{rows[0].key}", rows[0].status) if len(rows) == 1 else None
+            why = data.output_only(f"@{rows[0].key}", rows[0].status) if len(rows) == 1 else None
             self.notify(why or "The selected bundles are output only: nothing to discard.", severity="warning",
                         markup=False)
             return
@@ -357,7 +363,7 @@ evaluate-patch), risk flags, changed files, decision, age.
                  f"(approver: {data.current_user()})."]
         lines += [f"  - @{r.key} {r.title} [{r.source}, {r.verdict}]" for r in todo]
         for row in todo:
-            warning = decision_warning(row.status)
+            warning = data.status_warning(row.status)
             if warning:
                 lines.append(f"⚠ @{row.key} {row.title}: {warning}")
         if skipped:
@@ -371,12 +377,9 @@ evaluate-patch), risk flags, changed files, decision, age.
         def done(confirmed: bool | None) -> None:
             if not confirmed:
                 return
-            from codebox_tui.errors import CodeboxError
-            from store.inbox import discard_bundles
-
             store = data.open_store()
             try:
-                decisions = discard_bundles(store, [r.key for r in todo], approver=data.current_user())
+                decisions = data.discard(store, [r.key for r in todo])
             except CodeboxError as error:  # a refusal is shown, never a traceback
                 self.notify(f"Discard stopped: {error}", severity="error", timeout=8, markup=False)
                 decisions = []
@@ -396,7 +399,7 @@ evaluate-patch), risk flags, changed files, decision, age.
         key = self._cursor_key()
         path = self.paths.get(key) if key is not None else None
         if path:
-            self.app.open_bundle(Path(path))  # type: ignore[attr-defined]
+            self.post_message(OpenBundle(Path(path)))
 
     def on_data_table_row_selected(self, _event: DataTable.RowSelected) -> None:
         self.action_open()
@@ -424,7 +427,7 @@ evaluate-patch), risk flags, changed files, decision, age.
                         timeout=10)
         self.action_refresh()
         if len(imported) == 1 and not rejected:
-            self.app.open_bundle(Path(imported[0].path))  # type: ignore[attr-defined]
+            self.post_message(OpenBundle(Path(imported[0].path)))
         elif imported:
             self.notify(f"Added {len(imported)} bundle(s) to the inbox.")
 
@@ -461,15 +464,13 @@ evaluate-patch), risk flags, changed files, decision, age.
 
     def action_promote(self) -> None:
         """Record the highlighted candidate as the one of its batch to review."""
-        from store.batches import promote
-
         row = self._cursor_row()
         if row is None or not row.batch:
             self.notify("Not a candidate of a batch or fan-out", severity="warning")
             return
         store = data.open_store()
         try:
-            promote(store, row.batch, row.key)
+            data.promote(store, row.batch, row.key)
         finally:
             store.close()
         self.notify(f"@{row.key} ({row.batch_item}) promoted for review in {row.batch}")

@@ -9,7 +9,6 @@ from typing import Any, ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select
 
 from codebox_tui.runtime.catalog import command_catalog
@@ -19,6 +18,7 @@ from codebox_tui.screens.backend_field import (
     follow_backend_php,
     show_backend_problem,
 )
+from codebox_tui.screens.base import CodeboxModal, fit_compact
 from codebox_tui.screens.dialogs import DIALOG_CSS
 from codebox_tui.settings import get_settings
 from codebox_tui.textsafe import safe_text
@@ -56,7 +56,7 @@ def parsed_arguments_line(text: str) -> str:
     return f"→ {len(words)} argument{'s' if len(words) != 1 else ''}: {shown}"
 
 
-class LaunchScreen(ModalScreen[None]):
+class LaunchScreen(CodeboxModal[None]):
     DEFAULT_CSS = DIALOG_CSS + """
 #launch-error { color: $error; height: auto; }
 #backend-error { color: $error; height: auto; padding-left: 11; display: none; }
@@ -138,10 +138,7 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
         self._fit()
 
     def _fit(self) -> None:
-        compact = self.app.size.height < self.COMPACT_BELOW
-        self.set_class(compact, "-compact")
-        for widget in self.query("Input, Select, Button"):
-            widget.compact = compact  # type: ignore[attr-defined]
+        fit_compact(self, self.app.size.height < self.COMPACT_BELOW)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "cancel":

@@ -11,14 +11,16 @@ from rich.markup import escape
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from codebox_tui.bundle import layout
 from codebox_tui.lifecycle import RunControl, RunRequest
+from codebox_tui.screens.base import CodeboxScreen
+from codebox_tui.screens.messages import OpenBundle
 from codebox_tui.settings import get_settings
 from codebox_tui.textsafe import safe_text
 from widgets.app_header import AppHeader
+from widgets.console import ExecConsole
 from widgets.event_tail import EventTail
 from widgets.run_progress import RunProgress
 
@@ -26,7 +28,7 @@ PROGRESS_TICK_S = 0.2
 MAX_REPLAY = 2000  # on a huge events file, the progress line is derived from the last lines only
 
 
-class LiveRunScreen(Screen[None]):
+class LiveRunScreen(CodeboxScreen[None]):
     CSS_PATH = "live_run.tcss"
     HELP = """\
 # Live run
@@ -95,9 +97,7 @@ palette's "Return to live run") brings this screen back, console and all.
             else:
                 self.start_run()
             self.set_interval(PROGRESS_TICK_S, self._tick_progress)
-            live_runs = getattr(self.app, "live_runs", None)
-            if live_runs is not None:  # quitting the app cancels it (CodeboxApp.action_quit); Home lists it
-                live_runs[self.control] = self
+            self.app.live_runs[self.control] = self  # quitting the app cancels it (action_quit); Home lists it
             # kept (not removed) when `escape` leaves it while the run goes on, so Home can bring it back
             self.app.install_screen(self, name=self.screen_name)
 
@@ -254,7 +254,6 @@ palette's "Return to live run") brings this screen back, console and all.
         """While the preview is held: a console running `codebox exec` commands in it (docs/exec.md)."""
         from codebox_tui.contracts.exec import ExecRequest
         from codebox_tui.runtime.exec import run_exec
-        from widgets.console import ExecConsole
 
         def runner(command: str, caps: list[str]) -> Any:
             return run_exec(session, ExecRequest(command=command, capabilities=caps))
@@ -286,11 +285,11 @@ palette's "Return to live run") brings this screen back, console and all.
         return what + (" (held)" if self.hold_s else "")
 
     def _finished(self, bundle_dir: Path | None, error: str | None, cancelled: bool = False) -> None:
-        getattr(self.app, "live_runs", {}).pop(self.control, None)
+        self.app.live_runs.pop(self.control, None)
         if self.app.screen is not self and self not in self.app.screen_stack:
             self.app.uninstall_screen(self)  # left with `escape` earlier: nothing will bring it back now
-        for console in self.query("#console"):
-            console.close("the sandbox was disposed")  # type: ignore[attr-defined]
+        for console in self.query(ExecConsole):
+            console.close("the sandbox was disposed")
         self.bundle_dir = bundle_dir
         self.state = "cancelled" if cancelled else ("failed" if error else "done")
         self.refresh_bindings()
@@ -303,7 +302,7 @@ palette's "Return to live run") brings this screen back, console and all.
             text += f" — bundle ready, press [b]r[/b] to review ({escape(safe_text(bundle_dir.name))})"
         self.query_one("#progress", Static).update(text)
         if bundle_dir and self.land_on and not cancelled and self.app.screen is self:
-            self.app.open_bundle(bundle_dir, tab=self.land_on)  # type: ignore[attr-defined]
+            self.post_message(OpenBundle(bundle_dir, tab=self.land_on))
 
     def on_event_tail_updated(self, message: EventTail.Updated) -> None:
         self._feed_progress(self.query_one(EventTail))
@@ -335,7 +334,7 @@ palette's "Return to live run") brings this screen back, console and all.
         if self.bundle_dir is None:
             self.notify("The bundle is not ready yet.", severity="warning")
             return
-        self.app.open_bundle(self.bundle_dir)  # type: ignore[attr-defined]
+        self.post_message(OpenBundle(self.bundle_dir))
 
     def action_cancel_run(self) -> None:
         from codebox_tui.screens.dialogs import ConfirmDialog

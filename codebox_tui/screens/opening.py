@@ -10,16 +10,16 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import Screen
 from textual.widgets import Footer, LoadingIndicator, Static
 
 from codebox_tui.errors import CodeboxError
+from codebox_tui.screens.base import CodeboxScreen
 from codebox_tui.screens.review import ReviewInputs, ReviewScreen, prepare_review
 from codebox_tui.textsafe import safe_text
 from widgets.app_header import AppHeader
 
 
-class OpeningScreen(Screen[None]):
+class OpeningScreen(CodeboxScreen[None]):
     """``Verifying <bundle>…`` until :func:`prepare_review` is done; escape goes back without waiting."""
 
     DEFAULT_CSS = """

@@ -1,5 +1,6 @@
 """The Review screen's text panes, built from a loaded bundle: the verdict and recipe header lines, risks,
-tests and probes, the Site tab and Provenance. Everything sandbox-written goes through :func:`escape`
+tests and probes, the Site tab and Provenance, the comment panel and the Revisions tab. Pure functions of
+their inputs (unit-tested without Textual). Everything sandbox-written goes through :func:`escape`
 (control characters shown as escapes, Rich markup escaped)."""
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from codebox_tui.bundle import layout
 from codebox_tui.bundle.provenance import runtime_versions
 from codebox_tui.bundle.reader import LoadedBundle
 from codebox_tui.bundle.results import BundleChecks
+from codebox_tui.screens.data import Comment, RevisionView
 from codebox_tui.textsafe import safe_text
+from widgets.diff_styles import MARK_STYLES
 
 
 def escape(value: object) -> str:
@@ -225,3 +228,85 @@ class ReviewText:
             if len(skipped) > 200:
                 lines.append(f"  … {len(skipped) - 200} more in {layout.CHANGED_FILES}")
         return "\n".join(lines)
+
+
+# -- review comments (the panel under the diff) --------------------------------------------------------
+def comment_colour(kind: str) -> str:
+    """A comment type's colour: the one the diff's line marks use (widgets/diff_styles.py ``MARK_STYLES``)."""
+    style = MARK_STYLES.get(kind)
+    colour = style.color if style is not None else None
+    return colour.name if colour is not None else "white"
+
+
+def comment_panel_text(shown: list[Comment], others: int, from_before: list[Comment],
+                       revision_of: dict[int, int]) -> str:
+    """The panel under the diff: ``shown`` (the comments at the cursor and the file's file comments), how many
+    ``others`` the file has, and ``from_before`` (earlier revisions' comments here; ``revision_of`` maps a
+    bundle key to its revision number)."""
+    lines = []
+    for c in shown:
+        sent = f" [dim](sent with decision #{c.decision_id})[/]" if c.decision_id is not None else ""
+        lines.append(f"[b {comment_colour(c.kind)}]● {c.kind}[/] [dim]#{c.id} {escape(c.where())} · "
+                     f"{escape(c.author)}[/]{sent}\n  {escape(c.body)}")
+    if others:
+        lines.append(f"[dim]{others} more comment(s) on this file: the ● lines[/]")
+    for c in from_before:
+        state = "[b yellow]outdated[/] " if c.outdated else ""
+        lines.append(f"[dim]revision {revision_of.get(c.bundle_key, 0)}:[/] {state}[b]{c.kind}[/] "
+                     f"[dim]#{c.id} {escape(c.where())}[/]\n  {escape(c.body)}")
+    return "\n".join(lines)
+
+
+# -- the Revisions tab -----------------------------------------------------------------------------------
+INTERDIFF_SHOWN_LINES = 400  # per file; the rest: codebox review revisions --interdiff
+_INTERDIFF_COLOURS = {"unchanged": "dim", "changed": "yellow", "new-in-revision": "green"}
+_INTERDIFF_LINE_COLOURS = {"+": "green", "-": "red", "@": "cyan"}
+
+
+def _tests_summary(tests: dict[str, Any]) -> str:
+    if "total" not in tests:
+        return "no tests"
+    return f"{tests.get('passed', 0)}/{tests.get('total', 0)} passed, {tests.get('failed', 0)} failed"
+
+
+def revisions_text(view: RevisionView) -> str:
+    """The Revisions tab: each revision's decision and tests (and their change from the one before), the
+    comments carried over from earlier revisions, and what changed since the revision the interdiff starts
+    from."""
+    lines = [f"[b]Revision {view.number} of {len(view.revisions)}[/b]"]
+    previous: dict[str, Any] = {}
+    for r in view.revisions:
+        here = "  [b]◀ this bundle[/]" if r.number == view.number else ""
+        decision = r.decision.action if r.decision else "undecided"
+        tests = r.tests
+        delta = ""
+        if "total" in tests and "total" in previous:
+            change = [f"{key} {tests.get(key, 0) - previous.get(key, 0):+d}" for key in ("passed", "failed")
+                      if tests.get(key, 0) != previous.get(key, 0)]
+            delta = f" [dim]({', '.join(change) or 'same as before'})[/]"
+        verdict = f" · verdict {escape(r.verdict)}" if r.verdict else ""
+        linked = f" [dim]linked by {r.how}[/]" if r.how else ""
+        lines.append(f"  {r.number}. {r.bundle.ref} [dim]{r.bundle.content_digest[:12]}[/] {escape(decision)} · "
+                     f"{escape(_tests_summary(tests))}{delta}{verdict}{linked}{here}")
+        previous = tests
+    if view.carried:
+        outdated = sum(1 for c in view.carried if c.outdated)
+        lines += ["", f"[b]Comments from earlier revisions[/b] ({len(view.carried)}, {outdated} outdated)"]
+        for c in view.carried:
+            state = " [yellow]outdated[/]" if c.outdated else ""
+            lines.append(f"  r{view.number_of(c.bundle_key)} {c.kind} {escape(c.where())}{state}: {escape(c.body)}")
+    if view.base is None:
+        lines += ["", "This is the first revision; later ones are listed above."]
+        return "\n".join(lines)
+    lines += ["", f"[b]What changed since revision {view.base.number}[/b]"
+                  f"{' (the one reviewed)' if view.base.decision else ''}"]
+    for f in view.interdiff:
+        lines.append(f"[{_INTERDIFF_COLOURS.get(f.change, 'red')}]{f.change:<20}[/] {escape(f.path)}")
+        for line in f.lines[:INTERDIFF_SHOWN_LINES]:
+            style = _INTERDIFF_LINE_COLOURS.get(line[:1], "")
+            shown = escape(safe_text(line, tab_size=4))
+            lines.append(f"    [{style}]{shown}[/]" if style else f"    {shown}")
+        if len(f.lines) > INTERDIFF_SHOWN_LINES:
+            more = len(f.lines) - INTERDIFF_SHOWN_LINES
+            lines.append(f"    … {more} more lines (codebox review revisions --interdiff)")
+    return "\n".join(lines)

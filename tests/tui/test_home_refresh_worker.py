@@ -1,5 +1,5 @@
 """Home reads the inbox (every bundle's summary) in a worker: the status line says "Loading the inbox…" until
-the rows arrive, and the keys answer meanwhile. The real store and the real inbox_rows run; the test only holds
+the rows arrive, and the keys answer meanwhile. The real store and the real inbox read run; the test only holds
 the worker back until it has looked, so nothing depends on how fast the machine is."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable, Static
 
-import store.inbox
 from codebox_tui.app import CodeboxApp
+from codebox_tui.screens import data
 from codebox_tui.screens.dialogs import HelpDialog
 from codebox_tui.screens.home import HomeScreen
 from store.db import Store
@@ -22,15 +22,16 @@ from tests.factories.widget_hosts import wait_for
 
 @pytest.fixture
 def held(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    """The real inbox_rows, started only once the returned event is set."""
+    """The real inbox read (``screens/data.py``, Home's door to the store), started only once the returned event
+    is set."""
     release = threading.Event()
-    real = store.inbox.inbox_rows
+    real = data.inbox
 
     def held_back(*args: Any, **kwargs: Any) -> Any:
         assert release.wait(120)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(store.inbox, "inbox_rows", held_back)
+    monkeypatch.setattr(data, "inbox", held_back)
     return release
 
 
