@@ -17,14 +17,13 @@ import bisect
 import itertools
 from collections.abc import Callable, Collection
 from functools import partial
-from typing import ClassVar
+from typing import ClassVar, TypeAlias
 
 from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.geometry import Region, Size
-from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.worker import get_current_worker
@@ -35,6 +34,7 @@ from widgets.diff_highlight import Packed, cells, lex, pack
 from widgets.diff_layout import DisplayIndex
 from widgets.diff_lines import LineBuilder
 from widgets.diff_marks import MarkRange, NoteSpec, ReviewMarks
+from widgets.diff_messages import CursorMoved, FileRequested, HunkChanged, SearchResult, StatusChanged
 from widgets.diff_model import (
     MAX_LINE,
     FileDiffModel,
@@ -116,36 +116,11 @@ class DiffView(ScrollView, can_focus=True):
     DiffView { background: $surface; }
     """
 
-    class HunkChanged(Message):
-        def __init__(self, index: int, total: int) -> None:
-            self.index, self.total = index, total
-            super().__init__()
-
-    class FileRequested(Message):
-        """The user asked for the next (+1) or previous (-1) file; the screen decides which."""
-
-        def __init__(self, step: int) -> None:
-            self.step = step
-            super().__init__()
-
-    class SearchResult(Message):
-        def __init__(self, query: str, index: int, total: int) -> None:
-            self.search_query, self.index, self.total = query, index, total
-            super().__init__()
-
-    class CursorMoved(Message):
-        """The line cursor or the selected range changed (``cursor_row``, ``selected_rows()``)."""
-
-        def __init__(self, row: int) -> None:
-            self.row = row
-            super().__init__()
-
-    class StatusChanged(Message):
-        """The status line (file, hunk, columns or wrap, search) changed; see ``status_text``."""
-
-        def __init__(self, text: str) -> None:
-            self.text = text
-            super().__init__()
+    HunkChanged: TypeAlias = HunkChanged
+    FileRequested: TypeAlias = FileRequested
+    SearchResult: TypeAlias = SearchResult
+    CursorMoved: TypeAlias = CursorMoved
+    StatusChanged: TypeAlias = StatusChanged
 
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None,
                  tab_size: int | None = None) -> None:
