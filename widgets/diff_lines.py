@@ -109,8 +109,12 @@ class LineBuilder:
         """Whether display line ``y``'s rows are drawn with their syntax colours (part of a built line's key)."""
         if self.sync_highlight:
             return True
-        left, right = self.index.logical_rows(self.index.locate(y)[0])
-        tokens, rows = self.tokens, self.rows
+        index, tokens, rows = self.index, self.tokens, self.rows
+        if not (index.mapped or index.split_active):  # one row per line
+            return y >= len(rows) or id(rows[y]) in tokens
+        if y >= index.display_count():
+            return True
+        left, right = index.logical_rows(index.locate(y)[0])
         return (left < 0 or id(rows[left]) in tokens) and (right < 0 or id(rows[right]) in tokens)
 
     def line(self, y: int, width: int, x: int, base: Style) -> Segments:

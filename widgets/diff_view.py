@@ -17,7 +17,7 @@ import bisect
 import itertools
 from collections.abc import Callable, Collection
 from functools import partial
-from typing import ClassVar, TypeAlias
+from typing import ClassVar, NamedTuple, TypeAlias
 
 from rich.style import Style
 from textual import events
@@ -56,6 +56,16 @@ WORKER_PARSE_LINES = 5000  # blocks with more lines are parsed in a worker threa
 LINE_CACHE = 512
 
 Prepared = tuple[FileDiffModel, DisplayIndex]
+
+
+class Drawing(NamedTuple):
+    """What every line drawn at once shares: the widget's style, the width and horizontal position, and the
+    part of a built line's cache key they and the state objects' versions make."""
+
+    base: Style
+    width: int
+    x: int
+    shared: tuple[object, ...]
 
 
 def _prepare(builder: Callable[[], FileDiffModel]) -> Prepared:
@@ -146,7 +156,7 @@ class DiffView(ScrollView, can_focus=True):
         self._max_line = MAX_LINE
         self._focus_row: int | None = None  # the model row the last jump (file, hunk, match) brought up
         self._status = ""
-        self._frame: tuple[Style, int, int] | None = None  # (widget style, width, x) while a frame is drawn
+        self._frame: Drawing | None = None  # while a frame is drawn
         self._last_base: Style | None = None  # the widget style of the last frame (for prefetch)
 
     # -- the state objects, as the screens and tests read them ------------------------------------
@@ -735,42 +745,40 @@ class DiffView(ScrollView, can_focus=True):
     # -- drawing ----------------------------------------------------------------------------------
     def render_lines(self, crop: Region) -> list[Strip]:
         # Once per frame, not once per line: the widget's own style (rich_style walks the DOM and the theme),
-        # its width, and the display index put in the current mode.
-        width = self._sync_mode()
-        self._frame = (self.rich_style, width, 0 if self.wrap else int(self.scroll_offset.x))
+        # its width, the display index put in the current mode, and what every line's key shares.
+        self._frame = self._drawing(self.rich_style)
         try:
             lines = super().render_lines(crop)
         finally:
-            self._last_base, self._frame = self._frame[0], None
+            self._last_base, self._frame = self._frame.base, None
         self._schedule_prefetch()
         self._post_status()
         return lines
 
+    def _drawing(self, base: Style) -> Drawing:
+        width = self._sync_mode()
+        x = 0 if self.wrap else int(self.scroll_offset.x)
+        index = self._index
+        shared = (width, x, base, self._shown, index.split_active, index.wrap, self.marks.version,
+                  self.finder.version)
+        return Drawing(base, width, x, shared)
+
     def render_line(self, y: int) -> Strip:
         y += int(self.scroll_offset.y)
-        if self._frame is None:
-            return self.display_line(y)
-        base, width, x = self._frame
-        return self._line(y, width, x, base)
+        return self._line(y, self._frame) if self._frame is not None else self.display_line(y)
 
     def display_line(self, y: int) -> Strip:
         """Display line ``y`` (from the top of the diff, not of the view) as drawn at the current width,
         horizontal position and theme (that of the last frame): one Strip, built once and cached."""
-        width = self._sync_mode()
-        base = self._last_base if self._last_base is not None else self.rich_style
-        return self._line(y, width, 0 if self.wrap else int(self.scroll_offset.x), base)
+        return self._line(y, self._drawing(self._last_base if self._last_base is not None else self.rich_style))
 
-    def _line_key(self, y: int, width: int, x: int, base: Style) -> tuple[object, ...]:
-        """What display line ``y`` shows depends on: a built line is reused while its key is the same."""
-        index = self._index
-        return (y, width, x, base, self._shown, index.split_active, index.wrap, self.marks.version,
-                self.finder.version, self._builder.lexed(y))
-
-    def _line(self, y: int, width: int, x: int, base: Style) -> Strip:
-        key = self._line_key(y, width, x, base)
+    def _line(self, y: int, drawing: Drawing) -> Strip:
+        # A built line is reused while what it shows is the same: the line, whether its rows are lexed yet,
+        # and the drawing's width, position, theme, model, mode and the marks' and search's versions.
+        key = (y, self._builder.lexed(y), drawing.shared)
         strip = self._lines.get(key)
         if strip is None:
-            strip = Strip(self._builder.line(y, width, x, base), width)
+            strip = Strip(self._builder.line(y, drawing.width, drawing.x, drawing.base), drawing.width)
             self._lines[key] = strip
         return strip
 
@@ -790,16 +798,14 @@ class DiffView(ScrollView, can_focus=True):
         self._prefetch_pending = False
         if self.model is None or not self.is_attached:
             return
-        width = self._sync_mode()
+        drawing = self._drawing(self._last_base if self._last_base is not None else self.rich_style)
         total = self._index.display_count()
         top, height = int(self.scroll_offset.y), self._view_height
-        x = 0 if self.wrap else int(self.scroll_offset.x)
-        base = self._last_base if self._last_base is not None else self.rich_style
         built = 0
         for y in itertools.chain(range(top + height, min(total, top + 2 * height)), range(max(0, top - height), top)):
-            if self._line_key(y, width, x, base) in self._lines:
+            if (y, self._builder.lexed(y), drawing.shared) in self._lines:
                 continue
-            self._line(y, width, x, base)
+            self._line(y, drawing)
             built += 1
             if built >= PREFETCH_CHUNK:
                 self._schedule_prefetch()
