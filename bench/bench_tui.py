@@ -8,7 +8,7 @@
    widget having the line and the next frame; target < 150 ms.
 4. a 1 GB events.jsonl (generated in a temp dir, deleted after) opens as fast as a small one.
 
-Usage: python bench/bench_tui.py [--skip-1gb] [--search-only]
+Usage: python bench/bench_tui.py [--skip-1gb] [--search-only] [--frames-only] [--skip-review]
 """
 
 from __future__ import annotations
@@ -101,17 +101,20 @@ Screen._on_timer_update = _timed_update  # type: ignore[method-assign]
 
 
 class DiffHost(App[None]):
+    """A DiffView alone, showing a patch's first file (or every file, ``continuous``). The patch is split into
+    files when the host is made, as the Review screen gets its files' blocks from the Opening worker."""
+
     def __init__(self, patch: str, split_mode: str = "unified") -> None:
         super().__init__()
         self.animation_level = "none"
-        self.patch = patch
+        self.blocks = split_patch(patch)
         self.split_mode = split_mode
 
     def compose(self) -> ComposeResult:
         yield DiffView(id="diff")
 
     def on_mount(self) -> None:
-        blocks = split_patch(self.patch)
+        blocks = self.blocks
         first = next(iter(blocks))
         view = self.query_one(DiffView)
         view.split_mode = self.split_mode
@@ -124,12 +127,14 @@ class DiffHost(App[None]):
 
 
 async def first_paint(patch: str) -> float:
+    """ms from starting a DiffView app on the patch's first file to the frame that first shows its diff (or
+    the "Parsing…" message of a big file); splitting the patch into files is not counted (see DiffHost)."""
+    app = DiffHost(patch)
     frames.clear()
     start = time.perf_counter()
-    app = DiffHost(patch)
     async with app.run_test(size=SIZE) as pilot:
         view = app.query_one(DiffView)
-        while not view._cache:
+        while view.model is None or not view.built_lines:  # the diff (or its "Parsing…" message) drawn
             await asyncio.sleep(0.001)
         await pilot.pause()
         painted = next((t for t in frames if t > start), time.perf_counter())
@@ -138,14 +143,21 @@ async def first_paint(patch: str) -> float:
 
 
 def _page_builds(view: DiffView, pages: int) -> list[float]:
+    """ms to draw each of ``pages`` fresh pages through the frame path (``render_lines``), the widget's built
+    lines and Textual's per-widget line cache both cleared first."""
+    from textual.geometry import Region
+
+    region = Region(0, 0, view.size.width, view.size.height)
+    view._schedule_prefetch = lambda: None  # type: ignore[method-assign]  # nothing built ahead
     out = []
     for _ in range(pages):
         view.scroll_to(y=view.scroll_offset.y + view.size.height, animate=False, immediate=True)
-        view._cache.clear()
-        t0 = time.perf_counter()
-        for y in range(view.size.height):
-            view.render_line(y)
-        out.append((time.perf_counter() - t0) * 1000)
+        view._lines.clear()  # cold: every line of the page built again
+        view._styles_cache.clear()
+        t0 = time.thread_time()
+        view.render_lines(region)
+        out.append((time.thread_time() - t0) * 1000)
+    del view._schedule_prefetch
     return out
 
 
@@ -263,8 +275,7 @@ async def review_scrolling(bundle: Path, split_mode: str, prefetch: bool) -> tup
             await asyncio.sleep(0.01)
         if not prefetch:
             view._schedule_prefetch = lambda: None  # type: ignore[method-assign]
-        view.split_mode = split_mode
-        view._layout_rows()
+        view.set_split_mode(split_mode)
         view.focus()
         while any(w.group == "diff-highlight" and w.is_running for w in app.workers):
             await asyncio.sleep(0.05)
@@ -370,6 +381,9 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skip-1gb", action="store_true", help="leave out the 1 GB events.jsonl row")
     parser.add_argument("--search-only", action="store_true", help="run only the search rows")
+    parser.add_argument("--frames-only", action="store_true",
+                        help="run only the frame rows: first paint and PageDown (DiffView alone and the Review screen)")
+    parser.add_argument("--skip-review", action="store_true", help="leave out the Review screen's PageDown rows")
     return parser.parse_args()
 
 
@@ -393,23 +407,27 @@ async def main(args: argparse.Namespace) -> None:
         cold, lexed, key_frame, parse_ms, work = await scrolling(one_file, mode)
         print(f"[{mode}] 20k-line single file: parsed in a worker, view filled after {parse_ms:.0f} ms")
         for label, values in (("while lexing in background", cold), ("after lexing", lexed)):
-            print(f"[{mode}] page build, cold strips ({SIZE[1]} rows, {label}): median "
+            print(f"[{mode}] page build, cold strips ({SIZE[1]} rows, {label}; CPU ms of the UI thread): median "
                   f"{statistics.median(values):.1f} ms, p90 {pct(values, 0.9):.1f}, max {max(values):.1f} (target < 16)")
         print(f"[{mode}] PageDown key->frame: median {statistics.median(key_frame):.1f} ms, "
               f"p90 {pct(key_frame, 0.9):.1f}, max {max(key_frame):.1f}; update work per frame median "
               f"{statistics.median(work):.1f} ms")
         print(f"[{mode}] full GC passes while paging: {len(full_gcs)}, longest {max(full_gcs, default=0):.1f} ms CPU "
               f"(the widget never freezes the GC; its rows, lexed pieces and strip cache keep tracked objects few)")
-    await search_bench(one_file, big)
+    if not args.frames_only:
+        await search_bench(one_file, big)
     with tempfile.TemporaryDirectory() as tmp_name:
         bundle = build_big_bundle(Path(tmp_name))
-        for mode in ("unified", "split"):
+        for mode in (() if args.skip_review else ("unified", "split")):
             for prefetch in (True, False):
                 key_frame, work = await review_scrolling(bundle, mode, prefetch)
                 print(f"[review screen, {mode}, prefetch {'on' if prefetch else 'off'}] PageDown key->frame: "
                       f"median {statistics.median(key_frame):.1f} ms, p90 {pct(key_frame, 0.9):.1f}, "
                       f"max {max(key_frame):.1f}; update work per frame median {statistics.median(work):.1f} ms "
                       "(target < 16)")
+    if args.frames_only:
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        return
 
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)

@@ -7,7 +7,7 @@ import bisect
 import difflib
 import re
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from codebox_tui.bundle.patchparse import parse_section, split_sections
 from codebox_tui.contracts.bundle import ChangedFile
@@ -47,24 +47,43 @@ class FileDiffModel:
     # empty for one file's model (its path, row 0, hunk 0).
     sections: tuple[tuple[str, int, int], ...] = ()
 
+    # Where each file starts and its place in ``sections``, made on first use (a continuous view of 2,000 files
+    # is asked for the file of a row on every frame and for every row the highlight worker lexes).
+    _starts: list[int] | None = field(default=None, init=False, repr=False, compare=False)
+    _numbers: dict[str, int] | None = field(default=None, init=False, repr=False, compare=False)
+
     def section_of(self, row: int) -> tuple[str, int, int]:
         """(path, first row, first hunk) of the file that model row ``row`` belongs to."""
         if not self.sections:
             return self.path, 0, 0
-        starts = [start for _path, start, _hunk in self.sections]
+        starts = self._starts
+        if starts is None:
+            starts = self._starts = [start for _path, start, _hunk in self.sections]
         return self.sections[max(0, bisect.bisect_right(starts, row) - 1)]
+
+    def section_number(self, path: str) -> int | None:
+        """The 0-based place of file ``path`` among the model's files (0 for a one-file model's own path)."""
+        if not self.sections:
+            return 0 if path == self.path else None
+        numbers = self._numbers
+        if numbers is None:
+            numbers = self._numbers = {}
+            for number, (name, _start, _hunk) in enumerate(self.sections):
+                numbers.setdefault(name, number)
+        return numbers.get(path)
 
     def section_end(self, path: str) -> tuple[int, int, int, int] | None:
         """(first row, end row, first hunk, end hunk) of file ``path`` in this model; None if not in it."""
+        number = self.section_number(path)
+        if number is None:
+            return None
         sections = self.sections or ((self.path, 0, 0),)
-        for number, (name, start, hunk) in enumerate(sections):
-            if name == path:
-                if number + 1 < len(sections):
-                    _next, end, end_hunk = sections[number + 1]
-                else:
-                    end, end_hunk = len(self.rows), len(self.hunk_rows)
-                return start, end, hunk, end_hunk
-        return None
+        _name, start, hunk = sections[number]
+        if number + 1 < len(sections):
+            _next, end, end_hunk = sections[number + 1]
+        else:
+            end, end_hunk = len(self.rows), len(self.hunk_rows)
+        return start, end, hunk, end_hunk
 
 
 def split_patch(patch: str) -> dict[str, str]:
@@ -248,3 +267,24 @@ def side_by_side(model: FileDiffModel) -> tuple[list[tuple[int, int]], list[int]
             out.append((i, i))
             i += 1
     return out, position
+
+
+def first_change(model: FileDiffModel, hunk_row: int) -> tuple[int, int]:
+    """(row, code column) of the first changed word (or changed line) after the hunk header at ``hunk_row``;
+    (-1, 0) when the hunk changes nothing."""
+    rows = model.rows
+    fallback = (-1, 0)
+    for i in range(hunk_row + 1, len(rows)):
+        row = rows[i]
+        if row.kind == "hunk":
+            break
+        if row.kind in ("add", "del"):
+            ensure_word_spans(model, i)
+            if row.spans:
+                return i, row.spans[0][0]
+            indent = (i, len(row.text) - len(row.text.lstrip()))
+            if row.pair < 0:  # a line only added or only deleted: the whole line is the change
+                return indent
+            # one side of a changed pair with no changed word (text only inserted on the other side)
+            fallback = fallback if fallback[0] >= 0 else indent
+    return fallback

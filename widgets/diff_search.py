@@ -1,87 +1,81 @@
-"""Search in the diff view: case-insensitive matches over the display text of every row, the current one
-brought on screen (sideways too), and matches painted inside the styled segments of a line."""
+"""Search state of the diff view (pure; no Textual): the query, the model rows that contain it
+(case-insensitive, over each row's display text) and the current match. ``DiffView`` owns one and
+brings the current match on screen; ``diff_lines`` paints the hits inside a line."""
 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 
-from rich.segment import Segment
-
-from widgets.diff_highlight import restyle
-from widgets.diff_marks import DiffMarks
-from widgets.diff_styles import MATCH, MATCH_CURRENT
+from widgets.diff_model import Row
 
 
-class DiffSearch(DiffMarks):
-    """``search`` / ``n`` / ``N`` over ``DiffMarks``."""
+class SearchState:
+    """The query, its matching rows (in order) and the current match (-1: none chosen yet)."""
 
-    # -- search -------------------------------------------------------------------------------
-    def _find_all(self) -> None:
-        needle = self.search_query.lower()
-        self.matches = [i for i, row in enumerate(self.rows) if needle and needle in row.text.lower()]
-        self._match_set = set(self.matches)
+    __slots__ = ("_match_set", "index", "matches", "query", "version")
 
-    def search(self, query: str) -> int:
-        """Highlight ``query`` (case-insensitive) and jump to the first match at or after the top of the
-        view; returns the match count (an empty query clears the search)."""
-        top_row = self._row_at(int(self.scroll_offset.y))
-        self.search_query = query
-        self._find_all()
-        self.match_index = -1
-        self._cache.clear()
-        self._final.clear()
-        self.refresh()
+    def __init__(self) -> None:
+        self.query = ""
+        self.matches: list[int] = []
+        self._match_set: frozenset[int] = frozenset()
+        self.index = -1
+        self.version = 0  # changes whenever the painted matches change
+
+    def set_query(self, query: str, rows: Sequence[Row]) -> None:
+        """Search ``rows`` for ``query`` (an empty query clears the search); no match is current yet."""
+        self.query = query
+        self.find(rows)
+
+    def find(self, rows: Sequence[Row]) -> None:
+        """Find the query again in ``rows`` (a new model): every match is new, none is current."""
+        needle = self.query.lower()
+        self.matches = [i for i, row in enumerate(rows) if needle in row.text.lower()] if needle else []
+        self._match_set = frozenset(self.matches)
+        self.index = -1
+        self.version += 1
+
+    def forget_matches(self) -> None:
+        """No matches (the shown model is gone); the query is kept for the next model."""
+        self.matches, self._match_set, self.index = [], frozenset(), -1
+        self.version += 1
+
+    def select(self, index: int) -> None:
+        """Make match ``index`` the current one."""
+        self.index = index
+        self.version += 1
+
+    def __contains__(self, row: int) -> bool:
+        return row in self._match_set
+
+    def first_from(self, row: int) -> int:
+        """The match index of the first match at or after model row ``row`` (wrapping to the first)."""
+        return bisect.bisect_left(self.matches, row) % len(self.matches) if self.matches else -1
+
+    def step(self, delta: int) -> int:
+        """The match index ``delta`` matches away from the current one, wrapping (-1 without matches)."""
+        return (self.index + delta) % len(self.matches) if self.matches else -1
+
+    def is_current(self, row: int) -> bool:
+        return self.index >= 0 and self.matches[self.index] == row
+
+    def hits(self, plain: str, offset: int) -> list[tuple[int, int]]:
+        """``(start, end)`` of each occurrence of the query in ``plain`` from character ``offset`` on."""
+        needle = self.query.lower()
+        if not needle:
+            return []
+        lowered = plain.lower()
+        out: list[tuple[int, int]] = []
+        start = lowered.find(needle, offset)
+        while start >= 0:
+            out.append((start, start + len(needle)))
+            start = lowered.find(needle, start + len(needle))
+        return out
+
+    def status(self, shown_query: str) -> str:
+        """The status line's part: ``"term" 3/7`` or ``"term" no match`` ("" without a query)."""
+        if not self.query:
+            return ""
         if self.matches:
-            first = bisect.bisect_left(self.matches, top_row)
-            self._goto_match(first % len(self.matches))
-        else:
-            self.post_message(self.SearchResult(query, -1, 0))
-            self._post_status()
-        return len(self.matches)
-
-    def _goto_match(self, index: int) -> None:
-        self.match_index = index
-        row = self.matches[index]
-        self._focus_row = row
-        # the line cursor follows the match: `c`, `h` and the status act where the reader's eyes are
-        self.cursor_row, self.anchor_row = row, None
-        self.post_message(self.CursorMoved(row))
-        top, height = int(self.scroll_offset.y), self._view_height
-        y = self._y_of(row)
-        if not top <= y < top + height - 1:
-            self.scroll_to(y=max(0, y - height // 3), animate=False)
-        column = self.rows[row].text.lower().find(self.search_query.lower())
-        self._reveal_column(row, max(0, column), len(self.search_query))
-        self._cache.clear()
-        self._final.clear()
-        self.refresh()
-        self.post_message(self.SearchResult(self.search_query, index, len(self.matches)))
-        self._post_status()
-
-    def action_next_match(self) -> None:
-        if self.matches:
-            self._goto_match((self.match_index + 1) % len(self.matches))
-        elif not self.search_query:
-            self.action_next_hunk()
-
-    def action_previous_match(self) -> None:
-        if self.matches:
-            self._goto_match((self.match_index - 1) % len(self.matches))
-        elif not self.search_query:
-            self.action_previous_hunk()
-
-    def _mark_query(self, segments: list[Segment], text_offset: int, current: bool) -> list[Segment]:
-        """Paint occurrences of the search query inside already-styled segments."""
-        plain = "".join(seg.text for seg in segments)
-        needle = self.search_query.lower()
-        hits: list[tuple[int, int]] = []
-        start = plain.lower().find(needle, text_offset)
-        while needle and start >= 0:
-            hits.append((start, start + len(needle)))
-            start = plain.lower().find(needle, start + len(needle))
-        if not hits:
-            return segments
-        return restyle(segments, hits, MATCH_CURRENT if current else MATCH)
-
-    def _is_current_match(self, index: int) -> bool:
-        return self.match_index >= 0 and self.matches[self.match_index] == index
+            return f'"{shown_query}" {self.index + 1}/{len(self.matches)}'
+        return f'"{shown_query}" no match'

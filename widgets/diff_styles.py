@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from rich.segment import Segment
 from rich.style import Style
-from textual.strip import Strip
 
 ROW_STYLES = {
     "add": Style(bgcolor="#12351f"),
@@ -35,5 +34,5 @@ CODE_X = 14  # cells before the code on a unified line: two 6-cell line numbers 
 HALF_CODE_X = 8  # cells before the code in one side-by-side half: its line number and the sign
 SIGNS = {"add": "+", "del": "-", "ctx": " "}
 NULL = Style()
-SEPARATOR = Strip([Segment("│", GUTTER)], 1)
+SEPARATOR = Segment("│", GUTTER)  # between the two sides of a side-by-side line
 AUTO_SPLIT_WIDTH = 160

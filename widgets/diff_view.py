@@ -1,10 +1,15 @@
-"""DiffView: a Line-API diff viewer. Only visible rows are rendered; each row's Strip is built once
-and cached. Syntax colours come from pygments (per line, token styles cached); changed words inside
-paired -/+ lines are highlighted.
+"""DiffView: a Line-API diff viewer. One widget owning small state objects, each a plain class without
+Textual: the display index (``diff_layout.DisplayIndex``: which row each display line shows), the review
+marks (``diff_marks.ReviewMarks``: cursor, selection, comment marks and notes, left-out hunks) and the
+search (``diff_search.SearchState``). Lines are drawn by ``diff_lines.LineBuilder`` (syntax colours from
+``diff_highlight``, colours from ``diff_styles``); this module owns the keys, the messages, scrolling,
+the model and the background work.
 
-One concept per module: layout and hunks (``diff_layout``), cursor, comment marks and notes
-(``diff_marks``), search (``diff_search``), lexing and styling (``diff_highlight``), colours
-(``diff_styles``); this module draws the lines and owns the keys, the model and background work."""
+Only visible lines are built: each display line becomes one Strip, kept in a bounded cache keyed by what
+it shows (line, width, horizontal position, theme, the version of the marks and search, and whether its
+rows are lexed yet), so nothing is cleared by hand and a line is built again only when one of those
+changes. Whole-model passes (parsing, side-by-side pairs, the widest row) run in the parse worker for a
+big diff, after the "Parsing…" message has been painted."""
 
 from __future__ import annotations
 
@@ -12,17 +17,24 @@ import bisect
 import itertools
 from collections.abc import Callable, Collection
 from functools import partial
-from typing import ClassVar
+from typing import ClassVar, NamedTuple, TypeAlias
 
-from rich.segment import Segment
 from rich.style import Style
+from textual import events
 from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
 from textual.geometry import Region, Size
+from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.worker import get_current_worker
 
+from codebox_tui.settings import get_settings
 from codebox_tui.textsafe import safe_text
-from widgets.diff_highlight import cells, lex, overlay, pack, restyle, unpack
+from widgets.diff_highlight import Packed, cells, lex, pack
+from widgets.diff_layout import DisplayIndex
+from widgets.diff_lines import LineBuilder
+from widgets.diff_marks import MarkRange, NoteSpec, ReviewMarks
+from widgets.diff_messages import CursorMoved, FileRequested, HunkChanged, SearchResult, StatusChanged
 from widgets.diff_model import (
     MAX_LINE,
     FileDiffModel,
@@ -30,33 +42,41 @@ from widgets.diff_model import (
     build_continuous_model,
     build_model,
     ensure_word_spans,
-    side_by_side,
+    first_change,
 )
-from widgets.diff_search import DiffSearch
-from widgets.diff_styles import (
-    CODE_X,
-    EMPTY_SIDE,
-    ESCAPE,
-    GUTTER,
-    HALF_CODE_X,
-    HUNK_KEPT,
-    HUNK_SKIPPED,
-    NULL,
-    ROW_STYLES,
-    SEPARATOR,
-    SIGNS,
-    WORD_STYLES,
-)
+from widgets.diff_search import SearchState
+from widgets.diff_styles import AUTO_SPLIT_WIDTH, CODE_X, HALF_CODE_X, SIGNS
 
 PREFETCH_DELAY = 0.02  # s after a frame before the neighbouring pages are built
 PREFETCH_CHUNK = 12  # lines per prefetch step
-SYNC_HIGHLIGHT_ROWS = 2000  # above this, rows are lexed by a worker thread (plain until then)
 HIGHLIGHT_MAX_ROWS = 100_000
-WORKER_PARSE_LINES = 5000  # rows beyond this stay plain
+WORKER_PARSE_LINES = 5000  # blocks with more lines are parsed in a worker thread
+# Built lines kept (~11 pages at 45 rows). Each cached Strip is a few objects for the cycle collector to walk:
+# thousands of them made its full passes take over 100 ms on a big file.
+LINE_CACHE = 512
+
+Prepared = tuple[FileDiffModel, DisplayIndex]
 
 
-class DiffView(DiffSearch, can_focus=True):
-    """Shows one file's diff. ``}``/``{`` move between hunks, ``n``/``N`` between search matches."""
+class Drawing(NamedTuple):
+    """What every line drawn at once shares: the widget's style, the width and horizontal position, and the
+    part of a built line's cache key they and the state objects' versions make."""
+
+    base: Style
+    width: int
+    x: int
+    shared: tuple[object, ...]
+
+
+def _prepare(builder: Callable[[], FileDiffModel]) -> Prepared:
+    """A model and its display index with every whole-model fact taken (for the parse worker)."""
+    model = builder()
+    return model, DisplayIndex.prepare(model)
+
+
+class DiffView(ScrollView, can_focus=True):
+    """Shows one file's diff, or every file's in one scroll. ``}``/``{`` move between hunks, ``n``/``N``
+    between search matches."""
 
     HELP = """\
 ## Diff view
@@ -106,6 +126,132 @@ class DiffView(DiffSearch, can_focus=True):
     DiffView { background: $surface; }
     """
 
+    HunkChanged: TypeAlias = HunkChanged
+    FileRequested: TypeAlias = FileRequested
+    SearchResult: TypeAlias = SearchResult
+    CursorMoved: TypeAlias = CursorMoved
+    StatusChanged: TypeAlias = StatusChanged
+
+    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None,
+                 tab_size: int | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.tab_size = tab_size if tab_size is not None else get_settings().tab_width
+        self.split_mode = "auto"  # auto | unified | split
+        self.auto_split_width = AUTO_SPLIT_WIDTH
+        self.wrap = False
+        self.marks = ReviewMarks()
+        self.finder = SearchState()
+        self.model: FileDiffModel | None = None
+        self._index = DisplayIndex.message(FileDiffModel("", [], [], 0, 0, False))
+        self._tokens: dict[int, Packed] = {}  # id(row) -> lexed pieces (highlight worker)
+        self._builder = self._new_builder()
+        self._lines: LRUCache[tuple[object, ...], Strip] = LRUCache(LINE_CACHE)
+        self._shown = 0  # bumped whenever another model (or a message) is shown
+        self._highlighting = False
+        self._prefetch_pending = False
+        self._block: object = ""  # the shown source: one file's block, or a token for show_files()
+        self._files: list[tuple[str, str]] | None = None  # the continuous view's files (show_files)
+        self._collapsed: set[str] = set()
+        self._open_at: str | None = None
+        self._max_line = MAX_LINE
+        self._focus_row: int | None = None  # the model row the last jump (file, hunk, match) brought up
+        self._status = ""
+        self._frame: Drawing | None = None  # while a frame is drawn
+        self._last_base: Style | None = None  # the widget style of the last frame (for prefetch)
+
+    # -- the state objects, as the screens and tests read them ------------------------------------
+    @property
+    def rows(self) -> list[Row]:
+        return self.model.rows if self.model else []
+
+    @property
+    def display_index(self) -> DisplayIndex:
+        """The display index in the current mode (unified or side by side, wrapped, with notes)."""
+        self._sync_mode()
+        return self._index
+
+    def _sync_mode(self) -> int:
+        """Put the display index in the current mode; returns the view's width (cells a line can use)."""
+        index = self._index
+        split = self.is_split
+        width = self._view_width
+        code_width = max(8, (width - 1) // 2 - HALF_CODE_X) if split and index.pairs else max(8, width - CODE_X)
+        index.set_mode(split=split, wrap=self.wrap, code_width=code_width, notes=self.marks.notes,
+                       notes_version=self.marks.notes_version)
+        return width
+
+    @property
+    def cursor_row(self) -> int:
+        return self.marks.cursor_row
+
+    @property
+    def anchor_row(self) -> int | None:
+        return self.marks.anchor_row
+
+    @anchor_row.setter
+    def anchor_row(self, row: int | None) -> None:
+        self.marks.place_cursor(self.marks.cursor_row, row)
+        self.refresh()
+
+    @property
+    def search_query(self) -> str:
+        return self.finder.query
+
+    @property
+    def matches(self) -> list[int]:
+        """Model rows containing the search query."""
+        return self.finder.matches
+
+    @property
+    def match_index(self) -> int:
+        return self.finder.index
+
+    @property
+    def skipped_hunks(self) -> frozenset[int]:
+        """The 0-based hunks of the current file (``current_path``) left out of the approval."""
+        return self.marks.skipped_in(self.current_path() or "")
+
+    @property
+    def continuous(self) -> bool:
+        """All changed files in one scroll (``show_files``), not one file (``show_file``)."""
+        return self.model is not None and bool(self.model.sections)
+
+    @property
+    def is_split(self) -> bool:
+        return self.split_mode == "split" or (self.split_mode == "auto" and self.size.width >= self.auto_split_width)
+
+    @property
+    def _view_width(self) -> int:
+        """Cells a display line can use: the widget's width less a vertical scrollbar, so nothing of the code is
+        ever drawn under the scrollbar (wrapped lines break before it; the end of a line is reachable)."""
+        return self.scrollable_content_region.width
+
+    @property
+    def _view_height(self) -> int:
+        """Display lines on screen: the widget's height less a horizontal scrollbar."""
+        return self.scrollable_content_region.height
+
+    def path_at(self, row: int) -> str:
+        """The file that model row ``row`` belongs to ("" without a model)."""
+        return self.model.section_of(row)[0] if self.model is not None else ""
+
+    def current_path(self) -> str | None:
+        """The file under the line cursor, else the one at the top of the view; None without a file."""
+        if self.model is None or not self.model.rows:
+            return None
+        if not self.model.sections:
+            return self.model.path or None
+        if self.cursor_row >= 0:
+            return self.path_at(self.cursor_row) or None
+        display = self.display_index
+        top = int(self.scroll_offset.y)
+        focus = self._focus_row  # the row a jump (file, hunk, match) brought up, while it is on screen
+        if focus is not None and focus < len(self.model.rows) and \
+                top <= display.y_of(focus) < top + max(1, self._view_height):
+            return self.path_at(focus) or None
+        return self.path_at(max(0, display.row_at(top))) or None
+
+    # -- showing a diff ----------------------------------------------------------------------------
     def show_file(self, path: str, block: str, *, max_line: int = MAX_LINE) -> None:
         """Show one file's section of a patch (see ``diff_model.split_patch``).
 
@@ -130,15 +276,22 @@ class DiffView(DiffSearch, can_focus=True):
     def _parse(self, what: str, builder: Callable[[], FileDiffModel], lines: int, token: object) -> None:
         if lines > WORKER_PARSE_LINES:
             self.show_message(f"Parsing {what} …")
+            # started once the message is on screen: the worker's pure-Python parse would otherwise share the
+            # interpreter with the first frame and delay it
+            self.call_after_refresh(self._start_parse, builder, token)
+            return
+        model = builder()
+        self._set_model(model, DisplayIndex(model), token)
+
+    def _start_parse(self, builder: Callable[[], FileDiffModel], token: object) -> None:
+        if token is self._block:  # not replaced by a newer show_file() meanwhile
             self.run_worker(partial(self._parse_worker, builder, token), thread=True, exclusive=True,
                             group="diff-parse", exit_on_error=False)
-            return
-        self._set_model(builder(), token)
 
     def _parse_worker(self, builder: Callable[[], FileDiffModel], token: object) -> None:
-        model = builder()
+        model, index = _prepare(builder)
         if not get_current_worker().is_cancelled:
-            self.app.call_from_thread(self._set_model, model, token)
+            self.app.call_from_thread(self._set_model, model, index, token)
 
     def action_toggle_collapse(self) -> None:
         """Continuous view: collapse the file at the cursor (or the top) to its header, or show it again."""
@@ -148,22 +301,20 @@ class DiffView(DiffSearch, can_focus=True):
         self._collapsed.symmetric_difference_update({path})
         self.show_files(self._files, collapsed=self._collapsed, at=path, max_line=self._max_line)
 
-    def _set_model(self, model: FileDiffModel, token: object) -> None:
+    def _set_model(self, model: FileDiffModel, index: DisplayIndex, token: object) -> None:
         if token is not self._block:  # a newer show_file() won
             return
-        self.model = model
-        self.cursor_row, self.anchor_row = -1, None
+        self.model, self._index = model, index
         self._focus_row = None
-        self._resolve_marks()
-        self._resolve_notes()
-        self.matches, self.match_index = [], -1
-        self._match_set = set()
+        self.marks.show_model(model)
+        if self.finder.query:
+            self.finder.find(model.rows)
+        else:
+            self.finder.forget_matches()
         self._tokens = {}
         self._highlighting = False
-        if self.search_query:
-            self._find_all()
-        self._width = max((cells(r.text) for r in self.model.rows), default=0) + CODE_X
-        self._pairs, self._position = side_by_side(self.model)
+        self._builder = self._new_builder()
+        self._shown += 1
         self._layout_rows()
         self.scroll_to(0, 0, animate=False)
         at, self._open_at = self._open_at, None
@@ -171,30 +322,41 @@ class DiffView(DiffSearch, can_focus=True):
             self.scroll_to_file(at)
 
     def show_message(self, text: str) -> None:
+        """One line of text instead of a diff (marks, notes and search matches are not drawn on it)."""
         self.model = FileDiffModel("", [Row("meta", safe_text(text))], [], 0, 0, False)
-        self._marks, self._notes = {}, {}
-        self._notes_version += 1
-        self._pairs, self._position = [], []
+        self._index = DisplayIndex.message(self.model)
+        self.marks.show_nothing()
         self._tokens = {}
-        self._cache.clear()
-        self._final.clear()
+        self._builder = self._new_builder()
+        self._shown += 1
         self.virtual_size = Size(cells(text), 1)
         self.refresh()
+
+    def _new_builder(self) -> LineBuilder:
+        return LineBuilder(self._index, self.marks, self.finder, self._tokens, self._want_highlight)
+
+    def action_render_anyway(self) -> None:
+        if self.model and self.model.truncated:
+            top = self.scroll_offset.y
+            if self._files is not None and self.continuous:
+                self.show_files(self._files, collapsed=self._collapsed, max_line=1 << 30)
+            elif isinstance(self._block, str):
+                self.show_file(self.model.path, self._block, max_line=1 << 30)
+            self.scroll_to(y=top, animate=False)
 
     # -- background highlighting ----------------------------------------------------------
     def _want_highlight(self) -> None:
         if not self._highlighting and self.model is not None:
             self._highlighting = True
-            self.run_worker(partial(self._highlight_worker, self.model), thread=True, exclusive=True,
+            self.run_worker(partial(self._highlight_worker, self.model, self._tokens), thread=True, exclusive=True,
                             group="diff-highlight", exit_on_error=False)
 
-    def _highlight_worker(self, model: FileDiffModel) -> None:
+    def _highlight_worker(self, model: FileDiffModel, tokens: dict[int, Packed]) -> None:
         """Lex the rows of ``model`` from the viewport on, in chunks; the UI re-renders lexed rows."""
         worker = get_current_worker()
         rows = model.rows
         start = max(0, int(self.scroll_offset.y) - 50)
         order = list(range(start, min(len(rows), HIGHLIGHT_MAX_ROWS))) + list(range(0, min(start, HIGHLIGHT_MAX_ROWS)))
-        tokens = self._tokens
         chunk: list[int] = []
         for index in order:
             if worker.is_cancelled or self.model is not model:
@@ -210,16 +372,212 @@ class DiffView(DiffSearch, can_focus=True):
             self.app.call_from_thread(self._rows_lexed, model, chunk)
 
     def _rows_lexed(self, model: FileDiffModel, indexes: list[int]) -> None:
+        """Lexed rows are drawn again when on screen (a built line's key says whether its rows were lexed)."""
         if self.model is not model:
             return
+        display = self.display_index
         top = int(self.scroll_offset.y)
         bottom = top + self._view_height
-        if self._split_active or self.wrap:
-            self._cache.clear()
-        for i in indexes:
-            self._cache.discard((i, 0))
-        if self._mapped or any(top <= i < bottom for i in indexes):
+        if display.mapped or display.split_active or any(top <= i < bottom for i in indexes):
             self.refresh()
+
+    # -- layout: unified / side by side, wrapped or not -----------------------------------------
+    def _layout_rows(self) -> None:
+        """Size the scroll area for the current model, mode and width, and draw again."""
+        display = self.display_index
+        width = self._view_width
+        if self.wrap:
+            self.virtual_size = Size(width, display.display_count())
+        elif display.split_active:
+            code_width = display.code_width
+            self.virtual_size = Size(width + max(0, display.widest_code - code_width), display.display_count())
+        else:
+            self.virtual_size = Size(display.widest + CODE_X, display.display_count())
+        self.refresh()
+
+    def _relayout_keeping(self, change: Callable[[], None]) -> None:
+        top_row = self.display_index.row_at(int(self.scroll_offset.y))
+        change()
+        self._layout_rows()
+        self.scroll_to(y=self.display_index.y_of(top_row), animate=False)
+        self._post_status()
+
+    def set_split_mode(self, mode: str) -> None:
+        """``auto`` (side by side from ``auto_split_width`` columns), ``unified`` or ``split``; the line at the
+        top of the view stays there."""
+
+        def change() -> None:
+            self.split_mode = mode
+
+        self._relayout_keeping(change)
+
+    def action_toggle_split(self) -> None:
+        def change() -> None:
+            self.split_mode = "unified" if self.is_split else "split"
+
+        self._relayout_keeping(change)
+
+    def action_toggle_wrap(self) -> None:
+        def change() -> None:
+            self.wrap = not self.wrap
+            self.scroll_to(x=0, animate=False)
+
+        self._relayout_keeping(change)
+
+    def on_resize(self) -> None:
+        if self.model is not None:
+            self._layout_rows()
+
+    # A scrollbar that appears or goes changes the cells the code can use (see ``_view_width``): lay out again.
+    def watch_show_vertical_scrollbar(self) -> None:
+        self.on_resize()
+
+    def watch_show_horizontal_scrollbar(self) -> None:
+        self.on_resize()
+
+    # -- horizontal position ----------------------------------------------------------------------
+    def _h_max(self) -> int:
+        return max(0, self.virtual_size.width - self._view_width)
+
+    def action_half_left(self) -> None:
+        self.scroll_to(x=max(0, int(self.scroll_offset.x) - max(1, self._view_width // 2)), animate=False)
+
+    def action_half_right(self) -> None:
+        self.scroll_to(x=min(self._h_max(), int(self.scroll_offset.x) + max(1, self._view_width // 2)),
+                       animate=False)
+
+    def action_column_start(self) -> None:
+        self.scroll_to(x=0, animate=False)
+
+    def action_column_end(self) -> None:
+        self.scroll_to(x=self._h_max(), animate=False)
+
+    def _reveal_column(self, row: int, column: int, length: int = 1) -> None:
+        """Scroll sideways so code column ``column`` of model row ``row`` is on screen (no-op when wrapped)."""
+        if self.wrap or row < 0 or row >= len(self.rows):
+            return
+        display = self.display_index
+        view_start = int(self.scroll_offset.x)
+        if display.split_active:
+            visible, target = display.code_width, column
+        else:
+            visible, target = self._view_width, column + (CODE_X if self.rows[row].kind in SIGNS else 2)
+        if view_start <= target and target + length <= view_start + visible:
+            return
+        x = 0 if target + length <= visible else max(0, target - visible // 3)
+        self.scroll_to(x=max(0, min(self._h_max(), x)), animate=False)
+
+    # -- status line ------------------------------------------------------------------------------
+    def status_text(self) -> str:
+        """``path · hunk 2/5 · col 41-160 of 230`` (``wrap`` when wrapped) ``· "term" 3/7``."""
+        if self.model is None or not (self.model.path or self.model.sections):
+            return ""
+        path = self.current_path() or ""
+        place = self.model.section_end(path)
+        if place is None:
+            return ""
+        start, _end, first_hunk, end_hunk = place
+        parts = [self.model.rows[start].text if self.model.rows else path]
+        if self.model.sections:
+            parts.append(f"file {(self.model.section_number(path) or 0) + 1}/{len(self.model.sections)}")
+        total = end_hunk - first_hunk
+        if total:
+            current = self._shown_hunk() - first_hunk
+            parts.append(f"hunk {max(1, min(total, current + 1))}/{total}")
+            skipped = self.marks.skipped_in(path)
+            if skipped:
+                parts.append(f"{total - len(skipped)} of {total} hunks approved")
+        if self.wrap:
+            parts.append("wrap")
+        else:
+            x, width, total = int(self.scroll_offset.x), self._view_width, self.virtual_size.width
+            if total > width:
+                parts.append(f"col {x + 1}-{min(total, x + width)} of {total}")
+        found = self.finder.status(safe_text(self.finder.query))
+        if found:
+            parts.append(found)
+        return " · ".join(parts)
+
+    def _post_status(self) -> None:
+        text = self.status_text()
+        if text != self._status:
+            self._status = text
+            self.post_message(self.StatusChanged(text))
+
+    # -- hunks -------------------------------------------------------------------------------------
+    def hunk_at_cursor(self) -> int:
+        """The 0-based hunk (within its file) holding the line cursor, else the hunk at the top of the
+        view; -1 if none. ``hunk_location`` also names the file."""
+        place = self.hunk_location()
+        return place[1] if place is not None else -1
+
+    def hunk_location(self) -> tuple[str, int, int] | None:
+        """(file, 0-based hunk within it, the file's number of hunks) of the hunk holding the line cursor
+        (else the one at the top of the view); None when that file has no hunks."""
+        if not self.model or not self.model.hunk_rows:
+            return None
+        index = self._shown_hunk()
+        path = self.current_path() or ""
+        place = self.model.section_end(path)
+        if place is None:
+            return None
+        _row_start, _row_end, first_hunk, end_hunk = place
+        if not first_hunk <= index < end_hunk:  # a file header above the file's first hunk
+            if first_hunk == end_hunk:
+                return None
+            index = first_hunk
+        return path, index - first_hunk, end_hunk - first_hunk
+
+    def _shown_hunk(self) -> int:
+        """The hunk the status line names: the one holding the line cursor, else the one at the top."""
+        assert self.model is not None
+        if self.cursor_row >= 0:
+            return max(0, bisect.bisect_right(self.model.hunk_rows, self.cursor_row) - 1)
+        return max(0, self.display_index.hunk_at(int(self.scroll_offset.y)))
+
+    def _goto_hunk(self, i: int) -> None:
+        """Put the line cursor on hunk ``i``'s first changed character: the hunk is scrolled into view from its
+        header where the screen allows, and sideways to the change (so ``c``, ``h`` and the status act on it)."""
+        assert self.model is not None
+        row = self.model.hunk_rows[i]
+        change_row, column = first_change(self.model, row)
+        target = change_row if change_row >= 0 else row
+        self.marks.place_cursor(target)
+        display = self.display_index
+        top, height = int(self.scroll_offset.y), max(1, self._view_height)
+        y_header, y_target = display.y_of(row), display.y_of(target)
+        if not (top <= y_header and y_target < top + height):
+            self.scroll_to(y=y_header if y_target - y_header < height else y_target, animate=False)
+        self._focus_row = target
+        if change_row >= 0:
+            self._reveal_column(change_row, column)
+        self.refresh()
+        self.post_message(self.CursorMoved(target))
+        self.post_message(self.HunkChanged(i, len(self.model.hunk_rows)))
+        self._post_status()
+
+    def action_next_hunk(self) -> None:
+        if not self.model or not self.model.hunk_rows:
+            return
+        # nothing visited yet (no line cursor): the hunk the status names, at its change; then the next one
+        index = self._shown_hunk() + (1 if self.cursor_row >= 0 else 0)
+        if index >= len(self.model.hunk_rows):
+            self.notify("No next hunk: this is the last one.", timeout=2)
+            return
+        self._goto_hunk(index)
+
+    def action_previous_hunk(self) -> None:
+        if not self.model or not self.model.hunk_rows:
+            return
+        current = self._shown_hunk()
+        first, _column = first_change(self.model, self.model.hunk_rows[current])
+        # back to the start of the hunk the cursor is inside (or, with no cursor yet, of the one the status names)
+        inside = self.cursor_row < 0 or self.cursor_row > max(first, self.model.hunk_rows[current])
+        index = current if inside else current - 1
+        if index < 0:
+            self.notify("No previous hunk: this is the first one.", timeout=2)
+            return
+        self._goto_hunk(index)
 
     # Not bound here (the review screen binds `]`/`[`); a host without file keys can bind these.
     def action_next_file(self) -> None:
@@ -228,161 +586,205 @@ class DiffView(DiffSearch, can_focus=True):
     def action_previous_file(self) -> None:
         self.post_message(self.FileRequested(-1))
 
-    def action_render_anyway(self) -> None:
-        if self.model and self.model.truncated:
-            top = self.scroll_offset.y
-            if self._files is not None and self.continuous:
-                self.show_files(self._files, collapsed=self._collapsed, max_line=1 << 30)
-            elif isinstance(self._block, str):
-                self.show_file(self.model.path, self._block, max_line=1 << 30)
-            self.scroll_to(y=top, animate=False)
+    def scroll_to_file(self, path: str) -> bool:
+        """Bring file ``path``'s header to the top of the view (continuous view); False if not shown."""
+        if self.model is None:
+            return False
+        place = self.model.section_end(path)
+        if place is None:
+            return False
+        self.scroll_to(y=self.display_index.y_of(place[0]), animate=False)
+        self._focus_row = place[0]
+        if self.cursor_row >= 0 and self.path_at(self.cursor_row) != path:
+            self.marks.clear_cursor()
+            self.refresh()
+        self._post_status()
+        return True
 
-    def _parts(self, index: int) -> tuple[Segment | None, Segment | None, list[Segment]]:
-        """(old-number gutter, new-number gutter, body) of a row; code rows only have gutters.
+    # -- line cursor, selection, comment marks and notes --------------------------------------------
+    def selected_rows(self) -> list[int]:
+        """The model rows under the cursor or in the selected range (empty without a cursor)."""
+        return self.marks.selected_rows(len(self.rows))
 
-        The body of a code row is the sign and the highlighted code, with search matches marked."""
-        if self.model is not None:
-            ensure_word_spans(self.model, index)
-        row = self.rows[index]
-        base = ROW_STYLES.get(row.kind, NULL)
-        if row.kind in SIGNS:
-            gutter = GUTTER + base
-            old = Segment(f"{row.old_no:>5} " if row.old_no is not None else "      ", gutter)
-            new = Segment(f"{row.new_no:>5} " if row.new_no is not None else "      ", gutter)
-            body = [Segment(SIGNS[row.kind] + " ", base), *self._code(index, row, base)]
-            if self._marks or self.cursor_row >= 0:
-                old, new, body[0] = self._line_marks(index, row.kind, old, new, body[0], base)
-            if self.search_query and index in self._match_set:
-                body = self._mark_query(body, 2, self._is_current_match(index))
-            return old, new, body
-        lead = "  " if row.kind != "header" else ""
-        body = [Segment(lead, base), *overlay(row.text, [(row.text, NULL)], row.escapes, base, ESCAPE)]
-        skipped_here = self._skipped.get(self.path_at(index), frozenset()) if self._skipped else frozenset()
-        if row.kind == "hunk" and skipped_here and self.model is not None:
-            first_hunk = self.model.section_of(index)[2]
-            skipped = bisect.bisect_right(self.model.hunk_rows, index) - 1 - first_hunk in skipped_here
-            body[0] = Segment("✗ " if skipped else "✓ ", HUNK_SKIPPED if skipped else HUNK_KEPT)
-            if skipped:
-                body.append(Segment("  not approved", HUNK_SKIPPED))
-        if self.search_query and index in self._match_set:
-            body = self._mark_query(body, 0, self._is_current_match(index))
-        return None, None, body
+    def selected_lines(self) -> tuple[str, int, int] | None:
+        """``(side, first, last)`` line numbers of the code lines under the cursor or in the range: the old
+        side when every selected code line is a removed one, else the new side; None without code lines."""
+        return self.marks.selected_lines(self.rows)
 
-    def _code(self, index: int, row: Row, base: Style) -> list[Segment]:
-        packed = self._tokens.get(id(row))
-        if packed is not None:
-            pieces = unpack(packed)
+    def set_marks(self, path: str, ranges: list[MarkRange]) -> None:
+        """Mark lines of file ``path``: ``(side, first, last, kind)`` with side ``new`` (added and context
+        lines by new number) or ``old`` (removed and context lines by old number), kind one of MARK_STYLES.
+        Kept until replaced; drawn whenever that file is shown. Replaces the marks of every file."""
+        self.set_marks_by_file({path: ranges})
+
+    def set_marks_by_file(self, ranges: dict[str, list[MarkRange]]) -> None:
+        """``set_marks`` for several files at once (the continuous view shows them all)."""
+        if self.marks.set_mark_ranges(ranges, self.model):
+            self.refresh()
+
+    def marked_rows(self) -> dict[int, str]:
+        """Model row -> mark kind of the shown file."""
+        return dict(self.marks.marks)
+
+    def set_notes(self, path: str, notes: list[NoteSpec]) -> None:
+        """Inline comment lines for file ``path``: ``(side, line, kind, text)`` drawn under the row showing
+        ``line`` on ``side`` (``new``: added/context rows, ``old``: removed/context rows). Kept until
+        replaced; drawn whenever that file is shown. Text is shown with control characters as escapes.
+        Replaces the notes of every file."""
+        self.set_notes_by_file({path: notes})
+
+    def set_notes_by_file(self, notes: dict[str, list[NoteSpec]]) -> None:
+        """``set_notes`` for several files at once (the continuous view shows them all)."""
+        top_row = self.display_index.row_at(int(self.scroll_offset.y)) if self.model is not None else 0
+        if self.marks.set_note_specs(notes, self.model) and self.model is not None:
+            self._layout_rows()
+            self.scroll_to(y=self.display_index.y_of(top_row), animate=False)
+
+    def set_skipped_hunks(self, skipped: frozenset[int], path: str | None = None) -> None:
+        """Mark hunks of file ``path`` (default: the current file) left out of the approval (0-based;
+        empty = all approved)."""
+        path = path if path is not None else self.current_path()
+        if path is not None and self.marks.set_skipped(path, skipped):
+            self.refresh()
+            self._post_status()
+
+    def move_cursor_to(self, row: int) -> None:
+        """Put the line cursor on model row ``row`` (kept on screen)."""
+        if not self.rows:
+            return
+        self.marks.place_cursor(max(0, min(len(self.rows) - 1, row)), self.marks.anchor_row)
+        top, height = int(self.scroll_offset.y), self._view_height
+        y = self.display_index.y_of(self.cursor_row)
+        if not top <= y < top + max(1, height):
+            self.scroll_to(y=max(0, y - height // 3), animate=False)
+        self.refresh()
+        self.post_message(self.CursorMoved(self.cursor_row))
+
+    def _step_cursor(self, step: int) -> None:
+        rows = self.rows
+        if not rows:
+            return
+        display = self.display_index
+        top = display.row_at(int(self.scroll_offset.y))
+        bottom = display.row_at(int(self.scroll_offset.y) + max(0, self._view_height - 1))
+        current = self.cursor_row
+        if current < 0 or not top <= current <= bottom:  # no cursor on screen: start at the view's top
+            current = top - step
+        index = current + step
+        while 0 <= index < len(rows) and rows[index].kind not in SIGNS:
+            index += step
+        if 0 <= index < len(rows):
+            self.move_cursor_to(index)
+
+    def action_cursor_down(self) -> None:
+        self._step_cursor(1)
+
+    def action_cursor_up(self) -> None:
+        self._step_cursor(-1)
+
+    def action_select_range(self) -> None:
+        """Start a range at the cursor, or (with a range started) drop the anchor to select one line."""
+        if self.cursor_row < 0:
+            self._step_cursor(1)
+        self.marks.place_cursor(self.cursor_row, self.cursor_row if self.anchor_row is None else None)
+        self.refresh()
+        self.post_message(self.CursorMoved(self.cursor_row))
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:  # on a scrollbar or the border, not on a line
+            return
+        index = self.display_index.row_at(int(self.scroll_offset.y) + offset.y)
+        if 0 <= index < len(self.rows):
+            self.move_cursor_to(index)
+
+    # -- search -------------------------------------------------------------------------------
+    def search(self, query: str) -> int:
+        """Highlight ``query`` (case-insensitive) and jump to the first match at or after the top of the
+        view; returns the match count (an empty query clears the search)."""
+        top_row = self.display_index.row_at(int(self.scroll_offset.y))
+        self.finder.set_query(query, self.rows)
+        self.refresh()
+        if self.finder.matches:
+            self._goto_match(self.finder.first_from(top_row))
         else:
-            if len(self.rows) <= SYNC_HIGHLIGHT_ROWS:
-                pieces = lex(self.model.section_of(index)[0] if self.model else "", row.text)
-            else:  # big file: plain until the highlight worker has lexed this row
-                pieces = [(row.text, NULL)]
-                self._want_highlight()
-        word = WORD_STYLES.get(row.kind)
-        marks = row.spans if word else []
-        segments = overlay(row.text, pieces, marks, base, word or NULL)
-        if row.escapes:  # escapes drawn distinctly, above syntax and word colours
-            segments = restyle(segments, row.escapes, ESCAPE)
-        return segments
+            self.post_message(self.SearchResult(query, -1, 0))
+            self._post_status()
+        return len(self.finder.matches)
 
-    def _row_segments(self, index: int) -> list[Segment]:
-        """A unified line: both line numbers, the sign and the code."""
-        old, new, body = self._parts(index)
-        return [old, new, *body] if old is not None and new is not None else body
+    def _goto_match(self, index: int) -> None:
+        finder = self.finder
+        finder.select(index)
+        row = finder.matches[index]
+        self._focus_row = row
+        # the line cursor follows the match: `c`, `h` and the status act where the reader's eyes are
+        self.marks.place_cursor(row)
+        self.post_message(self.CursorMoved(row))
+        top, height = int(self.scroll_offset.y), self._view_height
+        y = self.display_index.y_of(row)
+        if not top <= y < top + height - 1:
+            self.scroll_to(y=max(0, y - height // 3), animate=False)
+        column = self.rows[row].text.lower().find(finder.query.lower())
+        self._reveal_column(row, max(0, column), len(finder.query))
+        self.refresh()
+        self.post_message(self.SearchResult(finder.query, index, len(finder.matches)))
+        self._post_status()
 
-    def _half(self, index: int, width: int, left: bool, base: Style, part: int = 0, offset: int = 0) -> Strip:
-        """One side of a side-by-side line: that side's line number, then the code from code column
-        ``offset`` (horizontal scroll), or wrapped part ``part``."""
-        if index < 0:
-            return Strip.blank(width, base + EMPTY_SIDE)
-        old, new, body = self._parts(index)
-        row_style = base + ROW_STYLES.get(self.rows[index].kind, NULL)
-        gutter = old if left else new
-        if gutter is None:
-            return Strip(body).crop_extend(0, width, row_style)
-        avail = max(1, width - HALF_CODE_X)
-        start = 2 + offset + part * avail
-        code = Strip(body).crop(start, start + avail)
-        lead = [gutter, body[0]] if part == 0 else [Segment(" " * 6, gutter.style), Segment("  ", body[0].style)]
-        return Strip([*lead, *code]).crop_extend(0, width, row_style)
+    def action_next_match(self) -> None:
+        if self.finder.matches:
+            self._goto_match(self.finder.step(1))
+        elif not self.finder.query:
+            self.action_next_hunk()
 
-    def _unified_part(self, index: int, part: int, width: int, base: Style) -> Strip:
-        """Wrapped part ``part`` of a unified row: numbers and sign on the first part only."""
-        old, new, body = self._parts(index)
-        row_style = base + ROW_STYLES.get(self.rows[index].kind, NULL)
-        if old is None or new is None:
-            return Strip(body).crop_extend(0, width, row_style)
-        avail = max(1, width - CODE_X)
-        start = 2 + part * avail
-        code = Strip(body).crop(start, start + avail)
-        lead = [old, new, body[0]] if part == 0 else [Segment(" " * 12, old.style), Segment("  ", body[0].style)]
-        return Strip([*lead, *code]).crop_extend(0, width, row_style)
+    def action_previous_match(self) -> None:
+        if self.finder.matches:
+            self._goto_match(self.finder.step(-1))
+        elif not self.finder.query:
+            self.action_previous_hunk()
 
+    # -- drawing ----------------------------------------------------------------------------------
     def render_lines(self, crop: Region) -> list[Strip]:
-        # The widget's own style is looked up once per frame, not once per line (rich_style walks
-        # the DOM and the theme each time).
-        base = self.rich_style
-        if base != self._base_style:  # theme changed: split lines embed the background in their padding
-            self._cache.clear()
-            self._base_style = base
-        lines = super().render_lines(crop)
+        # Once per frame, not once per line: the widget's own style (rich_style walks the DOM and the theme),
+        # its width, the display index put in the current mode, and what every line's key shares.
+        self._frame = self._drawing(self.rich_style)
+        try:
+            lines = super().render_lines(crop)
+        finally:
+            self._last_base, self._frame = self._frame.base, None
         self._schedule_prefetch()
         self._post_status()
         return lines
 
-    def _build_display_line(self, index: int, width: int, base: Style) -> Strip:
-        """The unstyled strip for display line ``index`` (cached; the theme is applied afterwards)."""
-        split = self._split_active
-        note = self._note_line(index, width, base) if self._notes else None
-        if note is not None:
-            return note
-        if self.wrap or split:
-            logical, part = self._locate(index)
-            offset = 0 if self.wrap else int(self.scroll_offset.x)
-            key: tuple[object, ...] = (index, width, self.wrap, offset)
-            strip = self._cache.get(key)
-            if strip is None:
-                if split:
-                    left, right = self._pairs[logical]
-                    half = (width - 1) // 2
-                    if left == right and self.rows[left].kind != "ctx":  # header, hunk, meta: across both sides
-                        pad = ROW_STYLES.get(self.rows[left].kind, NULL)
-                        strip = Strip(self._row_segments(left)).crop_extend(0, width, base + pad)
-                    else:
-                        strip = Strip.join([self._half(left, half, True, base, part, offset), SEPARATOR,
-                                            self._half(right, width - half - 1, False, base, part, offset)])
-                else:
-                    strip = self._unified_part(logical, part, width, base)
-                self._cache[key] = strip
-            return strip
-        row = self._locate(index)[0]
-        key = (row, 0)
-        strip = self._cache.get(key)
-        if strip is None:
-            strip = Strip(self._row_segments(row))
-            self._cache[key] = strip
-        return strip
+    def _drawing(self, base: Style) -> Drawing:
+        width = self._sync_mode()
+        x = 0 if self.wrap else int(self.scroll_offset.x)
+        index = self._index
+        shared = (width, x, base, self._shown, index.split_active, index.wrap, self.marks.version,
+                  self.finder.version)
+        return Drawing(base, width, x, shared)
 
     def render_line(self, y: int) -> Strip:
-        scroll_x, scroll_y = self.scroll_offset
-        index = scroll_y + y
-        width = self._view_width
-        base = self._base_style if self._base_style is not None else self.rich_style
-        fitted = self._split_active or self.wrap or self._is_note_line(index)  # built at the view's width
-        if index >= self._display_count():
-            return Strip.blank(width, base)
-        strip = self._build_display_line(index, width, base)
-        key = (fitted, self.wrap, index, scroll_x, width, base)
-        final = self._final.get(key)
-        if final is not None and final[0] is strip:  # same source strip: nothing changed
-            return final[1]
-        if fitted:
-            out = strip.apply_style(base)
-        else:
-            pad = ROW_STYLES.get(self.rows[self._locate(index)[0]].kind, NULL)
-            out = strip.crop_extend(scroll_x, scroll_x + width, base + pad).apply_style(base)
-        self._final[key] = (strip, out)
-        return out
+        y += int(self.scroll_offset.y)
+        return self._line(y, self._frame) if self._frame is not None else self.display_line(y)
+
+    def display_line(self, y: int) -> Strip:
+        """Display line ``y`` (from the top of the diff, not of the view) as drawn at the current width,
+        horizontal position and theme (that of the last frame): one Strip, built once and cached."""
+        return self._line(y, self._drawing(self._last_base if self._last_base is not None else self.rich_style))
+
+    def _line(self, y: int, drawing: Drawing) -> Strip:
+        # A built line is reused while what it shows is the same: the line, whether its rows are lexed yet,
+        # and the drawing's width, position, theme, model, mode and the marks' and search's versions.
+        key = (y, self._builder.lexed(y), drawing.shared)
+        strip = self._lines.get(key)
+        if strip is None:
+            strip = Strip(self._builder.line(y, drawing.width, drawing.x, drawing.base), drawing.width)
+            self._lines[key] = strip
+        return strip
+
+    def row_text(self, row: int) -> str:
+        """Model row ``row`` as drawn on one unified line, unwrapped and unscrolled (numbers, sign, code)."""
+        return "".join(segment.text for segment in self._builder.row_segments(row))
 
     # -- prefetch: build the pages around the viewport while the user reads ------------------
     def _schedule_prefetch(self) -> None:
@@ -396,19 +798,21 @@ class DiffView(DiffSearch, can_focus=True):
         self._prefetch_pending = False
         if self.model is None or not self.is_attached:
             return
-        fitted = self._split_active or self.wrap
-        total = self._display_count()
+        drawing = self._drawing(self._last_base if self._last_base is not None else self.rich_style)
+        total = self._index.display_count()
         top, height = int(self.scroll_offset.y), self._view_height
-        width = self._view_width
-        offset = 0 if self.wrap else int(self.scroll_offset.x)
-        base = self._base_style if self._base_style is not None else self.rich_style
         built = 0
-        for index in itertools.chain(range(top + height, min(total, top + 2 * height)),
-                                     range(max(0, top - height), top)):
-            if ((index, width, self.wrap, offset) if fitted else (index, 0)) in self._cache:
+        for y in itertools.chain(range(top + height, min(total, top + 2 * height)), range(max(0, top - height), top)):
+            if (y, self._builder.lexed(y), drawing.shared) in self._lines:
                 continue
-            self._build_display_line(index, width, base)
+            self._line(y, drawing)
             built += 1
             if built >= PREFETCH_CHUNK:
                 self._schedule_prefetch()
                 return
+
+    @property
+    def built_lines(self) -> int:
+        """Distinct display lines built and kept (only those on screen and the pages around them); a line
+        built again (lexed since, another width or mode) counts once."""
+        return len({key[0] for key in self._lines.keys()})  # noqa: SIM118 (an LRUCache is not iterable)

@@ -80,11 +80,11 @@ async def test_comments_through_the_keys_and_feedback_on_request_changes(bundle_
         # shown inline: the commented lines carry a mark, the panel shows the comments at the cursor
         marked = view.marked_rows()
         added = next(i for i, r in enumerate(view.rows) if r.kind == "add" and r.new_no == 21)
-        assert added in marked and MARK_CHAR in "".join(seg.text for seg in view._row_segments(added))
+        assert added in marked and MARK_CHAR in view.row_text(added)
         assert not any(view.rows[i].new_no == 40 for i in marked)
-        shown = ["".join(seg.text for seg in view._build_display_line(y, view.size.width, view.rich_style))
-                 for y in range(view._display_count())]
-        below = shown[view._y_of(added) + 1:view._y_of(added) + 3]  # the comments ending on line 21, inline
+        shown = [view.display_line(y).text for y in range(view.display_index.display_count())]
+        added_y = view.display_index.y_of(added)
+        below = shown[added_y + 1:added_y + 3]  # the comments ending on line 21, inline
         assert any("issue: keep it lower case" in line for line in below)
         assert any("suggestion: reword these" in line for line in below)
         panel = str(screen.query_one("#comment-panel").render())

@@ -105,7 +105,7 @@ async def test_all_files_in_one_scroll(bundle_dir: Path, store: Store) -> None:
         await pilot.pause()
         assert screen.skipped_hunks == {"plugin.php": {place[1]}}
         hunk_row = view.model.hunk_rows[view.model.section_end("plugin.php")[2] + place[1]]  # type: ignore[index]
-        header = "".join(segment.text for segment in view._parts(hunk_row)[2])
+        header = view.row_text(hunk_row)
         assert header.startswith("✗ ") and "not approved" in header
 
         # back to one file: the file under the cursor

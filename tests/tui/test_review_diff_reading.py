@@ -51,7 +51,7 @@ async def test_search_field_finds_cycles_and_closes(tmp_path: Path) -> None:
         assert view.has_focus and not field.display and len(view.matches) == 2
         assert '"echo" 1/2' in _status(screen)
         first = view.matches[view.match_index]
-        strip = view.render_line(view._y_of(first) - int(view.scroll_offset.y))
+        strip = view.render_line(view.display_index.y_of(first) - int(view.scroll_offset.y))
         assert "".join(s.text for s in strip if s.style and s.style.bgcolor == MATCH_CURRENT.bgcolor) == "echo"
         await pilot.press("n")
         await pilot.pause()

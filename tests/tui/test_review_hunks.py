@@ -48,7 +48,7 @@ async def test_leaving_a_hunk_out_records_and_applies_the_others_only(tmp_path: 
         await pilot.press("h")
         await pilot.pause()
         assert view.skipped_hunks == frozenset({1})
-        header = "".join(segment.text for segment in view._parts(view.model.hunk_rows[1])[2])
+        header = view.row_text(view.model.hunk_rows[1])
         assert header.startswith("✗ ") and "not approved" in header  # visibly marked
         assert "2 of 3 hunks approved" in view.status_text()
         await pilot.press("a")

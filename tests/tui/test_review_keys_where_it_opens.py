@@ -77,7 +77,7 @@ async def test_soft_wrap_from_the_tree_shows_every_character(tmp_path: Path) -> 
         await pilot.pause()
         assert view.wrap and "wrap" in _status(screen)
         target = view.model.rows.index(next(r for r in view.model.rows if r.text.endswith("// end")))
-        view.scroll_to(y=view._y_of(target), animate=False)
+        view.scroll_to(y=view.display_index.y_of(target), animate=False)
         await pilot.pause()
         pane = _diff_pane(app, view)
         code_x = next(i for i, line in enumerate(pane) if "// end" in line)
@@ -87,7 +87,7 @@ async def test_soft_wrap_from_the_tree_shows_every_character(tmp_path: Path) -> 
         assert shown.replace(" ", "") == _expand(WRAPPED).replace(" ", "")
         await pilot.press("w", "$")  # unwrapped, at the last column: the end of the longest line is on screen
         await pilot.pause()
-        view.scroll_to(y=view._y_of(target), animate=False)
+        view.scroll_to(y=view.display_index.y_of(target), animate=False)
         await pilot.pause()
         assert any(line.rstrip("▁▂▃▄▅▆▇█▉▊▋▌▍▎▏ ").endswith("// end") for line in _diff_pane(app, view))
 

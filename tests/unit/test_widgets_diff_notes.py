@@ -30,13 +30,13 @@ async def test_notes_are_drawn_under_their_line_in_every_view(tmp_path: Path) ->
                                   ("old", rows[removed].old_no, "praise", "good"),
                                   ("new", 10_000, "note", "not a line of the diff: not drawn")])
         await pilot.pause()
-        assert view._display_count() == count + 2
-        note_y = view._y_of(added) + 1
+        assert view.display_index.display_count() == count + 2
+        note_y = view.display_index.y_of(added) + 1
         assert f"{MARK_CHAR} issue: fix this\\x1b[2J" in _text(view, note_y)
         assert "\x1b" not in _text(view, note_y)
-        assert f"{MARK_CHAR} praise: good" in _text(view, view._y_of(removed) + 1)
-        assert view._row_at(note_y) == added  # a note line belongs to its row
-        assert rows[added].text in _text(view, view._y_of(added))
+        assert f"{MARK_CHAR} praise: good" in _text(view, view.display_index.y_of(removed) + 1)
+        assert view.display_index.row_at(note_y) == added  # a note line belongs to its row
+        assert rows[added].text in _text(view, view.display_index.y_of(added))
         # the line cursor steps over note lines, from row to row
         view.move_cursor_to(added)
         view.action_cursor_down()
@@ -44,14 +44,14 @@ async def test_notes_are_drawn_under_their_line_in_every_view(tmp_path: Path) ->
 
         view.action_toggle_wrap()
         await pilot.pause()
-        assert "fix this" in _text(view, view._y_of(added) + 1)
+        assert "fix this" in _text(view, view.display_index.y_of(added) + 1)
         view.action_toggle_wrap()
         view.action_toggle_split()
         await pilot.pause()
         assert view.is_split
-        pair_y = view._y_of(added)
+        pair_y = view.display_index.y_of(added)
         assert "fix this" in _text(view, pair_y + 1) or "fix this" in _text(view, pair_y + 2)
 
         view.set_notes("f0.php", [])
         await pilot.pause()
-        assert view._display_count() == len(view._pairs)
+        assert view.display_index.display_count() == len(view.display_index.pairs)

@@ -92,7 +92,7 @@ async def test_only_visible_rows_are_built(tmp_path: Path) -> None:
         view.show_file("f0.php", blocks["f0.php"])
         await pilot.pause()
         assert len(view.rows) > 500
-        assert len(view._cache) <= 2 * view.size.height
+        assert view.built_lines <= 2 * view.size.height
 
 
 async def test_binary_placeholder() -> None:
@@ -119,17 +119,17 @@ async def test_side_by_side_toggle_and_auto_split(tmp_path: Path) -> None:
         await pilot.press("s")
         await pilot.pause()
         assert view.is_split and view.virtual_size.height < len(view.rows)  # -/+ pairs share a line
-        pair_y = next(y for y, (left, right) in enumerate(view._pairs)
+        pair_y = next(y for y, (left, right) in enumerate(view.display_index.pairs)
                       if left >= 0 and right >= 0 and view.rows[left].kind == "del")
         view.scroll_to(y=pair_y, animate=False, immediate=True)
         await pilot.pause()
         line = "".join(seg.text for seg in view.render_line(0))
         left, right = line.split("│", 1)
-        old, new = view.rows[view._pairs[pair_y][0]], view.rows[view._pairs[pair_y][1]]
+        old, new = view.rows[view.display_index.pairs[pair_y][0]], view.rows[view.display_index.pairs[pair_y][1]]
         assert old.text in left and new.text in right and str(old.old_no) in left and str(new.new_no) in right
         await pilot.press("n")
         await pilot.pause()
-        assert view._pairs[int(view.scroll_offset.y)][0] in (view.model.hunk_rows if view.model else [])
+        assert view.display_index.pairs[int(view.scroll_offset.y)][0] in (view.model.hunk_rows if view.model else [])
         await pilot.press("s")
         await pilot.pause()
         assert not view.is_split
@@ -165,11 +165,10 @@ async def test_wrap_and_sideways_scroll_in_both_views() -> None:
         # wrapped at the cells left of the vertical scrollbar: nothing is drawn under it
         assert view.show_vertical_scrollbar and view.virtual_size.width == 70 - view.styles.scrollbar_size_vertical
         assert view.virtual_size.height > len(view.rows) + 2
-        view.split_mode = "split"
-        view._layout_rows()
+        view.set_split_mode("split")
         await pilot.pause()
-        width, base = view.size.width, view.rich_style  # every display line, also those below the viewport
-        halves = [view._build_display_line(y, width, base).text for y in range(view._display_count())]
+        # every display line, also those below the viewport
+        halves = [view.display_line(y).text for y in range(view.display_index.display_count())]
         right = "".join(line.split("│", 1)[1][8:] for line in halves if "│" in line)
         assert "'k39' => 390 );" in right.replace("  ", " ")
         await pilot.press("w")  # unwrapped side by side: sideways scrolling moves the code
