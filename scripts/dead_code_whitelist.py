@@ -10,6 +10,5 @@ _.list_commands
 # bundle/layout.py names every bundle path; docs/site-state.md documents this one for snapshot writers.
 _.runtime_snapshot_blob_path
 
-# Left for the engineers working on screens/ and widgets/ now (#31 point 7): unused today.
-_.bundle_rows  # codebox_tui/screens/data.py
-_.set_marks  # widgets/diff_marks.py
+# scripts/reference_interop.py calls it inside the reference checker's own Python (a code string).
+_.block_for

@@ -611,14 +611,10 @@ class DiffView(ScrollView, can_focus=True):
         side when every selected code line is a removed one, else the new side; None without code lines."""
         return self.marks.selected_lines(self.rows)
 
-    def set_marks(self, path: str, ranges: list[MarkRange]) -> None:
-        """Mark lines of file ``path``: ``(side, first, last, kind)`` with side ``new`` (added and context
-        lines by new number) or ``old`` (removed and context lines by old number), kind one of MARK_STYLES.
-        Kept until replaced; drawn whenever that file is shown. Replaces the marks of every file."""
-        self.set_marks_by_file({path: ranges})
-
     def set_marks_by_file(self, ranges: dict[str, list[MarkRange]]) -> None:
-        """``set_marks`` for several files at once (the continuous view shows them all)."""
+        """Mark lines of each file: ``(side, first, last, kind)`` with side ``new`` (added and context lines by new
+        number) or ``old`` (removed and context lines by old number), kind one of MARK_STYLES. Kept until
+        replaced; drawn whenever that file is shown. Replaces the marks of every file."""
         if self.marks.set_mark_ranges(ranges, self.model):
             self.refresh()
 

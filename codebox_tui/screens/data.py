@@ -53,29 +53,8 @@ from store.revisions import FileInterdiff, Revision, bundle_interdiff, carried_c
 JSONObject = dict[str, Any]
 
 
-@dataclass
-class BundleRow:
-    key: int
-    bundle_id: str
-    path: str
-    status: str
-    changed: int
-    created_at: str
-    decision: str
-    run_id: str | None
-
-
 def open_store() -> Store:
     return Store.open()
-
-
-def bundle_rows(store: Store, status: str | None = None) -> list[BundleRow]:
-    rows = []
-    for record in store.list_bundles(status):
-        latest = store.latest_decision(record.key)
-        rows.append(BundleRow(record.key, record.bundle_id, record.path, record.status, record.changed_files,
-                              record.created_at, latest.action if latest else "", record.run_id))
-    return rows
 
 
 def register(store: Store, bundle_dir: Path, run_id: str | None = None) -> BundleRecord:
