@@ -42,12 +42,22 @@ def enter_private_network() -> None:
         raise _refused(f"this process already runs {threads} threads (a new user namespace needs one)")
     uid, gid = os.getuid(), os.getgid()
     libc = ctypes.CDLL(None, use_errno=True)
+    # As root, every host uid stays mapped: the sandboxes Ray runs drop to their own uid on the host
+    # (runtime/confinement.py, drops_to_sandbox_uid), which a one-uid map would not have. Only a process
+    # outside the new namespace may write such a map, so a child forked now writes it.
+    mapper = _identity_mapper() if uid == 0 else None
     if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET) != 0:
-        raise _refused(f"unshare: {os.strerror(ctypes.get_errno())}")
+        error = os.strerror(ctypes.get_errno())
+        if mapper is not None:
+            _finish_mapper(mapper, go=False)
+        raise _refused(f"unshare: {error}")
     try:
-        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-            with open(f"/proc/self/{name}", "w", encoding="ascii") as handle:
-                handle.write(text)
+        if mapper is not None:
+            _finish_mapper(mapper, go=True)
+        else:
+            for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+                with open(f"/proc/self/{name}", "w", encoding="ascii") as handle:
+                    handle.write(text)
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
             request = struct.pack("16sH14s", b"lo", 0, b"")
             flags = struct.unpack("16sH", fcntl.ioctl(probe, _SIOCGIFFLAGS, request)[:18])[1]
@@ -55,6 +65,39 @@ def enter_private_network() -> None:
     except OSError as error:
         raise _refused(str(error)) from None
     _entered = True
+
+
+def _identity_mapper() -> tuple[int, int]:
+    """Fork the child that will map every uid and gid of this process's new user namespace to itself (as the
+    machine's own namespace does); it waits for a byte on a pipe. Returns (pid, the pipe's write end)."""
+    parent = os.getpid()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: still in the machine's namespaces, with root's capabilities there
+        status = 1
+        try:
+            os.close(write_end)
+            if os.read(read_end, 1) == b"1":
+                for name in ("uid_map", "gid_map"):
+                    with open(f"/proc/{parent}/{name}", "w", encoding="ascii") as handle:
+                        handle.write("0 0 4294967295")
+                status = 0
+        finally:
+            os._exit(status)
+    os.close(read_end)
+    return pid, write_end
+
+
+def _finish_mapper(mapper: tuple[int, int], *, go: bool) -> None:
+    """Tell the mapping child to write the maps (``go``) or to leave, and wait for it; OSError if it failed."""
+    pid, write_end = mapper
+    try:
+        os.write(write_end, b"1" if go else b"0")
+    finally:
+        os.close(write_end)
+    _, status = os.waitpid(pid, 0)
+    if go and os.waitstatus_to_exitcode(status) != 0:
+        raise OSError("the identity map of the new user namespace could not be written")
 
 
 def _refused(why: str) -> SandboxError:
