@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from codebox_tui.errors import SandboxError
-from codebox_tui.runtime.confinement import FIX_HINT, Bind, bwrap_argv, find_bwrap, readonly_area
+from codebox_tui.runtime.confinement import FIX_HINT, Bind, bwrap_argv, drops_to_sandbox_uid, find_bwrap, readonly_area
 from codebox_tui.runtime.sandbox_owner import hand_over_folders
 from codebox_tui.settings import NODE_BRIDGE_DIR
 from codebox_tui.versions import DEFAULT_PHP_VERSION
@@ -97,6 +97,10 @@ class Sidecar:
             assert sandboxes_root is not None
             readonly_area(sandboxes_root).mkdir(parents=True, exist_ok=True)
             hand_over_folders([self.tmp_dir, home])  # the sidecar's own writable folders (when run as root)
+            if drops_to_sandbox_uid():
+                # its /tmp: bwrap (root without capabilities) makes the mount points of folders that live under
+                # /tmp in it (a checkout in /tmp), so it must be able to pass through; nobody else can list it
+                self.tmp_dir.chmod(0o711)
             argv = [*bwrap_argv(bwrap=bwrap, node=node_path, bridge_dir=NODE_BRIDGE_DIR, playground_home=home,
                                 sandboxes_root=sandboxes_root, tmp_dir=self.tmp_dir, env=env, binds=binds),
                     *node_args]
