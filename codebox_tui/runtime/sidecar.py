@@ -96,7 +96,7 @@ class Sidecar:
         if self.confined:
             assert sandboxes_root is not None
             readonly_area(sandboxes_root).mkdir(parents=True, exist_ok=True)
-            hand_over_folders([self.tmp_dir, home])  # the sidecar's own writable folders (when run as root)
+            hand_over_folders([self.tmp_dir, home.resolve()])  # its own writable folders (as root); home may be a link
             if drops_to_sandbox_uid():
                 # its /tmp: bwrap (root without capabilities) makes the mount points of folders that live under
                 # /tmp in it (a checkout in /tmp), so it must be able to pass through; nobody else can list it

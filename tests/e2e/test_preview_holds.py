@@ -8,15 +8,31 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
+import tempfile
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.factories.held import HeldCommand, codebox, free_port
 
 pytestmark = pytest.mark.playground
+
+
+@pytest.fixture
+def home(playground_session: Any) -> Iterator[Path]:
+    """A CODEBOX_HOME of the test's own sharing the session's warm WordPress build, in a short folder: the held
+    sandbox's exec socket lives under it and a Unix socket path has at most 108 bytes (pytest's folders under
+    xdist are longer)."""
+    short = Path(tempfile.mkdtemp(prefix="cbx-", dir="/tmp"))
+    try:
+        yield playground_session.private_home(short)
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
 
 TUNNEL = "https://tunnel.example.test"
 SITE_FACTS = "wp eval 'echo WP_HOME, \"|\", WP_SITEURL, \"|\", get_option(\"blogname\");'"
@@ -34,8 +50,7 @@ def _events(run_dir: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
-def test_boot_with_a_blueprint_holds_then_captures_what_exec_changed_for_review_and_apply(tmp_path: Path) -> None:
-    home = tmp_path / "home"
+def test_boot_with_a_blueprint_holds_then_captures_what_exec_changed_for_review_and_apply(tmp_path: Path, home: Path) -> None:
     plugin = tmp_path / "tiny"
     plugin.mkdir()
     (plugin / "tiny.php").write_text("<?php\n/* Plugin Name: Tiny */\n")
@@ -77,8 +92,7 @@ def test_boot_with_a_blueprint_holds_then_captures_what_exec_changed_for_review_
     assert (plugin / "tiny.php").read_text().endswith("// edited in the held sandbox\n")
 
 
-def test_run_preview_hold_keeps_the_site_up_after_the_command_until_released(tmp_path: Path) -> None:
-    home = tmp_path / "home"
+def test_run_preview_hold_keeps_the_site_up_after_the_command_until_released(tmp_path: Path, home: Path) -> None:
     port = free_port()
     held = HeldCommand(home, "run", "--preview-hold", "10m", "--preview-port", str(port), "--json",
                        "-c", "wordpress.run-php", "-a", "code=update_option('blogname', 'Changed by the command'); "
@@ -102,8 +116,7 @@ def test_run_preview_hold_keeps_the_site_up_after_the_command_until_released(tmp
         urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5)
 
 
-def test_recipe_run_preview_hold_serves_the_site_the_recipe_left_under_the_public_url(tmp_path: Path) -> None:
-    home = tmp_path / "home"
+def test_recipe_run_preview_hold_serves_the_site_the_recipe_left_under_the_public_url(tmp_path: Path, home: Path) -> None:
     recipe = tmp_path / "recipe.json"
     recipe.write_text(json.dumps({
         "schema": "wp-codebox/workspace-recipe/v1",
