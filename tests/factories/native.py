@@ -51,3 +51,14 @@ def raw_http(port: int, request_line: str, *, host: str = "127.0.0.1", headers: 
     lines = head.decode("latin-1").split("\r\n")
     found = {name.strip().lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:])}
     return int(lines[0].split(" ")[1]), found, rest
+
+
+def was_reached(server: Any) -> bool:
+    """Whether anything connected to the listening socket ``server`` (checked once, without waiting)."""
+    server.setblocking(False)
+    try:
+        connection, _ = server.accept()
+    except BlockingIOError:
+        return False
+    connection.close()
+    return True

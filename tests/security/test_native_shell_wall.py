@@ -23,7 +23,7 @@ from codebox_tui.contracts.exec import ExecLimits, ExecRequest, ExecResult
 from codebox_tui.runtime.backends import make_backend
 from codebox_tui.runtime.exec import run_exec
 from codebox_tui.runtime.native_site import host_php
-from tests.factories.native import php_string
+from tests.factories.native import php_string, was_reached
 from tests.factories.playground import PlaygroundSession
 
 pytestmark = pytest.mark.native
@@ -106,14 +106,7 @@ def test_php_run_by_an_exec_command_reaches_no_host_listener(native_run: Any) ->
             result = ex(native_run, "wp eval 'echo \"loaded\";'", caps=("read", "eval"))
         finally:
             native_run.sandbox.run_php("<?php unlink('/wordpress/wp-content/mu-plugins/phone-home.php');", 60)
-        server.setblocking(False)
-        try:
-            connection, _ = server.accept()
-        except BlockingIOError:
-            reached = False
-        else:
-            connection.close()
-            reached = True
+        reached = was_reached(server)
     assert "direct:failed" in result.stdout and "child:failed" in result.stdout, result.stdout + result.stderr
     assert "loaded" in result.stdout
     assert not reached

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.factories.native import native_sandbox, php_string, raw_http
+from tests.factories.native import native_sandbox, php_string, raw_http, was_reached
 from tests.factories.waiting import wait_until
 
 pytestmark = pytest.mark.native
@@ -113,14 +113,7 @@ def test_php_and_its_children_cannot_reach_a_host_listener_on_loopback() -> None
             """)
         with native_sandbox() as sandbox:
             result = sandbox.run_php(attack, 60)
-        server.setblocking(False)
-        try:
-            connection, _ = server.accept()
-        except BlockingIOError:
-            reached = False
-        else:
-            connection.close()
-            reached = True
+        reached = was_reached(server)
     assert result.exit_code == 0, result.errors
     assert result.text.split() == ["fsockopen:failed", "stream:failed", "child:failed"], result.text
     assert not reached
