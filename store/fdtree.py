@@ -60,6 +60,8 @@ def open_dir(root_fd: int, parts: Sequence[str], *, create: bool = False, mode: 
                     os.mkdir(part, mode, dir_fd=current)
                 except FileExistsError:
                     pass  # made meanwhile: opened (and checked) below like any other folder
+                except FileNotFoundError as gone:  # the folder opened last was removed (or replaced) meanwhile
+                    raise UnsafePath("/".join(parts[:index]) or ".", "disappeared during apply") from gone
                 fd = _open_checked(current, parts, index)
             except OSError as error:
                 raise _unsafe(current, parts, index, error) from error
@@ -75,6 +77,8 @@ def open_dir(root_fd: int, parts: Sequence[str], *, create: bool = False, mode: 
 def _open_checked(parent: int, parts: Sequence[str], index: int) -> int:
     try:
         return os.open(parts[index], DIR_FLAGS, dir_fd=parent)
+    except FileNotFoundError as gone:  # made, then removed before it could be opened
+        raise UnsafePath("/".join(parts[: index + 1]), "disappeared during apply") from gone
     except OSError as error:
         raise _unsafe(parent, parts, index, error) from error
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from codebox_tui.errors import ConflictError
+from store import fdtree
 from store.journal import STAGING_DIR, JournalWrite, target_lock, transactional_write
 from tests.factories.journal_trees import make_tree, plan, snapshot
 
@@ -74,3 +75,19 @@ def test_special_mode_bits_are_never_written(tmp_path: Path) -> None:
     assert stat.S_IMODE((root / "added.sh").stat().st_mode) == 0o755
     assert stat.S_IMODE((root / "tool.sh").stat().st_mode) == 0o755
     assert (root / "tool.sh").read_bytes() == b"#!/bin/sh\necho changed\n"
+
+
+def test_a_folder_removed_after_it_was_opened_is_unsafe_not_a_crash(tmp_path: Path) -> None:
+    """The apply race's last window: apply made (or opened) a folder, then someone replaced it (a rename of
+    the real folder over the empty one apply had made). Making a folder inside the removed one fails with
+    ENOENT; that is the target changing under apply (a conflict), not an unexpected error."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    fd = os.open(gone, fdtree.DIR_FLAGS)
+    try:
+        gone.rmdir()
+        with pytest.raises(fdtree.UnsafePath) as raised:
+            fdtree.open_dir(fd, ["new", "deeper"], create=True)
+        assert raised.value.reason == "disappeared during apply"
+    finally:
+        os.close(fd)
