@@ -8,6 +8,10 @@ PYTEST_ARGS ?=
 # pytest runs on PYTEST_WORKERS processes (pytest-xdist), whole test files per worker so a file's shared
 # sandbox is booted once (docs/performance.md, "Test suite"). PYTEST_WORKERS=1: one process, no xdist.
 PYTEST_WORKERS ?= 2
+# Bytecode is written (and read back) while testing: with PYTHONDONTWRITEBYTECODE set, as on some CI images,
+# every `codebox` subprocess a test starts recompiled the package from source and each pytest worker re-ran
+# the assertion rewriting of every test module (docs/performance.md, "Test suite").
+unexport PYTHONDONTWRITEBYTECODE
 XDIST := $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile,-p no:xdist)
 
 .PHONY: setup demo demo-agent test lint typecheck unit pytest schemas screenshots bench clean
@@ -58,6 +62,7 @@ typecheck: setup
 	$(VENV)/bin/mypy
 
 pytest: setup
+	$(PY) -m compileall -q -j 2 codebox_tui store widgets tests > /dev/null
 	$(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
 ## The quick part: no Playground, no native sandboxes, no Chromium, no killed processes (tests/unit, tests/tui, snapshots…).
