@@ -17,7 +17,6 @@ from codebox_tui.runtime.backend import SandboxSpec
 from codebox_tui.runtime.playground import PlaygroundBackend, shutdown_sidecars
 from codebox_tui.runtime.policy import default_policy
 from codebox_tui.screens.dialogs import HelpDialog
-from codebox_tui.screens.evaluate import EvaluatePatchScreen, ReproduceScreen
 from codebox_tui.screens.home import HomeScreen
 from codebox_tui.screens.messages import OpenBundle
 from codebox_tui.screens.opening import OpeningScreen
@@ -106,10 +105,14 @@ class CodeboxApp(App[None]):
 
     def action_evaluate_patch(self) -> None:
         """The "Evaluate a patch" form (Home's `e`, the palette)."""
+        from codebox_tui.screens.evaluate import EvaluatePatchScreen  # noqa: PLC0415 - the run-starting forms load the run lifecycle when first opened, not at start-up
+
         self.push_screen(EvaluatePatchScreen())
 
     def action_reproduce_bug(self) -> None:
         """The "Reproduce a bug" form (Home's `R`, the palette)."""
+        from codebox_tui.screens.evaluate import ReproduceScreen  # noqa: PLC0415 - the run-starting forms load the run lifecycle when first opened, not at start-up
+
         self.push_screen(ReproduceScreen())
 
     def action_help(self) -> None:

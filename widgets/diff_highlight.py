@@ -39,7 +39,7 @@ def lexer_for(path: str):  # type: ignore[no-untyped-def]
 
 @lru_cache(maxsize=256)
 def token_style(token_type: object) -> Style:
-    from pygments.styles import get_style_by_name
+    from pygments.styles import get_style_by_name  # noqa: PLC0415 - a heavy third-party module, loaded only when first drawn
 
     style = get_style_by_name("monokai")
     spec = style.style_for_token(token_type)

@@ -52,7 +52,7 @@ def image_class() -> Any:
     if mode == "off":
         return None
     try:
-        from textual_image import widget as images
+        from textual_image import widget as images  # noqa: PLC0415 - a heavy third-party module, loaded only when first drawn
     except Exception:  # library missing or the terminal query failed: paths only
         return None
     return images.HalfcellImage if mode == "halfcell" else images.Image
@@ -65,7 +65,7 @@ def prepare_images() -> None:
 
 def top_of(path: Path, ratio: float = 0.75) -> Any:
     """The image at ``path``; a tall one (a full-page screenshot) cut to its top, ``ratio`` high per width."""
-    from PIL import Image
+    from PIL import Image  # noqa: PLC0415 - a heavy third-party module, loaded only when first drawn
 
     # a regular file inside the bundle only (never a symlink or FIFO the bundle's writer planted), size-capped
     with Image.open(io.BytesIO(read_regular(path, limit=MAX_IMAGE_BYTES))) as image:

@@ -3,6 +3,7 @@ text become one (docs/agent-tasks.md, "The request")."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -13,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from codebox_tui.contracts.agent import Orchestrator, TaskInput
 from codebox_tui.contracts.runtime import RuntimePolicy
+from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError
 from codebox_tui.versions import DEFAULT_WP_VERSION
 
@@ -108,8 +110,6 @@ def task_from_value(value: Any, field: str = "task") -> TaskInput:
 def task_from_text(text: str) -> TaskInput:
     """``--task FILE|TEXT``: a JSON file (task-input/v1) or a text file becomes the task; other text is the
     goal itself."""
-    import json
-
     path = Path(text).expanduser()
     if len(text) < 4096 and "\n" not in text and path.is_file():
         raw = path.read_text(encoding="utf-8", errors="replace")
@@ -196,8 +196,6 @@ def agent_task_request_from_json(obj: Any, *, base_dir: Path | None = None) -> A
     ``session_id``, ``orchestrator``, ``timeout`` / ``tool_timeout`` / ``boot_timeout`` (durations),
     ``policy``, ``env``, ``agent_env``, ``wp``, ``php``, ``backend``, ``artifacts``. Relative paths are relative to
     ``base_dir`` (a batch file's folder; default: the current folder). Errors name the JSON path."""
-    from codebox_tui.durations import parse_duration
-
     if not isinstance(obj, dict):
         raise BadInputError("$: an agent task must be a JSON object", code="invalid-agent-task", field="$")
     data = dict(obj)

@@ -25,6 +25,7 @@ from codebox_tui.agents.registry import HostToolRegistry, ToolDispatcher
 from codebox_tui.agents.request import AgentTaskRequest, check_agent
 from codebox_tui.agents.workspace import WorkspaceContext, parent_only_tools, workspace_tools
 from codebox_tui.bundle import layout
+from codebox_tui.bundle.seal import append_and_reseal
 from codebox_tui.contracts.agent import (
     AgentFailure,
     AgentMessage,
@@ -41,7 +42,7 @@ from codebox_tui.contracts.agent import (
 )
 from codebox_tui.contracts.runtime import MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
-from codebox_tui.lifecycle import OpenRun, ProgressListener, RunControl, RunOutcome, RunRequest, RunService
+from codebox_tui.lifecycle import CommandStep, OpenRun, ProgressListener, RunControl, RunOutcome, RunRequest, RunService
 from codebox_tui.runtime.mounts import validate_mounts
 
 AGENT_DIR = "/codebox-agent"  # where a PHP agent finds task.json and tool-bridge.json inside the sandbox
@@ -278,8 +279,6 @@ class _TaskRun:
     def _run_php(self, run: OpenRun) -> None:
         """A PHP agent finds the task and the tool bridge in /codebox-agent, works on /workspace with PHP and
         prints its final message as the last JSON line of its output."""
-        from codebox_tui.lifecycle import CommandStep
-
         sandbox = run.sandbox
         message = self._task_message(run)
         sandbox.write_file(f"{AGENT_DIR}/task.json", json.dumps(message, indent=2).encode(), 30)
@@ -311,8 +310,6 @@ class _TaskRun:
         return path
 
     def _write_outcome(self, run: OpenRun, summary: Any) -> None:
-        from codebox_tui.bundle.seal import append_and_reseal
-
         assert self.dispatcher is not None
         bundle = Path(summary.path)
         patch = bundle / layout.PATCH

@@ -17,8 +17,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from codebox_tui.agents.registry import HostTool, ToolFailure
+from codebox_tui.bundle.patchparse import split_sections
 from codebox_tui.contracts.exec import ExecLimits, ExecRequest
 from codebox_tui.errors import CodeboxError
+from codebox_tui.runtime.exec import run_exec
+from store.patchtext import PatchError, apply_block, normalize_patch_path
 
 if TYPE_CHECKING:
     from codebox_tui.runtime.session import RunSession
@@ -60,8 +63,6 @@ class WorkspaceContext:
         return path
 
     def exec(self, command: str, *, write: bool = False, max_output: int = MAX_FILE_BYTES) -> tuple[int, str, str]:
-        from codebox_tui.runtime.exec import run_exec
-
         caps: list[Any] = ["read", "write"] if write else ["read"]
         request = ExecRequest(command=command, cwd=WORKSPACE_ROOT, capabilities=caps,
                               limits=ExecLimits(timeoutMs=int(self.timeout_s * 1000), maxOutputBytes=max_output))
@@ -164,9 +165,6 @@ def _write(data: dict[str, Any], ctx: WorkspaceContext) -> dict[str, Any]:
 def _patch(data: dict[str, Any], ctx: WorkspaceContext) -> dict[str, Any]:
     """Apply a unified diff whose paths are relative to /workspace (``a/``/``b/`` prefixes allowed); every
     file's block must apply exactly, or nothing is written."""
-    from codebox_tui.bundle.patchparse import split_sections
-    from store.patchtext import PatchError, apply_block, normalize_patch_path
-
     text = str(data["patch"])
     sections = split_sections(text)
     if not sections:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from codebox_tui.contracts.common import utc_now_iso
+from codebox_tui.contracts.common import new_id, utc_now_iso
 from codebox_tui.contracts.exec import (
     CAPABILITIES,
     EXEC_RESULT_SCHEMA,
@@ -25,6 +25,7 @@ from codebox_tui.contracts.exec import (
 )
 from codebox_tui.contracts.runtime import ENVELOPE_OUTPUT_REF, CommandError, CommandResultEnvelope, ExecutionResult
 from codebox_tui.errors import BadInputError, PolicyDeniedError, SandboxError
+from codebox_tui.runtime.commands import sandbox_env
 from codebox_tui.settings import NODE_BRIDGE_DIR, get_settings
 
 if TYPE_CHECKING:
@@ -131,8 +132,6 @@ def run_exec(session: RunSession, request: ExecRequest) -> ExecResult:
     settings = get_settings()
     limits = request.limits.model_copy(update={
         "maxOutputBytes": min(request.limits.maxOutputBytes, int(settings.max_command_output_bytes))})
-    from codebox_tui.contracts.common import new_id
-    from codebox_tui.runtime.commands import sandbox_env
 
     command_id = new_id("command")
     started_at, started = utc_now_iso(), time.monotonic()

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from codebox_tui.contracts.exec import ExecRequest, ExecResult
 from codebox_tui.errors import BadInputError, CodeboxError, SandboxError
+from codebox_tui.runtime.exec import run_exec
 from codebox_tui.settings import get_settings
 
 if TYPE_CHECKING:
@@ -100,7 +101,6 @@ class HeldExecServer:
                     raise BadInputError("exec on a held sandbox is only for the user who holds it",
                                         code="exec-peer-refused")
                 request = ExecRequest.model_validate_json(_read_all(conn))
-                from codebox_tui.runtime.exec import run_exec
 
                 with self._lock:
                     answer: dict[str, Any] = run_exec(self.session, request).model_dump(

@@ -44,6 +44,7 @@ from codebox_tui.runtime.native_cgi import (
 )
 from codebox_tui.runtime.native_limits import DiskBudget, ProcessCap
 from codebox_tui.runtime.native_preview import PreviewRelay
+from codebox_tui.runtime.native_shell import run_shell
 from codebox_tui.runtime.native_site import (
     CONFIG_DIR,
     CORE,
@@ -379,8 +380,6 @@ class NativeSandbox:
     def shell(self, params: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """One ``codebox exec`` command line in this sandbox's wall (runtime/native_shell.py); its answer is
         sandbox-written data."""
-        from codebox_tui.runtime.native_shell import run_shell
-
         def run(argv: list[str], stdin: bytes, limit: int) -> tuple[int, bytes, bytes]:
             code, out, err = self._exec_raw([], stdin, timeout_s, env=None, what="shell", limit=limit,
                                             argv=self.process_cap.wrap(argv))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -73,8 +74,6 @@ def shell_argv(sandbox: NativeSandboxWall, timeout_s: float) -> list[str]:
 
 
 def _node_binary() -> str:
-    import shutil
-
     found = shutil.which(get_settings().node)
     if not found:
         raise SandboxError("Node is not installed; the native sandbox shell needs it", code="exec-unavailable")

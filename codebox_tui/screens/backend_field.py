@@ -8,6 +8,9 @@ from rich.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Select
 
+from codebox_tui.runtime.backends import BACKEND_NAMES, default_php
+from codebox_tui.settings import get_settings
+
 
 class BackendProblem(ValueError):
     """What the chosen backend cannot do for this flow (shown under the Backend field)."""
@@ -15,9 +18,6 @@ class BackendProblem(ValueError):
 
 def backend_select() -> Select[str]:
     """The Backend field: playground or native (docs/backends.md), at first ``CODEBOX_BACKEND``'s."""
-    from codebox_tui.runtime.backends import BACKEND_NAMES
-    from codebox_tui.settings import get_settings
-
     default = get_settings().backend
     return Select([(name, name) for name in BACKEND_NAMES], allow_blank=False, id="backend",
                   value=default if default in BACKEND_NAMES else BACKEND_NAMES[0])
@@ -25,8 +25,6 @@ def backend_select() -> Select[str]:
 
 def follow_backend_php(screen: ModalScreen[None], backend: str) -> None:
     """A PHP field still holding the other backend's default takes this one's (the host's PHP on native)."""
-    from codebox_tui.runtime.backends import BACKEND_NAMES, default_php
-
     field = screen.query_one("#php", Input)
     if field.value.strip() in {default_php(name) for name in BACKEND_NAMES if name != backend}:
         field.value = default_php(backend)

@@ -17,6 +17,7 @@ from codebox_tui.contracts.apply import ApplyResult
 from codebox_tui.contracts.apply import Decision as Decision
 from codebox_tui.contracts.bundle import ChangedFile, TestResults
 from codebox_tui.errors import BadInputError
+from codebox_tui.sites.store import site_rows
 from store import threeway
 from store.apply import apply_decision
 from store.batches import BatchItemRecord as BatchItemRecord
@@ -313,6 +314,4 @@ def command_output(run_dir: Path, event: object) -> tuple[str, str] | None:
 
 def prepared_sites() -> list[Any]:
     """The contained sites kept under $CODEBOX_HOME/sites, newest first (codebox_tui/sites/store.py, SiteRow)."""
-    from codebox_tui.sites.store import site_rows
-
     return list(site_rows())

@@ -15,9 +15,13 @@ from textual.suggester import Suggester
 from textual.widget import Widget
 from textual.widgets import Button, Input, Label, Select
 
+from codebox_tui.errors import CodeboxError
+from codebox_tui.recipes.evaluate_range import check_evaluation_backend, check_evaluation_inputs
 from codebox_tui.screens.backend_field import BackendProblem, backend_select, follow_backend_php, show_backend_problem
 from codebox_tui.screens.base import CodeboxModal, fit_compact
 from codebox_tui.screens.dialogs import DIALOG_CSS
+from codebox_tui.screens.launch import checked_recipe_screen
+from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
 
@@ -176,9 +180,6 @@ A problem is shown under its field and nothing boots.
         label.add_class("-shown")
 
     def backend_problem(self, backend: str) -> str | None:
-        from codebox_tui.errors import CodeboxError
-        from codebox_tui.recipes.evaluate_range import check_evaluation_backend
-
         try:
             check_evaluation_backend(backend)
         except CodeboxError as error:
@@ -188,10 +189,6 @@ A problem is shown under its field and nothing boots.
     def submit(self) -> None:
         """Check the form as evaluate-patch checks its options (one definition: evaluate_range's
         check_evaluation_inputs), then run it on the Live run screen, landing on the Tests tab."""
-        from codebox_tui.errors import CodeboxError
-        from codebox_tui.recipes.evaluate_range import check_evaluation_inputs
-        from codebox_tui.screens.live_run import LiveRunScreen
-
         plugin, patch, git_range = self.value("plugin"), self.value("patch"), self.value("git")
         wp, php = self.value("wp") or DEFAULT_WP_VERSION, self.value("php") or DEFAULT_PHP_VERSION
         if not plugin:
@@ -236,8 +233,6 @@ the review opens on its Evidence tab when it is done.
                 yield Button("Run", variant="primary", id="run")
 
     def backend_problem(self, backend: str) -> str | None:
-        from codebox_tui.screens.launch import checked_recipe_screen
-
         text = self.query_one("#recipe", Input).value.strip()
         try:
             if text:
@@ -249,8 +244,6 @@ the review opens on its Evidence tab when it is done.
         return None
 
     def submit(self) -> None:
-        from codebox_tui.screens.launch import checked_recipe_screen
-
         label = self.query_one("#recipe-error", Label)
         text = self.query_one("#recipe", Input).value.strip()
         for shown in (label, self.query_one("#backend-error", Label)):

@@ -29,6 +29,7 @@ from codebox_tui.screens.data import (
     group_batches,
     select_rows,
 )
+from codebox_tui.screens.dialogs import ConfirmDialog, OpenBundleDialog
 from codebox_tui.screens.messages import OpenBundle
 from codebox_tui.textsafe import safe_text
 from widgets.app_header import AppHeader
@@ -391,8 +392,6 @@ evaluate-patch), risk flags, changed files, decision, age.
             self.selected.clear()
             self.action_refresh()
 
-        from codebox_tui.screens.dialogs import ConfirmDialog
-
         self.app.push_screen(ConfirmDialog("Discard bundles?", "\n".join(lines)), done)
 
     def action_open(self) -> None:
@@ -405,14 +404,11 @@ evaluate-patch), risk flags, changed files, decision, age.
         self.action_open()
 
     def action_open_path(self) -> None:
-        from codebox_tui.screens.dialogs import OpenBundleDialog
-
         self.app.push_screen(OpenBundleDialog(), self._open_path)
 
     def _open_path(self, folder: str | None) -> None:
         if not folder:
             return
-        from codebox_tui.errors import CodeboxError
 
         store = data.open_store()
         try:
@@ -441,8 +437,6 @@ evaluate-patch), risk flags, changed files, decision, age.
 
     def action_compare_candidates(self) -> None:
         """The highlighted candidate (A) side by side with the next candidate of its batch (B)."""
-        from codebox_tui.screens.compare import CompareScreen
-
         row = self._cursor_row()
         if row is None or not row.batch:
             self.notify("Not a candidate of a batch or fan-out: nothing to compare it with", severity="warning")
@@ -460,6 +454,8 @@ evaluate-patch), risk flags, changed files, decision, age.
             return
         finally:
             store.close()
+        from codebox_tui.screens.compare import CompareScreen  # noqa: PLC0415 - opened on demand: its run lifecycle is not loaded at start-up
+
         self.app.push_screen(CompareScreen(comparison))
 
     def action_promote(self) -> None:
@@ -478,12 +474,12 @@ evaluate-patch), risk flags, changed files, decision, age.
 
     def action_batches(self) -> None:
         """The live progress table of the newest batch or fan-out (``[`` / ``]`` for the others)."""
-        from codebox_tui.screens.batch import BatchScreen
-
         row = self._cursor_row()
+        from codebox_tui.screens.batch import BatchScreen  # noqa: PLC0415 - opened on demand: its run lifecycle is not loaded at start-up
+
         self.app.push_screen(BatchScreen(row.batch if row is not None and row.batch else None))
 
     def action_new_run(self) -> None:
-        from codebox_tui.screens.launch import LaunchScreen
+        from codebox_tui.screens.launch import LaunchScreen  # noqa: PLC0415 - opened on demand: its run lifecycle is not loaded at start-up
 
         self.app.push_screen(LaunchScreen())

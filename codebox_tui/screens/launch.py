@@ -6,11 +6,17 @@ import shlex
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Label, Select
 
+from codebox_tui.durations import parse_duration
+from codebox_tui.errors import CodeboxError
+from codebox_tui.lifecycle import CommandStep, RunRequest, Toolchain, check_request, mounts_from_text, policy_from_text
+from codebox_tui.lifecycle.episode import is_episode_plan, load_plan, plan_request
+from codebox_tui.recipes.validate import validate_recipe_file
 from codebox_tui.runtime.catalog import command_catalog
 from codebox_tui.screens.backend_field import (
     BackendProblem,
@@ -20,6 +26,7 @@ from codebox_tui.screens.backend_field import (
 )
 from codebox_tui.screens.base import CodeboxModal, fit_compact
 from codebox_tui.screens.dialogs import DIALOG_CSS
+from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.settings import get_settings
 from codebox_tui.textsafe import safe_text
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
@@ -156,9 +163,6 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
 
     def _backend_problem(self) -> str | None:
         """What the chosen backend cannot do for the run as the form stands (`codebox run`'s check), or None."""
-        from codebox_tui.errors import CodeboxError
-        from codebox_tui.lifecycle import check_request
-
         recipe_text = self.query_one("#recipe", Input).value.strip()
         try:
             if recipe_text:
@@ -188,10 +192,6 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
     def launch(self) -> None:
         """Read the form into a RunRequest the way `codebox run` reads its options (the same parsers and
         checks, so nothing boots on bad input) and run it on the Live run screen."""
-        from rich.markup import escape
-
-        from codebox_tui.errors import CodeboxError
-        from codebox_tui.lifecycle import check_request
 
         error_label = self.query_one("#launch-error", Label)
         error_label.update("")
@@ -212,7 +212,6 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
         except ValueError as error:
             error_label.update(escape(str(error)))
             return
-        from codebox_tui.screens.live_run import LiveRunScreen
 
         self.dismiss(None)
         self.app.push_screen(LiveRunScreen(request))
@@ -220,9 +219,6 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
     def _request(self) -> Any:
         """The form read into a RunRequest the way `codebox run` reads its options (the same parsers; an empty
         PHP field is the backend's default)."""
-        from codebox_tui.durations import parse_duration
-        from codebox_tui.lifecycle import CommandStep, RunRequest, Toolchain, mounts_from_text, policy_from_text
-
         command = str(self.query_one("#command", Select).value)
         hold_text = self.query_one("#hold", Input).value.strip()
         phar = self.query_one("#wp-cli-phar", Input).value.strip()
@@ -239,8 +235,6 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
         )
 
     def _launch_recipe(self, text: str, error_label: Label) -> None:
-        from rich.markup import escape
-
         try:
             screen = checked_recipe_screen(text, backend=self._backend())
         except BackendProblem as problem:
@@ -262,11 +256,6 @@ def checked_recipe_screen(text: str, *, land_on: str | None = None, backend: str
     (``codebox/episode-plan/v1``) named by ``text``, checked in full before anything boots; ValueError with the
     lines to show (the file, each problem's JSON path) when it is not valid, BackendProblem when ``backend``
     (None: the recipe's own, else ``CODEBOX_BACKEND``) cannot run it. ``land_on``: LiveRunScreen's."""
-    from codebox_tui.errors import CodeboxError
-    from codebox_tui.lifecycle.episode import is_episode_plan, load_plan, plan_request
-    from codebox_tui.recipes.validate import validate_recipe_file
-    from codebox_tui.screens.live_run import LiveRunScreen
-
     path = Path(text).expanduser().resolve()
     if is_episode_plan(path):
         try:

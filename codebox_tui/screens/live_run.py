@@ -14,8 +14,17 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Static
 
 from codebox_tui.bundle import layout
-from codebox_tui.lifecycle import RunControl, RunRequest
+from codebox_tui.contracts.exec import ExecRequest
+from codebox_tui.errors import CodeboxError
+from codebox_tui.lifecycle import RunControl, RunRequest, RunService
+from codebox_tui.lifecycle.episode import run_plan
+from codebox_tui.recipes.evaluate_patch import evaluate_patch
+from codebox_tui.recipes.evaluate_range import evaluate_git_range
+from codebox_tui.recipes.run import run_recipe
+from codebox_tui.runtime.exec import run_exec
+from codebox_tui.screens import data
 from codebox_tui.screens.base import CodeboxScreen
+from codebox_tui.screens.dialogs import ConfirmDialog, TextDialog
 from codebox_tui.screens.messages import OpenBundle
 from codebox_tui.settings import get_settings
 from codebox_tui.textsafe import safe_text
@@ -157,9 +166,6 @@ palette's "Return to live run") brings this screen back, console and all.
 
     @work(thread=True, exclusive=True, group="run")
     def start_run(self) -> None:
-        from codebox_tui.errors import CodeboxError
-        from codebox_tui.lifecycle import RunService
-
         assert self.request is not None
         try:
             outcome = RunService().run(self.request, control=self.control,
@@ -174,9 +180,6 @@ palette's "Return to live run") brings this screen back, console and all.
 
     @work(thread=True, exclusive=True, group="run")
     def start_recipe(self) -> None:
-        from codebox_tui.errors import CodeboxError
-        from codebox_tui.recipes.run import run_recipe
-
         validation = self.recipe
         recipe_path = Path(validation.recipe_path)
         error: str | None = None
@@ -200,9 +203,6 @@ palette's "Return to live run") brings this screen back, console and all.
     def start_episode(self) -> None:
         """An episode plan (docs/episodes.md): every step, observation and snapshot is an ``episode.*`` event the
         tail shows as it happens."""
-        from codebox_tui.errors import CodeboxError
-        from codebox_tui.lifecycle.episode import run_plan
-
         assert self.episode is not None
         plan, plan_dir = self.episode
         try:
@@ -223,10 +223,6 @@ palette's "Return to live run") brings this screen back, console and all.
     def start_evaluation(self) -> None:
         """evaluate-patch (docs/evaluate-patch.md): the phases and each side's tests appear as events; the
         bundle opens on its Tests tab, with the verdict, when it is done."""
-        from codebox_tui.errors import CodeboxError
-        from codebox_tui.recipes.evaluate_patch import evaluate_patch
-        from codebox_tui.recipes.evaluate_range import evaluate_git_range
-
         assert self.evaluation is not None
         options = dict(self.evaluation)
         plugin, patch, git_range = options.pop("plugin"), options.pop("patch", None), options.pop("git", None)
@@ -252,9 +248,6 @@ palette's "Return to live run") brings this screen back, console and all.
 
     def _attach_console(self, session: Any) -> None:
         """While the preview is held: a console running `codebox exec` commands in it (docs/exec.md)."""
-        from codebox_tui.contracts.exec import ExecRequest
-        from codebox_tui.runtime.exec import run_exec
-
         def runner(command: str, caps: list[str]) -> Any:
             return run_exec(session, ExecRequest(command=command, capabilities=caps))
 
@@ -310,16 +303,11 @@ palette's "Return to live run") brings this screen back, console and all.
         self.query_one("#tail-status", Static).update(f" {message.total} events · {state}")
 
     def on_event_tail_inspect(self, message: EventTail.Inspect) -> None:
-        from codebox_tui.screens.dialogs import TextDialog
-
         text = json.dumps(message.event, indent=2) if isinstance(message.event, dict) else str(message.event)
         self.app.push_screen(TextDialog("Event", text))
 
     def action_command_output(self) -> None:
         """stdout and stderr of the command the selected event belongs to (its last one otherwise)."""
-        from codebox_tui.screens import data
-        from codebox_tui.screens.dialogs import TextDialog
-
         tails = self.query(EventTail)
         if self.run_dir is None or not tails:
             self.notify("No command has run yet.", severity="warning")
@@ -337,8 +325,6 @@ palette's "Return to live run") brings this screen back, console and all.
         self.post_message(OpenBundle(self.bundle_dir))
 
     def action_cancel_run(self) -> None:
-        from codebox_tui.screens.dialogs import ConfirmDialog
-
         if self.state != "starting" or self.session is None:
             return
 

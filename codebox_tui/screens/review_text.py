@@ -17,6 +17,7 @@ from codebox_tui.bundle import layout
 from codebox_tui.bundle.provenance import runtime_versions
 from codebox_tui.bundle.reader import LoadedBundle
 from codebox_tui.bundle.results import BundleChecks
+from codebox_tui.bundle.site_state_view import site_state_lines
 from codebox_tui.screens.data import Comment, RevisionView
 from codebox_tui.textsafe import safe_text
 from widgets.diff_styles import MARK_STYLES
@@ -192,8 +193,6 @@ class ReviewText:
 
     def site_lines(self) -> list[str]:
         """The site-state diff (docs/site-state.md), terminal-safe lines: bundle/site_state_view.py."""
-        from codebox_tui.bundle.site_state_view import site_state_lines
-
         if self.bundle.site_state is None:
             return [f"The site-state diff cannot be read: {self.bundle.site_state_problem}"]
         return site_state_lines(self.bundle.site_state)
