@@ -8,3 +8,12 @@ from __future__ import annotations
 
 DEFAULT_WP_VERSION = "6.5"
 DEFAULT_PHP_VERSION = "8.3"
+
+
+def same_php(recorded: str, wanted: str) -> bool:
+    """Whether PHP ``recorded`` (e.g. a snapshot's ``8.2.29``) is the version ``wanted`` asks for, compared at
+    the precision of the less precise one: a series (``8.2``, what a run asks for) matches every release of
+    it; two full versions must be equal."""
+    recorded_parts, wanted_parts = recorded.split("."), wanted.split(".")
+    common = min(len(recorded_parts), len(wanted_parts))
+    return common >= 2 and recorded_parts[:common] == wanted_parts[:common]

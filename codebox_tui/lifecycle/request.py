@@ -27,7 +27,7 @@ from codebox_tui.runtime.catalog import get_command, parse_args
 from codebox_tui.runtime.mounts import parse_mount, validate_mounts
 from codebox_tui.runtime.policy import default_policy, load_policy
 from codebox_tui.runtime.wordpress_builds import resolve_build
-from codebox_tui.versions import DEFAULT_WP_VERSION
+from codebox_tui.versions import DEFAULT_WP_VERSION, same_php
 
 
 @dataclass
@@ -271,11 +271,14 @@ def check_request(request: RunRequest) -> None:
 
 def check_restore_versions(snapshot: Any, wordpress_version: str, php: str) -> None:
     """Refuse, before anything boots, a snapshot taken on another WordPress build or PHP version (restoring it
-    would corrupt the site); ``restore_snapshot`` checks the booted sandbox again (docs/episodes.md)."""
+    would corrupt the site); ``restore_snapshot`` checks the booted sandbox again (docs/episodes.md). A
+    natively taken snapshot records the host's full PHP version (``8.2.29``): a run asking for its series
+    (``8.2``) matches it."""
     have = snapshot.compatibility
-    for what, flag, theirs, ours in (("WordPress", "--wp", have.wordpressVersion, wordpress_version),
-                                     ("PHP", "--php", have.phpVersion, php)):
-        if theirs != ours:
+    for what, flag, theirs, ours, same in (
+            ("WordPress", "--wp", have.wordpressVersion, wordpress_version, have.wordpressVersion == wordpress_version),
+            ("PHP", "--php", have.phpVersion, php, same_php(have.phpVersion, php))):
+        if not same:
             raise BadInputError(
                 f"snapshot {snapshot.id} was taken on {what} {theirs}, this run asks for {what} {ours}; run it "
                 f"with {flag} {theirs}", code="snapshot-incompatible",
