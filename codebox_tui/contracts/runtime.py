@@ -185,6 +185,24 @@ class RuntimeInfo(OpenContract):
     previewUrl: str | None = None
 
 
+class ArtifactPreview(OpenContract):
+    """The run's live preview as ``run --json`` reports it (docs/contracts.md, "Run and
+    boot outputs"): where it was served, and whether it was held after the command. Printed once the run has
+    ended, so its ``status`` is always ``expired-on-completion``; a held one says for how long it was asked to
+    be held (``holdSeconds``), when the hold began and ended and why it ended (``endedBy``)."""
+
+    url: str
+    localUrl: str
+    publicUrl: str | None = None
+    status: Literal["available", "expired-on-completion"] = "expired-on-completion"
+    lifecycle: Literal["held-after-run", "destroyed-on-completion"]
+    source: Literal["public-url-override", "live-playground", "live-native"]
+    holdSeconds: float | None = None
+    heldAt: str | None = None
+    endedAt: str | None = None
+    endedBy: Literal["expired", "closed", "cancelled", "interrupted"] | None = None
+
+
 class RunOutput(Contract):
     """What ``codebox run --json`` prints."""
 
@@ -200,6 +218,7 @@ class RunOutput(Contract):
     # "Verdicts"), and each with its subject and message
     siteStateRisks: list[str] | None = None
     siteStateRiskDetails: list[dict[str, str]] | None = None
+    preview: ArtifactPreview | None = None  # when the sandbox booted with a preview
 
 
 class BootOutput(Contract):

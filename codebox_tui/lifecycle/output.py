@@ -37,6 +37,7 @@ def run_document(outcome: RunOutcome) -> dict[str, Any]:
         artifacts=run_artifacts(outcome), timings=outcome.timings,
         error=CommandError(code=error.code, message=error.message, data=error.details or None) if error else None,
     )
+    output.preview = outcome.preview
     if outcome.site_state_risks:
         output.siteStateRisks = sorted({r.code for r in outcome.site_state_risks})
         output.siteStateRiskDetails = [{"code": r.code, "subject": r.subject, "message": r.message}

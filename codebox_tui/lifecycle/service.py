@@ -24,7 +24,8 @@ from typing import Any, Protocol
 from codebox_tui.bundle import layout
 from codebox_tui.bundle.seal import append_and_reseal
 from codebox_tui.bundle.verify import verify_bundle
-from codebox_tui.contracts.runtime import ExecutionResult, RuntimeInfo
+from codebox_tui.contracts.common import utc_now_iso
+from codebox_tui.contracts.runtime import ArtifactPreview, ExecutionResult, RuntimeInfo
 from codebox_tui.contracts.site_state import RiskFlag
 from codebox_tui.errors import CodeboxError
 from codebox_tui.lifecycle.informational import nothing_to_decide
@@ -70,6 +71,7 @@ class RunOutcome:
     warnings: list[str] = field(default_factory=list)
     # the site-state risks that keep the verdict from being clean (lifecycle/site_state.unclean_flags)
     site_state_risks: list[RiskFlag] = field(default_factory=list)
+    preview: ArtifactPreview | None = None  # where the sandbox was served, and its hold (``run --json``)
 
     @property
     def success(self) -> bool:
@@ -122,6 +124,8 @@ class OpenRun:
         self.timings: dict[str, float] = {}
         self.restored: dict[str, Any] | None = None  # the restore stats of ``request.restore``
         self.outcome: RunOutcome | None = None  # set when the run has ended (after the ``with`` block)
+        self.held: dict[str, Any] | None = None  # the hold's start, end and reason (:meth:`hold`)
+        self.preview_url: str | None = None  # the booted sandbox's preview (local address)
         # the site-state summaries after boot and before capture (docs/site-state.md, "In every run")
         self.site_state = SiteStateRecorder(session, enabled=site_state)
         session.after_boot.append(self._booted)
@@ -144,6 +148,7 @@ class OpenRun:
         """The session's ``after_boot`` hook: boot timing, the snapshot to restore, and the site-state
         summary before any command."""
         self.timings.setdefault("bootSeconds", round(seconds, 3))
+        self.preview_url = self.preview_url or self.session.sandbox.preview_url or None
         if self.request.restore is not None and self.restored is None:
             self._restore(self.session.sandbox)
         self.site_state.record_before()
@@ -180,6 +185,7 @@ class OpenRun:
         Ctrl-C; returns (and records) why the hold ended: expired, closed, cancelled, interrupted.
         ``on_held`` runs once the hold is recorded (e.g. to print the preview's address)."""
         preview = self.sandbox.preview_url
+        self.held = {"holdSeconds": seconds, "heldAt": utc_now_iso()}
         self.session.emit("runtime.held", {"previewUrl": preview, "holdSeconds": seconds})
         # `codebox exec --sandbox ID` reaches a held sandbox through a same-user socket (docs/exec.md)
         server = serve_held(self.session)
@@ -193,6 +199,7 @@ class OpenRun:
         finally:
             if server is not None:
                 server.close()
+        self.held.update(endedAt=utc_now_iso(), endedBy=reason)
         self.session.emit("runtime.hold-ended", {"reason": reason})
         return reason
 
@@ -338,7 +345,7 @@ class RunService:
         outcome = RunOutcome(status=run.status, runtime=session.runtime_info(), runtime_id=session.runtime_id,
                              run_dir=session.run_dir, executions=list(session.executions), bundle=run.summary,
                              error=run.error, redact=session.redact, timings=dict(run.timings),
-                             site_state_risks=unclean_flags(run.site_state.diff))
+                             site_state_risks=unclean_flags(run.site_state.diff), preview=_preview(run))
         if run.request.capture and self.settings.record_runs:
             self._register(run, outcome)
         return outcome
@@ -371,3 +378,15 @@ class RunService:
             if run.progress is not None:
                 run.progress.phase("done", f"review it with: codebox review show @{record.key}")
 
+
+def _preview(run: OpenRun) -> ArtifactPreview | None:
+    """The run's preview for its output document: None when no sandbox with a preview was booted."""
+    local = run.preview_url
+    if not local:
+        return None
+    public = run.request.public_url
+    source = "public-url-override" if public else (
+        "live-native" if run.session.runtime_info().backend == "native" else "live-playground")
+    return ArtifactPreview(url=public or local, localUrl=local, publicUrl=public,
+                           lifecycle="held-after-run" if run.held else "destroyed-on-completion",
+                           source=source, **(run.held or {}))
