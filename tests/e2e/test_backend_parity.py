@@ -96,6 +96,7 @@ def recipe_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def _step_meaning(run: dict[str, Any], index: int) -> dict[str, Any]:
     """What step ``index`` of a recipe run means, as far as the backend should not matter."""
+    assert index < len(run["commands"]), (run["doc"]["failures"], run["doc"]["stepFailures"])  # the run stopped
     command = run["commands"][index]
     envelope = command.get("result") or {}
     return {"command": command["command"], "exit": command["exitCode"], "status": envelope.get("status"),
