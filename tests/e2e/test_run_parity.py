@@ -2,7 +2,12 @@
 (Pilot, the real TUI): same status and exit codes, same command results, same bundle files, both runs in
 the review inbox. Both go through the one run lifecycle (docs/architecture.md, "Runtime API"); this is
 what caught `wordpress.phpunit` failing with `phpunit-missing` from the TUI while `codebox run` passed
-(the TUI never added the PHPUnit tool mounts)."""
+(the TUI never added the PHPUnit tool mounts).
+
+Every command runs on the native backend (real PHP in real bubblewrap, several times cheaper in CI): what is
+compared — the request, its tool mounts, the lifecycle, the bundle — is built before and after the backend, by
+the same code for both (docs/backends.md; tool mounts: lifecycle/tools.py). One command also runs on Playground,
+so the Launch screen's own sidecar is compared with the CLI's; the backends' own parity is test_backend_parity.py's."""
 
 from __future__ import annotations
 
@@ -24,11 +29,12 @@ from codebox_tui.runtime.catalog import command_catalog
 from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.settings import get_settings, reload_settings
 from store.db import Store
+from tests.factories.parity import backend_setting, recorded_backend
 from tests.factories.paths import REPO
 from tests.factories.toolchains import WP_CLI_PHAR, require
 from tests.factories.tui import submit_launch_form, wait_while
 
-pytestmark = pytest.mark.playground
+pytestmark = [pytest.mark.playground, pytest.mark.native]
 
 PLUGIN = REPO / "examples" / "plugins-for-recipes" / "shortcode-demo"
 TARGET = "/wordpress/wp-content/plugins/shortcode-demo"
@@ -51,10 +57,9 @@ ARGS: dict[str, list[str]] = {
     "wordpress.bench": ["path=/", "count=1", "warmup=0"],
 }
 RUNNABLE = [c.id for c in command_catalog().commands if c.handler != "policy-only"]
-# The lifecycle under test is the same on both backends (docs/backends.md): the commands with tool mounts or a
-# browser of their own run on Playground, the rest on the native backend, which is several times cheaper (CI
-# time; the Launch form's Backend field follows CODEBOX_BACKEND, as the command line does).
-ON_PLAYGROUND = ("wordpress.phpunit", "wordpress.wp-cli", "wordpress.browser-actions")
+# (command, backend): every command natively, and one on Playground (the Launch screen's in-process sidecar against
+# the CLI's own); a command needing nothing but PHP, as the backend is all that differs there
+CASES = [*((command, "native") for command in RUNNABLE), ("wordpress.run-php", "playground")]
 
 
 def test_every_runnable_catalog_command_has_an_argument_set() -> None:
@@ -72,24 +77,6 @@ def wp_cli_phar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     yield phar
     monkeypatch.delenv("CODEBOX_WP_CLI_PHAR")
     reload_settings()  # CODEBOX_HOME is untouched: still the session's
-
-
-@pytest.fixture
-def on_backend() -> Iterator[Any]:
-    """Sets CODEBOX_BACKEND for the child process and this one; puts it back (and the settings) afterwards."""
-    old = os.environ.get("CODEBOX_BACKEND")
-
-    def choose(name: str) -> str:
-        os.environ["CODEBOX_BACKEND"] = name
-        reload_settings()
-        return name
-
-    yield choose
-    if old is None:
-        os.environ.pop("CODEBOX_BACKEND", None)
-    else:
-        os.environ["CODEBOX_BACKEND"] = old
-    reload_settings()
 
 
 def _bundle_view(bundle: Path) -> dict[str, Any]:
@@ -120,10 +107,18 @@ def _run_status(run_id: str) -> str:
         store.close()
 
 
-@pytest.mark.parametrize("command", RUNNABLE)
-async def test_command_runs_the_same_from_the_cli_and_the_launch_screen(  # type: ignore[no-untyped-def]
-        command: str, playground_session, wp_cli_phar: Path, tmp_path: Path, on_backend) -> None:
-    backend = on_backend("playground" if command in ON_PLAYGROUND else "native")
+@pytest.mark.parametrize(("command", "backend"), [pytest.param(*case, id=f"{case[0]}@{case[1]}") for case in CASES])
+async def test_command_runs_the_same_from_the_cli_and_the_launch_screen(
+        command: str, backend: str, wp_cli_phar: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    if backend == "playground":
+        request.getfixturevalue("playground_session")  # the session's warm sidecar, as the TUI's
+    with backend_setting(backend):
+        await _run_both_ways_and_compare(command, backend, tmp_path)
+
+
+async def _run_both_ways_and_compare(command: str, backend: str, tmp_path: Path) -> None:
+    """``command`` through `codebox run` (a child process) and the Launch form, both on ``backend`` (the
+    setting, which the form's Backend field starts from); their outcomes and bundles compared."""
     plugin = tmp_path / "shortcode-demo"
     shutil.copytree(PLUGIN, plugin)
     mount = f"{plugin}:{TARGET}:readonly"
@@ -150,7 +145,5 @@ async def test_command_runs_the_same_from_the_cli_and_the_launch_screen(  # type
     assert (tui_state == "done") == doc["success"], (tui_state, doc.get("error"), doc.get("execution"))
     assert (cli.returncode == 0) == doc["success"]
     assert _bundle_view(tui_bundle) == _bundle_view(cli_bundle)
-    for bundle in (tui_bundle, cli_bundle):
-        assert json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"] == (
-            "native" if backend == "native" else "wordpress-playground")
+    assert recorded_backend(tui_bundle) == recorded_backend(cli_bundle) == backend
     assert _run_status(tui_run) == _run_status(cli_bundle.name) == ("completed" if doc["success"] else "failed")

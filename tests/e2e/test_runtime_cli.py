@@ -1,5 +1,7 @@
-"""End-to-end through the `codebox` CLI in a child process: `boot --hold` serves a live preview and
-disposes when the hold expires; a `run` leaves nothing behind in its temp directory."""
+"""End-to-end through the `codebox` CLI in a child process, on Playground (the sidecar's own lifecycle: its
+held preview, its temp folders and processes, a hung command killing it, PHP-wasm's environment and a phar):
+`boot --hold` serves a live preview and disposes when the hold expires; a `run` leaves nothing behind in its temp
+directory. The native backend's counterparts are tests/e2e/test_native_backend.py's and test_native_shell.py's."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,41 +95,44 @@ def test_boot_hold_serves_the_preview_then_disposes(tmp_path: Path) -> None:
     assert [e["data"] for e in events if e["type"] == "runtime.hold-ended"] == [{"reason": "interrupted"}]
 
 
-def test_run_leaves_no_temp_directories_or_processes(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory, codebox_home: Path) -> dict[str, Any]:
+    """One `codebox run` on Playground checked by the three tests below (one boot instead of three): in a home of
+    its own (the session's WordPress sites linked in) holding a sandbox folder left by a process killed before it
+    could dispose of it, with TMPDIR pointed at a fresh folder, runtime environment variables, a read-only and a
+    copy-on-write mount, and a command that writes into the latter and prints what getenv() saw."""
     from codebox_tui.runtime.playground import OWNER_FILE
-    from codebox_tui.settings import get_settings
 
-    tmp = tmp_path / "tmp"
-    # a sandbox folder left by a process that was killed before it could dispose it: swept by this run
+    root = tmp_path_factory.mktemp("finished-run")
+    home = root / "home"
+    home.mkdir()
+    (codebox_home / "golden").mkdir(exist_ok=True)
+    (home / "golden").symlink_to(codebox_home / "golden")  # the shared, read-mostly cache of WordPress sites
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    abandoned = get_settings().home / "sandboxes" / "sandbox-abandoned0"
+    abandoned = home / "sandboxes" / "sandbox-abandoned0"
     (abandoned / "wordpress").mkdir(parents=True)
     (abandoned / OWNER_FILE).write_text(str(dead.pid))
+    plugin = root / "plugin"
+    shutil.copytree(EXAMPLE_PLUGIN, plugin)
+    tmp = root / "tmp"
+    code = ("file_put_contents(__DIR__ . '/x', 1); echo getenv('CODEBOX_MODE'), '|', $_ENV['CODEBOX_MODE'], '|', "
+            "var_export(getenv('EMPTY_ONE'), true);")
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codebox_tui",
-            "run",
-            "--mount",
-            f"{EXAMPLE_PLUGIN}:/wordpress/wp-content/plugins/simple-plugin:readonly",
-            "--command",
-            "wordpress.run-php",
-            "--arg",
-            f"code-file={EXAMPLE_PLUGIN / 'probe.php'}",
-            "--artifacts",
-            str(tmp_path / "artifacts"),
-            "--json",
-        ],
-        cwd=REPO,
-        env=_env(tmp),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["success"] is True
+        [sys.executable, "-m", "codebox_tui", "run", "--mount", f"{plugin}:/wordpress/wp-content/plugins/p",
+         "--mount", f"{EXAMPLE_PLUGIN}:/wordpress/wp-content/plugins/simple-plugin:readonly",  # a staged copy
+         "--command", "wordpress.run-php", "--env", "CODEBOX_MODE=review-mode-42", "--env", "EMPTY_ONE=",
+         "--arg", f"code={code}", "--artifacts", str(root / "artifacts")],
+        cwd=REPO, env={**_env(tmp), "CODEBOX_HOME": str(home)}, capture_output=True, text=True, timeout=300)
+    return {"out": out, "home": home, "tmp": tmp, "plugin": plugin, "abandoned": abandoned,
+            "artifacts": root / "artifacts"}
+
+
+def test_run_leaves_no_temp_directories_or_processes(finished_run: dict[str, Any]) -> None:
+    """The run's temp folder is left empty with no process using it, and the sandbox folder of the killed
+    process is swept."""
+    tmp, abandoned = finished_run["tmp"], finished_run["abandoned"]
+    assert finished_run["out"].returncode == 0, finished_run["out"].stderr
     wait_until(lambda: not os.listdir(tmp) and not _processes_using(tmp) and not abandoned.exists())
     assert sorted(os.listdir(tmp)) == []
     assert _processes_using(tmp) == []
@@ -151,25 +157,14 @@ def _processes_of(home: Path) -> list[int]:
 
 
 def test_run_prints_and_records_first_then_a_detached_reaper_removes_its_folders(
-        tmp_path: Path, codebox_home: Path) -> None:
+        finished_run: dict[str, Any]) -> None:
     """Issue 27: disposal is off the critical path. The sandbox is stopped before capture (nothing writes
     while the bundle is read); the result and the inbox row come next; only then are the sandbox's folders
     handed to a detached reaper, which the CLI does not wait for. Once the reaper has finished, nothing of
     the run is left: no process, no folder."""
-    home = tmp_path / "home"
-    home.mkdir()
-    (codebox_home / "golden").mkdir(exist_ok=True)
-    (home / "golden").symlink_to(codebox_home / "golden")  # the shared, read-mostly cache of WordPress sites
-    plugin = tmp_path / "plugin"
-    shutil.copytree(EXAMPLE_PLUGIN, plugin)
-    tmp = tmp_path / "tmp"
-    out = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "run", "--mount", f"{plugin}:/wordpress/wp-content/plugins/p",
-         "--command", "wordpress.run-php", "--arg", "code=file_put_contents(__DIR__ . '/x', 1); echo 'ran';",
-         "--artifacts", str(tmp_path / "artifacts")],
-        cwd=REPO, env={**_env(tmp), "CODEBOX_HOME": str(home)}, capture_output=True, text=True, timeout=300)
+    out, home, tmp, plugin = (finished_run[key] for key in ("out", "home", "tmp", "plugin"))
     assert out.returncode == 0, out.stderr
-    assert out.stdout == "ran\n"
+    assert out.stdout == "review-mode-42|review-mode-42|''\n"  # the command's output, printed
     lines = out.stderr.splitlines()
 
     def at(phase: str) -> int:
@@ -221,17 +216,13 @@ def _processes_using(tmp: Path) -> list[int]:
     return found
 
 
-def test_runtime_env_reaches_php_getenv_and_the_bundle_metadata(tmp_path: Path) -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "run", "--command", "wordpress.run-php",
-         "--env", "CODEBOX_MODE=review-mode-42", "--env", "EMPTY_ONE=",
-         "--arg", "code=echo getenv('CODEBOX_MODE'), '|', $_ENV['CODEBOX_MODE'], '|', var_export(getenv('EMPTY_ONE'), true);",
-         "--artifacts", str(tmp_path / "artifacts"), "--json"],
-        cwd=REPO, env=_env(tmp_path / "tmp"), capture_output=True, text=True, timeout=300)
+def test_runtime_env_reaches_php_getenv_and_the_bundle_metadata(finished_run: dict[str, Any], tmp_path: Path
+                                                               ) -> None:
+    out = finished_run["out"]
     assert out.returncode == 0, out.stderr
-    doc = json.loads(out.stdout)
-    assert doc["execution"]["stdout"] == "review-mode-42|review-mode-42|''"
-    metadata = json.loads((Path(doc["artifacts"]["directory"]) / "metadata.json").read_text())
+    assert out.stdout == "review-mode-42|review-mode-42|''\n"  # getenv() and $_ENV, an empty value kept empty
+    [run_dir] = finished_run["artifacts"].iterdir()
+    metadata = json.loads((run_dir / "metadata.json").read_text())
     assert metadata["runtime"]["environment"]["runtimeEnv"] == {"CODEBOX_MODE": "review-mode-42", "EMPTY_ONE": ""}
 
     bad = subprocess.run(
@@ -243,9 +234,10 @@ def test_runtime_env_reaches_php_getenv_and_the_bundle_metadata(tmp_path: Path) 
     assert error["field"] == "env.bad-name" and "^[A-Z_][A-Z0-9_]*$" in error["message"]
 
 
-# WP-CLI's release phar from ../shared/toolchains, given with --wp-cli-phar as a user gives their own: the
-# whole wordpress.wp-cli path (the phar mount, PHP-wasm executing a phar with argv, WordPress loading inside
-# it, stdout/stderr/exit code capture and the shebang line stripped).
+# WP-CLI's release phar from ../shared/toolchains, given with --wp-cli-phar as a user gives their own: a failing
+# subcommand's exit code and stderr come back from PHP-wasm running the phar; a phar that is not there is refused
+# before anything boots. A succeeding call (the phar run with argv, WordPress loaded inside it, its stdout without
+# the shebang line) is test_backend_parity.py's `option get blogname`, on Playground and natively.
 
 
 def test_wp_cli_runs_a_phar_inside_the_sandbox(tmp_path: Path) -> None:
@@ -253,24 +245,16 @@ def test_wp_cli_runs_a_phar_inside_the_sandbox(tmp_path: Path) -> None:
     phar = WP_CLI_PHAR
     assert phar.read_bytes()[:64].startswith(b"#!/usr/bin/env php")
 
-    def wp(command: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "codebox_tui", "run", "--wp-cli-phar", str(phar),
-             "--command", "wordpress.wp-cli", "--arg", f"command={command}",
-             "--artifacts", str(tmp_path / "artifacts"), "--json"],
-            cwd=REPO, env=_env(tmp_path / "tmp"), capture_output=True, text=True, timeout=300)
-
-    out = wp("wp option get siteurl")
-    assert out.returncode == 0, out.stderr
-    doc = json.loads(out.stdout)
-    assert doc["execution"]["exitCode"] == 0
-    assert doc["execution"]["stdout"].strip().startswith("http")  # WordPress answered from inside the phar
-    assert "#!/usr/bin/env php" not in doc["execution"]["stdout"]
-
-    failed = wp("plugin frobnicate")
+    failed = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "run", "--wp-cli-phar", str(phar),
+         "--command", "wordpress.wp-cli", "--arg", "command=plugin frobnicate",
+         "--artifacts", str(tmp_path / "artifacts"), "--json"],
+        cwd=REPO, env=_env(tmp_path / "tmp"), capture_output=True, text=True, timeout=300)
     doc = json.loads(failed.stdout)
+    assert doc["runtime"]["backend"] == "wordpress-playground"
     assert doc["execution"]["exitCode"] == 1
     assert "'frobnicate' is not a registered subcommand of 'plugin'" in doc["execution"]["stderr"]
+    assert "#!/usr/bin/env php" not in doc["execution"]["stdout"]
     assert failed.returncode != 0
 
     missing = subprocess.run(

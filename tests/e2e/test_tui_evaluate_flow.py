@@ -1,8 +1,8 @@
 """Pilot, end to end through real sandboxes: `e` on Home opens the "Evaluate a patch" form, the plugin folder
 and the patch are typed in, the Live run screen shows both test runs with their totals, and the run ends on the
-Review screen's Tests tab with the verdict (docs/evaluate-patch.md, "From the TUI"). The evaluation and the
-reproduction pick the native backend in the form's Backend field (real PHP in bubblewrap, the faster one; the
-same CLI flows on Playground are test_wp_unittestcase.py's); the episode plan runs on Playground."""
+Review screen's Tests tab with the verdict (docs/evaluate-patch.md, "From the TUI"). Every flow picks the
+native backend in the form's Backend field (real PHP in bubblewrap, the faster one) and checks it ran there; the
+same CLI flows on Playground are test_wp_unittestcase.py's and test_episodes.py's."""
 
 from __future__ import annotations
 
@@ -18,10 +18,11 @@ from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.evaluate import EvaluatePatchScreen, ReproduceScreen
 from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.screens.review import ReviewScreen
+from tests.factories.parity import recorded_backend
 from tests.factories.tui import choose_backend, type_into, wait_while
 from tests.factories.widget_hosts import wait_for
 
-pytestmark = pytest.mark.playground
+pytestmark = pytest.mark.native
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -40,7 +41,7 @@ async def review_on_tab(pilot: Any, tab: str) -> ReviewScreen:
 
 
 @pytest.mark.timeout(900)  # a warm boot, the suite twice, the front-end and browser probes, capture
-async def test_evaluate_a_patch_from_home_to_the_verdict(playground_session: Any, tmp_path: Path) -> None:
+async def test_evaluate_a_patch_from_home_to_the_verdict(tmp_path: Path) -> None:
     plugin = tmp_path / "buggy-counter"
     shutil.copytree(EXAMPLES / "plugins-for-recipes" / "buggy-counter", plugin)
     original = (plugin / "buggy-counter.php").read_bytes()
@@ -83,7 +84,7 @@ async def test_evaluate_a_patch_from_home_to_the_verdict(playground_session: Any
 
 
 @pytest.mark.timeout(900)
-async def test_reproduce_a_bug_from_home_to_its_evidence(playground_session: Any) -> None:
+async def test_reproduce_a_bug_from_home_to_its_evidence() -> None:
     """`R`, the reproduction recipe typed in: it runs on the Live screen and ends on the Evidence tab, the
     header saying the bug was reproduced."""
     app = CodeboxApp()
@@ -101,29 +102,30 @@ async def test_reproduce_a_bug_from_home_to_its_evidence(playground_session: Any
         assert live.backend == "native"
         await wait_while(lambda: live.state == "starting", 900)
         assert live.state == "done", live.query_one("#progress", Static).render()
+        assert live.run_dir is not None and recorded_backend(live.run_dir) == "native"
         review = await review_on_tab(pilot, "tab-evidence")
         assert "RECIPE REPRODUCED" in str(review.query_one("#recipe-verdict", Static).render())
 
 
 @pytest.mark.timeout(900)
-async def test_reproduce_an_episode_plan_from_home_to_its_evidence(playground_session: Any) -> None:
-    """`R`, the example episode plan typed in, on Playground (the Backend field's default): it runs on the Live
-    screen (its steps as `episode.*` events) and ends on the bundle's Evidence tab with the episode trace."""
+async def test_reproduce_an_episode_plan_from_home_to_its_evidence() -> None:
+    """`R`, the example episode plan typed in, native chosen: it runs on the Live screen (its steps as
+    `episode.*` events) and ends on the bundle's Evidence tab with the episode trace."""
     app = CodeboxApp()
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         await pilot.press("R")
         await wait_for(pilot, lambda: isinstance(app.screen, ReproduceScreen))
         await type_into(pilot, "recipe", str(EXAMPLES / "episode" / "plan.json"))
-        await choose_backend(pilot, "playground")
+        await choose_backend(pilot, "native")
         app.screen.query_one("#recipe").focus()
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, LiveRunScreen), 30)
         live = app.screen
-        assert isinstance(live, LiveRunScreen) and live.title_line == "episode" and live.backend == "playground"
+        assert isinstance(live, LiveRunScreen) and live.title_line == "episode" and live.backend == "native"
         await wait_while(lambda: live.state == "starting", 900)
         assert live.state == "done", live.query_one("#progress", Static).render()
-        assert live.run_dir is not None
+        assert live.run_dir is not None and recorded_backend(live.run_dir) == "native"
         kinds = {json.loads(line)["type"] for line in (live.run_dir / "events.jsonl").read_text().splitlines()}
         assert {"episode.reset", "episode.step", "episode.snapshot", "episode.restore"} <= kinds
         review = await review_on_tab(pilot, "tab-evidence")

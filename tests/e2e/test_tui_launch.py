@@ -1,10 +1,14 @@
-"""Pilot, end to end: the launch form starts a real Playground sandbox in a worker, the live screen
-tails its events, the bundle lands in the real store, and `r` opens it for review."""
+"""Pilot, end to end: the launch form starts a real sandbox in a worker, the live screen tails its events, the
+bundle lands in the real store, and `r` opens it for review. The form starts on the native backend here (the
+`CODEBOX_BACKEND` setting its Backend field starts from; real PHP in real bubblewrap, several times cheaper in
+CI); each bundle is checked to have run there. The screen's flows do not depend on the backend: Playground's
+held preview is test_runtime_cli.py's `boot --hold`, a Launch run on Playground test_run_parity.py's."""
 
 from __future__ import annotations
 
 import asyncio
 import shlex
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,15 +18,23 @@ from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.screens.review import ReviewScreen
 from codebox_tui.settings import get_settings
 from store.db import Store
+from tests.factories.parity import backend_setting, recorded_backend
 from tests.factories.tui import review_opened, submit_launch_form, wait_while
 from widgets.event_tail import EventTail
 from widgets.file_tree import ChangedFileTree
 
-pytestmark = pytest.mark.playground
+pytestmark = pytest.mark.native
 
 
-async def test_launch_form_runs_a_real_sandbox_and_offers_its_bundle(  # type: ignore[no-untyped-def]
-        playground_session, plugin_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(autouse=True)
+def on_native() -> Iterator[str]:
+    """Every Launch form of the module starts on the native backend."""
+    with backend_setting("native") as name:
+        yield name
+
+
+async def test_launch_form_runs_a_real_sandbox_and_offers_its_bundle(
+        plugin_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # the working folder does not matter: runs go to the one default root
     code = ("$d = WP_PLUGIN_DIR . '/simple-plugin';"
             "file_put_contents(\"$d/from-launch.php\", \"<?php\\n// launched from the TUI\\n\"); echo 'ok';")
@@ -38,6 +50,7 @@ async def test_launch_form_runs_a_real_sandbox_and_offers_its_bundle(  # type: i
         tail = live.query_one(EventTail)
         assert tail.total >= 4
         assert live.bundle_dir is not None and (live.bundle_dir / "files" / "patch.diff").exists()
+        assert recorded_backend(live.bundle_dir) == "native"
         await pilot.press("r")
         assert isinstance(await review_opened(pilot), ReviewScreen)  # verified in a worker first
         assert "from-launch.php" in app.screen.query_one(ChangedFileTree).file_paths
@@ -55,7 +68,7 @@ async def test_launch_form_runs_a_real_sandbox_and_offers_its_bundle(  # type: i
     assert not (plugin_copy / "from-launch.php").exists()
 
 
-async def test_launch_form_runs_a_recipe_and_offers_its_bundle(playground_session) -> None:  # type: ignore[no-untyped-def]
+async def test_launch_form_runs_a_recipe_and_offers_its_bundle() -> None:
     recipe = Path(__file__).resolve().parents[2] / "examples" / "recipes" / "plugin-scaffold-mutation.json"
     app = CodeboxApp()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -67,6 +80,7 @@ async def test_launch_form_runs_a_recipe_and_offers_its_bundle(playground_sessio
         assert live.query_one(EventTail).total >= 4  # the recipe's own session events were tailed
         assert live.bundle_dir is not None
         assert (live.bundle_dir / "files" / "run-attestation.json").exists()
+        assert recorded_backend(live.bundle_dir) == "native"
         await pilot.press("r")
         assert isinstance(await review_opened(pilot), ReviewScreen)  # verified in a worker first
         assert any(rel.endswith("feature.php") for rel in app.screen.query_one(ChangedFileTree).file_paths)
@@ -80,9 +94,10 @@ async def test_launch_form_runs_a_recipe_and_offers_its_bundle(playground_sessio
     assert live.session is not None and runs[live.session.runtime_id].status == "completed"
 
 
-async def test_launch_with_hold_serves_the_preview_until_closed(playground_session, tmp_path: Path,  # type: ignore[no-untyped-def]
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_launch_with_hold_serves_the_preview_until_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
     import json
+    import urllib.error
     import urllib.request
 
     monkeypatch.chdir(tmp_path)
@@ -105,20 +120,21 @@ async def test_launch_with_hold_serves_the_preview_until_closed(playground_sessi
         await pilot.press("c")
         await wait_while(lambda: live.state == "starting", 60)
         assert live.state == "done", live.query_one("#progress").render()
-        assert live.bundle_dir is not None
+        assert live.bundle_dir is not None and recorded_backend(live.bundle_dir) == "native"
         events = [json.loads(line) for line in (live.bundle_dir / "events.jsonl").read_text().splitlines()]
         ended = [e for e in events if e["type"] == "runtime.hold-ended"]
         assert [e["data"]["reason"] for e in ended] == ["closed"]
     try:
         await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read())
         served = True
+    except urllib.error.HTTPError:  # an answer, even an error page, means something still listens there
+        served = True
     except OSError:
         served = False
-    assert not served  # disposed with the run
+    assert not served  # disposed with the run: nothing listens at the preview's address
 
 
-async def test_launch_form_runs_an_episode_plan_and_shows_its_steps_as_they_happen(  # type: ignore[no-untyped-def]
-        playground_session) -> None:
+async def test_launch_form_runs_an_episode_plan_and_shows_its_steps_as_they_happen() -> None:
     """The Recipe field takes an episode plan too (docs/episodes.md): the Live run tails the episode's events
     while it runs, and the bundle carries the episode trace."""
     import json
@@ -138,7 +154,7 @@ async def test_launch_form_runs_an_episode_plan_and_shows_its_steps_as_they_happ
             await asyncio.sleep(0.1)
         assert live.state == "done", live.query_one("#progress").render()
         assert {"episode.reset", "episode.step", "episode.snapshot", "episode.restore"} <= seen_running
-        assert live.bundle_dir is not None
+        assert live.bundle_dir is not None and recorded_backend(live.bundle_dir) == "native"
         trace = json.loads((live.bundle_dir / "files" / "runtime-episode-trace.json").read_text())
         assert [s["index"] for s in trace["steps"]] == list(range(len(trace["steps"])))
         assert len(trace["steps"]) == 3
