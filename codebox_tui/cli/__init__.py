@@ -105,6 +105,8 @@ SUBCOMMANDS: dict[str, tuple[Area, str]] = {
                                      "on the old code too: fail before, pass after is the proof."),
     "exec": (_area_exec, "Run COMMAND in the sandbox's shell: no host processes, only the sandbox's files; "
                          "classified and checked against --capabilities before anything runs."),
+    "release": (_area_exec, "End a held sandbox's hold now: its holder captures the bundle, as when the hold "
+                            "expires, and exits."),
     "mcp": (_area_mcp, "Serve the MCP tools (run, artifacts_show, artifacts_verify, review_decide, apply, "
                        "list_runs, agent_task, execute, evaluate_patch, recipe_run, episode_run, batch) over "
                        "stdin/stdout until the client disconnects; logs go to stderr."),

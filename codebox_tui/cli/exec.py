@@ -14,7 +14,7 @@ from codebox_tui.lifecycle import RunRequest, RunService, Toolchain, env_from_pa
 from codebox_tui.progress_report import StderrProgress
 from codebox_tui.runtime.backends import backend_name
 from codebox_tui.runtime.exec import POLICY_REFUSALS, check_before_boot, parse_capabilities, run_exec
-from codebox_tui.runtime.exec_server import exec_on_held
+from codebox_tui.runtime.exec_server import exec_on_held, release_held
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
 MOUNT_HELP = ("HOST:SANDBOX[:readonly|readwrite|live] (repeatable; readwrite works on a private copy, "
@@ -114,5 +114,18 @@ def _print(result: ExecResult, json_out: bool, quiet: bool) -> None:
         raise typer.Exit(code)
 
 
+def release_command(
+    sandbox: str = typer.Argument(..., help="The held sandbox's runtime id (the hold prints it)."),
+    json_out: bool = typer.Option(False, "--json", help="Print {success, sandbox, released} on stdout."),
+) -> None:
+    """End a held sandbox's hold now: its holder captures the bundle, as when the hold expires, and exits."""
+    release_held(sandbox)
+    if json_out:
+        emit_json({"success": True, "sandbox": sandbox, "released": True})
+    else:
+        progress(f"codebox: released {sandbox}; its holder captures the bundle and exits")
+
+
 def register(app: typer.Typer) -> None:
     app.command("exec")(exec_command)
+    app.command("release")(release_command)

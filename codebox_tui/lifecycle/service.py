@@ -188,7 +188,7 @@ class OpenRun:
         self.held = {"holdSeconds": seconds, "heldAt": utc_now_iso()}
         self.session.emit("runtime.held", {"previewUrl": preview, "holdSeconds": seconds})
         # `codebox exec --sandbox ID` reaches a held sandbox through a same-user socket (docs/exec.md)
-        server = serve_held(self.session)
+        server = serve_held(self.session, on_release=self.control.release)
         try:
             if on_held is not None:
                 on_held()

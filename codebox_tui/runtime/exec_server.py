@@ -4,7 +4,9 @@ The process holding a sandbox (``codebox boot --hold``) serves exec requests on 
 ``$CODEBOX_HOME/held/<runtime id>.sock``: the folder is 0700, the socket 0600, and every connection's
 peer must be the same user (``SO_PEERCRED``). One JSON request per connection (an ExecRequest), one
 JSON answer (an ExecResult, or ``{"error": ...}``). Requests run one at a time, through the same
-:func:`run_exec` as a fresh sandbox, so they are recorded in the held run's streams.
+:func:`run_exec` as a fresh sandbox, so they are recorded in the held run's streams. The request
+``{"op": "release"}`` ends the hold early (``codebox release``): the holder captures its bundle as when the hold
+expires, and answers ``{"released": true}``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import socket
 import struct
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
     from codebox_tui.runtime.session import RunSession
 
 MAX_REQUEST_BYTES = 1024 * 1024
+RELEASE_REQUEST = b'{"op": "release"}\n'
 _ID_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
 
 
@@ -64,10 +68,11 @@ def _read_all(conn: socket.socket) -> bytes:
 
 
 class HeldExecServer:
-    """Serves exec requests for ``session`` until :meth:`close`."""
+    """Serves exec requests for ``session`` until :meth:`close`; a release request calls ``on_release``."""
 
-    def __init__(self, session: RunSession) -> None:
+    def __init__(self, session: RunSession, on_release: Callable[[], None] | None = None) -> None:
         self.session = session
+        self.on_release = on_release
         self.path = socket_path(session.runtime_id)
         directory = self.path.parent
         directory.mkdir(parents=True, exist_ok=True)
@@ -95,16 +100,22 @@ class HeldExecServer:
             threading.Thread(target=self._handle, args=(conn,), name="codebox-held-exec-conn", daemon=True).start()
 
     def _handle(self, conn: socket.socket) -> None:
+        answer: dict[str, Any]
         with conn:
             try:
                 if _peer_uid(conn) != os.getuid():
                     raise BadInputError("exec on a held sandbox is only for the user who holds it",
                                         code="exec-peer-refused")
-                request = ExecRequest.model_validate_json(_read_all(conn))
-
-                with self._lock:
-                    answer: dict[str, Any] = run_exec(self.session, request).model_dump(
-                        mode="json", by_alias=True, exclude_none=True)
+                raw = _read_all(conn)
+                if _is_release(raw):
+                    if self.on_release is None:
+                        raise BadInputError("this held sandbox cannot be released from outside",
+                                            code="release-unavailable")
+                    self.session.emit("runtime.release-requested", {})
+                    self.on_release()
+                    answer = {"released": True}
+                else:
+                    answer = self._exec(raw)
             except ValidationError as error:
                 first = error.errors()[0]
                 answer = {"error": {"code": "invalid-exec-request", "field": ".".join(map(str, first["loc"])),
@@ -118,6 +129,11 @@ class HeldExecServer:
             except OSError:
                 pass
 
+    def _exec(self, raw: bytes) -> dict[str, Any]:
+        request = ExecRequest.model_validate_json(raw)
+        with self._lock:
+            return run_exec(self.session, request).model_dump(mode="json", by_alias=True, exclude_none=True)
+
     def close(self) -> None:
         self._closed = True
         try:
@@ -126,11 +142,20 @@ class HeldExecServer:
             self.path.unlink(missing_ok=True)
 
 
-def serve_held(session: RunSession) -> HeldExecServer | None:
-    """Serve exec for a held sandbox; a socket that cannot be made (e.g. a Codebox home path longer than
-    a Unix socket path may be) leaves the hold itself working and is reported in the run's events."""
+def _is_release(raw: bytes) -> bool:
     try:
-        return HeldExecServer(session)
+        doc = json.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and doc.get("op") == "release"
+
+
+def serve_held(session: RunSession, on_release: Callable[[], None] | None = None) -> HeldExecServer | None:
+    """Serve exec (and release, with ``on_release``) for a held sandbox; a socket that cannot be made (e.g. a
+    Codebox home path longer than a Unix socket path may be) leaves the hold itself working and is reported in
+    the run's events."""
+    try:
+        return HeldExecServer(session, on_release)
     except OSError as error:
         session.emit("exec.unavailable", {"reason": f"cannot serve exec on {socket_path(session.runtime_id)}: "
                                                     f"{error.strerror or error}"}, level="warning")
@@ -139,6 +164,24 @@ def serve_held(session: RunSession) -> HeldExecServer | None:
 
 def exec_on_held(held_id: str, request: ExecRequest, timeout_s: float) -> ExecResult:
     """Send ``request`` to the process holding ``held_id`` and return its answer."""
+    answer = _ask_held(held_id, request.model_dump_json(by_alias=True).encode() + b"\n", timeout_s)
+    if "error" in answer and "schema" not in answer:
+        error = answer["error"]
+        raise SandboxError(str(error.get("message", "exec failed")), code=str(error.get("code", "exec-failed")))
+    return ExecResult.model_validate(answer)
+
+
+def release_held(held_id: str, timeout_s: float = 30.0) -> None:
+    """Ask the process holding ``held_id`` to end its hold now (it then captures its bundle and exits)."""
+    answer = _ask_held(held_id, RELEASE_REQUEST, timeout_s)
+    if answer.get("released") is not True:
+        error = answer.get("error") or {}
+        raise SandboxError(str(error.get("message", "the holder did not release")),
+                           code=str(error.get("code", "release-failed")))
+
+
+def _ask_held(held_id: str, payload: bytes, timeout_s: float) -> dict[str, Any]:
+    """One request to the holder of ``held_id``, its JSON answer."""
     path = socket_path(held_id)
     if not path.exists():
         raise BadInputError(f"no held sandbox {held_id} (start one with `codebox boot --hold`)",
@@ -147,7 +190,7 @@ def exec_on_held(held_id: str, request: ExecRequest, timeout_s: float) -> ExecRe
         conn.settimeout(timeout_s)
         try:
             conn.connect(str(path))
-            conn.sendall(request.model_dump_json(by_alias=True).encode() + b"\n")
+            conn.sendall(payload)
             conn.shutdown(socket.SHUT_WR)
             raw = b""
             while chunk := conn.recv(1 << 20):
@@ -162,7 +205,6 @@ def exec_on_held(held_id: str, request: ExecRequest, timeout_s: float) -> ExecRe
         answer = json.loads(raw)
     except ValueError:
         raise SandboxError(f"held sandbox {held_id} sent an unreadable answer", code="exec-failed") from None
-    if "error" in answer and "schema" not in answer:
-        error = answer["error"]
-        raise SandboxError(str(error.get("message", "exec failed")), code=str(error.get("code", "exec-failed")))
-    return ExecResult.model_validate(answer)
+    if not isinstance(answer, dict):
+        raise SandboxError(f"held sandbox {held_id} sent an unreadable answer", code="exec-failed")
+    return answer

@@ -80,6 +80,17 @@ class HeldCommand:
             reader.join(timeout=30)
         return code
 
+    def wait_exit(self, timeout: float = 300) -> int:
+        """Wait for the command to end on its own (e.g. after `codebox release`); its exit code."""
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"the command did not end within {timeout} s:\n{self.stderr}") from None
+        for reader in self._readers:
+            reader.join(timeout=30)
+        return code
+
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
