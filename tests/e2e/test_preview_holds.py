@@ -1,8 +1,12 @@
-"""Previews that outlive the command, through the real CLI on real Playground (docs/sites.md, "Held previews"):
-`run` and `recipe-run --preview-hold` keep the site up after their commands on a fixed port, `--preview-public-url`
-aligns WP_HOME/WP_SITEURL with a tunnel's address, `boot --blueprint` sets the held site up, and `boot` captures a
-bundle when its hold ends, so an edit made through `codebox exec` is reviewed and applied from the CLI. Every hold
-is released by a signal, never by waiting for it to expire. One sandbox per command (three in all)."""
+"""Previews that outlive the command, through the real CLI (docs/sites.md, "Held previews"): `run` and `recipe-run
+--preview-hold` keep the site up after their commands on a fixed port, `--preview-public-url` aligns
+WP_HOME/WP_SITEURL with a tunnel's address, `boot --blueprint` sets the held site up, and `boot` captures a bundle
+when its hold ends, so an edit made through `codebox exec` is reviewed and applied from the CLI. Every hold is
+released by a signal, never by waiting for it to expire. One sandbox per held command, each in its own `codebox`
+process: `boot --blueprint` and `recipe-run --preview-public-url` on Playground (blueprints and the public URL are
+Playground's: the native backend refuses blueprints and its relay names itself), `run --preview-hold` on the native
+backend, the faster one. The commands used on a held sandbox (`exec`, `review`, `apply`) and the refusals go
+through the real entry point in the test's process (tests/factories/holds.py)."""
 
 from __future__ import annotations
 
@@ -14,23 +18,22 @@ import tempfile
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.factories.held import HeldCommand, codebox, free_port
-
-pytestmark = pytest.mark.playground
+from tests.factories.held import HeldCommand, free_port
+from tests.factories.holds import codebox_in_process as codebox
+from tests.factories.holds import linked_home, recorded_backend
 
 
 @pytest.fixture
-def home(playground_session: Any) -> Iterator[Path]:
-    """A CODEBOX_HOME of the test's own sharing the session's warm WordPress build, in a short folder: the held
-    sandbox's exec socket lives under it and a Unix socket path has at most 108 bytes (pytest's folders under
-    xdist are longer)."""
+def home(codebox_home: Path) -> Iterator[Path]:
+    """A CODEBOX_HOME of the test's own sharing the session's WordPress builds (nothing boots for it), in a short
+    folder: the held sandbox's exec socket lives under it and a Unix socket path has at most 108 bytes (pytest's
+    folders under xdist are longer)."""
     short = Path(tempfile.mkdtemp(prefix="cbx-", dir="/tmp"))
     try:
-        yield playground_session.private_home(short)
+        yield linked_home(codebox_home, short)
     finally:
         shutil.rmtree(short, ignore_errors=True)
 
@@ -50,6 +53,7 @@ def _events(run_dir: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.playground
 def test_boot_with_a_blueprint_holds_then_captures_what_exec_changed_for_review_and_apply(tmp_path: Path, home: Path) -> None:
     plugin = tmp_path / "tiny"
     plugin.mkdir()
@@ -81,6 +85,7 @@ def test_boot_with_a_blueprint_holds_then_captures_what_exec_changed_for_review_
     assert captured, held.stderr
     events = _events(Path(captured.group(2)))
     assert [e["data"] for e in events if e["type"] == "runtime.hold-ended"] == [{"reason": "interrupted"}]
+    assert recorded_backend(Path(captured.group(2))) == "wordpress-playground"
     shown = codebox(home, "review", "show", captured.group(3))
     assert shown.returncode == 0 and "modified  tiny.php" in shown.stdout, shown.stdout + shown.stderr
     approved = codebox(home, "review", "approve", captured.group(3), "--json")
@@ -92,9 +97,10 @@ def test_boot_with_a_blueprint_holds_then_captures_what_exec_changed_for_review_
     assert (plugin / "tiny.php").read_text().endswith("// edited in the held sandbox\n")
 
 
+@pytest.mark.native
 def test_run_preview_hold_keeps_the_site_up_after_the_command_until_released(tmp_path: Path, home: Path) -> None:
     port = free_port()
-    held = HeldCommand(home, "run", "--preview-hold", "10m", "--preview-port", str(port), "--json",
+    held = HeldCommand(home, "run", "--backend", "native", "--preview-hold", "10m", "--preview-port", str(port), "--json",
                        "-c", "wordpress.run-php", "-a", "code=update_option('blogname', 'Changed by the command'); "
                                                         "echo get_option('home');")
     try:
@@ -109,6 +115,7 @@ def test_run_preview_hold_keeps_the_site_up_after_the_command_until_released(tmp
     assert doc["success"] is True and doc["runtime"]["id"] == runtime_id
     assert doc["execution"]["stdout"] == f"http://127.0.0.1:{port}"
     run_dir = Path(doc["artifacts"]["directory"])
+    assert recorded_backend(run_dir) == "native"
     kinds = [e["type"] for e in _events(run_dir)]
     assert kinds.index("command.finished") < kinds.index("runtime.held") < kinds.index("runtime.hold-ended")
     assert doc["artifacts"]["id"]  # captured after the hold
@@ -116,6 +123,7 @@ def test_run_preview_hold_keeps_the_site_up_after_the_command_until_released(tmp
         urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5)
 
 
+@pytest.mark.playground
 def test_recipe_run_preview_hold_serves_the_site_the_recipe_left_under_the_public_url(tmp_path: Path, home: Path) -> None:
     recipe = tmp_path / "recipe.json"
     recipe.write_text(json.dumps({
@@ -136,6 +144,7 @@ def test_recipe_run_preview_hold_serves_the_site_the_recipe_left_under_the_publi
         held.kill()
     outcome = json.loads(held.stdout)
     assert outcome["success"] is True and outcome["runtimeId"] == runtime_id and outcome["bundleId"]
+    assert recorded_backend(Path(outcome["bundleDir"])) == "wordpress-playground"
 
 
 @pytest.mark.parametrize(("args", "field"), [

@@ -1,7 +1,11 @@
-"""Every example recipe runs end to end through `codebox recipe-run` (real sandboxes, real Chromium). The
-example plugin probe, the browser shortcode, blueprint steps and cancelling run on Playground; the recipes whose
-subject is Codebox's own handling (probes, staged files, declared artifacts, seeds, verdicts) run on the native
-backend (real PHP in bubblewrap), the faster one, and each of those checks that it ran there."""
+"""Every example recipe runs end to end through `codebox recipe-run` (real sandboxes, real Chromium). The example
+recipes, the probes, staged files, declared artifacts, seeds, verdicts and cancelling run on the native backend
+(real PHP in bubblewrap, real SQLite, real Chromium through the native preview): their subject is Codebox's own
+handling, and each run checks the backend its bundle records. Runtime blueprint steps are Playground's (the native
+backend refuses blueprints) and run there, on the session's warm sidecar. `plugin-probe` runs in a `codebox`
+process of its own, as a user starts it; the other runs, the dry runs and `artifacts verify` go through the same
+entry point (`codebox_tui.cli.main`) in the test's process (tests/factories/holds.py): a new process costs over a
+CPU-second of imports and proves nothing more about a recipe."""
 
 from __future__ import annotations
 
@@ -14,20 +18,26 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.playground
+from tests.factories.holds import codebox_in_process, recorded_backend
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "recipes"
 NATIVE = ("--backend", "native")
 
 
-def _run(recipe: Path, artifacts: Path, home: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
-    env = {**os.environ, "CODEBOX_HOME": str(home)}
-    proc = subprocess.run([sys.executable, "-m", "codebox_tui", "recipe-run", str(recipe), "--artifacts-dir",
-                           str(artifacts), "--json", *extra], capture_output=True, text=True, timeout=900, env=env)
+def _run(recipe: Path, artifacts: Path, home: Path, *extra: str, in_process: bool = True
+         ) -> tuple[int, dict[str, Any], str]:
+    """``codebox recipe-run RECIPE --json EXTRA`` through the entry point in this process (not ``in_process``: in a
+    process of its own); a run's bundle must record the backend asked for (native, else Playground)."""
+    args = ["recipe-run", str(recipe), "--artifacts-dir", str(artifacts), "--json", *extra]
+    if in_process:
+        proc = codebox_in_process(home, *args)
+    else:
+        proc = subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True,
+                              timeout=900, env={**os.environ, "CODEBOX_HOME": str(home)})
     doc = json.loads(proc.stdout)
-    if NATIVE[1] in extra and doc.get("runDir"):
-        metadata = json.loads((Path(doc["runDir"]) / "metadata.json").read_text())
-        assert metadata["runtime"]["backend"] == "native", metadata["runtime"]
+    if doc.get("runDir"):
+        expected = "native" if NATIVE[1] in extra else "wordpress-playground"
+        assert recorded_backend(Path(doc["runDir"])) == expected, doc["runDir"]
     return proc.returncode, doc, proc.stderr
 
 
@@ -37,8 +47,9 @@ def _stdout_of(run_dir: Path, index: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def home(playground_session: Any) -> Path:
-    return Path(playground_session.home)
+def home(codebox_home: Path) -> Path:
+    """The session's home (its WordPress builds already made); nothing boots for it."""
+    return codebox_home
 
 
 def test_examples_all_validate_and_dry_run(tmp_path: Path, home: Path) -> None:
@@ -49,8 +60,9 @@ def test_examples_all_validate_and_dry_run(tmp_path: Path, home: Path) -> None:
     assert not (tmp_path / "a").exists()
 
 
+@pytest.mark.native
 def test_plugin_probe(tmp_path: Path, home: Path) -> None:
-    code, doc, err = _run(EXAMPLES / "plugin-probe.json", tmp_path, home)
+    code, doc, err = _run(EXAMPLES / "plugin-probe.json", tmp_path, home, *NATIVE, in_process=False)
     assert code == 0, err
     run_dir = Path(doc["runDir"])
     assert "Hello, recipe!" in _stdout_of(run_dir, 1)
@@ -66,11 +78,11 @@ def test_plugin_probe(tmp_path: Path, home: Path) -> None:
     assert verification["verifiedBundleId"].startswith("artifact-bundle-sha256-")
     assert verification["verifiedBundleId"] != manifest["id"] == doc["bundleId"]
     assert any(f["path"] == "files/runtime-evidence/artifact-bundle-verification.json" for f in manifest["files"])
-    check = subprocess.run([sys.executable, "-m", "codebox_tui", "artifacts", "verify", str(run_dir), "--json"],
-                           capture_output=True, text=True, timeout=120)
-    assert check.returncode == 0, check.stdout
+    check = codebox_in_process(home, "artifacts", "verify", str(run_dir), "--json")
+    assert check.returncode == 0 and json.loads(check.stdout)["valid"] is True, check.stdout + check.stderr
 
 
+@pytest.mark.native
 def test_artifacts_verify_false_adds_no_verification_evidence(tmp_path: Path, home: Path) -> None:
     recipe = json.loads((EXAMPLES / "plugin-probe.json").read_text())
     recipe["artifacts"] = {**recipe.get("artifacts", {}), "verify": False}
@@ -83,6 +95,7 @@ def test_artifacts_verify_false_adds_no_verification_evidence(tmp_path: Path, ho
     assert not (Path(doc["runDir"]) / "files/runtime-evidence").exists()
 
 
+@pytest.mark.native
 def test_seeded_site(tmp_path: Path, home: Path) -> None:
     code, doc, err = _run(EXAMPLES / "seeded-site.json", tmp_path, home, *NATIVE)
     assert code == 0, err
@@ -95,6 +108,7 @@ def test_seeded_site(tmp_path: Path, home: Path) -> None:
     assert seed_phase["data"]["counts"]["posts"] == {"included": 1, "excluded": 1}
 
 
+@pytest.mark.native
 def test_plugin_scaffold_mutation_is_in_the_bundle(tmp_path: Path, home: Path) -> None:
     code, doc, err = _run(EXAMPLES / "plugin-scaffold-mutation.json", tmp_path, home, *NATIVE)
     assert code == 0, err
@@ -102,6 +116,7 @@ def test_plugin_scaffold_mutation_is_in_the_bundle(tmp_path: Path, home: Path) -
     assert "feature.php" in patch and "function scratch_feature" in patch
 
 
+@pytest.mark.native
 def test_phpunit_run(tmp_path: Path, home: Path) -> None:
     code, doc, err = _run(EXAMPLES / "phpunit-run.json", tmp_path, home, *NATIVE)
     assert code == 0, err
@@ -109,8 +124,10 @@ def test_phpunit_run(tmp_path: Path, home: Path) -> None:
     assert results["status"] == "passed" and results["summary"]["passed"] == 7
 
 
+@pytest.mark.native
+@pytest.mark.chromium
 def test_browser_shortcode(tmp_path: Path, home: Path) -> None:
-    code, doc, err = _run(EXAMPLES / "browser-shortcode.json", tmp_path, home)
+    code, doc, err = _run(EXAMPLES / "browser-shortcode.json", tmp_path, home, *NATIVE)
     assert code == 0, (doc, err)
     run_dir = Path(doc["runDir"])
     assert "Hello, Recipe!" in (run_dir / "files/browser/snapshot.html").read_text()
@@ -119,6 +136,7 @@ def test_browser_shortcode(tmp_path: Path, home: Path) -> None:
     assert any(f["path"] == "files/browser/screenshot.png" for f in manifest["files"])
 
 
+@pytest.mark.native
 def test_bug_reproduction_records_the_failing_expectation(tmp_path: Path, home: Path) -> None:
     code, doc, err = _run(EXAMPLES / "bug-reproduction.json", tmp_path, home, *NATIVE)
     assert code == 0, err  # the expectation is advisory: the run documents the bug
@@ -129,6 +147,7 @@ def test_bug_reproduction_records_the_failing_expectation(tmp_path: Path, home: 
     assert summary["firstFailureIndex"] == 1 and "'3'" in summary["failure"]
 
 
+@pytest.mark.native
 def test_recipe_runtime_env_reaches_php(tmp_path: Path, home: Path) -> None:
     recipe = tmp_path / "env-recipe.json"
     recipe.write_text(json.dumps({
@@ -146,6 +165,7 @@ def test_recipe_runtime_env_reaches_php(tmp_path: Path, home: Path) -> None:
     assert metadata["runtime"]["environment"]["runtimeEnv"] == {"CODEBOX_RECIPE_MODE": "from-the-recipe"}
 
 
+@pytest.mark.native
 def test_staged_files_and_probes(tmp_path: Path, home: Path) -> None:
     code, doc, err = _run(EXAMPLES / "staged-files-and-probes.json", tmp_path, home, *NATIVE)
     assert code == 0, (doc, err)
@@ -164,6 +184,7 @@ def test_staged_files_and_probes(tmp_path: Path, home: Path) -> None:
     assert doc["phaseEvidence"][-1]["name"] == "run_probes"
 
 
+@pytest.mark.native
 def test_failing_probe_fails_the_run_unless_allowed(tmp_path: Path, home: Path) -> None:
     (tmp_path / "note.txt").write_text("staged-note")
     recipe = tmp_path / "probe-recipe.json"
@@ -189,7 +210,8 @@ def test_failing_probe_fails_the_run_unless_allowed(tmp_path: Path, home: Path) 
     assert [p["name"] for p in attestation["probes"]] == ["note", "soft"]
 
 
-def test_runtime_blueprint_steps_are_applied(tmp_path: Path, home: Path) -> None:
+@pytest.mark.playground
+def test_runtime_blueprint_steps_are_applied(playground_session: Any, tmp_path: Path, home: Path) -> None:
     plugin = tmp_path / "bp-plugin"
     plugin.mkdir()
     (plugin / "bp-plugin.php").write_text("<?php\n/**\n * Plugin Name: BP Plugin\n */\n"
@@ -227,6 +249,7 @@ def test_runtime_blueprint_steps_are_applied(tmp_path: Path, home: Path) -> None
     assert "blueprint step 0 (activatePlugin) failed" in json.dumps(doc["stepFailures"])
 
 
+@pytest.mark.native
 def test_declared_artifacts_are_collected_into_the_bundle(tmp_path: Path, home: Path) -> None:
     recipe = tmp_path / "art-recipe.json"
     recipe.write_text(json.dumps({
@@ -251,6 +274,7 @@ def test_declared_artifacts_are_collected_into_the_bundle(tmp_path: Path, home: 
     assert code != 0 and [f.get("artifact") for f in doc["stepFailures"]] == ["optional-log"]
 
 
+@pytest.mark.native
 def test_cancelled_recipe_runs_no_further_step_and_still_captures(tmp_path: Path, home: Path) -> None:
     import threading
 
@@ -266,10 +290,11 @@ def test_cancelled_recipe_runs_no_further_step_and_still_captures(tmp_path: Path
         sessions.append(session)
         cancel.set()  # the reviewer cancels while the sandbox boots
 
-    outcome = run_recipe(validation, recipe.parent, artifacts_dir=tmp_path, on_session=on_session, cancel=cancel)
+    outcome = run_recipe(validation, recipe.parent, artifacts_dir=tmp_path, on_session=on_session, cancel=cancel,
+                         backend="native")
     assert len(sessions) == 1 and outcome["runtimeId"] == sessions[0].runtime_id
     assert outcome["success"] is False and outcome["executions"] == []
     assert outcome["stepFailures"][0]["error"]["code"] == "cancelled"
     bundle = Path(outcome["bundleDir"])
-    assert (bundle / "manifest.json").exists()
+    assert (bundle / "manifest.json").exists() and recorded_backend(bundle) == "native"
     assert "feature.php" not in (bundle / "files" / "patch.diff").read_text()  # the step never ran

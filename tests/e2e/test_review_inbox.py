@@ -1,8 +1,12 @@
 """The review inbox end to end: every run reaches it, no run hides another, bundles made elsewhere (by the
 reference implementation) are imported, reviewed, decided and applied, and decisions name sandbox paths.
 
-Real Playground, the real ``codebox`` CLI in subprocesses, a real SQLite store (a private ``CODEBOX_HOME``
-per test; the session's warm WordPress build is shared through symlinks so runs boot warm).
+Real native sandboxes (the host's PHP in real bubblewrap: what is under test is the inbox and apply-back, the same
+on both backends; each run checks the backend its bundle records), the real ``codebox`` CLI, a real SQLite store (a
+private ``CODEBOX_HOME`` per test; the session's WordPress builds are shared through symlinks, nothing boots for
+them). The first run and the first import of a reference bundle are ``codebox`` processes of their own, as a user
+starts them; the other runs, queries and decisions go through the same entry point (``codebox_tui.cli.main``) in
+the test's process (tests/factories/holds.py): a new process costs over a CPU-second of imports.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.factories.holds import codebox_in_process, linked_home, recorded_backend
 from tests.factories.paths import EXAMPLE_PLUGIN
 from tests.factories.reference_bundle import reference_preflight_accepts, write_reference_bundle
 from tests.factories.tui import confirm_ready
@@ -34,11 +39,20 @@ def _bare_home(tmp_path: Path) -> Path:
     return home
 
 
-def _codebox(home: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+ENV: dict[str, str | None] = {"CODEBOX_APPROVER": "maintainer", "CODEBOX_ARTIFACTS_ROOT": None}
+
+
+def _codebox_process(home: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """``codebox ARGS`` in a process of its own, as a user starts it."""
     env = {**os.environ, "CODEBOX_HOME": str(home), "CODEBOX_APPROVER": "maintainer"}
     env.pop("CODEBOX_ARTIFACTS_ROOT", None)
     return subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
+
+
+def _codebox(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``codebox ARGS`` through the same entry point in this process (a query or decision after a run)."""
+    return codebox_in_process(home, *args, env=ENV)
 
 
 def _json(proc: subprocess.CompletedProcess[str]) -> Any:
@@ -53,24 +67,23 @@ def _plugin_copy(parent: Path) -> Path:
     return dest
 
 
-@pytest.mark.playground
+@pytest.mark.native
 def test_two_runs_with_the_same_mode_a_id_are_both_reviewable_and_apply_their_own_content(
-        playground_session: Any, tmp_path: Path) -> None:
-    home = playground_session.private_home(tmp_path)
+        codebox_home: Path, tmp_path: Path) -> None:
+    home = linked_home(codebox_home, tmp_path)
     bundles = []
-    for word in ("one", "two"):
+    for word, start in (("one", _codebox_process), ("two", _codebox)):
         plugin = _plugin_copy(tmp_path / word)
         code = (f"file_put_contents(WP_PLUGIN_DIR . '/{SLUG}/notes.txt', \"written by run {word}\\n\"); "
                 f"echo 'ok';")
         # no --artifacts: the one default root under CODEBOX_HOME
         # the native backend: what is under test is the inbox and apply-back, not the sandbox (CI time)
-        proc = _codebox(home, "run", "--backend", "native", "--mount", f"{plugin}:{TARGET}:readwrite",
-                        "--command", "wordpress.run-php",
-                        "--arg", f"code={code}", "--json")
+        proc = start(home, "run", "--backend", "native", "--mount", f"{plugin}:{TARGET}:readwrite",
+                     "--command", "wordpress.run-php", "--arg", f"code={code}", "--json")
         doc = _json(proc)
         assert doc["success"] is True
         run_dir = Path(doc["artifacts"]["directory"])
-        assert run_dir.parent == home / "artifacts"
+        assert run_dir.parent == home / "artifacts" and recorded_backend(run_dir) == "native"
         bundles.append(doc["artifacts"])
         # progress on stderr even with --json: phases, steps and elapsed time
         assert "codebox run [" in proc.stderr and "boot" in proc.stderr and "step 1: wordpress.run-php" in proc.stderr
@@ -138,7 +151,7 @@ def test_a_reference_bundle_is_imported_listed_shown_decided_and_applied(tmp_pat
     written = write_reference_bundle(bundle, before, after, target=REF_TARGET, php="8.3")
     untouched = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*"))
 
-    imported = _json(_codebox(home, "review", "import", str(elsewhere), "--json"))
+    imported = _json(_codebox_process(home, "review", "import", str(elsewhere), "--json"))
     assert imported["success"] is True and imported["rejected"] == []
     (record,) = imported["imported"]
     assert record["bundle_id"] == written["id"] and record["origin"] == "import"
@@ -248,10 +261,10 @@ async def test_home_opens_a_reference_bundle_by_path_and_the_approve_dialog_name
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-@pytest.mark.playground
-def test_evaluate_patch_reaches_the_inbox_and_reports_progress(playground_session: Any, tmp_path: Path) -> None:
+@pytest.mark.native
+def test_evaluate_patch_reaches_the_inbox_and_reports_progress(codebox_home: Path, tmp_path: Path) -> None:
     """It used to print nothing for minutes and never reach ``review list``."""
-    home = playground_session.private_home(tmp_path)
+    home = linked_home(codebox_home, tmp_path)
     plugin = tmp_path / "buggy-counter"
     shutil.copytree(EXAMPLES / "plugins-for-recipes" / "buggy-counter", plugin)
     proc = _codebox(home, "evaluate-patch", "--backend", "native", "--plugin", str(plugin), "--patch",
@@ -259,6 +272,7 @@ def test_evaluate_patch_reaches_the_inbox_and_reports_progress(playground_sessio
     doc = json.loads(proc.stdout)
     assert doc["bundleId"], proc.stderr
     assert Path(doc["bundleDir"]).parent == home / "artifacts"  # the one default root
+    assert recorded_backend(Path(doc["bundleDir"])) == "native"
     lines = [line for line in proc.stderr.splitlines() if line.startswith("codebox evaluate-patch [")]
     text = "\n".join(lines)
     for expected in ("start:", "boot:", "ready:", "step 1: wordpress.run-php", "wordpress.phpunit", "patch applied",
@@ -272,13 +286,14 @@ def test_evaluate_patch_reaches_the_inbox_and_reports_progress(playground_sessio
     assert _json(runs)["bundle"]["key"] == listed[0]["key"]  # the run id names its bundle
 
 
-@pytest.mark.playground
-def test_recipe_run_reaches_the_inbox_and_quiet_silences_progress(playground_session: Any, tmp_path: Path) -> None:
-    home = playground_session.private_home(tmp_path)
+@pytest.mark.native
+def test_recipe_run_reaches_the_inbox_and_quiet_silences_progress(codebox_home: Path, tmp_path: Path) -> None:
+    home = linked_home(codebox_home, tmp_path)
     recipe = EXAMPLES / "recipes" / "plugin-scaffold-mutation.json"
     proc = _codebox(home, "recipe-run", str(recipe), "--backend", "native", "--json", "--quiet")
     doc = _json(proc)
     assert doc["bundleId"] and "codebox recipe-run [" not in proc.stderr
+    assert recorded_backend(Path(doc["bundleDir"])) == "native"
     (listed,) = _json(_codebox(home, "review", "list", "--json"))["bundles"]
     assert listed["bundle_id"] == doc["bundleId"] and listed["run_id"] == doc["runtimeId"]
     assert Path(listed["path"]).parent == (home / "artifacts").resolve()

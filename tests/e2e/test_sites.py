@@ -4,7 +4,10 @@ status` is `recoverable` / `miss` (read-only, idempotent), `site list` and Home 
 `site open` boots it again from its snapshot with a held preview (Playground: the held preview is Playground's).
 The handle and status documents validate against their generated JSON Schemas.
 
-One native sandbox prepares the site the first tests share; the open test prepares and opens one on Playground."""
+One native sandbox prepares the site the first tests share (in its own `codebox` process; the queries after it go
+through the real entry point in the test's process, tests/factories/holds.py); the open test prepares one on
+Playground through the entry point in process (the session's warm sidecar) and opens it in a `codebox` process of
+its own. Every home links the session's WordPress builds, so nothing is built cold."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import pytest
 from codebox_tui.contracts.schemas import generate_json_schema
 from codebox_tui.contracts.site import CONTAINED_SITE_SCHEMA, CONTAINED_SITE_STATUS_SCHEMA
 from tests.factories.held import HeldCommand, codebox, free_port
+from tests.factories.holds import codebox_in_process, linked_home, recorded_backend
 
 BLUEPRINT = {"siteOptions": {"blogname": "Prepared site"},
              "steps": [{"step": "writeFile", "path": "/wordpress/wp-content/uploads/prepared.txt", "data": "kept"}]}
@@ -41,10 +45,10 @@ def _valid(schema_id: str, document: Any) -> Any:
     return document
 
 
-def _create(home: Path, plugin: Path, blueprint: Path, *extra: str) -> Any:
-    return codebox(home, "site", "create", "--backend", "native", "--mount",
-                   f"{plugin}:/wordpress/wp-content/plugins/tiny:readonly", "--blueprint", str(blueprint), "--json",
-                   *extra)
+def _create(home: Path, plugin: Path, blueprint: Path, *extra: str, in_process: bool = True) -> Any:
+    args = ("site", "create", "--backend", "native", "--mount", f"{plugin}:/wordpress/wp-content/plugins/tiny:readonly",
+            "--blueprint", str(blueprint), "--json", *extra)
+    return codebox_in_process(home, *args) if in_process else codebox(home, *args)
 
 
 class Prepared:
@@ -52,19 +56,19 @@ class Prepared:
 
     def __init__(self, home: Path, plugin: Path, blueprint: Path) -> None:
         self.home, self.plugin, self.blueprint = home, plugin, blueprint
-        self.created = self.create()
+        self.created = self.create(in_process=False)  # the first one in a `codebox` process of its own
         assert self.created.returncode == 0, self.created.stdout + self.created.stderr
         self.doc = json.loads(self.created.stdout)
 
-    def create(self, *extra: str) -> Any:
-        return _create(self.home, self.plugin, self.blueprint, *extra)
+    def create(self, *extra: str, in_process: bool = True) -> Any:
+        return _create(self.home, self.plugin, self.blueprint, *extra, in_process=in_process)
 
 
 @pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Prepared:
+def prepared(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Prepared:
     tmp = tmp_path_factory.mktemp("site")
     plugin, blueprint = _inputs(tmp)
-    return Prepared(tmp / "home", plugin, blueprint)
+    return Prepared(linked_home(codebox_home, tmp), plugin, blueprint)
 
 
 @pytest.mark.native
@@ -98,7 +102,7 @@ def test_changed_inputs_give_another_source_digest(prepared: Prepared, tmp_path:
         assert changed.returncode == 0, changed.stderr
         digest = json.loads(changed.stdout)["source_digest"]["value"]
         assert digest != prepared.doc["source_digest"]["value"]
-        stale = codebox(prepared.home, "site", "status", prepared.doc["site_id"], "--source-digest", digest, "--json")
+        stale = codebox_in_process(prepared.home, "site", "status", prepared.doc["site_id"], "--source-digest", digest, "--json")
         assert stale.returncode == 1 and json.loads(stale.stdout)["status"] == "miss"
     finally:
         (prepared.plugin / "tiny.php").write_text("<?php\n/* Plugin Name: Tiny */\n")
@@ -109,18 +113,18 @@ def test_status_is_recoverable_read_only_and_idempotent(prepared: Prepared) -> N
     site_id = prepared.doc["site_id"]
     kept = prepared.home / "sites" / site_id
     before = {p: p.stat().st_mtime_ns for p in kept.rglob("*")}
-    answers = [codebox(prepared.home, "site", "status", site_id, "--json") for _ in range(2)]
+    answers = [codebox_in_process(prepared.home, "site", "status", site_id, "--json") for _ in range(2)]
     assert [a.returncode for a in answers] == [0, 0]
     assert answers[0].stdout == answers[1].stdout
     status = _valid(CONTAINED_SITE_STATUS_SCHEMA, json.loads(answers[0].stdout))
     assert status["status"] == "recoverable" and status["site_id"] == site_id
     assert status["blueprint_ref"]["ref"] == f"prepared:{site_id}:{prepared.doc['source_digest']['value']}"
     assert {p: p.stat().st_mtime_ns for p in kept.rglob("*")} == before
-    listed = codebox(prepared.home, "site", "list", "--json")
+    listed = codebox_in_process(prepared.home, "site", "list", "--json")
     assert site_id in [row["site_id"] for row in json.loads(listed.stdout)]
-    missing = codebox(prepared.home, "site", "status", "prepared-0000000000000000", "--json")
+    missing = codebox_in_process(prepared.home, "site", "status", "prepared-0000000000000000", "--json")
     assert missing.returncode == 1 and json.loads(missing.stdout)["status"] == "miss"
-    malformed = codebox(prepared.home, "site", "status", "../../etc", "--json")
+    malformed = codebox_in_process(prepared.home, "site", "status", "../../etc", "--json")
     assert malformed.returncode == 2 and json.loads(malformed.stdout)["error"]["code"] == "invalid-site-id"
 
 
@@ -130,19 +134,19 @@ def test_rm_deletes_the_site_and_status_then_misses(prepared: Prepared, tmp_path
     home = tmp_path / "home"
     shutil.copytree(prepared.home / "sites", home / "sites")
     site_id = prepared.doc["site_id"]
-    removed = codebox(home, "site", "rm", site_id)
+    removed = codebox_in_process(home, "site", "rm", site_id)
     assert removed.returncode == 0, removed.stderr
     assert not (home / "sites" / site_id).exists()
-    status = codebox(home, "site", "status", site_id, "--json")
+    status = codebox_in_process(home, "site", "status", site_id, "--json")
     assert status.returncode == 1 and json.loads(status.stdout)["status"] == "miss"
-    assert codebox(home, "site", "rm", site_id).returncode == 1
+    assert codebox_in_process(home, "site", "rm", site_id).returncode == 1
 
 
 @pytest.mark.native
 def test_open_on_native_says_what_is_missing_before_booting(prepared: Prepared) -> None:
     # a natively prepared site's snapshot names the host's full PHP version, which the restore check compares
     # with the backend's series: refused before anything boots, the field named (issue #28 keeps this open)
-    refused = codebox(prepared.home, "site", "open", prepared.doc["site_id"], "--json")
+    refused = codebox_in_process(prepared.home, "site", "open", prepared.doc["site_id"], "--json")
     error = json.loads(refused.stdout)["error"]
     assert refused.returncode == 2 and error["code"] == "snapshot-incompatible", error
     assert not list((prepared.home / "sandboxes").glob("*native*open*"))
@@ -172,11 +176,12 @@ async def test_home_lists_the_prepared_sites(prepared: Prepared, monkeypatch: py
 
 @pytest.mark.playground
 @pytest.mark.timeout(900)  # two Playground boots (prepare, then open) on a shared machine
-def test_open_boots_the_site_again_from_its_snapshot_and_holds_it(tmp_path: Path) -> None:
+def test_open_boots_the_site_again_from_its_snapshot_and_holds_it(playground_session: Any, tmp_path: Path) -> None:
     plugin, blueprint = _inputs(tmp_path)
-    home = tmp_path / "home"
-    created = codebox(home, "site", "create", "--backend", "playground", "--blueprint", str(blueprint), "--mount",
-                      f"{plugin}:/wordpress/wp-content/plugins/tiny", "--json")
+    home = linked_home(playground_session.home, tmp_path)
+    # prepared in this process, on the session's warm sidecar; opened below in a `codebox` process of its own
+    created = codebox_in_process(home, "site", "create", "--backend", "playground", "--blueprint", str(blueprint),
+                                 "--mount", f"{plugin}:/wordpress/wp-content/plugins/tiny", "--json")
     assert created.returncode == 0, created.stderr
     site_id = json.loads(created.stdout)["site_id"]
     port = free_port()
@@ -197,3 +202,4 @@ def test_open_boots_the_site_again_from_its_snapshot_and_holds_it(tmp_path: Path
     events = [json.loads(line) for line in (Path(captured.group(1)) / "events.jsonl").read_text().splitlines()]
     kinds = [e["type"] for e in events]
     assert kinds.index("runtime.snapshot-restored") < kinds.index("runtime.held")  # restored before it was served
+    assert recorded_backend(Path(captured.group(1))) == "wordpress-playground"

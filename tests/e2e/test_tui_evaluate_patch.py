@@ -1,39 +1,43 @@
 """Pilot, end to end: a real `codebox evaluate-patch` bundle (native backend, Debian PHPUnit, Chromium) opened in
 Review shows the verdict in the header and the test delta in the Tests tab, as recorded in the bundle. What is
-shown is read from the bundle, whatever the backend: the native one is the faster."""
+shown is read from the bundle, whatever the backend: the native one is the faster. The bundle is made through the
+CLI's entry point (``codebox_tui.cli.main``) in the test's process, before the app starts (tests/factories/holds.py:
+a new process costs over a CPU-second of imports)."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from textual.widgets import Static, TabbedContent
 
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.review import ReviewScreen
+from tests.factories.holds import codebox_in_process, recorded_backend
 
 pytestmark = pytest.mark.native
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-async def test_review_shows_the_evaluate_patch_verdict_and_delta(playground_session: Any, tmp_path: Path) -> None:
+@pytest.fixture
+def evaluated(codebox_home: Path, tmp_path: Path) -> Path:
+    """The bundle of ``codebox evaluate-patch`` of buggy-counter and its fix, made before the test's event loop runs
+    (the browser probe drives Chromium through a synchronous client)."""
     plugin = tmp_path / "buggy-counter"
     shutil.copytree(EXAMPLES / "plugins-for-recipes" / "buggy-counter", plugin)
-    proc = subprocess.run([sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", "native",
-                           "--plugin", str(plugin),
-                           "--patch", str(EXAMPLES / "patches" / "buggy-counter-fix.patch"),
-                           "--artifacts-dir", str(tmp_path / "art"), "--json"],
-                          capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "CODEBOX_HOME": str(playground_session.home)})
+    proc = codebox_in_process(codebox_home, "evaluate-patch", "--backend", "native", "--plugin", str(plugin),
+                              "--patch", str(EXAMPLES / "patches" / "buggy-counter-fix.patch"),
+                              "--artifacts-dir", str(tmp_path / "art"), "--json")
     assert proc.returncode == 0, proc.stderr
-    bundle = Path(json.loads(proc.stdout)["bundleDir"])
+    return Path(json.loads(proc.stdout)["bundleDir"])
+
+
+async def test_review_shows_the_evaluate_patch_verdict_and_delta(evaluated: Path) -> None:
+    bundle = evaluated
+    assert recorded_backend(bundle) == "native"
     recorded = json.loads((bundle / "files" / "evaluate-patch.json").read_text())["tests"]
     assert recorded["verdict"] == "improvement"
 

@@ -1,6 +1,7 @@
-"""End to end: a real Playground run changes a read-write plugin mount, its bundle is registered in
-the real store, and the real ``codebox tui`` is driven through tmux (own socket, real terminal, stdout
-not redirected) from Home to Review to an approval that the store records."""
+"""End to end: a real run changes a read-write plugin mount, its bundle is registered in the real store, and the
+real ``codebox tui`` is driven through tmux (own socket, real terminal, stdout not redirected) from Home to Review
+to an approval that the store records. The run is on the native backend (real PHP in bubblewrap; what the TUI
+shows is read from the bundle, whatever the backend), and the bundle says so."""
 
 from __future__ import annotations
 
@@ -12,26 +13,28 @@ import pytest
 
 from codebox_tui.settings import get_settings
 from store.db import Store
+from tests.factories.holds import native_run, recorded_backend
 from tests.factories.tmux import Tmux
 
-pytestmark = [pytest.mark.playground,
+pytestmark = [pytest.mark.native,
               pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
 
 CODEBOX = Path(sys.executable).parent / "codebox"
 
 
-def test_approve_a_real_playground_bundle_in_the_real_tui(make_run_session, plugin_copy: Path,  # type: ignore[no-untyped-def]
-                                                          tmux: Tmux, codebox_home: Path) -> None:
+def test_approve_a_real_native_bundle_in_the_real_tui(plugin_copy: Path, tmux: Tmux, codebox_home: Path,
+                                                      tmp_path: Path) -> None:
     from codebox_tui.screens import data
 
-    run = make_run_session(mounts=[f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin"],
-                           commands=["wordpress.run-php"])
     code = ("$d = WP_PLUGIN_DIR . '/simple-plugin';"
             'file_put_contents("$d/tui-added.php", "<?php\\n// added in the sandbox for the TUI test\\n");'
             "echo 'changed';")
-    result = run.execute("wordpress.run-php", [f"code={code}"])
-    assert result.exitCode == 0
-    summary = run.capture()
+    with native_run(tmp_path / "artifacts", mounts=[f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin"],
+                    commands=["wordpress.run-php"]) as run:
+        result = run.execute("wordpress.run-php", [f"code={code}"])
+        assert result.exitCode == 0, result.stderr
+        summary = run.capture()
+    assert recorded_backend(summary.path) == "native"
     store = Store.open(get_settings().db_path)
     try:
         record = data.register(store, summary.path, run_id=run.runtime_id)

@@ -6,6 +6,11 @@ write through symlinks. The user's folder must be byte-for-byte unchanged after 
 hash: contents, modes, symlink targets, git's view of the index), the bundle must show the edits, and
 ``codebox apply`` of an approved decision must write exactly the approved files — never anything in a
 never-captured folder, even when a tampered bundle lists such files. ``:live`` still writes through.
+
+The attack on a copy-on-write mount runs on Playground: writes through the folder's symbolic links are stopped
+there by PHP's virtual file system (docs/security.md, layer 1), a defence of its own. ``:live`` and the journal planted through it share one
+native sandbox (real PHP in real bubblewrap): what they test is the mount mode, the bundle and apply-back's
+recovery on the host, the same on both backends.
 """
 
 from __future__ import annotations
@@ -23,9 +28,8 @@ from typing import Any
 
 import pytest
 
+from tests.factories.holds import codebox_in_process, native_run, recorded_backend
 from tests.factories.paths import REPO
-
-pytestmark = pytest.mark.playground
 
 TARGET = "/wordpress/wp-content/plugins/victim"
 FILES = {
@@ -139,12 +143,14 @@ def _changed(bundle_dir: Path) -> dict[str, dict[str, Any]]:
     return {f["relativePath"]: f for f in doc["files"]} | {"__skipped__": doc.get("skipped", [])}
 
 
+@pytest.mark.playground
 def test_users_folder_is_byte_for_byte_unchanged(attacked: Attacked) -> None:
     assert attacked.after == attacked.before
     assert attacked.after_capture == attacked.before
     assert (attacked.outside / "canary.txt").read_text() == "outside the folder\n"
 
 
+@pytest.mark.playground
 def test_bundle_shows_the_edits_and_reports_what_was_planted(attacked: Attacked) -> None:
     changed = _changed(attacked.bundle_dir)
     skipped = changed.pop("__skipped__")
@@ -165,6 +171,7 @@ def test_bundle_shows_the_edits_and_reports_what_was_planted(attacked: Attacked)
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
+@pytest.mark.playground
 def test_apply_writes_exactly_the_approved_files(attacked: Attacked) -> None:
     target = attacked.folder  # the user's own folder: it changes only now, through apply-back
     before = attacked.before
@@ -196,6 +203,7 @@ def _tamper(bundle_dir: Path, dest: Path) -> Path:
     return dest
 
 
+@pytest.mark.playground
 def test_apply_never_writes_never_captured_folders_even_from_a_tampered_bundle(
         attacked: Attacked, tmp_path: Path) -> None:
     from store.apply import apply_decision
@@ -220,31 +228,13 @@ def test_apply_never_writes_never_captured_folders_even_from_a_tampered_bundle(
     assert not (target / ".git" / "hooks" / "pre-commit").exists()
 
 
-def test_live_mount_writes_through(playground_session: Any, tmp_path: Path) -> None:
-    folder = tmp_path / "live"
-    folder.mkdir()
-    (folder / "a.txt").write_text("before\n")
-    code = f"code=file_put_contents('{TARGET}/a.txt', \"after\\n\"); echo 'ok';"
-    with playground_session.new_run(tmp_path / "artifacts", mounts=[f"{folder}:{TARGET}:live"]) as run:
-        result = run.execute("wordpress.run-php", [code])
-        assert result.exitCode == 0, result.stderr
-        assert (folder / "a.txt").read_text() == "after\n"  # written through while the sandbox runs
-        summary = run.capture()
-    bundle = Path(summary.path)
-    metadata = json.loads((bundle / "metadata.json").read_text())
-    assert metadata["mountWriteModes"] == ["live"]
-    assert metadata["mounts"][0]["mode"] == "readwrite"  # the wire mode is unchanged
-    review = json.loads((bundle / "files" / "review.json").read_text())
-    assert "live-mount-written-through" in review["riskFlags"]
-    assert _changed(bundle)["a.txt"]["status"] == "modified"
-
-
 @pytest.mark.parametrize("target", ["/wordpress", "/wordpress/", "/wordpress/wp-content"])
-def test_mount_over_the_site_root_is_refused_before_boot(tmp_path: Path, target: str) -> None:
+def test_mount_over_the_site_root_is_refused_before_boot(codebox_home: Path, tmp_path: Path, target: str) -> None:
     folder = tmp_path / "site"
     folder.mkdir()
-    out = codebox("run", "--mount", f"{folder}:{target}", "--command", "wordpress.run-php", "--arg", "code=echo 1;",
-                  "--artifacts", str(tmp_path / "artifacts"), "--json")
+    # the CLI's entry point in this process (tests/factories/holds.py): the refusal is made before anything boots
+    out = codebox_in_process(codebox_home, "run", "--mount", f"{folder}:{target}", "--command", "wordpress.run-php",
+                             "--arg", "code=echo 1;", "--artifacts", str(tmp_path / "artifacts"), "--json")
     assert out.returncode == 2, out.stdout + out.stderr
     failure = json.loads(out.stdout)
     assert failure["error"]["code"] == "invalid-mount-target"
@@ -266,20 +256,57 @@ echo 'planted';
 """
 
 
-def test_a_journal_planted_through_a_live_mount_is_never_trusted(playground_session: Any, tmp_path: Path) -> None:
-    """``:live`` still lets the sandbox write the folder, so apply-back's crash recovery must not
-    trust a journal it finds there: a planted one would move and delete files outside the folder."""
-    folder = tmp_path / "live"
+@dataclass
+class LiveRun:
+    folder: Path
+    outside: Path
+    written_while_up: str  # a.txt as the host saw it while the sandbox still ran
+    wrote: Any  # the first command's result
+    planted: Any  # the second command's result
+    bundle_dir: Path
+
+
+@pytest.fixture(scope="module")
+def live_run(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> LiveRun:
+    """One native sandbox with a ``:live`` mount: a command writes ``a.txt`` through it, a second plants an apply
+    journal in it (PLANT_JOURNAL); then the bundle is captured."""
+    root = tmp_path_factory.mktemp("live")
+    folder = root / "live"
     folder.mkdir()
-    (folder / "a.txt").write_text("a\n")
-    outside = tmp_path / "outside"
+    (folder / "a.txt").write_text("before\n")
+    outside = root / "outside"
     outside.mkdir()
     (outside / "victim.txt").write_text("precious\n")
     (outside / "delete-me.txt").write_text("keep me\n")
-    with playground_session.new_run(tmp_path / "artifacts", mounts=[f"{folder}:{TARGET}:live"]) as run:
-        result = run.execute("wordpress.run-php", ["code=" + PLANT_JOURNAL.replace("__TARGET__", TARGET)])
-        assert result.exitCode == 0 and result.stdout == "planted", result.stdout + result.stderr
-        run.capture()
+    code = f"code=file_put_contents('{TARGET}/a.txt', \"after\\n\"); echo 'ok';"
+    with native_run(root / "artifacts", mounts=[f"{folder}:{TARGET}:live"]) as run:
+        wrote = run.execute("wordpress.run-php", [code])
+        written_while_up = (folder / "a.txt").read_text()
+        planted = run.execute("wordpress.run-php", ["code=" + PLANT_JOURNAL.replace("__TARGET__", TARGET)])
+        summary = run.capture()
+    return LiveRun(folder, outside, written_while_up, wrote, planted, Path(summary.path))
+
+
+@pytest.mark.native
+def test_live_mount_writes_through(live_run: LiveRun) -> None:
+    assert live_run.wrote.exitCode == 0 and live_run.wrote.stdout == "ok", live_run.wrote.stderr
+    assert live_run.written_while_up == "after\n"  # written through while the sandbox runs
+    bundle = live_run.bundle_dir
+    assert recorded_backend(bundle) == "native"
+    metadata = json.loads((bundle / "metadata.json").read_text())
+    assert metadata["mountWriteModes"] == ["live"]
+    assert metadata["mounts"][0]["mode"] == "readwrite"  # the wire mode is unchanged
+    review = json.loads((bundle / "files" / "review.json").read_text())
+    assert "live-mount-written-through" in review["riskFlags"]
+    assert _changed(bundle)["a.txt"]["status"] == "modified"
+
+
+@pytest.mark.native
+def test_a_journal_planted_through_a_live_mount_is_never_trusted(live_run: LiveRun) -> None:
+    """``:live`` still lets the sandbox write the folder, so apply-back's crash recovery must not
+    trust a journal it finds there: a planted one would move and delete files outside the folder."""
+    result, folder, outside = live_run.planted, live_run.folder, live_run.outside
+    assert result.exitCode == 0 and result.stdout == "planted", result.stdout + result.stderr
     assert (folder / ".codebox-apply" / "journal.json").exists()  # written through, as :live promises
     out = codebox("apply-recover", str(folder), "--json")
     assert out.returncode == 5, out.stdout + out.stderr
