@@ -1,7 +1,8 @@
 """Contained-site handles through the real CLI (docs/sites.md): `codebox site create` prepares a site from its
 inputs and keeps its snapshot, the same caller and inputs give the same `site_id` without booting again, `site
 status` is `recoverable` / `miss` (read-only, idempotent), `site list` and Home list it, `site rm` deletes it;
-`site open` boots it again from its snapshot with a held preview (Playground: the held preview is Playground's).
+`site open` boots it again from its snapshot with a held preview, on the backend that prepared it (native and
+Playground each once).
 The handle and status documents validate against their generated JSON Schemas.
 
 One native sandbox prepares the site the first tests share (in its own `codebox` process; the queries after it go
@@ -143,13 +144,30 @@ def test_rm_deletes_the_site_and_status_then_misses(prepared: Prepared, tmp_path
 
 
 @pytest.mark.native
-def test_open_on_native_says_what_is_missing_before_booting(prepared: Prepared) -> None:
-    # a natively prepared site's snapshot names the host's full PHP version, which the restore check compares
-    # with the backend's series: refused before anything boots, the field named (issue #28 keeps this open)
-    refused = codebox_in_process(prepared.home, "site", "open", prepared.doc["site_id"], "--json")
-    error = json.loads(refused.stdout)["error"]
-    assert refused.returncode == 2 and error["code"] == "snapshot-incompatible", error
-    assert not list((prepared.home / "sandboxes").glob("*native*open*"))
+def test_a_natively_prepared_site_opens_natively_and_is_released(prepared: Prepared) -> None:
+    """The snapshot records the host's full PHP version and the site its series: they match, so the site is
+    restored into a fresh native sandbox and served; `codebox release` from another process ends the hold."""
+    port = free_port()
+    held = HeldCommand(prepared.home, "site", "open", prepared.doc["site_id"], "--hold", "10m", "--preview-port",
+                       str(port))
+    try:
+        where, runtime_id = held.wait_held()
+        assert where == f"http://127.0.0.1:{port}"
+        with urllib.request.urlopen(where + "/?rest_route=/", timeout=120) as response:
+            assert json.loads(response.read())["name"] == "Prepared site"  # the snapshot's, not a fresh site's
+        with urllib.request.urlopen(where + "/wp-content/uploads/prepared.txt", timeout=120) as response:
+            assert response.read() == b"kept"  # a file the blueprint wrote before the snapshot, restored
+        released = codebox(prepared.home, "release", runtime_id)
+        assert released.returncode == 0, released.stderr
+        assert held.wait_exit() == 0, held.stderr
+    finally:
+        held.kill()
+    captured = re.search(r"codebox: bundle \S+ in ([^;\s]+)", held.stderr)
+    assert captured, held.stderr
+    events = [json.loads(line) for line in (Path(captured.group(1)) / "events.jsonl").read_text().splitlines()]
+    kinds = [e["type"] for e in events]
+    assert kinds.index("runtime.snapshot-restored") < kinds.index("runtime.held")  # restored before it was served
+    assert recorded_backend(Path(captured.group(1))) == "native"
 
 
 @pytest.mark.native
