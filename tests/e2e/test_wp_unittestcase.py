@@ -155,6 +155,9 @@ def test_breaking_patch_is_a_regression_counting_broken_and_still_failing(
     out = proc.stdout
     assert "verdict: regression" in out
     assert "fixed 0, broken 1, still failing 1" in out
+    # the broken test is named as the regression; nothing claims a proof
+    assert f"  regression {SHORTCODE}: passed before the patch, fails after it" in out.splitlines()
+    assert "proved by" not in out
     assert "before 5/6 passed, 1 failed" in out and "after  4/6 passed, 2 failed" in out
     assert f"✘ {REPEATED}: Failed asserting that 3 is identical to 2." in out
     assert f"✘ {SHORTCODE}: Failed asserting that two strings are identical." in out
