@@ -1,7 +1,11 @@
 """`codebox evaluate-patch --plugin hello.php`: a single-file must-use plugin evaluated end to end through the real
-CLI and real Playground. The patch's paths are relative to the file's folder, the copy is loaded as a mu-plugin
-through a loader Codebox writes as its own setup step, and a patch that makes it fatal on load is plugin-broken
-(docs/evaluate-patch.md, "A single-file must-use plugin")."""
+CLI. The patch's paths are relative to the file's folder, the copy is loaded as a mu-plugin through a loader
+Codebox writes as its own setup step, and a patch that makes it fatal on load is plugin-broken
+(docs/evaluate-patch.md, "A single-file must-use plugin").
+
+The loader is written and the verdicts are read by Codebox the same way on both backends (the sandbox's file API,
+recipes/evaluate_patch.py), so all three run on the native backend (real PHP in bubblewrap, docs/backends.md) and
+check that their bundle says so; evaluate-patch on Playground is proved by tests/e2e/test_wp_unittestcase.py."""
 
 from __future__ import annotations
 
@@ -10,11 +14,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.playground
+from tests.factories.suites import assert_ran_on
+
+pytestmark = pytest.mark.native
 
 BUGGY = ("<?php\n// Site greeting (a must-use plugin).\n"
          "function site_greeting( $name ) {\n\treturn 'Hello, ' . substr( $name, 0, -1 ) . '!';\n}\n")
@@ -63,16 +68,18 @@ def _mu_plugin(root: Path, with_tests: bool) -> Path:
 
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codebox_tui", "evaluate-patch", *args], capture_output=True,
-                          text=True, timeout=900, env={**os.environ, "CODEBOX_HOME": str(home)})
+    proc = subprocess.run([sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", "native", *args],
+                          capture_output=True, text=True, timeout=900, env={**os.environ, "CODEBOX_HOME": str(home)})
+    assert_ran_on("native", proc.stdout, proc.stderr)  # the bundle says where it ran
+    return proc
 
 
 @pytest.mark.timeout(900)
-def test_fix_to_a_single_file_mu_plugin_is_an_improvement(playground_session: Any, tmp_path: Path) -> None:
+def test_fix_to_a_single_file_mu_plugin_is_an_improvement(codebox_home: Path, tmp_path: Path) -> None:
     plugin = _mu_plugin(tmp_path, with_tests=True)
     patch = tmp_path / "fix.patch"
     patch.write_text(FIX, encoding="utf-8")
-    proc = _cli(Path(playground_session.home), "--plugin", str(plugin), "--patch", str(patch),
+    proc = _cli(codebox_home, "--plugin", str(plugin), "--patch", str(patch),
                 "--artifacts-dir", str(tmp_path / "art"), "--json")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(proc.stdout)
@@ -100,12 +107,11 @@ def test_fix_to_a_single_file_mu_plugin_is_an_improvement(playground_session: An
 
 
 @pytest.mark.timeout(900)
-def test_patch_that_makes_a_mu_plugin_fatal_is_plugin_broken(playground_session: Any, tmp_path: Path) -> None:
+def test_patch_that_makes_a_mu_plugin_fatal_is_plugin_broken(codebox_home: Path, tmp_path: Path) -> None:
     plugin = _mu_plugin(tmp_path, with_tests=False)
     patch = tmp_path / "fatal.patch"
     patch.write_text(FATAL, encoding="utf-8")
-    # the verdict is Codebox's reading of the load check and the probe, the same on both backends: native (CI time)
-    proc = _cli(Path(playground_session.home), "--backend", "native", "--plugin", str(plugin), "--patch", str(patch),
+    proc = _cli(codebox_home, "--plugin", str(plugin), "--patch", str(patch),
                 "--slug", "greeting",
                 "--artifacts-dir", str(tmp_path / "art"), "--json")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -118,11 +124,11 @@ def test_patch_that_makes_a_mu_plugin_fatal_is_plugin_broken(playground_session:
 
 
 @pytest.mark.timeout(900)
-def test_mu_plugin_without_tests_beside_it_is_untested_and_says_so(playground_session: Any, tmp_path: Path) -> None:
+def test_mu_plugin_without_tests_beside_it_is_untested_and_says_so(codebox_home: Path, tmp_path: Path) -> None:
     plugin = _mu_plugin(tmp_path, with_tests=False)
     patch = tmp_path / "fix.patch"
     patch.write_text(FIX, encoding="utf-8")
-    proc = _cli(Path(playground_session.home), "--backend", "native", "--plugin", str(plugin), "--patch", str(patch),
+    proc = _cli(codebox_home, "--plugin", str(plugin), "--patch", str(patch),
                 "--artifacts-dir", str(tmp_path / "art"), "--json")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(proc.stdout)

@@ -1,9 +1,14 @@
 """`codebox evaluate-patch` verdicts that prove a fix, end to end through real sandboxes: a fix that brings its
-own test (fail before, pass after), a patch that breaks one test, a git range of the plugin's own repository,
+own test (fail before, pass after), a git range of the plugin's own repository,
 and Codebox's own activation of the plugin never counted as the patch's site-state risk
 (docs/evaluate-patch.md). The verdicts are Codebox's reading of JUnit and the site state, not Playground's, so
-they run on the native backend (real PHP in bubblewrap); the same flow on Playground is covered by
-test_wp_unittestcase.py and test_evaluate_patch_mu_plugin.py (docs/performance.md, "Test suite")."""
+they run on the native backend (real PHP in bubblewrap), each checking that its bundle says so; the same flow on
+Playground is covered by test_wp_unittestcase.py (docs/performance.md, "Test suite").
+
+One evaluation per input: the fix with its test is evaluated once, as the single commit of the plugin's own
+repository (``--git COMMIT``, a JSON document checked for the proof, the source and the slug), and the range
+``BASE..HEAD`` of the same commit once, in human output. A patch that breaks a test, named as the regression in
+the human output, is test_wp_unittestcase.py's breaking patch (the same reading of JUnit, one evaluation fewer)."""
 
 from __future__ import annotations
 
@@ -13,9 +18,10 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+from tests.factories.suites import assert_ran_on, printed_bundle
 
 pytestmark = pytest.mark.native
 
@@ -27,8 +33,13 @@ PROVED = ["CountTest::test_repeated_spaces", "WhitespaceTest::test_empty_text_ha
 
 
 def _cli(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", "native", *args], capture_output=True,
-                          text=True, timeout=900, cwd=cwd, env={**os.environ, "CODEBOX_HOME": str(home)})
+    """An evaluation on the native backend; one that made a bundle must say it ran there."""
+    proc = subprocess.run([sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", "native", *args],
+                          capture_output=True, text=True, timeout=900, cwd=cwd,
+                          env={**os.environ, "CODEBOX_HOME": str(home)})
+    if printed_bundle(proc.stdout) is not None:
+        assert_ran_on("native", proc.stdout, proc.stderr)
+    return proc
 
 
 def _site_risks(bundle: Path) -> list[str]:
@@ -36,11 +47,37 @@ def _site_risks(bundle: Path) -> list[str]:
     return [risk["code"] for risk in diff.get("risks", [])]
 
 
-def test_fix_with_its_own_test_is_proved_by_it(playground_session: Any, tmp_path: Path) -> None:
-    proc = _cli(Path(playground_session.home), "--plugin", str(PLUGIN), "--patch", str(FIX_WITH_TEST),
-                "--artifacts-dir", str(tmp_path / "art"), "--json")
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.org", *args], cwd=repo,
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _fix_commit_repo(tmp_path: Path) -> Path:
+    """buggy-counter's own repository: ``main`` with the bug, ``fix-whitespace`` one commit on top of it adding
+    the fix with its test (examples/patches/buggy-counter-fix-with-test.patch)."""
+    repo = tmp_path / "checkout-folder"
+    shutil.copytree(PLUGIN, repo)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "Word counter")
+    _git(repo, "checkout", "-qb", "fix-whitespace")
+    _git(repo, "apply", str(FIX_WITH_TEST))
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "Count words separated by any whitespace")
+    return repo
+
+
+def test_fix_with_its_own_test_is_proved_by_it(codebox_home: Path, tmp_path: Path) -> None:
+    """The fix commit alone: one commit means COMMIT^..COMMIT, and the slug is the folder's name unless --slug
+    says otherwise."""
+    repo = _fix_commit_repo(tmp_path)
+    proc = _cli(codebox_home, "--plugin", str(repo), "--git", "fix-whitespace", "--slug", "word-counter", "--json",
+                "--artifacts-dir", str(tmp_path / "art"))
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
+    assert doc["plugin"] == "word-counter"
+    assert doc["source"]["base"] == _git(repo, "rev-parse", "main")
+    assert doc["source"]["head"] == _git(repo, "rev-parse", "fix-whitespace")
     # the patch's new tests ran against the old code: they fail there and pass with the fix
     assert doc["split"] == {"rule": "default", "testFiles": ["tests/WhitespaceTest.php"],
                             "codeFiles": ["buggy-counter.php"], "testsRunBefore": True}
@@ -50,7 +87,6 @@ def test_fix_with_its_own_test_is_proved_by_it(playground_session: Any, tmp_path
     assert [s["command"] for s in doc["steps"] if s["phase"] == "apply"] == [
         "git apply (the patch's tests)", "git apply (the patch's code)"]
     bundle = Path(doc["bundleDir"])
-    assert json.loads((bundle / "metadata.json").read_text(encoding="utf-8"))["runtime"]["backend"] == "native"
     written = json.loads((bundle / "files" / "evaluate-patch.json").read_text(encoding="utf-8"))
     assert written["tests"]["provedBy"] == PROVED
     # the bundle's patch is the whole contributor patch: tests and code
@@ -63,52 +99,17 @@ def test_fix_with_its_own_test_is_proved_by_it(playground_session: Any, tmp_path
     assert setup and "active-plugins-changed" in setup[0]["data"]["risks"]
 
 
-def test_patch_that_breaks_one_test_is_a_regression_naming_it(playground_session: Any, tmp_path: Path) -> None:
-    breaking = tmp_path / "break.patch"
-    breaking.write_text(FIX_WITH_TEST.read_text(encoding="utf-8").split("diff --git a/tests/")[0].replace(
-        "PREG_SPLIT_NO_EMPTY ) );", "PREG_SPLIT_NO_EMPTY ) ) + ( str_contains( $text, 'three' ) ? 1 : 0 );"),
-        encoding="utf-8")
-    proc = _cli(Path(playground_session.home), "--plugin", str(PLUGIN), "--patch", str(breaking),
-                "--artifacts-dir", str(tmp_path / "art"))
-    assert proc.returncode == 1, proc.stderr
-    assert "verdict: regression" in proc.stdout
-    assert "  regression CountTest::test_simple_words: passed before the patch, fails after it" in proc.stdout
-    assert "proved by" not in proc.stdout
-
-
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.org", *args], cwd=repo,
-                          check=True, capture_output=True, text=True).stdout.strip()
-
-
-def test_git_range_of_a_fix_commit_with_its_test(playground_session: Any, tmp_path: Path) -> None:
-    repo = tmp_path / "checkout-folder"
-    shutil.copytree(PLUGIN, repo)
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "Word counter")
-    _git(repo, "checkout", "-qb", "fix-whitespace")
-    _git(repo, "apply", str(FIX_WITH_TEST))
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "Count words separated by any whitespace")
-    home = Path(playground_session.home)
+def test_git_range_of_a_fix_commit_with_its_test(codebox_home: Path, tmp_path: Path) -> None:
+    repo = _fix_commit_repo(tmp_path)
     # a dirty work tree is refused: the range would silently leave the edit out
     (repo / "buggy-counter.php").write_text("<?php // edited\n", encoding="utf-8")
-    dirty = _cli(home, "--plugin", str(repo), "--git", "main..fix-whitespace", "--json")
+    dirty = _cli(codebox_home, "--plugin", str(repo), "--git", "main..fix-whitespace", "--json")
     assert dirty.returncode == 2 and json.loads(dirty.stdout)["error"]["code"] == "dirty-work-tree"
     _git(repo, "checkout", "--", "buggy-counter.php")
-    proc = _cli(home, "--plugin", str(repo), "--git", "main..fix-whitespace", "--slug", "buggy-counter",
+    proc = _cli(codebox_home, "--plugin", str(repo), "--git", "main..fix-whitespace", "--slug", "buggy-counter",
                 "--artifacts-dir", str(tmp_path / "art"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "verdict: improvement" in proc.stdout
     assert "the patch's tests (tests/WhitespaceTest.php) ran on the old code too" in proc.stdout
     for name in PROVED:
         assert f"  proved by {name}: failed before the fix, passes after it" in proc.stdout
-    # one commit means COMMIT^..COMMIT; the slug is the folder's name unless --slug says otherwise
-    single = _cli(home, "--plugin", str(repo), "--git", "fix-whitespace", "--slug", "word-counter", "--json",
-                  "--artifacts-dir", str(tmp_path / "art2"))
-    assert single.returncode == 0, single.stderr
-    doc = json.loads(single.stdout)
-    assert doc["plugin"] == "word-counter" and doc["tests"]["provedBy"] == PROVED
-    assert doc["source"]["base"] == _git(repo, "rev-parse", "main")
-    assert doc["source"]["head"] == _git(repo, "rev-parse", "fix-whitespace")

@@ -1,21 +1,45 @@
-"""wordpress.phpunit and the browser commands through a real Playground sandbox and real Chromium."""
+"""wordpress.phpunit and the browser commands through a real sandbox and real Chromium.
+
+They run on the native backend (real PHP in bubblewrap, the page through its preview relay; docs/backends.md),
+several times cheaper than Playground: what is checked here — PHPUnit's results read back, WordPress loaded at
+global scope, the missing toolchain, the page probed and acted on — is Codebox's and the same on both backends.
+On Playground, the fix of tests/e2e/test_wp_unittestcase.py runs PHPUnit (with the WordPress test library) and
+the browser probe through the sidecar's preview. Each test here checks that its run was native."""
 
 from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from codebox_tui.runtime.phpunit import ToolchainMissingError, phpunit_tool_mounts
+from tests.factories.suites import native_run
 
-pytestmark = pytest.mark.playground
+pytestmark = pytest.mark.native
 
 FIXTURE = Path(__file__).resolve().parents[2] / "examples" / "plugins-for-recipes" / "shortcode-demo"
 COMMANDS = ["inspect-mounted-inputs", "wordpress.run-php", "wordpress.phpunit", "wordpress.browser-probe",
             "wordpress.browser-actions"]
+
+
+@pytest.fixture
+def make_native_run(tmp_path: Path) -> Iterator[Any]:
+    """Factory for fresh native RunSessions; every one is closed after the test, which checks it ran natively."""
+    made: list[Any] = []
+
+    def factory(**spec_kwargs: Any) -> Any:
+        run = native_run(tmp_path / f"artifacts-{len(made)}", **spec_kwargs)
+        made.append(run)
+        return run
+
+    yield factory
+    for run in made:
+        assert run.runtime_info().backend == "native"
+        run.close()
 
 
 def _plugin(tmp_path: Path) -> Path:
@@ -24,12 +48,12 @@ def _plugin(tmp_path: Path) -> Path:
     return target
 
 
-def test_phpunit_runs_plugin_suite_in_sandbox(make_run_session: Any, tmp_path: Path) -> None:
+def test_phpunit_runs_plugin_suite_in_sandbox(make_native_run: Any, tmp_path: Path) -> None:
     plugin = _plugin(tmp_path)
     (plugin / "tests" / "BrokenTest.php").write_text(
         "<?php\nuse PHPUnit\\Framework\\TestCase;\nfinal class BrokenTest extends TestCase {\n"
         "  public function test_wrong(): void { $this->assertSame('Hi', codebox_demo_greet('x'), 'greeting'); }\n}\n")
-    run = make_run_session(mounts=[f"{plugin}:/wordpress/wp-content/plugins/shortcode-demo:readonly"],
+    run = make_native_run(mounts=[f"{plugin}:/wordpress/wp-content/plugins/shortcode-demo:readonly"],
                            commands=COMMANDS, extra_mounts=phpunit_tool_mounts(tmp_path / "phpunit-bin"))
     result = run.execute("wordpress.phpunit", ["plugin-slug=shortcode-demo"], timeout_s=180)
     suite = run.test_suites[0]
@@ -45,11 +69,11 @@ def test_phpunit_runs_plugin_suite_in_sandbox(make_run_session: Any, tmp_path: P
     assert run.test_suites[1].status == "passed" and run.test_suites[1].tests == 4
 
 
-def test_phpunit_loads_wordpress_in_global_scope(make_run_session: Any, tmp_path: Path) -> None:
+def test_phpunit_loads_wordpress_in_global_scope(make_native_run: Any, tmp_path: Path) -> None:
     """do_shortcode, $wpdb and hooks work in plugin tests (WordPress loaded at global scope, not in
     PHPUnit's bootstrap method); wordpress=none leaves loading to the suite's bootstrap, which shows why."""
     plugin = _plugin(tmp_path)
-    run = make_run_session(mounts=[f"{plugin}:/wordpress/wp-content/plugins/shortcode-demo:readonly"],
+    run = make_native_run(mounts=[f"{plugin}:/wordpress/wp-content/plugins/shortcode-demo:readonly"],
                            commands=COMMANDS, extra_mounts=phpunit_tool_mounts(tmp_path / "phpunit-bin"))
     result = run.execute("wordpress.phpunit", ["plugin-slug=shortcode-demo", "test-file=tests/WordPressTest.php"],
                          timeout_s=180)
@@ -63,9 +87,9 @@ def test_phpunit_loads_wordpress_in_global_scope(make_run_session: Any, tmp_path
     assert by_name["test_do_shortcode_renders_the_registered_shortcode"] == "failed"
 
 
-def test_phpunit_without_toolchain_is_a_clear_error(make_run_session: Any, tmp_path: Path) -> None:
+def test_phpunit_without_toolchain_is_a_clear_error(make_native_run: Any, tmp_path: Path) -> None:
     plugin = _plugin(tmp_path)
-    run = make_run_session(mounts=[f"{plugin}:/wordpress/wp-content/plugins/shortcode-demo:readonly"],
+    run = make_native_run(mounts=[f"{plugin}:/wordpress/wp-content/plugins/shortcode-demo:readonly"],
                            commands=COMMANDS)
     with pytest.raises(ToolchainMissingError) as info:
         run.execute("wordpress.phpunit", ["plugin-slug=shortcode-demo"], timeout_s=120)
@@ -73,9 +97,10 @@ def test_phpunit_without_toolchain_is_a_clear_error(make_run_session: Any, tmp_p
     assert any("/usr/share/php" in m for m in info.value.details["missing"])
 
 
-def test_browser_probe_and_actions_on_shortcode_page(make_run_session: Any, tmp_path: Path) -> None:
+@pytest.mark.chromium
+def test_browser_probe_and_actions_on_shortcode_page(make_native_run: Any, tmp_path: Path) -> None:
     plugin = _plugin(tmp_path)
-    run = make_run_session(mounts=[f"{plugin}:/wordpress/wp-content/plugins/shortcode-demo:readonly"],
+    run = make_native_run(mounts=[f"{plugin}:/wordpress/wp-content/plugins/shortcode-demo:readonly"],
                            commands=COMMANDS)
     made = run.execute("wordpress.run-php", [
         "code=require_once ABSPATH . 'wp-admin/includes/plugin.php'; activate_plugin('shortcode-demo/shortcode-demo.php');"

@@ -2,9 +2,10 @@
 library and the PHPUnit Polyfills from ``../shared/toolchains`` given the way a maintainer's machine gives them
 (``WP_TESTS_DIR``, ``WP_TESTS_PHPUNIT_POLYFILLS_PATH``).
 
-The older scaffold's suite runs on real Playground; the other cases are about what Codebox reads and gives
-(remedies, the polyfills search, a work tree's baseline), the same on both backends, so they run on the native
-backend (real PHP in bubblewrap, several times cheaper: docs/backends.md), keeping CI inside its budget."""
+Every case is about what Codebox gives the suite and reads back (the test library's configuration, remedies,
+the polyfills search, a work tree's baseline), the same on both backends, so they run on the native backend (real
+PHP in bubblewrap, several times cheaper: docs/backends.md) and check that their bundle says so; PHPUnit with the
+WordPress test library on Playground is proved by tests/e2e/test_wp_unittestcase.py's fix."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ from typing import Any
 import pytest
 
 from tests.factories.paths import REPO
+from tests.factories.suites import RECORDED, recorded_backend
 from tests.factories.toolchains import PHPUNIT_POLYFILLS, WP_TESTS_LIB, require
 
-pytestmark = pytest.mark.playground
+pytestmark = pytest.mark.native
 
 LEGACY = REPO / "examples" / "legacy-scaffold-plugin" / "reading-time"
 TOOLCHAIN_ENV = ("WP_TESTS_DIR", "WP_TESTS_PHPUNIT_POLYFILLS_PATH", "CODEBOX_WP_CLI_PHAR")
@@ -40,6 +42,8 @@ def _run_phpunit(tmp_path: Path, home: Path, plugin: Path, slug: str, backend: s
     assert proc.stdout.strip(), proc.stderr[-3000:]
     doc: dict[str, Any] = json.loads(proc.stdout)
     doc["_exit"] = proc.returncode
+    if "runtime" in doc:  # it booted: on the backend asked for
+        assert doc["runtime"]["backend"] == RECORDED[backend], doc["runtime"]
     return doc
 
 
@@ -56,14 +60,14 @@ def _execution(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.timeout(900)  # a cold run installing the test site, then the suite
-def test_older_scaffold_bootstrap_runs_unchanged(playground_session: Any, tmp_path: Path) -> None:
+def test_older_scaffold_bootstrap_runs_unchanged(codebox_home: Path, tmp_path: Path) -> None:
     """The bootstrap never forwards the polyfills' path: the library still finds them (the config Codebox
     gives it defines the constant), and the suite's real counts come back: 4 pass, 1 fails on the known bug."""
     require(WP_TESTS_LIB / "includes" / "bootstrap.php", PHPUNIT_POLYFILLS / "phpunitpolyfills-autoload.php")
     assert "POLYFILLS" not in (LEGACY / "tests" / "bootstrap.php").read_text()  # the shape under test
     plugin = tmp_path / "reading-time"
     shutil.copytree(LEGACY, plugin)
-    doc = _run_phpunit(tmp_path, Path(playground_session.home), plugin, "reading-time", "playground",
+    doc = _run_phpunit(tmp_path, codebox_home, plugin, "reading-time",
                        WP_TESTS_DIR=str(WP_TESTS_LIB), WP_TESTS_PHPUNIT_POLYFILLS_PATH=str(PHPUNIT_POLYFILLS))
     execution = _execution(doc)
     suite, stdout = execution["result"]["json"], execution["stdout"]
@@ -109,15 +113,16 @@ def _run_php(tmp_path: Path, home: Path, plugin: Path, code: str, name: str) -> 
         capture_output=True, text=True, timeout=600, env={**os.environ, "CODEBOX_HOME": str(home)}, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     bundle = Path(json.loads(proc.stdout)["artifacts"]["directory"])
+    assert recorded_backend(bundle) == "native"
     changed: list[dict[str, Any]] = json.loads((bundle / "files" / "changed-files.json").read_text())["files"]
     return changed
 
 
 @pytest.mark.timeout(600)  # two runs, each booting a sandbox
-def test_git_work_tree_run_reports_only_what_the_sandbox_changed(playground_session: Any, tmp_path: Path) -> None:
+def test_git_work_tree_run_reports_only_what_the_sandbox_changed(codebox_home: Path, tmp_path: Path) -> None:
     """Untracked files, ignored folders and uncommitted edits reach the sandbox, so they are part of the
     baseline: a run that only echoes reports no changes, a run that edits one file reports that file."""
-    home = Path(playground_session.home)
+    home = codebox_home
     plugin = _git_work_tree_plugin(tmp_path)
     assert _run_php(tmp_path, home, plugin, "echo 'hello';", "echo") == []
     edit = ("file_put_contents( WP_PLUGIN_DIR . '/tidy-titles/readme.txt', \"Tested up to: 6.5\\n\", FILE_APPEND );"
@@ -130,7 +135,7 @@ def test_git_work_tree_run_reports_only_what_the_sandbox_changed(playground_sess
 
 
 @pytest.mark.timeout(900)
-def test_phpunit_7_style_set_up_says_what_would_make_it_run(playground_session: Any, tmp_path: Path) -> None:
+def test_phpunit_7_style_set_up_says_what_would_make_it_run(codebox_home: Path, tmp_path: Path) -> None:
     """A suite written for PHPUnit 7 (``setUp()`` without ``: void``) cannot load under PHPUnit 9: no test
     runs, and the reason names the class, the method and the two ways to fix it."""
     require(WP_TESTS_LIB / "includes" / "bootstrap.php", PHPUNIT_POLYFILLS / "phpunitpolyfills-autoload.php")
@@ -140,7 +145,7 @@ def test_phpunit_7_style_set_up_says_what_would_make_it_run(playground_session: 
     test_file.write_text(test_file.read_text().replace(
         "class Test_Reading_Time extends WP_UnitTestCase {\n",
         "class Test_Reading_Time extends WP_UnitTestCase {\n\n\tfunction setUp() {\n\t\tparent::setUp();\n\t}\n"))
-    doc = _run_phpunit(tmp_path, Path(playground_session.home), plugin, "reading-time",
+    doc = _run_phpunit(tmp_path, codebox_home, plugin, "reading-time",
                        WP_TESTS_DIR=str(WP_TESTS_LIB), WP_TESTS_PHPUNIT_POLYFILLS_PATH=str(PHPUNIT_POLYFILLS))
     execution = _execution(doc)
     suite = execution["result"]["json"]
@@ -150,13 +155,13 @@ def test_phpunit_7_style_set_up_says_what_would_make_it_run(playground_session: 
     assert "no tests ran: " in execution["stdout"]
 
 
-def test_missing_polyfills_say_where_they_were_looked_for(playground_session: Any, tmp_path: Path) -> None:
+def test_missing_polyfills_say_where_they_were_looked_for(codebox_home: Path, tmp_path: Path) -> None:
     """The older scaffold with the test library but no polyfills anywhere: no suite is attempted, and the
     error names every place looked in and the option, variable and Composer package that would fix it."""
     require(WP_TESTS_LIB / "includes" / "bootstrap.php")
     plugin = tmp_path / "reading-time"
     shutil.copytree(LEGACY, plugin)
-    doc = _run_phpunit(tmp_path, Path(playground_session.home), plugin, "reading-time",
+    doc = _run_phpunit(tmp_path, codebox_home, plugin, "reading-time",
                        WP_TESTS_DIR=str(WP_TESTS_LIB))
     assert doc["_exit"] != 0
     text = json.dumps(doc)

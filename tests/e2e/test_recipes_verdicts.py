@@ -1,5 +1,7 @@
-"""Honest recipe verdicts end to end (#14): real Playground through the real `codebox recipe-run` CLI, the
-bundle read back by `codebox artifacts show` and by the Review screen (Pilot).
+"""Honest recipe verdicts end to end (#14): real sandboxes through the real `codebox recipe-run` CLI, the
+bundle read back by `codebox artifacts show` and by the Review screen (Pilot). The verdict is Codebox's reading of
+the steps' exit codes and the probes' JSON, the same on both backends, so both runs are native (real PHP in
+bubblewrap, docs/backends.md), and their bundles say so.
 
 - a passing non-advisory check and a failing advisory one: the run passes, the advisory failure is a
   warning carrying its message (CLI JSON and human output, `artifacts show`, the TUI);
@@ -20,8 +22,9 @@ from textual.widgets import Static, TabbedContent
 
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.review import ReviewScreen
+from tests.factories.suites import recorded_backend
 
-pytestmark = pytest.mark.playground
+pytestmark = pytest.mark.native
 
 ADVISORY_MESSAGE = "advisory: the cache is cold"
 
@@ -42,9 +45,10 @@ def _php(code: str, **extra: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def runs(playground_session: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Two real recipe runs: one with a failing advisory step (--json), one with a failing probe (human)."""
-    home = Path(playground_session.home)
+def runs(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Two real recipe runs on the native backend: one with a failing advisory step (--json), one with a failing
+    probe (human)."""
+    home = codebox_home
     root = tmp_path_factory.mktemp("verdicts")
     advisory = _recipe(root / "advisory.json", [
         _php("update_option('codebox_verdict', 'set'); echo 'ok';"),
@@ -55,8 +59,9 @@ def runs(playground_session: Any, tmp_path_factory: pytest.TempPathFactory) -> d
         {"name": "greeting", "step": _php("echo json_encode(['greeting' => get_option('codebox_greeting'), "
                                           "'extra' => 1]);"),
          "expectJson": {"greeting": "hello"}}])
-    first = _cli(home, "recipe-run", str(advisory), "--artifacts-dir", str(root / "a"), "--json", "-q")
-    second = _cli(home, "recipe-run", str(probe), "--artifacts-dir", str(root / "b"), "-q")
+    first = _cli(home, "recipe-run", str(advisory), "--backend", "native", "--artifacts-dir", str(root / "a"),
+                 "--json", "-q")
+    second = _cli(home, "recipe-run", str(probe), "--backend", "native", "--artifacts-dir", str(root / "b"), "-q")
     bundles = sorted(p.parent for p in (root / "b").rglob("manifest.json"))
     return {"home": home, "advisory": first, "probe": second, "probe_bundle": bundles[0] if bundles else None}
 
@@ -66,6 +71,7 @@ def test_failing_advisory_check_passes_with_a_warning(runs: dict[str, Any]) -> N
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["status"] == "passed" and doc["success"] is True and doc["failures"] == []
+    assert recorded_backend(Path(doc["bundleDir"])) == "native"
     assert [(p["name"], p["status"]) for p in doc["probes"]] == [("option-set", "passed")]
     assert len(doc["warnings"]) == 1
     warning = doc["warnings"][0]
@@ -91,6 +97,7 @@ def test_failing_probe_fails_the_run_naming_probe_expected_and_actual(runs: dict
             'got {"greeting": "bye", "extra": 1}') in out
     bundle = runs["probe_bundle"]
     assert bundle is not None and out[-1] == f"bundle: {bundle}"
+    assert recorded_backend(bundle) == "native"
 
     stored = json.loads((bundle / "files" / "probes.json").read_text())["probes"][0]
     assert stored["name"] == "greeting" and stored["status"] == "failed"

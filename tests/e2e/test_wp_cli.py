@@ -1,8 +1,9 @@
-"""WP-CLI where maintainers have it, end to end through the real CLI and real Playground, with WP-CLI's
-release phar from ``../shared/toolchains`` used the way a user's own is: named with ``--wp-cli-phar``, or
-found as ``wp`` on ``PATH`` (a link to the phar, as its install instructions make it). Finding the phar is the
-host's work and the same on both backends: the first command of each test runs on Playground (the phar inside
-PHP-wasm), the others on the native backend (the host's PHP in bubblewrap), the faster one."""
+"""WP-CLI where maintainers have it, end to end through the real CLI and a real sandbox, with WP-CLI's release
+phar from ``../shared/toolchains`` used the way a user's own is: named with ``--wp-cli-phar``, or found as ``wp``
+on ``PATH`` (a link to the phar, as its install instructions make it). Finding the phar is the host's work and
+the same on both backends, so every run here is native (the host's PHP in bubblewrap, several times cheaper than
+Playground, docs/backends.md) and checks that it ran there; the phar inside PHP-wasm is compared with native by
+tests/e2e/test_backend_parity.py."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from typing import Any
 import pytest
 
 from tests.factories.paths import REPO
+from tests.factories.suites import recorded_backend
 from tests.factories.toolchains import WP_CLI_PHAR, require
 
-pytestmark = pytest.mark.playground
+pytestmark = pytest.mark.native
 
 
 def _env(tmp_path: Path, *, path_dir: Path | None = None) -> dict[str, str]:
@@ -50,11 +52,12 @@ def _wp_on_path(tmp_path: Path) -> Path:
     return bin_dir
 
 
-@pytest.mark.timeout(900)  # three runs, each booting a sandbox (one Playground), on a shared CI machine
+@pytest.mark.timeout(900)  # three runs, each booting a sandbox, on a shared CI machine
 def test_real_wp_cli_phar_given_with_the_flag(tmp_path: Path) -> None:
     require(WP_CLI_PHAR)
     env = _env(tmp_path)
-    plugins = _wp_cli(tmp_path, "plugin list --format=json", "--wp-cli-phar", str(WP_CLI_PHAR), env=env)
+    plugins = _wp_cli(tmp_path, "plugin list --format=json", "--backend", "native", "--wp-cli-phar", str(WP_CLI_PHAR),
+                      env=env)
     assert plugins["_exit"] == 0, json.dumps(plugins)[-3000:]
     listed = json.loads(plugins["execution"]["stdout"])
     assert isinstance(listed, list) and all({"name", "status", "version"} <= set(p) for p in listed)
@@ -64,7 +67,7 @@ def test_real_wp_cli_phar_given_with_the_flag(tmp_path: Path) -> None:
                        str(WP_CLI_PHAR), env=env)
     assert blogname["_exit"] == 0, json.dumps(blogname)[-3000:]
     assert blogname["execution"]["stdout"].strip() == "My WordPress Website"
-    assert [d["runtime"]["backend"] for d in (plugins, home, blogname)] == ["wordpress-playground", "native", "native"]
+    assert [d["runtime"]["backend"] for d in (plugins, home, blogname)] == ["native", "native", "native"]
 
 
 @pytest.mark.timeout(600)  # a run and an exec, each booting a sandbox
@@ -73,13 +76,15 @@ def test_wp_on_path_is_used_like_a_maintainers_install(tmp_path: Path) -> None:
     env = _env(tmp_path, path_dir=_wp_on_path(tmp_path))
     home = _wp_cli(tmp_path, "option get home", "--backend", "native", env=env)
     assert home["_exit"] == 0 and home["execution"]["stdout"].strip().startswith("http"), json.dumps(home)[-3000:]
+    assert home["runtime"]["backend"] == "native"
     # the exec shell's `wp` finds it the same way
     proc = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "exec", "--artifacts", str(tmp_path / "exec"), "--json",
-         "--timeout", "5m", "wp plugin list --field=name"],  # WP-CLI in PHP-wasm on a busy machine: no 30 s race
+        [sys.executable, "-m", "codebox_tui", "exec", "--backend", "native", "--artifacts", str(tmp_path / "exec"),
+         "--json", "--timeout", "5m", "wp plugin list --field=name"],  # a busy machine: no 30 s race
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     doc = json.loads(proc.stdout)
     assert proc.returncode == 0 and doc["exitCode"] == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert [recorded_backend(m.parent) for m in (tmp_path / "exec").rglob("metadata.json")] == ["native"]
 
 
 def test_no_wp_cli_anywhere_says_how_to_get_one(tmp_path: Path) -> None:

@@ -1,13 +1,17 @@
-"""`codebox evaluate-patch` on a real `WP_UnitTestCase` suite, end to end through the real CLI: real
-Playground, the WordPress core PHPUnit library and the PHPUnit Polyfills from ``../shared/toolchains``
-(third-party, never copied into the repository), Debian's PHPUnit, the sandbox's SQLite test site.
+"""`codebox evaluate-patch` on a real `WP_UnitTestCase` suite, end to end through the real CLI: the WordPress
+core PHPUnit library and the PHPUnit Polyfills from ``../shared/toolchains`` (third-party, never copied into the
+repository), Debian's PHPUnit, the sandbox's SQLite test site.
 
 Verdicts never claim more than was checked: improvement / regression / neutral only when tests ran on
 both sides, ``untested`` and ``plugin-broken`` otherwise; only improvement and neutral exit 0.
 
-The fix and the fatal-on-load patch run on real Playground; the other verdicts are Codebox's reading of what the
-suite and the probes report, the same on both backends (tests/e2e/test_backend_parity.py compares them), so they
-run on the native backend (real PHP in bubblewrap, several times cheaper, docs/backends.md) to keep CI in budget."""
+The fix runs on real Playground: the one Playground evaluation of this suite (the test library mounted into
+PHP-wasm, its install in a separate PHP process, the front-end probe through the sidecar's preview). Everything
+else is Codebox's reading of what the suite and the probes report, the same on both backends
+(tests/e2e/test_backend_parity.py compares them), so it runs on the native backend (real PHP in bubblewrap,
+several times cheaper, docs/backends.md), and each native test checks that its bundle says ``native``: the
+fatal-on-load patch with the toolchain from the plugin's vendor/, the other verdicts, and ``wordpress.phpunit``'s
+own options and fresh test site."""
 
 from __future__ import annotations
 
@@ -23,9 +27,10 @@ from typing import Any
 import jsonschema
 import pytest
 
+from tests.factories.suites import assert_ran_on, native_run
 from tests.factories.toolchains import PHPUNIT_POLYFILLS, WP_TESTS_LIB
 
-pytestmark = pytest.mark.playground
+pytestmark = pytest.mark.native
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "wp-unittest-plugin"
@@ -55,11 +60,13 @@ def toolchains() -> tuple[Path, Path]:
 def _evaluate(tmp_path: Path, home: Path, plugin: Path, patch: Path, *extra: str, json_out: bool = True,
               backend: str = "native") -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in TOOLCHAIN_ENV}
-    return subprocess.run(
+    proc = subprocess.run(
         [sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", backend, "--plugin", str(plugin),
          "--patch", str(patch),
          "--artifacts-dir", str(tmp_path / "art"), *extra, *(["--json"] if json_out else [])],
         capture_output=True, text=True, timeout=1200, env={**env, "CODEBOX_HOME": str(home)}, cwd=tmp_path)
+    assert_ran_on(backend, proc.stdout, proc.stderr)  # a moved test cannot silently run on the other backend
+    return proc
 
 
 def _with_toolchain(lib: Path, polyfills: Path) -> list[str]:
@@ -85,6 +92,8 @@ def _doc(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     return doc
 
 
+@pytest.mark.playground
+@pytest.mark.timeout(900)  # two suites and a probe in PHP-wasm: over 300 s on a loaded 2-core machine
 def test_fix_patch_is_an_improvement_with_per_side_totals_and_messages(
         playground_session: Any, tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
     plugin = _copy(tmp_path)
@@ -138,14 +147,17 @@ def test_fix_patch_is_an_improvement_with_per_side_totals_and_messages(
 
 
 def test_breaking_patch_is_a_regression_counting_broken_and_still_failing(
-        playground_session: Any, tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
+        codebox_home: Path, tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
     plugin = _copy(tmp_path)
-    proc = _evaluate(tmp_path, Path(playground_session.home), plugin,
+    proc = _evaluate(tmp_path, codebox_home, plugin,
                      PATCHES / "word-stats-breaks-shortcode.patch", *_with_toolchain(*toolchains), json_out=False)
     assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
     out = proc.stdout
     assert "verdict: regression" in out
     assert "fixed 0, broken 1, still failing 1" in out
+    # the broken test is named as the regression; nothing claims a proof
+    assert f"  regression {SHORTCODE}: passed before the patch, fails after it" in out.splitlines()
+    assert "proved by" not in out
     assert "before 5/6 passed, 1 failed" in out and "after  4/6 passed, 2 failed" in out
     assert f"✘ {REPEATED}: Failed asserting that 3 is identical to 2." in out
     assert f"✘ {SHORTCODE}: Failed asserting that two strings are identical." in out
@@ -153,15 +165,14 @@ def test_breaking_patch_is_a_regression_counting_broken_and_still_failing(
 
 
 def test_wp_phpunit_from_vendor_and_a_patch_that_breaks_loading(
-        playground_session: Any, tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
+        codebox_home: Path, tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
     """The library and the polyfills come from the plugin's Composer vendor/ (as `composer install` leaves
     them; copied into this test's scratch plugin only); the patch makes the plugin fatal on load."""
     lib, polyfills = toolchains
     plugin = _copy(tmp_path)
     shutil.copytree(lib, plugin / "vendor" / "wp-phpunit" / "wp-phpunit")
     shutil.copytree(polyfills, plugin / "vendor" / "yoast" / "phpunit-polyfills")
-    proc = _evaluate(tmp_path, Path(playground_session.home), plugin, PATCHES / "word-stats-fatal.patch",
-                     backend="playground")
+    proc = _evaluate(tmp_path, codebox_home, plugin, PATCHES / "word-stats-fatal.patch")
     doc = _doc(proc)
     assert proc.returncode == 1 and doc["success"] is False
     tests = doc["tests"]
@@ -179,9 +190,9 @@ def test_wp_phpunit_from_vendor_and_a_patch_that_breaks_loading(
 
 
 def test_plugin_without_its_vendor_folder_is_plugin_broken(
-        playground_session: Any, tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
+        codebox_home: Path, tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
     plugin = _copy(tmp_path, vendor=False)
-    proc = _evaluate(tmp_path, Path(playground_session.home), plugin, PATCHES / "word-stats-fix.patch",
+    proc = _evaluate(tmp_path, codebox_home, plugin, PATCHES / "word-stats-fix.patch",
                      *_with_toolchain(*toolchains))
     doc = _doc(proc)
     assert proc.returncode == 1 and doc["success"] is False
@@ -190,7 +201,7 @@ def test_plugin_without_its_vendor_folder_is_plugin_broken(
     assert "vendor/autoload.php" in doc["tests"]["reason"]
 
 
-def test_activation_failure_is_plugin_broken(playground_session: Any, tmp_path: Path,
+def test_activation_failure_is_plugin_broken(codebox_home: Path, tmp_path: Path,
                                              toolchains: tuple[Path, Path]) -> None:
     plugin = tmp_path / "needs-setup"
     (plugin / "tests").mkdir(parents=True)
@@ -208,7 +219,7 @@ def test_activation_failure_is_plugin_broken(playground_session: Any, tmp_path: 
         "\t\t$this->assertSame( 42, needs_setup_answer() );\n\t}\n}\n")
     source = (plugin / "needs-setup.php").read_text()
     patch = _patch(tmp_path / "answer.patch", "needs-setup.php", source, source.replace("41", "42"))
-    proc = _evaluate(tmp_path, Path(playground_session.home), plugin, patch, *_with_toolchain(*toolchains))
+    proc = _evaluate(tmp_path, codebox_home, plugin, patch, *_with_toolchain(*toolchains))
     doc = _doc(proc)
     assert proc.returncode == 1 and doc["success"] is False
     tests = doc["tests"]
@@ -218,9 +229,9 @@ def test_activation_failure_is_plugin_broken(playground_session: Any, tmp_path: 
 
 
 def test_suite_whose_toolchain_is_missing_is_untested_and_says_where_it_looked(
-        playground_session: Any, tmp_path: Path) -> None:
+        codebox_home: Path, tmp_path: Path) -> None:
     plugin = _copy(tmp_path)
-    proc = _evaluate(tmp_path, Path(playground_session.home), plugin, PATCHES / "word-stats-fix.patch")
+    proc = _evaluate(tmp_path, codebox_home, plugin, PATCHES / "word-stats-fix.patch")
     doc = _doc(proc)
     assert proc.returncode == 1 and doc["success"] is False
     tests = doc["tests"]
@@ -230,21 +241,21 @@ def test_suite_whose_toolchain_is_missing_is_untested_and_says_where_it_looked(
         assert place in reason, reason
 
 
-def test_plugin_without_tests_is_untested(playground_session: Any, tmp_path: Path) -> None:
+def test_plugin_without_tests_is_untested(codebox_home: Path, tmp_path: Path) -> None:
     plugin = tmp_path / "no-tests"
     plugin.mkdir()
     (plugin / "no-tests.php").write_text("<?php\n/**\n * Plugin Name: No Tests\n */\n\n"
                                          "function no_tests_greeting() {\n\treturn 'Hi';\n}\n")
     source = (plugin / "no-tests.php").read_text()
     patch = _patch(tmp_path / "greeting.patch", "no-tests.php", source, source.replace("'Hi'", "'Hello'"))
-    proc = _evaluate(tmp_path, Path(playground_session.home), plugin, patch, json_out=False)
+    proc = _evaluate(tmp_path, codebox_home, plugin, patch, json_out=False)
     assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
     assert "verdict: untested (no-tests has no PHPUnit configuration" in proc.stdout
     assert "before no tests ran" in proc.stdout and "after  no tests ran" in proc.stdout
 
 
 def test_front_end_warning_from_the_plugin_fails_the_probe(
-        playground_session: Any, tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
+        codebox_home: Path, tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
     """The fix plus a PHP warning on every front-end request: the tests improve, but the probe finds the
     warning in the plugin's file, so the run is not a success (exit 1)."""
     plugin = _copy(tmp_path)
@@ -259,7 +270,7 @@ def test_front_end_warning_from_the_plugin_fails_the_probe(
     counter_patch = (PATCHES / "word-stats-fix.patch").read_text()
     patch = _patch(tmp_path / "warning.patch", "word-stats.php", (plugin / "word-stats.php").read_text(), warned)
     patch.write_text(counter_patch + patch.read_text())
-    proc = _evaluate(tmp_path, Path(playground_session.home), plugin, patch, *_with_toolchain(*toolchains))
+    proc = _evaluate(tmp_path, codebox_home, plugin, patch, *_with_toolchain(*toolchains))
     doc = _doc(proc)
     assert doc["tests"]["verdict"] == "improvement"
     front = doc["probe"]["frontEnd"]
@@ -270,7 +281,7 @@ def test_front_end_warning_from_the_plugin_fails_the_probe(
 
 
 def test_wordpress_phpunit_command_with_filter_test_file_and_bootstrap(
-        make_run_session: Any, tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
+        tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
     """`wordpress.phpunit` itself: --filter, a single test file and an explicit bootstrap reach PHPUnit.
     Every run starts on a fresh test site in its own database file: installed by the first run, put back
     as that install's copy for the next (what a suite left behind is gone), never in the site's database."""
@@ -278,38 +289,39 @@ def test_wordpress_phpunit_command_with_filter_test_file_and_bootstrap(
 
     lib, polyfills = toolchains
     plugin = _copy(tmp_path)
-    run = make_run_session(mounts=[f"{plugin}:/wordpress/wp-content/plugins/word-stats"],
-                           commands=["wordpress.run-php", "wordpress.phpunit"],
-                           extra_mounts=phpunit_tool_mounts(tmp_path / "bin", wp_tests_lib=lib,
-                                                            phpunit_polyfills=polyfills))
-    filtered = run.execute("wordpress.phpunit", ["plugin-slug=word-stats", "filter=test_rest_route"],
-                           timeout_s=600)
-    summary = filtered.result.json_
-    assert filtered.exitCode == 0, filtered.stdout[-2000:]
-    assert (summary["tests"], summary["passed"], summary["wordpress"]) == (2, 2, "tests-lib")
-    assert filtered.stdout.count("Installing...") == 1 and "Test site restored" not in filtered.stdout
-    # what a suite could leave behind (committed outside its transaction), planted in the test site's file
-    planted = run.execute("wordpress.run-php", ["code=" + LEFTOVER_PHP % "INSERT INTO wptests_options (option_name, "
-                                                "option_value, autoload) VALUES ('codebox_leftover', '1', 'yes')"])
-    assert planted.stdout.endswith("1"), planted.stdout
-    single = run.execute("wordpress.phpunit", ["plugin-slug=word-stats", "test-file=tests/test-word-stats.php",
-                                               "bootstrap=tests/bootstrap.php", "wordpress=tests-lib"],
-                         timeout_s=600)
-    assert single.exitCode == 1, single.stdout[-3000:]
-    assert single.result.json_["tests"] == 6 and single.result.json_["failed"] == 1, single.stdout[-3000:]
-    assert "Installing..." not in single.stdout and single.stdout.count("Test site restored") == 1
-    left = run.execute("wordpress.run-php", ["code=" + LEFTOVER_PHP % "SELECT COUNT(*) FROM wptests_options WHERE "
-                                             "option_name = 'codebox_leftover'"])
-    assert left.stdout.endswith("0"), left.stdout
-    site = run.execute("wordpress.run-php", ["code=global $wpdb; echo count($wpdb->get_col(\"SHOW TABLES LIKE "
-                                             "'wptests%'\")), ' ', $wpdb->get_var(\"SELECT COUNT(*) FROM "
-                                             "{$wpdb->options}\") > 0 ? 'site' : 'empty';"])
-    assert site.stdout.endswith("0 site"), site.stdout  # the site's own database never held the test site
-    assert [c["message"] for c in single.result.json_["cases"] if c["status"] == "failed"] == [
-        "Failed asserting that 3 is identical to 2."]
+    with native_run(tmp_path / "artifacts", mounts=[f"{plugin}:/wordpress/wp-content/plugins/word-stats"],
+                    commands=["wordpress.run-php", "wordpress.phpunit"],
+                    extra_mounts=phpunit_tool_mounts(tmp_path / "bin", wp_tests_lib=lib,
+                                                     phpunit_polyfills=polyfills)) as run:
+        filtered = run.execute("wordpress.phpunit", ["plugin-slug=word-stats", "filter=test_rest_route"],
+                               timeout_s=600)
+        summary = filtered.result.json_
+        assert filtered.exitCode == 0, filtered.stdout[-2000:]
+        assert (summary["tests"], summary["passed"], summary["wordpress"]) == (2, 2, "tests-lib")
+        assert filtered.stdout.count("Installing...") == 1 and "Test site restored" not in filtered.stdout
+        # what a suite could leave behind (committed outside its transaction), planted in the test site's file
+        planted = run.execute("wordpress.run-php", ["code=" + LEFTOVER_PHP % "INSERT INTO wptests_options (option_name, "
+                                                    "option_value, autoload) VALUES ('codebox_leftover', '1', 'yes')"])
+        assert planted.stdout.endswith("1"), planted.stdout
+        single = run.execute("wordpress.phpunit", ["plugin-slug=word-stats", "test-file=tests/test-word-stats.php",
+                                                   "bootstrap=tests/bootstrap.php", "wordpress=tests-lib"],
+                             timeout_s=600)
+        assert single.exitCode == 1, single.stdout[-3000:]
+        assert single.result.json_["tests"] == 6 and single.result.json_["failed"] == 1, single.stdout[-3000:]
+        assert "Installing..." not in single.stdout and single.stdout.count("Test site restored") == 1
+        left = run.execute("wordpress.run-php", ["code=" + LEFTOVER_PHP % "SELECT COUNT(*) FROM wptests_options WHERE "
+                                                 "option_name = 'codebox_leftover'"])
+        assert left.stdout.endswith("0"), left.stdout
+        site = run.execute("wordpress.run-php", ["code=global $wpdb; echo count($wpdb->get_col(\"SHOW TABLES LIKE "
+                                                 "'wptests%'\")), ' ', $wpdb->get_var(\"SELECT COUNT(*) FROM "
+                                                 "{$wpdb->options}\") > 0 ? 'site' : 'empty';"])
+        assert site.stdout.endswith("0 site"), site.stdout  # the site's own database never held the test site
+        assert [c["message"] for c in single.result.json_["cases"] if c["status"] == "failed"] == [
+            "Failed asserting that 3 is identical to 2."]
+        assert run.runtime_info().backend == "native"
 
 
-def test_patch_changing_nothing_tested_is_neutral(playground_session: Any, tmp_path: Path,
+def test_patch_changing_nothing_tested_is_neutral(codebox_home: Path, tmp_path: Path,
                                                   toolchains: tuple[Path, Path]) -> None:
     """Tests ran on both sides and nothing changed: neutral, exit 0. The patch adds a file in a new folder,
     which reaches the sandbox and the bundle's patch."""
@@ -317,7 +329,7 @@ def test_patch_changing_nothing_tested_is_neutral(playground_session: Any, tmp_p
     patch = _patch(tmp_path / "readme.patch", "docs/notes/README.md", "", "# Word Stats\n\nNotes.\n")
     text = patch.read_text().replace("--- a/docs/notes/README.md", "--- /dev/null", 1)
     patch.write_text("diff --git a/docs/notes/README.md b/docs/notes/README.md\nnew file mode 100644\n" + text)
-    proc = _evaluate(tmp_path, Path(playground_session.home), plugin, patch, *_with_toolchain(*toolchains))
+    proc = _evaluate(tmp_path, codebox_home, plugin, patch, *_with_toolchain(*toolchains))
     doc = _doc(proc)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert doc["success"] is True and doc["tests"]["verdict"] == "neutral"
