@@ -273,10 +273,16 @@ def check_restore_versions(snapshot: Any, wordpress_version: str, php: str) -> N
     """Refuse, before anything boots, a snapshot taken on another WordPress build or PHP version (restoring it
     would corrupt the site); ``restore_snapshot`` checks the booted sandbox again (docs/episodes.md)."""
     have = snapshot.compatibility
+    # PHP by its series: a native sandbox records the host's full version (8.2.36), a run names a series (8.2)
     for what, flag, theirs, ours in (("WordPress", "--wp", have.wordpressVersion, wordpress_version),
-                                     ("PHP", "--php", have.phpVersion, php)):
+                                     ("PHP", "--php", _php_series(have.phpVersion), _php_series(php))):
         if theirs != ours:
             raise BadInputError(
                 f"snapshot {snapshot.id} was taken on {what} {theirs}, this run asks for {what} {ours}; run it "
                 f"with {flag} {theirs}", code="snapshot-incompatible",
                 field=f"compatibility.{'wordpressVersion' if what == 'WordPress' else 'phpVersion'}")
+
+
+def _php_series(version: str) -> str:
+    """``8.2`` of ``8.2.36`` (a series stays as it is)."""
+    return ".".join(version.split(".")[:2])
