@@ -1,7 +1,9 @@
-"""`codebox agent-task` through real Playground (docs/agent-tasks.md): the example agent completes a task,
-a no-op, failing agents (non-zero exit, crash, timeout), a denied tool, host tool input and output schema
-violations, a PHP agent inside the sandbox, and a secret that never appears in any output. Every task boots
-its own sandbox (one task, one sandbox: the contract), on the session's warm Playground."""
+"""`codebox agent-task` end to end (docs/agent-tasks.md): the example agent completes a task, a no-op, failing
+agents (non-zero exit, crash, timeout), a denied tool, host tool input and output schema violations, a PHP agent
+inside the sandbox, and a secret that never appears in any output. Every task boots its own sandbox (one task,
+one sandbox: the contract) on the native backend (real PHP in real bubblewrap, docs/backends.md): what is tested
+is the agent protocol, the workspace tools, the outcome and the bundle, which are the same on both backends; each
+test checks the backend its bundle records. The PHP agent runs on Playground (it does not run natively yet)."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from codebox_tui.contracts.schemas import generate_json_schema
 from store.db import Store
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 
-pytestmark = pytest.mark.playground
+pytestmark = pytest.mark.native
 
 EXAMPLE_AGENT = REPO / "examples" / "agents" / "example_agent.py"
 TARGET = "/workspace/simple-plugin"
@@ -59,10 +61,17 @@ def _agent_script(tmp_path: Path, body: str) -> list[str]:
 
 
 def _request(tmp_path: Path, agent: list[str] | AgentSpec, goal: str = "replace \"Hello\" with \"Howdy\"",
-             **fields: Any) -> AgentTaskRequest:
+             backend: str = "native", **fields: Any) -> AgentTaskRequest:
     spec = agent if isinstance(agent, AgentSpec) else AgentSpec(kind="command", argv=agent)
     return AgentTaskRequest(task=TaskInput(goal=goal), workspaces=[{"source": _plugin(tmp_path), "target": TARGET}],
-                            agent=spec, artifacts_root=tmp_path / "artifacts", **fields)
+                            agent=spec, artifacts_root=tmp_path / "artifacts", backend=backend, **fields)
+
+
+def _ran_natively(bundle: Path | None) -> Path:
+    """The bundle, after checking it records the native backend (so a test cannot silently run on the other)."""
+    assert bundle is not None
+    assert json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"] == "native"
+    return bundle
 
 
 def _doc(bundle: Path, name: str) -> Any:
@@ -85,14 +94,14 @@ def _check_documents(bundle: Path) -> None:
 
 
 def test_the_example_agent_completes_a_task_with_an_actionable_reviewable_bundle(
-        playground_session: Any, tmp_path: Path) -> None:
+        tmp_path: Path) -> None:
     request = _request(tmp_path, [sys.executable, str(EXAMPLE_AGENT)], sandbox_session_id="caller-session-7",
                        session_id="conv-1", orchestrator=Orchestrator(type="test-plane", id="orch-1", job_id="job-9"))
     outcome = run_agent_task(request)
 
     assert outcome.exit_code == 0, outcome.to_json()
-    bundle = outcome.bundle_dir
-    assert bundle is not None and verify_bundle(bundle).valid
+    bundle = _ran_natively(outcome.bundle_dir)
+    assert verify_bundle(bundle).valid
     _check_documents(bundle)
     completion = _doc(bundle, "files/completion-outcome.json")
     assert (completion["status"], completion["confidence"], completion["nextAction"]) == ("succeeded", "high",
@@ -130,7 +139,7 @@ def test_the_example_agent_completes_a_task_with_an_actionable_reviewable_bundle
 
 
 def test_a_task_with_nothing_to_change_is_an_explicit_non_actionable_no_op(
-        playground_session: Any, tmp_path: Path) -> None:
+        tmp_path: Path) -> None:
     outcome = run_agent_task(_request(tmp_path, [sys.executable, str(EXAMPLE_AGENT)],
                                       goal="replace \"no-such-text-anywhere\" with \"x\""))
 
@@ -140,7 +149,7 @@ def test_a_task_with_nothing_to_change_is_an_explicit_non_actionable_no_op(
     assert (result.actionable, result.noOpReason, result.changedFiles.count, result.patch.bytes) == (
         False, "no_file_changes", 0, 0)
     assert (completion.status, completion.nextAction, completion.confidence) == ("partial", "review", "medium")
-    assert outcome.bundle_dir is not None and verify_bundle(outcome.bundle_dir).valid
+    assert verify_bundle(_ran_natively(outcome.bundle_dir)).valid
 
 
 @pytest.mark.parametrize(("body", "timeout_s", "expected"), [
@@ -148,7 +157,7 @@ def test_a_task_with_nothing_to_change_is_an_explicit_non_actionable_no_op(
     ("import signal; os.kill(os.getpid(), signal.SIGSEGV)\n", 60, "killed by signal 11"),
     ("import time; time.sleep(600)\n", 2, "did not finish within 2 s"),
 ], ids=["non-zero", "crash", "timeout"])
-def test_a_failing_agent_gets_an_honest_failed_outcome(playground_session: Any, tmp_path: Path, body: str,
+def test_a_failing_agent_gets_an_honest_failed_outcome(tmp_path: Path, body: str,
                                                         timeout_s: float, expected: str) -> None:
     outcome = run_agent_task(_request(tmp_path, _agent_script(tmp_path, body), timeout_s=timeout_s))
 
@@ -158,13 +167,13 @@ def test_a_failing_agent_gets_an_honest_failed_outcome(playground_session: Any, 
     assert result.status == "failed" and result.noOpReason == "execution_failed" and not result.actionable
     assert expected in result.failures[0].message
     assert (completion.status, completion.nextAction, completion.confidence) == ("failed", "retry", "low")
-    assert outcome.bundle_dir is not None and verify_bundle(outcome.bundle_dir).valid
+    assert verify_bundle(_ran_natively(outcome.bundle_dir)).valid
     if "non-zero" in expected or "exited" in expected:
         assert "giving up" in _doc(outcome.bundle_dir, "files/transcript.json")["executions"][0]["stderr"]
 
 
 def test_denied_tools_and_schema_violations_are_structured_errors_in_the_transcript(
-        playground_session: Any, tmp_path: Path) -> None:
+        tmp_path: Path) -> None:
     registry = default_registry()
     registry.register(HostTool("host.bad-echo", "Returns output that breaks its own schema.",
                                {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
@@ -186,8 +195,7 @@ def test_denied_tools_and_schema_violations_are_structured_errors_in_the_transcr
     expected = ["host-tool-denied", "host-tool-unknown", "host-tool-invalid-input", "host-tool-invalid-output",
                 "host-tool-invalid-input", "ok"]
     assert outcome.agent_result.agentSummary == ",".join(expected)
-    bundle = outcome.bundle_dir
-    assert bundle is not None
+    bundle = _ran_natively(outcome.bundle_dir)
     calls = _doc(bundle, "files/transcript.json")["toolCalls"]
     assert [c["error"]["code"] if c["status"] == "error" else "ok" for c in calls] == expected
     assert "Tool is not allowed by runtime policy: workspace.write" in calls[0]["error"]["message"]
@@ -205,7 +213,10 @@ def test_denied_tools_and_schema_violations_are_structured_errors_in_the_transcr
                                                                           "artifacts.apply"}
 
 
+@pytest.mark.playground
 def test_a_php_agent_runs_inside_the_sandbox(playground_session: Any, tmp_path: Path) -> None:
+    """On Playground: a PHP agent does not run natively yet (its task file goes to ``/codebox-agent``, outside
+    the native sandbox's ``open_basedir``)."""
     script = tmp_path / "agent.php"
     script.write_text("""<?php
 $task = json_decode(file_get_contents('/codebox-agent/task.json'), true);
@@ -213,15 +224,17 @@ $file = '/workspace/simple-plugin/simple-plugin.php';
 file_put_contents($file, str_replace('Hello', 'Bonjour', file_get_contents($file)));
 echo json_encode(['type' => 'final', 'status' => 'completed', 'summary' => 'did: ' . $task['task']['goal']]), "\\n";
 """)
-    outcome = run_agent_task(_request(tmp_path, AgentSpec(kind="php", php_file=script), goal="say bonjour"))
+    outcome = run_agent_task(_request(tmp_path, AgentSpec(kind="php", php_file=script), goal="say bonjour",
+                                      backend="playground"))
 
     assert outcome.exit_code == 0, outcome.to_json()
     assert outcome.agent_result is not None and outcome.agent_result.actionable
     assert outcome.agent_result.agentSummary == "did: say bonjour"
     assert outcome.bundle_dir is not None and "Bonjour, %s!" in (outcome.bundle_dir / "files/patch.diff").read_text()
+    assert _doc(outcome.bundle_dir, "metadata.json")["runtime"]["backend"] == "wordpress-playground"
 
 
-def test_a_secret_never_appears_in_any_output(playground_session: Any, codebox_home: Path, tmp_path: Path) -> None:
+def test_a_secret_never_appears_in_any_output(codebox_home: Path, tmp_path: Path) -> None:
     secret = "s3cr3t-agent-value-9d2f71"
     plugin = _plugin(tmp_path)
     (plugin / "config.txt").write_text(f"api_key={secret}\n")  # the user's own file holds the key
@@ -239,7 +252,7 @@ def test_a_secret_never_appears_in_any_output(playground_session: Any, codebox_h
     env = {**os.environ, "CODEBOX_AGENT_TEST_SECRET": secret}
     proc = subprocess.run(
         [sys.executable, "-m", "codebox_tui", "agent-task", "--task", str(task), "--workspace", f"{plugin}:{TARGET}",
-         "--agent", " ".join(agent), "--artifacts", str(tmp_path / "artifacts"), "--json",
+         "--agent", " ".join(agent), "--backend", "native", "--artifacts", str(tmp_path / "artifacts"), "--json",
          "--sandbox-session-id", "secret-test", "--policy",
          json.dumps({"commands": ["wordpress.run-php", "workspace.read", "workspace.grep", "workspace.write"],
                      "secrets": ["CODEBOX_AGENT_TEST_SECRET"]}),
@@ -249,7 +262,7 @@ def test_a_secret_never_appears_in_any_output(playground_session: Any, codebox_h
     assert proc.returncode == 0, proc.stderr + proc.stdout
     doc = json.loads(proc.stdout)
     assert doc["agent_result"]["agentSummary"].startswith("clean ")  # the agent never received the secret
-    bundle = Path(doc["artifacts"]["directory"])
+    bundle = _ran_natively(Path(doc["artifacts"]["directory"]))
     assert doc["agent_result"]["actionable"] is True  # it wrote echo.txt (with the redacted text it was given)
     assert secret not in proc.stdout and secret not in proc.stderr
     offenders = [str(p.relative_to(bundle)) for p in bundle.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
@@ -288,8 +301,7 @@ def test_json_item_paths_are_relative_to_the_batch_folder(tmp_path: Path) -> Non
     assert request.artifacts_root == batch / "out"
 
 
-def test_a_cancelled_task_stops_the_agent_and_still_leaves_its_evidence(playground_session: Any,
-                                                                       tmp_path: Path) -> None:
+def test_a_cancelled_task_stops_the_agent_and_still_leaves_its_evidence(tmp_path: Path) -> None:
     from codebox_tui.lifecycle import RunControl
 
     control = RunControl()
@@ -307,6 +319,6 @@ def test_a_cancelled_task_stops_the_agent_and_still_leaves_its_evidence(playgrou
     assert outcome.exit_code == 130 and outcome.status == "cancelled"
     assert outcome.agent_result is not None and outcome.agent_result.status == "failed"
     assert "cancelled" in outcome.agent_result.failures[0].message
-    assert outcome.bundle_dir is not None and verify_bundle(outcome.bundle_dir).valid
+    assert verify_bundle(_ran_natively(outcome.bundle_dir)).valid
     assert _doc(outcome.bundle_dir, "files/sandbox-session.json")["status"] == "cancelled"
     assert [c["tool"] for c in _doc(outcome.bundle_dir, "files/transcript.json")["toolCalls"]] == ["test.cancel"]

@@ -1,8 +1,8 @@
 """`codebox batch` end to end: a real local Ray instance with 2 workers, real sandboxes, real PHPUnit, real
 Chromium, real bundles shipped back, verified and recorded in a real store — and a Ray worker killed for real in
-the middle of an item (docs/scale-out.md). The evaluate-patch items run on the native backend (real PHP in
-bubblewrap, the faster one: what is tested is Ray, the store and the shipped bundles); the agent fan-out runs on
-Playground."""
+the middle of an item (docs/scale-out.md). Every item runs on the native backend (real PHP in real bubblewrap,
+docs/backends.md), the evaluate-patch items and the agent fan-out's candidates alike: what is tested is Ray, the
+store and the shipped bundles, the same on both backends; each bundle checks the backend it records."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from store.batches import batch_items, get_batch
 from store.db import Store
 from store.inbox import batch_groups, inbox_rows
 
-pytestmark = [pytest.mark.playground, pytest.mark.chromium]
+pytestmark = [pytest.mark.native, pytest.mark.chromium]
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "examples" / "plugins-for-recipes" / "buggy-counter"
@@ -47,7 +47,7 @@ def _worker_command(pid: int) -> str:
 
 
 @pytest.mark.timeout(1800)  # 2 sandboxes on 2 workers, one item twice, on a shared CI machine
-def test_two_patches_on_two_workers_one_worker_killed_mid_item(local_ray: str, playground_session: Any,
+def test_two_patches_on_two_workers_one_worker_killed_mid_item(local_ray: str,
                                                                tmp_path: Path) -> None:
     lines = [{"kind": "evaluate-patch", "id": name, "plugin": str(PLUGIN), "patch": str(PATCH),
               "sandbox_session_id": f"session-{name}", "backend": "native"} for name in ("a", "c")]
@@ -126,7 +126,7 @@ def _items(tmp_path: Path, *names: str) -> list[Any]:
     return parse_batch_file(batch_file)
 
 
-def test_an_item_over_its_timeout_is_stopped_and_not_retried(local_ray: str, playground_session: Any,
+def test_an_item_over_its_timeout_is_stopped_and_not_retried(local_ray: str,
                                                              tmp_path: Path) -> None:
     # a whole evaluation (boot, two PHPUnit runs, Chromium) takes far longer than 2 s from its start
     outcome = run_batch(_items(tmp_path, "slow"), timeout_s=2.0, retries=2, artifacts_root=tmp_path / "artifacts")
@@ -140,7 +140,7 @@ def test_an_item_over_its_timeout_is_stopped_and_not_retried(local_ray: str, pla
         assert [(i.state, i.attempts) for i in batch_items(store, outcome.batch_id)] == [("timed-out", 1)]
 
 
-def test_cancelling_a_batch_stops_the_running_item_and_the_queued_ones(local_ray: str, playground_session: Any,
+def test_cancelling_a_batch_stops_the_running_item_and_the_queued_ones(local_ray: str,
                                                                       tmp_path: Path) -> None:
     from codebox_tui.lifecycle import RunControl
 
@@ -177,7 +177,7 @@ def test_a_malformed_batch_file_is_refused_before_anything_runs(tmp_path: Path) 
 
 
 @pytest.mark.timeout(1200)
-def test_an_agent_fan_out_of_four_lands_in_the_store_and_compares_in_the_tui(local_ray: str, playground_session: Any,
+def test_an_agent_fan_out_of_four_lands_in_the_store_and_compares_in_the_tui(local_ray: str,
                                                                              tmp_path: Path) -> None:
     """``codebox agent-task --fan-out 4`` as its CLI runs it: the example agent on four candidates, 2 at a time on
     the module's Ray instance; every bundle verified and recorded as one fan-out; Home compares two of them."""
@@ -200,7 +200,7 @@ def test_an_agent_fan_out_of_four_lands_in_the_store_and_compares_in_the_tui(loc
         task=TaskInput(goal='replace "Hello" with "Howdy"'),
         workspaces=[{"source": workspace, "target": "/workspace/simple-plugin"}],
         agent=AgentSpec(kind="command", argv=[sys.executable, str(ROOT / "examples" / "agents" / "example_agent.py")]),
-        sandbox_session_id="fan-out-session", artifacts_root=tmp_path / "artifacts")
+        sandbox_session_id="fan-out-session", artifacts_root=tmp_path / "artifacts", backend="native")
     outcome = run_batch(agent_fan_out(request, 4), kind="fan-out", artifacts_root=tmp_path / "artifacts",
                         source=request.task.goal)
 
@@ -210,6 +210,7 @@ def test_an_agent_fan_out_of_four_lands_in_the_store_and_compares_in_the_tui(loc
     for state in outcome.items:
         bundle = Path(state.bundle_dir or "")
         assert bundle.parent == (tmp_path / "artifacts").resolve() and verify_bundle(bundle).valid
+        assert json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"] == "native"
         completion = json.loads((bundle / "files" / "completion-outcome.json").read_text())
         assert (completion["status"], completion["nextAction"]) == ("succeeded", "promote")
         assert "Howdy, %s!" in (bundle / "files" / "patch.diff").read_text()

@@ -1,8 +1,10 @@
-"""Runtime episodes through a real Playground (docs/episodes.md): an episode of several steps with observations
-and a snapshot, verified by the bundle verifier; a trace edited after the fact fails verification; a snapshot
-restored into a new sandbox gives an identical site; an incompatible snapshot is refused before anything boots.
-An observation as a command step and the step-by-step printing run on the native backend (real PHP in
-bubblewrap), the faster one: they are the host's reading of the run."""
+"""Runtime episodes end to end (docs/episodes.md): an episode of several steps with observations (a page
+request and a Chromium screenshot among them) and a snapshot, verified by the bundle verifier; a trace edited
+after the fact fails verification; a snapshot restored into a new sandbox gives an identical site; an
+incompatible snapshot is refused before anything boots; files written outside the declared mounts are flagged;
+an observation as a command step; the CLI's episode runs. Every sandbox is a native one (real PHP in real
+bubblewrap, docs/backends.md): episodes, snapshots and their bundles are the host's work, the same on both
+backends, and each test checks the backend its bundle records."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from codebox_tui.lifecycle import RunRequest
 from codebox_tui.lifecycle.episode import Episode, load_snapshot_document
 from codebox_tui.runtime import site_state
 
-pytestmark = pytest.mark.playground
+pytestmark = pytest.mark.native
 
 REPO = Path(__file__).resolve().parents[2]
 COMMANDS = ["wordpress.run-php", "wordpress.browser-probe"]
@@ -47,7 +49,13 @@ class EpisodeRun:
 
 
 def _request(tmp: Path, **fields: Any) -> RunRequest:
-    return RunRequest(policy=RuntimePolicy(commands=COMMANDS), artifacts_root=tmp, tool_commands=[], **fields)
+    return RunRequest(policy=RuntimePolicy(commands=COMMANDS), artifacts_root=tmp, tool_commands=[], backend="native",
+                      **fields)
+
+
+def _backend(bundle: Path) -> str:
+    """The backend the bundle's run booted (``native`` or ``wordpress-playground``)."""
+    return str(json.loads((bundle / layout.METADATA).read_text(encoding="utf-8"))["runtime"]["backend"])
 
 
 def _export(session: Any) -> dict[str, Any]:
@@ -61,7 +69,7 @@ def _export(session: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def episode_run(playground_session: Any, tmp_path_factory: pytest.TempPathFactory) -> EpisodeRun:
+def episode_run(tmp_path_factory: pytest.TempPathFactory) -> EpisodeRun:
     tmp = tmp_path_factory.mktemp("episode")
     with Episode(_request(tmp)) as episode:
         reset = episode.reset()
@@ -97,7 +105,7 @@ def episode_run(playground_session: Any, tmp_path_factory: pytest.TempPathFactor
         assert after.execution["stdout"] == "Episode site"
     assert episode.outcome is not None and episode.outcome.status == "completed", episode.outcome.failure_text()
     bundle = episode.outcome.bundle_dir
-    assert bundle is not None
+    assert bundle is not None and _backend(bundle) == "native"
     return EpisodeRun(bundle=bundle, snapshot_path=bundle / layout.runtime_snapshot_path(saved.id), export=export,
                       hashes=snapshot.hashes.model_dump(), outcome=episode.outcome)
 
@@ -205,6 +213,7 @@ def test_a_snapshot_restored_into_a_new_sandbox_gives_the_same_site(episode_run:
     assert episode.outcome is not None and episode.outcome.status == "completed"
     assert episode.outcome.timings.get("restoreSeconds", 0) > 0
     assert verify_bundle(episode.outcome.bundle_dir).valid  # type: ignore[arg-type]
+    assert _backend(episode.outcome.bundle_dir) == "native"  # type: ignore[arg-type]
 
 
 def _codebox(*args: str) -> subprocess.CompletedProcess[str]:
@@ -213,8 +222,9 @@ def _codebox(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_run_restore_refuses_another_php_version_before_booting(episode_run: EpisodeRun, tmp_path: Path) -> None:
-    php = _load(episode_run.bundle, episode_run.snapshot_path.relative_to(episode_run.bundle).as_posix())[
+    taken_on = _load(episode_run.bundle, episode_run.snapshot_path.relative_to(episode_run.bundle).as_posix())[
         "compatibility"]["phpVersion"]
+    php = ".".join(taken_on.split(".")[:2])  # the series: a native snapshot records the host's full version
     other = "8.2" if php != "8.2" else "8.3"
     done = _codebox("run", "--restore", str(episode_run.snapshot_path), "--php", other, "--artifacts",
                     str(tmp_path), "-c", "wordpress.run-php", "-a", "code=echo 1;", "--json")
@@ -226,15 +236,16 @@ def test_run_restore_refuses_another_php_version_before_booting(episode_run: Epi
 
 
 def test_run_restore_through_the_cli(episode_run: EpisodeRun, tmp_path: Path) -> None:
-    done = _codebox("run", "--restore", str(episode_run.snapshot_path), "--artifacts", str(tmp_path),
-                    "-c", "wordpress.run-php", "-a", "code=echo get_option('blogname');", "--json")
+    done = _codebox("run", "--backend", "native", "--restore", str(episode_run.snapshot_path), "--artifacts",
+                    str(tmp_path), "-c", "wordpress.run-php", "-a", "code=echo get_option('blogname');", "--json")
     assert done.returncode == 0, done.stderr
     output = json.loads(done.stdout)
+    assert _backend(Path(output["artifacts"]["directory"])) == "native"
     assert output["execution"]["stdout"] == "Episode site"
     assert output["timings"]["restoreSeconds"] > 0
 
 
-def test_files_written_outside_the_declared_mounts_are_flagged(playground_session: Any, tmp_path: Path) -> None:
+def test_files_written_outside_the_declared_mounts_are_flagged(tmp_path: Path) -> None:
     from codebox_tui.lifecycle import CommandStep, RunService, mounts_from_text
 
     plugin = tmp_path / "mine"
@@ -245,11 +256,12 @@ def test_files_written_outside_the_declared_mounts_are_flagged(playground_sessio
             "wp_mkdir_p(WP_CONTENT_DIR . '/uploads/2026'); file_put_contents(WP_CONTENT_DIR . '/uploads/2026/a.txt', 'a');")
     request = RunRequest(mounts=mounts_from_text([f"{plugin}:/wordpress/wp-content/plugins/mine"]),
                          commands=[CommandStep("wordpress.run-php", [code])],
-                         policy=RuntimePolicy(commands=["wordpress.run-php"]), artifacts_root=tmp_path / "out")
+                         policy=RuntimePolicy(commands=["wordpress.run-php"]), artifacts_root=tmp_path / "out",
+                         backend="native")
     outcome = RunService().run(request)
     assert outcome.status == "completed", outcome.failure_text()
     bundle = outcome.bundle_dir
-    assert bundle is not None
+    assert bundle is not None and _backend(bundle) == "native"
     diff = _load(bundle, layout.SITE_STATE_DIFF)
     assert diff["filesOutsideMounts"] == [
         {"path": "/wordpress/wp-content/mu-plugins/planted.php", "status": "added", "type": "file", "bytes": 16},
@@ -261,7 +273,7 @@ def test_files_written_outside_the_declared_mounts_are_flagged(playground_sessio
     assert changed == ["mine.php"]  # the mount's own change is in the patch, not in the flag
 
 
-def test_an_observation_as_a_command_step(playground_session: Any, tmp_path: Path) -> None:
+def test_an_observation_as_a_command_step(tmp_path: Path) -> None:
     """``wp-codebox.observe`` gives recipes and `codebox run` the episode observations as steps."""
     from codebox_tui.contracts.episode import EpisodeObservation
 
@@ -282,12 +294,12 @@ def test_an_observation_as_a_command_step(playground_session: Any, tmp_path: Pat
     assert section is not None and section.endswith("-wordpress-state-options.json")
     assert "blogname" in json.dumps(_load(bundle, section))
     assert verify_bundle(bundle).valid
-    assert _load(bundle, "metadata.json")["runtime"]["backend"] == "native"
+    assert _backend(bundle) == "native"
 
 
-def test_episode_run_cli_runs_the_example_plan(playground_session: Any, tmp_path: Path) -> None:
-    done = _codebox("episode", "run", str(REPO / "examples" / "episode" / "plan.json"), "--artifacts",
-                    str(tmp_path), "--json")
+def test_episode_run_cli_runs_the_example_plan(tmp_path: Path) -> None:
+    done = _codebox("episode", "run", str(REPO / "examples" / "episode" / "plan.json"), "--backend", "native",
+                    "--artifacts", str(tmp_path), "--json")
     assert done.returncode == 0, done.stderr
     output = json.loads(done.stdout)
     assert output["schema"] == "codebox/episode-result/v1" and output["status"] == "completed"
@@ -295,6 +307,7 @@ def test_episode_run_cli_runs_the_example_plan(playground_session: Any, tmp_path
         (0, 0, "wordpress-state"), (1, 0, "command-result"), (2, 0, "http-response")]
     assert len(output["snapshots"]) == 1
     bundle = Path(output["artifacts"]["directory"])
+    assert _backend(bundle) == "native"
     trace = _load(bundle, layout.EPISODE_TRACE)
     # the plan restored the snapshot taken before the demo plugin was activated
     assert trace["steps"][2]["execution"]["stdout"] == "[]"
@@ -303,7 +316,7 @@ def test_episode_run_cli_runs_the_example_plan(playground_session: Any, tmp_path
     assert "episode: snapshot named" in done.stderr  # the progress lines name each item as it happens
 
 
-def test_episode_run_prints_each_step_counted_from_one_with_its_output(playground_session: Any, tmp_path: Path) -> None:
+def test_episode_run_prints_each_step_counted_from_one_with_its_output(tmp_path: Path) -> None:
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"schema": "codebox/episode-plan/v1", "items": [
         {"action": {"command": "wordpress.run-php", "args": ["code=echo \"first line\\nsecond line\\n\";"]}}]}))

@@ -1,6 +1,9 @@
 """``codebox mcp`` end to end: the MCP SDK's own client spawns ``python -m codebox_tui mcp`` over stdio and
-calls every tool — a real Playground run, artifacts show/verify on the bundle it made, a decision and an
-apply-back onto a folder, the inbox, and bad input (docs/mcp.md)."""
+calls every tool — a real run, artifacts show/verify on the bundle it made, a decision and an apply-back onto a
+folder, the inbox, a cancelled run, an agent task, and bad input (docs/mcp.md). The servers that boot run with
+``CODEBOX_BACKEND=native`` (real PHP in real bubblewrap, docs/backends.md): what is tested is the MCP server,
+whose runs are the same on both backends; each run checks the backend it records. Bad input is refused before
+anything boots, on the default backend."""
 
 from __future__ import annotations
 
@@ -18,11 +21,16 @@ from mcp import ClientSession
 from mcp.types import CallToolResult
 
 from codebox_tui.errors import BadInputError
+from codebox_tui.runtime.native_site import host_php
 from store.db import Store
 from tests.factories.mcp import error_text, structured, with_client
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 
-pytestmark = [pytest.mark.playground]
+pytestmark = [pytest.mark.native]
+
+NATIVE = {"CODEBOX_BACKEND": "native"}  # the server's runs boot native sandboxes
+# the `run` tool's PHP defaults to Playground's 8.3 whatever the backend (docs/backends.md, "Not wired yet")
+HOST_PHP = host_php().series
 
 PLUGIN_TARGET = "/wordpress/wp-content/plugins/simple-plugin"
 WRITE_CODE = (
@@ -48,33 +56,97 @@ class Ran:
     tools: dict[str, Any]
     result: dict[str, Any]
     progress: list[tuple[float, float | None, str | None]]
+    calls: dict[str, CallToolResult]  # the later calls of the same session, by name
+    target: Path  # a copy of the plugin the approved file is applied to
+    target_before: dict[str, str]
+    workspace: Path  # the agent task's workspace
+    workspace_before: dict[str, str]
+    cancelled: tuple[str, str]  # a run whose request the client cancelled: its recorded status and folder
 
 
 @pytest.fixture(scope="module")
-def ran(playground_session: Any, codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Ran:
-    """One real run through the MCP server: a read-write mount of the example plugin, a PHP command that
-    adds one file and edits another."""
+def ran(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Ran:
+    """One server, one client session, the calls of several tests (each server start costs seconds of CPU): a
+    real run (a read-write mount of the example plugin, a PHP command that adds one file and edits another),
+    then on its bundle artifacts show/verify and the inbox, a stale and a real decision and the apply-back; a
+    command the policy denies; the example agent's task; last, a run whose request the client cancels."""
     root = tmp_path_factory.mktemp("mcp")
     plugin = root / "simple-plugin"
     shutil.copytree(EXAMPLE_PLUGIN, plugin)
     before = tree(plugin)
+    target = root / "target"
+    shutil.copytree(EXAMPLE_PLUGIN, target)
+    workspace = root / "workspace" / "simple-plugin"
+    shutil.copytree(EXAMPLE_PLUGIN, workspace)
     log = root / "server.log"
     progress: list[tuple[float, float | None, str | None]] = []
+    task = {"task": 'replace "Hello" with "Howdy"', "workspaces": [f"{workspace}:/workspace/simple-plugin"],
+            "agent": [sys.executable, str(REPO / "examples" / "agents" / "example_agent.py")],
+            "sandbox_session_id": "mcp-session-4", "orchestrator": {"type": "mcp-test", "id": "o-1", "job_id": "j-2"},
+            "artifacts": str(root / "agent-artifacts")}
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append((value, total, message))
 
-    async def body(session: ClientSession) -> tuple[dict[str, Any], CallToolResult]:
+    async def body(session: ClientSession) -> tuple[dict[str, Any], CallToolResult, dict[str, CallToolResult],
+                                                    tuple[str, str]]:
         listed = await session.list_tools()
         tools = {t.name: t for t in listed.tools}
         result = await session.call_tool(
-            "run", {"command": "wordpress.run-php", "args": [WRITE_CODE], "mounts": [f"{plugin}:{PLUGIN_TARGET}"],
+            "run", {"command": "wordpress.run-php", "args": [WRITE_CODE], "php": HOST_PHP,
+                    "mounts": [f"{plugin}:{PLUGIN_TARGET}"],
                     "artifacts": str(root / "artifacts"), "metadata": {"caller": "test_mcp"}},
             progress_callback=on_progress)
-        return tools, result
+        made = structured(result, log)
+        bundle, digest = made["bundleDir"], made["contentDigestB"]
+        calls = {"show": await session.call_tool("artifacts_show", {"bundle": bundle}),
+                 "verify": await session.call_tool("artifacts_verify", {"bundle": bundle}),
+                 "list": await session.call_tool("list_runs", {"text": "simple-plugin"}),
+                 "stale": await session.call_tool("review_decide", {"bundle": bundle, "action": "approve",
+                                                                    "content_digest": "0" * 64}),
+                 "decided": await session.call_tool("review_decide", {
+                     "bundle": bundle, "action": "approve-files", "files": ["added.txt"], "content_digest": digest,
+                     "approver": "mcp-test", "reason": "only the new file"})}
+        decision = structured(calls["decided"], log)
+        calls["applied"] = await session.call_tool("apply", {"decision": decision["id"], "adapter": "directory",
+                                                             "target": str(target)})
+        calls["denied"] = await session.call_tool(
+            "run", {"command": "wordpress.run-php", "args": ["code=echo 1;"], "php": HOST_PHP,
+                    "policy": {"commands": ["inspect-mounted-inputs"]}, "artifacts": str(root / "denied")})
+        calls["agent"] = await session.call_tool("agent_task", {"task": task})
+        return tools, result, calls, await cancel_a_run(session)
 
-    tools, result = with_client(codebox_home, log, body)
-    return Ran(codebox_home, log, plugin, before, tools, structured(result, log), progress)
+    async def cancel_a_run(session: ClientSession) -> tuple[str, str]:
+        running = anyio.Event()
+        started: list[str] = []
+
+        async def on_step(value: float, total: float | None, message: str | None) -> None:
+            started.append(message or "")
+            if (message or "").startswith("step 1:"):
+                running.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(lambda: session.call_tool(
+                "run", {"command": "wordpress.run-php", "args": ["code=sleep(300);"], "timeout": "10m",
+                        "php": HOST_PHP, "artifacts": str(root / "cancelled")}, progress_callback=on_step))
+            with anyio.fail_after(240):
+                await running.wait()
+            group.cancel_scope.cancel()
+        run_id = next(m for m in started if m.startswith("run: ")).split()[1]
+        with anyio.fail_after(120), Store.open() as store:  # the server finishes the run on its own
+            while True:
+                try:
+                    record = store.get_run(run_id)
+                except BadInputError:  # not recorded yet
+                    record = None
+                if record is not None and record.status in ("completed", "failed", "cancelled"):
+                    return str(record.status), record.artifacts_dir
+                await anyio.sleep(0.2)
+
+    target_before, workspace_before = tree(target), tree(workspace)
+    tools, result, calls, cancelled = with_client(codebox_home, log, body, env=NATIVE)
+    return Ran(codebox_home, log, plugin, before, tools, structured(result, log), progress, calls, target,
+               target_before, workspace, workspace_before, cancelled)
 
 
 def test_lists_every_tool_with_input_and_output_schemas(ran: Ran) -> None:
@@ -96,7 +168,7 @@ def test_run_boots_a_real_sandbox_and_records_the_bundle(ran: Ran) -> None:
     assert run["schema"] == "wp-codebox/run/v1" and run["success"] is True
     assert run["execution"]["command"] == "wordpress.run-php" and run["execution"]["exitCode"] == 0
     assert "wrote two files" in run["execution"]["stdout"]
-    assert run["runtime"]["backend"] == "wordpress-playground" and run["runtime"]["id"]
+    assert run["runtime"]["backend"] == "native" and run["runtime"]["id"]
     assert Path(result["bundleDir"]).is_dir() and len(result["contentDigestB"]) == 64
     assert isinstance(result["inboxKey"], int)
     # copy-on-write: the host folder is untouched until an approved apply
@@ -112,13 +184,7 @@ def test_run_boots_a_real_sandbox_and_records_the_bundle(ran: Ran) -> None:
 
 def test_artifacts_show_and_verify_the_bundle_the_run_made(ran: Ran) -> None:
     bundle = ran.result["bundleDir"]
-
-    async def body(session: ClientSession) -> tuple[CallToolResult, CallToolResult, CallToolResult]:
-        return (await session.call_tool("artifacts_show", {"bundle": bundle}),
-                await session.call_tool("artifacts_verify", {"bundle": bundle}),
-                await session.call_tool("list_runs", {"text": "simple-plugin"}))
-
-    show, verify, listed = with_client(ran.home, ran.log, body)
+    show, verify, listed = ran.calls["show"], ran.calls["verify"], ran.calls["list"]
     shown = structured(show, ran.log)
     assert shown["valid"] is True and shown["path"] == bundle
     assert shown["contentDigestB"] == ran.result["contentDigestB"]
@@ -132,24 +198,10 @@ def test_artifacts_show_and_verify_the_bundle_the_run_made(ran: Ran) -> None:
     assert row["path"] == bundle and row["status"] == "pending" and row["changed"] == 2
 
 
-def test_review_decide_and_apply_write_only_the_approved_file(ran: Ran, tmp_path: Path) -> None:
-    target = tmp_path / "target"
-    shutil.copytree(ran.plugin, target)
-    before = tree(target)
-    bundle, digest = ran.result["bundleDir"], ran.result["contentDigestB"]
-
-    async def body(session: ClientSession) -> tuple[CallToolResult, CallToolResult, CallToolResult]:
-        stale = await session.call_tool("review_decide", {"bundle": bundle, "action": "approve",
-                                                          "content_digest": "0" * 64})
-        decided = await session.call_tool("review_decide", {
-            "bundle": bundle, "action": "approve-files", "files": ["added.txt"], "content_digest": digest,
-            "approver": "mcp-test", "reason": "only the new file"})
-        decision = structured(decided, ran.log)
-        applied = await session.call_tool("apply", {"decision": decision["id"], "adapter": "directory",
-                                                    "target": str(target)})
-        return stale, decided, applied
-
-    stale, decided, applied = with_client(ran.home, ran.log, body)
+def test_review_decide_and_apply_write_only_the_approved_file(ran: Ran) -> None:
+    target, before = ran.target, ran.target_before
+    digest = ran.result["contentDigestB"]
+    stale, decided, applied = ran.calls["stale"], ran.calls["decided"], ran.calls["applied"]
     assert "content_digest:" in error_text(stale) and "content-digest-mismatch" in error_text(stale)
     decision = structured(decided, ran.log)
     assert decision["action"] == "approve-files" and decision["approver"] == "mcp-test"
@@ -198,76 +250,34 @@ def test_bad_input_is_a_tool_error_naming_the_field(ran: Ran, tmp_path: Path) ->
     assert "Traceback" not in json.dumps([r.model_dump(mode="json") for r in (missing, php)])
 
 
-def test_a_command_the_policy_denies_is_a_failed_run_not_a_boot(ran: Ran, tmp_path: Path) -> None:
-    async def body(session: ClientSession) -> CallToolResult:
-        return await session.call_tool("run", {"command": "wordpress.run-php", "args": ["code=echo 1;"],
-                                               "policy": {"commands": ["inspect-mounted-inputs"]},
-                                               "artifacts": str(tmp_path / "artifacts")})
-
-    result = structured(with_client(ran.home, ran.log, body), ran.log)
+def test_a_command_the_policy_denies_is_a_failed_run_not_a_boot(ran: Ran) -> None:
+    result = structured(ran.calls["denied"], ran.log)
     assert result["status"] == "failed" and result["run"]["success"] is False
     assert result["run"]["error"]["code"] == "runtime-command-disallowed", result["run"]["error"]
     assert result["run"]["executions"] == [] or result["run"]["executions"][-1]["exitCode"] != 0
 
 
-def test_cancelling_the_request_cancels_the_run(ran: Ran, tmp_path: Path) -> None:
+def test_cancelling_the_request_cancels_the_run(ran: Ran) -> None:
     """The client gives up while the command runs: the sandbox is killed, and the run is still captured
     and recorded, as cancelled."""
-    log = tmp_path / "server.log"
-    started: list[str] = []
-
-    async def body(session: ClientSession) -> str:
-        running = anyio.Event()
-
-        async def on_progress(value: float, total: float | None, message: str | None) -> None:
-            started.append(message or "")
-            if (message or "").startswith("step 1:"):
-                running.set()
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(lambda: session.call_tool(
-                "run", {"command": "wordpress.run-php", "args": ["code=sleep(300);"], "timeout": "10m",
-                        "artifacts": str(tmp_path / "artifacts")}, progress_callback=on_progress))
-            with anyio.fail_after(240):
-                await running.wait()
-            group.cancel_scope.cancel()
-        run_id = next(m for m in started if m.startswith("run: ")).split()[1]
-        with anyio.fail_after(120), Store.open() as store:  # the server finishes the run on its own
-            while True:
-                try:
-                    status = str(store.get_run(run_id).status)
-                except BadInputError:  # not recorded yet
-                    status = ""
-                if status in ("completed", "failed", "cancelled"):
-                    return status
-                await anyio.sleep(0.2)
-
-    assert with_client(ran.home, log, body) == "cancelled"
+    status, artifacts_dir = ran.cancelled
+    assert status == "cancelled"
+    assert json.loads((Path(artifacts_dir) / "metadata.json").read_text())["runtime"]["backend"] == "native"
 
 
-def test_agent_task_runs_the_example_agent_and_echoes_the_callers_ids(ran: Ran, tmp_path: Path) -> None:
+def test_agent_task_runs_the_example_agent_and_echoes_the_callers_ids(ran: Ran) -> None:
     """The ``agent_task`` tool through the SDK's client: the example agent edits its private workspace copy, the
     result is the ``codebox/agent-task/v1`` document, the bundle is in the store under the caller's session id."""
-    workspace = tmp_path / "simple-plugin"
-    shutil.copytree(EXAMPLE_PLUGIN, workspace)
-    before = tree(workspace)
-    task = {"task": 'replace "Hello" with "Howdy"', "workspaces": [f"{workspace}:/workspace/simple-plugin"],
-            "agent": [sys.executable, str(REPO / "examples" / "agents" / "example_agent.py")],
-            "sandbox_session_id": "mcp-session-4", "orchestrator": {"type": "mcp-test", "id": "o-1", "job_id": "j-2"},
-            "artifacts": str(tmp_path / "artifacts")}
-
-    async def body(session: ClientSession) -> CallToolResult:
-        return await session.call_tool("agent_task", {"task": task})
-
-    doc = structured(with_client(ran.home, ran.log, body), ran.log)
+    doc = structured(ran.calls["agent"], ran.log)
     assert doc["schema"] == "codebox/agent-task/v1" and doc["success"] is True and doc["exitCode"] == 0
     assert doc["session"]["id"] == "mcp-session-4" and doc["session"]["status"] == "completed"
     assert doc["session"]["orchestrator"] == {"type": "mcp-test", "id": "o-1", "job_id": "j-2"}
     assert (doc["completion_outcome"]["status"], doc["completion_outcome"]["nextAction"]) == ("succeeded", "promote")
     assert doc["agent_result"]["changedFiles"]["paths"] == ["simple-plugin.php"]
     bundle = Path(doc["artifacts"]["directory"])
+    assert json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"] == "native"
     assert "Howdy, %s!" in (bundle / "files" / "patch.diff").read_text()
-    assert tree(workspace) == before  # the agent changed only the sandbox's copy
+    assert tree(ran.workspace) == ran.workspace_before  # the agent changed only the sandbox's copy
     with Store.open() as store:  # the fixture's home is this process's CODEBOX_HOME too
         (row,) = store.list_runs(sandbox_session_id="mcp-session-4")
         assert row.bundle_id == doc["artifacts"]["id"] and row.metadata["flow"] == "agent-task"

@@ -1,8 +1,11 @@
 """The shell and the flows over MCP, end to end: the MCP SDK's own client against one real ``codebox mcp``
-server subprocess for the module, through real Playground sandboxes — ``execute`` (a read-only search on a
-fresh sandbox with a mount), ``evaluate_patch`` (the buggy-counter fix: verdict improvement), ``recipe_run``
-and ``episode_run`` on the shipped examples, and bad input as tool errors naming the field (docs/mcp.md).
-A command refused for a capability it lacks is tests/security/test_mcp_capabilities.py."""
+server subprocess for the module, through real native sandboxes (real PHP in real bubblewrap,
+docs/backends.md) — ``execute`` (a read-only search on a fresh sandbox with a mount) and ``evaluate_patch``
+(the buggy-counter fix: verdict improvement) through their own ``backend`` option, ``recipe_run`` and
+``episode_run`` on the shipped examples through the server's ``CODEBOX_BACKEND=native`` — and bad input as tool
+errors naming the field (docs/mcp.md). What is tested is the MCP tools, the same on both backends; each run
+checks the backend its bundle records. A command refused for a capability it lacks is
+tests/security/test_mcp_capabilities.py."""
 
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from tests.factories.mcp import error_text, structured, with_client
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 
 # the module fixture boots three sandboxes and runs an evaluation on a shared machine
-pytestmark = [pytest.mark.playground, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.native, pytest.mark.timeout(1800)]
 
 EXAMPLES = REPO / "examples"
 PLUGIN_TARGET = "/wordpress/wp-content/plugins/simple-plugin"
@@ -32,6 +35,11 @@ NEW_TOOLS = ("execute", "evaluate_patch", "recipe_run", "episode_run", "batch")
 def tree(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _backend(bundle: Path) -> str:
+    """The backend the bundle's run booted (``native`` or ``wordpress-playground``)."""
+    return str(json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"])
 
 
 @dataclass
@@ -49,7 +57,7 @@ class Session:
 
 
 @pytest.fixture(scope="module")
-def served(playground_session: Any, codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Session:
+def served(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Session:
     """One ``codebox mcp`` subprocess, one client session, every call of the module (three real sandboxes and
     one evaluation)."""
     root = tmp_path_factory.mktemp("mcp-flows")
@@ -78,6 +86,7 @@ def served(playground_session: Any, codebox_home: Path, tmp_path_factory: pytest
         "evaluate": ("evaluate_patch", {"plugin": str(buggy),
                                         "patch": str(EXAMPLES / "patches" / "buggy-counter-fix.patch"),
                                         "backend": "native", "artifacts": art}),
+        # the recipe and the episode plan name no backend: the server's CODEBOX_BACKEND's (native)
         "recipe": ("recipe_run", {"recipe": str(EXAMPLES / "recipes" / "plugin-probe.json"), "artifacts": art}),
         "episode": ("episode_run", {"plan": str(EXAMPLES / "episode" / "plan.json"), "artifacts": art}),
         # bad input: refused before anything boots
@@ -104,7 +113,7 @@ def served(playground_session: Any, codebox_home: Path, tmp_path_factory: pytest
         return tools, results
 
     before, buggy_before = tree(plugin), tree(buggy)
-    tools, results = with_client(codebox_home, log, body)
+    tools, results = with_client(codebox_home, log, body, env={"CODEBOX_BACKEND": "native"})
     return Session(log, plugin, before, buggy, buggy_before, tools, results, progress)
 
 
@@ -145,8 +154,7 @@ def test_execute_a_read_only_search_on_a_fresh_sandbox(served: Session) -> None:
     # the exec is in the run's bundle
     commands = (Path(bundle["bundleDir"]) / "commands.jsonl").read_text()
     assert "on rg -n 'simple_plugin_greeting' --plugins" in commands
-    metadata = json.loads((Path(bundle["bundleDir"]) / "metadata.json").read_text())
-    assert metadata["runtime"]["backend"] == "native"
+    assert _backend(Path(bundle["bundleDir"])) == "native"
     assert any(m.startswith("ready:") for m in served.progress), served.progress
     assert tree(served.plugin) == served.before
 
@@ -160,8 +168,7 @@ def test_evaluate_patch_of_the_buggy_counter_fix_is_an_improvement(served: Sessi
     assert out["bundle"]["bundleDir"] == doc["bundleDir"] and len(out["bundle"]["contentDigestB"]) == 64
     assert isinstance(out["bundle"]["inboxKey"], int)
     assert (Path(doc["bundleDir"]) / "files" / "evaluate-patch.json").is_file()
-    metadata = json.loads((Path(doc["bundleDir"]) / "metadata.json").read_text())
-    assert metadata["runtime"]["backend"] == "native"
+    assert _backend(Path(doc["bundleDir"])) == "native"
     assert tree(served.buggy) == served.buggy_before  # the plugin folder is never modified
 
 
@@ -173,6 +180,7 @@ def test_recipe_run_of_an_example_recipe(served: Session) -> None:
     commands = (Path(doc["bundleDir"]) / "commands.jsonl").read_text()
     assert GREETING in commands
     assert out["bundle"]["bundleDir"] == doc["bundleDir"] and isinstance(out["bundle"]["inboxKey"], int)
+    assert _backend(Path(doc["bundleDir"])) == "native"
 
 
 def test_episode_run_of_the_example_plan(served: Session) -> None:
@@ -183,6 +191,7 @@ def test_episode_run_of_the_example_plan(served: Session) -> None:
     assert [s["exitCode"] for s in doc["steps"]] == [0, 0, 0]
     assert doc["snapshots"] and doc["trace"] == "files/runtime-episode-trace.json"
     assert (Path(out["bundle"]["bundleDir"]) / doc["trace"]).is_file()
+    assert _backend(Path(out["bundle"]["bundleDir"])) == "native"
 
 
 def test_bad_input_is_a_tool_error_naming_the_field(served: Session) -> None:
