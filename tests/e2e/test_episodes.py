@@ -27,6 +27,7 @@ from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.lifecycle import RunRequest
 from codebox_tui.lifecycle.episode import Episode, load_snapshot_document
 from codebox_tui.runtime import site_state
+from tests.factories.native import recorded_backend
 
 pytestmark = pytest.mark.native
 
@@ -52,10 +53,6 @@ def _request(tmp: Path, **fields: Any) -> RunRequest:
     return RunRequest(policy=RuntimePolicy(commands=COMMANDS), artifacts_root=tmp, tool_commands=[], backend="native",
                       **fields)
 
-
-def _backend(bundle: Path) -> str:
-    """The backend the bundle's run booted (``native`` or ``wordpress-playground``)."""
-    return str(json.loads((bundle / layout.METADATA).read_text(encoding="utf-8"))["runtime"]["backend"])
 
 
 def _export(session: Any) -> dict[str, Any]:
@@ -105,7 +102,7 @@ def episode_run(tmp_path_factory: pytest.TempPathFactory) -> EpisodeRun:
         assert after.execution["stdout"] == "Episode site"
     assert episode.outcome is not None and episode.outcome.status == "completed", episode.outcome.failure_text()
     bundle = episode.outcome.bundle_dir
-    assert bundle is not None and _backend(bundle) == "native"
+    assert bundle is not None and recorded_backend(bundle) == "native"
     return EpisodeRun(bundle=bundle, snapshot_path=bundle / layout.runtime_snapshot_path(saved.id), export=export,
                       hashes=snapshot.hashes.model_dump(), outcome=episode.outcome)
 
@@ -213,7 +210,7 @@ def test_a_snapshot_restored_into_a_new_sandbox_gives_the_same_site(episode_run:
     assert episode.outcome is not None and episode.outcome.status == "completed"
     assert episode.outcome.timings.get("restoreSeconds", 0) > 0
     assert verify_bundle(episode.outcome.bundle_dir).valid  # type: ignore[arg-type]
-    assert _backend(episode.outcome.bundle_dir) == "native"  # type: ignore[arg-type]
+    assert recorded_backend(episode.outcome.bundle_dir) == "native"  # type: ignore[arg-type]
 
 
 def _codebox(*args: str) -> subprocess.CompletedProcess[str]:
@@ -240,7 +237,7 @@ def test_run_restore_through_the_cli(episode_run: EpisodeRun, tmp_path: Path) ->
                     str(tmp_path), "-c", "wordpress.run-php", "-a", "code=echo get_option('blogname');", "--json")
     assert done.returncode == 0, done.stderr
     output = json.loads(done.stdout)
-    assert _backend(Path(output["artifacts"]["directory"])) == "native"
+    assert recorded_backend(Path(output["artifacts"]["directory"])) == "native"
     assert output["execution"]["stdout"] == "Episode site"
     assert output["timings"]["restoreSeconds"] > 0
 
@@ -261,7 +258,7 @@ def test_files_written_outside_the_declared_mounts_are_flagged(tmp_path: Path) -
     outcome = RunService().run(request)
     assert outcome.status == "completed", outcome.failure_text()
     bundle = outcome.bundle_dir
-    assert bundle is not None and _backend(bundle) == "native"
+    assert bundle is not None and recorded_backend(bundle) == "native"
     diff = _load(bundle, layout.SITE_STATE_DIFF)
     assert diff["filesOutsideMounts"] == [
         {"path": "/wordpress/wp-content/mu-plugins/planted.php", "status": "added", "type": "file", "bytes": 16},
@@ -294,7 +291,7 @@ def test_an_observation_as_a_command_step(tmp_path: Path) -> None:
     assert section is not None and section.endswith("-wordpress-state-options.json")
     assert "blogname" in json.dumps(_load(bundle, section))
     assert verify_bundle(bundle).valid
-    assert _backend(bundle) == "native"
+    assert recorded_backend(bundle) == "native"
 
 
 def test_episode_run_cli_runs_the_example_plan(tmp_path: Path) -> None:
@@ -307,7 +304,7 @@ def test_episode_run_cli_runs_the_example_plan(tmp_path: Path) -> None:
         (0, 0, "wordpress-state"), (1, 0, "command-result"), (2, 0, "http-response")]
     assert len(output["snapshots"]) == 1
     bundle = Path(output["artifacts"]["directory"])
-    assert _backend(bundle) == "native"
+    assert recorded_backend(bundle) == "native"
     trace = _load(bundle, layout.EPISODE_TRACE)
     # the plan restored the snapshot taken before the demo plugin was activated
     assert trace["steps"][2]["execution"]["stdout"] == "[]"

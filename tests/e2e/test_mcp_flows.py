@@ -21,6 +21,7 @@ from mcp import ClientSession
 from mcp.types import CallToolResult
 
 from tests.factories.mcp import error_text, structured, with_client
+from tests.factories.native import recorded_backend
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 
 # the module fixture boots three sandboxes and runs an evaluation on a shared machine
@@ -36,10 +37,6 @@ def tree(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file()}
 
-
-def _backend(bundle: Path) -> str:
-    """The backend the bundle's run booted (``native`` or ``wordpress-playground``)."""
-    return str(json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"])
 
 
 @dataclass
@@ -154,7 +151,7 @@ def test_execute_a_read_only_search_on_a_fresh_sandbox(served: Session) -> None:
     # the exec is in the run's bundle
     commands = (Path(bundle["bundleDir"]) / "commands.jsonl").read_text()
     assert "on rg -n 'simple_plugin_greeting' --plugins" in commands
-    assert _backend(Path(bundle["bundleDir"])) == "native"
+    assert recorded_backend(Path(bundle["bundleDir"])) == "native"
     assert any(m.startswith("ready:") for m in served.progress), served.progress
     assert tree(served.plugin) == served.before
 
@@ -168,7 +165,7 @@ def test_evaluate_patch_of_the_buggy_counter_fix_is_an_improvement(served: Sessi
     assert out["bundle"]["bundleDir"] == doc["bundleDir"] and len(out["bundle"]["contentDigestB"]) == 64
     assert isinstance(out["bundle"]["inboxKey"], int)
     assert (Path(doc["bundleDir"]) / "files" / "evaluate-patch.json").is_file()
-    assert _backend(Path(doc["bundleDir"])) == "native"
+    assert recorded_backend(Path(doc["bundleDir"])) == "native"
     assert tree(served.buggy) == served.buggy_before  # the plugin folder is never modified
 
 
@@ -180,7 +177,7 @@ def test_recipe_run_of_an_example_recipe(served: Session) -> None:
     commands = (Path(doc["bundleDir"]) / "commands.jsonl").read_text()
     assert GREETING in commands
     assert out["bundle"]["bundleDir"] == doc["bundleDir"] and isinstance(out["bundle"]["inboxKey"], int)
-    assert _backend(Path(doc["bundleDir"])) == "native"
+    assert recorded_backend(Path(doc["bundleDir"])) == "native"
 
 
 def test_episode_run_of_the_example_plan(served: Session) -> None:
@@ -191,7 +188,7 @@ def test_episode_run_of_the_example_plan(served: Session) -> None:
     assert [s["exitCode"] for s in doc["steps"]] == [0, 0, 0]
     assert doc["snapshots"] and doc["trace"] == "files/runtime-episode-trace.json"
     assert (Path(out["bundle"]["bundleDir"]) / doc["trace"]).is_file()
-    assert _backend(Path(out["bundle"]["bundleDir"])) == "native"
+    assert recorded_backend(Path(out["bundle"]["bundleDir"])) == "native"
 
 
 def test_bad_input_is_a_tool_error_naming_the_field(served: Session) -> None:

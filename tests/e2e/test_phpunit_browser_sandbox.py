@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from codebox_tui.runtime.phpunit import ToolchainMissingError, phpunit_tool_mounts
-from tests.factories.suites import native_run
+from tests.factories.native import native_run
 
 pytestmark = pytest.mark.native
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
+from tests.factories.native import RECORDED, recorded_backend
 from tests.factories.paths import REPO
-from tests.factories.suites import RECORDED, recorded_backend
 from tests.factories.toolchains import PHPUNIT_POLYFILLS, WP_TESTS_LIB, require
 
 pytestmark = pytest.mark.native

@@ -23,7 +23,8 @@ import pytest
 
 from tests.factories.held import HeldCommand, free_port
 from tests.factories.holds import codebox_in_process as codebox
-from tests.factories.holds import linked_home, recorded_backend
+from tests.factories.holds import linked_home
+from tests.factories.native import recorded_backend
 
 
 @pytest.fixture

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.factories.holds import codebox_in_process, recorded_backend
+from tests.factories.holds import codebox_in_process
+from tests.factories.native import recorded_backend
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 RECIPE = EXAMPLES / "recipes" / "reproduce-word-count.json"

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.factories.holds import codebox_in_process, recorded_backend
+from tests.factories.holds import codebox_in_process
+from tests.factories.native import recorded_backend
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "recipes"
 NATIVE = ("--backend", "native")

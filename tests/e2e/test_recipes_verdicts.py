@@ -22,7 +22,7 @@ from textual.widgets import Static, TabbedContent
 
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.review import ReviewScreen
-from tests.factories.suites import recorded_backend
+from tests.factories.native import recorded_backend
 
 pytestmark = pytest.mark.native
 

@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from tests.factories.holds import codebox_in_process, linked_home, recorded_backend
+from tests.factories.holds import codebox_in_process, linked_home
+from tests.factories.native import recorded_backend
 from tests.factories.paths import EXAMPLE_PLUGIN
 from tests.factories.reference_bundle import reference_preflight_accepts, write_reference_bundle
 from tests.factories.tui import confirm_ready

@@ -29,7 +29,7 @@ from codebox_tui.runtime.catalog import command_catalog
 from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.settings import get_settings, reload_settings
 from store.db import Store
-from tests.factories.parity import backend_setting, recorded_backend
+from tests.factories.parity import backend_setting, recorded_backend_option
 from tests.factories.paths import REPO
 from tests.factories.toolchains import WP_CLI_PHAR, require
 from tests.factories.tui import submit_launch_form, wait_while
@@ -145,5 +145,5 @@ async def _run_both_ways_and_compare(command: str, backend: str, tmp_path: Path)
     assert (tui_state == "done") == doc["success"], (tui_state, doc.get("error"), doc.get("execution"))
     assert (cli.returncode == 0) == doc["success"]
     assert _bundle_view(tui_bundle) == _bundle_view(cli_bundle)
-    assert recorded_backend(tui_bundle) == recorded_backend(cli_bundle) == backend
+    assert recorded_backend_option(tui_bundle) == recorded_backend_option(cli_bundle) == backend
     assert _run_status(tui_run) == _run_status(cli_bundle.name) == ("completed" if doc["success"] else "failed")

@@ -26,7 +26,8 @@ import pytest
 from codebox_tui.contracts.schemas import generate_json_schema
 from codebox_tui.contracts.site import CONTAINED_SITE_SCHEMA, CONTAINED_SITE_STATUS_SCHEMA
 from tests.factories.held import HeldCommand, codebox, free_port
-from tests.factories.holds import codebox_in_process, linked_home, recorded_backend
+from tests.factories.holds import codebox_in_process, linked_home
+from tests.factories.native import recorded_backend
 
 BLUEPRINT = {"siteOptions": {"blogname": "Prepared site"},
              "steps": [{"step": "writeFile", "path": "/wordpress/wp-content/uploads/prepared.txt", "data": "kept"}]}

@@ -18,7 +18,7 @@ from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.evaluate import EvaluatePatchScreen, ReproduceScreen
 from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.screens.review import ReviewScreen
-from tests.factories.parity import recorded_backend
+from tests.factories.parity import recorded_backend_option
 from tests.factories.tui import choose_backend, type_into, wait_while
 from tests.factories.widget_hosts import wait_for
 
@@ -102,7 +102,7 @@ async def test_reproduce_a_bug_from_home_to_its_evidence() -> None:
         assert live.backend == "native"
         await wait_while(lambda: live.state == "starting", 900)
         assert live.state == "done", live.query_one("#progress", Static).render()
-        assert live.run_dir is not None and recorded_backend(live.run_dir) == "native"
+        assert live.run_dir is not None and recorded_backend_option(live.run_dir) == "native"
         review = await review_on_tab(pilot, "tab-evidence")
         assert "RECIPE REPRODUCED" in str(review.query_one("#recipe-verdict", Static).render())
 
@@ -125,7 +125,7 @@ async def test_reproduce_an_episode_plan_from_home_to_its_evidence() -> None:
         assert isinstance(live, LiveRunScreen) and live.title_line == "episode" and live.backend == "native"
         await wait_while(lambda: live.state == "starting", 900)
         assert live.state == "done", live.query_one("#progress", Static).render()
-        assert live.run_dir is not None and recorded_backend(live.run_dir) == "native"
+        assert live.run_dir is not None and recorded_backend_option(live.run_dir) == "native"
         kinds = {json.loads(line)["type"] for line in (live.run_dir / "events.jsonl").read_text().splitlines()}
         assert {"episode.reset", "episode.step", "episode.snapshot", "episode.restore"} <= kinds
         review = await review_on_tab(pilot, "tab-evidence")

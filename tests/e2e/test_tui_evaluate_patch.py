@@ -15,7 +15,8 @@ from textual.widgets import Static, TabbedContent
 
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.review import ReviewScreen
-from tests.factories.holds import codebox_in_process, recorded_backend
+from tests.factories.holds import codebox_in_process
+from tests.factories.native import recorded_backend
 
 pytestmark = pytest.mark.native
 

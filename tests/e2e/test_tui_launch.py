@@ -18,7 +18,7 @@ from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.screens.review import ReviewScreen
 from codebox_tui.settings import get_settings
 from store.db import Store
-from tests.factories.parity import backend_setting, recorded_backend
+from tests.factories.parity import backend_setting, recorded_backend_option
 from tests.factories.tui import review_opened, submit_launch_form, wait_while
 from widgets.event_tail import EventTail
 from widgets.file_tree import ChangedFileTree
@@ -50,7 +50,7 @@ async def test_launch_form_runs_a_real_sandbox_and_offers_its_bundle(
         tail = live.query_one(EventTail)
         assert tail.total >= 4
         assert live.bundle_dir is not None and (live.bundle_dir / "files" / "patch.diff").exists()
-        assert recorded_backend(live.bundle_dir) == "native"
+        assert recorded_backend_option(live.bundle_dir) == "native"
         await pilot.press("r")
         assert isinstance(await review_opened(pilot), ReviewScreen)  # verified in a worker first
         assert "from-launch.php" in app.screen.query_one(ChangedFileTree).file_paths
@@ -80,7 +80,7 @@ async def test_launch_form_runs_a_recipe_and_offers_its_bundle() -> None:
         assert live.query_one(EventTail).total >= 4  # the recipe's own session events were tailed
         assert live.bundle_dir is not None
         assert (live.bundle_dir / "files" / "run-attestation.json").exists()
-        assert recorded_backend(live.bundle_dir) == "native"
+        assert recorded_backend_option(live.bundle_dir) == "native"
         await pilot.press("r")
         assert isinstance(await review_opened(pilot), ReviewScreen)  # verified in a worker first
         assert any(rel.endswith("feature.php") for rel in app.screen.query_one(ChangedFileTree).file_paths)
@@ -120,7 +120,7 @@ async def test_launch_with_hold_serves_the_preview_until_closed(tmp_path: Path, 
         await pilot.press("c")
         await wait_while(lambda: live.state == "starting", 60)
         assert live.state == "done", live.query_one("#progress").render()
-        assert live.bundle_dir is not None and recorded_backend(live.bundle_dir) == "native"
+        assert live.bundle_dir is not None and recorded_backend_option(live.bundle_dir) == "native"
         events = [json.loads(line) for line in (live.bundle_dir / "events.jsonl").read_text().splitlines()]
         ended = [e for e in events if e["type"] == "runtime.hold-ended"]
         assert [e["data"]["reason"] for e in ended] == ["closed"]
@@ -154,7 +154,7 @@ async def test_launch_form_runs_an_episode_plan_and_shows_its_steps_as_they_happ
             await asyncio.sleep(0.1)
         assert live.state == "done", live.query_one("#progress").render()
         assert {"episode.reset", "episode.step", "episode.snapshot", "episode.restore"} <= seen_running
-        assert live.bundle_dir is not None and recorded_backend(live.bundle_dir) == "native"
+        assert live.bundle_dir is not None and recorded_backend_option(live.bundle_dir) == "native"
         trace = json.loads((live.bundle_dir / "files" / "runtime-episode-trace.json").read_text())
         assert [s["index"] for s in trace["steps"]] == list(range(len(trace["steps"])))
         assert len(trace["steps"]) == 3

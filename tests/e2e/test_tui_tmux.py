@@ -13,7 +13,7 @@ import pytest
 
 from codebox_tui.settings import get_settings
 from store.db import Store
-from tests.factories.holds import native_run, recorded_backend
+from tests.factories.native import native_run, recorded_backend
 from tests.factories.tmux import Tmux
 
 pytestmark = [pytest.mark.native,

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.factories.native import recorded_backend
 from tests.factories.paths import REPO
-from tests.factories.suites import recorded_backend
 from tests.factories.toolchains import WP_CLI_PHAR, require
 
 pytestmark = pytest.mark.native

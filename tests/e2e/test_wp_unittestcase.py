@@ -27,7 +27,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tests.factories.suites import assert_ran_on, native_run
+from tests.factories.native import native_run
+from tests.factories.suites import assert_ran_on
 from tests.factories.toolchains import PHPUNIT_POLYFILLS, WP_TESTS_LIB
 
 pytestmark = pytest.mark.native

@@ -7,18 +7,15 @@
   documents included) called in the test's own process with its stdout and stderr captured. A new ``codebox``
   process costs over a CPU-second of imports; the queries and decisions a flow makes after its run (``review
   list``, ``approve``, ``apply``…) use this, while every flow still starts its run through a real process.
-- :func:`recorded_backend`: the backend a bundle says ran it, for tests that must not silently switch backend.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from tests.factories.playground import PlaygroundSession
 
@@ -61,20 +58,3 @@ def _set_environment(values: dict[str, str | None]) -> None:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
-
-
-def recorded_backend(run_dir: Path) -> Any:
-    """``metadata.runtime.backend`` of the bundle in ``run_dir`` (``native`` or ``wordpress-playground``)."""
-    return json.loads((run_dir / "metadata.json").read_text())["runtime"]["backend"]
-
-
-def native_run(artifacts_root: Path, **spec_kwargs: Any) -> Any:
-    """A ``RunSession`` on the native backend (the host's PHP in real bubblewrap) for the spec the Playground
-    helper builds from ``spec_kwargs``; use it as a context manager, as ``PlaygroundSession.new_run``."""
-    from codebox_tui.runtime.native import NativeBackend
-    from codebox_tui.runtime.native_site import host_php
-    from codebox_tui.runtime.session import RunSession
-    from codebox_tui.settings import get_settings
-
-    spec = PlaygroundSession(get_settings().home).spec(php=host_php().series, **spec_kwargs)
-    return RunSession(spec, artifacts_root, backend=NativeBackend())

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from tests.factories.playground import PlaygroundSession
@@ -25,6 +27,28 @@ def native_sandbox(settings: Any = None, **spec_kwargs: Any) -> Iterator[Any]:
         yield sandbox
     finally:
         sandbox.dispose()
+
+
+def native_run(artifacts_root: Path, **spec_kwargs: Any) -> Any:
+    """A fresh ``RunSession`` on the native backend at the host's PHP, for the spec the Playground helper builds
+    from ``spec_kwargs`` (mounts as ``HOST:SANDBOX[:mode]`` text, commands, extra mounts); its sandbox boots at
+    the first command. Use it as a context manager (as ``PlaygroundSession.new_run``) so it is disposed."""
+    from codebox_tui.runtime.native import NativeBackend
+    from codebox_tui.runtime.native_site import host_php
+    from codebox_tui.runtime.session import RunSession
+    from codebox_tui.settings import get_settings
+
+    spec = PlaygroundSession(get_settings().home).spec(php=host_php().series, **spec_kwargs)
+    return RunSession(spec, artifacts_root, backend=NativeBackend())
+
+
+RECORDED = {"native": "native", "playground": "wordpress-playground"}  # `--backend` -> metadata.runtime.backend
+
+
+def recorded_backend(bundle: Path) -> str:
+    """The backend a bundle says its sandbox ran on (``metadata.runtime.backend``: ``native`` or
+    ``wordpress-playground``), so a test moved to one backend cannot silently run on the other."""
+    return str(json.loads((Path(bundle) / "metadata.json").read_text(encoding="utf-8"))["runtime"]["backend"])
 
 
 def php_string(text: str) -> str:

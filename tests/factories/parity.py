@@ -4,15 +4,13 @@ records, so a test moved to the native backend cannot silently run on the other 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from codebox_tui.settings import reload_settings
-
-RECORDED_NAME = {"native": "native", "playground": "wordpress-playground"}  # metadata.runtime.backend
+from tests.factories.native import RECORDED, recorded_backend
 
 
 @contextmanager
@@ -32,7 +30,7 @@ def backend_setting(name: str) -> Iterator[str]:
         reload_settings()
 
 
-def recorded_backend(bundle: Path) -> str:
+def recorded_backend_option(bundle: Path) -> str:
     """The backend a run bundle says it ran on, as the option names it (``native`` or ``playground``)."""
-    recorded = json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"]
-    return next(name for name, value in RECORDED_NAME.items() if value == recorded)
+    recorded = recorded_backend(bundle)
+    return next(name for name, value in RECORDED.items() if value == recorded)

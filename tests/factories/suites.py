@@ -6,31 +6,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-
-def native_run(artifacts_root: Path, **spec_kwargs: Any) -> Any:
-    """A fresh ``RunSession`` on the native backend at the host's PHP, for the spec the Playground helper builds
-    from ``spec_kwargs`` (mounts as ``HOST:SANDBOX[:mode]`` text, commands, extra mounts); its sandbox boots at
-    the first command. Use it as a context manager so the sandbox is disposed."""
-    from codebox_tui.runtime.native import NativeBackend
-    from codebox_tui.runtime.native_site import host_php
-    from codebox_tui.runtime.session import RunSession
-    from codebox_tui.settings import get_settings
-    from tests.factories.playground import PlaygroundSession
-
-    spec = PlaygroundSession(get_settings().home).spec(php=host_php().series, **spec_kwargs)
-    return RunSession(spec, artifacts_root, backend=NativeBackend())
-
-
-def recorded_backend(bundle: Path) -> str:
-    """The backend a bundle says its sandbox ran on (``metadata.runtime.backend``: ``native`` or
-    ``wordpress-playground``)."""
-    backend: str = json.loads((Path(bundle) / "metadata.json").read_text(encoding="utf-8"))["runtime"]["backend"]
-    return backend
-
-
-RECORDED = {"native": "native", "playground": "wordpress-playground"}  # `--backend` → what the bundle records
+from tests.factories.native import RECORDED, recorded_backend
 
 
 def printed_bundle(stdout: str) -> Path | None:

@@ -28,7 +28,8 @@ from typing import Any
 
 import pytest
 
-from tests.factories.holds import codebox_in_process, native_run, recorded_backend
+from tests.factories.holds import codebox_in_process
+from tests.factories.native import native_run, recorded_backend
 from tests.factories.paths import REPO
 
 TARGET = "/wordpress/wp-content/plugins/victim"
