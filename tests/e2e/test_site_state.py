@@ -1,5 +1,9 @@
-"""The site's own state through a real Playground: the summary and the site-state diff of a plugin's
-activation, checkpoints (create / mutate / restore) and runtime snapshots (docs/site-state.md)."""
+"""The site's own state through real sandboxes: the summary and the site-state diff of a plugin's
+activation, checkpoints (create / mutate / restore) and runtime snapshots (docs/site-state.md).
+
+All on the native backend (docs/backends.md): the summary, diff, checkpoints and snapshots are the same code on
+both backends (runtime/site_state.py), so nothing here is about Playground; each test asserts the backend its run
+used. Playground's own measurements are attacked in tests/security/test_trusted_probes.py."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +22,9 @@ from codebox_tui.contracts.site_state import STATE_SECTIONS, RuntimeSnapshot, St
 from codebox_tui.errors import BadInputError, SandboxError
 from codebox_tui.runtime import site_state
 from codebox_tui.runtime.site_state_diff import diff_summaries
+from tests.factories.site_state import NATIVE, bundle_backend, native_run
 
-pytestmark = pytest.mark.playground
+pytestmark = pytest.mark.native
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_PLUGIN = REPO / "examples" / "site-state-plugin"
@@ -47,6 +53,25 @@ def _php(run: Any, code: str) -> str:
     return str(result.stdout)
 
 
+@pytest.fixture
+def make_run_session(tmp_path: Path) -> Iterator[Any]:
+    """Fresh native RunSessions (booted by the test), every one closed afterwards."""
+    made: list[Any] = []
+
+    def factory(**spec_kwargs: Any) -> Any:
+        made.append(native_run(tmp_path / f"artifacts-{len(made)}", **spec_kwargs))
+        return made[-1]
+
+    yield factory
+    for run in made:
+        run.close()
+
+
+def _boot_native(run: Any) -> None:
+    run.boot_sandbox()
+    assert run.backend.name == NATIVE
+
+
 def _export(run: Any) -> dict[str, Any]:
     export = site_state.export_wordpress_state(run.sandbox, StateExportConfig(sections=list(STATE_SECTIONS)))
     return {section.section: section.data for section in export.sections}
@@ -54,7 +79,7 @@ def _export(run: Any) -> dict[str, Any]:
 
 def test_plugin_activation_shows_in_the_site_state_diff_with_risk_flags(make_run_session: Any) -> None:
     run = make_run_session(mounts=[f"{DEMO_PLUGIN}:{DEMO_TARGET}:readonly"], commands=COMMANDS)
-    run.boot_sandbox()
+    _boot_native(run)
     before = site_state.take_summary(run.sandbox)
     assert _php(run, "require_once ABSPATH . 'wp-admin/includes/plugin.php'; "
                      "$r = activate_plugin('site-state-plugin/site-state-plugin.php'); echo is_wp_error($r) ? $r->get_error_message() : 'ok';"
@@ -87,7 +112,7 @@ def test_plugin_activation_shows_in_the_site_state_diff_with_risk_flags(make_run
 
 def test_checkpoint_create_mutate_restore_gives_the_identical_state(make_run_session: Any) -> None:
     run = make_run_session(mounts=[f"{DEMO_PLUGIN}:{DEMO_TARGET}:readonly"], commands=COMMANDS)
-    run.boot_sandbox()
+    _boot_native(run)
     export_before = _export(run)
     summary_before = site_state.take_summary(run.sandbox)
     created = run.execute("wp-codebox.checkpoint-create", ["name=base", 'metadata-json={"why": "test"}'])
@@ -119,7 +144,7 @@ def test_checkpoint_create_mutate_restore_gives_the_identical_state(make_run_ses
 
 def test_capture_state_bundle_writes_a_snapshot_that_restores(make_run_session: Any) -> None:
     run = make_run_session(mounts=[f"{DEMO_PLUGIN}:{DEMO_TARGET}:readonly"], commands=COMMANDS)
-    run.boot_sandbox()
+    _boot_native(run)
     summary_before = site_state.take_summary(run.sandbox)
     result = run.execute("wordpress.capture-state-bundle", ["sections=summary,users,options"])
     refs = {ref["kind"]: ref["path"] for ref in result.artifactRefs}
@@ -175,14 +200,15 @@ def _codebox(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
                           timeout=600, env={**os.environ, **(env or {})})
 
 
-def test_every_run_bundles_the_site_state_diff_with_its_risk_flags(playground_session: Any) -> None:
+def test_every_run_bundles_the_site_state_diff_with_its_risk_flags() -> None:
     """`codebox run` of the demo plugin's activation: the bundle carries files/site-state-diff.json
     (listed, verified), its risks are review risk flags, and `artifacts show` prints them."""
-    out = _codebox("run", "--mount", f"{DEMO_PLUGIN}:{DEMO_TARGET}:readonly", "--command", "wordpress.run-php",
+    out = _codebox("run", "--backend", "native", "--mount", f"{DEMO_PLUGIN}:{DEMO_TARGET}:readonly", "--command", "wordpress.run-php",
                    "--arg", f"code={ACTIVATE}", "--json", "--quiet")
     doc = json.loads(out.stdout)
     assert doc["success"], out.stderr
     bundle = Path(doc["artifacts"]["directory"])
+    assert bundle_backend(bundle) == NATIVE
 
     diff = json.loads((bundle / "files" / "site-state-diff.json").read_text(encoding="utf-8"))
     assert diff["schema"] == "codebox/site-state-diff/v1"
@@ -219,28 +245,30 @@ def test_every_run_bundles_the_site_state_diff_with_its_risk_flags(playground_se
     assert {r["code"] for r in shown["risks"]} >= {"new-administrator", "cron-event-added"}
 
 
-def test_site_state_off_leaves_no_diff(playground_session: Any) -> None:
-    out = _codebox("run", "--command", "wordpress.run-php", "--arg", "code=echo 1;", "--json", "--quiet",
+def test_site_state_off_leaves_no_diff() -> None:
+    out = _codebox("run", "--backend", "native", "--command", "wordpress.run-php", "--arg", "code=echo 1;", "--json", "--quiet",
                    env={"CODEBOX_SITE_STATE": "off"})
     doc = json.loads(out.stdout)
     assert doc["success"], out.stderr
     bundle = Path(doc["artifacts"]["directory"])
+    assert bundle_backend(bundle) == NATIVE
     assert not (bundle / "files" / "site-state-diff.json").exists()
     assert verify_bundle(bundle).valid
 
 
-def test_a_summary_that_fails_is_a_warning_and_a_high_risk_flag_and_the_run_goes_on(playground_session: Any) -> None:
+def test_a_summary_that_fails_is_a_warning_and_a_high_risk_flag_and_the_run_goes_on() -> None:
     """A command that deletes the site's database: the second summary fails (database-missing), the run
     still completes and verifies, the failure is a warning event, and the diff fails closed: one high
     `summary-unavailable` risk flag, also in the review's risk flags, and the run does not read as a success
     (exit 1: a site whose state could not be measured is never clean)."""
-    out = _codebox("run", "--command", "wordpress.run-php", "--arg",
+    out = _codebox("run", "--backend", "native", "--command", "wordpress.run-php", "--arg",
                    "code=unlink('/wordpress/wp-content/database/.ht.sqlite'); echo 'gone';", "--json", "--quiet")
     doc = json.loads(out.stdout)
     assert not doc["success"] and "error" not in doc, out.stderr  # not an error: an unclean verdict
     assert out.returncode == 1 and doc["execution"]["exitCode"] == 0, out.stderr  # the command itself ran
     assert doc["siteStateRisks"] == ["summary-unavailable"]
     bundle = Path(doc["artifacts"]["directory"])
+    assert bundle_backend(bundle) == NATIVE
     diff = json.loads((bundle / "files" / "site-state-diff.json").read_text(encoding="utf-8"))
     assert [(r["code"], r["severity"]) for r in diff["risks"]] == [("summary-unavailable", "high")]
     assert "database-missing" in diff["risks"][0]["message"] or "does not exist" in diff["risks"][0]["message"]

@@ -5,7 +5,9 @@ a shutdown function that runs after Codebox's, with one claiming the plugin is s
 wrong. Codebox reads the plugin's state from the database itself after the request (WordPress not loaded), so the
 forgery changes nothing: the plugin is reported inactive and the evaluation is plugin-broken.
 
-Real CLI, real Playground, one evaluation (no PHPUnit suite: nothing else to wait for)."""
+Real CLI, one evaluation (no PHPUnit suite: nothing else to wait for), on the native backend: the probe's record,
+its read-back from the database and the verdict are the same code on both backends (recipes/front_end_probe.py);
+native serves the request through its confined php-cgi worker. The bundle's recorded backend is asserted."""
 
 from __future__ import annotations
 
@@ -14,11 +16,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.playground
+from tests.factories.site_state import NATIVE, bundle_backend
+
+pytestmark = pytest.mark.native
 
 PLUGIN = "<?php\n/**\n * Plugin Name: Quiet Leaver\n */\n\nfunction quiet_leaver_answer() {\n\treturn 41;\n}\n"
 # the patch: deactivate on a front-end request, then forge the probe's record after Codebox wrote it
@@ -55,18 +58,18 @@ def _patch(path: Path, name: str, old: str, new: str) -> Path:
 
 
 @pytest.mark.timeout(900)
-def test_a_plugin_that_forges_the_probe_record_is_still_reported_inactive(playground_session: Any,
-                                                                          tmp_path: Path) -> None:
+def test_a_plugin_that_forges_the_probe_record_is_still_reported_inactive(codebox_home: Path, tmp_path: Path) -> None:
     plugin = tmp_path / "quiet-leaver"
     plugin.mkdir()
     (plugin / "quiet-leaver.php").write_text(PLUGIN, encoding="utf-8")
     patch = _patch(tmp_path / "leave.patch", "quiet-leaver.php", PLUGIN, PLUGIN + LEAVE_AND_FORGE)
     assert subprocess.run(["git", "apply", "--check", str(patch)], cwd=plugin).returncode == 0
-    proc = subprocess.run([sys.executable, "-m", "codebox_tui", "evaluate-patch", "--plugin", str(plugin),
-                           "--patch", str(patch), "--artifacts-dir", str(tmp_path / "art"), "--json"],
-                          capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "CODEBOX_HOME": str(playground_session.home)})
+    proc = subprocess.run([sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", "native",
+                           "--plugin", str(plugin), "--patch", str(patch), "--artifacts-dir", str(tmp_path / "art"),
+                           "--json"], capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "CODEBOX_HOME": str(codebox_home)})
     doc = json.loads(proc.stdout)
+    assert bundle_backend(doc["bundleDir"]) == NATIVE
     front = doc["probe"]["frontEnd"]
     assert front["pluginActive"] is False, front
     assert "quiet-leaver is not active after the request" in front["problems"], front

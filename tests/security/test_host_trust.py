@@ -1,8 +1,10 @@
 """Issue 12: nothing Codebox runs on the host trusts sandbox-written data.
 
-Each test performs the attack for real (PHP inside a real Playground sandbox plants links, a git
-repository or an apply journal; real git; the real store and the real ``codebox`` CLI) and asserts
-the host is untouched (docs/security-host.md)."""
+Each test performs the attack for real (PHP inside a real sandbox plants links, a git repository or an apply
+journal; real git; the real store and the real ``codebox`` CLI) and asserts the host is untouched
+(docs/security-host.md). The planted repository and journal are read by host-side code shared by both backends
+(baselines, apply-back), so those attacks run on the native backend (docs/backends.md) and assert it; links for
+the disposal stay on Playground, which has its own folders to dispose of (``/internal``'s opcache copy)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 
 from codebox_tui.runtime.mounts import remove_tree
+from tests.factories.site_state import NATIVE, bundle_backend, native_run
 from tests.factories.waiting import wait_for_reaper
 
 
@@ -264,8 +267,8 @@ def test_hostgit_runs_nothing_a_planted_repository_configures(tmp_path: Path) ->
     assert git.run("log", "-1", "--format=%s").stdout.strip() == b"x"  # the commit really happened, unsigned
 
 
-@pytest.mark.playground
-def test_repository_planted_by_php_runs_nothing_on_the_next_run(make_run_session: Any, tmp_path: Path) -> None:
+@pytest.mark.native
+def test_repository_planted_by_php_runs_nothing_on_the_next_run(tmp_path: Path) -> None:
     """First run: PHP writes a complete malicious repository into a read-write mount that is not a work
     tree. Second run on that folder: taking its baseline must run none of the planted programs."""
     import base64
@@ -293,16 +296,15 @@ def test_repository_planted_by_php_runs_nothing_on_the_next_run(make_run_session
         parse_mount(mount)
     except BadInputError:
         mount = f"{folder}:{target}:readwrite"
-    first = make_run_session(mounts=[mount])
-    result = first.execute("wordpress.run-php", [f"code={code}"])
-    assert result.stdout == "planted", result.stdout + result.stderr
-    first.close()
+    with native_run(tmp_path / "artifacts-first", mounts=[mount]) as first:
+        result = first.execute("wordpress.run-php", [f"code={code}"])
+        assert result.stdout == "planted", result.stdout + result.stderr
+        assert first.backend.name == NATIVE
     if (folder / ".git" / "config").is_file():  # the plant reached the host folder
         assert "fsmonitor" in _plain_git_runs_the_plant(folder, markers)
-    second = make_run_session(mounts=[mount])
-    result = second.execute("wordpress.run-php", ["code=echo 'second';"])
-    assert result.stdout == "second"
-    second.close()
+    with native_run(tmp_path / "artifacts-second", mounts=[mount]) as second:
+        result = second.execute("wordpress.run-php", ["code=echo 'second';"])
+        assert result.stdout == "second"
     assert sorted(p.name for p in markers.iterdir()) == []
 
 
@@ -417,8 +419,8 @@ def test_journal_planted_on_the_host_is_never_read(tmp_path: Path) -> None:
     _assert_journal_attack_fails(tmp_path, cap.bundle_dir, target, outside, sorted(changes))
 
 
-@pytest.mark.playground
-def test_journal_planted_by_php_is_never_read(make_run_session: Any, tmp_path: Path) -> None:
+@pytest.mark.native
+def test_journal_planted_by_php_is_never_read(tmp_path: Path) -> None:
     from codebox_tui.errors import BadInputError
     from codebox_tui.runtime.mounts import parse_mount
     from tests.factories.apply_back import BASELINE, CHANGES, write_tree
@@ -439,11 +441,12 @@ def test_journal_planted_by_php_is_never_read(make_run_session: Any, tmp_path: P
         parse_mount(mount)
     except BadInputError:
         mount = f"{folder}:{target}:readwrite"
-    run = make_run_session(mounts=[mount])
-    result = run.execute("wordpress.run-php", [f"code={code}"])
-    assert result.stdout == "planted", result.stdout + result.stderr
-    summary = run.capture()
+    with native_run(tmp_path / "artifacts", mounts=[mount]) as run:
+        result = run.execute("wordpress.run-php", [f"code={code}"])
+        assert result.stdout == "planted", result.stdout + result.stderr
+        summary = run.capture()
     bundle_dir = Path(getattr(summary, "directory", None) or getattr(summary, "path", None) or run.run_dir)
+    assert bundle_backend(bundle_dir) == NATIVE
     from codebox_tui.bundle.reader import load_bundle
 
     assert "apply-staging-folder-in-mount" in load_bundle(bundle_dir).review.riskFlags

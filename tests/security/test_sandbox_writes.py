@@ -1,9 +1,12 @@
 """What a sandbox may write (docs/security.md, "What a sandbox may write"), attacked for real.
 
+All on Playground: the guard is its sidecar's writeguard.mjs and the budget counts its ``/internal``; the native
+backend's disk budget (a tmpfs per sandbox) is attacked in tests/security/test_native_wall.py.
+
 PHP inside a real Playground sandbox tries to make setuid, setgid and sticky files and folders in a
 copy-on-write mount, a ``:live`` mount and the site itself: no host file may carry any of those bits
 (checked with ``os.lstat`` on the real host paths while the sandbox is up) and the captured modes have
-none. Then PHP writes 160 MiB into a ``:live`` mount under a 64 MiB write budget (which also counts the compiled scripts PHP caches under ``/internal``): the write fails inside
+none; in the same run (one boot for both tests), bits set behind the guard's back are stripped after it. Then PHP writes 160 MiB into a ``:live`` mount under a 64 MiB write budget (which also counts the compiled scripts PHP caches under ``/internal``): the write fails inside
 PHP, the host file holds at most the budget, the command fails and the run is flagged
 ``write-budget-exceeded`` in review.json and the events; the same flood into Playground's ``/internal`` (a host
 temp folder of Playground's, outside the sandbox's folder) is stopped and flagged the same way.
@@ -67,25 +70,62 @@ def _site_copy(work_dir: Path, name: str) -> Path:
     raise AssertionError(f"{SITE}/{name} not found under {work_dir}")
 
 
-def test_sandbox_cannot_make_setuid_setgid_or_sticky_host_files(
-        playground_session: Any, tmp_path: Path, user_folders: tuple[Path, Path]) -> None:
-    cow, live = user_folders
+@pytest.fixture(scope="module")
+def special_bits_run(playground_session: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One Playground run with a copy-on-write and a ``:live`` mount that the two tests below check: PHP tries to make
+    setuid, setgid and sticky files and folders (the host paths' bits are read while the sandbox is up); then it
+    writes ``tool.php`` into both mounts and the host sets a setuid bit on each (standing in for a guard that
+    failed) beside the user's own setgid folder ``shared``, and the run is captured."""
+    tmp_path = tmp_path_factory.mktemp("special-bits")
+    cow, live = tmp_path / "cow", tmp_path / "live"
+    for folder in (cow, live):
+        folder.mkdir()
+        (folder / "plugin.php").write_text("<?php\n/* Plugin Name: Modes */\n")
+    (live / "shared").mkdir()
+    (live / "shared").chmod(0o2775)
     code = MODES_ATTACK.replace("__DIRS__", json.dumps([COW, LIVE, SITE]))
+    tool = "<?php file_put_contents('__D__/tool.php', '<?php echo 1;'); echo 'ok';"
     with playground_session.new_run(tmp_path / "artifacts", mounts=[f"{cow}:{COW}", f"{live}:{LIVE}:live"]) as run:
         result = run.execute("wordpress.run-php", ["code=" + code])
-        assert result.exitCode == 0, result.stderr
-        assert all(json.loads(result.stdout).values()), result.stdout  # PHP's chmod and mkdir succeeded
         private_copy = run._private_copies[0].path  # the copy-on-write mount's host folder while up
         hosts = {f"site/{name}": _site_copy(run._sandbox.work_dir, name) for name in NAMES}
         hosts |= {f"cow/{name}": private_copy / name for name in NAMES}
         hosts |= {f"live/{name}": live / name for name in NAMES}
         carrying = {label: oct(_special(path)) for label, path in hosts.items() if _special(path)}
-        assert not carrying, f"host files with setuid/setgid/sticky bits: {carrying}"
+        tools = [run.execute("wordpress.run-php", ["code=" + tool.replace("__D__", target)]).stdout
+                 for target in (COW, LIVE)]
+        (live / "tool.php").chmod(0o4755)
+        (private_copy / "tool.php").chmod(0o4755)
         summary = run.capture()
-    changed = json.loads((Path(summary.path) / "files" / "changed-files.json").read_text())
+    return {"result": result, "carrying": carrying, "tools": tools, "live": live, "bundle": Path(summary.path)}
+
+
+def test_sandbox_cannot_make_setuid_setgid_or_sticky_host_files(special_bits_run: dict[str, Any]) -> None:
+    result = special_bits_run["result"]
+    assert result.exitCode == 0, result.stderr
+    assert all(json.loads(result.stdout).values()), result.stdout  # PHP's chmod and mkdir succeeded
+    carrying = special_bits_run["carrying"]
+    assert not carrying, f"host files with setuid/setgid/sticky bits: {carrying}"
+    changed = json.loads((special_bits_run["bundle"] / "files" / "changed-files.json").read_text())
     modes = {f["relativePath"]: f.get("afterMode") for f in changed["files"]}
     assert "suid.php" in modes and "made.txt" in modes, modes
     assert not [rel for rel, mode in modes.items() if mode and int(mode, 8) & SPECIAL], modes
+
+
+def test_special_bits_that_get_past_the_guard_are_stripped_after_the_run(special_bits_run: dict[str, Any]) -> None:
+    """The check behind the guard: a file the sandbox wrote that carries a setuid bit once the sandbox is
+    gone (the host sets it, standing in for a guard that failed) is stripped and the run flagged;
+    the user's own setgid folder, which had the bit before the run, keeps it."""
+    live = special_bits_run["live"]
+    assert special_bits_run["tools"] == ["ok", "ok"]
+    assert not _special(live / "tool.php")
+    assert _special(live / "shared") == stat.S_ISGID
+    bundle = special_bits_run["bundle"]
+    review = json.loads((bundle / "files" / "review.json").read_text())
+    assert "special-mode-bits" in review["riskFlags"]
+    events = [json.loads(line) for line in (bundle / "events.jsonl").read_text().splitlines() if line.strip()]
+    flagged = {p for e in events if e["type"] == "sandbox.special-mode-bits" for p in e["data"]["paths"]}
+    assert flagged == {"tool.php"}, events
 
 
 @pytest.fixture()
@@ -175,31 +215,6 @@ def test_write_budget_counts_empty_files_and_folders(playground_session: Any, tm
     php = json.JSONDecoder().raw_decode(result.stdout.strip())[0]  # PHP may print the quota warning after it
     assert php["failed"] and php["made"] <= write_budget_64m // 4096, php  # without the charge: all 20,000
     assert "write-budget-exceeded" in json.loads((Path(summary.path) / "files" / "review.json").read_text())["riskFlags"]
-
-
-def test_special_bits_that_get_past_the_guard_are_stripped_after_the_run(
-        playground_session: Any, tmp_path: Path, user_folders: tuple[Path, Path]) -> None:
-    """The check behind the guard: a file the sandbox wrote that carries a setuid bit once the sandbox is
-    gone (the host sets it here, standing in for a guard that failed) is stripped and the run flagged;
-    the user's own setgid folder, which had the bit before the run, keeps it."""
-    cow, live = user_folders
-    (live / "shared").mkdir()
-    (live / "shared").chmod(0o2775)
-    code = "<?php file_put_contents('__D__/tool.php', '<?php echo 1;'); echo 'ok';"
-    with playground_session.new_run(tmp_path / "artifacts", mounts=[f"{cow}:{COW}", f"{live}:{LIVE}:live"]) as run:
-        for target in (COW, LIVE):
-            assert run.execute("wordpress.run-php", ["code=" + code.replace("__D__", target)]).stdout == "ok"
-        (live / "tool.php").chmod(0o4755)
-        (run._private_copies[0].path / "tool.php").chmod(0o4755)
-        summary = run.capture()
-    assert not _special(live / "tool.php")
-    assert _special(live / "shared") == stat.S_ISGID
-    bundle = Path(summary.path)
-    review = json.loads((bundle / "files" / "review.json").read_text())
-    assert "special-mode-bits" in review["riskFlags"]
-    events = [json.loads(line) for line in (bundle / "events.jsonl").read_text().splitlines() if line.strip()]
-    flagged = {p for e in events if e["type"] == "sandbox.special-mode-bits" for p in e["data"]["paths"]}
-    assert flagged == {"tool.php"}, events
 
 
 def test_the_sidecar_refuses_to_start_without_the_write_guard(tmp_path: Path) -> None:

@@ -1,6 +1,11 @@
 """Issue 12: secret leaks, risk-flag evasion through capture limits, unbounded command output, and
-baseline packs left behind by a killed run. Every attack is performed by PHP inside a real Playground
-sandbox (or by a real ``codebox run`` process), and every artifact written is scanned afterwards.
+baseline packs left behind by a killed run. Every attack is performed by PHP inside a real sandbox (or by a real
+``codebox run`` process), and every artifact written is scanned afterwards.
+
+Redaction, capture limits and the sweep of baseline packs are host-side code shared by both backends, so those
+attacks run on the native backend (docs/backends.md) and assert the backend their bundle records. The output cap
+stays on Playground: there the sidecar cuts the output before it reaches Codebox (runtime/playground.py), a code
+path of its own.
 
 The forms of a secret searched for are computed here independently of ``bundle/redact.py``."""
 
@@ -21,6 +26,7 @@ from typing import Any
 import pytest
 
 from tests.factories.flood import FLOOD_TARGET, UNCAPTURED_FLOOD_PHP
+from tests.factories.site_state import NATIVE, bundle_backend, native_run
 
 REPO = Path(__file__).resolve().parent.parent.parent
 SECRET_NAME = "CODEBOX_SEC_TEST_TOKEN"
@@ -107,15 +113,14 @@ file_put_contents("$m/ok.txt", "fine\n");
 """
 
 
-@pytest.mark.playground
-def test_no_form_of_a_secret_reaches_any_artifact(playground_session: Any, plugin_copy: Path,
-                                                  tmp_path: Path, codebox_home: Path) -> None:
+@pytest.mark.native
+def test_no_form_of_a_secret_reaches_any_artifact(plugin_copy: Path, tmp_path: Path, codebox_home: Path) -> None:
     """Every file of the bundle and the run folder, the --json document, the store's database files
     and the apply audit are scanned for every form of the secret after PHP tried to leak it through
     stdout JSON escapes, binary / Latin-1 / encoded file contents and file and folder names."""
     artifacts = tmp_path / "artifacts"
     policy = json.dumps({"commands": ["wordpress.run-php"], "secrets": [SECRET_NAME]})
-    run = codebox("run", "--mount", f"{plugin_copy}:/wordpress/wp-content/plugins/victim:readwrite",
+    run = codebox("run", "--backend", "native", "--mount", f"{plugin_copy}:/wordpress/wp-content/plugins/victim:readwrite",
                   "--command", "wordpress.run-php", "--arg", f"code-file={php_file(tmp_path, LEAK_PHP)}",
                   "--artifacts", str(artifacts), "--policy", policy, "--json",
                   env={SECRET_NAME: SECRET})
@@ -125,6 +130,7 @@ def test_no_form_of_a_secret_reaches_any_artifact(playground_session: Any, plugi
     leaks = [f"--json document: {f}" for f, b in secret_forms(SECRET).items() if b.decode("latin-1") in run.stdout]
 
     bundle_dir = Path(document["artifacts"]["directory"])
+    assert bundle_backend(bundle_dir) == NATIVE
     leaks += scan(every_file(bundle_dir))  # before the decision: what the old code leaked shows up here
     assert leaks == [], "\n".join(leaks)
     assert document["execution"]["result"]["json"]["leak"] == "[REDACTED:configured-secret-value]"
@@ -176,29 +182,30 @@ def test_secrets_too_short_to_redact_are_refused_by_name(tmp_path: Path, plugin_
     assert not list((tmp_path / "artifacts").glob("runtime-*"))
 
 
-def _flood_run(make_run_session: Any, plugin_copy: Path, count: int) -> dict[str, Any]:
-    """``count`` files in an uncaptured folder, then a planted script beside them."""
-    run = make_run_session(mounts=[f"{plugin_copy}:{FLOOD_TARGET}:readwrite"],
-                           commands=["wordpress.run-php"])
-    code = UNCAPTURED_FLOOD_PHP % {"count": count}
-    result = run.execute("wordpress.run-php", [f"code={code}"], 1200)
-    assert result.stdout == "planted"
-    summary = run.capture()
+def _flood_run(tmp_path: Path, plugin_copy: Path, count: int) -> dict[str, Any]:
+    """``count`` files in an uncaptured folder, then a planted script beside them (a native sandbox)."""
+    with native_run(tmp_path / "artifacts", mounts=[f"{plugin_copy}:{FLOOD_TARGET}:readwrite"],
+                    commands=["wordpress.run-php"]) as run:
+        code = UNCAPTURED_FLOOD_PHP % {"count": count}
+        result = run.execute("wordpress.run-php", [f"code={code}"], 1200)
+        assert result.stdout == "planted"
+        summary = run.capture()
+    assert bundle_backend(summary.path) == NATIVE
     review: dict[str, Any] = json.loads((summary.path / "files/review.json").read_text())
     review["_path"] = str(summary.path)
     return review
 
 
-@pytest.mark.playground
+@pytest.mark.native
 def test_exceeding_the_uncaptured_folder_tracking_limit_is_a_risk_flag(
-        make_run_session: Any, plugin_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, plugin_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the tracking limit the change report used to switch reason silently; a planted .bin
     script went unflagged. The limit is lowered here through the same code path (list_tree reads it); the
     same attack at the default limit (200,000 entries, about a minute of PHP) is bench/bench_capture_flood.py."""
     import codebox_tui.bundle.diff as diff
 
     monkeypatch.setattr(diff, "MAX_TRACKED_IN_SKIPPED", 500)
-    review = _flood_run(make_run_session, plugin_copy, 600)
+    review = _flood_run(tmp_path, plugin_copy, 600)
     assert "changes-in-uncaptured-directories" in review["riskFlags"]
     assert "capture-limit-exceeded:skipped-directory-not-tracked" in review["riskFlags"]
     shown = codebox("artifacts", "show", review["_path"])
@@ -253,15 +260,14 @@ def test_huge_output_is_capped_and_recorded(playground_session: Any, tmp_path: P
     assert "output-truncated:stdout" in shown.stdout
 
 
-@pytest.mark.playground
-def test_baseline_packs_of_a_sigkilled_run_are_swept(playground_session: Any, plugin_copy: Path,
-                                                     tmp_path: Path, codebox_home: Path) -> None:
+@pytest.mark.native
+def test_baseline_packs_of_a_sigkilled_run_are_swept(plugin_copy: Path, tmp_path: Path, codebox_home: Path) -> None:
     """A `codebox run` killed by SIGKILL while its command runs leaves its baseline packs (copies of
     the user's files); the next run removes them, as it removes abandoned sandbox folders."""
     (plugin_copy / "private-notes.txt").write_text("the user's own file\n")
     artifacts = tmp_path / "artifacts"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "codebox_tui", "run", "--mount",
+        [sys.executable, "-m", "codebox_tui", "run", "--backend", "native", "--mount",
          f"{plugin_copy}:/wordpress/wp-content/plugins/victim:readwrite", "--command", "wordpress.run-php",
          "--arg", "code=sleep(120);", "--artifacts", str(artifacts), "--timeout", "5m"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -284,9 +290,10 @@ def test_baseline_packs_of_a_sigkilled_run_are_swept(playground_session: Any, pl
             os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     assert owned[0].is_dir()  # SIGKILL: nothing could clean up
-    follow_up = codebox("run", "--command", "wordpress.run-php", "--arg", "code=echo 1;",
+    follow_up = codebox("run", "--backend", "native", "--command", "wordpress.run-php", "--arg", "code=echo 1;",
                         "--artifacts", str(tmp_path / "artifacts-2"))
     assert follow_up.returncode == 0, follow_up.stderr[-2000:]
+    assert [bundle_backend(b) for b in (tmp_path / "artifacts-2").glob("runtime-*")] == [NATIVE]
     deadline = time.monotonic() + 30
     while owned[0].exists() and time.monotonic() < deadline:
         time.sleep(0.2)

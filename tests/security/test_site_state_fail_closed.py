@@ -1,11 +1,15 @@
 """A run must not hide what it did to the site behind the site-state summary (issue #25, finding 2;
-docs/site-state.md, "Fail closed" and "Files outside the mounts"). Each test attacks through a real Playground
-sandbox and a whole run (RunService), and reads the sealed bundle:
+docs/site-state.md, "Fail closed" and "Files outside the mounts"). Each test attacks through a real sandbox and a
+whole run (RunService, or the CLI), and reads the sealed bundle:
 
-- the site is pointed at a copied database (DB_FILE in wp-config.php) and an administrator is added there;
-- the summary is made to fail (the options table it needs is dropped, a decoy `options` table planted);
-- configuration and core files outside the mounts are edited (wp-config.php, a wp-includes file, a db.php
-  drop-in, php.ini, the prepend file).
+- on Playground, one run checked by two tests (wp-config.php, core, ``db.php`` and ``/internal`` are writable there;
+  on native they are read-only binds, so these attacks cannot happen): the site is pointed at a copied database
+  (DB_FILE in wp-config.php) and an administrator is added there; then configuration and core files outside the
+  mounts are edited (wp-config.php, a wp-includes file, a db.php drop-in, php.ini, the prepend file); what
+  Playground itself writes during the run (the opcache folder, wp-env.php) is not among the flagged files;
+- natively (the summary and its diff are the same code on both backends; each asserts the backend its bundle
+  records): the summary is made to fail (the options table it needs is dropped, a decoy `options` table
+  planted), in a run and in a recipe; a plain run reports nothing.
 
 Before the fix, (a) and (c) gave no risk flag and (b) left the bundle without any site-state diff."""
 
@@ -21,15 +25,16 @@ from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.lifecycle.request import CommandStep, RunRequest
 from codebox_tui.lifecycle.service import RunService
 from codebox_tui.settings import get_settings
+from tests.factories.site_state import NATIVE, PLAYGROUND, bundle_backend
 
-pytestmark = pytest.mark.playground
 
-
-def _run(tmp_path: Path, *codes: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _run(tmp_path: Path, *codes: str, backend: str) -> tuple[dict[str, Any], dict[str, Any]]:
     request = RunRequest(commands=[CommandStep("wordpress.run-php", [f"code={code}"]) for code in codes],
-                         policy=RuntimePolicy(commands=["wordpress.run-php"]), artifacts_root=tmp_path)
+                         policy=RuntimePolicy(commands=["wordpress.run-php"]), artifacts_root=tmp_path,
+                         backend=backend)
     outcome = RunService(get_settings()).run(request)
     assert outcome.bundle_dir is not None, outcome.failure_text()
+    assert bundle_backend(outcome.bundle_dir) == (NATIVE if backend == "native" else PLAYGROUND)
     files = outcome.bundle_dir / "files"
     diff = json.loads((files / "site-state-diff.json").read_text(encoding="utf-8"))
     review = json.loads((files / "review.json").read_text(encoding="utf-8"))
@@ -40,70 +45,98 @@ def _risks(diff: dict[str, Any]) -> set[tuple[str, str, str]]:
     return {(r["code"], r["subject"], r["severity"]) for r in diff["risks"]}
 
 
-def test_a_copied_database_named_in_wp_config_is_a_high_database_configuration_flag(tmp_path: Path) -> None:
-    redirect = ("copy('/wordpress/wp-content/database/.ht.sqlite', '/wordpress/wp-content/database/copy.sqlite');"
-                "$c = file_get_contents('/wordpress/wp-config.php');"
-                "file_put_contents('/wordpress/wp-config.php', str_replace('<?php', "
-                "\"<?php define('DB_FILE', 'copy.sqlite');\", $c)); echo 'redirected';")
-    add_admin = ("$id = wp_insert_user(['user_login' => 'hidden-admin', 'user_pass' => 'x-123456789-y', "
-                 "'role' => 'administrator']); echo is_wp_error($id) ? 'no' : 'admin';")
-    diff, review = _run(tmp_path, redirect, add_admin)
+REDIRECT = ("copy('/wordpress/wp-content/database/.ht.sqlite', '/wordpress/wp-content/database/copy.sqlite');"
+            "$c = file_get_contents('/wordpress/wp-config.php');"
+            "file_put_contents('/wordpress/wp-config.php', str_replace('<?php', "
+            "\"<?php define('DB_FILE', 'copy.sqlite');\", $c)); echo 'redirected';")
+ADD_ADMIN = ("$id = wp_insert_user(['user_login' => 'hidden-admin', 'user_pass' => 'x-123456789-y', "
+             "'role' => 'administrator']); echo is_wp_error($id) ? 'no' : 'admin';")
+EDITS = ("file_put_contents('/wordpress/wp-config.php', \"\\n// edited\\n\", FILE_APPEND);"
+         "file_put_contents('/wordpress/wp-includes/version.php', \"\\n// edited\\n\", FILE_APPEND);"
+         "file_put_contents('/wordpress/wp-content/db.php', '<?php // planted');"
+         "file_put_contents('/internal/shared/php.ini', \"\\n; edited\\n\", FILE_APPEND);"
+         "file_put_contents('/internal/shared/auto_prepend_file.php', \"\\n// edited\\n\", FILE_APPEND);"
+         "echo 'edited';")
+EDITED = ("/wordpress/wp-includes/", "/wordpress/wp-content/db.php", "/internal/shared/php.ini",
+          "/internal/shared/auto_prepend_file.php")
+
+
+@pytest.fixture(scope="module")
+def playground_edits(playground_session: Any, tmp_path_factory: pytest.TempPathFactory
+                     ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One Playground run: the database redirected and an administrator added in the copy, then the configuration
+    and core files edited (the two tests below each check one attack's flags)."""
+    return _run(tmp_path_factory.mktemp("fail-closed"), REDIRECT, ADD_ADMIN, EDITS, backend="playground")
+
+
+@pytest.mark.playground
+def test_a_copied_database_named_in_wp_config_is_a_high_database_configuration_flag(
+        playground_edits: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    diff, review = playground_edits
     risks = _risks(diff)
     assert ("database-configuration-changed", "/wordpress/wp-config.php", "high") in risks
     assert ("database-configuration-changed", "/wordpress/wp-content/database/copy.sqlite", "high") in risks
     assert "site-state:database-configuration-changed" in review["riskFlags"]
 
 
+@pytest.mark.playground
+def test_configuration_and_core_files_edited_outside_the_mounts_are_each_flagged_high(
+        playground_edits: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    diff, review = playground_edits
+    risks = _risks(diff)
+    assert ("database-configuration-changed", "/wordpress/wp-config.php", "high") in risks
+    for path in EDITED:
+        assert ("sandbox-control-file-modified", path, "high") in risks, (path, risks)
+    assert {"site-state:database-configuration-changed",
+            "site-state:sandbox-control-file-modified"} <= set(review["riskFlags"])
+    # no false positives on Playground: what it writes itself during a run (the opcache folder, wp-env.php) is
+    # no control-file change (the plain run below checks the same natively)
+    assert {r[1] for r in risks if r[0] == "sandbox-control-file-modified"} == set(EDITED), risks
+
+
+# The site's own SQLite connection, below WordPress's query translator: the native site's SQLite Database Integration
+# dies with a fatal error translating this CREATE TABLE (wpdb->query), while the statements go through as SQL here.
+DECOY = ("global $wpdb; $pdo = $wpdb->dbh->get_pdo();"
+         "$pdo->exec('CREATE TABLE options (option_name TEXT, option_value TEXT)');")
+
+
+@pytest.mark.native
 def test_a_summary_broken_by_decoy_tables_fails_closed(tmp_path: Path) -> None:
-    decoy = ("global $wpdb; $wpdb->query('CREATE TABLE options (option_name TEXT, option_value TEXT)');"
-             "$wpdb->query(\"INSERT INTO options VALUES ('siteurl', 'http://decoy')\");"
-             "$wpdb->query('DROP TABLE wp_options'); echo 'decoyed';")
-    diff, review = _run(tmp_path, decoy)
+    decoy = (DECOY + "$pdo->exec(\"INSERT INTO options VALUES ('siteurl', 'http://decoy')\");"
+             "$pdo->exec('DROP TABLE wp_options'); echo 'decoyed';")
+    diff, review = _run(tmp_path, decoy, backend="native")
     assert [(r["code"], r["severity"]) for r in diff["risks"]] == [("summary-unavailable", "high")]
     assert diff["empty"] is False
     assert "site-state:summary-unavailable" in review["riskFlags"]
 
 
-def test_configuration_and_core_files_edited_outside_the_mounts_are_each_flagged_high(tmp_path: Path) -> None:
-    edits = ("file_put_contents('/wordpress/wp-config.php', \"\\n// edited\\n\", FILE_APPEND);"
-             "file_put_contents('/wordpress/wp-includes/version.php', \"\\n// edited\\n\", FILE_APPEND);"
-             "file_put_contents('/wordpress/wp-content/db.php', '<?php // planted');"
-             "file_put_contents('/internal/shared/php.ini', \"\\n; edited\\n\", FILE_APPEND);"
-             "file_put_contents('/internal/shared/auto_prepend_file.php', \"\\n// edited\\n\", FILE_APPEND);"
-             "echo 'edited';")
-    diff, review = _run(tmp_path, edits)
-    risks = _risks(diff)
-    assert ("database-configuration-changed", "/wordpress/wp-config.php", "high") in risks
-    for path in ("/wordpress/wp-includes/", "/wordpress/wp-content/db.php", "/internal/shared/php.ini",
-                 "/internal/shared/auto_prepend_file.php"):
-        assert ("sandbox-control-file-modified", path, "high") in risks, (path, risks)
-    assert {"site-state:database-configuration-changed",
-            "site-state:sandbox-control-file-modified"} <= set(review["riskFlags"])
-
-
+@pytest.mark.native
 def test_a_plain_run_reports_no_site_file_changes(tmp_path: Path) -> None:
-    """No false positives: what Playground itself writes during a run (the opcache folder, wp-env.php) is
-    not a control-file change, and the core fingerprints are stable."""
-    diff, review = _run(tmp_path, "echo 1;")
+    """No false positives: what the sandbox writes itself during a run (native: its opcache file cache; on
+    Playground checked in the edits run above) is not a control-file change, and the core fingerprints are
+    stable."""
+    diff, review = _run(tmp_path, "echo 1;", backend="native")
     assert diff["risks"] == [] and diff["controlFiles"] == [], diff
     assert not any(flag.startswith("site-state:") for flag in review["riskFlags"])
 
 
+@pytest.mark.native
 def test_a_recipe_whose_site_state_is_unknown_never_reads_as_passed(tmp_path: Path) -> None:
     """Fail closed reaches the verdict: the same decoy attack inside a recipe makes recipe-run fail (exit 1)
     naming the site-state risk, though every step itself succeeded."""
     import subprocess
     import sys
 
-    decoy = ("global $wpdb; $wpdb->query('CREATE TABLE options (option_name TEXT, option_value TEXT)');"
-             "$wpdb->query('DROP TABLE wp_options'); echo 'decoyed';")
+    decoy = DECOY + "$pdo->exec('DROP TABLE wp_options'); echo 'decoyed';"
     recipe = tmp_path / "decoy.json"
     recipe.write_text(json.dumps({"schema": "wp-codebox/workspace-recipe/v1",
                                   "workflow": {"steps": [{"command": "wordpress.run-php", "args": [f"code={decoy}"]}]}}))
-    done = subprocess.run([sys.executable, "-m", "codebox_tui", "recipe-run", str(recipe), "--artifacts-dir",
-                           str(tmp_path / "art"), "--json"], capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-m", "codebox_tui", "recipe-run", str(recipe), "--backend", "native",
+                           "--artifacts-dir", str(tmp_path / "art"), "--json"], capture_output=True, text=True,
+                          timeout=600)
     assert done.returncode == 1, done.stderr
     outcome = json.loads(done.stdout)
+    assert bundle_backend(outcome["bundleDir"]) == NATIVE
     assert outcome["success"] is False and outcome["status"] == "failed"
     assert [f["phase"] for f in outcome["stepFailures"]] == ["site-state"]
     assert "summary-unavailable" in outcome["stepFailures"][0]["error"]

@@ -8,7 +8,9 @@ ordinary request (it hides a new administrator), and asserts that Codebox's own 
 summary and its diff, checkpoints, the snapshot) are not changed by it, that the planted file is flagged
 (`sandbox-control-file-modified`) and that the sandbox's own requests still see what it wrote. Each of
 these tests fails when Codebox's measurements run as ordinary requests (checked by making
-`probe_php` an alias of `run_php`).
+`probe_php` an alias of `run_php`). The preload and the extensions-ini plants share one sandbox (planted one after
+the other, each setting its own marker). All of it is Playground's own: native has no /internal and its probes
+run with prepend files forced off (tests/security/test_native_wall.py).
 
 Not here: a compiled prepend planted in the opcache file cache under the clean file's name and
 timestamp. Tried for real, PHP did not serve it even to the sandbox's own requests, so a test could
@@ -17,6 +19,7 @@ not fail; probes do not depend on it anyway (docs/security.md)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +32,7 @@ from codebox_tui.runtime import site_state
 from codebox_tui.runtime.site_state_diff import diff_summaries
 from codebox_tui.settings import get_settings
 
-pytestmark = pytest.mark.playground
+pytestmark = pytest.mark.playground  # /internal/shared and its php.ini, prepend, preload and ini scan are php-wasm's
 
 PREPEND = "/internal/shared/auto_prepend_file.php"
 COMMANDS = ["wordpress.run-php", "wp-codebox.checkpoint-create", "wp-codebox.checkpoint-restore"]
@@ -78,9 +81,41 @@ def _users(summary: Any) -> set[str]:
     return {user.login for user in summary.users.values()}
 
 
-def _forged_in_ordinary_request(run: Any) -> bool:
-    """The planted code really runs in the sandbox's own requests (the attack is live, not a no-op)."""
-    return _php(run, "echo empty($GLOBALS['codebox_forged']) ? 'clean' : 'forged';").endswith("forged")
+def _forged_in_ordinary_request(run: Any, marker: str = "codebox_forged") -> bool:
+    """The planted code (the one that sets ``marker``) really runs in the sandbox's own requests (the attack is
+    live, not a no-op)."""
+    return _php(run, f"echo empty($GLOBALS['{marker}']) ? 'clean' : 'forged';").endswith("forged")
+
+
+EXTENSION_MARKER = "codebox_forged_by_extension_ini"
+
+
+@pytest.fixture(scope="module")
+def preload_then_extensions_ini(playground_session: Any, tmp_path_factory: pytest.TempPathFactory
+                                ) -> Iterator[dict[str, Any]]:
+    """One Playground sandbox for two plants, each checked by its own test below: a preload file, then an
+    extensions ini naming a prepend of its own (which sets another marker, so each plant is seen running on its
+    own). What each test needs is recorded as it happens."""
+    seen: dict[str, Any] = {}
+    with playground_session.new_run(tmp_path_factory.mktemp("preload-extensions"), commands=COMMANDS) as run:
+        run.boot_sandbox()
+        seen["before"] = site_state.take_summary(run.sandbox)
+        seen["preload-plant"] = _php(run, ADD_ADMIN + "@mkdir('/internal/shared/preload', 0777, true); "
+                                     "file_put_contents('/internal/shared/preload/zz-forge.php', "
+                                     f"{_php_string('<?php ' + FORGE)});")
+        seen["preload-live"] = _forged_in_ordinary_request(run)
+        seen["after-preload"] = site_state.take_summary(run.sandbox)
+        seen["preload-still-live"] = _forged_in_ordinary_request(run)  # the sandbox's file still runs
+        forge = FORGE.replace("$GLOBALS['codebox_forged']", f"$GLOBALS['{EXTENSION_MARKER}']")
+        planted = "<?php require '/internal/shared/auto_prepend_file.php';" + forge
+        seen["extensions-plant"] = _php(
+            run, f"file_put_contents('/tmp/forge.php', {_php_string(planted)});"
+            "file_put_contents('/internal/shared/extensions/zz-forge.ini', \"auto_prepend_file=/tmp/forge.php\\n\");"
+            "echo 'planted';")
+        run.sandbox.run_cli(["php", "-r", "echo 1;"], 60.0)  # the next request starts a new runtime
+        seen["extensions-live"] = _forged_in_ordinary_request(run, EXTENSION_MARKER)
+        seen["after-extensions"] = site_state.take_summary(run.sandbox)
+        yield seen
 
 
 def test_a_planted_prepend_does_not_hide_a_new_administrator_from_the_run_diff(tmp_path: Path) -> None:
@@ -110,21 +145,17 @@ def test_a_planted_prepend_does_not_hide_a_new_administrator_from_the_run_diff(t
     assert {"site-state:new-administrator", "site-state:sandbox-control-file-modified"} <= set(review["riskFlags"])
 
 
-def test_a_planted_preload_file_does_not_forge_the_summary(make_run_session: Any) -> None:
-    run = make_run_session(commands=COMMANDS)
-    run.boot_sandbox()
-    before = site_state.take_summary(run.sandbox)
-    assert _php(run, ADD_ADMIN + "@mkdir('/internal/shared/preload', 0777, true); "
-                f"file_put_contents('/internal/shared/preload/zz-forge.php', {_php_string('<?php ' + FORGE)});"
-                ).endswith("admin")
-    assert _forged_in_ordinary_request(run)
-    after = site_state.take_summary(run.sandbox)
+def test_a_planted_preload_file_does_not_forge_the_summary(preload_then_extensions_ini: dict[str, Any]) -> None:
+    seen = preload_then_extensions_ini
+    assert seen["preload-plant"].endswith("admin")
+    assert seen["preload-live"]
+    after = seen["after-preload"]
     assert "evil-admin" in _users(after) and "evil_option" in after.options
-    diff = diff_summaries(before, after)
+    diff = diff_summaries(seen["before"], after)
     assert ("sandbox-control-file-modified", "/internal/shared/preload/zz-forge.php") in {
         (r.code, r.subject) for r in diff.risks}
     assert any(r.code == "new-administrator" and r.subject == "evil-admin" for r in diff.risks)
-    assert _forged_in_ordinary_request(run)  # the sandbox's file is still there and still runs
+    assert seen["preload-still-live"]  # the sandbox's file is still there and still runs
 
 
 def test_a_php_ini_prepend_taking_effect_after_a_runtime_rotation_does_not_forge_the_summary(
@@ -150,17 +181,13 @@ def test_a_php_ini_prepend_taking_effect_after_a_runtime_rotation_does_not_forge
     assert _php(run, "echo ini_get('auto_prepend_file');").endswith("/tmp/forge.php")
 
 
-def test_a_planted_extensions_ini_does_not_forge_the_summary(make_run_session: Any) -> None:
-    """PHP scans /internal/shared/extensions/*.ini when a runtime starts (intl.ini lives there)."""
-    run = make_run_session(commands=COMMANDS)
-    run.boot_sandbox()
-    planted = ("<?php require '/internal/shared/auto_prepend_file.php';" + FORGE)
-    assert _php(run, ADD_ADMIN + f"file_put_contents('/tmp/forge.php', {_php_string(planted)});"
-                "file_put_contents('/internal/shared/extensions/zz-forge.ini', \"auto_prepend_file=/tmp/forge.php\\n\");"
-                ).endswith("admin")
-    run.sandbox.run_cli(["php", "-r", "echo 1;"], 60.0)
-    assert _forged_in_ordinary_request(run)
-    after = site_state.take_summary(run.sandbox)
+def test_a_planted_extensions_ini_does_not_forge_the_summary(preload_then_extensions_ini: dict[str, Any]) -> None:
+    """PHP scans /internal/shared/extensions/*.ini when a runtime starts (intl.ini lives there); the planted ini
+    names a prepend that sets a marker of its own, seen in the sandbox's request after the runtime rotated."""
+    seen = preload_then_extensions_ini
+    assert seen["extensions-plant"].endswith("planted")
+    assert seen["extensions-live"]
+    after = seen["after-extensions"]
     assert "evil-admin" in _users(after)
     assert "/internal/shared/extensions/zz-forge.ini" in after.controlFiles
 
