@@ -22,7 +22,7 @@ from codebox_tui.contracts.site_state import STATE_SECTIONS, RuntimeSnapshot, St
 from codebox_tui.errors import BadInputError, SandboxError
 from codebox_tui.runtime import site_state
 from codebox_tui.runtime.site_state_diff import diff_summaries
-from tests.factories.site_state import NATIVE, bundle_backend, native_run
+from tests.factories.native import NATIVE, native_run, recorded_backend
 
 pytestmark = pytest.mark.native
 
@@ -208,7 +208,7 @@ def test_every_run_bundles_the_site_state_diff_with_its_risk_flags() -> None:
     doc = json.loads(out.stdout)
     assert doc["success"], out.stderr
     bundle = Path(doc["artifacts"]["directory"])
-    assert bundle_backend(bundle) == NATIVE
+    assert recorded_backend(bundle) == NATIVE
 
     diff = json.loads((bundle / "files" / "site-state-diff.json").read_text(encoding="utf-8"))
     assert diff["schema"] == "codebox/site-state-diff/v1"
@@ -251,7 +251,7 @@ def test_site_state_off_leaves_no_diff() -> None:
     doc = json.loads(out.stdout)
     assert doc["success"], out.stderr
     bundle = Path(doc["artifacts"]["directory"])
-    assert bundle_backend(bundle) == NATIVE
+    assert recorded_backend(bundle) == NATIVE
     assert not (bundle / "files" / "site-state-diff.json").exists()
     assert verify_bundle(bundle).valid
 
@@ -268,7 +268,7 @@ def test_a_summary_that_fails_is_a_warning_and_a_high_risk_flag_and_the_run_goes
     assert out.returncode == 1 and doc["execution"]["exitCode"] == 0, out.stderr  # the command itself ran
     assert doc["siteStateRisks"] == ["summary-unavailable"]
     bundle = Path(doc["artifacts"]["directory"])
-    assert bundle_backend(bundle) == NATIVE
+    assert recorded_backend(bundle) == NATIVE
     diff = json.loads((bundle / "files" / "site-state-diff.json").read_text(encoding="utf-8"))
     assert [(r["code"], r["severity"]) for r in diff["risks"]] == [("summary-unavailable", "high")]
     assert "database-missing" in diff["risks"][0]["message"] or "does not exist" in diff["risks"][0]["message"]

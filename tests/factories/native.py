@@ -43,6 +43,7 @@ def native_run(artifacts_root: Path, **spec_kwargs: Any) -> Any:
 
 
 RECORDED = {"native": "native", "playground": "wordpress-playground"}  # `--backend` -> metadata.runtime.backend
+NATIVE, PLAYGROUND = RECORDED["native"], RECORDED["playground"]
 
 
 def recorded_backend(bundle: Path) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.factories.site_state import NATIVE, bundle_backend
+from tests.factories.native import NATIVE, recorded_backend
 
 pytestmark = pytest.mark.native
 
@@ -69,7 +69,7 @@ def test_a_plugin_that_forges_the_probe_record_is_still_reported_inactive(codebo
                            "--json"], capture_output=True, text=True, timeout=900,
                           env={**os.environ, "CODEBOX_HOME": str(codebox_home)})
     doc = json.loads(proc.stdout)
-    assert bundle_backend(doc["bundleDir"]) == NATIVE
+    assert recorded_backend(doc["bundleDir"]) == NATIVE
     front = doc["probe"]["frontEnd"]
     assert front["pluginActive"] is False, front
     assert "quiet-leaver is not active after the request" in front["problems"], front

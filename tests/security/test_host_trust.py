@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from codebox_tui.runtime.mounts import remove_tree
-from tests.factories.site_state import NATIVE, bundle_backend, native_run
+from tests.factories.native import NATIVE, native_run, recorded_backend
 from tests.factories.waiting import wait_for_reaper
 
 
@@ -446,7 +446,7 @@ def test_journal_planted_by_php_is_never_read(tmp_path: Path) -> None:
         assert result.stdout == "planted", result.stdout + result.stderr
         summary = run.capture()
     bundle_dir = Path(getattr(summary, "directory", None) or getattr(summary, "path", None) or run.run_dir)
-    assert bundle_backend(bundle_dir) == NATIVE
+    assert recorded_backend(bundle_dir) == NATIVE
     from codebox_tui.bundle.reader import load_bundle
 
     assert "apply-staging-folder-in-mount" in load_bundle(bundle_dir).review.riskFlags

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from tests.factories.flood import FLOOD_TARGET, UNCAPTURED_FLOOD_PHP
-from tests.factories.site_state import NATIVE, bundle_backend, native_run
+from tests.factories.native import NATIVE, native_run, recorded_backend
 
 REPO = Path(__file__).resolve().parent.parent.parent
 SECRET_NAME = "CODEBOX_SEC_TEST_TOKEN"
@@ -130,7 +130,7 @@ def test_no_form_of_a_secret_reaches_any_artifact(plugin_copy: Path, tmp_path: P
     leaks = [f"--json document: {f}" for f, b in secret_forms(SECRET).items() if b.decode("latin-1") in run.stdout]
 
     bundle_dir = Path(document["artifacts"]["directory"])
-    assert bundle_backend(bundle_dir) == NATIVE
+    assert recorded_backend(bundle_dir) == NATIVE
     leaks += scan(every_file(bundle_dir))  # before the decision: what the old code leaked shows up here
     assert leaks == [], "\n".join(leaks)
     assert document["execution"]["result"]["json"]["leak"] == "[REDACTED:configured-secret-value]"
@@ -190,7 +190,7 @@ def _flood_run(tmp_path: Path, plugin_copy: Path, count: int) -> dict[str, Any]:
         result = run.execute("wordpress.run-php", [f"code={code}"], 1200)
         assert result.stdout == "planted"
         summary = run.capture()
-    assert bundle_backend(summary.path) == NATIVE
+    assert recorded_backend(summary.path) == NATIVE
     review: dict[str, Any] = json.loads((summary.path / "files/review.json").read_text())
     review["_path"] = str(summary.path)
     return review
@@ -293,7 +293,7 @@ def test_baseline_packs_of_a_sigkilled_run_are_swept(plugin_copy: Path, tmp_path
     follow_up = codebox("run", "--backend", "native", "--command", "wordpress.run-php", "--arg", "code=echo 1;",
                         "--artifacts", str(tmp_path / "artifacts-2"))
     assert follow_up.returncode == 0, follow_up.stderr[-2000:]
-    assert [bundle_backend(b) for b in (tmp_path / "artifacts-2").glob("runtime-*")] == [NATIVE]
+    assert [recorded_backend(b) for b in (tmp_path / "artifacts-2").glob("runtime-*")] == [NATIVE]
     deadline = time.monotonic() + 30
     while owned[0].exists() and time.monotonic() < deadline:
         time.sleep(0.2)

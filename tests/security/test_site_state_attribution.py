@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from tests.factories.site_state import NATIVE, PLAYGROUND, bundle_backend
+from tests.factories.native import NATIVE, PLAYGROUND, recorded_backend
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MU = "/wordpress/wp-content/mu-plugins"
@@ -67,7 +67,7 @@ def _recipe_outcome(home: Path, tmp_path: Path, plant: str | None, *, backend: s
     done = _cli(home, "recipe-run", str(recipe), "--backend", backend, "--artifacts-dir", str(tmp_path / "art"), "--json")
     assert done.stdout.strip(), done.stderr[-2000:]
     outcome = json.loads(done.stdout)
-    assert bundle_backend(outcome["bundleDir"]) == (NATIVE if backend == "native" else PLAYGROUND)
+    assert recorded_backend(outcome["bundleDir"]) == (NATIVE if backend == "native" else PLAYGROUND)
     return done.returncode, outcome
 
 
@@ -168,7 +168,7 @@ def _evaluate(home: Path, tmp_path: Path, plant: bool) -> tuple[subprocess.Compl
                 "--artifacts-dir", str(tmp_path / "art"), "--json")
     assert done.stdout.strip(), done.stderr[-2000:]
     outcome = json.loads(done.stdout)
-    assert bundle_backend(outcome["bundleDir"]) == NATIVE
+    assert recorded_backend(outcome["bundleDir"]) == NATIVE
     return done, outcome
 
 

@@ -25,7 +25,7 @@ from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.lifecycle.request import CommandStep, RunRequest
 from codebox_tui.lifecycle.service import RunService
 from codebox_tui.settings import get_settings
-from tests.factories.site_state import NATIVE, PLAYGROUND, bundle_backend
+from tests.factories.native import NATIVE, PLAYGROUND, recorded_backend
 
 
 def _run(tmp_path: Path, *codes: str, backend: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -34,7 +34,7 @@ def _run(tmp_path: Path, *codes: str, backend: str) -> tuple[dict[str, Any], dic
                          backend=backend)
     outcome = RunService(get_settings()).run(request)
     assert outcome.bundle_dir is not None, outcome.failure_text()
-    assert bundle_backend(outcome.bundle_dir) == (NATIVE if backend == "native" else PLAYGROUND)
+    assert recorded_backend(outcome.bundle_dir) == (NATIVE if backend == "native" else PLAYGROUND)
     files = outcome.bundle_dir / "files"
     diff = json.loads((files / "site-state-diff.json").read_text(encoding="utf-8"))
     review = json.loads((files / "review.json").read_text(encoding="utf-8"))
@@ -136,7 +136,7 @@ def test_a_recipe_whose_site_state_is_unknown_never_reads_as_passed(tmp_path: Pa
                           timeout=600)
     assert done.returncode == 1, done.stderr
     outcome = json.loads(done.stdout)
-    assert bundle_backend(outcome["bundleDir"]) == NATIVE
+    assert recorded_backend(outcome["bundleDir"]) == NATIVE
     assert outcome["success"] is False and outcome["status"] == "failed"
     assert [f["phase"] for f in outcome["stepFailures"]] == ["site-state"]
     assert "summary-unavailable" in outcome["stepFailures"][0]["error"]
