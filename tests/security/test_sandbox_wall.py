@@ -1,5 +1,8 @@
 """The wall around the Node sidecar (docs/security.md, "Layers"). Every test performs the attack for
-real, with PHP inside a real Playground sandbox, and checks the host afterwards."""
+real, with PHP inside a real Playground sandbox, and checks the host afterwards. All of it is Playground's own
+(the sidecar, its PHP runtimes, its mounts and preview), so nothing here moves to the native backend; the attacks
+that need no sandbox of their own (no mount, no other network policy or preview address) share one
+(``shared_sandbox``), each leaving its marks in its own paths."""
 
 from __future__ import annotations
 
@@ -10,8 +13,10 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,6 +40,14 @@ def booted(playground_session, **spec_kwargs):  # type: ignore[no-untyped-def]
         sandbox.dispose()
 
 
+@pytest.fixture(scope="module")
+def shared_sandbox(playground_session) -> Iterator[Any]:  # type: ignore[no-untyped-def]
+    """One default sandbox (no mounts, network denied, preview on its default address) for the module's
+    attacks that need nothing else: a boot each would only repeat the same one."""
+    with booted(playground_session) as sandbox:
+        yield sandbox
+
+
 def php_string(text: str) -> str:
     return f"base64_decode('{base64.b64encode(text.encode()).decode()}')"
 
@@ -42,7 +55,7 @@ def php_string(text: str) -> str:
 # -- 1. no child processes: the symlink-swap escape -------------------------------------------------
 
 
-def test_child_process_cannot_swap_a_cached_folder_for_a_host_symlink(playground_session, tmp_path: Path) -> None:
+def test_child_process_cannot_swap_a_cached_folder_for_a_host_symlink(shared_sandbox, tmp_path: Path) -> None:
     """The reviewers' escape: a `php` child replaces a folder the parent has cached with a host symlink to
     `/`; the parent then resolves paths through it on the host (read a canary, write a marker)."""
     canary = tmp_path / "host-canary"
@@ -72,10 +85,10 @@ def test_child_process_cannot_swap_a_cached_folder_for_a_host_symlink(playground
         echo 'write:', var_export(@file_put_contents($d . '/{rel}/pwned.txt', 'pwned'), true), "\\n";
         echo 'list:', json_encode(@scandir($d)), "\\n";
         """)
-    with booted(playground_session) as sandbox:
-        result = sandbox.run_php(parent, 120)
-        site_uploads = sandbox.work_dir / "wordpress" / "wp-content" / "uploads"
-        swapped = (site_uploads / "esc").is_symlink()
+    sandbox = shared_sandbox
+    result = sandbox.run_php(parent, 120)
+    site_uploads = sandbox.work_dir / "wordpress" / "wp-content" / "uploads"
+    swapped = (site_uploads / "esc").is_symlink()
     output = result.text + result.errors
     assert "HOST-CANARY-7f3a" not in output
     assert not (canary / "pwned.txt").exists()
@@ -115,31 +128,31 @@ def _assert_all_refused(text: str) -> None:
     assert results["ls"] is False or results["ls"] == ["", 127]
 
 
-def test_every_spawn_function_fails_cleanly_also_after_runtime_rotation(playground_session) -> None:
+def test_every_spawn_function_fails_cleanly_also_after_runtime_rotation(shared_sandbox) -> None:
     """exec/shell_exec/system/passthru/popen/proc_open/backticks start nothing: no output, a failing exit
     code, no PHP fatal; also after Playground rotates the PHP runtime (a `pg.cli` call marks it for
     rotation, the next request gets a fresh runtime) and with many attempts (no unbounded children)."""
-    with booted(playground_session) as sandbox:
-        first = sandbox.run_php(SPAWN_ATTEMPTS, 60)
-        assert first.exit_code == 0, first.errors
-        _assert_all_refused(first.text)
-        threads_before = int(_status(node_pid(sandbox.sidecar))["Threads"])
-        cli = sandbox.run_cli(["php", "-r", "echo 'cli-ran';"], 60)
-        assert "cli-ran" in cli.text
-        after = sandbox.run_php(SPAWN_ATTEMPTS, 60)  # runs on the rotated runtime
-        assert after.exit_code == 0, after.errors
-        _assert_all_refused(after.text)
-        many = sandbox.run_php(textwrap.dedent("""\
-            <?php $n = 0;
-            for ($i = 0; $i < 40; $i++) {
-                $p = @proc_open(['php', '-r', 'sleep(30);'], [1 => ['pipe', 'w']], $pipes);
-                if ($p && proc_close($p) !== 127) { $n++; }
-            }
-            echo "started:$n";
-            """), 120)
-        assert "started:0" in many.text, many.text + many.errors
-        threads_after = int(_status(node_pid(sandbox.sidecar))["Threads"])
-        assert threads_after <= threads_before + 2  # no worker thread per child
+    sandbox = shared_sandbox
+    first = sandbox.run_php(SPAWN_ATTEMPTS, 60)
+    assert first.exit_code == 0, first.errors
+    _assert_all_refused(first.text)
+    threads_before = int(_status(node_pid(sandbox.sidecar))["Threads"])
+    cli = sandbox.run_cli(["php", "-r", "echo 'cli-ran';"], 60)
+    assert "cli-ran" in cli.text
+    after = sandbox.run_php(SPAWN_ATTEMPTS, 60)  # runs on the rotated runtime
+    assert after.exit_code == 0, after.errors
+    _assert_all_refused(after.text)
+    many = sandbox.run_php(textwrap.dedent("""\
+        <?php $n = 0;
+        for ($i = 0; $i < 40; $i++) {
+            $p = @proc_open(['php', '-r', 'sleep(30);'], [1 => ['pipe', 'w']], $pipes);
+            if ($p && proc_close($p) !== 127) { $n++; }
+        }
+        echo "started:$n";
+        """), 120)
+    assert "started:0" in many.text, many.text + many.errors
+    threads_after = int(_status(node_pid(sandbox.sidecar))["Threads"])
+    assert threads_after <= threads_before + 2  # no worker thread per child
 
 
 def _listing(root: Path, path: Path) -> list[str]:
@@ -288,12 +301,11 @@ def _listening(pid: int) -> set[tuple[str, int]]:
     return found
 
 
-def test_preview_listens_on_loopback_unless_asked(playground_session) -> None:
+def test_preview_listens_on_loopback_unless_asked(playground_session, shared_sandbox) -> None:
     from urllib.parse import urlparse
 
-    with booted(playground_session) as sandbox:
-        port = urlparse(sandbox.preview_url).port
-        sockets = {address for address, p in _listening(node_pid(sandbox.sidecar)) if p == port}
+    port = urlparse(shared_sandbox.preview_url).port  # booted with the default address
+    sockets = {address for address, p in _listening(node_pid(shared_sandbox.sidecar)) if p == port}
     assert sockets == {"0100007F"}, sockets  # 127.0.0.1 only
     with booted(playground_session, preview_bind="0.0.0.0") as sandbox:  # explicit opt-in
         port = urlparse(sandbox.preview_url).port
@@ -347,14 +359,14 @@ def test_sidecar_temp_folder_and_log_of_a_killed_process_are_swept(
 # -- 6. the host reads sandbox-written files only up to a bound ---------------------------------------------
 
 
-def test_reading_a_sandbox_file_is_bounded(playground_session) -> None:  # type: ignore[no-untyped-def]
+def test_reading_a_sandbox_file_is_bounded(shared_sandbox) -> None:  # type: ignore[no-untyped-def]
     """A hostile site can write a file of any size; the host asks for it with a limit and never receives
     more (Sandbox.read_file: the snapshot document of runtime/site_state.py is read this way)."""
     from codebox_tui.errors import SandboxError
 
-    with booted(playground_session) as sandbox:
-        sandbox.run_php("<?php file_put_contents('/tmp/big.bin', str_repeat('A', 3 * 1024 * 1024));", 60)
-        with pytest.raises(SandboxError) as caught:
-            sandbox.read_file("/tmp/big.bin", 60, max_bytes=1024 * 1024)
-        assert caught.value.code == "file-too-large"
-        assert sandbox.read_file("/tmp/big.bin", 60, max_bytes=4 * 1024 * 1024) == b"A" * (3 * 1024 * 1024)
+    sandbox = shared_sandbox
+    sandbox.run_php("<?php file_put_contents('/tmp/big.bin', str_repeat('A', 3 * 1024 * 1024));", 60)
+    with pytest.raises(SandboxError) as caught:
+        sandbox.read_file("/tmp/big.bin", 60, max_bytes=1024 * 1024)
+    assert caught.value.code == "file-too-large"
+    assert sandbox.read_file("/tmp/big.bin", 60, max_bytes=4 * 1024 * 1024) == b"A" * (3 * 1024 * 1024)
