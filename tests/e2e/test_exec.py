@@ -1,6 +1,14 @@
-"""`codebox exec` through a real sandbox (docs/exec.md): just-bash in the sidecar over the sandbox's own
-file system, classification and capabilities checked before anything runs, escapes, `.git`, the eval
-policy, limits, and the record in commands.jsonl."""
+"""`codebox exec` through a real sandbox (docs/exec.md): just-bash over the sandbox's own file system,
+classification and capabilities checked before anything runs, escapes, `.git`, the eval policy, limits, and the
+record in commands.jsonl.
+
+Where each runs (CPU per test, docs/performance.md "Test suite"): the shell's own commands run on one warm
+Playground sandbox (``box``), where a command is a request to the running sidecar (a few hundredths of a
+CPU-second) while a native command starts two Node processes (about a second). What runs WP-CLI runs on one
+native sandbox (``native_box``): WP-CLI on Playground's WebAssembly costs several CPU-seconds a call, so
+Playground keeps one WP-CLI call (``test_the_sidecar_starts_no_process``). The flows that start a sandbox of
+their own (the CLI on a fresh sandbox, the TUI console on a held preview) run natively; exec on a sandbox held
+by `codebox boot` is in tests/e2e/test_native_shell.py."""
 
 from __future__ import annotations
 
@@ -16,12 +24,8 @@ from typing import Any
 
 import pytest
 
-from codebox_tui.contracts.exec import ExecLimits, ExecRequest, ExecResult
-from codebox_tui.contracts.runtime import MountSpec
-from codebox_tui.runtime.commands import WP_CLI_DIR
-from codebox_tui.runtime.exec import run_exec
+from tests.factories.exec_shell import ex, native_run, php, wp_cli_tools
 from tests.factories.paths import EXAMPLE_PLUGIN
-from tests.factories.toolchains import WP_CLI_PHAR, require
 
 PLUGIN = "/wordpress/wp-content/plugins/simple-plugin"
 HOST_MARKER = "codebox-host-secret-4f1e9a"
@@ -30,8 +34,8 @@ GIT_MARKER = "codebox-git-object-77ab"
 
 @pytest.fixture(scope="module")
 def box(playground_session: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One warm sandbox for the module: the example plugin mounted read-write (a private copy) with a
-    host symlink to a secret outside the sandbox, and WP-CLI's release phar at the tools path."""
+    """One warm Playground sandbox for the module: the example plugin mounted read-write (a private copy) with
+    a host symlink to a secret outside the sandbox, and WP-CLI's release phar at the tools path."""
     root = tmp_path_factory.mktemp("exec")
     secret = root / "host-secret.txt"
     secret.write_text(HOST_MARKER)
@@ -39,26 +43,24 @@ def box(playground_session: Any, tmp_path_factory: pytest.TempPathFactory) -> It
     shutil.copytree(EXAMPLE_PLUGIN, plugin)
     os.symlink(secret, plugin / "host-link.txt")
     (plugin / "readme.txt").write_text("alpha\nbeta\ngamma\nbeta\n")
-    tools = root / "tools"
-    tools.mkdir()
-    require(WP_CLI_PHAR)
-    shutil.copy2(WP_CLI_PHAR, tools / "wp-cli.phar")  # as lifecycle/tools.py stages a user's phar
     run = playground_session.new_run(root / "artifacts", mounts=[f"{plugin}:{PLUGIN}"],
-                                     extra_mounts=[MountSpec(source=str(tools), target=WP_CLI_DIR, mode="readonly")])
+                                     extra_mounts=[wp_cli_tools(root)])
     with run:
         run.boot_sandbox()
+        assert run.runtime_info().backend == "wordpress-playground"
         run.secret = secret
         yield run
 
 
-def ex(run: Any, command: str, caps: tuple[str, ...] = ("read",), cwd: str = "/wordpress",
-       **limits: int) -> ExecResult:
-    return run_exec(run, ExecRequest(command=command, cwd=cwd, capabilities=list(caps),  # type: ignore[arg-type]
-                                     limits=ExecLimits(**limits)))
-
-
-def php(run: Any, code: str) -> str:
-    return str(run.sandbox.run_php("<?php " + code, 60).text)
+@pytest.fixture(scope="module")
+def native_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One native sandbox for the module's commands that run WP-CLI (the host's PHP in bubblewrap), WP-CLI's
+    release phar at the tools path."""
+    root = tmp_path_factory.mktemp("exec-native")
+    with native_run(root / "artifacts", extra_mounts=[wp_cli_tools(root)]) as run:
+        run.boot_sandbox()
+        assert run.runtime_info().backend == "native"
+        yield run
 
 
 # -- utility families ------------------------------------------------------------------------------
@@ -125,8 +127,6 @@ def test_pipelines_and_redirection_write_into_the_sandbox(box: Any) -> None:
     ("sed -n 'w out' wp-load.php", "sandbox_write"),
     ("sed -f script.sed wp-load.php", "sandbox_write"),
     ("awk -f prog.awk wp-load.php", "sandbox_write"),
-    ("wp option get siteurl", "read_only"),
-    ("wp post list --format=ids", "read_only"),
     ("wp option update blogname x", "sandbox_write"),
     ("wp plugin activate hello", "sandbox_write"),
     ("wp eval 'echo 1;'", "eval"),
@@ -148,7 +148,19 @@ def test_pipelines_and_redirection_write_into_the_sandbox(box: Any) -> None:
     ("on rg -l add_action", "read_only"),
 ])
 def test_classification_table(box: Any, command: str, classification: str) -> None:
-    result = ex(box, command, caps=("read",))
+    assert_classified(box, command, classification)
+
+
+@pytest.mark.parametrize("command", ["wp option get siteurl", "wp post list --format=ids"])
+def test_read_only_wp_commands_are_classified_read_only(native_box: Any, command: str) -> None:
+    """The table's rows that `read` allows and that so run WP-CLI: on the native box."""
+    assert_classified(native_box, command, "read_only")
+
+
+def assert_classified(run: Any, command: str, classification: str) -> None:
+    """``command`` run with `read` only is classified ``classification``; what needs more is refused, naming
+    the missing capability, before it runs."""
+    result = ex(run, command, caps=("read",))
     assert result.classification == classification, result.reason
     if classification != "read_only":
         assert result.error is not None and result.error.code == "capability-denied"
@@ -247,8 +259,13 @@ def test_on_help_and_rg_scopes(box: Any) -> None:
 
 # -- wp and the eval policy ------------------------------------------------------------------------
 
-def test_wp_runs_wp_cli_in_the_sandbox(box: Any) -> None:
-    result = ex(box, "wp option get siteurl")
+def test_wp_runs_wp_cli_in_the_sandbox(native_box: Any) -> None:
+    """On the native box (test_the_sidecar_starts_no_process runs `wp` on Playground and checks the same)."""
+    assert_wp_cli_ran(ex(native_box, "wp option get siteurl"))
+
+
+def assert_wp_cli_ran(result: Any) -> None:
+    """`wp option get home|siteurl` printed the site's address: WP-CLI ran, its phar's shebang line not shown."""
     assert result.exitCode == 0, result.stderr
     assert result.stdout.strip().startswith("http") and "#!/usr/bin/env php" not in result.stdout
 
@@ -322,101 +339,114 @@ def test_every_exec_is_recorded_with_classification_and_capabilities(box: Any) -
 
 
 def test_the_sidecar_starts_no_process(box: Any) -> None:
-    """just-bash runs inside the Node process: no child appears under the sidecar while commands run."""
+    """just-bash runs inside the Node process: no child appears under the sidecar while commands run, WP-CLI
+    (the module's one WP-CLI call on Playground) included."""
     pid = box.sandbox.sidecar.node_pid()
     assert pid is not None
-    ex(box, "on rg -c add_action --all | sort | head -3; wp option get home; seq 100 | wc -l")
+    # a generous timeout: WP-CLI's first call on Playground can take longer than the default 30 s on a loaded
+    # machine, and a command stopped by its timeout prints nothing
+    ran = ex(box, "on rg -c add_action --all | sort | head -3; wp option get home; seq 100 | wc -l", timeoutMs=600_000)
     children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     assert children == []
+    lines = ran.stdout.splitlines()
+    assert len(lines) == 5 and lines[-1].strip() == "100", ran
+    assert_wp_cli_ran(ran.model_copy(update={"stdout": lines[-2]}))
+
+
+def test_a_relative_cwd_is_inside_the_site(box: Any) -> None:
+    result = ex(box, "pwd && ls | grep -c hello.php", cwd="wp-content/plugins")
+    assert result.cwd == "/wordpress/wp-content/plugins"
+    assert result.stdout.split() == ["/wordpress/wp-content/plugins", "1"]
+
+
+def _cli_exec(*args: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo), **({"CODEBOX_HOME": str(home)} if home else {})}
+    return subprocess.run([sys.executable, "-m", "codebox_tui", "exec", *args], capture_output=True, text=True,
+                          timeout=300, cwd=repo, env=env)
+
+
+def recorded_backend(artifacts: Path) -> str:
+    """The backend the one bundle under ``artifacts`` records (metadata.json)."""
+    [bundle] = [p for p in artifacts.iterdir() if (p / "manifest.json").exists()]
+    return str(json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"])
 
 
 def test_cli_exec_json_on_a_fresh_sandbox(tmp_path: Path) -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "exec", "--artifacts", str(tmp_path / "a"), "--json",
-         "cat wp-includes/version.php | grep -c wp_version"],
-        capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[2],
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    """`codebox exec --json` on a fresh (native) sandbox prints the exec result document; a command its
+    capabilities do not allow prints the refusal as one."""
+    out = _cli_exec("--backend", "native", "--artifacts", str(tmp_path / "a"), "--json",
+                    "cat wp-includes/version.php | grep -c wp_version")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["schema"] == "wp-codebox/exec-result/v1"
     assert doc["classification"] == "read_only" and doc["capabilities"] == ["read"]
     assert int(doc["stdout"].strip()) >= 1 and doc["cwd"] == "/wordpress" and doc["sandboxId"]
-    denied = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "exec", "--artifacts", str(tmp_path / "a"), "--json", "rm wp-load.php"],
-        capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[2],
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert recorded_backend(tmp_path / "a") == "native"
+    denied = _cli_exec("--backend", "native", "--artifacts", str(tmp_path / "a"), "--json", "rm wp-load.php")
     assert denied.returncode != 0
     doc = json.loads(denied.stdout)
     assert doc["error"]["code"] == "capability-denied" and doc["error"]["details"]["missing"] == ["write"]
 
 
-def test_exec_on_a_held_sandbox(tmp_path: Path) -> None:
-    """`codebox boot --hold` serves exec on a 0600 Unix socket for its own user; the exec is recorded in
-    the held run; the socket goes when the hold ends."""
-    repo = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(repo)}
-    holder = subprocess.Popen([sys.executable, "-m", "codebox_tui", "boot", "--hold", "5m", "--json",
-                               "--artifacts", str(tmp_path / "a")],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=repo, env=env)
-    try:
-        assert holder.stdout is not None
-        text = ""
-        doc = None
-        for line in holder.stdout:  # the boot document, printed once the sandbox is ready
-            text += line
-            try:
-                doc = json.loads(text)
-                break
-            except ValueError:
-                continue
-        assert doc is not None and doc["success"], holder.stderr.read() if holder.stderr else ""
-        held_id = doc["runtime"]["id"]
-        from codebox_tui.settings import get_settings
-
-        sock = get_settings().home / "held" / f"{held_id}.sock"
-        assert sock.exists() and (sock.stat().st_mode & 0o777) == 0o600
-        assert (sock.parent.stat().st_mode & 0o777) == 0o700
-
-        def exec_held(*args: str) -> subprocess.CompletedProcess[str]:
-            return subprocess.run([sys.executable, "-m", "codebox_tui", "exec", "--sandbox", held_id, "--json", *args],
-                                  capture_output=True, text=True, timeout=300, cwd=repo, env=env)
-
-        first = exec_held("--capabilities", "read,write", "echo held > /tmp/held.txt")
-        assert first.returncode == 0, first.stderr
-        second = exec_held("cat /tmp/held.txt")  # the same sandbox: the file made by the first exec
-        result = json.loads(second.stdout)
-        assert result["stdout"] == "held\n" and result["runtimeId"] == held_id
-        assert result["classification"] == "read_only" and result["capabilities"] == ["read"]
-        missing = exec_held("--mount", f"{tmp_path}:/wordpress/x", "ls")
-        assert missing.returncode == 2 and "--mount" in missing.stdout
-    finally:
-        holder.terminate()
-        holder.wait(timeout=120)
-    assert not sock.exists()
-    events = [json.loads(line) for line in (Path(doc["artifacts"]["directory"]) / "events.jsonl").read_text().splitlines()]
-    assert [e["data"]["classification"] for e in events if e["type"] == "exec.finished"] == ["sandbox_write", "read_only"]
-    gone = subprocess.run([sys.executable, "-m", "codebox_tui", "exec", "--sandbox", held_id, "--json", "ls"],
-                          capture_output=True, text=True, timeout=120, cwd=repo, env=env)
-    assert gone.returncode == 2 and json.loads(gone.stdout)["error"]["code"] == "no-held-sandbox"
+@pytest.mark.parametrize(("command", "caps", "missing", "allow"), [
+    ("touch /wordpress/x", "read", "write", "read,write"),
+    ("wp eval 'echo 1;'", "read,write", "eval", "read,write,eval"),
+])
+def test_a_denied_exec_exits_before_any_boot(tmp_path: Path, command: str, caps: str, missing: str,
+                                            allow: str) -> None:
+    """Classified and checked on the host first (docs/exec.md, "Classification"): exit 3, a message naming
+    the capability and the flag that allows it, and nothing booted — an empty, private CODEBOX_HOME stays
+    empty (no golden site, no sidecar, no run folder) and no bundle is written."""
+    home, artifacts = tmp_path / "home", tmp_path / "artifacts"
+    home.mkdir()
+    denied = _cli_exec("--artifacts", str(artifacts), "--capabilities", caps, command, home=home)
+    assert denied.returncode == 3, denied.stderr
+    assert f"needs the {missing} capability" in denied.stderr
+    assert f"allow it with --capabilities {allow}" in denied.stderr
+    assert "boot" not in denied.stderr.replace("before boot", "")  # no progress line about booting
+    assert list(home.iterdir()) == [] and not artifacts.exists()
 
 
-async def test_tui_console_on_a_held_preview(playground_session: Any, tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """Live run with a hold: the console appears, runs commands with the capabilities shown, refuses a
-    write until write is granted explicitly, and closes when the preview does."""
+def test_the_printed_exit_code_is_the_process_exit_code(tmp_path: Path) -> None:
+    """A refusal the sandbox shell makes after boot (the eval policy; its result carries exitCode 126) exits 3
+    and prints "exit 3": the line on stderr, the process and the README table agree (on a native sandbox)."""
+    refused = _cli_exec("--backend", "native", "--artifacts", str(tmp_path / "a"), "--capabilities", "read,eval",
+                        "wp eval 'shell_exec(\"id\");'")
+    assert refused.returncode == 3, refused.stderr
+    assert "codebox: exit 3 (refused: eval-policy)" in refused.stderr and "exit 126" not in refused.stderr
+    assert recorded_backend(tmp_path / "a") == "native"
+
+
+async def test_tui_console_on_a_held_preview(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Live run with a hold (on the native backend, chosen in the Launch form): the console appears, runs
+    commands with the capabilities shown, refuses a write until write is granted explicitly, and closes when
+    the preview does."""
     from textual.widgets import Input
 
     from codebox_tui.app import CodeboxApp
+    from codebox_tui.screens.launch import LaunchScreen
     from codebox_tui.screens.live_run import LiveRunScreen
-    from tests.factories.tui import submit_launch_form, wait_while
+    from tests.factories.tui import choose_backend, wait_while
     from widgets.console import ExecConsole
 
     monkeypatch.chdir(tmp_path)
     app = CodeboxApp()
     async with app.run_test(size=(120, 50)) as pilot:
-        live = await submit_launch_form(app, pilot, args="code='echo 1;'", hold="10m")
-        assert isinstance(live, LiveRunScreen)
-        await wait_while(lambda: not live.query("#console"))
+        await pilot.pause()
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, LaunchScreen)
+        await choose_backend(pilot, "native")
+        app.screen.query_one("#args", Input).value = "code='echo 1;'"
+        hold = app.screen.query_one("#hold", Input)
+        hold.value = "10m"
+        hold.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        live = app.screen
+        assert isinstance(live, LiveRunScreen) and live.request is not None and live.request.backend == "native"
+        await wait_while(lambda: not live.query("#console Input"))  # the console and its input line mounted
         console = live.query_one(ExecConsole)
         try:
             await wait_while(lambda: not console.query_one(Input).has_focus, 30)
@@ -435,7 +465,9 @@ async def test_tui_console_on_a_held_preview(playground_session: Any, tmp_path: 
             live.control.release()  # never leave the hold running (the app waits for its worker)
         await wait_while(lambda: live.state == "starting", 60)
         assert console.query_one(Input).disabled  # closed with the preview
-        events = [json.loads(line) for line in (live.bundle_dir / "events.jsonl").read_text().splitlines()]  # type: ignore[operator]
+        assert live.bundle_dir is not None
+        assert json.loads((live.bundle_dir / "metadata.json").read_text())["runtime"]["backend"] == "native"
+        events = [json.loads(line) for line in (live.bundle_dir / "events.jsonl").read_text().splitlines()]
         assert [e["data"]["classification"] for e in events if e["type"] in ("exec.finished", "exec.denied")] == \
             ["read_only", "read_only", "sandbox_write", "sandbox_write"]
 
@@ -479,44 +511,3 @@ async def _drive_console(pilot: Any, live: Any, console: Any) -> None:
     assert field.value == "touch /tmp/console-made && ls /tmp"  # history
     live.query_one(EventTail).focus()
     await pilot.press("c")  # close the preview: the console closes with it
-
-
-def test_a_relative_cwd_is_inside_the_site(box: Any) -> None:
-    result = ex(box, "pwd && ls | grep -c hello.php", cwd="wp-content/plugins")
-    assert result.cwd == "/wordpress/wp-content/plugins"
-    assert result.stdout.split() == ["/wordpress/wp-content/plugins", "1"]
-
-
-def _cli_exec(*args: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
-    repo = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(repo), **({"CODEBOX_HOME": str(home)} if home else {})}
-    return subprocess.run([sys.executable, "-m", "codebox_tui", "exec", *args], capture_output=True, text=True,
-                          timeout=300, cwd=repo, env=env)
-
-
-@pytest.mark.parametrize(("command", "caps", "missing", "allow"), [
-    ("touch /wordpress/x", "read", "write", "read,write"),
-    ("wp eval 'echo 1;'", "read,write", "eval", "read,write,eval"),
-])
-def test_a_denied_exec_exits_before_any_boot(tmp_path: Path, command: str, caps: str, missing: str,
-                                            allow: str) -> None:
-    """Classified and checked on the host first (docs/exec.md, "Classification"): exit 3, a message naming
-    the capability and the flag that allows it, and nothing booted — an empty, private CODEBOX_HOME stays
-    empty (no golden site, no sidecar, no run folder) and no bundle is written."""
-    home, artifacts = tmp_path / "home", tmp_path / "artifacts"
-    home.mkdir()
-    denied = _cli_exec("--artifacts", str(artifacts), "--capabilities", caps, command, home=home)
-    assert denied.returncode == 3, denied.stderr
-    assert f"needs the {missing} capability" in denied.stderr
-    assert f"allow it with --capabilities {allow}" in denied.stderr
-    assert "boot" not in denied.stderr.replace("before boot", "")  # no progress line about booting
-    assert list(home.iterdir()) == [] and not artifacts.exists()
-
-
-def test_the_printed_exit_code_is_the_process_exit_code(tmp_path: Path) -> None:
-    """A refusal the sidecar makes after boot (the eval policy; its result carries exitCode 126) exits 3
-    and prints "exit 3": the line on stderr, the process and the README table agree."""
-    refused = _cli_exec("--artifacts", str(tmp_path / "a"), "--capabilities", "read,eval",
-                        "wp eval 'shell_exec(\"id\");'")
-    assert refused.returncode == 3, refused.stderr
-    assert "codebox: exit 3 (refused: eval-policy)" in refused.stderr and "exit 126" not in refused.stderr

@@ -1,7 +1,9 @@
 """Held sandboxes and the sandbox shell on the native backend (docs/backends.md, docs/exec.md): `codebox boot
 --backend native --hold` keeps the site up behind its preview relay, the Launch screen's held run captures its
 bundle when released, and `codebox exec` runs on a held native sandbox and on a fresh one, all through the real
-CLI, real PHP and real bubblewrap."""
+CLI, real PHP and real bubblewrap. The held sandbox's exec socket (its modes, its refusals, its removal) is
+checked here for both backends: it serves any backend's sandbox through the same ``run_exec``
+(runtime/exec_server.py)."""
 
 from __future__ import annotations
 
@@ -78,9 +80,15 @@ def test_a_held_native_sandbox_serves_its_preview(held: dict[str, Any]) -> None:
 
 
 def test_exec_on_a_held_native_sandbox(held: dict[str, Any]) -> None:
-    """`codebox exec --sandbox` reaches the held native sandbox: a write (with the write capability) is seen
-    by the next read, and by the preview; the host's folder is untouched (copy-on-write)."""
+    """`codebox exec --sandbox` reaches the held native sandbox over a 0600 Unix socket for its own user (in a
+    0700 folder): a write (with the write capability) is seen by the next read, and by the preview; the host's
+    folder is untouched (copy-on-write); options that would change the sandbox (`--mount`) are refused."""
+    from codebox_tui.settings import get_settings
+
     held_id = held["doc"]["runtime"]["id"]
+    sock = get_settings().home / "held" / f"{held_id}.sock"  # the holder runs with this process's CODEBOX_HOME
+    assert sock.exists() and (sock.stat().st_mode & 0o777) == 0o600
+    assert (sock.parent.stat().st_mode & 0o777) == 0o700
     wrote = _cli("exec", "--sandbox", held_id, "--json", "--capabilities", "read,write",
                  f"sed -i 's/Hello/Howdy/' {PLUGIN}/simple-plugin.php && echo held > /tmp/held.txt")
     assert wrote.returncode == 0, wrote.stdout + wrote.stderr
@@ -89,15 +97,21 @@ def test_exec_on_a_held_native_sandbox(held: dict[str, Any]) -> None:
     result = json.loads(read.stdout)
     assert read.returncode == 0 and result["stdout"] == "held\n1\n", result
     assert result["classification"] == "read_only" and result["runtimeId"] == held_id
+    assert result["capabilities"] == ["read"]
     assert "Howdy" not in (held["plugin"] / "simple-plugin.php").read_text()
+    missing = _cli("exec", "--sandbox", held_id, "--json", "--mount", f"{held['plugin']}:/wordpress/x", "ls")
+    assert missing.returncode == 2 and "--mount" in missing.stdout
 
 
 def test_releasing_the_held_native_sandbox_records_it_and_stops_the_relay(held: dict[str, Any]) -> None:
     """SIGTERM releases the hold: recorded in the run's events with both execs, the exec socket and the
     relay are gone."""
+    from codebox_tui.settings import get_settings
+
     doc, holder = held["doc"], held["holder"]
     holder.send_signal(signal.SIGTERM)
     assert holder.wait(timeout=120) == 0
+    assert not (get_settings().home / "held" / f"{doc['runtime']['id']}.sock").exists()
     events = [json.loads(line) for line in
               (Path(doc["artifacts"]["directory"]) / "events.jsonl").read_text().splitlines()]
     kinds = [e["type"] for e in events]

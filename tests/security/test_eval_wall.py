@@ -6,7 +6,9 @@ use (``run_exec``). Each demonstrated bypass of the old deny-list is refused by 
 included-file attack goes past the static policy on purpose (an include of a literal path inside the
 site is allowed, and the included file is never parsed by the policy) and shows the run-time wall alone
 stops the write, the read and the loosening of open_basedir. After each attempt Playground's prepend is
-unchanged and Codebox's trusted site-state summary still runs and sees no changed control file."""
+unchanged and Codebox's trusted site-state summary still runs and sees no changed control file. It stays on
+Playground: the prepend and `/internal/shared` are php-wasm's, and the run-time wall is the sidecar's
+(node/evalwall.mjs); the native eval wall is open_basedir alone (docs/exec.md, "On the native backend")."""
 
 from __future__ import annotations
 
@@ -58,8 +60,10 @@ def assert_control_files_untouched(run: Any, before: Any) -> None:
     assert PLANTED not in plain
 
 
-@pytest.fixture()
+@pytest.fixture(scope="module")
 def control(box: Any) -> Any:
+    """The trusted summary taken once, right after the boot: no test here may change a control file (each
+    compares its own "after" with it), so one "before" serves them all instead of a summary per test."""
     return site_state.take_summary(box.sandbox)
 
 

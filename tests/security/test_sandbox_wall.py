@@ -1,5 +1,8 @@
 """The wall around the Node sidecar (docs/security.md, "Layers"). Every test performs the attack for
-real, with PHP inside a real Playground sandbox, and checks the host afterwards."""
+real, with PHP inside a real Playground sandbox, and checks the host afterwards. All of it is Playground's own
+(the sidecar, its PHP runtimes, its mounts and preview), so nothing here moves to the native backend; the attacks
+that need no sandbox of their own (no mount, no other network policy or preview address) share one
+(``shared_sandbox``), each leaving its marks in its own paths."""
 
 from __future__ import annotations
 
@@ -10,8 +13,10 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,111 +40,16 @@ def booted(playground_session, **spec_kwargs):  # type: ignore[no-untyped-def]
         sandbox.dispose()
 
 
+@pytest.fixture(scope="module")
+def shared_sandbox(playground_session) -> Iterator[Any]:  # type: ignore[no-untyped-def]
+    """One default sandbox (no mounts, network denied, preview on its default address) for the module's
+    attacks that need nothing else: a boot each would only repeat the same one."""
+    with booted(playground_session) as sandbox:
+        yield sandbox
+
+
 def php_string(text: str) -> str:
     return f"base64_decode('{base64.b64encode(text.encode()).decode()}')"
-
-
-# -- 1. no child processes: the symlink-swap escape -------------------------------------------------
-
-
-def test_child_process_cannot_swap_a_cached_folder_for_a_host_symlink(playground_session, tmp_path: Path) -> None:
-    """The reviewers' escape: a `php` child replaces a folder the parent has cached with a host symlink to
-    `/`; the parent then resolves paths through it on the host (read a canary, write a marker)."""
-    canary = tmp_path / "host-canary"
-    canary.mkdir()
-    (canary / "secret.txt").write_text("HOST-CANARY-7f3a")
-    rel = str(canary).lstrip("/")
-    child = textwrap.dedent("""\
-        <?php
-        $d = '/wordpress/wp-content/uploads/esc';
-        rename($d, $d . '-old');
-        echo symlink('/', $d) ? 'swapped' : 'no-swap';
-        """)
-    parent = textwrap.dedent(f"""\
-        <?php
-        $d = '/wordpress/wp-content/uploads/esc';
-        @mkdir('/wordpress/wp-content/uploads', 0777, true);
-        mkdir($d);
-        file_put_contents('/wordpress/wp-content/uploads/child.php', {php_string(child)});
-        realpath($d); @file_get_contents($d . '/none');  // the parent caches the folder
-        $p = proc_open(['php', '/wordpress/wp-content/uploads/child.php'], [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
-        echo 'child-out:', $p ? stream_get_contents($pipes[1]) : '', "\\n";
-        echo 'child-exit:', $p ? proc_close($p) : 'no-process', "\\n";
-        @shell_exec('php ' . '/wordpress/wp-content/uploads/child.php');
-        @exec('php /wordpress/wp-content/uploads/child.php');
-        clearstatcache();
-        echo 'read:', var_export(@file_get_contents($d . '/{rel}/secret.txt'), true), "\\n";
-        echo 'write:', var_export(@file_put_contents($d . '/{rel}/pwned.txt', 'pwned'), true), "\\n";
-        echo 'list:', json_encode(@scandir($d)), "\\n";
-        """)
-    with booted(playground_session) as sandbox:
-        result = sandbox.run_php(parent, 120)
-        site_uploads = sandbox.work_dir / "wordpress" / "wp-content" / "uploads"
-        swapped = (site_uploads / "esc").is_symlink()
-    output = result.text + result.errors
-    assert "HOST-CANARY-7f3a" not in output
-    assert not (canary / "pwned.txt").exists()
-    assert "child-exit:127" in result.text, output
-    assert "swapped" not in result.text
-    assert not swapped
-    assert '"etc"' not in result.text and '"proc"' not in result.text  # no listing of the host's /
-
-
-SPAWN_ATTEMPTS = textwrap.dedent("""\
-    <?php
-    $r = [];
-    $r['exec'] = [@exec('php -r "echo 1;"', $o, $rc), $rc];
-    $r['shell_exec'] = @shell_exec('php -r "echo 1;"');
-    ob_start(); $last = @system('php -r "echo 1;"', $rc); $r['system'] = [ob_get_clean(), $rc];
-    ob_start(); @passthru('php -r "echo 1;"', $rc); $r['passthru'] = [ob_get_clean(), $rc];
-    $h = @popen('php -r "echo 1;"', 'r'); $r['popen'] = $h ? [stream_get_contents($h), pclose($h)] : false;
-    $p = @proc_open(['php', '-r', 'echo 1;'], [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
-    $r['proc_open'] = $p ? [stream_get_contents($pipes[1]), proc_close($p)] : false;
-    $p = @proc_open('ls /', [1 => ['pipe', 'w']], $pipes);
-    $r['ls'] = $p ? [stream_get_contents($pipes[1]), proc_close($p)] : false;
-    $r['backtick'] = @`php -r "echo 1;"`;
-    echo json_encode($r);
-    """)
-
-
-def _assert_all_refused(text: str) -> None:
-    import json
-
-    results = json.loads(text[text.index("{"):])
-    assert results["exec"][0] == "" and results["exec"][1] != 0
-    assert not results["shell_exec"] and not results["backtick"]
-    assert results["system"][0] == "" and results["system"][1] != 0
-    assert results["passthru"][0] == "" and results["passthru"][1] != 0
-    assert results["popen"] is False or results["popen"][0] == ""
-    assert results["proc_open"] is False or results["proc_open"] == ["", 127]
-    assert results["ls"] is False or results["ls"] == ["", 127]
-
-
-def test_every_spawn_function_fails_cleanly_also_after_runtime_rotation(playground_session) -> None:
-    """exec/shell_exec/system/passthru/popen/proc_open/backticks start nothing: no output, a failing exit
-    code, no PHP fatal; also after Playground rotates the PHP runtime (a `pg.cli` call marks it for
-    rotation, the next request gets a fresh runtime) and with many attempts (no unbounded children)."""
-    with booted(playground_session) as sandbox:
-        first = sandbox.run_php(SPAWN_ATTEMPTS, 60)
-        assert first.exit_code == 0, first.errors
-        _assert_all_refused(first.text)
-        threads_before = int(_status(node_pid(sandbox.sidecar))["Threads"])
-        cli = sandbox.run_cli(["php", "-r", "echo 'cli-ran';"], 60)
-        assert "cli-ran" in cli.text
-        after = sandbox.run_php(SPAWN_ATTEMPTS, 60)  # runs on the rotated runtime
-        assert after.exit_code == 0, after.errors
-        _assert_all_refused(after.text)
-        many = sandbox.run_php(textwrap.dedent("""\
-            <?php $n = 0;
-            for ($i = 0; $i < 40; $i++) {
-                $p = @proc_open(['php', '-r', 'sleep(30);'], [1 => ['pipe', 'w']], $pipes);
-                if ($p && proc_close($p) !== 127) { $n++; }
-            }
-            echo "started:$n";
-            """), 120)
-        assert "started:0" in many.text, many.text + many.errors
-        threads_after = int(_status(node_pid(sandbox.sidecar))["Threads"])
-        assert threads_after <= threads_before + 2  # no worker thread per child
 
 
 def _listing(root: Path, path: Path) -> list[str]:
@@ -152,6 +62,9 @@ def _status(pid: int) -> dict[str, str]:
         key, _, value = line.partition(":")
         fields[key] = value.strip()
     return fields
+
+
+# -- 1. no child processes: the symlink-swap escape -------------------------------------------------
 
 
 def test_mounting_one_host_folder_twice_is_refused(playground_session, plugin_copy: Path) -> None:
@@ -265,6 +178,111 @@ def test_bwrap_missing_fails_closed_with_the_fix(tmp_path: Path, monkeypatch: py
     assert "CODEBOX_CONFINEMENT=none" in str(caught.value.details)
 
 
+# -- 1. (continued) on the shared sandbox, booted only now: while a sandbox is alive in the sidecar, the
+# next one boots a new PHP worker, so the tests above that boot their own run first -----------------------
+
+
+
+def test_child_process_cannot_swap_a_cached_folder_for_a_host_symlink(shared_sandbox, tmp_path: Path) -> None:
+    """The reviewers' escape: a `php` child replaces a folder the parent has cached with a host symlink to
+    `/`; the parent then resolves paths through it on the host (read a canary, write a marker)."""
+    canary = tmp_path / "host-canary"
+    canary.mkdir()
+    (canary / "secret.txt").write_text("HOST-CANARY-7f3a")
+    rel = str(canary).lstrip("/")
+    child = textwrap.dedent("""\
+        <?php
+        $d = '/wordpress/wp-content/uploads/esc';
+        rename($d, $d . '-old');
+        echo symlink('/', $d) ? 'swapped' : 'no-swap';
+        """)
+    parent = textwrap.dedent(f"""\
+        <?php
+        $d = '/wordpress/wp-content/uploads/esc';
+        @mkdir('/wordpress/wp-content/uploads', 0777, true);
+        mkdir($d);
+        file_put_contents('/wordpress/wp-content/uploads/child.php', {php_string(child)});
+        realpath($d); @file_get_contents($d . '/none');  // the parent caches the folder
+        $p = proc_open(['php', '/wordpress/wp-content/uploads/child.php'], [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+        echo 'child-out:', $p ? stream_get_contents($pipes[1]) : '', "\\n";
+        echo 'child-exit:', $p ? proc_close($p) : 'no-process', "\\n";
+        @shell_exec('php ' . '/wordpress/wp-content/uploads/child.php');
+        @exec('php /wordpress/wp-content/uploads/child.php');
+        clearstatcache();
+        echo 'read:', var_export(@file_get_contents($d . '/{rel}/secret.txt'), true), "\\n";
+        echo 'write:', var_export(@file_put_contents($d . '/{rel}/pwned.txt', 'pwned'), true), "\\n";
+        echo 'list:', json_encode(@scandir($d)), "\\n";
+        """)
+    sandbox = shared_sandbox
+    result = sandbox.run_php(parent, 120)
+    site_uploads = sandbox.work_dir / "wordpress" / "wp-content" / "uploads"
+    swapped = (site_uploads / "esc").is_symlink()
+    output = result.text + result.errors
+    assert "HOST-CANARY-7f3a" not in output
+    assert not (canary / "pwned.txt").exists()
+    assert "child-exit:127" in result.text, output
+    assert "swapped" not in result.text
+    assert not swapped
+    assert '"etc"' not in result.text and '"proc"' not in result.text  # no listing of the host's /
+
+
+SPAWN_ATTEMPTS = textwrap.dedent("""\
+    <?php
+    $r = [];
+    $r['exec'] = [@exec('php -r "echo 1;"', $o, $rc), $rc];
+    $r['shell_exec'] = @shell_exec('php -r "echo 1;"');
+    ob_start(); $last = @system('php -r "echo 1;"', $rc); $r['system'] = [ob_get_clean(), $rc];
+    ob_start(); @passthru('php -r "echo 1;"', $rc); $r['passthru'] = [ob_get_clean(), $rc];
+    $h = @popen('php -r "echo 1;"', 'r'); $r['popen'] = $h ? [stream_get_contents($h), pclose($h)] : false;
+    $p = @proc_open(['php', '-r', 'echo 1;'], [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+    $r['proc_open'] = $p ? [stream_get_contents($pipes[1]), proc_close($p)] : false;
+    $p = @proc_open('ls /', [1 => ['pipe', 'w']], $pipes);
+    $r['ls'] = $p ? [stream_get_contents($pipes[1]), proc_close($p)] : false;
+    $r['backtick'] = @`php -r "echo 1;"`;
+    echo json_encode($r);
+    """)
+
+
+def _assert_all_refused(text: str) -> None:
+    import json
+
+    results = json.loads(text[text.index("{"):])
+    assert results["exec"][0] == "" and results["exec"][1] != 0
+    assert not results["shell_exec"] and not results["backtick"]
+    assert results["system"][0] == "" and results["system"][1] != 0
+    assert results["passthru"][0] == "" and results["passthru"][1] != 0
+    assert results["popen"] is False or results["popen"][0] == ""
+    assert results["proc_open"] is False or results["proc_open"] == ["", 127]
+    assert results["ls"] is False or results["ls"] == ["", 127]
+
+
+def test_every_spawn_function_fails_cleanly_also_after_runtime_rotation(shared_sandbox) -> None:
+    """exec/shell_exec/system/passthru/popen/proc_open/backticks start nothing: no output, a failing exit
+    code, no PHP fatal; also after Playground rotates the PHP runtime (a `pg.cli` call marks it for
+    rotation, the next request gets a fresh runtime) and with many attempts (no unbounded children)."""
+    sandbox = shared_sandbox
+    first = sandbox.run_php(SPAWN_ATTEMPTS, 60)
+    assert first.exit_code == 0, first.errors
+    _assert_all_refused(first.text)
+    threads_before = int(_status(node_pid(sandbox.sidecar))["Threads"])
+    cli = sandbox.run_cli(["php", "-r", "echo 'cli-ran';"], 60)
+    assert "cli-ran" in cli.text
+    after = sandbox.run_php(SPAWN_ATTEMPTS, 60)  # runs on the rotated runtime
+    assert after.exit_code == 0, after.errors
+    _assert_all_refused(after.text)
+    many = sandbox.run_php(textwrap.dedent("""\
+        <?php $n = 0;
+        for ($i = 0; $i < 40; $i++) {
+            $p = @proc_open(['php', '-r', 'sleep(30);'], [1 => ['pipe', 'w']], $pipes);
+            if ($p && proc_close($p) !== 127) { $n++; }
+        }
+        echo "started:$n";
+        """), 120)
+    assert "started:0" in many.text, many.text + many.errors
+    threads_after = int(_status(node_pid(sandbox.sidecar))["Threads"])
+    assert threads_after <= threads_before + 2  # no worker thread per child
+
+
 # -- 3. the preview listens on loopback only --------------------------------------------------------------
 
 
@@ -288,12 +306,11 @@ def _listening(pid: int) -> set[tuple[str, int]]:
     return found
 
 
-def test_preview_listens_on_loopback_unless_asked(playground_session) -> None:
+def test_preview_listens_on_loopback_unless_asked(playground_session, shared_sandbox) -> None:
     from urllib.parse import urlparse
 
-    with booted(playground_session) as sandbox:
-        port = urlparse(sandbox.preview_url).port
-        sockets = {address for address, p in _listening(node_pid(sandbox.sidecar)) if p == port}
+    port = urlparse(shared_sandbox.preview_url).port  # booted with the default address
+    sockets = {address for address, p in _listening(node_pid(shared_sandbox.sidecar)) if p == port}
     assert sockets == {"0100007F"}, sockets  # 127.0.0.1 only
     with booted(playground_session, preview_bind="0.0.0.0") as sandbox:  # explicit opt-in
         port = urlparse(sandbox.preview_url).port
@@ -347,14 +364,14 @@ def test_sidecar_temp_folder_and_log_of_a_killed_process_are_swept(
 # -- 6. the host reads sandbox-written files only up to a bound ---------------------------------------------
 
 
-def test_reading_a_sandbox_file_is_bounded(playground_session) -> None:  # type: ignore[no-untyped-def]
+def test_reading_a_sandbox_file_is_bounded(shared_sandbox) -> None:  # type: ignore[no-untyped-def]
     """A hostile site can write a file of any size; the host asks for it with a limit and never receives
     more (Sandbox.read_file: the snapshot document of runtime/site_state.py is read this way)."""
     from codebox_tui.errors import SandboxError
 
-    with booted(playground_session) as sandbox:
-        sandbox.run_php("<?php file_put_contents('/tmp/big.bin', str_repeat('A', 3 * 1024 * 1024));", 60)
-        with pytest.raises(SandboxError) as caught:
-            sandbox.read_file("/tmp/big.bin", 60, max_bytes=1024 * 1024)
-        assert caught.value.code == "file-too-large"
-        assert sandbox.read_file("/tmp/big.bin", 60, max_bytes=4 * 1024 * 1024) == b"A" * (3 * 1024 * 1024)
+    sandbox = shared_sandbox
+    sandbox.run_php("<?php file_put_contents('/tmp/big.bin', str_repeat('A', 3 * 1024 * 1024));", 60)
+    with pytest.raises(SandboxError) as caught:
+        sandbox.read_file("/tmp/big.bin", 60, max_bytes=1024 * 1024)
+    assert caught.value.code == "file-too-large"
+    assert sandbox.read_file("/tmp/big.bin", 60, max_bytes=4 * 1024 * 1024) == b"A" * (3 * 1024 * 1024)
