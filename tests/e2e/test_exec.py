@@ -24,7 +24,8 @@ from typing import Any
 
 import pytest
 
-from tests.factories.exec_shell import ex, native_run, php, wp_cli_tools
+from tests.factories.exec_shell import ex, php, wp_cli_tools
+from tests.factories.native import native_run
 from tests.factories.paths import EXAMPLE_PLUGIN
 
 PLUGIN = "/wordpress/wp-content/plugins/simple-plugin"

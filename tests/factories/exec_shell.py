@@ -13,7 +13,6 @@ from codebox_tui.contracts.exec import ExecLimits, ExecRequest, ExecResult
 from codebox_tui.contracts.runtime import MountSpec
 from codebox_tui.runtime.commands import WP_CLI_DIR
 from codebox_tui.runtime.exec import run_exec
-from tests.factories.playground import PlaygroundSession
 from tests.factories.toolchains import WP_CLI_PHAR, require
 
 
@@ -25,18 +24,6 @@ def wp_cli_tools(root: Path) -> MountSpec:
     tools.mkdir()
     shutil.copy2(WP_CLI_PHAR, tools / "wp-cli.phar")
     return MountSpec(source=str(tools), target=WP_CLI_DIR, mode="readonly")
-
-
-def native_run(artifacts_root: Path, **spec_kwargs: Any) -> Any:
-    """A RunSession on the native backend at the host's PHP (booted lazily; use it as a context manager), for
-    the spec :meth:`PlaygroundSession.spec` builds from ``spec_kwargs``."""
-    from codebox_tui.runtime.native import NativeBackend
-    from codebox_tui.runtime.native_site import host_php
-    from codebox_tui.runtime.session import RunSession
-    from codebox_tui.settings import get_settings
-
-    spec = PlaygroundSession(get_settings().home).spec(php=host_php().series, **spec_kwargs)
-    return RunSession(spec, artifacts_root, backend=NativeBackend())
 
 
 def ex(run: Any, command: str, caps: tuple[str, ...] = ("read",), cwd: str = "/wordpress",
