@@ -6,17 +6,32 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.factories.held import HeldCommand, codebox
+from tests.factories.holds import linked_home
 
 pytestmark = pytest.mark.native
 
 
-def test_release_ends_a_hold_and_the_holder_captures_its_bundle(tmp_path: Path) -> None:
-    home = tmp_path / "home"
+@pytest.fixture()
+def short_home(codebox_home: Path) -> Iterator[Path]:
+    """A home of the test's own under a short path: the control socket's path must fit a Unix socket address
+    (108 bytes), which xdist's per-test folders can exceed."""
+    short = Path(tempfile.mkdtemp(prefix="cbx-", dir="/tmp"))
+    try:
+        yield linked_home(codebox_home, short)
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+
+
+def test_release_ends_a_hold_and_the_holder_captures_its_bundle(short_home: Path) -> None:
+    home = short_home
     held = HeldCommand(home, "boot", "--backend", "native", "--hold", "30m")
     try:
         _where, runtime_id = held.wait_held()
