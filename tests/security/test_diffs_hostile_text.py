@@ -1,6 +1,6 @@
 """Hostile text from a real sandbox never reaches the terminal raw.
 
-PHP inside a real Playground sandbox writes a file whose content and name carry ESC sequences (clear
+PHP inside a real (native) sandbox writes a file whose content and name carry ESC sequences (clear
 screen, cursor home, colour, a window-title OSC), a carriage return that would overwrite the line, a C1
 CSI, DEL and Unicode bidi overrides/isolates that make code read differently than it runs; it also edits
 a tab-indented file. The captured bundle is opened in the Review screen (Pilot) and every line the
@@ -19,7 +19,9 @@ import pytest
 
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.review import ReviewScreen
+from tests.factories.holds import linked_home
 from tests.factories.hostile_bundle import HOSTILE_NAME, capture, recorded_patch
+from tests.factories.native import native_run, recorded_backend
 from widgets.diff_view import DiffView
 
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
@@ -41,18 +43,21 @@ def screen_lines(app: Any) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def hostile_bundle(playground_session: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One real capture of the hostile PHP for the module: the Review screen and the CLI read the same bundle
-    (neither writes to it)."""
+def hostile_bundle(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One real capture of the hostile PHP for the module, on a native sandbox (the names and contents are
+    PHP's, the escaping is the host's: the same for either backend): the Review screen and the CLI read the
+    same bundle (neither writes to it)."""
     root = tmp_path_factory.mktemp("hostile")
     runs: list[Any] = []
 
     def factory(**spec_kwargs: Any) -> Any:
-        runs.append(playground_session.new_run(root / "artifacts", **spec_kwargs))
+        runs.append(native_run(root / "artifacts", **spec_kwargs))
         return runs[-1]
 
     try:
-        yield capture(factory, root)
+        bundle = capture(factory, root)
+        assert recorded_backend(bundle) == "native"
+        yield bundle
     finally:
         for run in runs:
             run.close()
@@ -67,7 +72,7 @@ async def _show(pilot: Any, rel: str) -> ReviewScreen:
     return screen
 
 
-@pytest.mark.playground
+@pytest.mark.native
 async def test_hostile_names_and_contents_from_a_real_sandbox_are_drawn_as_escapes(hostile_bundle: Path) -> None:
     bundle = hostile_bundle
     patch = (bundle / "files" / "patch.diff").read_bytes().decode("utf-8")
@@ -109,7 +114,7 @@ async def test_hostile_names_and_contents_from_a_real_sandbox_are_drawn_as_escap
         assert code.startswith("        $greeting = 'Howdy';        // Fixture h"), code  # cut at the edge
 
 
-@pytest.mark.playground
+@pytest.mark.native
 def test_the_cli_prints_hostile_names_from_a_real_sandbox_as_escapes(hostile_bundle: Path, tmp_path: Path) -> None:
     """The same sandbox-written name through the CLI's human output (`artifacts show` / `list`, `review show`):
     a maintainer's terminal gets the escapes, never the ESC sequence or the bidi override."""
@@ -140,9 +145,9 @@ HOSTILE_OUTPUT = "clear\x1b[2J\x1b[H title\x1b]0;pwned\x07 over\rwrite csi\u009b
 SHOWN_OUTPUT = "clear\\x1b[2J\\x1b[H title\\x1b]0;pwned\\x07 over\\x0dwrite csi\\x9b31m \\u202egnp.php\tend"
 
 
-@pytest.mark.playground
+@pytest.mark.native
 def test_a_commands_hostile_output_from_a_real_sandbox_reaches_the_terminal_escaped(  # type: ignore[no-untyped-def]
-        playground_session, tmp_path: Path) -> None:
+        codebox_home: Path, tmp_path: Path) -> None:
     """`codebox run` and `codebox exec` print what the sandbox printed: PHP echoes ESC / OSC / C1 / CR / bidi
     sequences on stdout and stderr, a sandbox file holding them is `cat` by the exec shell. The human output
     keeps tabs and newlines and shows every other unsafe character as an escape; the run's record keeps the
@@ -151,10 +156,11 @@ def test_a_commands_hostile_output_from_a_real_sandbox_reaches_the_terminal_esca
     import subprocess
     import sys
 
-    env = {**os.environ, "CODEBOX_HOME": str(playground_session.private_home(tmp_path))}
+    env = {**os.environ, "CODEBOX_HOME": str(linked_home(codebox_home, tmp_path))}
 
     def codebox(*args: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([sys.executable, "-m", "codebox_tui", *args, "--artifacts", str(tmp_path / "runs")],
+        done = subprocess.run([sys.executable, "-m", "codebox_tui", *args, "--backend", "native",
+                               "--artifacts", str(tmp_path / "runs")],
                               capture_output=True, text=True, env=env, timeout=300)
         for stream in (done.stdout, done.stderr):
             for line in stream.splitlines():
@@ -181,3 +187,4 @@ def test_a_commands_hostile_output_from_a_real_sandbox_reaches_the_terminal_esca
                     "cat /wordpress/wp-content/plugins/notes/notes.txt")
     assert shell.returncode == 0, shell.stderr[-2000:]
     assert shell.stdout == SHOWN_OUTPUT + "\n", shell.stdout
+    assert {recorded_backend(bundle) for bundle in (tmp_path / "runs").iterdir()} == {"native"}
