@@ -7,7 +7,7 @@ NODE_DIR := codebox_tui/runtime/node
 PYTEST_ARGS ?=
 # pytest runs on PYTEST_WORKERS processes (pytest-xdist), whole test files per worker so a file's shared
 # sandbox is booted once (docs/performance.md, "Test suite"). PYTEST_WORKERS=1: one process, no xdist.
-PYTEST_WORKERS ?= 3
+PYTEST_WORKERS ?= 2
 # Bytecode is written (and read back) while testing: with PYTHONDONTWRITEBYTECODE set, as on some CI images,
 # every `codebox` subprocess a test starts recompiled the package from source and each pytest worker re-ran
 # the assertion rewriting of every test module (docs/performance.md, "Test suite").
