@@ -5,7 +5,6 @@ is a clear error (exit 2) that releases nothing (docs/exec.md, "Held sandboxes")
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -45,9 +44,7 @@ def test_release_ends_a_hold_and_the_holder_captures_its_bundle(short_home: Path
         assert held.wait_exit() == 0, held.stderr
     finally:
         held.kill()
-    captured = re.search(r"codebox: bundle \S+ in ([^;\s]+)", held.stderr)
-    assert captured, held.stderr
-    events = [json.loads(line) for line in (Path(captured.group(1)) / "events.jsonl").read_text().splitlines()]
+    _bundle, events = held.bundle_events()
     ended = [e["data"]["reason"] for e in events if e["type"] == "runtime.hold-ended"]
     assert ended == ["closed"]
     assert "runtime.release-requested" in [e["type"] for e in events]

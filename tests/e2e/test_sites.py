@@ -13,7 +13,6 @@ its own. Every home links the session's WordPress builds, so nothing is built co
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import signal
 import urllib.request
@@ -51,6 +50,14 @@ def _create(home: Path, plugin: Path, blueprint: Path, *extra: str, in_process: 
     args = ("site", "create", "--backend", "native", "--mount", f"{plugin}:/wordpress/wp-content/plugins/tiny:readonly",
             "--blueprint", str(blueprint), "--json", *extra)
     return codebox_in_process(home, *args) if in_process else codebox(home, *args)
+
+
+def _serves_the_prepared_site(where: str) -> None:
+    """The opened site is the snapshot's: its title and a file the blueprint wrote before the snapshot."""
+    with urllib.request.urlopen(where + "/?rest_route=/", timeout=120) as response:
+        assert json.loads(response.read())["name"] == "Prepared site"  # not a fresh site's
+    with urllib.request.urlopen(where + "/wp-content/uploads/prepared.txt", timeout=120) as response:
+        assert response.read() == b"kept"
 
 
 class Prepared:
@@ -154,21 +161,16 @@ def test_a_natively_prepared_site_opens_natively_and_is_released(prepared: Prepa
     try:
         where, runtime_id = held.wait_held()
         assert where == f"http://127.0.0.1:{port}"
-        with urllib.request.urlopen(where + "/?rest_route=/", timeout=120) as response:
-            assert json.loads(response.read())["name"] == "Prepared site"  # the snapshot's, not a fresh site's
-        with urllib.request.urlopen(where + "/wp-content/uploads/prepared.txt", timeout=120) as response:
-            assert response.read() == b"kept"  # a file the blueprint wrote before the snapshot, restored
+        _serves_the_prepared_site(where)
         released = codebox(prepared.home, "release", runtime_id)
         assert released.returncode == 0, released.stderr
         assert held.wait_exit() == 0, held.stderr
     finally:
         held.kill()
-    captured = re.search(r"codebox: bundle \S+ in ([^;\s]+)", held.stderr)
-    assert captured, held.stderr
-    events = [json.loads(line) for line in (Path(captured.group(1)) / "events.jsonl").read_text().splitlines()]
+    bundle, events = held.bundle_events()
     kinds = [e["type"] for e in events]
     assert kinds.index("runtime.snapshot-restored") < kinds.index("runtime.held")  # restored before it was served
-    assert recorded_backend(Path(captured.group(1))) == "native"
+    assert recorded_backend(bundle) == "native"
 
 
 @pytest.mark.native
@@ -208,17 +210,12 @@ def test_open_boots_the_site_again_from_its_snapshot_and_holds_it(playground_ses
     try:
         where, runtime_id = held.wait_held()
         assert where == f"http://127.0.0.1:{port}"
-        with urllib.request.urlopen(where + "/?rest_route=/", timeout=120) as response:
-            assert json.loads(response.read())["name"] == "Prepared site"  # the snapshot's, not a fresh site's
-        with urllib.request.urlopen(where + "/wp-content/uploads/prepared.txt", timeout=120) as response:
-            assert response.read() == b"kept"  # a file the blueprint wrote before the snapshot, restored
+        _serves_the_prepared_site(where)
         assert runtime_id.startswith("runtime-")
         assert held.release(signal.SIGTERM) == 0, held.stderr
     finally:
         held.kill()
-    captured = re.search(r"codebox: bundle \S+ in ([^;\s]+)", held.stderr)
-    assert captured, held.stderr
-    events = [json.loads(line) for line in (Path(captured.group(1)) / "events.jsonl").read_text().splitlines()]
+    bundle, events = held.bundle_events()
     kinds = [e["type"] for e in events]
     assert kinds.index("runtime.snapshot-restored") < kinds.index("runtime.held")  # restored before it was served
-    assert recorded_backend(Path(captured.group(1))) == "wordpress-playground"
+    assert recorded_backend(bundle) == "wordpress-playground"

@@ -5,6 +5,7 @@ it to expire)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from tests.factories.paths import REPO
 from tests.factories.waiting import wait_until
@@ -90,6 +92,13 @@ class HeldCommand:
         for reader in self._readers:
             reader.join(timeout=30)
         return code
+
+    def bundle_events(self) -> tuple[Path, list[dict[str, Any]]]:
+        """The bundle the ended command named on stderr (``codebox: bundle … in DIR``) and its events."""
+        captured = re.search(r"codebox: bundle \S+ in ([^;\s]+)", self.stderr)
+        assert captured, self.stderr
+        bundle = Path(captured.group(1))
+        return bundle, [json.loads(line) for line in (bundle / "events.jsonl").read_text().splitlines()]
 
     def kill(self) -> None:
         if self.proc.poll() is None:
