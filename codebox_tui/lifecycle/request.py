@@ -283,4 +283,3 @@ def check_restore_versions(snapshot: Any, wordpress_version: str, php: str) -> N
                 f"snapshot {snapshot.id} was taken on {what} {theirs}, this run asks for {what} {ours}; run it "
                 f"with {flag} {theirs}", code="snapshot-incompatible",
                 field=f"compatibility.{'wordpressVersion' if what == 'WordPress' else 'phpVersion'}")
-

@@ -342,10 +342,11 @@ class RunService:
 
     def _finish(self, run: OpenRun) -> RunOutcome:
         session = run.session
-        outcome = RunOutcome(status=run.status, runtime=session.runtime_info(), runtime_id=session.runtime_id,
+        runtime = session.runtime_info()
+        outcome = RunOutcome(status=run.status, runtime=runtime, runtime_id=session.runtime_id,
                              run_dir=session.run_dir, executions=list(session.executions), bundle=run.summary,
                              error=run.error, redact=session.redact, timings=dict(run.timings),
-                             site_state_risks=unclean_flags(run.site_state.diff), preview=_preview(run))
+                             site_state_risks=unclean_flags(run.site_state.diff), preview=_preview(run, runtime))
         if run.request.capture and self.settings.record_runs:
             self._register(run, outcome)
         return outcome
@@ -379,14 +380,14 @@ class RunService:
                 run.progress.phase("done", f"review it with: codebox review show @{record.key}")
 
 
-def _preview(run: OpenRun) -> ArtifactPreview | None:
+def _preview(run: OpenRun, runtime: RuntimeInfo) -> ArtifactPreview | None:
     """The run's preview for its output document: None when no sandbox with a preview was booted."""
     local = run.preview_url
     if not local:
         return None
     public = run.request.public_url
     source = "public-url-override" if public else (
-        "live-native" if run.session.runtime_info().backend == "native" else "live-playground")
+        "live-native" if runtime.backend == "native" else "live-playground")
     return ArtifactPreview(url=public or local, localUrl=local, publicUrl=public,
                            lifecycle="held-after-run" if run.held else "destroyed-on-completion",
                            source=source, **(run.held or {}))
