@@ -15,11 +15,10 @@ from typing import Any
 
 import pytest
 
+from tests.factories.buggy_counter import PLUGIN, commit_fix_branch, git
+
 pytestmark = pytest.mark.playground
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-PLUGIN = EXAMPLES / "plugins-for-recipes" / "buggy-counter"
-FIX_WITH_TEST = EXAMPLES / "patches" / "buggy-counter-fix-with-test.patch"
 BOOTSTRAP = """<?php
 // Composer's autoloader: vendor/ is ignored by git, installed by `composer install`.
 require dirname( __DIR__ ) . '/vendor/autoload.php';
@@ -30,10 +29,6 @@ counter_test_helpers_ready();
 """
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.org", *args], cwd=repo,
-                          check=True, capture_output=True, text=True).stdout.strip()
-
 
 @pytest.mark.timeout(900)
 def test_ignored_vendor_reaches_both_sides_and_notes_are_no_change(playground_session: Any, tmp_path: Path) -> None:
@@ -41,13 +36,7 @@ def test_ignored_vendor_reaches_both_sides_and_notes_are_no_change(playground_se
     shutil.copytree(PLUGIN, repo)
     (repo / "tests" / "bootstrap.php").write_text(BOOTSTRAP, encoding="utf-8")
     (repo / ".gitignore").write_text("/vendor/\n", encoding="utf-8")
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "Word counter")
-    _git(repo, "checkout", "-qb", "fix-whitespace")
-    _git(repo, "apply", str(FIX_WITH_TEST))
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "Count words separated by any whitespace")
+    commit_fix_branch(repo)
     # what `composer install` leaves in the maintainer's checkout (ignored) and a notes file (untracked)
     (repo / "vendor" / "composer").mkdir(parents=True)
     (repo / "vendor" / "autoload.php").write_text(
@@ -55,7 +44,7 @@ def test_ignored_vendor_reaches_both_sides_and_notes_are_no_change(playground_se
     (repo / "vendor" / "composer" / "helpers.php").write_text(
         "<?php\nfunction counter_test_helpers_ready() { return true; }\n", encoding="utf-8")
     (repo / "NOTES.md").write_text("- ask about non-breaking spaces\n", encoding="utf-8")
-    assert _git(repo, "status", "--porcelain") == "?? NOTES.md"  # vendor/ is ignored, not even listed
+    assert git(repo, "status", "--porcelain") == "?? NOTES.md"  # vendor/ is ignored, not even listed
     proc = subprocess.run(
         # what is under test is the work tree's export and overlay, not the sandbox: the native backend (CI time)
         [sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", "native", "--plugin", str(repo),

@@ -21,13 +21,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.factories.buggy_counter import PLUGIN, commit_fix_branch, git
 from tests.factories.suites import assert_ran_on, printed_bundle
 
 pytestmark = pytest.mark.native
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-PLUGIN = EXAMPLES / "plugins-for-recipes" / "buggy-counter"
-FIX_WITH_TEST = EXAMPLES / "patches" / "buggy-counter-fix-with-test.patch"
 PROVED = ["CountTest::test_repeated_spaces", "WhitespaceTest::test_empty_text_has_no_words",
           "WhitespaceTest::test_newline_separated_words", "WhitespaceTest::test_tab_separated_words"]
 
@@ -47,23 +45,13 @@ def _site_risks(bundle: Path) -> list[str]:
     return [risk["code"] for risk in diff.get("risks", [])]
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.org", *args], cwd=repo,
-                          check=True, capture_output=True, text=True).stdout.strip()
-
 
 def _fix_commit_repo(tmp_path: Path) -> Path:
     """buggy-counter's own repository: ``main`` with the bug, ``fix-whitespace`` one commit on top of it adding
     the fix with its test (examples/patches/buggy-counter-fix-with-test.patch)."""
     repo = tmp_path / "checkout-folder"
     shutil.copytree(PLUGIN, repo)
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "Word counter")
-    _git(repo, "checkout", "-qb", "fix-whitespace")
-    _git(repo, "apply", str(FIX_WITH_TEST))
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "Count words separated by any whitespace")
+    commit_fix_branch(repo)
     return repo
 
 
@@ -76,8 +64,8 @@ def test_fix_with_its_own_test_is_proved_by_it(codebox_home: Path, tmp_path: Pat
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["plugin"] == "word-counter"
-    assert doc["source"]["base"] == _git(repo, "rev-parse", "main")
-    assert doc["source"]["head"] == _git(repo, "rev-parse", "fix-whitespace")
+    assert doc["source"]["base"] == git(repo, "rev-parse", "main")
+    assert doc["source"]["head"] == git(repo, "rev-parse", "fix-whitespace")
     # the patch's new tests ran against the old code: they fail there and pass with the fix
     assert doc["split"] == {"rule": "default", "testFiles": ["tests/WhitespaceTest.php"],
                             "codeFiles": ["buggy-counter.php"], "testsRunBefore": True}
@@ -105,7 +93,7 @@ def test_git_range_of_a_fix_commit_with_its_test(codebox_home: Path, tmp_path: P
     (repo / "buggy-counter.php").write_text("<?php // edited\n", encoding="utf-8")
     dirty = _cli(codebox_home, "--plugin", str(repo), "--git", "main..fix-whitespace", "--json")
     assert dirty.returncode == 2 and json.loads(dirty.stdout)["error"]["code"] == "dirty-work-tree"
-    _git(repo, "checkout", "--", "buggy-counter.php")
+    git(repo, "checkout", "--", "buggy-counter.php")
     proc = _cli(codebox_home, "--plugin", str(repo), "--git", "main..fix-whitespace", "--slug", "buggy-counter",
                 "--artifacts-dir", str(tmp_path / "art"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
