@@ -70,6 +70,10 @@ class PreviewRelay:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = False
+    # socketserver's default backlog is 5: a browser opening many connections at once (or a burst of clients)
+    # had its extra SYNs dropped and retried after 1, 3, 7 s. Connections past MAX_CONNECTIONS are still
+    # accepted and closed unread at once.
+    request_queue_size = 128
     relay: PreviewRelay
     open_connections: threading.BoundedSemaphore
 

@@ -9,7 +9,7 @@ from textual.widgets import Label
 
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.evaluate import EvaluatePatchScreen, PathSuggester, ReproduceScreen
-from tests.factories.tui import screen_lines, type_into
+from tests.factories.tui import screen_lines, type_into, type_text
 from tests.factories.widget_hosts import wait_for
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -94,7 +94,7 @@ async def test_the_palette_opens_both_forms() -> None:
         for query, form in (("Evaluate a patch", EvaluatePatchScreen), ("Reproduce a bug", ReproduceScreen)):
             await pilot.press("ctrl+p")
             await pilot.pause()
-            await pilot.press(*query)
+            await type_text(pilot, query)
             await wait_for(pilot, lambda q=query: q in "\n".join(screen_lines(app)))
             await pilot.press("enter")
             await wait_for(pilot, lambda f=form: isinstance(app.screen, f))

@@ -7,6 +7,7 @@ from textual.widgets import Input, Label
 
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.launch import LaunchScreen
+from tests.factories.tui import type_text
 from tests.factories.widget_hosts import wait_for
 
 
@@ -82,7 +83,7 @@ async def test_arguments_are_read_like_a_shell_and_shown_before_launch() -> None
         args = screen.query_one("#args", Input)
         assert args.value == ""  # nothing pre-filled: the example is a placeholder
         args.focus()
-        await pilot.press(*"code=require_once ABSPATH . 'x.php';")
+        await type_text(pilot, "code=require_once ABSPATH . 'x.php';")
         await pilot.pause()
         parsed = str(screen.query_one("#args-parsed", Label).render())
         assert parsed.startswith("✗") and "'ABSPATH' is not key=value" in parsed
@@ -91,7 +92,7 @@ async def test_arguments_are_read_like_a_shell_and_shown_before_launch() -> None
         assert isinstance(app.screen, LaunchScreen)  # refused before anything boots, naming the word
         assert "'ABSPATH' is not key=value" in str(screen.query_one("#launch-error", Label).render())
         args.value = ""
-        await pilot.press(*"code=\"require_once ABSPATH . 'x.php';\" bootstrap=none")
+        await type_text(pilot, "code=\"require_once ABSPATH . 'x.php';\" bootstrap=none")
         await pilot.pause()
         parsed = str(screen.query_one("#args-parsed", Label).render())
         assert parsed == "→ 2 arguments: code=require_once ABSPATH . 'x.php';  bootstrap=none"

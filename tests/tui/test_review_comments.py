@@ -15,6 +15,7 @@ from codebox_tui.screens.comments import CommentDialog
 from codebox_tui.screens.review import ReviewScreen
 from store.comments import list_comments
 from store.db import Store
+from tests.factories.tui import type_text
 from widgets.diff_styles import MARK_CHAR
 from widgets.diff_view import DiffView
 from widgets.file_tree import ChangedFileTree
@@ -38,7 +39,8 @@ async def _type_comment(app: CodeboxApp, pilot, text: str, kind: str | None = No
         dialog.query_one(Select).value = kind
     field = dialog.query_one(Input)
     field.value = ""
-    await pilot.press(*text, "enter")
+    await type_text(pilot, text)
+    await pilot.press("enter")
     await pilot.pause()
 
 
@@ -110,7 +112,8 @@ async def test_comments_through_the_keys_and_feedback_on_request_changes(bundle_
         # request changes: the comments are recorded with the decision, feedback written next to the bundle
         await pilot.press("i")
         await pilot.pause()
-        await pilot.press(*"two things", "enter")
+        await type_text(pilot, "two things")
+        await pilot.press("enter")
         await pilot.pause()
         await pilot.press("y")
         await pilot.pause()

@@ -13,6 +13,7 @@ from codebox_tui.screens.comments import CommentDialog
 from codebox_tui.screens.review import ReviewScreen
 from store.comments import list_comments
 from store.db import Store
+from tests.factories.tui import type_text
 from widgets.diff_model import COLLAPSED_NOTE
 from widgets.diff_view import DiffView
 from widgets.file_tree import ChangedFileTree
@@ -78,7 +79,8 @@ async def test_all_files_in_one_scroll(bundle_dir: Path, store: Store) -> None:
         await pilot.pause()
         field = screen.query_one("#diff-search", Input)
         assert field.has_focus
-        await pilot.press(*"LINE twenty", "enter")
+        await type_text(pilot, "LINE twenty")
+        await pilot.press("enter")
         await pilot.pause()
         assert view.matches and all(view.path_at(row) == "plugin.php" for row in view.matches)
         assert view.current_path() == "plugin.php"
@@ -91,7 +93,8 @@ async def test_all_files_in_one_scroll(bundle_dir: Path, store: Store) -> None:
         await pilot.press("c")
         await pilot.pause()
         assert isinstance(app.screen, CommentDialog)
-        await pilot.press(*"say line 20", "enter")
+        await type_text(pilot, "say line 20")
+        await pilot.press("enter")
         await pilot.pause()
         record = store.list_bundles()[0]
         [comment] = list_comments(store, record.key)

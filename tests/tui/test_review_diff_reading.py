@@ -15,6 +15,7 @@ from codebox_tui.screens.dialogs import HelpDialog
 from codebox_tui.screens.review import ReviewScreen
 from codebox_tui.settings import get_settings, reload_settings
 from tests.factories.hostile_bundle import HOSTILE_NAME, build_recorded_bundle
+from tests.factories.tui import type_text
 from widgets.diff_styles import MATCH_CURRENT
 from widgets.diff_view import DiffView
 
@@ -46,7 +47,8 @@ async def test_search_field_finds_cycles_and_closes(tmp_path: Path) -> None:
         await pilot.pause()
         field = screen.query_one("#diff-search", Input)
         assert field.display and field.has_focus
-        await pilot.press(*"echo", "enter")
+        await type_text(pilot, "echo")
+        await pilot.press("enter")
         await pilot.pause()
         assert view.has_focus and not field.display and len(view.matches) == 2
         assert '"echo" 1/2' in _status(screen)

@@ -12,6 +12,7 @@ from codebox_tui.screens.dialogs import HelpDialog
 from codebox_tui.screens.review import ReviewScreen
 from codebox_tui.settings import reload_settings
 from store.db import Store
+from tests.factories.tui import type_text
 from widgets.decision_bar import DecisionBar
 from widgets.diff_view import DiffView
 from widgets.file_tree import ChangedFileTree
@@ -83,7 +84,8 @@ async def test_discard_and_iterate_are_recorded(bundle_dir: Path, store: Store) 
         await _open(app, pilot, bundle_dir)
         await pilot.press("i")
         await pilot.pause()
-        await pilot.press(*"please add tests", "enter")
+        await type_text(pilot, "please add tests")
+        await pilot.press("enter")
         await pilot.pause()
         await pilot.press("y")
         await pilot.pause()

@@ -17,7 +17,7 @@ from codebox_tui.screens.comments import CommentDialog
 from codebox_tui.screens.dialogs import ConfirmDialog
 from codebox_tui.screens.review import ReviewScreen
 from tests.factories.bundles import make_bundle
-from tests.factories.tui import review_opened, screen_lines
+from tests.factories.tui import review_opened, screen_lines, type_text
 from widgets.diff_view import DiffView
 from widgets.file_tree import ChangedFileTree
 
@@ -136,7 +136,9 @@ async def test_a_comment_lands_where_the_search_jumped_and_tab_loses_no_text(tmp
         dialog = app.screen
         assert isinstance(dialog, CommentDialog)
         assert dialog.where == f"plugin.php:{row.new_no}"
-        await pilot.press(*"escape the ", "tab", *"link text")
+        await type_text(pilot, "escape the ")
+        await pilot.press("tab")
+        await type_text(pilot, "link text")
         await pilot.pause()
         assert dialog.query_one("#comment-body", Input).value == "escape the link text"
         await pilot.press("enter")
