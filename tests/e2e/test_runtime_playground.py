@@ -403,12 +403,10 @@ def test_bundle_captures_php_changes_to_a_readwrite_git_plugin(plugin_copy: Path
     assert types[-1] == "artifacts.capturing"
 
 
-@pytest.mark.parametrize("spare", [False, True], ids=["fresh-boot", "prebooted-spare"])
-def test_git_folder_of_a_readwrite_mount_is_shielded(plugin_copy: Path, tmp_path: Path, spare: bool) -> None:
+def test_git_folder_of_a_readwrite_mount_is_shielded(plugin_copy: Path, tmp_path: Path) -> None:
     """The sandbox cannot read the mount's git history or plant hooks/config that the host's git would
-    run later; the rest of the read-write mount stays writable (on both boot paths)."""
-    from codebox_tui.runtime.playground import discard_spare_sandboxes, enable_spare_sandboxes
-
+    run later; the rest of the read-write mount stays writable. (On a fresh boot; a pre-booted spare that gets its
+    mounts attached later is checked in tests/e2e/test_runtime_spare.py.)"""
     subprocess.run(["git", "init", "-q", str(plugin_copy)], check=True)
     hooks = plugin_copy / ".git" / "hooks"
     before = sorted(p.name for p in hooks.iterdir())
@@ -422,19 +420,11 @@ def test_git_folder_of_a_readwrite_mount_is_shielded(plugin_copy: Path, tmp_path
         "'config' => @file_put_contents(\"$d/.git/config\", '[core]'),"
         "'plugin' => file_put_contents(\"$d/written.txt\", 'ok')]);"
     )
-    enable_spare_sandboxes(spare)
-    try:
-        if spare:
-            with RunSession(spec, tmp_path / "warmup") as warm:
-                warm.boot_sandbox()  # leaves a spare behind for the next run
-        with RunSession(spec, tmp_path / "artifacts") as run:
-            result = run.execute("wordpress.run-php", [f"code={code}"])
-            phases = [e["data"].get("phase") for e in events(run) if isinstance(e.get("data"), dict)]
-            summary = run.capture()
-    finally:
-        enable_spare_sandboxes(None)
-        discard_spare_sandboxes()
-    assert ("using-prebooted-sandbox" in phases) is spare
+    with RunSession(spec, tmp_path / "artifacts") as run:
+        result = run.execute("wordpress.run-php", [f"code={code}"])
+        phases = [e["data"].get("phase") for e in events(run) if isinstance(e.get("data"), dict)]
+        summary = run.capture()
+    assert "using-prebooted-sandbox" not in phases
     assert "shielding-git-folder" in phases
     doc = json.loads(result.stdout)
     assert doc == {"git": [], "hook": False, "config": False, "plugin": 2}

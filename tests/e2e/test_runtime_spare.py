@@ -1,10 +1,12 @@
 """End-to-end: the warm path with a pre-booted spare sandbox. The spare is booted without mounts;
-the next run takes it and attaches its mounts after boot — read-only must still be enforced."""
+the next run takes it and attaches its mounts after boot — read-only must still be enforced, and the git folder
+of a read-write mount still shielded (tests/e2e/test_runtime_playground.py checks the shield on a fresh boot)."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,10 @@ PLUGIN = "/wordpress/wp-content/plugins/simple-plugin"
 def test_prebooted_spare_gets_the_mounts_of_the_next_run(playground_session, codebox_home: Path,  # type: ignore[no-untyped-def]
                                                           tmp_path: Path) -> None:
     rw = tmp_path / "rw"
-    rw.mkdir()
+    subprocess.run(["git", "init", "-q", str(rw)], check=True)
+    hooks = rw / ".git" / "hooks"
+    hooks_before = sorted(p.name for p in hooks.iterdir())
+    config = (rw / ".git" / "config").read_bytes()
     mounts = [f"{EXAMPLE_PLUGIN}:{PLUGIN}:readonly", f"{rw}:/srv/rw:readwrite"]
     sandboxes = codebox_home / "sandboxes"
     before = set(os.listdir(sandboxes)) if sandboxes.exists() else set()
@@ -40,6 +45,9 @@ def test_prebooted_spare_gets_the_mounts_of_the_next_run(playground_session, cod
                 "code=echo json_encode(["
                 f"'files' => scandir('{PLUGIN}'),"
                 f"'ro' => @file_put_contents('{PLUGIN}/evil.php', 'x'),"
+                "'git' => array_values(array_diff(scandir('/srv/rw/.git'), ['.', '..'])),"
+                "'hook' => @file_put_contents('/srv/rw/.git/hooks/post-checkout', \"#!/bin/sh\\necho pwned\\n\"),"
+                "'config' => @file_put_contents('/srv/rw/.git/config', '[core]'),"
                 "'rw' => file_put_contents('/srv/rw/out.txt', 'from-spare')]);"])
             phases = [json.loads(line)["data"].get("phase")
                       for line in (second.run_dir / "events.jsonl").read_text().splitlines()]
@@ -56,6 +64,11 @@ def test_prebooted_spare_gets_the_mounts_of_the_next_run(playground_session, cod
     assert doc["ro"] is False
     assert not (EXAMPLE_PLUGIN / "evil.php").exists()
     assert doc["rw"] == len("from-spare")
+    # the mounts attached to the spare shield the git folder as a fresh boot does: nothing to read, nothing planted
+    assert "shielding-git-folder" in phases
+    assert (doc["git"], doc["hook"], doc["config"]) == ([], False, False)
+    assert sorted(p.name for p in hooks.iterdir()) == hooks_before
+    assert (rw / ".git" / "config").read_bytes() == config
     # the read-write mount is copy-on-write: the spare mounted its private copy; the write is in the bundle
     assert not (rw / "out.txt").exists()
     changed = {f["relativePath"]: f for f in summary.changed_files}
