@@ -177,10 +177,10 @@ def test_a_malformed_batch_file_is_refused_before_anything_runs(tmp_path: Path) 
 
 
 @pytest.mark.timeout(1200)
-def test_an_agent_fan_out_of_four_lands_in_the_store_and_compares_in_the_tui(local_ray: str,
-                                                                             tmp_path: Path) -> None:
-    """``codebox agent-task --fan-out 4`` as its CLI runs it: the example agent on four candidates, 2 at a time on
-    the module's Ray instance; every bundle verified and recorded as one fan-out; Home compares two of them."""
+def test_an_agent_fan_out_of_three_lands_in_the_store_and_compares_in_the_tui(local_ray: str,
+                                                                              tmp_path: Path) -> None:
+    """``codebox agent-task --fan-out 3`` as its CLI runs it: the example agent on three candidates, 2 at a time on
+    the module's Ray instance (one waits for a worker); every bundle verified and recorded as one fan-out; Home compares two of them."""
     import asyncio
     import shutil
 
@@ -201,11 +201,11 @@ def test_an_agent_fan_out_of_four_lands_in_the_store_and_compares_in_the_tui(loc
         workspaces=[{"source": workspace, "target": "/workspace/simple-plugin"}],
         agent=AgentSpec(kind="command", argv=[sys.executable, str(ROOT / "examples" / "agents" / "example_agent.py")]),
         sandbox_session_id="fan-out-session", artifacts_root=tmp_path / "artifacts", backend="native")
-    outcome = run_batch(agent_fan_out(request, 4), kind="fan-out", artifacts_root=tmp_path / "artifacts",
+    outcome = run_batch(agent_fan_out(request, 3), kind="fan-out", artifacts_root=tmp_path / "artifacts",
                         source=request.task.goal)
 
     assert outcome.success, [(s.item.id, s.state, s.error) for s in outcome.items]
-    assert sorted(s.item.id for s in outcome.items) == [f"candidate-{n}" for n in range(1, 5)]
+    assert sorted(s.item.id for s in outcome.items) == [f"candidate-{n}" for n in range(1, 4)]
     assert len({s.pid for s in outcome.items}) >= 2  # more than one Ray worker ran them
     for state in outcome.items:
         bundle = Path(state.bundle_dir or "")
@@ -242,11 +242,11 @@ def test_an_agent_fan_out_of_four_lands_in_the_store_and_compares_in_the_tui(loc
             await pilot.press("b")
             for _ in range(100):
                 await pilot.pause(0.05)
-                if isinstance(app.screen, BatchScreen) and len(app.screen.items) == 4:
+                if isinstance(app.screen, BatchScreen) and len(app.screen.items) == 3:
                     break
             items = app.screen.query_one(DataTable)
             rows = [[str(c) for c in items.get_row(r.key)] for r in items.ordered_rows]
-            assert [r[2] for r in rows] == ["✔ completed"] * 4
+            assert [r[2] for r in rows] == ["✔ completed"] * 3
             assert sorted(r[5] for r in rows) == sorted(f"@{s.bundle_key}" for s in outcome.items)
             return pair
 
