@@ -24,6 +24,7 @@ from codebox_tui.runtime.mounts import parse_mount
 from codebox_tui.runtime.session import RunSession
 from codebox_tui.settings import get_settings
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
+from tests.factories.holds import codebox_in_process
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 from tests.factories.waiting import wait_for_reaper, wait_until
 
@@ -326,17 +327,20 @@ def test_cli_run_json_is_clean_and_complete(tmp_path: Path) -> None:
         (["--policy", '{"commands": ["inspect-mounted-inputs"]}'], 3, "not allowed"),
     ],
 )
-def test_cli_bad_input_is_a_clear_error_before_boot(args: list[str], code: int, needle: str, tmp_path: Path) -> None:
-    out = _codebox(
-        "run", "--command", "wordpress.run-php", "--arg", "code=echo 1;", *args, "--artifacts", str(tmp_path)
-    )
+def test_cli_bad_input_is_a_clear_error_before_boot(args: list[str], code: int, needle: str, tmp_path: Path,
+                                                    codebox_home: Path) -> None:
+    """Refused before anything boots (the real entry point, in-process: a refusal starts nothing to run in a
+    process of its own)."""
+    out = codebox_in_process(
+        codebox_home, "run", "--command", "wordpress.run-php", "--arg", "code=echo 1;", *args,
+        "--artifacts", str(tmp_path))
     assert out.returncode == code, (out.stdout, out.stderr)
     assert needle in out.stderr
     assert "Traceback" not in out.stderr
 
 
-def test_unknown_command_is_rejected() -> None:
-    out = _codebox("run", "--command", "wordpress.nope", "--artifacts", "/tmp")
+def test_unknown_command_is_rejected(codebox_home: Path) -> None:
+    out = codebox_in_process(codebox_home, "run", "--command", "wordpress.nope", "--artifacts", "/tmp")
     assert out.returncode == 2 and "known commands" in out.stderr
 
 
