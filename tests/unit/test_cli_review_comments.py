@@ -1,23 +1,21 @@
-"""``codebox review comment …``, ``review iterate`` and ``review feedback`` through the real CLI (subprocesses,
-a private CODEBOX_HOME and its real SQLite store)."""
+"""``codebox review comment …``, ``review iterate`` and ``review feedback`` through the real CLI entry point (run
+in-process: a query starts no sandbox, so a process of its own per call would only add Python's start-up), with a
+private CODEBOX_HOME and its real SQLite store."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from codebox_tui.bundle.verify import verify_bundle
 from tests.factories.bundles import make_bundle, typical_change
+from tests.factories.holds import codebox_in_process
 
 
 def _codebox(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CODEBOX_HOME": str(home), "CODEBOX_APPROVER": "maintainer"}
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True, env=env,
-                          timeout=120, cwd=Path(__file__).resolve().parents[2])
+    return codebox_in_process(home, *args, env={"CODEBOX_APPROVER": "maintainer"})
 
 
 def _json(proc: subprocess.CompletedProcess[str]) -> Any:
