@@ -35,6 +35,7 @@ from tests.factories.apply_back import (
     tree,
     verify_ok,
 )
+from tests.factories.holds import codebox_in_process
 
 
 @pytest.fixture()
@@ -299,15 +300,8 @@ def test_patch_adapter_exports_a_subset_git_apply_accepts(tmp_path: Path, store:
 
 # -- CLI ------------------------------------------------------------------------------------
 def codebox(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CODEBOX_HOME": str(home)}
-    return subprocess.run(
-        [sys.executable, "-m", "codebox_tui", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    """``codebox ARGS`` through the real entry point, in-process (decisions and apply start no sandbox)."""
+    return codebox_in_process(home, *args)
 
 
 def test_cli_review_and_apply_with_json(tmp_path: Path) -> None:

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from store.content import read_content
 from store.db import Store
 from store.decisions import decide, register_bundle
 from tests.factories.apply_back import BASELINE, CHANGES, git, git_repo, tree
+from tests.factories.holds import codebox_in_process
 from tests.factories.hunks import EDITS, big_after, captured
 
 
@@ -132,9 +131,8 @@ def test_a_hunk_number_out_of_range_names_the_file_and_the_count(tmp_path: Path,
 
 # -- CLI ------------------------------------------------------------------------------------------
 def codebox(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CODEBOX_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True, env=env,
-                          timeout=120, check=False)
+    """``codebox ARGS`` through the real entry point, in-process (decisions and apply start no sandbox)."""
+    return codebox_in_process(home, *args)
 
 
 def test_cli_show_numbers_hunks_and_approve_hunk_applies_exactly_them(tmp_path: Path) -> None:

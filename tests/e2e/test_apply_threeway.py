@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,7 @@ from store.apply import apply_decision, prepare_plan
 from store.db import Store
 from store.decisions import decide, register_bundle
 from tests.factories.apply_back import CHANGES, Captured, git, git_repo, tree
+from tests.factories.holds import codebox_in_process
 from tests.factories.hunks import BIG_BEFORE, EDITS, big_after, captured
 
 MAINTAINER_LINE = 10  # far from the sandbox's edits at lines 3, 20 and 37
@@ -241,9 +240,8 @@ def test_a_forged_artifact_path_never_reads_a_host_file(tmp_path: Path, store: S
 
 # -- CLI ------------------------------------------------------------------------------------------
 def codebox(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CODEBOX_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True, env=env,
-                          timeout=120, check=False)
+    """``codebox ARGS`` through the real entry point, in-process (decisions and apply start no sandbox)."""
+    return codebox_in_process(home, *args)
 
 
 def test_cli_apply_prints_merged_and_conflicting_counts(tmp_path: Path) -> None:

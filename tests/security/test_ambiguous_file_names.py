@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.factories.apply_back import tree
+from tests.factories.holds import codebox_in_process
 
 pytestmark = pytest.mark.native
 
@@ -30,6 +31,10 @@ EDITS = {FIRST: b"=== Readme ===\nStable tag: 1.0\n\nchanged in the FIRST mount\
 
 
 def codebox(home: Path, *args: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
+    """A run in a process of its own, as a user starts it; the decisions and the apply after it through the same
+    entry point in-process (they start no sandbox)."""
+    if args[0] != "run":
+        return codebox_in_process(home, *args)
     env = {**os.environ, "CODEBOX_HOME": str(home)}
     return subprocess.run([sys.executable, "-m", "codebox_tui", *args], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=timeout, check=False)
