@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +47,8 @@ from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
 from codebox_tui.lifecycle import CommandStep, OpenRun, ProgressListener, RunControl, RunOutcome, RunRequest, RunService
 from codebox_tui.runtime.mounts import validate_mounts
 
-AGENT_DIR = "/codebox-agent"  # where a PHP agent finds task.json and tool-bridge.json inside the sandbox
+AGENT_DIR = "/codebox-agent"  # where a PHP agent finds task.json, a read-only mount (docs/agent-tasks.md)
+AGENT_TASK_FILE = "task.json"
 PHP_COMMAND = "wordpress.run-php"
 
 
@@ -154,22 +157,39 @@ def run_agent_task(request: AgentTaskRequest, *, progress: ProgressListener | No
         metadata["agent_session_id"] = request.session_id
     if request.orchestrator is not None:
         metadata["orchestrator"] = request.orchestrator.model_dump(mode="json", exclude_none=True)
+    # a PHP agent's task file: written by the host into a folder of its own before boot, mounted read-only
+    agent_folder = Path(tempfile.mkdtemp(prefix="codebox-php-agent-")) if request.agent.kind == "php" else None
     run_request = RunRequest(
         mounts=mounts, policy=policy, wp=request.wp, php=request.php, backend=request.backend, env=dict(request.env),
         metadata=metadata,
         boot_timeout_s=request.boot_timeout_s, artifacts_root=request.artifacts_root, tool_commands=[],
-        flow=request.flow)
+        flow=request.flow, extra_mounts=[agent_mount(agent_folder)] if agent_folder is not None else [])
     service = service or RunService()
-    task_run = _TaskRun(request, bridge, registry)
-    with service.open(run_request, progress=progress, control=control) as run:
-        task_run.execute(run)
+    task_run = _TaskRun(request, bridge, registry, agent_folder)
+    try:
+        with service.open(run_request, progress=progress, control=control) as run:
+            task_run.execute(run)
+    finally:
+        if agent_folder is not None:
+            shutil.rmtree(agent_folder, ignore_errors=True)
     assert run.outcome is not None
     return task_run.outcome(run.outcome)
 
 
+def agent_mount(folder: Path) -> MountSpec:
+    """The read-only mount of a PHP agent's folder at ``/codebox-agent``: the agent reads its task there and
+    can change nothing in it. On native the mount target joins PHP's ``open_basedir`` like any mount outside
+    the site (runtime/native_site.py), read-only by its bind; it is not captured (Codebox wrote it)."""
+    folder.chmod(0o755)
+    return MountSpec(source=str(folder), target=AGENT_DIR, mode="readonly", captureArtifacts=False,
+                     metadata={"toolchain": "php-agent"})
+
+
 class _TaskRun:
-    def __init__(self, request: AgentTaskRequest, bridge: ToolBridge, registry: HostToolRegistry) -> None:
+    def __init__(self, request: AgentTaskRequest, bridge: ToolBridge, registry: HostToolRegistry,
+                 agent_folder: Path | None = None) -> None:
         self.request = request
+        self.agent_folder = agent_folder  # a PHP agent's, mounted read-only at AGENT_DIR
         self.bridge = bridge
         self.registry = registry
         self.agent_status = "unknown"
@@ -193,6 +213,9 @@ class _TaskRun:
                                          timeout_s=self.request.tool_timeout_s + 30, on_call=self._on_call(run))
         self._write_json(run, layout.TASK_INPUT, "agent-task-input", self.request.task)
         self._write_json(run, layout.TOOL_BRIDGE, "tool-bridge", self.bridge)
+        if self.agent_folder is not None:  # before boot: the read-only mount is staged from it then
+            (self.agent_folder / AGENT_TASK_FILE).write_text(json.dumps(self._task_message(run), indent=2),
+                                                             encoding="utf-8")
         try:
             run.boot()
             if run.cancelled:
@@ -277,11 +300,8 @@ class _TaskRun:
                                          f"{self.request.timeout_s:g} s", retryable=True))
 
     def _run_php(self, run: OpenRun) -> None:
-        """A PHP agent finds the task and the tool bridge in /codebox-agent, works on /workspace with PHP and
-        prints its final message as the last JSON line of its output."""
-        sandbox = run.sandbox
-        message = self._task_message(run)
-        sandbox.write_file(f"{AGENT_DIR}/task.json", json.dumps(message, indent=2).encode(), 30)
+        """A PHP agent finds the task message (with the tool bridge) in /codebox-agent/task.json, works on
+        /workspace with PHP and prints its final message as the last JSON line of its output."""
         assert self.request.agent.php_file is not None
         execution = run.execute(CommandStep(PHP_COMMAND, [f"code-file={self.request.agent.php_file}"],
                                             self.request.timeout_s))

@@ -31,11 +31,12 @@ from codebox_tui.lifecycle import (
     policy_from_text,
     preview_bind_address,
     run_document,
+    settle_runtime,
 )
 from codebox_tui.lifecycle.episode import episode_run_output, load_plan, load_snapshot_document, run_plan
 from codebox_tui.progress_report import StderrProgress
 from codebox_tui.recipes.blueprint import load_blueprint_file
-from codebox_tui.runtime.backends import backend_name, default_php
+from codebox_tui.runtime.backends import backend_name
 from codebox_tui.runtime.catalog import command_catalog, get_command
 from codebox_tui.runtime.playground import background_work
 from codebox_tui.runtime.wordpress_builds import wp_option_help
@@ -73,12 +74,11 @@ PREVIEW_BIND_HELP = ("Address the live preview listens on (default 127.0.0.1, lo
 def _request(mounts: list[str], policy_text: str | None, wp: str, php: str | None, boot_timeout: str,
              artifacts: Path | None, *, preview_bind: str | None = None, backend: str | None = None) -> RunRequest:
     """The fields ``run`` and ``boot`` share, parsed the way the Launch screen parses them. No ``--php``: the
-    backend's default (the host's PHP on native)."""
-    chosen = backend_name(backend)
-    return RunRequest(mounts=mounts_from_text(mounts), policy=policy_from_text(policy_text), wp=wp,
-                      php=php if php is not None else default_php(chosen), backend=chosen,
-                      boot_timeout_s=parse_duration(boot_timeout, "--boot-timeout"), artifacts_root=artifacts,
-                      preview_bind=preview_bind_address(preview_bind))
+    backend's default (the host's PHP on native), filled in by ``settle_runtime`` as for every flow."""
+    return settle_runtime(RunRequest(
+        mounts=mounts_from_text(mounts), policy=policy_from_text(policy_text), wp=wp, php=php,
+        backend=backend_name(backend), boot_timeout_s=parse_duration(boot_timeout, "--boot-timeout"),
+        artifacts_root=artifacts, preview_bind=preview_bind_address(preview_bind)))
 
 
 def run_command(

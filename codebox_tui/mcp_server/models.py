@@ -38,7 +38,10 @@ class RunInput(ToolInput):
                             description="key=value arguments of the command, e.g. code=<?php echo 1;")
     mounts: list[str] = Field(default_factory=list, description=MOUNT_DESCRIPTION)
     wp: str = Field(default=DEFAULT_WP_VERSION, description="WordPress build: 6.2–6.5, beta, nightly.")
-    php: str = Field(default=DEFAULT_PHP_VERSION, description="PHP version (7.4, 8.0–8.5).")
+    php: str | None = Field(default=None, description=f"PHP version (default: the backend's, {DEFAULT_PHP_VERSION} on "
+                                                      "playground, the host's on native; 7.4, 8.0–8.5 on playground).")
+    backend: Literal["playground", "native"] | None = Field(
+        default=None, description="Runtime backend (default: CODEBOX_BACKEND, else playground; docs/backends.md).")
     policy: dict[str, Any] | str | None = Field(
         default=None, description="Runtime policy: an object, inline JSON text or the path of a JSON file; "
                                   "none: the default policy for the command.")

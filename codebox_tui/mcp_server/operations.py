@@ -74,6 +74,7 @@ def run_request(params: RunInput) -> RunRequest:
         mounts=mounts_from_text(params.mounts), policy=policy_from_text(policy_text), wp=params.wp, php=params.php,
         boot_timeout_s=_duration(params.boot_timeout, "boot_timeout"),
         artifacts_root=Path(params.artifacts).expanduser() if params.artifacts else None, flow="mcp",
+        backend=params.backend,
     )
     request.commands = [CommandStep(params.command, list(params.args), _duration(params.timeout, "timeout"))]
     request.metadata = dict(params.metadata)

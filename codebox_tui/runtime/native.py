@@ -21,6 +21,7 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -164,7 +165,8 @@ class NativeSandbox:
         self.work_dir = work_dir
         self._relay = relay
         self.preview_url = relay.url if relay is not None else ""
-        self._site_port = relay.port if relay is not None else 80
+        # the address WordPress's pages are served as (its home: the preview, or the public URL in front of it)
+        self._site = urllib.parse.urlsplit(relay.site_url if relay is not None else "http://127.0.0.1")
         self.wordpress_version = wordpress_version
         self.php_version = php_version
         self._binds = binds
@@ -341,7 +343,10 @@ class NativeSandbox:
             raise SandboxError(f"The sandbox {self._aborted}", code="sandbox-aborted")
         if self._disposed:
             raise SandboxError("The sandbox was disposed", code="sandbox-disposed")
-        params = {**BASE_ENV, **cgi_environment(request, host="127.0.0.1", port=self._site_port)}
+        site = self._site
+        params = {**BASE_ENV, **cgi_environment(request, host=site.hostname or "127.0.0.1",
+                                                 port=site.port or (443 if site.scheme == "https" else 80),
+                                                 http_host=site.netloc)}
         answer = self.worker.serve(params, request.body, timeout_s=timeout_s, limit=MAX_HEADER_BYTES + MAX_BODY_BYTES)
         response = parse_cgi_response(bytes(answer.stdout), body_truncated=answer.truncated)
         if self._note_disk_spent():
@@ -469,7 +474,8 @@ class NativeBackend:
         sandbox_id = "sandbox-native-" + secrets.token_hex(6)
         work_dir = sandboxes_root / sandbox_id
         work_dir.mkdir()
-        relay = PreviewRelay(self.settings.command_timeout_s, spec.preview_port or 0) if preview else None
+        relay = PreviewRelay(self.settings.command_timeout_s, spec.preview_port or 0, spec.site_url) if preview \
+            else None
         disk: DiskBudget | None = None
         try:
             (work_dir / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
@@ -492,7 +498,7 @@ class NativeBackend:
             basedir = open_basedir([m["vfsPath"] for m in mounts])
             write_config(work_dir / "config", sandbox_id, salt_key(self.settings.home / "native"), basedir=basedir,
                          block_external_http=spec.policy.network_denied,
-                         site_url=relay.url if relay is not None else "http://127.0.0.1")
+                         site_url=relay.site_url if relay is not None else "http://127.0.0.1")
             binds = [PathBind(str(prepared.core), CORE, False),
                      PathBind(str(disk.folder / "wp-content"), WP_CONTENT, True),
                      PathBind(str(work_dir / "config" / "wp-config.php"), f"{CORE}/wp-config.php", False),

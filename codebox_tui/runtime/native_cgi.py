@@ -155,9 +155,11 @@ def check_request(method: str, target: str) -> None:
                            code="invalid-request", details={"path": target[:200]})
 
 
-def cgi_environment(request: CgiRequest, *, host: str, port: int) -> dict[str, str]:
+def cgi_environment(request: CgiRequest, *, host: str, port: int, http_host: str | None = None) -> dict[str, str]:
     """The CGI variables for ``request`` (RFC 3875): the router is the script; request headers become
-    ``HTTP_*`` (``Proxy`` dropped, names and values checked, counts capped)."""
+    ``HTTP_*`` (``Proxy`` dropped, names and values checked, counts capped). ``host``/``port``: the site's own
+    address, never the client's ``Host``; ``http_host``: ``HTTP_HOST`` as the site's URL spells it (default
+    ``host:port``, ``host`` alone on port 80)."""
     parts = urlsplit(request.target)
     env = {"GATEWAY_INTERFACE": "CGI/1.1", "SERVER_PROTOCOL": "HTTP/1.1", "SERVER_SOFTWARE": "codebox-native",
            "REDIRECT_STATUS": "200", "REQUEST_METHOD": request.method, "REQUEST_URI": request.target,
@@ -165,7 +167,8 @@ def cgi_environment(request: CgiRequest, *, host: str, port: int) -> dict[str, s
            "SCRIPT_FILENAME": f"/codebox/config/{ROUTER_NAME}",
            "DOCUMENT_ROOT": "/wordpress", "SERVER_NAME": host, "SERVER_PORT": str(port), "SERVER_ADDR": "127.0.0.1",
            "REMOTE_ADDR": "127.0.0.1", "REMOTE_PORT": "0", "REQUEST_SCHEME": "http",
-           "HTTP_HOST": f"{host}:{port}" if port not in (80, 0) else host, "PATH_INFO": unquote(parts.path)}
+           "HTTP_HOST": http_host or (f"{host}:{port}" if port not in (80, 0) else host),
+           "PATH_INFO": unquote(parts.path)}
     if request.body or request.method in ("POST", "PUT", "PATCH"):
         env["CONTENT_LENGTH"] = str(len(request.body))
     kept = 0

@@ -8,12 +8,14 @@ Bounded on every side: a few requests in flight at once (:data:`WORKERS`; a requ
 its timeout gets a 503), each with the run's per-request timeout (a 504 when it runs out), request bodies
 capped (413 before PHP starts), slow clients dropped after :data:`SOCKET_TIMEOUT_S` and at most
 :data:`MAX_CONNECTIONS` connections held at once (more are closed unread), and a request naming
-another host (DNS rebinding: a page elsewhere whose name now points at 127.0.0.1) refused with a 421.
+another host (DNS rebinding: a page elsewhere whose name now points at 127.0.0.1) refused with a 421 — the host
+of a ``--preview-public-url`` (a tunnel in front of the relay, which the user named) aside.
 """
 
 from __future__ import annotations
 
 import threading
+import urllib.parse
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -37,8 +39,10 @@ class PreviewRelay:
     """One sandbox's relay. Made (and its port bound) before the sandbox's configuration is written, so
     WordPress's ``home``/``siteurl`` can name :attr:`url`; serving starts with :meth:`start`."""
 
-    def __init__(self, timeout_s: float, port: int = 0) -> None:
-        """``port``: a fixed port (``--preview-port``), else 0 for a free one; a port in use fails the boot."""
+    def __init__(self, timeout_s: float, port: int = 0, public_url: str | None = None) -> None:
+        """``port``: a fixed port (``--preview-port``), else 0 for a free one; a port in use fails the boot.
+        ``public_url``: a tunnel's address in front of the relay (``--preview-public-url``): WordPress names it
+        (:attr:`site_url`) and requests whose ``Host`` is its host are served too, as a tunnel forwards them."""
         self.timeout_s = timeout_s
         self.slots = threading.BoundedSemaphore(WORKERS)
         self.serve: Serve | None = None
@@ -50,7 +54,8 @@ class PreviewRelay:
         self._server.relay = self
         self.port = int(self._server.server_address[1])
         self.url = f"http://{BIND_ADDRESS}:{self.port}"
-        self.hosts = {f"{BIND_ADDRESS}:{self.port}", f"localhost:{self.port}"}
+        self.hosts = {f"{BIND_ADDRESS}:{self.port}", f"localhost:{self.port}", *public_hosts(public_url)}
+        self.site_url = public_url or self.url  # WordPress's home and siteurl
         self._thread: threading.Thread | None = None
 
     def start(self, serve: Serve) -> None:
@@ -65,6 +70,18 @@ class PreviewRelay:
             self._server.shutdown()
             self._thread = None
         self._server.server_close()
+
+
+def public_hosts(public_url: str | None) -> set[str]:
+    """The ``Host`` values a request through the tunnel at ``public_url`` carries: its host and port as the URL
+    names them, and with the scheme's default port spelled out when it names none."""
+    if public_url is None:
+        return set()
+    parsed = urllib.parse.urlsplit(public_url)
+    hosts = {parsed.netloc.lower()}
+    if parsed.port is None:
+        hosts.add(f"{parsed.netloc.lower()}:{443 if parsed.scheme == 'https' else 80}")
+    return hosts
 
 
 class _Server(ThreadingHTTPServer):
@@ -115,7 +132,7 @@ class _Handler(BaseHTTPRequestHandler):
         relay = self.server.relay
         if (self.headers.get("Host") or "").lower() not in relay.hosts:
             # a page elsewhere that rebinds its own name to 127.0.0.1 reaches the port, but not with our name
-            self._plain(421, "this preview answers only to " + relay.url)
+            self._plain(421, "this preview answers only to " + " or ".join(sorted({relay.url, relay.site_url})))
             return
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
             self._plain(411, "chunked request bodies are not accepted; send a Content-Length")

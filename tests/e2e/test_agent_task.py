@@ -213,25 +213,39 @@ def test_denied_tools_and_schema_violations_are_structured_errors_in_the_transcr
                                                                           "artifacts.apply"}
 
 
-@pytest.mark.playground
-def test_a_php_agent_runs_inside_the_sandbox(playground_session: Any, tmp_path: Path) -> None:
-    """On Playground: a PHP agent does not run natively yet (its task file goes to ``/codebox-agent``, outside
-    the native sandbox's ``open_basedir``)."""
-    script = tmp_path / "agent.php"
-    script.write_text("""<?php
+PHP_AGENT = """<?php
 $task = json_decode(file_get_contents('/codebox-agent/task.json'), true);
 $file = '/workspace/simple-plugin/simple-plugin.php';
 file_put_contents($file, str_replace('Hello', 'Bonjour', file_get_contents($file)));
 echo json_encode(['type' => 'final', 'status' => 'completed', 'summary' => 'did: ' . $task['task']['goal']]), "\\n";
-""")
+"""
+
+
+def _php_agent_task(tmp_path: Path, backend: str) -> Path:
+    """A small PHP agent reads its task from ``/codebox-agent/task.json`` and edits the workspace; the outcome
+    is checked and its bundle returned."""
+    script = tmp_path / "agent.php"
+    script.write_text(PHP_AGENT)
     outcome = run_agent_task(_request(tmp_path, AgentSpec(kind="php", php_file=script), goal="say bonjour",
-                                      backend="playground"))
+                                      backend=backend))
 
     assert outcome.exit_code == 0, outcome.to_json()
     assert outcome.agent_result is not None and outcome.agent_result.actionable
     assert outcome.agent_result.agentSummary == "did: say bonjour"
     assert outcome.bundle_dir is not None and "Bonjour, %s!" in (outcome.bundle_dir / "files/patch.diff").read_text()
-    assert _doc(outcome.bundle_dir, "metadata.json")["runtime"]["backend"] == "wordpress-playground"
+    assert outcome.agent_result.changedFiles.paths == ["simple-plugin.php"]  # nothing of /codebox-agent
+    return outcome.bundle_dir
+
+
+def test_a_php_agent_runs_inside_the_native_sandbox(codebox_home: Path, tmp_path: Path) -> None:
+    """Its task folder is a read-only mount inside the native sandbox's open_basedir (docs/backends.md)."""
+    _ran_natively(_php_agent_task(tmp_path, "native"))
+
+
+@pytest.mark.playground
+def test_a_php_agent_runs_inside_the_sandbox_on_playground(playground_session: Any, tmp_path: Path) -> None:
+    bundle = _php_agent_task(tmp_path, "playground")
+    assert _doc(bundle, "metadata.json")["runtime"]["backend"] == "wordpress-playground"
 
 
 def test_a_secret_never_appears_in_any_output(codebox_home: Path, tmp_path: Path) -> None:

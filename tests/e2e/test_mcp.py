@@ -29,8 +29,6 @@ from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 pytestmark = [pytest.mark.native]
 
 NATIVE = {"CODEBOX_BACKEND": "native"}  # the server's runs boot native sandboxes
-# the `run` tool's PHP defaults to Playground's 8.3 whatever the backend (docs/backends.md, "Not wired yet")
-HOST_PHP = host_php().series
 
 PLUGIN_TARGET = "/wordpress/wp-content/plugins/simple-plugin"
 WRITE_CODE = (
@@ -67,9 +65,9 @@ class Ran:
 @pytest.fixture(scope="module")
 def ran(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Ran:
     """One server, one client session, the calls of several tests (each server start costs seconds of CPU): a
-    real run (a read-write mount of the example plugin, a PHP command that adds one file and edits another),
-    then on its bundle artifacts show/verify and the inbox, a stale and a real decision and the apply-back; a
-    command the policy denies; the example agent's task; last, a run whose request the client cancels."""
+    real run (a read-write mount of the example plugin, a PHP command that adds one file and edits another; no
+    ``php``: the backend's own, the host's on native), then on its bundle artifacts show/verify and the inbox, a
+    stale and a real decision and the apply-back; a command the policy denies; the example agent's task; last, a run whose request the client cancels."""
     root = tmp_path_factory.mktemp("mcp")
     plugin = root / "simple-plugin"
     shutil.copytree(EXAMPLE_PLUGIN, plugin)
@@ -93,7 +91,7 @@ def ran(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Ran:
         listed = await session.list_tools()
         tools = {t.name: t for t in listed.tools}
         result = await session.call_tool(
-            "run", {"command": "wordpress.run-php", "args": [WRITE_CODE], "php": HOST_PHP,
+            "run", {"command": "wordpress.run-php", "args": [WRITE_CODE],
                     "mounts": [f"{plugin}:{PLUGIN_TARGET}"],
                     "artifacts": str(root / "artifacts"), "metadata": {"caller": "test_mcp"}},
             progress_callback=on_progress)
@@ -111,7 +109,7 @@ def ran(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Ran:
         calls["applied"] = await session.call_tool("apply", {"decision": decision["id"], "adapter": "directory",
                                                              "target": str(target)})
         calls["denied"] = await session.call_tool(
-            "run", {"command": "wordpress.run-php", "args": ["code=echo 1;"], "php": HOST_PHP,
+            "run", {"command": "wordpress.run-php", "args": ["code=echo 1;"],
                     "policy": {"commands": ["inspect-mounted-inputs"]}, "artifacts": str(root / "denied")})
         calls["agent"] = await session.call_tool("agent_task", {"task": task})
         return tools, result, calls, await cancel_a_run(session)
@@ -128,7 +126,7 @@ def ran(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Ran:
         async with anyio.create_task_group() as group:
             group.start_soon(lambda: session.call_tool(
                 "run", {"command": "wordpress.run-php", "args": ["code=sleep(300);"], "timeout": "10m",
-                        "php": HOST_PHP, "artifacts": str(root / "cancelled")}, progress_callback=on_step))
+                        "artifacts": str(root / "cancelled")}, progress_callback=on_step))
             with anyio.fail_after(240):
                 await running.wait()
             group.cancel_scope.cancel()
@@ -154,7 +152,7 @@ def test_lists_every_tool_with_input_and_output_schemas(ran: Ran) -> None:
     run = ran.tools["run"]
     assert run.input_schema["required"] == ["command"]
     assert run.input_schema["additionalProperties"] is False  # a misspelt argument is refused
-    assert {"mounts", "args", "policy", "wp", "php", "timeout"} <= set(run.input_schema["properties"])
+    assert {"mounts", "args", "policy", "wp", "php", "backend", "timeout"} <= set(run.input_schema["properties"])
     assert run.output_schema["properties"]["run"]["$ref"].endswith("RunOutput")
     assert ran.tools["apply"].output_schema["title"] == "ApplyResult"
     assert ran.tools["artifacts_verify"].annotations.read_only_hint is True
@@ -170,6 +168,12 @@ def test_run_boots_a_real_sandbox_and_records_the_bundle(ran: Ran) -> None:
     assert "wrote two files" in run["execution"]["stdout"]
     assert run["runtime"]["backend"] == "native" and run["runtime"]["id"]
     assert Path(result["bundleDir"]).is_dir() and len(result["contentDigestB"]) == 64
+    # no `php` given: the backend's default, the host's PHP on native (8.2 from scripts/install-system.sh), as
+    # `codebox run` picks it; the bundle records the version that ran and the backend
+    metadata = json.loads((Path(result["bundleDir"]) / "metadata.json").read_text(encoding="utf-8"))
+    assert metadata["provenance"]["runtime"]["phpVersion"] == host_php().version
+    assert host_php().version.startswith("8.2.")
+    assert metadata["runtime"]["backend"] == metadata["provenance"]["runtime"]["backend"] == "native"
     assert isinstance(result["inboxKey"], int)
     # copy-on-write: the host folder is untouched until an approved apply
     assert tree(ran.plugin) == ran.before

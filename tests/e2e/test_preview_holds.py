@@ -3,9 +3,8 @@
 WP_HOME/WP_SITEURL with a tunnel's address, `boot --blueprint` sets the held site up, and `boot` captures a bundle
 when its hold ends, so an edit made through `codebox exec` is reviewed and applied from the CLI. Every hold is
 released by a signal, never by waiting for it to expire. One sandbox per held command, each in its own `codebox`
-process: `boot --blueprint` and `recipe-run --preview-public-url` on Playground (blueprints and the public URL are
-Playground's: the native backend refuses blueprints and its relay names itself), `run --preview-hold` on the native
-backend, the faster one. The commands used on a held sandbox (`exec`, `review`, `apply`) and the refusals go
+process: `boot --blueprint` on Playground (with a public URL; the native backend refuses blueprints), `run
+--preview-hold` and `recipe-run --preview-public-url` on the native backend, the faster one. The commands used on a held sandbox (`exec`, `review`, `apply`) and the refusals go
 through the real entry point in the test's process (tests/factories/holds.py)."""
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ import pytest
 from tests.factories.held import HeldCommand, free_port
 from tests.factories.holds import codebox_in_process as codebox
 from tests.factories.holds import linked_home
-from tests.factories.native import recorded_backend
+from tests.factories.native import raw_http, recorded_backend
 
 
 @pytest.fixture
@@ -124,20 +123,29 @@ def test_run_preview_hold_keeps_the_site_up_after_the_command_until_released(tmp
         urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5)
 
 
-@pytest.mark.playground
+@pytest.mark.native
 def test_recipe_run_preview_hold_serves_the_site_the_recipe_left_under_the_public_url(tmp_path: Path, home: Path) -> None:
+    """On native: WordPress names the public URL while the relay serves on 127.0.0.1, to its own name and to the
+    public URL's host (as a tunnel forwards requests)."""
     recipe = tmp_path / "recipe.json"
     recipe.write_text(json.dumps({
         "schema": "wp-codebox/workspace-recipe/v1",
         "workflow": {"steps": [{"command": "wordpress.run-php",
                                 "args": ["code=update_option('blogname', 'Left by the recipe'); echo 'ok';"]}]}}))
     port = free_port()
-    held = HeldCommand(home, "recipe-run", str(recipe), "--preview-hold", "10m", "--preview-port", str(port),
-                       "--preview-public-url", TUNNEL, "--json")
+    held = HeldCommand(home, "recipe-run", str(recipe), "--backend", "native", "--preview-hold", "10m",
+                       "--preview-port", str(port), "--preview-public-url", TUNNEL, "--json")
     try:
         where, runtime_id = held.wait_held()
         assert where == TUNNEL
-        assert _rest_index(f"http://127.0.0.1:{port}")["name"] == "Left by the recipe"
+        index = _rest_index(f"http://127.0.0.1:{port}")
+        assert index["name"] == "Left by the recipe" and index["home"] == index["url"] == TUNNEL
+        # through the tunnel: the request names the public host; the page's links name the public URL
+        status, _, body = raw_http(port, "GET /", host_header=TUNNEL.split("://", 1)[1])
+        page = body.decode("utf-8", "replace")
+        assert status == 200 and "<title>Left by the recipe" in page, (status, page[:500])
+        assert f'href="{TUNNEL}/' in page and f"127.0.0.1:{port}" not in page
+        assert raw_http(port, "GET /", host_header="rebound.example")[0] == 421  # any other name: refused
         facts = codebox(home, "exec", "--sandbox", runtime_id, "--capabilities", "read,eval", SITE_FACTS)
         assert facts.stdout == f"{TUNNEL}|{TUNNEL}|Left by the recipe", facts.stderr
         assert held.release(signal.SIGTERM) == 0, held.stderr
@@ -145,7 +153,7 @@ def test_recipe_run_preview_hold_serves_the_site_the_recipe_left_under_the_publi
         held.kill()
     outcome = json.loads(held.stdout)
     assert outcome["success"] is True and outcome["runtimeId"] == runtime_id and outcome["bundleId"]
-    assert recorded_backend(Path(outcome["bundleDir"])) == "wordpress-playground"
+    assert recorded_backend(Path(outcome["bundleDir"])) == "native"
 
 
 @pytest.mark.parametrize(("args", "field"), [
