@@ -19,16 +19,14 @@ import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from codebox_tui.bundle import layout
 from codebox_tui.contracts.bench import BenchDocument, BenchPath, LatencyMs
 from codebox_tui.errors import BadInputError, CodeboxError
+from codebox_tui.runtime.context import CommandContext
 from codebox_tui.runtime.outcome import CommandOutcome
 from codebox_tui.runtime.php_literal import php_string
-
-if TYPE_CHECKING:
-    from codebox_tui.runtime.session import RunSession
 
 # Caps (docs/bench.md): a bench is evidence for a review, not a load test.
 MAX_PATHS = 10
@@ -120,7 +118,7 @@ require '/wordpress/wp-blog-header.php';
 """
 
 
-def peak_memory(session: RunSession, path: str, timeout_s: float) -> tuple[int | None, str | None]:
+def peak_memory(session: CommandContext, path: str, timeout_s: float) -> tuple[int | None, str | None]:
     """PHP's peak memory for one render of ``path`` (bytes), or why there is none."""
     marker = "codebox-bench-" + secrets.token_hex(12)
     try:
@@ -161,7 +159,7 @@ class Budget:
 OUT_OF_TIME = "not started: the command's time was running out (give it more with --timeout)"
 
 
-def bench_path(session: RunSession, path: str, settings: BenchSettings, budget: Budget) -> BenchPath:
+def bench_path(session: CommandContext, path: str, settings: BenchSettings, budget: Budget) -> BenchPath:
     def one() -> tuple[float, int | None, str | None]:
         if not budget.may_start():
             return 0.0, None, OUT_OF_TIME
@@ -193,7 +191,7 @@ def bench_path(session: RunSession, path: str, settings: BenchSettings, budget: 
                      errors=errors, latencyMs=latency(timings), peakMemoryBytes=memory, memoryError=memory_error)
 
 
-def run_bench(session: RunSession, settings: BenchSettings, timeout_s: float) -> BenchDocument:
+def run_bench(session: CommandContext, settings: BenchSettings, timeout_s: float) -> BenchDocument:
     started = time.monotonic()
     budget = Budget(timeout_s)
     sandbox = session.sandbox
@@ -204,7 +202,7 @@ def run_bench(session: RunSession, settings: BenchSettings, timeout_s: float) ->
                          seconds=round(time.monotonic() - started, 3), paths=measured)
 
 
-def _evidence_path(session: RunSession) -> str:
+def _evidence_path(session: CommandContext) -> str:
     """files/bench.json for a run's first bench, files/bench-<n>.json after that."""
     if not (session.run_dir / layout.BENCH).exists():
         return layout.BENCH
@@ -235,7 +233,7 @@ def format_bench(document: BenchDocument) -> str:
     return head + "\n".join(lines) + "\n" + "".join(f"  {note}\n" for note in notes)
 
 
-def bench(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+def bench(session: CommandContext, args: dict[str, str], timeout_s: float) -> CommandOutcome:
     settings = bench_settings(args)
     document = run_bench(session, settings, timeout_s)
     rel = _evidence_path(session)

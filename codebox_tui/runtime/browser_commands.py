@@ -5,20 +5,18 @@ nothing about runs) and register the evidence files with the run."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from codebox_tui.browser.actions import ACTION_CAPTURES, parse_steps, run_actions
 from codebox_tui.browser.launch import resolve_url
 from codebox_tui.browser.probe import ALL_CAPTURES, CONTENT_TYPES, PROBE_CAPTURES, parse_capture, run_probe
 from codebox_tui.bundle import layout
 from codebox_tui.durations import parse_duration
+from codebox_tui.runtime.context import CommandContext
 from codebox_tui.runtime.outcome import CommandOutcome
 
-if TYPE_CHECKING:
-    from codebox_tui.runtime.session import RunSession
 
-
-def evidence_dir(session: RunSession) -> tuple[Path, str]:
+def evidence_dir(session: CommandContext) -> tuple[Path, str]:
     """files/browser/ for the first browser command of a run, files/browser/<n>/ after that."""
     base = session.run_dir / layout.BROWSER_DIR
     if not base.exists():
@@ -29,7 +27,7 @@ def evidence_dir(session: RunSession) -> tuple[Path, str]:
     return base / str(n), layout.browser_path(n)
 
 
-def register_evidence(session: RunSession, rel_dir: str, files: list[str]) -> list[dict[str, Any]]:
+def register_evidence(session: CommandContext, rel_dir: str, files: list[str]) -> list[dict[str, Any]]:
     refs = []
     for name in files:
         kind = "browser-" + name.split(".")[0]
@@ -39,7 +37,7 @@ def register_evidence(session: RunSession, rel_dir: str, files: list[str]) -> li
     return refs
 
 
-def browser_probe(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+def browser_probe(session: CommandContext, args: dict[str, str], timeout_s: float) -> CommandOutcome:
     base = session.sandbox.preview_url
     url = resolve_url(base, args.get("url"))
     limit = min(timeout_s, parse_duration(args["timeout"], "timeout") if args.get("timeout") else timeout_s)
@@ -56,7 +54,7 @@ def browser_probe(session: RunSession, args: dict[str, str], timeout_s: float) -
                           else 1, json=summary, artifact_refs=refs)
 
 
-def browser_actions(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+def browser_actions(session: CommandContext, args: dict[str, str], timeout_s: float) -> CommandOutcome:
     base = session.sandbox.preview_url
     steps = parse_steps(args["steps-json"], Path.cwd())
     start = resolve_url(base, args["url"]) if args.get("url") else None

@@ -1,15 +1,15 @@
 """The runtime command catalog: every command id a sandbox understands, its arguments, policy needs and
 the Python function that runs it.
 
-:func:`handler_for` maps a command id to its handler (imported plainly here; the handlers need nothing from
-the run at import time, see :mod:`codebox_tui.runtime.outcome`). ``codebox commands --json`` prints the
-catalog without booting anything; its ``handler`` field names the function as ``module:function``.
+:func:`handler_for` maps a command id to its handler (imported plainly here). A handler takes the run as a
+:class:`~codebox_tui.runtime.context.CommandContext` and returns a :class:`~codebox_tui.runtime.outcome.CommandOutcome`,
+so neither this module nor a handler imports the session that imports them. ``codebox commands --json`` prints
+the catalog without booting anything; its ``handler`` field names the function as ``module:function``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from codebox_tui.contracts.runtime import CommandArg, CommandCatalog, CommandSpec
 from codebox_tui.errors import BadInputError
@@ -26,13 +26,12 @@ from codebox_tui.runtime.commands import (
     run_php,
     wp_cli,
 )
+from codebox_tui.runtime.context import CommandContext
+from codebox_tui.runtime.outcome import CommandOutcome
 from codebox_tui.runtime.phpunit import phpunit
 
-if TYPE_CHECKING:
-    from codebox_tui.runtime.outcome import CommandOutcome
-    from codebox_tui.runtime.session import RunSession
-
-Handler = Callable[["RunSession", dict[str, str], float], "CommandOutcome"]
+# what every handler is: the run as a CommandContext (runtime/context.py), the parsed args, the timeout
+Handler = Callable[[CommandContext, dict[str, str], float], CommandOutcome]
 POLICY_ONLY = "policy-only"  # a capability a policy grants; not a command that runs
 
 A = CommandArg

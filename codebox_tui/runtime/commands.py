@@ -6,7 +6,7 @@ import json
 import secrets
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -16,6 +16,7 @@ from codebox_tui.contracts.common import new_id, utc_now_iso
 from codebox_tui.contracts.episode import EpisodeObservation, ObservationSpec, episode_digest
 from codebox_tui.errors import BadInputError
 from codebox_tui.runtime import site_state
+from codebox_tui.runtime.context import CommandContext
 from codebox_tui.runtime.observations import observe as take
 from codebox_tui.runtime.outcome import CommandOutcome
 from codebox_tui.runtime.php_literal import php_string
@@ -27,9 +28,6 @@ from codebox_tui.runtime.site_state import (
     snapshot_scope,
     take_snapshot,
 )
-
-if TYPE_CHECKING:
-    from codebox_tui.runtime.session import RunSession
 
 WP_CLI_DIR = "/codebox-tools/wp-cli"
 # How to give a run WP-CLI (lifecycle/tools.py looks in this order); the exec shell's `wp` says the same
@@ -44,12 +42,12 @@ def _outcome(stdout: str, stderr: str = "", exit_code: int = 0, json_value: obje
     return CommandOutcome(stdout=stdout, stderr=stderr, exit_code=exit_code, json=json_value, truncated=truncated)
 
 
-def sandbox_env(session: RunSession) -> dict[str, str]:
+def sandbox_env(session: CommandContext) -> dict[str, str]:
     """The runtime environment (``spec.env``) plus the allow-listed secrets (secrets win on a clash)."""
     return {**session.spec.env, **session.spec.secret_env}
 
 
-def secret_prelude(session: RunSession) -> str:
+def secret_prelude(session: CommandContext) -> str:
     """PHP that exposes the runtime env and the allow-listed secrets through getenv()/$_ENV."""
     lines = []
     for name, value in sandbox_env(session).items():
@@ -57,7 +55,7 @@ def secret_prelude(session: RunSession) -> str:
     return "\n".join(lines)
 
 
-def inspect_mounted_inputs(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+def inspect_mounted_inputs(session: CommandContext, args: dict[str, str], timeout_s: float) -> CommandOutcome:
     targets = [{"target": m.target, "source": m.source, "mode": m.mode} for m in session.spec.mounts]
     code = (
         "<?php $mounts = json_decode(" + php_string(json.dumps(targets)) + ", true); $out = [];"
@@ -83,7 +81,7 @@ def _read_code(args: dict[str, str]) -> str:
     return args.get("code", "")
 
 
-def run_php(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+def run_php(session: CommandContext, args: dict[str, str], timeout_s: float) -> CommandOutcome:
     code = _read_code(args)
     bootstrap = args.get("bootstrap", "wordpress")
     if bootstrap not in ("wordpress", "none"):
@@ -99,7 +97,7 @@ def run_php(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
     return _outcome(result.text, result.errors, result.exit_code, truncated=result.truncated)
 
 
-def wp_cli(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+def wp_cli(session: CommandContext, args: dict[str, str], timeout_s: float) -> CommandOutcome:
     # the phar is a tool mount the run lifecycle adds (lifecycle/tools.py) when one is configured
     if not any(m.target == WP_CLI_DIR for m in session.spec.extra_mounts):
         raise BadInputError(
@@ -151,7 +149,7 @@ echo json_encode($out, JSON_UNESCAPED_SLASHES);
 """
 
 
-def ability(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+def ability(session: CommandContext, args: dict[str, str], timeout_s: float) -> CommandOutcome:
     raw_input = args.get("input", "null")
     try:
         json.loads(raw_input)
@@ -172,11 +170,11 @@ def ability(session: RunSession, args: dict[str, str], timeout_s: float) -> Comm
 
 
 # -- site state: snapshots and checkpoints (docs/site-state.md) ------------------------------------
-def _snapshot_scope(session: RunSession, args: dict[str, str]) -> dict[str, Any]:
+def _snapshot_scope(session: CommandContext, args: dict[str, str]) -> dict[str, Any]:
     return snapshot_scope(args, readonly_content_paths([*session.spec.mounts, *session.spec.extra_mounts]))
 
 
-def capture_state_bundle(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+def capture_state_bundle(session: CommandContext, args: dict[str, str], timeout_s: float) -> CommandOutcome:
     """Snapshot the site into ``files/runtime-snapshots/<id>.json`` (file bytes as content-addressed
     blobs beside it) and its wordpress-state export into ``files/wordpress-state/<id>.json``."""
     config = export_config_from_args(args)
@@ -201,7 +199,7 @@ def capture_state_bundle(session: RunSession, args: dict[str, str], timeout_s: f
     return outcome
 
 
-def store_snapshot(session: RunSession, snapshot: Any) -> tuple[str, str]:
+def store_snapshot(session: CommandContext, snapshot: Any) -> tuple[str, str]:
     """Write a runtime snapshot into the run's bundle: the document to ``files/runtime-snapshots/<id>.json`` (kind
     ``runtime-snapshot``) and each file's bytes to a content-addressed blob beside it (kind
     ``runtime-snapshot-blob``; docs/site-state.md, "Snapshots in a bundle"). Returns the document's path and the
@@ -224,7 +222,7 @@ def _checkpoint_outcome(result: Any) -> CommandOutcome:
     return _outcome(json.dumps(value, sort_keys=True), json_value=value)
 
 
-def checkpoint_create(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+def checkpoint_create(session: CommandContext, args: dict[str, str], timeout_s: float) -> CommandOutcome:
     metadata = None
     if args.get("metadata-json"):
         try:
@@ -239,16 +237,16 @@ def checkpoint_create(session: RunSession, args: dict[str, str], timeout_s: floa
                                                             timeout_s=timeout_s))
 
 
-def checkpoint_restore(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+def checkpoint_restore(session: CommandContext, args: dict[str, str], timeout_s: float) -> CommandOutcome:
     return _checkpoint_outcome(site_state.checkpoint_restore(session.sandbox, args["name"], timeout_s=timeout_s))
 
 
-def checkpoint_list(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+def checkpoint_list(session: CommandContext, args: dict[str, str], timeout_s: float) -> CommandOutcome:
     return _checkpoint_outcome(site_state.checkpoint_list(session.sandbox, timeout_s=timeout_s))
 
 
 # -- observations as a command (recipe steps; docs/episodes.md, "Observations") -----------------------
-def observe(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+def observe(session: CommandContext, args: dict[str, str], timeout_s: float) -> CommandOutcome:
     """One episode observation of the run's sandbox, printed as its ``wp-codebox/runtime-episode-observation/v1``
     envelope (with its digest); a ``wordpress-state`` observation's section documents go to the bundle."""
 

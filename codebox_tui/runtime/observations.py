@@ -13,7 +13,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from codebox_tui.bundle import layout
 from codebox_tui.contracts.canonical import pretty_json, sha256_hex
@@ -21,10 +21,8 @@ from codebox_tui.contracts.episode import ObservationSpec
 from codebox_tui.contracts.runtime import ExecutionResult
 from codebox_tui.contracts.site_state import StateExportConfig
 from codebox_tui.errors import BadInputError, SandboxError
+from codebox_tui.runtime.context import CommandContext
 from codebox_tui.runtime.site_state import export_wordpress_state
-
-if TYPE_CHECKING:
-    from codebox_tui.runtime.session import RunSession
 
 OBSERVATIONS_DIR: Final = layout.OBSERVATIONS_DIR
 MAX_DIR_ENTRIES: Final = 500
@@ -82,7 +80,7 @@ echo json_encode(['files' => $out], JSON_UNESCAPED_SLASHES | JSON_INVALID_UTF8_S
 """
 
 
-def _files(session: RunSession, spec: ObservationSpec, timeout_s: float) -> Observed:
+def _files(session: CommandContext, spec: ObservationSpec, timeout_s: float) -> Observed:
     encoded = base64.b64encode(json.dumps(spec.paths).encode("utf-8")).decode("ascii")
     result = session.sandbox.run_php(FILES_PHP % {"paths": encoded, "max": MAX_DIR_ENTRIES}, timeout_s)
     try:
@@ -110,7 +108,7 @@ def _files(session: RunSession, spec: ObservationSpec, timeout_s: float) -> Obse
     return Observed({"files": clean})
 
 
-def _wordpress_state(session: RunSession, spec: ObservationSpec, observation_id: str, timeout_s: float) -> Observed:
+def _wordpress_state(session: CommandContext, spec: ObservationSpec, observation_id: str, timeout_s: float) -> Observed:
     """The ``wordpress-state`` export: each section to ``files/observations/<id>-wordpress-state-<section>.json``,
     the data keeping a summary of each section and where its document is (spec §10)."""
     config = StateExportConfig.model_validate({
@@ -143,7 +141,7 @@ def _header_text(value: Any) -> str:
     return str(value)[:512]
 
 
-def _http_response(session: RunSession, spec: ObservationSpec, timeout_s: float) -> Observed:
+def _http_response(session: CommandContext, spec: ObservationSpec, timeout_s: float) -> Observed:
     assert spec.path is not None
     response = session.sandbox.request(spec.path, timeout_s, spec.method)
     headers = {str(k).lower(): v for k, v in response.headers.items()}
@@ -153,7 +151,7 @@ def _http_response(session: RunSession, spec: ObservationSpec, timeout_s: float)
                                           "headers": kept, "body": _preview(response.text)}))
 
 
-def _browser_result(session: RunSession, spec: ObservationSpec, timeout_s: float) -> Observed:
+def _browser_result(session: CommandContext, spec: ObservationSpec, timeout_s: float) -> Observed:
     """Runs ``wordpress.browser-probe`` (under the policy, recorded in commands.jsonl like any command)."""
     execution = session.execute("wordpress.browser-probe", list(spec.args), timeout_s)
     observed = Observed({"execution": execution_summary(execution, None),
@@ -177,7 +175,7 @@ def _read_tail(path: Path, max_bytes: int) -> dict[str, Any]:
     return {"bytes": size, "tail": data.decode("utf-8", "replace"), "truncated": size > max_bytes}
 
 
-def _runtime_events(session: RunSession, spec: ObservationSpec) -> Observed:
+def _runtime_events(session: CommandContext, spec: ObservationSpec) -> Observed:
     lines = (session.run_dir / layout.EVENTS).read_text(encoding="utf-8", errors="replace").splitlines()
     events = []
     for line in lines[-spec.limit:]:
@@ -190,7 +188,7 @@ def _runtime_events(session: RunSession, spec: ObservationSpec) -> Observed:
     return Observed({"total": len(lines), "events": events})
 
 
-def observe(session: RunSession, spec: ObservationSpec, observation_id: str, *, timeout_s: float = 120.0,
+def observe(session: CommandContext, spec: ObservationSpec, observation_id: str, *, timeout_s: float = 120.0,
             executions: list[tuple[int, ExecutionResult]] | None = None) -> Observed:
     """The ``data`` (and files) of one observation of ``spec.type``; ``executions`` are the episode's steps
     (index, result) for ``command-result``."""

@@ -1,8 +1,9 @@
 """What a command handler returns to the run that called it (the run records it as an ExecutionResult).
 
 Its own module so the handlers (:mod:`codebox_tui.runtime.commands`, :mod:`codebox_tui.runtime.phpunit`,
-:mod:`codebox_tui.runtime.browser_commands`) need nothing from :mod:`codebox_tui.runtime.session` at run time:
-the session imports the catalog, the catalog imports the handlers, and no import goes back up.
+:mod:`codebox_tui.runtime.browser_commands`, …) need nothing from :mod:`codebox_tui.runtime.session`: the
+session imports the catalog, the catalog imports the handlers, and no import, not even one for types, goes back
+up (the handlers take the run as a :class:`~codebox_tui.runtime.context.CommandContext`).
 """
 
 from __future__ import annotations

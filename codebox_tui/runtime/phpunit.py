@@ -18,7 +18,7 @@ import secrets
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from codebox_tui.bundle import layout
 from codebox_tui.contracts.bundle import TestCase, TestSuite
@@ -26,13 +26,11 @@ from codebox_tui.contracts.runtime import MountSpec
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
 from codebox_tui.runtime import wp_tests
 from codebox_tui.runtime.commands import sandbox_env
+from codebox_tui.runtime.context import CommandContext
 from codebox_tui.runtime.mounts import plugin_target
 from codebox_tui.runtime.outcome import CommandOutcome
 from codebox_tui.runtime.php_literal import php_string
 from codebox_tui.runtime.test_progress import TestTally, strip_log_lines
-
-if TYPE_CHECKING:
-    from codebox_tui.runtime.session import RunSession
 
 PHPUNIT_BIN = Path("/usr/bin/phpunit")
 PHP_SHARE = Path("/usr/share/php")
@@ -194,7 +192,7 @@ def _php(value: str | None) -> str:
     return php_string(value)
 
 
-def _probe(session: RunSession, plugin_dir: str, xml: str | None, bootstrap: str | None,
+def _probe(session: CommandContext, plugin_dir: str, xml: str | None, bootstrap: str | None,
            timeout_s: float) -> dict[str, Any]:
     paths = {"vendorLib": f"{plugin_dir}/{wp_tests.VENDOR_LIB}/includes/bootstrap.php",
              "vendorPolyfills": f"{plugin_dir}/{wp_tests.VENDOR_POLYFILLS}/{wp_tests.POLYFILLS_FILE}",
@@ -214,11 +212,11 @@ def _probe(session: RunSession, plugin_dir: str, xml: str | None, bootstrap: str
     return found if isinstance(found, dict) else {}
 
 
-def _toolchain_mount(session: RunSession, kind: str) -> MountSpec | None:
+def _toolchain_mount(session: CommandContext, kind: str) -> MountSpec | None:
     return next((m for m in session.spec.extra_mounts if (m.metadata or {}).get("toolchain") == kind), None)
 
 
-def _tests_lib_env(session: RunSession, plugin_dir: str, found: dict[str, Any]) -> dict[str, str]:
+def _tests_lib_env(session: CommandContext, plugin_dir: str, found: dict[str, Any]) -> dict[str, str]:
     """Where the core test library and the polyfills are inside the sandbox, in the variables a scaffolded
     bootstrap reads; an error naming every place looked in when one is missing."""
     exists = found.get("exists") or {}
@@ -275,7 +273,7 @@ echo is_file( %(journal)s ) ? 'journal-left' : 'ok';
 """
 
 
-def _test_site_key(session: RunSession, env: dict[str, str]) -> str | None:
+def _test_site_key(session: CommandContext, env: dict[str, str]) -> str | None:
     """What a kept install is valid for: this sandbox, the library and single or multisite. Only a library
     mounted read-only from the host (``--wp-tests-lib``, ``$WP_TESTS_DIR``, the default path) qualifies;
     one inside the plugin's ``vendor/`` can be changed by the patch, so it is installed every time."""
@@ -285,7 +283,7 @@ def _test_site_key(session: RunSession, env: dict[str, str]) -> str | None:
     return f"{session.sandbox.id}|{env['WP_TESTS_DIR']}|{'ms' if multisite else 'single'}"
 
 
-def _prepare_test_site(session: RunSession, env: dict[str, str], timeout_s: float) -> tuple[bool, str]:
+def _prepare_test_site(session: CommandContext, env: dict[str, str], timeout_s: float) -> tuple[bool, str]:
     """A fresh test site for the suite: the copy kept from this sandbox's first install when there is one,
     else the library's installer (whose result is kept, on the host, for the next suite)."""
     key = _test_site_key(session, env)
@@ -307,7 +305,7 @@ def _prepare_test_site(session: RunSession, env: dict[str, str], timeout_s: floa
     return installed, output
 
 
-def _install_test_site(session: RunSession, env: dict[str, str], timeout_s: float) -> tuple[bool, str]:
+def _install_test_site(session: CommandContext, env: dict[str, str], timeout_s: float) -> tuple[bool, str]:
     """Run the library's ``includes/install.php`` (what its bootstrap would spawn with ``system()``) as a
     separate PHP request in the sandbox: a fresh test site with the ``wptests_`` tables."""
     multisite = env.get("WP_MULTISITE") == "1" or env.get("WP_TESTS_MULTISITE") == "1"
@@ -374,7 +372,7 @@ def no_tests_reason(output: str) -> str:
     return f"{reason} — to run it: {advice}" if advice else reason
 
 
-def phpunit(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:
+def phpunit(session: CommandContext, args: dict[str, str], timeout_s: float) -> CommandOutcome:
     slug = args["plugin-slug"]
     if not SLUG.match(slug):
         raise BadInputError(f"plugin-slug must be a directory name, got {slug!r}", code="invalid-slug",
@@ -494,7 +492,7 @@ def _suite_name(index: int) -> str:
     return "wordpress.phpunit" if index == 1 else f"wordpress.phpunit:{index}"
 
 
-def _record(session: RunSession, outcome_type: Any, human: str, errors: str, *, junit: str | None,
+def _record(session: CommandContext, outcome_type: Any, human: str, errors: str, *, junit: str | None,
             reason: str | None, mode: str, env: dict[str, str]) -> CommandOutcome:
     """Keep the raw output (and JUnit XML), add the suite to the session and describe the outcome."""
     index = len(session.test_suites) + 1
