@@ -34,6 +34,8 @@ import os
 import time
 from pathlib import Path
 
+from codebox_tui.runtime.leftover_mounts import MNT_DETACH, UMOUNT_NOFOLLOW
+
 # The most tasks (processes and threads) one native sandbox may have at once: PHP, WP-CLI and PHPUnit with
 # its child processes need a handful; bubblewrap adds two per confined process.
 MAX_PROCESSES = 128
@@ -137,7 +139,6 @@ def _pids_parent() -> Path | None:
 
 # mount(2) flags: no set-uid programs, no device files on the sandbox's own data
 MS_NOSUID, MS_NODEV, MS_REMOUNT = 0x2, 0x4, 0x20
-MNT_DETACH = 0x2
 # Below this much free space the budget counts as spent (the run is flagged write-budget-exceeded).
 SPENT_BELOW_BYTES = 256 * 1024
 
@@ -190,7 +191,7 @@ class DiskBudget:
         if not self.mounted:
             return
         libc = _libc()
-        if libc is not None and libc.umount2(str(self.folder).encode(), MNT_DETACH) == 0:
+        if libc is not None and libc.umount2(str(self.folder).encode(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0:
             self.mounted = False
 
 
