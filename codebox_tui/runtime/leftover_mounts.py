@@ -50,9 +50,15 @@ def mount_points(mountinfo: str | None = None) -> list[str]:
     return points
 
 
-def detach_mounts_inside(folder: Path) -> list[str]:
-    """Detach every mount whose mount point is a real folder directly inside ``folder`` (never through a link);
-    returns the names of the entries detached. Best effort: what cannot be detached is left."""
+def detach_mount_at(point: Path) -> bool:
+    """Detach the mount at exactly ``point`` (a real folder, never through a link), if there is one."""
+    return detach_mounts_inside(point.parent, only=point.name) == [point.name]
+
+
+def detach_mounts_inside(folder: Path, *, only: str | None = None) -> list[str]:
+    """Detach every mount whose mount point is a real folder directly inside ``folder`` (never through a link;
+    ``only``: the one of that name); returns the names of the entries detached. Best effort: what cannot be
+    detached is left."""
     try:
         fd = os.open(folder, _DIR_FLAGS)
     except OSError:
@@ -67,7 +73,9 @@ def detach_mounts_inside(folder: Path) -> list[str]:
                         if point.startswith(prefix) and "/" not in point[len(prefix):]})
         detached = []
         for name in names:
-            if name and _is_real_folder(fd, name) and _umount_nofollow(f"/proc/self/fd/{fd}/{name}"):
+            if not name or only not in (None, name) or not _is_real_folder(fd, name):
+                continue
+            if _umount_nofollow(f"/proc/self/fd/{fd}/{name}"):
                 detached.append(name)
         return detached
     finally:

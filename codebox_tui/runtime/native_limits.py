@@ -22,8 +22,9 @@ and the kernel's own limits).
 compiled-script cache) lives in one size-limited ``tmpfs`` mounted on the host (:class:`DiskBudget`): many
 files, each under the per-file cap, still stop at the budget, where writes fail with "No space left on
 device". Mounting needs root on the host; where Codebox cannot mount, :attr:`DiskBudget.reason` says why
-and only the per-file cap holds. Read-write mounts (private copies the run moves in and out by renaming)
-stay on the host's disk under the per-file cap only.
+and only the per-file cap holds. The mount does not outlive the Codebox process, however it ends: a guard
+process detaches it then (runtime/mount_guard.py). Read-write mounts (private copies the run moves in and out
+by renaming) stay on the host's disk under the per-file cap only.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import os
 import time
 from pathlib import Path
 
+from codebox_tui.runtime import mount_guard
 from codebox_tui.runtime.leftover_mounts import MNT_DETACH, UMOUNT_NOFOLLOW
 
 # The most tasks (processes and threads) one native sandbox may have at once: PHP, WP-CLI and PHPUnit with
@@ -159,8 +161,10 @@ class DiskBudget:
         libc = _libc()
         if libc is None:
             return cls(folder, size, False, "the C library's mount(2) is not available")
+        mount_guard.guard(folder)  # before the mount: a kill right after it still leaves no mount behind
         if libc.mount(b"tmpfs", str(folder).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, _options(size)) != 0:
             error = ctypes.get_errno()
+            mount_guard.release(folder)
             return cls(folder, size, False, f"could not mount a size-limited tmpfs: {os.strerror(error)}")
         return cls(folder, size, True)
 
@@ -193,6 +197,7 @@ class DiskBudget:
         libc = _libc()
         if libc is not None and libc.umount2(str(self.folder).encode(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0:
             self.mounted = False
+            mount_guard.release(self.folder)
 
 
 def _options(size: int) -> bytes:

@@ -1,16 +1,16 @@
-"""What a SIGKILLed run leaves on the host is taken back by the next one (docs/security.md, "Leftovers after a
-kill"; issues 25 and 28).
+"""What a SIGKILLed run leaves on the host is taken back (docs/security.md, "Leftovers after a kill"; issues 25
+and 28).
 
 A real ``codebox run --backend native`` with a ``:live`` mount is SIGKILLed while its command runs, after PHP
 created files in the live folder and planted a link in it to a host file of another owner. At that instant the
-live folder is the sandbox uid's (65534) and the sandbox's data ``tmpfs`` is still mounted under its folder.
-The next ``codebox run`` in the same home must give every entry of the folder back to its owner, as a normal
-end does (what the sandbox created too), without following the planted link, detach the dead sandbox's data
-file system and remove its folder.
+live folder is the sandbox uid's (65534) and the sandbox's data ``tmpfs`` is mounted under its folder. The
+killed process's mount guard detaches that ``tmpfs`` by itself, before any other Codebox process runs; the
+next ``codebox run`` in the same home gives every entry of the folder back to its owner, as a normal end does
+(what the sandbox created too), without following the planted link, and removes the dead sandbox's folder.
 
-A folder as a sandbox could leave it is also swept by the real reaper: a real leftover ``tmpfs`` in one
-abandoned folder is detached and the folder removed, while a link named like the mount point in another one
-(to a mount elsewhere on the host) makes nothing outside unmounted or removed.
+When the guard is gone too, the sweep's removal detaches: the real reaper detaches a real leftover ``tmpfs``
+in one abandoned folder and removes the folder, while a link named like the mount point in another one (to a
+mount elsewhere on the host) makes nothing outside unmounted or removed.
 
 Root only: the uid drop and the data ``tmpfs`` exist when Codebox runs as root.
 """
@@ -76,6 +76,7 @@ class Killed:
     sandbox_dir: Path  # the dead sandbox's folder
     owners_at_kill: dict[str, int]
     mounted_at_kill: bool
+    detached_alone: bool
     journals_at_kill: set[str]
     next_run: subprocess.CompletedProcess[str]
 
@@ -108,14 +109,16 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> Killed:
     try:
         assert wait_until(lambda: (live / "ready").exists() or run.poll() is not None, timeout=240), "no command ran"
         assert run.poll() is None, run.communicate()[1][-2000:]
+        sandboxes = sorted(set((home / "sandboxes").glob("sandbox-native-*")) - sandboxes_before)
+        mounted_at_kill = bool(sandboxes) and str(sandboxes[0] / "data") in mount_points()
     finally:
         run.send_signal(signal.SIGKILL)
         run.wait(timeout=60)
-    sandboxes = sorted(set((home / "sandboxes").glob("sandbox-native-*")) - sandboxes_before)
     assert len(sandboxes) == 1, sandboxes
     owners_at_kill = _owners(live)
-    mounted_at_kill = str(sandboxes[0] / "data") in mount_points()
     journals_at_kill = _journals(home) - journals_before
+    # the killed process's mount guard detaches its data file system, with no other Codebox process involved
+    detached_alone = wait_until(lambda: str(sandboxes[0] / "data") not in mount_points(), timeout=60)
     # the sandbox's processes end with the killed run (its bubblewrap dies with its parent): none is left in its
     # process group, so nothing writes in the live folder after it is given back
     group = ProcessCap.existing(sandboxes[0].name)
@@ -123,12 +126,12 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> Killed:
     next_run = subprocess.run(_codebox("-c", "wordpress.run-php", "-a", "code=<?php echo 'next';",
                                        "--artifacts", str(artifacts)),
                               cwd=REPO, env=_env(home, tmp), capture_output=True, text=True, timeout=300)
-    return Killed(home, artifacts, live, victim, sandboxes[0], owners_at_kill, mounted_at_kill, journals_at_kill,
-                  next_run)
+    return Killed(home, artifacts, live, victim, sandboxes[0], owners_at_kill, mounted_at_kill, detached_alone,
+                  journals_at_kill, next_run)
 
 
 def test_the_killed_run_left_its_live_folder_handed_over_and_its_data_mounted(killed: Killed) -> None:
-    """The state the next run must repair really was there (else the other tests prove nothing)."""
+    """The state to repair really was there at the kill (else the other tests prove nothing)."""
     assert killed.owners_at_kill["made.txt"] == SANDBOX_UID and killed.owners_at_kill["."] == SANDBOX_UID, \
         killed.owners_at_kill
     assert killed.owners_at_kill["link-to-victim"] == SANDBOX_UID, killed.owners_at_kill
@@ -154,7 +157,12 @@ def test_the_give_back_does_not_follow_a_link_the_sandbox_planted(killed: Killed
     assert killed.victim.read_text() == "another user's file\n"
 
 
-def test_the_next_run_detaches_the_dead_sandboxs_data_and_removes_its_folder(killed: Killed) -> None:
+def test_the_killed_runs_data_file_system_is_detached_by_its_guard(killed: Killed) -> None:
+    """Before any other Codebox process runs (the home may never be used again)."""
+    assert killed.detached_alone
+
+
+def test_the_next_run_removes_the_dead_sandboxs_folder(killed: Killed) -> None:
     assert killed.next_run.returncode == 0, killed.next_run.stderr[-2000:]
     assert wait_until(lambda: not killed.sandbox_dir.exists(), timeout=60), sorted(killed.sandbox_dir.rglob("*"))[:20]
     assert not [p for p in mount_points() if p.startswith(str(killed.sandbox_dir))], mount_points()
