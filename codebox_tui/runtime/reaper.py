@@ -6,7 +6,8 @@ what used to be "disposing". :func:`reap_in_background` hands them to one detach
 session, so a Ctrl-C in the terminal does not reach it, and nobody waits for it): ``codebox run`` prints
 its result and exits while the reaper deletes. The reaper first records itself as the owner of each
 folder (:data:`OWNER_FILE`), so another Codebox process sweeping abandoned folders leaves them to it; if
-the reaper is killed, the next sweep removes what it left, as for any abandoned folder. Deleting never
+the reaper is killed, the next sweep removes what it left, as for any abandoned folder (a sweep hands what it
+finds to a reaper too: runtime/playground.py). Deleting never
 follows a link (``runtime/tree_removal.py``): the trees hold whatever PHP wrote.
 
 This module imports only the standard library and ``tree_removal``, so the reaper starts in a few tens
