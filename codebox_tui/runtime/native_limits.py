@@ -161,11 +161,15 @@ class DiskBudget:
         libc = _libc()
         if libc is None:
             return cls(folder, size, False, "the C library's mount(2) is not available")
-        mount_guard.guard(folder)  # before the mount: a kill right after it still leaves no mount behind
+        # as root the mount is expected to work: the guard learns of the folder first, so a kill right after the
+        # mount leaves nothing; elsewhere it learns of a mount that worked (no guard process started for nothing)
+        if os.geteuid() == 0:
+            mount_guard.guard(folder)
         if libc.mount(b"tmpfs", str(folder).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, _options(size)) != 0:
             error = ctypes.get_errno()
             mount_guard.release(folder)
             return cls(folder, size, False, f"could not mount a size-limited tmpfs: {os.strerror(error)}")
+        mount_guard.guard(folder)  # a folder is on the guard's list once, however often it is told
         return cls(folder, size, True)
 
     def settle(self, budget: int) -> None:
