@@ -56,20 +56,24 @@ def test_a_journal_of_a_dead_run_gives_the_folder_back_as_a_normal_end(tmp_path:
     (live / "sub").mkdir(parents=True)
     (live / "own.txt").write_text("x")
     os.chown(live / "own.txt", 1001, 1002)
+    (live / "setuid-tool").write_text("#!/bin/sh\n")
+    (live / "setuid-tool").chmod(0o4755)
     info = live.stat()
     handed = HandedOver(live, (info.st_dev, info.st_ino), (0, 0))
-    own = (live / "own.txt").stat()
+    own, tool = (live / "own.txt").stat(), (live / "setuid-tool").stat()
     handed.owners[(own.st_dev, own.st_ino)] = (1001, 1002)
+    handed.special_modes[(tool.st_dev, tool.st_ino)] = 0o4755
     journal = OwnerJournal(tmp_path / "home")
     journal.record(handed)
-    for path in (live, live / "sub", live / "own.txt"):
-        os.chown(path, SANDBOX_UID, SANDBOX_UID)
+    for path in (live, live / "sub", live / "own.txt", live / "setuid-tool"):
+        os.chown(path, SANDBOX_UID, SANDBOX_UID)  # (chown clears the setuid bit, as at the hand-over)
     (live / "sub" / "made.txt").write_text("made by the sandbox")
     os.chown(live / "sub" / "made.txt", SANDBOX_UID, SANDBOX_UID)
     _abandon(journal)
     assert restore_abandoned(tmp_path / "home") == [live]
     assert (live / "own.txt").stat().st_uid == 1001 and (live / "own.txt").stat().st_gid == 1002
-    assert {p.stat().st_uid for p in (live, live / "sub", live / "sub" / "made.txt")} == {0}
+    assert {p.stat().st_uid for p in (live, live / "sub", live / "sub" / "made.txt", live / "setuid-tool")} == {0}
+    assert (live / "setuid-tool").stat().st_mode & 0o7777 == 0o4755  # the user's own setuid file, as it was
     assert list((tmp_path / "home" / JOURNALS).iterdir()) == []
 
 
