@@ -33,6 +33,7 @@ from codebox_tui.runtime.leftover_mounts import mount_points
 from codebox_tui.runtime.native_limits import ProcessCap
 from codebox_tui.runtime.reaper import OWNER_FILE
 from tests.factories.paths import REPO
+from tests.factories.sigkill import ended_pid
 from tests.factories.waiting import process_finished, wait_until
 
 pytestmark = [pytest.mark.native, pytest.mark.sigkill,
@@ -183,13 +184,6 @@ def _unmount(folder: Path) -> None:
 
 
 @pytest.fixture()
-def dead_pid() -> int:
-    """The pid of a process that has ended (what an abandoned folder records as its owner)."""
-    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    return int(child.stdout)
-
-
-@pytest.fixture()
 def victim_mount(tmp_path: Path) -> Iterator[Path]:
     """A mount elsewhere on the host, with a file in it: what a planted link names."""
     folder = tmp_path / "elsewhere" / "data"
@@ -208,7 +202,8 @@ def _abandoned(sandboxes: Path, name: str, pid: int) -> Path:
 
 
 def test_the_sweep_detaches_a_leftover_mount_and_never_follows_a_link_named_like_one(
-        tmp_path: Path, dead_pid: int, victim_mount: Path) -> None:
+        tmp_path: Path, victim_mount: Path) -> None:
+    dead_pid = ended_pid()
     sandboxes = tmp_path / "home" / "sandboxes"
     left = _abandoned(sandboxes, "sandbox-native-left", dead_pid)
     (left / "data").mkdir()

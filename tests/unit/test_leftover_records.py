@@ -5,8 +5,6 @@ kernel's mount table as parsed, and the ``:live`` owners journal restored from r
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from codebox_tui.runtime.mount_guard import held_folders
 from codebox_tui.runtime.owner_journal import JOURNALS, OwnerJournal, restore_abandoned
 from codebox_tui.runtime.reaper import OWNER_FILE
 from codebox_tui.runtime.sandbox_owner import HandedOver
+from tests.factories.sigkill import ended_pid
 
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving folders back chowns them: root only")
 
@@ -39,15 +38,10 @@ def test_mount_points_decode_the_kernels_escapes() -> None:
     assert "/proc" in mount_points()  # the real table of this process
 
 
-def _dead_pid() -> int:
-    return int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                              text=True, check=True).stdout)
-
-
 def _abandon(journal: OwnerJournal) -> None:
     """What a SIGKILL leaves: the journal as written, its process gone."""
     assert journal.folder is not None
-    (journal.folder / OWNER_FILE).write_text(str(_dead_pid()))
+    (journal.folder / OWNER_FILE).write_text(str(ended_pid()))
 
 
 @as_root
