@@ -563,12 +563,12 @@ _released: set[str] = set()
 
 def _release_abandoned_once(sandboxes_root: Path) -> None:
     """Once per process and root, before the sweep removes them: what native sandboxes whose process died
-    left outside their folders — their data file systems (unmounted) and their process groups."""
+    left outside their folders — their process groups. (Their data file systems are detached by the sweep's
+    removal itself, never through a link: runtime/leftover_mounts.py.)"""
     if str(sandboxes_root) in _released:
         return
     _released.add(str(sandboxes_root))
     for folder in abandoned_sandbox_dirs(sandboxes_root, prefix="sandbox-native-"):
-        DiskBudget(folder / DATA, 0, mounted=os.path.ismount(folder / DATA)).remove()
         ProcessCap.existing(folder.name).remove(wait_s=0)
 
 

@@ -22,8 +22,9 @@ and the kernel's own limits).
 compiled-script cache) lives in one size-limited ``tmpfs`` mounted on the host (:class:`DiskBudget`): many
 files, each under the per-file cap, still stop at the budget, where writes fail with "No space left on
 device". Mounting needs root on the host; where Codebox cannot mount, :attr:`DiskBudget.reason` says why
-and only the per-file cap holds. Read-write mounts (private copies the run moves in and out by renaming)
-stay on the host's disk under the per-file cap only.
+and only the per-file cap holds. The mount does not outlive the Codebox process, however it ends: a guard
+process detaches it then (runtime/mount_guard.py). Read-write mounts (private copies the run moves in and out
+by renaming) stay on the host's disk under the per-file cap only.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ import ctypes.util
 import os
 import time
 from pathlib import Path
+
+from codebox_tui.runtime import mount_guard
+from codebox_tui.runtime.leftover_mounts import MNT_DETACH, UMOUNT_NOFOLLOW
 
 # The most tasks (processes and threads) one native sandbox may have at once: PHP, WP-CLI and PHPUnit with
 # its child processes need a handful; bubblewrap adds two per confined process.
@@ -137,7 +141,6 @@ def _pids_parent() -> Path | None:
 
 # mount(2) flags: no set-uid programs, no device files on the sandbox's own data
 MS_NOSUID, MS_NODEV, MS_REMOUNT = 0x2, 0x4, 0x20
-MNT_DETACH = 0x2
 # Below this much free space the budget counts as spent (the run is flagged write-budget-exceeded).
 SPENT_BELOW_BYTES = 256 * 1024
 
@@ -158,9 +161,15 @@ class DiskBudget:
         libc = _libc()
         if libc is None:
             return cls(folder, size, False, "the C library's mount(2) is not available")
+        # as root the mount is expected to work: the guard learns of the folder first, so a kill right after the
+        # mount leaves nothing; elsewhere it learns of a mount that worked (no guard process started for nothing)
+        if os.geteuid() == 0:
+            mount_guard.guard(folder)
         if libc.mount(b"tmpfs", str(folder).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, _options(size)) != 0:
             error = ctypes.get_errno()
+            mount_guard.release(folder)
             return cls(folder, size, False, f"could not mount a size-limited tmpfs: {os.strerror(error)}")
+        mount_guard.guard(folder)  # a folder is on the guard's list once, however often it is told
         return cls(folder, size, True)
 
     def settle(self, budget: int) -> None:
@@ -190,8 +199,9 @@ class DiskBudget:
         if not self.mounted:
             return
         libc = _libc()
-        if libc is not None and libc.umount2(str(self.folder).encode(), MNT_DETACH) == 0:
+        if libc is not None and libc.umount2(str(self.folder).encode(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0:
             self.mounted = False
+            mount_guard.release(self.folder)
 
 
 def _options(size: int) -> bytes:

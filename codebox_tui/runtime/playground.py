@@ -41,7 +41,7 @@ from codebox_tui.runtime.golden import (
 )
 from codebox_tui.runtime.mounts import remove_tree, stage_readonly
 from codebox_tui.runtime.pool_worker import start_pool_worker
-from codebox_tui.runtime.reaper import OWNER_FILE
+from codebox_tui.runtime.reaper import OWNER_FILE, reap_in_background
 from codebox_tui.runtime.sandbox_owner import hand_over_folders
 from codebox_tui.runtime.sidecar import Sidecar, abandoned_sidecar_files, process_alive
 from codebox_tui.runtime.wordpress_builds import WordPressBuild, resolve_build
@@ -441,8 +441,10 @@ _process_alive = process_alive
 
 
 def sweep_abandoned_once(sandboxes_root: Path, prefix: str = "sandbox-") -> None:
-    """Once per process, root and kind: remove abandoned folders in the background (sandbox folders also
-    take their read-only staging folders, and sidecar temp folders and logs, with them)."""
+    """Once per process, root and kind: hand abandoned folders to the detached reaper (runtime/reaper.py),
+    which finishes removing them even if this process ends first (sandbox folders also take their read-only
+    staging folders, and sidecar temp folders and logs, with them; a killed native sandbox's data file system
+    is detached first: runtime/leftover_mounts.py)."""
     key = str(sandboxes_root)
     if key in _swept:
         return
@@ -451,14 +453,7 @@ def sweep_abandoned_once(sandboxes_root: Path, prefix: str = "sandbox-") -> None
     if prefix == "sandbox-":
         stale += [*abandoned_sandbox_dirs(readonly_area(sandboxes_root)), *abandoned_sidecar_files()]
     if stale:
-        def sweep() -> None:
-            for path in stale:
-                if path.is_dir() and not path.is_symlink():
-                    remove_tree(path)
-                else:
-                    path.unlink(missing_ok=True)
-
-        threading.Thread(target=sweep, name="codebox-sweep", daemon=True).start()
+        reap_in_background(stale)
 
 
 class PlaygroundBackend:

@@ -6,7 +6,8 @@ what used to be "disposing". :func:`reap_in_background` hands them to one detach
 session, so a Ctrl-C in the terminal does not reach it, and nobody waits for it): ``codebox run`` prints
 its result and exits while the reaper deletes. The reaper first records itself as the owner of each
 folder (:data:`OWNER_FILE`), so another Codebox process sweeping abandoned folders leaves them to it; if
-the reaper is killed, the next sweep removes what it left, as for any abandoned folder. Deleting never
+the reaper is killed, the next sweep removes what it left, as for any abandoned folder (a sweep hands what it
+finds to a reaper too: runtime/playground.py). Deleting never
 follows a link (``runtime/tree_removal.py``): the trees hold whatever PHP wrote.
 
 This module imports only the standard library and ``tree_removal``, so the reaper starts in a few tens
@@ -64,20 +65,24 @@ def reap_in_background(paths: Sequence[Path]) -> int | None:
     existing = [Path(p) for p in paths if os.path.lexists(p)]
     if not existing:
         return None
-    # a minimal environment: the reaper needs nothing of the caller's (which may hold policy secrets)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))}
     try:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "codebox_tui.runtime.reaper", *map(str, existing)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, close_fds=True, cwd="/", env=env)
+        process = start_detached("codebox_tui.runtime.reaper", [str(p) for p in existing])
     except OSError:
         reap(existing)
         return None
-    # collected by a daemon thread while this process lives (no zombie); after it exits, by init
-    threading.Thread(target=process.wait, name="codebox-reaper-wait", daemon=True).start()
     return process.pid
+
+
+def start_detached(module: str, args: list[str], stdin: int = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
+    """Start ``python -m module args`` detached from this process: a new session (a Ctrl-C in the terminal does
+    not reach it), a minimal environment (nothing of the caller's, which may hold policy secrets), ``/`` as its
+    folder. It is collected by a daemon thread while this process lives (no zombie); after it exits, by init."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))}
+    process = subprocess.Popen([sys.executable, "-m", module, *args], stdin=stdin, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True, cwd="/", env=env)
+    threading.Thread(target=process.wait, name=f"{module}-wait", daemon=True).start()
+    return process
 
 
 def main(argv: Sequence[str] | None = None) -> int:

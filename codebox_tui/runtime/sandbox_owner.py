@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +32,7 @@ class HandedOver:
     """What :func:`hand_over` changed under one folder: the previous owner of each entry, by (dev, ino)."""
 
     root: Path
+    root_id: tuple[int, int]  # the folder's (dev, ino): given back only if it is still that folder
     owner: Owner  # the folder's own owner before: what new entries get back
     owners: dict[tuple[int, int], Owner] = field(default_factory=dict)
     special_modes: dict[tuple[int, int], int] = field(default_factory=dict)  # files whose setuid/setgid chown cleared
@@ -47,9 +48,10 @@ def _chown(name: str | int, uid: int, gid: int, dir_fd: int | None) -> None:
         pass
 
 
-def _walk(root: Path) -> Iterator[tuple[str, os.stat_result, int]]:
-    """(name, stat, dir_fd) of every entry under ``root`` (not ``root`` itself), links never followed."""
-    for _path, dirs, files, dir_fd in os.fwalk(root, follow_symlinks=False):
+def _walk(root_fd: int) -> Iterator[tuple[str, os.stat_result, int]]:
+    """(name, stat, dir_fd) of every entry under the folder open as ``root_fd`` (not the folder itself), links
+    never followed."""
+    for _path, dirs, files, dir_fd in os.fwalk(".", dir_fd=root_fd, follow_symlinks=False):
         for name in [*dirs, *files]:
             try:
                 info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
@@ -59,38 +61,41 @@ def _walk(root: Path) -> Iterator[tuple[str, os.stat_result, int]]:
 
 
 def _open_root(root: Path) -> int:
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     if not stat.S_ISDIR(os.fstat(fd).st_mode):  # O_DIRECTORY already refuses; belt and braces
         os.close(fd)
         raise NotADirectoryError(str(root))
     return fd
 
 
-def hand_over(root: Path, *, record: bool = False) -> HandedOver | None:
+def hand_over(root: Path, *, record: bool = False,
+              journal: Callable[[HandedOver], None] | None = None) -> HandedOver | None:
     """Make ``root`` and everything under it the sandbox uid's (nothing when Codebox does not run as root).
     ``record`` (a user's ``:live`` folder): remember every previous owner, for :func:`hand_back`, and leave
     what its owner made read-only (no owner write bit) to its owner: the sandbox could write it only as
-    that owner, and it now runs as someone else."""
+    that owner, and it now runs as someone else. ``journal`` is given what was recorded before anything is
+    handed over (runtime/owner_journal.py keeps it on disk, for a run killed before it gives the folder back)."""
     if not drops_to_sandbox_uid():
         return None
     fd = _open_root(root)
     try:
         info = os.fstat(fd)
-        handed = HandedOver(root, (info.st_uid, info.st_gid))
-        if record:
-            handed.owners[(info.st_dev, info.st_ino)] = handed.owner
+        handed = HandedOver(root, (info.st_dev, info.st_ino), (info.st_uid, info.st_gid))
         if not record:  # Codebox's own fresh copy: every entry, no stat needed (a site copy: ~3,000 entries)
-            for _path, dirs, files, dir_fd in os.fwalk(root, follow_symlinks=False):
+            for _path, dirs, files, dir_fd in os.fwalk(".", dir_fd=fd, follow_symlinks=False):
                 for name in [*dirs, *files]:
                     _chown(name, SANDBOX_UID, SANDBOX_UID, dir_fd)
             _chown(fd, SANDBOX_UID, SANDBOX_UID, None)
             return handed
-        for name, entry, dir_fd in _walk(root):
-            if record:
-                handed.owners[(entry.st_dev, entry.st_ino)] = (entry.st_uid, entry.st_gid)
-                if stat.S_ISREG(entry.st_mode) and entry.st_mode & SPECIAL_BITS:
-                    handed.special_modes[(entry.st_dev, entry.st_ino)] = stat.S_IMODE(entry.st_mode)
-            if record and not entry.st_mode & stat.S_IWUSR:
+        handed.owners[handed.root_id] = handed.owner
+        for _name, entry, _dir_fd in _walk(fd):
+            handed.owners[(entry.st_dev, entry.st_ino)] = (entry.st_uid, entry.st_gid)
+            if stat.S_ISREG(entry.st_mode) and entry.st_mode & SPECIAL_BITS:
+                handed.special_modes[(entry.st_dev, entry.st_ino)] = stat.S_IMODE(entry.st_mode)
+        if journal is not None:
+            journal(handed)
+        for name, entry, dir_fd in _walk(fd):
+            if not entry.st_mode & stat.S_IWUSR:
                 continue
             if (entry.st_uid, entry.st_gid) != (SANDBOX_UID, SANDBOX_UID):
                 _chown(name, SANDBOX_UID, SANDBOX_UID, dir_fd)
@@ -100,22 +105,29 @@ def hand_over(root: Path, *, record: bool = False) -> HandedOver | None:
     return handed
 
 
+class FolderReplaced(OSError):
+    """The folder at a handed-over path is no longer the one handed over (another inode): nothing is changed."""
+
+
 def hand_back(handed: HandedOver | None) -> None:
     """After the sandbox is gone: every entry under the folder the sandbox uid owns gets its recorded owner
-    back (an entry the sandbox created: the folder's own owner)."""
+    back (an entry the sandbox created: the folder's own owner). The folder is opened without following a
+    link and must be the very folder handed over (:class:`FolderReplaced` otherwise)."""
     if handed is None:
         return
     fd = _open_root(handed.root)
     try:
-        for name, entry, dir_fd in _walk(handed.root):
+        info = os.fstat(fd)
+        if (info.st_dev, info.st_ino) != handed.root_id:
+            raise FolderReplaced(f"{handed.root} is no longer the folder that was handed to the sandbox")
+        for name, entry, dir_fd in _walk(fd):
             if entry.st_uid == SANDBOX_UID or entry.st_gid == SANDBOX_UID:
                 uid, gid = handed.owners.get((entry.st_dev, entry.st_ino), handed.owner)
                 _chown(name, uid, gid, dir_fd)
                 mode = handed.special_modes.get((entry.st_dev, entry.st_ino))
                 if mode is not None:  # the user's own setuid/setgid file: its bits back, after the chown
                     _restore_mode(name, mode, dir_fd)
-        info = os.fstat(fd)
-        _chown(fd, *handed.owners.get((info.st_dev, info.st_ino), handed.owner), None)
+        _chown(fd, *handed.owners.get(handed.root_id, handed.owner), None)
     finally:
         os.close(fd)
 
@@ -148,14 +160,14 @@ def reclaim(folder: Path) -> None:
     if not drops_to_sandbox_uid():
         return
     uid, gid = os.geteuid(), os.getegid()
-    for name, entry, dir_fd in _walk(folder):
-        if stat.S_ISLNK(entry.st_mode):
-            continue
-        _chown(name, uid, gid, dir_fd)
-        readable = 0o755 if stat.S_ISDIR(entry.st_mode) else 0o644
-        _restore_mode(name, readable, dir_fd)
     fd = _open_root(folder)
     try:
+        for name, entry, dir_fd in _walk(fd):
+            if stat.S_ISLNK(entry.st_mode):
+                continue
+            _chown(name, uid, gid, dir_fd)
+            readable = 0o755 if stat.S_ISDIR(entry.st_mode) else 0o644
+            _restore_mode(name, readable, dir_fd)
         os.fchown(fd, uid, gid)
         os.fchmod(fd, 0o755)
     finally:

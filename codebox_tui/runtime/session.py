@@ -33,6 +33,7 @@ from codebox_tui.runtime.backend import Backend, Sandbox, SandboxSpec
 from codebox_tui.runtime.catalog import get_command, handler_for, parse_args
 from codebox_tui.runtime.mounts import PrivateCopy, new_copies_dir, remove_tree
 from codebox_tui.runtime.outcome import CommandOutcome
+from codebox_tui.runtime.owner_journal import OwnerJournal, restore_abandoned
 from codebox_tui.runtime.playground import PlaygroundBackend, claim_owned_dir
 from codebox_tui.runtime.policy import Redactor, check_command, check_secret_values
 from codebox_tui.runtime.reaper import reap_in_background
@@ -116,6 +117,7 @@ class RunSession:
         self._special_before: dict[int, set[str]] = {}
         # :live folders handed to the sandbox's host uid for its life (runtime/sandbox_owner.py; as root only)
         self._live_handed: list[HandedOver] = []
+        self._owner_journal: OwnerJournal | None = None  # the same, on disk for a killed run (runtime/owner_journal.py)
         self._events = open(self.run_dir / layout.EVENTS, "a", encoding="utf-8")
         self._commands = open(self.run_dir / layout.COMMANDS, "a", encoding="utf-8")
         self._runtime_log = open(self.run_dir / "logs" / "runtime.log", "a", encoding="utf-8")
@@ -195,9 +197,14 @@ class RunSession:
         self.emit("artifacts.baselines", {"count": len(self.baselines), "privateCopies": len(copies),
                                           "ms": int((time.monotonic() - started) * 1000)})
         self._special_before = {index: special_mode_entries(folder) for index, folder in self._written_folders()}
+        home = (getattr(self._backend, "settings", None) or get_settings()).home
+        for folder in restore_abandoned(home):  # before this run hands over the same folder again
+            self.emit("runtime.owners-restored", {"folder": str(folder)})
         for mount in self.spec.mounts:
             if mount.mode == "readwrite" and mount.live:
-                handed = hand_over(Path(mount.source), record=True)
+                if self._owner_journal is None:
+                    self._owner_journal = OwnerJournal(home)
+                handed = hand_over(Path(mount.source), record=True, journal=self._owner_journal.record)
                 if handed is not None:
                     self._live_handed.append(handed)
         return dataclasses.replace(self.spec, private_copies=copies) if copies else self.spec
@@ -231,7 +238,12 @@ class RunSession:
             except OSError as error:
                 self.emit("runtime.owners-not-restored", {"folder": str(handed.root), "error": str(error)},
                           level="error")
+            else:
+                if self._owner_journal is not None:
+                    self._owner_journal.given_back(handed)
         self._live_handed = []
+        if self._owner_journal is not None:
+            self._owner_journal.close()
 
     def mount_dir(self, index: int) -> Path:
         """The host folder that ``spec.mounts[index]`` shows the sandbox: the private copy of a

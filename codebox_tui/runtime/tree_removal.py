@@ -5,7 +5,9 @@ A sandbox's folder holds what PHP wrote (the site copy mounted at ``/wordpress``
 a removal that chmods or descends "directories" by path would act on any host folder the link names.
 Here every folder is opened with ``O_NOFOLLOW | O_DIRECTORY`` relative to its parent's descriptor,
 only descriptors of real folders are ever chmodded (to let their entries be removed) and everything
-else, links included, is unlinked by name (docs/security-host.md, "Host-side trust").
+else, links included, is unlinked by name (docs/security-host.md, "Host-side trust"). A mount left directly
+inside the folder (a killed native sandbox's data file system) is detached first, never through a link
+(runtime/leftover_mounts.py), or the folder could never be removed.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from codebox_tui.runtime.leftover_mounts import detach_mounts_inside
 
 _DIR_FLAGS = os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # Deeper folders have their ancestors' descriptors closed; on the way back up a closed ancestor is
@@ -43,6 +47,7 @@ def remove_tree_nofollow(path: Path) -> None:
         except OSError:
             pass
         return
+    detach_mounts_inside(path)
     try:
         top = os.open(path, os.O_RDONLY | _DIR_FLAGS)
     except OSError:

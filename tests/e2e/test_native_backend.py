@@ -195,9 +195,9 @@ END
 
 
 def test_a_sandbox_whose_process_was_killed_leaves_no_mount_group_or_worker_behind(tmp_path: Path) -> None:
-    """SIGKILL the process holding a native sandbox with a running worker: the worker dies with it at once;
-    the next boot in the same home unmounts the dead sandbox's data file system and removes its process
-    group before its folder is swept."""
+    """SIGKILL the process holding a native sandbox with a running worker: the worker dies with it at once and
+    its mount guard detaches the dead sandbox's data file system; the next boot in the same home removes its
+    process group and sweeps its folder."""
     from tests.factories.waiting import process_finished, wait_until
 
     (tmp_path / "tmp").mkdir()
@@ -208,7 +208,7 @@ def test_a_sandbox_whose_process_was_killed_leaves_no_mount_group_or_worker_behi
     left = json.loads(killed.stdout)
     assert left["mounted"] and Path(left["group"]).is_dir(), left
     assert wait_until(lambda: process_finished(left["worker"])), left  # --die-with-parent
-    assert left["data"] in Path("/proc/self/mounts").read_text()  # nothing has released it yet
+    assert wait_until(lambda: left["data"] not in Path("/proc/self/mounts").read_text()), left  # runtime/mount_guard.py
     booted = subprocess.run([sys.executable, "-c", KILLED_HOLDER.replace("END", "sandbox.dispose()")],
                             cwd=REPO, capture_output=True, text=True, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
                             timeout=300)

@@ -1,0 +1,227 @@
+"""What a SIGKILLed run leaves on the host is taken back (docs/security.md, "Leftovers after a kill"; issues 25
+and 28).
+
+A real ``codebox run --backend native`` with a ``:live`` mount is SIGKILLed while its command runs, after PHP
+created files in the live folder and planted a link in it to a host file of another owner. At that instant the
+live folder is the sandbox uid's (65534) and the sandbox's data ``tmpfs`` is mounted under its folder. The
+killed process's mount guard detaches that ``tmpfs`` by itself, before any other Codebox process runs; the
+next ``codebox run`` in the same home gives every entry of the folder back to its owner, as a normal end does
+(what the sandbox created too), without following the planted link, and removes the dead sandbox's folder.
+
+When the guard is gone too, the sweep's removal detaches: the real reaper detaches a real leftover ``tmpfs``
+in one abandoned folder and removes the folder, while a link named like the mount point in another one (to a
+mount elsewhere on the host) makes nothing outside unmounted or removed.
+
+Root only: the uid drop and the data ``tmpfs`` exist when Codebox runs as root.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from codebox_tui.runtime.leftover_mounts import mount_points
+from codebox_tui.runtime.native_limits import ProcessCap
+from codebox_tui.runtime.reaper import OWNER_FILE
+from tests.factories.paths import REPO
+from tests.factories.sigkill import ended_pid
+from tests.factories.waiting import process_finished, wait_until
+
+pytestmark = [pytest.mark.native, pytest.mark.sigkill,
+              pytest.mark.skipif(os.geteuid() != 0, reason="the uid drop and the data tmpfs need Codebox as root")]
+
+LIVE = "/wordpress/wp-content/plugins/live"
+SANDBOX_UID = 65534
+VICTIM_OWNER = 4242
+# The command of the killed run: writes in the live folder as the sandbox, plants a link to a host file (a
+# child process may: `ln` makes a link whatever it names), says it is done, then holds until it is killed.
+HOLD = r"""<?php
+$l = '__LIVE__';
+file_put_contents("$l/open.txt", 'changed by the sandbox');
+file_put_contents("$l/made.txt", 'made by the sandbox');
+mkdir("$l/made-dir");
+file_put_contents("$l/made-dir/inner.txt", 'inner');
+shell_exec('ln -s ' . escapeshellarg('__VICTIM__') . ' ' . escapeshellarg("$l/link-to-victim"));
+file_put_contents("$l/ready", 'ready');
+sleep(600);
+"""
+
+
+def _owners(folder: Path) -> dict[str, int]:
+    return {str(p.relative_to(folder)): p.lstat().st_uid for p in [folder, *folder.rglob("*")]}
+
+
+def _codebox(*args: str) -> list[str]:
+    return [sys.executable, "-m", "codebox_tui", "run", "--backend", "native", "-q", *args]
+
+
+def _env(home: Path, tmp: Path) -> dict[str, str]:
+    return {**os.environ, "CODEBOX_HOME": str(home), "TMPDIR": str(tmp), "PYTHONPATH": str(REPO)}
+
+
+@dataclass
+class Killed:
+    home: Path
+    artifacts: Path
+    live: Path
+    victim: Path
+    sandbox_dir: Path  # the dead sandbox's folder
+    owners_at_kill: dict[str, int]
+    mounted_at_kill: bool
+    detached_alone: bool
+    journals_at_kill: set[str]
+    next_run: subprocess.CompletedProcess[str]
+
+
+def _journals(home: Path) -> set[str]:
+    folder = home / "live-owners"
+    return {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+
+
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory: pytest.TempPathFactory) -> Killed:
+    # the test process's home: its prepared install and compiled-script seed are reused (a fresh home would
+    # build both first)
+    home = Path(os.environ["CODEBOX_HOME"])
+    base = tmp_path_factory.mktemp("killed-run")
+    tmp, live, artifacts = base / "tmp", base / "live", base / "artifacts"
+    tmp.mkdir()
+    live.mkdir()
+    (live / "plugin.php").write_text("<?php\n/* Plugin Name: Live */\n")
+    (live / "open.txt").write_text("the user's\n")
+    victim = base / "victim.txt"
+    victim.write_text("another user's file\n")
+    os.chown(victim, VICTIM_OWNER, VICTIM_OWNER)
+    code = HOLD.replace("__LIVE__", LIVE).replace("__VICTIM__", str(victim))
+    sandboxes_before = set((home / "sandboxes").glob("sandbox-native-*"))
+    journals_before = _journals(home)
+    run = subprocess.Popen(_codebox("-m", f"{live}:{LIVE}:live", "-c", "wordpress.run-php", "-a", "code=" + code,
+                                    "--timeout", "600s", "--artifacts", str(artifacts)),
+                           cwd=REPO, env=_env(home, tmp), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_until(lambda: (live / "ready").exists() or run.poll() is not None, timeout=240), "no command ran"
+        assert run.poll() is None, run.communicate()[1][-2000:]
+        sandboxes = sorted(set((home / "sandboxes").glob("sandbox-native-*")) - sandboxes_before)
+        mounted_at_kill = bool(sandboxes) and str(sandboxes[0] / "data") in mount_points()
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.wait(timeout=60)
+    assert len(sandboxes) == 1, sandboxes
+    owners_at_kill = _owners(live)
+    journals_at_kill = _journals(home) - journals_before
+    # the killed process's mount guard detaches its data file system, with no other Codebox process involved
+    detached_alone = wait_until(lambda: str(sandboxes[0] / "data") not in mount_points(), timeout=60)
+    # the sandbox's processes end with the killed run (its bubblewrap dies with its parent): none is left in its
+    # process group, so nothing writes in the live folder after it is given back
+    group = ProcessCap.existing(sandboxes[0].name)
+    assert wait_until(lambda: group.current() in (None, 0), timeout=60), group.current()
+    next_run = subprocess.run(_codebox("-c", "wordpress.run-php", "-a", "code=<?php echo 'next';",
+                                       "--artifacts", str(artifacts)),
+                              cwd=REPO, env=_env(home, tmp), capture_output=True, text=True, timeout=300)
+    return Killed(home, artifacts, live, victim, sandboxes[0], owners_at_kill, mounted_at_kill, detached_alone,
+                  journals_at_kill, next_run)
+
+
+def test_the_killed_run_left_its_live_folder_handed_over_and_its_data_mounted(killed: Killed) -> None:
+    """The state to repair really was there at the kill (else the other tests prove nothing)."""
+    assert killed.owners_at_kill["made.txt"] == SANDBOX_UID and killed.owners_at_kill["."] == SANDBOX_UID, \
+        killed.owners_at_kill
+    assert killed.owners_at_kill["link-to-victim"] == SANDBOX_UID, killed.owners_at_kill
+    assert killed.mounted_at_kill
+    assert len(killed.journals_at_kill) == 1, killed.journals_at_kill  # written before the hand-over
+
+
+def test_the_next_run_gives_the_live_folder_back_to_its_owner(killed: Killed) -> None:
+    assert killed.next_run.returncode == 0, killed.next_run.stderr[-2000:]
+    owners = _owners(killed.live)
+    assert set(owners.values()) == {0}, owners  # every entry, what the sandbox created too (as a normal end)
+    assert (killed.live / "open.txt").read_text() == "changed by the sandbox"  # live: its writes stay
+    assert not killed.journals_at_kill & _journals(killed.home)  # the journal is gone once applied
+    events = [json.loads(line) for path in killed.artifacts.glob("*/events.jsonl")
+              for line in path.read_text().splitlines()]
+    restored = [e["data"]["folder"] for e in events if e["type"] == "runtime.owners-restored"]
+    assert restored == [str(killed.live)], restored
+
+
+def test_the_give_back_does_not_follow_a_link_the_sandbox_planted(killed: Killed) -> None:
+    assert (killed.live / "link-to-victim").is_symlink()
+    assert killed.victim.stat().st_uid == VICTIM_OWNER  # followed, it would be root's now
+    assert killed.victim.read_text() == "another user's file\n"
+
+
+def test_the_killed_runs_data_file_system_is_detached_by_its_guard(killed: Killed) -> None:
+    """Before any other Codebox process runs (the home may never be used again)."""
+    assert killed.detached_alone
+
+
+def test_the_next_run_removes_the_dead_sandboxs_folder(killed: Killed) -> None:
+    assert killed.next_run.returncode == 0, killed.next_run.stderr[-2000:]
+    assert wait_until(lambda: not killed.sandbox_dir.exists(), timeout=60), sorted(killed.sandbox_dir.rglob("*"))[:20]
+    assert not [p for p in mount_points() if p.startswith(str(killed.sandbox_dir))], mount_points()
+
+
+# -- the sweep's removal, against a real leftover mount and a planted link ---------------------------------
+
+
+def _mount_tmpfs(folder: Path) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mount(b"tmpfs", str(folder).encode(), b"tmpfs", 0, b"size=1m") != 0:
+        pytest.fail(f"cannot mount a tmpfs on {folder}: {os.strerror(ctypes.get_errno())}")
+
+
+def _unmount(folder: Path) -> None:
+    if str(folder) in mount_points():
+        ctypes.CDLL(None, use_errno=True).umount2(str(folder).encode(), 2)
+
+
+@pytest.fixture()
+def victim_mount(tmp_path: Path) -> Iterator[Path]:
+    """A mount elsewhere on the host, with a file in it: what a planted link names."""
+    folder = tmp_path / "elsewhere" / "data"
+    folder.mkdir(parents=True)
+    _mount_tmpfs(folder)
+    (folder / "keep.txt").write_text("not the sandbox's\n")
+    yield folder
+    _unmount(folder)
+
+
+def _abandoned(sandboxes: Path, name: str, pid: int) -> Path:
+    folder = sandboxes / name
+    folder.mkdir(parents=True)
+    (folder / OWNER_FILE).write_text(str(pid))
+    return folder
+
+
+def test_the_sweep_detaches_a_leftover_mount_and_never_follows_a_link_named_like_one(
+        tmp_path: Path, victim_mount: Path) -> None:
+    dead_pid = ended_pid()
+    sandboxes = tmp_path / "home" / "sandboxes"
+    left = _abandoned(sandboxes, "sandbox-native-left", dead_pid)
+    (left / "data").mkdir()
+    _mount_tmpfs(left / "data")
+    (left / "data" / "wp-content").mkdir()
+    planted = _abandoned(sandboxes, "sandbox-native-planted", dead_pid)
+    (planted / "data").symlink_to(victim_mount)  # named like the mount point, pointing at another mount
+    (sandboxes / "sandbox-native-linked").symlink_to(victim_mount.parent)  # a whole folder that is a link
+    try:
+        reaper = subprocess.run([sys.executable, "-m", "codebox_tui.runtime.reaper",
+                                 str(left), str(planted), str(sandboxes / "sandbox-native-linked")],
+                                cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
+                                timeout=120)
+        assert reaper.returncode == 0, reaper.stderr
+        assert str(left / "data") not in mount_points()
+        assert not left.exists() and not planted.exists() and not (sandboxes / "sandbox-native-linked").exists()
+        assert str(victim_mount) in mount_points()  # nothing outside was unmounted …
+        assert (victim_mount / "keep.txt").read_text() == "not the sandbox's\n"  # … nor emptied
+    finally:
+        _unmount(left / "data")
+    assert process_finished(dead_pid)
