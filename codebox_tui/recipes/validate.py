@@ -35,6 +35,8 @@ from codebox_tui.errors import BadInputError, CodeboxError
 from codebox_tui.jsonargs import json_arg_file, json_path, load_json_arg, resolve_source
 from codebox_tui.recipes.blueprint import blueprint_unsupported, validate_blueprint_document
 from codebox_tui.runtime.catalog import command_catalog, parse_args
+from codebox_tui.runtime.core_phpunit import COMMAND as CORE_PHPUNIT
+from codebox_tui.runtime.core_phpunit import check_core_step
 from codebox_tui.runtime.mounts import SITE_TARGETS
 from codebox_tui.runtime.wordpress_builds import resolve_build
 from codebox_tui.settings import get_settings
@@ -228,7 +230,7 @@ def local_sources(recipe: WorkspaceRecipe, base_dir: Path) -> list[tuple[str, Pa
         formats = {a.name: a.format for a in spec.acceptedArgs} if spec else {}
         for raw in step.args:
             key, sep, value = raw.partition("=")
-            if sep and formats.get(key) == "path":
+            if sep and formats.get(key) in ("path", "directory"):
                 named.append((f"{where}.args.{key}", value))
             elif sep and formats.get(key) == "json" and value.startswith("@"):
                 named.append((f"{where}.args.{key}", value[1:]))
@@ -369,6 +371,11 @@ def _step_issues(step: RecipeStep, where: str, catalog: dict[str, Any], base_dir
         sub = error.field or ""
         loc = f"{where}.{sub}" if sub.startswith("args[") else f"{where}.args"
         return [Issue(error.code, loc, error.message)]
+    if step.command == CORE_PHPUNIT:
+        try:
+            check_core_step(parsed, base_dir)
+        except BadInputError as error:
+            return [Issue(error.code, f"{where}.args", error.message)]
     return _arg_format_issues(spec.acceptedArgs, parsed, where, base_dir)
 
 
@@ -553,6 +560,8 @@ def _arg_format_issues(accepted: list[Any], parsed: dict[str, str], where: str, 
                 issues.append(Issue(error.code, loc, error.message))
         elif fmt == "path" and not resolve_source(base_dir, value).is_file():
             issues.append(Issue("missing-source", loc, f"file does not exist: {resolve_source(base_dir, value)}"))
+        elif fmt == "directory" and not resolve_source(base_dir, value).is_dir():
+            issues.append(Issue("missing-source", loc, f"folder does not exist: {resolve_source(base_dir, value)}"))
     return issues
 
 

@@ -26,6 +26,7 @@ from codebox_tui.runtime.commands import (
     run_php,
     wp_cli,
 )
+from codebox_tui.runtime.core_phpunit import CORE_TESTS_CHOICES, core_phpunit
 from codebox_tui.runtime.phpunit import phpunit
 
 if TYPE_CHECKING:
@@ -121,6 +122,27 @@ _COMMANDS: list[CommandSpec] = [
         policyRequirement="wordpress.phpunit",
         requiresPolicyCommands=["wordpress.run-php"],
         handler=_ref(phpunit),
+    ),
+    CommandSpec(
+        id="wordpress.core-phpunit",
+        description="Run WordPress core's own PHPUnit tests from a checkout on this machine (its tests/phpunit "
+        "mounted read-only) against the sandbox's WordPress, and record JUnit results as wordpress.phpunit does.",
+        acceptedArgs=[
+            A(name="core-root", description="Host folder of a WordPress core checkout (wordpress-develop, or any "
+              "folder with its tests/phpunit layout: includes/ of the core test library and tests/)",
+              required=True, format="directory"),
+            A(name="test-file", description="Run only this file (checkout-relative, under tests/phpunit/)"),
+            A(name="filter", description="PHPUnit --filter pattern"),
+            A(name="group", description="PHPUnit --group: only tests of these groups (comma list)"),
+            A(name="exclude-group", description="PHPUnit --exclude-group: leave out these groups (comma list)"),
+            A(name="core-tests", description="Set WP_RUN_CORE_TESTS as core's own configuration does: auto "
+              "(default: when the checkout has tests/phpunit/data), on, off",
+              format="enum:" + ",".join(CORE_TESTS_CHOICES)),
+        ],
+        outputShape="wp-codebox/test-results/v1",
+        policyRequirement="wordpress.core-phpunit",
+        requiresPolicyCommands=["wordpress.run-php"],
+        handler=_ref(core_phpunit),
     ),
     CommandSpec(
         id="wordpress.browser-probe",
@@ -292,7 +314,8 @@ def parse_args(spec: CommandSpec, raw_args: list[str]) -> dict[str, str]:
     for arg in spec.acceptedArgs:
         if arg.required and arg.name not in parsed:
             raise BadInputError(
-                f"Command {spec.id} needs argument {arg.name}=…", code="missing-arg", field=arg.name
+                f"Command {spec.id} needs argument {arg.name}=…: {arg.description}", code="missing-arg",
+                field=arg.name
             )
     one_of = spec.metadata.get("requiresOneOf")
     if one_of and not any(name in parsed for name in one_of):
