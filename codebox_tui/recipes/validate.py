@@ -33,6 +33,7 @@ from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, CodeboxError
 from codebox_tui.jsonargs import json_arg_file, json_path, load_json_arg, resolve_source
+from codebox_tui.lifecycle.request import public_url_from_text
 from codebox_tui.recipes.blueprint import blueprint_unsupported, validate_blueprint_document
 from codebox_tui.runtime.catalog import command_catalog, parse_args
 from codebox_tui.runtime.core_phpunit import COMMAND as CORE_PHPUNIT
@@ -259,7 +260,6 @@ def _check_sandbox_path(path: str, where: str) -> list[Issue]:
 UNSUPPORTED_RUNTIME = {
     "workers": "the Playground sidecar runs one PHP worker per sandbox",
     "wordpressInstallMode": "WordPress is always installed from the offline build",
-    "preview": "the preview URL is chosen by the sidecar",
     "assets": "WordPress comes from the offline build, not a recipe directory or zip",
     "extensions": "PHP extension manifests are not loaded",
     "bundledExtensions": "no extra PHP extensions are bundled",
@@ -267,6 +267,11 @@ UNSUPPORTED_RUNTIME = {
     "stack": "runtime stacks are not implemented",
     "overlays": "runtime overlays are not implemented",
     "hostNodeHeap": "the sidecar's Node heap is not configurable per recipe",
+}
+UNSUPPORTED_PREVIEW = {
+    "siteUrl": "WordPress's address is the preview's, or publicUrl's when one is given",
+    "bind": "a recipe's preview listens on loopback (codebox run --preview-bind binds elsewhere)",
+    "lease": "preview leases are not implemented; hold the preview for a duration instead",
 }
 UNSUPPORTED_INPUTS = {
     "workspace_preloads": "workspace preloads are not implemented",
@@ -304,8 +309,12 @@ def _unsupported(path: str, why: str) -> Issue:
 def unsupported_issues(recipe: WorkspaceRecipe) -> list[Issue]:
     """One ``unsupported-field`` issue per spec field that is set but that this runtime cannot execute."""
     issues: list[Issue] = []
-    for table, model, prefix in ((UNSUPPORTED_TOP, recipe, "$"), (UNSUPPORTED_RUNTIME, recipe.runtime, "$.runtime"),
-                                 (UNSUPPORTED_INPUTS, recipe.inputs, "$.inputs")):
+    tables: list[tuple[dict[str, str], Any, str]] = [
+        (UNSUPPORTED_TOP, recipe, "$"), (UNSUPPORTED_RUNTIME, recipe.runtime, "$.runtime"),
+        (UNSUPPORTED_INPUTS, recipe.inputs, "$.inputs")]
+    if recipe.runtime.preview is not None:
+        tables.append((UNSUPPORTED_PREVIEW, recipe.runtime.preview, "$.runtime.preview"))
+    for table, model, prefix in tables:
         issues += [_unsupported(f"{prefix}.{name}", why)
                    for name, why in table.items() if _is_set(getattr(model, name))]
     return (issues + _unsupported_input_issues(recipe) + _unsupported_step_issues(recipe)
@@ -396,6 +405,32 @@ def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, allow_downloads: b
     return issues
 
 
+def preview_hold_seconds(hold: str | float | None) -> float | None:
+    """``runtime.preview.hold`` in seconds (a bare number is seconds, as everywhere)."""
+    if hold is None:
+        return None
+    return float(hold) if isinstance(hold, (int, float)) else parse_duration(hold, "$.runtime.preview.hold")
+
+
+def _preview_issues(recipe: WorkspaceRecipe) -> list[Issue]:
+    """What the schema cannot say about ``runtime.preview``: a hold longer than nothing, a usable public URL."""
+    preview = recipe.runtime.preview
+    if preview is None:
+        return []
+    issues: list[Issue] = []
+    if preview.hold is not None and not preview_hold_seconds(preview.hold):
+        issues.append(Issue("invalid-value", "$.runtime.preview.hold",
+                            f"expected a hold longer than zero, such as 15m, got {preview.hold!r}"))
+    if preview.publicUrl is not None:
+        try:
+            public_url_from_text(preview.publicUrl)
+        except BadInputError:
+            issues.append(Issue("invalid-public-url", "$.runtime.preview.publicUrl",
+                                "expected an http:// or https:// URL with a host and no query, fragment or "
+                                f"credentials, e.g. https://my-tunnel.example, got {preview.publicUrl!r}"))
+    return issues
+
+
 def _runtime_issues(recipe: WorkspaceRecipe) -> list[Issue]:
     """The WordPress version resolves to an offline build; a raw blueprint has a shape this runtime applies."""
     issues: list[Issue] = []
@@ -403,6 +438,7 @@ def _runtime_issues(recipe: WorkspaceRecipe) -> list[Issue]:
         resolve_build(recipe.runtime.wp)
     except CodeboxError as error:
         issues.append(Issue(error.code or "unknown-wordpress-version", "$.runtime.wp", error.message))
+    issues += _preview_issues(recipe)
     if recipe.runtime.blueprint is not None:
         found = validate_blueprint_document(recipe.runtime.blueprint)
         found += [] if found else blueprint_unsupported(recipe.runtime.blueprint)
