@@ -18,11 +18,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.browser.probe import parse_checkpoints
 from codebox_tui.contracts.runtime import MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError
 from codebox_tui.runtime.backend import validate_runtime_env
 from codebox_tui.runtime.backends import backend_name, check_features, check_mount_targets, check_php, default_php
-from codebox_tui.runtime.bench import bench_settings
+from codebox_tui.runtime.bench import PATH_SEPARATOR, bench_settings
 from codebox_tui.runtime.catalog import get_command, parse_args
 from codebox_tui.runtime.core_phpunit import COMMAND as CORE_PHPUNIT
 from codebox_tui.runtime.core_phpunit import check_core_step
@@ -267,6 +268,8 @@ def check_request(request: RunRequest) -> None:
             bench_settings(args)  # paths and caps (docs/bench.md)
         if step.command == CORE_PHPUNIT:
             check_core_step(args)  # the checkout named and its layout
+        if step.command == "wordpress.browser-probe" and args.get("checkpoint"):
+            parse_checkpoints(args["checkpoint"].split(PATH_SEPARATOR))  # docs/browser.md, "Named checkpoints"
         if "code-file" in args:
             path = Path(args["code-file"]).expanduser()
             if not path.is_file():

@@ -20,6 +20,7 @@ from typing import Any
 import jsonschema
 from pydantic import ValidationError
 
+from codebox_tui.browser.probe import parse_checkpoints
 from codebox_tui.bundle.safe_read import MAX_JSON_BYTES, JsonTooDeepError, loads_limited, read_regular
 from codebox_tui.contracts.recipe import (
     RECIPE_SCHEMA,
@@ -35,6 +36,7 @@ from codebox_tui.errors import BadInputError, CodeboxError
 from codebox_tui.jsonargs import json_arg_file, json_path, load_json_arg, resolve_source
 from codebox_tui.lifecycle.request import public_url_from_text
 from codebox_tui.recipes.blueprint import blueprint_unsupported, validate_blueprint_document
+from codebox_tui.runtime.bench import PATH_SEPARATOR
 from codebox_tui.runtime.catalog import command_catalog, parse_args
 from codebox_tui.runtime.core_phpunit import COMMAND as CORE_PHPUNIT
 from codebox_tui.runtime.core_phpunit import check_core_step
@@ -380,11 +382,13 @@ def _step_issues(step: RecipeStep, where: str, catalog: dict[str, Any], base_dir
         sub = error.field or ""
         loc = f"{where}.{sub}" if sub.startswith("args[") else f"{where}.args"
         return [Issue(error.code, loc, error.message)]
-    if step.command == CORE_PHPUNIT:
-        try:
+    try:
+        if step.command == CORE_PHPUNIT:
             check_core_step(parsed, base_dir)
-        except BadInputError as error:
-            return [Issue(error.code, f"{where}.args", error.message)]
+        if step.command == "wordpress.browser-probe" and parsed.get("checkpoint"):
+            parse_checkpoints(parsed["checkpoint"].split(PATH_SEPARATOR))
+    except BadInputError as error:
+        return [Issue(error.code, f"{where}.args", error.message)]
     return _arg_format_issues(spec.acceptedArgs, parsed, where, base_dir)
 
 

@@ -155,6 +155,9 @@ _COMMANDS: list[CommandSpec] = [
             A(name="capture", description="Comma list of console,errors,html,network,performance,screenshot "
               "(the default) and memory,checkpoints (only when named)",
               format="comma-enum:console,errors,html,network,performance,screenshot,memory,checkpoints"),
+            A(name="checkpoint", description="A named moment after the page loads: NAME, NAME@selector:<css> (once "
+              "it is visible) or NAME@<duration> (after that long), recorded in checkpoints.jsonl with its own "
+              "screenshot, metrics and, with capture=memory, heap (repeatable, in order)", repeatable=True),
             A(name="timeout", description="Per-probe timeout, e.g. 30s", format="duration"),
         ],
         outputShape="wp-codebox/browser-probe-result/v1",
