@@ -542,6 +542,8 @@ def test_a_runtime_preview_fills_the_run_request_and_its_schema_is_generated(tmp
     assert result.valid, result.issues
     request, _ = recipe_request(result, tmp_path, tmp_path / "scratch")
     assert (request.hold_s, request.preview_port, request.public_url) == (900.0, 9400, "https://tunnel.example")
+    assert dry_run(result, tmp_path)["plan"]["runtime"]["preview"] == {
+        "holdSeconds": 900.0, "port": 9400, "publicUrl": "https://tunnel.example"}
     seconds = validate_recipe_document(_recipe(runtime={"preview": {"hold": 90}}), base_dir=tmp_path,
                                        allow_downloads=False)
     assert recipe_request(seconds, tmp_path, tmp_path / "scratch")[0].hold_s == 90.0
