@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.factories.holds import codebox_in_process
 from tests.factories.paths import REPO
 
 pytestmark = pytest.mark.native
@@ -88,11 +89,8 @@ def test_memory_json_has_every_checkpoint_and_the_bundle_lists_the_evidence(prob
 
 def test_a_bad_checkpoint_is_refused_before_anything_boots(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    out = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "run", "--backend", "native", "--command", "wordpress.browser-probe",
-         "--arg", "url=/", "--arg", "checkpoint=menu", "--arg", "checkpoint=menu@2s", "--json"],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO), "CODEBOX_HOME": str(home)}, capture_output=True,
-        text=True, timeout=300)
+    out = codebox_in_process(home, "run", "--backend", "native", "--command", "wordpress.browser-probe", "--arg",
+                             "url=/", "--arg", "checkpoint=menu", "--arg", "checkpoint=menu@2s", "--json")
     assert out.returncode == 2, out.stderr
     error = json.loads(out.stdout)["error"]
     assert error["field"] == "checkpoint" and "unique NAME" in error["message"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.factories.held import codebox
+from tests.factories.holds import codebox_in_process
 from tests.factories.toolchains import core_checkout
 
 pytestmark = pytest.mark.native
@@ -85,7 +86,7 @@ def test_core_tests_run_against_the_sandbox_and_reach_the_bundle(checkout: Path,
 ])
 def test_no_checkout_is_refused_before_anything_boots(tmp_path: Path, given: list[str], says: str) -> None:
     home = tmp_path / "home"
-    out = codebox(home, "run", "--backend", "native", "--command", "wordpress.core-phpunit",
+    out = codebox_in_process(home, "run", "--backend", "native", "--command", "wordpress.core-phpunit",
                   *[arg.format(tmp=tmp_path) for arg in given], "--json")
     assert out.returncode == 2, out.stderr
     failure = json.loads(out.stdout)
