@@ -211,7 +211,8 @@ def _evaluate(page: Any, step: dict[str, Any]) -> dict[str, Any]:
     JSON: the value stays in the page (a handle) until the page has measured it, and only a value that fits, or
     the kept start of one that does not, is sent to Codebox (``resultTruncated``)."""
     expression = step.get("expression", step.get("script"))
-    handle = page.evaluate_handle(_BOXED_RESULT_JS.format(expression=expression))
+    source = str(expression).rstrip().rstrip(";")  # `document.title;` is still the expression it ends with
+    handle = page.evaluate_handle(_BOXED_RESULT_JS.format(expression=source))
     try:
         size = handle.evaluate(_MEASURE_RESULT_JS, MAX_EVALUATE_RESULT_BYTES)
         result = handle.evaluate("box => box.value") if size.get("fits") else None
