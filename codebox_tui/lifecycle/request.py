@@ -267,7 +267,7 @@ def check_request(request: RunRequest) -> None:
         if step.command == "wordpress.bench":
             bench_settings(args)  # paths and caps (docs/bench.md)
         if step.command == CORE_PHPUNIT:
-            check_core_step(args)  # the checkout named and its layout
+            check_core_step(args, polyfills=request.tools.phpunit_polyfills)  # the checkout and its polyfills
         if step.command == "wordpress.browser-probe" and args.get("checkpoint"):
             parse_checkpoints(args["checkpoint"].split(PATH_SEPARATOR))  # docs/browser.md, "Named checkpoints"
         if "code-file" in args:

@@ -387,8 +387,8 @@ def _step_issues(step: RecipeStep, where: str, catalog: dict[str, Any], base_dir
             check_core_step(parsed, base_dir)
         if step.command == "wordpress.browser-probe" and parsed.get("checkpoint"):
             parse_checkpoints(parsed["checkpoint"].split(PATH_SEPARATOR))
-    except BadInputError as error:
-        return [Issue(error.code, f"{where}.args", error.message)]
+    except CodeboxError as error:  # bad input, or a missing toolchain (the polyfills)
+        return [Issue(error.code or "invalid-arg", f"{where}.args", error.message)]
     return _arg_format_issues(spec.acceptedArgs, parsed, where, base_dir)
 
 

@@ -89,12 +89,25 @@ def _core_tests(root: Path, value: str) -> bool:
     return value == "on" or (value == "auto" and (root / TESTS_REL / "data").is_dir())
 
 
-def check_core_step(args: dict[str, str], base_dir: Path | None = None) -> None:
-    """Everything about a ``wordpress.core-phpunit`` step that can be known wrong before anything boots."""
+def check_core_step(args: dict[str, str], base_dir: Path | None = None, polyfills: Path | None = None) -> None:
+    """Everything about a ``wordpress.core-phpunit`` step that can be known wrong before anything boots: the
+    checkout, the file asked for, and the polyfills (``polyfills``: ``--phpunit-polyfills``)."""
     root = core_checkout(args.get("core-root"), base_dir)
     if args.get("test-file"):
         _test_file(root, args["test-file"])
     _core_tests(root, args.get("core-tests", "auto"))
+    in_checkout = (root / POLYFILLS_REL / wp_tests.POLYFILLS_FILE).is_file()
+    if not in_checkout and wp_tests.find_host_polyfills(polyfills) is None:
+        raise _polyfills_missing(root)
+
+
+def _polyfills_missing(root: Path) -> ToolchainMissingError:
+    return ToolchainMissingError(
+        "WordPress's core test library needs the Yoast PHPUnit Polyfills, which were not found; looked in: "
+        f"--phpunit-polyfills DIR, $WP_TESTS_PHPUNIT_POLYFILLS_PATH, {root / POLYFILLS_REL}",
+        code="phpunit-polyfills-missing", field="--phpunit-polyfills",
+        details={"hint": "pass --phpunit-polyfills DIR, set WP_TESTS_PHPUNIT_POLYFILLS_PATH, or run composer "
+                         "install in the checkout"})
 
 
 def core_checkout_mounts(steps: Iterable[tuple[str, dict[str, str]]], base_dir: Path | None = None
@@ -148,12 +161,7 @@ def _polyfills(session: RunSession, given: str, root: Path) -> str:
         return wp_tests.POLYFILLS_TARGET
     if _mounted(session, "core-polyfills", given) is not None:
         return CORE_POLYFILLS_TARGET
-    raise ToolchainMissingError(
-        "WordPress's core test library needs the Yoast PHPUnit Polyfills, which were not found; looked in: "
-        f"--phpunit-polyfills DIR, $WP_TESTS_PHPUNIT_POLYFILLS_PATH, {root / POLYFILLS_REL}",
-        code="phpunit-polyfills-missing", field="--phpunit-polyfills",
-        details={"hint": "pass --phpunit-polyfills DIR, set WP_TESTS_PHPUNIT_POLYFILLS_PATH, or run composer "
-                         "install in the checkout"})
+    raise _polyfills_missing(root)
 
 
 def core_phpunit(session: RunSession, args: dict[str, str], timeout_s: float) -> CommandOutcome:

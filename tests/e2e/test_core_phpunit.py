@@ -6,6 +6,7 @@ wrong checkout is refused before anything boots."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,16 @@ def test_a_recipe_step_runs_the_checkout_it_names_relative_to_the_recipe(checkou
     assert bad.returncode == 2
     [issue] = json.loads(bad.stdout)["issues"]
     assert issue["path"] == "$.workflow.steps[0].args" and "not a WordPress core checkout" in issue["message"]
+
+
+def test_a_checkout_without_polyfills_is_refused_before_anything_boots(checkout: Path, tmp_path: Path) -> None:
+    bare = tmp_path / "bare"
+    shutil.copytree(checkout / "tests", bare / "tests")  # no vendor/: composer install was never run
+    home = tmp_path / "home"
+    out = codebox_in_process(home, "run", "--backend", "native", "--command", "wordpress.core-phpunit",
+                             "--arg", f"core-root={bare}", "--json", env={"WP_TESTS_PHPUNIT_POLYFILLS_PATH": None})
+    assert out.returncode == 4, out.stdout  # a missing toolchain, as wordpress.phpunit reports it
+    error = json.loads(out.stdout)["error"]
+    assert error["code"] == "phpunit-polyfills-missing" and str(bare / "vendor/yoast/phpunit-polyfills") in \
+        error["message"]
+    assert not (home / "sandboxes").exists()  # nothing booted
