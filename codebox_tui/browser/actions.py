@@ -41,6 +41,23 @@ _OPTIONAL: dict[str, tuple[tuple[type, ...], str]] = {
     "count": ((int,), "a whole number"), "delay": ((int,), "a whole number of milliseconds"),
     "visible": ((bool,), "true or false"), "allowErrorStatus": ((bool,), "true or false"),
 }
+# The most of an evaluate step's value kept (its JSON, in bytes): the page measures and cuts its own value, so a
+# longer one never leaves the browser whole; what is kept is marked truncated (docs/browser.md).
+MAX_EVALUATE_RESULT_BYTES = 64 * 1024
+# The step's expression (or function, which is called) evaluated in the page with its value kept there, boxed in an
+# object: a handle to a bare string would carry the string itself to Codebox as the handle's preview.
+_BOXED_RESULT_JS = """(async () => {{ let value = ({expression}
+); if (typeof value === "function") {{ value = value(); }} return {{value: await value}}; }})()"""
+# Runs in the page on the box: the JSON's size of the value, and its first ``limit`` bytes when it does not fit.
+_MEASURE_RESULT_JS = """(box, limit) => {
+    let text;
+    try { text = JSON.stringify(box.value); } catch (error) { return {error: String(error).slice(0, 300)}; }
+    if (text === undefined) { return {bytes: 0, fits: true}; }
+    const encoded = new TextEncoder().encode(text);
+    if (encoded.length <= limit) { return {bytes: encoded.length, fits: true}; }
+    const kept = new TextDecoder().decode(encoded.slice(0, limit)).replace(/\uFFFD$/, "");
+    return {bytes: encoded.length, fits: false, text: kept};
+}"""
 _MAY_BE_EMPTY = ("value", "text")  # fill "" clears a field
 WAIT_FOR_STATES = ("attached", "detached", "visible", "hidden")
 _ = CONTENT_TYPES
@@ -185,13 +202,35 @@ def _do_step(page: Any, step: dict[str, Any], timeout_ms: float, base_url: str, 
         shots.append(file)
         detail["file"] = file
     elif action == "evaluate":
-        expression = step.get("expression", step.get("script"))
-        result = page.evaluate(expression)
-        detail["result"] = result
-        if "assert" in step and not same_json(result, step["assert"]):
-            raise StepFailed(f"evaluate {str(expression)[:200]!r} returned {json.dumps(result)[:300]}, "
-                             f"expected {json.dumps(step['assert'])[:300]}")
+        detail.update(_evaluate(page, step))
     return detail
+
+
+def _evaluate(page: Any, step: dict[str, Any]) -> dict[str, Any]:
+    """Run an evaluate step's expression and record its value, at most :data:`MAX_EVALUATE_RESULT_BYTES` of its
+    JSON: the value stays in the page (a handle) until the page has measured it, and only a value that fits, or
+    the kept start of one that does not, is sent to Codebox (``resultTruncated``)."""
+    expression = step.get("expression", step.get("script"))
+    source = str(expression).rstrip().rstrip(";")  # `document.title;` is still the expression it ends with
+    handle = page.evaluate_handle(_BOXED_RESULT_JS.format(expression=source))
+    try:
+        size = handle.evaluate(_MEASURE_RESULT_JS, MAX_EVALUATE_RESULT_BYTES)
+        result = handle.evaluate("box => box.value") if size.get("fits") else None
+    finally:
+        handle.dispose()
+    if "error" in size:
+        raise StepFailed(f"evaluate {str(expression)[:200]!r} returned a value that is not JSON: {size['error']}")
+    if not size["fits"]:
+        cut = {"bytes": size["bytes"], "keptBytes": len(size["text"].encode("utf-8")), "text": size["text"],
+               "truncated": True}
+        if "assert" in step:
+            raise StepFailed(f"evaluate {str(expression)[:200]!r} returned {size['bytes']} bytes of JSON, over the "
+                             f"{MAX_EVALUATE_RESULT_BYTES}-byte cap: it cannot equal the assert")
+        return {"resultTruncated": cut}
+    if "assert" in step and not same_json(result, step["assert"]):
+        raise StepFailed(f"evaluate {str(expression)[:200]!r} returned {json.dumps(result)[:300]}, "
+                         f"expected {json.dumps(step['assert'])[:300]}")
+    return {"result": result}
 
 
 def _expect(page: Any, step: dict[str, Any], timeout_ms: float) -> dict[str, Any]:
@@ -349,6 +388,8 @@ def _step_line(record: dict[str, Any], step: dict[str, Any]) -> dict[str, Any]:
         line["error"] = record["error"]
     if "result" in record:
         line["result"] = record["result"]
+    if "resultTruncated" in record:
+        line["resultTruncated"] = record["resultTruncated"]
     return line
 
 

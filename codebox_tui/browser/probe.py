@@ -7,7 +7,9 @@ the URL against the sandbox preview and registers the evidence files is
 
 from __future__ import annotations
 
+import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,10 @@ ALL_CAPTURES = ("console", "errors", "html", "network", "performance", "screensh
 OPT_IN_CAPTURES = ("memory", "checkpoints")
 PROBE_CAPTURES = ALL_CAPTURES + OPT_IN_CAPTURES
 WAIT_STATES = ("domcontentloaded", "load", "networkidle")
+# The moments a probe records by itself (checkpoints.jsonl); a named checkpoint takes another name.
+AUTOMATIC_CHECKPOINTS = (*WAIT_STATES, "selector", "settled", "captured")
+CHECKPOINT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+MAX_NAMED_CHECKPOINTS = 20
 
 CONTENT_TYPES = {
     "console.jsonl": "application/x-ndjson", "errors.jsonl": "application/x-ndjson",
@@ -49,6 +55,42 @@ def parse_capture(value: str | None, allowed: tuple[str, ...], default: tuple[st
         raise BadInputError(f"capture accepts {','.join(allowed)}; unknown: {', '.join(bad)}", code="invalid-arg",
                             field="capture")
     return items
+
+
+@dataclass(frozen=True)
+class NamedCheckpoint:
+    """``checkpoint=NAME[@WAIT]``: after the page's own wait, wait for ``selector`` to be visible or ``settle_s``
+    seconds (neither: at once), then record the moment with its own screenshot, metrics and memory."""
+
+    name: str
+    wait: str | None = None
+    selector: str | None = None
+    settle_s: float = 0.0
+
+
+def parse_checkpoints(values: list[str]) -> list[NamedCheckpoint]:
+    """Each ``NAME``, ``NAME@selector:<css>`` or ``NAME@<duration>``, in order; bad input names ``checkpoint``."""
+    if len(values) > MAX_NAMED_CHECKPOINTS:
+        raise BadInputError(f"checkpoint is given {len(values)} times; at most {MAX_NAMED_CHECKPOINTS}",
+                            code="invalid-arg", field="checkpoint")
+    out: list[NamedCheckpoint] = []
+    for value in values:
+        name, at, wait = value.partition("@")
+        if not CHECKPOINT_NAME.match(name) or name in AUTOMATIC_CHECKPOINTS or name in [c.name for c in out]:
+            raise BadInputError(
+                f"checkpoint {value!r}: expected NAME, NAME@selector:<css> or NAME@<duration> with a unique NAME "
+                "of letters, digits, '.', '_' or '-' (not one the probe records itself: "
+                f"{', '.join(AUTOMATIC_CHECKPOINTS)})", code="invalid-arg", field="checkpoint")
+        if not at:
+            out.append(NamedCheckpoint(name))
+        elif wait.startswith("selector:") and wait[len("selector:"):].strip():
+            out.append(NamedCheckpoint(name, wait, selector=wait[len("selector:"):]))
+        elif wait[:1].isdigit():
+            out.append(NamedCheckpoint(name, wait, settle_s=parse_duration(wait, "checkpoint")))
+        else:
+            raise BadInputError(f"checkpoint {value!r}: after '@' expected selector:<css> or a duration like 500ms",
+                                code="invalid-arg", field="checkpoint")
+    return out
 
 
 def write_evidence(out_dir: Path, recorder: Recorder, capture: list[str], page: Any | None,
@@ -84,9 +126,11 @@ def write_evidence(out_dir: Path, recorder: Recorder, capture: list[str], page: 
 
 
 def run_probe(url: str, out_dir: Path, *, wait_for: str | None = None, viewport: str | None = None,
-              capture: list[str] | None = None, timeout_s: float = 30.0, origin_url: str | None = None
-              ) -> dict[str, Any]:
-    """Load url, write evidence into out_dir, return the summary (also written as summary.json)."""
+              capture: list[str] | None = None, timeout_s: float = 30.0, origin_url: str | None = None,
+              named: list[NamedCheckpoint] | None = None) -> dict[str, Any]:
+    """Load url, write evidence into out_dir, return the summary (also written as summary.json). ``named``
+    checkpoints are taken in order once the page has loaded (:class:`NamedCheckpoint`); naming any writes
+    ``checkpoints.jsonl``."""
     from playwright.sync_api import sync_playwright  # noqa: PLC0415 - Playwright only when a page is driven
 
     captures = list(capture or ALL_CAPTURES)
@@ -122,7 +166,7 @@ def run_probe(url: str, out_dir: Path, *, wait_for: str | None = None, viewport:
             context = browser.new_context(viewport=size)
             page = context.new_page()
             recorder.attach(context, page)
-            cdp = context.new_cdp_session(page) if "performance" in captures else None
+            cdp = context.new_cdp_session(page) if "performance" in captures or named else None
             if cdp is not None:
                 cdp.send("Performance.enable")
             heap = context.new_cdp_session(page) if "memory" in captures else None
@@ -141,6 +185,12 @@ def run_probe(url: str, out_dir: Path, *, wait_for: str | None = None, viewport:
                 if settle_s:
                     page.wait_for_timeout(settle_s * 1000)
                     checkpoint("settled")
+                for index, point in enumerate(named or []):
+                    checkpoints.append(_named_checkpoint(point, index, page, cdp, heap, started, timeout_s,
+                                                         out_dir))
+                    if "error" in checkpoints[-1]:
+                        error = f"checkpoint {point.name}: {checkpoints[-1]['error']}"
+                        break
                 title = page.title()
             except Exception as exc:
                 error = _short(exc)
@@ -148,12 +198,15 @@ def run_probe(url: str, out_dir: Path, *, wait_for: str | None = None, viewport:
             if cdp is not None:
                 metrics = _performance(cdp, page)
             if heap is not None:
-                memory = {"at": "captured", **checkpoints[-1].get("memory", {})}
+                memory = {"at": "captured", **checkpoints[-1].get("memory", {}),
+                          "checkpoints": [{"name": c["name"], "offsetMs": c["offsetMs"], **c.get("memory", {})}
+                                          for c in checkpoints]}
             files = write_evidence(out_dir, recorder, captures, page, metrics)
+            files.extend(c["screenshot"] for c in checkpoints if c.get("screenshot"))
             if memory is not None:
                 write_json(out_dir / "memory.json", memory)
                 files.append("memory.json")
-            if "checkpoints" in captures:
+            if "checkpoints" in captures or named:
                 write_jsonl(out_dir / "checkpoints.jsonl", checkpoints)
                 files.append("checkpoints.jsonl")
         finally:
@@ -177,6 +230,40 @@ def run_probe(url: str, out_dir: Path, *, wait_for: str | None = None, viewport:
     }
     write_json(out_dir / "summary.json", summary)
     return summary
+
+
+def _named_checkpoint(point: NamedCheckpoint, index: int, page: Any, cdp: Any, heap: Any | None, started: float,
+                      timeout_s: float, out_dir: Path) -> dict[str, Any]:
+    """Wait for a named checkpoint's condition within what is left of the probe's timeout, then record the moment
+    with its screenshot (``screenshot-checkpoint-<name>.png``), the page's metrics and, with memory, its heap. A
+    condition that is not met is the record's ``error`` (and fails the probe)."""
+    error: str | None = None
+    try:
+        remaining = timeout_s - (time.monotonic() - started)
+        if point.settle_s and point.settle_s >= remaining:
+            raise BadInputError(f"waiting {point.wait} would pass the probe's timeout of {timeout_s:g}s",
+                                code="invalid-arg", field="checkpoint")
+        if point.selector:
+            page.wait_for_selector(point.selector, timeout=max(0.1, remaining) * 1000)
+        elif point.settle_s:
+            page.wait_for_timeout(point.settle_s * 1000)
+    except Exception as exc:
+        error = _short(exc)
+    record = {**_checkpoint(point.name, page, heap, started), "named": True, "index": index, "wait": point.wait}
+    if error is not None:
+        record["error"] = error
+        return record
+    file = f"screenshot-checkpoint-{point.name}.png"
+    try:
+        page.screenshot(path=str(out_dir / file), full_page=True, timeout=10_000)
+        record["screenshot"] = file
+    except Exception as exc:  # a page that cannot be drawn still has its moment recorded
+        record["screenshotError"] = _short(exc)
+    try:
+        record["metrics"] = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+    except Exception as exc:
+        record["metricsError"] = _short(exc)
+    return record
 
 
 def _checkpoint(name: str, page: Any, heap: Any | None, started: float) -> dict[str, Any]:

@@ -27,11 +27,14 @@ PREVIEW_PUBLIC_URL_HELP = ("The address a browser reaches the held preview by (a
 
 def apply_preview_options(request: RunRequest, hold: str | None, port: int | None, public_url: str | None,
                           *, hold_flag: str = "--preview-hold") -> None:
-    """``request`` asks for a held preview: for how long, on which port, under which public address."""
+    """``request`` asks for a held preview: for how long, on which port, under which public address. An option
+    not given leaves what the request already asks (a recipe's ``runtime.preview``)."""
     if hold is not None:
         request.hold_s = parse_duration(hold, hold_flag)
-    request.preview_port = port
-    request.public_url = public_url_from_text(public_url)
+    if port is not None:
+        request.preview_port = port
+    if public_url is not None:
+        request.public_url = public_url_from_text(public_url)
 
 
 def announce_held(run: OpenRun, hold_text: str) -> None:

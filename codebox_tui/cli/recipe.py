@@ -129,7 +129,7 @@ def recipe_run(
                              progress=reporter, backend=backend,
                              preview=lambda request: apply_preview_options(request, preview_hold, preview_port,
                                                                            preview_public_url),
-                             on_held=lambda run: announce_held(run, preview_hold or ""))
+                             on_held=lambda run: announce_held(run, preview_hold or f"{run.request.hold_s:g}s"))
     if json_out:
         emit_json(outcome)
     else:

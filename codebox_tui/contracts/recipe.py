@@ -21,10 +21,21 @@ ABS_PATH = r"^/"
 ENV_NAME = r"^[A-Z_][A-Z0-9_]*$"
 
 
+# A duration as every option takes it (codebox_tui/durations.py): 90, 90s, 15m, 2h, 500ms.
+DURATION = r"^\s*\d+(\.\d+)?\s*(ms|s|m|h)?\s*$"
+
+
 class RuntimePreview(Contract):
-    publicUrl: str | None = None
+    """Codebox: a held preview asked for by the recipe, as ``recipe-run --preview-hold/--preview-port/
+    --preview-public-url`` do (an option given on the command line wins over its field; docs/sites.md)."""
+
+    hold: Annotated[str, Field(pattern=DURATION)] | Annotated[float, Field(gt=0)] | None = Field(
+        default=None, description="Keep the sandbox and its live preview up this long after the workflow (a "
+        "duration such as 15m, or seconds), then capture the bundle")
+    publicUrl: str | None = Field(default=None, description=(
+        "The address a browser reaches the held preview by (a tunnel): an http(s) URL with a host; needs a hold"))
     siteUrl: str | None = None
-    port: int | None = Field(default=None, ge=1, le=65535)
+    port: int | None = Field(default=None, ge=1, le=65535, description="Fixed port for the live preview")
     bind: str | None = None
     lease: dict[str, Any] | str | None = None
 

@@ -18,12 +18,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.browser.probe import parse_checkpoints
 from codebox_tui.contracts.runtime import MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError
 from codebox_tui.runtime.backend import validate_runtime_env
 from codebox_tui.runtime.backends import backend_name, check_features, check_mount_targets, check_php, default_php
-from codebox_tui.runtime.bench import bench_settings
+from codebox_tui.runtime.bench import PATH_SEPARATOR, bench_settings
 from codebox_tui.runtime.catalog import get_command, parse_args
+from codebox_tui.runtime.core_phpunit import COMMAND as CORE_PHPUNIT
+from codebox_tui.runtime.core_phpunit import check_core_step
 from codebox_tui.runtime.mounts import parse_mount, validate_mounts
 from codebox_tui.runtime.policy import default_policy, load_policy
 from codebox_tui.runtime.wordpress_builds import resolve_build
@@ -94,6 +97,10 @@ class RunRequest:
         if self.policy is not None:
             return self.policy
         return default_policy(self.commands[0].command if self.commands else None)
+
+    def command_args(self) -> list[tuple[str, dict[str, str]]]:
+        """Each requested command with its parsed arguments (a step's own host inputs, such as a core checkout)."""
+        return [(step.command, parse_args(get_command(step.command), step.args)) for step in self.commands]
 
     def wanted_tools(self) -> list[str]:
         """The commands whose tools this run mounts (see the class docstring)."""
@@ -259,6 +266,10 @@ def check_request(request: RunRequest) -> None:
             raise BadInputError("Give code= or code-file=, not both", code="invalid-arg", field="code-file")
         if step.command == "wordpress.bench":
             bench_settings(args)  # paths and caps (docs/bench.md)
+        if step.command == CORE_PHPUNIT:
+            check_core_step(args, polyfills=request.tools.phpunit_polyfills)  # the checkout and its polyfills
+        if step.command == "wordpress.browser-probe" and args.get("checkpoint"):
+            parse_checkpoints(args["checkpoint"].split(PATH_SEPARATOR))  # docs/browser.md, "Named checkpoints"
         if "code-file" in args:
             path = Path(args["code-file"]).expanduser()
             if not path.is_file():

@@ -34,6 +34,7 @@ from codebox_tui.lifecycle.site_state import SiteStateRecorder, unclean_flags
 from codebox_tui.lifecycle.tools import tool_mounts
 from codebox_tui.runtime.backend import Backend, Sandbox, SandboxSpec
 from codebox_tui.runtime.backends import backend_name, make_backend
+from codebox_tui.runtime.core_phpunit import core_checkout_mounts
 from codebox_tui.runtime.exec_server import serve_held
 from codebox_tui.runtime.policy import Redactor, resolve_secrets
 from codebox_tui.runtime.session import RunSession
@@ -248,7 +249,8 @@ class RunService:
         request = settle_runtime(request)
         assert request.php is not None  # settled
         policy = request.effective_policy()
-        extra = [*request.extra_mounts, *tool_mounts(request.wanted_tools(), tools_dir, request.tools, self.settings)]
+        extra = [*request.extra_mounts, *tool_mounts(request.wanted_tools(), tools_dir, request.tools, self.settings),
+                 *core_checkout_mounts(request.command_args())]
         return SandboxSpec(
             mounts=list(request.mounts), policy=policy, wp=request.wp, php=request.php, blueprint=request.blueprint,
             preview_port=request.preview_port, preview_bind=request.preview_bind, site_url=request.public_url,

@@ -2,7 +2,7 @@
 
 ``wordpress.wp-cli`` and the exec shell's ``wp`` get the wp-cli.phar (``Toolchain.wp_cli_phar``, else
 the ``wp_cli_phar`` setting, else the phar behind a ``wp`` on ``PATH``; none at all leaves the command
-to say how to provide one); ``wordpress.phpunit`` gets
+to say how to provide one); ``wordpress.phpunit`` and ``wordpress.core-phpunit`` get
 Debian's PHPUnit, its bootstrap helpers and, when this machine has them, the WordPress core test
 library and the PHPUnit Polyfills (``runtime/phpunit.py``, ``runtime/wp_tests.py``). Every caller of
 the run lifecycle gets the same mounts for the same commands (docs/architecture.md, "Runtime API").
@@ -99,7 +99,7 @@ def tool_mounts(commands: Iterable[str], scratch: Path, tools: Toolchain, settin
             shutil.copy2(phar, folder / "wp-cli.phar")
             mounts.append(MountSpec(source=str(folder), target=WP_CLI_DIR, mode="readonly", captureArtifacts=False,
                                     metadata={"toolchain": "wp-cli"}))
-    if "wordpress.phpunit" in wanted:
+    if wanted & {"wordpress.phpunit", "wordpress.core-phpunit"}:
         mounts.extend(phpunit_tool_mounts(scratch / "phpunit-bin", wp_tests_lib=tools.wp_tests_lib,
                                           phpunit_polyfills=tools.phpunit_polyfills))
     return mounts

@@ -11,7 +11,8 @@ from codebox_tui.contracts.canonical import stable_json
 from codebox_tui.contracts.recipe import ExtraPlugin, WorkspaceRecipe
 from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.jsonargs import resolve_source
-from codebox_tui.recipes.validate import RecipeValidation, all_steps
+from codebox_tui.lifecycle.request import public_url_from_text
+from codebox_tui.recipes.validate import RecipeValidation, all_steps, preview_hold_seconds
 from codebox_tui.runtime.backends import BACKEND_WIRE_NAMES, chosen_backend, default_php
 from codebox_tui.runtime.catalog import get_command, parse_args
 from codebox_tui.runtime.mounts import plugin_target
@@ -67,7 +68,10 @@ def build_plan(recipe: WorkspaceRecipe, policy: RuntimePolicy, base_dir: Path,
     return {
         "runtime": {"backend": BACKEND_WIRE_NAMES[chosen], "name": rt.name, "wp": rt.wp,
                     "phpVersion": rt.phpVersion or default_php(chosen),
-                    "blueprint": rt.blueprint or {}},
+                    "blueprint": rt.blueprint or {},
+                    # the recipe's own hold (runtime.preview); recipe-run's --preview-* options win over it
+                    **({"preview": {"holdSeconds": preview_hold_seconds(rt.preview.hold), "port": rt.preview.port,
+                                    "publicUrl": public_url_from_text(rt.preview.publicUrl)}} if rt.preview else {})},
         "mounts": [{"type": m.type, "source": str(resolve_source(base_dir, m.source).resolve()), "target": m.target,
                     "mode": m.mode, "writeMode": "readonly" if m.mode == "readonly" else
                     "live" if m.live else "copy-on-write", "phase": m.phase, "planned": True}

@@ -34,13 +34,16 @@ from codebox_tui.contracts.runtime import LIVE_MOUNT_KEY, MountSpec, RuntimePoli
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
 from codebox_tui.jsonargs import resolve_source
 from codebox_tui.lifecycle import CommandStep, OpenRun, ProgressListener, RunControl, RunRequest, RunService
+from codebox_tui.lifecycle.request import public_url_from_text
 from codebox_tui.lifecycle.site_state import unclean_text
 from codebox_tui.recipes.blueprint import blueprint_file_writes, blueprint_php, reviewed_code_ran, runs_php
 from codebox_tui.recipes.plan import extra_plugin_load_as, extra_plugin_target, policy_hash, workspace_target
 from codebox_tui.recipes.scaffolds import write_plugin_scaffold, write_theme_scaffold
 from codebox_tui.recipes.seeds import site_seed_php
-from codebox_tui.recipes.validate import RecipeValidation, all_steps, resolved_step_args
+from codebox_tui.recipes.validate import RecipeValidation, all_steps, preview_hold_seconds, resolved_step_args
 from codebox_tui.runtime.backends import chosen_backend
+from codebox_tui.runtime.catalog import get_command, parse_args
+from codebox_tui.runtime.core_phpunit import core_checkout_mounts
 from codebox_tui.runtime.mounts import mu_plugin_loader
 from codebox_tui.settings import get_settings
 
@@ -357,10 +360,18 @@ def recipe_request(validation: RecipeValidation, base_dir: Path, scratch: Path, 
     mounts, plugin_mounts, plugins = prepare_inputs(recipe, base_dir, scratch, policy)
     request = RunRequest(
         mounts=mounts, policy=policy, wp=recipe.runtime.wp, php=recipe.runtime.phpVersion,
-        backend=chosen_backend(backend, recipe.runtime.backend), extra_mounts=plugin_mounts,
+        backend=chosen_backend(backend, recipe.runtime.backend),
+        extra_mounts=[*plugin_mounts, *core_checkout_mounts(
+            [(step.command, parse_args(get_command(step.command), step.args)) for _, _, step in all_steps(recipe)],
+            base_dir)],
         env=dict(recipe.inputs.runtimeEnv), metadata={"recipe": validation.recipe_path, **recipe.metadata},
         boot_timeout_s=(recipe.runtime.bootTimeoutMs or 120_000) / 1000, artifacts_root=Path(root),
         flow="recipe-run")
+    preview = recipe.runtime.preview
+    if preview is not None:  # recipe-run's --preview-* options, applied after this, win over these
+        request.hold_s = preview_hold_seconds(preview.hold)
+        request.preview_port = preview.port
+        request.public_url = public_url_from_text(preview.publicUrl)
     return request, plugins
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import jsonschema
 from pydantic import ValidationError
 
+from codebox_tui.browser.probe import parse_checkpoints
 from codebox_tui.bundle.safe_read import MAX_JSON_BYTES, JsonTooDeepError, loads_limited, read_regular
 from codebox_tui.contracts.recipe import (
     RECIPE_SCHEMA,
@@ -33,8 +34,12 @@ from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, CodeboxError
 from codebox_tui.jsonargs import json_arg_file, json_path, load_json_arg, resolve_source
+from codebox_tui.lifecycle.request import public_url_from_text
 from codebox_tui.recipes.blueprint import blueprint_unsupported, validate_blueprint_document
+from codebox_tui.runtime.bench import PATH_SEPARATOR
 from codebox_tui.runtime.catalog import command_catalog, parse_args
+from codebox_tui.runtime.core_phpunit import COMMAND as CORE_PHPUNIT
+from codebox_tui.runtime.core_phpunit import check_core_step
 from codebox_tui.runtime.mounts import SITE_TARGETS
 from codebox_tui.runtime.wordpress_builds import resolve_build
 from codebox_tui.settings import get_settings
@@ -228,7 +233,7 @@ def local_sources(recipe: WorkspaceRecipe, base_dir: Path) -> list[tuple[str, Pa
         formats = {a.name: a.format for a in spec.acceptedArgs} if spec else {}
         for raw in step.args:
             key, sep, value = raw.partition("=")
-            if sep and formats.get(key) == "path":
+            if sep and formats.get(key) in ("path", "directory"):
                 named.append((f"{where}.args.{key}", value))
             elif sep and formats.get(key) == "json" and value.startswith("@"):
                 named.append((f"{where}.args.{key}", value[1:]))
@@ -257,7 +262,6 @@ def _check_sandbox_path(path: str, where: str) -> list[Issue]:
 UNSUPPORTED_RUNTIME = {
     "workers": "the Playground sidecar runs one PHP worker per sandbox",
     "wordpressInstallMode": "WordPress is always installed from the offline build",
-    "preview": "the preview URL is chosen by the sidecar",
     "assets": "WordPress comes from the offline build, not a recipe directory or zip",
     "extensions": "PHP extension manifests are not loaded",
     "bundledExtensions": "no extra PHP extensions are bundled",
@@ -265,6 +269,11 @@ UNSUPPORTED_RUNTIME = {
     "stack": "runtime stacks are not implemented",
     "overlays": "runtime overlays are not implemented",
     "hostNodeHeap": "the sidecar's Node heap is not configurable per recipe",
+}
+UNSUPPORTED_PREVIEW = {
+    "siteUrl": "WordPress's address is the preview's, or publicUrl's when one is given",
+    "bind": "a recipe's preview listens on loopback (codebox run --preview-bind binds elsewhere)",
+    "lease": "preview leases are not implemented; hold the preview for a duration instead",
 }
 UNSUPPORTED_INPUTS = {
     "workspace_preloads": "workspace preloads are not implemented",
@@ -302,8 +311,12 @@ def _unsupported(path: str, why: str) -> Issue:
 def unsupported_issues(recipe: WorkspaceRecipe) -> list[Issue]:
     """One ``unsupported-field`` issue per spec field that is set but that this runtime cannot execute."""
     issues: list[Issue] = []
-    for table, model, prefix in ((UNSUPPORTED_TOP, recipe, "$"), (UNSUPPORTED_RUNTIME, recipe.runtime, "$.runtime"),
-                                 (UNSUPPORTED_INPUTS, recipe.inputs, "$.inputs")):
+    tables: list[tuple[dict[str, str], Any, str]] = [
+        (UNSUPPORTED_TOP, recipe, "$"), (UNSUPPORTED_RUNTIME, recipe.runtime, "$.runtime"),
+        (UNSUPPORTED_INPUTS, recipe.inputs, "$.inputs")]
+    if recipe.runtime.preview is not None:
+        tables.append((UNSUPPORTED_PREVIEW, recipe.runtime.preview, "$.runtime.preview"))
+    for table, model, prefix in tables:
         issues += [_unsupported(f"{prefix}.{name}", why)
                    for name, why in table.items() if _is_set(getattr(model, name))]
     return (issues + _unsupported_input_issues(recipe) + _unsupported_step_issues(recipe)
@@ -369,6 +382,13 @@ def _step_issues(step: RecipeStep, where: str, catalog: dict[str, Any], base_dir
         sub = error.field or ""
         loc = f"{where}.{sub}" if sub.startswith("args[") else f"{where}.args"
         return [Issue(error.code, loc, error.message)]
+    try:
+        if step.command == CORE_PHPUNIT:
+            check_core_step(parsed, base_dir)
+        if step.command == "wordpress.browser-probe" and parsed.get("checkpoint"):
+            parse_checkpoints(parsed["checkpoint"].split(PATH_SEPARATOR))
+    except CodeboxError as error:  # bad input, or a missing toolchain (the polyfills)
+        return [Issue(error.code or "invalid-arg", f"{where}.args", error.message)]
     return _arg_format_issues(spec.acceptedArgs, parsed, where, base_dir)
 
 
@@ -389,6 +409,32 @@ def _semantic_issues(recipe: WorkspaceRecipe, base_dir: Path, allow_downloads: b
     return issues
 
 
+def preview_hold_seconds(hold: str | float | None) -> float | None:
+    """``runtime.preview.hold`` in seconds (a bare number is seconds, as everywhere)."""
+    if hold is None:
+        return None
+    return float(hold) if isinstance(hold, (int, float)) else parse_duration(hold, "$.runtime.preview.hold")
+
+
+def _preview_issues(recipe: WorkspaceRecipe) -> list[Issue]:
+    """What the schema cannot say about ``runtime.preview``: a hold longer than nothing, a usable public URL."""
+    preview = recipe.runtime.preview
+    if preview is None:
+        return []
+    issues: list[Issue] = []
+    if preview.hold is not None and not preview_hold_seconds(preview.hold):
+        issues.append(Issue("invalid-value", "$.runtime.preview.hold",
+                            f"expected a hold longer than zero, such as 15m, got {preview.hold!r}"))
+    if preview.publicUrl is not None:
+        try:
+            public_url_from_text(preview.publicUrl)
+        except BadInputError:
+            issues.append(Issue("invalid-public-url", "$.runtime.preview.publicUrl",
+                                "expected an http:// or https:// URL with a host and no query, fragment or "
+                                f"credentials, e.g. https://my-tunnel.example, got {preview.publicUrl!r}"))
+    return issues
+
+
 def _runtime_issues(recipe: WorkspaceRecipe) -> list[Issue]:
     """The WordPress version resolves to an offline build; a raw blueprint has a shape this runtime applies."""
     issues: list[Issue] = []
@@ -396,6 +442,7 @@ def _runtime_issues(recipe: WorkspaceRecipe) -> list[Issue]:
         resolve_build(recipe.runtime.wp)
     except CodeboxError as error:
         issues.append(Issue(error.code or "unknown-wordpress-version", "$.runtime.wp", error.message))
+    issues += _preview_issues(recipe)
     if recipe.runtime.blueprint is not None:
         found = validate_blueprint_document(recipe.runtime.blueprint)
         found += [] if found else blueprint_unsupported(recipe.runtime.blueprint)
@@ -553,6 +600,8 @@ def _arg_format_issues(accepted: list[Any], parsed: dict[str, str], where: str, 
                 issues.append(Issue(error.code, loc, error.message))
         elif fmt == "path" and not resolve_source(base_dir, value).is_file():
             issues.append(Issue("missing-source", loc, f"file does not exist: {resolve_source(base_dir, value)}"))
+        elif fmt == "directory" and not resolve_source(base_dir, value).is_dir():
+            issues.append(Issue("missing-source", loc, f"folder does not exist: {resolve_source(base_dir, value)}"))
     return issues
 
 

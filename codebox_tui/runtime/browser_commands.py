@@ -9,9 +9,17 @@ from typing import Any
 
 from codebox_tui.browser.actions import ACTION_CAPTURES, parse_steps, run_actions
 from codebox_tui.browser.launch import resolve_url
-from codebox_tui.browser.probe import ALL_CAPTURES, CONTENT_TYPES, PROBE_CAPTURES, parse_capture, run_probe
+from codebox_tui.browser.probe import (
+    ALL_CAPTURES,
+    CONTENT_TYPES,
+    PROBE_CAPTURES,
+    parse_capture,
+    parse_checkpoints,
+    run_probe,
+)
 from codebox_tui.bundle import layout
 from codebox_tui.durations import parse_duration
+from codebox_tui.runtime.bench import PATH_SEPARATOR
 from codebox_tui.runtime.context import CommandContext
 from codebox_tui.runtime.outcome import CommandOutcome
 
@@ -41,10 +49,11 @@ def browser_probe(session: CommandContext, args: dict[str, str], timeout_s: floa
     base = session.sandbox.preview_url
     url = resolve_url(base, args.get("url"))
     limit = min(timeout_s, parse_duration(args["timeout"], "timeout") if args.get("timeout") else timeout_s)
+    named = parse_checkpoints(args["checkpoint"].split(PATH_SEPARATOR) if args.get("checkpoint") else [])
     out_dir, rel = evidence_dir(session)
     summary = run_probe(url, out_dir, wait_for=args.get("wait-for"), viewport=args.get("viewport"),
                         capture=parse_capture(args.get("capture"), PROBE_CAPTURES, ALL_CAPTURES), timeout_s=limit,
-                        origin_url=base)
+                        origin_url=base, named=named)
     refs = register_evidence(session, rel, summary["files"])
     session.emit("browser.probe", {"url": url, "status": summary["status"], "httpStatus": summary["httpStatus"],
                                    "evidence": rel})

@@ -27,6 +27,7 @@ from codebox_tui.runtime.commands import (
     wp_cli,
 )
 from codebox_tui.runtime.context import CommandContext
+from codebox_tui.runtime.core_phpunit import CORE_TESTS_CHOICES, core_phpunit
 from codebox_tui.runtime.outcome import CommandOutcome
 from codebox_tui.runtime.phpunit import phpunit
 
@@ -122,6 +123,27 @@ _COMMANDS: list[CommandSpec] = [
         handler=_ref(phpunit),
     ),
     CommandSpec(
+        id="wordpress.core-phpunit",
+        description="Run WordPress core's own PHPUnit tests from a checkout on this machine (its tests/phpunit "
+        "mounted read-only) against the sandbox's WordPress, and record JUnit results as wordpress.phpunit does.",
+        acceptedArgs=[
+            A(name="core-root", description="Host folder of a WordPress core checkout (wordpress-develop, or any "
+              "folder with its tests/phpunit layout: includes/ of the core test library and tests/)",
+              required=True, format="directory"),
+            A(name="test-file", description="Run only this file (checkout-relative, under tests/phpunit/)"),
+            A(name="filter", description="PHPUnit --filter pattern"),
+            A(name="group", description="PHPUnit --group: only tests of these groups (comma list)"),
+            A(name="exclude-group", description="PHPUnit --exclude-group: leave out these groups (comma list)"),
+            A(name="core-tests", description="Set WP_RUN_CORE_TESTS as core's own configuration does: auto "
+              "(default: when the checkout has tests/phpunit/data), on, off",
+              format="enum:" + ",".join(CORE_TESTS_CHOICES)),
+        ],
+        outputShape="wp-codebox/test-results/v1",
+        policyRequirement="wordpress.core-phpunit",
+        requiresPolicyCommands=["wordpress.run-php"],
+        handler=_ref(core_phpunit),
+    ),
+    CommandSpec(
         id="wordpress.browser-probe",
         description="Load a page of the live preview in Chromium and capture evidence.",
         acceptedArgs=[
@@ -132,6 +154,9 @@ _COMMANDS: list[CommandSpec] = [
             A(name="capture", description="Comma list of console,errors,html,network,performance,screenshot "
               "(the default) and memory,checkpoints (only when named)",
               format="comma-enum:console,errors,html,network,performance,screenshot,memory,checkpoints"),
+            A(name="checkpoint", description="A named moment after the page loads: NAME, NAME@selector:<css> (once "
+              "it is visible) or NAME@<duration> (after that long), recorded in checkpoints.jsonl with its own "
+              "screenshot, metrics and, with capture=memory, heap (repeatable, in order)", repeatable=True),
             A(name="timeout", description="Per-probe timeout, e.g. 30s", format="duration"),
         ],
         outputShape="wp-codebox/browser-probe-result/v1",
@@ -291,7 +316,8 @@ def parse_args(spec: CommandSpec, raw_args: list[str]) -> dict[str, str]:
     for arg in spec.acceptedArgs:
         if arg.required and arg.name not in parsed:
             raise BadInputError(
-                f"Command {spec.id} needs argument {arg.name}=…", code="missing-arg", field=arg.name
+                f"Command {spec.id} needs argument {arg.name}=…: {arg.description}", code="missing-arg",
+                field=arg.name
             )
     one_of = spec.metadata.get("requiresOneOf")
     if one_of and not any(name in parsed for name in one_of):

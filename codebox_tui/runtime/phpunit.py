@@ -283,9 +283,11 @@ def _test_site_key(session: CommandContext, env: dict[str, str]) -> str | None:
     return f"{session.sandbox.id}|{env['WP_TESTS_DIR']}|{'ms' if multisite else 'single'}"
 
 
-def _prepare_test_site(session: CommandContext, env: dict[str, str], timeout_s: float) -> tuple[bool, str]:
+def prepare_test_site(session: CommandContext, env: dict[str, str], timeout_s: float, *, core_tests: bool = False
+                      ) -> tuple[bool, str]:
     """A fresh test site for the suite: the copy kept from this sandbox's first install when there is one,
-    else the library's installer (whose result is kept, on the host, for the next suite)."""
+    else the library's installer (whose result is kept, on the host, for the next suite). ``core_tests``:
+    installed as WordPress's own suite wants it (``WP_RUN_CORE_TESTS``; runtime/core_phpunit.py)."""
     key = _test_site_key(session, env)
     kept = session.test_sites.get(key) if key else None
     if kept is not None:
@@ -295,7 +297,7 @@ def _prepare_test_site(session: CommandContext, env: dict[str, str], timeout_s: 
             session.sandbox.write_file(wp_tests.TESTS_DB_PATH, kept, min(timeout_s, 60.0))
             return True, ("Test site restored: a copy of this sandbox's first install of it "
                           f"({wp_tests.TESTS_DB_PATH}), as the installer would write it")
-    installed, output = _install_test_site(session, env, timeout_s)
+    installed, output = _install_test_site(session, env, timeout_s, core_tests=core_tests)
     if installed and key:
         try:
             session.test_sites[key] = session.sandbox.read_file(wp_tests.TESTS_DB_PATH, min(timeout_s, 60.0),
@@ -305,14 +307,15 @@ def _prepare_test_site(session: CommandContext, env: dict[str, str], timeout_s: 
     return installed, output
 
 
-def _install_test_site(session: CommandContext, env: dict[str, str], timeout_s: float) -> tuple[bool, str]:
+def _install_test_site(session: CommandContext, env: dict[str, str], timeout_s: float, *, core_tests: bool
+                       ) -> tuple[bool, str]:
     """Run the library's ``includes/install.php`` (what its bootstrap would spawn with ``system()``) as a
     separate PHP request in the sandbox: a fresh test site with the ``wptests_`` tables."""
     multisite = env.get("WP_MULTISITE") == "1" or env.get("WP_TESTS_MULTISITE") == "1"
     argv = ["php", "-d", "include_path=.:/usr/share/php", "-d",
             f"auto_prepend_file={SANDBOX_BIN_DIR}/{wp_tests.TESTS_PRELUDE}",
             f"{env['WP_TESTS_DIR']}/includes/install.php", env["WP_PHPUNIT__TESTS_CONFIG"],
-            "run_ms_tests" if multisite else "no_ms_tests", "no_core_tests"]
+            "run_ms_tests" if multisite else "no_ms_tests", "run_core_tests" if core_tests else "no_core_tests"]
     result = session.sandbox.run_cli(argv, timeout_s, env=env)
     output = (result.text + ("\n" + result.errors if result.errors else "")).strip()
     ok = result.exit_code == 0 and "Installing..." in result.text and "Fatal error" not in result.text
@@ -409,9 +412,9 @@ def phpunit(session: CommandContext, args: dict[str, str], timeout_s: float) -> 
     install_output = ""
     if mode == "tests-lib":
         env = {**env, **_tests_lib_env(session, plugin_dir, found)}
-        installed, install_output = _prepare_test_site(session, env, timeout_s)
+        installed, install_output = prepare_test_site(session, env, timeout_s)
         if not installed:
-            return _record(session, CommandOutcome, "", install_output, junit=None,
+            return record_suite(session, CommandOutcome, "", install_output, junit=None,
                            reason="the WordPress test site could not be installed: " + no_tests_reason(install_output),
                            mode=mode, env=env)
     argv = ["php", "-d", "include_path=.:/usr/share/php"]
@@ -450,14 +453,14 @@ def phpunit(session: CommandContext, args: dict[str, str], timeout_s: float) -> 
     elif not configs:
         argv.append(f"{plugin_dir}/tests")
     # tests counted as they finish (``tests.progress``), from the TeamCity log on stderr: a display hint only
-    suite_name = _suite_name(len(session.test_suites) + 1)
+    suite_name = suite_label(len(session.test_suites) + 1)
     tally = TestTally(lambda counts: session.emit("tests.progress", {"suite": suite_name, **counts.summary()}))
     result = session.sandbox.run_cli(argv, timeout_s, env=env or None, on_stderr=tally.feed)
     tally.finish()
     human, junit = split_output(result.text)
     if install_output:
         human = install_output + "\n" + human
-    return _record(session, CommandOutcome, human, strip_log_lines(result.errors), junit=junit, reason=None,
+    return record_suite(session, CommandOutcome, human, strip_log_lines(result.errors), junit=junit, reason=None,
                    mode=mode, env=env)
 
 
@@ -487,16 +490,17 @@ def single_file_config(source: str | None, name: str | None, plugin_dir: str, te
     return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode")
 
 
-def _suite_name(index: int) -> str:
+def suite_label(index: int, command: str = "wordpress.phpunit") -> str:
     """The name of the session's ``index``-th suite (1-based) in its test results and events."""
-    return "wordpress.phpunit" if index == 1 else f"wordpress.phpunit:{index}"
+    return command if index == 1 else f"{command}:{index}"
 
 
-def _record(session: CommandContext, outcome_type: Any, human: str, errors: str, *, junit: str | None,
-            reason: str | None, mode: str, env: dict[str, str]) -> CommandOutcome:
+def record_suite(session: CommandContext, outcome_type: Any, human: str, errors: str, *, junit: str | None,
+                 reason: str | None, mode: str, env: dict[str, str], command: str = "wordpress.phpunit"
+                 ) -> CommandOutcome:
     """Keep the raw output (and JUnit XML), add the suite to the session and describe the outcome."""
     index = len(session.test_suites) + 1
-    name = _suite_name(index)
+    name = suite_label(index, command)
     rel = layout.phpunit_path(index)
     raw_path = session.add_evidence(f"{rel}/output.txt", "test-output", "text/plain")
     raw_path.write_text(session.redact(human + ("\n" + errors if errors else "")), encoding="utf-8")

@@ -156,6 +156,31 @@ def test_recipe_run_preview_hold_serves_the_site_the_recipe_left_under_the_publi
     assert recorded_backend(Path(outcome["bundleDir"])) == "native"
 
 
+@pytest.mark.native
+def test_a_recipe_asks_for_its_own_hold_and_a_command_line_option_wins(tmp_path: Path, home: Path) -> None:
+    """`runtime.preview` in the recipe holds the site with no --preview-hold; --preview-port beats its port."""
+    asked, given = free_port(), free_port()
+    recipe = tmp_path / "recipe.json"
+    recipe.write_text(json.dumps({
+        "schema": "wp-codebox/workspace-recipe/v1", "runtime": {"backend": "native",
+                                                                "preview": {"hold": "10m", "port": asked}},
+        "workflow": {"steps": [{"command": "wordpress.run-php",
+                                "args": ["code=update_option('blogname', 'Held by the recipe'); echo 'ok';"]}]}}))
+    held = HeldCommand(home, "recipe-run", str(recipe), "--preview-port", str(given), "--json")
+    try:
+        where, runtime_id = held.wait_held()
+        assert where == f"http://127.0.0.1:{given}"
+        assert "held for 600s" in held.stderr
+        assert _rest_index(where)["name"] == "Held by the recipe"
+        assert held.release(signal.SIGTERM) == 0, held.stderr
+    finally:
+        held.kill()
+    outcome = json.loads(held.stdout)
+    assert outcome["success"] is True and outcome["runtimeId"] == runtime_id and outcome["bundleId"]
+    kinds = [e["type"] for e in _events(Path(outcome["bundleDir"]))]
+    assert kinds.index("runtime.held") < kinds.index("runtime.hold-ended")
+
+
 @pytest.mark.parametrize(("args", "field"), [
     (["--preview-public-url", "https://tunnel.example"], "preview-public-url"),  # no hold to name
     (["--preview-hold", "1m", "--preview-public-url", "ftp://tunnel.example"], "preview-public-url"),

@@ -31,7 +31,7 @@ from codebox_tui.settings import get_settings, reload_settings
 from store.db import Store
 from tests.factories.parity import backend_setting, recorded_backend_option
 from tests.factories.paths import REPO
-from tests.factories.toolchains import WP_CLI_PHAR, require
+from tests.factories.toolchains import WP_CLI_PHAR, core_checkout, require
 from tests.factories.tui import submit_launch_form, wait_while
 
 pytestmark = [pytest.mark.playground, pytest.mark.native]
@@ -45,6 +45,8 @@ ARGS: dict[str, list[str]] = {
     "wordpress.wp-cli": ["command=option get siteurl"],
     "wordpress.ability": ["name=demo/none"],
     "wordpress.phpunit": ["plugin-slug=shortcode-demo", "test-file=tests/GreetTest.php"],
+    # TMP: the test's own folder, where a minimal core checkout is made (tests/factories/toolchains.py)
+    "wordpress.core-phpunit": ["core-root=TMP/wordpress-develop"],
     "wordpress.browser-probe": ["url=/"],
     # the 10 s default step timeout is too short for a first page load while two pytest workers share 2 cores
     "wordpress.browser-actions": ['steps-json=[{"action": "navigate", "url": "/"}]', "step-timeout=60s"],
@@ -56,6 +58,13 @@ ARGS: dict[str, list[str]] = {
     "wp-codebox.observe": ['spec-json={"paths": ["/wordpress/wp-config.php"]}', "type=files"],
     "wordpress.bench": ["path=/", "count=1", "warmup=0"],
 }
+CORE_TEST = """<?php
+class Tests_Codebox_Site extends WP_UnitTestCase {
+    public function test_the_site_has_a_name() {
+        $this->assertNotSame( '', get_option( 'blogname' ) );
+    }
+}
+"""
 RUNNABLE = [c.id for c in command_catalog().commands if c.handler != "policy-only"]
 # (command, backend): every command natively, and one on Playground (the Launch screen's in-process sidecar against
 # the CLI's own); a command needing nothing but PHP, as the backend is all that differs there
@@ -122,7 +131,9 @@ async def _run_both_ways_and_compare(command: str, backend: str, tmp_path: Path)
     plugin = tmp_path / "shortcode-demo"
     shutil.copytree(PLUGIN, plugin)
     mount = f"{plugin}:{TARGET}:readonly"
-    args = ARGS[command]
+    args = [arg.replace("core-root=TMP", f"core-root={tmp_path}") for arg in ARGS[command]]
+    if command == "wordpress.core-phpunit":
+        core_checkout(tmp_path / "wordpress-develop", {"site.php": CORE_TEST})
 
     cli = subprocess.run(
         [sys.executable, "-m", "codebox_tui", "run", "--mount", mount, "--command", command,

@@ -6,6 +6,7 @@ A test that cannot find them fails loudly: CI has them, so a skip would hide a b
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,17 @@ def require(*files: Path) -> None:
     if missing:
         pytest.fail("the shared test toolchains are missing (expected beside the repository in "
                     f"../shared/toolchains, see its README): {', '.join(missing)}")
+
+
+def core_checkout(folder: Path, tests: dict[str, str]) -> Path:
+    """A minimal WordPress core checkout in ``folder``: ``tests/phpunit/includes`` is a copy of the shared core
+    test library, ``vendor/yoast/phpunit-polyfills`` of the shared polyfills (as ``composer install`` leaves
+    them in wordpress-develop), and ``tests/phpunit/tests/<name>`` holds each of ``tests``."""
+    require(WP_TESTS_LIB / "includes" / "bootstrap.php", PHPUNIT_POLYFILLS / "phpunitpolyfills-autoload.php")
+    shutil.copytree(WP_TESTS_LIB / "includes", folder / "tests" / "phpunit" / "includes")
+    shutil.copytree(PHPUNIT_POLYFILLS, folder / "vendor" / "yoast" / "phpunit-polyfills")
+    for name, source in tests.items():
+        path = folder / "tests" / "phpunit" / "tests" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source, encoding="utf-8")
+    return folder

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from codebox_tui.browser.actions import parse_steps, run_actions
+from codebox_tui.browser.actions import MAX_EVALUATE_RESULT_BYTES, parse_steps, run_actions
 from codebox_tui.browser.probe import run_probe
 from codebox_tui.errors import PolicyDeniedError
 
@@ -153,3 +153,19 @@ def test_probe_wait_for_duration_longer_than_the_timeout_is_refused(site: str, t
     with pytest.raises(BadInputError) as bad:
         run_probe(site, tmp_path, wait_for="5 parsecs", timeout_s=2)
     assert bad.value.field == "wait-for"
+
+
+def test_evaluate_takes_expressions_functions_and_promises_and_caps_a_large_value(site: str, tmp_path: Path) -> None:
+    steps = parse_steps(json.dumps([
+        {"action": "evaluate", "expression": "document.title;", "assert": "Shortcode demo"},
+        {"action": "evaluate", "expression": "async () => 41 + 1", "assert": 42},
+        {"action": "evaluate", "expression": "Promise.resolve({ok: true})", "assert": {"ok": True}},
+        {"action": "evaluate", "expression": "Array.from({length: 20000}, (_, i) => i)"},
+    ]))
+    summary = run_actions(site, steps, tmp_path / "e", base_url=site, allow_evaluate=True)
+    assert summary["status"] == "passed", summary["failure"]
+    lines = _jsonl(tmp_path / "e" / "steps.jsonl")
+    cut = lines[-1]["resultTruncated"]
+    assert "result" not in lines[-1]
+    assert cut["bytes"] == len(json.dumps(list(range(20000)), separators=(",", ":")))
+    assert cut["keptBytes"] == MAX_EVALUATE_RESULT_BYTES and str(cut["text"]).startswith("[0,1,2,")

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from codebox_tui.contracts.recipe import RECIPE_SCHEMA, recipe_json_schema
 from codebox_tui.recipes.blueprint import validate_blueprint_document
 from codebox_tui.recipes.plan import dry_run
+from codebox_tui.recipes.run import recipe_request
 from codebox_tui.recipes.validate import validate_recipe_document, validate_recipe_file
 from codebox_tui.settings import reload_settings
 
@@ -348,7 +349,9 @@ UNSUPPORTED_CASES: list[tuple[dict[str, Any], str]] = [
     ({"runtime": {"workers": 4}}, "$.runtime.workers"),
     ({"runtime": {"workers": "auto"}}, "$.runtime.workers"),
     ({"runtime": {"wordpressInstallMode": "do-not-attempt-installing"}}, "$.runtime.wordpressInstallMode"),
-    ({"runtime": {"preview": {"port": 8080, "bind": "127.0.0.1"}}}, "$.runtime.preview"),
+    ({"runtime": {"preview": {"port": 8080, "bind": "127.0.0.1"}}}, "$.runtime.preview.bind"),
+    ({"runtime": {"preview": {"hold": "5m", "lease": {"ttl": 60}}}}, "$.runtime.preview.lease"),
+    ({"runtime": {"preview": {"hold": "5m", "siteUrl": "https://site.example"}}}, "$.runtime.preview.siteUrl"),
     ({"runtime": {"assets": {"wordpressZip": "wp.zip"}}}, "$.runtime.assets"),
     ({"runtime": {"extensions": [{"manifest": "ext/manifest.json"}]}}, "$.runtime.extensions"),
     ({"runtime": {"bundledExtensions": ["intl"]}}, "$.runtime.bundledExtensions"),
@@ -513,3 +516,36 @@ def test_declared_artifact_paths_are_checked(tmp_path: Path) -> None:
     codes = _codes(validate_recipe_document(doc, base_dir=tmp_path, allow_downloads=False))
     assert codes == [("invalid-sandbox-path", "$.artifacts.paths[1].path"),
                      ("duplicate-artifact-name", "$.artifacts.paths[1].name")]
+
+
+# runtime.preview: a held preview asked for by the recipe (docs/sites.md, "Held previews"); every bad value is named by
+# its JSON path.
+@pytest.mark.parametrize(("preview", "path", "says"), [
+    ({"hold": "soon"}, "$.runtime.preview.hold", "does not match"),
+    ({"hold": -5}, "$.runtime.preview.hold", ""),
+    ({"hold": "0s"}, "$.runtime.preview.hold", "longer than zero"),
+    ({"hold": "5m", "port": 0}, "$.runtime.preview.port", ""),
+    ({"hold": "5m", "publicUrl": "ftp://tunnel.example"}, "$.runtime.preview.publicUrl", "http:// or https://"),
+    ({"hold": "5m", "publicUrl": "https://tunnel.example/?a=1"}, "$.runtime.preview.publicUrl", "no query"),
+    ({"hold": "5m", "holdFor": 1}, "$.runtime.preview.holdFor", "unknown field"),
+])
+def test_a_bad_runtime_preview_is_named_by_its_json_path(tmp_path: Path, preview: dict[str, Any], path: str,
+                                                         says: str) -> None:
+    result = validate_recipe_document(_recipe(runtime={"preview": preview}), base_dir=tmp_path, allow_downloads=False)
+    assert [i.path for i in result.issues] == [path], result.issues
+    assert says in result.issues[0].message
+
+
+def test_a_runtime_preview_fills_the_run_request_and_its_schema_is_generated(tmp_path: Path) -> None:
+    doc = _recipe(runtime={"preview": {"hold": "15m", "port": 9400, "publicUrl": "https://tunnel.example/"}})
+    result = validate_recipe_document(doc, base_dir=tmp_path, allow_downloads=False)
+    assert result.valid, result.issues
+    request, _ = recipe_request(result, tmp_path, tmp_path / "scratch")
+    assert (request.hold_s, request.preview_port, request.public_url) == (900.0, 9400, "https://tunnel.example")
+    assert dry_run(result, tmp_path)["plan"]["runtime"]["preview"] == {
+        "holdSeconds": 900.0, "port": 9400, "publicUrl": "https://tunnel.example"}
+    seconds = validate_recipe_document(_recipe(runtime={"preview": {"hold": 90}}), base_dir=tmp_path,
+                                       allow_downloads=False)
+    assert recipe_request(seconds, tmp_path, tmp_path / "scratch")[0].hold_s == 90.0
+    preview_schema = recipe_json_schema()["$defs"]["RuntimePreview"]
+    assert {"hold", "port", "publicUrl"} <= set(preview_schema["properties"])

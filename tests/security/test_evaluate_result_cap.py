@@ -1,0 +1,78 @@
+"""A page under review answers an `evaluate` step with a 50 MB string (docs/browser.md, "evaluate"): through the
+real `codebox run --backend native` and real Chromium, the step records at most the cap of the value's JSON,
+marked truncated with its real size; neither the bundle nor Codebox's own process ever holds the value whole
+(the page measures and cuts it; the host process's peak memory is read from the kernel when it exits)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codebox_tui.browser.actions import MAX_EVALUATE_RESULT_BYTES
+from tests.factories.paths import REPO
+
+pytestmark = pytest.mark.native
+
+HUGE = 50 * 1024 * 1024
+# A must-use plugin (the code under review) whose front page keeps a 50 MB string for any script that asks.
+HOSTILE_PAGE = f"""<?php
+add_action( 'wp_footer', function () {{
+    echo "<script>window.codeboxAppState = 'x'.repeat({HUGE});</script>";
+}} );
+"""
+STEPS = [{"action": "evaluate", "expression": "window.codeboxAppState"},
+         {"action": "evaluate", "expression": "window.codeboxAppState.length", "assert": HUGE}]
+# Runs the real CLI and, when it exits, writes this process's peak resident memory (KiB, from the kernel).
+PEAK_RSS_LAUNCHER = """
+import atexit, resource, runpy, sys
+out = sys.argv.pop(1)
+atexit.register(lambda: open(out, "w").write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))
+sys.argv[0] = "codebox"
+runpy.run_module("codebox_tui", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    work = tmp_path_factory.mktemp("evaluate-cap")
+    (work / "mu").mkdir()
+    (work / "mu" / "codebox-huge-state.php").write_text(HOSTILE_PAGE)
+    (work / "steps.json").write_text(json.dumps(STEPS))
+    policy = {"commands": ["wordpress.browser-actions", "wordpress.browser-actions.evaluate"]}
+    peak = work / "peak-rss-kib"
+    cli = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS_LAUNCHER, str(peak), "run", "--backend", "native",
+         "--mount", f"{work / 'mu'}:/wordpress/wp-content/mu-plugins:readonly",
+         "--command", "wordpress.browser-actions", "--arg", "url=/", "--arg", "steps-json=@steps.json",
+         "--arg", "step-timeout=120s", "--arg", "capture=console,errors", "--policy", json.dumps(policy),
+         "--json", "--quiet"],
+        cwd=work, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=600)
+    assert cli.returncode == 0, cli.stderr[-3000:]
+    doc = json.loads(cli.stdout)
+    return {"bundle": Path(doc["artifacts"]["directory"]), "peakKiB": int(peak.read_text())}
+
+
+def test_the_recorded_value_is_capped_and_marked_truncated(attacked: dict[str, Any]) -> None:
+    browser = attacked["bundle"] / "files" / "browser"
+    lines = [json.loads(line) for line in (browser / "steps.jsonl").read_text().splitlines()]
+    [start, huge, length] = lines  # the implicit load of url=/, then the two steps
+    assert start["status"] == huge["status"] == length["status"] == "passed"
+    cut = huge["resultTruncated"]
+    assert "result" not in huge and cut["truncated"] is True
+    assert cut["bytes"] == HUGE + 2  # the real size of its JSON (the string and its two quotes)
+    assert cut["keptBytes"] <= MAX_EVALUATE_RESULT_BYTES and cut["text"].startswith('"xxxx')
+    assert length["result"] == HUGE  # a small answer is still recorded whole
+    bundle_bytes = sum(f.stat().st_size for f in attacked["bundle"].rglob("*") if f.is_file())
+    assert bundle_bytes < 5 * 1024 * 1024, bundle_bytes  # nothing in the bundle holds the value
+
+
+def test_the_host_process_never_held_the_value(attacked: dict[str, Any]) -> None:
+    # The CLI's whole peak for such a run, Playwright and the run included, is about 65 MiB (measured: 66 MiB
+    # with the cap; 288 MiB when the value came back whole). Holding the string even once adds 50 MiB to it.
+    assert attacked["peakKiB"] * 1024 < HUGE + 64 * 1024 * 1024, attacked["peakKiB"]
