@@ -15,6 +15,7 @@ from textual.widgets import Markdown, Static
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.dialogs import HelpDialog, OpenBundleDialog, ReasonDialog
 from codebox_tui.screens.review import ReviewScreen
+from tests.factories.widget_hosts import wait_for
 from widgets.diff_view import DiffView
 from widgets.file_tree import ChangedFileTree
 
@@ -60,7 +61,8 @@ async def test_the_focused_pane_is_highlighted(bundle_dir: Path) -> None:
         tree_edge, status_background = tree.styles.border_right, status.styles.background
         assert tree_edge[0] == "heavy"
         screen.query_one(DiffView).focus()
-        await pilot.pause()
+        # the focus-within styles are re-applied on a later refresh: under load one pause is not always enough
+        await wait_for(pilot, lambda: status.styles.background != status_background)
         assert tree.styles.border_right[0] != "heavy" and tree.styles.border_right != tree_edge
         assert status.styles.background != status_background
         assert status.styles.text_style.bold
