@@ -16,6 +16,7 @@ from codebox_tui.errors import CodeboxError
 from codebox_tui.runtime.backend import SandboxSpec
 from codebox_tui.runtime.playground import PlaygroundBackend, shutdown_sidecars
 from codebox_tui.runtime.policy import default_policy
+from codebox_tui.screens.app_api import AppApi
 from codebox_tui.screens.dialogs import HelpDialog
 from codebox_tui.screens.home import HomeScreen
 from codebox_tui.screens.messages import OpenBundle
@@ -176,6 +177,11 @@ class CodeboxApp(App[None]):
         home = next((s for s in self.screen_stack if isinstance(s, HomeScreen)), None)
         if home is not None:
             home.action_open_path()
+
+
+# The screens see the app as an AppApi (screens/app_api.py, typed in screens/base.py without importing this
+# module); this typed assignment is where mypy proves CodeboxApp satisfies that protocol.
+_SATISFIES_APP_API: type[AppApi] = CodeboxApp
 
 
 def run_app(bundle: Path | None = None) -> None:

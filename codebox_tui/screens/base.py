@@ -1,6 +1,7 @@
-"""The app as screens see it, typed: ``self.app`` is the :class:`~codebox_tui.app.CodeboxApp` (every screen
-runs inside it), so its own attributes (the keymap in force, the live runs) need no ``getattr`` and no
-``type: ignore``. Type-checking only: at run time ``app`` is Textual's own property."""
+"""The screens' base classes and helpers. A screen's ``self.app`` is typed by the ``AppApi`` protocol
+(screens/app_api.py: what screens use of the app, the keymap in force, the live runs, the Textual calls), so
+screens need no ``getattr`` and no ``type: ignore`` and never import the app, which imports them.
+Type-checking only: at run time ``app`` is Textual's own property (the running ``CodeboxApp``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from codebox_tui.screens import data
 from codebox_tui.textsafe import safe_text
 
 if TYPE_CHECKING:
-    from codebox_tui.app import CodeboxApp
+    from codebox_tui.screens.app_api import ScreensApp
 
 ResultT = TypeVar("ResultT")
 T = TypeVar("T")
@@ -22,12 +23,12 @@ T = TypeVar("T")
 
 class CodeboxScreen(Screen[ResultT]):
     if TYPE_CHECKING:
-        app: CodeboxApp
+        app: ScreensApp
 
 
 class CodeboxModal(ModalScreen[ResultT]):
     if TYPE_CHECKING:
-        app: CodeboxApp
+        app: ScreensApp
 
 
 def fit_compact(screen: Screen[ResultT], compact: bool) -> None:
