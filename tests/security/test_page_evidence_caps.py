@@ -18,7 +18,7 @@ import pytest
 from codebox_tui.browser.launch import MAX_EVIDENCE_ENTRIES, MAX_EVIDENCE_TEXT_BYTES
 from tests.factories.paths import REPO
 
-pytestmark = pytest.mark.native
+pytestmark = [pytest.mark.native, pytest.mark.chromium]
 
 HUGE_LOG = 20 * 1024 * 1024
 SMALL_LOGS = 100_000
