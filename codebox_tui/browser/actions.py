@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from codebox_tui.browser.launch import Recorder, launch, resolve_url, write_json, write_jsonl
+from codebox_tui.browser.launch import Recorder, cap_text, launch, resolve_url, write_json, write_jsonl
 from codebox_tui.browser.probe import CONTENT_TYPES, write_evidence
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, PolicyDeniedError
@@ -253,7 +253,7 @@ def _check_expect(page: Any, step: dict[str, Any]) -> tuple[bool, str, dict[str,
         return False, f"url {page.url!r} does not contain {step['url']!r}", {}
     selector = step.get("selector")
     if selector is None:
-        return True, "", {"url": page.url}
+        return True, "", {"url": cap_text(page.url)[0]}
     locator = page.locator(selector)
     count = locator.count()
     if "count" in step and count != step["count"]:
@@ -326,8 +326,8 @@ def run_actions(start_url: str | None, steps: list[dict[str, Any]], out_dir: Pat
         "firstFailureIndex": first_failure,
         "failure": failure,
         "durationMs": int((time.monotonic() - started) * 1000),
-        "counts": {"console": len(recorder.console), "errors": len(recorder.errors),
-                   "requests": len(recorder.network), "blockedRequests": len(recorder.blocked)},
+        "counts": {kind: n for kind, n in recorder.counts().items() if kind != "failedRequests"},
+        "evidenceLimits": recorder.limits(),
         "files": [*files, *shots, "steps.jsonl", "action-summary.json", "steps.json", "summary.json"],
     }
     write_json(out_dir / "action-summary.json", action_summary(summary, results))
@@ -354,8 +354,8 @@ def _run_step(page: Any, step: dict[str, Any], index: int, deadline: float, step
         try:
             detail = _do_step(page, step, min(per_step, remaining) * 1000, base_url, out_dir, shots)
             record.update(status="passed", **detail)
-        except (StepFailed, BadInputError) as exc:
-            record.update(status="failed", error=str(exc))
+        except (StepFailed, BadInputError) as exc:  # may quote the page (its URL): cut like the evidence
+            record.update(status="failed", error=cap_text(str(exc))[0])
         except Exception as exc:  # Playwright TimeoutError / Error
             msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             if "Timeout" in type(exc).__name__ or "Timeout" in msg:

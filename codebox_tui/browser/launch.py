@@ -2,7 +2,9 @@
 
 Playwright cannot download browsers here, so every launch names ``/usr/bin/chromium`` (override with
 ``CODEBOX_CHROMIUM``). The recorder keeps console messages, page errors, network requests and
-performance metrics, and blocks every request that leaves the sandbox preview's origin.
+performance metrics, and blocks every request that leaves the sandbox preview's origin. The page controls every
+byte of what it records, so each text is cut to :data:`MAX_EVIDENCE_TEXT_BYTES` and each kind of entry to
+:data:`MAX_EVIDENCE_ENTRIES` (docs/browser.md, "Evidence limits").
 """
 
 from __future__ import annotations
@@ -23,6 +25,41 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
+
+
+# The evidence limits: the most of any one page-controlled text kept (a console message, a page error's message or
+# stack, a request's URL, a failed step's error), in UTF-8 bytes, and the most entries of each kind (console,
+# errors, network, blocked requests) kept per page; later ones are only counted (docs/browser.md).
+MAX_EVIDENCE_TEXT_BYTES = 8 * 1024
+MAX_EVIDENCE_ENTRIES = 1000
+EVIDENCE_KINDS = ("console", "errors", "network", "blocked")
+
+
+def cap_text(text: str) -> tuple[str, int | None]:
+    """``text`` cut to at most :data:`MAX_EVIDENCE_TEXT_BYTES` of UTF-8, and its length in characters when it was
+    cut (else None). Only the kept start is ever copied: the whole is neither encoded nor sliced."""
+    if len(text) * 4 <= MAX_EVIDENCE_TEXT_BYTES:  # no character takes more than 4 bytes
+        return text, None
+    head = text[:MAX_EVIDENCE_TEXT_BYTES].encode("utf-8", "surrogatepass")
+    if len(head) <= MAX_EVIDENCE_TEXT_BYTES and len(text) <= MAX_EVIDENCE_TEXT_BYTES:
+        return text, None
+    return head[:MAX_EVIDENCE_TEXT_BYTES].decode("utf-8", "ignore"), len(text)
+
+
+def capped_entry(entry: dict[str, Any], **texts: Any) -> dict[str, Any]:
+    """``entry`` with each page-controlled text of ``texts`` cut by :func:`cap_text`; an entry with a cut text says
+    ``"truncated": true`` and the cut texts' lengths in characters (``originalChars``)."""
+    cut: dict[str, int] = {}
+    for key, value in texts.items():
+        if isinstance(value, str):
+            value, original = cap_text(value)
+            if original is not None:
+                cut[key] = original
+        entry[key] = value
+    if cut:
+        entry["truncated"] = True
+        entry["originalChars"] = cut
+    return entry
 
 
 class BrowserUnavailableError(CodeboxError):
@@ -65,18 +102,28 @@ def _origin(url: str) -> tuple[str, str]:
 
 @dataclass
 class Recorder:
-    """Collects page evidence while a page is driven; writes the evidence files at the end."""
+    """Collects page evidence while a page is driven; writes the evidence files at the end. Every page-controlled
+    text is cut as it arrives (:func:`capped_entry`) and each kind keeps its first :data:`MAX_EVIDENCE_ENTRIES`
+    entries; the rest are counted in ``dropped``, without reading their text."""
 
     origin_url: str
     console: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
     network: list[dict[str, Any]] = field(default_factory=list)
-    blocked: list[str] = field(default_factory=list)
+    blocked: list[dict[str, Any]] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=lambda: dict.fromkeys(EVIDENCE_KINDS, 0))
     started: float = field(default_factory=time.monotonic)
     _pending: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def _t(self) -> int:
         return int((time.monotonic() - self.started) * 1000)
+
+    def _room(self, kind: str) -> bool:
+        """Whether one more ``kind`` entry is kept; if not, it is counted as dropped."""
+        if len(getattr(self, kind)) < MAX_EVIDENCE_ENTRIES:
+            return True
+        self.dropped[kind] += 1
+        return False
 
     def attach(self, context: Any, page: Any) -> None:
         origin = _origin(self.origin_url)
@@ -86,21 +133,36 @@ class Recorder:
             if _origin(url) == origin or url.startswith(("data:", "blob:", "about:")):
                 route_.continue_()
             else:
-                self.blocked.append(url)
+                if self._room("blocked"):
+                    self.blocked.append(capped_entry({}, url=url) | {
+                        "blocked": True, "reason": "outside the sandbox preview"})
                 route_.abort("blockedbyclient")
 
         context.route("**/*", route)
-        page.on("console", lambda msg: self.console.append(
-            {"t": self._t(), "type": msg.type, "text": msg.text, "location": msg.location}))
-        page.on("pageerror", lambda err: self.errors.append(
-            {"t": self._t(), "message": str(err), "stack": getattr(err, "stack", None)}))
+        page.on("console", self._on_console)
+        page.on("pageerror", self._on_page_error)
         page.on("request", self._on_request)
         page.on("response", self._on_response)
         page.on("requestfailed", self._on_failed)
 
+    def _on_console(self, message: Any) -> None:
+        if self._room("console"):
+            location = dict(message.location or {})
+            if isinstance(location.get("url"), str):
+                location["url"] = cap_text(location["url"])[0]
+            self.console.append(capped_entry({"t": self._t(), "type": message.type}, text=message.text)
+                                | {"location": location})
+
+    def _on_page_error(self, error: Any) -> None:
+        if self._room("errors"):
+            self.errors.append(capped_entry({"t": self._t()}, message=getattr(error, "message", None) or str(error),
+                                            stack=getattr(error, "stack", None)))
+
     def _on_request(self, request: Any) -> None:
-        entry = {"t": self._t(), "method": request.method, "url": request.url, "resourceType": request.resource_type,
-                 "status": None}
+        if not self._room("network"):
+            return
+        entry = capped_entry({"t": self._t(), "method": request.method}, url=request.url)
+        entry.update(resourceType=request.resource_type, status=None)
         self._pending[id(request)] = entry
         self.network.append(entry)
 
@@ -113,10 +175,22 @@ class Recorder:
     def _on_failed(self, request: Any) -> None:
         entry = self._pending.get(id(request))
         if entry is not None:
-            entry["failure"] = request.failure or "failed"
+            entry["failure"] = cap_text(request.failure or "failed")[0]
 
     def failed_requests(self) -> list[dict[str, Any]]:
         return [e for e in self.network if e.get("failure") or (e.get("status") or 0) >= 400]
+
+    def counts(self) -> dict[str, int]:
+        """The entries kept of each kind (the summary's ``counts``)."""
+        return {"console": len(self.console), "errors": len(self.errors), "requests": len(self.network),
+                "failedRequests": len(self.failed_requests()), "blockedRequests": len(self.blocked)}
+
+    def limits(self) -> dict[str, Any]:
+        """The summary's ``evidenceLimits``: the caps, the entries dropped past them and the entries cut."""
+        return {"maxTextBytes": MAX_EVIDENCE_TEXT_BYTES, "maxEntries": MAX_EVIDENCE_ENTRIES,
+                "dropped": dict(self.dropped),
+                "truncated": {kind: sum(1 for e in getattr(self, kind) if e.get("truncated"))
+                              for kind in EVIDENCE_KINDS}}
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from codebox_tui.browser.launch import (
     Recorder,
+    cap_text,
     launch,
     parse_viewport,
     write_json,
@@ -104,8 +105,7 @@ def write_evidence(out_dir: Path, recorder: Recorder, capture: list[str], page: 
         write_jsonl(out_dir / "errors.jsonl", recorder.errors)
         written.append("errors.jsonl")
     if "network" in capture:
-        write_jsonl(out_dir / "network.jsonl", recorder.network + [
-            {"url": u, "blocked": True, "reason": "outside the sandbox preview"} for u in recorder.blocked])
+        write_jsonl(out_dir / "network.jsonl", recorder.network + recorder.blocked)
         written.append("network.jsonl")
     if "performance" in capture and metrics is not None:
         write_json(out_dir / "performance.json", metrics)
@@ -191,7 +191,7 @@ def run_probe(url: str, out_dir: Path, *, wait_for: str | None = None, viewport:
                     if "error" in checkpoints[-1]:
                         error = f"checkpoint {point.name}: {checkpoints[-1]['error']}"
                         break
-                title = page.title()
+                title = cap_text(page.title())[0]
             except Exception as exc:
                 error = _short(exc)
             checkpoint("captured")
@@ -220,9 +220,8 @@ def run_probe(url: str, out_dir: Path, *, wait_for: str | None = None, viewport:
         "waitFor": wait_for or "load",
         "viewport": size,
         "durationMs": int((time.monotonic() - started) * 1000),
-        "counts": {"console": len(recorder.console), "errors": len(recorder.errors),
-                   "requests": len(recorder.network), "failedRequests": len(recorder.failed_requests()),
-                   "blockedRequests": len(recorder.blocked)},
+        "counts": recorder.counts(),
+        "evidenceLimits": recorder.limits(),
         "consoleErrors": [c["text"] for c in recorder.console if c["type"] == "error"][:20],
         "pageErrors": [e["message"] for e in recorder.errors][:20],
         "files": [*files, "summary.json"],
@@ -271,7 +270,7 @@ def _checkpoint(name: str, page: Any, heap: Any | None, started: float) -> dict[
     captured) with the page's URL and, when memory is captured, its JavaScript heap at that moment."""
     point: dict[str, Any] = {"name": name, "offsetMs": int((time.monotonic() - started) * 1000)}
     try:
-        point["url"] = page.url
+        point["url"] = cap_text(page.url)[0]
     except Exception:  # a closed page has no URL
         point["url"] = None
     if heap is not None:

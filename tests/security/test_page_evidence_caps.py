@@ -1,0 +1,109 @@
+"""A page under review floods the browser evidence (docs/browser.md, "Evidence limits"): through the real
+`codebox run --backend native` and real Chromium, one page logs a 20 MB console message and 100,000 small ones,
+throws an error with a 5 MB message and requests a URL with a 1 MB query. The run still passes; every recorded
+text is cut to the cap and says so with its real length, each kind keeps at most its entry cap, and the summary
+counts what was dropped, so the bundle stays small."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codebox_tui.browser.launch import MAX_EVIDENCE_ENTRIES, MAX_EVIDENCE_TEXT_BYTES
+from tests.factories.paths import REPO
+
+pytestmark = [pytest.mark.native, pytest.mark.chromium]
+
+HUGE_LOG = 20 * 1024 * 1024
+SMALL_LOGS = 100_000
+HUGE_ERROR = 5 * 1024 * 1024
+HUGE_QUERY = 1024 * 1024
+# A must-use plugin (the code under review) whose front page floods every channel the recorder listens to; it
+# marks <body> once the request has settled and the error has been thrown, so the steps wait on a condition.
+HOSTILE_PAGE = f"""<?php
+add_action( 'wp_footer', function () {{
+    echo "<script>
+    console.log('c'.repeat({HUGE_LOG}));
+    for (let i = 0; i < {SMALL_LOGS}; i++) {{ console.log('small ' + i); }}
+    fetch('/?q=' + 'q'.repeat({HUGE_QUERY})).catch(() => null).finally(() => {{
+        setTimeout(() => {{ throw new Error('e'.repeat({HUGE_ERROR})); }}, 0);
+        setTimeout(() => {{ document.body.dataset.flooded = 'yes'; }}, 50);
+    }});
+    </script>";
+}} );
+"""
+STEPS = [{"action": "waitFor", "selector": "body[data-flooded=yes]", "state": "attached"}]
+
+
+@pytest.fixture(scope="module")
+def flooded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    work = tmp_path_factory.mktemp("evidence-caps")
+    (work / "mu").mkdir()
+    (work / "mu" / "codebox-flood.php").write_text(HOSTILE_PAGE)
+    (work / "steps.json").write_text(json.dumps(STEPS))
+    cli = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "run", "--backend", "native",
+         "--mount", f"{work / 'mu'}:/wordpress/wp-content/mu-plugins:readonly",
+         "--command", "wordpress.browser-actions", "--arg", "url=/", "--arg", "steps-json=@steps.json",
+         "--arg", "step-timeout=300s", "--arg", "timeout=600s", "--arg", "capture=console,errors,network",
+         "--json", "--quiet"],
+        cwd=work, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=900)
+    assert cli.returncode == 0, cli.stderr[-3000:]
+    bundle = Path(json.loads(cli.stdout)["artifacts"]["directory"])
+    return {"bundle": bundle, "browser": bundle / "files" / "browser"}
+
+
+def _rows(browser: Path, name: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (browser / name).read_text().splitlines()]
+
+
+def _kept_bytes(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def test_the_run_passes_and_the_bundle_stays_small(flooded: dict[str, Any]) -> None:
+    summary = json.loads((flooded["browser"] / "summary.json").read_text())
+    assert summary["status"] == "passed", summary
+    for name in ("console.jsonl", "errors.jsonl", "network.jsonl"):
+        size = (flooded["browser"] / name).stat().st_size
+        assert size < MAX_EVIDENCE_ENTRIES * 1024 + 4 * MAX_EVIDENCE_TEXT_BYTES, (name, size)
+    bundle_bytes = sum(f.stat().st_size for f in flooded["bundle"].rglob("*") if f.is_file())
+    assert bundle_bytes < 5 * 1024 * 1024, bundle_bytes  # 20 MB + 5 MB + 1 MB went in
+
+
+def test_the_huge_console_message_is_cut_and_the_flood_is_counted(flooded: dict[str, Any]) -> None:
+    console = _rows(flooded["browser"], "console.jsonl")
+    assert len(console) == MAX_EVIDENCE_ENTRIES
+    [huge] = [row for row in console if row["text"].startswith("ccc")]
+    assert huge["truncated"] is True and huge["originalChars"] == {"text": HUGE_LOG}
+    assert _kept_bytes(huge["text"]) == MAX_EVIDENCE_TEXT_BYTES
+    assert not any(row.get("truncated") for row in console if row is not huge)  # small ones are kept whole
+    assert "small 0" in {row["text"] for row in console}
+    limits = json.loads((flooded["browser"] / "summary.json").read_text())["evidenceLimits"]
+    # everything past the cap is counted (the page's own messages, and any the browser adds, such as the
+    # failed request's console error)
+    assert limits["dropped"]["console"] >= 1 + SMALL_LOGS - MAX_EVIDENCE_ENTRIES
+    assert limits["maxEntries"] == MAX_EVIDENCE_ENTRIES and limits["maxTextBytes"] == MAX_EVIDENCE_TEXT_BYTES
+    assert limits["truncated"]["console"] == 1
+
+
+def test_the_huge_page_error_is_cut(flooded: dict[str, Any]) -> None:
+    [error] = [row for row in _rows(flooded["browser"], "errors.jsonl") if "eeee" in row["message"]]
+    assert error["truncated"] is True
+    assert error["originalChars"]["message"] == HUGE_ERROR
+    assert error["originalChars"]["stack"] > HUGE_ERROR  # the stack repeats the message
+    assert _kept_bytes(error["message"]) <= MAX_EVIDENCE_TEXT_BYTES
+    assert _kept_bytes(error["stack"]) <= MAX_EVIDENCE_TEXT_BYTES
+
+
+def test_the_huge_request_url_is_cut(flooded: dict[str, Any]) -> None:
+    [request] = [row for row in _rows(flooded["browser"], "network.jsonl") if "?q=qqq" in row["url"]]
+    assert request["truncated"] is True
+    assert request["originalChars"]["url"] > HUGE_QUERY
+    assert _kept_bytes(request["url"]) <= MAX_EVIDENCE_TEXT_BYTES
