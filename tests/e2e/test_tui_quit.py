@@ -1,9 +1,7 @@
-"""Pilot, end to end: quitting the app (`q`) while a real run is running does not wait for the command (it sleeps
-120 s, and never gets to print its last line), and the sandbox is still disposed: the command's process group is
-gone afterwards (no leaked PHP process). On the native backend, picked in the Launch form (quitting and disposal are
-the host's, the same for either backend; the run checks the backend it records, as it is quit before any bundle):
-the command's confined PHP leads a process group of its own. No wall-clock bound: what is checked is what
-happened."""
+"""Pilot, end to end: quitting the app (`q`) while a real Playground run is running does not wait for the
+command (it sleeps 120 s, and never gets to print its last line), and the sandbox is still disposed: its sidecar's
+process group is gone afterwards (no leaked Node process). No wall-clock bound: what is checked is what happened.
+On Playground, as the cancel test (test_tui_cancel.py says why)."""
 
 from __future__ import annotations
 
@@ -18,10 +16,9 @@ import pytest
 
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.live_run import LiveRunScreen
-from tests.factories.native import NATIVE
 from tests.factories.tui import submit_launch_form
 
-pytestmark = pytest.mark.native
+pytestmark = pytest.mark.playground
 
 
 def _group_alive(pgid: int) -> bool:
@@ -32,21 +29,14 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def _command_groups(sandbox: object) -> list[int]:
-    """The process groups of the native sandbox's running commands (each confined PHP leads its own)."""
-    with sandbox._lock:  # type: ignore[attr-defined]
-        return [process.pid for process in sandbox._running]  # type: ignore[attr-defined]
-
-
 async def test_quit_during_a_run_returns_at_once_and_disposes_the_sandbox(  # type: ignore[no-untyped-def]
-        plugin_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        playground_session, plugin_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     code = "echo 'started'; sleep(120); echo 'not ' . 'reached';"  # the output's words are not in the code
     app = CodeboxApp()
     async with app.run_test(size=(120, 40)) as pilot:
         live = await submit_launch_form(
-            app, pilot, backend="native",
-            mounts=f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin:readwrite",
+            app, pilot, mounts=f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin:readwrite",
             args=shlex.quote(f"code={code}"))
         assert isinstance(live, LiveRunScreen)
         for _ in range(1800):  # boot, then the command starts (its sleep keeps it running)
@@ -56,18 +46,17 @@ async def test_quit_during_a_run_returns_at_once_and_disposes_the_sandbox(  # ty
         assert live.progress.step.startswith("running"), live.progress.line()
         sandbox = live.session._sandbox
         assert sandbox is not None
-        [command_pid] = _command_groups(sandbox)
+        sidecar_pid = sandbox.sidecar.pid
         run_dir = live.session.run_dir
-        assert live.session.runtime_info().backend == NATIVE  # what the run records as its backend
-        assert _group_alive(command_pid)
+        assert _group_alive(sidecar_pid)
         await pilot.press("q")
     assert not app.is_running
 
-    # Disposal goes on in the background: the command's process group is gone soon after (not 120 s later).
+    # Disposal goes on in the background: the sidecar's process group is gone soon after (not 120 s later).
     deadline = time.monotonic() + 30
-    while _group_alive(command_pid) and time.monotonic() < deadline:
+    while _group_alive(sidecar_pid) and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
-    assert not _group_alive(command_pid), "the sandbox's PHP process outlived the app"
+    assert not _group_alive(sidecar_pid), "the sandbox's Node process outlived the app"
 
     # ... and the run says so in its events: disposing, then disposed (what the progress line shows meanwhile)
     events = run_dir / "events.jsonl"

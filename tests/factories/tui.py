@@ -13,17 +13,14 @@ from textual.widgets import Input, Select
 from codebox_tui.screens.launch import LaunchScreen
 
 
-async def submit_launch_form(app: Any, pilot: Any, *, command: str | None = None, backend: str | None = None,
-                             **fields: str) -> Screen[Any]:
-    """Press ``n`` on Home, pick ``backend`` and ``command`` (when given), set each Launch input (by id) to its
-    value, press enter in the last one and return the screen on top afterwards (the Live run screen, or Launch
-    itself when it refused)."""
+async def submit_launch_form(app: Any, pilot: Any, *, command: str | None = None, **fields: str) -> Screen[Any]:
+    """Press ``n`` on Home, pick ``command`` (when given), set each Launch input (by id) to its value, press
+    enter in the last one and return the screen on top afterwards (the Live run screen, or Launch itself
+    when it refused)."""
     await pilot.pause()
     await pilot.press("n")
     await pilot.pause()
     assert isinstance(app.screen, LaunchScreen)
-    if backend is not None:
-        await choose_backend(pilot, backend)
     if command is not None:
         app.screen.query_one("#command", Select).value = command
     field = None
