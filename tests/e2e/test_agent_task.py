@@ -3,7 +3,8 @@ agents (non-zero exit, crash, timeout), a denied tool, host tool input and outpu
 inside the sandbox, and a secret that never appears in any output. Every task boots its own sandbox (one task,
 one sandbox: the contract) on the native backend (real PHP in real bubblewrap, docs/backends.md): what is tested
 is the agent protocol, the workspace tools, the outcome and the bundle, which are the same on both backends; each
-test checks the backend its bundle records. The PHP agent runs on Playground (it does not run natively yet)."""
+test checks the backend its bundle records. The PHP agent runs on Playground (it does not run natively yet). The
+review query after a task goes through the real entry point in-process."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.contracts.agent import Orchestrator, TaskInput
 from codebox_tui.contracts.schemas import generate_json_schema
 from store.db import Store
+from tests.factories.holds import codebox_in_process
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 
 pytestmark = pytest.mark.native
@@ -94,7 +96,7 @@ def _check_documents(bundle: Path) -> None:
 
 
 def test_the_example_agent_completes_a_task_with_an_actionable_reviewable_bundle(
-        tmp_path: Path) -> None:
+        tmp_path: Path, codebox_home: Path) -> None:
     request = _request(tmp_path, [sys.executable, str(EXAMPLE_AGENT)], sandbox_session_id="caller-session-7",
                        session_id="conv-1", orchestrator=Orchestrator(type="test-plane", id="orch-1", job_id="job-9"))
     outcome = run_agent_task(request)
@@ -132,8 +134,7 @@ def test_the_example_agent_completes_a_task_with_an_actionable_reviewable_bundle
         assert run.metadata["orchestrator"] == {"type": "test-plane", "id": "orch-1", "job_id": "job-9"}
         assert run.metadata["flow"] == "agent-task" and run.bundle_id == outcome.bundle_id
     # reviewable like any other bundle
-    shown = subprocess.run([sys.executable, "-m", "codebox_tui", "review", "show", f"@{outcome.inbox_key}",
-                            "--json"], capture_output=True, text=True, timeout=120, cwd=REPO)
+    shown = codebox_in_process(codebox_home, "review", "show", f"@{outcome.inbox_key}", "--json")
     assert shown.returncode == 0, shown.stderr
     assert "simple-plugin.php" in shown.stdout
 

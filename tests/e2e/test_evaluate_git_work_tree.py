@@ -1,5 +1,6 @@
-"""`codebox evaluate-patch --git BASE..HEAD` on a maintainer's work tree, through the real CLI, real git and real
-Playground: the ignored Composer ``vendor/`` the suite's bootstrap requires reaches both sides (the suite runs
+"""`codebox evaluate-patch --git BASE..HEAD` on a maintainer's work tree, through the real CLI, real git and a real
+native sandbox (what is tested is the work tree's export and overlay, the same for either backend; the bundle
+checks the backend it records): the ignored Composer ``vendor/`` the suite's bootstrap requires reaches both sides (the suite runs
 before and after), and an untracked notes file is carried along without showing up as a change
 (docs/evaluate-patch.md, "A git range")."""
 
@@ -11,13 +12,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.factories.buggy_counter import PLUGIN, commit_fix_branch, git
+from tests.factories.holds import linked_home
+from tests.factories.native import NATIVE, recorded_backend
 
-pytestmark = pytest.mark.playground
+pytestmark = pytest.mark.native
 
 BOOTSTRAP = """<?php
 // Composer's autoloader: vendor/ is ignored by git, installed by `composer install`.
@@ -31,7 +33,7 @@ counter_test_helpers_ready();
 
 
 @pytest.mark.timeout(900)
-def test_ignored_vendor_reaches_both_sides_and_notes_are_no_change(playground_session: Any, tmp_path: Path) -> None:
+def test_ignored_vendor_reaches_both_sides_and_notes_are_no_change(codebox_home: Path, tmp_path: Path) -> None:
     repo = tmp_path / "buggy-counter"
     shutil.copytree(PLUGIN, repo)
     (repo / "tests" / "bootstrap.php").write_text(BOOTSTRAP, encoding="utf-8")
@@ -50,13 +52,14 @@ def test_ignored_vendor_reaches_both_sides_and_notes_are_no_change(playground_se
         [sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", "native", "--plugin", str(repo),
          "--git", "main..fix-whitespace",
          "--artifacts-dir", str(tmp_path / "art"), "--json"], capture_output=True, text=True, timeout=900,
-        env={**os.environ, "CODEBOX_HOME": str(playground_session.home)})
+        env={**os.environ, "CODEBOX_HOME": str(linked_home(codebox_home, tmp_path / "home"))})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(proc.stdout)
     # the bootstrap found the ignored vendor/ on both sides: the suite ran before and after
     assert doc["tests"]["before"]["tests"] == 5 and doc["tests"]["after"]["tests"] == 5
     assert doc["tests"]["verdict"] == "improvement" and doc["tests"]["before"]["failed"] == 4
     bundle = Path(doc["bundleDir"])
+    assert recorded_backend(bundle) == NATIVE
     changed = json.loads((bundle / "files" / "changed-files.json").read_text(encoding="utf-8"))["files"]
     assert sorted(c["relativePath"] for c in changed) == ["buggy-counter.php", "tests/WhitespaceTest.php"]
     patch = (bundle / "files" / "patch.diff").read_text(encoding="utf-8")

@@ -1,4 +1,6 @@
-"""`codebox evaluate-patch` end to end: real Playground, Debian PHPUnit, real Chromium, real bundle."""
+"""`codebox evaluate-patch` end to end: a real native sandbox (the verdict, evidence and bench documents are the same
+on both backends; the bundle checks the backend it records), Debian PHPUnit, real Chromium, real bundle; `artifacts
+show` on it through the real entry point in-process."""
 
 from __future__ import annotations
 
@@ -13,7 +15,10 @@ from typing import Any
 import jsonschema
 import pytest
 
-pytestmark = pytest.mark.playground
+from tests.factories.holds import codebox_in_process, linked_home
+from tests.factories.native import NATIVE, recorded_backend
+
+pytestmark = pytest.mark.native
 
 ROOT = Path(__file__).resolve().parents[2] / "examples"
 PLUGIN = ROOT / "plugins-for-recipes" / "buggy-counter"
@@ -29,12 +34,13 @@ def _evaluate(tmp_path: Path, home: Path, plugin: Path, patch: Path, *extra: str
 
 
 @pytest.mark.timeout(900)  # the evaluation and its two benches on a shared machine
-def test_fix_patch_shows_test_delta_patch_and_evidence(playground_session: Any, tmp_path: Path) -> None:
+def test_fix_patch_shows_test_delta_patch_and_evidence(codebox_home: Path, tmp_path: Path) -> None:
     plugin = tmp_path / "buggy-counter"
     shutil.copytree(PLUGIN, plugin)
     original = (plugin / "buggy-counter.php").read_bytes()
     # --bench: the paths are timed before and after the patch in the same sandbox (docs/bench.md)
-    proc = _evaluate(tmp_path, Path(playground_session.home), plugin, PATCH, "--bench", "/", "--bench-count", "2")
+    home = linked_home(codebox_home, tmp_path / "home")
+    proc = _evaluate(tmp_path, home, plugin, PATCH, "--bench", "/", "--bench-count", "2")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["applied"] is True
@@ -44,6 +50,7 @@ def test_fix_patch_shows_test_delta_patch_and_evidence(playground_session: Any, 
     assert doc["probe"]["status"] == "passed"
     assert (plugin / "buggy-counter.php").read_bytes() == original  # the original is never touched
     bundle = Path(doc["bundleDir"])
+    assert recorded_backend(bundle) == NATIVE
     patch = (bundle / "files/patch.diff").read_text()
     assert "preg_split" in patch and "-\treturn count( explode(" in patch
     results = json.loads((bundle / "files/test-results.json").read_text())
@@ -52,8 +59,7 @@ def test_fix_patch_shows_test_delta_patch_and_evidence(playground_session: Any, 
     paths = {f["path"] for f in manifest["files"]}
     assert {"files/evaluate-patch.json", "files/contributor.patch", "files/browser/screenshot.png"} <= paths
     # `artifacts show`: each side's totals (never "tests unknown"), the verdict and the front-end probe
-    show = subprocess.run([sys.executable, "-m", "codebox_tui", "artifacts", "show", str(bundle)],
-                          capture_output=True, text=True, timeout=120)
+    show = codebox_in_process(home, "artifacts", "show", str(bundle))
     assert show.returncode == 0, show.stderr
     lines = show.stdout.splitlines()
     for side in ("before", "after"):
@@ -91,10 +97,10 @@ def _assert_bench_check(doc: dict[str, Any], bundle: Path, listed: set[str]) -> 
     assert steps == [("before", "wordpress.bench"), ("after", "wordpress.bench")]
 
 
-def test_patch_that_does_not_apply_is_bad_input(playground_session: Any, tmp_path: Path) -> None:
+def test_patch_that_does_not_apply_is_bad_input(codebox_home: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.patch"
     bad.write_text(PATCH.read_text().replace("explode( ' ', trim", "explode( 'X', trim"))
-    proc = _evaluate(tmp_path, Path(playground_session.home), PLUGIN, bad)
+    proc = _evaluate(tmp_path, linked_home(codebox_home, tmp_path / "home"), PLUGIN, bad)
     assert proc.returncode == 2
     assert json.loads(proc.stdout)["error"]["code"] == "patch-does-not-apply"
     assert not (tmp_path / "art").exists() or not any((tmp_path / "art").iterdir())

@@ -1,6 +1,8 @@
 """Pilot, end to end: cancelling a real Playground run from the Live run screen (`x`, confirm). The
 sandbox's processes are gone, the run is recorded as cancelled in the real store, and the evidence
-captured so far is kept as a bundle."""
+captured so far is kept as a bundle. On Playground: the sidecar is one long-lived process group to watch; a native
+sandbox runs each command and each of Codebox's probes in a process of its own, so the running command's is not
+known to the test without a race."""
 
 from __future__ import annotations
 

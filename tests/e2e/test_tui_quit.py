@@ -1,6 +1,7 @@
 """Pilot, end to end: quitting the app (`q`) while a real Playground run is running does not wait for the
 command (it sleeps 120 s, and never gets to print its last line), and the sandbox is still disposed: its sidecar's
-process group is gone afterwards (no leaked Node process). No wall-clock bound: what is checked is what happened."""
+process group is gone afterwards (no leaked Node process). No wall-clock bound: what is checked is what happened.
+On Playground, as the cancel test (test_tui_cancel.py says why)."""
 
 from __future__ import annotations
 

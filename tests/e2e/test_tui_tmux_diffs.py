@@ -1,4 +1,5 @@
-"""End to end in a real terminal (tmux, own socket): a real Playground run edits a tab-indented plugin and
+"""End to end in a real terminal (tmux, own socket): a real run on the native backend (the drawing under test is
+the host's, the same for either backend; the bundle checks the backend it records) edits a tab-indented plugin and
 writes a file whose content and name carry ESC sequences, a carriage return, C1/DEL and bidi overrides.
 ``codebox tui BUNDLE`` shows the hostile file first, then the tab-indented one; the captured screen text
 is checked line by line: nothing of the previous file survives, tabs sit on their tab stops, and the
@@ -10,14 +11,16 @@ import re
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.factories.hostile_bundle import capture
+from tests.factories.native import NATIVE, native_run, recorded_backend
 from tests.factories.paths import REPO
 from tests.factories.tmux import Tmux
 
-pytestmark = [pytest.mark.playground,
+pytestmark = [pytest.mark.native,
               pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
 
 
@@ -27,9 +30,19 @@ def _diff_lines(pane: str) -> list[str]:
     return [re.split("[│┃]", line, maxsplit=1)[1] if re.search("[│┃]", line) else "" for line in pane.splitlines()]
 
 
-def test_tabs_and_hostile_text_in_a_real_terminal(make_run_session, tmp_path: Path,  # type: ignore[no-untyped-def]
-                                                  tmux: Tmux, codebox_home: Path) -> None:
-    bundle = capture(make_run_session, tmp_path)
+def test_tabs_and_hostile_text_in_a_real_terminal(tmp_path: Path, tmux: Tmux, codebox_home: Path) -> None:
+    runs: list[Any] = []
+
+    def native_factory(**spec_kwargs: Any) -> Any:
+        runs.append(native_run(tmp_path / "artifacts", **spec_kwargs))
+        return runs[-1]
+
+    try:
+        bundle = capture(native_factory, tmp_path)
+    finally:
+        for run in runs:
+            run.close()
+    assert recorded_backend(bundle) == NATIVE
     env = {"CODEBOX_HOME": str(codebox_home), "TEXTUAL_ANIMATIONS": "none", "TERM": "xterm-256color",
            "COLORTERM": "truecolor", "PYTHONPATH": str(REPO), "CODEBOX_SPARE_SANDBOXES": "off"}
     args = [arg for key, value in env.items() for arg in ("-e", f"{key}={value}")]

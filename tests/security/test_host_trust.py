@@ -4,7 +4,8 @@ Each test performs the attack for real (PHP inside a real sandbox plants links, 
 journal; real git; the real store and the real ``codebox`` CLI) and asserts the host is untouched
 (docs/security-host.md). The planted repository and journal are read by host-side code shared by both backends
 (baselines, apply-back), so those attacks run on the native backend (docs/backends.md) and assert it; links for
-the disposal stay on Playground, which has its own folders to dispose of (``/internal``'s opcache copy)."""
+the disposal stay on Playground, which has its own folders to dispose of (``/internal``'s opcache copy). The CLI's
+refusals, queries and recoveries run through the real entry point in-process."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from codebox_tui.runtime.mounts import remove_tree
+from tests.factories.holds import codebox_in_process
 from tests.factories.native import NATIVE, native_run, recorded_backend
 from tests.factories.waiting import wait_for_reaper
 
@@ -341,14 +343,9 @@ def _outside_state(outside: Path) -> dict[str, bytes]:
 
 
 def _codebox(home: Path, *args: str) -> Any:
-    import subprocess
-    import sys
-
-    from tests.factories.paths import REPO
-
-    env = {**os.environ, "CODEBOX_HOME": str(home), "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=300)
+    """``codebox ARGS`` through the real entry point in this process (a refusal, a query or a recovery: nothing
+    here starts a sandbox, and a new Python process would cost over a CPU-second of imports)."""
+    return codebox_in_process(home, *args)
 
 
 def _assert_journal_attack_fails(tmp_path: Path, bundle_dir: Path, target: Path, outside: Path,

@@ -2,7 +2,9 @@
 that changes the site outside every mount — here a file it drops into wp-content, which no mount captures,
 so the bundle's changed-file list is empty — still awaits a decision, because the host's site-state diff
 of the run is not empty. Without the site-state half of `nothing_to_decide` this bundle would be recorded
-as output only and never be looked at. The real CLI, one real Playground sandbox."""
+as output only and never be looked at. The real CLI, one real native sandbox (the rule under test is the host's,
+the same for either backend; the bundle checks the backend it records); the query after it runs through the real
+entry point in-process."""
 
 from __future__ import annotations
 
@@ -11,26 +13,31 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.playground
+from tests.factories.holds import codebox_in_process, linked_home
+from tests.factories.native import NATIVE, recorded_backend
+
+pytestmark = pytest.mark.native
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_an_exec_that_writes_outside_the_mounts_awaits_a_decision(playground_session: Any, tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CODEBOX_HOME": str(playground_session.private_home(tmp_path))}
+def test_an_exec_that_writes_outside_the_mounts_awaits_a_decision(codebox_home: Path, tmp_path: Path) -> None:
+    home = linked_home(codebox_home, tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CODEBOX_HOME": str(home)}
 
     def codebox(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True,
                               timeout=300, cwd=REPO, env=env, check=False)
 
-    wrote = codebox("exec", "--capabilities", "read,write", "echo planted > /wordpress/wp-content/planted.txt")
+    wrote = codebox("exec", "--backend", "native", "--capabilities", "read,write",
+                    "echo planted > /wordpress/wp-content/planted.txt")
     assert wrote.returncode == 0, wrote.stderr[-2000:]
-    listed = codebox("review", "list", "--json")
+    listed = codebox_in_process(home, "review", "list", "--json")
     [bundle] = json.loads(listed.stdout)["bundles"]
+    assert recorded_backend(Path(bundle["path"])) == NATIVE
     assert bundle["changed_files"] == 0  # nothing a mount captured …
     assert bundle["status"] == "pending"  # … and still a decision to make
     diff = json.loads((Path(bundle["path"]) / "files" / "site-state-diff.json").read_text())

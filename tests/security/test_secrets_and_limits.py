@@ -5,7 +5,8 @@ baseline packs left behind by a killed run. Every attack is performed by PHP ins
 Redaction, capture limits and the sweep of baseline packs are host-side code shared by both backends, so those
 attacks run on the native backend (docs/backends.md) and assert the backend their bundle records. The output cap
 stays on Playground: there the sidecar cuts the output before it reaches Codebox (runtime/playground.py), a code
-path of its own.
+path of its own. The queries, decisions and applies after a run (and a refusal before one) go through the real
+entry point in-process; every run itself is a real `codebox` process.
 
 The forms of a secret searched for are computed here independently of ``bundle/redact.py``."""
 
@@ -26,6 +27,7 @@ from typing import Any
 import pytest
 
 from tests.factories.flood import FLOOD_TARGET, UNCAPTURED_FLOOD_PHP
+from tests.factories.holds import codebox_in_process
 from tests.factories.native import NATIVE, native_run, recorded_backend
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -140,17 +142,18 @@ def test_no_form_of_a_secret_reaches_any_artifact(plugin_copy: Path, tmp_path: P
     changed = json.loads((bundle_dir / "files/changed-files.json").read_text())
     assert {s["reason"] for s in changed["skipped"] if "REDACTED" in s["relativePath"]} == {"secret-in-path"}
     assert {f["relativePath"] for f in changed["files"]} >= {"ok.txt", "blob.bin", "latin1.txt", "encoded.txt"}
-    verify = codebox("artifacts", "verify", str(bundle_dir))
+    verify = codebox_in_process(codebox_home, "artifacts", "verify", str(bundle_dir))
     assert verify.returncode == 0, verify.stdout + verify.stderr
-    shown = codebox("artifacts", "show", str(bundle_dir))
+    shown = codebox_in_process(codebox_home, "artifacts", "show", str(bundle_dir))
     assert "secret-in-path" in shown.stdout
 
     # decision + apply-back (the patch adapter writes the approved subset) → the audit log
-    decided = codebox("review", "approve", document["artifacts"]["id"], "--json")
+    decided = codebox_in_process(codebox_home, "review", "approve", document["artifacts"]["id"], "--json")
     assert decided.returncode == 0, decided.stdout + decided.stderr
     decision_id = str(json.loads(decided.stdout)["id"])
     patch_out = tmp_path / "approved.patch"
-    applied = codebox("apply", decision_id, "--adapter", "patch", "--target", str(patch_out), "--json")
+    applied = codebox_in_process(codebox_home, "apply", decision_id, "--adapter", "patch", "--target", str(patch_out),
+                                 "--json")
     assert applied.returncode in (0, 5), applied.stdout + applied.stderr
 
     scanned = every_file(bundle_dir) + every_file(artifacts)
@@ -165,15 +168,16 @@ def test_no_form_of_a_secret_reaches_any_artifact(plugin_copy: Path, tmp_path: P
     assert SECRET not in dump
 
 
-def test_secrets_too_short_to_redact_are_refused_by_name(tmp_path: Path, plugin_copy: Path) -> None:
+def test_secrets_too_short_to_redact_are_refused_by_name(tmp_path: Path, plugin_copy: Path,
+                                                         codebox_home: Path) -> None:
     """A 3-character secret used to be accepted and never redacted; now the run is refused before
     anything boots, and the error names the secret, never its value."""
     short = "q7Z"
     policy = json.dumps({"commands": ["wordpress.run-php"], "secrets": [SECRET_NAME]})
-    run = codebox("run", "--mount", f"{plugin_copy}:/wordpress/wp-content/plugins/victim:readwrite",
-                  "--command", "wordpress.run-php", "--arg", "code=echo getenv('CODEBOX_SEC_TEST_TOKEN');",
-                  "--artifacts", str(tmp_path / "artifacts"), "--policy", policy, "--json",
-                  env={SECRET_NAME: short}, timeout=300)
+    run = codebox_in_process(codebox_home, "run", "--mount", f"{plugin_copy}:/wordpress/wp-content/plugins/victim:readwrite",
+                             "--command", "wordpress.run-php", "--arg", "code=echo getenv('CODEBOX_SEC_TEST_TOKEN');",
+                             "--artifacts", str(tmp_path / "artifacts"), "--policy", policy, "--json",
+                             env={SECRET_NAME: short})
     assert run.returncode == 2, run.stdout + run.stderr
     failure = json.loads(run.stdout)
     assert failure["error"]["code"] == "secret-too-short"
@@ -198,7 +202,7 @@ def _flood_run(tmp_path: Path, plugin_copy: Path, count: int) -> dict[str, Any]:
 
 @pytest.mark.native
 def test_exceeding_the_uncaptured_folder_tracking_limit_is_a_risk_flag(
-        tmp_path: Path, plugin_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, plugin_copy: Path, monkeypatch: pytest.MonkeyPatch, codebox_home: Path) -> None:
     """Past the tracking limit the change report used to switch reason silently; a planted .bin
     script went unflagged. The limit is lowered here through the same code path (list_tree reads it); the
     same attack at the default limit (200,000 entries, about a minute of PHP) is bench/bench_capture_flood.py."""
@@ -208,7 +212,7 @@ def test_exceeding_the_uncaptured_folder_tracking_limit_is_a_risk_flag(
     review = _flood_run(tmp_path, plugin_copy, 600)
     assert "changes-in-uncaptured-directories" in review["riskFlags"]
     assert "capture-limit-exceeded:skipped-directory-not-tracked" in review["riskFlags"]
-    shown = codebox("artifacts", "show", review["_path"])
+    shown = codebox_in_process(codebox_home, "artifacts", "show", review["_path"])
     assert "risk     capture-limit-exceeded:skipped-directory-not-tracked" in shown.stdout
 
 
@@ -224,7 +228,7 @@ def _peak_rss_kib(pid: int) -> int:
 
 @pytest.mark.playground
 @pytest.mark.timeout(900)
-def test_huge_output_is_capped_and_recorded(playground_session: Any, tmp_path: Path) -> None:
+def test_huge_output_is_capped_and_recorded(playground_session: Any, tmp_path: Path, codebox_home: Path) -> None:
     """PHP prints ~200 MB: the bundle stays small, the codebox process's peak RSS stays bounded, and
     the cut is recorded in the command result, the events, the review and `artifacts show`."""
     artifacts = tmp_path / "artifacts"
@@ -256,7 +260,7 @@ def test_huge_output_is_capped_and_recorded(playground_session: Any, tmp_path: P
     assert any(e["type"] == "command.output-truncated" for e in events)
     review = json.loads((bundle_dir / "files/review.json").read_text())
     assert "output-truncated:stdout" in review["riskFlags"]
-    shown = codebox("artifacts", "show", str(bundle_dir))
+    shown = codebox_in_process(codebox_home, "artifacts", "show", str(bundle_dir))
     assert "output-truncated:stdout" in shown.stdout
 
 
