@@ -54,8 +54,10 @@ def main() -> int:
     sequential = time.monotonic() - started
     print(f"sequential: {args.n} jobs in {sequential:.1f} s", flush=True)
 
-    text = "".join(json.dumps({"kind": "evaluate-patch", "id": f"job-{i}", "plugin": str(PLUGIN),
-                               "patch": str(PATCH)}) + "\n" for i in range(args.n))
+    text = "".join(
+        json.dumps({"kind": "evaluate-patch", "id": f"job-{i}", "plugin": str(PLUGIN), "patch": str(PATCH)}) + "\n"
+        for i in range(args.n)
+    )
     items = parse_batch_text(text, base_dir=REPO, name="bench.jsonl")
     started = time.monotonic()
     start_local_ray(args.cpus)
@@ -73,10 +75,14 @@ def main() -> int:
     print()
     print("| | seconds | jobs per minute |")
     print("|---|---|---|")
-    print(f"| {args.n} `evaluate-patch` jobs one after another (one process, warm sidecar) | {sequential:.1f} | "
-          f"{args.n * 60 / sequential:.2f} |")
-    print(f"| the same {args.n} through `run_batch` on local Ray ({args.cpus or os.cpu_count()} CPUs), Ray "
-          f"start-up included | {batch:.1f} | {args.n * 60 / batch:.2f} |")
+    print(
+        f"| {args.n} `evaluate-patch` jobs one after another (one process, warm sidecar) | {sequential:.1f} | "
+        f"{args.n * 60 / sequential:.2f} |"
+    )
+    print(
+        f"| the same {args.n} through `run_batch` on local Ray ({args.cpus or os.cpu_count()} CPUs), Ray "
+        f"start-up included | {batch:.1f} | {args.n * 60 / batch:.2f} |"
+    )
     print(f"| … of which Ray start-up | {ray_up:.1f} | |")
     print(f"| speed-up | {sequential / batch:.2f}× | |")
     return 0

@@ -83,8 +83,9 @@ def create_cost_us(parent: Path | None) -> float:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def one_round(work: Path, source: Path, paths: list[Path], originals: dict[Path, str], round_index: int,
-              changed: int, aged: bool) -> dict[str, float]:
+def one_round(
+    work: Path, source: Path, paths: list[Path], originals: dict[Path, str], round_index: int, changed: int, aged: bool
+) -> dict[str, float]:
     """One capture + verify of ``source`` (made once per mode by ``make_tree``; rewritten in place between
     rounds so the bench does not churn the file system with thousands of creates and deletes of its own,
     which slows every later file creation on some VMs and measured the bench, not the capture)."""
@@ -109,10 +110,18 @@ def one_round(work: Path, source: Path, paths: list[Path], originals: dict[Path,
     (run_dir / "events.jsonl").write_text('{"id":"event-1","type":"runtime.created"}\n')
     runtime = RuntimeInfo(id="runtime-bench", createdAt=utc_now_iso(), environment={"wordpressVersion": "6.5.5"})
     t0 = time.perf_counter()
-    summary = capture_bundle(run_dir, runtime=runtime, mounts=[mount], baselines=baselines,
-                             policy=RuntimePolicy(commands=["wordpress.run-php"]), metadata={},
-                             secret_values=[], evidence=[], test_suites=[],
-                             limits=CaptureLimits(max_files=len(paths)))
+    summary = capture_bundle(
+        run_dir,
+        runtime=runtime,
+        mounts=[mount],
+        baselines=baselines,
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+        metadata={},
+        secret_values=[],
+        evidence=[],
+        test_suites=[],
+        limits=CaptureLimits(max_files=len(paths)),
+    )
     t_capture = time.perf_counter() - t0
     t0 = time.perf_counter()
     result = verify_bundle(summary.path)
@@ -154,11 +163,20 @@ def peak_rss_kib(work: Path, payload_bytes: int) -> int:
         contentType = "application/octet-stream"
 
     runtime = RuntimeInfo(id="runtime-rss", createdAt=utc_now_iso(), environment={})
-    summary = capture_bundle(run_dir, runtime=runtime, mounts=[mount], baselines=baselines,
-                             policy=RuntimePolicy(commands=["wordpress.run-php"]), metadata={}, secret_values=[],
-                             evidence=[Ev()], test_suites=[])
-    out = subprocess.run([sys.executable, "-c", RSS_PROBE, str(summary.path), str(REPO)],
-                         capture_output=True, text=True, check=True)
+    summary = capture_bundle(
+        run_dir,
+        runtime=runtime,
+        mounts=[mount],
+        baselines=baselines,
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+        metadata={},
+        secret_values=[],
+        evidence=[Ev()],
+        test_suites=[],
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", RSS_PROBE, str(summary.path), str(REPO)], capture_output=True, text=True, check=True
+    )
     return int(out.stdout.strip())
 
 
@@ -173,8 +191,10 @@ def main() -> int:
     parent.mkdir(parents=True, exist_ok=True)
     print(f"working under {parent}: creating one empty file there costs {create_cost_us(parent):.0f} us (median)")
     ratios = {}
-    for aged, label in ((True, "aged tree (files older than the racy margin: the usual case)"),
-                        (False, "fresh tree (every file written < 2 s before the snapshot: worst case)")):
+    for aged, label in (
+        (True, "aged tree (files older than the racy margin: the usual case)"),
+        (False, "fresh tree (every file written < 2 s before the snapshot: worst case)"),
+    ):
         rows: list[dict[str, float]] = []
         work = Path(tempfile.mkdtemp(prefix="codebox-bench-bundle-", dir=parent))
         try:
@@ -192,10 +212,16 @@ def main() -> int:
         for key in ("sha256sum", "baseline", "capture", "verify"):
             print(f"  {key:<10} {med[key]:8.3f}")
         for index, r in enumerate(rows):
-            print(f"  round {index + 1}: sha256sum {r['sha256sum']:.3f}  capture {r['capture']:.3f}  "
-                  f"verify {r['verify']:.3f}  -> {per_round[index]:.2f}x")
-        print(f"  median ratio = {ratio:.2f}x, min {min(per_round):.2f}x (target < 3x) -> {'PASS' if ratio < 3 else 'FAIL'}")
-        print(f"  incl. baseline snapshot     = {(med['baseline'] + med['capture'] + med['verify']) / med['sha256sum']:.2f}x")
+            print(
+                f"  round {index + 1}: sha256sum {r['sha256sum']:.3f}  capture {r['capture']:.3f}  "
+                f"verify {r['verify']:.3f}  -> {per_round[index]:.2f}x"
+            )
+        print(
+            f"  median ratio = {ratio:.2f}x, min {min(per_round):.2f}x (target < 3x) -> {'PASS' if ratio < 3 else 'FAIL'}"
+        )
+        print(
+            f"  incl. baseline snapshot     = {(med['baseline'] + med['capture'] + med['verify']) / med['sha256sum']:.2f}x"
+        )
     ratio = ratios[True]
     work = Path(tempfile.mkdtemp(prefix="codebox-bench-rss-", dir=parent))
     try:
@@ -204,8 +230,10 @@ def main() -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     grew = large - small
-    print(f"verify peak RSS: 1 KiB file {small / 1024:.1f} MiB, 256 MiB file {large / 1024:.1f} MiB "
-          f"(+{grew / 1024:.1f} MiB) -> {'PASS' if grew < 32 * 1024 else 'FAIL'}")
+    print(
+        f"verify peak RSS: 1 KiB file {small / 1024:.1f} MiB, 256 MiB file {large / 1024:.1f} MiB "
+        f"(+{grew / 1024:.1f} MiB) -> {'PASS' if grew < 32 * 1024 else 'FAIL'}"
+    )
     return 0 if ratio < 3 and grew < 32 * 1024 else 1
 
 

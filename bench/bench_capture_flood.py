@@ -44,11 +44,30 @@ def main() -> int:
         env = {**os.environ, "CODEBOX_HOME": str(work / "home"), "CODEBOX_SPARE_SANDBOXES": "off"}
         started = time.monotonic()
         done = subprocess.run(
-            [sys.executable, "-m", "codebox_tui", "run", "--mount",
-             f"{plugin}:{FLOOD_TARGET}:readwrite", "--command", "wordpress.run-php",
-             "--arg", "code=" + UNCAPTURED_FLOOD_PHP % {"count": args.count}, "--timeout", "20m", "--artifacts",
-             str(work / "runs"), "--json", "--quiet"],
-            capture_output=True, text=True, env=env, cwd=REPO, timeout=3600)
+            [
+                sys.executable,
+                "-m",
+                "codebox_tui",
+                "run",
+                "--mount",
+                f"{plugin}:{FLOOD_TARGET}:readwrite",
+                "--command",
+                "wordpress.run-php",
+                "--arg",
+                "code=" + UNCAPTURED_FLOOD_PHP % {"count": args.count},
+                "--timeout",
+                "20m",
+                "--artifacts",
+                str(work / "runs"),
+                "--json",
+                "--quiet",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=REPO,
+            timeout=3600,
+        )
         total = time.monotonic() - started
         if done.returncode != 0:
             print(f"the run failed (exit {done.returncode}): {done.stderr[-2000:]}")
@@ -62,7 +81,9 @@ def main() -> int:
         print(f"whole run, new process                   {total:7.1f} s")
         for name in ("bootSeconds", "commandSeconds", "siteStateSeconds", "captureSeconds"):
             print(f"  {name:<38} {timings.get(name, 0):7.1f} s")
-        print(f"risk flags                               {'both raised' if not missing else 'MISSING ' + ', '.join(missing)}")
+        print(
+            f"risk flags                               {'both raised' if not missing else 'MISSING ' + ', '.join(missing)}"
+        )
         return 1 if missing else 0
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -34,8 +34,14 @@ def _timed(command: list[str], env: dict[str, str]) -> float:
 
 
 def _import_us(env: dict[str, str]) -> int:
-    result = subprocess.run([sys.executable, "-X", "importtime", "-c", "import codebox_tui.cli"], env=env, cwd=REPO,
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import codebox_tui.cli"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     line = next(x for x in result.stderr.splitlines() if x.rstrip().endswith("| codebox_tui.cli"))
     return int(line.split("|")[1])
 

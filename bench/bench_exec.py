@@ -50,8 +50,11 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=10)
     args = parser.parse_args()
     plugin = REPO / "examples" / "simple-plugin"
-    spec = SandboxSpec(mounts=[parse_mount(f"{plugin}:/wordpress/wp-content/plugins/simple-plugin:readonly")],
-                       policy=RuntimePolicy(commands=["wordpress.run-php"], network="deny", secrets=[]), warm=True)
+    spec = SandboxSpec(
+        mounts=[parse_mount(f"{plugin}:/wordpress/wp-content/plugins/simple-plugin:readonly")],
+        policy=RuntimePolicy(commands=["wordpress.run-php"], network="deny", secrets=[]),
+        warm=True,
+    )
     with RunSession(spec, Path(tempfile.mkdtemp(prefix="codebox-bench-exec-art-"))) as run:
         started = time.monotonic()
         run.boot_sandbox()
@@ -66,8 +69,10 @@ def main() -> None:
                 denied.append(time.perf_counter() - t0)
         if denied:
             ratio = statistics.median(denied) / boot_s
-            print(f"exec-denied before boot: {statistics.median(denied) * 1000:.0f} ms median, "
-                  f"ratio to boot {ratio:.3f} (target < 0.1)  {'ok' if ratio < 0.1 else 'SLOW'}")
+            print(
+                f"exec-denied before boot: {statistics.median(denied) * 1000:.0f} ms median, "
+                f"ratio to boot {ratio:.3f} (target < 0.1)  {'ok' if ratio < 0.1 else 'SLOW'}"
+            )
         else:
             print("exec-denied before boot: NOT DENIED (the host check let a write through)")
         print(f"{'row':40} {'median':>10} {'min':>10} {'target':>8}  result")
@@ -80,8 +85,10 @@ def main() -> None:
                 times.append(time.perf_counter() - t0)
             median = statistics.median(times)
             verdict = "ok" if median < target else "SLOW"
-            print(f"{label:40} {median * 1000:8.1f}ms {min(times) * 1000:8.1f}ms {target * 1000:6.0f}ms  {verdict} "
-                  f"(exit {result.exitCode}, {result.classification}, {len(result.stdout)} bytes)")
+            print(
+                f"{label:40} {median * 1000:8.1f}ms {min(times) * 1000:8.1f}ms {target * 1000:6.0f}ms  {verdict} "
+                f"(exit {result.exitCode}, {result.classification}, {len(result.stdout)} bytes)"
+            )
     shutdown_sidecars()
 
 

@@ -66,8 +66,11 @@ def boot_and_request(backend: Any, spec_for: Any, n: int) -> tuple[list[float], 
     return ready, request, disk
 
 
-PAGE_PATHS = (("REST route `/?rest_route=/wp/v2/types`", "/?rest_route=/wp/v2/types"), ("front page `/`", "/"),
-              ("static asset `/wp-includes/images/blank.gif`", "/wp-includes/images/blank.gif"))
+PAGE_PATHS = (
+    ("REST route `/?rest_route=/wp/v2/types`", "/?rest_route=/wp/v2/types"),
+    ("front page `/`", "/"),
+    ("static asset `/wp-includes/images/blank.gif`", "/wp-includes/images/blank.gif"),
+)
 
 
 def one_process_request(sandbox: Any, path: str) -> int:
@@ -76,8 +79,7 @@ def one_process_request(sandbox: Any, path: str) -> int:
     from codebox_tui.runtime.native_cgi import CgiRequest, cgi_environment, parse_cgi_response
 
     env = cgi_environment(CgiRequest("GET", path), host="127.0.0.1", port=int(sandbox.preview_url.rsplit(":", 1)[1]))
-    done = subprocess.run(sandbox.php_argv([], env, cgi=True), input=b"", capture_output=True, timeout=120,
-                          check=False)
+    done = subprocess.run(sandbox.php_argv([], env, cgi=True), input=b"", capture_output=True, timeout=120, check=False)
     return parse_cgi_response(done.stdout).status
 
 
@@ -137,10 +139,29 @@ def one_shot_runs(backend: str, n: int, home: Path, scratch: Path) -> list[float
         shutil.copytree(PLUGIN, plugin)
         started = time.monotonic()
         done = subprocess.run(
-            [sys.executable, "-m", "codebox_tui", "run", "--backend", backend, "--quiet", "--mount",
-             f"{plugin}:/wordpress/wp-content/plugins/simple-plugin", "--command", "wordpress.run-php",
-             "--arg", f"code-file={PROBE}", "--artifacts", str(scratch / "artifacts")],
-            cwd=REPO, env={**os.environ, "CODEBOX_HOME": str(home)}, capture_output=True, text=True, timeout=600)
+            [
+                sys.executable,
+                "-m",
+                "codebox_tui",
+                "run",
+                "--backend",
+                backend,
+                "--quiet",
+                "--mount",
+                f"{plugin}:/wordpress/wp-content/plugins/simple-plugin",
+                "--command",
+                "wordpress.run-php",
+                "--arg",
+                f"code-file={PROBE}",
+                "--artifacts",
+                str(scratch / "artifacts"),
+            ],
+            cwd=REPO,
+            env={**os.environ, "CODEBOX_HOME": str(home)},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         samples.append(time.monotonic() - started)
         if done.returncode != 0 or '"active": true' not in done.stdout:
             raise SystemExit(f"{backend} one-shot run failed ({done.returncode}): {done.stderr[-800:]}")
@@ -150,8 +171,9 @@ def one_shot_runs(backend: str, n: int, home: Path, scratch: Path) -> list[float
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-n", type=int, default=5, help="samples per row (default 5)")
-    parser.add_argument("--requests-only", action="store_true",
-                        help="only the native page-request rows (no Playground)")
+    parser.add_argument(
+        "--requests-only", action="store_true", help="only the native page-request rows (no Playground)"
+    )
     args = parser.parse_args()  # --help prints the above and runs nothing
 
     home = Path(tempfile.mkdtemp(prefix="codebox-bench-native-home-"))
@@ -177,19 +199,20 @@ def main() -> int:
             copy = scratch / f"copy-{next(counter)}"  # what a run's copy-on-write private copy is
             shutil.copytree(PLUGIN, copy)
             mount = parse_mount(f"{PLUGIN}:/wordpress/wp-content/plugins/simple-plugin", 0)
-            return SandboxSpec(mounts=[mount], policy=policy, php=php,
-                               private_copies={0: PrivateCopy(0, copy, copy)})
+            return SandboxSpec(mounts=[mount], policy=policy, php=php, private_copies={0: PrivateCopy(0, copy, copy)})
+
         return make
 
-    print(f"load average before: {os.getloadavg()}  cpus: {os.cpu_count()}  host PHP {host_php().version}",
-          flush=True)
+    print(f"load average before: {os.getloadavg()}  cpus: {os.cpu_count()}  host PHP {host_php().version}", flush=True)
     native, playground = NativeBackend(), PlaygroundBackend()
     boot_and_request(native, spec_for(host_php().series), 1)  # untimed: golden site, prepared install, seed
     pages, pss_kb = page_requests(native, spec_for(host_php().series)(), args.n)
     print(f"load average after the page requests: {os.getloadavg()}", flush=True)
     print()
-    print(f"| native page request, median of {args.n} (s) | a new php-cgi process each (before) "
-          "| persistent worker (after) | after / before |")
+    print(
+        f"| native page request, median of {args.n} (s) | a new php-cgi process each (before) "
+        "| persistent worker (after) | after / before |"
+    )
     print("|---|---|---|---|")
     for label, (before, after) in pages.items():
         a, b = median_seconds(before), median_seconds(after)
@@ -213,9 +236,11 @@ def main() -> int:
     print()
     print(f"| median of {args.n} | native | playground | native / playground |")
     print("|---|---|---|---|")
-    for label, ours, theirs in (("new sandbox ready (s)", native_ready, pg_ready),
-                                ("one request loading WordPress (s)", native_request, pg_request),
-                                ("one-shot `codebox run` of the example probe (s)", native_runs, pg_runs)):
+    for label, ours, theirs in (
+        ("new sandbox ready (s)", native_ready, pg_ready),
+        ("one request loading WordPress (s)", native_request, pg_request),
+        ("one-shot `codebox run` of the example probe (s)", native_runs, pg_runs),
+    ):
         a, b = median_seconds(ours), median_seconds(theirs)
         print(f"| {label} | {a:.3f} | {b:.3f} | {a / b:.2f}x |")
     print(f"| disk per native sandbox (MB) | {statistics.median(native_disk) / 1e6:.1f} | | |")

@@ -97,10 +97,19 @@ def bare_server_boot() -> float:
     port = free_port()
     started = time.monotonic()
     proc = subprocess.Popen(
-        [get_settings().node, str(NODE_DIR / "node_modules" / "@wp-playground" / "cli" / "wp-playground.js"),
-         "server", f"--wp={url}", f"--port={port}", "--php=8.3"],
-        env={"PATH": os.environ["PATH"], "HOME": str(home)}, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, start_new_session=True)
+        [
+            get_settings().node,
+            str(NODE_DIR / "node_modules" / "@wp-playground" / "cli" / "wp-playground.js"),
+            "server",
+            f"--wp={url}",
+            f"--port={port}",
+            "--php=8.3",
+        ],
+        env={"PATH": os.environ["PATH"], "HOME": str(home)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         while time.monotonic() - started < 120:
             try:
@@ -126,9 +135,26 @@ def cold_cli_run(artifacts: Path) -> tuple[float, float]:
     """A new `codebox run` process: its wall time and its disposal as a ratio of its boot."""
     started = time.monotonic()
     result = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "run", "--mount", MOUNT, "--command", "wordpress.run-php",
-         "--arg", f"code-file={PLUGIN / 'probe.php'}", "--artifacts", str(artifacts), "--json"],
-        capture_output=True, text=True, cwd=REPO, env={**os.environ, "CODEBOX_HOME": str(HOME)})
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--mount",
+            MOUNT,
+            "--command",
+            "wordpress.run-php",
+            "--arg",
+            f"code-file={PLUGIN / 'probe.php'}",
+            "--artifacts",
+            str(artifacts),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "CODEBOX_HOME": str(HOME)},
+    )
     elapsed = time.monotonic() - started
     if result.returncode != 0:
         raise RuntimeError(f"codebox run failed ({result.returncode}): {result.stderr[-2000:]}")
@@ -155,8 +181,13 @@ def warm_run(artifacts: Path) -> tuple[float, dict[str, float]]:
         captured = time.monotonic()
     total = time.monotonic() - started
     dispose = run_events(run.run_dir)["runtime.disposed"]["disposeMs"] / 1000
-    return total, {"boot": booted - started, "probe": ran - booted, "dispose": dispose,
-                   "capture": captured - ran - dispose, "close": time.monotonic() - captured}
+    return total, {
+        "boot": booted - started,
+        "probe": ran - booted,
+        "dispose": dispose,
+        "capture": captured - ran - dispose,
+        "close": time.monotonic() - captured,
+    }
 
 
 def fmt(values: list[float]) -> str:
@@ -167,9 +198,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-n", type=int, default=3, help="repetitions per row")
     parser.add_argument("--extra-sandboxes", type=int, default=3)
-    parser.add_argument("--mount-mode", choices=["readonly", "readwrite"], default="readonly",
-                        help="how the plugin is mounted; readwrite mounts a temporary copy of it (copy-on-write "
-                             "by default, README \"Mounts\")")
+    parser.add_argument(
+        "--mount-mode",
+        choices=["readonly", "readwrite"],
+        default="readonly",
+        help="how the plugin is mounted; readwrite mounts a temporary copy of it (copy-on-write "
+        'by default, README "Mounts")',
+    )
     options = parser.parse_args()
     if options.mount_mode == "readwrite":
         global MOUNT
@@ -243,13 +278,20 @@ def main() -> int:
             print(f"{name:48} {fmt(values)}  {target:8} n={len(values)}")
         print(f"\nsidecar RSS with no sandbox: {base:.0f} MB")
         print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        print("RSS added per extra live sandbox (MB): " + ", ".join(f"{d:.0f}" for d in deltas)
-              + f"   mean {sum(deltas) / len(deltas):.0f}   target < 300 MB")
+        print(
+            "RSS added per extra live sandbox (MB): "
+            + ", ".join(f"{d:.0f}" for d in deltas)
+            + f"   mean {sum(deltas) / len(deltas):.0f}   target < 300 MB"
+        )
         disposal = max([ratio for _, ratio in cold_runs] + [p["dispose"] / p["boot"] for p in phases])
-        checks = {"cold < 5 s": statistics.median(cold) < 5, "warm new sandbox < 2 s": statistics.median(warm) < 2,
-                  "warm with spare < 2 s": statistics.median(spare) < 2,
-                  "spare faster than new": statistics.median(spare) < statistics.median(warm),
-                  "worst disposal ≤ 0.2 × boot": disposal <= 0.2, "RSS < 300 MB": max(deltas) < 300}
+        checks = {
+            "cold < 5 s": statistics.median(cold) < 5,
+            "warm new sandbox < 2 s": statistics.median(warm) < 2,
+            "warm with spare < 2 s": statistics.median(spare) < 2,
+            "spare faster than new": statistics.median(spare) < statistics.median(warm),
+            "worst disposal ≤ 0.2 × boot": disposal <= 0.2,
+            "RSS < 300 MB": max(deltas) < 300,
+        }
         print("; ".join(f"{name}: {'met' if ok else 'NOT met'}" for name, ok in checks.items()))
         return 0
     finally:

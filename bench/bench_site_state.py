@@ -71,8 +71,11 @@ def runs_with_and_without(artifacts: Path, n: int) -> tuple[list[float], list[fl
     own: list[float] = []
     for _ in range(n):
         for setting, out in (("on", with_state), ("off", without_state)):
-            request = RunRequest(commands=[CommandStep("wordpress.run-php", ["code=echo 1;"])],
-                                 policy=RuntimePolicy(commands=["wordpress.run-php"]), artifacts_root=artifacts)
+            request = RunRequest(
+                commands=[CommandStep("wordpress.run-php", ["code=echo 1;"])],
+                policy=RuntimePolicy(commands=["wordpress.run-php"]),
+                artifacts_root=artifacts,
+            )
             started = time.perf_counter()
             outcome = RunService(CodeboxSettings(site_state=setting)).run(request)
             out.append(time.perf_counter() - started)
@@ -84,8 +87,9 @@ def runs_with_and_without(artifacts: Path, n: int) -> tuple[list[float], list[fl
 
 def episode_rows(artifacts: Path, n: int) -> tuple[list[float], list[float], list[float]]:
     """An episode's snapshot and restore, then ``run --restore`` of that snapshot into fresh sandboxes."""
-    request = RunRequest(policy=RuntimePolicy(commands=["wordpress.run-php"]), artifacts_root=artifacts,
-                         tool_commands=[])
+    request = RunRequest(
+        policy=RuntimePolicy(commands=["wordpress.run-php"]), artifacts_root=artifacts, tool_commands=[]
+    )
     saved: list[object] = []
     with Episode(request, resettable=False) as episode:
         episode.reset([])
@@ -96,9 +100,13 @@ def episode_rows(artifacts: Path, n: int) -> tuple[list[float], list[float], lis
     path = episode.outcome.bundle_dir / saved[-1].artifactRefs[0].path  # type: ignore[attr-defined]
     restored: list[float] = []
     for _ in range(max(1, n // 2)):
-        run = RunRequest(commands=[CommandStep("wordpress.run-php", ["code=echo 1;"])],
-                         policy=RuntimePolicy(commands=["wordpress.run-php"]), artifacts_root=artifacts,
-                         restore=load_snapshot_document(path), restore_source=str(path))
+        run = RunRequest(
+            commands=[CommandStep("wordpress.run-php", ["code=echo 1;"])],
+            policy=RuntimePolicy(commands=["wordpress.run-php"]),
+            artifacts_root=artifacts,
+            restore=load_snapshot_document(path),
+            restore_source=str(path),
+        )
         outcome = RunService().run(run)
         assert outcome.success, outcome.failure_text()
         restored.append(outcome.timings["restoreSeconds"])
@@ -110,8 +118,12 @@ def main() -> int:
     parser.add_argument("-n", type=int, default=5, help="repetitions per row")
     n = parser.parse_args().n
     artifacts = Path(tempfile.mkdtemp(prefix="codebox-bench-artifacts-"))
-    spec = SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php", "wp-codebox.checkpoint-create",
-                                                                 "wp-codebox.checkpoint-restore"]))
+    spec = SandboxSpec(
+        mounts=[],
+        policy=RuntimePolicy(
+            commands=["wordpress.run-php", "wp-codebox.checkpoint-create", "wp-codebox.checkpoint-restore"]
+        ),
+    )
     rows: list[tuple[str, list[float], str]] = []
     try:
         with RunSession(spec, artifacts) as run:
@@ -133,27 +145,31 @@ def main() -> int:
             stats = snapshot.metadata.get("stats")  # type: ignore[attr-defined]
         with_state, without_state, own = runs_with_and_without(artifacts, n)
         episode_snapshot, episode_restore, run_restore = episode_rows(artifacts, n)
-        rows = [("plain wordpress.run-php (echo 1; WordPress loaded)", plain, "ref"),
-                ("bare PHP round trip (no WordPress)", bare, ""),
-                ("first summary of a sandbox", first, ""),
-                ("site-state summary", summary, "< 0.150"),
-                ("before/after summaries + diff", pair, "< 0.300"),
-                ("checkpoint-create (in the sandbox)", create, "< 1.0"),
-                ("checkpoint-restore (in the sandbox)", restore, "< 1.0"),
-                ("snapshot to the host (files inline)", snap, ""),
-                ("restore that snapshot from the host", back, ""),
-                ("run (boot, echo 1;, capture), site state on", with_state, ""),
-                ("run (boot, echo 1;, capture), site state off", without_state, ""),
-                ("  the summaries + diff inside those runs", own, "< 0.300"),
-                ("episode snapshot (into the bundle, with blobs)", episode_snapshot, "< 1.0"),
-                ("episode restore", episode_restore, "< 1.0"),
-                ("run --restore: the restore in a fresh sandbox", run_restore, "< 1.0")]
+        rows = [
+            ("plain wordpress.run-php (echo 1; WordPress loaded)", plain, "ref"),
+            ("bare PHP round trip (no WordPress)", bare, ""),
+            ("first summary of a sandbox", first, ""),
+            ("site-state summary", summary, "< 0.150"),
+            ("before/after summaries + diff", pair, "< 0.300"),
+            ("checkpoint-create (in the sandbox)", create, "< 1.0"),
+            ("checkpoint-restore (in the sandbox)", restore, "< 1.0"),
+            ("snapshot to the host (files inline)", snap, ""),
+            ("restore that snapshot from the host", back, ""),
+            ("run (boot, echo 1;, capture), site state on", with_state, ""),
+            ("run (boot, echo 1;, capture), site state off", without_state, ""),
+            ("  the summaries + diff inside those runs", own, "< 0.300"),
+            ("episode snapshot (into the bundle, with blobs)", episode_snapshot, "< 1.0"),
+            ("episode restore", episode_restore, "< 1.0"),
+            ("run --restore: the restore in a fresh sandbox", run_restore, "< 1.0"),
+        ]
         reference = statistics.median(plain)
         print(f"\n{'row':52} {'min':>6} {'median':>6} {'max':>6} {'x plain':>8}  target")
         for name, values, target in rows:
             med = statistics.median(values)
-            print(f"{name:52} {min(values):6.3f} {med:6.3f} {max(values):6.3f} {med / reference:8.2f}  {target}"
-                  f"  n={len(values)}")
+            print(
+                f"{name:52} {min(values):6.3f} {med:6.3f} {max(values):6.3f} {med / reference:8.2f}  {target}"
+                f"  n={len(values)}"
+            )
         print(f"\nsnapshot of a default site: {stats}")
         print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     finally:

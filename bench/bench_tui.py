@@ -227,12 +227,16 @@ async def search_and_wrap(patch: str, mode: str = "unified") -> tuple[list[float
 async def search_bench(one_file: str, big: str) -> None:
     """Search in one 20k-line file, and in the continuous view of 200 files of 100 lines (20k lines)."""
     searches, wrap_ms = await search_and_wrap(one_file)
-    print(f"search in the 20k-line file: median {statistics.median(searches):.1f} ms, max {max(searches):.1f} "
-          f"(target < 50); soft-wrap layout {wrap_ms:.1f} ms")
+    print(
+        f"search in the 20k-line file: median {statistics.median(searches):.1f} ms, max {max(searches):.1f} "
+        f"(target < 50); soft-wrap layout {wrap_ms:.1f} ms"
+    )
     searches, wrap_ms = await search_and_wrap(big, "continuous")
-    print(f"search in the continuous view of {len(split_patch(big))} files ({big.count(chr(10))} patch lines): "
-          f"median {statistics.median(searches):.1f} ms, max {max(searches):.1f} (target < 50); soft-wrap layout "
-          f"{wrap_ms:.1f} ms")
+    print(
+        f"search in the continuous view of {len(split_patch(big))} files ({big.count(chr(10))} patch lines): "
+        f"median {statistics.median(searches):.1f} ms, max {max(searches):.1f} (target < 50); soft-wrap layout "
+        f"{wrap_ms:.1f} ms"
+    )
 
 
 def build_big_bundle(work: Path, lines: int = 20000) -> Path:
@@ -244,20 +248,34 @@ def build_big_bundle(work: Path, lines: int = 20000) -> Path:
     os.environ["CODEBOX_HOME"] = str(work / "home")
     source = work / "big-plugin"
     source.mkdir(parents=True)
-    (source / "big.php").write_text("<?php\n" + "".join(
-        f"    $value_{i} = compute_{i}($input, {i});\n" for i in range(lines)))
+    (source / "big.php").write_text(
+        "<?php\n" + "".join(f"    $value_{i} = compute_{i}($input, {i});\n" for i in range(lines))
+    )
     mount = MountSpec(source=str(source), target="/wordpress/wp-content/plugins/big-plugin")
     baselines = take_baselines([mount], work / "scratch")
-    (source / "big.php").write_text("<?php\n" + "".join(
-        f"    $value_{i} = compute_{i}($input, {i * 2}, true);\n" if i % 3 == 1
-        else f"    $value_{i} = compute_{i}($input, {i});\n" for i in range(lines)))
+    (source / "big.php").write_text(
+        "<?php\n"
+        + "".join(
+            f"    $value_{i} = compute_{i}($input, {i * 2}, true);\n"
+            if i % 3 == 1
+            else f"    $value_{i} = compute_{i}($input, {i});\n"
+            for i in range(lines)
+        )
+    )
     run_dir = work / "run"
     (run_dir / "logs").mkdir(parents=True)
     (run_dir / "events.jsonl").write_text("")
-    summary = capture_bundle(run_dir, runtime=RuntimeInfo(id="bench", createdAt="2026-11-22T12:00:00.000Z",
-                                                          environment={}),
-                             mounts=[mount], baselines=baselines, policy=RuntimePolicy(commands=["wordpress.run-php"]),
-                             metadata={}, secret_values=[], evidence=[], test_suites=[])
+    summary = capture_bundle(
+        run_dir,
+        runtime=RuntimeInfo(id="bench", createdAt="2026-11-22T12:00:00.000Z", environment={}),
+        mounts=[mount],
+        baselines=baselines,
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+        metadata={},
+        secret_values=[],
+        evidence=[],
+        test_suites=[],
+    )
     return summary.path
 
 
@@ -307,8 +325,18 @@ async def tail_latency(tmp: Path, count: int = 60) -> list[float]:
         def writer() -> None:
             with open(path, "a", encoding="utf-8") as handle:
                 for i in range(count):
-                    line = json.dumps({"id": f"e{i}", "type": "command.output", "timestamp": "", "level": "info",
-                                       "data": {"command": f"c{i}"}}) + "\n"
+                    line = (
+                        json.dumps(
+                            {
+                                "id": f"e{i}",
+                                "type": "command.output",
+                                "timestamp": "",
+                                "level": "info",
+                                "data": {"command": f"c{i}"},
+                            }
+                        )
+                        + "\n"
+                    )
                     stamps[i] = time.perf_counter()
                     handle.write(line)
                     handle.flush()
@@ -331,8 +359,18 @@ async def tail_latency(tmp: Path, count: int = 60) -> list[float]:
 
 
 def write_events(path: Path, target_bytes: int) -> int:
-    line = (json.dumps({"id": "e", "type": "command.output", "timestamp": "2026-11-23T00:00:00.000Z",
-                        "level": "info", "data": {"command": "wp.cli", "message": "x" * 120}}) + "\n").encode()
+    line = (
+        json.dumps(
+            {
+                "id": "e",
+                "type": "command.output",
+                "timestamp": "2026-11-23T00:00:00.000Z",
+                "level": "info",
+                "data": {"command": "wp.cli", "message": "x" * 120},
+            }
+        )
+        + "\n"
+    ).encode()
     block = line * max(1, (8 << 20) // len(line))
     written = 0
     with open(path, "wb") as handle:
@@ -381,8 +419,11 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skip-1gb", action="store_true", help="leave out the 1 GB events.jsonl row")
     parser.add_argument("--search-only", action="store_true", help="run only the search rows")
-    parser.add_argument("--frames-only", action="store_true",
-                        help="run only the frame rows: first paint and PageDown (DiffView alone and the Review screen)")
+    parser.add_argument(
+        "--frames-only",
+        action="store_true",
+        help="run only the frame rows: first paint and PageDown (DiffView alone and the Review screen)",
+    )
     parser.add_argument("--skip-review", action="store_true", help="leave out the Review screen's PageDown rows")
     return parser.parse_args()
 
@@ -393,38 +434,46 @@ async def main(args: argparse.Namespace) -> None:
     if args.search_only:
         await search_bench(make_patch(1, 20000), big)
         return
-    print(f"patches: small {small.count(chr(10))} lines, big {big.count(chr(10))} lines / "
-          f"{len(split_patch(big))} files")
+    print(
+        f"patches: small {small.count(chr(10))} lines, big {big.count(chr(10))} lines / {len(split_patch(big))} files"
+    )
     await first_paint(small)  # warm imports, pygments lexers
     small_runs = [await first_paint(small) for _ in range(5)]
     big_runs = [await first_paint(big) for _ in range(5)]
     s, b = statistics.median(small_runs), statistics.median(big_runs)
-    print(f"first paint median: 10-line {s:.1f} ms, 20k-line/200 files {b:.1f} ms, ratio {b / s:.2f} "
-          f"(target <= 1.5)")
+    print(f"first paint median: 10-line {s:.1f} ms, 20k-line/200 files {b:.1f} ms, ratio {b / s:.2f} (target <= 1.5)")
 
     one_file = make_patch(1, 20000)
     for mode in ("unified", "split"):
         cold, lexed, key_frame, parse_ms, work = await scrolling(one_file, mode)
         print(f"[{mode}] 20k-line single file: parsed in a worker, view filled after {parse_ms:.0f} ms")
         for label, values in (("while lexing in background", cold), ("after lexing", lexed)):
-            print(f"[{mode}] page build, cold strips ({SIZE[1]} rows, {label}; CPU ms of the UI thread): median "
-                  f"{statistics.median(values):.1f} ms, p90 {pct(values, 0.9):.1f}, max {max(values):.1f} (target < 16)")
-        print(f"[{mode}] PageDown key->frame: median {statistics.median(key_frame):.1f} ms, "
-              f"p90 {pct(key_frame, 0.9):.1f}, max {max(key_frame):.1f}; update work per frame median "
-              f"{statistics.median(work):.1f} ms")
-        print(f"[{mode}] full GC passes while paging: {len(full_gcs)}, longest {max(full_gcs, default=0):.1f} ms CPU "
-              f"(the widget never freezes the GC; its rows, lexed pieces and strip cache keep tracked objects few)")
+            print(
+                f"[{mode}] page build, cold strips ({SIZE[1]} rows, {label}; CPU ms of the UI thread): median "
+                f"{statistics.median(values):.1f} ms, p90 {pct(values, 0.9):.1f}, max {max(values):.1f} (target < 16)"
+            )
+        print(
+            f"[{mode}] PageDown key->frame: median {statistics.median(key_frame):.1f} ms, "
+            f"p90 {pct(key_frame, 0.9):.1f}, max {max(key_frame):.1f}; update work per frame median "
+            f"{statistics.median(work):.1f} ms"
+        )
+        print(
+            f"[{mode}] full GC passes while paging: {len(full_gcs)}, longest {max(full_gcs, default=0):.1f} ms CPU "
+            f"(the widget never freezes the GC; its rows, lexed pieces and strip cache keep tracked objects few)"
+        )
     if not args.frames_only:
         await search_bench(one_file, big)
     with tempfile.TemporaryDirectory() as tmp_name:
         bundle = build_big_bundle(Path(tmp_name))
-        for mode in (() if args.skip_review else ("unified", "split")):
+        for mode in () if args.skip_review else ("unified", "split"):
             for prefetch in (True, False):
                 key_frame, work = await review_scrolling(bundle, mode, prefetch)
-                print(f"[review screen, {mode}, prefetch {'on' if prefetch else 'off'}] PageDown key->frame: "
-                      f"median {statistics.median(key_frame):.1f} ms, p90 {pct(key_frame, 0.9):.1f}, "
-                      f"max {max(key_frame):.1f}; update work per frame median {statistics.median(work):.1f} ms "
-                      "(target < 16)")
+                print(
+                    f"[review screen, {mode}, prefetch {'on' if prefetch else 'off'}] PageDown key->frame: "
+                    f"median {statistics.median(key_frame):.1f} ms, p90 {pct(key_frame, 0.9):.1f}, "
+                    f"max {max(key_frame):.1f}; update work per frame median {statistics.median(work):.1f} ms "
+                    "(target < 16)"
+                )
     if args.frames_only:
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
         return
@@ -432,8 +481,10 @@ async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         lat = await tail_latency(tmp)
-        print(f"tail append->frame ({len(lat)} events, 50 ms poll): median {statistics.median(lat):.0f} ms, "
-              f"p95 {pct(lat, 0.95):.0f}, max {max(lat):.0f} (target < 150)")
+        print(
+            f"tail append->frame ({len(lat)} events, 50 ms poll): median {statistics.median(lat):.0f} ms, "
+            f"p95 {pct(lat, 0.95):.0f}, max {max(lat):.0f} (target < 150)"
+        )
         if not args.skip_1gb:
             small_file = tmp / "small.jsonl"
             write_events(small_file, 20_000)
@@ -444,11 +495,13 @@ async def main(args: argparse.Namespace) -> None:
             await tail_open(small_file)
             small_open = [await tail_open(small_file) for _ in range(3)]
             huge_open = [await tail_open(huge) for _ in range(3)]
-            print("events open, first lines painted: small "
-                  f"{statistics.median(x[0] for x in small_open):.0f} ms, 1 GiB "
-                  f"{statistics.median(x[0] for x in huge_open):.0f} ms; indexing runs in a worker thread "
-                  f"(whole 1 GiB indexed after {statistics.median(x[2] for x in huge_open):.0f} ms); longest UI-thread "
-                  f"step taking in indexed lines {max(x[1] for x in huge_open):.1f} ms")
+            print(
+                "events open, first lines painted: small "
+                f"{statistics.median(x[0] for x in small_open):.0f} ms, 1 GiB "
+                f"{statistics.median(x[0] for x in huge_open):.0f} ms; indexing runs in a worker thread "
+                f"(whole 1 GiB indexed after {statistics.median(x[2] for x in huge_open):.0f} ms); longest UI-thread "
+                f"step taking in indexed lines {max(x[1] for x in huge_open):.1f} ms"
+            )
             huge.unlink()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 

@@ -47,21 +47,33 @@ def build_bundle(work: Path, files: int) -> Path:
     mount = MountSpec(source=str(source), target="/wordpress/wp-content/plugins/wide-plugin")
     baselines = take_baselines([mount], work / "scratch")
     for path in sorted(source.rglob("*.php")):
-        path.write_text("<?php\n" + "".join(
-            f"    $value_{i} = compute_{i}($input, {i * 2}, true);\n" if i % 3 == 1
-            else f"    $value_{i} = compute_{i}($input, {i});\n" for i in range(30)))
+        path.write_text(
+            "<?php\n"
+            + "".join(
+                f"    $value_{i} = compute_{i}($input, {i * 2}, true);\n"
+                if i % 3 == 1
+                else f"    $value_{i} = compute_{i}($input, {i});\n"
+                for i in range(30)
+            )
+        )
     run_dir = work / "run"
     (run_dir / "logs").mkdir(parents=True)
     (run_dir / "events.jsonl").write_text("")
-    summary = capture_bundle(run_dir, runtime=RuntimeInfo(id="bench", createdAt="2026-11-27T02:00:00.000Z",
-                                                          environment={}),
-                             mounts=[mount], baselines=baselines, policy=RuntimePolicy(commands=["wordpress.run-php"]),
-                             metadata={}, secret_values=[], evidence=[], test_suites=[])
+    summary = capture_bundle(
+        run_dir,
+        runtime=RuntimeInfo(id="bench", createdAt="2026-11-27T02:00:00.000Z", environment={}),
+        mounts=[mount],
+        baselines=baselines,
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+        metadata={},
+        secret_values=[],
+        evidence=[],
+        test_suites=[],
+    )
     return summary.path
 
 
-async def key_frames(pilot: object, key: str, count: int, frames: list[float],
-                     still: object = None) -> list[float]:
+async def key_frames(pilot: object, key: str, count: int, frames: list[float], still: object = None) -> list[float]:
     """``key`` ``count`` times, bench_tui.KEY_GAP apart: key -> next frame, ms (only while ``still()`` holds)."""
     from bench_tui import KEY_GAP
 
@@ -88,8 +100,10 @@ def describe(label: str, values: list[float]) -> str:
 
     if not values:
         return f"{label}: no samples"
-    return (f"{label}: median {statistics.median(values):.1f} ms, p90 {pct(values, 0.9):.1f}, "
-            f"max {max(values):.1f} ({len(values)} keys)")
+    return (
+        f"{label}: median {statistics.median(values):.1f} ms, p90 {pct(values, 0.9):.1f}, "
+        f"max {max(values):.1f} ({len(values)} keys)"
+    )
 
 
 async def review_bench(bundle: Path) -> None:
@@ -120,8 +134,9 @@ async def review_bench(bundle: Path) -> None:
         idle_page = await key_frames(pilot, "pagedown", 30, bench_tui.frames)
         tree.focus()
         await pilot.pause()
-        idle_tree = await key_frames(pilot, "j", 15, bench_tui.frames) + await key_frames(pilot, "k", 15,
-                                                                                         bench_tui.frames)
+        idle_tree = await key_frames(pilot, "j", 15, bench_tui.frames) + await key_frames(
+            pilot, "k", 15, bench_tui.frames
+        )
         print(describe("idle PageDown key->frame", idle_page))
         print(describe("idle j/k in the tree key->frame", idle_tree))
         # a decision: the confirmation hashes in its worker, then the decision verifies every file in another

@@ -65,8 +65,9 @@ class CodeboxApp(App[None]):
         killed) from a background thread, and its run worker still captures what exists and disposes the
         sandbox; nothing waits for that here (docs/architecture.md, the run lifecycle)."""
         for control in list(self.live_runs):
-            threading.Thread(target=control.cancel, args=("was stopped: the app quit",), daemon=True,
-                             name="codebox-quit-cancel").start()
+            threading.Thread(
+                target=control.cancel, args=("was stopped: the app quit",), daemon=True, name="codebox-quit-cancel"
+            ).start()
         self.exit()
 
     @property
@@ -92,8 +93,12 @@ class CodeboxApp(App[None]):
 
     def _check_size(self) -> None:
         if self.size.width < MIN_WIDTH or self.size.height < MIN_HEIGHT:
-            self.notify(f"The terminal is {self.size.width}x{self.size.height}; Codebox needs at least "
-                        f"{MIN_WIDTH}x{MIN_HEIGHT}.", severity="warning", timeout=6)
+            self.notify(
+                f"The terminal is {self.size.width}x{self.size.height}; Codebox needs at least "
+                f"{MIN_WIDTH}x{MIN_HEIGHT}.",
+                severity="warning",
+                timeout=6,
+            )
 
     def open_bundle(self, path: Path, *, tab: str | None = None) -> None:
         """Open a bundle for review: verified in a worker behind a 'Verifying…' screen (never on the UI
@@ -142,7 +147,8 @@ class CodeboxApp(App[None]):
                 yield command
         chain: list[tuple[object, list[Binding]]] = [
             (node, [b for bindings in bindings_map.key_to_bindings.values() for b in bindings])
-            for node, bindings_map in screen._binding_chain]
+            for node, bindings_map in screen._binding_chain
+        ]
         in_chain = {id(node) for node, _bindings in chain}
         for view in screen.query(DiffView):  # the diff's keys, also from the file tree or a tab
             if id(view) not in in_chain and view.model is not None:
@@ -153,24 +159,40 @@ class CodeboxApp(App[None]):
                 if not title or binding.action == "command_palette" or title in titles:
                     continue
                 titles.add(title)
-                yield SystemCommand(title, f"{title} ({key_display(binding.key.split(',')[0])})",
-                                    lambda b=binding, n=node: self.run_action(b.action, n))
+                yield SystemCommand(
+                    title,
+                    f"{title} ({key_display(binding.key.split(',')[0])})",
+                    lambda b=binding, n=node: self.run_action(b.action, n),
+                )
         for title, help_text, action in (
-                ("Evaluate a patch", "A patch or a git range against a plugin: tests before and after, the verdict",
-                 self.action_evaluate_patch),
-                ("Reproduce a bug", "Run a reproduction recipe or an episode plan and review its evidence",
-                 self.action_reproduce_bug)):
+            (
+                "Evaluate a patch",
+                "A patch or a git range against a plugin: tests before and after, the verdict",
+                self.action_evaluate_patch,
+            ),
+            (
+                "Reproduce a bug",
+                "Run a reproduction recipe or an episode plan and review its evidence",
+                self.action_reproduce_bug,
+            ),
+        ):
             if title not in titles:
                 titles.add(title)
                 yield SystemCommand(title, help_text, action)
         if "Open bundle…" not in titles:
-            yield SystemCommand("Open bundle…", "Open a bundle folder (or a folder of bundles) and review it",
-                                self.action_open_bundle_dialog)
+            yield SystemCommand(
+                "Open bundle…",
+                "Open a bundle folder (or a folder of bundles) and review it",
+                self.action_open_bundle_dialog,
+            )
         for live in self.live_runs.values():  # runs left with `escape` that go on (a held preview, a long run)
             if live not in self.screen_stack:
                 name = getattr(live, "title_line", "run")
-                yield SystemCommand(f"Return to live run: {name}", "Its events and, while its preview is held, "
-                                    "its console", lambda s=live: self.push_screen(s))
+                yield SystemCommand(
+                    f"Return to live run: {name}",
+                    "Its events and, while its preview is held, its console",
+                    lambda s=live: self.push_screen(s),
+                )
 
     def action_open_bundle_dialog(self) -> None:
         """Ask for a bundle folder and open it: Home's `o`, from any screen."""

@@ -17,6 +17,7 @@ def parse_duration(text: str, field: str) -> float:
     """Seconds for ``text``; a :class:`BadInputError` naming ``field`` when it is not a duration."""
     match = _DURATION.fullmatch(text)
     if not match:
-        raise BadInputError(f"{field} {text!r} must look like 30s, 15m, 2h or 500ms", code="invalid-duration",
-                            field=field)
+        raise BadInputError(
+            f"{field} {text!r} must look like 30s, 15m, 2h or 500ms", code="invalid-duration", field=field
+        )
     return float(match.group(1)) * _SCALE[match.group(2)]

@@ -48,8 +48,9 @@ def load_json_arg(value: str, base_dir: Path, where: str) -> Any:
         try:
             text = read_regular(file, MAX_JSON_BYTES).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise BadInputError(f"{where}: JSON file cannot be read: {exc}", code="invalid-source",
-                                field=where) from exc
+            raise BadInputError(
+                f"{where}: JSON file cannot be read: {exc}", code="invalid-source", field=where
+            ) from exc
     try:
         return loads_limited(text)
     except JsonTooDeepError as exc:
@@ -57,5 +58,8 @@ def load_json_arg(value: str, base_dir: Path, where: str) -> Any:
         raise BadInputError(f"{where}: the {what} {exc}", code="invalid-arg", field=where) from exc
     except json.JSONDecodeError as exc:
         what = f"file {file}" if file is not None else "value"
-        raise BadInputError(f"{where}: expected JSON, the {what} has {exc.msg} at line {exc.lineno} column "
-                            f"{exc.colno}", code="invalid-arg", field=where) from exc
+        raise BadInputError(
+            f"{where}: expected JSON, the {what} has {exc.msg} at line {exc.lineno} column {exc.colno}",
+            code="invalid-arg",
+            field=where,
+        ) from exc

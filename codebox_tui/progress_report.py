@@ -26,8 +26,15 @@ MAX_ARGS_CHARS = 80
 class StderrProgress:
     """Writes progress lines to stderr (or ``stream``); does nothing when ``quiet``."""
 
-    def __init__(self, label: str, *, quiet: bool = False, stream: TextIO | None = None,
-                 clock: Callable[[], float] = time.monotonic, steps_total: int | None = None) -> None:
+    def __init__(
+        self,
+        label: str,
+        *,
+        quiet: bool = False,
+        stream: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        steps_total: int | None = None,
+    ) -> None:
         self.label = label
         self.quiet = quiet
         self.stream = stream
@@ -75,8 +82,11 @@ class StderrProgress:
                 self._last_boot_phase = text
                 self.phase("boot", text)
         elif kind == "runtime.ready":
-            self.phase("ready", f"WordPress {data.get('wordpressVersion')}, PHP {data.get('phpVersion')} "
-                                f"(boot {data.get('bootMs')} ms)")
+            self.phase(
+                "ready",
+                f"WordPress {data.get('wordpressVersion')}, PHP {data.get('phpVersion')} "
+                f"(boot {data.get('bootMs')} ms)",
+            )
         elif kind == "command.started":
             self.step += 1
             # one line per step: a multi-line argument (PHP code) shows its line breaks as \n
@@ -144,5 +154,8 @@ def side_totals(data: dict[str, Any]) -> str:
     if not isinstance(total, int) or total <= 0:
         return "no tests ran"
     failed, skipped = data.get("failed") or 0, data.get("skipped") or 0
-    return (f"{data.get('passed', 0)}/{total} passed" + (f", {failed} failed" if failed else "")
-            + (f", {skipped} skipped" if skipped else ""))
+    return (
+        f"{data.get('passed', 0)}/{total} passed"
+        + (f", {failed} failed" if failed else "")
+        + (f", {skipped} skipped" if skipped else "")
+    )

@@ -32,8 +32,9 @@ def parse_byte_size(text: str, variable: str) -> int:
     """``"512M"`` → bytes: a whole number with an optional K, M or G suffix (1024-based; ``KiB``/``KB`` too)."""
     match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)(?:I?B)?\s*", text.upper())
     if match is None:
-        raise ValueError(f"{variable} must be a number of bytes with an optional K, M or G suffix "
-                         f"(e.g. 1G or 512M), not {text!r}")
+        raise ValueError(
+            f"{variable} must be a number of bytes with an optional K, M or G suffix (e.g. 1G or 512M), not {text!r}"
+        )
     return int(match.group(1)) * BYTE_SUFFIXES[match.group(2)]
 
 
@@ -92,7 +93,8 @@ class CodeboxSettings(BaseSettings):
     # WordPress tooling uses (--wp-tests-lib / --phpunit-polyfills win over these).
     wp_tests_dir: Path | None = Field(default=None, validation_alias=AliasChoices("WP_TESTS_DIR"))
     wp_tests_phpunit_polyfills_path: Path | None = Field(
-        default=None, validation_alias=AliasChoices("WP_TESTS_PHPUNIT_POLYFILLS_PATH"))
+        default=None, validation_alias=AliasChoices("WP_TESTS_PHPUNIT_POLYFILLS_PATH")
+    )
     # Key remapping for the TUI: binding ids to keys, e.g. {"review.approve_all": "ctrl+a"}, applied with
     # Textual's App.set_keymap. CODEBOX_KEYMAP (JSON) when set, else the file $CODEBOX_HOME/keymap.json.
     keymap: dict[str, str] = Field(default_factory=dict)
@@ -186,13 +188,17 @@ def get_settings() -> CodeboxSettings:
                 variable = str(alias.choices[0]) if isinstance(alias, AliasChoices) else f"CODEBOX_{name.upper()}"
             problems.append((variable, item["msg"]))
         variable = problems[0][0] if problems else "CODEBOX_*"
-        raise BadInputError("invalid setting: " + "; ".join(f"{v}: {m}" for v, m in problems),
-                            code="invalid-setting", field=variable) from None
+        raise BadInputError(
+            "invalid setting: " + "; ".join(f"{v}: {m}" for v, m in problems), code="invalid-setting", field=variable
+        ) from None
     except SettingsError as error:  # a structured value (CODEBOX_KEYMAP) that is not JSON
         match = re.search(r'field "(\w+)"', str(error))
         variable = f"CODEBOX_{match.group(1).upper()}" if match else "CODEBOX_*"
-        raise BadInputError(f"invalid setting: {variable} must be JSON, e.g. {{\"review.approve_all\": \"ctrl+a\"}}",
-                            code="invalid-setting", field=variable) from None
+        raise BadInputError(
+            f'invalid setting: {variable} must be JSON, e.g. {{"review.approve_all": "ctrl+a"}}',
+            code="invalid-setting",
+            field=variable,
+        ) from None
 
 
 def reload_settings() -> CodeboxSettings:
@@ -207,6 +213,7 @@ def ensure_artifacts_dir(path: Path) -> Path:
     except OSError as error:
         raise BadInputError(
             f"cannot use {path} for run bundles: {error.strerror or error}; expected a writable folder",
-            code="artifacts-dir-unusable", field="--artifacts",
+            code="artifacts-dir-unusable",
+            field="--artifacts",
         ) from error
     return path

@@ -65,8 +65,9 @@ def _cell_width(text: str) -> int:
     return width
 
 
-def pieces(text: str, *, tab_size: int | None = DEFAULT_TAB_SIZE, keep_newlines: bool = False,
-           column: int = 0) -> list[Piece]:
+def pieces(
+    text: str, *, tab_size: int | None = DEFAULT_TAB_SIZE, keep_newlines: bool = False, column: int = 0
+) -> list[Piece]:
     """``text`` as display pieces: plain runs and visible escapes (see the module doc).
 
     ``column`` is the cell where ``text`` starts (tab stops are counted from column 0)."""
@@ -88,7 +89,7 @@ def pieces(text: str, *, tab_size: int | None = DEFAULT_TAB_SIZE, keep_newlines:
     col = column
     for match in pattern.finditer(text):
         if match.start() > pos:
-            run = text[pos:match.start()]
+            run = text[pos : match.start()]
             out.append(Piece(run, False))
             col += _cell_width(run)
         char = match.group()

@@ -21,13 +21,41 @@ USERS = ("tests", "bench", "scripts")
 EXCLUDE = ["codebox_tui/runtime/node", "__snapshots__"]
 KINDS = {"function", "method", "class", "property", "import", "unreachable_code"}
 FRAMEWORK_NAMES = [
-    "compose", "on_*", "_on_*", "action_*", "watch_*", "validate_*", "compute_*", "render", "render_line",
-    "get_content_width", "get_content_height", "check_action", "key_*", "do_GET", "do_POST", "do_HEAD",
-    "log_message", "pytest_*", "test_*",
+    "compose",
+    "on_*",
+    "_on_*",
+    "action_*",
+    "watch_*",
+    "validate_*",
+    "compute_*",
+    "render",
+    "render_line",
+    "get_content_width",
+    "get_content_height",
+    "check_action",
+    "key_*",
+    "do_GET",
+    "do_POST",
+    "do_HEAD",
+    "log_message",
+    "pytest_*",
+    "test_*",
 ]
 FRAMEWORK_DECORATORS = [
-    "@*.command", "@*.callback", "@field_validator", "@model_validator", "@field_serializer", "@model_serializer",
-    "@computed_field", "@pytest.fixture", "@*.fixture", "@*.tool", "@on", "@work", "@given", "@st.composite",
+    "@*.command",
+    "@*.callback",
+    "@field_validator",
+    "@model_validator",
+    "@field_serializer",
+    "@model_serializer",
+    "@computed_field",
+    "@pytest.fixture",
+    "@*.fixture",
+    "@*.tool",
+    "@on",
+    "@work",
+    "@given",
+    "@st.composite",
     "@*.setter",
 ]
 
@@ -37,8 +65,11 @@ def dead_code() -> list[str]:
     paths = [str(REPO / p) for p in (*CHECKED, *USERS) if (REPO / p).exists()]
     scan.scavenge([*paths, str(REPO / "scripts" / "dead_code_whitelist.py")], exclude=EXCLUDE)
     checked = tuple(str(REPO / p) + "/" for p in CHECKED)
-    return [item.get_report() for item in scan.get_unused_code(min_confidence=60)
-            if item.typ in KINDS and str(item.filename).startswith(checked)]
+    return [
+        item.get_report()
+        for item in scan.get_unused_code(min_confidence=60)
+        if item.typ in KINDS and str(item.filename).startswith(checked)
+    ]
 
 
 def main() -> int:
@@ -46,8 +77,11 @@ def main() -> int:
     for line in found:
         print(line)
     if found:
-        print(f"{len(found)} unused name(s): delete them, or name the framework that calls them in "
-              "scripts/dead_code_whitelist.py", file=sys.stderr)
+        print(
+            f"{len(found)} unused name(s): delete them, or name the framework that calls them in "
+            "scripts/dead_code_whitelist.py",
+            file=sys.stderr,
+        )
     return 1 if found else 0
 
 

@@ -128,9 +128,21 @@ def _codebox_run(work: Path, name: str, plugin: Path, php: str, label: str) -> l
     """``codebox run`` of ``php`` with ``plugin`` mounted read-write; (label, bundle dir) pairs."""
     (work / f"{name}.php").write_text(php)
     out = work / f"out-{name}"
-    result = _run([*CODEBOX, "run", "--mount", f"{plugin}:/wordpress/wp-content/plugins/{plugin.name}:readwrite",
-                   "--command", "wordpress.run-php", "--arg", f"code-file={work / f'{name}.php'}",
-                   "--artifacts", str(out), "--json"])
+    result = _run(
+        [
+            *CODEBOX,
+            "run",
+            "--mount",
+            f"{plugin}:/wordpress/wp-content/plugins/{plugin.name}:readwrite",
+            "--command",
+            "wordpress.run-php",
+            "--arg",
+            f"code-file={work / f'{name}.php'}",
+            "--artifacts",
+            str(out),
+            "--json",
+        ]
+    )
     return [(label, b) for b in _bundle_dirs(out)] or _failed(name, result)
 
 
@@ -160,11 +172,23 @@ def produce_codebox_bundles(work: Path) -> list[tuple[str, Path]]:
     out = work / "out-binary"
     result = _run([sys.executable, "-c", BINARY_SCRIPT, str(binplugin), str(out)])
     bundles += [("run: binary change/add/delete + max-file-bytes skip", b) for b in _bundle_dirs(out)] or _failed(
-        "binary", result)
+        "binary", result
+    )
 
     out = work / "out-evaluate"
-    result = _run([*CODEBOX, "evaluate-patch", "--plugin", "examples/plugins-for-recipes/buggy-counter",
-                   "--patch", "examples/patches/buggy-counter-fix.patch", "--artifacts-dir", str(out), "--json"])
+    result = _run(
+        [
+            *CODEBOX,
+            "evaluate-patch",
+            "--plugin",
+            "examples/plugins-for-recipes/buggy-counter",
+            "--patch",
+            "examples/patches/buggy-counter-fix.patch",
+            "--artifacts-dir",
+            str(out),
+            "--json",
+        ]
+    )
     bundles += [("evaluate-patch buggy-counter", b) for b in _bundle_dirs(out)] or _failed("evaluate-patch", result)
 
     recipes = sorted((REPO / "examples/recipes").glob("*.json"))
@@ -181,8 +205,10 @@ def produce_codebox_bundles(work: Path) -> list[tuple[str, Path]]:
 
 
 def _failed(what: str, result: subprocess.CompletedProcess[str]) -> list[tuple[str, Path]]:
-    print(f"warning: {what} produced no bundle (exit {result.returncode}): {result.stderr.strip()[-300:]}",
-          file=sys.stderr)
+    print(
+        f"warning: {what} produced no bundle (exit {result.returncode}): {result.stderr.strip()[-300:]}",
+        file=sys.stderr,
+    )
     return []
 
 
@@ -211,15 +237,32 @@ def check_with_reference(driver: Path, label: str, bundle: Path) -> Row:
             row.checks[key] = "valid" if data["valid"] else f"INVALID {_codes(data['violations'])}"
     data = reference_json(driver, "preflight", str(bundle))
     row.checks["ref apply-preflight"] = (
-        f"ERROR {data['error']}" if "error" in data
-        else "ready" if data["ready"] else f"NOT READY {_codes(data['violations'])}"
+        f"ERROR {data['error']}"
+        if "error" in data
+        else "ready"
+        if data["ready"]
+        else f"NOT READY {_codes(data['violations'])}"
     )
     return row
 
 
 def check_with_codebox(driver: Path, mode: str, out: Path, headers: str = "relative", episode: bool = False) -> Row:
-    written = subprocess.run(["node", str(driver), "write", str(out), "--mode", mode, "--headers", headers,
-                              *(["--episode"] if episode else [])], capture_output=True, text=True, check=False)
+    written = subprocess.run(
+        [
+            "node",
+            str(driver),
+            "write",
+            str(out),
+            "--mode",
+            mode,
+            "--headers",
+            headers,
+            *(["--episode"] if episode else []),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     older = ", older sandbox-path patch headers" if headers != "relative" else ""
     name = f"reference writer, Mode {mode.upper()}{older}{', with an episode trace' if episode else ''}"
     row = Row("B ref->codebox", name, str(out))
@@ -242,21 +285,31 @@ def check_with_codebox(driver: Path, mode: str, out: Path, headers: str = "relat
         row.checks["codebox artifacts show"] = f"ok {len(counts)} files" if ok else f"BAD {counts}"
     except (ValueError, KeyError) as error:
         row.checks["codebox artifacts show"] = f"ERROR {error}: {show.stderr.strip()[-200:]}"
-    loaded = _run([sys.executable, "-c", (
-        "import json,sys; from codebox_tui.bundle.reader import load_bundle; "
-        "from widgets.diff_model import block_for, split_patch; b=load_bundle(sys.argv[1]); "
-        "blocks=split_patch(b.patch); "
-        "print(json.dumps({'valid': b.valid, 'files': len(b.changed_files), 'patch': len(b.patch), "
-        "'review': b.review.schema_, "
-        "'noblock': [f.relativePath for f in b.changed_files "
-        "if block_for(blocks, f) is None]}))"), str(out)])
+    loaded = _run(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import json,sys; from codebox_tui.bundle.reader import load_bundle; "
+                "from widgets.diff_model import block_for, split_patch; b=load_bundle(sys.argv[1]); "
+                "blocks=split_patch(b.patch); "
+                "print(json.dumps({'valid': b.valid, 'files': len(b.changed_files), 'patch': len(b.patch), "
+                "'review': b.review.schema_, "
+                "'noblock': [f.relativePath for f in b.changed_files "
+                "if block_for(blocks, f) is None]}))"
+            ),
+            str(out),
+        ]
+    )
     try:
         info = json.loads(loaded.stdout)
         row.checks["reader.load_bundle"] = (
-            f"ok valid={info['valid']} files={info['files']} patch={info['patch']}B" if info["review"] else "NO REVIEW")
+            f"ok valid={info['valid']} files={info['files']} patch={info['patch']}B" if info["review"] else "NO REVIEW"
+        )
         # the Review screen's own lookup of a file's diff among the patch's blocks
         row.checks["review diff per file"] = (
-            "ok" if not info["noblock"] else f"NO PATCH BLOCK for {', '.join(info['noblock'])}")
+            "ok" if not info["noblock"] else f"NO PATCH BLOCK for {', '.join(info['noblock'])}"
+        )
     except ValueError:
         row.checks["reader.load_bundle"] = f"ERROR {loaded.stderr.strip()[-200:]}"
     return row

@@ -197,13 +197,13 @@ def prepare_plan(store: Store, decision: Decision) -> ApplyPlan:
     whole = blocks  # each file's uncut block: a three-way apply recovers the baseline with it
     if partial:
         try:
-            filtered, blocks = filter_patch(patch_bytes, names, {rel: frozenset(h) for rel, h in partial.items()},
-                                            occurrences)
+            filtered, blocks = filter_patch(
+                patch_bytes, names, {rel: frozenset(h) for rel, h in partial.items()}, occurrences
+            )
         except PatchError as error:
             raise ConflictError(f"{error}; nothing was applied", code="patch-invalid", field=layout.PATCH) from error
     files = tuple(
-        ApprovedChange.of(e, blocks[rel].text, partial.get(rel), whole[rel].text)
-        for rel, e in chosen.items()
+        ApprovedChange.of(e, blocks[rel].text, partial.get(rel), whole[rel].text) for rel, e in chosen.items()
     )
     return ApplyPlan(
         decision=decision,
@@ -245,9 +245,7 @@ def _partial_files(
             continue
         unknown = sorted(set(hashes) - set(known))
         if unknown or not hashes:
-            problems.append(
-                f"{rel}: hunk(s) {', '.join(h[:12] for h in unknown) or '(none)'} not in the patch"
-            )
+            problems.append(f"{rel}: hunk(s) {', '.join(h[:12] for h in unknown) or '(none)'} not in the patch")
             continue
         if set(hashes) != set(known):
             partial[rel] = tuple(h for h in known if h in set(hashes))
@@ -274,8 +272,10 @@ def apply_hint(decision: Decision) -> str:
     if not binary:
         return f"apply it with: codebox apply {decision.id} --adapter directory --target <folder>"
     named = ", ".join(binary[:3]) + (f" and {len(binary) - 3} more" if len(binary) > 3 else "")
-    return (f"apply it with: codebox apply {decision.id} --adapter git --target <git work tree> (binary: {named}, "
-            "which the directory adapter does not write; or --adapter patch --target <file.patch>)")
+    return (
+        f"apply it with: codebox apply {decision.id} --adapter git --target <git work tree> (binary: {named}, "
+        "which the directory adapter does not write; or --adapter patch --target <file.patch>)"
+    )
 
 
 # -- the entry point ---------------------------------------------------------------------------
@@ -336,8 +336,13 @@ def apply_decision(
                     exit_code=None,
                 ) from error
         else:  # every approved file was withheld: nothing for the adapter to do
-            result = ApplyResult(adapter=adapter_name, status="nothing-applied", target={"path": key},
-                                 applied_files=[], audit_reference=plan.audit_reference(adapter_name))
+            result = ApplyResult(
+                adapter=adapter_name,
+                status="nothing-applied",
+                target={"path": key},
+                applied_files=[],
+                audit_reference=plan.audit_reference(adapter_name),
+            )
         partial = {f.relative_path: list(f.hunks) for f in plan.files if f.hunks is not None}
         if partial:  # which files were applied in part (docs/contracts.md, "Hunk selection")
             result = result.model_copy(update={"target": {**result.target, "approved_hunks": partial}})

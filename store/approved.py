@@ -35,8 +35,9 @@ class ApprovedChange:
         return self.hunks is not None
 
     @classmethod
-    def of(cls, entry: ChangedFile, block: bytes, hunks: tuple[str, ...] | None = None,
-           full_block: bytes | None = None) -> ApprovedChange:
+    def of(
+        cls, entry: ChangedFile, block: bytes, hunks: tuple[str, ...] | None = None, full_block: bytes | None = None
+    ) -> ApprovedChange:
         return cls(
             relative_path=entry.relativePath,
             sandbox_path=entry.path or entry.relativePath,

@@ -67,14 +67,26 @@ class Comment:
 
     def to_contract(self) -> FeedbackComment:
         return FeedbackComment(
-            id=self.id, kind=self.kind, path=self.path, side=self.side,
-            line_start=self.line_start, line_end=self.line_end, lines=self.lines, body=self.body,
-            author=self.author, created_at=self.created_at, updated_at=self.updated_at, outdated=self.outdated,
+            id=self.id,
+            kind=self.kind,
+            path=self.path,
+            side=self.side,
+            line_start=self.line_start,
+            line_end=self.line_end,
+            lines=self.lines,
+            body=self.body,
+            author=self.author,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+            outdated=self.outdated,
         )
 
     def to_dict(self) -> dict[str, Any]:
         return self.to_contract().model_dump(mode="json", by_alias=True, exclude_none=True) | {
-            "bundleKey": self.bundle_key, "contentDigest": self.content_digest, "decisionId": self.decision_id}
+            "bundleKey": self.bundle_key,
+            "contentDigest": self.content_digest,
+            "decisionId": self.decision_id,
+        }
 
 
 # -- the diff lines a comment may name -----------------------------------------------------------
@@ -186,8 +198,20 @@ def add_comment(
             """INSERT INTO comments (bundle_key, content_digest, path, side, line_start, line_end, anchor, kind,
                                      body, author, created_at, updated_at)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-            (bundle.key, bundle.content_digest, rel, side, line_start if side != "file" else None,
-             line_end if side != "file" else None, json.dumps(anchor), kind, body, author.strip(), now, now),
+            (
+                bundle.key,
+                bundle.content_digest,
+                rel,
+                side,
+                line_start if side != "file" else None,
+                line_end if side != "file" else None,
+                json.dumps(anchor),
+                kind,
+                body,
+                author.strip(),
+                now,
+                now,
+            ),
         )
         comment_id = int(cur.lastrowid or 0)
     return get_comment(store, comment_id)

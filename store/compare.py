@@ -28,10 +28,17 @@ class Side:
     status: dict[str, str]  # path -> added | modified | deleted (changed-files)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"bundleKey": self.bundle.key, "bundleId": self.bundle.bundle_id, "path": self.bundle.path,
-                "contentDigest": self.bundle.content_digest, "status": self.bundle.status,
-                "decision": None if self.decision is None else self.decision.action, "tests": self.tests,
-                "verdict": self.verdict, "files": len(self.status)}
+        return {
+            "bundleKey": self.bundle.key,
+            "bundleId": self.bundle.bundle_id,
+            "path": self.bundle.path,
+            "contentDigest": self.bundle.content_digest,
+            "status": self.bundle.status,
+            "decision": None if self.decision is None else self.decision.action,
+            "tests": self.tests,
+            "verdict": self.verdict,
+            "files": len(self.status),
+        }
 
 
 @dataclass(frozen=True)
@@ -45,10 +52,15 @@ class FileComparison:
     interdiff: FileInterdiff | None = field(default=None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "a": self.a, "b": self.b,
-                "aLines": None if self.a_counts is None else {"added": self.a_counts[0], "deleted": self.a_counts[1]},
-                "bLines": None if self.b_counts is None else {"added": self.b_counts[0], "deleted": self.b_counts[1]},
-                "samePatch": self.same, "interdiff": [] if self.interdiff is None else self.interdiff.lines}
+        return {
+            "path": self.path,
+            "a": self.a,
+            "b": self.b,
+            "aLines": None if self.a_counts is None else {"added": self.a_counts[0], "deleted": self.a_counts[1]},
+            "bLines": None if self.b_counts is None else {"added": self.b_counts[0], "deleted": self.b_counts[1]},
+            "samePatch": self.same,
+            "interdiff": [] if self.interdiff is None else self.interdiff.lines,
+        }
 
 
 @dataclass(frozen=True)
@@ -58,12 +70,18 @@ class Comparison:
     files: list[FileComparison]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": COMPARISON_SCHEMA, "a": self.a.to_dict(), "b": self.b.to_dict(),
-                "files": [f.to_dict() for f in self.files],
-                "summary": {"onlyA": sum(1 for f in self.files if f.b is None),
-                            "onlyB": sum(1 for f in self.files if f.a is None),
-                            "same": sum(1 for f in self.files if f.same),
-                            "different": sum(1 for f in self.files if f.a and f.b and not f.same)}}
+        return {
+            "schema": COMPARISON_SCHEMA,
+            "a": self.a.to_dict(),
+            "b": self.b.to_dict(),
+            "files": [f.to_dict() for f in self.files],
+            "summary": {
+                "onlyA": sum(1 for f in self.files if f.b is None),
+                "onlyB": sum(1 for f in self.files if f.a is None),
+                "same": sum(1 for f in self.files if f.same),
+                "different": sum(1 for f in self.files if f.a and f.b and not f.same),
+            },
+        }
 
 
 def _side(store: Store, bundle: BundleRecord) -> Side:
@@ -78,8 +96,15 @@ def _side(store: Store, bundle: BundleRecord) -> Side:
         texts[rel] = section.text
         counts[rel] = (section.additions, section.deletions)
     tests, verdict = bundle_tests(Path(bundle.path))
-    return Side(bundle, store.latest_decision(bundle.key), tests, verdict, texts, counts,
-                {e.relativePath: e.status for e in changed})
+    return Side(
+        bundle,
+        store.latest_decision(bundle.key),
+        tests,
+        verdict,
+        texts,
+        counts,
+        {e.relativePath: e.status for e in changed},
+    )
 
 
 def compare(store: Store, a: BundleRecord, b: BundleRecord) -> Comparison:
@@ -93,6 +118,15 @@ def compare(store: Store, a: BundleRecord, b: BundleRecord) -> Comparison:
         diff = None
         if path in left.status and path in right.status and not same:
             diff = next(iter(interdiff(ta or "", tb or "")), None) if ta and tb else None
-        files.append(FileComparison(path, left.status.get(path), right.status.get(path), left.counts.get(path),
-                                    right.counts.get(path), same, diff))
+        files.append(
+            FileComparison(
+                path,
+                left.status.get(path),
+                right.status.get(path),
+                left.counts.get(path),
+                right.counts.get(path),
+                same,
+                diff,
+            )
+        )
     return Comparison(left, right, files)

@@ -159,8 +159,9 @@ def changed_entries(cf_bytes: bytes) -> list[ChangedFile]:
 
 
 def _no_manifest_id(bundle_dir: Path) -> BadInputError:
-    return BadInputError(f"{bundle_dir} has no readable manifest.json with an id", code="bundle-invalid",
-                         field=layout.MANIFEST)
+    return BadInputError(
+        f"{bundle_dir} has no readable manifest.json with an id", code="bundle-invalid", field=layout.MANIFEST
+    )
 
 
 def read_content(bundle_dir: Path, *, verify: bool = True) -> BundleContent:
@@ -177,7 +178,6 @@ def read_content(bundle_dir: Path, *, verify: bool = True) -> BundleContent:
     cf = read_evidence(bundle_dir, layout.CHANGED_FILES)
     patch = read_evidence(bundle_dir, layout.PATCH)
     return BundleContent(bundle_id, content_digest_of(cf, patch), changed_entries(cf), patch)
-
 
 
 def read_verified(bundle: BundleRecord) -> BundleContent:

@@ -66,8 +66,10 @@ def output_only_reason(ref: str, status: str) -> str | None:
     """Why no decision can be recorded on a bundle of this status (None: it can be decided)."""
     if status != OUTPUT_ONLY_STATUS:
         return None
-    return (f"{ref} is output only: the command changed no file and left the site as it was, so there is "
-            "nothing to approve, discard or iterate on (its output stays in the bundle)")
+    return (
+        f"{ref} is output only: the command changed no file and left the site as it was, so there is "
+        "nothing to approve, discard or iterate on (its output stays in the bundle)"
+    )
 
 
 def refuse_output_only(ref: str, status: str) -> None:
@@ -75,7 +77,6 @@ def refuse_output_only(ref: str, status: str) -> None:
     reason = output_only_reason(ref, status)
     if reason is not None:
         raise BadInputError(reason, code="nothing-to-decide", field="bundle")
-
 
 
 @dataclass(frozen=True)
@@ -392,8 +393,12 @@ class Store:
                 f"{key!r} matches {len(rows)} bundles; name one by @key or directory: {listed}",
                 code="bundle-ambiguous",
                 field="bundle",
-                details={"matches": [{"key": b.key, "bundleId": b.bundle_id, "path": b.path,
-                                      "contentDigest": b.content_digest} for b in matches[:10]]},
+                details={
+                    "matches": [
+                        {"key": b.key, "bundleId": b.bundle_id, "path": b.path, "contentDigest": b.content_digest}
+                        for b in matches[:10]
+                    ]
+                },
             )
         return _bundle(rows[0])
 
@@ -628,12 +633,14 @@ def _hunk_selection(hunks: dict[str, list[str]] | None, approved: list[str]) -> 
     for rel, hashes in (hunks or {}).items():
         if rel not in approved:
             raise BadInputError(
-                f"hunks selected in {rel}, which is not an approved file", code="decision-invalid",
+                f"hunks selected in {rel}, which is not an approved file",
+                code="decision-invalid",
                 field="approved_hunks",
             )
         if not hashes or any(not isinstance(h, str) or not re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes):
             raise BadInputError(
-                f"approved_hunks[{rel!r}] must be a non-empty list of sha256 hex digests", code="decision-invalid",
+                f"approved_hunks[{rel!r}] must be a non-empty list of sha256 hex digests",
+                code="decision-invalid",
                 field="approved_hunks",
             )
         out[rel] = list(dict.fromkeys(hashes))
@@ -679,8 +686,9 @@ def record_number(value: int | str, *, prefixes: tuple[str, ...], what: str, exa
     for prefix in prefixes:
         text = text.removeprefix(prefix)
     if not text.isdigit():
-        raise BadInputError(f"{value!r} is not a {what} id (expected a number such as {example})",
-                            code=f"{what}-not-found", field=what)
+        raise BadInputError(
+            f"{value!r} is not a {what} id (expected a number such as {example})", code=f"{what}-not-found", field=what
+        )
     return int(text)
 
 

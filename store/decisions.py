@@ -37,9 +37,7 @@ def default_approver(value: str | None) -> str:
         return "unknown"
 
 
-def register_bundle(
-    store: Store, bundle_dir: Path, *, run_id: str | None = None, origin: str = "run"
-) -> BundleRecord:
+def register_bundle(store: Store, bundle_dir: Path, *, run_id: str | None = None, origin: str = "run") -> BundleRecord:
     """Record a bundle found on disk (verified first, fails closed; the directory is never moved)."""
     return record_content(store, bundle_dir, read_content(bundle_dir), run_id=run_id, origin=origin)
 
@@ -92,8 +90,7 @@ def decide(
     (docs/contracts.md, "Hunk selection").
     """
     bundle, content = _resolve_reading(store, bundle_ref)  # a directory: verified once, for both
-    return decide_on(store, bundle, action, approver=approver, reason=reason, files=files, hunks=hunks,
-                     content=content)
+    return decide_on(store, bundle, action, approver=approver, reason=reason, files=files, hunks=hunks, content=content)
 
 
 def decide_on(

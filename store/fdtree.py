@@ -168,7 +168,7 @@ def write_new(parent: int, name: str, data: bytes, mode: int) -> None:
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         os.fchmod(fd, mode & 0o777)
         os.fsync(fd)
     finally:

@@ -54,9 +54,15 @@ def build_feedback(bundle: BundleRecord, comments: list[Comment], decision: Deci
         bundle_key=bundle.key,
         bundle_directory=bundle.path,
         content_digest=bundle.content_digest,
-        decision=None if decision is None else FeedbackDecision(
-            id=decision.id, action=decision.action, approver=decision.approver, reason=decision.reason,
-            decided_at=decision.decided_at),
+        decision=None
+        if decision is None
+        else FeedbackDecision(
+            id=decision.id,
+            action=decision.action,
+            approver=decision.approver,
+            reason=decision.reason,
+            decided_at=decision.decided_at,
+        ),
         summary=summary,
         comments=[c.to_contract() for c in ordered],
     )
@@ -73,15 +79,17 @@ def render_markdown(feedback: ReviewFeedback) -> str:
     """The feedback as Markdown: what to change, file by file and line by line."""
     counts = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in feedback.summary.items() if n)
     out = ["# Review feedback", ""]
-    out.append(f"Bundle `{feedback.bundle_id}` (content `{feedback.content_digest[:16]}`), "
-               f"{counts or 'no comments'}.")
+    out.append(f"Bundle `{feedback.bundle_id}` (content `{feedback.content_digest[:16]}`), {counts or 'no comments'}.")
     if feedback.decision is not None:
         d = feedback.decision
         out += ["", f"**Changes requested** by {safe_text(d.approver)} at {d.decided_at} (decision {d.id}):", ""]
         out += [f"> {line}" if line else ">" for line in safe_text(d.reason, keep_newlines=True).splitlines()]
     if feedback.comments:
-        out += ["", "Address every *issue*; *suggestions* are recommended; *notes* and *praise* need no change.",
-                "Line numbers refer to the changed file after the change (`old` marks the removed side)."]
+        out += [
+            "",
+            "Address every *issue*; *suggestions* are recommended; *notes* and *praise* need no change.",
+            "Line numbers refer to the changed file after the change (`old` marks the removed side).",
+        ]
     for number, c in enumerate(feedback.comments, 1):
         path = safe_text(c.path)
         if c.side == "file" or c.line_start is None:
@@ -127,17 +135,20 @@ def write_feedback(bundle: BundleRecord, feedback: ReviewFeedback, directory: Pa
     """Write ``feedback.md`` and ``feedback.json`` (replacing earlier ones) and return their paths."""
     target = directory if directory is not None else feedback_dir(bundle)
     if target.is_symlink() or (target.exists() and not target.is_dir()):
-        raise BadInputError(f"{target} exists and is not a folder; feedback was not written",
-                            code="feedback-unwritable", field="feedback")
+        raise BadInputError(
+            f"{target} exists and is not a folder; feedback was not written",
+            code="feedback-unwritable",
+            field="feedback",
+        )
     try:
         target.mkdir(parents=True, exist_ok=True)
         text = render_markdown(feedback)
         md = _write_atomic(target, FEEDBACK_MD, text)
-        js = _write_atomic(target, FEEDBACK_JSON,
-                           json.dumps(feedback.to_wire(), indent=2, ensure_ascii=False) + "\n")
+        js = _write_atomic(target, FEEDBACK_JSON, json.dumps(feedback.to_wire(), indent=2, ensure_ascii=False) + "\n")
     except OSError as error:
-        raise BadInputError(f"cannot write feedback to {target}: {error}", code="feedback-unwritable",
-                            field="feedback") from error
+        raise BadInputError(
+            f"cannot write feedback to {target}: {error}", code="feedback-unwritable", field="feedback"
+        ) from error
     return FeedbackFiles(target, md, js, feedback, text)
 
 

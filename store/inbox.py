@@ -52,18 +52,28 @@ def record_run(
     own = store is None
     db = Store.open() if store is None else store
     try:
-        db.record_run(run_id, status="running", artifacts_dir=run_dir, sandbox_session_id=sandbox_session_id,
-                      metadata=metadata or {}, started_at=started_at)
+        db.record_run(
+            run_id,
+            status="running",
+            artifacts_dir=run_dir,
+            sandbox_session_id=sandbox_session_id,
+            metadata=metadata or {},
+            started_at=started_at,
+        )
         record: BundleRecord | None = None
         if bundle_dir is not None and (bundle_dir / layout.MANIFEST).is_file():
             if bundle_id and content_digest:
-                record = db.record_bundle(bundle_id, path=bundle_dir, content_digest=content_digest, run_id=run_id,
-                                          changed_files=changed_files,
-                                          status=OUTPUT_ONLY_STATUS if output_only else "pending")
+                record = db.record_bundle(
+                    bundle_id,
+                    path=bundle_dir,
+                    content_digest=content_digest,
+                    run_id=run_id,
+                    changed_files=changed_files,
+                    status=OUTPUT_ONLY_STATUS if output_only else "pending",
+                )
             else:
                 record = register_bundle(db, bundle_dir, run_id=run_id)
-        db.update_run(run_id, status=status, finished_at=utc_now_iso(),
-                      bundle_id=record.bundle_id if record else None)
+        db.update_run(run_id, status=status, finished_at=utc_now_iso(), bundle_id=record.bundle_id if record else None)
         return record
     finally:
         if own:
@@ -110,12 +120,16 @@ def import_bundles(store: Store, root: Path) -> ImportReport:
     """Verify and record every bundle at or under ``root`` (never moved). Invalid ones are reported."""
     base = root.expanduser()
     if not base.is_dir():
-        raise BadInputError(f"{root} is not a folder; expected a bundle folder (holding manifest.json) or a "
-                            "folder of bundles", code="import-missing", field="DIR")
+        raise BadInputError(
+            f"{root} is not a folder; expected a bundle folder (holding manifest.json) or a folder of bundles",
+            code="import-missing",
+            field="DIR",
+        )
     dirs = find_bundle_dirs(base)
     if not dirs:
-        raise BadInputError(f"no bundle (manifest.json) at or up to {MAX_DEPTH} folders below {root}",
-                            code="import-empty", field="DIR")
+        raise BadInputError(
+            f"no bundle (manifest.json) at or up to {MAX_DEPTH} folders below {root}", code="import-empty", field="DIR"
+        )
     report = ImportReport()
     for bundle_dir in dirs:
         try:
@@ -134,11 +148,28 @@ FILTERS = ("all", "pending", "approved", "applied", "discarded", "iterate", "out
 SORTS = ("newest", "oldest", "title", "verdict", "files")
 SOURCES = ("run", "recipe", "evaluate-patch", "imported")
 # a bundle whose approval was applied is still approved: the `approved` filter shows it
-FILTER_STATUSES = {"pending": ("pending",), "approved": ("approved", "applied"), "applied": ("applied",),
-                   "discarded": ("discarded",), "iterate": ("iterate",), "output-only": (OUTPUT_ONLY_STATUS,)}
+FILTER_STATUSES = {
+    "pending": ("pending",),
+    "approved": ("approved", "applied"),
+    "applied": ("applied",),
+    "discarded": ("discarded",),
+    "iterate": ("iterate",),
+    "output-only": (OUTPUT_ONLY_STATUS,),
+}
 # how good the outcome looks, worst first (the `verdict` sort)
-VERDICT_RANK = {"regression": 0, "plugin-broken": 0, "failed": 0, "untested": 1, "unknown": 1, "no tests": 2,
-                "still-failing": 1, "partial": 1, "neutral": 3, "passed": 4, "improvement": 5}
+VERDICT_RANK = {
+    "regression": 0,
+    "plugin-broken": 0,
+    "failed": 0,
+    "untested": 1,
+    "unknown": 1,
+    "no tests": 2,
+    "still-failing": 1,
+    "partial": 1,
+    "neutral": 3,
+    "passed": 4,
+    "improvement": 5,
+}
 MAX_TITLE = 120
 
 
@@ -164,8 +195,20 @@ class InboxRow:
     promoted: bool = False  # the candidate of its batch promoted for review
 
     def haystack(self) -> str:
-        return " ".join((self.title, self.source, self.verdict, self.status, self.decision,
-                         self.bundle_id, self.path, self.batch, self.batch_item, *self.risk_flags)).lower()
+        return " ".join(
+            (
+                self.title,
+                self.source,
+                self.verdict,
+                self.status,
+                self.decision,
+                self.bundle_id,
+                self.path,
+                self.batch,
+                self.batch_item,
+                *self.risk_flags,
+            )
+        ).lower()
 
 
 def _small_json(path: Path) -> dict[str, Any]:
@@ -251,15 +294,27 @@ def describe_bundle(record: BundleRecord, flow: str | None = None) -> InboxRow:
         verdict = verdict or sides["all"].status
     else:
         delta = ""
-    source = "imported" if record.origin == "import" else {"evaluate-patch": "evaluate-patch",
-                                                           "recipe-run": "recipe"}.get(checks.kind) \
+    source = (
+        "imported"
+        if record.origin == "import"
+        else {"evaluate-patch": "evaluate-patch", "recipe-run": "recipe"}.get(checks.kind)
         or FLOW_SOURCES.get(flow or "", "run")
+    )
     return InboxRow(
-        key=record.key, bundle_id=record.bundle_id, path=record.path, status=record.status,
-        decision="", source=source, title=safe_text(title)[:MAX_TITLE], verdict=safe_text(verdict or "no tests"),
-        delta=safe_text(delta), warnings=len(checks.verdict.warnings) if checks.verdict else 0,
-        risk_flags=tuple(safe_text(f) for f in flags[:50]), changed=record.changed_files,
-        created_at=record.created_at)
+        key=record.key,
+        bundle_id=record.bundle_id,
+        path=record.path,
+        status=record.status,
+        decision="",
+        source=source,
+        title=safe_text(title)[:MAX_TITLE],
+        verdict=safe_text(verdict or "no tests"),
+        delta=safe_text(delta),
+        warnings=len(checks.verdict.warnings) if checks.verdict else 0,
+        risk_flags=tuple(safe_text(f) for f in flags[:50]),
+        changed=record.changed_files,
+        created_at=record.created_at,
+    )
 
 
 def inbox_rows(store: Store) -> list[InboxRow]:
@@ -271,8 +326,15 @@ def inbox_rows(store: Store) -> list[InboxRow]:
         latest = store.latest_decision(record.key)
         batch, item = batches.get(record.key, ("", ""))
         described = describe_bundle(record, flow_of(store, record))
-        rows.append(replace(described, decision=latest.action if latest else "", batch=batch, batch_item=item,
-                            promoted=record.key in promoted))
+        rows.append(
+            replace(
+                described,
+                decision=latest.action if latest else "",
+                batch=batch,
+                batch_item=item,
+                promoted=record.key in promoted,
+            )
+        )
     return rows
 
 
@@ -315,11 +377,13 @@ def select_rows(rows: list[InboxRow], *, status: str = "all", text: str = "", so
     """The rows a filter (``FILTERS``), a text search (every word, case-insensitive, in the title, source,
     verdict, decision, flags, id or path) and a sort (``SORTS``) leave, in order."""
     if status not in FILTERS:
-        raise BadInputError(f"unknown filter {status!r}; expected one of {', '.join(FILTERS)}",
-                            code="invalid-filter", field="filter")
+        raise BadInputError(
+            f"unknown filter {status!r}; expected one of {', '.join(FILTERS)}", code="invalid-filter", field="filter"
+        )
     if sort not in SORTS:
-        raise BadInputError(f"unknown sort {sort!r}; expected one of {', '.join(SORTS)}", code="invalid-sort",
-                            field="sort")
+        raise BadInputError(
+            f"unknown sort {sort!r}; expected one of {', '.join(SORTS)}", code="invalid-sort", field="sort"
+        )
     kept = [r for r in rows if status == "all" or r.status in FILTER_STATUSES[status]]
     words = text.lower().split()
     kept = [r for r in kept if all(w in r.haystack() for w in words)]
@@ -347,5 +411,4 @@ def decision_warning(status: str) -> str | None:
 def discard_bundles(store: Store, keys: list[int], *, approver: str, reason: str = "") -> list[Any]:
     """Record a ``discard`` decision for each bundle (store keys), each bound to its content digest.
     Stops at the first refusal (e.g. a bundle changed on disk), keeping the decisions already made."""
-    return [decide_on(store, store.get_bundle_by_key(key), "discard", approver=approver, reason=reason)
-            for key in keys]
+    return [decide_on(store, store.get_bundle_by_key(key), "discard", approver=approver, reason=reason) for key in keys]

@@ -191,8 +191,6 @@ def recover(root: Path, *, journals: Path | None = None) -> str | None:
         return _recover(root, root_fd, journals)
 
 
-
-
 def _recover(root: Path, root_fd: int, journals: Path | None) -> str | None:
     staging = root / STAGING_DIR
     path = journal_path(root, journals)

@@ -123,8 +123,7 @@ def _hunks(block: bytes) -> list[_Hunk]:
         raise PatchError(f"the patch for {section.path} cannot be read: {section.error}")
     hunks: list[_Hunk] = []
     for parsed_hunk in parsed:
-        hunk = _Hunk(parsed_hunk.old_start, parsed_hunk.old_count, [], [], parsed_hunk.new_start,
-                     parsed_hunk.new_count)
+        hunk = _Hunk(parsed_hunk.old_start, parsed_hunk.old_count, [], [], parsed_hunk.new_start, parsed_hunk.new_count)
         sides: list[list[bytes]] = []
         for line in parsed_hunk.lines:
             if line.kind == "nonl":  # the previous line has no newline, on the side(s) it belongs to
@@ -240,9 +239,7 @@ def split_hunks(block: bytes) -> tuple[bytes, list[RawHunk]]:
             index += 1
         while index < len(lines) and lines[index].startswith(b"\\"):
             index += 1
-        hunks.append(
-            RawHunk(b"".join(lines[begin:index]), old_start, old_count, new_start, new_count, match.group(5))
-        )
+        hunks.append(RawHunk(b"".join(lines[begin:index]), old_start, old_count, new_start, new_count, match.group(5)))
     return header, hunks
 
 

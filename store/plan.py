@@ -171,8 +171,10 @@ class ApplyPlan:
                 details["three_way"] = threeway.report(merges)
                 details["hint"] = f"{threeway.summary(details['three_way'])}; nothing was written"
             elif not three_way and any(c["reason"] == MOVED_ON for c in conflicts):
-                details["hint"] = ("the target changed since the run: --3way merges the approved hunks into it "
-                                   "when they do not touch the lines the target changed")
+                details["hint"] = (
+                    "the target changed since the run: --3way merges the approved hunks into it "
+                    "when they do not touch the lines the target changed"
+                )
             raise ConflictError(
                 f"{len(conflicts)} approved file(s) conflict with {root}; nothing was written: "
                 + "; ".join(f"{c['file']}: {c['reason']}" for c in conflicts),
@@ -183,7 +185,11 @@ class ApplyPlan:
         return writes
 
     def _merge(
-        self, change: ApprovedChange, current: bytes, current_mode: int | None, path: Path,
+        self,
+        change: ApprovedChange,
+        current: bytes,
+        current_mode: int | None,
+        path: Path,
         baseline: BaselineLookup | None,
     ) -> _Merged:
         """One modified file that changed in the target since the run, merged three-way."""
@@ -209,12 +215,16 @@ class ApplyPlan:
         if content is None:
             numbers = ", ".join(str(h.number) for h in merge.conflicting) or "?"
             reason = f"three-way merge conflicts in approved hunk(s) {numbers}" + (
-                f" ({merge.reason})" if merge.reason else "")
-            return _Merged(conflict={"file": change.relative_path, "reason": reason,
-                                     "hunks": [h.to_wire() for h in merge.hunks]}, merge=merge)
+                f" ({merge.reason})" if merge.reason else ""
+            )
+            return _Merged(
+                conflict={"file": change.relative_path, "reason": reason, "hunks": [h.to_wire() for h in merge.hunks]},
+                merge=merge,
+            )
         mode = _mode_for(current_mode, change.after_mode)
-        write = PlannedWrite(change.relative_path, path, "write", content, mode,
-                             hashlib.sha256(current).hexdigest(), merge)
+        write = PlannedWrite(
+            change.relative_path, path, "write", content, mode, hashlib.sha256(current).hexdigest(), merge
+        )
         return _Merged(write=write, merge=merge)
 
 
@@ -257,8 +267,6 @@ def target_root(root: Path) -> Path:
     if not real.is_dir():
         raise BadInputError(f"the target {root} is not a directory", code="target-missing", field="--target")
     return real
-
-
 
 
 def _mode_for(current_mode: int | None, after_mode: str | None) -> int:

@@ -46,10 +46,18 @@ class Revision:
     verdict: str | None = None  # the evaluate-patch verdict, when the bundle has one
 
     def to_dict(self) -> dict[str, Any]:
-        return {"revision": self.number, "bundleKey": self.bundle.key, "bundleId": self.bundle.bundle_id,
-                "path": self.bundle.path, "contentDigest": self.bundle.content_digest, "status": self.bundle.status,
-                "linked": self.how, "decision": None if self.decision is None else self.decision.action,
-                "tests": self.tests, "verdict": self.verdict}
+        return {
+            "revision": self.number,
+            "bundleKey": self.bundle.key,
+            "bundleId": self.bundle.bundle_id,
+            "path": self.bundle.path,
+            "contentDigest": self.bundle.content_digest,
+            "status": self.bundle.status,
+            "linked": self.how,
+            "decision": None if self.decision is None else self.decision.action,
+            "tests": self.tests,
+            "verdict": self.verdict,
+        }
 
 
 # -- links -----------------------------------------------------------------------------------------
@@ -77,8 +85,10 @@ class _Links:
 
     def __init__(self, store: Store) -> None:
         self.bundles = {b.key: b for b in store.list_bundles()}
-        self.explicit = {int(r["bundle_key"]): (int(r["revises_key"]), str(r["how"]))
-                         for r in store._query("SELECT bundle_key, revises_key, how FROM revisions")}
+        self.explicit = {
+            int(r["bundle_key"]): (int(r["revises_key"]), str(r["how"]))
+            for r in store._query("SELECT bundle_key, revises_key, how FROM revisions")
+        }
         runs = {r["run_id"]: r for r in store._query("SELECT run_id, sandbox_session_id, metadata FROM runs")}
         self.identity = {key: _identity(runs.get(b.run_id) if b.run_id else None) for key, b in self.bundles.items()}
         self._memo: dict[int, tuple[BundleRecord, str] | None] = {}
@@ -146,8 +156,11 @@ def revisions(store: Store, bundle: BundleRecord) -> list[Revision]:
     seen = {r.bundle.key for r in chain}
     while True:
         last = chain[-1].bundle.key
-        later = [(links.bundles[k], found[1]) for k in links.bundles if k not in seen
-                 and (found := links.previous(k)) is not None and found[0].key == last]
+        later = [
+            (links.bundles[k], found[1])
+            for k in links.bundles
+            if k not in seen and (found := links.previous(k)) is not None and found[0].key == last
+        ]
         if not later:
             return chain
         nxt, how = max(later, key=lambda pair: pair[0].key)
@@ -216,9 +229,15 @@ def interdiff(old_patch: str, new_patch: str, *, context: int = 3) -> list[FileI
             change = "dropped-in-revision"
         else:
             change = "unchanged" if a == b else "changed"
-        lines = [] if change == "unchanged" else [
-            line for line in difflib.unified_diff(a, b, lineterm="", n=context)
-            if not line.startswith(("--- ", "+++ "))]
+        lines = (
+            []
+            if change == "unchanged"
+            else [
+                line
+                for line in difflib.unified_diff(a, b, lineterm="", n=context)
+                if not line.startswith(("--- ", "+++ "))
+            ]
+        )
         out.append(FileInterdiff(path, change, lines))
     return out
 

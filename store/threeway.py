@@ -70,8 +70,11 @@ class FileMerge:
         return [h for h in self.hunks if h.status == "conflict"]
 
     def to_wire(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"file": self.relative_path, "status": self.status,
-                               "hunks": [h.to_wire() for h in self.hunks]}
+        doc: dict[str, Any] = {
+            "file": self.relative_path,
+            "status": self.status,
+            "hunks": [h.to_wire() for h in self.hunks],
+        }
         if self.baseline:
             doc["baseline"] = self.baseline
         if self.reason:
@@ -161,8 +164,9 @@ def merge_bytes(ours: bytes, base: bytes, theirs: bytes) -> tuple[bytes, int]:
         for name, data in (("target", ours), ("baseline", base), ("approved", theirs)):
             (folder / name).write_bytes(data)
         try:
-            done = HostGit(folder).run("merge-file", "-p", "--quiet", "target", "baseline", "approved",
-                                       timeout=MERGE_TIMEOUT_S)
+            done = HostGit(folder).run(
+                "merge-file", "-p", "--quiet", "target", "baseline", "approved", timeout=MERGE_TIMEOUT_S
+            )
         except HostGitError:
             return b"", 1
     if done.returncode < 0 or done.returncode > 127:
@@ -183,12 +187,19 @@ def merge_change(change: ApprovedChange, current: bytes, base: bytes, source: st
     if conflicts == 0:
         hunks = tuple(HunkMerge(numbers.get(h, 0), h, "merged") for h in chosen)
         return merged, FileMerge(change.relative_path, "merged", source, hunks)
-    hunks = tuple(_hunk_alone(full, base, current, h, numbers.get(h, 0), index < MAX_HUNKS_CHECKED)
-                  for index, h in enumerate(chosen))
+    hunks = tuple(
+        _hunk_alone(full, base, current, h, numbers.get(h, 0), index < MAX_HUNKS_CHECKED)
+        for index, h in enumerate(chosen)
+    )
     if not any(h.status == "conflict" for h in hunks):  # only together (adjacent hunks): all of them
         hunks = tuple(HunkMerge(h.number, h.sha256, "conflict") for h in hunks)
-    return None, FileMerge(change.relative_path, "conflict", source, hunks,
-                           reason="the approved change and the target's own edits touch the same lines")
+    return None, FileMerge(
+        change.relative_path,
+        "conflict",
+        source,
+        hunks,
+        reason="the approved change and the target's own edits touch the same lines",
+    )
 
 
 def _hunk_alone(full: bytes, base: bytes, current: bytes, sha: str, number: int, check: bool) -> HunkMerge:
@@ -222,6 +233,8 @@ def summary(three_way: dict[str, Any] | None) -> str | None:
         return None
     files = [f for f in three_way.get("files", []) if isinstance(f, dict)]
     merged = ", ".join(str(f.get("file")) for f in files if f.get("status") == "merged")
-    text = (f"three-way: {three_way.get('merged_files', 0)} file(s) merged ({three_way.get('merged_hunks', 0)} "
-            f"hunk(s)), {three_way.get('conflicting_hunks', 0)} conflicting hunk(s)")
+    text = (
+        f"three-way: {three_way.get('merged_files', 0)} file(s) merged ({three_way.get('merged_hunks', 0)} "
+        f"hunk(s)), {three_way.get('conflicting_hunks', 0)} conflicting hunk(s)"
+    )
     return text + (f": {merged}" if merged else "")

@@ -25,20 +25,34 @@ from tests.factories.playground import PlaygroundSession  # noqa: E402
 reload_settings()
 
 
-
 _INTEGRATION_DIRS = (Path(__file__).resolve().parent / "e2e", Path(__file__).resolve().parent / "integration")
 
 
 # The slowest files (each a minute or more of real sandboxes), started first: with `--dist loadfile` a worker
 # takes whole files in collection order, so long files at the end would leave the other worker idle while
 # they finish (longest job first; docs/performance.md, "Test suite").
-_SLOWEST_FIRST = ("e2e/test_wp_unittestcase.py", "e2e/test_runtime_playground.py", "e2e/test_run_parity.py",
-                  "e2e/test_batch.py", "e2e/test_exec.py", "e2e/test_backend_parity.py", "security/test_trusted_probes.py",
-                  "e2e/test_recipes_examples.py", "e2e/test_runtime_cli.py", "security/test_sandbox_writes.py",
-                  "e2e/test_runtime_spare.py", "security/test_site_state_attribution.py", "e2e/test_tui_evaluate_flow.py",
-                  "e2e/test_agent_task.py", "e2e/test_native_flows.py", "e2e/test_preview_holds.py",
-                  "e2e/test_exec_output_only.py", "e2e/test_evaluate_patch_mu_plugin.py", "e2e/test_episodes.py",
-                  "security/test_exec_git_links.py")
+_SLOWEST_FIRST = (
+    "e2e/test_wp_unittestcase.py",
+    "e2e/test_runtime_playground.py",
+    "e2e/test_run_parity.py",
+    "e2e/test_batch.py",
+    "e2e/test_exec.py",
+    "e2e/test_backend_parity.py",
+    "security/test_trusted_probes.py",
+    "e2e/test_recipes_examples.py",
+    "e2e/test_runtime_cli.py",
+    "security/test_sandbox_writes.py",
+    "e2e/test_runtime_spare.py",
+    "security/test_site_state_attribution.py",
+    "e2e/test_tui_evaluate_flow.py",
+    "e2e/test_agent_task.py",
+    "e2e/test_native_flows.py",
+    "e2e/test_preview_holds.py",
+    "e2e/test_exec_output_only.py",
+    "e2e/test_evaluate_patch_mu_plugin.py",
+    "e2e/test_episodes.py",
+    "security/test_exec_git_links.py",
+)
 _TESTS = Path(__file__).resolve().parent
 
 

@@ -61,8 +61,10 @@ class ExecConsole(Vertical):
             yield Checkbox("write", False, id="cap-write")
             yield Checkbox("eval", False, id="cap-eval")
         yield RichLog(id="console-log", wrap=True, markup=False, highlight=False, max_lines=5000)
-        yield Input(placeholder="command, e.g. on rg -l add_action --plugins   (↑/↓ history · f2 write · f3 eval)",
-                    id="console-input")
+        yield Input(
+            placeholder="command, e.g. on rg -l add_action --plugins   (↑/↓ history · f2 write · f3 eval)",
+            id="console-input",
+        )
 
     @property
     def capabilities(self) -> list[str]:
@@ -80,8 +82,9 @@ class ExecConsole(Vertical):
     def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
         name = (event.checkbox.id or "").removeprefix("cap-")
         state = "granted" if event.value else "withdrawn"
-        self.query_one(RichLog).write(Text(f"# capability {name} {state}: now {','.join(self.capabilities)}",
-                                           style="yellow"))
+        self.query_one(RichLog).write(
+            Text(f"# capability {name} {state}: now {','.join(self.capabilities)}", style="yellow")
+        )
 
     def on_key(self, event: Any) -> None:
         field = self.query_one(Input)

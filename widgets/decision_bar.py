@@ -10,8 +10,7 @@ from textual.widgets import Static
 
 # The keys the bar names, by hint: the screen that owns the decision bindings passes the keys in force
 # (``show_keys``), so a key remapped in the keymap (docs/settings.md) is the key shown.
-DEFAULT_KEYS = {"approve_all": "a", "select": "space", "approve_selected": "A", "discard": "d",
-                "request_changes": "i"}
+DEFAULT_KEYS = {"approve_all": "a", "select": "space", "approve_selected": "A", "discard": "d", "request_changes": "i"}
 
 
 class DecisionBar(Static):
@@ -79,9 +78,18 @@ class DecisionBar(Static):
 
 
 HINTS = (
-    (("approve_all", "approve all"), ("select", "select"), ("approve_selected", "approve selected"),
-     ("discard", "discard"), ("request_changes", "request changes")),
-    (("approve_all", "approve all"), ("approve_selected", "approve selected"), ("discard", "discard"),
-     ("request_changes", "request changes")),
+    (
+        ("approve_all", "approve all"),
+        ("select", "select"),
+        ("approve_selected", "approve selected"),
+        ("discard", "discard"),
+        ("request_changes", "request changes"),
+    ),
+    (
+        ("approve_all", "approve all"),
+        ("approve_selected", "approve selected"),
+        ("discard", "discard"),
+        ("request_changes", "request changes"),
+    ),
     (("approve_all", "all"), ("approve_selected", "selected"), ("discard", "discard"), ("request_changes", "changes")),
 )

@@ -19,10 +19,29 @@ HIGHLIGHT_MAX_CHARS = 400  # longer lines are drawn plain
 
 
 # (get_lexer_for_filename costs ~0.6 s on first use).
-_ALIASES = {"php": "php", "inc": "php", "js": "javascript", "mjs": "javascript", "ts": "typescript",
-            "jsx": "jsx", "tsx": "tsx", "css": "css", "scss": "scss", "json": "json", "html": "html",
-            "htm": "html", "xml": "xml", "md": "markdown", "py": "python", "sh": "bash", "yml": "yaml",
-            "yaml": "yaml", "sql": "sql", "txt": "text", "twig": "twig"}
+_ALIASES = {
+    "php": "php",
+    "inc": "php",
+    "js": "javascript",
+    "mjs": "javascript",
+    "ts": "typescript",
+    "jsx": "jsx",
+    "tsx": "tsx",
+    "css": "css",
+    "scss": "scss",
+    "json": "json",
+    "html": "html",
+    "htm": "html",
+    "xml": "xml",
+    "md": "markdown",
+    "py": "python",
+    "sh": "bash",
+    "yml": "yaml",
+    "yaml": "yaml",
+    "sql": "sql",
+    "txt": "text",
+    "twig": "twig",
+}
 
 
 @lru_cache(maxsize=64)
@@ -43,8 +62,9 @@ def token_style(token_type: object) -> Style:
 
     style = get_style_by_name("monokai")
     spec = style.style_for_token(token_type)
-    return Style(color=f"#{spec['color']}" if spec["color"] else None, bold=bool(spec["bold"]),
-                 italic=bool(spec["italic"]))
+    return Style(
+        color=f"#{spec['color']}" if spec["color"] else None, bold=bool(spec["bold"]), italic=bool(spec["italic"])
+    )
 
 
 def lex(path: str, text: str) -> list[tuple[str, Style]]:
@@ -104,13 +124,17 @@ def restyle(segments: list[Segment], spans: Sequence[tuple[int, int]], mark: Sty
         for a, b in itertools.pairwise(cuts):
             if a < b:
                 inside = any(s <= a and b <= e for s, e in inside_spans)
-                out.append(Segment(seg.text[a - seg_start:b - seg_start],
-                                   (seg.style or NULL) + mark if inside else seg.style))
+                out.append(
+                    Segment(
+                        seg.text[a - seg_start : b - seg_start], (seg.style or NULL) + mark if inside else seg.style
+                    )
+                )
     return out
 
 
-def overlay(text: str, pieces: list[tuple[str, Style]], spans: Sequence[tuple[int, int]], base: Style,
-             mark: Style) -> list[Segment]:
+def overlay(
+    text: str, pieces: list[tuple[str, Style]], spans: Sequence[tuple[int, int]], base: Style, mark: Style
+) -> list[Segment]:
     """Lexed ``pieces`` of ``text`` as segments on ``base``, with ``spans`` also styled ``mark``."""
     segments = [Segment(value, base + style) for value, style in pieces if value]
     return restyle(segments, spans, mark) if spans else segments

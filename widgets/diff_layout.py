@@ -19,8 +19,9 @@ from widgets.diff_styles import SIGNS
 class DisplayIndex:
     """Display lines of one model in one mode (unified or side by side, wrapped or not, with notes)."""
 
-    def __init__(self, model: FileDiffModel, pairs: list[tuple[int, int]] | None = None,
-                 position: list[int] | None = None) -> None:
+    def __init__(
+        self, model: FileDiffModel, pairs: list[tuple[int, int]] | None = None, position: list[int] | None = None
+    ) -> None:
         self.model = model
         self._pairs = pairs
         self._position = position if position is not None else [] if pairs is not None else None
@@ -76,8 +77,9 @@ class DisplayIndex:
         return self._widest_code
 
     # -- mode -----------------------------------------------------------------------------------
-    def set_mode(self, *, split: bool, wrap: bool, code_width: int, notes: dict[int, list[Note]],
-                 notes_version: int) -> None:
+    def set_mode(
+        self, *, split: bool, wrap: bool, code_width: int, notes: dict[int, list[Note]], notes_version: int
+    ) -> None:
         """The view's mode; the wrapped layout is computed again (lazily) only when it changed."""
         mode = (split, wrap, code_width, notes_version)
         if mode != self._mode:
@@ -113,8 +115,10 @@ class DisplayIndex:
 
             split = self.split_active
             if split:
-                counts = [1 if left == right and rows[left].kind not in SIGNS else max(lines(left), lines(right))
-                          for left, right in self.pairs]
+                counts = [
+                    1 if left == right and rows[left].kind not in SIGNS else max(lines(left), lines(right))
+                    for left, right in self.pairs
+                ]
             else:
                 counts = [lines(i) for i in range(len(rows))]
             self._base_counts = counts
@@ -123,8 +127,9 @@ class DisplayIndex:
                 counts = list(counts)
                 if split:
                     for logical, (left, right) in enumerate(self.pairs):
-                        counts[logical] += len(notes.get(left, ())) + (len(notes.get(right, ())) if right != left
-                                                                       else 0)
+                        counts[logical] += len(notes.get(left, ())) + (
+                            len(notes.get(right, ())) if right != left else 0
+                        )
                 else:
                     for row, items in notes.items():
                         if row < len(counts):

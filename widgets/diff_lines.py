@@ -96,8 +96,14 @@ class Palette:
 class LineBuilder:
     """Builds display lines from the view's state objects (read only)."""
 
-    def __init__(self, index: DisplayIndex, marks: ReviewMarks, search: SearchState, tokens: dict[int, Packed],
-                 want_highlight: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        index: DisplayIndex,
+        marks: ReviewMarks,
+        search: SearchState,
+        tokens: dict[int, Packed],
+        want_highlight: Callable[[], None],
+    ) -> None:
         self.index, self.marks, self.search, self.tokens = index, marks, search, tokens
         self.model = index.model
         self.rows = index.model.rows
@@ -206,8 +212,12 @@ class LineBuilder:
         kind, text = note
         style = self.palette.note
         mark = MARK_STYLES.get(kind, MARK_STYLES["note"])
-        return fit([Segment(" " * CODE_X, style), Segment(f"{MARK_CHAR} {kind}: ", style + mark), Segment(text, style)],
-                   0, width, style)
+        return fit(
+            [Segment(" " * CODE_X, style), Segment(f"{MARK_CHAR} {kind}: ", style + mark), Segment(text, style)],
+            0,
+            width,
+            style,
+        )
 
     def _split(self, y: int, width: int, offset: int) -> Segments:
         logical, part = self.index.locate(y)
@@ -215,8 +225,11 @@ class LineBuilder:
         if left == right and self.rows[left].kind != "ctx":  # header, hunk, meta: across both sides
             return fit(self.row_segments(left), 0, width, self.palette.row_style(self.rows[left].kind))
         half = (width - 1) // 2
-        return [*self._half(left, half, True, part, offset), self.palette.separator,
-                *self._half(right, width - half - 1, False, part, offset)]
+        return [
+            *self._half(left, half, True, part, offset),
+            self.palette.separator,
+            *self._half(right, width - half - 1, False, part, offset),
+        ]
 
     def _half(self, index: int, width: int, left: bool, part: int, offset: int) -> Segments:
         """One side of a side-by-side line: that side's line number, then the code from code column

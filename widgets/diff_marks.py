@@ -92,8 +92,13 @@ class ReviewMarks:
                 if row.kind not in SIGNS:
                     continue
                 for side, first, last, kind in ranges:
-                    number = row.new_no if side == "new" and row.kind != "del" else \
-                        row.old_no if side == "old" and row.kind != "add" else None
+                    number = (
+                        row.new_no
+                        if side == "new" and row.kind != "del"
+                        else row.old_no
+                        if side == "old" and row.kind != "add"
+                        else None
+                    )
                     if number is not None and first <= number <= last:
                         marks[index] = kind
                         break

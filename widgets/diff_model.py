@@ -152,8 +152,14 @@ def _cut(raw: str, max_line: int) -> str:
     return raw[:max_line] + (f" … (+{len(raw) - max_line} chars)" if len(raw) > max_line else "")
 
 
-def build_model(path: str, block: str, *, max_line: int = MAX_LINE, eager_words: bool | None = None,
-                tab_size: int = DEFAULT_TAB_SIZE) -> FileDiffModel:
+def build_model(
+    path: str,
+    block: str,
+    *,
+    max_line: int = MAX_LINE,
+    eager_words: bool | None = None,
+    tab_size: int = DEFAULT_TAB_SIZE,
+) -> FileDiffModel:
     """Rows for one file's section of a patch; lines longer than ``max_line`` are cut with a marker.
 
     Row text is display text: tabs expanded to ``tab_size`` stops and control characters shown as
@@ -208,8 +214,13 @@ def build_model(path: str, block: str, *, max_line: int = MAX_LINE, eager_words:
 COLLAPSED_NOTE = "viewed: collapsed (z shows it)"
 
 
-def build_continuous_model(files: Sequence[tuple[str, str]], *, collapsed: Collection[str] = (),
-                           max_line: int = MAX_LINE, tab_size: int = DEFAULT_TAB_SIZE) -> FileDiffModel:
+def build_continuous_model(
+    files: Sequence[tuple[str, str]],
+    *,
+    collapsed: Collection[str] = (),
+    max_line: int = MAX_LINE,
+    tab_size: int = DEFAULT_TAB_SIZE,
+) -> FileDiffModel:
     """One model of every file's section in order (the continuous view): each file's rows as
     ``build_model`` makes them (its header row first), the files in ``collapsed`` as their header and one
     note only. Hunk rows and word-diff partners are renumbered for the whole; ``sections`` names the files."""

@@ -26,8 +26,12 @@ LINE_CURSOR = Style(reverse=True)  # the line cursor / selected range, in the li
 HUNK_SKIPPED = Style(color="#e06c75", bold=True)  # a hunk left out of the approval (its @@ line)
 HUNK_KEPT = Style(color="#98c379")
 # Line marks (review comments): a marker after the sign, coloured by the comment type.
-MARK_STYLES = {"issue": Style(color="#ff6b6b", bold=True), "suggestion": Style(color="#e5c07b", bold=True),
-               "note": Style(color="#61afef", bold=True), "praise": Style(color="#98c379", bold=True)}
+MARK_STYLES = {
+    "issue": Style(color="#ff6b6b", bold=True),
+    "suggestion": Style(color="#e5c07b", bold=True),
+    "note": Style(color="#61afef", bold=True),
+    "praise": Style(color="#98c379", bold=True),
+}
 MARK_CHAR = "●"
 NOTE_STYLE = Style(bgcolor="#23262e")  # an inline comment line under the commented line
 CODE_X = 14  # cells before the code on a unified line: two 6-cell line numbers and the sign

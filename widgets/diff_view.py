@@ -132,8 +132,9 @@ class DiffView(ScrollView, can_focus=True):
     CursorMoved: TypeAlias = CursorMoved
     StatusChanged: TypeAlias = StatusChanged
 
-    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None,
-                 tab_size: int | None = None) -> None:
+    def __init__(
+        self, *, name: str | None = None, id: str | None = None, classes: str | None = None, tab_size: int | None = None
+    ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.tab_size = tab_size if tab_size is not None else get_settings().tab_width
         self.split_mode = "auto"  # auto | unified | split
@@ -176,8 +177,13 @@ class DiffView(ScrollView, can_focus=True):
         split = self.is_split
         width = self._view_width
         code_width = max(8, (width - 1) // 2 - HALF_CODE_X) if split and index.pairs else max(8, width - CODE_X)
-        index.set_mode(split=split, wrap=self.wrap, code_width=code_width, notes=self.marks.notes,
-                       notes_version=self.marks.notes_version)
+        index.set_mode(
+            split=split,
+            wrap=self.wrap,
+            code_width=code_width,
+            notes=self.marks.notes,
+            notes_version=self.marks.notes_version,
+        )
         return width
 
     @property
@@ -246,8 +252,11 @@ class DiffView(ScrollView, can_focus=True):
         display = self.display_index
         top = int(self.scroll_offset.y)
         focus = self._focus_row  # the row a jump (file, hunk, match) brought up, while it is on screen
-        if focus is not None and focus < len(self.model.rows) and \
-                top <= display.y_of(focus) < top + max(1, self._view_height):
+        if (
+            focus is not None
+            and focus < len(self.model.rows)
+            and top <= display.y_of(focus) < top + max(1, self._view_height)
+        ):
             return self.path_at(focus) or None
         return self.path_at(max(0, display.row_at(top))) or None
 
@@ -257,11 +266,18 @@ class DiffView(ScrollView, can_focus=True):
 
         Blocks over ``WORKER_PARSE_LINES`` lines are parsed in a worker thread ("Parsing…" meanwhile)."""
         self._block, self._files = block, None
-        self._parse(path, partial(build_model, path, block, max_line=max_line, tab_size=self.tab_size),
-                    block.count("\n"), block)
+        self._parse(
+            path, partial(build_model, path, block, max_line=max_line, tab_size=self.tab_size), block.count("\n"), block
+        )
 
-    def show_files(self, files: list[tuple[str, str]], *, collapsed: Collection[str] = (), at: str | None = None,
-                   max_line: int = MAX_LINE) -> None:
+    def show_files(
+        self,
+        files: list[tuple[str, str]],
+        *,
+        collapsed: Collection[str] = (),
+        at: str | None = None,
+        max_line: int = MAX_LINE,
+    ) -> None:
         """Show every file's section in one scroll (the continuous view): ``(path, block)`` in order, each
         under its header; files in ``collapsed`` (e.g. viewed ones) as their header only (``z`` toggles
         the file at the cursor). The view opens at file ``at`` (else at the top)."""
@@ -269,8 +285,13 @@ class DiffView(ScrollView, can_focus=True):
         self._block, self._files, self._collapsed, self._open_at = token, list(files), set(collapsed), at
         self._max_line = max_line
         lines = sum(block.count("\n") for path, block in files if path not in self._collapsed)
-        builder = partial(build_continuous_model, self._files, collapsed=set(self._collapsed), max_line=max_line,
-                          tab_size=self.tab_size)
+        builder = partial(
+            build_continuous_model,
+            self._files,
+            collapsed=set(self._collapsed),
+            max_line=max_line,
+            tab_size=self.tab_size,
+        )
         self._parse(f"{len(files)} files", builder, lines, token)
 
     def _parse(self, what: str, builder: Callable[[], FileDiffModel], lines: int, token: object) -> None:
@@ -285,8 +306,13 @@ class DiffView(ScrollView, can_focus=True):
 
     def _start_parse(self, builder: Callable[[], FileDiffModel], token: object) -> None:
         if token is self._block:  # not replaced by a newer show_file() meanwhile
-            self.run_worker(partial(self._parse_worker, builder, token), thread=True, exclusive=True,
-                            group="diff-parse", exit_on_error=False)
+            self.run_worker(
+                partial(self._parse_worker, builder, token),
+                thread=True,
+                exclusive=True,
+                group="diff-parse",
+                exit_on_error=False,
+            )
 
     def _parse_worker(self, builder: Callable[[], FileDiffModel], token: object) -> None:
         model, index = _prepare(builder)
@@ -348,8 +374,13 @@ class DiffView(ScrollView, can_focus=True):
     def _want_highlight(self) -> None:
         if not self._highlighting and self.model is not None:
             self._highlighting = True
-            self.run_worker(partial(self._highlight_worker, self.model, self._tokens), thread=True, exclusive=True,
-                            group="diff-highlight", exit_on_error=False)
+            self.run_worker(
+                partial(self._highlight_worker, self.model, self._tokens),
+                thread=True,
+                exclusive=True,
+                group="diff-highlight",
+                exit_on_error=False,
+            )
 
     def _highlight_worker(self, model: FileDiffModel, tokens: dict[int, Packed]) -> None:
         """Lex the rows of ``model`` from the viewport on, in chunks; the UI re-renders lexed rows."""
@@ -443,8 +474,7 @@ class DiffView(ScrollView, can_focus=True):
         self.scroll_to(x=max(0, int(self.scroll_offset.x) - max(1, self._view_width // 2)), animate=False)
 
     def action_half_right(self) -> None:
-        self.scroll_to(x=min(self._h_max(), int(self.scroll_offset.x) + max(1, self._view_width // 2)),
-                       animate=False)
+        self.scroll_to(x=min(self._h_max(), int(self.scroll_offset.x) + max(1, self._view_width // 2)), animate=False)
 
     def action_column_start(self) -> None:
         self.scroll_to(x=0, animate=False)
@@ -755,8 +785,7 @@ class DiffView(ScrollView, can_focus=True):
         width = self._sync_mode()
         x = 0 if self.wrap else int(self.scroll_offset.x)
         index = self._index
-        shared = (width, x, base, self._shown, index.split_active, index.wrap, self.marks.version,
-                  self.finder.version)
+        shared = (width, x, base, self._shown, index.split_active, index.wrap, self.marks.version, self.finder.version)
         return Drawing(base, width, x, shared)
 
     def render_line(self, y: int) -> Strip:

@@ -26,8 +26,12 @@ from textual.worker import get_current_worker
 from codebox_tui.textsafe import safe_text
 from widgets.line_index import LineIndex
 
-LEVEL_STYLES = {"debug": Style(color="#5c6370"), "info": Style(color="#abb2bf"), "warning": Style(color="#e5c07b"),
-                "error": Style(color="#e06c75", bold=True)}
+LEVEL_STYLES = {
+    "debug": Style(color="#5c6370"),
+    "info": Style(color="#abb2bf"),
+    "warning": Style(color="#e5c07b"),
+    "error": Style(color="#e06c75", bold=True),
+}
 LEVELS = ["debug", "info", "warning", "error"]
 FIRST_CHUNK = 1 << 20  # the first read is small, so the first screen comes quickly
 INDEX_CHUNK = 16 << 20
@@ -97,8 +101,15 @@ class EventTail(ScrollView, can_focus=True):
             self.total, self.pending, self.following = total, pending, following
             super().__init__()
 
-    def __init__(self, path: Path, *, poll_interval: float = 0.05, index: LineIndex | None = None,
-                 index_chunk: int = INDEX_CHUNK, id: str | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        poll_interval: float = 0.05,
+        index: LineIndex | None = None,
+        index_chunk: int = INDEX_CHUNK,
+        id: str | None = None,
+    ) -> None:
         super().__init__(id=id)
         self.index = index if index is not None else LineIndex(Path(path))
         self.poll_interval = poll_interval
@@ -116,8 +127,13 @@ class EventTail(ScrollView, can_focus=True):
         self._refilter()
 
     def on_mount(self) -> None:
-        self.run_worker(self._index_loop, thread=True, group="event-index", exit_on_error=False,
-                        name=f"index {self.index.path.name}")
+        self.run_worker(
+            self._index_loop,
+            thread=True,
+            group="event-index",
+            exit_on_error=False,
+            name=f"index {self.index.path.name}",
+        )
 
     def on_unmount(self) -> None:
         self._stop.set()
@@ -302,8 +318,9 @@ class EventTail(ScrollView, can_focus=True):
         width = self.size.width
         if index >= len(self._visible):
             return Strip.blank(width)
-        strip = self._line(self._visible[index])[2].crop_extend(int(self.scroll_offset.x),
-                                                                int(self.scroll_offset.x) + width, None)
+        strip = self._line(self._visible[index])[2].crop_extend(
+            int(self.scroll_offset.x), int(self.scroll_offset.x) + width, None
+        )
         if index == self.cursor_row and self.has_focus:
             strip = strip.apply_style(CURSOR_STYLE)
         return strip

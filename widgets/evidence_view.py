@@ -117,5 +117,8 @@ half-blocks); set `CODEBOX_IMAGES=off` to list paths only.
                 self.images_shown.append(path)
                 yield picture
         if pictures and draw is None:
-            yield Static("\n  Screenshots are listed as paths (images off: CODEBOX_IMAGES=off, or no image "
-                         "support); open them with an image viewer.", classes="evidence-note")
+            yield Static(
+                "\n  Screenshots are listed as paths (images off: CODEBOX_IMAGES=off, or no image "
+                "support); open them with an image viewer.",
+                classes="evidence-note",
+            )

@@ -105,7 +105,7 @@ class ChangedFileTree(Tree[ChangedFile | None]):
         name = self.key_of(entry).rsplit("/", 1)[-1]
         for keep in range(len(name) - 1, 1, -1):  # shorter and shorter until the label fits
             head = (keep + 1) // 2
-            fitted = self._label(entry, name[:head] + "…" + name[len(name) - (keep - head):])
+            fitted = self._label(entry, name[:head] + "…" + name[len(name) - (keep - head) :])
             if fitted.cell_len <= room or keep == 2:
                 fitted.stylize(style)
                 return fitted

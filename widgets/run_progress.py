@@ -136,12 +136,13 @@ class RunProgress:
         for side, state in self.test_sides.items():
             parts.append(f"tests {side}: {state}")
         if self.commands_done:
-            parts.append(f"{self.commands_done} command{'s' if self.commands_done != 1 else ''} done"
-                         + (f", {self.failed} failed" if self.failed else ""))
+            parts.append(
+                f"{self.commands_done} command{'s' if self.commands_done != 1 else ''} done"
+                + (f", {self.failed} failed" if self.failed else "")
+            )
         if self.preview_url and not self.finished:
             parts.append(f"preview {self.preview_url}")
         if self.hold_until is not None and not self.finished:
             left = max(0.0, (self.hold_until - (now or self.last or self.hold_until)).total_seconds())
             parts.append(f"held {seconds(left)} more (c: close now)")
         return " · ".join(parts)
-

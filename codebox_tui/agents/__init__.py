@@ -19,8 +19,21 @@ from codebox_tui.agents.request import (
 from codebox_tui.agents.run import AgentTaskOutcome, build_bridge, default_registry, run_agent_task, runtime_policy
 
 __all__ = [
-    "AgentSpec", "AgentTaskOutcome", "AgentTaskRequest", "HostTool", "HostToolRegistry", "ToolDispatcher",
-    "ToolFailure", "WorkspaceMount", "agent_from_text", "agent_task_request_from_json", "build_bridge",
-    "default_registry", "run_agent_task", "runtime_policy", "task_from_text", "task_from_value",
+    "AgentSpec",
+    "AgentTaskOutcome",
+    "AgentTaskRequest",
+    "HostTool",
+    "HostToolRegistry",
+    "ToolDispatcher",
+    "ToolFailure",
+    "WorkspaceMount",
+    "agent_from_text",
+    "agent_task_request_from_json",
+    "build_bridge",
+    "default_registry",
+    "run_agent_task",
+    "runtime_policy",
+    "task_from_text",
+    "task_from_value",
     "workspace_from_text",
 ]

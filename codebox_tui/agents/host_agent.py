@@ -73,17 +73,29 @@ class _Bounded:
 def agent_environment(names: list[str], scratch: str, environ: dict[str, str] | None = None) -> dict[str, str]:
     """The scrubbed environment: nothing of the parent's but ``PATH`` and the named variables."""
     parent = os.environ if environ is None else environ
-    env = {"PATH": parent.get("PATH", os.defpath), "LANG": "C.UTF-8", "HOME": scratch, "TMPDIR": scratch,
-           "CODEBOX_AGENT_PROTOCOL": "codebox/agent-message/v1"}
+    env = {
+        "PATH": parent.get("PATH", os.defpath),
+        "LANG": "C.UTF-8",
+        "HOME": scratch,
+        "TMPDIR": scratch,
+        "CODEBOX_AGENT_PROTOCOL": "codebox/agent-message/v1",
+    }
     for name in names:
         if name in parent:
             env[name] = parent[name]
     return env
 
 
-def run_host_agent(argv: list[str], task_message: dict[str, Any], dispatcher: ToolDispatcher, *,
-                   timeout_s: float, env_names: list[str], redact: Redactor,
-                   cancelled: Callable[[], bool] = lambda: False) -> HostAgentRun:
+def run_host_agent(
+    argv: list[str],
+    task_message: dict[str, Any],
+    dispatcher: ToolDispatcher,
+    *,
+    timeout_s: float,
+    env_names: list[str],
+    redact: Redactor,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> HostAgentRun:
     started = time.monotonic()
     deadline = started + timeout_s
     outcome = HostAgentRun()
@@ -91,9 +103,16 @@ def run_host_agent(argv: list[str], task_message: dict[str, Any], dispatcher: To
     protocol_out, errors_out = _Bounded(), _Bounded()
     try:
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    cwd=scratch, env=agent_environment(env_names, scratch), start_new_session=True,
-                                    close_fds=True)
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=scratch,
+                env=agent_environment(env_names, scratch),
+                start_new_session=True,
+                close_fds=True,
+            )
         except OSError as error:
             outcome.problems.append(f"the agent could not start: {error.strerror or error}")
             outcome.stopped = "protocol"
@@ -134,8 +153,12 @@ def run_host_agent(argv: list[str], task_message: dict[str, Any], dispatcher: To
                 break
             if message.type == "tool_call":
                 result = dispatcher.call(str(message.tool), message.input, message.id)
-                reply = {"schema": "codebox/agent-message/v1", "type": "tool_result", "id": message.id,
-                         "result": result.model_dump(mode="json", by_alias=True, exclude_none=True)}
+                reply = {
+                    "schema": "codebox/agent-message/v1",
+                    "type": "tool_result",
+                    "id": message.id,
+                    "result": result.model_dump(mode="json", by_alias=True, exclude_none=True),
+                }
                 if not _send(proc.stdin, reply, redact, protocol_out):
                     break
         _close(proc.stdin)

@@ -51,8 +51,12 @@ class TaskFacts:
 
 def changed_files_ref(changed: list[dict[str, Any]]) -> ChangedFilesRef:
     statuses = Counter(str(f.get("status")) for f in changed)
-    return ChangedFilesRef(count=len(changed), paths=[str(f.get("relativePath") or f.get("path")) for f in changed],
-                           statuses=dict(sorted(statuses.items())), artifact=layout.CHANGED_FILES)
+    return ChangedFilesRef(
+        count=len(changed),
+        paths=[str(f.get("relativePath") or f.get("path")) for f in changed],
+        statuses=dict(sorted(statuses.items())),
+        artifact=layout.CHANGED_FILES,
+    )
 
 
 def agent_result(facts: TaskFacts) -> AgentResult:
@@ -63,17 +67,22 @@ def agent_result(facts: TaskFacts) -> AgentResult:
     if failed:
         summary, no_op = "Agent sandbox failed before producing actionable file changes.", "execution_failed"
     elif actionable:
-        summary, no_op = (f"Agent sandbox produced {changed.count} changed files and a "
-                          f"{facts.patch_bytes}-byte patch."), None
+        summary, no_op = (
+            (f"Agent sandbox produced {changed.count} changed files and a {facts.patch_bytes}-byte patch."),
+            None,
+        )
     else:
         summary, no_op = "Agent sandbox completed without actionable file changes.", "no_file_changes"
     return AgentResult(
         status=facts.agent_status if facts.agent_status in ("completed", "failed") else "unknown",
-        actionable=actionable, summary=summary, changedFiles=changed,
+        actionable=actionable,
+        summary=summary,
+        changedFiles=changed,
         patch=PatchRef(bytes=facts.patch_bytes, sha256=facts.patch_sha256, artifact=layout.PATCH),
         transcript=TranscriptRef(artifact=layout.TRANSCRIPT, executionCount=len(facts.commands)),
         artifacts=ArtifactRefs(directory=facts.bundle_dir, review=layout.REVIEW, manifest=layout.MANIFEST),
-        failures=facts.failures, noOpReason=no_op,
+        failures=facts.failures,
+        noOpReason=no_op,
         workspaceTools=WorkspaceTools(diagnostics=facts.tool_diagnostics) if facts.tool_diagnostics else None,
         agentSummary=facts.agent_summary,
     )
@@ -100,14 +109,27 @@ def completion_outcome(facts: TaskFacts, result: AgentResult) -> CompletionOutco
     risk_notes = list(facts.risk_notes)
     if result.noOpReason == "no_file_changes":
         risk_notes.append("The agent changed no files: nothing to review or apply.")
-    bundle_check = (BundleCheck(artifact=layout.VERIFICATION_EVIDENCE, status="valid" if facts.bundle_valid
-                                else "invalid") if facts.bundle_valid is not None else None)
+    bundle_check = (
+        BundleCheck(artifact=layout.VERIFICATION_EVIDENCE, status="valid" if facts.bundle_valid else "invalid")
+        if facts.bundle_valid is not None
+        else None
+    )
     return CompletionOutcome(
-        status=status, summary=result.summary, changedFiles=result.changedFiles, patch=result.patch,
+        status=status,
+        summary=result.summary,
+        changedFiles=result.changedFiles,
+        patch=result.patch,
         artifacts=result.artifacts,
-        verification=Verification(transcript=layout.TRANSCRIPT, artifactBundle=bundle_check,
-                                  commands=[VerificationCommand(command=c, exitCode=e) for c, e in facts.commands]),
-        blockers=blockers, riskNotes=risk_notes, confidence=confidence, nextAction=next_action,
-        provenance=Provenance(artifactBundleId=facts.bundle_id, artifactDirectory=facts.bundle_dir,
-                              runtime=facts.runtime, task=facts.task),
+        verification=Verification(
+            transcript=layout.TRANSCRIPT,
+            artifactBundle=bundle_check,
+            commands=[VerificationCommand(command=c, exitCode=e) for c, e in facts.commands],
+        ),
+        blockers=blockers,
+        riskNotes=risk_notes,
+        confidence=confidence,
+        nextAction=next_action,
+        provenance=Provenance(
+            artifactBundleId=facts.bundle_id, artifactDirectory=facts.bundle_dir, runtime=facts.runtime, task=facts.task
+        ),
     )

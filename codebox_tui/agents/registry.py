@@ -44,8 +44,9 @@ class ToolFailure(Exception):
     """Raised by a handler for an expected failure (a missing file, a patch that does not apply): the
     caller gets ``host-tool-handler-error`` with this message, or ``code`` when given."""
 
-    def __init__(self, message: str, code: str = "host-tool-handler-error",
-                 details: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, message: str, code: str = "host-tool-handler-error", details: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
@@ -76,21 +77,34 @@ class HostTool:
             try:
                 jsonschema.Draft202012Validator.check_schema(schema)
             except jsonschema.SchemaError as error:
-                raise BadInputError(f"tool {self.name}: its {label} is not a valid JSON Schema: {error.message}",
-                                    code="host-tool-invalid-schema", field=f"tools.{self.name}.{label}") from None
+                raise BadInputError(
+                    f"tool {self.name}: its {label} is not a valid JSON Schema: {error.message}",
+                    code="host-tool-invalid-schema",
+                    field=f"tools.{self.name}.{label}",
+                ) from None
 
     def declaration(self) -> HostToolDeclaration:
-        return HostToolDeclaration(name=self.name, description=self.description, inputSchema=self.input_schema,
-                                   outputSchema=self.output_schema,
-                                   policy=HostToolPolicyMeta(capability=self.capability, risk=self.risk))
+        return HostToolDeclaration(
+            name=self.name,
+            description=self.description,
+            inputSchema=self.input_schema,
+            outputSchema=self.output_schema,
+            policy=HostToolPolicyMeta(capability=self.capability, risk=self.risk),
+        )
 
     def policy_entry(self, allowed: bool) -> SandboxToolEntry:
         return SandboxToolEntry(
-            id=self.name, runtime_tool_id=self.name, execution_location=self.execution_location,
-            transport_visibility=self.visibility, allowed=allowed,
-            runtime=ToolRuntime(environment="sandbox" if self.execution_location == "sandbox" else "host",
-                                capability_scope=self.scope),
-            risk=self.risk, action=self.capability)
+            id=self.name,
+            runtime_tool_id=self.name,
+            execution_location=self.execution_location,
+            transport_visibility=self.visibility,
+            allowed=allowed,
+            runtime=ToolRuntime(
+                environment="sandbox" if self.execution_location == "sandbox" else "host", capability_scope=self.scope
+            ),
+            risk=self.risk,
+            action=self.capability,
+        )
 
 
 class HostToolRegistry:
@@ -103,8 +117,9 @@ class HostToolRegistry:
 
     def register(self, tool: HostTool) -> None:
         if tool.name in self._tools:
-            raise BadInputError(f"tool {tool.name!r} is registered twice", code="host-tool-duplicate",
-                                field=f"tools.{tool.name}")
+            raise BadInputError(
+                f"tool {tool.name!r} is registered twice", code="host-tool-duplicate", field=f"tools.{tool.name}"
+            )
         self._tools[tool.name] = tool
 
     def get(self, name: str) -> HostTool | None:
@@ -119,11 +134,16 @@ class HostToolRegistry:
         wanted = set(allowed)
         unknown = sorted(wanted - set(self._tools))
         if unknown:
-            raise BadInputError(f"--tools: unknown tool(s) {', '.join(unknown)}; expected some of "
-                                f"{', '.join(n for n, t in self._tools.items() if t.execution_location == 'sandbox')}",
-                                code="unknown-tool", field="tools")
-        entries = [tool.policy_entry(name in wanted and tool.execution_location == "sandbox")
-                   for name, tool in self._tools.items()]
+            raise BadInputError(
+                f"--tools: unknown tool(s) {', '.join(unknown)}; expected some of "
+                f"{', '.join(n for n, t in self._tools.items() if t.execution_location == 'sandbox')}",
+                code="unknown-tool",
+                field="tools",
+            )
+        entries = [
+            tool.policy_entry(name in wanted and tool.execution_location == "sandbox")
+            for name, tool in self._tools.items()
+        ]
         return SandboxToolPolicy(tools=entries, metadata={"source": "codebox"})
 
     def bridge(self, policy: SandboxToolPolicy) -> ToolBridge:
@@ -139,15 +159,24 @@ class HostToolRegistry:
             else:
                 hidden.append({"id": entry.id, "reason": reason or "not-registered"})
         return ToolBridge(
-            allowed_tools=exposed, sandbox_tool_policy=policy,
+            allowed_tools=exposed,
+            sandbox_tool_policy=policy,
             host_policy=HostToolPolicy(tools=[self._tools[name].declaration() for name in exposed]),
-            authorization={"mode": "allowlist", "notes": [
-                "A call is dispatched only for a tool in allowed_tools that the runtime policy's commands list.",
-                "Push, deploy, merge, pull requests and apply-back are parent-only."]},
-            redaction={"notes": [
-                "Secret values reach the sandbox only through the runtime policy's environment allow-list; "
-                "they are redacted from tool inputs, outputs, transcripts, logs and events."]},
-            metadata={"notExposed": hidden})
+            authorization={
+                "mode": "allowlist",
+                "notes": [
+                    "A call is dispatched only for a tool in allowed_tools that the runtime policy's commands list.",
+                    "Push, deploy, merge, pull requests and apply-back are parent-only.",
+                ],
+            },
+            redaction={
+                "notes": [
+                    "Secret values reach the sandbox only through the runtime policy's environment allow-list; "
+                    "they are redacted from tool inputs, outputs, transcripts, logs and events."
+                ]
+            },
+            metadata={"notExposed": hidden},
+        )
 
 
 @dataclass
@@ -173,10 +202,17 @@ class ToolDispatcher:
             result = self._error(name, tool, failure.code, failure.message, failure.details, started_at)
         else:
             result = self._ok(name, tool, output, started_at)
-        self.calls.append(TranscriptToolCall(
-            index=len(self.calls), id=self.redact(call_id) if call_id else None, tool=self.redact(name)[:200],
-            input=self.redact.value(tool_input), status=result.status, error=result.error,
-            durationMs=int((time.monotonic() - started) * 1000)))
+        self.calls.append(
+            TranscriptToolCall(
+                index=len(self.calls),
+                id=self.redact(call_id) if call_id else None,
+                tool=self.redact(name)[:200],
+                input=self.redact.value(tool_input),
+                status=result.status,
+                error=result.error,
+                durationMs=int((time.monotonic() - started) * 1000),
+            )
+        )
         if self.on_call is not None:
             self.on_call(self.calls[-1])
         return result
@@ -185,11 +221,16 @@ class ToolDispatcher:
         if len(self.calls) >= self.max_calls:
             raise ToolFailure(f"the task made more than {self.max_calls} tool calls", "host-tool-denied")
         if tool is None:
-            raise ToolFailure(f"unknown tool {name!r}; the tool bridge exposes: {', '.join(self.bridge.allowed_tools)}",
-                              "host-tool-unknown")
+            raise ToolFailure(
+                f"unknown tool {name!r}; the tool bridge exposes: {', '.join(self.bridge.allowed_tools)}",
+                "host-tool-unknown",
+            )
         if name not in self.bridge.allowed_tools or name not in self.policy.commands or tool.handler is None:
-            raise ToolFailure(f"Tool is not allowed by runtime policy: {name}", "host-tool-denied",
-                              {"allowedTools": list(self.bridge.allowed_tools)})
+            raise ToolFailure(
+                f"Tool is not allowed by runtime policy: {name}",
+                "host-tool-denied",
+                {"allowedTools": list(self.bridge.allowed_tools)},
+            )
         problem = _first_error(tool.input_schema, tool_input)
         if problem is not None:
             raise ToolFailure(f"{name}: invalid input: {problem}", "host-tool-invalid-input")
@@ -224,26 +265,40 @@ class ToolDispatcher:
 
     def _diagnostics(self, name: str, tool: HostTool | None) -> HostToolDiagnostics:
         return HostToolDiagnostics(
-            policyCommand=name, inputSchema=tool.input_schema if tool else None,
+            policyCommand=name,
+            inputSchema=tool.input_schema if tool else None,
             outputSchema=tool.output_schema if tool else None,
-            policy=tool.declaration().policy.model_dump(exclude_none=True) if tool else None)
+            policy=tool.declaration().policy.model_dump(exclude_none=True) if tool else None,
+        )
 
     def _ok(self, name: str, tool: HostTool | None, output: Any, started_at: str) -> HostToolResult:
         safe = self.redact.value(output)
-        return HostToolResult(tool=name, status="ok", output=safe,
-                              toolResult=ToolResultPayload(success=True, tool_name=name, result=safe),
-                              diagnostics=self._diagnostics(name, tool), startedAt=started_at,
-                              finishedAt=utc_now_iso())
+        return HostToolResult(
+            tool=name,
+            status="ok",
+            output=safe,
+            toolResult=ToolResultPayload(success=True, tool_name=name, result=safe),
+            diagnostics=self._diagnostics(name, tool),
+            startedAt=started_at,
+            finishedAt=utc_now_iso(),
+        )
 
-    def _error(self, name: str, tool: HostTool | None, code: str, message: str, details: dict[str, Any] | None,
-               started_at: str) -> HostToolResult:
-        error = ToolError(code=code, message=self.redact(message)[:4000],
-                          details=self.redact.value(details) if details else None)
+    def _error(
+        self, name: str, tool: HostTool | None, code: str, message: str, details: dict[str, Any] | None, started_at: str
+    ) -> HostToolResult:
+        error = ToolError(
+            code=code, message=self.redact(message)[:4000], details=self.redact.value(details) if details else None
+        )
         shown = self.redact(name)[:200]
-        return HostToolResult(tool=shown, status="error", error=error,
-                              toolResult=ToolResultPayload(success=False, tool_name=shown, error=error),
-                              diagnostics=self._diagnostics(shown, tool), startedAt=started_at,
-                              finishedAt=utc_now_iso())
+        return HostToolResult(
+            tool=shown,
+            status="error",
+            error=error,
+            toolResult=ToolResultPayload(success=False, tool_name=shown, error=error),
+            diagnostics=self._diagnostics(shown, tool),
+            startedAt=started_at,
+            finishedAt=utc_now_iso(),
+        )
 
 
 def _first_error(schema: dict[str, Any], value: Any) -> str | None:

@@ -92,12 +92,16 @@ def task_from_value(value: Any, field: str = "task") -> TaskInput:
             raise BadInputError(f"{field} must not be empty", code="invalid-task", field=field)
         return TaskInput(goal=value)
     if not isinstance(value, dict):
-        raise BadInputError(f"{field} must be a string or a wp-codebox/task-input/v1 object", code="invalid-task",
-                            field=field)
+        raise BadInputError(
+            f"{field} must be a string or a wp-codebox/task-input/v1 object", code="invalid-task", field=field
+        )
     for key in FORBIDDEN_TASK_FIELDS:
         if key in value:
-            raise BadInputError(f"{field}.{key}: a task takes no raw PHP; describe the goal instead",
-                                code="invalid-task", field=f"{field}.{key}")
+            raise BadInputError(
+                f"{field}.{key}: a task takes no raw PHP; describe the goal instead",
+                code="invalid-task",
+                field=f"{field}.{key}",
+            )
     data = dict(value)
     if "task" in data and "goal" not in data:
         data["goal"] = data.pop("task")
@@ -117,8 +121,9 @@ def task_from_text(text: str) -> TaskInput:
             try:
                 return task_from_value(json.loads(raw), f"--task {path}")
             except ValueError as error:
-                raise BadInputError(f"--task {path} is not valid JSON: {error}", code="invalid-task",
-                                    field="--task") from None
+                raise BadInputError(
+                    f"--task {path} is not valid JSON: {error}", code="invalid-task", field="--task"
+                ) from None
         return task_from_value(raw, "--task")
     return task_from_value(text, "--task")
 
@@ -128,12 +133,16 @@ def workspace_from_text(text: str, index: int = 0, base_dir: Path | None = None)
     relative to ``base_dir`` (default: the current folder)."""
     host, sep, target = text.partition(":")
     if not host:
-        raise BadInputError(f"--workspace {text!r} must look like DIR[:/workspace/path]", code="invalid-workspace",
-                            field=f"workspaces[{index}]")
+        raise BadInputError(
+            f"--workspace {text!r} must look like DIR[:/workspace/path]",
+            code="invalid-workspace",
+            field=f"workspaces[{index}]",
+        )
     source = _based(Path(host).expanduser(), base_dir)
     if not source.is_dir():
-        raise BadInputError(f"--workspace {host!r} is not a folder", code="missing-mount-source",
-                            field=f"workspaces[{index}].source")
+        raise BadInputError(
+            f"--workspace {host!r} is not a folder", code="missing-mount-source", field=f"workspaces[{index}].source"
+        )
     name = source.resolve().name or "workspace"
     try:
         return WorkspaceMount(source=source.resolve(), target=target if sep else f"{WORKSPACE_ROOT}/{name}")
@@ -155,8 +164,9 @@ def agent_from_text(text: str, field: str = "--agent", base_dir: Path | None = N
     try:
         argv = shlex.split(stripped)
     except ValueError as error:
-        raise BadInputError(f"{field}: cannot split the command line: {error}", code="invalid-agent",
-                            field=field) from None
+        raise BadInputError(
+            f"{field}: cannot split the command line: {error}", code="invalid-agent", field=field
+        ) from None
     return AgentSpec(kind="command", argv=resolve_argv(argv, base_dir))
 
 
@@ -182,11 +192,15 @@ def check_agent(agent: AgentSpec, field: str = "agent") -> None:
     if not agent.argv:
         raise BadInputError(f"{field}: the agent command is empty", code="invalid-agent", field=field)
     program = agent.argv[0]
-    found = Path(program).expanduser() if "/" in program else (shutil.which(program) and Path(shutil.which(program)
-                                                                                              or ""))
+    found = (
+        Path(program).expanduser() if "/" in program else (shutil.which(program) and Path(shutil.which(program) or ""))
+    )
     if not found or not Path(found).is_file() or not os.access(found, os.X_OK):
-        raise BadInputError(f"{field}: agent program {program!r} is not an executable file (or not on PATH)",
-                            code="invalid-agent", field=field)
+        raise BadInputError(
+            f"{field}: agent program {program!r} is not an executable file (or not on PATH)",
+            code="invalid-agent",
+            field=field,
+        )
 
 
 def agent_task_request_from_json(obj: Any, *, base_dir: Path | None = None) -> AgentTaskRequest:
@@ -199,21 +213,44 @@ def agent_task_request_from_json(obj: Any, *, base_dir: Path | None = None) -> A
     if not isinstance(obj, dict):
         raise BadInputError("$: an agent task must be a JSON object", code="invalid-agent-task", field="$")
     data = dict(obj)
-    known = {"task", "workspaces", "workspace", "agent", "tools", "sandbox_session_id", "session_id", "orchestrator",
-             "timeout", "tool_timeout", "boot_timeout", "policy", "env", "agent_env", "wp", "php", "backend",
-             "artifacts"}
+    known = {
+        "task",
+        "workspaces",
+        "workspace",
+        "agent",
+        "tools",
+        "sandbox_session_id",
+        "session_id",
+        "orchestrator",
+        "timeout",
+        "tool_timeout",
+        "boot_timeout",
+        "policy",
+        "env",
+        "agent_env",
+        "wp",
+        "php",
+        "backend",
+        "artifacts",
+    }
     for key in data:
         if key not in known:
-            raise BadInputError(f"$.{key}: unknown field; expected some of {', '.join(sorted(known))}",
-                                code="invalid-agent-task", field=f"$.{key}")
+            raise BadInputError(
+                f"$.{key}: unknown field; expected some of {', '.join(sorted(known))}",
+                code="invalid-agent-task",
+                field=f"$.{key}",
+            )
     if "task" not in data:
         raise BadInputError("$.task: required", code="invalid-agent-task", field="$.task")
     fields: dict[str, Any] = {"task": task_from_value(data["task"], "$.task")}
     raw_ws = data.get("workspaces", data.get("workspace"))
     raw_ws = [raw_ws] if isinstance(raw_ws, str | dict) else raw_ws
     if not isinstance(raw_ws, list) or not raw_ws:
-        raise BadInputError("$.workspaces: a non-empty list of \"DIR[:/workspace/path]\" is required",
-                            code="invalid-agent-task", field="$.workspaces")
+        raise BadInputError(
+            '$.workspaces: a non-empty list of "DIR[:/workspace/path]" is required',
+            code="invalid-agent-task",
+            field="$.workspaces",
+        )
     mounts = []
     for index, item in enumerate(raw_ws):
         where = f"$.workspaces[{index}]"
@@ -224,8 +261,11 @@ def agent_task_request_from_json(obj: Any, *, base_dir: Path | None = None) -> A
                 raise BadInputError(f"{where}: {error.message}", code=error.code, field=where) from None
         elif isinstance(item, dict):
             try:
-                based = {**item, "source": _based(Path(item["source"]).expanduser(), base_dir)} \
-                    if isinstance(item.get("source"), str) and item["source"] else item
+                based = (
+                    {**item, "source": _based(Path(item["source"]).expanduser(), base_dir)}
+                    if isinstance(item.get("source"), str) and item["source"]
+                    else item
+                )
                 mounts.append(WorkspaceMount.model_validate(based))
             except ValidationError as error:
                 raise _named(error, where) from None
@@ -246,15 +286,28 @@ def agent_task_request_from_json(obj: Any, *, base_dir: Path | None = None) -> A
         except ValidationError as error:
             raise _named(error, "$.agent") from None
     else:
-        raise BadInputError("$.agent: expected a command line, an argv list or {kind, argv|php_file}",
-                            code="invalid-agent-task", field="$.agent")
+        raise BadInputError(
+            "$.agent: expected a command line, an argv list or {kind, argv|php_file}",
+            code="invalid-agent-task",
+            field="$.agent",
+        )
     for key, name in (("timeout", "timeout_s"), ("tool_timeout", "tool_timeout_s"), ("boot_timeout", "boot_timeout_s")):
         if key in data and data[key] is not None:
             fields[name] = parse_duration(str(data[key]), f"$.{key}")
     if "artifacts" in data and data["artifacts"] is not None:
         fields["artifacts_root"] = _based(Path(str(data["artifacts"])).expanduser(), base_dir)
-    for key in ("tools", "sandbox_session_id", "session_id", "orchestrator", "policy", "env", "agent_env", "wp",
-                "php", "backend"):
+    for key in (
+        "tools",
+        "sandbox_session_id",
+        "session_id",
+        "orchestrator",
+        "policy",
+        "env",
+        "agent_env",
+        "wp",
+        "php",
+        "backend",
+    ):
         if key in data and data[key] is not None:
             fields[key] = data[key]
     if isinstance(fields.get("tools"), str):

@@ -83,14 +83,25 @@ class AgentTaskOutcome:
     def to_json(self) -> dict[str, Any]:
         """The command's JSON document (``codebox/agent-task/v1``): the reference's response envelope
         (``session``, ``completion_outcome``, ``agent_result``) plus where the bundle is."""
+
         def dump(model: Any) -> Any:
             return model.model_dump(mode="json", by_alias=True, exclude_none=True) if model is not None else None
 
-        doc = {"schema": "codebox/agent-task/v1", "success": self.exit_code == 0, "session": dump(self.session),
-               "completion_outcome": dump(self.completion_outcome), "agent_result": dump(self.agent_result),
-               "artifacts": {"directory": str(self.bundle_dir) if self.bundle_dir else None, "id": self.bundle_id,
-                             "inboxKey": self.inbox_key},
-               "runtimeId": self.run.runtime_id, "exitCode": self.exit_code, "warnings": self.warnings}
+        doc = {
+            "schema": "codebox/agent-task/v1",
+            "success": self.exit_code == 0,
+            "session": dump(self.session),
+            "completion_outcome": dump(self.completion_outcome),
+            "agent_result": dump(self.agent_result),
+            "artifacts": {
+                "directory": str(self.bundle_dir) if self.bundle_dir else None,
+                "id": self.bundle_id,
+                "inboxKey": self.inbox_key,
+            },
+            "runtimeId": self.run.runtime_id,
+            "exitCode": self.exit_code,
+            "warnings": self.warnings,
+        }
         return self.run.redact.value(doc)  # type: ignore[no-any-return]
 
 
@@ -121,13 +132,16 @@ def runtime_policy(request: AgentTaskRequest, bridge: ToolBridge) -> RuntimePoli
 
 
 def _mounts(request: AgentTaskRequest) -> list[MountSpec]:
-    specs = [MountSpec(source=str(ws.source), target=ws.target, mode="readwrite",
-                       metadata={"kind": "agent-workspace"}) for ws in request.workspaces]
+    specs = [
+        MountSpec(source=str(ws.source), target=ws.target, mode="readwrite", metadata={"kind": "agent-workspace"})
+        for ws in request.workspaces
+    ]
     try:
         return validate_mounts(specs)
     except BadInputError as error:
-        raise BadInputError(error.message, code=error.code,
-                            field=(error.field or "").replace("mounts", "workspaces")) from None
+        raise BadInputError(
+            error.message, code=error.code, field=(error.field or "").replace("mounts", "workspaces")
+        ) from None
 
 
 def check_agent_request(request: AgentTaskRequest, policy: RuntimePolicy) -> None:
@@ -135,13 +149,22 @@ def check_agent_request(request: AgentTaskRequest, policy: RuntimePolicy) -> Non
     secret_names = set(policy.secret_names)
     leaked = sorted(secret_names & set(request.agent_env))
     if leaked:
-        raise BadInputError(f"agent_env: {', '.join(leaked)} is a secret of the runtime policy; the agent never "
-                            "receives the sandbox's secrets", code="invalid-agent-env", field="agent_env")
+        raise BadInputError(
+            f"agent_env: {', '.join(leaked)} is a secret of the runtime policy; the agent never "
+            "receives the sandbox's secrets",
+            code="invalid-agent-env",
+            field="agent_env",
+        )
 
 
-def run_agent_task(request: AgentTaskRequest, *, progress: ProgressListener | None = None,
-                   control: RunControl | None = None, service: RunService | None = None,
-                   registry: HostToolRegistry | None = None) -> AgentTaskOutcome:
+def run_agent_task(
+    request: AgentTaskRequest,
+    *,
+    progress: ProgressListener | None = None,
+    control: RunControl | None = None,
+    service: RunService | None = None,
+    registry: HostToolRegistry | None = None,
+) -> AgentTaskOutcome:
     """Run one agent task and return its outcome; bad input is raised before anything boots, everything
     after boot (a crashing agent, a refused tool, a sandbox failure) is in the outcome. ``registry`` adds a
     caller's own host tools (default: :func:`default_registry`)."""
@@ -160,10 +183,19 @@ def run_agent_task(request: AgentTaskRequest, *, progress: ProgressListener | No
     # a PHP agent's task file: written by the host into a folder of its own before boot, mounted read-only
     agent_folder = Path(tempfile.mkdtemp(prefix="codebox-php-agent-")) if request.agent.kind == "php" else None
     run_request = RunRequest(
-        mounts=mounts, policy=policy, wp=request.wp, php=request.php, backend=request.backend, env=dict(request.env),
+        mounts=mounts,
+        policy=policy,
+        wp=request.wp,
+        php=request.php,
+        backend=request.backend,
+        env=dict(request.env),
         metadata=metadata,
-        boot_timeout_s=request.boot_timeout_s, artifacts_root=request.artifacts_root, tool_commands=[],
-        flow=request.flow, extra_mounts=[agent_mount(agent_folder)] if agent_folder is not None else [])
+        boot_timeout_s=request.boot_timeout_s,
+        artifacts_root=request.artifacts_root,
+        tool_commands=[],
+        flow=request.flow,
+        extra_mounts=[agent_mount(agent_folder)] if agent_folder is not None else [],
+    )
     service = service or RunService()
     task_run = _TaskRun(request, bridge, registry, agent_folder)
     try:
@@ -181,13 +213,23 @@ def agent_mount(folder: Path) -> MountSpec:
     can change nothing in it. On native the mount target joins PHP's ``open_basedir`` like any mount outside
     the site (runtime/native_site.py), read-only by its bind; it is not captured (Codebox wrote it)."""
     folder.chmod(0o755)
-    return MountSpec(source=str(folder), target=AGENT_DIR, mode="readonly", captureArtifacts=False,
-                     metadata={"toolchain": "php-agent"})
+    return MountSpec(
+        source=str(folder),
+        target=AGENT_DIR,
+        mode="readonly",
+        captureArtifacts=False,
+        metadata={"toolchain": "php-agent"},
+    )
 
 
 class _TaskRun:
-    def __init__(self, request: AgentTaskRequest, bridge: ToolBridge, registry: HostToolRegistry,
-                 agent_folder: Path | None = None) -> None:
+    def __init__(
+        self,
+        request: AgentTaskRequest,
+        bridge: ToolBridge,
+        registry: HostToolRegistry,
+        agent_folder: Path | None = None,
+    ) -> None:
         self.request = request
         self.agent_folder = agent_folder  # a PHP agent's, mounted read-only at AGENT_DIR
         self.bridge = bridge
@@ -206,16 +248,25 @@ class _TaskRun:
     # -- the run ---------------------------------------------------------------------------------------
     def execute(self, run: OpenRun) -> None:
         session = run.session
-        ctx = WorkspaceContext(session, [w.target for w in self.request.workspaces],
-                               timeout_s=self.request.tool_timeout_s)
+        ctx = WorkspaceContext(
+            session, [w.target for w in self.request.workspaces], timeout_s=self.request.tool_timeout_s
+        )
         # a workspace tool's own exec limit is tool_timeout_s; the dispatcher's backstop leaves it room to answer
-        self.dispatcher = ToolDispatcher(self.registry, self.bridge, session.spec.policy, ctx, session.redact,
-                                         timeout_s=self.request.tool_timeout_s + 30, on_call=self._on_call(run))
+        self.dispatcher = ToolDispatcher(
+            self.registry,
+            self.bridge,
+            session.spec.policy,
+            ctx,
+            session.redact,
+            timeout_s=self.request.tool_timeout_s + 30,
+            on_call=self._on_call(run),
+        )
         self._write_json(run, layout.TASK_INPUT, "agent-task-input", self.request.task)
         self._write_json(run, layout.TOOL_BRIDGE, "tool-bridge", self.bridge)
         if self.agent_folder is not None:  # before boot: the read-only mount is staged from it then
-            (self.agent_folder / AGENT_TASK_FILE).write_text(json.dumps(self._task_message(run), indent=2),
-                                                             encoding="utf-8")
+            (self.agent_folder / AGENT_TASK_FILE).write_text(
+                json.dumps(self._task_message(run), indent=2), encoding="utf-8"
+            )
         try:
             run.boot()
             if run.cancelled:
@@ -231,8 +282,11 @@ class _TaskRun:
             message = session.redact(error.message)
             self.failures.append(AgentFailure(executionIndex=len(self.executions), command="sandbox", message=message))
             self.blockers.append(Blocker(kind="runtime-blocker", message=message, retryable=True))
-        session.emit("agent.finished", {"status": self.agent_status, "toolCalls": len(self.dispatcher.calls)},
-                     level="info" if self.agent_status == "completed" else "warning")
+        session.emit(
+            "agent.finished",
+            {"status": self.agent_status, "toolCalls": len(self.dispatcher.calls)},
+            level="info" if self.agent_status == "completed" else "warning",
+        )
         transcript = AgentTranscript(executions=self.executions, toolCalls=self.dispatcher.calls)
         self._write_json(run, layout.TRANSCRIPT, "agent-transcript", transcript)
         summary = run.capture(verify=True)
@@ -245,9 +299,15 @@ class _TaskRun:
     @staticmethod
     def _on_call(run: OpenRun) -> Callable[[TranscriptToolCall], None]:
         """Each tool call is an ``agent.tool-call`` event of the run and a progress line."""
+
         def report(call: TranscriptToolCall) -> None:
-            data = {"index": call.index, "tool": call.tool, "status": call.status, "durationMs": call.durationMs,
-                    **({"error": call.error.code} if call.error else {})}
+            data = {
+                "index": call.index,
+                "tool": call.tool,
+                "status": call.status,
+                "durationMs": call.durationMs,
+                **({"error": call.error.code} if call.error else {}),
+            }
             run.session.emit("agent.tool-call", data, level="info" if call.status == "ok" else "warning")
             if run.progress is not None:
                 run.progress.phase("tool", f"{call.tool}: {call.error.code if call.error else 'ok'}")
@@ -255,32 +315,55 @@ class _TaskRun:
         return report
 
     def _task_message(self, run: OpenRun) -> dict[str, Any]:
-        return {"schema": "codebox/agent-message/v1", "type": "task",
-                "task": self.request.task.model_dump(mode="json", by_alias=True, exclude_none=True),
-                "tool_bridge": self.bridge.model_dump(mode="json", by_alias=True, exclude_none=True),
-                "workspace": {"root": "/workspace", "mounts": [w.target for w in self.request.workspaces]},
-                "session": {"sandbox_session_id": self.request.sandbox_session_id,
-                            "agent_session_id": self.request.session_id, "runtime_id": run.session.runtime_id}}
+        return {
+            "schema": "codebox/agent-message/v1",
+            "type": "task",
+            "task": self.request.task.model_dump(mode="json", by_alias=True, exclude_none=True),
+            "tool_bridge": self.bridge.model_dump(mode="json", by_alias=True, exclude_none=True),
+            "workspace": {"root": "/workspace", "mounts": [w.target for w in self.request.workspaces]},
+            "session": {
+                "sandbox_session_id": self.request.sandbox_session_id,
+                "agent_session_id": self.request.session_id,
+                "runtime_id": run.session.runtime_id,
+            },
+        }
 
     def _run_command(self, run: OpenRun, ctx: WorkspaceContext) -> None:
         assert self.dispatcher is not None
         redact = run.session.redact
         done: HostAgentRun = run_host_agent(
-            self.request.agent.argv, self._task_message(run), self.dispatcher, timeout_s=self.request.timeout_s,
-            env_names=self.request.agent_env, redact=redact, cancelled=lambda: run.cancelled)
+            self.request.agent.argv,
+            self._task_message(run),
+            self.dispatcher,
+            timeout_s=self.request.timeout_s,
+            env_names=self.request.agent_env,
+            redact=redact,
+            cancelled=lambda: run.cancelled,
+        )
         final = done.final
         parsed = redact.value(final.model_dump(mode="json", by_alias=True, exclude_none=True)) if final else None
         label = self.request.agent.label()
-        self.executions.append(TranscriptExecution(executionIndex=0, command=label, exitCode=done.exit_code,
-                                                   stdout=done.stdout, stderr=done.stderr, parsed=parsed))
+        self.executions.append(
+            TranscriptExecution(
+                executionIndex=0,
+                command=label,
+                exitCode=done.exit_code,
+                stdout=done.stdout,
+                stderr=done.stderr,
+                parsed=parsed,
+            )
+        )
         self.agent_summary = redact(final.summary) if final and final.summary else None
         problems = list(done.problems)
         exited_badly = done.exit_code not in (0, None) and not (done.killed and final is not None)
         if done.stopped == "cancelled":
             problems.append("the task was cancelled")
         if exited_badly:
-            problems.append(f"the agent exited with {done.exit_code}" if done.exit_code is not None and
-                            done.exit_code > 0 else f"the agent was killed by signal {-(done.exit_code or 0)}")
+            problems.append(
+                f"the agent exited with {done.exit_code}"
+                if done.exit_code is not None and done.exit_code > 0
+                else f"the agent was killed by signal {-(done.exit_code or 0)}"
+            )
         if final is None and done.stopped is None and not exited_badly:
             problems.append("the agent ended without a final message")
         if final is not None and final.status == "failed":
@@ -293,38 +376,60 @@ class _TaskRun:
         else:
             self.agent_status = "unknown"
         if problems and (failed or final is None):
-            self.failures.append(AgentFailure(executionIndex=0, command=label, exitCode=done.exit_code,
-                                              message=redact("; ".join(problems))[:4000]))
+            self.failures.append(
+                AgentFailure(
+                    executionIndex=0, command=label, exitCode=done.exit_code, message=redact("; ".join(problems))[:4000]
+                )
+            )
         if done.stopped == "timeout":
-            self.blockers.append(Blocker(kind="runtime-failure", message=f"the agent timed out after "
-                                         f"{self.request.timeout_s:g} s", retryable=True))
+            self.blockers.append(
+                Blocker(
+                    kind="runtime-failure",
+                    message=f"the agent timed out after {self.request.timeout_s:g} s",
+                    retryable=True,
+                )
+            )
 
     def _run_php(self, run: OpenRun) -> None:
         """A PHP agent finds the task message (with the tool bridge) in /codebox-agent/task.json, works on
         /workspace with PHP and prints its final message as the last JSON line of its output."""
         assert self.request.agent.php_file is not None
-        execution = run.execute(CommandStep(PHP_COMMAND, [f"code-file={self.request.agent.php_file}"],
-                                            self.request.timeout_s))
+        execution = run.execute(
+            CommandStep(PHP_COMMAND, [f"code-file={self.request.agent.php_file}"], self.request.timeout_s)
+        )
         redact = run.session.redact
         final = _last_final(execution.stdout)
         parsed = redact.value(final.model_dump(mode="json", by_alias=True, exclude_none=True)) if final else None
         label = self.request.agent.label()
-        self.executions.append(TranscriptExecution(
-            executionIndex=0, command=label, exitCode=execution.exitCode, stdout=redact(execution.stdout[-65536:]),
-            stderr=redact(execution.stderr[-65536:]), parsed=parsed))
+        self.executions.append(
+            TranscriptExecution(
+                executionIndex=0,
+                command=label,
+                exitCode=execution.exitCode,
+                stdout=redact(execution.stdout[-65536:]),
+                stderr=redact(execution.stderr[-65536:]),
+                parsed=parsed,
+            )
+        )
         self.agent_summary = redact(final.summary) if final and final.summary else None
         if execution.exitCode != 0 or (final is not None and final.status == "failed"):
             self.agent_status = "failed"
-            self.failures.append(AgentFailure(executionIndex=0, command=label, exitCode=execution.exitCode,
-                                              message=f"the PHP agent exited with {execution.exitCode}"
-                                              if execution.exitCode else "the PHP agent reported failure"))
+            self.failures.append(
+                AgentFailure(
+                    executionIndex=0,
+                    command=label,
+                    exitCode=execution.exitCode,
+                    message=f"the PHP agent exited with {execution.exitCode}"
+                    if execution.exitCode
+                    else "the PHP agent reported failure",
+                )
+            )
         else:
             self.agent_status = "completed" if final is not None else "unknown"
 
     # -- documents -------------------------------------------------------------------------------------
     def _write_json(self, run: OpenRun, rel: str, kind: str, model: Any) -> Path:
-        doc = model.model_dump(mode="json", by_alias=True, exclude_none=True) if hasattr(model, "model_dump") \
-            else model
+        doc = model.model_dump(mode="json", by_alias=True, exclude_none=True) if hasattr(model, "model_dump") else model
         path = run.session.add_evidence(rel, kind, "application/json")
         path.write_text(json.dumps(run.session.redact.value(doc), indent=2, sort_keys=True) + "\n", encoding="utf-8")
         return path
@@ -334,24 +439,36 @@ class _TaskRun:
         bundle = Path(summary.path)
         patch = bundle / layout.PATCH
         patch_bytes = patch.read_bytes() if patch.is_file() else b""
-        diagnostics = [{"tool": c.tool, "code": c.error.code, "message": c.error.message}
-                       for c in self.dispatcher.calls if c.error is not None]
+        diagnostics = [
+            {"tool": c.tool, "code": c.error.code, "message": c.error.message}
+            for c in self.dispatcher.calls
+            if c.error is not None
+        ]
         facts = TaskFacts(
-            agent_status=self.agent_status, agent_summary=self.agent_summary,
-            commands=[(e.command, e.exitCode) for e in self.executions], failures=self.failures,
-            changed_files=list(summary.changed_files or []), patch_bytes=len(patch_bytes),
-            patch_sha256=hashlib.sha256(patch_bytes).hexdigest() if patch_bytes else None, bundle_dir=str(bundle),
-            bundle_id=None, runtime={"id": run.session.runtime_id, "wp": run.request.wp, "php": run.request.php},
+            agent_status=self.agent_status,
+            agent_summary=self.agent_summary,
+            commands=[(e.command, e.exitCode) for e in self.executions],
+            failures=self.failures,
+            changed_files=list(summary.changed_files or []),
+            patch_bytes=len(patch_bytes),
+            patch_sha256=hashlib.sha256(patch_bytes).hexdigest() if patch_bytes else None,
+            bundle_dir=str(bundle),
+            bundle_id=None,
+            runtime={"id": run.session.runtime_id, "wp": run.request.wp, "php": run.request.php},
             task={"goal": self.request.task.goal[:500], "agent": self.request.agent.label()},
-            tool_diagnostics=diagnostics, blockers=self.blockers,
-            bundle_valid=run.verification_problem is None)
+            tool_diagnostics=diagnostics,
+            blockers=self.blockers,
+            bundle_valid=run.verification_problem is None,
+        )
         for _ in range(2):  # the id commits to the file list only, so the second seal keeps it (docs/contracts.md)
             self.result = agent_result(facts)
             self.completion = completion_outcome(facts, self.result)
             self.session = self._envelope(run, summary)
-            added = [self._write_json(run, layout.AGENT_RESULT, "agent-result", self.result),
-                     self._write_json(run, layout.COMPLETION_OUTCOME, "completion-outcome", self.completion),
-                     self._write_json(run, layout.SANDBOX_SESSION, "sandbox-session", self.session)]
+            added = [
+                self._write_json(run, layout.AGENT_RESULT, "agent-result", self.result),
+                self._write_json(run, layout.COMPLETION_OUTCOME, "completion-outcome", self.completion),
+                self._write_json(run, layout.SANDBOX_SESSION, "sandbox-session", self.session),
+            ]
             assert added
             summary = append_and_reseal(bundle, run.session.evidence[-3:])
             run.summary = summary
@@ -362,18 +479,27 @@ class _TaskRun:
     def _envelope(self, run: OpenRun, summary: Any) -> SandboxSession:
         status = "cancelled" if run.cancelled else ("completed" if self.agent_status == "completed" else "failed")
         return SandboxSession(
-            id=self.request.sandbox_session_id, status=status, agent_session_id=self.request.session_id,
-            orchestrator=self.request.orchestrator, runtime_id=run.session.runtime_id,
-            artifacts=SessionArtifacts(path=str(summary.path) if summary is not None else None,
-                                       bundle_id=getattr(summary, "id", None),
-                                       completion_outcome=layout.COMPLETION_OUTCOME))
+            id=self.request.sandbox_session_id,
+            status=status,
+            agent_session_id=self.request.session_id,
+            orchestrator=self.request.orchestrator,
+            runtime_id=run.session.runtime_id,
+            artifacts=SessionArtifacts(
+                path=str(summary.path) if summary is not None else None,
+                bundle_id=getattr(summary, "id", None),
+                completion_outcome=layout.COMPLETION_OUTCOME,
+            ),
+        )
 
     def outcome(self, run: RunOutcome) -> AgentTaskOutcome:
         session = self.session or SandboxSession(
-            id=self.request.sandbox_session_id, status="cancelled" if run.status == "cancelled" else "failed",
-            agent_session_id=self.request.session_id, orchestrator=self.request.orchestrator,
-            runtime_id=run.runtime_id, artifacts=SessionArtifacts(path=str(run.bundle_dir) if run.bundle_dir else None,
-                                                                  bundle_id=run.bundle_id))
+            id=self.request.sandbox_session_id,
+            status="cancelled" if run.status == "cancelled" else "failed",
+            agent_session_id=self.request.session_id,
+            orchestrator=self.request.orchestrator,
+            runtime_id=run.runtime_id,
+            artifacts=SessionArtifacts(path=str(run.bundle_dir) if run.bundle_dir else None, bundle_id=run.bundle_id),
+        )
         if run.status == "cancelled":
             code = int(ExitCode.INTERRUPTED)
         elif run.error is not None and self.agent_status != "completed":
@@ -382,8 +508,14 @@ class _TaskRun:
             code = int(ExitCode.OK)
         else:
             code = int(ExitCode.FAILED)
-        return AgentTaskOutcome(session=session, completion_outcome=self.completion, agent_result=self.result,
-                                run=run, exit_code=code, warnings=[*self.warnings, *run.warnings])
+        return AgentTaskOutcome(
+            session=session,
+            completion_outcome=self.completion,
+            agent_result=self.result,
+            run=run,
+            exit_code=code,
+            warnings=[*self.warnings, *run.warnings],
+        )
 
 
 def _last_final(stdout: str) -> AgentMessage | None:

@@ -55,27 +55,37 @@ class WorkspaceContext:
         if not inside or ".." in text.split("/"):
             raise ToolFailure(f"path {text!r} is outside {WORKSPACE_ROOT}", "host-tool-invalid-input")
         if ".git" in path.split("/"):
-            raise ToolFailure(f"path {text!r} is inside .git, which the workspace tools never touch",
-                              "host-tool-invalid-input")
+            raise ToolFailure(
+                f"path {text!r} is inside .git, which the workspace tools never touch", "host-tool-invalid-input"
+            )
         if writable and not any(path.startswith(root + "/") for root in self.roots):
-            raise ToolFailure(f"path {text!r} is not inside a workspace mount ({', '.join(self.roots)})",
-                              "host-tool-invalid-input")
+            raise ToolFailure(
+                f"path {text!r} is not inside a workspace mount ({', '.join(self.roots)})", "host-tool-invalid-input"
+            )
         return path
 
     def exec(self, command: str, *, write: bool = False, max_output: int = MAX_FILE_BYTES) -> tuple[int, str, str]:
         caps: list[Any] = ["read", "write"] if write else ["read"]
-        request = ExecRequest(command=command, cwd=WORKSPACE_ROOT, capabilities=caps,
-                              limits=ExecLimits(timeoutMs=int(self.timeout_s * 1000), maxOutputBytes=max_output))
+        request = ExecRequest(
+            command=command,
+            cwd=WORKSPACE_ROOT,
+            capabilities=caps,
+            limits=ExecLimits(timeoutMs=int(self.timeout_s * 1000), maxOutputBytes=max_output),
+        )
         try:
             result = run_exec(self.session, request)
         except CodeboxError as error:
             raise ToolFailure(f"the sandbox could not run the tool: {error.message}") from None
         if result.error is not None:
-            raise ToolFailure(result.error.message, "host-tool-denied" if result.error.code == "capability-denied"
-                              else "host-tool-handler-error")
+            raise ToolFailure(
+                result.error.message,
+                "host-tool-denied" if result.error.code == "capability-denied" else "host-tool-handler-error",
+            )
         if result.limitExceeded:
-            raise ToolFailure(f"the tool hit the sandbox's {result.limitExceeded} limit", "host-tool-timeout"
-                              if result.limitExceeded == "timeoutMs" else "host-tool-handler-error")
+            raise ToolFailure(
+                f"the tool hit the sandbox's {result.limitExceeded} limit",
+                "host-tool-timeout" if result.limitExceeded == "timeoutMs" else "host-tool-handler-error",
+            )
         return result.exitCode, result.stdout, result.stderr
 
     def read_bytes(self, path: str) -> bytes | None:
@@ -206,46 +216,117 @@ def _diff(data: dict[str, Any], ctx: WorkspaceContext) -> dict[str, Any]:
         old = (before or b"").decode("utf-8", "replace").splitlines(keepends=True)
         new = (after or b"").decode("utf-8", "replace").splitlines(keepends=True)
         rel = path.removeprefix(WORKSPACE_ROOT + "/")
-        chunks.append("".join(difflib.unified_diff(old, new, "/dev/null" if before is None else f"a/{rel}",
-                                                   "/dev/null" if after is None else f"b/{rel}")))
+        chunks.append(
+            "".join(
+                difflib.unified_diff(
+                    old,
+                    new,
+                    "/dev/null" if before is None else f"a/{rel}",
+                    "/dev/null" if after is None else f"b/{rel}",
+                )
+            )
+        )
     return {"diff": "".join(chunks), "files": files}
 
 
 def workspace_tools() -> list[HostTool]:
     """The six built-in tools (all runtime-local, visible to the sandbox)."""
     return [
-        HostTool("workspace.read", "Read a text file of the workspace.",
-                 _obj({"path": _PATH, "maxBytes": {"type": "integer", "minimum": 1}}, ["path"]),
-                 _obj({"path": _STR, "content": _STR, "bytes": _INT}, ["path", "content", "bytes"]),
-                 "read", _read, capability="workspace.read"),
-        HostTool("workspace.list", "List the files and folders under a workspace path.",
-                 _obj({"path": _PATH, "depth": {"type": "integer", "minimum": 1, "maximum": 20}}, []),
-                 _obj({"path": _STR, "truncated": {"type": "boolean"}, "entries": {"type": "array", "items": _obj(
-                     {"path": _STR, "type": {"enum": ["file", "dir"]}}, ["path", "type"])}},
-                     ["path", "entries", "truncated"]),
-                 "read", _list, capability="workspace.read"),
-        HostTool("workspace.grep", "Search workspace files for a pattern (basic regular expression, or fixed).",
-                 _obj({"pattern": {"type": "string", "minLength": 1, "maxLength": 1000}, "path": _PATH,
-                       "fixed": {"type": "boolean"}, "ignoreCase": {"type": "boolean"},
-                       "maxMatches": {"type": "integer", "minimum": 1, "maximum": 5000}}, ["pattern"]),
-                 _obj({"truncated": {"type": "boolean"}, "matches": {"type": "array", "items": _obj(
-                     {"path": _STR, "line": {"type": "integer", "minimum": 1}, "text": _STR},
-                     ["path", "line", "text"])}}, ["matches", "truncated"]),
-                 "read", _grep, capability="workspace.read"),
-        HostTool("workspace.write", "Create or replace a workspace file with the given text.",
-                 _obj({"path": _PATH, "content": _STR}, ["path", "content"]),
-                 _obj({"path": _STR, "bytes": _INT, "created": {"type": "boolean"}}, ["path", "bytes", "created"]),
-                 "write", _write, capability="workspace.write"),
-        HostTool("workspace.patch", "Apply a unified diff (paths relative to /workspace); all or nothing.",
-                 _obj({"patch": {"type": "string", "minLength": 1}}, ["patch"]),
-                 _obj({"files": {"type": "array", "items": _obj(
-                     {"path": _STR, "status": {"enum": ["added", "modified", "deleted"]}}, ["path", "status"])}},
-                     ["files"]),
-                 "write", _patch, capability="workspace.write"),
-        HostTool("workspace.diff", "The unified diff of what the workspace tools changed so far.",
-                 _obj({"path": _PATH}, []),
-                 _obj({"diff": _STR, "files": {"type": "array", "items": _STR}}, ["diff", "files"]),
-                 "read", _diff, capability="workspace.read"),
+        HostTool(
+            "workspace.read",
+            "Read a text file of the workspace.",
+            _obj({"path": _PATH, "maxBytes": {"type": "integer", "minimum": 1}}, ["path"]),
+            _obj({"path": _STR, "content": _STR, "bytes": _INT}, ["path", "content", "bytes"]),
+            "read",
+            _read,
+            capability="workspace.read",
+        ),
+        HostTool(
+            "workspace.list",
+            "List the files and folders under a workspace path.",
+            _obj({"path": _PATH, "depth": {"type": "integer", "minimum": 1, "maximum": 20}}, []),
+            _obj(
+                {
+                    "path": _STR,
+                    "truncated": {"type": "boolean"},
+                    "entries": {
+                        "type": "array",
+                        "items": _obj({"path": _STR, "type": {"enum": ["file", "dir"]}}, ["path", "type"]),
+                    },
+                },
+                ["path", "entries", "truncated"],
+            ),
+            "read",
+            _list,
+            capability="workspace.read",
+        ),
+        HostTool(
+            "workspace.grep",
+            "Search workspace files for a pattern (basic regular expression, or fixed).",
+            _obj(
+                {
+                    "pattern": {"type": "string", "minLength": 1, "maxLength": 1000},
+                    "path": _PATH,
+                    "fixed": {"type": "boolean"},
+                    "ignoreCase": {"type": "boolean"},
+                    "maxMatches": {"type": "integer", "minimum": 1, "maximum": 5000},
+                },
+                ["pattern"],
+            ),
+            _obj(
+                {
+                    "truncated": {"type": "boolean"},
+                    "matches": {
+                        "type": "array",
+                        "items": _obj(
+                            {"path": _STR, "line": {"type": "integer", "minimum": 1}, "text": _STR},
+                            ["path", "line", "text"],
+                        ),
+                    },
+                },
+                ["matches", "truncated"],
+            ),
+            "read",
+            _grep,
+            capability="workspace.read",
+        ),
+        HostTool(
+            "workspace.write",
+            "Create or replace a workspace file with the given text.",
+            _obj({"path": _PATH, "content": _STR}, ["path", "content"]),
+            _obj({"path": _STR, "bytes": _INT, "created": {"type": "boolean"}}, ["path", "bytes", "created"]),
+            "write",
+            _write,
+            capability="workspace.write",
+        ),
+        HostTool(
+            "workspace.patch",
+            "Apply a unified diff (paths relative to /workspace); all or nothing.",
+            _obj({"patch": {"type": "string", "minLength": 1}}, ["patch"]),
+            _obj(
+                {
+                    "files": {
+                        "type": "array",
+                        "items": _obj(
+                            {"path": _STR, "status": {"enum": ["added", "modified", "deleted"]}}, ["path", "status"]
+                        ),
+                    }
+                },
+                ["files"],
+            ),
+            "write",
+            _patch,
+            capability="workspace.write",
+        ),
+        HostTool(
+            "workspace.diff",
+            "The unified diff of what the workspace tools changed so far.",
+            _obj({"path": _PATH}, []),
+            _obj({"diff": _STR, "files": {"type": "array", "items": _STR}}, ["diff", "files"]),
+            "read",
+            _diff,
+            capability="workspace.read",
+        ),
     ]
 
 
@@ -253,9 +334,22 @@ def parent_only_tools() -> list[HostTool]:
     """Declared so the tool policy lists them for diagnostics; they are never exposed to a sandbox task
     (push, deploy, merge and apply-back belong to the parent control plane)."""
     empty = {"type": "object"}
-    return [HostTool(name, description, empty, empty, "external", None, execution_location="parent",
-                     visibility="parent", scope="control_plane")
-            for name, description in (("git.push", "Push a branch (parent only)."),
-                                      ("deploy", "Deploy a site (parent only)."),
-                                      ("pull-request.merge", "Merge a pull request (parent only)."),
-                                      ("artifacts.apply", "Apply an approved bundle back (parent only)."))]
+    return [
+        HostTool(
+            name,
+            description,
+            empty,
+            empty,
+            "external",
+            None,
+            execution_location="parent",
+            visibility="parent",
+            scope="control_plane",
+        )
+        for name, description in (
+            ("git.push", "Push a branch (parent only)."),
+            ("deploy", "Deploy a site (parent only)."),
+            ("pull-request.merge", "Merge a pull request (parent only)."),
+            ("artifacts.apply", "Apply an approved bundle back (parent only)."),
+        )
+    ]

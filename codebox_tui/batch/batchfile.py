@@ -18,8 +18,9 @@ MAX_ITEMS = 10_000
 MAX_LINE_BYTES = 1024 * 1024
 
 
-def parse_batch_text(text: str, *, base_dir: Path, name: str = "batch",
-                     default_backend: str | None = None) -> list[BatchItem]:
+def parse_batch_text(
+    text: str, *, base_dir: Path, name: str = "batch", default_backend: str | None = None
+) -> list[BatchItem]:
     """Every item of a batch file's text; relative paths in items are resolved against ``base_dir``;
     ``default_backend`` (``--backend``) is the backend of every item that names none of its own."""
     items: list[BatchItem] = []
@@ -30,22 +31,31 @@ def parse_batch_text(text: str, *, base_dir: Path, name: str = "batch",
             continue
         where = f"{name} line {number}"
         if len(line.encode("utf-8")) > MAX_LINE_BYTES:
-            raise BadInputError(f"{where}: longer than {MAX_LINE_BYTES} bytes", code="invalid-batch-item",
-                                field=f"line {number}")
+            raise BadInputError(
+                f"{where}: longer than {MAX_LINE_BYTES} bytes", code="invalid-batch-item", field=f"line {number}"
+            )
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as error:
-            raise BadInputError(f"{where}: not JSON ({error.msg} at column {error.colno}); expected one JSON object "
-                                "per line", code="invalid-batch-item", field=f"line {number}") from None
+            raise BadInputError(
+                f"{where}: not JSON ({error.msg} at column {error.colno}); expected one JSON object per line",
+                code="invalid-batch-item",
+                field=f"line {number}",
+            ) from None
         if not isinstance(obj, dict):
-            raise BadInputError(f"{where}: expected a JSON object with a \"kind\"", code="invalid-batch-item",
-                                field=f"line {number}")
-        item = item_from_json(obj, base_dir=base_dir, where=where, default_id=f"item-{len(items) + 1}",
-                              default_backend=default_backend)
+            raise BadInputError(
+                f'{where}: expected a JSON object with a "kind"', code="invalid-batch-item", field=f"line {number}"
+            )
+        item = item_from_json(
+            obj, base_dir=base_dir, where=where, default_id=f"item-{len(items) + 1}", default_backend=default_backend
+        )
         item.line = number
         if item.id in seen:
-            raise BadInputError(f"{where}, field 'id': {item.id!r} is already used by an earlier item",
-                                code="invalid-batch-item", field="id")
+            raise BadInputError(
+                f"{where}, field 'id': {item.id!r} is already used by an earlier item",
+                code="invalid-batch-item",
+                field="id",
+            )
         seen.add(item.id)
         items.append(item)
         if len(items) > MAX_ITEMS:
@@ -62,6 +72,9 @@ def parse_batch_file(path: Path, *, default_backend: str | None = None) -> list[
     except FileNotFoundError:
         raise BadInputError(f"batch file not found: {path}", code="missing-batch-file", field="FILE") from None
     except (OSError, UnicodeDecodeError) as error:
-        raise BadInputError(f"cannot read the batch file {path}: {error}; expected UTF-8 JSON Lines",
-                            code="invalid-batch-file", field="FILE") from None
+        raise BadInputError(
+            f"cannot read the batch file {path}: {error}; expected UTF-8 JSON Lines",
+            code="invalid-batch-file",
+            field="FILE",
+        ) from None
     return parse_batch_text(text, base_dir=path.resolve().parent, name=path.name, default_backend=default_backend)

@@ -83,14 +83,19 @@ def _parse_evaluate_patch(obj: dict[str, Any], base_dir: Path, where: str) -> tu
     plugin = (base_dir / args.plugin).resolve()
     patch = (base_dir / args.patch).resolve()
     if not plugin.is_dir():
-        raise BadInputError(f"{where}, field 'plugin': {args.plugin!r} is not a folder", code="invalid-batch-item",
-                            field="plugin")
+        raise BadInputError(
+            f"{where}, field 'plugin': {args.plugin!r} is not a folder", code="invalid-batch-item", field="plugin"
+        )
     if not patch.is_file():
-        raise BadInputError(f"{where}, field 'patch': {args.patch!r} is not a file", code="invalid-batch-item",
-                            field="patch")
+        raise BadInputError(
+            f"{where}, field 'patch': {args.patch!r} is not a file", code="invalid-batch-item", field="patch"
+        )
     if args.wordpress not in ("auto", "tests-lib", "global", "none"):
-        raise BadInputError(f"{where}, field 'wordpress': expected auto, tests-lib, global or none",
-                            code="invalid-batch-item", field="wordpress")
+        raise BadInputError(
+            f"{where}, field 'wordpress': expected auto, tests-lib, global or none",
+            code="invalid-batch-item",
+            field="wordpress",
+        )
     try:
         resolve_build(args.wp)
     except BadInputError as error:
@@ -99,35 +104,59 @@ def _parse_evaluate_patch(obj: dict[str, Any], base_dir: Path, where: str) -> tu
         check_bench_paths(args.bench, args.bench_count)
     except BadInputError as error:
         field = "bench_count" if error.field == "--bench-count" else "bench"
-        raise BadInputError(f"{where}, field '{field}': {error.message}", code="invalid-batch-item",
-                            field=field) from None
-    request = EvaluatePatchRequest(args.model_copy(update={"plugin": str(plugin), "patch": str(patch)}), plugin.name,
-                                   pack_dir(plugin, exclude=(".git",), what="plugin folder"), patch.name,
-                                   patch.read_bytes())
+        raise BadInputError(
+            f"{where}, field '{field}': {error.message}", code="invalid-batch-item", field=field
+        ) from None
+    request = EvaluatePatchRequest(
+        args.model_copy(update={"plugin": str(plugin), "patch": str(patch)}),
+        plugin.name,
+        pack_dir(plugin, exclude=(".git",), what="plugin folder"),
+        patch.name,
+        patch.read_bytes(),
+    )
     stem = patch.name.removesuffix(".patch").removesuffix(".diff")
     return request, f"{plugin.name} + {stem.removeprefix(plugin.name).lstrip('-_. ') or stem}"
 
 
-def _run_evaluate_patch(request: EvaluatePatchRequest, work: Path, progress: ProgressListener,
-                        control: RunControl) -> KindResult:
+def _run_evaluate_patch(
+    request: EvaluatePatchRequest, work: Path, progress: ProgressListener, control: RunControl
+) -> KindResult:
     inputs = work / "in"
     inputs.mkdir()
     plugin = unpack(request.plugin_tar, inputs / request.slug)
     patch = inputs / request.patch_name
     patch.write_bytes(request.patch_bytes)
     a = request.args
-    out = evaluate_patch(plugin, patch, artifacts_dir=work / "artifacts", tests=list(a.tests) or None,
-                         probe_url=a.url, wp=a.wp, php=a.php, backend=a.backend, phpunit_xml=a.phpunit_xml,
-                         test_filter=a.filter,
-                         env=dict(a.env), bootstrap=a.bootstrap, wordpress_mode=a.wordpress,
-                         bench_paths=list(a.bench) or None, bench_count=a.bench_count, progress=progress)
+    out = evaluate_patch(
+        plugin,
+        patch,
+        artifacts_dir=work / "artifacts",
+        tests=list(a.tests) or None,
+        probe_url=a.url,
+        wp=a.wp,
+        php=a.php,
+        backend=a.backend,
+        phpunit_xml=a.phpunit_xml,
+        test_filter=a.filter,
+        env=dict(a.env),
+        bootstrap=a.bootstrap,
+        wordpress_mode=a.wordpress,
+        bench_paths=list(a.bench) or None,
+        bench_count=a.bench_count,
+        progress=progress,
+    )
     tests = out.get("tests") or {}
-    summary = {"applied": out.get("applied"), "verdict": tests.get("verdict"), "reason": tests.get("reason"),
-               **{k: tests.get(k) for k in ("fixed", "broken", "stillFailing", "before", "after")},
-               "frontEnd": ((out.get("probe") or {}).get("frontEnd") or {}).get("status")}
+    summary = {
+        "applied": out.get("applied"),
+        "verdict": tests.get("verdict"),
+        "reason": tests.get("reason"),
+        **{k: tests.get(k) for k in ("fixed", "broken", "stillFailing", "before", "after")},
+        "frontEnd": ((out.get("probe") or {}).get("frontEnd") or {}).get("status"),
+    }
     bundle = Path(out["bundleDir"]) if out.get("bundleId") else None
-    return KindResult(bool(out.get("success")), str(tests.get("verdict") or "unknown"), bundle,
-                      Path(out["runDir"]).name, summary)
+    return KindResult(
+        bool(out.get("success")), str(tests.get("verdict") or "unknown"), bundle, Path(out["runDir"]).name, summary
+    )
 
 
 # -- recipe-run -------------------------------------------------------------------------------------------
@@ -151,25 +180,38 @@ def _parse_recipe_run(obj: dict[str, Any], base_dir: Path, where: str) -> tuple[
         raise validation_message(error, where) from None
     recipe = (base_dir / args.recipe).resolve()
     if not recipe.is_file():
-        raise BadInputError(f"{where}, field 'recipe': {args.recipe!r} is not a file", code="invalid-batch-item",
-                            field="recipe")
+        raise BadInputError(
+            f"{where}, field 'recipe': {args.recipe!r} is not a file", code="invalid-batch-item", field="recipe"
+        )
     validation = validate_recipe_file(recipe)
     if not validation.valid or validation.recipe is None:
         first = validation.issues[0]
-        raise BadInputError(f"{where}, field 'recipe': invalid recipe ({len(validation.issues)} problems; first: "
-                            f"{first.path}: {first.message})", code="invalid-batch-item", field="recipe")
+        raise BadInputError(
+            f"{where}, field 'recipe': invalid recipe ({len(validation.issues)} problems; first: "
+            f"{first.path}: {first.message})",
+            code="invalid-batch-item",
+            field="recipe",
+        )
     sources = local_sources(validation.recipe, recipe.parent)
     root = (base_dir / args.root).resolve() if args.root else _shipped_root(recipe, sources, where)
     if not recipe.is_relative_to(root):
-        raise BadInputError(f"{where}, field 'root': the recipe {args.recipe!r} is not inside {root}",
-                            code="invalid-batch-item", field="root")
+        raise BadInputError(
+            f"{where}, field 'root': the recipe {args.recipe!r} is not inside {root}",
+            code="invalid-batch-item",
+            field="root",
+        )
     for json_path, source in sources:
         if not source.is_relative_to(root):
-            raise BadInputError(f"{where}, field 'root': the recipe's {json_path} ({source}) is outside {root}, the "
-                                "folder shipped with it; set 'root' to a folder holding the recipe and every file "
-                                "it names", code="invalid-batch-item", field="root")
-    request = RecipeRunRequest(recipe.relative_to(root).as_posix(),
-                               pack_dir(root, exclude=(".git",), what="recipe folder"))
+            raise BadInputError(
+                f"{where}, field 'root': the recipe's {json_path} ({source}) is outside {root}, the "
+                "folder shipped with it; set 'root' to a folder holding the recipe and every file "
+                "it names",
+                code="invalid-batch-item",
+                field="root",
+            )
+    request = RecipeRunRequest(
+        recipe.relative_to(root).as_posix(), pack_dir(root, exclude=(".git",), what="recipe folder")
+    )
     return request, recipe.stem
 
 
@@ -178,23 +220,39 @@ def _shipped_root(recipe: Path, sources: list[tuple[str, Path]], where: str) -> 
     (``../plugins-for-recipes/…`` beside a recipe folder included), never the file system's root."""
     root = Path(os.path.commonpath([recipe.parent, *(path for _, path in sources)]))
     if root == Path(root.anchor):
-        raise BadInputError(f"{where}, field 'root': the recipe and the files it names share no folder below "
-                            f"{root}; set 'root' to the folder to ship", code="invalid-batch-item", field="root")
+        raise BadInputError(
+            f"{where}, field 'root': the recipe and the files it names share no folder below "
+            f"{root}; set 'root' to the folder to ship",
+            code="invalid-batch-item",
+            field="root",
+        )
     return root
 
 
-def _run_recipe_run(request: RecipeRunRequest, work: Path, progress: ProgressListener,
-                    control: RunControl) -> KindResult:
+def _run_recipe_run(
+    request: RecipeRunRequest, work: Path, progress: ProgressListener, control: RunControl
+) -> KindResult:
     root = unpack(request.root_tar, work / "in")
     recipe = root / request.recipe_rel
     validation = validate_recipe_file(recipe)
     own = WIRE_BACKENDS.get((validation.recipe.runtime.backend or "") if validation.recipe is not None else "")
-    out = run_recipe(validation, recipe.parent, artifacts_dir=work / "artifacts", progress=progress, control=control,
-                     backend=None if own is not None else request.default_backend)
+    out = run_recipe(
+        validation,
+        recipe.parent,
+        artifacts_dir=work / "artifacts",
+        progress=progress,
+        control=control,
+        backend=None if own is not None else request.default_backend,
+    )
     summary = {k: out.get(k) for k in ("status", "failures", "warnings")}
     bundle = Path(out["bundleDir"]) if out.get("bundleId") else None
-    return KindResult(bool(out.get("success")), str(out.get("status") or "unknown"), bundle,
-                      str(out.get("runtimeId") or "") or None, summary)
+    return KindResult(
+        bool(out.get("success")),
+        str(out.get("status") or "unknown"),
+        bundle,
+        str(out.get("runtimeId") or "") or None,
+        summary,
+    )
 
 
 # -- agent-task (docs/agent-tasks.md) ------------------------------------------------------------------------
@@ -210,8 +268,10 @@ class AgentTaskShipment:
 
 def ship_agent_task(request: AgentTaskRequest) -> AgentTaskShipment:
     """The request with its workspace folders packed (``.git`` left out, as in the sandbox's copy)."""
-    return AgentTaskShipment(request, [pack_dir(Path(ws.source), exclude=(".git",), what=f"workspace {ws.target}")
-                                       for ws in request.workspaces])
+    return AgentTaskShipment(
+        request,
+        [pack_dir(Path(ws.source), exclude=(".git",), what=f"workspace {ws.target}") for ws in request.workspaces],
+    )
 
 
 def _parse_agent_task(obj: dict[str, Any], base_dir: Path, where: str) -> tuple[Any, str]:
@@ -230,14 +290,26 @@ def agent_fan_out(request: AgentTaskRequest, count: int) -> list[BatchItem]:
     shipment = ship_agent_task(request)
     label = request.task.goal[:60] or "agent task"
     source = {"kind": "agent-task", "task": request.task.goal[:500], "agent": request.agent.label()}
-    return [BatchItem(f"candidate-{n}", "agent-task", shipment, label, sandbox_session_id=request.sandbox_session_id,
-                      source=source) for n in range(1, count + 1)]
+    return [
+        BatchItem(
+            f"candidate-{n}",
+            "agent-task",
+            shipment,
+            label,
+            sandbox_session_id=request.sandbox_session_id,
+            source=source,
+        )
+        for n in range(1, count + 1)
+    ]
 
 
-def _run_agent_task(shipment: AgentTaskShipment, work: Path, progress: ProgressListener,
-                    control: RunControl) -> KindResult:
-    workspaces = [ws.model_copy(update={"source": unpack(data, work / f"workspace-{n}")})
-                  for n, (ws, data) in enumerate(zip(shipment.request.workspaces, shipment.workspaces, strict=True))]
+def _run_agent_task(
+    shipment: AgentTaskShipment, work: Path, progress: ProgressListener, control: RunControl
+) -> KindResult:
+    workspaces = [
+        ws.model_copy(update={"source": unpack(data, work / f"workspace-{n}")})
+        for n, (ws, data) in enumerate(zip(shipment.request.workspaces, shipment.workspaces, strict=True))
+    ]
     request = shipment.request.model_copy(update={"workspaces": workspaces, "artifacts_root": work / "artifacts"})
     outcome = run_agent_task(request, progress=progress, control=control)
     completion = outcome.completion_outcome
@@ -258,8 +330,11 @@ def get_kind(name: str) -> ItemKind:
     try:
         return KINDS[name]
     except KeyError:
-        raise BadInputError(f"unknown batch item kind {name!r}; expected one of {', '.join(KINDS)}",
-                            code="unknown-batch-kind", field="kind") from None
+        raise BadInputError(
+            f"unknown batch item kind {name!r}; expected one of {', '.join(KINDS)}",
+            code="unknown-batch-kind",
+            field="kind",
+        ) from None
 
 
 # The kinds whose items name their backend in a ``backend`` field (a recipe-run item's recipe names its own in
@@ -267,17 +342,24 @@ def get_kind(name: str) -> ItemKind:
 BACKEND_FIELD_KINDS = ("evaluate-patch", "agent-task")
 
 
-def item_from_json(obj: dict[str, Any], *, base_dir: Path, where: str, default_id: str,
-                   default_backend: str | None = None) -> BatchItem:
+def item_from_json(
+    obj: dict[str, Any], *, base_dir: Path, where: str, default_id: str, default_backend: str | None = None
+) -> BatchItem:
     """One batch line (already a JSON object) → a :class:`BatchItem`, with errors naming ``where`` and the field.
     ``default_backend`` (``codebox batch --backend``): the backend of an item that names none of its own."""
     kind_name = obj.get("kind")
     if not isinstance(kind_name, str):
-        raise BadInputError(f"{where}, field 'kind': required; expected one of {', '.join(KINDS)}",
-                            code="invalid-batch-item", field="kind")
+        raise BadInputError(
+            f"{where}, field 'kind': required; expected one of {', '.join(KINDS)}",
+            code="invalid-batch-item",
+            field="kind",
+        )
     if kind_name not in KINDS:
-        raise BadInputError(f"{where}, field 'kind': unknown kind {kind_name!r}; expected one of {', '.join(KINDS)}",
-                            code="unknown-batch-kind", field="kind")
+        raise BadInputError(
+            f"{where}, field 'kind': unknown kind {kind_name!r}; expected one of {', '.join(KINDS)}",
+            code="unknown-batch-kind",
+            field="kind",
+        )
     item_id, session = check_common(obj, where, default_id)
     args = {k: v for k, v in obj.items() if k not in COMMON_FIELDS}
     if kind_name == "agent-task" and session is not None:
@@ -296,6 +378,17 @@ def fan_out_items(obj: dict[str, Any], count: int, *, base_dir: Path, where: str
     if not 1 <= count <= 64:
         raise BadInputError("--fan-out must be between 1 and 64", code="invalid-arg", field="--fan-out")
     first = item_from_json({**obj, "id": "candidate-1"}, base_dir=base_dir, where=where, default_id="candidate-1")
-    return [first, *(BatchItem(f"candidate-{n}", first.kind, first.request, first.label,
-                               sandbox_session_id=first.sandbox_session_id, source=dict(obj))
-                     for n in range(2, count + 1))]
+    return [
+        first,
+        *(
+            BatchItem(
+                f"candidate-{n}",
+                first.kind,
+                first.request,
+                first.label,
+                sandbox_session_id=first.sandbox_session_id,
+                source=dict(obj),
+            )
+            for n in range(2, count + 1)
+        ),
+    ]

@@ -46,10 +46,16 @@ def check_common(obj: dict[str, Any], where: str, default_id: str) -> tuple[str,
     """The item's ``id`` (or ``default_id``) and ``sandbox_session_id``, checked."""
     item_id = obj.get("id", default_id)
     if not isinstance(item_id, str) or not ID_RE.match(item_id):
-        raise BadInputError(f"{where}, field 'id': expected 1-64 letters, digits, '.', '_' or '-' (got {item_id!r})",
-                            code="invalid-batch-item", field="id")
+        raise BadInputError(
+            f"{where}, field 'id': expected 1-64 letters, digits, '.', '_' or '-' (got {item_id!r})",
+            code="invalid-batch-item",
+            field="id",
+        )
     session = obj.get("sandbox_session_id")
     if session is not None and (not isinstance(session, str) or not session or len(session) > 200):
-        raise BadInputError(f"{where}, field 'sandbox_session_id': expected a non-empty string of at most 200 "
-                            "characters", code="invalid-batch-item", field="sandbox_session_id")
+        raise BadInputError(
+            f"{where}, field 'sandbox_session_id': expected a non-empty string of at most 200 characters",
+            code="invalid-batch-item",
+            field="sandbox_session_id",
+        )
     return item_id, session

@@ -13,8 +13,15 @@ from rich.table import Table
 
 from codebox_tui.textsafe import safe_text
 
-STATE_MARKS = {"queued": "·", "running": "▶", "retrying": "↻", "completed": "✔", "failed": "✘",
-               "timed-out": "⌛", "cancelled": "■"}
+STATE_MARKS = {
+    "queued": "·",
+    "running": "▶",
+    "retrying": "↻",
+    "completed": "✔",
+    "failed": "✘",
+    "timed-out": "⌛",
+    "cancelled": "■",
+}
 
 
 class ProgressTable:
@@ -60,8 +67,15 @@ class ProgressTable:
         mark = STATE_MARKS.get(state.state, "?")
         bundle = f"@{state.bundle_key}" if state.bundle_key is not None else ""
         now = state.phase if not state.done else (str((state.error or {}).get("message") or "") if state.error else "")
-        return [safe_text(state.item.id), state.item.kind, f"{mark} {state.state}", str(state.attempts),
-                safe_text(state.verdict), bundle, safe_text(now)[:200]]
+        return [
+            safe_text(state.item.id),
+            state.item.kind,
+            f"{mark} {state.state}",
+            str(state.attempts),
+            safe_text(state.verdict),
+            bundle,
+            safe_text(now)[:200],
+        ]
 
     def update(self, state: Any) -> None:
         self.states[state.item.id] = state
@@ -73,5 +87,9 @@ class ProgressTable:
             return
         self._last[state.item.id] = key
         item, kind, shown, tries, verdict, bundle, now = self.cells(state)
-        self.line(f"{item} ({kind}) {shown} attempt {tries}" + (f" · {verdict}" if verdict else "")
-                  + (f" · bundle {bundle}" if bundle else "") + (f" · {now}" if now else ""))
+        self.line(
+            f"{item} ({kind}) {shown} attempt {tries}"
+            + (f" · {verdict}" if verdict else "")
+            + (f" · bundle {bundle}" if bundle else "")
+            + (f" · {now}" if now else "")
+        )

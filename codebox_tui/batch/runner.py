@@ -80,12 +80,25 @@ class ItemState:
         return self.state in FINAL_STATES
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.item.id, "kind": self.item.kind, "label": self.item.label, "line": self.item.line,
-                "state": self.state, "attempts": self.attempts, "success": self.success, "verdict": self.verdict,
-                "runId": self.run_id, "bundleId": self.bundle_id, "bundleKey": self.bundle_key,
-                "bundleDir": self.bundle_dir, "error": self.error, "retried": self.retried,
-                "summary": self.summary, "warnings": self.warnings,
-                "sandboxSessionId": self.item.sandbox_session_id}
+        return {
+            "id": self.item.id,
+            "kind": self.item.kind,
+            "label": self.item.label,
+            "line": self.item.line,
+            "state": self.state,
+            "attempts": self.attempts,
+            "success": self.success,
+            "verdict": self.verdict,
+            "runId": self.run_id,
+            "bundleId": self.bundle_id,
+            "bundleKey": self.bundle_key,
+            "bundleDir": self.bundle_dir,
+            "error": self.error,
+            "retried": self.retried,
+            "summary": self.summary,
+            "warnings": self.warnings,
+            "sandboxSessionId": self.item.sandbox_session_id,
+        }
 
 
 @dataclass
@@ -102,9 +115,16 @@ class BatchOutcome:
 
     def to_dict(self) -> dict[str, Any]:
         counts = collections.Counter(s.state for s in self.items)
-        return {"schema": BATCH_SCHEMA, "batchId": self.batch_id, "success": self.success,
-                "interrupted": self.interrupted, "rayAddress": self.ray_address, "seconds": round(self.seconds, 3),
-                "counts": dict(sorted(counts.items())), "items": [s.to_dict() for s in self.items]}
+        return {
+            "schema": BATCH_SCHEMA,
+            "batchId": self.batch_id,
+            "success": self.success,
+            "interrupted": self.interrupted,
+            "rayAddress": self.ray_address,
+            "seconds": round(self.seconds, 3),
+            "counts": dict(sorted(counts.items())),
+            "items": [s.to_dict() for s in self.items],
+        }
 
 
 # -- Ray ----------------------------------------------------------------------------------------------------
@@ -125,9 +145,16 @@ def start_local_ray(num_cpus: int | None = None, *, loopback_only: bool = True) 
     Config.initialize("")  # Ray reads RAY_AUTH_MODE into its config when first imported: read it again
 
     cpus = num_cpus or os.cpu_count() or 1
-    context = ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False,
-                       logging_level=logging.ERROR, configure_logging=True, namespace="codebox",
-                       object_store_memory=512 * 1024 * 1024)
+    context = ray.init(
+        address="local",
+        num_cpus=cpus,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level=logging.ERROR,
+        configure_logging=True,
+        namespace="codebox",
+        object_store_memory=512 * 1024 * 1024,
+    )
     _local_started = True
     info: dict[str, Any] = getattr(context, "address_info", {})
     return str(info.get("gcs_address") or "local")
@@ -139,11 +166,17 @@ def connect_ray(address: str) -> str:
     import ray  # noqa: PLC0415 - Ray loads only when a batch runs
 
     try:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
-                 namespace="codebox")
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.ERROR,
+            namespace="codebox",
+        )
     except (ConnectionError, RuntimeError, ValueError) as error:
-        raise BadInputError(f"cannot connect to the Ray cluster at {address}: {error}", code="ray-unreachable",
-                            field="--ray-address") from None
+        raise BadInputError(
+            f"cannot connect to the Ray cluster at {address}: {error}", code="ray-unreachable", field="--ray-address"
+        ) from None
     return address
 
 
@@ -198,9 +231,21 @@ class _Board:
 
 # -- the runner ---------------------------------------------------------------------------------------------
 class _Batch:
-    def __init__(self, items: list[BatchItem], *, batch_id: str, kind: str, source: str, root: Path,
-                 concurrency: int | None, timeout_s: float | None, retries: int,
-                 on_update: Callable[[ItemState], None] | None, control: RunControl, store: Any) -> None:
+    def __init__(
+        self,
+        items: list[BatchItem],
+        *,
+        batch_id: str,
+        kind: str,
+        source: str,
+        root: Path,
+        concurrency: int | None,
+        timeout_s: float | None,
+        retries: int,
+        on_update: Callable[[ItemState], None] | None,
+        control: RunControl,
+        store: Any,
+    ) -> None:
         self.states = [ItemState(item, i) for i, item in enumerate(items)]
         self.by_id = {s.item.id: s for s in self.states}
         self.batch_id, self.kind, self.source, self.root = batch_id, kind, source, root
@@ -210,9 +255,18 @@ class _Batch:
     def changed(self, state: ItemState, *, persist: bool = True) -> None:
         if persist:
             error = None if state.error is None else str(state.error.get("message") or state.error)
-            update_item(self.store, self.batch_id, state.item.id, state=state.state, attempts=state.attempts,
-                        verdict=state.verdict, run_id=state.run_id, bundle_key=state.bundle_key, error=error,
-                        phase="" if state.done else state.phase)
+            update_item(
+                self.store,
+                self.batch_id,
+                state.item.id,
+                state=state.state,
+                attempts=state.attempts,
+                verdict=state.verdict,
+                run_id=state.run_id,
+                bundle_key=state.bundle_key,
+                error=error,
+                phase="" if state.done else state.phase,
+            )
         if self.on_update is not None:
             self.on_update(state)
 
@@ -221,11 +275,14 @@ class _Batch:
         import ray  # noqa: PLC0415 - Ray loads only when a batch runs
         from ray import exceptions as rex  # noqa: PLC0415 - Ray, as above
 
-
         settings = get_settings()
         task = ray.remote(run_item).options(
-            num_cpus=settings.batch_item_cpus, memory=settings.batch_item_memory_mb * 1024 * 1024, max_retries=0,
-            runtime_env={"env_vars": worker_env()}, name="codebox-batch-item")
+            num_cpus=settings.batch_item_cpus,
+            memory=settings.batch_item_memory_mb * 1024 * 1024,
+            max_retries=0,
+            runtime_env={"env_vars": worker_env()},
+            name="codebox-batch-item",
+        )
         board: Any = ray.remote(_Board).options(num_cpus=0).remote()
         cpus = float(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
         limit = self.concurrency or max(1, int(cpus // settings.batch_item_cpus))
@@ -242,8 +299,9 @@ class _Batch:
                     state.attempts += 1
                     state.state, state.phase, state.attempt_started = "running", "submitted", None
                     state.timed_out = False
-                    running[task.remote(state.item.kind, state.item.request, state.item.id, state.attempts,
-                                        board)] = state
+                    running[task.remote(state.item.kind, state.item.request, state.item.id, state.attempts, board)] = (
+                        state
+                    )
                     self.changed(state)
                 ready, _ = ray.wait(list(running), num_returns=1, timeout=POLL_S)
                 self._drain(ray.get(board.drain.remote()))
@@ -300,8 +358,14 @@ class _Batch:
                 state.state, state.error = "cancelled", {"code": "cancelled", "message": "the task was cancelled"}
             self.changed(state)
             return False
-        except (rex.WorkerCrashedError, rex.NodeDiedError, rex.LocalRayletDiedError, rex.ObjectLostError,
-                rex.RaySystemError, rex.OutOfMemoryError) as error:
+        except (
+            rex.WorkerCrashedError,
+            rex.NodeDiedError,
+            rex.LocalRayletDiedError,
+            rex.ObjectLostError,
+            rex.RaySystemError,
+            rex.OutOfMemoryError,
+        ) as error:
             if state.timed_out:
                 state.state = "timed-out"
                 state.error = {"code": "item-timeout", "message": f"the item ran longer than {self.timeout_s:g} s"}
@@ -352,25 +416,49 @@ class _Batch:
         if not verification.valid:
             codes = ", ".join(sorted({v.code for v in verification.violations}))
             shutil.rmtree(dest, ignore_errors=True)
-            state.error = {"code": "bundle-verification-failed",
-                           "message": f"the bundle from the worker failed verification ({codes}); it was deleted"}
+            state.error = {
+                "code": "bundle-verification-failed",
+                "message": f"the bundle from the worker failed verification ({codes}); it was deleted",
+            }
             return
-        metadata = {"flow": state.item.kind, "batch": self.batch_id, "batchItem": state.item.id,
-                    "attempt": state.attempts, "worker": {"node": result.get("node"), "pid": result.get("pid")}}
-        record = record_run(run_id=run_id, run_dir=dest, status="completed" if result.get("success") else "failed",
-                            bundle_dir=dest, metadata=metadata, sandbox_session_id=state.item.sandbox_session_id,
-                            started_at=result.get("startedAt"), store=self.store)
+        metadata = {
+            "flow": state.item.kind,
+            "batch": self.batch_id,
+            "batchItem": state.item.id,
+            "attempt": state.attempts,
+            "worker": {"node": result.get("node"), "pid": result.get("pid")},
+        }
+        record = record_run(
+            run_id=run_id,
+            run_dir=dest,
+            status="completed" if result.get("success") else "failed",
+            bundle_dir=dest,
+            metadata=metadata,
+            sandbox_session_id=state.item.sandbox_session_id,
+            started_at=result.get("startedAt"),
+            store=self.store,
+        )
         state.run_id, state.bundle_dir = run_id, str(dest)
         if record is not None:
             state.bundle_id, state.bundle_key = record.bundle_id, record.key
 
 
-def run_batch(items: list[BatchItem], *, concurrency: int | None = None, timeout_s: float | None = None,
-              retries: int = 1, ray_address: str | None = None, artifacts_root: Path | None = None,
-              on_update: Callable[[ItemState], None] | None = None, control: RunControl | None = None,
-              batch_id: str | None = None, kind: str = "batch", source: str = "",
-              metadata: dict[str, Any] | None = None, on_start: Callable[[str, str], None] | None = None
-              ) -> BatchOutcome:
+def run_batch(
+    items: list[BatchItem],
+    *,
+    concurrency: int | None = None,
+    timeout_s: float | None = None,
+    retries: int = 1,
+    ray_address: str | None = None,
+    artifacts_root: Path | None = None,
+    on_update: Callable[[ItemState], None] | None = None,
+    control: RunControl | None = None,
+    batch_id: str | None = None,
+    kind: str = "batch",
+    source: str = "",
+    metadata: dict[str, Any] | None = None,
+    on_start: Callable[[str, str], None] | None = None,
+) -> BatchOutcome:
     """Run ``items`` on Ray (see the module docstring) and record the batch; ``on_update(item state)`` is called
     on every change, ``on_start(batch id, ray address)`` once Ray is up. ``kind`` is ``batch`` or ``fan-out``
     (``codebox agent-task --fan-out N``)."""
@@ -386,11 +474,22 @@ def run_batch(items: list[BatchItem], *, concurrency: int | None = None, timeout
     batch_id = batch_id or new_id("batch")
     started = time.monotonic()
     with Store.open() as store:
-        create_batch(store, batch_id, kind=kind, source=source,
-                     items=[(i.id, i.kind, i.label) for i in items], metadata=metadata)
-        batch = _Batch(items, batch_id=batch_id, kind=kind, source=source, root=root, concurrency=concurrency,
-                       timeout_s=timeout_s, retries=retries, on_update=on_update, control=control or RunControl(),
-                       store=store)
+        create_batch(
+            store, batch_id, kind=kind, source=source, items=[(i.id, i.kind, i.label) for i in items], metadata=metadata
+        )
+        batch = _Batch(
+            items,
+            batch_id=batch_id,
+            kind=kind,
+            source=source,
+            root=root,
+            concurrency=concurrency,
+            timeout_s=timeout_s,
+            retries=retries,
+            on_update=on_update,
+            control=control or RunControl(),
+            store=store,
+        )
         interrupted = False
         used = ray_address or "local"
         try:
@@ -401,6 +500,11 @@ def run_batch(items: list[BatchItem], *, concurrency: int | None = None, timeout
                 interrupted = batch.run()
         finally:
             outcome = BatchOutcome(batch_id, batch.states, used, time.monotonic() - started, interrupted)
-            finish_batch(store, batch_id, "cancelled" if interrupted else
-                         ("completed" if all(s.state == "completed" for s in batch.states) else "failed"))
+            finish_batch(
+                store,
+                batch_id,
+                "cancelled"
+                if interrupted
+                else ("completed" if all(s.state == "completed" for s in batch.states) else "failed"),
+            )
     return outcome

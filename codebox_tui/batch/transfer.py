@@ -47,8 +47,11 @@ def pack_dir(root: Path, *, exclude: tuple[str, ...] = (), limit: int = MAX_INPU
                     continue
                 total += info.st_size
                 if total > limit:
-                    raise BadInputError(f"the {what} {root} is larger than {limit // (1024 * 1024)} MiB; too big to "
-                                        "ship to a worker", code="input-too-large", field=str(root))
+                    raise BadInputError(
+                        f"the {what} {root} is larger than {limit // (1024 * 1024)} MiB; too big to ship to a worker",
+                        code="input-too-large",
+                        field=str(root),
+                    )
                 tar.add(path, arcname=(rel_dir / name).as_posix(), recursive=False)
     return buffer.getvalue()
 
@@ -76,8 +79,9 @@ def unpack(data: bytes, dest: Path, *, limit: int = MAX_BUNDLE_BYTES) -> Path:
     try:
         dest.mkdir(mode=0o700)
     except FileExistsError:
-        raise TransferError(f"{dest} already exists; a shipped folder never replaces one",
-                            code="transfer-refused", field=str(dest)) from None
+        raise TransferError(
+            f"{dest} already exists; a shipped folder never replaces one", code="transfer-refused", field=str(dest)
+        ) from None
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
             members = _checked_members(tar, limit)
@@ -85,8 +89,9 @@ def unpack(data: bytes, dest: Path, *, limit: int = MAX_BUNDLE_BYTES) -> Path:
     except (tarfile.TarError, OSError, TransferError) as error:
         shutil.rmtree(dest, ignore_errors=True)
         if isinstance(error, TransferError):
-            raise TransferError(f"refused a shipped archive: {error.message}", code=error.code,
-                                field=str(dest)) from None
+            raise TransferError(
+                f"refused a shipped archive: {error.message}", code=error.code, field=str(dest)
+            ) from None
         raise TransferError(f"refused a shipped archive: {error}", code="transfer-refused", field=str(dest)) from None
     dest.chmod(0o755)
     return dest

@@ -70,14 +70,24 @@ def run_item(kind_name: str, request: Any, item_id: str, attempt: int, board: An
     """One attempt of one item; the result is plain data (Ray ships it back to the caller)."""
     settings = reload_settings()  # the task's environment (runtime_env) decides, not the worker's first task
     if board is not None:
-        board.report.remote(item_id, attempt, {"phase": "started", "pid": os.getpid(),
-                                               "node": socket.gethostname()})
+        board.report.remote(item_id, attempt, {"phase": "started", "pid": os.getpid(), "node": socket.gethostname()})
     started_at, started = utc_now_iso(), time.monotonic()
     work = claim_owned_dir(settings.home / "batch-work", "work-")
     listener = _Listener(board, item_id, attempt)
-    out: dict[str, Any] = {"itemId": item_id, "attempt": attempt, "pid": os.getpid(), "node": socket.gethostname(),
-                           "startedAt": started_at, "infra": None, "error": None, "success": False,
-                           "verdict": "", "runtimeId": None, "bundleTar": None, "summary": {}}
+    out: dict[str, Any] = {
+        "itemId": item_id,
+        "attempt": attempt,
+        "pid": os.getpid(),
+        "node": socket.gethostname(),
+        "startedAt": started_at,
+        "infra": None,
+        "error": None,
+        "success": False,
+        "verdict": "",
+        "runtimeId": None,
+        "bundleTar": None,
+        "summary": {},
+    }
     try:
         try:
             result = get_kind(kind_name).run(request, work, listener, RunControl())
@@ -87,8 +97,7 @@ def run_item(kind_name: str, request: Any, item_id: str, attempt: int, board: An
             if error.code in INFRA_CODES or listener.boot_failure:
                 out["infra"] = listener.boot_failure or error.message
             return out
-        out.update(success=result.success, verdict=result.verdict, runtimeId=result.runtime_id,
-                   summary=result.summary)
+        out.update(success=result.success, verdict=result.verdict, runtimeId=result.runtime_id, summary=result.summary)
         if listener.boot_failure and not listener.ready:
             out["infra"] = listener.boot_failure
         if result.bundle_dir is not None and (result.bundle_dir / layout.MANIFEST).is_file():

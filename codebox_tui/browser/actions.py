@@ -30,16 +30,31 @@ ACTIONS_SCHEMA = "wp-codebox/browser-actions-result/v1"
 ACTION_SUMMARY_SCHEMA = "wp-codebox/browser-action-summary/v1"
 ACTION_CAPTURES = ("console", "errors", "html", "network", "screenshot")
 ACTIONS: dict[str, tuple[str, ...]] = {  # action -> required string keys
-    "navigate": ("url",), "click": ("selector",), "hover": ("selector",), "fill": ("selector", "value"),
-    "type": ("selector", "text"), "press": ("key",), "select": ("selector", "value"), "drag": ("source", "target"),
-    "waitFor": (), "expect": (), "screenshot": (), "evaluate": (),
+    "navigate": ("url",),
+    "click": ("selector",),
+    "hover": ("selector",),
+    "fill": ("selector", "value"),
+    "type": ("selector", "text"),
+    "press": ("key",),
+    "select": ("selector", "value"),
+    "drag": ("source", "target"),
+    "waitFor": (),
+    "expect": (),
+    "screenshot": (),
+    "evaluate": (),
 }
 # optional keys with a fixed type: key -> (accepted types, what the error says is expected)
 _OPTIONAL: dict[str, tuple[tuple[type, ...], str]] = {
-    "selector": ((str,), "a CSS selector string"), "name": ((str,), "a string"), "text": ((str,), "a string"),
-    "url": ((str,), "a string"), "waitUntil": ((str,), "a string"), "ms": ((int,), "a whole number of milliseconds"),
-    "count": ((int,), "a whole number"), "delay": ((int,), "a whole number of milliseconds"),
-    "visible": ((bool,), "true or false"), "allowErrorStatus": ((bool,), "true or false"),
+    "selector": ((str,), "a CSS selector string"),
+    "name": ((str,), "a string"),
+    "text": ((str,), "a string"),
+    "url": ((str,), "a string"),
+    "waitUntil": ((str,), "a string"),
+    "ms": ((int,), "a whole number of milliseconds"),
+    "count": ((int,), "a whole number"),
+    "delay": ((int,), "a whole number of milliseconds"),
+    "visible": ((bool,), "true or false"),
+    "allowErrorStatus": ((bool,), "true or false"),
 }
 # The most of an evaluate step's value kept (its JSON, in bytes): the page measures and cuts its own value, so a
 # longer one never leaves the browser whole; what is kept is marked truncated (docs/browser.md).
@@ -55,7 +70,7 @@ _MEASURE_RESULT_JS = """(box, limit) => {
     if (text === undefined) { return {bytes: 0, fits: true}; }
     const encoded = new TextEncoder().encode(text);
     if (encoded.length <= limit) { return {bytes: encoded.length, fits: true}; }
-    const kept = new TextDecoder().decode(encoded.slice(0, limit)).replace(/\uFFFD$/, "");
+    const kept = new TextDecoder().decode(encoded.slice(0, limit)).replace(/\ufffd$/, "");
     return {bytes: encoded.length, fits: false, text: kept};
 }"""
 _MAY_BE_EMPTY = ("value", "text")  # fill "" clears a field
@@ -69,22 +84,27 @@ def parse_steps(raw: str, base_dir: Path | None = None) -> list[dict[str, Any]]:
     # the recipe's directory for recipes and the working directory for a direct command).
     steps = load_json_arg(raw, base_dir if base_dir is not None else Path.cwd(), "steps-json")
     if not isinstance(steps, list) or not steps:
-        raise BadInputError("steps-json must be a non-empty JSON array of steps", code="invalid-arg",
-                            field="steps-json")
+        raise BadInputError(
+            "steps-json must be a non-empty JSON array of steps", code="invalid-arg", field="steps-json"
+        )
     for index, step in enumerate(steps):
         where = f"steps-json[{index}]"
         if not isinstance(step, dict) or not isinstance(step.get("action"), str):
             raise BadInputError("each step must be an object with an 'action'", code="invalid-step", field=where)
         action = step["action"]
         if action not in ACTIONS:
-            raise BadInputError(f"unknown action {action!r}; expected one of: {', '.join(ACTIONS)}",
-                                code="invalid-step", field=where)
+            raise BadInputError(
+                f"unknown action {action!r}; expected one of: {', '.join(ACTIONS)}", code="invalid-step", field=where
+            )
         _check_fields(step, action, where)
         if "timeout" in step:
             timeout = step["timeout"]
             if isinstance(timeout, bool) or not isinstance(timeout, str | int | float):
-                raise BadInputError("timeout must be a duration like 5s or 500ms (a bare number is seconds)",
-                                    code="invalid-step", field=f"{where}.timeout")
+                raise BadInputError(
+                    "timeout must be a duration like 5s or 500ms (a bare number is seconds)",
+                    code="invalid-step",
+                    field=f"{where}.timeout",
+                )
             parse_duration(str(timeout), f"{where}.timeout")
     return steps
 
@@ -93,30 +113,39 @@ def _check_fields(step: dict[str, Any], action: str, where: str) -> None:
     """The per-action field rules; each error names ``steps-json[i].field`` and what was expected."""
     for key in ACTIONS[action]:
         if not isinstance(step.get(key), str) or (not step[key] and key not in _MAY_BE_EMPTY):
-            raise BadInputError(f"{action} needs {key!r}: a {'' if key in _MAY_BE_EMPTY else 'non-empty '}string",
-                                code="invalid-step", field=f"{where}.{key}")
+            raise BadInputError(
+                f"{action} needs {key!r}: a {'' if key in _MAY_BE_EMPTY else 'non-empty '}string",
+                code="invalid-step",
+                field=f"{where}.{key}",
+            )
     for key, (types, expected) in _OPTIONAL.items():
         if key in step and key not in ACTIONS[action]:
             value = step[key]
             if (bool not in types and isinstance(value, bool)) or not isinstance(value, types):
-                raise BadInputError(f"{key} must be {expected}, got {json.dumps(value)}", code="invalid-step",
-                                    field=f"{where}.{key}")
+                raise BadInputError(
+                    f"{key} must be {expected}, got {json.dumps(value)}", code="invalid-step", field=f"{where}.{key}"
+                )
             if isinstance(value, int) and not isinstance(value, bool) and value < 0:
                 raise BadInputError(f"{key} must not be negative", code="invalid-step", field=f"{where}.{key}")
     if action == "waitFor":
         if "selector" not in step and "ms" not in step:
             raise BadInputError("waitFor needs a selector or ms", code="invalid-step", field=f"{where}.selector")
         if "state" in step and step["state"] not in WAIT_FOR_STATES:
-            raise BadInputError(f"state must be one of {', '.join(WAIT_FOR_STATES)}", code="invalid-step",
-                                field=f"{where}.state")
+            raise BadInputError(
+                f"state must be one of {', '.join(WAIT_FOR_STATES)}", code="invalid-step", field=f"{where}.state"
+            )
     if action == "evaluate":
         code_key = "expression" if "expression" in step else "script"
         if not isinstance(step.get(code_key), str) or not step[code_key].strip():
-            raise BadInputError("evaluate needs 'expression': a non-empty JavaScript expression",
-                                code="invalid-step", field=f"{where}.expression")
+            raise BadInputError(
+                "evaluate needs 'expression': a non-empty JavaScript expression",
+                code="invalid-step",
+                field=f"{where}.expression",
+            )
         if "expression" in step and "script" in step:
-            raise BadInputError("give 'expression' or its older name 'script', not both", code="invalid-step",
-                                field=f"{where}.script")
+            raise BadInputError(
+                "give 'expression' or its older name 'script', not both", code="invalid-step", field=f"{where}.script"
+            )
     elif "assert" in step:
         raise BadInputError("only evaluate steps take 'assert'", code="invalid-step", field=f"{where}.assert")
 
@@ -158,13 +187,15 @@ class StepFailed(Exception):
     pass
 
 
-def _do_step(page: Any, step: dict[str, Any], timeout_ms: float, base_url: str, out_dir: Path,
-             shots: list[str]) -> dict[str, Any]:
+def _do_step(
+    page: Any, step: dict[str, Any], timeout_ms: float, base_url: str, out_dir: Path, shots: list[str]
+) -> dict[str, Any]:
     action = step["action"]
     detail: dict[str, Any] = {}
     if action == "navigate":
-        response = page.goto(resolve_url(base_url, step["url"]), wait_until=step.get("waitUntil", "load"),
-                             timeout=timeout_ms)
+        response = page.goto(
+            resolve_url(base_url, step["url"]), wait_until=step.get("waitUntil", "load"), timeout=timeout_ms
+        )
         detail["httpStatus"] = response.status if response is not None else None
         if response is not None and response.status >= 400 and not step.get("allowErrorStatus"):
             raise StepFailed(f"HTTP {response.status} for {step['url']}")
@@ -175,8 +206,7 @@ def _do_step(page: Any, step: dict[str, Any], timeout_ms: float, base_url: str, 
     elif action == "fill":
         page.fill(step["selector"], step["value"], timeout=timeout_ms)
     elif action == "type":
-        page.locator(step["selector"]).press_sequentially(step["text"], delay=step.get("delay", 0),
-                                                          timeout=timeout_ms)
+        page.locator(step["selector"]).press_sequentially(step["text"], delay=step.get("delay", 0), timeout=timeout_ms)
     elif action == "drag":
         page.drag_and_drop(step["source"], step["target"], timeout=timeout_ms)
     elif action == "press":
@@ -221,15 +251,23 @@ def _evaluate(page: Any, step: dict[str, Any]) -> dict[str, Any]:
     if "error" in size:
         raise StepFailed(f"evaluate {str(expression)[:200]!r} returned a value that is not JSON: {size['error']}")
     if not size["fits"]:
-        cut = {"bytes": size["bytes"], "keptBytes": len(size["text"].encode("utf-8")), "text": size["text"],
-               "truncated": True}
+        cut = {
+            "bytes": size["bytes"],
+            "keptBytes": len(size["text"].encode("utf-8")),
+            "text": size["text"],
+            "truncated": True,
+        }
         if "assert" in step:
-            raise StepFailed(f"evaluate {str(expression)[:200]!r} returned {size['bytes']} bytes of JSON, over the "
-                             f"{MAX_EVALUATE_RESULT_BYTES}-byte cap: it cannot equal the assert")
+            raise StepFailed(
+                f"evaluate {str(expression)[:200]!r} returned {size['bytes']} bytes of JSON, over the "
+                f"{MAX_EVALUATE_RESULT_BYTES}-byte cap: it cannot equal the assert"
+            )
         return {"resultTruncated": cut}
     if "assert" in step and not same_json(result, step["assert"]):
-        raise StepFailed(f"evaluate {str(expression)[:200]!r} returned {json.dumps(result)[:300]}, "
-                         f"expected {json.dumps(step['assert'])[:300]}")
+        raise StepFailed(
+            f"evaluate {str(expression)[:200]!r} returned {json.dumps(result)[:300]}, "
+            f"expected {json.dumps(step['assert'])[:300]}"
+        )
     return {"result": result}
 
 
@@ -272,17 +310,29 @@ def _check_expect(page: Any, step: dict[str, Any]) -> tuple[bool, str, dict[str,
     return True, "", {"count": count}
 
 
-def run_actions(start_url: str | None, steps: list[dict[str, Any]], out_dir: Path, *, base_url: str,
-                step_timeout_s: float = 10.0, total_timeout_s: float = 60.0, capture: list[str] | None = None,
-                allow_evaluate: bool = False, viewport: dict[str, int] | None = None) -> dict[str, Any]:
+def run_actions(
+    start_url: str | None,
+    steps: list[dict[str, Any]],
+    out_dir: Path,
+    *,
+    base_url: str,
+    step_timeout_s: float = 10.0,
+    total_timeout_s: float = 60.0,
+    capture: list[str] | None = None,
+    allow_evaluate: bool = False,
+    viewport: dict[str, int] | None = None,
+) -> dict[str, Any]:
     """Run steps in Chromium, stopping at the first failure; writes the evidence, steps.jsonl,
     action-summary.json, steps.json and summary.json."""
     from playwright.sync_api import sync_playwright  # noqa: PLC0415 - Playwright only when a page is driven
 
     for index, step in enumerate(steps):
         if step["action"] == "evaluate" and not allow_evaluate:
-            raise PolicyDeniedError("evaluate steps need wordpress.browser-actions.evaluate in the runtime policy",
-                                    code="command-denied", field=f"steps-json[{index}]")
+            raise PolicyDeniedError(
+                "evaluate steps need wordpress.browser-actions.evaluate in the runtime policy",
+                code="command-denied",
+                field=f"steps-json[{index}]",
+            )
     captures = list(capture or ACTION_CAPTURES)
     out_dir.mkdir(parents=True, exist_ok=True)
     recorder = Recorder(base_url)
@@ -303,8 +353,9 @@ def run_actions(start_url: str | None, steps: list[dict[str, Any]], out_dir: Pat
             deadline = time.monotonic() + total_timeout_s
             for position, step in enumerate(plan):
                 index = position - offset
-                record = _run_step(page, step, index, deadline, step_timeout_s, total_timeout_s, base_url, out_dir,
-                                   shots, started)
+                record = _run_step(
+                    page, step, index, deadline, step_timeout_s, total_timeout_s, base_url, out_dir, shots, started
+                )
                 results.append(record)
                 if record["status"] == "failed":
                     first_failure, failure = index, record["error"]
@@ -315,8 +366,9 @@ def run_actions(start_url: str | None, steps: list[dict[str, Any]], out_dir: Pat
     for position in range(len(results), len(plan)):
         results.append({"index": position - offset, "action": plan[position]["action"], "status": "skipped"})
     write_json(out_dir / "steps.json", results)
-    write_jsonl(out_dir / "steps.jsonl", [_step_line(record, plan[position]) for position, record
-                                          in enumerate(results)])
+    write_jsonl(
+        out_dir / "steps.jsonl", [_step_line(record, plan[position]) for position, record in enumerate(results)]
+    )
     summary = {
         "schema": ACTIONS_SCHEMA,
         "status": "failed" if first_failure is not None else "passed",
@@ -335,13 +387,23 @@ def run_actions(start_url: str | None, steps: list[dict[str, Any]], out_dir: Pat
     return summary
 
 
-def _run_step(page: Any, step: dict[str, Any], index: int, deadline: float, step_timeout_s: float,
-              total_timeout_s: float, base_url: str, out_dir: Path, shots: list[str], run_started: float
-              ) -> dict[str, Any]:
+def _run_step(
+    page: Any,
+    step: dict[str, Any],
+    index: int,
+    deadline: float,
+    step_timeout_s: float,
+    total_timeout_s: float,
+    base_url: str,
+    out_dir: Path,
+    shots: list[str],
+    run_started: float,
+) -> dict[str, Any]:
     """Run one step within its own timeout and what is left of the total; a failed step gets a screenshot."""
     remaining = deadline - time.monotonic()
-    per_step = (parse_duration(str(step["timeout"]), f"steps-json[{index}].timeout") if "timeout" in step
-                else step_timeout_s)
+    per_step = (
+        parse_duration(str(step["timeout"]), f"steps-json[{index}].timeout") if "timeout" in step else step_timeout_s
+    )
     record: dict[str, Any] = {"index": index, "action": step["action"]}
     if step.get("implicit"):
         record["implicit"] = True
@@ -377,12 +439,19 @@ def _run_step(page: Any, step: dict[str, Any], index: int, deadline: float, step
 
 def _step_line(record: dict[str, Any], step: dict[str, Any]) -> dict[str, Any]:
     """One ``steps.jsonl`` record: what ran, on what, how it ended, when and for how long, its screenshot."""
-    line: dict[str, Any] = {"index": record["index"], "kind": record["action"], "target": step_target(step),
-                            "status": record["status"]}
+    line: dict[str, Any] = {
+        "index": record["index"],
+        "kind": record["action"],
+        "target": step_target(step),
+        "status": record["status"],
+    }
     if record.get("implicit"):
         line["implicit"] = True
-    line["timing"] = ({"startedAt": record["startedAt"], "offsetMs": record["offsetMs"],
-                       "durationMs": record["durationMs"]} if "startedAt" in record else None)
+    line["timing"] = (
+        {"startedAt": record["startedAt"], "offsetMs": record["offsetMs"], "durationMs": record["durationMs"]}
+        if "startedAt" in record
+        else None
+    )
     line["screenshot"] = record.get("file") or record.get("failureScreenshot")
     if "error" in record:
         line["error"] = record["error"]
@@ -395,18 +464,27 @@ def _step_line(record: dict[str, Any], step: dict[str, Any]) -> dict[str, Any]:
 
 def action_summary(summary: dict[str, Any], results: list[dict[str, Any]]) -> dict[str, Any]:
     """``action-summary.json``: the run's outcome with counts per status and per kind of action."""
-    by_status = {status: sum(1 for r in results if r["status"] == status and not r.get("implicit"))
-                 for status in ("passed", "failed", "skipped")}
+    by_status = {
+        status: sum(1 for r in results if r["status"] == status and not r.get("implicit"))
+        for status in ("passed", "failed", "skipped")
+    }
     by_kind: dict[str, dict[str, int]] = {}
     for record in results:
         if not record.get("implicit"):
             counts = by_kind.setdefault(record["action"], {"passed": 0, "failed": 0, "skipped": 0})
             counts[record["status"]] += 1
     return {
-        "schema": ACTION_SUMMARY_SCHEMA, "status": summary["status"], "startUrl": summary["startUrl"],
-        "steps": summary["steps"], **by_status, "byKind": by_kind,
-        "firstFailureIndex": summary["firstFailureIndex"], "failure": summary["failure"],
-        "screenshots": [r.get("file") or r["failureScreenshot"] for r in results
-                        if r.get("file") or r.get("failureScreenshot")],
-        "durationMs": summary["durationMs"], "stepsFile": "steps.jsonl",
+        "schema": ACTION_SUMMARY_SCHEMA,
+        "status": summary["status"],
+        "startUrl": summary["startUrl"],
+        "steps": summary["steps"],
+        **by_status,
+        "byKind": by_kind,
+        "firstFailureIndex": summary["firstFailureIndex"],
+        "failure": summary["failure"],
+        "screenshots": [
+            r.get("file") or r["failureScreenshot"] for r in results if r.get("file") or r.get("failureScreenshot")
+        ],
+        "durationMs": summary["durationMs"],
+        "stepsFile": "steps.jsonl",
     }

@@ -22,8 +22,14 @@ from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
 from codebox_tui.settings import get_settings
 
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -70,7 +76,9 @@ def chromium_path() -> str:
     path = get_settings().chromium
     if not (Path(path).is_file() and os.access(path, os.X_OK)) and not shutil.which(path):
         raise BrowserUnavailableError(
-            f"Chromium not found at {path}", code="browser-unavailable", field="CODEBOX_CHROMIUM",
+            f"Chromium not found at {path}",
+            code="browser-unavailable",
+            field="CODEBOX_CHROMIUM",
             details={"hint": "install Debian's chromium package (apt-get install chromium)"},
         )
     return path
@@ -80,16 +88,24 @@ def parse_viewport(value: str | None) -> dict[str, int]:
     if not value:
         return {"width": 1280, "height": 800}
     width, sep, height = value.lower().partition("x")
-    if not sep or not width.isdigit() or not height.isdigit() or not (0 < int(width) <= 10000) or not (
-            0 < int(height) <= 10000):
+    if (
+        not sep
+        or not width.isdigit()
+        or not height.isdigit()
+        or not (0 < int(width) <= 10000)
+        or not (0 < int(height) <= 10000)
+    ):
         raise BadInputError(f"viewport must look like 1280x800, got {value!r}", code="invalid-arg", field="viewport")
     return {"width": int(width), "height": int(height)}
 
 
 def resolve_url(base: str, url: str | None) -> str:
     """A path or absolute URL on the preview; absolute URLs must share the preview's origin."""
-    target = urljoin(base.rstrip("/") + "/", (url or "/").lstrip("/")) if not (url or "").startswith(
-        ("http://", "https://")) else str(url)
+    target = (
+        urljoin(base.rstrip("/") + "/", (url or "/").lstrip("/"))
+        if not (url or "").startswith(("http://", "https://"))
+        else str(url)
+    )
     if _origin(target) != _origin(base):
         raise BadInputError(f"URL {url!r} is outside the sandbox preview {base}", code="invalid-arg", field="url")
     return target
@@ -134,8 +150,9 @@ class Recorder:
                 route_.continue_()
             else:
                 if self._room("blocked"):
-                    self.blocked.append(capped_entry({}, url=url) | {
-                        "blocked": True, "reason": "outside the sandbox preview"})
+                    self.blocked.append(
+                        capped_entry({}, url=url) | {"blocked": True, "reason": "outside the sandbox preview"}
+                    )
                 route_.abort("blockedbyclient")
 
         context.route("**/*", route)
@@ -150,13 +167,19 @@ class Recorder:
             location = dict(message.location or {})
             if isinstance(location.get("url"), str):
                 location["url"] = cap_text(location["url"])[0]
-            self.console.append(capped_entry({"t": self._t(), "type": message.type}, text=message.text)
-                                | {"location": location})
+            self.console.append(
+                capped_entry({"t": self._t(), "type": message.type}, text=message.text) | {"location": location}
+            )
 
     def _on_page_error(self, error: Any) -> None:
         if self._room("errors"):
-            self.errors.append(capped_entry({"t": self._t()}, message=getattr(error, "message", None) or str(error),
-                                            stack=getattr(error, "stack", None)))
+            self.errors.append(
+                capped_entry(
+                    {"t": self._t()},
+                    message=getattr(error, "message", None) or str(error),
+                    stack=getattr(error, "stack", None),
+                )
+            )
 
     def _on_request(self, request: Any) -> None:
         if not self._room("network"):
@@ -182,15 +205,22 @@ class Recorder:
 
     def counts(self) -> dict[str, int]:
         """The entries kept of each kind (the summary's ``counts``)."""
-        return {"console": len(self.console), "errors": len(self.errors), "requests": len(self.network),
-                "failedRequests": len(self.failed_requests()), "blockedRequests": len(self.blocked)}
+        return {
+            "console": len(self.console),
+            "errors": len(self.errors),
+            "requests": len(self.network),
+            "failedRequests": len(self.failed_requests()),
+            "blockedRequests": len(self.blocked),
+        }
 
     def limits(self) -> dict[str, Any]:
         """The summary's ``evidenceLimits``: the caps, the entries dropped past them and the entries cut."""
-        return {"maxTextBytes": MAX_EVIDENCE_TEXT_BYTES, "maxEntries": MAX_EVIDENCE_ENTRIES,
-                "dropped": dict(self.dropped),
-                "truncated": {kind: sum(1 for e in getattr(self, kind) if e.get("truncated"))
-                              for kind in EVIDENCE_KINDS}}
+        return {
+            "maxTextBytes": MAX_EVIDENCE_TEXT_BYTES,
+            "maxEntries": MAX_EVIDENCE_ENTRIES,
+            "dropped": dict(self.dropped),
+            "truncated": {kind: sum(1 for e in getattr(self, kind) if e.get("truncated")) for kind in EVIDENCE_KINDS},
+        }
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -36,25 +36,31 @@ CHECKPOINT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_NAMED_CHECKPOINTS = 20
 
 CONTENT_TYPES = {
-    "console.jsonl": "application/x-ndjson", "errors.jsonl": "application/x-ndjson",
-    "network.jsonl": "application/x-ndjson", "performance.json": "application/json",
-    "snapshot.html": "text/html", "screenshot.png": "image/png", "summary.json": "application/json",
-    "steps.json": "application/json", "steps.jsonl": "application/x-ndjson",
-    "action-summary.json": "application/json", "memory.json": "application/json",
+    "console.jsonl": "application/x-ndjson",
+    "errors.jsonl": "application/x-ndjson",
+    "network.jsonl": "application/x-ndjson",
+    "performance.json": "application/json",
+    "snapshot.html": "text/html",
+    "screenshot.png": "image/png",
+    "summary.json": "application/json",
+    "steps.json": "application/json",
+    "steps.jsonl": "application/x-ndjson",
+    "action-summary.json": "application/json",
+    "memory.json": "application/json",
     "checkpoints.jsonl": "application/x-ndjson",
 }
 
 
-def parse_capture(value: str | None, allowed: tuple[str, ...], default: tuple[str, ...] | None = None
-                  ) -> list[str]:
+def parse_capture(value: str | None, allowed: tuple[str, ...], default: tuple[str, ...] | None = None) -> list[str]:
     """The capture=a,b,c list, checked against allowed; without one, default (else everything allowed)."""
     if not value:
         return list(default if default is not None else allowed)
     items = [v.strip() for v in value.split(",") if v.strip()]
     bad = [v for v in items if v not in allowed]
     if bad:
-        raise BadInputError(f"capture accepts {','.join(allowed)}; unknown: {', '.join(bad)}", code="invalid-arg",
-                            field="capture")
+        raise BadInputError(
+            f"capture accepts {','.join(allowed)}; unknown: {', '.join(bad)}", code="invalid-arg", field="capture"
+        )
     return items
 
 
@@ -72,8 +78,11 @@ class NamedCheckpoint:
 def parse_checkpoints(values: list[str]) -> list[NamedCheckpoint]:
     """Each ``NAME``, ``NAME@selector:<css>`` or ``NAME@<duration>``, in order; bad input names ``checkpoint``."""
     if len(values) > MAX_NAMED_CHECKPOINTS:
-        raise BadInputError(f"checkpoint is given {len(values)} times; at most {MAX_NAMED_CHECKPOINTS}",
-                            code="invalid-arg", field="checkpoint")
+        raise BadInputError(
+            f"checkpoint is given {len(values)} times; at most {MAX_NAMED_CHECKPOINTS}",
+            code="invalid-arg",
+            field="checkpoint",
+        )
     out: list[NamedCheckpoint] = []
     for value in values:
         name, at, wait = value.partition("@")
@@ -81,21 +90,28 @@ def parse_checkpoints(values: list[str]) -> list[NamedCheckpoint]:
             raise BadInputError(
                 f"checkpoint {value!r}: expected NAME, NAME@selector:<css> or NAME@<duration> with a unique NAME "
                 "of letters, digits, '.', '_' or '-' (not one the probe records itself: "
-                f"{', '.join(AUTOMATIC_CHECKPOINTS)})", code="invalid-arg", field="checkpoint")
+                f"{', '.join(AUTOMATIC_CHECKPOINTS)})",
+                code="invalid-arg",
+                field="checkpoint",
+            )
         if not at:
             out.append(NamedCheckpoint(name))
-        elif wait.startswith("selector:") and wait[len("selector:"):].strip():
-            out.append(NamedCheckpoint(name, wait, selector=wait[len("selector:"):]))
+        elif wait.startswith("selector:") and wait[len("selector:") :].strip():
+            out.append(NamedCheckpoint(name, wait, selector=wait[len("selector:") :]))
         elif wait[:1].isdigit():
             out.append(NamedCheckpoint(name, wait, settle_s=parse_duration(wait, "checkpoint")))
         else:
-            raise BadInputError(f"checkpoint {value!r}: after '@' expected selector:<css> or a duration like 500ms",
-                                code="invalid-arg", field="checkpoint")
+            raise BadInputError(
+                f"checkpoint {value!r}: after '@' expected selector:<css> or a duration like 500ms",
+                code="invalid-arg",
+                field="checkpoint",
+            )
     return out
 
 
-def write_evidence(out_dir: Path, recorder: Recorder, capture: list[str], page: Any | None,
-                   metrics: dict[str, Any] | None) -> list[str]:
+def write_evidence(
+    out_dir: Path, recorder: Recorder, capture: list[str], page: Any | None, metrics: dict[str, Any] | None
+) -> list[str]:
     """Write the captured evidence files; returns their names."""
     written: list[str] = []
     if "console" in capture:
@@ -125,9 +141,17 @@ def write_evidence(out_dir: Path, recorder: Recorder, capture: list[str], page: 
     return written
 
 
-def run_probe(url: str, out_dir: Path, *, wait_for: str | None = None, viewport: str | None = None,
-              capture: list[str] | None = None, timeout_s: float = 30.0, origin_url: str | None = None,
-              named: list[NamedCheckpoint] | None = None) -> dict[str, Any]:
+def run_probe(
+    url: str,
+    out_dir: Path,
+    *,
+    wait_for: str | None = None,
+    viewport: str | None = None,
+    capture: list[str] | None = None,
+    timeout_s: float = 30.0,
+    origin_url: str | None = None,
+    named: list[NamedCheckpoint] | None = None,
+) -> dict[str, Any]:
     """Load url, write evidence into out_dir, return the summary (also written as summary.json). ``named``
     checkpoints are taken in order once the page has loaded (:class:`NamedCheckpoint`); naming any writes
     ``checkpoints.jsonl``."""
@@ -141,16 +165,21 @@ def run_probe(url: str, out_dir: Path, *, wait_for: str | None = None, viewport:
     if wait[:1].isdigit():  # a duration: load, then give the page this long (timers, lazy scripts)
         settle_s, wait = parse_duration(wait, "wait-for"), "load"
         if settle_s >= timeout_s:
-            raise BadInputError(f"wait-for {wait_for} must be shorter than the probe's timeout of {timeout_s:g}s",
-                                code="invalid-arg", field="wait-for")
+            raise BadInputError(
+                f"wait-for {wait_for} must be shorter than the probe's timeout of {timeout_s:g}s",
+                code="invalid-arg",
+                field="wait-for",
+            )
     elif wait.startswith("selector:"):
-        selector, wait = wait[len("selector:"):], "load"
+        selector, wait = wait[len("selector:") :], "load"
         if not selector:
             raise BadInputError("wait-for=selector: needs a CSS selector", code="invalid-arg", field="wait-for")
     elif wait not in WAIT_STATES:
-        raise BadInputError(f"wait-for must be one of {', '.join(WAIT_STATES)}, selector:<css> or a duration "
-                            f"like 500ms, got {wait!r}",
-                            code="invalid-arg", field="wait-for")
+        raise BadInputError(
+            f"wait-for must be one of {', '.join(WAIT_STATES)}, selector:<css> or a duration like 500ms, got {wait!r}",
+            code="invalid-arg",
+            field="wait-for",
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     recorder = Recorder(origin_url or url)
     started = time.monotonic()
@@ -186,8 +215,7 @@ def run_probe(url: str, out_dir: Path, *, wait_for: str | None = None, viewport:
                     page.wait_for_timeout(settle_s * 1000)
                     checkpoint("settled")
                 for index, point in enumerate(named or []):
-                    checkpoints.append(_named_checkpoint(point, index, page, cdp, heap, started, timeout_s,
-                                                         out_dir))
+                    checkpoints.append(_named_checkpoint(point, index, page, cdp, heap, started, timeout_s, out_dir))
                     if "error" in checkpoints[-1]:
                         error = f"checkpoint {point.name}: {checkpoints[-1]['error']}"
                         break
@@ -198,9 +226,13 @@ def run_probe(url: str, out_dir: Path, *, wait_for: str | None = None, viewport:
             if cdp is not None:
                 metrics = _performance(cdp, page)
             if heap is not None:
-                memory = {"at": "captured", **checkpoints[-1].get("memory", {}),
-                          "checkpoints": [{"name": c["name"], "offsetMs": c["offsetMs"], **c.get("memory", {})}
-                                          for c in checkpoints]}
+                memory = {
+                    "at": "captured",
+                    **checkpoints[-1].get("memory", {}),
+                    "checkpoints": [
+                        {"name": c["name"], "offsetMs": c["offsetMs"], **c.get("memory", {})} for c in checkpoints
+                    ],
+                }
             files = write_evidence(out_dir, recorder, captures, page, metrics)
             files.extend(c["screenshot"] for c in checkpoints if c.get("screenshot"))
             if memory is not None:
@@ -231,8 +263,16 @@ def run_probe(url: str, out_dir: Path, *, wait_for: str | None = None, viewport:
     return summary
 
 
-def _named_checkpoint(point: NamedCheckpoint, index: int, page: Any, cdp: Any, heap: Any | None, started: float,
-                      timeout_s: float, out_dir: Path) -> dict[str, Any]:
+def _named_checkpoint(
+    point: NamedCheckpoint,
+    index: int,
+    page: Any,
+    cdp: Any,
+    heap: Any | None,
+    started: float,
+    timeout_s: float,
+    out_dir: Path,
+) -> dict[str, Any]:
     """Wait for a named checkpoint's condition within what is left of the probe's timeout, then record the moment
     with its screenshot (``screenshot-checkpoint-<name>.png``), the page's metrics and, with memory, its heap. A
     condition that is not met is the record's ``error`` (and fails the probe)."""
@@ -240,8 +280,11 @@ def _named_checkpoint(point: NamedCheckpoint, index: int, page: Any, cdp: Any, h
     try:
         remaining = timeout_s - (time.monotonic() - started)
         if point.settle_s and point.settle_s >= remaining:
-            raise BadInputError(f"waiting {point.wait} would pass the probe's timeout of {timeout_s:g}s",
-                                code="invalid-arg", field="checkpoint")
+            raise BadInputError(
+                f"waiting {point.wait} would pass the probe's timeout of {timeout_s:g}s",
+                code="invalid-arg",
+                field="checkpoint",
+            )
         if point.selector:
             page.wait_for_selector(point.selector, timeout=max(0.1, remaining) * 1000)
         elif point.settle_s:
@@ -290,7 +333,8 @@ def _js_heap(cdp: Any, page: Any) -> dict[str, Any]:
     try:
         out["performanceMemory"] = page.evaluate(
             "() => performance.memory ? {usedJSHeapSize: performance.memory.usedJSHeapSize, totalJSHeapSize: "
-            "performance.memory.totalJSHeapSize, jsHeapSizeLimit: performance.memory.jsHeapSizeLimit} : null")
+            "performance.memory.totalJSHeapSize, jsHeapSizeLimit: performance.memory.jsHeapSizeLimit} : null"
+        )
     except Exception as exc:
         out["performanceMemoryError"] = _short(exc)
     return out
@@ -304,7 +348,8 @@ def _performance(cdp: Any, page: Any) -> dict[str, Any]:
         out["metricsError"] = _short(exc)
     try:
         out["navigation"] = page.evaluate(
-            "() => { const n = performance.getEntriesByType('navigation')[0]; return n ? n.toJSON() : null; }")
+            "() => { const n = performance.getEntriesByType('navigation')[0]; return n ? n.toJSON() : null; }"
+        )
     except Exception as exc:
         out["navigationError"] = _short(exc)
     return out

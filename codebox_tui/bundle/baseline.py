@@ -69,6 +69,7 @@ class Baseline:
         """``read(rel)``: a baseline file's bytes (KeyError if the baseline has no such file)."""
         fd = os.open(self.pack, os.O_RDONLY)
         try:
+
             def read(rel: str) -> bytes:
                 offset, size = self.index[rel]
                 data = os.pread(fd, size, offset)
@@ -137,8 +138,9 @@ def _pack_tree(source: Path, files: Iterable[str], pack: Path, threshold: int) -
     return packed
 
 
-def _pack_private_copy(source: Path, copy: Path, exclude: frozenset[str], pack: Path,
-                       threshold: int) -> tuple[_Packed, CopiedTree]:
+def _pack_private_copy(
+    source: Path, copy: Path, exclude: frozenset[str], pack: Path, threshold: int
+) -> tuple[_Packed, CopiedTree]:
     """Make the private copy, then pack the baseline from the copy itself: the baseline is then exactly
     the bytes the sandbox is given, even for a file the user saved while the copy was being made.
 
@@ -161,8 +163,7 @@ def _pack_private_copy(source: Path, copy: Path, exclude: frozenset[str], pack: 
     return packed, copied
 
 
-def take_baselines(mounts: list[MountSpec], scratch_dir: Path,
-                   copies: dict[int, Path] | None = None) -> list[Baseline]:
+def take_baselines(mounts: list[MountSpec], scratch_dir: Path, copies: dict[int, Path] | None = None) -> list[Baseline]:
     """One baseline per read-write mount that captures artifacts. ``copies``: mount index → where to
     make the private copy of a copy-on-write mount (a path that does not exist yet); every such mount
     gets one, whether it captures artifacts or not."""
@@ -208,9 +209,23 @@ def take_baselines(mounts: list[MountSpec], scratch_dir: Path,
         result_dir: Path | None = copies[index] if copied is not None else None
         not_copied = tuple(copied.not_copied) if copied is not None else ()
         baselines.append(
-            Baseline(index, source, mount.target, strategy, pack, packed.index, packed.hashes, packed.entries,
-                     packed.signatures, skipped_dirs, exclude, frozenset(packed.unreadable),
-                     result_dir, "copy-on-write" if index in copies else "live", not_copied)
+            Baseline(
+                index,
+                source,
+                mount.target,
+                strategy,
+                pack,
+                packed.index,
+                packed.hashes,
+                packed.entries,
+                packed.signatures,
+                skipped_dirs,
+                exclude,
+                frozenset(packed.unreadable),
+                result_dir,
+                "copy-on-write" if index in copies else "live",
+                not_copied,
+            )
         )
     return baselines
 

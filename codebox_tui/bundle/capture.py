@@ -51,8 +51,9 @@ from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
 from codebox_tui.errors import SandboxError
 
 
-def _write(run_dir: Path, rel: str, text: str, known: dict[str, str] | None = None,
-           redact: Redactor | None = None) -> None:
+def _write(
+    run_dir: Path, rel: str, text: str, known: dict[str, str] | None = None, redact: Redactor | None = None
+) -> None:
     """Write a UTF-8 document; with ``known``, record the sha256 of the bytes written (saves re-reading).
     With ``redact``, every secret form is replaced in the bytes written (the capture's one way to write
     a document)."""
@@ -125,8 +126,14 @@ class _Capture:
             _redact_run_dir(self.run_dir, self.redact)
 
     # -- 1. collect the changes of every read-write mount ---------------------------------------------
-    def collect(self, baselines: list[Baseline], mounts: list[MountSpec], evidence: list[Evidence],
-                copier: CopyWriter, mounts_dir_preexisting: bool) -> _Collected:
+    def collect(
+        self,
+        baselines: list[Baseline],
+        mounts: list[MountSpec],
+        evidence: list[Evidence],
+        copier: CopyWriter,
+        mounts_dir_preexisting: bool,
+    ) -> _Collected:
         # what else the manifest will list, so the copies never push it past MAX_MANIFEST_ENTRIES (a change
         # whose copy is left out is still in the patch and changed-files.json)
         others = {e["path"] for e in FIXED_ENTRIES} | {e.path for e in evidence}
@@ -138,39 +145,51 @@ class _Capture:
             if not baseline.result_dir.exists():
                 # the private copy is gone (the sandbox failed to boot and took it along): no result to
                 # compare, and never "everything was deleted"
-                out.diffs_json.append({"mountIndex": baseline.mount_index, "source": str(baseline.source),
-                                       "target": baseline.target, "writeMode": baseline.write_mode,
-                                       "artifactPath": None, "changed": False, "status": "skipped",
-                                       "reason": "private-copy-missing"})
+                out.diffs_json.append(
+                    {
+                        "mountIndex": baseline.mount_index,
+                        "source": str(baseline.source),
+                        "target": baseline.target,
+                        "writeMode": baseline.write_mode,
+                        "artifactPath": None,
+                        "changed": False,
+                        "status": "skipped",
+                        "reason": "private-copy-missing",
+                    }
+                )
                 continue
             changes, mount_skipped = mount_changes(baseline, self.limits, budget, self.redact)
             out.skipped += mount_skipped
             patch_text = "".join(c.diff.text for c in changes)
             out.mount_patches.append((baseline.mount_index, patch_text))
-            out.diffs_json.append({
-                "mountIndex": baseline.mount_index,
-                "source": str(baseline.source),
-                "target": baseline.target,
-                "baselineStrategy": baseline.strategy,
-                "writeMode": baseline.write_mode,
-                "artifactPath": layout.mount_diff_path(baseline.mount_index),
-                "changed": bool(patch_text.strip()),
-                "status": "changed" if patch_text.strip() else "unchanged",
-            })
+            out.diffs_json.append(
+                {
+                    "mountIndex": baseline.mount_index,
+                    "source": str(baseline.source),
+                    "target": baseline.target,
+                    "baselineStrategy": baseline.strategy,
+                    "writeMode": baseline.write_mode,
+                    "artifactPath": layout.mount_diff_path(baseline.mount_index),
+                    "changed": bool(patch_text.strip()),
+                    "status": "changed" if patch_text.strip() else "unchanged",
+                }
+            )
             for change in changes:
                 self._record_change(out, baseline, change, copier)
         for index, mount in enumerate(mounts):
             if not any(b.mount_index == index for b in baselines):
-                out.diffs_json.append({
-                    "mountIndex": index,
-                    "source": mount.source,
-                    "target": mount.target,
-                    "writeMode": mount.write_mode,
-                    "artifactPath": None,
-                    "changed": False,
-                    "status": "skipped",
-                    "reason": "readonly-mount" if mount.mode == "readonly" else "missing-baseline-source",
-                })
+                out.diffs_json.append(
+                    {
+                        "mountIndex": index,
+                        "source": mount.source,
+                        "target": mount.target,
+                        "writeMode": mount.write_mode,
+                        "artifactPath": None,
+                        "changed": False,
+                        "status": "skipped",
+                        "reason": "readonly-mount" if mount.mode == "readonly" else "missing-baseline-source",
+                    }
+                )
         out.diffs_json.sort(key=lambda d: d["mountIndex"])
         return out
 
@@ -179,38 +198,45 @@ class _Capture:
         item, new_bytes = change.diff, change.new
         artifact_path = None
         if new_bytes is not None and out.copies_left <= 0:
-            out.copy_skipped.append(SkippedEntry(mountIndex=baseline.mount_index, relativePath=item.rel,
-                                                 reason="max-files-exceeded", size=len(new_bytes)))
+            out.copy_skipped.append(
+                SkippedEntry(
+                    mountIndex=baseline.mount_index,
+                    relativePath=item.rel,
+                    reason="max-files-exceeded",
+                    size=len(new_bytes),
+                )
+            )
         elif new_bytes is not None:
             out.copies_left -= 1
             artifact_path = layout.mount_copy_path(baseline.mount_index, item.rel)
             copier.add(artifact_path, new_bytes)  # already redacted (mount_changes)
             self.known[artifact_path] = (
-                change.after_sha if not change.redacted and change.after_sha
-                else hashlib.sha256(new_bytes).hexdigest()
+                change.after_sha if not change.redacted and change.after_sha else hashlib.sha256(new_bytes).hexdigest()
             )
             if item.binary:
                 out.binary_copies.add(artifact_path)
             out.captured.append((artifact_path, baseline.mount_index, item.rel, len(new_bytes)))
         added = item.status == "added"
-        out.changed.append(ChangedFile(
-            path=f"{baseline.target.rstrip('/')}/{item.rel}",
-            relativePath=item.rel,
-            status=item.status,
-            beforeSha256=None if added else change.before_sha,
-            beforeMode=item.old_mode,
-            afterSha256=change.after_sha if new_bytes is not None else None,
-            afterMode=item.new_mode,
-            mountIndex=baseline.mount_index,
-            mountTarget=baseline.target,
-            patchPath=layout.mount_diff_path(baseline.mount_index),
-            binary=item.binary,
-            additions=item.additions,
-            deletions=item.deletions,
-            beforeSize=None if added else change.before_size,
-            afterSize=len(new_bytes) if new_bytes is not None else None,
-            artifactPath=artifact_path,
-        ))
+        out.changed.append(
+            ChangedFile(
+                path=f"{baseline.target.rstrip('/')}/{item.rel}",
+                relativePath=item.rel,
+                status=item.status,
+                beforeSha256=None if added else change.before_sha,
+                beforeMode=item.old_mode,
+                afterSha256=change.after_sha if new_bytes is not None else None,
+                afterMode=item.new_mode,
+                mountIndex=baseline.mount_index,
+                mountTarget=baseline.target,
+                patchPath=layout.mount_diff_path(baseline.mount_index),
+                binary=item.binary,
+                additions=item.additions,
+                deletions=item.deletions,
+                beforeSize=None if added else change.before_size,
+                afterSize=len(new_bytes) if new_bytes is not None else None,
+                artifactPath=artifact_path,
+            )
+        )
         out.diffs.append(item)
         out.changes.append(change)
 
@@ -227,24 +253,32 @@ class _Capture:
         self.put(layout.CHANGED_FILES, pretty_json(changed_doc))
         self.put(layout.MOUNT_DIFFS, pretty_json(got.diffs_json))
         self.put(layout.MOUNTS, pretty_json([m.model_dump(mode="json") for m in mounts]))
-        self.put(layout.MOUNTED_FILES, pretty_json(
-            mounted_files_document(got.captured, self.known, [*got.skipped, *got.copy_skipped], self.limits)))
+        self.put(
+            layout.MOUNTED_FILES,
+            pretty_json(
+                mounted_files_document(got.captured, self.known, [*got.skipped, *got.copy_skipped], self.limits)
+            ),
+        )
         return changed_doc
 
     # -- 3. evidence: test results, diagnostics, the workspace patch (Mode B) ------------------------------
-    def write_evidence(self, got: _Collected, test_suites: list[Any],
-                       truncations: list[dict[str, Any]]) -> tuple[TestResults, str]:
+    def write_evidence(
+        self, got: _Collected, test_suites: list[Any], truncations: list[dict[str, Any]]
+    ) -> tuple[TestResults, str]:
         tests = build_test_results(test_suites)
         self.put(layout.TEST_RESULTS, pretty_json(tests.model_dump(mode="json", by_alias=True, exclude_none=True)))
         self.put(layout.DIAGNOSTICS, pretty_json(diagnostics_document(got.skipped, truncations)))
         digest_b = content_digest(self.run_dir, MODE_B_INPUTS)
-        self.put(layout.WORKSPACE_PATCH,
-                 pretty_json(workspace_patch_document(self.created_at, digest_b, got.changed, got.diffs_json)))
+        self.put(
+            layout.WORKSPACE_PATCH,
+            pretty_json(workspace_patch_document(self.created_at, digest_b, got.changed, got.diffs_json)),
+        )
         return tests, digest_b
 
     # -- 4. the file list (its Mode A digest is the bundle id) --------------------------------------------
-    def list_files(self, got: _Collected, evidence: list[Evidence], copier: CopyWriter,
-                   mounts_dir_preexisting: bool) -> list[dict[str, Any]]:
+    def list_files(
+        self, got: _Collected, evidence: list[Evidence], copier: CopyWriter, mounts_dir_preexisting: bool
+    ) -> list[dict[str, Any]]:
         entries: list[dict[str, Any]] = [dict(e) for e in FIXED_ENTRIES]
         listed = {e["path"] for e in entries}
 
@@ -261,8 +295,11 @@ class _Capture:
             entries.append({"path": layout.mount_diff_path(mount_index), "kind": "diff", "contentType": "text/x-diff"})
             listed.add(layout.mount_diff_path(mount_index))
         for artifact_path, _, _, _ in got.captured:
-            add(artifact_path, "file",
-                "application/octet-stream" if artifact_path in got.binary_copies else "text/plain; charset=utf-8")
+            add(
+                artifact_path,
+                "file",
+                "application/octet-stream" if artifact_path in got.binary_copies else "text/plain; charset=utf-8",
+            )
         if mounts_dir_preexisting:
             copier.wait()  # the walk below lists files/mounts/ too: every copy must be on disk first
         for rel in _run_dir_files(self.run_dir, skip_copies=not mounts_dir_preexisting):
@@ -273,7 +310,8 @@ class _Capture:
                 f"{self.run_dir}: the run left {len(entries)} files to list, more than the {MAX_MANIFEST_ENTRIES} "
                 "a bundle manifest can cover (its digests see only that many entries); the files stay in the run "
                 "folder, unsealed",
-                code="bundle-too-many-files", field=str(self.run_dir),
+                code="bundle-too-many-files",
+                field=str(self.run_dir),
             )
         return entries
 
@@ -317,23 +355,63 @@ def capture_bundle(
         prov = provenance(runtime, mounts, _codebox_version(), baselines)
         browser = browser_refs(entries)
         episode = episode_artifacts(entries)
-        cap.put(layout.METADATA, pretty_json(metadata_document(
-            identity, runtime=runtime, mounts=mounts, baselines=baselines, policy=policy, context=metadata,
-            provenance=prov, browser=browser, redacted=cap.redact.active, episode=episode)))
-        risk = review_risk_flags(RiskInputs(
-            diffs=got.diffs,
-            redacted_files=[c.relativePath for c, d in zip(got.changed, got.changes, strict=True) if d.redacted],
-            skipped=got.skipped, copy_skipped=got.copy_skipped, truncations=truncations,
-            secrets_redacted=cap.redact.active, live_mounts=any(m.live for m in mounts),
-            extra=list(extra_risk_flags or [])))
-        cap.put(layout.REVIEW, pretty_json(review_document(
-            identity, runtime=runtime, mounts=mounts, changed=got.changed, provenance=prov,
-            patch_sha=cap.known[layout.PATCH], browser=browser, tests=tests, risk=risk,
-            episode_trace=episode.get("runtimeEpisodeTrace"))))
+        cap.put(
+            layout.METADATA,
+            pretty_json(
+                metadata_document(
+                    identity,
+                    runtime=runtime,
+                    mounts=mounts,
+                    baselines=baselines,
+                    policy=policy,
+                    context=metadata,
+                    provenance=prov,
+                    browser=browser,
+                    redacted=cap.redact.active,
+                    episode=episode,
+                )
+            ),
+        )
+        risk = review_risk_flags(
+            RiskInputs(
+                diffs=got.diffs,
+                redacted_files=[c.relativePath for c, d in zip(got.changed, got.changes, strict=True) if d.redacted],
+                skipped=got.skipped,
+                copy_skipped=got.copy_skipped,
+                truncations=truncations,
+                secrets_redacted=cap.redact.active,
+                live_mounts=any(m.live for m in mounts),
+                extra=list(extra_risk_flags or []),
+            )
+        )
+        cap.put(
+            layout.REVIEW,
+            pretty_json(
+                review_document(
+                    identity,
+                    runtime=runtime,
+                    mounts=mounts,
+                    changed=got.changed,
+                    provenance=prov,
+                    patch_sha=cap.known[layout.PATCH],
+                    browser=browser,
+                    tests=tests,
+                    risk=risk,
+                    episode_trace=episode.get("runtimeEpisodeTrace"),
+                )
+            ),
+        )
         # hashes, the reference manifest, the manifest (last, once every copy is on disk)
-        seal(cap.run_dir, entries, cap.known, bundle_id=bundle_id, digest_a=digest_a,
-             runtime=runtime.model_dump(mode="json", exclude_none=True), created_at=cap.created_at,
-             before_manifest=copier.wait)
+        seal(
+            cap.run_dir,
+            entries,
+            cap.known,
+            bundle_id=bundle_id,
+            digest_a=digest_a,
+            runtime=runtime.model_dump(mode="json", exclude_none=True),
+            created_at=cap.created_at,
+            before_manifest=copier.wait,
+        )
         return BundleSummary(
             id=bundle_id,
             content_digest=digest_a,
@@ -364,8 +442,7 @@ FIXED_ENTRIES: tuple[dict[str, str], ...] = (
     {"path": layout.DIAGNOSTICS, "kind": "diagnostics", "contentType": "application/json"},
     {"path": layout.TEST_RESULTS, "kind": "test-results", "contentType": "application/json"},
     {"path": layout.REVIEW, "kind": "review", "contentType": "application/json"},
-    {"path": layout.REFERENCE_MANIFEST, "kind": "runtime-reference-manifest",
-     "contentType": "application/json"},
+    {"path": layout.REFERENCE_MANIFEST, "kind": "runtime-reference-manifest", "contentType": "application/json"},
     {"path": layout.REPLAY_INDEX, "kind": "runtime-replay-index", "contentType": "application/json"},
 )
 

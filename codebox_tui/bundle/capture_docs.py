@@ -85,8 +85,13 @@ def build_test_results(suites: list[Any]) -> TestResults:
 
 # Skipped-entry reasons that mean a capture limit was reached: each raises a risk flag (fail closed:
 # what was not tracked or compared could hide a planted script).
-LIMIT_REASONS = ("max-file-bytes-exceeded", "max-total-bytes-exceeded", "max-files-exceeded",
-                 "skipped-directory-not-tracked", "skipped-directory-reports-capped")
+LIMIT_REASONS = (
+    "max-file-bytes-exceeded",
+    "max-total-bytes-exceeded",
+    "max-files-exceeded",
+    "skipped-directory-not-tracked",
+    "skipped-directory-reports-capped",
+)
 
 
 def limit_flags(skipped: list[SkippedEntry], truncations: list[dict[str, Any]]) -> list[str]:
@@ -111,8 +116,9 @@ def change_stats(changed: list[ChangedFile]) -> dict[str, int]:
     }
 
 
-def mounted_files_document(captured: list[tuple[str, int, str, int]], known: dict[str, str],
-                           skipped: list[SkippedEntry], limits: CaptureLimits) -> dict[str, Any]:
+def mounted_files_document(
+    captured: list[tuple[str, int, str, int]], known: dict[str, str], skipped: list[SkippedEntry], limits: CaptureLimits
+) -> dict[str, Any]:
     """``files/mounted-files.json``: the after-state copies (artifact path, mount, relative path, size, hash)
     and what was not copied."""
     return {
@@ -149,7 +155,7 @@ def diagnostics_document(skipped: list[SkippedEntry], truncations: list[dict[str
             "type": "command-output-truncated",
             "severity": "warning",
             "message": f"{cut.get('command')} {stream}: {info.get('omittedBytes')} of {info.get('totalBytes')} "
-                       f"bytes omitted (cap {info.get('limitBytes')} bytes per stream)",
+            f"bytes omitted (cap {info.get('limitBytes')} bytes per stream)",
             "category": "runtime-output",
         }
         for cut in truncations
@@ -163,8 +169,9 @@ def diagnostics_document(skipped: list[SkippedEntry], truncations: list[dict[str
     }
 
 
-def workspace_patch_document(created_at: str, digest_b: str, changed: list[ChangedFile],
-                             diffs_json: list[dict[str, Any]]) -> dict[str, Any]:
+def workspace_patch_document(
+    created_at: str, digest_b: str, changed: list[ChangedFile], diffs_json: list[dict[str, Any]]
+) -> dict[str, Any]:
     """``files/workspace-patch.json``: the Mode B content digest decisions and apply-back bind to, per mount."""
     stats = change_stats(changed)
     return {
@@ -219,20 +226,30 @@ def workspace_provenance(mounts: list[MountSpec], baselines: list[Baseline]) -> 
     by_index = {b.mount_index: b for b in baselines}
     out = []
     for index, mount in enumerate(mounts):
-        entry: dict[str, Any] = {"index": index, "source": mount.source, "target": mount.target, "mode": mount.mode,
-                                 "writeMode": "live" if mount.live else "copy-on-write" if mount.mode == "readwrite"
-                                 else "read-only-copy", "digest": None, "files": None}
+        entry: dict[str, Any] = {
+            "index": index,
+            "source": mount.source,
+            "target": mount.target,
+            "mode": mount.mode,
+            "writeMode": "live" if mount.live else "copy-on-write" if mount.mode == "readwrite" else "read-only-copy",
+            "digest": None,
+            "files": None,
+        }
         baseline = by_index.get(index)
         if baseline is not None:
             listing = "".join(f"{path}\0{sha}\n" for path, sha in sorted(baseline.hashes.items()))
-            entry.update(digest="sha256:" + hashlib.sha256(listing.encode("utf-8", "surrogateescape")).hexdigest(),
-                         files=len(baseline.hashes), digestOf="baseline-before-boot")
+            entry.update(
+                digest="sha256:" + hashlib.sha256(listing.encode("utf-8", "surrogateescape")).hexdigest(),
+                files=len(baseline.hashes),
+                digestOf="baseline-before-boot",
+            )
         out.append(entry)
     return {"mounts": out}
 
 
-def provenance(runtime: RuntimeInfo, mounts: list[MountSpec], codebox_version: str,
-               baselines: list[Baseline] | None = None) -> dict[str, Any]:
+def provenance(
+    runtime: RuntimeInfo, mounts: list[MountSpec], codebox_version: str, baselines: list[Baseline] | None = None
+) -> dict[str, Any]:
     return {
         "workspace": workspace_provenance(mounts, baselines or []),
         "runtime": {
@@ -264,10 +281,19 @@ def browser_refs(entries: list[dict[str, Any]]) -> list[str]:
     return [e["path"] for e in entries if e["path"].startswith(layout.BROWSER_DIR + "/")]
 
 
-def metadata_document(identity: Identity, *, runtime: RuntimeInfo, mounts: list[MountSpec],
-                      baselines: list[Baseline], policy: RuntimePolicy, context: dict[str, Any],
-                      provenance: dict[str, Any], browser: list[str], redacted: bool,
-                      episode: dict[str, Any] | None = None) -> dict[str, Any]:
+def metadata_document(
+    identity: Identity,
+    *,
+    runtime: RuntimeInfo,
+    mounts: list[MountSpec],
+    baselines: list[Baseline],
+    policy: RuntimePolicy,
+    context: dict[str, Any],
+    provenance: dict[str, Any],
+    browser: list[str],
+    redacted: bool,
+    episode: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """``metadata.json``: the bundle id and digests, the runtime, mounts and policy, and where each piece of
     evidence is."""
     artifacts: dict[str, Any] = {
@@ -295,8 +321,9 @@ def metadata_document(identity: Identity, *, runtime: RuntimeInfo, mounts: list[
         "policy": policy.model_dump(mode="json"),
         "context": context,
         "spec": {"includeLogs": True},
-        "baselines": [{"mountIndex": b.mount_index, "strategy": b.strategy, "writeMode": b.write_mode}
-                      for b in baselines],
+        "baselines": [
+            {"mountIndex": b.mount_index, "strategy": b.strategy, "writeMode": b.write_mode} for b in baselines
+        ],
         # how each mount reached the host: "copy-on-write" (a private copy; the folder changes only through
         # apply-back), "live" (written through) or "readonly"
         "mountWriteModes": [m.write_mode for m in mounts],
@@ -313,24 +340,34 @@ def _summary_text(total: int) -> str:
     return f"Sandbox produced changes in {total} files."
 
 
-def _progress(runtime: RuntimeInfo, mounts: list[MountSpec], created_at: str, episode: bool = False
-              ) -> list[dict[str, Any]]:
+def _progress(
+    runtime: RuntimeInfo, mounts: list[MountSpec], created_at: str, episode: bool = False
+) -> list[dict[str, Any]]:
     progress: list[dict[str, Any]] = [
-        {"type": "boot", "label": "Spinning up a test copy of your site...", "action": "boot",
-         "timestamp": runtime.createdAt}
+        {
+            "type": "boot",
+            "label": "Spinning up a test copy of your site...",
+            "action": "boot",
+            "timestamp": runtime.createdAt,
+        }
     ]
     progress += [
         {"type": "mount", "label": f"Loading {Path(m.target).name}...", "component": m.target, "action": "mount"}
         for m in mounts
     ]
     progress += [
-        {"type": "artifact", "label": "Saving the result for review...", "action": "capture",
-         "timestamp": created_at},
+        {"type": "artifact", "label": "Saving the result for review...", "action": "capture", "timestamp": created_at},
         {"type": "complete", "label": "Ready for your review.", "action": "complete", "timestamp": created_at},
     ]
     if episode:  # spec §4.1: episode persistence appends this item
-        progress.append({"type": "artifact", "component": "runtime-episode", "label": "Runtime episode trace persisted",
-                         "timestamp": created_at})
+        progress.append(
+            {
+                "type": "artifact",
+                "component": "runtime-episode",
+                "label": "Runtime episode trace persisted",
+                "timestamp": created_at,
+            }
+        )
     return progress
 
 
@@ -360,9 +397,19 @@ def review_risk_flags(inputs: RiskInputs) -> list[str]:
     return sorted(set(risk))
 
 
-def review_document(identity: Identity, *, runtime: RuntimeInfo, mounts: list[MountSpec],
-                    changed: list[ChangedFile], provenance: dict[str, Any], patch_sha: str, browser: list[str],
-                    tests: TestResults, risk: list[str], episode_trace: str | None = None) -> dict[str, Any]:
+def review_document(
+    identity: Identity,
+    *,
+    runtime: RuntimeInfo,
+    mounts: list[MountSpec],
+    changed: list[ChangedFile],
+    provenance: dict[str, Any],
+    patch_sha: str,
+    browser: list[str],
+    tests: TestResults,
+    risk: list[str],
+    episode_trace: str | None = None,
+) -> dict[str, Any]:
     """``files/review.json``: what the reviewer sees first — summary, stats, changed files, progress, the
     actions offered, the evidence (with the patch hash and both digests), test status and risk flags."""
     review: dict[str, Any] = {

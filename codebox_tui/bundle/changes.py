@@ -44,8 +44,9 @@ def mount_changes(
     source_dir = str(baseline.result_dir)
     reported = dict(new_listing.skipped)
     # symlinks and special files of the user's folder that the private copy left out
-    reported.update((rel, reason) for rel, reason in baseline.not_copied
-                    if rel not in new_files and rel not in reported)
+    reported.update(
+        (rel, reason) for rel, reason in baseline.not_copied if rel not in new_files and rel not in reported
+    )
     skipped = [
         SkippedEntry(mountIndex=baseline.mount_index, relativePath=rel, reason=reason)
         for rel, reason in sorted(reported.items())
@@ -60,17 +61,23 @@ def mount_changes(
         if recorded is not None and recorded == entry.sig:
             continue  # the usual case: trusted, never read
         base_entry = old_files.get(rel)
-        if (base_entry is not None and base_entry.size == entry.size and base_entry.mode == entry.mode
-                and rel in baseline.hashes):
+        if (
+            base_entry is not None
+            and base_entry.size == entry.size
+            and base_entry.mode == entry.mode
+            and rel in baseline.hashes
+        ):
             untrusted.append(rel)
     prehashed = prehash(source_dir, untrusted)
     with baseline.reader() as read_old:
         for rel in sorted(old_files.keys() | new_files.keys()):
             if rel in secret_paths:  # the name itself holds a secret: reported by its redacted name only
                 if old_files.get(rel) != new_files.get(rel) or (
-                        new_files.get(rel) is not None and signatures.get(rel) != new_files[rel].sig):
-                    skipped.append(SkippedEntry(mountIndex=baseline.mount_index, relativePath=redact(rel),
-                                                reason="secret-in-path"))
+                    new_files.get(rel) is not None and signatures.get(rel) != new_files[rel].sig
+                ):
+                    skipped.append(
+                        SkippedEntry(mountIndex=baseline.mount_index, relativePath=redact(rel), reason="secret-in-path")
+                    )
                 continue
             if rel in baseline.unreadable:  # no baseline bytes: never guess "added"
                 skipped.append(SkippedEntry(mountIndex=baseline.mount_index, relativePath=rel, reason="unreadable"))
@@ -136,14 +143,16 @@ def mount_changes(
             before_sha = None
             if old is not None:
                 before_sha = baseline.hashes.get(rel) or hashlib.sha256(old).hexdigest()
-            changes.append(Change(result, new, before_sha, new_sha, len(old) if old is not None else None,
-                                   was_redacted))
+            changes.append(
+                Change(result, new, before_sha, new_sha, len(old) if old is not None else None, was_redacted)
+            )
     skipped += skipped_dir_report(baseline, new_listing)
     # a secret in a name (symlinks, changes inside uncaptured folders …) never reaches a document
     for index, item in enumerate(skipped):
         if item.reason != "secret-in-path" and redact.contains(item.relativePath):
-            skipped[index] = item.model_copy(update={"relativePath": redact(item.relativePath),
-                                                     "reason": "secret-in-path"})
+            skipped[index] = item.model_copy(
+                update={"relativePath": redact(item.relativePath), "reason": "secret-in-path"}
+            )
     return changes, skipped
 
 

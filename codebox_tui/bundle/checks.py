@@ -80,8 +80,13 @@ def probe_message(probe: Mapping[str, Any]) -> str:
 
 def probe_failure(probe: Mapping[str, Any]) -> dict[str, Any]:
     """The ``stepFailures`` record for a failed probe (names the probe, the expected JSON, the actual value)."""
-    record: dict[str, Any] = {"phase": "probes", "probe": probe.get("name"), "command": probe.get("command"),
-                              "error": probe.get("error"), "message": probe_message(probe)}
+    record: dict[str, Any] = {
+        "phase": "probes",
+        "probe": probe.get("name"),
+        "command": probe.get("command"),
+        "error": probe.get("error"),
+        "message": probe_message(probe),
+    }
     if probe.get("expectJson") is not None:
         record["expected"] = probe["expectJson"]
     if "actualJson" in probe:
@@ -140,9 +145,14 @@ class Verdict:
         return {"status": self.status, "failures": self.failures, "warnings": self.warnings}
 
 
-def recipe_verdict(step_failures: Iterable[Mapping[str, Any]], advisory_failures: Iterable[Mapping[str, Any]] = (),
-                   probes: Iterable[Mapping[str, Any]] = (),
-                   executions: Iterable[Mapping[str, Any]] = (), *, reproduction: bool = False) -> Verdict:
+def recipe_verdict(
+    step_failures: Iterable[Mapping[str, Any]],
+    advisory_failures: Iterable[Mapping[str, Any]] = (),
+    probes: Iterable[Mapping[str, Any]] = (),
+    executions: Iterable[Mapping[str, Any]] = (),
+    *,
+    reproduction: bool = False,
+) -> Verdict:
     """The verdict of a recipe run from what it recorded (the result or ``files/run-attestation.json``).
 
     ``step_failures``: the failures that fail the run (steps, setup, probes, artifacts, verification);
@@ -161,16 +171,23 @@ def recipe_verdict(step_failures: Iterable[Mapping[str, Any]], advisory_failures
     failures = []
     for record in recorded:
         probe = by_name.get(record.get("probe")) if record.get("phase") == "probes" else None
-        failures.append(describe(probe_failure(probe) if probe is not None else record, "probe"
-                                 if record.get("phase") == "probes" else "failure"))
+        failures.append(
+            describe(
+                probe_failure(probe) if probe is not None else record,
+                "probe" if record.get("phase") == "probes" else "failure",
+            )
+        )
     warnings = [describe(a, "advisory") for a in advisory_failures]
     for run in executions:
         failed = run.get("error") is not None or run.get("exitCode") not in (None, 0)
         if run.get("allowFailure") and failed:
             record = {**run, "error": run.get("error") or f"exited with code {run.get('exitCode')}"}
             warnings.append(describe(record, "allowed-failure"))
-    warnings += [describe(probe_failure(p), "allowed-probe-failure") for p in probes
-                 if p.get("status") != "passed" and p.get("allowFailure")]
+    warnings += [
+        describe(probe_failure(p), "allowed-probe-failure")
+        for p in probes
+        if p.get("status") != "passed" and p.get("allowFailure")
+    ]
     if reproduction:
         others = [r for r in recorded if r.get("phase") != "probes"]
         ran = any(p.get("status") == "passed" for p in probes)

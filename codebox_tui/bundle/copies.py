@@ -24,7 +24,7 @@ def ustar_header(name: str, size: int, mode: int, mtime: int, typeflag: bytes) -
     if not raw or len(raw) > 100 or size >= 8**11 or mtime >= 8**11:
         return None
     header = bytearray(512)
-    header[0:len(raw)] = raw
+    header[0 : len(raw)] = raw
     header[100:148] = b"%07o\x00%07o\x00%07o\x00%011o\x00%011o\x00" % (mode, 0, 0, size, mtime)
     header[148:156] = b"        "
     header[156:157] = typeflag
@@ -94,7 +94,9 @@ class CopyWriter:
         assert self._tar is not None
         self._proc = subprocess.Popen(
             [self._tar, "-x", "-m", "--no-same-owner", "--no-overwrite-dir", "-f", "-", "-C", self._run_dir],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         self._feeder = threading.Thread(target=self._feed, name="codebox-capture-copies", daemon=True)
         self._feeder.start()
@@ -128,8 +130,10 @@ class CopyWriter:
         if proc.stderr:
             proc.stderr.close()
         if code != 0 or self._error is not None:
-            raise OSError(f"writing the captured copies under {self._run_dir}/{layout.MOUNT_COPIES_DIR} failed: "
-                          f"{stderr.decode(errors='replace').strip() or self._error}")
+            raise OSError(
+                f"writing the captured copies under {self._run_dir}/{layout.MOUNT_COPIES_DIR} failed: "
+                f"{stderr.decode(errors='replace').strip() or self._error}"
+            )
 
     def close(self) -> None:
         if self._proc is not None:
@@ -184,9 +188,8 @@ def prehash(root: str, rels: list[str]) -> dict[str, str]:
     try:
         for start in range(0, len(chunks), workers):
             running = [
-                subprocess.Popen([exe, "-z", "--", *chunk], cwd=root, stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL)
-                for chunk in chunks[start:start + workers]
+                subprocess.Popen([exe, "-z", "--", *chunk], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                for chunk in chunks[start : start + workers]
             ]
             for proc in running:
                 out, _ = proc.communicate(timeout=600)

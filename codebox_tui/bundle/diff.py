@@ -48,8 +48,14 @@ def stat_signature(info: os.stat_result) -> tuple[int, int, int, int]:
 
 def skipped_signature(is_dir: bool, info: os.stat_result) -> SkippedSignature:
     kind = "dir" if is_dir else "link" if stat.S_ISLNK(info.st_mode) else "file"
-    return (kind, 0 if is_dir else info.st_size, stat.S_IMODE(info.st_mode),
-            0 if is_dir else info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+    return (
+        kind,
+        0 if is_dir else info.st_size,
+        stat.S_IMODE(info.st_mode),
+        0 if is_dir else info.st_mtime_ns,
+        info.st_ctime_ns,
+        info.st_ino,
+    )
 
 
 def list_tree(root: Path, *, track_skipped: bool = False, exclude: frozenset[str] = frozenset()) -> Listing:
@@ -121,8 +127,9 @@ def list_tree(root: Path, *, track_skipped: bool = False, exclude: frozenset[str
     return listing
 
 
-def skipped_dir_changes(before: dict[str, SkippedSignature], after: dict[str, SkippedSignature]
-                        ) -> list[tuple[str, str]]:
+def skipped_dir_changes(
+    before: dict[str, SkippedSignature], after: dict[str, SkippedSignature]
+) -> list[tuple[str, str]]:
     """(path, added | modified | deleted) for files inside skipped folders, sorted by path."""
     changes = []
     for rel in sorted(before.keys() | after.keys()):

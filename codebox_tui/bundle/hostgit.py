@@ -29,10 +29,16 @@ from pathlib import Path
 from typing import IO, Any
 
 GIT = "git"
-_KEEP_ENV = frozenset({
-    "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
-    "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE",
-})
+_KEEP_ENV = frozenset(
+    {
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_AUTHOR_DATE",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "GIT_COMMITTER_DATE",
+    }
+)
 
 # Always given, whatever the repository says.
 HARDENING: tuple[str, ...] = (
@@ -76,19 +82,21 @@ def git_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _KEEP_ENV}
     for name in ("SSH_ASKPASS", "PAGER", "EDITOR", "VISUAL", "LESS"):
         env.pop(name, None)
-    env.update({
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_ASKPASS": "true",
-        "GIT_EDITOR": "true",
-        "GIT_SEQUENCE_EDITOR": "true",
-        "GIT_PAGER": "cat",
-        "GIT_ALLOW_PROTOCOL": "",
-        "GIT_OPTIONAL_LOCKS": "0",
-        "GIT_NO_REPLACE_OBJECTS": "1",
-        "LC_ALL": "C",
-    })
+    env.update(
+        {
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_ASKPASS": "true",
+            "GIT_EDITOR": "true",
+            "GIT_SEQUENCE_EDITOR": "true",
+            "GIT_PAGER": "cat",
+            "GIT_ALLOW_PROTOCOL": "",
+            "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_NO_REPLACE_OBJECTS": "1",
+            "LC_ALL": "C",
+        }
+    )
     return env
 
 
@@ -110,13 +118,20 @@ def neutralising_args(cwd: Path) -> list[str]:
     """``-c`` arguments overriding every program-valued key git would read in ``cwd``."""
     base = [GIT, "--no-pager", *_c(HARDENING), *_c(_safe_directories())]
     try:
-        listed = subprocess.run([*base, "config", "--list", "--includes", "-z", "--name-only"], cwd=cwd,
-                                env=git_env(), capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+        listed = subprocess.run(
+            [*base, "config", "--list", "--includes", "-z", "--name-only"],
+            cwd=cwd,
+            env=git_env(),
+            capture_output=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         raise HostGitError(f"git config --list failed in {cwd}: {error}") from error
     if listed.returncode != 0:
-        raise HostGitError(f"git cannot read the configuration in {cwd}: "
-                           f"{listed.stderr.decode(errors='replace').strip()}")
+        raise HostGitError(
+            f"git cannot read the configuration in {cwd}: {listed.stderr.decode(errors='replace').strip()}"
+        )
     overrides: list[str] = []
     for raw in listed.stdout.split(b"\0"):
         key = raw.decode("utf-8", errors="replace").strip()
@@ -155,9 +170,16 @@ class HostGit:
             self._overrides = neutralising_args(self.cwd)
         command = [GIT, "--no-pager", *_c(HARDENING), *_c(_safe_directories()), *self._overrides, *args]
         try:
-            return subprocess.run(command, cwd=self.cwd, env=git_env(), input=input,
-                                  stdin=None if input is not None else subprocess.DEVNULL,
-                                  stdout=stdout, stderr=subprocess.PIPE, timeout=timeout)
+            return subprocess.run(
+                command,
+                cwd=self.cwd,
+                env=git_env(),
+                input=input,
+                stdin=None if input is not None else subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=subprocess.PIPE,
+                timeout=timeout,
+            )
         except (OSError, subprocess.TimeoutExpired) as error:
             raise HostGitError(f"git {args[0] if args else ''} failed in {self.cwd}: {error}") from error
 
@@ -165,8 +187,9 @@ class HostGit:
         """stdout of a git command that must succeed (HostGitError otherwise)."""
         done = self.run(*args, input=input, timeout=timeout)
         if done.returncode != 0:
-            raise HostGitError(f"git {args[0] if args else ''} failed in {self.cwd}: "
-                               f"{done.stderr.decode(errors='replace').strip()}")
+            raise HostGitError(
+                f"git {args[0] if args else ''} failed in {self.cwd}: {done.stderr.decode(errors='replace').strip()}"
+            )
         return done.stdout
 
 
@@ -176,8 +199,14 @@ def _global_values(key: str) -> list[str]:
     env = git_env()
     env.pop("GIT_CONFIG_GLOBAL")
     try:
-        done = subprocess.run([GIT, "config", "--global", "--includes", "-z", "--get-all", key], cwd="/", env=env,
-                              capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [GIT, "config", "--global", "--includes", "-z", "--get-all", key],
+            cwd="/",
+            env=env,
+            capture_output=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return []
     if done.returncode != 0:

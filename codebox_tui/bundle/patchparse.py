@@ -21,8 +21,17 @@ from unidiff.patch import PatchedFile, PatchSet
 _KINDS = {"+": "add", "-": "del", " ": "ctx", "\\": "nonl"}
 _BODY = re.compile(r"\n(?=@@ |GIT binary patch)")  # where a section's header ends
 _OCTAL = re.compile(rb"\\([0-7]{3}|.)")
-_SIMPLE = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"a": b"\a", b"b": b"\b", b"f": b"\f", b"v": b"\v",
-           b"\\": b"\\", b'"': b'"'}
+_SIMPLE = {
+    b"n": b"\n",
+    b"t": b"\t",
+    b"r": b"\r",
+    b"a": b"\a",
+    b"b": b"\b",
+    b"f": b"\f",
+    b"v": b"\v",
+    b"\\": b"\\",
+    b'"': b'"',
+}
 
 
 class DiffLine(NamedTuple):  # a tuple: 20,000 of them are made for a big file
@@ -94,8 +103,9 @@ def unquote_path(raw: str) -> str | None:
     text = raw.strip()
     if len(text) >= 2 and text.startswith('"') and text.endswith('"'):
         body = text[1:-1].encode("utf-8", "surrogateescape")
-        text = _OCTAL.sub(lambda m: bytes([int(m.group(1), 8)]) if len(m.group(1)) == 3
-                          else _SIMPLE.get(m.group(1), m.group(1)), body).decode("utf-8", "replace")
+        text = _OCTAL.sub(
+            lambda m: bytes([int(m.group(1), 8)]) if len(m.group(1)) == 3 else _SIMPLE.get(m.group(1), m.group(1)), body
+        ).decode("utf-8", "replace")
     if text == "/dev/null":
         return None
     if text[:2] in ("a/", "b/"):
@@ -143,10 +153,10 @@ def split_sections(patch: str) -> list[FileSection]:
     if bounds:
         sections = []
         for i, begin in enumerate(bounds):
-            text = patch[begin:bounds[i + 1] if i + 1 < len(bounds) else len(patch)]
+            text = patch[begin : bounds[i + 1] if i + 1 < len(bounds) else len(patch)]
             cut = _BODY.search(text)
             try:
-                parsed = PatchSet(text[:cut.start() + 1] if cut else text, metadata_only=True)
+                parsed = PatchSet(text[: cut.start() + 1] if cut else text, metadata_only=True)
             except UnidiffParseError as error:
                 sections.append(_unparsed(text, str(error)))
                 continue
@@ -161,11 +171,11 @@ def split_sections(patch: str) -> list[FileSection]:
         return []
     starts = _line_starts(patch)
     begins = [starts[_first_line_of(patched, patch, starts)] for patched in patchset] + [len(patch)]
-    return [_section(patched, patch[begins[i]:begins[i + 1]]) for i, patched in enumerate(patchset)]
+    return [_section(patched, patch[begins[i] : begins[i + 1]]) for i, patched in enumerate(patchset)]
 
 
 def _unparsed(text: str, error: str) -> FileSection:
-    first = text.split("\n", 1)[0][len("diff --git "):]
+    first = text.split("\n", 1)[0][len("diff --git ") :]
     match = re.match(r'^("?a/.*"?) ("?b/.*"?)$', first)
     old, new = (unquote_path(match.group(1)), unquote_path(match.group(2))) if match else (None, first)
     return FileSection(path=new or old or first, old_path=old, new_path=new, text=text, error=error)
@@ -193,13 +203,13 @@ def parse_section(text: str) -> tuple[FileSection, list[DiffHunk]]:
             if value.endswith("\n"):
                 value = value[:-1]
             kind = kinds[line_type]
-            append(DiffLine(kind, value if kind != "nonl" else "\\" + value, line.source_line_no,
-                            line.target_line_no))
+            append(DiffLine(kind, value if kind != "nonl" else "\\" + value, line.source_line_no, line.target_line_no))
         header = f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@"
         if hunk.section_header:
             header += f" {hunk.section_header}"
-        hunks.append(DiffHunk(hunk.source_start, hunk.source_length, hunk.target_start, hunk.target_length,
-                              header, lines))
+        hunks.append(
+            DiffHunk(hunk.source_start, hunk.source_length, hunk.target_start, hunk.target_length, header, lines)
+        )
     return _section(patched, text), hunks
 
 

@@ -27,9 +27,15 @@ def runtime_versions(metadata: MetadataView) -> dict[str, str | None]:
     return {
         "backend": _first_text(prov_runtime.backend, metadata.runtime.backend),
         "wordpressVersion": _first_text(
-            prov_runtime.wordpressVersion, environment.wordpressVersion, packages_env.wordpressVersion,
-            environment.version),
+            prov_runtime.wordpressVersion,
+            environment.wordpressVersion,
+            packages_env.wordpressVersion,
+            environment.version,
+        ),
         "phpVersion": _first_text(
-            prov_runtime.phpVersion, environment.phpVersion, packages_env.phpVersion,
-            metadata.context.phpWasmRuntimeAssetPreflight.phpVersion),
+            prov_runtime.phpVersion,
+            environment.phpVersion,
+            packages_env.phpVersion,
+            metadata.context.phpWasmRuntimeAssetPreflight.phpVersion,
+        ),
     }

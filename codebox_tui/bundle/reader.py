@@ -146,8 +146,9 @@ def _read_patch(root: Path) -> str:
     try:
         return read_regular(patch_path).decode("utf-8", errors="replace") if os.path.lexists(patch_path) else ""
     except OSError as error:
-        raise BadInputError(f"{layout.PATCH} cannot be read: {error}", code="malformed-bundle",
-                            field=layout.PATCH) from error
+        raise BadInputError(
+            f"{layout.PATCH} cannot be read: {error}", code="malformed-bundle", field=layout.PATCH
+        ) from error
 
 
 def _site_state(root: Path) -> tuple[SiteStateDiff | None, str | None]:
@@ -176,7 +177,8 @@ def load_bundle(bundle_dir: Path | str) -> LoadedBundle:
         layout.CHANGED_FILES,
     )
     tests = validate_document(
-        TestResults, _json(root / layout.TEST_RESULTS, layout.TEST_RESULTS, TEST_RESULTS_SCHEMA, required=False),
+        TestResults,
+        _json(root / layout.TEST_RESULTS, layout.TEST_RESULTS, TEST_RESULTS_SCHEMA, required=False),
         layout.TEST_RESULTS,
     )
     metadata = MetadataView.read(_json(root / layout.METADATA, layout.METADATA, required=False))
@@ -188,8 +190,11 @@ def load_bundle(bundle_dir: Path | str) -> LoadedBundle:
     problems = [f"{layout.MANIFEST}: {p}" for p in manifest.read_problems()]
     problems += [f"{layout.REVIEW}: {p}" for p in review.read_problems()]
     problems += [f"{layout.METADATA}: {p}" for p in metadata.read_problems()]
-    problems += [f"{layout.CHANGED_FILES}: skipped[{i}].{p}" for i, entry in enumerate(changed.skipped)
-                 for p in entry.read_problems()]
+    problems += [
+        f"{layout.CHANGED_FILES}: skipped[{i}].{p}"
+        for i, entry in enumerate(changed.skipped)
+        for p in entry.read_problems()
+    ]
     return LoadedBundle(
         path=root,
         manifest=manifest,

@@ -44,7 +44,8 @@ def check_secret_values(secrets: Mapping[str, str]) -> None:
                 f"secret {name} is shorter than {MIN_SECRET_LENGTH} characters: Codebox cannot redact a value "
                 "that short without destroying unrelated output; use a longer secret or leave it out of the "
                 "policy's secrets",
-                code="secret-too-short", field=f"policy.secrets.{name}",
+                code="secret-too-short",
+                field=f"policy.secrets.{name}",
             )
 
 
@@ -137,8 +138,7 @@ class Redactor:
         redacted = self._pattern.sub(_MARK_BYTES, raw)
         if redacted is raw or redacted == raw:
             return text
-        return redacted.decode("utf-8", "surrogatepass") if _utf8_ok(redacted) else \
-            redacted.decode("utf-8", "replace")
+        return redacted.decode("utf-8", "surrogatepass") if _utf8_ok(redacted) else redacted.decode("utf-8", "replace")
 
     def value(self, value: Any) -> Any:
         """A parsed JSON value with every string (keys included) redacted, at any depth."""

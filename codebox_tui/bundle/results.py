@@ -50,8 +50,9 @@ class SideTotals:
         head = f"{self.side:<6} " if self.side != "all" else ""
         if not self.total:
             return f"{head}no tests ran"
-        parts = [f"{self.passed} passed", f"{self.failed} failed"] + ([f"{self.skipped} skipped"]
-                                                                       if self.skipped else [])
+        parts = [f"{self.passed} passed", f"{self.failed} failed"] + (
+            [f"{self.skipped} skipped"] if self.skipped else []
+        )
         return f"{head}{self.status} — {', '.join(parts)} of {self.total}"
 
 
@@ -82,10 +83,14 @@ class BundleChecks:
     problems: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "tests": [vars(t) for t in self.tests],
-                "probes": [{k: v for k, v in vars(p).items() if v is not None} for p in self.probes],
-                "verdict": self.verdict.to_dict() if self.verdict else None, "patchVerdict": self.patch_verdict,
-                "problems": self.problems}
+        return {
+            "kind": self.kind,
+            "tests": [vars(t) for t in self.tests],
+            "probes": [{k: v for k, v in vars(p).items() if v is not None} for p in self.probes],
+            "verdict": self.verdict.to_dict() if self.verdict else None,
+            "patchVerdict": self.patch_verdict,
+            "problems": self.problems,
+        }
 
     def lines(self, tests_status: str = "unknown") -> list[tuple[str, str]]:
         """(label, text) rows for a plain-text summary (``tests_status``: test-results.json's, shown when
@@ -100,8 +105,13 @@ class BundleChecks:
             rows.append(("probes", "none"))
         rows += [("probe", p.line()) for p in self.probes]
         if self.verdict is not None:
-            rows.append(("verdict", f"{self.verdict.status} ({len(self.verdict.failures)} failure(s), "
-                                    f"{len(self.verdict.warnings)} warning(s))"))
+            rows.append(
+                (
+                    "verdict",
+                    f"{self.verdict.status} ({len(self.verdict.failures)} failure(s), "
+                    f"{len(self.verdict.warnings)} warning(s))",
+                )
+            )
             rows += [("FAILED", f"{f['what']}: {f['message']}") for f in self.verdict.failures]
             rows += [("warning", f"{w['what']}: {w['message']}") for w in self.verdict.warnings]
         rows += [("problem", p) for p in self.problems]
@@ -128,27 +138,47 @@ def _int(value: Any) -> int:
 
 
 def _side(side: str, counts: dict[str, Any], total_key: str = "tests") -> SideTotals:
-    return SideTotals(side, safe_text(counts.get("status") or "unknown"), _int(counts.get(total_key)),
-                    _int(counts.get("passed")), _int(counts.get("failed")), _int(counts.get("skipped")))
+    return SideTotals(
+        side,
+        safe_text(counts.get("status") or "unknown"),
+        _int(counts.get(total_key)),
+        _int(counts.get("passed")),
+        _int(counts.get("failed")),
+        _int(counts.get("skipped")),
+    )
 
 
 def side_totals(test_results: dict[str, Any], evaluation: dict[str, Any] | None = None) -> list[SideTotals]:
     """Test totals: per side for a patch evaluation, else one ``all`` side; empty when no tests ran."""
     tests = (evaluation or {}).get("tests")
     if isinstance(tests, dict) and any(isinstance(tests.get(s), dict) for s in SIDES):
-        return [_side(s, tests[s]) if isinstance(tests.get(s), dict) else SideTotals(s, "not run", 0, 0, 0, 0)
-                for s in SIDES]
+        return [
+            _side(s, tests[s]) if isinstance(tests.get(s), dict) else SideTotals(s, "not run", 0, 0, 0, 0)
+            for s in SIDES
+        ]
     suites = [s for s in test_results.get("suites") or [] if isinstance(s, dict)]
     if any(s.get("phase") in SIDES for s in suites):
         sides = []
         for side in SIDES:
             mine = [s for s in suites if s.get("phase") == side]
             failed = sum(_int(s.get("failed")) for s in mine)
-            status = "not run" if not mine else ("failed" if failed else (
-                "unknown" if any(s.get("status") == "unknown" for s in mine) else "passed"))
-            sides.append(SideTotals(side, status, sum(_int(s.get("tests")) for s in mine),
-                                  sum(_int(s.get("passed")) for s in mine), failed,
-                                  sum(_int(s.get("skipped")) for s in mine)))
+            status = (
+                "not run"
+                if not mine
+                else (
+                    "failed" if failed else ("unknown" if any(s.get("status") == "unknown" for s in mine) else "passed")
+                )
+            )
+            sides.append(
+                SideTotals(
+                    side,
+                    status,
+                    sum(_int(s.get("tests")) for s in mine),
+                    sum(_int(s.get("passed")) for s in mine),
+                    failed,
+                    sum(_int(s.get("skipped")) for s in mine),
+                )
+            )
         return sides
     summary = test_results.get("summary")
     if isinstance(summary, dict) and _int(summary.get("total")):
@@ -160,11 +190,13 @@ def _probe_row(probe: dict[str, Any]) -> ProbeRow:
     status = safe_text(probe.get("status") or "unknown")
     failed = status != "passed"
     return ProbeRow(
-        name=safe_text(probe.get("name") or "?"), status=status,
+        name=safe_text(probe.get("name") or "?"),
+        status=status,
         message=probe_message(probe) if failed else "",
         expected=short_json(probe["expectJson"]) if probe.get("expectJson") is not None else None,
         actual=short_json(probe["actualJson"]) if "actualJson" in probe else None,
-        allow_failure=bool(probe.get("allowFailure")))
+        allow_failure=bool(probe.get("allowFailure")),
+    )
 
 
 def _front_end_row(evaluation: dict[str, Any]) -> ProbeRow | None:
@@ -177,14 +209,20 @@ def _front_end_row(evaluation: dict[str, Any]) -> ProbeRow | None:
     problems: list[Any] = listed if isinstance(listed, list) else []
     status = safe_text(front.get("status") or probe.get("status") or "unknown")
     message = "; ".join(error_message(p) for p in problems[:5]) if status != "passed" else ""
-    return ProbeRow(name=f"front end {safe_text(front.get('url') or '/')}", status=status, message=message,
-                    plugin_state=_plugin_state(front))
+    return ProbeRow(
+        name=f"front end {safe_text(front.get('url') or '/')}",
+        status=status,
+        message=message,
+        plugin_state=_plugin_state(front),
+    )
 
 
 # What the front-end probe found of the plugin after the request (docs/evaluate-patch.md): a plugin folder is
 # still active, a single-file must-use plugin still loaded. Only a JSON boolean counts; anything else is unsaid.
-PLUGIN_STATES = (("pluginActive", "plugin still active", "plugin NOT active after the request"),
-                 ("pluginLoaded", "must-use plugin still loaded", "must-use plugin NOT loaded after the request"))
+PLUGIN_STATES = (
+    ("pluginActive", "plugin still active", "plugin NOT active after the request"),
+    ("pluginLoaded", "must-use plugin still loaded", "must-use plugin NOT loaded after the request"),
+)
 
 
 def _plugin_state(front: dict[str, Any]) -> str | None:
@@ -220,10 +258,16 @@ def bundle_checks(bundle_dir: Path | str, test_results: TestResults | dict[str, 
         if row is not None:
             checks.probes.append(row)
     if attestation is not None:
+
         def records(key: str) -> list[dict[str, Any]]:
             value = attestation.get(key)
             return [r for r in value if isinstance(r, dict)] if isinstance(value, list) else []
 
-        checks.verdict = recipe_verdict(records("stepFailures"), records("advisoryFailures"), probes,
-                                        records("executions"), reproduction=attestation.get("kind") == "reproduction")
+        checks.verdict = recipe_verdict(
+            records("stepFailures"),
+            records("advisoryFailures"),
+            probes,
+            records("executions"),
+            reproduction=attestation.get("kind") == "reproduction",
+        )
     return checks

@@ -128,8 +128,9 @@ def parse_json(text: str | bytes, source: str, *, code: str = "invalid-json") ->
     return value
 
 
-def load_json_file(path: Path | str, source: str | None = None, *, limit: int = MAX_JSON_BYTES,
-                   code: str = "invalid-json") -> Any:
+def load_json_file(
+    path: Path | str, source: str | None = None, *, limit: int = MAX_JSON_BYTES, code: str = "invalid-json"
+) -> Any:
     """Read and decode a JSON file: regular files only, size and depth limited; BadInputError naming
     the file otherwise (``code`` for a decoding error)."""
     name = source or str(path)

@@ -122,10 +122,19 @@ def episode_references(run_dir: Path, entries: list[dict[str, Any]]) -> EpisodeR
 
     steps = items(trace.get("steps"))
     for step in steps:
-        if (isinstance(step, dict) and isinstance(step.get("id"), str) and isinstance(step.get("index"), int)
-                and isinstance(step.get("actionRef"), dict) and isinstance(step.get("executionRef"), dict)):
-            action = {"index": step["index"], "id": step["id"], "actionRef": step.get("actionRef"),
-                      "executionRef": step.get("executionRef")}
+        if (
+            isinstance(step, dict)
+            and isinstance(step.get("id"), str)
+            and isinstance(step.get("index"), int)
+            and isinstance(step.get("actionRef"), dict)
+            and isinstance(step.get("executionRef"), dict)
+        ):
+            action = {
+                "index": step["index"],
+                "id": step["id"],
+                "actionRef": step.get("actionRef"),
+                "executionRef": step.get("executionRef"),
+            }
             if isinstance(step.get("observationRef"), dict):
                 action["observationRef"] = step["observationRef"]
             out.actions.append(action)
@@ -139,20 +148,32 @@ def episode_references(run_dir: Path, entries: list[dict[str, Any]]) -> EpisodeR
     for item in observations:
         ref = _envelope_ref("observation", item)
         if ref is not None and isinstance(item.get("type"), str):
-            out.observations.append({"id": item["id"], "type": item["type"], "ref": ref,
-                                     "artifactRefs": [r for r in item.get("artifactRefs") or []
-                                                      if isinstance(r, dict)]})
+            out.observations.append(
+                {
+                    "id": item["id"],
+                    "type": item["type"],
+                    "ref": ref,
+                    "artifactRefs": [r for r in item.get("artifactRefs") or [] if isinstance(r, dict)],
+                }
+            )
     for item in items(trace.get("snapshots")):
         if _envelope_ref("snapshot", item) is None or not isinstance(item.get("semantics"), str):
             continue
         state = item["semantics"] == "runtime-state-artifact"
-        out.snapshots.append({
-            "id": item["id"], "semantics": item["semantics"], "digest": item["digest"],
-            "replay": {"status": "runtime-state-artifact" if state else "metadata-only",
-                       "limitations": list(EPISODE_REPLAY_NOTES["limitations"]) if state else
-                       ["The snapshot records metadata only."]},
-            "artifactRefs": [r for r in item.get("artifactRefs") or [] if isinstance(r, dict) and "digest" in r],
-        })
+        out.snapshots.append(
+            {
+                "id": item["id"],
+                "semantics": item["semantics"],
+                "digest": item["digest"],
+                "replay": {
+                    "status": "runtime-state-artifact" if state else "metadata-only",
+                    "limitations": list(EPISODE_REPLAY_NOTES["limitations"])
+                    if state
+                    else ["The snapshot records metadata only."],
+                },
+                "artifactRefs": [r for r in item.get("artifactRefs") or [] if isinstance(r, dict) and "digest" in r],
+            }
+        )
     return out
 
 
@@ -232,8 +253,7 @@ def seal(
         _write_replay_index(run_dir, entries, hashes, known, bundle_ref, runtime, created_at, episode)
         hashes[REPLAY_INDEX_PATH] = known[REPLAY_INDEX_PATH]
     files = [
-        {**entry, "sha256": {"algorithm": "sha256", "value": hashes.get(entry["path"], "0" * 64)}}
-        for entry in entries
+        {**entry, "sha256": {"algorithm": "sha256", "value": hashes.get(entry["path"], "0" * 64)}} for entry in entries
     ]
     manifest: dict[str, Any] = {
         "id": bundle_id,
@@ -251,15 +271,26 @@ def seal(
     (run_dir / layout.MANIFEST).write_text(pretty_json(manifest), encoding="utf-8")
 
 
-def _write_replay_index(run_dir: Path, entries: list[dict[str, Any]], hashes: dict[str, str], known: dict[str, str],
-                        bundle_ref: dict[str, Any], runtime: dict[str, Any], created_at: str,
-                        episode: EpisodeReferences | None = None) -> None:
+def _write_replay_index(
+    run_dir: Path,
+    entries: list[dict[str, Any]],
+    hashes: dict[str, str],
+    known: dict[str, str],
+    bundle_ref: dict[str, Any],
+    runtime: dict[str, Any],
+    created_at: str,
+    episode: EpisodeReferences | None = None,
+) -> None:
     """``files/runtime-replay-index.json`` (spec §1.6): where a replayer finds each piece of evidence, with the
     hashes just computed (so it is written after the reference manifest and before the manifest)."""
     by_path = {e["path"]: e for e in entries}
     references = {
-        key: {"path": path, "kind": by_path[path]["kind"], "contentType": by_path[path]["contentType"],
-              "sha256": {"algorithm": "sha256", "value": hashes[path]}}
+        key: {
+            "path": path,
+            "kind": by_path[path]["kind"],
+            "contentType": by_path[path]["contentType"],
+            "sha256": {"algorithm": "sha256", "value": hashes[path]},
+        }
         for key, path in REPLAY_REFERENCES.items()
         if path in by_path and path in hashes
     }
@@ -275,23 +306,32 @@ def _write_replay_index(run_dir: Path, entries: list[dict[str, Any]], hashes: di
         "replay": EPISODE_REPLAY_NOTES if episode is not None and episode.snapshots else REPLAY_NOTES,
     }
     digest = domain_digest(REPLAY_INDEX_SCHEMA, payload)
-    write_json(run_dir, REPLAY_INDEX_PATH, {
-        **payload,
-        "id": f"runtime-replay-reference-index-sha256-{digest}",
-        "createdAt": created_at,
-        "digest": {"algorithm": "sha256", "value": digest},
-    }, known)
+    write_json(
+        run_dir,
+        REPLAY_INDEX_PATH,
+        {
+            **payload,
+            "id": f"runtime-replay-reference-index-sha256-{digest}",
+            "createdAt": created_at,
+            "digest": {"algorithm": "sha256", "value": digest},
+        },
+        known,
+    )
 
 
 def _load(run_dir: Path, rel: str) -> dict[str, Any]:
     try:
         value = json.loads((run_dir / rel).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise BadInputError(f"{run_dir / rel}: cannot reseal the bundle, expected a readable JSON document ({exc})",
-                            code="bundle-unreadable", field=rel) from exc
+        raise BadInputError(
+            f"{run_dir / rel}: cannot reseal the bundle, expected a readable JSON document ({exc})",
+            code="bundle-unreadable",
+            field=rel,
+        ) from exc
     if not isinstance(value, dict):
-        raise BadInputError(f"{run_dir / rel}: cannot reseal the bundle, expected a JSON object",
-                            code="bundle-unreadable", field=rel)
+        raise BadInputError(
+            f"{run_dir / rel}: cannot reseal the bundle, expected a JSON object", code="bundle-unreadable", field=rel
+        )
     return value
 
 
@@ -318,15 +358,19 @@ def append_and_reseal(run_dir: Path, added: Iterable[Evidence]) -> BundleSummary
             known.pop(extra.path, None)  # rewritten since the seal: hash it again
             continue
         if not target.is_file() or target.is_symlink() or os.path.isabs(extra.path) or ".." in extra.path.split("/"):
-            raise BadInputError(f"{target}: cannot add it to the bundle, expected a regular file inside {run_dir}",
-                                code="bundle-evidence-missing", field=extra.path)
+            raise BadInputError(
+                f"{target}: cannot add it to the bundle, expected a regular file inside {run_dir}",
+                code="bundle-evidence-missing",
+                field=extra.path,
+            )
         entries.append({"path": extra.path, "kind": extra.kind, "contentType": extra.contentType})
         listed.add(extra.path)
     if len(entries) > MAX_ARRAY_ITEMS:
         raise BadInputError(
             f"{run_dir}: cannot add the file(s), the manifest would list {len(entries)} "
             f"(at most {MAX_ARRAY_ITEMS} are covered by its digests)",
-            code="bundle-too-many-files", field=layout.MANIFEST,
+            code="bundle-too-many-files",
+            field=layout.MANIFEST,
         )
     bundle_id, digest_a = bundle_id_for(entries)
     metadata = _load(run_dir, layout.METADATA)
@@ -338,8 +382,15 @@ def append_and_reseal(run_dir: Path, added: Iterable[Evidence]) -> BundleSummary
     if isinstance(review.get("evidence"), dict):
         review["evidence"]["artifactContentDigest"] = digest_a
     write_json(run_dir, layout.REVIEW, review, known)
-    seal(run_dir, entries, known, bundle_id=bundle_id, digest_a=digest_a,
-         runtime=manifest.get("runtime") or {}, created_at=str(manifest.get("createdAt")))
+    seal(
+        run_dir,
+        entries,
+        known,
+        bundle_id=bundle_id,
+        digest_a=digest_a,
+        runtime=manifest.get("runtime") or {},
+        created_at=str(manifest.get("createdAt")),
+    )
     changed = _load(run_dir, layout.CHANGED_FILES)
     return BundleSummary(
         id=bundle_id,

@@ -15,16 +15,30 @@ from codebox_tui.textsafe import safe_text
 
 MAX_VALUE_CHARS = 80  # one option value as shown (the diff keeps a 200-byte preview)
 
-_MARK = {"added": "+", "created": "+", "changed": "~", "altered": "~", "rows-changed": "~", "deleted": "-",
-         "dropped": "-", "removed": "-"}
+_MARK = {
+    "added": "+",
+    "created": "+",
+    "changed": "~",
+    "altered": "~",
+    "rows-changed": "~",
+    "deleted": "-",
+    "dropped": "-",
+    "removed": "-",
+}
 
 
 def site_state_counts(diff: SiteStateDiff) -> dict[str, int]:
     """How many changes per category (the ``--json`` summary and the tab's heading)."""
     return {
-        "risks": len(diff.risks), "options": len(diff.options), "tables": len(diff.tables),
-        "users": len(diff.users), "roles": len(diff.roles), "cron": len(diff.cron), "posts": len(diff.posts),
-        "terms": len(diff.terms), "rewriteRules": len(diff.rewriteRulesAdded) + len(diff.rewriteRulesRemoved),
+        "risks": len(diff.risks),
+        "options": len(diff.options),
+        "tables": len(diff.tables),
+        "users": len(diff.users),
+        "roles": len(diff.roles),
+        "cron": len(diff.cron),
+        "posts": len(diff.posts),
+        "terms": len(diff.terms),
+        "rewriteRules": len(diff.rewriteRulesAdded) + len(diff.rewriteRulesRemoved),
         "settings": sum(v is not None for v in (diff.activePlugins, diff.theme, diff.siteurl, diff.home)),
         "controlFiles": len(diff.controlFiles),
         "filesOutsideMounts": len(diff.filesOutsideMounts),
@@ -70,8 +84,10 @@ def _table(change: Any) -> str:
     cols = [f"+{_s(c)}" for c in change.columnsAdded] + [f"-{_s(c)}" for c in change.columnsRemoved]
     rows = ""
     if change.rowsBefore is not None or change.rowsAfter is not None:
-        rows = f" rows {change.rowsBefore if change.rowsBefore is not None else '-'}→" \
-               f"{change.rowsAfter if change.rowsAfter is not None else '-'}"
+        rows = (
+            f" rows {change.rowsBefore if change.rowsBefore is not None else '-'}→"
+            f"{change.rowsAfter if change.rowsAfter is not None else '-'}"
+        )
     columns = " (" + " ".join(cols) + ")" if cols else ""
     return f"  {_MARK[change.status]} {_s(change.name)} {change.status}{rows}{columns}"
 
@@ -91,23 +107,50 @@ def site_state_lines(diff: SiteStateDiff) -> list[str]:
     sections: list[tuple[str, list[str]]] = [
         ("Options", [_option(c) for c in diff.options]),
         ("Tables", [_table(c) for c in diff.tables]),
-        ("Users", [f"  {_MARK[u.status]} {_s(u.login)} (id {_s(u.id)})"
-                   f"{_caps(u.capabilitiesAdded, u.capabilitiesRemoved)}" for u in diff.users]),
-        ("Roles", [f"  {_MARK[r.status]} {_s(r.role)}{_caps(r.capabilitiesAdded, r.capabilitiesRemoved)}"
-                   for r in diff.roles]),
-        ("Cron", [f"  {_MARK[c.status]} {_s(c.hook)} ({_s(c.schedule or 'once')}, at {c.timestamp})"
-                  for c in diff.cron]),
+        (
+            "Users",
+            [
+                f"  {_MARK[u.status]} {_s(u.login)} (id {_s(u.id)}){_caps(u.capabilitiesAdded, u.capabilitiesRemoved)}"
+                for u in diff.users
+            ],
+        ),
+        (
+            "Roles",
+            [
+                f"  {_MARK[r.status]} {_s(r.role)}{_caps(r.capabilitiesAdded, r.capabilitiesRemoved)}"
+                for r in diff.roles
+            ],
+        ),
+        (
+            "Cron",
+            [f"  {_MARK[c.status]} {_s(c.hook)} ({_s(c.schedule or 'once')}, at {c.timestamp})" for c in diff.cron],
+        ),
         ("Posts", [f"  {_MARK[p.status]} {_s(p.kind)} {_s(p.id)} {_s(p.label)}" for p in diff.posts]),
         ("Terms", [f"  {_MARK[t.status]} {_s(t.kind)} {_s(t.id)} {_s(t.label)}" for t in diff.terms]),
-        ("Rewrite rules", [f"  + {_s(r)}" for r in diff.rewriteRulesAdded]
-         + [f"  - {_s(r)}" for r in diff.rewriteRulesRemoved]),
-        ("Control files (run before or inside WordPress)",
-         [f"  {_MARK[c.status]} {_s(c.path)} {c.status}" for c in diff.controlFiles]),
-        ("Settings", [*_setting("active_plugins", diff.activePlugins), *_setting("theme", diff.theme),
-                      *_setting("siteurl", diff.siteurl), *_setting("home", diff.home)]),
-        ("Files outside the declared mounts", [f"  {_MARK[f.status]} {_s(f.path)} ({f.type}"
-                                               f"{'' if f.bytes is None else f', {f.bytes} bytes'})"
-                                               for f in diff.filesOutsideMounts]),
+        (
+            "Rewrite rules",
+            [f"  + {_s(r)}" for r in diff.rewriteRulesAdded] + [f"  - {_s(r)}" for r in diff.rewriteRulesRemoved],
+        ),
+        (
+            "Control files (run before or inside WordPress)",
+            [f"  {_MARK[c.status]} {_s(c.path)} {c.status}" for c in diff.controlFiles],
+        ),
+        (
+            "Settings",
+            [
+                *_setting("active_plugins", diff.activePlugins),
+                *_setting("theme", diff.theme),
+                *_setting("siteurl", diff.siteurl),
+                *_setting("home", diff.home),
+            ],
+        ),
+        (
+            "Files outside the declared mounts",
+            [
+                f"  {_MARK[f.status]} {_s(f.path)} ({f.type}{'' if f.bytes is None else f', {f.bytes} bytes'})"
+                for f in diff.filesOutsideMounts
+            ],
+        ),
     ]
     for title, items in sections:
         if items:

@@ -64,9 +64,11 @@ class ArtifactSummary(BaseModel):
     checks: dict[str, Any] = Field(default_factory=dict)
     siteState: dict[str, Any] | None = None
     readProblems: list[str] = Field(
-        default_factory=list, exclude_if=lambda problems: not problems,
+        default_factory=list,
+        exclude_if=lambda problems: not problems,
         description="Fields of manifest.json, review.json or metadata.json of the wrong type, read as their "
-                    "default (left out when there are none).")
+        "default (left out when there are none).",
+    )
 
 
 def artifact_summary(loaded: LoadedBundle) -> ArtifactSummary:
@@ -80,8 +82,9 @@ def artifact_summary(loaded: LoadedBundle) -> ArtifactSummary:
         summary=loaded.review.summary,
         stats=loaded.review.stats.written(),
         changedFiles=[
-            ChangedFileSummary(status=f.status, path=f.relativePath, binary=f.binary, additions=f.additions,
-                               deletions=f.deletions)
+            ChangedFileSummary(
+                status=f.status, path=f.relativePath, binary=f.binary, additions=f.additions, deletions=f.deletions
+            )
             for f in loaded.changed_files
         ],
         tests=TestsSummary(status=loaded.test_results.status, summary=loaded.test_results.summary.model_dump()),
@@ -103,9 +106,12 @@ def site_state_summary(loaded: LoadedBundle) -> dict[str, Any] | None:
     diff = loaded.site_state
     if diff is None:
         return {"error": loaded.site_state_problem} if loaded.site_state_problem else None
-    return {"counts": site_state_counts(diff), "empty": diff.empty,
-            "risks": [r.model_dump(mode="json") for r in diff.risks],
-            "diff": diff.model_dump(mode="json", by_alias=True, exclude_none=True)}
+    return {
+        "counts": site_state_counts(diff),
+        "empty": diff.empty,
+        "risks": [r.model_dump(mode="json") for r in diff.risks],
+        "diff": diff.model_dump(mode="json", by_alias=True, exclude_none=True),
+    }
 
 
 def runtime_summary(metadata: MetadataView) -> dict[str, JsonValue]:

@@ -93,31 +93,54 @@ SUBCOMMANDS: dict[str, tuple[Area, str]] = {
     "run": (_area_run, "Boot a sandbox, run one command, capture the artifact bundle, dispose."),
     "boot": (_area_run, "Boot a sandbox and hold it for live preview until the hold expires or Ctrl-C."),
     "apply": (_area_review, "Apply an approval decision after re-verifying the bundle and its content digest."),
-    "apply-recover": (_area_review,
-                      "Finish or undo a directory apply that was interrupted (also done by the next apply)."),
+    "apply-recover": (
+        _area_review,
+        "Finish or undo a directory apply that was interrupted (also done by the next apply).",
+    ),
     "schema": (_area_recipe, "Print a generated JSON Schema (Draft 2020-12)."),
-    "recipe-run": (_area_recipe, "Run a recipe in a fresh sandbox and produce one bundle (or print the plan with "
-                                 "--dry-run)."),
-    "validate-blueprint": (_area_recipe, "Check a raw Playground blueprint's shape; --boot also applies it in a "
-                                         "sandbox."),
-    "evaluate-patch": (_area_recipe, "Apply a patch (or a git range) to a copy of a plugin in a sandbox, run its "
-                                     "tests before and after, probe the site. When the patch brings tests, they run "
-                                     "on the old code too: fail before, pass after is the proof."),
-    "exec": (_area_exec, "Run COMMAND in the sandbox's shell: no host processes, only the sandbox's files; "
-                         "classified and checked against --capabilities before anything runs."),
-    "release": (_area_exec, "End a held sandbox's hold now: its holder captures the bundle, as when the hold "
-                            "expires, and exits."),
-    "mcp": (_area_mcp, "Serve the MCP tools (run, artifacts_show, artifacts_verify, review_decide, apply, "
-                       "list_runs, agent_task, execute, evaluate_patch, recipe_run, episode_run, batch) over "
-                       "stdin/stdout until the client disconnects; logs go to stderr."),
-    "agent-task": (_area_agent, "Run an agent on a task in a disposable sandbox; it edits only the sandbox's "
-                                "/workspace copy, through tools, and leaves a bundle for review."),
-    "batch": (_area_batch, "Run every item of a batch file in its own sandbox on Ray and record the batch for "
-                           "the inbox."),
-    "episode": (_area_run, "Stateful runtime episodes: steps, observations, snapshots, restores "
-                           "(docs/episodes.md)."),
-    "site": (_area_site, "Contained-site handles: prepared sites kept as snapshots, opened again with a held "
-                         "preview (docs/sites.md)."),
+    "recipe-run": (
+        _area_recipe,
+        "Run a recipe in a fresh sandbox and produce one bundle (or print the plan with --dry-run).",
+    ),
+    "validate-blueprint": (
+        _area_recipe,
+        "Check a raw Playground blueprint's shape; --boot also applies it in a sandbox.",
+    ),
+    "evaluate-patch": (
+        _area_recipe,
+        "Apply a patch (or a git range) to a copy of a plugin in a sandbox, run its "
+        "tests before and after, probe the site. When the patch brings tests, they run "
+        "on the old code too: fail before, pass after is the proof.",
+    ),
+    "exec": (
+        _area_exec,
+        "Run COMMAND in the sandbox's shell: no host processes, only the sandbox's files; "
+        "classified and checked against --capabilities before anything runs.",
+    ),
+    "release": (
+        _area_exec,
+        "End a held sandbox's hold now: its holder captures the bundle, as when the hold expires, and exits.",
+    ),
+    "mcp": (
+        _area_mcp,
+        "Serve the MCP tools (run, artifacts_show, artifacts_verify, review_decide, apply, "
+        "list_runs, agent_task, execute, evaluate_patch, recipe_run, episode_run, batch) over "
+        "stdin/stdout until the client disconnects; logs go to stderr.",
+    ),
+    "agent-task": (
+        _area_agent,
+        "Run an agent on a task in a disposable sandbox; it edits only the sandbox's "
+        "/workspace copy, through tools, and leaves a bundle for review.",
+    ),
+    "batch": (
+        _area_batch,
+        "Run every item of a batch file in its own sandbox on Ray and record the batch for the inbox.",
+    ),
+    "episode": (_area_run, "Stateful runtime episodes: steps, observations, snapshots, restores (docs/episodes.md)."),
+    "site": (
+        _area_site,
+        "Contained-site handles: prepared sites kept as snapshots, opened again with a held preview (docs/sites.md).",
+    ),
     "artifacts": (_area_artifacts, "Inspect and verify artifact bundles."),
     "review": (_area_review, "Review captured bundles: list, inspect and decide."),
     "recipe": (_area_recipe, "Workspace recipes (wp-codebox/workspace-recipe/v1)."),
@@ -168,7 +191,6 @@ app = typer.Typer(
 )
 
 
-
 @app.callback(invoke_without_command=True)
 def _root(
     ctx: typer.Context,
@@ -202,8 +224,6 @@ def launch_tui(bundle: Path | None = None) -> None:
     raise typer.Exit(0)
 
 
-
-
 def main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors exit 2 (printed by Click), CodeboxErrors exit with their own code."""
     args = sys.argv[1:] if argv is None else argv
@@ -220,8 +240,9 @@ def main(argv: list[str] | None = None) -> None:
         progress("codebox: interrupted")
         sys.exit(int(ExitCode.INTERRUPTED))
     except OSError as error:  # the host's file system, not a bug to show as a traceback
-        io_error = HostIOError(str(error.strerror or error), code="host-io-error",
-                               field=str(error.filename) if error.filename else None)
+        io_error = HostIOError(
+            str(error.strerror or error), code="host-io-error", field=str(error.filename) if error.filename else None
+        )
         try:
             fail(io_error, json_mode=json_mode, command=command)
         except typer.Exit as exit_:

@@ -50,8 +50,9 @@ def _bundle_folder(ref: str) -> Path:
 
 @artifacts_app.command("show")
 def show_command(
-    bundle: str = typer.Argument(..., help="Bundle folder, or @KEY of a bundle in the review inbox "
-                                           "(codebox review list)."),
+    bundle: str = typer.Argument(
+        ..., help="Bundle folder, or @KEY of a bundle in the review inbox (codebox review list)."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary."),
 ) -> None:
     """A human summary: identity, verification, changed files, tests, evidence."""
@@ -66,16 +67,20 @@ def show_command(
     say(f"content  {summary['contentDigestB'] or '?'} (Mode B digest: what decisions bind to)")
     runtime = summary["runtime"]
     if runtime:
-        say(f"runtime  {runtime.get('backend') or '?'}: WordPress {runtime.get('wordpressVersion') or '?'}, "
-                   f"PHP {runtime.get('phpVersion') or '?'}")
+        say(
+            f"runtime  {runtime.get('backend') or '?'}: WordPress {runtime.get('wordpressVersion') or '?'}, "
+            f"PHP {runtime.get('phpVersion') or '?'}"
+        )
     for base in loaded.metadata.baselines:
         say(f"baseline mount {base.mountIndex}: {base.strategy}")
     if loaded.valid:
         say("verified yes")
     else:
         say(f"verified NO — {len(summary['violations'])} violation(s)")
-        _echo_first([f"{v.get('code', '?'):26} {v.get('path', '')}" for v in summary["violations"]],
-                    f" (codebox artifacts verify {loaded.path})")
+        _echo_first(
+            [f"{v.get('code', '?'):26} {v.get('path', '')}" for v in summary["violations"]],
+            f" (codebox artifacts verify {loaded.path})",
+        )
     say(f"summary  {summary['summary']}")
     for item in summary["changedFiles"]:
         counts = "binary" if item["binary"] else f"+{item['additions']} -{item['deletions']}"
@@ -120,8 +125,11 @@ def list_command(
         root = get_settings().artifacts_dir
         root.mkdir(parents=True, exist_ok=True)
     if not root.is_dir():
-        raise BadInputError(f"{root} is not a folder; expected the folder run bundles were written to",
-                            code="artifacts-root-missing", field="root")
+        raise BadInputError(
+            f"{root} is not a folder; expected the folder run bundles were written to",
+            code="artifacts-root-missing",
+            field="root",
+        )
     rows: list[dict[str, Any]] = []
     for path in find_bundles(root):
         try:

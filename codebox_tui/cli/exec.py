@@ -17,29 +17,35 @@ from codebox_tui.runtime.exec import POLICY_REFUSALS, check_before_boot, parse_c
 from codebox_tui.runtime.exec_server import exec_on_held, release_held
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
-MOUNT_HELP = ("HOST:SANDBOX[:readonly|readwrite|live] (repeatable; readwrite works on a private copy, "
-              "live writes through to HOST).")
+MOUNT_HELP = (
+    "HOST:SANDBOX[:readonly|readwrite|live] (repeatable; readwrite works on a private copy, "
+    "live writes through to HOST)."
+)
 
 
 def exec_command(
-    command: str = typer.Argument(..., help="The command line, e.g. \"on rg -l add_action --plugins\"."),
-    sandbox: str | None = typer.Option(None, "--sandbox", help="Run in a sandbox held by `codebox boot --hold` "
-                                                               "(its runtime id) instead of a fresh one."),
+    command: str = typer.Argument(..., help='The command line, e.g. "on rg -l add_action --plugins".'),
+    sandbox: str | None = typer.Option(
+        None,
+        "--sandbox",
+        help="Run in a sandbox held by `codebox boot --hold` (its runtime id) instead of a fresh one.",
+    ),
     cwd: str = typer.Option("/wordpress", "--cwd", help="Working folder inside the sandbox."),
-    capabilities: str = typer.Option("read", "--capabilities",
-                                     help="Comma-separated: read (always), write, eval."),
+    capabilities: str = typer.Option("read", "--capabilities", help="Comma-separated: read (always), write, eval."),
     timeout: str = typer.Option("30s", "--timeout", help="Time limit for the command, e.g. 10s, 2m."),
     max_output: int = typer.Option(1024 * 1024, "--max-output", help="Output limit in bytes."),
     mount: list[str] = typer.Option([], "--mount", "-m", help=MOUNT_HELP),
     wp: str = typer.Option(DEFAULT_WP_VERSION, "--wp", help="WordPress build (fresh sandbox)."),
-    php: str | None = typer.Option(None, "--php", help=f"PHP version (fresh sandbox; default {DEFAULT_PHP_VERSION}, "
-                                                        "the host's on native)."),
+    php: str | None = typer.Option(
+        None, "--php", help=f"PHP version (fresh sandbox; default {DEFAULT_PHP_VERSION}, the host's on native)."
+    ),
     backend: str | None = typer.Option(None, "--backend", help=BACKEND_HELP + " (fresh sandbox)"),
     wp_cli_phar: str | None = typer.Option(None, "--wp-cli-phar", help="Path to wp-cli.phar for `wp` (fresh sandbox)."),
     env: list[str] = typer.Option([], "--env", "-e", help="NAME=VALUE for PHP's getenv() (repeatable; not secret)."),
     boot_timeout: str = typer.Option("120s", "--boot-timeout", help="Timeout for booting the sandbox."),
-    artifacts: Path | None = typer.Option(None, "--artifacts", "--artifacts-dir",
-                                           help="Folder for the run bundle (default: $CODEBOX_HOME/artifacts)."),
+    artifacts: Path | None = typer.Option(
+        None, "--artifacts", "--artifacts-dir", help="Folder for the run bundle (default: $CODEBOX_HOME/artifacts)."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print one wp-codebox/exec-result/v1 document on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
 ) -> None:
@@ -48,32 +54,61 @@ def exec_command(
     if not command.strip():
         raise BadInputError("COMMAND is empty", code="empty-command", field="command")
     timeout_s = parse_duration(timeout, "--timeout")
-    request = ExecRequest(command=command, cwd=cwd, capabilities=parse_capabilities(capabilities),
-                          limits=ExecLimits(timeoutMs=max(1, int(timeout_s * 1000)), maxOutputBytes=max(1, max_output)))
+    request = ExecRequest(
+        command=command,
+        cwd=cwd,
+        capabilities=parse_capabilities(capabilities),
+        limits=ExecLimits(timeoutMs=max(1, int(timeout_s * 1000)), maxOutputBytes=max(1, max_output)),
+    )
     check_before_boot(request)  # a denied command exits 3 here: no sandbox boots, no bundle is made
     if sandbox is not None:
-        fresh_only = {"--mount": bool(mount), "--wp-cli-phar": wp_cli_phar is not None, "--env": bool(env),
-                      "--artifacts": artifacts is not None, "--backend": backend is not None}
+        fresh_only = {
+            "--mount": bool(mount),
+            "--wp-cli-phar": wp_cli_phar is not None,
+            "--env": bool(env),
+            "--artifacts": artifacts is not None,
+            "--backend": backend is not None,
+        }
         given = [name for name, used in fresh_only.items() if used]
         if given:
-            raise BadInputError(f"{', '.join(given)} only apply to a fresh sandbox, not with --sandbox",
-                                code="invalid-option", field=given[0])
+            raise BadInputError(
+                f"{', '.join(given)} only apply to a fresh sandbox, not with --sandbox",
+                code="invalid-option",
+                field=given[0],
+            )
         result = exec_on_held(sandbox, request, timeout_s + 60)
     else:
         result = _exec_fresh(request, mount, wp, php, backend, wp_cli_phar, env, boot_timeout, artifacts, quiet)
     _print(result, json_out, quiet)
 
 
-def _exec_fresh(request: ExecRequest, mount: list[str], wp: str, php: str | None, backend: str | None,
-                wp_cli_phar: str | None, env: list[str], boot_timeout: str, artifacts: Path | None,
-                quiet: bool) -> ExecResult:
+def _exec_fresh(
+    request: ExecRequest,
+    mount: list[str],
+    wp: str,
+    php: str | None,
+    backend: str | None,
+    wp_cli_phar: str | None,
+    env: list[str],
+    boot_timeout: str,
+    artifacts: Path | None,
+    quiet: bool,
+) -> ExecResult:
     """A fresh sandbox through the run lifecycle (mounts, tools, capture, the review inbox); `wp` inside
     exec runs the configured WP-CLI when there is one (docs/exec.md, "wp"). The shell is the Playground
     sidecar's, or on native the same shell inside the sandbox's wall (runtime/native_shell.py)."""
-    run_request = RunRequest(mounts=mounts_from_text(mount), wp=wp, php=php, env=env_from_pairs(env),
-                             boot_timeout_s=parse_duration(boot_timeout, "--boot-timeout"), artifacts_root=artifacts,
-                             tools=Toolchain(wp_cli_phar=Path(wp_cli_phar) if wp_cli_phar else None),
-                             tool_commands=["wordpress.wp-cli"], flow="exec", backend=backend_name(backend))
+    run_request = RunRequest(
+        mounts=mounts_from_text(mount),
+        wp=wp,
+        php=php,
+        env=env_from_pairs(env),
+        boot_timeout_s=parse_duration(boot_timeout, "--boot-timeout"),
+        artifacts_root=artifacts,
+        tools=Toolchain(wp_cli_phar=Path(wp_cli_phar) if wp_cli_phar else None),
+        tool_commands=["wordpress.wp-cli"],
+        flow="exec",
+        backend=backend_name(backend),
+    )
     with RunService().open(run_request, progress=StderrProgress("exec", quiet=quiet)) as run:
         run.boot()
         result = run_exec(run.session, request)
@@ -108,8 +143,10 @@ def _print(result: ExecResult, json_out: bool, quiet: bool) -> None:
         if not quiet:
             limit = f", limit {result.limitExceeded} hit" if result.limitExceeded else ""
             refused = f" (refused: {result.error.code})" if result.error is not None else ""
-            progress(f"codebox: exit {code}{refused} · {result.classification or 'unclassified'} · "
-                     f"capabilities {','.join(result.capabilities)}{limit}")
+            progress(
+                f"codebox: exit {code}{refused} · {result.classification or 'unclassified'} · "
+                f"capabilities {','.join(result.capabilities)}{limit}"
+            )
     if code != 0:
         raise typer.Exit(code)
 

@@ -82,5 +82,7 @@ def counted(count: int, noun: str) -> str:
 
 
 # --backend on every command that boots a sandbox (docs/backends.md)
-BACKEND_HELP = ("Runtime backend: playground (PHP compiled to WebAssembly; every PHP version, live preview) or "
-                "native (the host's PHP in bubblewrap; much faster). Default: CODEBOX_BACKEND, else playground.")
+BACKEND_HELP = (
+    "Runtime backend: playground (PHP compiled to WebAssembly; every PHP version, live preview) or "
+    "native (the host's PHP in bubblewrap; much faster). Default: CODEBOX_BACKEND, else playground."
+)

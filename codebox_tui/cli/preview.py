@@ -18,15 +18,25 @@ from codebox_tui.lifecycle import OpenRun, RunRequest, RunService
 from codebox_tui.lifecycle.request import public_url_from_text
 from codebox_tui.recipes.run import apply_blueprint
 
-PREVIEW_HOLD_HELP = ("Keep the sandbox and its live preview up this long after the command (e.g. 90s, 15m, 2h), "
-                     "until Ctrl-C or SIGTERM; then the bundle is captured. Playground only.")
+PREVIEW_HOLD_HELP = (
+    "Keep the sandbox and its live preview up this long after the command (e.g. 90s, 15m, 2h), "
+    "until Ctrl-C or SIGTERM; then the bundle is captured. Playground only."
+)
 PREVIEW_PORT_HELP = "Fixed port for the live preview (default: a free one)."
-PREVIEW_PUBLIC_URL_HELP = ("The address a browser reaches the held preview by (a tunnel to the preview port): "
-                           "WordPress's WP_HOME and WP_SITEURL name it, so its links and redirects work there.")
+PREVIEW_PUBLIC_URL_HELP = (
+    "The address a browser reaches the held preview by (a tunnel to the preview port): "
+    "WordPress's WP_HOME and WP_SITEURL name it, so its links and redirects work there."
+)
 
 
-def apply_preview_options(request: RunRequest, hold: str | None, port: int | None, public_url: str | None,
-                          *, hold_flag: str = "--preview-hold") -> None:
+def apply_preview_options(
+    request: RunRequest,
+    hold: str | None,
+    port: int | None,
+    public_url: str | None,
+    *,
+    hold_flag: str = "--preview-hold",
+) -> None:
     """``request`` asks for a held preview: for how long, on which port, under which public address. An option
     not given leaves what the request already asks (a recipe's ``runtime.preview``)."""
     if hold is not None:
@@ -67,8 +77,10 @@ def _human_event(event: RuntimeEvent) -> None:
     if event.type == "runtime.boot-progress":
         progress(f"  boot: {data.get('phase')}" + (f" ({data['ms']} ms)" if "ms" in data else ""))
     elif event.type == "runtime.ready":
-        progress(f"  ready in {data.get('bootMs')} ms — WordPress {data.get('wordpressVersion')}, "
-                 f"PHP {data.get('phpVersion')} at {data.get('previewUrl')}")
+        progress(
+            f"  ready in {data.get('bootMs')} ms — WordPress {data.get('wordpressVersion')}, "
+            f"PHP {data.get('phpVersion')} at {data.get('previewUrl')}"
+        )
     elif event.type == "command.started":
         progress(f"  running {data.get('command')} {' '.join(data.get('args', []))}")
     elif event.type in ("command.finished", "command.failed"):
@@ -97,8 +109,7 @@ def hold_and_capture(request: RunRequest, hold_text: str, *, json_out: bool) -> 
     assert request.hold_s is not None
     hold_s = request.hold_s
     failure: CodeboxError | None = None
-    with sigterm_interrupts(), RunService().open(
-            request, progress=None if json_out else HumanBootProgress()) as run:
+    with sigterm_interrupts(), RunService().open(request, progress=None if json_out else HumanBootProgress()) as run:
         try:
             sandbox = run.boot()
             if request.blueprint:
@@ -110,8 +121,13 @@ def hold_and_capture(request: RunRequest, hold_text: str, *, json_out: bool) -> 
         except CodeboxError as error:
             run.error, run.status, failure = error, "failed", error
         if failure is None:
-            output = BootOutput(success=True, runtime=run.session.runtime_info(), previewUrl=sandbox.preview_url,
-                                holdSeconds=hold_s, artifacts={"directory": str(run.session.run_dir)})
+            output = BootOutput(
+                success=True,
+                runtime=run.session.runtime_info(),
+                previewUrl=sandbox.preview_url,
+                holdSeconds=hold_s,
+                artifacts={"directory": str(run.session.run_dir)},
+            )
 
             def held() -> None:
                 if json_out:
@@ -125,6 +141,8 @@ def hold_and_capture(request: RunRequest, hold_text: str, *, json_out: bool) -> 
         raise failure
     outcome = run.outcome
     if outcome is not None and outcome.bundle_id is not None:
-        progress(f"codebox: bundle {outcome.bundle_id} in {outcome.run_dir}"
-                 + (f"; review it with: codebox review show @{outcome.inbox_key}" if outcome.inbox_key else ""))
+        progress(
+            f"codebox: bundle {outcome.bundle_id} in {outcome.run_dir}"
+            + (f"; review it with: codebox review show @{outcome.inbox_key}" if outcome.inbox_key else "")
+        )
     return run

@@ -44,8 +44,12 @@ def _bundle_dict(bundle: BundleRecord) -> dict[str, Any]:
 
 @review_app.command("list")
 def review_list(
-    status: str | None = typer.Option(None, "--status", help="Only bundles with this status (pending, approved, "
-                                      "applied, discarded, changes-requested, informational = output only)."),
+    status: str | None = typer.Option(
+        None,
+        "--status",
+        help="Only bundles with this status (pending, approved, "
+        "applied, discarded, changes-requested, informational = output only).",
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """List recorded bundles, newest first."""
@@ -153,8 +157,14 @@ def review_import(
     with Store.open() as store:
         report = import_bundles(store, folder)
     if json_out:
-        emit_json({"schema": "codebox/bundle-import/v1", "success": not report.rejected,
-                   "imported": [_bundle_dict(b) for b in report.imported], "rejected": report.rejected})
+        emit_json(
+            {
+                "schema": "codebox/bundle-import/v1",
+                "success": not report.rejected,
+                "imported": [_bundle_dict(b) for b in report.imported],
+                "rejected": report.rejected,
+            }
+        )
     else:
         for b in report.imported:
             say(f"added {b.ref}  {b.bundle_id}  {b.changed_files} file(s)  {b.path}")
@@ -169,7 +179,8 @@ def review_import(
 
 
 HunkOption = typer.Option(
-    None, "--hunk",
+    None,
+    "--hunk",
     help="Approve only this hunk of a file: PATH:N, N numbered from 1 as codebox review show lists them "
     "(repeatable; a file's other hunks are not applied).",
 )
@@ -193,13 +204,19 @@ def _parse_hunks(values: list[str] | None) -> dict[str, list[int]] | None:
 
 
 def _decide(
-    bundle: str, action: str, approver: str | None, reason: str, files: list[str] | None, json_out: bool,
+    bundle: str,
+    action: str,
+    approver: str | None,
+    reason: str,
+    files: list[str] | None,
+    json_out: bool,
     hunks: list[str] | None = None,
 ) -> None:
     picks = _parse_hunks(hunks)
     with Store.open() as store:
-        decision = decide(store, bundle, action, approver=default_approver(approver), reason=reason, files=files,
-                          hunks=picks)
+        decision = decide(
+            store, bundle, action, approver=default_approver(approver), reason=reason, files=files, hunks=picks
+        )
         feedback = record_iterate_feedback(store, decision)  # iterate: comments recorded, feedback written
     if json_out:
         emit_json(decision)
@@ -211,8 +228,7 @@ def _decide(
         say(f"                  {feedback.json}")
     files_text = f" ({len(decision.approved_files)} file(s))" if decision.approved_files else ""
     if decision.approved_hunks:
-        files_text += " (" + ", ".join(
-            f"{rel}: {len(h)} hunk(s)" for rel, h in decision.approved_hunks.items()) + ")"
+        files_text += " (" + ", ".join(f"{rel}: {len(h)} hunk(s)" for rel, h in decision.approved_hunks.items()) + ")"
     where = f" @{decision.bundle_key}" if decision.bundle_key is not None else ""
     say(f"decision {decision.id}: {decision.action}{files_text} on {decision.artifact_id}{where}")
     if decision.action in ("approve", "approve-files"):
@@ -234,9 +250,7 @@ def review_approve(
 @review_app.command("approve-files")
 def review_approve_files(
     bundle: str = BundleArg,
-    files: list[str] | None = typer.Option(
-        None, "--file", "-f", help="A changed file (relativePath or sandbox path)."
-    ),
+    files: list[str] | None = typer.Option(None, "--file", "-f", help="A changed file (relativePath or sandbox path)."),
     approver: str | None = ApproverOption,
     reason: str = ReasonOption,
     hunks: list[str] | None = HunkOption,
@@ -281,8 +295,9 @@ def _parse_lines(text: str | None) -> tuple[int | None, int | None]:
         return None, None
     start, sep, end = text.strip().partition("-")
     if not start.strip().isdigit() or (sep and not end.strip().isdigit()):
-        raise BadInputError(f"--line takes a line number or a range such as 12-15, not {text!r}",
-                            code="comment-invalid", field="--line")
+        raise BadInputError(
+            f"--line takes a line number or a range such as 12-15, not {text!r}", code="comment-invalid", field="--line"
+        )
     return int(start), int(end) if sep else int(start)
 
 
@@ -306,8 +321,17 @@ def comment_add(
     start, end = _parse_lines(line)
     with Store.open() as store:
         record = resolve_bundle(store, bundle)
-        comment = add_comment(store, record, path=file, kind=kind, body=message, author=default_approver(author),
-                              line_start=start, line_end=end, side="old" if old else "new")
+        comment = add_comment(
+            store,
+            record,
+            path=file,
+            kind=kind,
+            body=message,
+            author=default_approver(author),
+            line_start=start,
+            line_end=end,
+            side="old" if old else "new",
+        )
     if json_out:
         emit_json(comment.to_dict())
         return
@@ -321,8 +345,9 @@ def comment_list(bundle: str = BundleArg, json_out: bool = JsonOption) -> None:
         record = resolve_bundle(store, bundle)
         comments = list_comments(store, record.key)
     if json_out:
-        emit_json({"schema": "codebox/comment-list/v1", "bundleKey": record.key,
-                   "comments": [c.to_dict() for c in comments]})
+        emit_json(
+            {"schema": "codebox/comment-list/v1", "bundleKey": record.key, "comments": [c.to_dict() for c in comments]}
+        )
         return
     if not comments:
         show(f"no comments on {record.ref}")
@@ -399,16 +424,22 @@ def review_link(
 
 
 def _tests_text(tests: dict[str, Any], verdict: str | None) -> str:
-    text = (f"{tests.get('passed', 0)}/{tests.get('total', 0)} passed, {tests.get('failed', 0)} failed"
-            if tests.get("total") is not None else "no tests")
+    text = (
+        f"{tests.get('passed', 0)}/{tests.get('total', 0)} passed, {tests.get('failed', 0)} failed"
+        if tests.get("total") is not None
+        else "no tests"
+    )
     return text + (f", verdict {verdict}" if verdict else "")
 
 
 @review_app.command("revisions")
 def review_revisions(
     bundle: str = BundleArg,
-    show_interdiff: bool = typer.Option(False, "--interdiff", help="Also show what changed since the revision "
-                                        "before BUNDLE (or the one given with --since)."),
+    show_interdiff: bool = typer.Option(
+        False,
+        "--interdiff",
+        help="Also show what changed since the revision before BUNDLE (or the one given with --since).",
+    ),
     since: str | None = typer.Option(None, "--since", help="The earlier revision to compare with."),
     json_out: bool = JsonOption,
 ) -> None:
@@ -421,17 +452,25 @@ def review_revisions(
         files = bundle_interdiff(base, record) if (show_interdiff or since) and base is not None else None
         carried = carried_comments(store, record)
     if json_out:
-        emit_json({"schema": "codebox/review-revisions/v1", "revisions": [r.to_dict() for r in chain],
-                   "interdiff": None if files is None else {"from": base.key if base else None, "to": record.key,
-                                                            "files": [f.to_dict() for f in files]},
-                   "carriedComments": [c.to_dict() for c in carried]})
+        emit_json(
+            {
+                "schema": "codebox/review-revisions/v1",
+                "revisions": [r.to_dict() for r in chain],
+                "interdiff": None
+                if files is None
+                else {"from": base.key if base else None, "to": record.key, "files": [f.to_dict() for f in files]},
+                "carriedComments": [c.to_dict() for c in carried],
+            }
+        )
         return
     for r in chain:
         here = "  <" if r.bundle.key == record.key else ""
         decision = r.decision.action if r.decision else "undecided"
         linked = f" ({r.how})" if r.how else ""
-        say(f"revision {r.number}{linked}: {r.bundle.ref} {r.bundle.content_digest[:12]}  {decision:<14} "
-            f"{_tests_text(r.tests, r.verdict)}{here}")
+        say(
+            f"revision {r.number}{linked}: {r.bundle.ref} {r.bundle.content_digest[:12]}  {decision:<14} "
+            f"{_tests_text(r.tests, r.verdict)}{here}"
+        )
     if carried:
         say(f"{len(carried)} comment(s) from earlier revisions, {sum(c.outdated for c in carried)} outdated:")
         for c in carried:
@@ -462,10 +501,13 @@ def review_compare(
         return
     for label, side in (("A", result.a), ("B", result.b)):
         decision = side.decision.action if side.decision else "undecided"
-        show(f"{label} {side.bundle.ref} {side.bundle.content_digest[:12]}  {len(side.status)} file(s)  "
-             f"{decision:<14} {_tests_text(side.tests, side.verdict)}  {side.bundle.path}")
+        show(
+            f"{label} {side.bundle.ref} {side.bundle.content_digest[:12]}  {len(side.status)} file(s)  "
+            f"{decision:<14} {_tests_text(side.tests, side.verdict)}  {side.bundle.path}"
+        )
     show(f"{'file':<40} {'A':<18} {'B':<18} patch")
     for f in result.files:
+
         def cell(status: str | None, counts: tuple[int, int] | None) -> str:
             return "-" if status is None else f"{status} +{counts[0]} -{counts[1]}" if counts else status
 
@@ -482,26 +524,21 @@ def _number(chain: list[Any], record: BundleRecord) -> int:
 
 def apply_command(
     decision: str = typer.Argument(..., help="The decision id (from codebox review approve…)."),
-    adapter: str = typer.Option(
-        ..., "--adapter", "-a", help="directory, git, patch or an installed adapter."
-    ),
-    target: Path = typer.Option(
-        ..., "--target", "-t", help="Mount-root folder, git work tree or patch file."
-    ),
+    adapter: str = typer.Option(..., "--adapter", "-a", help="directory, git, patch or an installed adapter."),
+    target: Path = typer.Option(..., "--target", "-t", help="Mount-root folder, git work tree or patch file."),
     branch: str | None = typer.Option(None, "--branch", help="git: create this branch and commit on it."),
     commit: bool = typer.Option(False, "--commit", help="git: commit the approved files."),
     message: str | None = typer.Option(None, "--message", help="git: the commit message."),
     three_way: bool | None = typer.Option(
-        None, "--3way/--no-3way",
+        None,
+        "--3way/--no-3way",
         help="Merge the approved hunks into target files changed since the run (default: on for git, off "
         "for directory); any conflicting hunk still refuses the apply, writing nothing.",
     ),
     json_out: bool = JsonOption,
 ) -> None:
     """Apply an approval decision after re-verifying the bundle and its content digest."""
-    options = {
-        k: v for k, v in (("branch", branch), ("commit", "1" if commit else None), ("message", message)) if v
-    }
+    options = {k: v for k, v in (("branch", branch), ("commit", "1" if commit else None), ("message", message)) if v}
     if three_way is not None:
         options[threeway.OPTION] = "on" if three_way else "off"
     with Store.open() as store:
@@ -535,9 +572,7 @@ def recover_command(
     with target_lock(root):
         outcome = recover(root)
     if json_out:
-        emit_json(
-            {"schema": "codebox/apply-recovery/v1", "target": str(root), "outcome": outcome or "nothing"}
-        )
+        emit_json({"schema": "codebox/apply-recovery/v1", "target": str(root), "outcome": outcome or "nothing"})
         return
     messages = {
         None: "nothing to recover",

@@ -47,8 +47,10 @@ WP_HELP = wp_option_help()  # the builds shipped offline, read from the installe
 # the first lines of each episode step's output printed under it (the whole output is in the bundle's trace)
 STEP_OUTPUT_LINES = 20
 
-MOUNT_HELP = ("HOST:SANDBOX[:readonly|readwrite|live] (repeatable; readwrite works on a private copy, "
-              "live writes through to HOST).")
+MOUNT_HELP = (
+    "HOST:SANDBOX[:readonly|readwrite|live] (repeatable; readwrite works on a private copy, "
+    "live writes through to HOST)."
+)
 
 
 def commands_command(
@@ -65,32 +67,59 @@ def commands_command(
         show(f"{'':38} {spec.description}")
 
 
-RESTORE_HELP = ("A snapshot document (files/runtime-snapshots/<id>.json of a bundle) to restore into the fresh sandbox "
-                "before the command; its WordPress and PHP versions must be the run's.")
-PREVIEW_BIND_HELP = ("Address the live preview listens on (default 127.0.0.1, loopback only). Another address, "
-                     "e.g. 0.0.0.0, exposes the sandbox's WordPress to the network.")
+RESTORE_HELP = (
+    "A snapshot document (files/runtime-snapshots/<id>.json of a bundle) to restore into the fresh sandbox "
+    "before the command; its WordPress and PHP versions must be the run's."
+)
+PREVIEW_BIND_HELP = (
+    "Address the live preview listens on (default 127.0.0.1, loopback only). Another address, "
+    "e.g. 0.0.0.0, exposes the sandbox's WordPress to the network."
+)
 
 
-def _request(mounts: list[str], policy_text: str | None, wp: str, php: str | None, boot_timeout: str,
-             artifacts: Path | None, *, preview_bind: str | None = None, backend: str | None = None) -> RunRequest:
+def _request(
+    mounts: list[str],
+    policy_text: str | None,
+    wp: str,
+    php: str | None,
+    boot_timeout: str,
+    artifacts: Path | None,
+    *,
+    preview_bind: str | None = None,
+    backend: str | None = None,
+) -> RunRequest:
     """The fields ``run`` and ``boot`` share, parsed the way the Launch screen parses them. No ``--php``: the
     backend's default (the host's PHP on native), filled in by ``settle_runtime`` as for every flow."""
-    return settle_runtime(RunRequest(
-        mounts=mounts_from_text(mounts), policy=policy_from_text(policy_text), wp=wp, php=php,
-        backend=backend_name(backend), boot_timeout_s=parse_duration(boot_timeout, "--boot-timeout"),
-        artifacts_root=artifacts, preview_bind=preview_bind_address(preview_bind)))
+    return settle_runtime(
+        RunRequest(
+            mounts=mounts_from_text(mounts),
+            policy=policy_from_text(policy_text),
+            wp=wp,
+            php=php,
+            backend=backend_name(backend),
+            boot_timeout_s=parse_duration(boot_timeout, "--boot-timeout"),
+            artifacts_root=artifacts,
+            preview_bind=preview_bind_address(preview_bind),
+        )
+    )
 
 
 def run_command(
     mount: list[str] = typer.Option([], "--mount", "-m", help=MOUNT_HELP),
     command: str = typer.Option(..., "--command", "-c", help="Runtime command id (see `codebox commands`)."),
     arg: list[str] = typer.Option([], "--arg", "-a", help="key=value argument for the command (repeatable)."),
-    artifacts: Path | None = typer.Option(None, "--artifacts", "--artifacts-dir",
-                                           help="Folder that receives the run bundle (default: "
-                                                "$CODEBOX_HOME/artifacts)."),
+    artifacts: Path | None = typer.Option(
+        None,
+        "--artifacts",
+        "--artifacts-dir",
+        help="Folder that receives the run bundle (default: $CODEBOX_HOME/artifacts).",
+    ),
     wp: str = typer.Option(DEFAULT_WP_VERSION, "--wp", help=WP_HELP),
-    php: str | None = typer.Option(None, "--php", help=f"PHP version (7.4, 8.0–8.5; default {DEFAULT_PHP_VERSION}); "
-                                                        "native runs the host's PHP only."),
+    php: str | None = typer.Option(
+        None,
+        "--php",
+        help=f"PHP version (7.4, 8.0–8.5; default {DEFAULT_PHP_VERSION}); native runs the host's PHP only.",
+    ),
     backend: str | None = typer.Option(None, "--backend", help=BACKEND_HELP),
     policy: str | None = typer.Option(None, "--policy", help="Runtime policy: inline JSON or a JSON file."),
     wp_cli_phar: Path | None = typer.Option(None, "--wp-cli-phar", help="Path to wp-cli.phar (wordpress.wp-cli)."),
@@ -118,8 +147,9 @@ def run_command(
     request.tools = Toolchain(wp_cli_phar=wp_cli_phar)
     reporter = StderrProgress("run", quiet=quiet)
     with sigterm_interrupts():  # SIGTERM releases a hold; the bundle is still captured
-        outcome = RunService().run(request, progress=reporter,
-                                   on_held=lambda run: announce_held(run, preview_hold or ""))
+        outcome = RunService().run(
+            request, progress=reporter, on_held=lambda run: announce_held(run, preview_hold or "")
+        )
     execution, error = outcome.execution, outcome.error
     if json_out:
         # the one document on stdout passes the run's redactor as a whole (docs/security-secrets.md)
@@ -130,8 +160,10 @@ def run_command(
             show(execution.stdout, nl=not execution.stdout.endswith("\n"))
         if execution is not None and execution.stderr and execution.exitCode != 0:
             show(execution.stderr, err=True, nl=not execution.stderr.endswith("\n"))
-        progress(f"codebox: {'ok' if outcome.success else 'failed'} in {outcome.timings['totalSeconds']:.1f} s; "
-                 f"bundle {outcome.bundle_id or '(not captured)'} in {outcome.run_dir}")
+        progress(
+            f"codebox: {'ok' if outcome.success else 'failed'} in {outcome.timings['totalSeconds']:.1f} s; "
+            f"bundle {outcome.bundle_id or '(not captured)'} in {outcome.run_dir}"
+        )
         if error is not None:
             progress(outcome.redact(f"codebox: error: {error}"))
         for risk in outcome.site_state_risks:  # the verdict is not clean (docs/site-state.md, "Verdicts")
@@ -150,8 +182,10 @@ def _say_what_exit_waits_for(reporter: StderrProgress) -> None:
         reporter.phase("waiting", f"until {waiting}, then exiting")
 
 
-BLUEPRINT_HELP = ("A Playground blueprint (JSON) applied right after boot, as the held site's set-up: siteOptions "
-                  "and the steps runPHP, setSiteOptions, writeFile, mkdir, rm, activatePlugin, activateTheme.")
+BLUEPRINT_HELP = (
+    "A Playground blueprint (JSON) applied right after boot, as the held site's set-up: siteOptions "
+    "and the steps runPHP, setSiteOptions, writeFile, mkdir, rm, activatePlugin, activateTheme."
+)
 
 
 def boot_command(
@@ -161,12 +195,16 @@ def boot_command(
     preview_bind: str | None = typer.Option(None, "--preview-bind", help=PREVIEW_BIND_HELP),
     preview_public_url: str | None = typer.Option(None, "--preview-public-url", help=PREVIEW_PUBLIC_URL_HELP),
     blueprint: Path | None = typer.Option(None, "--blueprint", help=BLUEPRINT_HELP),
-    artifacts: Path | None = typer.Option(None, "--artifacts", "--artifacts-dir",
-                                           help="Folder that receives the bundle captured when the hold ends "
-                                                "(default: $CODEBOX_HOME/artifacts)."),
+    artifacts: Path | None = typer.Option(
+        None,
+        "--artifacts",
+        "--artifacts-dir",
+        help="Folder that receives the bundle captured when the hold ends (default: $CODEBOX_HOME/artifacts).",
+    ),
     wp: str = typer.Option(DEFAULT_WP_VERSION, "--wp", help=WP_HELP),
-    php: str | None = typer.Option(None, "--php", help=f"PHP version (default {DEFAULT_PHP_VERSION}); native runs "
-                                                        "the host's PHP only."),
+    php: str | None = typer.Option(
+        None, "--php", help=f"PHP version (default {DEFAULT_PHP_VERSION}); native runs the host's PHP only."
+    ),
     backend: str | None = typer.Option(None, "--backend", help=BACKEND_HELP),
     policy: str | None = typer.Option(None, "--policy", help="Runtime policy: inline JSON or a JSON file."),
     boot_timeout: str = typer.Option("120s", "--boot-timeout", help="Timeout for booting the sandbox."),
@@ -183,16 +221,20 @@ def boot_command(
         progress("codebox: sandbox disposed")
 
 
-episode_app = typer.Typer(help="Stateful runtime episodes: steps, observations, snapshots, restores "
-                                "(docs/episodes.md).", no_args_is_help=True)
+episode_app = typer.Typer(
+    help="Stateful runtime episodes: steps, observations, snapshots, restores (docs/episodes.md).", no_args_is_help=True
+)
 
 
 @episode_app.command("run")
 def episode_run_command(
     plan_file: Path = typer.Argument(..., help="An episode plan (codebox/episode-plan/v1, JSON)."),
-    artifacts: Path | None = typer.Option(None, "--artifacts", "--artifacts-dir",
-                                           help="Folder that receives the run bundle (default: "
-                                                "$CODEBOX_HOME/artifacts)."),
+    artifacts: Path | None = typer.Option(
+        None,
+        "--artifacts",
+        "--artifacts-dir",
+        help="Folder that receives the run bundle (default: $CODEBOX_HOME/artifacts).",
+    ),
     restore: Path | None = typer.Option(None, "--restore", help=RESTORE_HELP + " Overrides the plan's restore."),
     backend: str | None = typer.Option(None, "--backend", help=BACKEND_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print one codebox/episode-result/v1 document on stdout."),
@@ -205,8 +247,14 @@ def episode_run_command(
     4 sandbox failure; 130 interrupted."""
     plan = load_plan(plan_file)
     reporter = StderrProgress("episode", quiet=quiet)
-    episode, status = run_plan(plan, plan_file.resolve().parent, artifacts_root=artifacts, progress=reporter,
-                               restore=str(restore) if restore is not None else None, backend=backend)
+    episode, status = run_plan(
+        plan,
+        plan_file.resolve().parent,
+        artifacts_root=artifacts,
+        progress=reporter,
+        restore=str(restore) if restore is not None else None,
+        backend=backend,
+    )
     output = episode_run_output(episode, status)
     outcome = episode.outcome
     assert outcome is not None
@@ -218,8 +266,10 @@ def episode_run_command(
         executions = [s.execution for s in (trace.steps if trace else [])]
         for step, execution in zip(output.steps, executions, strict=False):
             # counted from 1 as the progress lines count them (the trace's `index` is 0-based)
-            progress(f"  step {step.index + 1}: {step.command} exited {step.exitCode}"
-                     + (f", observed {step.observation}" if step.observation else ""))
+            progress(
+                f"  step {step.index + 1}: {step.command} exited {step.exitCode}"
+                + (f", observed {step.observation}" if step.observation else "")
+            )
             for stream in ("stdout", "stderr"):
                 text = outcome.redact(str(execution.get(stream) or "")).rstrip("\n")
                 lines = text.split("\n") if text else []
@@ -227,8 +277,10 @@ def episode_run_command(
                     progress(f"    {line}")
                 if len(lines) > STEP_OUTPUT_LINES:
                     progress(f"    … {len(lines) - STEP_OUTPUT_LINES} more line(s) of {stream} in the bundle's trace")
-        progress(f"codebox: episode {output.status}; {len(output.steps)} step(s), {len(output.snapshots)} snapshot(s); "
-                 f"bundle {outcome.bundle_id or '(not captured)'} in {outcome.run_dir}")
+        progress(
+            f"codebox: episode {output.status}; {len(output.steps)} step(s), {len(output.snapshots)} snapshot(s); "
+            f"bundle {outcome.bundle_id or '(not captured)'} in {outcome.run_dir}"
+        )
         if error is not None:
             progress(outcome.redact(f"codebox: error: {error}"))
         for risk in outcome.site_state_risks:  # the verdict is not clean (docs/site-state.md, "Verdicts")

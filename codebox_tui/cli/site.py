@@ -22,8 +22,10 @@ from codebox_tui.sites.prepare import create_site, open_request
 from codebox_tui.sites.store import DEFAULT_CALLER, remove_site, site_dir, site_rows, site_status
 from codebox_tui.versions import DEFAULT_WP_VERSION
 
-site_app = typer.Typer(help="Contained-site handles: prepared sites kept as snapshots, opened again with a held "
-                            "preview (docs/sites.md).", no_args_is_help=True)
+site_app = typer.Typer(
+    help="Contained-site handles: prepared sites kept as snapshots, opened again with a held preview (docs/sites.md).",
+    no_args_is_help=True,
+)
 
 MOUNT_HELP = "HOST:SANDBOX[:readonly|readwrite] (repeatable): folders the site is prepared with."
 
@@ -31,8 +33,9 @@ MOUNT_HELP = "HOST:SANDBOX[:readonly|readwrite] (repeatable): folders the site i
 @site_app.command("create")
 def create_command(
     mount: list[str] = typer.Option([], "--mount", "-m", help=MOUNT_HELP),
-    blueprint: Path | None = typer.Option(None, "--blueprint", help="A Playground blueprint (JSON) applied to the "
-                                                                    "site before its snapshot is taken."),
+    blueprint: Path | None = typer.Option(
+        None, "--blueprint", help="A Playground blueprint (JSON) applied to the site before its snapshot is taken."
+    ),
     wp: str = typer.Option(DEFAULT_WP_VERSION, "--wp", help="WordPress build."),
     php: str | None = typer.Option(None, "--php", help="PHP version (default: the backend's)."),
     backend: str | None = typer.Option(None, "--backend", help=BACKEND_HELP),
@@ -46,9 +49,17 @@ def create_command(
     if not caller.strip():
         raise BadInputError("--caller must not be empty", code="invalid-caller", field="caller")
     document = load_blueprint_file(blueprint) if blueprint is not None else None
-    created = create_site(mount, blueprint=document, wp=wp, php=php, backend=backend, caller=caller,
-                          boot_timeout_s=parse_duration(boot_timeout, "--boot-timeout"),
-                          progress=StderrProgress("site", quiet=quiet), force=force)
+    created = create_site(
+        mount,
+        blueprint=document,
+        wp=wp,
+        php=php,
+        backend=backend,
+        caller=caller,
+        boot_timeout_s=parse_duration(boot_timeout, "--boot-timeout"),
+        progress=StderrProgress("site", quiet=quiet),
+        force=force,
+    )
     if json_out:
         emit_json(created.site)
         return
@@ -62,10 +73,12 @@ def create_command(
 @site_app.command("status")
 def status_command(
     site_id: str = typer.Argument(..., help="The site id (prepared-…)."),
-    source_digest: str | None = typer.Option(None, "--source-digest", help="Recoverable only if the site was "
-                                                                           "prepared from inputs with this digest."),
-    json_out: bool = typer.Option(False, "--json", help="Print the wp-codebox/browser-contained-site-status/v1 "
-                                                        "document."),
+    source_digest: str | None = typer.Option(
+        None, "--source-digest", help="Recoverable only if the site was prepared from inputs with this digest."
+    ),
+    json_out: bool = typer.Option(
+        False, "--json", help="Print the wp-codebox/browser-contained-site-status/v1 document."
+    ),
 ) -> None:
     """recoverable (the kept snapshot verifies and can be opened) or miss (create it again). Reads only.
 
@@ -81,14 +94,17 @@ def status_command(
 @site_app.command("open")
 def open_command(
     site_id: str = typer.Argument(..., help="The site id (prepared-…)."),
-    hold: str = typer.Option("15m", "--hold", help="Keep it up this long (e.g. 90s, 15m, 2h); Ctrl-C or SIGTERM "
-                                                   "releases it sooner."),
+    hold: str = typer.Option(
+        "15m", "--hold", help="Keep it up this long (e.g. 90s, 15m, 2h); Ctrl-C or SIGTERM releases it sooner."
+    ),
     preview_port: int | None = typer.Option(None, "--preview-port", help=PREVIEW_PORT_HELP),
-    preview_bind: str | None = typer.Option(None, "--preview-bind", help="Address the preview listens on "
-                                                                         "(default 127.0.0.1)."),
+    preview_bind: str | None = typer.Option(
+        None, "--preview-bind", help="Address the preview listens on (default 127.0.0.1)."
+    ),
     preview_public_url: str | None = typer.Option(None, "--preview-public-url", help=PREVIEW_PUBLIC_URL_HELP),
-    artifacts: Path | None = typer.Option(None, "--artifacts", "--artifacts-dir",
-                                           help="Folder for the bundle captured when the hold ends."),
+    artifacts: Path | None = typer.Option(
+        None, "--artifacts", "--artifacts-dir", help="Folder for the bundle captured when the hold ends."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print one wp-codebox/boot/v1 document when held."),
 ) -> None:
     """Boot the site again from its verified snapshot and hold it with a live preview until released."""
@@ -111,8 +127,11 @@ def list_command(
     if not rows:
         say("no prepared sites (create one with `codebox site create`)")
     for row in rows:
-        say(f"{row.site_id}  {row.problem}" if row.problem else
-            f"{row.site_id}  {row.created_at}  {row.runtime}  {row.mounts} mount(s)  caller {row.caller}")
+        say(
+            f"{row.site_id}  {row.problem}"
+            if row.problem
+            else f"{row.site_id}  {row.created_at}  {row.runtime}  {row.mounts} mount(s)  caller {row.caller}"
+        )
 
 
 @site_app.command("rm")

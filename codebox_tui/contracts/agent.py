@@ -25,8 +25,12 @@ HOST_TOOL_TRANSPORT: Final = "wp-codebox-host-tool"
 
 # the error codes of a host tool call (docs/agent-tasks.md, "Host tools")
 ToolErrorCode = Literal[
-    "host-tool-unknown", "host-tool-denied", "host-tool-invalid-input", "host-tool-invalid-output",
-    "host-tool-handler-error", "host-tool-timeout",
+    "host-tool-unknown",
+    "host-tool-denied",
+    "host-tool-invalid-input",
+    "host-tool-invalid-output",
+    "host-tool-handler-error",
+    "host-tool-timeout",
 ]
 
 
@@ -283,7 +287,8 @@ class Provenance(Contract):
 
 class CompletionOutcome(Contract):
     schema_: Literal["wp-codebox/sandbox-completion-outcome/v1"] = Field(
-        default=COMPLETION_OUTCOME_SCHEMA, alias="schema")
+        default=COMPLETION_OUTCOME_SCHEMA, alias="schema"
+    )
     status: Literal["succeeded", "blocked", "failed", "partial"]
     summary: str
     changedFiles: ChangedFilesRef

@@ -76,9 +76,7 @@ def normalize_apply_result(raw: object) -> ApplyResult:
     if not audit:
         raise ApplyResultInvalid("result.audit_reference is required.")
     optional = {
-        key: raw[key].strip()
-        for key in OPTIONAL_RESULT_KEYS
-        if isinstance(raw.get(key), str) and raw[key].strip()
+        key: raw[key].strip() for key in OPTIONAL_RESULT_KEYS if isinstance(raw.get(key), str) and raw[key].strip()
     }
     return ApplyResult(
         adapter=adapter,
@@ -109,9 +107,7 @@ class Decision(Contract):
     is approved whole. Absent when no file is approved in part.
     """
 
-    schema_: Literal["wp-codebox/artifact-review-decision/v1"] = Field(
-        default=DECISION_SCHEMA, alias="schema"
-    )
+    schema_: Literal["wp-codebox/artifact-review-decision/v1"] = Field(default=DECISION_SCHEMA, alias="schema")
     id: int
     sequence: int
     action: DecisionAction

@@ -35,9 +35,11 @@ class BenchPath(Contract):
     statuses: dict[str, int] = Field(description="HTTP status → number of timed requests that got it.")
     errors: list[str] = Field(description="Why requests got no answer (the first few, deduplicated).")
     latencyMs: LatencyMs | None = Field(description="None when no timed request got an answer.")
-    peakMemoryBytes: int | None = Field(description="PHP's peak memory (memory_get_peak_usage) in one more render "
-                                                    "of the path by a Codebox probe after the timed requests; None "
-                                                    "when that render reported none.")
+    peakMemoryBytes: int | None = Field(
+        description="PHP's peak memory (memory_get_peak_usage) in one more render "
+        "of the path by a Codebox probe after the timed requests; None "
+        "when that render reported none."
+    )
     memoryError: str | None = Field(None, description="Why the peak memory is missing.")
 
 

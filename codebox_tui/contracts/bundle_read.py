@@ -43,8 +43,9 @@ def _where(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def _drop_bad(data: dict[str, Any], errors: list[ErrorDetails], problems: list[str], kept: dict[str, list[int]],
-              *, items: bool) -> bool:
+def _drop_bad(
+    data: dict[str, Any], errors: list[ErrorDetails], problems: list[str], kept: dict[str, list[int]], *, items: bool
+) -> bool:
     """Remove what ``errors`` name from ``data`` (a list item when ``items`` and the error is inside one, else
     the whole key) and record each problem; ``kept`` maps a list whose items were dropped to the indexes, as
     written, of the items left. False when an error names nothing that can be removed."""
@@ -128,11 +129,16 @@ class ReadView(BaseModel):
                 nested.append((key, value))
             elif isinstance(value, list):
                 written = self._kept.get(key, [])
-                nested += [(f"{key}[{written[i] if i < len(written) else i}]", v) for i, v in enumerate(value)
-                           if isinstance(v, ReadView)]
+                nested += [
+                    (f"{key}[{written[i] if i < len(written) else i}]", v)
+                    for i, v in enumerate(value)
+                    if isinstance(v, ReadView)
+                ]
             for where, view in nested:
-                out += [f"{where}.{problem}" if not problem.startswith("(") else f"{where}: {problem}"
-                        for problem in view.read_problems()]
+                out += [
+                    f"{where}.{problem}" if not problem.startswith("(") else f"{where}: {problem}"
+                    for problem in view.read_problems()
+                ]
         return out
 
     def written(self) -> dict[str, JsonValue]:

@@ -26,10 +26,28 @@ EPISODE_SNAPSHOT_SCHEMA: Final = "wp-codebox/runtime-episode-snapshot/v1"
 EPISODE_PLAN_SCHEMA: Final = "codebox/episode-plan/v1"
 EPISODE_RESULT_SCHEMA: Final = "codebox/episode-result/v1"
 
-ObservationType = Literal["runtime-info", "mounts", "files", "command-result", "wordpress-state", "http-response",
-                          "browser-result", "runtime-events", "runtime-logs"]
-OBSERVATION_TYPES: Final[tuple[str, ...]] = ("runtime-info", "mounts", "files", "command-result", "wordpress-state",
-                                             "http-response", "browser-result", "runtime-events", "runtime-logs")
+ObservationType = Literal[
+    "runtime-info",
+    "mounts",
+    "files",
+    "command-result",
+    "wordpress-state",
+    "http-response",
+    "browser-result",
+    "runtime-events",
+    "runtime-logs",
+]
+OBSERVATION_TYPES: Final[tuple[str, ...]] = (
+    "runtime-info",
+    "mounts",
+    "files",
+    "command-result",
+    "wordpress-state",
+    "http-response",
+    "browser-result",
+    "runtime-events",
+    "runtime-logs",
+)
 ActionKind = Literal["command", "filesystem", "http", "browser"]
 # The semantics a snapshot envelope may carry (spec §10); anything else reads as not replayable.
 SNAPSHOT_SEMANTICS: Final = ("metadata-only", "partial-replay", "replayable-runtime-state", "runtime-state-artifact")
@@ -63,8 +81,14 @@ class EpisodeAction(Contract):
     digest: Digest
 
     @staticmethod
-    def digest_payload(kind: str, command: str, args: list[str], description: str | None, timeout_ms: int | None,
-                       metadata: dict[str, Any] | None) -> dict[str, Any]:
+    def digest_payload(
+        kind: str,
+        command: str,
+        args: list[str],
+        description: str | None,
+        timeout_ms: int | None,
+        metadata: dict[str, Any] | None,
+    ) -> dict[str, Any]:
         """The canonical action payload its digest covers (spec §1.7; absent optional keys left out)."""
         payload: dict[str, Any] = {"schema": EPISODE_ACTION_SCHEMA, "kind": kind, "command": command, "args": args}
         if description is not None:
@@ -77,8 +101,7 @@ class EpisodeAction(Contract):
 
 
 class EpisodeObservation(Contract):
-    schema_: Literal["wp-codebox/runtime-episode-observation/v1"] = Field(EPISODE_OBSERVATION_SCHEMA,
-                                                                           alias="schema")
+    schema_: Literal["wp-codebox/runtime-episode-observation/v1"] = Field(EPISODE_OBSERVATION_SCHEMA, alias="schema")
     id: str = Field(min_length=1)
     type: ObservationType
     data: Any
@@ -88,8 +111,13 @@ class EpisodeObservation(Contract):
 
     @staticmethod
     def digest_payload(type: str, data: Any, observed_at: str, artifact_refs: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"schema": EPISODE_OBSERVATION_SCHEMA, "type": type, "data": data, "observedAt": observed_at,
-                "artifactRefs": artifact_refs}
+        return {
+            "schema": EPISODE_OBSERVATION_SCHEMA,
+            "type": type,
+            "data": data,
+            "observedAt": observed_at,
+            "artifactRefs": artifact_refs,
+        }
 
 
 class EpisodeSnapshot(Contract):
@@ -102,10 +130,17 @@ class EpisodeSnapshot(Contract):
     digest: Digest
 
     @staticmethod
-    def digest_payload(id: str, created_at: str, semantics: str, metadata: dict[str, Any],
-                       artifact_refs: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"schema": EPISODE_SNAPSHOT_SCHEMA, "id": id, "createdAt": created_at, "semantics": semantics,
-                "metadata": metadata, "artifactRefs": artifact_refs}
+    def digest_payload(
+        id: str, created_at: str, semantics: str, metadata: dict[str, Any], artifact_refs: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        return {
+            "schema": EPISODE_SNAPSHOT_SCHEMA,
+            "id": id,
+            "createdAt": created_at,
+            "semantics": semantics,
+            "metadata": metadata,
+            "artifactRefs": artifact_refs,
+        }
 
 
 class EpisodeStep(Contract):
@@ -152,8 +187,9 @@ class EpisodeTrace(Contract):
     steps: list[EpisodeStep] = Field(default_factory=list)
     snapshots: list[EpisodeSnapshot] = Field(default_factory=list)
     resets: list[EpisodeReset] = Field(default_factory=list, description="later resets (the first is `reset`)")
-    observations: list[EpisodeObservation] = Field(default_factory=list,
-                                                   description="observations taken outside a step")
+    observations: list[EpisodeObservation] = Field(
+        default_factory=list, description="observations taken outside a step"
+    )
     restores: list[EpisodeRestore] = Field(default_factory=list)
 
 
@@ -199,10 +235,13 @@ class ActionSpec(Contract):
 
 
 class SnapshotSpec(Contract):
-    name: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
-                             description="a name later restores can use")
-    args: list[str] = Field(default_factory=list,
-                            description="scope arguments, e.g. snapshot-exclude-wp-content=themes (docs/site-state.md)")
+    name: str | None = Field(
+        None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", description="a name later restores can use"
+    )
+    args: list[str] = Field(
+        default_factory=list,
+        description="scope arguments, e.g. snapshot-exclude-wp-content=themes (docs/site-state.md)",
+    )
 
 
 class RestoreSpec(Contract):
@@ -225,8 +264,10 @@ class EpisodePlanItem(Contract):
         if self.observe is not None and not kinds:
             kinds = ["observe"]
         if len(kinds) != 1:
-            raise ValueError("an item is exactly one of action (optionally with observe), observe, snapshot, restore "
-                             f"or reset; got {', '.join(kinds) or 'none'}")
+            raise ValueError(
+                "an item is exactly one of action (optionally with observe), observe, snapshot, restore "
+                f"or reset; got {', '.join(kinds) or 'none'}"
+            )
         if self.observe is not None and kinds[0] not in ("action", "observe"):
             raise ValueError(f"observe goes with an action or alone, not with {kinds[0]}")
         return self
@@ -249,11 +290,15 @@ class EpisodePlan(Contract):
     schema_: Literal["codebox/episode-plan/v1"] = Field(EPISODE_PLAN_SCHEMA, alias="schema")
     wp: str = DEFAULT_WP_VERSION
     php: str | None = Field(None, description="default: the backend's (8.3 on playground, the host's PHP on native)")
-    mounts: list[str] = Field(default_factory=list,
-                              description="HOST:SANDBOX[:readonly|readwrite|live]; HOST relative to the plan file")
+    mounts: list[str] = Field(
+        default_factory=list, description="HOST:SANDBOX[:readonly|readwrite|live]; HOST relative to the plan file"
+    )
     policy: RuntimePolicy | None = Field(None, description="default: allow exactly the commands the plan runs")
-    restore: str | None = Field(None, description="a snapshot document (files/runtime-snapshots/<id>.json of a "
-                                                  "bundle) to restore before the reset observations")
+    restore: str | None = Field(
+        None,
+        description="a snapshot document (files/runtime-snapshots/<id>.json of a "
+        "bundle) to restore before the reset observations",
+    )
     resetObservations: list[ObservationSpec] = Field(default_factory=_default_reset_observations)
     items: list[EpisodePlanItem] = Field(min_length=1)
     continueOnFailure: bool = Field(False, description="run later items after a step that failed")

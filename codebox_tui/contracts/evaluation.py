@@ -38,17 +38,23 @@ class TestDelta(Contract):
     __test__ = False  # not a pytest test class
 
     verdict: Verdict
-    reason: str | None = Field(None, description="Why the verdict is untested, plugin-broken or a regression "
-                                                 "without a broken test, or why a patch with tests is only "
-                                                 "neutral; absent otherwise.")
+    reason: str | None = Field(
+        None,
+        description="Why the verdict is untested, plugin-broken or a regression "
+        "without a broken test, or why a patch with tests is only "
+        "neutral; absent otherwise.",
+    )
     fixed: list[str] = Field(description="Failed or errored before, passed after.")
     broken: list[str] = Field(description="Passed before, failed or errored after.")
     stillFailing: list[str]
     added: list[str] = Field(description="Only after the patch (a failing one makes a regression).")
     removed: list[str] = Field(description="Only before the patch.")
-    provedBy: list[str] | None = Field(None, description="Present when the patch brought tests and the verdict is "
-                                                         "improvement: the tests that failed on the old code (with "
-                                                         "the patch's test files applied) and pass after the patch.")
+    provedBy: list[str] | None = Field(
+        None,
+        description="Present when the patch brought tests and the verdict is "
+        "improvement: the tests that failed on the old code (with "
+        "the patch's test files applied) and pass after the patch.",
+    )
     before: SideCounts | None = Field(description="None when no test ran before the patch.")
     after: SideCounts | None = Field(description="None when no test ran after the patch.")
 
@@ -78,10 +84,12 @@ class EvaluationStep(Contract):
     it) or ``git apply`` of the patch (with the end of its stderr)."""
 
     phase: Literal["before", "apply", "after", "probe"]
-    command: str = Field(description="A catalog command, or `git apply` (`git apply (the patch's tests)` and "
-                                     "`git apply (the patch's code)` when the patch brought tests), or "
-                                     "`front-end probe (load check)`: the front-end request settled the \"after\" "
-                                     "load check (exit 0: the plugin loads, 1: it fails to load).")
+    command: str = Field(
+        description="A catalog command, or `git apply` (`git apply (the patch's tests)` and "
+        "`git apply (the patch's code)` when the patch brought tests), or "
+        '`front-end probe (load check)`: the front-end request settled the "after" '
+        "load check (exit 0: the plugin loads, 1: it fails to load)."
+    )
     exitCode: int | None = None
     error: dict[str, Any] | None = Field(None, description="The command's error, as `--json` prints errors.")
     stderr: str | None = None
@@ -95,10 +103,14 @@ class FrontEndProbe(Contract):
     problems: list[str]
     httpStatus: int | None = None
     pluginActive: bool | None = None
-    pluginLoaded: bool | None = Field(None, description="A single-file must-use plugin (instead of `pluginActive`): "
-                                                        "WordPress still loads its file after the request.")
-    fatal: str | None = Field(None, description="Present when the page broke: a fatal error, HTTP 5xx, or the "
-                                                "plugin no longer active.")
+    pluginLoaded: bool | None = Field(
+        None,
+        description="A single-file must-use plugin (instead of `pluginActive`): "
+        "WordPress still loads its file after the request.",
+    )
+    fatal: str | None = Field(
+        None, description="Present when the page broke: a fatal error, HTTP 5xx, or the plugin no longer active."
+    )
 
 
 class EvaluationProbe(OpenContract):
@@ -139,8 +151,9 @@ class PatchEvaluation(Contract):
     pluginLoad: PluginLoad
     steps: list[EvaluationStep]
     probe: EvaluationProbe
-    bench: BenchRegressionCheck | None = Field(None, description="Present with --bench: each path timed before "
-                                                                 "and after the patch (advisory; docs/bench.md).")
+    bench: BenchRegressionCheck | None = Field(
+        None, description="Present with --bench: each path timed before and after the patch (advisory; docs/bench.md)."
+    )
 
     def to_json(self) -> dict[str, Any]:
         """The document as written: keys the writer set, including explicit nulls (``before: null``)."""

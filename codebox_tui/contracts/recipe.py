@@ -30,10 +30,16 @@ class RuntimePreview(Contract):
     --preview-public-url`` do (an option given on the command line wins over its field; docs/sites.md)."""
 
     hold: Annotated[str, Field(pattern=DURATION)] | Annotated[float, Field(gt=0)] | None = Field(
-        default=None, description="Keep the sandbox and its live preview up this long after the workflow (a "
-        "duration such as 15m, or seconds), then capture the bundle")
-    publicUrl: str | None = Field(default=None, description=(
-        "The address a browser reaches the held preview by (a tunnel): an http(s) URL with a host; needs a hold"))
+        default=None,
+        description="Keep the sandbox and its live preview up this long after the workflow (a "
+        "duration such as 15m, or seconds), then capture the bundle",
+    )
+    publicUrl: str | None = Field(
+        default=None,
+        description=(
+            "The address a browser reaches the held preview by (a tunnel): an http(s) URL with a host; needs a hold"
+        ),
+    )
     siteUrl: str | None = None
     port: int | None = Field(default=None, ge=1, le=65535, description="Fixed port for the live preview")
     bind: str | None = None
@@ -55,13 +61,20 @@ class HostNodeHeap(Contract):
 
 
 class RecipeRuntime(Contract):
-    backend: Literal["wordpress", "wordpress-playground", "native"] | None = Field(default=None, description=(
-        "Codebox: wordpress-playground (PHP compiled to WebAssembly) or native (the host's PHP in bubblewrap); "
-        "absent or wordpress: recipe-run --backend, else CODEBOX_BACKEND (docs/backends.md)"))
+    backend: Literal["wordpress", "wordpress-playground", "native"] | None = Field(
+        default=None,
+        description=(
+            "Codebox: wordpress-playground (PHP compiled to WebAssembly) or native (the host's PHP in bubblewrap); "
+            "absent or wordpress: recipe-run --backend, else CODEBOX_BACKEND (docs/backends.md)"
+        ),
+    )
     name: str | None = None
     wp: str = Field(default=DEFAULT_WP_VERSION, description="WordPress version shipped offline, e.g. 6.5")
-    phpVersion: str | None = Field(default=None, pattern=r"^\d+\.\d+$", description=(
-        "Absent: the backend's default (8.3 on wordpress-playground, the host's PHP on native)"))
+    phpVersion: str | None = Field(
+        default=None,
+        pattern=r"^\d+\.\d+$",
+        description=("Absent: the backend's default (8.3 on wordpress-playground, the host's PHP on native)"),
+    )
     blueprint: dict[str, Any] | None = None
     policy: RuntimePolicy | None = Field(
         default=None, description="Explicit runtime policy; derived from the workflow when absent"
@@ -69,9 +82,10 @@ class RecipeRuntime(Contract):
     bootTimeoutMs: int | None = Field(default=None, ge=1)
     # Accepted with the reference shape; refused by validation (``unsupported-field``) when set.
     workers: Annotated[int, Field(ge=1, le=64)] | Literal["auto"] | None = None
-    wordpressInstallMode: Literal[
-        "install-from-existing-files", "install-from-existing-files-if-needed", "do-not-attempt-installing"
-    ] | None = None
+    wordpressInstallMode: (
+        Literal["install-from-existing-files", "install-from-existing-files-if-needed", "do-not-attempt-installing"]
+        | None
+    ) = None
     preview: RuntimePreview | None = None
     assets: RuntimeAssets | None = None
     extensions: list[RuntimeExtension] = Field(default_factory=list)
@@ -87,9 +101,13 @@ class RecipeMount(Contract):
     source: str = Field(min_length=1, description="Host path, relative to the recipe's directory")
     target: str = Field(pattern=ABS_PATH, description="Absolute sandbox path")
     mode: Literal["readonly", "readwrite"] = "readwrite"
-    live: bool = Field(default=False, description=(
-        "Codebox: a readwrite mount normally works on a private copy and the host folder changes only "
-        "through apply-back; true writes the sandbox's changes straight through to the host folder"))
+    live: bool = Field(
+        default=False,
+        description=(
+            "Codebox: a readwrite mount normally works on a private copy and the host folder changes only "
+            "through apply-back; true writes the sandbox's changes straight through to the host folder"
+        ),
+    )
     captureArtifacts: bool = True
     phase: Literal["pre-install", "post-install"] = "post-install"
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -111,9 +129,12 @@ class RecipeWorkspace(Contract):
 
 
 class ExtraPlugin(Contract):
-    source: str = Field(min_length=1, description="Local directory, .zip or single-file must-use plugin "
-                                                        "(.php, always loaded as a mu-plugin; relative to the "
-                                                        "recipe), or URL")
+    source: str = Field(
+        min_length=1,
+        description="Local directory, .zip or single-file must-use plugin "
+        "(.php, always loaded as a mu-plugin; relative to the "
+        "recipe), or URL",
+    )
     sourcePath: str | None = None
     sourceRoot: str | None = None
     sourceSubpath: str | None = None
@@ -319,9 +340,13 @@ class RecipeProbe(Contract):
 
 class WorkspaceRecipe(Contract):
     schema_: Literal["wp-codebox/workspace-recipe/v1"] = Field(alias="schema")
-    kind: Literal["check", "reproduction"] = Field(default="check", description=(
-        "reproduction: the probes describe the bug's behaviour; the run reports reproduced when they all pass and "
-        "not-reproduced when one does not (docs/evaluate-patch.md, \"Reproducing a bug\")"))
+    kind: Literal["check", "reproduction"] = Field(
+        default="check",
+        description=(
+            "reproduction: the probes describe the bug's behaviour; the run reports reproduced when they all pass and "
+            'not-reproduced when one does not (docs/evaluate-patch.md, "Reproducing a bug")'
+        ),
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
     runtime: RecipeRuntime = Field(default_factory=RecipeRuntime)
     inputs: RecipeInputs = Field(default_factory=RecipeInputs)

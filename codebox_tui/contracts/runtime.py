@@ -137,9 +137,7 @@ class CommandError(Contract):
 
 
 class CommandResultEnvelope(Contract):
-    schema_: Literal["wp-codebox/runtime-command-result/v1"] = Field(
-        default=COMMAND_RESULT_SCHEMA, alias="schema"
-    )
+    schema_: Literal["wp-codebox/runtime-command-result/v1"] = Field(default=COMMAND_RESULT_SCHEMA, alias="schema")
     status: Literal["ok", "error"]
     stdout: str | None = None
     stderr: str | None = None

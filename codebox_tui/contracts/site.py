@@ -44,7 +44,8 @@ class ContainedSite(Contract):
     caller_id: str = Field(min_length=1)
     status: Literal["ready", "preparing", "failed"] = "ready"
     persistence: Literal["browser-contained", "host-snapshot"] = Field(
-        "host-snapshot", description="Codebox keeps the prepared site as a snapshot under $CODEBOX_HOME/sites")
+        "host-snapshot", description="Codebox keeps the prepared site as a snapshot under $CODEBOX_HOME/sites"
+    )
     source_digest: Digest
     recovery: Recovery
 
@@ -56,8 +57,9 @@ class BlueprintRef(Contract):
 
 class ContainedSiteStatus(Contract):
     success: bool = True
-    schema_: Literal["wp-codebox/browser-contained-site-status/v1"] = Field(CONTAINED_SITE_STATUS_SCHEMA,
-                                                                          alias="schema")
+    schema_: Literal["wp-codebox/browser-contained-site-status/v1"] = Field(
+        CONTAINED_SITE_STATUS_SCHEMA, alias="schema"
+    )
     site_id: str = Field(min_length=1)
     status: Literal["recoverable", "miss"]
     blueprint_ref: BlueprintRef | None = Field(default=None, description="Present when recoverable")

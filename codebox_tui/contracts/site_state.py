@@ -21,10 +21,21 @@ STATE_SECTION_SCHEMA: Final = "wp-codebox/wordpress-state-section/v1"
 RUNTIME_SNAPSHOT_SCHEMA: Final = "wp-codebox/wordpress-runtime-snapshot/v1"
 CHECKPOINT_RESULT_SCHEMA: Final = "wp-codebox/runtime-checkpoint-result/v1"
 
-StateSection = Literal["summary", "posts", "terms", "menus", "templates", "media", "options", "users",
-                       "rest-routes", "abilities"]
-STATE_SECTIONS: Final[tuple[str, ...]] = ("summary", "posts", "terms", "menus", "templates", "media", "options",
-                                          "users", "rest-routes", "abilities")
+StateSection = Literal[
+    "summary", "posts", "terms", "menus", "templates", "media", "options", "users", "rest-routes", "abilities"
+]
+STATE_SECTIONS: Final[tuple[str, ...]] = (
+    "summary",
+    "posts",
+    "terms",
+    "menus",
+    "templates",
+    "media",
+    "options",
+    "users",
+    "rest-routes",
+    "abilities",
+)
 
 
 # -- summary -------------------------------------------------------------------------------------
@@ -83,8 +94,9 @@ class SiteStateSummary(Contract):
     schema_: Literal["codebox/site-state-summary/v1"] = Field(SITE_STATE_SUMMARY_SCHEMA, alias="schema")
     takenAt: str
     tablePrefix: str
-    truncated: list[str] = Field(default_factory=list,
-                                 description="sections cut at the row limit (their diff is incomplete)")
+    truncated: list[str] = Field(
+        default_factory=list, description="sections cut at the row limit (their diff is incomplete)"
+    )
     options: dict[str, OptionState]
     transients: int = 0
     tables: dict[str, TableState]
@@ -101,8 +113,9 @@ class SiteStateSummary(Contract):
     controlFiles: dict[str, str] = Field(
         default_factory=dict,
         description="files that run before or inside WordPress without being a plugin (Playground's "
-                    "/internal/shared: php.ini, prepend, preload, extensions; wp-content drop-ins and mu-plugins): "
-                    "path -> 'sha256:<hex>', 'link:<target>', 'dir' or 'other' (docs/security.md)")
+        "/internal/shared: php.ini, prepend, preload, extensions; wp-content drop-ins and mu-plugins): "
+        "path -> 'sha256:<hex>', 'link:<target>', 'dir' or 'other' (docs/security.md)",
+    )
     timing: dict[str, int] = Field(default_factory=dict, description="phpMs (inside the sandbox) and totalMs")
 
 
@@ -183,10 +196,20 @@ class FileOutsideMounts(Contract):
 
 
 class RiskFlag(Contract):
-    code: Literal["new-administrator", "capabilities-granted", "siteurl-changed", "home-changed",
-                  "active-plugins-changed", "cron-event-added", "theme-changed", "sandbox-control-file-modified",
-                  "files-outside-mounts", "database-configuration-changed", "summary-unavailable",
-                  "core-file-changed"]
+    code: Literal[
+        "new-administrator",
+        "capabilities-granted",
+        "siteurl-changed",
+        "home-changed",
+        "active-plugins-changed",
+        "cron-event-added",
+        "theme-changed",
+        "sandbox-control-file-modified",
+        "files-outside-mounts",
+        "database-configuration-changed",
+        "summary-unavailable",
+        "core-file-changed",
+    ]
     severity: Literal["high", "medium"]
     message: str
     subject: str = Field(description="what the flag is about: a user login, role, option, hook or file path")
@@ -214,7 +237,8 @@ class SiteStateDiff(Contract):
     home: ValueChange | None = None
     controlFiles: list[ControlFileChange] = Field(default_factory=list)
     filesOutsideMounts: list[FileOutsideMounts] = Field(
-        default_factory=list, description="wp-content paths outside the declared mounts the run wrote (at most 500)")
+        default_factory=list, description="wp-content paths outside the declared mounts the run wrote (at most 500)"
+    )
     risks: list[RiskFlag] = Field(default_factory=list)
     empty: bool = Field(description="true when nothing changed")
 
@@ -299,10 +323,19 @@ def snapshot_hashes(database: Any, files: Any) -> dict[str, str]:
     """A snapshot's ``hashes``: ``contentDigest`` of the table list and of ``[{path, sha256, bytes}]``
     (docs/site-state.md). Written by the host, checked on restore and by the bundle verifier."""
     tables = database.get("tables") if isinstance(database, dict) else None
-    listed = [{"path": f.get("path"), "sha256": f.get("sha256"), "bytes": f.get("bytes")}
-              for f in files if isinstance(f, dict)] if isinstance(files, list) else []
-    return {"database": sha256_hex(stable_json(tables if isinstance(tables, list) else [])),
-            "files": sha256_hex(stable_json(listed))}
+    listed = (
+        [
+            {"path": f.get("path"), "sha256": f.get("sha256"), "bytes": f.get("bytes")}
+            for f in files
+            if isinstance(f, dict)
+        ]
+        if isinstance(files, list)
+        else []
+    )
+    return {
+        "database": sha256_hex(stable_json(tables if isinstance(tables, list) else [])),
+        "files": sha256_hex(stable_json(listed)),
+    }
 
 
 # -- checkpoints ---------------------------------------------------------------------------------

@@ -20,12 +20,24 @@ from codebox_tui.contracts.site_state import SiteStateDiff
 OUTPUT_ONLY_FLOWS = frozenset({"exec", "boot", "site-open"})
 
 
-def nothing_to_decide(flow: str, mounts: Sequence[MountSpec], changed_files: Sequence[Any] | None,
-                      skipped: Sequence[Any] | None, site_state: SiteStateDiff | None) -> bool:
+def nothing_to_decide(
+    flow: str,
+    mounts: Sequence[MountSpec],
+    changed_files: Sequence[Any] | None,
+    skipped: Sequence[Any] | None,
+    site_state: SiteStateDiff | None,
+) -> bool:
     """True when a run of ``flow`` asks for no decision: an exec flow, no ``:live`` mount (a live mount's writes
     reach the host folder at once, beside the capture), no changed file and no change the capture skipped
     (``skipped``: changes seen but not copied, e.g. past a size limit), and a site-state diff that was taken
     and is empty. No diff (site state off, a summary that failed, a crashed sandbox) is not "unchanged"."""
     live = any(m.metadata.get(LIVE_MOUNT_KEY) for m in mounts)
-    return (flow in OUTPUT_ONLY_FLOWS and not live and not changed_files and not skipped
-            and site_state is not None and site_state.empty and not site_state.risks)
+    return (
+        flow in OUTPUT_ONLY_FLOWS
+        and not live
+        and not changed_files
+        and not skipped
+        and site_state is not None
+        and site_state.empty
+        and not site_state.risks
+    )

@@ -12,8 +12,11 @@ from codebox_tui.lifecycle.service import RunOutcome
 
 def run_artifacts(outcome: RunOutcome) -> dict[str, Any]:
     """The document's ``artifacts``: the run folder, its event streams and the bundle's identity."""
-    out: dict[str, Any] = {"directory": str(outcome.run_dir), "events": str(outcome.run_dir / layout.EVENTS),
-                           "commands": str(outcome.run_dir / layout.COMMANDS)}
+    out: dict[str, Any] = {
+        "directory": str(outcome.run_dir),
+        "events": str(outcome.run_dir / layout.EVENTS),
+        "commands": str(outcome.run_dir / layout.COMMANDS),
+    }
     if outcome.bundle is not None:
         for key in ("id", "content_digest", "content_digest_b"):
             value = getattr(outcome.bundle, key, None)
@@ -22,8 +25,11 @@ def run_artifacts(outcome: RunOutcome) -> dict[str, Any]:
         # where a caller finds the bundle's main files without knowing its layout (docs/contracts.md, "Run and
         # boot outputs"); only files the sealed bundle has
         bundle_dir = outcome.bundle_dir or outcome.run_dir
-        for key, rel in (("manifest", layout.MANIFEST), ("changedFiles", layout.CHANGED_FILES),
-                         ("patch", layout.PATCH)):
+        for key, rel in (
+            ("manifest", layout.MANIFEST),
+            ("changedFiles", layout.CHANGED_FILES),
+            ("patch", layout.PATCH),
+        ):
             if (bundle_dir / rel).is_file():
                 out[key] = str(bundle_dir / rel)
     return out
@@ -33,15 +39,20 @@ def run_document(outcome: RunOutcome) -> dict[str, Any]:
     """The run's document as JSON, passed through the run's redactor as a whole (docs/security-secrets.md)."""
     error = outcome.error
     output = RunOutput(
-        success=outcome.success, runtime=outcome.runtime, executions=outcome.executions, execution=outcome.execution,
-        artifacts=run_artifacts(outcome), timings=outcome.timings,
+        success=outcome.success,
+        runtime=outcome.runtime,
+        executions=outcome.executions,
+        execution=outcome.execution,
+        artifacts=run_artifacts(outcome),
+        timings=outcome.timings,
         error=CommandError(code=error.code, message=error.message, data=error.details or None) if error else None,
     )
     output.preview = outcome.preview
     if outcome.site_state_risks:
         output.siteStateRisks = sorted({r.code for r in outcome.site_state_risks})
-        output.siteStateRiskDetails = [{"code": r.code, "subject": r.subject, "message": r.message}
-                                       for r in outcome.site_state_risks]
+        output.siteStateRiskDetails = [
+            {"code": r.code, "subject": r.subject, "message": r.message} for r in outcome.site_state_risks
+        ]
     document = output.model_dump(mode="json", by_alias=True, exclude_none=True)
     _output_once(document)
     redacted = outcome.redact.value(document)

@@ -187,8 +187,11 @@ def preview_bind_address(address: str | None) -> str | None:
     try:
         return str(ipaddress.ip_address(address.strip("[]")))
     except ValueError:
-        raise BadInputError(f"--preview-bind {address!r} must be an IP address, e.g. 127.0.0.1 or 0.0.0.0",
-                            code="invalid-preview-bind", field="preview-bind") from None
+        raise BadInputError(
+            f"--preview-bind {address!r} must be an IP address, e.g. 127.0.0.1 or 0.0.0.0",
+            code="invalid-preview-bind",
+            field="preview-bind",
+        ) from None
 
 
 def public_url_from_text(text: str | None) -> str | None:
@@ -197,11 +200,21 @@ def public_url_from_text(text: str | None) -> str | None:
     if text is None:
         return None
     parsed = urllib.parse.urlsplit(text.strip())
-    if parsed.scheme not in ("http", "https") or not parsed.hostname or parsed.query or parsed.fragment \
-            or parsed.username or parsed.password or any(ch.isspace() for ch in text.strip()):
-        raise BadInputError(f"--preview-public-url {text!r} must be an http:// or https:// URL with a host and no "
-                            "query, fragment or credentials, e.g. https://my-tunnel.example", code="invalid-public-url",
-                            field="preview-public-url")
+    if (
+        parsed.scheme not in ("http", "https")
+        or not parsed.hostname
+        or parsed.query
+        or parsed.fragment
+        or parsed.username
+        or parsed.password
+        or any(ch.isspace() for ch in text.strip())
+    ):
+        raise BadInputError(
+            f"--preview-public-url {text!r} must be an http:// or https:// URL with a host and no "
+            "query, fragment or credentials, e.g. https://my-tunnel.example",
+            code="invalid-public-url",
+            field="preview-public-url",
+        )
     return urllib.parse.urlunsplit((parsed.scheme, parsed.netloc, parsed.path.rstrip("/"), "", ""))
 
 
@@ -211,14 +224,16 @@ def env_from_pairs(items: list[str], field_name: str = "env") -> dict[str, str]:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep:
-            raise BadInputError(f"--{field_name} {item!r} must look like NAME=VALUE", code="invalid-runtime-env",
-                                field=field_name)
+            raise BadInputError(
+                f"--{field_name} {item!r} must look like NAME=VALUE", code="invalid-runtime-env", field=field_name
+            )
         out[name] = value
     return validate_runtime_env(out, field_name)
 
 
-def json_object_from_text(text: str, option: str, code: str, *, field: str | None = None,
-                          example: str = "") -> dict[str, Any]:
+def json_object_from_text(
+    text: str, option: str, code: str, *, field: str | None = None, example: str = ""
+) -> dict[str, Any]:
     """An option whose value is one JSON object (``--metadata``, ``--orchestrator``), or a BadInputError naming
     the option."""
     try:
@@ -258,8 +273,11 @@ def check_request(request: RunRequest) -> None:
     if request.preview_port is not None and not (1 <= request.preview_port <= 65535):
         raise BadInputError("--preview-port must be between 1 and 65535", code="invalid-port", field="preview-port")
     if request.public_url is not None and not request.hold_s:
-        raise BadInputError("--preview-public-url names the address of a held preview: give --preview-hold too",
-                            code="public-url-without-hold", field="preview-public-url")
+        raise BadInputError(
+            "--preview-public-url names the address of a held preview: give --preview-hold too",
+            code="public-url-without-hold",
+            field="preview-public-url",
+        )
     for step in request.commands:
         args = parse_args(get_command(step.command), step.args)
         if "code" in args and "code-file" in args:
@@ -273,8 +291,11 @@ def check_request(request: RunRequest) -> None:
         if "code-file" in args:
             path = Path(args["code-file"]).expanduser()
             if not path.is_file():
-                raise BadInputError(f"code-file {args['code-file']!r} does not exist or is not a regular file",
-                                    code="missing-code-file", field="code-file")
+                raise BadInputError(
+                    f"code-file {args['code-file']!r} does not exist or is not a regular file",
+                    code="missing-code-file",
+                    field="code-file",
+                )
     build = resolve_build(request.wp)  # unknown versions fail before anything boots
     if request.restore is not None:
         check_restore_versions(request.restore, build.version, request.php)
@@ -287,10 +308,13 @@ def check_restore_versions(snapshot: Any, wordpress_version: str, php: str) -> N
     (``8.2``) matches it."""
     have = snapshot.compatibility
     for what, flag, theirs, ours, same in (
-            ("WordPress", "--wp", have.wordpressVersion, wordpress_version, have.wordpressVersion == wordpress_version),
-            ("PHP", "--php", have.phpVersion, php, same_php(have.phpVersion, php))):
+        ("WordPress", "--wp", have.wordpressVersion, wordpress_version, have.wordpressVersion == wordpress_version),
+        ("PHP", "--php", have.phpVersion, php, same_php(have.phpVersion, php)),
+    ):
         if not same:
             raise BadInputError(
                 f"snapshot {snapshot.id} was taken on {what} {theirs}, this run asks for {what} {ours}; run it "
-                f"with {flag} {theirs}", code="snapshot-incompatible",
-                field=f"compatibility.{'wordpressVersion' if what == 'WordPress' else 'phpVersion'}")
+                f"with {flag} {theirs}",
+                code="snapshot-incompatible",
+                field=f"compatibility.{'wordpressVersion' if what == 'WordPress' else 'phpVersion'}",
+            )

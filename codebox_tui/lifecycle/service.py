@@ -112,8 +112,15 @@ class OpenRun:
     store records when the run ends; the caller sets it to ``failed`` when its own checks fail (a
     cancelled run is recorded as cancelled, one left by an exception as failed)."""
 
-    def __init__(self, request: RunRequest, session: RunSession, control: RunControl,
-                 progress: ProgressListener | None, *, site_state: bool = True) -> None:
+    def __init__(
+        self,
+        request: RunRequest,
+        session: RunSession,
+        control: RunControl,
+        progress: ProgressListener | None,
+        *,
+        site_state: bool = True,
+    ) -> None:
         self.request = request
         self.session = session
         self.control = control
@@ -164,17 +171,24 @@ class OpenRun:
         try:
             stats = restore_snapshot(sandbox, snapshot)
         except CodeboxError as error:
-            self.session.emit("runtime.snapshot-restore-failed", {"snapshotId": snapshot.id, **error.to_dict()},
-                              level="error")
+            self.session.emit(
+                "runtime.snapshot-restore-failed", {"snapshotId": snapshot.id, **error.to_dict()}, level="error"
+            )
             raise
         self.restored = {"snapshotId": snapshot.id, "source": self.request.restore_source, "stats": stats}
         self.timings["restoreSeconds"] = round(time.monotonic() - started, 3)
-        self.session.emit("runtime.snapshot-restored", {"snapshotId": snapshot.id,
-                                                        "source": self.request.restore_source,
-                                                        "ms": int((time.monotonic() - started) * 1000)})
+        self.session.emit(
+            "runtime.snapshot-restored",
+            {
+                "snapshotId": snapshot.id,
+                "source": self.request.restore_source,
+                "ms": int((time.monotonic() - started) * 1000),
+            },
+        )
 
-    def execute(self, step: CommandStep | str, args: list[str] | None = None,
-                timeout_s: float | None = None) -> ExecutionResult:
+    def execute(
+        self, step: CommandStep | str, args: list[str] | None = None, timeout_s: float | None = None
+    ) -> ExecutionResult:
         """Run one catalog command. The session owns the policy check (``RunSession.admit``, before it boots
         anything) and boots lazily; this run's site-state summary is taken when it does."""
         if isinstance(step, str):
@@ -229,9 +243,14 @@ class OpenRun:
         path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         if not result.valid:
             codes = ", ".join(sorted({v.code for v in result.violations}))
-            self.verification_problem = {"phase": "verify_bundle", "error": {
-                "code": "bundle-verification-failed", "evidence": VERIFICATION_EVIDENCE,
-                "message": f"The captured bundle failed verification ({codes})"}}
+            self.verification_problem = {
+                "phase": "verify_bundle",
+                "error": {
+                    "code": "bundle-verification-failed",
+                    "evidence": VERIFICATION_EVIDENCE,
+                    "message": f"The captured bundle failed verification ({codes})",
+                },
+            }
             self.status = "failed"
         # only the id-bearing documents and the manifest are rewritten (no second capture)
         self.summary = append_and_reseal(self.summary.path, [self.session.evidence[-1]])
@@ -249,20 +268,34 @@ class RunService:
         request = settle_runtime(request)
         assert request.php is not None  # settled
         policy = request.effective_policy()
-        extra = [*request.extra_mounts, *tool_mounts(request.wanted_tools(), tools_dir, request.tools, self.settings),
-                 *core_checkout_mounts(request.command_args())]
+        extra = [
+            *request.extra_mounts,
+            *tool_mounts(request.wanted_tools(), tools_dir, request.tools, self.settings),
+            *core_checkout_mounts(request.command_args()),
+        ]
         return SandboxSpec(
-            mounts=list(request.mounts), policy=policy, wp=request.wp, php=request.php, blueprint=request.blueprint,
-            preview_port=request.preview_port, preview_bind=request.preview_bind, site_url=request.public_url,
+            mounts=list(request.mounts),
+            policy=policy,
+            wp=request.wp,
+            php=request.php,
+            blueprint=request.blueprint,
+            preview_port=request.preview_port,
+            preview_bind=request.preview_bind,
+            site_url=request.public_url,
             metadata=dict(request.metadata),
-            boot_timeout_s=request.boot_timeout_s if request.boot_timeout_s is not None
+            boot_timeout_s=request.boot_timeout_s
+            if request.boot_timeout_s is not None
             else self.settings.boot_timeout_s,
-            secret_env=resolve_secrets(policy), extra_mounts=extra, env=dict(request.env), warm=request.warm,
+            secret_env=resolve_secrets(policy),
+            extra_mounts=extra,
+            env=dict(request.env),
+            warm=request.warm,
         )
 
     @contextmanager
-    def open(self, request: RunRequest, *, progress: ProgressListener | None = None,
-             control: RunControl | None = None) -> Iterator[OpenRun]:
+    def open(
+        self, request: RunRequest, *, progress: ProgressListener | None = None, control: RunControl | None = None
+    ) -> Iterator[OpenRun]:
         """Check the request, stage its tools, make the run's session (nothing boots yet) and yield it;
         on the way out dispose everything and record the run in the store (``run.outcome``)."""
         request = settle_runtime(request)  # the backend and its PHP chosen once, for the spec and the record
@@ -273,8 +306,12 @@ class RunService:
             spec = self.sandbox_spec(request, tools_dir)
             root = request.artifacts_root if request.artifacts_root is not None else self.settings.artifacts_dir
             backend = self.backend or make_backend(backend_name(request.backend, self.settings), self.settings)
-            session = RunSession(spec, ensure_artifacts_dir(root), backend=backend,
-                                 on_event=progress.on_event if progress is not None else None)
+            session = RunSession(
+                spec,
+                ensure_artifacts_dir(root),
+                backend=backend,
+                on_event=progress.on_event if progress is not None else None,
+            )
         except BaseException:
             shutil.rmtree(tools_dir, ignore_errors=True)
             raise
@@ -306,12 +343,20 @@ class RunService:
                     finally:
                         shutil.rmtree(tools_dir, ignore_errors=True)
                     if run.progress is not None and session.reaper_pid is not None:
-                        run.progress.phase("cleanup", f"the sandbox's folders are being removed in the "
-                                                      f"background (pid {session.reaper_pid})")
+                        run.progress.phase(
+                            "cleanup",
+                            f"the sandbox's folders are being removed in the background (pid {session.reaper_pid})",
+                        )
 
-    def run(self, request: RunRequest, *, progress: ProgressListener | None = None,
-            control: RunControl | None = None, on_open: Callable[[OpenRun], None] | None = None,
-            on_held: Callable[[OpenRun], None] | None = None) -> RunOutcome:
+    def run(
+        self,
+        request: RunRequest,
+        *,
+        progress: ProgressListener | None = None,
+        control: RunControl | None = None,
+        on_open: Callable[[OpenRun], None] | None = None,
+        on_held: Callable[[OpenRun], None] | None = None,
+    ) -> RunOutcome:
         """Boot, run ``request.commands`` in order (the first that fails stops the rest), hold the preview
         if asked, capture, register. Errors of the run itself are in the outcome, never raised; bad
         input is raised before anything boots."""
@@ -345,10 +390,19 @@ class RunService:
     def _finish(self, run: OpenRun) -> RunOutcome:
         session = run.session
         runtime = session.runtime_info()
-        outcome = RunOutcome(status=run.status, runtime=runtime, runtime_id=session.runtime_id,
-                             run_dir=session.run_dir, executions=list(session.executions), bundle=run.summary,
-                             error=run.error, redact=session.redact, timings=dict(run.timings),
-                             site_state_risks=unclean_flags(run.site_state.diff), preview=_preview(run, runtime))
+        outcome = RunOutcome(
+            status=run.status,
+            runtime=runtime,
+            runtime_id=session.runtime_id,
+            run_dir=session.run_dir,
+            executions=list(session.executions),
+            bundle=run.summary,
+            error=run.error,
+            redact=session.redact,
+            timings=dict(run.timings),
+            site_state_risks=unclean_flags(run.site_state.diff),
+            preview=_preview(run, runtime),
+        )
         if run.request.capture and self.settings.record_runs:
             self._register(run, outcome)
         return outcome
@@ -367,14 +421,25 @@ class RunService:
             run.progress.phase("inbox", "recording the bundle for review")
         metadata = session.redact.value({"flow": run.request.flow, **session.spec.metadata})
         record = record_run_best_effort(
-            warn, run_id=session.runtime_id, run_dir=session.run_dir, status=outcome.status,
-            bundle_dir=outcome.bundle_dir, metadata=metadata,
-            sandbox_session_id=session.spec.metadata.get("sandbox_session_id"), started_at=session.created_at,
-            bundle_id=getattr(summary, "id", None), content_digest=getattr(summary, "content_digest_b", None),
+            warn,
+            run_id=session.runtime_id,
+            run_dir=session.run_dir,
+            status=outcome.status,
+            bundle_dir=outcome.bundle_dir,
+            metadata=metadata,
+            sandbox_session_id=session.spec.metadata.get("sandbox_session_id"),
+            started_at=session.created_at,
+            bundle_id=getattr(summary, "id", None),
+            content_digest=getattr(summary, "content_digest_b", None),
             changed_files=len(getattr(summary, "changed_files", None) or []),
-            output_only=summary is not None and nothing_to_decide(
-                run.request.flow, run.request.mounts, getattr(summary, "changed_files", None),
-                getattr(summary, "skipped", None), run.site_state.diff),
+            output_only=summary is not None
+            and nothing_to_decide(
+                run.request.flow,
+                run.request.mounts,
+                getattr(summary, "changed_files", None),
+                getattr(summary, "skipped", None),
+                run.site_state.diff,
+            ),
         )
         if record is not None:
             outcome.inbox_key = record.key
@@ -388,8 +453,12 @@ def _preview(run: OpenRun, runtime: RuntimeInfo) -> ArtifactPreview | None:
     if not local:
         return None
     public = run.request.public_url
-    source = "public-url-override" if public else (
-        "live-native" if runtime.backend == "native" else "live-playground")
-    return ArtifactPreview(url=public or local, localUrl=local, publicUrl=public,
-                           lifecycle="held-after-run" if run.held else "destroyed-on-completion",
-                           source=source, **(run.held or {}))
+    source = "public-url-override" if public else ("live-native" if runtime.backend == "native" else "live-playground")
+    return ArtifactPreview(
+        url=public or local,
+        localUrl=local,
+        publicUrl=public,
+        lifecycle="held-after-run" if run.held else "destroyed-on-completion",
+        source=source,
+        **(run.held or {}),
+    )

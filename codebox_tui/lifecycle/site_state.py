@@ -44,8 +44,9 @@ def risk_flag_names(diff: SiteStateDiff) -> list[str]:
 # own set-up writes are attributed to their step before the diff (SiteStateRecorder.declare_setup_write), so what
 # remains was written by the code under review.
 # core-file-changed is the host's own comparison of core with the golden site (runtime/core_files.py).
-UNCLEAN_RISKS = frozenset({"summary-unavailable", "database-configuration-changed", "sandbox-control-file-modified",
-                           "core-file-changed"})
+UNCLEAN_RISKS = frozenset(
+    {"summary-unavailable", "database-configuration-changed", "sandbox-control-file-modified", "core-file-changed"}
+)
 
 
 def unclean_flags(diff: SiteStateDiff | None) -> list[RiskFlag]:
@@ -72,9 +73,12 @@ def unclean_text(diff: SiteStateDiff | None) -> str:
     subjects: dict[str, list[str]] = {}
     for risk in unclean_flags(diff):
         subjects.setdefault(risk.code, []).append(risk.subject)
-    return "; ".join(f"{code} ({', '.join(safe_text(s) for s in names[:5])}"
-                     + (f", {len(names) - 5} more" if len(names) > 5 else "") + ")"
-                     for code, names in sorted(subjects.items()))
+    return "; ".join(
+        f"{code} ({', '.join(safe_text(s) for s in names[:5])}"
+        + (f", {len(names) - 5} more" if len(names) > 5 else "")
+        + ")"
+        for code, names in sorted(subjects.items())
+    )
 
 
 class SiteStateRecorder:
@@ -205,14 +209,14 @@ class SiteStateRecorder:
         try:
             listing, cut = list_content(self.session.sandbox, self._skipped())
         except SandboxError as error:
-            self.session.emit("site-state.unavailable", {"phase": phase, "part": "files", **error.to_dict()},
-                              level="warning")
+            self.session.emit(
+                "site-state.unavailable", {"phase": phase, "part": "files", **error.to_dict()}, level="warning"
+            )
             return None
         finally:
             self.seconds += time.monotonic() - started
         if cut:
-            self.session.emit("site-state.files-truncated", {"phase": phase, "entries": len(listing)},
-                              level="warning")
+            self.session.emit("site-state.files-truncated", {"phase": phase, "entries": len(listing)}, level="warning")
         return listing
 
     def _with_files(self, diff: SiteStateDiff, after: Listing | None) -> SiteStateDiff:
@@ -223,15 +227,27 @@ class SiteStateRecorder:
         changed = changed_paths(self.listing, after)
         if not changed:
             return diff
-        php = [c["path"] for c in changed if c["status"] != "deleted" and c["path"].lower().endswith(
-            (".php", ".phtml", ".phar"))]
+        php = [
+            c["path"]
+            for c in changed
+            if c["status"] != "deleted" and c["path"].lower().endswith((".php", ".phtml", ".phar"))
+        ]
         subject = php[0] if php else changed[0]["path"]
-        risk = RiskFlag(code="files-outside-mounts", severity="high" if php else "medium", subject=subject,
-                        message=f"{len(changed)} path(s) under wp-content outside the declared mounts were written"
-                                + (f", {len(php)} of them PHP" if php else "") + "; they are not in the patch")
-        return diff.model_copy(update={
-            "filesOutsideMounts": [FileOutsideMounts.model_validate(c) for c in changed[:MAX_FILES_LISTED]],
-            "risks": [*diff.risks, risk], "empty": False})
+        risk = RiskFlag(
+            code="files-outside-mounts",
+            severity="high" if php else "medium",
+            subject=subject,
+            message=f"{len(changed)} path(s) under wp-content outside the declared mounts were written"
+            + (f", {len(php)} of them PHP" if php else "")
+            + "; they are not in the patch",
+        )
+        return diff.model_copy(
+            update={
+                "filesOutsideMounts": [FileOutsideMounts.model_validate(c) for c in changed[:MAX_FILES_LISTED]],
+                "risks": [*diff.risks, risk],
+                "empty": False,
+            }
+        )
 
     def _with_core(self, diff: SiteStateDiff) -> SiteStateDiff:
         """The diff with a high ``core-file-changed`` flag per core file whose bytes the host found changed (the
@@ -247,20 +263,37 @@ class SiteStateRecorder:
             except (OSError, ValueError) as error:
                 failure = f"{type(error).__name__}: {error}"
         self.seconds += time.monotonic() - started
-        self.session.emit("site-state.core-compared", {"startMs": self.core_start_ms,
-                                                       "ms": int((time.monotonic() - started) * 1000),
-                                                       "changed": len(changes), **({"failure": failure}
-                                                                                  if failure else {})})
+        self.session.emit(
+            "site-state.core-compared",
+            {
+                "startMs": self.core_start_ms,
+                "ms": int((time.monotonic() - started) * 1000),
+                "changed": len(changes),
+                **({"failure": failure} if failure else {}),
+            },
+        )
         if failure is not None:
-            risks = [RiskFlag(code="core-file-changed", severity="high", subject=SITE_ROOT,
-                              message=f"WordPress core could not be compared on the host ({failure[:300]}): "
-                                      "whether the run changed it is unknown")]
+            risks = [
+                RiskFlag(
+                    code="core-file-changed",
+                    severity="high",
+                    subject=SITE_ROOT,
+                    message=f"WordPress core could not be compared on the host ({failure[:300]}): "
+                    "whether the run changed it is unknown",
+                )
+            ]
         else:
-            risks = [RiskFlag(code="core-file-changed", severity="high", subject=f"{SITE_ROOT}/{change.path}",
-                              message=f"core file {SITE_ROOT}/{change.path} {change.status} (compared on the host "
-                                      "with the golden site)" + (f"; {len(changes)} core paths in all"
-                                                                 if index == 0 and len(changes) > 1 else ""))
-                     for index, change in enumerate(changes[:MAX_CHANGES_FLAGGED])]
+            risks = [
+                RiskFlag(
+                    code="core-file-changed",
+                    severity="high",
+                    subject=f"{SITE_ROOT}/{change.path}",
+                    message=f"core file {SITE_ROOT}/{change.path} {change.status} (compared on the host "
+                    "with the golden site)"
+                    + (f"; {len(changes)} core paths in all" if index == 0 and len(changes) > 1 else ""),
+                )
+                for index, change in enumerate(changes[:MAX_CHANGES_FLAGGED])
+            ]
         if not risks:
             return diff
         return diff.model_copy(update={"risks": [*diff.risks, *risks], "empty": False})
@@ -299,12 +332,15 @@ class SiteStateRecorder:
     def _write_blueprint_after(self, diff: SiteStateDiff) -> None:
         """``blueprint.after.json`` and its notes when the run changed the site (docs/site-state.md)."""
         sandbox = self.session.sandbox
-        built = blueprint_after(diff, wordpress_version=sandbox.wordpress_version or None,
-                                php_version=sandbox.php_version or None)
+        built = blueprint_after(
+            diff, wordpress_version=sandbox.wordpress_version or None, php_version=sandbox.php_version or None
+        )
         if built is None:
             return
-        for rel, kind, doc in ((layout.BLUEPRINT_AFTER, "blueprint-after", built[0]),
-                               (layout.BLUEPRINT_AFTER_NOTES, "blueprint-after-notes", built[1])):
+        for rel, kind, doc in (
+            (layout.BLUEPRINT_AFTER, "blueprint-after", built[0]),
+            (layout.BLUEPRINT_AFTER_NOTES, "blueprint-after-notes", built[1]),
+        ):
             path = self.session.add_evidence(rel, kind, "application/json")
             path.write_text(self.session.redact(pretty_json(doc)), encoding="utf-8")
 
@@ -312,7 +348,11 @@ class SiteStateRecorder:
 def unavailable_diff(reason: str) -> SiteStateDiff:
     """The diff of a run whose summaries or diff could not be computed: no changes listed, one high risk flag
     naming the reason (docs/site-state.md, "Fail closed")."""
-    risk = RiskFlag(code="summary-unavailable", severity="high", subject="site-state",
-                    message=f"the site-state summary could not be computed ({reason[:500]}); what the run did to "
-                    "the site's database is unknown")
+    risk = RiskFlag(
+        code="summary-unavailable",
+        severity="high",
+        subject="site-state",
+        message=f"the site-state summary could not be computed ({reason[:500]}); what the run did to "
+        "the site's database is unknown",
+    )
     return SiteStateDiff(before="", after="", risks=[risk], empty=False)

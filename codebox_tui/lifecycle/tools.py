@@ -75,17 +75,23 @@ def resolve_wp_cli_phar(tools: Toolchain, settings: CodeboxSettings) -> Path | N
     field = "wp-cli-phar" if tools.wp_cli_phar is not None else "CODEBOX_WP_CLI_PHAR"
     path = Path(configured).expanduser()
     if not path.is_file():
-        raise BadInputError(f"{field}: wp-cli.phar not found at {path}", code="wp-cli-phar-missing", field=field,
-                            details={"hint": WP_CLI_HINT})
+        raise BadInputError(
+            f"{field}: wp-cli.phar not found at {path}",
+            code="wp-cli-phar-missing",
+            field=field,
+            details={"hint": WP_CLI_HINT},
+        )
     if not is_phar(path):
-        raise BadInputError(f"{field}: {path} is not a phar (no phar stub in its first bytes); expected "
-                            "WP-CLI's wp-cli.phar", code="wp-cli-phar-invalid", field=field,
-                            details={"hint": WP_CLI_HINT})
+        raise BadInputError(
+            f"{field}: {path} is not a phar (no phar stub in its first bytes); expected WP-CLI's wp-cli.phar",
+            code="wp-cli-phar-invalid",
+            field=field,
+            details={"hint": WP_CLI_HINT},
+        )
     return path.resolve()
 
 
-def tool_mounts(commands: Iterable[str], scratch: Path, tools: Toolchain, settings: CodeboxSettings
-                ) -> list[MountSpec]:
+def tool_mounts(commands: Iterable[str], scratch: Path, tools: Toolchain, settings: CodeboxSettings) -> list[MountSpec]:
     """Read-only mounts of the tools ``commands`` need, staged under ``scratch`` (the caller removes it
     when the run ends). Raises a structured error naming a tool that is required but missing
     (``phpunit-missing``, ``wp-cli-phar-missing``)."""
@@ -97,9 +103,19 @@ def tool_mounts(commands: Iterable[str], scratch: Path, tools: Toolchain, settin
             folder = scratch / "wp-cli"
             folder.mkdir(parents=True, exist_ok=True)
             shutil.copy2(phar, folder / "wp-cli.phar")
-            mounts.append(MountSpec(source=str(folder), target=WP_CLI_DIR, mode="readonly", captureArtifacts=False,
-                                    metadata={"toolchain": "wp-cli"}))
+            mounts.append(
+                MountSpec(
+                    source=str(folder),
+                    target=WP_CLI_DIR,
+                    mode="readonly",
+                    captureArtifacts=False,
+                    metadata={"toolchain": "wp-cli"},
+                )
+            )
     if wanted & {"wordpress.phpunit", "wordpress.core-phpunit"}:
-        mounts.extend(phpunit_tool_mounts(scratch / "phpunit-bin", wp_tests_lib=tools.wp_tests_lib,
-                                          phpunit_polyfills=tools.phpunit_polyfills))
+        mounts.extend(
+            phpunit_tool_mounts(
+                scratch / "phpunit-bin", wp_tests_lib=tools.wp_tests_lib, phpunit_polyfills=tools.phpunit_polyfills
+            )
+        )
     return mounts

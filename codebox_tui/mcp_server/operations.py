@@ -71,16 +71,23 @@ def run_request(params: RunInput) -> RunRequest:
     get_command(params.command)  # an unknown command fails first
     policy_text = json.dumps(params.policy) if isinstance(params.policy, dict) else params.policy
     request = RunRequest(
-        mounts=mounts_from_text(params.mounts), policy=policy_from_text(policy_text), wp=params.wp, php=params.php,
+        mounts=mounts_from_text(params.mounts),
+        policy=policy_from_text(policy_text),
+        wp=params.wp,
+        php=params.php,
         boot_timeout_s=_duration(params.boot_timeout, "boot_timeout"),
-        artifacts_root=Path(params.artifacts).expanduser() if params.artifacts else None, flow="mcp",
+        artifacts_root=Path(params.artifacts).expanduser() if params.artifacts else None,
+        flow="mcp",
         backend=params.backend,
     )
     request.commands = [CommandStep(params.command, list(params.args), _duration(params.timeout, "timeout"))]
     request.metadata = dict(params.metadata)
     request.env = env_from_pairs([f"{name}={value}" for name, value in params.env.items()])
-    phar = _existing_path(params.wp_cli_phar, "wp_cli_phar", what="the path of wp-cli.phar") \
-        if params.wp_cli_phar else None
+    phar = (
+        _existing_path(params.wp_cli_phar, "wp_cli_phar", what="the path of wp-cli.phar")
+        if params.wp_cli_phar
+        else None
+    )
     request.tools = Toolchain(wp_cli_phar=phar)
     return request
 
@@ -89,9 +96,11 @@ def run_result(outcome: RunOutcome) -> RunResult:
     """``codebox run --json``'s document (redacted) and where the run landed for review."""
     bundle_dir = outcome.bundle_dir
     return RunResult(
-        run=RunOutput.model_validate(run_document(outcome)), status=outcome.status,
+        run=RunOutput.model_validate(run_document(outcome)),
+        status=outcome.status,
         bundleDir=str(bundle_dir) if bundle_dir else None,
-        contentDigestB=digest_b(bundle_dir) if bundle_dir else None, inboxKey=outcome.inbox_key,
+        contentDigestB=digest_b(bundle_dir) if bundle_dir else None,
+        inboxKey=outcome.inbox_key,
         warnings=[outcome.redact(w) for w in outcome.warnings],
     )
 
@@ -104,8 +113,9 @@ def run(params: RunInput, *, progress: ProgressListener | None = None, control: 
 
 def artifacts_show(params: BundleInput) -> ArtifactSummary:
     """``codebox artifacts show --json``."""
-    return artifact_summary(load_bundle(find_bundle_dir(_existing_path(params.bundle, "bundle",
-                                                                       what="a bundle folder"))))
+    return artifact_summary(
+        load_bundle(find_bundle_dir(_existing_path(params.bundle, "bundle", what="a bundle folder")))
+    )
 
 
 def artifacts_verify(params: BundleInput) -> BundleVerification:
@@ -125,24 +135,42 @@ def review_decide(params: ReviewDecideInput) -> Decision:
             if actual != params.content_digest.strip():
                 raise ConflictError(
                     f"the bundle's content digest is {actual}, not the {params.content_digest} you reviewed; "
-                    "review it again (artifacts_show)", code="content-digest-mismatch", field="content_digest",
-                    details={"expected": params.content_digest, "actual": actual})
-            return decide_on(store, record, params.action, approver=default_approver(params.approver),
-                             reason=params.reason, files=list(params.files) or None,
-                             hunks={k: list(v) for k, v in params.hunks.items()} or None, content=content)
-        return store_decide(store, params.bundle, params.action, approver=default_approver(params.approver),
-                            reason=params.reason, files=list(params.files) or None,
-                            hunks={k: list(v) for k, v in params.hunks.items()} or None)
+                    "review it again (artifacts_show)",
+                    code="content-digest-mismatch",
+                    field="content_digest",
+                    details={"expected": params.content_digest, "actual": actual},
+                )
+            return decide_on(
+                store,
+                record,
+                params.action,
+                approver=default_approver(params.approver),
+                reason=params.reason,
+                files=list(params.files) or None,
+                hunks={k: list(v) for k, v in params.hunks.items()} or None,
+                content=content,
+            )
+        return store_decide(
+            store,
+            params.bundle,
+            params.action,
+            approver=default_approver(params.approver),
+            reason=params.reason,
+            files=list(params.files) or None,
+            hunks={k: list(v) for k, v in params.hunks.items()} or None,
+        )
 
 
 def apply(params: ApplyInput) -> ApplyResult:
     """``codebox apply``: the decision's approved files through an adapter (re-verifying the bundle and
     its digest first); returns ``wp-codebox/apply-result/v1``."""
-    options = {k: v for k, v in (("branch", params.branch), ("commit", "1" if params.commit else None),
-                                 ("message", params.message)) if v}
+    options = {
+        k: v
+        for k, v in (("branch", params.branch), ("commit", "1" if params.commit else None), ("message", params.message))
+        if v
+    }
     with Store.open() as store:
-        return apply_decision(store, params.decision, params.adapter, Path(params.target).expanduser(),
-                              options=options)
+        return apply_decision(store, params.decision, params.adapter, Path(params.target).expanduser(), options=options)
 
 
 def list_runs(params: ListRunsInput) -> ListRunsResult:
@@ -152,8 +180,9 @@ def list_runs(params: ListRunsInput) -> ListRunsResult:
     return ListRunsResult(rows=rows[: params.limit], total=len(rows))
 
 
-def agent_task(params: AgentTaskInput, *, progress: ProgressListener | None = None,
-               control: RunControl | None = None) -> dict[str, Any]:
+def agent_task(
+    params: AgentTaskInput, *, progress: ProgressListener | None = None, control: RunControl | None = None
+) -> dict[str, Any]:
     """An agent task (docs/agent-tasks.md): the same item a JSONL file for ``codebox agent-task`` holds, run on
     the one run lifecycle; the result is the command's ``codebox/agent-task/v1`` document."""
     request = agent_task_request_from_json(params.task)

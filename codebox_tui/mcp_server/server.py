@@ -67,16 +67,45 @@ INSTRUCTIONS = (
 )
 
 # CLI flag names some checks report → the tool argument they correspond to
-_FIELD_NAMES = {"--hunk": "hunks", "--file": "files", "code-file": "args", "--arg": "args", "--command": "command",
-                "--policy": "policy", "--env": "env", "env": "env", "--metadata": "metadata", "--wp": "wp",
-                "--php": "php", "--timeout": "timeout", "--boot-timeout": "boot_timeout", "--adapter": "adapter",
-                "--target": "target", "--branch": "branch", "--artifacts": "artifacts", "wp-cli-phar": "wp_cli_phar",
-                "mount": "mounts", "--sandbox": "sandbox", "--capabilities": "capabilities", "--cwd": "cwd",
-                "--plugin": "plugin", "--patch": "patch", "--git": "git_range", "--slug": "slug", "--test": "tests",
-                "--tests-path": "tests_paths", "--phpunit-xml": "phpunit_xml", "--bootstrap": "bootstrap",
-                "--wordpress": "wordpress", "--wp-tests-lib": "wp_tests_lib",
-                "--phpunit-polyfills": "phpunit_polyfills", "--url": "url",
-                "--concurrency": "concurrency", "--retries": "retries", "--ray-address": "ray_address"}
+_FIELD_NAMES = {
+    "--hunk": "hunks",
+    "--file": "files",
+    "code-file": "args",
+    "--arg": "args",
+    "--command": "command",
+    "--policy": "policy",
+    "--env": "env",
+    "env": "env",
+    "--metadata": "metadata",
+    "--wp": "wp",
+    "--php": "php",
+    "--timeout": "timeout",
+    "--boot-timeout": "boot_timeout",
+    "--adapter": "adapter",
+    "--target": "target",
+    "--branch": "branch",
+    "--artifacts": "artifacts",
+    "wp-cli-phar": "wp_cli_phar",
+    "mount": "mounts",
+    "--sandbox": "sandbox",
+    "--capabilities": "capabilities",
+    "--cwd": "cwd",
+    "--plugin": "plugin",
+    "--patch": "patch",
+    "--git": "git_range",
+    "--slug": "slug",
+    "--test": "tests",
+    "--tests-path": "tests_paths",
+    "--phpunit-xml": "phpunit_xml",
+    "--bootstrap": "bootstrap",
+    "--wordpress": "wordpress",
+    "--wp-tests-lib": "wp_tests_lib",
+    "--phpunit-polyfills": "phpunit_polyfills",
+    "--url": "url",
+    "--concurrency": "concurrency",
+    "--retries": "retries",
+    "--ray-address": "ray_address",
+}
 
 
 def tool_error(error: CodeboxError) -> ToolError:
@@ -188,9 +217,17 @@ def make_tool(spec: ToolSpec, input_model: type[ToolInput], output: Any, operati
     tool.__signature__ = inspect.Signature([context], return_annotation=output)  # type: ignore[attr-defined]
     tool.__annotations__ = {"ctx": Context, "return": output}
     made = Tool.from_function(
-        tool, name=spec.name, title=spec.title, description=spec.description, structured_output=True,
-        annotations=ToolAnnotations(title=spec.title, read_only_hint=spec.read_only,
-                                    destructive_hint=False if spec.read_only else None, open_world_hint=False),
+        tool,
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        structured_output=True,
+        annotations=ToolAnnotations(
+            title=spec.title,
+            read_only_hint=spec.read_only,
+            destructive_hint=False if spec.read_only else None,
+            open_world_hint=False,
+        ),
     )
     fields: dict[str, Any] = {name: (info.annotation, info) for name, info in input_model.model_fields.items()}
     arguments_model = create_model(f"{spec.name}Arguments", __base__=_ClosedArguments, **fields)
@@ -200,81 +237,191 @@ def make_tool(spec: ToolSpec, input_model: type[ToolInput], output: Any, operati
 
 
 TOOLS: list[tuple[ToolSpec, type[ToolInput], Any, Operation]] = [
-    (ToolSpec(name="run", title="Run a command in a disposable WordPress sandbox", long=True, read_only=False,
-              description="Boot a WordPress Playground sandbox with the given mounts and policy, run one catalog "
-                          "command, capture the hash-verified artifact bundle, dispose the sandbox and record the "
-                          "run in the review inbox. Host folders change only through apply, never during the run. "
-                          "Returns the wp-codebox/run/v1 document, the bundle folder, its content digest and the "
-                          "inbox key."),
-     RunInput, RunResult, operations.run),
-    (ToolSpec(name="artifacts_show", title="Summarize an artifact bundle", read_only=True,
-              description="A bundle's identity, verification, changed files, tests, checks, risk flags, site-state "
-                          "changes and evidence (codebox artifacts show --json)."),
-     BundleInput, ArtifactSummary, operations.artifacts_show),
-    (ToolSpec(name="artifacts_verify", title="Verify an artifact bundle", read_only=True,
-              description="Verify every hash, digest and reference of a bundle; valid is false on any violation "
-                          "(wp-codebox/artifact-bundle-verification/v1)."),
-     BundleInput, BundleVerification, operations.artifacts_verify),
-    (ToolSpec(name="review_decide", title="Record a review decision", read_only=False,
-              description="Approve every changed file, approve some files (or hunks), or discard a bundle. The "
-                          "decision is computed from the re-verified bundle and bound to its content digest; pass "
-                          "content_digest to have it refused if the bytes are not the ones you reviewed."),
-     ReviewDecideInput, Decision, operations.review_decide),
-    (ToolSpec(name="apply", title="Apply an approved decision", read_only=False,
-              description="Write a decision's approved files to a target through an apply adapter (directory, git, "
-                          "patch), after re-verifying the bundle and the decision's content digest. Returns "
-                          "wp-codebox/apply-result/v1."),
-     ApplyInput, ApplyResult, operations.apply),
-    (ToolSpec(name="list_runs", title="List the review inbox", read_only=True,
-              description="Recorded bundles (runs, recipe runs, patch evaluations, imports) with status, latest "
-                          "decision, title, verdict, test delta and risk flags, newest first."),
-     ListRunsInput, ListRunsResult, operations.list_runs),
-    (ToolSpec(name="agent_task", title="Run an agent task in a sandbox", long=True, read_only=False,
-              description="Run an agent on a wp-codebox/task-input/v1 task inside a disposable sandbox; the result "
-                          "is a bundle for review like any other."),
-     AgentTaskInput, dict[str, Any], operations.agent_task),
-    (ToolSpec(name="execute", title="Run a shell command line in a sandbox", long=True, read_only=False,
-              description="Run a command line in the sandbox's own bash interpreter (no host shell; only the "
-                          "sandbox's files; on rg, wp, jq and the usual text tools). It is classified read_only, "
-                          "sandbox_write or eval and refused before it runs unless capabilities allow it (default: "
-                          "read). On a held sandbox (sandbox: its runtime id) or a fresh one with mounts, which is "
-                          "captured as a bundle for review. Returns wp-codebox/exec-result/v1 (classification, exit "
-                          "code, stdout, stderr) and the bundle."),
-     ExecuteInput, ExecuteResult, flows.execute),
-    (ToolSpec(name="evaluate_patch", title="Evaluate a patch to a plugin", long=True, read_only=False,
-              description="Apply a patch file (or a git range of the plugin's repository) to a copy of a plugin in "
-                          "a sandbox, run its PHPUnit tests before and after and probe the front end. Returns the "
-                          "evaluation document (verdict improvement / neutral / regression / untested / "
-                          "plugin-broken, the test delta) and the bundle. The plugin folder is never modified."),
-     EvaluatePatchInput, FlowResult, flows.evaluate_patch),
-    (ToolSpec(name="recipe_run", title="Run a workspace recipe", long=True, read_only=False,
-              description="Run a workspace recipe (wp-codebox/workspace-recipe/v1) in a fresh sandbox: set-up, "
-                          "steps, probes, declared artifacts. Returns the outcome (status, failures, probes) and "
-                          "the bundle; an invalid recipe is an error listing every problem by its JSON path."),
-     RecipeRunInput, FlowResult, flows.recipe_run),
-    (ToolSpec(name="episode_run", title="Run an episode plan", long=True, read_only=False,
-              description="Run an episode plan (codebox/episode-plan/v1) step by step in one sandbox, with "
-                          "observations, snapshots and restores. Returns codebox/episode-result/v1 and the bundle "
-                          "with the episode trace."),
-     EpisodeRunInput, FlowResult, flows.episode_run),
-    (ToolSpec(name="batch", title="Run a batch of items on Ray", long=True, read_only=False,
-              description="Run every item of a batch file (JSON Lines: evaluate-patch, recipe-run and agent-task "
-                          "items) in its own sandbox on Ray and record the batch for review. Returns the batch "
-                          "document with each item's state, verdict and bundle."),
-     BatchInput, FlowResult, flows.batch),
+    (
+        ToolSpec(
+            name="run",
+            title="Run a command in a disposable WordPress sandbox",
+            long=True,
+            read_only=False,
+            description="Boot a WordPress Playground sandbox with the given mounts and policy, run one catalog "
+            "command, capture the hash-verified artifact bundle, dispose the sandbox and record the "
+            "run in the review inbox. Host folders change only through apply, never during the run. "
+            "Returns the wp-codebox/run/v1 document, the bundle folder, its content digest and the "
+            "inbox key.",
+        ),
+        RunInput,
+        RunResult,
+        operations.run,
+    ),
+    (
+        ToolSpec(
+            name="artifacts_show",
+            title="Summarize an artifact bundle",
+            read_only=True,
+            description="A bundle's identity, verification, changed files, tests, checks, risk flags, site-state "
+            "changes and evidence (codebox artifacts show --json).",
+        ),
+        BundleInput,
+        ArtifactSummary,
+        operations.artifacts_show,
+    ),
+    (
+        ToolSpec(
+            name="artifacts_verify",
+            title="Verify an artifact bundle",
+            read_only=True,
+            description="Verify every hash, digest and reference of a bundle; valid is false on any violation "
+            "(wp-codebox/artifact-bundle-verification/v1).",
+        ),
+        BundleInput,
+        BundleVerification,
+        operations.artifacts_verify,
+    ),
+    (
+        ToolSpec(
+            name="review_decide",
+            title="Record a review decision",
+            read_only=False,
+            description="Approve every changed file, approve some files (or hunks), or discard a bundle. The "
+            "decision is computed from the re-verified bundle and bound to its content digest; pass "
+            "content_digest to have it refused if the bytes are not the ones you reviewed.",
+        ),
+        ReviewDecideInput,
+        Decision,
+        operations.review_decide,
+    ),
+    (
+        ToolSpec(
+            name="apply",
+            title="Apply an approved decision",
+            read_only=False,
+            description="Write a decision's approved files to a target through an apply adapter (directory, git, "
+            "patch), after re-verifying the bundle and the decision's content digest. Returns "
+            "wp-codebox/apply-result/v1.",
+        ),
+        ApplyInput,
+        ApplyResult,
+        operations.apply,
+    ),
+    (
+        ToolSpec(
+            name="list_runs",
+            title="List the review inbox",
+            read_only=True,
+            description="Recorded bundles (runs, recipe runs, patch evaluations, imports) with status, latest "
+            "decision, title, verdict, test delta and risk flags, newest first.",
+        ),
+        ListRunsInput,
+        ListRunsResult,
+        operations.list_runs,
+    ),
+    (
+        ToolSpec(
+            name="agent_task",
+            title="Run an agent task in a sandbox",
+            long=True,
+            read_only=False,
+            description="Run an agent on a wp-codebox/task-input/v1 task inside a disposable sandbox; the result "
+            "is a bundle for review like any other.",
+        ),
+        AgentTaskInput,
+        dict[str, Any],
+        operations.agent_task,
+    ),
+    (
+        ToolSpec(
+            name="execute",
+            title="Run a shell command line in a sandbox",
+            long=True,
+            read_only=False,
+            description="Run a command line in the sandbox's own bash interpreter (no host shell; only the "
+            "sandbox's files; on rg, wp, jq and the usual text tools). It is classified read_only, "
+            "sandbox_write or eval and refused before it runs unless capabilities allow it (default: "
+            "read). On a held sandbox (sandbox: its runtime id) or a fresh one with mounts, which is "
+            "captured as a bundle for review. Returns wp-codebox/exec-result/v1 (classification, exit "
+            "code, stdout, stderr) and the bundle.",
+        ),
+        ExecuteInput,
+        ExecuteResult,
+        flows.execute,
+    ),
+    (
+        ToolSpec(
+            name="evaluate_patch",
+            title="Evaluate a patch to a plugin",
+            long=True,
+            read_only=False,
+            description="Apply a patch file (or a git range of the plugin's repository) to a copy of a plugin in "
+            "a sandbox, run its PHPUnit tests before and after and probe the front end. Returns the "
+            "evaluation document (verdict improvement / neutral / regression / untested / "
+            "plugin-broken, the test delta) and the bundle. The plugin folder is never modified.",
+        ),
+        EvaluatePatchInput,
+        FlowResult,
+        flows.evaluate_patch,
+    ),
+    (
+        ToolSpec(
+            name="recipe_run",
+            title="Run a workspace recipe",
+            long=True,
+            read_only=False,
+            description="Run a workspace recipe (wp-codebox/workspace-recipe/v1) in a fresh sandbox: set-up, "
+            "steps, probes, declared artifacts. Returns the outcome (status, failures, probes) and "
+            "the bundle; an invalid recipe is an error listing every problem by its JSON path.",
+        ),
+        RecipeRunInput,
+        FlowResult,
+        flows.recipe_run,
+    ),
+    (
+        ToolSpec(
+            name="episode_run",
+            title="Run an episode plan",
+            long=True,
+            read_only=False,
+            description="Run an episode plan (codebox/episode-plan/v1) step by step in one sandbox, with "
+            "observations, snapshots and restores. Returns codebox/episode-result/v1 and the bundle "
+            "with the episode trace.",
+        ),
+        EpisodeRunInput,
+        FlowResult,
+        flows.episode_run,
+    ),
+    (
+        ToolSpec(
+            name="batch",
+            title="Run a batch of items on Ray",
+            long=True,
+            read_only=False,
+            description="Run every item of a batch file (JSON Lines: evaluate-patch, recipe-run and agent-task "
+            "items) in its own sandbox on Ray and record the batch for review. Returns the batch "
+            "document with each item's state, verdict and bundle.",
+        ),
+        BatchInput,
+        FlowResult,
+        flows.batch,
+    ),
 ]
 
 
 def build_server() -> MCPServer[Any]:
     """The server with every Codebox tool registered."""
-    return MCPServer(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING",
-                     tools=[make_tool(*entry) for entry in TOOLS])
+    return MCPServer(
+        SERVER_NAME,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        tools=[make_tool(*entry) for entry in TOOLS],
+    )
 
 
 def serve_stdio() -> None:
     """Serve on stdin/stdout until the client closes the connection."""
     server = build_server()
-    sys.stderr.write(f"codebox mcp {__version__}: serving {len(TOOLS)} tools over stdio (an MCP host starts "
-                     "this command; docs/mcp.md); logs on stderr\n")
+    sys.stderr.write(
+        f"codebox mcp {__version__}: serving {len(TOOLS)} tools over stdio (an MCP host starts "
+        "this command; docs/mcp.md); logs on stderr\n"
+    )
     sys.stderr.flush()
     server.run("stdio")

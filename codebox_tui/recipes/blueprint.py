@@ -18,10 +18,35 @@ from codebox_tui.errors import BadInputError
 from codebox_tui.jsonargs import json_path
 
 KNOWN_STEPS = (
-    "activatePlugin", "activateTheme", "cp", "defineWpConfigConsts", "defineSiteUrl", "enableMultisite",
-    "importWxr", "importThemeStarterContent", "importWordPressFiles", "installPlugin", "installTheme", "login",
-    "mkdir", "mv", "resetData", "request", "rm", "rmdir", "runPHP", "runPHPWithOptions", "runWpInstallationWizard",
-    "runSql", "setSiteOptions", "setSiteLanguage", "unzip", "updateUserMeta", "writeFile", "writeFiles", "wp-cli",
+    "activatePlugin",
+    "activateTheme",
+    "cp",
+    "defineWpConfigConsts",
+    "defineSiteUrl",
+    "enableMultisite",
+    "importWxr",
+    "importThemeStarterContent",
+    "importWordPressFiles",
+    "installPlugin",
+    "installTheme",
+    "login",
+    "mkdir",
+    "mv",
+    "resetData",
+    "request",
+    "rm",
+    "rmdir",
+    "runPHP",
+    "runPHPWithOptions",
+    "runWpInstallationWizard",
+    "runSql",
+    "setSiteOptions",
+    "setSiteLanguage",
+    "unzip",
+    "updateUserMeta",
+    "writeFile",
+    "writeFiles",
+    "wp-cli",
 )
 
 BLUEPRINT_SCHEMA: dict[str, Any] = {
@@ -33,7 +58,8 @@ BLUEPRINT_SCHEMA: dict[str, Any] = {
         "meta": {"type": "object"},
         "landingPage": {"type": "string", "pattern": "^/"},
         "preferredVersions": {
-            "type": "object", "additionalProperties": False,
+            "type": "object",
+            "additionalProperties": False,
             "properties": {"php": {"type": "string", "pattern": r"^(\d+\.\d+|latest)$"}, "wp": {"type": "string"}},
         },
         "features": {"type": "object", "properties": {"networking": {"type": "boolean"}}},
@@ -45,11 +71,18 @@ BLUEPRINT_SCHEMA: dict[str, Any] = {
         "phpExtensionBundles": {"type": "array"},
         "steps": {
             "type": "array",
-            "items": {"anyOf": [
-                {"type": "object", "required": ["step"],
-                 "properties": {"step": {"enum": list(KNOWN_STEPS)}, "progress": {"type": "object"}}},
-                {"type": "string"}, {"type": "boolean"}, {"type": "null"},
-            ]},
+            "items": {
+                "anyOf": [
+                    {
+                        "type": "object",
+                        "required": ["step"],
+                        "properties": {"step": {"enum": list(KNOWN_STEPS)}, "progress": {"type": "object"}},
+                    },
+                    {"type": "string"},
+                    {"type": "boolean"},
+                    {"type": "null"},
+                ]
+            },
         },
     },
 }
@@ -59,9 +92,13 @@ def _remote_resources(value: Any, path: list[Any]) -> list[dict[str, str]]:
     found: list[dict[str, str]] = []
     if isinstance(value, dict):
         if value.get("resource") == "url":
-            found.append({"code": "network-resource-refused", "path": json_path(path),
-                          "message": "url resources need network; Codebox runs offline "
-                                     "(use a vfs or literal resource)"})
+            found.append(
+                {
+                    "code": "network-resource-refused",
+                    "path": json_path(path),
+                    "message": "url resources need network; Codebox runs offline (use a vfs or literal resource)",
+                }
+            )
         for key, item in value.items():
             found.extend(_remote_resources(item, [*path, key]))
     elif isinstance(value, list):
@@ -113,8 +150,9 @@ def load_blueprint_file(path: Path) -> dict[str, Any]:
     if issues:
         first = issues[0]
         more = f" (and {len(issues) - 1} more problem(s); see `codebox validate-blueprint`)" if len(issues) > 1 else ""
-        raise BadInputError(f"--blueprint {path}: {first['path']}: {first['message']}{more}",
-                            code=first["code"], field=first["path"])
+        raise BadInputError(
+            f"--blueprint {path}: {first['path']}: {first['message']}{more}", code=first["code"], field=first["path"]
+        )
     assert isinstance(document, dict)
     return document
 
@@ -122,8 +160,13 @@ def load_blueprint_file(path: Path) -> dict[str, Any]:
 # What ``recipe-run`` applies from ``runtime.blueprint`` (after boot, in one PHP request, phase
 # ``run_blueprint_steps``). Anything else is an ``unsupported-field`` validation issue, never ignored.
 APPLIED_STEPS: dict[str, tuple[str, ...]] = {
-    "runPHP": ("code",), "setSiteOptions": ("options",), "writeFile": ("path", "data"), "mkdir": ("path",),
-    "rm": ("path",), "activatePlugin": ("pluginPath",), "activateTheme": ("themeFolderName",),
+    "runPHP": ("code",),
+    "setSiteOptions": ("options",),
+    "writeFile": ("path", "data"),
+    "mkdir": ("path",),
+    "rm": ("path",),
+    "activatePlugin": ("pluginPath",),
+    "activateTheme": ("themeFolderName",),
 }
 IGNORED_KEYS = ("$schema", "meta")  # descriptive only
 APPLIED_KEYS = ("steps", "siteOptions")
@@ -134,9 +177,14 @@ def blueprint_unsupported(document: dict[str, Any], base: str = "$.runtime.bluep
     out: list[dict[str, str]] = []
 
     def flag(path: str, why: str) -> None:
-        out.append({"code": "unsupported-field", "path": path,
-                    "message": f"this runtime does not apply {why}; it applies the steps "
-                               f"{', '.join(APPLIED_STEPS)} and siteOptions"})
+        out.append(
+            {
+                "code": "unsupported-field",
+                "path": path,
+                "message": f"this runtime does not apply {why}; it applies the steps "
+                f"{', '.join(APPLIED_STEPS)} and siteOptions",
+            }
+        )
 
     for key in document:
         if key not in IGNORED_KEYS and key not in APPLIED_KEYS:
@@ -152,9 +200,13 @@ def blueprint_unsupported(document: dict[str, Any], base: str = "$.runtime.bluep
             value = step.get(field)
             ok = isinstance(value, dict) if field == "options" else isinstance(value, str)
             if not ok:
-                out.append({"code": "invalid-blueprint-step", "path": f"{base}.steps[{i}].{field}",
-                            "message": f"{name} needs {field!r} as "
-                                       f"{'an object' if field == 'options' else 'a string'}"})
+                out.append(
+                    {
+                        "code": "invalid-blueprint-step",
+                        "path": f"{base}.steps[{i}].{field}",
+                        "message": f"{name} needs {field!r} as {'an object' if field == 'options' else 'a string'}",
+                    }
+                )
     return out
 
 
@@ -163,8 +215,10 @@ def blueprint_php(document: dict[str, Any]) -> str:
     lines = ["$codebox_bp = [];"]
     options = document.get("siteOptions")
     if isinstance(options, dict):
-        document = {**document, "steps": [{"step": "setSiteOptions", "options": options},
-                                          *(document.get("steps") or [])]}
+        document = {
+            **document,
+            "steps": [{"step": "setSiteOptions", "options": options}, *(document.get("steps") or [])],
+        }
     for i, step in enumerate(document.get("steps") or []):
         if not isinstance(step, dict):
             continue
@@ -176,29 +230,39 @@ def blueprint_php(document: dict[str, Any]) -> str:
             body = f"ob_start(); (function () {{ {code}\n}})(); $o = ob_get_clean();"
             lines.append(f"{body} $codebox_bp[] = ['step' => 'runPHP', 'index' => {i}, 'output' => $o];")
         elif name == "setSiteOptions":
-            lines.append(f"foreach (json_decode({json.dumps(json.dumps(arg['options']))}, true) as $k => $v) "
-                         f"{{ update_option($k, $v); }} $codebox_bp[] = ['step' => 'setSiteOptions', 'index' => {i}];")
+            lines.append(
+                f"foreach (json_decode({json.dumps(json.dumps(arg['options']))}, true) as $k => $v) "
+                f"{{ update_option($k, $v); }} $codebox_bp[] = ['step' => 'setSiteOptions', 'index' => {i}];"
+            )
         elif name == "writeFile":
-            lines.append(f"wp_mkdir_p(dirname({json.dumps(arg['path'])})); $r = file_put_contents("
-                         f"{json.dumps(arg['path'])}, {json.dumps(arg['data'])}); "
-                         f"$codebox_bp[] = ['step' => 'writeFile', 'index' => {i}, 'ok' => $r !== false];")
+            lines.append(
+                f"wp_mkdir_p(dirname({json.dumps(arg['path'])})); $r = file_put_contents("
+                f"{json.dumps(arg['path'])}, {json.dumps(arg['data'])}); "
+                f"$codebox_bp[] = ['step' => 'writeFile', 'index' => {i}, 'ok' => $r !== false];"
+            )
         elif name == "mkdir":
-            lines.append(f"$codebox_bp[] = ['step' => 'mkdir', 'index' => {i}, "
-                         f"'ok' => wp_mkdir_p({json.dumps(arg['path'])})];")
+            lines.append(
+                f"$codebox_bp[] = ['step' => 'mkdir', 'index' => {i}, 'ok' => wp_mkdir_p({json.dumps(arg['path'])})];"
+            )
         elif name == "rm":
-            lines.append(f"$codebox_bp[] = ['step' => 'rm', 'index' => {i}, "
-                         f"'ok' => @unlink({json.dumps(arg['path'])})];")
+            lines.append(
+                f"$codebox_bp[] = ['step' => 'rm', 'index' => {i}, 'ok' => @unlink({json.dumps(arg['path'])})];"
+            )
         elif name == "activatePlugin":
-            lines.append("require_once ABSPATH . 'wp-admin/includes/plugin.php'; "
-                         f"$p = {json.dumps(arg['pluginPath'])}; $p = str_starts_with($p, WP_PLUGIN_DIR) ? "
-                         "plugin_basename($p) : $p; if (!str_ends_with($p, '.php')) { $p = $p . '/' . basename($p)"
-                         " . '.php'; } $r = activate_plugin($p); $codebox_bp[] = ['step' => 'activatePlugin', "
-                         f"'index' => {i}, 'ok' => !is_wp_error($r), 'error' => is_wp_error($r) ? "
-                         "$r->get_error_message() : null];")
+            lines.append(
+                "require_once ABSPATH . 'wp-admin/includes/plugin.php'; "
+                f"$p = {json.dumps(arg['pluginPath'])}; $p = str_starts_with($p, WP_PLUGIN_DIR) ? "
+                "plugin_basename($p) : $p; if (!str_ends_with($p, '.php')) { $p = $p . '/' . basename($p)"
+                " . '.php'; } $r = activate_plugin($p); $codebox_bp[] = ['step' => 'activatePlugin', "
+                f"'index' => {i}, 'ok' => !is_wp_error($r), 'error' => is_wp_error($r) ? "
+                "$r->get_error_message() : null];"
+            )
         elif name == "activateTheme":
-            lines.append(f"switch_theme({json.dumps(arg['themeFolderName'])}); $codebox_bp[] = ['step' => "
-                         f"'activateTheme', 'index' => {i}, 'ok' => get_stylesheet() === "
-                         f"{json.dumps(arg['themeFolderName'])}];")
+            lines.append(
+                f"switch_theme({json.dumps(arg['themeFolderName'])}); $codebox_bp[] = ['step' => "
+                f"'activateTheme', 'index' => {i}, 'ok' => get_stylesheet() === "
+                f"{json.dumps(arg['themeFolderName'])}];"
+            )
     lines.append("echo json_encode($codebox_bp);")
     return "\n".join(lines)
 
@@ -228,7 +292,8 @@ def reviewed_code_ran(blueprint: dict[str, Any], mount_targets: list[str]) -> st
     for target in mount_targets:
         target = target.rstrip("/")
         if target.startswith("/wordpress/wp-content/mu-plugins") or (
-                target.startswith("/wordpress/wp-content/") and target.count("/") == 3 and target.endswith(".php")):
+            target.startswith("/wordpress/wp-content/") and target.count("/") == 3 and target.endswith(".php")
+        ):
             return f"the mount {target} is loaded with WordPress"
     for index, step in enumerate(blueprint.get("steps") or []):
         if isinstance(step, dict) and step.get("step") in ("activatePlugin", "activateTheme"):

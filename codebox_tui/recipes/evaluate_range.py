@@ -56,24 +56,39 @@ def check_evaluation_backend(backend: str | None) -> str:
     return backend_name(backend)
 
 
-def check_evaluation_inputs(plugin_dir: Path, patch_file: Path | None, git_range: str | None, *, wp: str,
-                            php: str | None, backend: str | None = None) -> None:
+def check_evaluation_inputs(
+    plugin_dir: Path,
+    patch_file: Path | None,
+    git_range: str | None,
+    *,
+    wp: str,
+    php: str | None,
+    backend: str | None = None,
+) -> None:
     """What ``evaluate-patch`` and the TUI's "Evaluate a patch" form check before anything boots: exactly one of
     a patch file and a git range, the plugin folder, the patch file, the range's form, the backend, the
     WordPress and PHP versions (a BadInputError whose ``field`` is the option at fault; ``php`` None: the
     backend's default)."""
     chosen = check_evaluation_backend(backend)
     if (patch_file is None) == (git_range is None):
-        raise BadInputError("give exactly one of --patch FILE and --git BASE..HEAD", code="invalid-arg",
-                            field="--patch")
+        raise BadInputError(
+            "give exactly one of --patch FILE and --git BASE..HEAD", code="invalid-arg", field="--patch"
+        )
     plugin = plugin_dir.expanduser().resolve()
     single_file = plugin.is_file() and plugin.suffix == ".php"  # a single-file must-use plugin
     if not plugin.is_dir() and not single_file:
-        raise BadInputError(f"plugin directory not found: {plugin} (expected a plugin folder, or a single-file "
-                            "must-use plugin ending in .php)", code="missing-source", field="--plugin")
+        raise BadInputError(
+            f"plugin directory not found: {plugin} (expected a plugin folder, or a single-file "
+            "must-use plugin ending in .php)",
+            code="missing-source",
+            field="--plugin",
+        )
     if single_file and git_range is not None:
-        raise BadInputError("--git evaluates a range of a plugin folder's own repository; a single .php file "
-                            "takes --patch FILE", code="invalid-arg", field="--git")
+        raise BadInputError(
+            "--git evaluates a range of a plugin folder's own repository; a single .php file takes --patch FILE",
+            code="invalid-arg",
+            field="--git",
+        )
     if patch_file is not None and not patch_file.expanduser().is_file():
         raise BadInputError(f"patch file not found: {patch_file}", code="missing-source", field="--patch")
     if git_range is not None:
@@ -103,17 +118,34 @@ def export_range(plugin_dir: Path, text: str, scratch: Path, slug: str) -> tuple
     git = _git(plugin_dir)
     inside = git.run("rev-parse", "--show-prefix", timeout=60)
     if inside.returncode != 0:
-        raise BadInputError(f"--git needs --plugin to be in a git repository; {plugin_dir} is not",
-                            code="not-a-git-repository", field="--plugin")
+        raise BadInputError(
+            f"--git needs --plugin to be in a git repository; {plugin_dir} is not",
+            code="not-a-git-repository",
+            field="--plugin",
+        )
     base, head = _commit(git, base_rev, text), _commit(git, head_rev, text)
     if base == head:
         raise _bad(f"--git {text!r}: BASE and HEAD are the same commit; there is nothing to evaluate")
     dirty = git.run("status", "--porcelain", "--untracked-files=no", "--", ".", timeout=120)
     if dirty.returncode != 0 or dirty.stdout.strip():
-        raise _bad(f"--git {text!r}: {plugin_dir} has uncommitted changes, which the range would leave out; "
-                   "commit or stash them first", code="dirty-work-tree")
-    patch = git.run("diff", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", "--relative", base, head,
-                    "--", ".", timeout=300)
+        raise _bad(
+            f"--git {text!r}: {plugin_dir} has uncommitted changes, which the range would leave out; "
+            "commit or stash them first",
+            code="dirty-work-tree",
+        )
+    patch = git.run(
+        "diff",
+        "--binary",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--relative",
+        base,
+        head,
+        "--",
+        ".",
+        timeout=300,
+    )
     if patch.returncode != 0:
         raise _bad(f"--git {text!r}: git diff failed: {patch.stderr.decode(errors='replace')[:300]}")
     if not patch.stdout.strip():
@@ -121,21 +153,26 @@ def export_range(plugin_dir: Path, text: str, scratch: Path, slug: str) -> tuple
     # run in the plugin's folder, git archive exports only that folder, by paths relative to it
     archive = git.run("archive", "--format=tar", base, timeout=300)
     if archive.returncode != 0 or len(archive.stdout) > MAX_ARCHIVE_BYTES:
-        raise _bad(f"--git {text!r}: git archive of {base[:12]} failed: "
-                   f"{archive.stderr.decode(errors='replace')[:300] or 'the archive is too large'}")
+        raise _bad(
+            f"--git {text!r}: git archive of {base[:12]} failed: "
+            f"{archive.stderr.decode(errors='replace')[:300] or 'the archive is too large'}"
+        )
     target = scratch / slug
     target.mkdir()
     try:
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             tar.extractall(target, filter="data")  # no absolute paths, no escaping links, no devices
     except (tarfile.TarError, OSError) as error:  # FilterError is a TarError
-        raise _bad(f"--git {text!r}: the plugin's files at {base[:12]} cannot be exported safely: {error}",
-                   code="unsafe-git-tree") from error
+        raise _bad(
+            f"--git {text!r}: the plugin's files at {base[:12]} cannot be exported safely: {error}",
+            code="unsafe-git-tree",
+        ) from error
     try:
         overlay_untracked(git, plugin_dir, target, _tracked(git, base, head, text), text)
     except OSError as error:
-        raise _bad(f"--git {text!r}: the work tree's untracked files cannot be copied: {error}",
-                   code="unsafe-git-tree") from error
+        raise _bad(
+            f"--git {text!r}: the work tree's untracked files cannot be copied: {error}", code="unsafe-git-tree"
+        ) from error
     patch_file = scratch / f"{base[:12]}..{head[:12]}.patch"
     patch_file.write_bytes(patch.stdout)
     return target, patch_file, {"repository": str(plugin_dir), "range": text, "base": base, "head": head}
@@ -168,8 +205,9 @@ def overlay_paths(untracked: list[str], tracked: set[str]) -> list[str]:
             continue  # a nested repository or a folder git did not descend into
         parts = path.split("/")
         if path.startswith("/") or any(part in ("", ".", "..") for part in parts):
-            raise _bad(f"git listed the untracked path {path!r}, which is not inside the plugin folder",
-                       code="unsafe-git-tree")
+            raise _bad(
+                f"git listed the untracked path {path!r}, which is not inside the plugin folder", code="unsafe-git-tree"
+            )
         if ".git" in parts or path in tracked or path in tracked_dirs:
             continue
         if any(parent in tracked for parent in _parents(path)):
@@ -205,8 +243,11 @@ def overlay_untracked(git: Any, plugin_dir: Path, target: Path, tracked: set[str
             link = os.readlink(source)
             resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), link))
             if posixpath.isabs(link) or resolved == ".." or resolved.startswith("../"):
-                raise _bad(f"--git {text!r}: the untracked link {path} points out of the plugin folder "
-                           f"({link}); it is not copied into the sandbox", code="unsafe-git-tree")
+                raise _bad(
+                    f"--git {text!r}: the untracked link {path} points out of the plugin folder "
+                    f"({link}); it is not copied into the sandbox",
+                    code="unsafe-git-tree",
+                )
             os.symlink(link, dest)
         else:
             total += info.st_size
@@ -234,8 +275,10 @@ def _make_parents(target: Path, path: str, text: str) -> None:
             os.mkdir(folder)
             continue
         if not stat.S_ISDIR(info.st_mode):
-            raise _bad(f"--git {text!r}: the untracked {path} needs {folder.relative_to(target)} to be a folder",
-                       code="unsafe-git-tree")
+            raise _bad(
+                f"--git {text!r}: the untracked {path} needs {folder.relative_to(target)} to be a folder",
+                code="unsafe-git-tree",
+            )
 
 
 def evaluate_git_range(plugin_dir: Path, text: str, *, slug: str | None = None, **options: Any) -> dict[str, Any]:

@@ -95,14 +95,29 @@ register_shutdown_function(
 	}
 );
 """
-READ_BACK_PHP = ("<?php $f = %(log)s; echo is_file( $f ) ? file_get_contents( $f ) : ''; @unlink( $f );"
-                 " @unlink( %(mu)s );")
+READ_BACK_PHP = (
+    "<?php $f = %(log)s; echo is_file( $f ) ? file_get_contents( $f ) : ''; @unlink( $f ); @unlink( %(mu)s );"
+)
 
-ERROR_TYPES = {1: "Fatal error", 2: "Warning", 4: "Parse error", 8: "Notice", 16: "Fatal error", 64: "Fatal error",
-               256: "Fatal error", 512: "Warning", 1024: "Notice", 2048: "Strict", 4096: "Recoverable error",
-               8192: "Deprecated", 16384: "Deprecated"}
-RESPONSE_ERRORS = re.compile(r"(?:<b>)?(Fatal error|Parse error|Warning|Notice|Deprecated)(?:</b>)?:\s+(.{0,300})"
-                             r"|There has been a critical error on this website")
+ERROR_TYPES = {
+    1: "Fatal error",
+    2: "Warning",
+    4: "Parse error",
+    8: "Notice",
+    16: "Fatal error",
+    64: "Fatal error",
+    256: "Fatal error",
+    512: "Warning",
+    1024: "Notice",
+    2048: "Strict",
+    4096: "Recoverable error",
+    8192: "Deprecated",
+    16384: "Deprecated",
+}
+RESPONSE_ERRORS = re.compile(
+    r"(?:<b>)?(Fatal error|Parse error|Warning|Notice|Deprecated)(?:</b>)?:\s+(.{0,300})"
+    r"|There has been a critical error on this website"
+)
 
 
 def plain(text: str) -> str:
@@ -137,7 +152,10 @@ def parse_record(text: str) -> ProbeRecord | None:
     errors = value.get("errors")
     return ProbeRecord(
         errors=[e for e in errors if isinstance(e, dict)][:MAX_ERRORS] if isinstance(errors, list) else [],
-        active_at_start=flag("activeAtStart"), active_at_end=flag("activeAtEnd"), wp_loaded=flag("wpLoaded"))
+        active_at_start=flag("activeAtStart"),
+        active_at_end=flag("activeAtEnd"),
+        wp_loaded=flag("wpLoaded"),
+    )
 
 
 def _error_text(error: dict[str, Any]) -> str:
@@ -159,31 +177,42 @@ class FrontEndResult:
     conclusive: bool = False
 
 
-def front_end_probe(session: Any, site_state: SiteStateRecorder, slug: str, url: str, target: str,
-                    mu_file: str | None) -> FrontEndResult:
+def front_end_probe(
+    session: Any, site_state: SiteStateRecorder, slug: str, url: str, target: str, mu_file: str | None
+) -> FrontEndResult:
     """GET ``url`` through the sandbox with the recording must-use plugin in place: PHP fatal errors, warnings and
     notices (in the response, or raised by the plugin's files) and whether the plugin is still active (a
     single-file must-use plugin: still loaded). The must-use plugin is Codebox's own write, declared to the
     site-state diff (docs/site-state.md, "Attribution") and removed, with its record, by the read-back."""
     out: dict[str, Any] = {"url": url, "status": "passed", "problems": []}
     mu_path = f"{target}/{mu_file}" if mu_file else None
-    code = PROBE_PHP % {"mu_file": php_string(mu_path) if mu_path else "null", "prefix": php_string(slug + "/"),
-                        "log": php_string(PROBE_LOG)}
+    code = PROBE_PHP % {
+        "mu_file": php_string(mu_path) if mu_path else "null",
+        "prefix": php_string(slug + "/"),
+        "log": php_string(PROBE_LOG),
+    }
     active_in_database: bool | None = None
     try:
         site_state.write_setup_file(PROBE_MU_PLUGIN, code.encode("utf-8"), "evaluate-patch: front-end probe", 30.0)
         response = session.sandbox.request(url, 120.0)
         # Codebox's own reads (probe_php: nothing the sandbox planted runs with them), WordPress not loaded
         recorded = session.sandbox.probe_php(
-            READ_BACK_PHP % {"log": php_string(PROBE_LOG), "mu": php_string(PROBE_MU_PLUGIN)}, 60.0)
+            READ_BACK_PHP % {"log": php_string(PROBE_LOG), "mu": php_string(PROBE_MU_PLUGIN)}, 60.0
+        )
         if not mu_file:
             try:
                 active_in_database = any(p.startswith(slug + "/") for p in read_active_plugins(session.sandbox))
             except SandboxError as exc:
                 session.emit("evaluate.active-plugins-unreadable", exc.to_dict(), level="warning")
     except CodeboxError as exc:
-        return FrontEndResult({**out, "status": "failed", "fatal": f"the front-end probe failed: {exc.message}",
-                               "problems": [exc.message]})
+        return FrontEndResult(
+            {
+                **out,
+                "status": "failed",
+                "fatal": f"the front-end probe failed: {exc.message}",
+                "problems": [exc.message],
+            }
+        )
     out["httpStatus"] = response.status
     record = parse_record(recorded.text[:MAX_RECORD_BYTES])
     problems: list[str] = []
@@ -228,6 +257,12 @@ def front_end_probe(session: Any, site_state: SiteStateRecorder, slug: str, url:
     # WordPress either stopped on a fatal error while loading (the plugin fails to load) or finished loading (a
     # must-use plugin: with its file included)
     started_active = bool(mu_file) or (record is not None and record.active_at_start is True)
-    conclusive = record is not None and started_active and (load_failure is not None or (
-        record.wp_loaded is True and (record.active_at_end is True if mu_file else True)))
+    conclusive = (
+        record is not None
+        and started_active
+        and (
+            load_failure is not None
+            or (record.wp_loaded is True and (record.active_at_end is True if mu_file else True))
+        )
+    )
     return FrontEndResult(out, load_failure, conclusive)

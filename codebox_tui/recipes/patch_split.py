@@ -58,8 +58,11 @@ def test_rule(plugin_dir: Path, globs: list[str] | None = None) -> TestRule:
     if globs:
         for glob in globs:
             if not glob.strip() or glob.startswith("/"):
-                raise BadInputError(f"--tests-path {glob!r}: expected a glob relative to the plugin folder "
-                                    "(e.g. 'spec/*')", code="invalid-arg", field="--tests-path")
+                raise BadInputError(
+                    f"--tests-path {glob!r}: expected a glob relative to the plugin folder (e.g. 'spec/*')",
+                    code="invalid-arg",
+                    field="--tests-path",
+                )
         return TestRule(globs=list(globs))
     return TestRule(suite_dirs=_suite_dirs(plugin_dir))
 
@@ -115,7 +118,7 @@ def _paths(section: bytes) -> list[str]:
         if raw not in out:
             out.append(raw)
     if not out and section.startswith(b"diff --git "):
-        header = section.split(b"\n", 1)[0].decode("utf-8", errors="replace")[len("diff --git "):]
+        header = section.split(b"\n", 1)[0].decode("utf-8", errors="replace")[len("diff --git ") :]
         half = header.split(" b/", 1)
         if len(half) == 2 and half[0].startswith("a/"):
             out.append(half[1])

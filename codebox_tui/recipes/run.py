@@ -58,14 +58,22 @@ def _copy_tree(src: Path, dst: Path, exclude: list[str]) -> None:
     shutil.copytree(src, dst, ignore=ignore, symlinks=True)
 
 
-def prepare_inputs(recipe: WorkspaceRecipe, base_dir: Path, scratch: Path, policy: RuntimePolicy
-                   ) -> tuple[list[MountSpec], list[MountSpec], list[dict[str, Any]]]:
+def prepare_inputs(
+    recipe: WorkspaceRecipe, base_dir: Path, scratch: Path, policy: RuntimePolicy
+) -> tuple[list[MountSpec], list[MountSpec], list[dict[str, Any]]]:
     """(user mounts, extra-plugin mounts, prepared extra plugins) with workspaces materialised under scratch.
     The tools the recipe's commands need (PHPUnit, wp-cli) are the run lifecycle's (lifecycle/tools.py)."""
-    mounts = [MountSpec(type=m.type, source=str(resolve_source(base_dir, m.source).resolve()), target=m.target,
-                        mode=m.mode, captureArtifacts=m.captureArtifacts,
-                        metadata={**m.metadata, **({LIVE_MOUNT_KEY: True} if m.live else {})})
-              for m in recipe.inputs.mounts]
+    mounts = [
+        MountSpec(
+            type=m.type,
+            source=str(resolve_source(base_dir, m.source).resolve()),
+            target=m.target,
+            mode=m.mode,
+            captureArtifacts=m.captureArtifacts,
+            metadata={**m.metadata, **({LIVE_MOUNT_KEY: True} if m.live else {})},
+        )
+        for m in recipe.inputs.mounts
+    ]
     for i, ws in enumerate(recipe.inputs.workspaces):
         seed = ws.seed
         slug = seed.slug or f"workspace-{i}"
@@ -76,8 +84,14 @@ def prepare_inputs(recipe: WorkspaceRecipe, base_dir: Path, scratch: Path, polic
             write_theme_scaffold(dest, slug, seed.name)
         else:
             _copy_tree(resolve_source(base_dir, str(seed.source)), dest, seed.excludePaths)
-        mounts.append(MountSpec(source=str(dest), target=workspace_target(seed.type, slug, ws.target), mode=ws.mode,
-                                metadata={"mountRole": "workspace", "seedType": seed.type, "slug": slug}))
+        mounts.append(
+            MountSpec(
+                source=str(dest),
+                target=workspace_target(seed.type, slug, ws.target),
+                mode=ws.mode,
+                metadata={"mountRole": "workspace", "seedType": seed.type, "slug": slug},
+            )
+        )
     tools: list[MountSpec] = []
     plugins: list[dict[str, Any]] = []
     for i, plugin in enumerate(recipe.inputs.extra_plugins):
@@ -93,18 +107,29 @@ def prepare_inputs(recipe: WorkspaceRecipe, base_dir: Path, scratch: Path, polic
             with zipfile.ZipFile(src) as archive:
                 for member in archive.namelist():
                     if member.startswith("/") or ".." in Path(member).parts:
-                        raise BadInputError(f"unsafe path {member!r} in {src}", code="invalid-source",
-                                            field=f"$.inputs.extra_plugins[{i}].source")
+                        raise BadInputError(
+                            f"unsafe path {member!r} in {src}",
+                            code="invalid-source",
+                            field=f"$.inputs.extra_plugins[{i}].source",
+                        )
                 archive.extractall(out)
             entries = [p for p in out.iterdir()]
             src = entries[0] if len(entries) == 1 and entries[0].is_dir() else out
         slug = plugin.slug or src.name
         target = extra_plugin_target(load_as, slug)
-        tools.append(MountSpec(source=str(src.resolve()), target=target, mode="readonly", captureArtifacts=False,
-                               metadata={"mountRole": "extra-plugin", "slug": slug}))
+        tools.append(
+            MountSpec(
+                source=str(src.resolve()),
+                target=target,
+                mode="readonly",
+                captureArtifacts=False,
+                metadata={"mountRole": "extra-plugin", "slug": slug},
+            )
+        )
         main = plugin.pluginFile or (f"{slug}/{single}" if single else _find_plugin_file(src, slug))
-        plugins.append({"slug": slug, "loadAs": load_as, "activate": plugin.activate, "target": target,
-                        "pluginFile": main})
+        plugins.append(
+            {"slug": slug, "loadAs": load_as, "activate": plugin.activate, "target": target, "pluginFile": main}
+        )
     return mounts, tools, plugins
 
 
@@ -133,9 +158,11 @@ def _plugin_setup_php(plugins: list[dict[str, Any]]) -> str:
         if p["loadAs"] == "mu-plugin":  # its loader is written from the host (_RecipeRun.setup)
             lines.append(f"$out[] = ['slug' => {json.dumps(p['slug'])}, 'loaded' => 'mu-plugin'];")
         elif p["activate"]:
-            lines.append(f"$r = activate_plugin({json.dumps(p['pluginFile'])}); $out[] = ['slug' => "
-                         f"{json.dumps(p['slug'])}, 'active' => !is_wp_error($r), 'error' => is_wp_error($r) ? "
-                         "$r->get_error_message() : null];")
+            lines.append(
+                f"$r = activate_plugin({json.dumps(p['pluginFile'])}); $out[] = ['slug' => "
+                f"{json.dumps(p['slug'])}, 'active' => !is_wp_error($r), 'error' => is_wp_error($r) ? "
+                "$r->get_error_message() : null];"
+            )
     lines.append("echo json_encode($out);")
     return "\n".join(lines)
 
@@ -150,14 +177,23 @@ def staged_file_pairs(recipe: WorkspaceRecipe, base_dir: Path) -> list[tuple[Pat
     for i, staged in enumerate(recipe.inputs.stagedFiles):
         src = resolve_source(base_dir, staged.source)
         target = staged.target.rstrip("/") or "/"
-        files = [(src, target)] if src.is_file() else [
-            (f, f"{target}/{f.relative_to(src).as_posix()}") for f in sorted(src.rglob("*"))
-            if f.is_file() and not f.is_symlink()]
+        files = (
+            [(src, target)]
+            if src.is_file()
+            else [
+                (f, f"{target}/{f.relative_to(src).as_posix()}")
+                for f in sorted(src.rglob("*"))
+                if f.is_file() and not f.is_symlink()
+            ]
+        )
         for f, _t in files:
             total += f.stat().st_size
         if total > MAX_STAGED_BYTES:
-            raise BadInputError(f"staged files exceed {MAX_STAGED_BYTES} bytes", code="staged-files-too-large",
-                                field=f"$.inputs.stagedFiles[{i}].source")
+            raise BadInputError(
+                f"staged files exceed {MAX_STAGED_BYTES} bytes",
+                code="staged-files-too-large",
+                field=f"$.inputs.stagedFiles[{i}].source",
+            )
         pairs.extend(files)
     return pairs
 
@@ -165,8 +201,9 @@ def staged_file_pairs(recipe: WorkspaceRecipe, base_dir: Path) -> list[tuple[Pat
 def json_contains(actual: Any, expected: Any) -> bool:
     """True when every key/value of ``expected`` is in ``actual`` (objects recursively; other values equal)."""
     if isinstance(expected, dict):
-        return isinstance(actual, dict) and all(k in actual and json_contains(actual[k], v)
-                                                for k, v in expected.items())
+        return isinstance(actual, dict) and all(
+            k in actual and json_contains(actual[k], v) for k, v in expected.items()
+        )
     return bool(actual == expected)
 
 
@@ -196,8 +233,7 @@ def _versions() -> dict[str, Any]:
 class _RecipeRun:
     """The bookkeeping of one recipe run: what each phase, step and probe did (the attestation's lists)."""
 
-    def __init__(self, run: OpenRun, recipe: WorkspaceRecipe, base_dir: Path,
-                 cancel: threading.Event | None) -> None:
+    def __init__(self, run: OpenRun, recipe: WorkspaceRecipe, base_dir: Path, cancel: threading.Event | None) -> None:
         self.run, self.session, self.recipe, self.base_dir = run, run.session, recipe, base_dir
         self.cancel = cancel
         self.executions: list[dict[str, Any]] = []
@@ -217,11 +253,13 @@ class _RecipeRun:
         try:
             data = fn()
         except Exception as exc:
-            self.phases.append({"name": name, "status": "failed", "durationMs": int((time.monotonic() - t0) * 1000),
-                                "error": str(exc)})
+            self.phases.append(
+                {"name": name, "status": "failed", "durationMs": int((time.monotonic() - t0) * 1000), "error": str(exc)}
+            )
             raise
-        self.phases.append({"name": name, "status": "completed", "durationMs": int((time.monotonic() - t0) * 1000),
-                            "data": data})
+        self.phases.append(
+            {"name": name, "status": "completed", "durationMs": int((time.monotonic() - t0) * 1000), "data": data}
+        )
         return data
 
     def _php_phase(self, name: str, code: str, check: Callable[[Any], Any] | None = None) -> Any:
@@ -250,8 +288,14 @@ class _RecipeRun:
                     data = json.loads(resolve_source(base_dir, seed.source).read_text(encoding="utf-8"))
                     self._php_phase(f"site_seed:{seed.name}", site_seed_php(seed, data))
                 else:
-                    self.phases.append({"name": f"site_seed:{seed.name}", "status": "completed", "durationMs": 0,
-                                        "data": {"action": "skipped", "reason": "parent_site seeds are declarations"}})
+                    self.phases.append(
+                        {
+                            "name": f"site_seed:{seed.name}",
+                            "status": "completed",
+                            "durationMs": 0,
+                            "data": {"action": "skipped", "reason": "parent_site seeds are declarations"},
+                        }
+                    )
             # the setup's own writes under wp-content are declared input (docs/site-state.md)
             site_state.rebase_files()
         except CodeboxError as exc:
@@ -270,14 +314,29 @@ class _RecipeRun:
         advisory; a cancel stops it before the next step. False when the run failed here."""
         for step_phase, index, step in all_steps(self.recipe):
             if self.cancelled:
-                self.failures.append({"phase": step_phase, "index": index, "command": step.command,
-                                      "error": {"code": "cancelled", "message": "The run was cancelled"}})
+                self.failures.append(
+                    {
+                        "phase": step_phase,
+                        "index": index,
+                        "command": step.command,
+                        "error": {"code": "cancelled", "message": "The run was cancelled"},
+                    }
+                )
                 return False
-            entry: dict[str, Any] = {"phase": step_phase, "index": index, "command": step.command,
-                                     **({"allowFailure": True} if step.allowFailure else {})}
+            entry: dict[str, Any] = {
+                "phase": step_phase,
+                "index": index,
+                "command": step.command,
+                **({"allowFailure": True} if step.allowFailure else {}),
+            }
             try:
-                result = self.run.execute(CommandStep(step.command, resolved_step_args(step, self.base_dir),
-                                                      step.timeoutMs / 1000 if step.timeoutMs else None))
+                result = self.run.execute(
+                    CommandStep(
+                        step.command,
+                        resolved_step_args(step, self.base_dir),
+                        step.timeoutMs / 1000 if step.timeoutMs else None,
+                    )
+                )
                 entry.update(exitCode=result.exitCode, executionId=result.id, durationMs=result.durationMs)
                 failed = result.exitCode != 0
                 error: Any = (result.stderr or result.stdout)[-2000:] if failed else None
@@ -300,12 +359,20 @@ class _RecipeRun:
             self.probes.append(checks.with_message(_run_probe(self.session, probe, self.base_dir)))
         failed_probes = checks.failed_probes(self.probes)  # name, expected and actual JSON, message
         self.failures.extend(failed_probes)
-        self.phases.append({"name": "run_probes", "status": "failed" if failed_probes else "completed",
-                            "durationMs": int((time.monotonic() - t0) * 1000),
-                            "data": {"probes": len(self.probes), "failed": len(failed_probes)}})
+        self.phases.append(
+            {
+                "name": "run_probes",
+                "status": "failed" if failed_probes else "completed",
+                "durationMs": int((time.monotonic() - t0) * 1000),
+                "data": {"probes": len(self.probes), "failed": len(failed_probes)},
+            }
+        )
         path = self.session.add_evidence(layout.PROBES, "probe-results", "application/json")
-        path.write_text(self.session.redact(json.dumps({"schema": PROBES_SCHEMA, "probes": self.probes}, indent=2,
-                                                       default=str)) + "\n", encoding="utf-8")
+        path.write_text(
+            self.session.redact(json.dumps({"schema": PROBES_SCHEMA, "probes": self.probes}, indent=2, default=str))
+            + "\n",
+            encoding="utf-8",
+        )
 
     def collect_declared(self) -> None:
         t0 = time.monotonic()
@@ -313,11 +380,17 @@ class _RecipeRun:
             entry = _collect_declared(self.session, art)
             self.declared.append(entry)
             if entry["status"] != "collected" and art.required:
-                self.failures.append({"phase": "collect_artifacts", "artifact": art.name,
-                                      "error": entry.get("error", "missing")})
-        self.phases.append({"name": "collect_artifacts", "status": "completed",
-                            "durationMs": int((time.monotonic() - t0) * 1000),
-                            "data": {"declaredArtifacts": self.declared}})
+                self.failures.append(
+                    {"phase": "collect_artifacts", "artifact": art.name, "error": entry.get("error", "missing")}
+                )
+        self.phases.append(
+            {
+                "name": "collect_artifacts",
+                "status": "completed",
+                "durationMs": int((time.monotonic() - t0) * 1000),
+                "data": {"declaredArtifacts": self.declared},
+            }
+        )
 
     def attest(self, validation: RecipeValidation, policy: RuntimePolicy, recipe_text: str | None) -> None:
         recipe = self.recipe
@@ -325,12 +398,18 @@ class _RecipeRun:
         attestation = {
             "schema": ATTESTATION_SCHEMA,
             "kind": recipe.kind,
-            "recipe": {"path": validation.recipe_path,
-                       "sha256": hashlib.sha256((recipe_text or stable_json(recipe.model_dump(
-                           mode="json", by_alias=True))).encode("utf-8")).hexdigest()},
+            "recipe": {
+                "path": validation.recipe_path,
+                "sha256": hashlib.sha256(
+                    (recipe_text or stable_json(recipe.model_dump(mode="json", by_alias=True))).encode("utf-8")
+                ).hexdigest(),
+            },
             "versions": {**_versions(), "wordpress": recipe.runtime.wp, "php": self.session.spec.php},
-            "policy": {"hash": policy_hash(policy), "commands": policy.commands, "network": policy.network
-                       if isinstance(policy.network, str) else "allow-hosts"},
+            "policy": {
+                "hash": policy_hash(policy),
+                "commands": policy.commands,
+                "network": policy.network if isinstance(policy.network, str) else "allow-hosts",
+            },
             "secrets": [{"name": n, "provided": n in secrets, "value": "[REDACTED]"} for n in recipe.inputs.secretEnv],
             "runtimeId": self.session.runtime_id,
             "phases": self.phases,
@@ -345,28 +424,53 @@ class _RecipeRun:
         path.write_text(self.session.redact(json.dumps(attestation, indent=2, default=str)) + "\n", encoding="utf-8")
 
 
-def recipe_request(validation: RecipeValidation, base_dir: Path, scratch: Path, *, artifacts_dir: Path | None = None,
-                   backend: str | None = None) -> tuple[RunRequest, list[dict[str, Any]]]:
+def recipe_request(
+    validation: RecipeValidation,
+    base_dir: Path,
+    scratch: Path,
+    *,
+    artifacts_dir: Path | None = None,
+    backend: str | None = None,
+) -> tuple[RunRequest, list[dict[str, Any]]]:
     """The run a valid recipe asks for (its workspaces made under ``scratch``) and its extra plugins, on
     ``backend`` (``--backend``) when given, else the recipe's ``runtime.backend``, else ``CODEBOX_BACKEND``."""
     recipe, policy = validation.recipe, validation.policy
     if not validation.valid or recipe is None or policy is None:
-        first = f" (first of {len(validation.issues)}: {validation.issues[0].path}: {validation.issues[0].message})" \
-            if validation.issues else ""
-        raise BadInputError(f"recipe {validation.recipe_path} is not valid{first}; run `codebox recipe validate`",
-                            code="invalid-recipe", field=validation.issues[0].path if validation.issues else None)
-    root = artifacts_dir or (resolve_source(base_dir, recipe.artifacts.directory) if recipe.artifacts.directory
-                             else None) or get_settings().artifacts_dir
+        first = (
+            f" (first of {len(validation.issues)}: {validation.issues[0].path}: {validation.issues[0].message})"
+            if validation.issues
+            else ""
+        )
+        raise BadInputError(
+            f"recipe {validation.recipe_path} is not valid{first}; run `codebox recipe validate`",
+            code="invalid-recipe",
+            field=validation.issues[0].path if validation.issues else None,
+        )
+    root = (
+        artifacts_dir
+        or (resolve_source(base_dir, recipe.artifacts.directory) if recipe.artifacts.directory else None)
+        or get_settings().artifacts_dir
+    )
     mounts, plugin_mounts, plugins = prepare_inputs(recipe, base_dir, scratch, policy)
     request = RunRequest(
-        mounts=mounts, policy=policy, wp=recipe.runtime.wp, php=recipe.runtime.phpVersion,
+        mounts=mounts,
+        policy=policy,
+        wp=recipe.runtime.wp,
+        php=recipe.runtime.phpVersion,
         backend=chosen_backend(backend, recipe.runtime.backend),
-        extra_mounts=[*plugin_mounts, *core_checkout_mounts(
-            [(step.command, parse_args(get_command(step.command), step.args)) for _, _, step in all_steps(recipe)],
-            base_dir)],
-        env=dict(recipe.inputs.runtimeEnv), metadata={"recipe": validation.recipe_path, **recipe.metadata},
-        boot_timeout_s=(recipe.runtime.bootTimeoutMs or 120_000) / 1000, artifacts_root=Path(root),
-        flow="recipe-run")
+        extra_mounts=[
+            *plugin_mounts,
+            *core_checkout_mounts(
+                [(step.command, parse_args(get_command(step.command), step.args)) for _, _, step in all_steps(recipe)],
+                base_dir,
+            ),
+        ],
+        env=dict(recipe.inputs.runtimeEnv),
+        metadata={"recipe": validation.recipe_path, **recipe.metadata},
+        boot_timeout_s=(recipe.runtime.bootTimeoutMs or 120_000) / 1000,
+        artifacts_root=Path(root),
+        flow="recipe-run",
+    )
     preview = recipe.runtime.preview
     if preview is not None:  # recipe-run's --preview-* options, applied after this, win over these
         request.hold_s = preview_hold_seconds(preview.hold)
@@ -375,12 +479,20 @@ def recipe_request(validation: RecipeValidation, base_dir: Path, scratch: Path, 
     return request, plugins
 
 
-def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: Path | None = None,
-               recipe_text: str | None = None, on_session: Callable[[Any], None] | None = None,
-               cancel: threading.Event | None = None, control: RunControl | None = None,
-               progress: ProgressListener | None = None, backend: str | None = None,
-               preview: Callable[[RunRequest], None] | None = None,
-               on_held: Callable[[OpenRun], None] | None = None) -> dict[str, Any]:
+def run_recipe(
+    validation: RecipeValidation,
+    base_dir: Path,
+    *,
+    artifacts_dir: Path | None = None,
+    recipe_text: str | None = None,
+    on_session: Callable[[Any], None] | None = None,
+    cancel: threading.Event | None = None,
+    control: RunControl | None = None,
+    progress: ProgressListener | None = None,
+    backend: str | None = None,
+    preview: Callable[[RunRequest], None] | None = None,
+    on_held: Callable[[OpenRun], None] | None = None,
+) -> dict[str, Any]:
     """Run a valid recipe in one sandbox through the run lifecycle (``lifecycle/service.py``: tools, capture,
     sealing, the review inbox) and capture one bundle. ``on_session`` gets the RunSession as soon as it
     exists (a viewer tails its events); once ``cancel`` is set (or ``control`` cancelled) no further step or
@@ -411,21 +523,39 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
                 state.failures.append(run.verification_problem)
             site_risks = unclean_text(run.site_state.diff)
             if site_risks:  # the site's state unknown, or a control file the code under review changed
-                state.failures.append({"phase": "site-state", "error": "site-state risks that keep the verdict "
-                                       "from being clean: " + site_risks})
-            verdict = checks.recipe_verdict(state.failures, state.advisories, state.probes, state.executions,
-                                            reproduction=recipe.kind == "reproduction")
+                state.failures.append(
+                    {
+                        "phase": "site-state",
+                        "error": "site-state risks that keep the verdict from being clean: " + site_risks,
+                    }
+                )
+            verdict = checks.recipe_verdict(
+                state.failures,
+                state.advisories,
+                state.probes,
+                state.executions,
+                reproduction=recipe.kind == "reproduction",
+            )
             if not verdict.passed:
                 run.status = "failed"
         bundle_dir = getattr(summary, "path", None)
         return {
-            "schema": RUN_SCHEMA, "success": verdict.passed, "status": verdict.status,
-            "failures": verdict.failures, "warnings": verdict.warnings,
-            "recipePath": validation.recipe_path, "runtimeId": run.session.runtime_id,
-            "runDir": str(run.session.run_dir), "bundleDir": str(bundle_dir or run.session.run_dir),
+            "schema": RUN_SCHEMA,
+            "success": verdict.passed,
+            "status": verdict.status,
+            "failures": verdict.failures,
+            "warnings": verdict.warnings,
+            "recipePath": validation.recipe_path,
+            "runtimeId": run.session.runtime_id,
+            "runDir": str(run.session.run_dir),
+            "bundleDir": str(bundle_dir or run.session.run_dir),
             "bundleId": getattr(summary, "id", None),
-            "executions": state.executions, "stepFailures": state.failures, "advisoryFailures": state.advisories,
-            "phaseEvidence": state.phases, "stagedFiles": state.staged_files, "probes": state.probes,
+            "executions": state.executions,
+            "stepFailures": state.failures,
+            "advisoryFailures": state.advisories,
+            "phaseEvidence": state.phases,
+            "stagedFiles": state.staged_files,
+            "probes": state.probes,
             "declaredArtifacts": state.declared,
         }
     finally:
@@ -433,13 +563,17 @@ def run_recipe(validation: RecipeValidation, base_dir: Path, *, artifacts_dir: P
 
 
 MAX_DECLARED_BYTES = 16 * 1024 * 1024
+
+
 def _collect_declared(session: Any, art: Any) -> dict[str, Any]:
     """Copy one declared sandbox file into ``files/declared/<name>`` (absent files are recorded, not copied)."""
     out: dict[str, Any] = {"name": art.name, "path": art.path, "required": art.required}
-    code = (f"<?php $p = {json.dumps(art.path)}; if (!is_file($p)) {{ echo json_encode(['exists' => false]); }}"
-            f" elseif (filesize($p) > {MAX_DECLARED_BYTES}) {{ echo json_encode(['exists' => true, 'size' => "
-            "filesize($p)]); } else { echo json_encode(['exists' => true, 'size' => filesize($p), "
-            "'b64' => base64_encode(file_get_contents($p))]); }")
+    code = (
+        f"<?php $p = {json.dumps(art.path)}; if (!is_file($p)) {{ echo json_encode(['exists' => false]); }}"
+        f" elseif (filesize($p) > {MAX_DECLARED_BYTES}) {{ echo json_encode(['exists' => true, 'size' => "
+        "filesize($p)]); } else { echo json_encode(['exists' => true, 'size' => filesize($p), "
+        "'b64' => base64_encode(file_get_contents($p))]); }"
+    )
     try:  # a probe: no file the sandbox planted runs in it and rewrites what it reads (docs/security.md)
         found = _json_tail(session.sandbox.probe_php(code, 120).text)
     except CodeboxError as exc:
@@ -462,12 +596,19 @@ def _collect_declared(session: Any, art: Any) -> dict[str, Any]:
 def _run_probe(session: Any, probe: Any, base_dir: Path) -> dict[str, Any]:
     """Run one probe step; passed when it exits 0 and (if set) its JSON output contains ``expectJson``."""
     step = probe.step
-    out: dict[str, Any] = {"name": probe.name, "command": step.command, "allowFailure": probe.allowFailure,
-                           "metadata": probe.metadata,
-                           **({"expectJson": probe.expectJson} if probe.expectJson is not None else {})}
+    out: dict[str, Any] = {
+        "name": probe.name,
+        "command": step.command,
+        "allowFailure": probe.allowFailure,
+        "metadata": probe.metadata,
+        **({"expectJson": probe.expectJson} if probe.expectJson is not None else {}),
+    }
     try:
-        result = session.execute(step.command, resolved_step_args(step, base_dir),
-                                 timeout_s=step.timeoutMs / 1000 if step.timeoutMs else None)
+        result = session.execute(
+            step.command,
+            resolved_step_args(step, base_dir),
+            timeout_s=step.timeoutMs / 1000 if step.timeoutMs else None,
+        )
     except CodeboxError as exc:
         return {**out, "status": "failed", "error": exc.to_dict()}
     out.update(exitCode=result.exitCode, executionId=result.id, durationMs=result.durationMs)
@@ -478,8 +619,12 @@ def _run_probe(session: Any, probe: Any, base_dir: Path) -> dict[str, Any]:
             envelope = result.result.json_ if result.result is not None else None
             actual = envelope if envelope is not None else last_json(result.stdout)
         except ValueError:
-            return {**out, "status": "failed", "actualOutput": result.stdout[-2000:],
-                    "error": "expectJson is set but the probe printed no JSON"}
+            return {
+                **out,
+                "status": "failed",
+                "actualOutput": result.stdout[-2000:],
+                "error": "expectJson is set but the probe printed no JSON",
+            }
         out["actualJson"] = actual
         if not json_contains(actual, probe.expectJson):
             return {**out, "status": "failed", "error": "the probe's JSON does not contain expectJson"}
@@ -494,6 +639,7 @@ def apply_blueprint(run: OpenRun, blueprint: dict[str, Any], php_phase: PhpPhase
     run's declared set-up: its ``writeFile``s and, when it runs PHP, whatever it wrote, are attributed to the
     set-up in the site-state diff (docs/site-state.md, "Attribution"). ``php_phase(name, code, check)`` runs the
     PHP (a recipe records it as a phase); by default it just runs it. A failed step raises ``SetupFailedError``."""
+
     def run_php(_name: str, code: str, check: Callable[[Any], Any]) -> Any:
         return check(_json_tail(run.sandbox.run_php(WP_PREFIX + code, 120).text))
 
@@ -503,8 +649,9 @@ def apply_blueprint(run: OpenRun, blueprint: dict[str, Any], php_phase: PhpPhase
     report = (php_phase or run_php)("run_blueprint_steps", blueprint_php(blueprint), _checked_steps)
     if runs_php(blueprint):  # its writes are the set-up's (docs/site-state.md)
         spec = run.session.spec
-        site_state.attribute_setup_phase("run_blueprint_steps", reviewed_code_ran(
-            blueprint, [m.target for m in [*spec.mounts, *spec.extra_mounts]]))
+        site_state.attribute_setup_phase(
+            "run_blueprint_steps", reviewed_code_ran(blueprint, [m.target for m in [*spec.mounts, *spec.extra_mounts]])
+        )
     return report
 
 
@@ -512,8 +659,11 @@ def _checked_steps(report: Any) -> dict[str, Any]:
     failed = [r for r in report if isinstance(r, dict) and r.get("ok") is False] if isinstance(report, list) else []
     if failed:
         first = failed[0]
-        raise SetupFailedError(f"blueprint step {first.get('index')} ({first.get('step')}) failed"
-                               + (f": {first['error']}" if first.get("error") else ""), code="blueprint-step-failed")
+        raise SetupFailedError(
+            f"blueprint step {first.get('index')} ({first.get('step')}) failed"
+            + (f": {first['error']}" if first.get("error") else ""),
+            code="blueprint-step-failed",
+        )
     return {"steps": report}
 
 

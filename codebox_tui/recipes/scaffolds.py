@@ -30,8 +30,9 @@ def write_theme_scaffold(dest: Path, slug: str, name: str | None = None) -> list
     dest.mkdir(parents=True, exist_ok=False)
     title = name or slug.replace("-", " ").replace("_", " ").title()
     style = dest / "style.css"
-    style.write_text(f"/*\nTheme Name: {title}\nVersion: 0.1.0\nDescription: Codebox recipe workspace.\n*/\n",
-                     encoding="utf-8")
+    style.write_text(
+        f"/*\nTheme Name: {title}\nVersion: 0.1.0\nDescription: Codebox recipe workspace.\n*/\n", encoding="utf-8"
+    )
     index = dest / "index.php"
     index.write_text(
         "<?php get_header(); ?>\n<main>\n<?php while ( have_posts() ) : the_post(); ?>\n"

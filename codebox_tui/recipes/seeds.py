@@ -51,9 +51,15 @@ def select_records(data: dict[str, Any], seed: SiteSeed) -> dict[str, Any]:
     if s.options is not None:
         out["options"] = {k: v for k, v in options.items() if k in s.options.names}
     users = take("users", s.users, None)
-    out["users"] = [{"login": f"seed-user-{n + 1}", "email": f"seed-user-{n + 1}@example.invalid",
-                     "display_name": f"Seed User {n + 1}", "role": u.get("role", "subscriber")}
-                    for n, u in enumerate(users)]
+    out["users"] = [
+        {
+            "login": f"seed-user-{n + 1}",
+            "email": f"seed-user-{n + 1}@example.invalid",
+            "display_name": f"Seed User {n + 1}",
+            "role": u.get("role", "subscriber"),
+        }
+        for n, u in enumerate(users)
+    ]
     if s.activePlugins and isinstance(data.get("activePlugins"), list):
         out["activePlugins"] = [p for p in data["activePlugins"] if isinstance(p, str)]
     if s.activeTheme and isinstance(data.get("activeTheme"), str):
@@ -92,5 +98,3 @@ echo json_encode($report);
 def site_seed_php(seed: SiteSeed, data: dict[str, Any]) -> str:
     selected = select_records(data, seed)
     return IMPORTER % php_string(json.dumps(selected))
-
-

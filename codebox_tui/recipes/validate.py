@@ -74,8 +74,15 @@ class RecipeValidation:
     def summary(self) -> dict[str, int]:
         r = self.recipe
         if r is None:
-            return {"steps": 0, "mounts": 0, "workspaces": 0, "extraPlugins": 0, "siteSeeds": 0, "stagedFiles": 0,
-                    "probes": 0}
+            return {
+                "steps": 0,
+                "mounts": 0,
+                "workspaces": 0,
+                "extraPlugins": 0,
+                "siteSeeds": 0,
+                "stagedFiles": 0,
+                "probes": 0,
+            }
         wf = r.workflow
         return {
             "steps": len(wf.before) + len(wf.steps) + len(wf.after),
@@ -108,15 +115,21 @@ def _describe(error: jsonschema.ValidationError) -> tuple[str, str, str]:
     path = json_path(error.absolute_path)
     v = error.validator
     if v == "additionalProperties":
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {}))) if isinstance(
-            error.instance, dict) else []
+        extra = (
+            sorted(set(error.instance) - set(error.schema.get("properties", {})))
+            if isinstance(error.instance, dict)
+            else []
+        )
         allowed = ", ".join(sorted(error.schema.get("properties", {}))) or "none"
         issues = []
         for name in extra:
             hint = " (use extra_plugins)" if name == "extraPlugins" else ""
             issues.append(f"unknown field {name!r}{hint}; expected one of: {allowed}")
-        return "unknown-field", json_path([*error.absolute_path, extra[0]]) if len(extra) == 1 else path, "; ".join(
-            issues) or error.message
+        return (
+            "unknown-field",
+            json_path([*error.absolute_path, extra[0]]) if len(extra) == 1 else path,
+            "; ".join(issues) or error.message,
+        )
     if v == "required":
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         return "missing-field", json_path([*error.absolute_path, missing]), f"required field {missing!r} is missing"
@@ -172,8 +185,9 @@ def validate_recipe_file(path: Path, *, allow_downloads: bool | None = None) -> 
         result = RecipeValidation(str(path))
         result.issues.append(Issue("invalid-recipe", "$", error.message))
         return result
-    return validate_recipe_document(document, base_dir=path.resolve().parent, recipe_path=str(path),
-                                    allow_downloads=allow_downloads)
+    return validate_recipe_document(
+        document, base_dir=path.resolve().parent, recipe_path=str(path), allow_downloads=allow_downloads
+    )
 
 
 def validate_recipe_document(
@@ -198,8 +212,14 @@ def validate_recipe_document(
         return result
     result.recipe = recipe
     if recipe.kind == "reproduction" and not recipe.probes:
-        result.issues.append(Issue("invalid-recipe", "$.probes", "a reproduction recipe (kind: reproduction) needs "
-                                   "at least one probe whose expectJson describes the bug's behaviour"))
+        result.issues.append(
+            Issue(
+                "invalid-recipe",
+                "$.probes",
+                "a reproduction recipe (kind: reproduction) needs "
+                "at least one probe whose expectJson describes the bug's behaviour",
+            )
+        )
     result.issues.extend(_semantic_issues(recipe, base_dir, allow_downloads))
     policy, policy_issues = effective_policy(recipe, base_dir)
     result.policy = policy
@@ -209,21 +229,31 @@ def validate_recipe_document(
 
 def all_steps(recipe: WorkspaceRecipe) -> list[tuple[str, int, RecipeStep]]:
     wf = recipe.workflow
-    return [(phase, i, s) for phase, steps in (("before", wf.before), ("steps", wf.steps), ("after", wf.after))
-            for i, s in enumerate(steps)]
+    return [
+        (phase, i, s)
+        for phase, steps in (("before", wf.before), ("steps", wf.steps), ("after", wf.after))
+        for i, s in enumerate(steps)
+    ]
 
 
 def local_sources(recipe: WorkspaceRecipe, base_dir: Path) -> list[tuple[str, Path]]:
     """Every host file or folder the recipe names, with its JSON path: mount, workspace-seed, extra-plugin,
     site-seed and staged-file sources and the steps' file arguments (``code-file=…``, ``@file`` JSON), resolved
     against ``base_dir``. What a recipe shipped elsewhere (a batch item, docs/scale-out.md) must carry."""
-    named: list[tuple[str, str | None]] = [(f"$.inputs.mounts[{i}].source", m.source)
-                                           for i, m in enumerate(recipe.inputs.mounts)]
-    named += [(f"$.inputs.workspaces[{i}].seed.source", w.seed.source)
-              for i, w in enumerate(recipe.inputs.workspaces) if w.seed.type == "directory"]
+    named: list[tuple[str, str | None]] = [
+        (f"$.inputs.mounts[{i}].source", m.source) for i, m in enumerate(recipe.inputs.mounts)
+    ]
+    named += [
+        (f"$.inputs.workspaces[{i}].seed.source", w.seed.source)
+        for i, w in enumerate(recipe.inputs.workspaces)
+        if w.seed.type == "directory"
+    ]
     named += [(f"$.inputs.extra_plugins[{i}].source", p.source) for i, p in enumerate(recipe.inputs.extra_plugins)]
-    named += [(f"$.inputs.siteSeeds[{i}].source", s.source) for i, s in enumerate(recipe.inputs.siteSeeds)
-              if s.type == "fixture"]
+    named += [
+        (f"$.inputs.siteSeeds[{i}].source", s.source)
+        for i, s in enumerate(recipe.inputs.siteSeeds)
+        if s.type == "fixture"
+    ]
     named += [(f"$.inputs.stagedFiles[{i}].source", s.source) for i, s in enumerate(recipe.inputs.stagedFiles)]
     catalog = {c.id: c for c in command_catalog().commands}
     steps = [(f"$.workflow.{phase}[{i}]", step) for phase, i, step in all_steps(recipe)]
@@ -237,8 +267,9 @@ def local_sources(recipe: WorkspaceRecipe, base_dir: Path) -> list[tuple[str, Pa
                 named.append((f"{where}.args.{key}", value))
             elif sep and formats.get(key) == "json" and value.startswith("@"):
                 named.append((f"{where}.args.{key}", value[1:]))
-    return [(where, resolve_source(base_dir, source).resolve()) for where, source in named
-            if source and not _is_url(source)]
+    return [
+        (where, resolve_source(base_dir, source).resolve()) for where, source in named if source and not _is_url(source)
+    ]
 
 
 def _is_url(source: str) -> bool:
@@ -248,8 +279,9 @@ def _is_url(source: str) -> bool:
 def _check_sandbox_path(path: str, where: str) -> list[Issue]:
     parts = PurePosixPath(path).parts
     if not path.startswith("/") or any(seg in (".", "..") for seg in path.split("/")):
-        return [Issue("invalid-sandbox-path", where,
-                      f"expected an absolute sandbox path without '.' or '..', got {path!r}")]
+        return [
+            Issue("invalid-sandbox-path", where, f"expected an absolute sandbox path without '.' or '..', got {path!r}")
+        ]
     if len(parts) < 2:
         return [Issue("invalid-sandbox-path", where, "the sandbox root '/' cannot be a mount target")]
     return []
@@ -304,40 +336,62 @@ def _is_set(value: Any) -> bool:
 
 def _unsupported(path: str, why: str) -> Issue:
     name = path.rsplit(".", 1)[-1]
-    return Issue("unsupported-field", path,
-                 f"this runtime does not implement {name!r}: {why}; remove it to run the recipe here")
+    return Issue(
+        "unsupported-field", path, f"this runtime does not implement {name!r}: {why}; remove it to run the recipe here"
+    )
 
 
 def unsupported_issues(recipe: WorkspaceRecipe) -> list[Issue]:
     """One ``unsupported-field`` issue per spec field that is set but that this runtime cannot execute."""
     issues: list[Issue] = []
     tables: list[tuple[dict[str, str], Any, str]] = [
-        (UNSUPPORTED_TOP, recipe, "$"), (UNSUPPORTED_RUNTIME, recipe.runtime, "$.runtime"),
-        (UNSUPPORTED_INPUTS, recipe.inputs, "$.inputs")]
+        (UNSUPPORTED_TOP, recipe, "$"),
+        (UNSUPPORTED_RUNTIME, recipe.runtime, "$.runtime"),
+        (UNSUPPORTED_INPUTS, recipe.inputs, "$.inputs"),
+    ]
     if recipe.runtime.preview is not None:
         tables.append((UNSUPPORTED_PREVIEW, recipe.runtime.preview, "$.runtime.preview"))
     for table, model, prefix in tables:
-        issues += [_unsupported(f"{prefix}.{name}", why)
-                   for name, why in table.items() if _is_set(getattr(model, name))]
-    return (issues + _unsupported_input_issues(recipe) + _unsupported_step_issues(recipe)
-            + _unsupported_artifact_issues(recipe))
+        issues += [
+            _unsupported(f"{prefix}.{name}", why) for name, why in table.items() if _is_set(getattr(model, name))
+        ]
+    return (
+        issues
+        + _unsupported_input_issues(recipe)
+        + _unsupported_step_issues(recipe)
+        + _unsupported_artifact_issues(recipe)
+    )
 
 
 def _unsupported_input_issues(recipe: WorkspaceRecipe) -> list[Issue]:
-    issues = [_unsupported(f"$.inputs.workspaces[{i}].sourceMode",
-                           "workspaces are always copied into scratch directories")
-              for i, ws in enumerate(recipe.inputs.workspaces) if ws.sourceMode is not None]
+    issues = [
+        _unsupported(f"$.inputs.workspaces[{i}].sourceMode", "workspaces are always copied into scratch directories")
+        for i, ws in enumerate(recipe.inputs.workspaces)
+        if ws.sourceMode is not None
+    ]
     for i, plugin in enumerate(recipe.inputs.extra_plugins):
-        for name in ("sourcePath", "sourceRoot", "sourceSubpath", "sourceSubdir", "originalSource", "mountSlug",
-                     "composer"):
+        for name in (
+            "sourcePath",
+            "sourceRoot",
+            "sourceSubpath",
+            "sourceSubdir",
+            "originalSource",
+            "mountSlug",
+            "composer",
+        ):
             if getattr(plugin, name) is not None:
-                issues.append(_unsupported(f"$.inputs.extra_plugins[{i}].{name}",
-                                           "use 'source' (a local directory or .zip) and 'slug'"))
+                issues.append(
+                    _unsupported(
+                        f"$.inputs.extra_plugins[{i}].{name}", "use 'source' (a local directory or .zip) and 'slug'"
+                    )
+                )
     for i, seed in enumerate(recipe.inputs.siteSeeds):
         where = f"$.inputs.siteSeeds[{i}]"
-        for path, value, why in ((f"{where}.deterministicIds", seed.deterministicIds, "imported records get fresh ids"),
-                                 (f"{where}.bootstrap", seed.bootstrap, "multisite bootstrap is not implemented"),
-                                 (f"{where}.scopes.media", seed.scopes.media, "media records are not imported")):
+        for path, value, why in (
+            (f"{where}.deterministicIds", seed.deterministicIds, "imported records get fresh ids"),
+            (f"{where}.bootstrap", seed.bootstrap, "multisite bootstrap is not implemented"),
+            (f"{where}.scopes.media", seed.scopes.media, "media records are not imported"),
+        ):
             if value is not None:
                 issues.append(_unsupported(path, why))
     return issues
@@ -359,14 +413,18 @@ def _unsupported_artifact_issues(recipe: WorkspaceRecipe) -> list[Issue]:
     a = recipe.artifacts
     issues: list[Issue] = []
     if isinstance(a.verify, dict):
-        issues.append(_unsupported("$.artifacts.verify",
-                                   "verify options (enabled/strict) are not implemented; use true or false"))
+        issues.append(
+            _unsupported("$.artifacts.verify", "verify options (enabled/strict) are not implemented; use true or false")
+        )
     if a.workspacePolicy is not None:
         issues.append(_unsupported("$.artifacts.workspacePolicy", "workspace policies are not implemented"))
     if a.typed:
         issues.append(_unsupported("$.artifacts.typed", "typed artifacts are not collected; use artifacts.paths"))
-    issues += [_unsupported(f"$.artifacts.paths[{i}].parseJson", "declared artifacts are copied, not parsed")
-               for i, art in enumerate(a.paths) if art.parseJson]
+    issues += [
+        _unsupported(f"$.artifacts.paths[{i}].parseJson", "declared artifacts are copied, not parsed")
+        for i, art in enumerate(a.paths)
+        if art.parseJson
+    ]
     return issues
 
 
@@ -374,8 +432,11 @@ def _step_issues(step: RecipeStep, where: str, catalog: dict[str, Any], base_dir
     spec = catalog.get(step.command)
     if spec is None or not spec.recipe:
         known = ", ".join(sorted(c for c, s in catalog.items() if s.recipe))
-        return [Issue("unsupported-command", f"{where}.command",
-                      f"unknown command {step.command!r}; expected one of: {known}")]
+        return [
+            Issue(
+                "unsupported-command", f"{where}.command", f"unknown command {step.command!r}; expected one of: {known}"
+            )
+        ]
     try:
         parsed = parse_args(spec, step.args)
     except BadInputError as error:
@@ -423,15 +484,25 @@ def _preview_issues(recipe: WorkspaceRecipe) -> list[Issue]:
         return []
     issues: list[Issue] = []
     if preview.hold is not None and not preview_hold_seconds(preview.hold):
-        issues.append(Issue("invalid-value", "$.runtime.preview.hold",
-                            f"expected a hold longer than zero, such as 15m, got {preview.hold!r}"))
+        issues.append(
+            Issue(
+                "invalid-value",
+                "$.runtime.preview.hold",
+                f"expected a hold longer than zero, such as 15m, got {preview.hold!r}",
+            )
+        )
     if preview.publicUrl is not None:
         try:
             public_url_from_text(preview.publicUrl)
         except BadInputError:
-            issues.append(Issue("invalid-public-url", "$.runtime.preview.publicUrl",
-                                "expected an http:// or https:// URL with a host and no query, fragment or "
-                                f"credentials, e.g. https://my-tunnel.example, got {preview.publicUrl!r}"))
+            issues.append(
+                Issue(
+                    "invalid-public-url",
+                    "$.runtime.preview.publicUrl",
+                    "expected an http:// or https:// URL with a host and no query, fragment or "
+                    f"credentials, e.g. https://my-tunnel.example, got {preview.publicUrl!r}",
+                )
+            )
     return issues
 
 
@@ -447,15 +518,25 @@ def _runtime_issues(recipe: WorkspaceRecipe) -> list[Issue]:
         found = validate_blueprint_document(recipe.runtime.blueprint)
         found += [] if found else blueprint_unsupported(recipe.runtime.blueprint)
         for item in found:
-            issues.append(Issue(item["code"], "$.runtime.blueprint" + item["path"][1:]
-                                if not item["path"].startswith("$.runtime") else item["path"], item["message"]))
+            issues.append(
+                Issue(
+                    item["code"],
+                    "$.runtime.blueprint" + item["path"][1:]
+                    if not item["path"].startswith("$.runtime")
+                    else item["path"],
+                    item["message"],
+                )
+            )
     return issues
 
 
 def _probe_name_issues(recipe: WorkspaceRecipe) -> list[Issue]:
     names = [p.name for p in recipe.probes]
-    return [Issue("duplicate-probe-name", f"$.probes[{i}].name", f"probe name {name!r} is used twice")
-            for i, name in enumerate(names) if name in names[:i]]
+    return [
+        Issue("duplicate-probe-name", f"$.probes[{i}].name", f"probe name {name!r} is used twice")
+        for i, name in enumerate(names)
+        if name in names[:i]
+    ]
 
 
 def _artifact_path_issues(recipe: WorkspaceRecipe) -> list[Issue]:
@@ -464,8 +545,13 @@ def _artifact_path_issues(recipe: WorkspaceRecipe) -> list[Issue]:
     for i, art in enumerate(recipe.artifacts.paths):
         issues.extend(_check_sandbox_path(art.path, f"$.artifacts.paths[{i}].path"))
         if art_names[i] in art_names[:i]:
-            issues.append(Issue("duplicate-artifact-name", f"$.artifacts.paths[{i}].name",
-                                f"artifact name {art.name!r} collides with an earlier one"))
+            issues.append(
+                Issue(
+                    "duplicate-artifact-name",
+                    f"$.artifacts.paths[{i}].name",
+                    f"artifact name {art.name!r} collides with an earlier one",
+                )
+            )
     return issues
 
 
@@ -477,8 +563,13 @@ def _staged_file_issues(recipe: WorkspaceRecipe, base_dir: Path) -> list[Issue]:
         if _is_url(staged.source):
             issues.append(Issue("invalid-source", f"{where}.source", "staged files must be recipe-local, not URLs"))
         elif not resolve_source(base_dir, staged.source).exists():
-            issues.append(Issue("missing-source", f"{where}.source",
-                                f"staged file does not exist: {resolve_source(base_dir, staged.source)}"))
+            issues.append(
+                Issue(
+                    "missing-source",
+                    f"{where}.source",
+                    f"staged file does not exist: {resolve_source(base_dir, staged.source)}",
+                )
+            )
     return issues
 
 
@@ -490,14 +581,24 @@ def _mount_issues(recipe: WorkspaceRecipe, base_dir: Path) -> list[Issue]:
         issues.extend(_check_sandbox_path(mount.target, f"{where}.target"))
         norm = re.sub(r"/+", "/", mount.target).rstrip("/")
         if norm in SITE_TARGETS:
-            issues.append(Issue("invalid-sandbox-path", f"{where}.target",
-                                f"target {mount.target!r} would replace the WordPress site (or one of its core "
-                                "folders); mount below it, e.g. /wordpress/wp-content/plugins/<slug>"))
+            issues.append(
+                Issue(
+                    "invalid-sandbox-path",
+                    f"{where}.target",
+                    f"target {mount.target!r} would replace the WordPress site (or one of its core "
+                    "folders); mount below it, e.g. /wordpress/wp-content/plugins/<slug>",
+                )
+            )
         if mount.live and mount.mode != "readwrite":
             issues.append(Issue("invalid-mount", f"{where}.live", "live is only for readwrite mounts"))
         if norm in targets:
-            issues.append(Issue("duplicate-mount-target", f"{where}.target",
-                                f"target {mount.target!r} is already used by {targets[norm]}"))
+            issues.append(
+                Issue(
+                    "duplicate-mount-target",
+                    f"{where}.target",
+                    f"target {mount.target!r} is already used by {targets[norm]}",
+                )
+            )
         targets[norm] = where
         issues += _mount_source_issues(resolve_source(base_dir, mount.source), mount.type, f"{where}.source")
     return issues
@@ -524,8 +625,13 @@ def _workspace_issues(recipe: WorkspaceRecipe, base_dir: Path) -> list[Issue]:
             if not seed.source:
                 issues.append(Issue("missing-source", f"{where}.seed.source", "a directory seed needs a source"))
             elif not resolve_source(base_dir, seed.source).is_dir():
-                issues.append(Issue("missing-source", f"{where}.seed.source",
-                                    f"seed directory does not exist: {resolve_source(base_dir, seed.source)}"))
+                issues.append(
+                    Issue(
+                        "missing-source",
+                        f"{where}.seed.source",
+                        f"seed directory does not exist: {resolve_source(base_dir, seed.source)}",
+                    )
+                )
             if not seed.slug and not ws.target:
                 issues.append(Issue("invalid-slug", f"{where}.seed.slug", "a directory seed needs a slug or a target"))
         if ws.target:
@@ -538,32 +644,55 @@ def _extra_plugin_issues(plugin: ExtraPlugin, where: str, base_dir: Path, allow_
         if not plugin.source.startswith("https://") or not plugin.source.endswith(".zip"):
             return [Issue("invalid-source", f"{where}.source", "a URL source must be an https:// .zip")]
         if not allow_downloads:
-            return [Issue("network-download-refused", f"{where}.source",
-                          f"URL sources are refused unless {ALLOW_DOWNLOADS_ENV}=1 is set "
-                          "(Codebox runs offline); use a local directory or .zip")]
+            return [
+                Issue(
+                    "network-download-refused",
+                    f"{where}.source",
+                    f"URL sources are refused unless {ALLOW_DOWNLOADS_ENV}=1 is set "
+                    "(Codebox runs offline); use a local directory or .zip",
+                )
+            ]
         return []
     issues: list[Issue] = []
     src = resolve_source(base_dir, plugin.source)
     if not src.exists():
         issues.append(Issue("missing-source", f"{where}.source", f"plugin source does not exist: {src}"))
     elif src.is_file() and src.suffix not in (".zip", ".php"):
-        issues.append(Issue("invalid-source", f"{where}.source", "expected a plugin directory, a .zip or a "
-                            "single-file must-use plugin (.php)"))
+        issues.append(
+            Issue(
+                "invalid-source",
+                f"{where}.source",
+                "expected a plugin directory, a .zip or a single-file must-use plugin (.php)",
+            )
+        )
     if plugin.pluginFile:
         slug = plugin.slug or src.stem
         if not plugin.pluginFile.startswith(f"{slug}/") or not plugin.pluginFile.endswith(".php"):
-            issues.append(Issue("invalid-plugin-file", f"{where}.pluginFile",
-                                f"expected '{slug}/<file>.php', got {plugin.pluginFile!r}"))
+            issues.append(
+                Issue(
+                    "invalid-plugin-file",
+                    f"{where}.pluginFile",
+                    f"expected '{slug}/<file>.php', got {plugin.pluginFile!r}",
+                )
+            )
     return issues
 
 
 def _env_name_issues(recipe: WorkspaceRecipe) -> list[Issue]:
-    issues = [Issue("invalid-runtime-env", f"$.inputs.runtimeEnv.{name}",
-                    "environment names must match ^[A-Z_][A-Z0-9_]*$")
-              for name in recipe.inputs.runtimeEnv if not ENV_NAME.match(name)]
-    issues += [Issue("invalid-secret-env", f"$.inputs.secretEnv[{i}]",
-                     f"secret names must match ^[A-Z_][A-Z0-9_]*$, got {name!r}")
-               for i, name in enumerate(recipe.inputs.secretEnv) if not ENV_NAME.match(name)]
+    issues = [
+        Issue("invalid-runtime-env", f"$.inputs.runtimeEnv.{name}", "environment names must match ^[A-Z_][A-Z0-9_]*$")
+        for name in recipe.inputs.runtimeEnv
+        if not ENV_NAME.match(name)
+    ]
+    issues += [
+        Issue(
+            "invalid-secret-env",
+            f"$.inputs.secretEnv[{i}]",
+            f"secret names must match ^[A-Z_][A-Z0-9_]*$, got {name!r}",
+        )
+        for i, name in enumerate(recipe.inputs.secretEnv)
+        if not ENV_NAME.match(name)
+    ]
     return issues
 
 
@@ -584,8 +713,13 @@ def _arg_format_issues(accepted: list[Any], parsed: dict[str, str], where: str, 
         if fmt == "viewport" and not re.fullmatch(r"[1-9]\d{1,4}x[1-9]\d{1,4}", value):
             issues.append(Issue("invalid-arg", loc, f"expected WIDTHxHEIGHT like 1280x800, got {value!r}"))
         elif fmt == "duration" and not _is_duration(value, loc):
-            issues.append(Issue("invalid-arg", loc, f"expected a duration like 500ms, 30s or 2m (a bare number is "
-                                                    f"seconds), got {value!r}"))
+            issues.append(
+                Issue(
+                    "invalid-arg",
+                    loc,
+                    f"expected a duration like 500ms, 30s or 2m (a bare number is seconds), got {value!r}",
+                )
+            )
         elif fmt and fmt.startswith("enum:") and value not in fmt[5:].split(","):
             issues.append(Issue("invalid-arg", loc, f"expected one of {fmt[5:]}, got {value!r}"))
         elif fmt and fmt.startswith("comma-enum:"):
@@ -624,11 +758,21 @@ def _site_seed_issues(seed: SiteSeed, where: str, base_dir: Path) -> list[Issue]
     if not any(record_scopes.values()) and not s.activePlugins and not s.activeTheme:
         issues.append(Issue("missing-site-seed-scopes", f"{where}.scopes", "opt in to at least one scope"))
     if s.options is not None and not s.options.names:
-        issues.append(Issue("unbounded-site-seed-options", f"{where}.scopes.options.names",
-                            "an options scope must name the option keys it imports (allow-list)"))
+        issues.append(
+            Issue(
+                "unbounded-site-seed-options",
+                f"{where}.scopes.options.names",
+                "an options scope must name the option keys it imports (allow-list)",
+            )
+        )
     if s.users is not None and s.users.anonymize is False:
-        issues.append(Issue("unsafe-site-seed-users", f"{where}.scopes.users.anonymize",
-                            "users are always anonymised; anonymize:false is not allowed"))
+        issues.append(
+            Issue(
+                "unsafe-site-seed-users",
+                f"{where}.scopes.users.anonymize",
+                "users are always anonymised; anonymize:false is not allowed",
+            )
+        )
     if seed.type == "fixture":
         if not seed.source:
             issues.append(Issue("missing-source", f"{where}.source", "a fixture seed needs a source JSON file"))
@@ -642,16 +786,26 @@ def _site_seed_issues(seed: SiteSeed, where: str, base_dir: Path) -> list[Issue]
                     if not isinstance(data, dict):
                         raise ValueError("expected a JSON object")
                 except (OSError, ValueError, UnicodeDecodeError) as exc:
-                    issues.append(Issue("invalid-source", f"{where}.source",
-                                        f"fixture must be a JSON object {{posts, pages, terms, options, users, "
-                                        f"activePlugins, activeTheme}}: {exc}"))
+                    issues.append(
+                        Issue(
+                            "invalid-source",
+                            f"{where}.source",
+                            f"fixture must be a JSON object {{posts, pages, terms, options, users, "
+                            f"activePlugins, activeTheme}}: {exc}",
+                        )
+                    )
     else:
         if seed.source:
             issues.append(Issue("invalid-site-seed-source", f"{where}.source", "parent_site seeds take no source"))
         for name, scope in record_scopes.items():
             if scope is not None and not (scope.maxRecords or scope.ids or scope.slugs or scope.names):
-                issues.append(Issue("unbounded-site-seed-scope", f"{where}.scopes.{name}",
-                                    "set maxRecords or explicit ids/slugs/names"))
+                issues.append(
+                    Issue(
+                        "unbounded-site-seed-scope",
+                        f"{where}.scopes.{name}",
+                        "set maxRecords or explicit ids/slugs/names",
+                    )
+                )
     return issues
 
 
@@ -686,8 +840,7 @@ def _has_evaluate(step: RecipeStep, base_dir: Path | None) -> bool:
                 steps = load_json_arg(value, base_dir or Path.cwd(), "steps-json")
             except BadInputError:
                 return False
-            return isinstance(steps, list) and any(isinstance(s, dict) and s.get("action") == "evaluate"
-                                                   for s in steps)
+            return isinstance(steps, list) and any(isinstance(s, dict) and s.get("action") == "evaluate" for s in steps)
     return False
 
 
@@ -701,15 +854,25 @@ def effective_policy(recipe: WorkspaceRecipe, base_dir: Path | None = None) -> t
     issues: list[Issue] = []
     missing = [c for c in needed if c not in explicit.commands and c != "inspect-mounted-inputs"]
     if missing:
-        issues.append(Issue("runtime-policy-missing-command", "$.runtime.policy.commands",
-                            f"the policy must allow every command the workflow uses; missing: {', '.join(missing)}"))
+        issues.append(
+            Issue(
+                "runtime-policy-missing-command",
+                "$.runtime.policy.commands",
+                f"the policy must allow every command the workflow uses; missing: {', '.join(missing)}",
+            )
+        )
     if recipe.inputs.secretEnv:
         granted = explicit.secrets
         names = granted if isinstance(granted, list) else []
         absent = [n for n in recipe.inputs.secretEnv if n not in names and granted != "connector-scoped"]
         if absent:
-            issues.append(Issue("invalid-secrets", "$.runtime.policy.secrets",
-                                f"the policy does not grant the secrets the recipe names: {', '.join(absent)}"))
+            issues.append(
+                Issue(
+                    "invalid-secrets",
+                    "$.runtime.policy.secrets",
+                    f"the policy does not grant the secrets the recipe names: {', '.join(absent)}",
+                )
+            )
     return explicit, issues
 
 

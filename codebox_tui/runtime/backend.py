@@ -22,15 +22,22 @@ def validate_runtime_env(env: object, field_name: str = "env") -> dict[str, str]
     """Check runtime environment variables (a recipe's ``inputs.runtimeEnv``, docs/contracts.md "Workspace
     recipe"): NAME → string value."""
     if not isinstance(env, dict):
-        raise BadInputError(f"{field_name} must be an object of NAME: value strings", code="invalid-runtime-env",
-                            field=field_name)
+        raise BadInputError(
+            f"{field_name} must be an object of NAME: value strings", code="invalid-runtime-env", field=field_name
+        )
     for name, value in env.items():
         if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
-            raise BadInputError(f"{field_name}: environment variable name {name!r} must match ^[A-Z_][A-Z0-9_]*$",
-                                code="invalid-runtime-env", field=f"{field_name}.{name}")
+            raise BadInputError(
+                f"{field_name}: environment variable name {name!r} must match ^[A-Z_][A-Z0-9_]*$",
+                code="invalid-runtime-env",
+                field=f"{field_name}.{name}",
+            )
         if not isinstance(value, str):
-            raise BadInputError(f"{field_name}.{name} must be a string, not {type(value).__name__}",
-                                code="invalid-runtime-env", field=f"{field_name}.{name}")
+            raise BadInputError(
+                f"{field_name}.{name} must be a string, not {type(value).__name__}",
+                code="invalid-runtime-env",
+                field=f"{field_name}.{name}",
+            )
     return dict(env)
 
 
@@ -101,8 +108,13 @@ class Sandbox(Protocol):
         ``php.ini``, the opcache file cache) runs in this request (docs/security.md)."""
         ...
 
-    def run_cli(self, argv: list[str], timeout_s: float, env: dict[str, str] | None = None,
-                on_stderr: Callable[[str], None] | None = None) -> PhpResult:
+    def run_cli(
+        self,
+        argv: list[str],
+        timeout_s: float,
+        env: dict[str, str] | None = None,
+        on_stderr: Callable[[str], None] | None = None,
+    ) -> PhpResult:
         """A PHP command line in the sandbox. ``on_stderr`` is handed its standard error as it is written (text
         in chunks of any size, the sandbox's: a display hint, never evidence); the result holds all of it."""
         ...

@@ -19,8 +19,11 @@ def backend_name(requested: str | None, settings: CodeboxSettings | None = None)
     """``requested`` (``--backend``) checked, or the ``backend`` setting when it is None."""
     name = requested if requested is not None else (settings or get_settings()).backend
     if name not in BACKEND_NAMES:
-        raise BadInputError(f"--backend {name!r} is not a backend; choose one of {', '.join(BACKEND_NAMES)}",
-                            code="unknown-backend", field="backend")
+        raise BadInputError(
+            f"--backend {name!r} is not a backend; choose one of {', '.join(BACKEND_NAMES)}",
+            code="unknown-backend",
+            field="backend",
+        )
     return name
 
 
@@ -56,8 +59,11 @@ def check_php(name: str, php: str) -> None:
         check_native_php(php)
         return
     if php not in SUPPORTED_PHP:
-        raise BadInputError(f"--php {php} is not available; choose one of {', '.join(SUPPORTED_PHP)}",
-                            code="unknown-php-version", field="--php")
+        raise BadInputError(
+            f"--php {php} is not available; choose one of {', '.join(SUPPORTED_PHP)}",
+            code="unknown-php-version",
+            field="--php",
+        )
 
 
 def check_mount_targets(name: str, targets: list[str]) -> None:
@@ -71,6 +77,9 @@ def check_features(name: str, *, preview_bind: str | None = None) -> None:
     ``127.0.0.1`` (its relay binds loopback only, docs/backends.md, "The preview"). Holding a live preview
     (``codebox boot``, ``--hold``) works on both. The message names the way out."""
     if name == "native" and preview_bind is not None and preview_bind != "127.0.0.1":
-        raise BadInputError(f"--preview-bind {preview_bind}: the native backend's preview listens on 127.0.0.1 "
-                            "only; drop --preview-bind or use --backend playground", code="native-preview-bind",
-                            field="preview-bind")
+        raise BadInputError(
+            f"--preview-bind {preview_bind}: the native backend's preview listens on 127.0.0.1 "
+            "only; drop --preview-bind or use --backend playground",
+            code="native-preview-bind",
+            field="preview-bind",
+        )

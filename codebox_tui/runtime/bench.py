@@ -55,20 +55,26 @@ def bench_settings(args: dict[str, str]) -> BenchSettings:
     """The bench's arguments, checked (each error names its argument and what was expected)."""
     paths = [p for p in args.get("path", "/").split(PATH_SEPARATOR)]
     if len(paths) > MAX_PATHS:
-        raise BadInputError(f"wordpress.bench takes at most {MAX_PATHS} path= arguments, got {len(paths)}",
-                            code="invalid-arg", field="path")
+        raise BadInputError(
+            f"wordpress.bench takes at most {MAX_PATHS} path= arguments, got {len(paths)}",
+            code="invalid-arg",
+            field="path",
+        )
     for path in paths:
         if len(path) > MAX_PATH_LENGTH or not _PATH.fullmatch(path) or path.startswith("//"):
-            raise BadInputError(f"path={path[:100]!r}: expected a path of the site starting with '/' (printable "
-                                "ASCII, no spaces, no host), e.g. path=/ or path=/wp-json/", code="invalid-arg",
-                                field="path")
+            raise BadInputError(
+                f"path={path[:100]!r}: expected a path of the site starting with '/' (printable "
+                "ASCII, no spaces, no host), e.g. path=/ or path=/wp-json/",
+                code="invalid-arg",
+                field="path",
+            )
     numbers = {name: _bounded(args, name) for name in DEFAULTS}
     label = args.get("label")
     if label is not None and not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,39}", label):
-        raise BadInputError(f"label={label[:50]!r}: expected lower-case letters, digits, '-' and '_'",
-                            code="invalid-arg", field="label")
-    return BenchSettings(list(dict.fromkeys(paths)), numbers["count"], numbers["warmup"], numbers["concurrency"],
-                         label)
+        raise BadInputError(
+            f"label={label[:50]!r}: expected lower-case letters, digits, '-' and '_'", code="invalid-arg", field="label"
+        )
+    return BenchSettings(list(dict.fromkeys(paths)), numbers["count"], numbers["warmup"], numbers["concurrency"], label)
 
 
 def _bounded(args: dict[str, str], name: str) -> int:
@@ -77,8 +83,9 @@ def _bounded(args: dict[str, str], name: str) -> int:
     if raw is None:
         return DEFAULTS[name]
     if not re.fullmatch(r"\d{1,6}", raw) or not low <= int(raw) <= high:
-        raise BadInputError(f"{name}={raw[:20]!r}: expected a whole number from {low} to {high}",
-                            code="invalid-arg", field=name)
+        raise BadInputError(
+            f"{name}={raw[:20]!r}: expected a whole number from {low} to {high}", code="invalid-arg", field=name
+        )
     return int(raw)
 
 
@@ -92,8 +99,12 @@ def latency(values_ms: list[float]) -> LatencyMs | None:
     if not values_ms:
         return None
     ordered = sorted(values_ms)
-    return LatencyMs(min=round(ordered[0], 3), median=round(statistics.median(ordered), 3),
-                     p95=round(percentile(ordered, 0.95), 3), max=round(ordered[-1], 3))
+    return LatencyMs(
+        min=round(ordered[0], 3),
+        median=round(statistics.median(ordered), 3),
+        p95=round(percentile(ordered, 0.95), 3),
+        max=round(ordered[-1], 3),
+    )
 
 
 # One more render of the path by Codebox's probe: WordPress answers the request as its front controller would,
@@ -122,8 +133,9 @@ def peak_memory(session: CommandContext, path: str, timeout_s: float) -> tuple[i
     """PHP's peak memory for one render of ``path`` (bytes), or why there is none."""
     marker = "codebox-bench-" + secrets.token_hex(12)
     try:
-        result = session.sandbox.probe_php(MEMORY_PHP % {"marker": php_string(marker), "uri": php_string(path)},
-                                           timeout_s)
+        result = session.sandbox.probe_php(
+            MEMORY_PHP % {"marker": php_string(marker), "uri": php_string(path)}, timeout_s
+        )
     except CodeboxError as error:
         return None, f"the memory probe failed: {error.message[:300]}"
     found = re.search(re.escape(marker) + r" (\d{1,15})\n", result.text)
@@ -186,9 +198,17 @@ def bench_path(session: CommandContext, path: str, settings: BenchSettings, budg
             continue
         statuses[str(status)] = statuses.get(str(status), 0) + 1
         timings.append(elapsed)
-    memory, memory_error = (peak_memory(session, path, budget.left()) if budget.may_start() else (None, OUT_OF_TIME))
-    return BenchPath(path=path, requests=len(results), answered=len(timings), statuses=dict(sorted(statuses.items())),
-                     errors=errors, latencyMs=latency(timings), peakMemoryBytes=memory, memoryError=memory_error)
+    memory, memory_error = peak_memory(session, path, budget.left()) if budget.may_start() else (None, OUT_OF_TIME)
+    return BenchPath(
+        path=path,
+        requests=len(results),
+        answered=len(timings),
+        statuses=dict(sorted(statuses.items())),
+        errors=errors,
+        latencyMs=latency(timings),
+        peakMemoryBytes=memory,
+        memoryError=memory_error,
+    )
 
 
 def run_bench(session: CommandContext, settings: BenchSettings, timeout_s: float) -> BenchDocument:
@@ -196,10 +216,17 @@ def run_bench(session: CommandContext, settings: BenchSettings, timeout_s: float
     budget = Budget(timeout_s)
     sandbox = session.sandbox
     measured = [bench_path(session, path, settings, budget) for path in settings.paths]
-    return BenchDocument(label=settings.label, backend=str(session.runtime_info().backend),
-                         wordpressVersion=sandbox.wordpress_version or None, phpVersion=sandbox.php_version or None,
-                         count=settings.count, warmup=settings.warmup, concurrency=settings.concurrency,
-                         seconds=round(time.monotonic() - started, 3), paths=measured)
+    return BenchDocument(
+        label=settings.label,
+        backend=str(session.runtime_info().backend),
+        wordpressVersion=sandbox.wordpress_version or None,
+        phpVersion=sandbox.php_version or None,
+        count=settings.count,
+        warmup=settings.warmup,
+        concurrency=settings.concurrency,
+        seconds=round(time.monotonic() - started, 3),
+        paths=measured,
+    )
 
 
 def _evidence_path(session: CommandContext) -> str:
@@ -214,9 +241,11 @@ def _evidence_path(session: CommandContext) -> str:
 
 def format_bench(document: BenchDocument) -> str:
     """The table ``codebox run`` prints (the sandbox's error texts are made terminal-safe by the caller)."""
-    head = (f"wordpress.bench{f' ({document.label})' if document.label else ''}: {document.count} timed "
-            f"request(s) per path after {document.warmup} warm-up, concurrency {document.concurrency}, "
-            f"{document.seconds:.1f}s\n")
+    head = (
+        f"wordpress.bench{f' ({document.label})' if document.label else ''}: {document.count} timed "
+        f"request(s) per path after {document.warmup} warm-up, concurrency {document.concurrency}, "
+        f"{document.seconds:.1f}s\n"
+    )
     rows: list[list[str]] = [["path", "answered", "min ms", "median ms", "p95 ms", "max ms", "peak memory"]]
     for entry in document.paths:
         lat = entry.latencyMs
@@ -224,10 +253,15 @@ def format_bench(document: BenchDocument) -> str:
         memory = f"{entry.peakMemoryBytes / 1048576:.1f} MiB" if entry.peakMemoryBytes else "-"
         rows.append([entry.path[:60], f"{entry.answered}/{entry.requests}", *cells, memory])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row))
-             for row in rows]
-    notes = [f"{e.path[:60]}: {', '.join(f'HTTP {k} x{v}' for k, v in e.statuses.items())}"
-             for e in document.paths if set(e.statuses) - {"200"}]
+    lines = [
+        "  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row))
+        for row in rows
+    ]
+    notes = [
+        f"{e.path[:60]}: {', '.join(f'HTTP {k} x{v}' for k, v in e.statuses.items())}"
+        for e in document.paths
+        if set(e.statuses) - {"200"}
+    ]
     notes += [f"{e.path[:60]}: {err}" for e in document.paths for err in e.errors]
     notes += [f"{e.path[:60]}: peak memory: {e.memoryError}" for e in document.paths if e.memoryError]
     return head + "\n".join(lines) + "\n" + "".join(f"  {note}\n" for note in notes)
@@ -238,14 +272,21 @@ def bench(session: CommandContext, args: dict[str, str], timeout_s: float) -> Co
     document = run_bench(session, settings, timeout_s)
     rel = _evidence_path(session)
     session.add_evidence(rel, "bench", "application/json").write_text(
-        document.model_dump_json(by_alias=True, indent=2) + "\n", encoding="utf-8")
+        document.model_dump_json(by_alias=True, indent=2) + "\n", encoding="utf-8"
+    )
     answered = sum(entry.answered for entry in document.paths)
-    session.emit("bench.finished", {"evidence": rel, "paths": len(document.paths), "answered": answered,
-                                    "label": settings.label})
+    session.emit(
+        "bench.finished", {"evidence": rel, "paths": len(document.paths), "answered": answered, "label": settings.label}
+    )
     stderr = "" if answered else f"no request got an answer: {'; '.join(_first_errors(document))}\n"
     data: dict[str, Any] = {**document.to_json(), "evidence": rel}
-    return CommandOutcome(stdout=format_bench(document), stderr=stderr, exit_code=0 if answered else 1, json=data,
-                          artifact_refs=[{"path": rel, "kind": "bench"}])
+    return CommandOutcome(
+        stdout=format_bench(document),
+        stderr=stderr,
+        exit_code=0 if answered else 1,
+        json=data,
+        artifact_refs=[{"path": rel, "kind": "bench"}],
+    )
 
 
 def _first_errors(document: BenchDocument) -> list[str]:

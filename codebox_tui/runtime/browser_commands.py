@@ -51,16 +51,31 @@ def browser_probe(session: CommandContext, args: dict[str, str], timeout_s: floa
     limit = min(timeout_s, parse_duration(args["timeout"], "timeout") if args.get("timeout") else timeout_s)
     named = parse_checkpoints(args["checkpoint"].split(PATH_SEPARATOR) if args.get("checkpoint") else [])
     out_dir, rel = evidence_dir(session)
-    summary = run_probe(url, out_dir, wait_for=args.get("wait-for"), viewport=args.get("viewport"),
-                        capture=parse_capture(args.get("capture"), PROBE_CAPTURES, ALL_CAPTURES), timeout_s=limit,
-                        origin_url=base, named=named)
+    summary = run_probe(
+        url,
+        out_dir,
+        wait_for=args.get("wait-for"),
+        viewport=args.get("viewport"),
+        capture=parse_capture(args.get("capture"), PROBE_CAPTURES, ALL_CAPTURES),
+        timeout_s=limit,
+        origin_url=base,
+        named=named,
+    )
     refs = register_evidence(session, rel, summary["files"])
-    session.emit("browser.probe", {"url": url, "status": summary["status"], "httpStatus": summary["httpStatus"],
-                                   "evidence": rel})
-    text = (f"{summary['status']}: {url} → HTTP {summary['httpStatus']}, {summary['counts']['errors']} page errors, "
-            f"{len(summary['consoleErrors'])} console errors; evidence in {rel}/\n")
-    return CommandOutcome(stdout=text, stderr=summary["error"] or "", exit_code=0 if summary["status"] == "passed"
-                          else 1, json=summary, artifact_refs=refs)
+    session.emit(
+        "browser.probe", {"url": url, "status": summary["status"], "httpStatus": summary["httpStatus"], "evidence": rel}
+    )
+    text = (
+        f"{summary['status']}: {url} → HTTP {summary['httpStatus']}, {summary['counts']['errors']} page errors, "
+        f"{len(summary['consoleErrors'])} console errors; evidence in {rel}/\n"
+    )
+    return CommandOutcome(
+        stdout=text,
+        stderr=summary["error"] or "",
+        exit_code=0 if summary["status"] == "passed" else 1,
+        json=summary,
+        artifact_refs=refs,
+    )
 
 
 def browser_actions(session: CommandContext, args: dict[str, str], timeout_s: float) -> CommandOutcome:
@@ -71,17 +86,30 @@ def browser_actions(session: CommandContext, args: dict[str, str], timeout_s: fl
     per_step = parse_duration(args["step-timeout"], "step-timeout") if args.get("step-timeout") else 10.0
     allow_eval = "wordpress.browser-actions.evaluate" in session.spec.policy.commands
     out_dir, rel = evidence_dir(session)
-    summary = run_actions(start, steps, out_dir, base_url=base, step_timeout_s=per_step, total_timeout_s=total,
-                          capture=parse_capture(args.get("capture"), ACTION_CAPTURES), allow_evaluate=allow_eval)
+    summary = run_actions(
+        start,
+        steps,
+        out_dir,
+        base_url=base,
+        step_timeout_s=per_step,
+        total_timeout_s=total,
+        capture=parse_capture(args.get("capture"), ACTION_CAPTURES),
+        allow_evaluate=allow_eval,
+    )
     refs = register_evidence(session, rel, summary["files"])
-    session.emit("browser.actions", {"status": summary["status"], "firstFailureIndex": summary["firstFailureIndex"],
-                                     "evidence": rel}, level="info" if summary["status"] == "passed" else "warning")
-    text = (f"{summary['status']}: {summary['passed']}/{summary['steps']} steps passed"
-            + (f"; {_step_name(summary['firstFailureIndex'])} failed: {summary['failure']}"
-               if summary["failure"] else "")
-            + f"; evidence in {rel}/\n")
-    return CommandOutcome(stdout=text, exit_code=0 if summary["status"] == "passed" else 1, json=summary,
-                          artifact_refs=refs)
+    session.emit(
+        "browser.actions",
+        {"status": summary["status"], "firstFailureIndex": summary["firstFailureIndex"], "evidence": rel},
+        level="info" if summary["status"] == "passed" else "warning",
+    )
+    text = (
+        f"{summary['status']}: {summary['passed']}/{summary['steps']} steps passed"
+        + (f"; {_step_name(summary['firstFailureIndex'])} failed: {summary['failure']}" if summary["failure"] else "")
+        + f"; evidence in {rel}/\n"
+    )
+    return CommandOutcome(
+        stdout=text, exit_code=0 if summary["status"] == "passed" else 1, json=summary, artifact_refs=refs
+    )
 
 
 def _step_name(index: int) -> str:

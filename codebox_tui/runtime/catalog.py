@@ -69,10 +69,16 @@ _COMMANDS: list[CommandSpec] = [
         description="Run PHP inside the sandbox, after loading WordPress unless bootstrap=none.",
         acceptedArgs=[
             A(name="code", description="PHP source; '<?php' is prepended when missing"),
-            A(name="code-file", description="Host path of a PHP file (relative to the current directory)",
-              format="path"),
-            A(name="bootstrap", description="'wordpress' (default) loads wp-load.php; 'none' runs bare PHP",
-              format="enum:wordpress,none"),
+            A(
+                name="code-file",
+                description="Host path of a PHP file (relative to the current directory)",
+                format="path",
+            ),
+            A(
+                name="bootstrap",
+                description="'wordpress' (default) loads wp-load.php; 'none' runs bare PHP",
+                format="enum:wordpress,none",
+            ),
         ],
         outputShape="raw-stdout",
         policyRequirement="wordpress.run-php",
@@ -82,8 +88,9 @@ _COMMANDS: list[CommandSpec] = [
     CommandSpec(
         id="wordpress.wp-cli",
         description="Run a WP-CLI command (needs a wp-cli.phar: --wp-cli-phar, CODEBOX_WP_CLI_PHAR or a wp on PATH).",
-        acceptedArgs=[A(name="command", description="WP-CLI command line, with or without leading 'wp'",
-                        required=True)],
+        acceptedArgs=[
+            A(name="command", description="WP-CLI command line, with or without leading 'wp'", required=True)
+        ],
         outputShape="raw-stdout",
         policyRequirement="wordpress.wp-cli",
         handler=_ref(wp_cli),
@@ -104,18 +111,24 @@ _COMMANDS: list[CommandSpec] = [
         description="Run a mounted plugin's PHPUnit suite inside the sandbox and record JUnit results.",
         acceptedArgs=[
             A(name="plugin-slug", description="Plugin directory under wp-content/plugins", required=True),
-            A(name="load-as", description="plugin (default): the folder is wp-content/plugins/<slug>; mu-plugin: "
-              "a single-file must-use plugin's folder, wp-content/mu-plugins/codebox-runtime/<slug>",
-              format="enum:plugin,mu-plugin"),
+            A(
+                name="load-as",
+                description="plugin (default): the folder is wp-content/plugins/<slug>; mu-plugin: "
+                "a single-file must-use plugin's folder, wp-content/mu-plugins/codebox-runtime/<slug>",
+                format="enum:plugin,mu-plugin",
+            ),
             A(name="test-file", description="Run only this test file (plugin-relative)"),
             A(name="phpunit-xml", description="PHPUnit configuration file (plugin-relative)"),
             A(name="filter", description="PHPUnit --filter pattern"),
             A(name="bootstrap", description="PHPUnit bootstrap file (plugin-relative), instead of the configured one"),
-            A(name="wordpress", description="auto (default): tests-lib when the bootstrap loads the WordPress core "
-              "test library (WP_UnitTestCase), else global; global: load WordPress in global scope before "
-              "PHPUnit; tests-lib: the core test library with the sandbox's SQLite test site; none: the "
-              "suite's bootstrap loads WordPress itself",
-              format="enum:auto,global,tests-lib,none"),
+            A(
+                name="wordpress",
+                description="auto (default): tests-lib when the bootstrap loads the WordPress core "
+                "test library (WP_UnitTestCase), else global; global: load WordPress in global scope before "
+                "PHPUnit; tests-lib: the core test library with the sandbox's SQLite test site; none: the "
+                "suite's bootstrap loads WordPress itself",
+                format="enum:auto,global,tests-lib,none",
+            ),
         ],
         outputShape="wp-codebox/test-results/v1",
         policyRequirement="wordpress.phpunit",
@@ -127,16 +140,23 @@ _COMMANDS: list[CommandSpec] = [
         description="Run WordPress core's own PHPUnit tests from a checkout on this machine (its tests/phpunit "
         "mounted read-only) against the sandbox's WordPress, and record JUnit results as wordpress.phpunit does.",
         acceptedArgs=[
-            A(name="core-root", description="Host folder of a WordPress core checkout (wordpress-develop, or any "
-              "folder with its tests/phpunit layout: includes/ of the core test library and tests/)",
-              required=True, format="directory"),
+            A(
+                name="core-root",
+                description="Host folder of a WordPress core checkout (wordpress-develop, or any "
+                "folder with its tests/phpunit layout: includes/ of the core test library and tests/)",
+                required=True,
+                format="directory",
+            ),
             A(name="test-file", description="Run only this file (checkout-relative, under tests/phpunit/)"),
             A(name="filter", description="PHPUnit --filter pattern"),
             A(name="group", description="PHPUnit --group: only tests of these groups (comma list)"),
             A(name="exclude-group", description="PHPUnit --exclude-group: leave out these groups (comma list)"),
-            A(name="core-tests", description="Set WP_RUN_CORE_TESTS as core's own configuration does: auto "
-              "(default: when the checkout has tests/phpunit/data), on, off",
-              format="enum:" + ",".join(CORE_TESTS_CHOICES)),
+            A(
+                name="core-tests",
+                description="Set WP_RUN_CORE_TESTS as core's own configuration does: auto "
+                "(default: when the checkout has tests/phpunit/data), on, off",
+                format="enum:" + ",".join(CORE_TESTS_CHOICES),
+            ),
         ],
         outputShape="wp-codebox/test-results/v1",
         policyRequirement="wordpress.core-phpunit",
@@ -148,15 +168,25 @@ _COMMANDS: list[CommandSpec] = [
         description="Load a page of the live preview in Chromium and capture evidence.",
         acceptedArgs=[
             A(name="url", description="Path or URL on the sandbox preview", required=True),
-            A(name="wait-for", description="domcontentloaded|load|networkidle|selector:<css>, or a duration "
-              "(500ms) to wait after load"),
+            A(
+                name="wait-for",
+                description="domcontentloaded|load|networkidle|selector:<css>, or a duration "
+                "(500ms) to wait after load",
+            ),
             A(name="viewport", description="WIDTHxHEIGHT", format="viewport"),
-            A(name="capture", description="Comma list of console,errors,html,network,performance,screenshot "
-              "(the default) and memory,checkpoints (only when named)",
-              format="comma-enum:console,errors,html,network,performance,screenshot,memory,checkpoints"),
-            A(name="checkpoint", description="A named moment after the page loads: NAME, NAME@selector:<css> (once "
-              "it is visible) or NAME@<duration> (after that long), recorded in checkpoints.jsonl with its own "
-              "screenshot, metrics and, with capture=memory, heap (repeatable, in order)", repeatable=True),
+            A(
+                name="capture",
+                description="Comma list of console,errors,html,network,performance,screenshot "
+                "(the default) and memory,checkpoints (only when named)",
+                format="comma-enum:console,errors,html,network,performance,screenshot,memory,checkpoints",
+            ),
+            A(
+                name="checkpoint",
+                description="A named moment after the page loads: NAME, NAME@selector:<css> (once "
+                "it is visible) or NAME@<duration> (after that long), recorded in checkpoints.jsonl with its own "
+                "screenshot, metrics and, with capture=memory, heap (repeatable, in order)",
+                repeatable=True,
+            ),
             A(name="timeout", description="Per-probe timeout, e.g. 30s", format="duration"),
         ],
         outputShape="wp-codebox/browser-probe-result/v1",
@@ -169,12 +199,14 @@ _COMMANDS: list[CommandSpec] = [
         "select, drag, waitFor, expect, screenshot, evaluate).",
         acceptedArgs=[
             A(name="url", description="Start page on the sandbox preview"),
-            A(name="steps-json", description="JSON array of steps, inline or @path", required=True,
-              format="json"),
+            A(name="steps-json", description="JSON array of steps, inline or @path", required=True, format="json"),
             A(name="step-timeout", description="Per-step timeout", format="duration"),
             A(name="timeout", description="Total timeout", format="duration"),
-            A(name="capture", description="Comma list of console,errors,html,network,screenshot",
-              format="comma-enum:console,errors,html,network,screenshot"),
+            A(
+                name="capture",
+                description="Comma list of console,errors,html,network,screenshot",
+                format="comma-enum:console,errors,html,network,screenshot",
+            ),
         ],
         outputShape="wp-codebox/browser-actions-result/v1",
         policyRequirement="wordpress.browser-actions",
@@ -185,13 +217,20 @@ _COMMANDS: list[CommandSpec] = [
         description="Time requests against paths of the sandbox: latency min/median/p95/max and PHP's peak "
         "memory per path, kept as files/bench.json (docs/bench.md). Needs page requests: Playground only so far.",
         acceptedArgs=[
-            A(name="path", description=f"A path of the site, e.g. / or /wp-json/ (repeatable, at most {MAX_PATHS}; "
-              "default /)", repeatable=True),
+            A(
+                name="path",
+                description=f"A path of the site, e.g. / or /wp-json/ (repeatable, at most {MAX_PATHS}; default /)",
+                repeatable=True,
+            ),
             A(name="count", description=f"Timed requests per path, 1-{MAX_COUNT} (default 10)"),
-            A(name="warmup", description=f"Untimed requests per path first, 0-{MAX_WARMUP} (default 2)",
-              ),
-            A(name="concurrency", description=f"Timed requests in flight at once, 1-{MAX_CONCURRENCY} (default 1)",
-              ),
+            A(
+                name="warmup",
+                description=f"Untimed requests per path first, 0-{MAX_WARMUP} (default 2)",
+            ),
+            A(
+                name="concurrency",
+                description=f"Timed requests in flight at once, 1-{MAX_CONCURRENCY} (default 1)",
+            ),
             A(name="label", description="A name kept in the document (evaluate-patch: before, after)"),
         ],
         outputShape="codebox/bench/v1",
@@ -203,10 +242,16 @@ _COMMANDS: list[CommandSpec] = [
         description="Snapshot the site (database tables with rows, wp-content files with hashes; read-only "
         "mounts excluded) and its wordpress-state export into the run's evidence.",
         acceptedArgs=[
-            A(name="sections", description="wordpress-state sections, comma list (default summary): summary, "
-              "posts, terms, menus, templates, media, options, users, rest-routes, abilities"),
-            A(name="redaction", description="'safe' (default): no password hashes, emails, keys or salts",
-              format="enum:safe,none"),
+            A(
+                name="sections",
+                description="wordpress-state sections, comma list (default summary): summary, "
+                "posts, terms, menus, templates, media, options, users, rest-routes, abilities",
+            ),
+            A(
+                name="redaction",
+                description="'safe' (default): no password hashes, emails, keys or salts",
+                format="enum:safe,none",
+            ),
             *SNAPSHOT_SCOPE_ARGS,
         ],
         outputShape="wp-codebox/wordpress-runtime-snapshot/v1",
@@ -246,11 +291,19 @@ _COMMANDS: list[CommandSpec] = [
         "command-result, wordpress-state, http-response, runtime-events or runtime-logs, printed as its "
         "wp-codebox/runtime-episode-observation/v1 envelope.",
         acceptedArgs=[
-            A(name="type", description="The observation type", required=True,
-              format="enum:runtime-info,mounts,files,command-result,wordpress-state,http-response,runtime-events,"
-                     "runtime-logs"),
-            A(name="spec-json", description='The type\'s fields as a JSON object, e.g. {"paths": ["/wordpress/'
-              'wp-config.php"]} or {"sections": ["options"]}', format="json"),
+            A(
+                name="type",
+                description="The observation type",
+                required=True,
+                format="enum:runtime-info,mounts,files,command-result,wordpress-state,http-response,runtime-events,"
+                "runtime-logs",
+            ),
+            A(
+                name="spec-json",
+                description='The type\'s fields as a JSON object, e.g. {"paths": ["/wordpress/'
+                'wp-config.php"]} or {"sections": ["options"]}',
+                format="json",
+            ),
         ],
         outputShape="wp-codebox/runtime-episode-observation/v1",
         policyRequirement="wp-codebox.observe",
@@ -287,8 +340,11 @@ def handler_for(command_id: str) -> Handler:
     """The function that runs ``command_id``; a capability-only id is a clear error, not a handler."""
     spec = get_command(command_id)
     if spec.handler not in _HANDLERS:
-        raise BadInputError(f"Command {command_id!r} is a policy capability and cannot be executed directly",
-                            code="policy-only-command", field="command")
+        raise BadInputError(
+            f"Command {command_id!r} is a policy capability and cannot be executed directly",
+            code="policy-only-command",
+            field="command",
+        )
     return _HANDLERS[spec.handler]
 
 
@@ -316,8 +372,7 @@ def parse_args(spec: CommandSpec, raw_args: list[str]) -> dict[str, str]:
     for arg in spec.acceptedArgs:
         if arg.required and arg.name not in parsed:
             raise BadInputError(
-                f"Command {spec.id} needs argument {arg.name}=…: {arg.description}", code="missing-arg",
-                field=arg.name
+                f"Command {spec.id} needs argument {arg.name}=…: {arg.description}", code="missing-arg", field=arg.name
             )
     one_of = spec.metadata.get("requiresOneOf")
     if one_of and not any(name in parsed for name in one_of):

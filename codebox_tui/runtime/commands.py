@@ -32,13 +32,20 @@ from codebox_tui.runtime.site_state import (
 WP_CLI_DIR = "/codebox-tools/wp-cli"
 # How to give a run WP-CLI (lifecycle/tools.py looks in this order); the exec shell's `wp` says the same
 # (runtime/node/exec.mjs).
-WP_CLI_HINT = ("pass --wp-cli-phar PATH or set CODEBOX_WP_CLI_PHAR to a wp-cli.phar, or put WP-CLI on PATH as `wp` "
-               "(the phar itself or a link to it); get the phar from https://wp-cli.org/#installing "
-               "(https://raw.githubusercontent.com/wp-cli/builds/gh-pages/phar/wp-cli.phar)")
+WP_CLI_HINT = (
+    "pass --wp-cli-phar PATH or set CODEBOX_WP_CLI_PHAR to a wp-cli.phar, or put WP-CLI on PATH as `wp` "
+    "(the phar itself or a link to it); get the phar from https://wp-cli.org/#installing "
+    "(https://raw.githubusercontent.com/wp-cli/builds/gh-pages/phar/wp-cli.phar)"
+)
 
 
-def _outcome(stdout: str, stderr: str = "", exit_code: int = 0, json_value: object = None,
-             truncated: dict[str, Any] | None = None) -> CommandOutcome:
+def _outcome(
+    stdout: str,
+    stderr: str = "",
+    exit_code: int = 0,
+    json_value: object = None,
+    truncated: dict[str, Any] | None = None,
+) -> CommandOutcome:
     return CommandOutcome(stdout=stdout, stderr=stderr, exit_code=exit_code, json=json_value, truncated=truncated)
 
 
@@ -75,8 +82,9 @@ def _read_code(args: dict[str, str]) -> str:
     if "code-file" in args:
         path = Path(args["code-file"]).expanduser()
         if not path.is_file():
-            raise BadInputError(f"code-file {args['code-file']!r} does not exist", code="missing-code-file",
-                                field="code-file")
+            raise BadInputError(
+                f"code-file {args['code-file']!r} does not exist", code="missing-code-file", field="code-file"
+            )
         return path.read_text(encoding="utf-8", errors="replace")
     return args.get("code", "")
 
@@ -85,8 +93,9 @@ def run_php(session: CommandContext, args: dict[str, str], timeout_s: float) -> 
     code = _read_code(args)
     bootstrap = args.get("bootstrap", "wordpress")
     if bootstrap not in ("wordpress", "none"):
-        raise BadInputError(f"bootstrap must be 'wordpress' or 'none', not {bootstrap!r}", code="invalid-arg",
-                            field="bootstrap")
+        raise BadInputError(
+            f"bootstrap must be 'wordpress' or 'none', not {bootstrap!r}", code="invalid-arg", field="bootstrap"
+        )
     if not code.lstrip().startswith("<?php") and not code.lstrip().startswith("<?"):
         code = "<?php\n" + code
     script = f"/tmp/codebox-{secrets.token_hex(8)}.php"
@@ -102,13 +111,16 @@ def wp_cli(session: CommandContext, args: dict[str, str], timeout_s: float) -> C
     if not any(m.target == WP_CLI_DIR for m in session.spec.extra_mounts):
         raise BadInputError(
             "wordpress.wp-cli needs WP-CLI's wp-cli.phar and none was found: " + WP_CLI_HINT,
-            code="wp-cli-phar-missing", field="wp-cli-phar", details={"hint": WP_CLI_HINT},
+            code="wp-cli-phar-missing",
+            field="wp-cli-phar",
+            details={"hint": WP_CLI_HINT},
         )
     try:
         words = shlex.split(args["command"])
     except ValueError as error:
-        raise BadInputError(f"command= is not a valid command line: {error}", code="invalid-arg",
-                            field="command") from error
+        raise BadInputError(
+            f"command= is not a valid command line: {error}", code="invalid-arg", field="command"
+        ) from error
     if words and words[0] == "wp":
         words = words[1:]
     argv = ["php", f"{WP_CLI_DIR}/wp-cli.phar", "--path=/wordpress", "--no-color", *words]
@@ -155,8 +167,12 @@ def ability(session: CommandContext, args: dict[str, str], timeout_s: float) -> 
         json.loads(raw_input)
     except ValueError as error:
         raise BadInputError(f"input= must be JSON: {error}", code="invalid-arg", field="input") from error
-    code = ("<?php\n" + secret_prelude(session) + "\nrequire_once '/wordpress/wp-load.php';\n"
-            + ABILITY_RUNNER % {"name": php_string(args["name"]), "input": php_string(raw_input)})
+    code = (
+        "<?php\n"
+        + secret_prelude(session)
+        + "\nrequire_once '/wordpress/wp-load.php';\n"
+        + ABILITY_RUNNER % {"name": php_string(args["name"]), "input": php_string(raw_input)}
+    )
     result = session.sandbox.run_php(code, timeout_s)
     exit_code = result.exit_code
     parsed = None
@@ -178,9 +194,12 @@ def capture_state_bundle(session: CommandContext, args: dict[str, str], timeout_
     """Snapshot the site into ``files/runtime-snapshots/<id>.json`` (file bytes as content-addressed
     blobs beside it) and its wordpress-state export into ``files/wordpress-state/<id>.json``."""
     config = export_config_from_args(args)
-    snapshot = take_snapshot(session.sandbox, _snapshot_scope(session, args), timeout_s=timeout_s,
-                             metadata={"runtime": session.runtime_id,
-                                       "mounts": [m.model_dump(mode="json") for m in session.spec.mounts]})
+    snapshot = take_snapshot(
+        session.sandbox,
+        _snapshot_scope(session, args),
+        timeout_s=timeout_s,
+        metadata={"runtime": session.runtime_id, "mounts": [m.model_dump(mode="json") for m in session.spec.mounts]},
+    )
     export = export_wordpress_state(session.sandbox, config, timeout_s=timeout_s)
     rel, digest = store_snapshot(session, snapshot)
     refs = [{"path": rel, "kind": "runtime-snapshot", "sha256": digest}]
@@ -189,11 +208,19 @@ def capture_state_bundle(session: CommandContext, args: dict[str, str], timeout_
     session.add_evidence(rel, "wordpress-state", "application/json").write_text(text, encoding="utf-8")
     refs.append({"path": rel, "kind": "wordpress-state", "sha256": sha256_hex(text)})
     stats = snapshot.metadata.get("stats") or {}
-    result = {"command": "wordpress.capture-state-bundle", "status": "ok",
-              "snapshot": {"id": snapshot.id, "semantics": "runtime-state-artifact",
-                           "hashes": snapshot.hashes.model_dump(),
-                           "compatibility": snapshot.compatibility.model_dump(), "stats": stats},
-              "sections": [s.section for s in export.sections], "artifactRefs": refs}
+    result = {
+        "command": "wordpress.capture-state-bundle",
+        "status": "ok",
+        "snapshot": {
+            "id": snapshot.id,
+            "semantics": "runtime-state-artifact",
+            "hashes": snapshot.hashes.model_dump(),
+            "compatibility": snapshot.compatibility.model_dump(),
+            "stats": stats,
+        },
+        "sections": [s.section for s in export.sections],
+        "artifactRefs": refs,
+    }
     outcome = _outcome(json.dumps(result, sort_keys=True), json_value=result)
     outcome.artifact_refs = refs
     return outcome
@@ -204,11 +231,13 @@ def store_snapshot(session: CommandContext, snapshot: Any) -> tuple[str, str]:
     ``runtime-snapshot``) and each file's bytes to a content-addressed blob beside it (kind
     ``runtime-snapshot-blob``; docs/site-state.md, "Snapshots in a bundle"). Returns the document's path and the
     sha256 of the bytes written."""
+
     def write_blob(rel: str, data: bytes) -> None:
         target = session.run_dir / rel
         if not target.exists():
             session.add_evidence(rel, "runtime-snapshot-blob", "application/octet-stream").write_bytes(
-                session.redact.data(data))
+                session.redact.data(data)
+            )
 
     stored = externalize_files(snapshot, write_blob)
     rel = layout.runtime_snapshot_path(stored.id)
@@ -228,13 +257,16 @@ def checkpoint_create(session: CommandContext, args: dict[str, str], timeout_s: 
         try:
             metadata = json.loads(args["metadata-json"])
         except ValueError as error:
-            raise BadInputError(f"metadata-json must be JSON: {error}", code="invalid-arg",
-                                field="metadata-json") from error
+            raise BadInputError(
+                f"metadata-json must be JSON: {error}", code="invalid-arg", field="metadata-json"
+            ) from error
         if not isinstance(metadata, dict):
             raise BadInputError("metadata-json must be a JSON object", code="invalid-arg", field="metadata-json")
-    return _checkpoint_outcome(site_state.checkpoint_create(session.sandbox, args["name"],
-                                                            _snapshot_scope(session, args), metadata=metadata,
-                                                            timeout_s=timeout_s))
+    return _checkpoint_outcome(
+        site_state.checkpoint_create(
+            session.sandbox, args["name"], _snapshot_scope(session, args), metadata=metadata, timeout_s=timeout_s
+        )
+    )
 
 
 def checkpoint_restore(session: CommandContext, args: dict[str, str], timeout_s: float) -> CommandOutcome:
@@ -263,17 +295,29 @@ def observe(session: CommandContext, args: dict[str, str], timeout_s: float) -> 
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "type"
-        raise BadInputError(f"observation {where}: {str(first['msg']).removeprefix('Value error, ')}",
-                            code="invalid-arg", field="type" if where == "type" else "spec-json") from None
+        raise BadInputError(
+            f"observation {where}: {str(first['msg']).removeprefix('Value error, ')}",
+            code="invalid-arg",
+            field="type" if where == "type" else "spec-json",
+        ) from None
     if spec.type == "browser-result":
-        raise BadInputError("a browser-result observation runs wordpress.browser-probe: run that command as the "
-                            "step instead", code="invalid-arg", field="type")
+        raise BadInputError(
+            "a browser-result observation runs wordpress.browser-probe: run that command as the step instead",
+            code="invalid-arg",
+            field="type",
+        )
     observation_id = new_id("observation")
-    observed = take(session, spec, observation_id, timeout_s=timeout_s,
-                    executions=list(enumerate(session.executions)))
+    observed = take(session, spec, observation_id, timeout_s=timeout_s, executions=list(enumerate(session.executions)))
     data = session.redact.value(observed.data)
-    refs = [{"kind": kind, "id": f"{observation_id}:{Path(rel).name}", "path": rel,
-             "digest": {"algorithm": "sha256", "value": digest}} for rel, kind, digest in observed.files]
+    refs = [
+        {
+            "kind": kind,
+            "id": f"{observation_id}:{Path(rel).name}",
+            "path": rel,
+            "digest": {"algorithm": "sha256", "value": digest},
+        }
+        for rel, kind, digest in observed.files
+    ]
     payload = EpisodeObservation.digest_payload(spec.type, data, utc_now_iso(), refs)
     envelope = EpisodeObservation.model_validate({**payload, "id": observation_id, "digest": episode_digest(payload)})
     value = envelope.model_dump(mode="json", by_alias=True, exclude_none=True)

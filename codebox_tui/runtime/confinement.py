@@ -36,11 +36,26 @@ DROP_KEEPS = ("--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_
 # Inside the sandboxes root: where read-only mounts are staged; bound read-only into the sidecar.
 READONLY_AREA = ".readonly"
 # /etc entries Node and the resolver read (only those that exist are bound, read-only).
-ETC_ENTRIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl", "ca-certificates", "resolv.conf",
-               "hosts", "nsswitch.conf", "gai.conf", "host.conf", "localtime", "timezone", "alternatives")
+ETC_ENTRIES = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "ssl",
+    "ca-certificates",
+    "resolv.conf",
+    "hosts",
+    "nsswitch.conf",
+    "gai.conf",
+    "host.conf",
+    "localtime",
+    "timezone",
+    "alternatives",
+)
 SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")
-FIX_HINT = ("install bubblewrap (`scripts/install-system.sh` or `apt-get install bubblewrap`), or set "
-            "CODEBOX_CONFINEMENT=none to run the sidecar unconfined (dangerous: see docs/security.md)")
+FIX_HINT = (
+    "install bubblewrap (`scripts/install-system.sh` or `apt-get install bubblewrap`), or set "
+    "CODEBOX_CONFINEMENT=none to run the sidecar unconfined (dangerous: see docs/security.md)"
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -67,8 +82,11 @@ def readonly_dir(work_dir: Path) -> Path:
 def find_bwrap() -> str:
     found = shutil.which("bwrap")
     if not found:
-        raise SandboxError("bubblewrap (bwrap) is not installed; the sandbox cannot be confined",
-                           code="confinement-unavailable", details={"hint": FIX_HINT})
+        raise SandboxError(
+            "bubblewrap (bwrap) is not installed; the sandbox cannot be confined",
+            code="confinement-unavailable",
+            details={"hint": FIX_HINT},
+        )
     return found
 
 
@@ -87,8 +105,11 @@ def drops_to_sandbox_uid() -> bool:
 def find_setpriv() -> str:
     found = shutil.which("setpriv")
     if not found:
-        raise SandboxError("setpriv (util-linux) is not installed; a sandbox started as root cannot drop to an "
-                           "unprivileged uid", code="confinement-unavailable", details={"hint": FIX_HINT})
+        raise SandboxError(
+            "setpriv (util-linux) is not installed; a sandbox started as root cannot drop to an unprivileged uid",
+            code="confinement-unavailable",
+            details={"hint": FIX_HINT},
+        )
     return found
 
 
@@ -96,20 +117,56 @@ def sandbox_identity(bwrap: str, *, share_net: bool) -> tuple[list[str], list[st
     """The start of the bwrap command line (namespaces, uid, capabilities) and what goes before the
     sandboxed program (``setpriv …`` when dropping to the host uid, nothing otherwise)."""
     if not drops_to_sandbox_uid():
-        head = [bwrap, "--unshare-all", *(["--share-net"] if share_net else []), "--clearenv",
-                "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL"]
+        head = [
+            bwrap,
+            "--unshare-all",
+            *(["--share-net"] if share_net else []),
+            "--clearenv",
+            "--uid",
+            str(SANDBOX_UID),
+            "--gid",
+            str(SANDBOX_UID),
+            "--cap-drop",
+            "ALL",
+        ]
         return head, []
     head = [bwrap, *DROP_NAMESPACES, *([] if share_net else ["--unshare-net"]), "--clearenv", *DROP_KEEPS]
-    drop = [find_setpriv(), f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups",
-            "--inh-caps=-all", "--bounding-set=-all", "--"]
+    drop = [
+        find_setpriv(),
+        f"--reuid={SANDBOX_UID}",
+        f"--regid={SANDBOX_UID}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--",
+    ]
     return head, drop
 
 
 # bwrap options that take a destination inside the sandbox as their last argument, with their arity.
-DEST_OPTIONS = {"--bind": 2, "--ro-bind": 2, "--bind-try": 2, "--ro-bind-try": 2, "--dev-bind": 2, "--symlink": 2,
-                "--proc": 1, "--dev": 1, "--tmpfs": 1}
-OPTION_ARITY = {"--setenv": 2, "--uid": 1, "--gid": 1, "--cap-add": 1, "--cap-drop": 1, "--perms": 1, "--dir": 1,
-                "--remount-ro": 1, "--chdir": 1, **DEST_OPTIONS}
+DEST_OPTIONS = {
+    "--bind": 2,
+    "--ro-bind": 2,
+    "--bind-try": 2,
+    "--ro-bind-try": 2,
+    "--dev-bind": 2,
+    "--symlink": 2,
+    "--proc": 1,
+    "--dev": 1,
+    "--tmpfs": 1,
+}
+OPTION_ARITY = {
+    "--setenv": 2,
+    "--uid": 1,
+    "--gid": 1,
+    "--cap-add": 1,
+    "--cap-drop": 1,
+    "--perms": 1,
+    "--dir": 1,
+    "--remount-ro": 1,
+    "--chdir": 1,
+    **DEST_OPTIONS,
+}
 
 
 def with_open_parents(options: list[str]) -> list[str]:
@@ -126,7 +183,7 @@ def with_open_parents(options: list[str]) -> list[str]:
             dest = Path(options[index + arity])
             for parent in reversed(dest.parents[:-1]):  # shallowest first, "/" left out
                 out += ["--perms", "0755", "--dir", str(parent)]
-        out += options[index:index + arity + 1]
+        out += options[index : index + arity + 1]
         index += arity + 1
     return out
 
@@ -156,8 +213,17 @@ def _is_within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def bwrap_argv(*, bwrap: str, node: str, bridge_dir: Path, playground_home: Path, sandboxes_root: Path,
-               tmp_dir: Path, env: dict[str, str], binds: tuple[Bind, ...]) -> list[str]:
+def bwrap_argv(
+    *,
+    bwrap: str,
+    node: str,
+    bridge_dir: Path,
+    playground_home: Path,
+    sandboxes_root: Path,
+    tmp_dir: Path,
+    env: dict[str, str],
+    binds: tuple[Bind, ...],
+) -> list[str]:
     """The ``bwrap … node`` command line (the sidecar arguments are appended by the caller).
 
     No ``--die-with-parent``: its parent-death signal follows the *thread* that started bwrap, and sidecars
@@ -175,9 +241,17 @@ def bwrap_argv(*, bwrap: str, node: str, bridge_dir: Path, playground_home: Path
         if bind.writable and dot_git.is_dir() and not dot_git.is_symlink():
             # a live mount's repository is not the sidecar's business: an empty read-only folder
             argv += ["--tmpfs", str(dot_git), "--remount-ro", str(dot_git)]
-    argv += ["--bind", str(playground_home), str(playground_home),
-             "--bind", str(sandboxes_root), str(sandboxes_root),
-             "--ro-bind", str(readonly_area(sandboxes_root)), str(readonly_area(sandboxes_root))]
+    argv += [
+        "--bind",
+        str(playground_home),
+        str(playground_home),
+        "--bind",
+        str(sandboxes_root),
+        str(sandboxes_root),
+        "--ro-bind",
+        str(readonly_area(sandboxes_root)),
+        str(readonly_area(sandboxes_root)),
+    ]
     bridge = bridge_dir.resolve()
     argv += ["--ro-bind", str(bridge), str(bridge)]
     modules = bridge_dir / "node_modules"
@@ -214,8 +288,17 @@ def covered(host_path: str, sandboxes_root: Path, binds: tuple[Bind, ...], *, wr
 # -- the native backend's wall: every PHP process in its own bubblewrap (docs/backends.md) ---------------
 # /etc entries PHP reads: its own configuration (read-only, so a sandbox cannot plant php.ini or a
 # conf.d file), the dynamic loader's cache, the alternatives links behind /usr/bin/php, time zones.
-PHP_ETC_ENTRIES = ("php", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone",
-                   "ssl", "ca-certificates")
+PHP_ETC_ENTRIES = (
+    "php",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "alternatives",
+    "localtime",
+    "timezone",
+    "ssl",
+    "ca-certificates",
+)
 
 
 @dataclass(frozen=True)

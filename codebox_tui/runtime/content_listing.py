@@ -51,7 +51,7 @@ def skipped_paths(mounts: list[MountSpec]) -> list[str]:
     for mount in mounts:
         target = mount.target.rstrip("/")
         if target.startswith(WP_CONTENT + "/"):
-            out.append(target[len(WP_CONTENT) + 1:])
+            out.append(target[len(WP_CONTENT) + 1 :])
     return out
 
 
@@ -70,12 +70,19 @@ def list_content(sandbox: Sandbox, skip: list[str], *, timeout_s: float = 30.0) 
             raise ValueError("entries")
     except (ValueError, KeyError, TypeError):
         detail = (result.errors or result.text).strip()[:300]
-        raise SandboxError(f"wp-content listing: the sandbox printed no listing (exit {result.exit_code}): {detail}",
-                           code="site-state-failed") from None
+        raise SandboxError(
+            f"wp-content listing: the sandbox printed no listing (exit {result.exit_code}): {detail}",
+            code="site-state-failed",
+        ) from None
     listing: Listing = {}
     for path, item in entries.items():
-        if (isinstance(path, str) and isinstance(item, list) and len(item) == 3 and item[0] in ("f", "d", "l")
-                and all(isinstance(n, int) and not isinstance(n, bool) for n in item[1:])):
+        if (
+            isinstance(path, str)
+            and isinstance(item, list)
+            and len(item) == 3
+            and item[0] in ("f", "d", "l")
+            and all(isinstance(n, int) and not isinstance(n, bool) for n in item[1:])
+        ):
             listing[path] = (item[0], item[1], item[2])
     return listing, bool(value.get("truncated"))
 
@@ -89,12 +96,14 @@ def changed_paths(before: Listing, after: Listing) -> list[dict[str, Any]]:
         old, new = before.get(path), after.get(path)
         if old == new or all(item is None or item[0] == "d" for item in (old, new)):
             continue
-        status = "added" if old is None or old[0] == "d" else ("deleted" if new is None or new[0] == "d"
-                                                                  else "changed")
+        status = "added" if old is None or old[0] == "d" else ("deleted" if new is None or new[0] == "d" else "changed")
         kept = new if status != "deleted" else old
         assert kept is not None
-        entry: dict[str, Any] = {"path": f"{WP_CONTENT}/{path}", "status": status,
-                                 "type": "file" if kept[0] == "f" else "link"}
+        entry: dict[str, Any] = {
+            "path": f"{WP_CONTENT}/{path}",
+            "status": status,
+            "type": "file" if kept[0] == "f" else "link",
+        }
         if kept[0] == "f" and status != "deleted":
             entry["bytes"] = kept[1]
         out.append(entry)

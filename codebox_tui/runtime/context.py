@@ -72,7 +72,6 @@ class CommandContext(Protocol):
         """Register a bundle file (a ``files/…`` path) and return where to write it."""
         ...
 
-    def execute(self, command: str, args: list[str] | None = None,
-                timeout_s: float | None = None) -> ExecutionResult:
+    def execute(self, command: str, args: list[str] | None = None, timeout_s: float | None = None) -> ExecutionResult:
         """Run another catalog command under the run's policy (the ``browser-result`` observation)."""
         ...

@@ -163,8 +163,9 @@ def stat_core(site: Path) -> dict[str, EntryStat]:
     return out
 
 
-def changed_core(site: Path, baseline: Mapping[str, EntryStat], expected: Mapping[str, str]
-                 ) -> tuple[list[CoreChange], dict[str, EntryStat]]:
+def changed_core(
+    site: Path, baseline: Mapping[str, EntryStat], expected: Mapping[str, str]
+) -> tuple[list[CoreChange], dict[str, EntryStat]]:
     """The core entries of ``site`` whose content differs from ``expected`` (path → digest: the golden site's,
     with the set-up's declared writes), checking only entries whose stat values differ from ``baseline``; and
     the stat values now. An entry in neither ``expected`` nor ``baseline``'s unchanged set is added; one gone is
@@ -218,7 +219,7 @@ class HostCoreCheck:
     def declare(self, path: str, digest: str) -> None:
         """Codebox's own set-up (or the recipe's blueprint) wrote ``digest`` at sandbox ``path``."""
         if path.startswith(SITE_ROOT + "/"):
-            self.expected[path[len(SITE_ROOT) + 1:]] = digest
+            self.expected[path[len(SITE_ROOT) + 1 :]] = digest
 
     def attribute_changes(self) -> list[str]:
         """What changed in core since :meth:`start` becomes the expected state (the recipe's blueprint phase,

@@ -41,8 +41,11 @@ def held_dir() -> Path:
 
 def socket_path(held_id: str) -> Path:
     if not held_id or set(held_id) - _ID_CHARS or len(held_id) > 80:
-        raise BadInputError(f"--sandbox {held_id!r} is not a held sandbox id (e.g. runtime-…)",
-                            code="invalid-sandbox-id", field="--sandbox")
+        raise BadInputError(
+            f"--sandbox {held_id!r} is not a held sandbox id (e.g. runtime-…)",
+            code="invalid-sandbox-id",
+            field="--sandbox",
+        )
     return held_dir() / f"{held_id}.sock"
 
 
@@ -104,13 +107,15 @@ class HeldExecServer:
         with conn:
             try:
                 if _peer_uid(conn) != os.getuid():
-                    raise BadInputError("exec on a held sandbox is only for the user who holds it",
-                                        code="exec-peer-refused")
+                    raise BadInputError(
+                        "exec on a held sandbox is only for the user who holds it", code="exec-peer-refused"
+                    )
                 raw = _read_all(conn)
                 if _is_release(raw):
                     if self.on_release is None:
-                        raise BadInputError("this held sandbox cannot be released from outside",
-                                            code="release-unavailable")
+                        raise BadInputError(
+                            "this held sandbox cannot be released from outside", code="release-unavailable"
+                        )
                     self.session.emit("runtime.release-requested", {})
                     self.on_release()
                     answer = {"released": True}
@@ -118,8 +123,13 @@ class HeldExecServer:
                     answer = self._exec(raw)
             except ValidationError as error:
                 first = error.errors()[0]
-                answer = {"error": {"code": "invalid-exec-request", "field": ".".join(map(str, first["loc"])),
-                                    "message": f"invalid exec request: {first['msg']}"}}
+                answer = {
+                    "error": {
+                        "code": "invalid-exec-request",
+                        "field": ".".join(map(str, first["loc"])),
+                        "message": f"invalid exec request: {first['msg']}",
+                    }
+                }
             except CodeboxError as error:
                 answer = {"error": error.to_dict()}
             except Exception as error:  # the holding process keeps serving; the caller gets the reason
@@ -157,8 +167,11 @@ def serve_held(session: RunSession, on_release: Callable[[], None] | None = None
     try:
         return HeldExecServer(session, on_release)
     except OSError as error:
-        session.emit("exec.unavailable", {"reason": f"cannot serve exec on {socket_path(session.runtime_id)}: "
-                                                    f"{error.strerror or error}"}, level="warning")
+        session.emit(
+            "exec.unavailable",
+            {"reason": f"cannot serve exec on {socket_path(session.runtime_id)}: {error.strerror or error}"},
+            level="warning",
+        )
         return None
 
 
@@ -176,16 +189,20 @@ def release_held(held_id: str, timeout_s: float = 30.0) -> None:
     answer = _ask_held(held_id, RELEASE_REQUEST, timeout_s)
     if answer.get("released") is not True:
         error = answer.get("error") or {}
-        raise SandboxError(str(error.get("message", "the holder did not release")),
-                           code=str(error.get("code", "release-failed")))
+        raise SandboxError(
+            str(error.get("message", "the holder did not release")), code=str(error.get("code", "release-failed"))
+        )
 
 
 def _ask_held(held_id: str, payload: bytes, timeout_s: float) -> dict[str, Any]:
     """One request to the holder of ``held_id``, its JSON answer."""
     path = socket_path(held_id)
     if not path.exists():
-        raise BadInputError(f"no held sandbox {held_id} (start one with `codebox boot --hold`)",
-                            code="no-held-sandbox", field="--sandbox")
+        raise BadInputError(
+            f"no held sandbox {held_id} (start one with `codebox boot --hold`)",
+            code="no-held-sandbox",
+            field="--sandbox",
+        )
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(timeout_s)
         try:
@@ -196,11 +213,15 @@ def _ask_held(held_id: str, payload: bytes, timeout_s: float) -> dict[str, Any]:
             while chunk := conn.recv(1 << 20):
                 raw += chunk
         except (ConnectionRefusedError, FileNotFoundError):
-            raise BadInputError(f"held sandbox {held_id} is not answering (its holder has exited)",
-                                code="no-held-sandbox", field="--sandbox") from None
+            raise BadInputError(
+                f"held sandbox {held_id} is not answering (its holder has exited)",
+                code="no-held-sandbox",
+                field="--sandbox",
+            ) from None
         except TimeoutError:
-            raise SandboxError(f"held sandbox {held_id} did not answer within {timeout_s:g} s",
-                               code="sandbox-timeout") from None
+            raise SandboxError(
+                f"held sandbox {held_id} did not answer within {timeout_s:g} s", code="sandbox-timeout"
+            ) from None
     try:
         answer = json.loads(raw)
     except ValueError:

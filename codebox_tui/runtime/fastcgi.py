@@ -71,7 +71,7 @@ def encode_params(params: dict[str, str]) -> bytes:
 def records(kind: int, data: bytes) -> Iterable[bytes]:
     """``data`` as records of ``kind`` (at most 65,535 bytes each), closed by an empty one: a stream."""
     for start in range(0, len(data), MAX_CONTENT):
-        chunk = data[start:start + MAX_CONTENT]
+        chunk = data[start : start + MAX_CONTENT]
         yield HEADER.pack(VERSION, kind, REQUEST_ID, len(chunk), 0) + chunk
     yield HEADER.pack(VERSION, kind, REQUEST_ID, 0, 0)
 
@@ -94,8 +94,9 @@ def exchange(connect: str, params: dict[str, str], body: bytes, *, timeout_s: fl
             conn.connect(connect)
         except OSError as error:
             raise FastCgiError("connect", f"the PHP worker is not listening: {error}") from error
-        sender = threading.Thread(target=_send, args=(conn, request_bytes(params), body), daemon=True,
-                                  name="codebox-fastcgi-send")
+        sender = threading.Thread(
+            target=_send, args=(conn, request_bytes(params), body), daemon=True, name="codebox-fastcgi-send"
+        )
         sender.start()
         return read_answer(conn, deadline, limit)
     finally:

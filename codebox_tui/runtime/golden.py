@@ -142,8 +142,9 @@ def take_prepared_site(build: WordPressBuild, php: str, golden_root: Path, dest:
     return False
 
 
-def make_sandbox_dir(build: WordPressBuild, php: str, golden_root: Path, golden_site: Path, dest: Path, *,
-                     background: bool = False) -> None:
+def make_sandbox_dir(
+    build: WordPressBuild, php: str, golden_root: Path, golden_site: Path, dest: Path, *, background: bool = False
+) -> None:
     """Build a sandbox directory (site copy + opcache seed copy) at ``dest`` (which must not exist)."""
     dest.mkdir()
     copy_tree(golden_site, dest / "wordpress", background=background)

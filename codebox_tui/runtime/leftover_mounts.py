@@ -69,8 +69,13 @@ def detach_mounts_inside(folder: Path, *, only: str | None = None) -> list[str]:
         except OSError:
             return []
         prefix = real.rstrip("/") + "/"
-        names = sorted({point[len(prefix):] for point in mount_points()
-                        if point.startswith(prefix) and "/" not in point[len(prefix):]})
+        names = sorted(
+            {
+                point[len(prefix) :]
+                for point in mount_points()
+                if point.startswith(prefix) and "/" not in point[len(prefix) :]
+            }
+        )
         detached = []
         for name in names:
             if not name or only not in (None, name) or not _is_real_folder(fd, name):

@@ -44,13 +44,19 @@ def mu_plugin_loader(slug: str, file_name: str) -> tuple[str, str]:
     plugin: WordPress loads only the files directly in ``mu-plugins/``."""
     rel = f"codebox-runtime/{slug}/{file_name}"
     return f"{MU_PLUGINS_DIR}/codebox-load-{slug}.php", f"<?php require_once __DIR__ . '/{rel}';\n"
+
+
 RESERVED_TARGETS = ("/internal", "/proc", "/dev", "/tmp/codebox")
 # Mounting over these would replace the site root or a WordPress core folder (and its database):
 # Playground cannot boot over them (a mount at /wordpress printed "[object Object]").
-SITE_TARGETS = ("/wordpress", "/wordpress/wp-admin", "/wordpress/wp-includes", "/wordpress/wp-content",
-                "/wordpress/wp-content/database")
-MOUNT_MODES = {"readonly": "readonly", "ro": "readonly", "readwrite": "readwrite", "rw": "readwrite",
-               "live": "live"}
+SITE_TARGETS = (
+    "/wordpress",
+    "/wordpress/wp-admin",
+    "/wordpress/wp-includes",
+    "/wordpress/wp-content",
+    "/wordpress/wp-content/database",
+)
+MOUNT_MODES = {"readonly": "readonly", "ro": "readonly", "readwrite": "readwrite", "rw": "readwrite", "live": "live"}
 
 
 def parse_mount(text: str, index: int = 0) -> MountSpec:
@@ -80,12 +86,14 @@ def validate_mount(spec: MountSpec, index: int = 0, base_dir: Path | None = None
     target = spec.target
     if not target.startswith("/"):
         raise BadInputError(
-            f"Sandbox path {target!r} must be absolute (start with /)", code="invalid-mount-target",
+            f"Sandbox path {target!r} must be absolute (start with /)",
+            code="invalid-mount-target",
             field=f"{field}.target",
         )
     if any(segment in ("..", ".") for segment in target.split("/")):
         raise BadInputError(
-            f"Sandbox path {target!r} must not contain '.' or '..' segments", code="invalid-mount-target",
+            f"Sandbox path {target!r} must not contain '.' or '..' segments",
+            code="invalid-mount-target",
             field=f"{field}.target",
         )
     normalized = posixpath.normpath(target)
@@ -97,18 +105,21 @@ def validate_mount(spec: MountSpec, index: int = 0, base_dir: Path | None = None
         raise BadInputError(
             f"Sandbox path {target!r} would replace the WordPress site (or one of its core folders); mount "
             "below it instead, e.g. /wordpress/wp-content/plugins/<slug>",
-            code="invalid-mount-target", field=f"{field}.target",
+            code="invalid-mount-target",
+            field=f"{field}.target",
         )
     live = spec.metadata.get(LIVE_MOUNT_KEY, False)
     if not isinstance(live, bool) or (live and spec.mode != "readwrite"):
         raise BadInputError(
             f"metadata.{LIVE_MOUNT_KEY} must be true or false, and true only on a readwrite mount",
-            code="invalid-mount", field=f"{field}.metadata.{LIVE_MOUNT_KEY}",
+            code="invalid-mount",
+            field=f"{field}.metadata.{LIVE_MOUNT_KEY}",
         )
     source = Path(spec.source)
     if any(part == ".." for part in source.parts):
         raise BadInputError(
-            f"Host path {spec.source!r} must not contain '..' segments", code="invalid-mount-source",
+            f"Host path {spec.source!r} must not contain '..' segments",
+            code="invalid-mount-source",
             field=f"{field}.source",
         )
     if not source.is_absolute():
@@ -119,11 +130,11 @@ def validate_mount(spec: MountSpec, index: int = 0, base_dir: Path | None = None
         )
     if not source.is_dir():
         raise BadInputError(
-            f"Host path {spec.source!r} must be a directory", code="invalid-mount-source",
+            f"Host path {spec.source!r} must be a directory",
+            code="invalid-mount-source",
             field=f"{field}.source",
         )
-    return spec.model_copy(update={"source": str(source.resolve()), "target": normalized,
-                                   "type": "directory"})
+    return spec.model_copy(update={"source": str(source.resolve()), "target": normalized, "type": "directory"})
 
 
 def validate_mounts(mounts: list[MountSpec]) -> list[MountSpec]:
@@ -132,8 +143,9 @@ def validate_mounts(mounts: list[MountSpec]) -> list[MountSpec]:
     for index, mount in enumerate(checked):
         if mount.target in seen:
             raise BadInputError(
-                f"Sandbox path {mount.target} is mounted twice (mounts[{seen[mount.target]}] and "
-                f"mounts[{index}])", code="duplicate-mount-target", field=f"mounts[{index}].target",
+                f"Sandbox path {mount.target} is mounted twice (mounts[{seen[mount.target]}] and mounts[{index}])",
+                code="duplicate-mount-target",
+                field=f"mounts[{index}].target",
             )
         seen[mount.target] = index
     return checked
@@ -141,6 +153,7 @@ def validate_mounts(mounts: list[MountSpec]) -> list[MountSpec]:
 
 def stage_readonly(source: Path, staging: Path) -> Path:
     """Copy ``source`` to ``staging`` without symlinks or special files, then drop write permission."""
+
     def ignore(directory: str, names: list[str]) -> set[str]:
         skipped = set()
         for name in names:

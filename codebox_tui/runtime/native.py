@@ -78,8 +78,13 @@ DATA = "data"
 # The environment of every confined PHP process (nothing of the caller's).
 # WP_CLI_CONFIG_PATH: the sandbox's read-only wp-cli.yml scopes every `wp` call (core is read-only, so
 # the file cannot sit beside it).
-BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": TMP, "TMPDIR": TMP, "LANG": "C.UTF-8",
-            "WP_CLI_CONFIG_PATH": f"{CONFIG_DIR}/wp-cli.yml"}
+BASE_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": TMP,
+    "TMPDIR": TMP,
+    "LANG": "C.UTF-8",
+    "WP_CLI_CONFIG_PATH": f"{CONFIG_DIR}/wp-cli.yml",
+}
 PHP_MEMORY_LIMIT = "512M"
 # Processes (and threads) uid 65534 may have on the host while a PHP process of a sandbox forks: a fork bomb
 # stops there. Only when Codebox runs as root: then the sandbox runs as 65534 on the host, where the limit is
@@ -88,27 +93,44 @@ PHP_MEMORY_LIMIT = "512M"
 MAX_SANDBOX_PROCESSES = 256
 # The sandbox's compiled-script cache: a file cache only (each command is a new process), in its own copy
 # of the seed a clean sandbox made (native_site.ensure_opcache_seed), timestamps checked.
-OPCACHE_ON = ["opcache.enable_cli=1", "opcache.enable=1", f"opcache.file_cache={OPCACHE_DIR}",
-              "opcache.file_cache_only=1", "opcache.validate_timestamps=1"]
+OPCACHE_ON = [
+    "opcache.enable_cli=1",
+    "opcache.enable=1",
+    f"opcache.file_cache={OPCACHE_DIR}",
+    "opcache.file_cache_only=1",
+    "opcache.validate_timestamps=1",
+]
 OPCACHE_OFF = ["opcache.enable_cli=0", "opcache.enable=0"]
 # The page-request worker lives across requests: compiled scripts stay in its own shared memory (its
 # processes only), the file cache behind it; every file's timestamp is checked at every request, so code a
 # command changed runs at the next page.
-OPCACHE_WORKER = ["opcache.enable=1", f"opcache.file_cache={OPCACHE_DIR}", "opcache.file_cache_only=0",
-                  "opcache.validate_timestamps=1", "opcache.revalidate_freq=0", "opcache.memory_consumption=64"]
+OPCACHE_WORKER = [
+    "opcache.enable=1",
+    f"opcache.file_cache={OPCACHE_DIR}",
+    "opcache.file_cache_only=0",
+    "opcache.validate_timestamps=1",
+    "opcache.revalidate_freq=0",
+    "opcache.memory_consumption=64",
+]
 # What runs the sandbox's own code, with its compiled-script cache (never Codebox's probes or transfers).
 OWN_CODE = ("run", "cli")
 # The PHP a command line may name (runtime/commands.py builds ``["php", …]`` for WP-CLI and PHPUnit).
 PHP_NAMES = ("php", "/usr/bin/php", "/usr/local/bin/php")
 # What the seed sandbox compiles: WordPress and the admin includes plugin probes load.
-SEED_CODE = ("<?php require '/wordpress/wp-load.php'; require_once ABSPATH . 'wp-admin/includes/plugin.php';"
-             " require_once ABSPATH . 'wp-admin/includes/admin.php';")
-WRITE_FILE = ("$p = $argv[1]; $d = dirname($p); if (!is_dir($d)) { mkdir($d, 0777, true); }"
-              " if (file_put_contents($p, stream_get_contents(STDIN)) === false) {"
-              " fwrite(STDERR, 'cannot write ' . $p); exit(1); }")
-READ_FILE = ("$p = $argv[1]; $max = (int) $argv[2]; $h = @fopen($p, 'rb'); if ($h === false) {"
-             " fwrite(STDERR, 'cannot read ' . $p); exit(1); } $size = fstat($h)['size'];"
-             " if ($size > $max) { fwrite(STDERR, 'too-large'); exit(3); } fpassthru($h);")
+SEED_CODE = (
+    "<?php require '/wordpress/wp-load.php'; require_once ABSPATH . 'wp-admin/includes/plugin.php';"
+    " require_once ABSPATH . 'wp-admin/includes/admin.php';"
+)
+WRITE_FILE = (
+    "$p = $argv[1]; $d = dirname($p); if (!is_dir($d)) { mkdir($d, 0777, true); }"
+    " if (file_put_contents($p, stream_get_contents(STDIN)) === false) {"
+    " fwrite(STDERR, 'cannot write ' . $p); exit(1); }"
+)
+READ_FILE = (
+    "$p = $argv[1]; $max = (int) $argv[2]; $h = @fopen($p, 'rb'); if ($h === false) {"
+    " fwrite(STDERR, 'cannot read ' . $p); exit(1); } $size = fstat($h)['size'];"
+    " if ($size > $max) { fwrite(STDERR, 'too-large'); exit(3); } fpassthru($h);"
+)
 
 
 class _Capped:
@@ -148,17 +170,32 @@ class _Capped:
     def truncation(self) -> dict[str, int] | None:
         if self.total <= len(self.kept):
             return None
-        return {"totalBytes": self.total, "keptBytes": len(self.kept), "omittedBytes": self.total - len(self.kept),
-                "limitBytes": self._limit}
+        return {
+            "totalBytes": self.total,
+            "keptBytes": len(self.kept),
+            "omittedBytes": self.total - len(self.kept),
+            "limitBytes": self._limit,
+        }
 
 
 class NativeSandbox:
     """One native WordPress: a folder on the host and the binds that show it to confined PHP."""
 
-    def __init__(self, sandbox_id: str, work_dir: Path, binds: list[PathBind], basedir: str,
-                 wordpress_version: str, php_version: str, settings: CodeboxSettings, *, opcache: bool,
-                 relay: PreviewRelay | None = None, process_cap: ProcessCap | None = None,
-                 disk: DiskBudget | None = None) -> None:
+    def __init__(
+        self,
+        sandbox_id: str,
+        work_dir: Path,
+        binds: list[PathBind],
+        basedir: str,
+        wordpress_version: str,
+        php_version: str,
+        settings: CodeboxSettings,
+        *,
+        opcache: bool,
+        relay: PreviewRelay | None = None,
+        process_cap: ProcessCap | None = None,
+        disk: DiskBudget | None = None,
+    ) -> None:
         self.id = sandbox_id
         self.disk = disk
         self.process_cap = process_cap or ProcessCap(None, 0, "not asked for")
@@ -182,18 +219,31 @@ class NativeSandbox:
         self.worker = PhpWorker(work_dir / "worker", self._worker_argv)
 
     # -- one confined process ----------------------------------------------------------------------------
-    def php_argv(self, php_args: list[str], env: dict[str, str] | None = None, *, opcache: bool = False,
-                 timeout_s: float = 0.0, cgi: bool = False) -> list[str]:
+    def php_argv(
+        self,
+        php_args: list[str],
+        env: dict[str, str] | None = None,
+        *,
+        opcache: bool = False,
+        timeout_s: float = 0.0,
+        cgi: bool = False,
+    ) -> list[str]:
         """The whole command line of one confined PHP process running ``php_args``. ``opcache``: compiled
         scripts come from (and go to) the sandbox's own copy of the opcache seed, for the sandbox's own
         commands only; Codebox's probes and file transfers never read a cache the sandbox could have written.
         ``cgi``: the page-request worker (runtime/native_worker.py): the CGI binary, errors shown in the page
         (as Playground shows them), no ``.user.ini`` read (the sandbox could plant one), compiled scripts
         kept in the worker's memory."""
-        bwrap = php_bwrap_argv(bwrap=self._bwrap, php=php_cgi_binary() if cgi else host_php().binary, binds=self._binds,
-                               env={**BASE_ENV, **(env or {})}, chdir=CORE)
-        return self.process_cap.wrap([*self.process_limits(timeout_s), *bwrap,
-                                      *self.php_ini_args(opcache=opcache, cgi=cgi), *php_args])
+        bwrap = php_bwrap_argv(
+            bwrap=self._bwrap,
+            php=php_cgi_binary() if cgi else host_php().binary,
+            binds=self._binds,
+            env={**BASE_ENV, **(env or {})},
+            chdir=CORE,
+        )
+        return self.process_cap.wrap(
+            [*self.process_limits(timeout_s), *bwrap, *self.php_ini_args(opcache=opcache, cgi=cgi), *php_args]
+        )
 
     def _worker_argv(self) -> list[str]:
         """The confined ``php-cgi`` of the page-request worker (FastCGI on its standard input)."""
@@ -203,10 +253,19 @@ class NativeSandbox:
     def php_ini_args(self, *, opcache: bool, cgi: bool = False, basedir: str | None = None) -> list[str]:
         """PHP's ``-d`` settings for every confined PHP process (``opcache``, ``cgi``: as :meth:`php_argv`;
         ``basedir``: another ``open_basedir`` than the sandbox's, for Codebox's own file helper)."""
-        settings = [f"open_basedir={basedir or self._basedir}", f"sys_temp_dir={TMP}", f"upload_tmp_dir={TMP}",
-                    f"memory_limit={PHP_MEMORY_LIMIT}", "display_errors=" + ("1" if cgi else "stderr"), "log_errors=0",
-                    "auto_prepend_file=", "auto_append_file=", "user_ini.filename=", "cgi.fix_pathinfo=0",
-                    "expose_php=0"]
+        settings = [
+            f"open_basedir={basedir or self._basedir}",
+            f"sys_temp_dir={TMP}",
+            f"upload_tmp_dir={TMP}",
+            f"memory_limit={PHP_MEMORY_LIMIT}",
+            "display_errors=" + ("1" if cgi else "stderr"),
+            "log_errors=0",
+            "auto_prepend_file=",
+            "auto_append_file=",
+            "user_ini.filename=",
+            "cgi.fix_pathinfo=0",
+            "expose_php=0",
+        ]
         if cgi:
             settings += OPCACHE_WORKER if self._opcache else OPCACHE_OFF
         else:
@@ -220,8 +279,14 @@ class NativeSandbox:
             return []
         budget = self._settings.sandbox_write_budget
         cpu_seconds = int(max(timeout_s, self._settings.command_timeout_s)) + 5  # the wall clock kills first
-        return ["prlimit", f"--cpu={cpu_seconds}", *([f"--fsize={budget}"] if budget else []),
-                *([f"--nproc={MAX_SANDBOX_PROCESSES}"] if drops_to_sandbox_uid() else []), "--"]
+        return [
+            "prlimit",
+            f"--cpu={cpu_seconds}",
+            *([f"--fsize={budget}"] if budget else []),
+            *([f"--nproc={MAX_SANDBOX_PROCESSES}"] if drops_to_sandbox_uid() else []),
+            "--",
+        ]
+
     @property
     def basedir(self) -> str:
         """PHP's ``open_basedir`` in this sandbox (``:``-separated folders)."""
@@ -241,17 +306,45 @@ class NativeSandbox:
         """What every confined process of this sandbox sees (in bwrap's order)."""
         return list(self._binds)
 
-    def _exec(self, php_args: list[str], stdin: bytes, timeout_s: float, *, env: dict[str, str] | None = None,
-              what: str = "run", on_stderr: Callable[[str], None] | None = None) -> PhpResult:
-        code, out, err = self._exec_raw(php_args, stdin, timeout_s, env=env, what=what,
-                                        limit=int(self._settings.max_command_output_bytes), on_stderr=on_stderr)
+    def _exec(
+        self,
+        php_args: list[str],
+        stdin: bytes,
+        timeout_s: float,
+        *,
+        env: dict[str, str] | None = None,
+        what: str = "run",
+        on_stderr: Callable[[str], None] | None = None,
+    ) -> PhpResult:
+        code, out, err = self._exec_raw(
+            php_args,
+            stdin,
+            timeout_s,
+            env=env,
+            what=what,
+            limit=int(self._settings.max_command_output_bytes),
+            on_stderr=on_stderr,
+        )
         truncated = {name: cut for name, cut in (("stdout", out.truncation()), ("stderr", err.truncation())) if cut}
-        return PhpResult(text=out.kept.decode("utf-8", "replace"), exit_code=code,
-                         errors=err.kept.decode("utf-8", "replace"), truncated=truncated or None)
+        return PhpResult(
+            text=out.kept.decode("utf-8", "replace"),
+            exit_code=code,
+            errors=err.kept.decode("utf-8", "replace"),
+            truncated=truncated or None,
+        )
 
-    def _exec_raw(self, php_args: list[str], stdin: bytes, timeout_s: float, *, env: dict[str, str] | None,
-                  what: str, limit: int, on_stderr: Callable[[str], None] | None = None,
-                  argv: list[str] | None = None) -> tuple[int, _Capped, _Capped]:
+    def _exec_raw(
+        self,
+        php_args: list[str],
+        stdin: bytes,
+        timeout_s: float,
+        *,
+        env: dict[str, str] | None,
+        what: str,
+        limit: int,
+        on_stderr: Callable[[str], None] | None = None,
+        argv: list[str] | None = None,
+    ) -> tuple[int, _Capped, _Capped]:
         """Run one confined PHP process to its end (or kill it at ``timeout_s``): its exit code and its
         output streams, each cut at ``limit`` bytes. ``argv``: another whole confined command line instead
         (the sandbox shell, runtime/native_shell.py)."""
@@ -262,11 +355,18 @@ class NativeSandbox:
         try:
             if argv is None:
                 argv = self.php_argv(php_args, env, opcache=what in OWN_CODE, timeout_s=timeout_s)
-            process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                       start_new_session=True, close_fds=True)
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
+            )
         except OSError as error:
-            raise SandboxError(f"could not start the confined PHP process: {error}",
-                               code="native-start-failed") from error
+            raise SandboxError(
+                f"could not start the confined PHP process: {error}", code="native-start-failed"
+            ) from error
         with self._lock:
             self._running.add(process)
         try:
@@ -278,8 +378,11 @@ class NativeSandbox:
                 code = process.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 kill_group(process)
-                raise SandboxError(f"Sandbox {what} timed out after {timeout_s:g} s; its PHP process was killed",
-                                   code="sandbox-timeout", details={"op": what, "timeoutSeconds": timeout_s}) from None
+                raise SandboxError(
+                    f"Sandbox {what} timed out after {timeout_s:g} s; its PHP process was killed",
+                    code="sandbox-timeout",
+                    details={"op": what, "timeoutSeconds": timeout_s},
+                ) from None
             for reader in (out, err):
                 reader.thread.join(timeout=30)
         finally:
@@ -290,19 +393,24 @@ class NativeSandbox:
         if code == 1 and err.kept.startswith(b"bwrap: ") and not out.kept:
             # bubblewrap could not build the sandbox (PHP never ran): fail closed, saying why
             reason = err.kept.decode("utf-8", "replace").strip()
-            raise SandboxError(f"the native sandbox could not be confined: {reason}", code="confinement-failed",
-                               details={"op": what})
+            raise SandboxError(
+                f"the native sandbox could not be confined: {reason}", code="confinement-failed", details={"op": what}
+            )
         # bwrap reports a signal that killed PHP as 128 + its number (a PHP exit(153) reads the same: it can
         # only add a flag to its own run)
         if code in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ):  # prlimit's file-size cap: the write budget
             self._budget_hit = {"path": "", "budgetBytes": int(self._settings.sandbox_write_budget)}
-            err.kept += (b"\ncodebox: PHP was stopped for writing a file larger than the sandbox's write budget "
-                         b"(CODEBOX_SANDBOX_WRITE_BUDGET)\n")
+            err.kept += (
+                b"\ncodebox: PHP was stopped for writing a file larger than the sandbox's write budget "
+                b"(CODEBOX_SANDBOX_WRITE_BUDGET)\n"
+            )
         elif code in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
             err.kept += b"\ncodebox: PHP was stopped at its CPU-time limit\n"
         if self._note_disk_spent():  # the whole sandbox's data is full (what PHP made of the failed writes aside)
-            err.kept += (b"\ncodebox: the sandbox's files reached its write budget (CODEBOX_SANDBOX_WRITE_BUDGET); "
-                         b"further writes fail with 'No space left on device'\n")
+            err.kept += (
+                b"\ncodebox: the sandbox's files reached its write budget (CODEBOX_SANDBOX_WRITE_BUDGET); "
+                b"further writes fail with 'No space left on device'\n"
+            )
         return (code if code >= 0 else 128 - code), out, err
 
     # -- the Sandbox protocol -------------------------------------------------------------------------
@@ -317,19 +425,26 @@ class NativeSandbox:
         forge")."""
         return self._exec([], code.encode("utf-8"), timeout_s, what="probe")
 
-    def run_cli(self, argv: list[str], timeout_s: float, env: dict[str, str] | None = None,
-                on_stderr: Callable[[str], None] | None = None) -> PhpResult:
+    def run_cli(
+        self,
+        argv: list[str],
+        timeout_s: float,
+        env: dict[str, str] | None = None,
+        on_stderr: Callable[[str], None] | None = None,
+    ) -> PhpResult:
         """A PHP command line (``php script args…``); the sandbox runs nothing but PHP."""
         if not argv or argv[0] not in PHP_NAMES:
-            raise BadInputError(f"the native backend runs PHP command lines only, not {argv[:1]}",
-                                code="native-not-php", field="argv")
+            raise BadInputError(
+                f"the native backend runs PHP command lines only, not {argv[:1]}", code="native-not-php", field="argv"
+            )
         return self._exec(argv[1:], b"", timeout_s, env=env, what="cli", on_stderr=on_stderr)
 
     def request(self, path: str, timeout_s: float, method: str = "GET") -> HttpResult:
         """One page request (``path`` with its query) as the preview would serve it."""
         response = self.cgi(CgiRequest(method.upper(), path), timeout_s)
-        return HttpResult(status=response.status, headers=dict(response.headers),
-                          text=response.body.decode("utf-8", "replace"))
+        return HttpResult(
+            status=response.status, headers=dict(response.headers), text=response.body.decode("utf-8", "replace")
+        )
 
     def cgi(self, request: CgiRequest, timeout_s: float) -> CgiResponse:
         """``request`` served by the sandbox's persistent PHP worker running its router
@@ -337,42 +452,65 @@ class NativeSandbox:
         (runtime/fastcgi.py, runtime/native_cgi.py)."""
         check_request(request.method, request.target)
         if len(request.body) > MAX_REQUEST_BODY_BYTES:
-            raise SandboxError(f"a page request's body is limited to {MAX_REQUEST_BODY_BYTES} bytes",
-                               code="invalid-request", details={"bytes": len(request.body)})
+            raise SandboxError(
+                f"a page request's body is limited to {MAX_REQUEST_BODY_BYTES} bytes",
+                code="invalid-request",
+                details={"bytes": len(request.body)},
+            )
         if self._aborted is not None:
             raise SandboxError(f"The sandbox {self._aborted}", code="sandbox-aborted")
         if self._disposed:
             raise SandboxError("The sandbox was disposed", code="sandbox-disposed")
         site = self._site
-        params = {**BASE_ENV, **cgi_environment(request, host=site.hostname or "127.0.0.1",
-                                                 port=site.port or (443 if site.scheme == "https" else 80),
-                                                 http_host=site.netloc)}
+        params = {
+            **BASE_ENV,
+            **cgi_environment(
+                request,
+                host=site.hostname or "127.0.0.1",
+                port=site.port or (443 if site.scheme == "https" else 80),
+                http_host=site.netloc,
+            ),
+        }
         answer = self.worker.serve(params, request.body, timeout_s=timeout_s, limit=MAX_HEADER_BYTES + MAX_BODY_BYTES)
         response = parse_cgi_response(bytes(answer.stdout), body_truncated=answer.truncated)
         if self._note_disk_spent():
             response.problems.append("the sandbox's files reached its write budget")
         if not answer.stdout and (answer.app_status or answer.protocol_status):
             reason = answer.stderr.decode("utf-8", "replace").strip()[:500]
-            response.problems.append(f"php-cgi ended the request with status {answer.app_status}"
-                                     f" (protocol status {answer.protocol_status}): {reason}")
+            response.problems.append(
+                f"php-cgi ended the request with status {answer.app_status}"
+                f" (protocol status {answer.protocol_status}): {reason}"
+            )
         return response
 
     def write_file(self, path: str, data: bytes, timeout_s: float = 30.0) -> None:
         """Written by a confined PHP process: the host never follows a path the sandbox could have planted."""
         result = self._exec(["-r", WRITE_FILE, "--", path], data, timeout_s, what="writeFile")
         if result.exit_code != 0:
-            raise SandboxError(f"could not write {path} in the sandbox: {result.errors.strip()[:300]}",
-                               code="sandbox-write-failed", details={"path": path})
+            raise SandboxError(
+                f"could not write {path} in the sandbox: {result.errors.strip()[:300]}",
+                code="sandbox-write-failed",
+                details={"path": path},
+            )
 
     def read_file(self, path: str, timeout_s: float = 30.0, *, max_bytes: int) -> bytes:
         """Read by a confined PHP process; never more than ``max_bytes`` crosses to the host."""
-        code, out, err = self._exec_raw(["-r", READ_FILE, "--", path, str(int(max_bytes))], b"", timeout_s,
-                                        env=None, what="readFile", limit=int(max_bytes) + 1)
+        code, out, err = self._exec_raw(
+            ["-r", READ_FILE, "--", path, str(int(max_bytes))],
+            b"",
+            timeout_s,
+            env=None,
+            what="readFile",
+            limit=int(max_bytes) + 1,
+        )
         if code == 3 or out.total > max_bytes:
             raise SandboxError(f"{path} is over the {max_bytes}-byte limit", code="file-too-large")
         if code != 0:
-            raise SandboxError(f"could not read {path} in the sandbox: {err.kept.decode('utf-8', 'replace')[:300]}",
-                               code="sandbox-read-failed", details={"path": path})
+            raise SandboxError(
+                f"could not read {path} in the sandbox: {err.kept.decode('utf-8', 'replace')[:300]}",
+                code="sandbox-read-failed",
+                details={"path": path},
+            )
         return bytes(out.kept)
 
     def _note_disk_spent(self) -> bool:
@@ -385,9 +523,11 @@ class NativeSandbox:
     def shell(self, params: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """One ``codebox exec`` command line in this sandbox's wall (runtime/native_shell.py); its answer is
         sandbox-written data."""
+
         def run(argv: list[str], stdin: bytes, limit: int) -> tuple[int, bytes, bytes]:
-            code, out, err = self._exec_raw([], stdin, timeout_s, env=None, what="shell", limit=limit,
-                                            argv=self.process_cap.wrap(argv))
+            code, out, err = self._exec_raw(
+                [], stdin, timeout_s, env=None, what="shell", limit=limit, argv=self.process_cap.wrap(argv)
+            )
             return code, bytes(out.kept) if out.truncation() is None else b"", bytes(err.kept)
 
         return run_shell(self, params, timeout_s, run)
@@ -447,23 +587,35 @@ class NativeBackend:
 
         check_native_php(spec.php)
         if spec.blueprint is not None:
-            raise BadInputError("blueprints need the Playground backend; use --backend playground",
-                                code="native-unsupported", field="blueprint")
+            raise BadInputError(
+                "blueprints need the Playground backend; use --backend playground",
+                code="native-unsupported",
+                field="blueprint",
+            )
         check_native_mount_targets([m.target for m in [*spec.mounts, *spec.extra_mounts]])
         find_bwrap()
         started = time.monotonic()
         build = resolve_build(spec.wp)
         report("resolving-wordpress", {"version": build.version})
-        prepared = ensure_prepared_install(build, ensure_golden_site(build, self.settings.golden_dir),
-                                           self.settings.home / "native")
+        prepared = ensure_prepared_install(
+            build, ensure_golden_site(build, self.settings.golden_dir), self.settings.home / "native"
+        )
         seed = ensure_opcache_seed(prepared, host_php(), self._make_seed)
         sandbox = self._boot(spec, build.version, prepared, report, opcache_seed=seed, preview=True)
         report("ready", {"ms": int((time.monotonic() - started) * 1000)})
         return sandbox
 
-    def _boot(self, spec: SandboxSpec, version: str, prepared: PreparedInstall, report: ProgressCallback, *,
-              opcache_seed: Path | None = None, opcache_dir: Path | None = None,
-              preview: bool = False) -> NativeSandbox:
+    def _boot(
+        self,
+        spec: SandboxSpec,
+        version: str,
+        prepared: PreparedInstall,
+        report: ProgressCallback,
+        *,
+        opcache_seed: Path | None = None,
+        opcache_dir: Path | None = None,
+        preview: bool = False,
+    ) -> NativeSandbox:
         """The sandbox folder and its binds. ``opcache_seed``: copied in as the sandbox's own compiled-script
         cache; ``opcache_dir``: bound as that cache as it is (only while the seed itself is made); ``preview``:
         with its preview relay, whose address WordPress takes as its own."""
@@ -474,8 +626,9 @@ class NativeBackend:
         sandbox_id = "sandbox-native-" + secrets.token_hex(6)
         work_dir = sandboxes_root / sandbox_id
         work_dir.mkdir()
-        relay = PreviewRelay(self.settings.command_timeout_s, spec.preview_port or 0, spec.site_url) if preview \
-            else None
+        relay = (
+            PreviewRelay(self.settings.command_timeout_s, spec.preview_port or 0, spec.site_url) if preview else None
+        )
         disk: DiskBudget | None = None
         try:
             (work_dir / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
@@ -484,8 +637,11 @@ class NativeBackend:
             # the sandbox's own writable data, in one size-limited file system: room for what it starts with,
             # then (settle) exactly that plus the write budget
             budget = int(self.settings.sandbox_write_budget)
-            disk = DiskBudget.make(work_dir / DATA, budget and budget + _pages(prepared.template)
-                                   + (_pages(opcache_seed) if opcache_seed is not None else 0))
+            disk = DiskBudget.make(
+                work_dir / DATA,
+                budget
+                and budget + _pages(prepared.template) + (_pages(opcache_seed) if opcache_seed is not None else 0),
+            )
             report("copying-site", {})
             copy_tree(prepared.template, disk.folder / "wp-content")
             (disk.folder / "tmp").mkdir()
@@ -496,22 +652,30 @@ class NativeBackend:
             disk.settle(budget)
             mounts = sandbox_mounts(spec, work_dir, report)
             basedir = open_basedir([m["vfsPath"] for m in mounts])
-            write_config(work_dir / "config", sandbox_id, salt_key(self.settings.home / "native"), basedir=basedir,
-                         block_external_http=spec.policy.network_denied,
-                         site_url=relay.site_url if relay is not None else "http://127.0.0.1")
-            binds = [PathBind(str(prepared.core), CORE, False),
-                     PathBind(str(disk.folder / "wp-content"), WP_CONTENT, True),
-                     PathBind(str(work_dir / "config" / "wp-config.php"), f"{CORE}/wp-config.php", False),
-                     PathBind(str(prepared.db_dropin), f"{WP_CONTENT}/db.php", False),
-                     PathBind(str(work_dir / "config"), CONFIG_DIR, False),
-                     PathBind(str(prepared.sqlite_plugin), SQLITE_DIR, False),
-                     PathBind(str(disk.folder / "tmp"), TMP, True)]
+            write_config(
+                work_dir / "config",
+                sandbox_id,
+                salt_key(self.settings.home / "native"),
+                basedir=basedir,
+                block_external_http=spec.policy.network_denied,
+                site_url=relay.site_url if relay is not None else "http://127.0.0.1",
+            )
+            binds = [
+                PathBind(str(prepared.core), CORE, False),
+                PathBind(str(disk.folder / "wp-content"), WP_CONTENT, True),
+                PathBind(str(work_dir / "config" / "wp-config.php"), f"{CORE}/wp-config.php", False),
+                PathBind(str(prepared.db_dropin), f"{WP_CONTENT}/db.php", False),
+                PathBind(str(work_dir / "config"), CONFIG_DIR, False),
+                PathBind(str(prepared.sqlite_plugin), SQLITE_DIR, False),
+                PathBind(str(disk.folder / "tmp"), TMP, True),
+            ]
             if opcache_dir is not None:
                 binds += [PathBind(str(opcache_dir), OPCACHE_DIR, True), *shared_cache]
             binds += [PathBind(m["hostPath"], m["vfsPath"], _writable(m, work_dir)) for m in mounts]
-            hand_over_folders([Path(b.source) for b in binds
-                               if b.writable and Path(b.source).parent in (work_dir, disk.folder)]
-                              + ([opcache_dir] if opcache_seed is None and opcache_dir is not None else []))
+            hand_over_folders(
+                [Path(b.source) for b in binds if b.writable and Path(b.source).parent in (work_dir, disk.folder)]
+                + ([opcache_dir] if opcache_seed is None and opcache_dir is not None else [])
+            )
         except BaseException:
             if relay is not None:
                 relay.close()
@@ -520,9 +684,19 @@ class NativeBackend:
             remove_tree(work_dir)
             remove_tree(readonly_dir(work_dir))
             raise
-        sandbox = NativeSandbox(sandbox_id, work_dir, binds, basedir, version, host_php().version, self.settings,
-                                opcache=opcache_dir is not None, relay=relay, process_cap=ProcessCap.make(sandbox_id),
-                                disk=disk)
+        sandbox = NativeSandbox(
+            sandbox_id,
+            work_dir,
+            binds,
+            basedir,
+            version,
+            host_php().version,
+            self.settings,
+            opcache=opcache_dir is not None,
+            relay=relay,
+            process_cap=ProcessCap.make(sandbox_id),
+            disk=disk,
+        )
         if relay is not None:
             relay.start(sandbox.cgi)
         return sandbox

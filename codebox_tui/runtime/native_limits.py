@@ -179,8 +179,10 @@ class DiskBudget:
             return
         stats = os.statvfs(self.folder)
         size = (stats.f_blocks - stats.f_bfree) * stats.f_frsize + budget
-        if libc.mount(b"tmpfs", str(self.folder).encode(), b"tmpfs", MS_REMOUNT | MS_NOSUID | MS_NODEV,
-                      _options(size)) == 0:
+        if (
+            libc.mount(b"tmpfs", str(self.folder).encode(), b"tmpfs", MS_REMOUNT | MS_NOSUID | MS_NODEV, _options(size))
+            == 0
+        ):
             self.size = size
 
     def spent(self) -> bool:

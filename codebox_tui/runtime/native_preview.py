@@ -49,8 +49,11 @@ class PreviewRelay:
         try:
             self._server = _Server((BIND_ADDRESS, port), _Handler)
         except OSError as error:
-            raise SandboxError(f"the preview cannot listen on {BIND_ADDRESS}:{port}: {error.strerror or error}",
-                               code="preview-port-unavailable", details={"port": port}) from None
+            raise SandboxError(
+                f"the preview cannot listen on {BIND_ADDRESS}:{port}: {error.strerror or error}",
+                code="preview-port-unavailable",
+                details={"port": port},
+            ) from None
         self._server.relay = self
         self.port = int(self._server.server_address[1])
         self.url = f"http://{BIND_ADDRESS}:{self.port}"
@@ -60,8 +63,12 @@ class PreviewRelay:
 
     def start(self, serve: Serve) -> None:
         self.serve = serve
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
-                                        name=f"codebox-preview-{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.2},
+            name=f"codebox-preview-{self.port}",
+            daemon=True,
+        )
         self._thread.start()
 
     def close(self) -> None:
@@ -152,8 +159,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._plain(503, "the sandbox preview is busy")
             return
         try:
-            response = relay.serve(CgiRequest(self.command, self.path, list(self.headers.items()), body),
-                                   relay.timeout_s)
+            response = relay.serve(
+                CgiRequest(self.command, self.path, list(self.headers.items()), body), relay.timeout_s
+            )
         except SandboxError as error:
             status = 504 if error.code == "sandbox-timeout" else (400 if error.code == "invalid-request" else 502)
             self._plain(status, error.message)
@@ -181,5 +189,4 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
     def _plain(self, status: int, text: str) -> None:
-        self._send(CgiResponse(status, {"content-type": ["text/plain; charset=UTF-8"]},
-                               f"codebox: {text}\n".encode()))
+        self._send(CgiResponse(status, {"content-type": ["text/plain; charset=UTF-8"]}, f"codebox: {text}\n".encode()))

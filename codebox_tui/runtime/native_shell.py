@@ -68,8 +68,9 @@ def shell_binds() -> list[PathBind]:
 def shell_argv(sandbox: NativeSandboxWall, timeout_s: float) -> list[str]:
     """``prlimit … bwrap … node native-shell.mjs``: the sandbox's wall around the Node shell."""
     node = _node_binary()
-    bwrap = php_bwrap_argv(bwrap=sandbox.bwrap, php=node, binds=[*sandbox.binds, *shell_binds()],
-                           env=dict(sandbox.base_env), chdir=CORE)
+    bwrap = php_bwrap_argv(
+        bwrap=sandbox.bwrap, php=node, binds=[*sandbox.binds, *shell_binds()], env=dict(sandbox.base_env), chdir=CORE
+    )
     return [*sandbox.process_limits(timeout_s), *bwrap, f"{SHELL_DIR}/bridge/{SHELL_SCRIPT}"]
 
 
@@ -97,10 +98,15 @@ def run_shell(sandbox: NativeSandboxWall, params: dict[str, Any], timeout_s: flo
     """Run one exec request (:func:`codebox_tui.runtime.exec.run_exec`'s ``params``) in ``sandbox``'s wall and
     return the shell's answer, checked to be a JSON object of bounded size."""
     roots = [root for root in sandbox.basedir.split(":") if root]
-    php = {"binary": os.path.realpath(host_php().binary), "cwd": CORE, "env": dict(sandbox.base_env),
-           "runArgs": sandbox.php_ini_args(opcache=True),
-           "probeArgs": sandbox.php_ini_args(opcache=False, basedir=":".join([*roots, *folders_above(roots)])),
-           "roots": roots, "above": folders_above(roots)}
+    php = {
+        "binary": os.path.realpath(host_php().binary),
+        "cwd": CORE,
+        "env": dict(sandbox.base_env),
+        "runArgs": sandbox.php_ini_args(opcache=True),
+        "probeArgs": sandbox.php_ini_args(opcache=False, basedir=":".join([*roots, *folders_above(roots)])),
+        "roots": roots,
+        "above": folders_above(roots),
+    }
     limits = params.get("limits") or {}
     limit = 8 * int(limits.get("maxOutputBytes") or 1) + ANSWER_OVERHEAD_BYTES
     code, out, err = run(shell_argv(sandbox, timeout_s), json.dumps({**params, "php": php}).encode(), limit)
@@ -110,6 +116,5 @@ def run_shell(sandbox: NativeSandboxWall, params: dict[str, Any], timeout_s: flo
         answer = None
     if not isinstance(answer, dict):
         reason = err.decode("utf-8", "replace").strip()[-500:] or f"exit {code}, no answer"
-        raise SandboxError(f"the native sandbox shell failed: {reason}", code="exec-failed",
-                           details={"exitCode": code})
+        raise SandboxError(f"the native sandbox shell failed: {reason}", code="exec-failed", details={"exitCode": code})
     return answer

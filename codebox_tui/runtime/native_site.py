@@ -49,10 +49,20 @@ SQLITE_DIR = "/codebox/sqlite"
 OPCACHE_DIR = "/codebox/opcache"
 TMP = "/tmp"
 CGI_HINT = "install Debian's PHP CGI (`scripts/install-system.sh`, or `apt-get install php8.2-cgi`)"
-SALT_NAMES = ("AUTH_KEY", "SECURE_AUTH_KEY", "LOGGED_IN_KEY", "NONCE_KEY", "AUTH_SALT", "SECURE_AUTH_SALT",
-              "LOGGED_IN_SALT", "NONCE_SALT")
-PHP_HINT = ("install Debian's PHP CLI and its SQLite extension (`scripts/install-system.sh`, or "
-            "`apt-get install php8.2-cli php8.2-sqlite3`), or use --backend playground")
+SALT_NAMES = (
+    "AUTH_KEY",
+    "SECURE_AUTH_KEY",
+    "LOGGED_IN_KEY",
+    "NONCE_KEY",
+    "AUTH_SALT",
+    "SECURE_AUTH_SALT",
+    "LOGGED_IN_SALT",
+    "NONCE_SALT",
+)
+PHP_HINT = (
+    "install Debian's PHP CLI and its SQLite extension (`scripts/install-system.sh`, or "
+    "`apt-get install php8.2-cli php8.2-sqlite3`), or use --backend playground"
+)
 
 
 @dataclass(frozen=True)
@@ -70,20 +80,31 @@ def host_php() -> HostPhp:
     naming what is missing otherwise."""
     found = shutil.which("php")
     if found is None:
-        raise SandboxError("the native backend needs PHP on the host and there is no `php` on PATH",
-                           code="native-php-missing", details={"hint": PHP_HINT})
+        raise SandboxError(
+            "the native backend needs PHP on the host and there is no `php` on PATH",
+            code="native-php-missing",
+            details={"hint": PHP_HINT},
+        )
     binary = os.path.realpath(found)
-    probe = ("echo json_encode(['version' => PHP_VERSION, 'series' => PHP_MAJOR_VERSION . '.' . PHP_MINOR_VERSION,"
-             " 'pdo_sqlite' => extension_loaded('pdo_sqlite')]);")
+    probe = (
+        "echo json_encode(['version' => PHP_VERSION, 'series' => PHP_MAJOR_VERSION . '.' . PHP_MINOR_VERSION,"
+        " 'pdo_sqlite' => extension_loaded('pdo_sqlite')]);"
+    )
     try:
         done = subprocess.run([binary, "-r", probe], capture_output=True, timeout=30, check=False)
         info = json.loads(done.stdout)
     except (OSError, ValueError, subprocess.TimeoutExpired) as error:
-        raise SandboxError(f"the host PHP ({binary}) did not report its version: {error}",
-                           code="native-php-missing", details={"hint": PHP_HINT}) from error
+        raise SandboxError(
+            f"the host PHP ({binary}) did not report its version: {error}",
+            code="native-php-missing",
+            details={"hint": PHP_HINT},
+        ) from error
     if not info.get("pdo_sqlite"):
-        raise SandboxError(f"the host PHP ({binary}) has no pdo_sqlite extension (WordPress runs on SQLite)",
-                           code="native-php-missing", details={"hint": PHP_HINT})
+        raise SandboxError(
+            f"the host PHP ({binary}) has no pdo_sqlite extension (WordPress runs on SQLite)",
+            code="native-php-missing",
+            details={"hint": PHP_HINT},
+        )
     return HostPhp(binary, str(info["version"]), str(info["series"]))
 
 
@@ -95,8 +116,11 @@ def php_cgi_binary() -> str:
         found = shutil.which(name)
         if found:
             return os.path.realpath(found)
-    raise SandboxError(f"the native backend's page requests need PHP {series}'s CGI and there is no php-cgi on PATH",
-                       code="native-php-missing", details={"hint": CGI_HINT})
+    raise SandboxError(
+        f"the native backend's page requests need PHP {series}'s CGI and there is no php-cgi on PATH",
+        code="native-php-missing",
+        details={"hint": CGI_HINT},
+    )
 
 
 def check_native_php(requested: str | None) -> str:
@@ -107,7 +131,11 @@ def check_native_php(requested: str | None) -> str:
         return php.series
     raise BadInputError(
         f"--php {requested}: the native backend runs the host's PHP {php.series} only; use --backend playground "
-        f"for PHP {requested}", code="native-php-version", field="php", details={"hostPhp": php.version})
+        f"for PHP {requested}",
+        code="native-php-version",
+        field="php",
+        details={"hostPhp": php.version},
+    )
 
 
 def check_native_mount_targets(targets: list[str]) -> None:
@@ -116,8 +144,11 @@ def check_native_mount_targets(targets: list[str]) -> None:
     for index, target in enumerate(targets):
         path = target.rstrip("/")
         if path == "/codebox" or path.startswith("/codebox/") or path == f"{WP_CONTENT}/db.php":
-            raise BadInputError(f"mounts[{index}]: {target} is the native sandbox's own read-only configuration; "
-                                "mount somewhere else", code="invalid-mount", field=f"mounts[{index}]")
+            raise BadInputError(
+                f"mounts[{index}]: {target} is the native sandbox's own read-only configuration; mount somewhere else",
+                code="invalid-mount",
+                field=f"mounts[{index}]",
+            )
 
 
 # -- the prepared install ----------------------------------------------------------------------------------
@@ -135,13 +166,16 @@ class PreparedInstall:
 def ensure_prepared_install(build: WordPressBuild, golden_site: Path, native_root: Path) -> PreparedInstall:
     """The prepared install for ``build`` under ``native_root``, made once (atomically, under a lock)."""
     target = native_root / f"wp-{build.version}-v{NATIVE_FORMAT}"
-    prepared = PreparedInstall(core=golden_site, sqlite_plugin=target / "sqlite", db_dropin=target / "db.php",
-                               template=target / "wp-content")
+    prepared = PreparedInstall(
+        core=golden_site, sqlite_plugin=target / "sqlite", db_dropin=target / "db.php", template=target / "wp-content"
+    )
+
     def fill(staging: Path) -> None:
         _unpack_sqlite_plugin(staging / "sqlite")
         dropin = (staging / "sqlite" / "db.copy").read_text(encoding="utf-8")
         dropin = dropin.replace("{SQLITE_IMPLEMENTATION_FOLDER_PATH}", SQLITE_DIR).replace(
-            "{SQLITE_PLUGIN}", "sqlite-database-integration/load.php")
+            "{SQLITE_PLUGIN}", "sqlite-database-integration/load.php"
+        )
         (staging / "db.php").write_text(dropin, encoding="utf-8")
         copy_tree(golden_site / "wp-content", staging / "wp-content")
         (staging / "wp-content" / "uploads").mkdir(exist_ok=True)
@@ -149,8 +183,9 @@ def ensure_prepared_install(build: WordPressBuild, golden_site: Path, native_roo
     try:
         build_once(native_root, target, fill, build.version)
     except (OSError, zipfile.BadZipFile) as error:
-        raise SandboxError(f"could not prepare the native WordPress {build.version} install: {error}",
-                           code="native-install-failed") from error
+        raise SandboxError(
+            f"could not prepare the native WordPress {build.version} install: {error}", code="native-install-failed"
+        ) from error
     return prepared
 
 
@@ -163,15 +198,17 @@ def _unpack_sqlite_plugin(dest: Path) -> None:
                 continue
             relative = Path(parts[1])
             if relative.is_absolute() or ".." in relative.parts:
-                raise SandboxError(f"{SQLITE_ZIP.name}: unsafe member {member.filename!r}",
-                                   code="native-install-failed")
+                raise SandboxError(
+                    f"{SQLITE_ZIP.name}: unsafe member {member.filename!r}", code="native-install-failed"
+                )
             out = dest / relative
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_bytes(archive.read(member))
 
 
-def ensure_opcache_seed(prepared: PreparedInstall, php: HostPhp,
-                        make: Callable[[PreparedInstall, Path], None]) -> Path | None:
+def ensure_opcache_seed(
+    prepared: PreparedInstall, php: HostPhp, make: Callable[[PreparedInstall, Path], None]
+) -> Path | None:
     """The opcache file-cache seed for this install and PHP build: made once by ``make`` (a clean sandbox
     loading WordPress into the folder it is given), kept beside the prepared install; each sandbox gets a
     private copy, so no sandbox can write to the seed another one reads. None when PHP has no opcache or
@@ -230,24 +267,42 @@ def open_basedir(extra_targets: list[str]) -> str:
     return ":".join(roots)
 
 
-def bootstrap_php(sandbox_id: str, key: bytes, *, basedir: str, block_external_http: bool,
-                  site_url: str = "http://127.0.0.1") -> str:
+def bootstrap_php(
+    sandbox_id: str, key: bytes, *, basedir: str, block_external_http: bool, site_url: str = "http://127.0.0.1"
+) -> str:
     """``bootstrap.php``: run by ``wp-config.php`` before WordPress; WordPress sees the sandbox as its world.
     ``site_url``: the sandbox's preview (runtime/native_preview.py), WordPress's ``home`` and ``siteurl``."""
     defines = {
-        "DB_NAME": "wordpress", "DB_USER": "", "DB_PASSWORD": "", "DB_HOST": "localhost", "DB_CHARSET": "utf8",
-        "DB_COLLATE": "", "DB_DIR": f"{WP_CONTENT}/database/", "DB_FILE": ".ht.sqlite",
-        "WP_CONTENT_DIR": WP_CONTENT, "WP_PLUGIN_DIR": f"{WP_CONTENT}/plugins",
-        "WPMU_PLUGIN_DIR": f"{WP_CONTENT}/mu-plugins", "WP_TEMP_DIR": f"{TMP}/", "UPLOADS": "wp-content/uploads",
-        "WP_HOME": site_url, "WP_SITEURL": site_url, "WP_CONTENT_URL": f"{site_url}/wp-content",
+        "DB_NAME": "wordpress",
+        "DB_USER": "",
+        "DB_PASSWORD": "",
+        "DB_HOST": "localhost",
+        "DB_CHARSET": "utf8",
+        "DB_COLLATE": "",
+        "DB_DIR": f"{WP_CONTENT}/database/",
+        "DB_FILE": ".ht.sqlite",
+        "WP_CONTENT_DIR": WP_CONTENT,
+        "WP_PLUGIN_DIR": f"{WP_CONTENT}/plugins",
+        "WPMU_PLUGIN_DIR": f"{WP_CONTENT}/mu-plugins",
+        "WP_TEMP_DIR": f"{TMP}/",
+        "UPLOADS": "wp-content/uploads",
+        "WP_HOME": site_url,
+        "WP_SITEURL": site_url,
+        "WP_CONTENT_URL": f"{site_url}/wp-content",
         "FS_METHOD": "direct",
         **salts(sandbox_id, key),
     }
-    lines = ["<?php", f"// Codebox native sandbox {sandbox_id}: generated by the host, read-only inside.",
-             f"ini_set('open_basedir', {php_string(basedir)});"]
+    lines = [
+        "<?php",
+        f"// Codebox native sandbox {sandbox_id}: generated by the host, read-only inside.",
+        f"ini_set('open_basedir', {php_string(basedir)});",
+    ]
     lines += [f"define({php_string(name)}, {php_string(value)});" for name, value in defines.items()]
-    lines += ["define('DISABLE_WP_CRON', true);", "define('WP_DEBUG', false);",
-              "define('CODEBOX_SANDBOX', " + php_string(sandbox_id) + ");"]
+    lines += [
+        "define('DISABLE_WP_CRON', true);",
+        "define('WP_DEBUG', false);",
+        "define('CODEBOX_SANDBOX', " + php_string(sandbox_id) + ");",
+    ]
     if block_external_http:
         lines.append("define('WP_HTTP_BLOCK_EXTERNAL', true);")
     return "\n".join(lines) + "\n"
@@ -266,14 +321,22 @@ WP_CLI_YML = f"path: {CORE}\n"
 SANDBOX_ID = re.compile(r"^sandbox-native-[0-9a-f]{12}$")
 
 
-def write_config(config_dir: Path, sandbox_id: str, key: bytes, *, basedir: str, block_external_http: bool,
-                 site_url: str = "http://127.0.0.1") -> None:
+def write_config(
+    config_dir: Path,
+    sandbox_id: str,
+    key: bytes,
+    *,
+    basedir: str,
+    block_external_http: bool,
+    site_url: str = "http://127.0.0.1",
+) -> None:
     """The sandbox's ``wp-config.php``, ``bootstrap.php``, ``wp-cli.yml`` and the page requests' router
     (runtime/native_cgi.py), all bound read-only."""
     config_dir.mkdir()
     (config_dir / "bootstrap.php").write_text(
         bootstrap_php(sandbox_id, key, basedir=basedir, block_external_http=block_external_http, site_url=site_url),
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     (config_dir / "wp-config.php").write_text(WP_CONFIG, encoding="utf-8")
     (config_dir / "wp-cli.yml").write_text(WP_CLI_YML, encoding="utf-8")
     (config_dir / ROUTER_NAME).write_text(ROUTER_PHP, encoding="utf-8")

@@ -72,18 +72,23 @@ class PhpWorker:
         except FastCgiError as error:
             if error.kind == "timeout":
                 self.stop(process)
-                raise SandboxError(f"Sandbox request timed out after {timeout_s:g} s; its PHP worker was stopped",
-                                   code="sandbox-timeout", details={"op": "request", "timeoutSeconds": timeout_s}
-                                   ) from None
+                raise SandboxError(
+                    f"Sandbox request timed out after {timeout_s:g} s; its PHP worker was stopped",
+                    code="sandbox-timeout",
+                    details={"op": "request", "timeoutSeconds": timeout_s},
+                ) from None
             keeper = self._keeper
             if error.kind == "protocol" and keeper is not None:
                 keeper.join(timeout=1)  # a worker that could not even start closes the connection as it ends
             ended = process.poll() is not None
             if ended:
                 self._fail_if_unconfined(process)
-            raise SandboxError(f"the PHP worker gave no complete answer: {error.message}"
-                               + (" (the worker had ended)" if ended else ""), code="native-worker-failed",
-                               details={"op": "request"}) from None
+            raise SandboxError(
+                f"the PHP worker gave no complete answer: {error.message}"
+                + (" (the worker had ended)" if ended else ""),
+                code="native-worker-failed",
+                details={"op": "request"},
+            ) from None
 
     def _ensure_started(self) -> subprocess.Popen[bytes]:
         with self._lock:
@@ -108,8 +113,9 @@ class PhpWorker:
             ready = threading.Event()
             # bwrap dies with the thread that started it (--die-with-parent): a thread that lives exactly as
             # long as the worker starts it and waits for it
-            keeper = threading.Thread(target=self._keep, args=(listener, started, ready), daemon=True,
-                                      name="codebox-php-worker")
+            keeper = threading.Thread(
+                target=self._keep, args=(listener, started, ready), daemon=True, name="codebox-php-worker"
+            )
             keeper.start()
             ready.wait()
             self._keeper = keeper
@@ -123,11 +129,18 @@ class PhpWorker:
         self.starts += 1
         return outcome
 
-    def _keep(self, listener: socket.socket, started: list[subprocess.Popen[bytes] | BaseException],
-              ready: threading.Event) -> None:
+    def _keep(
+        self, listener: socket.socket, started: list[subprocess.Popen[bytes] | BaseException], ready: threading.Event
+    ) -> None:
         try:
-            process = subprocess.Popen(self._argv(), stdin=listener.fileno(), stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
+            process = subprocess.Popen(
+                self._argv(),
+                stdin=listener.fileno(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
+            )
         except (OSError, SandboxError) as error:
             started.append(error)
             ready.set()
@@ -146,8 +159,11 @@ class PhpWorker:
         """bubblewrap could not build the wall (PHP never ran): fail closed, saying why."""
         text = bytes(self._stderr).decode("utf-8", "replace").strip()
         if process.returncode == 1 and text.startswith("bwrap: "):
-            raise SandboxError(f"the native sandbox could not be confined: {text[:500]}", code="confinement-failed",
-                               details={"op": "request"})
+            raise SandboxError(
+                f"the native sandbox could not be confined: {text[:500]}",
+                code="confinement-failed",
+                details={"op": "request"},
+            )
 
     def stop(self, process: subprocess.Popen[bytes] | None = None) -> None:
         """Kill the worker (``process``: only if it is still the current one): SIGKILL to bwrap's process

@@ -44,19 +44,32 @@ def observation_file(observation_id: str, suffix: str) -> str:
 
 def _preview(text: str, limit: int = MAX_TEXT_PREVIEW) -> dict[str, Any]:
     raw = text.encode("utf-8", "surrogatepass")
-    return {"bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest(), "text": text[:limit],
-            "truncated": len(text) > limit}
+    return {
+        "bytes": len(raw),
+        "sha256": hashlib.sha256(raw).hexdigest(),
+        "text": text[:limit],
+        "truncated": len(text) > limit,
+    }
 
 
 def execution_summary(execution: ExecutionResult, step: int | None) -> dict[str, Any]:
     """A command's result as an observation sees it: exit code, status, timing and the start of its output."""
     result = execution.result
     return {
-        "step": step, "executionId": execution.id, "command": execution.command, "args": list(execution.args),
-        "exitCode": execution.exitCode, "status": result.status if result is not None else None,
-        "durationMs": execution.durationMs, "stdout": _preview(execution.stdout), "stderr": _preview(execution.stderr),
-        **({"error": result.error.model_dump(mode="json", exclude_none=True)}
-           if result is not None and result.error is not None else {}),
+        "step": step,
+        "executionId": execution.id,
+        "command": execution.command,
+        "args": list(execution.args),
+        "exitCode": execution.exitCode,
+        "status": result.status if result is not None else None,
+        "durationMs": execution.durationMs,
+        "stdout": _preview(execution.stdout),
+        "stderr": _preview(execution.stderr),
+        **(
+            {"error": result.error.model_dump(mode="json", exclude_none=True)}
+            if result is not None and result.error is not None
+            else {}
+        ),
     }
 
 
@@ -90,8 +103,10 @@ def _files(session: CommandContext, spec: ObservationSpec, timeout_s: float) -> 
             raise ValueError("wrong length")
     except (ValueError, KeyError, TypeError):
         detail = (result.errors or result.text).strip()[:300]
-        raise SandboxError(f"files observation: the sandbox printed no file list (exit {result.exit_code}): {detail}",
-                           code="observation-failed") from None
+        raise SandboxError(
+            f"files observation: the sandbox printed no file list (exit {result.exit_code}): {detail}",
+            code="observation-failed",
+        ) from None
     clean = []
     for asked, entry in zip(spec.paths, files, strict=True):
         if not isinstance(entry, dict) or entry.get("type") not in ("file", "directory", "link", "missing"):
@@ -102,8 +117,9 @@ def _files(session: CommandContext, spec: ObservationSpec, timeout_s: float) -> 
                 kept[key] = entry[key]
         if entry["type"] == "directory":
             names = entry.get("entries")
-            kept["entries"] = [n for n in names if isinstance(n, str)][:MAX_DIR_ENTRIES] if isinstance(names, list) \
-                else []
+            kept["entries"] = (
+                [n for n in names if isinstance(n, str)][:MAX_DIR_ENTRIES] if isinstance(names, list) else []
+            )
         clean.append(kept)
     return Observed({"files": clean})
 
@@ -111,9 +127,14 @@ def _files(session: CommandContext, spec: ObservationSpec, timeout_s: float) -> 
 def _wordpress_state(session: CommandContext, spec: ObservationSpec, observation_id: str, timeout_s: float) -> Observed:
     """The ``wordpress-state`` export: each section to ``files/observations/<id>-wordpress-state-<section>.json``,
     the data keeping a summary of each section and where its document is (spec §10)."""
-    config = StateExportConfig.model_validate({
-        **({"sections": spec.sections} if spec.sections else {}), "redaction": spec.redaction,
-        "includeContent": spec.includeContent, "optionNames": spec.optionNames})
+    config = StateExportConfig.model_validate(
+        {
+            **({"sections": spec.sections} if spec.sections else {}),
+            "redaction": spec.redaction,
+            "includeContent": spec.includeContent,
+            "optionNames": spec.optionNames,
+        }
+    )
     export = export_wordpress_state(session.sandbox, config, timeout_s=timeout_s)
     observed = Observed({})
     summaries: dict[str, Any] = {}
@@ -126,11 +147,16 @@ def _wordpress_state(session: CommandContext, spec: ObservationSpec, observation
         digest = hashlib.sha256(data).hexdigest()
         observed.files.append((rel, "wordpress-state-section", digest))
         artifacts[document.section] = {"artifact": rel, "sha256": digest, "bytes": len(data)}
-        summaries[document.section] = {key: (len(value) if isinstance(value, list | dict) else value)
-                                       for key, value in sorted(document.data.items())
-                                       if isinstance(value, list | dict | int | str) and not isinstance(value, bool)}
-    observed.data = {"config": config.model_dump(mode="json"), "sections": session.redact.value(summaries),
-                     "artifacts": artifacts}
+        summaries[document.section] = {
+            key: (len(value) if isinstance(value, list | dict) else value)
+            for key, value in sorted(document.data.items())
+            if isinstance(value, list | dict | int | str) and not isinstance(value, bool)
+        }
+    observed.data = {
+        "config": config.model_dump(mode="json"),
+        "sections": session.redact.value(summaries),
+        "artifacts": artifacts,
+    }
     return observed
 
 
@@ -145,22 +171,39 @@ def _http_response(session: CommandContext, spec: ObservationSpec, timeout_s: fl
     assert spec.path is not None
     response = session.sandbox.request(spec.path, timeout_s, spec.method)
     headers = {str(k).lower(): v for k, v in response.headers.items()}
-    kept = {name: _header_text(headers[name]) for name in ("content-type", "location", "x-pingback", "link")
-            if name in headers}
-    return Observed(session.redact.value({"path": spec.path, "method": spec.method, "status": response.status,
-                                          "headers": kept, "body": _preview(response.text)}))
+    kept = {
+        name: _header_text(headers[name])
+        for name in ("content-type", "location", "x-pingback", "link")
+        if name in headers
+    }
+    return Observed(
+        session.redact.value(
+            {
+                "path": spec.path,
+                "method": spec.method,
+                "status": response.status,
+                "headers": kept,
+                "body": _preview(response.text),
+            }
+        )
+    )
 
 
 def _browser_result(session: CommandContext, spec: ObservationSpec, timeout_s: float) -> Observed:
     """Runs ``wordpress.browser-probe`` (under the policy, recorded in commands.jsonl like any command)."""
     execution = session.execute("wordpress.browser-probe", list(spec.args), timeout_s)
-    observed = Observed({"execution": execution_summary(execution, None),
-                         "probe": execution.result.json_ if execution.result is not None else None})
+    observed = Observed(
+        {
+            "execution": execution_summary(execution, None),
+            "probe": execution.result.json_ if execution.result is not None else None,
+        }
+    )
     for ref in execution.artifactRefs or []:
         rel = ref.get("path")
         if isinstance(rel, str) and (session.run_dir / rel).is_file():
-            observed.files.append((rel, str(ref.get("kind") or "browser-evidence"),
-                                   sha256_hex((session.run_dir / rel).read_bytes())))
+            observed.files.append(
+                (rel, str(ref.get("kind") or "browser-evidence"), sha256_hex((session.run_dir / rel).read_bytes()))
+            )
     return observed
 
 
@@ -178,7 +221,7 @@ def _read_tail(path: Path, max_bytes: int) -> dict[str, Any]:
 def _runtime_events(session: CommandContext, spec: ObservationSpec) -> Observed:
     lines = (session.run_dir / layout.EVENTS).read_text(encoding="utf-8", errors="replace").splitlines()
     events = []
-    for line in lines[-spec.limit:]:
+    for line in lines[-spec.limit :]:
         try:
             event = json.loads(line)
         except ValueError:
@@ -188,18 +231,27 @@ def _runtime_events(session: CommandContext, spec: ObservationSpec) -> Observed:
     return Observed({"total": len(lines), "events": events})
 
 
-def observe(session: CommandContext, spec: ObservationSpec, observation_id: str, *, timeout_s: float = 120.0,
-            executions: list[tuple[int, ExecutionResult]] | None = None) -> Observed:
+def observe(
+    session: CommandContext,
+    spec: ObservationSpec,
+    observation_id: str,
+    *,
+    timeout_s: float = 120.0,
+    executions: list[tuple[int, ExecutionResult]] | None = None,
+) -> Observed:
     """The ``data`` (and files) of one observation of ``spec.type``; ``executions`` are the episode's steps
     (index, result) for ``command-result``."""
     kind = spec.type
     if kind == "runtime-info":
         return Observed(session.runtime_info().model_dump(mode="json", exclude_none=True))
     if kind == "mounts":
-        mounts = [{"index": i, "role": "input", **m.model_dump(mode="json"), "writeMode": m.write_mode}
-                  for i, m in enumerate(session.spec.mounts)]
-        mounts += [{"role": "tool", **m.model_dump(mode="json"), "writeMode": m.write_mode}
-                   for m in session.spec.extra_mounts]
+        mounts = [
+            {"index": i, "role": "input", **m.model_dump(mode="json"), "writeMode": m.write_mode}
+            for i, m in enumerate(session.spec.mounts)
+        ]
+        mounts += [
+            {"role": "tool", **m.model_dump(mode="json"), "writeMode": m.write_mode} for m in session.spec.extra_mounts
+        ]
         return Observed({"mounts": mounts})
     if kind == "command-result":
         steps = executions or []
@@ -207,14 +259,21 @@ def observe(session: CommandContext, spec: ObservationSpec, observation_id: str,
             raise BadInputError("command-result: no step has run yet", code="invalid-observation", field="step")
         chosen = steps[-1] if spec.step is None else next((s for s in steps if s[0] == spec.step), None)
         if chosen is None:
-            raise BadInputError(f"command-result: there is no step {spec.step} (steps so far: {len(steps)})",
-                                code="invalid-observation", field="step")
+            raise BadInputError(
+                f"command-result: there is no step {spec.step} (steps so far: {len(steps)})",
+                code="invalid-observation",
+                field="step",
+            )
         return Observed(execution_summary(chosen[1], chosen[0]))
     if kind == "runtime-events":
         return _runtime_events(session, spec)
     if kind == "runtime-logs":
-        return Observed({"runtime": _read_tail(session.run_dir / layout.RUNTIME_LOG, spec.maxBytes),
-                         "commands": _read_tail(session.run_dir / layout.COMMANDS_LOG, spec.maxBytes)})
+        return Observed(
+            {
+                "runtime": _read_tail(session.run_dir / layout.RUNTIME_LOG, spec.maxBytes),
+                "commands": _read_tail(session.run_dir / layout.COMMANDS_LOG, spec.maxBytes),
+            }
+        )
     if kind == "files":
         return _files(session, spec, timeout_s)
     if kind == "wordpress-state":

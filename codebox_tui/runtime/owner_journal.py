@@ -107,10 +107,14 @@ def _write_durably(path: Path, data: bytes) -> None:
 
 
 def _to_json(handed: HandedOver) -> dict[str, Any]:
-    return {"format": FORMAT, "root": os.fsdecode(handed.root), "rootId": list(handed.root_id),
-            "owner": list(handed.owner),
-            "owners": [[dev, ino, uid, gid] for (dev, ino), (uid, gid) in handed.owners.items()],
-            "specialModes": [[dev, ino, mode] for (dev, ino), mode in handed.special_modes.items()]}
+    return {
+        "format": FORMAT,
+        "root": os.fsdecode(handed.root),
+        "rootId": list(handed.root_id),
+        "owner": list(handed.owner),
+        "owners": [[dev, ino, uid, gid] for (dev, ino), (uid, gid) in handed.owners.items()],
+        "specialModes": [[dev, ino, mode] for (dev, ino), mode in handed.special_modes.items()],
+    }
 
 
 def _from_json(data: dict[str, Any]) -> HandedOver:

@@ -59,15 +59,18 @@ class ToolchainMissingError(CodeboxError):
     exit_code = ExitCode.SANDBOX_FAILURE
 
 
-def phpunit_tool_mounts(scratch_dir: Path, *, wp_tests_lib: Path | None = None,
-                        phpunit_polyfills: Path | None = None) -> list[MountSpec]:
+def phpunit_tool_mounts(
+    scratch_dir: Path, *, wp_tests_lib: Path | None = None, phpunit_polyfills: Path | None = None
+) -> list[MountSpec]:
     """Read-only mounts of Debian's PHPUnit, and of the WordPress core test library and the PHPUnit
     Polyfills when this machine has them (see :mod:`codebox_tui.runtime.wp_tests`); raises a structured
     error naming whatever is missing."""
     missing = [str(p) for p in (PHPUNIT_BIN, PHP_SHARE / "PHPUnit" / "Framework" / "TestCase.php") if not p.is_file()]
     if missing:
         raise ToolchainMissingError(
-            "PHPUnit toolchain missing: " + ", ".join(missing), code="phpunit-missing", field="wordpress.phpunit",
+            "PHPUnit toolchain missing: " + ", ".join(missing),
+            code="phpunit-missing",
+            field="wordpress.phpunit",
             details={"missing": missing, "hint": "install Debian's phpunit package (apt-get install phpunit)"},
         )
     scratch_dir.mkdir(parents=True, exist_ok=True)
@@ -75,9 +78,11 @@ def phpunit_tool_mounts(scratch_dir: Path, *, wp_tests_lib: Path | None = None,
     (scratch_dir / GLOBAL_BOOTSTRAP).write_text(GLOBAL_BOOTSTRAP_PHP, encoding="utf-8")
     (scratch_dir / wp_tests.TESTS_CONFIG).write_text(wp_tests.TESTS_CONFIG_PHP, encoding="utf-8")
     (scratch_dir / wp_tests.TESTS_PRELUDE).write_text(
-        wp_tests.tests_prelude_php(f"{SANDBOX_BIN_DIR}/{wp_tests.TESTS_CONFIG}"), encoding="utf-8")
+        wp_tests.tests_prelude_php(f"{SANDBOX_BIN_DIR}/{wp_tests.TESTS_CONFIG}"), encoding="utf-8"
+    )
     toolchain = wp_tests.toolchain_mounts(wp_tests_lib, phpunit_polyfills)
-    return [*toolchain,
+    return [
+        *toolchain,
         MountSpec(source=str(PHP_SHARE), target=str(PHP_SHARE), mode="readonly", captureArtifacts=False),
         MountSpec(source=str(scratch_dir), target=SANDBOX_BIN_DIR, mode="readonly", captureArtifacts=False),
     ]
@@ -100,17 +105,26 @@ def parse_junit(xml_text: str, *, name: str = "wordpress.phpunit") -> TestSuite:
         if problem is not None:
             status = "failed" if failure is not None else "error"
             details = (problem.text or "").strip()
-            message = problem.get("message") or _assertion_message(details, case.get("class") or case.get(
-                "classname"), case.get("name", "?")) or status
+            message = (
+                problem.get("message")
+                or _assertion_message(details, case.get("class") or case.get("classname"), case.get("name", "?"))
+                or status
+            )
         elif skipped is not None:
             status, message, details = "skipped", skipped.get("message"), (skipped.text or "").strip() or None
         else:
             status, message, details = "passed", None, None
         time_s = case.get("time")
-        cases.append(TestCase(
-            name=case.get("name", "?"), classname=case.get("class") or case.get("classname"),
-            status=status, timeSeconds=float(time_s) if time_s else None, message=message, details=details or None,
-        ))
+        cases.append(
+            TestCase(
+                name=case.get("name", "?"),
+                classname=case.get("class") or case.get("classname"),
+                status=status,
+                timeSeconds=float(time_s) if time_s else None,
+                message=message,
+                details=details or None,
+            )
+        )
     failed = sum(1 for c in cases if c.status in ("failed", "error"))
     skipped_n = sum(1 for c in cases if c.status == "skipped")
     passed = sum(1 for c in cases if c.status == "passed")
@@ -122,16 +136,20 @@ def parse_junit(xml_text: str, *, name: str = "wordpress.phpunit") -> TestSuite:
         status_s = "skipped"
     else:
         status_s = "passed"
-    return TestSuite(name=name, status=status_s, tests=len(cases), passed=passed, failed=failed,
-                     skipped=skipped_n, cases=cases)
+    return TestSuite(
+        name=name, status=status_s, tests=len(cases), passed=passed, failed=failed, skipped=skipped_n, cases=cases
+    )
 
 
 def _assertion_message(details: str, classname: str | None, name: str) -> str:
     """The assertion message of a JUnit failure (``Failed asserting that 3 is identical to 2.``): PHPUnit 9
     writes the test id on the first line, then the message, then a blank line and the stack."""
     lines = details.splitlines()
-    if lines and (lines[0].strip() == f"{classname}::{name}" or lines[0].strip().endswith(f"::{name}")
-                  or lines[0].strip().startswith(f"{classname}::{name} ")):
+    if lines and (
+        lines[0].strip() == f"{classname}::{name}"
+        or lines[0].strip().endswith(f"::{name}")
+        or lines[0].strip().startswith(f"{classname}::{name} ")
+    ):
         lines = lines[1:]
     message: list[str] = []
     for line in lines:
@@ -192,18 +210,26 @@ def _php(value: str | None) -> str:
     return php_string(value)
 
 
-def _probe(session: CommandContext, plugin_dir: str, xml: str | None, bootstrap: str | None,
-           timeout_s: float) -> dict[str, Any]:
-    paths = {"vendorLib": f"{plugin_dir}/{wp_tests.VENDOR_LIB}/includes/bootstrap.php",
-             "vendorPolyfills": f"{plugin_dir}/{wp_tests.VENDOR_POLYFILLS}/{wp_tests.POLYFILLS_FILE}",
-             "vendorAutoload": f"{plugin_dir}/vendor/autoload.php",
-             "vendorPhpunit": f"{plugin_dir}/vendor/bin/phpunit",
-             "mountedLib": f"{wp_tests.LIB_TARGET}/includes/bootstrap.php",
-             "mountedPolyfills": f"{wp_tests.POLYFILLS_TARGET}/{wp_tests.POLYFILLS_FILE}"}
+def _probe(
+    session: CommandContext, plugin_dir: str, xml: str | None, bootstrap: str | None, timeout_s: float
+) -> dict[str, Any]:
+    paths = {
+        "vendorLib": f"{plugin_dir}/{wp_tests.VENDOR_LIB}/includes/bootstrap.php",
+        "vendorPolyfills": f"{plugin_dir}/{wp_tests.VENDOR_POLYFILLS}/{wp_tests.POLYFILLS_FILE}",
+        "vendorAutoload": f"{plugin_dir}/vendor/autoload.php",
+        "vendorPhpunit": f"{plugin_dir}/vendor/bin/phpunit",
+        "mountedLib": f"{wp_tests.LIB_TARGET}/includes/bootstrap.php",
+        "mountedPolyfills": f"{wp_tests.POLYFILLS_TARGET}/{wp_tests.POLYFILLS_FILE}",
+    }
     paths_php = "array(" + ", ".join(f"{_php(k)} => {_php(v)}" for k, v in paths.items()) + ")"
-    code = PROBE_PHP % {"plugin": _php(plugin_dir), "bin": _php(f"{SANDBOX_BIN_DIR}/phpunit"),
-                        "src": _php(str(PHP_SHARE / "PHPUnit/Framework/TestCase.php")), "xml": _php(xml),
-                        "bootstrap": _php(bootstrap), "paths": paths_php}
+    code = PROBE_PHP % {
+        "plugin": _php(plugin_dir),
+        "bin": _php(f"{SANDBOX_BIN_DIR}/phpunit"),
+        "src": _php(str(PHP_SHARE / "PHPUnit/Framework/TestCase.php")),
+        "xml": _php(xml),
+        "bootstrap": _php(bootstrap),
+        "paths": paths_php,
+    }
     result = session.sandbox.run_php(code, min(timeout_s, 60.0))
     try:
         found = json.loads(result.text.strip().splitlines()[-1])
@@ -222,43 +248,65 @@ def _tests_lib_env(session: CommandContext, plugin_dir: str, found: dict[str, An
     exists = found.get("exists") or {}
     lib_mount, poly_mount = _toolchain_mount(session, "wp-tests-lib"), _toolchain_mount(session, "phpunit-polyfills")
     lib: str | None = None
-    if lib_mount is not None and (lib_mount.metadata or {}).get("origin") in ("option", "env") \
-            and exists.get("mountedLib"):
+    if (
+        lib_mount is not None
+        and (lib_mount.metadata or {}).get("origin") in ("option", "env")
+        and exists.get("mountedLib")
+    ):
         lib = wp_tests.LIB_TARGET
     elif exists.get("vendorLib"):
         lib = f"{plugin_dir}/{wp_tests.VENDOR_LIB}"
     elif lib_mount is not None and exists.get("mountedLib"):
         lib = wp_tests.LIB_TARGET
     if lib is None:
-        looked = ["--wp-tests-lib DIR (not given)", "$WP_TESTS_DIR on this machine (unset)",
-                  f"<plugin>/{wp_tests.VENDOR_LIB} ({plugin_dir}/{wp_tests.VENDOR_LIB}: not there)",
-                  f"{wp_tests.DEFAULT_LIB} (not there)"]
+        looked = [
+            "--wp-tests-lib DIR (not given)",
+            "$WP_TESTS_DIR on this machine (unset)",
+            f"<plugin>/{wp_tests.VENDOR_LIB} ({plugin_dir}/{wp_tests.VENDOR_LIB}: not there)",
+            f"{wp_tests.DEFAULT_LIB} (not there)",
+        ]
         raise ToolchainMissingError(
             "the suite's bootstrap loads the WordPress core PHPUnit library (WP_UnitTestCase), which was not "
-            "found; looked in: " + "; ".join(looked), code="wp-tests-lib-missing", field="--wp-tests-lib",
-            details={"lookedIn": looked, "needs": "includes/functions.php, includes/bootstrap.php, "
-                                                  "includes/install.php",
-                     "hint": "pass --wp-tests-lib DIR, set WP_TESTS_DIR, or run composer install "
-                             "(wp-phpunit/wp-phpunit)"})
+            "found; looked in: " + "; ".join(looked),
+            code="wp-tests-lib-missing",
+            field="--wp-tests-lib",
+            details={
+                "lookedIn": looked,
+                "needs": "includes/functions.php, includes/bootstrap.php, includes/install.php",
+                "hint": "pass --wp-tests-lib DIR, set WP_TESTS_DIR, or run composer install (wp-phpunit/wp-phpunit)",
+            },
+        )
     polyfills: str | None = None
     if poly_mount is not None and exists.get("mountedPolyfills"):
         polyfills = wp_tests.POLYFILLS_TARGET
     elif exists.get("vendorPolyfills"):
         polyfills = f"{plugin_dir}/{wp_tests.VENDOR_POLYFILLS}"
     if polyfills is None and not exists.get("vendorAutoload"):
-        looked = ["--phpunit-polyfills DIR (not given)",
-                  "$WP_TESTS_PHPUNIT_POLYFILLS_PATH on this machine (unset)",
-                  f"<plugin>/{wp_tests.VENDOR_POLYFILLS} ({plugin_dir}/{wp_tests.VENDOR_POLYFILLS}: not there)",
-                  f"<plugin>/vendor/autoload.php ({plugin_dir}/vendor/autoload.php: not there)"]
+        looked = [
+            "--phpunit-polyfills DIR (not given)",
+            "$WP_TESTS_PHPUNIT_POLYFILLS_PATH on this machine (unset)",
+            f"<plugin>/{wp_tests.VENDOR_POLYFILLS} ({plugin_dir}/{wp_tests.VENDOR_POLYFILLS}: not there)",
+            f"<plugin>/vendor/autoload.php ({plugin_dir}/vendor/autoload.php: not there)",
+        ]
         raise ToolchainMissingError(
             "the WordPress core PHPUnit library needs the Yoast PHPUnit Polyfills, which were not found; "
-            "looked in: " + "; ".join(looked), code="phpunit-polyfills-missing", field="--phpunit-polyfills",
-            details={"lookedIn": looked, "needs": wp_tests.POLYFILLS_FILE,
-                     "hint": "pass --phpunit-polyfills DIR, set WP_TESTS_PHPUNIT_POLYFILLS_PATH, or run "
-                             "composer install (yoast/phpunit-polyfills)"})
+            "looked in: " + "; ".join(looked),
+            code="phpunit-polyfills-missing",
+            field="--phpunit-polyfills",
+            details={
+                "lookedIn": looked,
+                "needs": wp_tests.POLYFILLS_FILE,
+                "hint": "pass --phpunit-polyfills DIR, set WP_TESTS_PHPUNIT_POLYFILLS_PATH, or run "
+                "composer install (yoast/phpunit-polyfills)",
+            },
+        )
     config = f"{SANDBOX_BIN_DIR}/{wp_tests.TESTS_CONFIG}"
-    env = {"WP_TESTS_DIR": lib, "WP_PHPUNIT__DIR": lib, "WP_PHPUNIT__TESTS_CONFIG": config,
-           "WP_TESTS_SKIP_INSTALL": "1"}
+    env = {
+        "WP_TESTS_DIR": lib,
+        "WP_PHPUNIT__DIR": lib,
+        "WP_PHPUNIT__TESTS_CONFIG": config,
+        "WP_TESTS_SKIP_INSTALL": "1",
+    }
     if polyfills is not None:
         env["WP_TESTS_PHPUNIT_POLYFILLS_PATH"] = polyfills
     return env
@@ -283,8 +331,9 @@ def _test_site_key(session: CommandContext, env: dict[str, str]) -> str | None:
     return f"{session.sandbox.id}|{env['WP_TESTS_DIR']}|{'ms' if multisite else 'single'}"
 
 
-def prepare_test_site(session: CommandContext, env: dict[str, str], timeout_s: float, *, core_tests: bool = False
-                      ) -> tuple[bool, str]:
+def prepare_test_site(
+    session: CommandContext, env: dict[str, str], timeout_s: float, *, core_tests: bool = False
+) -> tuple[bool, str]:
     """A fresh test site for the suite: the copy kept from this sandbox's first install when there is one,
     else the library's installer (whose result is kept, on the host, for the next suite). ``core_tests``:
     installed as WordPress's own suite wants it (``WP_RUN_CORE_TESTS``; runtime/core_phpunit.py)."""
@@ -295,27 +344,38 @@ def prepare_test_site(session: CommandContext, env: dict[str, str], timeout_s: f
         cleared = session.sandbox.run_php(_RESTORE_TEST_SITE_PHP % {"journal": journal}, min(timeout_s, 60.0))
         if cleared.text.strip() == "ok":
             session.sandbox.write_file(wp_tests.TESTS_DB_PATH, kept, min(timeout_s, 60.0))
-            return True, ("Test site restored: a copy of this sandbox's first install of it "
-                          f"({wp_tests.TESTS_DB_PATH}), as the installer would write it")
+            return True, (
+                "Test site restored: a copy of this sandbox's first install of it "
+                f"({wp_tests.TESTS_DB_PATH}), as the installer would write it"
+            )
     installed, output = _install_test_site(session, env, timeout_s, core_tests=core_tests)
     if installed and key:
         try:
-            session.test_sites[key] = session.sandbox.read_file(wp_tests.TESTS_DB_PATH, min(timeout_s, 60.0),
-                                                                max_bytes=MAX_TEST_SITE_BYTES)
+            session.test_sites[key] = session.sandbox.read_file(
+                wp_tests.TESTS_DB_PATH, min(timeout_s, 60.0), max_bytes=MAX_TEST_SITE_BYTES
+            )
         except CodeboxError:
             session.test_sites.pop(key, None)  # too large or unreadable: install again next time
     return installed, output
 
 
-def _install_test_site(session: CommandContext, env: dict[str, str], timeout_s: float, *, core_tests: bool
-                       ) -> tuple[bool, str]:
+def _install_test_site(
+    session: CommandContext, env: dict[str, str], timeout_s: float, *, core_tests: bool
+) -> tuple[bool, str]:
     """Run the library's ``includes/install.php`` (what its bootstrap would spawn with ``system()``) as a
     separate PHP request in the sandbox: a fresh test site with the ``wptests_`` tables."""
     multisite = env.get("WP_MULTISITE") == "1" or env.get("WP_TESTS_MULTISITE") == "1"
-    argv = ["php", "-d", "include_path=.:/usr/share/php", "-d",
-            f"auto_prepend_file={SANDBOX_BIN_DIR}/{wp_tests.TESTS_PRELUDE}",
-            f"{env['WP_TESTS_DIR']}/includes/install.php", env["WP_PHPUNIT__TESTS_CONFIG"],
-            "run_ms_tests" if multisite else "no_ms_tests", "run_core_tests" if core_tests else "no_core_tests"]
+    argv = [
+        "php",
+        "-d",
+        "include_path=.:/usr/share/php",
+        "-d",
+        f"auto_prepend_file={SANDBOX_BIN_DIR}/{wp_tests.TESTS_PRELUDE}",
+        f"{env['WP_TESTS_DIR']}/includes/install.php",
+        env["WP_PHPUNIT__TESTS_CONFIG"],
+        "run_ms_tests" if multisite else "no_ms_tests",
+        "run_core_tests" if core_tests else "no_core_tests",
+    ]
     result = session.sandbox.run_cli(argv, timeout_s, env=env)
     output = (result.text + ("\n" + result.errors if result.errors else "")).strip()
     ok = result.exit_code == 0 and "Installing..." in result.text and "Fatal error" not in result.text
@@ -325,24 +385,39 @@ def _install_test_site(session: CommandContext, env: dict[str, str], timeout_s: 
 # Causes a suite commonly cannot run for, recognised in PHPUnit's output, each with what would make it run.
 _FIXTURE = r"(setUp|tearDown|setUpBeforeClass|tearDownAfterClass|assertPreConditions|assertPostConditions)"
 REMEDIES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(rf"Declaration of (\S+)::{_FIXTURE}\(\) must be compatible with \S+::{_FIXTURE}\(\): void"),
-     "{0} declares {1}() without `: void`, as PHPUnit 7 allowed; PHPUnit 8 and later (Codebox runs PHPUnit 9) need "
-     "it: declare `{1}(): void`, or with the PHPUnit Polyfills (WP_UnitTestCase uses them) rename it to "
-     "{2}() and call parent::{2}()"),
-    (re.compile(r"PHPUnit Polyfills library is a requirement"),
-     "the WordPress test library could not load the Yoast PHPUnit Polyfills: pass --phpunit-polyfills DIR, set "
-     "WP_TESTS_PHPUNIT_POLYFILLS_PATH, or run composer install (yoast/phpunit-polyfills)"),
-    (re.compile(r"(Could not find|Failed opening required|failed to open stream|Failed to open stream)"
-                r".*(includes/functions\.php|includes/bootstrap\.php|wordpress-tests-lib)"),
-     "the suite's bootstrap did not find the WordPress core PHPUnit library: pass --wp-tests-lib DIR, set "
-     "WP_TESTS_DIR, or run composer install (wp-phpunit/wp-phpunit)"),
-    (re.compile(r"Class \W?(WP_UnitTestCase|WP_Ajax_UnitTestCase|WP_Test_REST_TestCase)\W? not found"),
-     "the tests extend {0} but the WordPress core PHPUnit library was not loaded: load it from the bootstrap "
-     "(tests/bootstrap.php requiring $WP_TESTS_DIR/includes/bootstrap.php) or pass wordpress=tests-lib"),
+    (
+        re.compile(rf"Declaration of (\S+)::{_FIXTURE}\(\) must be compatible with \S+::{_FIXTURE}\(\): void"),
+        "{0} declares {1}() without `: void`, as PHPUnit 7 allowed; PHPUnit 8 and later (Codebox runs PHPUnit 9) need "
+        "it: declare `{1}(): void`, or with the PHPUnit Polyfills (WP_UnitTestCase uses them) rename it to "
+        "{2}() and call parent::{2}()",
+    ),
+    (
+        re.compile(r"PHPUnit Polyfills library is a requirement"),
+        "the WordPress test library could not load the Yoast PHPUnit Polyfills: pass --phpunit-polyfills DIR, set "
+        "WP_TESTS_PHPUNIT_POLYFILLS_PATH, or run composer install (yoast/phpunit-polyfills)",
+    ),
+    (
+        re.compile(
+            r"(Could not find|Failed opening required|failed to open stream|Failed to open stream)"
+            r".*(includes/functions\.php|includes/bootstrap\.php|wordpress-tests-lib)"
+        ),
+        "the suite's bootstrap did not find the WordPress core PHPUnit library: pass --wp-tests-lib DIR, set "
+        "WP_TESTS_DIR, or run composer install (wp-phpunit/wp-phpunit)",
+    ),
+    (
+        re.compile(r"Class \W?(WP_UnitTestCase|WP_Ajax_UnitTestCase|WP_Test_REST_TestCase)\W? not found"),
+        "the tests extend {0} but the WordPress core PHPUnit library was not loaded: load it from the bootstrap "
+        "(tests/bootstrap.php requiring $WP_TESTS_DIR/includes/bootstrap.php) or pass wordpress=tests-lib",
+    ),
 )
-_SNAKE = {"setUp": "set_up", "tearDown": "tear_down", "setUpBeforeClass": "set_up_before_class",
-          "tearDownAfterClass": "tear_down_after_class", "assertPreConditions": "assert_pre_conditions",
-          "assertPostConditions": "assert_post_conditions"}
+_SNAKE = {
+    "setUp": "set_up",
+    "tearDown": "tear_down",
+    "setUpBeforeClass": "set_up_before_class",
+    "tearDownAfterClass": "tear_down_after_class",
+    "assertPreConditions": "assert_pre_conditions",
+    "assertPostConditions": "assert_post_conditions",
+}
 
 
 def remedy(output: str) -> str | None:
@@ -369,8 +444,11 @@ def no_tests_reason(output: str) -> str:
             reason = hits[0][:500]
             break
     else:
-        reason = (" / ".join(lines[-3:])[:500] if lines else
-                  "PHPUnit printed nothing (the bootstrap may have exited: an exit() or die() before any test)")
+        reason = (
+            " / ".join(lines[-3:])[:500]
+            if lines
+            else "PHPUnit printed nothing (the bootstrap may have exited: an exit() or die() before any test)"
+        )
     advice = remedy(output)
     return f"{reason} — to run it: {advice}" if advice else reason
 
@@ -378,34 +456,46 @@ def no_tests_reason(output: str) -> str:
 def phpunit(session: CommandContext, args: dict[str, str], timeout_s: float) -> CommandOutcome:
     slug = args["plugin-slug"]
     if not SLUG.match(slug):
-        raise BadInputError(f"plugin-slug must be a directory name, got {slug!r}", code="invalid-slug",
-                            field="plugin-slug")
+        raise BadInputError(
+            f"plugin-slug must be a directory name, got {slug!r}", code="invalid-slug", field="plugin-slug"
+        )
     load_as = args.get("load-as", "plugin")
     if load_as not in ("plugin", "mu-plugin"):
-        raise BadInputError(f"load-as must be plugin or mu-plugin, got {load_as!r}", code="invalid-arg",
-                            field="load-as")
+        raise BadInputError(
+            f"load-as must be plugin or mu-plugin, got {load_as!r}", code="invalid-arg", field="load-as"
+        )
     plugin_dir = plugin_target(load_as, slug)
     xml_arg = _check_rel(args["phpunit-xml"], "phpunit-xml") if args.get("phpunit-xml") else None
     boot_arg = _check_rel(args["bootstrap"], "bootstrap") if args.get("bootstrap") else None
     found = _probe(session, plugin_dir, xml_arg, boot_arg, timeout_s)
-    missing = [what for key, what in (("bin", f"{SANDBOX_BIN_DIR}/phpunit (copy of /usr/bin/phpunit)"),
-                                      ("src", "/usr/share/php (Debian phpunit sources)")) if not found.get(key)]
+    missing = [
+        what
+        for key, what in (
+            ("bin", f"{SANDBOX_BIN_DIR}/phpunit (copy of /usr/bin/phpunit)"),
+            ("src", "/usr/share/php (Debian phpunit sources)"),
+        )
+        if not found.get(key)
+    ]
     if missing:
         raise ToolchainMissingError(
-            "PHPUnit is not mounted in this sandbox: missing " + ", ".join(missing), code="phpunit-missing",
+            "PHPUnit is not mounted in this sandbox: missing " + ", ".join(missing),
+            code="phpunit-missing",
             field="wordpress.phpunit",
             details={"missing": missing, "hint": "boot with phpunit_tool_mounts() in SandboxSpec.extra_mounts"},
         )
     if not found.get("plugin"):
-        raise BadInputError(f"no plugin directory {plugin_dir} in the sandbox", code="missing-plugin-slug",
-                            field="plugin-slug")
+        raise BadInputError(
+            f"no plugin directory {plugin_dir} in the sandbox", code="missing-plugin-slug", field="plugin-slug"
+        )
     if xml_arg and not found.get("configs"):
-        raise BadInputError(f"phpunit-xml {xml_arg!r} not found in {plugin_dir}", code="missing-phpunit-xml",
-                            field="phpunit-xml")
+        raise BadInputError(
+            f"phpunit-xml {xml_arg!r} not found in {plugin_dir}", code="missing-phpunit-xml", field="phpunit-xml"
+        )
     mode = args.get("wordpress", "auto")
     if mode not in ("auto", "global", "tests-lib", "none"):
-        raise BadInputError(f"wordpress must be auto, global, tests-lib or none, got {mode!r}", code="invalid-arg",
-                            field="wordpress")
+        raise BadInputError(
+            f"wordpress must be auto, global, tests-lib or none, got {mode!r}", code="invalid-arg", field="wordpress"
+        )
     if mode == "auto":
         mode = "tests-lib" if wp_tests.needs_core_library(str(found.get("bootstrapSource") or "")) else "global"
     env = sandbox_env(session)
@@ -414,18 +504,31 @@ def phpunit(session: CommandContext, args: dict[str, str], timeout_s: float) -> 
         env = {**env, **_tests_lib_env(session, plugin_dir, found)}
         installed, install_output = prepare_test_site(session, env, timeout_s)
         if not installed:
-            return record_suite(session, CommandOutcome, "", install_output, junit=None,
-                           reason="the WordPress test site could not be installed: " + no_tests_reason(install_output),
-                           mode=mode, env=env)
+            return record_suite(
+                session,
+                CommandOutcome,
+                "",
+                install_output,
+                junit=None,
+                reason="the WordPress test site could not be installed: " + no_tests_reason(install_output),
+                mode=mode,
+                env=env,
+            )
     argv = ["php", "-d", "include_path=.:/usr/share/php"]
     if mode == "global":
         argv += ["-d", f"auto_prepend_file={SANDBOX_BIN_DIR}/{GLOBAL_BOOTSTRAP}"]
     elif mode == "tests-lib":
         argv += ["-d", f"auto_prepend_file={SANDBOX_BIN_DIR}/{wp_tests.TESTS_PRELUDE}"]
     vendor_phpunit = (found.get("exists") or {}).get("vendorPhpunit")
-    argv += [f"{plugin_dir}/vendor/bin/phpunit" if vendor_phpunit else f"{SANDBOX_BIN_DIR}/phpunit",
-             "--log-junit", "php://stdout", "--log-teamcity", "php://stderr", "--colors=never",
-             "--do-not-cache-result"]
+    argv += [
+        f"{plugin_dir}/vendor/bin/phpunit" if vendor_phpunit else f"{SANDBOX_BIN_DIR}/phpunit",
+        "--log-junit",
+        "php://stdout",
+        "--log-teamcity",
+        "php://stderr",
+        "--colors=never",
+        "--do-not-cache-result",
+    ]
     configs = found.get("configs") or []
     if configs:
         argv += ["-c", f"{plugin_dir}/{configs[0]}"]
@@ -440,9 +543,13 @@ def phpunit(session: CommandContext, args: dict[str, str], timeout_s: float) -> 
         # files (tests/test-word-stats.php → Test_Word_Stats) never match; a <file> in a configuration is
         # loaded by the classes it declares. So one file runs through a configuration made for it.
         test_file = f"{plugin_dir}/{_check_rel(args['test-file'], 'test-file')}"
-        xml = single_file_config(found.get("configSource"), configs[0] if configs else None, plugin_dir, test_file,
-                                 f"{plugin_dir}/{boot_arg or found.get('bootstrap')}"
-                                 if boot_arg or found.get("bootstrap") else None)
+        xml = single_file_config(
+            found.get("configSource"),
+            configs[0] if configs else None,
+            plugin_dir,
+            test_file,
+            f"{plugin_dir}/{boot_arg or found.get('bootstrap')}" if boot_arg or found.get("bootstrap") else None,
+        )
         config_path = f"/tmp/codebox-phpunit-{secrets.token_hex(6)}.xml"
         session.sandbox.write_file(config_path, xml.encode("utf-8"), 30.0)
         if "-c" in argv:
@@ -460,12 +567,14 @@ def phpunit(session: CommandContext, args: dict[str, str], timeout_s: float) -> 
     human, junit = split_output(result.text)
     if install_output:
         human = install_output + "\n" + human
-    return record_suite(session, CommandOutcome, human, strip_log_lines(result.errors), junit=junit, reason=None,
-                   mode=mode, env=env)
+    return record_suite(
+        session, CommandOutcome, human, strip_log_lines(result.errors), junit=junit, reason=None, mode=mode, env=env
+    )
 
 
-def single_file_config(source: str | None, name: str | None, plugin_dir: str, test_file: str,
-                       bootstrap: str | None) -> str:
+def single_file_config(
+    source: str | None, name: str | None, plugin_dir: str, test_file: str, bootstrap: str | None
+) -> str:
     """A PHPUnit configuration that runs only ``test_file``: the plugin's configuration (its settings and
     ``<php>`` section) with its test suites replaced, and the bootstrap made absolute."""
     root: ET.Element | None = None
@@ -473,8 +582,9 @@ def single_file_config(source: str | None, name: str | None, plugin_dir: str, te
         try:
             root = ET.fromstring(source)
         except ET.ParseError as exc:
-            raise BadInputError(f"{name} cannot be parsed: {exc}", code="invalid-phpunit-xml",
-                                field="phpunit-xml") from exc
+            raise BadInputError(
+                f"{name} cannot be parsed: {exc}", code="invalid-phpunit-xml", field="phpunit-xml"
+            ) from exc
     if root is None or root.tag != "phpunit":
         root = ET.Element("phpunit")
     for child in list(root):
@@ -495,9 +605,18 @@ def suite_label(index: int, command: str = "wordpress.phpunit") -> str:
     return command if index == 1 else f"{command}:{index}"
 
 
-def record_suite(session: CommandContext, outcome_type: Any, human: str, errors: str, *, junit: str | None,
-                 reason: str | None, mode: str, env: dict[str, str], command: str = "wordpress.phpunit"
-                 ) -> CommandOutcome:
+def record_suite(
+    session: CommandContext,
+    outcome_type: Any,
+    human: str,
+    errors: str,
+    *,
+    junit: str | None,
+    reason: str | None,
+    mode: str,
+    env: dict[str, str],
+    command: str = "wordpress.phpunit",
+) -> CommandOutcome:
     """Keep the raw output (and JUnit XML), add the suite to the session and describe the outcome."""
     index = len(session.test_suites) + 1
     name = suite_label(index, command)
@@ -516,10 +635,19 @@ def record_suite(session: CommandContext, outcome_type: Any, human: str, errors:
     session.test_suites.append(suite)
     if suite.tests == 0 and reason is None:
         reason = no_tests_reason(human + "\n" + errors)
-    session.emit("tests.finished", {"suite": name, "status": suite.status, "tests": suite.tests,
-                                    "passed": suite.passed, "failed": suite.failed, "skipped": suite.skipped,
-                                    **({"reason": reason} if reason else {})},
-                 level="info" if suite.status in ("passed", "skipped") else "warning")
+    session.emit(
+        "tests.finished",
+        {
+            "suite": name,
+            "status": suite.status,
+            "tests": suite.tests,
+            "passed": suite.passed,
+            "failed": suite.failed,
+            "skipped": suite.skipped,
+            **({"reason": reason} if reason else {}),
+        },
+        level="info" if suite.status in ("passed", "skipped") else "warning",
+    )
     summary: dict[str, Any] = suite.model_dump(mode="json", exclude_none=True)
     summary["wordpress"] = mode
     if mode == "tests-lib":
@@ -527,5 +655,13 @@ def record_suite(session: CommandContext, outcome_type: Any, human: str, errors:
     if reason:
         summary["reason"] = reason
     stdout = human if not reason or suite.tests else (human + ("\n" if human else "") + "no tests ran: " + reason)
-    return cast("CommandOutcome", outcome_type(stdout=stdout, stderr=errors, exit_code=0 if suite.status == "passed"
-                                               else 1, json=summary, artifact_refs=refs))
+    return cast(
+        "CommandOutcome",
+        outcome_type(
+            stdout=stdout,
+            stderr=errors,
+            exit_code=0 if suite.status == "passed" else 1,
+            json=summary,
+            artifact_refs=refs,
+        ),
+    )

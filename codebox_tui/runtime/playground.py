@@ -62,16 +62,25 @@ def network_policy_key(policy: RuntimePolicy) -> str:
 def sidecar_key(policy: RuntimePolicy, binds: tuple[Bind, ...], settings: CodeboxSettings) -> str:
     """Sidecars are shared per network policy, set of external host folders, Codebox home and write budget:
     what a confined sidecar sees (its sandboxes root, Playground home, binds) is fixed when it starts."""
-    return "|".join([str(settings.home), network_policy_key(policy), f"budget={settings.sandbox_write_budget}",
-                     *(bind.label for bind in binds)])
+    return "|".join(
+        [
+            str(settings.home),
+            network_policy_key(policy),
+            f"budget={settings.sandbox_write_budget}",
+            *(bind.label for bind in binds),
+        ]
+    )
 
 
 def spec_binds(spec: SandboxSpec, sandboxes_root: Path) -> tuple[Bind, ...]:
     """The external host folders ``spec``'s mounts expose to the sidecar as they are: read-write
     mounts that write through to the host folder (read-only mounts are staged copies inside the
     sandboxes root; a copy-on-write mount's private copy is there too)."""
-    live = [(m.source, True) for m in [*spec.mounts, *spec.extra_mounts]
-            if m.mode == "readwrite" and getattr(m, "write_mode", "live") == "live"]
+    live = [
+        (m.source, True)
+        for m in [*spec.mounts, *spec.extra_mounts]
+        if m.mode == "readwrite" and getattr(m, "write_mode", "live") == "live"
+    ]
     return external_binds(live, sandboxes_root)
 
 
@@ -86,10 +95,16 @@ def get_sidecar(settings: CodeboxSettings, policy: RuntimePolicy, binds: tuple[B
             sidecars_root.mkdir(parents=True, exist_ok=True)
             sweep_abandoned_once(sidecars_root)
             idle = _idle_bound_sidecars() if binds else []
-            sidecar = Sidecar(node=settings.node, home=settings.playground_home,
-                              network_policy=network_policy_key(policy), confinement=settings.confinement,
-                              sandboxes_root=sidecars_root, binds=binds, wasm_compiler=settings.wasm_compiler,
-                              write_budget=settings.sandbox_write_budget)
+            sidecar = Sidecar(
+                node=settings.node,
+                home=settings.playground_home,
+                network_policy=network_policy_key(policy),
+                confinement=settings.confinement,
+                sandboxes_root=sidecars_root,
+                binds=binds,
+                wasm_compiler=settings.wasm_compiler,
+                write_budget=settings.sandbox_write_budget,
+            )
             _sidecars[key] = sidecar
     for stale in idle:
         threading.Thread(target=stale.close, name="codebox-sidecar-close", daemon=True).start()
@@ -103,9 +118,11 @@ def _idle_bound_sidecars() -> list[Sidecar]:
     """Called with ``_sidecars_lock`` held before another sidecar with external binds starts: the
     least recently used idle ones beyond :data:`MAX_IDLE_BOUND_SIDECARS - 1`, removed from the table
     (each costs a Node process; a sidecar without binds is kept for the common case)."""
-    idle = sorted(((key, s) for key, s in _sidecars.items()
-                   if s.binds and s.live_sandboxes <= 0 and s.alive), key=lambda item: item[1].last_used)
-    closing = idle[:max(0, len(idle) - (MAX_IDLE_BOUND_SIDECARS - 1))]
+    idle = sorted(
+        ((key, s) for key, s in _sidecars.items() if s.binds and s.live_sandboxes <= 0 and s.alive),
+        key=lambda item: item[1].last_used,
+    )
+    closing = idle[: max(0, len(idle) - (MAX_IDLE_BOUND_SIDECARS - 1))]
     for key, _ in closing:
         del _sidecars[key]
     return [s for _, s in closing]
@@ -203,8 +220,9 @@ def enable_spare_sandboxes(enabled: bool | None = True) -> None:
     _spares_override = enabled
 
 
-def spares_wanted(mode: str, boots_in_process: int, override: bool | None = None,
-                  interactive: bool | None = None) -> bool:
+def spares_wanted(
+    mode: str, boots_in_process: int, override: bool | None = None, interactive: bool | None = None
+) -> bool:
     """Whether to keep a pre-booted spare: forced, ``on``/``off``, or ``auto`` (long-lived processes only)."""
     if override is not None:
         return override
@@ -228,8 +246,14 @@ def _failed_run(message: str) -> PhpResult:
     truncated = None
     if cut:  # the sidecar capped the message (which carries the whole output) like any output
         omitted, total = int(cut.group(1)), int(cut.group(2))
-        truncated = {"output": {"totalBytes": total, "keptBytes": total - omitted, "omittedBytes": omitted,
-                                "limitBytes": _max_output_bytes()}}
+        truncated = {
+            "output": {
+                "totalBytes": total,
+                "keptBytes": total - omitted,
+                "omittedBytes": omitted,
+                "limitBytes": _max_output_bytes(),
+            }
+        }
     return PhpResult(text=stdout, exit_code=code or 255, errors=stderr, truncated=truncated)
 
 
@@ -241,8 +265,16 @@ def _max_output_bytes() -> int:
 class PlaygroundSandbox:
     """One live WordPress in the sidecar. Its private files live under ``work_dir`` until disposed."""
 
-    def __init__(self, sidecar: Sidecar, sandbox_id: str, work_dir: Path, preview_url: str,
-                 wordpress_version: str, php_version: str, golden_site: Path | None = None) -> None:
+    def __init__(
+        self,
+        sidecar: Sidecar,
+        sandbox_id: str,
+        work_dir: Path,
+        preview_url: str,
+        wordpress_version: str,
+        php_version: str,
+        golden_site: Path | None = None,
+    ) -> None:
         self.id = sandbox_id
         self.sidecar = sidecar
         self.work_dir = work_dir
@@ -270,38 +302,57 @@ class PlaygroundSandbox:
     def _php(self, op: str, code: str, timeout_s: float) -> PhpResult:
         """One PHP request through the sidecar (``run``, or ``probe`` for Codebox's own measurements)."""
         try:
-            result = self.sidecar.request(op, {"sandbox": self.id, "code": code,
-                                               "maxOutputBytes": _max_output_bytes()}, timeout_s)
+            result = self.sidecar.request(
+                op, {"sandbox": self.id, "code": code, "maxOutputBytes": _max_output_bytes()}, timeout_s
+            )
         except SandboxError as error:
             if error.code in ("sidecar-error", "Error"):
                 return _failed_run(error.message)
             raise
-        return PhpResult(text=str(result.get("text", "")), exit_code=int(result.get("exitCode") or 0),
-                         errors=str(result.get("errors") or ""), truncated=result.get("truncated") or None)
+        return PhpResult(
+            text=str(result.get("text", "")),
+            exit_code=int(result.get("exitCode") or 0),
+            errors=str(result.get("errors") or ""),
+            truncated=result.get("truncated") or None,
+        )
 
-    def run_cli(self, argv: list[str], timeout_s: float, env: dict[str, str] | None = None,
-                on_stderr: Callable[[str], None] | None = None) -> PhpResult:
+    def run_cli(
+        self,
+        argv: list[str],
+        timeout_s: float,
+        env: dict[str, str] | None = None,
+        on_stderr: Callable[[str], None] | None = None,
+    ) -> PhpResult:
         params: dict[str, Any] = {"sandbox": self.id, "argv": argv, "maxOutputBytes": _max_output_bytes()}
         if env:
             params["env"] = env
         if on_stderr is not None:
             params["streamStderr"] = True
         result = self.sidecar.request("cli", params, timeout_s, on_output=on_stderr)
-        return PhpResult(text=str(result.get("stdout", "")), exit_code=int(result.get("exitCode") or 0),
-                         errors=str(result.get("stderr") or ""), truncated=result.get("truncated") or None)
+        return PhpResult(
+            text=str(result.get("stdout", "")),
+            exit_code=int(result.get("exitCode") or 0),
+            errors=str(result.get("stderr") or ""),
+            truncated=result.get("truncated") or None,
+        )
 
     def request(self, path: str, timeout_s: float, method: str = "GET") -> HttpResult:
         result = self.sidecar.request("request", {"sandbox": self.id, "url": path, "method": method}, timeout_s)
-        return HttpResult(status=int(result.get("status", 0)), headers=dict(result.get("headers") or {}),
-                          text=str(result.get("text", "")))
+        return HttpResult(
+            status=int(result.get("status", 0)),
+            headers=dict(result.get("headers") or {}),
+            text=str(result.get("text", "")),
+        )
 
     def write_file(self, path: str, data: bytes, timeout_s: float = 30.0) -> None:
-        self.sidecar.request("writeFile", {"sandbox": self.id, "path": path,
-                                           "base64": base64.b64encode(data).decode()}, timeout_s)
+        self.sidecar.request(
+            "writeFile", {"sandbox": self.id, "path": path, "base64": base64.b64encode(data).decode()}, timeout_s
+        )
 
     def read_file(self, path: str, timeout_s: float = 30.0, *, max_bytes: int) -> bytes:
-        reply = self.sidecar.request("readFile", {"sandbox": self.id, "path": path, "maxBytes": int(max_bytes)},
-                                     timeout_s)
+        reply = self.sidecar.request(
+            "readFile", {"sandbox": self.id, "path": path, "maxBytes": int(max_bytes)}, timeout_s
+        )
         data = base64.b64decode(str(reply["base64"]), validate=True)
         if len(data) > max_bytes:  # the sidecar is confined but not trusted
             raise SandboxError(f"{path} is over the {max_bytes}-byte limit", code="file-too-large")
@@ -347,8 +398,7 @@ class PlaygroundSandbox:
             remove_tree(folder)
 
 
-def sandbox_mounts(spec: SandboxSpec, work_dir: Path, report: Callable[[str, Any], None]
-                    ) -> list[dict[str, str]]:
+def sandbox_mounts(spec: SandboxSpec, work_dir: Path, report: Callable[[str, Any], None]) -> list[dict[str, str]]:
     """Host → sandbox mounts in order. Read-only mounts are staged copies. A copy-on-write read-write
     mount (the default) mounts its private copy, moved into this sandbox's work dir (README, "Mounts");
     only a ``live`` mount passes the user's folder itself. A read-write mount's own ``.git`` (folder, or
@@ -364,16 +414,16 @@ def sandbox_mounts(spec: SandboxSpec, work_dir: Path, report: Callable[[str, Any
         elif index < len(spec.mounts) and not mount.live:
             copy = spec.private_copies.get(index)
             if copy is None:  # never the user's folder by accident: copy-on-write needs its copy
-                raise SandboxError(f"mounts[{index}] ({mount.target}) has no private copy to mount",
-                                   code="private-copy-missing")
+                raise SandboxError(
+                    f"mounts[{index}] ({mount.target}) has no private copy to mount", code="private-copy-missing"
+                )
             host = copy.move_into(work_dir)
             own_git = source / ".git"
             if not own_git.is_symlink() and (own_git.is_dir() or own_git.is_file()) and not (host / ".git").exists():
                 # the copy leaves the mount's .git out; the shield below needs its mount point
                 (host / ".git").mkdir() if own_git.is_dir() else (host / ".git").write_bytes(b"")
         mounts.append({"hostPath": str(host), "vfsPath": mount.target})
-        report("mounting", {"index": index, "target": mount.target, "mode": mount.mode,
-                            "writeMode": mount.write_mode})
+        report("mounting", {"index": index, "target": mount.target, "mode": mount.mode, "writeMode": mount.write_mode})
         dot_git = source / ".git"
         if mount.mode == "readwrite" and not dot_git.is_symlink() and (dot_git.is_dir() or dot_git.is_file()):
             # a folder (a repository) or a file (a worktree's or submodule's "gitdir:" pointer)
@@ -392,8 +442,11 @@ def sandbox_mounts(spec: SandboxSpec, work_dir: Path, report: Callable[[str, Any
 def sandbox_written(mounts: list[dict[str, str]], work_dir: Path) -> list[Path]:
     """The host folders of ``mounts`` that Codebox made inside ``work_dir`` for the sandbox to write (private
     copies, the opcache copy), not the read-only ``.git`` shields."""
-    return [Path(m["hostPath"]) for m in mounts
-            if Path(m["hostPath"]).parent == Path(work_dir) and not Path(m["hostPath"]).name.startswith("git-shield-")]
+    return [
+        Path(m["hostPath"])
+        for m in mounts
+        if Path(m["hostPath"]).parent == Path(work_dir) and not Path(m["hostPath"]).name.startswith("git-shield-")
+    ]
 
 
 def _check_visible(sidecar: Sidecar, mounts: list[dict[str, str]], sandboxes_root: Path) -> None:
@@ -402,15 +455,19 @@ def _check_visible(sidecar: Sidecar, mounts: list[dict[str, str]], sandboxes_roo
         return
     for mount in mounts:
         if not covered(mount["hostPath"], sandboxes_root, sidecar.binds, writable=False):
-            raise SandboxError(f"Host folder {mount['hostPath']} is not visible to the confined sidecar",
-                               code="mount-not-visible", details={"vfsPath": mount["vfsPath"]})
+            raise SandboxError(
+                f"Host folder {mount['hostPath']} is not visible to the confined sidecar",
+                code="mount-not-visible",
+                details={"vfsPath": mount["vfsPath"]},
+            )
 
 
 _swept: set[str] = set()
 
 
-def abandoned_sandbox_dirs(sandboxes_root: Path, *, unowned_age_s: float = 600.0,
-                           prefix: str = "sandbox-") -> list[Path]:
+def abandoned_sandbox_dirs(
+    sandboxes_root: Path, *, unowned_age_s: float = 600.0, prefix: str = "sandbox-"
+) -> list[Path]:
     """Sandbox folders whose owning process is gone (killed before it could dispose them): the owner's
     pid is recorded in each folder; one without a record is abandoned once older than ``unowned_age_s``.
     ``prefix`` picks the kind of folder (``baselines-`` for a run's baseline packs, runtime/session.py)."""
@@ -471,7 +528,8 @@ class PlaygroundBackend:
         WordPress/PHP/network policy in the background, so the first run starts warm. Never blocks;
         returns whether a spare was started."""
         if spec.php not in SUPPORTED_PHP or not spares_wanted(
-                self.settings.spare_sandboxes, _boots_in_process, _spares_override):
+            self.settings.spare_sandboxes, _boots_in_process, _spares_override
+        ):
             return False
         build = resolve_build(spec.wp)
         key = _spare_key(build, spec, self._binds(spec), self.settings)
@@ -508,8 +566,11 @@ class PlaygroundBackend:
                 on_progress(phase, data or {})
 
         if spec.php not in SUPPORTED_PHP:
-            raise BadInputError(f"PHP {spec.php} is not available; choose one of {', '.join(SUPPORTED_PHP)}",
-                                code="unknown-php-version", field="php")
+            raise BadInputError(
+                f"PHP {spec.php} is not available; choose one of {', '.join(SUPPORTED_PHP)}",
+                code="unknown-php-version",
+                field="php",
+            )
         build = resolve_build(spec.wp)
         global _boots_in_process
         _boots_in_process += 1
@@ -518,8 +579,9 @@ class PlaygroundBackend:
         report("resolving-wordpress", {"version": build.version})
         golden = ensure_golden_site(build, self.settings.golden_dir)
         spare_key = _spare_key(build, spec, self._binds(spec), self.settings)
-        poolable = (spec.preview_port is None and spec.preview_bind is None and spec.blueprint is None
-                    and spec.site_url is None)
+        poolable = (
+            spec.preview_port is None and spec.preview_bind is None and spec.blueprint is None and spec.site_url is None
+        )
         if poolable:
             with _spares_lock:
                 pending = _spares.pop(spare_key, None)
@@ -546,12 +608,12 @@ class PlaygroundBackend:
             sandbox.on_stopped.append(lambda: self._refill(spare_key, spec, build, pool=False))
         return sandbox
 
-    def _refill(self, key: str, spec: SandboxSpec, build: WordPressBuild, *, spare: bool = True,
-                pool: bool = True) -> None:
+    def _refill(
+        self, key: str, spec: SandboxSpec, build: WordPressBuild, *, spare: bool = True, pool: bool = True
+    ) -> None:
         """Background work for the next sandbox: the opcache seed and prepared site dirs (``pool``), a
         spare (``spare``, where spares are wanted)."""
-        bare = SandboxSpec(mounts=[], policy=spec.policy, wp=spec.wp, php=spec.php,
-                           boot_timeout_s=spec.boot_timeout_s)
+        bare = SandboxSpec(mounts=[], policy=spec.policy, wp=spec.wp, php=spec.php, boot_timeout_s=spec.boot_timeout_s)
         future: Future[PlaygroundSandbox] | None = None
         if spare and spares_wanted(self.settings.spare_sandboxes, _boots_in_process, _spares_override):
             with _spares_lock:
@@ -569,11 +631,15 @@ class PlaygroundBackend:
                 needs_seed = opcache_seed(build, spec.php, golden_root) is None
                 if future is not None:
                     # a spare is mount-less and warmed before anyone uses it: it can make the seed
-                    future.set_result(self._boot_fresh(bare, build, golden, lambda *_: None, time.monotonic(),
-                                                       warm=True, seed=True, binds=binds))
+                    future.set_result(
+                        self._boot_fresh(
+                            bare, build, golden, lambda *_: None, time.monotonic(), warm=True, seed=True, binds=binds
+                        )
+                    )
                 elif needs_seed and pool:
-                    self._boot_fresh(bare, build, golden, lambda *_: None, time.monotonic(), warm=True,
-                                     seed=True, binds=binds).dispose()
+                    self._boot_fresh(
+                        bare, build, golden, lambda *_: None, time.monotonic(), warm=True, seed=True, binds=binds
+                    ).dispose()
                 if pool:  # the copies are made by a detached process: this process's exit never waits for them
                     start_pool_worker(build, spec.php, golden_root, golden)
             except BaseException as error:
@@ -594,10 +660,18 @@ class PlaygroundBackend:
         if mounts:
             sandbox.sidecar.request("mount", {"sandbox": sandbox.id, "mounts": mounts}, 30.0)
 
-    def _boot_fresh(self, spec: SandboxSpec, build: WordPressBuild, golden: Path,
-                    report: Callable[[str, dict[str, Any] | None], None], started: float, *,
-                    warm: bool = False, seed: bool = False,
-                    binds: tuple[Bind, ...] | None = None) -> PlaygroundSandbox:
+    def _boot_fresh(
+        self,
+        spec: SandboxSpec,
+        build: WordPressBuild,
+        golden: Path,
+        report: Callable[[str, dict[str, Any] | None], None],
+        started: float,
+        *,
+        warm: bool = False,
+        seed: bool = False,
+        binds: tuple[Bind, ...] | None = None,
+    ) -> PlaygroundSandbox:
         sandboxes_root = self.settings.home / "sandboxes"
         sandboxes_root.mkdir(parents=True, exist_ok=True)
         sweep_abandoned_once(sandboxes_root)
@@ -607,8 +681,9 @@ class PlaygroundBackend:
         sidecar_future = self._sidecar_future(spec, binds)
         try:
             if take_prepared_site(build, spec.php, golden_root, work_dir) or (
-                    _wait_for_preparation(build, spec.php, golden_root, 30.0)
-                    and take_prepared_site(build, spec.php, golden_root, work_dir)):
+                _wait_for_preparation(build, spec.php, golden_root, 30.0)
+                and take_prepared_site(build, spec.php, golden_root, work_dir)
+            ):
                 report("using-prepared-site", None)
             else:
                 report("copying-site", None)
@@ -636,10 +711,15 @@ class PlaygroundBackend:
             if spec.policy.network_denied:
                 define_bool["WP_HTTP_BLOCK_EXTERNAL"] = True
             params = {
-                "sandbox": sandbox_id, "php": spec.php, "wp": build.playground_url,
+                "sandbox": sandbox_id,
+                "php": spec.php,
+                "wp": build.playground_url,
                 "mountsBeforeInstall": [{"hostPath": str(site), "vfsPath": "/wordpress"}],
-                "mounts": mounts, "defineBool": define_bool, "warm": warm,
-                "port": spec.preview_port or 0, "bind": spec.preview_bind or self.settings.preview_bind,
+                "mounts": mounts,
+                "defineBool": define_bool,
+                "warm": warm,
+                "port": spec.preview_port or 0,
+                "bind": spec.preview_bind or self.settings.preview_bind,
             }
             if spec.site_url is not None:
                 params["siteUrl"] = spec.site_url
@@ -652,8 +732,9 @@ class PlaygroundBackend:
             remove_tree(work_dir)
             remove_tree(readonly_dir(work_dir))
             raise
-        return PlaygroundSandbox(sidecar, sandbox_id, work_dir, str(result["serverUrl"]), build.version, spec.php,
-                                 golden)
+        return PlaygroundSandbox(
+            sidecar, sandbox_id, work_dir, str(result["serverUrl"]), build.version, spec.php, golden
+        )
 
 
 def claim_owned_dir(root: Path, prefix: str) -> Path:

@@ -12,9 +12,16 @@ from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.errors import BadInputError, PolicyDeniedError
 from codebox_tui.runtime.catalog import get_command
 
-__all__ = ["MIN_SECRET_LENGTH", "SECRET_MARK", "Redactor", "check_command", "check_secret_values", "default_policy",
-           "load_policy", "resolve_secrets"]
-
+__all__ = [
+    "MIN_SECRET_LENGTH",
+    "SECRET_MARK",
+    "Redactor",
+    "check_command",
+    "check_secret_values",
+    "default_policy",
+    "load_policy",
+    "resolve_secrets",
+]
 
 
 def default_policy(command: str | None = None) -> RuntimePolicy:
@@ -36,20 +43,24 @@ def load_policy(text: str) -> RuntimePolicy:
         try:  # a regular file only (never blocks on a FIFO): bundle/safe_read.py
             raw = read_regular(path, MAX_JSON_BYTES).decode("utf-8")
         except (OSError, UnicodeDecodeError) as error:
-            raise BadInputError(f"Policy file {text!r} cannot be read: {error}", code="invalid-policy",
-                                field="policy") from error
+            raise BadInputError(
+                f"Policy file {text!r} cannot be read: {error}", code="invalid-policy", field="policy"
+            ) from error
     try:
         data = loads_limited(raw)  # depth-limited: a clear error instead of a RecursionError traceback
     except ValueError as error:
-        raise BadInputError(f"Policy in {source} is not valid JSON: {error}", code="invalid-policy",
-                            field="policy") from error
+        raise BadInputError(
+            f"Policy in {source} is not valid JSON: {error}", code="invalid-policy", field="policy"
+        ) from error
     try:
         return RuntimePolicy.model_validate(data)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise BadInputError(
-            f"Policy field {where or '(root)'}: {first['msg']}", code="invalid-policy", field=f"policy.{where}",
+            f"Policy field {where or '(root)'}: {first['msg']}",
+            code="invalid-policy",
+            field=f"policy.{where}",
             details={"errors": [{"loc": list(e["loc"]), "msg": e["msg"]} for e in error.errors()]},
         ) from error
 
@@ -68,7 +79,8 @@ def check_command(policy: RuntimePolicy, command: str) -> None:
         if required not in policy.commands:
             raise PolicyDeniedError(
                 f"Command {command} also needs {required} in the runtime policy",
-                code="runtime-command-disallowed", field="policy.commands",
+                code="runtime-command-disallowed",
+                field="policy.commands",
                 details={"allowedCommands": list(policy.commands)},
             )
 

@@ -23,14 +23,30 @@ _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
 def start_pool_worker(build: WordPressBuild, php: str, golden_root: Path, golden_site: Path) -> int | None:
     """Start the detached filler and return its pid (None: it could not start; the next boot copies)."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))}
-    args = [build.key, build.version, str(build.zip_path), str(build.assets_dir), php, str(golden_root),
-            str(golden_site)]
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    args = [
+        build.key,
+        build.version,
+        str(build.zip_path),
+        str(build.assets_dir),
+        php,
+        str(golden_root),
+        str(golden_site),
+    ]
     try:
-        process = subprocess.Popen([sys.executable, "-m", "codebox_tui.runtime.pool_worker", *args],
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                   start_new_session=True, close_fds=True, cwd="/", env=env)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "codebox_tui.runtime.pool_worker", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+            cwd="/",
+            env=env,
+        )
     except OSError:
         return None
     # collected by a daemon thread while this process lives (no zombie); after it exits, by init

@@ -39,8 +39,9 @@ def claim(folder: Path, pid: int) -> None:
     except OSError:
         return
     try:
-        record = os.open(OWNER_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         0o600, dir_fd=fd)
+        record = os.open(
+            OWNER_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=fd
+        )
         try:
             os.write(record, str(pid).encode("ascii"))
         finally:
@@ -77,10 +78,20 @@ def start_detached(module: str, args: list[str], stdin: int = subprocess.DEVNULL
     """Start ``python -m module args`` detached from this process: a new session (a Ctrl-C in the terminal does
     not reach it), a minimal environment (nothing of the caller's, which may hold policy secrets), ``/`` as its
     folder. It is collected by a daemon thread while this process lives (no zombie); after it exits, by init."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))}
-    process = subprocess.Popen([sys.executable, "-m", module, *args], stdin=stdin, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True, cwd="/", env=env)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        stdin=stdin,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+        cwd="/",
+        env=env,
+    )
     threading.Thread(target=process.wait, name=f"{module}-wait", daemon=True).start()
     return process
 

@@ -68,8 +68,9 @@ def _open_root(root: Path) -> int:
     return fd
 
 
-def hand_over(root: Path, *, record: bool = False,
-              journal: Callable[[HandedOver], None] | None = None) -> HandedOver | None:
+def hand_over(
+    root: Path, *, record: bool = False, journal: Callable[[HandedOver], None] | None = None
+) -> HandedOver | None:
     """Make ``root`` and everything under it the sandbox uid's (nothing when Codebox does not run as root).
     ``record`` (a user's ``:live`` folder): remember every previous owner, for :func:`hand_back`, and leave
     what its owner made read-only (no owner write bit) to its owner: the sandbox could write it only as

@@ -44,6 +44,8 @@ from codebox_tui.settings import get_settings
 EventCallback = Callable[[RuntimeEvent], None]
 # review risk flag: the sandbox's PHP hit CODEBOX_SANDBOX_WRITE_BUDGET (node/writeguard.mjs)
 WRITE_BUDGET_FLAG = "write-budget-exceeded"
+
+
 @dataclass
 class EvidenceFile:
     """An extra file a handler wrote under ``run_dir`` for the bundle (e.g. files/browser/screenshot.png)."""
@@ -69,15 +71,21 @@ def cap_output(text: str, limit: int) -> tuple[str, dict[str, int] | None]:
     head = limit - tail
     omitted = len(raw) - head - tail
     marker = f"\n[codebox: output truncated: {omitted} of {len(raw)} bytes omitted]\n"
-    kept = raw[:head].decode("utf-8", "replace") + marker + raw[len(raw) - tail:].decode("utf-8", "replace")
+    kept = raw[:head].decode("utf-8", "replace") + marker + raw[len(raw) - tail :].decode("utf-8", "replace")
     return kept, {"totalBytes": len(raw), "keptBytes": head + tail, "omittedBytes": omitted, "limitBytes": limit}
 
 
 class RunSession:
     """Context manager: boots lazily, runs commands under the policy, disposes on exit."""
 
-    def __init__(self, spec: SandboxSpec, artifacts_root: Path, *, on_event: EventCallback | None = None,
-                 backend: Backend | None = None) -> None:
+    def __init__(
+        self,
+        spec: SandboxSpec,
+        artifacts_root: Path,
+        *,
+        on_event: EventCallback | None = None,
+        backend: Backend | None = None,
+    ) -> None:
         check_secret_values(spec.secret_env)  # before anything is written (README, docs/security-secrets.md)
         self.spec = spec
         self.runtime_id = new_id("runtime")
@@ -89,7 +97,8 @@ class RunSession:
             raise BadInputError(
                 f"cannot create the run folder under {artifacts_root}: {error.strerror or error} "
                 f"({error.filename or self.run_dir}); expected a writable folder",
-                code="artifacts-dir-unusable", field="--artifacts",
+                code="artifacts-dir-unusable",
+                field="--artifacts",
             ) from error
         self.created_at = utc_now_iso()
         self.on_event = on_event
@@ -127,17 +136,31 @@ class RunSession:
         self.closed = False
         # called once, right after boot, with the boot's seconds (lifecycle/service.py: site state)
         self.after_boot: list[Callable[[float], None]] = []
-        self.emit("runtime.created", {"runtimeId": self.runtime_id, "wp": spec.wp, "php": spec.php,
-                                      "policy": spec.policy.model_dump(mode="json"),
-                                      "mounts": [m.model_dump(mode="json") for m in spec.mounts]})
+        self.emit(
+            "runtime.created",
+            {
+                "runtimeId": self.runtime_id,
+                "wp": spec.wp,
+                "php": spec.php,
+                "policy": spec.policy.model_dump(mode="json"),
+                "mounts": [m.model_dump(mode="json") for m in spec.mounts],
+            },
+        )
         for index, mount in enumerate(spec.mounts):
-            self.emit("runtime.mounted", {"index": index, "source": mount.source, "target": mount.target,
-                                          "mode": mount.mode, "writeMode": mount.write_mode})
+            self.emit(
+                "runtime.mounted",
+                {
+                    "index": index,
+                    "source": mount.source,
+                    "target": mount.target,
+                    "mode": mount.mode,
+                    "writeMode": mount.write_mode,
+                },
+            )
 
     # -- events -------------------------------------------------------------------------------
     def emit(self, type: str, data: dict[str, Any] | None = None, level: str = "info") -> RuntimeEvent:
-        event = RuntimeEvent(id=new_id("event"), type=type, timestamp=utc_now_iso(), level=level,
-                             data=data)
+        event = RuntimeEvent(id=new_id("event"), type=type, timestamp=utc_now_iso(), level=level, data=data)
         line = self.redact.json_text(event.model_dump(mode="json", exclude_none=True), sort_keys=True)
         with self._lock:
             if not self._events.closed:
@@ -172,9 +195,14 @@ class RunSession:
             env["version"] = self._sandbox.wordpress_version
             env["wordpressVersion"] = self._sandbox.wordpress_version
             env["phpVersion"] = self._sandbox.php_version
-        return RuntimeInfo(id=self.runtime_id, backend=backend, environment=env,
-                           createdAt=self.created_at, status=self.status,
-                           previewUrl=(self._sandbox.preview_url or None) if self._sandbox else None)
+        return RuntimeInfo(
+            id=self.runtime_id,
+            backend=backend,
+            environment=env,
+            createdAt=self.created_at,
+            status=self.status,
+            previewUrl=(self._sandbox.preview_url or None) if self._sandbox else None,
+        )
 
     def _take_baselines(self) -> SandboxSpec:
         """Baselines of the read-write mounts and, in the same step, the private copies of the
@@ -192,10 +220,15 @@ class RunSession:
                 copies[index] = PrivateCopy(index, path, path)
         self._private_copies = list(copies.values())
         started = time.monotonic()
-        self.baselines = list(take_baselines(self.spec.mounts, self._scratch,
-                                             {i: c.staged for i, c in copies.items()}))
-        self.emit("artifacts.baselines", {"count": len(self.baselines), "privateCopies": len(copies),
-                                          "ms": int((time.monotonic() - started) * 1000)})
+        self.baselines = list(take_baselines(self.spec.mounts, self._scratch, {i: c.staged for i, c in copies.items()}))
+        self.emit(
+            "artifacts.baselines",
+            {
+                "count": len(self.baselines),
+                "privateCopies": len(copies),
+                "ms": int((time.monotonic() - started) * 1000),
+            },
+        )
         self._special_before = {index: special_mode_entries(folder) for index, folder in self._written_folders()}
         home = (getattr(self._backend, "settings", None) or get_settings()).home
         for folder in restore_abandoned(home):  # before this run hands over the same folder again
@@ -227,8 +260,11 @@ class RunSession:
                 continue
             if SPECIAL_MODE_FLAG not in self.extra_risk_flags:
                 self.extra_risk_flags.append(SPECIAL_MODE_FLAG)
-            self.emit("sandbox.special-mode-bits", {"mount": index, "paths": stripped[:100], "count": len(stripped)},
-                      level="warning")
+            self.emit(
+                "sandbox.special-mode-bits",
+                {"mount": index, "paths": stripped[:100], "count": len(stripped)},
+                level="warning",
+            )
 
     def _hand_back_live_folders(self) -> None:
         """After the sandbox is gone: each ``:live`` folder's entries get their owners back (as root only)."""
@@ -236,8 +272,9 @@ class RunSession:
             try:
                 hand_back(handed)
             except OSError as error:
-                self.emit("runtime.owners-not-restored", {"folder": str(handed.root), "error": str(error)},
-                          level="error")
+                self.emit(
+                    "runtime.owners-not-restored", {"folder": str(handed.root), "error": str(error)}, level="error"
+                )
             else:
                 if self._owner_journal is not None:
                     self._owner_journal.given_back(handed)
@@ -271,14 +308,18 @@ class RunSession:
                 raise HostIOError(
                     f"cannot copy or snapshot a read-write mount: {error.strerror or error} "
                     f"({error.filename or 'a mount'}); expected a readable folder and free disk space",
-                    code="mount-copy-failed", field="mounts",
+                    code="mount-copy-failed",
+                    field="mounts",
                 ) from error
             self.emit("runtime.boot-started", {"wp": self.spec.wp, "php": self.spec.php})
             started = time.monotonic()
 
             def progress(phase: str, data: dict[str, Any]) -> None:
-                self.emit("runtime.boot-progress", {"phase": phase, **data}, level="debug"
-                          if phase in ("mounting", "staging-readonly-mount") else "info")
+                self.emit(
+                    "runtime.boot-progress",
+                    {"phase": phase, **data},
+                    level="debug" if phase in ("mounting", "staging-readonly-mount") else "info",
+                )
 
             try:
                 self._sandbox = self.backend.boot(boot_spec, progress)
@@ -287,10 +328,15 @@ class RunSession:
                 self.emit("runtime.error", {"phase": "boot", **error.to_dict()}, level="error")
                 raise
             self.status = "running"
-            self.emit("runtime.ready", {"previewUrl": self._sandbox.preview_url,
-                                        "wordpressVersion": self._sandbox.wordpress_version,
-                                        "phpVersion": self._sandbox.php_version,
-                                        "bootMs": int((time.monotonic() - started) * 1000)})
+            self.emit(
+                "runtime.ready",
+                {
+                    "previewUrl": self._sandbox.preview_url,
+                    "wordpressVersion": self._sandbox.wordpress_version,
+                    "phpVersion": self._sandbox.php_version,
+                    "bootMs": int((time.monotonic() - started) * 1000),
+                },
+            )
             for hook in self.after_boot:
                 hook(time.monotonic() - begun)
             return self._sandbox
@@ -305,11 +351,22 @@ class RunSession:
         except PolicyDeniedError as error:
             command_id, now = new_id("command"), utc_now_iso()
             self.emit("command.denied", {"id": command_id, "command": command, **error.to_dict()}, level="error")
-            self._record(ExecutionResult(
-                id=command_id, command=command, args=list(args or []), exitCode=1, stdout="", stderr=error.message,
-                result=CommandResultEnvelope(status="error", error=CommandError(code=error.code, message=error.message,
-                                                                                  data=error.details)),
-                startedAt=now, finishedAt=now, durationMs=0))
+            self._record(
+                ExecutionResult(
+                    id=command_id,
+                    command=command,
+                    args=list(args or []),
+                    exitCode=1,
+                    stdout="",
+                    stderr=error.message,
+                    result=CommandResultEnvelope(
+                        status="error", error=CommandError(code=error.code, message=error.message, data=error.details)
+                    ),
+                    startedAt=now,
+                    finishedAt=now,
+                    durationMs=0,
+                )
+            )
             raise
 
     def execute(self, command: str, args: list[str] | None = None, timeout_s: float | None = None) -> ExecutionResult:
@@ -333,8 +390,11 @@ class RunSession:
             outcome = CommandOutcome(stdout="", stderr=error.message, exit_code=1)
         if self.check_write_budget(command_id):  # the command hit it: it failed, whatever PHP made of that
             note = "codebox: the sandbox's write budget was exceeded; later writes failed (Disk quota exceeded)"
-            outcome = dataclasses.replace(outcome, exit_code=outcome.exit_code or 1,
-                                          stderr=f"{outcome.stderr}\n{note}" if outcome.stderr else note)
+            outcome = dataclasses.replace(
+                outcome,
+                exit_code=outcome.exit_code or 1,
+                stderr=f"{outcome.stderr}\n{note}" if outcome.stderr else note,
+            )
         duration = int((time.monotonic() - started) * 1000)
         limit = int(get_settings().max_command_output_bytes)
         truncated = dict(outcome.truncated or {})
@@ -353,32 +413,52 @@ class RunSession:
                 json_value = None
         # the parsed value is redacted again: a JSON escape could decode to a secret (README "Policy")
         json_value = self.redact.value(json_value)
-        diagnostics: dict[str, Any] = {"command": command, "timing": {"startedAt": started_at,
-                                                                       "finishedAt": utc_now_iso(),
-                                                                       "durationMs": duration}}
+        diagnostics: dict[str, Any] = {
+            "command": command,
+            "timing": {"startedAt": started_at, "finishedAt": utc_now_iso(), "durationMs": duration},
+        }
         if truncated:
             diagnostics["outputTruncated"] = truncated
             self.truncations.append({"command": command, "id": command_id, "streams": truncated})
-            self.emit("command.output-truncated", {"id": command_id, "command": command, "streams": truncated},
-                      level="warning")
+            self.emit(
+                "command.output-truncated",
+                {"id": command_id, "command": command, "streams": truncated},
+                level="warning",
+            )
         envelope = CommandResultEnvelope(
             status="ok" if outcome.exit_code == 0 and error_info is None else "error",
             json_=json_value,  # the output itself is the execution's stdout/stderr, kept once
             diagnostics={**diagnostics, "outputRef": dict(ENVELOPE_OUTPUT_REF)},
             artifactRefs=outcome.artifact_refs or None,
-            error=CommandError(code=error_info.code, message=self.redact(error_info.message))
-            if error_info else None,
+            error=CommandError(code=error_info.code, message=self.redact(error_info.message)) if error_info else None,
         )
-        result = ExecutionResult(id=command_id, command=command, args=args, exitCode=outcome.exit_code,
-                                 stdout=stdout, stderr=stderr, result=envelope,
-                                 diagnostics={"outputTruncated": truncated} if truncated else None,
-                                 artifactRefs=outcome.artifact_refs or None, startedAt=started_at,
-                                 finishedAt=utc_now_iso(), durationMs=duration)
+        result = ExecutionResult(
+            id=command_id,
+            command=command,
+            args=args,
+            exitCode=outcome.exit_code,
+            stdout=stdout,
+            stderr=stderr,
+            result=envelope,
+            diagnostics={"outputTruncated": truncated} if truncated else None,
+            artifactRefs=outcome.artifact_refs or None,
+            startedAt=started_at,
+            finishedAt=utc_now_iso(),
+            durationMs=duration,
+        )
         self._record(result)
         level = "info" if result.exitCode == 0 else "error"
-        self.emit("command.finished" if error_info is None else "command.failed",
-                  {"id": command_id, "command": command, "exitCode": result.exitCode, "durationMs": duration,
-                   **({"error": error_info.to_dict()} if error_info else {})}, level=level)
+        self.emit(
+            "command.finished" if error_info is None else "command.failed",
+            {
+                "id": command_id,
+                "command": command,
+                "exitCode": result.exitCode,
+                "durationMs": duration,
+                **({"error": error_info.to_dict()} if error_info else {}),
+            },
+            level=level,
+        )
         if error_info is not None:
             raise error_info
         return result
@@ -386,10 +466,15 @@ class RunSession:
     def _record(self, result: ExecutionResult) -> None:
         self.executions.append(result)
         with self._lock:
-            self._write(self._commands, self.redact.json_text(
-                result.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=True) + "\n")
-            block = (f"[{result.startedAt}] {result.command} {' '.join(result.args)}".rstrip()
-                     + f"\nexitCode={result.exitCode}\n{result.stdout}\n{result.stderr}")
+            self._write(
+                self._commands,
+                self.redact.json_text(result.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=True)
+                + "\n",
+            )
+            block = (
+                f"[{result.startedAt}] {result.command} {' '.join(result.args)}".rstrip()
+                + f"\nexitCode={result.exitCode}\n{result.stdout}\n{result.stderr}"
+            )
             self._write(self._commands_log, ("\n---\n" if self._commands_logged else "") + block)
             self._commands_logged += 1
 
@@ -426,8 +511,9 @@ class RunSession:
         if not hit:
             return False
         self.extra_risk_flags.append(WRITE_BUDGET_FLAG)
-        self.emit("sandbox.write-budget-exceeded", {**hit, **({"id": command_id} if command_id else {})},
-                  level="warning")
+        self.emit(
+            "sandbox.write-budget-exceeded", {**hit, **({"id": command_id} if command_id else {})}, level="warning"
+        )
         return True
 
     def dispose(self) -> None:
@@ -462,10 +548,16 @@ class RunSession:
         self.emit("artifacts.capturing", {"runDir": str(self.run_dir)})
         self._close_streams()
         summary = capture_bundle(
-            self.run_dir, runtime=was_booted_info.model_copy(update={"status": "destroyed"}),
-            mounts=self.spec.mounts, baselines=self.baselines, policy=self.spec.policy,
-            metadata=self.spec.metadata, secret_values=list(self.spec.secret_env.values()),
-            evidence=list(self.evidence), test_suites=self.test_suites, truncations=self.truncations,
+            self.run_dir,
+            runtime=was_booted_info.model_copy(update={"status": "destroyed"}),
+            mounts=self.spec.mounts,
+            baselines=self.baselines,
+            policy=self.spec.policy,
+            metadata=self.spec.metadata,
+            secret_values=list(self.spec.secret_env.values()),
+            evidence=list(self.evidence),
+            test_suites=self.test_suites,
+            truncations=self.truncations,
             extra_risk_flags=list(self.extra_risk_flags),
         )
         return summary

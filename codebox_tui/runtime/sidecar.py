@@ -37,10 +37,18 @@ TMP_PREFIX = "codebox-sidecar-tmp-"
 LOG_PREFIX = "codebox-sidecar-"
 # V8 flags per ``wasm_compiler`` setting (placed before the script: they are node's own options).
 WASM_COMPILER_FLAGS = {"baseline": ["--liftoff-only"], "tiered": []}
-NODE_ARGS = ["--import", "./netguard.mjs", "--import", "./nospawn.mjs", "--import", "./probeguard.mjs",
-             "--import", "./writeguard.mjs",
-             "sidecar.mjs",
-             f"--default-php={DEFAULT_PHP_VERSION}"]
+NODE_ARGS = [
+    "--import",
+    "./netguard.mjs",
+    "--import",
+    "./nospawn.mjs",
+    "--import",
+    "./probeguard.mjs",
+    "--import",
+    "./writeguard.mjs",
+    "sidecar.mjs",
+    f"--default-php={DEFAULT_PHP_VERSION}",
+]
 
 
 def budgeted_roots(sandboxes_root: Path | None, binds: tuple[Bind, ...]) -> list[str]:
@@ -55,13 +63,24 @@ def budgeted_roots(sandboxes_root: Path | None, binds: tuple[Bind, ...]) -> list
 class Sidecar:
     """One running ``node sidecar.mjs`` with a network policy fixed for its lifetime."""
 
-    def __init__(self, *, node: str, home: Path, network_policy: str, start_timeout_s: float = 30.0,
-                 confinement: str = "bwrap", sandboxes_root: Path | None = None,
-                 binds: tuple[Bind, ...] = (), wasm_compiler: str = "baseline", write_budget: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        node: str,
+        home: Path,
+        network_policy: str,
+        start_timeout_s: float = 30.0,
+        confinement: str = "bwrap",
+        sandboxes_root: Path | None = None,
+        binds: tuple[Bind, ...] = (),
+        wasm_compiler: str = "baseline",
+        write_budget: int = 0,
+    ) -> None:
         script = NODE_BRIDGE_DIR / "sidecar.mjs"
         if not (NODE_BRIDGE_DIR / "node_modules" / "@wp-playground" / "cli").is_dir():
             raise SandboxError(
-                "The Playground bridge is not installed", code="sidecar-missing",
+                "The Playground bridge is not installed",
+                code="sidecar-missing",
                 details={"hint": "run `make setup` (npm ci in codebox_tui/runtime/node)"},
             )
         home.mkdir(parents=True, exist_ok=True)
@@ -101,13 +120,30 @@ class Sidecar:
                 # its /tmp: bwrap (root without capabilities) makes the mount points of folders that live under
                 # /tmp in it (a checkout in /tmp), so it must be able to pass through; nobody else can list it
                 self.tmp_dir.chmod(0o711)
-            argv = [*bwrap_argv(bwrap=bwrap, node=node_path, bridge_dir=NODE_BRIDGE_DIR, playground_home=home,
-                                sandboxes_root=sandboxes_root, tmp_dir=self.tmp_dir, env=env, binds=binds),
-                    *node_args]
+            argv = [
+                *bwrap_argv(
+                    bwrap=bwrap,
+                    node=node_path,
+                    bridge_dir=NODE_BRIDGE_DIR,
+                    playground_home=home,
+                    sandboxes_root=sandboxes_root,
+                    tmp_dir=self.tmp_dir,
+                    env=env,
+                    binds=binds,
+                ),
+                *node_args,
+            ]
         try:
             self._proc = subprocess.Popen(
-                argv, cwd=script.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-                env=env, start_new_session=True, bufsize=1, text=True,
+                argv,
+                cwd=script.parent,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._log,
+                env=env,
+                start_new_session=True,
+                bufsize=1,
+                text=True,
             )
         except FileNotFoundError as error:
             shutil.rmtree(self.tmp_dir, ignore_errors=True)
@@ -133,7 +169,8 @@ class Sidecar:
                 self.kill("could not be confined")
                 raise SandboxError(
                     "bubblewrap could not confine the Playground sidecar: " + self.log_tail(3),
-                    code="confinement-unavailable", details={"hint": FIX_HINT, "log": str(self.log_path)},
+                    code="confinement-unavailable",
+                    details={"hint": FIX_HINT, "log": str(self.log_path)},
                 ) from error
             raise
         atexit.register(self.close)
@@ -196,9 +233,11 @@ class Sidecar:
                 future.set_result(message.get("result"))
             else:
                 error = message.get("error") or {}
-                future.set_exception(SandboxError(
-                    str(error.get("message", "sidecar error")), code=str(error.get("code", "sidecar-error"))
-                ))
+                future.set_exception(
+                    SandboxError(
+                        str(error.get("message", "sidecar error")), code=str(error.get("code", "sidecar-error"))
+                    )
+                )
         self._mark_dead(f"exited with code {self._proc.wait()}")
 
     def _hand_output(self, message: dict[str, Any]) -> None:
@@ -216,16 +255,22 @@ class Sidecar:
         if self._dead is None:
             self._dead = reason
         if not self._hello.done():
-            self._hello.set_exception(SandboxError(f"The Playground sidecar {reason}", code="sidecar-crashed",
-                                                   details={"log": str(self.log_path)}))
+            self._hello.set_exception(
+                SandboxError(
+                    f"The Playground sidecar {reason}", code="sidecar-crashed", details={"log": str(self.log_path)}
+                )
+            )
         with self._lock:
             pending, self._pending = self._pending, {}
         for future in pending.values():
             if not future.done():
-                future.set_exception(SandboxError(
-                    f"The Playground sidecar {reason}", code="sidecar-crashed",
-                    details={"log": str(self.log_path), "tail": self.log_tail()},
-                ))
+                future.set_exception(
+                    SandboxError(
+                        f"The Playground sidecar {reason}",
+                        code="sidecar-crashed",
+                        details={"log": str(self.log_path), "tail": self.log_tail()},
+                    )
+                )
 
     def log_tail(self, lines: int = 15) -> str:
         try:
@@ -233,8 +278,9 @@ class Sidecar:
         except OSError:
             return ""
 
-    def request(self, op: str, params: dict[str, Any], timeout_s: float,
-                on_output: Callable[[str], None] | None = None) -> Any:
+    def request(
+        self, op: str, params: dict[str, Any], timeout_s: float, on_output: Callable[[str], None] | None = None
+    ) -> Any:
         """One request and its result. ``on_output``: called on the reader thread with each piece of output the
         operation streams while it runs (``cli`` with ``streamStderr``)."""
         if not self.alive:
@@ -260,7 +306,8 @@ class Sidecar:
             self.kill(f"did not answer {op!r} within {timeout_s:g} s and was killed")
             raise SandboxError(
                 f"Sandbox {op} timed out after {timeout_s:g} s; the sidecar was killed",
-                code="sandbox-timeout", details={"op": op, "timeoutSeconds": timeout_s},
+                code="sandbox-timeout",
+                details={"op": op, "timeoutSeconds": timeout_s},
             ) from None
 
     def kill(self, reason: str = "was killed") -> None:
@@ -318,7 +365,7 @@ class Sidecar:
 
 
 def _owner_pid(name: str, prefix: str) -> int | None:
-    head = name[len(prefix):].split("-", 1)[0]
+    head = name[len(prefix) :].split("-", 1)[0]
     return int(head) if head.isdigit() else None
 
 
@@ -336,8 +383,7 @@ def abandoned_sidecar_files(temp_root: Path | None = None, *, unowned_age_s: flo
     for entry in entries:
         if entry.name.startswith(TMP_PREFIX) and entry.is_dir(follow_symlinks=False):
             pid = _owner_pid(entry.name, TMP_PREFIX)
-        elif (entry.name.startswith(LOG_PREFIX) and entry.name.endswith(".log")
-              and entry.is_file(follow_symlinks=False)):
+        elif entry.name.startswith(LOG_PREFIX) and entry.name.endswith(".log") and entry.is_file(follow_symlinks=False):
             pid = _owner_pid(entry.name, LOG_PREFIX)
         else:
             continue

@@ -54,8 +54,14 @@ CHECKPOINT_DIR: Final = "/tmp/codebox-checkpoints"
 CHECKPOINT_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # Never in a snapshot's files: the database file itself (it is in `database.tables`).
 ALWAYS_SKIPPED: Final = ("database",)
-SNAPSHOT_ARGS: Final = ("snapshot-include-wp-content", "snapshot-exclude-wp-content", "snapshot-database-tables",
-                        "snapshot-exclude-database-tables", "snapshot-option-names", "snapshot-post-types")
+SNAPSHOT_ARGS: Final = (
+    "snapshot-include-wp-content",
+    "snapshot-exclude-wp-content",
+    "snapshot-database-tables",
+    "snapshot-exclude-database-tables",
+    "snapshot-option-names",
+    "snapshot-post-types",
+)
 # The largest snapshot document the host reads back from a sandbox (files inline, base64): a default site's
 # is ~17 MB; a hostile site cannot make the host read more than this (docs/site-state.md).
 MAX_SNAPSHOT_DOCUMENT_BYTES = 256 * 1024 * 1024
@@ -64,7 +70,7 @@ MAX_SNAPSHOT_DOCUMENT_BYTES = 256 * 1024 * 1024
 @cache
 def _php_source() -> str:
     text = PHP_FILE.read_text(encoding="utf-8")
-    return text[len("<?php"):] if text.startswith("<?php") else text
+    return text[len("<?php") :] if text.startswith("<?php") else text
 
 
 def _run(sandbox: Sandbox, request: dict[str, Any], timeout_s: float, *, probe: bool = True) -> dict[str, Any]:
@@ -79,15 +85,17 @@ def _run(sandbox: Sandbox, request: dict[str, Any], timeout_s: float, *, probe: 
         value = json.loads(result.text)
     except ValueError:
         detail = (result.errors or result.text).strip()[:500]
-        raise SandboxError(f"site-state {action}: the sandbox printed no JSON result (exit {result.exit_code}): "
-                           f"{detail}", code="site-state-failed") from None
+        raise SandboxError(
+            f"site-state {action}: the sandbox printed no JSON result (exit {result.exit_code}): {detail}",
+            code="site-state-failed",
+        ) from None
     if not isinstance(value, dict):
-        raise SandboxError(f"site-state {action}: expected a JSON object from the sandbox",
-                           code="site-state-failed")
+        raise SandboxError(f"site-state {action}: expected a JSON object from the sandbox", code="site-state-failed")
     error = value.get("error")
     if isinstance(error, dict):
-        raise SandboxError(f"site-state {action}: {error.get('message')}",
-                           code=str(error.get("code") or "site-state-failed"))
+        raise SandboxError(
+            f"site-state {action}: {error.get('message')}", code=str(error.get("code") or "site-state-failed")
+        )
     return value
 
 
@@ -97,8 +105,9 @@ def _validated(model: type[M], value: Any, what: str) -> M:
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
-        raise SandboxError(f"{what} from the sandbox is malformed at {where or '(root)'}: {first['msg']}",
-                           code="site-state-malformed") from None
+        raise SandboxError(
+            f"{what} from the sandbox is malformed at {where or '(root)'}: {first['msg']}", code="site-state-malformed"
+        ) from None
 
 
 # -- summary --------------------------------------------------------------------------------------
@@ -108,12 +117,19 @@ def take_summary(sandbox: Sandbox, *, timeout_s: float = 60.0, max_rows: int = 5
     value = _run(sandbox, {"action": "summary", "maxRows": max_rows, "previewBytes": 200}, timeout_s)
     php_ms = value.pop("phpMs", 0)
     mappings = ("options", "tables", "posts", "terms", "users", "roles", "controlFiles")
-    value = {key: ({} if item == [] and key in mappings else item)
-             for key, item in value.items()}
-    summary = _validated(SiteStateSummary, {**value, "takenAt": utc_now_iso(),
-                                            "timing": {"phpMs": php_ms if isinstance(php_ms, int) else 0,
-                                                       "totalMs": int((time.monotonic() - started) * 1000)}},
-                         "the site-state summary")
+    value = {key: ({} if item == [] and key in mappings else item) for key, item in value.items()}
+    summary = _validated(
+        SiteStateSummary,
+        {
+            **value,
+            "takenAt": utc_now_iso(),
+            "timing": {
+                "phpMs": php_ms if isinstance(php_ms, int) else 0,
+                "totalMs": int((time.monotonic() - started) * 1000),
+            },
+        },
+        "the site-state summary",
+    )
     return redact_summary(summary)
 
 
@@ -122,19 +138,30 @@ def read_active_plugins(sandbox: Sandbox, *, timeout_s: float = 60.0) -> list[st
     code runs to answer); a :class:`SandboxError` when the answer is not a list of strings."""
     value = _run(sandbox, {"action": "active-plugins"}, timeout_s).get("activePlugins")
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise SandboxError("site-state active-plugins: expected a list of plugin files from the sandbox",
-                           code="site-state-failed")
+        raise SandboxError(
+            "site-state active-plugins: expected a list of plugin files from the sandbox", code="site-state-failed"
+        )
     return value
 
 
 # -- wordpress-state export -----------------------------------------------------------------------
-def export_wordpress_state(sandbox: Sandbox, config: StateExportConfig | None = None, *,
-                           timeout_s: float = 120.0) -> StateExport:
+def export_wordpress_state(
+    sandbox: Sandbox, config: StateExportConfig | None = None, *, timeout_s: float = 120.0
+) -> StateExport:
     """The ``wordpress-state`` export of the given sections (loads WordPress inside the sandbox)."""
     config = config or StateExportConfig()
     # It loads WordPress, so the plugins under review run in it anyway: an ordinary request, advisory.
-    value = _run(sandbox, {"action": "export", "config": config.model_dump(mode="json"),
-                           "secretPattern": SECRET_NAME_PHP, "maxItems": 1000}, timeout_s, probe=False)
+    value = _run(
+        sandbox,
+        {
+            "action": "export",
+            "config": config.model_dump(mode="json"),
+            "secretPattern": SECRET_NAME_PHP,
+            "maxItems": 1000,
+        },
+        timeout_s,
+        probe=False,
+    )
     sections = value.get("sections")
     if not isinstance(sections, dict):
         raise SandboxError("wordpress-state export: the sandbox returned no sections", code="site-state-malformed")
@@ -143,8 +170,9 @@ def export_wordpress_state(sandbox: Sandbox, config: StateExportConfig | None = 
         data = sections.get(name)
         if not isinstance(data, dict):
             raise SandboxError(f"wordpress-state export: section {name} is missing", code="site-state-malformed")
-        documents.append(_validated(StateSectionDocument, {"section": name, "data": data},
-                                    f"wordpress-state section {name}"))
+        documents.append(
+            _validated(StateSectionDocument, {"section": name, "data": data}, f"wordpress-state section {name}")
+        )
     return StateExport(exportedAt=utc_now_iso(), config=config, sections=documents)
 
 
@@ -165,11 +193,15 @@ def export_config_from_args(args: dict[str, str]) -> StateExportConfig:
         return StateExportConfig.model_validate(raw)
     except ValidationError as error:
         first = error.errors()[0]
-        field = {"includeContent": "include-content", "optionNames": "option-names",
-                 "userFields": "user-fields"}.get(str(first["loc"][0]), str(first["loc"][0]))
-        raise BadInputError(f"{field}: {first['msg']} (sections: summary, posts, terms, menus, templates, media, "
-                            "options, users, rest-routes, abilities; redaction: safe or none)",
-                            code="invalid-arg", field=field) from None
+        field = {"includeContent": "include-content", "optionNames": "option-names", "userFields": "user-fields"}.get(
+            str(first["loc"][0]), str(first["loc"][0])
+        )
+        raise BadInputError(
+            f"{field}: {first['msg']} (sections: summary, posts, terms, menus, templates, media, "
+            "options, users, rest-routes, abilities; redaction: safe or none)",
+            code="invalid-arg",
+            field=field,
+        ) from None
 
 
 def _split(text: str) -> list[str]:
@@ -183,7 +215,7 @@ def readonly_content_paths(mounts: list[MountSpec]) -> list[str]:
     for mount in mounts:
         target = mount.target.rstrip("/")
         if mount.mode == "readonly" and target.startswith(WP_CONTENT + "/"):
-            out.append(target[len(WP_CONTENT) + 1:])
+            out.append(target[len(WP_CONTENT) + 1 :])
     return out
 
 
@@ -192,45 +224,58 @@ def snapshot_scope(args: dict[str, str], readonly_paths: list[str]) -> dict[str,
     exclude = list(ALWAYS_SKIPPED) + _split(args.get("snapshot-exclude-wp-content", ""))
     exclude += [path for path in readonly_paths if path not in exclude]
     scope: dict[str, Any] = {"excludeContent": exclude}
-    for arg, key in (("snapshot-include-wp-content", "includeContent"), ("snapshot-database-tables", "tables"),
-                     ("snapshot-exclude-database-tables", "excludeTables"), ("snapshot-option-names", "optionNames"),
-                     ("snapshot-post-types", "postTypes")):
+    for arg, key in (
+        ("snapshot-include-wp-content", "includeContent"),
+        ("snapshot-database-tables", "tables"),
+        ("snapshot-exclude-database-tables", "excludeTables"),
+        ("snapshot-option-names", "optionNames"),
+        ("snapshot-post-types", "postTypes"),
+    ):
         if args.get(arg):
             scope[key] = _split(args[arg])
     return scope
 
 
-def take_snapshot(sandbox: Sandbox, scope: dict[str, Any], *, timeout_s: float = 120.0,
-                  metadata: dict[str, Any] | None = None) -> RuntimeSnapshot:
+def take_snapshot(
+    sandbox: Sandbox, scope: dict[str, Any], *, timeout_s: float = 120.0, metadata: dict[str, Any] | None = None
+) -> RuntimeSnapshot:
     """A ``wp-codebox/wordpress-runtime-snapshot/v1`` with every in-scope file's bytes inline."""
     target = f"/tmp/codebox-snapshot-{secrets.token_hex(6)}.json"
     value = _run(sandbox, {"action": "snapshot", "scope": scope, "content": "inline", "writeTo": target}, timeout_s)
     try:
         document = json.loads(sandbox.read_file(target, timeout_s, max_bytes=MAX_SNAPSHOT_DOCUMENT_BYTES))
     except ValueError:
-        raise SandboxError("snapshot: the document the sandbox wrote is not JSON", code="site-state-malformed") \
-            from None
+        raise SandboxError(
+            "snapshot: the document the sandbox wrote is not JSON", code="site-state-malformed"
+        ) from None
     finally:
         _run_quiet(sandbox, f"<?php @unlink('{target}');")
     if not isinstance(document, dict):
         raise SandboxError("snapshot: expected a JSON object", code="site-state-malformed")
-    document["metadata"] = {**(document.get("metadata") or {}), **(metadata or {}),
-                            "stats": value.get("stats")}
+    document["metadata"] = {**(document.get("metadata") or {}), **(metadata or {}), "stats": value.get("stats")}
     snapshot_id = f"runtime-snapshot-{secrets.token_hex(8)}"
-    snapshot = _validated(RuntimeSnapshot, {
-        "id": snapshot_id, "createdAt": utc_now_iso(),
-        "compatibility": {"wordpressVersion": sandbox.wordpress_version, "phpVersion": sandbox.php_version},
-        "metadata": document["metadata"], "database": document.get("database"), "files": document.get("files"),
-        "hashes": {"database": "", "files": ""},
-    }, "the runtime snapshot")
+    snapshot = _validated(
+        RuntimeSnapshot,
+        {
+            "id": snapshot_id,
+            "createdAt": utc_now_iso(),
+            "compatibility": {"wordpressVersion": sandbox.wordpress_version, "phpVersion": sandbox.php_version},
+            "metadata": document["metadata"],
+            "database": document.get("database"),
+            "files": document.get("files"),
+            "hashes": {"database": "", "files": ""},
+        },
+        "the runtime snapshot",
+    )
     return with_hashes(snapshot)
 
 
 def with_hashes(snapshot: RuntimeSnapshot) -> RuntimeSnapshot:
     """The snapshot with ``hashes`` computed over its tables and file list as written."""
     payload = snapshot.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return snapshot.model_copy(update={"hashes": SnapshotHashes(**snapshot_hashes(payload["database"],
-                                                                                  payload["files"]))})
+    return snapshot.model_copy(
+        update={"hashes": SnapshotHashes(**snapshot_hashes(payload["database"], payload["files"]))}
+    )
 
 
 BLOB_DIR: Final = layout.RUNTIME_SNAPSHOT_BLOBS_DIR
@@ -278,12 +323,17 @@ def inline_blobs(snapshot: RuntimeSnapshot, root: Path, rel: str) -> RuntimeSnap
             try:
                 data = read_regular(blob, entry.bytes)
             except (OSError, UnsafeFileError) as error:
-                raise BadInputError(f"{rel}: files[{index}] ({entry.path}): its blob {BLOB_DIR}/{entry.sha256} "
-                                    f"cannot be read: {error}", code="snapshot-blob-missing",
-                                    field=f"files[{index}]") from None
+                raise BadInputError(
+                    f"{rel}: files[{index}] ({entry.path}): its blob {BLOB_DIR}/{entry.sha256} cannot be read: {error}",
+                    code="snapshot-blob-missing",
+                    field=f"files[{index}]",
+                ) from None
             if sha256_hex(data) != entry.sha256:
-                raise BadInputError(f"{rel}: files[{index}] ({entry.path}): its blob does not hash to its sha256",
-                                    code="snapshot-digest-mismatch", field=f"files[{index}]")
+                raise BadInputError(
+                    f"{rel}: files[{index}] ({entry.path}): its blob does not hash to its sha256",
+                    code="snapshot-digest-mismatch",
+                    field=f"files[{index}]",
+                )
             entry = entry.model_copy(update={"base64": base64.b64encode(data).decode("ascii"), "blob": None})
         files.append(entry)
     return snapshot.model_copy(update={"files": files})
@@ -295,8 +345,9 @@ def _bad_input_validated(model: type[M], value: Any, source: str) -> M:
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
-        raise BadInputError(f"{source}: {where or '(root)'}: {first['msg']}", code="invalid-snapshot",
-                            field=where or source) from None
+        raise BadInputError(
+            f"{source}: {where or '(root)'}: {first['msg']}", code="invalid-snapshot", field=where or source
+        ) from None
 
 
 def check_compatible(snapshot: RuntimeSnapshot, sandbox: Sandbox) -> None:
@@ -308,7 +359,9 @@ def check_compatible(snapshot: RuntimeSnapshot, sandbox: Sandbox) -> None:
             raise BadInputError(
                 f"snapshot {snapshot.id} was taken on {field} {getattr(have, field)}, this sandbox runs "
                 f"{getattr(want, field)}; restore it into a sandbox with the same backend, WordPress and PHP",
-                code="snapshot-incompatible", field=f"compatibility.{field}")
+                code="snapshot-incompatible",
+                field=f"compatibility.{field}",
+            )
 
 
 def restore_snapshot(sandbox: Sandbox, snapshot: RuntimeSnapshot, *, timeout_s: float = 120.0) -> dict[str, Any]:
@@ -318,13 +371,19 @@ def restore_snapshot(sandbox: Sandbox, snapshot: RuntimeSnapshot, *, timeout_s: 
     payload = snapshot.model_dump(mode="json", by_alias=True, exclude_none=True)
     payload["files"] = [{k: v for k, v in f.items() if k != "blob"} for f in payload["files"]]
     if snapshot_hashes(payload["database"], payload["files"]) != snapshot.hashes.model_dump():
-        raise BadInputError(f"snapshot {snapshot.id}: its tables or file list do not match its hashes",
-                            code="snapshot-digest-mismatch", field="hashes")
+        raise BadInputError(
+            f"snapshot {snapshot.id}: its tables or file list do not match its hashes",
+            code="snapshot-digest-mismatch",
+            field="hashes",
+        )
     for index, entry in enumerate(snapshot.files):
         if entry.base64 is None or sha256_hex(base64.b64decode(entry.base64)) != entry.sha256:
-            raise BadInputError(f"snapshot {snapshot.id}: files[{index}] ({entry.path}) has no content or its "
-                                "bytes do not match its sha256", code="snapshot-digest-mismatch",
-                                field=f"files[{index}]")
+            raise BadInputError(
+                f"snapshot {snapshot.id}: files[{index}] ({entry.path}) has no content or its "
+                "bytes do not match its sha256",
+                code="snapshot-digest-mismatch",
+                field=f"files[{index}]",
+            )
     target = f"/tmp/codebox-restore-{secrets.token_hex(6)}.json"
     sandbox.write_file(target, json.dumps(payload).encode("utf-8"), timeout_s)
     try:
@@ -345,37 +404,71 @@ def _run_quiet(sandbox: Sandbox, code: str) -> None:
 # -- checkpoints ----------------------------------------------------------------------------------
 def check_checkpoint_name(name: str) -> str:
     if not CHECKPOINT_NAME.fullmatch(name):
-        raise BadInputError(f"checkpoint name {name!r} must be 1-64 letters, digits, '.', '_' or '-', starting "
-                            "with a letter or digit", code="invalid-arg", field="name")
+        raise BadInputError(
+            f"checkpoint name {name!r} must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+            code="invalid-arg",
+            field="name",
+        )
     return name
 
 
-def checkpoint_create(sandbox: Sandbox, name: str, scope: dict[str, Any], *,
-                      metadata: dict[str, Any] | None = None, timeout_s: float = 120.0) -> CheckpointResult:
+def checkpoint_create(
+    sandbox: Sandbox,
+    name: str,
+    scope: dict[str, Any],
+    *,
+    metadata: dict[str, Any] | None = None,
+    timeout_s: float = 120.0,
+) -> CheckpointResult:
     """Snapshot the site into the sandbox under ``name`` (replacing a checkpoint of that name); file
     bytes go to a content-addressed store beside it, so nothing crosses to the host."""
     check_checkpoint_name(name)
-    meta = {"name": name, "snapshotId": f"runtime-snapshot-{secrets.token_hex(8)}", "createdAt": utc_now_iso(),
-            **({"metadata": metadata} if metadata else {})}
-    value = _run(sandbox, {"action": "snapshot", "scope": scope, "content": "blobs",
-                           "blobDir": f"{CHECKPOINT_DIR}/blobs", "writeTo": f"{CHECKPOINT_DIR}/{name}.json",
-                           "checkpointMeta": meta, "checkpointMetaPath": f"{CHECKPOINT_DIR}/{name}.meta.json"},
-                 timeout_s)
+    meta = {
+        "name": name,
+        "snapshotId": f"runtime-snapshot-{secrets.token_hex(8)}",
+        "createdAt": utc_now_iso(),
+        **({"metadata": metadata} if metadata else {}),
+    }
+    value = _run(
+        sandbox,
+        {
+            "action": "snapshot",
+            "scope": scope,
+            "content": "blobs",
+            "blobDir": f"{CHECKPOINT_DIR}/blobs",
+            "writeTo": f"{CHECKPOINT_DIR}/{name}.json",
+            "checkpointMeta": meta,
+            "checkpointMetaPath": f"{CHECKPOINT_DIR}/{name}.meta.json",
+        },
+        timeout_s,
+    )
     checkpoint = _validated(Checkpoint, {**meta, "summary": value.get("stats")}, "the checkpoint")
     return CheckpointResult(status="created", operation="create", checkpoint=checkpoint)
 
 
 def checkpoint_restore(sandbox: Sandbox, name: str, *, timeout_s: float = 120.0) -> CheckpointResult:
     check_checkpoint_name(name)
-    value = _run(sandbox, {"action": "restore", "readFrom": f"{CHECKPOINT_DIR}/{name}.json",
-                           "blobDir": f"{CHECKPOINT_DIR}/blobs", "checkpointName": name,
-                           "checkpointMetaPath": f"{CHECKPOINT_DIR}/{name}.meta.json", "restoredAt": utc_now_iso(),
-                           "checkpointDir": CHECKPOINT_DIR}, timeout_s)
+    value = _run(
+        sandbox,
+        {
+            "action": "restore",
+            "readFrom": f"{CHECKPOINT_DIR}/{name}.json",
+            "blobDir": f"{CHECKPOINT_DIR}/blobs",
+            "checkpointName": name,
+            "checkpointMetaPath": f"{CHECKPOINT_DIR}/{name}.meta.json",
+            "restoredAt": utc_now_iso(),
+            "checkpointDir": CHECKPOINT_DIR,
+        },
+        timeout_s,
+    )
     meta = value.get("meta")
     if not isinstance(meta, dict):
         raise SandboxError(f"checkpoint {name}: the sandbox returned no checkpoint record", code="site-state-malformed")
-    checkpoint = _validated(Checkpoint, {**meta, "summary": {**(meta.get("summary") or {}),
-                                                             "restore": value.get("stats")}}, "the checkpoint")
+    checkpoint = _validated(
+        Checkpoint,
+        {**meta, "summary": {**(meta.get("summary") or {}), "restore": value.get("stats")}},
+        "the checkpoint",
+    )
     return CheckpointResult(status="restored", operation="restore", checkpoint=checkpoint)
 
 
@@ -384,5 +477,6 @@ def checkpoint_list(sandbox: Sandbox, *, timeout_s: float = 60.0) -> CheckpointR
     items = value.get("checkpoints")
     if not isinstance(items, list):
         raise SandboxError("checkpoint list: the sandbox returned no list", code="site-state-malformed")
-    return CheckpointResult(status="listed", operation="list",
-                            checkpoints=[_validated(Checkpoint, item, "a checkpoint") for item in items])
+    return CheckpointResult(
+        status="listed", operation="list", checkpoints=[_validated(Checkpoint, item, "a checkpoint") for item in items]
+    )

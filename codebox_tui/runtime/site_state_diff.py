@@ -36,12 +36,29 @@ SECRET_NAME: Final = re.compile(
 SECRET_NAME_PHP: Final = "/" + SECRET_NAME.pattern.replace("/", "\\/") + "/i"
 
 # Capabilities whose grant is as good as an administrator's (a role or user gaining one is flagged high).
-ADMIN_CAPABILITIES: Final = frozenset({
-    "administrator", "manage_options", "activate_plugins", "install_plugins", "edit_plugins", "update_plugins",
-    "delete_plugins", "edit_themes", "install_themes", "switch_themes", "edit_users", "create_users",
-    "delete_users", "promote_users", "unfiltered_html", "unfiltered_upload", "manage_network", "edit_files",
-    "update_core",
-})
+ADMIN_CAPABILITIES: Final = frozenset(
+    {
+        "administrator",
+        "manage_options",
+        "activate_plugins",
+        "install_plugins",
+        "edit_plugins",
+        "update_plugins",
+        "delete_plugins",
+        "edit_themes",
+        "install_themes",
+        "switch_themes",
+        "edit_users",
+        "create_users",
+        "delete_users",
+        "promote_users",
+        "unfiltered_html",
+        "unfiltered_upload",
+        "manage_network",
+        "edit_files",
+        "update_core",
+    }
+)
 
 
 def is_secret_name(name: str) -> bool:
@@ -50,8 +67,10 @@ def is_secret_name(name: str) -> bool:
 
 def redact_summary(summary: SiteStateSummary) -> SiteStateSummary:
     """Drop the value previews of secret-like options (the sandbox's own redaction is not trusted)."""
-    options = {name: state.model_copy(update={"preview": None, "redacted": True})
-               if is_secret_name(name) else state for name, state in summary.options.items()}
+    options = {
+        name: state.model_copy(update={"preview": None, "redacted": True}) if is_secret_name(name) else state
+        for name, state in summary.options.items()
+    }
     return summary.model_copy(update={"options": options})
 
 
@@ -63,11 +82,17 @@ def _options(before: SiteStateSummary, after: SiteStateSummary) -> list[OptionCh
             continue
         secret = is_secret_name(name)
         status = "added" if old is None else "deleted" if new is None else "changed"
-        out.append(OptionChange(
-            name=name, status=status, redacted=secret,
-            before=None if secret or old is None else old.preview,
-            after=None if secret or new is None else new.preview,
-            beforeBytes=old.bytes if old else None, afterBytes=new.bytes if new else None))
+        out.append(
+            OptionChange(
+                name=name,
+                status=status,
+                redacted=secret,
+                before=None if secret or old is None else old.preview,
+                after=None if secret or new is None else new.preview,
+                beforeBytes=old.bytes if old else None,
+                afterBytes=new.bytes if new else None,
+            )
+        )
     return out
 
 
@@ -81,10 +106,16 @@ def _tables(before: SiteStateSummary, after: SiteStateSummary) -> list[TableChan
             out.append(TableChange(name=name, status="dropped", columnsRemoved=old.columns, rowsBefore=old.rows))
         elif old is not None and new is not None:
             if old.sha256 != new.sha256 or old.columns != new.columns:
-                out.append(TableChange(
-                    name=name, status="altered", rowsBefore=old.rows, rowsAfter=new.rows,
-                    columnsAdded=[c for c in new.columns if c not in old.columns],
-                    columnsRemoved=[c for c in old.columns if c not in new.columns]))
+                out.append(
+                    TableChange(
+                        name=name,
+                        status="altered",
+                        rowsBefore=old.rows,
+                        rowsAfter=new.rows,
+                        columnsAdded=[c for c in new.columns if c not in old.columns],
+                        columnsRemoved=[c for c in old.columns if c not in new.columns],
+                    )
+                )
             elif old.rows != new.rows:
                 out.append(TableChange(name=name, status="rows-changed", rowsBefore=old.rows, rowsAfter=new.rows))
     return out
@@ -130,8 +161,15 @@ def _users(before: SiteStateSummary, after: SiteStateSummary) -> list[UserChange
             continue
         status = "added" if old is None else "deleted" if new is None else "changed"
         login = (new or old).login  # type: ignore[union-attr]
-        out.append(UserChange(id=key, login=login, status=status, capabilitiesAdded=sorted(new_caps - old_caps),
-                              capabilitiesRemoved=sorted(old_caps - new_caps)))
+        out.append(
+            UserChange(
+                id=key,
+                login=login,
+                status=status,
+                capabilitiesAdded=sorted(new_caps - old_caps),
+                capabilitiesRemoved=sorted(old_caps - new_caps),
+            )
+        )
     return out
 
 
@@ -142,13 +180,20 @@ def _roles(before: SiteStateSummary, after: SiteStateSummary) -> list[RoleChange
         if old is not None and new is not None and set(old) == set(new):
             continue
         status = "added" if old is None else "deleted" if new is None else "changed"
-        out.append(RoleChange(role=role, status=status, capabilitiesAdded=sorted(set(new or []) - set(old or [])),
-                              capabilitiesRemoved=sorted(set(old or []) - set(new or []))))
+        out.append(
+            RoleChange(
+                role=role,
+                status=status,
+                capabilitiesAdded=sorted(set(new or []) - set(old or [])),
+                capabilitiesRemoved=sorted(set(old or []) - set(new or [])),
+            )
+        )
     return out
 
 
 def _cron(before: SiteStateSummary, after: SiteStateSummary) -> list[CronChange]:
     """Events by (hook, schedule, args); a recurring event that only moved to its next run is not a change."""
+
     def keyed(summary: SiteStateSummary) -> dict[tuple[str, str, str], list[int]]:
         out: dict[tuple[str, str, str], list[int]] = {}
         for event in summary.cron:
@@ -165,9 +210,9 @@ def _cron(before: SiteStateSummary, after: SiteStateSummary) -> list[CronChange]
         if not schedule and was == now:
             continue
         if schedule:
-            for timestamp in now[len(was):]:
+            for timestamp in now[len(was) :]:
                 changes.append(CronChange(hook=hook, status="added", schedule=schedule, timestamp=timestamp))
-            for timestamp in was[len(now):]:
+            for timestamp in was[len(now) :]:
                 changes.append(CronChange(hook=hook, status="removed", schedule=schedule, timestamp=timestamp))
             continue
         for timestamp in sorted(set(now) - set(was)):
@@ -182,8 +227,9 @@ def _control_files(before: SiteStateSummary, after: SiteStateSummary) -> list[Co
     for path in sorted(set(before.controlFiles) | set(after.controlFiles)):
         old, new = before.controlFiles.get(path), after.controlFiles.get(path)
         if old != new:
-            status: Literal["added", "changed", "deleted"] = \
+            status: Literal["added", "changed", "deleted"] = (
                 "added" if old is None else "deleted" if new is None else "changed"
+            )
             out.append(ControlFileChange(path=path, status=status, before=old, after=new))
     return out
 
@@ -197,42 +243,89 @@ def _risks(diff: SiteStateDiff, before: SiteStateSummary, after: SiteStateSummar
     for user in diff.users:
         if "administrator" in user.capabilitiesAdded:
             what = "new administrator" if user.status == "added" else "user made administrator"
-            risks.append(RiskFlag(code="new-administrator", severity="high", subject=user.login,
-                                  message=f"{what}: {user.login} (id {user.id})"))
+            risks.append(
+                RiskFlag(
+                    code="new-administrator",
+                    severity="high",
+                    subject=user.login,
+                    message=f"{what}: {user.login} (id {user.id})",
+                )
+            )
         granted = [c for c in user.capabilitiesAdded if c != "administrator"]
         strong = any(c in ADMIN_CAPABILITIES for c in granted)
         if granted and (user.status == "changed" or strong):  # a new plain subscriber is not a risk
-            risks.append(RiskFlag(code="capabilities-granted", severity="high" if strong else "medium",
-                                  subject=user.login,
-                                  message=f"user {user.login} granted: {', '.join(granted)}"))
+            risks.append(
+                RiskFlag(
+                    code="capabilities-granted",
+                    severity="high" if strong else "medium",
+                    subject=user.login,
+                    message=f"user {user.login} granted: {', '.join(granted)}",
+                )
+            )
     for role in diff.roles:
         if role.capabilitiesAdded:
             strong = any(c in ADMIN_CAPABILITIES for c in role.capabilitiesAdded)
-            risks.append(RiskFlag(code="capabilities-granted", severity="high" if strong else "medium",
-                                  subject=role.role,
-                                  message=f"role {role.role} {'created with' if role.status == 'added' else 'granted'}"
-                                  f": {', '.join(role.capabilitiesAdded)}"))
+            risks.append(
+                RiskFlag(
+                    code="capabilities-granted",
+                    severity="high" if strong else "medium",
+                    subject=role.role,
+                    message=f"role {role.role} {'created with' if role.status == 'added' else 'granted'}"
+                    f": {', '.join(role.capabilitiesAdded)}",
+                )
+            )
     if diff.siteurl is not None:
-        risks.append(RiskFlag(code="siteurl-changed", severity="high", subject="siteurl",
-                              message=f"siteurl changed from {before.siteurl!r} to {after.siteurl!r}"))
+        risks.append(
+            RiskFlag(
+                code="siteurl-changed",
+                severity="high",
+                subject="siteurl",
+                message=f"siteurl changed from {before.siteurl!r} to {after.siteurl!r}",
+            )
+        )
     if diff.home is not None:
-        risks.append(RiskFlag(code="home-changed", severity="high", subject="home",
-                              message=f"home changed from {before.home!r} to {after.home!r}"))
+        risks.append(
+            RiskFlag(
+                code="home-changed",
+                severity="high",
+                subject="home",
+                message=f"home changed from {before.home!r} to {after.home!r}",
+            )
+        )
     if diff.activePlugins is not None:
         added = [p for p in after.activePlugins if p not in before.activePlugins]
         removed = [p for p in before.activePlugins if p not in after.activePlugins]
-        parts = ([f"activated {', '.join(added)}"] if added else []) + \
-            ([f"deactivated {', '.join(removed)}"] if removed else [])
-        risks.append(RiskFlag(code="active-plugins-changed", severity="medium", subject="active_plugins",
-                              message="active plugins changed: " + ("; ".join(parts) or "order changed")))
+        parts = ([f"activated {', '.join(added)}"] if added else []) + (
+            [f"deactivated {', '.join(removed)}"] if removed else []
+        )
+        risks.append(
+            RiskFlag(
+                code="active-plugins-changed",
+                severity="medium",
+                subject="active_plugins",
+                message="active plugins changed: " + ("; ".join(parts) or "order changed"),
+            )
+        )
     if diff.theme is not None:
-        risks.append(RiskFlag(code="theme-changed", severity="medium", subject="stylesheet",
-                              message=f"theme changed from {before.theme.stylesheet} to {after.theme.stylesheet}"))
+        risks.append(
+            RiskFlag(
+                code="theme-changed",
+                severity="medium",
+                subject="stylesheet",
+                message=f"theme changed from {before.theme.stylesheet} to {after.theme.stylesheet}",
+            )
+        )
     for event in diff.cron:
         if event.status == "added":
-            risks.append(RiskFlag(code="cron-event-added", severity="medium", subject=event.hook,
-                                  message=f"cron event {event.hook} scheduled"
-                                  + (f" ({event.schedule})" if event.schedule else " (once)")))
+            risks.append(
+                RiskFlag(
+                    code="cron-event-added",
+                    severity="medium",
+                    subject=event.hook,
+                    message=f"cron event {event.hook} scheduled"
+                    + (f" ({event.schedule})" if event.schedule else " (once)"),
+                )
+            )
     for change in diff.controlFiles:
         risks.append(control_file_risk(change.path, change.status))
     return risks
@@ -244,8 +337,12 @@ def control_file_risk(path: str, status: str) -> RiskFlag:
     DB_ENGINE and the table prefix are defined) and an extra SQLite file beside the site's database mean the
     site may read another database than the one summarized."""
     if path == "/wordpress/wp-config.php" or path.startswith("/wordpress/wp-content/database/"):
-        return RiskFlag(code="database-configuration-changed", severity="high", subject=path,
-                        message=f"{path} {status}: the site may now use another database than the one summarized")
+        return RiskFlag(
+            code="database-configuration-changed",
+            severity="high",
+            subject=path,
+            message=f"{path} {status}: the site may now use another database than the one summarized",
+        )
     if path.startswith("/internal/"):
         what = "sandbox control file"  # /internal/shared runs before every request (docs/security.md)
     elif path.startswith(("/wordpress/wp-includes/", "/wordpress/wp-admin/")):
@@ -254,8 +351,9 @@ def control_file_risk(path: str, status: str) -> RiskFlag:
         what = "drop-in or mu-plugin"
     else:
         what = "site root file"
-    return RiskFlag(code="sandbox-control-file-modified", severity="high", subject=path,
-                    message=f"{what} {path} {status}")
+    return RiskFlag(
+        code="sandbox-control-file-modified", severity="high", subject=path, message=f"{what} {path} {status}"
+    )
 
 
 def file_digest(data: bytes) -> str:
@@ -266,8 +364,9 @@ def file_digest(data: bytes) -> str:
 DIRECTORY_DIGEST: Final = "dir"  # a folder in ``controlFiles`` (cbs_file_digest)
 
 
-def without_setup_writes(before: SiteStateSummary, after: SiteStateSummary, writes: Mapping[str, str]
-                         ) -> tuple[SiteStateSummary, list[str]]:
+def without_setup_writes(
+    before: SiteStateSummary, after: SiteStateSummary, writes: Mapping[str, str]
+) -> tuple[SiteStateSummary, list[str]]:
     """``after`` with the control files Codebox's own set-up wrote put back to their ``before`` state, and the
     paths so excused (docs/site-state.md, "Attribution"). ``writes`` maps each path Codebox wrote to the digest
     of exactly what it wrote; a path is excused only while it still holds that digest, so the same name with
@@ -290,20 +389,42 @@ def without_setup_writes(before: SiteStateSummary, after: SiteStateSummary, writ
 def diff_summaries(before: SiteStateSummary, after: SiteStateSummary) -> SiteStateDiff:
     """The site-state diff from ``before`` to ``after`` (docs/site-state.md)."""
     diff = SiteStateDiff(
-        before=before.takenAt, after=after.takenAt,
+        before=before.takenAt,
+        after=after.takenAt,
         incomplete=sorted(set(before.truncated) | set(after.truncated)),
-        options=_options(before, after), tables=_tables(before, after), posts=_posts(before, after),
-        terms=_terms(before, after), users=_users(before, after), roles=_roles(before, after),
+        options=_options(before, after),
+        tables=_tables(before, after),
+        posts=_posts(before, after),
+        terms=_terms(before, after),
+        users=_users(before, after),
+        roles=_roles(before, after),
         cron=_cron(before, after),
         rewriteRulesAdded=sorted(set(after.rewriteRules) - set(before.rewriteRules)),
         rewriteRulesRemoved=sorted(set(before.rewriteRules) - set(after.rewriteRules)),
         activePlugins=_value(before.activePlugins, after.activePlugins),
         theme=_value(before.theme.model_dump(), after.theme.model_dump()),
-        siteurl=_value(before.siteurl, after.siteurl), home=_value(before.home, after.home),
-        controlFiles=_control_files(before, after), empty=False,
+        siteurl=_value(before.siteurl, after.siteurl),
+        home=_value(before.home, after.home),
+        controlFiles=_control_files(before, after),
+        empty=False,
     )
     diff.risks = _risks(diff, before, after)
-    diff.empty = not any((diff.options, diff.tables, diff.posts, diff.terms, diff.users, diff.roles, diff.cron,
-                          diff.rewriteRulesAdded, diff.rewriteRulesRemoved, diff.activePlugins, diff.theme,
-                          diff.siteurl, diff.home, diff.controlFiles))
+    diff.empty = not any(
+        (
+            diff.options,
+            diff.tables,
+            diff.posts,
+            diff.terms,
+            diff.users,
+            diff.roles,
+            diff.cron,
+            diff.rewriteRulesAdded,
+            diff.rewriteRulesRemoved,
+            diff.activePlugins,
+            diff.theme,
+            diff.siteurl,
+            diff.home,
+            diff.controlFiles,
+        )
+    )
     return diff

@@ -77,8 +77,13 @@ class TestTally:
         if now == last or (self.total is None and self.done == 0):
             return
         step = 1 if not self.total or self.total <= 100 else self.total // 100
-        due = (last is None or last[0] != self.total or self.done - last[1] >= step or final
-               or (self.total is not None and self.done >= self.total))
+        due = (
+            last is None
+            or last[0] != self.total
+            or self.done - last[1] >= step
+            or final
+            or (self.total is not None and self.done >= self.total)
+        )
         if due:
             self._reported = now
             self._on_change(self)
@@ -94,8 +99,11 @@ def strip_log_lines(text: str) -> str:
     if MARKER not in text:
         return text
     lines = text.split("\n")
-    kept = [line for i, line in enumerate(lines) if not line.startswith(MARKER)
-            and (line.strip() or i + 1 >= len(lines) or not lines[i + 1].startswith(MARKER))]
+    kept = [
+        line
+        for i, line in enumerate(lines)
+        if not line.startswith(MARKER) and (line.strip() or i + 1 >= len(lines) or not lines[i + 1].startswith(MARKER))
+    ]
     return "\n".join(kept)
 
 

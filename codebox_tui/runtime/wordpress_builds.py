@@ -97,8 +97,10 @@ def wp_option_help() -> str:
         builds = available_builds()
     except SandboxError:
         return "WordPress build (none installed yet: run `make setup`)."
-    listed = [f"{key} ({build.version}{', default' if key == DEFAULT_WP else ''})" if key != build.version else key
-              for key, build in sorted(builds.items(), key=lambda item: _order(item[0]))]
+    listed = [
+        f"{key} ({build.version}{', default' if key == DEFAULT_WP else ''})" if key != build.version else key
+        for key, build in sorted(builds.items(), key=lambda item: _order(item[0]))
+    ]
     return "WordPress build shipped offline: " + ", ".join(listed) + "; or latest, or a full version."
 
 

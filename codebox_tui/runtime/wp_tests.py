@@ -44,8 +44,10 @@ TABLE_PREFIX = "wptests_"
 TESTS_DB_FILE = ".ht.wptests.sqlite"
 TESTS_DB_PATH = f"/wordpress/wp-content/database/{TESTS_DB_FILE}"
 # A bootstrap that loads the core test library (scaffolded, wp-phpunit or hand-written) names one of these.
-LIB_BOOTSTRAP = re.compile(r"WP_TESTS_DIR|WP_PHPUNIT__DIR|wordpress-tests-lib|wp-phpunit|includes/bootstrap\.php"
-                           r"|includes/functions\.php|WP_UnitTestCase")
+LIB_BOOTSTRAP = re.compile(
+    r"WP_TESTS_DIR|WP_PHPUNIT__DIR|wordpress-tests-lib|wp-phpunit|includes/bootstrap\.php"
+    r"|includes/functions\.php|WP_UnitTestCase"
+)
 
 # The library's wp-tests-config.php: ABSPATH is the sandbox's WordPress; the DB constants are required by
 # the library but unused, since Playground's SQLite integration provides $wpdb (in the test site's own
@@ -134,9 +136,13 @@ def find_host_lib(option: Path | None) -> Found | None:
             missing = [str(path / name) for name in LIB_FILES if not (path / name).is_file()]
             raise BadInputError(
                 f"{field} {value} is not the WordPress core PHPUnit library: missing " + ", ".join(missing),
-                code="wp-tests-lib-missing", field=field,
-                details={"missing": missing, "expected": "a folder with includes/functions.php, "
-                                                         "includes/bootstrap.php and includes/install.php"})
+                code="wp-tests-lib-missing",
+                field=field,
+                details={
+                    "missing": missing,
+                    "expected": "a folder with includes/functions.php, includes/bootstrap.php and includes/install.php",
+                },
+            )
         return Found(path, origin)
     return Found(DEFAULT_LIB, "default-path") if _valid_lib(DEFAULT_LIB) else None
 
@@ -145,16 +151,20 @@ def find_host_polyfills(option: Path | None) -> Found | None:
     """The polyfills given by ``--phpunit-polyfills`` or ``WP_TESTS_PHPUNIT_POLYFILLS_PATH`` (the
     ``wp_tests_phpunit_polyfills_path`` setting)."""
     from_env = get_settings().wp_tests_phpunit_polyfills_path
-    for origin, field, value in (("option", "--phpunit-polyfills", option),
-                                 ("env", "WP_TESTS_PHPUNIT_POLYFILLS_PATH", from_env)):
+    for origin, field, value in (
+        ("option", "--phpunit-polyfills", option),
+        ("env", "WP_TESTS_PHPUNIT_POLYFILLS_PATH", from_env),
+    ):
         if value is None:
             continue
         path = value.expanduser().resolve()
         if not _valid_polyfills(path):
             raise BadInputError(
                 f"{field} {value} is not the Yoast PHPUnit Polyfills: missing {path / POLYFILLS_FILE}",
-                code="phpunit-polyfills-missing", field=field,
-                details={"missing": [str(path / POLYFILLS_FILE)]})
+                code="phpunit-polyfills-missing",
+                field=field,
+                details={"missing": [str(path / POLYFILLS_FILE)]},
+            )
         return Found(path, origin)
     return None
 
@@ -164,15 +174,30 @@ def toolchain_mounts(wp_tests_lib: Path | None = None, phpunit_polyfills: Path |
     mounts = []
     lib = find_host_lib(wp_tests_lib)
     if lib is not None:
-        mounts.append(MountSpec(source=str(lib.path), target=LIB_TARGET, mode="readonly", captureArtifacts=False,
-                                metadata={"toolchain": "wp-tests-lib", "origin": lib.origin,
-                                          "hostPath": str(lib.path)}))
+        mounts.append(
+            MountSpec(
+                source=str(lib.path),
+                target=LIB_TARGET,
+                mode="readonly",
+                captureArtifacts=False,
+                metadata={"toolchain": "wp-tests-lib", "origin": lib.origin, "hostPath": str(lib.path)},
+            )
+        )
     polyfills = find_host_polyfills(phpunit_polyfills)
     if polyfills is not None:
-        mounts.append(MountSpec(source=str(polyfills.path), target=POLYFILLS_TARGET, mode="readonly",
-                                captureArtifacts=False,
-                                metadata={"toolchain": "phpunit-polyfills", "origin": polyfills.origin,
-                                          "hostPath": str(polyfills.path)}))
+        mounts.append(
+            MountSpec(
+                source=str(polyfills.path),
+                target=POLYFILLS_TARGET,
+                mode="readonly",
+                captureArtifacts=False,
+                metadata={
+                    "toolchain": "phpunit-polyfills",
+                    "origin": polyfills.origin,
+                    "hostPath": str(polyfills.path),
+                },
+            )
+        )
     return mounts
 
 

@@ -49,8 +49,9 @@ class AppApi(Protocol):
     @property
     def size(self) -> Size: ...
 
-    def push_screen(self, screen: Screen[ResultT] | str,
-                    callback: ScreenResultCallbackType[ResultT] | None = None) -> AwaitMount: ...
+    def push_screen(
+        self, screen: Screen[ResultT] | str, callback: ScreenResultCallbackType[ResultT] | None = None
+    ) -> AwaitMount: ...
 
     def pop_screen(self) -> AwaitComplete: ...
 
@@ -60,11 +61,19 @@ class AppApi(Protocol):
 
     def uninstall_screen(self, screen: Screen[Any] | str) -> str | None: ...
 
-    def call_from_thread(self, callback: Callable[..., ReturnT | Awaitable[ReturnT]], *args: Any,
-                         **kwargs: Any) -> ReturnT: ...
+    def call_from_thread(
+        self, callback: Callable[..., ReturnT | Awaitable[ReturnT]], *args: Any, **kwargs: Any
+    ) -> ReturnT: ...
 
-    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
-               timeout: float | None = None, markup: bool = True) -> None: ...
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None: ...
 
     def copy_to_clipboard(self, text: str) -> None: ...
 

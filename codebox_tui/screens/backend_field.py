@@ -19,8 +19,12 @@ class BackendProblem(ValueError):
 def backend_select() -> Select[str]:
     """The Backend field: playground or native (docs/backends.md), at first ``CODEBOX_BACKEND``'s."""
     default = get_settings().backend
-    return Select([(name, name) for name in BACKEND_NAMES], allow_blank=False, id="backend",
-                  value=default if default in BACKEND_NAMES else BACKEND_NAMES[0])
+    return Select(
+        [(name, name) for name in BACKEND_NAMES],
+        allow_blank=False,
+        id="backend",
+        value=default if default in BACKEND_NAMES else BACKEND_NAMES[0],
+    )
 
 
 def follow_backend_php(screen: ModalScreen[None], backend: str) -> None:

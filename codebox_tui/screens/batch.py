@@ -23,16 +23,26 @@ from codebox_tui.textsafe import safe_text
 from widgets.app_header import AppHeader
 
 POLL_S = 0.5
-STATE_COLOURS = {"queued": "white", "running": "cyan", "retrying": "yellow", "completed": "green",
-                 "failed": "red", "timed-out": "red", "cancelled": "yellow"}
+STATE_COLOURS = {
+    "queued": "white",
+    "running": "cyan",
+    "retrying": "yellow",
+    "completed": "green",
+    "failed": "red",
+    "timed-out": "red",
+    "cancelled": "yellow",
+}
 COLUMNS = [("item", 16), ("kind", 14), ("state", 12), ("tries", 5), ("verdict", 12), ("bundle", 6), ("now", 0)]
 NARROW = 110  # below this width the kind column goes (a fan-out's kind is in the title) and the rest shrink
 
 
 def column_widths(width: int) -> list[tuple[str, int]]:
     """Each column's width for a screen ``width`` cells wide; ``now`` takes what is left (at least 12)."""
-    columns = COLUMNS if width >= NARROW else [("item", 13), ("state", 12), ("tries", 5), ("verdict", 10),
-                                               ("bundle", 6), ("now", 0)]
+    columns = (
+        COLUMNS
+        if width >= NARROW
+        else [("item", 13), ("state", 12), ("tries", 5), ("verdict", 10), ("bundle", 6), ("now", 0)]
+    )
     used = sum(w + 2 for _, w in columns) + 2  # DataTable pads each cell by one on both sides
     return [(name, w or max(12, width - used - 2)) for name, w in columns]
 
@@ -90,8 +100,10 @@ what each item is doing now. It follows a batch running in another terminal too.
             title.update("No batches yet: run [b]codebox batch FILE[/b] or [b]codebox agent-task --fan-out N[/b]")
             return
         self.batch_id = batch.batch_id
-        snapshot = (batch.status, tuple((i.item_id, i.state, i.attempts, i.verdict, i.bundle_key, i.phase, i.error)
-                                        for i in items))
+        snapshot = (
+            batch.status,
+            tuple((i.item_id, i.state, i.attempts, i.verdict, i.bundle_key, i.phase, i.error) for i in items),
+        )
         if snapshot == self._shown:
             return
         self._shown = snapshot
@@ -100,10 +112,17 @@ what each item is doing now. It follows a batch running in another terminal too.
         for item in items:
             counts[item.state] = counts.get(item.state, 0) + 1
         position = f"{ids.index(batch.batch_id) + 1} of {len(ids)}"
-        title.update(Text.assemble(
-            (f" {batch.kind} ", "bold reverse"), " ", (safe_text(batch.batch_id), "bold"),
-            f" · {batch.status} · ", ", ".join(f"{n} {state}" for state, n in sorted(counts.items())),
-            f" · batch {position}", (f" · {safe_text(batch.source)[:60]}" if batch.source else "", "dim")))
+        title.update(
+            Text.assemble(
+                (f" {batch.kind} ", "bold reverse"),
+                " ",
+                (safe_text(batch.batch_id), "bold"),
+                f" · {batch.status} · ",
+                ", ".join(f"{n} {state}" for state, n in sorted(counts.items())),
+                f" · batch {position}",
+                (f" · {safe_text(batch.source)[:60]}" if batch.source else "", "dim"),
+            )
+        )
         self._fill(items)
 
     def _fill(self, items: list[data.BatchItemRecord]) -> None:
@@ -120,11 +139,15 @@ what each item is doing now. It follows a batch running in another terminal too.
         for item in items:
             colour = STATE_COLOURS.get(item.state, "white")
             now = item.phase if item.state in ("running", "retrying") else (item.error or "")
-            cells = {"item": safe_text(item.item_id), "kind": item.kind,
-                     "state": Text(f"{STATE_MARKS.get(item.state, '?')} {item.state}", style=colour),
-                     "tries": str(item.attempts), "verdict": safe_text(item.verdict) or "—",
-                     "bundle": f"@{item.bundle_key}" if item.bundle_key is not None else "—",
-                     "now": Text(safe_text(now)[:200], style="dim" if item.state == "queued" else "")}
+            cells = {
+                "item": safe_text(item.item_id),
+                "kind": item.kind,
+                "state": Text(f"{STATE_MARKS.get(item.state, '?')} {item.state}", style=colour),
+                "tries": str(item.attempts),
+                "verdict": safe_text(item.verdict) or "—",
+                "bundle": f"@{item.bundle_key}" if item.bundle_key is not None else "—",
+                "now": Text(safe_text(now)[:200], style="dim" if item.state == "queued" else ""),
+            }
             table.add_row(*(cells[name] for name in names), key=item.item_id)
         if items:
             table.move_cursor(row=min(max(row, 0), len(items) - 1))

@@ -34,10 +34,15 @@ Choose the type (`issue`: must change; `suggestion`; `note`; `praise`), type the
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(f"Comment on {safe_text(self.where)}", classes="title", markup=False)
-            yield Select([(kind, kind) for kind in COMMENT_KINDS], value=self.kind, allow_blank=False,
-                         id="comment-kind")
-            yield Input(value=self.body, placeholder="the comment (enter saves, escape cancels)", id="comment-body",
-                        select_on_focus=False)  # text typed after `tab` goes on after what is there
+            yield Select(
+                [(kind, kind) for kind in COMMENT_KINDS], value=self.kind, allow_blank=False, id="comment-kind"
+            )
+            yield Input(
+                value=self.body,
+                placeholder="the comment (enter saves, escape cancels)",
+                id="comment-body",
+                select_on_focus=False,
+            )  # text typed after `tab` goes on after what is there
 
     def on_mount(self) -> None:
         self.query_one("#comment-body", Input).focus()

@@ -85,12 +85,17 @@ same). The highlighted file's patch from A is on the left, from B on the right.
         for label, side in (("A", self.comparison.a), ("B", self.comparison.b)):
             decision = side.decision.action if side.decision else "undecided"
             tests = side.tests
-            text = (f"{tests.get('passed', 0)}/{tests.get('total', 0)} passed, {tests.get('failed', 0)} failed"
-                    if "total" in tests else "no tests")
+            text = (
+                f"{tests.get('passed', 0)}/{tests.get('total', 0)} passed, {tests.get('failed', 0)} failed"
+                if "total" in tests
+                else "no tests"
+            )
             verdict = f" · verdict {escape(side.verdict)}" if side.verdict else ""
-            lines.append(f"[b]{label}[/b] {side.bundle.ref} [dim]{side.bundle.content_digest[:12]}[/] · "
-                         f"{len(side.status)} file(s) · {escape(decision)} · {escape(text)}{verdict} "
-                         f"[dim]{escape(side.bundle.path)}[/]")
+            lines.append(
+                f"[b]{label}[/b] {side.bundle.ref} [dim]{side.bundle.content_digest[:12]}[/] · "
+                f"{len(side.status)} file(s) · {escape(decision)} · {escape(text)}{verdict} "
+                f"[dim]{escape(side.bundle.path)}[/]"
+            )
         return "\n".join(lines)
 
     def on_mount(self) -> None:

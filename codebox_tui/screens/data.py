@@ -77,16 +77,24 @@ def changed_file_names(entries: list[ChangedFile]) -> ChangedFileNames:
     return ChangedFileNames(entries)
 
 
-def decide(store: Store, bundle_dir: Path, action: str, *, files: list[str] | None = None, reason: str = "",
-           hunks: dict[str, list[int]] | None = None) -> Decision:
+def decide(
+    store: Store,
+    bundle_dir: Path,
+    action: str,
+    *,
+    files: list[str] | None = None,
+    reason: str = "",
+    hunks: dict[str, list[int]] | None = None,
+) -> Decision:
     """Record a decision (registering the bundle first if the store has not seen it); ``hunks`` approves
     files in part (relativePath → 1-based hunk numbers, docs/contracts.md "Hunk selection")."""
     # verified and read once: this directory's own record (a Mode A id may be shared) and the decision both
     # take the same content, so a decision hashes each file of the bundle once
     content = read_content(Path(bundle_dir))
     record = record_content(store, Path(bundle_dir), content)
-    decision = decide_on(store, record, action, approver=current_user(), reason=reason, files=files, hunks=hunks,
-                         content=content)
+    decision = decide_on(
+        store, record, action, approver=current_user(), reason=reason, files=files, hunks=hunks, content=content
+    )
     record_iterate_feedback(store, decision)  # iterate: the open comments are recorded, feedback written
     return decision
 
@@ -173,13 +181,15 @@ def comments(store: Store, bundle_dir: Path) -> list[Comment]:
     return list_comments(store, record.key) if record is not None else []
 
 
-def add_comment(store: Store, bundle_dir: Path, *, path: str, kind: str, body: str,
-                lines: tuple[str, int, int] | None = None) -> Comment:
+def add_comment(
+    store: Store, bundle_dir: Path, *, path: str, kind: str, body: str, lines: tuple[str, int, int] | None = None
+) -> Comment:
     """A file comment (``lines`` None) or a line/range comment ``(side, first, last)``."""
     record = register(store, bundle_dir)
     side, start, end = lines if lines is not None else ("new", None, None)
-    return store_add_comment(store, record, path=path, kind=kind, body=body, author=current_user(),
-                     line_start=start, line_end=end, side=side)
+    return store_add_comment(
+        store, record, path=path, kind=kind, body=body, author=current_user(), line_start=start, line_end=end, side=side
+    )
 
 
 def edit_comment(store: Store, comment_id: int, *, kind: str, body: str) -> Comment:
@@ -304,8 +314,10 @@ def command_output(run_dir: Path, event: object) -> tuple[str, str] | None:
     def stream(name: str) -> str:
         text = str(entry.get(name) or "")
         if len(text) > MAX_SHOWN_OUTPUT:
-            return f"… {len(text) - MAX_SHOWN_OUTPUT} characters cut (the whole output is in the bundle)\n" + \
-                text[-MAX_SHOWN_OUTPUT:]
+            return (
+                f"… {len(text) - MAX_SHOWN_OUTPUT} characters cut (the whole output is in the bundle)\n"
+                + text[-MAX_SHOWN_OUTPUT:]
+            )
         return text or "(empty)"
 
     title = f"{entry.get('command', '?')} — exit {entry.get('exitCode', '?')}"

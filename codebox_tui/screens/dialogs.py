@@ -189,8 +189,12 @@ and can be applied later with `codebox apply DECISION`.
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(f"Apply decision #{self.decision_id} now? (escape to skip)", classes="title")
-            yield Select([("directory", "directory"), ("git", "git"), ("patch", "patch")], value="directory",
-                         allow_blank=False, id="adapter")
+            yield Select(
+                [("directory", "directory"), ("git", "git"), ("patch", "patch")],
+                value="directory",
+                allow_blank=False,
+                id="adapter",
+            )
             yield Input(placeholder="target folder (or patch file for the patch adapter)", id="target")
             yield Static("", id="apply-result", markup=False)
             with Horizontal(classes="buttons"):
@@ -217,7 +221,8 @@ and can be applied later with `codebox apply DECISION`.
         self.applying = True
         self.query_one("#apply", Button).disabled = True
         self.query_one("#apply-result", Static).update(
-            f"Applying through {adapter}… (verifying the bundle, checking the target)")
+            f"Applying through {adapter}… (verifying the bundle, checking the target)"
+        )
         self._apply_in_worker(adapter, target)
 
     def _refused_while_applying(self, what: str) -> bool:
@@ -266,8 +271,7 @@ Sandbox-written text (events, output) shown with control characters as visible e
 `enter` or `q` closes it.
 """
     DEFAULT_CSS = DIALOG_CSS
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter,q", "close", "Close", id="dialog.close"),
-                                              HELP_KEY]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter,q", "close", "Close", id="dialog.close"), HELP_KEY]
 
     def __init__(self, title: str, text: str) -> None:
         super().__init__()

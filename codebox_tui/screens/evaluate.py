@@ -27,7 +27,9 @@ from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
 def form_css(screen: str) -> str:
     """The forms' CSS, each rule starting with the screen's own name (a screen's DEFAULT_CSS is scoped to it)."""
-    return DIALOG_CSS + f"""
+    return (
+        DIALOG_CSS
+        + f"""
 {screen} {{ align: center middle; }}
 {screen} .field {{ height: auto; }}
 {screen} .field-label {{ width: 11; padding: 1 1 0 0; color: $text-muted; }}
@@ -41,6 +43,7 @@ def form_css(screen: str) -> str:
 {screen}.-compact .dialog .buttons {{ margin-top: 0; }}
 {screen}.-compact .field-label {{ padding: 0 1 0 0; }}
 """
+    )
 
 
 COMPACT_BELOW = 34  # rows: under this the forms use borderless fields so all of them fits (80x24)
@@ -95,8 +98,16 @@ class FormScreen(CodeboxModal[None]):
 
 
 # the field a BadInputError of evaluate-patch's checks names (resolve_build says "wp") → the form's input
-FIELDS = {"--plugin": "plugin", "--patch": "patch", "--git": "git", "--wp": "wp", "wp": "wp", "--php": "php",
-          "backend": "backend", "--backend": "backend"}
+FIELDS = {
+    "--plugin": "plugin",
+    "--patch": "patch",
+    "--git": "git",
+    "--wp": "wp",
+    "wp": "wp",
+    "--php": "php",
+    "backend": "backend",
+    "--backend": "backend",
+}
 
 
 class PathSuggester(Suggester):
@@ -112,8 +123,11 @@ class PathSuggester(Suggester):
         folder, slash, start = value.rpartition("/")
         where = Path((folder or "/") if slash else ".").expanduser()
         try:
-            names = sorted(entry.name for entry in os.scandir(where) if entry.name.startswith(start)
-                           and (start.startswith(".") or not entry.name.startswith(".")))
+            names = sorted(
+                entry.name
+                for entry in os.scandir(where)
+                if entry.name.startswith(start) and (start.startswith(".") or not entry.name.startswith("."))
+            )
         except OSError:
             return None
         for name in names:
@@ -150,16 +164,20 @@ A problem is shown under its field and nothing boots.
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label("Evaluate a patch", classes="title")
-            yield from _row("Plugin", Input(placeholder="the plugin's folder", id="plugin",
-                                            suggester=PathSuggester()))
-            yield from _row("Patch", Input(placeholder="a patch file (git diff) …", id="patch",
-                                           suggester=PathSuggester()))
-            yield from _row("Git range", Input(placeholder="… or BASE..HEAD / a commit of the plugin's repository",
-                                               id="git"))
-            yield Horizontal(Label("WordPress", classes="field-label"),
-                             Input(value=DEFAULT_WP_VERSION, placeholder="e.g. 6.5", id="wp"),
-                             Label("PHP", classes="field-label second"),
-                             Input(value=DEFAULT_PHP_VERSION, placeholder="e.g. 8.3", id="php"), classes="field")
+            yield from _row("Plugin", Input(placeholder="the plugin's folder", id="plugin", suggester=PathSuggester()))
+            yield from _row(
+                "Patch", Input(placeholder="a patch file (git diff) …", id="patch", suggester=PathSuggester())
+            )
+            yield from _row(
+                "Git range", Input(placeholder="… or BASE..HEAD / a commit of the plugin's repository", id="git")
+            )
+            yield Horizontal(
+                Label("WordPress", classes="field-label"),
+                Input(value=DEFAULT_WP_VERSION, placeholder="e.g. 6.5", id="wp"),
+                Label("PHP", classes="field-label second"),
+                Input(value=DEFAULT_PHP_VERSION, placeholder="e.g. 8.3", id="php"),
+                classes="field",
+            )
             yield Label("", id="wp-error", classes="field-error", markup=False)
             yield Label("", id="php-error", classes="field-error", markup=False)
             yield from _row("Backend", backend_select())
@@ -201,8 +219,13 @@ A problem is shown under its field and nothing boots.
         except CodeboxError as error:
             self.show_problem(error.field, error.message)
             return
-        evaluation = {"plugin": plugin_dir.resolve(), "wp": wp, "php": php, "backend": self.backend,
-                      **({"patch": patch_file.resolve()} if patch_file else {"git": git_range})}
+        evaluation = {
+            "plugin": plugin_dir.resolve(),
+            "wp": wp,
+            "php": php,
+            "backend": self.backend,
+            **({"patch": patch_file.resolve()} if patch_file else {"git": git_range}),
+        }
         self.dismiss(None)
         self.app.push_screen(LiveRunScreen(evaluation=evaluation, land_on="tab-tests"))
 
@@ -225,8 +248,14 @@ the review opens on its Evidence tab when it is done.
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label("Reproduce a bug", classes="title")
-            yield from _row("Recipe", Input(placeholder="a reproduction recipe or an episode plan (JSON)",
-                                            id="recipe", suggester=PathSuggester()))
+            yield from _row(
+                "Recipe",
+                Input(
+                    placeholder="a reproduction recipe or an episode plan (JSON)",
+                    id="recipe",
+                    suggester=PathSuggester(),
+                ),
+            )
             yield from _row("Backend", backend_select())
             with Horizontal(classes="buttons"):
                 yield Button("Cancel", id="cancel")

@@ -35,17 +35,47 @@ from codebox_tui.textsafe import safe_text
 from widgets.app_header import AppHeader
 
 STATUSES = list(FILTERS)  # kept for callers that cycle through them
-SOURCE_LABELS = {"evaluate-patch": "eval", "imported": "import", "recipe": "recipe", "run": "run", "agent": "agent",
-                 "exec": "exec", "episode": "episode", "mcp": "mcp", "boot": "boot"}
-VERDICT_COLOURS = {"improvement": "green", "passed": "green", "neutral": "white", "regression": "red",
-                   "plugin-broken": "red", "failed": "red", "untested": "yellow", "unknown": "yellow"}
-DECISION_LABELS = {"approved": "approved", "applied": "applied", "discarded": "discard", "iterate": "iterate",
-                   "pending": "—", OUTPUT_ONLY_STATUS: OUTPUT_ONLY_LABEL}
+SOURCE_LABELS = {
+    "evaluate-patch": "eval",
+    "imported": "import",
+    "recipe": "recipe",
+    "run": "run",
+    "agent": "agent",
+    "exec": "exec",
+    "episode": "episode",
+    "mcp": "mcp",
+    "boot": "boot",
+}
+VERDICT_COLOURS = {
+    "improvement": "green",
+    "passed": "green",
+    "neutral": "white",
+    "regression": "red",
+    "plugin-broken": "red",
+    "failed": "red",
+    "untested": "yellow",
+    "unknown": "yellow",
+}
+DECISION_LABELS = {
+    "approved": "approved",
+    "applied": "applied",
+    "discarded": "discard",
+    "iterate": "iterate",
+    "pending": "—",
+    OUTPUT_ONLY_STATUS: OUTPUT_ONLY_LABEL,
+}
 # (label, widest) of every column but the title: each is as wide as its widest cell (never wider than this),
 # so verdict, tests and risk stay whole, and the title takes what is left (at least MIN_TITLE)
 SITES_SHOWN = 3  # prepared sites listed under the inbox; `codebox site list` has them all
-COLUMNS = [("source", 7), ("verdict", 16), ("tests", 13), ("risk", 4), ("files", 5),
-           ("decision", len(OUTPUT_ONLY_LABEL)), ("age", 3)]
+COLUMNS = [
+    ("source", 7),
+    ("verdict", 16),
+    ("tests", 13),
+    ("risk", 4),
+    ("files", 5),
+    ("decision", len(OUTPUT_ONLY_LABEL)),
+    ("age", 3),
+]
 MIN_TITLE = 16
 
 
@@ -78,7 +108,7 @@ def shorten_middle(text: str, width: int) -> str:
     if width < 5:
         return text[:width]
     head = (width - 1) * 3 // 5
-    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
 class HomeScreen(CodeboxScreen[None]):
@@ -137,8 +167,12 @@ evaluate-patch), risk flags, changed files, decision, age.
     def compose(self) -> ComposeResult:
         yield AppHeader(icon="◆")
         yield Static("", id="home-status", markup=False)
-        yield Input(placeholder="search: every word must match (title, source, verdict, flags, id, path); "
-                                "enter applies, escape clears", id="home-search", classes="hidden")
+        yield Input(
+            placeholder="search: every word must match (title, source, verdict, flags, id, path); "
+            "enter applies, escape clears",
+            id="home-search",
+            classes="hidden",
+        )
         yield DataTable(id="bundles", cursor_type="row", zebra_stripes=True)
         yield Static("", id="home-sites", markup=False, classes="hidden")  # prepared sites (docs/sites.md)
         yield Footer()
@@ -205,8 +239,10 @@ evaluate-patch), risk flags, changed files, decision, age.
         panel.set_class(not sites, "hidden")
         lines = [f" Prepared sites ({len(sites)}) — open one with: codebox site open ID"]
         for site in sites[:SITES_SHOWN]:
-            lines.append(f"   {site.site_id}  " + (site.problem or f"{site.runtime} · {site.mounts} mount(s) · "
-                                                   f"{age(site.created_at, self.now)}"))
+            lines.append(
+                f"   {site.site_id}  "
+                + (site.problem or f"{site.runtime} · {site.mounts} mount(s) · {age(site.created_at, self.now)}")
+            )
         if len(sites) > SITES_SHOWN:
             lines.append(f"   … {len(sites) - SITES_SHOWN} more: codebox site list")
         panel.update("\n".join(safe_text(line) for line in lines))
@@ -241,8 +277,7 @@ evaluate-patch), risk flags, changed files, decision, age.
         current = self._cursor_key()
         table.clear(columns=True)
         # the candidates of a batch or fan-out stay together (docs/scale-out.md, "In the inbox")
-        self.shown = group_batches(select_rows(self.rows, status=self.status_filter, text=self.search,
-                                               sort=self.sort))
+        self.shown = group_batches(select_rows(self.rows, status=self.status_filter, text=self.search, sort=self.sort))
         cells = [self._cells(row) for row in self.shown]
         title_width, widths = column_widths([[c.plain for c in row[1:]] for row in cells], self.size.width or 80)
         table.add_column("title", width=title_width, key="title")
@@ -253,8 +288,7 @@ evaluate-patch), risk flags, changed files, decision, age.
             self.paths[str(row.key)] = row.path  # one row per directory: runs sharing a Mode A id all show
             title, *rest = row_cells
             shortened = Text(shorten_middle(title.plain, title_width), style=title.style)
-            table.add_row(shortened, *(self._fit(c, w) for c, w in zip(rest, widths, strict=True)),
-                          key=str(row.key))
+            table.add_row(shortened, *(self._fit(c, w) for c, w in zip(rest, widths, strict=True)), key=str(row.key))
         if current is not None and current in self.paths:
             table.move_cursor(row=list(self.paths).index(current))
         self._update_status()
@@ -271,17 +305,27 @@ evaluate-patch), risk flags, changed files, decision, age.
         title = Text(mark + batch + row.title, style="bold" if mark else "")
         warn = f" ⚠{row.warnings}" if row.warnings else ""  # a recipe's advisory failures
         verdict_cell = Text(row.verdict + warn, style=VERDICT_COLOURS.get(row.verdict, ""))
-        risk = Text(f"⚠{len(row.risk_flags)}" if row.risk_flags else "—",
-                    style="bold yellow" if row.risk_flags else "dim")
+        risk = Text(
+            f"⚠{len(row.risk_flags)}" if row.risk_flags else "—", style="bold yellow" if row.risk_flags else "dim"
+        )
         decision = DECISION_LABELS.get(row.status, row.status)
-        return [title, Text(SOURCE_LABELS.get(row.source, row.source)), verdict_cell,
-                Text(row.delta.replace(" → ", "→")), risk, Text(str(row.changed)),
-                Text(decision, style="dim" if decision == "—" else ""),
-                Text(age(row.created_at, self.now).removesuffix(" ago"))]
+        return [
+            title,
+            Text(SOURCE_LABELS.get(row.source, row.source)),
+            verdict_cell,
+            Text(row.delta.replace(" → ", "→")),
+            risk,
+            Text(str(row.changed)),
+            Text(decision, style="dim" if decision == "—" else ""),
+            Text(age(row.created_at, self.now).removesuffix(" ago")),
+        ]
 
     def _update_status(self) -> None:
-        parts = [f" {len(self.shown)} of {len(self.rows)} bundle(s)", f"filter: {self.status_filter}",
-                 f"sort: {self.sort}"]
+        parts = [
+            f" {len(self.shown)} of {len(self.rows)} bundle(s)",
+            f"filter: {self.status_filter}",
+            f"sort: {self.sort}",
+        ]
         if self.loading_rows:
             parts.insert(0, " ⟳ Loading the inbox…")
         if self.search:
@@ -290,8 +334,10 @@ evaluate-patch), risk flags, changed files, decision, age.
             parts.append(f"{len(self.selected)} selected (D discards)")
         live = self._live_screens()
         if live:
-            parts.append(f"▶ {len(live)} live run{'s' if len(live) != 1 else ''}: "
-                         f"{safe_text(getattr(live[-1], 'title_line', 'run'))} (l returns)")
+            parts.append(
+                f"▶ {len(live)} live run{'s' if len(live) != 1 else ''}: "
+                f"{safe_text(getattr(live[-1], 'title_line', 'run'))} (l returns)"
+            )
         if not self.rows and not self.loading_rows:
             parts.append("no bundles yet: press n to launch a sandbox, or run `codebox run`")
         elif not self.shown:
@@ -355,13 +401,15 @@ evaluate-patch), risk flags, changed files, decision, age.
         output_only = [r for r in rows if r.status == OUTPUT_ONLY_STATUS]
         if len(output_only) == len(rows):  # the key tells why it cannot act
             why = data.output_only(f"@{rows[0].key}", rows[0].status) if len(rows) == 1 else None
-            self.notify(why or "The selected bundles are output only: nothing to discard.", severity="warning",
-                        markup=False)
+            self.notify(
+                why or "The selected bundles are output only: nothing to discard.", severity="warning", markup=False
+            )
             return
         skipped = [r for r in rows if r.status == "discarded"]
         todo = [r for r in rows if r.status not in ("discarded", OUTPUT_ONLY_STATUS)]
-        lines = [f"Discard {len(todo)} bundle(s)? One decision is recorded per bundle "
-                 f"(approver: {data.current_user()})."]
+        lines = [
+            f"Discard {len(todo)} bundle(s)? One decision is recorded per bundle (approver: {data.current_user()})."
+        ]
         lines += [f"  - @{r.key} {r.title} [{r.source}, {r.verdict}]" for r in todo]
         for row in todo:
             warning = data.status_warning(row.status)
@@ -387,8 +435,9 @@ evaluate-patch), risk flags, changed files, decision, age.
             finally:
                 store.close()
             if decisions:
-                self.notify(f"Discarded {len(decisions)} bundle(s): decisions "
-                            + ", ".join(f"#{d.id}" for d in decisions) + ".")
+                self.notify(
+                    f"Discarded {len(decisions)} bundle(s): decisions " + ", ".join(f"#{d.id}" for d in decisions) + "."
+                )
             self.selected.clear()
             self.action_refresh()
 
@@ -419,8 +468,9 @@ evaluate-patch), risk flags, changed files, decision, age.
         finally:
             store.close()
         for entry in rejected[:3]:
-            self.notify(f"Not added (fails verification): {entry['path']}: {entry['message']}", severity="error",
-                        timeout=10)
+            self.notify(
+                f"Not added (fails verification): {entry['path']}: {entry['message']}", severity="error", timeout=10
+            )
         self.action_refresh()
         if len(imported) == 1 and not rejected:
             self.post_message(OpenBundle(Path(imported[0].path)))

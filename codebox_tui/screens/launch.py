@@ -46,8 +46,9 @@ def split_arguments(text: str) -> list[str]:
         raise ValueError(f"Arguments: {error}; close the quote") from None
     for word in words:
         if "=" not in word or word.startswith("="):
-            raise ValueError(f"Arguments: {word!r} is not key=value; quote a value that has spaces, e.g. "
-                             "code='echo 1;'")
+            raise ValueError(
+                f"Arguments: {word!r} is not key=value; quote a value that has spaces, e.g. code='echo 1;'"
+            )
     return words
 
 
@@ -64,7 +65,9 @@ def parsed_arguments_line(text: str) -> str:
 
 
 class LaunchScreen(CodeboxModal[None]):
-    DEFAULT_CSS = DIALOG_CSS + """
+    DEFAULT_CSS = (
+        DIALOG_CSS
+        + """
 #launch-error { color: $error; height: auto; }
 #backend-error { color: $error; height: auto; padding-left: 11; display: none; }
 #backend-error.-shown { display: block; }
@@ -83,6 +86,7 @@ LaunchScreen.-compact .field-label { padding: 0 1 0 0; }
 LaunchScreen .field Input, LaunchScreen .field Select { width: 1fr; }
 LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
 """
+    )
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="launch.cancel")]
     HELP = """\
 # Launch a sandbox
@@ -110,27 +114,35 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
         commands = [(c.id, c.id) for c in command_catalog().commands if c.handler != "policy-only"]
         with Vertical(classes="dialog"):
             yield Label("Launch a sandbox", classes="title")
-            yield _field("Recipe", Input(placeholder="optional; runs the recipe instead of the command below",
-                                         id="recipe"))
-            yield _field("Mounts", Input(placeholder="/path/to/plugin:/wordpress/wp-content/plugins/my-plugin",
-                                         id="mounts"))
+            yield _field(
+                "Recipe", Input(placeholder="optional; runs the recipe instead of the command below", id="recipe")
+            )
+            yield _field(
+                "Mounts", Input(placeholder="/path/to/plugin:/wordpress/wp-content/plugins/my-plugin", id="mounts")
+            )
             yield _field("Command", Select(commands, value="wordpress.run-php", allow_blank=False, id="command"))
-            yield _field("Arguments", Input(placeholder="key=value …  e.g. code='echo get_bloginfo(\"name\");'",
-                                            id="args"))
+            yield _field(
+                "Arguments", Input(placeholder="key=value …  e.g. code='echo get_bloginfo(\"name\");'", id="args")
+            )
             yield Label("", id="args-parsed", markup=False)
-            yield Horizontal(Label("WordPress", classes="field-label"),
-                             Input(value=DEFAULT_WP_VERSION, placeholder="e.g. 6.5", id="wp"),
-                             Label("PHP", classes="field-label second"),
-                             Input(value=DEFAULT_PHP_VERSION, placeholder="e.g. 8.3", id="php"),
-                             Label("Backend", classes="field-label second backend-label"), backend_select(),
-                             classes="field")
+            yield Horizontal(
+                Label("WordPress", classes="field-label"),
+                Input(value=DEFAULT_WP_VERSION, placeholder="e.g. 6.5", id="wp"),
+                Label("PHP", classes="field-label second"),
+                Input(value=DEFAULT_PHP_VERSION, placeholder="e.g. 8.3", id="php"),
+                Label("Backend", classes="field-label second backend-label"),
+                backend_select(),
+                classes="field",
+            )
             yield Label("", id="backend-error", markup=False)
-            yield Horizontal(Label("Policy", classes="field-label"),
-                             Input(placeholder="JSON or a file (optional)", id="policy"),
-                             Label("WP-CLI", classes="field-label second wide"),
-                             Input(placeholder="wp-cli.phar (optional)", id="wp-cli-phar"), classes="field")
-            yield _field("Hold", Input(placeholder="keep the live preview up after the command, e.g. 15m",
-                                       id="hold"))
+            yield Horizontal(
+                Label("Policy", classes="field-label"),
+                Input(placeholder="JSON or a file (optional)", id="policy"),
+                Label("WP-CLI", classes="field-label second wide"),
+                Input(placeholder="wp-cli.phar (optional)", id="wp-cli-phar"),
+                classes="field",
+            )
+            yield _field("Hold", Input(placeholder="keep the live preview up after the command, e.g. 15m", id="hold"))
             yield Label("", id="launch-error")
             with Horizontal(classes="buttons"):
                 yield Button("Cancel", id="cancel")
@@ -250,7 +262,6 @@ LaunchScreen .field .field-label.second { width: 5; padding-left: 1; }
         self.dismiss(None)
 
 
-
 def checked_recipe_screen(text: str, *, land_on: str | None = None, backend: str | None = None) -> Any:
     """The Live run screen of a recipe (``wp-codebox/workspace-recipe/v1``) or an episode plan
     (``codebox/episode-plan/v1``) named by ``text``, checked in full before anything boots; ValueError with the
@@ -266,8 +277,9 @@ def checked_recipe_screen(text: str, *, land_on: str | None = None, backend: str
             if error.field == "backend":
                 raise BackendProblem(error.message) from None
             found = (error.details or {}).get("issues") or []
-            lines = [f"{path.name}: {error.message}" if not found else
-                     f"{path.name}: invalid episode plan; nothing was run"]
+            lines = [
+                f"{path.name}: {error.message}" if not found else f"{path.name}: invalid episode plan; nothing was run"
+            ]
             lines += [f"{issue['path']}: {issue['message']}" for issue in found[:4]]
             raise ValueError("\n".join(lines)) from None
         return LiveRunScreen(episode=(plan, path.parent), land_on=land_on, backend=backend)
@@ -277,8 +289,9 @@ def checked_recipe_screen(text: str, *, land_on: str | None = None, backend: str
         raise ValueError(str(error)) from None
     if not validation.valid:
         issues = validation.issues
-        lines = [f"{path.name}: invalid recipe ({len(issues)} problem{'s' if len(issues) != 1 else ''}); "
-                 "nothing was run"]
+        lines = [
+            f"{path.name}: invalid recipe ({len(issues)} problem{'s' if len(issues) != 1 else ''}); nothing was run"
+        ]
         lines += [f"{issue.path}: {issue.message}" for issue in issues[:4]]
         if len(issues) > 4:
             lines.append(f"… and {len(issues) - 4} more (codebox recipe validate {path.name})")

@@ -60,10 +60,17 @@ palette's "Return to live run") brings this screen back, console and all.
         Binding("escape", "back", "Back", id="live.back"),
     ]
 
-    def __init__(self, request: RunRequest | None = None, *, run_dir: Path | None = None,
-                 recipe: Any = None, episode: tuple[Any, Path] | None = None,
-                 evaluation: dict[str, Any] | None = None, land_on: str | None = None,
-                 backend: str | None = None) -> None:
+    def __init__(
+        self,
+        request: RunRequest | None = None,
+        *,
+        run_dir: Path | None = None,
+        recipe: Any = None,
+        episode: tuple[Any, Path] | None = None,
+        evaluation: dict[str, Any] | None = None,
+        land_on: str | None = None,
+        backend: str | None = None,
+    ) -> None:
         """Runs ``request`` through the run lifecycle (lifecycle/service.py), or with ``recipe`` (a valid
         RecipeValidation) the whole recipe, or with ``episode`` (a checked episode plan and its folder) the
         episode, or with ``evaluation`` (evaluate-patch's checked arguments: ``plugin`` and ``patch`` or
@@ -121,8 +128,12 @@ palette's "Return to live run") brings this screen back, console and all.
     @property
     def runs_sandbox(self) -> bool:
         """This screen runs a command or a recipe itself (not a replay of a finished run's events)."""
-        return (self.request is not None or self.recipe is not None or self.episode is not None
-                or self.evaluation is not None)
+        return (
+            self.request is not None
+            or self.recipe is not None
+            or self.episode is not None
+            or self.evaluation is not None
+        )
 
     @property
     def live(self) -> bool:
@@ -168,10 +179,12 @@ palette's "Return to live run") brings this screen back, console and all.
     def start_run(self) -> None:
         assert self.request is not None
         try:
-            outcome = RunService().run(self.request, control=self.control,
-                                       on_open=lambda run: self._opened(run.session),
-                                       on_held=lambda run: self.app.call_from_thread(self._attach_console,
-                                                                                     run.session))
+            outcome = RunService().run(
+                self.request,
+                control=self.control,
+                on_open=lambda run: self._opened(run.session),
+                on_held=lambda run: self.app.call_from_thread(self._attach_console, run.session),
+            )
         except CodeboxError as caught:  # found before anything booted
             self.app.call_from_thread(self._finished, None, str(caught), False)
             return
@@ -185,8 +198,14 @@ palette's "Return to live run") brings this screen back, console and all.
         error: str | None = None
         outcome: dict[str, Any] | None = None
         try:
-            outcome = run_recipe(validation, recipe_path.parent, on_session=self._opened, control=self.control,
-                                 recipe_text=recipe_path.read_text(encoding="utf-8"), backend=self.backend)
+            outcome = run_recipe(
+                validation,
+                recipe_path.parent,
+                on_session=self._opened,
+                control=self.control,
+                recipe_text=recipe_path.read_text(encoding="utf-8"),
+                backend=self.backend,
+            )
         except (CodeboxError, OSError) as caught:
             error = str(caught)
         cancelled = self.control.cancelled
@@ -206,9 +225,14 @@ palette's "Return to live run") brings this screen back, console and all.
         assert self.episode is not None
         plan, plan_dir = self.episode
         try:
-            episode, status = run_plan(plan, plan_dir, artifacts_root=get_settings().artifacts_dir,
-                                       control=self.control, on_open=lambda run: self._opened(run.session),
-                                       backend=self.backend)
+            episode, status = run_plan(
+                plan,
+                plan_dir,
+                artifacts_root=get_settings().artifacts_dir,
+                control=self.control,
+                on_open=lambda run: self._opened(run.session),
+                backend=self.backend,
+            )
         except CodeboxError as caught:  # a bad snapshot to restore, found before anything booted
             self.app.call_from_thread(self._finished, None, str(caught), False)
             return
@@ -216,8 +240,9 @@ palette's "Return to live run") brings this screen back, console and all.
         error = outcome.failure_text() if outcome is not None else "the episode did not finish"
         if not error and status == "failed":
             error = "a step of the episode failed (see its episode.step event)"
-        self.app.call_from_thread(self._finished, outcome.bundle_dir if outcome is not None else None, error or None,
-                                  self.control.cancelled)
+        self.app.call_from_thread(
+            self._finished, outcome.bundle_dir if outcome is not None else None, error or None, self.control.cancelled
+        )
 
     @work(thread=True, exclusive=True, group="run")
     def start_evaluation(self) -> None:
@@ -226,18 +251,27 @@ palette's "Return to live run") brings this screen back, console and all.
         assert self.evaluation is not None
         options = dict(self.evaluation)
         plugin, patch, git_range = options.pop("plugin"), options.pop("patch", None), options.pop("git", None)
-        options.update(control=self.control, on_open=lambda run: self._opened(run.session),
-                       artifacts_dir=get_settings().artifacts_dir)
+        options.update(
+            control=self.control,
+            on_open=lambda run: self._opened(run.session),
+            artifacts_dir=get_settings().artifacts_dir,
+        )
         try:
-            outcome = (evaluate_git_range(plugin, git_range, **options) if git_range is not None
-                       else evaluate_patch(plugin, patch, **options))
+            outcome = (
+                evaluate_git_range(plugin, git_range, **options)
+                if git_range is not None
+                else evaluate_patch(plugin, patch, **options)
+            )
         except (CodeboxError, OSError) as caught:  # the patch does not apply, a range that cannot be exported…
             self.app.call_from_thread(self._finished, None, str(caught), self.control.cancelled)
             return
         bundle = Path(outcome["bundleDir"]) if outcome.get("bundleId") else None
         tests = outcome.get("tests") or {}
-        error = None if outcome.get("success") else (
-            f"verdict {tests.get('verdict', '?')}" + (f" ({tests['reason']})" if tests.get("reason") else ""))
+        error = (
+            None
+            if outcome.get("success")
+            else (f"verdict {tests.get('verdict', '?')}" + (f" ({tests['reason']})" if tests.get("reason") else ""))
+        )
         self.app.call_from_thread(self._finished, bundle, error, self.control.cancelled)
 
     def _attach_tail(self, run_dir: Path) -> None:
@@ -248,6 +282,7 @@ palette's "Return to live run") brings this screen back, console and all.
 
     def _attach_console(self, session: Any) -> None:
         """While the preview is held: a console running `codebox exec` commands in it (docs/exec.md)."""
+
         def runner(command: str, caps: list[str]) -> Any:
             return run_exec(session, ExecRequest(command=command, capabilities=caps))
 
@@ -335,8 +370,9 @@ palette's "Return to live run") brings this screen back, console and all.
                 self._stop_sandbox()
                 self.notify("Cancelling: the sandbox is being stopped; evidence so far is kept.")
 
-        self.app.push_screen(ConfirmDialog("Cancel this run?", "The sandbox is stopped; evidence so far is kept."),
-                             confirmed)
+        self.app.push_screen(
+            ConfirmDialog("Cancel this run?", "The sandbox is stopped; evidence so far is kept."), confirmed
+        )
 
     def action_release_hold(self) -> None:
         """End a held preview now: the sandbox is disposed and the bundle captured as usual."""

@@ -43,8 +43,11 @@ bundle that fails is shown as invalid and cannot be approved). `escape` goes bac
     def compose(self) -> ComposeResult:
         yield AppHeader(icon="◆")
         with Vertical():
-            yield Static(f"Verifying {safe_text(self.bundle_dir)} (reading and hashing every file)…",
-                         id="opening-text", markup=False)
+            yield Static(
+                f"Verifying {safe_text(self.bundle_dir)} (reading and hashing every file)…",
+                id="opening-text",
+                markup=False,
+            )
             yield LoadingIndicator()
         yield Footer()
 

@@ -37,8 +37,13 @@ from widgets.keys import key_display
 from widgets.text_lines import TextLines
 
 # The decision bar's hints and the bindings they name (the screen's own and the file tree's `space`).
-DECISION_BINDINGS = {"approve_all": "review.approve_all", "approve_selected": "review.approve_selected",
-                     "discard": "review.discard", "request_changes": "review.iterate", "select": "files.toggle"}
+DECISION_BINDINGS = {
+    "approve_all": "review.approve_all",
+    "approve_selected": "review.approve_selected",
+    "discard": "review.discard",
+    "request_changes": "review.iterate",
+    "select": "files.toggle",
+}
 
 
 @dataclass(frozen=True)
@@ -70,9 +75,15 @@ def prepare_review(bundle_dir: Path) -> ReviewInputs:
         no_decision = data.no_decision_reason(store, bundle_dir)
     finally:
         store.close()
-    return ReviewInputs(bundle=bundle, files=ReviewFiles(bundle.changed_files, bundle.patch), evaluation=evaluation,
-                        evaluation_problem=problem, checks=data.bundle_checks(bundle_dir, bundle.test_results),
-                        revisions=revisions, no_decision=no_decision)
+    return ReviewInputs(
+        bundle=bundle,
+        files=ReviewFiles(bundle.changed_files, bundle.patch),
+        evaluation=evaluation,
+        evaluation_problem=problem,
+        checks=data.bundle_checks(bundle_dir, bundle.test_results),
+        revisions=revisions,
+        no_decision=no_decision,
+    )
 
 
 class ReviewScreen(CodeboxScreen[None]):
@@ -117,8 +128,11 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         Binding("f", "toggle_continuous", "All files / one file", show=False, id="review.continuous"),
         # The diff's own keys act from wherever the review has the focus (the file tree, the tab bar): same ids,
         # so a keymap remaps both at once; while the diff has the focus its own bindings come first.
-        *(Binding(b.key, f"diff({b.action!r})", b.description, show=False, id=b.id)
-          for b in DiffView.BINDINGS if isinstance(b, Binding)),
+        *(
+            Binding(b.key, f"diff({b.action!r})", b.description, show=False, id=b.id)
+            for b in DiffView.BINDINGS
+            if isinstance(b, Binding)
+        ),
     ]
 
     def __init__(self, bundle_dir: Path, inputs: ReviewInputs | None = None, *, tab: str | None = None) -> None:
@@ -136,8 +150,9 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         # one controller per concern, each owning its keys (their actions: comments(…), decide(…), revisions(…))
         self.revisions = ReviewRevisions(self, self.bundle_dir, inputs.revisions)
         self.comment_pane = ReviewComments(self, self.bundle_dir, inputs.revisions)
-        self.decisions = ReviewDecisions(self, self.bundle_dir, self.bundle, self.files, self.comment_pane,
-                                         inputs.no_decision)
+        self.decisions = ReviewDecisions(
+            self, self.bundle_dir, self.bundle, self.files, self.comment_pane, inputs.no_decision
+        )
         self.continuous = False  # all files in one scroll (``f``) instead of one file
         self._seen_path: str | None = None  # the continuous view's current file, last marked viewed
 
@@ -168,11 +183,15 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         short = self.bundle.id.removeprefix("artifact-bundle-sha256-")[:16]
         counts = " · ".join(
             f"[{colour}]{sign}{count} {key}[/]" if count else f"[dim]0 {key}[/]"
-            for count, key, sign, colour in ((stats.added, "added", "+", "green"),
-                                             (stats.modified, "modified", "~", "yellow"),
-                                             (stats.deleted, "deleted", "-", "red")))
-        yield Static(f"[b]bundle {escape(short)}[/b]  {counts}  [dim]{escape(review.summary or '')}[/]",
-                     id="review-title")
+            for count, key, sign, colour in (
+                (stats.added, "added", "+", "green"),
+                (stats.modified, "modified", "~", "yellow"),
+                (stats.deleted, "deleted", "-", "red"),
+            )
+        )
+        yield Static(
+            f"[b]bundle {escape(short)}[/b]  {counts}  [dim]{escape(review.summary or '')}[/]", id="review-title"
+        )
         if self.evaluation is not None or self.evaluation_problem:
             yield Static(self.text.verdict_line(), id="verdict")
         elif self.checks.verdict is not None:
@@ -184,8 +203,11 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             with TabbedContent(id="tabs"):
                 with TabPane("Diff", id="tab-diff"):
                     yield Static("", id="diff-status", markup=False)
-                    yield Input(placeholder="search the diff: enter searches, n / N next / previous, "
-                                            "escape closes", id="diff-search", classes="hidden")
+                    yield Input(
+                        placeholder="search the diff: enter searches, n / N next / previous, escape closes",
+                        id="diff-search",
+                        classes="hidden",
+                    )
                     yield DiffView(id="diff")
                     yield Static("", id="comment-panel", classes="hidden")
                 with TabPane("Tests", id="tab-tests"):
@@ -222,8 +244,11 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         self.comment_pane.load()
         if not self.bundle.valid:
             codes = ", ".join(sorted({v.code for v in self.bundle.verification.violations}))
-            self.notify(f"This bundle failed verification ({codes}); it can be inspected but not approved.",
-                        severity="error", timeout=8)
+            self.notify(
+                f"This bundle failed verification ({codes}); it can be inspected but not approved.",
+                severity="error",
+                timeout=8,
+            )
         tree.focus()
         if self.first_tab is not None:
             self.query_one("#tabs", TabbedContent).active = self.first_tab
@@ -309,15 +334,19 @@ content digest you reviewed; nothing is applied until you choose an adapter.
             view.set_skipped_hunks(frozenset(skipped), path=rel)
         self._seen_path = None
         self.comment_pane.show()
-        self.notify(f"All {len(files)} files in one scroll ({len(collapsed)} viewed, collapsed: z shows one); "
-                    "f: one file at a time.")
+        self.notify(
+            f"All {len(files)} files in one scroll ({len(collapsed)} viewed, collapsed: z shows one); "
+            "f: one file at a time."
+        )
 
     def _decision_keys(self) -> dict[str, str]:
         """The decision keys in force: the app's keymap (docs/settings.md) over the bindings' own keys."""
         keymap = self.app.active_keymap
         defaults = {b.id: b.key for b in [*self.BINDINGS, *ChangedFileTree.BINDINGS] if isinstance(b, Binding) and b.id}
-        return {hint: key_display(key_for(binding_id, defaults[binding_id], keymap))
-                for hint, binding_id in DECISION_BINDINGS.items()}
+        return {
+            hint: key_display(key_for(binding_id, defaults[binding_id], keymap))
+            for hint, binding_id in DECISION_BINDINGS.items()
+        }
 
     # -- search in the diff ------------------------------------------------------------------
     def action_search(self) -> None:
@@ -334,8 +363,7 @@ content digest you reviewed; nothing is applied until you choose an adapter.
         message.input.add_class("hidden")  # the status line shows the term and the count; `/` reopens it
         total = view.search(message.value)
         if message.value and not total:
-            self.notify(f"No match for {safe_text(message.value)!r} in this file.", severity="warning",
-                        markup=False)
+            self.notify(f"No match for {safe_text(message.value)!r} in this file.", severity="warning", markup=False)
         view.focus()
 
     def _close_search(self) -> bool:

@@ -38,8 +38,13 @@ class ReviewComments:
         self.comments: list[data.Comment] = []  # this bundle directory's, in reading order
 
     def act(self, name: str) -> None:
-        {"comment": self.comment, "comment_file": self.comment_file, "edit": self.edit, "delete": self.delete,
-         "copy_feedback": self.copy_feedback}[name]()
+        {
+            "comment": self.comment,
+            "comment_file": self.comment_file,
+            "edit": self.edit,
+            "delete": self.delete,
+            "copy_feedback": self.copy_feedback,
+        }[name]()
 
     @property
     def _view(self) -> DiffView:
@@ -74,10 +79,15 @@ class ReviewComments:
         for c in self.comments + carried_all:
             if c.side != "file" and not c.outdated and c.line_start is not None and c.line_end is not None:
                 on_lines.setdefault(c.path, []).append((c, c.line_start, c.line_end))
-        view.set_marks_by_file({p: [(c.side, first, last, c.kind) for c, first, last in cs]
-                                for p, cs in on_lines.items()})
-        view.set_notes_by_file({p: [(c.side, last, c.kind, f"{c.body}  — {c.author} #{c.id}") for c, _f, last in cs]
-                                for p, cs in on_lines.items()})
+        view.set_marks_by_file(
+            {p: [(c.side, first, last, c.kind) for c, first, last in cs] for p, cs in on_lines.items()}
+        )
+        view.set_notes_by_file(
+            {
+                p: [(c.side, last, c.kind, f"{c.body}  — {c.author} #{c.id}") for c, _f, last in cs]
+                for p, cs in on_lines.items()
+            }
+        )
         panel = self.screen.query_one("#comment-panel", Static)
         shown = list({c.id: c for c in self.at_cursor() + [c for c in mine if c.side == "file"]}.values())
         at = {c.id for c in self.at_cursor(carried)}
@@ -99,8 +109,11 @@ class ReviewComments:
         for c in self.comments if among is None else among:
             if c.path != path or c.side == "file":
                 continue
-            if any((r.kind != "del" and r.new_no is not None and c.covers("new", r.new_no)) or
-                   (r.kind != "add" and r.old_no is not None and c.covers("old", r.old_no)) for r in rows):
+            if any(
+                (r.kind != "del" and r.new_no is not None and c.covers("new", r.new_no))
+                or (r.kind != "add" and r.old_no is not None and c.covers("old", r.old_no))
+                for r in rows
+            ):
                 found.append(c)
         return found
 
@@ -127,8 +140,10 @@ class ReviewComments:
             if answer is None:
                 return
             kind, body = answer
-            comment = call_store(self.screen, lambda store: data.add_comment(
-                store, self.bundle_dir, path=path, kind=kind, body=body, lines=lines))
+            comment = call_store(
+                self.screen,
+                lambda store: data.add_comment(store, self.bundle_dir, path=path, kind=kind, body=body, lines=lines),
+            )
             if comment is not None:
                 self.comments.append(comment)
                 self._view.anchor_row = None
@@ -140,8 +155,11 @@ class ReviewComments:
     def comment(self) -> None:
         lines = self._view.selected_lines()
         if lines is None:
-            self.screen.notify("Put the line cursor on a changed or context line first (J / K or a click); "
-                               "C comments on the whole file.", severity="warning")
+            self.screen.notify(
+                "Put the line cursor on a changed or context line first (J / K or a click); "
+                "C comments on the whole file.",
+                severity="warning",
+            )
             return
         self._ask(lines)
 
@@ -177,22 +195,32 @@ class ReviewComments:
                 self.show()
                 self.screen.notify(f"Deleted comment #{target.id}.")
 
-        self.screen.app.push_screen(ConfirmDialog(
-            "Delete this comment?",
-            f"{target.kind} on {safe_text(target.where())}:\n{safe_text(target.body, keep_newlines=True)}"), done)
+        self.screen.app.push_screen(
+            ConfirmDialog(
+                "Delete this comment?",
+                f"{target.kind} on {safe_text(target.where())}:\n{safe_text(target.body, keep_newlines=True)}",
+            ),
+            done,
+        )
 
     def copy_feedback(self) -> None:
         files = call_store(self.screen, lambda store: data.export_feedback(store, self.bundle_dir))
         if files is not None:
             self.screen.app.copy_to_clipboard(files.text)
-            self.screen.notify(f"Feedback ({len(files.feedback.comments)} comment(s)) copied and written to "
-                               f"{safe_text(files.markdown)} and {safe_text(files.json.name)}.", markup=False,
-                               timeout=8)
+            self.screen.notify(
+                f"Feedback ({len(files.feedback.comments)} comment(s)) copied and written to "
+                f"{safe_text(files.markdown)} and {safe_text(files.json.name)}.",
+                markup=False,
+                timeout=8,
+            )
 
     def feedback_written(self) -> None:
         """After request changes: the comments are now recorded with the decision; say where the feedback is."""
         self.load()
         files = call_store(self.screen, lambda store: data.export_feedback(store, self.bundle_dir))
         if files is not None:
-            self.screen.notify(f"Feedback with {len(files.feedback.comments)} comment(s): {safe_text(files.markdown)}",
-                               markup=False, timeout=8)
+            self.screen.notify(
+                f"Feedback with {len(files.feedback.comments)} comment(s): {safe_text(files.markdown)}",
+                markup=False,
+                timeout=8,
+            )

@@ -38,8 +38,15 @@ class ReviewDecisions:
         Binding("i", "decide('iterate')", "Request changes", show=False, id="review.iterate"),
     ]
 
-    def __init__(self, screen: CodeboxScreen[None], bundle_dir: Path, bundle: LoadedBundle, files: ReviewFiles,
-                 comments: ReviewComments, no_decision: str | None) -> None:
+    def __init__(
+        self,
+        screen: CodeboxScreen[None],
+        bundle_dir: Path,
+        bundle: LoadedBundle,
+        files: ReviewFiles,
+        comments: ReviewComments,
+        no_decision: str | None,
+    ) -> None:
         self.screen = screen
         self.bundle_dir = bundle_dir
         self.bundle = bundle
@@ -51,8 +58,13 @@ class ReviewDecisions:
         self.busy = ""  # what the decision worker is doing; decision keys wait for it
 
     def act(self, name: str) -> None:
-        {"approve_all": self.approve_all, "approve_selected": self.approve_selected, "toggle_hunk": self.toggle_hunk,
-         "discard": self.discard, "iterate": self.iterate}[name]()
+        {
+            "approve_all": self.approve_all,
+            "approve_selected": self.approve_selected,
+            "toggle_hunk": self.toggle_hunk,
+            "discard": self.discard,
+            "iterate": self.iterate,
+        }[name]()
 
     # -- single hunks (docs/contracts.md, "Hunk selection") ------------------------------------------
     def hunk_picks(self, files: list[str]) -> tuple[dict[str, list[int]], set[str]]:
@@ -83,8 +95,11 @@ class ReviewDecisions:
         skipped.symmetric_difference_update({index})
         view.set_skipped_hunks(frozenset(skipped), path=key)
         state = "left out of" if index in skipped else "back in"
-        self.screen.notify(f"{safe_text(key)}: hunk {index + 1} {state} the approval "
-                           f"({total - len(skipped)} of {total} hunks approved).", markup=False)
+        self.screen.notify(
+            f"{safe_text(key)}: hunk {index + 1} {state} the approval "
+            f"({total - len(skipped)} of {total} hunks approved).",
+            markup=False,
+        )
 
     # -- the decision keys ---------------------------------------------------------------------------
     def approve_all(self) -> None:
@@ -109,8 +124,7 @@ class ReviewDecisions:
         hunks, left_out = self.hunk_picks(selected)
         kept = [key for key in selected if key not in left_out]
         if not kept:
-            self.screen.notify("Every hunk of the selected files is left out: nothing to approve.",
-                               severity="warning")
+            self.screen.notify("Every hunk of the selected files is left out: nothing to approve.", severity="warning")
             return
         self.decide("approve-files", files=kept, hunks=hunks or None)
 
@@ -128,8 +142,14 @@ class ReviewDecisions:
         self.screen.app.push_screen(ReasonDialog(), got)
 
     # -- confirm, then record in a worker -------------------------------------------------------------
-    def decide(self, action: str, files: list[str] | None = None, reason: str = "",
-               shown_files: list[str] | None = None, hunks: dict[str, list[int]] | None = None) -> None:
+    def decide(
+        self,
+        action: str,
+        files: list[str] | None = None,
+        reason: str = "",
+        shown_files: list[str] | None = None,
+        hunks: dict[str, list[int]] | None = None,
+    ) -> None:
         if self._refused_while_busy(action) or self._refused_no_decision():
             return
         if action in APPROVALS and not self.bundle.valid:
@@ -138,25 +158,31 @@ class ReviewDecisions:
         # ids shortened the way the title line does (a 64-hex id broke mid-string in an 80-column dialog; the
         # Provenance tab has them whole)
         short_id = self.bundle.id.removeprefix("artifact-bundle-sha256-")[:16]
-        lines = [f"Bundle: {short_id}…", f"Action: {action}", f"Approver: {data.current_user()}",
-                 DIGEST_PLACEHOLDER]
+        lines = [f"Bundle: {short_id}…", f"Action: {action}", f"Approver: {data.current_user()}", DIGEST_PLACEHOLDER]
         listed = files if files is not None else shown_files
         if listed is not None:
             lines.append("Files:")
-            lines += [f"  - {safe_text(f)}" + (f"  ({len(hunks[f])} of {self.hunk_totals[f]} hunks)"
-                                               if hunks and f in hunks else "") for f in listed]
+            lines += [
+                f"  - {safe_text(f)}"
+                + (f"  ({len(hunks[f])} of {self.hunk_totals[f]} hunks)" if hunks and f in hunks else "")
+                for f in listed
+            ]
         if reason:
             lines.append(f"Reason: {reason}")
         issues = self.comments.open_issues
         if issues and action in APPROVALS:
             places = ", ".join(safe_text(c.where()) for c in issues[:3]) + (" …" if len(issues) > 3 else "")
-            lines[:0] = [f"⚠ {len(issues)} open issue comment{'s' if len(issues) != 1 else ''} "
-                         f"(must change): {places}", ""]
+            lines[:0] = [
+                f"⚠ {len(issues)} open issue comment{'s' if len(issues) != 1 else ''} (must change): {places}",
+                "",
+            ]
 
         def verified() -> str:
             """In the dialog's worker: the Mode B digest (every changed byte hashed) and the store's warning."""
-            full = [f"Content digest (Mode B): {self._content_digest_b()[:16]}…" if line is DIGEST_PLACEHOLDER
-                    else line for line in lines]
+            full = [
+                f"Content digest (Mode B): {self._content_digest_b()[:16]}…" if line is DIGEST_PLACEHOLDER else line
+                for line in lines
+            ]
             warning = data.decision_warning(self.bundle_dir)  # already discarded or applied: say so first
             return "\n".join([f"⚠ {warning}", "", *full] if warning else full)
 
@@ -164,8 +190,9 @@ class ReviewDecisions:
             if not confirmed or self._refused_while_busy(action):
                 return
             self._set_busy(f"Verifying the bundle and recording {action}…")
-            self.screen.run_worker(lambda: self._record(action, files, reason, hunks), thread=True,
-                                   exclusive=True, group="decide")
+            self.screen.run_worker(
+                lambda: self._record(action, files, reason, hunks), thread=True, exclusive=True, group="decide"
+            )
 
         waiting = [line for line in lines if line is not DIGEST_PLACEHOLDER]
         self.screen.app.push_screen(ConfirmDialog("Record this decision?", "\n".join(waiting), verify=verified), done)
@@ -194,8 +221,10 @@ class ReviewDecisions:
         store = data.open_store()
         decision: data.Decision | None
         try:
-            decision, problem = data.decide(store, self.bundle_dir, action, files=files, reason=reason,
-                                            hunks=hunks), None
+            decision, problem = (
+                data.decide(store, self.bundle_dir, action, files=files, reason=reason, hunks=hunks),
+                None,
+            )
         except Exception as error:  # a store refusal is shown, never a traceback
             decision, problem = None, safe_text(error)
         finally:
@@ -205,8 +234,7 @@ class ReviewDecisions:
     def _decided(self, action: str, decision: data.Decision | None, problem: str | None) -> None:
         self._set_busy("")
         if decision is None:
-            self.screen.notify(problem or "The decision was not recorded.", severity="error", timeout=8,
-                               markup=False)
+            self.screen.notify(problem or "The decision was not recorded.", severity="error", timeout=8, markup=False)
             return
         self.screen.query_one(DecisionBar).decision = f"{action} (#{decision.id})"
         self.screen.notify(f"Recorded {action} as decision #{decision.id}.")

@@ -28,9 +28,15 @@ def escape(value: object) -> str:
     return _markup_escape(safe_text(value))
 
 
-VERDICT_STYLES = {"improvement": ("green", "✔"), "regression": ("red", "✘"), "neutral": ("white", "="),
-                  "untested": ("yellow", "?"), "plugin-broken": ("red", "✘"),
-                  "still-failing": ("yellow", "!"), "partial": ("yellow", "~")}  # the last two: older bundles
+VERDICT_STYLES = {
+    "improvement": ("green", "✔"),
+    "regression": ("red", "✘"),
+    "neutral": ("white", "="),
+    "untested": ("yellow", "?"),
+    "plugin-broken": ("red", "✘"),
+    "still-failing": ("yellow", "!"),
+    "partial": ("yellow", "~"),
+}  # the last two: older bundles
 
 
 _SITE_STYLES = {"+": Style(color="green"), "-": Style(color="red"), "~": Style(color="yellow")}
@@ -69,12 +75,16 @@ class ReviewText:
         parts = [f"[b {colour}]{mark} {verdict.upper()}[/]"]  # verdict and numbers first, names last
         if ev.get("applied") is False:
             parts.append("[red]did not apply[/]")
-        parts.append(f"fixed {len(tests.get('fixed', []))} · broken {len(tests.get('broken', []))} · "
-                     f"still failing {len(tests.get('stillFailing', []))}")
+        parts.append(
+            f"fixed {len(tests.get('fixed', []))} · broken {len(tests.get('broken', []))} · "
+            f"still failing {len(tests.get('stillFailing', []))}"
+        )
         before, after = tests.get("before"), tests.get("after")
         if isinstance(before, dict) and isinstance(after, dict):
-            parts.append(f"passed {before.get('passed', 0)}/{before.get('tests', 0)} → "
-                         f"{after.get('passed', 0)}/{after.get('tests', 0)}")
+            parts.append(
+                f"passed {before.get('passed', 0)}/{before.get('tests', 0)} → "
+                f"{after.get('passed', 0)}/{after.get('tests', 0)}"
+            )
         parts.append(f"[dim]t: tests · patch {escape(str(ev.get('patch', '')))}[/]")
         return "  ".join(parts)
 
@@ -126,13 +136,19 @@ class ReviewText:
         flags = self.bundle.review.riskFlags
         uncaptured = sum(1 for s in self.bundle.skipped if s.reason == "changed-in-skipped-directory")
         shown = [escape(f) + (f" ({uncaptured})" if f == "changes-in-uncaptured-directories" else "") for f in flags]
-        return f"[b yellow]⚠ {len(flags)} risk{'s' if len(flags) != 1 else ''}:[/] " + " · ".join(shown) + \
-            "  [dim](Provenance tab)[/]"
+        return (
+            f"[b yellow]⚠ {len(flags)} risk{'s' if len(flags) != 1 else ''}:[/] "
+            + " · ".join(shown)
+            + "  [dim](Provenance tab)[/]"
+        )
 
     def delta_lines(self) -> list[str]:
         if self.evaluation is None:
-            return [f"[red]Patch evaluation unreadable:[/] {escape(self.evaluation_problem or '')}", ""] \
-                if self.evaluation_problem else []
+            return (
+                [f"[red]Patch evaluation unreadable:[/] {escape(self.evaluation_problem or '')}", ""]
+                if self.evaluation_problem
+                else []
+            )
         tests = self.evaluation["tests"]
         verdict = str(tests["verdict"])
         colour, mark = VERDICT_STYLES.get(verdict, ("white", "•"))
@@ -148,18 +164,24 @@ class ReviewText:
         if isinstance(split, dict) and split.get("testsRunBefore") is True and isinstance(split.get("testFiles"), list):
             files = ", ".join(escape(str(f)) for f in split["testFiles"])
             lines.append(f"  [dim]the patch's tests ({files}) also ran on the old code[/]")
-        for key, label, style in (("fixed", "Fixed", "green"), ("broken", "Broken", "red"),
-                                  ("stillFailing", "Still failing", "yellow"), ("added", "Added", "cyan"),
-                                  ("removed", "Removed", "dim")):
+        for key, label, style in (
+            ("fixed", "Fixed", "green"),
+            ("broken", "Broken", "red"),
+            ("stillFailing", "Still failing", "yellow"),
+            ("added", "Added", "cyan"),
+            ("removed", "Removed", "dim"),
+        ):
             names = tests.get(key) or []
             lines.append(f"  [{style}]{label} ({len(names)})[/]" + (":" if names else ""))
             lines += [f"    {escape(str(name))}" for name in names]
         for phase in ("before", "after"):
             counts = tests.get(phase)
             if isinstance(counts, dict):
-                lines.append(f"  {phase:<6} {counts.get('status')}: {counts.get('passed', 0)} passed, "
-                             f"{counts.get('failed', 0)} failed, {counts.get('skipped', 0)} skipped "
-                             f"of {counts.get('tests', 0)}")
+                lines.append(
+                    f"  {phase:<6} {counts.get('status')}: {counts.get('passed', 0)} passed, "
+                    f"{counts.get('failed', 0)} failed, {counts.get('skipped', 0)} skipped "
+                    f"of {counts.get('tests', 0)}"
+                )
         return [*lines, ""]
 
     def tests_text(self) -> str:
@@ -170,14 +192,17 @@ class ReviewText:
         if sides:  # a suite ran before and after a patch: each side's totals, never one merged status
             lines += [f"[b]Tests {escape(t.line())}[/b]" for t in sides]
         else:
-            lines.append(f"[b]Tests: {escape(tests.status)}[/b]  total {escape(summary.total)} · "
-                         f"passed {escape(summary.passed)} · failed {escape(summary.failed)} · "
-                         f"skipped {escape(summary.skipped)}")
+            lines.append(
+                f"[b]Tests: {escape(tests.status)}[/b]  total {escape(summary.total)} · "
+                f"passed {escape(summary.passed)} · failed {escape(summary.failed)} · "
+                f"skipped {escape(summary.skipped)}"
+            )
         for suite in tests.suites:
             lines.append(f"\n[b]{escape(suite.name)}[/b] ({escape(suite.phase or '')}) {escape(suite.status)}")
             for case in suite.cases:
                 mark = {"passed": "[green]✔[/]", "failed": "[red]✘[/]", "error": "[red]✘[/]"}.get(
-                    case.status, "[dim]-[/]")
+                    case.status, "[dim]-[/]"
+                )
                 lines.append(f"  {mark} {escape(case.classname or '')}::{escape(case.name)}")
                 if case.message:
                     lines.append(f"      [red]{escape(case.message)}[/]")
@@ -200,8 +225,11 @@ class ReviewText:
     def provenance_text(self) -> str:
         meta = self.bundle.metadata
         verification = self.bundle.verification
-        lines = [f"[b]Bundle[/b] {escape(self.bundle.id)}", f"[b]Path[/b] {escape(self.bundle_dir)}",
-                 f"[b]Verified[/b] {'yes' if verification.valid else 'NO'}"]
+        lines = [
+            f"[b]Bundle[/b] {escape(self.bundle.id)}",
+            f"[b]Path[/b] {escape(self.bundle_dir)}",
+            f"[b]Verified[/b] {'yes' if verification.valid else 'NO'}",
+        ]
         for violation in verification.violations[:20]:
             lines.append(f"  [red]{escape(violation.code)}[/] {escape(violation.path)}: {escape(violation.message)}")
         problems = self.bundle.read_problems
@@ -219,8 +247,10 @@ class ReviewText:
             lines.append(f"[b][yellow]Risk[/][/b] {escape(flag)}")
         skipped = self.bundle.skipped
         if skipped:
-            lines.append(f"[b]Not captured[/b] ({len(skipped)}): content not in the bundle; changes inside "
-                         "uncaptured folders (.git, node_modules) are listed so they can be checked by hand")
+            lines.append(
+                f"[b]Not captured[/b] ({len(skipped)}): content not in the bundle; changes inside "
+                "uncaptured folders (.git, node_modules) are listed so they can be checked by hand"
+            )
             for entry in skipped[:200]:
                 change = f" [yellow]{escape(entry.change)}[/]" if entry.change else ""
                 lines.append(f"  {escape(entry.relativePath)}{change} [dim]{escape(entry.reason)}[/]")
@@ -237,22 +267,27 @@ def comment_colour(kind: str) -> str:
     return colour.name if colour is not None else "white"
 
 
-def comment_panel_text(shown: list[Comment], others: int, from_before: list[Comment],
-                       revision_of: dict[int, int]) -> str:
+def comment_panel_text(
+    shown: list[Comment], others: int, from_before: list[Comment], revision_of: dict[int, int]
+) -> str:
     """The panel under the diff: ``shown`` (the comments at the cursor and the file's file comments), how many
     ``others`` the file has, and ``from_before`` (earlier revisions' comments here; ``revision_of`` maps a
     bundle key to its revision number)."""
     lines = []
     for c in shown:
         sent = f" [dim](sent with decision #{c.decision_id})[/]" if c.decision_id is not None else ""
-        lines.append(f"[b {comment_colour(c.kind)}]● {c.kind}[/] [dim]#{c.id} {escape(c.where())} · "
-                     f"{escape(c.author)}[/]{sent}\n  {escape(c.body)}")
+        lines.append(
+            f"[b {comment_colour(c.kind)}]● {c.kind}[/] [dim]#{c.id} {escape(c.where())} · "
+            f"{escape(c.author)}[/]{sent}\n  {escape(c.body)}"
+        )
     if others:
         lines.append(f"[dim]{others} more comment(s) on this file: the ● lines[/]")
     for c in from_before:
         state = "[b yellow]outdated[/] " if c.outdated else ""
-        lines.append(f"[dim]revision {revision_of.get(c.bundle_key, 0)}:[/] {state}[b]{c.kind}[/] "
-                     f"[dim]#{c.id} {escape(c.where())}[/]\n  {escape(c.body)}")
+        lines.append(
+            f"[dim]revision {revision_of.get(c.bundle_key, 0)}:[/] {state}[b]{c.kind}[/] "
+            f"[dim]#{c.id} {escape(c.where())}[/]\n  {escape(c.body)}"
+        )
     return "\n".join(lines)
 
 
@@ -280,13 +315,18 @@ def revisions_text(view: RevisionView) -> str:
         tests = r.tests
         delta = ""
         if "total" in tests and "total" in previous:
-            change = [f"{key} {tests.get(key, 0) - previous.get(key, 0):+d}" for key in ("passed", "failed")
-                      if tests.get(key, 0) != previous.get(key, 0)]
+            change = [
+                f"{key} {tests.get(key, 0) - previous.get(key, 0):+d}"
+                for key in ("passed", "failed")
+                if tests.get(key, 0) != previous.get(key, 0)
+            ]
             delta = f" [dim]({', '.join(change) or 'same as before'})[/]"
         verdict = f" · verdict {escape(r.verdict)}" if r.verdict else ""
         linked = f" [dim]linked by {r.how}[/]" if r.how else ""
-        lines.append(f"  {r.number}. {r.bundle.ref} [dim]{r.bundle.content_digest[:12]}[/] {escape(decision)} · "
-                     f"{escape(_tests_summary(tests))}{delta}{verdict}{linked}{here}")
+        lines.append(
+            f"  {r.number}. {r.bundle.ref} [dim]{r.bundle.content_digest[:12]}[/] {escape(decision)} · "
+            f"{escape(_tests_summary(tests))}{delta}{verdict}{linked}{here}"
+        )
         previous = tests
     if view.carried:
         outdated = sum(1 for c in view.carried if c.outdated)
@@ -297,8 +337,10 @@ def revisions_text(view: RevisionView) -> str:
     if view.base is None:
         lines += ["", "This is the first revision; later ones are listed above."]
         return "\n".join(lines)
-    lines += ["", f"[b]What changed since revision {view.base.number}[/b]"
-                  f"{' (the one reviewed)' if view.base.decision else ''}"]
+    lines += [
+        "",
+        f"[b]What changed since revision {view.base.number}[/b]{' (the one reviewed)' if view.base.decision else ''}",
+    ]
     for f in view.interdiff:
         lines.append(f"[{_INTERDIFF_COLOURS.get(f.change, 'red')}]{f.change:<20}[/] {escape(f.path)}")
         for line in f.lines[:INTERDIFF_SHOWN_LINES]:

@@ -43,27 +43,48 @@ def _site_mounts(request: RunRequest) -> list[SiteMount]:
     out = []
     for mount in request.mounts:
         if mount.live:
-            raise BadInputError(f"--mount {mount.source}: a site's mounts are copied into its snapshot; :live "
-                                "(write-through) has no meaning here", code="site-live-mount", field="mount")
+            raise BadInputError(
+                f"--mount {mount.source}: a site's mounts are copied into its snapshot; :live "
+                "(write-through) has no meaning here",
+                code="site-live-mount",
+                field="mount",
+            )
         source = Path(mount.source).resolve()
         if not source.is_dir():
-            raise BadInputError(f"--mount {mount.source}: a site mounts folders only", code="site-mount-not-folder",
-                                field="mount")
-        out.append(SiteMount(source=str(source), target=mount.target, mode=mount.mode,
-                             digest=folder_digest(source)))
+            raise BadInputError(
+                f"--mount {mount.source}: a site mounts folders only", code="site-mount-not-folder", field="mount"
+            )
+        out.append(SiteMount(source=str(source), target=mount.target, mode=mount.mode, digest=folder_digest(source)))
     return out
 
 
-def create_site(mounts: list[str], *, blueprint: dict[str, Any] | None, wp: str, php: str | None,
-                backend: str | None, caller: str, boot_timeout_s: float | None = None,
-                progress: ProgressListener | None = None, force: bool = False) -> CreatedSite:
-    request = settle_runtime(RunRequest(mounts=mounts_from_text(mounts), wp=wp, php=php, backend=backend,
-                                        blueprint=blueprint, boot_timeout_s=boot_timeout_s, capture=False,
-                                        flow="site-create"))
+def create_site(
+    mounts: list[str],
+    *,
+    blueprint: dict[str, Any] | None,
+    wp: str,
+    php: str | None,
+    backend: str | None,
+    caller: str,
+    boot_timeout_s: float | None = None,
+    progress: ProgressListener | None = None,
+    force: bool = False,
+) -> CreatedSite:
+    request = settle_runtime(
+        RunRequest(
+            mounts=mounts_from_text(mounts),
+            wp=wp,
+            php=php,
+            backend=backend,
+            blueprint=blueprint,
+            boot_timeout_s=boot_timeout_s,
+            capture=False,
+            flow="site-create",
+        )
+    )
     check_request(request)
     assert request.php is not None and request.backend in ("playground", "native")
-    runtime = SiteRuntime(backend=request.backend, wp=wp, wordpressVersion=resolve_build(wp).version,
-                          php=request.php)
+    runtime = SiteRuntime(backend=request.backend, wp=wp, wordpressVersion=resolve_build(wp).version, php=request.php)
     site_mounts = _site_mounts(request)
     digest = source_digest(runtime, site_mounts, blueprint)
     site_id = site_id_for(caller, digest)
@@ -90,6 +111,14 @@ def open_request(site_id: str) -> RunRequest:
     snapshot = load_verified_snapshot(record)
     mounts = mounts_from_text([f"{m.source}:{m.target}:{m.mode}" for m in record.mounts])
     rt = record.runtime
-    return RunRequest(mounts=mounts, wp=rt.wp, php=rt.php, backend=rt.backend, restore=snapshot,
-                      restore_source=f"site {site_id}", flow="site-open", warm=True,
-                      metadata={"site": site_id})
+    return RunRequest(
+        mounts=mounts,
+        wp=rt.wp,
+        php=rt.php,
+        backend=rt.backend,
+        restore=snapshot,
+        restore_source=f"site {site_id}",
+        flow="site-open",
+        warm=True,
+        metadata={"site": site_id},
+    )

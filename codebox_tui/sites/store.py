@@ -55,8 +55,12 @@ def sites_dir() -> Path:
 def site_dir(site_id: str) -> Path:
     """The folder of ``site_id``; an id that is not ``prepared-<16 hex>`` is refused (it names a folder)."""
     if not re.fullmatch(SITE_ID_PATTERN, site_id):
-        raise BadInputError(f"site id {site_id!r} is not a Codebox site id (prepared-<16 hex>, from `codebox site "
-                            "create` or `codebox site list`)", code="invalid-site-id", field="site_id")
+        raise BadInputError(
+            f"site id {site_id!r} is not a Codebox site id (prepared-<16 hex>, from `codebox site "
+            "create` or `codebox site list`)",
+            code="invalid-site-id",
+            field="site_id",
+        )
     return sites_dir() / site_id
 
 
@@ -66,26 +70,40 @@ def folder_digest(folder: Path) -> str:
     sha256, sorted; symlinks and the folder's own ``.git`` left out, as the private copy leaves them out."""
     entries: list[dict[str, Any]] = []
     for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not (d == ".git" and Path(root) == folder)
-                         and not os.path.islink(os.path.join(root, d)))
+        dirs[:] = sorted(
+            d for d in dirs if not (d == ".git" and Path(root) == folder) and not os.path.islink(os.path.join(root, d))
+        )
         for name in sorted(files):
             path = Path(root, name)
             info = path.lstat()
             if not stat.S_ISREG(info.st_mode):
                 continue
-            entries.append({"path": path.relative_to(folder).as_posix(), "mode": stat.S_IMODE(info.st_mode),
-                            "sha256": sha256_hex(read_regular(path))})
+            entries.append(
+                {
+                    "path": path.relative_to(folder).as_posix(),
+                    "mode": stat.S_IMODE(info.st_mode),
+                    "sha256": sha256_hex(read_regular(path)),
+                }
+            )
     return sha256_hex(stable_json(entries))
 
 
 def source_digest(runtime: SiteRuntime, mounts: list[SiteMount], blueprint: dict[str, Any] | None) -> str:
     """The hash of the normalised inputs: backend, WordPress build, PHP, each mount's target, mode and content,
     and the blueprint (host paths are not part of it: the same folder moved is the same site)."""
-    return sha256_hex(stable_json({
-        "runtime": {"backend": runtime.backend, "wordpressVersion": runtime.wordpressVersion, "php": runtime.php},
-        "mounts": [{"target": m.target, "mode": m.mode, "digest": m.digest} for m in mounts],
-        "blueprint": blueprint,
-    }))
+    return sha256_hex(
+        stable_json(
+            {
+                "runtime": {
+                    "backend": runtime.backend,
+                    "wordpressVersion": runtime.wordpressVersion,
+                    "php": runtime.php,
+                },
+                "mounts": [{"target": m.target, "mode": m.mode, "digest": m.digest} for m in mounts],
+                "blueprint": blueprint,
+            }
+        )
+    )
 
 
 def site_id_for(caller: str, digest: str) -> str:
@@ -94,13 +112,22 @@ def site_id_for(caller: str, digest: str) -> str:
 
 
 def handle(site_id: str, caller: str, digest: str) -> ContainedSite:
-    return ContainedSite(site_id=site_id, caller_id=caller, source_digest=Digest(value=digest),
-                         recovery=Recovery(input=RecoveryInput(cache_key=site_id, source_digest=digest)))
+    return ContainedSite(
+        site_id=site_id,
+        caller_id=caller,
+        source_digest=Digest(value=digest),
+        recovery=Recovery(input=RecoveryInput(cache_key=site_id, source_digest=digest)),
+    )
 
 
 # -- writing -----------------------------------------------------------------------------------------------
-def save_site(site: ContainedSite, runtime: SiteRuntime, mounts: list[SiteMount], blueprint: dict[str, Any] | None,
-              snapshot: RuntimeSnapshot) -> SiteRecord:
+def save_site(
+    site: ContainedSite,
+    runtime: SiteRuntime,
+    mounts: list[SiteMount],
+    blueprint: dict[str, Any] | None,
+    snapshot: RuntimeSnapshot,
+) -> SiteRecord:
     """Write the site's snapshot (document + blobs) and its record into a fresh folder, then put the folder in
     place in one rename (a half-written site is never seen; an older copy of the same site is replaced)."""
     root = sites_dir()
@@ -110,19 +137,28 @@ def save_site(site: ContainedSite, runtime: SiteRuntime, mounts: list[SiteMount]
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(mode=0o700)
     try:
+
         def write_blob(rel: str, data: bytes) -> None:
             path = staging / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
 
         document = externalize_files(snapshot, write_blob)
-        data = (json.dumps(document.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=True)
-                + "\n").encode("utf-8")
+        data = (
+            json.dumps(document.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=True) + "\n"
+        ).encode("utf-8")
         (staging / SNAPSHOT_FILE).write_bytes(data)
-        record = SiteRecord(site=site, createdAt=utc_now_iso(), runtime=runtime, mounts=mounts, blueprint=blueprint,
-                            snapshot=SiteSnapshotRef(id=snapshot.id, sha256=sha256_hex(data), bytes=len(data)))
-        (staging / RECORD_FILE).write_text(record.model_dump_json(by_alias=True, exclude_none=True, indent=2) + "\n",
-                                           encoding="utf-8")
+        record = SiteRecord(
+            site=site,
+            createdAt=utc_now_iso(),
+            runtime=runtime,
+            mounts=mounts,
+            blueprint=blueprint,
+            snapshot=SiteSnapshotRef(id=snapshot.id, sha256=sha256_hex(data), bytes=len(data)),
+        )
+        (staging / RECORD_FILE).write_text(
+            record.model_dump_json(by_alias=True, exclude_none=True, indent=2) + "\n", encoding="utf-8"
+        )
         if final.exists():
             shutil.rmtree(final)
         staging.rename(final)
@@ -154,19 +190,22 @@ def read_record(site_id: str) -> SiteRecord:
     try:
         data = read_regular(path, MAX_RECORD_BYTES)
     except FileNotFoundError:
-        raise SiteMiss(f"no prepared site {site_id} (create it with `codebox site create`)",
-                       code="site-not-found", field="site_id") from None
+        raise SiteMiss(
+            f"no prepared site {site_id} (create it with `codebox site create`)", code="site-not-found", field="site_id"
+        ) from None
     except (OSError, UnsafeFileError) as error:
         raise SiteMiss(f"{path}: cannot be read: {error}", code="site-record-unreadable", field=RECORD_FILE) from None
     try:
         record = SiteRecord.model_validate_json(data)
     except ValidationError as error:
         first = error.errors()[0]
-        raise SiteMiss(f"{path}: {'.'.join(map(str, first['loc']))}: {first['msg']}", code="site-record-invalid",
-                       field=RECORD_FILE) from None
+        raise SiteMiss(
+            f"{path}: {'.'.join(map(str, first['loc']))}: {first['msg']}", code="site-record-invalid", field=RECORD_FILE
+        ) from None
     if record.site.site_id != site_id:
-        raise SiteMiss(f"{path} names another site ({record.site.site_id})", code="site-record-invalid",
-                       field="site.site_id")
+        raise SiteMiss(
+            f"{path} names another site ({record.site.site_id})", code="site-record-invalid", field="site.site_id"
+        )
     return record
 
 
@@ -177,21 +216,33 @@ def load_verified_snapshot(record: SiteRecord) -> RuntimeSnapshot:
     try:
         data = read_regular(folder / SNAPSHOT_FILE, MAX_SNAPSHOT_DOCUMENT_BYTES)
     except (OSError, UnsafeFileError) as error:
-        raise SiteMiss(f"the snapshot of {record.site.site_id} cannot be read: {error}",
-                       code="site-snapshot-missing", field=SNAPSHOT_FILE) from None
+        raise SiteMiss(
+            f"the snapshot of {record.site.site_id} cannot be read: {error}",
+            code="site-snapshot-missing",
+            field=SNAPSHOT_FILE,
+        ) from None
     if len(data) != record.snapshot.bytes or sha256_hex(data) != record.snapshot.sha256:
-        raise ConflictError(f"the snapshot of {record.site.site_id} was changed after Codebox wrote it (its sha256 "
-                            "is not the one in site.json); remove it with `codebox site rm` and create it again",
-                            code="site-snapshot-tampered", field=SNAPSHOT_FILE)
+        raise ConflictError(
+            f"the snapshot of {record.site.site_id} was changed after Codebox wrote it (its sha256 "
+            "is not the one in site.json); remove it with `codebox site rm` and create it again",
+            code="site-snapshot-tampered",
+            field=SNAPSHOT_FILE,
+        )
     try:
         snapshot = parse_snapshot(data, SNAPSHOT_FILE)
         if snapshot.id != record.snapshot.id:
-            raise BadInputError(f"{SNAPSHOT_FILE} is snapshot {snapshot.id}, site.json names {record.snapshot.id}",
-                                code="snapshot-digest-mismatch", field="id")
+            raise BadInputError(
+                f"{SNAPSHOT_FILE} is snapshot {snapshot.id}, site.json names {record.snapshot.id}",
+                code="snapshot-digest-mismatch",
+                field="id",
+            )
         return inline_blobs(snapshot, folder, SNAPSHOT_FILE)
     except BadInputError as error:  # a blob missing or not hashing to its entry's sha256
-        raise ConflictError(f"the snapshot of {record.site.site_id} does not verify: {error.message}",
-                            code="site-snapshot-tampered", field=error.field) from None
+        raise ConflictError(
+            f"the snapshot of {record.site.site_id} does not verify: {error.message}",
+            code="site-snapshot-tampered",
+            field=error.field,
+        ) from None
 
 
 def site_status(site_id: str, *, expected_digest: str | None = None) -> ContainedSiteStatus:
@@ -202,14 +253,17 @@ def site_status(site_id: str, *, expected_digest: str | None = None) -> Containe
     try:
         record = read_record(site_id)
         if expected_digest is not None and record.site.source_digest.value != expected_digest:
-            raise SiteMiss(f"{site_id} was prepared from other inputs (source digest "
-                           f"{record.site.source_digest.value[:12]}…)", code="site-source-changed")
+            raise SiteMiss(
+                f"{site_id} was prepared from other inputs (source digest {record.site.source_digest.value[:12]}…)",
+                code="site-source-changed",
+            )
         load_verified_snapshot(record)
     except CodeboxError as error:
         return ContainedSiteStatus(site_id=site_id, status="miss", reason=error.message)
     digest = record.site.source_digest.value
-    return ContainedSiteStatus(site_id=site_id, status="recoverable", blueprint_ref=BlueprintRef(
-        ref=f"prepared:{site_id}:{digest}"))
+    return ContainedSiteStatus(
+        site_id=site_id, status="recoverable", blueprint_ref=BlueprintRef(ref=f"prepared:{site_id}:{digest}")
+    )
 
 
 @dataclass
@@ -239,6 +293,13 @@ def site_rows() -> list[SiteRow]:
             rows.append(SiteRow(path.name, "", "", "", 0, problem=error.message))
             continue
         rt = record.runtime
-        rows.append(SiteRow(path.name, record.site.caller_id, record.createdAt,
-                            f"{rt.backend} · WordPress {rt.wordpressVersion} · PHP {rt.php}", len(record.mounts)))
+        rows.append(
+            SiteRow(
+                path.name,
+                record.site.caller_id,
+                record.createdAt,
+                f"{rt.backend} · WordPress {rt.wordpressVersion} · PHP {rt.php}",
+                len(record.mounts),
+            )
+        )
     return sorted(rows, key=lambda row: row.created_at, reverse=True)

@@ -59,8 +59,9 @@ def what_to_replace(task: dict[str, Any]) -> tuple[str, str] | None:
 
 def patch_for(path: str, before: str, after: str) -> str:
     rel = path.removeprefix("/workspace/")
-    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                 f"a/{rel}", f"b/{rel}")
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{rel}", f"b/{rel}"
+    )
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
@@ -70,7 +71,7 @@ def main() -> None:
     tools = set(first["tool_bridge"]["allowed_tools"])
     pair = what_to_replace(task)
     if pair is None:
-        finish("failed", "the task does not say what to replace (context.find/replace or 'replace \"A\" with \"B\"')")
+        finish("failed", 'the task does not say what to replace (context.find/replace or \'replace "A" with "B"\')')
         return
     find, replace = pair
     listing = call("workspace.list", {"depth": 3})
@@ -98,8 +99,9 @@ def main() -> None:
         before = read["output"]["content"]
         patched = call("workspace.patch", {"patch": patch_for(path, before, before.replace(find, replace))})
         if patched["status"] != "ok":
-            finish("failed", f"the patch for {path} was refused: {patched['error']['code']}: "
-                             f"{patched['error']['message']}")
+            finish(
+                "failed", f"the patch for {path} was refused: {patched['error']['code']}: {patched['error']['message']}"
+            )
             return
         changed.append(path)
     diff = call("workspace.diff", {})

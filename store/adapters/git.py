@@ -33,7 +33,9 @@ def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
     except HostGitError as error:
         raise ConflictError(f"git {args[0]} failed: {error}", code="git-failed", field="--target") from error
     done = subprocess.CompletedProcess(
-        raw.args, raw.returncode, raw.stdout.decode("utf-8", errors="replace"),
+        raw.args,
+        raw.returncode,
+        raw.stdout.decode("utf-8", errors="replace"),
         raw.stderr.decode("utf-8", errors="replace"),
     )
     if check and done.returncode != 0:
@@ -73,6 +75,7 @@ class GitAdapter(ApplyAdapter):
                 raise BadInputError(f"{branch!r} is not a valid branch name", code="branch-invalid", field="--branch")
             if _git(toplevel, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False).returncode == 0:
                 raise ConflictError(f"branch {branch!r} already exists", code="branch-exists", field="--branch")
+
         def baseline(change: ApprovedChange) -> tuple[bytes, str] | None:
             base = threeway.baseline_from_bundle(plan.bundle_dir, change)
             if base is not None:
@@ -81,7 +84,9 @@ class GitAdapter(ApplyAdapter):
             return (blob, "git") if blob is not None else None
 
         planned = plan.plan_writes(
-            root, allow_binary=True, three_way=threeway.enabled(plan.options, self.three_way_default),
+            root,
+            allow_binary=True,
+            three_way=threeway.enabled(plan.options, self.three_way_default),
             baseline=baseline,
         )  # before-hash conflicts (or three-way merges) and exact after bytes, nothing written yet
         patch_bytes = _patch_for(plan, planned)
@@ -233,7 +238,8 @@ def _expected_modes(plan: ApplyPlan, root: Path) -> dict[str, str]:
                 refused.append(f"{change.relative_path} ({match.group(1).decode()}, approved {want})")
     if refused:
         raise ConflictError(
-            "the patch changes the mode of file(s) beyond what was approved: " + ", ".join(refused)
+            "the patch changes the mode of file(s) beyond what was approved: "
+            + ", ".join(refused)
             + "; nothing was written",
             code="unapproved-mode-change",
             field="--target",
@@ -274,6 +280,9 @@ def _message(plan: ApplyPlan) -> str:
         f"Codebox-Content-Digest: {plan.content_digest}",
         f"Approved-by: {decision.approver}",
     ]
-    lines += [f"Codebox-Partial: {f.relative_path} ({len(f.hunks)} approved hunk(s))"
-              for f in plan.files if f.hunks is not None]  # docs/contracts.md, "Hunk selection"
+    lines += [
+        f"Codebox-Partial: {f.relative_path} ({len(f.hunks)} approved hunk(s))"
+        for f in plan.files
+        if f.hunks is not None
+    ]  # docs/contracts.md, "Hunk selection"
     return "\n".join(lines) + "\n"

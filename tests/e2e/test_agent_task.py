@@ -49,7 +49,8 @@ def _plugin(tmp_path: Path) -> Path:
 def _agent_script(tmp_path: Path, body: str) -> list[str]:
     """A throw-away agent speaking the protocol, with ``call`` / ``send`` helpers."""
     script = tmp_path / "agent.py"
-    script.write_text(textwrap.dedent("""\
+    script.write_text(
+        textwrap.dedent("""\
         import json, os, sys
         def send(m):
             sys.stdout.write(json.dumps(m) + "\\n"); sys.stdout.flush()
@@ -58,15 +59,28 @@ def _agent_script(tmp_path: Path, body: str) -> list[str]:
             send({"type": "tool_call", "id": str(n[0]), "tool": tool, "input": data})
             return json.loads(sys.stdin.readline())["result"]
         first = json.loads(sys.stdin.readline())
-        """) + textwrap.dedent(body))
+        """)
+        + textwrap.dedent(body)
+    )
     return [sys.executable, str(script)]
 
 
-def _request(tmp_path: Path, agent: list[str] | AgentSpec, goal: str = "replace \"Hello\" with \"Howdy\"",
-             backend: str = "native", **fields: Any) -> AgentTaskRequest:
+def _request(
+    tmp_path: Path,
+    agent: list[str] | AgentSpec,
+    goal: str = 'replace "Hello" with "Howdy"',
+    backend: str = "native",
+    **fields: Any,
+) -> AgentTaskRequest:
     spec = agent if isinstance(agent, AgentSpec) else AgentSpec(kind="command", argv=agent)
-    return AgentTaskRequest(task=TaskInput(goal=goal), workspaces=[{"source": _plugin(tmp_path), "target": TARGET}],
-                            agent=spec, artifacts_root=tmp_path / "artifacts", backend=backend, **fields)
+    return AgentTaskRequest(
+        task=TaskInput(goal=goal),
+        workspaces=[{"source": _plugin(tmp_path), "target": TARGET}],
+        agent=spec,
+        artifacts_root=tmp_path / "artifacts",
+        backend=backend,
+        **fields,
+    )
 
 
 def _ran_natively(bundle: Path | None) -> Path:
@@ -85,20 +99,28 @@ def _check_documents(bundle: Path) -> None:
     import jsonschema
 
     listed = {f["path"] for f in _doc(bundle, "manifest.json")["files"]}
-    for name, schema_id in (("files/completion-outcome.json", "wp-codebox/sandbox-completion-outcome/v1"),
-                            ("files/agent-result.json", "wp-codebox/agent-result/v1"),
-                            ("files/transcript.json", "wp-codebox/agent-transcript/v1"),
-                            ("files/sandbox-session.json", "wp-codebox/sandbox-session/v1"),
-                            ("files/tool-bridge.json", "wp-codebox/tool-bridge/v1"),
-                            ("files/task-input.json", "wp-codebox/task-input/v1")):
+    for name, schema_id in (
+        ("files/completion-outcome.json", "wp-codebox/sandbox-completion-outcome/v1"),
+        ("files/agent-result.json", "wp-codebox/agent-result/v1"),
+        ("files/transcript.json", "wp-codebox/agent-transcript/v1"),
+        ("files/sandbox-session.json", "wp-codebox/sandbox-session/v1"),
+        ("files/tool-bridge.json", "wp-codebox/tool-bridge/v1"),
+        ("files/task-input.json", "wp-codebox/task-input/v1"),
+    ):
         assert name in listed
         jsonschema.Draft202012Validator(generate_json_schema(schema_id)).validate(_doc(bundle, name))
 
 
 def test_the_example_agent_completes_a_task_with_an_actionable_reviewable_bundle(
-        tmp_path: Path, codebox_home: Path) -> None:
-    request = _request(tmp_path, [sys.executable, str(EXAMPLE_AGENT)], sandbox_session_id="caller-session-7",
-                       session_id="conv-1", orchestrator=Orchestrator(type="test-plane", id="orch-1", job_id="job-9"))
+    tmp_path: Path, codebox_home: Path
+) -> None:
+    request = _request(
+        tmp_path,
+        [sys.executable, str(EXAMPLE_AGENT)],
+        sandbox_session_id="caller-session-7",
+        session_id="conv-1",
+        orchestrator=Orchestrator(type="test-plane", id="orch-1", job_id="job-9"),
+    )
     outcome = run_agent_task(request)
 
     assert outcome.exit_code == 0, outcome.to_json()
@@ -106,20 +128,29 @@ def test_the_example_agent_completes_a_task_with_an_actionable_reviewable_bundle
     assert verify_bundle(bundle).valid
     _check_documents(bundle)
     completion = _doc(bundle, "files/completion-outcome.json")
-    assert (completion["status"], completion["confidence"], completion["nextAction"]) == ("succeeded", "high",
-                                                                                         "promote")
+    assert (completion["status"], completion["confidence"], completion["nextAction"]) == (
+        "succeeded",
+        "high",
+        "promote",
+    )
     assert completion["provenance"]["artifactBundleId"] == outcome.bundle_id
     result = _doc(bundle, "files/agent-result.json")
     assert result["actionable"] is True and result["changedFiles"]["paths"] == ["simple-plugin.php"]
     assert result["patch"]["bytes"] == len((bundle / "files/patch.diff").read_bytes()) > 0
     assert "Howdy, %s!" in (bundle / "files/patch.diff").read_text()
     transcript = _doc(bundle, "files/transcript.json")
-    assert [c["tool"] for c in transcript["toolCalls"]] == ["workspace.list", "workspace.grep", "workspace.read",
-                                                            "workspace.patch", "workspace.diff"]
+    assert [c["tool"] for c in transcript["toolCalls"]] == [
+        "workspace.list",
+        "workspace.grep",
+        "workspace.read",
+        "workspace.patch",
+        "workspace.diff",
+    ]
     assert all(c["status"] == "ok" for c in transcript["toolCalls"])
     events = [json.loads(line) for line in (bundle / "events.jsonl").read_text().splitlines()]
     assert [e["data"]["tool"] for e in events if e["type"] == "agent.tool-call"] == [
-        c["tool"] for c in transcript["toolCalls"]]
+        c["tool"] for c in transcript["toolCalls"]
+    ]
     assert transcript["executions"][0]["exitCode"] == 0 and transcript["executions"][0]["parsed"]["type"] == "final"
     # the envelope echoes the caller's ids, in the bundle and in the call's JSON
     session = _doc(bundle, "files/sandbox-session.json")
@@ -139,27 +170,36 @@ def test_the_example_agent_completes_a_task_with_an_actionable_reviewable_bundle
     assert "simple-plugin.php" in shown.stdout
 
 
-def test_a_task_with_nothing_to_change_is_an_explicit_non_actionable_no_op(
-        tmp_path: Path) -> None:
-    outcome = run_agent_task(_request(tmp_path, [sys.executable, str(EXAMPLE_AGENT)],
-                                      goal="replace \"no-such-text-anywhere\" with \"x\""))
+def test_a_task_with_nothing_to_change_is_an_explicit_non_actionable_no_op(tmp_path: Path) -> None:
+    outcome = run_agent_task(
+        _request(tmp_path, [sys.executable, str(EXAMPLE_AGENT)], goal='replace "no-such-text-anywhere" with "x"')
+    )
 
     assert outcome.exit_code == 0
     result, completion = outcome.agent_result, outcome.completion_outcome
     assert result is not None and completion is not None
     assert (result.actionable, result.noOpReason, result.changedFiles.count, result.patch.bytes) == (
-        False, "no_file_changes", 0, 0)
+        False,
+        "no_file_changes",
+        0,
+        0,
+    )
     assert (completion.status, completion.nextAction, completion.confidence) == ("partial", "review", "medium")
     assert verify_bundle(_ran_natively(outcome.bundle_dir)).valid
 
 
-@pytest.mark.parametrize(("body", "timeout_s", "expected"), [
-    ("sys.stderr.write('giving up\\n'); sys.exit(3)\n", 60, "exited with 3"),
-    ("import signal; os.kill(os.getpid(), signal.SIGSEGV)\n", 60, "killed by signal 11"),
-    ("import time; time.sleep(600)\n", 2, "did not finish within 2 s"),
-], ids=["non-zero", "crash", "timeout"])
-def test_a_failing_agent_gets_an_honest_failed_outcome(tmp_path: Path, body: str,
-                                                        timeout_s: float, expected: str) -> None:
+@pytest.mark.parametrize(
+    ("body", "timeout_s", "expected"),
+    [
+        ("sys.stderr.write('giving up\\n'); sys.exit(3)\n", 60, "exited with 3"),
+        ("import signal; os.kill(os.getpid(), signal.SIGSEGV)\n", 60, "killed by signal 11"),
+        ("import time; time.sleep(600)\n", 2, "did not finish within 2 s"),
+    ],
+    ids=["non-zero", "crash", "timeout"],
+)
+def test_a_failing_agent_gets_an_honest_failed_outcome(
+    tmp_path: Path, body: str, timeout_s: float, expected: str
+) -> None:
     outcome = run_agent_task(_request(tmp_path, _agent_script(tmp_path, body), timeout_s=timeout_s))
 
     assert outcome.exit_code == 1 and outcome.status == "failed"
@@ -173,14 +213,21 @@ def test_a_failing_agent_gets_an_honest_failed_outcome(tmp_path: Path, body: str
         assert "giving up" in _doc(outcome.bundle_dir, "files/transcript.json")["executions"][0]["stderr"]
 
 
-def test_denied_tools_and_schema_violations_are_structured_errors_in_the_transcript(
-        tmp_path: Path) -> None:
+def test_denied_tools_and_schema_violations_are_structured_errors_in_the_transcript(tmp_path: Path) -> None:
     registry = default_registry()
-    registry.register(HostTool("host.bad-echo", "Returns output that breaks its own schema.",
-                               {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
-                               {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
-                               "read", lambda data, ctx: {"n": "not a number"}))
-    agent = _agent_script(tmp_path, """\
+    registry.register(
+        HostTool(
+            "host.bad-echo",
+            "Returns output that breaks its own schema.",
+            {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+            {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+            "read",
+            lambda data, ctx: {"n": "not a number"},
+        )
+    )
+    agent = _agent_script(
+        tmp_path,
+        """\
         results = [call("workspace.write", {"path": "simple-plugin/x.txt", "content": "x"}),
                    call("no.such-tool", {}),
                    call("workspace.read", {"pathh": "simple-plugin/simple-plugin.php"}),
@@ -189,12 +236,19 @@ def test_denied_tools_and_schema_violations_are_structured_errors_in_the_transcr
                    call("workspace.read", {"path": "simple-plugin/simple-plugin.php"})]
         codes = [r.get("error", {}).get("code", "ok") for r in results]
         send({"type": "final", "status": "failed", "summary": ",".join(codes)})
-        """)
+        """,
+    )
     outcome = run_agent_task(_request(tmp_path, agent, tools=["workspace.read", "host.bad-echo"]), registry=registry)
 
     assert outcome.agent_result is not None and outcome.completion_outcome is not None
-    expected = ["host-tool-denied", "host-tool-unknown", "host-tool-invalid-input", "host-tool-invalid-output",
-                "host-tool-invalid-input", "ok"]
+    expected = [
+        "host-tool-denied",
+        "host-tool-unknown",
+        "host-tool-invalid-input",
+        "host-tool-invalid-output",
+        "host-tool-invalid-input",
+        "ok",
+    ]
     assert outcome.agent_result.agentSummary == ",".join(expected)
     bundle = _ran_natively(outcome.bundle_dir)
     calls = _doc(bundle, "files/transcript.json")["toolCalls"]
@@ -210,8 +264,11 @@ def test_denied_tools_and_schema_violations_are_structured_errors_in_the_transcr
     assert bridge["allowed_tools"] == ["workspace.read", "host.bad-echo"]
     hidden = {e["id"]: e["reason"] for e in bridge["metadata"]["notExposed"]}
     assert hidden["workspace.write"] == "denied" and hidden["git.push"] == "denied"
-    assert {t["id"] for t in bridge["sandbox_tool_policy"]["tools"]} >= {"workspace.write", "git.push",
-                                                                          "artifacts.apply"}
+    assert {t["id"] for t in bridge["sandbox_tool_policy"]["tools"]} >= {
+        "workspace.write",
+        "git.push",
+        "artifacts.apply",
+    }
 
 
 PHP_AGENT = """<?php
@@ -227,8 +284,9 @@ def _php_agent_task(tmp_path: Path, backend: str) -> Path:
     is checked and its bundle returned."""
     script = tmp_path / "agent.php"
     script.write_text(PHP_AGENT)
-    outcome = run_agent_task(_request(tmp_path, AgentSpec(kind="php", php_file=script), goal="say bonjour",
-                                      backend=backend))
+    outcome = run_agent_task(
+        _request(tmp_path, AgentSpec(kind="php", php_file=script), goal="say bonjour", backend=backend)
+    )
 
     assert outcome.exit_code == 0, outcome.to_json()
     assert outcome.agent_result is not None and outcome.agent_result.actionable
@@ -253,7 +311,9 @@ def test_a_secret_never_appears_in_any_output(codebox_home: Path, tmp_path: Path
     secret = "s3cr3t-agent-value-9d2f71"
     plugin = _plugin(tmp_path)
     (plugin / "config.txt").write_text(f"api_key={secret}\n")  # the user's own file holds the key
-    agent = _agent_script(tmp_path, """\
+    agent = _agent_script(
+        tmp_path,
+        """\
         read = call("workspace.read", {"path": "simple-plugin/config.txt"})
         found = call("workspace.grep", {"pattern": "api_key", "path": "simple-plugin"})
         content = read["output"]["content"]
@@ -261,18 +321,46 @@ def test_a_secret_never_appears_in_any_output(codebox_home: Path, tmp_path: Path
         call("workspace.write", {"path": "simple-plugin/echo.txt", "content": content + json.dumps(found)})
         leak = "leaked" if "CODEBOX_AGENT_TEST_SECRET" in os.environ else "clean"
         send({"type": "final", "status": "completed", "summary": leak + " " + content})
-        """)
+        """,
+    )
     task = tmp_path / "task.json"
     task.write_text(json.dumps({"goal": "echo the config", "context": {"note": "no secrets here"}}))
     env = {**os.environ, "CODEBOX_AGENT_TEST_SECRET": secret}
     proc = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "agent-task", "--task", str(task), "--workspace", f"{plugin}:{TARGET}",
-         "--agent", " ".join(agent), "--backend", "native", "--artifacts", str(tmp_path / "artifacts"), "--json",
-         "--sandbox-session-id", "secret-test", "--policy",
-         json.dumps({"commands": ["wordpress.run-php", "workspace.read", "workspace.grep", "workspace.write"],
-                     "secrets": ["CODEBOX_AGENT_TEST_SECRET"]}),
-         "--tools", "workspace.read,workspace.grep,workspace.write"],
-        capture_output=True, text=True, timeout=600, env=env, cwd=REPO)
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "agent-task",
+            "--task",
+            str(task),
+            "--workspace",
+            f"{plugin}:{TARGET}",
+            "--agent",
+            " ".join(agent),
+            "--backend",
+            "native",
+            "--artifacts",
+            str(tmp_path / "artifacts"),
+            "--json",
+            "--sandbox-session-id",
+            "secret-test",
+            "--policy",
+            json.dumps(
+                {
+                    "commands": ["wordpress.run-php", "workspace.read", "workspace.grep", "workspace.write"],
+                    "secrets": ["CODEBOX_AGENT_TEST_SECRET"],
+                }
+            ),
+            "--tools",
+            "workspace.read,workspace.grep,workspace.write",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=REPO,
+    )
 
     assert proc.returncode == 0, proc.stderr + proc.stdout
     doc = json.loads(proc.stdout)
@@ -280,7 +368,9 @@ def test_a_secret_never_appears_in_any_output(codebox_home: Path, tmp_path: Path
     bundle = _ran_natively(Path(doc["artifacts"]["directory"]))
     assert doc["agent_result"]["actionable"] is True  # it wrote echo.txt (with the redacted text it was given)
     assert secret not in proc.stdout and secret not in proc.stderr
-    offenders = [str(p.relative_to(bundle)) for p in bundle.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+    offenders = [
+        str(p.relative_to(bundle)) for p in bundle.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()
+    ]
     assert offenders == []
     transcript = (bundle / "files/transcript.json").read_text()
     assert "api_key=" in transcript and "CODEBOX_AGENT_TEST_SECRET" not in transcript
@@ -291,12 +381,14 @@ def test_json_items_name_the_path_of_a_bad_field(tmp_path: Path) -> None:
 
     base = {"task": "do it", "workspaces": [f"{_plugin(tmp_path)}:{TARGET}"], "agent": [sys.executable, "-V"]}
     assert agent_task_request_from_json(base).task.goal == "do it"
-    for patch, where in (({"task": {"goal": "x", "code": "<?php"}}, "$.task.code"),
-                         ({"workspaces": [f"{tmp_path}:/elsewhere"]}, "$.workspaces[0]"),
-                         ({"timeout": "soon"}, "$.timeout"),
-                         ({"agent": "no-such-program-xyz"}, "$.agent"),
-                         ({"orchestrator": {"type": 3}}, "$.orchestrator.type"),
-                         ({"extra": 1}, "$.extra")):
+    for patch, where in (
+        ({"task": {"goal": "x", "code": "<?php"}}, "$.task.code"),
+        ({"workspaces": [f"{tmp_path}:/elsewhere"]}, "$.workspaces[0]"),
+        ({"timeout": "soon"}, "$.timeout"),
+        ({"agent": "no-such-program-xyz"}, "$.agent"),
+        ({"orchestrator": {"type": 3}}, "$.orchestrator.type"),
+        ({"extra": 1}, "$.extra"),
+    ):
         with pytest.raises(BadInputError) as caught:
             agent_task_request_from_json({**base, **patch})
         assert caught.value.field == where, (patch, caught.value)
@@ -308,8 +400,14 @@ def test_json_item_paths_are_relative_to_the_batch_folder(tmp_path: Path) -> Non
     (batch / "agents" / "a.py").write_text("print('hi')\n")
     _plugin(batch)
     request = agent_task_request_from_json(
-        {"task": "x", "workspaces": ["simple-plugin", {"source": "simple-plugin", "target": "/workspace/two"}],
-         "agent": ["python3", "agents/a.py"], "artifacts": "out"}, base_dir=batch)
+        {
+            "task": "x",
+            "workspaces": ["simple-plugin", {"source": "simple-plugin", "target": "/workspace/two"}],
+            "agent": ["python3", "agents/a.py"],
+            "artifacts": "out",
+        },
+        base_dir=batch,
+    )
     assert [w.source for w in request.workspaces] == [(batch / "simple-plugin").resolve(), batch / "simple-plugin"]
     assert request.workspaces[0].target == TARGET
     assert request.agent.argv == ["python3", str(batch / "agents" / "a.py")]
@@ -322,14 +420,28 @@ def test_a_cancelled_task_stops_the_agent_and_still_leaves_its_evidence(tmp_path
     control = RunControl()
     registry = default_registry()
     loose = {"type": "object"}
-    registry.register(HostTool("test.cancel", "Cancels the task (what a user's Ctrl-C or a batch's cancel does).",
-                               loose, loose, "read", lambda data, ctx: control.cancel("stopped by the test") or {}))
-    agent = _agent_script(tmp_path, """\
+    registry.register(
+        HostTool(
+            "test.cancel",
+            "Cancels the task (what a user's Ctrl-C or a batch's cancel does).",
+            loose,
+            loose,
+            "read",
+            lambda data, ctx: control.cancel("stopped by the test") or {},
+        )
+    )
+    agent = _agent_script(
+        tmp_path,
+        """\
         call("test.cancel", {})
         import time; time.sleep(600)
-        """)
-    outcome = run_agent_task(_request(tmp_path, agent, tools=["test.cancel"], sandbox_session_id="to-cancel"),
-                             control=control, registry=registry)
+        """,
+    )
+    outcome = run_agent_task(
+        _request(tmp_path, agent, tools=["test.cancel"], sandbox_session_id="to-cancel"),
+        control=control,
+        registry=registry,
+    )
 
     assert outcome.exit_code == 130 and outcome.status == "cancelled"
     assert outcome.agent_result is not None and outcome.agent_result.status == "failed"

@@ -131,10 +131,6 @@ def test_tampered_bundle_is_refused_and_target_untouched(tmp_path: Path, store: 
     assert tree(target) == before
 
 
-
-
-
-
 def test_digest_mismatch_is_refused_even_when_the_bundle_verifies(tmp_path: Path, store: Store) -> None:
     cap = capture(tmp_path)
     decision = decide(store, str(cap.bundle_dir), "approve", approver="ana")
@@ -231,8 +227,6 @@ def test_discard_and_iterate_are_not_applicable_and_keep_evidence(tmp_path: Path
 
 
 # -- git adapter ----------------------------------------------------------------------------
-
-
 
 
 def test_git_adapter_commits_the_approved_subset_on_a_new_branch(tmp_path: Path, store: Store) -> None:
@@ -430,8 +424,9 @@ def test_a_decision_recorded_before_sandbox_paths_still_applies(tmp_path: Path, 
     from store.content import read_content
 
     digest = read_content(cap.bundle_dir).content_digest
-    old = store.record_decision(record.key, "approve-files", approver="ana", approved_files=["demo.php"],
-                                content_digest=digest)
+    old = store.record_decision(
+        record.key, "approve-files", approver="ana", approved_files=["demo.php"], content_digest=digest
+    )
     assert old.approved_relative_paths is None
     new = decide(store, f"@{record.key}", "approve-files", approver="ana", files=["demo.php"])
     assert new.approved_files == [MOUNT_TARGET + "/demo.php"] and new.approved_relative_paths == ["demo.php"]
@@ -448,17 +443,28 @@ def test_the_approval_hints_the_adapter_that_will_accept_it(tmp_path: Path) -> N
     logo = bytes(range(256)) * 8 + b"\x00\xff"
     cap = capture(tmp_path, {**CHANGES, "assets/logo.png": logo})
     home = tmp_path / "cli-home"
-    text_only = codebox(home, "review", "approve-files", str(cap.bundle_dir), "--file", "demo.php",
-                        "--approver", "ana")
+    text_only = codebox(home, "review", "approve-files", str(cap.bundle_dir), "--file", "demo.php", "--approver", "ana")
     assert text_only.returncode == 0, text_only.stderr
     assert "--adapter directory --target <folder>" in text_only.stderr, text_only.stderr
-    with_binary = codebox(home, "review", "approve-files", str(cap.bundle_dir), "--file", "assets/logo.png",
-                          "--file", "demo.php", "--approver", "ana")
+    with_binary = codebox(
+        home,
+        "review",
+        "approve-files",
+        str(cap.bundle_dir),
+        "--file",
+        "assets/logo.png",
+        "--file",
+        "demo.php",
+        "--approver",
+        "ana",
+    )
     assert with_binary.returncode == 0, with_binary.stderr
     hint = next(line for line in with_binary.stderr.splitlines() if "apply it with" in line)
     assert "--adapter git --target <git work tree>" in hint and "assets/logo.png" in hint, hint
     decision_id = hint.split("codebox apply ")[1].split()[0]
-    refused = codebox(home, "apply", decision_id, "--adapter", "directory", "--target", str(fresh_target(cap, tmp_path)))
+    refused = codebox(
+        home, "apply", decision_id, "--adapter", "directory", "--target", str(fresh_target(cap, tmp_path))
+    )
     assert refused.returncode != 0 and "binary file" in refused.stdout + refused.stderr
     repo = git_repo(cap, tmp_path)
     applied = codebox(home, "apply", decision_id, "--adapter", "git", "--target", str(repo))

@@ -55,8 +55,9 @@ def test_directory_adapter_writes_only_the_approved_hunks(tmp_path: Path, store:
 def test_git_and_patch_adapters_apply_the_same_subset(tmp_path: Path, store: Store) -> None:
     cap = captured(tmp_path)
     register_bundle(store, cap.bundle_dir)
-    decision = decide(store, str(cap.bundle_dir), "approve-files", approver="ana", files=["readme.txt"],
-                      hunks={"big.txt": [2]})
+    decision = decide(
+        store, str(cap.bundle_dir), "approve-files", approver="ana", files=["readme.txt"], hunks={"big.txt": [2]}
+    )
     assert decision.approved_relative_paths == ["readme.txt", "big.txt"]
     repo = git_repo(cap, tmp_path)
     result = apply_decision(store, decision.id, "git", repo, options={"commit": "true"})
@@ -91,7 +92,10 @@ def test_an_unknown_hunk_hash_refuses_and_writes_nothing(tmp_path: Path, store: 
     record = register_bundle(store, cap.bundle_dir)
     content = read_content(cap.bundle_dir)
     decision = store.record_decision(
-        record.key, "approve-files", approver="ana", approved_files=["big.txt", "demo.php"],
+        record.key,
+        "approve-files",
+        approver="ana",
+        approved_files=["big.txt", "demo.php"],
         approved_relative_paths=["big.txt", "demo.php"],
         approved_hunks={"big.txt": [content.hunks("big.txt")[0].sha256, "0" * 64]},
         content_digest=content.content_digest,
@@ -111,7 +115,10 @@ def test_hunks_of_a_file_that_is_not_approved_are_refused_when_recorded(tmp_path
     content = read_content(cap.bundle_dir)
     with pytest.raises(BadInputError) as caught:
         store.record_decision(
-            record.key, "approve-files", approver="ana", approved_files=["demo.php"],
+            record.key,
+            "approve-files",
+            approver="ana",
+            approved_files=["demo.php"],
             approved_relative_paths=["demo.php"],
             approved_hunks={"big.txt": [content.hunks("big.txt")[0].sha256]},
             content_digest=content.content_digest,
@@ -148,8 +155,19 @@ def test_cli_show_numbers_hunks_and_approve_hunk_applies_exactly_them(tmp_path: 
     bad = codebox(home, "review", "approve", str(cap.bundle_dir), "--hunk", "big.txt", "--json")
     assert bad.returncode == 2 and json.loads(bad.stdout)["error"]["field"] == "--hunk"
 
-    made = codebox(home, "review", "approve-files", str(cap.bundle_dir), "--hunk", "big.txt:3",
-                   "--hunk", "big.txt:1", "--approver", "ana", "--json")
+    made = codebox(
+        home,
+        "review",
+        "approve-files",
+        str(cap.bundle_dir),
+        "--hunk",
+        "big.txt:3",
+        "--hunk",
+        "big.txt:1",
+        "--approver",
+        "ana",
+        "--json",
+    )
     assert made.returncode == 0, made.stdout + made.stderr
     decision = json.loads(made.stdout)
     assert decision["approved_relative_paths"] == ["big.txt"]
@@ -159,13 +177,11 @@ def test_cli_show_numbers_hunks_and_approve_hunk_applies_exactly_them(tmp_path: 
 
     target = tmp_path / "target"
     shutil.copytree(cap.baseline, target)
-    applied = codebox(home, "apply", str(decision["id"]), "--adapter", "directory", "--target", str(target),
-                      "--json")
+    applied = codebox(home, "apply", str(decision["id"]), "--adapter", "directory", "--target", str(target), "--json")
     assert applied.returncode == 0, applied.stderr
     assert json.loads(applied.stdout)["applied_files"] == ["big.txt"]
     assert (target / "big.txt").read_bytes() == big_after({3, 37})
     assert (target / "demo.php").read_bytes() == BASELINE["demo.php"]
-
 
 
 def test_hunk_headers_are_printed_without_terminal_controls() -> None:

@@ -83,9 +83,7 @@ def test_git_merges_approved_hunks_into_a_file_edited_elsewhere(tmp_path: Path, 
     assert stored.target["three_way"]["merged_files"] == 1  # kept with the decision
 
 
-def test_git_refuses_a_conflicting_hunk_and_leaves_the_work_tree_byte_identical(
-    tmp_path: Path, store: Store
-) -> None:
+def test_git_refuses_a_conflicting_hunk_and_leaves_the_work_tree_byte_identical(tmp_path: Path, store: Store) -> None:
     cap = captured(tmp_path)
     register_bundle(store, cap.bundle_dir)
     decision = decide(store, str(cap.bundle_dir), "approve", approver="ana")
@@ -108,9 +106,7 @@ def test_git_refuses_a_conflicting_hunk_and_leaves_the_work_tree_byte_identical(
     assert not list(repo.rglob("*.orig")) and b"<<<<<<<" not in (repo / "big.txt").read_bytes()
 
 
-def test_partial_approval_merges_only_the_approved_hunks_into_a_moved_target(
-    tmp_path: Path, store: Store
-) -> None:
+def test_partial_approval_merges_only_the_approved_hunks_into_a_moved_target(tmp_path: Path, store: Store) -> None:
     """The maintainer changed line 20, which only the unapproved hunk 2 touches: hunks 1 and 3 merge."""
     cap = captured(tmp_path)
     register_bundle(store, cap.bundle_dir)
@@ -174,8 +170,9 @@ def test_directory_is_strict_by_default_and_merges_with_3way(tmp_path: Path, sto
 def test_directory_3way_refuses_a_conflict_and_writes_nothing(tmp_path: Path, store: Store) -> None:
     cap = captured(tmp_path)
     register_bundle(store, cap.bundle_dir)
-    decision = decide(store, str(cap.bundle_dir), "approve-files", approver="ana", files=["demo.php"],
-                      hunks={"big.txt": [3]})
+    decision = decide(
+        store, str(cap.bundle_dir), "approve-files", approver="ana", files=["demo.php"], hunks={"big.txt": [3]}
+    )
     target = tmp_path / "target"
     shutil.copytree(cap.baseline, target)
     (target / "big.txt").write_bytes(edited(BIG_BEFORE, 37, b"the maintainer kept line 37\n"))

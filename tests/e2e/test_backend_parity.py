@@ -35,8 +35,14 @@ PROBE_STEP, WP_CLI_STEP = EXAMPLE_STEPS, EXAMPLE_STEPS + 1  # the two steps adde
 
 def _codebox(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     (tmp_path / "tmp").mkdir(exist_ok=True)
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, "TMPDIR": str(tmp_path / "tmp"), **(env or {})}, timeout=1200)
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path / "tmp"), **(env or {})},
+        timeout=1200,
+    )
 
 
 def _changed(run_dir: Path) -> list[tuple[str, str, str | None, str | None]]:
@@ -47,8 +53,11 @@ def _changed(run_dir: Path) -> list[tuple[str, str, str | None, str | None]]:
 def _test_results(run_dir: Path) -> tuple[Any, Any, list[tuple[Any, ...]]]:
     """The bundle's test results: overall status, totals, and every case (with the side it ran on, if any)."""
     results = json.loads((run_dir / "files" / "test-results.json").read_text())
-    cases = sorted((suite.get("phase"), suite["name"], case["name"], case["status"]) for suite in results["suites"]
-                   for case in suite["cases"])
+    cases = sorted(
+        (suite.get("phase"), suite["name"], case["name"], case["status"])
+        for suite in results["suites"]
+        for case in suite["cases"]
+    )
     return results["status"], results["summary"], cases
 
 
@@ -67,15 +76,19 @@ def recipe_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     plugin = root / "simple-plugin"
     shutil.copytree(EXAMPLE_PLUGIN, plugin)
     probe = root / "probe.php"
-    probe.write_text((EXAMPLE_PLUGIN / "probe.php").read_text() + "\nfile_put_contents(WP_PLUGIN_DIR . "
-                     "'/simple-plugin/parity-note.txt', 'the same on both');\nunlink(WP_PLUGIN_DIR . "
-                     "'/simple-plugin/probe.php');\n")
+    probe.write_text(
+        (EXAMPLE_PLUGIN / "probe.php").read_text() + "\nfile_put_contents(WP_PLUGIN_DIR . "
+        "'/simple-plugin/parity-note.txt', 'the same on both');\nunlink(WP_PLUGIN_DIR . "
+        "'/simple-plugin/probe.php');\n"
+    )
     recipe = json.loads(RECIPE.read_text())
     for mount in recipe["inputs"]["mounts"]:  # the example's sources are relative to its own folder
         mount["source"] = str((RECIPE.parent / mount["source"]).resolve())
     recipe["inputs"]["mounts"].append({"source": str(plugin), "target": PLUGIN_TARGET, "mode": "readwrite"})
-    recipe["workflow"]["steps"] += [{"command": "wordpress.run-php", "args": [f"code-file={probe}"]},
-                                    {"command": "wordpress.wp-cli", "args": ["command=option get blogname"]}]
+    recipe["workflow"]["steps"] += [
+        {"command": "wordpress.run-php", "args": [f"code-file={probe}"]},
+        {"command": "wordpress.wp-cli", "args": ["command=option get blogname"]},
+    ]
     recipe_file = root / "plugin-probe-and-more.json"
     recipe_file.write_text(json.dumps(recipe))
     before = {p.name: p.read_bytes() for p in plugin.iterdir() if p.is_file()}
@@ -83,8 +96,18 @@ def recipe_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for backend in BACKENDS:
         work = root / backend
         work.mkdir()
-        out = _codebox(work, "recipe-run", str(recipe_file), "--backend", backend, "--artifacts",
-                       str(work / "artifacts"), "--json", "-q", env={"CODEBOX_WP_CLI_PHAR": str(WP_CLI_PHAR)})
+        out = _codebox(
+            work,
+            "recipe-run",
+            str(recipe_file),
+            "--backend",
+            backend,
+            "--artifacts",
+            str(work / "artifacts"),
+            "--json",
+            "-q",
+            env={"CODEBOX_WP_CLI_PHAR": str(WP_CLI_PHAR)},
+        )
         doc = json.loads(out.stdout)
         bundle = Path(doc["bundleDir"])
         assert json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"] == RECORDED[backend]
@@ -99,8 +122,12 @@ def _step_meaning(run: dict[str, Any], index: int) -> dict[str, Any]:
     assert index < len(run["commands"]), (run["doc"]["failures"], run["doc"]["stepFailures"])  # the run stopped
     command = run["commands"][index]
     envelope = command.get("result") or {}
-    return {"command": command["command"], "exit": command["exitCode"], "status": envelope.get("status"),
-            "stdout": command["stdout"]}
+    return {
+        "command": command["command"],
+        "exit": command["exitCode"],
+        "status": envelope.get("status"),
+        "stdout": command["stdout"],
+    }
 
 
 @pytest.mark.timeout(900)  # the first test of the two recipe runs: they are made for it
@@ -115,7 +142,9 @@ def test_a_run_php_probe_with_a_copy_on_write_edit_means_the_same(recipe_runs: d
     changed = {b: _changed(recipe_runs[b]["bundle"]) for b in BACKENDS}
     assert changed["native"] == changed["playground"]
     assert {(path.rsplit("/", 1)[1], status) for path, status, _, _ in changed["native"]} == {
-        ("parity-note.txt", "added"), ("probe.php", "deleted")}
+        ("parity-note.txt", "added"),
+        ("probe.php", "deleted"),
+    }
     plugin = recipe_runs["plugin"]
     assert {p.name: p.read_bytes() for p in plugin.iterdir() if p.is_file()} == recipe_runs["before"]  # copy-on-write
 
@@ -134,17 +163,27 @@ def test_a_recipe_without_browser_steps_means_the_same(recipe_runs: dict[str, An
     for backend in BACKENDS:
         run = recipe_runs[backend]
         doc = run["doc"]
-        outcomes[backend] = {"exit": run["exit"], "success": doc["success"], "status": doc["status"],
-                             "failures": doc["failures"], "changed": _changed(run["bundle"]),
-                             "tests": _test_results(run["bundle"]),
-                             "steps": [(e.get("command"), e.get("exitCode")) for e in doc["executions"]],
-                             "example steps": [_step_meaning(run, i) for i in range(EXAMPLE_STEPS)
-                                               if run["commands"][i]["command"] != "inspect-mounted-inputs"]}
+        outcomes[backend] = {
+            "exit": run["exit"],
+            "success": doc["success"],
+            "status": doc["status"],
+            "failures": doc["failures"],
+            "changed": _changed(run["bundle"]),
+            "tests": _test_results(run["bundle"]),
+            "steps": [(e.get("command"), e.get("exitCode")) for e in doc["executions"]],
+            "example steps": [
+                _step_meaning(run, i)
+                for i in range(EXAMPLE_STEPS)
+                if run["commands"][i]["command"] != "inspect-mounted-inputs"
+            ],
+        }
     assert outcomes["native"] == outcomes["playground"]
     assert outcomes["native"]["success"] is True
     assert [command for command, _ in outcomes["native"]["steps"]] == [
         *(step["command"] for step in json.loads(RECIPE.read_text())["workflow"]["steps"]),
-        "wordpress.run-php", "wordpress.wp-cli"]
+        "wordpress.run-php",
+        "wordpress.wp-cli",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -157,9 +196,21 @@ def evaluations(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for backend in BACKENDS:
         work = root / backend
         work.mkdir()
-        out = _codebox(work, "evaluate-patch", "--backend", backend, "--plugin", str(BUGGY_COUNTER), "--patch",
-                       str(REPO / "examples" / "patches" / "buggy-counter-fix.patch"), "--artifacts",
-                       str(work / "artifacts"), "--json", "-q", env=env)
+        out = _codebox(
+            work,
+            "evaluate-patch",
+            "--backend",
+            backend,
+            "--plugin",
+            str(BUGGY_COUNTER),
+            "--patch",
+            str(REPO / "examples" / "patches" / "buggy-counter-fix.patch"),
+            "--artifacts",
+            str(work / "artifacts"),
+            "--json",
+            "-q",
+            env=env,
+        )
         doc = json.loads(out.stdout)
         run_dir = Path(doc["bundleDir"])
         assert json.loads((run_dir / "metadata.json").read_text())["runtime"]["backend"] == RECORDED[backend]
@@ -174,11 +225,19 @@ def test_phpunit_of_buggy_counter_means_the_same(evaluations: dict[str, Any]) ->
     after it: the same cases with the same results, the same exit codes, the same changed files."""
     tests = {b: _test_results(evaluations[b]["bundle"]) for b in BACKENDS}
     assert tests["native"] == tests["playground"]
-    suites = {b: [(s["phase"], s.get("exitCode")) for s in evaluations[b]["doc"]["steps"]
-                  if s["command"] == "wordpress.phpunit"] for b in BACKENDS}
+    suites = {
+        b: [
+            (s["phase"], s.get("exitCode"))
+            for s in evaluations[b]["doc"]["steps"]
+            if s["command"] == "wordpress.phpunit"
+        ]
+        for b in BACKENDS
+    }
     assert suites["native"] == suites["playground"] == [("before", 1), ("after", 0)]
     assert (evaluations["native"]["exit"], _changed(evaluations["native"]["bundle"])) == (
-        evaluations["playground"]["exit"], _changed(evaluations["playground"]["bundle"]))
+        evaluations["playground"]["exit"],
+        _changed(evaluations["playground"]["bundle"]),
+    )
     cases = tests["native"][2]
     assert ("before", "test_repeated_spaces", "failed") in {(side, name, status) for side, _, name, status in cases}
     assert ("after", "test_repeated_spaces", "passed") in {(side, name, status) for side, _, name, status in cases}
@@ -194,8 +253,12 @@ def test_evaluate_patch_of_buggy_counter_means_the_same(evaluations: dict[str, A
     for backend in BACKENDS:
         doc = evaluations[backend]["doc"]
         front = doc["probe"]["frontEnd"]
-        outcomes[backend] = {"exit": evaluations[backend]["exit"], "success": doc["success"], "tests": doc["tests"],
-                             "frontEnd": (front["status"], front["httpStatus"], front["problems"])}
+        outcomes[backend] = {
+            "exit": evaluations[backend]["exit"],
+            "success": doc["success"],
+            "tests": doc["tests"],
+            "frontEnd": (front["status"], front["httpStatus"], front["problems"]),
+        }
         probes[backend] = {key: doc["probe"].get(key) for key in ("status", "httpStatus", "pageErrors")}
         steps[backend] = [step for step in doc["steps"] if step["phase"] == "probe"]
     assert outcomes["native"] == outcomes["playground"], (probes, steps)

@@ -47,10 +47,18 @@ def _worker_command(pid: int) -> str:
 
 
 @pytest.mark.timeout(1800)  # 2 sandboxes on 2 workers, one item twice, on a shared CI machine
-def test_two_patches_on_two_workers_one_worker_killed_mid_item(local_ray: str,
-                                                               tmp_path: Path) -> None:
-    lines = [{"kind": "evaluate-patch", "id": name, "plugin": str(PLUGIN), "patch": str(PATCH),
-              "sandbox_session_id": f"session-{name}", "backend": "native"} for name in ("a", "c")]
+def test_two_patches_on_two_workers_one_worker_killed_mid_item(local_ray: str, tmp_path: Path) -> None:
+    lines = [
+        {
+            "kind": "evaluate-patch",
+            "id": name,
+            "plugin": str(PLUGIN),
+            "patch": str(PATCH),
+            "sandbox_session_id": f"session-{name}",
+            "backend": "native",
+        }
+        for name in ("a", "c")
+    ]
     batch_file = tmp_path / "batch.jsonl"
     batch_file.write_text("".join(json.dumps(line) + "\n" for line in lines))
     items = parse_batch_file(batch_file)
@@ -69,8 +77,9 @@ def test_two_patches_on_two_workers_one_worker_killed_mid_item(local_ray: str,
 
     def run() -> None:
         try:
-            result["outcome"] = run_batch(items, retries=1, artifacts_root=tmp_path / "artifacts", on_update=on_update,
-                                          source=str(batch_file))
+            result["outcome"] = run_batch(
+                items, retries=1, artifacts_root=tmp_path / "artifacts", on_update=on_update, source=str(batch_file)
+            )
         except BaseException as error:  # surfaced by the assertion below
             result["error"] = error
             mid_item.set()
@@ -98,15 +107,15 @@ def test_two_patches_on_two_workers_one_worker_killed_mid_item(local_ray: str,
         assert verify_bundle(bundle).valid
         assert json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"] == "native"
         assert json.loads((bundle / "files" / "evaluate-patch.json").read_text())["tests"]["fixed"] == [
-            "CountTest::test_repeated_spaces"]
+            "CountTest::test_repeated_spaces"
+        ]
     assert len({s.bundle_dir for s in outcome.items}) == 2
 
     with Store.open() as store:
         batch = get_batch(store, outcome.batch_id)
         assert batch.status == "completed" and batch.source == str(batch_file)
         recorded = {i.item_id: i for i in batch_items(store, outcome.batch_id)}
-        assert {i: (r.state, r.attempts) for i, r in recorded.items()} == {
-            "a": ("completed", 1), "c": ("completed", 2)}
+        assert {i: (r.state, r.attempts) for i, r in recorded.items()} == {"a": ("completed", 1), "c": ("completed", 2)}
         group = batch_groups(inbox_rows(store))[outcome.batch_id]
         assert sorted(r.batch_item for r in group) == ["a", "c"]
         assert {r.key for r in group} == {s.bundle_key for s in outcome.items}
@@ -120,14 +129,19 @@ def test_two_patches_on_two_workers_one_worker_killed_mid_item(local_ray: str,
 
 def _items(tmp_path: Path, *names: str) -> list[Any]:
     batch_file = tmp_path / "batch.jsonl"
-    batch_file.write_text("".join(json.dumps({"kind": "evaluate-patch", "id": name, "plugin": str(PLUGIN),
-                                              "patch": str(PATCH), "backend": "native"}) + "\n"
-                                  for name in names))
+    batch_file.write_text(
+        "".join(
+            json.dumps(
+                {"kind": "evaluate-patch", "id": name, "plugin": str(PLUGIN), "patch": str(PATCH), "backend": "native"}
+            )
+            + "\n"
+            for name in names
+        )
+    )
     return parse_batch_file(batch_file)
 
 
-def test_an_item_over_its_timeout_is_stopped_and_not_retried(local_ray: str,
-                                                             tmp_path: Path) -> None:
+def test_an_item_over_its_timeout_is_stopped_and_not_retried(local_ray: str, tmp_path: Path) -> None:
     # a whole evaluation (boot, two PHPUnit runs, Chromium) takes far longer than 2 s from its start
     outcome = run_batch(_items(tmp_path, "slow"), timeout_s=2.0, retries=2, artifacts_root=tmp_path / "artifacts")
     state = outcome.items[0]
@@ -140,8 +154,7 @@ def test_an_item_over_its_timeout_is_stopped_and_not_retried(local_ray: str,
         assert [(i.state, i.attempts) for i in batch_items(store, outcome.batch_id)] == [("timed-out", 1)]
 
 
-def test_cancelling_a_batch_stops_the_running_item_and_the_queued_ones(local_ray: str,
-                                                                      tmp_path: Path) -> None:
+def test_cancelling_a_batch_stops_the_running_item_and_the_queued_ones(local_ray: str, tmp_path: Path) -> None:
     from codebox_tui.lifecycle import RunControl
 
     control = RunControl()
@@ -150,8 +163,13 @@ def test_cancelling_a_batch_stops_the_running_item_and_the_queued_ones(local_ray
         if state.item.id == "first" and state.pid and state.state == "running":
             control.cancel("the user pressed Ctrl-C")
 
-    outcome = run_batch(_items(tmp_path, "first", "second"), concurrency=1, control=control, on_update=on_update,
-                        artifacts_root=tmp_path / "artifacts")
+    outcome = run_batch(
+        _items(tmp_path, "first", "second"),
+        concurrency=1,
+        control=control,
+        on_update=on_update,
+        artifacts_root=tmp_path / "artifacts",
+    )
     assert outcome.interrupted and not outcome.success
     assert [(s.item.id, s.state) for s in outcome.items] == [("first", "cancelled"), ("second", "cancelled")]
     assert [s.attempts for s in outcome.items] == [1, 0]
@@ -161,24 +179,29 @@ def test_cancelling_a_batch_stops_the_running_item_and_the_queued_ones(local_ray
 
 def test_a_malformed_batch_file_is_refused_before_anything_runs(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(json.dumps({"kind": "evaluate-patch", "plugin": str(PLUGIN), "patch": str(PATCH)}) + "\n"
-                   + json.dumps({"kind": "evaluate-patch", "plugin": str(PLUGIN)}) + "\n")
-    proc = subprocess.run([sys.executable, "-m", "codebox_tui", "batch", str(bad), "--json"], capture_output=True,
-                          text=True, timeout=120)
+    bad.write_text(
+        json.dumps({"kind": "evaluate-patch", "plugin": str(PLUGIN), "patch": str(PATCH)})
+        + "\n"
+        + json.dumps({"kind": "evaluate-patch", "plugin": str(PLUGIN)})
+        + "\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "batch", str(bad), "--json"], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 2, proc.stderr
     error = json.loads(proc.stdout)["error"]
     assert error["message"] == "bad.jsonl line 2, field 'patch': Field required"
     assert error["code"] == "invalid-batch-item"
-    human = subprocess.run([sys.executable, "-m", "codebox_tui", "batch", str(bad)], capture_output=True, text=True,
-                           timeout=120)
+    human = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "batch", str(bad)], capture_output=True, text=True, timeout=120
+    )
     assert human.returncode == 2
     assert "bad.jsonl line 2, field 'patch': Field required" in human.stderr
     assert "Traceback" not in human.stderr
 
 
 @pytest.mark.timeout(1200)
-def test_an_agent_fan_out_of_three_lands_in_the_store_and_compares_in_the_tui(local_ray: str,
-                                                                              tmp_path: Path) -> None:
+def test_an_agent_fan_out_of_three_lands_in_the_store_and_compares_in_the_tui(local_ray: str, tmp_path: Path) -> None:
     """``codebox agent-task --fan-out 3`` as its CLI runs it: the example agent on three candidates, 2 at a time on
     the module's Ray instance (one waits for a worker); every bundle verified and recorded as one fan-out; Home compares two of them."""
     import asyncio
@@ -200,9 +223,13 @@ def test_an_agent_fan_out_of_three_lands_in_the_store_and_compares_in_the_tui(lo
         task=TaskInput(goal='replace "Hello" with "Howdy"'),
         workspaces=[{"source": workspace, "target": "/workspace/simple-plugin"}],
         agent=AgentSpec(kind="command", argv=[sys.executable, str(ROOT / "examples" / "agents" / "example_agent.py")]),
-        sandbox_session_id="fan-out-session", artifacts_root=tmp_path / "artifacts", backend="native")
-    outcome = run_batch(agent_fan_out(request, 3), kind="fan-out", artifacts_root=tmp_path / "artifacts",
-                        source=request.task.goal)
+        sandbox_session_id="fan-out-session",
+        artifacts_root=tmp_path / "artifacts",
+        backend="native",
+    )
+    outcome = run_batch(
+        agent_fan_out(request, 3), kind="fan-out", artifacts_root=tmp_path / "artifacts", source=request.task.goal
+    )
 
     assert outcome.success, [(s.item.id, s.state, s.error) for s in outcome.items]
     assert sorted(s.item.id for s in outcome.items) == [f"candidate-{n}" for n in range(1, 4)]

@@ -49,8 +49,7 @@ STEPS: list[dict[str, Any]] = [
     {"action": "press", "selector": "#name", "key": "Enter"},  # submits the form: a fourth keydown
     {"action": "expect", "selector": "#form-out", "text": "sent:Ada:green"},
     {"action": "drag", "source": "#drag-source", "target": "#drop-zone"},
-    {"action": "evaluate", "expression": "document.getElementById('drop-zone').textContent",
-     "assert": "dropped:moved"},
+    {"action": "evaluate", "expression": "document.getElementById('drop-zone').textContent", "assert": "dropped:moved"},
     {"action": "evaluate", "expression": "window.codeboxKeys", "assert": 4},
     {"action": "screenshot", "name": "after-drop"},
     {"action": "evaluate", "expression": "document.querySelectorAll('#codebox-demo p').length", "assert": 99},
@@ -68,12 +67,35 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (work / "steps.json").write_text(json.dumps(STEPS))
     policy = {"commands": ["wordpress.browser-actions", "wordpress.browser-actions.evaluate"]}
     cli = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "run", "--backend", "native",
-         "--mount", f"{work / 'mu'}:/wordpress/wp-content/mu-plugins:readonly",
-         "--command", "wordpress.browser-actions", "--arg", "url=/", "--arg", "steps-json=@steps.json",
-         # generous: two cores are shared with other test workers; the run stops at the failure anyway
-         "--arg", "step-timeout=60s", "--policy", json.dumps(policy), "--json", "--quiet"],
-        cwd=work, env=dict(os.environ), capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--backend",
+            "native",
+            "--mount",
+            f"{work / 'mu'}:/wordpress/wp-content/mu-plugins:readonly",
+            "--command",
+            "wordpress.browser-actions",
+            "--arg",
+            "url=/",
+            "--arg",
+            "steps-json=@steps.json",
+            # generous: two cores are shared with other test workers; the run stops at the failure anyway
+            "--arg",
+            "step-timeout=60s",
+            "--policy",
+            json.dumps(policy),
+            "--json",
+            "--quiet",
+        ],
+        cwd=work,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert cli.returncode == 1, cli.stderr[-2000:]  # the failed assert fails the command
     doc = json.loads(cli.stdout)
     assert doc["runtime"]["backend"] == "native"
@@ -92,8 +114,15 @@ def test_every_action_kind_ran_and_steps_jsonl_records_each(run: dict[str, Any])
     assert [line["kind"] for line in steps] == [step["action"] for step in STEPS]
     assert [line["status"] for line in steps] == ["passed"] * FAILED + ["failed", "skipped"]
     assert [line["target"] for line in steps[:8]] == [
-        "#hover-target", "#hover-out", "#name", "#colour", "#name", "#form-out", "#drag-source -> #drop-zone",
-        "document.getElementById('drop-zone').textContent"]
+        "#hover-target",
+        "#hover-out",
+        "#name",
+        "#colour",
+        "#name",
+        "#form-out",
+        "#drag-source -> #drop-zone",
+        "document.getElementById('drop-zone').textContent",
+    ]
     assert steps[7]["result"] == "dropped:moved" and steps[8]["result"] == 4
     for line in lines[: FAILED + 2]:  # every step that ran has its timing, in order
         timing = line["timing"]
@@ -129,8 +158,11 @@ def test_the_new_evidence_is_in_the_manifest_with_its_digest(run: dict[str, Any]
 
     manifest = json.loads((run["bundle"] / "manifest.json").read_text())
     listed = {f["path"]: f for f in manifest["files"]}
-    for name, content_type in (("steps.jsonl", "application/x-ndjson"), ("action-summary.json", "application/json"),
-                               (f"screenshot-failed-step-{FAILED}.png", "image/png")):
+    for name, content_type in (
+        ("steps.jsonl", "application/x-ndjson"),
+        ("action-summary.json", "application/json"),
+        (f"screenshot-failed-step-{FAILED}.png", "image/png"),
+    ):
         entry = listed[f"files/browser/{name}"]
         data = (run["bundle"] / "files" / "browser" / name).read_bytes()
         assert entry["sha256"] == {"algorithm": "sha256", "value": hashlib.sha256(data).hexdigest()}, name

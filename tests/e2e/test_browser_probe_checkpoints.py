@@ -46,24 +46,56 @@ def probe(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (work / "mu").mkdir()
     (work / "mu" / "codebox-late-page.php").write_text(LATE_PAGE)
     cli = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "run", "--backend", "native",
-         "--mount", f"{work / 'mu'}:/wordpress/wp-content/mu-plugins:readonly",
-         "--command", "wordpress.browser-probe", "--arg", "url=/", "--arg", "capture=errors,memory",
-         "--arg", "checkpoint=menu@selector:#late-menu", "--arg", "checkpoint=grown@selector:#grown",
-         "--arg", "checkpoint=later@200ms", "--arg", "timeout=90s", "--json", "--quiet"],
-        cwd=work, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--backend",
+            "native",
+            "--mount",
+            f"{work / 'mu'}:/wordpress/wp-content/mu-plugins:readonly",
+            "--command",
+            "wordpress.browser-probe",
+            "--arg",
+            "url=/",
+            "--arg",
+            "capture=errors,memory",
+            "--arg",
+            "checkpoint=menu@selector:#late-menu",
+            "--arg",
+            "checkpoint=grown@selector:#grown",
+            "--arg",
+            "checkpoint=later@200ms",
+            "--arg",
+            "timeout=90s",
+            "--json",
+            "--quiet",
+        ],
+        cwd=work,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert cli.returncode == 0, cli.stderr[-3000:]
     doc = json.loads(cli.stdout)
-    return {"doc": doc, "browser": Path(doc["artifacts"]["directory"]) / "files" / "browser",
-            "bundle": Path(doc["artifacts"]["directory"])}
+    return {
+        "doc": doc,
+        "browser": Path(doc["artifacts"]["directory"]) / "files" / "browser",
+        "bundle": Path(doc["artifacts"]["directory"]),
+    }
 
 
 def test_named_checkpoints_are_recorded_in_order_with_their_own_evidence(probe: dict[str, Any]) -> None:
     lines = [json.loads(line) for line in (probe["browser"] / "checkpoints.jsonl").read_text().splitlines()]
     assert [c["name"] for c in lines] == ["load", "menu", "grown", "later", "captured"]
     named = [c for c in lines if c.get("named")]
-    assert [(c["index"], c["wait"]) for c in named] == [(0, "selector:#late-menu"), (1, "selector:#grown"),
-                                                         (2, "200ms")]
+    assert [(c["index"], c["wait"]) for c in named] == [
+        (0, "selector:#late-menu"),
+        (1, "selector:#grown"),
+        (2, "200ms"),
+    ]
     assert named[2]["offsetMs"] - named[1]["offsetMs"] >= 200
     for point in named:
         assert "error" not in point
@@ -82,15 +114,33 @@ def test_memory_json_has_every_checkpoint_and_the_bundle_lists_the_evidence(prob
     summary = probe["doc"]["execution"]["result"]["json"]
     assert summary["status"] == "passed"
     listed = {f["path"] for f in json.loads((probe["bundle"] / "manifest.json").read_text())["files"]}
-    for name in ("checkpoints.jsonl", "memory.json", "screenshot-checkpoint-menu.png",
-                 "screenshot-checkpoint-grown.png", "screenshot-checkpoint-later.png"):
+    for name in (
+        "checkpoints.jsonl",
+        "memory.json",
+        "screenshot-checkpoint-menu.png",
+        "screenshot-checkpoint-grown.png",
+        "screenshot-checkpoint-later.png",
+    ):
         assert f"files/browser/{name}" in listed and name in summary["files"]
 
 
 def test_a_bad_checkpoint_is_refused_before_anything_boots(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    out = codebox_in_process(home, "run", "--backend", "native", "--command", "wordpress.browser-probe", "--arg",
-                             "url=/", "--arg", "checkpoint=menu", "--arg", "checkpoint=menu@2s", "--json")
+    out = codebox_in_process(
+        home,
+        "run",
+        "--backend",
+        "native",
+        "--command",
+        "wordpress.browser-probe",
+        "--arg",
+        "url=/",
+        "--arg",
+        "checkpoint=menu",
+        "--arg",
+        "checkpoint=menu@2s",
+        "--json",
+    )
     assert out.returncode == 2, out.stderr
     error = json.loads(out.stdout)["error"]
     assert error["field"] == "checkpoint" and "unique NAME" in error["message"]

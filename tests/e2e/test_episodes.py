@@ -33,10 +33,12 @@ pytestmark = pytest.mark.native
 
 REPO = Path(__file__).resolve().parents[2]
 COMMANDS = ["wordpress.run-php", "wordpress.browser-probe"]
-MUTATE = ("code=update_option('blogname', 'Episode site'); "
-          "wp_insert_post(['post_title' => 'Episode post', 'post_status' => 'publish']); "
-          "file_put_contents(WP_CONTENT_DIR . '/episode.txt', 'from the episode'); "
-          "echo json_encode(['success' => true, 'reward' => 1]);")  # a command's own keys are free (spec §10)
+MUTATE = (
+    "code=update_option('blogname', 'Episode site'); "
+    "wp_insert_post(['post_title' => 'Episode post', 'post_status' => 'publish']); "
+    "file_put_contents(WP_CONTENT_DIR . '/episode.txt', 'from the episode'); "
+    "echo json_encode(['success' => true, 'reward' => 1]);"
+)  # a command's own keys are free (spec §10)
 SECTIONS = ["summary", "options", "posts", "users", "terms"]
 
 
@@ -50,9 +52,9 @@ class EpisodeRun:
 
 
 def _request(tmp: Path, **fields: Any) -> RunRequest:
-    return RunRequest(policy=RuntimePolicy(commands=COMMANDS), artifacts_root=tmp, tool_commands=[], backend="native",
-                      **fields)
-
+    return RunRequest(
+        policy=RuntimePolicy(commands=COMMANDS), artifacts_root=tmp, tool_commands=[], backend="native", **fields
+    )
 
 
 def _export(session: Any) -> dict[str, Any]:
@@ -71,19 +73,28 @@ def episode_run(tmp_path_factory: pytest.TempPathFactory) -> EpisodeRun:
     with Episode(_request(tmp)) as episode:
         reset = episode.reset()
         assert [o.type for o in reset.observations] == ["runtime-info", "mounts"]
-        step = episode.step(ActionSpec(command="wordpress.run-php", args=[MUTATE], description="change the site"),
-                            ObservationSpec(type="wordpress-state", sections=SECTIONS))  # type: ignore[arg-type]
+        step = episode.step(
+            ActionSpec(command="wordpress.run-php", args=[MUTATE], description="change the site"),
+            ObservationSpec(type="wordpress-state", sections=SECTIONS),
+        )  # type: ignore[arg-type]
         assert step.execution["exitCode"] == 0
         assert "json" not in step.execution["result"]  # the parsed output stays in stdout only
         saved = episode.snapshot(SnapshotSpec(name="changed"))
         export = _export(episode.session)
         snapshot = episode._saved[saved.id]
         # change it again, look at it in several ways, then go back to the snapshot
-        episode.step(ActionSpec(command="wordpress.run-php",
-                                args=["code=update_option('blogname', 'Changed again'); echo get_option('blogname');"]),
-                     ObservationSpec(type="command-result"))
-        files = episode.observe(ObservationSpec(type="files", paths=["/wordpress/wp-content/episode.txt",
-                                                                     "/wordpress/wp-content", "/no/such/file"]))
+        episode.step(
+            ActionSpec(
+                command="wordpress.run-php",
+                args=["code=update_option('blogname', 'Changed again'); echo get_option('blogname');"],
+            ),
+            ObservationSpec(type="command-result"),
+        )
+        files = episode.observe(
+            ObservationSpec(
+                type="files", paths=["/wordpress/wp-content/episode.txt", "/wordpress/wp-content", "/no/such/file"]
+            )
+        )
         by_path = {f["path"]: f for f in files.data["files"]}
         assert by_path["/wordpress/wp-content/episode.txt"]["bytes"] == len("from the episode")
         assert "episode.txt" in by_path["/wordpress/wp-content"]["entries"]
@@ -103,8 +114,13 @@ def episode_run(tmp_path_factory: pytest.TempPathFactory) -> EpisodeRun:
     assert episode.outcome is not None and episode.outcome.status == "completed", episode.outcome.failure_text()
     bundle = episode.outcome.bundle_dir
     assert bundle is not None and recorded_backend(bundle) == "native"
-    return EpisodeRun(bundle=bundle, snapshot_path=bundle / layout.runtime_snapshot_path(saved.id), export=export,
-                      hashes=snapshot.hashes.model_dump(), outcome=episode.outcome)
+    return EpisodeRun(
+        bundle=bundle,
+        snapshot_path=bundle / layout.runtime_snapshot_path(saved.id),
+        export=export,
+        hashes=snapshot.hashes.model_dump(),
+        outcome=episode.outcome,
+    )
 
 
 def _load(bundle: Path, rel: str) -> Any:
@@ -124,8 +140,13 @@ def test_an_episode_bundle_carries_the_trace_and_verifies(episode_run: EpisodeRu
     trace = _load(bundle, layout.EPISODE_TRACE)
     assert [s["index"] for s in trace["steps"]] == [0, 1, 2]
     assert len(trace["snapshots"]) == 1 and trace["snapshots"][0]["semantics"] == "runtime-state-artifact"
-    assert [o["type"] for o in trace["observations"]] == ["files", "http-response", "runtime-events",
-                                                          "runtime-logs", "browser-result"]
+    assert [o["type"] for o in trace["observations"]] == [
+        "files",
+        "http-response",
+        "runtime-events",
+        "runtime-logs",
+        "browser-result",
+    ]
     assert trace["restores"][0]["snapshotRef"]["id"] == trace["snapshots"][0]["id"]
     records = [json.loads(line)["type"] for line in (bundle / layout.EPISODE_EVENTS).read_text().splitlines()]
     assert records[0] == "episode.reset" and records[-1] == "episode.artifacts" and "episode.restore" in records
@@ -201,9 +222,12 @@ def test_a_snapshot_restored_into_a_new_sandbox_gives_the_same_site(episode_run:
         assert reset.restoredSnapshot == snapshot.id
         again = site_state.take_snapshot(episode.run.sandbox, episode._scope([]))
         export = _export(episode.session)
-        probe = episode.step(ActionSpec(command="wordpress.run-php",
-                                        args=["code=echo get_option('blogname'), '|', "
-                                             "file_get_contents(WP_CONTENT_DIR . '/episode.txt');"]))
+        probe = episode.step(
+            ActionSpec(
+                command="wordpress.run-php",
+                args=["code=echo get_option('blogname'), '|', file_get_contents(WP_CONTENT_DIR . '/episode.txt');"],
+            )
+        )
     assert again.hashes.model_dump() == episode_run.hashes
     assert export == episode_run.export
     assert probe.execution["stdout"] == "Episode site|from the episode"
@@ -214,17 +238,36 @@ def test_a_snapshot_restored_into_a_new_sandbox_gives_the_same_site(episode_run:
 
 
 def _codebox(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=600,
+        check=False,
+    )
 
 
 def test_run_restore_refuses_another_php_version_before_booting(episode_run: EpisodeRun, tmp_path: Path) -> None:
     taken_on = _load(episode_run.bundle, episode_run.snapshot_path.relative_to(episode_run.bundle).as_posix())[
-        "compatibility"]["phpVersion"]
+        "compatibility"
+    ]["phpVersion"]
     php = ".".join(taken_on.split(".")[:2])  # the series: a native snapshot records the host's full version
     other = "8.2" if php != "8.2" else "8.3"
-    done = _codebox("run", "--restore", str(episode_run.snapshot_path), "--php", other, "--artifacts",
-                    str(tmp_path), "-c", "wordpress.run-php", "-a", "code=echo 1;", "--json")
+    done = _codebox(
+        "run",
+        "--restore",
+        str(episode_run.snapshot_path),
+        "--php",
+        other,
+        "--artifacts",
+        str(tmp_path),
+        "-c",
+        "wordpress.run-php",
+        "-a",
+        "code=echo 1;",
+        "--json",
+    )
     assert done.returncode == 2, done.stderr
     error = json.loads(done.stdout)["error"]
     assert error["code"] == "snapshot-incompatible" and error["field"] == "compatibility.phpVersion"
@@ -233,8 +276,20 @@ def test_run_restore_refuses_another_php_version_before_booting(episode_run: Epi
 
 
 def test_run_restore_through_the_cli(episode_run: EpisodeRun, tmp_path: Path) -> None:
-    done = _codebox("run", "--backend", "native", "--restore", str(episode_run.snapshot_path), "--artifacts",
-                    str(tmp_path), "-c", "wordpress.run-php", "-a", "code=echo get_option('blogname');", "--json")
+    done = _codebox(
+        "run",
+        "--backend",
+        "native",
+        "--restore",
+        str(episode_run.snapshot_path),
+        "--artifacts",
+        str(tmp_path),
+        "-c",
+        "wordpress.run-php",
+        "-a",
+        "code=echo get_option('blogname');",
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     output = json.loads(done.stdout)
     assert recorded_backend(Path(output["artifacts"]["directory"])) == "native"
@@ -248,13 +303,18 @@ def test_files_written_outside_the_declared_mounts_are_flagged(tmp_path: Path) -
     plugin = tmp_path / "mine"
     plugin.mkdir()
     (plugin / "mine.php").write_text("<?php // mine\n", encoding="utf-8")
-    code = ("code=file_put_contents(WP_CONTENT_DIR . '/plugins/mine/mine.php', '<?php // changed in the mount');"
-            "file_put_contents(WP_CONTENT_DIR . '/mu-plugins/planted.php', '<?php // planted');"
-            "wp_mkdir_p(WP_CONTENT_DIR . '/uploads/2026'); file_put_contents(WP_CONTENT_DIR . '/uploads/2026/a.txt', 'a');")
-    request = RunRequest(mounts=mounts_from_text([f"{plugin}:/wordpress/wp-content/plugins/mine"]),
-                         commands=[CommandStep("wordpress.run-php", [code])],
-                         policy=RuntimePolicy(commands=["wordpress.run-php"]), artifacts_root=tmp_path / "out",
-                         backend="native")
+    code = (
+        "code=file_put_contents(WP_CONTENT_DIR . '/plugins/mine/mine.php', '<?php // changed in the mount');"
+        "file_put_contents(WP_CONTENT_DIR . '/mu-plugins/planted.php', '<?php // planted');"
+        "wp_mkdir_p(WP_CONTENT_DIR . '/uploads/2026'); file_put_contents(WP_CONTENT_DIR . '/uploads/2026/a.txt', 'a');"
+    )
+    request = RunRequest(
+        mounts=mounts_from_text([f"{plugin}:/wordpress/wp-content/plugins/mine"]),
+        commands=[CommandStep("wordpress.run-php", [code])],
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+        artifacts_root=tmp_path / "out",
+        backend="native",
+    )
     outcome = RunService().run(request)
     assert outcome.status == "completed", outcome.failure_text()
     bundle = outcome.bundle_dir
@@ -262,7 +322,8 @@ def test_files_written_outside_the_declared_mounts_are_flagged(tmp_path: Path) -
     diff = _load(bundle, layout.SITE_STATE_DIFF)
     assert diff["filesOutsideMounts"] == [
         {"path": "/wordpress/wp-content/mu-plugins/planted.php", "status": "added", "type": "file", "bytes": 16},
-        {"path": "/wordpress/wp-content/uploads/2026/a.txt", "status": "added", "type": "file", "bytes": 1}]
+        {"path": "/wordpress/wp-content/uploads/2026/a.txt", "status": "added", "type": "file", "bytes": 1},
+    ]
     risk = next(r for r in diff["risks"] if r["code"] == "files-outside-mounts")
     assert risk["severity"] == "high" and risk["subject"] == "/wordpress/wp-content/mu-plugins/planted.php"
     assert "site-state:files-outside-mounts" in _load(bundle, layout.REVIEW)["riskFlags"]
@@ -274,15 +335,27 @@ def test_an_observation_as_a_command_step(tmp_path: Path) -> None:
     """``wp-codebox.observe`` gives recipes and `codebox run` the episode observations as steps."""
     from codebox_tui.contracts.episode import EpisodeObservation
 
-    done = _codebox("run", "--backend", "native", "--artifacts", str(tmp_path), "-c", "wp-codebox.observe", "-a",
-                    "type=wordpress-state",
-                    "-a", 'spec-json={"sections": ["options"], "optionNames": ["blog*"]}', "--json")
+    done = _codebox(
+        "run",
+        "--backend",
+        "native",
+        "--artifacts",
+        str(tmp_path),
+        "-c",
+        "wp-codebox.observe",
+        "-a",
+        "type=wordpress-state",
+        "-a",
+        'spec-json={"sections": ["options"], "optionNames": ["blog*"]}',
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     output = json.loads(done.stdout)
     envelope = output["execution"]["result"]["json"]
     observation = EpisodeObservation.model_validate(envelope)
-    payload = EpisodeObservation.digest_payload(observation.type, envelope["data"], observation.observedAt,
-                                                envelope["artifactRefs"])
+    payload = EpisodeObservation.digest_payload(
+        observation.type, envelope["data"], observation.observedAt, envelope["artifactRefs"]
+    )
     from codebox_tui.contracts.episode import episode_digest
 
     assert observation.digest == episode_digest(payload)
@@ -295,13 +368,24 @@ def test_an_observation_as_a_command_step(tmp_path: Path) -> None:
 
 
 def test_episode_run_cli_runs_the_example_plan(tmp_path: Path) -> None:
-    done = _codebox("episode", "run", str(REPO / "examples" / "episode" / "plan.json"), "--backend", "native",
-                    "--artifacts", str(tmp_path), "--json")
+    done = _codebox(
+        "episode",
+        "run",
+        str(REPO / "examples" / "episode" / "plan.json"),
+        "--backend",
+        "native",
+        "--artifacts",
+        str(tmp_path),
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     output = json.loads(done.stdout)
     assert output["schema"] == "codebox/episode-result/v1" and output["status"] == "completed"
     assert [(s["index"], s["exitCode"], s["observation"]) for s in output["steps"]] == [
-        (0, 0, "wordpress-state"), (1, 0, "command-result"), (2, 0, "http-response")]
+        (0, 0, "wordpress-state"),
+        (1, 0, "command-result"),
+        (2, 0, "http-response"),
+    ]
     assert len(output["snapshots"]) == 1
     bundle = Path(output["artifacts"]["directory"])
     assert recorded_backend(bundle) == "native"
@@ -315,12 +399,20 @@ def test_episode_run_cli_runs_the_example_plan(tmp_path: Path) -> None:
 
 def test_episode_run_prints_each_step_counted_from_one_with_its_output(tmp_path: Path) -> None:
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"schema": "codebox/episode-plan/v1", "items": [
-        {"action": {"command": "wordpress.run-php", "args": ["code=echo \"first line\\nsecond line\\n\";"]}}]}))
+    plan.write_text(
+        json.dumps(
+            {
+                "schema": "codebox/episode-plan/v1",
+                "items": [
+                    {"action": {"command": "wordpress.run-php", "args": ['code=echo "first line\\nsecond line\\n";']}}
+                ],
+            }
+        )
+    )
     done = _codebox("episode", "run", str(plan), "--backend", "native", "--artifacts", str(tmp_path / "art"))
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
     step = next(i for i, line in enumerate(lines) if line.startswith("  step "))
     assert lines[step] == "  step 1: wordpress.run-php exited 0"
-    assert lines[step + 1:step + 3] == ["    first line", "    second line"]
+    assert lines[step + 1 : step + 3] == ["    first line", "    second line"]
     assert "step 1/1: wordpress.run-php" in done.stderr or "step 1: wordpress.run-php" in done.stderr

@@ -31,7 +31,6 @@ counter_test_helpers_ready();
 """
 
 
-
 @pytest.mark.timeout(900)
 def test_ignored_vendor_reaches_both_sides_and_notes_are_no_change(codebox_home: Path, tmp_path: Path) -> None:
     repo = tmp_path / "buggy-counter"
@@ -42,17 +41,35 @@ def test_ignored_vendor_reaches_both_sides_and_notes_are_no_change(codebox_home:
     # what `composer install` leaves in the maintainer's checkout (ignored) and a notes file (untracked)
     (repo / "vendor" / "composer").mkdir(parents=True)
     (repo / "vendor" / "autoload.php").write_text(
-        "<?php\nrequire __DIR__ . '/composer/helpers.php';\n", encoding="utf-8")
+        "<?php\nrequire __DIR__ . '/composer/helpers.php';\n", encoding="utf-8"
+    )
     (repo / "vendor" / "composer" / "helpers.php").write_text(
-        "<?php\nfunction counter_test_helpers_ready() { return true; }\n", encoding="utf-8")
+        "<?php\nfunction counter_test_helpers_ready() { return true; }\n", encoding="utf-8"
+    )
     (repo / "NOTES.md").write_text("- ask about non-breaking spaces\n", encoding="utf-8")
     assert git(repo, "status", "--porcelain") == "?? NOTES.md"  # vendor/ is ignored, not even listed
     proc = subprocess.run(
         # what is under test is the work tree's export and overlay, not the sandbox: the native backend (CI time)
-        [sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", "native", "--plugin", str(repo),
-         "--git", "main..fix-whitespace",
-         "--artifacts-dir", str(tmp_path / "art"), "--json"], capture_output=True, text=True, timeout=900,
-        env={**os.environ, "CODEBOX_HOME": str(linked_home(codebox_home, tmp_path / "home"))})
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "evaluate-patch",
+            "--backend",
+            "native",
+            "--plugin",
+            str(repo),
+            "--git",
+            "main..fix-whitespace",
+            "--artifacts-dir",
+            str(tmp_path / "art"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "CODEBOX_HOME": str(linked_home(codebox_home, tmp_path / "home"))},
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(proc.stdout)
     # the bootstrap found the ignored vendor/ on both sides: the suite ran before and after

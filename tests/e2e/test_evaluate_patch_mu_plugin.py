@@ -21,13 +21,17 @@ from tests.factories.suites import assert_ran_on
 
 pytestmark = pytest.mark.native
 
-BUGGY = ("<?php\n// Site greeting (a must-use plugin).\n"
-         "function site_greeting( $name ) {\n\treturn 'Hello, ' . substr( $name, 0, -1 ) . '!';\n}\n")
-TEST = ("<?php\nuse PHPUnit\\Framework\\TestCase;\n\nfinal class GreetingTest extends TestCase {\n"
-        "\tpublic function test_greets_by_the_whole_name(): void {\n"
-        "\t\t$this->assertSame( 'Hello, Ada!', site_greeting( 'Ada' ) );\n\t}\n\n"
-        "\tpublic function test_starts_with_hello(): void {\n"
-        "\t\t$this->assertStringStartsWith( 'Hello, ', site_greeting( 'Bob' ) );\n\t}\n}\n")
+BUGGY = (
+    "<?php\n// Site greeting (a must-use plugin).\n"
+    "function site_greeting( $name ) {\n\treturn 'Hello, ' . substr( $name, 0, -1 ) . '!';\n}\n"
+)
+TEST = (
+    "<?php\nuse PHPUnit\\Framework\\TestCase;\n\nfinal class GreetingTest extends TestCase {\n"
+    "\tpublic function test_greets_by_the_whole_name(): void {\n"
+    "\t\t$this->assertSame( 'Hello, Ada!', site_greeting( 'Ada' ) );\n\t}\n\n"
+    "\tpublic function test_starts_with_hello(): void {\n"
+    "\t\t$this->assertStringStartsWith( 'Hello, ', site_greeting( 'Bob' ) );\n\t}\n}\n"
+)
 FIX = """diff --git a/site-greeting.php b/site-greeting.php
 --- a/site-greeting.php
 +++ b/site-greeting.php
@@ -60,16 +64,24 @@ def _mu_plugin(root: Path, with_tests: bool) -> Path:
         (folder / "phpunit.xml").write_text(
             '<?xml version="1.0"?>\n<phpunit bootstrap="tests/bootstrap.php">\n  <testsuites>\n'
             '    <testsuite name="greeting"><directory suffix="Test.php">tests</directory></testsuite>\n'
-            '  </testsuites>\n</phpunit>\n', encoding="utf-8")
-        (folder / "tests" / "bootstrap.php").write_text("<?php\n// WordPress is loaded before PHPUnit.\n",
-                                                        encoding="utf-8")
+            "  </testsuites>\n</phpunit>\n",
+            encoding="utf-8",
+        )
+        (folder / "tests" / "bootstrap.php").write_text(
+            "<?php\n// WordPress is loaded before PHPUnit.\n", encoding="utf-8"
+        )
         (folder / "tests" / "GreetingTest.php").write_text(TEST, encoding="utf-8")
     return folder / "site-greeting.php"
 
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", "native", *args],
-                          capture_output=True, text=True, timeout=900, env={**os.environ, "CODEBOX_HOME": str(home)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", "native", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "CODEBOX_HOME": str(home)},
+    )
     assert_ran_on("native", proc.stdout, proc.stderr)  # the bundle says where it ran
     return proc
 
@@ -79,8 +91,9 @@ def test_fix_to_a_single_file_mu_plugin_is_an_improvement(codebox_home: Path, tm
     plugin = _mu_plugin(tmp_path, with_tests=True)
     patch = tmp_path / "fix.patch"
     patch.write_text(FIX, encoding="utf-8")
-    proc = _cli(codebox_home, "--plugin", str(plugin), "--patch", str(patch),
-                "--artifacts-dir", str(tmp_path / "art"), "--json")
+    proc = _cli(
+        codebox_home, "--plugin", str(plugin), "--patch", str(patch), "--artifacts-dir", str(tmp_path / "art"), "--json"
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(proc.stdout)
     assert doc["plugin"] == "site-greeting"  # the file's stem
@@ -103,7 +116,8 @@ def test_fix_to_a_single_file_mu_plugin_is_an_improvement(codebox_home: Path, tm
     events = [json.loads(line) for line in (bundle / "events.jsonl").read_text(encoding="utf-8").splitlines()]
     written = [e for e in events if e.get("type") == "mu-plugin.loader-written"]
     assert written and written[0]["data"]["plugin"] == (
-        "/wordpress/wp-content/mu-plugins/codebox-runtime/site-greeting/site-greeting.php")
+        "/wordpress/wp-content/mu-plugins/codebox-runtime/site-greeting/site-greeting.php"
+    )
 
 
 @pytest.mark.timeout(900)
@@ -111,9 +125,18 @@ def test_patch_that_makes_a_mu_plugin_fatal_is_plugin_broken(codebox_home: Path,
     plugin = _mu_plugin(tmp_path, with_tests=False)
     patch = tmp_path / "fatal.patch"
     patch.write_text(FATAL, encoding="utf-8")
-    proc = _cli(codebox_home, "--plugin", str(plugin), "--patch", str(patch),
-                "--slug", "greeting",
-                "--artifacts-dir", str(tmp_path / "art"), "--json")
+    proc = _cli(
+        codebox_home,
+        "--plugin",
+        str(plugin),
+        "--patch",
+        str(patch),
+        "--slug",
+        "greeting",
+        "--artifacts-dir",
+        str(tmp_path / "art"),
+        "--json",
+    )
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(proc.stdout)
     assert doc["plugin"] == "greeting" and doc["tests"]["verdict"] == "plugin-broken"
@@ -128,8 +151,9 @@ def test_mu_plugin_without_tests_beside_it_is_untested_and_says_so(codebox_home:
     plugin = _mu_plugin(tmp_path, with_tests=False)
     patch = tmp_path / "fix.patch"
     patch.write_text(FIX, encoding="utf-8")
-    proc = _cli(codebox_home, "--plugin", str(plugin), "--patch", str(patch),
-                "--artifacts-dir", str(tmp_path / "art"), "--json")
+    proc = _cli(
+        codebox_home, "--plugin", str(plugin), "--patch", str(patch), "--artifacts-dir", str(tmp_path / "art"), "--json"
+    )
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(proc.stdout)
     assert doc["tests"]["verdict"] == "untested"

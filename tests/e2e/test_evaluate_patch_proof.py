@@ -26,15 +26,24 @@ from tests.factories.suites import assert_ran_on, printed_bundle
 
 pytestmark = pytest.mark.native
 
-PROVED = ["CountTest::test_repeated_spaces", "WhitespaceTest::test_empty_text_has_no_words",
-          "WhitespaceTest::test_newline_separated_words", "WhitespaceTest::test_tab_separated_words"]
+PROVED = [
+    "CountTest::test_repeated_spaces",
+    "WhitespaceTest::test_empty_text_has_no_words",
+    "WhitespaceTest::test_newline_separated_words",
+    "WhitespaceTest::test_tab_separated_words",
+]
 
 
 def _cli(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """An evaluation on the native backend; one that made a bundle must say it ran there."""
-    proc = subprocess.run([sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", "native", *args],
-                          capture_output=True, text=True, timeout=900, cwd=cwd,
-                          env={**os.environ, "CODEBOX_HOME": str(home)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", "native", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=cwd,
+        env={**os.environ, "CODEBOX_HOME": str(home)},
+    )
     if printed_bundle(proc.stdout) is not None:
         assert_ran_on("native", proc.stdout, proc.stderr)
     return proc
@@ -43,7 +52,6 @@ def _cli(home: Path, *args: str, cwd: Path | None = None) -> subprocess.Complete
 def _site_risks(bundle: Path) -> list[str]:
     diff = json.loads((bundle / "files" / "site-state-diff.json").read_text(encoding="utf-8"))
     return [risk["code"] for risk in diff.get("risks", [])]
-
 
 
 def _fix_commit_repo(tmp_path: Path) -> Path:
@@ -59,21 +67,37 @@ def test_fix_with_its_own_test_is_proved_by_it(codebox_home: Path, tmp_path: Pat
     """The fix commit alone: one commit means COMMIT^..COMMIT, and the slug is the folder's name unless --slug
     says otherwise."""
     repo = _fix_commit_repo(tmp_path)
-    proc = _cli(codebox_home, "--plugin", str(repo), "--git", "fix-whitespace", "--slug", "word-counter", "--json",
-                "--artifacts-dir", str(tmp_path / "art"))
+    proc = _cli(
+        codebox_home,
+        "--plugin",
+        str(repo),
+        "--git",
+        "fix-whitespace",
+        "--slug",
+        "word-counter",
+        "--json",
+        "--artifacts-dir",
+        str(tmp_path / "art"),
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["plugin"] == "word-counter"
     assert doc["source"]["base"] == git(repo, "rev-parse", "main")
     assert doc["source"]["head"] == git(repo, "rev-parse", "fix-whitespace")
     # the patch's new tests ran against the old code: they fail there and pass with the fix
-    assert doc["split"] == {"rule": "default", "testFiles": ["tests/WhitespaceTest.php"],
-                            "codeFiles": ["buggy-counter.php"], "testsRunBefore": True}
+    assert doc["split"] == {
+        "rule": "default",
+        "testFiles": ["tests/WhitespaceTest.php"],
+        "codeFiles": ["buggy-counter.php"],
+        "testsRunBefore": True,
+    }
     assert doc["tests"]["verdict"] == "improvement"
     assert doc["tests"]["provedBy"] == PROVED and doc["tests"]["added"] == []
     assert doc["tests"]["before"]["failed"] == 4 and doc["tests"]["after"]["failed"] == 0
     assert [s["command"] for s in doc["steps"] if s["phase"] == "apply"] == [
-        "git apply (the patch's tests)", "git apply (the patch's code)"]
+        "git apply (the patch's tests)",
+        "git apply (the patch's code)",
+    ]
     bundle = Path(doc["bundleDir"])
     written = json.loads((bundle / "files" / "evaluate-patch.json").read_text(encoding="utf-8"))
     assert written["tests"]["provedBy"] == PROVED
@@ -94,8 +118,17 @@ def test_git_range_of_a_fix_commit_with_its_test(codebox_home: Path, tmp_path: P
     dirty = _cli(codebox_home, "--plugin", str(repo), "--git", "main..fix-whitespace", "--json")
     assert dirty.returncode == 2 and json.loads(dirty.stdout)["error"]["code"] == "dirty-work-tree"
     git(repo, "checkout", "--", "buggy-counter.php")
-    proc = _cli(codebox_home, "--plugin", str(repo), "--git", "main..fix-whitespace", "--slug", "buggy-counter",
-                "--artifacts-dir", str(tmp_path / "art"))
+    proc = _cli(
+        codebox_home,
+        "--plugin",
+        str(repo),
+        "--git",
+        "main..fix-whitespace",
+        "--slug",
+        "buggy-counter",
+        "--artifacts-dir",
+        str(tmp_path / "art"),
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "verdict: improvement" in proc.stdout
     assert "the patch's tests (tests/WhitespaceTest.php) ran on the old code too" in proc.stdout

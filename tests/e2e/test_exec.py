@@ -44,8 +44,9 @@ def box(playground_session: Any, tmp_path_factory: pytest.TempPathFactory) -> It
     shutil.copytree(EXAMPLE_PLUGIN, plugin)
     os.symlink(secret, plugin / "host-link.txt")
     (plugin / "readme.txt").write_text("alpha\nbeta\ngamma\nbeta\n")
-    run = playground_session.new_run(root / "artifacts", mounts=[f"{plugin}:{PLUGIN}"],
-                                     extra_mounts=[wp_cli_tools(root)])
+    run = playground_session.new_run(
+        root / "artifacts", mounts=[f"{plugin}:{PLUGIN}"], extra_mounts=[wp_cli_tools(root)]
+    )
     with run:
         run.boot_sandbox()
         assert run.runtime_info().backend == "wordpress-playground"
@@ -66,34 +67,38 @@ def native_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 # -- utility families ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("command, expected", [
-    # files
-    (f"ls {PLUGIN} | grep -c simple-plugin.php", "1"),
-    (f"cat {PLUGIN}/readme.txt | head -2 | tail -1", "beta"),
-    (f"find {PLUGIN} -name '*.php' | sort | head -1", f"{PLUGIN}/probe.php"),
-    (f"wc -l < {PLUGIN}/readme.txt", "4"),
-    (f"stat -c %s {PLUGIN}/readme.txt", "22"),
-    (f"basename {PLUGIN}/readme.txt; dirname {PLUGIN}/readme.txt", f"readme.txt\n{PLUGIN}"),
-    # text
-    (f"grep -c beta {PLUGIN}/readme.txt", "2"),
-    (f"sed -n 3p {PLUGIN}/readme.txt", "gamma"),
-    (f"awk 'NR==1 {{print toupper($1)}}' {PLUGIN}/readme.txt", "ALPHA"),
-    (f"sort {PLUGIN}/readme.txt | uniq -c | sort -rn | head -1 | tr -s ' ' | cut -d' ' -f2-", "2 beta"),
-    (f"tac {PLUGIN}/readme.txt | nl | head -1 | tr -d ' \\t'", "1beta"),
-    # data
-    ("echo '{\"a\": [1, 2, 3]}' | jq '.a | length'", "3"),
-    ("printf hello | base64", "aGVsbG8="),
-    ("printf hello | sha256sum | cut -c1-16", "2cf24dba5fb0a30e"),
-    # environment and built-ins
-    ("seq 3 | paste -s -d+ -", "1+2+3"),
-    ("echo 2 | xargs expr 40 +", "42"),
-    ("expr 6 \\* 7", "42"),
-    ("export X=4; test $X -gt 3 && echo big", "big"),
-    ("cd wp-content/plugins && pwd", "/wordpress/wp-content/plugins"),
-    ("echo $(printf '%s-' a b)", "a-b-"),
-    ("for f in a b; do echo $f; done | rev | tr '\\n' ,", "a,b,"),
-    ("ls > /dev/null 2>&1 && cat /dev/null && echo quiet", "quiet"),
-])
+
+@pytest.mark.parametrize(
+    "command, expected",
+    [
+        # files
+        (f"ls {PLUGIN} | grep -c simple-plugin.php", "1"),
+        (f"cat {PLUGIN}/readme.txt | head -2 | tail -1", "beta"),
+        (f"find {PLUGIN} -name '*.php' | sort | head -1", f"{PLUGIN}/probe.php"),
+        (f"wc -l < {PLUGIN}/readme.txt", "4"),
+        (f"stat -c %s {PLUGIN}/readme.txt", "22"),
+        (f"basename {PLUGIN}/readme.txt; dirname {PLUGIN}/readme.txt", f"readme.txt\n{PLUGIN}"),
+        # text
+        (f"grep -c beta {PLUGIN}/readme.txt", "2"),
+        (f"sed -n 3p {PLUGIN}/readme.txt", "gamma"),
+        (f"awk 'NR==1 {{print toupper($1)}}' {PLUGIN}/readme.txt", "ALPHA"),
+        (f"sort {PLUGIN}/readme.txt | uniq -c | sort -rn | head -1 | tr -s ' ' | cut -d' ' -f2-", "2 beta"),
+        (f"tac {PLUGIN}/readme.txt | nl | head -1 | tr -d ' \\t'", "1beta"),
+        # data
+        ("echo '{\"a\": [1, 2, 3]}' | jq '.a | length'", "3"),
+        ("printf hello | base64", "aGVsbG8="),
+        ("printf hello | sha256sum | cut -c1-16", "2cf24dba5fb0a30e"),
+        # environment and built-ins
+        ("seq 3 | paste -s -d+ -", "1+2+3"),
+        ("echo 2 | xargs expr 40 +", "42"),
+        ("expr 6 \\* 7", "42"),
+        ("export X=4; test $X -gt 3 && echo big", "big"),
+        ("cd wp-content/plugins && pwd", "/wordpress/wp-content/plugins"),
+        ("echo $(printf '%s-' a b)", "a-b-"),
+        ("for f in a b; do echo $f; done | rev | tr '\\n' ,", "a,b,"),
+        ("ls > /dev/null 2>&1 && cat /dev/null && echo quiet", "quiet"),
+    ],
+)
 def test_utility_families_run_over_the_sandbox(box: Any, command: str, expected: str) -> None:
     result = ex(box, command)
     assert result.exitCode == 0, result.stderr
@@ -108,46 +113,57 @@ def test_commands_see_what_php_sees(box: Any) -> None:
 
 
 def test_pipelines_and_redirection_write_into_the_sandbox(box: Any) -> None:
-    result = ex(box, "echo one > /tmp/exec-a.txt && echo two >> /tmp/exec-a.txt && cat /tmp/exec-a.txt | "
-                     "tr a-z A-Z | tee /tmp/exec-b.txt | wc -l", caps=("read", "write"))
+    result = ex(
+        box,
+        "echo one > /tmp/exec-a.txt && echo two >> /tmp/exec-a.txt && cat /tmp/exec-a.txt | "
+        "tr a-z A-Z | tee /tmp/exec-b.txt | wc -l",
+        caps=("read", "write"),
+    )
     assert result.classification == "sandbox_write" and result.exitCode == 0, result.stderr
     assert result.stdout.strip() == "2" and result.changedFiles
     assert php(box, "echo file_get_contents('/tmp/exec-b.txt');") == "ONE\nTWO\n"
-    edited = ex(box, "cp /tmp/exec-a.txt /tmp/exec-c.txt && sed -i s/one/uno/ /tmp/exec-c.txt && cat /tmp/exec-c.txt",
-                caps=("read", "write"))
+    edited = ex(
+        box,
+        "cp /tmp/exec-a.txt /tmp/exec-c.txt && sed -i s/one/uno/ /tmp/exec-c.txt && cat /tmp/exec-c.txt",
+        caps=("read", "write"),
+    )
     assert edited.stdout == "uno\ntwo\n"
 
 
 # -- classification --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("command, classification", [
-    ("echo x > f", "sandbox_write"),
-    ("echo x >> f", "sandbox_write"),
-    ("sed -n p wp-load.php", "read_only"),
-    ("sed -i s/a/b/ wp-load.php", "sandbox_write"),
-    ("sed -n 'w out' wp-load.php", "sandbox_write"),
-    ("sed -f script.sed wp-load.php", "sandbox_write"),
-    ("awk -f prog.awk wp-load.php", "sandbox_write"),
-    ("wp option update blogname x", "sandbox_write"),
-    ("wp plugin activate hello", "sandbox_write"),
-    ("wp eval 'echo 1;'", "eval"),
-    ("wp eval-file /tmp/x.php", "eval"),
-    ("cat wp-load.php | grep -c require | sort", "read_only"),
-    ("ls 2>/dev/null", "read_only"),
-    ("ls 2>&1 | head -1", "read_only"),
-    ("ls | tee listing.txt", "sandbox_write"),
-    ("find . -name '*.tmp' -delete", "sandbox_write"),
-    ("find . -name x -exec rm {} \\;", "sandbox_write"),
-    ("echo a | xargs rm", "sandbox_write"),
-    ("echo $(touch x)", "sandbox_write"),
-    ("for i in 1; do mkdir d$i; done", "sandbox_write"),
-    ("f() { rm -f x; }; true", "sandbox_write"),
-    ("eval 'cat wp-load.php > copy'", "sandbox_write"),
-    ("sort -o out wp-load.php", "sandbox_write"),
-    ("$CMD wp-load.php", "eval"),
-    ("python3 -c 1", "eval"),
-    ("on rg -l add_action", "read_only"),
-])
+
+@pytest.mark.parametrize(
+    "command, classification",
+    [
+        ("echo x > f", "sandbox_write"),
+        ("echo x >> f", "sandbox_write"),
+        ("sed -n p wp-load.php", "read_only"),
+        ("sed -i s/a/b/ wp-load.php", "sandbox_write"),
+        ("sed -n 'w out' wp-load.php", "sandbox_write"),
+        ("sed -f script.sed wp-load.php", "sandbox_write"),
+        ("awk -f prog.awk wp-load.php", "sandbox_write"),
+        ("wp option update blogname x", "sandbox_write"),
+        ("wp plugin activate hello", "sandbox_write"),
+        ("wp eval 'echo 1;'", "eval"),
+        ("wp eval-file /tmp/x.php", "eval"),
+        ("cat wp-load.php | grep -c require | sort", "read_only"),
+        ("ls 2>/dev/null", "read_only"),
+        ("ls 2>&1 | head -1", "read_only"),
+        ("ls | tee listing.txt", "sandbox_write"),
+        ("find . -name '*.tmp' -delete", "sandbox_write"),
+        ("find . -name x -exec rm {} \\;", "sandbox_write"),
+        ("echo a | xargs rm", "sandbox_write"),
+        ("echo $(touch x)", "sandbox_write"),
+        ("for i in 1; do mkdir d$i; done", "sandbox_write"),
+        ("f() { rm -f x; }; true", "sandbox_write"),
+        ("eval 'cat wp-load.php > copy'", "sandbox_write"),
+        ("sort -o out wp-load.php", "sandbox_write"),
+        ("$CMD wp-load.php", "eval"),
+        ("python3 -c 1", "eval"),
+        ("on rg -l add_action", "read_only"),
+    ],
+)
 def test_classification_table(box: Any, command: str, classification: str) -> None:
     assert_classified(box, command, classification)
 
@@ -180,14 +196,18 @@ def test_wp_site_selection_is_rejected(box: Any, flag: str) -> None:
 
 def test_denied_commands_change_nothing(box: Any) -> None:
     before = php(box, "echo md5_file('/wordpress/wp-load.php');")
-    for command in ("echo x > /wordpress/denied.txt", "rm /wordpress/wp-load.php",
-                    "ls; touch /wordpress/denied.txt", "cat wp-load.php | sed -i s/a/b/ wp-load.php"):
+    for command in (
+        "echo x > /wordpress/denied.txt",
+        "rm /wordpress/wp-load.php",
+        "ls; touch /wordpress/denied.txt",
+        "cat wp-load.php | sed -i s/a/b/ wp-load.php",
+    ):
         result = ex(box, command)
         assert result.error is not None and result.error.code == "capability-denied", command
         assert result.stdout == ""  # nothing ran, not even the harmless first command
     assert php(box, "echo md5_file('/wordpress/wp-load.php');") == before
     assert php(box, "var_export(file_exists('/wordpress/denied.txt'));") == "false"
-    eval_denied = ex(box, "wp eval 'update_option(\"blogname\", \"changed\");'", caps=("read", "write"))
+    eval_denied = ex(box, 'wp eval \'update_option("blogname", "changed");\'', caps=("read", "write"))
     assert eval_denied.error is not None and eval_denied.error.details["missing"] == ["eval"]
     assert php(box, "require '/wordpress/wp-load.php'; echo get_option('blogname');") != "changed"
 
@@ -205,11 +225,18 @@ def test_a_read_only_command_cannot_write_even_when_misjudged(box: Any) -> None:
 
 # -- the wall ------------------------------------------------------------------------------------
 
+
 def test_dotdot_and_symlinks_stay_inside_the_sandbox(box: Any) -> None:
     up = "../" * 12
     secret = str(box.secret)
-    for command in (f"cat {up}{secret.lstrip('/')}", f"cat {secret}", "cat /etc/passwd", f"cat {PLUGIN}/host-link.txt",
-                    f"cd {up} && cat .{secret}", f"ls {Path(secret).parent}"):
+    for command in (
+        f"cat {up}{secret.lstrip('/')}",
+        f"cat {secret}",
+        "cat /etc/passwd",
+        f"cat {PLUGIN}/host-link.txt",
+        f"cd {up} && cat .{secret}",
+        f"ls {Path(secret).parent}",
+    ):
         result = ex(box, command)
         assert HOST_MARKER not in result.stdout + result.stderr, command
         assert result.exitCode != 0, command
@@ -225,12 +252,22 @@ def test_dotdot_and_symlinks_stay_inside_the_sandbox(box: Any) -> None:
 
 
 def test_dot_git_is_invisible(box: Any) -> None:
-    php(box, f"@mkdir('{PLUGIN}/sub/.git', 0777, true); file_put_contents('{PLUGIN}/sub/.git/config', '{GIT_MARKER}');"
-             f" file_put_contents('{PLUGIN}/sub/visible.txt', 'ok');")
+    php(
+        box,
+        f"@mkdir('{PLUGIN}/sub/.git', 0777, true); file_put_contents('{PLUGIN}/sub/.git/config', '{GIT_MARKER}');"
+        f" file_put_contents('{PLUGIN}/sub/visible.txt', 'ok');",
+    )
     assert php(box, f"echo file_get_contents('{PLUGIN}/sub/.git/config');") == GIT_MARKER  # PHP sees it
-    for command in (f"on rg {GIT_MARKER} --all", f"on rg {GIT_MARKER} --path {PLUGIN} --hidden --no-ignore",
-                    f"grep -r {GIT_MARKER} {PLUGIN}", f"cat {PLUGIN}/sub/.git/config", f"ls -a {PLUGIN}/sub",
-                    f"find {PLUGIN}", f"cd {PLUGIN}/sub/.git && cat config", f"on rg --files --hidden --path {PLUGIN}"):
+    for command in (
+        f"on rg {GIT_MARKER} --all",
+        f"on rg {GIT_MARKER} --path {PLUGIN} --hidden --no-ignore",
+        f"grep -r {GIT_MARKER} {PLUGIN}",
+        f"cat {PLUGIN}/sub/.git/config",
+        f"ls -a {PLUGIN}/sub",
+        f"find {PLUGIN}",
+        f"cd {PLUGIN}/sub/.git && cat config",
+        f"on rg --files --hidden --path {PLUGIN}",
+    ):
         result = ex(box, command)
         assert GIT_MARKER not in result.stdout and ".git" not in result.stdout, command
     assert "visible.txt" in ex(box, f"ls -a {PLUGIN}/sub").stdout
@@ -238,6 +275,7 @@ def test_dot_git_is_invisible(box: Any) -> None:
 
 
 # -- on --------------------------------------------------------------------------------------------
+
 
 def test_on_help_and_rg_scopes(box: Any) -> None:
     listing = ex(box, "on help")
@@ -260,6 +298,7 @@ def test_on_help_and_rg_scopes(box: Any) -> None:
 
 # -- wp and the eval policy ------------------------------------------------------------------------
 
+
 def test_wp_runs_wp_cli_in_the_sandbox(native_box: Any) -> None:
     """On the native box (test_the_sidecar_starts_no_process runs `wp` on Playground and checks the same)."""
     assert_wp_cli_ran(ex(native_box, "wp option get siteurl"))
@@ -271,16 +310,38 @@ def assert_wp_cli_ran(result: Any) -> None:
     assert result.stdout.strip().startswith("http") and "#!/usr/bin/env php" not in result.stdout
 
 
-@pytest.mark.parametrize("code", [
-    "system('id');", "exec('id');", "shell_exec('id');", "passthru('id');", "popen('id', 'r');",
-    "proc_open('id', [], $p);", "echo `id`;", "eval('echo 1;');", "include '/etc/passwd';",
-    "require_once '/tmp/evil.php';", "file_get_contents('/etc/passwd');",
-    "file_put_contents(ABSPATH . '../outside.txt', 'x');", "file_get_contents(ABSPATH . '.git/config');",
-    "file_get_contents($path);", "$f = 'sys' . 'tem'; $f('id');", "call_user_func('phpinfo');",
-    "array_map('system', ['id']);", "exit(1);", "die('x');", "new ZipArchive();", "new PDO('sqlite::memory:');",
-    "FFI::cdef('int x;');", "new SplFileObject('/wordpress/wp-config.php');", "wpmu_create_blog('a', '/', 't', 1);",
-    "$o->$m();", "new $class();", "fopen('php://filter/resource=/etc/passwd', 'r');",
-])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "system('id');",
+        "exec('id');",
+        "shell_exec('id');",
+        "passthru('id');",
+        "popen('id', 'r');",
+        "proc_open('id', [], $p);",
+        "echo `id`;",
+        "eval('echo 1;');",
+        "include '/etc/passwd';",
+        "require_once '/tmp/evil.php';",
+        "file_get_contents('/etc/passwd');",
+        "file_put_contents(ABSPATH . '../outside.txt', 'x');",
+        "file_get_contents(ABSPATH . '.git/config');",
+        "file_get_contents($path);",
+        "$f = 'sys' . 'tem'; $f('id');",
+        "call_user_func('phpinfo');",
+        "array_map('system', ['id']);",
+        "exit(1);",
+        "die('x');",
+        "new ZipArchive();",
+        "new PDO('sqlite::memory:');",
+        "FFI::cdef('int x;');",
+        "new SplFileObject('/wordpress/wp-config.php');",
+        "wpmu_create_blog('a', '/', 't', 1);",
+        "$o->$m();",
+        "new $class();",
+        "fopen('php://filter/resource=/etc/passwd', 'r');",
+    ],
+)
 def test_eval_policy_rejects_each_construct(box: Any, code: str) -> None:
     result = ex(box, f"wp eval {shlex.quote(code)}", caps=("read", "eval"))
     assert result.classification == "eval"
@@ -289,20 +350,30 @@ def test_eval_policy_rejects_each_construct(box: Any, code: str) -> None:
 
 
 def test_eval_policy_allows_wordpress_apis_and_rejects_before_any_effect(box: Any) -> None:
-    ok = ex(box, "wp eval 'update_option(\"codebox_exec\", \"v1\"); $q = new WP_Query([\"post_type\" => \"post\"]);"
-                 " echo get_option(\"codebox_exec\"), \":\", $q->found_posts >= 0 ? \"q\" : \"\";'", caps=("read", "eval"))
+    ok = ex(
+        box,
+        'wp eval \'update_option("codebox_exec", "v1"); $q = new WP_Query(["post_type" => "post"]);'
+        ' echo get_option("codebox_exec"), ":", $q->found_posts >= 0 ? "q" : "";\'',
+        caps=("read", "eval"),
+    )
     assert ok.exitCode == 0, ok.stderr
     assert ok.stdout.strip() == "v1:q"
-    bad = ex(box, "wp eval 'update_option(\"codebox_exec\", \"v2\"); system(\"id\");'", caps=("read", "eval"))
+    bad = ex(box, 'wp eval \'update_option("codebox_exec", "v2"); system("id");\'', caps=("read", "eval"))
     assert bad.error is not None and bad.error.code == "eval-policy"
     assert php(box, "require '/wordpress/wp-load.php'; echo get_option('codebox_exec');") == "v1"
     # eval-file: the file's code is checked too
-    php(box, "file_put_contents('/tmp/probe-ok.php', '<?php echo get_bloginfo(\"name\") !== null ? \"named\" : \"\";');"
-             "file_put_contents('/tmp/probe-bad.php', '<?php echo shell_exec(\"id\");');")
+    php(
+        box,
+        'file_put_contents(\'/tmp/probe-ok.php\', \'<?php echo get_bloginfo("name") !== null ? "named" : "";\');'
+        "file_put_contents('/tmp/probe-bad.php', '<?php echo shell_exec(\"id\");');",
+    )
     assert ex(box, "wp eval-file /tmp/probe-ok.php", caps=("read", "eval")).stdout.strip() == "named"
     # a relative path is read from the data root, where the policy resolved it
-    rel = ex(box, "wp eval --skip-wordpress 'echo strlen(file_get_contents(\"wp-load.php\")) > 0 ? \"rel\" : \"\";'",
-             caps=("read", "eval"))
+    rel = ex(
+        box,
+        'wp eval --skip-wordpress \'echo strlen(file_get_contents("wp-load.php")) > 0 ? "rel" : "";\'',
+        caps=("read", "eval"),
+    )
     assert rel.stdout.strip() == "rel", rel.stderr
     refused = ex(box, "wp eval-file /tmp/probe-bad.php", caps=("read", "eval"))
     assert refused.error is not None and refused.error.code == "eval-policy"
@@ -310,12 +381,16 @@ def test_eval_policy_allows_wordpress_apis_and_rejects_before_any_effect(box: An
 
 # -- limits and the record -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("command, limits, hit", [
-    ("while true; do :; done", {"maxLoopIterations": 500}, "maxLoopIterations"),
-    ("f() { f; }; f", {"maxCallDepth": 20}, "maxCallDepth"),
-    ("seq 1 100000", {"maxOutputBytes": 2000}, "maxOutputBytes"),
-    ("sleep 5", {"timeoutMs": 500}, "timeoutMs"),
-])
+
+@pytest.mark.parametrize(
+    "command, limits, hit",
+    [
+        ("while true; do :; done", {"maxLoopIterations": 500}, "maxLoopIterations"),
+        ("f() { f; }; f", {"maxCallDepth": 20}, "maxCallDepth"),
+        ("seq 1 100000", {"maxOutputBytes": 2000}, "maxOutputBytes"),
+        ("sleep 5", {"timeoutMs": 500}, "timeoutMs"),
+    ],
+)
 def test_limits_are_enforced_and_reported(box: Any, command: str, limits: dict[str, int], hit: str) -> None:
     result = ex(box, command, **limits)
     assert result.exitCode != 0
@@ -363,8 +438,14 @@ def test_a_relative_cwd_is_inside_the_site(box: Any) -> None:
 def _cli_exec(*args: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
     repo = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(repo), **({"CODEBOX_HOME": str(home)} if home else {})}
-    return subprocess.run([sys.executable, "-m", "codebox_tui", "exec", *args], capture_output=True, text=True,
-                          timeout=300, cwd=repo, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "exec", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=repo,
+        env=env,
+    )
 
 
 def recorded_backend(artifacts: Path) -> str:
@@ -376,8 +457,14 @@ def recorded_backend(artifacts: Path) -> str:
 def test_cli_exec_json_on_a_fresh_sandbox(tmp_path: Path) -> None:
     """`codebox exec --json` on a fresh (native) sandbox prints the exec result document; a command its
     capabilities do not allow prints the refusal as one."""
-    out = _cli_exec("--backend", "native", "--artifacts", str(tmp_path / "a"), "--json",
-                    "cat wp-includes/version.php | grep -c wp_version")
+    out = _cli_exec(
+        "--backend",
+        "native",
+        "--artifacts",
+        str(tmp_path / "a"),
+        "--json",
+        "cat wp-includes/version.php | grep -c wp_version",
+    )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["schema"] == "wp-codebox/exec-result/v1"
@@ -390,12 +477,14 @@ def test_cli_exec_json_on_a_fresh_sandbox(tmp_path: Path) -> None:
     assert doc["error"]["code"] == "capability-denied" and doc["error"]["details"]["missing"] == ["write"]
 
 
-@pytest.mark.parametrize(("command", "caps", "missing", "allow"), [
-    ("touch /wordpress/x", "read", "write", "read,write"),
-    ("wp eval 'echo 1;'", "read,write", "eval", "read,write,eval"),
-])
-def test_a_denied_exec_exits_before_any_boot(tmp_path: Path, command: str, caps: str, missing: str,
-                                            allow: str) -> None:
+@pytest.mark.parametrize(
+    ("command", "caps", "missing", "allow"),
+    [
+        ("touch /wordpress/x", "read", "write", "read,write"),
+        ("wp eval 'echo 1;'", "read,write", "eval", "read,write,eval"),
+    ],
+)
+def test_a_denied_exec_exits_before_any_boot(tmp_path: Path, command: str, caps: str, missing: str, allow: str) -> None:
     """Classified and checked on the host first (docs/exec.md, "Classification"): exit 3, a message naming
     the capability and the flag that allows it, and nothing booted — an empty, private CODEBOX_HOME stays
     empty (no golden site, no sidecar, no run folder) and no bundle is written."""
@@ -412,8 +501,15 @@ def test_a_denied_exec_exits_before_any_boot(tmp_path: Path, command: str, caps:
 def test_the_printed_exit_code_is_the_process_exit_code(tmp_path: Path) -> None:
     """A refusal the sandbox shell makes after boot (the eval policy; its result carries exitCode 126) exits 3
     and prints "exit 3": the line on stderr, the process and the README table agree (on a native sandbox)."""
-    refused = _cli_exec("--backend", "native", "--artifacts", str(tmp_path / "a"), "--capabilities", "read,eval",
-                        "wp eval 'shell_exec(\"id\");'")
+    refused = _cli_exec(
+        "--backend",
+        "native",
+        "--artifacts",
+        str(tmp_path / "a"),
+        "--capabilities",
+        "read,eval",
+        "wp eval 'shell_exec(\"id\");'",
+    )
     assert refused.returncode == 3, refused.stderr
     assert "codebox: exit 3 (refused: eval-policy)" in refused.stderr and "exit 126" not in refused.stderr
     assert recorded_backend(tmp_path / "a") == "native"
@@ -469,8 +565,12 @@ async def test_tui_console_on_a_held_preview(tmp_path: Path, monkeypatch: pytest
         assert live.bundle_dir is not None
         assert json.loads((live.bundle_dir / "metadata.json").read_text())["runtime"]["backend"] == "native"
         events = [json.loads(line) for line in (live.bundle_dir / "events.jsonl").read_text().splitlines()]
-        assert [e["data"]["classification"] for e in events if e["type"] in ("exec.finished", "exec.denied")] == \
-            ["read_only", "read_only", "sandbox_write", "sandbox_write"]
+        assert [e["data"]["classification"] for e in events if e["type"] in ("exec.finished", "exec.denied")] == [
+            "read_only",
+            "read_only",
+            "sandbox_write",
+            "sandbox_write",
+        ]
 
 
 async def _drive_console(pilot: Any, live: Any, console: Any) -> None:

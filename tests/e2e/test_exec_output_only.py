@@ -26,8 +26,15 @@ PLUGIN = "/wordpress/wp-content/plugins/notes"
 
 def _codebox(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "CODEBOX_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True,
-                          timeout=300, cwd=REPO, env=env, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+        env=env,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +47,17 @@ def inbox(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
     (folder / "readme.txt").write_text("read me\n")
     read = _codebox(home, "exec", "--backend", "native", "-m", f"{folder}:{PLUGIN}", f"cat {PLUGIN}/readme.txt")
     assert read.returncode == 0, read.stderr[-2000:]
-    wrote = _codebox(home, "exec", "--backend", "native", "-m", f"{folder}:{PLUGIN}", "--capabilities", "read,write",
-                     f"echo changed > {PLUGIN}/new.txt")
+    wrote = _codebox(
+        home,
+        "exec",
+        "--backend",
+        "native",
+        "-m",
+        f"{folder}:{PLUGIN}",
+        "--capabilities",
+        "read,write",
+        f"echo changed > {PLUGIN}/new.txt",
+    )
     assert wrote.returncode == 0, wrote.stderr[-2000:]
     listed = codebox_in_process(home, "review", "list", "--json")
     assert listed.returncode == 0, listed.stderr

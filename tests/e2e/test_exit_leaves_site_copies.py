@@ -24,8 +24,7 @@ pytestmark = pytest.mark.playground
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_the_command_exits_while_the_pool_worker_still_waits_to_copy(playground_session: Any,
-                                                                    tmp_path: Path) -> None:
+def test_the_command_exits_while_the_pool_worker_still_waits_to_copy(playground_session: Any, tmp_path: Path) -> None:
     home = playground_session.private_home(tmp_path)
     build = resolve_build(DEFAULT_WP_VERSION)
     lock = pool_lock_path(build, DEFAULT_PHP_VERSION, home / "golden")
@@ -39,9 +38,26 @@ def test_the_command_exits_while_the_pool_worker_still_waits_to_copy(playground_
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # no copy can be made until this test lets go
         env = {**os.environ, "PYTHONPATH": str(REPO), "CODEBOX_HOME": str(home), "CODEBOX_SPARE_SANDBOXES": "off"}
-        done = subprocess.run([sys.executable, "-m", "codebox_tui", "run", "--command", "wordpress.run-php",
-                               "--arg", "code=echo 'ran';", "--artifacts", str(tmp_path / "artifacts")],
-                              cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "codebox_tui",
+                "run",
+                "--command",
+                "wordpress.run-php",
+                "--arg",
+                "code=echo 'ran';",
+                "--artifacts",
+                str(tmp_path / "artifacts"),
+            ],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         assert "ran" in done.stdout
         assert ready() < POOL_SIZE  # the command exited before any copy for the next run was made

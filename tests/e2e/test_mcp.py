@@ -36,13 +36,28 @@ WRITE_CODE = (
     f" file_put_contents('{PLUGIN_TARGET}/simple-plugin.php', \"\\n// edited in the sandbox\\n\", FILE_APPEND);"
     " echo 'wrote two files';"
 )
-TOOLS = {"run", "artifacts_show", "artifacts_verify", "review_decide", "apply", "list_runs", "agent_task", "execute",
-         "evaluate_patch", "recipe_run", "episode_run", "batch"}
+TOOLS = {
+    "run",
+    "artifacts_show",
+    "artifacts_verify",
+    "review_decide",
+    "apply",
+    "list_runs",
+    "agent_task",
+    "execute",
+    "evaluate_patch",
+    "recipe_run",
+    "episode_run",
+    "batch",
+}
 
 
 def tree(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @dataclass
@@ -78,39 +93,68 @@ def ran(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Ran:
     shutil.copytree(EXAMPLE_PLUGIN, workspace)
     log = root / "server.log"
     progress: list[tuple[float, float | None, str | None]] = []
-    task = {"task": 'replace "Hello" with "Howdy"', "workspaces": [f"{workspace}:/workspace/simple-plugin"],
-            "agent": [sys.executable, str(REPO / "examples" / "agents" / "example_agent.py")],
-            "sandbox_session_id": "mcp-session-4", "orchestrator": {"type": "mcp-test", "id": "o-1", "job_id": "j-2"},
-            "artifacts": str(root / "agent-artifacts")}
+    task = {
+        "task": 'replace "Hello" with "Howdy"',
+        "workspaces": [f"{workspace}:/workspace/simple-plugin"],
+        "agent": [sys.executable, str(REPO / "examples" / "agents" / "example_agent.py")],
+        "sandbox_session_id": "mcp-session-4",
+        "orchestrator": {"type": "mcp-test", "id": "o-1", "job_id": "j-2"},
+        "artifacts": str(root / "agent-artifacts"),
+    }
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append((value, total, message))
 
-    async def body(session: ClientSession) -> tuple[dict[str, Any], CallToolResult, dict[str, CallToolResult],
-                                                    tuple[str, str]]:
+    async def body(
+        session: ClientSession,
+    ) -> tuple[dict[str, Any], CallToolResult, dict[str, CallToolResult], tuple[str, str]]:
         listed = await session.list_tools()
         tools = {t.name: t for t in listed.tools}
         result = await session.call_tool(
-            "run", {"command": "wordpress.run-php", "args": [WRITE_CODE],
-                    "mounts": [f"{plugin}:{PLUGIN_TARGET}"],
-                    "artifacts": str(root / "artifacts"), "metadata": {"caller": "test_mcp"}},
-            progress_callback=on_progress)
+            "run",
+            {
+                "command": "wordpress.run-php",
+                "args": [WRITE_CODE],
+                "mounts": [f"{plugin}:{PLUGIN_TARGET}"],
+                "artifacts": str(root / "artifacts"),
+                "metadata": {"caller": "test_mcp"},
+            },
+            progress_callback=on_progress,
+        )
         made = structured(result, log)
         bundle, digest = made["bundleDir"], made["contentDigestB"]
-        calls = {"show": await session.call_tool("artifacts_show", {"bundle": bundle}),
-                 "verify": await session.call_tool("artifacts_verify", {"bundle": bundle}),
-                 "list": await session.call_tool("list_runs", {"text": "simple-plugin"}),
-                 "stale": await session.call_tool("review_decide", {"bundle": bundle, "action": "approve",
-                                                                    "content_digest": "0" * 64}),
-                 "decided": await session.call_tool("review_decide", {
-                     "bundle": bundle, "action": "approve-files", "files": ["added.txt"], "content_digest": digest,
-                     "approver": "mcp-test", "reason": "only the new file"})}
+        calls = {
+            "show": await session.call_tool("artifacts_show", {"bundle": bundle}),
+            "verify": await session.call_tool("artifacts_verify", {"bundle": bundle}),
+            "list": await session.call_tool("list_runs", {"text": "simple-plugin"}),
+            "stale": await session.call_tool(
+                "review_decide", {"bundle": bundle, "action": "approve", "content_digest": "0" * 64}
+            ),
+            "decided": await session.call_tool(
+                "review_decide",
+                {
+                    "bundle": bundle,
+                    "action": "approve-files",
+                    "files": ["added.txt"],
+                    "content_digest": digest,
+                    "approver": "mcp-test",
+                    "reason": "only the new file",
+                },
+            ),
+        }
         decision = structured(calls["decided"], log)
-        calls["applied"] = await session.call_tool("apply", {"decision": decision["id"], "adapter": "directory",
-                                                             "target": str(target)})
+        calls["applied"] = await session.call_tool(
+            "apply", {"decision": decision["id"], "adapter": "directory", "target": str(target)}
+        )
         calls["denied"] = await session.call_tool(
-            "run", {"command": "wordpress.run-php", "args": ["code=echo 1;"],
-                    "policy": {"commands": ["inspect-mounted-inputs"]}, "artifacts": str(root / "denied")})
+            "run",
+            {
+                "command": "wordpress.run-php",
+                "args": ["code=echo 1;"],
+                "policy": {"commands": ["inspect-mounted-inputs"]},
+                "artifacts": str(root / "denied"),
+            },
+        )
         calls["agent"] = await session.call_tool("agent_task", {"task": task})
         return tools, result, calls, await cancel_a_run(session)
 
@@ -124,9 +168,18 @@ def ran(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Ran:
                 running.set()
 
         async with anyio.create_task_group() as group:
-            group.start_soon(lambda: session.call_tool(
-                "run", {"command": "wordpress.run-php", "args": ["code=sleep(300);"], "timeout": "10m",
-                        "artifacts": str(root / "cancelled")}, progress_callback=on_step))
+            group.start_soon(
+                lambda: session.call_tool(
+                    "run",
+                    {
+                        "command": "wordpress.run-php",
+                        "args": ["code=sleep(300);"],
+                        "timeout": "10m",
+                        "artifacts": str(root / "cancelled"),
+                    },
+                    progress_callback=on_step,
+                )
+            )
             with anyio.fail_after(240):
                 await running.wait()
             group.cancel_scope.cancel()
@@ -143,8 +196,21 @@ def ran(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Ran:
 
     target_before, workspace_before = tree(target), tree(workspace)
     tools, result, calls, cancelled = with_client(codebox_home, log, body, env=NATIVE)
-    return Ran(codebox_home, log, plugin, before, tools, structured(result, log), progress, calls, target,
-               target_before, workspace, workspace_before, cancelled)
+    return Ran(
+        codebox_home,
+        log,
+        plugin,
+        before,
+        tools,
+        structured(result, log),
+        progress,
+        calls,
+        target,
+        target_before,
+        workspace,
+        workspace_before,
+        cancelled,
+    )
 
 
 def test_lists_every_tool_with_input_and_output_schemas(ran: Ran) -> None:
@@ -223,23 +289,35 @@ def test_review_decide_and_apply_write_only_the_approved_file(ran: Ran) -> None:
 def test_bad_input_is_a_tool_error_naming_the_field(ran: Ran, tmp_path: Path) -> None:
     async def body(session: ClientSession) -> list[CallToolResult]:
         return [
-            await session.call_tool("run", {"command": "wordpress.run-php", "args": ["code=echo 1;"],
-                                            "mounts": [f"{tmp_path / 'missing'}:{PLUGIN_TARGET}"]}),
-            await session.call_tool("run", {"command": "wordpress.run-php", "args": ["code=echo 1;"],
-                                            "mounts": [f"{ran.plugin}:/wordpress"]}),
+            await session.call_tool(
+                "run",
+                {
+                    "command": "wordpress.run-php",
+                    "args": ["code=echo 1;"],
+                    "mounts": [f"{tmp_path / 'missing'}:{PLUGIN_TARGET}"],
+                },
+            ),
+            await session.call_tool(
+                "run",
+                {"command": "wordpress.run-php", "args": ["code=echo 1;"], "mounts": [f"{ran.plugin}:/wordpress"]},
+            ),
             await session.call_tool("run", {"command": "wordpress.run-php", "php": "5.6"}),
-            await session.call_tool("run", {"command": "wordpress.run-php", "args": ["code=echo 1;"],
-                                            "policy": {"commands": []}}),
+            await session.call_tool(
+                "run", {"command": "wordpress.run-php", "args": ["code=echo 1;"], "policy": {"commands": []}}
+            ),
             await session.call_tool("run", {"command": "wordpress.run-php", "mount": []}),
             await session.call_tool("artifacts_verify", {"bundle": str(tmp_path / "nowhere")}),
-            await session.call_tool("review_decide", {"bundle": ran.result["bundleDir"], "action": "approve-files",
-                                                      "files": ["not-changed.php"]}),
+            await session.call_tool(
+                "review_decide",
+                {"bundle": ran.result["bundleDir"], "action": "approve-files", "files": ["not-changed.php"]},
+            ),
             await session.call_tool("apply", {"decision": "999999", "adapter": "directory", "target": str(tmp_path)}),
             await session.call_tool("agent_task", {"task": {"task": "do nothing"}}),
         ]
 
     missing, whole_site, php, bad_policy, unknown, no_bundle, not_changed, no_decision, agents = with_client(
-        ran.home, ran.log, body)
+        ran.home, ran.log, body
+    )
     assert error_text(missing).startswith("Error executing tool run: mounts[0].source:")
     assert "mounts[0]" in error_text(whole_site)
     assert "php:" in error_text(php) and "unknown-php-version" in error_text(php)

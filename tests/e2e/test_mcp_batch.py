@@ -28,9 +28,14 @@ ITEMS = {"probe": "plugin-probe.json", "word-count": "reproduce-word-count.json"
 def test_a_two_item_recipe_batch_over_mcp_on_real_ray(codebox_home: Path, tmp_path: Path) -> None:
     batch_file = tmp_path / "batches" / "recipes.jsonl"
     batch_file.parent.mkdir()
-    batch_file.write_text("".join(
-        json.dumps({"kind": "recipe-run", "id": item, "recipe": os.path.relpath(RECIPES / name, batch_file.parent)})
-        + "\n" for item, name in ITEMS.items()), encoding="utf-8")
+    batch_file.write_text(
+        "".join(
+            json.dumps({"kind": "recipe-run", "id": item, "recipe": os.path.relpath(RECIPES / name, batch_file.parent)})
+            + "\n"
+            for item, name in ITEMS.items()
+        ),
+        encoding="utf-8",
+    )
     artifacts = tmp_path / "artifacts"
     log = tmp_path / "server.log"
     progress: list[str] = []
@@ -39,8 +44,11 @@ def test_a_two_item_recipe_batch_over_mcp_on_real_ray(codebox_home: Path, tmp_pa
         progress.append(message or "")
 
     async def body(session: ClientSession) -> Any:
-        return await session.call_tool("batch", {"file": str(batch_file), "concurrency": 2,
-                                                 "artifacts": str(artifacts)}, progress_callback=on_progress)
+        return await session.call_tool(
+            "batch",
+            {"file": str(batch_file), "concurrency": 2, "artifacts": str(artifacts)},
+            progress_callback=on_progress,
+        )
 
     result = with_client(codebox_home, log, body, env={"CODEBOX_BACKEND": "native"})
     out = structured(result, log)

@@ -34,9 +34,11 @@ NEW_TOOLS = ("execute", "evaluate_patch", "recipe_run", "episode_run", "batch")
 
 
 def tree(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
-
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @dataclass
@@ -63,10 +65,11 @@ def served(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Sess
     buggy = root / "buggy-counter"
     shutil.copytree(EXAMPLES / "plugins-for-recipes" / "buggy-counter", buggy)
     bad_batch = root / "bad.jsonl"
-    bad_batch.write_text('not json\n', encoding="utf-8")
+    bad_batch.write_text("not json\n", encoding="utf-8")
     bad_recipe = root / "bad-recipe.json"
-    bad_recipe.write_text(json.dumps({"schema": "wp-codebox/workspace-recipe/v1", "workflow": {"steps": "no"}}),
-                          encoding="utf-8")
+    bad_recipe.write_text(
+        json.dumps({"schema": "wp-codebox/workspace-recipe/v1", "workflow": {"steps": "no"}}), encoding="utf-8"
+    )
     art = str(root / "artifacts")
     log = root / "server.log"
     progress: list[str] = []
@@ -76,19 +79,33 @@ def served(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Sess
 
     calls: dict[str, tuple[str, dict[str, Any]]] = {
         # the shell on the native backend (the same shell code as on Playground, in the sandbox's wall)
-        "grep": ("execute", {"command": "on rg -n 'simple_plugin_greeting' --plugins",
-                             "mounts": [f"{plugin}:{PLUGIN_TARGET}:readonly"], "backend": "native",
-                             "artifacts": art}),
+        "grep": (
+            "execute",
+            {
+                "command": "on rg -n 'simple_plugin_greeting' --plugins",
+                "mounts": [f"{plugin}:{PLUGIN_TARGET}:readonly"],
+                "backend": "native",
+                "artifacts": art,
+            },
+        ),
         # the native backend through the tool's own option (its PHP the host's): the verdict is the same on both
-        "evaluate": ("evaluate_patch", {"plugin": str(buggy),
-                                        "patch": str(EXAMPLES / "patches" / "buggy-counter-fix.patch"),
-                                        "backend": "native", "artifacts": art}),
+        "evaluate": (
+            "evaluate_patch",
+            {
+                "plugin": str(buggy),
+                "patch": str(EXAMPLES / "patches" / "buggy-counter-fix.patch"),
+                "backend": "native",
+                "artifacts": art,
+            },
+        ),
         # the recipe and the episode plan name no backend: the server's CODEBOX_BACKEND's (native)
         "recipe": ("recipe_run", {"recipe": str(EXAMPLES / "recipes" / "plugin-probe.json"), "artifacts": art}),
         "episode": ("episode_run", {"plan": str(EXAMPLES / "episode" / "plan.json"), "artifacts": art}),
         # bad input: refused before anything boots
-        "held_with_mounts": ("execute", {"command": "ls", "sandbox": "runtime-abc",
-                                         "mounts": [f"{plugin}:{PLUGIN_TARGET}"]}),
+        "held_with_mounts": (
+            "execute",
+            {"command": "ls", "sandbox": "runtime-abc", "mounts": [f"{plugin}:{PLUGIN_TARGET}"]},
+        ),
         "no_held": ("execute", {"command": "ls", "sandbox": "runtime-not-held-here"}),
         "bad_capability": ("execute", {"command": "ls", "capabilities": ["read", "root"]}),
         "bad_timeout": ("execute", {"command": "ls", "timeout": "soon"}),
@@ -105,8 +122,9 @@ def served(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Sess
         tools = {t.name: t for t in (await session.list_tools()).tools}
         results = {}
         for key, (tool, arguments) in calls.items():
-            results[key] = await session.call_tool(tool, arguments,
-                                                   progress_callback=on_progress if key == "grep" else None)
+            results[key] = await session.call_tool(
+                tool, arguments, progress_callback=on_progress if key == "grep" else None
+            )
         return tools, results
 
     before, buggy_before = tree(plugin), tree(buggy)

@@ -38,8 +38,14 @@ final class IsolatedTest extends TestCase {
 
 def _codebox(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     (tmp_path / "tmp").mkdir(exist_ok=True)
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, "TMPDIR": str(tmp_path / "tmp"), **(env or {})}, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path / "tmp"), **(env or {})},
+        timeout=300,
+    )
 
 
 def _host_php() -> str:
@@ -53,11 +59,24 @@ def test_the_example_probe_runs_natively_and_its_bundle_verifies(tmp_path: Path)
     shutil.copytree(EXAMPLE_PLUGIN, plugin)
     before = sorted(p.name for p in plugin.iterdir())
     probe = tmp_path / "probe.php"
-    probe.write_text((EXAMPLE_PLUGIN / "probe.php").read_text() + "\nfile_put_contents(WP_PLUGIN_DIR . "
-                     "'/simple-plugin/native-note.txt', 'written by native PHP');\n")
-    out = _codebox(tmp_path, "run", "--mount", f"{plugin}:{PLUGIN_TARGET}", "--command", "wordpress.run-php",
-                   "--arg", f"code-file={probe}", "--artifacts", str(tmp_path / "artifacts"), "--json",
-                   env={"CODEBOX_BACKEND": "native"})  # the setting picks the backend
+    probe.write_text(
+        (EXAMPLE_PLUGIN / "probe.php").read_text() + "\nfile_put_contents(WP_PLUGIN_DIR . "
+        "'/simple-plugin/native-note.txt', 'written by native PHP');\n"
+    )
+    out = _codebox(
+        tmp_path,
+        "run",
+        "--mount",
+        f"{plugin}:{PLUGIN_TARGET}",
+        "--command",
+        "wordpress.run-php",
+        "--arg",
+        f"code-file={probe}",
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+        "--json",
+        env={"CODEBOX_BACKEND": "native"},
+    )  # the setting picks the backend
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["runtime"]["backend"] == "native"
@@ -70,8 +89,11 @@ def test_the_example_probe_runs_natively_and_its_bundle_verifies(tmp_path: Path)
     changed = json.loads((bundle / "files" / "changed-files.json").read_text())["files"]
     assert [c["path"] for c in changed if c["path"].endswith("native-note.txt")], changed
     metadata = json.loads((bundle / "metadata.json").read_text())
-    assert metadata["provenance"]["runtime"] == {"backend": "native", "phpVersion": _host_php(),
-                                                 "wordpressVersion": result["wordpress"]}
+    assert metadata["provenance"]["runtime"] == {
+        "backend": "native",
+        "phpVersion": _host_php(),
+        "wordpressVersion": result["wordpress"],
+    }
     verified = _codebox(tmp_path, "artifacts", "verify", str(bundle))
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "valid" in verified.stdout
@@ -79,9 +101,21 @@ def test_the_example_probe_runs_natively_and_its_bundle_verifies(tmp_path: Path)
 
 def test_wp_cli_runs_natively_with_the_toolchain_phar(tmp_path: Path) -> None:
     require(WP_CLI_PHAR)
-    out = _codebox(tmp_path, "run", "--backend", "native", "--wp-cli-phar", str(WP_CLI_PHAR), "--command",
-                   "wordpress.wp-cli", "--arg", "command=plugin list --format=json", "--artifacts",
-                   str(tmp_path / "artifacts"), "--json")
+    out = _codebox(
+        tmp_path,
+        "run",
+        "--backend",
+        "native",
+        "--wp-cli-phar",
+        str(WP_CLI_PHAR),
+        "--command",
+        "wordpress.wp-cli",
+        "--arg",
+        "command=plugin list --format=json",
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+        "--json",
+    )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["runtime"]["backend"] == "native"
@@ -90,8 +124,21 @@ def test_wp_cli_runs_natively_with_the_toolchain_phar(tmp_path: Path) -> None:
 
 
 def test_another_php_version_is_refused_naming_the_playground_backend(tmp_path: Path) -> None:
-    out = _codebox(tmp_path, "run", "--backend", "native", "--php", "7.4", "--command", "wordpress.run-php",
-                   "--arg", "code=echo 1;", "--artifacts", str(tmp_path / "artifacts"), "--json")
+    out = _codebox(
+        tmp_path,
+        "run",
+        "--backend",
+        "native",
+        "--php",
+        "7.4",
+        "--command",
+        "wordpress.run-php",
+        "--arg",
+        "code=echo 1;",
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+        "--json",
+    )
     assert out.returncode == 2, out.stdout + out.stderr
     text = out.stdout + out.stderr
     assert "--backend playground" in text and "7.4" in text
@@ -105,16 +152,31 @@ def test_phpunit_runs_natively_with_process_isolation(tmp_path: Path) -> None:
     plugin = tmp_path / "buggy-counter"
     shutil.copytree(BUGGY_COUNTER, plugin)
     (plugin / "tests" / "IsolatedTest.php").write_text(ISOLATED_TEST)
-    out = _codebox(tmp_path, "run", "--backend", "native", "--mount", f"{plugin}:/wordpress/wp-content/plugins/buggy-counter",
-                   "--command", "wordpress.phpunit", "--arg", "plugin-slug=buggy-counter", "--artifacts",
-                   str(tmp_path / "artifacts"), "--json",
-                   env={"WP_TESTS_DIR": str(WP_TESTS_LIB), "WP_TESTS_PHPUNIT_POLYFILLS_PATH": str(PHPUNIT_POLYFILLS)})
+    out = _codebox(
+        tmp_path,
+        "run",
+        "--backend",
+        "native",
+        "--mount",
+        f"{plugin}:/wordpress/wp-content/plugins/buggy-counter",
+        "--command",
+        "wordpress.phpunit",
+        "--arg",
+        "plugin-slug=buggy-counter",
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+        "--json",
+        env={"WP_TESTS_DIR": str(WP_TESTS_LIB), "WP_TESTS_PHPUNIT_POLYFILLS_PATH": str(PHPUNIT_POLYFILLS)},
+    )
     doc = json.loads(out.stdout)
     assert doc["runtime"]["backend"] == "native", out.stderr
     results = json.loads((Path(doc["artifacts"]["directory"]) / "files" / "test-results.json").read_text())
     cases = {case["name"]: case["status"] for suite in results["suites"] for case in suite["cases"]}
-    assert cases == {"test_simple_words": "passed", "test_repeated_spaces": "failed",  # the example's known bug
-                     "test_runs_in_a_child_process": "passed"}, doc["execution"]["stdout"]
+    assert cases == {
+        "test_simple_words": "passed",
+        "test_repeated_spaces": "failed",  # the example's known bug
+        "test_runs_in_a_child_process": "passed",
+    }, doc["execution"]["stdout"]
 
 
 def test_a_hung_command_is_killed_with_every_process_it_started(tmp_path: Path) -> None:
@@ -126,13 +188,29 @@ def test_a_hung_command_is_killed_with_every_process_it_started(tmp_path: Path) 
     live.mkdir()
     # start the child, wait (bounded) until it shows in the sandbox's /proc, record that, then hang (a loop
     # that sleeps: the kill does not care whether PHP is busy, and a busy loop would burn a core until the kill)
-    code = (f"shell_exec('setsid php -r \"sleep(600);\" {marker} > /dev/null 2>&1 &');"
-            " $seen = ''; for ($i = 0; $i < 100 && strpos($seen, 'sleep(600);') === false; $i++) {"
-            " usleep(50000); $seen = (string) shell_exec('cat /proc/[0-9]*/cmdline | tr \"\\\\0\" \" \"'); }"
-            " file_put_contents('/workspace/live/processes.txt', $seen); while (true) { usleep(100000); }")
-    out = _codebox(tmp_path, "run", "--backend", "native", "--mount", f"{live}:/workspace/live:live", "--command",
-                   "wordpress.run-php", "--arg", f"code={code}", "--timeout", "8s", "--artifacts",
-                   str(tmp_path / "artifacts"), "--json")
+    code = (
+        f"shell_exec('setsid php -r \"sleep(600);\" {marker} > /dev/null 2>&1 &');"
+        " $seen = ''; for ($i = 0; $i < 100 && strpos($seen, 'sleep(600);') === false; $i++) {"
+        ' usleep(50000); $seen = (string) shell_exec(\'cat /proc/[0-9]*/cmdline | tr "\\\\0" " "\'); }'
+        " file_put_contents('/workspace/live/processes.txt', $seen); while (true) { usleep(100000); }"
+    )
+    out = _codebox(
+        tmp_path,
+        "run",
+        "--backend",
+        "native",
+        "--mount",
+        f"{live}:/workspace/live:live",
+        "--command",
+        "wordpress.run-php",
+        "--arg",
+        f"code={code}",
+        "--timeout",
+        "8s",
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+        "--json",
+    )
     assert marker in (live / "processes.txt").read_text()  # the child was running when the loop began
     assert out.returncode == 4, out.stdout + out.stderr  # SANDBOX_FAILURE
     assert json.loads(out.stdout)["error"]["code"] == "sandbox-timeout"
@@ -145,12 +223,38 @@ def test_mounts_native_cannot_honour_fail_clearly(tmp_path: Path) -> None:
     cannot make (a new folder inside read-only core) fails the run closed, with bwrap's reason (exit 4)."""
     folder = tmp_path / "folder"
     folder.mkdir()
-    reserved = _codebox(tmp_path, "run", "--backend", "native", "--mount", f"{folder}:/codebox/config", "--command",
-                        "wordpress.run-php", "--arg", "code=echo 1;", "--artifacts", str(tmp_path / "a1"), "--json")
+    reserved = _codebox(
+        tmp_path,
+        "run",
+        "--backend",
+        "native",
+        "--mount",
+        f"{folder}:/codebox/config",
+        "--command",
+        "wordpress.run-php",
+        "--arg",
+        "code=echo 1;",
+        "--artifacts",
+        str(tmp_path / "a1"),
+        "--json",
+    )
     assert reserved.returncode == 2, reserved.stdout + reserved.stderr
     assert json.loads(reserved.stdout)["error"]["code"] == "invalid-mount"
-    in_core = _codebox(tmp_path, "run", "--backend", "native", "--mount", f"{folder}:/wordpress/new-folder", "--command",
-                       "wordpress.run-php", "--arg", "code=echo 1;", "--artifacts", str(tmp_path / "a2"), "--json")
+    in_core = _codebox(
+        tmp_path,
+        "run",
+        "--backend",
+        "native",
+        "--mount",
+        f"{folder}:/wordpress/new-folder",
+        "--command",
+        "wordpress.run-php",
+        "--arg",
+        "code=echo 1;",
+        "--artifacts",
+        str(tmp_path / "a2"),
+        "--json",
+    )
     assert in_core.returncode == 4, in_core.stdout + in_core.stderr
     error = json.loads(in_core.stdout)["error"]
     assert error["code"] == "confinement-failed" and "/wordpress/new-folder" in error["message"]
@@ -163,9 +267,22 @@ def test_a_file_over_the_write_budget_stops_php_and_flags_the_run(tmp_path: Path
     folder = tmp_path / "folder"
     folder.mkdir()
     code = "file_put_contents('/workspace/folder/fill.bin', str_repeat('x', 3 << 20)); echo 'not reached';"
-    out = _codebox(tmp_path, "run", "--backend", "native", "--mount", f"{folder}:/workspace/folder", "--command",
-                   "wordpress.run-php", "--arg", f"code={code}", "--artifacts", str(tmp_path / "artifacts"), "--json",
-                   env={"CODEBOX_SANDBOX_WRITE_BUDGET": "1M"})
+    out = _codebox(
+        tmp_path,
+        "run",
+        "--backend",
+        "native",
+        "--mount",
+        f"{folder}:/workspace/folder",
+        "--command",
+        "wordpress.run-php",
+        "--arg",
+        f"code={code}",
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+        "--json",
+        env={"CODEBOX_SANDBOX_WRITE_BUDGET": "1M"},
+    )
     doc = json.loads(out.stdout)
     assert out.returncode == 1 and doc["execution"]["exitCode"] != 0, out.stdout + out.stderr
     assert "not reached" not in doc["execution"]["stdout"]
@@ -201,17 +318,27 @@ def test_a_sandbox_whose_process_was_killed_leaves_no_mount_group_or_worker_behi
     from tests.factories.waiting import process_finished, wait_until
 
     (tmp_path / "tmp").mkdir()
-    killed = subprocess.run([sys.executable, "-c", KILLED_HOLDER.replace("END", "os.kill(os.getpid(), signal.SIGKILL)")],
-                            cwd=REPO, capture_output=True, text=True,
-                            env={**os.environ, "TMPDIR": str(tmp_path / "tmp")}, timeout=300)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_HOLDER.replace("END", "os.kill(os.getpid(), signal.SIGKILL)")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
+        timeout=300,
+    )
     assert killed.returncode == -9, killed.stderr[-2000:]
     left = json.loads(killed.stdout)
     assert left["mounted"] and Path(left["group"]).is_dir(), left
     assert wait_until(lambda: process_finished(left["worker"])), left  # --die-with-parent
     assert wait_until(lambda: left["data"] not in Path("/proc/self/mounts").read_text()), left  # runtime/mount_guard.py
-    booted = subprocess.run([sys.executable, "-c", KILLED_HOLDER.replace("END", "sandbox.dispose()")],
-                            cwd=REPO, capture_output=True, text=True, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
-                            timeout=300)
+    booted = subprocess.run(
+        [sys.executable, "-c", KILLED_HOLDER.replace("END", "sandbox.dispose()")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
+        timeout=300,
+    )
     assert booted.returncode == 0, booted.stderr[-2000:]
     assert left["data"] not in Path("/proc/self/mounts").read_text()
     assert not Path(left["group"]).exists()

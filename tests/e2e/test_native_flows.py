@@ -25,8 +25,14 @@ EXAMPLE_AGENT = REPO / "examples" / "agents" / "example_agent.py"
 
 def _codebox(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     (tmp_path / "tmp").mkdir(exist_ok=True)
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, "TMPDIR": str(tmp_path / "tmp"), **(env or {})}, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path / "tmp"), **(env or {})},
+        timeout=300,
+    )
 
 
 def _host_php() -> str:
@@ -41,8 +47,17 @@ def _runtime(bundle_dir: str) -> dict[str, object]:
 
 
 def test_recipe_run_boots_native_at_the_host_php(tmp_path: Path) -> None:
-    out = _codebox(tmp_path, "recipe-run", str(RECIPES / "plugin-probe.json"), "--backend", "native",
-                   "--artifacts", str(tmp_path / "artifacts"), "--json", "-q")
+    out = _codebox(
+        tmp_path,
+        "recipe-run",
+        str(RECIPES / "plugin-probe.json"),
+        "--backend",
+        "native",
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+        "--json",
+        "-q",
+    )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["success"] is True and doc["status"] == "passed"
@@ -82,12 +97,39 @@ def test_an_explicit_other_php_on_native_is_refused_before_boot(tmp_path: Path) 
 
 def test_an_episode_runs_natively_from_the_setting(tmp_path: Path) -> None:
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"schema": "codebox/episode-plan/v1", "items": [
-        {"action": {"command": "wordpress.run-php", "args": ["code=update_option('blogname', 'Native episode');"]}},
-        {"action": {"command": "wordpress.run-php", "args": ["code=echo get_option('blogname'), PHP_VERSION;"]},
-         "observe": {"type": "command-result"}}]}))
-    out = _codebox(tmp_path, "episode", "run", str(plan), "--artifacts", str(tmp_path / "artifacts"), "--json", "-q",
-                   env={"CODEBOX_BACKEND": "native"})
+    plan.write_text(
+        json.dumps(
+            {
+                "schema": "codebox/episode-plan/v1",
+                "items": [
+                    {
+                        "action": {
+                            "command": "wordpress.run-php",
+                            "args": ["code=update_option('blogname', 'Native episode');"],
+                        }
+                    },
+                    {
+                        "action": {
+                            "command": "wordpress.run-php",
+                            "args": ["code=echo get_option('blogname'), PHP_VERSION;"],
+                        },
+                        "observe": {"type": "command-result"},
+                    },
+                ],
+            }
+        )
+    )
+    out = _codebox(
+        tmp_path,
+        "episode",
+        "run",
+        str(plan),
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+        "--json",
+        "-q",
+        env={"CODEBOX_BACKEND": "native"},
+    )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["status"] == "completed" and doc["runtime"]["backend"] == "native"
@@ -101,9 +143,21 @@ def test_the_example_agent_completes_its_task_on_native(tmp_path: Path) -> None:
     the patched file, and the user's folder is untouched."""
     plugin = tmp_path / "simple-plugin"
     shutil.copytree(EXAMPLE_PLUGIN, plugin)
-    out = _codebox(tmp_path, "agent-task", "--task", 'replace "Hello" with "Howdy"', "--workspace",
-                   f"{plugin}:/workspace/simple-plugin", "--agent", f"{sys.executable} {EXAMPLE_AGENT}",
-                   "--artifacts", str(tmp_path / "artifacts"), "--json", "-q", env={"CODEBOX_BACKEND": "native"})
+    out = _codebox(
+        tmp_path,
+        "agent-task",
+        "--task",
+        'replace "Hello" with "Howdy"',
+        "--workspace",
+        f"{plugin}:/workspace/simple-plugin",
+        "--agent",
+        f"{sys.executable} {EXAMPLE_AGENT}",
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+        "--json",
+        "-q",
+        env={"CODEBOX_BACKEND": "native"},
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     doc = json.loads(out.stdout)
     bundle = Path(doc["session"]["artifacts"]["path"])
@@ -118,8 +172,17 @@ def test_the_example_agent_completes_its_task_on_native(tmp_path: Path) -> None:
 def test_the_example_episode_plan_with_its_page_observation_runs_on_native(tmp_path: Path) -> None:
     """The plan's http-response observation requests a page: native serves it through its own preview
     (docs/backends.md; it used to fail mid-run, then was refused)."""
-    out = _codebox(tmp_path, "episode", "run", str(REPO / "examples" / "episode" / "plan.json"), "--backend",
-                   "native", "--artifacts", str(tmp_path / "artifacts"), "-q")
+    out = _codebox(
+        tmp_path,
+        "episode",
+        "run",
+        str(REPO / "examples" / "episode" / "plan.json"),
+        "--backend",
+        "native",
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+        "-q",
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "observed http-response" in out.stderr and "episode completed" in out.stderr
     (bundle,) = (tmp_path / "artifacts").iterdir()
@@ -130,12 +193,31 @@ def test_batch_backend_runs_an_item_that_names_none_natively(tmp_path: Path) -> 
     """`codebox batch --backend native` on a real private Ray: the plugin-probe recipe (no runtime.backend of its
     own) runs on the native backend, at the host's PHP, and its bundle comes back verified."""
     batch = tmp_path / "batch.jsonl"
-    batch.write_text(json.dumps({"kind": "recipe-run", "id": "probe", "recipe": str(RECIPES / "plugin-probe.json"),
-                                 "root": str(REPO / "examples")}) + "\n")
+    batch.write_text(
+        json.dumps(
+            {
+                "kind": "recipe-run",
+                "id": "probe",
+                "recipe": str(RECIPES / "plugin-probe.json"),
+                "root": str(REPO / "examples"),
+            }
+        )
+        + "\n"
+    )
     short = tempfile.mkdtemp(prefix="cbx-", dir="/tmp")  # Ray's socket paths must stay under 108 bytes
     try:
-        out = _codebox(tmp_path, "batch", str(batch), "--backend", "native", "--artifacts",
-                       str(tmp_path / "artifacts"), "--json", "-q", env={"TMPDIR": short})
+        out = _codebox(
+            tmp_path,
+            "batch",
+            str(batch),
+            "--backend",
+            "native",
+            "--artifacts",
+            str(tmp_path / "artifacts"),
+            "--json",
+            "-q",
+            env={"TMPDIR": short},
+        )
     finally:
         shutil.rmtree(short, ignore_errors=True)
     assert out.returncode == 0, out.stdout + out.stderr

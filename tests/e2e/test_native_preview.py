@@ -58,8 +58,9 @@ def test_the_front_page_a_404_and_a_redirect(sandbox: Any) -> None:
     assert missing.status == 404
     admin = sandbox.request("/wp-admin/", 120)
     assert admin.status == 302 and admin.headers["location"][0].startswith(f"{sandbox.preview_url}/wp-login.php")
-    assert sandbox.request("/?rest_route=/wp/v2/types/post", 120).headers["content-type"][0].startswith(
-        "application/json")
+    assert (
+        sandbox.request("/?rest_route=/wp/v2/types/post", 120).headers["content-type"][0].startswith("application/json")
+    )
 
 
 def test_a_static_core_asset_has_its_bytes_and_content_type(sandbox: Any) -> None:
@@ -68,24 +69,38 @@ def test_a_static_core_asset_has_its_bytes_and_content_type(sandbox: Any) -> Non
     from codebox_tui.settings import get_settings
 
     core = ensure_golden_site(resolve_build(sandbox.wordpress_version), get_settings().golden_dir)
-    for path, kind in (("/wp-includes/css/dashicons.min.css", "text/css"),
-                       ("/wp-includes/js/jquery/jquery.min.js", "text/javascript"),
-                       ("/wp-includes/images/w-logo-blue.png", "image/png")):
+    for path, kind in (
+        ("/wp-includes/css/dashicons.min.css", "text/css"),
+        ("/wp-includes/js/jquery/jquery.min.js", "text/javascript"),
+        ("/wp-includes/images/w-logo-blue.png", "image/png"),
+    ):
         status, headers, body = raw_http(int(sandbox.preview_url.rsplit(":", 1)[1]), f"GET {path}")
         assert status == 200 and headers["content-type"].startswith(kind), (path, headers)
         assert body == (core / path.lstrip("/")).read_bytes()
 
 
 def test_a_post_through_the_relay_carries_its_body_cookie_and_content_type(sandbox: Any) -> None:
-    request = urllib.request.Request(f"{sandbox.preview_url}/?codebox-echo=1", data=b"a=1&b=two",
-                                     headers={"Cookie": "flavour=plain", "Content-Type":
-                                              "application/x-www-form-urlencoded"}, method="POST")
+    request = urllib.request.Request(
+        f"{sandbox.preview_url}/?codebox-echo=1",
+        data=b"a=1&b=two",
+        headers={"Cookie": "flavour=plain", "Content-Type": "application/x-www-form-urlencoded"},
+        method="POST",
+    )
     with urllib.request.urlopen(request, timeout=120) as response:
         echoed = json.loads(response.read())
-    assert echoed == {"method": "POST", "body": "a=1&b=two", "post": {"a": "1", "b": "two"},
-                      "cookie": {"flavour": "plain"}, "type": "application/x-www-form-urlencoded"}
-    login = urllib.request.Request(f"{sandbox.preview_url}/wp-login.php", data=b"log=admin&pwd=wrong-password",
-                                   headers={"Cookie": "wordpress_test_cookie=WP%20Cookie%20check"}, method="POST")
+    assert echoed == {
+        "method": "POST",
+        "body": "a=1&b=two",
+        "post": {"a": "1", "b": "two"},
+        "cookie": {"flavour": "plain"},
+        "type": "application/x-www-form-urlencoded",
+    }
+    login = urllib.request.Request(
+        f"{sandbox.preview_url}/wp-login.php",
+        data=b"log=admin&pwd=wrong-password",
+        headers={"Cookie": "wordpress_test_cookie=WP%20Cookie%20check"},
+        method="POST",
+    )
     with urllib.request.urlopen(login, timeout=120) as response:
         page = response.read().decode()
     assert response.status == 200 and "login_error" in page  # WordPress checked the password and said no
@@ -136,8 +151,10 @@ def test_a_worker_bubblewrap_cannot_confine_fails_closed_saying_why(tmp_path: Pa
 
     folder = tmp_path / "folder"
     folder.mkdir()
-    with native_sandbox(mounts=[f"{folder}:/wordpress/new-folder:readonly"]) as broken, \
-            pytest.raises(SandboxError) as raised:
+    with (
+        native_sandbox(mounts=[f"{folder}:/wordpress/new-folder:readonly"]) as broken,
+        pytest.raises(SandboxError) as raised,
+    ):
         broken.request("/wp-includes/images/blank.gif", 120)
     assert raised.value.code == "confinement-failed" and "/wordpress/new-folder" in raised.value.message
 
@@ -156,11 +173,21 @@ def test_code_a_command_changes_runs_at_the_next_page(sandbox: Any) -> None:
 
 
 # A call to an undefined function at the plugin's top level: WordPress cannot load it.
-FATAL_ON_LOAD = "\n".join([
-    "diff --git a/buggy-counter.php b/buggy-counter.php", "--- a/buggy-counter.php", "+++ b/buggy-counter.php",
-    "@@ -6,5 +6,6 @@", "  */", " ", "+codebox_no_such_function_on_load();", " function buggy_counter_count( $text ) {",
-    " \t// Bug: splitting on a single space counts empty strings between repeated spaces as words.",
-    " \treturn count( explode( ' ', trim( $text ) ) );", ""])
+FATAL_ON_LOAD = "\n".join(
+    [
+        "diff --git a/buggy-counter.php b/buggy-counter.php",
+        "--- a/buggy-counter.php",
+        "+++ b/buggy-counter.php",
+        "@@ -6,5 +6,6 @@",
+        "  */",
+        " ",
+        "+codebox_no_such_function_on_load();",
+        " function buggy_counter_count( $text ) {",
+        " \t// Bug: splitting on a single space counts empty strings between repeated spaces as words.",
+        " \treturn count( explode( ' ', trim( $text ) ) );",
+        "",
+    ]
+)
 
 
 @pytest.mark.timeout(900)  # a whole evaluation through the CLI on a shared machine
@@ -178,10 +205,32 @@ def test_evaluate_patch_natively_says_plugin_broken_for_a_fatal_on_load_patch(tm
     patch = tmp_path / "fatal.patch"
     patch.write_text(FATAL_ON_LOAD)
     out = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", "native", "--plugin",
-         str(REPO / "examples" / "plugins-for-recipes" / "buggy-counter"), "--patch", str(patch), "--artifacts",
-         str(tmp_path / "artifacts"), "--json", "-q"], cwd=REPO, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "WP_TESTS_DIR": str(WP_TESTS_LIB), "WP_TESTS_PHPUNIT_POLYFILLS_PATH": str(PHPUNIT_POLYFILLS)})
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "evaluate-patch",
+            "--backend",
+            "native",
+            "--plugin",
+            str(REPO / "examples" / "plugins-for-recipes" / "buggy-counter"),
+            "--patch",
+            str(patch),
+            "--artifacts",
+            str(tmp_path / "artifacts"),
+            "--json",
+            "-q",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={
+            **os.environ,
+            "WP_TESTS_DIR": str(WP_TESTS_LIB),
+            "WP_TESTS_PHPUNIT_POLYFILLS_PATH": str(PHPUNIT_POLYFILLS),
+        },
+    )
     doc = json.loads(out.stdout)
     assert out.returncode == 1, out.stderr
     assert doc["tests"]["verdict"] == "plugin-broken" and doc["success"] is False

@@ -28,8 +28,14 @@ PLUGIN = "/wordpress/wp-content/plugins/simple-plugin"
 
 
 def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=timeout,
+    )
 
 
 def _read_json_document(stream: Any) -> dict[str, Any]:
@@ -53,10 +59,28 @@ def held(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     root = tmp_path_factory.mktemp("held-native")
     plugin = root / "simple-plugin"
     shutil.copytree(EXAMPLE_PLUGIN, plugin)
-    holder = subprocess.Popen([sys.executable, "-m", "codebox_tui", "boot", "--backend", "native", "--hold", "10m",
-                               "--json", "--mount", f"{plugin}:{PLUGIN}", "--artifacts", str(root / "artifacts")],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "boot",
+            "--backend",
+            "native",
+            "--hold",
+            "10m",
+            "--json",
+            "--mount",
+            f"{plugin}:{PLUGIN}",
+            "--artifacts",
+            str(root / "artifacts"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     try:
         assert holder.stdout is not None
         doc = _read_json_document(holder.stdout)
@@ -89,8 +113,15 @@ def test_exec_on_a_held_native_sandbox(held: dict[str, Any]) -> None:
     sock = get_settings().home / "held" / f"{held_id}.sock"  # the holder runs with this process's CODEBOX_HOME
     assert sock.exists() and (sock.stat().st_mode & 0o777) == 0o600
     assert (sock.parent.stat().st_mode & 0o777) == 0o700
-    wrote = _cli("exec", "--sandbox", held_id, "--json", "--capabilities", "read,write",
-                 f"sed -i 's/Hello/Howdy/' {PLUGIN}/simple-plugin.php && echo held > /tmp/held.txt")
+    wrote = _cli(
+        "exec",
+        "--sandbox",
+        held_id,
+        "--json",
+        "--capabilities",
+        "read,write",
+        f"sed -i 's/Hello/Howdy/' {PLUGIN}/simple-plugin.php && echo held > /tmp/held.txt",
+    )
     assert wrote.returncode == 0, wrote.stdout + wrote.stderr
     assert json.loads(wrote.stdout)["classification"] == "sandbox_write"
     read = _cli("exec", "--sandbox", held_id, "--json", f"cat /tmp/held.txt; grep -c Howdy {PLUGIN}/simple-plugin.php")
@@ -112,12 +143,15 @@ def test_releasing_the_held_native_sandbox_records_it_and_stops_the_relay(held: 
     holder.send_signal(signal.SIGTERM)
     assert holder.wait(timeout=120) == 0
     assert not (get_settings().home / "held" / f"{doc['runtime']['id']}.sock").exists()
-    events = [json.loads(line) for line in
-              (Path(doc["artifacts"]["directory"]) / "events.jsonl").read_text().splitlines()]
+    events = [
+        json.loads(line) for line in (Path(doc["artifacts"]["directory"]) / "events.jsonl").read_text().splitlines()
+    ]
     kinds = [e["type"] for e in events]
     assert "runtime.held" in kinds and "runtime.hold-ended" in kinds
     assert [e["data"]["classification"] for e in events if e["type"] == "exec.finished"] == [
-        "sandbox_write", "read_only"]
+        "sandbox_write",
+        "read_only",
+    ]
     with pytest.raises(OSError):
         urllib.request.urlopen(doc["previewUrl"] + "/", timeout=30)
     gone = _cli("exec", "--sandbox", doc["runtime"]["id"], "--json", "ls")
@@ -139,9 +173,13 @@ def test_a_held_native_run_captures_its_bundle_when_released(tmp_path: Path) -> 
         run.control.release()
 
     code = f"file_put_contents('{PLUGIN}/held.txt', 'made while held');"
-    request = RunRequest(mounts=mounts_from_text([f"{plugin}:{PLUGIN}"]), backend="native",
-                         commands=[CommandStep("wordpress.run-php", [f"code={code}"], 120)], hold_s=600,
-                         artifacts_root=tmp_path / "artifacts")
+    request = RunRequest(
+        mounts=mounts_from_text([f"{plugin}:{PLUGIN}"]),
+        backend="native",
+        commands=[CommandStep("wordpress.run-php", [f"code={code}"], 120)],
+        hold_s=600,
+        artifacts_root=tmp_path / "artifacts",
+    )
     outcome = RunService().run(request, on_held=on_held)
     assert pages == [200]
     assert outcome.status == "completed" and outcome.bundle is not None, outcome.error
@@ -157,15 +195,36 @@ def test_exec_on_a_fresh_native_sandbox_reads_writes_and_leaves_a_reviewable_bun
     plugin = tmp_path / "simple-plugin"
     shutil.copytree(EXAMPLE_PLUGIN, plugin)
     mount = f"{plugin}:{PLUGIN}"
-    read = _cli("exec", "--backend", "native", "-m", mount, "--artifacts", str(tmp_path / "a"), "--json", "-q",
-                "--capabilities", "read,eval",
-                "on rg -l Hello --plugins; wp eval 'echo get_option(\"siteurl\");'")
+    read = _cli(
+        "exec",
+        "--backend",
+        "native",
+        "-m",
+        mount,
+        "--artifacts",
+        str(tmp_path / "a"),
+        "--json",
+        "-q",
+        "--capabilities",
+        "read,eval",
+        "on rg -l Hello --plugins; wp eval 'echo get_option(\"siteurl\");'",
+    )
     result = json.loads(read.stdout)
     assert read.returncode == 0, result
     assert result["classification"] == "eval" and f"{PLUGIN}/simple-plugin.php" in result["stdout"]
     assert "http://127.0.0.1:" in result["stdout"]
-    wrote = _cli("exec", "--backend", "native", "-m", mount, "--artifacts", str(tmp_path / "b"), "--capabilities",
-                 "read,write", f"sed -i 's/Hello/Howdy/' {PLUGIN}/simple-plugin.php")
+    wrote = _cli(
+        "exec",
+        "--backend",
+        "native",
+        "-m",
+        mount,
+        "--artifacts",
+        str(tmp_path / "b"),
+        "--capabilities",
+        "read,write",
+        f"sed -i 's/Hello/Howdy/' {PLUGIN}/simple-plugin.php",
+    )
     assert wrote.returncode == 0, wrote.stderr
     [bundle] = [p for p in (tmp_path / "b").iterdir() if (p / "manifest.json").exists()]
     metadata = json.loads((bundle / "metadata.json").read_text())
@@ -179,9 +238,23 @@ def test_a_denied_native_exec_is_refused_before_any_boot(tmp_path: Path) -> None
     """The capability check on the host comes first on native too: exit 3, nothing booted, no bundle."""
     home = tmp_path / "home"
     home.mkdir()
-    denied = subprocess.run([sys.executable, "-m", "codebox_tui", "exec", "--backend", "native", "--artifacts",
-                             str(tmp_path / "a"), "touch /wordpress/wp-content/x"], cwd=REPO, capture_output=True,
-                            text=True, env={**os.environ, "PYTHONPATH": str(REPO), "CODEBOX_HOME": str(home)},
-                            timeout=120)
+    denied = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "exec",
+            "--backend",
+            "native",
+            "--artifacts",
+            str(tmp_path / "a"),
+            "touch /wordpress/wp-content/x",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), "CODEBOX_HOME": str(home)},
+        timeout=120,
+    )
     assert denied.returncode == 3 and "allow it with --capabilities read,write" in denied.stderr
     assert list(home.iterdir()) == [] and not (tmp_path / "a").exists()

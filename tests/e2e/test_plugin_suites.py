@@ -30,15 +30,37 @@ LEGACY = REPO / "examples" / "legacy-scaffold-plugin" / "reading-time"
 TOOLCHAIN_ENV = ("WP_TESTS_DIR", "WP_TESTS_PHPUNIT_POLYFILLS_PATH", "CODEBOX_WP_CLI_PHAR")
 
 
-def _run_phpunit(tmp_path: Path, home: Path, plugin: Path, slug: str, backend: str = "native",
-                 **env: str) -> dict[str, Any]:
+def _run_phpunit(
+    tmp_path: Path, home: Path, plugin: Path, slug: str, backend: str = "native", **env: str
+) -> dict[str, Any]:
     base = {k: v for k, v in os.environ.items() if k not in TOOLCHAIN_ENV}
     proc = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "run", "--backend", backend,
-         "--mount", f"{plugin}:/wordpress/wp-content/plugins/{slug}",
-         "--command", "wordpress.phpunit", "--arg", f"plugin-slug={slug}", "--timeout", "15m",
-         "--artifacts", str(tmp_path / "art"), "--json", "--quiet"],
-        capture_output=True, text=True, timeout=1500, env={**base, "CODEBOX_HOME": str(home), **env}, cwd=tmp_path)
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--backend",
+            backend,
+            "--mount",
+            f"{plugin}:/wordpress/wp-content/plugins/{slug}",
+            "--command",
+            "wordpress.phpunit",
+            "--arg",
+            f"plugin-slug={slug}",
+            "--timeout",
+            "15m",
+            "--artifacts",
+            str(tmp_path / "art"),
+            "--json",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        env={**base, "CODEBOX_HOME": str(home), **env},
+        cwd=tmp_path,
+    )
     assert proc.stdout.strip(), proc.stderr[-3000:]
     doc: dict[str, Any] = json.loads(proc.stdout)
     doc["_exit"] = proc.returncode
@@ -67,8 +89,14 @@ def test_older_scaffold_bootstrap_runs_unchanged(codebox_home: Path, tmp_path: P
     assert "POLYFILLS" not in (LEGACY / "tests" / "bootstrap.php").read_text()  # the shape under test
     plugin = tmp_path / "reading-time"
     shutil.copytree(LEGACY, plugin)
-    doc = _run_phpunit(tmp_path, codebox_home, plugin, "reading-time",
-                       WP_TESTS_DIR=str(WP_TESTS_LIB), WP_TESTS_PHPUNIT_POLYFILLS_PATH=str(PHPUNIT_POLYFILLS))
+    doc = _run_phpunit(
+        tmp_path,
+        codebox_home,
+        plugin,
+        "reading-time",
+        WP_TESTS_DIR=str(WP_TESTS_LIB),
+        WP_TESTS_PHPUNIT_POLYFILLS_PATH=str(PHPUNIT_POLYFILLS),
+    )
     execution = _execution(doc)
     suite, stdout = execution["result"]["json"], execution["stdout"]
     assert "PHPUnit Polyfills library is a requirement" not in stdout
@@ -86,8 +114,9 @@ def _git_work_tree_plugin(root: Path) -> Path:
     not committed."""
     plugin = root / "tidy-titles"
     (plugin / "vendor" / "composer").mkdir(parents=True)
-    (plugin / "tidy-titles.php").write_text("<?php\n/**\n * Plugin Name: Tidy Titles\n */\n\n"
-                                            "add_filter( 'the_title', 'trim' );\n")
+    (plugin / "tidy-titles.php").write_text(
+        "<?php\n/**\n * Plugin Name: Tidy Titles\n */\n\nadd_filter( 'the_title', 'trim' );\n"
+    )
     (plugin / "readme.txt").write_text("=== Tidy Titles ===\nStable tag: 1.0\n")
     (plugin / ".gitignore").write_text("/vendor/\n/build/\n")
     git = ["git", "-C", str(plugin), "-c", "user.name=Maintainer", "-c", "user.email=m@example.test"]
@@ -106,11 +135,30 @@ def _git_work_tree_plugin(root: Path) -> Path:
 
 def _run_php(tmp_path: Path, home: Path, plugin: Path, code: str, name: str) -> list[dict[str, Any]]:
     proc = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "run", "--backend", "native",
-         "--mount", f"{plugin}:/wordpress/wp-content/plugins/tidy-titles",
-         "--command", "wordpress.run-php", "--arg", f"code={code}", "--artifacts", str(tmp_path / name),
-         "--json", "--quiet"],
-        capture_output=True, text=True, timeout=600, env={**os.environ, "CODEBOX_HOME": str(home)}, cwd=tmp_path)
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--backend",
+            "native",
+            "--mount",
+            f"{plugin}:/wordpress/wp-content/plugins/tidy-titles",
+            "--command",
+            "wordpress.run-php",
+            "--arg",
+            f"code={code}",
+            "--artifacts",
+            str(tmp_path / name),
+            "--json",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "CODEBOX_HOME": str(home)},
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     bundle = Path(json.loads(proc.stdout)["artifacts"]["directory"])
     assert recorded_backend(bundle) == "native"
@@ -125,8 +173,10 @@ def test_git_work_tree_run_reports_only_what_the_sandbox_changed(codebox_home: P
     home = codebox_home
     plugin = _git_work_tree_plugin(tmp_path)
     assert _run_php(tmp_path, home, plugin, "echo 'hello';", "echo") == []
-    edit = ("file_put_contents( WP_PLUGIN_DIR . '/tidy-titles/readme.txt', \"Tested up to: 6.5\\n\", FILE_APPEND );"
-            " echo 'edited';")
+    edit = (
+        "file_put_contents( WP_PLUGIN_DIR . '/tidy-titles/readme.txt', \"Tested up to: 6.5\\n\", FILE_APPEND );"
+        " echo 'edited';"
+    )
     changed = _run_php(tmp_path, home, plugin, edit, "edit")
     assert [(c["relativePath"], c["status"]) for c in changed] == [("readme.txt", "modified")]
     # the diff's old side is the uncommitted edit the sandbox was given, not HEAD's readme
@@ -142,11 +192,20 @@ def test_phpunit_7_style_set_up_says_what_would_make_it_run(codebox_home: Path, 
     plugin = tmp_path / "reading-time"
     shutil.copytree(LEGACY, plugin)
     test_file = plugin / "tests" / "test-reading-time.php"
-    test_file.write_text(test_file.read_text().replace(
-        "class Test_Reading_Time extends WP_UnitTestCase {\n",
-        "class Test_Reading_Time extends WP_UnitTestCase {\n\n\tfunction setUp() {\n\t\tparent::setUp();\n\t}\n"))
-    doc = _run_phpunit(tmp_path, codebox_home, plugin, "reading-time",
-                       WP_TESTS_DIR=str(WP_TESTS_LIB), WP_TESTS_PHPUNIT_POLYFILLS_PATH=str(PHPUNIT_POLYFILLS))
+    test_file.write_text(
+        test_file.read_text().replace(
+            "class Test_Reading_Time extends WP_UnitTestCase {\n",
+            "class Test_Reading_Time extends WP_UnitTestCase {\n\n\tfunction setUp() {\n\t\tparent::setUp();\n\t}\n",
+        )
+    )
+    doc = _run_phpunit(
+        tmp_path,
+        codebox_home,
+        plugin,
+        "reading-time",
+        WP_TESTS_DIR=str(WP_TESTS_LIB),
+        WP_TESTS_PHPUNIT_POLYFILLS_PATH=str(PHPUNIT_POLYFILLS),
+    )
     execution = _execution(doc)
     suite = execution["result"]["json"]
     assert suite["tests"] == 0 and doc["_exit"] != 0, execution["stdout"][-3000:]
@@ -161,8 +220,7 @@ def test_missing_polyfills_say_where_they_were_looked_for(codebox_home: Path, tm
     require(WP_TESTS_LIB / "includes" / "bootstrap.php")
     plugin = tmp_path / "reading-time"
     shutil.copytree(LEGACY, plugin)
-    doc = _run_phpunit(tmp_path, codebox_home, plugin, "reading-time",
-                       WP_TESTS_DIR=str(WP_TESTS_LIB))
+    doc = _run_phpunit(tmp_path, codebox_home, plugin, "reading-time", WP_TESTS_DIR=str(WP_TESTS_LIB))
     assert doc["_exit"] != 0
     text = json.dumps(doc)
     assert "phpunit-polyfills-missing" in text, text[-3000:]

@@ -37,8 +37,9 @@ def home(codebox_home: Path) -> Iterator[Path]:
     finally:
         shutil.rmtree(short, ignore_errors=True)
 
+
 TUNNEL = "https://tunnel.example.test"
-SITE_FACTS = "wp eval 'echo WP_HOME, \"|\", WP_SITEURL, \"|\", get_option(\"blogname\");'"
+SITE_FACTS = 'wp eval \'echo WP_HOME, "|", WP_SITEURL, "|", get_option("blogname");\''
 
 
 def _rest_index(url: str) -> dict[str, object]:
@@ -54,17 +55,37 @@ def _events(run_dir: Path) -> list[dict[str, object]]:
 
 
 @pytest.mark.playground
-def test_boot_with_a_blueprint_holds_then_captures_what_exec_changed_for_review_and_apply(tmp_path: Path, home: Path) -> None:
+def test_boot_with_a_blueprint_holds_then_captures_what_exec_changed_for_review_and_apply(
+    tmp_path: Path, home: Path
+) -> None:
     plugin = tmp_path / "tiny"
     plugin.mkdir()
     (plugin / "tiny.php").write_text("<?php\n/* Plugin Name: Tiny */\n")
     blueprint = tmp_path / "blueprint.json"
-    blueprint.write_text(json.dumps({"siteOptions": {"blogname": "Set by the blueprint"},
-                                     "steps": [{"step": "mkdir", "path": "/wordpress/wp-content/uploads/bp"}]}))
+    blueprint.write_text(
+        json.dumps(
+            {
+                "siteOptions": {"blogname": "Set by the blueprint"},
+                "steps": [{"step": "mkdir", "path": "/wordpress/wp-content/uploads/bp"}],
+            }
+        )
+    )
     port = free_port()
-    held = HeldCommand(home, "boot", "--hold", "10m", "--preview-port", str(port), "--blueprint", str(blueprint),
-                       "--preview-public-url", TUNNEL + "/", "--mount", f"{plugin}:/wordpress/wp-content/plugins/tiny",
-                       "--json")
+    held = HeldCommand(
+        home,
+        "boot",
+        "--hold",
+        "10m",
+        "--preview-port",
+        str(port),
+        "--blueprint",
+        str(blueprint),
+        "--preview-public-url",
+        TUNNEL + "/",
+        "--mount",
+        f"{plugin}:/wordpress/wp-content/plugins/tiny",
+        "--json",
+    )
     try:
         where, runtime_id = held.wait_held()
         assert where == TUNNEL  # the address a browser uses; the trailing slash dropped as WordPress keeps it
@@ -74,8 +95,15 @@ def test_boot_with_a_blueprint_holds_then_captures_what_exec_changed_for_review_
         facts = codebox(home, "exec", "--sandbox", runtime_id, "--capabilities", "read,eval", SITE_FACTS)
         assert facts.returncode == 0, facts.stderr
         assert facts.stdout == f"{TUNNEL}|{TUNNEL}|Set by the blueprint"
-        edit = codebox(home, "exec", "--sandbox", runtime_id, "--capabilities", "read,write",
-                       "echo '// edited in the held sandbox' >> wp-content/plugins/tiny/tiny.php")
+        edit = codebox(
+            home,
+            "exec",
+            "--sandbox",
+            runtime_id,
+            "--capabilities",
+            "read,write",
+            "echo '// edited in the held sandbox' >> wp-content/plugins/tiny/tiny.php",
+        )
         assert edit.returncode == 0, edit.stderr
         assert "edited" not in (plugin / "tiny.php").read_text()  # the private copy, not the host folder
         assert held.release(signal.SIGTERM) == 0, held.stderr
@@ -100,9 +128,21 @@ def test_boot_with_a_blueprint_holds_then_captures_what_exec_changed_for_review_
 @pytest.mark.native
 def test_run_preview_hold_keeps_the_site_up_after_the_command_until_released(tmp_path: Path, home: Path) -> None:
     port = free_port()
-    held = HeldCommand(home, "run", "--backend", "native", "--preview-hold", "10m", "--preview-port", str(port), "--json",
-                       "-c", "wordpress.run-php", "-a", "code=update_option('blogname', 'Changed by the command'); "
-                                                        "echo get_option('home');")
+    held = HeldCommand(
+        home,
+        "run",
+        "--backend",
+        "native",
+        "--preview-hold",
+        "10m",
+        "--preview-port",
+        str(port),
+        "--json",
+        "-c",
+        "wordpress.run-php",
+        "-a",
+        "code=update_option('blogname', 'Changed by the command'); echo get_option('home');",
+    )
     try:
         where, runtime_id = held.wait_held()
         assert where == f"http://127.0.0.1:{port}"
@@ -124,17 +164,42 @@ def test_run_preview_hold_keeps_the_site_up_after_the_command_until_released(tmp
 
 
 @pytest.mark.native
-def test_recipe_run_preview_hold_serves_the_site_the_recipe_left_under_the_public_url(tmp_path: Path, home: Path) -> None:
+def test_recipe_run_preview_hold_serves_the_site_the_recipe_left_under_the_public_url(
+    tmp_path: Path, home: Path
+) -> None:
     """On native: WordPress names the public URL while the relay serves on 127.0.0.1, to its own name and to the
     public URL's host (as a tunnel forwards requests)."""
     recipe = tmp_path / "recipe.json"
-    recipe.write_text(json.dumps({
-        "schema": "wp-codebox/workspace-recipe/v1",
-        "workflow": {"steps": [{"command": "wordpress.run-php",
-                                "args": ["code=update_option('blogname', 'Left by the recipe'); echo 'ok';"]}]}}))
+    recipe.write_text(
+        json.dumps(
+            {
+                "schema": "wp-codebox/workspace-recipe/v1",
+                "workflow": {
+                    "steps": [
+                        {
+                            "command": "wordpress.run-php",
+                            "args": ["code=update_option('blogname', 'Left by the recipe'); echo 'ok';"],
+                        }
+                    ]
+                },
+            }
+        )
+    )
     port = free_port()
-    held = HeldCommand(home, "recipe-run", str(recipe), "--backend", "native", "--preview-hold", "10m",
-                       "--preview-port", str(port), "--preview-public-url", TUNNEL, "--json")
+    held = HeldCommand(
+        home,
+        "recipe-run",
+        str(recipe),
+        "--backend",
+        "native",
+        "--preview-hold",
+        "10m",
+        "--preview-port",
+        str(port),
+        "--preview-public-url",
+        TUNNEL,
+        "--json",
+    )
     try:
         where, runtime_id = held.wait_held()
         assert where == TUNNEL
@@ -161,11 +226,22 @@ def test_a_recipe_asks_for_its_own_hold_and_a_command_line_option_wins(tmp_path:
     """`runtime.preview` in the recipe holds the site with no --preview-hold; --preview-port beats its port."""
     asked, given = free_port(), free_port()
     recipe = tmp_path / "recipe.json"
-    recipe.write_text(json.dumps({
-        "schema": "wp-codebox/workspace-recipe/v1", "runtime": {"backend": "native",
-                                                                "preview": {"hold": "10m", "port": asked}},
-        "workflow": {"steps": [{"command": "wordpress.run-php",
-                                "args": ["code=update_option('blogname', 'Held by the recipe'); echo 'ok';"]}]}}))
+    recipe.write_text(
+        json.dumps(
+            {
+                "schema": "wp-codebox/workspace-recipe/v1",
+                "runtime": {"backend": "native", "preview": {"hold": "10m", "port": asked}},
+                "workflow": {
+                    "steps": [
+                        {
+                            "command": "wordpress.run-php",
+                            "args": ["code=update_option('blogname', 'Held by the recipe'); echo 'ok';"],
+                        }
+                    ]
+                },
+            }
+        )
+    )
     held = HeldCommand(home, "recipe-run", str(recipe), "--preview-port", str(given), "--json")
     try:
         where, runtime_id = held.wait_held()
@@ -181,11 +257,14 @@ def test_a_recipe_asks_for_its_own_hold_and_a_command_line_option_wins(tmp_path:
     assert kinds.index("runtime.held") < kinds.index("runtime.hold-ended")
 
 
-@pytest.mark.parametrize(("args", "field"), [
-    (["--preview-public-url", "https://tunnel.example"], "preview-public-url"),  # no hold to name
-    (["--preview-hold", "1m", "--preview-public-url", "ftp://tunnel.example"], "preview-public-url"),
-    (["--preview-hold", "soon"], "--preview-hold"),
-])
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--preview-public-url", "https://tunnel.example"], "preview-public-url"),  # no hold to name
+        (["--preview-hold", "1m", "--preview-public-url", "ftp://tunnel.example"], "preview-public-url"),
+        (["--preview-hold", "soon"], "--preview-hold"),
+    ],
+)
 def test_bad_preview_options_are_refused_before_anything_boots(tmp_path: Path, args: list[str], field: str) -> None:
     home = tmp_path / "home"
     refused = codebox(home, "run", "-c", "wordpress.run-php", "-a", "code=echo 1;", "--json", *args)

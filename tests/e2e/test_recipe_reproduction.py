@@ -25,13 +25,19 @@ RECIPE = EXAMPLES / "recipes" / "reproduce-word-count.json"
 FIX = EXAMPLES / "patches" / "buggy-counter-fix.patch"
 
 
-def _recipe_run(home: Path, recipe: Path, artifacts: Path, *extra: str, in_process: bool = True
-                ) -> subprocess.CompletedProcess[str]:
+def _recipe_run(
+    home: Path, recipe: Path, artifacts: Path, *extra: str, in_process: bool = True
+) -> subprocess.CompletedProcess[str]:
     args = ["recipe-run", str(recipe), "--artifacts-dir", str(artifacts), *extra]
     if in_process:
         return codebox_in_process(home, *args)
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "CODEBOX_HOME": str(home)})
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "CODEBOX_HOME": str(home)},
+    )
 
 
 @pytest.mark.native
@@ -74,16 +80,34 @@ def test_single_file_mu_plugin_reproduces_its_bug(codebox_home: Path, tmp_path: 
     """A bug in a one-file must-use plugin: the recipe names the .php file where a plugin folder would go."""
     (tmp_path / "site-greeting.php").write_text(
         "<?php\n// Bug: the greeting drops the last letter of the name.\n"
-        "function site_greeting( $name ) { return 'Hello, ' . substr( $name, 0, -1 ) . '!'; }\n", encoding="utf-8")
+        "function site_greeting( $name ) { return 'Hello, ' . substr( $name, 0, -1 ) . '!'; }\n",
+        encoding="utf-8",
+    )
     recipe = tmp_path / "reproduce-greeting.json"
-    recipe.write_text(json.dumps({
-        "schema": "wp-codebox/workspace-recipe/v1", "kind": "reproduction",
-        "inputs": {"extra_plugins": [{"source": "site-greeting.php"}]},
-        "workflow": {"steps": [{"command": "wordpress.run-php", "args": ["code=echo site_greeting('Ada');"]}]},
-        "probes": [{"name": "greeting-drops-a-letter", "step": {"command": "wordpress.run-php", "args": [
-            "code=echo json_encode(array('greeting' => site_greeting('Ada'), 'mu' => is_file("
-            "WPMU_PLUGIN_DIR . '/codebox-load-site-greeting.php')));"]},
-            "expectJson": {"greeting": "Hello, Ad!", "mu": True}}]}), encoding="utf-8")
+    recipe.write_text(
+        json.dumps(
+            {
+                "schema": "wp-codebox/workspace-recipe/v1",
+                "kind": "reproduction",
+                "inputs": {"extra_plugins": [{"source": "site-greeting.php"}]},
+                "workflow": {"steps": [{"command": "wordpress.run-php", "args": ["code=echo site_greeting('Ada');"]}]},
+                "probes": [
+                    {
+                        "name": "greeting-drops-a-letter",
+                        "step": {
+                            "command": "wordpress.run-php",
+                            "args": [
+                                "code=echo json_encode(array('greeting' => site_greeting('Ada'), 'mu' => is_file("
+                                "WPMU_PLUGIN_DIR . '/codebox-load-site-greeting.php')));"
+                            ],
+                        },
+                        "expectJson": {"greeting": "Hello, Ad!", "mu": True},
+                    }
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
     proc = _recipe_run(codebox_home, recipe, tmp_path / "art", "--json", "--backend", "native", in_process=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(proc.stdout)

@@ -27,10 +27,28 @@ PATCH = ROOT / "patches" / "buggy-counter-fix.patch"
 
 def _evaluate(tmp_path: Path, home: Path, plugin: Path, patch: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     # the native backend: the verdict, evidence and bench documents are the same on both (CI time)
-    return subprocess.run([sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", "native", "--plugin",
-                           str(plugin),
-                           "--patch", str(patch), "--artifacts-dir", str(tmp_path / "art"), "--json", *extra],
-                          capture_output=True, text=True, timeout=900, env={**os.environ, "CODEBOX_HOME": str(home)})
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "evaluate-patch",
+            "--backend",
+            "native",
+            "--plugin",
+            str(plugin),
+            "--patch",
+            str(patch),
+            "--artifacts-dir",
+            str(tmp_path / "art"),
+            "--json",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "CODEBOX_HOME": str(home)},
+    )
 
 
 @pytest.mark.timeout(900)  # the evaluation and its two benches on a shared machine

@@ -25,16 +25,22 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "recipes"
 NATIVE = ("--backend", "native")
 
 
-def _run(recipe: Path, artifacts: Path, home: Path, *extra: str, in_process: bool = True
-         ) -> tuple[int, dict[str, Any], str]:
+def _run(
+    recipe: Path, artifacts: Path, home: Path, *extra: str, in_process: bool = True
+) -> tuple[int, dict[str, Any], str]:
     """``codebox recipe-run RECIPE --json EXTRA`` through the entry point in this process (not ``in_process``: in a
     process of its own); a run's bundle must record the backend asked for (native, else Playground)."""
     args = ["recipe-run", str(recipe), "--artifacts-dir", str(artifacts), "--json", *extra]
     if in_process:
         proc = codebox_in_process(home, *args)
     else:
-        proc = subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True,
-                              timeout=900, env={**os.environ, "CODEBOX_HOME": str(home)})
+        proc = subprocess.run(
+            [sys.executable, "-m", "codebox_tui", *args],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env={**os.environ, "CODEBOX_HOME": str(home)},
+        )
     doc = json.loads(proc.stdout)
     if doc.get("runDir"):
         expected = "native" if NATIVE[1] in extra else "wordpress-playground"
@@ -151,13 +157,20 @@ def test_bug_reproduction_records_the_failing_expectation(tmp_path: Path, home: 
 @pytest.mark.native
 def test_recipe_runtime_env_reaches_php(tmp_path: Path, home: Path) -> None:
     recipe = tmp_path / "env-recipe.json"
-    recipe.write_text(json.dumps({
-        "schema": "wp-codebox/workspace-recipe/v1",
-        "metadata": {"title": "runtimeEnv reaches getenv()"},
-        "inputs": {"runtimeEnv": {"CODEBOX_RECIPE_MODE": "from-the-recipe"}},
-        "workflow": {"steps": [{"command": "wordpress.run-php",
-                                "args": ["code=echo 'mode=', getenv('CODEBOX_RECIPE_MODE');"]}]},
-    }))
+    recipe.write_text(
+        json.dumps(
+            {
+                "schema": "wp-codebox/workspace-recipe/v1",
+                "metadata": {"title": "runtimeEnv reaches getenv()"},
+                "inputs": {"runtimeEnv": {"CODEBOX_RECIPE_MODE": "from-the-recipe"}},
+                "workflow": {
+                    "steps": [
+                        {"command": "wordpress.run-php", "args": ["code=echo 'mode=', getenv('CODEBOX_RECIPE_MODE');"]}
+                    ]
+                },
+            }
+        )
+    )
     code, doc, err = _run(recipe, tmp_path / "artifacts", home, *NATIVE)
     assert code == 0, (doc, err)
     run_dir = Path(doc["runDir"])
@@ -173,9 +186,13 @@ def test_staged_files_and_probes(tmp_path: Path, home: Path) -> None:
     run_dir = Path(doc["runDir"])
     assert _stdout_of(run_dir, 0).strip() == "Hello from a staged file"  # a staged file, read inside PHP
     assert {f["target"] for f in doc["stagedFiles"]} == {
-        "/tmp/codebox-staged/greeting.txt", "/wordpress/wp-content/uploads/codebox-config/settings.json"}
-    assert [(p["name"], p["status"]) for p in doc["probes"]] == [("plugin-active", "passed"),
-                                                                 ("shortcode-renders", "passed")]
+        "/tmp/codebox-staged/greeting.txt",
+        "/wordpress/wp-content/uploads/codebox-config/settings.json",
+    }
+    assert [(p["name"], p["status"]) for p in doc["probes"]] == [
+        ("plugin-active", "passed"),
+        ("shortcode-renders", "passed"),
+    ]
     assert doc["probes"][0]["actualJson"] == {"active": True, "greeting": "Staged"}
     probes = json.loads((run_dir / "files/probes.json").read_text())
     assert probes["schema"] == "wp-codebox/recipe-probes/v1" and len(probes["probes"]) == 2
@@ -189,18 +206,30 @@ def test_staged_files_and_probes(tmp_path: Path, home: Path) -> None:
 def test_failing_probe_fails_the_run_unless_allowed(tmp_path: Path, home: Path) -> None:
     (tmp_path / "note.txt").write_text("staged-note")
     recipe = tmp_path / "probe-recipe.json"
-    recipe.write_text(json.dumps({
-        "schema": "wp-codebox/workspace-recipe/v1",
-        "inputs": {"stagedFiles": [{"source": "note.txt", "target": "/tmp/note.txt"}]},
-        "workflow": {"steps": [{"command": "wordpress.run-php", "args": ["code=echo 1;"]}]},
-        "probes": [
-            {"name": "note", "step": {"command": "wordpress.run-php",
-                                      "args": ["code=echo json_encode(['note' => file_get_contents('/tmp/note.txt')]);"]},
-             "expectJson": {"note": "something else"}},
-            {"name": "soft", "allowFailure": True,
-             "step": {"command": "wordpress.run-php", "args": ["code=exit(3);"]}},
-        ],
-    }))
+    recipe.write_text(
+        json.dumps(
+            {
+                "schema": "wp-codebox/workspace-recipe/v1",
+                "inputs": {"stagedFiles": [{"source": "note.txt", "target": "/tmp/note.txt"}]},
+                "workflow": {"steps": [{"command": "wordpress.run-php", "args": ["code=echo 1;"]}]},
+                "probes": [
+                    {
+                        "name": "note",
+                        "step": {
+                            "command": "wordpress.run-php",
+                            "args": ["code=echo json_encode(['note' => file_get_contents('/tmp/note.txt')]);"],
+                        },
+                        "expectJson": {"note": "something else"},
+                    },
+                    {
+                        "name": "soft",
+                        "allowFailure": True,
+                        "step": {"command": "wordpress.run-php", "args": ["code=exit(3);"]},
+                    },
+                ],
+            }
+        )
+    )
     code, doc, err = _run(recipe, tmp_path / "artifacts", home, *NATIVE)
     assert code != 0 and doc["success"] is False, err
     by_name = {p["name"]: p for p in doc["probes"]}
@@ -215,32 +244,60 @@ def test_failing_probe_fails_the_run_unless_allowed(tmp_path: Path, home: Path) 
 def test_runtime_blueprint_steps_are_applied(playground_session: Any, tmp_path: Path, home: Path) -> None:
     plugin = tmp_path / "bp-plugin"
     plugin.mkdir()
-    (plugin / "bp-plugin.php").write_text("<?php\n/**\n * Plugin Name: BP Plugin\n */\n"
-                                          "function bp_plugin_hello() { return 'bp-hello'; }\n")
+    (plugin / "bp-plugin.php").write_text(
+        "<?php\n/**\n * Plugin Name: BP Plugin\n */\nfunction bp_plugin_hello() { return 'bp-hello'; }\n"
+    )
     recipe = tmp_path / "bp-recipe.json"
-    recipe.write_text(json.dumps({
-        "schema": "wp-codebox/workspace-recipe/v1",
-        "runtime": {"blueprint": {
-            "siteOptions": {"blogname": "Blueprint Site"},
-            "steps": [
-                {"step": "mkdir", "path": "/tmp/bp-dir"},
-                {"step": "writeFile", "path": "/tmp/bp-dir/note.txt", "data": "from-blueprint"},
-                {"step": "activatePlugin", "pluginPath": "bp-plugin/bp-plugin.php"},
-                {"step": "runPHP", "code": "<?php update_option('bp_marker', bp_plugin_hello());"},
-            ]}},
-        "inputs": {"mounts": [{"source": "bp-plugin", "target": "/wordpress/wp-content/plugins/bp-plugin",
-                               "mode": "readonly"}]},
-        "workflow": {"steps": [{"command": "wordpress.run-php", "args": [
-            "code=echo json_encode([get_option('blogname'), file_get_contents('/tmp/bp-dir/note.txt'),"
-            " get_option('bp_marker'), in_array('bp-plugin/bp-plugin.php', get_option('active_plugins'))]);"]}]},
-    }))
+    recipe.write_text(
+        json.dumps(
+            {
+                "schema": "wp-codebox/workspace-recipe/v1",
+                "runtime": {
+                    "blueprint": {
+                        "siteOptions": {"blogname": "Blueprint Site"},
+                        "steps": [
+                            {"step": "mkdir", "path": "/tmp/bp-dir"},
+                            {"step": "writeFile", "path": "/tmp/bp-dir/note.txt", "data": "from-blueprint"},
+                            {"step": "activatePlugin", "pluginPath": "bp-plugin/bp-plugin.php"},
+                            {"step": "runPHP", "code": "<?php update_option('bp_marker', bp_plugin_hello());"},
+                        ],
+                    }
+                },
+                "inputs": {
+                    "mounts": [
+                        {"source": "bp-plugin", "target": "/wordpress/wp-content/plugins/bp-plugin", "mode": "readonly"}
+                    ]
+                },
+                "workflow": {
+                    "steps": [
+                        {
+                            "command": "wordpress.run-php",
+                            "args": [
+                                "code=echo json_encode([get_option('blogname'), file_get_contents('/tmp/bp-dir/note.txt'),"
+                                " get_option('bp_marker'), in_array('bp-plugin/bp-plugin.php', get_option('active_plugins'))]);"
+                            ],
+                        }
+                    ]
+                },
+            }
+        )
+    )
     code, doc, err = _run(recipe, tmp_path / "artifacts", home)
     assert code == 0, (doc, err)
     assert json.loads(_stdout_of(Path(doc["runDir"]), 0).strip().splitlines()[-1]) == [
-        "Blueprint Site", "from-blueprint", "bp-hello", True]
+        "Blueprint Site",
+        "from-blueprint",
+        "bp-hello",
+        True,
+    ]
     phase = next(p for p in doc["phaseEvidence"] if p["name"] == "run_blueprint_steps")
-    assert [s["step"] for s in phase["data"]["steps"]] == ["setSiteOptions", "mkdir", "writeFile", "activatePlugin",
-                                                           "runPHP"]
+    assert [s["step"] for s in phase["data"]["steps"]] == [
+        "setSiteOptions",
+        "mkdir",
+        "writeFile",
+        "activatePlugin",
+        "runPHP",
+    ]
     # A step that fails stops the run before the workflow, with the step named.
     doc_bad = json.loads(recipe.read_text())
     doc_bad["runtime"]["blueprint"] = {"steps": [{"step": "activatePlugin", "pluginPath": "missing/missing.php"}]}
@@ -253,13 +310,29 @@ def test_runtime_blueprint_steps_are_applied(playground_session: Any, tmp_path: 
 @pytest.mark.native
 def test_declared_artifacts_are_collected_into_the_bundle(tmp_path: Path, home: Path) -> None:
     recipe = tmp_path / "art-recipe.json"
-    recipe.write_text(json.dumps({
-        "schema": "wp-codebox/workspace-recipe/v1",
-        "workflow": {"steps": [{"command": "wordpress.run-php", "args": [
-            "code=file_put_contents('/tmp/report.json', json_encode(['ok' => true])); echo 'written';"]}]},
-        "artifacts": {"paths": [{"name": "report.json", "path": "/tmp/report.json", "required": True},
-                                {"name": "optional-log", "path": "/tmp/absent.log"}]},
-    }))
+    recipe.write_text(
+        json.dumps(
+            {
+                "schema": "wp-codebox/workspace-recipe/v1",
+                "workflow": {
+                    "steps": [
+                        {
+                            "command": "wordpress.run-php",
+                            "args": [
+                                "code=file_put_contents('/tmp/report.json', json_encode(['ok' => true])); echo 'written';"
+                            ],
+                        }
+                    ]
+                },
+                "artifacts": {
+                    "paths": [
+                        {"name": "report.json", "path": "/tmp/report.json", "required": True},
+                        {"name": "optional-log", "path": "/tmp/absent.log"},
+                    ]
+                },
+            }
+        )
+    )
     code, doc, err = _run(recipe, tmp_path / "artifacts", home, *NATIVE)
     assert code == 0, (doc, err)
     by_name = {a["name"]: a for a in doc["declaredArtifacts"]}
@@ -291,8 +364,9 @@ def test_cancelled_recipe_runs_no_further_step_and_still_captures(tmp_path: Path
         sessions.append(session)
         cancel.set()  # the reviewer cancels while the sandbox boots
 
-    outcome = run_recipe(validation, recipe.parent, artifacts_dir=tmp_path, on_session=on_session, cancel=cancel,
-                         backend="native")
+    outcome = run_recipe(
+        validation, recipe.parent, artifacts_dir=tmp_path, on_session=on_session, cancel=cancel, backend="native"
+    )
     assert len(sessions) == 1 and outcome["runtimeId"] == sessions[0].runtime_id
     assert outcome["success"] is False and outcome["executions"] == []
     assert outcome["stepFailures"][0]["error"]["code"] == "cancelled"

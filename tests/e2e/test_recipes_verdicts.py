@@ -30,13 +30,26 @@ ADVISORY_MESSAGE = "advisory: the cache is cold"
 
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True,
-                          timeout=900, env={**os.environ, "CODEBOX_HOME": str(home)})
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "CODEBOX_HOME": str(home)},
+    )
 
 
 def _recipe(path: Path, steps: list[dict[str, Any]], probes: list[dict[str, Any]]) -> Path:
-    path.write_text(json.dumps({"schema": "wp-codebox/workspace-recipe/v1", "metadata": {"title": path.stem},
-                                "workflow": {"steps": steps}, "probes": probes}))
+    path.write_text(
+        json.dumps(
+            {
+                "schema": "wp-codebox/workspace-recipe/v1",
+                "metadata": {"title": path.stem},
+                "workflow": {"steps": steps},
+                "probes": probes,
+            }
+        )
+    )
     return path
 
 
@@ -50,17 +63,34 @@ def runs(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     probe (human)."""
     home = codebox_home
     root = tmp_path_factory.mktemp("verdicts")
-    advisory = _recipe(root / "advisory.json", [
-        _php("update_option('codebox_verdict', 'set'); echo 'ok';"),
-        _php(f"echo '{ADVISORY_MESSAGE}' . PHP_EOL; exit(4);", advisory=True),
-    ], [{"name": "option-set", "step": _php("echo json_encode(['value' => get_option('codebox_verdict')]);"),
-         "expectJson": {"value": "set"}}])
-    probe = _recipe(root / "probe.json", [_php("update_option('codebox_greeting', 'bye'); echo 'ok';")], [
-        {"name": "greeting", "step": _php("echo json_encode(['greeting' => get_option('codebox_greeting'), "
-                                          "'extra' => 1]);"),
-         "expectJson": {"greeting": "hello"}}])
-    first = _cli(home, "recipe-run", str(advisory), "--backend", "native", "--artifacts-dir", str(root / "a"),
-                 "--json", "-q")
+    advisory = _recipe(
+        root / "advisory.json",
+        [
+            _php("update_option('codebox_verdict', 'set'); echo 'ok';"),
+            _php(f"echo '{ADVISORY_MESSAGE}' . PHP_EOL; exit(4);", advisory=True),
+        ],
+        [
+            {
+                "name": "option-set",
+                "step": _php("echo json_encode(['value' => get_option('codebox_verdict')]);"),
+                "expectJson": {"value": "set"},
+            }
+        ],
+    )
+    probe = _recipe(
+        root / "probe.json",
+        [_php("update_option('codebox_greeting', 'bye'); echo 'ok';")],
+        [
+            {
+                "name": "greeting",
+                "step": _php("echo json_encode(['greeting' => get_option('codebox_greeting'), 'extra' => 1]);"),
+                "expectJson": {"greeting": "hello"},
+            }
+        ],
+    )
+    first = _cli(
+        home, "recipe-run", str(advisory), "--backend", "native", "--artifacts-dir", str(root / "a"), "--json", "-q"
+    )
     second = _cli(home, "recipe-run", str(probe), "--backend", "native", "--artifacts-dir", str(root / "b"), "-q")
     bundles = sorted(p.parent for p in (root / "b").rglob("manifest.json"))
     return {"home": home, "advisory": first, "probe": second, "probe_bundle": bundles[0] if bundles else None}
@@ -83,8 +113,10 @@ def test_failing_advisory_check_passes_with_a_warning(runs: dict[str, Any]) -> N
     lines = show.stdout.splitlines()
     assert "probe    ✔ option-set: passed" in lines
     assert "verdict  passed (0 failure(s), 1 warning(s))" in lines
-    assert any(line.startswith("warning  workflow.steps[1] (wordpress.run-php): ") and ADVISORY_MESSAGE in line
-               for line in lines)
+    assert any(
+        line.startswith("warning  workflow.steps[1] (wordpress.run-php): ") and ADVISORY_MESSAGE in line
+        for line in lines
+    )
 
 
 def test_failing_probe_fails_the_run_naming_probe_expected_and_actual(runs: dict[str, Any]) -> None:
@@ -93,8 +125,10 @@ def test_failing_probe_fails_the_run_naming_probe_expected_and_actual(runs: dict
     out = proc.stdout.splitlines()
     assert out[0] == "status: failed"
     assert "  probe greeting: failed" in out
-    assert ('  FAILED  probe \'greeting\': expected JSON containing {"greeting": "hello"}, '
-            'got {"greeting": "bye", "extra": 1}') in out
+    assert (
+        '  FAILED  probe \'greeting\': expected JSON containing {"greeting": "hello"}, '
+        'got {"greeting": "bye", "extra": 1}'
+    ) in out
     bundle = runs["probe_bundle"]
     assert bundle is not None and out[-1] == f"bundle: {bundle}"
     assert recorded_backend(bundle) == "native"
@@ -108,9 +142,16 @@ def test_failing_probe_fails_the_run_naming_probe_expected_and_actual(runs: dict
     assert show.returncode == 0, show.stderr
     checks = json.loads(show.stdout)["checks"]
     assert checks["kind"] == "recipe-run"
-    assert checks["probes"] == [{"name": "greeting", "status": "failed", "message": stored["message"],
-                                 "expected": '{"greeting": "hello"}', "actual": '{"greeting": "bye", "extra": 1}',
-                                 "allow_failure": False}]
+    assert checks["probes"] == [
+        {
+            "name": "greeting",
+            "status": "failed",
+            "message": stored["message"],
+            "expected": '{"greeting": "hello"}',
+            "actual": '{"greeting": "bye", "extra": 1}',
+            "allow_failure": False,
+        }
+    ]
     assert checks["verdict"]["status"] == "failed"
     assert [f["what"] for f in checks["verdict"]["failures"]] == ["probe 'greeting'"]
     human = _cli(runs["home"], "artifacts", "show", str(bundle)).stdout.splitlines()

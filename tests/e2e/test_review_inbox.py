@@ -47,8 +47,9 @@ def _codebox_process(home: Path, *args: str, timeout: float = 900) -> subprocess
     """``codebox ARGS`` in a process of its own, as a user starts it."""
     env = {**os.environ, "CODEBOX_HOME": str(home), "CODEBOX_APPROVER": "maintainer"}
     env.pop("CODEBOX_ARTIFACTS_ROOT", None)
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def _codebox(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -70,17 +71,28 @@ def _plugin_copy(parent: Path) -> Path:
 
 @pytest.mark.native
 def test_two_runs_with_the_same_mode_a_id_are_both_reviewable_and_apply_their_own_content(
-        codebox_home: Path, tmp_path: Path) -> None:
+    codebox_home: Path, tmp_path: Path
+) -> None:
     home = linked_home(codebox_home, tmp_path)
     bundles = []
     for word, start in (("one", _codebox_process), ("two", _codebox)):
         plugin = _plugin_copy(tmp_path / word)
-        code = (f"file_put_contents(WP_PLUGIN_DIR . '/{SLUG}/notes.txt', \"written by run {word}\\n\"); "
-                f"echo 'ok';")
+        code = f"file_put_contents(WP_PLUGIN_DIR . '/{SLUG}/notes.txt', \"written by run {word}\\n\"); echo 'ok';"
         # no --artifacts: the one default root under CODEBOX_HOME
         # the native backend: what is under test is the inbox and apply-back, not the sandbox (CI time)
-        proc = start(home, "run", "--backend", "native", "--mount", f"{plugin}:{TARGET}:readwrite",
-                     "--command", "wordpress.run-php", "--arg", f"code={code}", "--json")
+        proc = start(
+            home,
+            "run",
+            "--backend",
+            "native",
+            "--mount",
+            f"{plugin}:{TARGET}:readwrite",
+            "--command",
+            "wordpress.run-php",
+            "--arg",
+            f"code={code}",
+            "--json",
+        )
         doc = _json(proc)
         assert doc["success"] is True
         run_dir = Path(doc["artifacts"]["directory"])
@@ -96,7 +108,8 @@ def test_two_runs_with_the_same_mode_a_id_are_both_reviewable_and_apply_their_ow
     listed = _json(_codebox(home, "review", "list", "--json"))["bundles"]
     assert {(b["path"], b["content_digest"]) for b in listed} == {
         (str(Path(one["directory"]).resolve()), one["contentDigestB"]),
-        (str(Path(two["directory"]).resolve()), two["contentDigestB"])}
+        (str(Path(two["directory"]).resolve()), two["contentDigestB"]),
+    }
     keys = {b["content_digest"]: b["key"] for b in listed}
     text = _codebox(home, "review", "list")
     assert text.stdout.count(one["id"].removeprefix("artifact-bundle-sha256-")[:12]) == 2, text.stdout
@@ -117,8 +130,9 @@ def test_two_runs_with_the_same_mode_a_id_are_both_reviewable_and_apply_their_ow
         assert decision["approved_relative_paths"] == ["notes.txt"]
         assert decision["bundle_directory"] == str(Path(bundle["directory"]).resolve())
         target = _plugin_copy(tmp_path / f"target-{word}")
-        applied = _json(_codebox(home, "apply", str(decision["id"]), "--adapter", "directory", "--target",
-                                 str(target), "--json"))
+        applied = _json(
+            _codebox(home, "apply", str(decision["id"]), "--adapter", "directory", "--target", str(target), "--json")
+        )
         assert applied["status"] == "applied" and applied["applied_files"] == ["notes.txt"]
         assert (target / "notes.txt").read_text() == f"written by run {word}\n"
 
@@ -131,14 +145,16 @@ def _reference_change(tmp_path: Path) -> tuple[Path, Path]:
     (before / "includes").mkdir(parents=True)
     (before / "ref-plugin.php").write_text(
         "<?php\n/* Plugin Name: Ref */\nrequire __DIR__ . '/includes/old.php';\n\nfunction ref_version() {\n"
-        "\treturn '1.0';\n}\n")
+        "\treturn '1.0';\n}\n"
+    )
     (before / "includes" / "old.php").write_text("<?php\n// to be removed\n")
     (before / "readme.txt").write_text("=== Ref ===\n")
     after = tmp_path / "after" / "ref-plugin"
     shutil.copytree(before, after)
     (after / "ref-plugin.php").write_text(
         "<?php\n/* Plugin Name: Ref */\nrequire __DIR__ . '/includes/new.php';\n\nfunction ref_version() {\n"
-        "\treturn '2.0';\n}\n")
+        "\treturn '2.0';\n}\n"
+    )
     (after / "includes" / "old.php").unlink()
     (after / "includes" / "new.php").write_text("<?php\nfunction ref_new() { return 42; }\n")
     return before, after
@@ -178,11 +194,13 @@ def test_a_reference_bundle_is_imported_listed_shown_decided_and_applied(tmp_pat
 
     target = tmp_path / "target" / "ref-plugin"
     shutil.copytree(before, target)
-    applied = _json(_codebox(home, "apply", str(decision["id"]), "--adapter", "directory", "--target", str(target),
-                             "--json"))
+    applied = _json(
+        _codebox(home, "apply", str(decision["id"]), "--adapter", "directory", "--target", str(target), "--json")
+    )
     assert sorted(applied["applied_files"]) == ["includes/new.php", "includes/old.php", "ref-plugin.php"]
     assert {p.relative_to(target).as_posix(): p.read_text() for p in target.rglob("*") if p.is_file()} == {
-        p.relative_to(after).as_posix(): p.read_text() for p in after.rglob("*") if p.is_file()}
+        p.relative_to(after).as_posix(): p.read_text() for p in after.rglob("*") if p.is_file()
+    }
 
 
 def test_a_tampered_reference_bundle_is_not_imported(tmp_path: Path) -> None:
@@ -212,7 +230,8 @@ def test_a_tampered_reference_bundle_is_not_imported(tmp_path: Path) -> None:
 
 
 async def test_home_opens_a_reference_bundle_by_path_and_the_approve_dialog_names_its_digest(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from textual.widgets import Input, Static
 
     from codebox_tui.app import CodeboxApp
@@ -268,16 +287,34 @@ def test_evaluate_patch_reaches_the_inbox_and_reports_progress(codebox_home: Pat
     home = linked_home(codebox_home, tmp_path)
     plugin = tmp_path / "buggy-counter"
     shutil.copytree(EXAMPLES / "plugins-for-recipes" / "buggy-counter", plugin)
-    proc = _codebox(home, "evaluate-patch", "--backend", "native", "--plugin", str(plugin), "--patch",
-                    str(EXAMPLES / "patches" / "buggy-counter-fix.patch"), "--json")
+    proc = _codebox(
+        home,
+        "evaluate-patch",
+        "--backend",
+        "native",
+        "--plugin",
+        str(plugin),
+        "--patch",
+        str(EXAMPLES / "patches" / "buggy-counter-fix.patch"),
+        "--json",
+    )
     doc = json.loads(proc.stdout)
     assert doc["bundleId"], proc.stderr
     assert Path(doc["bundleDir"]).parent == home / "artifacts"  # the one default root
     assert recorded_backend(Path(doc["bundleDir"])) == "native"
     lines = [line for line in proc.stderr.splitlines() if line.startswith("codebox evaluate-patch [")]
     text = "\n".join(lines)
-    for expected in ("start:", "boot:", "ready:", "step 1: wordpress.run-php", "wordpress.phpunit", "patch applied",
-                     "wordpress.browser-probe", "capture:", "inbox:"):
+    for expected in (
+        "start:",
+        "boot:",
+        "ready:",
+        "step 1: wordpress.run-php",
+        "wordpress.phpunit",
+        "patch applied",
+        "wordpress.browser-probe",
+        "capture:",
+        "inbox:",
+    ):
         assert expected in text, (expected, proc.stderr)
     elapsed = [float(line.split("[", 1)[1].split("s]", 1)[0]) for line in lines]
     assert elapsed == sorted(elapsed) and elapsed[-1] > 0

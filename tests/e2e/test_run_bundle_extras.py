@@ -41,16 +41,44 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("extras")
     plugin = root / "simple-plugin"
     shutil.copytree(EXAMPLE_PLUGIN, plugin)
-    lines = "".join(f"{p.relative_to(plugin).as_posix()}\0{hashlib.sha256(p.read_bytes()).hexdigest()}\n"
-                    for p in sorted(plugin.rglob("*")) if p.is_file())
-    out = subprocess.run([sys.executable, "-m", "codebox_tui", "run", "--backend", "native", "--mount",
-                          f"{plugin}:{TARGET}", "-c", "wordpress.run-php", "-a", f"code={CHANGE_SITE}",
-                          "--artifacts", str(root / "artifacts"), "--json", "--quiet"],
-                         cwd=REPO, capture_output=True, text=True, timeout=300, env=dict(os.environ))
+    lines = "".join(
+        f"{p.relative_to(plugin).as_posix()}\0{hashlib.sha256(p.read_bytes()).hexdigest()}\n"
+        for p in sorted(plugin.rglob("*"))
+        if p.is_file()
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--backend",
+            "native",
+            "--mount",
+            f"{plugin}:{TARGET}",
+            "-c",
+            "wordpress.run-php",
+            "-a",
+            f"code={CHANGE_SITE}",
+            "--artifacts",
+            str(root / "artifacts"),
+            "--json",
+            "--quiet",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ),
+    )
     doc = json.loads(out.stdout)
     assert doc["execution"]["stdout"].endswith("changed"), (doc["execution"], out.stderr)
-    return {"doc": doc, "plugin": plugin, "digest": "sha256:" + hashlib.sha256(lines.encode()).hexdigest(),
-            "bundle": Path(doc["artifacts"]["directory"])}
+    return {
+        "doc": doc,
+        "plugin": plugin,
+        "digest": "sha256:" + hashlib.sha256(lines.encode()).hexdigest(),
+        "bundle": Path(doc["artifacts"]["directory"]),
+    }
 
 
 def test_run_json_artifacts_name_the_manifest_changed_files_and_patch(ran: dict[str, Any]) -> None:
@@ -61,8 +89,12 @@ def test_run_json_artifacts_name_the_manifest_changed_files_and_patch(ran: dict[
     assert "note.txt" in Path(artifacts["patch"]).read_text()
     listed = {f["path"] for f in json.loads(Path(artifacts["manifest"]).read_text())["files"]}
     assert {"files/changed-files.json", "files/patch.diff"} <= listed
-    verified = subprocess.run([sys.executable, "-m", "codebox_tui", "artifacts", "verify", str(bundle)],
-                              capture_output=True, text=True, timeout=120)
+    verified = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "artifacts", "verify", str(bundle)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
@@ -77,8 +109,11 @@ def test_blueprint_after_replays_what_the_site_state_diff_knows(ran: dict[str, A
     options = next(s["options"] for s in steps if s["step"] == "setSiteOptions")
     assert options["codebox_note"] == "set by the run" and "codebox_long" not in options
     assert {"step": "activatePlugin", "pluginPath": f"{TARGET}/simple-plugin.php"} in steps
-    data = [json.loads(base64.b64decode(re.search(r"base64_decode\('([A-Za-z0-9+/=]*)'\)", s["code"]).group(1)))
-            for s in steps if s["step"] == "runPHP"]
+    data = [
+        json.loads(base64.b64decode(re.search(r"base64_decode\('([A-Za-z0-9+/=]*)'\)", s["code"]).group(1)))
+        for s in steps
+        if s["step"] == "runPHP"
+    ]
     assert ["blogdescription"] in data
     assert [{"login": "run-admin", "capabilities": ["administrator"]}] in data
     notes = json.loads((bundle / "blueprint.after-notes.json").read_text())
@@ -94,5 +129,9 @@ def test_provenance_workspace_says_what_was_mounted(ran: dict[str, Any]) -> None
     assert len(mounts) == 1
     mount = mounts[0]
     assert (mount["source"], mount["target"], mount["mode"], mount["writeMode"]) == (
-        str(ran["plugin"]), TARGET, "readwrite", "copy-on-write")
+        str(ran["plugin"]),
+        TARGET,
+        "readwrite",
+        "copy-on-write",
+    )
     assert mount["files"] == 2 and mount["digest"] == ran["digest"]  # the bytes before the run, not after

@@ -95,8 +95,9 @@ def _bundle_view(bundle: Path) -> dict[str, Any]:
     for line in (bundle / "commands.jsonl").read_text().splitlines():
         item = json.loads(line)
         envelope = item.get("result") or {}
-        results.append((item["command"], item["exitCode"], envelope.get("status"),
-                        (envelope.get("error") or {}).get("code")))
+        results.append(
+            (item["command"], item["exitCode"], envelope.get("status"), (envelope.get("error") or {}).get("code"))
+        )
     return {"files": sorted(_without_ids(f["path"]) for f in manifest["files"]), "commands": results}
 
 
@@ -118,7 +119,8 @@ def _run_status(run_id: str) -> str:
 
 @pytest.mark.parametrize(("command", "backend"), [pytest.param(*case, id=f"{case[0]}@{case[1]}") for case in CASES])
 async def test_command_runs_the_same_from_the_cli_and_the_launch_screen(
-        command: str, backend: str, wp_cli_phar: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    command: str, backend: str, wp_cli_phar: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     if backend == "playground":
         request.getfixturevalue("playground_session")  # the session's warm sidecar, as the TUI's
     with backend_setting(backend):
@@ -136,16 +138,33 @@ async def _run_both_ways_and_compare(command: str, backend: str, tmp_path: Path)
         core_checkout(tmp_path / "wordpress-develop", {"site.php": CORE_TEST})
 
     cli = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "run", "--mount", mount, "--command", command,
-         *[part for arg in args for part in ("--arg", arg)], "--json", "--quiet"],
-        cwd=tmp_path, env=dict(os.environ), capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--mount",
+            mount,
+            "--command",
+            command,
+            *[part for arg in args for part in ("--arg", arg)],
+            "--json",
+            "--quiet",
+        ],
+        cwd=tmp_path,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     doc = json.loads(cli.stdout)
     cli_bundle = Path(doc["artifacts"]["directory"])
 
     app = CodeboxApp()
     async with app.run_test(size=(120, 40)) as pilot:
-        live = await submit_launch_form(app, pilot, command=command, mounts=mount,
-                                        args=" ".join(shlex.quote(a) for a in args))
+        live = await submit_launch_form(
+            app, pilot, command=command, mounts=mount, args=" ".join(shlex.quote(a) for a in args)
+        )
         assert isinstance(live, LiveRunScreen), live.query_one("#launch-error").render()
         await wait_while(lambda: live.state == "starting", 300)
         tui_state = live.state

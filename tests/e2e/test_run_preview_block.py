@@ -18,8 +18,9 @@ TUNNEL = "https://preview.example.test"
 
 
 def _run(home: Path, *extra: str) -> dict:
-    out = codebox(home, "run", "--backend", "native", "--command", "wordpress.run-php", "--arg", "code=echo 1;",
-                  "--json", *extra)
+    out = codebox(
+        home, "run", "--backend", "native", "--command", "wordpress.run-php", "--arg", "code=echo 1;", "--json", *extra
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     doc = json.loads(out.stdout)
     assert doc["runtime"]["backend"] == "native"

@@ -116,16 +116,45 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory, codebox_home: Path) -
     plugin = root / "plugin"
     shutil.copytree(EXAMPLE_PLUGIN, plugin)
     tmp = root / "tmp"
-    code = ("file_put_contents(__DIR__ . '/x', 1); echo getenv('CODEBOX_MODE'), '|', $_ENV['CODEBOX_MODE'], '|', "
-            "var_export(getenv('EMPTY_ONE'), true);")
+    code = (
+        "file_put_contents(__DIR__ . '/x', 1); echo getenv('CODEBOX_MODE'), '|', $_ENV['CODEBOX_MODE'], '|', "
+        "var_export(getenv('EMPTY_ONE'), true);"
+    )
     out = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "run", "--mount", f"{plugin}:/wordpress/wp-content/plugins/p",
-         "--mount", f"{EXAMPLE_PLUGIN}:/wordpress/wp-content/plugins/simple-plugin:readonly",  # a staged copy
-         "--command", "wordpress.run-php", "--env", "CODEBOX_MODE=review-mode-42", "--env", "EMPTY_ONE=",
-         "--arg", f"code={code}", "--artifacts", str(root / "artifacts")],
-        cwd=REPO, env={**_env(tmp), "CODEBOX_HOME": str(home)}, capture_output=True, text=True, timeout=300)
-    return {"out": out, "home": home, "tmp": tmp, "plugin": plugin, "abandoned": abandoned,
-            "artifacts": root / "artifacts"}
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--mount",
+            f"{plugin}:/wordpress/wp-content/plugins/p",
+            "--mount",
+            f"{EXAMPLE_PLUGIN}:/wordpress/wp-content/plugins/simple-plugin:readonly",  # a staged copy
+            "--command",
+            "wordpress.run-php",
+            "--env",
+            "CODEBOX_MODE=review-mode-42",
+            "--env",
+            "EMPTY_ONE=",
+            "--arg",
+            f"code={code}",
+            "--artifacts",
+            str(root / "artifacts"),
+        ],
+        cwd=REPO,
+        env={**_env(tmp), "CODEBOX_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return {
+        "out": out,
+        "home": home,
+        "tmp": tmp,
+        "plugin": plugin,
+        "abandoned": abandoned,
+        "artifacts": root / "artifacts",
+    }
 
 
 def test_run_leaves_no_temp_directories_or_processes(finished_run: dict[str, Any]) -> None:
@@ -156,8 +185,7 @@ def _processes_of(home: Path) -> list[int]:
     return found
 
 
-def test_run_prints_and_records_first_then_a_detached_reaper_removes_its_folders(
-        finished_run: dict[str, Any]) -> None:
+def test_run_prints_and_records_first_then_a_detached_reaper_removes_its_folders(finished_run: dict[str, Any]) -> None:
     """Issue 27: disposal is off the critical path. The sandbox is stopped before capture (nothing writes
     while the bundle is read); the result and the inbox row come next; only then are the sandbox's folders
     handed to a detached reaper, which the CLI does not wait for. Once the reaper has finished, nothing of
@@ -190,9 +218,27 @@ def test_run_prints_and_records_first_then_a_detached_reaper_removes_its_folders
 def test_hung_command_is_killed_reported_and_leaves_nothing(tmp_path: Path) -> None:
     tmp = tmp_path / "tmp"
     out = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "run", "--command", "wordpress.run-php",
-         "--arg", "code=while (true) {}", "--timeout", "5s", "--artifacts", str(tmp_path / "artifacts"), "--json"],
-        cwd=REPO, env=_env(tmp), capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--command",
+            "wordpress.run-php",
+            "--arg",
+            "code=while (true) {}",
+            "--timeout",
+            "5s",
+            "--artifacts",
+            str(tmp_path / "artifacts"),
+            "--json",
+        ],
+        cwd=REPO,
+        env=_env(tmp),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 4, out.stderr  # SandboxError
     doc = json.loads(out.stdout)
     assert doc["success"] is False and doc["error"]["code"] == "sandbox-timeout"
@@ -216,8 +262,7 @@ def _processes_using(tmp: Path) -> list[int]:
     return found
 
 
-def test_runtime_env_reaches_php_getenv_and_the_bundle_metadata(finished_run: dict[str, Any], tmp_path: Path
-                                                               ) -> None:
+def test_runtime_env_reaches_php_getenv_and_the_bundle_metadata(finished_run: dict[str, Any], tmp_path: Path) -> None:
     out = finished_run["out"]
     assert out.returncode == 0, out.stderr
     assert out.stdout == "review-mode-42|review-mode-42|''\n"  # getenv() and $_ENV, an empty value kept empty
@@ -226,9 +271,27 @@ def test_runtime_env_reaches_php_getenv_and_the_bundle_metadata(finished_run: di
     assert metadata["runtime"]["environment"]["runtimeEnv"] == {"CODEBOX_MODE": "review-mode-42", "EMPTY_ONE": ""}
 
     bad = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "run", "--command", "wordpress.run-php", "--env", "bad-name=1",
-         "--arg", "code=echo 1;", "--artifacts", str(tmp_path / "artifacts"), "--json"],
-        cwd=REPO, env=_env(tmp_path / "tmp"), capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--command",
+            "wordpress.run-php",
+            "--env",
+            "bad-name=1",
+            "--arg",
+            "code=echo 1;",
+            "--artifacts",
+            str(tmp_path / "artifacts"),
+            "--json",
+        ],
+        cwd=REPO,
+        env=_env(tmp_path / "tmp"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2
     error = json.loads(bad.stdout)["error"]
     assert error["field"] == "env.bad-name" and "^[A-Z_][A-Z0-9_]*$" in error["message"]
@@ -246,10 +309,27 @@ def test_wp_cli_runs_a_phar_inside_the_sandbox(tmp_path: Path) -> None:
     assert phar.read_bytes()[:64].startswith(b"#!/usr/bin/env php")
 
     failed = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "run", "--wp-cli-phar", str(phar),
-         "--command", "wordpress.wp-cli", "--arg", "command=plugin frobnicate",
-         "--artifacts", str(tmp_path / "artifacts"), "--json"],
-        cwd=REPO, env=_env(tmp_path / "tmp"), capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--wp-cli-phar",
+            str(phar),
+            "--command",
+            "wordpress.wp-cli",
+            "--arg",
+            "command=plugin frobnicate",
+            "--artifacts",
+            str(tmp_path / "artifacts"),
+            "--json",
+        ],
+        cwd=REPO,
+        env=_env(tmp_path / "tmp"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     doc = json.loads(failed.stdout)
     assert doc["runtime"]["backend"] == "wordpress-playground"
     assert doc["execution"]["exitCode"] == 1
@@ -258,10 +338,27 @@ def test_wp_cli_runs_a_phar_inside_the_sandbox(tmp_path: Path) -> None:
     assert failed.returncode != 0
 
     missing = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "run", "--wp-cli-phar", str(tmp_path / "nope.phar"),
-         "--command", "wordpress.wp-cli", "--arg", "command=option get home",
-         "--artifacts", str(tmp_path / "artifacts"), "--json"],
-        cwd=REPO, env=_env(tmp_path / "tmp"), capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--wp-cli-phar",
+            str(tmp_path / "nope.phar"),
+            "--command",
+            "wordpress.wp-cli",
+            "--arg",
+            "command=option get home",
+            "--artifacts",
+            str(tmp_path / "artifacts"),
+            "--json",
+        ],
+        cwd=REPO,
+        env=_env(tmp_path / "tmp"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert missing.returncode == 2
     error = json.loads(missing.stdout)["error"]
     assert error["code"] == "wp-cli-phar-missing" and "nope.phar" in error["message"]

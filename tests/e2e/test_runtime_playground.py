@@ -327,13 +327,22 @@ def test_cli_run_json_is_clean_and_complete(tmp_path: Path) -> None:
         (["--policy", '{"commands": ["inspect-mounted-inputs"]}'], 3, "not allowed"),
     ],
 )
-def test_cli_bad_input_is_a_clear_error_before_boot(args: list[str], code: int, needle: str, tmp_path: Path,
-                                                    codebox_home: Path) -> None:
+def test_cli_bad_input_is_a_clear_error_before_boot(
+    args: list[str], code: int, needle: str, tmp_path: Path, codebox_home: Path
+) -> None:
     """Refused before anything boots (the real entry point, in-process: a refusal starts nothing to run in a
     process of its own)."""
     out = codebox_in_process(
-        codebox_home, "run", "--command", "wordpress.run-php", "--arg", "code=echo 1;", *args,
-        "--artifacts", str(tmp_path))
+        codebox_home,
+        "run",
+        "--command",
+        "wordpress.run-php",
+        "--arg",
+        "code=echo 1;",
+        *args,
+        "--artifacts",
+        str(tmp_path),
+    )
     assert out.returncode == code, (out.stdout, out.stderr)
     assert needle in out.stderr
     assert "Traceback" not in out.stderr
@@ -372,17 +381,19 @@ def test_bundle_captures_php_changes_to_a_readwrite_git_plugin(plugin_copy: Path
         "file_put_contents(\"$d/simple-plugin.php\", str_replace('Hello', 'Howdy', file_get_contents(\"$d/simple-plugin.php\")));"
         'file_put_contents("$d/includes-new.php", "<?php\\n// added in the sandbox\\n");'
         'file_put_contents("$d/icon.bin", "\\x00\\x01\\x02binary");'
-        "unlink(\"$d/probe.php\");"
+        'unlink("$d/probe.php");'
         'file_put_contents("$d/tests/bootstrap.php", "<?php // bootstrap, edited\\n");'
-        "mkdir(\"$d/node_modules/.bin\", 0777, true); file_put_contents(\"$d/node_modules/.bin/lint\", 'x');"
+        'mkdir("$d/node_modules/.bin", 0777, true); file_put_contents("$d/node_modules/.bin/lint", \'x\');'
         "echo 'changed';"
     )
     with RunSession(spec, tmp_path / "artifacts") as run:
         run.execute("wordpress.run-php", [f"code={code}"])
         summary = run.capture()
         sandbox_output = run.mount_dir(0)  # the private copy the sandbox wrote (kept until close)
-        outputs = {rel: (sandbox_output / rel).read_bytes()
-                   for rel in ("simple-plugin.php", "includes-new.php", "icon.bin", "tests/bootstrap.php")}
+        outputs = {
+            rel: (sandbox_output / rel).read_bytes()
+            for rel in ("simple-plugin.php", "includes-new.php", "icon.bin", "tests/bootstrap.php")
+        }
         assert not (sandbox_output / "probe.php").exists()
     from codebox_tui.bundle.verify import verify_bundle
 
@@ -415,12 +426,14 @@ def test_git_folder_of_a_readwrite_mount_is_shielded(plugin_copy: Path, tmp_path
     hooks = plugin_copy / ".git" / "hooks"
     before = sorted(p.name for p in hooks.iterdir())
     config = (plugin_copy / ".git" / "config").read_bytes()
-    spec = SandboxSpec(mounts=[parse_mount(f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin")],
-                       policy=RuntimePolicy(commands=["wordpress.run-php"]))
+    spec = SandboxSpec(
+        mounts=[parse_mount(f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin")],
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+    )
     code = (
         "$d = WP_PLUGIN_DIR . '/simple-plugin';"
         "echo json_encode(['git' => array_values(array_diff(scandir(\"$d/.git\"), ['.', '..'])),"
-        "'hook' => @file_put_contents(\"$d/.git/hooks/post-checkout\", \"#!/bin/sh\\necho pwned\\n\"),"
+        '\'hook\' => @file_put_contents("$d/.git/hooks/post-checkout", "#!/bin/sh\\necho pwned\\n"),'
         "'config' => @file_put_contents(\"$d/.git/config\", '[core]'),"
         "'plugin' => file_put_contents(\"$d/written.txt\", 'ok')]);"
     )
@@ -444,10 +457,14 @@ def test_git_pointer_file_of_a_readwrite_mount_is_shielded(plugin_copy: Path, tm
     """A worktree/submodule ``.git`` file ("gitdir: …") cannot be redirected by the sandbox."""
     pointer = plugin_copy / ".git"
     pointer.write_text("gitdir: /somewhere/else/.git/worktrees/p\n")
-    spec = SandboxSpec(mounts=[parse_mount(f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin")],
-                       policy=RuntimePolicy(commands=["wordpress.run-php"]))
-    code = ("$f = WP_PLUGIN_DIR . '/simple-plugin/.git';"
-            "echo json_encode(['read' => file_get_contents($f), 'write' => @file_put_contents($f, 'gitdir: ./evil')]);")
+    spec = SandboxSpec(
+        mounts=[parse_mount(f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin")],
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+    )
+    code = (
+        "$f = WP_PLUGIN_DIR . '/simple-plugin/.git';"
+        "echo json_encode(['read' => file_get_contents($f), 'write' => @file_put_contents($f, 'gitdir: ./evil')]);"
+    )
     with RunSession(spec, tmp_path / "artifacts") as run:
         result = run.execute("wordpress.run-php", [f"code={code}"])
     assert json.loads(result.stdout) == {"read": "", "write": False}
@@ -473,11 +490,13 @@ def test_opcache_seed_is_used_by_new_sandboxes_but_never_written_by_them(codebox
     # (probeguard.mjs; docs/security.md), so that one is not counted on either side
     prepend = "auto_prepend_file.php.bin"
     seeded = [name for name, _ in before if not str(name).endswith(prepend)]
-    poison = ("code=$dir = '/internal/shared/opcache'; $n = 0;"
-              " foreach (new RecursiveIteratorIterator(new RecursiveDirectoryIterator($dir, FilesystemIterator::SKIP_DOTS))"
-              f" as $f) {{ $n += str_ends_with($f, '{prepend}') ? 0 : 1; if (str_ends_with($f, 'wp-load.php.bin')) {{ chmod($f, 0666);"
-              " file_put_contents($f, 'poisoned'); } }"
-              " file_put_contents($dir . '/planted.txt', 'x'); echo $n;")
+    poison = (
+        "code=$dir = '/internal/shared/opcache'; $n = 0;"
+        " foreach (new RecursiveIteratorIterator(new RecursiveDirectoryIterator($dir, FilesystemIterator::SKIP_DOTS))"
+        f" as $f) {{ $n += str_ends_with($f, '{prepend}') ? 0 : 1; if (str_ends_with($f, 'wp-load.php.bin')) {{ chmod($f, 0666);"
+        " file_put_contents($f, 'poisoned'); } }"
+        " file_put_contents($dir . '/planted.txt', 'x'); echo $n;"
+    )
     with RunSession(spec, tmp_path) as run:
         result = run.execute("wordpress.run-php", [poison])
         assert result.exitCode == 0, result.stderr

@@ -20,8 +20,11 @@ pytestmark = pytest.mark.playground
 PLUGIN = "/wordpress/wp-content/plugins/simple-plugin"
 
 
-def test_prebooted_spare_gets_the_mounts_of_the_next_run(playground_session, codebox_home: Path,  # type: ignore[no-untyped-def]
-                                                          tmp_path: Path) -> None:
+def test_prebooted_spare_gets_the_mounts_of_the_next_run(
+    playground_session,
+    codebox_home: Path,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
     rw = tmp_path / "rw"
     subprocess.run(["git", "init", "-q", str(rw)], check=True)
     hooks = rw / ".git" / "hooks"
@@ -41,16 +44,22 @@ def test_prebooted_spare_gets_the_mounts_of_the_next_run(playground_session, cod
         with playground_session.new_run(tmp_path / "a2", mounts=mounts) as second:
             second.boot_sandbox()  # takes the spare
             in_hand_during_second = spares_in_hand()
-            result = second.execute("wordpress.run-php", [
-                "code=echo json_encode(["
-                f"'files' => scandir('{PLUGIN}'),"
-                f"'ro' => @file_put_contents('{PLUGIN}/evil.php', 'x'),"
-                "'git' => array_values(array_diff(scandir('/srv/rw/.git'), ['.', '..'])),"
-                "'hook' => @file_put_contents('/srv/rw/.git/hooks/post-checkout', \"#!/bin/sh\\necho pwned\\n\"),"
-                "'config' => @file_put_contents('/srv/rw/.git/config', '[core]'),"
-                "'rw' => file_put_contents('/srv/rw/out.txt', 'from-spare')]);"])
-            phases = [json.loads(line)["data"].get("phase")
-                      for line in (second.run_dir / "events.jsonl").read_text().splitlines()]
+            result = second.execute(
+                "wordpress.run-php",
+                [
+                    "code=echo json_encode(["
+                    f"'files' => scandir('{PLUGIN}'),"
+                    f"'ro' => @file_put_contents('{PLUGIN}/evil.php', 'x'),"
+                    "'git' => array_values(array_diff(scandir('/srv/rw/.git'), ['.', '..'])),"
+                    "'hook' => @file_put_contents('/srv/rw/.git/hooks/post-checkout', \"#!/bin/sh\\necho pwned\\n\"),"
+                    "'config' => @file_put_contents('/srv/rw/.git/config', '[core]'),"
+                    "'rw' => file_put_contents('/srv/rw/out.txt', 'from-spare')]);"
+                ],
+            )
+            phases = [
+                json.loads(line)["data"].get("phase")
+                for line in (second.run_dir / "events.jsonl").read_text().splitlines()
+            ]
             summary = second.capture()
         reapers = [first.reaper_pid, second.reaper_pid]
         in_hand_after_second = spares_in_hand()
@@ -78,8 +87,11 @@ def test_prebooted_spare_gets_the_mounts_of_the_next_run(playground_session, cod
     assert set(os.listdir(sandboxes)) - before == set()  # the taken spare and the new one are gone
 
 
-def test_prewarm_boots_a_spare_that_the_first_run_takes(playground_session, codebox_home: Path,  # type: ignore[no-untyped-def]
-                                                        tmp_path: Path) -> None:
+def test_prewarm_boots_a_spare_that_the_first_run_takes(
+    playground_session,
+    codebox_home: Path,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
     from codebox_tui.contracts.runtime import RuntimePolicy
     from codebox_tui.runtime.backend import SandboxSpec
     from codebox_tui.runtime.playground import PlaygroundBackend
@@ -90,15 +102,23 @@ def test_prewarm_boots_a_spare_that_the_first_run_takes(playground_session, code
     backend = PlaygroundBackend()
     enable_spare_sandboxes(False)
     try:
-        assert backend.prewarm(SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php"]))) is False  # spares off
+        assert (
+            backend.prewarm(SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php"]))) is False
+        )  # spares off
         enable_spare_sandboxes(True)
         assert backend.prewarm(SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php"]))) is True
-        assert backend.prewarm(SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php"]))) is False  # one is enough
+        assert (
+            backend.prewarm(SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php"]))) is False
+        )  # one is enough
         enable_spare_sandboxes(False)  # so the run below does not start another spare after taking this one
         with playground_session.new_run(tmp_path / "a", mounts=[f"{EXAMPLE_PLUGIN}:{PLUGIN}:readonly"]) as run:
-            result = run.execute("wordpress.run-php", [f"code=echo file_exists('{PLUGIN}/simple-plugin.php') ? 'mounted' : 'no';"])
-            phases = [json.loads(line)["data"].get("phase")
-                      for line in (run.run_dir / "events.jsonl").read_text().splitlines()]
+            result = run.execute(
+                "wordpress.run-php", [f"code=echo file_exists('{PLUGIN}/simple-plugin.php') ? 'mounted' : 'no';"]
+            )
+            phases = [
+                json.loads(line)["data"].get("phase")
+                for line in (run.run_dir / "events.jsonl").read_text().splitlines()
+            ]
     finally:
         enable_spare_sandboxes(None)
         discard_spare_sandboxes()

@@ -29,8 +29,13 @@ pytestmark = pytest.mark.native
 REPO = Path(__file__).resolve().parents[2]
 DEMO_PLUGIN = REPO / "examples" / "site-state-plugin"
 DEMO_TARGET = "/wordpress/wp-content/plugins/site-state-plugin"
-COMMANDS = ["wordpress.run-php", "wordpress.capture-state-bundle", "wp-codebox.checkpoint-create",
-            "wp-codebox.checkpoint-restore", "wp-codebox.checkpoint-list"]
+COMMANDS = [
+    "wordpress.run-php",
+    "wordpress.capture-state-bundle",
+    "wp-codebox.checkpoint-create",
+    "wp-codebox.checkpoint-restore",
+    "wp-codebox.checkpoint-list",
+]
 
 MUTATE = r"""
 update_option('blogname', 'Changed by the test');
@@ -81,9 +86,11 @@ def test_plugin_activation_shows_in_the_site_state_diff_with_risk_flags(make_run
     run = make_run_session(mounts=[f"{DEMO_PLUGIN}:{DEMO_TARGET}:readonly"], commands=COMMANDS)
     _boot_native(run)
     before = site_state.take_summary(run.sandbox)
-    assert _php(run, "require_once ABSPATH . 'wp-admin/includes/plugin.php'; "
-                     "$r = activate_plugin('site-state-plugin/site-state-plugin.php'); echo is_wp_error($r) ? $r->get_error_message() : 'ok';"
-                ).endswith("ok")
+    assert _php(
+        run,
+        "require_once ABSPATH . 'wp-admin/includes/plugin.php'; "
+        "$r = activate_plugin('site-state-plugin/site-state-plugin.php'); echo is_wp_error($r) ? $r->get_error_message() : 'ok';",
+    ).endswith("ok")
     after = site_state.take_summary(run.sandbox)
     diff = diff_summaries(before, after)
 
@@ -132,9 +139,14 @@ def test_checkpoint_create_mutate_restore_gives_the_identical_state(make_run_ses
     assert restore_stats["filesWritten"] == 1 and restore_stats["filesDeleted"] == 1  # style.css back, added.txt gone
     assert diff_summaries(summary_before, site_state.take_summary(run.sandbox)).empty
     assert _export(run) == export_before
-    assert _php(run, "echo json_encode([is_dir(WP_CONTENT_DIR . '/uploads/2026'), "
-                     "md5_file(WP_CONTENT_DIR . '/themes/twentytwentyfour/style.css') !== md5('/* overwritten */')]);"
-                ) == "[false,true]"
+    assert (
+        _php(
+            run,
+            "echo json_encode([is_dir(WP_CONTENT_DIR . '/uploads/2026'), "
+            "md5_file(WP_CONTENT_DIR . '/themes/twentytwentyfour/style.css') !== md5('/* overwritten */')]);",
+        )
+        == "[false,true]"
+    )
 
     listed = run.execute("wp-codebox.checkpoint-list", [])
     assert [c["name"] for c in listed.result.json_["checkpoints"]] == ["base"]
@@ -157,7 +169,8 @@ def test_capture_state_bundle_writes_a_snapshot_that_restores(make_run_session: 
     assert snapshot.compatibility.wordpressVersion == run.sandbox.wordpress_version
     assert snapshot.hashes.model_dump() == site_state.snapshot_hashes(
         snapshot.model_dump(mode="json", exclude_none=True)["database"],
-        [f.model_dump(mode="json") for f in snapshot.files])
+        [f.model_dump(mode="json") for f in snapshot.files],
+    )
     paths = {f.path for f in snapshot.files}
     assert "plugins/hello.php" in paths
     assert not any(p.startswith(("plugins/site-state-plugin", "database/")) for p in paths)  # read-only mount, db
@@ -175,8 +188,9 @@ def test_capture_state_bundle_writes_a_snapshot_that_restores(make_run_session: 
     assert stats["filesWritten"] == 1 and stats["filesDeleted"] == 1
     assert diff_summaries(summary_before, site_state.take_summary(run.sandbox)).empty
 
-    other = snapshot.model_copy(update={"compatibility": snapshot.compatibility.model_copy(
-        update={"wordpressVersion": "5.0"})})
+    other = snapshot.model_copy(
+        update={"compatibility": snapshot.compatibility.model_copy(update={"wordpressVersion": "5.0"})}
+    )
     with pytest.raises(BadInputError, match=r"taken on wordpressVersion 5\.0"):
         site_state.restore_snapshot(run.sandbox, other)
 
@@ -190,21 +204,40 @@ def test_capture_state_bundle_writes_a_snapshot_that_restores(make_run_session: 
     assert kinds[refs["runtime-snapshot"]] == "runtime-snapshot"
 
 
-ACTIVATE = ("require_once ABSPATH . 'wp-admin/includes/plugin.php'; "
-            "$r = activate_plugin('site-state-plugin/site-state-plugin.php'); "
-            "echo is_wp_error($r) ? $r->get_error_message() : 'ok';")
+ACTIVATE = (
+    "require_once ABSPATH . 'wp-admin/includes/plugin.php'; "
+    "$r = activate_plugin('site-state-plugin/site-state-plugin.php'); "
+    "echo is_wp_error($r) ? $r->get_error_message() : 'ok';"
+)
 
 
 def _codebox(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=600, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_every_run_bundles_the_site_state_diff_with_its_risk_flags() -> None:
     """`codebox run` of the demo plugin's activation: the bundle carries files/site-state-diff.json
     (listed, verified), its risks are review risk flags, and `artifacts show` prints them."""
-    out = _codebox("run", "--backend", "native", "--mount", f"{DEMO_PLUGIN}:{DEMO_TARGET}:readonly", "--command", "wordpress.run-php",
-                   "--arg", f"code={ACTIVATE}", "--json", "--quiet")
+    out = _codebox(
+        "run",
+        "--backend",
+        "native",
+        "--mount",
+        f"{DEMO_PLUGIN}:{DEMO_TARGET}:readonly",
+        "--command",
+        "wordpress.run-php",
+        "--arg",
+        f"code={ACTIVATE}",
+        "--json",
+        "--quiet",
+    )
     doc = json.loads(out.stdout)
     assert doc["success"], out.stderr
     bundle = Path(doc["artifacts"]["directory"])
@@ -219,15 +252,19 @@ def test_every_run_bundles_the_site_state_diff_with_its_risk_flags() -> None:
     assert [(c["hook"], c["status"]) for c in diff["cron"]] == [("site_state_demo_ping", "added")]
     assert {u["login"]: u["status"] for u in diff["users"]}["site-state-demo-admin"] == "added"
     risks = {(r["code"], r["subject"]) for r in diff["risks"]}
-    assert {("new-administrator", "site-state-demo-admin"), ("cron-event-added", "site_state_demo_ping"),
-            ("active-plugins-changed", "active_plugins")} <= risks
+    assert {
+        ("new-administrator", "site-state-demo-admin"),
+        ("cron-event-added", "site_state_demo_ping"),
+        ("active-plugins-changed", "active_plugins"),
+    } <= risks
     assert "sk-demo-0123456789abcdef" not in (bundle / "files" / "site-state-diff.json").read_text(encoding="utf-8")
 
     manifest = json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))
     assert {f["path"]: f.get("kind") for f in manifest["files"]}["files/site-state-diff.json"] == "site-state-diff"
     review = json.loads((bundle / "files" / "review.json").read_text(encoding="utf-8"))
-    assert {"site-state:new-administrator", "site-state:cron-event-added",
-            "site-state:active-plugins-changed"} <= set(review["riskFlags"])
+    assert {"site-state:new-administrator", "site-state:cron-event-added", "site-state:active-plugins-changed"} <= set(
+        review["riskFlags"]
+    )
     assert verify_bundle(bundle).valid
     events = [json.loads(line) for line in (bundle / "events.jsonl").read_text(encoding="utf-8").splitlines()]
     types = [e["type"] for e in events]
@@ -237,8 +274,13 @@ def test_every_run_bundles_the_site_state_diff_with_its_risk_flags() -> None:
 
     show = _codebox("artifacts", "show", str(bundle))
     assert show.returncode == 0, show.stderr
-    for text in ("new-administrator", "site-state-demo-admin", "site_state_demo_ping", "wp_site_state_demo_log",
-                 "site_state_demo_version"):
+    for text in (
+        "new-administrator",
+        "site-state-demo-admin",
+        "site_state_demo_ping",
+        "wp_site_state_demo_log",
+        "site_state_demo_version",
+    ):
         assert text in show.stdout
     shown = json.loads(_codebox("artifacts", "show", str(bundle), "--json").stdout)["siteState"]
     assert shown["counts"]["tables"] >= 1 and shown["counts"]["users"] == 1 and shown["counts"]["cron"] == 1
@@ -246,8 +288,18 @@ def test_every_run_bundles_the_site_state_diff_with_its_risk_flags() -> None:
 
 
 def test_site_state_off_leaves_no_diff() -> None:
-    out = _codebox("run", "--backend", "native", "--command", "wordpress.run-php", "--arg", "code=echo 1;", "--json", "--quiet",
-                   env={"CODEBOX_SITE_STATE": "off"})
+    out = _codebox(
+        "run",
+        "--backend",
+        "native",
+        "--command",
+        "wordpress.run-php",
+        "--arg",
+        "code=echo 1;",
+        "--json",
+        "--quiet",
+        env={"CODEBOX_SITE_STATE": "off"},
+    )
     doc = json.loads(out.stdout)
     assert doc["success"], out.stderr
     bundle = Path(doc["artifacts"]["directory"])
@@ -261,8 +313,17 @@ def test_a_summary_that_fails_is_a_warning_and_a_high_risk_flag_and_the_run_goes
     still completes and verifies, the failure is a warning event, and the diff fails closed: one high
     `summary-unavailable` risk flag, also in the review's risk flags, and the run does not read as a success
     (exit 1: a site whose state could not be measured is never clean)."""
-    out = _codebox("run", "--backend", "native", "--command", "wordpress.run-php", "--arg",
-                   "code=unlink('/wordpress/wp-content/database/.ht.sqlite'); echo 'gone';", "--json", "--quiet")
+    out = _codebox(
+        "run",
+        "--backend",
+        "native",
+        "--command",
+        "wordpress.run-php",
+        "--arg",
+        "code=unlink('/wordpress/wp-content/database/.ht.sqlite'); echo 'gone';",
+        "--json",
+        "--quiet",
+    )
     doc = json.loads(out.stdout)
     assert not doc["success"] and "error" not in doc, out.stderr  # not an error: an unclean verdict
     assert out.returncode == 1 and doc["execution"]["exitCode"] == 0, out.stderr  # the command itself ran

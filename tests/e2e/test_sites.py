@@ -28,8 +28,10 @@ from tests.factories.held import HeldCommand, codebox, free_port
 from tests.factories.holds import codebox_in_process, linked_home
 from tests.factories.native import recorded_backend
 
-BLUEPRINT = {"siteOptions": {"blogname": "Prepared site"},
-             "steps": [{"step": "writeFile", "path": "/wordpress/wp-content/uploads/prepared.txt", "data": "kept"}]}
+BLUEPRINT = {
+    "siteOptions": {"blogname": "Prepared site"},
+    "steps": [{"step": "writeFile", "path": "/wordpress/wp-content/uploads/prepared.txt", "data": "kept"}],
+}
 
 
 def _inputs(tmp: Path) -> tuple[Path, Path]:
@@ -47,8 +49,18 @@ def _valid(schema_id: str, document: Any) -> Any:
 
 
 def _create(home: Path, plugin: Path, blueprint: Path, *extra: str, in_process: bool = True) -> Any:
-    args = ("site", "create", "--backend", "native", "--mount", f"{plugin}:/wordpress/wp-content/plugins/tiny:readonly",
-            "--blueprint", str(blueprint), "--json", *extra)
+    args = (
+        "site",
+        "create",
+        "--backend",
+        "native",
+        "--mount",
+        f"{plugin}:/wordpress/wp-content/plugins/tiny:readonly",
+        "--blueprint",
+        str(blueprint),
+        "--json",
+        *extra,
+    )
     return codebox_in_process(home, *args) if in_process else codebox(home, *args)
 
 
@@ -95,8 +107,12 @@ def test_create_returns_a_stable_handle_and_keeps_the_prepared_site(prepared: Pr
     kept = prepared.home / "sites" / site_id
     assert (kept / "site.json").is_file() and (kept / "snapshot.json").is_file()
     snapshot = json.loads((kept / "snapshot.json").read_text())
-    options = {row["option_name"]: row["option_value"] for table in snapshot["database"]["tables"]
-               if table["name"].endswith("options") for row in table["rows"]}
+    options = {
+        row["option_name"]: row["option_value"]
+        for table in snapshot["database"]["tables"]
+        if table["name"].endswith("options")
+        for row in table["rows"]
+    }
     assert options["blogname"] == "Prepared site"  # the blueprint ran before the snapshot
     assert "uploads/prepared.txt" in {entry["path"] for entry in snapshot["files"]}
     assert not any(entry["path"].startswith("plugins/tiny") for entry in snapshot["files"])  # read-only mount
@@ -111,7 +127,9 @@ def test_changed_inputs_give_another_source_digest(prepared: Prepared, tmp_path:
         assert changed.returncode == 0, changed.stderr
         digest = json.loads(changed.stdout)["source_digest"]["value"]
         assert digest != prepared.doc["source_digest"]["value"]
-        stale = codebox_in_process(prepared.home, "site", "status", prepared.doc["site_id"], "--source-digest", digest, "--json")
+        stale = codebox_in_process(
+            prepared.home, "site", "status", prepared.doc["site_id"], "--source-digest", digest, "--json"
+        )
         assert stale.returncode == 1 and json.loads(stale.stdout)["status"] == "miss"
     finally:
         (prepared.plugin / "tiny.php").write_text("<?php\n/* Plugin Name: Tiny */\n")
@@ -156,8 +174,9 @@ def test_a_natively_prepared_site_opens_natively_and_is_released(prepared: Prepa
     """The snapshot records the host's full PHP version and the site its series: they match, so the site is
     restored into a fresh native sandbox and served; `codebox release` from another process ends the hold."""
     port = free_port()
-    held = HeldCommand(prepared.home, "site", "open", prepared.doc["site_id"], "--hold", "10m", "--preview-port",
-                       str(port))
+    held = HeldCommand(
+        prepared.home, "site", "open", prepared.doc["site_id"], "--hold", "10m", "--preview-port", str(port)
+    )
     try:
         where, runtime_id = held.wait_held()
         assert where == f"http://127.0.0.1:{port}"
@@ -186,8 +205,14 @@ async def test_home_lists_the_prepared_sites(prepared: Prepared, monkeypatch: py
     try:
         app = CodeboxApp()
         async with app.run_test(size=(140, 40)) as pilot:
-            await wait_for(pilot, lambda: bool(app.screen.query("#home-sites"))
-                           and not app.screen.query_one("#home-sites").has_class("hidden"), timeout=60)
+            await wait_for(
+                pilot,
+                lambda: (
+                    bool(app.screen.query("#home-sites"))
+                    and not app.screen.query_one("#home-sites").has_class("hidden")
+                ),
+                timeout=60,
+            )
             text = str(app.screen.query_one("#home-sites", Static).render())
             assert prepared.doc["site_id"] in text and "codebox site open" in text
     finally:
@@ -201,8 +226,18 @@ def test_open_boots_the_site_again_from_its_snapshot_and_holds_it(playground_ses
     plugin, blueprint = _inputs(tmp_path)
     home = linked_home(playground_session.home, tmp_path)
     # prepared in this process, on the session's warm sidecar; opened below in a `codebox` process of its own
-    created = codebox_in_process(home, "site", "create", "--backend", "playground", "--blueprint", str(blueprint),
-                                 "--mount", f"{plugin}:/wordpress/wp-content/plugins/tiny", "--json")
+    created = codebox_in_process(
+        home,
+        "site",
+        "create",
+        "--backend",
+        "playground",
+        "--blueprint",
+        str(blueprint),
+        "--mount",
+        f"{plugin}:/wordpress/wp-content/plugins/tiny",
+        "--json",
+    )
     assert created.returncode == 0, created.stderr
     site_id = json.loads(created.stdout)["site_id"]
     port = free_port()

@@ -34,14 +34,18 @@ def _group_alive(pgid: int) -> bool:
 
 
 async def test_cancel_a_running_command_stops_the_sandbox_and_records_cancelled(  # type: ignore[no-untyped-def]
-        playground_session, plugin_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    playground_session, plugin_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     code = "echo 'started'; sleep(120); echo 'not reached';"
     app = CodeboxApp()
     async with app.run_test(size=(120, 40)) as pilot:
         live = await submit_launch_form(
-            app, pilot, mounts=f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin:readwrite",
-            args=shlex.quote(f"code={code}"))
+            app,
+            pilot,
+            mounts=f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin:readwrite",
+            args=shlex.quote(f"code={code}"),
+        )
         assert isinstance(live, LiveRunScreen)
         for _ in range(1800):  # boot, then the command starts (its sleep keeps it running)
             if live.progress.step.startswith("running wordpress.run-php"):

@@ -29,10 +29,14 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 async def review_on_tab(pilot: Any, tab: str) -> ReviewScreen:
     """Wait (on the condition) for the Review screen the run opened by itself, showing ``tab``."""
+
     def shown() -> bool:
         screen = pilot.app.screen
-        return (isinstance(screen, ReviewScreen) and screen.is_mounted
-                and screen.query_one("#tabs", TabbedContent).active == tab)
+        return (
+            isinstance(screen, ReviewScreen)
+            and screen.is_mounted
+            and screen.query_one("#tabs", TabbedContent).active == tab
+        )
 
     await wait_for(pilot, shown, 180)  # the bundle is verified in a worker first (screens/opening.py)
     review = pilot.app.screen
@@ -74,8 +78,11 @@ async def test_evaluate_a_patch_from_home_to_the_verdict(tmp_path: Path) -> None
         for side in (events[:applied], events[applied:]):
             counts = [(e["data"]["done"], e["data"]["total"]) for e in side if e["type"] == "tests.progress"]
             assert counts and counts[-1] == (2, 2) and counts == sorted(counts), counts
-        assert kinds.index("evaluate.tests-started") < kinds.index("patch.applied") < len(kinds) - 1 - kinds[
-            ::-1].index("evaluate.tests-finished")
+        assert (
+            kinds.index("evaluate.tests-started")
+            < kinds.index("patch.applied")
+            < len(kinds) - 1 - kinds[::-1].index("evaluate.tests-finished")
+        )
         # the run ends on the Review screen's Tests tab, with the verdict
         review = await review_on_tab(pilot, "tab-tests")
         assert "IMPROVEMENT" in str(review.query_one("#verdict", Static).render())

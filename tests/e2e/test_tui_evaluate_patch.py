@@ -29,9 +29,19 @@ def evaluated(codebox_home: Path, tmp_path: Path) -> Path:
     (the browser probe drives Chromium through a synchronous client)."""
     plugin = tmp_path / "buggy-counter"
     shutil.copytree(EXAMPLES / "plugins-for-recipes" / "buggy-counter", plugin)
-    proc = codebox_in_process(codebox_home, "evaluate-patch", "--backend", "native", "--plugin", str(plugin),
-                              "--patch", str(EXAMPLES / "patches" / "buggy-counter-fix.patch"),
-                              "--artifacts-dir", str(tmp_path / "art"), "--json")
+    proc = codebox_in_process(
+        codebox_home,
+        "evaluate-patch",
+        "--backend",
+        "native",
+        "--plugin",
+        str(plugin),
+        "--patch",
+        str(EXAMPLES / "patches" / "buggy-counter-fix.patch"),
+        "--artifacts-dir",
+        str(tmp_path / "art"),
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     return Path(json.loads(proc.stdout)["bundleDir"])
 

@@ -34,15 +34,21 @@ def on_native() -> Iterator[str]:
 
 
 async def test_launch_form_runs_a_real_sandbox_and_offers_its_bundle(
-        plugin_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plugin_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)  # the working folder does not matter: runs go to the one default root
-    code = ("$d = WP_PLUGIN_DIR . '/simple-plugin';"
-            "file_put_contents(\"$d/from-launch.php\", \"<?php\\n// launched from the TUI\\n\"); echo 'ok';")
+    code = (
+        "$d = WP_PLUGIN_DIR . '/simple-plugin';"
+        'file_put_contents("$d/from-launch.php", "<?php\\n// launched from the TUI\\n"); echo \'ok\';'
+    )
     app = CodeboxApp()
     async with app.run_test(size=(120, 40)) as pilot:
         live = await submit_launch_form(
-            app, pilot, mounts=f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin:readwrite",
-            args=shlex.quote(f"code={code}"))
+            app,
+            pilot,
+            mounts=f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin:readwrite",
+            args=shlex.quote(f"code={code}"),
+        )
         assert isinstance(live, LiveRunScreen), live.query_one("#launch-error").render()
         await wait_while(lambda: live.state == "starting")  # boot + command + capture
         assert live.state == "done", live.query_one("#progress").render()
@@ -63,8 +69,9 @@ async def test_launch_form_runs_a_real_sandbox_and_offers_its_bundle(
     assert live.bundle_dir.resolve().parent == get_settings().artifacts_dir.resolve()  # like `codebox run`
     assert not (tmp_path / "artifacts").exists()
     # copy-on-write: the sandbox's file is in the bundle; the folder changes only through apply-back
-    assert (live.bundle_dir / "files" / "mounts" / "0" / "from-launch.php").read_text() == \
-        "<?php\n// launched from the TUI\n"
+    assert (
+        live.bundle_dir / "files" / "mounts" / "0" / "from-launch.php"
+    ).read_text() == "<?php\n// launched from the TUI\n"
     assert not (plugin_copy / "from-launch.php").exists()
 
 
@@ -94,8 +101,9 @@ async def test_launch_form_runs_a_recipe_and_offers_its_bundle() -> None:
     assert live.session is not None and runs[live.session.runtime_id].status == "completed"
 
 
-async def test_launch_with_hold_serves_the_preview_until_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                                                ) -> None:
+async def test_launch_with_hold_serves_the_preview_until_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import json
     import urllib.error
     import urllib.request
@@ -104,7 +112,8 @@ async def test_launch_with_hold_serves_the_preview_until_closed(tmp_path: Path, 
     app = CodeboxApp()
     async with app.run_test(size=(120, 40)) as pilot:
         live = await submit_launch_form(
-            app, pilot, args="code='update_option(\"blogname\", \"Held Site\"); echo 1;'", hold="10m")
+            app, pilot, args='code=\'update_option("blogname", "Held Site"); echo 1;\'', hold="10m"
+        )
         assert isinstance(live, LiveRunScreen), live.query_one("#launch-error").render()
         await wait_while(lambda: live.progress.hold_until is None)
         assert live.progress.hold_until is not None and live.state == "starting"
@@ -113,8 +122,7 @@ async def test_launch_with_hold_serves_the_preview_until_closed(tmp_path: Path, 
         page = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=60).read().decode())
         assert "Held Site" in page  # the live sandbox, after the command ran
         # the held preview's console takes the focus when it appears; tab leaves it for the log, where `c` acts
-        await wait_while(lambda: not (live.query("#console-input") and live.query_one("#console-input").has_focus),
-                         60)
+        await wait_while(lambda: not (live.query("#console-input") and live.query_one("#console-input").has_focus), 60)
         await pilot.press("tab")
         await pilot.pause()
         await pilot.press("c")

@@ -30,14 +30,18 @@ def _group_alive(pgid: int) -> bool:
 
 
 async def test_quit_during_a_run_returns_at_once_and_disposes_the_sandbox(  # type: ignore[no-untyped-def]
-        playground_session, plugin_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    playground_session, plugin_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     code = "echo 'started'; sleep(120); echo 'not ' . 'reached';"  # the output's words are not in the code
     app = CodeboxApp()
     async with app.run_test(size=(120, 40)) as pilot:
         live = await submit_launch_form(
-            app, pilot, mounts=f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin:readwrite",
-            args=shlex.quote(f"code={code}"))
+            app,
+            pilot,
+            mounts=f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin:readwrite",
+            args=shlex.quote(f"code={code}"),
+        )
         assert isinstance(live, LiveRunScreen)
         for _ in range(1800):  # boot, then the command starts (its sleep keeps it running)
             if live.progress.step.startswith("running wordpress.run-php"):

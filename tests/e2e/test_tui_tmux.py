@@ -16,21 +16,26 @@ from store.db import Store
 from tests.factories.native import native_run, recorded_backend
 from tests.factories.tmux import Tmux
 
-pytestmark = [pytest.mark.native,
-              pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
+pytestmark = [pytest.mark.native, pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
 
 CODEBOX = Path(sys.executable).parent / "codebox"
 
 
-def test_approve_a_real_native_bundle_in_the_real_tui(plugin_copy: Path, tmux: Tmux, codebox_home: Path,
-                                                      tmp_path: Path) -> None:
+def test_approve_a_real_native_bundle_in_the_real_tui(
+    plugin_copy: Path, tmux: Tmux, codebox_home: Path, tmp_path: Path
+) -> None:
     from codebox_tui.screens import data
 
-    code = ("$d = WP_PLUGIN_DIR . '/simple-plugin';"
-            'file_put_contents("$d/tui-added.php", "<?php\\n// added in the sandbox for the TUI test\\n");'
-            "echo 'changed';")
-    with native_run(tmp_path / "artifacts", mounts=[f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin"],
-                    commands=["wordpress.run-php"]) as run:
+    code = (
+        "$d = WP_PLUGIN_DIR . '/simple-plugin';"
+        'file_put_contents("$d/tui-added.php", "<?php\\n// added in the sandbox for the TUI test\\n");'
+        "echo 'changed';"
+    )
+    with native_run(
+        tmp_path / "artifacts",
+        mounts=[f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin"],
+        commands=["wordpress.run-php"],
+    ) as run:
         result = run.execute("wordpress.run-php", [f"code={code}"])
         assert result.exitCode == 0, result.stderr
         summary = run.capture()
@@ -42,8 +47,12 @@ def test_approve_a_real_native_bundle_in_the_real_tui(plugin_copy: Path, tmux: T
     finally:
         store.close()
 
-    env = {"CODEBOX_HOME": str(codebox_home), "TEXTUAL_ANIMATIONS": "none", "TERM": "xterm-256color",
-           "COLORTERM": "truecolor"}
+    env = {
+        "CODEBOX_HOME": str(codebox_home),
+        "TEXTUAL_ANIMATIONS": "none",
+        "TERM": "xterm-256color",
+        "COLORTERM": "truecolor",
+    }
     args = [arg for key, value in env.items() for arg in ("-e", f"{key}={value}")]
     tmux.run("new-session", "-d", "-s", "tui", "-x", "120", "-y", "40", *args, f"{CODEBOX} tui; sleep 30")
 

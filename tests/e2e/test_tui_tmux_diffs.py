@@ -20,8 +20,7 @@ from tests.factories.native import NATIVE, native_run, recorded_backend
 from tests.factories.paths import REPO
 from tests.factories.tmux import Tmux
 
-pytestmark = [pytest.mark.native,
-              pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
+pytestmark = [pytest.mark.native, pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
 
 
 def _diff_lines(pane: str) -> list[str]:
@@ -43,12 +42,28 @@ def test_tabs_and_hostile_text_in_a_real_terminal(tmp_path: Path, tmux: Tmux, co
         for run in runs:
             run.close()
     assert recorded_backend(bundle) == NATIVE
-    env = {"CODEBOX_HOME": str(codebox_home), "TEXTUAL_ANIMATIONS": "none", "TERM": "xterm-256color",
-           "COLORTERM": "truecolor", "PYTHONPATH": str(REPO), "CODEBOX_SPARE_SANDBOXES": "off"}
+    env = {
+        "CODEBOX_HOME": str(codebox_home),
+        "TEXTUAL_ANIMATIONS": "none",
+        "TERM": "xterm-256color",
+        "COLORTERM": "truecolor",
+        "PYTHONPATH": str(REPO),
+        "CODEBOX_SPARE_SANDBOXES": "off",
+    }
     args = [arg for key, value in env.items() for arg in ("-e", f"{key}={value}")]
-    tmux.run("new-session", "-d", "-s", "tui", "-x", "150", "-y", "32", *args,
-             # the pytest process carries COLUMNS=80/LINES=24 (set by a plugin); the app must measure the pane
-             f"env -u COLUMNS -u LINES {sys.executable} -m codebox_tui tui {bundle}; sleep 30")
+    tmux.run(
+        "new-session",
+        "-d",
+        "-s",
+        "tui",
+        "-x",
+        "150",
+        "-y",
+        "32",
+        *args,
+        # the pytest process carries COLUMNS=80/LINES=24 (set by a plugin); the app must measure the pane
+        f"env -u COLUMNS -u LINES {sys.executable} -m codebox_tui tui {bundle}; sleep 30",
+    )
 
     # The tree's first file is the hostile one; its diff is shown first.
     tmux.wait_for(lambda text: "hunk 1/1" in text, "the review screen")
@@ -63,8 +78,8 @@ def test_tabs_and_hostile_text_in_a_real_terminal(tmp_path: Path, tmux: Tmux, co
         "          3 +     echo 'visible';\\x0d",
         "  \\ No newline at end of file",
         "          4 +     echo 'overwritten';",
-        "          6 +     $c1 = \"\\x9b31m red via C1\"; $del = \"x\\x7fy\";",
-        "          7 +     $title = \"\\x1b]0;pwned\\x07\";",
+        '          6 +     $c1 = "\\x9b31m red via C1"; $del = "x\\x7fy";',
+        '          7 +     $title = "\\x1b]0;pwned\\x07";',
     ]
     for want in expected_hostile:
         assert any(line.rstrip() == want for line in diff), f"missing line {want!r} in:\n{pane}"
@@ -75,7 +90,7 @@ def test_tabs_and_hostile_text_in_a_real_terminal(tmp_path: Path, tmux: Tmux, co
     pane = tmux.wait_for(lambda text: "'Howdy'" in text, "the tab-indented file's diff")
     diff = [line.rstrip() for line in _diff_lines(pane)]
     start = next(i for i, line in enumerate(diff) if line.startswith("tabbed.php") and "hunk" not in line)
-    assert diff[start:start + 10] == [
+    assert diff[start : start + 10] == [
         "tabbed.php",
         "  @@ -5,7 +5,7 @@",
         "    5     5",
@@ -87,7 +102,7 @@ def test_tabs_and_hostile_text_in_a_real_terminal(tmp_path: Path, tmux: Tmux, co
         "   10    10       }",
         "   11    11   } );",
     ]
-    assert all(line == "" for line in diff[start + 10:start + 14])  # blank below: no leftovers
+    assert all(line == "" for line in diff[start + 10 : start + 14])  # blank below: no leftovers
     assert "ESC sequences" not in pane and "overwritten" not in pane
 
     # A resize keeps it clean.

@@ -15,17 +15,39 @@ import pytest
 
 pytestmark = pytest.mark.native
 
-GOOD = {"steps": [{"step": "setSiteOptions", "options": {"blogname": "Booted Blueprint"}},
-                  {"step": "writeFile", "path": "/wordpress/wp-content/uploads/hello.txt", "data": "hi"}]}
+GOOD = {
+    "steps": [
+        {"step": "setSiteOptions", "options": {"blogname": "Booted Blueprint"}},
+        {"step": "writeFile", "path": "/wordpress/wp-content/uploads/hello.txt", "data": "hi"},
+    ]
+}
 FAILING = {"steps": [{"step": "activatePlugin", "pluginPath": "missing-plugin/missing-plugin.php"}]}
 
 
 def _validate(tmp_path: Path, name: str, blueprint: Any, *extra: str) -> tuple[int, dict[str, Any]]:
     file = tmp_path / f"{name}.json"
     file.write_text(json.dumps(blueprint))
-    cli = subprocess.run([sys.executable, "-m", "codebox_tui", "validate-blueprint", str(file), "--boot",
-                          "--backend", "native", "--artifacts", str(tmp_path / "artifacts"), "--json", "--quiet",
-                          *extra], env=dict(os.environ), capture_output=True, text=True, timeout=600)
+    cli = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "validate-blueprint",
+            str(file),
+            "--boot",
+            "--backend",
+            "native",
+            "--artifacts",
+            str(tmp_path / "artifacts"),
+            "--json",
+            "--quiet",
+            *extra,
+        ],
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return cli.returncode, json.loads(cli.stdout)
 
 
@@ -40,8 +62,13 @@ def test_a_valid_blueprint_is_applied_and_its_site_captured(tmp_path: Path) -> N
     state_files = [f["path"] for f in manifest["files"] if f["path"].startswith("files/wordpress-state/")]
     assert state_files, manifest["files"]
     assert "Booted Blueprint" in (bundle / state_files[0]).read_text()  # the options the blueprint set
-    subprocess.run([sys.executable, "-m", "codebox_tui", "artifacts", "verify", str(bundle)], check=True,
-                   env=dict(os.environ), capture_output=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "artifacts", "verify", str(bundle)],
+        check=True,
+        env=dict(os.environ),
+        capture_output=True,
+        timeout=120,
+    )
 
 
 def test_a_failing_step_fails_the_boot_and_an_invalid_blueprint_boots_nothing(tmp_path: Path) -> None:

@@ -36,9 +36,27 @@ def _env(tmp_path: Path, *, path_dir: Path | None = None) -> dict[str, str]:
 
 def _wp_cli(tmp_path: Path, command: str, *extra: str, env: dict[str, str]) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "run", *extra, "--command", "wordpress.wp-cli",
-         "--arg", f"command={command}", "--artifacts", str(tmp_path / "artifacts"), "--json", "--quiet"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            *extra,
+            "--command",
+            "wordpress.wp-cli",
+            "--arg",
+            f"command={command}",
+            "--artifacts",
+            str(tmp_path / "artifacts"),
+            "--json",
+            "--quiet",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.stdout.strip(), proc.stderr[-3000:]
     doc: dict[str, Any] = json.loads(proc.stdout)
     doc["_exit"] = proc.returncode
@@ -56,15 +74,23 @@ def _wp_on_path(tmp_path: Path) -> Path:
 def test_real_wp_cli_phar_given_with_the_flag(tmp_path: Path) -> None:
     require(WP_CLI_PHAR)
     env = _env(tmp_path)
-    plugins = _wp_cli(tmp_path, "plugin list --format=json", "--backend", "native", "--wp-cli-phar", str(WP_CLI_PHAR),
-                      env=env)
+    plugins = _wp_cli(
+        tmp_path, "plugin list --format=json", "--backend", "native", "--wp-cli-phar", str(WP_CLI_PHAR), env=env
+    )
     assert plugins["_exit"] == 0, json.dumps(plugins)[-3000:]
     listed = json.loads(plugins["execution"]["stdout"])
     assert isinstance(listed, list) and all({"name", "status", "version"} <= set(p) for p in listed)
     home = _wp_cli(tmp_path, "option get home", "--backend", "native", "--wp-cli-phar", str(WP_CLI_PHAR), env=env)
     assert home["_exit"] == 0 and home["execution"]["stdout"].strip().startswith("http"), json.dumps(home)[-3000:]
-    blogname = _wp_cli(tmp_path, "eval 'echo get_option(\"blogname\");'", "--backend", "native", "--wp-cli-phar",
-                       str(WP_CLI_PHAR), env=env)
+    blogname = _wp_cli(
+        tmp_path,
+        "eval 'echo get_option(\"blogname\");'",
+        "--backend",
+        "native",
+        "--wp-cli-phar",
+        str(WP_CLI_PHAR),
+        env=env,
+    )
     assert blogname["_exit"] == 0, json.dumps(blogname)[-3000:]
     assert blogname["execution"]["stdout"].strip() == "My WordPress Website"
     assert [d["runtime"]["backend"] for d in (plugins, home, blogname)] == ["native", "native", "native"]
@@ -79,9 +105,26 @@ def test_wp_on_path_is_used_like_a_maintainers_install(tmp_path: Path) -> None:
     assert home["runtime"]["backend"] == "native"
     # the exec shell's `wp` finds it the same way
     proc = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "exec", "--backend", "native", "--artifacts", str(tmp_path / "exec"),
-         "--json", "--timeout", "5m", "wp plugin list --field=name"],  # a busy machine: no 30 s race
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "exec",
+            "--backend",
+            "native",
+            "--artifacts",
+            str(tmp_path / "exec"),
+            "--json",
+            "--timeout",
+            "5m",
+            "wp plugin list --field=name",
+        ],  # a busy machine: no 30 s race
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     doc = json.loads(proc.stdout)
     assert proc.returncode == 0 and doc["exitCode"] == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert [recorded_backend(m.parent) for m in (tmp_path / "exec").rglob("metadata.json")] == ["native"]

@@ -43,29 +43,55 @@ REPEATED = "Test_Word_Stats::test_repeated_spaces_are_not_words"
 SHORTCODE = "Test_Word_Stats::test_shortcode_counts_the_current_post"
 TOOLCHAIN_ENV = ("WP_TESTS_DIR", "WP_TESTS_PHPUNIT_POLYFILLS_PATH")
 # One statement on the test site's own database file (not the site's), through PDO: prints its result.
-LEFTOVER_PHP = ("$db = new PDO('sqlite:/wordpress/wp-content/database/.ht.wptests.sqlite'); "
-                "$r = $db->query(\"%s\"); echo $r ? ($r->fetchColumn() ?: $r->rowCount()) : 'failed';")
+LEFTOVER_PHP = (
+    "$db = new PDO('sqlite:/wordpress/wp-content/database/.ht.wptests.sqlite'); "
+    "$r = $db->query(\"%s\"); echo $r ? ($r->fetchColumn() ?: $r->rowCount()) : 'failed';"
+)
 
 
 @pytest.fixture(scope="module")
 def toolchains() -> tuple[Path, Path]:
     """The shared toolchains must be there: a missing one fails the test run, never skips it."""
-    missing = [str(p / f) for p, f in ((LIB, "includes/bootstrap.php"), (POLYFILLS, "phpunitpolyfills-autoload.php"))
-               if not (p / f).is_file()]
+    missing = [
+        str(p / f)
+        for p, f in ((LIB, "includes/bootstrap.php"), (POLYFILLS, "phpunitpolyfills-autoload.php"))
+        if not (p / f).is_file()
+    ]
     if missing:
-        pytest.fail("the WordPress test toolchains are missing (expected beside the repository in "
-                    f"../shared/toolchains, see its README): {', '.join(missing)}")
+        pytest.fail(
+            "the WordPress test toolchains are missing (expected beside the repository in "
+            f"../shared/toolchains, see its README): {', '.join(missing)}"
+        )
     return LIB, POLYFILLS
 
 
-def _evaluate(tmp_path: Path, home: Path, plugin: Path, patch: Path, *extra: str, json_out: bool = True,
-              backend: str = "native") -> subprocess.CompletedProcess[str]:
+def _evaluate(
+    tmp_path: Path, home: Path, plugin: Path, patch: Path, *extra: str, json_out: bool = True, backend: str = "native"
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in TOOLCHAIN_ENV}
     proc = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", backend, "--plugin", str(plugin),
-         "--patch", str(patch),
-         "--artifacts-dir", str(tmp_path / "art"), *extra, *(["--json"] if json_out else [])],
-        capture_output=True, text=True, timeout=1200, env={**env, "CODEBOX_HOME": str(home)}, cwd=tmp_path)
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "evaluate-patch",
+            "--backend",
+            backend,
+            "--plugin",
+            str(plugin),
+            "--patch",
+            str(patch),
+            "--artifacts-dir",
+            str(tmp_path / "art"),
+            *extra,
+            *(["--json"] if json_out else []),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env={**env, "CODEBOX_HOME": str(home)},
+        cwd=tmp_path,
+    )
     assert_ran_on(backend, proc.stdout, proc.stderr)  # a moved test cannot silently run on the other backend
     return proc
 
@@ -82,8 +108,11 @@ def _copy(tmp_path: Path, *, vendor: bool = True) -> Path:
 
 def _patch(path: Path, name: str, old: str, new: str) -> Path:
     """A unified diff (as `git diff` writes it) turning ``old`` into ``new`` in the plugin file ``name``."""
-    path.write_text("".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                                 f"a/{name}", f"b/{name}")))
+    path.write_text(
+        "".join(
+            difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{name}", f"b/{name}")
+        )
+    )
     return path
 
 
@@ -96,11 +125,18 @@ def _doc(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 @pytest.mark.playground
 @pytest.mark.timeout(900)  # two suites and a probe in PHP-wasm: over 300 s on a loaded 2-core machine
 def test_fix_patch_is_an_improvement_with_per_side_totals_and_messages(
-        playground_session: Any, tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
+    playground_session: Any, tmp_path: Path, toolchains: tuple[Path, Path]
+) -> None:
     plugin = _copy(tmp_path)
     original = (plugin / "src" / "Counter.php").read_bytes()
-    proc = _evaluate(tmp_path, Path(playground_session.home), plugin, PATCHES / "word-stats-fix.patch",
-                     *_with_toolchain(*toolchains), backend="playground")
+    proc = _evaluate(
+        tmp_path,
+        Path(playground_session.home),
+        plugin,
+        PATCHES / "word-stats-fix.patch",
+        *_with_toolchain(*toolchains),
+        backend="playground",
+    )
     doc = _doc(proc)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert doc["success"] is True and doc["applied"] is True
@@ -110,8 +146,9 @@ def test_fix_patch_is_an_improvement_with_per_side_totals_and_messages(
     # per side, never summed: 6 WP_UnitTestCase tests before and after
     assert {k: tests["before"][k] for k in ("tests", "passed", "failed")} == {"tests": 6, "passed": 5, "failed": 1}
     assert {k: tests["after"][k] for k in ("tests", "passed", "failed")} == {"tests": 6, "passed": 6, "failed": 0}
-    assert doc["failures"]["before"] == [{"test": REPEATED, "status": "failed",
-                                          "message": "Failed asserting that 3 is identical to 2."}]
+    assert doc["failures"]["before"] == [
+        {"test": REPEATED, "status": "failed", "message": "Failed asserting that 3 is identical to 2."}
+    ]
     assert doc["failures"]["after"] == []
     assert doc["probe"]["frontEnd"]["status"] == "passed" and doc["probe"]["frontEnd"]["pluginActive"] is True
     assert (plugin / "src" / "Counter.php").read_bytes() == original  # the original is never touched
@@ -137,8 +174,9 @@ def test_fix_patch_is_an_improvement_with_per_side_totals_and_messages(
     # tests counted as they finished, from PHPUnit's TeamCity log read while the suite ran (a display hint):
     # the events rose through intermediate counts on each side, and the progress lines said them
     events = [json.loads(line) for line in (Path(doc["runDir"]) / "events.jsonl").read_text().splitlines()]
-    counts = [(e["data"]["suite"], e["data"]["done"], e["data"]["total"]) for e in events
-              if e["type"] == "tests.progress"]
+    counts = [
+        (e["data"]["suite"], e["data"]["done"], e["data"]["total"]) for e in events if e["type"] == "tests.progress"
+    ]
     assert [c for c in counts if c[0] == "wordpress.phpunit"] == [("wordpress.phpunit", n, 6) for n in range(7)]
     assert [c for c in counts if c[0] == "wordpress.phpunit:2"] == [("wordpress.phpunit:2", n, 6) for n in range(7)]
     lines = [line.split("] ", 1)[1] for line in proc.stderr.splitlines() if line.startswith("codebox evaluate-patch")]
@@ -148,10 +186,17 @@ def test_fix_patch_is_an_improvement_with_per_side_totals_and_messages(
 
 
 def test_breaking_patch_is_a_regression_counting_broken_and_still_failing(
-        codebox_home: Path, tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
+    codebox_home: Path, tmp_path: Path, toolchains: tuple[Path, Path]
+) -> None:
     plugin = _copy(tmp_path)
-    proc = _evaluate(tmp_path, codebox_home, plugin,
-                     PATCHES / "word-stats-breaks-shortcode.patch", *_with_toolchain(*toolchains), json_out=False)
+    proc = _evaluate(
+        tmp_path,
+        codebox_home,
+        plugin,
+        PATCHES / "word-stats-breaks-shortcode.patch",
+        *_with_toolchain(*toolchains),
+        json_out=False,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
     out = proc.stdout
     assert "verdict: regression" in out
@@ -166,7 +211,8 @@ def test_breaking_patch_is_a_regression_counting_broken_and_still_failing(
 
 
 def test_wp_phpunit_from_vendor_and_a_patch_that_breaks_loading(
-        codebox_home: Path, tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
+    codebox_home: Path, tmp_path: Path, toolchains: tuple[Path, Path]
+) -> None:
     """The library and the polyfills come from the plugin's Composer vendor/ (as `composer install` leaves
     them; copied into this test's scratch plugin only); the patch makes the plugin fatal on load."""
     lib, polyfills = toolchains
@@ -184,17 +230,19 @@ def test_wp_phpunit_from_vendor_and_a_patch_that_breaks_loading(
     bundle = Path(doc["bundleDir"])
     commands = [json.loads(line) for line in (bundle / "commands.jsonl").read_text().splitlines()]
     first = next(c for c in commands if c["command"] == "wordpress.phpunit")
-    assert first["result"]["json"]["toolchain"]["WP_TESTS_DIR"] == \
-        "/wordpress/wp-content/plugins/word-stats/vendor/wp-phpunit/wp-phpunit"
+    assert (
+        first["result"]["json"]["toolchain"]["WP_TESTS_DIR"]
+        == "/wordpress/wp-content/plugins/word-stats/vendor/wp-phpunit/wp-phpunit"
+    )
     front = doc["probe"]["frontEnd"]
     assert front["status"] == "failed" and any("Fatal error" in p for p in front["problems"])
 
 
 def test_plugin_without_its_vendor_folder_is_plugin_broken(
-        codebox_home: Path, tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
+    codebox_home: Path, tmp_path: Path, toolchains: tuple[Path, Path]
+) -> None:
     plugin = _copy(tmp_path, vendor=False)
-    proc = _evaluate(tmp_path, codebox_home, plugin, PATCHES / "word-stats-fix.patch",
-                     *_with_toolchain(*toolchains))
+    proc = _evaluate(tmp_path, codebox_home, plugin, PATCHES / "word-stats-fix.patch", *_with_toolchain(*toolchains))
     doc = _doc(proc)
     assert proc.returncode == 1 and doc["success"] is False
     assert doc["tests"]["verdict"] == "plugin-broken"
@@ -202,22 +250,24 @@ def test_plugin_without_its_vendor_folder_is_plugin_broken(
     assert "vendor/autoload.php" in doc["tests"]["reason"]
 
 
-def test_activation_failure_is_plugin_broken(codebox_home: Path, tmp_path: Path,
-                                             toolchains: tuple[Path, Path]) -> None:
+def test_activation_failure_is_plugin_broken(codebox_home: Path, tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
     plugin = tmp_path / "needs-setup"
     (plugin / "tests").mkdir(parents=True)
     (plugin / "needs-setup.php").write_text(
         "<?php\n/**\n * Plugin Name: Needs Setup\n */\n\nfunction needs_setup_answer() {\n\treturn 41;\n}\n\n"
         "register_activation_hook(\n\t__FILE__,\n\tfunction () {\n"
         "\t\tthrow new RuntimeException( 'Needs Setup cannot be activated: missing table needs_setup_log' );\n"
-        "\t}\n);\n")
+        "\t}\n);\n"
+    )
     shutil.copy(PLUGIN / "tests" / "bootstrap.php", plugin / "tests" / "bootstrap.php")
     (plugin / "tests" / "bootstrap.php").write_text(
-        (plugin / "tests" / "bootstrap.php").read_text().replace("/word-stats.php", "/needs-setup.php"))
+        (plugin / "tests" / "bootstrap.php").read_text().replace("/word-stats.php", "/needs-setup.php")
+    )
     shutil.copy(PLUGIN / "phpunit.xml.dist", plugin / "phpunit.xml.dist")
     (plugin / "tests" / "test-answer.php").write_text(
         "<?php\nclass Test_Answer extends WP_UnitTestCase {\n\tpublic function test_answer() {\n"
-        "\t\t$this->assertSame( 42, needs_setup_answer() );\n\t}\n}\n")
+        "\t\t$this->assertSame( 42, needs_setup_answer() );\n\t}\n}\n"
+    )
     source = (plugin / "needs-setup.php").read_text()
     patch = _patch(tmp_path / "answer.patch", "needs-setup.php", source, source.replace("41", "42"))
     proc = _evaluate(tmp_path, codebox_home, plugin, patch, *_with_toolchain(*toolchains))
@@ -230,7 +280,8 @@ def test_activation_failure_is_plugin_broken(codebox_home: Path, tmp_path: Path,
 
 
 def test_suite_whose_toolchain_is_missing_is_untested_and_says_where_it_looked(
-        codebox_home: Path, tmp_path: Path) -> None:
+    codebox_home: Path, tmp_path: Path
+) -> None:
     plugin = _copy(tmp_path)
     proc = _evaluate(tmp_path, codebox_home, plugin, PATCHES / "word-stats-fix.patch")
     doc = _doc(proc)
@@ -245,8 +296,9 @@ def test_suite_whose_toolchain_is_missing_is_untested_and_says_where_it_looked(
 def test_plugin_without_tests_is_untested(codebox_home: Path, tmp_path: Path) -> None:
     plugin = tmp_path / "no-tests"
     plugin.mkdir()
-    (plugin / "no-tests.php").write_text("<?php\n/**\n * Plugin Name: No Tests\n */\n\n"
-                                         "function no_tests_greeting() {\n\treturn 'Hi';\n}\n")
+    (plugin / "no-tests.php").write_text(
+        "<?php\n/**\n * Plugin Name: No Tests\n */\n\nfunction no_tests_greeting() {\n\treturn 'Hi';\n}\n"
+    )
     source = (plugin / "no-tests.php").read_text()
     patch = _patch(tmp_path / "greeting.patch", "no-tests.php", source, source.replace("'Hi'", "'Hello'"))
     proc = _evaluate(tmp_path, codebox_home, plugin, patch, json_out=False)
@@ -256,7 +308,8 @@ def test_plugin_without_tests_is_untested(codebox_home: Path, tmp_path: Path) ->
 
 
 def test_front_end_warning_from_the_plugin_fails_the_probe(
-        codebox_home: Path, tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
+    codebox_home: Path, tmp_path: Path, toolchains: tuple[Path, Path]
+) -> None:
     """The fix plus a PHP warning on every front-end request: the tests improve, but the probe finds the
     warning in the plugin's file, so the run is not a success (exit 1)."""
     plugin = _copy(tmp_path)
@@ -264,9 +317,11 @@ def test_front_end_warning_from_the_plugin_fails_the_probe(
     shutil.copytree(plugin, fixed)
     subprocess.run(["git", "apply", str(PATCHES / "word-stats-fix.patch")], cwd=fixed, check=True)
     source = (fixed / "word-stats.php").read_text()
-    warned = source.replace("add_action( 'rest_api_init', 'word_stats_register_routes' );",
-                            "add_action( 'rest_api_init', 'word_stats_register_routes' );\n"
-                            "add_action(\n\t'wp_head',\n\tfunction () {\n\t\techo $word_stats_label;\n\t}\n);")
+    warned = source.replace(
+        "add_action( 'rest_api_init', 'word_stats_register_routes' );",
+        "add_action( 'rest_api_init', 'word_stats_register_routes' );\n"
+        "add_action(\n\t'wp_head',\n\tfunction () {\n\t\techo $word_stats_label;\n\t}\n);",
+    )
     assert warned != source
     counter_patch = (PATCHES / "word-stats-fix.patch").read_text()
     patch = _patch(tmp_path / "warning.patch", "word-stats.php", (plugin / "word-stats.php").read_text(), warned)
@@ -276,13 +331,18 @@ def test_front_end_warning_from_the_plugin_fails_the_probe(
     assert doc["tests"]["verdict"] == "improvement"
     front = doc["probe"]["frontEnd"]
     assert front["status"] == "failed" and "fatal" not in front
-    assert any(p.startswith("Warning: Undefined variable $word_stats_label in "
-                            "/wordpress/wp-content/plugins/word-stats/word-stats.php:") for p in front["problems"]), front
+    assert any(
+        p.startswith(
+            "Warning: Undefined variable $word_stats_label in /wordpress/wp-content/plugins/word-stats/word-stats.php:"
+        )
+        for p in front["problems"]
+    ), front
     assert proc.returncode == 1 and doc["success"] is False
 
 
 def test_wordpress_phpunit_command_with_filter_test_file_and_bootstrap(
-        tmp_path: Path, toolchains: tuple[Path, Path]) -> None:
+    tmp_path: Path, toolchains: tuple[Path, Path]
+) -> None:
     """`wordpress.phpunit` itself: --filter, a single test file and an explicit bootstrap reach PHPUnit.
     Every run starts on a fresh test site in its own database file: installed by the first run, put back
     as that install's copy for the next (what a suite left behind is gone), never in the site's database."""
@@ -290,40 +350,62 @@ def test_wordpress_phpunit_command_with_filter_test_file_and_bootstrap(
 
     lib, polyfills = toolchains
     plugin = _copy(tmp_path)
-    with native_run(tmp_path / "artifacts", mounts=[f"{plugin}:/wordpress/wp-content/plugins/word-stats"],
-                    commands=["wordpress.run-php", "wordpress.phpunit"],
-                    extra_mounts=phpunit_tool_mounts(tmp_path / "bin", wp_tests_lib=lib,
-                                                     phpunit_polyfills=polyfills)) as run:
-        filtered = run.execute("wordpress.phpunit", ["plugin-slug=word-stats", "filter=test_rest_route"],
-                               timeout_s=600)
+    with native_run(
+        tmp_path / "artifacts",
+        mounts=[f"{plugin}:/wordpress/wp-content/plugins/word-stats"],
+        commands=["wordpress.run-php", "wordpress.phpunit"],
+        extra_mounts=phpunit_tool_mounts(tmp_path / "bin", wp_tests_lib=lib, phpunit_polyfills=polyfills),
+    ) as run:
+        filtered = run.execute("wordpress.phpunit", ["plugin-slug=word-stats", "filter=test_rest_route"], timeout_s=600)
         summary = filtered.result.json_
         assert filtered.exitCode == 0, filtered.stdout[-2000:]
         assert (summary["tests"], summary["passed"], summary["wordpress"]) == (2, 2, "tests-lib")
         assert filtered.stdout.count("Installing...") == 1 and "Test site restored" not in filtered.stdout
         # what a suite could leave behind (committed outside its transaction), planted in the test site's file
-        planted = run.execute("wordpress.run-php", ["code=" + LEFTOVER_PHP % "INSERT INTO wptests_options (option_name, "
-                                                    "option_value, autoload) VALUES ('codebox_leftover', '1', 'yes')"])
+        planted = run.execute(
+            "wordpress.run-php",
+            [
+                "code=" + LEFTOVER_PHP % "INSERT INTO wptests_options (option_name, "
+                "option_value, autoload) VALUES ('codebox_leftover', '1', 'yes')"
+            ],
+        )
         assert planted.stdout.endswith("1"), planted.stdout
-        single = run.execute("wordpress.phpunit", ["plugin-slug=word-stats", "test-file=tests/test-word-stats.php",
-                                                   "bootstrap=tests/bootstrap.php", "wordpress=tests-lib"],
-                             timeout_s=600)
+        single = run.execute(
+            "wordpress.phpunit",
+            [
+                "plugin-slug=word-stats",
+                "test-file=tests/test-word-stats.php",
+                "bootstrap=tests/bootstrap.php",
+                "wordpress=tests-lib",
+            ],
+            timeout_s=600,
+        )
         assert single.exitCode == 1, single.stdout[-3000:]
         assert single.result.json_["tests"] == 6 and single.result.json_["failed"] == 1, single.stdout[-3000:]
         assert "Installing..." not in single.stdout and single.stdout.count("Test site restored") == 1
-        left = run.execute("wordpress.run-php", ["code=" + LEFTOVER_PHP % "SELECT COUNT(*) FROM wptests_options WHERE "
-                                                 "option_name = 'codebox_leftover'"])
+        left = run.execute(
+            "wordpress.run-php",
+            ["code=" + LEFTOVER_PHP % "SELECT COUNT(*) FROM wptests_options WHERE option_name = 'codebox_leftover'"],
+        )
         assert left.stdout.endswith("0"), left.stdout
-        site = run.execute("wordpress.run-php", ["code=global $wpdb; echo count($wpdb->get_col(\"SHOW TABLES LIKE "
-                                                 "'wptests%'\")), ' ', $wpdb->get_var(\"SELECT COUNT(*) FROM "
-                                                 "{$wpdb->options}\") > 0 ? 'site' : 'empty';"])
+        site = run.execute(
+            "wordpress.run-php",
+            [
+                'code=global $wpdb; echo count($wpdb->get_col("SHOW TABLES LIKE '
+                "'wptests%'\")), ' ', $wpdb->get_var(\"SELECT COUNT(*) FROM "
+                "{$wpdb->options}\") > 0 ? 'site' : 'empty';"
+            ],
+        )
         assert site.stdout.endswith("0 site"), site.stdout  # the site's own database never held the test site
         assert [c["message"] for c in single.result.json_["cases"] if c["status"] == "failed"] == [
-            "Failed asserting that 3 is identical to 2."]
+            "Failed asserting that 3 is identical to 2."
+        ]
         assert run.runtime_info().backend == "native"
 
 
-def test_patch_changing_nothing_tested_is_neutral(codebox_home: Path, tmp_path: Path,
-                                                  toolchains: tuple[Path, Path]) -> None:
+def test_patch_changing_nothing_tested_is_neutral(
+    codebox_home: Path, tmp_path: Path, toolchains: tuple[Path, Path]
+) -> None:
     """Tests ran on both sides and nothing changed: neutral, exit 0. The patch adds a file in a new folder,
     which reaches the sandbox and the bundle's patch."""
     plugin = _copy(tmp_path)

@@ -15,8 +15,13 @@ FIX_WITH_TEST = REPO / "examples" / "patches" / "buggy-counter-fix-with-test.pat
 
 def git(repo: Path, *args: str) -> str:
     """``git ARGS`` in ``repo`` as a fixed committer; its stripped stdout."""
-    return subprocess.run(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.org", *args], cwd=repo,
-                          check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.org", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 def commit_fix_branch(repo: Path) -> Path:

@@ -21,9 +21,15 @@ def _runtime() -> RuntimeInfo:
     return RuntimeInfo(id="runtime-test", createdAt=utc_now_iso(), environment={"wordpressVersion": "6.5.5"})
 
 
-def make_bundle(tmp: Path, mutate, *, git: bool = False, secrets: list[str] | None = None,  # type: ignore[no-untyped-def]
-                evidence: dict[str, tuple[str, str]] | None = None,
-                prepare=None) -> tuple[BundleSummary, Path]:
+def make_bundle(
+    tmp: Path,
+    mutate,
+    *,
+    git: bool = False,
+    secrets: list[str] | None = None,  # type: ignore[no-untyped-def]
+    evidence: dict[str, tuple[str, str]] | None = None,
+    prepare=None,
+) -> tuple[BundleSummary, Path]:
     """``evidence``: extra evidence files the run wrote, path → (kind, JSON text); ``prepare(source)`` edits the
     plugin before its baseline is taken (what the sandbox is given)."""
     source = tmp / "plugin"
@@ -52,9 +58,17 @@ def make_bundle(tmp: Path, mutate, *, git: bool = False, secrets: list[str] | No
         (run_dir / rel).parent.mkdir(parents=True, exist_ok=True)
         (run_dir / rel).write_text(text, encoding="utf-8")
         listed.append(Evidence(path=rel, kind=kind, contentType="application/json"))
-    summary = capture_bundle(run_dir, runtime=_runtime(), mounts=[mount], baselines=baselines,
-                             policy=RuntimePolicy(commands=["wordpress.run-php"]), metadata={"caller": "test"},
-                             secret_values=secrets or [], evidence=listed, test_suites=[])
+    summary = capture_bundle(
+        run_dir,
+        runtime=_runtime(),
+        mounts=[mount],
+        baselines=baselines,
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+        metadata={"caller": "test"},
+        secret_values=secrets or [],
+        evidence=listed,
+        test_suites=[],
+    )
     return summary, pristine
 
 

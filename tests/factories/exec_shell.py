@@ -26,11 +26,17 @@ def wp_cli_tools(root: Path) -> MountSpec:
     return MountSpec(source=str(tools), target=WP_CLI_DIR, mode="readonly")
 
 
-def ex(run: Any, command: str, caps: tuple[str, ...] = ("read",), cwd: str = "/wordpress",
-       **limits: int) -> ExecResult:
+def ex(run: Any, command: str, caps: tuple[str, ...] = ("read",), cwd: str = "/wordpress", **limits: int) -> ExecResult:
     """``command`` run by the sandbox shell of ``run`` with ``caps`` (and any ExecLimits field given)."""
-    return run_exec(run, ExecRequest(command=command, cwd=cwd, capabilities=list(caps),  # type: ignore[arg-type]
-                                     limits=ExecLimits(**limits)))
+    return run_exec(
+        run,
+        ExecRequest(
+            command=command,
+            cwd=cwd,
+            capabilities=list(caps),  # type: ignore[arg-type]
+            limits=ExecLimits(**limits),
+        ),
+    )
 
 
 def php(run: Any, code: str) -> str:

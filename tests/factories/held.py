@@ -35,8 +35,14 @@ def codebox_env(home: Path) -> dict[str, str]:
 
 def codebox(home: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """One `codebox` command to its end (exec on the held sandbox, review, apply, site status…)."""
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO, env=codebox_env(home))
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        env=codebox_env(home),
+    )
 
 
 class HeldCommand:
@@ -45,14 +51,21 @@ class HeldCommand:
     def __init__(self, home: Path, *args: str) -> None:
         self.home = home
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "codebox_tui", *args], cwd=REPO, env=codebox_env(home), text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [sys.executable, "-m", "codebox_tui", *args],
+            cwd=REPO,
+            env=codebox_env(home),
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             # a pytest-xdist worker ignores SIGINT, and an ignored signal stays ignored in its children
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         self.stderr = ""
         self.stdout = ""
         self._lock = threading.Lock()
-        self._readers = [threading.Thread(target=self._read, args=(name,), daemon=True) for name in ("stderr", "stdout")]
+        self._readers = [
+            threading.Thread(target=self._read, args=(name,), daemon=True) for name in ("stderr", "stdout")
+        ]
         for reader in self._readers:
             reader.start()
 

@@ -26,8 +26,9 @@ def linked_home(session_home: Path, parent: Path) -> Path:
     return PlaygroundSession(session_home).private_home(parent)
 
 
-def codebox_in_process(home: Path, *args: str, env: dict[str, str | None] | None = None
-                       ) -> subprocess.CompletedProcess[str]:
+def codebox_in_process(
+    home: Path, *args: str, env: dict[str, str | None] | None = None
+) -> subprocess.CompletedProcess[str]:
     """``codebox ARGS`` with ``CODEBOX_HOME=home`` and ``env`` (a ``None`` value unsets the variable) through the
     real entry point in this process; the result as :func:`subprocess.run` gives it (exit code, stdout, stderr).
     The process's environment and settings are restored afterwards."""

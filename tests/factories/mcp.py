@@ -16,12 +16,18 @@ from mcp.types import CallToolResult
 from tests.factories.paths import REPO
 
 
-def with_client(home: Path, log: Path, body: Callable[[ClientSession], Awaitable[Any]],
-                env: dict[str, str] | None = None) -> Any:
+def with_client(
+    home: Path, log: Path, body: Callable[[ClientSession], Awaitable[Any]], env: dict[str, str] | None = None
+) -> Any:
     """Spawn ``codebox mcp`` (stderr to ``log``; ``env`` added to its environment), open an SDK client session on
     its stdio and run ``body``."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CODEBOX_HOME": str(home), "CODEBOX_SPARE_SANDBOXES": "off",
-           **(env or {})}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "CODEBOX_HOME": str(home),
+        "CODEBOX_SPARE_SANDBOXES": "off",
+        **(env or {}),
+    }
     params = StdioServerParameters(command=sys.executable, args=["-m", "codebox_tui", "mcp"], env=env, cwd=str(REPO))
 
     async def main() -> Any:

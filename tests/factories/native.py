@@ -57,9 +57,16 @@ def php_string(text: str) -> str:
     return f"base64_decode('{base64.b64encode(text.encode()).decode()}')"
 
 
-def raw_http(port: int, request_line: str, *, host: str = "127.0.0.1", headers: str = "",
-             body: bytes = b"", timeout: float = 120.0, host_header: str | None = None
-             ) -> tuple[int, dict[str, str], bytes]:
+def raw_http(
+    port: int,
+    request_line: str,
+    *,
+    host: str = "127.0.0.1",
+    headers: str = "",
+    body: bytes = b"",
+    timeout: float = 120.0,
+    host_header: str | None = None,
+) -> tuple[int, dict[str, str], bytes]:
     """Send exactly ``request_line`` (no client normalises its path) to a preview relay, with ``Host:
     host_header`` (default: the address and port); its status, headers (lower-case names, last value wins)
     and body."""
@@ -67,8 +74,11 @@ def raw_http(port: int, request_line: str, *, host: str = "127.0.0.1", headers: 
 
     with socket.create_connection((host, port), timeout=timeout) as connection:
         named = host_header if host_header is not None else f"{host}:{port}"
-        connection.sendall(f"{request_line} HTTP/1.1\r\nHost: {named}\r\n{headers}"
-                           f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+        connection.sendall(
+            f"{request_line} HTTP/1.1\r\nHost: {named}\r\n{headers}"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+            + body
+        )
         chunks = []
         while chunk := connection.recv(65536):
             chunks.append(chunk)

@@ -34,8 +34,15 @@ class PlaygroundSession:
             (home / name).symlink_to(self.home / name, target_is_directory=True)
         return home
 
-    def spec(self, *, mounts: list[str] | None = None, commands: list[str] | None = None,
-             network: str = "deny", secrets: list[str] | None = None, **spec_fields: object):  # type: ignore[no-untyped-def]
+    def spec(
+        self,
+        *,
+        mounts: list[str] | None = None,
+        commands: list[str] | None = None,
+        network: str = "deny",
+        secrets: list[str] | None = None,
+        **spec_fields: object,
+    ):  # type: ignore[no-untyped-def]
         from codebox_tui.contracts.runtime import RuntimePolicy
         from codebox_tui.runtime.backend import SandboxSpec
         from codebox_tui.runtime.mounts import parse_mount, validate_mounts
@@ -43,7 +50,9 @@ class PlaygroundSession:
 
         policy = RuntimePolicy(
             commands=commands or ["inspect-mounted-inputs", "wordpress.run-php", "wordpress.ability"],
-            network=network, secrets=secrets or [])
+            network=network,
+            secrets=secrets or [],
+        )
         parsed = validate_mounts([parse_mount(text, index) for index, text in enumerate(mounts or [])])
         return SandboxSpec(mounts=parsed, policy=policy, secret_env=resolve_secrets(policy), **spec_fields)  # type: ignore[arg-type]
 

@@ -39,9 +39,17 @@ def capture_small_bundle(tmp: Path) -> Path:
     (run_dir / "logs").mkdir(parents=True)
     (run_dir / "events.jsonl").write_text('{"id":"event-1","type":"runtime.created"}\n')
     runtime = RuntimeInfo(id="runtime-indexes", createdAt=utc_now_iso(), environment={"wordpressVersion": "6.5.5"})
-    summary = capture_bundle(run_dir, runtime=runtime, mounts=[mount], baselines=baselines,
-                             policy=RuntimePolicy(commands=["wordpress.run-php"]), metadata={},
-                             secret_values=[], evidence=[], test_suites=[])
+    summary = capture_bundle(
+        run_dir,
+        runtime=runtime,
+        mounts=[mount],
+        baselines=baselines,
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+        metadata={},
+        secret_values=[],
+        evidence=[],
+        test_suites=[],
+    )
     assert verify_bundle(summary.path).valid
     return summary.path
 
@@ -118,12 +126,22 @@ def manifest_entry(bundle: Path, path: str) -> dict[str, Any]:
 
 def file_ref(bundle: Path, path: str) -> dict[str, Any]:
     entry = manifest_entry(bundle, path)
-    return {"path": path, "kind": entry["kind"], "contentType": entry["contentType"],
-            "sha256": sha_ref(file_sha256(bundle / path))}
+    return {
+        "path": path,
+        "kind": entry["kind"],
+        "contentType": entry["contentType"],
+        "sha256": sha_ref(file_sha256(bundle / path)),
+    }
 
 
-def replay_index(bundle: Path, bundle_id: str, digest: str, tamper: Callable[[dict[str, Any]], None] | None = None,
-                 *, seal_after_tamper: bool = True) -> dict[str, Any]:
+def replay_index(
+    bundle: Path,
+    bundle_id: str,
+    digest: str,
+    tamper: Callable[[dict[str, Any]], None] | None = None,
+    *,
+    seal_after_tamper: bool = True,
+) -> dict[str, Any]:
     """A replay index shaped like the reference's, referencing the bundle's current (re-sealed) files."""
     shot = bundle / "files/runtime-snapshots/snapshot-1.json"
     obs = bundle / "files/observations/observation-1-wordpress-state-summary.json"
@@ -139,29 +157,60 @@ def replay_index(bundle: Path, bundle_id: str, digest: str, tamper: Callable[[di
             "changedFiles": file_ref(bundle, "files/changed-files.json"),
             "patch": file_ref(bundle, "files/patch.diff"),
         },
-        "actions": [{
-            "index": 0, "id": "command-1:step:0",
-            "actionRef": {"kind": "action", "id": "command-1", "digest": sha_ref("a" * 64)},
-            "executionRef": {"kind": "execution", "id": "command-1", "digest": sha_ref("b" * 64)},
-        }],
-        "observations": [{
-            "id": "observation-1", "type": "wordpress-state",
-            "ref": {"kind": "observation", "id": "observation-1", "digest": sha_ref("c" * 64)},
-            "artifactRefs": [{"kind": "wordpress-state-section", "id": "observation-1:summary",
-                              "path": str(obs.relative_to(bundle)), "digest": sha_ref(file_sha256(obs))}],
-        }],
-        "snapshots": [{
-            "id": "snapshot-1", "semantics": "runtime-state-artifact", "digest": sha_ref("d" * 64),
-            "replay": {"status": "runtime-state-artifact", "limitations": []},
-            "artifactRefs": [{"kind": "runtime-snapshot-artifact", "id": "snapshot-1",
-                              "path": str(shot.relative_to(bundle)), "digest": sha_ref(file_sha256(shot))}],
-        }],
+        "actions": [
+            {
+                "index": 0,
+                "id": "command-1:step:0",
+                "actionRef": {"kind": "action", "id": "command-1", "digest": sha_ref("a" * 64)},
+                "executionRef": {"kind": "execution", "id": "command-1", "digest": sha_ref("b" * 64)},
+            }
+        ],
+        "observations": [
+            {
+                "id": "observation-1",
+                "type": "wordpress-state",
+                "ref": {"kind": "observation", "id": "observation-1", "digest": sha_ref("c" * 64)},
+                "artifactRefs": [
+                    {
+                        "kind": "wordpress-state-section",
+                        "id": "observation-1:summary",
+                        "path": str(obs.relative_to(bundle)),
+                        "digest": sha_ref(file_sha256(obs)),
+                    }
+                ],
+            }
+        ],
+        "snapshots": [
+            {
+                "id": "snapshot-1",
+                "semantics": "runtime-state-artifact",
+                "digest": sha_ref("d" * 64),
+                "replay": {"status": "runtime-state-artifact", "limitations": []},
+                "artifactRefs": [
+                    {
+                        "kind": "runtime-snapshot-artifact",
+                        "id": "snapshot-1",
+                        "path": str(shot.relative_to(bundle)),
+                        "digest": sha_ref(file_sha256(shot)),
+                    }
+                ],
+            }
+        ],
         "replay": {"status": "runtime-state-artifact", "instructions": ["Use references.trace."], "limitations": []},
     }
     if tamper and not seal_after_tamper:
         tamper(index)
-    keys = ("schema", "version", "runtime", "artifactBundle", "references", "actions", "observations", "snapshots",
-            "replay")
+    keys = (
+        "schema",
+        "version",
+        "runtime",
+        "artifactBundle",
+        "references",
+        "actions",
+        "observations",
+        "snapshots",
+        "replay",
+    )
     value = domain_digest(REPLAY_SCHEMA, {k: index[k] for k in keys if k in index})
     index["digest"] = sha_ref(value)
     index["id"] = "runtime-replay-reference-index-sha256-" + value
@@ -177,13 +226,22 @@ REPLAY_FILES = {
 }
 
 
-def with_replay_index(bundle: Path, tamper: Callable[[dict[str, Any]], None] | None = None, *,
-                      seal_after_tamper: bool = True, raw: str | None = None,
-                      review_ref: str | None = REPLAY) -> Path:
+def with_replay_index(
+    bundle: Path,
+    tamper: Callable[[dict[str, Any]], None] | None = None,
+    *,
+    seal_after_tamper: bool = True,
+    raw: str | None = None,
+    review_ref: str | None = REPLAY,
+) -> Path:
     def build(bundle: Path, bundle_id: str, digest: str) -> None:
-        dump_json(bundle / "files/observations/observation-1-wordpress-state-summary.json",
-              {"schema": "wp-codebox/wordpress-state-section/v1", "version": 1, "section": "summary", "data": {}})
-        dump_json(bundle / "files/runtime-snapshots/snapshot-1.json", {"schema": "wp-codebox/wordpress-runtime-snapshot/v1"})
+        dump_json(
+            bundle / "files/observations/observation-1-wordpress-state-summary.json",
+            {"schema": "wp-codebox/wordpress-state-section/v1", "version": 1, "section": "summary", "data": {}},
+        )
+        dump_json(
+            bundle / "files/runtime-snapshots/snapshot-1.json", {"schema": "wp-codebox/wordpress-runtime-snapshot/v1"}
+        )
         if review_ref is not None:
             review = read_json(bundle / "files/review.json")
             review["evidence"]["runtimeReplayReferenceIndex"] = review_ref
@@ -191,7 +249,9 @@ def with_replay_index(bundle: Path, tamper: Callable[[dict[str, Any]], None] | N
         if raw is not None:
             (bundle / REPLAY).write_text(raw, encoding="utf-8")
         else:
-            dump_json(bundle / REPLAY, replay_index(bundle, bundle_id, digest, tamper, seal_after_tamper=seal_after_tamper))
+            dump_json(
+                bundle / REPLAY, replay_index(bundle, bundle_id, digest, tamper, seal_after_tamper=seal_after_tamper)
+            )
 
     reseal(bundle, REPLAY_FILES, build)
     return bundle

@@ -97,12 +97,24 @@ def build_hostile_bundle(work: Path) -> Path:
     (run_dir / "logs").mkdir(parents=True)
     (run_dir / layout.EVENTS).write_text(
         '{"data": {"command": "wordpress.run-php"}, "id": "event-0", "level": "info", '
-        '"timestamp": "2026-11-22T12:00:00.000Z", "type": "command.started"}\n')
-    runtime = RuntimeInfo(id="runtime-hostile", createdAt=FIXED_CREATED,
-                          environment={"wordpressVersion": "6.5.5", "phpVersion": DEFAULT_PHP_VERSION})
-    summary = capture_bundle(run_dir, runtime=runtime, mounts=[mount], baselines=baselines,
-                             policy=RuntimePolicy(commands=["wordpress.run-php"]), metadata={},
-                             secret_values=[], evidence=[], test_suites=[])
+        '"timestamp": "2026-11-22T12:00:00.000Z", "type": "command.started"}\n'
+    )
+    runtime = RuntimeInfo(
+        id="runtime-hostile",
+        createdAt=FIXED_CREATED,
+        environment={"wordpressVersion": "6.5.5", "phpVersion": DEFAULT_PHP_VERSION},
+    )
+    summary = capture_bundle(
+        run_dir,
+        runtime=runtime,
+        mounts=[mount],
+        baselines=baselines,
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+        metadata={},
+        secret_values=[],
+        evidence=[],
+        test_suites=[],
+    )
     return Path(summary.path)
 
 
@@ -149,38 +161,60 @@ def build_demo_bundle(work: Path) -> Path:
     (source / "readme.txt").unlink()
     (source / "tests").mkdir()
     (source / "tests" / "test-render.php").write_text(
-        "<?php\nclass RenderTest extends PHPUnit\\Framework\\TestCase {}\n")
+        "<?php\nclass RenderTest extends PHPUnit\\Framework\\TestCase {}\n"
+    )
     (source / "assets" / "icon.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(64)))
     run_dir = work / "run"
     (run_dir / "logs").mkdir(parents=True)
     draw_demo_screenshot(run_dir / layout.BROWSER_DIR / "screenshot.png")
     events = [
-        ('runtime.created', 'info', '{"runtimeId": "runtime-demo"}'),
-        ('runtime.boot-progress', 'info', '{"phase": "copying-site"}'),
-        ('runtime.boot-progress', 'info', '{"phase": "server-started", "ms": 1412}'),
-        ('runtime.ready', 'info', '{"previewUrl": "http://127.0.0.1:45123", "bootMs": 3811}'),
-        ('command.started', 'info', '{"command": "wordpress.phpunit"}'),
-        ('command.finished', 'error', '{"command": "wordpress.phpunit", "exitCode": 1, "durationMs": 1210}'),
-        ('artifacts.capturing', 'info', '{}'),
+        ("runtime.created", "info", '{"runtimeId": "runtime-demo"}'),
+        ("runtime.boot-progress", "info", '{"phase": "copying-site"}'),
+        ("runtime.boot-progress", "info", '{"phase": "server-started", "ms": 1412}'),
+        ("runtime.ready", "info", '{"previewUrl": "http://127.0.0.1:45123", "bootMs": 3811}'),
+        ("command.started", "info", '{"command": "wordpress.phpunit"}'),
+        ("command.finished", "error", '{"command": "wordpress.phpunit", "exitCode": 1, "durationMs": 1210}'),
+        ("artifacts.capturing", "info", "{}"),
     ]
     with open(run_dir / layout.EVENTS, "w") as handle:
         for index, (kind, level, data) in enumerate(events):
-            handle.write(f'{{"data": {data}, "id": "event-{index}", "level": "{level}", '
-                         f'"timestamp": "2026-11-22T12:00:0{index}.000Z", "type": "{kind}"}}\n')
-    suite = TestSuite(name="wordpress.phpunit", status="failed", tests=3, passed=2, failed=1, cases=[
-        TestCase(name="test_renders_name", classname="RenderTest", status="passed"),
-        TestCase(name="test_escapes_html", classname="RenderTest", status="passed"),
-        TestCase(name="test_tone_class", classname="RenderTest", status="failed",
-                 message="Failed asserting that '<p class=\"card card--warm\">' contains 'card--cool'."),
-    ])
-    runtime = RuntimeInfo(id="runtime-demo", createdAt=FIXED_CREATED,
-                          environment={"wordpressVersion": "6.5.5", "phpVersion": DEFAULT_PHP_VERSION})
-    summary = capture_bundle(run_dir, runtime=runtime, mounts=[mount], baselines=baselines,
-                             policy=RuntimePolicy(commands=["wordpress.run-php", "wordpress.phpunit"]),
-                             metadata={"sandbox_session_id": "demo"}, secret_values=[], evidence=[
-                                 DemoEvidence(f"{layout.BROWSER_DIR}/screenshot.png", "browser-screenshot",
-                                              "image/png")],
-                             test_suites=[suite])
+            handle.write(
+                f'{{"data": {data}, "id": "event-{index}", "level": "{level}", '
+                f'"timestamp": "2026-11-22T12:00:0{index}.000Z", "type": "{kind}"}}\n'
+            )
+    suite = TestSuite(
+        name="wordpress.phpunit",
+        status="failed",
+        tests=3,
+        passed=2,
+        failed=1,
+        cases=[
+            TestCase(name="test_renders_name", classname="RenderTest", status="passed"),
+            TestCase(name="test_escapes_html", classname="RenderTest", status="passed"),
+            TestCase(
+                name="test_tone_class",
+                classname="RenderTest",
+                status="failed",
+                message="Failed asserting that '<p class=\"card card--warm\">' contains 'card--cool'.",
+            ),
+        ],
+    )
+    runtime = RuntimeInfo(
+        id="runtime-demo",
+        createdAt=FIXED_CREATED,
+        environment={"wordpressVersion": "6.5.5", "phpVersion": DEFAULT_PHP_VERSION},
+    )
+    summary = capture_bundle(
+        run_dir,
+        runtime=runtime,
+        mounts=[mount],
+        baselines=baselines,
+        policy=RuntimePolicy(commands=["wordpress.run-php", "wordpress.phpunit"]),
+        metadata={"sandbox_session_id": "demo"},
+        secret_values=[],
+        evidence=[DemoEvidence(f"{layout.BROWSER_DIR}/screenshot.png", "browser-screenshot", "image/png")],
+        test_suites=[suite],
+    )
     return summary.path
 
 
@@ -223,10 +257,25 @@ def svg_to_png(svg: Path) -> Path | None:
     width, height = (int(float(match.group(1))), int(float(match.group(2)))) if match else (1200, 800)
     png = svg.with_suffix(".png")
     with tempfile.TemporaryDirectory() as profile:
-        subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                        "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-                        "--hide-scrollbars", f"--window-size={width},{height}", f"--screenshot={png}",
-                        svg.as_uri()], capture_output=True, timeout=60)
+        subprocess.run(
+            [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                f"--user-data-dir={profile}",
+                "--hide-scrollbars",
+                f"--window-size={width},{height}",
+                f"--screenshot={png}",
+                svg.as_uri(),
+            ],
+            capture_output=True,
+            timeout=60,
+        )
     return png if png.exists() else None
 
 
@@ -266,8 +315,11 @@ async def evaluate_form(app: Any, pilot: Any) -> None:
             break
         await pilot.pause(0.05)
     # typed as a user would, from the repository's root; both a patch and a range: refused under Patch
-    for field, text in (("plugin", "examples/plugins-for-recipes/buggy-counter"),
-                        ("patch", "examples/patches/buggy-counter-fix.patch"), ("git", "main..fix")):
+    for field, text in (
+        ("plugin", "examples/plugins-for-recipes/buggy-counter"),
+        ("patch", "examples/patches/buggy-counter-fix.patch"),
+        ("git", "main..fix"),
+    ):
         app.screen.query_one(f"#{field}").focus()
         await pilot.pause()
         await pilot.press(*text)
@@ -394,6 +446,7 @@ def main() -> int:
             await pilot.pause(0.3)
 
         OUT.mkdir(exist_ok=True)
+
         async def batches(app: Any, pilot: Any) -> None:
             from codebox_tui.screens.batch import BatchScreen
             from codebox_tui.screens.data import open_store
@@ -402,15 +455,40 @@ def main() -> int:
             store = open_store()
             try:
                 if not list_batches(store):
-                    create_batch(store, "batch-demo", kind="fan-out", source='replace "Hello" with "Howdy"',
-                                 items=[(f"candidate-{n}", "agent-task", "demo") for n in range(1, 5)])
+                    create_batch(
+                        store,
+                        "batch-demo",
+                        kind="fan-out",
+                        source='replace "Hello" with "Howdy"',
+                        items=[(f"candidate-{n}", "agent-task", "demo") for n in range(1, 5)],
+                    )
                     key = store.list_bundles()[0].key
-                    update_item(store, "batch-demo", "candidate-1", state="completed", attempts=1,
-                                verdict="completed", bundle_key=key)
-                    update_item(store, "batch-demo", "candidate-2", state="running", attempts=2,
-                                phase="step 1: wp-codebox.agent")
-                    update_item(store, "batch-demo", "candidate-3", state="failed", attempts=1, verdict="failed",
-                                error="the agent exited 1")
+                    update_item(
+                        store,
+                        "batch-demo",
+                        "candidate-1",
+                        state="completed",
+                        attempts=1,
+                        verdict="completed",
+                        bundle_key=key,
+                    )
+                    update_item(
+                        store,
+                        "batch-demo",
+                        "candidate-2",
+                        state="running",
+                        attempts=2,
+                        phase="step 1: wp-codebox.agent",
+                    )
+                    update_item(
+                        store,
+                        "batch-demo",
+                        "candidate-3",
+                        state="failed",
+                        attempts=1,
+                        verdict="failed",
+                        error="the agent exited 1",
+                    )
             finally:
                 store.close()
             screen = BatchScreen("batch-demo")
@@ -421,12 +499,20 @@ def main() -> int:
                     break
 
         shots: list[tuple[str, Step | None]] = [
-            ("home", None), ("review-diff", open_review), ("review-tests", review_tests),
-            ("review-events", review_events), ("review-evidence", review_evidence), ("decide-confirm", confirm),
-            ("launch", launch), ("evaluate-form", evaluate_form), ("reproduce-form", reproduce_form),
-            ("help", help_panel), ("live-run", live),
+            ("home", None),
+            ("review-diff", open_review),
+            ("review-tests", review_tests),
+            ("review-events", review_events),
+            ("review-evidence", review_evidence),
+            ("decide-confirm", confirm),
+            ("launch", launch),
+            ("evaluate-form", evaluate_form),
+            ("reproduce-form", reproduce_form),
+            ("help", help_panel),
+            ("live-run", live),
             ("review-all-files", review_all_files),  # before the comment shots store their comments
-            ("review-comment", review_comment), ("review-hunks", review_hunks),
+            ("review-comment", review_comment),
+            ("review-hunks", review_hunks),
             ("batches", batches),  # last: its batch makes the demo bundle a candidate on Home
         ]
         hostile = build_hostile_bundle(work / "hostile")
@@ -446,11 +532,13 @@ def main() -> int:
 
             return steps
 
-        hostile_name = next(iter(sorted(p.name for p in (work / "hostile" / "tabbed").iterdir()
-                                        if p.name != "tabbed.php")))
-        hostile_shots = (("review-control-characters", (120, 32), hostile_review(hostile_name)),
-                         ("review-tabs-searched", (120, 32),
-                          hostile_review("tabbed.php", "slash", *"greeting", "enter")))
+        hostile_name = next(
+            iter(sorted(p.name for p in (work / "hostile" / "tabbed").iterdir() if p.name != "tabbed.php"))
+        )
+        hostile_shots = (
+            ("review-control-characters", (120, 32), hostile_review(hostile_name)),
+            ("review-tabs-searched", (120, 32), hostile_review("tabbed.php", "slash", *"greeting", "enter")),
+        )
         for name, size, hostile_steps in filter(lambda shot: _wanted(shot[0]), hostile_shots):
             svg = asyncio.run(_shoot(name, size, DemoApp, hostile_steps))
             png = svg_to_png(svg)

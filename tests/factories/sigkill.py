@@ -51,6 +51,7 @@ def run_child(script: str, args: list[str], kill_after: float | None) -> float |
 
 def ended_pid() -> int:
     """The pid of a process that has ended: what a folder abandoned by a killed Codebox records as its owner."""
-    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
-                           check=True)
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
     return int(child.stdout)

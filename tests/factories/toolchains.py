@@ -35,8 +35,10 @@ def require(*files: Path) -> None:
     """Fail the calling test (never skip it) when a toolchain file is missing."""
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
-        pytest.fail("the shared test toolchains are missing (expected beside the repository in "
-                    f"../shared/toolchains, see its README): {', '.join(missing)}")
+        pytest.fail(
+            "the shared test toolchains are missing (expected beside the repository in "
+            f"../shared/toolchains, see its README): {', '.join(missing)}"
+        )
 
 
 def core_checkout(folder: Path, tests: dict[str, str]) -> Path:

@@ -44,7 +44,8 @@ def git_patch(tmp_path: Path, files: int = 3, lines: int = 40) -> str:
     run("commit", "-qm", "base")
     for f in range(files):
         (repo / f"f{f}.php").write_text(
-            "<?php\n" + "".join(f"$v{i} = {i * 2 if i % 10 == 5 else i};\n" for i in range(lines)))
+            "<?php\n" + "".join(f"$v{i} = {i * 2 if i % 10 == 5 else i};\n" for i in range(lines))
+        )
     return run("diff").stdout
 
 

@@ -60,8 +60,15 @@ def test_probe_writes_all_evidence(site: str, tmp_path: Path) -> None:
     summary = run_probe(site, tmp_path, viewport="800x600", wait_for="networkidle", timeout_s=30)
     assert summary["status"] == "passed" and summary["httpStatus"] == 200
     assert summary["title"] == "Shortcode demo"
-    for name in ("console.jsonl", "errors.jsonl", "network.jsonl", "performance.json", "snapshot.html",
-                 "screenshot.png", "summary.json"):
+    for name in (
+        "console.jsonl",
+        "errors.jsonl",
+        "network.jsonl",
+        "performance.json",
+        "snapshot.html",
+        "screenshot.png",
+        "summary.json",
+    ):
         assert (tmp_path / name).is_file(), name
     console = _jsonl(tmp_path / "console.jsonl")
     assert any(c["text"] == "loaded 42" and c["type"] == "log" for c in console)
@@ -85,15 +92,19 @@ def test_probe_waits_for_selector_and_fails_cleanly(site: str, tmp_path: Path) -
 
 
 def test_actions_stop_at_first_failure_with_index(site: str, tmp_path: Path) -> None:
-    steps = parse_steps(json.dumps([
-        {"action": "fill", "selector": "#i", "value": "typed"},
-        {"action": "select", "selector": "#s", "value": "b"},
-        {"action": "click", "selector": "#b"},
-        {"action": "expect", "selector": "#h", "text": "typed:b"},
-        {"action": "screenshot", "name": "after click"},
-        {"action": "expect", "selector": "#h", "text": "never", "timeout": "300ms"},
-        {"action": "click", "selector": "#b"},
-    ]))
+    steps = parse_steps(
+        json.dumps(
+            [
+                {"action": "fill", "selector": "#i", "value": "typed"},
+                {"action": "select", "selector": "#s", "value": "b"},
+                {"action": "click", "selector": "#b"},
+                {"action": "expect", "selector": "#h", "text": "typed:b"},
+                {"action": "screenshot", "name": "after click"},
+                {"action": "expect", "selector": "#h", "text": "never", "timeout": "300ms"},
+                {"action": "click", "selector": "#b"},
+            ]
+        )
+    )
     summary = run_actions(site, steps, tmp_path, base_url=site, step_timeout_s=5, total_timeout_s=60)
     assert summary["status"] == "failed"
     assert summary["firstFailureIndex"] == 5
@@ -107,8 +118,9 @@ def test_actions_stop_at_first_failure_with_index(site: str, tmp_path: Path) -> 
 
 def test_actions_step_and_total_timeouts(site: str, tmp_path: Path) -> None:
     # the page load has its own generous timeout (on a loaded machine it can take longer than the 0.5 s under test)
-    steps = parse_steps(json.dumps([{"action": "navigate", "url": site, "timeout": "30s"},
-                                    {"action": "click", "selector": "#absent"}]))
+    steps = parse_steps(
+        json.dumps([{"action": "navigate", "url": site, "timeout": "30s"}, {"action": "click", "selector": "#absent"}])
+    )
     summary = run_actions(None, steps, tmp_path / "a", base_url=site, step_timeout_s=0.5, total_timeout_s=30)
     assert summary["firstFailureIndex"] == 1 and "timed out" in summary["failure"], summary
     assert summary["durationMs"] < 20_000
@@ -129,8 +141,9 @@ def test_evaluate_needs_separate_grant(site: str, tmp_path: Path) -> None:
 
 
 def test_probe_waits_a_duration_and_captures_memory_at_named_checkpoints(site: str, tmp_path: Path) -> None:
-    summary = run_probe(site + "late.html", tmp_path, wait_for="1500ms", timeout_s=60,
-                        capture=["html", "memory", "checkpoints"])
+    summary = run_probe(
+        site + "late.html", tmp_path, wait_for="1500ms", timeout_s=60, capture=["html", "memory", "checkpoints"]
+    )
     assert summary["status"] == "passed" and summary["waitFor"] == "1500ms"
     assert summary["files"] == ["snapshot.html", "memory.json", "checkpoints.jsonl", "summary.json"]
     assert 'id="late"' in (tmp_path / "snapshot.html").read_text()  # the page ran its timer before capture
@@ -156,12 +169,16 @@ def test_probe_wait_for_duration_longer_than_the_timeout_is_refused(site: str, t
 
 
 def test_evaluate_takes_expressions_functions_and_promises_and_caps_a_large_value(site: str, tmp_path: Path) -> None:
-    steps = parse_steps(json.dumps([
-        {"action": "evaluate", "expression": "document.title;", "assert": "Shortcode demo"},
-        {"action": "evaluate", "expression": "async () => 41 + 1", "assert": 42},
-        {"action": "evaluate", "expression": "Promise.resolve({ok: true})", "assert": {"ok": True}},
-        {"action": "evaluate", "expression": "Array.from({length: 20000}, (_, i) => i)"},
-    ]))
+    steps = parse_steps(
+        json.dumps(
+            [
+                {"action": "evaluate", "expression": "document.title;", "assert": "Shortcode demo"},
+                {"action": "evaluate", "expression": "async () => 41 + 1", "assert": 42},
+                {"action": "evaluate", "expression": "Promise.resolve({ok: true})", "assert": {"ok": True}},
+                {"action": "evaluate", "expression": "Array.from({length: 20000}, (_, i) => i)"},
+            ]
+        )
+    )
     summary = run_actions(site, steps, tmp_path / "e", base_url=site, allow_evaluate=True)
     assert summary["status"] == "passed", summary["failure"]
     lines = _jsonl(tmp_path / "e" / "steps.jsonl")

@@ -20,10 +20,16 @@ def _node_argv(sidecar: Sidecar) -> list[str]:
 
 
 @pytest.mark.parametrize(("setting", "flag_expected"), [("baseline", True), ("tiered", False)])
-def test_the_sidecar_starts_node_with_the_chosen_wasm_compiler(tmp_path: Path, setting: str,
-                                                               flag_expected: bool) -> None:
-    sidecar = Sidecar(node="node", home=tmp_path / "home", network_policy="deny",
-                      sandboxes_root=tmp_path / "sandboxes", wasm_compiler=setting)
+def test_the_sidecar_starts_node_with_the_chosen_wasm_compiler(
+    tmp_path: Path, setting: str, flag_expected: bool
+) -> None:
+    sidecar = Sidecar(
+        node="node",
+        home=tmp_path / "home",
+        network_policy="deny",
+        sandboxes_root=tmp_path / "sandboxes",
+        wasm_compiler=setting,
+    )
     try:
         argv = _node_argv(sidecar)
     finally:

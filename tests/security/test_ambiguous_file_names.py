@@ -26,8 +26,10 @@ REPO = Path(__file__).resolve().parents[2]
 FIRST = "/wordpress/wp-content/plugins/first"
 SECOND = "/wordpress/wp-content/plugins/second"
 BASELINE = b"=== Readme ===\nStable tag: 1.0\n"
-EDITS = {FIRST: b"=== Readme ===\nStable tag: 1.0\n\nchanged in the FIRST mount\n",
-         SECOND: b"=== Readme ===\nStable tag: 1.0\n\nchanged in the SECOND mount\n"}
+EDITS = {
+    FIRST: b"=== Readme ===\nStable tag: 1.0\n\nchanged in the FIRST mount\n",
+    SECOND: b"=== Readme ===\nStable tag: 1.0\n\nchanged in the SECOND mount\n",
+}
 
 
 def codebox(home: Path, *args: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
@@ -36,22 +38,43 @@ def codebox(home: Path, *args: str, timeout: int = 120) -> subprocess.CompletedP
     if args[0] != "run":
         return codebox_in_process(home, *args)
     env = {**os.environ, "CODEBOX_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def test_a_relative_name_two_mounts_share_is_refused_and_the_sandbox_path_binds_its_mount(  # type: ignore[no-untyped-def]
-        playground_session, tmp_path: Path) -> None:
+    playground_session, tmp_path: Path
+) -> None:
     home = playground_session.private_home(tmp_path)
     folders = {FIRST: tmp_path / "first", SECOND: tmp_path / "second"}
     for folder in folders.values():
         folder.mkdir()
         (folder / "readme.txt").write_bytes(BASELINE)
-    code = "".join(f"file_put_contents('{target}/readme.txt', {json.dumps(data.decode())});"
-                   for target, data in EDITS.items())
-    run = codebox(home, "run", "--backend", "native", *(a for target, folder in folders.items() for a in ("--mount", f"{folder}:{target}")),
-                  "--command", "wordpress.run-php", "--arg", f"code={code}", "--artifacts", str(tmp_path / "artifacts"),
-                  "--json", timeout=300)
+    code = "".join(
+        f"file_put_contents('{target}/readme.txt', {json.dumps(data.decode())});" for target, data in EDITS.items()
+    )
+    run = codebox(
+        home,
+        "run",
+        "--backend",
+        "native",
+        *(a for target, folder in folders.items() for a in ("--mount", f"{folder}:{target}")),
+        "--command",
+        "wordpress.run-php",
+        "--arg",
+        f"code={code}",
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+        "--json",
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     bundle = json.loads(run.stdout)["artifacts"]["directory"]
     listed = json.loads(codebox(home, "review", "show", bundle, "--json").stdout)
@@ -71,15 +94,17 @@ def test_a_relative_name_two_mounts_share_is_refused_and_the_sandbox_path_binds_
     listed = json.loads(codebox(home, "review", "show", bundle, "--json").stdout)
     assert listed["decisions"] == []  # nothing was recorded
 
-    approved = codebox(home, "review", "approve-files", bundle, "--file", f"{SECOND}/readme.txt", "--approver", "ana",
-                       "--json")
+    approved = codebox(
+        home, "review", "approve-files", bundle, "--file", f"{SECOND}/readme.txt", "--approver", "ana", "--json"
+    )
     assert approved.returncode == 0, approved.stdout + approved.stderr
     decision = json.loads(approved.stdout)
     assert decision["approved_files"] == [f"{SECOND}/readme.txt"]
     shown = codebox(home, "review", "show", bundle)
     assert "approve-files by ana" in shown.stdout and f"[{SECOND}/readme.txt]" in shown.stdout, shown.stdout
-    applied = codebox(home, "apply", str(decision["id"]), "--adapter", "directory", "--target",
-                      str(folders[SECOND]), "--json")
+    applied = codebox(
+        home, "apply", str(decision["id"]), "--adapter", "directory", "--target", str(folders[SECOND]), "--json"
+    )
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert json.loads(applied.stdout)["applied_files"] == ["readme.txt"]
     assert (folders[SECOND] / "readme.txt").read_bytes() == EDITS[SECOND]

@@ -184,8 +184,14 @@ def test_the_real_cli_under_the_same_race_exits_5_or_applies_inside(
     env = {**os.environ, "CODEBOX_HOME": str(home)}
 
     def codebox(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True,
-                              env=env, timeout=300, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "codebox_tui", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+            check=False,
+        )
 
     approved = codebox("review", "approve", str(cap.bundle_dir), "--approver", "ana", "--json")
     assert approved.returncode == 0, approved.stderr
@@ -223,8 +229,10 @@ def test_recovery_of_a_prepared_apply_does_not_follow_a_swapped_folder(tmp_path:
         "version": JOURNAL_VERSION,
         "state": "prepared",
         "target": str(root.resolve()),
-        "entries": [{"path": "includes/old.php", "backup": "old/0"},
-                    {"path": "includes/new/extra.php", "staged": "new/1"}],
+        "entries": [
+            {"path": "includes/old.php", "backup": "old/0"},
+            {"path": "includes/new/extra.php", "staged": "new/1"},
+        ],
         "created_dirs": ["includes/new"],
         "staging_ident": [info.st_dev, info.st_ino],
     }
@@ -249,16 +257,17 @@ def _prepared_journal(root: Path, journals: Path) -> None:
     (root / SWAPPED / "extra.php").write_bytes(b"added\n")
     info = staging.lstat()
     doc = {
-        "version": JOURNAL_VERSION, "state": "prepared", "target": str(root.resolve()),
+        "version": JOURNAL_VERSION,
+        "state": "prepared",
+        "target": str(root.resolve()),
         "entries": [{"path": "includes/old.php", "backup": "old/0"}, {"path": "includes/extra.php", "staged": "new/1"}],
-        "created_dirs": [], "staging_ident": [info.st_dev, info.st_ino],
+        "created_dirs": [],
+        "staging_ident": [info.st_dev, info.st_ino],
     }
     journal_path(root, journals).write_text(json.dumps(doc))
 
 
-def test_recovery_under_the_same_race_never_acts_outside(
-    tmp_path: Path, racer: tuple[Any, Event, Event, Path]
-) -> None:
+def test_recovery_under_the_same_race_never_acts_outside(tmp_path: Path, racer: tuple[Any, Event, Event, Path]) -> None:
     outside = racer[3]
     (outside / "extra.php").write_bytes(b"outside, must survive\n")
     before_outside = snapshot(outside)

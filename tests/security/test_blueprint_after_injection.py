@@ -32,14 +32,36 @@ update_option('stylesheet', '../../evil-theme');
 update_option('template', '../../evil-theme');
 echo 'planted';
 """.replace("LOGIN_B64", base64.b64encode(HOSTILE_LOGIN.encode()).decode())
-PREFIX = re.compile(r"<\?php require_once '/wordpress/wp-load\.php'; \$data = json_decode\(base64_decode\("
-                    r"'([A-Za-z0-9+/=]*)'\), true\); ")
+PREFIX = re.compile(
+    r"<\?php require_once '/wordpress/wp-load\.php'; \$data = json_decode\(base64_decode\("
+    r"'([A-Za-z0-9+/=]*)'\), true\); "
+)
 
 
 def test_sandbox_text_never_becomes_blueprint_code(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "codebox_tui", "run", "--backend", "native", "-c", "wordpress.run-php",
-                          "-a", f"code={PLANT}", "--artifacts", str(tmp_path / "artifacts"), "--json", "--quiet"],
-                         cwd=REPO, capture_output=True, text=True, timeout=300, env=dict(os.environ))
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--backend",
+            "native",
+            "-c",
+            "wordpress.run-php",
+            "-a",
+            f"code={PLANT}",
+            "--artifacts",
+            str(tmp_path / "artifacts"),
+            "--json",
+            "--quiet",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ),
+    )
     doc = json.loads(out.stdout)
     assert doc["execution"]["stdout"].endswith("planted"), (doc["execution"], out.stderr)
     blueprint = json.loads((Path(doc["artifacts"]["directory"]) / "blueprint.after.json").read_text())
@@ -47,7 +69,7 @@ def test_sandbox_text_never_becomes_blueprint_code(tmp_path: Path) -> None:
     for step in blueprint["steps"]:
         if step["step"] == "runPHP":
             match = PREFIX.match(step["code"])
-            assert match and step["code"][match.end():] in RUN_PHP_CODE.values(), step["code"]
+            assert match and step["code"][match.end() :] in RUN_PHP_CODE.values(), step["code"]
             assert "pwned" not in step["code"] and HOSTILE_LOGIN not in step["code"]
             decoded.append(json.loads(base64.b64decode(match.group(1))))
     assert [{"login": HOSTILE_LOGIN, "capabilities": ["administrator"]}] in decoded

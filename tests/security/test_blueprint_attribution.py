@@ -22,19 +22,40 @@ import pytest
 pytestmark = pytest.mark.playground
 
 MU_FILE = "/wordpress/wp-content/mu-plugins/from-blueprint-php.php"
-WRITE = (f"@mkdir('/wordpress/wp-content/mu-plugins'); file_put_contents('{MU_FILE}', "
-         "'<?php // written by the blueprint runPHP');")
+WRITE = (
+    f"@mkdir('/wordpress/wp-content/mu-plugins'); file_put_contents('{MU_FILE}', "
+    "'<?php // written by the blueprint runPHP');"
+)
 
 
 def _recipe_run(home: Path, tmp_path: Path, step_code: str) -> tuple[int, dict[str, Any]]:
     recipe = tmp_path / "recipe.json"
-    recipe.write_text(json.dumps({
-        "schema": "wp-codebox/workspace-recipe/v1",
-        "runtime": {"blueprint": {"steps": [{"step": "runPHP", "code": f"<?php {WRITE}"}]}},
-        "workflow": {"steps": [{"command": "wordpress.run-php", "args": [f"code={step_code}"]}]}}), encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "codebox_tui", "recipe-run", str(recipe), "--artifacts-dir",
-                           str(tmp_path / "art"), "--json"], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "CODEBOX_HOME": str(home)})
+    recipe.write_text(
+        json.dumps(
+            {
+                "schema": "wp-codebox/workspace-recipe/v1",
+                "runtime": {"blueprint": {"steps": [{"step": "runPHP", "code": f"<?php {WRITE}"}]}},
+                "workflow": {"steps": [{"command": "wordpress.run-php", "args": [f"code={step_code}"]}]},
+            }
+        ),
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "recipe-run",
+            str(recipe),
+            "--artifacts-dir",
+            str(tmp_path / "art"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "CODEBOX_HOME": str(home)},
+    )
     assert done.stdout.strip(), done.stderr[-2000:]
     return done.returncode, json.loads(done.stdout)
 
@@ -44,17 +65,20 @@ def _control_files(outcome: dict[str, Any]) -> list[tuple[str, str]]:
     return [(c["path"], c["status"]) for c in diff["controlFiles"]]
 
 
-def test_a_mu_plugin_written_by_the_blueprint_run_php_is_the_recipes_set_up(playground_session: Any,
-                                                                             tmp_path: Path) -> None:
+def test_a_mu_plugin_written_by_the_blueprint_run_php_is_the_recipes_set_up(
+    playground_session: Any, tmp_path: Path
+) -> None:
     code, outcome = _recipe_run(Path(playground_session.home), tmp_path, f"echo file_get_contents('{MU_FILE}');")
     assert code == 0 and outcome["success"] is True, outcome
     assert _control_files(outcome) == []
 
 
-def test_the_same_mu_plugin_changed_by_the_code_under_review_is_unclean(playground_session: Any,
-                                                                        tmp_path: Path) -> None:
-    code, outcome = _recipe_run(Path(playground_session.home), tmp_path,
-                                f"file_put_contents('{MU_FILE}', '<?php // changed by the step');")
+def test_the_same_mu_plugin_changed_by_the_code_under_review_is_unclean(
+    playground_session: Any, tmp_path: Path
+) -> None:
+    code, outcome = _recipe_run(
+        Path(playground_session.home), tmp_path, f"file_put_contents('{MU_FILE}', '<?php // changed by the step');"
+    )
     assert code == 1 and outcome["success"] is False, outcome
     failures = [f for f in outcome["stepFailures"] if f["phase"] == "site-state"]
     assert len(failures) == 1 and f"sandbox-control-file-modified ({MU_FILE})" in str(failures[0]["error"])

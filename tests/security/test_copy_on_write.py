@@ -104,8 +104,9 @@ def make_user_folder(root: Path, outside: Path) -> Path:
 
 def codebox(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=600
+    )
 
 
 @dataclass
@@ -176,8 +177,9 @@ def test_bundle_shows_the_edits_and_reports_what_was_planted(attacked: Attacked)
 def test_apply_writes_exactly_the_approved_files(attacked: Attacked) -> None:
     target = attacked.folder  # the user's own folder: it changes only now, through apply-back
     before = attacked.before
-    decided = codebox("review", "approve-files", str(attacked.bundle_dir), "--file", "victim.php",
-                      "--file", "lib/new.php", "--json")
+    decided = codebox(
+        "review", "approve-files", str(attacked.bundle_dir), "--file", "victim.php", "--file", "lib/new.php", "--json"
+    )
     assert decided.returncode == 0, decided.stdout + decided.stderr
     decision_id = str(json.loads(decided.stdout)["id"])
     applied = codebox("apply", decision_id, "--adapter", "directory", "--target", str(target), "--json")
@@ -198,15 +200,19 @@ def _tamper(bundle_dir: Path, dest: Path) -> Path:
     shutil.copytree(bundle_dir, dest)
     for rel in ("files/changed-files.json", "files/patch.diff", "files/review.json"):
         path = dest / rel
-        path.write_bytes(path.read_bytes().replace(b"nm/.bin/x", b"node_modules/.bin/x")
-                         .replace(b"dotgit/hooks/pre-commit", b".git/hooks/pre-commit"))
+        path.write_bytes(
+            path.read_bytes()
+            .replace(b"nm/.bin/x", b"node_modules/.bin/x")
+            .replace(b"dotgit/hooks/pre-commit", b".git/hooks/pre-commit")
+        )
     reseal(dest)
     return dest
 
 
 @pytest.mark.playground
 def test_apply_never_writes_never_captured_folders_even_from_a_tampered_bundle(
-        attacked: Attacked, tmp_path: Path) -> None:
+    attacked: Attacked, tmp_path: Path
+) -> None:
     from store.apply import apply_decision
     from store.db import Store
     from store.decisions import decide, register_bundle
@@ -217,8 +223,13 @@ def test_apply_never_writes_never_captured_folders_even_from_a_tampered_bundle(
     before = tree_hash(target)
     store = Store.open(tmp_path / "store.sqlite3")  # the untampered bundle has the same Mode A id elsewhere
     register_bundle(store, tampered)
-    decision = decide(store, str(tampered), "approve-files", approver="mallory",
-                      files=["victim.php", "node_modules/.bin/x", ".git/hooks/pre-commit"])
+    decision = decide(
+        store,
+        str(tampered),
+        "approve-files",
+        approver="mallory",
+        files=["victim.php", "node_modules/.bin/x", ".git/hooks/pre-commit"],
+    )
     result = apply_decision(store, decision.id, "directory", target, audit_path=tmp_path / "audit.jsonl")
     assert result.applied_files == ["victim.php"]
     withheld = {w["file"]: w["folder"] for w in result.target["withheld"]}
@@ -234,8 +245,19 @@ def test_mount_over_the_site_root_is_refused_before_boot(codebox_home: Path, tmp
     folder = tmp_path / "site"
     folder.mkdir()
     # the CLI's entry point in this process (tests/factories/holds.py): the refusal is made before anything boots
-    out = codebox_in_process(codebox_home, "run", "--mount", f"{folder}:{target}", "--command", "wordpress.run-php",
-                             "--arg", "code=echo 1;", "--artifacts", str(tmp_path / "artifacts"), "--json")
+    out = codebox_in_process(
+        codebox_home,
+        "run",
+        "--mount",
+        f"{folder}:{target}",
+        "--command",
+        "wordpress.run-php",
+        "--arg",
+        "code=echo 1;",
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+        "--json",
+    )
     assert out.returncode == 2, out.stdout + out.stderr
     failure = json.loads(out.stdout)
     assert failure["error"]["code"] == "invalid-mount-target"

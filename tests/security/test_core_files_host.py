@@ -60,9 +60,13 @@ def forged_summaries(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_core_changes_are_found_on_the_host_though_the_summary_says_nothing_changed(
-        tmp_path: Path, forged_summaries: None) -> None:
-    request = RunRequest(commands=[CommandStep("wordpress.run-php", [f"code={ATTACK}"])],
-                         policy=RuntimePolicy(commands=["wordpress.run-php"]), artifacts_root=tmp_path)
+    tmp_path: Path, forged_summaries: None
+) -> None:
+    request = RunRequest(
+        commands=[CommandStep("wordpress.run-php", [f"code={ATTACK}"])],
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+        artifacts_root=tmp_path,
+    )
     outcome = RunService(get_settings()).run(request)
     assert outcome.bundle_dir is not None, outcome.failure_text()
     files = outcome.bundle_dir / "files"
@@ -71,9 +75,12 @@ def test_core_changes_are_found_on_the_host_though_the_summary_says_nothing_chan
     diff = SiteStateDiff.model_validate(json.loads((files / "site-state-diff.json").read_text(encoding="utf-8")))
     assert diff.controlFiles == []  # the forged summary saw nothing
     flagged = {(r.subject, r.severity) for r in diff.risks if r.code == "core-file-changed"}
-    assert flagged == {("/wordpress/wp-includes/version.php", "high"), ("/wordpress/wp-admin/planted.php", "high"),
-                       ("/wordpress/wp-links-opml.php", "high"),
-                       ("/wordpress/wp-includes/class-wp-error.php", "high")}, diff.risks
+    assert flagged == {
+        ("/wordpress/wp-includes/version.php", "high"),
+        ("/wordpress/wp-admin/planted.php", "high"),
+        ("/wordpress/wp-links-opml.php", "high"),
+        ("/wordpress/wp-includes/class-wp-error.php", "high"),
+    }, diff.risks
     assert unclean_risks(diff) == ["core-file-changed"]
     review = json.loads((files / "review.json").read_text(encoding="utf-8"))
     assert "site-state:core-file-changed" in review["riskFlags"]

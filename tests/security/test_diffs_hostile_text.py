@@ -110,7 +110,7 @@ async def test_hostile_names_and_contents_from_a_real_sandbox_are_drawn_as_escap
         lines = screen_lines(app)
         added = next(line for line in lines if "'Howdy'" in line)
         # two tabs → 8 columns after the sign; the tabs before the comment → the next stops (column 28)
-        code = added[added.index("+ ") + 2:]
+        code = added[added.index("+ ") + 2 :]
         assert code.startswith("        $greeting = 'Howdy';        // Fixture h"), code  # cut at the edge
 
 
@@ -125,8 +125,9 @@ def test_the_cli_prints_hostile_names_from_a_real_sandbox_as_escapes(hostile_bun
     env = {**os.environ, "CODEBOX_HOME": str(tmp_path / "home")}
 
     def codebox(*args: str) -> str:
-        done = subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True,
-                              env=env, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True, env=env, timeout=300
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         for line in done.stdout.splitlines():
             assert not RAW.search(line), f"raw control character reaches the terminal: {line!r}"
@@ -147,7 +148,8 @@ SHOWN_OUTPUT = "clear\\x1b[2J\\x1b[H title\\x1b]0;pwned\\x07 over\\x0dwrite csi\
 
 @pytest.mark.native
 def test_a_commands_hostile_output_from_a_real_sandbox_reaches_the_terminal_escaped(  # type: ignore[no-untyped-def]
-        codebox_home: Path, tmp_path: Path) -> None:
+    codebox_home: Path, tmp_path: Path
+) -> None:
     """`codebox run` and `codebox exec` print what the sandbox printed: PHP echoes ESC / OSC / C1 / CR / bidi
     sequences on stdout and stderr, a sandbox file holding them is `cat` by the exec shell. The human output
     keeps tabs and newlines and shows every other unsafe character as an escape; the run's record keeps the
@@ -159,16 +161,25 @@ def test_a_commands_hostile_output_from_a_real_sandbox_reaches_the_terminal_esca
     env = {**os.environ, "CODEBOX_HOME": str(linked_home(codebox_home, tmp_path))}
 
     def codebox(*args: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([sys.executable, "-m", "codebox_tui", *args, "--backend", "native",
-                               "--artifacts", str(tmp_path / "runs")],
-                              capture_output=True, text=True, env=env, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", "codebox_tui", *args, "--backend", "native", "--artifacts", str(tmp_path / "runs")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
         for stream in (done.stdout, done.stderr):
             for line in stream.splitlines():
                 assert not RAW_IN_OUTPUT.search(line), f"raw control character reaches the terminal: {line!r}"
         return done
 
-    hostile_php = '"' + "".join(c if c.isalnum() or c in " .;[]" else "".join(f"\\x{b:02x}" for b in c.encode())
-                                for c in HOSTILE_OUTPUT) + '"'  # every other byte as a PHP \xNN escape
+    hostile_php = (
+        '"'
+        + "".join(
+            c if c.isalnum() or c in " .;[]" else "".join(f"\\x{b:02x}" for b in c.encode()) for c in HOSTILE_OUTPUT
+        )
+        + '"'
+    )  # every other byte as a PHP \xNN escape
     code = f"echo {hostile_php}, \"\\n\"; file_put_contents('php://stderr', {hostile_php}); exit(3);"
     done = codebox("run", "--command", "wordpress.run-php", "--arg", f"code={code}", "--quiet")
     assert done.returncode != 0, done.stderr[-2000:]
@@ -176,15 +187,22 @@ def test_a_commands_hostile_output_from_a_real_sandbox_reaches_the_terminal_esca
     assert SHOWN_OUTPUT in done.stderr, done.stderr[-2000:]
 
     # escaping is for the terminal only: the run's record keeps the exact bytes (and so does --json)
-    recorded = [json.loads(line) for bundle in (tmp_path / "runs").iterdir()
-                for line in (bundle / "commands.jsonl").read_text(encoding="utf-8").splitlines()]
+    recorded = [
+        json.loads(line)
+        for bundle in (tmp_path / "runs").iterdir()
+        for line in (bundle / "commands.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     assert recorded[-1]["stdout"].startswith(HOSTILE_OUTPUT), recorded[-1]
 
     plugin = tmp_path / "plugin"
     plugin.mkdir()
     (plugin / "notes.txt").write_text(HOSTILE_OUTPUT + "\n", encoding="utf-8")
-    shell = codebox("exec", "--mount", f"{plugin}:/wordpress/wp-content/plugins/notes:readonly",
-                    "cat /wordpress/wp-content/plugins/notes/notes.txt")
+    shell = codebox(
+        "exec",
+        "--mount",
+        f"{plugin}:/wordpress/wp-content/plugins/notes:readonly",
+        "cat /wordpress/wp-content/plugins/notes/notes.txt",
+    )
     assert shell.returncode == 0, shell.stderr[-2000:]
     assert shell.stdout == SHOWN_OUTPUT + "\n", shell.stdout
     assert {recorded_backend(bundle) for bundle in (tmp_path / "runs").iterdir()} == {"native"}

@@ -41,10 +41,16 @@ def box(playground_session: Any, tmp_path_factory: pytest.TempPathFactory) -> It
 
 def wp_eval(run: Any, code: str) -> ExecResult:
     """`wp eval CODE` with the read and eval capabilities only."""
-    return run_exec(run, ExecRequest(command=f"wp eval {shlex.quote(code)}", cwd="/wordpress",
-                                     capabilities=["read", "eval"],
-                                     # generous: the outcome must not depend on the machine's load
-                                     limits=ExecLimits(timeoutMs=600_000)))
+    return run_exec(
+        run,
+        ExecRequest(
+            command=f"wp eval {shlex.quote(code)}",
+            cwd="/wordpress",
+            capabilities=["read", "eval"],
+            # generous: the outcome must not depend on the machine's load
+            limits=ExecLimits(timeoutMs=600_000),
+        ),
+    )
 
 
 def php_string(value: str) -> str:
@@ -79,7 +85,7 @@ STATIC_REFUSALS = {
     "array-map-file-function": "echo implode('', array_map('file_get_contents', ['/internal/shared/php.ini']));",
     "array-udiff-string-callback": f"array_udiff([{WRITE}], [], 'file_put_contents');",
     "filter-var-callback": "echo filter_var('/internal/shared/php.ini', FILTER_CALLBACK, "
-                           "['options' => 'file_get_contents']);",
+    "['options' => 'file_get_contents']);",
     "ini-set": "ini_set('open_basedir', '/');",
     "ini-set-alias": "use function ini_set as i; i('open_basedir', '/');",
     "read-outside-the-site": "echo file_get_contents('/internal/shared/php.ini');",
@@ -146,8 +152,11 @@ def test_the_run_time_wall_alone_stops_code_the_static_policy_never_saw(box: Any
 
 def test_a_setting_changed_by_eval_does_not_outlive_its_request(box: Any) -> None:
     """What an eval request changes with ini_set (reached here through an included file) ends with it."""
-    write = wp_eval(box, "file_put_contents('/wordpress/wp-content/wall-ini.txt', "
-                         "'<?php ini_set(\"precision\", \"3\"); echo ini_get(\"precision\");');")
+    write = wp_eval(
+        box,
+        "file_put_contents('/wordpress/wp-content/wall-ini.txt', "
+        '\'<?php ini_set("precision", "3"); echo ini_get("precision");\');',
+    )
     assert write.exitCode == 0, write.stderr
     changed = wp_eval(box, "include '/wordpress/wp-content/wall-ini.txt';")
     assert changed.stdout.strip().endswith("3")
@@ -171,4 +180,10 @@ def test_wordpress_apis_still_work_under_the_wall(box: Any) -> None:
     result = wp_eval(box, code)
     assert result.error is None and result.exitCode == 0, result.stderr
     assert json.loads(result.stdout.strip().splitlines()[-1]) == {
-        "option": "kept", "query": True, "posts": True, "filter": "v-filtered", "user": True, "map": "A"}
+        "option": "kept",
+        "query": True,
+        "posts": True,
+        "filter": "v-filtered",
+        "user": True,
+        "map": "A",
+    }

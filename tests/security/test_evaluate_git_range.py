@@ -14,14 +14,34 @@ from pathlib import Path
 
 
 def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.org", *args], cwd=repo,
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.org", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
 
 
 def _cli(tmp_path: Path, repo: Path, rng: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codebox_tui", "evaluate-patch", "--plugin", str(repo), "--git", rng,
-                           "--artifacts-dir", str(tmp_path / "art"), "--json"], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "CODEBOX_HOME": str(tmp_path / "home")})
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "evaluate-patch",
+            "--plugin",
+            str(repo),
+            "--git",
+            rng,
+            "--artifacts-dir",
+            str(tmp_path / "art"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "CODEBOX_HOME": str(tmp_path / "home")},
+    )
 
 
 def test_link_out_of_the_plugin_in_base_is_refused(tmp_path: Path) -> None:

@@ -26,8 +26,10 @@ add_action( 'wp_footer', function () {{
     echo "<script>window.codeboxAppState = 'x'.repeat({HUGE});</script>";
 }} );
 """
-STEPS = [{"action": "evaluate", "expression": "window.codeboxAppState"},
-         {"action": "evaluate", "expression": "window.codeboxAppState.length", "assert": HUGE}]
+STEPS = [
+    {"action": "evaluate", "expression": "window.codeboxAppState"},
+    {"action": "evaluate", "expression": "window.codeboxAppState.length", "assert": HUGE},
+]
 # Runs the real CLI and, when it exits, writes this process's peak resident memory (KiB, from the kernel).
 PEAK_RSS_LAUNCHER = """
 import atexit, resource, runpy, sys
@@ -47,12 +49,37 @@ def attacked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     policy = {"commands": ["wordpress.browser-actions", "wordpress.browser-actions.evaluate"]}
     peak = work / "peak-rss-kib"
     cli = subprocess.run(
-        [sys.executable, "-c", PEAK_RSS_LAUNCHER, str(peak), "run", "--backend", "native",
-         "--mount", f"{work / 'mu'}:/wordpress/wp-content/mu-plugins:readonly",
-         "--command", "wordpress.browser-actions", "--arg", "url=/", "--arg", "steps-json=@steps.json",
-         "--arg", "step-timeout=120s", "--arg", "capture=console,errors", "--policy", json.dumps(policy),
-         "--json", "--quiet"],
-        cwd=work, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-c",
+            PEAK_RSS_LAUNCHER,
+            str(peak),
+            "run",
+            "--backend",
+            "native",
+            "--mount",
+            f"{work / 'mu'}:/wordpress/wp-content/mu-plugins:readonly",
+            "--command",
+            "wordpress.browser-actions",
+            "--arg",
+            "url=/",
+            "--arg",
+            "steps-json=@steps.json",
+            "--arg",
+            "step-timeout=120s",
+            "--arg",
+            "capture=console,errors",
+            "--policy",
+            json.dumps(policy),
+            "--json",
+            "--quiet",
+        ],
+        cwd=work,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert cli.returncode == 0, cli.stderr[-3000:]
     doc = json.loads(cli.stdout)
     return {"bundle": Path(doc["artifacts"]["directory"]), "peakKiB": int(peak.read_text())}

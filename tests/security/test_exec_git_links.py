@@ -49,8 +49,13 @@ def box(playground_session: Any, tmp_path_factory: pytest.TempPathFactory) -> It
         run.boot_sandbox()
         # the .git folder is made inside the sandbox too (a host folder's .git is not mounted)
         php(run, f"@mkdir('{PLUGIN}/.git'); file_put_contents('{PLUGIN}/.git/config', '{GIT_MARKER}');")
-        made = php(run, "".join(f"@symlink('{target}', '{link}');" for link, target in LINKS.items())
-                   + "echo json_encode(array_map('is_link', " + repr(list(LINKS)).replace("'", '"') + "));")
+        made = php(
+            run,
+            "".join(f"@symlink('{target}', '{link}');" for link, target in LINKS.items())
+            + "echo json_encode(array_map('is_link', "
+            + repr(list(LINKS)).replace("'", '"')
+            + "));",
+        )
         assert made == "[" + ",".join(["true"] * len(LINKS)) + "]"
         assert php(run, f"echo file_get_contents('{PLUGIN}/rel/config');") == GIT_MARKER  # PHP follows them
         yield run
@@ -64,17 +69,38 @@ def php(run: Any, code: str) -> str:
     return str(run.sandbox.run_php("<?php " + code, 60).text)
 
 
-@pytest.mark.parametrize("command", [
-    f"cat {PLUGIN}/rel/config", f"cat {PLUGIN}/abs/config", f"cat {PLUGIN}/sub/up/config",
-    f"cat {PLUGIN}/sub/dotdot/config", f"cat {PLUGIN}/chain1/config", "cat /tmp/memfs-link/config",
-    f"cat {PLUGIN}/config-link", f"cat {PLUGIN}/sub/../rel/config", f"head -c 100 {PLUGIN}/chain1/config",
-    f"ls -a {PLUGIN}/rel", f"ls -a {PLUGIN}/chain1", f"ls -la {PLUGIN}", f"ls -la {PLUGIN}/sub",
-    f"find {PLUGIN}/rel", f"find {PLUGIN}/chain1/", f"grep -r {GIT_MARKER} {PLUGIN}/rel", f"grep -r {GIT_MARKER} {PLUGIN}",
-    f"grep {GIT_MARKER} {PLUGIN}/config-link", f"on rg {GIT_MARKER} --path {PLUGIN}/rel --hidden",
-    f"on rg {GIT_MARKER} --path {PLUGIN}/config-link", f"on rg {GIT_MARKER} --all --hidden",
-    f"cd {PLUGIN}/rel && cat config", f"cd {PLUGIN}/chain1 && ls -a", f"readlink {PLUGIN}/rel",
-    f"realpath {PLUGIN}/chain1", f"wc -c {PLUGIN}/abs/config", f"cp {PLUGIN}/rel/config /tmp/copied && cat /tmp/copied",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        f"cat {PLUGIN}/rel/config",
+        f"cat {PLUGIN}/abs/config",
+        f"cat {PLUGIN}/sub/up/config",
+        f"cat {PLUGIN}/sub/dotdot/config",
+        f"cat {PLUGIN}/chain1/config",
+        "cat /tmp/memfs-link/config",
+        f"cat {PLUGIN}/config-link",
+        f"cat {PLUGIN}/sub/../rel/config",
+        f"head -c 100 {PLUGIN}/chain1/config",
+        f"ls -a {PLUGIN}/rel",
+        f"ls -a {PLUGIN}/chain1",
+        f"ls -la {PLUGIN}",
+        f"ls -la {PLUGIN}/sub",
+        f"find {PLUGIN}/rel",
+        f"find {PLUGIN}/chain1/",
+        f"grep -r {GIT_MARKER} {PLUGIN}/rel",
+        f"grep -r {GIT_MARKER} {PLUGIN}",
+        f"grep {GIT_MARKER} {PLUGIN}/config-link",
+        f"on rg {GIT_MARKER} --path {PLUGIN}/rel --hidden",
+        f"on rg {GIT_MARKER} --path {PLUGIN}/config-link",
+        f"on rg {GIT_MARKER} --all --hidden",
+        f"cd {PLUGIN}/rel && cat config",
+        f"cd {PLUGIN}/chain1 && ls -a",
+        f"readlink {PLUGIN}/rel",
+        f"realpath {PLUGIN}/chain1",
+        f"wc -c {PLUGIN}/abs/config",
+        f"cp {PLUGIN}/rel/config /tmp/copied && cat /tmp/copied",
+    ],
+)
 def test_reads_through_a_link_to_dot_git_see_nothing(box: Any, command: str) -> None:
     result = ex(box, command, caps=("read", "write"))
     assert GIT_MARKER not in result.stdout + result.stderr, command
@@ -82,11 +108,19 @@ def test_reads_through_a_link_to_dot_git_see_nothing(box: Any, command: str) -> 
         assert f"{Path(link).name} ->" not in result.stdout, command  # the links themselves are not listed
 
 
-@pytest.mark.parametrize("command", [
-    f"echo planted > {PLUGIN}/dangling", f"echo planted > {PLUGIN}/rel/planted", f"echo planted >> {PLUGIN}/config-link",
-    f"touch {PLUGIN}/chain1/planted", f"mkdir {PLUGIN}/abs/planted", f"rm {PLUGIN}/sub/up/config",
-    f"cp {PLUGIN}/sub/visible.txt {PLUGIN}/sub/dotdot/planted", f"mv {PLUGIN}/sub/visible.txt {PLUGIN}/rel/planted",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        f"echo planted > {PLUGIN}/dangling",
+        f"echo planted > {PLUGIN}/rel/planted",
+        f"echo planted >> {PLUGIN}/config-link",
+        f"touch {PLUGIN}/chain1/planted",
+        f"mkdir {PLUGIN}/abs/planted",
+        f"rm {PLUGIN}/sub/up/config",
+        f"cp {PLUGIN}/sub/visible.txt {PLUGIN}/sub/dotdot/planted",
+        f"mv {PLUGIN}/sub/visible.txt {PLUGIN}/rel/planted",
+    ],
+)
 def test_writes_through_a_link_to_dot_git_change_nothing(box: Any, command: str) -> None:
     result = ex(box, command, caps=("read", "write"))
     assert result.exitCode != 0, command

@@ -40,10 +40,30 @@ def test_forged_progress_lines_stay_hints_and_never_reach_the_verdict(tmp_path: 
     (plugin / "tests" / "bootstrap.php").write_text(BOOTSTRAP)
     (plugin / "tests" / "ForgeTest.php").write_text(TEST)
     proc = subprocess.run(  # the session's CODEBOX_HOME (tests/conftest.py): its prepared native install
-        [sys.executable, "-m", "codebox_tui", "run", "--backend", "native", "--json", "--artifacts", str(tmp_path / "art"),
-         "-m", f"{plugin}:/wordpress/wp-content/plugins/forger", "-c", "wordpress.phpunit",
-         "-a", "plugin-slug=forger", "-a", "bootstrap=tests/bootstrap.php"],
-        capture_output=True, text=True, timeout=600, env=dict(os.environ))
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--backend",
+            "native",
+            "--json",
+            "--artifacts",
+            str(tmp_path / "art"),
+            "-m",
+            f"{plugin}:/wordpress/wp-content/plugins/forger",
+            "-c",
+            "wordpress.phpunit",
+            "-a",
+            "plugin-slug=forger",
+            "-a",
+            "bootstrap=tests/bootstrap.php",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ),
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_dir = Path(json.loads(proc.stdout)["artifacts"]["directory"])
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]

@@ -51,9 +51,12 @@ register_shutdown_function(
 
 def _patch(path: Path, name: str, old: str, new: str) -> Path:
     old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
-    body = "".join(" " + line for line in old_lines) + "".join("+" + line for line in new_lines[len(old_lines):])
-    path.write_text(f"diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n"
-                    f"@@ -1,{len(old_lines)} +1,{len(new_lines)} @@\n{body}", encoding="utf-8")
+    body = "".join(" " + line for line in old_lines) + "".join("+" + line for line in new_lines[len(old_lines) :])
+    path.write_text(
+        f"diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n"
+        f"@@ -1,{len(old_lines)} +1,{len(new_lines)} @@\n{body}",
+        encoding="utf-8",
+    )
     return path
 
 
@@ -64,10 +67,27 @@ def test_a_plugin_that_forges_the_probe_record_is_still_reported_inactive(codebo
     (plugin / "quiet-leaver.php").write_text(PLUGIN, encoding="utf-8")
     patch = _patch(tmp_path / "leave.patch", "quiet-leaver.php", PLUGIN, PLUGIN + LEAVE_AND_FORGE)
     assert subprocess.run(["git", "apply", "--check", str(patch)], cwd=plugin).returncode == 0
-    proc = subprocess.run([sys.executable, "-m", "codebox_tui", "evaluate-patch", "--backend", "native",
-                           "--plugin", str(plugin), "--patch", str(patch), "--artifacts-dir", str(tmp_path / "art"),
-                           "--json"], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "CODEBOX_HOME": str(codebox_home)})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "evaluate-patch",
+            "--backend",
+            "native",
+            "--plugin",
+            str(plugin),
+            "--patch",
+            str(patch),
+            "--artifacts-dir",
+            str(tmp_path / "art"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "CODEBOX_HOME": str(codebox_home)},
+    )
     doc = json.loads(proc.stdout)
     assert recorded_backend(doc["bundleDir"]) == NATIVE
     front = doc["probe"]["frontEnd"]

@@ -55,18 +55,22 @@ def test_disposal_does_not_chmod_host_folders_through_links_php_planted(make_run
     (plugin / "plugin.php").write_text("<?php\n")
     before = {"private": _state(private), "sticky": _state(sticky)}
     links = {
-        "/wordpress/wp-content/evil-private": private,       # the sandbox's site copy
+        "/wordpress/wp-content/evil-private": private,  # the sandbox's site copy
         "/wordpress/wp-content/uploads/evil-sticky": sticky,
         "/wordpress/evil-deep/a/b/c/evil-sticky": sticky,
-        "/internal/shared/opcache/evil-private": private,    # the sandbox's opcache copy
+        "/internal/shared/opcache/evil-private": private,  # the sandbox's opcache copy
         "/wordpress/wp-content/plugins/p/evil-private": private,  # a read-write mount
     }
-    code = "$r = [];" + "".join(
-        f"@mkdir(dirname({_php_string(link)}), 0777, true);"
-        f"$r[{_php_string(link)}] = symlink({_php_string(str(target))}, {_php_string(link)});"
-        for link, target in links.items()
-    ) + "@mkdir('/wordpress/locked/inner', 0777, true); chmod('/wordpress/locked/inner', 0); chmod('/wordpress/locked', 0555);" \
+    code = (
+        "$r = [];"
+        + "".join(
+            f"@mkdir(dirname({_php_string(link)}), 0777, true);"
+            f"$r[{_php_string(link)}] = symlink({_php_string(str(target))}, {_php_string(link)});"
+            for link, target in links.items()
+        )
+        + "@mkdir('/wordpress/locked/inner', 0777, true); chmod('/wordpress/locked/inner', 0); chmod('/wordpress/locked', 0555);"
         + "echo json_encode($r);"
+    )
     run = make_run_session(mounts=[f"{plugin}:/wordpress/wp-content/plugins/p:readwrite"])
     try:
         result = run.execute("wordpress.run-php", [f"code={code}"])
@@ -76,7 +80,8 @@ def test_disposal_does_not_chmod_host_folders_through_links_php_planted(make_run
         assert planted["/wordpress/wp-content/plugins/p/evil-private"] is True, planted
         # a real host symlink: in the mount folder itself, or in its copy when mounts are copy-on-write
         assert os.path.islink(plugin / "evil-private") or any(
-            os.path.islink(p) for p in Path(run.sandbox.work_dir).rglob("evil-private"))
+            os.path.islink(p) for p in Path(run.sandbox.work_dir).rglob("evil-private")
+        )
         sandbox = run.sandbox
         work_dir = Path(sandbox.work_dir)
         assert os.path.islink(work_dir / "wordpress" / "wp-content" / "evil-private")
@@ -111,8 +116,19 @@ def test_remove_tree_unlinks_links_and_removes_locked_and_deep_folders(tmp_path:
 
 
 # -- 2. host git never runs what a planted repository configures -------------------------------------
-HOOKS = ("post-checkout", "pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-index-change",
-         "pre-auto-gc", "reference-transaction", "post-rewrite", "pre-applypatch", "post-applypatch")
+HOOKS = (
+    "post-checkout",
+    "pre-commit",
+    "prepare-commit-msg",
+    "commit-msg",
+    "post-commit",
+    "post-index-change",
+    "pre-auto-gc",
+    "reference-transaction",
+    "post-rewrite",
+    "pre-applypatch",
+    "post-applypatch",
+)
 
 
 def _plain_git(cwd: Path, *args: str) -> str:
@@ -146,7 +162,8 @@ def build_evil_repo(repo: Path, markers: Path, *, stale_stat: bool = True) -> No
         path.chmod(0o755)
     script = ".git/x.sh"  # relative: git runs filters and hooks from the top of the work tree
     (git_dir / "extra.config").write_text(
-        f'[filter "inc"]\n\tclean = sh {script} inc-clean\n\tsmudge = sh {script} inc-smudge\n\trequired = true\n')
+        f'[filter "inc"]\n\tclean = sh {script} inc-clean\n\tsmudge = sh {script} inc-smudge\n\trequired = true\n'
+    )
     with (git_dir / "config").open("a") as config:
         config.write(
             "[core]\n\tfsmonitor = .git/fsmonitor.sh\n"
@@ -191,8 +208,9 @@ def _baseline_of(folder: Path, scratch: Path) -> Any:
     from codebox_tui.bundle.baseline import take_baselines
     from codebox_tui.contracts.runtime import MountSpec
 
-    return take_baselines([MountSpec(source=str(folder), target="/wordpress/wp-content/plugins/demo",
-                                     mode="readwrite")], scratch)[0]
+    return take_baselines(
+        [MountSpec(source=str(folder), target="/wordpress/wp-content/plugins/demo", mode="readwrite")], scratch
+    )[0]
 
 
 def test_baseline_of_a_host_planted_repository_runs_none_of_its_programs(tmp_path: Path) -> None:
@@ -261,9 +279,19 @@ def test_hostgit_runs_nothing_a_planted_repository_configures(tmp_path: Path) ->
     assert _plain_git_runs_the_plant(repo, markers)
     (repo / "readme.txt").write_text("changed\n")
     git = HostGit(repo)
-    for args in (["status"], ["archive", "--format=tar", "HEAD"], ["diff", "HEAD"], ["diff", "--textconv", "HEAD"],
-                 ["log", "-p", "-1"], ["add", "-A"], ["commit", "-q", "-m", "x"], ["switch", "-q", "-c", "other"],
-                 ["checkout", "-q", "main"], ["checkout", "HEAD", "--", "."], ["gc", "--auto"]):
+    for args in (
+        ["status"],
+        ["archive", "--format=tar", "HEAD"],
+        ["diff", "HEAD"],
+        ["diff", "--textconv", "HEAD"],
+        ["log", "-p", "-1"],
+        ["add", "-A"],
+        ["commit", "-q", "-m", "x"],
+        ["switch", "-q", "-c", "other"],
+        ["checkout", "-q", "main"],
+        ["checkout", "HEAD", "--", "."],
+        ["gc", "--auto"],
+    ):
         done = git.run(*args)
         assert sorted(p.name for p in markers.iterdir()) == [], (args, done.stderr)
     assert git.run("log", "-1", "--format=%s").stdout.strip() == b"x"  # the commit really happened, unsigned
@@ -285,14 +313,20 @@ def test_repository_planted_by_php_runs_nothing_on_the_next_run(tmp_path: Path) 
     (folder / "plugin.php").write_text("<?php\n")
     target = "/wordpress/wp-content/plugins/p"
     files = sorted(p for p in template.rglob("*") if p.is_file())
-    code = "".join(
-        f"@mkdir(dirname({_php_string(target + '/' + p.relative_to(template).as_posix())}), 0777, true);"
-        f"file_put_contents({_php_string(target + '/' + p.relative_to(template).as_posix())}, "
-        f"base64_decode('{base64.b64encode(p.read_bytes()).decode()}'));"
-        + (f"chmod({_php_string(target + '/' + p.relative_to(template).as_posix())}, 0755);"
-           if p.stat().st_mode & 0o111 else "")
-        for p in files
-    ) + "echo 'planted';"
+    code = (
+        "".join(
+            f"@mkdir(dirname({_php_string(target + '/' + p.relative_to(template).as_posix())}), 0777, true);"
+            f"file_put_contents({_php_string(target + '/' + p.relative_to(template).as_posix())}, "
+            f"base64_decode('{base64.b64encode(p.read_bytes()).decode()}'));"
+            + (
+                f"chmod({_php_string(target + '/' + p.relative_to(template).as_posix())}, 0755);"
+                if p.stat().st_mode & 0o111
+                else ""
+            )
+            for p in files
+        )
+        + "echo 'planted';"
+    )
     try:  # a write-through mount where the runtime distinguishes it (what a :live run allows)
         mount = f"{folder}:{target}:live"
         parse_mount(mount)
@@ -348,8 +382,9 @@ def _codebox(home: Path, *args: str) -> Any:
     return codebox_in_process(home, *args)
 
 
-def _assert_journal_attack_fails(tmp_path: Path, bundle_dir: Path, target: Path, outside: Path,
-                                 approved: list[str]) -> None:
+def _assert_journal_attack_fails(
+    tmp_path: Path, bundle_dir: Path, target: Path, outside: Path, approved: list[str]
+) -> None:
     from codebox_tui.errors import ConflictError
     from store.apply import apply_decision
     from store.db import Store
@@ -384,22 +419,41 @@ def test_unsafe_paths_in_a_home_journal_are_refused(tmp_path: Path) -> None:
     journals = tmp_path / "journals"
     journals.mkdir()
     info = (target / STAGING_DIR).lstat()
-    for entries in ([{"path": "../outside/victim.txt", "staged": "new/0"}],
-                    [{"path": "a/../../outside/victim.txt", "staged": "new/0"}],
-                    [{"path": "ok.txt", "backup": "../../outside/victim.txt"}],
-                    [{"path": str(outside / "victim.txt"), "staged": "new/0"}]):
-        journal_path(target, journals).write_text(json.dumps({
-            "version": JOURNAL_VERSION, "state": "prepared", "target": os.path.realpath(target),
-            "entries": entries, "created_dirs": [], "staging_ident": [info.st_dev, info.st_ino]}))
+    for entries in (
+        [{"path": "../outside/victim.txt", "staged": "new/0"}],
+        [{"path": "a/../../outside/victim.txt", "staged": "new/0"}],
+        [{"path": "ok.txt", "backup": "../../outside/victim.txt"}],
+        [{"path": str(outside / "victim.txt"), "staged": "new/0"}],
+    ):
+        journal_path(target, journals).write_text(
+            json.dumps(
+                {
+                    "version": JOURNAL_VERSION,
+                    "state": "prepared",
+                    "target": os.path.realpath(target),
+                    "entries": entries,
+                    "created_dirs": [],
+                    "staging_ident": [info.st_dev, info.st_ino],
+                }
+            )
+        )
         with pytest.raises(ConflictError) as refused:
             recover(target, journals=journals)
         assert refused.value.code == "apply-journal-invalid"
         assert _outside_state(outside) == before
     (target / "link").symlink_to(outside)
-    journal_path(target, journals).write_text(json.dumps({
-        "version": JOURNAL_VERSION, "state": "prepared", "target": os.path.realpath(target),
-        "entries": [{"path": "link/victim.txt", "staged": "new/0"}], "created_dirs": [],
-        "staging_ident": [info.st_dev, info.st_ino]}))
+    journal_path(target, journals).write_text(
+        json.dumps(
+            {
+                "version": JOURNAL_VERSION,
+                "state": "prepared",
+                "target": os.path.realpath(target),
+                "entries": [{"path": "link/victim.txt", "staged": "new/0"}],
+                "created_dirs": [],
+                "staging_ident": [info.st_dev, info.st_ino],
+            }
+        )
+    )
     with pytest.raises(ConflictError, match="symlink"):
         recover(target, journals=journals)
     assert _outside_state(outside) == before
@@ -428,11 +482,14 @@ def test_journal_planted_by_php_is_never_read(tmp_path: Path) -> None:
     target = "/wordpress/wp-content/plugins/demo"
     changes = {rel: data for rel, data in CHANGES.items() if data is not None}
     plant = {**changes, **_planted_journal(outside)}
-    code = "".join(
-        f"@mkdir(dirname({_php_string(target + '/' + rel)}), 0777, true);"
-        f"file_put_contents({_php_string(target + '/' + rel)}, {_php_string(data.decode())});"
-        for rel, data in plant.items()
-    ) + "echo 'planted';"
+    code = (
+        "".join(
+            f"@mkdir(dirname({_php_string(target + '/' + rel)}), 0777, true);"
+            f"file_put_contents({_php_string(target + '/' + rel)}, {_php_string(data.decode())});"
+            for rel, data in plant.items()
+        )
+        + "echo 'planted';"
+    )
     try:
         mount = f"{folder}:{target}:live"
         parse_mount(mount)
@@ -488,8 +545,11 @@ def test_a_forged_mode_change_is_refused_by_the_git_adapter(tmp_path: Path) -> N
     patch.write_text(text.replace(header, header + "old mode 100644\nnew mode 100755\n"))
     reseal(cap.bundle_dir)  # the forger re-hashes everything; the reviewer approves what changed-files lists
     assert verify_ok(cap.bundle_dir)
-    entry = next(f for f in json.loads((cap.bundle_dir / "files" / "changed-files.json").read_text())["files"]
-                 if f["relativePath"] == "demo.php")
+    entry = next(
+        f
+        for f in json.loads((cap.bundle_dir / "files" / "changed-files.json").read_text())["files"]
+        if f["relativePath"] == "demo.php"
+    )
     assert entry.get("afterMode") in (None, "100644")
     repo = git_repo(cap, tmp_path)
     before = tree(repo)
@@ -506,8 +566,10 @@ def _deep(levels: int) -> str:
     return '{"a":' * levels + "1" + "}" * levels
 
 
-@pytest.mark.parametrize("command", ["recipe validate", "recipe-run --dry-run --json", "validate-blueprint",
-                                     "run --policy", "artifacts show"])
+@pytest.mark.parametrize(
+    "command",
+    ["recipe validate", "recipe-run --dry-run --json", "validate-blueprint", "run --policy", "artifacts show"],
+)
 def test_deeply_nested_json_is_a_clear_error_naming_the_file(command: str, tmp_path: Path) -> None:
     doc = tmp_path / "deep.json"
     doc.write_text(_deep(50_000))
@@ -519,8 +581,17 @@ def test_deeply_nested_json_is_a_clear_error_naming_the_file(command: str, tmp_p
         args = ["artifacts", "show", str(bundle)]
         named = "manifest.json"
     elif command == "run --policy":
-        args = ["run", "--policy", str(doc), "--command", "wordpress.run-php", "--arg", "code=1",
-                "--artifacts", str(tmp_path / "artifacts")]
+        args = [
+            "run",
+            "--policy",
+            str(doc),
+            "--command",
+            "wordpress.run-php",
+            "--arg",
+            "code=1",
+            "--artifacts",
+            str(tmp_path / "artifacts"),
+        ]
         named = str(doc)
     else:
         words = command.split()

@@ -36,8 +36,11 @@ from tests.factories.paths import REPO
 from tests.factories.sigkill import ended_pid
 from tests.factories.waiting import process_finished, wait_until
 
-pytestmark = [pytest.mark.native, pytest.mark.sigkill,
-              pytest.mark.skipif(os.geteuid() != 0, reason="the uid drop and the data tmpfs need Codebox as root")]
+pytestmark = [
+    pytest.mark.native,
+    pytest.mark.sigkill,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the uid drop and the data tmpfs need Codebox as root"),
+]
 
 LIVE = "/wordpress/wp-content/plugins/live"
 SANDBOX_UID = 65534
@@ -104,9 +107,25 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> Killed:
     code = HOLD.replace("__LIVE__", LIVE).replace("__VICTIM__", str(victim))
     sandboxes_before = set((home / "sandboxes").glob("sandbox-native-*"))
     journals_before = _journals(home)
-    run = subprocess.Popen(_codebox("-m", f"{live}:{LIVE}:live", "-c", "wordpress.run-php", "-a", "code=" + code,
-                                    "--timeout", "600s", "--artifacts", str(artifacts)),
-                           cwd=REPO, env=_env(home, tmp), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        _codebox(
+            "-m",
+            f"{live}:{LIVE}:live",
+            "-c",
+            "wordpress.run-php",
+            "-a",
+            "code=" + code,
+            "--timeout",
+            "600s",
+            "--artifacts",
+            str(artifacts),
+        ),
+        cwd=REPO,
+        env=_env(home, tmp),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert wait_until(lambda: (live / "ready").exists() or run.poll() is not None, timeout=240), "no command ran"
         assert run.poll() is None, run.communicate()[1][-2000:]
@@ -124,17 +143,33 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> Killed:
     # process group, so nothing writes in the live folder after it is given back
     group = ProcessCap.existing(sandboxes[0].name)
     assert wait_until(lambda: group.current() in (None, 0), timeout=60), group.current()
-    next_run = subprocess.run(_codebox("-c", "wordpress.run-php", "-a", "code=<?php echo 'next';",
-                                       "--artifacts", str(artifacts)),
-                              cwd=REPO, env=_env(home, tmp), capture_output=True, text=True, timeout=300)
-    return Killed(home, artifacts, live, victim, sandboxes[0], owners_at_kill, mounted_at_kill, detached_alone,
-                  journals_at_kill, next_run)
+    next_run = subprocess.run(
+        _codebox("-c", "wordpress.run-php", "-a", "code=<?php echo 'next';", "--artifacts", str(artifacts)),
+        cwd=REPO,
+        env=_env(home, tmp),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return Killed(
+        home,
+        artifacts,
+        live,
+        victim,
+        sandboxes[0],
+        owners_at_kill,
+        mounted_at_kill,
+        detached_alone,
+        journals_at_kill,
+        next_run,
+    )
 
 
 def test_the_killed_run_left_its_live_folder_handed_over_and_its_data_mounted(killed: Killed) -> None:
     """The state to repair really was there at the kill (else the other tests prove nothing)."""
-    assert killed.owners_at_kill["made.txt"] == SANDBOX_UID and killed.owners_at_kill["."] == SANDBOX_UID, \
+    assert killed.owners_at_kill["made.txt"] == SANDBOX_UID and killed.owners_at_kill["."] == SANDBOX_UID, (
         killed.owners_at_kill
+    )
     assert killed.owners_at_kill["link-to-victim"] == SANDBOX_UID, killed.owners_at_kill
     assert killed.mounted_at_kill
     assert len(killed.journals_at_kill) == 1, killed.journals_at_kill  # written before the hand-over
@@ -146,8 +181,9 @@ def test_the_next_run_gives_the_live_folder_back_to_its_owner(killed: Killed) ->
     assert set(owners.values()) == {0}, owners  # every entry, what the sandbox created too (as a normal end)
     assert (killed.live / "open.txt").read_text() == "changed by the sandbox"  # live: its writes stay
     assert not killed.journals_at_kill & _journals(killed.home)  # the journal is gone once applied
-    events = [json.loads(line) for path in killed.artifacts.glob("*/events.jsonl")
-              for line in path.read_text().splitlines()]
+    events = [
+        json.loads(line) for path in killed.artifacts.glob("*/events.jsonl") for line in path.read_text().splitlines()
+    ]
     restored = [e["data"]["folder"] for e in events if e["type"] == "runtime.owners-restored"]
     assert restored == [str(killed.live)], restored
 
@@ -202,7 +238,8 @@ def _abandoned(sandboxes: Path, name: str, pid: int) -> Path:
 
 
 def test_the_sweep_detaches_a_leftover_mount_and_never_follows_a_link_named_like_one(
-        tmp_path: Path, victim_mount: Path) -> None:
+    tmp_path: Path, victim_mount: Path
+) -> None:
     dead_pid = ended_pid()
     sandboxes = tmp_path / "home" / "sandboxes"
     left = _abandoned(sandboxes, "sandbox-native-left", dead_pid)
@@ -213,10 +250,21 @@ def test_the_sweep_detaches_a_leftover_mount_and_never_follows_a_link_named_like
     (planted / "data").symlink_to(victim_mount)  # named like the mount point, pointing at another mount
     (sandboxes / "sandbox-native-linked").symlink_to(victim_mount.parent)  # a whole folder that is a link
     try:
-        reaper = subprocess.run([sys.executable, "-m", "codebox_tui.runtime.reaper",
-                                 str(left), str(planted), str(sandboxes / "sandbox-native-linked")],
-                                cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
-                                timeout=120)
+        reaper = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "codebox_tui.runtime.reaper",
+                str(left),
+                str(planted),
+                str(sandboxes / "sandbox-native-linked"),
+            ],
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert reaper.returncode == 0, reaper.stderr
         assert str(left / "data") not in mount_points()
         assert not left.exists() and not planted.exists() and not (sandboxes / "sandbox-native-linked").exists()

@@ -25,22 +25,29 @@ TARGET = "/wordpress/wp-content/plugins/simple-plugin"
 
 
 def tree(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_a_write_without_the_write_capability_is_refused_and_reaches_nothing(
-        playground_session: Any, codebox_home: Path, tmp_path: Path) -> None:
+    playground_session: Any, codebox_home: Path, tmp_path: Path
+) -> None:
     plugin = tmp_path / "simple-plugin"
     shutil.copytree(EXAMPLE_PLUGIN, plugin)
     before = tree(plugin)
     log = tmp_path / "server.log"
-    attack = (f"echo '<?php system($_GET[\"c\"]);' > {TARGET}/backdoor.php; "
-              f"sed -i s/Hello/Pwned/ {TARGET}/simple-plugin.php")
+    attack = (
+        f"echo '<?php system($_GET[\"c\"]);' > {TARGET}/backdoor.php; sed -i s/Hello/Pwned/ {TARGET}/simple-plugin.php"
+    )
 
     async def body(session: ClientSession) -> tuple[CallToolResult, CallToolResult]:
-        write = await session.call_tool("execute", {"command": attack, "mounts": [f"{plugin}:{TARGET}:live"],
-                                                    "artifacts": str(tmp_path / "artifacts")})
+        write = await session.call_tool(
+            "execute",
+            {"command": attack, "mounts": [f"{plugin}:{TARGET}:live"], "artifacts": str(tmp_path / "artifacts")},
+        )
         climb = await session.call_tool("execute", {"command": "ls", "sandbox": "../../../tmp/evil"})
         return write, climb
 

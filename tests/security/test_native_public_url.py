@@ -24,8 +24,10 @@ pytestmark = pytest.mark.native
 
 PUBLIC_URL = "https://tunnel.example.test"
 PUBLIC_HOST = "tunnel.example.test"
-SEEN_HOST = ("<?php require '/wordpress/wp-load.php';\n"
-             "echo 'host=', $_SERVER['HTTP_HOST'], ' name=', $_SERVER['SERVER_NAME'], ' home=', home_url('/');\n")
+SEEN_HOST = (
+    "<?php require '/wordpress/wp-load.php';\n"
+    "echo 'host=', $_SERVER['HTTP_HOST'], ' name=', $_SERVER['SERVER_NAME'], ' home=', home_url('/');\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +41,16 @@ def test_only_the_public_host_is_added_to_the_names_the_relay_answers_to(public_
     blank = "GET /wp-includes/images/blank.gif"
     for name in (PUBLIC_HOST, f"{PUBLIC_HOST}:443", "TUNNEL.example.test", f"127.0.0.1:{port}", f"localhost:{port}"):
         assert raw_http(port, blank, host_header=name)[0] == 200, name
-    for name in ("rebound.example", f"rebound.example:{port}", f"{PUBLIC_HOST}.rebound.example",
-                 f"rebound.{PUBLIC_HOST}", f"{PUBLIC_HOST}:8443", f"{PUBLIC_HOST}:{port}", "example.test", ""):
+    for name in (
+        "rebound.example",
+        f"rebound.example:{port}",
+        f"{PUBLIC_HOST}.rebound.example",
+        f"rebound.{PUBLIC_HOST}",
+        f"{PUBLIC_HOST}:8443",
+        f"{PUBLIC_HOST}:{port}",
+        "example.test",
+        "",
+    ):
         status, _, body = raw_http(port, "GET /", host_header=name)
         assert status == 421 and b"<html" not in body.lower(), (name, status)
 

@@ -39,8 +39,10 @@ def test_open_basedir_holds_php_inside_the_sandbox_folders() -> None:
     with native_sandbox() as sandbox:
         result = sandbox.run_php(attack, 60)
     assert result.exit_code == 0, result.errors
-    assert result.text == ('{"loosen":"refused","ini":"blocked","usr":"blocked","dotdot":"blocked",'
-                           '"listing":"blocked","glob":"blocked","copy":"blocked"}'), result.text
+    assert result.text == (
+        '{"loosen":"refused","ini":"blocked","usr":"blocked","dotdot":"blocked",'
+        '"listing":"blocked","glob":"blocked","copy":"blocked"}'
+    ), result.text
 
 
 def test_a_host_file_outside_the_sandbox_cannot_be_read_even_by_a_child_process(tmp_path: Path) -> None:
@@ -74,23 +76,33 @@ def test_the_sandbox_cannot_change_its_own_bootstrap_or_configuration() -> None:
     """Rewrite, chmod, unlink or rename over bootstrap.php, wp-config.php and wp-cli.yml, from PHP and from a
     shell child: the files are read-only binds, so the host's copies and the next process's view are
     unchanged."""
-    names = ("/codebox/config/bootstrap.php", "/wordpress/wp-config.php", "/codebox/config/wp-cli.yml",
-             "/wordpress/wp-content/db.php")
-    attack = "<?php\n" + "".join(textwrap.dedent(f"""\
+    names = (
+        "/codebox/config/bootstrap.php",
+        "/wordpress/wp-config.php",
+        "/codebox/config/wp-cli.yml",
+        "/wordpress/wp-content/db.php",
+    )
+    attack = "<?php\n" + "".join(
+        textwrap.dedent(f"""\
         $p = {php_string(name)};
         @chmod($p, 0666);
         @file_put_contents($p, "<?php define('CODEBOX_OWNED', 1);");
         @unlink($p);
         @file_put_contents('/tmp/evil', "<?php define('CODEBOX_OWNED', 1);"); @rename('/tmp/evil', $p);
         shell_exec('chmod 666 ' . escapeshellarg($p) . '; echo owned > ' . escapeshellarg($p) . ' 2>/dev/null');
-        """) for name in names)
+        """)
+        for name in names
+    )
     with native_sandbox() as sandbox:
         config = sandbox.work_dir / "config"
         before = {name: (config / name).read_bytes() for name in ("bootstrap.php", "wp-config.php", "wp-cli.yml")}
         sandbox.run_php(attack, 60)
         after = {name: (config / name).read_bytes() for name in before}
-        check = sandbox.run_php("<?php require '/wordpress/wp-load.php'; echo defined('CODEBOX_OWNED') ? 'owned' : "
-                                "'intact', ' ', DB_FILE, ' ', CODEBOX_SANDBOX;", 60)
+        check = sandbox.run_php(
+            "<?php require '/wordpress/wp-load.php'; echo defined('CODEBOX_OWNED') ? 'owned' : "
+            "'intact', ' ', DB_FILE, ' ', CODEBOX_SANDBOX;",
+            60,
+        )
         sandbox_id = sandbox.id
     assert after == before
     assert check.text == f"intact .ht.sqlite {sandbox_id}", check.text + check.errors
@@ -137,8 +149,11 @@ def test_a_sandbox_cannot_write_the_compiled_script_cache_another_sandbox_reads(
         result = first.run_php(attack, 60)
         assert result.exit_code == 0 and int(result.text) > 0, result.text + result.errors  # it did poison its own
     with native_sandbox() as second:
-        planted = second.run_php("<?php echo file_exists('/codebox/opcache/planted.bin') ? 'planted' : 'clean';"
-                                 " require '/wordpress/wp-load.php'; echo ' ', get_bloginfo('version');", 60)
+        planted = second.run_php(
+            "<?php echo file_exists('/codebox/opcache/planted.bin') ? 'planted' : 'clean';"
+            " require '/wordpress/wp-load.php'; echo ' ', get_bloginfo('version');",
+            60,
+        )
     assert {p: p.read_bytes() for p in seed.rglob("*") if p.is_file()} == before
     assert planted.text.startswith("clean ") and planted.exit_code == 0, planted.text + planted.errors
 
@@ -194,14 +209,17 @@ def test_shared_core_cannot_be_changed_through_writes_links_or_renames() -> None
     unlinking or renaming a core file, or hard-linking it into the writable wp-content and writing through
     the link, from PHP and from a shell, leaves the host's copy as it was."""
     victims = ("/wordpress/wp-includes/version.php", "/wordpress/wp-load.php", "/codebox/sqlite/load.php")
-    attack = "<?php\n" + "".join(textwrap.dedent(f"""\
+    attack = "<?php\n" + "".join(
+        textwrap.dedent(f"""\
         $p = {php_string(name)}; $h = '/wordpress/wp-content/hard-' . md5($p) . '.php';
         @chmod($p, 0666); @file_put_contents($p, '<?php die("owned");', FILE_APPEND); @unlink($p);
         @rename($p, $p . '.moved');
         if (@link($p, $h)) {{ file_put_contents($h, '<?php die("owned");', FILE_APPEND); echo "linked\\n"; }}
         shell_exec('ln ' . escapeshellarg($p) . ' ' . escapeshellarg($h . '2') . ' 2>/dev/null && echo owned >> '
                    . escapeshellarg($h . '2') . '; echo owned >> ' . escapeshellarg($p) . ' 2>/dev/null');
-        """) for name in victims)
+        """)
+        for name in victims
+    )
     with native_sandbox() as sandbox:
         core = Path(next(b.source for b in sandbox._binds if b.target == "/wordpress"))
         sqlite = Path(next(b.source for b in sandbox._binds if b.target == "/codebox/sqlite"))
@@ -240,8 +258,9 @@ def test_the_hosts_sys_and_proc_stay_out_of_reach() -> None:
     # /proc/1 is bwrap inside the sandbox: its root is the sandbox's (or, when Codebox runs as root and the
     # sandbox does not, not readable at all)
     assert "No such file or directory" in lines["host-root"] or (
-        "Permission denied" in lines["host-root"] and "home" not in result.text.split("host-root:")[1].replace(
-            "/proc/1/root/home", "")), result.text
+        "Permission denied" in lines["host-root"]
+        and "home" not in result.text.split("host-root:")[1].replace("/proc/1/root/home", "")
+    ), result.text
 
 
 def test_links_from_wp_content_to_a_host_file_reach_nothing_and_capture_does_not_follow_them(tmp_path: Path) -> None:
@@ -278,10 +297,30 @@ def test_links_from_wp_content_to_a_host_file_reach_nothing_and_capture_does_not
     code_file = tmp_path / "attack.php"
     code_file.write_text(attack)
     (tmp_path / "tmp").mkdir()
-    out = subprocess.run([sys.executable, "-m", "codebox_tui", "run", "--backend", "native", "--mount",
-                          f"{plugin}:{target}", "--command", "wordpress.run-php", "--arg", f"code-file={code_file}",
-                          "--artifacts", str(tmp_path / "artifacts"), "--json"], cwd=REPO, capture_output=True,
-                         text=True, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")}, timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--backend",
+            "native",
+            "--mount",
+            f"{plugin}:{target}",
+            "--command",
+            "wordpress.run-php",
+            "--arg",
+            f"code-file={code_file}",
+            "--artifacts",
+            str(tmp_path / "artifacts"),
+            "--json",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
+        timeout=300,
+    )
     doc = json.loads(out.stdout)
     stdout = doc["execution"]["stdout"]
     assert "symlink:true" in stdout, stdout  # the links were planted: the attack ran
@@ -353,8 +392,11 @@ def test_the_preview_relay_listens_on_127_0_0_1_only(preview_sandbox: Any) -> No
     127.0.0.1 answers."""
     port = _port(preview_sandbox)
     assert raw_http(port, "GET /wp-includes/images/blank.gif")[0] == 200
-    others = {"127.0.0.2"} | {info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)
-                              if not info[4][0].startswith("127.")}
+    others = {"127.0.0.2"} | {
+        info[4][0]
+        for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)
+        if not info[4][0].startswith("127.")
+    }
     for address in sorted(others):
         with pytest.raises(OSError):
             socket.create_connection((address, port), timeout=5).close()
@@ -375,8 +417,10 @@ def test_a_page_request_cannot_reach_the_host_loopback_or_read_a_host_file(previ
     a marker in the host's /tmp: the request's network namespace is empty and the host's files absent."""
     import tempfile
 
-    with socket.socket() as server, tempfile.NamedTemporaryFile("w", prefix="codebox-preview-marker-", dir="/tmp",
-                                                                 suffix=".txt") as marker:
+    with (
+        socket.socket() as server,
+        tempfile.NamedTemporaryFile("w", prefix="codebox-preview-marker-", dir="/tmp", suffix=".txt") as marker,
+    ):
         server.bind(("127.0.0.1", 0))
         server.listen(8)
         marker.write("HOST-MARKER-77e1")
@@ -415,9 +459,11 @@ def test_a_fork_bomb_stops_at_the_sandbox_process_cap(preview_sandbox: Any) -> N
     with the command."""
     from codebox_tui.runtime.native import MAX_SANDBOX_PROCESSES
 
-    bomb = ("<?php $n = 0; $procs = []; for ($i = 0; $i < 400; $i++) {"
-            " $p = @proc_open(['sleep', '30'], [], $pipes); if ($p === false) { break; } $procs[] = $p; $n++; }"
-            " echo $n;")
+    bomb = (
+        "<?php $n = 0; $procs = []; for ($i = 0; $i < 400; $i++) {"
+        " $p = @proc_open(['sleep', '30'], [], $pipes); if ($p === false) { break; } $procs[] = $p; $n++; }"
+        " echo $n;"
+    )
     result = preview_sandbox.run_php(bomb, 120)
     assert result.exit_code == 0, result.errors
     assert 0 < int(result.text) < MAX_SANDBOX_PROCESSES, result.text  # without the cap: all 400
@@ -480,19 +526,32 @@ def test_the_relay_serves_no_file_outside_the_site(preview_sandbox: Any) -> None
     secrets_text = (preview_sandbox.work_dir / "config" / "bootstrap.php").read_text()
     auth_key = re.search(r"define\('AUTH_KEY', '([0-9a-f]+)'\)", secrets_text)
     assert auth_key
-    planted = preview_sandbox.run_php(textwrap.dedent("""\
+    planted = preview_sandbox.run_php(
+        textwrap.dedent("""\
         <?php
         file_put_contents('/tmp/private.txt', 'SANDBOX-TMP-5c2d');
         $u = '/wordpress/wp-content/uploads';
         echo shell_exec("cd $u && ln -s /codebox/config/bootstrap.php leak.txt && ln -s /codebox/config conf"
             . " && ln -s /tmp/private.txt tmp.txt && ln -s /etc/passwd passwd.txt && ls $u 2>&1");
-        """), 60)
+        """),
+        60,
+    )
     assert {"leak.txt", "conf", "tmp.txt", "passwd.txt"} <= set(planted.text.split()), planted.text + planted.errors
-    paths = ["/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/..%2f..%2fetc%2fpasswd",
-             "/wp-content/uploads/..%2f..%2f..%2fcodebox/config/bootstrap.txt",
-             "/%2E%2E/codebox/config/wp-cli.yml", "/wp-content/%2e%2e/%2e%2e/tmp/private.txt",
-             "/wp-content/uploads/leak.txt", "/wp-content/uploads/conf/wp-cli.yml", "/wp-content/uploads/tmp.txt",
-             "/wp-content/uploads/passwd.txt", "/wp-content/uploads/conf/", "//etc/passwd", "/./codebox/config/wp-cli.yml"]
+    paths = [
+        "/../../etc/passwd",
+        "/%2e%2e/%2e%2e/etc/passwd",
+        "/..%2f..%2fetc%2fpasswd",
+        "/wp-content/uploads/..%2f..%2f..%2fcodebox/config/bootstrap.txt",
+        "/%2E%2E/codebox/config/wp-cli.yml",
+        "/wp-content/%2e%2e/%2e%2e/tmp/private.txt",
+        "/wp-content/uploads/leak.txt",
+        "/wp-content/uploads/conf/wp-cli.yml",
+        "/wp-content/uploads/tmp.txt",
+        "/wp-content/uploads/passwd.txt",
+        "/wp-content/uploads/conf/",
+        "//etc/passwd",
+        "/./codebox/config/wp-cli.yml",
+    ]
     for path in paths:
         status, _, body = raw_http(_port(preview_sandbox), f"GET {path}")
         text = body.decode("utf-8", "replace")
@@ -550,8 +609,10 @@ if ( isset( $_GET['codebox-fork-bomb'] ) ) {
 """
 # The same bomb as a command: as many processes as PHP can start, up to 400 (a bound of its own, so the test
 # cannot hurt the machine when the cap is missing).
-FORK_BOMB = ("<?php $n = 0; $held = []; for ($i = 0; $i < 400; $i++) {"
-             " $p = @proc_open(['sleep', '300'], [], $pipes); if ($p === false) { break; } $held[] = $p; $n++; } echo $n;")
+FORK_BOMB = (
+    "<?php $n = 0; $held = []; for ($i = 0; $i < 400; $i++) {"
+    " $p = @proc_open(['sleep', '300'], [], $pipes); if ($p === false) { break; } $held[] = $p; $n++; } echo $n;"
+)
 
 
 @pytest.fixture(scope="module")
@@ -568,8 +629,14 @@ def test_state_set_in_one_request_is_gone_in_the_next_one_served_by_the_same_wor
     pids = [answer["pid"] for answer in answers]
     assert len(set(pids)) < len(pids), pids  # one process served more than one request
     for answer in answers:
-        assert answer["seen"] == {"global": "clean", "static": 1, "const": "clean", "class": "clean", "ini": "14",
-                                  "env": "clean"}, answers
+        assert answer["seen"] == {
+            "global": "clean",
+            "static": 1,
+            "const": "clean",
+            "class": "clean",
+            "ini": "14",
+            "env": "clean",
+        }, answers
 
 
 def test_a_sandboxs_requests_are_served_by_its_own_worker_only(worker_sandbox: Any) -> None:
@@ -611,9 +678,11 @@ def test_a_fork_bomb_stops_at_the_sandboxs_process_cap(worker_sandbox: Any) -> N
 
 # Disk fill, many files at a time: 1 MiB files (each far under the per-file cap) into the sandbox's /tmp and
 # uploads from PHP until a write fails (at most 48), then a `dd` child writing 20 MiB more.
-DISK_FILL = ("<?php $n = 0; foreach (['/tmp', '/wordpress/wp-content/uploads'] as $d) { for ($i = 0; $i < 24; $i++) {"
-             " if (@file_put_contents(\"$d/fill-$i.bin\", str_repeat('x', 1 << 20)) !== (1 << 20)) { break; } $n++; } }"
-             " echo $n, \"\\n\", shell_exec('dd if=/dev/zero of=/tmp/dd.bin bs=1M count=20 2>&1');")
+DISK_FILL = (
+    "<?php $n = 0; foreach (['/tmp', '/wordpress/wp-content/uploads'] as $d) { for ($i = 0; $i < 24; $i++) {"
+    " if (@file_put_contents(\"$d/fill-$i.bin\", str_repeat('x', 1 << 20)) !== (1 << 20)) { break; } $n++; } }"
+    " echo $n, \"\\n\", shell_exec('dd if=/dev/zero of=/tmp/dd.bin bs=1M count=20 2>&1');"
+)
 
 
 def test_many_files_each_under_the_file_cap_stop_at_the_sandboxs_disk_budget() -> None:
@@ -631,8 +700,9 @@ def test_many_files_each_under_the_file_cap_stop_at_the_sandboxs_disk_budget() -
         assert 0 < int(written) <= budget >> 20, result.text
         assert "No space left on device" in dd, dd
         assert "write budget" in result.errors and sandbox.write_budget_exceeded() is not None
-        usage = sandbox.run_php("<?php echo (int) shell_exec('du -sk /tmp /wordpress/wp-content/uploads"
-                                " | cut -f1 | paste -sd+ | bc');", 60)
+        usage = sandbox.run_php(
+            "<?php echo (int) shell_exec('du -sk /tmp /wordpress/wp-content/uploads | cut -f1 | paste -sd+ | bc');", 60
+        )
         assert int(usage.text) * 1024 <= budget + (1 << 20), usage.text + usage.errors
         assert sandbox.request("/wp-includes/images/blank.gif", 120).status == 200  # reads still work
         folder = disk.folder

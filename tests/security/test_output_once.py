@@ -21,13 +21,33 @@ SIZE = 2 * 1024 * 1024
 
 
 def test_a_large_output_is_in_the_run_document_and_commands_jsonl_once(  # type: ignore[no-untyped-def]
-        playground_session, tmp_path: Path) -> None:
+    playground_session, tmp_path: Path
+) -> None:
     env = {**os.environ, "CODEBOX_HOME": str(playground_session.private_home(tmp_path))}
     code = f"echo 'HEAD-', str_repeat('0123456789abcdef', {SIZE // 16}), '-TAIL';"
     out = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "run", "--backend", "native", "--command", "wordpress.run-php", "--arg", f"code={code}",
-         "--artifacts", str(tmp_path / "artifacts"), "--json"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--backend",
+            "native",
+            "--command",
+            "wordpress.run-php",
+            "--arg",
+            f"code={code}",
+            "--artifacts",
+            str(tmp_path / "artifacts"),
+            "--json",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     document = json.loads(out.stdout)
     execution = document["execution"]

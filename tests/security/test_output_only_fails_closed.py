@@ -29,11 +29,24 @@ def test_an_exec_that_writes_outside_the_mounts_awaits_a_decision(codebox_home: 
     env = {**os.environ, "PYTHONPATH": str(REPO), "CODEBOX_HOME": str(home)}
 
     def codebox(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True,
-                              timeout=300, cwd=REPO, env=env, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "codebox_tui", *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=REPO,
+            env=env,
+            check=False,
+        )
 
-    wrote = codebox("exec", "--backend", "native", "--capabilities", "read,write",
-                    "echo planted > /wordpress/wp-content/planted.txt")
+    wrote = codebox(
+        "exec",
+        "--backend",
+        "native",
+        "--capabilities",
+        "read,write",
+        "echo planted > /wordpress/wp-content/planted.txt",
+    )
     assert wrote.returncode == 0, wrote.stderr[-2000:]
     listed = codebox_in_process(home, "review", "list", "--json")
     [bundle] = json.loads(listed.stdout)["bundles"]

@@ -50,12 +50,36 @@ def flooded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (work / "mu" / "codebox-flood.php").write_text(HOSTILE_PAGE)
     (work / "steps.json").write_text(json.dumps(STEPS))
     cli = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "run", "--backend", "native",
-         "--mount", f"{work / 'mu'}:/wordpress/wp-content/mu-plugins:readonly",
-         "--command", "wordpress.browser-actions", "--arg", "url=/", "--arg", "steps-json=@steps.json",
-         "--arg", "step-timeout=300s", "--arg", "timeout=600s", "--arg", "capture=console,errors,network",
-         "--json", "--quiet"],
-        cwd=work, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=900)
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--backend",
+            "native",
+            "--mount",
+            f"{work / 'mu'}:/wordpress/wp-content/mu-plugins:readonly",
+            "--command",
+            "wordpress.browser-actions",
+            "--arg",
+            "url=/",
+            "--arg",
+            "steps-json=@steps.json",
+            "--arg",
+            "step-timeout=300s",
+            "--arg",
+            "timeout=600s",
+            "--arg",
+            "capture=console,errors,network",
+            "--json",
+            "--quiet",
+        ],
+        cwd=work,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert cli.returncode == 0, cli.stderr[-3000:]
     bundle = Path(json.loads(cli.stdout)["artifacts"]["directory"])
     return {"bundle": bundle, "browser": bundle / "files" / "browser"}

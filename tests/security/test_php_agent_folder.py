@@ -60,9 +60,15 @@ def hostile(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
     shutil.copytree(EXAMPLE_PLUGIN, workspace)
     script = root / "agent.php"
     script.write_text(HOSTILE_AGENT, encoding="utf-8")
-    outcome = run_agent_task(AgentTaskRequest(
-        task=TaskInput(goal="leave your task folder alone"), workspaces=[{"source": workspace, "target": TARGET}],
-        agent=AgentSpec(kind="php", php_file=script), artifacts_root=root / "artifacts", backend="native"))
+    outcome = run_agent_task(
+        AgentTaskRequest(
+            task=TaskInput(goal="leave your task folder alone"),
+            workspaces=[{"source": workspace, "target": TARGET}],
+            agent=AgentSpec(kind="php", php_file=script),
+            artifacts_root=root / "artifacts",
+            backend="native",
+        )
+    )
     assert outcome.agent_result is not None and outcome.agent_result.agentSummary, outcome.to_json()
     return json.loads(outcome.agent_result.agentSummary), outcome
 
@@ -70,8 +76,10 @@ def hostile(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
 def test_the_agent_reads_its_task_and_can_change_nothing_in_its_folder(hostile: tuple[dict[str, Any], Any]) -> None:
     seen, outcome = hostile
     assert seen["goal"] == "leave your task folder alone"  # the folder is readable
-    assert not any(seen["tried"][name] for name in ("rewrite", "append", "plant", "mkdir", "unlink", "rename",
-                                                     "chmod", "touch", "symlink")), seen["tried"]
+    assert not any(
+        seen["tried"][name]
+        for name in ("rewrite", "append", "plant", "mkdir", "unlink", "rename", "chmod", "touch", "symlink")
+    ), seen["tried"]
     assert seen["same"] is True
     assert sorted(seen["listing"]) == [".", "..", "task.json"]
     assert outcome.bundle_dir is not None and recorded_backend(outcome.bundle_dir) == "native"

@@ -59,8 +59,12 @@ def test_run_and_live_run_refuse_a_denied_later_command_before_anything_boots(
 ) -> None:
     """``codebox run`` and the Live run screen both call ``RunService.run``: the whole list is admitted up
     front, so an allowed first command does not boot a sandbox the denied second one could not use."""
-    request = RunRequest(commands=[CommandStep(ALLOWED, ["code=echo 1;"]), CommandStep(DENIED, [])],
-                         policy=RuntimePolicy(commands=[ALLOWED]), artifacts_root=tmp_path, flow="run")
+    request = RunRequest(
+        commands=[CommandStep(ALLOWED, ["code=echo 1;"]), CommandStep(DENIED, [])],
+        policy=RuntimePolicy(commands=[ALLOWED]),
+        artifacts_root=tmp_path,
+        flow="run",
+    )
     outcome = RunService().run(request)
     assert outcome.status == "failed"
     assert outcome.error is not None and outcome.error.code == "runtime-command-disallowed"

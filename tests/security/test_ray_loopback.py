@@ -74,7 +74,7 @@ def _listening(pid: int) -> list[tuple[str, int, str]]:
             raw, port = fields[1].split(":")
             data = bytes.fromhex(raw)
             # /proc prints each 32-bit word of the address in host (little-endian) order
-            data = b"".join(data[i:i + 4][::-1] for i in range(0, len(data), 4))
+            data = b"".join(data[i : i + 4][::-1] for i in range(0, len(data), 4))
             address = str(ipaddress.ip_address(data))
             out.append((address, int(port, 16), fields[9]))
     return out
@@ -94,8 +94,15 @@ def _host_addresses() -> list[str]:
 
 def test_the_local_ray_instance_listens_on_loopback_only_and_is_unreachable_from_outside() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    driver = subprocess.Popen([sys.executable, "-c", DRIVER], cwd=REPO, env=env, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    driver = subprocess.Popen(
+        [sys.executable, "-c", DRIVER],
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert driver.stdout is not None and driver.stdin is not None
         line = driver.stdout.readline()
@@ -112,8 +119,9 @@ def test_the_local_ray_instance_listens_on_loopback_only_and_is_unreachable_from
         assert len(ports) >= 4, listening  # GCS, raylet, object manager, driver and worker servers
         exposed = [(a, port) for a, port in listening if not _is_loopback(a)]
         assert exposed == [], exposed
-        interfaces = [row.split(":")[0].strip() for row in Path(f"/proc/{driver.pid}/net/dev").read_text()
-                      .splitlines()[2:]]
+        interfaces = [
+            row.split(":")[0].strip() for row in Path(f"/proc/{driver.pid}/net/dev").read_text().splitlines()[2:]
+        ]
         assert interfaces == ["lo"]
         for host in _host_addresses():
             for port in sorted(ports):

@@ -38,14 +38,23 @@ pytestmark = pytest.mark.native
 FIRST = "/wordpress/wp-content/plugins/first"
 SECOND = "/wordpress/wp-content/plugins/second"
 BASELINE = b"=== Readme ===\nStable tag: 1.0\n"
-EDITS = {FIRST: b"=== Readme ===\nStable tag: 1.0\n\nchanged in the FIRST mount\n",
-         SECOND: b"=== Readme ===\nStable tag: 1.0\n\nchanged in the SECOND mount\n"}
+EDITS = {
+    FIRST: b"=== Readme ===\nStable tag: 1.0\n\nchanged in the FIRST mount\n",
+    SECOND: b"=== Readme ===\nStable tag: 1.0\n\nchanged in the SECOND mount\n",
+}
 
 
 def codebox(home: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CODEBOX_HOME": str(home), "CODEBOX_APPROVER": "ana"}
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 @pytest.fixture
@@ -57,11 +66,22 @@ def run_with_two_readmes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     for folder in folders.values():
         folder.mkdir()
         (folder / "readme.txt").write_bytes(BASELINE)
-    code = "".join(f"file_put_contents('{target}/readme.txt', {json.dumps(data.decode())});"
-                   for target, data in EDITS.items())
-    run = codebox(home, "run", "--backend", "native",
-                  *(a for target, folder in folders.items() for a in ("--mount", f"{folder}:{target}")),
-                  "--command", "wordpress.run-php", "--arg", f"code={code}", "--json", "--quiet")
+    code = "".join(
+        f"file_put_contents('{target}/readme.txt', {json.dumps(data.decode())});" for target, data in EDITS.items()
+    )
+    run = codebox(
+        home,
+        "run",
+        "--backend",
+        "native",
+        *(a for target, folder in folders.items() for a in ("--mount", f"{folder}:{target}")),
+        "--command",
+        "wordpress.run-php",
+        "--arg",
+        f"code={code}",
+        "--json",
+        "--quiet",
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     monkeypatch.setenv("CODEBOX_HOME", str(home))
     monkeypatch.setenv("CODEBOX_APPROVER", "ana")
@@ -72,7 +92,8 @@ def run_with_two_readmes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
 
 
 async def test_both_same_named_files_are_shown_and_approving_one_applies_only_it(
-        run_with_two_readmes: tuple[Path, dict[str, Path]]) -> None:
+    run_with_two_readmes: tuple[Path, dict[str, Path]],
+) -> None:
     home, folders = run_with_two_readmes
     first, second = f"{FIRST}/readme.txt", f"{SECOND}/readme.txt"
     app = CodeboxApp()
@@ -117,8 +138,9 @@ async def test_both_same_named_files_are_shown_and_approving_one_applies_only_it
         store.close()
     assert decision is not None and decision.action == "approve-files"
     assert decision.approved_files == [second]
-    applied = codebox(home, "apply", str(decision.id), "--adapter", "directory", "--target", str(folders[SECOND]),
-                      "--json")
+    applied = codebox(
+        home, "apply", str(decision.id), "--adapter", "directory", "--target", str(folders[SECOND]), "--json"
+    )
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert json.loads(applied.stdout)["applied_files"] == ["readme.txt"]
     assert (folders[SECOND] / "readme.txt").read_bytes() == EDITS[SECOND]

@@ -21,10 +21,31 @@ LOGIN = '"admin"'  # the prepared site's one user, quoted as JSON writes it
 
 
 def _export(tmp_path: Path, redaction: str) -> str:
-    out = subprocess.run([sys.executable, "-m", "codebox_tui", "run", "--backend", "native", "-c",
-                          "wordpress.capture-state-bundle", "-a", "sections=users", "-a", f"redaction={redaction}",
-                          "--artifacts", str(tmp_path / redaction), "--json", "--quiet"],
-                         cwd=REPO, capture_output=True, text=True, timeout=300, env=dict(os.environ))
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--backend",
+            "native",
+            "-c",
+            "wordpress.capture-state-bundle",
+            "-a",
+            "sections=users",
+            "-a",
+            f"redaction={redaction}",
+            "--artifacts",
+            str(tmp_path / redaction),
+            "--json",
+            "--quiet",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ),
+    )
     doc = json.loads(out.stdout)
     assert doc["execution"]["exitCode"] == 0, (doc["execution"], out.stderr)
     exports = list((Path(doc["artifacts"]["directory"]) / "files" / "wordpress-state").glob("*.json"))

@@ -112,8 +112,9 @@ def test_native_php_runs_as_an_unprivileged_host_uid(tmp_path: Path, live_folder
 
 
 @pytest.mark.playground
-def test_the_playground_sidecar_runs_as_an_unprivileged_host_uid(playground_session: Any, tmp_path: Path,
-                                                                 live_folder: Path) -> None:
+def test_the_playground_sidecar_runs_as_an_unprivileged_host_uid(
+    playground_session: Any, tmp_path: Path, live_folder: Path
+) -> None:
     with playground_session.new_run(tmp_path / "artifacts", mounts=[f"{live_folder}:{LIVE}:live"]) as run:
         outcome = _attack(run, live_folder)
         pid = node_pid(run._sandbox.sidecar)

@@ -77,8 +77,12 @@ def test_mounting_one_host_folder_twice_is_refused(playground_session, plugin_co
     live = {"kind": "cli-mount", "codeboxLive": True}
     spec.mounts = [
         MountSpec(source=str(plugin_copy), target="/wordpress/wp-content/plugins/a", mode="readwrite", metadata=live),
-        MountSpec(source=str(plugin_copy / "includes"), target="/wordpress/wp-content/plugins/b",
-                  mode="readwrite", metadata=live),
+        MountSpec(
+            source=str(plugin_copy / "includes"),
+            target="/wordpress/wp-content/plugins/b",
+            mode="readwrite",
+            metadata=live,
+        ),
     ]
     (plugin_copy / "includes").mkdir(exist_ok=True)
     with pytest.raises(SandboxError) as caught:
@@ -134,7 +138,8 @@ def test_confined_sidecar_sees_only_what_it_needs(playground_session, tmp_path: 
             environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
             visible = {
                 # the Node bridge folder lives in the package: its path exists, nothing beside it
-                "project": _listing(root, REPO) != ["codebox_tui"] or (root / str(REPO).lstrip("/") / "README.md").exists()
+                "project": _listing(root, REPO) != ["codebox_tui"]
+                or (root / str(REPO).lstrip("/") / "README.md").exists()
                 or _listing(root, REPO / "codebox_tui" / "runtime") != ["node"],
                 "store": (root / str(settings.db_path).lstrip("/")).exists(),
                 "golden": (root / str(settings.golden_dir).lstrip("/")).exists(),
@@ -155,11 +160,26 @@ def test_confined_sidecar_sees_only_what_it_needs(playground_session, tmp_path: 
     assert status["NoNewPrivs"] == "1"
     assert len(status["NSpid"].split()) == 2  # its own PID namespace
     assert "root" not in top and "home" not in top, top
-    assert visible == {"project": False, "store": False, "golden": False, "root-home": False,
-                       "tmp-test-dir": False, "sandboxes": True, "site": True}, visible
+    assert visible == {
+        "project": False,
+        "store": False,
+        "golden": False,
+        "root-home": False,
+        "tmp-test-dir": False,
+        "sandboxes": True,
+        "site": True,
+    }, visible
     names = {item.split(b"=", 1)[0].decode() for item in environ if item}
-    assert names <= {"PATH", "HOME", "TMPDIR", "PWD", "CODEBOX_NETWORK_POLICY", "CODEBOX_WRITE_BUDGET",
-                     "CODEBOX_WRITE_BUDGET_ROOTS", "NODE_NO_WARNINGS"}, names
+    assert names <= {
+        "PATH",
+        "HOME",
+        "TMPDIR",
+        "PWD",
+        "CODEBOX_NETWORK_POLICY",
+        "CODEBOX_WRITE_BUDGET",
+        "CODEBOX_WRITE_BUDGET_ROOTS",
+        "NODE_NO_WARNINGS",
+    }, names
     assert not any(b"do-not-leak" in item for item in environ)
     assert len(proc_pids) < 10, proc_pids  # its own /proc: bwrap and node only
     assert all(b"pytest" not in cmd for cmd in own_cmdlines)  # no host processes (nor their environ)
@@ -171,8 +191,9 @@ def test_bwrap_missing_fails_closed_with_the_fix(tmp_path: Path, monkeypatch: py
 
     monkeypatch.setenv("PATH", str(tmp_path))  # a machine without bubblewrap
     with pytest.raises(SandboxError) as caught:
-        Sidecar(node="/usr/bin/node", home=tmp_path / "home", network_policy="deny",
-                sandboxes_root=tmp_path / "sandboxes")
+        Sidecar(
+            node="/usr/bin/node", home=tmp_path / "home", network_policy="deny", sandboxes_root=tmp_path / "sandboxes"
+        )
     assert caught.value.code == "confinement-unavailable"
     assert "bubblewrap" in caught.value.message
     assert "CODEBOX_CONFINEMENT=none" in str(caught.value.details)
@@ -180,7 +201,6 @@ def test_bwrap_missing_fails_closed_with_the_fix(tmp_path: Path, monkeypatch: py
 
 # -- 1. (continued) on the shared sandbox, booted only now: while a sandbox is alive in the sidecar, the
 # next one boots a new PHP worker, so the tests above that boot their own run first -----------------------
-
 
 
 def test_child_process_cannot_swap_a_cached_folder_for_a_host_symlink(shared_sandbox, tmp_path: Path) -> None:
@@ -246,7 +266,7 @@ SPAWN_ATTEMPTS = textwrap.dedent("""\
 def _assert_all_refused(text: str) -> None:
     import json
 
-    results = json.loads(text[text.index("{"):])
+    results = json.loads(text[text.index("{") :])
     assert results["exec"][0] == "" and results["exec"][1] != 0
     assert not results["shell_exec"] and not results["backtick"]
     assert results["system"][0] == "" and results["system"][1] != 0
@@ -270,14 +290,17 @@ def test_every_spawn_function_fails_cleanly_also_after_runtime_rotation(shared_s
     after = sandbox.run_php(SPAWN_ATTEMPTS, 60)  # runs on the rotated runtime
     assert after.exit_code == 0, after.errors
     _assert_all_refused(after.text)
-    many = sandbox.run_php(textwrap.dedent("""\
+    many = sandbox.run_php(
+        textwrap.dedent("""\
         <?php $n = 0;
         for ($i = 0; $i < 40; $i++) {
             $p = @proc_open(['php', '-r', 'sleep(30);'], [1 => ['pipe', 'w']], $pipes);
             if ($p && proc_close($p) !== 127) { $n++; }
         }
         echo "started:$n";
-        """), 120)
+        """),
+        120,
+    )
     assert "started:0" in many.text, many.text + many.errors
     threads_after = int(_status(node_pid(sandbox.sidecar))["Threads"])
     assert threads_after <= threads_before + 2  # no worker thread per child
@@ -322,7 +345,8 @@ def test_preview_listens_on_loopback_unless_asked(playground_session, shared_san
 
 
 def test_sidecar_temp_folder_and_log_of_a_killed_process_are_swept(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path / "home"
     # A private temp folder for the killed process and for the sweep below: any other Codebox process on
     # the machine (another pytest worker, a CLI run) sweeps the shared one and could take the leftovers first.
@@ -338,8 +362,12 @@ def test_sidecar_temp_folder_and_log_of_a_killed_process_are_swept(
         print(sidecar.tmp_dir, sidecar.log_path, sidecar.pid, flush=True)
         time.sleep(600)
         """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(temp_root)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(temp_root)},
+    )
     assert proc.stdout is not None
     tmp_dir, log_path, sidecar_pid = proc.stdout.readline().split()
     assert Path(tmp_dir).parent == temp_root and Path(log_path).parent == temp_root

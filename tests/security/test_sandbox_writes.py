@@ -92,8 +92,9 @@ def special_bits_run(playground_session: Any, tmp_path_factory: pytest.TempPathF
         hosts |= {f"cow/{name}": private_copy / name for name in NAMES}
         hosts |= {f"live/{name}": live / name for name in NAMES}
         carrying = {label: oct(_special(path)) for label, path in hosts.items() if _special(path)}
-        tools = [run.execute("wordpress.run-php", ["code=" + tool.replace("__D__", target)]).stdout
-                 for target in (COW, LIVE)]
+        tools = [
+            run.execute("wordpress.run-php", ["code=" + tool.replace("__D__", target)]).stdout for target in (COW, LIVE)
+        ]
         (live / "tool.php").chmod(0o4755)
         (private_copy / "tool.php").chmod(0o4755)
         summary = run.capture()
@@ -154,7 +155,8 @@ echo json_encode(['written' => $written, 'failed' => $failed, 'error' => error_g
 
 
 def test_write_budget_stops_a_sandbox_filling_the_disk(
-        playground_session: Any, tmp_path: Path, user_folders: tuple[Path, Path], write_budget_64m: int) -> None:
+    playground_session: Any, tmp_path: Path, user_folders: tuple[Path, Path], write_budget_64m: int
+) -> None:
     _cow, live = user_folders
     assert write_budget_64m == 64 * 1024 * 1024
     with playground_session.new_run(tmp_path / "artifacts", mounts=[f"{live}:{LIVE}:live"]) as run:
@@ -173,8 +175,9 @@ def test_write_budget_stops_a_sandbox_filling_the_disk(
     assert hit and hit[0]["data"]["path"].endswith("flood.bin"), hit
 
 
-def test_write_budget_counts_playgrounds_internal_files(playground_session: Any, tmp_path: Path,
-                                                       write_budget_64m: int) -> None:
+def test_write_budget_counts_playgrounds_internal_files(
+    playground_session: Any, tmp_path: Path, write_budget_64m: int
+) -> None:
     """/internal (the prepend, php.ini, shared state) is a host temp folder Playground mounts outside the sandbox's
     folder: filling it filled the disk with no budget. The same flood there now stops at the budget and is
     flagged, naming the path PHP wrote."""
@@ -205,8 +208,9 @@ echo json_encode(['made' => $made, 'failed' => $failed]);
 """
 
 
-def test_write_budget_counts_empty_files_and_folders(playground_session: Any, tmp_path: Path,
-                                                    write_budget_64m: int) -> None:
+def test_write_budget_counts_empty_files_and_folders(
+    playground_session: Any, tmp_path: Path, write_budget_64m: int
+) -> None:
     """Empty files and folders cost no bytes, so 20,000 of them (host inodes and blocks) passed a byte budget
     untouched. Each new entry now costs 4 KiB: the flood stops before 16,384 entries (64 MiB) and is flagged."""
     with playground_session.new_run(tmp_path / "artifacts") as run:
@@ -214,7 +218,9 @@ def test_write_budget_counts_empty_files_and_folders(playground_session: Any, tm
         summary = run.capture()
     php = json.JSONDecoder().raw_decode(result.stdout.strip())[0]  # PHP may print the quota warning after it
     assert php["failed"] and php["made"] <= write_budget_64m // 4096, php  # without the charge: all 20,000
-    assert "write-budget-exceeded" in json.loads((Path(summary.path) / "files" / "review.json").read_text())["riskFlags"]
+    assert (
+        "write-budget-exceeded" in json.loads((Path(summary.path) / "files" / "review.json").read_text())["riskFlags"]
+    )
 
 
 def test_the_sidecar_refuses_to_start_without_the_write_guard(tmp_path: Path) -> None:
@@ -227,9 +233,15 @@ def test_the_sidecar_refuses_to_start_without_the_write_guard(tmp_path: Path) ->
     node = shutil.which("node")
     assert node, "node is needed for the Playground bridge"
     guards = ["--import", "./netguard.mjs", "--import", "./nospawn.mjs", "--import", "./probeguard.mjs"]
-    done = subprocess.run([node, *guards, "sidecar.mjs"], cwd=NODE_BRIDGE_DIR, input="", capture_output=True,
-                          text=True, timeout=60,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CODEBOX_NETWORK_POLICY": "deny"})
+    done = subprocess.run(
+        [node, *guards, "sidecar.mjs"],
+        cwd=NODE_BRIDGE_DIR,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CODEBOX_NETWORK_POLICY": "deny"},
+    )
     assert done.returncode == 3, (done.returncode, done.stderr[-500:])
     assert "writeguard.mjs was not preloaded" in done.stderr
     assert '"event":"hello"' not in done.stdout

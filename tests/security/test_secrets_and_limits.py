@@ -39,7 +39,7 @@ SECRET = "Sk_live+Q9z x7Wv2Lm"
 def secret_forms(value: str) -> dict[str, bytes]:
     raw = value.encode()
     utf16 = value.encode("utf-16-be")
-    units = [int.from_bytes(utf16[i:i + 2], "big") for i in range(0, len(utf16), 2)]
+    units = [int.from_bytes(utf16[i : i + 2], "big") for i in range(0, len(utf16), 2)]
     u_escaped = "".join(f"\\u{unit:04x}" for unit in units)
     forms = {
         "utf-8": raw,
@@ -55,7 +55,7 @@ def secret_forms(value: str) -> dict[str, bytes]:
     }
     for shift, start in ((0, 0), (1, 2), (2, 3)):  # base64 at each alignment inside a longer stream
         encoded = base64.b64encode(b"\0" * shift + raw)
-        core = encoded[start:(8 * (shift + len(raw))) // 6]
+        core = encoded[start : (8 * (shift + len(raw))) // 6]
         forms[f"base64-{shift}"] = core
         forms[f"base64url-{shift}"] = core.translate(bytes.maketrans(b"+/", b"-_"))
     return forms
@@ -78,11 +78,18 @@ def every_file(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() or p.is_dir())
 
 
-def codebox(*args: str, env: dict[str, str] | None = None, timeout: float = 600,
-            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def codebox(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 600, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True,
-                          env=full_env, timeout=timeout, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        cwd=cwd,
+    )
 
 
 def php_file(tmp_path: Path, code: str) -> Path:
@@ -122,10 +129,23 @@ def test_no_form_of_a_secret_reaches_any_artifact(plugin_copy: Path, tmp_path: P
     stdout JSON escapes, binary / Latin-1 / encoded file contents and file and folder names."""
     artifacts = tmp_path / "artifacts"
     policy = json.dumps({"commands": ["wordpress.run-php"], "secrets": [SECRET_NAME]})
-    run = codebox("run", "--backend", "native", "--mount", f"{plugin_copy}:/wordpress/wp-content/plugins/victim:readwrite",
-                  "--command", "wordpress.run-php", "--arg", f"code-file={php_file(tmp_path, LEAK_PHP)}",
-                  "--artifacts", str(artifacts), "--policy", policy, "--json",
-                  env={SECRET_NAME: SECRET})
+    run = codebox(
+        "run",
+        "--backend",
+        "native",
+        "--mount",
+        f"{plugin_copy}:/wordpress/wp-content/plugins/victim:readwrite",
+        "--command",
+        "wordpress.run-php",
+        "--arg",
+        f"code-file={php_file(tmp_path, LEAK_PHP)}",
+        "--artifacts",
+        str(artifacts),
+        "--policy",
+        policy,
+        "--json",
+        env={SECRET_NAME: SECRET},
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     document = json.loads(run.stdout)
     # the --json document, incl. the parsed value (redacted after parsing, not only the text before it)
@@ -152,8 +172,9 @@ def test_no_form_of_a_secret_reaches_any_artifact(plugin_copy: Path, tmp_path: P
     assert decided.returncode == 0, decided.stdout + decided.stderr
     decision_id = str(json.loads(decided.stdout)["id"])
     patch_out = tmp_path / "approved.patch"
-    applied = codebox_in_process(codebox_home, "apply", decision_id, "--adapter", "patch", "--target", str(patch_out),
-                                 "--json")
+    applied = codebox_in_process(
+        codebox_home, "apply", decision_id, "--adapter", "patch", "--target", str(patch_out), "--json"
+    )
     assert applied.returncode in (0, 5), applied.stdout + applied.stderr
 
     scanned = every_file(bundle_dir) + every_file(artifacts)
@@ -168,16 +189,27 @@ def test_no_form_of_a_secret_reaches_any_artifact(plugin_copy: Path, tmp_path: P
     assert SECRET not in dump
 
 
-def test_secrets_too_short_to_redact_are_refused_by_name(tmp_path: Path, plugin_copy: Path,
-                                                         codebox_home: Path) -> None:
+def test_secrets_too_short_to_redact_are_refused_by_name(tmp_path: Path, plugin_copy: Path, codebox_home: Path) -> None:
     """A 3-character secret used to be accepted and never redacted; now the run is refused before
     anything boots, and the error names the secret, never its value."""
     short = "q7Z"
     policy = json.dumps({"commands": ["wordpress.run-php"], "secrets": [SECRET_NAME]})
-    run = codebox_in_process(codebox_home, "run", "--mount", f"{plugin_copy}:/wordpress/wp-content/plugins/victim:readwrite",
-                             "--command", "wordpress.run-php", "--arg", "code=echo getenv('CODEBOX_SEC_TEST_TOKEN');",
-                             "--artifacts", str(tmp_path / "artifacts"), "--policy", policy, "--json",
-                             env={SECRET_NAME: short})
+    run = codebox_in_process(
+        codebox_home,
+        "run",
+        "--mount",
+        f"{plugin_copy}:/wordpress/wp-content/plugins/victim:readwrite",
+        "--command",
+        "wordpress.run-php",
+        "--arg",
+        "code=echo getenv('CODEBOX_SEC_TEST_TOKEN');",
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+        "--policy",
+        policy,
+        "--json",
+        env={SECRET_NAME: short},
+    )
     assert run.returncode == 2, run.stdout + run.stderr
     failure = json.loads(run.stdout)
     assert failure["error"]["code"] == "secret-too-short"
@@ -188,8 +220,9 @@ def test_secrets_too_short_to_redact_are_refused_by_name(tmp_path: Path, plugin_
 
 def _flood_run(tmp_path: Path, plugin_copy: Path, count: int) -> dict[str, Any]:
     """``count`` files in an uncaptured folder, then a planted script beside them (a native sandbox)."""
-    with native_run(tmp_path / "artifacts", mounts=[f"{plugin_copy}:{FLOOD_TARGET}:readwrite"],
-                    commands=["wordpress.run-php"]) as run:
+    with native_run(
+        tmp_path / "artifacts", mounts=[f"{plugin_copy}:{FLOOD_TARGET}:readwrite"], commands=["wordpress.run-php"]
+    ) as run:
         code = UNCAPTURED_FLOOD_PHP % {"count": count}
         result = run.execute("wordpress.run-php", [f"code={code}"], 1200)
         assert result.stdout == "planted"
@@ -202,7 +235,8 @@ def _flood_run(tmp_path: Path, plugin_copy: Path, count: int) -> dict[str, Any]:
 
 @pytest.mark.native
 def test_exceeding_the_uncaptured_folder_tracking_limit_is_a_risk_flag(
-        tmp_path: Path, plugin_copy: Path, monkeypatch: pytest.MonkeyPatch, codebox_home: Path) -> None:
+    tmp_path: Path, plugin_copy: Path, monkeypatch: pytest.MonkeyPatch, codebox_home: Path
+) -> None:
     """Past the tracking limit the change report used to switch reason silently; a planted .bin
     script went unflagged. The limit is lowered here through the same code path (list_tree reads it); the
     same attack at the default limit (200,000 entries, about a minute of PHP) is bench/bench_capture_flood.py."""
@@ -236,9 +270,25 @@ def test_huge_output_is_capped_and_recorded(playground_session: Any, tmp_path: P
     out_path, err_path = tmp_path / "run.json", tmp_path / "run.err"
     with out_path.open("wb") as out, err_path.open("wb") as err:  # files: a full pipe would stall the run
         proc = subprocess.Popen(
-            [sys.executable, "-m", "codebox_tui", "run", "--command", "wordpress.run-php", "--arg", f"code={code}",
-             "--artifacts", str(artifacts), "--timeout", "10m", "--json"],
-            stdout=out, stderr=err, env={**os.environ, "PYTHONPATH": str(REPO)})
+            [
+                sys.executable,
+                "-m",
+                "codebox_tui",
+                "run",
+                "--command",
+                "wordpress.run-php",
+                "--arg",
+                f"code={code}",
+                "--artifacts",
+                str(artifacts),
+                "--timeout",
+                "10m",
+                "--json",
+            ],
+            stdout=out,
+            stderr=err,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
         peak = 0
         while proc.poll() is None:
             peak = max(peak, _peak_rss_kib(proc.pid))
@@ -271,19 +321,40 @@ def test_baseline_packs_of_a_sigkilled_run_are_swept(plugin_copy: Path, tmp_path
     (plugin_copy / "private-notes.txt").write_text("the user's own file\n")
     artifacts = tmp_path / "artifacts"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "codebox_tui", "run", "--backend", "native", "--mount",
-         f"{plugin_copy}:/wordpress/wp-content/plugins/victim:readwrite", "--command", "wordpress.run-php",
-         "--arg", "code=sleep(120);", "--artifacts", str(artifacts), "--timeout", "5m"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(REPO)})
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--backend",
+            "native",
+            "--mount",
+            f"{plugin_copy}:/wordpress/wp-content/plugins/victim:readwrite",
+            "--command",
+            "wordpress.run-php",
+            "--arg",
+            "code=sleep(120);",
+            "--artifacts",
+            str(artifacts),
+            "--timeout",
+            "5m",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     baselines_root = codebox_home / "baselines"
     owned: list[Path] = []
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None:
             started = any("command.started" in p.read_text() for p in artifacts.glob("runtime-*/events.jsonl"))
-            owned = [d for d in baselines_root.glob("baselines-*")
-                     if (d / ".codebox-owner-pid").is_file()
-                     and (d / ".codebox-owner-pid").read_text().strip() == str(proc.pid)]
+            owned = [
+                d
+                for d in baselines_root.glob("baselines-*")
+                if (d / ".codebox-owner-pid").is_file()
+                and (d / ".codebox-owner-pid").read_text().strip() == str(proc.pid)
+            ]
             if started and owned:
                 break
             time.sleep(0.2)
@@ -294,8 +365,17 @@ def test_baseline_packs_of_a_sigkilled_run_are_swept(plugin_copy: Path, tmp_path
             os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     assert owned[0].is_dir()  # SIGKILL: nothing could clean up
-    follow_up = codebox("run", "--backend", "native", "--command", "wordpress.run-php", "--arg", "code=echo 1;",
-                        "--artifacts", str(tmp_path / "artifacts-2"))
+    follow_up = codebox(
+        "run",
+        "--backend",
+        "native",
+        "--command",
+        "wordpress.run-php",
+        "--arg",
+        "code=echo 1;",
+        "--artifacts",
+        str(tmp_path / "artifacts-2"),
+    )
     assert follow_up.returncode == 0, follow_up.stderr[-2000:]
     assert [recorded_backend(b) for b in (tmp_path / "artifacts-2").glob("runtime-*")] == [NATIVE]
     deadline = time.monotonic() + 30
@@ -311,11 +391,15 @@ def test_redactor_covers_every_documented_form_and_refuses_short_secrets() -> No
     from codebox_tui.errors import BadInputError
     from codebox_tui.runtime.policy import SECRET_MARK, Redactor, resolve_secrets
 
-    value = "tök/en\"😀 +9"
+    value = 'tök/en"😀 +9'
     redact = Redactor([value])
     raw = value.encode()
-    forms = {**secret_forms(value), "utf-32-le": value.encode("utf-32-le"),
-             "json-ascii": json.dumps(value).encode()[1:-1], "mixed": b"t\\u00f6k%2Fen\\\"\\ud83d\\ude00%20+9"}
+    forms = {
+        **secret_forms(value),
+        "utf-32-le": value.encode("utf-32-le"),
+        "json-ascii": json.dumps(value).encode()[1:-1],
+        "mixed": b't\\u00f6k%2Fen\\"\\ud83d\\ude00%20+9',
+    }
     for name, form in forms.items():
         out = redact.data(b"<<" + form + b">>")
         assert form not in out and SECRET_MARK.encode() in out, name
@@ -347,10 +431,18 @@ def test_every_capture_limit_reached_is_a_risk_flag(tmp_path: Path) -> None:
         (source / f"new-{index}.php").write_text(f"<?php // {index}\n")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    summary = capture_bundle(run_dir, runtime=RuntimeInfo(id="runtime-test", createdAt=utc_now_iso()),
-                             mounts=[mount], baselines=baselines, policy=RuntimePolicy(commands=["wordpress.run-php"]),
-                             metadata={}, secret_values=[], evidence=[], test_suites=[],
-                             limits=CaptureLimits(max_file_bytes=1024, max_files=2))
+    summary = capture_bundle(
+        run_dir,
+        runtime=RuntimeInfo(id="runtime-test", createdAt=utc_now_iso()),
+        mounts=[mount],
+        baselines=baselines,
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+        metadata={},
+        secret_values=[],
+        evidence=[],
+        test_suites=[],
+        limits=CaptureLimits(max_file_bytes=1024, max_files=2),
+    )
     flags = json.loads((summary.path / "files/review.json").read_text())["riskFlags"]
     assert "capture-limit-exceeded:max-file-bytes-exceeded" in flags
     assert "capture-limit-exceeded:max-files-exceeded" in flags

@@ -50,19 +50,34 @@ def _started_commands(artifacts: Path) -> list[dict[str, object]]:
     events = list(artifacts.glob("*/events.jsonl"))
     if not events:
         return []
-    return [json.loads(line) for line in events[0].read_text().splitlines()
-            if line.strip() and '"command.started"' in line]
+    return [
+        json.loads(line) for line in events[0].read_text().splitlines() if line.strip() and '"command.started"' in line
+    ]
 
 
 def test_sidecar_busy_in_php_ends_when_its_codebox_is_killed(tmp_path: Path) -> None:
     artifacts = tmp_path / "artifacts"
     sidecar: set[int] = set()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "codebox_tui", "run", "--command", "wordpress.run-php",
-         "--arg", "code=<?php while (true) { usleep(1000); }", "--timeout", "10m",
-         "--artifacts", str(artifacts)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)})
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--command",
+            "wordpress.run-php",
+            "--arg",
+            "code=<?php while (true) { usleep(1000); }",
+            "--timeout",
+            "10m",
+            "--artifacts",
+            str(artifacts),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     try:
         wait_until(lambda: bool(_started_commands(artifacts)) or proc.poll() is not None, timeout=120)
         assert proc.poll() is None, "codebox run ended before its command started"

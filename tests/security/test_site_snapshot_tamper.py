@@ -30,8 +30,16 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     plugin.mkdir()
     (plugin / "tiny.php").write_text("<?php\n/* Plugin Name: Tiny */\n")
     home = tmp / "home"
-    created = codebox(home, "site", "create", "--backend", "native", "--json",
-                      "--mount", f"{plugin}:/wordpress/wp-content/plugins/tiny")
+    created = codebox(
+        home,
+        "site",
+        "create",
+        "--backend",
+        "native",
+        "--json",
+        "--mount",
+        f"{plugin}:/wordpress/wp-content/plugins/tiny",
+    )
     assert created.returncode == 0, created.stdout + created.stderr
     return home, json.loads(created.stdout)["site_id"]
 
@@ -79,10 +87,14 @@ def _link_document(folder: Path) -> None:
     (folder / "snapshot.json").symlink_to(elsewhere)
 
 
-@pytest.mark.parametrize("tamper", [_plant_option, _swap_blob, _swap_blob_and_entry, _link_document],
-                         ids=["planted-option", "swapped-blob", "swapped-blob-and-entry", "linked-document"])
-def test_a_tampered_site_is_a_miss_and_is_never_booted(site: tuple[Path, str], tmp_path: Path,
-                                                        tamper: Callable[[Path], None]) -> None:
+@pytest.mark.parametrize(
+    "tamper",
+    [_plant_option, _swap_blob, _swap_blob_and_entry, _link_document],
+    ids=["planted-option", "swapped-blob", "swapped-blob-and-entry", "linked-document"],
+)
+def test_a_tampered_site_is_a_miss_and_is_never_booted(
+    site: tuple[Path, str], tmp_path: Path, tamper: Callable[[Path], None]
+) -> None:
     source_home, site_id = site
     home = tmp_path / "home"
     shutil.copytree(source_home / "sites", home / "sites", symlinks=True)

@@ -38,8 +38,13 @@ LOADER = f"{MU}/codebox-load-helper.php"
 
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "CODEBOX_HOME": str(home)})
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "CODEBOX_HOME": str(home)},
+    )
 
 
 def _recipe(tmp_path: Path, plant: str | None, *, blueprint: bool) -> Path:
@@ -50,21 +55,36 @@ def _recipe(tmp_path: Path, plant: str | None, *, blueprint: bool) -> Path:
     (tmp_path / "staged.php").write_text("<?php // staged by the recipe\n", encoding="utf-8")
     code = "echo codebox_helper();" + (plant or "")
     recipe = tmp_path / "recipe.json"
-    runtime = {"blueprint": {"steps": [{"step": "writeFile", "path": f"{MU}/from-blueprint.php",
-                                        "data": "<?php // written by the blueprint\n"}]}}
-    recipe.write_text(json.dumps({
-        "schema": "wp-codebox/workspace-recipe/v1",
-        **({"runtime": runtime} if blueprint else {}),
-        "inputs": {"extra_plugins": [{"source": "helper.php"}],
-                   "stagedFiles": [{"source": "staged.php", "target": f"{MU}/staged.php"}]},
-        "workflow": {"steps": [{"command": "wordpress.run-php", "args": [f"code={code}"]}]}}), encoding="utf-8")
+    runtime = {
+        "blueprint": {
+            "steps": [
+                {"step": "writeFile", "path": f"{MU}/from-blueprint.php", "data": "<?php // written by the blueprint\n"}
+            ]
+        }
+    }
+    recipe.write_text(
+        json.dumps(
+            {
+                "schema": "wp-codebox/workspace-recipe/v1",
+                **({"runtime": runtime} if blueprint else {}),
+                "inputs": {
+                    "extra_plugins": [{"source": "helper.php"}],
+                    "stagedFiles": [{"source": "staged.php", "target": f"{MU}/staged.php"}],
+                },
+                "workflow": {"steps": [{"command": "wordpress.run-php", "args": [f"code={code}"]}]},
+            }
+        ),
+        encoding="utf-8",
+    )
     return recipe
 
 
 def _recipe_outcome(home: Path, tmp_path: Path, plant: str | None, *, backend: str) -> tuple[int, dict[str, Any]]:
     """``recipe-run`` of the recipe above on ``backend`` (the blueprint only on Playground, which alone runs one)."""
     recipe = _recipe(tmp_path, plant, blueprint=backend == "playground")
-    done = _cli(home, "recipe-run", str(recipe), "--backend", backend, "--artifacts-dir", str(tmp_path / "art"), "--json")
+    done = _cli(
+        home, "recipe-run", str(recipe), "--backend", backend, "--artifacts-dir", str(tmp_path / "art"), "--json"
+    )
     assert done.stdout.strip(), done.stderr[-2000:]
     outcome = json.loads(done.stdout)
     assert recorded_backend(outcome["bundleDir"]) == (NATIVE if backend == "native" else PLAYGROUND)
@@ -89,8 +109,12 @@ PLANT_DB_DROP_IN = "file_put_contents(WP_CONTENT_DIR . '/db.php', '<?php // a da
 def planted_recipe(playground_session: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, Any]]:
     """One Playground recipe run (blueprint, extra plugin's loader, staged mu-plugin) whose step plants a mu-plugin
     and a ``db.php`` drop-in; the two tests below each check what one plant must do."""
-    return _recipe_outcome(Path(playground_session.home), tmp_path_factory.mktemp("planted-recipe"),
-                           PLANT_MU_PLUGIN + PLANT_DB_DROP_IN, backend="playground")
+    return _recipe_outcome(
+        Path(playground_session.home),
+        tmp_path_factory.mktemp("planted-recipe"),
+        PLANT_MU_PLUGIN + PLANT_DB_DROP_IN,
+        backend="playground",
+    )
 
 
 def _named(error: str, code: str) -> set[str]:
@@ -151,9 +175,11 @@ def _patch(tmp_path: Path, plant: bool) -> tuple[Path, Path]:
     subprocess.run([*git, "apply", str(EXAMPLES / "patches" / "buggy-counter-fix.patch")], cwd=plugin, check=True)
     if plant:
         main = plugin / "buggy-counter.php"
-        main.write_text(main.read_text(encoding="utf-8") + "\n@mkdir( WP_CONTENT_DIR . '/mu-plugins' );\n"
-                        "file_put_contents( WP_CONTENT_DIR . '/mu-plugins/evil.php', '<?php // planted by the patch' );\n",
-                        encoding="utf-8")
+        main.write_text(
+            main.read_text(encoding="utf-8") + "\n@mkdir( WP_CONTENT_DIR . '/mu-plugins' );\n"
+            "file_put_contents( WP_CONTENT_DIR . '/mu-plugins/evil.php', '<?php // planted by the patch' );\n",
+            encoding="utf-8",
+        )
     diff = subprocess.run([*git, "diff"], cwd=plugin, check=True, capture_output=True).stdout
     subprocess.run([*git, "checkout", "-q", "--", "."], cwd=plugin, check=True)
     shutil.rmtree(plugin / ".git")
@@ -164,8 +190,19 @@ def _patch(tmp_path: Path, plant: bool) -> tuple[Path, Path]:
 
 def _evaluate(home: Path, tmp_path: Path, plant: bool) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     plugin, patch = _patch(tmp_path, plant)
-    done = _cli(home, "evaluate-patch", "--backend", "native", "--plugin", str(plugin), "--patch", str(patch),
-                "--artifacts-dir", str(tmp_path / "art"), "--json")
+    done = _cli(
+        home,
+        "evaluate-patch",
+        "--backend",
+        "native",
+        "--plugin",
+        str(plugin),
+        "--patch",
+        str(patch),
+        "--artifacts-dir",
+        str(tmp_path / "art"),
+        "--json",
+    )
     assert done.stdout.strip(), done.stderr[-2000:]
     outcome = json.loads(done.stdout)
     assert recorded_backend(outcome["bundleDir"]) == NATIVE
@@ -197,15 +234,36 @@ def test_the_same_patch_without_the_plant_is_a_clean_success(codebox_home: Path,
 @pytest.mark.native
 def test_codebox_run_planting_a_drop_in_exits_unclean(codebox_home: Path, tmp_path: Path) -> None:
     plant = "code=file_put_contents(WP_CONTENT_DIR . '/object-cache.php', '<?php // planted'); echo 'ok';"
-    done = _cli(codebox_home, "run", "--backend", "native", "-c", "wordpress.run-php", "-a", plant, "--artifacts",
-                str(tmp_path / "art"), "--json")
+    done = _cli(
+        codebox_home,
+        "run",
+        "--backend",
+        "native",
+        "-c",
+        "wordpress.run-php",
+        "-a",
+        plant,
+        "--artifacts",
+        str(tmp_path / "art"),
+        "--json",
+    )
     assert done.returncode == 1, done.stderr[-2000:]
     document = json.loads(done.stdout)
     assert document["runtime"]["backend"] == NATIVE
     assert document["success"] is False and document["execution"]["exitCode"] == 0
     assert document["siteStateRisks"] == ["sandbox-control-file-modified"]
     assert [d["subject"] for d in document["siteStateRiskDetails"]] == ["/wordpress/wp-content/object-cache.php"]
-    human = _cli(codebox_home, "run", "--backend", "native", "-c", "wordpress.run-php", "-a", plant, "--artifacts",
-                 str(tmp_path / "art2"))
+    human = _cli(
+        codebox_home,
+        "run",
+        "--backend",
+        "native",
+        "-c",
+        "wordpress.run-php",
+        "-a",
+        plant,
+        "--artifacts",
+        str(tmp_path / "art2"),
+    )
     assert human.returncode == 1
     assert "NOT CLEAN: site-state risk sandbox-control-file-modified" in human.stderr, human.stderr[-2000:]

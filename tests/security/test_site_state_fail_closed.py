@@ -29,9 +29,12 @@ from tests.factories.native import NATIVE, PLAYGROUND, recorded_backend
 
 
 def _run(tmp_path: Path, *codes: str, backend: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    request = RunRequest(commands=[CommandStep("wordpress.run-php", [f"code={code}"]) for code in codes],
-                         policy=RuntimePolicy(commands=["wordpress.run-php"]), artifacts_root=tmp_path,
-                         backend=backend)
+    request = RunRequest(
+        commands=[CommandStep("wordpress.run-php", [f"code={code}"]) for code in codes],
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+        artifacts_root=tmp_path,
+        backend=backend,
+    )
     outcome = RunService(get_settings()).run(request)
     assert outcome.bundle_dir is not None, outcome.failure_text()
     assert recorded_backend(outcome.bundle_dir) == (NATIVE if backend == "native" else PLAYGROUND)
@@ -45,25 +48,36 @@ def _risks(diff: dict[str, Any]) -> set[tuple[str, str, str]]:
     return {(r["code"], r["subject"], r["severity"]) for r in diff["risks"]}
 
 
-REDIRECT = ("copy('/wordpress/wp-content/database/.ht.sqlite', '/wordpress/wp-content/database/copy.sqlite');"
-            "$c = file_get_contents('/wordpress/wp-config.php');"
-            "file_put_contents('/wordpress/wp-config.php', str_replace('<?php', "
-            "\"<?php define('DB_FILE', 'copy.sqlite');\", $c)); echo 'redirected';")
-ADD_ADMIN = ("$id = wp_insert_user(['user_login' => 'hidden-admin', 'user_pass' => 'x-123456789-y', "
-             "'role' => 'administrator']); echo is_wp_error($id) ? 'no' : 'admin';")
-EDITS = ("file_put_contents('/wordpress/wp-config.php', \"\\n// edited\\n\", FILE_APPEND);"
-         "file_put_contents('/wordpress/wp-includes/version.php', \"\\n// edited\\n\", FILE_APPEND);"
-         "file_put_contents('/wordpress/wp-content/db.php', '<?php // planted');"
-         "file_put_contents('/internal/shared/php.ini', \"\\n; edited\\n\", FILE_APPEND);"
-         "file_put_contents('/internal/shared/auto_prepend_file.php', \"\\n// edited\\n\", FILE_APPEND);"
-         "echo 'edited';")
-EDITED = ("/wordpress/wp-includes/", "/wordpress/wp-content/db.php", "/internal/shared/php.ini",
-          "/internal/shared/auto_prepend_file.php")
+REDIRECT = (
+    "copy('/wordpress/wp-content/database/.ht.sqlite', '/wordpress/wp-content/database/copy.sqlite');"
+    "$c = file_get_contents('/wordpress/wp-config.php');"
+    "file_put_contents('/wordpress/wp-config.php', str_replace('<?php', "
+    "\"<?php define('DB_FILE', 'copy.sqlite');\", $c)); echo 'redirected';"
+)
+ADD_ADMIN = (
+    "$id = wp_insert_user(['user_login' => 'hidden-admin', 'user_pass' => 'x-123456789-y', "
+    "'role' => 'administrator']); echo is_wp_error($id) ? 'no' : 'admin';"
+)
+EDITS = (
+    "file_put_contents('/wordpress/wp-config.php', \"\\n// edited\\n\", FILE_APPEND);"
+    "file_put_contents('/wordpress/wp-includes/version.php', \"\\n// edited\\n\", FILE_APPEND);"
+    "file_put_contents('/wordpress/wp-content/db.php', '<?php // planted');"
+    "file_put_contents('/internal/shared/php.ini', \"\\n; edited\\n\", FILE_APPEND);"
+    "file_put_contents('/internal/shared/auto_prepend_file.php', \"\\n// edited\\n\", FILE_APPEND);"
+    "echo 'edited';"
+)
+EDITED = (
+    "/wordpress/wp-includes/",
+    "/wordpress/wp-content/db.php",
+    "/internal/shared/php.ini",
+    "/internal/shared/auto_prepend_file.php",
+)
 
 
 @pytest.fixture(scope="module")
-def playground_edits(playground_session: Any, tmp_path_factory: pytest.TempPathFactory
-                     ) -> tuple[dict[str, Any], dict[str, Any]]:
+def playground_edits(
+    playground_session: Any, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """One Playground run: the database redirected and an administrator added in the copy, then the configuration
     and core files edited (the two tests below each check one attack's flags)."""
     return _run(tmp_path_factory.mktemp("fail-closed"), REDIRECT, ADD_ADMIN, EDITS, backend="playground")
@@ -71,7 +85,8 @@ def playground_edits(playground_session: Any, tmp_path_factory: pytest.TempPathF
 
 @pytest.mark.playground
 def test_a_copied_database_named_in_wp_config_is_a_high_database_configuration_flag(
-        playground_edits: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    playground_edits: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
     diff, review = playground_edits
     risks = _risks(diff)
     assert ("database-configuration-changed", "/wordpress/wp-config.php", "high") in risks
@@ -81,14 +96,16 @@ def test_a_copied_database_named_in_wp_config_is_a_high_database_configuration_f
 
 @pytest.mark.playground
 def test_configuration_and_core_files_edited_outside_the_mounts_are_each_flagged_high(
-        playground_edits: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    playground_edits: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
     diff, review = playground_edits
     risks = _risks(diff)
     assert ("database-configuration-changed", "/wordpress/wp-config.php", "high") in risks
     for path in EDITED:
         assert ("sandbox-control-file-modified", path, "high") in risks, (path, risks)
-    assert {"site-state:database-configuration-changed",
-            "site-state:sandbox-control-file-modified"} <= set(review["riskFlags"])
+    assert {"site-state:database-configuration-changed", "site-state:sandbox-control-file-modified"} <= set(
+        review["riskFlags"]
+    )
     # no false positives on Playground: what it writes itself during a run (the opcache folder, wp-env.php) is
     # no control-file change (the plain run below checks the same natively)
     assert {r[1] for r in risks if r[0] == "sandbox-control-file-modified"} == set(EDITED), risks
@@ -96,14 +113,18 @@ def test_configuration_and_core_files_edited_outside_the_mounts_are_each_flagged
 
 # The site's own SQLite connection, below WordPress's query translator: the native site's SQLite Database Integration
 # dies with a fatal error translating this CREATE TABLE (wpdb->query), while the statements go through as SQL here.
-DECOY = ("global $wpdb; $pdo = $wpdb->dbh->get_pdo();"
-         "$pdo->exec('CREATE TABLE options (option_name TEXT, option_value TEXT)');")
+DECOY = (
+    "global $wpdb; $pdo = $wpdb->dbh->get_pdo();"
+    "$pdo->exec('CREATE TABLE options (option_name TEXT, option_value TEXT)');"
+)
 
 
 @pytest.mark.native
 def test_a_summary_broken_by_decoy_tables_fails_closed(tmp_path: Path) -> None:
-    decoy = (DECOY + "$pdo->exec(\"INSERT INTO options VALUES ('siteurl', 'http://decoy')\");"
-             "$pdo->exec('DROP TABLE wp_options'); echo 'decoyed';")
+    decoy = (
+        DECOY + "$pdo->exec(\"INSERT INTO options VALUES ('siteurl', 'http://decoy')\");"
+        "$pdo->exec('DROP TABLE wp_options'); echo 'decoyed';"
+    )
     diff, review = _run(tmp_path, decoy, backend="native")
     assert [(r["code"], r["severity"]) for r in diff["risks"]] == [("summary-unavailable", "high")]
     assert diff["empty"] is False
@@ -129,11 +150,31 @@ def test_a_recipe_whose_site_state_is_unknown_never_reads_as_passed(tmp_path: Pa
 
     decoy = DECOY + "$pdo->exec('DROP TABLE wp_options'); echo 'decoyed';"
     recipe = tmp_path / "decoy.json"
-    recipe.write_text(json.dumps({"schema": "wp-codebox/workspace-recipe/v1",
-                                  "workflow": {"steps": [{"command": "wordpress.run-php", "args": [f"code={decoy}"]}]}}))
-    done = subprocess.run([sys.executable, "-m", "codebox_tui", "recipe-run", str(recipe), "--backend", "native",
-                           "--artifacts-dir", str(tmp_path / "art"), "--json"], capture_output=True, text=True,
-                          timeout=600)
+    recipe.write_text(
+        json.dumps(
+            {
+                "schema": "wp-codebox/workspace-recipe/v1",
+                "workflow": {"steps": [{"command": "wordpress.run-php", "args": [f"code={decoy}"]}]},
+            }
+        )
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "recipe-run",
+            str(recipe),
+            "--backend",
+            "native",
+            "--artifacts-dir",
+            str(tmp_path / "art"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 1, done.stderr
     outcome = json.loads(done.stdout)
     assert recorded_backend(outcome["bundleDir"]) == NATIVE

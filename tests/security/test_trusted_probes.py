@@ -58,8 +58,10 @@ ob_start(function ($out) {
 $GLOBALS['codebox_forged'] = true;
 """
 
-ADD_ADMIN = ("$id = wp_insert_user(['user_login' => 'evil-admin', 'user_pass' => 'x-123456789-y', "
-             "'role' => 'administrator']); update_option('evil_option', 'planted'); echo is_wp_error($id) ? 'no' : 'admin';")
+ADD_ADMIN = (
+    "$id = wp_insert_user(['user_login' => 'evil-admin', 'user_pass' => 'x-123456789-y', "
+    "'role' => 'administrator']); update_option('evil_option', 'planted'); echo is_wp_error($id) ? 'no' : 'admin';"
+)
 
 
 def _php_string(value: str) -> str:
@@ -91,8 +93,9 @@ EXTENSION_MARKER = "codebox_forged_by_extension_ini"
 
 
 @pytest.fixture(scope="module")
-def preload_then_extensions_ini(playground_session: Any, tmp_path_factory: pytest.TempPathFactory
-                                ) -> Iterator[dict[str, Any]]:
+def preload_then_extensions_ini(
+    playground_session: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
     """One Playground sandbox for two plants, each checked by its own test below: a preload file, then an
     extensions ini naming a prepend of its own (which sets another marker, so each plant is seen running on its
     own). What each test needs is recorded as it happens."""
@@ -100,18 +103,23 @@ def preload_then_extensions_ini(playground_session: Any, tmp_path_factory: pytes
     with playground_session.new_run(tmp_path_factory.mktemp("preload-extensions"), commands=COMMANDS) as run:
         run.boot_sandbox()
         seen["before"] = site_state.take_summary(run.sandbox)
-        seen["preload-plant"] = _php(run, ADD_ADMIN + "@mkdir('/internal/shared/preload', 0777, true); "
-                                     "file_put_contents('/internal/shared/preload/zz-forge.php', "
-                                     f"{_php_string('<?php ' + FORGE)});")
+        seen["preload-plant"] = _php(
+            run,
+            ADD_ADMIN + "@mkdir('/internal/shared/preload', 0777, true); "
+            "file_put_contents('/internal/shared/preload/zz-forge.php', "
+            f"{_php_string('<?php ' + FORGE)});",
+        )
         seen["preload-live"] = _forged_in_ordinary_request(run)
         seen["after-preload"] = site_state.take_summary(run.sandbox)
         seen["preload-still-live"] = _forged_in_ordinary_request(run)  # the sandbox's file still runs
         forge = FORGE.replace("$GLOBALS['codebox_forged']", f"$GLOBALS['{EXTENSION_MARKER}']")
         planted = "<?php require '/internal/shared/auto_prepend_file.php';" + forge
         seen["extensions-plant"] = _php(
-            run, f"file_put_contents('/tmp/forge.php', {_php_string(planted)});"
+            run,
+            f"file_put_contents('/tmp/forge.php', {_php_string(planted)});"
             "file_put_contents('/internal/shared/extensions/zz-forge.ini', \"auto_prepend_file=/tmp/forge.php\\n\");"
-            "echo 'planted';")
+            "echo 'planted';",
+        )
         run.sandbox.run_cli(["php", "-r", "echo 1;"], 60.0)  # the next request starts a new runtime
         seen["extensions-live"] = _forged_in_ordinary_request(run, EXTENSION_MARKER)
         seen["after-extensions"] = site_state.take_summary(run.sandbox)
@@ -123,10 +131,14 @@ def test_a_planted_prepend_does_not_hide_a_new_administrator_from_the_run_diff(t
     removes it from every JSON document; the bundle's site-state diff still shows it, flagged, and the
     planted prepend is flagged as a control file."""
     code = ADD_ADMIN + _plant_prepend()
-    request = RunRequest(commands=[CommandStep("wordpress.run-php", [f"code={code}"]),
-                                   CommandStep("wordpress.run-php",
-                                               ["code=echo empty($GLOBALS['codebox_forged']) ? 'clean' : 'forged';"])],
-                         policy=RuntimePolicy(commands=["wordpress.run-php"]), artifacts_root=tmp_path)
+    request = RunRequest(
+        commands=[
+            CommandStep("wordpress.run-php", [f"code={code}"]),
+            CommandStep("wordpress.run-php", ["code=echo empty($GLOBALS['codebox_forged']) ? 'clean' : 'forged';"]),
+        ],
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+        artifacts_root=tmp_path,
+    )
     outcome = RunService(get_settings()).run(request)
     assert outcome.status == "completed", outcome.failure_text()
     assert not outcome.success  # the planted prepend keeps the verdict from being clean
@@ -153,22 +165,26 @@ def test_a_planted_preload_file_does_not_forge_the_summary(preload_then_extensio
     assert "evil-admin" in _users(after) and "evil_option" in after.options
     diff = diff_summaries(seen["before"], after)
     assert ("sandbox-control-file-modified", "/internal/shared/preload/zz-forge.php") in {
-        (r.code, r.subject) for r in diff.risks}
+        (r.code, r.subject) for r in diff.risks
+    }
     assert any(r.code == "new-administrator" and r.subject == "evil-admin" for r in diff.risks)
     assert seen["preload-still-live"]  # the sandbox's file is still there and still runs
 
 
 def test_a_php_ini_prepend_taking_effect_after_a_runtime_rotation_does_not_forge_the_summary(
-        make_run_session: Any) -> None:
+    make_run_session: Any,
+) -> None:
     """php.ini is read when a PHP runtime starts; `pg.cli` makes the next request start a new one. The
     planted php.ini names a prepend of its own in /tmp."""
     run = make_run_session(commands=COMMANDS)
     run.boot_sandbox()
     before = site_state.take_summary(run.sandbox)
-    planted = ("<?php require '/internal/shared/auto_prepend_file.php';" + FORGE)
-    assert _php(run, ADD_ADMIN + f"file_put_contents('/tmp/forge.php', {_php_string(planted)});"
-                "file_put_contents('/internal/shared/php.ini', \"\\nauto_prepend_file=/tmp/forge.php\\n\", FILE_APPEND);"
-                ).endswith("admin")
+    planted = "<?php require '/internal/shared/auto_prepend_file.php';" + FORGE
+    assert _php(
+        run,
+        ADD_ADMIN + f"file_put_contents('/tmp/forge.php', {_php_string(planted)});"
+        "file_put_contents('/internal/shared/php.ini', \"\\nauto_prepend_file=/tmp/forge.php\\n\", FILE_APPEND);",
+    ).endswith("admin")
     run.sandbox.run_cli(["php", "-r", "echo 1;"], 60.0)  # the next request starts a new runtime
     assert _forged_in_ordinary_request(run)
     assert _php(run, "echo ini_get('auto_prepend_file');").endswith("/tmp/forge.php")
@@ -204,8 +220,11 @@ def test_a_planted_prepend_changes_neither_a_checkpoint_nor_its_restore(make_run
     assert _forged_in_ordinary_request(run)
     created = run.execute("wp-codebox.checkpoint-create", ["name=with-admin"])
     assert created.result.json_["status"] == "created"
-    assert _php(run, "require_once ABSPATH . 'wp-admin/includes/user.php'; "
-                     "wp_delete_user(get_user_by('login', 'evil-admin')->ID); echo 'deleted';").endswith("deleted")
+    assert _php(
+        run,
+        "require_once ABSPATH . 'wp-admin/includes/user.php'; "
+        "wp_delete_user(get_user_by('login', 'evil-admin')->ID); echo 'deleted';",
+    ).endswith("deleted")
     assert "evil-admin" not in _users(site_state.take_summary(run.sandbox))
     restored = run.execute("wp-codebox.checkpoint-restore", ["name=with-admin"])
     assert restored.result.json_["status"] == "restored"
@@ -214,8 +233,12 @@ def test_a_planted_prepend_changes_neither_a_checkpoint_nor_its_restore(make_run
     assert diff_summaries(with_admin, back).users == []
     # the snapshot taken to the host is not forged either
     snapshot = site_state.take_snapshot(run.sandbox, site_state.snapshot_scope({}, []))
-    logins = {row.get("user_login") for table in snapshot.database.tables if table.name.endswith("users")
-              for row in table.rows}
+    logins = {
+        row.get("user_login")
+        for table in snapshot.database.tables
+        if table.name.endswith("users")
+        for row in table.rows
+    }
     assert "evil-admin" in logins
     assert _forged_in_ordinary_request(run)  # the sandbox's prepend was put back after each probe
 
@@ -229,9 +252,15 @@ def test_the_sidecar_refuses_to_start_without_the_probe_guard(tmp_path: Path) ->
 
     node = shutil.which("node")
     assert node, "node is needed for the Playground bridge"
-    done = subprocess.run([node, "--import", "./netguard.mjs", "--import", "./nospawn.mjs", "sidecar.mjs"],
-                          cwd=NODE_BRIDGE_DIR, input="", capture_output=True, text=True, timeout=60,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CODEBOX_NETWORK_POLICY": "deny"})
+    done = subprocess.run(
+        [node, "--import", "./netguard.mjs", "--import", "./nospawn.mjs", "sidecar.mjs"],
+        cwd=NODE_BRIDGE_DIR,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CODEBOX_NETWORK_POLICY": "deny"},
+    )
     assert done.returncode == 3, (done.returncode, done.stderr[-500:])
     assert "probeguard.mjs was not preloaded" in done.stderr
     assert '"event":"hello"' not in done.stdout

@@ -53,5 +53,4 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_diff_text_snapshot(snap_compare: Any, hostile_bundle: Path, case: str) -> None:
     rel, size, keys = CASES[case]
-    assert snap_compare(CodeboxApp(hostile_bundle, now=FIXED_NOW), terminal_size=size,
-                        run_before=_steps(rel, *keys))
+    assert snap_compare(CodeboxApp(hostile_bundle, now=FIXED_NOW), terminal_size=size, run_before=_steps(rel, *keys))

@@ -84,8 +84,17 @@ def _steps(name: str, bundle: Path) -> Callable[[Any], Awaitable[None]]:
     return run_before
 
 
-SCREENS = ["home", "launch", "live-run", "review-diff", "review-tests", "review-events", "review-evidence",
-           "decide-confirm", "help"]
+SCREENS = [
+    "home",
+    "launch",
+    "live-run",
+    "review-diff",
+    "review-tests",
+    "review-events",
+    "review-evidence",
+    "decide-confirm",
+    "help",
+]
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")

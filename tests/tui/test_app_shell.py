@@ -98,8 +98,10 @@ async def test_launch_form_reports_an_invalid_recipe_with_json_paths_and_boots_n
     from textual.widgets import Input, Label
 
     recipe = tmp_path / "broken.json"
-    recipe.write_text('{"schema": "wp-codebox/workspace-recipe/v1", "workflow": {"steps": [{"command": 7}]},'
-                      ' "runtime": {"wp": "1.0"}}')
+    recipe.write_text(
+        '{"schema": "wp-codebox/workspace-recipe/v1", "workflow": {"steps": [{"command": 7}]},'
+        ' "runtime": {"wp": "1.0"}}'
+    )
     from tests.factories.tui import submit_launch_form
 
     app = CodeboxApp()

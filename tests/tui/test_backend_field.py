@@ -27,8 +27,7 @@ def under_backend(app: CodeboxApp) -> str:
     return str(label.render()) if label.has_class("-shown") else ""
 
 
-async def test_launch_form_backend_follows_codebox_backend_and_holds_on_native(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_launch_form_backend_follows_codebox_backend_and_holds_on_native(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CODEBOX_BACKEND", "native")
     get_settings.cache_clear()
     try:

@@ -25,8 +25,9 @@ def _cells(screen: Any) -> list[list[str]]:
     table = screen.query_one(DataTable)
     names = [str(column.key.value) for column in table.ordered_columns]
     rows = [dict(zip(names, (str(cell) for cell in table.get_row(row.key)), strict=True)) for row in table.ordered_rows]
-    return [[row.get(name, "") for name in ("item", "kind", "state", "tries", "verdict", "bundle", "now")]
-            for row in rows]
+    return [
+        [row.get(name, "") for name in ("item", "kind", "state", "tries", "verdict", "bundle", "now")] for row in rows
+    ]
 
 
 def _title(screen: Any) -> str:
@@ -36,8 +37,13 @@ def _title(screen: Any) -> str:
 async def test_the_table_follows_the_runner_and_opens_a_finished_items_bundle(tmp_path: Path, store: Store) -> None:
     create_batch(store, "batch-old", kind="batch", source="old.jsonl", items=[("only", "evaluate-patch", "x")])
     finish_batch(store, "batch-old", "completed")
-    create_batch(store, "batch-live", kind="fan-out", source="replace Hello",
-                 items=[("candidate-1", "agent-task", "t"), ("candidate-2", "agent-task", "t")])
+    create_batch(
+        store,
+        "batch-live",
+        kind="fan-out",
+        source="replace Hello",
+        items=[("candidate-1", "agent-task", "t"), ("candidate-2", "agent-task", "t")],
+    )
     app = CodeboxApp(now=FIXED_NOW)
     async with app.run_test(size=(120, 30)) as pilot:
         await pilot.pause()
@@ -56,10 +62,12 @@ async def test_the_table_follows_the_runner_and_opens_a_finished_items_bundle(tm
         (tmp_path / "b1").mkdir()
         summary, _ = make_bundle(tmp_path / "b1", typical_change)
         key = register_bundle(store, summary.path).key
-        update_item(store, "batch-live", "candidate-1", state="completed", attempts=1, verdict="completed",
-                    bundle_key=key)
-        update_item(store, "batch-live", "candidate-2", state="failed", attempts=2, verdict="failed",
-                    error="the agent exited 1")
+        update_item(
+            store, "batch-live", "candidate-1", state="completed", attempts=1, verdict="completed", bundle_key=key
+        )
+        update_item(
+            store, "batch-live", "candidate-2", state="failed", attempts=2, verdict="failed", error="the agent exited 1"
+        )
         finish_batch(store, "batch-live", "failed")
         await wait_for(pilot, lambda: "· failed ·" in _title(screen) and _cells(screen)[1][2] == "✘ failed")
         assert _cells(screen)[0][5] == f"@{key}" and _cells(screen)[1][6] == "the agent exited 1"
@@ -96,21 +104,26 @@ async def test_no_batch_yet_says_how_to_start_one(store: Store) -> None:
 
 
 def test_batch_screen_snapshot(snap_compare: Any, tmp_path: Path, store: Store) -> None:
-    create_batch(store, "batch-demo", kind="fan-out", source='replace "Hello" with "Howdy"',
-                 items=[(f"candidate-{n}", "agent-task", "t") for n in range(1, 5)])
+    create_batch(
+        store,
+        "batch-demo",
+        kind="fan-out",
+        source='replace "Hello" with "Howdy"',
+        items=[(f"candidate-{n}", "agent-task", "t") for n in range(1, 5)],
+    )
     (tmp_path / "b1").mkdir()
     summary, _ = make_bundle(tmp_path / "b1", typical_change)
     key = register_bundle(store, summary.path).key
     update_item(store, "batch-demo", "candidate-1", state="completed", attempts=1, verdict="completed", bundle_key=key)
     update_item(store, "batch-demo", "candidate-2", state="running", attempts=2, phase="step 1: wp-codebox.agent")
-    update_item(store, "batch-demo", "candidate-3", state="failed", attempts=1, verdict="failed",
-                error="the agent exited 1")
+    update_item(
+        store, "batch-demo", "candidate-3", state="failed", attempts=1, verdict="failed", error="the agent exited 1"
+    )
 
     async def open_batches(pilot: Any) -> None:
         await pilot.pause()
         await pilot.press("b")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, BatchScreen)
-                       and len(_cells(pilot.app.screen)) == 4)
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, BatchScreen) and len(_cells(pilot.app.screen)) == 4)
         await pilot.pause()
 
     assert snap_compare(CodeboxApp(now=FIXED_NOW), terminal_size=(120, 24), run_before=open_batches)

@@ -39,8 +39,9 @@ def _body(app: CodeboxApp) -> str:
     return str(app.screen.query_one("#confirm-body", Static).render())
 
 
-async def test_the_dialog_says_verifying_then_shows_the_digest(bundle_dir: Path, store: Store,
-                                                               held: threading.Event) -> None:
+async def test_the_dialog_says_verifying_then_shows_the_digest(
+    bundle_dir: Path, store: Store, held: threading.Event
+) -> None:
     app = CodeboxApp(bundle_dir)
     async with app.run_test(size=(120, 40)) as pilot:
         await review_opened(pilot)
@@ -59,8 +60,7 @@ async def test_the_dialog_says_verifying_then_shows_the_digest(bundle_dir: Path,
     assert store.list_decisions() == []
 
 
-async def test_y_while_verifying_records_once_verified(bundle_dir: Path, store: Store,
-                                                       held: threading.Event) -> None:
+async def test_y_while_verifying_records_once_verified(bundle_dir: Path, store: Store, held: threading.Event) -> None:
     app = CodeboxApp(bundle_dir)
     async with app.run_test(size=(120, 40)) as pilot:
         await review_opened(pilot)

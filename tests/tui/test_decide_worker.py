@@ -45,8 +45,7 @@ def _told(app: CodeboxApp, text: str) -> bool:
     return any(text in str(n.message) for n in app._notifications)
 
 
-async def test_approve_shows_verifying_then_the_result(bundle_dir: Path, store: Store,
-                                                       held: threading.Event) -> None:
+async def test_approve_shows_verifying_then_the_result(bundle_dir: Path, store: Store, held: threading.Event) -> None:
     app = CodeboxApp(bundle_dir)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await review_opened(pilot)
@@ -68,8 +67,9 @@ async def test_approve_shows_verifying_then_the_result(bundle_dir: Path, store: 
     assert [d.action for d in store.list_decisions()] == ["approve"]
 
 
-async def test_a_refused_decision_clears_the_verifying_state_and_says_why(bundle_dir: Path, store: Store,
-                                                                         held: threading.Event) -> None:
+async def test_a_refused_decision_clears_the_verifying_state_and_says_why(
+    bundle_dir: Path, store: Store, held: threading.Event
+) -> None:
     app = CodeboxApp(bundle_dir)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await review_opened(pilot)
@@ -84,8 +84,9 @@ async def test_a_refused_decision_clears_the_verifying_state_and_says_why(bundle
     assert store.list_decisions() == []
 
 
-async def test_apply_shows_applying_then_the_result(bundle_dir: Path, store: Store, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_apply_shows_applying_then_the_result(
+    bundle_dir: Path, store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     release = threading.Event()
     real = data.apply
 
@@ -108,8 +109,13 @@ async def test_apply_shows_applying_then_the_result(bundle_dir: Path, store: Sto
         dialog.query_one("#target", Input).value = str(target)
         dialog.query_one("#target", Input).focus()
         await pilot.press("enter")
-        await wait_for(pilot, lambda: dialog.applying and "Applying through directory" in
-                       str(dialog.query_one("#apply-result", Static).render()))
+        await wait_for(
+            pilot,
+            lambda: (
+                dialog.applying
+                and "Applying through directory" in str(dialog.query_one("#apply-result", Static).render())
+            ),
+        )
         await pilot.press("escape")  # cannot close halfway: says why
         await wait_for(pilot, lambda: _told(app, "Closing waits until it is done"))
         release.set()

@@ -19,8 +19,11 @@ PATCH = EXAMPLES / "patches" / "buggy-counter-fix.patch"
 
 def shown_problems(screen: EvaluatePatchScreen | ReproduceScreen) -> dict[str, str]:
     """Each field's error line that is on screen (id without ``-error`` → text)."""
-    return {str(label.id).removesuffix("-error"): str(label.render())
-            for label in screen.query(".field-error").results(Label) if label.has_class("-shown")}
+    return {
+        str(label.id).removesuffix("-error"): str(label.render())
+        for label in screen.query(".field-error").results(Label)
+        if label.has_class("-shown")
+    }
 
 
 async def open_evaluate_form(app: CodeboxApp, pilot: object) -> EvaluatePatchScreen:

@@ -27,16 +27,21 @@ FIXED_CREATED = "2026-01-01T00:00:00.000Z"
 def _batch(tmp_path: Path, store: Store) -> dict[str, int]:
     """A plain run, then a batch of two candidates (two different patches of one plugin), then another run."""
     keys: dict[str, int] = {}
-    for name, change in (("before", typical_change), ("a", typical_change), ("b", second_try),
-                         ("after", second_try)):
+    for name, change in (("before", typical_change), ("a", typical_change), ("b", second_try), ("after", second_try)):
         (tmp_path / name).mkdir()
         summary, _ = make_bundle(tmp_path / name, change)
         keys[name] = register_bundle(store, summary.path).key
-    create_batch(store, "batch-demo", kind="fan-out", source="candidates.jsonl",
-                 items=[("a", "evaluate-patch", "A"), ("b", "evaluate-patch", "B")])
+    create_batch(
+        store,
+        "batch-demo",
+        kind="fan-out",
+        source="candidates.jsonl",
+        items=[("a", "evaluate-patch", "A"), ("b", "evaluate-patch", "B")],
+    )
     for name in ("a", "b"):
-        update_item(store, "batch-demo", name, state="completed", attempts=1, verdict="improvement",
-                    bundle_key=keys[name])
+        update_item(
+            store, "batch-demo", name, state="completed", attempts=1, verdict="improvement", bundle_key=keys[name]
+        )
     with sqlite3.connect(get_settings().db_path) as conn:  # a fixed age and order for stable pictures
         for i, key in enumerate(keys.values()):
             conn.execute("UPDATE bundles SET created_at = ? WHERE key = ?", (f"2026-01-01T00:00:0{i}.000Z", key))

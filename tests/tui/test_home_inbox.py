@@ -36,20 +36,36 @@ def _inbox(tmp_path: Path, store: Store) -> dict[str, Any]:
     """Four bundles: a plain run, an evaluate-patch, a recipe with a warning, an imported one; the plain
     run is approved and then applied."""
     paths = {name: _bundle(tmp_path, name) for name in ("plain", "patch", "recipe", "imported")}
-    records = {name: register_bundle(store, path, origin="import" if name == "imported" else "run")
-               for name, path in paths.items()}
+    records = {
+        name: register_bundle(store, path, origin="import" if name == "imported" else "run")
+        for name, path in paths.items()
+    }
     decide_on(store, records["plain"], "approve", approver="alice")
     store.set_bundle_status(records["plain"].key, "applied")
-    _add(paths["patch"], "files/evaluate-patch.json", {"plugin": "buggy-counter", "patch": "fix-spaces.patch",
-                                                       "tests": {"verdict": "improvement",
-                                                                 "before": {"status": "failed", "tests": 2,
-                                                                            "passed": 1, "failed": 1},
-                                                                 "after": {"status": "passed", "tests": 2,
-                                                                           "passed": 2, "failed": 0}}})
-    _add(paths["recipe"], "files/run-attestation.json", {
-        "recipe": {"path": "examples/recipes/bug-reproduction.json"}, "stepFailures": [], "probes": [],
-        "advisoryFailures": [{"phase": "steps", "index": 1, "command": "c", "error": "expect failed"}],
-        "executions": []})
+    _add(
+        paths["patch"],
+        "files/evaluate-patch.json",
+        {
+            "plugin": "buggy-counter",
+            "patch": "fix-spaces.patch",
+            "tests": {
+                "verdict": "improvement",
+                "before": {"status": "failed", "tests": 2, "passed": 1, "failed": 1},
+                "after": {"status": "passed", "tests": 2, "passed": 2, "failed": 0},
+            },
+        },
+    )
+    _add(
+        paths["recipe"],
+        "files/run-attestation.json",
+        {
+            "recipe": {"path": "examples/recipes/bug-reproduction.json"},
+            "stepFailures": [],
+            "probes": [],
+            "advisoryFailures": [{"phase": "steps", "index": 1, "command": "c", "error": "expect failed"}],
+            "executions": [],
+        },
+    )
     return {"paths": paths, "keys": {name: r.key for name, r in records.items()}}
 
 
@@ -64,9 +80,12 @@ def test_rows_say_source_title_verdict_and_delta(tmp_path: Path, store: Store) -
     keys = made["keys"]
     patch, recipe = rows[keys["patch"]], rows[keys["recipe"]]
     assert (patch.source, patch.title, patch.verdict, patch.delta) == (
-        "evaluate-patch", "buggy-counter + fix-spaces", "improvement", "1/2 → 2/2")
-    assert (recipe.source, recipe.title, recipe.verdict, recipe.warnings) == ("recipe", "bug-reproduction",
-                                                                              "passed", 1)
+        "evaluate-patch",
+        "buggy-counter + fix-spaces",
+        "improvement",
+        "1/2 → 2/2",
+    )
+    assert (recipe.source, recipe.title, recipe.verdict, recipe.warnings) == ("recipe", "bug-reproduction", "passed", 1)
     plain, imported = rows[keys["plain"]], rows[keys["imported"]]
     assert (plain.source, plain.status, plain.decision) == ("run", "applied", "approve")
     assert imported.source == "imported" and imported.title == "plugin"  # the mount's folder name
@@ -212,21 +231,34 @@ async def test_keys_typed_into_the_search_are_text_not_commands(tmp_path: Path, 
 def test_an_agent_task_bundle_is_labelled_as_one(tmp_path: Path, store: Store) -> None:
     path = _bundle(tmp_path, "agent")
     record = register_bundle(store, path)
-    _add(path, "files/task-input.json", {"schema": "wp-codebox/task-input/v1",
-                                         "goal": "replace \"Hello\" with\n\"Howdy\" in the greeting"})
+    _add(
+        path,
+        "files/task-input.json",
+        {"schema": "wp-codebox/task-input/v1", "goal": 'replace "Hello" with\n"Howdy" in the greeting'},
+    )
     row = describe_bundle(record)
     assert row.source == "agent"
     assert row.title == 'plugin · agent: replace "Hello" with "Howdy" in the greeting'
 
 
 async def test_at_140_columns_verdict_tests_and_risk_stay_whole_and_the_title_takes_the_rest(
-        tmp_path: Path, store: Store) -> None:
+    tmp_path: Path, store: Store
+) -> None:
     made = _inbox(tmp_path, store)
     long_name = "a-plugin-with-a-rather-long-folder-name-that-maintainers-really-have"
-    _add(made["paths"]["patch"], "files/evaluate-patch.json", {
-        "plugin": long_name, "patch": "0001-escape-the-attachment-link-text.patch",
-        "tests": {"verdict": "plugin-broken", "before": {"status": "failed", "tests": 26, "passed": 25, "failed": 1},
-                  "after": {"status": "failed", "tests": 26, "passed": 12, "failed": 14}}})
+    _add(
+        made["paths"]["patch"],
+        "files/evaluate-patch.json",
+        {
+            "plugin": long_name,
+            "patch": "0001-escape-the-attachment-link-text.patch",
+            "tests": {
+                "verdict": "plugin-broken",
+                "before": {"status": "failed", "tests": 26, "passed": 25, "failed": 1},
+                "after": {"status": "failed", "tests": 26, "passed": 12, "failed": 14},
+            },
+        },
+    )
     app = CodeboxApp()
     async with app.run_test(size=(140, 30)) as pilot:
         await pilot.pause()

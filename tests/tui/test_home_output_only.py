@@ -21,9 +21,18 @@ from widgets.decision_bar import DecisionBar
 def _record(tmp_path: Path, store: Store, name: str, *, changed: bool) -> int:
     (tmp_path / name).mkdir()
     summary, _ = make_bundle(tmp_path / name, typical_change if changed else (lambda _source: None))
-    record = record_run(run_id=f"runtime-{name}", run_dir=summary.path, status="completed", bundle_dir=summary.path,
-                        metadata={"flow": "exec"}, bundle_id=summary.id, content_digest=summary.content_digest_b,
-                        changed_files=len(summary.changed_files), output_only=not changed, store=store)
+    record = record_run(
+        run_id=f"runtime-{name}",
+        run_dir=summary.path,
+        status="completed",
+        bundle_dir=summary.path,
+        metadata={"flow": "exec"},
+        bundle_id=summary.id,
+        content_digest=summary.content_digest_b,
+        changed_files=len(summary.changed_files),
+        output_only=not changed,
+        store=store,
+    )
     assert record is not None
     return record.key
 

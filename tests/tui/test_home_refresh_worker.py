@@ -50,6 +50,9 @@ async def test_home_shows_loading_then_the_rows(bundle_dir: Path, store: Store, 
         await wait_for(pilot, lambda: isinstance(app.screen, HelpDialog))
         held.set()
         await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, HomeScreen)
-                       and app.screen.query_one(DataTable).row_count == 1, timeout=60)
+        await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, HomeScreen) and app.screen.query_one(DataTable).row_count == 1,
+            timeout=60,
+        )
         assert "Loading" not in _status(app) and "1 of 1 bundle(s)" in _status(app)

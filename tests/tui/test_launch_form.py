@@ -19,8 +19,18 @@ async def test_fields_are_labelled_and_php_reaches_the_request() -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, LaunchScreen))
         screen = app.screen
         labels = [str(label.render()) for label in screen.query(".field-label").results(Label)]
-        assert labels == ["Recipe", "Mounts", "Command", "Arguments", "WordPress", "PHP", "Backend", "Policy",
-                          "WP-CLI", "Hold"]
+        assert labels == [
+            "Recipe",
+            "Mounts",
+            "Command",
+            "Arguments",
+            "WordPress",
+            "PHP",
+            "Backend",
+            "Policy",
+            "WP-CLI",
+            "Hold",
+        ]
         php = screen.query_one("#php", Input)
         assert php.value == "8.3"
         php.value = "5.6"
@@ -39,8 +49,14 @@ async def test_an_invalid_episode_plan_is_refused_naming_each_json_path(tmp_path
     from tests.factories.tui import submit_launch_form
 
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"schema": "codebox/episode-plan/v1",
-                                "items": [{"action": {"command": "no.such-command"}}, {"restore": {}}]}))
+    plan.write_text(
+        json.dumps(
+            {
+                "schema": "codebox/episode-plan/v1",
+                "items": [{"action": {"command": "no.such-command"}}, {"restore": {}}],
+            }
+        )
+    )
     app = CodeboxApp()
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await submit_launch_form(app, pilot, recipe=str(plan))
@@ -49,8 +65,9 @@ async def test_an_invalid_episode_plan_is_refused_naming_each_json_path(tmp_path
         assert "plan.json: invalid episode plan; nothing was run" in error
         assert "$.items[1].restore.snapshot: Field required" in error
         # well formed, but a step names a command the catalog does not have: refused too
-        plan.write_text(json.dumps({"schema": "codebox/episode-plan/v1",
-                                    "items": [{"action": {"command": "no.such-command"}}]}))
+        plan.write_text(
+            json.dumps({"schema": "codebox/episode-plan/v1", "items": [{"action": {"command": "no.such-command"}}]})
+        )
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, LaunchScreen)

@@ -19,8 +19,18 @@ from widgets.file_tree import ChangedFileTree
 
 
 def _event(index: int, kind: str = "command.output", level: str = "info") -> str:
-    return json.dumps({"data": {"n": index}, "id": f"event-{index}", "level": level,
-                       "timestamp": "2026-11-22T12:00:00.000Z", "type": kind}) + "\n"
+    return (
+        json.dumps(
+            {
+                "data": {"n": index},
+                "id": f"event-{index}",
+                "level": level,
+                "timestamp": "2026-11-22T12:00:00.000Z",
+                "type": kind,
+            }
+        )
+        + "\n"
+    )
 
 
 async def test_live_run_follows_then_pauses_with_a_pending_counter(tmp_path: Path) -> None:
@@ -60,8 +70,9 @@ def _pristine(target: Path) -> None:
     (target / "lib" / "util.php").write_text("<?php\nfunction util() { return 1; }\n")
 
 
-async def test_approve_selected_then_apply_through_the_directory_adapter(bundle_dir: Path, store: Store,
-                                                                        tmp_path: Path) -> None:
+async def test_approve_selected_then_apply_through_the_directory_adapter(
+    bundle_dir: Path, store: Store, tmp_path: Path
+) -> None:
     target = tmp_path / "target"
     _pristine(target)
     app = CodeboxApp(bundle_dir)

@@ -16,13 +16,35 @@ from widgets.event_tail import EventTail
 def _write_run(run_dir: Path) -> None:
     events, commands = [], []
     for n, (cid, out) in enumerate((("command-a", "first output"), ("command-b", "second \x1b[2Joutput"))):
-        events.append({"id": f"e{n}s", "type": "command.started", "level": "info",
-                       "data": {"id": cid, "command": "wordpress.run-php"}, "timestamp": f"2026-11-24T12:00:0{n}.000Z"})
-        events.append({"id": f"e{n}f", "type": "command.finished", "level": "info",
-                       "data": {"id": cid, "command": "wordpress.run-php", "exitCode": n},
-                       "timestamp": f"2026-11-24T12:00:0{n}.500Z"})
-        commands.append({"id": cid, "command": "wordpress.run-php", "args": [], "exitCode": n, "stdout": out,
-                         "stderr": f"warning {n}", "durationMs": 5})
+        events.append(
+            {
+                "id": f"e{n}s",
+                "type": "command.started",
+                "level": "info",
+                "data": {"id": cid, "command": "wordpress.run-php"},
+                "timestamp": f"2026-11-24T12:00:0{n}.000Z",
+            }
+        )
+        events.append(
+            {
+                "id": f"e{n}f",
+                "type": "command.finished",
+                "level": "info",
+                "data": {"id": cid, "command": "wordpress.run-php", "exitCode": n},
+                "timestamp": f"2026-11-24T12:00:0{n}.500Z",
+            }
+        )
+        commands.append(
+            {
+                "id": cid,
+                "command": "wordpress.run-php",
+                "args": [],
+                "exitCode": n,
+                "stdout": out,
+                "stderr": f"warning {n}",
+                "durationMs": 5,
+            }
+        )
     (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     (run_dir / "commands.jsonl").write_text("".join(json.dumps(c) + "\n" for c in commands))
 

@@ -14,8 +14,18 @@ from tests.factories.widget_hosts import wait_for
 
 def _append(path: Path, kind: str, second: int, **data: object) -> None:
     with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps({"id": f"e{second}", "type": kind, "level": "info", "data": data,
-                                 "timestamp": f"2026-11-22T12:00:{second:02}.000Z"}) + "\n")
+        handle.write(
+            json.dumps(
+                {
+                    "id": f"e{second}",
+                    "type": kind,
+                    "level": "info",
+                    "data": data,
+                    "timestamp": f"2026-11-22T12:00:{second:02}.000Z",
+                }
+            )
+            + "\n"
+        )
 
 
 async def test_progress_line_follows_the_events(tmp_path: Path) -> None:

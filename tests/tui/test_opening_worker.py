@@ -63,8 +63,9 @@ async def test_keys_answer_while_a_bundle_is_verified(tmp_path: Path, store: Sto
         assert isinstance(await review_opened(pilot), ReviewScreen)
 
 
-async def test_escape_while_verifying_goes_back_and_stays_there(tmp_path: Path, store: Store,
-                                                               held: threading.Event) -> None:
+async def test_escape_while_verifying_goes_back_and_stays_there(
+    tmp_path: Path, store: Store, held: threading.Event
+) -> None:
     app = CodeboxApp()
     async with app.run_test(size=(120, 40)) as pilot:
         await _press_enter_on_home(tmp_path, store, app, pilot)

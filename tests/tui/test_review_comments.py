@@ -86,7 +86,7 @@ async def test_comments_through_the_keys_and_feedback_on_request_changes(bundle_
         assert not any(view.rows[i].new_no == 40 for i in marked)
         shown = [view.display_line(y).text for y in range(view.display_index.display_count())]
         added_y = view.display_index.y_of(added)
-        below = shown[added_y + 1:added_y + 3]  # the comments ending on line 21, inline
+        below = shown[added_y + 1 : added_y + 3]  # the comments ending on line 21, inline
         assert any("issue: keep it lower case" in line for line in below)
         assert any("suggestion: reword these" in line for line in below)
         panel = str(screen.query_one("#comment-panel").render())
@@ -95,8 +95,9 @@ async def test_comments_through_the_keys_and_feedback_on_request_changes(bundle_
         # edit the comment at the cursor (the range's first line: the suggestion), then delete the praise
         await pilot.press("e")
         await _type_comment(app, pilot, "reword lines 20 and 21")
-        assert next(c for c in list_comments(store, record.key) if c.id == suggestion.id).body == \
-            "reword lines 20 and 21"
+        assert (
+            next(c for c in list_comments(store, record.key) if c.id == suggestion.id).body == "reword lines 20 and 21"
+        )
         await _cursor_to(pilot, view, "ctx", 24)  # no comment there: x falls back to the file comment
         await pilot.press("x")
         await pilot.pause()
@@ -125,8 +126,10 @@ async def test_comments_through_the_keys_and_feedback_on_request_changes(bundle_
     review_dir = bundle_dir.with_name(bundle_dir.name + ".review")
     doc = json.loads((review_dir / "feedback.json").read_text())
     assert doc["decision"]["id"] == decision.id and doc["decision"]["reason"] == "two things"
-    assert [(c["kind"], c["body"]) for c in doc["comments"]] == [("issue", "keep it lower case"),
-                                                                  ("suggestion", "reword lines 20 and 21")]
+    assert [(c["kind"], c["body"]) for c in doc["comments"]] == [
+        ("issue", "keep it lower case"),
+        ("suggestion", "reword lines 20 and 21"),
+    ]
     md = (review_dir / "feedback.md").read_text()
     assert "two things" in md and "`plugin.php` lines 20-21" in md
     assert verify_bundle(bundle_dir).valid

@@ -25,7 +25,7 @@ def _file_rows(view: DiffView, path: str) -> list[str]:
     assert view.model is not None
     place = view.model.section_end(path)
     assert place is not None, path
-    return [row.kind for row in view.model.rows[place[0]:place[1]]]
+    return [row.kind for row in view.model.rows[place[0] : place[1]]]
 
 
 async def test_all_files_in_one_scroll(bundle_dir: Path, store: Store) -> None:

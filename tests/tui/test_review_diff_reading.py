@@ -116,9 +116,17 @@ def _bundle(work: Path, before: str, after: str) -> Path:
     run_dir = work / "run"
     (run_dir / "logs").mkdir(parents=True)
     (run_dir / "events.jsonl").write_text("")
-    summary = capture_bundle(run_dir, runtime=RuntimeInfo(id="runtime-t", createdAt="2026-11-22T12:00:00.000Z"),
-                             mounts=[mount], baselines=baselines, policy=RuntimePolicy(commands=["wordpress.run-php"]),
-                             metadata={}, secret_values=[], evidence=[], test_suites=[])
+    summary = capture_bundle(
+        run_dir,
+        runtime=RuntimeInfo(id="runtime-t", createdAt="2026-11-22T12:00:00.000Z"),
+        mounts=[mount],
+        baselines=baselines,
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+        metadata={},
+        secret_values=[],
+        evidence=[],
+        test_suites=[],
+    )
     return Path(summary.path)
 
 

@@ -40,10 +40,27 @@ async def test_untested_verdict_shows_its_reason(bundle_dir: Path) -> None:
     import json
 
     reason = "before: Could not find /tmp/wordpress-tests-lib/includes/functions.php [no toolchain]"
-    (bundle_dir / "files" / "evaluate-patch.json").write_text(json.dumps({
-        "schema": "wp-codebox/patch-evaluation/v1", "plugin": "p", "patch": "x.patch", "applied": True,
-        "tests": {"verdict": "untested", "reason": reason, "fixed": [], "broken": [], "stillFailing": [],
-                  "added": [], "removed": [], "before": None, "after": None}}))
+    (bundle_dir / "files" / "evaluate-patch.json").write_text(
+        json.dumps(
+            {
+                "schema": "wp-codebox/patch-evaluation/v1",
+                "plugin": "p",
+                "patch": "x.patch",
+                "applied": True,
+                "tests": {
+                    "verdict": "untested",
+                    "reason": reason,
+                    "fixed": [],
+                    "broken": [],
+                    "stillFailing": [],
+                    "added": [],
+                    "removed": [],
+                    "before": None,
+                    "after": None,
+                },
+            }
+        )
+    )
     app = CodeboxApp(bundle_dir)
     async with app.run_test(size=(160, 40)) as pilot:
         await pilot.pause()
@@ -57,13 +74,33 @@ async def test_untested_verdict_shows_its_reason(bundle_dir: Path) -> None:
 async def test_tests_tab_names_the_tests_that_proved_the_fix(bundle_dir: Path) -> None:
     import json
 
-    (bundle_dir / "files" / "evaluate-patch.json").write_text(json.dumps({
-        "schema": "wp-codebox/patch-evaluation/v1", "plugin": "p", "patch": "x.patch", "applied": True,
-        "tests": {"verdict": "improvement", "fixed": ["WhitespaceTest::test_tabs"], "broken": [],
-                  "stillFailing": [], "added": [], "removed": [], "provedBy": ["WhitespaceTest::test_tabs", 7],
-                  "before": None, "after": None},
-        "split": {"rule": "default", "testFiles": ["tests/[b]WhitespaceTest.php"], "codeFiles": ["p.php"],
-                  "testsRunBefore": True}}))
+    (bundle_dir / "files" / "evaluate-patch.json").write_text(
+        json.dumps(
+            {
+                "schema": "wp-codebox/patch-evaluation/v1",
+                "plugin": "p",
+                "patch": "x.patch",
+                "applied": True,
+                "tests": {
+                    "verdict": "improvement",
+                    "fixed": ["WhitespaceTest::test_tabs"],
+                    "broken": [],
+                    "stillFailing": [],
+                    "added": [],
+                    "removed": [],
+                    "provedBy": ["WhitespaceTest::test_tabs", 7],
+                    "before": None,
+                    "after": None,
+                },
+                "split": {
+                    "rule": "default",
+                    "testFiles": ["tests/[b]WhitespaceTest.php"],
+                    "codeFiles": ["p.php"],
+                    "testsRunBefore": True,
+                },
+            }
+        )
+    )
     app = CodeboxApp(bundle_dir)
     async with app.run_test(size=(160, 40)) as pilot:
         await pilot.pause()
@@ -82,14 +119,29 @@ async def test_tests_tab_says_whether_the_plugin_survived_the_front_end_request(
     from codebox_tui.screens.data import bundle_checks
 
     def evaluation(front: dict[str, object]) -> str:
-        return json.dumps({
-            "schema": "wp-codebox/patch-evaluation/v1", "plugin": "p", "patch": "x.patch", "applied": True,
-            "tests": {"verdict": "neutral", "fixed": [], "broken": [], "stillFailing": [], "added": [], "removed": [],
-                      "before": None, "after": None},
-            "probe": {"status": "passed", "frontEnd": {"url": "/", **front}}})
+        return json.dumps(
+            {
+                "schema": "wp-codebox/patch-evaluation/v1",
+                "plugin": "p",
+                "patch": "x.patch",
+                "applied": True,
+                "tests": {
+                    "verdict": "neutral",
+                    "fixed": [],
+                    "broken": [],
+                    "stillFailing": [],
+                    "added": [],
+                    "removed": [],
+                    "before": None,
+                    "after": None,
+                },
+                "probe": {"status": "passed", "frontEnd": {"url": "/", **front}},
+            }
+        )
 
-    (bundle_dir / "files" / "evaluate-patch.json").write_text(evaluation(
-        {"status": "passed", "problems": [], "pluginLoaded": True}))
+    (bundle_dir / "files" / "evaluate-patch.json").write_text(
+        evaluation({"status": "passed", "problems": [], "pluginLoaded": True})
+    )
     app = CodeboxApp(bundle_dir)
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.pause()
@@ -100,10 +152,14 @@ async def test_tests_tab_says_whether_the_plugin_survived_the_front_end_request(
         tests = str(app.screen.query_one("#tests", Static).render())
         assert "✔ front end / · must-use plugin still loaded" in tests
 
-    cases = [({"status": "failed", "problems": ["p is not loaded after the request"], "pluginLoaded": False},
-              "✘ front end /: failed · must-use plugin NOT loaded after the request"),
-             ({"status": "passed", "problems": [], "pluginActive": True}, "✔ front end /: passed · plugin still active"),
-             ({"status": "passed", "problems": [], "pluginActive": "yes"}, "✔ front end /: passed")]  # not a boolean
+    cases = [
+        (
+            {"status": "failed", "problems": ["p is not loaded after the request"], "pluginLoaded": False},
+            "✘ front end /: failed · must-use plugin NOT loaded after the request",
+        ),
+        ({"status": "passed", "problems": [], "pluginActive": True}, "✔ front end /: passed · plugin still active"),
+        ({"status": "passed", "problems": [], "pluginActive": "yes"}, "✔ front end /: passed"),
+    ]  # not a boolean
     for front, line in cases:
         (bundle_dir / "files" / "evaluate-patch.json").write_text(evaluation(front))
         rows = [text for label, text in bundle_checks(bundle_dir, {}).lines() if label == "probe"]

@@ -48,8 +48,7 @@ async def test_images_off_lists_paths_only(tmp_path: Path, monkeypatch: pytest.M
     assert "files/browser/screenshot.png" in text and "listed as paths" in text
 
 
-async def test_unreadable_png_shows_a_message_not_a_traceback(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_unreadable_png_shows_a_message_not_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CODEBOX_IMAGES", "halfcell")
     reload_settings()
     bundle = build_demo_bundle(tmp_path)
@@ -75,8 +74,9 @@ async def test_a_planted_symlink_screenshot_is_not_followed(tmp_path: Path, monk
     assert "cannot show this image" in text and "symlink" in text
 
 
-async def test_a_manifest_path_that_leaves_the_bundle_is_not_drawn(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_manifest_path_that_leaves_the_bundle_is_not_drawn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from codebox_tui.contracts.bundle_read import ManifestFileView
     from tests.factories.widget_hosts import Recorder
 
@@ -84,9 +84,11 @@ async def test_a_manifest_path_that_leaves_the_bundle_is_not_drawn(tmp_path: Pat
     reload_settings()
     bundle = build_demo_bundle(tmp_path / "a")
     (tmp_path / "outside.png").write_bytes((bundle / "files" / "browser" / "screenshot.png").read_bytes())
-    items = [ManifestFileView(path="../outside.png", kind="browser-screenshot"),
-             ManifestFileView(path=str(tmp_path / "outside.png"), kind="browser-screenshot"),
-             ManifestFileView(path="files/browser/screenshot.png", kind="browser-screenshot")]
+    items = [
+        ManifestFileView(path="../outside.png", kind="browser-screenshot"),
+        ManifestFileView(path=str(tmp_path / "outside.png"), kind="browser-screenshot"),
+        ManifestFileView(path="files/browser/screenshot.png", kind="browser-screenshot"),
+    ]
 
     app = Recorder(EvidenceView(bundle, items))
     async with app.run_test(size=(120, 40)) as pilot:

@@ -53,8 +53,13 @@ async def test_approve_all_records_a_decision_with_the_reviewed_digest(bundle_di
     assert decision.action == "approve"
     review = json.loads((bundle_dir / "files/review.json").read_text())
     assert decision.content_digest == review["evidence"]["contentDigestB"]
-    assert sorted(decision.approved_relative_paths or []) == ["added.php", "keep.bin", "lib/run.sh", "plugin.php",
-                                                          "readme.txt"]
+    assert sorted(decision.approved_relative_paths or []) == [
+        "added.php",
+        "keep.bin",
+        "lib/run.sh",
+        "plugin.php",
+        "readme.txt",
+    ]
     assert all(f.startswith("/wordpress/") for f in decision.approved_files)  # sandbox paths (reference preflight)
 
 
@@ -156,8 +161,9 @@ async def test_older_reference_patch_headers_still_show_each_diff(bundle_dir: Pa
             assert diff.model is not None and diff.model.path == rel and diff.model.hunk_rows, rel
 
 
-async def test_decision_bar_and_help_show_the_remapped_keys(bundle_dir: Path, store: Store,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_decision_bar_and_help_show_the_remapped_keys(
+    bundle_dir: Path, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A key remapped in the keymap is the key the decision bar names and the one that works."""
     monkeypatch.setenv("CODEBOX_KEYMAP", '{"review.approve_all": "ctrl+a", "files.toggle": "x"}')
     reload_settings()
@@ -188,8 +194,9 @@ async def test_decision_bar_and_help_show_the_remapped_keys(bundle_dir: Path, st
     assert [d.action for d in store.list_decisions()] == ["approve"]
 
 
-async def test_the_tui_records_the_configured_approver(bundle_dir: Path, store: Store,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_tui_records_the_configured_approver(
+    bundle_dir: Path, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """One rule for who decides: CODEBOX_APPROVER counts in the TUI as it does in the CLI and MCP."""
     monkeypatch.setenv("CODEBOX_APPROVER", "ana from the audit trail")
     reload_settings()
@@ -198,8 +205,7 @@ async def test_the_tui_records_the_configured_approver(bundle_dir: Path, store: 
         await _open(app, pilot, bundle_dir)
         await pilot.press("a")
         await pilot.pause()
-        assert "Approver: ana from the audit trail" in "\n".join(
-            str(w.render()) for w in app.screen.query("Static"))
+        assert "Approver: ana from the audit trail" in "\n".join(str(w.render()) for w in app.screen.query("Static"))
         await pilot.press("y")
         await pilot.pause()
         await pilot.press("escape")

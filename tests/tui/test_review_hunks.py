@@ -75,8 +75,9 @@ async def test_leaving_a_hunk_out_records_and_applies_the_others_only(tmp_path: 
     assert (target / "demo.php").read_bytes() == CHANGES["demo.php"]
 
 
-async def test_the_hunk_toggle_is_remappable_and_listed_in_help(tmp_path: Path, store: Store,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_hunk_toggle_is_remappable_and_listed_in_help(
+    tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("CODEBOX_KEYMAP", '{"review.toggle_hunk": "ctrl+t"}')
     reload_settings()
     cap = captured(tmp_path / "cap")

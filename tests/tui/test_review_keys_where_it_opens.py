@@ -25,7 +25,9 @@ os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
 BEFORE_CALL = "echo '<a href=\"' . $url . '\" class=\"attachment-link\" data-id=\"' . $id . '\">' . "
 LONG_BEFORE = "\t\t" + BEFORE_CALL + "$_GET['attachment'] . '</a>'; // keep the link text as the visitor typed it"
-LONG_AFTER = "\t\t" + BEFORE_CALL + "esc_html( $_GET['attachment'] ) . '</a>'; // keep the link text as the visitor typed it"
+LONG_AFTER = (
+    "\t\t" + BEFORE_CALL + "esc_html( $_GET['attachment'] ) . '</a>'; // keep the link text as the visitor typed it"
+)
 FIRST_BEFORE = "\t$id = $_GET['id'];"
 FIRST_AFTER = "\t$id = absint( $_GET['id'] );"
 WRAPPED = "\t\t" + "".join(chr(ord("a") + i % 26) + ("" if i % 7 else " ") for i in range(260)) + " // end"
@@ -61,7 +63,7 @@ def _status(screen: ReviewScreen) -> str:
 def _diff_pane(app: Any, view: DiffView) -> list[str]:
     """The diff pane's lines as shown (the pane's columns of the composed screen, scrollbar included)."""
     region = view.region
-    return [line[region.x:region.right] for line in screen_lines(app)[region.y:region.bottom]]
+    return [line[region.x : region.right] for line in screen_lines(app)[region.y : region.bottom]]
 
 
 def _expand(text: str) -> str:
@@ -83,7 +85,7 @@ async def test_soft_wrap_from_the_tree_shows_every_character(tmp_path: Path) -> 
         code_x = next(i for i, line in enumerate(pane) if "// end" in line)
         start = next(i for i in range(code_x, -1, -1) if " + " in pane[i][:16])
         gutter = pane[start].index(" + ") + 3
-        shown = "".join(line[gutter:].rstrip("▁▂▃▄▅▆▇█▉▊▋▌▍▎▏ ") for line in pane[start:code_x + 1])
+        shown = "".join(line[gutter:].rstrip("▁▂▃▄▅▆▇█▉▊▋▌▍▎▏ ") for line in pane[start : code_x + 1])
         assert shown.replace(" ", "") == _expand(WRAPPED).replace(" ", "")
         await pilot.press("w", "$")  # unwrapped, at the last column: the end of the longest line is on screen
         await pilot.pause()

@@ -16,8 +16,12 @@ from codebox_tui.screens.review import ReviewScreen
 def _break_types(bundle: Path) -> dict[str, int]:
     review = json.loads((bundle / "files/review.json").read_text())
     stats: dict[str, int] = review["stats"]
-    review |= {"summary": ["not", "text"], "stats": {**review["stats"], "modified": "one"},
-               "riskFlags": ["binary-files", 3], "evidence": 5}
+    review |= {
+        "summary": ["not", "text"],
+        "stats": {**review["stats"], "modified": "one"},
+        "riskFlags": ["binary-files", 3],
+        "evidence": 5,
+    }
     (bundle / "files/review.json").write_text(json.dumps(review))
     metadata = json.loads((bundle / "metadata.json").read_text())
     metadata["policy"] = "deny everything"
@@ -47,7 +51,12 @@ async def test_wrong_types_open_and_are_listed_on_the_provenance_tab(bundle_dir:
         provenance = _text(screen, "#provenance")
         assert "Verified NO" in provenance
         assert "Unread (5): fields of the wrong type, shown as their default" in provenance
-        for field in ("files/review.json: summary:", "files/review.json: stats.modified:",
-                      "files/review.json: riskFlags[1]:", "files/review.json: evidence:", "metadata.json: policy:"):
+        for field in (
+            "files/review.json: summary:",
+            "files/review.json: stats.modified:",
+            "files/review.json: riskFlags[1]:",
+            "files/review.json: evidence:",
+            "metadata.json: policy:",
+        ):
             assert field in provenance, field
         assert "Policy {}" in provenance

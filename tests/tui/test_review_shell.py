@@ -36,8 +36,18 @@ async def test_palette_lists_each_action_once_with_view_toggles_hunks_and_open_b
         commands = list(app.get_system_commands(app.screen))
         titles = [command.title for command in commands]
         assert [t for t, n in Counter(titles).items() if n > 1] == []
-        for title in ("Split/unified", "Wrap", "Next hunk", "Prev hunk", "All files / one file", "Toggle hunk",
-                      "Open bundle…", "Help", "Theme", "Quit"):
+        for title in (
+            "Split/unified",
+            "Wrap",
+            "Next hunk",
+            "Prev hunk",
+            "All files / one file",
+            "Toggle hunk",
+            "Open bundle…",
+            "Help",
+            "Theme",
+            "Quit",
+        ):
             assert title in titles, (title, titles)
         # a diff command runs on the diff even from the tree: wrap turns on
         view = app.screen.query_one(DiffView)

@@ -31,24 +31,35 @@ HOSTILE = "evil\x1b[2J\x1b]0;pwned\x07name"
 
 def _diff() -> SiteStateDiff:
     return SiteStateDiff(
-        before="2026-01-01T00:00:00Z", after="2026-01-01T00:00:01Z", empty=False,
-        options=[OptionChange(name="site_state_demo_version", status="added", after="1.0.0"),
-                 OptionChange(name=HOSTILE, status="added", after="x\x1b[31mred")],
+        before="2026-01-01T00:00:00Z",
+        after="2026-01-01T00:00:01Z",
+        empty=False,
+        options=[
+            OptionChange(name="site_state_demo_version", status="added", after="1.0.0"),
+            OptionChange(name=HOSTILE, status="added", after="x\x1b[31mred"),
+        ],
         tables=[TableChange(name="wp_site_state_demo_log", status="created", columnsAdded=["id", "message"])],
-        users=[UserChange(id="2", login="site-state-demo-admin", status="added",
-                          capabilitiesAdded=["administrator"])],
+        users=[UserChange(id="2", login="site-state-demo-admin", status="added", capabilitiesAdded=["administrator"])],
         cron=[CronChange(hook="site_state_demo_ping", status="added", schedule="hourly", timestamp=1)],
-        risks=[RiskFlag(code="new-administrator", severity="high", subject="site-state-demo-admin",
-                        message="a new administrator"),
-               RiskFlag(code="cron-event-added", severity="medium", subject="site_state_demo_ping",
-                        message="a new cron event")],
+        risks=[
+            RiskFlag(
+                code="new-administrator",
+                severity="high",
+                subject="site-state-demo-admin",
+                message="a new administrator",
+            ),
+            RiskFlag(
+                code="cron-event-added", severity="medium", subject="site_state_demo_ping", message="a new cron event"
+            ),
+        ],
     )
 
 
 def _bundle(tmp_path: Path) -> Path:
     doc = _diff().model_dump(mode="json", by_alias=True, exclude_none=True)
-    summary, _ = make_bundle(tmp_path, typical_change,
-                             evidence={"files/site-state-diff.json": ("site-state-diff", pretty_json(doc))})
+    summary, _ = make_bundle(
+        tmp_path, typical_change, evidence={"files/site-state-diff.json": ("site-state-diff", pretty_json(doc))}
+    )
     assert verify_bundle(summary.path).valid
     return Path(summary.path)
 
@@ -67,8 +78,14 @@ async def test_site_tab_shows_the_diff_with_hostile_names_escaped(tmp_path: Path
         assert view.size.height > 0
         rendered = ["".join(seg.text for seg in view.render_line(y)) for y in range(view.size.height)]
     text = "\n".join(rendered)
-    for expected in ("new-administrator", "site-state-demo-admin", "site_state_demo_ping",
-                     "wp_site_state_demo_log", "site_state_demo_version", "+administrator"):
+    for expected in (
+        "new-administrator",
+        "site-state-demo-admin",
+        "site_state_demo_ping",
+        "wp_site_state_demo_log",
+        "site_state_demo_version",
+        "+administrator",
+    ):
         assert expected in text
     assert text.index("new-administrator") < text.index("site_state_demo_version")  # risks first
     assert "\x1b" not in text and "\x07" not in text

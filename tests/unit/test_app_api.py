@@ -25,9 +25,14 @@ def app_uses(source: str) -> tuple[set[str], list[int]]:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == "app":
             used.add(node.attr)
             bases.add(id(node.value))
-    handed_on = [node.lineno for node in ast.walk(tree)
-                 if isinstance(node, ast.Attribute) and node.attr == "app" and id(node) not in bases
-                 and isinstance(node.ctx, ast.Load)]
+    handed_on = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr == "app"
+        and id(node) not in bases
+        and isinstance(node.ctx, ast.Load)
+    ]
     return used, handed_on
 
 

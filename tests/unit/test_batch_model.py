@@ -47,19 +47,25 @@ def test_relative_paths_resolve_against_the_batch_file(tmp_path: Path) -> None:
     assert parse_batch_file(batch)[0].request.slug == "buggy-counter"
 
 
-@pytest.mark.parametrize(("line", "expected"), [
-    ("{not json", "b.jsonl line 1: not JSON"),
-    ("[1, 2]", "b.jsonl line 1: expected a JSON object"),
-    (json.dumps({"plugin": "x"}), "b.jsonl line 1, field 'kind': required"),
-    (json.dumps({"kind": "deploy"}), "b.jsonl line 1, field 'kind': unknown kind 'deploy'"),
-    (json.dumps({"kind": "evaluate-patch", "plugin": str(PLUGIN)}), "b.jsonl line 1, field 'patch': Field required"),
-    (_line(colour="red"), "b.jsonl line 1, field 'colour': Extra inputs are not permitted"),
-    (_line(tests="one"), "b.jsonl line 1, field 'tests': Input should be a valid list"),
-    (_line(plugin="/nowhere/at/all"), "b.jsonl line 1, field 'plugin': '/nowhere/at/all' is not a folder"),
-    (_line(id="has space"), "b.jsonl line 1, field 'id': expected 1-64 letters"),
-    (_line(wp="0.1"), "b.jsonl line 1, field 'wp':"),
-    (json.dumps({"kind": "recipe-run", "recipe": "missing.json"}), "b.jsonl line 1, field 'recipe':"),
-])
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("{not json", "b.jsonl line 1: not JSON"),
+        ("[1, 2]", "b.jsonl line 1: expected a JSON object"),
+        (json.dumps({"plugin": "x"}), "b.jsonl line 1, field 'kind': required"),
+        (json.dumps({"kind": "deploy"}), "b.jsonl line 1, field 'kind': unknown kind 'deploy'"),
+        (
+            json.dumps({"kind": "evaluate-patch", "plugin": str(PLUGIN)}),
+            "b.jsonl line 1, field 'patch': Field required",
+        ),
+        (_line(colour="red"), "b.jsonl line 1, field 'colour': Extra inputs are not permitted"),
+        (_line(tests="one"), "b.jsonl line 1, field 'tests': Input should be a valid list"),
+        (_line(plugin="/nowhere/at/all"), "b.jsonl line 1, field 'plugin': '/nowhere/at/all' is not a folder"),
+        (_line(id="has space"), "b.jsonl line 1, field 'id': expected 1-64 letters"),
+        (_line(wp="0.1"), "b.jsonl line 1, field 'wp':"),
+        (json.dumps({"kind": "recipe-run", "recipe": "missing.json"}), "b.jsonl line 1, field 'recipe':"),
+    ],
+)
 def test_malformed_lines_name_the_line_and_the_field(tmp_path: Path, line: str, expected: str) -> None:
     with pytest.raises(BadInputError) as caught:
         parse_batch_text(line, base_dir=tmp_path, name="b.jsonl")
@@ -90,9 +96,16 @@ def test_agent_task_items_ship_their_workspaces_relative_to_the_batch_file(tmp_p
     from codebox_tui.batch.kinds import AgentTaskShipment
 
     agent = EXAMPLES / "agents" / "example_agent.py"
-    line = json.dumps({"kind": "agent-task", "id": "a1", "sandbox_session_id": "s-9", "task": "replace \"a\" with \"b\"",
-                       "workspaces": [f"{PLUGIN.relative_to(EXAMPLES)}:/workspace/counter"],
-                       "agent": ["/usr/bin/env", "python3", str(agent)]})
+    line = json.dumps(
+        {
+            "kind": "agent-task",
+            "id": "a1",
+            "sandbox_session_id": "s-9",
+            "task": 'replace "a" with "b"',
+            "workspaces": [f"{PLUGIN.relative_to(EXAMPLES)}:/workspace/counter"],
+            "agent": ["/usr/bin/env", "python3", str(agent)],
+        }
+    )
     item = parse_batch_text(line, base_dir=EXAMPLES, name="b.jsonl")[0]
     shipment = item.request
     assert isinstance(shipment, AgentTaskShipment)
@@ -111,14 +124,16 @@ def test_agent_task_items_ship_their_workspaces_relative_to_the_batch_file(tmp_p
 
 
 def test_recipe_items_ship_their_folder(tmp_path: Path) -> None:
-    line = json.dumps({"kind": "recipe-run", "recipe": str(EXAMPLES / "recipes" / "plugin-probe.json"),
-                       "root": str(EXAMPLES)})
+    line = json.dumps(
+        {"kind": "recipe-run", "recipe": str(EXAMPLES / "recipes" / "plugin-probe.json"), "root": str(EXAMPLES)}
+    )
     item = parse_batch_text(line, base_dir=tmp_path, name="b.jsonl")[0]
     assert item.request.recipe_rel == "recipes/plugin-probe.json"
     out = unpack(item.request.root_tar, tmp_path / "root")
     assert (out / "plugins-for-recipes" / "shortcode-demo").is_dir()
-    outside = json.dumps({"kind": "recipe-run", "recipe": str(EXAMPLES / "recipes" / "plugin-probe.json"),
-                          "root": str(PLUGIN)})
+    outside = json.dumps(
+        {"kind": "recipe-run", "recipe": str(EXAMPLES / "recipes" / "plugin-probe.json"), "root": str(PLUGIN)}
+    )
     with pytest.raises(BadInputError, match="field 'root': the recipe"):
         parse_batch_text(outside, base_dir=tmp_path, name="b.jsonl")
 
@@ -143,8 +158,13 @@ def test_a_recipe_item_without_root_ships_the_files_its_recipe_names(tmp_path: P
     out = unpack(item.request.root_tar, tmp_path / "root")
     shipped = validate_recipe_file(out / item.request.recipe_rel)
     assert shipped.valid, shipped.issues
-    too_small = json.dumps({"kind": "recipe-run", "recipe": str(EXAMPLES / "recipes" / "plugin-probe.json"),
-                            "root": str(EXAMPLES / "recipes")})
+    too_small = json.dumps(
+        {
+            "kind": "recipe-run",
+            "recipe": str(EXAMPLES / "recipes" / "plugin-probe.json"),
+            "root": str(EXAMPLES / "recipes"),
+        }
+    )
     with pytest.raises(BadInputError, match=r"field 'root': the recipe's \$\.inputs\.mounts\[0\]\.source"):
         parse_batch_text(too_small, base_dir=tmp_path, name="b.jsonl")
 
@@ -167,13 +187,16 @@ def _tar(*members: tarfile.TarInfo, data: bytes = b"") -> bytes:
     return buffer.getvalue()
 
 
-@pytest.mark.parametrize("make", [
-    lambda: tarfile.TarInfo("../escape.txt"),
-    lambda: tarfile.TarInfo("/etc/evil"),
-    lambda: _link("files/x", tarfile.SYMTYPE, "/etc/passwd"),
-    lambda: _link("files/y", tarfile.LNKTYPE, "manifest.json"),
-    lambda: _link("dev", tarfile.FIFOTYPE, ""),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: tarfile.TarInfo("../escape.txt"),
+        lambda: tarfile.TarInfo("/etc/evil"),
+        lambda: _link("files/x", tarfile.SYMTYPE, "/etc/passwd"),
+        lambda: _link("files/y", tarfile.LNKTYPE, "manifest.json"),
+        lambda: _link("dev", tarfile.FIFOTYPE, ""),
+    ],
+)
 def test_unpack_refuses_hostile_archives_whole(tmp_path: Path, make: object) -> None:
     good = tarfile.TarInfo("manifest.json")
     good.size = 2
@@ -205,15 +228,27 @@ def test_unpack_never_replaces_a_folder_and_respects_the_size_limit(tmp_path: Pa
 
 def test_batch_records_group_items_and_promote_one_candidate(tmp_path: Path) -> None:
     with Store.open(tmp_path / "db.sqlite3") as store:
-        create_batch(store, "batch-1", kind="fan-out", source="b.jsonl",
-                     items=[("a", "evaluate-patch", "A"), ("b", "evaluate-patch", "B")])
-        one = store.record_bundle("artifact-bundle-sha256-" + "1" * 64, path=tmp_path / "r1", content_digest="1" * 64,
-                                  run_id=None, changed_files=1)
+        create_batch(
+            store,
+            "batch-1",
+            kind="fan-out",
+            source="b.jsonl",
+            items=[("a", "evaluate-patch", "A"), ("b", "evaluate-patch", "B")],
+        )
+        one = store.record_bundle(
+            "artifact-bundle-sha256-" + "1" * 64,
+            path=tmp_path / "r1",
+            content_digest="1" * 64,
+            run_id=None,
+            changed_files=1,
+        )
         update_item(store, "batch-1", "a", state="completed", attempts=2, verdict="improvement", bundle_key=one.key)
         update_item(store, "batch-1", "b", state="failed", attempts=1, error="boom")
         items = batch_items(store, "batch-1")
         assert [(i.item_id, i.state, i.attempts, i.bundle_key) for i in items] == [
-            ("a", "completed", 2, one.key), ("b", "failed", 1, None)]
+            ("a", "completed", 2, one.key),
+            ("b", "failed", 1, None),
+        ]
         assert batch_of_bundles(store) == {one.key: ("batch-1", "a")}
         with pytest.raises(BadInputError, match="not a candidate"):
             promote(store, "batch-1", one.key + 100)
@@ -227,11 +262,27 @@ def test_the_batch_backend_is_the_default_of_items_that_name_none(tmp_path: Path
     names its own keeps it; a recipe item carries it for its worker, which uses it only when the recipe names no
     runtime.backend (batch/kinds.py); without --backend nothing is filled in (the worker's CODEBOX_BACKEND)."""
     agent = EXAMPLES / "agents" / "example_agent.py"
-    lines = [_line(id="plain"), _line(id="own", backend="playground"),
-             json.dumps({"kind": "agent-task", "id": "agent", "task": "replace \"a\" with \"b\"",
-                         "workspaces": [f"{PLUGIN}:/workspace/counter"], "agent": ["python3", str(agent)]}),
-             json.dumps({"kind": "recipe-run", "id": "recipe", "recipe": str(EXAMPLES / "recipes" / "plugin-probe.json"),
-                         "root": str(EXAMPLES)})]
+    lines = [
+        _line(id="plain"),
+        _line(id="own", backend="playground"),
+        json.dumps(
+            {
+                "kind": "agent-task",
+                "id": "agent",
+                "task": 'replace "a" with "b"',
+                "workspaces": [f"{PLUGIN}:/workspace/counter"],
+                "agent": ["python3", str(agent)],
+            }
+        ),
+        json.dumps(
+            {
+                "kind": "recipe-run",
+                "id": "recipe",
+                "recipe": str(EXAMPLES / "recipes" / "plugin-probe.json"),
+                "root": str(EXAMPLES),
+            }
+        ),
+    ]
     items = {i.id: i.request for i in parse_batch_text("\n".join(lines), base_dir=tmp_path, default_backend="native")}
     assert items["plain"].args.backend == "native" and items["own"].args.backend == "playground"
     assert items["agent"].request.backend == "native"

@@ -34,8 +34,15 @@ def test_plain_lines_one_per_change_never_repeated() -> None:
 def test_failed_items_show_their_error_and_hostile_text_is_made_safe() -> None:
     out = io.StringIO()
     table = ProgressTable(stream=out, live=False)
-    table.update(_state("b", state="failed", attempts=1, verdict="error\x1b[31m",
-                        error={"code": "x", "message": "the patch does not apply"}))
+    table.update(
+        _state(
+            "b",
+            state="failed",
+            attempts=1,
+            verdict="error\x1b[31m",
+            error={"code": "x", "message": "the patch does not apply"},
+        )
+    )
     text = out.getvalue()
     assert "✘ failed attempt 1" in text and "the patch does not apply" in text
     assert "\x1b" not in text

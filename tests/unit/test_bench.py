@@ -29,17 +29,20 @@ def test_repeated_paths_reach_the_handler_with_the_defaults() -> None:
     assert _settings().paths == ["/"]
 
 
-@pytest.mark.parametrize(("arg", "field", "expected"), [
-    ("path=wp-admin/", "path", "starting with '/'"),
-    ("path=//evil.example/", "path", "no host"),
-    ("path=/a b", "path", "no spaces"),
-    ("count=0", "count", "from 1 to 200"),
-    ("count=201", "count", "from 1 to 200"),
-    ("warmup=51", "warmup", "from 0 to 50"),
-    ("concurrency=9", "concurrency", "from 1 to 8"),
-    ("concurrency=two", "concurrency", "whole number"),
-    ("label=Before!", "label", "lower-case"),
-])
+@pytest.mark.parametrize(
+    ("arg", "field", "expected"),
+    [
+        ("path=wp-admin/", "path", "starting with '/'"),
+        ("path=//evil.example/", "path", "no host"),
+        ("path=/a b", "path", "no spaces"),
+        ("count=0", "count", "from 1 to 200"),
+        ("count=201", "count", "from 1 to 200"),
+        ("warmup=51", "warmup", "from 0 to 50"),
+        ("concurrency=9", "concurrency", "from 1 to 8"),
+        ("concurrency=two", "concurrency", "whole number"),
+        ("label=Before!", "label", "lower-case"),
+    ],
+)
 def test_bad_arguments_name_the_argument_and_what_was_expected(arg: str, field: str, expected: str) -> None:
     with pytest.raises(BadInputError, match=expected) as caught:
         _settings(arg)
@@ -69,12 +72,30 @@ def test_statistics_use_the_nearest_rank() -> None:
 
 
 def _document(label: str, medians: dict[str, float | None]) -> BenchDocument:
-    paths = [BenchPath(path=path, requests=2, answered=2 if median is not None else 0, statuses={"200": 2},
-                       errors=[] if median is not None else ["Sandbox request failed"],
-                       latencyMs=latency([median, median]) if median is not None else None,
-                       peakMemoryBytes=4 << 20, memoryError=None) for path, median in medians.items()]
-    return BenchDocument(label=label, backend="wordpress-playground", wordpressVersion="6.5.5", phpVersion="8.3",
-                         count=2, warmup=0, concurrency=1, seconds=1.0, paths=paths)
+    paths = [
+        BenchPath(
+            path=path,
+            requests=2,
+            answered=2 if median is not None else 0,
+            statuses={"200": 2},
+            errors=[] if median is not None else ["Sandbox request failed"],
+            latencyMs=latency([median, median]) if median is not None else None,
+            peakMemoryBytes=4 << 20,
+            memoryError=None,
+        )
+        for path, median in medians.items()
+    ]
+    return BenchDocument(
+        label=label,
+        backend="wordpress-playground",
+        wordpressVersion="6.5.5",
+        phpVersion="8.3",
+        count=2,
+        warmup=0,
+        concurrency=1,
+        seconds=1.0,
+        paths=paths,
+    )
 
 
 def test_the_table_shows_every_path_and_why_one_has_no_figures() -> None:
@@ -84,15 +105,24 @@ def test_the_table_shows_every_path_and_why_one_has_no_figures() -> None:
 
 
 def _execution(document: BenchDocument, evidence: str) -> ExecutionResult:
-    return ExecutionResult(id="e", command="wordpress.bench", args=[], exitCode=0, stdout="", stderr="",
-                           startedAt="2026-01-01T00:00:00Z", finishedAt="2026-01-01T00:00:01Z",
-                           result=CommandResultEnvelope(status="ok", json={**document.to_json(), "evidence": evidence}))
+    return ExecutionResult(
+        id="e",
+        command="wordpress.bench",
+        args=[],
+        exitCode=0,
+        stdout="",
+        stderr="",
+        startedAt="2026-01-01T00:00:00Z",
+        finishedAt="2026-01-01T00:00:01Z",
+        result=CommandResultEnvelope(status="ok", json={**document.to_json(), "evidence": evidence}),
+    )
 
 
 def test_a_slower_path_is_a_warning_and_a_missing_side_is_said() -> None:
     before = _execution(_document("before", {"/": 10.0, "/shop": 10.0}), "files/bench.json")
-    after = _execution(_document("after", {"/": 10.5, "/shop": 10.0 * BENCH_REGRESSION_RATIO + 1}),
-                       "files/bench-2.json")
+    after = _execution(
+        _document("after", {"/": 10.5, "/shop": 10.0 * BENCH_REGRESSION_RATIO + 1}), "files/bench-2.json"
+    )
     check = compare_benches(before, after)
     assert (check["before"], check["after"]) == ("files/bench.json", "files/bench-2.json")
     assert [(p["path"], p["regressed"]) for p in check["paths"]] == [("/", False), ("/shop", True)]
@@ -121,8 +151,11 @@ def test_the_mcp_evaluate_patch_tool_refuses_a_bad_bench_path_before_boot() -> N
     from codebox_tui.mcp_server.models import EvaluatePatchInput
 
     examples = Path(__file__).resolve().parents[2] / "examples"
-    params = EvaluatePatchInput(plugin=str(examples / "plugins-for-recipes" / "buggy-counter"),
-                                patch=str(examples / "patches" / "buggy-counter-fix.patch"), bench=["shop"])
+    params = EvaluatePatchInput(
+        plugin=str(examples / "plugins-for-recipes" / "buggy-counter"),
+        patch=str(examples / "patches" / "buggy-counter-fix.patch"),
+        bench=["shop"],
+    )
     with pytest.raises(BadInputError, match="--bench: path='shop'") as caught:
         evaluate_patch(params)
     assert caught.value.field == "bench"

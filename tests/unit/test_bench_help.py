@@ -17,8 +17,14 @@ def test_help_prints_usage_and_runs_nothing(script: str, tmp_path: Path) -> None
     home = tmp_path / "home"
     home.mkdir()
     env = {**os.environ, "CODEBOX_HOME": str(home)}
-    result = subprocess.run([sys.executable, str(BENCH / script), "--help"], capture_output=True, text=True,
-                            env=env, cwd=tmp_path, timeout=120)
+    result = subprocess.run(
+        [sys.executable, str(BENCH / script), "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("usage:")
     assert "===" not in result.stdout  # run_all starts no benchmark

@@ -24,14 +24,15 @@ def test_only_whole_plain_values_become_options_and_the_rest_is_a_limitation() -
         OptionChange(name="cut", status="added", after="x" * 200, afterBytes=500),
         OptionChange(name="packed", status="added", after='a:1:{i:0;s:1:"x";}', afterBytes=18),
         OptionChange(name="auth_key", status="added", redacted=True, afterBytes=64),
-        OptionChange(name="siteurl", status="changed", before="http://a", after="http://b", beforeBytes=8,
-                     afterBytes=8),
+        OptionChange(
+            name="siteurl", status="changed", before="http://a", after="http://b", beforeBytes=8, afterBytes=8
+        ),
     ]
-    built = blueprint_after(_diff(options=options, theme=ValueChange(before="a", after="../x")),
-                            wordpress_version="6.5.5", php_version=None)
+    built = blueprint_after(
+        _diff(options=options, theme=ValueChange(before="a", after="../x")), wordpress_version="6.5.5", php_version=None
+    )
     assert built is not None
     blueprint, notes = built
     assert blueprint["preferredVersions"] == {"wp": "6.5.5"}
     assert blueprint["steps"] == [{"step": "setSiteOptions", "options": {"plain": "b"}}]
-    assert [line.split(":")[0] for line in notes["limitations"]] == ["option cut", "option packed",
-                                                                     "option auth_key"]
+    assert [line.split(":")[0] for line in notes["limitations"]] == ["option cut", "option packed", "option auth_key"]

@@ -13,28 +13,33 @@ from codebox_tui.browser.launch import parse_viewport, resolve_url
 from codebox_tui.errors import BadInputError
 
 
-@pytest.mark.parametrize("raw, field", [
-    ("not json", "steps-json"), ("[]", "steps-json"), ('[{"action": "fly"}]', "steps-json[0]"),
-    ('[{"action": "click"}]', "steps-json[0].selector"),
-    ('[{"action": "navigate", "url": "/"}, 3]', "steps-json[1]"),
-    ('[{"action": "waitFor"}]', "steps-json[0].selector"),
-    ('[{"action": "waitFor", "selector": "#a", "state": "gone"}]', "steps-json[0].state"),
-    ('[{"action": "waitFor", "ms": "5"}]', "steps-json[0].ms"),
-    ('[{"action": "hover", "selector": ""}]', "steps-json[0].selector"),
-    ('[{"action": "type", "selector": "#a"}]', "steps-json[0].text"),
-    ('[{"action": "type", "selector": "#a", "text": "x", "delay": -1}]', "steps-json[0].delay"),
-    ('[{"action": "type", "selector": "#a", "text": "x", "delay": true}]', "steps-json[0].delay"),
-    ('[{"action": "press", "selector": "#a"}]', "steps-json[0].key"),
-    ('[{"action": "select", "selector": "#a", "value": ["x"]}]', "steps-json[0].value"),
-    ('[{"action": "drag", "source": "#a"}]', "steps-json[0].target"),
-    ('[{"action": "drag", "target": "#a"}]', "steps-json[0].source"),
-    ('[{"action": "evaluate"}]', "steps-json[0].expression"),
-    ('[{"action": "evaluate", "expression": "  "}]', "steps-json[0].expression"),
-    ('[{"action": "evaluate", "expression": "1", "script": "2"}]', "steps-json[0].script"),
-    ('[{"action": "click", "selector": "#a", "assert": true}]', "steps-json[0].assert"),
-    ('[{"action": "expect", "selector": "#a", "visible": "yes"}]', "steps-json[0].visible"),
-    ('[{"action": "expect", "selector": "#a", "count": 1.5}]', "steps-json[0].count"),
-])
+@pytest.mark.parametrize(
+    "raw, field",
+    [
+        ("not json", "steps-json"),
+        ("[]", "steps-json"),
+        ('[{"action": "fly"}]', "steps-json[0]"),
+        ('[{"action": "click"}]', "steps-json[0].selector"),
+        ('[{"action": "navigate", "url": "/"}, 3]', "steps-json[1]"),
+        ('[{"action": "waitFor"}]', "steps-json[0].selector"),
+        ('[{"action": "waitFor", "selector": "#a", "state": "gone"}]', "steps-json[0].state"),
+        ('[{"action": "waitFor", "ms": "5"}]', "steps-json[0].ms"),
+        ('[{"action": "hover", "selector": ""}]', "steps-json[0].selector"),
+        ('[{"action": "type", "selector": "#a"}]', "steps-json[0].text"),
+        ('[{"action": "type", "selector": "#a", "text": "x", "delay": -1}]', "steps-json[0].delay"),
+        ('[{"action": "type", "selector": "#a", "text": "x", "delay": true}]', "steps-json[0].delay"),
+        ('[{"action": "press", "selector": "#a"}]', "steps-json[0].key"),
+        ('[{"action": "select", "selector": "#a", "value": ["x"]}]', "steps-json[0].value"),
+        ('[{"action": "drag", "source": "#a"}]', "steps-json[0].target"),
+        ('[{"action": "drag", "target": "#a"}]', "steps-json[0].source"),
+        ('[{"action": "evaluate"}]', "steps-json[0].expression"),
+        ('[{"action": "evaluate", "expression": "  "}]', "steps-json[0].expression"),
+        ('[{"action": "evaluate", "expression": "1", "script": "2"}]', "steps-json[0].script"),
+        ('[{"action": "click", "selector": "#a", "assert": true}]', "steps-json[0].assert"),
+        ('[{"action": "expect", "selector": "#a", "visible": "yes"}]', "steps-json[0].visible"),
+        ('[{"action": "expect", "selector": "#a", "count": 1.5}]', "steps-json[0].count"),
+    ],
+)
 def test_bad_steps_name_the_step(raw: str, field: str) -> None:
     with pytest.raises(BadInputError) as info:
         parse_steps(raw)
@@ -42,13 +47,20 @@ def test_bad_steps_name_the_step(raw: str, field: str) -> None:
 
 
 def test_every_new_action_with_its_fields_is_accepted() -> None:
-    steps = parse_steps(json.dumps([
-        {"action": "hover", "selector": "#a"}, {"action": "type", "selector": "#a", "text": "", "delay": 5},
-        {"action": "press", "key": "Enter"}, {"action": "select", "selector": "#s", "value": "b"},
-        {"action": "drag", "source": "#a", "target": "#b"},
-        {"action": "evaluate", "expression": "1 + 1", "assert": 2}, {"action": "evaluate", "script": "1"},
-        {"action": "fill", "selector": "#a", "value": ""},
-    ]))
+    steps = parse_steps(
+        json.dumps(
+            [
+                {"action": "hover", "selector": "#a"},
+                {"action": "type", "selector": "#a", "text": "", "delay": 5},
+                {"action": "press", "key": "Enter"},
+                {"action": "select", "selector": "#s", "value": "b"},
+                {"action": "drag", "source": "#a", "target": "#b"},
+                {"action": "evaluate", "expression": "1 + 1", "assert": 2},
+                {"action": "evaluate", "script": "1"},
+                {"action": "fill", "selector": "#a", "value": ""},
+            ]
+        )
+    )
     assert [step_target(s) for s in steps] == ["#a", "#a", "Enter", "#s", "#a -> #b", "1 + 1", "1", "#a"]
 
 
@@ -62,11 +74,22 @@ def test_bad_step_errors_say_what_was_expected() -> None:
     assert "drag needs 'target'" in missing.value.message
 
 
-@pytest.mark.parametrize("result, expected, same", [
-    (True, True, True), (1, True, False), (True, 1, False), (0, False, False), (2, 2.0, True),
-    ("2", 2, False), ([1, {"a": None}], [1, {"a": None}], True), ({"a": 1}, {"a": 1, "b": 2}, False),
-    (None, None, True), (None, False, False), ([1, 2], [2, 1], False),
-])
+@pytest.mark.parametrize(
+    "result, expected, same",
+    [
+        (True, True, True),
+        (1, True, False),
+        (True, 1, False),
+        (0, False, False),
+        (2, 2.0, True),
+        ("2", 2, False),
+        ([1, {"a": None}], [1, {"a": None}], True),
+        ({"a": 1}, {"a": 1, "b": 2}, False),
+        (None, None, True),
+        (None, False, False),
+        ([1, 2], [2, 1], False),
+    ],
+)
 def test_evaluate_assert_compares_as_json(result: object, expected: object, same: bool) -> None:
     assert same_json(result, expected) is same
 

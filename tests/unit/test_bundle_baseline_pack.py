@@ -22,9 +22,17 @@ GIT = ["git", "-c", "user.email=t@example.test", "-c", "user.name=t"]
 def _capture(tmp: Path, mount: MountSpec, baselines: list) -> BundleSummary:  # type: ignore[type-arg]
     run_dir = tmp / "run"
     run_dir.mkdir()
-    return capture_bundle(run_dir, runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}),
-                          mounts=[mount], baselines=baselines, policy=RuntimePolicy(commands=["wordpress.run-php"]),
-                          metadata={}, secret_values=[], evidence=[], test_suites=[])
+    return capture_bundle(
+        run_dir,
+        runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}),
+        mounts=[mount],
+        baselines=baselines,
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+        metadata={},
+        secret_values=[],
+        evidence=[],
+        test_suites=[],
+    )
 
 
 def _plugin_repo(root: Path) -> Path:
@@ -38,8 +46,9 @@ def _plugin_repo(root: Path) -> Path:
     (repo / "run.sh").chmod(0o755)
     # what WordPress plugins commonly ship: tests left out of release zips, a version stamped on export,
     # and text files checked out with CRLF
-    (repo / ".gitattributes").write_text("tests/ export-ignore\n/.gitattributes export-ignore\n"
-                                         "plugin.php export-subst\n*.txt text eol=crlf\n")
+    (repo / ".gitattributes").write_text(
+        "tests/ export-ignore\n/.gitattributes export-ignore\nplugin.php export-subst\n*.txt text eol=crlf\n"
+    )
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run([*GIT, "-C", str(repo), "add", "-A"], check=True)
     subprocess.run([*GIT, "-C", str(repo), "commit", "-qm", "base"], check=True)
@@ -57,8 +66,14 @@ def test_git_baseline_matches_the_checked_out_tree_despite_export_attributes(tmp
     assert base.strategy == "snapshot"
     # every tracked file is in the baseline with the work tree's bytes, export-ignored ones included
     with base.reader() as read:
-        for rel in ("plugin.php", "tests/unit/test-a.php", "tests/bootstrap.php", "notes.txt", "run.sh",
-                    ".gitattributes"):
+        for rel in (
+            "plugin.php",
+            "tests/unit/test-a.php",
+            "tests/bootstrap.php",
+            "notes.txt",
+            "run.sh",
+            ".gitattributes",
+        ):
             assert read(rel) == (repo / rel).read_bytes(), rel
             assert base.hashes[rel] == hashlib.sha256((repo / rel).read_bytes()).hexdigest()
     assert base.entries["run.sh"].mode == "100755"
@@ -195,8 +210,12 @@ def test_bulk_hashes_match_hashlib_for_awkward_names(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("name", "size", "mode", "kind"),
-    [("files/mounts/0/a.php", 10, 0o644, "file"), ("files/mounts/0/lib", 0, 0o755, "dir"),
-     ("files/mounts/1/" + "x" * 85, 123456789, 0o644, "file"), ("files/mounts/0/sp ace-_.~+", 0, 0o644, "file")],
+    [
+        ("files/mounts/0/a.php", 10, 0o644, "file"),
+        ("files/mounts/0/lib", 0, 0o755, "dir"),
+        ("files/mounts/1/" + "x" * 85, 123456789, 0o644, "file"),
+        ("files/mounts/0/sp ace-_.~+", 0, 0o644, "file"),
+    ],
 )
 def test_fast_ustar_headers_are_byte_for_byte_what_tarfile_writes(name: str, size: int, mode: int, kind: str) -> None:
     import tarfile

@@ -25,10 +25,16 @@ def test_capture_records_every_change_and_verifies(tmp_path: Path, git: bool) ->
     assert summary.id == "artifact-bundle-sha256-" + summary.content_digest
     result = verify_bundle(summary.path)
     assert result.valid, [v.model_dump() for v in result.violations]
-    changed = {f["relativePath"]: f for f in json.loads((summary.path / "files/changed-files.json").read_text())["files"]}
+    changed = {
+        f["relativePath"]: f for f in json.loads((summary.path / "files/changed-files.json").read_text())["files"]
+    }
     assert {k: v["status"] for k, v in changed.items()} == {
-        "added.php": "added", "keep.bin": "modified", "lib/run.sh": "added", "plugin.php": "modified",
-        "readme.txt": "deleted"}
+        "added.php": "added",
+        "keep.bin": "modified",
+        "lib/run.sh": "added",
+        "plugin.php": "modified",
+        "readme.txt": "deleted",
+    }
     assert changed["keep.bin"]["binary"] is True
     assert changed["lib/run.sh"]["afterMode"] == "100755"
     review = json.loads((summary.path / "files/review.json").read_text())
@@ -55,21 +61,28 @@ def test_patch_p1_applies_text_changes(tmp_path: Path) -> None:
     def text_only(source: Path) -> None:
         typical_change(source)
         (source / "keep.bin").write_bytes(bytes(range(256)))  # leave the binary unchanged
+
     summary, pristine = make_bundle(tmp_path, text_only)
     target = tmp_path / "apply-patch"
     shutil.copytree(pristine, target)
-    subprocess.run(["patch", "-p1", "-s", "--no-backup-if-mismatch", "-i", str(summary.path / "files/patch.diff")],
-                   cwd=target, check=True)
+    subprocess.run(
+        ["patch", "-p1", "-s", "--no-backup-if-mismatch", "-i", str(summary.path / "files/patch.diff")],
+        cwd=target,
+        check=True,
+    )
     for rel in ("plugin.php", "added.php", "lib/run.sh"):
         assert (target / rel).read_bytes() == (tmp_path / "plugin" / rel).read_bytes()
     assert not (target / "readme.txt").exists()
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(old=st.lists(st.sampled_from(["a\n", "b\n", "c\n", "", "x", "é\n", "\n", "d"]), max_size=12),
-       new=st.lists(st.sampled_from(["a\n", "b\n", "c\n", "", "x", "é\n", "\n", "e"]), max_size=12))
-def test_any_text_edit_round_trips_through_git_apply(tmp_path_factory: pytest.TempPathFactory, old: list[str],
-                                                     new: list[str]) -> None:
+@given(
+    old=st.lists(st.sampled_from(["a\n", "b\n", "c\n", "", "x", "é\n", "\n", "d"]), max_size=12),
+    new=st.lists(st.sampled_from(["a\n", "b\n", "c\n", "", "x", "é\n", "\n", "e"]), max_size=12),
+)
+def test_any_text_edit_round_trips_through_git_apply(
+    tmp_path_factory: pytest.TempPathFactory, old: list[str], new: list[str]
+) -> None:
     from codebox_tui.bundle.diff import diff_file
 
     old_b, new_b = "".join(old).encode(), "".join(new).encode()
@@ -117,8 +130,9 @@ def _same_json(left: bytes, right: bytes) -> bool:
 # Choices are drawn as plain integers and applied modulo what the bundle has, so Hypothesis' draws never depend
 # on the bundle's shape (FlakyStrategyDefinition when a drawn list's length differed between runs).
 @given(file_choice=st.integers(0, 2**16), position=st.integers(0, 2**32), delta=st.integers(1, 255))
-def test_any_single_byte_change_is_rejected(valid_bundle: Path, tmp_path_factory: pytest.TempPathFactory,
-                                            file_choice: int, position: int, delta: int) -> None:
+def test_any_single_byte_change_is_rejected(
+    valid_bundle: Path, tmp_path_factory: pytest.TempPathFactory, file_choice: int, position: int, delta: int
+) -> None:
     bundle = _copy(valid_bundle, tmp_path_factory.mktemp("byte"))
     files = _files(bundle)
     rel = files[file_choice % len(files)]
@@ -135,9 +149,19 @@ def test_any_single_byte_change_is_rejected(valid_bundle: Path, tmp_path_factory
         return
     codes = _codes(bundle)
     if rel == "manifest.json":
-        assert codes & {"malformed-manifest", "invalid-manifest-shape", "file-hash-mismatch", "digest-mismatch",
-                        "bundle-id-mismatch", "invalid-path", "missing-file", "orphaned-file", "missing-file-hash",
-                        "review-evidence-mismatch", "malformed-reference"}
+        assert codes & {
+            "malformed-manifest",
+            "invalid-manifest-shape",
+            "file-hash-mismatch",
+            "digest-mismatch",
+            "bundle-id-mismatch",
+            "invalid-path",
+            "missing-file",
+            "orphaned-file",
+            "missing-file-hash",
+            "review-evidence-mismatch",
+            "malformed-reference",
+        }
     else:
         assert "file-hash-mismatch" in codes
 
@@ -150,8 +174,9 @@ def test_added_file_is_an_orphan(valid_bundle: Path, tmp_path: Path) -> None:
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(file_choice=st.integers(0, 2**16), remove=st.booleans())
-def test_removed_or_renamed_file_is_rejected(valid_bundle: Path, tmp_path_factory: pytest.TempPathFactory,
-                                             file_choice: int, remove: bool) -> None:
+def test_removed_or_renamed_file_is_rejected(
+    valid_bundle: Path, tmp_path_factory: pytest.TempPathFactory, file_choice: int, remove: bool
+) -> None:
     bundle = _copy(valid_bundle, tmp_path_factory.mktemp("rm"))
     files = [f for f in _files(bundle) if f != "manifest.json"]
     rel = files[file_choice % len(files)]
@@ -183,8 +208,14 @@ def test_symlink_and_hardlink_are_rejected(valid_bundle: Path, tmp_path: Path) -
 def test_traversal_and_absolute_paths_are_invalid(valid_bundle: Path, tmp_path: Path, bad_path: str) -> None:
     bundle = _copy(valid_bundle, tmp_path)
     manifest = json.loads((bundle / "manifest.json").read_text())
-    manifest["files"].append({"path": bad_path, "kind": "file", "contentType": "text/plain",
-                              "sha256": {"algorithm": "sha256", "value": "0" * 64}})
+    manifest["files"].append(
+        {
+            "path": bad_path,
+            "kind": "file",
+            "contentType": "text/plain",
+            "sha256": {"algorithm": "sha256", "value": "0" * 64},
+        }
+    )
     (bundle / "manifest.json").write_text(json.dumps(manifest))
     assert "invalid-path" in _codes(bundle)
 
@@ -199,8 +230,12 @@ def test_duplicate_entry_is_rejected(valid_bundle: Path, tmp_path: Path) -> None
 
 @pytest.mark.parametrize(
     ("content", "code"),
-    [(None, "missing-manifest"), ('{"id": "x", "files": [', "malformed-manifest"),
-     ('{"id": 3}', "invalid-manifest-shape"), ("[]", "invalid-manifest-shape")],
+    [
+        (None, "missing-manifest"),
+        ('{"id": "x", "files": [', "malformed-manifest"),
+        ('{"id": 3}', "invalid-manifest-shape"),
+        ("[]", "invalid-manifest-shape"),
+    ],
 )
 def test_malformed_manifests_fail_closed(valid_bundle: Path, tmp_path: Path, content: str | None, code: str) -> None:
     bundle = _copy(valid_bundle, tmp_path)
@@ -242,13 +277,19 @@ def test_cli_verify_and_show_never_trace(valid_bundle: Path, tmp_path: Path) -> 
 
     bundle = _copy(valid_bundle, tmp_path)
     (bundle / "manifest.json").write_text("{ truncated")
-    for args in (["artifacts", "verify", str(bundle)], ["artifacts", "show", str(bundle)],
-                 ["artifacts", "verify", str(tmp_path / "nope")]):
+    for args in (
+        ["artifacts", "verify", str(bundle)],
+        ["artifacts", "show", str(bundle)],
+        ["artifacts", "verify", str(tmp_path / "nope")],
+    ):
         out = subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True)
         assert out.returncode != 0
         assert "Traceback" not in out.stderr, out.stderr
-    ok = subprocess.run([sys.executable, "-m", "codebox_tui", "artifacts", "verify", str(valid_bundle), "--json"],
-                        capture_output=True, text=True)
+    ok = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "artifacts", "verify", str(valid_bundle), "--json"],
+        capture_output=True,
+        text=True,
+    )
     assert ok.returncode == 0 and json.loads(ok.stdout)["valid"] is True
 
 
@@ -265,7 +306,9 @@ def test_same_size_same_mode_edit_is_still_captured(tmp_path: Path, git: bool) -
     assert "return 0;" in (summary.path / "files/patch.diff").read_text()
 
 
-def test_same_size_same_mtime_edit_after_trusted_snapshot_is_captured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_same_size_same_mtime_edit_after_trusted_snapshot_is_captured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The stat-signature skip must not hide an edit that keeps size and restores mtime: ctime moves."""
     import os as _os
 
@@ -292,7 +335,15 @@ def test_same_size_same_mtime_edit_after_trusted_snapshot_is_captured(tmp_path: 
     assert _os.stat(target).st_size == before.st_size and _os.stat(target).st_mtime_ns == before.st_mtime_ns
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    summary = _capture(run_dir, runtime=_Info(id="runtime-t", createdAt=_now(), environment={}), mounts=[mount],
-                       baselines=baselines, policy=_Policy(commands=["wordpress.run-php"]), metadata={},
-                       secret_values=[], evidence=[], test_suites=[])
+    summary = _capture(
+        run_dir,
+        runtime=_Info(id="runtime-t", createdAt=_now(), environment={}),
+        mounts=[mount],
+        baselines=baselines,
+        policy=_Policy(commands=["wordpress.run-php"]),
+        metadata={},
+        secret_values=[],
+        evidence=[],
+        test_suites=[],
+    )
     assert [f["relativePath"] for f in summary.changed_files] == ["a.php"]

@@ -18,8 +18,14 @@ def _write(root: Path, changed: bytes, patch: bytes) -> None:
 def test_mode_b_is_the_domain_framed_hash_of_changed_files_then_patch(tmp_path: Path) -> None:
     changed, patch = b'{"files":[]}\n', b"diff --git a/x b/x\n\r\nend"
     _write(tmp_path, changed, patch)
-    wire = (b"wp-codebox/artifact-content/v1\n" + b"files/changed-files.json\n" + changed
-            + b"\n" + b"files/patch.diff\n" + patch)
+    wire = (
+        b"wp-codebox/artifact-content/v1\n"
+        + b"files/changed-files.json\n"
+        + changed
+        + b"\n"
+        + b"files/patch.diff\n"
+        + patch
+    )
     expected = hashlib.sha256(wire).hexdigest()
     assert content_digest_b(tmp_path) == expected
     assert content_digest_of(changed, patch) == expected

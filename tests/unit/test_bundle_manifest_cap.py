@@ -26,9 +26,17 @@ def _capture(tmp: Path, source: Path):  # type: ignore[no-untyped-def]
 def _run(tmp: Path, mount: MountSpec, baselines: list) -> Path:  # type: ignore[type-arg]
     run_dir = tmp / "run"
     run_dir.mkdir(exist_ok=True)
-    capture_bundle(run_dir, runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}), mounts=[mount],
-                   baselines=baselines, policy=RuntimePolicy(commands=["wordpress.run-php"]), metadata={},
-                   secret_values=[], evidence=[], test_suites=[])
+    capture_bundle(
+        run_dir,
+        runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}),
+        mounts=[mount],
+        baselines=baselines,
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+        metadata={},
+        secret_values=[],
+        evidence=[],
+        test_suites=[],
+    )
     return run_dir
 
 
@@ -67,8 +75,14 @@ def test_verify_rejects_a_manifest_listing_more_than_its_digests_cover(tmp_path:
     run_dir = _run(tmp_path, mount, baselines)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     for i in range(MAX_MANIFEST_ENTRIES + 1 - len(manifest["files"])):
-        manifest["files"].append({"path": f"files/pad/{i}.txt", "kind": "command-artifact",
-                                  "contentType": "text/plain", "sha256": {"algorithm": "sha256", "value": "0" * 64}})
+        manifest["files"].append(
+            {
+                "path": f"files/pad/{i}.txt",
+                "kind": "command-artifact",
+                "contentType": "text/plain",
+                "sha256": {"algorithm": "sha256", "value": "0" * 64},
+            }
+        )
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
     result = verify_bundle(run_dir)
     assert not result.valid

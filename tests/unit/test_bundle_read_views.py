@@ -26,8 +26,12 @@ PLUGIN = "/wordpress/wp-content/plugins/p"
 
 
 def _show(bundle: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codebox_tui", "artifacts", "show", str(bundle), *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "artifacts", "show", str(bundle), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _reference(tmp_path: Path) -> Path:
@@ -61,7 +65,8 @@ def test_a_codebox_bundle_reads_typed_and_clean(tmp_path: Path) -> None:
     assert loaded.review.evidence.contentDigestB == review["evidence"]["contentDigestB"]
     assert loaded.risk_flags == review["riskFlags"]
     assert [(m.source, m.target, m.mode) for m in loaded.metadata.mounts] == [
-        (m["source"], m["target"], m["mode"]) for m in metadata["mounts"]]
+        (m["source"], m["target"], m["mode"]) for m in metadata["mounts"]
+    ]
     assert loaded.metadata.policy == metadata["policy"]
     assert runtime_versions(loaded.metadata)["wordpressVersion"] == "6.5.5"
 
@@ -97,8 +102,11 @@ def test_a_reference_bundle_reads_clean_and_finds_its_php_version(tmp_path: Path
     assert loaded.review.evidence.contentDigestB is None  # the reference does not record it
     assert loaded.review.stats.total == 2 and loaded.review.stats.added == 1
     # the reference keeps the PHP version only in its asset preflight
-    assert runtime_versions(loaded.metadata) == {"backend": "wordpress-playground", "wordpressVersion": "6.5.5",
-                                                 "phpVersion": "8.3"}
+    assert runtime_versions(loaded.metadata) == {
+        "backend": "wordpress-playground",
+        "wordpressVersion": "6.5.5",
+        "phpVersion": "8.3",
+    }
     shown = artifact_summary(loaded).model_dump(mode="json")
     review = _doc(bundle / "files/review.json")
     assert list(shown["stats"].items()) == list(review["stats"].items())
@@ -109,8 +117,9 @@ def test_a_minimal_review_loads_and_is_shown(tmp_path: Path) -> None:
     """A review with a few of the keys Codebox writes (no stats, evidence, flags or provenance) still loads:
     the missing fields read as their defaults, with nothing to report."""
     bundle = _reference(tmp_path)
-    (bundle / "files/review.json").write_text(json.dumps({
-        "schema": "wp-codebox/artifact-review/v1", "artifactId": "x", "summary": "Changed 2 files."}))
+    (bundle / "files/review.json").write_text(
+        json.dumps({"schema": "wp-codebox/artifact-review/v1", "artifactId": "x", "summary": "Changed 2 files."})
+    )
     loaded = load_bundle(bundle)
     assert not loaded.valid  # its hash no longer matches the manifest: shown, with the violation
     assert loaded.read_problems == []
@@ -158,17 +167,19 @@ def test_wrong_types_read_as_defaults_and_are_reported(tmp_path: Path) -> None:
     assert loaded.metadata.provenance.runtime.phpVersion is None
     assert runtime_versions(loaded.metadata)["wordpressVersion"] == "6.5.5"  # the rest still reads
     where = [p.split(": ")[0] + ": " + p.split(": ")[1] for p in loaded.read_problems]
-    assert sorted(where) == sorted([
-        "files/review.json: summary",
-        "files/review.json: riskFlags[1]",
-        "files/review.json: evidence",
-        "files/review.json: changedFiles[0]",
-        "files/review.json: provenance",
-        "files/review.json: stats.added",
-        "files/review.json: changedFiles[1].status",  # the index as written, though item 0 was dropped
-        "metadata.json: mounts[0]",
-        "metadata.json: provenance.runtime.phpVersion",
-    ])
+    assert sorted(where) == sorted(
+        [
+            "files/review.json: summary",
+            "files/review.json: riskFlags[1]",
+            "files/review.json: evidence",
+            "files/review.json: changedFiles[0]",
+            "files/review.json: provenance",
+            "files/review.json: stats.added",
+            "files/review.json: changedFiles[1].status",  # the index as written, though item 0 was dropped
+            "metadata.json: mounts[0]",
+            "metadata.json: provenance.runtime.phpVersion",
+        ]
+    )
     assert "files/review.json: summary: Input should be a valid string" in loaded.read_problems
 
 
@@ -177,8 +188,10 @@ def test_wrong_types_are_shown_by_artifacts_show(tmp_path: Path) -> None:
     shown = json.loads(_show(bundle, "--json").stdout)
     assert shown["summary"] is None and shown["stats"] == {"modified": 1, "deleted": 0, "total": 1}
     assert shown["riskFlags"] == ["binary-files", "secret-in-path"]
-    assert len(shown["readProblems"]) == 9 and "files/review.json: summary: Input should be a valid string" in \
-        shown["readProblems"]
+    assert (
+        len(shown["readProblems"]) == 9
+        and "files/review.json: summary: Input should be a valid string" in shown["readProblems"]
+    )
     out = _show(bundle)
     assert out.returncode == 0, out.stderr
     assert "unread   9 field(s) of the wrong type, shown as their default:" in out.stdout.splitlines()
@@ -223,16 +236,20 @@ def test_numbers_read_as_version_text_but_booleans_do_not() -> None:
     assert view.read_problems() == ["wordpressVersion: Input should be a valid string"]
 
 
-@pytest.mark.parametrize(("view", "contract"), [
-    (views.ManifestView, contracts.Manifest),
-    (views.ManifestFileView, contracts.ManifestFile),
-    (views.ReviewView, contracts.Review),
-    (views.ReviewStatsView, contracts.ReviewStats),
-    (views.ReviewChangedFileView, contracts.ReviewChangedFile),
-])
+@pytest.mark.parametrize(
+    ("view", "contract"),
+    [
+        (views.ManifestView, contracts.Manifest),
+        (views.ManifestFileView, contracts.ManifestFile),
+        (views.ReviewView, contracts.Review),
+        (views.ReviewStatsView, contracts.ReviewStats),
+        (views.ReviewChangedFileView, contracts.ReviewChangedFile),
+    ],
+)
 def test_every_view_field_is_a_field_of_its_write_contract(view: type[BaseModel], contract: type[BaseModel]) -> None:
     """One definition of each concept: a view only relaxes its contract (defaults, tolerance); it never names
     a field the contract does not have."""
+
     def aliases(model: type[BaseModel]) -> set[str]:
         return {info.alias or name for name, info in model.model_fields.items()}
 
@@ -242,7 +259,7 @@ def test_every_view_field_is_a_field_of_its_write_contract(view: type[BaseModel]
 def test_the_skipped_view_names_the_contract_fields_in_its_order() -> None:
     contract = [info.alias or name for name, info in contracts.SkippedEntry.model_fields.items()]
     fields = list(views.SkippedView.model_fields)
-    assert fields[:len(contract)] == contract and fields[len(contract):] == ["path"]  # path: foreign writers
+    assert fields[: len(contract)] == contract and fields[len(contract) :] == ["path"]  # path: foreign writers
 
 
 def test_the_mcp_tool_returns_the_same_summary_and_the_problems(tmp_path: Path) -> None:

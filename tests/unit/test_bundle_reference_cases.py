@@ -549,10 +549,21 @@ def test_reference_manifest_names_the_bundle_digest_as_a_digest_object(tmp_path:
     (source / "a.php").write_text("<?php // changed\n")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    summary = capture_bundle(run_dir, runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}),
-                             mounts=[mount], baselines=baselines, policy=RuntimePolicy(commands=["wordpress.run-php"]),
-                             metadata={}, secret_values=[], evidence=[], test_suites=[])
+    summary = capture_bundle(
+        run_dir,
+        runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}),
+        mounts=[mount],
+        baselines=baselines,
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+        metadata={},
+        secret_values=[],
+        evidence=[],
+        test_suites=[],
+    )
     ref = _json.loads((run_dir / "files/runtime-reference-manifest.json").read_text())
-    assert ref["artifactBundle"] == {"kind": "artifact-bundle", "id": summary.id,
-                                     "digest": {"algorithm": "sha256", "value": summary.content_digest}}
+    assert ref["artifactBundle"] == {
+        "kind": "artifact-bundle",
+        "id": summary.id,
+        "digest": {"algorithm": "sha256", "value": summary.content_digest},
+    }
     assert verify_bundle(run_dir).valid

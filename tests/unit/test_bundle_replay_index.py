@@ -13,8 +13,17 @@ from codebox_tui.contracts.canonical import domain_digest
 from tests.factories.bundles import AddedFile, make_bundle, typical_change
 
 REPLAY = "files/runtime-replay-index.json"
-PAYLOAD_KEYS = ("schema", "version", "runtime", "artifactBundle", "references", "actions", "observations",
-                "snapshots", "replay")
+PAYLOAD_KEYS = (
+    "schema",
+    "version",
+    "runtime",
+    "artifactBundle",
+    "references",
+    "actions",
+    "observations",
+    "snapshots",
+    "replay",
+)
 
 
 def _index(bundle: Path) -> dict:  # type: ignore[type-arg]
@@ -25,7 +34,8 @@ def _check_sealed_to(bundle: Path) -> None:
     manifest = json.loads((bundle / "manifest.json").read_text())
     index = _index(bundle)
     assert {"path": REPLAY, "kind": "runtime-replay-index"}.items() <= next(
-        f for f in manifest["files"] if f["path"] == REPLAY).items()
+        f for f in manifest["files"] if f["path"] == REPLAY
+    ).items()
     assert index["artifactBundle"]["id"] == manifest["id"]
     assert index["artifactBundle"]["digest"]["value"] == manifest["contentDigest"]["value"]
     digest = domain_digest(index["schema"], {k: index[k] for k in PAYLOAD_KEYS})
@@ -39,8 +49,16 @@ def test_every_bundle_carries_a_sealed_replay_index(tmp_path: Path) -> None:
     summary, _ = make_bundle(tmp_path, typical_change)
     bundle = summary.path
     index = _index(bundle)
-    assert set(index["references"]) == {"runtimeReferenceManifest", "commands", "runtimeEvents", "mountedFiles",
-                                        "mountDiffs", "changedFiles", "patch", "testResults"}
+    assert set(index["references"]) == {
+        "runtimeReferenceManifest",
+        "commands",
+        "runtimeEvents",
+        "mountedFiles",
+        "mountDiffs",
+        "changedFiles",
+        "patch",
+        "testResults",
+    }
     assert index["replay"]["status"] == "partial" and index["actions"] == [] and index["snapshots"] == []
     _check_sealed_to(bundle)
     review = json.loads((bundle / "files/review.json").read_text())

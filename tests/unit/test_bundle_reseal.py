@@ -22,8 +22,14 @@ def _signature(path: Path) -> tuple[int, int, bytes]:
 def test_reseal_lists_the_new_file_and_rewrites_only_id_bearing_documents(tmp_path: Path) -> None:
     summary, _ = make_bundle(tmp_path, typical_change)
     run_dir = summary.path
-    untouched = ["files/patch.diff", "files/changed-files.json", "files/mounts/0/added.php", "events.jsonl",
-                 "files/workspace-patch.json", "files/test-results.json"]
+    untouched = [
+        "files/patch.diff",
+        "files/changed-files.json",
+        "files/mounts/0/added.php",
+        "events.jsonl",
+        "files/workspace-patch.json",
+        "files/test-results.json",
+    ]
     before = {rel: _signature(run_dir / rel) for rel in untouched}
     evidence = run_dir / "files" / "runtime-evidence" / "verification.json"
     evidence.parent.mkdir(parents=True)

@@ -86,8 +86,11 @@ def test_recent_files_get_no_signature(tmp_path: Path) -> None:
 def _git(repo: Path, *args: str) -> None:
     import subprocess
 
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+        check=True,
+        capture_output=True,
+    )
 
 
 @pytest.mark.parametrize(
@@ -123,8 +126,13 @@ def test_git_work_tree_baseline_is_the_folder_as_given_and_never_hides_a_change(
     summary = capture_bundle(
         run_dir,
         runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}),
-        mounts=[mount], baselines=[base], policy=RuntimePolicy(commands=["wordpress.run-php"]),
-        metadata={}, secret_values=[], evidence=[], test_suites=[],
+        mounts=[mount],
+        baselines=[base],
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+        metadata={},
+        secret_values=[],
+        evidence=[],
+        test_suites=[],
     )
     changes = {(c["relativePath"], c["status"]) for c in summary.changed_files}
     # the edits made before the run (f3, notes.txt, cache/) are not the sandbox's: only f7 is reported
@@ -138,8 +146,13 @@ def _capture(tmp_path: Path, mount: MountSpec, base: object) -> object:
     return capture_bundle(
         run_dir,
         runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}),
-        mounts=[mount], baselines=[base], policy=RuntimePolicy(commands=["wordpress.run-php"]),  # type: ignore[list-item]
-        metadata={}, secret_values=[], evidence=[], test_suites=[],
+        mounts=[mount],
+        baselines=[base],
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),  # type: ignore[list-item]
+        metadata={},
+        secret_values=[],
+        evidence=[],
+        test_suites=[],
     )
 
 
@@ -162,12 +175,18 @@ def test_changes_inside_uncaptured_directories_are_reported(tmp_path: Path) -> N
     (source / "vendor" / ".git").mkdir(parents=True)
     (source / "vendor" / ".git" / "config").write_text("[core]\n\tfsmonitor = evil\n")
     summary = _capture(tmp_path, mount, base)
-    reported = {(s["relativePath"], s.get("change")) for s in summary.skipped  # type: ignore[attr-defined]
-                if s["reason"] == "changed-in-skipped-directory"}
+    reported = {
+        (s["relativePath"], s.get("change"))
+        for s in summary.skipped  # type: ignore[attr-defined]
+        if s["reason"] == "changed-in-skipped-directory"
+    }
     assert reported == {
-        ("node_modules/.bin/", "added"), ("node_modules/.bin/eslint", "added"),
-        ("node_modules/pkg/index.js", "modified"), ("node_modules/old.js", "deleted"),
-        ("vendor/.git/", "added"), ("vendor/.git/config", "added"),
+        ("node_modules/.bin/", "added"),
+        ("node_modules/.bin/eslint", "added"),
+        ("node_modules/pkg/index.js", "modified"),
+        ("node_modules/old.js", "deleted"),
+        ("vendor/.git/", "added"),
+        ("vendor/.git/config", "added"),
     }
     review = json.loads((tmp_path / "run" / "files" / "review.json").read_text())
     assert "changes-in-uncaptured-directories" in review["riskFlags"]
@@ -199,7 +218,14 @@ def test_own_git_folder_is_not_walked_but_a_created_one_is_reported(tmp_path: Pa
     run_dir = tmp_path / "run2"
     run_dir.mkdir()
     summary = capture_bundle(
-        run_dir, runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}), mounts=[mount],
-        baselines=[base], policy=RuntimePolicy(commands=["wordpress.run-php"]), metadata={}, secret_values=[],
-        evidence=[], test_suites=[])
+        run_dir,
+        runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}),
+        mounts=[mount],
+        baselines=[base],
+        policy=RuntimePolicy(commands=["wordpress.run-php"]),
+        metadata={},
+        secret_values=[],
+        evidence=[],
+        test_suites=[],
+    )
     assert {s["relativePath"] for s in summary.skipped} == {".git/", ".git/hooks/", ".git/hooks/pre-commit"}

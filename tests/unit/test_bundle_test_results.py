@@ -7,8 +7,14 @@ from codebox_tui.contracts.bundle import TestSuite
 
 
 def _suite(phase: str | None, passed: int, failed: int) -> TestSuite:
-    return TestSuite(name="plugin", phase=phase, status="failed" if failed else "passed",
-                     tests=passed + failed, passed=passed, failed=failed)
+    return TestSuite(
+        name="plugin",
+        phase=phase,
+        status="failed" if failed else "passed",
+        tests=passed + failed,
+        passed=passed,
+        failed=failed,
+    )
 
 
 def test_before_and_after_suites_summarise_the_after_side() -> None:

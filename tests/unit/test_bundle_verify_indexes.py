@@ -58,60 +58,74 @@ def test_replay_index_with_listed_hash_matching_refs_is_valid(captured: Path, tm
 
 def test_replay_index_accepts_the_bundle_digest_as_a_plain_string(captured: Path, tmp_path: Path) -> None:
     """Codebox's own writer records ``artifactBundle.digest`` as the hex value; the reference as a digest object."""
+
     def plain(index: dict[str, Any]) -> None:
         index["artifactBundle"]["digest"] = index["artifactBundle"]["digest"]["value"]
+
     assert _codes(with_replay_index(copy_bundle(captured, tmp_path), plain, seal_after_tamper=False)) == []
 
 
 def test_replay_index_reference_to_an_unlisted_file(captured: Path, tmp_path: Path) -> None:
     def unlisted(index: dict[str, Any]) -> None:
         index["references"]["trace"] = {**index["references"]["patch"], "path": "files/runtime-episode-trace.json"}
+
     bundle = with_replay_index(copy_bundle(captured, tmp_path), unlisted, seal_after_tamper=False)
     violations = verify_bundle(bundle).violations
-    assert [(v.code, v.path) for v in violations] == [
-        ("malformed-reference", f"{REPLAY}:references.trace.path")]
+    assert [(v.code, v.path) for v in violations] == [("malformed-reference", f"{REPLAY}:references.trace.path")]
 
 
 def test_replay_index_reference_with_a_wrong_hash(captured: Path, tmp_path: Path) -> None:
     def wrong(index: dict[str, Any]) -> None:
         index["references"]["patch"]["sha256"] = sha_ref("e" * 64)
+
     bundle = with_replay_index(copy_bundle(captured, tmp_path), wrong, seal_after_tamper=False)
     assert [(v.code, v.path) for v in verify_bundle(bundle).violations] == [
-        ("file-hash-mismatch", f"{REPLAY}:references.patch.sha256")]
+        ("file-hash-mismatch", f"{REPLAY}:references.patch.sha256")
+    ]
 
 
 def test_replay_index_reference_without_a_hash(captured: Path, tmp_path: Path) -> None:
     def no_hash(index: dict[str, Any]) -> None:
         del index["references"]["patch"]["sha256"]
+
     assert _codes(with_replay_index(copy_bundle(captured, tmp_path), no_hash, seal_after_tamper=False)) == [
-        "missing-file-hash"]
+        "missing-file-hash"
+    ]
 
 
 @pytest.mark.parametrize("where", ["observations", "snapshots"])
 def test_replay_index_artifact_refs_must_match_their_files(captured: Path, tmp_path: Path, where: str) -> None:
     def wrong(index: dict[str, Any]) -> None:
         index[where][0]["artifactRefs"][0]["digest"] = sha_ref("f" * 64)
+
     bundle = with_replay_index(copy_bundle(captured, tmp_path), wrong, seal_after_tamper=False)
     assert [(v.code, v.path) for v in verify_bundle(bundle).violations] == [
-        ("file-hash-mismatch", f"{REPLAY}:{where}[0].artifactRefs[0].digest")]
+        ("file-hash-mismatch", f"{REPLAY}:{where}[0].artifactRefs[0].digest")
+    ]
 
 
 def test_replay_index_artifact_ref_to_an_unlisted_file(captured: Path, tmp_path: Path) -> None:
     def unlisted(index: dict[str, Any]) -> None:
         index["observations"][0]["artifactRefs"][0]["path"] = "files/observations/other.json"
+
     assert _codes(with_replay_index(copy_bundle(captured, tmp_path), unlisted, seal_after_tamper=False)) == [
-        "malformed-reference"]
+        "malformed-reference"
+    ]
 
 
 def test_replay_index_artifact_ref_escaping_the_bundle(captured: Path, tmp_path: Path) -> None:
     def escape(index: dict[str, Any]) -> None:
         index["snapshots"][0]["artifactRefs"][0]["path"] = "../outside.json"
-    assert _codes(with_replay_index(copy_bundle(captured, tmp_path), escape, seal_after_tamper=False)) == ["invalid-path"]
+
+    assert _codes(with_replay_index(copy_bundle(captured, tmp_path), escape, seal_after_tamper=False)) == [
+        "invalid-path"
+    ]
 
 
 def test_replay_index_with_a_wrong_digest(captured: Path, tmp_path: Path) -> None:
     def wrong(index: dict[str, Any]) -> None:
         index["digest"] = sha_ref("0" * 64)
+
     bundle = with_replay_index(copy_bundle(captured, tmp_path), wrong)
     assert [(v.code, v.path) for v in verify_bundle(bundle).violations] == [("digest-mismatch", f"{REPLAY}:digest")]
 
@@ -119,12 +133,14 @@ def test_replay_index_with_a_wrong_digest(captured: Path, tmp_path: Path) -> Non
 def test_replay_index_edited_after_sealing_breaks_its_digest(captured: Path, tmp_path: Path) -> None:
     def edit(index: dict[str, Any]) -> None:
         index["replay"]["status"] = "partial"
+
     assert _codes(with_replay_index(copy_bundle(captured, tmp_path), edit)) == ["digest-mismatch"]
 
 
 def test_replay_index_with_a_wrong_id(captured: Path, tmp_path: Path) -> None:
     def wrong(index: dict[str, Any]) -> None:
         index["id"] = "runtime-replay-reference-index-sha256-" + "1" * 64
+
     bundle = with_replay_index(copy_bundle(captured, tmp_path), wrong)
     assert [(v.code, v.path) for v in verify_bundle(bundle).violations] == [("bundle-id-mismatch", f"{REPLAY}:id")]
 
@@ -136,9 +152,11 @@ def test_replay_index_naming_another_bundle(captured: Path, tmp_path: Path, fiel
             index["artifactBundle"]["id"] = "artifact-bundle-sha256-" + "2" * 64
         else:
             index["artifactBundle"]["digest"] = sha_ref("2" * 64)
+
     bundle = with_replay_index(copy_bundle(captured, tmp_path), other, seal_after_tamper=False)
     assert [(v.code, v.path) for v in verify_bundle(bundle).violations] == [
-        ("review-evidence-mismatch", f"{REPLAY}:artifactBundle")]
+        ("review-evidence-mismatch", f"{REPLAY}:artifactBundle")
+    ]
 
 
 @pytest.mark.parametrize("raw", ["{not json", "[]", "null", ""])
@@ -146,22 +164,38 @@ def test_unreadable_replay_index_fails_closed(captured: Path, tmp_path: Path, ra
     assert _codes(with_replay_index(copy_bundle(captured, tmp_path), raw=raw)) == ["malformed-reference"]
 
 
-@pytest.mark.parametrize("tamper", [
-    lambda i: i.update(schema="wp-codebox/runtime-replay-reference-index/v2"),
-    lambda i: i.update(version=True),
-    lambda i: i.pop("replay"),
-    lambda i: i["replay"].update(instructions="read the trace"),
-    lambda i: i["references"].update(patch="files/patch.diff"),
-    lambda i: i["references"]["patch"].update(path=7),
-    lambda i: i.update(actions=[{"index": 0}]),
-    lambda i: i["observations"][0].update(artifactRefs=[{"path": "x"}]),
-    lambda i: i["snapshots"][0].update(digest="d" * 64),
-    lambda i: i["artifactBundle"].update(kind="bundle"),
-    lambda i: i.update(references=[]),
-], ids=["schema", "version", "replay", "instructions", "ref-string", "ref-path", "action", "artifact-ref",
-        "snapshot-digest", "bundle-kind", "references-array"])
-def test_replay_index_with_the_wrong_shape(captured: Path, tmp_path: Path,
-                                           tamper: Callable[[dict[str, Any]], None]) -> None:
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        lambda i: i.update(schema="wp-codebox/runtime-replay-reference-index/v2"),
+        lambda i: i.update(version=True),
+        lambda i: i.pop("replay"),
+        lambda i: i["replay"].update(instructions="read the trace"),
+        lambda i: i["references"].update(patch="files/patch.diff"),
+        lambda i: i["references"]["patch"].update(path=7),
+        lambda i: i.update(actions=[{"index": 0}]),
+        lambda i: i["observations"][0].update(artifactRefs=[{"path": "x"}]),
+        lambda i: i["snapshots"][0].update(digest="d" * 64),
+        lambda i: i["artifactBundle"].update(kind="bundle"),
+        lambda i: i.update(references=[]),
+    ],
+    ids=[
+        "schema",
+        "version",
+        "replay",
+        "instructions",
+        "ref-string",
+        "ref-path",
+        "action",
+        "artifact-ref",
+        "snapshot-digest",
+        "bundle-kind",
+        "references-array",
+    ],
+)
+def test_replay_index_with_the_wrong_shape(
+    captured: Path, tmp_path: Path, tamper: Callable[[dict[str, Any]], None]
+) -> None:
     bundle = with_replay_index(copy_bundle(captured, tmp_path), tamper)
     assert [(v.code, v.path) for v in verify_bundle(bundle).violations] == [("malformed-reference", REPLAY)]
 
@@ -171,7 +205,8 @@ def test_review_evidence_must_list_the_replay_index_it_names(captured: Path, tmp
     reference verifier's code for an unlisted artifact reference)."""
     bundle = with_replay_index(copy_bundle(captured, tmp_path), review_ref="files/replay-index-elsewhere.json")
     assert [(v.code, v.path) for v in verify_bundle(bundle).violations] == [
-        ("malformed-reference", "files/review.json:evidence.runtimeReplayReferenceIndex")]
+        ("malformed-reference", "files/review.json:evidence.runtimeReplayReferenceIndex")
+    ]
 
 
 def test_reference_manifest_snapshot_refs_are_checked_too(captured: Path, tmp_path: Path) -> None:
@@ -179,24 +214,38 @@ def test_reference_manifest_snapshot_refs_are_checked_too(captured: Path, tmp_pa
     bundle = copy_bundle(captured, tmp_path)
 
     def build(bundle: Path, bundle_id: str, digest: str) -> None:
-        dump_json(bundle / "files/runtime-snapshots/snapshot-1.json", {"schema": "wp-codebox/wordpress-runtime-snapshot/v1"})
+        dump_json(
+            bundle / "files/runtime-snapshots/snapshot-1.json", {"schema": "wp-codebox/wordpress-runtime-snapshot/v1"}
+        )
         reference = read_json(bundle / REFERENCE)
-        reference["snapshots"] = [{
-            "id": "snapshot-1", "semantics": "runtime-state-artifact", "digest": sha_ref("d" * 64),
-            "replay": {"status": "runtime-state-artifact", "limitations": []},
-            "artifactRefs": [{"kind": "runtime-snapshot-artifact", "id": "snapshot-1",
-                              "path": "files/runtime-snapshots/snapshot-1.json", "digest": sha_ref("9" * 64)}],
-        }]
+        reference["snapshots"] = [
+            {
+                "id": "snapshot-1",
+                "semantics": "runtime-state-artifact",
+                "digest": sha_ref("d" * 64),
+                "replay": {"status": "runtime-state-artifact", "limitations": []},
+                "artifactRefs": [
+                    {
+                        "kind": "runtime-snapshot-artifact",
+                        "id": "snapshot-1",
+                        "path": "files/runtime-snapshots/snapshot-1.json",
+                        "digest": sha_ref("9" * 64),
+                    }
+                ],
+            }
+        ]
         keys = ("schema", "version", "runtime", "artifactBundle", "files", "snapshots")
         ref_digest = domain_digest(REFERENCE_SCHEMA, {k: reference[k] for k in keys})
         reference["digest"] = sha_ref(ref_digest)
         reference["id"] = "runtime-reference-manifest-sha256-" + ref_digest
         dump_json(bundle / REFERENCE, reference)
 
-    reseal(bundle, {"files/runtime-snapshots/snapshot-1.json": ("runtime-snapshot-artifact", "application/json")},
-           build)
+    reseal(
+        bundle, {"files/runtime-snapshots/snapshot-1.json": ("runtime-snapshot-artifact", "application/json")}, build
+    )
     assert [(v.code, v.path) for v in verify_bundle(bundle).violations] == [
-        ("file-hash-mismatch", f"{REFERENCE}:snapshots[0].artifactRefs[0].digest")]
+        ("file-hash-mismatch", f"{REFERENCE}:snapshots[0].artifactRefs[0].digest")
+    ]
 
 
 # --- rule 14: typed-artifacts index ------------------------------------------------------------------------
@@ -209,8 +258,9 @@ SUMMARY_SCHEMA = {
 }
 
 
-def with_typed_index(bundle: Path, tamper: Callable[[dict[str, Any]], None] | None = None, *,
-                     raw: str | None = None) -> Path:
+def with_typed_index(
+    bundle: Path, tamper: Callable[[dict[str, Any]], None] | None = None, *, raw: str | None = None
+) -> Path:
     def build(bundle: Path, bundle_id: str, digest: str) -> None:
         dump_json(bundle / TYPED_ITEM, {"title": "Plugin review", "score": 3})
         if raw is not None:
@@ -219,24 +269,33 @@ def with_typed_index(bundle: Path, tamper: Callable[[dict[str, Any]], None] | No
         index: dict[str, Any] = {
             "schema": "wp-codebox/typed-artifacts-index/v1",
             "direction": "output",
-            "artifacts": [{
-                "schema": "wp-codebox/typed-artifact/v1",
-                "name": "summary",
-                "type": "review-summary",
-                "payload_schema": SUMMARY_SCHEMA,
-                "payload": {"title": "Plugin review", "score": 3},
-                "metadata": {},
-                "provenance": {"direction": "output", "source": "runtime"},
-                "artifact": {"path": TYPED_ITEM, "kind": "typed-artifact", "contentType": "application/json",
-                             "sha256": file_sha256(bundle / TYPED_ITEM)},
-            }],
+            "artifacts": [
+                {
+                    "schema": "wp-codebox/typed-artifact/v1",
+                    "name": "summary",
+                    "type": "review-summary",
+                    "payload_schema": SUMMARY_SCHEMA,
+                    "payload": {"title": "Plugin review", "score": 3},
+                    "metadata": {},
+                    "provenance": {"direction": "output", "source": "runtime"},
+                    "artifact": {
+                        "path": TYPED_ITEM,
+                        "kind": "typed-artifact",
+                        "contentType": "application/json",
+                        "sha256": file_sha256(bundle / TYPED_ITEM),
+                    },
+                }
+            ],
         }
         if tamper:
             tamper(index)
         dump_json(bundle / TYPED, index)
 
-    reseal(bundle, {TYPED_ITEM: ("typed-artifact", "application/json"),
-                    TYPED: ("typed-artifacts-index", "application/json")}, build)
+    reseal(
+        bundle,
+        {TYPED_ITEM: ("typed-artifact", "application/json"), TYPED: ("typed-artifacts-index", "application/json")},
+        build,
+    )
     return bundle
 
 
@@ -250,6 +309,7 @@ def test_typed_artifact_payload_schema_may_use_the_camel_case_key(captured: Path
         item = index["artifacts"][0]
         item["payloadSchema"] = item.pop("payload_schema")
         item["payload"] = {"title": "x"}
+
     violations = verify_bundle(with_typed_index(copy_bundle(captured, tmp_path), camel)).violations
     assert [(v.code, v.path) for v in violations] == [("payload-schema-violation", f"{TYPED}:artifacts[0].payload")]
 
@@ -257,6 +317,7 @@ def test_typed_artifact_payload_schema_may_use_the_camel_case_key(captured: Path
 def test_typed_artifact_payload_violating_its_schema_reports_every_error(captured: Path, tmp_path: Path) -> None:
     def bad(index: dict[str, Any]) -> None:
         index["artifacts"][0]["payload"] = {"title": 5, "score": -1, "extra": True}
+
     violations = verify_bundle(with_typed_index(copy_bundle(captured, tmp_path), bad)).violations
     assert [(v.code, v.path) for v in violations] == [("payload-schema-violation", f"{TYPED}:artifacts[0].payload")]
     errors = violations[0].details["errors"]  # type: ignore[index]
@@ -267,50 +328,60 @@ def test_typed_artifact_payload_violating_its_schema_reports_every_error(capture
 def test_typed_artifact_with_an_invalid_payload_schema(captured: Path, tmp_path: Path) -> None:
     def bad(index: dict[str, Any]) -> None:
         index["artifacts"][0]["payload_schema"] = {"type": "no-such-type"}
+
     violations = verify_bundle(with_typed_index(copy_bundle(captured, tmp_path), bad)).violations
     assert [(v.code, v.path) for v in violations] == [
-        ("payload-schema-violation", f"{TYPED}:artifacts[0].payload_schema")]
+        ("payload-schema-violation", f"{TYPED}:artifacts[0].payload_schema")
+    ]
 
 
 def test_typed_artifact_schema_with_a_remote_ref_fails_closed_offline(captured: Path, tmp_path: Path) -> None:
     def remote(index: dict[str, Any]) -> None:
         index["artifacts"][0]["payload_schema"] = {"$ref": "https://schemas.example.test/summary.json"}
+
     assert _codes(with_typed_index(copy_bundle(captured, tmp_path), remote)) == ["payload-schema-violation"]
 
 
-def test_typed_artifact_unknown_keywords_are_ignored_and_named_schemas_skipped(captured: Path,
-                                                                              tmp_path: Path) -> None:
+def test_typed_artifact_unknown_keywords_are_ignored_and_named_schemas_skipped(captured: Path, tmp_path: Path) -> None:
     """Non-strict like the reference: unknown keywords do not fail; a schema named by id is not resolvable."""
+
     def lenient(index: dict[str, Any]) -> None:
         index["artifacts"][0]["payload_schema"] = {**SUMMARY_SCHEMA, "x-codebox-hint": "ignored"}
         second = json.loads(json.dumps(index["artifacts"][0]))
         second["payload_schema"] = "wp-codebox/review-summary/v1"
         second["payload"] = {"anything": "goes"}
         index["artifacts"].append(second)
+
     assert _codes(with_typed_index(copy_bundle(captured, tmp_path), lenient)) == []
 
 
 def test_typed_artifact_path_not_listed(captured: Path, tmp_path: Path) -> None:
     def unlisted(index: dict[str, Any]) -> None:
         index["artifacts"][0]["artifact"]["path"] = "files/typed-artifacts/missing.json"
+
     violations = verify_bundle(with_typed_index(copy_bundle(captured, tmp_path), unlisted)).violations
-    assert [(v.code, v.path) for v in violations] == [
-        ("malformed-reference", f"{TYPED}:artifacts[0].artifact.path")]
+    assert [(v.code, v.path) for v in violations] == [("malformed-reference", f"{TYPED}:artifacts[0].artifact.path")]
 
 
 def test_typed_artifact_with_a_wrong_hash(captured: Path, tmp_path: Path) -> None:
     def wrong(index: dict[str, Any]) -> None:
         index["artifacts"][0]["artifact"]["sha256"] = "a" * 64
+
     violations = verify_bundle(with_typed_index(copy_bundle(captured, tmp_path), wrong)).violations
     assert [(v.code, v.path) for v in violations] == [("file-hash-mismatch", f"{TYPED}:artifacts[0].artifact.sha256")]
 
 
-@pytest.mark.parametrize("tamper", [
-    lambda i: i.update(schema="wp-codebox/structured-artifacts-index/v1"),
-    lambda i: i.update(artifacts={}),
-], ids=["schema", "artifacts-object"])
-def test_typed_index_with_the_wrong_shape(captured: Path, tmp_path: Path,
-                                          tamper: Callable[[dict[str, Any]], None]) -> None:
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        lambda i: i.update(schema="wp-codebox/structured-artifacts-index/v1"),
+        lambda i: i.update(artifacts={}),
+    ],
+    ids=["schema", "artifacts-object"],
+)
+def test_typed_index_with_the_wrong_shape(
+    captured: Path, tmp_path: Path, tamper: Callable[[dict[str, Any]], None]
+) -> None:
     violations = verify_bundle(with_typed_index(copy_bundle(captured, tmp_path), tamper)).violations
     assert [(v.code, v.path) for v in violations] == [("malformed-reference", TYPED)]
 
@@ -319,20 +390,25 @@ def test_typed_index_entry_without_an_artifact_path(captured: Path, tmp_path: Pa
     def no_path(index: dict[str, Any]) -> None:
         del index["artifacts"][0]["artifact"]["path"]
         index["artifacts"].append("not an object")
+
     violations = verify_bundle(with_typed_index(copy_bundle(captured, tmp_path), no_path)).violations
     assert [(v.code, v.path) for v in violations] == [
-        ("malformed-reference", f"{TYPED}:artifacts[0]"), ("malformed-reference", f"{TYPED}:artifacts[1]")]
+        ("malformed-reference", f"{TYPED}:artifacts[0]"),
+        ("malformed-reference", f"{TYPED}:artifacts[1]"),
+    ]
 
 
-@pytest.mark.parametrize("raw", ["{\"schema\": ", "\"wp-codebox/typed-artifacts-index/v1\""])
+@pytest.mark.parametrize("raw", ['{"schema": ', '"wp-codebox/typed-artifacts-index/v1"'])
 def test_unreadable_typed_index_fails_closed(captured: Path, tmp_path: Path, raw: str) -> None:
     assert _codes(with_typed_index(copy_bundle(captured, tmp_path), raw=raw)) == ["malformed-reference"]
 
 
 # --- rule 15: tool-call transcript -------------------------------------------------------------------------
 
-def with_transcript(bundle: Path, tamper: Callable[[dict[str, Any]], None] | None = None, *,
-                    raw: str | None = None) -> Path:
+
+def with_transcript(
+    bundle: Path, tamper: Callable[[dict[str, Any]], None] | None = None, *, raw: str | None = None
+) -> Path:
     def build(bundle: Path, bundle_id: str, digest: str) -> None:
         dump_json(bundle / TOOL_INPUT, {"command": "wp plugin list"})
         if raw is not None:
@@ -341,25 +417,36 @@ def with_transcript(bundle: Path, tamper: Callable[[dict[str, Any]], None] | Non
         transcript: dict[str, Any] = {
             "schema": "wp-codebox/tool-call-transcript/v1",
             "redaction": {"policy": "required", "sensitive": False},
-            "tool_calls": [{
-                "call_id": "call-1",
-                "tool_name": "wordpress.wp-cli",
-                "tool_type": "runtime-command",
-                "phase": "execution",
-                "status": "succeeded",
-                "started_at": "2026-11-23T10:00:00.000Z",
-                "input_artifacts": [{"path": TOOL_INPUT, "kind": "tool-input", "contentType": "application/json",
-                                     "sha256": sha_ref(file_sha256(bundle / TOOL_INPUT))}],
-                "output_artifacts": [file_ref(bundle, "files/patch.diff")],
-                "redaction": {"policy": "required"},
-            }],
+            "tool_calls": [
+                {
+                    "call_id": "call-1",
+                    "tool_name": "wordpress.wp-cli",
+                    "tool_type": "runtime-command",
+                    "phase": "execution",
+                    "status": "succeeded",
+                    "started_at": "2026-11-23T10:00:00.000Z",
+                    "input_artifacts": [
+                        {
+                            "path": TOOL_INPUT,
+                            "kind": "tool-input",
+                            "contentType": "application/json",
+                            "sha256": sha_ref(file_sha256(bundle / TOOL_INPUT)),
+                        }
+                    ],
+                    "output_artifacts": [file_ref(bundle, "files/patch.diff")],
+                    "redaction": {"policy": "required"},
+                }
+            ],
         }
         if tamper:
             tamper(transcript)
         dump_json(bundle / TOOLS, transcript)
 
-    reseal(bundle, {TOOL_INPUT: ("tool-input", "application/json"),
-                    TOOLS: ("tool-call-transcript", "application/json")}, build)
+    reseal(
+        bundle,
+        {TOOL_INPUT: ("tool-input", "application/json"), TOOLS: ("tool-call-transcript", "application/json")},
+        build,
+    )
     return bundle
 
 
@@ -372,6 +459,7 @@ def test_tool_call_transcript_is_valid(captured: Path, tmp_path: Path) -> None:
 def test_tool_call_missing_a_required_field(captured: Path, tmp_path: Path, field: str) -> None:
     def drop(transcript: dict[str, Any]) -> None:
         del transcript["tool_calls"][0][field]
+
     violations = verify_bundle(with_transcript(copy_bundle(captured, tmp_path), drop)).violations
     assert [(v.code, v.path) for v in violations] == [("malformed-reference", f"{TOOLS}:tool_calls[0]")]
     assert violations[0].details == {"missing": [field]}
@@ -381,24 +469,27 @@ def test_tool_call_without_a_redaction_policy(captured: Path, tmp_path: Path) ->
     def drop(transcript: dict[str, Any]) -> None:
         transcript["tool_calls"][0]["redaction"] = {"sensitive": True}
         transcript["tool_calls"][0]["status"] = 0
+
     violations = verify_bundle(with_transcript(copy_bundle(captured, tmp_path), drop)).violations
     assert [(v.code, v.details) for v in violations] == [
-        ("malformed-reference", {"missing": ["status", "redaction.policy"]})]
+        ("malformed-reference", {"missing": ["status", "redaction.policy"]})
+    ]
 
 
 @pytest.mark.parametrize("key", ["input_artifacts", "output_artifacts"])
 def test_tool_call_artifact_not_listed(captured: Path, tmp_path: Path, key: str) -> None:
     def unlisted(transcript: dict[str, Any]) -> None:
         transcript["tool_calls"][0][key][0]["path"] = "files/runtime-evidence/tool-calls/unlisted.json"
+
     violations = verify_bundle(with_transcript(copy_bundle(captured, tmp_path), unlisted)).violations
-    assert [(v.code, v.path) for v in violations] == [
-        ("malformed-reference", f"{TOOLS}:tool_calls[0].{key}[0].path")]
+    assert [(v.code, v.path) for v in violations] == [("malformed-reference", f"{TOOLS}:tool_calls[0].{key}[0].path")]
 
 
 @pytest.mark.parametrize("key", ["input_artifacts", "output_artifacts"])
 def test_tool_call_artifact_with_a_wrong_hash(captured: Path, tmp_path: Path, key: str) -> None:
     def wrong(transcript: dict[str, Any]) -> None:
         transcript["tool_calls"][0][key][0]["sha256"] = sha_ref("3" * 64)
+
     violations = verify_bundle(with_transcript(copy_bundle(captured, tmp_path), wrong)).violations
     assert [(v.code, v.path) for v in violations] == [("file-hash-mismatch", f"{TOOLS}:tool_calls[0].{key}[0].sha256")]
 
@@ -406,17 +497,23 @@ def test_tool_call_artifact_with_a_wrong_hash(captured: Path, tmp_path: Path, ke
 def test_tool_call_artifact_hash_that_is_not_a_digest(captured: Path, tmp_path: Path) -> None:
     def bad(transcript: dict[str, Any]) -> None:
         transcript["tool_calls"][0]["input_artifacts"][0]["sha256"] = "not-a-digest"
+
     assert _codes(with_transcript(copy_bundle(captured, tmp_path), bad)) == ["missing-file-hash"]
 
 
-@pytest.mark.parametrize("tamper", [
-    lambda t: t.update(schema="wp-codebox/agent-transcript/v1"),
-    lambda t: t.pop("redaction"),
-    lambda t: t.update(redaction={"policy": None}),
-    lambda t: t.update(tool_calls={"call-1": {}}),
-], ids=["schema", "no-redaction", "policy-null", "calls-object"])
-def test_tool_call_transcript_with_the_wrong_shape(captured: Path, tmp_path: Path,
-                                                   tamper: Callable[[dict[str, Any]], None]) -> None:
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        lambda t: t.update(schema="wp-codebox/agent-transcript/v1"),
+        lambda t: t.pop("redaction"),
+        lambda t: t.update(redaction={"policy": None}),
+        lambda t: t.update(tool_calls={"call-1": {}}),
+    ],
+    ids=["schema", "no-redaction", "policy-null", "calls-object"],
+)
+def test_tool_call_transcript_with_the_wrong_shape(
+    captured: Path, tmp_path: Path, tamper: Callable[[dict[str, Any]], None]
+) -> None:
     violations = verify_bundle(with_transcript(copy_bundle(captured, tmp_path), tamper)).violations
     assert [(v.code, v.path) for v in violations] == [("malformed-reference", TOOLS)]
 
@@ -426,6 +523,7 @@ def test_tool_call_with_artifacts_that_are_not_refs(captured: Path, tmp_path: Pa
         transcript["tool_calls"][0]["input_artifacts"] = "files/patch.diff"
         transcript["tool_calls"][0]["output_artifacts"] = [{"kind": "patch"}]
         transcript["tool_calls"].append(["not", "a", "call"])
+
     violations = verify_bundle(with_transcript(copy_bundle(captured, tmp_path), bad)).violations
     assert [(v.code, v.path) for v in violations] == [
         ("malformed-reference", f"{TOOLS}:tool_calls[0].input_artifacts"),
@@ -434,7 +532,7 @@ def test_tool_call_with_artifacts_that_are_not_refs(captured: Path, tmp_path: Pa
     ]
 
 
-@pytest.mark.parametrize("raw", ["{\"schema\": \"wp-codebox/tool-call-transcript/v1\",", "\xff\xfe"])
+@pytest.mark.parametrize("raw", ['{"schema": "wp-codebox/tool-call-transcript/v1",', "\xff\xfe"])
 def test_unreadable_tool_call_transcript_fails_closed(captured: Path, tmp_path: Path, raw: str) -> None:
     assert _codes(with_transcript(copy_bundle(captured, tmp_path), raw=raw)) == ["malformed-reference"]
 
@@ -446,9 +544,14 @@ def test_cli_reports_index_violations_as_json(captured: Path, tmp_path: Path) ->
 
     def wrong(index: dict[str, Any]) -> None:
         index["artifacts"][0]["payload"] = {"title": "x", "score": "high"}
+
     bundle = with_typed_index(copy_bundle(captured, tmp_path), wrong)
-    run = subprocess.run([sys.executable, "-m", "codebox_tui", "artifacts", "verify", str(bundle), "--json"],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "artifacts", "verify", str(bundle), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 1, run.stderr
     assert "Traceback" not in run.stderr
     report = json.loads(run.stdout)
@@ -494,6 +597,7 @@ def _mutator(mutation: tuple[list[tuple[int, bool]], bool, Any]) -> Callable[[di
             else:
                 node[key] = copy.deepcopy(replacement)
             return
+
     return mutate
 
 
@@ -502,6 +606,7 @@ def with_review(bundle: Path, tamper: Callable[[dict[str, Any]], None]) -> Path:
         review = read_json(bundle / "files/review.json")
         tamper(review)
         dump_json(bundle / "files/review.json", review)
+
     reseal(bundle, {}, build)
     return bundle
 
@@ -526,17 +631,23 @@ def pristine_documents(captured: Path, tmp_path_factory: pytest.TempPathFactory)
     so what an example does depends only on Hypothesis' draws (never on a document rebuilt per example)."""
     documents: dict[str, dict[str, Any]] = {}
     for document in FUZZED_DOCUMENTS:
+
         def keep(doc: dict[str, Any], name: str = document) -> None:
             documents[name] = copy.deepcopy(doc)
+
         _with_document(document, copy_bundle(captured, tmp_path_factory.mktemp("pristine")), keep)
     return documents
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mutation=MUTATIONS, document=st.sampled_from(FUZZED_DOCUMENTS))
-def test_mutated_documents_give_violations_never_exceptions(captured: Path, tmp_path_factory: pytest.TempPathFactory,
-                                                            pristine_documents: dict[str, dict[str, Any]],
-                                                            mutation: Any, document: str) -> None:
+def test_mutated_documents_give_violations_never_exceptions(
+    captured: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    pristine_documents: dict[str, dict[str, Any]],
+    mutation: Any,
+    document: str,
+) -> None:
     mutated = copy.deepcopy(pristine_documents[document])
     _mutator(mutation)(mutated)
 
@@ -552,8 +663,9 @@ def test_mutated_documents_give_violations_never_exceptions(captured: Path, tmp_
 DEEP = "[" * 200_000 + "]" * 200_000
 
 
-@pytest.mark.parametrize("builder", [with_replay_index, with_typed_index, with_transcript],
-                         ids=["replay", "typed", "tools"])
+@pytest.mark.parametrize(
+    "builder", [with_replay_index, with_typed_index, with_transcript], ids=["replay", "typed", "tools"]
+)
 def test_absurdly_deep_documents_fail_closed(captured: Path, tmp_path: Path, builder: Any) -> None:
     assert _codes(builder(copy_bundle(captured, tmp_path), raw=DEEP)) == ["malformed-reference"]
 
@@ -564,13 +676,18 @@ def test_absurdly_deep_manifest_fails_closed(captured: Path, tmp_path: Path) -> 
     assert _codes(bundle) == ["malformed-manifest"]
 
 
-@pytest.mark.parametrize("claimed, codes", [
-    (5, []),
-    ([{"path": ["not", "a", "path"], "status": "added"}], ["review-evidence-mismatch"]),
-    ([{"path": {"nested": 1}, "status": None}], ["review-evidence-mismatch"]),
-], ids=["number", "list-path", "object-path"])
-def test_review_changed_files_of_any_shape_never_raise(captured: Path, tmp_path: Path, claimed: Any,
-                                                       codes: list[str]) -> None:
+@pytest.mark.parametrize(
+    "claimed, codes",
+    [
+        (5, []),
+        ([{"path": ["not", "a", "path"], "status": "added"}], ["review-evidence-mismatch"]),
+        ([{"path": {"nested": 1}, "status": None}], ["review-evidence-mismatch"]),
+    ],
+    ids=["number", "list-path", "object-path"],
+)
+def test_review_changed_files_of_any_shape_never_raise(
+    captured: Path, tmp_path: Path, claimed: Any, codes: list[str]
+) -> None:
     bundle = with_review(copy_bundle(captured, tmp_path), lambda review: review.update(changedFiles=claimed))
     assert _codes(bundle) == codes
 

@@ -14,8 +14,14 @@ FIRST, SECOND = "/wordpress/wp-content/plugins/first", "/wordpress/wp-content/pl
 
 
 def entry(mount: int, target: str, rel: str) -> ChangedFile:
-    return ChangedFile(path=f"{target}/{rel}", relativePath=rel, status="modified", mountIndex=mount,
-                       mountTarget=target, patchPath=f"files/diffs/mount-{mount}.patch")
+    return ChangedFile(
+        path=f"{target}/{rel}",
+        relativePath=rel,
+        status="modified",
+        mountIndex=mount,
+        mountTarget=target,
+        patchPath=f"files/diffs/mount-{mount}.patch",
+    )
 
 
 def block(rel: str, word: str) -> bytes:
@@ -46,8 +52,9 @@ def test_a_relative_path_two_mounts_share_is_refused_naming_both() -> None:
 
 def test_a_shared_name_takes_its_block_by_mount_order() -> None:
     patch = block("readme.txt", "first") + block("only-first.php", "x") + block("readme.txt", "second")
-    kept, blocks = filter_patch(patch, {"readme.txt": {"readme.txt", f"{SECOND}/readme.txt"}},
-                                occurrences={"readme.txt": (1, 2)})
+    kept, blocks = filter_patch(
+        patch, {"readme.txt": {"readme.txt", f"{SECOND}/readme.txt"}}, occurrences={"readme.txt": (1, 2)}
+    )
     assert kept == block("readme.txt", "second") and b"+second" in blocks["readme.txt"].text
     kept, _ = filter_patch(patch, {"readme.txt": {"readme.txt"}}, occurrences={"readme.txt": (0, 2)})
     assert kept == block("readme.txt", "first")

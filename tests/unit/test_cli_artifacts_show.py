@@ -10,8 +10,12 @@ from tests.factories.bundles import make_bundle, typical_change
 
 
 def _show(bundle: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codebox_tui", "artifacts", "show", str(bundle)],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "artifacts", "show", str(bundle)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_show_lists_runtime_baseline_changes_skips_and_tests(tmp_path: Path) -> None:
@@ -44,10 +48,18 @@ def test_show_names_the_violations_of_a_tampered_bundle(tmp_path: Path) -> None:
 
 
 def test_list_of_a_missing_root_is_bad_input(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "codebox_tui", "artifacts", "list", str(tmp_path / "nope")],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "artifacts", "list", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2 and "is not a folder" in out.stderr and "Traceback" not in out.stderr
     (tmp_path / "empty").mkdir()
-    empty = subprocess.run([sys.executable, "-m", "codebox_tui", "artifacts", "list", str(tmp_path / "empty")],
-                           capture_output=True, text=True, timeout=120)
+    empty = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "artifacts", "list", str(tmp_path / "empty")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert empty.returncode == 0 and "no bundles under" in empty.stdout

@@ -7,10 +7,35 @@ from typer.testing import CliRunner
 
 from codebox_tui.cli import app
 
-COMMANDS = ["run", "boot", "commands", "exec", "agent-task", "evaluate-patch", "recipe-run", "recipe validate", "schema",
-            "validate-blueprint", "apply", "apply-recover", "tui", "review list", "review show", "review approve",
-            "review import", "review comment add", "review compare", "review link", "review revisions",
-            "review feedback", "artifacts show", "artifacts verify", "artifacts list", "artifacts prune", "mcp"]
+COMMANDS = [
+    "run",
+    "boot",
+    "commands",
+    "exec",
+    "agent-task",
+    "evaluate-patch",
+    "recipe-run",
+    "recipe validate",
+    "schema",
+    "validate-blueprint",
+    "apply",
+    "apply-recover",
+    "tui",
+    "review list",
+    "review show",
+    "review approve",
+    "review import",
+    "review comment add",
+    "review compare",
+    "review link",
+    "review revisions",
+    "review feedback",
+    "artifacts show",
+    "artifacts verify",
+    "artifacts list",
+    "artifacts prune",
+    "mcp",
+]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

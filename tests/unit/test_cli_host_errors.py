@@ -13,14 +13,24 @@ UNUSABLE = "/dev/null/sub"  # a folder can never be made under a device file
 
 
 def _codebox(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True,
-                          timeout=120, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", *args], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
 
 
 def test_run_with_an_unusable_artifacts_folder_fails_before_boot(tmp_path: Path) -> None:
     (tmp_path / "p").mkdir()
-    out = _codebox("run", "--mount", f"{tmp_path / 'p'}:/wordpress/wp-content/plugins/p",
-                   "--command", "wordpress.run-php", "--arg", "code=echo 1;", "--artifacts", UNUSABLE)
+    out = _codebox(
+        "run",
+        "--mount",
+        f"{tmp_path / 'p'}:/wordpress/wp-content/plugins/p",
+        "--command",
+        "wordpress.run-php",
+        "--arg",
+        "code=echo 1;",
+        "--artifacts",
+        UNUSABLE,
+    )
     assert out.returncode == 2, out.stderr
     assert "--artifacts" in out.stderr and "Not a directory" in out.stderr
     assert "Traceback" not in out.stderr and "boot" not in out.stderr

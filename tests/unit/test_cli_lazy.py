@@ -46,15 +46,30 @@ def test_help_imports_no_area() -> None:
 def test_a_run_imports_the_run_area_alone() -> None:
     loaded = _modules_after(["run", "--help"])
     assert "codebox_tui.cli.run" in loaded
-    assert not [m for m in loaded if m.startswith(("codebox_tui.cli.agent", "codebox_tui.cli.recipe",
-                                                   "codebox_tui.cli.mcp", "codebox_tui.cli.batch",
-                                                   "codebox_tui.agents", "codebox_tui.mcp_server", "ray", "mcp"))]
+    assert not [
+        m
+        for m in loaded
+        if m.startswith(
+            (
+                "codebox_tui.cli.agent",
+                "codebox_tui.cli.recipe",
+                "codebox_tui.cli.mcp",
+                "codebox_tui.cli.batch",
+                "codebox_tui.agents",
+                "codebox_tui.mcp_server",
+                "ray",
+                "mcp",
+            )
+        )
+    ]
 
 
 def test_an_area_command_still_runs_and_an_unknown_one_is_a_usage_error() -> None:
-    ok = subprocess.run([sys.executable, "-m", "codebox_tui", "artifacts", "--help"], capture_output=True,
-                        text=True, timeout=120)
+    ok = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "artifacts", "--help"], capture_output=True, text=True, timeout=120
+    )
     assert ok.returncode == 0 and "prune" in ok.stdout  # registered by the review area onto artifacts
-    bad = subprocess.run([sys.executable, "-m", "codebox_tui", "no-such-command"], capture_output=True, text=True,
-                         timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "no-such-command"], capture_output=True, text=True, timeout=120
+    )
     assert bad.returncode == 2 and "no-such-command" in bad.stderr

@@ -14,8 +14,15 @@ import codebox_tui
 
 PACKAGE = Path(codebox_tui.__file__).parent
 CLI_MODULES = sorted(p for p in (PACKAGE / "cli").glob("*.py") if p.name != "output.py")
-RAW_WRITERS = {("typer", "echo"), ("click", "echo"), ("typer", "secho"), ("click", "secho"),
-               ("stdout", "write"), ("stderr", "write"), ("", "print")}
+RAW_WRITERS = {
+    ("typer", "echo"),
+    ("click", "echo"),
+    ("typer", "secho"),
+    ("click", "secho"),
+    ("stdout", "write"),
+    ("stderr", "write"),
+    ("", "print"),
+}
 
 
 def raw_writes(source: str) -> list[str]:
@@ -49,21 +56,41 @@ def test_cli_modules_print_only_through_the_escaping_writers(module: Path) -> No
 HOSTILE = "Failed asserting \x1b[2J\x1b]0;pwned\x07 that\r\u202e1 === 2\nsecond line\tend"
 
 
-def test_the_reports_of_evaluate_patch_and_recipe_run_escape_failure_messages(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_reports_of_evaluate_patch_and_recipe_run_escape_failure_messages(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """Test failure messages and probe problems are PHPUnit's / the page's words, i.e. the sandbox's."""
     from codebox_tui.cli.recipe import _print_evaluation, _print_recipe_outcome
 
     counts = {"tests": 2, "passed": 1, "failed": 1, "skipped": 0}
-    _print_evaluation({
-        "applied": True, "bundleDir": "/tmp/b",
-        "tests": {"verdict": "fails", "reason": HOSTILE, "fixed": [], "broken": ["t"], "stillFailing": [],
-                  "added": [], "removed": [], "before": counts, "after": counts},
-        "failures": {"before": [], "after": [{"test": "Test_X::test_y\x1b[8m", "message": HOSTILE}]},
-        "probe": {"frontEnd": {"url": "/", "status": "failed", "problems": [HOSTILE]}},
-    })
-    _print_recipe_outcome({"status": "failed", "bundleDir": "/tmp/b", "probes": [],
-                           "failures": [{"what": "step 1\x1b[1A", "message": HOSTILE}],
-                           "warnings": [{"what": "probe", "message": HOSTILE}]})
+    _print_evaluation(
+        {
+            "applied": True,
+            "bundleDir": "/tmp/b",
+            "tests": {
+                "verdict": "fails",
+                "reason": HOSTILE,
+                "fixed": [],
+                "broken": ["t"],
+                "stillFailing": [],
+                "added": [],
+                "removed": [],
+                "before": counts,
+                "after": counts,
+            },
+            "failures": {"before": [], "after": [{"test": "Test_X::test_y\x1b[8m", "message": HOSTILE}]},
+            "probe": {"frontEnd": {"url": "/", "status": "failed", "problems": [HOSTILE]}},
+        }
+    )
+    _print_recipe_outcome(
+        {
+            "status": "failed",
+            "bundleDir": "/tmp/b",
+            "probes": [],
+            "failures": [{"what": "step 1\x1b[1A", "message": HOSTILE}],
+            "warnings": [{"what": "probe", "message": HOSTILE}],
+        }
+    )
     out = capsys.readouterr().out
     assert out.count("Failed asserting \\x1b[2J\\x1b]0;pwned\\x07 that\\x0d\\u202e1 === 2\nsecond line\tend") == 5
     assert "Test_X::test_y\\x1b[8m" in out and "step 1\\x1b[1A" in out

@@ -27,13 +27,46 @@ def test_comment_iterate_and_feedback_through_the_cli(tmp_path: Path) -> None:
     summary, _ = make_bundle(tmp_path, typical_change)
     home = tmp_path / "home"
     bundle = str(summary.path)
-    issue = _json(_codebox(home, "review", "comment", "add", bundle, "--file", "plugin.php", "--line", "21",
-                           "--type", "issue", "-m", "Keep it lower case.", "--json"))
+    issue = _json(
+        _codebox(
+            home,
+            "review",
+            "comment",
+            "add",
+            bundle,
+            "--file",
+            "plugin.php",
+            "--line",
+            "21",
+            "--type",
+            "issue",
+            "-m",
+            "Keep it lower case.",
+            "--json",
+        )
+    )
     assert issue["line_start"] == issue["line_end"] == 21 and issue["lines"] == ["<?php // LINE twenty"]
-    ranged = _json(_codebox(home, "review", "comment", "add", "@1", "--file", "plugin.php", "--line", "19-22",
-                            "--type", "suggestion", "-m", "Reword.", "--json"))
-    _json(_codebox(home, "review", "comment", "add", "@1", "--file", "added.php", "--type", "note", "-m", "tmp",
-                   "--json"))
+    ranged = _json(
+        _codebox(
+            home,
+            "review",
+            "comment",
+            "add",
+            "@1",
+            "--file",
+            "plugin.php",
+            "--line",
+            "19-22",
+            "--type",
+            "suggestion",
+            "-m",
+            "Reword.",
+            "--json",
+        )
+    )
+    _json(
+        _codebox(home, "review", "comment", "add", "@1", "--file", "added.php", "--type", "note", "-m", "tmp", "--json")
+    )
 
     refused = _codebox(home, "review", "comment", "add", "@1", "--file", "plugin.php", "--line", "2", "-m", "x")
     assert refused.returncode == 2 and "not shown in the diff" in refused.stderr and "Traceback" not in refused.stderr
@@ -77,21 +110,52 @@ def test_link_revisions_and_interdiff_through_the_cli(tmp_path: Path) -> None:
     first, _ = make_bundle(tmp_path / "one", typical_change)
     second, _ = make_bundle(tmp_path / "two", second_try)
     home = tmp_path / "home"
-    _json(_codebox(home, "review", "comment", "add", str(first.path), "--file", "plugin.php", "--line", "21",
-                   "-m", "lower case", "--json"))
-    _json(_codebox(home, "review", "comment", "add", "@1", "--file", "plugin.php", "--line", "19",
-                   "--type", "note", "-m", "fine", "--json"))
+    _json(
+        _codebox(
+            home,
+            "review",
+            "comment",
+            "add",
+            str(first.path),
+            "--file",
+            "plugin.php",
+            "--line",
+            "21",
+            "-m",
+            "lower case",
+            "--json",
+        )
+    )
+    _json(
+        _codebox(
+            home,
+            "review",
+            "comment",
+            "add",
+            "@1",
+            "--file",
+            "plugin.php",
+            "--line",
+            "19",
+            "--type",
+            "note",
+            "-m",
+            "fine",
+            "--json",
+        )
+    )
     _codebox(home, "review", "iterate", "@1", "-m", "fix it")
     linked = _codebox(home, "review", "link", str(second.path), "--revises", "@1")
     assert linked.returncode == 0, linked.stderr
     assert "@2 is revision 2 of 2 (revises @1)" in linked.stdout
     doc = _json(_codebox(home, "review", "revisions", "@2", "--interdiff", "--json"))
-    assert [(r["revision"], r["bundleKey"], r["decision"]) for r in doc["revisions"]] == [(1, 1, "iterate"),
-                                                                                         (2, 2, None)]
+    assert [(r["revision"], r["bundleKey"], r["decision"]) for r in doc["revisions"]] == [
+        (1, 1, "iterate"),
+        (2, 2, None),
+    ]
     files = {f["path"]: f for f in doc["interdiff"]["files"]}
     assert files["plugin.php"]["change"] == "changed" and "++<?php // line twenty" in files["plugin.php"]["lines"]
-    assert sorted((c["body"], c["outdated"]) for c in doc["carriedComments"]) == [("fine", False),
-                                                                                 ("lower case", True)]
+    assert sorted((c["body"], c["outdated"]) for c in doc["carriedComments"]) == [("fine", False), ("lower case", True)]
     text = _codebox(home, "review", "revisions", "@2", "--interdiff")
     assert text.returncode == 0, text.stderr
     assert "revision 2 (explicit): @2" in text.stdout and "(outdated): lower case" in text.stdout

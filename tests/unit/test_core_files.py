@@ -25,14 +25,20 @@ def _site(root: Path) -> Path:
 def test_digests_cover_core_and_root_files_not_wp_content(tmp_path: Path) -> None:
     site = _site(tmp_path / "golden")
     digests = compute_digests(site)
-    assert set(digests) == {"wp-admin", "wp-admin/index.php", "wp-includes", "wp-includes/js",
-                            "wp-includes/js/a.js", "wp-includes/version.php", "wp-load.php"}
+    assert set(digests) == {
+        "wp-admin",
+        "wp-admin/index.php",
+        "wp-includes",
+        "wp-includes/js",
+        "wp-includes/js/a.js",
+        "wp-includes/version.php",
+        "wp-load.php",
+    }
     write_digests(site)
     assert load_digests(site) == digests
 
 
-def test_a_same_size_rewrite_with_the_mtime_set_back_a_link_a_new_and_a_gone_file_are_changes(
-        tmp_path: Path) -> None:
+def test_a_same_size_rewrite_with_the_mtime_set_back_a_link_a_new_and_a_gone_file_are_changes(tmp_path: Path) -> None:
     golden = _site(tmp_path / "golden")
     expected = compute_digests(golden)
     sandbox = tmp_path / "sandbox" / "wordpress"
@@ -51,8 +57,11 @@ def test_a_same_size_rewrite_with_the_mtime_set_back_a_link_a_new_and_a_gone_fil
     (sandbox / "wp-content" / "plugins" / "p.php").write_text("<?php // changed, not core\n")
     changes, _ = changed_core(sandbox, baseline, expected)
     assert [(c.path, c.status) for c in changes] == [
-        ("wp-admin/planted.php", "added"), ("wp-includes/js/a.js", "changed"),
-        ("wp-includes/version.php", "changed"), ("wp-load.php", "deleted")]
+        ("wp-admin/planted.php", "added"),
+        ("wp-includes/js/a.js", "changed"),
+        ("wp-includes/version.php", "changed"),
+        ("wp-load.php", "deleted"),
+    ]
 
 
 def test_a_touched_file_with_the_same_bytes_is_no_change(tmp_path: Path) -> None:

@@ -27,8 +27,11 @@ EXAMPLES = _examples()
 
 
 def test_the_examples_were_found() -> None:
-    assert set(EXAMPLES) == {"wp-codebox/tool-bridge/v1", "wp-codebox/sandbox-completion-outcome/v1",
-                             "wp-codebox/agent-result/v1"}
+    assert set(EXAMPLES) == {
+        "wp-codebox/tool-bridge/v1",
+        "wp-codebox/sandbox-completion-outcome/v1",
+        "wp-codebox/agent-result/v1",
+    }
 
 
 @pytest.mark.parametrize("schema_id", sorted(EXAMPLES))

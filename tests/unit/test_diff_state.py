@@ -57,10 +57,13 @@ def test_marks_resolve_by_side_and_line_and_follow_a_new_model() -> None:
     marks = ReviewMarks()
     assert marks.set_mark_ranges({"p.php": [("new", 2, 2, "issue"), ("old", 4, 4, "note")]}, model)
     assert not marks.set_mark_ranges({"p.php": [("new", 2, 2, "issue"), ("old", 4, 4, "note")]}, model)
-    assert {rows[i].text: kind for i, kind in marks.marks.items()} == {"$a = compute(2, true);": "issue",
-                                                                       "gone();": "note"}
-    assert marks.set_note_specs({"p.php": [("new", 21, "praise", "good\x1b[2J\nline"), ("new", 99, "note", "x")]},
-                                model)
+    assert {rows[i].text: kind for i, kind in marks.marks.items()} == {
+        "$a = compute(2, true);": "issue",
+        "gone();": "note",
+    }
+    assert marks.set_note_specs(
+        {"p.php": [("new", 21, "praise", "good\x1b[2J\nline"), ("new", 99, "note", "x")]}, model
+    )
     [(row, notes)] = marks.notes.items()
     assert rows[row].text == "added();" and notes == [("praise", "good\\x1b[2J ⏎ line")]
     added = next(i for i, r in enumerate(rows) if r.text == "$a = compute(2, true);")
@@ -97,14 +100,18 @@ def test_display_index_maps_lines_in_every_mode() -> None:
     notes = {removed: [("issue", "one"), ("note", "two")]}
     index.set_mode(split=False, wrap=False, code_width=80, notes=notes, notes_version=1)
     assert index.display_count() == len(rows) + 2 and index.note_at(index.y_of(removed)) is None
-    assert index.note_at(index.y_of(removed) + 2) == ("note", "two") and index.row_at(index.y_of(removed) + 1) == removed
+    assert (
+        index.note_at(index.y_of(removed) + 2) == ("note", "two") and index.row_at(index.y_of(removed) + 1) == removed
+    )
     message = DisplayIndex.message(build_model("p.php", BLOCK))
     message.set_mode(split=True, wrap=False, code_width=80, notes={}, notes_version=0)
     assert not message.split_active
 
 
 def test_prepare_takes_the_whole_model_facts_once() -> None:
-    model = build_continuous_model([("a.php", BLOCK.replace("p.php", "a.php")), ("b.php", BLOCK.replace("p.php", "b.php"))])
+    model = build_continuous_model(
+        [("a.php", BLOCK.replace("p.php", "a.php")), ("b.php", BLOCK.replace("p.php", "b.php"))]
+    )
     prepared = DisplayIndex.prepare(model)
     assert prepared._pairs is not None and prepared._widest is not None  # nothing left for the UI thread
     assert prepared.widest == max(len(r.text) for r in model.rows)

@@ -9,10 +9,23 @@ from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError
 
 
-@pytest.mark.parametrize(("text", "seconds"), [
-    ("90", 90.0), ("90s", 90.0), ("0", 0.0), ("1.5", 1.5), ("1.5s", 1.5), ("500ms", 0.5), ("15m", 900.0),
-    ("2h", 7200.0), (" 30s ", 30.0), ("30 s", 30.0), ("0.25m", 15.0), ("5000", 5000.0),
-])
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("90", 90.0),
+        ("90s", 90.0),
+        ("0", 0.0),
+        ("1.5", 1.5),
+        ("1.5s", 1.5),
+        ("500ms", 0.5),
+        ("15m", 900.0),
+        ("2h", 7200.0),
+        (" 30s ", 30.0),
+        ("30 s", 30.0),
+        ("0.25m", 15.0),
+        ("5000", 5000.0),
+    ],
+)
 def test_durations(text: str, seconds: float) -> None:
     assert parse_duration(text, "--timeout") == seconds
 
@@ -26,8 +39,10 @@ def test_not_durations_name_the_field(text: str) -> None:
 
 
 def test_browser_step_timeouts_are_checked_when_the_steps_are_read() -> None:
-    ok = parse_steps('[{"action": "click", "selector": "#a", "timeout": 5}, '
-                     '{"action": "click", "selector": "#b", "timeout": "250ms"}]')
+    ok = parse_steps(
+        '[{"action": "click", "selector": "#a", "timeout": 5}, '
+        '{"action": "click", "selector": "#b", "timeout": "250ms"}]'
+    )
     assert [parse_duration(str(step["timeout"]), "t") for step in ok] == [5.0, 0.25]  # 5 is five seconds
     for bad in ('"soon"', "true", "[1]"):
         with pytest.raises(BadInputError) as info:

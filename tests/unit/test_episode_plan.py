@@ -37,8 +37,15 @@ def _issues(tmp_path: Path, plan: Any) -> list[dict[str, str]]:
 
 def test_the_example_plan_is_valid_and_its_default_policy_allows_exactly_its_commands() -> None:
     plan = load_plan(EXAMPLE)
-    assert [item.kind for item in plan.items] == ["action", "snapshot", "action", "observe", "restore", "action",
-                                                  "observe"]
+    assert [item.kind for item in plan.items] == [
+        "action",
+        "snapshot",
+        "action",
+        "observe",
+        "restore",
+        "action",
+        "observe",
+    ]
     assert plan_commands(plan) == ["wordpress.run-php"]
     request = plan_request(plan, EXAMPLE.parent)
     assert request.effective_policy().commands == ["wordpress.run-php"]
@@ -47,14 +54,19 @@ def test_the_example_plan_is_valid_and_its_default_policy_allows_exactly_its_com
 
 
 def test_every_plan_error_is_named_by_its_json_path(tmp_path: Path) -> None:
-    issues = _issues(tmp_path, {"items": [
-        {"action": {"command": "", "args": ["code=1"]}},
-        {"snapshot": {}, "restore": {"snapshot": "x"}},
-        {"observe": {"type": "files"}},
-        {"observe": {"type": "http-response", "path": "no-slash"}},
-        {"action": {"command": "wordpress.run-php"}, "colour": "blue"},
-        {"observe": {"type": "weather"}},
-    ]})
+    issues = _issues(
+        tmp_path,
+        {
+            "items": [
+                {"action": {"command": "", "args": ["code=1"]}},
+                {"snapshot": {}, "restore": {"snapshot": "x"}},
+                {"observe": {"type": "files"}},
+                {"observe": {"type": "http-response", "path": "no-slash"}},
+                {"action": {"command": "wordpress.run-php"}, "colour": "blue"},
+                {"observe": {"type": "weather"}},
+            ]
+        },
+    )
     paths = {issue["path"]: issue["message"] for issue in issues}
     assert "$.items[0].action.command" in paths
     assert "exactly one of" in paths["$.items[1]"]
@@ -72,8 +84,9 @@ def test_a_plan_needs_items_and_an_unknown_command_is_refused_before_boot(tmp_pa
     assert caught.value.field == "$.items[0].action"
 
 
-def test_the_cli_refuses_a_bad_plan_with_exit_2_and_json_paths(tmp_path: Path,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_refuses_a_bad_plan_with_exit_2_and_json_paths(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = _write(tmp_path, {"items": [{"observe": {"type": "files", "paths": ["relative"]}}]})
     with pytest.raises(SystemExit) as exited:
         main(["episode", "run", str(path), "--artifacts", str(tmp_path / "out"), "--json"])
@@ -81,7 +94,8 @@ def test_the_cli_refuses_a_bad_plan_with_exit_2_and_json_paths(tmp_path: Path,
     failure = json.loads(capsys.readouterr().out)
     assert failure["error"]["code"] == "invalid-episode-plan"
     assert failure["error"]["details"]["issues"] == [
-        {"path": "$.items[0].observe", "message": "paths: 'relative' must be an absolute sandbox path"}]
+        {"path": "$.items[0].observe", "message": "paths: 'relative' must be an absolute sandbox path"}
+    ]
     assert not (tmp_path / "out").exists()  # nothing booted
     schema = CliRunner().invoke(app, ["episode", "schema"])
     assert schema.exit_code == 0 and json.loads(schema.stdout)["$id"] == "codebox/episode-plan/v1"
@@ -89,8 +103,13 @@ def test_the_cli_refuses_a_bad_plan_with_exit_2_and_json_paths(tmp_path: Path,
 
 def test_envelope_digests_are_the_reference_domain_digest() -> None:
     payload = EpisodeAction.digest_payload("command", "wordpress.run-php", ["code=1"], None, 5000, None)
-    assert payload == {"schema": "wp-codebox/runtime-episode-action/v1", "kind": "command",
-                       "command": "wordpress.run-php", "args": ["code=1"], "timeoutMs": 5000}
+    assert payload == {
+        "schema": "wp-codebox/runtime-episode-action/v1",
+        "kind": "command",
+        "command": "wordpress.run-php",
+        "args": ["code=1"],
+        "timeoutMs": 5000,
+    }
     assert episode_digest(payload).value == domain_digest("wp-codebox/runtime-episode-trace/v1", payload)
 
 
@@ -101,22 +120,41 @@ def _observation(id: str, data: Any) -> dict[str, Any]:
 
 def _trace(**extra: Any) -> dict[str, Any]:
     observation = _observation("r:reset:0:observation:0", {"success": True, "reward": 1})  # data is free
-    snapshot = EpisodeSnapshot.digest_payload("s1", "2026-01-01T00:00:00.000Z", "runtime-state-artifact",
-                                              {"benchmark": "free too"}, [])
-    return {"schema": "wp-codebox/runtime-episode-trace/v1", "version": 1, "id": "e", "createdAt": "t",
+    snapshot = EpisodeSnapshot.digest_payload(
+        "s1", "2026-01-01T00:00:00.000Z", "runtime-state-artifact", {"benchmark": "free too"}, []
+    )
+    return {
+        "schema": "wp-codebox/runtime-episode-trace/v1",
+        "version": 1,
+        "id": "e",
+        "createdAt": "t",
+        "runtime": {"id": "r"},
+        "reset": {
+            "id": "r:reset:0",
             "runtime": {"id": "r"},
-            "reset": {"id": "r:reset:0", "runtime": {"id": "r"}, "observations": [observation],
-                      "observationRefs": [{"kind": "observation", "id": observation["id"],
-                                           "digest": observation["digest"]}]},
-            "steps": [], "snapshots": [{**snapshot, "digest": episode_digest(snapshot).model_dump()}], **extra}
+            "observations": [observation],
+            "observationRefs": [{"kind": "observation", "id": observation["id"], "digest": observation["digest"]}],
+        },
+        "steps": [],
+        "snapshots": [{**snapshot, "digest": episode_digest(snapshot).model_dump()}],
+        **extra,
+    }
 
 
 def test_data_and_metadata_are_free_but_codebox_trace_keys_are_checked() -> None:
     assert episode_trace_issues(_trace()) == []
-    good = _trace(observations=[_observation("e:observation:1", {"x": 1})],
-                  restores=[{"id": "e:restore:0", "snapshotId": "s1", "restoredAt": "t", "afterStep": 0,
-                             "snapshotRef": {"kind": "snapshot", "id": "s1",
-                                             "digest": _trace()["snapshots"][0]["digest"]}}])
+    good = _trace(
+        observations=[_observation("e:observation:1", {"x": 1})],
+        restores=[
+            {
+                "id": "e:restore:0",
+                "snapshotId": "s1",
+                "restoredAt": "t",
+                "afterStep": 0,
+                "snapshotRef": {"kind": "snapshot", "id": "s1", "digest": _trace()["snapshots"][0]["digest"]},
+            }
+        ],
+    )
     assert episode_trace_issues(good) == []
     edited = json.loads(json.dumps(good))
     edited["observations"][0]["data"]["x"] = 2
@@ -133,28 +171,52 @@ def test_changed_paths_lists_files_and_links_outside_the_mounts_never_bare_folde
     from codebox_tui.runtime.content_listing import changed_paths, skipped_paths
     from codebox_tui.runtime.mounts import parse_mount
 
-    before = {"plugins": ("d", 0, 0), "plugins/a.php": ("f", 10, 100), "uploads/old.txt": ("f", 3, 100),
-              "themes/t/style.css": ("f", 5, 100)}
-    after = {"plugins": ("d", 0, 0), "plugins/a.php": ("f", 10, 200), "fonts": ("d", 0, 0),
-             "mu-plugins/x.php": ("f", 7, 300), "themes/t/style.css": ("f", 5, 100), "uploads/old.txt": ("l", 0, 0)}
+    before = {
+        "plugins": ("d", 0, 0),
+        "plugins/a.php": ("f", 10, 100),
+        "uploads/old.txt": ("f", 3, 100),
+        "themes/t/style.css": ("f", 5, 100),
+    }
+    after = {
+        "plugins": ("d", 0, 0),
+        "plugins/a.php": ("f", 10, 200),
+        "fonts": ("d", 0, 0),
+        "mu-plugins/x.php": ("f", 7, 300),
+        "themes/t/style.css": ("f", 5, 100),
+        "uploads/old.txt": ("l", 0, 0),
+    }
     assert changed_paths(before, after) == [
         {"path": "/wordpress/wp-content/mu-plugins/x.php", "status": "added", "type": "file", "bytes": 7},
         {"path": "/wordpress/wp-content/plugins/a.php", "status": "changed", "type": "file", "bytes": 10},
         {"path": "/wordpress/wp-content/uploads/old.txt", "status": "changed", "type": "link"},
     ]
-    assert changed_paths(after, before)[0] == {"path": "/wordpress/wp-content/mu-plugins/x.php",
-                                               "status": "deleted", "type": "file"}
-    mounts = [parse_mount("/tmp:/wordpress/wp-content/plugins/mine:readonly", 0),
-              parse_mount("/tmp:/srv/elsewhere", 1)]
+    assert changed_paths(after, before)[0] == {
+        "path": "/wordpress/wp-content/mu-plugins/x.php",
+        "status": "deleted",
+        "type": "file",
+    }
+    mounts = [parse_mount("/tmp:/wordpress/wp-content/plugins/mine:readonly", 0), parse_mount("/tmp:/srv/elsewhere", 1)]
     assert skipped_paths(mounts) == ["database", "plugins/mine"]
 
 
 def test_the_live_run_tail_shows_an_episode_step_as_it_happens() -> None:
     from widgets.event_tail import format_event
 
-    line = json.dumps({"id": "event-1", "type": "episode.step", "timestamp": "2026-01-01T00:00:01.000Z",
-                       "level": "info", "data": {"episodeId": "e", "index": 0, "command": "wordpress.run-php",
-                                                 "exitCode": 0, "message": "step 0 done, observed files"}})
+    line = json.dumps(
+        {
+            "id": "event-1",
+            "type": "episode.step",
+            "timestamp": "2026-01-01T00:00:01.000Z",
+            "level": "info",
+            "data": {
+                "episodeId": "e",
+                "index": 0,
+                "command": "wordpress.run-php",
+                "exitCode": 0,
+                "message": "step 0 done, observed files",
+            },
+        }
+    )
     level, kind, text = format_event(line)
     assert (level, kind) == ("info", "episode.step")
     assert "command=wordpress.run-php" in text and "message=step 0 done, observed files" in text

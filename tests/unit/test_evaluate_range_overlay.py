@@ -15,8 +15,11 @@ from codebox_tui.recipes.evaluate_range import export_range, overlay_paths
 
 
 def test_untracked_and_ignored_paths_are_kept() -> None:
-    assert overlay_paths(["vendor/autoload.php", "NOTES.md", "vendor/composer/installed.json"],
-                         {"plugin.php"}) == ["NOTES.md", "vendor/autoload.php", "vendor/composer/installed.json"]
+    assert overlay_paths(["vendor/autoload.php", "NOTES.md", "vendor/composer/installed.json"], {"plugin.php"}) == [
+        "NOTES.md",
+        "vendor/autoload.php",
+        "vendor/composer/installed.json",
+    ]
 
 
 def test_git_metadata_and_nested_repositories_are_left_out() -> None:
@@ -42,8 +45,12 @@ def test_a_path_out_of_the_folder_is_refused(path: str) -> None:
 
 
 def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.org", *args], cwd=repo, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.org", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
 
 
 def _work_tree(root: Path) -> Path:

@@ -14,12 +14,57 @@ from codebox_tui.settings import NODE_BRIDGE_DIR
 
 ALLOWLIST = NODE_BRIDGE_DIR / "wp-readonly-commands.json"
 # Verbs that change a site: none may appear in a read-only entry.
-WRITE_VERBS = {"add", "update", "set", "delete", "create", "remove", "activate", "deactivate", "install",
-               "uninstall", "import", "generate", "flush", "reset", "regenerate", "edit", "patch", "spam",
-               "trash", "approve", "unapprove", "enable", "disable", "toggle", "run", "replace", "search-replace",
-               "eval", "eval-file", "shell", "db", "scaffold", "upgrade", "update-db", "rewrite", "empty", "clean",
-               "recount", "assign", "migrate", "switch-language", "download", "add-cap", "remove-cap", "increment",
-               "decrement", "destroy", "tag", "untag"}
+WRITE_VERBS = {
+    "add",
+    "update",
+    "set",
+    "delete",
+    "create",
+    "remove",
+    "activate",
+    "deactivate",
+    "install",
+    "uninstall",
+    "import",
+    "generate",
+    "flush",
+    "reset",
+    "regenerate",
+    "edit",
+    "patch",
+    "spam",
+    "trash",
+    "approve",
+    "unapprove",
+    "enable",
+    "disable",
+    "toggle",
+    "run",
+    "replace",
+    "search-replace",
+    "eval",
+    "eval-file",
+    "shell",
+    "db",
+    "scaffold",
+    "upgrade",
+    "update-db",
+    "rewrite",
+    "empty",
+    "clean",
+    "recount",
+    "assign",
+    "migrate",
+    "switch-language",
+    "download",
+    "add-cap",
+    "remove-cap",
+    "increment",
+    "decrement",
+    "destroy",
+    "tag",
+    "untag",
+}
 
 
 def load() -> dict:  # type: ignore[type-arg]
@@ -42,16 +87,28 @@ def test_allowlist_is_versioned_and_well_formed() -> None:
 
 def test_the_classifier_reads_the_allowlist() -> None:
     entries = load()["commands"]
-    probes = [f"wp {e} x" for e in entries] + ["wp option update a b", "wp plugin activate x", "wp eval 1",
-                                               "wp cron event run --due-now"]
-    script = ("import { classifyScript } from './classify.mjs';"
-              "const out = JSON.parse(process.argv[1]).map((c) => classifyScript(c).classification);"
-              "process.stdout.write(JSON.stringify(out));")
-    done = subprocess.run(["node", "--input-type=module", "-e", script, json.dumps(probes)], cwd=NODE_BRIDGE_DIR,
-                          capture_output=True, text=True, timeout=60, check=True)
+    probes = [f"wp {e} x" for e in entries] + [
+        "wp option update a b",
+        "wp plugin activate x",
+        "wp eval 1",
+        "wp cron event run --due-now",
+    ]
+    script = (
+        "import { classifyScript } from './classify.mjs';"
+        "const out = JSON.parse(process.argv[1]).map((c) => classifyScript(c).classification);"
+        "process.stdout.write(JSON.stringify(out));"
+    )
+    done = subprocess.run(
+        ["node", "--input-type=module", "-e", script, json.dumps(probes)],
+        cwd=NODE_BRIDGE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     got = json.loads(done.stdout)
-    assert got[:len(entries)] == ["read_only"] * len(entries)
-    assert got[len(entries):] == ["sandbox_write", "sandbox_write", "eval", "sandbox_write"]
+    assert got[: len(entries)] == ["read_only"] * len(entries)
+    assert got[len(entries) :] == ["sandbox_write", "sandbox_write", "eval", "sandbox_write"]
 
 
 def test_capabilities_parse_with_read_always_in_force() -> None:

@@ -45,8 +45,8 @@ def read_request(conn: socket.socket) -> dict[int, bytes]:
         _, kind, _, length, padding = HEADER.unpack(buffer[:8])
         while len(buffer) < 8 + length + padding:
             buffer += conn.recv(65536)
-        got[kind] = got.get(kind, b"") + buffer[8:8 + length]
-        buffer = buffer[8 + length + padding:]
+        got[kind] = got.get(kind, b"") + buffer[8 : 8 + length]
+        buffer = buffer[8 + length + padding :]
         if kind == STDIN and length == 0:
             return got
 
@@ -85,12 +85,18 @@ def test_a_request_round_trips_its_params_and_body(worker: Callable[..., str]) -
 
     def script(conn: socket.socket) -> None:
         seen.update(read_request(conn))
-        conn.sendall(record(STDERR, b"a notice") + record(STDOUT, b"Status: 201\r\n\r\n")
-                     + record(STDOUT, b"hello", padding=3) + record(STDOUT, b"") + end(0))
+        conn.sendall(
+            record(STDERR, b"a notice")
+            + record(STDOUT, b"Status: 201\r\n\r\n")
+            + record(STDOUT, b"hello", padding=3)
+            + record(STDOUT, b"")
+            + end(0)
+        )
 
     long_value = "v" * 300
-    answer = exchange(worker(script), {"REQUEST_METHOD": "POST", "LONG": long_value}, b"x" * 70000,
-                      timeout_s=10, limit=1000)
+    answer = exchange(
+        worker(script), {"REQUEST_METHOD": "POST", "LONG": long_value}, b"x" * 70000, timeout_s=10, limit=1000
+    )
     assert bytes(answer.stdout) == b"Status: 201\r\n\r\nhello" and not answer.truncated
     assert bytes(answer.stderr) == b"a notice" and answer.app_status == 0
     assert seen[BEGIN_REQUEST] == struct.pack(">HB5x", 1, 0)
@@ -126,17 +132,21 @@ def test_standard_error_is_capped(worker: Callable[..., str]) -> None:
     assert len(answer.stderr) == MAX_STDERR_BYTES
 
 
-@pytest.mark.parametrize(("reply", "words"), [
-    (record(STDOUT, b"x", version=2), "version 2"),
-    (record(STDOUT, b"x", request_id=7), "request 7"),
-    (record(9, b"x"), "type 9"),
-    (record(END_REQUEST, b"\0\0"), "END_REQUEST record of 2 bytes"),
-    (record(STDOUT, b"half an answer"), "closed the connection"),
-    (HEADER.pack(1, STDOUT, 1, 500, 0) + b"short", "closed the connection"),
-    (b"\x01\x06", "closed the connection"),
-])
-def test_a_worker_breaking_the_protocol_is_an_error_that_says_how(worker: Callable[..., str], reply: bytes,
-                                                                   words: str) -> None:
+@pytest.mark.parametrize(
+    ("reply", "words"),
+    [
+        (record(STDOUT, b"x", version=2), "version 2"),
+        (record(STDOUT, b"x", request_id=7), "request 7"),
+        (record(9, b"x"), "type 9"),
+        (record(END_REQUEST, b"\0\0"), "END_REQUEST record of 2 bytes"),
+        (record(STDOUT, b"half an answer"), "closed the connection"),
+        (HEADER.pack(1, STDOUT, 1, 500, 0) + b"short", "closed the connection"),
+        (b"\x01\x06", "closed the connection"),
+    ],
+)
+def test_a_worker_breaking_the_protocol_is_an_error_that_says_how(
+    worker: Callable[..., str], reply: bytes, words: str
+) -> None:
     def script(conn: socket.socket) -> None:
         read_request(conn)
         conn.sendall(reply)

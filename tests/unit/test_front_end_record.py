@@ -7,8 +7,10 @@ from codebox_tui.recipes.front_end_probe import parse_record
 
 
 def test_a_well_formed_record_is_read_field_by_field() -> None:
-    record = parse_record('{"errors": [{"type": 2, "message": "m", "file": "f", "line": 3}], "activeAtStart": true,'
-                          ' "activeAtEnd": false, "wpLoaded": true}')
+    record = parse_record(
+        '{"errors": [{"type": 2, "message": "m", "file": "f", "line": 3}], "activeAtStart": true,'
+        ' "activeAtEnd": false, "wpLoaded": true}'
+    )
     assert record is not None
     assert record.errors == [{"type": 2, "message": "m", "file": "f", "line": 3}]
     assert (record.active_at_start, record.active_at_end, record.wp_loaded) == (True, False, True)

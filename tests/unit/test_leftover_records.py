@@ -25,15 +25,22 @@ def _line(op: str, folder: str) -> bytes:
 
 
 def test_the_guard_detaches_what_was_mounted_and_not_unmounted() -> None:
-    lines = [_line("+", "/h/a/data"), _line("+", "/h/b/data"), _line("-", "/h/a/data"), b"+not-hex\n",
-             _line("+", "/h/with\nnewline/data")]
+    lines = [
+        _line("+", "/h/a/data"),
+        _line("+", "/h/b/data"),
+        _line("-", "/h/a/data"),
+        b"+not-hex\n",
+        _line("+", "/h/with\nnewline/data"),
+    ]
     assert held_folders(lines) == [Path("/h/b/data"), Path("/h/with\nnewline/data")]
 
 
 def test_mount_points_decode_the_kernels_escapes() -> None:
-    info = ("22 1 0:21 / / rw - ext4 /dev/root rw\n"
-            "90 22 0:50 / /tmp/a\\040b/data rw,nosuid - tmpfs tmpfs rw\n"
-            "91 22 0:51 / /tmp/back\\134slash rw - tmpfs tmpfs rw\n")
+    info = (
+        "22 1 0:21 / / rw - ext4 /dev/root rw\n"
+        "90 22 0:50 / /tmp/a\\040b/data rw,nosuid - tmpfs tmpfs rw\n"
+        "91 22 0:51 / /tmp/back\\134slash rw - tmpfs tmpfs rw\n"
+    )
     assert mount_points(info) == ["/", "/tmp/a b/data", "/tmp/back\\slash"]
     assert "/proc" in mount_points()  # the real table of this process
 

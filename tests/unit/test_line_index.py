@@ -17,7 +17,7 @@ def test_torn_line_waits_for_its_newline(tmp_path: Path) -> None:
     assert index.update() == 1
     assert index.read_line(0) == '{"id": 1}'
     with open(path, "ab") as handle:
-        handle.write(b'2}\n')
+        handle.write(b"2}\n")
     assert index.update() == 1
     assert [index.read_line(i) for i in range(len(index))] == ['{"id": 1}', '{"id": 2}']
 

@@ -16,8 +16,20 @@ from codebox_tui.errors import BadInputError, ConflictError
 from codebox_tui.mcp_server import build_server
 from codebox_tui.mcp_server.server import tool_error
 
-TOOLS = {"run", "artifacts_show", "artifacts_verify", "review_decide", "apply", "list_runs", "agent_task", "execute",
-         "evaluate_patch", "recipe_run", "episode_run", "batch"}
+TOOLS = {
+    "run",
+    "artifacts_show",
+    "artifacts_verify",
+    "review_decide",
+    "apply",
+    "list_runs",
+    "agent_task",
+    "execute",
+    "evaluate_patch",
+    "recipe_run",
+    "episode_run",
+    "batch",
+}
 
 
 def call(name: str, arguments: dict[str, Any]) -> CallToolResult:
@@ -45,23 +57,35 @@ def test_every_tool_publishes_closed_input_and_typed_output_schemas() -> None:
         assert tool.output_schema is not None and tool.description, tool.name
     assert tools["review_decide"].input_schema["required"] == ["bundle", "action"]
     assert tools["review_decide"].input_schema["properties"]["action"]["enum"] == [
-        "approve", "approve-files", "discard"]
+        "approve",
+        "approve-files",
+        "discard",
+    ]
     assert tools["apply"].output_schema["properties"]["schema"]["const"] == "wp-codebox/apply-result/v1"
     assert tools["artifacts_verify"].output_schema["title"] == "BundleVerification"
     assert tools["list_runs"].input_schema["properties"]["limit"]["maximum"] == 1000
 
 
-@pytest.mark.parametrize("arguments, expected", [
-    ({"command": "wordpress.run-php", "args": ["code=echo 1;"], "mounts": ["/no/such/folder:/wordpress/wp-content/x"]},
-     "mounts[0].source:"),
-    ({"command": "no.such.command"}, "command: Unknown command 'no.such.command'"),
-    ({"command": "wordpress.run-php", "args": ["code=echo 1;"], "wp": "1.0"}, "wp:"),
-    ({"command": "wordpress.run-php", "args": ["code=echo 1;"], "timeout": "soon"}, "timeout:"),
-    ({"command": "wordpress.run-php", "args": ["code=echo 1;"], "env": {"1BAD": "x"}}, "env"),
-    ({"command": "wordpress.run-php", "args": ["code=echo 1;"], "policy": "{not json"}, "policy:"),
-    ({"command": "wordpress.run-php", "args": ["code=echo 1;"], "wp_cli_phar": "/no/wp-cli.phar"}, "wp_cli_phar:"),
-    ({"command": "wordpress.run-php", "mountz": ["x:/y"]}, "mountz"),
-])
+@pytest.mark.parametrize(
+    "arguments, expected",
+    [
+        (
+            {
+                "command": "wordpress.run-php",
+                "args": ["code=echo 1;"],
+                "mounts": ["/no/such/folder:/wordpress/wp-content/x"],
+            },
+            "mounts[0].source:",
+        ),
+        ({"command": "no.such.command"}, "command: Unknown command 'no.such.command'"),
+        ({"command": "wordpress.run-php", "args": ["code=echo 1;"], "wp": "1.0"}, "wp:"),
+        ({"command": "wordpress.run-php", "args": ["code=echo 1;"], "timeout": "soon"}, "timeout:"),
+        ({"command": "wordpress.run-php", "args": ["code=echo 1;"], "env": {"1BAD": "x"}}, "env"),
+        ({"command": "wordpress.run-php", "args": ["code=echo 1;"], "policy": "{not json"}, "policy:"),
+        ({"command": "wordpress.run-php", "args": ["code=echo 1;"], "wp_cli_phar": "/no/wp-cli.phar"}, "wp_cli_phar:"),
+        ({"command": "wordpress.run-php", "mountz": ["x:/y"]}, "mountz"),
+    ],
+)
 def test_run_refuses_bad_input_before_booting(arguments: dict[str, Any], expected: str) -> None:
     text = error_text(call("run", arguments))
     assert text.startswith("Error executing tool run: ") and expected in text, text
@@ -89,9 +113,16 @@ def test_an_agent_task_that_is_not_one_is_refused_naming_the_field() -> None:
 
 
 def test_tool_errors_use_the_tool_argument_names() -> None:
-    assert str(tool_error(BadInputError("bad hunk", code="hunk-invalid", field="--hunk"))) == \
-        "hunks: bad hunk [hunk-invalid]"
-    assert str(tool_error(ConflictError("changed", code="digest", field="content_digest",
-                                        details={"hint": "review it again"}))) == \
-        "content_digest: changed [digest] (hint: review it again)"
+    assert (
+        str(tool_error(BadInputError("bad hunk", code="hunk-invalid", field="--hunk")))
+        == "hunks: bad hunk [hunk-invalid]"
+    )
+    assert (
+        str(
+            tool_error(
+                ConflictError("changed", code="digest", field="content_digest", details={"hint": "review it again"})
+            )
+        )
+        == "content_digest: changed [digest] (hint: review it again)"
+    )
     assert str(tool_error(BadInputError("no field", code="x"))) == "no field [x]"

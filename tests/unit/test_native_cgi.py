@@ -16,8 +16,9 @@ from codebox_tui.runtime.native_cgi import (
 
 
 def test_a_well_formed_response_keeps_status_headers_and_body() -> None:
-    parsed = parse_cgi_response(b"Status: 404 Not Found\r\nContent-type: text/html\r\nSet-Cookie: a=1\r\n"
-                                b"Set-Cookie: b=2\r\n\r\n<p>gone</p>")
+    parsed = parse_cgi_response(
+        b"Status: 404 Not Found\r\nContent-type: text/html\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\n<p>gone</p>"
+    )
     assert (parsed.status, parsed.body, parsed.problems) == (404, b"<p>gone</p>", [])
     assert parsed.headers == {"content-type": ["text/html"], "set-cookie": ["a=1", "b=2"]}
     assert parse_cgi_response(b"Location: /x\n\n").status == 302  # RFC 3875: a Location alone redirects
@@ -32,8 +33,11 @@ def test_garbage_never_raises_and_is_reported() -> None:
     assert parse_cgi_response(b"").status == 502
     assert parse_cgi_response(b"no end of headers at all").status == 502
     odd = parse_cgi_response(b"Status: banana\r\nbad line\r\nX-Ok: \x00\x01fine\x7f\r\n\r\nbody")
-    assert odd.status == 200 and odd.headers == {"x-ok": ["fine"]} and odd.problems == [
-        "2 malformed header line(s) skipped"]
+    assert (
+        odd.status == 200
+        and odd.headers == {"x-ok": ["fine"]}
+        and odd.problems == ["2 malformed header line(s) skipped"]
+    )
 
 
 def test_header_and_body_caps() -> None:
@@ -46,9 +50,23 @@ def test_header_and_body_caps() -> None:
 
 
 def test_request_headers_become_checked_cgi_variables() -> None:
-    env = cgi_environment(CgiRequest("POST", "/wp-login.php?a=1", [
-        ("Cookie", "a=1"), ("Cookie", "b=2"), ("Content-Type", "text/plain"), ("Proxy", "http://evil"),
-        ("Bad Name", "x"), ("X-Ctl", "ok\x00\x1bdone")], b"body"), host="127.0.0.1", port=4242)
+    env = cgi_environment(
+        CgiRequest(
+            "POST",
+            "/wp-login.php?a=1",
+            [
+                ("Cookie", "a=1"),
+                ("Cookie", "b=2"),
+                ("Content-Type", "text/plain"),
+                ("Proxy", "http://evil"),
+                ("Bad Name", "x"),
+                ("X-Ctl", "ok\x00\x1bdone"),
+            ],
+            b"body",
+        ),
+        host="127.0.0.1",
+        port=4242,
+    )
     assert env["HTTP_COOKIE"] == "a=1; b=2" and env["CONTENT_TYPE"] == "text/plain"
     assert env["CONTENT_LENGTH"] == "4" and env["QUERY_STRING"] == "a=1" and env["HTTP_HOST"] == "127.0.0.1:4242"
     assert "HTTP_PROXY" not in env and env["HTTP_X_CTL"] == "okdone"

@@ -42,8 +42,10 @@ def test_native_runs_the_hosts_php_only_and_names_the_way_out() -> None:
 
 
 def test_open_basedir_adds_only_mount_targets_outside_the_sandbox_roots() -> None:
-    assert open_basedir(["/wordpress/wp-content/plugins/x", "/tmp/a", "/workspace/app", "/codebox-tools/wp-cli"]) \
+    assert (
+        open_basedir(["/wordpress/wp-content/plugins/x", "/tmp/a", "/workspace/app", "/codebox-tools/wp-cli"])
         == "/wordpress:/tmp:/codebox:/workspace/app:/codebox-tools/wp-cli"
+    )
 
 
 def test_salts_are_stable_per_sandbox_and_differ_between_sandboxes_and_homes(tmp_path: Path) -> None:
@@ -58,11 +60,23 @@ def test_salts_are_stable_per_sandbox_and_differ_between_sandboxes_and_homes(tmp
 
 def test_bootstrap_defines_the_sandbox_world_and_quotes_what_it_embeds() -> None:
     text = bootstrap_php("sandbox-native-a", b"k", basedir="/wordpress:/tmp:/it's", block_external_http=True)
-    for name in ("DB_DIR", "DB_FILE", "WP_CONTENT_DIR", "WP_PLUGIN_DIR", "WPMU_PLUGIN_DIR", "WP_TEMP_DIR", "UPLOADS",
-                 "AUTH_KEY", "NONCE_SALT", "WP_HTTP_BLOCK_EXTERNAL"):
+    for name in (
+        "DB_DIR",
+        "DB_FILE",
+        "WP_CONTENT_DIR",
+        "WP_PLUGIN_DIR",
+        "WPMU_PLUGIN_DIR",
+        "WP_TEMP_DIR",
+        "UPLOADS",
+        "AUTH_KEY",
+        "NONCE_SALT",
+        "WP_HTTP_BLOCK_EXTERNAL",
+    ):
         assert f"define('{name}'" in text
     assert "ini_set('open_basedir', '/wordpress:/tmp:/it\\'s');" in text
-    assert "WP_HTTP_BLOCK_EXTERNAL" not in bootstrap_php("sandbox-native-a", b"k", basedir="/", block_external_http=False)
+    assert "WP_HTTP_BLOCK_EXTERNAL" not in bootstrap_php(
+        "sandbox-native-a", b"k", basedir="/", block_external_http=False
+    )
 
 
 def test_native_holds_a_preview_but_only_on_loopback() -> None:
@@ -79,8 +93,9 @@ def test_native_holds_a_preview_but_only_on_loopback() -> None:
     assert caught.value.code == "native-preview-bind" and "--backend playground" in caught.value.message
     check_request(RunRequest(commands=[], backend="native", php=host_php().series, hold_s=60, preview_port=9999))
     with pytest.raises(BadInputError) as caught:
-        check_request(RunRequest(commands=[], backend="native", php=host_php().series, hold_s=60,
-                                 preview_bind="0.0.0.0"))
+        check_request(
+            RunRequest(commands=[], backend="native", php=host_php().series, hold_s=60, preview_bind="0.0.0.0")
+        )
     assert caught.value.field == "preview-bind"
 
 

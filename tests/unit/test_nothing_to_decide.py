@@ -24,6 +24,7 @@ def test_anything_that_may_have_changed_keeps_the_bundle_reviewable() -> None:
     assert not nothing_to_decide("exec", [COPY], [], [], CHANGED)  # the site state changed
     assert not nothing_to_decide("exec", [COPY], [], [], None)  # no diff taken: not known to be unchanged
     assert not nothing_to_decide("exec", [LIVE], [], [], EMPTY)  # a live mount writes beside the capture
-    risky = EMPTY.model_copy(update={"risks": [RiskFlag(code="summary-unavailable", severity="high",
-                                                        subject="after", message="m")]})
+    risky = EMPTY.model_copy(
+        update={"risks": [RiskFlag(code="summary-unavailable", severity="high", subject="after", message="m")]}
+    )
     assert not nothing_to_decide("exec", [], [], [], risky)

@@ -27,10 +27,18 @@ def _section(path: str, new: bool = False) -> bytes:
 def test_default_rule_names_test_folders_files_and_phpunit_directories(tmp_path: Path) -> None:
     (tmp_path / "phpunit.xml.dist").write_text(
         '<phpunit><testsuites><testsuite name="u"><directory>./spec/unit/</directory>'
-        "<file>checks/OneCheck.php</file></testsuite></testsuites></phpunit>")
+        "<file>checks/OneCheck.php</file></testsuite></testsuites></phpunit>"
+    )
     rule = rule_for(tmp_path)
-    for path in ("tests/FooTest.php", "src/test/helper.php", "test-foo.php", "inc/foo-test.php", "FooTest.php",
-                 "spec/unit/a.php", "checks/OneCheck.php"):
+    for path in (
+        "tests/FooTest.php",
+        "src/test/helper.php",
+        "test-foo.php",
+        "inc/foo-test.php",
+        "FooTest.php",
+        "spec/unit/a.php",
+        "checks/OneCheck.php",
+    ):
         assert rule.is_test(path), path
     for path in ("plugin.php", "inc/latest.php", "testing.php", "spec/other.php", "contest/a.php"):
         assert not rule.is_test(path), path
@@ -58,7 +66,7 @@ def test_split_keeps_each_part_applicable(tmp_path: Path) -> None:
 
 
 def test_a_file_renamed_out_of_the_tests_is_code_and_plain_diffs_split() -> None:
-    rename = (b"diff --git a/tests/a.php b/a.php\nsimilarity index 100%\nrename from tests/a.php\nrename to a.php\n")
+    rename = b"diff --git a/tests/a.php b/a.php\nsimilarity index 100%\nrename from tests/a.php\nrename to a.php\n"
     split = split_patch(rename + _section("tests/BTest.php", new=True), rule_for(Path("/nonexistent")))
     assert split.code_files == ["tests/a.php", "a.php"] and split.test_files == ["tests/BTest.php"]
     plain = b"--- a/x.php\n+++ b/x.php\n@@ -1 +1 @@\n-a\n+b\n--- a/tests/XTest.php\n+++ b/tests/XTest.php\n@@ -1 +1 @@\n-a\n+b\n"
@@ -69,8 +77,14 @@ def test_a_file_renamed_out_of_the_tests_is_code_and_plain_diffs_split() -> None
 def _suite(**statuses: str) -> TestSuite:
     cases = [TestCase(name=n, classname="T", status=s) for n, s in statuses.items()]  # type: ignore[arg-type]
     failed = sum(s != "passed" for s in statuses.values())
-    return TestSuite(name="s", status="failed" if failed else "passed", tests=len(cases), failed=failed,
-                     passed=len(cases) - failed, cases=cases)
+    return TestSuite(
+        name="s",
+        status="failed" if failed else "passed",
+        tests=len(cases),
+        failed=failed,
+        passed=len(cases) - failed,
+        cases=cases,
+    )
 
 
 def test_fail_before_pass_after_is_the_proof() -> None:

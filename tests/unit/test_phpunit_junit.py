@@ -29,8 +29,13 @@ needs_phpunit = pytest.mark.skipif(shutil.which("phpunit") is None, reason="Debi
 
 def _run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "DemoTest.php").write_text(SUITE)
-    return subprocess.run(["phpunit", "--colors=never", *extra, str(tmp_path / "DemoTest.php")],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    return subprocess.run(
+        ["phpunit", "--colors=never", *extra, str(tmp_path / "DemoTest.php")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
 
 
 @needs_phpunit
@@ -44,8 +49,10 @@ def test_parse_real_junit_file(tmp_path: Path) -> None:
     assert by_name["testFails"].status == "failed"
     assert "values differ" in (by_name["testFails"].details or "")
     # the assertion message, not the test id PHPUnit writes on the first line
-    assert by_name["testFails"].message == ("values differ\nFailed asserting that two strings are identical.\n"
-                                            "--- Expected\n+++ Actual\n@@ @@\n-'expected'\n+'actual'")
+    assert by_name["testFails"].message == (
+        "values differ\nFailed asserting that two strings are identical.\n"
+        "--- Expected\n+++ Actual\n@@ @@\n-'expected'\n+'actual'"
+    )
     assert by_name["testErrors"].message == "RuntimeException: kaboom"
     assert by_name["testErrors"].status == "error" and "kaboom" in (by_name["testErrors"].details or "")
     assert by_name["testSkipped"].status == "skipped"
@@ -63,8 +70,9 @@ def test_junit_on_stdout_is_split_from_human_output(tmp_path: Path) -> None:
 
 
 def test_all_passing_and_empty_and_broken() -> None:
-    ok = parse_junit('<testsuites><testsuite name="s"><testcase name="a" class="C" time="0.01"/>'
-                     '</testsuite></testsuites>')
+    ok = parse_junit(
+        '<testsuites><testsuite name="s"><testcase name="a" class="C" time="0.01"/></testsuite></testsuites>'
+    )
     assert ok.status == "passed" and ok.cases[0].timeSeconds == pytest.approx(0.01)
     assert parse_junit("<testsuites/>").status == "unknown"
     skipped = parse_junit('<testsuites><testsuite><testcase name="a"><skipped/></testcase></testsuite></testsuites>')

@@ -44,8 +44,14 @@ def test_copy_has_real_files_modes_and_times_and_never_links_or_follows(tmp_path
     dest = tmp_path / "copy"
     copied = copy_tree(src, dest, exclude=frozenset({".git"}))
     assert sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*")) == [
-        "hardlinked.php", "lib", "lib/run.sh", "node_modules", "node_modules/pkg", "node_modules/pkg/index.js",
-        "plugin.php"]
+        "hardlinked.php",
+        "lib",
+        "lib/run.sh",
+        "node_modules",
+        "node_modules/pkg",
+        "node_modules/pkg/index.js",
+        "plugin.php",
+    ]
     assert dict(copied.not_copied) == {"link-out": "symlink", "lib/file-link": "symlink", "pipe": "special-file"}
     for rel in ("plugin.php", "lib/run.sh", "hardlinked.php"):
         mine, theirs = (dest / rel).stat(), (src / rel).stat()
@@ -74,7 +80,10 @@ def test_capture_reads_the_copy_and_trusts_only_untouched_copies(tmp_path: Path)
     (src / "plugin.php").write_text("the user edits their own folder meanwhile\n")
     changes, skipped = mount_changes(base, CaptureLimits(), [0], Redactor([]))
     assert {c.diff.rel: c.diff.status for c in changes} == {
-        "lib/run.sh": "modified", "new.php": "added", "hardlinked.php": "deleted"}
+        "lib/run.sh": "modified",
+        "new.php": "added",
+        "hardlinked.php": "deleted",
+    }
     reasons = {(s.relativePath, s.reason) for s in skipped}
     assert {("link-out", "symlink"), ("lib/file-link", "symlink"), ("pipe", "special-file")} <= reasons
     uncaptured = skipped_dir_report(base, list_tree(copy, track_skipped=True, exclude=base.skipped_exclude))

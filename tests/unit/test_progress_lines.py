@@ -21,8 +21,9 @@ def _started(command: str, *args: str) -> dict[str, object]:
 
 
 def test_steps_beyond_the_planned_total_are_counted_without_it() -> None:
-    lines = _lines([_started("wordpress.run-php"), _started("wordpress.phpunit"), _started("wordpress.run-php")],
-                   steps_total=2)
+    lines = _lines(
+        [_started("wordpress.run-php"), _started("wordpress.phpunit"), _started("wordpress.run-php")], steps_total=2
+    )
     assert lines == ["step 1/2: wordpress.run-php", "step 2/2: wordpress.phpunit", "step 3: wordpress.run-php"]
 
 
@@ -39,14 +40,30 @@ def test_multi_line_code_stays_on_its_step_line() -> None:
 
 def test_tests_are_counted_on_their_side_as_they_finish() -> None:
     def counted(done: int, total: int = 20, failed: int = 0) -> dict[str, object]:
-        return {"type": "tests.progress", "data": {"suite": "wordpress.phpunit", "done": done, "total": total,
-                                                   "failed": failed}}
+        return {
+            "type": "tests.progress",
+            "data": {"suite": "wordpress.phpunit", "done": done, "total": total, "failed": failed},
+        }
 
-    lines = _lines([{"type": "evaluate.tests-started", "data": {"side": "before"}},
-                    counted(0), counted(1), counted(2), counted(3), counted(7, failed=1), counted(20, failed=1),
-                    {"type": "evaluate.tests-finished",
-                     "data": {"side": "before", "tests": 20, "passed": 19, "failed": 1}},
-                    {"type": "tests.progress", "data": {"suite": "wordpress.phpunit", "done": "7"}}])
+    lines = _lines(
+        [
+            {"type": "evaluate.tests-started", "data": {"side": "before"}},
+            counted(0),
+            counted(1),
+            counted(2),
+            counted(3),
+            counted(7, failed=1),
+            counted(20, failed=1),
+            {"type": "evaluate.tests-finished", "data": {"side": "before", "tests": 20, "passed": 19, "failed": 1}},
+            {"type": "tests.progress", "data": {"suite": "wordpress.phpunit", "done": "7"}},
+        ]
+    )
     # at most one line per tenth of the suite: 1/20 and 3/20 fall in the tenth already said
-    assert lines == ["tests: before the patch", "tests: before 0/20", "tests: before 2/20", "tests: before 7/20, 1 failed",
-                     "tests: before 20/20, 1 failed", "tests: before: 19/20 passed, 1 failed"]
+    assert lines == [
+        "tests: before the patch",
+        "tests: before 0/20",
+        "tests: before 2/20",
+        "tests: before 7/20, 1 failed",
+        "tests: before 20/20, 1 failed",
+        "tests: before: 19/20 passed, 1 failed",
+    ]

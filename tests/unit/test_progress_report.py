@@ -9,8 +9,9 @@ from codebox_tui.progress_report import StderrProgress
 
 
 def _event(kind: str, **data: object) -> RuntimeEvent:
-    return RuntimeEvent.model_validate({"id": "event-1", "type": kind, "timestamp": "2026-11-24T00:00:00.000Z",
-                                        "data": data})
+    return RuntimeEvent.model_validate(
+        {"id": "event-1", "type": kind, "timestamp": "2026-11-24T00:00:00.000Z", "data": data}
+    )
 
 
 def test_lines_carry_phase_step_and_elapsed_time() -> None:

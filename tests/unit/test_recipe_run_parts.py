@@ -11,12 +11,14 @@ from codebox_tui.recipes.scaffolds import write_plugin_scaffold, write_theme_sca
 from codebox_tui.recipes.seeds import select_records, site_seed_php
 
 FIXTURE = {
-    "posts": [{"id": i, "slug": f"p{i}", "title": f"P{i}", "status": "publish" if i % 2 else "draft"}
-              for i in range(1, 300)],
+    "posts": [
+        {"id": i, "slug": f"p{i}", "title": f"P{i}", "status": "publish" if i % 2 else "draft"} for i in range(1, 300)
+    ],
     "pages": [{"id": 1000, "slug": "about", "title": "About"}, {"id": 1001, "slug": "secret", "title": "S"}],
     "options": {"blogname": "X", "admin_email": "private@example.org"},
     "users": [{"login": "alice", "email": "alice@private.example", "role": "editor"}],
-    "activePlugins": ["a/a.php"], "activeTheme": "twentytwentyfour",
+    "activePlugins": ["a/a.php"],
+    "activeTheme": "twentytwentyfour",
 }
 
 
@@ -31,9 +33,18 @@ def test_plugin_and_theme_scaffolds(tmp_path: Path) -> None:
 
 
 def test_site_seed_is_bounded_and_anonymised() -> None:
-    seed = SiteSeed.model_validate({"name": "s", "source": "x.json", "scopes": {
-        "posts": {"statuses": ["publish"]}, "pages": {"slugs": ["about"]}, "options": {"names": ["blogname"]},
-        "users": {"maxRecords": 5}}})
+    seed = SiteSeed.model_validate(
+        {
+            "name": "s",
+            "source": "x.json",
+            "scopes": {
+                "posts": {"statuses": ["publish"]},
+                "pages": {"slugs": ["about"]},
+                "options": {"names": ["blogname"]},
+                "users": {"maxRecords": 5},
+            },
+        }
+    )
     chosen = select_records(FIXTURE, seed)
     posts = [p for p in chosen["posts"] if p["type"] == "post"]
     assert len(posts) == 100 and all(p["status"] == "publish" for p in posts)  # default cap of 100
@@ -49,8 +60,14 @@ def test_site_seed_is_bounded_and_anonymised() -> None:
 def _suite(**statuses: str) -> TestSuite:
     cases = [TestCase(name=n, classname="T", status=s) for n, s in statuses.items()]  # type: ignore[arg-type]
     failed = sum(1 for c in cases if c.status in ("failed", "error"))
-    return TestSuite(name="s", status="failed" if failed else "passed", tests=len(cases), failed=failed,
-                     passed=len(cases) - failed, cases=cases)
+    return TestSuite(
+        name="s",
+        status="failed" if failed else "passed",
+        tests=len(cases),
+        failed=failed,
+        passed=len(cases) - failed,
+        cases=cases,
+    )
 
 
 def test_delta_classifies_cases() -> None:
@@ -63,7 +80,9 @@ def test_delta_classifies_cases() -> None:
     assert compute_delta(_suite(x="failed"), _suite(x="passed"))["verdict"] == "improvement"
     # tests ran on both sides and nothing changed: neutral, even with a test failing on both
     assert compute_delta(_suite(x="failed"), _suite(x="failed"))["verdict"] == "neutral"
-    assert compute_delta(_suite(x="passed"), _suite(x="passed", y="failed"))["verdict"] == "regression"  # new test fails
+    assert (
+        compute_delta(_suite(x="passed"), _suite(x="passed", y="failed"))["verdict"] == "regression"
+    )  # new test fails
 
 
 def test_delta_never_claims_more_than_was_checked() -> None:
@@ -86,9 +105,13 @@ def test_every_delta_is_a_valid_patch_evaluation_part() -> None:
 
     from codebox_tui.contracts.evaluation import VERDICTS, TestDelta
 
-    deltas = [compute_delta(_suite(a="passed", b="failed"), _suite(a="failed", b="passed", c="failed")),
-              compute_delta(_suite(x="failed"), _suite(x="passed")), compute_delta(_suite(x="passed"), _suite(x="passed")),
-              compute_delta(None, None), compute_delta(_suite(x="failed"), None, plugin_broken="Fatal error")]
+    deltas = [
+        compute_delta(_suite(a="passed", b="failed"), _suite(a="failed", b="passed", c="failed")),
+        compute_delta(_suite(x="failed"), _suite(x="passed")),
+        compute_delta(_suite(x="passed"), _suite(x="passed")),
+        compute_delta(None, None),
+        compute_delta(_suite(x="failed"), None, plugin_broken="Fatal error"),
+    ]
     seen = {TestDelta.model_validate(delta).verdict for delta in deltas}
     assert seen == set(VERDICTS)
     dumped = TestDelta.model_validate(deltas[3]).model_dump(mode="json", exclude_unset=True)

@@ -89,23 +89,31 @@ def test_semantic_checks(tmp_path: Path) -> None:
                 {"source": "afile.txt", "target": "/wordpress/wp-content/plugins/p/"},
                 {"source": "plugin", "target": "/a/../etc"},
             ],
-            "workspaces": [{"seed": {"type": "plugin_scaffold"}}, {"seed": {"type": "directory", "slug": "d",
-                                                                            "source": "nope"}}],
+            "workspaces": [
+                {"seed": {"type": "plugin_scaffold"}},
+                {"seed": {"type": "directory", "slug": "d", "source": "nope"}},
+            ],
             "extra_plugins": [{"source": "https://example.org/p.zip"}, {"source": "gone"}],
             "secretEnv": ["lower"],
             "siteSeeds": [
                 {"name": "s1", "scopes": {}},
-                {"name": "s2", "type": "parent_site", "source": "x.json",
-                 "scopes": {"options": {}, "users": {"anonymize": False}, "posts": {}}},
+                {
+                    "name": "s2",
+                    "type": "parent_site",
+                    "source": "x.json",
+                    "scopes": {"options": {}, "users": {"anonymize": False}, "posts": {}},
+                },
             ],
         },
-        workflow={"steps": [
-            {"command": "nope.command"},
-            {"command": "wordpress.browser-probe", "args": ["url=/", "viewport=big", "capture=console,bogus"]},
-            {"command": "wordpress.phpunit", "args": []},
-            {"command": "wordpress.run-php", "args": ["oops"]},
-            {"command": "wordpress.browser-actions", "args": ["steps-json=[not json"]},
-        ]},
+        workflow={
+            "steps": [
+                {"command": "nope.command"},
+                {"command": "wordpress.browser-probe", "args": ["url=/", "viewport=big", "capture=console,bogus"]},
+                {"command": "wordpress.phpunit", "args": []},
+                {"command": "wordpress.run-php", "args": ["oops"]},
+                {"command": "wordpress.browser-actions", "args": ["steps-json=[not json"]},
+            ]
+        },
     )
     codes = _codes(validate_recipe_document(doc, base_dir=tmp_path, allow_downloads=False))
     expected = {
@@ -141,8 +149,9 @@ def test_url_source_allowed_only_with_opt_in(tmp_path: Path, monkeypatch: pytest
     assert "CODEBOX_ALLOW_NETWORK_DOWNLOADS=1" in refused.issues[0].message
     allowed = validate_recipe_document(doc, base_dir=tmp_path, allow_downloads=True)
     assert allowed.valid
-    http = validate_recipe_document(_recipe(inputs={"extra_plugins": [{"source": "http://x/p.zip"}]}),
-                                    base_dir=tmp_path, allow_downloads=True)
+    http = validate_recipe_document(
+        _recipe(inputs={"extra_plugins": [{"source": "http://x/p.zip"}]}), base_dir=tmp_path, allow_downloads=True
+    )
     assert [i.code for i in http.issues] == ["invalid-source"]
     try:  # the default comes from the setting
         monkeypatch.setenv("CODEBOX_ALLOW_NETWORK_DOWNLOADS", "1")
@@ -157,9 +166,10 @@ def test_url_source_allowed_only_with_opt_in(tmp_path: Path, monkeypatch: pytest
 
 
 def test_explicit_policy_must_cover_workflow(tmp_path: Path) -> None:
-    steps = [{"command": "wordpress.phpunit", "args": ["plugin-slug=p"]},
-             {"command": "wordpress.browser-actions",
-              "args": ['steps-json=[{"action":"evaluate","script":"1"}]']}]
+    steps = [
+        {"command": "wordpress.phpunit", "args": ["plugin-slug=p"]},
+        {"command": "wordpress.browser-actions", "args": ['steps-json=[{"action":"evaluate","script":"1"}]']},
+    ]
     doc = _recipe(runtime={"policy": {"commands": ["wordpress.phpunit"]}}, workflow={"steps": steps})
     result = validate_recipe_document(doc, base_dir=tmp_path)
     issue = next(i for i in result.issues if i.code == "runtime-policy-missing-command")
@@ -180,12 +190,14 @@ def test_bad_json_file_is_single_invalid_recipe_issue(tmp_path: Path) -> None:
 
 def test_dry_run_plan_resolves_targets_and_policy(tmp_path: Path) -> None:
     (tmp_path / "plugin").mkdir()
-    doc = _recipe(inputs={
-        "mounts": [{"source": "plugin", "target": "/wordpress/wp-content/plugins/plugin", "mode": "readonly"}],
-        "workspaces": [{"seed": {"type": "plugin_scaffold", "slug": "demo"}}],
-        "extra_plugins": [{"source": "plugin", "loadAs": "mu-plugin"}],
-        "secretEnv": ["API_TOKEN"],
-    })
+    doc = _recipe(
+        inputs={
+            "mounts": [{"source": "plugin", "target": "/wordpress/wp-content/plugins/plugin", "mode": "readonly"}],
+            "workspaces": [{"seed": {"type": "plugin_scaffold", "slug": "demo"}}],
+            "extra_plugins": [{"source": "plugin", "loadAs": "mu-plugin"}],
+            "secretEnv": ["API_TOKEN"],
+        }
+    )
     validation = validate_recipe_document(doc, base_dir=tmp_path, allow_downloads=False)
     plan = dry_run(validation, tmp_path, env={"API_TOKEN": "s3cret"})["plan"]
     assert plan["mounts"][0]["source"] == str((tmp_path / "plugin").resolve())
@@ -200,8 +212,9 @@ def test_dry_run_plan_resolves_targets_and_policy(tmp_path: Path) -> None:
 
 def test_blueprint_validation() -> None:
     assert validate_blueprint_document({"steps": [{"step": "login"}], "landingPage": "/wp-admin/"}) == []
-    issues = validate_blueprint_document({"steps": [{"step": "nope"}, {"x": 1}], "bad": 1,
-                                          "plugins": [{"resource": "url", "url": "https://x"}]})
+    issues = validate_blueprint_document(
+        {"steps": [{"step": "nope"}, {"x": 1}], "bad": 1, "plugins": [{"resource": "url", "url": "https://x"}]}
+    )
     paths = {i["path"] for i in issues}
     assert {"$", "$.steps[0]", "$.steps[1]", "$.plugins[0]"} <= paths
 
@@ -281,8 +294,13 @@ def test_cli_recipe_run_on_invalid_recipe_boots_nothing(tmp_path: Path, text: st
         "from codebox_tui.cli import main\n"
         f"main(['recipe-run', {str(recipe)!r}, '--artifacts-dir', {str(artifacts)!r}, '--json'])\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
     assert proc.returncode == 2, proc.stderr
     assert "BOOTED" not in proc.stderr
     assert not artifacts.exists()
@@ -291,25 +309,35 @@ def test_cli_recipe_run_on_invalid_recipe_boots_nothing(tmp_path: Path, text: st
 
 
 def test_cli_schema_and_validate(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "codebox_tui", "schema", "recipe", "--json"],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "schema", "recipe", "--json"], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     env = json.loads(out.stdout)
     assert env["id"] == RECIPE_SCHEMA and env["jsonSchema"]["$schema"].endswith("2020-12/schema")
     recipe = tmp_path / "r.json"
     recipe.write_text(json.dumps(_recipe()))
-    ok = subprocess.run([sys.executable, "-m", "codebox_tui", "recipe", "validate", str(recipe)],
-                        capture_output=True, text=True, timeout=60)
+    ok = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "recipe", "validate", str(recipe)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert ok.returncode == 0, ok.stderr
     recipe.write_text(json.dumps(_recipe(workflow={"steps": [{"command": "nope"}]})))
-    bad = subprocess.run([sys.executable, "-m", "codebox_tui", "recipe", "validate", str(recipe)],
-                         capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "recipe", "validate", str(recipe)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 2
     assert "$.workflow.steps[0].command" in bad.stderr
 
 
-def test_steps_json_at_path_resolves_against_recipe_dir_for_validate_and_run(tmp_path: Path,
-                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_steps_json_at_path_resolves_against_recipe_dir_for_validate_and_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from codebox_tui.contracts.recipe import RecipeStep
     from codebox_tui.recipes.validate import resolved_step_args
 
@@ -334,12 +362,16 @@ def test_steps_json_at_path_resolves_against_recipe_dir_for_validate_and_run(tmp
 
     assert parse_steps(args[1].split("=", 1)[1])[0]["action"] == "evaluate"
 
-    steps = [{"command": "wordpress.browser-actions", "args": ["url=/", "steps-json=@steps/missing.json"]},
-             {"command": "wordpress.browser-actions", "args": ["url=/", "steps-json=@steps/bad.json"]}]
+    steps = [
+        {"command": "wordpress.browser-actions", "args": ["url=/", "steps-json=@steps/missing.json"]},
+        {"command": "wordpress.browser-actions", "args": ["url=/", "steps-json=@steps/bad.json"]},
+    ]
     path.write_text(json.dumps(_recipe(workflow={"steps": steps})))
     bad = validate_recipe_file(path)
-    assert _codes(bad) == [("missing-source", "$.workflow.steps[0].args.steps-json"),
-                           ("invalid-arg", "$.workflow.steps[1].args.steps-json")]
+    assert _codes(bad) == [
+        ("missing-source", "$.workflow.steps[0].args.steps-json"),
+        ("invalid-arg", "$.workflow.steps[1].args.steps-json"),
+    ]
     assert str(recipe_dir / "steps" / "missing.json") in bad.issues[0].message
     assert "bad.json" in bad.issues[1].message and "line 1" in bad.issues[1].message
 
@@ -358,35 +390,81 @@ UNSUPPORTED_CASES: list[tuple[dict[str, Any], str]] = [
     ({"runtime": {"backendPackage": "@x/backend"}}, "$.runtime.backendPackage"),
     ({"runtime": {"hostNodeHeap": {"maximumMiB": 2048}}}, "$.runtime.hostNodeHeap"),
     ({"inputs": {"services": [{"type": "mysql", "outputs": {"host": "DB_HOST"}}]}}, "$.inputs.services"),
-    ({"inputs": {"externalServices": [{"id": "stripe", "allowedHosts": ["api.stripe.com"], "writes": "forbidden"}]}},
-     "$.inputs.externalServices"),
-    ({"inputs": {"pluginRuntime": {"wpConfigDefines": {"WP_DEBUG": True}, "php": {"memoryLimit": "256M"}}}},
-     "$.inputs.pluginRuntime"),
-    ({"inputs": {"fixtureDatabases": [{"name": "shop", "source": "shop.sql",
-                                       "reset": {"strategy": "truncate-tables", "tables": ["wp_posts"]}}]}},
-     "$.inputs.fixtureDatabases"),
-    ({"inputs": {"fixtureUsers": [{"name": "author", "username": "a", "role": "editor"}],
-                 "userSessions": [{"name": "s", "user": "author"}]}}, "$.inputs.fixtureUsers"),
+    (
+        {"inputs": {"externalServices": [{"id": "stripe", "allowedHosts": ["api.stripe.com"], "writes": "forbidden"}]}},
+        "$.inputs.externalServices",
+    ),
+    (
+        {"inputs": {"pluginRuntime": {"wpConfigDefines": {"WP_DEBUG": True}, "php": {"memoryLimit": "256M"}}}},
+        "$.inputs.pluginRuntime",
+    ),
+    (
+        {
+            "inputs": {
+                "fixtureDatabases": [
+                    {
+                        "name": "shop",
+                        "source": "shop.sql",
+                        "reset": {"strategy": "truncate-tables", "tables": ["wp_posts"]},
+                    }
+                ]
+            }
+        },
+        "$.inputs.fixtureDatabases",
+    ),
+    (
+        {
+            "inputs": {
+                "fixtureUsers": [{"name": "author", "username": "a", "role": "editor"}],
+                "userSessions": [{"name": "s", "user": "author"}],
+            }
+        },
+        "$.inputs.fixtureUsers",
+    ),
     ({"inputs": {"browserActors": [{"name": "a", "userSession": "s"}]}}, "$.inputs.browserActors"),
-    ({"inputs": {"sourcePackages": [{"name": "lib", "source": "lib", "target": "/workspace/lib", "allow": ["*.php"]}]}},
-     "$.inputs.sourcePackages"),
+    (
+        {
+            "inputs": {
+                "sourcePackages": [{"name": "lib", "source": "lib", "target": "/workspace/lib", "allow": ["*.php"]}]
+            }
+        },
+        "$.inputs.sourcePackages",
+    ),
     ({"inputs": {"extra_plugins": [{"source": ".", "composer": "install"}]}}, "$.inputs.extra_plugins[0].composer"),
     ({"fuzzRun": {"schema": "wp-codebox/fuzz-run/v1", "cases": []}}, "$.fuzzRun"),
     ({"adversarialCampaigns": [{"name": "c"}]}, "$.adversarialCampaigns"),
     ({"distribution": {"name": "d", "wordpress": {"root": "/srv/wp"}}}, "$.distribution"),
-    ({"workflow": {"steps": [{"command": "wordpress.run-php", "args": ["code=1;"],
-                              "diagnostics": {"capture": ["wpdb-queries"], "maxItems": 10}}]}},
-     "$.workflow.steps[0].diagnostics"),
-    ({"workflow": {"steps": [{"command": "wordpress.run-php", "args": ["code=1;"],
-                              "continuation": {"maxIterations": 3}}]}}, "$.workflow.steps[0].continuation"),
+    (
+        {
+            "workflow": {
+                "steps": [
+                    {
+                        "command": "wordpress.run-php",
+                        "args": ["code=1;"],
+                        "diagnostics": {"capture": ["wpdb-queries"], "maxItems": 10},
+                    }
+                ]
+            }
+        },
+        "$.workflow.steps[0].diagnostics",
+    ),
+    (
+        {
+            "workflow": {
+                "steps": [{"command": "wordpress.run-php", "args": ["code=1;"], "continuation": {"maxIterations": 3}}]
+            }
+        },
+        "$.workflow.steps[0].continuation",
+    ),
     ({"artifacts": {"typed": [{"name": "r", "type": "report", "path": "/tmp/r.json"}]}}, "$.artifacts.typed"),
     ({"artifacts": {"verify": {"enabled": True, "strict": True}}}, "$.artifacts.verify"),
 ]
 
 
 @pytest.mark.parametrize(("over", "path"), UNSUPPORTED_CASES)
-def test_spec_fields_not_executed_here_are_unsupported_field_issues(tmp_path: Path, over: dict[str, Any],
-                                                                     path: str) -> None:
+def test_spec_fields_not_executed_here_are_unsupported_field_issues(
+    tmp_path: Path, over: dict[str, Any], path: str
+) -> None:
     doc = _recipe(**over)
     result = validate_recipe_document(doc, base_dir=tmp_path, allow_downloads=False)
     assert not result.valid
@@ -400,38 +478,72 @@ def test_spec_fields_not_executed_here_are_unsupported_field_issues(tmp_path: Pa
 # Hand-written invalid shapes for the new fields: all reported at once, each with its JSON path.
 def test_new_field_shapes_are_checked_with_paths(tmp_path: Path) -> None:
     doc = _recipe(
-        runtime={"workers": 0, "bundledExtensions": ["gd"], "hostNodeHeap": {"maximumMiB": 10},
-                 "preview": {"port": 70000}},
-        inputs={"stagedFiles": [{"source": "a.txt"}, {"source": "a.txt", "target": "relative"}],
-                "services": [{"type": "postgres"}],
-                "fixtureDatabases": [{"name": "db", "source": "x.sql", "format": "csv"}],
-                "pluginRuntime": {"healthProbes": [{"name": "h", "type": "http"}]}},
+        runtime={
+            "workers": 0,
+            "bundledExtensions": ["gd"],
+            "hostNodeHeap": {"maximumMiB": 10},
+            "preview": {"port": 70000},
+        },
+        inputs={
+            "stagedFiles": [{"source": "a.txt"}, {"source": "a.txt", "target": "relative"}],
+            "services": [{"type": "postgres"}],
+            "fixtureDatabases": [{"name": "db", "source": "x.sql", "format": "csv"}],
+            "pluginRuntime": {"healthProbes": [{"name": "h", "type": "http"}]},
+        },
         probes=[{"name": "p"}, {"step": {"command": "wordpress.run-php"}}],
     )
     result = validate_recipe_document(doc, base_dir=tmp_path, allow_downloads=False)
     paths = {i.path for i in result.issues}
-    assert {"$.runtime.workers", "$.runtime.bundledExtensions[0]", "$.runtime.hostNodeHeap.maximumMiB",
-            "$.runtime.preview.port", "$.inputs.stagedFiles[0].target", "$.inputs.stagedFiles[1].target",
-            "$.inputs.services[0].type", "$.inputs.fixtureDatabases[0].format",
-            "$.inputs.pluginRuntime.healthProbes[0].type", "$.probes[0].step", "$.probes[1].name"} <= paths, paths
+    assert {
+        "$.runtime.workers",
+        "$.runtime.bundledExtensions[0]",
+        "$.runtime.hostNodeHeap.maximumMiB",
+        "$.runtime.preview.port",
+        "$.inputs.stagedFiles[0].target",
+        "$.inputs.stagedFiles[1].target",
+        "$.inputs.services[0].type",
+        "$.inputs.fixtureDatabases[0].format",
+        "$.inputs.pluginRuntime.healthProbes[0].type",
+        "$.probes[0].step",
+        "$.probes[1].name",
+    } <= paths, paths
 
 
 def test_staged_files_and_probes_semantics(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "fixture.txt").write_text("hi")
-    ok = _recipe(inputs={"stagedFiles": [{"source": "data/fixture.txt", "target": "/tmp/fixture.txt"},
-                                         {"source": "data", "target": "/tmp/data"}]},
-                 probes=[{"name": "ping", "step": {"command": "wordpress.wp-cli", "args": ["command=wp option get home"]},
-                          "expectJson": {"ok": True}}])
+    ok = _recipe(
+        inputs={
+            "stagedFiles": [
+                {"source": "data/fixture.txt", "target": "/tmp/fixture.txt"},
+                {"source": "data", "target": "/tmp/data"},
+            ]
+        },
+        probes=[
+            {
+                "name": "ping",
+                "step": {"command": "wordpress.wp-cli", "args": ["command=wp option get home"]},
+                "expectJson": {"ok": True},
+            }
+        ],
+    )
     result = validate_recipe_document(ok, base_dir=tmp_path, allow_downloads=False)
     assert result.valid, result.issues
     assert result.policy is not None and "wordpress.wp-cli" in result.policy.commands  # probes feed the policy
     assert result.summary()["stagedFiles"] == 2 and result.summary()["probes"] == 1
-    bad = _recipe(inputs={"stagedFiles": [{"source": "missing.txt", "target": "/tmp/x"},
-                                          {"source": "https://example.com/x", "target": "/tmp/y"},
-                                          {"source": "data", "target": "/"}]},
-                  probes=[{"name": "a", "step": {"command": "nope"}},
-                          {"name": "a", "step": {"command": "wordpress.run-php", "args": ["nokey"]}}])
+    bad = _recipe(
+        inputs={
+            "stagedFiles": [
+                {"source": "missing.txt", "target": "/tmp/x"},
+                {"source": "https://example.com/x", "target": "/tmp/y"},
+                {"source": "data", "target": "/"},
+            ]
+        },
+        probes=[
+            {"name": "a", "step": {"command": "nope"}},
+            {"name": "a", "step": {"command": "wordpress.run-php", "args": ["nokey"]}},
+        ],
+    )
     codes = _codes(validate_recipe_document(bad, base_dir=tmp_path, allow_downloads=False))
     assert ("missing-source", "$.inputs.stagedFiles[0].source") in codes
     assert ("invalid-source", "$.inputs.stagedFiles[1].source") in codes
@@ -456,12 +568,25 @@ def test_reference_shaped_recipes(tmp_path: Path) -> None:
     wp_cli_lab = {
         "schema": RECIPE_SCHEMA,
         "runtime": {"backend": "wordpress-playground", "name": "cli-lab", "wp": "latest"},
-        "inputs": {"mounts": [{"source": "../demo-plugin", "target": "/wordpress/wp-content/plugins/demo-plugin",
-                               "mode": "readwrite", "metadata": {"kind": "recipe-support", "slug": "demo"}}]},
-        "workflow": {"steps": [
-            {"command": "wordpress.wp-cli", "args": ["command=wp option update demo_flag on"]},
-            {"command": "wordpress.run-php", "args": ["code=echo wp_json_encode(['flag' => get_option('demo_flag')]);"]},
-        ]},
+        "inputs": {
+            "mounts": [
+                {
+                    "source": "../demo-plugin",
+                    "target": "/wordpress/wp-content/plugins/demo-plugin",
+                    "mode": "readwrite",
+                    "metadata": {"kind": "recipe-support", "slug": "demo"},
+                }
+            ]
+        },
+        "workflow": {
+            "steps": [
+                {"command": "wordpress.wp-cli", "args": ["command=wp option update demo_flag on"]},
+                {
+                    "command": "wordpress.run-php",
+                    "args": ["code=echo wp_json_encode(['flag' => get_option('demo_flag')]);"],
+                },
+            ]
+        },
         "artifacts": {"directory": "./artifacts"},
     }
     assert check(wp_cli_lab) == []
@@ -472,9 +597,11 @@ def test_reference_shaped_recipes(tmp_path: Path) -> None:
     assert check({**wp_cli_lab, "runtime": {"backend": "wordpress"}}) == []
     multi_actor = {
         "schema": RECIPE_SCHEMA,
-        "inputs": {"fixtureUsers": [{"name": "author", "username": "fx-author", "role": "editor"}],
-                   "userSessions": [{"name": "author-session", "user": "author"}],
-                   "browserActors": [{"name": "author", "userSession": "author-session"}]},
+        "inputs": {
+            "fixtureUsers": [{"name": "author", "username": "fx-author", "role": "editor"}],
+            "userSessions": [{"name": "author-session", "user": "author"}],
+            "browserActors": [{"name": "author", "userSession": "author-session"}],
+        },
         "workflow": {"steps": [{"command": "wordpress.browser-scenario", "args": ["scenario-json={}"]}]},
     }
     assert sorted(check(multi_actor)) == [
@@ -484,53 +611,86 @@ def test_reference_shaped_recipes(tmp_path: Path) -> None:
         ("unsupported-field", "$.inputs.userSessions"),
     ]
     campaign = {
-        "schema": RECIPE_SCHEMA, "runtime": {"backend": "wordpress"},
+        "schema": RECIPE_SCHEMA,
+        "runtime": {"backend": "wordpress"},
         "workflow": {"steps": [{"command": "wordpress.run-php", "args": ["code=delete_option('x');"]}]},
-        "adversarialCampaigns": [{"schema": "wp-codebox/adversarial-recipe-campaign/v1", "id": "c", "seed": "s",
-                                  "corpus": [], "budgets": {"maxCases": 4}}],
+        "adversarialCampaigns": [
+            {
+                "schema": "wp-codebox/adversarial-recipe-campaign/v1",
+                "id": "c",
+                "seed": "s",
+                "corpus": [],
+                "budgets": {"maxCases": 4},
+            }
+        ],
     }
     assert check(campaign) == [("unsupported-field", "$.adversarialCampaigns")]
 
 
 def test_runtime_blueprint_applied_subset_and_unsupported_parts(tmp_path: Path) -> None:
-    applied = {"steps": [{"step": "setSiteOptions", "options": {"blogname": "B"}},
-                         {"step": "runPHP", "code": "<?php echo 1;"}, {"step": "writeFile", "path": "/tmp/a",
-                                                                        "data": "x"}, "noop"],
-               "siteOptions": {"blogdescription": "d"}, "meta": {"title": "t"}}
-    assert validate_recipe_document(_recipe(runtime={"blueprint": applied}), base_dir=tmp_path, allow_downloads=False).valid
-    bad = {"steps": [{"step": "login"}, {"step": "writeFile", "path": "/tmp/a"}, {"step": "nope"}],
-           "landingPage": "/wp-admin/"}
-    codes = _codes(validate_recipe_document(_recipe(runtime={"blueprint": bad}), base_dir=tmp_path, allow_downloads=False))
+    applied = {
+        "steps": [
+            {"step": "setSiteOptions", "options": {"blogname": "B"}},
+            {"step": "runPHP", "code": "<?php echo 1;"},
+            {"step": "writeFile", "path": "/tmp/a", "data": "x"},
+            "noop",
+        ],
+        "siteOptions": {"blogdescription": "d"},
+        "meta": {"title": "t"},
+    }
+    assert validate_recipe_document(
+        _recipe(runtime={"blueprint": applied}), base_dir=tmp_path, allow_downloads=False
+    ).valid
+    bad = {
+        "steps": [{"step": "login"}, {"step": "writeFile", "path": "/tmp/a"}, {"step": "nope"}],
+        "landingPage": "/wp-admin/",
+    }
+    codes = _codes(
+        validate_recipe_document(_recipe(runtime={"blueprint": bad}), base_dir=tmp_path, allow_downloads=False)
+    )
     assert [c for c in codes if c[1].startswith("$.runtime.blueprint.steps[2]")]  # unknown step: shape error first
-    fine_shape = {"steps": [{"step": "login"}, {"step": "writeFile", "path": "/tmp/a"}], "landingPage": "/wp-admin/",
-                  "features": {"networking": False}}
-    codes = _codes(validate_recipe_document(_recipe(runtime={"blueprint": fine_shape}), base_dir=tmp_path, allow_downloads=False))
-    assert codes == [("unsupported-field", "$.runtime.blueprint.landingPage"),
-                     ("unsupported-field", "$.runtime.blueprint.features"),
-                     ("unsupported-field", "$.runtime.blueprint.steps[0].step"),
-                     ("invalid-blueprint-step", "$.runtime.blueprint.steps[1].data")]
+    fine_shape = {
+        "steps": [{"step": "login"}, {"step": "writeFile", "path": "/tmp/a"}],
+        "landingPage": "/wp-admin/",
+        "features": {"networking": False},
+    }
+    codes = _codes(
+        validate_recipe_document(_recipe(runtime={"blueprint": fine_shape}), base_dir=tmp_path, allow_downloads=False)
+    )
+    assert codes == [
+        ("unsupported-field", "$.runtime.blueprint.landingPage"),
+        ("unsupported-field", "$.runtime.blueprint.features"),
+        ("unsupported-field", "$.runtime.blueprint.steps[0].step"),
+        ("invalid-blueprint-step", "$.runtime.blueprint.steps[1].data"),
+    ]
 
 
 def test_declared_artifact_paths_are_checked(tmp_path: Path) -> None:
     doc = _recipe(artifacts={"paths": [{"name": "a b", "path": "/tmp/a"}, {"name": "a-b", "path": "/tmp/../etc"}]})
     codes = _codes(validate_recipe_document(doc, base_dir=tmp_path, allow_downloads=False))
-    assert codes == [("invalid-sandbox-path", "$.artifacts.paths[1].path"),
-                     ("duplicate-artifact-name", "$.artifacts.paths[1].name")]
+    assert codes == [
+        ("invalid-sandbox-path", "$.artifacts.paths[1].path"),
+        ("duplicate-artifact-name", "$.artifacts.paths[1].name"),
+    ]
 
 
 # runtime.preview: a held preview asked for by the recipe (docs/sites.md, "Held previews"); every bad value is named by
 # its JSON path.
-@pytest.mark.parametrize(("preview", "path", "says"), [
-    ({"hold": "soon"}, "$.runtime.preview.hold", "does not match"),
-    ({"hold": -5}, "$.runtime.preview.hold", ""),
-    ({"hold": "0s"}, "$.runtime.preview.hold", "longer than zero"),
-    ({"hold": "5m", "port": 0}, "$.runtime.preview.port", ""),
-    ({"hold": "5m", "publicUrl": "ftp://tunnel.example"}, "$.runtime.preview.publicUrl", "http:// or https://"),
-    ({"hold": "5m", "publicUrl": "https://tunnel.example/?a=1"}, "$.runtime.preview.publicUrl", "no query"),
-    ({"hold": "5m", "holdFor": 1}, "$.runtime.preview.holdFor", "unknown field"),
-])
-def test_a_bad_runtime_preview_is_named_by_its_json_path(tmp_path: Path, preview: dict[str, Any], path: str,
-                                                         says: str) -> None:
+@pytest.mark.parametrize(
+    ("preview", "path", "says"),
+    [
+        ({"hold": "soon"}, "$.runtime.preview.hold", "does not match"),
+        ({"hold": -5}, "$.runtime.preview.hold", ""),
+        ({"hold": "0s"}, "$.runtime.preview.hold", "longer than zero"),
+        ({"hold": "5m", "port": 0}, "$.runtime.preview.port", ""),
+        ({"hold": "5m", "publicUrl": "ftp://tunnel.example"}, "$.runtime.preview.publicUrl", "http:// or https://"),
+        ({"hold": "5m", "publicUrl": "https://tunnel.example/?a=1"}, "$.runtime.preview.publicUrl", "no query"),
+        ({"hold": "5m", "holdFor": 1}, "$.runtime.preview.holdFor", "unknown field"),
+    ],
+)
+def test_a_bad_runtime_preview_is_named_by_its_json_path(
+    tmp_path: Path, preview: dict[str, Any], path: str, says: str
+) -> None:
     result = validate_recipe_document(_recipe(runtime={"preview": preview}), base_dir=tmp_path, allow_downloads=False)
     assert [i.path for i in result.issues] == [path], result.issues
     assert says in result.issues[0].message
@@ -543,9 +703,13 @@ def test_a_runtime_preview_fills_the_run_request_and_its_schema_is_generated(tmp
     request, _ = recipe_request(result, tmp_path, tmp_path / "scratch")
     assert (request.hold_s, request.preview_port, request.public_url) == (900.0, 9400, "https://tunnel.example")
     assert dry_run(result, tmp_path)["plan"]["runtime"]["preview"] == {
-        "holdSeconds": 900.0, "port": 9400, "publicUrl": "https://tunnel.example"}
-    seconds = validate_recipe_document(_recipe(runtime={"preview": {"hold": 90}}), base_dir=tmp_path,
-                                       allow_downloads=False)
+        "holdSeconds": 900.0,
+        "port": 9400,
+        "publicUrl": "https://tunnel.example",
+    }
+    seconds = validate_recipe_document(
+        _recipe(runtime={"preview": {"hold": 90}}), base_dir=tmp_path, allow_downloads=False
+    )
     assert recipe_request(seconds, tmp_path, tmp_path / "scratch")[0].hold_s == 90.0
     preview_schema = recipe_json_schema()["$defs"]["RuntimePreview"]
     assert {"hold", "port", "publicUrl"} <= set(preview_schema["properties"])

@@ -22,35 +22,76 @@ def _digest(value: Any) -> dict[str, str]:
 
 
 def _observation(obs_id: str, type_: str, data: Any) -> dict[str, Any]:
-    payload = {"schema": "wp-codebox/runtime-episode-observation/v1", "type": type_, "data": data,
-               "observedAt": "2026-11-23T00:00:00.000Z", "artifactRefs": []}
+    payload = {
+        "schema": "wp-codebox/runtime-episode-observation/v1",
+        "type": type_,
+        "data": data,
+        "observedAt": "2026-11-23T00:00:00.000Z",
+        "artifactRefs": [],
+    }
     return {**payload, "id": obs_id, "digest": _digest(payload)}
 
 
 def _trace() -> dict[str, Any]:
-    runtime = {"id": "runtime-1", "backend": "wordpress-playground", "environment": {"kind": "wordpress"},
-               "createdAt": "2026-11-23T00:00:00.000Z", "status": "created"}
+    runtime = {
+        "id": "runtime-1",
+        "backend": "wordpress-playground",
+        "environment": {"kind": "wordpress"},
+        "createdAt": "2026-11-23T00:00:00.000Z",
+        "status": "created",
+    }
     reset_obs = [_observation("runtime-1:reset:0:observation:0", "runtime-info", {"id": "runtime-1"})]
-    execution = {"id": "command-1", "command": "wordpress.run-php", "args": ["code=echo 1;"], "exitCode": 0,
-                 "stdout": "1", "stderr": "", "startedAt": "t", "finishedAt": "t"}
-    action_payload = {"schema": "wp-codebox/runtime-episode-action/v1", "kind": "command",
-                      "command": "wordpress.run-php", "args": ["code=echo 1;"], "timeoutMs": 30000}
+    execution = {
+        "id": "command-1",
+        "command": "wordpress.run-php",
+        "args": ["code=echo 1;"],
+        "exitCode": 0,
+        "stdout": "1",
+        "stderr": "",
+        "startedAt": "t",
+        "finishedAt": "t",
+    }
+    action_payload = {
+        "schema": "wp-codebox/runtime-episode-action/v1",
+        "kind": "command",
+        "command": "wordpress.run-php",
+        "args": ["code=echo 1;"],
+        "timeoutMs": 30000,
+    }
     action = {**action_payload, "id": "command-1:step:0:action", "digest": _digest(action_payload)}
     step_obs = _observation("command-1:step:0:observation", "files", {"changed": 1})
-    snapshot_payload = {"schema": "wp-codebox/runtime-episode-snapshot/v1", "id": "snapshot-1", "createdAt": "t",
-                        "semantics": "metadata-only", "metadata": {}, "artifactRefs": []}
+    snapshot_payload = {
+        "schema": "wp-codebox/runtime-episode-snapshot/v1",
+        "id": "snapshot-1",
+        "createdAt": "t",
+        "semantics": "metadata-only",
+        "metadata": {},
+        "artifactRefs": [],
+    }
     return {
-        "schema": "wp-codebox/runtime-episode-trace/v1", "version": 1, "id": "episode-1", "createdAt": "t",
+        "schema": "wp-codebox/runtime-episode-trace/v1",
+        "version": 1,
+        "id": "episode-1",
+        "createdAt": "t",
         "runtime": runtime,
-        "reset": {"id": "runtime-1:reset:0", "runtime": runtime, "observations": reset_obs,
-                  "observationRefs": [{"kind": "observation", "id": reset_obs[0]["id"], "digest": reset_obs[0]["digest"]}]},
-        "steps": [{
-            "id": "command-1:step:0", "index": 0,
-            "action": action, "actionRef": {"kind": "action", "id": action["id"], "digest": action["digest"]},
-            "execution": execution, "executionRef": {"kind": "execution", "id": "command-1", "digest": _digest(execution)},
-            "observation": step_obs,
-            "observationRef": {"kind": "observation", "id": step_obs["id"], "digest": step_obs["digest"]},
-        }],
+        "reset": {
+            "id": "runtime-1:reset:0",
+            "runtime": runtime,
+            "observations": reset_obs,
+            "observationRefs": [{"kind": "observation", "id": reset_obs[0]["id"], "digest": reset_obs[0]["digest"]}],
+        },
+        "steps": [
+            {
+                "id": "command-1:step:0",
+                "index": 0,
+                "action": action,
+                "actionRef": {"kind": "action", "id": action["id"], "digest": action["digest"]},
+                "execution": execution,
+                "executionRef": {"kind": "execution", "id": "command-1", "digest": _digest(execution)},
+                "observation": step_obs,
+                "observationRef": {"kind": "observation", "id": step_obs["id"], "digest": step_obs["digest"]},
+            }
+        ],
         "snapshots": [{**snapshot_payload, "digest": _digest(snapshot_payload)}],
     }
 
@@ -58,8 +99,14 @@ def _trace() -> dict[str, Any]:
 def test_action_digest_vector() -> None:
     """Spec §1.7 by hand: the action payload's stableJson, domain-prefixed, hashed."""
     text = DOMAIN + '{"args":[],"command":"x","kind":"command","schema":"wp-codebox/runtime-episode-action/v1"}'
-    action = {"schema": "wp-codebox/runtime-episode-action/v1", "id": "a", "kind": "command", "command": "x",
-              "args": [], "digest": {"algorithm": "sha256", "value": hashlib.sha256(text.encode()).hexdigest()}}
+    action = {
+        "schema": "wp-codebox/runtime-episode-action/v1",
+        "id": "a",
+        "kind": "command",
+        "command": "x",
+        "args": [],
+        "digest": {"algorithm": "sha256", "value": hashlib.sha256(text.encode()).hexdigest()},
+    }
     trace = _trace()
     trace["steps"][0]["action"] = action
     trace["steps"][0]["actionRef"] = {"kind": "action", "id": "a", "digest": action["digest"]}
@@ -80,6 +127,7 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
             node[int(last)] = value
         else:
             node[last] = value
+
     return apply
 
 
@@ -90,6 +138,7 @@ def _delete(path: str) -> Callable[[dict[str, Any]], None]:
         for key in parents:
             node = node[int(key)] if isinstance(node, list) else node[key]
         del node[last]
+
     return apply
 
 
@@ -103,7 +152,9 @@ TAMPERS = {
     "snapshot semantics removed": _delete("snapshots.0.semantics"),
     "actionRef of the wrong kind": _set("steps.0.actionRef.kind", "execution"),
     "executionRef without a digest": _delete("steps.0.executionRef.digest"),
-    "observationRef to another digest": _set("steps.0.observationRef.digest", {"algorithm": "sha256", "value": "0" * 64}),
+    "observationRef to another digest": _set(
+        "steps.0.observationRef.digest", {"algorithm": "sha256", "value": "0" * 64}
+    ),
     "reset observationRef id empty": _set("reset.observationRefs.0.id", ""),
     "observation of the wrong schema": _set("steps.0.observation.schema", "x"),
     "empty observation object": _set("steps.0.observation", {}),

@@ -57,15 +57,26 @@ CASES = [
 
 
 @pytest.mark.parametrize(("schema", "payload", "expected"), CASES, ids=[str(i) for i in range(len(CASES))])
-def test_payload_schema_outcome_matches_the_reference_validator(schema: dict[str, Any], payload: Any,
-                                                                expected: str) -> None:
+def test_payload_schema_outcome_matches_the_reference_validator(
+    schema: dict[str, Any], payload: Any, expected: str
+) -> None:
     assert _outcome(schema, payload) == expected
 
 
-@pytest.mark.parametrize(("pattern", "text", "matches"), [
-    ("\\b", "", False), ("\\B", "", True), ("\\bé", "é", False), ("[]", "a", False), ("[^]", "\n", True),
-    ("^\\u{1F600}$", "\U0001f600", True), ("^\\cJ$", "\n", True), ("^[\\b]$", "\x08", True), ("^\\0$", "\x00", True),
-])
+@pytest.mark.parametrize(
+    ("pattern", "text", "matches"),
+    [
+        ("\\b", "", False),
+        ("\\B", "", True),
+        ("\\bé", "é", False),
+        ("[]", "a", False),
+        ("[^]", "\n", True),
+        ("^\\u{1F600}$", "\U0001f600", True),
+        ("^\\cJ$", "\n", True),
+        ("^[\\b]$", "\x08", True),
+        ("^\\0$", "\x00", True),
+    ],
+)
 def test_js_pattern_semantics(pattern: str, text: str, matches: bool) -> None:
     assert bool(js_pattern(pattern).search(text)) is matches
 

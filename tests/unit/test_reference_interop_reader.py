@@ -19,8 +19,14 @@ from tests.factories.reference_bundle import REFERENCE_PATCH
 
 
 def _entry(rel: str, status: str) -> dict[str, object]:
-    return {"path": f"/wordpress/wp-content/plugins/p/{rel}", "relativePath": rel, "status": status,
-            "mountIndex": 0, "mountTarget": "/wordpress/wp-content/plugins/p", "patchPath": "files/diffs/mount-0.patch"}
+    return {
+        "path": f"/wordpress/wp-content/plugins/p/{rel}",
+        "relativePath": rel,
+        "status": status,
+        "mountIndex": 0,
+        "mountTarget": "/wordpress/wp-content/plugins/p",
+        "patchPath": "files/diffs/mount-0.patch",
+    }
 
 
 def test_patch_line_counts_count_only_hunk_lines() -> None:
@@ -29,17 +35,20 @@ def test_patch_line_counts_count_only_hunk_lines() -> None:
 
 
 def test_patch_line_counts_flag_binary_blocks() -> None:
-    patch = ("diff --git a/logo.png b/logo.png\nindex 1..2 100644\nGIT binary patch\nliteral 3\nKcmZ>\n\nliteral 0\n"
-             "diff --git a/x.bin b/x.bin\nBinary files a/x.bin and b/x.bin differ\n")
+    patch = (
+        "diff --git a/logo.png b/logo.png\nindex 1..2 100644\nGIT binary patch\nliteral 3\nKcmZ>\n\nliteral 0\n"
+        "diff --git a/x.bin b/x.bin\nBinary files a/x.bin and b/x.bin differ\n"
+    )
     assert patch_line_counts(patch) == {"logo.png": (0, 0, True), "x.bin": (0, 0, True)}
 
 
 def test_reference_bundle_gets_counts_from_its_patch(tmp_path: Path) -> None:
     (tmp_path / "files").mkdir()
     (tmp_path / "manifest.json").write_text(json.dumps({"id": "x", "files": []}))
-    changed = {"schema": "wp-codebox/changed-files/v1",
-               "files": [_entry("includes/new.php", "added"), _entry("old.txt", "deleted"),
-                         _entry("plugin.php", "modified")]}
+    changed = {
+        "schema": "wp-codebox/changed-files/v1",
+        "files": [_entry("includes/new.php", "added"), _entry("old.txt", "deleted"), _entry("plugin.php", "modified")],
+    }
     (tmp_path / "files/changed-files.json").write_text(json.dumps(changed))
     (tmp_path / "files/patch.diff").write_text(REFERENCE_PATCH)
     loaded = load_bundle(tmp_path)
@@ -62,9 +71,11 @@ def test_older_reference_headers_with_the_sandbox_path_are_matched(tmp_path: Pat
     (tmp_path / "files").mkdir()
     (tmp_path / "manifest.json").write_text(json.dumps({"id": "x", "files": []}))
     patch = REFERENCE_PATCH.replace("a/", "a/wordpress/wp-content/plugins/p/").replace(
-        "b/", "b/wordpress/wp-content/plugins/p/")
-    (tmp_path / "files/changed-files.json").write_text(json.dumps({"files": [_entry("plugin.php", "modified"),
-                                                                             _entry("old.txt", "deleted")]}))
+        "b/", "b/wordpress/wp-content/plugins/p/"
+    )
+    (tmp_path / "files/changed-files.json").write_text(
+        json.dumps({"files": [_entry("plugin.php", "modified"), _entry("old.txt", "deleted")]})
+    )
     (tmp_path / "files/patch.diff").write_text(patch)
     got = {f.relativePath: (f.additions, f.deletions) for f in load_bundle(tmp_path).changed_files}
     assert got == {"plugin.php": (1, 1), "old.txt": (0, 1)}
@@ -78,10 +89,11 @@ def test_a_hostile_change_list_fails_closed_naming_the_file_and_field(tmp_path: 
     (tmp_path / "files").mkdir()
     (tmp_path / "manifest.json").write_text(json.dumps({"id": "x", "files": []}))
     (tmp_path / "files/patch.diff").write_text(REFERENCE_PATCH)
-    for bad, field in ((dict(_entry("plugin.php", "renamed")), "files[0].status"),
-                       ({**_entry("plugin.php", "modified"), "mountIndex": "zero"}, "files[0].mountIndex"),
-                       ({k: v for k, v in _entry("plugin.php", "modified").items() if k != "relativePath"},
-                        "files[0].relativePath")):
+    for bad, field in (
+        (dict(_entry("plugin.php", "renamed")), "files[0].status"),
+        ({**_entry("plugin.php", "modified"), "mountIndex": "zero"}, "files[0].mountIndex"),
+        ({k: v for k, v in _entry("plugin.php", "modified").items() if k != "relativePath"}, "files[0].relativePath"),
+    ):
         (tmp_path / "files/changed-files.json").write_text(json.dumps({"files": [bad]}))
         with pytest.raises(BadInputError) as caught:
             load_bundle(tmp_path)

@@ -23,9 +23,16 @@ def _entry(path: str, kind: str, content_type: str = "application/json", **extra
     return {"path": path, "kind": kind, "contentType": content_type, **extra}
 
 
-def _bundle(root: Path, files: dict[str, bytes], *, extra_entries: list[dict[str, Any]] | None = None,
-            entry_extra: dict[str, dict[str, Any]] | None = None, runtime_extra: str = "",
-            inputs: list[str] | None = None, self_hash_of: dict[str, Any] | None = None) -> Path:
+def _bundle(
+    root: Path,
+    files: dict[str, bytes],
+    *,
+    extra_entries: list[dict[str, Any]] | None = None,
+    entry_extra: dict[str, dict[str, Any]] | None = None,
+    runtime_extra: str = "",
+    inputs: list[str] | None = None,
+    self_hash_of: dict[str, Any] | None = None,
+) -> Path:
     """A small Mode A bundle sealed with Codebox's own digests. ``runtime_extra`` is raw JSON text spliced into
     the manifest's runtime object, so a test controls the exact bytes the verifier parses."""
     root.mkdir(parents=True, exist_ok=True)
@@ -68,8 +75,12 @@ def test_mode_a_listing_keeps_a_key_whose_value_is_null() -> None:
     expected = hashlib.sha256((MANIFEST_FILE_LIST_DOMAIN + "\n" + listing_text).encode()).hexdigest()
     assert file_list_digest([{"path": "a", "kind": "k", "contentType": "t", "viewer": None}]) == expected
     # absent stays absent
-    assert file_list_digest([{"path": "a", "kind": "k", "contentType": "t"}]) == hashlib.sha256(
-        (MANIFEST_FILE_LIST_DOMAIN + '\n[{"contentType":"t","kind":"k","path":"a"}]').encode()).hexdigest()
+    assert (
+        file_list_digest([{"path": "a", "kind": "k", "contentType": "t"}])
+        == hashlib.sha256(
+            (MANIFEST_FILE_LIST_DOMAIN + '\n[{"contentType":"t","kind":"k","path":"a"}]').encode()
+        ).hexdigest()
+    )
 
 
 def test_a_bundle_with_a_null_viewer_verifies(tmp_path: Path) -> None:
@@ -104,30 +115,45 @@ def test_a_lone_surrogate_in_the_manifest_does_not_crash_the_verifier(tmp_path: 
 def test_a_dot_segment_entry_fails_its_hash_as_in_the_reference(tmp_path: Path) -> None:
     """``./files/x.txt`` is not an invalid path (spec §2 rule 3) but the reference hashes through an artifact-path
     resolver that refuses ``.`` segments, so the entry cannot be hashed: ``file-hash-mismatch``."""
-    bundle = _bundle(tmp_path / "b", {"files/patch.diff": b"", "files/x.txt": b"x"},
-                     extra_entries=[_entry("./files/x.txt", "file", "text/plain")])
+    bundle = _bundle(
+        tmp_path / "b",
+        {"files/patch.diff": b"", "files/x.txt": b"x"},
+        extra_entries=[_entry("./files/x.txt", "file", "text/plain")],
+    )
     assert _codes(bundle) == [("file-hash-mismatch", "manifest.files[3].sha256")]
 
 
 def test_a_dot_segment_mode_b_input_cannot_be_digested(tmp_path: Path) -> None:
-    bundle = _bundle(tmp_path / "b", {"files/patch.diff": b"p"},
-                     extra_entries=[_entry("./files/patch.diff", "patch", "text/x-diff")],
-                     inputs=["./files/patch.diff"])
+    bundle = _bundle(
+        tmp_path / "b",
+        {"files/patch.diff": b"p"},
+        extra_entries=[_entry("./files/patch.diff", "patch", "text/x-diff")],
+        inputs=["./files/patch.diff"],
+    )
     codes = _codes(bundle)
     assert ("digest-mismatch", "manifest.contentDigest.inputs") in codes
 
 
 def _with_review(tmp_path: Path, evidence: dict[str, Any], **review: Any) -> Path:
     doc = json.dumps({"evidence": evidence, **review}).encode()
-    return _bundle(tmp_path / "b", {"files/changed-files.json": CHANGED.encode(), "files/patch.diff": b"",
-                                    "files/review.json": doc})
+    return _bundle(
+        tmp_path / "b",
+        {"files/changed-files.json": CHANGED.encode(), "files/patch.diff": b"", "files/review.json": doc},
+    )
 
 
 def test_review_evidence_refs_use_the_reference_codes(tmp_path: Path) -> None:
     """An unlisted evidence reference is ``malformed-reference`` and an unsafe one ``invalid-path`` (the
     reference's artifact-reference rule), not ``review-evidence-mismatch``."""
-    bundle = _with_review(tmp_path, {"patch": "files/other.diff", "runtimeEpisodeTrace": "/abs.json",
-                                     "runtimeReferenceManifest": "../up.json", "changedFiles": "files/changed-files.json"})
+    bundle = _with_review(
+        tmp_path,
+        {
+            "patch": "files/other.diff",
+            "runtimeEpisodeTrace": "/abs.json",
+            "runtimeReferenceManifest": "../up.json",
+            "changedFiles": "files/changed-files.json",
+        },
+    )
     assert sorted(_codes(bundle)) == [
         ("invalid-path", "files/review.json:evidence.runtimeEpisodeTrace"),
         ("invalid-path", "files/review.json:evidence.runtimeReferenceManifest"),
@@ -137,14 +163,18 @@ def test_review_evidence_refs_use_the_reference_codes(tmp_path: Path) -> None:
 
 def test_an_unlisted_patch_with_a_claimed_sha_is_also_an_evidence_mismatch(tmp_path: Path) -> None:
     bundle = _with_review(tmp_path, {"patch": "files/other.diff", "patchSha256": "0" * 64})
-    assert sorted(_codes(bundle)) == [("malformed-reference", "files/review.json:evidence.patch"),
-                                      ("review-evidence-mismatch", "files/review.json:evidence.patchSha256")]
+    assert sorted(_codes(bundle)) == [
+        ("malformed-reference", "files/review.json:evidence.patch"),
+        ("review-evidence-mismatch", "files/review.json:evidence.patchSha256"),
+    ]
 
 
 def test_an_unlisted_changed_files_ref_is_malformed_and_unreadable(tmp_path: Path) -> None:
     bundle = _with_review(tmp_path, {"changedFiles": "files/nope.json"})
-    assert sorted(_codes(bundle)) == [("malformed-reference", "files/review.json:evidence.changedFiles"),
-                                      ("review-evidence-mismatch", "files/review.json:evidence.changedFiles")]
+    assert sorted(_codes(bundle)) == [
+        ("malformed-reference", "files/review.json:evidence.changedFiles"),
+        ("review-evidence-mismatch", "files/review.json:evidence.changedFiles"),
+    ]
 
 
 def test_review_without_an_evidence_object_is_reported_at_the_file(tmp_path: Path) -> None:
@@ -157,8 +187,10 @@ def test_an_unlisted_metadata_json_is_still_checked(tmp_path: Path) -> None:
     ref gives both ``orphaned-file`` and ``malformed-reference`` (at ``metadata.artifacts.<key>``)."""
     bundle = _bundle(tmp_path / "b", {"files/patch.diff": b""})
     (bundle / "metadata.json").write_text('{"artifacts": {"a": "files/nope.json", "b": ["files/patch.diff"]}}')
-    assert sorted(_codes(bundle)) == [("malformed-reference", "metadata.artifacts.a"),
-                                      ("orphaned-file", "metadata.json")]
+    assert sorted(_codes(bundle)) == [
+        ("malformed-reference", "metadata.artifacts.a"),
+        ("orphaned-file", "metadata.json"),
+    ]
 
 
 def test_a_symlinked_review_outside_the_bundle_is_not_read(tmp_path: Path) -> None:

@@ -11,12 +11,18 @@ SECOND = "/wordpress/wp-content/plugins/second"
 
 
 def _entry(mount: str, index: int, rel: str) -> ChangedFile:
-    return ChangedFile(path=f"{mount}/{rel}", relativePath=rel, status="modified", mountIndex=index,
-                       mountTarget=mount, patchPath="files/patch.diff")
+    return ChangedFile(
+        path=f"{mount}/{rel}",
+        relativePath=rel,
+        status="modified",
+        mountIndex=index,
+        mountTarget=mount,
+        patchPath="files/patch.diff",
+    )
 
 
 def _block(name: str, word: str) -> str:
-    return (f"diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n@@ -1 +1,2 @@\n line\n+{word}\n")
+    return f"diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n@@ -1 +1,2 @@\n line\n+{word}\n"
 
 
 def test_a_relative_path_two_mounts_change_is_two_keys_with_their_own_blocks() -> None:

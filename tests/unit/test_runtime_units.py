@@ -24,11 +24,14 @@ def test_parse_mount_modes_and_normalisation(tmp_path: Path) -> None:
     assert parse_mount(f"{tmp_path}:/srv/x:ro").mode == "readonly"
 
 
-@pytest.mark.parametrize("target, code", [
-    ("relative/path", "invalid-mount-target"),
-    ("/wordpress/../etc", "invalid-mount-target"),
-    ("/", "invalid-mount-target"),
-])
+@pytest.mark.parametrize(
+    "target, code",
+    [
+        ("relative/path", "invalid-mount-target"),
+        ("/wordpress/../etc", "invalid-mount-target"),
+        ("/", "invalid-mount-target"),
+    ],
+)
 def test_bad_mount_targets_are_rejected(tmp_path: Path, target: str, code: str) -> None:
     with pytest.raises(BadInputError) as info:
         parse_mount(f"{tmp_path}:{target}")
@@ -118,8 +121,13 @@ def test_the_default_wordpress_is_the_newest_shipped_build_and_run_help_lists_ev
     from codebox_tui.versions import DEFAULT_WP_VERSION
 
     assert DEFAULT_WP_VERSION == newest_stable() == resolve_build("latest").key
-    help_text = subprocess.run([sys.executable, "-m", "codebox_tui", "run", "--help"], capture_output=True, text=True,
-                               env={**os.environ, "COLUMNS": "300"}, timeout=120).stdout
+    help_text = subprocess.run(
+        [sys.executable, "-m", "codebox_tui", "run", "--help"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "300"},
+        timeout=120,
+    ).stdout
     for key, build in available_builds().items():
         assert (f"{key} ({build.version}" if key != build.version else key) in help_text, key
     assert f"{DEFAULT_WP_VERSION} ({resolve_build(None).version}, default)" in help_text
@@ -220,13 +228,20 @@ def test_abandoned_sandbox_dirs_are_those_whose_owner_is_gone(tmp_path: Path) ->
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    for name, owner in (("sandbox-dead", str(dead.pid)), ("sandbox-mine", str(os.getpid())),
-                        ("sandbox-live", str(os.getppid())), ("sandbox-garbled", "not-a-pid")):
+    for name, owner in (
+        ("sandbox-dead", str(dead.pid)),
+        ("sandbox-mine", str(os.getpid())),
+        ("sandbox-live", str(os.getppid())),
+        ("sandbox-garbled", "not-a-pid"),
+    ):
         (tmp_path / name).mkdir()
         (tmp_path / name / OWNER_FILE).write_text(owner)
     (tmp_path / "sandbox-unowned").mkdir()  # killed before its owner file was written
     (tmp_path / "golden").mkdir()  # not a sandbox folder
     assert sorted(p.name for p in abandoned_sandbox_dirs(tmp_path)) == ["sandbox-dead"]
     assert sorted(p.name for p in abandoned_sandbox_dirs(tmp_path, unowned_age_s=-1)) == [
-        "sandbox-dead", "sandbox-garbled", "sandbox-unowned"]
+        "sandbox-dead",
+        "sandbox-garbled",
+        "sandbox-unowned",
+    ]
     assert abandoned_sandbox_dirs(tmp_path / "missing") == []

@@ -19,8 +19,9 @@ def test_external_binds_skip_the_sandboxes_root_and_merge_modes(tmp_path: Path) 
     live, other = tmp_path / "plugin", tmp_path / "fixtures"
     live.mkdir()
     other.mkdir()
-    binds = external_binds([(str(other), False), (str(live), False), (str(root / "sandbox-a" / "mount-0"), True),
-                            (str(live), True)], root)
+    binds = external_binds(
+        [(str(other), False), (str(live), False), (str(root / "sandbox-a" / "mount-0"), True), (str(live), True)], root
+    )
     assert binds == (Bind(str(other), False), Bind(str(live), True))
     assert covered(str(live / "sub"), root, binds, writable=True)
     assert covered(str(root / "sandbox-a" / "mount-0"), root, (), writable=True)
@@ -33,13 +34,29 @@ def test_bwrap_argv_binds_only_what_the_sidecar_needs(tmp_path: Path, monkeypatc
     root = tmp_path / "sandboxes"
     live = tmp_path / "plugin"
     (live / ".git").mkdir(parents=True)
-    argv = bwrap_argv(bwrap="/usr/bin/bwrap", node="/usr/bin/node", bridge_dir=tmp_path / "bridge",
-                      playground_home=tmp_path / "pg-home", sandboxes_root=root, tmp_dir=tmp_path / "t",
-                      env={"HOME": str(tmp_path / "pg-home")}, binds=(Bind(str(live), True),))
+    argv = bwrap_argv(
+        bwrap="/usr/bin/bwrap",
+        node="/usr/bin/node",
+        bridge_dir=tmp_path / "bridge",
+        playground_home=tmp_path / "pg-home",
+        sandboxes_root=root,
+        tmp_dir=tmp_path / "t",
+        env={"HOME": str(tmp_path / "pg-home")},
+        binds=(Bind(str(live), True),),
+    )
     joined = " ".join(argv)
     assert "--die-with-parent" not in argv  # tied to the starting thread, not the process (bwrap_argv)
-    for flag in ("--unshare-all", "--share-net", "--clearenv", "--uid 65534",
-                 "--gid 65534", "--cap-drop ALL", "--proc /proc", "--dev /dev", f"--bind {tmp_path / 't'} /tmp"):
+    for flag in (
+        "--unshare-all",
+        "--share-net",
+        "--clearenv",
+        "--uid 65534",
+        "--gid 65534",
+        "--cap-drop ALL",
+        "--proc /proc",
+        "--dev /dev",
+        f"--bind {tmp_path / 't'} /tmp",
+    ):
         assert flag in joined
     assert f"--bind {live} {live}" in joined
     assert f"--tmpfs {live / '.git'} --remount-ro {live / '.git'}" in joined
@@ -57,19 +74,36 @@ def test_as_root_the_walls_drop_to_the_sandbox_uid_on_the_host(tmp_path: Path, m
 
     monkeypatch.setattr("codebox_tui.runtime.confinement.drops_to_sandbox_uid", lambda: True)
     root = tmp_path / "sandboxes"
-    sidecar = bwrap_argv(bwrap="/usr/bin/bwrap", node="/usr/bin/node", bridge_dir=tmp_path / "bridge",
-                         playground_home=tmp_path / "pg-home", sandboxes_root=root, tmp_dir=tmp_path / "t",
-                         env={}, binds=())
-    php = php_bwrap_argv(bwrap="/usr/bin/bwrap", php="/usr/bin/php", env={}, chdir="/wordpress",
-                         binds=[PathBind(str(tmp_path / "core"), "/wordpress", False)])
+    sidecar = bwrap_argv(
+        bwrap="/usr/bin/bwrap",
+        node="/usr/bin/node",
+        bridge_dir=tmp_path / "bridge",
+        playground_home=tmp_path / "pg-home",
+        sandboxes_root=root,
+        tmp_dir=tmp_path / "t",
+        env={},
+        binds=(),
+    )
+    php = php_bwrap_argv(
+        bwrap="/usr/bin/bwrap",
+        php="/usr/bin/php",
+        env={},
+        chdir="/wordpress",
+        binds=[PathBind(str(tmp_path / "core"), "/wordpress", False)],
+    )
     for argv, net in ((sidecar, False), (php, True)):
         joined = " ".join(argv)
         assert "--unshare-all" not in argv and "--uid" not in argv and "--unshare-user" not in argv
         assert ("--unshare-net" in argv) is net and "--unshare-pid" in argv
         assert "--cap-drop ALL --cap-add CAP_SETUID --cap-add CAP_SETGID --cap-add CAP_SETPCAP" in joined
         drop = argv.index("--reuid=65534")
-        assert argv[drop - 1].endswith("setpriv") and argv[drop + 1:drop + 6] == [
-            "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--"]
+        assert argv[drop - 1].endswith("setpriv") and argv[drop + 1 : drop + 6] == [
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--",
+        ]
         assert argv[drop + 6] in ("/usr/bin/node", "/usr/bin/php") or argv[drop + 6].startswith("/")
         assert "--perms 0755 --dir /etc" in joined
     assert f"--perms 0755 --dir {root.parent} " in " ".join(sidecar)
@@ -86,8 +120,9 @@ def test_abandoned_sidecar_files_are_those_of_dead_owners(tmp_path: Path) -> Non
     (tmp_path / f"codebox-sidecar-{os.getppid()}-parent.log").write_text("")
     (tmp_path / "codebox-sidecar-tmp-oldstyle").mkdir()
     (tmp_path / "unrelated.log").write_text("")
-    assert sorted(p.name for p in abandoned_sidecar_files(tmp_path)) == sorted([
-        f"codebox-sidecar-tmp-{dead.pid}-abc", f"codebox-sidecar-{dead.pid}-abc.log"])
+    assert sorted(p.name for p in abandoned_sidecar_files(tmp_path)) == sorted(
+        [f"codebox-sidecar-tmp-{dead.pid}-abc", f"codebox-sidecar-{dead.pid}-abc.log"]
+    )
     old = time.time() - 3600
     os.utime(tmp_path / "codebox-sidecar-tmp-oldstyle", (old, old))
     assert "codebox-sidecar-tmp-oldstyle" in {p.name for p in abandoned_sidecar_files(tmp_path)}

@@ -28,13 +28,16 @@ def env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]]:
     reload_settings()
 
 
-@pytest.mark.parametrize(("name", "value", "shown"), [
-    ("CODEBOX_TAB_WIDTH", "100", "less than or equal to 16"),
-    ("CODEBOX_IMAGES", "sixel-please", "'auto', 'halfcell' or 'off'"),
-    ("CODEBOX_PREVIEW_BIND", "localhost", "IP address"),
-    ("CODEBOX_BOOT_TIMEOUT_S", "soon", "valid number"),
-    ("CODEBOX_KEYMAP", "{not json", "must be JSON"),
-])
+@pytest.mark.parametrize(
+    ("name", "value", "shown"),
+    [
+        ("CODEBOX_TAB_WIDTH", "100", "less than or equal to 16"),
+        ("CODEBOX_IMAGES", "sixel-please", "'auto', 'halfcell' or 'off'"),
+        ("CODEBOX_PREVIEW_BIND", "localhost", "IP address"),
+        ("CODEBOX_BOOT_TIMEOUT_S", "soon", "valid number"),
+        ("CODEBOX_KEYMAP", "{not json", "must be JSON"),
+    ],
+)
 def test_a_bad_value_names_its_variable(env: Callable[..., None], name: str, value: str, shown: str) -> None:
     env(**{name: value})
     with pytest.raises(BadInputError) as info:
@@ -44,9 +47,15 @@ def test_a_bad_value_names_its_variable(env: Callable[..., None], name: str, val
 
 
 def test_values_are_typed_and_normalised(env: Callable[..., None], tmp_path: Path) -> None:
-    env(CODEBOX_IMAGES=" No ", CODEBOX_APPROVER="  ", CODEBOX_ALLOW_NETWORK_DOWNLOADS="1",
-        WP_TESTS_DIR=str(tmp_path), WP_TESTS_PHPUNIT_POLYFILLS_PATH="", CODEBOX_BOOT_TIMEOUT_S="7.5",
-        CODEBOX_KEYMAP='{"review.approve_all": "ctrl+a"}')
+    env(
+        CODEBOX_IMAGES=" No ",
+        CODEBOX_APPROVER="  ",
+        CODEBOX_ALLOW_NETWORK_DOWNLOADS="1",
+        WP_TESTS_DIR=str(tmp_path),
+        WP_TESTS_PHPUNIT_POLYFILLS_PATH="",
+        CODEBOX_BOOT_TIMEOUT_S="7.5",
+        CODEBOX_KEYMAP='{"review.approve_all": "ctrl+a"}',
+    )
     settings = get_settings()
     assert settings.images == "off"
     assert settings.approver is None
@@ -67,13 +76,14 @@ def test_keymap_file_is_read_when_the_variable_is_unset(env: Callable[..., None]
 
 def test_configuration_is_read_only_through_the_settings() -> None:
     """No module reads a CODEBOX_ (or WP_TESTS_) variable from the environment itself (docs/settings.md)."""
-    reads = re.compile(r"""(os\.environ(\.get)?[\[(]|os\.getenv\()\s*["'](CODEBOX_|WP_TESTS_)\w*["'][],)](?!\s*=[^=])""")
+    reads = re.compile(
+        r"""(os\.environ(\.get)?[\[(]|os\.getenv\()\s*["'](CODEBOX_|WP_TESTS_)\w*["'][],)](?!\s*=[^=])"""
+    )
     offenders = []
     for folder in ("codebox_tui", "store", "widgets"):
         for path in (REPO / folder).rglob("*.py"):
             rel = path.relative_to(REPO).as_posix()
             if "node_modules" in rel:
                 continue
-            offenders += [f"{rel}:{n}" for n, line in enumerate(path.read_text().splitlines(), 1)
-                          if reads.search(line)]
+            offenders += [f"{rel}:{n}" for n, line in enumerate(path.read_text().splitlines(), 1) if reads.search(line)]
     assert offenders == []

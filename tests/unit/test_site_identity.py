@@ -16,18 +16,31 @@ from codebox_tui.sites.store import folder_digest, site_id_for, source_digest
 RUNTIME = SiteRuntime(backend="native", wp="6.5", wordpressVersion="6.5.5", php="8.2")
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("https://tunnel.example/", "https://tunnel.example"),
-    ("http://127.0.0.1:9400", "http://127.0.0.1:9400"),
-    ("https://host.example/sub/path/", "https://host.example/sub/path"),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("https://tunnel.example/", "https://tunnel.example"),
+        ("http://127.0.0.1:9400", "http://127.0.0.1:9400"),
+        ("https://host.example/sub/path/", "https://host.example/sub/path"),
+        (None, None),
+    ],
+)
 def test_public_url_is_normalised(text: str | None, expected: str | None) -> None:
     assert public_url_from_text(text) == expected
 
 
-@pytest.mark.parametrize("text", ["ftp://tunnel.example", "tunnel.example", "https://", "https://h.example/?a=1",
-                                  "https://h.example/#x", "https://user:pw@h.example", "https://h.example/a b"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ftp://tunnel.example",
+        "tunnel.example",
+        "https://",
+        "https://h.example/?a=1",
+        "https://h.example/#x",
+        "https://user:pw@h.example",
+        "https://h.example/a b",
+    ],
+)
 def test_public_url_refusals_name_the_option(text: str) -> None:
     with pytest.raises(BadInputError) as caught:
         public_url_from_text(text)
@@ -58,8 +71,9 @@ def test_folder_digest_follows_content_not_place_links_or_git(tmp_path: Path) ->
 
 
 def test_source_digest_and_site_id(tmp_path: Path) -> None:
-    mount = SiteMount(source=str(tmp_path / "x"), target="/wordpress/wp-content/plugins/x", mode="readonly",
-                      digest="0" * 64)
+    mount = SiteMount(
+        source=str(tmp_path / "x"), target="/wordpress/wp-content/plugins/x", mode="readonly", digest="0" * 64
+    )
     moved = mount.model_copy(update={"source": "/elsewhere/x"})
     blueprint = {"siteOptions": {"blogname": "A"}}
     digest = source_digest(RUNTIME, [mount], blueprint)
@@ -81,16 +95,33 @@ def test_the_design_documents_shapes_validate_against_the_generated_schemas() ->
     from codebox_tui.contracts.site import CONTAINED_SITE_SCHEMA, CONTAINED_SITE_STATUS_SCHEMA
 
     hex64 = "ab" * 32
-    handle = {"schema": CONTAINED_SITE_SCHEMA, "site_id": "prepared-a1b2c3d4e5f6a7b8",
-              "preview_id": "preview-1234abcd5678ef90", "session_id": "browser-session-123", "caller_id": "studio-native",
-              "status": "ready", "persistence": "browser-contained", "source_digest": {"algorithm": "sha256", "value": hex64},
-              "recovery": {"ability": "wp-codebox/get-browser-contained-site-status",
-                           "input": {"cache_key": "prepared-a1b2c3d4e5f6a7b8", "input_hash": hex64, "source_digest": hex64}}}
-    status = {"success": True, "schema": CONTAINED_SITE_STATUS_SCHEMA, "site_id": "prepared-a1b2c3d4e5f6a7b8",
-              "status": "recoverable", "blueprint_ref": {"schema": "wp-codebox/browser-blueprint-ref/v1",
-                                                         "ref": f"prepared:prepared-a1b2c3d4e5f6a7b8:{hex64}"}}
+    handle = {
+        "schema": CONTAINED_SITE_SCHEMA,
+        "site_id": "prepared-a1b2c3d4e5f6a7b8",
+        "preview_id": "preview-1234abcd5678ef90",
+        "session_id": "browser-session-123",
+        "caller_id": "studio-native",
+        "status": "ready",
+        "persistence": "browser-contained",
+        "source_digest": {"algorithm": "sha256", "value": hex64},
+        "recovery": {
+            "ability": "wp-codebox/get-browser-contained-site-status",
+            "input": {"cache_key": "prepared-a1b2c3d4e5f6a7b8", "input_hash": hex64, "source_digest": hex64},
+        },
+    }
+    status = {
+        "success": True,
+        "schema": CONTAINED_SITE_STATUS_SCHEMA,
+        "site_id": "prepared-a1b2c3d4e5f6a7b8",
+        "status": "recoverable",
+        "blueprint_ref": {
+            "schema": "wp-codebox/browser-blueprint-ref/v1",
+            "ref": f"prepared:prepared-a1b2c3d4e5f6a7b8:{hex64}",
+        },
+    }
     jsonschema.Draft202012Validator(generate_json_schema(CONTAINED_SITE_SCHEMA)).validate(handle)
     jsonschema.Draft202012Validator(generate_json_schema(CONTAINED_SITE_STATUS_SCHEMA)).validate(status)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft202012Validator(generate_json_schema(CONTAINED_SITE_STATUS_SCHEMA)).validate(
-            {**status, "status": "maybe"})
+            {**status, "status": "maybe"}
+        )

@@ -17,19 +17,26 @@ from tests.factories.bundles import make_bundle, typical_change
 
 
 def _bundle(tmp_path: Path, doc: object) -> Path:
-    summary, _ = make_bundle(tmp_path, typical_change,
-                             evidence={"files/site-state-diff.json": ("site-state-diff", json.dumps(doc))})
+    summary, _ = make_bundle(
+        tmp_path, typical_change, evidence={"files/site-state-diff.json": ("site-state-diff", json.dumps(doc))}
+    )
     return Path(summary.path)
 
 
 def test_a_diff_that_breaks_the_schema_is_a_violation_and_shown_as_unreadable(tmp_path: Path) -> None:
-    bad = {"schema": "codebox/site-state-diff/v1", "before": "a", "after": "b", "empty": False,
-           "risks": [{"code": "made-up", "severity": "high", "message": "m", "subject": "s"}]}
+    bad = {
+        "schema": "codebox/site-state-diff/v1",
+        "before": "a",
+        "after": "b",
+        "empty": False,
+        "risks": [{"code": "made-up", "severity": "high", "message": "m", "subject": "s"}],
+    }
     bundle = _bundle(tmp_path, bad)
     result = verify_bundle(bundle)
     assert not result.valid
     assert [(v.code, v.path) for v in result.violations] == [
-        ("malformed-reference", "files/site-state-diff.json:risks/0/code")]
+        ("malformed-reference", "files/site-state-diff.json:risks/0/code")
+    ]
     loaded = load_bundle(bundle)
     assert loaded.site_state is None and loaded.site_state_problem
     out = CliRunner().invoke(cli_app, ["artifacts", "show", str(bundle)])
@@ -46,8 +53,14 @@ def test_a_valid_diff_verifies_and_loads(tmp_path: Path) -> None:
 
 
 def test_each_risk_code_is_one_review_flag() -> None:
-    diff = SiteStateDiff(before="a", after="b", empty=False, risks=[
-        RiskFlag(code="capabilities-granted", severity="high", message="m", subject="u1"),
-        RiskFlag(code="capabilities-granted", severity="medium", message="m", subject="u2"),
-        RiskFlag(code="home-changed", severity="high", message="m", subject="home")])
+    diff = SiteStateDiff(
+        before="a",
+        after="b",
+        empty=False,
+        risks=[
+            RiskFlag(code="capabilities-granted", severity="high", message="m", subject="u1"),
+            RiskFlag(code="capabilities-granted", severity="medium", message="m", subject="u2"),
+            RiskFlag(code="home-changed", severity="high", message="m", subject="home"),
+        ],
+    )
     assert risk_flag_names(diff) == ["site-state:capabilities-granted", "site-state:home-changed"]

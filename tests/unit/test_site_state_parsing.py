@@ -32,11 +32,25 @@ class ScriptedSandbox:
 
 def _summary_output(**changes: Any) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "tablePrefix": "wp_", "truncated": [], "transients": 0, "phpMs": 3,
-        "options": {"my_api_key": {"sha256": "a" * 64, "bytes": 6, "autoload": "yes", "preview": "s3cr3t"},
-                    "blogname": {"sha256": "b" * 64, "bytes": 4, "autoload": "yes", "preview": "Blog"}},
-        "tables": [], "posts": [], "terms": [], "users": [], "roles": [], "cron": [], "rewriteRules": [],
-        "activePlugins": [], "theme": {"stylesheet": "t", "template": "t"}, "siteurl": "http://x", "home": "http://x",
+        "tablePrefix": "wp_",
+        "truncated": [],
+        "transients": 0,
+        "phpMs": 3,
+        "options": {
+            "my_api_key": {"sha256": "a" * 64, "bytes": 6, "autoload": "yes", "preview": "s3cr3t"},
+            "blogname": {"sha256": "b" * 64, "bytes": 4, "autoload": "yes", "preview": "Blog"},
+        },
+        "tables": [],
+        "posts": [],
+        "terms": [],
+        "users": [],
+        "roles": [],
+        "cron": [],
+        "rewriteRules": [],
+        "activePlugins": [],
+        "theme": {"stylesheet": "t", "template": "t"},
+        "siteurl": "http://x",
+        "home": "http://x",
     }
     out.update(changes)
     return out
@@ -51,14 +65,19 @@ def test_a_secret_preview_the_sandbox_sends_is_dropped_on_the_host() -> None:
     assert "$codebox_state_request" in sandbox.codes[0]
 
 
-@pytest.mark.parametrize(("text", "needle"), [
-    ("Fatal error: out of memory", "printed no JSON result"),
-    ("[1, 2]", "expected a JSON object"),
-    (json.dumps({"error": {"code": "database-missing", "message": "the site database x does not exist"}}),
-     "the site database x does not exist"),
-    (json.dumps(_summary_output(users={"1": {"login": 5}})), "malformed at users.1.login"),
-    (json.dumps(_summary_output(extra="field")), "malformed at extra"),
-])
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("Fatal error: out of memory", "printed no JSON result"),
+        ("[1, 2]", "expected a JSON object"),
+        (
+            json.dumps({"error": {"code": "database-missing", "message": "the site database x does not exist"}}),
+            "the site database x does not exist",
+        ),
+        (json.dumps(_summary_output(users={"1": {"login": 5}})), "malformed at users.1.login"),
+        (json.dumps(_summary_output(extra="field")), "malformed at extra"),
+    ],
+)
 def test_malformed_sandbox_output_is_a_clear_sandbox_error(text: str, needle: str) -> None:
     with pytest.raises(SandboxError, match=needle):
         site_state.take_summary(ScriptedSandbox(text))  # type: ignore[arg-type]

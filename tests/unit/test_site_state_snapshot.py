@@ -31,14 +31,33 @@ class UnusedSandbox:
 
 def _snapshot() -> RuntimeSnapshot:
     contents = {"plugins/a.php": b"<?php // a", "uploads/b.txt": b"bee", "uploads/same.txt": b"bee"}
-    files = [{"path": path, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-              "base64": base64.b64encode(data).decode()} for path, data in contents.items()]
-    database = {"tables": [{"name": "wp_options", "createSql": "CREATE TABLE wp_options (x)", "rows": [{"x": 1}],
-                            "rowCount": 1}]}
-    return site_state.with_hashes(RuntimeSnapshot.model_validate({
-        "id": "runtime-snapshot-test", "createdAt": "2026-01-01T00:00:00.000Z",
-        "compatibility": {"wordpressVersion": "6.5.5", "phpVersion": "8.3.0"}, "metadata": {},
-        "database": database, "files": files, "hashes": {"database": "", "files": ""}}))
+    files = [
+        {
+            "path": path,
+            "bytes": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "base64": base64.b64encode(data).decode(),
+        }
+        for path, data in contents.items()
+    ]
+    database = {
+        "tables": [
+            {"name": "wp_options", "createSql": "CREATE TABLE wp_options (x)", "rows": [{"x": 1}], "rowCount": 1}
+        ]
+    }
+    return site_state.with_hashes(
+        RuntimeSnapshot.model_validate(
+            {
+                "id": "runtime-snapshot-test",
+                "createdAt": "2026-01-01T00:00:00.000Z",
+                "compatibility": {"wordpressVersion": "6.5.5", "phpVersion": "8.3.0"},
+                "metadata": {},
+                "database": database,
+                "files": files,
+                "hashes": {"database": "", "files": ""},
+            }
+        )
+    )
 
 
 def _write_bundle(tmp_path: Path, snapshot: RuntimeSnapshot) -> list[str]:
@@ -86,16 +105,23 @@ def test_a_missing_or_linked_blob_is_refused(tmp_path: Path) -> None:
 
 def test_restore_refuses_inconsistent_documents_before_using_the_sandbox() -> None:
     snapshot = _snapshot()
-    bad_bytes = snapshot.model_copy(update={"files": [snapshot.files[0].model_copy(
-        update={"base64": base64.b64encode(b"other").decode()}), *snapshot.files[1:]]})
+    bad_bytes = snapshot.model_copy(
+        update={
+            "files": [
+                snapshot.files[0].model_copy(update={"base64": base64.b64encode(b"other").decode()}),
+                *snapshot.files[1:],
+            ]
+        }
+    )
     with pytest.raises(BadInputError, match="do not match its sha256"):
         site_state.restore_snapshot(UnusedSandbox(), bad_bytes)  # type: ignore[arg-type]
     table = snapshot.database.tables[0].model_copy(update={"rows": [{"x": 2}]})
     bad_rows = snapshot.model_copy(update={"database": snapshot.database.model_copy(update={"tables": [table]})})
     with pytest.raises(BadInputError, match="do not match its hashes"):
         site_state.restore_snapshot(UnusedSandbox(), bad_rows)  # type: ignore[arg-type]
-    other_php = snapshot.model_copy(update={"compatibility": snapshot.compatibility.model_copy(
-        update={"phpVersion": "7.4.0"})})
+    other_php = snapshot.model_copy(
+        update={"compatibility": snapshot.compatibility.model_copy(update={"phpVersion": "7.4.0"})}
+    )
     with pytest.raises(BadInputError, match=r"taken on phpVersion 7\.4\.0") as error:
         site_state.restore_snapshot(UnusedSandbox(), other_php)  # type: ignore[arg-type]
     assert error.value.code == "snapshot-incompatible"
@@ -110,9 +136,12 @@ def test_bad_checkpoint_names_are_refused(name: str) -> None:
 def test_snapshot_scope_excludes_the_database_and_read_only_mounts() -> None:
     from codebox_tui.contracts.runtime import MountSpec
 
-    mounts = [MountSpec(source="/x", target="/wordpress/wp-content/plugins/ro", mode="readonly"),
-              MountSpec(source="/y", target="/wordpress/wp-content/plugins/rw", mode="readwrite"),
-              MountSpec(source="/z", target="/opt/tools", mode="readonly")]
-    scope = site_state.snapshot_scope({"snapshot-database-tables": "wp_options, wp_posts"},
-                                      site_state.readonly_content_paths(mounts))
+    mounts = [
+        MountSpec(source="/x", target="/wordpress/wp-content/plugins/ro", mode="readonly"),
+        MountSpec(source="/y", target="/wordpress/wp-content/plugins/rw", mode="readwrite"),
+        MountSpec(source="/z", target="/opt/tools", mode="readonly"),
+    ]
+    scope = site_state.snapshot_scope(
+        {"snapshot-database-tables": "wp_options, wp_posts"}, site_state.readonly_content_paths(mounts)
+    )
     assert scope == {"excludeContent": ["database", "plugins/ro"], "tables": ["wp_options", "wp_posts"]}

@@ -33,31 +33,47 @@ def bundle(tmp_path: Path, store: Store) -> BundleRecord:
 
 
 def test_line_range_and_file_comments_are_stored_with_the_content_digest(store: Store, bundle: BundleRecord) -> None:
-    line = add_comment(store, bundle, path="plugin.php", kind="issue", body="Keep the lower case.", author="ana",
-                       line_start=21)
-    ranged = add_comment(store, bundle, path="plugin.php", kind="suggestion", body="Tidy this block.",
-                         author="ana", line_start=19, line_end=23)
-    old = add_comment(store, bundle, path="plugin.php", kind="note", body="Was fine.", author="ana",
-                      line_start=21, side="old")
+    line = add_comment(
+        store, bundle, path="plugin.php", kind="issue", body="Keep the lower case.", author="ana", line_start=21
+    )
+    ranged = add_comment(
+        store,
+        bundle,
+        path="plugin.php",
+        kind="suggestion",
+        body="Tidy this block.",
+        author="ana",
+        line_start=19,
+        line_end=23,
+    )
+    old = add_comment(
+        store, bundle, path="plugin.php", kind="note", body="Was fine.", author="ana", line_start=21, side="old"
+    )
     whole = add_comment(store, bundle, path="added.php", kind="praise", body="Nice file.", author="ana")
     assert line.content_digest == bundle.content_digest and line.bundle_key == bundle.key
     assert line.lines == ["<?php // LINE twenty"]
-    assert ranged.lines == [f"<?php // line {i}" for i in (18, 19)] + ["<?php // LINE twenty"] + \
-        [f"<?php // line {i}" for i in (21, 22)]
+    assert ranged.lines == [f"<?php // line {i}" for i in (18, 19)] + ["<?php // LINE twenty"] + [
+        f"<?php // line {i}" for i in (21, 22)
+    ]
     assert old.lines == ["<?php // line 20"] and old.where() == "plugin.php:21 (old)"
     assert whole.side == "file" and whole.line_start is None and whole.where() == "added.php"
     assert [c.id for c in list_comments(store, bundle.key)] == [whole.id, ranged.id, line.id, old.id]
 
 
-@pytest.mark.parametrize(("kwargs", "field"), [
-    ({"path": "nope.php"}, "file"),
-    ({"path": "plugin.php", "line_start": 1}, "line"),  # line 1 is not shown in the diff
-    ({"path": "plugin.php", "line_start": 23, "line_end": 21}, "line"),
-    ({"path": "plugin.php", "kind": "blocker"}, "type"),
-    ({"path": "plugin.php", "body": "  "}, "body"),
-    ({"path": "plugin.php", "line_start": 21, "side": "left"}, "side"),
-])
-def test_bad_comments_are_refused_naming_the_field(store: Store, bundle: BundleRecord, kwargs: dict, field: str) -> None:
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"path": "nope.php"}, "file"),
+        ({"path": "plugin.php", "line_start": 1}, "line"),  # line 1 is not shown in the diff
+        ({"path": "plugin.php", "line_start": 23, "line_end": 21}, "line"),
+        ({"path": "plugin.php", "kind": "blocker"}, "type"),
+        ({"path": "plugin.php", "body": "  "}, "body"),
+        ({"path": "plugin.php", "line_start": 21, "side": "left"}, "side"),
+    ],
+)
+def test_bad_comments_are_refused_naming_the_field(
+    store: Store, bundle: BundleRecord, kwargs: dict, field: str
+) -> None:
     args = {"kind": "issue", "body": "text", "author": "ana"} | kwargs
     with pytest.raises(BadInputError) as caught:
         add_comment(store, bundle, **args)
@@ -78,8 +94,9 @@ def test_edit_and_delete(store: Store, bundle: BundleRecord) -> None:
 
 def test_iterate_records_comments_and_writes_feedback_next_to_the_bundle(store: Store, bundle: BundleRecord) -> None:
     add_comment(store, bundle, path="plugin.php", kind="praise", body="Good idea.", author="ana", line_start=21)
-    issue = add_comment(store, bundle, path="plugin.php", kind="issue", body="Use `esc_html()` here.",
-                        author="ana", line_start=21)
+    issue = add_comment(
+        store, bundle, path="plugin.php", kind="issue", body="Use `esc_html()` here.", author="ana", line_start=21
+    )
     decision = decide_on(store, bundle, "iterate", approver="ana", reason="Escape the output.")
     files = record_iterate_feedback(store, decision)
     assert files is not None
@@ -113,8 +130,9 @@ def test_iterate_records_comments_and_writes_feedback_next_to_the_bundle(store: 
 
 
 def test_feedback_escapes_control_characters_from_the_bundle(store: Store, bundle: BundleRecord) -> None:
-    add_comment(store, bundle, path="plugin.php", kind="issue", body="bell \x07 in my text", author="ana",
-                line_start=21)
+    add_comment(
+        store, bundle, path="plugin.php", kind="issue", body="bell \x07 in my text", author="ana", line_start=21
+    )
     files = export_feedback(store, bundle)
     md = files.markdown.read_text()
     assert "\x07" not in md and "\\x07" in md
@@ -128,8 +146,9 @@ def _hostile_change(source: Path) -> None:
 def test_feedback_shows_control_characters_of_commented_lines_as_escapes(tmp_path: Path, store: Store) -> None:
     summary, _ = make_bundle(tmp_path, _hostile_change)
     bundle = register_bundle(store, summary.path)
-    comment = add_comment(store, bundle, path="plugin.php", kind="issue", body="what is this?", author="ana",
-                          line_start=21)
+    comment = add_comment(
+        store, bundle, path="plugin.php", kind="issue", body="what is this?", author="ana", line_start=21
+    )
     assert "\x1b[2J" in comment.lines[0]  # stored as the diff has it
     files = export_feedback(store, bundle)
     md = files.markdown.read_text()
@@ -159,8 +178,11 @@ def test_a_schema_2_store_gains_the_comment_and_revision_tables(tmp_path: Path) 
     for number, script in enumerate(MIGRATIONS[:2]):
         conn.executescript(script)
         conn.execute(f"PRAGMA user_version = {number + 1}")
-    conn.execute("INSERT INTO bundles (bundle_id, path, content_digest, status, created_at, updated_at)"
-                 " VALUES ('b', '/x', ?, 'pending', 't', 't')", ("a" * 64,))
+    conn.execute(
+        "INSERT INTO bundles (bundle_id, path, content_digest, status, created_at, updated_at)"
+        " VALUES ('b', '/x', ?, 'pending', 't', 't')",
+        ("a" * 64,),
+    )
     conn.commit()
     conn.close()
     with Store.open(path) as db:

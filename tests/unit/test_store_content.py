@@ -34,9 +34,11 @@ def registered(tmp_path: Path) -> tuple[Store, BundleRecord]:
 def _refusal(store: Store, record: BundleRecord) -> list[str]:
     """The error code of each store operation that opens the registered bundle."""
     codes = []
-    for operation in (lambda: read_verified(record),
-                      lambda: decide_on(store, record, "approve", approver="ana"),
-                      lambda: add_comment(store, record, path="added.php", kind=COMMENT_KINDS[0], body="x", author="ana")):
+    for operation in (
+        lambda: read_verified(record),
+        lambda: decide_on(store, record, "approve", approver="ana"),
+        lambda: add_comment(store, record, path="added.php", kind=COMMENT_KINDS[0], body="x", author="ana"),
+    ):
         with pytest.raises(ConflictError) as refused:
             operation()
         codes.append(refused.value.code)
@@ -50,8 +52,7 @@ def test_an_unchanged_bundle_reads_with_its_recorded_id_and_digest(registered: t
     assert content.patch_text == content.patch.decode()
 
 
-def test_another_sealed_bundle_in_its_folder_is_refused(registered: tuple[Store, BundleRecord],
-                                                        tmp_path: Path) -> None:
+def test_another_sealed_bundle_in_its_folder_is_refused(registered: tuple[Store, BundleRecord], tmp_path: Path) -> None:
     store, record = registered
     other, _ = make_bundle(_fresh(tmp_path / "two"), second_try)
     shutil.rmtree(record.path)
@@ -66,6 +67,7 @@ def test_the_same_changes_resealed_under_another_id_are_refused(registered: tupl
 
     def build(bundle: Path, bundle_id: str, digest: str) -> None:
         dump_json(bundle / extra, {"note": "added after registration"})
+
     reseal(Path(record.path), {extra: ("note", "application/json")}, build)
     assert _refusal(store, record) == ["bundle-id-mismatch"] * 3
 

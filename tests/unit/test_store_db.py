@@ -65,9 +65,7 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
 def test_reopening_keeps_data(tmp_path: Path) -> None:
     path = tmp_path / "codebox.sqlite3"
     with Store.open(path) as s:
-        s.record_run(
-            "runtime-1", status="running", artifacts_dir=tmp_path, metadata={"orchestrator": {"k": 1}}
-        )
+        s.record_run("runtime-1", status="running", artifacts_dir=tmp_path, metadata={"orchestrator": {"k": 1}})
     with Store.open(path) as s:
         run = s.get_run("runtime-1")
         assert run.metadata == {"orchestrator": {"k": 1}}
@@ -89,9 +87,7 @@ def test_runs_round_trip_and_filter(store: Store, tmp_path: Path) -> None:
         metadata={"ticket": "T-1"},
         started_at="2026-01-01T00:00:00.000Z",
     )
-    store.record_run(
-        "runtime-b", status="running", artifacts_dir=tmp_path / "b", started_at="2026-01-02T00:00:00.000Z"
-    )
+    store.record_run("runtime-b", status="running", artifacts_dir=tmp_path / "b", started_at="2026-01-02T00:00:00.000Z")
     updated = store.update_run(
         "runtime-a", status="completed", finished_at="2026-01-01T00:01:00.000Z", bundle_id=BUNDLE
     )
@@ -225,10 +221,7 @@ def test_forward_migration_keeps_existing_rows(tmp_path: Path, monkeypatch: pyte
     path = tmp_path / "codebox.sqlite3"
     with Store.open(path) as s:
         s.record_bundle(BUNDLE, path=tmp_path, content_digest=DIGEST)
-    extra = (
-        "ALTER TABLE bundles ADD COLUMN label TEXT NOT NULL DEFAULT 'none';"
-        "CREATE INDEX b_label ON bundles(label)"
-    )
+    extra = "ALTER TABLE bundles ADD COLUMN label TEXT NOT NULL DEFAULT 'none';CREATE INDEX b_label ON bundles(label)"
     monkeypatch.setattr(db, "MIGRATIONS", (*db.MIGRATIONS, extra))
     monkeypatch.setattr(db, "SCHEMA_VERSION", len(db.MIGRATIONS))
     with db.Store.open(path) as s:

@@ -22,7 +22,9 @@ def test_same_mode_a_id_in_two_directories_is_two_records(tmp_path: Path) -> Non
         assert one.key != two.key
         listed = store.list_bundles()
         assert {(b.path, b.content_digest) for b in listed} == {
-            (str((tmp_path / "run-1").resolve()), FIRST), (str((tmp_path / "run-2").resolve()), SECOND)}
+            (str((tmp_path / "run-1").resolve()), FIRST),
+            (str((tmp_path / "run-2").resolve()), SECOND),
+        }
         # identical content in a third run is still its own record (nothing is re-pointed)
         three = store.record_bundle(BUNDLE, path=tmp_path / "run-3", content_digest=SECOND)
         assert len(store.list_bundles()) == 3 and store.get_bundle_by_key(two.key).path.endswith("run-2")
@@ -35,8 +37,14 @@ def test_same_mode_a_id_in_two_directories_is_two_records(tmp_path: Path) -> Non
         assert store.get_bundle("runtime-2").key == two.key
         assert store.get_bundle("aaaa").key == one.key
         # a decision binds to its record: the other records stay pending
-        d1 = store.record_decision(f"@{one.key}", "approve", approver="ana", approved_files=["/w/a.php"],
-                                   approved_relative_paths=["a.php"], content_digest=FIRST)
+        d1 = store.record_decision(
+            f"@{one.key}",
+            "approve",
+            approver="ana",
+            approved_files=["/w/a.php"],
+            approved_relative_paths=["a.php"],
+            content_digest=FIRST,
+        )
         assert d1.bundle_key == one.key and d1.bundle_directory == one.path and d1.artifact_id == BUNDLE
         assert d1.approved_files == ["/w/a.php"] and d1.approved_relative_paths == ["a.php"]
         with pytest.raises(ConflictError, match="content digest"):
@@ -68,16 +76,37 @@ def test_a_schema_1_store_is_migrated_keeping_bundles_decisions_and_applies(tmp_
     conn = sqlite3.connect(path)
     conn.executescript(MIGRATIONS[0])
     conn.execute("PRAGMA user_version = 1")
-    conn.execute("INSERT INTO bundles VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                 (BUNDLE, str(tmp_path / "run"), FIRST, "runtime-1", 1, "applied", "2026-01-01T00:00:00Z",
-                  "2026-01-01T00:00:00Z"))
-    conn.execute("INSERT INTO decisions (id, bundle_id, sequence, action, approver, reason, approved_files,"
-                 " content_digest, decided_at) VALUES (7, ?, 1, 'approve', 'ana', '', ?, ?, '2026-01-01T00:00:01Z')",
-                 (BUNDLE, json.dumps(["plugin.php"]), FIRST))
-    result = {"schema": "wp-codebox/apply-result/v1", "adapter": "directory", "status": "applied",
-              "target": {"path": "/t"}, "applied_files": ["plugin.php"], "audit_reference": "x"}
-    conn.execute("INSERT INTO applies (decision_id, adapter, target, status, result, applied_at)"
-                 " VALUES (7, 'directory', '/t', 'applied', ?, '2026-01-01T00:00:02Z')", (json.dumps(result),))
+    conn.execute(
+        "INSERT INTO bundles VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            BUNDLE,
+            str(tmp_path / "run"),
+            FIRST,
+            "runtime-1",
+            1,
+            "applied",
+            "2026-01-01T00:00:00Z",
+            "2026-01-01T00:00:00Z",
+        ),
+    )
+    conn.execute(
+        "INSERT INTO decisions (id, bundle_id, sequence, action, approver, reason, approved_files,"
+        " content_digest, decided_at) VALUES (7, ?, 1, 'approve', 'ana', '', ?, ?, '2026-01-01T00:00:01Z')",
+        (BUNDLE, json.dumps(["plugin.php"]), FIRST),
+    )
+    result = {
+        "schema": "wp-codebox/apply-result/v1",
+        "adapter": "directory",
+        "status": "applied",
+        "target": {"path": "/t"},
+        "applied_files": ["plugin.php"],
+        "audit_reference": "x",
+    }
+    conn.execute(
+        "INSERT INTO applies (decision_id, adapter, target, status, result, applied_at)"
+        " VALUES (7, 'directory', '/t', 'applied', ?, '2026-01-01T00:00:02Z')",
+        (json.dumps(result),),
+    )
     conn.commit()
     conn.close()
     with Store.open(path) as store:

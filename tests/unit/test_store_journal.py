@@ -67,8 +67,13 @@ def test_special_mode_bits_are_never_written(tmp_path: Path) -> None:
     os.chmod(root / "tool.sh", 0o6755)
     writes = [
         JournalWrite("added.sh", root / "added.sh", b"#!/bin/sh\necho new\n", 0o7755),
-        JournalWrite("tool.sh", root / "tool.sh", b"#!/bin/sh\necho changed\n", 0o6755,
-                     hashlib.sha256(b"#!/bin/sh\n").hexdigest()),
+        JournalWrite(
+            "tool.sh",
+            root / "tool.sh",
+            b"#!/bin/sh\necho changed\n",
+            0o6755,
+            hashlib.sha256(b"#!/bin/sh\n").hexdigest(),
+        ),
     ]
     with target_lock(root):
         transactional_write(root, writes)

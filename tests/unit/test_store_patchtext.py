@@ -47,9 +47,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("before", "after"), CASES)
-def test_apply_block_reproduces_git_diff_exactly(
-    tmp_path: Path, before: bytes | None, after: bytes | None
-) -> None:
+def test_apply_block_reproduces_git_diff_exactly(tmp_path: Path, before: bytes | None, after: bytes | None) -> None:
     patch = git_diff(tmp_path, before, after)
     [block] = split_blocks(patch)
     assert block.paths == {"f.txt"}
@@ -68,8 +66,7 @@ def test_apply_block_refuses_a_file_that_changed(tmp_path: Path) -> None:
 def test_filter_keeps_only_approved_blocks_unchanged() -> None:
     blocks = [
         b"diff --git a/x.php b/x.php\n--- a/x.php\n+++ b/x.php\n@@ -1,1 +1,1 @@\n-a\n+b\n",
-        b"diff --git a/y.php b/y.php\nnew file mode 100644\n"
-        b"--- /dev/null\n+++ b/y.php\n@@ -0,0 +1,1 @@\n+y\n",
+        b"diff --git a/y.php b/y.php\nnew file mode 100644\n--- /dev/null\n+++ b/y.php\n@@ -0,0 +1,1 @@\n+y\n",
         b"diff --git a/z.php b/z.php\n--- a/z.php\n+++ b/z.php\n@@ -1,1 +1,1 @@\n-c\n+d\n",
     ]
     patch = b"\n".join(blocks)

@@ -25,7 +25,9 @@ def git_diff(work: Path, before: bytes, after: bytes, context: int) -> bytes:
         (work / side / "f.txt").write_bytes(data)
     out = subprocess.run(
         ["git", "diff", "--no-index", "--no-color", f"-U{context}", "a/f.txt", "b/f.txt"],
-        cwd=work, capture_output=True, check=False,
+        cwd=work,
+        capture_output=True,
+        check=False,
     )
     assert out.returncode == 1, out.stderr
     return out.stdout.replace(b"a/a/", b"a/").replace(b"b/b/", b"b/")
@@ -104,8 +106,10 @@ def test_any_subset_of_hunks_equals_git_apply_of_the_subset(
             assert _first(hunk.new_start, hunk.new_count) == _first(hunk.old_start, hunk.old_count) + delta
             delta += hunk.new_count - hunk.old_count
             body = hunk.text.split(b"\n", 1)[1]
-            assert any(o.text.split(b"\n", 1)[1] == body and (o.old_count, o.new_count) ==
-                       (hunk.old_count, hunk.new_count) for o in originals.values())
+            assert any(
+                o.text.split(b"\n", 1)[1] == body and (o.old_count, o.new_count) == (hunk.old_count, hunk.new_count)
+                for o in originals.values()
+            )
 
 
 def test_hunk_hash_is_the_sha256_of_the_hunk_bytes_in_the_patch(tmp_path: Path) -> None:

@@ -32,8 +32,9 @@ def _bundle(tmp_path: Path, store: Store, name: str, mutate, run_id: str | None 
 def test_explicit_link_interdiff_and_comments_carried_over(tmp_path: Path, store: Store) -> None:
     first = _bundle(tmp_path, store, "one", typical_change)
     kept = add_comment(store, first, path="plugin.php", kind="note", body="context line", author="ana", line_start=19)
-    changed = add_comment(store, first, path="plugin.php", kind="issue", body="keep lower case", author="ana",
-                          line_start=21)
+    changed = add_comment(
+        store, first, path="plugin.php", kind="issue", body="keep lower case", author="ana", line_start=21
+    )
     on_dropped = add_comment(store, first, path="readme.txt", kind="issue", body="why delete?", author="ana")
     decide_on(store, first, "iterate", approver="ana", reason="see comments")
     second = _bundle(tmp_path, store, "two", second_try)

@@ -30,7 +30,7 @@ def _tally(text: str, size: int) -> tuple[TestTally, list[dict[str, int]]]:
     seen: list[dict[str, int]] = []
     tally = TestTally(lambda t: seen.append(t.summary()))
     for start in range(0, len(text), size):
-        tally.feed(text[start:start + size])
+        tally.feed(text[start : start + size])
     tally.finish()
     return tally, seen
 
@@ -40,8 +40,12 @@ def test_counts_rise_as_tests_finish_whatever_the_chunk_size() -> None:
         tally, seen = _tally(LOG, size)
         assert (tally.total, tally.done, tally.failed) == (3, 3, 1)
         if size < len(LOG):  # fed as it was written: the counts were reported on the way
-            assert seen == [{"done": 0, "failed": 0, "total": 3}, {"done": 1, "failed": 0, "total": 3},
-                            {"done": 2, "failed": 1, "total": 3}, {"done": 3, "failed": 1, "total": 3}]
+            assert seen == [
+                {"done": 0, "failed": 0, "total": 3},
+                {"done": 1, "failed": 0, "total": 3},
+                {"done": 2, "failed": 1, "total": 3},
+                {"done": 3, "failed": 1, "total": 3},
+            ]
         else:
             assert seen == [{"done": 3, "failed": 1, "total": 3}]
 
@@ -53,12 +57,16 @@ def test_a_big_suite_reports_every_hundredth_and_its_last_test() -> None:
 
 
 def test_what_is_not_the_log_counts_for_nothing() -> None:
-    hostile = ("noise ##teamcity[testFinished name='x']\n"  # not at the start of a line
-               + "##teamcity[testFinished " + "x" * (MAX_LINE_CHARS + 10) + "\n"  # over-long: skipped whole
-               + "##teamcity[testCount count='99999999']\n"  # out of bounds: clamped
-               + "##teamcity[testCount count='2']\n"  # a second count is not PHPUnit's
-               + "##teamcity[testFailed name='x']\n" * 5  # more failures than tests finished
-               + "##teamcity[testFinished name='a']")  # the last line, without its newline
+    hostile = (
+        "noise ##teamcity[testFinished name='x']\n"  # not at the start of a line
+        + "##teamcity[testFinished "
+        + "x" * (MAX_LINE_CHARS + 10)
+        + "\n"  # over-long: skipped whole
+        + "##teamcity[testCount count='99999999']\n"  # out of bounds: clamped
+        + "##teamcity[testCount count='2']\n"  # a second count is not PHPUnit's
+        + "##teamcity[testFailed name='x']\n" * 5  # more failures than tests finished
+        + "##teamcity[testFinished name='a']"
+    )  # the last line, without its newline
     tally, _seen = _tally(hostile, 4096)
     assert (tally.total, tally.done, tally.failed) == (MAX_COUNT, 1, 1)
 

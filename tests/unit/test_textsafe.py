@@ -33,8 +33,9 @@ def test_escapes_move_later_tab_stops() -> None:
     assert pieces("\x07\tx", tab_size=4) == [Piece("\\x07", True), Piece("    x", False)]
 
 
-@pytest.mark.parametrize("char", ["\x00", "\x1b", "\r", "\n", "\x7f", "\x85", "\u202a", "\u202e", "\u2066",
-                                  "\u2069", "\u200f", "\u2028"])
+@pytest.mark.parametrize(
+    "char", ["\x00", "\x1b", "\r", "\n", "\x7f", "\x85", "\u202a", "\u202e", "\u2066", "\u2069", "\u200f", "\u2028"]
+)
 def test_every_unsafe_character_is_escaped_in_names(char: str) -> None:
     shown = safe_text(f"name{char}.php")
     assert not RAW_UNSAFE.search(shown) and escape_char(char) in shown

@@ -26,9 +26,14 @@ async def test_notes_are_drawn_under_their_line_in_every_view(tmp_path: Path) ->
         added = next(i for i, r in enumerate(rows) if r.kind == "add")
         removed = next(i for i, r in enumerate(rows) if r.kind == "del")
         count = len(rows)
-        view.set_notes("f0.php", [("new", rows[added].new_no, "issue", "fix this\x1b[2J"),
-                                  ("old", rows[removed].old_no, "praise", "good"),
-                                  ("new", 10_000, "note", "not a line of the diff: not drawn")])
+        view.set_notes(
+            "f0.php",
+            [
+                ("new", rows[added].new_no, "issue", "fix this\x1b[2J"),
+                ("old", rows[removed].old_no, "praise", "good"),
+                ("new", 10_000, "note", "not a line of the diff: not drawn"),
+            ],
+        )
         await pilot.pause()
         assert view.display_index.display_count() == count + 2
         note_y = view.display_index.y_of(added) + 1

@@ -69,8 +69,9 @@ async def test_search_highlights_and_cycles(tmp_path: Path) -> None:
 
 
 async def test_long_lines_cut_then_render_anyway() -> None:
-    block = ("diff --git a/x.js b/x.js\n--- a/x.js\n+++ b/x.js\n@@ -1 +1 @@\n-var a = 1;\n+var a = '"
-             + "y" * 5000 + "';\n")
+    block = (
+        "diff --git a/x.js b/x.js\n--- a/x.js\n+++ b/x.js\n@@ -1 +1 @@\n-var a = 1;\n+var a = '" + "y" * 5000 + "';\n"
+    )
     view = DiffView()
     app = Recorder(view)
     async with app.run_test(size=(80, 10)) as pilot:
@@ -96,8 +97,10 @@ async def test_only_visible_rows_are_built(tmp_path: Path) -> None:
 
 
 async def test_binary_placeholder() -> None:
-    block = ("diff --git a/logo.png b/logo.png\nindex 1..2 100644\nGIT binary patch\nliteral 12\n"
-             "zcmZ?wbhEHbWMW`qkPrZ3KmZE^\n\nliteral 9\n")
+    block = (
+        "diff --git a/logo.png b/logo.png\nindex 1..2 100644\nGIT binary patch\nliteral 12\n"
+        "zcmZ?wbhEHbWMW`qkPrZ3KmZE^\n\nliteral 9\n"
+    )
     view = DiffView()
     app = Recorder(view)
     async with app.run_test(size=(100, 10)) as pilot:
@@ -119,8 +122,11 @@ async def test_side_by_side_toggle_and_auto_split(tmp_path: Path) -> None:
         await pilot.press("s")
         await pilot.pause()
         assert view.is_split and view.virtual_size.height < len(view.rows)  # -/+ pairs share a line
-        pair_y = next(y for y, (left, right) in enumerate(view.display_index.pairs)
-                      if left >= 0 and right >= 0 and view.rows[left].kind == "del")
+        pair_y = next(
+            y
+            for y, (left, right) in enumerate(view.display_index.pairs)
+            if left >= 0 and right >= 0 and view.rows[left].kind == "del"
+        )
         view.scroll_to(y=pair_y, animate=False, immediate=True)
         await pilot.pause()
         line = "".join(seg.text for seg in view.render_line(0))
@@ -146,8 +152,10 @@ async def test_wrap_and_sideways_scroll_in_both_views() -> None:
     unwrapped side-by-side scrolls its code sideways; a match near the start brings the view back."""
     long_old = "$a = array( " + ", ".join(f"'k{i}' => {i}" for i in range(40)) + " );"
     long_new = long_old.replace("'k39' => 39", "'k39' => 390")
-    block = (f"diff --git a/x.php b/x.php\n--- a/x.php\n+++ b/x.php\n@@ -1,2 +1,2 @@\n \tshort();\n"
-             f"-{long_old}\n+{long_new}\n")
+    block = (
+        f"diff --git a/x.php b/x.php\n--- a/x.php\n+++ b/x.php\n@@ -1,2 +1,2 @@\n \tshort();\n"
+        f"-{long_old}\n+{long_new}\n"
+    )
     view = DiffView(tab_size=4)
     app = Recorder(view)
     async with app.run_test(size=(100, 20)) as pilot:

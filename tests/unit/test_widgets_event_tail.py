@@ -13,8 +13,18 @@ os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
 
 def _event(i: int, level: str = "info", kind: str = "command.started") -> str:
-    return json.dumps({"id": f"e{i}", "type": kind, "timestamp": "2026-11-23T00:00:00.000Z", "level": level,
-                       "data": {"command": f"cmd{i}"}}) + "\n"
+    return (
+        json.dumps(
+            {
+                "id": f"e{i}",
+                "type": kind,
+                "timestamp": "2026-11-23T00:00:00.000Z",
+                "level": level,
+                "data": {"command": f"cmd{i}"},
+            }
+        )
+        + "\n"
+    )
 
 
 def _append(path: Path, text: str) -> None:

@@ -45,8 +45,18 @@ def _write_big(path: Path, target: int) -> int:
     i = 0
     size = 0
     while size < target:
-        line = json.dumps({"id": f"e{i}", "type": "command.output", "timestamp": "2026-11-23T00:00:00.000Z",
-                           "level": "info", "data": {"command": f"cmd{i}", "message": "x" * 100}}) + "\n"
+        line = (
+            json.dumps(
+                {
+                    "id": f"e{i}",
+                    "type": "command.output",
+                    "timestamp": "2026-11-23T00:00:00.000Z",
+                    "level": "info",
+                    "data": {"command": f"cmd{i}", "message": "x" * 100},
+                }
+            )
+            + "\n"
+        )
         lines.append(line)
         size += len(line)
         i += 1

@@ -16,16 +16,26 @@ os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 def _entry(fields: dict[str, Any]) -> ChangedFile:
     """A changed-files entry as the reader hands it to the tree (the contract model)."""
     rel = fields["relativePath"]
-    return ChangedFile.model_validate({"path": f"/wordpress/wp-content/plugins/{rel}", "mountIndex": 0,
-                                       "mountTarget": "/wordpress/wp-content/plugins",
-                                       "patchPath": "files/diffs/mount-0.patch", **fields})
+    return ChangedFile.model_validate(
+        {
+            "path": f"/wordpress/wp-content/plugins/{rel}",
+            "mountIndex": 0,
+            "mountTarget": "/wordpress/wp-content/plugins",
+            "patchPath": "files/diffs/mount-0.patch",
+            **fields,
+        }
+    )
 
-FILES: list[ChangedFile] = [_entry(e) for e in (
-    {"relativePath": "plugin/a.php", "status": "modified", "afterSha256": "1" * 64, "additions": 3, "deletions": 1},
-    {"relativePath": "plugin/inc/b.php", "status": "added", "afterSha256": "2" * 64, "additions": 9},
-    {"relativePath": "logo.png", "status": "modified", "binary": True, "afterSha256": "3" * 64},
-    {"relativePath": "old.txt", "status": "deleted"},
-)]
+
+FILES: list[ChangedFile] = [
+    _entry(e)
+    for e in (
+        {"relativePath": "plugin/a.php", "status": "modified", "afterSha256": "1" * 64, "additions": 3, "deletions": 1},
+        {"relativePath": "plugin/inc/b.php", "status": "added", "afterSha256": "2" * 64, "additions": 9},
+        {"relativePath": "logo.png", "status": "modified", "binary": True, "afterSha256": "3" * 64},
+        {"relativePath": "old.txt", "status": "deleted"},
+    )
+]
 
 
 def _labels(tree: ChangedFileTree) -> dict[str, str]:

@@ -40,14 +40,28 @@ zcmZ?wbhEHbWMW`qkPrZ3KmZE^
 literal 9
 """
 
-FILES: list[ChangedFile] = [ChangedFile.model_validate({
-    "path": f"/wordpress/wp-content/plugins/{e['relativePath']}", "mountIndex": 0,
-    "mountTarget": "/wordpress/wp-content/plugins", "patchPath": "files/diffs/mount-0.patch", **e}) for e in (
-    {"relativePath": "plugin/hello.php", "status": "modified", "afterSha256": "a" * 64, "additions": 3,
-     "deletions": 2},
-    {"relativePath": "logo.png", "status": "modified", "binary": True, "afterSha256": "b" * 64},
-    {"relativePath": "plugin/readme.txt", "status": "deleted", "deletions": 4},
-)]
+FILES: list[ChangedFile] = [
+    ChangedFile.model_validate(
+        {
+            "path": f"/wordpress/wp-content/plugins/{e['relativePath']}",
+            "mountIndex": 0,
+            "mountTarget": "/wordpress/wp-content/plugins",
+            "patchPath": "files/diffs/mount-0.patch",
+            **e,
+        }
+    )
+    for e in (
+        {
+            "relativePath": "plugin/hello.php",
+            "status": "modified",
+            "afterSha256": "a" * 64,
+            "additions": 3,
+            "deletions": 2,
+        },
+        {"relativePath": "logo.png", "status": "modified", "binary": True, "afterSha256": "b" * 64},
+        {"relativePath": "plugin/readme.txt", "status": "deleted", "deletions": 4},
+    )
+]
 
 
 class ReviewHost(App[None]):
@@ -119,10 +133,18 @@ class ContinuousHost(App[None]):
         self.animation_level = "none"
         blocks = split_patch(PATCH)
         view = self.query_one(DiffView)
-        readme = "diff --git a/plugin/readme.txt b/plugin/readme.txt\n--- a/plugin/readme.txt\n+++ /dev/null\n" \
-                 "@@ -1 +0,0 @@\n-gone\n"
-        view.show_files([("logo.png", blocks["logo.png"]), ("plugin/hello.php", blocks["plugin/hello.php"]),
-                         ("plugin/readme.txt", readme)], collapsed={"plugin/readme.txt"})
+        readme = (
+            "diff --git a/plugin/readme.txt b/plugin/readme.txt\n--- a/plugin/readme.txt\n+++ /dev/null\n"
+            "@@ -1 +0,0 @@\n-gone\n"
+        )
+        view.show_files(
+            [
+                ("logo.png", blocks["logo.png"]),
+                ("plugin/hello.php", blocks["plugin/hello.php"]),
+                ("plugin/readme.txt", readme),
+            ],
+            collapsed={"plugin/readme.txt"},
+        )
         view.set_notes_by_file({"plugin/hello.php": [("new", 3, "suggestion", "name it $greeting_text")]})
         view.set_marks_by_file({"plugin/hello.php": [("new", 3, 3, "suggestion")]})
 

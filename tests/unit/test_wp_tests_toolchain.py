@@ -55,8 +55,7 @@ def test_option_wins_over_environment(tmp_path: Path, set_env: Callable[..., Non
     assert wp_tests.find_host_lib(None) == wp_tests.Found(env.resolve(), "env")
 
 
-def test_a_folder_that_is_not_the_library_names_what_is_missing(tmp_path: Path,
-                                                                 set_env: Callable[..., None]) -> None:
+def test_a_folder_that_is_not_the_library_names_what_is_missing(tmp_path: Path, set_env: Callable[..., None]) -> None:
     (tmp_path / "lib" / "includes").mkdir(parents=True)
     (tmp_path / "lib" / "includes" / "functions.php").write_text("<?php\n")
     with pytest.raises(BadInputError) as info:
@@ -79,7 +78,8 @@ def test_mounts_are_read_only_and_tagged(tmp_path: Path, set_env: Callable[..., 
     mounts = wp_tests.toolchain_mounts(None, None)
     assert [(m.target, m.mode, m.metadata["toolchain"], m.metadata["origin"]) for m in mounts] == [
         (wp_tests.LIB_TARGET, "readonly", "wp-tests-lib", "env"),
-        (wp_tests.POLYFILLS_TARGET, "readonly", "phpunit-polyfills", "env")]
+        (wp_tests.POLYFILLS_TARGET, "readonly", "phpunit-polyfills", "env"),
+    ]
     assert all(m.captureArtifacts is False for m in mounts)
 
 
@@ -101,15 +101,17 @@ def test_scaffolded_bootstraps_are_recognised() -> None:
     assert wp_tests.needs_core_library("<?php require getenv( 'WP_PHPUNIT__DIR' ) . '/includes/bootstrap.php';")
 
 
-@pytest.mark.parametrize(("flag", "value", "code"), [
-    ("--wp-tests-lib", "/nonexistent/wordpress-tests-lib", "wp-tests-lib-missing"),
-    ("--phpunit-polyfills", "/nonexistent/polyfills", "phpunit-polyfills-missing"),
-    ("--test", "tests/test-missing.php", "missing-source"),
-    ("--phpunit-xml", "phpunit-missing.xml", "missing-source"),
-    ("--wordpress", "sometimes", "invalid-arg"),
-])
-def test_evaluate_patch_bad_toolchain_input_fails_before_boot(tmp_path: Path, flag: str, value: str,
-                                                              code: str) -> None:
+@pytest.mark.parametrize(
+    ("flag", "value", "code"),
+    [
+        ("--wp-tests-lib", "/nonexistent/wordpress-tests-lib", "wp-tests-lib-missing"),
+        ("--phpunit-polyfills", "/nonexistent/polyfills", "phpunit-polyfills-missing"),
+        ("--test", "tests/test-missing.php", "missing-source"),
+        ("--phpunit-xml", "phpunit-missing.xml", "missing-source"),
+        ("--wordpress", "sometimes", "invalid-arg"),
+    ],
+)
+def test_evaluate_patch_bad_toolchain_input_fails_before_boot(tmp_path: Path, flag: str, value: str, code: str) -> None:
     import json
     import os
     import subprocess
@@ -117,11 +119,26 @@ def test_evaluate_patch_bad_toolchain_input_fails_before_boot(tmp_path: Path, fl
 
     example = REPO / "examples/wp-unittest-plugin"
     proc = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "evaluate-patch", "--plugin", str(example / "word-stats"),
-         "--patch", str(example / "patches/word-stats-fix.patch"), "--artifacts-dir", str(tmp_path / "art"),
-         flag, value, "--json"],
-        capture_output=True, text=True, timeout=120,
-        env={**os.environ, "CODEBOX_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)})
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "evaluate-patch",
+            "--plugin",
+            str(example / "word-stats"),
+            "--patch",
+            str(example / "patches/word-stats-fix.patch"),
+            "--artifacts-dir",
+            str(tmp_path / "art"),
+            flag,
+            value,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CODEBOX_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)},
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     error = json.loads(proc.stdout)["error"]
     assert error["code"] == code and error["field"] == flag
@@ -133,10 +150,12 @@ def test_single_file_config_keeps_settings_and_php_section() -> None:
 
     from codebox_tui.runtime.phpunit import single_file_config
 
-    source = ('<?xml version="1.0"?><phpunit bootstrap="./tests/bootstrap.php" convertWarningsToExceptions="true">'
-              '<php><const name="WP_TESTS_MULTISITE" value="1"/></php><testsuites><testsuite name="all">'
-              '<directory prefix="test-">./tests/</directory></testsuite></testsuites>'
-              '<coverage><include><directory>./src</directory></include></coverage></phpunit>')
+    source = (
+        '<?xml version="1.0"?><phpunit bootstrap="./tests/bootstrap.php" convertWarningsToExceptions="true">'
+        '<php><const name="WP_TESTS_MULTISITE" value="1"/></php><testsuites><testsuite name="all">'
+        '<directory prefix="test-">./tests/</directory></testsuite></testsuites>'
+        "<coverage><include><directory>./src</directory></include></coverage></phpunit>"
+    )
     root = ET.fromstring(single_file_config(source, "phpunit.xml.dist", "/p", "/p/tests/test-a.php", None))
     assert root.get("bootstrap") == "/p/tests/bootstrap.php" and root.get("convertWarningsToExceptions") == "true"
     assert root.find("php/const").get("name") == "WP_TESTS_MULTISITE"  # type: ignore[union-attr]

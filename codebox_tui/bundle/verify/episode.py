@@ -145,18 +145,23 @@ def _observation_issues(observation: Any, where: str, issues: list[str]) -> None
     if "data" not in observation:
         issues.append(f"{where}.data is required")
     _artifact_refs_issues(observation, where, issues)
-    _envelope_digest_issues(observation, where, EPISODE_OBSERVATION_SCHEMA, ("type", "data", "observedAt"),
-                            "observation", issues)
+    _envelope_digest_issues(
+        observation, where, EPISODE_OBSERVATION_SCHEMA, ("type", "data", "observedAt"), "observation", issues
+    )
 
 
-def _envelope_digest_issues(item: dict[str, Any], where: str, schema: str, keys: tuple[str, ...], what: str,
-                            issues: list[str]) -> None:
+def _envelope_digest_issues(
+    item: dict[str, Any], where: str, schema: str, keys: tuple[str, ...], what: str, issues: list[str]
+) -> None:
     """The envelope's digest must be the episode digest of its canonical payload."""
     if not digest_ok(item.get("digest")):
         issues.append(f"{where}.digest must be a sha256 digest")
         return
-    payload = {"schema": schema, **{key: item.get(key) for key in keys},
-               "artifactRefs": _refs_or_empty(item.get("artifactRefs"))}
+    payload = {
+        "schema": schema,
+        **{key: item.get(key) for key in keys},
+        "artifactRefs": _refs_or_empty(item.get("artifactRefs")),
+    }
     if item["digest"]["value"] != _episode_digest(payload):
         issues.append(f"{where}.digest does not match the canonical {what} payload")
 
@@ -193,8 +198,9 @@ def _snapshot_issues(snapshot: Any, where: str, issues: list[str]) -> None:
     if not isinstance(snapshot.get("metadata"), dict):
         issues.append(f"{where}.metadata must be an object")
     _artifact_refs_issues(snapshot, where, issues)
-    _envelope_digest_issues(snapshot, where, EPISODE_SNAPSHOT_SCHEMA, ("id", "createdAt", "semantics", "metadata"),
-                            "snapshot", issues)
+    _envelope_digest_issues(
+        snapshot, where, EPISODE_SNAPSHOT_SCHEMA, ("id", "createdAt", "semantics", "metadata"), "snapshot", issues
+    )
 
 
 def _ref_id(value: Any) -> Any:
@@ -219,8 +225,9 @@ def _step_issues(step: Any, index: int, issues: list[str]) -> None:
         issues.append(f"{where}.actionRef.id is required")
     else:
         _trace_ref_issues(step["actionRef"], f"{where}.actionRef", "action", issues)
-        _ref_digest_issue(step["actionRef"], action.get("digest") if isinstance(action, dict) else None,
-                          f"{where}.actionRef", issues)
+        _ref_digest_issue(
+            step["actionRef"], action.get("digest") if isinstance(action, dict) else None, f"{where}.actionRef", issues
+        )
     execution = step.get("execution")
     if not _non_empty(_ref_id(execution)):
         issues.append(f"{where}.execution.id is required")
@@ -238,8 +245,12 @@ def _step_issues(step: Any, index: int, issues: list[str]) -> None:
     if _js_truthy(step.get("observationRef")):
         _trace_ref_issues(step["observationRef"], f"{where}.observationRef", "observation", issues)
         if _js_truthy(observation):
-            _ref_digest_issue(step["observationRef"], observation.get("digest") if isinstance(observation, dict)
-                              else None, f"{where}.observationRef", issues)
+            _ref_digest_issue(
+                step["observationRef"],
+                observation.get("digest") if isinstance(observation, dict) else None,
+                f"{where}.observationRef",
+                issues,
+            )
 
 
 def _codebox_extension_issues(doc: dict[str, Any], issues: list[str]) -> None:
@@ -248,6 +259,7 @@ def _codebox_extension_issues(doc: dict[str, Any], issues: list[str]) -> None:
     for key in ("resets", "observations", "restores"):
         if key in doc and not isinstance(doc[key], list):
             issues.append(f"{key} must be an array when present")
+
     def items(value: Any) -> list[Any]:
         return value if isinstance(value, list) else []
 

@@ -9,8 +9,12 @@ import re
 _JS_SPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 _CLASS_ESCAPES = {"d": "0-9", "w": "A-Za-z0-9_", "s": _JS_SPACE}
 _ATOM_ESCAPES = {
-    "d": "[0-9]", "D": "[^0-9]", "w": "[A-Za-z0-9_]", "W": "[^A-Za-z0-9_]",
-    "s": f"[{_JS_SPACE}]", "S": f"[^{_JS_SPACE}]",
+    "d": "[0-9]",
+    "D": "[^0-9]",
+    "w": "[A-Za-z0-9_]",
+    "W": "[^A-Za-z0-9_]",
+    "s": f"[{_JS_SPACE}]",
+    "S": f"[^{_JS_SPACE}]",
 }
 _SYNTAX = set("^$\\.*+?()[]{}|/")
 _QUANTIFIER = re.compile(r"\{\d+(,\d*)?\}")

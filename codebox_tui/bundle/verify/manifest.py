@@ -64,8 +64,9 @@ def _shape_ok(manifest: Any) -> str | None:
         # canonical JSON keeps only the first MAX_ARRAY_ITEMS items of an array: the self-hash and the
         # Mode A id would not cover the rest, so their hashes could be changed unnoticed (Codebox is
         # stricter than the reference here on purpose)
-        return (f"manifest.files has {len(files)} entries; at most {MAX_ARRAY_ITEMS} are covered by the "
-                "manifest's digests")
+        return (
+            f"manifest.files has {len(files)} entries; at most {MAX_ARRAY_ITEMS} are covered by the manifest's digests"
+        )
     for index, entry in enumerate(files):
         if not isinstance(entry, dict) or not all(
             isinstance(entry.get(k), str) for k in ("path", "kind", "contentType")
@@ -124,8 +125,9 @@ def _topology_problem(check: Checker, real_bundle: Path, index: int, path: str) 
         check.add("missing-file", where, f"{path} is {kind}", file=path)
         return True
     if info.st_nlink > 1:
-        check.add("hardlink", where, f"{path} has {info.st_nlink} hard links", file=path,
-                  details={"links": info.st_nlink})
+        check.add(
+            "hardlink", where, f"{path} has {info.st_nlink} hard links", file=path, details={"links": info.st_nlink}
+        )
         return True
     try:
         rel = os.path.relpath(full.resolve(strict=True), real_bundle)
@@ -196,8 +198,12 @@ def _check_file_hash(check: Checker, manifest: dict[str, Any], index: int, entry
         check.add("missing-file-hash", where, f"{path} has no valid sha256", file=path)
         return
     if path != layout.MANIFEST and dot_segment(path):
-        check.add("file-hash-mismatch", where,
-                  f"{path} cannot be hashed: a '.' path segment is not a bundle-relative artifact path", file=path)
+        check.add(
+            "file-hash-mismatch",
+            where,
+            f"{path} cannot be hashed: a '.' path segment is not a bundle-relative artifact path",
+            file=path,
+        )
         return
     try:
         if path == layout.MANIFEST:
@@ -209,8 +215,13 @@ def _check_file_hash(check: Checker, manifest: dict[str, Any], index: int, entry
         check.add("file-hash-mismatch", where, f"{path}: {error}", file=path)
         return
     if actual != digest["value"]:
-        check.add("file-hash-mismatch", where, f"{path} does not match its recorded sha256", file=path,
-                  details={"expected": digest["value"], "actual": actual})
+        check.add(
+            "file-hash-mismatch",
+            where,
+            f"{path} does not match its recorded sha256",
+            file=path,
+            details={"expected": digest["value"], "actual": actual},
+        )
 
 
 def _mode_b_inputs_ok(check: Checker, listed: dict[str, dict[str, Any]], inputs: list[str]) -> bool:
@@ -223,8 +234,11 @@ def _mode_b_inputs_ok(check: Checker, listed: dict[str, dict[str, Any]], inputs:
             check.add("malformed-reference", "manifest.contentDigest.inputs", f"{name} is not listed")
             return False
     if any(dot_segment(name) for name in inputs):
-        check.add("digest-mismatch", "manifest.contentDigest.inputs",
-                  "cannot compute the content digest: an input has a '.' path segment")
+        check.add(
+            "digest-mismatch",
+            "manifest.contentDigest.inputs",
+            "cannot compute the content digest: an input has a '.' path segment",
+        )
         return False
     return True
 
@@ -244,8 +258,12 @@ def _check_content_digest(check: Checker, manifest: dict[str, Any], listed: dict
     if not HEX64.match(content["value"]):
         check.add("invalid-manifest-shape", "manifest.contentDigest.value", "value must be 64 lowercase hex characters")
     elif digest_value is not None and digest_value != content["value"]:
-        check.add("digest-mismatch", "manifest.contentDigest.value", "content digest does not match",
-                  details={"expected": content["value"], "actual": digest_value})
+        check.add(
+            "digest-mismatch",
+            "manifest.contentDigest.value",
+            "content digest does not match",
+            details={"expected": content["value"], "actual": digest_value},
+        )
     if manifest["id"].startswith(BUNDLE_ID_PREFIX) and manifest["id"] != BUNDLE_ID_PREFIX + content["value"]:
         check.add("bundle-id-mismatch", "manifest.id", "bundle id does not match the content digest")
 
@@ -282,8 +300,12 @@ def _check_site_state_diff(check: Checker, path: str) -> None:
     except ValidationError as error:
         first = error.errors()[0]
         where = "/".join(str(part) for part in first["loc"]) or "(root)"
-        check.add("malformed-reference", f"{path}:{where}",
-                  f"site-state diff must match codebox/site-state-diff/v1: {first['msg']}", file=path)
+        check.add(
+            "malformed-reference",
+            f"{path}:{where}",
+            f"site-state diff must match codebox/site-state-diff/v1: {first['msg']}",
+            file=path,
+        )
 
 
 def _check_runtime_snapshot(check: Checker, listed: dict[str, dict[str, Any]], path: str) -> None:
@@ -292,20 +314,24 @@ def _check_runtime_snapshot(check: Checker, listed: dict[str, dict[str, Any]], p
     in the listed blob named by its sha256 (whose recorded hash, checked against its bytes like every listed file,
     must be that sha256)."""
 
-
     doc = load_json(check.bundle, path)
     try:
         snapshot = RuntimeSnapshot.model_validate(doc)
     except ValidationError as error:
         first = error.errors()[0]
         where = "/".join(str(part) for part in first["loc"]) or "(root)"
-        check.add("malformed-reference", f"{path}:{where}",
-                  f"runtime snapshot must match wp-codebox/wordpress-runtime-snapshot/v1: {first['msg']}", file=path)
+        check.add(
+            "malformed-reference",
+            f"{path}:{where}",
+            f"runtime snapshot must match wp-codebox/wordpress-runtime-snapshot/v1: {first['msg']}",
+            file=path,
+        )
         return
     assert isinstance(doc, dict)
     if snapshot_hashes(doc.get("database"), doc.get("files")) != snapshot.hashes.model_dump():
-        check.add("digest-mismatch", f"{path}:hashes", "the snapshot's tables or file list do not match its hashes",
-                  file=path)
+        check.add(
+            "digest-mismatch", f"{path}:hashes", "the snapshot's tables or file list do not match its hashes", file=path
+        )
     for index, entry in enumerate(snapshot.files):
         where = f"{path}:files[{index}]"
         if entry.base64 is not None:
@@ -314,17 +340,20 @@ def _check_runtime_snapshot(check: Checker, listed: dict[str, dict[str, Any]], p
             except (binascii.Error, ValueError):
                 data = None
             if data is None or hashlib.sha256(data).hexdigest() != entry.sha256:
-                check.add("file-hash-mismatch", where, f"{entry.path}: the inline bytes do not match its sha256",
-                          file=path)
+                check.add(
+                    "file-hash-mismatch", where, f"{entry.path}: the inline bytes do not match its sha256", file=path
+                )
             continue
         blob = f"{layout.RUNTIME_SNAPSHOT_BLOBS_DIR}/{entry.sha256}"
         recorded = ((listed.get(blob) or {}).get("sha256") or {}).get("value")
         if entry.blob not in (None, blob) or blob not in listed:
-            check.add("malformed-reference", where, f"{entry.path}: its content must be the listed blob {blob}",
-                      file=path)
+            check.add(
+                "malformed-reference", where, f"{entry.path}: its content must be the listed blob {blob}", file=path
+            )
         elif recorded != entry.sha256:
-            check.add("file-hash-mismatch", where, f"{entry.path}: the blob {blob} does not hash to its sha256",
-                      file=blob)
+            check.add(
+                "file-hash-mismatch", where, f"{entry.path}: the blob {blob} does not hash to its sha256", file=blob
+            )
 
 
 def verify_bundle(bundle_dir: Path | str) -> BundleVerification:

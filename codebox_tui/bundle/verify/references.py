@@ -232,9 +232,7 @@ def _replay_index_shape(doc: Any) -> str | None:
     return None
 
 
-def check_replay_index(
-    check: Checker, listed: dict[str, dict[str, Any]], manifest: dict[str, Any], path: str
-) -> None:
+def check_replay_index(check: Checker, listed: dict[str, dict[str, Any]], manifest: dict[str, Any], path: str) -> None:
     """Rule 13: ``wp-codebox/runtime-replay-reference-index/v1``."""
     doc = load_json(check.bundle, path)
     problem = _replay_index_shape(doc)

@@ -55,14 +55,28 @@ def _dependencies_keyword(validator: Any, dependencies: Any, instance: Any, sche
 
 _PayloadValidator = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
-    {"pattern": _pattern_keyword, "patternProperties": _pattern_properties_keyword,
-     "dependencies": _dependencies_keyword},
+    {
+        "pattern": _pattern_keyword,
+        "patternProperties": _pattern_properties_keyword,
+        "dependencies": _dependencies_keyword,
+    },
 )
 _META_FORMATS = jsonschema.FormatChecker()
 _META_FORMATS.checkers.pop("regex", None)  # patterns are JavaScript regexes, checked by js_pattern instead
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "dependentSchemas", "dependencies")
-_SUBSCHEMA_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
-                  "unevaluatedItems", "unevaluatedProperties", "additionalItems")
+_SUBSCHEMA_ONE = (
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "additionalItems",
+)
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 
 
