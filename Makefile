@@ -64,6 +64,7 @@ test:
 	$(MAKE) --no-print-directory -j3 lint typecheck pytest
 
 lint: setup
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(PY) scripts/dead_code.py
