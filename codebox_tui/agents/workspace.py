@@ -172,6 +172,31 @@ def _write(data: dict[str, Any], ctx: WorkspaceContext) -> dict[str, Any]:
     return {"path": path, "bytes": len(content), "created": not existed}
 
 
+def _edit(data: dict[str, Any], ctx: WorkspaceContext) -> dict[str, Any]:
+    """Replace ``old`` with ``new`` in one existing file, where ``old`` occurs exactly ``count`` times (1 unless
+    given): any other number means the caller's view of the file is stale or its text too short to be unique,
+    so the edit is refused and nothing is written."""
+    path = ctx.path(data["path"], writable=True)
+    old = str(data["old"]).encode("utf-8", "surrogatepass")
+    new = str(data["new"]).encode("utf-8", "surrogatepass")
+    expected = int(data.get("count", 1))
+    before = ctx.read_bytes(path)
+    if before is None:
+        raise ToolFailure(f"{path} does not exist")
+    found = before.count(old)
+    if found != expected:
+        raise ToolFailure(
+            f"{path} has {found} occurrence(s) of the text to replace, not the {expected} expected; "
+            "nothing was written",
+            details={"found": found, "expected": expected},
+        )
+    after = before.replace(old, new)
+    if len(after) > MAX_WRITE_BYTES:
+        raise ToolFailure(f"the edited file would be over {MAX_WRITE_BYTES} bytes", "host-tool-invalid-input")
+    ctx.write_bytes(path, after)
+    return {"path": path, "replaced": found, "bytes": len(after)}
+
+
 def _patch(data: dict[str, Any], ctx: WorkspaceContext) -> dict[str, Any]:
     """Apply a unified diff whose paths are relative to /workspace (``a/``/``b/`` prefixes allowed); every
     file's block must apply exactly, or nothing is written."""
@@ -230,7 +255,7 @@ def _diff(data: dict[str, Any], ctx: WorkspaceContext) -> dict[str, Any]:
 
 
 def workspace_tools() -> list[HostTool]:
-    """The six built-in tools (all runtime-local, visible to the sandbox)."""
+    """The seven built-in tools (all runtime-local, visible to the sandbox)."""
     return [
         HostTool(
             "workspace.read",
@@ -297,6 +322,23 @@ def workspace_tools() -> list[HostTool]:
             _obj({"path": _STR, "bytes": _INT, "created": {"type": "boolean"}}, ["path", "bytes", "created"]),
             "write",
             _write,
+            capability="workspace.write",
+        ),
+        HostTool(
+            "workspace.edit",
+            "Replace a text in one workspace file, where it occurs exactly `count` times (default 1).",
+            _obj(
+                {
+                    "path": _PATH,
+                    "old": {"type": "string", "minLength": 1},
+                    "new": _STR,
+                    "count": {"type": "integer", "minimum": 1},
+                },
+                ["path", "old", "new"],
+            ),
+            _obj({"path": _STR, "replaced": _INT, "bytes": _INT}, ["path", "replaced", "bytes"]),
+            "write",
+            _edit,
             capability="workspace.write",
         ),
         HostTool(

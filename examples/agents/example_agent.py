@@ -3,9 +3,10 @@
 
 It speaks the JSON-lines protocol on stdin/stdout and touches files only through Codebox's tools:
 it reads the task, lists the workspace, greps for the text to replace, reads each file it found,
-edits it with a unified-diff patch (workspace.patch), checks the result with workspace.diff and
-finishes. What to replace comes from the task's context ``{"find": "...", "replace": "..."}`` or from a
-goal of the form ``replace "OLD" with "NEW"``. Nothing to replace is an honest no-op.
+edits it (workspace.edit, naming how many times the text occurs; with a unified-diff patch,
+workspace.patch, where only that is offered), checks the result with workspace.diff and finishes.
+What to replace comes from the task's context ``{"find": "...", "replace": "..."}`` or from a goal of the
+form ``replace "OLD" with "NEW"``. Nothing to replace is an honest no-op.
 
     codebox agent-task --workspace examples/simple-plugin \
         --task 'replace "Hello" with "Howdy"' --agent "python3 examples/agents/example_agent.py"
@@ -87,8 +88,8 @@ def main() -> None:
     if not paths:
         finish("completed", f"nothing to do: {find!r} does not occur in the workspace")
         return
-    if "workspace.patch" not in tools:
-        finish("failed", "the tool bridge does not expose workspace.patch")
+    if not tools & {"workspace.edit", "workspace.patch"}:
+        finish("failed", "the tool bridge exposes neither workspace.edit nor workspace.patch")
         return
     changed = []
     for path in paths:
@@ -97,11 +98,12 @@ def main() -> None:
             finish("failed", f"cannot read {path}: {read['error']['message']}")
             return
         before = read["output"]["content"]
-        patched = call("workspace.patch", {"patch": patch_for(path, before, before.replace(find, replace))})
-        if patched["status"] != "ok":
-            finish(
-                "failed", f"the patch for {path} was refused: {patched['error']['code']}: {patched['error']['message']}"
-            )
+        if "workspace.edit" in tools:
+            edited = call("workspace.edit", {"path": path, "old": find, "new": replace, "count": before.count(find)})
+        else:
+            edited = call("workspace.patch", {"patch": patch_for(path, before, before.replace(find, replace))})
+        if edited["status"] != "ok":
+            finish("failed", f"the edit of {path} was refused: {edited['error']['code']}: {edited['error']['message']}")
             return
         changed.append(path)
     diff = call("workspace.diff", {})

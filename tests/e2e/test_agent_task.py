@@ -143,7 +143,7 @@ def test_the_example_agent_completes_a_task_with_an_actionable_reviewable_bundle
         "workspace.list",
         "workspace.grep",
         "workspace.read",
-        "workspace.patch",
+        "workspace.edit",
         "workspace.diff",
     ]
     assert all(c["status"] == "ok" for c in transcript["toolCalls"])
@@ -269,6 +269,44 @@ def test_denied_tools_and_schema_violations_are_structured_errors_in_the_transcr
         "git.push",
         "artifacts.apply",
     }
+
+
+def test_an_edit_replaces_exactly_the_count_it_names_or_writes_nothing(tmp_path: Path) -> None:
+    """``workspace.edit``: a count that does not match what the file holds is refused with both numbers and writes
+    nothing; the right count replaces every occurrence; an edit outside the workspace is refused."""
+    agent = _agent_script(
+        tmp_path,
+        """\
+        target = "simple-plugin/simple-plugin.php"
+        results = [call("workspace.edit", {"path": target, "old": "Hello", "new": "Hi", "count": 2}),
+                   call("workspace.edit", {"path": target, "old": "no-such-text", "new": "x"}),
+                   call("workspace.edit", {"path": "/etc/hostname", "old": "a", "new": "b"}),
+                   call("workspace.edit", {"path": target, "old": "Hello", "new": "Hi"})]
+        codes = [r["error"]["code"] if "error" in r else "replaced %d" % r["output"]["replaced"] for r in results]
+        send({"type": "final", "status": "completed", "summary": ",".join(codes)})
+        """,
+    )
+    outcome = run_agent_task(_request(tmp_path, agent))
+    assert outcome.agent_result is not None
+    assert outcome.agent_result.agentSummary == ",".join(
+        ["host-tool-handler-error", "host-tool-handler-error", "host-tool-invalid-input", "replaced 1"]
+    )
+    bundle = _ran_natively(outcome.bundle_dir)
+    calls = _doc(bundle, "files/transcript.json")["toolCalls"]
+    assert (
+        "has 1 occurrence(s) of the text to replace, not the 2 expected; nothing was written"
+        in (calls[0]["error"]["message"])
+    )
+    assert "has 0 occurrence(s)" in calls[1]["error"]["message"]
+    assert [c["status"] for c in calls] == ["error", "error", "error", "ok"]
+    # one line changed, by the last edit only
+    lines = (bundle / "files/patch.diff").read_text().splitlines()
+    assert [line for line in lines if line.startswith("-") and not line.startswith("---")] == [
+        "-\treturn sprintf( 'Hello, %s!', sanitize_text_field( $name ) );"
+    ]
+    assert [line for line in lines if line.startswith("+") and not line.startswith("+++")] == [
+        "+\treturn sprintf( 'Hi, %s!', sanitize_text_field( $name ) );"
+    ]
 
 
 PHP_AGENT = """<?php
