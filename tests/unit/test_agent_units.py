@@ -119,7 +119,7 @@ def test_the_bridge_exposes_only_allowed_sandbox_visible_runtime_local_tools_and
     assert [t.name for t in bridge.host_policy.tools] == bridge.allowed_tools  # type: ignore[union-attr]
     reasons = {e["id"]: e["reason"] for e in bridge.metadata["notExposed"]}  # type: ignore[index]
     assert reasons["workspace.write"] == "denied" and reasons["artifacts.apply"] == "denied"
-    assert len(bridge.sandbox_tool_policy.tools) == 10
+    assert len(bridge.sandbox_tool_policy.tools) == 11  # seven workspace tools, four parent-only
     jsonschema.validate(
         bridge.model_dump(mode="json", by_alias=True, exclude_none=True),
         generate_json_schema("wp-codebox/tool-bridge/v1"),
