@@ -63,13 +63,14 @@ MAX_EVALUATE_RESULT_BYTES = 64 * 1024
 # object: a handle to a bare string would carry the string itself to Codebox as the handle's preview.
 _BOXED_RESULT_JS = """(async () => {{ let value = ({expression}
 ); if (typeof value === "function") {{ value = value(); }} return {{value: await value}}; }})()"""
-# Runs in the page on the box: the JSON's size of the value, and its first ``limit`` bytes when it does not fit.
+# Runs in the page on the box: the JSON's size of the value, and the JSON itself when it fits (what was measured is
+# what is recorded: a value read a second time could be a different, larger one), else its first ``limit`` bytes.
 _MEASURE_RESULT_JS = """(box, limit) => {
     let text;
     try { text = JSON.stringify(box.value); } catch (error) { return {error: String(error).slice(0, 300)}; }
     if (text === undefined) { return {bytes: 0, fits: true}; }
     const encoded = new TextEncoder().encode(text);
-    if (encoded.length <= limit) { return {bytes: encoded.length, fits: true}; }
+    if (encoded.length <= limit) { return {bytes: encoded.length, fits: true, text: text}; }
     const kept = new TextDecoder().decode(encoded.slice(0, limit)).replace(/\ufffd$/, "");
     return {bytes: encoded.length, fits: false, text: kept};
 }"""
@@ -245,12 +246,13 @@ def _evaluate(page: Any, step: dict[str, Any]) -> dict[str, Any]:
     handle = page.evaluate_handle(_BOXED_RESULT_JS.format(expression=source))
     try:
         size = handle.evaluate(_MEASURE_RESULT_JS, MAX_EVALUATE_RESULT_BYTES)
-        result = handle.evaluate("box => box.value") if size.get("fits") else None
     finally:
         handle.dispose()
     if "error" in size:
         raise StepFailed(f"evaluate {str(expression)[:200]!r} returned a value that is not JSON: {size['error']}")
-    if not size["fits"]:
+    if size["fits"]:
+        result = json.loads(size["text"]) if "text" in size else None
+    else:
         cut = {
             "bytes": size["bytes"],
             "keptBytes": len(size["text"].encode("utf-8")),
