@@ -7,13 +7,12 @@ evaluate's assert fails on purpose, so the run also shows how a failed assert is
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.factories.browser_runs import native_page_run
 
 pytestmark = pytest.mark.native
 
@@ -62,39 +61,15 @@ FAILED = 10
 def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The one sandbox of this file: the CLI's run document and the bundle directory."""
     work = tmp_path_factory.mktemp("browser-actions")
-    (work / "mu").mkdir()
-    (work / "mu" / "codebox-actions-demo.php").write_text(DEMO_PLUGIN)
-    (work / "steps.json").write_text(json.dumps(STEPS))
     policy = {"commands": ["wordpress.browser-actions", "wordpress.browser-actions.evaluate"]}
-    cli = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codebox_tui",
-            "run",
-            "--backend",
-            "native",
-            "--mount",
-            f"{work / 'mu'}:/wordpress/wp-content/mu-plugins:readonly",
-            "--command",
-            "wordpress.browser-actions",
-            "--arg",
-            "url=/",
-            "--arg",
-            "steps-json=@steps.json",
-            # generous: two cores are shared with other test workers; the run stops at the failure anyway
-            "--arg",
-            "step-timeout=60s",
-            "--policy",
-            json.dumps(policy),
-            "--json",
-            "--quiet",
-        ],
-        cwd=work,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=600,
+    # step-timeout generous: two cores are shared with other test workers; the run stops at the failure anyway
+    cli = native_page_run(
+        work,
+        ("codebox-actions-demo.php", DEMO_PLUGIN),
+        "wordpress.browser-actions",
+        ["url=/", "step-timeout=60s"],
+        steps=STEPS,
+        policy=policy,
     )
     assert cli.returncode == 1, cli.stderr[-2000:]  # the failed assert fails the command
     doc = json.loads(cli.stdout)

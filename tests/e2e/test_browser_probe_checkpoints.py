@@ -6,16 +6,13 @@ and its heap, in checkpoints.jsonl and memory.json, all in the sealed bundle."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.factories.browser_runs import native_page_run
 from tests.factories.holds import codebox_in_process
-from tests.factories.paths import REPO
 
 pytestmark = pytest.mark.native
 
@@ -43,40 +40,18 @@ add_action( 'wp_footer', function () {
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     work = tmp_path_factory.mktemp("probe-checkpoints")
-    (work / "mu").mkdir()
-    (work / "mu" / "codebox-late-page.php").write_text(LATE_PAGE)
-    cli = subprocess.run(
+    cli = native_page_run(
+        work,
+        ("codebox-late-page.php", LATE_PAGE),
+        "wordpress.browser-probe",
         [
-            sys.executable,
-            "-m",
-            "codebox_tui",
-            "run",
-            "--backend",
-            "native",
-            "--mount",
-            f"{work / 'mu'}:/wordpress/wp-content/mu-plugins:readonly",
-            "--command",
-            "wordpress.browser-probe",
-            "--arg",
             "url=/",
-            "--arg",
             "capture=errors,memory",
-            "--arg",
             "checkpoint=menu@selector:#late-menu",
-            "--arg",
             "checkpoint=grown@selector:#grown",
-            "--arg",
             "checkpoint=later@200ms",
-            "--arg",
             "timeout=90s",
-            "--json",
-            "--quiet",
         ],
-        cwd=work,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=600,
     )
     assert cli.returncode == 0, cli.stderr[-3000:]
     doc = json.loads(cli.stdout)

@@ -6,8 +6,6 @@ marked truncated with its real size; neither the bundle nor Codebox's own proces
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,7 +13,7 @@ from typing import Any
 import pytest
 
 from codebox_tui.browser.actions import MAX_EVALUATE_RESULT_BYTES
-from tests.factories.paths import REPO
+from tests.factories.browser_runs import native_page_run
 
 pytestmark = pytest.mark.native
 
@@ -49,42 +47,16 @@ runpy.run_module("codebox_tui", run_name="__main__", alter_sys=True)
 @pytest.fixture(scope="module")
 def attacked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     work = tmp_path_factory.mktemp("evaluate-cap")
-    (work / "mu").mkdir()
-    (work / "mu" / "codebox-huge-state.php").write_text(HOSTILE_PAGE)
-    (work / "steps.json").write_text(json.dumps(STEPS))
     policy = {"commands": ["wordpress.browser-actions", "wordpress.browser-actions.evaluate"]}
     peak = work / "peak-python-bytes"
-    cli = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            PEAK_RSS_LAUNCHER,
-            str(peak),
-            "run",
-            "--backend",
-            "native",
-            "--mount",
-            f"{work / 'mu'}:/wordpress/wp-content/mu-plugins:readonly",
-            "--command",
-            "wordpress.browser-actions",
-            "--arg",
-            "url=/",
-            "--arg",
-            "steps-json=@steps.json",
-            "--arg",
-            "step-timeout=120s",
-            "--arg",
-            "capture=console,errors",
-            "--policy",
-            json.dumps(policy),
-            "--json",
-            "--quiet",
-        ],
-        cwd=work,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=600,
+    cli = native_page_run(
+        work,
+        ("codebox-huge-state.php", HOSTILE_PAGE),
+        "wordpress.browser-actions",
+        ["url=/", "step-timeout=120s", "capture=console,errors"],
+        steps=STEPS,
+        policy=policy,
+        launcher=[sys.executable, "-c", PEAK_RSS_LAUNCHER, str(peak)],
     )
     assert cli.returncode == 0, cli.stderr[-3000:]
     doc = json.loads(cli.stdout)

@@ -7,16 +7,13 @@ counts what was dropped, so the bundle stays small."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from codebox_tui.browser.launch import MAX_EVIDENCE_ENTRIES, MAX_EVIDENCE_TEXT_BYTES
-from tests.factories.paths import REPO
+from tests.factories.browser_runs import native_page_run
 
 pytestmark = [pytest.mark.native, pytest.mark.chromium]
 
@@ -46,38 +43,12 @@ STEPS = [{"action": "waitFor", "selector": "body[data-flooded=yes]", "state": "a
 @pytest.fixture(scope="module")
 def flooded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     work = tmp_path_factory.mktemp("evidence-caps")
-    (work / "mu").mkdir()
-    (work / "mu" / "codebox-flood.php").write_text(HOSTILE_PAGE)
-    (work / "steps.json").write_text(json.dumps(STEPS))
-    cli = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codebox_tui",
-            "run",
-            "--backend",
-            "native",
-            "--mount",
-            f"{work / 'mu'}:/wordpress/wp-content/mu-plugins:readonly",
-            "--command",
-            "wordpress.browser-actions",
-            "--arg",
-            "url=/",
-            "--arg",
-            "steps-json=@steps.json",
-            "--arg",
-            "step-timeout=300s",
-            "--arg",
-            "timeout=600s",
-            "--arg",
-            "capture=console,errors,network",
-            "--json",
-            "--quiet",
-        ],
-        cwd=work,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
+    cli = native_page_run(
+        work,
+        ("codebox-flood.php", HOSTILE_PAGE),
+        "wordpress.browser-actions",
+        ["url=/", "step-timeout=300s", "timeout=600s", "capture=console,errors,network"],
+        steps=STEPS,
         timeout=900,
     )
     assert cli.returncode == 0, cli.stderr[-3000:]
