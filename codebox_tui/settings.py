@@ -25,6 +25,17 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 NODE_BRIDGE_DIR = PACKAGE_DIR / "runtime" / "node"
 
 
+HEADLESS_SHELL = Path("/usr/bin/chromium-headless-shell")
+FULL_CHROMIUM = "/usr/bin/chromium"
+
+
+def default_chromium() -> str:
+    """Debian's Chromium headless shell where it is installed, else its full Chromium. Codebox only ever runs the
+    browser headless, and the shell is the same engine without the desktop browser around it: a launch costs about
+    half the CPU (docs/browser.md, "Which Chromium")."""
+    return str(HEADLESS_SHELL) if HEADLESS_SHELL.is_file() else FULL_CHROMIUM
+
+
 BYTE_SUFFIXES = {"": 1, "B": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 
 
@@ -50,7 +61,7 @@ class CodeboxSettings(BaseSettings):
     wp_cli_phar: Path | None = None
     node: str = "node"
     # The Chromium that browser probes and actions launch (Debian's; Playwright downloads nothing).
-    chromium: str = "/usr/bin/chromium"
+    chromium: str = Field(default_factory=default_chromium)
     # Defaults for a sandbox boot and for one command when the caller names no timeout (seconds).
     boot_timeout_s: float = Field(default=120.0, gt=0)
     command_timeout_s: float = Field(default=120.0, gt=0)

@@ -2,6 +2,8 @@
 # Installs the Debian packages Codebox needs, only when something is missing (idempotent).
 #   chromium        browser probes (Playwright drives it; it cannot download its own browser here)
 #                   and SVG -> PNG screenshots
+#   chromium-headless-shell  the same engine without the desktop browser: what browser commands launch
+#                   (about half the CPU per launch; docs/browser.md "Which Chromium")
 #   phpunit         PHPUnit 9 sources, mounted read-only into sandboxes by wordpress.phpunit
 #   tmux            the end-to-end test that drives the real TUI in a terminal
 #   git             baselines and the git apply adapter
@@ -13,6 +15,7 @@
 set -euo pipefail
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v chromium-headless-shell >/dev/null 2>&1 || need+=(chromium-headless-shell)
 [ -e /usr/share/php/PHPUnit/Framework/TestCase.php ] || need+=(phpunit)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v git >/dev/null 2>&1 || need+=(git)

@@ -1,10 +1,11 @@
 """Launching Debian's Chromium through Playwright, and the evidence recorder shared by probes and actions.
 
-Playwright cannot download browsers here, so every launch names ``/usr/bin/chromium`` (override with
-``CODEBOX_CHROMIUM``). The recorder keeps console messages, page errors, network requests and
-performance metrics, and blocks every request that leaves the sandbox preview's origin. The page controls every
-byte of what it records, so each text is cut to :data:`MAX_EVIDENCE_TEXT_BYTES` and each kind of entry to
-:data:`MAX_EVIDENCE_ENTRIES` (docs/browser.md, "Evidence limits").
+Playwright cannot download browsers here, so every launch names Debian's Chromium: its headless shell where it is
+installed, else ``/usr/bin/chromium`` (``settings.default_chromium``; override with ``CODEBOX_CHROMIUM``). The
+recorder keeps console messages, page errors, network requests and performance metrics, and blocks every request
+that leaves the sandbox preview's origin. The page controls every byte of what it records, so each text is cut to
+:data:`MAX_EVIDENCE_TEXT_BYTES` and each kind of entry to :data:`MAX_EVIDENCE_ENTRIES` (docs/browser.md,
+"Evidence limits").
 """
 
 from __future__ import annotations
@@ -79,7 +80,10 @@ def chromium_path() -> str:
             f"Chromium not found at {path}",
             code="browser-unavailable",
             field="CODEBOX_CHROMIUM",
-            details={"hint": "install Debian's chromium package (apt-get install chromium)"},
+            details={
+                "hint": "install Debian's chromium-headless-shell (or chromium) package: "
+                "apt-get install chromium-headless-shell"
+            },
         )
     return path
 
