@@ -42,6 +42,7 @@ from codebox_tui.runtime.golden import (
 from codebox_tui.runtime.mounts import remove_tree, stage_readonly
 from codebox_tui.runtime.pool_worker import start_pool_worker
 from codebox_tui.runtime.reaper import OWNER_FILE, reap_in_background
+from codebox_tui.runtime.sandbox_ids import SandboxId, host_uid
 from codebox_tui.runtime.sandbox_owner import hand_over_folders
 from codebox_tui.runtime.sidecar import Sidecar, abandoned_sidecar_files, process_alive
 from codebox_tui.runtime.wordpress_builds import WordPressBuild, resolve_build
@@ -59,15 +60,19 @@ def network_policy_key(policy: RuntimePolicy) -> str:
     return json.dumps({"allowHosts": sorted(policy.network.allowHosts)})
 
 
-def sidecar_key(policy: RuntimePolicy, binds: tuple[Bind, ...], settings: CodeboxSettings) -> str:
+def sidecar_key(
+    policy: RuntimePolicy, binds: tuple[Bind, ...], settings: CodeboxSettings, host_id: SandboxId | None = None
+) -> str:
     """Sidecars are shared per network policy, set of external host folders, Codebox home and write budget:
-    what a confined sidecar sees (its sandboxes root, Playground home, binds) is fixed when it starts."""
+    what a confined sidecar sees (its sandboxes root, Playground home, binds) is fixed when it starts. A run
+    that handed its ``:live`` folders to a host uid of its own (as root) gets a sidecar running as that uid."""
     return "|".join(
         [
             str(settings.home),
             network_policy_key(policy),
             f"budget={settings.sandbox_write_budget}",
             *(bind.label for bind in binds),
+            *([f"uid={host_id.uid}"] if host_id is not None else []),
         ]
     )
 
@@ -84,9 +89,15 @@ def spec_binds(spec: SandboxSpec, sandboxes_root: Path) -> tuple[Bind, ...]:
     return external_binds(live, sandboxes_root)
 
 
-def get_sidecar(settings: CodeboxSettings, policy: RuntimePolicy, binds: tuple[Bind, ...] = ()) -> Sidecar:
-    """The shared sidecar for this network policy and these external binds, started on first use."""
-    key = sidecar_key(policy, binds, settings)
+def get_sidecar(
+    settings: CodeboxSettings,
+    policy: RuntimePolicy,
+    binds: tuple[Bind, ...] = (),
+    host_id: SandboxId | None = None,
+) -> Sidecar:
+    """The shared sidecar for this network policy and these external binds (and host uid, as
+    :func:`sidecar_key`), started on first use."""
+    key = sidecar_key(policy, binds, settings, host_id)
     idle: list[Sidecar] = []
     with _sidecars_lock:
         sidecar = _sidecars.get(key)
@@ -104,6 +115,7 @@ def get_sidecar(settings: CodeboxSettings, policy: RuntimePolicy, binds: tuple[B
                 binds=binds,
                 wasm_compiler=settings.wasm_compiler,
                 write_budget=settings.sandbox_write_budget,
+                host_id=host_id,
             )
             _sidecars[key] = sidecar
     for stale in idle:
@@ -208,7 +220,7 @@ def _wait_for_preparation(build: WordPressBuild, php: str, golden_root: Path, ti
 def _spare_key(build: WordPressBuild, spec: SandboxSpec, binds: tuple[Bind, ...], settings: CodeboxSettings) -> str:
     """Spares are interchangeable for the same WordPress build, PHP version and sidecar (network
     policy and external binds: a spare is only used by a boot whose folders its sidecar sees)."""
-    return f"{build.version}|{spec.php}|{sidecar_key(spec.policy, binds, settings)}"
+    return f"{build.version}|{spec.php}|{sidecar_key(spec.policy, binds, settings, spec.host_id)}"
 
 
 _starter = ThreadPoolExecutor(max_workers=2, thread_name_prefix="codebox-sidecar-start")
@@ -546,7 +558,7 @@ class PlaygroundBackend:
     def _sidecar_future(self, spec: SandboxSpec, binds: tuple[Bind, ...] | None = None) -> Future[Sidecar]:
         if binds is None:
             binds = self._binds(spec)
-        key = sidecar_key(spec.policy, binds, self.settings)
+        key = sidecar_key(spec.policy, binds, self.settings, spec.host_id)
         with _sidecars_lock:
             existing = _sidecars.get(key)
             if existing is not None and existing.alive:
@@ -556,7 +568,7 @@ class PlaygroundBackend:
             pending = _starting.get(key)
             if pending is not None and not pending.done():
                 return pending
-            future = _starter.submit(get_sidecar, self.settings, spec.policy, binds)
+            future = _starter.submit(get_sidecar, self.settings, spec.policy, binds, spec.host_id)
             _starting[key] = future
             return future
 
@@ -580,7 +592,11 @@ class PlaygroundBackend:
         golden = ensure_golden_site(build, self.settings.golden_dir)
         spare_key = _spare_key(build, spec, self._binds(spec), self.settings)
         poolable = (
-            spec.preview_port is None and spec.preview_bind is None and spec.blueprint is None and spec.site_url is None
+            spec.preview_port is None
+            and spec.preview_bind is None
+            and spec.blueprint is None
+            and spec.site_url is None
+            and spec.host_id is None  # a sidecar running as one run's uid serves that run only: no spare
         )
         if poolable:
             with _spares_lock:
@@ -655,7 +671,7 @@ class PlaygroundBackend:
 
     def _attach_mounts(self, sandbox: PlaygroundSandbox, spec: SandboxSpec, report: ProgressCallback) -> None:
         mounts = sandbox_mounts(spec, sandbox.work_dir, report)
-        hand_over_folders(sandbox_written(mounts, sandbox.work_dir))
+        hand_over_folders(sandbox_written(mounts, sandbox.work_dir), host_uid(sandbox.sidecar.host_id))
         _check_visible(sandbox.sidecar, mounts, sandbox.work_dir.parent)
         if mounts:
             sandbox.sidecar.request("mount", {"sandbox": sandbox.id, "mounts": mounts}, 30.0)
@@ -699,12 +715,12 @@ class PlaygroundBackend:
             if opcache.is_dir():  # this sandbox's private copy of the opcache seed
                 mounts.append({"hostPath": str(opcache), "vfsPath": "/internal/shared/opcache"})
             mounts += sandbox_mounts(spec, work_dir, report)
-            hand_over_folders([site, *sandbox_written(mounts, work_dir)])
             remaining = max(1.0, spec.boot_timeout_s - (time.monotonic() - started))
             try:
                 sidecar = sidecar_future.result(timeout=remaining)
             except FutureTimeout:
                 raise SandboxError("The Playground sidecar did not start", code="sidecar-start-timeout") from None
+            hand_over_folders([site, *sandbox_written(mounts, work_dir)], host_uid(sidecar.host_id))  # its uid's
             _check_visible(sidecar, mounts, sandboxes_root)
             sidecar.on_progress(sandbox_id, lambda phase, data: report(phase, data))
             define_bool: dict[str, bool] = {"DISABLE_WP_CRON": True}
