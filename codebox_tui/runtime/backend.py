@@ -76,7 +76,8 @@ class SandboxSpec:
     # the backend mounts each in place of its host folder (runtime/mounts.py, PrivateCopy).
     private_copies: dict[int, PrivateCopy] = field(default_factory=dict)
     # As root, with a ``:live`` mount: the host uid the session handed the live folders to before boot, which the
-    # sandbox must run as (runtime/sandbox_ids.py; the session holds it). None: the backend takes an id itself.
+    # sandbox must run as (runtime/sandbox_ids.py; the session holds it: taken with the backend's ``host_id_for``
+    # where it has one, the uid of the Playground sidecar that will serve it). None: the backend takes one itself.
     host_id: SandboxId | None = None
 
     def __post_init__(self) -> None:

@@ -60,19 +60,15 @@ def network_policy_key(policy: RuntimePolicy) -> str:
     return json.dumps({"allowHosts": sorted(policy.network.allowHosts)})
 
 
-def sidecar_key(
-    policy: RuntimePolicy, binds: tuple[Bind, ...], settings: CodeboxSettings, host_id: SandboxId | None = None
-) -> str:
+def sidecar_key(policy: RuntimePolicy, binds: tuple[Bind, ...], settings: CodeboxSettings) -> str:
     """Sidecars are shared per network policy, set of external host folders, Codebox home and write budget:
-    what a confined sidecar sees (its sandboxes root, Playground home, binds) is fixed when it starts. A run
-    that handed its ``:live`` folders to a host uid of its own (as root) gets a sidecar running as that uid."""
+    what a confined sidecar sees (its sandboxes root, Playground home, binds) is fixed when it starts."""
     return "|".join(
         [
             str(settings.home),
             network_policy_key(policy),
             f"budget={settings.sandbox_write_budget}",
             *(bind.label for bind in binds),
-            *([f"uid={host_id.uid}"] if host_id is not None else []),
         ]
     )
 
@@ -89,15 +85,9 @@ def spec_binds(spec: SandboxSpec, sandboxes_root: Path) -> tuple[Bind, ...]:
     return external_binds(live, sandboxes_root)
 
 
-def get_sidecar(
-    settings: CodeboxSettings,
-    policy: RuntimePolicy,
-    binds: tuple[Bind, ...] = (),
-    host_id: SandboxId | None = None,
-) -> Sidecar:
-    """The shared sidecar for this network policy and these external binds (and host uid, as
-    :func:`sidecar_key`), started on first use."""
-    key = sidecar_key(policy, binds, settings, host_id)
+def get_sidecar(settings: CodeboxSettings, policy: RuntimePolicy, binds: tuple[Bind, ...] = ()) -> Sidecar:
+    """The shared sidecar for this network policy and these external binds, started on first use."""
+    key = sidecar_key(policy, binds, settings)
     idle: list[Sidecar] = []
     with _sidecars_lock:
         sidecar = _sidecars.get(key)
@@ -115,7 +105,6 @@ def get_sidecar(
                 binds=binds,
                 wasm_compiler=settings.wasm_compiler,
                 write_budget=settings.sandbox_write_budget,
-                host_id=host_id,
             )
             _sidecars[key] = sidecar
     for stale in idle:
@@ -220,7 +209,7 @@ def _wait_for_preparation(build: WordPressBuild, php: str, golden_root: Path, ti
 def _spare_key(build: WordPressBuild, spec: SandboxSpec, binds: tuple[Bind, ...], settings: CodeboxSettings) -> str:
     """Spares are interchangeable for the same WordPress build, PHP version and sidecar (network
     policy and external binds: a spare is only used by a boot whose folders its sidecar sees)."""
-    return f"{build.version}|{spec.php}|{sidecar_key(spec.policy, binds, settings, spec.host_id)}"
+    return f"{build.version}|{spec.php}|{sidecar_key(spec.policy, binds, settings)}"
 
 
 _starter = ThreadPoolExecutor(max_workers=2, thread_name_prefix="codebox-sidecar-start")
@@ -461,6 +450,16 @@ def sandbox_written(mounts: list[dict[str, str]], work_dir: Path) -> list[Path]:
     ]
 
 
+def _check_host_uid(sidecar: Sidecar, spec: SandboxSpec) -> None:
+    """The sidecar is the one whose uid the run handed its ``:live`` folders to (another one, started since
+    the first was closed, could not write them)."""
+    if spec.host_id is not None and host_uid(sidecar.host_id) != spec.host_id.uid:
+        raise SandboxError(
+            "The Playground sidecar the live folders were handed to has been replaced; run again",
+            code="sidecar-replaced",
+        )
+
+
 def _check_visible(sidecar: Sidecar, mounts: list[dict[str, str]], sandboxes_root: Path) -> None:
     """Fail closed when a mount's host folder is not among what the confined sidecar sees."""
     if not sidecar.confined:
@@ -552,13 +551,22 @@ class PlaygroundBackend:
         self._refill(key, spec, build)
         return True
 
+    def host_id_for(self, spec: SandboxSpec) -> SandboxId | None:
+        """As root: the host uid ``spec``'s sandbox will run as (its sidecar's, started now if need be), held
+        for the caller until it releases it: the run hands its ``:live`` folders to it before the boot."""
+        try:
+            sidecar = self._sidecar_future(spec).result(timeout=spec.boot_timeout_s)
+        except FutureTimeout:
+            raise SandboxError("The Playground sidecar did not start", code="sidecar-start-timeout") from None
+        return sidecar.host_id.share() if sidecar.host_id is not None else None
+
     def _binds(self, spec: SandboxSpec) -> tuple[Bind, ...]:
         return spec_binds(spec, self.settings.home / "sandboxes")
 
     def _sidecar_future(self, spec: SandboxSpec, binds: tuple[Bind, ...] | None = None) -> Future[Sidecar]:
         if binds is None:
             binds = self._binds(spec)
-        key = sidecar_key(spec.policy, binds, self.settings, spec.host_id)
+        key = sidecar_key(spec.policy, binds, self.settings)
         with _sidecars_lock:
             existing = _sidecars.get(key)
             if existing is not None and existing.alive:
@@ -568,7 +576,7 @@ class PlaygroundBackend:
             pending = _starting.get(key)
             if pending is not None and not pending.done():
                 return pending
-            future = _starter.submit(get_sidecar, self.settings, spec.policy, binds, spec.host_id)
+            future = _starter.submit(get_sidecar, self.settings, spec.policy, binds)
             _starting[key] = future
             return future
 
@@ -592,11 +600,7 @@ class PlaygroundBackend:
         golden = ensure_golden_site(build, self.settings.golden_dir)
         spare_key = _spare_key(build, spec, self._binds(spec), self.settings)
         poolable = (
-            spec.preview_port is None
-            and spec.preview_bind is None
-            and spec.blueprint is None
-            and spec.site_url is None
-            and spec.host_id is None  # a sidecar running as one run's uid serves that run only: no spare
+            spec.preview_port is None and spec.preview_bind is None and spec.blueprint is None and spec.site_url is None
         )
         if poolable:
             with _spares_lock:
@@ -671,6 +675,7 @@ class PlaygroundBackend:
 
     def _attach_mounts(self, sandbox: PlaygroundSandbox, spec: SandboxSpec, report: ProgressCallback) -> None:
         mounts = sandbox_mounts(spec, sandbox.work_dir, report)
+        _check_host_uid(sandbox.sidecar, spec)
         hand_over_folders(sandbox_written(mounts, sandbox.work_dir), host_uid(sandbox.sidecar.host_id))
         _check_visible(sandbox.sidecar, mounts, sandbox.work_dir.parent)
         if mounts:
@@ -720,6 +725,7 @@ class PlaygroundBackend:
                 sidecar = sidecar_future.result(timeout=remaining)
             except FutureTimeout:
                 raise SandboxError("The Playground sidecar did not start", code="sidecar-start-timeout") from None
+            _check_host_uid(sidecar, spec)
             hand_over_folders([site, *sandbox_written(mounts, work_dir)], host_uid(sidecar.host_id))  # its uid's
             _check_visible(sidecar, mounts, sandboxes_root)
             sidecar.on_progress(sandbox_id, lambda phase, data: report(phase, data))

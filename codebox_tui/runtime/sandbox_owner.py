@@ -78,10 +78,8 @@ def hand_over(
     what its owner made read-only (no owner write bit) to its owner: the sandbox could write it only as
     that owner, and it now runs as someone else. ``journal`` is given what was recorded before anything is
     handed over (runtime/owner_journal.py keeps it on disk, for a run killed before it gives the folder back)."""
-    if not drops_to_sandbox_uid():
+    if not drops_to_sandbox_uid() or uid is None:  # (None as root: an unconfined sidecar, root itself)
         return None
-    if uid is None:
-        raise ValueError("handing a folder over as root needs the sandbox's host uid")
     fd = _open_root(root)
     try:
         info = os.fstat(fd)

@@ -32,6 +32,7 @@ from codebox_tui.errors import BadInputError, CodeboxError, HostIOError, PolicyD
 from codebox_tui.runtime import mount_guard
 from codebox_tui.runtime.backend import Backend, Sandbox, SandboxSpec
 from codebox_tui.runtime.catalog import get_command, handler_for, parse_args
+from codebox_tui.runtime.confinement import drops_to_sandbox_uid
 from codebox_tui.runtime.mounts import PrivateCopy, new_copies_dir, remove_tree
 from codebox_tui.runtime.outcome import CommandOutcome
 from codebox_tui.runtime.owner_journal import OwnerJournal, restore_abandoned
@@ -237,6 +238,11 @@ class RunSession:
         home = (getattr(self._backend, "settings", None) or get_settings()).home
         for folder in restore_abandoned(home):  # before this run hands over the same folder again
             self.emit("runtime.owners-restored", {"folder": str(folder)})
+        live = any(m.mode == "readwrite" and m.live for m in self.spec.mounts)
+        if self._host_id is None and live and drops_to_sandbox_uid():
+            # the uid the live folders are handed to: a Playground sidecar's, or one for the sandbox alone
+            reserve = getattr(self.backend, "host_id_for", None)
+            self._host_id = self.spec.host_id = reserve(self.spec) if reserve is not None else allocate()
         for mount in self.spec.mounts:
             if mount.mode == "readwrite" and mount.live:
                 if self._owner_journal is None:
@@ -309,8 +315,6 @@ class RunSession:
             if self._sandbox is not None:
                 return self._sandbox
             begun = time.monotonic()
-            if self._host_id is None and any(m.mode == "readwrite" and m.live for m in self.spec.mounts):
-                self._host_id = self.spec.host_id = allocate()  # the uid the live folders are handed to
             prepare = getattr(self.backend, "prepare", None)
             if prepare is not None:
                 prepare(self.spec)  # e.g. start the Node sidecar while the baselines are taken

@@ -76,11 +76,9 @@ class Sidecar:
         binds: tuple[Bind, ...] = (),
         wasm_compiler: str = "baseline",
         write_budget: int = 0,
-        host_id: SandboxId | None = None,
     ) -> None:
-        """``host_id``: as root, the uid it runs as on the host (a run's, whose ``:live`` folders were handed to
-        it: this sidecar keeps its own hold on it); without one it takes an id of its own. Every sandbox of a
-        sidecar shares its uid (one Node process)."""
+        """Confined as root, it runs as a host uid of its own (``host_id``, runtime/sandbox_ids.py), which every
+        sandbox it holds shares (one Node process)."""
         script = NODE_BRIDGE_DIR / "sidecar.mjs"
         if not (NODE_BRIDGE_DIR / "node_modules" / "@wp-playground" / "cli").is_dir():
             raise SandboxError(
@@ -101,7 +99,7 @@ class Sidecar:
             raise SandboxError(f"Node.js not found ({node})", code="node-missing")
         self.host_id: SandboxId | None = None
         if self.confined and drops_to_sandbox_uid():
-            self.host_id = host_id.share() if host_id is not None else allocate()
+            self.host_id = allocate()
             home = home / f"uid-{host_uid(self.host_id)}"  # a home of its own: each sidecar's uid owns its own
             home.mkdir(exist_ok=True)
         # Private temp folder and log, named after this (owning) process: swept if it is killed.
