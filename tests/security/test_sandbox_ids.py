@@ -64,11 +64,13 @@ def _tmp_on_host(sandbox: Any) -> Path:
     return next(Path(bind.source) for bind in sandbox.binds if bind.target == TMP)
 
 
-def _task_uids(sandbox: Any) -> set[int]:
+def _task_uids(sandbox: Any) -> set[int] | None:
     """The real, effective, saved and file-system uids of every process in the sandbox's ``pids`` group that is
-    not root's (bubblewrap itself stays root until it drops), read from the host's ``/proc``."""
+    not root's (bubblewrap itself stays root until it drops), read from the host's ``/proc``; None where the
+    machine gives the sandbox no group (``ProcessCap.reason``)."""
     folder = sandbox.process_cap.folder
-    assert folder is not None, sandbox.process_cap.reason
+    if folder is None:
+        return None
     uids: set[int] = set()
     for pid in (folder / "cgroup.procs").read_text().split():
         try:
@@ -85,7 +87,7 @@ def _task_uids(sandbox: Any) -> set[int]:
 class Held:
     bombs: list[Any]
     full: list[int]  # processes each bomb got
-    uids: list[set[int]]  # the host uids of each bomb's processes, while held
+    uids: list[set[int] | None]  # the host uids of each bomb's processes, while held
     victim_started: str
     victim_exit: int
     victim_errors: str
@@ -122,18 +124,22 @@ def held() -> Iterator[Held]:
 
 def test_the_bombs_really_filled_their_sandboxes(held: Held) -> None:
     """Each bomb got processes until its sandbox could start no more (else the other tests prove nothing)."""
+    from codebox_tui.runtime.native import MAX_SANDBOX_PROCESSES
     from codebox_tui.runtime.native_limits import MAX_PROCESSES
 
-    assert all(MAX_PROCESSES // 2 < n < MAX_PROCESSES for n in held.full), (held.full, held.bomb_outputs)
+    cap = MAX_PROCESSES if held.bombs[0].process_cap.folder is not None else MAX_SANDBOX_PROCESSES
+    assert all(MAX_PROCESSES // 2 < n < cap for n in held.full), (held.full, held.bomb_outputs)
 
 
 def test_two_live_sandboxes_run_as_different_uids_of_their_own(held: Held) -> None:
     from codebox_tui.runtime.sandbox_ids import FIRST_ID
 
     first, second = held.uids
+    if first is None or second is None:
+        pytest.skip(f"no pids control group lists the sandbox's processes: {held.bombs[0].process_cap.reason}")
     assert len(first) == 1 and len(second) == 1, held.uids  # one uid per sandbox, as the host sees it
     assert first != second, held.uids
-    for uids, sandbox in zip(held.uids, held.bombs, strict=True):
+    for uids, sandbox in zip((first, second), held.bombs, strict=True):
         (uid,) = uids
         assert uid == sandbox.host_uid and uid >= FIRST_ID and uid != 65534, (uid, sandbox.host_uid)
         with pytest.raises(KeyError):
