@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from codebox_tui.contracts.runtime import MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError
 from codebox_tui.runtime.mounts import PrivateCopy
+from codebox_tui.runtime.sandbox_ids import SandboxId
 from codebox_tui.settings import get_settings
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
@@ -74,6 +75,10 @@ class SandboxSpec:
     # Private copies of copy-on-write mounts (index into ``mounts``), made by the session before boot;
     # the backend mounts each in place of its host folder (runtime/mounts.py, PrivateCopy).
     private_copies: dict[int, PrivateCopy] = field(default_factory=dict)
+    # As root, with a ``:live`` mount: the host uid the session handed the live folders to before boot, which the
+    # sandbox must run as (runtime/sandbox_ids.py; the session holds it: taken with the backend's ``host_id_for``
+    # where it has one, the uid of the Playground sidecar that will serve it). None: the backend takes one itself.
+    host_id: SandboxId | None = None
 
     def __post_init__(self) -> None:
         self.env = validate_runtime_env(self.env)

@@ -27,8 +27,10 @@ from pathlib import Path
 
 from codebox_tui.errors import SandboxError
 
+# The sandbox's uid/gid inside its user namespace (not root: mapped to the caller). As root there is no user
+# namespace and each sandbox runs as an id of its own on the host (runtime/sandbox_ids.py).
 SANDBOX_UID = 65534
-# Namespaces both walls get when they drop to SANDBOX_UID on the host (no user namespace: see
+# Namespaces both walls get when they drop to the sandbox's host uid (no user namespace: see
 # sandbox_identity). bwrap keeps only the capabilities setpriv needs to change to that uid, and setpriv
 # clears them all (effective, permitted, inheritable, bounding) before the sandboxed program starts.
 DROP_NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try")
@@ -91,14 +93,15 @@ def find_bwrap() -> str:
 
 
 def drops_to_sandbox_uid() -> bool:
-    """Whether the sandbox runs as :data:`SANDBOX_UID` on the *host*, not only inside its namespace.
+    """Whether the sandbox runs as an unprivileged uid of its own on the *host*, not only inside its namespace.
 
     As a normal user, bwrap's user namespace maps the sandbox's uid 65534 to the caller's own uid: the
     sandbox can do no more than the caller. As root that mapping would make every sandboxed process root
     on the host side of its mounts (able to write any root-owned file it sees, leaving root-owned files
     in the user's folders). So as root the wall gets no user namespace: bwrap (still root) builds the
-    mounts, then ``setpriv`` switches to uid/gid 65534 with no groups and no capabilities, and the
-    folders the sandbox must write are handed to that uid first (runtime/sandbox_owner.py)."""
+    mounts, then ``setpriv`` switches to the sandbox's own uid/gid (runtime/sandbox_ids.py) with no groups
+    and no capabilities, and the folders the sandbox must write are handed to that uid first
+    (runtime/sandbox_owner.py)."""
     return os.geteuid() == 0
 
 
@@ -113,9 +116,10 @@ def find_setpriv() -> str:
     return found
 
 
-def sandbox_identity(bwrap: str, *, share_net: bool) -> tuple[list[str], list[str]]:
+def sandbox_identity(bwrap: str, *, share_net: bool, host_uid: int | None) -> tuple[list[str], list[str]]:
     """The start of the bwrap command line (namespaces, uid, capabilities) and what goes before the
-    sandboxed program (``setpriv …`` when dropping to the host uid, nothing otherwise)."""
+    sandboxed program (``setpriv …`` to ``host_uid``, the sandbox's own id from runtime/sandbox_ids.py, when
+    dropping to a host uid; nothing otherwise)."""
     if not drops_to_sandbox_uid():
         head = [
             bwrap,
@@ -130,11 +134,13 @@ def sandbox_identity(bwrap: str, *, share_net: bool) -> tuple[list[str], list[st
             "ALL",
         ]
         return head, []
+    if host_uid is None:
+        raise ValueError("a sandbox started as root needs a host uid of its own (runtime/sandbox_ids.py)")
     head = [bwrap, *DROP_NAMESPACES, *([] if share_net else ["--unshare-net"]), "--clearenv", *DROP_KEEPS]
     drop = [
         find_setpriv(),
-        f"--reuid={SANDBOX_UID}",
-        f"--regid={SANDBOX_UID}",
+        f"--reuid={host_uid}",
+        f"--regid={host_uid}",
         "--clear-groups",
         "--inh-caps=-all",
         "--bounding-set=-all",
@@ -223,6 +229,7 @@ def bwrap_argv(
     tmp_dir: Path,
     env: dict[str, str],
     binds: tuple[Bind, ...],
+    host_uid: int | None,
 ) -> list[str]:
     """The ``bwrap … node`` command line (the sidecar arguments are appended by the caller).
 
@@ -230,7 +237,7 @@ def bwrap_argv(
     are started from short-lived worker threads (a background seed boot lost its sidecar to SIGKILL when
     the starter thread ended). The sidecar already exits when its stdin closes, which happens when the
     owning process dies, however it dies (runtime/sidecar.py)."""
-    argv, drop = sandbox_identity(bwrap, share_net=True)
+    argv, drop = sandbox_identity(bwrap, share_net=True, host_uid=host_uid)
     argv += _system_view(env, ETC_ENTRIES, node)
     argv += ["--proc", "/proc", "--dev", "/dev", "--bind", str(tmp_dir), "/tmp"]
     # External folders first, Codebox's own on top (a folder that contains CODEBOX_HOME stays
@@ -310,16 +317,19 @@ class PathBind:
     writable: bool
 
 
-def php_bwrap_argv(*, bwrap: str, php: str, binds: list[PathBind], env: dict[str, str], chdir: str) -> list[str]:
+def php_bwrap_argv(
+    *, bwrap: str, php: str, binds: list[PathBind], env: dict[str, str], chdir: str, host_uid: int | None
+) -> list[str]:
     """The ``bwrap … php`` command line for one native PHP process (the PHP arguments are appended by the
     caller). Unlike the sidecar's wall the network namespace is *not* shared: the process gets an empty
     one (only its own loopback), so ``network: deny`` holds for PHP and every child it starts. All other
-    namespaces are new too, the process runs as uid/gid 65534 without capabilities, in its own session
-    (no terminal to inject into), with a cleared environment, its own ``/proc``, a minimal ``/dev``, the
-    system read-only, and nothing else of the host but ``binds`` (in order: later binds cover earlier
-    ones, so a read-only file inside a writable folder stays read-only). ``--die-with-parent``: the
-    calling thread waits for the process, so the whole sandbox dies with it or with a kill of bwrap."""
-    head, drop = sandbox_identity(bwrap, share_net=False)
+    namespaces are new too, the process runs as uid/gid 65534 (as root: ``host_uid`` on the host) without
+    capabilities, in its own session (no terminal to inject into), with a cleared environment, its own
+    ``/proc``, a minimal ``/dev``, the system read-only, and nothing else of the host but ``binds`` (in order:
+    later binds cover earlier ones, so a read-only file inside a writable folder stays read-only).
+    ``--die-with-parent``: the calling thread waits for the process, so the whole sandbox dies with it or with a
+    kill of bwrap."""
+    head, drop = sandbox_identity(bwrap, share_net=False, host_uid=host_uid)
     argv = [*head, "--die-with-parent", "--new-session"]
     argv += _system_view(env, PHP_ETC_ENTRIES, php)
     argv += ["--proc", "/proc", "--dev", "/dev"]

@@ -67,6 +67,7 @@ from codebox_tui.runtime.native_site import (
 from codebox_tui.runtime.native_worker import CHILDREN, MAX_REQUESTS, PhpWorker, kill_group
 from codebox_tui.runtime.playground import abandoned_sandbox_dirs, sandbox_mounts, sweep_abandoned_once
 from codebox_tui.runtime.reaper import OWNER_FILE
+from codebox_tui.runtime.sandbox_ids import SandboxId, allocate, host_uid
 from codebox_tui.runtime.sandbox_owner import hand_over_folders, reclaim
 from codebox_tui.runtime.wordpress_builds import resolve_build
 from codebox_tui.settings import CodeboxSettings, get_settings
@@ -86,10 +87,10 @@ BASE_ENV = {
     "WP_CLI_CONFIG_PATH": f"{CONFIG_DIR}/wp-cli.yml",
 }
 PHP_MEMORY_LIMIT = "512M"
-# Processes (and threads) uid 65534 may have on the host while a PHP process of a sandbox forks: a fork bomb
-# stops there. Only when Codebox runs as root: then the sandbox runs as 65534 on the host, where the limit is
-# enforced (it counts every process of that uid: all sandboxes and sidecars); as a normal user it would count
-# the caller's own processes.
+# Processes (and threads) a sandbox's uid may have on the host while a PHP process of it forks: a fork bomb
+# stops there. Only when Codebox runs as root: then the sandbox runs as a uid of its own on the host
+# (runtime/sandbox_ids.py), where the limit is enforced and counts that sandbox's processes only; as a normal
+# user it would count the caller's own processes.
 MAX_SANDBOX_PROCESSES = 256
 # The sandbox's compiled-script cache: a file cache only (each command is a new process), in its own copy
 # of the seed a clean sandbox made (native_site.ensure_opcache_seed), timestamps checked.
@@ -195,8 +196,12 @@ class NativeSandbox:
         relay: PreviewRelay | None = None,
         process_cap: ProcessCap | None = None,
         disk: DiskBudget | None = None,
+        host_id: SandboxId | None = None,
+        owns_host_id: bool = False,
     ) -> None:
         self.id = sandbox_id
+        self.host_id = host_id  # its uid on the host, as root (runtime/sandbox_ids.py)
+        self._owns_host_id = owns_host_id  # taken for it alone (not the session's): given up at disposal
         self.disk = disk
         self.process_cap = process_cap or ProcessCap(None, 0, "not asked for")
         self.work_dir = work_dir
@@ -240,6 +245,7 @@ class NativeSandbox:
             binds=self._binds,
             env={**BASE_ENV, **(env or {})},
             chdir=CORE,
+            host_uid=self.host_uid,
         )
         return self.process_cap.wrap(
             [*self.process_limits(timeout_s), *bwrap, *self.php_ini_args(opcache=opcache, cgi=cgi), *php_args]
@@ -286,6 +292,11 @@ class NativeSandbox:
             *([f"--nproc={MAX_SANDBOX_PROCESSES}"] if drops_to_sandbox_uid() else []),
             "--",
         ]
+
+    @property
+    def host_uid(self) -> int | None:
+        """The uid (and gid) its processes run as on the host, as root; None otherwise."""
+        return host_uid(self.host_id)
 
     @property
     def basedir(self) -> str:
@@ -558,6 +569,8 @@ class NativeSandbox:
             self.disk.remove()
         remove_tree(self.work_dir)
         remove_tree(readonly_dir(self.work_dir))
+        if self.host_id is not None and self._owns_host_id:  # its processes are gone
+            self.host_id.release()
 
 
 def _feed(stream: IO[bytes] | None, data: bytes) -> None:
@@ -630,7 +643,11 @@ class NativeBackend:
             PreviewRelay(self.settings.command_timeout_s, spec.preview_port or 0, spec.site_url) if preview else None
         )
         disk: DiskBudget | None = None
+        host_id = spec.host_id  # the session's, which its :live folders were handed to; else one of its own
+        owns_host_id = host_id is None
         try:
+            if owns_host_id:
+                host_id = allocate()
             (work_dir / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
             readonly_dir(work_dir).mkdir(parents=True, exist_ok=True)
             (readonly_dir(work_dir) / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
@@ -674,9 +691,12 @@ class NativeBackend:
             binds += [PathBind(m["hostPath"], m["vfsPath"], _writable(m, work_dir)) for m in mounts]
             hand_over_folders(
                 [Path(b.source) for b in binds if b.writable and Path(b.source).parent in (work_dir, disk.folder)]
-                + ([opcache_dir] if opcache_seed is None and opcache_dir is not None else [])
+                + ([opcache_dir] if opcache_seed is None and opcache_dir is not None else []),
+                host_uid(host_id),
             )
         except BaseException:
+            if host_id is not None and owns_host_id:
+                host_id.release()
             if relay is not None:
                 relay.close()
             if disk is not None:
@@ -696,6 +716,8 @@ class NativeBackend:
             relay=relay,
             process_cap=ProcessCap.make(sandbox_id),
             disk=disk,
+            host_id=host_id,
+            owns_host_id=owns_host_id,
         )
         if relay is not None:
             relay.start(sandbox.cgi)

@@ -5,8 +5,9 @@ disk budget, both kept by the kernel.
 start — counts against one kernel limit, so a fork bomb stops at :data:`MAX_PROCESSES` instead of filling
 the machine.
 
-``RLIMIT_NPROC`` cannot do this when Codebox runs as root: the sandbox's uid 65534 is root outside its user
-namespace, and the kernel exempts root from that limit. A ``pids`` control group can: the kernel counts
+``RLIMIT_NPROC`` alone cannot do this everywhere: it counts a uid's processes (as root each sandbox has a host
+uid of its own, runtime/sandbox_ids.py, and runtime/native.py caps it too; as a normal user it would count the
+caller's own processes). A ``pids`` control group can: the kernel counts
 every task in it, whoever owns them. One is made per sandbox, where the machine lets Codebox make one:
 
 * cgroup v2: a child of Codebox's own group, when that group delegates the ``pids`` controller (or Codebox

@@ -49,6 +49,9 @@ class NativeSandboxWall(Protocol):
     @property
     def base_env(self) -> dict[str, str]: ...
 
+    @property
+    def host_uid(self) -> int | None: ...
+
     def process_limits(self, timeout_s: float) -> list[str]: ...
 
     def php_ini_args(self, *, opcache: bool, cgi: bool = False, basedir: str | None = None) -> list[str]: ...
@@ -69,7 +72,12 @@ def shell_argv(sandbox: NativeSandboxWall, timeout_s: float) -> list[str]:
     """``prlimit … bwrap … node native-shell.mjs``: the sandbox's wall around the Node shell."""
     node = _node_binary()
     bwrap = php_bwrap_argv(
-        bwrap=sandbox.bwrap, php=node, binds=[*sandbox.binds, *shell_binds()], env=dict(sandbox.base_env), chdir=CORE
+        bwrap=sandbox.bwrap,
+        php=node,
+        binds=[*sandbox.binds, *shell_binds()],
+        env=dict(sandbox.base_env),
+        chdir=CORE,
+        host_uid=sandbox.host_uid,
     )
     return [*sandbox.process_limits(timeout_s), *bwrap, f"{SHELL_DIR}/bridge/{SHELL_SCRIPT}"]
 

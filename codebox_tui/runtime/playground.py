@@ -42,6 +42,7 @@ from codebox_tui.runtime.golden import (
 from codebox_tui.runtime.mounts import remove_tree, stage_readonly
 from codebox_tui.runtime.pool_worker import start_pool_worker
 from codebox_tui.runtime.reaper import OWNER_FILE, reap_in_background
+from codebox_tui.runtime.sandbox_ids import SandboxId, host_uid
 from codebox_tui.runtime.sandbox_owner import hand_over_folders
 from codebox_tui.runtime.sidecar import Sidecar, abandoned_sidecar_files, process_alive
 from codebox_tui.runtime.wordpress_builds import WordPressBuild, resolve_build
@@ -449,6 +450,16 @@ def sandbox_written(mounts: list[dict[str, str]], work_dir: Path) -> list[Path]:
     ]
 
 
+def _check_host_uid(sidecar: Sidecar, spec: SandboxSpec) -> None:
+    """The sidecar is the one whose uid the run handed its ``:live`` folders to (another one, started since
+    the first was closed, could not write them)."""
+    if spec.host_id is not None and host_uid(sidecar.host_id) != spec.host_id.uid:
+        raise SandboxError(
+            "The Playground sidecar the live folders were handed to has been replaced; run again",
+            code="sidecar-replaced",
+        )
+
+
 def _check_visible(sidecar: Sidecar, mounts: list[dict[str, str]], sandboxes_root: Path) -> None:
     """Fail closed when a mount's host folder is not among what the confined sidecar sees."""
     if not sidecar.confined:
@@ -539,6 +550,15 @@ class PlaygroundBackend:
         self._sidecar_future(spec)
         self._refill(key, spec, build)
         return True
+
+    def host_id_for(self, spec: SandboxSpec) -> SandboxId | None:
+        """As root: the host uid ``spec``'s sandbox will run as (its sidecar's, started now if need be), held
+        for the caller until it releases it: the run hands its ``:live`` folders to it before the boot."""
+        try:
+            sidecar = self._sidecar_future(spec).result(timeout=spec.boot_timeout_s)
+        except FutureTimeout:
+            raise SandboxError("The Playground sidecar did not start", code="sidecar-start-timeout") from None
+        return sidecar.host_id.share() if sidecar.host_id is not None else None
 
     def _binds(self, spec: SandboxSpec) -> tuple[Bind, ...]:
         return spec_binds(spec, self.settings.home / "sandboxes")
@@ -655,7 +675,8 @@ class PlaygroundBackend:
 
     def _attach_mounts(self, sandbox: PlaygroundSandbox, spec: SandboxSpec, report: ProgressCallback) -> None:
         mounts = sandbox_mounts(spec, sandbox.work_dir, report)
-        hand_over_folders(sandbox_written(mounts, sandbox.work_dir))
+        _check_host_uid(sandbox.sidecar, spec)
+        hand_over_folders(sandbox_written(mounts, sandbox.work_dir), host_uid(sandbox.sidecar.host_id))
         _check_visible(sandbox.sidecar, mounts, sandbox.work_dir.parent)
         if mounts:
             sandbox.sidecar.request("mount", {"sandbox": sandbox.id, "mounts": mounts}, 30.0)
@@ -699,12 +720,13 @@ class PlaygroundBackend:
             if opcache.is_dir():  # this sandbox's private copy of the opcache seed
                 mounts.append({"hostPath": str(opcache), "vfsPath": "/internal/shared/opcache"})
             mounts += sandbox_mounts(spec, work_dir, report)
-            hand_over_folders([site, *sandbox_written(mounts, work_dir)])
             remaining = max(1.0, spec.boot_timeout_s - (time.monotonic() - started))
             try:
                 sidecar = sidecar_future.result(timeout=remaining)
             except FutureTimeout:
                 raise SandboxError("The Playground sidecar did not start", code="sidecar-start-timeout") from None
+            _check_host_uid(sidecar, spec)
+            hand_over_folders([site, *sandbox_written(mounts, work_dir)], host_uid(sidecar.host_id))  # its uid's
             _check_visible(sidecar, mounts, sandboxes_root)
             sidecar.on_progress(sandbox_id, lambda phase, data: report(phase, data))
             define_bool: dict[str, bool] = {"DISABLE_WP_CRON": True}

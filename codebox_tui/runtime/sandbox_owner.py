@@ -1,11 +1,11 @@
 """The folders a sandbox writes, handed to its unprivileged host uid when Codebox runs as root
 (docs/security.md, "Running as root").
 
-When Codebox runs as root the sandbox's processes run as uid/gid 65534 on the host
-(:func:`~codebox_tui.runtime.confinement.drops_to_sandbox_uid`), so the folders they must write are made
-that uid's before the first sandboxed process starts, and nothing else is: the site copy and the sandbox's
-own folder (private copies, temp, opcache), the sidecar's temp folder and Playground home, and each
-``:live`` folder for the life of the sandbox. Everything the sandbox may only read stays root's, so a
+When Codebox runs as root the sandbox's processes run as a uid/gid of their own on the host
+(:func:`~codebox_tui.runtime.confinement.drops_to_sandbox_uid`, runtime/sandbox_ids.py), so the folders they
+must write are made that uid's before the first sandboxed process starts, and nothing else is: the site copy
+and the sandbox's own folder (private copies, temp, opcache), the sidecar's temp folder and Playground home,
+and each ``:live`` folder for the life of the sandbox. Everything the sandbox may only read stays root's, so a
 read-write bind does not make a root-owned file in it writable.
 
 A ``:live`` folder is the user's: its owners are recorded (by device and inode) before the hand-over and
@@ -34,6 +34,7 @@ class HandedOver:
     root: Path
     root_id: tuple[int, int]  # the folder's (dev, ino): given back only if it is still that folder
     owner: Owner  # the folder's own owner before: what new entries get back
+    sandbox_uid: int = SANDBOX_UID  # the id it was handed to (uid and gid): only its entries are given back
     owners: dict[tuple[int, int], Owner] = field(default_factory=dict)
     special_modes: dict[tuple[int, int], int] = field(default_factory=dict)  # files whose setuid/setgid chown cleared
 
@@ -69,24 +70,25 @@ def _open_root(root: Path) -> int:
 
 
 def hand_over(
-    root: Path, *, record: bool = False, journal: Callable[[HandedOver], None] | None = None
+    root: Path, uid: int | None, *, record: bool = False, journal: Callable[[HandedOver], None] | None = None
 ) -> HandedOver | None:
-    """Make ``root`` and everything under it the sandbox uid's (nothing when Codebox does not run as root).
+    """Make ``root`` and everything under it the sandbox's (``uid``, as uid and gid; nothing when Codebox
+    does not run as root).
     ``record`` (a user's ``:live`` folder): remember every previous owner, for :func:`hand_back`, and leave
     what its owner made read-only (no owner write bit) to its owner: the sandbox could write it only as
     that owner, and it now runs as someone else. ``journal`` is given what was recorded before anything is
     handed over (runtime/owner_journal.py keeps it on disk, for a run killed before it gives the folder back)."""
-    if not drops_to_sandbox_uid():
+    if not drops_to_sandbox_uid() or uid is None:  # (None as root: an unconfined sidecar, root itself)
         return None
     fd = _open_root(root)
     try:
         info = os.fstat(fd)
-        handed = HandedOver(root, (info.st_dev, info.st_ino), (info.st_uid, info.st_gid))
+        handed = HandedOver(root, (info.st_dev, info.st_ino), (info.st_uid, info.st_gid), uid)
         if not record:  # Codebox's own fresh copy: every entry, no stat needed (a site copy: ~3,000 entries)
             for _path, dirs, files, dir_fd in os.fwalk(".", dir_fd=fd, follow_symlinks=False):
                 for name in [*dirs, *files]:
-                    _chown(name, SANDBOX_UID, SANDBOX_UID, dir_fd)
-            _chown(fd, SANDBOX_UID, SANDBOX_UID, None)
+                    _chown(name, uid, uid, dir_fd)
+            _chown(fd, uid, uid, None)
             return handed
         handed.owners[handed.root_id] = handed.owner
         for _name, entry, _dir_fd in _walk(fd):
@@ -98,9 +100,9 @@ def hand_over(
         for name, entry, dir_fd in _walk(fd):
             if not entry.st_mode & stat.S_IWUSR:
                 continue
-            if (entry.st_uid, entry.st_gid) != (SANDBOX_UID, SANDBOX_UID):
-                _chown(name, SANDBOX_UID, SANDBOX_UID, dir_fd)
-        _chown(fd, SANDBOX_UID, SANDBOX_UID, None)
+            if (entry.st_uid, entry.st_gid) != (uid, uid):
+                _chown(name, uid, uid, dir_fd)
+        _chown(fd, uid, uid, None)
     finally:
         os.close(fd)
     return handed
@@ -111,8 +113,8 @@ class FolderReplaced(OSError):
 
 
 def hand_back(handed: HandedOver | None) -> None:
-    """After the sandbox is gone: every entry under the folder the sandbox uid owns gets its recorded owner
-    back (an entry the sandbox created: the folder's own owner). The folder is opened without following a
+    """After the sandbox is gone: every entry under the folder its uid (``handed.sandbox_uid``) owns gets its
+    recorded owner back (an entry the sandbox created: the folder's own owner). The folder is opened without following a
     link and must be the very folder handed over (:class:`FolderReplaced` otherwise)."""
     if handed is None:
         return
@@ -122,7 +124,7 @@ def hand_back(handed: HandedOver | None) -> None:
         if (info.st_dev, info.st_ino) != handed.root_id:
             raise FolderReplaced(f"{handed.root} is no longer the folder that was handed to the sandbox")
         for name, entry, dir_fd in _walk(fd):
-            if entry.st_uid == SANDBOX_UID or entry.st_gid == SANDBOX_UID:
+            if handed.sandbox_uid in (entry.st_uid, entry.st_gid):
                 uid, gid = handed.owners.get((entry.st_dev, entry.st_ino), handed.owner)
                 _chown(name, uid, gid, dir_fd)
                 mode = handed.special_modes.get((entry.st_dev, entry.st_ino))
@@ -148,10 +150,10 @@ def _restore_mode(name: str, mode: int, dir_fd: int) -> None:
         os.close(fd)
 
 
-def hand_over_folders(folders: list[Path]) -> None:
+def hand_over_folders(folders: list[Path], uid: int | None) -> None:
     """:func:`hand_over` each folder Codebox made for the sandbox (no owners to remember)."""
     for folder in folders:
-        hand_over(folder)
+        hand_over(folder, uid)
 
 
 def reclaim(folder: Path) -> None:

@@ -29,14 +29,17 @@ from codebox_tui.contracts.runtime import (
     RuntimeInfo,
 )
 from codebox_tui.errors import BadInputError, CodeboxError, HostIOError, PolicyDeniedError, SandboxError
+from codebox_tui.runtime import mount_guard
 from codebox_tui.runtime.backend import Backend, Sandbox, SandboxSpec
 from codebox_tui.runtime.catalog import get_command, handler_for, parse_args
+from codebox_tui.runtime.confinement import drops_to_sandbox_uid
 from codebox_tui.runtime.mounts import PrivateCopy, new_copies_dir, remove_tree
 from codebox_tui.runtime.outcome import CommandOutcome
 from codebox_tui.runtime.owner_journal import OwnerJournal, restore_abandoned
 from codebox_tui.runtime.playground import PlaygroundBackend, claim_owned_dir
 from codebox_tui.runtime.policy import Redactor, check_command, check_secret_values
 from codebox_tui.runtime.reaper import reap_in_background
+from codebox_tui.runtime.sandbox_ids import SandboxId, allocate, host_uid
 from codebox_tui.runtime.sandbox_owner import HandedOver, hand_back, hand_over
 from codebox_tui.runtime.special_modes import SPECIAL_MODE_FLAG, special_mode_entries, strip_new_special_modes
 from codebox_tui.settings import get_settings
@@ -127,6 +130,8 @@ class RunSession:
         # :live folders handed to the sandbox's host uid for its life (runtime/sandbox_owner.py; as root only)
         self._live_handed: list[HandedOver] = []
         self._owner_journal: OwnerJournal | None = None  # the same, on disk for a killed run (runtime/owner_journal.py)
+        # the host uid those folders go to, taken before the boot and given up after they are back (as root only)
+        self._host_id: SandboxId | None = None
         self._events = open(self.run_dir / layout.EVENTS, "a", encoding="utf-8")
         self._commands = open(self.run_dir / layout.COMMANDS, "a", encoding="utf-8")
         self._runtime_log = open(self.run_dir / "logs" / "runtime.log", "a", encoding="utf-8")
@@ -233,11 +238,19 @@ class RunSession:
         home = (getattr(self._backend, "settings", None) or get_settings()).home
         for folder in restore_abandoned(home):  # before this run hands over the same folder again
             self.emit("runtime.owners-restored", {"folder": str(folder)})
+        live = any(m.mode == "readwrite" and m.live for m in self.spec.mounts)
+        if self._host_id is None and live and drops_to_sandbox_uid():
+            # the uid the live folders are handed to: a Playground sidecar's, or one for the sandbox alone
+            reserve = getattr(self.backend, "host_id_for", None)
+            self._host_id = self.spec.host_id = reserve(self.spec) if reserve is not None else allocate()
         for mount in self.spec.mounts:
             if mount.mode == "readwrite" and mount.live:
                 if self._owner_journal is None:
-                    self._owner_journal = OwnerJournal(home)
-                handed = hand_over(Path(mount.source), record=True, journal=self._owner_journal.record)
+                    # on disk, and with this process's mount guard, which gives it back if this process is killed
+                    self._owner_journal = OwnerJournal(home, mount_guard.watch_journal, mount_guard.unwatch_journal)
+                handed = hand_over(
+                    Path(mount.source), host_uid(self._host_id), record=True, journal=self._owner_journal.record
+                )
                 if handed is not None:
                     self._live_handed.append(handed)
         return dataclasses.replace(self.spec, private_copies=copies) if copies else self.spec
@@ -281,6 +294,9 @@ class RunSession:
         self._live_handed = []
         if self._owner_journal is not None:
             self._owner_journal.close()
+        if self._host_id is not None:  # the sandbox is gone: its uid is free again (a sidecar holds its own share)
+            self._host_id.release()
+            self._host_id = self.spec.host_id = None
 
     def mount_dir(self, index: int) -> Path:
         """The host folder that ``spec.mounts[index]`` shows the sandbox: the private copy of a

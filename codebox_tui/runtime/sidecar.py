@@ -28,6 +28,7 @@ from typing import Any
 
 from codebox_tui.errors import SandboxError
 from codebox_tui.runtime.confinement import FIX_HINT, Bind, bwrap_argv, drops_to_sandbox_uid, find_bwrap, readonly_area
+from codebox_tui.runtime.sandbox_ids import SandboxId, allocate, host_uid
 from codebox_tui.runtime.sandbox_owner import hand_over_folders
 from codebox_tui.settings import NODE_BRIDGE_DIR
 from codebox_tui.versions import DEFAULT_PHP_VERSION
@@ -76,6 +77,8 @@ class Sidecar:
         wasm_compiler: str = "baseline",
         write_budget: int = 0,
     ) -> None:
+        """Confined as root, it runs as a host uid of its own (``host_id``, runtime/sandbox_ids.py), which every
+        sandbox it holds shares (one Node process)."""
         script = NODE_BRIDGE_DIR / "sidecar.mjs"
         if not (NODE_BRIDGE_DIR / "node_modules" / "@wp-playground" / "cli").is_dir():
             raise SandboxError(
@@ -94,6 +97,11 @@ class Sidecar:
         node_path = shutil.which(node) or node
         if self.confined and not os.path.isabs(node_path):
             raise SandboxError(f"Node.js not found ({node})", code="node-missing")
+        self.host_id: SandboxId | None = None
+        if self.confined and drops_to_sandbox_uid():
+            self.host_id = allocate()
+            home = home / f"uid-{host_uid(self.host_id)}"  # a home of its own: each sidecar's uid owns its own
+            home.mkdir(exist_ok=True)
         # Private temp folder and log, named after this (owning) process: swept if it is killed.
         self.tmp_dir = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-"))
         self._log = tempfile.NamedTemporaryFile(prefix=f"{LOG_PREFIX}{os.getpid()}-", suffix=".log", delete=False)
@@ -115,7 +123,8 @@ class Sidecar:
         if self.confined:
             assert sandboxes_root is not None
             readonly_area(sandboxes_root).mkdir(parents=True, exist_ok=True)
-            hand_over_folders([self.tmp_dir, home.resolve()])  # its own writable folders (as root); home may be a link
+            # its own writable folders (as root); home may be a link
+            hand_over_folders([self.tmp_dir, home.resolve()], host_uid(self.host_id))
             if drops_to_sandbox_uid():
                 # its /tmp: bwrap (root without capabilities) makes the mount points of folders that live under
                 # /tmp in it (a checkout in /tmp), so it must be able to pass through; nobody else can list it
@@ -130,6 +139,7 @@ class Sidecar:
                     tmp_dir=self.tmp_dir,
                     env=env,
                     binds=binds,
+                    host_uid=host_uid(self.host_id),
                 ),
                 *node_args,
             ]
@@ -147,6 +157,8 @@ class Sidecar:
             )
         except FileNotFoundError as error:
             shutil.rmtree(self.tmp_dir, ignore_errors=True)
+            if self.host_id is not None:
+                self.host_id.release()
             raise SandboxError(f"Node.js not found ({node})", code="node-missing") from error
         self._ids = itertools.count(1)
         self._pending: dict[int, Future[Any]] = {}
@@ -337,6 +349,8 @@ class Sidecar:
         while _live_group_members(leader) and time.monotonic() < deadline:
             time.sleep(0.02)
         shutil.rmtree(self.tmp_dir, ignore_errors=True)
+        if self.host_id is not None:  # nothing of it runs any more
+            self.host_id.release()
         self._mark_dead(reason)
 
     def close(self, timeout_s: float = 10.0) -> None:

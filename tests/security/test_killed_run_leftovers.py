@@ -3,10 +3,12 @@ and 28).
 
 A real ``codebox run --backend native`` with a ``:live`` mount is SIGKILLed while its command runs, after PHP
 created files in the live folder and planted a link in it to a host file of another owner. At that instant the
-live folder is the sandbox uid's (65534) and the sandbox's data ``tmpfs`` is mounted under its folder. The
-killed process's mount guard detaches that ``tmpfs`` by itself, before any other Codebox process runs; the
-next ``codebox run`` in the same home gives every entry of the folder back to its owner, as a normal end does
-(what the sandbox created too), without following the planted link, and removes the dead sandbox's folder.
+live folder is the sandbox's own host uid's (runtime/sandbox_ids.py) and the sandbox's data ``tmpfs`` is mounted
+under its folder. The killed process's mount guard, with no other Codebox process involved, detaches that
+``tmpfs`` and gives every entry of the folder back to its owner, as a normal end does (what the sandbox created
+too), without following the planted link; the next ``codebox run`` in the same home finds nothing left to give
+back and removes the dead sandbox's folder. (When the guard is gone too, the next run gives the folder back:
+tests/unit/test_leftover_records.py.)
 
 When the guard is gone too, the sweep's removal detaches: the real reaper detaches a real leftover ``tmpfs``
 in one abandoned folder and removes the folder, while a link named like the mount point in another one (to a
@@ -32,6 +34,7 @@ import pytest
 from codebox_tui.runtime.leftover_mounts import mount_points
 from codebox_tui.runtime.native_limits import ProcessCap
 from codebox_tui.runtime.reaper import OWNER_FILE
+from codebox_tui.runtime.sandbox_ids import FIRST_ID
 from tests.factories.paths import REPO
 from tests.factories.sigkill import ended_pid
 from tests.factories.waiting import process_finished, wait_until
@@ -43,7 +46,6 @@ pytestmark = [
 ]
 
 LIVE = "/wordpress/wp-content/plugins/live"
-SANDBOX_UID = 65534
 VICTIM_OWNER = 4242
 # The command of the killed run: writes in the live folder as the sandbox, plants a link to a host file (a
 # child process may: `ln` makes a link whatever it names), says it is done, then holds until it is killed.
@@ -79,9 +81,13 @@ class Killed:
     victim: Path
     sandbox_dir: Path  # the dead sandbox's folder
     owners_at_kill: dict[str, int]
+    sandbox_uid: int  # the uid the journal recorded the folder as handed to
     mounted_at_kill: bool
     detached_alone: bool
     journals_at_kill: set[str]
+    given_back_alone: bool  # every owner back before any other Codebox process ran
+    owners_before_next_run: dict[str, int]
+    journals_before_next_run: set[str]
     next_run: subprocess.CompletedProcess[str]
 
 
@@ -131,14 +137,22 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> Killed:
         assert run.poll() is None, run.communicate()[1][-2000:]
         sandboxes = sorted(set((home / "sandboxes").glob("sandbox-native-*")) - sandboxes_before)
         mounted_at_kill = bool(sandboxes) and str(sandboxes[0] / "data") in mount_points()
+        journals_at_kill = _journals(home) - journals_before
+        records = [
+            json.loads(p.read_text()) for j in journals_at_kill for p in (home / "live-owners" / j).glob("*.json")
+        ]
     finally:
         run.send_signal(signal.SIGKILL)
         run.wait(timeout=60)
     assert len(sandboxes) == 1, sandboxes
     owners_at_kill = _owners(live)
-    journals_at_kill = _journals(home) - journals_before
-    # the killed process's mount guard detaches its data file system, with no other Codebox process involved
+    # the killed process's mount guard detaches its data file system and gives the live folder back, with no
+    # other Codebox process involved
     detached_alone = wait_until(lambda: str(sandboxes[0] / "data") not in mount_points(), timeout=60)
+    given_back_alone = wait_until(
+        lambda: set(_owners(live).values()) == {0} and not journals_at_kill & _journals(home), timeout=60
+    )
+    owners_before_next_run, journals_before_next_run = _owners(live), _journals(home)
     # the sandbox's processes end with the killed run (its bubblewrap dies with its parent): none is left in its
     # process group, so nothing writes in the live folder after it is given back
     group = ProcessCap.existing(sandboxes[0].name)
@@ -158,34 +172,44 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> Killed:
         victim,
         sandboxes[0],
         owners_at_kill,
+        int(records[0]["sandboxUid"]) if len(records) == 1 else -1,
         mounted_at_kill,
         detached_alone,
         journals_at_kill,
+        given_back_alone,
+        owners_before_next_run,
+        journals_before_next_run,
         next_run,
     )
 
 
 def test_the_killed_run_left_its_live_folder_handed_over_and_its_data_mounted(killed: Killed) -> None:
     """The state to repair really was there at the kill (else the other tests prove nothing)."""
-    assert killed.owners_at_kill["made.txt"] == SANDBOX_UID and killed.owners_at_kill["."] == SANDBOX_UID, (
-        killed.owners_at_kill
-    )
-    assert killed.owners_at_kill["link-to-victim"] == SANDBOX_UID, killed.owners_at_kill
-    assert killed.mounted_at_kill
     assert len(killed.journals_at_kill) == 1, killed.journals_at_kill  # written before the hand-over
+    assert killed.sandbox_uid >= FIRST_ID, killed.sandbox_uid  # the sandbox's own uid, recorded with the owners
+    assert killed.owners_at_kill["made.txt"] == killed.sandbox_uid, killed.owners_at_kill
+    assert killed.owners_at_kill["."] == killed.sandbox_uid, killed.owners_at_kill
+    assert killed.owners_at_kill["link-to-victim"] == killed.sandbox_uid, killed.owners_at_kill
+    assert killed.mounted_at_kill
 
 
-def test_the_next_run_gives_the_live_folder_back_to_its_owner(killed: Killed) -> None:
-    assert killed.next_run.returncode == 0, killed.next_run.stderr[-2000:]
-    owners = _owners(killed.live)
-    assert set(owners.values()) == {0}, owners  # every entry, what the sandbox created too (as a normal end)
+def test_the_guard_gives_the_live_folder_back_without_another_run(killed: Killed) -> None:
+    """At once, by the killed process's guard: nothing waits for a next run (the home may never be used again)."""
+    assert killed.given_back_alone, killed.owners_before_next_run
+    # every entry, what the sandbox created too (as a normal end)
+    assert set(killed.owners_before_next_run.values()) == {0}, killed.owners_before_next_run
     assert (killed.live / "open.txt").read_text() == "changed by the sandbox"  # live: its writes stay
-    assert not killed.journals_at_kill & _journals(killed.home)  # the journal is gone once applied
+    assert not killed.journals_at_kill & killed.journals_before_next_run  # the journal is gone once applied
+
+
+def test_the_next_run_finds_nothing_left_to_give_back(killed: Killed) -> None:
+    assert killed.next_run.returncode == 0, killed.next_run.stderr[-2000:]
+    assert set(_owners(killed.live).values()) == {0}
     events = [
         json.loads(line) for path in killed.artifacts.glob("*/events.jsonl") for line in path.read_text().splitlines()
     ]
     restored = [e["data"]["folder"] for e in events if e["type"] == "runtime.owners-restored"]
-    assert restored == [str(killed.live)], restored
+    assert restored == [], restored
 
 
 def test_the_give_back_does_not_follow_a_link_the_sandbox_planted(killed: Killed) -> None:

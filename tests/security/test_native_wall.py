@@ -454,9 +454,9 @@ def test_a_flood_of_headers_or_a_huge_body_is_capped_and_reported(preview_sandbo
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the process cap holds where the sandbox has a host uid of its own")
 def test_a_fork_bomb_stops_at_the_sandbox_process_cap(preview_sandbox: Any) -> None:
-    """PHP starts 400 sleeping children (a bounded fork bomb): when Codebox runs as root the sandbox runs as uid
-    65534 on the host, whose process count ``prlimit --nproc`` caps, so the children stop at the cap; they die
-    with the command."""
+    """PHP starts 400 sleeping children (a bounded fork bomb): when Codebox runs as root the sandbox runs as a uid
+    of its own on the host, whose process count ``prlimit --nproc`` caps (its ``pids`` group, lower, stops them
+    first), so the children stop at the cap; they die with the command."""
     from codebox_tui.runtime.native import MAX_SANDBOX_PROCESSES
 
     bomb = (

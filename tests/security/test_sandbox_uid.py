@@ -2,7 +2,8 @@
 
 As root, bubblewrap's user namespace used to map the sandbox's uid 65534 to root on the host: PHP (and the
 Playground sidecar) could write any root-owned file a writable bind showed it, and everything it created was
-root's. Now the wall drops to uid/gid 65534 on the host. Each test performs the attack through a real
+root's. Now the wall drops to an unprivileged uid/gid of the sandbox's own on the host (runtime/sandbox_ids.py;
+a Playground sidecar's for its sandboxes). Each test performs the attack through a real
 sandbox of each backend in a real run with a ``:live`` mount, the way a user would:
 
 * PHP's euid, translated through its own ``/proc/self/uid_map`` to the host, is not 0; the Node sidecar's
@@ -26,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from codebox_tui.runtime.sandbox_ids import FIRST_ID
 from tests.factories.playground import PlaygroundSession, node_pid
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the uid drop applies when Codebox runs as root")
@@ -87,6 +89,8 @@ def _attack(run: Any, live: Path) -> dict[str, Any]:
 def _check(outcome: dict[str, Any], live: Path) -> None:
     assert _host_uid(outcome["uidMap"], outcome["euid"]) not in (0, None), outcome
     assert outcome["madeHostOwner"] != 0 and outcome["siteHostOwner"] != 0, outcome
+    # the sandbox's own id, above every account's: the live folder was handed to the uid it runs as
+    assert outcome["madeHostOwner"] == outcome["siteHostOwner"] >= FIRST_ID, outcome
     assert outcome["open"] and outcome["made"], outcome  # the live mount still writes through
     forbidden = {key: outcome[key] for key in ("chmod", "overwrite", "unlink", "rename", "plant") if outcome[key]}
     assert not forbidden, f"the sandbox wrote a root-only file or folder: {forbidden}"

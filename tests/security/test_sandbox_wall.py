@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from codebox_tui.contracts.runtime import MountSpec
+from codebox_tui.runtime.sandbox_ids import FIRST_ID
 from tests.factories.playground import node_pid
 from tests.factories.waiting import wait_until
 
@@ -152,8 +153,10 @@ def test_confined_sidecar_sees_only_what_it_needs(playground_session, tmp_path: 
             own_cmdlines = [(root / "proc" / p / "cmdline").read_bytes() for p in proc_pids]
     finally:
         del os.environ[secret_name]
-    if os.geteuid() == 0:  # no user namespace: uid 65534 on the host itself (tests/security/test_sandbox_uid.py)
-        assert status["Uid"].split() == ["65534"] * 4 and uid_map == ["0", "0", "4294967295"], status["Uid"]
+    if os.geteuid() == 0:  # no user namespace: the sidecar's own uid on the host (tests/security/test_sandbox_uid.py)
+        assert sandbox.sidecar.host_id is not None and sandbox.sidecar.host_id.uid >= FIRST_ID
+        assert status["Uid"].split() == [str(sandbox.sidecar.host_id.uid)] * 4, status["Uid"]
+        assert uid_map == ["0", "0", "4294967295"], uid_map
     else:
         assert uid_map[0] == "65534" and uid_map[2] == "1"  # uid 65534 inside, one id mapped
     assert status["CapEff"] == "0000000000000000" and status["CapBnd"] == "0000000000000000"

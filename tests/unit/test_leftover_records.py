@@ -1,6 +1,7 @@
 """The records behind crash recovery (docs/security.md, "Leftovers after a kill"): the mount guard's list, the
-kernel's mount table as parsed, and the ``:live`` owners journal restored from real files by a later process
-(runtime/mount_guard.py, runtime/leftover_mounts.py, runtime/owner_journal.py)."""
+kernel's mount table as parsed, the ``:live`` owners journal restored from real files by a later process, and the
+sandbox ids taken with real locks (runtime/mount_guard.py, runtime/leftover_mounts.py, runtime/owner_journal.py,
+runtime/sandbox_ids.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from codebox_tui.runtime.leftover_mounts import mount_points
 from codebox_tui.runtime.mount_guard import held_folders
 from codebox_tui.runtime.owner_journal import JOURNALS, OwnerJournal, restore_abandoned
 from codebox_tui.runtime.reaper import OWNER_FILE
+from codebox_tui.runtime.sandbox_ids import ids_of_processes
 from codebox_tui.runtime.sandbox_owner import HandedOver
 from tests.factories.sigkill import ended_pid
+from tests.factories.waiting import wait_until
 
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving folders back chowns them: root only")
 
@@ -103,3 +106,75 @@ def test_a_journal_whose_run_is_alive_is_not_touched(tmp_path: Path) -> None:
     journal.record(HandedOver(live, (info.st_dev, info.st_ino), (0, 0)))
     assert restore_abandoned(tmp_path / "home") == []  # this process owns it: its sandbox may still run
     assert journal.folder is not None and list(journal.folder.glob("folder-*.json"))
+
+
+def test_the_guard_keeps_the_journals_not_given_back() -> None:
+    lines = [_line("j", "/h/live-owners/owners-a"), _line("j", "/h/live-owners/owners-b"), _line("+", "/h/a/data")]
+    lines.append(_line("J", "/h/live-owners/owners-a"))
+    assert held_folders(lines, b"j", b"J") == [Path("/h/live-owners/owners-b")]
+    assert held_folders(lines) == [Path("/h/a/data")]  # mounts and journals are separate lists
+
+
+@as_root
+def test_the_give_back_changes_only_the_recorded_sandbox_uids_entries(tmp_path: Path) -> None:
+    """Each sandbox has its own uid: a journal gives back what its sandbox's uid owns, not another sandbox's."""
+    ours, theirs = 2_000_000_101, 2_000_000_102
+    live = tmp_path / "live"
+    live.mkdir()
+    info = live.stat()
+    journal = OwnerJournal(tmp_path / "home")
+    journal.record(HandedOver(live, (info.st_dev, info.st_ino), (0, 0), ours))
+    for name, uid in (("ours.txt", ours), ("theirs.txt", theirs)):
+        (live / name).write_text(name)
+        os.chown(live / name, uid, uid)
+    os.chown(live, ours, ours)
+    _abandon(journal)
+    assert restore_abandoned(tmp_path / "home") == [live]
+    assert (live / "ours.txt").stat().st_uid == 0 and live.stat().st_uid == 0
+    assert (live / "theirs.txt").stat().st_uid == theirs
+
+
+@as_root
+def test_sandbox_ids_are_unique_and_free_again_once_released_and_their_processes_gone(tmp_path: Path) -> None:
+    import subprocess
+
+    from codebox_tui.runtime.sandbox_ids import FIRST_ID, allocate
+
+    locks = tmp_path / "ids"
+    first, second = allocate(locks), allocate(locks)
+    assert first is not None and second is not None
+    assert first.uid != second.uid and min(first.uid, second.uid) >= FIRST_ID
+    shared = first.share()
+    first.release()
+    third = allocate(locks)  # the shared hold keeps the first id taken
+    assert third is not None and third.uid not in (first.uid, second.uid)
+    shared.release()
+    # a process still runs as the released id: not handed out again until it ends
+    process = subprocess.Popen(
+        ["setpriv", f"--reuid={first.uid}", f"--regid={first.uid}", "--clear-groups", "sleep", "60"]
+    )
+    try:
+        assert wait_until(lambda: first.uid in ids_of_processes(), timeout=30)
+        again = allocate(locks)
+        assert again is not None and again.uid != first.uid
+    finally:
+        process.kill()
+        process.wait()
+    reused = allocate(locks)
+    assert reused is not None and reused.uid == first.uid
+    for held in (second, third, again, reused):
+        held.release()
+
+
+def test_a_sandbox_id_locks_folder_someone_else_made_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codebox_tui.errors import SandboxError
+    from codebox_tui.runtime.sandbox_ids import allocate
+
+    monkeypatch.setattr("codebox_tui.runtime.sandbox_ids.drops_to_sandbox_uid", lambda: True)
+    locks = tmp_path / "ids"
+    locks.mkdir(mode=0o777)
+    locks.chmod(0o777)  # anyone could plant a lock file (or a link) in it
+    with pytest.raises(SandboxError, match="not root's alone"):
+        allocate(locks)

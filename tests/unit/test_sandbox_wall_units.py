@@ -43,6 +43,7 @@ def test_bwrap_argv_binds_only_what_the_sidecar_needs(tmp_path: Path, monkeypatc
         tmp_dir=tmp_path / "t",
         env={"HOME": str(tmp_path / "pg-home")},
         binds=(Bind(str(live), True),),
+        host_uid=None,
     )
     joined = " ".join(argv)
     assert "--die-with-parent" not in argv  # tied to the starting thread, not the process (bwrap_argv)
@@ -68,8 +69,9 @@ def test_bwrap_argv_binds_only_what_the_sidecar_needs(tmp_path: Path, monkeypatc
 
 
 def test_as_root_the_walls_drop_to_the_sandbox_uid_on_the_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No user namespace (it would map 65534 to root): bwrap builds the mounts, setpriv drops to 65534 with no
-    groups or capabilities just before the program, and every folder leading to a mount point is 0755."""
+    """No user namespace (it would map 65534 to root): bwrap builds the mounts, setpriv drops to the sandbox's
+    own host uid (runtime/sandbox_ids.py) with no groups or capabilities just before the program, and every
+    folder leading to a mount point is 0755."""
     from codebox_tui.runtime.confinement import PathBind, php_bwrap_argv
 
     monkeypatch.setattr("codebox_tui.runtime.confinement.drops_to_sandbox_uid", lambda: True)
@@ -83,6 +85,7 @@ def test_as_root_the_walls_drop_to_the_sandbox_uid_on_the_host(tmp_path: Path, m
         tmp_dir=tmp_path / "t",
         env={},
         binds=(),
+        host_uid=2_000_000_007,
     )
     php = php_bwrap_argv(
         bwrap="/usr/bin/bwrap",
@@ -90,15 +93,16 @@ def test_as_root_the_walls_drop_to_the_sandbox_uid_on_the_host(tmp_path: Path, m
         env={},
         chdir="/wordpress",
         binds=[PathBind(str(tmp_path / "core"), "/wordpress", False)],
+        host_uid=2_000_000_007,
     )
     for argv, net in ((sidecar, False), (php, True)):
         joined = " ".join(argv)
         assert "--unshare-all" not in argv and "--uid" not in argv and "--unshare-user" not in argv
         assert ("--unshare-net" in argv) is net and "--unshare-pid" in argv
         assert "--cap-drop ALL --cap-add CAP_SETUID --cap-add CAP_SETGID --cap-add CAP_SETPCAP" in joined
-        drop = argv.index("--reuid=65534")
+        drop = argv.index("--reuid=2000000007")
         assert argv[drop - 1].endswith("setpriv") and argv[drop + 1 : drop + 6] == [
-            "--regid=65534",
+            "--regid=2000000007",
             "--clear-groups",
             "--inh-caps=-all",
             "--bounding-set=-all",
@@ -107,6 +111,8 @@ def test_as_root_the_walls_drop_to_the_sandbox_uid_on_the_host(tmp_path: Path, m
         assert argv[drop + 6] in ("/usr/bin/node", "/usr/bin/php") or argv[drop + 6].startswith("/")
         assert "--perms 0755 --dir /etc" in joined
     assert f"--perms 0755 --dir {root.parent} " in " ".join(sidecar)
+    with pytest.raises(ValueError, match="host uid"):  # never a shared default uid
+        php_bwrap_argv(bwrap="/usr/bin/bwrap", php="/usr/bin/php", env={}, chdir="/", binds=[], host_uid=None)
 
 
 def test_abandoned_sidecar_files_are_those_of_dead_owners(tmp_path: Path) -> None:
