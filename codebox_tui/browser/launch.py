@@ -18,6 +18,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+from codebox_tui.browser.console_feed import (
+    ConsoleMessage,
+    console_cut_script,
+    from_console_api,
+    from_log_entry,
+    from_playwright,
+    new_secret,
+)
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
 from codebox_tui.settings import get_settings
 
@@ -156,20 +164,32 @@ class Recorder:
                 route_.abort("blockedbyclient")
 
         context.route("**/*", route)
-        page.on("console", self._on_console)
+        # Console messages: cut in the page, read from a DevTools session of our own; Playwright's console event
+        # would hand this process (and keep) every argument whole (browser/console_feed.py).
+        secret = new_secret()
+        page.add_init_script(console_cut_script(secret, MAX_EVIDENCE_TEXT_BYTES))
+        feed = context.new_cdp_session(page)
+        feed.on("Runtime.consoleAPICalled", lambda event: self._on_console(from_console_api(event, secret)))
+        feed.on("Log.entryAdded", lambda event: self._on_console(from_log_entry(event)))
+        feed.send("Runtime.enable")
+        feed.send("Log.enable")
+        page.on("worker", lambda worker: worker.on("console", lambda m: self._on_console(from_playwright(m))))
         page.on("pageerror", self._on_page_error)
         page.on("request", self._on_request)
         page.on("response", self._on_response)
         page.on("requestfailed", self._on_failed)
 
-    def _on_console(self, message: Any) -> None:
-        if self._room("console"):
-            location = dict(message.location or {})
-            if isinstance(location.get("url"), str):
-                location["url"] = cap_text(location["url"])[0]
-            self.console.append(
-                capped_entry({"t": self._t(), "type": message.type}, text=message.text) | {"location": location}
-            )
+    def _on_console(self, message: ConsoleMessage | None) -> None:
+        if message is None or not self._room("console"):
+            return
+        location = dict(message.location)
+        if isinstance(location.get("url"), str):
+            location["url"] = cap_text(location["url"])[0]
+        entry = capped_entry({"t": self._t(), "type": message.type}, text=message.text)
+        if message.removed:  # cut in the page: its real length is what arrived plus what the cut removed
+            entry["truncated"] = True
+            entry["originalChars"] = {"text": len(message.text) + message.removed}
+        self.console.append(entry | {"location": location})
 
     def _on_page_error(self, error: Any) -> None:
         if self._room("errors"):
