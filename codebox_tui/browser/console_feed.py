@@ -94,11 +94,18 @@ class ConsoleMessage:
     removed: int = 0
 
 
-def from_console_api(event: dict[str, Any], secret: str) -> ConsoleMessage | None:
-    """A ``Runtime.consoleAPICalled`` event as a message; None for one Playwright would not report either (no
-    execution context). Through the cut, the top frame of its stack is the wrapper's, so the caller is the next."""
-    if event.get("executionContextId") == 0:
-        return None
+def reported(event: dict[str, Any]) -> bool:
+    """Whether Playwright would report this ``Runtime.consoleAPICalled`` or ``Log.entryAdded`` event as a page's
+    console message: not one without an execution context, nor a worker's log entry (Playwright reports those
+    from the worker)."""
+    if "entry" in event:
+        return (event.get("entry") or {}).get("source") != "worker"
+    return event.get("executionContextId") != 0
+
+
+def from_console_api(event: dict[str, Any], secret: str) -> ConsoleMessage:
+    """A ``Runtime.consoleAPICalled`` event as a message. Through the cut, the top frame of its stack is the
+    wrapper's, so the caller is the next."""
     removed, skip = 0, 0
     match = _CONTEXT.match(str(event.get("context") or ""))
     if match and secrets.compare_digest(match["secret"], secret):
@@ -118,12 +125,10 @@ def from_playwright(message: Any) -> ConsoleMessage:
     return ConsoleMessage(type=str(message.type), text=str(message.text), location=dict(message.location or {}))
 
 
-def from_log_entry(event: dict[str, Any]) -> ConsoleMessage | None:
+def from_log_entry(event: dict[str, Any]) -> ConsoleMessage:
     """A ``Log.entryAdded`` event (the browser's own messages: a failed request, a violation) as a message, as
-    Playwright reports it; None for a worker's (Playwright reports those from the worker)."""
+    Playwright reports it."""
     entry = event.get("entry") or {}
-    if entry.get("source") == "worker":
-        return None
     location = _playwright_location(str(entry.get("url") or ""), int(entry.get("lineNumber") or 0), 0)
     return ConsoleMessage(type=str(entry.get("level", "info")), text=str(entry.get("text", "")), location=location)
 

@@ -25,6 +25,7 @@ from codebox_tui.browser.console_feed import (
     from_log_entry,
     from_playwright,
     new_secret,
+    reported,
 )
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
 from codebox_tui.settings import get_settings
@@ -169,19 +170,30 @@ class Recorder:
         secret = new_secret()
         page.add_init_script(console_cut_script(secret, MAX_EVIDENCE_TEXT_BYTES))
         feed = context.new_cdp_session(page)
-        feed.on("Runtime.consoleAPICalled", lambda event: self._on_console(from_console_api(event, secret)))
-        feed.on("Log.entryAdded", lambda event: self._on_console(from_log_entry(event)))
+
+        def on_console_api(event: dict[str, Any]) -> None:
+            if reported(event) and self._room("console"):
+                self._keep_console(from_console_api(event, secret))
+
+        def on_log_entry(event: dict[str, Any]) -> None:
+            if reported(event) and self._room("console"):
+                self._keep_console(from_log_entry(event))
+
+        def on_worker_console(message: Any) -> None:
+            if self._room("console"):
+                self._keep_console(from_playwright(message))
+
+        feed.on("Runtime.consoleAPICalled", on_console_api)
+        feed.on("Log.entryAdded", on_log_entry)
         feed.send("Runtime.enable")
         feed.send("Log.enable")
-        page.on("worker", lambda worker: worker.on("console", lambda m: self._on_console(from_playwright(m))))
+        page.on("worker", lambda worker: worker.on("console", on_worker_console))
         page.on("pageerror", self._on_page_error)
         page.on("request", self._on_request)
         page.on("response", self._on_response)
         page.on("requestfailed", self._on_failed)
 
-    def _on_console(self, message: ConsoleMessage | None) -> None:
-        if message is None or not self._room("console"):
-            return
+    def _keep_console(self, message: ConsoleMessage) -> None:
         location = dict(message.location)
         if isinstance(location.get("url"), str):
             location["url"] = cap_text(location["url"])[0]

@@ -26,18 +26,23 @@ HUGE_LOGS = 250
 SMALL_LOGS = 5_000
 HUGE_ERROR = 2 * 1024 * 1024
 HUGE_QUERY = 1024 * 1024
-# What the host processes may peak at: well above what they need for the run with the console cut in the page
-# (the driver about 200 MiB, Python about 60 MiB: the 2 MB error and 1 MB URL still reach both whole), well below
-# what 250 messages of 2 MB cost them when handed over whole (the driver over 600 MiB, Python over 1 GiB).
+# What the host processes may peak at: well above what they need with the console cut in the page (measured:
+# the driver 166 MiB, Python 64 MiB; the 2 MB error and the 1 MB URL still reach both whole), well below what
+# the messages cost them handed over whole (measured: the driver 481 MiB and Python 426 MiB by the 168th of
+# them, when the page's load timed out).
 DRIVER_PEAK_BOUND_KIB = 320 * 1024
 PYTHON_PEAK_BOUND_BYTES = 200 * 1024 * 1024
 # A must-use plugin (the code under review) whose front page floods every channel the recorder listens to; it
-# marks <body> once the request has settled and the error has been thrown, so the steps wait on a condition.
+# marks <body> once the request has settled and the error has been thrown, so the steps wait on a condition. The
+# huge messages go in turn through its console, a fresh about:blank iframe's and a console.context() one: the
+# consoles a page could reach for to get round a cut made in the page.
 HOSTILE_PAGE = f"""<?php
 add_action( 'wp_footer', function () {{
     echo "<script>
     const huge = 'c'.repeat({HUGE_LOG});
-    for (let i = 0; i < {HUGE_LOGS}; i++) {{ console.log(huge + i); }}
+    const iframe = document.body.appendChild(document.createElement('iframe')).contentWindow.console;
+    const consoles = [console, iframe, console.context('flood')];
+    for (let i = 0; i < {HUGE_LOGS}; i++) {{ consoles[i % 3].log(huge + i); }}
     for (let i = 0; i < {SMALL_LOGS}; i++) {{ console.log('small ' + i); }}
     fetch('/?q=' + 'q'.repeat({HUGE_QUERY})).catch(() => null).finally(() => {{
         setTimeout(() => {{ throw new Error('e'.repeat({HUGE_ERROR})); }}, 0);
@@ -63,9 +68,12 @@ def flooded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         env=driver_peak_env(work, driver_peak),
         timeout=900,
     )
-    assert cli.returncode == 0, cli.stderr[-3000:]
+    # the run's result, passed or not: the peaks are measured either way (the test of the run asserts it passed)
+    assert cli.stdout.startswith("{"), cli.stderr[-3000:]
     bundle = Path(json.loads(cli.stdout)["artifacts"]["directory"])
     return {
+        "returncode": cli.returncode,
+        "stderr": cli.stderr[-3000:],
         "bundle": bundle,
         "browser": bundle / "files" / "browser",
         "driverPeakKiB": int(driver_peak.read_text()),
@@ -82,6 +90,7 @@ def _kept_bytes(text: str) -> int:
 
 
 def test_the_run_passes_and_the_bundle_stays_small(flooded: dict[str, Any]) -> None:
+    assert flooded["returncode"] == 0, flooded["stderr"]
     summary = json.loads((flooded["browser"] / "summary.json").read_text())
     assert summary["status"] == "passed", summary
     for name in ("console.jsonl", "errors.jsonl", "network.jsonl"):

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from codebox_tui.browser.console_feed import from_console_api, from_log_entry, js_string, new_secret, render_preview
+from codebox_tui.browser.console_feed import (
+    from_console_api,
+    from_log_entry,
+    js_string,
+    new_secret,
+    render_preview,
+    reported,
+)
 
 PAGE_FRAME = {"url": "http://127.0.0.1:8080/", "lineNumber": 3, "columnNumber": 9, "functionName": ""}
 WRAPPER_FRAME = {"url": "", "lineNumber": 20, "columnNumber": 40, "functionName": "cut"}
@@ -25,7 +32,6 @@ def test_a_message_through_the_cut_reports_what_was_removed_and_the_page_line() 
     message = from_console_api(
         _event(f"{secret}:2088960#7", [WRAPPER_FRAME, PAGE_FRAME], {"type": "string", "value": "c" * 8192}), secret
     )
-    assert message is not None
     assert message.removed == 2088960 and message.text == "c" * 8192
     assert message.location == {"url": PAGE_FRAME["url"], "line": 3, "column": 9, "lineNumber": 3, "columnNumber": 9}
 
@@ -34,7 +40,7 @@ def test_a_context_named_without_the_secret_claims_nothing() -> None:
     secret = new_secret()
     for forged in (f"{new_secret()}:999#1", "anything#2", None):
         message = from_console_api(_event(forged, [PAGE_FRAME], {"type": "string", "value": "hi"}), secret)
-        assert message is not None and message.removed == 0 and message.location["lineNumber"] == 3
+        assert message.removed == 0 and message.location["lineNumber"] == 3
 
 
 def test_text_reads_as_playwright_renders_it() -> None:
@@ -52,7 +58,6 @@ def test_text_reads_as_playwright_renders_it() -> None:
         {"type": "function", "description": "function f() {}"},
     ]
     text = from_console_api(_event(None, [], *args), new_secret())
-    assert text is not None
     assert text.text == "n 1 1e-7 true null undefined NaN {a: 1} [1] JSHandle@node function f() {}"
     assert render_preview({"type": "object", "subtype": "array", "preview": {"properties": [
         {"name": "0", "value": "1"}, {"name": "3", "value": "4"}, {"name": "length", "value": "4"}
@@ -66,7 +71,9 @@ def test_numbers_read_as_javascript_writes_them() -> None:
 
 
 def test_no_execution_context_and_worker_log_entries_are_left_to_playwright_s_own_reports() -> None:
-    assert from_console_api({"type": "log", "args": [], "executionContextId": 0}, new_secret()) is None
-    assert from_log_entry({"entry": {"source": "worker", "level": "error", "text": "x"}}) is None
-    entry = from_log_entry({"entry": {"source": "network", "level": "error", "text": "404", "url": "http://x/"}})
-    assert entry is not None and entry.type == "error" and entry.location["url"] == "http://x/"
+    assert not reported({"type": "log", "args": [], "executionContextId": 0})
+    assert not reported({"entry": {"source": "worker", "level": "error", "text": "x"}})
+    event = {"entry": {"source": "network", "level": "error", "text": "404", "url": "http://x/"}}
+    assert reported(event) and reported(_event(None, [], {"type": "string", "value": "x"}))
+    entry = from_log_entry(event)
+    assert entry.type == "error" and entry.text == "404" and entry.location["url"] == "http://x/"
