@@ -19,6 +19,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+from codebox_tui.browser.console_feed import (
+    ConsoleMessage,
+    console_cut_script,
+    from_console_api,
+    from_log_entry,
+    from_playwright,
+    new_secret,
+    reported,
+)
 from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
 from codebox_tui.settings import get_settings
 
@@ -160,20 +169,43 @@ class Recorder:
                 route_.abort("blockedbyclient")
 
         context.route("**/*", route)
-        page.on("console", self._on_console)
+        # Console messages: cut in the page, read from a DevTools session of our own; Playwright's console event
+        # would hand this process (and keep) every argument whole (browser/console_feed.py).
+        secret = new_secret()
+        page.add_init_script(console_cut_script(secret, MAX_EVIDENCE_TEXT_BYTES))
+        feed = context.new_cdp_session(page)
+
+        def on_console_api(event: dict[str, Any]) -> None:
+            if reported(event) and self._room("console"):
+                self._keep_console(from_console_api(event, secret))
+
+        def on_log_entry(event: dict[str, Any]) -> None:
+            if reported(event) and self._room("console"):
+                self._keep_console(from_log_entry(event))
+
+        def on_worker_console(message: Any) -> None:
+            if self._room("console"):
+                self._keep_console(from_playwright(message))
+
+        feed.on("Runtime.consoleAPICalled", on_console_api)
+        feed.on("Log.entryAdded", on_log_entry)
+        feed.send("Runtime.enable")
+        feed.send("Log.enable")
+        page.on("worker", lambda worker: worker.on("console", on_worker_console))
         page.on("pageerror", self._on_page_error)
         page.on("request", self._on_request)
         page.on("response", self._on_response)
         page.on("requestfailed", self._on_failed)
 
-    def _on_console(self, message: Any) -> None:
-        if self._room("console"):
-            location = dict(message.location or {})
-            if isinstance(location.get("url"), str):
-                location["url"] = cap_text(location["url"])[0]
-            self.console.append(
-                capped_entry({"t": self._t(), "type": message.type}, text=message.text) | {"location": location}
-            )
+    def _keep_console(self, message: ConsoleMessage) -> None:
+        location = dict(message.location)
+        if isinstance(location.get("url"), str):
+            location["url"] = cap_text(location["url"])[0]
+        entry = capped_entry({"t": self._t(), "type": message.type}, text=message.text)
+        if message.removed:  # cut in the page: its real length is what arrived plus what the cut removed
+            entry["truncated"] = True
+            entry["originalChars"] = {"text": len(message.text) + message.removed}
+        self.console.append(entry | {"location": location})
 
     def _on_page_error(self, error: Any) -> None:
         if self._room("errors"):

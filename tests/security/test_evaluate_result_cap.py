@@ -6,14 +6,13 @@ marked truncated with its real size; neither the bundle nor Codebox's own proces
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from codebox_tui.browser.actions import MAX_EVALUATE_RESULT_BYTES
-from tests.factories.browser_runs import native_page_run
+from tests.factories.browser_runs import native_page_run, python_peak_launcher
 
 pytestmark = pytest.mark.native
 
@@ -31,17 +30,6 @@ STEPS = [
     # was measured, never the value read a second time
     {"action": "evaluate", "expression": "({toJSON: () => 'small', held: window.codeboxAppState})"},
 ]
-# Runs the real CLI and, when it exits, writes the peak of the memory Python allocated in it (bytes, tracemalloc):
-# every object the process held, the value's text included had it arrived, and nothing else (the resident size
-# also counts allocator arenas, SQLite's cache and the like, which vary from machine to machine).
-PEAK_RSS_LAUNCHER = """
-import atexit, runpy, sys, tracemalloc
-out = sys.argv.pop(1)
-tracemalloc.start()
-atexit.register(lambda: open(out, "w").write(str(tracemalloc.get_traced_memory()[1])))
-sys.argv[0] = "codebox"
-runpy.run_module("codebox_tui", run_name="__main__", alter_sys=True)
-"""
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +44,7 @@ def attacked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         ["url=/", "step-timeout=120s", "capture=console,errors"],
         steps=STEPS,
         policy=policy,
-        launcher=[sys.executable, "-c", PEAK_RSS_LAUNCHER, str(peak)],
+        launcher=python_peak_launcher(peak),
     )
     assert cli.returncode == 0, cli.stderr[-3000:]
     doc = json.loads(cli.stdout)
