@@ -8,7 +8,8 @@ Playground's paths and dies with its namespace. Page requests go to the sandbox'
 confined ``php-cgi`` worker (runtime/native_worker.py, runtime/native_cgi.py), started at the first one, and
 the preview a browser loads is a relay on the host's loopback that makes one such request per incoming
 request (runtime/native_preview.py). Every process of a sandbox counts against its process budget, and its
-own data sits in a size-limited file system (runtime/native_limits.py).
+own data and the private copies of its copy-on-write mounts sit in one size-limited file system
+(runtime/native_limits.py).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from codebox_tui.runtime.native_cgi import (
     check_request,
     parse_cgi_response,
 )
-from codebox_tui.runtime.native_limits import DiskBudget, ProcessCap
+from codebox_tui.runtime.native_limits import DiskBudget, ProcessCap, footprint
 from codebox_tui.runtime.native_preview import PreviewRelay
 from codebox_tui.runtime.native_shell import run_shell
 from codebox_tui.runtime.native_site import (
@@ -634,13 +635,18 @@ class NativeBackend:
             (work_dir / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
             readonly_dir(work_dir).mkdir(parents=True, exist_ok=True)
             (readonly_dir(work_dir) / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
-            # the sandbox's own writable data, in one size-limited file system: room for what it starts with,
-            # then (settle) exactly that plus the write budget
+            # everything the sandbox writes (its own data, the private copies of its copy-on-write mounts) in one
+            # size-limited file system: room for what it starts with, then (settle) exactly that plus the budget
             budget = int(self.settings.sandbox_write_budget)
+            starting = [
+                _footprint(prepared.template),
+                *([_footprint(opcache_seed)] if opcache_seed is not None else []),
+                *(footprint(copy.path) for copy in spec.private_copies.values()),
+            ]
             disk = DiskBudget.make(
                 work_dir / DATA,
-                budget
-                and budget + _pages(prepared.template) + (_pages(opcache_seed) if opcache_seed is not None else 0),
+                budget and budget + sum(size for size, _ in starting),
+                sum(entries for _, entries in starting),
             )
             report("copying-site", {})
             copy_tree(prepared.template, disk.folder / "wp-content")
@@ -649,8 +655,8 @@ class NativeBackend:
             if opcache_seed is not None:
                 opcache_dir = disk.folder / "opcache"
                 shared_cache = _opcache_copy(opcache_seed, opcache_dir)
+            mounts = sandbox_mounts(spec, work_dir, report, place=disk.take_in if disk.mounted else None)
             disk.settle(budget)
-            mounts = sandbox_mounts(spec, work_dir, report)
             basedir = open_basedir([m["vfsPath"] for m in mounts])
             write_config(
                 work_dir / "config",
@@ -679,6 +685,9 @@ class NativeBackend:
         except BaseException:
             if relay is not None:
                 relay.close()
+            for copy in spec.private_copies.values():
+                if copy.hand_back is not None:  # taken in: lost with the file system, as a moved one with the folder
+                    copy.hand_back, copy.path = None, copy.staged
             if disk is not None:
                 disk.remove()
             remove_tree(work_dir)
@@ -747,14 +756,9 @@ def _release_abandoned_once(sandboxes_root: Path) -> None:
 
 
 @cache
-def _pages(folder: Path) -> int:
-    """The bytes ``folder``'s files take in a tmpfs (whole 4 KiB pages), with a margin: what a sandbox's data
-    file system holds before the sandbox writes anything."""
-    total = 0
-    for path in folder.rglob("*"):
-        if path.is_file() and not path.is_symlink():
-            total += -(-path.stat().st_size // 4096) * 4096
-    return total + total // 10 + (1 << 20)
+def _footprint(folder: Path) -> tuple[int, int]:
+    """:func:`footprint` of a folder every sandbox starts from (the template, the opcache seed): measured once."""
+    return footprint(folder)
 
 
 def _writable(mount: dict[str, str], work_dir: Path) -> bool:
