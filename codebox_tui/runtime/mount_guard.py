@@ -1,8 +1,8 @@
 """A native sandbox's data file system does not outlive the Codebox process that mounted it, however that
 process ends (docs/security.md, "Leftovers after a kill").
 
-Each native sandbox's own data is a ``tmpfs`` mounted on the host (runtime/native_limits.py), and the private
-copies of its copy-on-write mounts, which live in it, are bound back at their staged folders when the run ends.
+Each native sandbox's own data is a ``tmpfs`` mounted on the host (runtime/native_limits.py), and the overlays of
+its copy-on-write mounts, mounted in it, are bound over their private copies' folders when the run ends.
 Disposal unmounts the first and removing the run's folders the second; a Codebox process killed by SIGKILL, or
 one that exits without doing so, cannot. So the first mount of a process starts one small guard process
 (:func:`guard`), detached in its own session, whose standard input is a pipe only that Codebox process holds.

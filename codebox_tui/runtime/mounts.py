@@ -196,9 +196,9 @@ class PrivateCopy:
     mounts it; before the sandbox is disposed the session moves it back (:meth:`move_out`), so
     disposing the sandbox does not delete it and capture reads it once nothing can write to it.
 
-    A native sandbox with a disk budget copies it into its size-limited file system instead, which no rename
-    can reach (runtime/native_limits.py, ``DiskBudget.take_in``); ``hand_back`` then shows it at ``staged``
-    again for :meth:`move_out`."""
+    A native sandbox with a disk budget leaves it where it is and mounts an overlay of it instead, whose
+    changes go to the sandbox's size-limited file system (runtime/native_limits.py, ``DiskBudget.take_in``);
+    ``hand_back`` then binds that overlay over ``staged`` for :meth:`move_out`."""
 
     index: int
     staged: Path

@@ -8,7 +8,7 @@ Playground's paths and dies with its namespace. Page requests go to the sandbox'
 confined ``php-cgi`` worker (runtime/native_worker.py, runtime/native_cgi.py), started at the first one, and
 the preview a browser loads is a relay on the host's loopback that makes one such request per incoming
 request (runtime/native_preview.py). Every process of a sandbox counts against its process budget, and its
-own data and the private copies of its copy-on-write mounts sit in one size-limited file system
+own data and its changes to its copy-on-write mounts sit in one size-limited file system
 (runtime/native_limits.py).
 """
 
@@ -635,13 +635,12 @@ class NativeBackend:
             (work_dir / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
             readonly_dir(work_dir).mkdir(parents=True, exist_ok=True)
             (readonly_dir(work_dir) / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
-            # everything the sandbox writes (its own data, the private copies of its copy-on-write mounts) in one
-            # size-limited file system: room for what it starts with, then (settle) exactly that plus the budget
+            # everything the sandbox writes (its own data, its changes to copy-on-write mounts) in one size-limited
+            # file system: room for what it starts with, then (settle) exactly that plus the budget
             budget = int(self.settings.sandbox_write_budget)
             starting = [
                 _footprint(prepared.template),
                 *([_footprint(opcache_seed)] if opcache_seed is not None else []),
-                *(footprint(copy.path) for copy in spec.private_copies.values()),
             ]
             disk = DiskBudget.make(
                 work_dir / DATA,
@@ -678,15 +677,20 @@ class NativeBackend:
             if opcache_dir is not None:
                 binds += [PathBind(str(opcache_dir), OPCACHE_DIR, True), *shared_cache]
             binds += [PathBind(m["hostPath"], m["vfsPath"], _writable(m, work_dir)) for m in mounts]
+            taken_in = {str(copy.path) for copy in spec.private_copies.values() if copy.hand_back is not None}
             hand_over_folders(
-                [Path(b.source) for b in binds if b.writable and Path(b.source).parent in (work_dir, disk.folder)]
+                [
+                    Path(b.source)
+                    for b in binds
+                    if b.writable and Path(b.source).parent in (work_dir, disk.folder) and b.source not in taken_in
+                ]
                 + ([opcache_dir] if opcache_seed is None and opcache_dir is not None else [])
             )
         except BaseException:
             if relay is not None:
                 relay.close()
             for copy in spec.private_copies.values():
-                if copy.hand_back is not None:  # taken in: lost with the file system, as a moved one with the folder
+                if copy.hand_back is not None:  # taken in: the overlay goes with the file system, the copy stays
                     copy.hand_back, copy.path = None, copy.staged
             if disk is not None:
                 disk.remove()

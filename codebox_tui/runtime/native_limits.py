@@ -19,15 +19,17 @@ says why and the sandbox runs without the cap (bounded then only by the command'
 and the kernel's own limits).
 
 **Disk.** Everything the sandbox can write but ``:live`` mounts — its ``wp-content`` with the database,
-its ``/tmp``, its compiled-script cache and the private copies of its copy-on-write mounts — lives in one
+its ``/tmp``, its compiled-script cache and what it changes in its copy-on-write mounts — lives in one
 size-limited ``tmpfs`` mounted on the host (:class:`DiskBudget`): many files, each under the per-file cap,
-written anywhere among them still stop at the one budget, where writes fail with "No space left on
-device". A private copy is copied in at boot (:meth:`DiskBudget.take_in`: no rename crosses file systems)
-and its staged copy on the disk emptied, so its files are held once; at the end it is bound back at its
-staged folder, where capture reads it. Mounting needs root on the host; where Codebox cannot mount,
-:attr:`DiskBudget.reason` says why, the private copies stay on the host's disk (moved in and out by
-renaming) and only the per-file cap holds. The mounts do not outlive the Codebox process, however it ends: a
-guard process detaches them then (runtime/mount_guard.py).
+written anywhere among them still stop at the one budget, where writes fail with "No space left on device".
+A copy-on-write mount is an ``overlay`` (:meth:`DiskBudget.take_in`): its private copy on the host's disk is
+the lower layer, read as it is, and every change (a changed file whole, a new file, the marker of a deleted
+one) goes to an upper layer inside the ``tmpfs``; unchanged files are held once, on the disk. At the end of
+the run the overlay is bound over the private copy's own folder, where capture reads what the sandbox made of
+it. Mounting needs root on the host; where Codebox cannot mount, :attr:`DiskBudget.reason` says why, the
+private copies are moved in and out by renaming as they are and only the per-file cap holds. The mounts do
+not outlive the Codebox process, however it ends: a guard process detaches them then
+(runtime/mount_guard.py).
 """
 
 from __future__ import annotations
@@ -41,9 +43,9 @@ import time
 from pathlib import Path
 
 from codebox_tui.runtime import mount_guard
-from codebox_tui.runtime.golden import copy_tree
 from codebox_tui.runtime.leftover_mounts import MNT_DETACH, UMOUNT_NOFOLLOW
-from codebox_tui.runtime.mounts import PrivateCopy, remove_tree
+from codebox_tui.runtime.mounts import PrivateCopy
+from codebox_tui.runtime.sandbox_owner import hand_over
 
 # The most tasks (processes and threads) one native sandbox may have at once: PHP, WP-CLI and PHPUnit with
 # its child processes need a handful; bubblewrap adds two per confined process.
@@ -196,17 +198,24 @@ class DiskBudget:
             self.size = size
 
     def take_in(self, copy: PrivateCopy) -> Path:
-        """A copy-on-write mount's private copy, copied into this file system (a rename cannot cross to it) so
-        that what the sandbox writes there counts against the same budget; the staged copy is emptied (the
-        files are held once, here) and stays as the folder :meth:`PrivateCopy.move_out` binds this one back
-        at, where capture reads it. Returns the folder to mount."""
-        dest = self.folder / f"mount-{copy.index}"
-        copy_tree(copy.path, dest)
-        remove_tree(copy.staged)
-        copy.staged.mkdir(mode=0o700)
-        copy.path = dest
-        copy.hand_back = functools.partial(_bind_back, dest, copy.staged)
-        return dest
+        """A copy-on-write mount's private copy shown through an ``overlay`` whose upper layer is in this file
+        system: what the sandbox changes there counts against the same budget, unchanged files stay on the
+        host's disk (held once). The copy is the sandbox uid's before the overlay is made (through it, a
+        ``chown`` would copy every file up). ``copy.hand_back`` binds the overlay over the copy's own folder at
+        the end of the run, where capture reads it. Returns the folder to mount."""
+        hand_over(copy.staged)
+        index = copy.index
+        point, upper, work = (self.folder / f"{name}-{index}" for name in ("mount", "upper", "work"))
+        point.mkdir()
+        work.mkdir(mode=0o700)
+        top = os.lstat(copy.staged)
+        upper.mkdir()  # the overlay's own top folder: the copy's owner and mode
+        os.chown(upper, top.st_uid, top.st_gid)
+        os.chmod(upper, stat.S_IMODE(top.st_mode))
+        _mount_overlay(copy.staged, upper, work, point)
+        copy.path = point
+        copy.hand_back = functools.partial(_bind_back, point, copy.staged)
+        return point
 
     def spent(self) -> bool:
         """Whether the budget is (all but) used up."""
@@ -246,10 +255,31 @@ def footprint(folder: Path) -> tuple[int, int]:
     return total + total // 10 + (1 << 20), entries
 
 
+def _mount_overlay(lower: Path, upper: Path, work: Path, point: Path) -> None:
+    """An ``overlay`` of ``lower`` under ``upper`` (``work``: its scratch folder, beside ``upper``) at ``point``.
+    Each layer is named through a descriptor of the real folder (no link followed, no character of the path
+    read as an option); ``redirect_dir=on`` lets a folder of the lower layer be renamed (else ``EXDEV``)."""
+    libc = _libc()
+    if libc is None:
+        raise OSError(0, "the C library's mount(2) is not available")
+    fds = [
+        os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC) for folder in (lower, upper, work)
+    ]
+    try:
+        lower_fd, upper_fd, work_fd = (f"/proc/self/fd/{fd}" for fd in fds)
+        options = f"lowerdir={lower_fd},upperdir={upper_fd},workdir={work_fd},redirect_dir=on"
+        if libc.mount(b"overlay", os.fsencode(point), b"overlay", MS_NOSUID | MS_NODEV, options.encode()) != 0:
+            error = ctypes.get_errno()
+            raise OSError(error, f"could not mount the copy-on-write overlay at {point}: {os.strerror(error)}")
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 def _bind_back(source: Path, mount_point: Path) -> None:
-    """``source`` (a private copy in the sandbox's file system) shown at ``mount_point`` as well, through a
-    descriptor of the real folder (never a link); the guard detaches it if Codebox dies before the folder is
-    removed (runtime/tree_removal.py detaches it then)."""
+    """``source`` (a copy-on-write mount's overlay) shown at ``mount_point`` as well, through a descriptor of the
+    real folder (never a link); the guard detaches it if Codebox dies before the folder is removed
+    (runtime/tree_removal.py detaches it then)."""
     libc = _libc()
     if libc is None:
         raise OSError(0, "the C library's mount(2) is not available")

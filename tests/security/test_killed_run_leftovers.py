@@ -4,7 +4,7 @@ and 28).
 A real ``codebox run --backend native`` with a ``:live`` mount and a copy-on-write one is SIGKILLed while its
 command runs, after PHP created files in the live folder and planted a link in it to a host file of another
 owner. At that instant the live folder is the sandbox uid's (65534) and the sandbox's data ``tmpfs`` is mounted
-under its folder, holding the copy-on-write mount's private copy. The
+under its folder, holding the overlay (and the changes) of the copy-on-write mount's private copy. The
 killed process's mount guard detaches that ``tmpfs`` by itself, before any other Codebox process runs; the
 next ``codebox run`` in the same home gives every entry of the folder back to its owner, as a normal end does
 (what the sandbox created too), without following the planted link, and removes the dead sandbox's folder.
@@ -81,7 +81,7 @@ class Killed:
     victim: Path
     sandbox_dir: Path  # the dead sandbox's folder
     copies_dir: Path  # the dead run's folder for its private copies
-    copy_in_data_at_kill: bool  # the private copy was in the data tmpfs, its staged folder empty
+    copy_in_data_at_kill: bool  # the private copy's overlay was mounted in the data tmpfs
     owners_at_kill: dict[str, int]
     mounted_at_kill: bool
     detached_alone: bool
@@ -144,8 +144,8 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> Killed:
         copies = sorted(set((home / "sandboxes").glob("sandbox-copies-*")) - copies_before)
         copy_in_data_at_kill = (
             len(sandboxes) == len(copies) == 1
-            and (sandboxes[0] / "data" / "mount-1" / "copied.php").is_file()
-            and not any((copies[0] / "mount-1").iterdir())
+            and str(sandboxes[0] / "data" / "mount-1") in mount_points()  # its overlay, changes in the data
+            and (sandboxes[0] / "data" / "upper-1").is_dir()
         )
     finally:
         run.send_signal(signal.SIGKILL)
@@ -224,8 +224,8 @@ def test_the_next_run_removes_the_dead_sandboxs_folder(killed: Killed) -> None:
 
 
 def test_the_killed_runs_private_copy_was_in_its_data_and_goes_with_it(killed: Killed) -> None:
-    """The copy-on-write mount's private copy lived in the data ``tmpfs`` (inside the disk budget): detached with
-    it by the guard, and the run's copies folder removed by the next run, no mount left under it."""
+    """The copy-on-write mount's overlay was mounted in the data ``tmpfs`` (its changes inside the disk budget):
+    detached with it by the guard, and the run's copies folder removed by the next run, no mount left under it."""
     assert killed.copy_in_data_at_kill
     assert killed.next_run.returncode == 0, killed.next_run.stderr[-2000:]
     assert wait_until(lambda: not killed.copies_dir.exists(), timeout=60), sorted(killed.copies_dir.rglob("*"))[:20]
