@@ -44,7 +44,7 @@ from pathlib import Path
 
 from codebox_tui.runtime import mount_guard
 from codebox_tui.runtime.leftover_mounts import MNT_DETACH, UMOUNT_NOFOLLOW
-from codebox_tui.runtime.mounts import PrivateCopy
+from codebox_tui.runtime.mounts import PrivateCopy, remove_tree
 from codebox_tui.runtime.sandbox_owner import hand_over
 
 # The most tasks (processes and threads) one native sandbox may have at once: PHP, WP-CLI and PHPUnit with
@@ -202,7 +202,9 @@ class DiskBudget:
         system: what the sandbox changes there counts against the same budget, unchanged files stay on the
         host's disk (held once). The copy is the sandbox uid's before the overlay is made (through it, a
         ``chown`` would copy every file up). ``copy.hand_back`` binds the overlay over the copy's own folder at
-        the end of the run, where capture reads it. Returns the folder to mount."""
+        the end of the run, where capture reads it. Returns the folder to mount. Where the kernel refuses the
+        overlay (a lower file system it cannot stack on), the copy is moved into the sandbox's folder as without
+        a budget and :attr:`reason` says that this mount has only the per-file cap."""
         hand_over(copy.staged)
         index = copy.index
         point, upper, work = (self.folder / f"{name}-{index}" for name in ("mount", "upper", "work"))
@@ -212,7 +214,13 @@ class DiskBudget:
         upper.mkdir()  # the overlay's own top folder: the copy's owner and mode
         os.chown(upper, top.st_uid, top.st_gid)
         os.chmod(upper, stat.S_IMODE(top.st_mode))
-        _mount_overlay(copy.staged, upper, work, point)
+        try:
+            _mount_overlay(copy.staged, upper, work, point)
+        except OSError as error:
+            for folder in (point, upper, work):
+                remove_tree(folder)
+            self.reason = f"mounts[{index}] is outside the disk budget (per-file cap only): {error.strerror}"
+            return copy.move_into(self.folder.parent)
         copy.path = point
         copy.hand_back = functools.partial(_bind_back, point, copy.staged)
         return point
