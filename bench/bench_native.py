@@ -14,10 +14,15 @@ Rows (medians of N; a private CODEBOX_HOME, golden site and native prepared inst
     persistent worker (runtime/native_worker.py), for a REST route (WordPress loaded, little rendering), the
     front page and a static core asset; the worker's memory (PSS of its processes) after them
 
+With ``--boot-only``, native only: a new sandbox ready with the example plugin and with a plugin carrying a
+large ``vendor/`` (a copy of core's ``wp-includes``), and the memory its data file system holds at ready
+(a tmpfs: the template, the compiled-script cache and the upper layers of the copy-on-write mounts' overlays;
+runtime/native_limits.py).
+
 Issue #28's targets: ready <= 0.3 s, one request <= 60 ms, one-shot run <= 0.2x Playground's.
 The load average is printed (other processes on the machine change the result).
 
-Usage: python bench/bench_native.py [-n N] [--requests-only]
+Usage: python bench/bench_native.py [-n N] [--requests-only | --boot-only]
 """
 
 from __future__ import annotations
@@ -64,6 +69,23 @@ def boot_and_request(backend: Any, spec_for: Any, n: int) -> tuple[list[float], 
         finally:
             sandbox.dispose()
     return ready, request, disk
+
+
+def boot_memory(backend: Any, spec_for: Any, n: int) -> tuple[list[float], list[int]]:
+    """Boot ``n`` native sandboxes one after another: seconds to ready, and the bytes its data file system
+    (a tmpfs: memory) holds then."""
+    ready, held = [], []
+    for _ in range(n):
+        spec = spec_for()
+        started = time.monotonic()
+        sandbox = backend.boot(spec)
+        ready.append(time.monotonic() - started)
+        try:
+            stats = os.statvfs(sandbox.disk.folder)
+            held.append((stats.f_blocks - stats.f_bfree) * stats.f_frsize if sandbox.disk.mounted else 0)
+        finally:
+            sandbox.dispose()
+    return ready, held
 
 
 PAGE_PATHS = (
@@ -174,6 +196,9 @@ def main() -> int:
     parser.add_argument(
         "--requests-only", action="store_true", help="only the native page-request rows (no Playground)"
     )
+    parser.add_argument(
+        "--boot-only", action="store_true", help="only native boots, with a small and a large plugin (no Playground)"
+    )
     args = parser.parse_args()  # --help prints the above and runs nothing
 
     home = Path(tempfile.mkdtemp(prefix="codebox-bench-native-home-"))
@@ -194,10 +219,10 @@ def main() -> int:
     policy = RuntimePolicy(commands=["wordpress.run-php"], network="deny")
     counter = iter(range(10**6))
 
-    def spec_for(php: str) -> Any:
+    def spec_for(php: str, plugin: Path = PLUGIN) -> Any:
         def make() -> SandboxSpec:
             copy = scratch / f"copy-{next(counter)}"  # what a run's copy-on-write private copy is
-            shutil.copytree(PLUGIN, copy)
+            shutil.copytree(plugin, copy, symlinks=True)
             mount = parse_mount(f"{PLUGIN}:/wordpress/wp-content/plugins/simple-plugin", 0)
             return SandboxSpec(mounts=[mount], policy=policy, php=php, private_copies={0: PrivateCopy(0, copy, copy)})
 
@@ -206,6 +231,8 @@ def main() -> int:
     print(f"load average before: {os.getloadavg()}  cpus: {os.cpu_count()}  host PHP {host_php().version}", flush=True)
     native, playground = NativeBackend(), PlaygroundBackend()
     boot_and_request(native, spec_for(host_php().series), 1)  # untimed: golden site, prepared install, seed
+    if args.boot_only:
+        return boot_rows(native, spec_for, host_php().series, args.n, home, scratch)
     pages, pss_kb = page_requests(native, spec_for(host_php().series)(), args.n)
     print(f"load average after the page requests: {os.getloadavg()}", flush=True)
     print()
@@ -244,6 +271,33 @@ def main() -> int:
         a, b = median_seconds(ours), median_seconds(theirs)
         print(f"| {label} | {a:.3f} | {b:.3f} | {a / b:.2f}x |")
     print(f"| disk per native sandbox (MB) | {statistics.median(native_disk) / 1e6:.1f} | | |")
+    shutil.rmtree(scratch, ignore_errors=True)
+    shutil.rmtree(home, ignore_errors=True)
+    return 0
+
+
+def boot_rows(native: Any, spec_for: Any, php: str, n: int, home: Path, scratch: Path) -> int:
+    """The ``--boot-only`` table: ready and memory with the example plugin and with a large ``vendor/``."""
+    from codebox_tui.runtime.native_limits import footprint
+
+    core = next(home.rglob("wp-includes/version.php")).parent.parent  # the golden site's core, made above
+    large = scratch / "large-plugin"
+    shutil.copytree(PLUGIN, large)
+    shutil.copytree(core / "wp-includes", large / "vendor", symlinks=True)
+    size, entries = footprint(large)
+    rows = []
+    for label, plugin in (
+        ("the example plugin", PLUGIN),
+        (f"a plugin with a large vendor/ ({entries} entries)", large),
+    ):
+        ready, held = boot_memory(native, spec_for(php, plugin), n)
+        rows.append((label, median_seconds(ready), statistics.median(held)))
+    print(f"load average after: {os.getloadavg()}  (large plugin: {size / 1e6:.1f} MB with margin)", flush=True)
+    print()
+    print(f"| native, median of {n} | new sandbox ready (s) | data file system at ready (memory, MB) |")
+    print("|---|---|---|")
+    for label, ready_s, held_bytes in rows:
+        print(f"| {label} | {ready_s:.3f} | {held_bytes / 1e6:.1f} |")
     shutil.rmtree(scratch, ignore_errors=True)
     shutil.rmtree(home, ignore_errors=True)
     return 0

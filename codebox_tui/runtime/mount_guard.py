@@ -1,14 +1,16 @@
 """A native sandbox's data file system does not outlive the Codebox process that mounted it, and a ``:live``
 folder does not stay the sandbox's, however that process ends (docs/security.md, "Leftovers after a kill").
 
-Each native sandbox's own data is a ``tmpfs`` mounted on the host (runtime/native_limits.py). Disposal unmounts
-it; a Codebox process killed by SIGKILL, or one that exits without disposing, cannot. So the first mount of a
-process starts one small guard process (:func:`guard`), detached in its own session, whose standard input is a
-pipe only that Codebox process holds. Codebox tells it each data folder before mounting it (``+``) and after
-unmounting it (``-``); when the pipe reaches its end — the Codebox process is gone, whatever the way — the guard
-detaches every folder still on its list, never through a link (runtime/leftover_mounts.py), and exits. The
-folders themselves are removed by the next sweep (runtime/playground.py), which also detaches what a guard
-killed along with Codebox left.
+Each native sandbox's own data is a ``tmpfs`` mounted on the host (runtime/native_limits.py), and the overlays of
+its copy-on-write mounts, mounted in it, are bound over their private copies' folders when the run ends.
+Disposal unmounts the first and removing the run's folders the second; a Codebox process killed by SIGKILL, or
+one that exits without doing so, cannot. So the first mount of a process starts one small guard process
+(:func:`guard`), detached in its own session, whose standard input is a pipe only that Codebox process holds.
+Codebox tells it each folder before mounting on it (``+``) and after unmounting a data folder (``-``; a
+bound-back copy stays listed, and is found unmounted at the end); when the pipe reaches its end — the Codebox
+process is gone, whatever the way — the guard detaches every folder still on its list, never through a link
+(runtime/leftover_mounts.py), and exits. The folders themselves are removed by the next sweep
+(runtime/playground.py), which also detaches what a guard killed along with Codebox left.
 
 Codebox also tells it each ``:live`` owners journal folder (runtime/owner_journal.py) once it is made (``j``)
 and once it is removed after a normal give-back (``J``). At the pipe's end the guard waits (a bounded time)

@@ -18,6 +18,7 @@ import posixpath
 import secrets
 import shutil
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -193,11 +194,16 @@ class PrivateCopy:
     The session makes it before boot under ``staged`` (a folder of its own in the sandboxes root,
     with the baseline); the backend moves it into the sandbox's work dir (:meth:`move_into`) and
     mounts it; before the sandbox is disposed the session moves it back (:meth:`move_out`), so
-    disposing the sandbox does not delete it and capture reads it once nothing can write to it."""
+    disposing the sandbox does not delete it and capture reads it once nothing can write to it.
+
+    A native sandbox with a disk budget leaves it where it is and mounts an overlay of it instead, whose
+    changes go to the sandbox's size-limited file system (runtime/native_limits.py, ``DiskBudget.take_in``);
+    ``hand_back`` then binds that overlay over ``staged`` for :meth:`move_out`."""
 
     index: int
     staged: Path
     path: Path
+    hand_back: Callable[[], None] | None = None
 
     def move_into(self, work_dir: Path) -> Path:
         dest = work_dir / f"mount-{self.index}"
@@ -207,7 +213,10 @@ class PrivateCopy:
         return dest
 
     def move_out(self) -> None:
-        if self.path != self.staged and os.path.isdir(self.path):
+        hand_back, self.hand_back = self.hand_back, None
+        if hand_back is not None:
+            hand_back()
+        elif self.path != self.staged and os.path.isdir(self.path):
             os.rename(self.path, self.staged)
         self.path = self.staged
 

@@ -8,7 +8,8 @@ Playground's paths and dies with its namespace. Page requests go to the sandbox'
 confined ``php-cgi`` worker (runtime/native_worker.py, runtime/native_cgi.py), started at the first one, and
 the preview a browser loads is a relay on the host's loopback that makes one such request per incoming
 request (runtime/native_preview.py). Every process of a sandbox counts against its process budget, and its
-own data sits in a size-limited file system (runtime/native_limits.py).
+own data and its changes to its copy-on-write mounts sit in one size-limited file system
+(runtime/native_limits.py).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -43,7 +44,7 @@ from codebox_tui.runtime.native_cgi import (
     check_request,
     parse_cgi_response,
 )
-from codebox_tui.runtime.native_limits import DiskBudget, ProcessCap
+from codebox_tui.runtime.native_limits import DiskBudget, ProcessCap, footprint
 from codebox_tui.runtime.native_preview import PreviewRelay
 from codebox_tui.runtime.native_shell import run_shell
 from codebox_tui.runtime.native_site import (
@@ -651,13 +652,17 @@ class NativeBackend:
             (work_dir / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
             readonly_dir(work_dir).mkdir(parents=True, exist_ok=True)
             (readonly_dir(work_dir) / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
-            # the sandbox's own writable data, in one size-limited file system: room for what it starts with,
-            # then (settle) exactly that plus the write budget
+            # everything the sandbox writes (its own data, its changes to copy-on-write mounts) in one size-limited
+            # file system: room for what it starts with, then (settle) exactly that plus the budget
             budget = int(self.settings.sandbox_write_budget)
+            starting = [
+                _footprint(prepared.template),
+                *([_footprint(opcache_seed)] if opcache_seed is not None else []),
+            ]
             disk = DiskBudget.make(
                 work_dir / DATA,
-                budget
-                and budget + _pages(prepared.template) + (_pages(opcache_seed) if opcache_seed is not None else 0),
+                budget and budget + sum(size for size, _ in starting),
+                sum(entries for _, entries in starting),
             )
             report("copying-site", {})
             copy_tree(prepared.template, disk.folder / "wp-content")
@@ -666,8 +671,10 @@ class NativeBackend:
             if opcache_seed is not None:
                 opcache_dir = disk.folder / "opcache"
                 shared_cache = _opcache_copy(opcache_seed, opcache_dir)
+            mounts = sandbox_mounts(
+                spec, work_dir, report, place=partial(disk.take_in, uid=host_uid(host_id)) if disk.mounted else None
+            )
             disk.settle(budget)
-            mounts = sandbox_mounts(spec, work_dir, report)
             basedir = open_basedir([m["vfsPath"] for m in mounts])
             write_config(
                 work_dir / "config",
@@ -689,8 +696,13 @@ class NativeBackend:
             if opcache_dir is not None:
                 binds += [PathBind(str(opcache_dir), OPCACHE_DIR, True), *shared_cache]
             binds += [PathBind(m["hostPath"], m["vfsPath"], _writable(m, work_dir)) for m in mounts]
+            taken_in = {str(copy.path) for copy in spec.private_copies.values() if copy.hand_back is not None}
             hand_over_folders(
-                [Path(b.source) for b in binds if b.writable and Path(b.source).parent in (work_dir, disk.folder)]
+                [
+                    Path(b.source)
+                    for b in binds
+                    if b.writable and Path(b.source).parent in (work_dir, disk.folder) and b.source not in taken_in
+                ]
                 + ([opcache_dir] if opcache_seed is None and opcache_dir is not None else []),
                 host_uid(host_id),
             )
@@ -699,6 +711,9 @@ class NativeBackend:
                 host_id.release()
             if relay is not None:
                 relay.close()
+            for copy in spec.private_copies.values():
+                if copy.hand_back is not None:  # taken in: the overlay goes with the file system, the copy stays
+                    copy.hand_back, copy.path = None, copy.staged
             if disk is not None:
                 disk.remove()
             remove_tree(work_dir)
@@ -769,14 +784,9 @@ def _release_abandoned_once(sandboxes_root: Path) -> None:
 
 
 @cache
-def _pages(folder: Path) -> int:
-    """The bytes ``folder``'s files take in a tmpfs (whole 4 KiB pages), with a margin: what a sandbox's data
-    file system holds before the sandbox writes anything."""
-    total = 0
-    for path in folder.rglob("*"):
-        if path.is_file() and not path.is_symlink():
-            total += -(-path.stat().st_size // 4096) * 4096
-    return total + total // 10 + (1 << 20)
+def _footprint(folder: Path) -> tuple[int, int]:
+    """:func:`footprint` of a folder every sandbox starts from (the template, the opcache seed): measured once."""
+    return footprint(folder)
 
 
 def _writable(mount: dict[str, str], work_dir: Path) -> bool:

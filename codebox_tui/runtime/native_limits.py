@@ -19,25 +19,34 @@ then becomes the process), so nothing it forks is ever outside. Where no group c
 says why and the sandbox runs without the cap (bounded then only by the command's timeout, its CPU limit
 and the kernel's own limits).
 
-**Disk.** The sandbox's own writable data (its ``wp-content`` with the database, its ``/tmp`` and its
-compiled-script cache) lives in one size-limited ``tmpfs`` mounted on the host (:class:`DiskBudget`): many
-files, each under the per-file cap, still stop at the budget, where writes fail with "No space left on
-device". Mounting needs root on the host; where Codebox cannot mount, :attr:`DiskBudget.reason` says why
-and only the per-file cap holds. The mount does not outlive the Codebox process, however it ends: a guard
-process detaches it then (runtime/mount_guard.py). Read-write mounts (private copies the run moves in and out
-by renaming) stay on the host's disk under the per-file cap only.
+**Disk.** Everything the sandbox can write but ``:live`` mounts — its ``wp-content`` with the database,
+its ``/tmp``, its compiled-script cache and what it changes in its copy-on-write mounts — lives in one
+size-limited ``tmpfs`` mounted on the host (:class:`DiskBudget`): many files, each under the per-file cap,
+written anywhere among them still stop at the one budget, where writes fail with "No space left on device".
+A copy-on-write mount is an ``overlay`` (:meth:`DiskBudget.take_in`): its private copy on the host's disk is
+the lower layer, read as it is, and every change (a changed file whole, a new file, the marker of a deleted
+one) goes to an upper layer inside the ``tmpfs``; unchanged files are held once, on the disk. At the end of
+the run the overlay is bound over the private copy's own folder, where capture reads what the sandbox made of
+it. Mounting needs root on the host; where Codebox cannot mount, :attr:`DiskBudget.reason` says why, the
+private copies are moved in and out by renaming as they are and only the per-file cap holds. The mounts do
+not outlive the Codebox process, however it ends: a guard process detaches them then
+(runtime/mount_guard.py).
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
+import stat
 import time
 from pathlib import Path
 
 from codebox_tui.runtime import mount_guard
 from codebox_tui.runtime.leftover_mounts import MNT_DETACH, UMOUNT_NOFOLLOW
+from codebox_tui.runtime.mounts import PrivateCopy, remove_tree
+from codebox_tui.runtime.sandbox_owner import hand_over
 
 # The most tasks (processes and threads) one native sandbox may have at once: PHP, WP-CLI and PHPUnit with
 # its child processes need a handful; bubblewrap adds two per confined process.
@@ -140,8 +149,10 @@ def _pids_parent() -> Path | None:
     return None
 
 
-# mount(2) flags: no set-uid programs, no device files on the sandbox's own data
-MS_NOSUID, MS_NODEV, MS_REMOUNT = 0x2, 0x4, 0x20
+# mount(2) flags: no set-uid programs, no device files on the sandbox's own data; a bind mount
+MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND = 0x2, 0x4, 0x20, 0x1000
+# New files, folders and links the budget allows: one per 8 KiB of it, at least this many.
+MIN_NEW_ENTRIES = 16384
 # Below this much free space the budget counts as spent (the run is flagged write-budget-exceeded).
 SPENT_BELOW_BYTES = 256 * 1024
 
@@ -154,8 +165,9 @@ class DiskBudget:
         self.folder, self.size, self.mounted, self.reason = folder, size, mounted, reason
 
     @classmethod
-    def make(cls, folder: Path, size: int) -> DiskBudget:
-        """``folder`` made, with a ``tmpfs`` of ``size`` bytes on it if possible (``size`` 0: no budget)."""
+    def make(cls, folder: Path, size: int, entries: int = 0) -> DiskBudget:
+        """``folder`` made, with a ``tmpfs`` of ``size`` bytes on it if possible (``size`` 0: no budget), room
+        for ``entries`` files, folders and links besides what the size allows."""
         folder.mkdir(mode=0o755)
         if size <= 0:
             return cls(folder, 0, False, "no write budget (CODEBOX_SANDBOX_WRITE_BUDGET=0)")
@@ -166,7 +178,8 @@ class DiskBudget:
         # mount leaves nothing; elsewhere it learns of a mount that worked (no guard process started for nothing)
         if os.geteuid() == 0:
             mount_guard.guard(folder)
-        if libc.mount(b"tmpfs", str(folder).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, _options(size)) != 0:
+        options = _options(size, entries + _new_entries(size))
+        if libc.mount(b"tmpfs", str(folder).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) != 0:
             error = ctypes.get_errno()
             mount_guard.release(folder)
             return cls(folder, size, False, f"could not mount a size-limited tmpfs: {os.strerror(error)}")
@@ -174,17 +187,44 @@ class DiskBudget:
         return cls(folder, size, True)
 
     def settle(self, budget: int) -> None:
-        """Once the sandbox's starting files are in: the size becomes what they use plus ``budget``."""
+        """Once the sandbox's starting files are in: the size becomes what they use plus ``budget``, the entries
+        theirs plus one per 8 KiB of ``budget``."""
         libc = _libc()
         if not self.mounted or libc is None:
             return
         stats = os.statvfs(self.folder)
         size = (stats.f_blocks - stats.f_bfree) * stats.f_frsize + budget
-        if (
-            libc.mount(b"tmpfs", str(self.folder).encode(), b"tmpfs", MS_REMOUNT | MS_NOSUID | MS_NODEV, _options(size))
-            == 0
-        ):
+        options = _options(size, stats.f_files - stats.f_ffree + _new_entries(budget))
+        if libc.mount(b"tmpfs", str(self.folder).encode(), b"tmpfs", MS_REMOUNT | MS_NOSUID | MS_NODEV, options) == 0:
             self.size = size
+
+    def take_in(self, copy: PrivateCopy, uid: int | None) -> Path:
+        """A copy-on-write mount's private copy shown through an ``overlay`` whose upper layer is in this file
+        system: what the sandbox changes there counts against the same budget, unchanged files stay on the
+        host's disk (held once). The copy is the sandbox uid's (``uid``) before the overlay is made (through it, a
+        ``chown`` would copy every file up). ``copy.hand_back`` binds the overlay over the copy's own folder at
+        the end of the run, where capture reads it. Returns the folder to mount. Where the kernel refuses the
+        overlay (a lower file system it cannot stack on), the copy is moved into the sandbox's folder as without
+        a budget and :attr:`reason` says that this mount has only the per-file cap."""
+        hand_over(copy.staged, uid)
+        index = copy.index
+        point, upper, work = (self.folder / f"{name}-{index}" for name in ("mount", "upper", "work"))
+        point.mkdir()
+        work.mkdir(mode=0o700)
+        top = os.lstat(copy.staged)
+        upper.mkdir()  # the overlay's own top folder: the copy's owner and mode
+        os.chown(upper, top.st_uid, top.st_gid)
+        os.chmod(upper, stat.S_IMODE(top.st_mode))
+        try:
+            _mount_overlay(copy.staged, upper, work, point)
+        except OSError as error:
+            for folder in (point, upper, work):
+                remove_tree(folder)
+            self.reason = f"mounts[{index}] is outside the disk budget (per-file cap only): {error.strerror}"
+            return copy.move_into(self.folder.parent)
+        copy.path = point
+        copy.hand_back = functools.partial(_bind_back, point, copy.staged)
+        return point
 
     def spent(self) -> bool:
         """Whether the budget is (all but) used up."""
@@ -207,9 +247,71 @@ class DiskBudget:
             mount_guard.release(self.folder)
 
 
-def _options(size: int) -> bytes:
-    """tmpfs options: ``size`` bytes, and one inode per 8 KiB of it (an empty-file flood is bounded too)."""
-    return f"size={size},mode=0755,nr_inodes={max(16384, size // 8192)}".encode()
+def footprint(folder: Path) -> tuple[int, int]:
+    """What ``folder``'s tree takes in a tmpfs before the sandbox writes anything: its bytes (each file in whole
+    4 KiB pages, plus a tenth and 1 MiB of margin) and its entries (files, folders and links). Links are
+    counted, never followed."""
+    total, entries = 0, 1
+    for root, folders, files in os.walk(folder):
+        entries += len(folders) + len(files)
+        for name in files:
+            try:
+                info = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                total += -(-info.st_size // 4096) * 4096
+    return total + total // 10 + (1 << 20), entries
+
+
+def _mount_overlay(lower: Path, upper: Path, work: Path, point: Path) -> None:
+    """An ``overlay`` of ``lower`` under ``upper`` (``work``: its scratch folder, beside ``upper``) at ``point``.
+    Each layer is named through a descriptor of the real folder (no link followed, no character of the path
+    read as an option); ``redirect_dir=on`` lets a folder of the lower layer be renamed (else ``EXDEV``)."""
+    libc = _libc()
+    if libc is None:
+        raise OSError(0, "the C library's mount(2) is not available")
+    fds = [
+        os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC) for folder in (lower, upper, work)
+    ]
+    try:
+        lower_fd, upper_fd, work_fd = (f"/proc/self/fd/{fd}" for fd in fds)
+        options = f"lowerdir={lower_fd},upperdir={upper_fd},workdir={work_fd},redirect_dir=on"
+        if libc.mount(b"overlay", os.fsencode(point), b"overlay", MS_NOSUID | MS_NODEV, options.encode()) != 0:
+            error = ctypes.get_errno()
+            raise OSError(error, f"could not mount the copy-on-write overlay at {point}: {os.strerror(error)}")
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _bind_back(source: Path, mount_point: Path) -> None:
+    """``source`` (a copy-on-write mount's overlay) shown at ``mount_point`` as well, through a descriptor of the
+    real folder (never a link); the guard detaches it if Codebox dies before the folder is removed
+    (runtime/tree_removal.py detaches it then)."""
+    libc = _libc()
+    if libc is None:
+        raise OSError(0, "the C library's mount(2) is not available")
+    fd = os.open(source, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        mount_guard.guard(mount_point)
+        if libc.mount(f"/proc/self/fd/{fd}".encode(), os.fsencode(mount_point), None, MS_BIND, None) != 0:
+            error = ctypes.get_errno()
+            mount_guard.release(mount_point)
+            raise OSError(error, f"could not bind the private copy back at {mount_point}: {os.strerror(error)}")
+    finally:
+        os.close(fd)
+
+
+def _new_entries(budget: int) -> int:
+    """How many new files, folders and links ``budget`` bytes allow: one per 8 KiB (an empty-file flood is
+    bounded too), at least :data:`MIN_NEW_ENTRIES`."""
+    return max(MIN_NEW_ENTRIES, budget // 8192)
+
+
+def _options(size: int, inodes: int) -> bytes:
+    """tmpfs options: ``size`` bytes and ``inodes`` entries."""
+    return f"size={size},mode=0755,nr_inodes={inodes}".encode()
 
 
 def _libc() -> ctypes.CDLL | None:

@@ -39,7 +39,7 @@ from codebox_tui.runtime.golden import (
     save_opcache_seed,
     take_prepared_site,
 )
-from codebox_tui.runtime.mounts import remove_tree, stage_readonly
+from codebox_tui.runtime.mounts import PrivateCopy, remove_tree, stage_readonly
 from codebox_tui.runtime.pool_worker import start_pool_worker
 from codebox_tui.runtime.reaper import OWNER_FILE, reap_in_background
 from codebox_tui.runtime.sandbox_ids import SandboxId, host_uid
@@ -399,9 +399,15 @@ class PlaygroundSandbox:
             remove_tree(folder)
 
 
-def sandbox_mounts(spec: SandboxSpec, work_dir: Path, report: Callable[[str, Any], None]) -> list[dict[str, str]]:
+def sandbox_mounts(
+    spec: SandboxSpec,
+    work_dir: Path,
+    report: Callable[[str, Any], None],
+    place: Callable[[PrivateCopy], Path] | None = None,
+) -> list[dict[str, str]]:
     """Host → sandbox mounts in order. Read-only mounts are staged copies. A copy-on-write read-write
-    mount (the default) mounts its private copy, moved into this sandbox's work dir (README, "Mounts");
+    mount (the default) mounts its private copy, moved into this sandbox's work dir (README, "Mounts"), or
+    wherever ``place`` puts it (a native sandbox's size-limited file system, runtime/native_limits.py);
     only a ``live`` mount passes the user's folder itself. A read-write mount's own ``.git`` (folder, or
     a worktree's pointer file) is covered by an empty read-only one: the sandbox can neither read the
     history nor plant hooks, config or a new ``gitdir:`` that the host's git would act on later. Nothing
@@ -418,7 +424,7 @@ def sandbox_mounts(spec: SandboxSpec, work_dir: Path, report: Callable[[str, Any
                 raise SandboxError(
                     f"mounts[{index}] ({mount.target}) has no private copy to mount", code="private-copy-missing"
                 )
-            host = copy.move_into(work_dir)
+            host = place(copy) if place is not None else copy.move_into(work_dir)
             own_git = source / ".git"
             if not own_git.is_symlink() and (own_git.is_dir() or own_git.is_file()) and not (host / ".git").exists():
                 # the copy leaves the mount's .git out; the shield below needs its mount point

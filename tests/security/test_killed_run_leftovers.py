@@ -1,10 +1,11 @@
 """What a SIGKILLed run leaves on the host is taken back (docs/security.md, "Leftovers after a kill"; issues 25
 and 28).
 
-A real ``codebox run --backend native`` with a ``:live`` mount is SIGKILLed while its command runs, after PHP
-created files in the live folder and planted a link in it to a host file of another owner. At that instant the
-live folder is the sandbox's own host uid's (runtime/sandbox_ids.py) and the sandbox's data ``tmpfs`` is mounted
-under its folder. The killed process's mount guard, with no other Codebox process involved, detaches that
+A real ``codebox run --backend native`` with a ``:live`` mount and a copy-on-write one is SIGKILLed while its
+command runs, after PHP created files in the live folder and planted a link in it to a host file of another
+owner. At that instant the live folder is the sandbox's own host uid's (runtime/sandbox_ids.py) and the
+sandbox's data ``tmpfs`` is mounted under its folder, holding the overlay (and the changes) of the copy-on-write
+mount's private copy. The killed process's mount guard, with no other Codebox process involved, detaches that
 ``tmpfs`` and gives every entry of the folder back to its owner, as a normal end does (what the sandbox created
 too), without following the planted link; the next ``codebox run`` in the same home finds nothing left to give
 back and removes the dead sandbox's folder. (When the guard is gone too, the next run gives the folder back:
@@ -46,6 +47,7 @@ pytestmark = [
 ]
 
 LIVE = "/wordpress/wp-content/plugins/live"
+COPY_ON_WRITE = "/wordpress/wp-content/plugins/copied"
 VICTIM_OWNER = 4242
 # The command of the killed run: writes in the live folder as the sandbox, plants a link to a host file (a
 # child process may: `ln` makes a link whatever it names), says it is done, then holds until it is killed.
@@ -80,6 +82,8 @@ class Killed:
     live: Path
     victim: Path
     sandbox_dir: Path  # the dead sandbox's folder
+    copies_dir: Path  # the dead run's folder for its private copies
+    copy_in_data_at_kill: bool  # the private copy's overlay was mounted in the data tmpfs
     owners_at_kill: dict[str, int]
     sandbox_uid: int  # the uid the journal recorded the folder as handed to
     mounted_at_kill: bool
@@ -107,16 +111,22 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> Killed:
     live.mkdir()
     (live / "plugin.php").write_text("<?php\n/* Plugin Name: Live */\n")
     (live / "open.txt").write_text("the user's\n")
+    copied = base / "copied"
+    copied.mkdir()
+    (copied / "copied.php").write_text("<?php\n/* Plugin Name: Copied */\n")
     victim = base / "victim.txt"
     victim.write_text("another user's file\n")
     os.chown(victim, VICTIM_OWNER, VICTIM_OWNER)
     code = HOLD.replace("__LIVE__", LIVE).replace("__VICTIM__", str(victim))
     sandboxes_before = set((home / "sandboxes").glob("sandbox-native-*"))
+    copies_before = set((home / "sandboxes").glob("sandbox-copies-*"))
     journals_before = _journals(home)
     run = subprocess.Popen(
         _codebox(
             "-m",
             f"{live}:{LIVE}:live",
+            "-m",
+            f"{copied}:{COPY_ON_WRITE}",
             "-c",
             "wordpress.run-php",
             "-a",
@@ -141,10 +151,16 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> Killed:
         records = [
             json.loads(p.read_text()) for j in journals_at_kill for p in (home / "live-owners" / j).glob("*.json")
         ]
+        copies = sorted(set((home / "sandboxes").glob("sandbox-copies-*")) - copies_before)
+        copy_in_data_at_kill = (
+            len(sandboxes) == len(copies) == 1
+            and str(sandboxes[0] / "data" / "mount-1") in mount_points()  # its overlay, changes in the data
+            and (sandboxes[0] / "data" / "upper-1").is_dir()
+        )
     finally:
         run.send_signal(signal.SIGKILL)
         run.wait(timeout=60)
-    assert len(sandboxes) == 1, sandboxes
+    assert len(sandboxes) == 1 and len(copies) == 1, (sandboxes, copies)
     owners_at_kill = _owners(live)
     # the killed process's mount guard detaches its data file system and gives the live folder back, with no
     # other Codebox process involved
@@ -171,6 +187,8 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> Killed:
         live,
         victim,
         sandboxes[0],
+        copies[0],
+        copy_in_data_at_kill,
         owners_at_kill,
         int(records[0]["sandboxUid"]) if len(records) == 1 else -1,
         mounted_at_kill,
@@ -227,6 +245,15 @@ def test_the_next_run_removes_the_dead_sandboxs_folder(killed: Killed) -> None:
     assert killed.next_run.returncode == 0, killed.next_run.stderr[-2000:]
     assert wait_until(lambda: not killed.sandbox_dir.exists(), timeout=60), sorted(killed.sandbox_dir.rglob("*"))[:20]
     assert not [p for p in mount_points() if p.startswith(str(killed.sandbox_dir))], mount_points()
+
+
+def test_the_killed_runs_private_copy_was_in_its_data_and_goes_with_it(killed: Killed) -> None:
+    """The copy-on-write mount's overlay was mounted in the data ``tmpfs`` (its changes inside the disk budget):
+    detached with it by the guard, and the run's copies folder removed by the next run, no mount left under it."""
+    assert killed.copy_in_data_at_kill
+    assert killed.next_run.returncode == 0, killed.next_run.stderr[-2000:]
+    assert wait_until(lambda: not killed.copies_dir.exists(), timeout=60), sorted(killed.copies_dir.rglob("*"))[:20]
+    assert not [p for p in mount_points() if p.startswith(str(killed.copies_dir))], mount_points()
 
 
 # -- the sweep's removal, against a real leftover mount and a planted link ---------------------------------

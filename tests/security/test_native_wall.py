@@ -707,3 +707,85 @@ def test_many_files_each_under_the_file_cap_stop_at_the_sandboxs_disk_budget() -
         assert sandbox.request("/wp-includes/images/blank.gif", 120).status == 200  # reads still work
         folder = disk.folder
     assert not folder.exists() and str(folder) not in Path("/proc/self/mounts").read_text()
+
+
+# Into a copy-on-write mount: 1 MiB files from PHP until a write fails (at most 24), then a `dd` child writing
+# 20 MiB and a `cp` child copying a file already there; then what the mount holds, as `du` sees it inside.
+MOUNT_FILL = textwrap.dedent("""\
+    <?php
+    $d = '/wordpress/wp-content/plugins/filled';
+    $n = 0;
+    for ($i = 0; $i < 24; $i++) {
+        if (@file_put_contents("$d/fill-$i.bin", str_repeat('x', 1 << 20)) !== (1 << 20)) { break; }
+        $n++;
+    }
+    echo 'php-files:', $n, "\\n";
+    echo 'dd:', shell_exec("dd if=/dev/zero of=$d/dd.bin bs=1M count=20 2>&1");
+    echo 'cp:', shell_exec("cp $d/fill-0.bin $d/copy.bin 2>&1"), "\\n";
+    echo 'du-kib:', (int) shell_exec("du -sk $d | cut -f1"), "\\n";
+    """)
+
+
+def test_many_files_written_into_a_read_write_mount_stop_at_the_same_disk_budget(tmp_path: Path) -> None:
+    """A read-write mount's private copy is written by PHP and by child processes (`dd`, `cp`), every file under
+    the per-file cap (an 8 MiB budget): the writes stop at the sandbox's one budget with "No space left on
+    device", the command's stderr says the budget is spent, the run is flagged, and what reached the host (the
+    mount as captured) is within the budget; the user's folder is untouched and no mount is left behind."""
+    import subprocess
+    import sys
+
+    from codebox_tui.runtime.leftover_mounts import mount_points
+    from codebox_tui.settings import get_settings
+    from tests.factories.paths import REPO
+
+    budget = 8 << 20
+    plugin = tmp_path / "filled"
+    plugin.mkdir()
+    (plugin / "filled.php").write_text("<?php\n// Plugin Name: Filled\n")
+    code_file = tmp_path / "fill.php"
+    code_file.write_text(MOUNT_FILL)
+    (tmp_path / "tmp").mkdir()
+    home = str(get_settings().home)
+    mounted_before = {point for point in mount_points() if point.startswith(home)}  # this process's own sandboxes
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "run",
+            "--backend",
+            "native",
+            "--mount",
+            f"{plugin}:/wordpress/wp-content/plugins/filled",
+            "--command",
+            "wordpress.run-php",
+            "--arg",
+            f"code-file={code_file}",
+            "--artifacts",
+            str(tmp_path / "artifacts"),
+            "--json",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path / "tmp"), "CODEBOX_SANDBOX_WRITE_BUDGET": str(budget)},
+        timeout=300,
+    )
+    doc = json.loads(out.stdout)
+    stdout = doc["execution"]["stdout"]
+    report = dict(line.split(":", 1) for line in stdout.splitlines() if re.match(r"^(php-files|du-kib):", line))
+    assert 0 < int(report["php-files"]) <= budget >> 20, stdout
+    assert stdout.count("No space left on device") >= 2, stdout  # the dd child, then the cp child
+    assert int(report["du-kib"]) * 1024 <= budget + (1 << 20), stdout
+    assert "write budget" in doc["execution"]["stderr"], doc["execution"]
+    bundle = Path(doc["artifacts"]["directory"])
+    assert "write-budget-exceeded" in json.loads((bundle / "files" / "review.json").read_text())["riskFlags"]
+    changed = json.loads((bundle / "files" / "changed-files.json").read_text())["files"]
+    assert {"fill-0.bin", "dd.bin"} <= {c["relativePath"] for c in changed}, changed  # capture saw the writes
+    assert sum(c.get("afterSize") or 0 for c in changed) <= budget, changed
+    assert sorted(p.name for p in plugin.iterdir()) == ["filled.php"]  # copy-on-write: the user's folder as it was
+
+    def left() -> set[str]:  # the CLI's reaper or its mount guard detaches the copy's overlay once it has ended
+        return {point for point in mount_points() if point.startswith(home)} - mounted_before
+
+    assert wait_until(lambda: not left(), timeout=60), f"mounts outlived the run: {left()}"
