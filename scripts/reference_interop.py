@@ -3,44 +3,42 @@
 
 Not part of ``make test``: it needs a local build of the reference, which is not available offline. Run it as
 
-    .venv/bin/python scripts/reference_interop.py --reference-dir /tmp/refverify [--work DIR] [--json]
+    .venv/bin/python scripts/reference_interop.py --reference-dir /tmp/refverify [--backend native|playground|both]
+        [--work DIR] [--json]
 
-Direction A (Codebox -> reference): it produces real Codebox bundles (``codebox run`` through Playground with a
-read-write mount that PHP modifies, adds to and deletes from; a run with a binary change and a capture-skipped
-file; ``codebox evaluate-patch``; ``codebox recipe-run`` of every example recipe plus one with
-``artifacts.verify``) and runs the reference verifier and apply preflight on each. Direction B (reference ->
-Codebox): the reference side writes bundles (Mode A as at HEAD, Mode B as its stored writer does), and Codebox
-verifies them (``codebox artifacts verify --json``), shows them (``codebox artifacts show``) and loads them for
-the Review screen (``codebox_tui.bundle.reader.load_bundle``). A table of results is printed.
+Direction A (Codebox -> reference): for each backend (``--backend``, default both) it produces real Codebox
+bundles (``codebox run`` with a read-write mount that PHP modifies, adds to and deletes from; a 2,100-file run;
+a run with a binary change and a capture-skipped file; ``codebox evaluate-patch``; ``codebox recipe-run`` of
+every example recipe plus one with ``artifacts.verify``) and runs the reference verifier (both variants) and
+apply preflight on each. A kind of run the backend refuses by design (``native-unsupported``) is shown as
+skipped; any other run that leaves no bundle is a failing check. Direction B (reference -> Codebox): the
+reference's own writers write bundles, and Codebox verifies them (``codebox artifacts verify --json``), shows
+them (``codebox artifacts show``) and loads them for the Review screen (``codebox_tui.bundle.reader``). A
+table of results is printed; the exit status is 1 if any check failed.
 
 What ``--reference-dir`` must contain: ``dist/driver.js``, a small Node driver around the reference's own
 modules, with three commands that print JSON:
 
     node dist/driver.js verify <bundle> [--variant head|stored]   -> wp-codebox/artifact-bundle-verification/v1
     node dist/driver.js preflight <bundle>                        -> {ready, violations} (all changed files approved)
-    node dist/driver.js write <out-dir> --mode a|b [--headers relative|target] [--episode]
-                                                                  -> writes one bundle the reference's way
-                                                                     (target: pre-2026-07-14 patch headers)
+    node dist/driver.js write <out-dir> --mode a|b [--episode]    -> writes one bundle with the reference's writer
 
-How the reference was built for the measured run (2026-11-23), outside this repository and never copied into it:
-the reference's public TypeScript sources were read from a stored snapshot of Automattic/wp-codebox (the fork
-mirror fork-the-planet/Automattic___wp-codebox holds the newest stored copies; HEAD 3c81521c7001 itself is not
-stored). Reconstructed in /tmp/refverify/src, verbatim except where noted: packages/runtime-core/src/
-artifact-bundle-verifier.ts (@7e77c76f, with preflightArtifactBundleApply), artifact-manifest.ts (@070b209c) plus
-calculateArtifactManifestFileListDigest (Mode A, taken from a stored compiled build of the same module),
-artifact-paths.ts, object-utils.ts (stableJson), runtime-reference.ts (digest functions and builders),
-runtime-episode-contracts.ts (@b1f2c78b: the episode digests and validateRuntimeEpisodeTrace), the one
-TYPED_ARTIFACT_INDEX_SCHEMA constant and type-only stand-ins for index.ts.
-The stored verifier predates the Mode A file-list digest and stableJson's caps, so ``--variant head`` adds two
-marked changes: it checks ``contentDigest.inputs == ["manifest.files"]`` against
-calculateArtifactManifestFileListDigest (what HEAD does, per the spec §1.4/§2 rule 7 and the reference's own
-stored smoke test), and stableJson cuts arrays at 2,000 items, objects at 300 keys and depth at 30 (spec §1.1);
-``--variant stored`` is the snapshot as is. The writer (ArtifactBundleBuilder.build, runtime-playground) needs
-a Playground runtime source object and ~10 more modules (artifacts.ts, replay/preview/browser helpers), so the
-driver follows its steps one by one instead (same files, kinds and order, Mode B from the stored builder or Mode
-A as at HEAD, runtime reference manifest and replay index built with the reference's own builders, episode trace
-shaped as RuntimeEpisodeRunner records it, hashes by refreshArtifactManifestFileSha256s).
-Built with ``npm install typescript@5 ajv@8 @types/node@22`` and ``npx tsc`` (NodeNext, strict).
+How the reference was built for the measured run (2026-11-27), outside this repository and never copied into it:
+the public Automattic/wp-codebox sources come from the stored snapshot of its fork mirror
+fork-the-planet/Automattic___wp-codebox (the search tool's ``fetch``; HEAD 3c81521c7001, which the spec describes,
+is not stored). Its packages/runtime-core depends only on ajv, so it is built whole and unchanged at two
+commits: 12a5bb19a97b (the newest stored, 2026-07-19: ``--variant head``; it already checks Mode A ids against
+the file-list digest and caps stableJson) and 7e77c76f (2026-06-16: ``--variant stored``, older than Mode A).
+The writers are packages/runtime-playground's collectPlaygroundArtifacts -> ArtifactBundleBuilder.build at
+12a5bb19 (``--mode a``: Mode A ids, repository-relative patch headers) and at 7e77c76f (``--mode b``: Mode B,
+sandbox-path headers), each compiled from runtime-artifact-helpers.ts and the files it imports, with the one
+``playwright`` type import given a stand-in declaration. ``--episode`` runs the reference's own
+createRuntimeEpisode (runtime-core at 12a5bb19) around the writer. The driver supplies only the runtime: an
+object with the reference's Runtime interface whose one command edits the mounted plugin folder on disk
+(modify, add, delete) the way a PHP run would, the mount's ``baselineSource`` being the untouched copy.
+``preflight`` is the head preflightArtifactBundleApply, run once to learn the changed files and again with all
+of them approved. Built with ``npm install typescript@5 ajv@8 @types/node@22`` and ``npx tsc`` (NodeNext, strict)
+for each package and the driver.
 """
 
 from __future__ import annotations
@@ -81,10 +79,11 @@ from pathlib import Path
 from codebox_tui.bundle.capture import CaptureLimits, capture_bundle
 from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.runtime.backend import SandboxSpec
+from codebox_tui.runtime.backends import default_php, make_backend
 from codebox_tui.runtime.mounts import parse_mount
 from codebox_tui.runtime.session import RunSession
 
-src, out = Path(sys.argv[1]), Path(sys.argv[2])
+src, out, backend = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 code = '''
 $d = WP_PLUGIN_DIR . "/bin-plugin";
 file_put_contents("$d/logo.png", file_get_contents("$d/logo.png") . "\x00\xff appended");
@@ -94,8 +93,8 @@ file_put_contents("$d/big.txt", str_repeat("big line of text\n", 1000));
 echo "ok";
 '''
 spec = SandboxSpec(mounts=[parse_mount(f"{src}:/wordpress/wp-content/plugins/bin-plugin:readwrite")],
-                   policy=RuntimePolicy(commands=["wordpress.run-php"]))
-with RunSession(spec, out) as run:
+                   policy=RuntimePolicy(commands=["wordpress.run-php"]), php=default_php(backend))
+with RunSession(spec, out, backend=make_backend(backend)) as run:
     run.execute("wordpress.run-php", [f"code={code}"])
     info = run.runtime_info()
     run.dispose()
@@ -116,6 +115,18 @@ class Row:
     checks: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass
+class Produced:
+    """One Codebox bundle to check (``bundle``), or why a producer made none (``error``, or ``skipped``
+    when the backend refuses that kind of run by design)."""
+
+    backend: str
+    label: str
+    bundle: Path | None = None
+    error: str = ""
+    skipped: str = ""
+
+
 def _run(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, check=False, **kwargs)
 
@@ -124,14 +135,30 @@ def _bundle_dirs(root: Path) -> list[Path]:
     return sorted(p.parent for p in root.glob("runtime-*/manifest.json"))
 
 
-def _codebox_run(work: Path, name: str, plugin: Path, php: str, label: str) -> list[tuple[str, Path]]:
-    """``codebox run`` of ``php`` with ``plugin`` mounted read-write; (label, bundle dir) pairs."""
+def _collect(backend: str, label: str, out: Path, result: subprocess.CompletedProcess[str]) -> list[Produced]:
+    """The bundles ``result`` left in ``out``, or one entry saying why there are none."""
+    found = [Produced(backend, label, bundle) for bundle in _bundle_dirs(out)]
+    if found:
+        return found
+    try:
+        code = str(json.loads(result.stdout)["error"]["code"])
+    except (ValueError, KeyError, TypeError):
+        code = ""
+    if code == "native-unsupported":  # docs/backends.md: a blueprint is refused on native
+        return [Produced(backend, label, skipped=code)]
+    return [Produced(backend, label, error=f"exit {result.returncode}: {result.stderr.strip()[-300:]}")]
+
+
+def _codebox_run(work: Path, backend: str, name: str, plugin: Path, php: str, label: str) -> list[Produced]:
+    """``codebox run`` of ``php`` with ``plugin`` mounted read-write."""
     (work / f"{name}.php").write_text(php)
     out = work / f"out-{name}"
     result = _run(
         [
             *CODEBOX,
             "run",
+            "--backend",
+            backend,
             "--mount",
             f"{plugin}:/wordpress/wp-content/plugins/{plugin.name}:readwrite",
             "--command",
@@ -143,13 +170,11 @@ def _codebox_run(work: Path, name: str, plugin: Path, php: str, label: str) -> l
             "--json",
         ]
     )
-    return [(label, b) for b in _bundle_dirs(out)] or _failed(name, result)
+    return _collect(backend, label, out, result)
 
 
-def produce_codebox_bundles(work: Path) -> list[tuple[str, Path]]:
-    """Real Codebox bundles through real Playground; returns (label, bundle dir) pairs."""
-    bundles: list[tuple[str, Path]] = []
-
+def _write_plugins(work: Path) -> tuple[Path, Path, Path]:
+    """Fresh source folders (a run changes its read-write mount's source: each backend gets its own)."""
     plugin = work / "interop-plugin"
     (plugin / "includes").mkdir(parents=True)
     (plugin / "interop-plugin.php").write_text(
@@ -157,29 +182,36 @@ def produce_codebox_bundles(work: Path) -> list[tuple[str, Path]]:
     )
     (plugin / "includes/old.php").write_text("delete me\n")
     (plugin / "crlf.txt").write_bytes(b"line1\r\nline2\r\n")
-    bundles += _codebox_run(work, "run", plugin, MUTATE_PHP, "run: rw mount, PHP modify/add/delete (+CRLF)")
-
     many = work / "many-plugin"
     many.mkdir()
     (many / "many.php").write_text("<?php /* Plugin Name: Many */\n")
-    bundles += _codebox_run(work, "many", many, MANY_PHP, "run: 2,100 files added (manifest capped at 2,000)")
-
     binplugin = work / "bin-plugin"
     binplugin.mkdir()
     (binplugin / "logo.png").write_bytes(bytes([0x89, 0x50, 0x4E, 0x47, 0, 0, 0, 13]) + bytes(range(256)))
     (binplugin / "data.bin").write_bytes(b"\x00\x01old")
     (binplugin / "big.txt").write_text("small\n")
+    return plugin, many, binplugin
+
+
+def produce_codebox_bundles(work: Path, backend: str) -> list[Produced]:
+    """Real Codebox bundles through a real sandbox of ``backend`` (playground or native)."""
+    work = work / backend
+    work.mkdir(parents=True, exist_ok=True)
+    plugin, many, binplugin = _write_plugins(work / "sources")
+    bundles = _codebox_run(work, backend, "run", plugin, MUTATE_PHP, "run: rw mount, PHP modify/add/delete (+CRLF)")
+    bundles += _codebox_run(work, backend, "many", many, MANY_PHP, "run: 2,100 files added (manifest capped at 2,000)")
+
     out = work / "out-binary"
-    result = _run([sys.executable, "-c", BINARY_SCRIPT, str(binplugin), str(out)])
-    bundles += [("run: binary change/add/delete + max-file-bytes skip", b) for b in _bundle_dirs(out)] or _failed(
-        "binary", result
-    )
+    result = _run([sys.executable, "-c", BINARY_SCRIPT, str(binplugin), str(out), backend])
+    bundles += _collect(backend, "run: binary change/add/delete + max-file-bytes skip", out, result)
 
     out = work / "out-evaluate"
     result = _run(
         [
             *CODEBOX,
             "evaluate-patch",
+            "--backend",
+            backend,
             "--plugin",
             "examples/plugins-for-recipes/buggy-counter",
             "--patch",
@@ -189,7 +221,7 @@ def produce_codebox_bundles(work: Path) -> list[tuple[str, Path]]:
             "--json",
         ]
     )
-    bundles += [("evaluate-patch buggy-counter", b) for b in _bundle_dirs(out)] or _failed("evaluate-patch", result)
+    bundles += _collect(backend, "evaluate-patch buggy-counter", out, result)
 
     recipes = sorted((REPO / "examples/recipes").glob("*.json"))
     verify_copy = work / "plugin-scaffold-mutation-verify.json"
@@ -198,18 +230,10 @@ def produce_codebox_bundles(work: Path) -> list[tuple[str, Path]]:
     verify_copy.write_text(json.dumps(recipe))
     for path in [*recipes, verify_copy]:
         out = work / f"out-recipe-{path.stem}"
-        result = _run([*CODEBOX, "recipe-run", str(path), "--artifacts-dir", str(out), "--json"])
+        result = _run([*CODEBOX, "recipe-run", str(path), "--backend", backend, "--artifacts-dir", str(out), "--json"])
         label = f"recipe-run {path.stem}" + (" (artifacts.verify)" if path == verify_copy else "")
-        bundles += [(label, b) for b in _bundle_dirs(out)] or _failed(label, result)
+        bundles += _collect(backend, label, out, result)
     return bundles
-
-
-def _failed(what: str, result: subprocess.CompletedProcess[str]) -> list[tuple[str, Path]]:
-    print(
-        f"warning: {what} produced no bundle (exit {result.returncode}): {result.stderr.strip()[-300:]}",
-        file=sys.stderr,
-    )
-    return []
 
 
 def _codes(violations: list[dict[str, Any]]) -> str:
@@ -226,8 +250,14 @@ def reference_json(driver: Path, *args: str) -> dict[str, Any]:
     return data
 
 
-def check_with_reference(driver: Path, label: str, bundle: Path) -> Row:
-    row = Row("A codebox->ref", label, str(bundle))
+def check_with_reference(driver: Path, produced: Produced) -> Row:
+    row = Row(f"A codebox({produced.backend})->ref", produced.label, str(produced.bundle or ""))
+    if produced.bundle is None:
+        row.checks["codebox produced a bundle"] = (
+            f"ok: skipped, {produced.skipped} by design" if produced.skipped else f"ERROR {produced.error}"
+        )
+        return row
+    bundle = produced.bundle
     for variant in ("head", "stored"):
         data = reference_json(driver, "verify", str(bundle), "--variant", variant)
         key = f"ref verify ({variant})"
@@ -246,37 +276,43 @@ def check_with_reference(driver: Path, label: str, bundle: Path) -> Row:
     return row
 
 
-def check_with_codebox(driver: Path, mode: str, out: Path, headers: str = "relative", episode: bool = False) -> Row:
+def check_with_codebox(driver: Path, mode: str, out: Path, episode: bool = False) -> Row:
     written = subprocess.run(
-        [
-            "node",
-            str(driver),
-            "write",
-            str(out),
-            "--mode",
-            mode,
-            "--headers",
-            headers,
-            *(["--episode"] if episode else []),
-        ],
+        ["node", str(driver), "write", str(out), "--mode", mode, *(["--episode"] if episode else [])],
         capture_output=True,
         text=True,
         check=False,
     )
-    older = ", older sandbox-path patch headers" if headers != "relative" else ""
-    name = f"reference writer, Mode {mode.upper()}{older}{', with an episode trace' if episode else ''}"
+    writer = "HEAD writer, repository-relative patch headers" if mode == "a" else "stored writer, sandbox-path headers"
+    name = f"reference {writer}, Mode {mode.upper()}{', episode runner' if episode else ''}"
     row = Row("B ref->codebox", name, str(out))
     if written.returncode != 0:
         row.checks["ref writer"] = f"ERROR {written.stderr.strip()[-300:]}"
         return row
     own = reference_json(driver, "verify", str(out), "--variant", "head")
-    row.checks["ref verify (head, self-check)"] = "valid" if own.get("valid") else f"INVALID {own}"
     verify = _run([*CODEBOX, "artifacts", "verify", str(out), "--json"])
-    try:
-        data = json.loads(verify.stdout)
-        row.checks["codebox artifacts verify"] = "valid" if data["valid"] else f"INVALID {_codes(data['violations'])}"
-    except ValueError:
-        row.checks["codebox artifacts verify"] = f"ERROR {verify.stderr.strip()[-200:]}"
+    if episode:
+        # The reference's episode runner appends the trace to manifest.files without sealing the Mode A digest
+        # again (the spec's "observed gap", section 10): its own verifier rejects the bundle, and so must Codebox's.
+        own_codes = _codes(own.get("violations", []))
+        row.checks["ref verify (head, self-check)"] = f"ok: rejects its own bundle ({own_codes})"
+        try:
+            data = json.loads(verify.stdout)
+            same = not data["valid"] and "digest-mismatch" in _codes(data["violations"])
+            row.checks["codebox artifacts verify"] = (
+                f"ok: rejects it too ({_codes(data['violations'])})" if same else f"DISAGREES {data}"
+            )
+        except (ValueError, KeyError):
+            row.checks["codebox artifacts verify"] = f"ERROR {verify.stderr.strip()[-200:]}"
+    else:
+        row.checks["ref verify (head, self-check)"] = "valid" if own.get("valid") else f"INVALID {own}"
+        try:
+            data = json.loads(verify.stdout)
+            row.checks["codebox artifacts verify"] = (
+                "valid" if data["valid"] else f"INVALID {_codes(data['violations'])}"
+            )
+        except ValueError:
+            row.checks["codebox artifacts verify"] = f"ERROR {verify.stderr.strip()[-200:]}"
     show = _run([*CODEBOX, "artifacts", "show", str(out), "--json"])
     try:
         shown = json.loads(show.stdout)
@@ -319,6 +355,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reference-dir", type=Path, required=True, help="folder holding dist/driver.js")
     parser.add_argument("--work", type=Path, help="scratch folder (default: a new temp folder, kept)")
+    parser.add_argument(
+        "--backend",
+        choices=("native", "playground", "both"),
+        default="both",
+        help="the backend(s) whose sandboxes make direction A's bundles (default: both)",
+    )
     parser.add_argument("--bundles", type=Path, nargs="*", help="check these Codebox bundles instead of producing")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = parser.parse_args()
@@ -331,10 +373,13 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("CODEBOX_HOME", str(work / "home"))
 
-    produced = [(b.name, b) for b in args.bundles] if args.bundles else produce_codebox_bundles(work)
-    rows = [check_with_reference(driver, label, bundle) for label, bundle in produced]
+    backends = ("playground", "native") if args.backend == "both" else (args.backend,)
+    if args.bundles:
+        produced = [Produced("given", b.name, b) for b in args.bundles]
+    else:
+        produced = [item for backend in backends for item in produce_codebox_bundles(work, backend)]
+    rows = [check_with_reference(driver, item) for item in produced]
     rows += [check_with_codebox(driver, mode, work / f"reference-mode-{mode}") for mode in ("a", "b")]
-    rows.append(check_with_codebox(driver, "b", work / "reference-mode-b-target-headers", headers="target"))
     rows.append(check_with_codebox(driver, "a", work / "reference-mode-a-episode", episode=True))
 
     if args.json:

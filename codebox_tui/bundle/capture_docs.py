@@ -4,6 +4,7 @@ patch, metadata and the review (docs/contracts.md, "Artifact bundle")."""
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from codebox_tui.bundle.diff import FileDiff
 from codebox_tui.bundle.digests import MODE_A_INPUTS
 from codebox_tui.contracts.bundle import (
     DIAGNOSTICS_SCHEMA,
+    PACKAGE_PROVENANCE_SCHEMA,
     REVIEW_SCHEMA,
     WORKSPACE_PATCH_SCHEMA,
     ChangedFile,
@@ -24,6 +26,7 @@ from codebox_tui.contracts.bundle import (
     TestSummary,
 )
 from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+from codebox_tui.settings import NODE_BRIDGE_DIR
 
 ACTIONS = [
     {"kind": "approve", "label": "Approve all changes", "requiresApprovedFiles": True},
@@ -247,6 +250,34 @@ def workspace_provenance(mounts: list[MountSpec], baselines: list[Baseline]) -> 
     return {"mounts": out}
 
 
+# The Playground packages the sidecar pins (runtime/node/package.json), by the key package provenance names them.
+PLAYGROUND_PACKAGES = {"cli": "@wp-playground/cli", "wordpressBuilds": "@wp-playground/wordpress-builds"}
+
+
+def _pinned_versions() -> dict[str, str]:
+    dependencies = json.loads((NODE_BRIDGE_DIR / "package.json").read_text(encoding="utf-8"))["dependencies"]
+    return {name: str(version) for name, version in dependencies.items()}
+
+
+def package_provenance(runtime: RuntimeInfo, codebox_version: str) -> dict[str, Any]:
+    """``provenance.packages`` as ``wp-codebox/package-provenance/v1`` (docs/contracts.md, "Runtime provenance"):
+    the writer, the Playground packages the run used, each ``{name, version}``, and the WordPress and PHP versions
+    that ran. A native run names only the WordPress builds (its core comes from them; PHP is the host's)."""
+    pinned = _pinned_versions()
+    used = ("cli", "wordpressBuilds") if runtime.backend == "wordpress-playground" else ("wordpressBuilds",)
+    return {
+        "schema": PACKAGE_PROVENANCE_SCHEMA,
+        "wpCodebox": {"name": "codebox", "version": codebox_version},
+        "playground": {
+            key: {"name": PLAYGROUND_PACKAGES[key], "version": pinned[PLAYGROUND_PACKAGES[key]]} for key in used
+        },
+        "environment": {
+            "wordpressVersion": runtime.environment.get("wordpressVersion"),
+            "phpVersion": runtime.environment.get("phpVersion"),
+        },
+    }
+
+
 def provenance(
     runtime: RuntimeInfo, mounts: list[MountSpec], codebox_version: str, baselines: list[Baseline] | None = None
 ) -> dict[str, Any]:
@@ -257,7 +288,7 @@ def provenance(
             "wordpressVersion": runtime.environment.get("wordpressVersion"),
             "phpVersion": runtime.environment.get("phpVersion"),
         },
-        "packages": {"codebox": codebox_version, "playground": {"cli": "3.1.56", "wordpressBuilds": "0.9.19"}},
+        "packages": package_provenance(runtime, codebox_version),
         "mounts": [m.model_dump(mode="json") for m in mounts],
     }
 

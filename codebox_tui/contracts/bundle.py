@@ -22,6 +22,7 @@ WORKSPACE_PATCH_SCHEMA: Final = "wp-codebox/workspace-patch/v1"
 DIAGNOSTICS_SCHEMA: Final = "wp-codebox/artifact-diagnostics/v1"
 REFERENCE_MANIFEST_SCHEMA: Final = "wp-codebox/runtime-reference-manifest/v1"
 REPLAY_INDEX_SCHEMA: Final = "wp-codebox/runtime-replay-reference-index/v1"
+PACKAGE_PROVENANCE_SCHEMA: Final = "wp-codebox/package-provenance/v1"
 
 
 class ContentDigest(Contract):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from codebox_tui import __version__
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 from tests.factories.toolchains import PHPUNIT_POLYFILLS, WP_CLI_PHAR, WP_TESTS_LIB, require
 
@@ -94,6 +95,17 @@ def test_the_example_probe_runs_natively_and_its_bundle_verifies(tmp_path: Path)
         "phpVersion": _host_php(),
         "wordpressVersion": result["wordpress"],
     }
+    # the package provenance in the contract's shape (docs/contracts.md): no Playground CLI on a native run
+    pinned = json.loads((REPO / "codebox_tui" / "runtime" / "node" / "package.json").read_text())["dependencies"]
+    builds = "@wp-playground/wordpress-builds"
+    assert metadata["provenance"]["packages"] == {
+        "schema": "wp-codebox/package-provenance/v1",
+        "wpCodebox": {"name": "codebox", "version": __version__},
+        "playground": {"wordpressBuilds": {"name": builds, "version": pinned[builds]}},
+        "environment": {"wordpressVersion": result["wordpress"], "phpVersion": _host_php()},
+    }
+    review = json.loads((bundle / "files" / "review.json").read_text())
+    assert review["provenance"]["packages"] == metadata["provenance"]["packages"]
     verified = _codebox(tmp_path, "artifacts", "verify", str(bundle))
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "valid" in verified.stdout
