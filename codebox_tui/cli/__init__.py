@@ -1,7 +1,8 @@
 """The ``codebox`` command: this package root lists every sub-command and loads an area (one module of this
-package each: run, artifacts, review, recipe, exec, agent, mcp, batch) only when one of its commands runs. Each
-area defines its commands as module-level functions (sub-groups as module-level Typer apps) and adds them in its
-``register(app)``; ``output.py`` holds the writers every area prints through.
+package each: run, boot, episode, artifacts, review, recipe, exec, agent, mcp, batch, site) only when one of its
+commands runs. Each area defines its commands as module-level functions (sub-groups as module-level Typer apps)
+and adds them in its ``register(app)``; ``output.py`` holds the writers every area prints through, and the
+shared modules ``run_options.py``, ``preview.py`` and ``held.py`` what several areas' commands have in common.
 
 Exit codes (also in the README): 0 ok, 1 negative verdict (invalid bundle, failed command or
 tests), 2 bad input, 3 denied by policy, 4 sandbox failure (boot, crash, timeout), 5 apply
@@ -33,6 +34,18 @@ def _area_run(app: typer.Typer) -> None:
     from codebox_tui.cli import run as cli_run
 
     cli_run.register(app)
+
+
+def _area_boot(app: typer.Typer) -> None:
+    from codebox_tui.cli import boot as cli_boot
+
+    cli_boot.register(app)
+
+
+def _area_episode(app: typer.Typer) -> None:
+    from codebox_tui.cli import episode as cli_episode
+
+    cli_episode.register(app)
 
 
 def _area_artifacts(app: typer.Typer) -> None:
@@ -91,7 +104,7 @@ Area = Callable[[typer.Typer], None]
 SUBCOMMANDS: dict[str, tuple[Area, str]] = {
     "commands": (_area_run, "List the runtime command ids, their arguments and policy requirements (boots nothing)."),
     "run": (_area_run, "Boot a sandbox, run one command, capture the artifact bundle, dispose."),
-    "boot": (_area_run, "Boot a sandbox and hold it for live preview until the hold expires or Ctrl-C."),
+    "boot": (_area_boot, "Boot a sandbox and hold it for live preview until the hold expires or Ctrl-C."),
     "apply": (_area_review, "Apply an approval decision after re-verifying the bundle and its content digest."),
     "apply-recover": (
         _area_review,
@@ -136,7 +149,10 @@ SUBCOMMANDS: dict[str, tuple[Area, str]] = {
         _area_batch,
         "Run every item of a batch file in its own sandbox on Ray and record the batch for the inbox.",
     ),
-    "episode": (_area_run, "Stateful runtime episodes: steps, observations, snapshots, restores (docs/episodes.md)."),
+    "episode": (
+        _area_episode,
+        "Stateful runtime episodes: steps, observations, snapshots, restores (docs/episodes.md).",
+    ),
     "site": (
         _area_site,
         "Contained-site handles: prepared sites kept as snapshots, opened again with a held preview (docs/sites.md).",
