@@ -11,10 +11,13 @@ conflict, 130 interrupted.
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -241,7 +244,20 @@ def launch_tui(bundle: Path | None = None) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: usage errors exit 2 (printed by Click), CodeboxErrors exit with their own code."""
+    """Entry point: usage errors exit 2 (printed by Click), CodeboxErrors exit with their own code. Without
+    ``argv`` (the ``codebox`` command itself, not a caller in this process) the process ends through
+    :func:`leave` once the command is done."""
+    try:
+        _main(argv)
+    except SystemExit as ended:
+        if argv is None:
+            leave(ended.code)
+        raise
+    if argv is None:
+        leave(0)
+
+
+def _main(argv: list[str] | None) -> None:
     args = sys.argv[1:] if argv is None else argv
     json_mode = "--json" in args
     command = " ".join(a for a in args[:2] if not a.startswith("-"))
@@ -263,3 +279,23 @@ def main(argv: list[str] | None = None) -> None:
             fail(io_error, json_mode=json_mode, command=command)
         except typer.Exit as exit_:
             sys.exit(exit_.exit_code)
+
+
+def leave(code: int | str | None) -> NoReturn:
+    """End the process now that its command is done and its output written. When no other thread still works
+    (a Playground background boot is one; the threads a run leaves waiting on its clean-up processes are daemons
+    a normal exit does not wait for either), run the exit handlers a normal exit runs (a Playground sidecar's
+    close, finalizers, logging), flush the standard streams and leave without the interpreter tearing down every
+    module and object: about a fifth of a second, or more, after the result is printed (issue #27, item 1;
+    docs/performance.md). Otherwise, or for an exit status that is not a number, the normal exit."""
+    status = 0 if code is None else code
+    others = [t for t in threading.enumerate() if t is not threading.current_thread() and t.is_alive()]
+    if not isinstance(status, int) or any(not thread.daemon for thread in others):
+        raise SystemExit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more can reach the reader
+            pass
+    os._exit(status)
