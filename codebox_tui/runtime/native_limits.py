@@ -30,13 +30,12 @@ by renaming) stay on the host's disk under the per-file cap only.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import time
 from pathlib import Path
 
 from codebox_tui.runtime import mount_guard
-from codebox_tui.runtime.leftover_mounts import MNT_DETACH, UMOUNT_NOFOLLOW
+from codebox_tui.runtime.leftover_mounts import MNT_DETACH, UMOUNT_NOFOLLOW, process_libc
 
 # The most tasks (processes and threads) one native sandbox may have at once: PHP, WP-CLI and PHPUnit with
 # its child processes need a handful; bubblewrap adds two per confined process.
@@ -158,7 +157,7 @@ class DiskBudget:
         folder.mkdir(mode=0o755)
         if size <= 0:
             return cls(folder, 0, False, "no write budget (CODEBOX_SANDBOX_WRITE_BUDGET=0)")
-        libc = _libc()
+        libc = process_libc()
         if libc is None:
             return cls(folder, size, False, "the C library's mount(2) is not available")
         # as root the mount is expected to work: the guard learns of the folder first, so a kill right after the
@@ -174,7 +173,7 @@ class DiskBudget:
 
     def settle(self, budget: int) -> None:
         """Once the sandbox's starting files are in: the size becomes what they use plus ``budget``."""
-        libc = _libc()
+        libc = process_libc()
         if not self.mounted or libc is None:
             return
         stats = os.statvfs(self.folder)
@@ -200,7 +199,7 @@ class DiskBudget:
         empty for the sandbox's removal."""
         if not self.mounted:
             return
-        libc = _libc()
+        libc = process_libc()
         if libc is not None and libc.umount2(str(self.folder).encode(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0:
             self.mounted = False
             mount_guard.release(self.folder)
@@ -209,13 +208,3 @@ class DiskBudget:
 def _options(size: int) -> bytes:
     """tmpfs options: ``size`` bytes, and one inode per 8 KiB of it (an empty-file flood is bounded too)."""
     return f"size={size},mode=0755,nr_inodes={max(16384, size // 8192)}".encode()
-
-
-def _libc() -> ctypes.CDLL | None:
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
-    try:
-        return ctypes.CDLL(name, use_errno=True)
-    except OSError:
-        return None
