@@ -5,7 +5,7 @@ Rows (medians of N; a private CODEBOX_HOME, golden site and native prepared inst
     the moment commands can run; Playground with its sidecar already running and spares off
   * one PHP request that loads WordPress (``require wp-load.php``) in a booted sandbox
   * one-shot ``codebox run`` of the example plugin's probe: a new ``codebox`` process each time, boot,
-    probe, capture, verify, record
+    probe, capture, verify, record; and the part of it after the result line is printed, to the exit
   * disk per native sandbox (its folder: wp-content with the database, config, temp); a native sandbox
     keeps no process between commands but its page-request worker
   * native page requests, before and after the persistent worker, alternating in one booted sandbox: a new
@@ -154,13 +154,16 @@ def page_requests(backend: Any, spec: Any, n: int) -> tuple[dict[str, tuple[list
         sandbox.dispose()
 
 
-def one_shot_runs(backend: str, n: int, home: Path, scratch: Path) -> list[float]:
-    samples = []
+def one_shot_runs(backend: str, n: int, home: Path, scratch: Path) -> tuple[list[float], list[float]]:
+    """``n`` one-shot runs: seconds from the start of each ``codebox`` process to its exit, and from its result
+    line on stderr ("codebox: ok in …", printed even with --quiet) to its exit (what the process still does
+    after the user has the result: issue #27, item 1)."""
+    samples, after_result = [], []
     for i in range(n):
         plugin = scratch / f"{backend}-plugin-{i}"
         shutil.copytree(PLUGIN, plugin)
         started = time.monotonic()
-        done = subprocess.run(
+        process = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
@@ -180,14 +183,24 @@ def one_shot_runs(backend: str, n: int, home: Path, scratch: Path) -> list[float
             ],
             cwd=REPO,
             env={**os.environ, "CODEBOX_HOME": str(home)},
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=600,
         )
-        samples.append(time.monotonic() - started)
-        if done.returncode != 0 or '"active": true' not in done.stdout:
-            raise SystemExit(f"{backend} one-shot run failed ({done.returncode}): {done.stderr[-800:]}")
-    return samples
+        assert process.stderr is not None and process.stdout is not None
+        result_at, errors = None, []
+        for line in process.stderr:  # stdout is small (the probe's JSON): read once stderr ends
+            errors.append(line)
+            if line.startswith(("codebox: ok in", "codebox: failed in")):
+                result_at = time.monotonic()
+        stdout = process.stdout.read()
+        code = process.wait(timeout=600)
+        ended = time.monotonic()
+        samples.append(ended - started)
+        after_result.append(ended - (result_at or ended))
+        if code != 0 or '"active": true' not in stdout:
+            raise SystemExit(f"{backend} one-shot run failed ({code}): {''.join(errors)[-800:]}")
+    return samples, after_result
 
 
 def main() -> int:
@@ -257,8 +270,8 @@ def main() -> int:
         pg_ready, pg_request, _ = boot_and_request(playground, spec_for(DEFAULT_PHP_VERSION), args.n)
     finally:
         shutdown_sidecars()
-    native_runs = one_shot_runs("native", args.n, home, scratch)
-    pg_runs = one_shot_runs("playground", args.n, home, scratch)
+    native_runs, native_after = one_shot_runs("native", args.n, home, scratch)
+    pg_runs, pg_after = one_shot_runs("playground", args.n, home, scratch)
     print(f"load average after: {os.getloadavg()}", flush=True)
     print()
     print(f"| median of {args.n} | native | playground | native / playground |")
@@ -267,9 +280,10 @@ def main() -> int:
         ("new sandbox ready (s)", native_ready, pg_ready),
         ("one request loading WordPress (s)", native_request, pg_request),
         ("one-shot `codebox run` of the example probe (s)", native_runs, pg_runs),
+        ("… of which after its result line is printed (s)", native_after, pg_after),
     ):
         a, b = median_seconds(ours), median_seconds(theirs)
-        print(f"| {label} | {a:.3f} | {b:.3f} | {a / b:.2f}x |")
+        print(f"| {label} | {a:.3f} | {b:.3f} | {f'{a / b:.2f}x' if b else '-'} |")
     print(f"| disk per native sandbox (MB) | {statistics.median(native_disk) / 1e6:.1f} | | |")
     shutil.rmtree(scratch, ignore_errors=True)
     shutil.rmtree(home, ignore_errors=True)

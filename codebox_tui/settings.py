@@ -1,22 +1,36 @@
 """Typed settings: every environment variable Codebox reads as configuration is a field here.
 
-Variables are prefixed ``CODEBOX_`` (``tab_width`` ← ``CODEBOX_TAB_WIDTH``), except the two names the
-WordPress test tooling already uses (``WP_TESTS_DIR``, ``WP_TESTS_PHPUNIT_POLYFILLS_PATH``). Each one is
-documented in docs/settings.md. A bad value is a :class:`~codebox_tui.errors.BadInputError` naming the
-variable, never a traceback.
+Variables are prefixed ``CODEBOX_`` (``tab_width`` ← ``CODEBOX_TAB_WIDTH``; the name in any case), except the
+two names the WordPress test tooling already uses (``WP_TESTS_DIR``, ``WP_TESTS_PHPUNIT_POLYFILLS_PATH``). A
+structured value (``CODEBOX_KEYMAP``) is JSON. Each one is documented in docs/settings.md. A bad value is a
+:class:`~codebox_tui.errors.BadInputError` naming the variable, never a traceback.
+
+The environment is read here, into a plain pydantic model, rather than through pydantic-settings: that package
+imports asyncio, argparse, dotenv and its cloud secret sources (about a tenth of a second), and every ``codebox``
+command reads its settings.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, get_origin
 
 from platformdirs import user_data_dir
-from pydantic import AliasChoices, Field, PrivateAttr, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from codebox_tui.errors import BadInputError
 from codebox_tui.keymap import load_keymap
@@ -49,10 +63,17 @@ def parse_byte_size(text: str, variable: str) -> int:
     return int(match.group(1)) * BYTE_SUFFIXES[match.group(2)]
 
 
-class CodeboxSettings(BaseSettings):
-    """Where Codebox keeps its state and which external tools it uses."""
+ENV_PREFIX = "CODEBOX_"
 
-    model_config = SettingsConfigDict(env_prefix="CODEBOX_", extra="ignore", populate_by_name=True)
+
+class CodeboxSettings(BaseModel):
+    """Where Codebox keeps its state and which external tools it uses: the environment's values
+    (:func:`environment_values`), then the keyword arguments given, which win."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, validate_default=True)
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**{**environment_values(), **values})
 
     home: Path = Field(default_factory=lambda: Path(user_data_dir("codebox", appauthor=False)))
     # Where every command writes run bundles unless told otherwise (--artifacts, a recipe's
@@ -182,33 +203,51 @@ class CodeboxSettings(BaseSettings):
         return self.home / "keymap.json"
 
 
+def variable_name(field_name: str) -> str:
+    """The environment variable that sets a field: its own name when it has one (``WP_TESTS_DIR``), else
+    ``CODEBOX_`` and the field's name in capitals. A name that is not a field is returned as it is (pydantic
+    reports a field under its alias, already the variable's name)."""
+    field = CodeboxSettings.model_fields.get(field_name)
+    if field is None:
+        return field_name
+    alias = field.validation_alias
+    return str(alias.choices[0]) if isinstance(alias, AliasChoices) else ENV_PREFIX + field_name.upper()
+
+
+def environment_values() -> dict[str, Any]:
+    """The fields the environment sets, by field name: each field's variable (:func:`variable_name`, matched in
+    any case), its text as it is, a structured field's (``CODEBOX_KEYMAP``) decoded from JSON. A structured value
+    that is not JSON raises a BadInputError naming its variable."""
+    fields_by_variable = {variable_name(name).lower(): name for name in CodeboxSettings.model_fields}
+    values: dict[str, Any] = {}
+    for variable, text in os.environ.items():
+        name = fields_by_variable.get(variable.lower())
+        if name is None:
+            continue
+        if get_origin(CodeboxSettings.model_fields[name].annotation) in (dict, list):
+            try:
+                values[name] = json.loads(text)
+            except ValueError:
+                raise BadInputError(
+                    f'invalid setting: {variable_name(name)} must be JSON, e.g. {{"review.approve_all": "ctrl+a"}}',
+                    code="invalid-setting",
+                    field=variable_name(name),
+                ) from None
+        else:
+            values[name] = text
+    return values
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> CodeboxSettings:
     """The settings from the environment; a bad value raises a BadInputError naming its variable."""
     try:
         return CodeboxSettings()
     except ValidationError as error:
-        problems = []
-        for item in error.errors():
-            name = str(item["loc"][0]) if item["loc"] else ""
-            field = CodeboxSettings.model_fields.get(name)
-            alias = field.validation_alias if field is not None else None
-            if field is None:  # reported under its alias, already the variable's name
-                variable = name
-            else:
-                variable = str(alias.choices[0]) if isinstance(alias, AliasChoices) else f"CODEBOX_{name.upper()}"
-            problems.append((variable, item["msg"]))
+        problems = [(variable_name(str(item["loc"][0]) if item["loc"] else ""), item["msg"]) for item in error.errors()]
         variable = problems[0][0] if problems else "CODEBOX_*"
         raise BadInputError(
             "invalid setting: " + "; ".join(f"{v}: {m}" for v, m in problems), code="invalid-setting", field=variable
-        ) from None
-    except SettingsError as error:  # a structured value (CODEBOX_KEYMAP) that is not JSON
-        match = re.search(r'field "(\w+)"', str(error))
-        variable = f"CODEBOX_{match.group(1).upper()}" if match else "CODEBOX_*"
-        raise BadInputError(
-            f'invalid setting: {variable} must be JSON, e.g. {{"review.approve_all": "ctrl+a"}}',
-            code="invalid-setting",
-            field=variable,
         ) from None
 
 

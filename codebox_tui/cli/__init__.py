@@ -1,7 +1,8 @@
 """The ``codebox`` command: this package root lists every sub-command and loads an area (one module of this
-package each: run, artifacts, review, recipe, exec, agent, mcp, batch) only when one of its commands runs. Each
-area defines its commands as module-level functions (sub-groups as module-level Typer apps) and adds them in its
-``register(app)``; ``output.py`` holds the writers every area prints through.
+package each: run, boot, episode, artifacts, review, recipe, exec, agent, mcp, batch, site) only when one of its
+commands runs. Each area defines its commands as module-level functions (sub-groups as module-level Typer apps)
+and adds them in its ``register(app)``; ``output.py`` holds the writers every area prints through, and the
+shared modules ``run_options.py``, ``preview.py`` and ``held.py`` what several areas' commands have in common.
 
 Exit codes (also in the README): 0 ok, 1 negative verdict (invalid bundle, failed command or
 tests), 2 bad input, 3 denied by policy, 4 sandbox failure (boot, crash, timeout), 5 apply
@@ -10,10 +11,13 @@ conflict, 130 interrupted.
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -33,6 +37,18 @@ def _area_run(app: typer.Typer) -> None:
     from codebox_tui.cli import run as cli_run
 
     cli_run.register(app)
+
+
+def _area_boot(app: typer.Typer) -> None:
+    from codebox_tui.cli import boot as cli_boot
+
+    cli_boot.register(app)
+
+
+def _area_episode(app: typer.Typer) -> None:
+    from codebox_tui.cli import episode as cli_episode
+
+    cli_episode.register(app)
 
 
 def _area_artifacts(app: typer.Typer) -> None:
@@ -91,7 +107,7 @@ Area = Callable[[typer.Typer], None]
 SUBCOMMANDS: dict[str, tuple[Area, str]] = {
     "commands": (_area_run, "List the runtime command ids, their arguments and policy requirements (boots nothing)."),
     "run": (_area_run, "Boot a sandbox, run one command, capture the artifact bundle, dispose."),
-    "boot": (_area_run, "Boot a sandbox and hold it for live preview until the hold expires or Ctrl-C."),
+    "boot": (_area_boot, "Boot a sandbox and hold it for live preview until the hold expires or Ctrl-C."),
     "apply": (_area_review, "Apply an approval decision after re-verifying the bundle and its content digest."),
     "apply-recover": (
         _area_review,
@@ -136,7 +152,10 @@ SUBCOMMANDS: dict[str, tuple[Area, str]] = {
         _area_batch,
         "Run every item of a batch file in its own sandbox on Ray and record the batch for the inbox.",
     ),
-    "episode": (_area_run, "Stateful runtime episodes: steps, observations, snapshots, restores (docs/episodes.md)."),
+    "episode": (
+        _area_episode,
+        "Stateful runtime episodes: steps, observations, snapshots, restores (docs/episodes.md).",
+    ),
     "site": (
         _area_site,
         "Contained-site handles: prepared sites kept as snapshots, opened again with a held preview (docs/sites.md).",
@@ -225,7 +244,20 @@ def launch_tui(bundle: Path | None = None) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: usage errors exit 2 (printed by Click), CodeboxErrors exit with their own code."""
+    """Entry point: usage errors exit 2 (printed by Click), CodeboxErrors exit with their own code. Without
+    ``argv`` (the ``codebox`` command itself, not a caller in this process) the process ends through
+    :func:`leave` once the command is done."""
+    try:
+        _main(argv)
+    except SystemExit as ended:
+        if argv is None:
+            leave(ended.code)
+        raise
+    if argv is None:
+        leave(0)
+
+
+def _main(argv: list[str] | None) -> None:
     args = sys.argv[1:] if argv is None else argv
     json_mode = "--json" in args
     command = " ".join(a for a in args[:2] if not a.startswith("-"))
@@ -247,3 +279,23 @@ def main(argv: list[str] | None = None) -> None:
             fail(io_error, json_mode=json_mode, command=command)
         except typer.Exit as exit_:
             sys.exit(exit_.exit_code)
+
+
+def leave(code: int | str | None) -> NoReturn:
+    """End the process now that its command is done and its output written. When no other thread still works
+    (a Playground background boot is one; the threads a run leaves waiting on its clean-up processes are daemons
+    a normal exit does not wait for either), run the exit handlers a normal exit runs (a Playground sidecar's
+    close, finalizers, logging), flush the standard streams and leave without the interpreter tearing down every
+    module and object: about a fifth of a second, or more, after the result is printed (issue #27, item 1;
+    docs/performance.md). Otherwise, or for an exit status that is not a number, the normal exit."""
+    status = 0 if code is None else code
+    others = [t for t in threading.enumerate() if t is not threading.current_thread() and t.is_alive()]
+    if not isinstance(status, int) or any(not thread.daemon for thread in others):
+        raise SystemExit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more can reach the reader
+            pass
+    os._exit(status)

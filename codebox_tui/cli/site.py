@@ -6,13 +6,9 @@ from pathlib import Path
 
 import typer
 
+from codebox_tui.cli.held import hold_and_capture
 from codebox_tui.cli.output import BACKEND_HELP, emit_json, say
-from codebox_tui.cli.preview import (
-    PREVIEW_PORT_HELP,
-    PREVIEW_PUBLIC_URL_HELP,
-    apply_preview_options,
-    hold_and_capture,
-)
+from codebox_tui.cli.preview import PREVIEW_PORT_HELP, PREVIEW_PUBLIC_URL_HELP, apply_preview_options
 from codebox_tui.durations import parse_duration
 from codebox_tui.errors import BadInputError, ExitCode
 from codebox_tui.lifecycle import preview_bind_address

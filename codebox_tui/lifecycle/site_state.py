@@ -21,7 +21,13 @@ from codebox_tui.bundle.blueprint_after import blueprint_after
 from codebox_tui.contracts.canonical import pretty_json
 from codebox_tui.contracts.site_state import FileOutsideMounts, RiskFlag, SiteStateDiff, SiteStateSummary
 from codebox_tui.errors import SandboxError
-from codebox_tui.runtime.content_listing import Listing, changed_paths, list_content, skipped_paths
+from codebox_tui.runtime.content_listing import (
+    Listing,
+    changed_paths,
+    list_content,
+    skipped_paths,
+    summary_and_listing,
+)
 from codebox_tui.runtime.core_files import MAX_CHANGES_FLAGGED, SITE_ROOT, HostCoreCheck
 from codebox_tui.runtime.session import RunSession
 from codebox_tui.runtime.site_state import take_summary
@@ -90,6 +96,7 @@ class SiteStateRecorder:
         self.enabled = enabled
         self.before: SiteStateSummary | None = None
         self.listing: Listing | None = None  # wp-content outside the mounts, after boot
+        self._files: Listing | None = None  # the listing taken with the last summary (_summary's with_files)
         self.diff: SiteStateDiff | None = None
         self.failure: str | None = None  # why a summary could not be taken (phase: reason)
         self.seconds = 0.0  # time spent on the summaries and the diff (bench/bench_site_state.py)
@@ -100,10 +107,16 @@ class SiteStateRecorder:
         self.core_failure: str | None = None
         self.core_start_ms = 0
 
-    def _summary(self, phase: str) -> SiteStateSummary | None:
+    def _summary(self, phase: str, *, with_files: bool = False) -> SiteStateSummary | None:
+        """The summary (None when it failed: a ``site-state.unavailable`` event). ``with_files`` also lists
+        wp-content in the same probe process (:func:`summary_and_listing`) into ``self._files``."""
         started = time.monotonic()
+        listing: tuple[Listing, bool] | SandboxError | None = None
         try:
-            summary = take_summary(self.session.sandbox)
+            if with_files:
+                summary, listing = summary_and_listing(self.session.sandbox, self._skipped())
+            else:
+                summary = take_summary(self.session.sandbox)
         except SandboxError as error:
             self.session.emit("site-state.unavailable", {"phase": phase, **error.to_dict()}, level="warning")
             self.failure = self.failure or f"{phase}: {error}"
@@ -111,15 +124,16 @@ class SiteStateRecorder:
         finally:
             self.seconds += time.monotonic() - started
         self.session.emit("site-state.summary", {"phase": phase, "timing": summary.timing})
+        self._files = None if listing is None else self._listed(phase, listing)
         return summary
 
     def record_before(self) -> None:
         """Right after boot, before the first command (once)."""
         if self.enabled and self.before is None and self.session.booted:
             self._start_core_check()
-            self.before = self._summary("before")
+            self.before = self._summary("before", with_files=True)
             if self.before is not None:
-                self.listing = self._listing("before")
+                self.listing = self._files
 
     def _start_core_check(self) -> None:
         started = time.monotonic()
@@ -207,14 +221,22 @@ class SiteStateRecorder:
     def _listing(self, phase: str) -> Listing | None:
         started = time.monotonic()
         try:
-            listing, cut = list_content(self.session.sandbox, self._skipped())
+            listed: tuple[Listing, bool] | SandboxError = list_content(self.session.sandbox, self._skipped())
         except SandboxError as error:
-            self.session.emit(
-                "site-state.unavailable", {"phase": phase, "part": "files", **error.to_dict()}, level="warning"
-            )
-            return None
+            listed = error
         finally:
             self.seconds += time.monotonic() - started
+        return self._listed(phase, listed)
+
+    def _listed(self, phase: str, listed: tuple[Listing, bool] | SandboxError) -> Listing | None:
+        """A listing's events: ``site-state.unavailable`` (part files) when it failed, ``site-state.files-truncated``
+        when it was cut."""
+        if isinstance(listed, SandboxError):
+            self.session.emit(
+                "site-state.unavailable", {"phase": phase, "part": "files", **listed.to_dict()}, level="warning"
+            )
+            return None
+        listing, cut = listed
         if cut:
             self.session.emit("site-state.files-truncated", {"phase": phase, "entries": len(listing)}, level="warning")
         return listing
@@ -304,8 +326,8 @@ class SiteStateRecorder:
         written as an unavailable diff (fail closed)."""
         if self.diff is not None or not self.session.booted or (self.before is None and self.failure is None):
             return None
-        after = self._summary("after") if self.before is not None else None
-        files_after = self._listing("after") if self.listing is not None and after is not None else None
+        after = self._summary("after", with_files=self.listing is not None) if self.before is not None else None
+        files_after = self._files if self.listing is not None and after is not None else None
         started = time.monotonic()
         diff = None
         if self.before is not None and after is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import secrets
 import shlex
@@ -98,10 +99,17 @@ def run_php(session: CommandContext, args: dict[str, str], timeout_s: float) -> 
         )
     if not code.lstrip().startswith("<?php") and not code.lstrip().startswith("<?"):
         code = "<?php\n" + code
-    script = f"/tmp/codebox-{secrets.token_hex(8)}.php"
-    session.sandbox.write_file(script, code.encode("utf-8"), timeout_s)
+    script = php_string(f"/tmp/codebox-{secrets.token_hex(8)}.php")
+    encoded = base64.b64encode(code.encode("utf-8")).decode("ascii")
+    # The code is written to its file by the sandbox's PHP that then runs it: one sandbox process per run-php
+    # rather than a write and a run (a one-shot run's start-up, issue #28). It still runs from a file, so
+    # __FILE__, line numbers and closing tags behave as in any PHP file.
+    write = (
+        f"if (file_put_contents({script}, base64_decode('{encoded}')) === false) "
+        f"{{ throw new RuntimeException('could not write ' . {script} . ' in the sandbox'); }}"
+    )
     loader = "require_once '/wordpress/wp-load.php';" if bootstrap == "wordpress" else ""
-    wrapper = f"<?php\n{secret_prelude(session)}\n{loader}\nrequire {php_string(script)};\n"
+    wrapper = f"<?php\n{write}\n{secret_prelude(session)}\n{loader}\nrequire {script};\n"
     result = session.sandbox.run_php(wrapper, timeout_s)
     return _outcome(result.text, result.errors, result.exit_code, truncated=result.truncated)
 

@@ -11,12 +11,22 @@ from __future__ import annotations
 
 import base64
 import json
+import time
+from dataclasses import replace
 from typing import Any, Final
 
 from codebox_tui.contracts.runtime import MountSpec
+from codebox_tui.contracts.site_state import SiteStateSummary
 from codebox_tui.errors import SandboxError
-from codebox_tui.runtime.backend import Sandbox
-from codebox_tui.runtime.site_state import ALWAYS_SKIPPED, WP_CONTENT  # the database is the diff's own business
+from codebox_tui.runtime.backend import PhpResult, Sandbox
+from codebox_tui.runtime.site_state import (  # the database is the diff's own business
+    ALWAYS_SKIPPED,
+    WP_CONTENT,
+    state_code,
+    state_result,
+    summary_from,
+    summary_request,
+)
 
 MAX_ENTRIES: Final = 20000
 
@@ -55,12 +65,41 @@ def skipped_paths(mounts: list[MountSpec]) -> list[str]:
     return out
 
 
+def _listing_code(skip: list[str]) -> str:
+    encoded = base64.b64encode(json.dumps(skip).encode("utf-8")).decode("ascii")
+    return LISTING_PHP % {"root": WP_CONTENT, "skip": encoded, "max": MAX_ENTRIES}
+
+
 def list_content(sandbox: Sandbox, skip: list[str], *, timeout_s: float = 30.0) -> tuple[Listing, bool]:
     """wp-content's files, folders and links (path → (type, size, mtime); no file is read) and whether the
     listing was cut at MAX_ENTRIES."""
-    encoded = base64.b64encode(json.dumps(skip).encode("utf-8")).decode("ascii")
     # a probe: it loads no WordPress, so nothing the sandbox planted runs with it (docs/security.md)
-    result = sandbox.probe_php(LISTING_PHP % {"root": WP_CONTENT, "skip": encoded, "max": MAX_ENTRIES}, timeout_s)
+    return _parsed_listing(sandbox.probe_php(_listing_code(skip), timeout_s))
+
+
+def summary_and_listing(
+    sandbox: Sandbox, skip: list[str], *, timeout_s: float = 60.0
+) -> tuple[SiteStateSummary, tuple[Listing, bool] | SandboxError]:
+    """:func:`~codebox_tui.runtime.site_state.take_summary` and :func:`list_content` from one probe process (one
+    sandbox process fewer at each end of every run): the summary's JSON line first, then the listing's. The
+    summary's failure raises its :class:`SandboxError` as ``take_summary`` does; the listing's is returned in its
+    place, so the summary stands without it. The listing comes second so that what its size costs of the output
+    cap can only cut the listing (``list_content`` alone would be cut at the same size)."""
+    started = time.monotonic()
+    listing = _listing_code(skip).removeprefix("<?php")
+    code = f'{state_code(summary_request())}\necho "\\n";\n(function () {{{listing}}})();\n'
+    result = sandbox.probe_php(code, timeout_s)
+    # json_encode writes no raw line break (one inside a string is \n): the first one ends the summary
+    summary_text, _, listing_text = result.text.partition("\n")
+    summary = summary_from(state_result("summary", replace(result, text=summary_text)), started)
+    try:
+        return summary, _parsed_listing(replace(result, text=listing_text))
+    except SandboxError as error:
+        return summary, error
+
+
+def _parsed_listing(result: PhpResult) -> tuple[Listing, bool]:
+    """The listing LISTING_PHP printed, checked entry by entry; a :class:`SandboxError` when there is none."""
     try:
         value = json.loads(result.text)
         entries = value["entries"]

@@ -95,15 +95,16 @@ def _is_real_folder(dir_fd: int, name: str) -> bool:
 
 
 def _umount_nofollow(path: str) -> bool:
-    libc = _libc()
+    libc = process_libc()
     if libc is None:
         return False
     return bool(libc.umount2(os.fsencode(path), MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
 
 
 @cache
-def _libc() -> ctypes.CDLL | None:
-    """The C library already loaded in this process (no ``find_library``, which starts a subprocess)."""
+def process_libc() -> ctypes.CDLL | None:
+    """The C library already loaded in this process, for the mount calls Python does not wrap (no
+    ``find_library``, which starts an ``ldconfig -p`` subprocess each time)."""
     try:
         return ctypes.CDLL(None, use_errno=True)
     except OSError:

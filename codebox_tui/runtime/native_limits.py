@@ -36,7 +36,6 @@ not outlive the Codebox process, however it ends: a guard process detaches them 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 import os
 import stat
@@ -44,7 +43,7 @@ import time
 from pathlib import Path
 
 from codebox_tui.runtime import mount_guard
-from codebox_tui.runtime.leftover_mounts import MNT_DETACH, UMOUNT_NOFOLLOW
+from codebox_tui.runtime.leftover_mounts import MNT_DETACH, UMOUNT_NOFOLLOW, process_libc
 from codebox_tui.runtime.mounts import PrivateCopy, remove_tree
 from codebox_tui.runtime.sandbox_owner import hand_over
 
@@ -171,7 +170,7 @@ class DiskBudget:
         folder.mkdir(mode=0o755)
         if size <= 0:
             return cls(folder, 0, False, "no write budget (CODEBOX_SANDBOX_WRITE_BUDGET=0)")
-        libc = _libc()
+        libc = process_libc()
         if libc is None:
             return cls(folder, size, False, "the C library's mount(2) is not available")
         # as root the mount is expected to work: the guard learns of the folder first, so a kill right after the
@@ -189,7 +188,7 @@ class DiskBudget:
     def settle(self, budget: int) -> None:
         """Once the sandbox's starting files are in: the size becomes what they use plus ``budget``, the entries
         theirs plus one per 8 KiB of ``budget``."""
-        libc = _libc()
+        libc = process_libc()
         if not self.mounted or libc is None:
             return
         stats = os.statvfs(self.folder)
@@ -241,7 +240,7 @@ class DiskBudget:
         empty for the sandbox's removal."""
         if not self.mounted:
             return
-        libc = _libc()
+        libc = process_libc()
         if libc is not None and libc.umount2(str(self.folder).encode(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0:
             self.mounted = False
             mount_guard.release(self.folder)
@@ -268,7 +267,7 @@ def _mount_overlay(lower: Path, upper: Path, work: Path, point: Path) -> None:
     """An ``overlay`` of ``lower`` under ``upper`` (``work``: its scratch folder, beside ``upper``) at ``point``.
     Each layer is named through a descriptor of the real folder (no link followed, no character of the path
     read as an option); ``redirect_dir=on`` lets a folder of the lower layer be renamed (else ``EXDEV``)."""
-    libc = _libc()
+    libc = process_libc()
     if libc is None:
         raise OSError(0, "the C library's mount(2) is not available")
     fds = [
@@ -289,7 +288,7 @@ def _bind_back(source: Path, mount_point: Path) -> None:
     """``source`` (a copy-on-write mount's overlay) shown at ``mount_point`` as well, through a descriptor of the
     real folder (never a link); the guard detaches it if Codebox dies before the folder is removed
     (runtime/tree_removal.py detaches it then)."""
-    libc = _libc()
+    libc = process_libc()
     if libc is None:
         raise OSError(0, "the C library's mount(2) is not available")
     fd = os.open(source, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -312,13 +311,3 @@ def _new_entries(budget: int) -> int:
 def _options(size: int, inodes: int) -> bytes:
     """tmpfs options: ``size`` bytes and ``inodes`` entries."""
     return f"size={size},mode=0755,nr_inodes={inodes}".encode()
-
-
-def _libc() -> ctypes.CDLL | None:
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
-    try:
-        return ctypes.CDLL(name, use_errno=True)
-    except OSError:
-        return None

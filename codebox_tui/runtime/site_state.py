@@ -44,7 +44,7 @@ from codebox_tui.contracts.site_state import (
     snapshot_hashes,
 )
 from codebox_tui.errors import BadInputError, SandboxError
-from codebox_tui.runtime.backend import Sandbox
+from codebox_tui.runtime.backend import PhpResult, Sandbox
 from codebox_tui.runtime.site_state_diff import SECRET_NAME_PHP, redact_summary
 
 M = TypeVar("M", bound=BaseModel)
@@ -73,14 +73,24 @@ def _php_source() -> str:
     return text[len("<?php") :] if text.startswith("<?php") else text
 
 
+def state_code(request: dict[str, Any]) -> str:
+    """The PHP that runs one action of site_state.php (``request``) and prints its JSON result on one line."""
+    encoded = base64.b64encode(json.dumps(request).encode("utf-8")).decode("ascii")
+    return f"<?php\n$codebox_state_request = json_decode(base64_decode('{encoded}'), true);\n{_php_source()}"
+
+
 def _run(sandbox: Sandbox, request: dict[str, Any], timeout_s: float, *, probe: bool = True) -> dict[str, Any]:
     """Run one action of site_state.php and return its parsed JSON result. Actions that do not load
     WordPress run as a probe: nothing the sandbox planted runs with them (docs/security.md, "What the
     sandbox can and cannot forge")."""
-    encoded = base64.b64encode(json.dumps(request).encode("utf-8")).decode("ascii")
-    code = f"<?php\n$codebox_state_request = json_decode(base64_decode('{encoded}'), true);\n{_php_source()}"
+    code = state_code(request)
     result = sandbox.probe_php(code, timeout_s) if probe else sandbox.run_php(code, timeout_s)
-    action = request["action"]
+    return state_result(request["action"], result)
+
+
+def state_result(action: str, result: PhpResult) -> dict[str, Any]:
+    """The JSON object site_state.php printed for ``action``; a :class:`SandboxError` for anything else or for the
+    error it reports."""
     try:
         value = json.loads(result.text)
     except ValueError:
@@ -111,10 +121,21 @@ def _validated(model: type[M], value: Any, what: str) -> M:
 
 
 # -- summary --------------------------------------------------------------------------------------
+def summary_request(max_rows: int = 5000) -> dict[str, Any]:
+    """The site-state request for a summary (:func:`take_summary`)."""
+    return {"action": "summary", "maxRows": max_rows, "previewBytes": 200}
+
+
 def take_summary(sandbox: Sandbox, *, timeout_s: float = 60.0, max_rows: int = 5000) -> SiteStateSummary:
     """The compact site-state summary of the sandbox's site, secret-like option values redacted."""
     started = time.monotonic()
-    value = _run(sandbox, {"action": "summary", "maxRows": max_rows, "previewBytes": 200}, timeout_s)
+    request = summary_request(max_rows)
+    return summary_from(_run(sandbox, request, timeout_s), started)
+
+
+def summary_from(value: dict[str, Any], started: float) -> SiteStateSummary:
+    """The summary from site_state.php's result (:func:`state_result`), validated and redacted; ``started`` is when
+    its probe began (the summary's ``timing``)."""
     php_ms = value.pop("phpMs", 0)
     mappings = ("options", "tables", "posts", "terms", "users", "roles", "controlFiles")
     value = {key: ({} if item == [] and key in mappings else item) for key, item in value.items()}

@@ -73,3 +73,32 @@ def test_an_area_command_still_runs_and_an_unknown_one_is_a_usage_error() -> Non
         [sys.executable, "-m", "codebox_tui", "no-such-command"], capture_output=True, text=True, timeout=120
     )
     assert bad.returncode == 2 and "no-such-command" in bad.stderr
+
+
+def test_a_one_shot_run_imports_no_playground_blueprint_episode_or_schema_machinery() -> None:
+    """Issue #27/#28: what a one-shot `codebox run` loads before it boots (the run area and the lifecycle) leaves
+    out what only other commands or backends use (checked in a new process's sys.modules, never by timing)."""
+    probe = (
+        "import json, sys\n"
+        "from codebox_tui.cli import load_area, SUBCOMMANDS\n"
+        "load_area(SUBCOMMANDS['run'][0])\n"
+        "sys.stderr.write('MODULES ' + json.dumps(sorted(sys.modules)) + '\\n')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    line = next(x for x in result.stderr.splitlines() if x.startswith("MODULES "))
+    loaded = set(json.loads(line.removeprefix("MODULES ")))
+    assert "codebox_tui.cli.run" in loaded and "codebox_tui.lifecycle.service" in loaded
+    unwanted = {
+        "codebox_tui.cli.boot",  # the held boot and its blueprints
+        "codebox_tui.cli.episode",
+        "codebox_tui.cli.held",
+        "codebox_tui.recipes.run",
+        "codebox_tui.contracts.schemas",  # every contract's generated schema
+        "codebox_tui.contracts.agent",
+        "codebox_tui.contracts.recipe",
+        "jsonschema",  # only a bundle's inline payload schema needs it (bundle/verify/schema.py)
+        "referencing",
+        "pydantic_settings",  # settings.py reads the environment itself
+        "asyncio",
+    }
+    assert sorted(unwanted & loaded) == []

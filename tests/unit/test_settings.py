@@ -11,7 +11,7 @@ import pytest
 from codebox_tui.errors import BadInputError
 from codebox_tui.runtime.backend import SandboxSpec
 from codebox_tui.runtime.policy import default_policy
-from codebox_tui.settings import get_settings, reload_settings
+from codebox_tui.settings import CodeboxSettings, get_settings, reload_settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -87,3 +87,12 @@ def test_configuration_is_read_only_through_the_settings() -> None:
                 continue
             offenders += [f"{rel}:{n}" for n, line in enumerate(path.read_text().splitlines(), 1) if reads.search(line)]
     assert offenders == []
+
+
+def test_variables_match_in_any_case_and_keyword_arguments_win(env: Callable[..., None], tmp_path: Path) -> None:
+    """As pydantic-settings read them before settings.py read the environment itself: a variable's name in any
+    case, and a value given to CodeboxSettings() over the environment's."""
+    env(codebox_tab_width="8", Wp_Tests_Dir=str(tmp_path), CODEBOX_SITE_STATE="off")
+    settings = get_settings()
+    assert settings.tab_width == 8 and settings.wp_tests_dir == tmp_path and settings.site_state == "off"
+    assert CodeboxSettings(site_state="on").site_state == "on" and CodeboxSettings().site_state == "off"

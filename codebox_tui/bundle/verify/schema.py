@@ -1,15 +1,14 @@
 """Payload schema checks: the typed-artifacts index and tool-call transcripts validated against the JSON Schemas
-they declare, with the schema itself checked up front."""
+they declare, with the schema itself checked up front.
+
+``jsonschema`` and ``referencing`` (about a tenth of a second to import) load only when a bundle carries an
+inline payload schema to apply, so verifying a run's bundle, on every run, does without them."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
-from typing import Any
-
-import jsonschema
-from referencing import Registry
-from referencing.exceptions import Unresolvable
-from referencing.jsonschema import DRAFT202012
+from typing import TYPE_CHECKING, Any
 
 from codebox_tui.bundle.verify.common import (
     TOOL_CALL_TRANSCRIPT_SCHEMA,
@@ -20,49 +19,58 @@ from codebox_tui.bundle.verify.common import (
 from codebox_tui.bundle.verify.jsregex import JsPatternError, js_pattern
 from codebox_tui.bundle.verify.references import ref_hash, ref_listed
 
+if TYPE_CHECKING:
+    import jsonschema
+
 SCHEMA_2020_IDS = ("https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#")
 
 
-def _pattern_keyword(validator: Any, pattern: Any, instance: Any, schema: Any) -> Any:
-    if validator.is_type(instance, "string") and not js_pattern(pattern).search(instance):
-        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+@functools.cache
+def _payload_checking() -> tuple[type[jsonschema.Draft202012Validator], jsonschema.FormatChecker]:
+    """The validator class for payloads (JavaScript regexes and draft-07 ``dependencies``, as Ajv's) and the format
+    checker for their schemas, built the first time a payload schema is applied."""
+    import jsonschema  # noqa: PLC0415 - jsonschema loads only when a bundle carries a payload schema to apply
+
+    def pattern_keyword(validator: Any, pattern: Any, instance: Any, schema: Any) -> Any:
+        if validator.is_type(instance, "string") and not js_pattern(pattern).search(instance):
+            yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+    def pattern_properties_keyword(validator: Any, patterns: Any, instance: Any, schema: Any) -> Any:
+        if not validator.is_type(instance, "object"):
+            return
+        for pattern, subschema in patterns.items():
+            compiled = js_pattern(pattern)
+            for key, value in instance.items():
+                if compiled.search(key):
+                    yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+    def dependencies_keyword(validator: Any, dependencies: Any, instance: Any, schema: Any) -> Any:
+        """Draft-07 ``dependencies`` (Ajv's 2020 validator still applies it): arrays require, schemas apply."""
+        if not validator.is_type(instance, "object"):
+            return
+        for name, dependency in dependencies.items():
+            if name not in instance:
+                continue
+            if validator.is_type(dependency, "array"):
+                for required in dependency:
+                    if required not in instance:
+                        yield jsonschema.ValidationError(f"{required!r} is a dependency of {name!r}")
+            else:
+                yield from validator.descend(instance, dependency, schema_path=name)
+
+    payload_validator = jsonschema.validators.extend(
+        jsonschema.Draft202012Validator,
+        {
+            "pattern": pattern_keyword,
+            "patternProperties": pattern_properties_keyword,
+            "dependencies": dependencies_keyword,
+        },
+    )
+    meta_formats = jsonschema.FormatChecker()
+    meta_formats.checkers.pop("regex", None)  # patterns are JavaScript regexes, checked by js_pattern instead
+    return payload_validator, meta_formats
 
 
-def _pattern_properties_keyword(validator: Any, patterns: Any, instance: Any, schema: Any) -> Any:
-    if not validator.is_type(instance, "object"):
-        return
-    for pattern, subschema in patterns.items():
-        compiled = js_pattern(pattern)
-        for key, value in instance.items():
-            if compiled.search(key):
-                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
-
-
-def _dependencies_keyword(validator: Any, dependencies: Any, instance: Any, schema: Any) -> Any:
-    """Draft-07 ``dependencies`` (Ajv's 2020 validator still applies it): arrays require, schemas apply."""
-    if not validator.is_type(instance, "object"):
-        return
-    for name, dependency in dependencies.items():
-        if name not in instance:
-            continue
-        if validator.is_type(dependency, "array"):
-            for required in dependency:
-                if required not in instance:
-                    yield jsonschema.ValidationError(f"{required!r} is a dependency of {name!r}")
-        else:
-            yield from validator.descend(instance, dependency, schema_path=name)
-
-
-_PayloadValidator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    {
-        "pattern": _pattern_keyword,
-        "patternProperties": _pattern_properties_keyword,
-        "dependencies": _dependencies_keyword,
-    },
-)
-_META_FORMATS = jsonschema.FormatChecker()
-_META_FORMATS.checkers.pop("regex", None)  # patterns are JavaScript regexes, checked by js_pattern instead
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "dependentSchemas", "dependencies")
 _SUBSCHEMA_ONE = (
     "items",
@@ -82,6 +90,8 @@ _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 
 def _check_node_patterns(node: dict[str, Any]) -> None:
     """A schema node's ``pattern`` and ``patternProperties`` keys must be regular expressions JavaScript accepts."""
+    import jsonschema  # noqa: PLC0415 - as in _payload_checking: only when a payload schema is applied
+
     patterns = [("pattern", node["pattern"])] if isinstance(node.get("pattern"), str) else []
     if isinstance(node.get("patternProperties"), dict):
         patterns += [("patternProperties", pattern) for pattern in node["patternProperties"]]
@@ -108,6 +118,11 @@ def _schema_problems_up_front(schema: Any) -> None:
     """What Ajv rejects when it compiles a schema, before any payload is seen: a ``$schema`` other than 2020-12,
     the draft-04 ``id`` keyword, a pattern JavaScript rejects, and a ``$ref`` that does not resolve (every ref
     reachable from the root, followed into what it names). Raises ``jsonschema.SchemaError``."""
+    import jsonschema  # noqa: PLC0415 - as in _payload_checking: only when a payload schema is applied
+    from referencing import Registry  # noqa: PLC0415 - jsonschema's reference resolver, loaded with it
+    from referencing.exceptions import Unresolvable  # noqa: PLC0415 - as above
+    from referencing.jsonschema import DRAFT202012  # noqa: PLC0415 - as above
+
     if isinstance(schema, dict) and "$schema" in schema and schema["$schema"] not in SCHEMA_2020_IDS:
         raise jsonschema.SchemaError(f"no schema with key or ref {schema['$schema']!r} (only JSON Schema 2020-12)")
     root_id = schema.get("$id", "") if isinstance(schema, dict) and isinstance(schema.get("$id"), str) else ""
@@ -139,9 +154,12 @@ def payload_schema_errors(schema: dict[str, Any], payload: Any) -> list[str]:
     """Every JSON Schema 2020-12 error of ``payload`` ("/pointer message"); raises SchemaError for a schema the
     reference's validator would refuse to compile (bad shape, other ``$schema``, ``id``, unresolvable ``$ref``,
     a pattern JavaScript rejects)."""
-    _PayloadValidator.check_schema(schema, format_checker=_META_FORMATS)
+    import jsonschema  # noqa: PLC0415 - as in _payload_checking: only when a payload schema is applied
+
+    payload_validator, meta_formats = _payload_checking()
+    payload_validator.check_schema(schema, format_checker=meta_formats)
     _schema_problems_up_front(schema)
-    validator = _PayloadValidator(schema)
+    validator = payload_validator(schema)
     try:
         errors = sorted(validator.iter_errors(payload), key=lambda e: [str(p) for p in e.absolute_path])
     except (JsPatternError, RecursionError) as error:
@@ -181,6 +199,8 @@ def check_typed_artifacts(check: Checker, listed: dict[str, dict[str, Any]], pat
         schema = item["payload_schema"] if "payload_schema" in item else item.get("payloadSchema")
         if not isinstance(schema, dict) or "payload" not in item:
             continue  # a schema named by id (a string) is not resolvable offline
+        import jsonschema  # noqa: PLC0415 - as in _payload_checking: only when a payload schema is applied
+
         try:
             errors = payload_schema_errors(schema, item["payload"])
         except jsonschema.SchemaError as error:
