@@ -58,7 +58,6 @@ class PrefixRename:
         prefix renamed, quoted or not."""
         return re.sub(r"(?<![\w$])" + re.escape(self.old) + r"(?=\w)", self.new, text)
 
-    # the columns that hold prefixed names, per table suffix (WordPress's) or table name (the plugin's)
     def row_columns(self, table: str) -> dict[str, str]:
         """For a table of the site (named with the new prefix): column -> which rule renames its values."""
         if table == self.new + "options":
@@ -70,6 +69,7 @@ class PrefixRename:
         return {}
 
     def value(self, rule: str, value: Any) -> Any:
+        """A row's value under ``rule`` (from :meth:`row_columns`); anything but text stays as it is."""
         if not isinstance(value, str):
             return value
         return self.option_name(value) if rule == "option_name" else self.name(value)
@@ -151,9 +151,13 @@ def rebase_snapshot_tables(payload: dict[str, Any], rename: PrefixRename) -> dic
             }
         )
     metadata = dict(payload.get("metadata") or {})
-    metadata["sqliteSequence"] = [
-        {**entry, "name": rename.name(str(entry.get("name")))} for entry in metadata.get("sqliteSequence") or []
-    ]
+    if isinstance(metadata.get("sqliteSequence"), list):  # sandbox-written: only well-formed entries are moved
+        metadata["sqliteSequence"] = [
+            {**entry, "name": rename.name(entry["name"])}
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str)
+            else entry
+            for entry in metadata["sqliteSequence"]
+        ]
     if isinstance(metadata.get("scope"), dict):
         metadata["scope"] = rebase_scope_tables(metadata["scope"], rename)
     metadata["tablePrefix"] = rename.new
