@@ -105,6 +105,9 @@ class Sandbox(Protocol):
     preview_url: str
     wordpress_version: str
     php_version: str
+    # the site's table prefix, as its wp-config.php sets it (runtime/table_prefix.py): what the host's readers
+    # of the database follow
+    table_prefix: str
 
     def run_php(self, code: str, timeout_s: float) -> PhpResult: ...
 

@@ -87,7 +87,7 @@ def summary_and_listing(
     cap can only cut the listing (``list_content`` alone would be cut at the same size)."""
     started = time.monotonic()
     listing = _listing_code(skip).removeprefix("<?php")
-    code = f'{state_code(summary_request())}\necho "\\n";\n(function () {{{listing}}})();\n'
+    code = f'{state_code(sandbox, summary_request())}\necho "\\n";\n(function () {{{listing}}})();\n'
     result = sandbox.probe_php(code, timeout_s)
     # json_encode writes no raw line break (one inside a string is \n): the first one ends the summary
     summary_text, _, listing_text = result.text.partition("\n")

@@ -70,6 +70,12 @@ from codebox_tui.runtime.playground import abandoned_sandbox_dirs, sandbox_mount
 from codebox_tui.runtime.reaper import OWNER_FILE
 from codebox_tui.runtime.sandbox_ids import SandboxId, allocate, host_uid
 from codebox_tui.runtime.sandbox_owner import hand_over_folders, reclaim
+from codebox_tui.runtime.table_prefix import (
+    DEFAULT_TABLE_PREFIX,
+    PrefixRename,
+    rename_database_prefix,
+    table_prefix_for,
+)
 from codebox_tui.runtime.wordpress_builds import resolve_build
 from codebox_tui.settings import CodeboxSettings, get_settings
 
@@ -194,6 +200,7 @@ class NativeSandbox:
         settings: CodeboxSettings,
         *,
         opcache: bool,
+        table_prefix: str,
         relay: PreviewRelay | None = None,
         process_cap: ProcessCap | None = None,
         disk: DiskBudget | None = None,
@@ -203,6 +210,7 @@ class NativeSandbox:
         self.id = sandbox_id
         self.host_id = host_id  # its uid on the host, as root (runtime/sandbox_ids.py)
         self._owns_host_id = owns_host_id  # taken for it alone (not the session's): given up at disposal
+        self.table_prefix = table_prefix
         self.disk = disk
         self.process_cap = process_cap or ProcessCap(None, 0, "not asked for")
         self.work_dir = work_dir
@@ -638,6 +646,7 @@ class NativeBackend:
         _release_abandoned_once(sandboxes_root)
         sweep_abandoned_once(sandboxes_root)
         sandbox_id = "sandbox-native-" + secrets.token_hex(6)
+        table_prefix = table_prefix_for(sandbox_id)
         work_dir = sandboxes_root / sandbox_id
         work_dir.mkdir()
         relay = (
@@ -666,6 +675,10 @@ class NativeBackend:
             )
             report("copying-site", {})
             copy_tree(prepared.template, disk.folder / "wp-content")
+            # the sandbox's own table prefix, given to its copy before any sandbox process exists
+            rename_database_prefix(
+                disk.folder / "wp-content" / "database" / ".ht.sqlite", PrefixRename(DEFAULT_TABLE_PREFIX, table_prefix)
+            )
             (disk.folder / "tmp").mkdir()
             shared_cache: list[PathBind] = []
             if opcache_seed is not None:
@@ -680,6 +693,7 @@ class NativeBackend:
                 work_dir / "config",
                 sandbox_id,
                 salt_key(self.settings.home / "native"),
+                table_prefix=table_prefix,
                 basedir=basedir,
                 block_external_http=spec.policy.network_denied,
                 site_url=relay.site_url if relay is not None else "http://127.0.0.1",
@@ -728,6 +742,7 @@ class NativeBackend:
             host_php().version,
             self.settings,
             opcache=opcache_dir is not None,
+            table_prefix=table_prefix,
             relay=relay,
             process_cap=ProcessCap.make(sandbox_id),
             disk=disk,
@@ -758,12 +773,16 @@ def _opcache_copy(seed: Path, dest: Path) -> list[PathBind]:
     core_dirs = {"wp-includes", "wp-admin"}
 
     def skip_core(folder: str, names: list[str]) -> set[str]:
-        if Path(folder).name != "wordpress" or Path(folder).parent.parent != seed:
+        if Path(folder).parent.parent != seed:
+            return set()
+        if Path(folder).name == "codebox":  # the seed sandbox's own configuration, never another's
+            return {"config"} & set(names)
+        if Path(folder).name != "wordpress":
             return set()
         for name in sorted(core_dirs & set(names)):
             system_id = Path(folder).parent.name
             shared.append(PathBind(f"{folder}/{name}", f"{OPCACHE_DIR}/{system_id}/wordpress/{name}", False))
-        return core_dirs & set(names)
+        return (core_dirs | {"wp-config.php.bin"}) & set(names)
 
     shutil.copytree(seed, dest, symlinks=True, ignore=skip_core)
     return shared

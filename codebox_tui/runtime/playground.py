@@ -45,6 +45,7 @@ from codebox_tui.runtime.reaper import OWNER_FILE, reap_in_background
 from codebox_tui.runtime.sandbox_ids import SandboxId, host_uid
 from codebox_tui.runtime.sandbox_owner import hand_over_folders
 from codebox_tui.runtime.sidecar import Sidecar, abandoned_sidecar_files, process_alive
+from codebox_tui.runtime.table_prefix import DEFAULT_TABLE_PREFIX
 from codebox_tui.runtime.wordpress_builds import WordPressBuild, resolve_build
 from codebox_tui.settings import CodeboxSettings, get_settings
 
@@ -282,6 +283,7 @@ class PlaygroundSandbox:
         self.preview_url = preview_url
         self.wordpress_version = wordpress_version
         self.php_version = php_version
+        self.table_prefix = DEFAULT_TABLE_PREFIX  # its site's own wp-config.php
         # the host folder behind /wordpress and the golden site it was copied from: core is compared on the host
         # against the golden site's digests after a run (runtime/core_files.py)
         self.site_dir = work_dir / "wordpress"

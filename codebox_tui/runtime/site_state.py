@@ -46,6 +46,13 @@ from codebox_tui.contracts.site_state import (
 from codebox_tui.errors import BadInputError, SandboxError
 from codebox_tui.runtime.backend import PhpResult, Sandbox
 from codebox_tui.runtime.site_state_diff import SECRET_NAME_PHP, redact_summary
+from codebox_tui.runtime.table_prefix import (
+    DEFAULT_TABLE_PREFIX,
+    TABLE_PREFIX_PATTERN,
+    PrefixRename,
+    rebase_scope_tables,
+    rebase_snapshot_tables,
+)
 
 M = TypeVar("M", bound=BaseModel)
 PHP_FILE: Final = Path(__file__).with_name("php") / "site_state.php"
@@ -73,8 +80,10 @@ def _php_source() -> str:
     return text[len("<?php") :] if text.startswith("<?php") else text
 
 
-def state_code(request: dict[str, Any]) -> str:
-    """The PHP that runs one action of site_state.php (``request``) and prints its JSON result on one line."""
+def state_code(sandbox: Sandbox, request: dict[str, Any]) -> str:
+    """The PHP that runs one action of site_state.php (``request``) in ``sandbox`` and prints its JSON result on
+    one line. The database's readers follow the sandbox's own table prefix, never one the database suggests."""
+    request = {**request, "tablePrefix": sandbox.table_prefix}
     encoded = base64.b64encode(json.dumps(request).encode("utf-8")).decode("ascii")
     return f"<?php\n$codebox_state_request = json_decode(base64_decode('{encoded}'), true);\n{_php_source()}"
 
@@ -83,7 +92,7 @@ def _run(sandbox: Sandbox, request: dict[str, Any], timeout_s: float, *, probe: 
     """Run one action of site_state.php and return its parsed JSON result. Actions that do not load
     WordPress run as a probe: nothing the sandbox planted runs with them (docs/security.md, "What the
     sandbox can and cannot forge")."""
-    code = state_code(request)
+    code = state_code(sandbox, request)
     result = sandbox.probe_php(code, timeout_s) if probe else sandbox.run_php(code, timeout_s)
     return state_result(request["action"], result)
 
@@ -262,7 +271,11 @@ def take_snapshot(
 ) -> RuntimeSnapshot:
     """A ``wp-codebox/wordpress-runtime-snapshot/v1`` with every in-scope file's bytes inline."""
     target = f"/tmp/codebox-snapshot-{secrets.token_hex(6)}.json"
-    value = _run(sandbox, {"action": "snapshot", "scope": scope, "content": "inline", "writeTo": target}, timeout_s)
+    value = _run(
+        sandbox,
+        {"action": "snapshot", "scope": _site_scope(sandbox, scope), "content": "inline", "writeTo": target},
+        timeout_s,
+    )
     try:
         document = json.loads(sandbox.read_file(target, timeout_s, max_bytes=MAX_SNAPSHOT_DOCUMENT_BYTES))
     except ValueError:
@@ -289,6 +302,23 @@ def take_snapshot(
         "the runtime snapshot",
     )
     return with_hashes(snapshot)
+
+
+def _site_scope(sandbox: Sandbox, scope: dict[str, Any]) -> dict[str, Any]:
+    """The scope's table globs for this sandbox: ``wp_…`` names its own prefix (docs/site-state.md)."""
+    return rebase_scope_tables(scope, PrefixRename(DEFAULT_TABLE_PREFIX, sandbox.table_prefix))
+
+
+def _snapshot_prefix(snapshot: RuntimeSnapshot) -> str:
+    """The table prefix the snapshot's tables carry (``metadata.tablePrefix``); bad input when it is no prefix."""
+    found = snapshot.metadata.get("tablePrefix", DEFAULT_TABLE_PREFIX)
+    if not isinstance(found, str) or not TABLE_PREFIX_PATTERN.fullmatch(found):
+        raise BadInputError(
+            f"snapshot {snapshot.id}: metadata.tablePrefix must be letters, digits and underscores ending in '_'",
+            code="snapshot-incompatible",
+            field="metadata.tablePrefix",
+        )
+    return found
 
 
 def with_hashes(snapshot: RuntimeSnapshot) -> RuntimeSnapshot:
@@ -405,6 +435,8 @@ def restore_snapshot(sandbox: Sandbox, snapshot: RuntimeSnapshot, *, timeout_s: 
                 code="snapshot-digest-mismatch",
                 field=f"files[{index}]",
             )
+    # a snapshot from another native sandbox carries that one's table prefix: moved to this sandbox's own
+    payload = rebase_snapshot_tables(payload, PrefixRename(_snapshot_prefix(snapshot), sandbox.table_prefix))
     target = f"/tmp/codebox-restore-{secrets.token_hex(6)}.json"
     sandbox.write_file(target, json.dumps(payload).encode("utf-8"), timeout_s)
     try:
@@ -454,7 +486,7 @@ def checkpoint_create(
         sandbox,
         {
             "action": "snapshot",
-            "scope": scope,
+            "scope": _site_scope(sandbox, scope),
             "content": "blobs",
             "blobDir": f"{CHECKPOINT_DIR}/blobs",
             "writeTo": f"{CHECKPOINT_DIR}/{name}.json",

@@ -24,9 +24,11 @@ from codebox_tui.bundle.seal import append_and_reseal
 from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.contracts.episode import ActionSpec, ObservationSpec, SnapshotSpec
 from codebox_tui.contracts.runtime import RuntimePolicy
+from codebox_tui.contracts.site_state import snapshot_hashes
 from codebox_tui.lifecycle import RunRequest
 from codebox_tui.lifecycle.episode import Episode, load_snapshot_document
 from codebox_tui.runtime import site_state
+from codebox_tui.runtime.table_prefix import PrefixRename, rebase_snapshot_tables
 from tests.factories.native import recorded_backend
 
 pytestmark = pytest.mark.native
@@ -59,12 +61,14 @@ def _request(tmp: Path, **fields: Any) -> RunRequest:
 
 def _export(session: Any) -> dict[str, Any]:
     """The state export of the sandbox's site, its own preview address (each sandbox has its own port, which
-    WordPress reports as home) written as <preview>."""
+    WordPress reports as home) written as <preview> and its own table prefix (in the `<prefix>user_roles`
+    option's name) as <prefix>."""
     from codebox_tui.contracts.site_state import StateExportConfig
 
     export = site_state.export_wordpress_state(session.sandbox, StateExportConfig(sections=SECTIONS))  # type: ignore[arg-type]
     text = json.dumps({section.section: section.data for section in export.sections}, sort_keys=True)
-    return dict(json.loads(text.replace(session.sandbox.preview_url.rstrip("/"), "<preview>")))
+    text = text.replace(session.sandbox.preview_url.rstrip("/"), "<preview>")
+    return dict(json.loads(text.replace(session.sandbox.table_prefix, "<prefix>")))
 
 
 @pytest.fixture(scope="module")
@@ -228,7 +232,13 @@ def test_a_snapshot_restored_into_a_new_sandbox_gives_the_same_site(episode_run:
                 args=["code=echo get_option('blogname'), '|', file_get_contents(WP_CONTENT_DIR . '/episode.txt');"],
             )
         )
-    assert again.hashes.model_dump() == episode_run.hashes
+    # the new native sandbox has its own table prefix: moved back to the snapshot's, its tables hash the same
+    assert again.metadata["tablePrefix"] != snapshot.metadata["tablePrefix"]
+    payload = again.model_dump(mode="json", by_alias=True, exclude_none=True)
+    back = rebase_snapshot_tables(
+        payload, PrefixRename(again.metadata["tablePrefix"], snapshot.metadata["tablePrefix"])
+    )
+    assert snapshot_hashes(back["database"], back["files"]) == episode_run.hashes
     assert export == episode_run.export
     assert probe.execution["stdout"] == "Episode site|from the episode"
     assert episode.outcome is not None and episode.outcome.status == "completed"

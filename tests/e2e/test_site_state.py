@@ -95,8 +95,9 @@ def test_plugin_activation_shows_in_the_site_state_diff_with_risk_flags(make_run
     diff = diff_summaries(before, after)
 
     tables = {t.name: t for t in diff.tables}
-    assert tables["wp_site_state_demo_log"].status == "created"
-    assert tables["wp_site_state_demo_log"].columnsAdded == ["id", "message"]
+    demo_log = f"{run.sandbox.table_prefix}site_state_demo_log"  # the native sandbox's own prefix
+    assert tables[demo_log].status == "created"
+    assert tables[demo_log].columnsAdded == ["id", "message"]
     options = {o.name: o for o in diff.options}
     assert options["site_state_demo_version"].status == "added"
     assert options["site_state_demo_version"].after == "1.0.0"
@@ -245,7 +246,10 @@ def test_every_run_bundles_the_site_state_diff_with_its_risk_flags() -> None:
 
     diff = json.loads((bundle / "files" / "site-state-diff.json").read_text(encoding="utf-8"))
     assert diff["schema"] == "codebox/site-state-diff/v1"
-    assert {t["name"]: t["status"] for t in diff["tables"]}["wp_site_state_demo_log"] == "created"
+    created = {t["name"]: t["status"] for t in diff["tables"]}
+    # under the native sandbox's own table prefix (cb…_)
+    demo_log = next(name for name in created if name.startswith("cb") and name.endswith("_site_state_demo_log"))
+    assert created[demo_log] == "created"
     options = {o["name"]: o for o in diff["options"]}
     assert options["site_state_demo_version"]["after"] == "1.0.0"
     assert options["site_state_demo_api_key"]["redacted"] is True
@@ -278,7 +282,7 @@ def test_every_run_bundles_the_site_state_diff_with_its_risk_flags() -> None:
         "new-administrator",
         "site-state-demo-admin",
         "site_state_demo_ping",
-        "wp_site_state_demo_log",
+        demo_log,
         "site_state_demo_version",
     ):
         assert text in show.stdout

@@ -9,7 +9,11 @@ whole run (RunService, or the CLI), and reads the sealed bundle:
   Playground itself writes during the run (the opcache folder, wp-env.php) is not among the flagged files;
 - natively (the summary and its diff are the same code on both backends; each asserts the backend its bundle
   records): the summary is made to fail (the options table it needs is dropped, a decoy `options` table
-  planted), in a run and in a recipe; a plain run reports nothing.
+  planted), in a run and in a recipe; a plain run reports nothing;
+- natively, code that assumes the table prefix `wp_` (free on native, where each sandbox has its own prefix): clean
+  copies of the site's tables planted as `wp_*` hide neither a new administrator nor a dropped options table (the
+  summary reads the prefix the host names, never the `wp_` one it used to prefer; both fail with that
+  preference restored in runtime/php/site_state.php `cbs_prefix`).
 
 Before the fix, (a) and (c) gave no risk flag and (b) left the bundle without any site-state diff."""
 
@@ -123,11 +127,39 @@ DECOY = (
 def test_a_summary_broken_by_decoy_tables_fails_closed(tmp_path: Path) -> None:
     decoy = (
         DECOY + "$pdo->exec(\"INSERT INTO options VALUES ('siteurl', 'http://decoy')\");"
-        "$pdo->exec('DROP TABLE wp_options'); echo 'decoyed';"
+        "$pdo->exec('DROP TABLE ' . $wpdb->options); echo 'decoyed';"
     )
     diff, review = _run(tmp_path, decoy, backend="native")
     assert [(r["code"], r["severity"]) for r in diff["risks"]] == [("summary-unavailable", "high")]
     assert diff["empty"] is False
+    assert "site-state:summary-unavailable" in review["riskFlags"]
+
+
+# Clean copies of the site's tables under `wp_`, their prefixed keys renamed the way a `wp_` site has them: what a
+# summary reading `wp_` would take for the site.
+WP_DECOYS = (
+    "global $wpdb; $pdo = $wpdb->dbh->get_pdo(); $p = $wpdb->prefix; $n = strlen($p);"
+    "foreach (['options', 'users', 'usermeta', 'posts', 'terms', 'term_taxonomy'] as $t) {"
+    ' $pdo->exec("CREATE TABLE wp_$t AS SELECT * FROM $p$t"); }'
+    "$pdo->exec(\"UPDATE wp_usermeta SET meta_key = 'wp_' || substr(meta_key, $n + 1) WHERE substr(meta_key, 1, $n) = '$p'\");"
+    "$pdo->exec(\"UPDATE wp_options SET option_name = 'wp_user_roles' WHERE option_name = '{$p}user_roles'\");"
+    "echo $p === 'wp_' ? 'no own prefix' : 'planted';"
+)
+
+
+@pytest.mark.native
+def test_wp_prefixed_decoy_tables_hide_no_new_administrator(tmp_path: Path) -> None:
+    diff, review = _run(tmp_path, WP_DECOYS, ADD_ADMIN, backend="native")
+    assert ("new-administrator", "hidden-admin", "high") in _risks(diff), diff["risks"]
+    assert {u["login"]: u["status"] for u in diff["users"]}["hidden-admin"] == "added"
+    assert "site-state:new-administrator" in review["riskFlags"]
+
+
+@pytest.mark.native
+def test_wp_prefixed_decoys_beside_a_dropped_options_table_fail_closed(tmp_path: Path) -> None:
+    drop = "global $wpdb; $wpdb->dbh->get_pdo()->exec('DROP TABLE ' . $wpdb->options); echo 'dropped';"
+    diff, review = _run(tmp_path, WP_DECOYS, drop, backend="native")
+    assert [(r["code"], r["severity"]) for r in diff["risks"]] == [("summary-unavailable", "high")]
     assert "site-state:summary-unavailable" in review["riskFlags"]
 
 
@@ -148,7 +180,7 @@ def test_a_recipe_whose_site_state_is_unknown_never_reads_as_passed(tmp_path: Pa
     import subprocess
     import sys
 
-    decoy = DECOY + "$pdo->exec('DROP TABLE wp_options'); echo 'decoyed';"
+    decoy = DECOY + "$pdo->exec('DROP TABLE ' . $wpdb->options); echo 'decoyed';"
     recipe = tmp_path / "decoy.json"
     recipe.write_text(
         json.dumps(

@@ -18,6 +18,7 @@ class ScriptedSandbox:
 
     wordpress_version = "6.5.5"
     php_version = "8.3.0"
+    table_prefix = "wp_"
 
     def __init__(self, text: str) -> None:
         self.text = text

@@ -125,6 +125,11 @@ def test_restore_refuses_inconsistent_documents_before_using_the_sandbox() -> No
     with pytest.raises(BadInputError, match=r"taken on phpVersion 7\.4\.0") as error:
         site_state.restore_snapshot(UnusedSandbox(), other_php)  # type: ignore[arg-type]
     assert error.value.code == "snapshot-incompatible"
+    for prefix in ("wp", "x'; DROP TABLE y; --_", 7):
+        no_prefix = snapshot.model_copy(update={"metadata": {"tablePrefix": prefix}})
+        with pytest.raises(BadInputError, match=r"metadata\.tablePrefix must be") as error:
+            site_state.restore_snapshot(UnusedSandbox(), no_prefix)  # type: ignore[arg-type]
+        assert error.value.code == "snapshot-incompatible" and error.value.field == "metadata.tablePrefix"
 
 
 @pytest.mark.parametrize("name", ["", "../x", "a/b", "-lead", "x" * 65, "sp ace"])

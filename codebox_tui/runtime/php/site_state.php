@@ -39,26 +39,26 @@ function cbs_qi(string $name): string {
     return '"' . str_replace('"', '""', $name) . '"';
 }
 
-// The table prefix: the `<prefix>options` table that holds `siteurl` (the shortest wins).
-function cbs_prefix(PDO $pdo): string {
-    $names = $pdo->query("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%options'")
-        ->fetchAll(PDO::FETCH_COLUMN);
-    // Codebox's own site uses `wp_` (its wp-config.php; a change to that file is flagged on its own): a decoy
-    // `options` table with a shorter prefix must not take over the summary (docs/site-state.md).
-    usort($names, fn($a, $b) => [$a !== 'wp_options', strlen($a)] <=> [$b !== 'wp_options', strlen($b)]);
-    foreach ($names as $name) {
-        $st = $pdo->prepare('SELECT 1 FROM ' . cbs_qi($name) . " WHERE option_name = 'siteurl'");
-        try {
-            $st->execute();
-            if ($st->fetchColumn()) {
-                return substr($name, 0, -strlen('options'));
-            }
-        } catch (Throwable $e) {
-            continue;
-        }
+// The table prefix: the one the host names in the request (the sandbox's own, as its wp-config.php sets it;
+// docs/site-state.md). Its `<prefix>options` table must hold `siteurl`, else this fails closed; tables under
+// any other prefix are never read, so decoys planted under another one (`wp_` on native) cannot take over.
+function cbs_prefix(PDO $pdo, array $req): string {
+    $p = $req['tablePrefix'] ?? null;
+    if (!is_string($p) || !preg_match('/^[A-Za-z0-9_]*_$/', $p)) {
+        cbs_fail('table-prefix-invalid', 'the request names no valid table prefix');
     }
-    cbs_fail('options-table-missing', 'no WordPress options table with a siteurl row was found');
-    return '';
+    $found = false;
+    try {
+        $st = $pdo->prepare('SELECT 1 FROM ' . cbs_qi($p . 'options') . " WHERE option_name = 'siteurl'");
+        $st->execute();
+        $found = (bool) $st->fetchColumn();
+    } catch (Throwable $e) {
+        $found = false;
+    }
+    if (!$found) {
+        cbs_fail('options-table-missing', "the site's options table {$p}options with a siteurl row was not found");
+    }
+    return $p;
 }
 
 function cbs_unserialize($value) {
@@ -119,7 +119,7 @@ function cbs_internal_table(string $name): bool {
 function cbs_summary(array $req): array {
     $started = microtime(true);
     $pdo = cbs_pdo($req);
-    $p = cbs_prefix($pdo);
+    $p = cbs_prefix($pdo, $req);
     $limit = (int) ($req['maxRows'] ?? 5000);
     $previewBytes = (int) ($req['previewBytes'] ?? 200);
     $skipOptions = ['cron', 'rewrite_rules', $p . 'user_roles'];
@@ -443,7 +443,7 @@ function cbs_snapshot(array $req): array {
     $scope = $req['scope'] ?? [];
     $content = $req['content'] ?? 'inline';  // inline: base64 in the document; blobs: into $req['blobDir']
     $pdo = cbs_pdo($req);
-    $p = cbs_prefix($pdo);
+    $p = cbs_prefix($pdo, $req);
     $tables = [];
     $master = $pdo->query("SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name")->fetchAll();
     $extra = $pdo->prepare("SELECT sql FROM sqlite_master WHERE tbl_name = ? AND type IN ('index', 'trigger') "
@@ -847,7 +847,7 @@ function cbs_checkpoint_list(array $req): array {
 // The active_plugins option alone (evaluate-patch's front-end probe: is the plugin still active after the request).
 function cbs_active_plugins(array $req): array {
     $pdo = cbs_pdo($req);
-    $plugins = cbs_option($pdo, cbs_prefix($pdo), 'active_plugins');
+    $plugins = cbs_option($pdo, cbs_prefix($pdo, $req), 'active_plugins');
     return ['activePlugins' => array_values(array_filter(is_array($plugins) ? $plugins : [], 'is_string'))];
 }
 
