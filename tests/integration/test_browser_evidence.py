@@ -87,7 +87,7 @@ def test_probe_waits_for_selector_and_fails_cleanly(site: str, tmp_path: Path) -
     summary = run_probe(site, tmp_path / "a", wait_for="selector:#never", capture=["console"], timeout_s=2)
     assert summary["status"] == "failed" and summary["error"]
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["console.jsonl", "summary.json"]
-    errors = run_probe(site, tmp_path / "b", wait_for="selector:#h", capture=["errors"], timeout_s=10)
+    errors = run_probe(site, tmp_path / "b", wait_for="selector:#h", capture=["errors"], timeout_s=120)
     assert errors["status"] == "passed"
 
 
