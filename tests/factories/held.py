@@ -33,15 +33,18 @@ def codebox_env(home: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO), "CODEBOX_HOME": str(home)}
 
 
-def codebox(home: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """One `codebox` command to its end (exec on the held sandbox, review, apply, site status…)."""
+def codebox(
+    home: Path, *args: str, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """One `codebox` command to its end (a run, exec on the held sandbox, review, apply, site status…), with
+    ``env`` added to its environment."""
     return subprocess.run(
         [sys.executable, "-m", "codebox_tui", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         cwd=REPO,
-        env=codebox_env(home),
+        env={**codebox_env(home), **(env or {})},
     )
 
 

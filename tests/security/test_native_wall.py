@@ -15,6 +15,9 @@ from typing import Any
 
 import pytest
 
+from codebox_tui.runtime.leftover_mounts import mount_points
+from codebox_tui.settings import get_settings
+from tests.factories.held import codebox
 from tests.factories.native import native_sandbox, php_string, raw_http, was_reached
 from tests.factories.waiting import wait_until
 
@@ -689,8 +692,6 @@ def test_many_files_each_under_the_file_cap_stop_at_the_sandboxs_disk_budget() -
     """With an 8 MiB write budget, PHP and a child keep writing 1 MiB files: the writes fail once the
     sandbox's data (its own size-limited file system) is full, the command says so and the run is flagged;
     the host's disk holds nothing of it, and the file system is gone with the sandbox."""
-    from codebox_tui.settings import get_settings
-
     budget = 8 << 20
     with native_sandbox(settings=get_settings().model_copy(update={"sandbox_write_budget": budget})) as sandbox:
         disk = sandbox.disk
@@ -731,13 +732,6 @@ def test_many_files_written_into_a_read_write_mount_stop_at_the_same_disk_budget
     the per-file cap (an 8 MiB budget): the writes stop at the sandbox's one budget with "No space left on
     device", the command's stderr says the budget is spent, the run is flagged, and what reached the host (the
     mount as captured) is within the budget; the user's folder is untouched and no mount is left behind."""
-    import subprocess
-    import sys
-
-    from codebox_tui.runtime.leftover_mounts import mount_points
-    from codebox_tui.settings import get_settings
-    from tests.factories.paths import REPO
-
     budget = 8 << 20
     plugin = tmp_path / "filled"
     plugin.mkdir()
@@ -747,29 +741,12 @@ def test_many_files_written_into_a_read_write_mount_stop_at_the_same_disk_budget
     (tmp_path / "tmp").mkdir()
     home = str(get_settings().home)
     mounted_before = {point for point in mount_points() if point.startswith(home)}  # this process's own sandboxes
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codebox_tui",
-            "run",
-            "--backend",
-            "native",
-            "--mount",
-            f"{plugin}:/wordpress/wp-content/plugins/filled",
-            "--command",
-            "wordpress.run-php",
-            "--arg",
-            f"code-file={code_file}",
-            "--artifacts",
-            str(tmp_path / "artifacts"),
-            "--json",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "TMPDIR": str(tmp_path / "tmp"), "CODEBOX_SANDBOX_WRITE_BUDGET": str(budget)},
-        timeout=300,
+    out = codebox(
+        Path(home),
+        *("run", "--backend", "native", "--mount", f"{plugin}:/wordpress/wp-content/plugins/filled"),
+        *("--command", "wordpress.run-php", "--arg", f"code-file={code_file}"),
+        *("--artifacts", str(tmp_path / "artifacts"), "--json"),
+        env={"TMPDIR": str(tmp_path / "tmp"), "CODEBOX_SANDBOX_WRITE_BUDGET": str(budget)},
     )
     doc = json.loads(out.stdout)
     stdout = doc["execution"]["stdout"]

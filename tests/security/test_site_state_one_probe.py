@@ -13,46 +13,24 @@ checks the backend it records)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.factories.held import codebox
 from tests.factories.holds import linked_home
 from tests.factories.native import NATIVE, recorded_backend
 
 pytestmark = pytest.mark.native
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 def _run(home: Path, tmp_path: Path, code: str, **env: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codebox_tui",
-            "run",
-            "--backend",
-            "native",
-            "--quiet",
-            "--json",
-            "--command",
-            "wordpress.run-php",
-            "--arg",
-            f"code={code}",
-            "--artifacts",
-            str(tmp_path / "artifacts"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO), "CODEBOX_HOME": str(home), **env},
-        check=False,
+    done = codebox(
+        home,
+        *("run", "--backend", "native", "--quiet", "--json", "--command", "wordpress.run-php"),
+        *("--arg", f"code={code}", "--artifacts", str(tmp_path / "artifacts")),
+        env=env,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     bundle = Path(json.loads(done.stdout)["artifacts"]["directory"])
