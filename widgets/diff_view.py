@@ -828,10 +828,10 @@ class DiffView(ScrollView, can_focus=True):
         return "".join(segment.text for segment in self._builder.row_segments(row))
 
     # -- prefetch: build the pages around the viewport while the user reads ------------------
-    def _schedule_prefetch(self, delay: float = PREFETCH_DELAY) -> None:
+    def _schedule_prefetch(self) -> None:
         if not self._prefetch_pending and self.model is not None:
             self._prefetch_pending = True
-            self.set_timer(delay, self._prefetch_step)
+            self.set_timer(PREFETCH_DELAY, self._prefetch_step)
 
     def _prefetch_step(self) -> None:
         """Build uncached lines of the next page (then the previous one) for up to ``PREFETCH_BUDGET`` seconds,
@@ -850,8 +850,9 @@ class DiffView(ScrollView, can_focus=True):
             if (y, self._builder.lexed(y), drawing.shared) in self._lines:
                 continue
             self._line(y, drawing)
-            if time.perf_counter() >= deadline:
-                self._schedule_prefetch(PREFETCH_GAP)
+            if time.perf_counter() >= deadline and not self._prefetch_pending:  # the rest in a later step
+                self._prefetch_pending = True
+                self.set_timer(PREFETCH_GAP, self._prefetch_step)
                 return
 
     @property
