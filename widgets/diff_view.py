@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import time
 from collections.abc import Callable, Collection
 from functools import partial
-from typing import ClassVar, NamedTuple, TypeAlias
+from typing import ClassVar, TypeAlias
 
 from rich.style import Style
 from textual import events
@@ -30,6 +31,7 @@ from textual.worker import get_current_worker
 
 from codebox_tui.settings import get_settings
 from codebox_tui.textsafe import safe_text
+from widgets.diff_frame import Drawing, Finish, plain_finish
 from widgets.diff_highlight import Packed, cells, lex, pack
 from widgets.diff_layout import DisplayIndex
 from widgets.diff_lines import LineBuilder
@@ -47,8 +49,9 @@ from widgets.diff_model import (
 from widgets.diff_search import SearchState
 from widgets.diff_styles import AUTO_SPLIT_WIDTH, CODE_X, HALF_CODE_X, SIGNS
 
-PREFETCH_DELAY = 0.02  # s after a frame before the neighbouring pages are built
-PREFETCH_CHUNK = 12  # lines per prefetch step
+PREFETCH_DELAY = 0.005  # s after a frame before the neighbouring pages are built
+PREFETCH_BUDGET = 0.003  # s of building per prefetch step: what a key press may wait behind one
+PREFETCH_GAP = 0.001  # s between prefetch steps (the event loop takes keys and timers in between)
 HIGHLIGHT_MAX_ROWS = 100_000
 WORKER_PARSE_LINES = 5000  # blocks with more lines are parsed in a worker thread
 # Built lines kept (~11 pages at 45 rows). Each cached Strip is a few objects for the cycle collector to walk:
@@ -56,16 +59,6 @@ WORKER_PARSE_LINES = 5000  # blocks with more lines are parsed in a worker threa
 LINE_CACHE = 512
 
 Prepared = tuple[FileDiffModel, DisplayIndex]
-
-
-class Drawing(NamedTuple):
-    """What every line drawn at once shares: the widget's style, the width and horizontal position, and the
-    part of a built line's cache key they and the state objects' versions make."""
-
-    base: Style
-    width: int
-    x: int
-    shared: tuple[object, ...]
 
 
 def _prepare(builder: Callable[[], FileDiffModel]) -> Prepared:
@@ -158,7 +151,8 @@ class DiffView(ScrollView, can_focus=True):
         self._focus_row: int | None = None  # the model row the last jump (file, hunk, match) brought up
         self._status = ""
         self._frame: Drawing | None = None  # while a frame is drawn
-        self._last_base: Style | None = None  # the widget style of the last frame (for prefetch)
+        self._last_frame: Drawing | None = None  # the last frame's drawing (for prefetch)
+        self._drawn_top = 0  # the display line at the top of the last frame
 
     # -- the state objects, as the screens and tests read them ------------------------------------
     @property
@@ -771,22 +765,41 @@ class DiffView(ScrollView, can_focus=True):
     # -- drawing ----------------------------------------------------------------------------------
     def render_lines(self, crop: Region) -> list[Strip]:
         # Once per frame, not once per line: the widget's own style (rich_style walks the DOM and the theme),
-        # its width, the display index put in the current mode, and what every line's key shares.
-        self._frame = self._drawing(self.rich_style)
+        # its width, the display index put in the current mode, how lines are finished for the screen, and
+        # what every line's key shares.
+        finish = plain_finish(self)
+        self._frame = self._drawing(self.rich_style, finish)
+        top = self._drawn_top = int(self.scroll_offset.y)
         try:
-            lines = super().render_lines(crop)
+            if finish is None:  # a border, padding or tint: Textual's own path, line by line (render_line)
+                lines = super().render_lines(crop)
+            else:  # finished lines, cached with what they show: a scroll reuses them (widgets/diff_frame.py)
+                lines = [self._line(top + y, self._frame) for y in crop.line_range]
+                x1, x2 = crop.column_span
+                if (x1, x2) != (0, finish.width):
+                    lines = [line.crop(x1, x2) for line in lines]
         finally:
-            self._last_base, self._frame = self._frame.base, None
+            self._last_frame, self._frame = self._frame, None
         self._schedule_prefetch()
         self._post_status()
         return lines
 
-    def _drawing(self, base: Style) -> Drawing:
+    def _drawing(self, base: Style, finish: Finish | None = None) -> Drawing:
         width = self._sync_mode()
         x = 0 if self.wrap else int(self.scroll_offset.x)
         index = self._index
-        shared = (width, x, base, self._shown, index.split_active, index.wrap, self.marks.version, self.finder.version)
-        return Drawing(base, width, x, shared)
+        shared = (
+            width,
+            x,
+            base,
+            finish,
+            self._shown,
+            index.split_active,
+            index.wrap,
+            self.marks.version,
+            self.finder.version,
+        )
+        return Drawing(base, width, x, finish, shared)
 
     def render_line(self, y: int) -> Strip:
         y += int(self.scroll_offset.y)
@@ -795,15 +808,18 @@ class DiffView(ScrollView, can_focus=True):
     def display_line(self, y: int) -> Strip:
         """Display line ``y`` (from the top of the diff, not of the view) as drawn at the current width,
         horizontal position and theme (that of the last frame): one Strip, built once and cached."""
-        return self._line(y, self._drawing(self._last_base if self._last_base is not None else self.rich_style))
+        last = self._last_frame
+        return self._line(y, self._drawing(last.base if last is not None else self.rich_style))
 
     def _line(self, y: int, drawing: Drawing) -> Strip:
         # A built line is reused while what it shows is the same: the line, whether its rows are lexed yet,
-        # and the drawing's width, position, theme, model, mode and the marks' and search's versions.
+        # and the drawing's width, position, theme, finish, model, mode and the marks' and search's versions.
         key = (y, self._builder.lexed(y), drawing.shared)
         strip = self._lines.get(key)
         if strip is None:
             strip = Strip(self._builder.line(y, drawing.width, drawing.x, drawing.base), drawing.width)
+            if drawing.finish is not None:
+                strip = drawing.finish.apply(strip)
             self._lines[key] = strip
         return strip
 
@@ -818,22 +834,25 @@ class DiffView(ScrollView, can_focus=True):
             self.set_timer(PREFETCH_DELAY, self._prefetch_step)
 
     def _prefetch_step(self) -> None:
-        """Build up to ``PREFETCH_CHUNK`` uncached lines of the next page (then the previous one), in
-        short steps so a key press never waits long behind it."""
+        """Build uncached lines of the next page (then the previous one) for up to ``PREFETCH_BUDGET`` seconds,
+        then yield, so a key press never waits long behind it; again ``PREFETCH_GAP`` later until both are built."""
         self._prefetch_pending = False
         if self.model is None or not self.is_attached:
             return
-        drawing = self._drawing(self._last_base if self._last_base is not None else self.rich_style)
+        if int(self.scroll_offset.y) != self._drawn_top:
+            return  # a frame is due (a key scrolled): it comes first, and schedules the prefetch again
+        last = self._last_frame
+        drawing = self._drawing(last.base, last.finish) if last is not None else self._drawing(self.rich_style)
         total = self._index.display_count()
         top, height = int(self.scroll_offset.y), self._view_height
-        built = 0
+        deadline = time.perf_counter() + PREFETCH_BUDGET
         for y in itertools.chain(range(top + height, min(total, top + 2 * height)), range(max(0, top - height), top)):
             if (y, self._builder.lexed(y), drawing.shared) in self._lines:
                 continue
             self._line(y, drawing)
-            built += 1
-            if built >= PREFETCH_CHUNK:
-                self._schedule_prefetch()
+            if time.perf_counter() >= deadline and not self._prefetch_pending:  # the rest in a later step
+                self._prefetch_pending = True
+                self.set_timer(PREFETCH_GAP, self._prefetch_step)
                 return
 
     @property

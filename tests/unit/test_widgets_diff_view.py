@@ -190,3 +190,33 @@ async def test_wrap_and_sideways_scroll_in_both_views() -> None:
         view.search("short")
         await pilot.pause()
         assert view.scroll_offset.x == 0  # the match is near the start: back to the first column
+
+
+async def test_finished_lines_match_textual_and_are_reused_after_a_scroll(tmp_path: Path) -> None:
+    """The frame path pads, filters and crops cached lines itself (widgets/diff_frame.py): the strips must be
+    Textual's own (its styles cache's path, taken when the widget has a border or padding), and a page
+    scrolled away from and back to must come from the cache, not be built or finished again."""
+    from textual.geometry import Region
+    from textual.widget import Widget
+
+    blocks = split_patch(git_patch(tmp_path, files=1, lines=400))
+    view = DiffView()
+    app = Recorder(view)
+    async with app.run_test(size=(100, 20)) as pilot:
+        view.show_file("f0.php", blocks["f0.php"])
+        view.marks.place_cursor(3)  # a cursor, a search hit and a sideways scroll: every kind of segment
+        view.search("= 1")
+        await pilot.pause()
+        for crop in (Region(0, 0, view.size.width, view.size.height), Region(5, 2, 40, 7)):
+            ours = view.render_lines(crop)
+            view._styles_cache.clear()
+            textual = Widget.render_lines(view, crop)
+            assert [list(strip) for strip in ours] == [list(strip) for strip in textual]
+            assert [strip.cell_length for strip in ours] == [crop.width] * crop.height
+        page = Region(0, 0, view.size.width, view.size.height)
+        first = view.render_lines(page)
+        view.scroll_to(y=view.size.height * 3, animate=False, immediate=True)
+        assert view.render_lines(page) != first
+        view.scroll_to(y=0, animate=False, immediate=True)
+        again = view.render_lines(page)
+        assert all(a is b for a, b in zip(first, again, strict=True))
