@@ -45,18 +45,26 @@ echo json_encode([strlen($data) === strlen($forged), filemtime($f) === $st['mtim
 
 @pytest.fixture
 def forged_summaries(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every summary after the first is the first one again: the sandbox's word says nothing changed."""
-    real = recorder_module.take_summary
+    """Every summary after the first is the first one again: the sandbox's word says nothing changed (whether the
+    recorder takes it alone or with the wp-content listing, in one probe)."""
+    real_summary, real_with_listing = recorder_module.take_summary, recorder_module.summary_and_listing
     first: list[SiteStateSummary] = []
 
-    def forged(sandbox: Any, **kwargs: Any) -> SiteStateSummary:
-        summary = real(sandbox, **kwargs)
+    def forge(summary: SiteStateSummary) -> SiteStateSummary:
         if not first:
             first.append(summary)
             return summary
         return first[0].model_copy(update={"takenAt": summary.takenAt})
 
+    def forged(sandbox: Any, **kwargs: Any) -> SiteStateSummary:
+        return forge(real_summary(sandbox, **kwargs))
+
+    def forged_with_listing(sandbox: Any, *args: Any, **kwargs: Any) -> tuple[SiteStateSummary, Any]:
+        summary, listing = real_with_listing(sandbox, *args, **kwargs)
+        return forge(summary), listing
+
     monkeypatch.setattr(recorder_module, "take_summary", forged)
+    monkeypatch.setattr(recorder_module, "summary_and_listing", forged_with_listing)
 
 
 def test_core_changes_are_found_on_the_host_though_the_summary_says_nothing_changed(
