@@ -260,7 +260,7 @@ evaluate-patch), risk flags, changed files, decision, age.
             self.app.call_from_thread(self._rows_loaded, rows, problem)
 
     def _rows_loaded(self, rows: list[InboxRow] | None, problem: str | None) -> None:
-        if not self.is_mounted:
+        if not self.is_mounted or not self.query(DataTable):  # gone, or its widgets removed as the app closes
             return
         self.loading_rows = False
         if rows is None:
