@@ -389,6 +389,10 @@ class NativeSandbox:
             ) from error
         with self._lock:
             self._running.add(process)
+            # an abort that came while the process was starting did not see it: it is killed here instead
+            missed_by_abort = self._aborted is not None
+        if missed_by_abort:
+            kill_group(process)
         try:
             out = _Capped(process.stdout, limit)  # type: ignore[arg-type]
             err = _Capped(process.stderr, limit, on_stderr)  # type: ignore[arg-type]
@@ -491,7 +495,14 @@ class NativeSandbox:
                 http_host=site.netloc,
             ),
         }
-        answer = self.worker.serve(params, request.body, timeout_s=timeout_s, limit=MAX_HEADER_BYTES + MAX_BODY_BYTES)
+        try:
+            answer = self.worker.serve(
+                params, request.body, timeout_s=timeout_s, limit=MAX_HEADER_BYTES + MAX_BODY_BYTES
+            )
+        except SandboxError:
+            if self._aborted is not None:  # the worker was stopped under the request: say why
+                raise SandboxError(f"The sandbox {self._aborted}", code="sandbox-aborted") from None
+            raise
         response = parse_cgi_response(bytes(answer.stdout), body_truncated=answer.truncated)
         if self._note_disk_spent():
             response.problems.append("the sandbox's files reached its write budget")
@@ -558,10 +569,12 @@ class NativeSandbox:
         return self._budget_hit
 
     def abort(self, reason: str) -> None:
-        self._aborted = reason
-        self.worker.stop()
+        """Kill every confined process of the sandbox and start no other one. Under the lock a process being
+        started is either already registered (killed here) or sees the abort once it is (``_exec_raw``)."""
         with self._lock:
+            self._aborted = reason
             running = list(self._running)
+        self.worker.halt(reason)
         for process in running:
             kill_group(process)
 

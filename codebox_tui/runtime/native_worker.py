@@ -50,6 +50,7 @@ class PhpWorker:
         self._stderr = bytearray()
         self._keeper: threading.Thread | None = None
         self._closed = False
+        self._halted: str | None = None  # why no worker may start any more (the sandbox was aborted)
         self.starts = 0
 
     @property
@@ -94,6 +95,8 @@ class PhpWorker:
         with self._lock:
             if self._closed:
                 raise SandboxError("The sandbox was disposed", code="sandbox-disposed")
+            if self._halted is not None:
+                raise SandboxError(f"The sandbox {self._halted}", code="sandbox-aborted")
             if self._process is not None and self._process.poll() is None:
                 return self._process
             if self._process is not None:
@@ -174,6 +177,13 @@ class PhpWorker:
                 return
             self._process = None
         kill_group(current)
+
+    def halt(self, reason: str) -> None:
+        """Stop and start no worker any more (the sandbox was aborted): under the lock, a start either came
+        first (and is stopped here) or sees ``reason``."""
+        with self._lock:
+            self._halted = reason
+        self.stop()
 
     def close(self) -> None:
         """Stop for good (the sandbox is disposed)."""

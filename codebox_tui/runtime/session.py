@@ -109,6 +109,9 @@ class RunSession:
         self._sandbox: Sandbox | None = None
         self._lock = threading.RLock()  # guards the stream files
         self._boot_lock = threading.Lock()  # one boot at a time (progress events still flow)
+        # :meth:`kill` and the end of a boot: whichever comes second aborts the sandbox
+        self._kill_lock = threading.Lock()
+        self._killed: str | None = None  # why the session was killed (no sandbox boots or runs after it)
         self.redact = Redactor(list(spec.secret_env.values()))
         self.evidence: list[EvidenceFile] = []
         # review risk flags raised outside the capture (the site-state diff: lifecycle/site_state.py)
@@ -314,6 +317,8 @@ class RunSession:
         with self._boot_lock:
             if self._sandbox is not None:
                 return self._sandbox
+            if self._killed is not None:  # cancelled before it booted: nothing boots
+                raise SandboxError(f"The sandbox {self._killed}", code="sandbox-aborted")
             begun = time.monotonic()
             prepare = getattr(self.backend, "prepare", None)
             if prepare is not None:
@@ -338,11 +343,17 @@ class RunSession:
                 )
 
             try:
-                self._sandbox = self.backend.boot(boot_spec, progress)
+                sandbox = self.backend.boot(boot_spec, progress)
             except CodeboxError as error:
                 self.status = "failed"
                 self.emit("runtime.error", {"phase": "boot", **error.to_dict()}, level="error")
                 raise
+            with self._kill_lock:
+                self._sandbox = sandbox
+                killed = self._killed
+            if killed is not None:  # cancelled while it booted: it runs nothing (disposed with the session)
+                sandbox.abort(killed)
+                raise SandboxError(f"The sandbox {killed}", code="sandbox-aborted")
             self.status = "running"
             self.emit(
                 "runtime.ready",
@@ -507,10 +518,12 @@ class RunSession:
         return target
 
     def kill(self, reason: str = "was cancelled") -> None:
-        """Stop the sandbox at once (a running command fails): its sidecar's process group is killed.
-        Safe from any thread; a session that has not booted yet has nothing to kill (it checks for
-        cancellation once its boot returns: lifecycle/service.py)."""
-        sandbox = self._sandbox
+        """Stop the sandbox at once (a running command fails with ``sandbox-aborted``) and let nothing run in
+        it any more. Safe from any thread, in any phase: before the boot nothing boots, during the boot the
+        sandbox is aborted as soon as the boot returns (:meth:`boot_sandbox`)."""
+        with self._kill_lock:
+            self._killed = reason
+            sandbox = self._sandbox
         if sandbox is not None:
             sandbox.abort(reason)
 
