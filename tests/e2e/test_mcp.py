@@ -22,6 +22,7 @@ from mcp.types import CallToolResult
 
 from codebox_tui.errors import BadInputError
 from codebox_tui.runtime.native_site import host_php
+from codebox_tui.settings import CodeboxSettings
 from store.db import Store
 from tests.factories.mcp import error_text, structured, with_client
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
@@ -184,16 +185,25 @@ def ran(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Ran:
                 await running.wait()
             group.cancel_scope.cancel()
         run_id = next(m for m in started if m.startswith("run: ")).split()[1]
-        with anyio.fail_after(120), Store.open() as store:  # the server finishes the run on its own
-            while True:
-                try:
-                    record = store.get_run(run_id)
-                except BadInputError:  # not recorded yet
-                    record = None
-                if record is not None and record.status in ("completed", "failed", "cancelled"):
-                    return str(record.status), record.artifacts_dir
-                await anyio.sleep(0.2)
+        # the server's own store (its CODEBOX_HOME), whatever this process's settings say; the server finishes
+        # the run on its own, in about a second (the bound matters only when the cancel was lost: the command
+        # then runs its 300 s)
+        with Store.open(server_db) as store:
+            try:
+                with anyio.fail_after(120):
+                    while True:
+                        try:
+                            record = store.get_run(run_id)
+                        except BadInputError:  # not recorded yet
+                            record = None
+                        if record is not None and record.status in ("completed", "failed", "cancelled"):
+                            return str(record.status), record.artifacts_dir
+                        await anyio.sleep(0.2)
+            except TimeoutError:
+                tail = log.read_text(errors="replace")[-4000:]
+                raise AssertionError(f"the cancelled run {run_id} did not end\n--- server log ---\n{tail}") from None
 
+    server_db = CodeboxSettings(home=codebox_home).db_path
     target_before, workspace_before = tree(target), tree(workspace)
     tools, result, calls, cancelled = with_client(codebox_home, log, body, env=NATIVE)
     return Ran(
@@ -345,6 +355,9 @@ def test_cancelling_the_request_cancels_the_run(ran: Ran) -> None:
     status, artifacts_dir = ran.cancelled
     assert status == "cancelled"
     assert json.loads((Path(artifacts_dir) / "metadata.json").read_text())["runtime"]["backend"] == "native"
+    # the cancel killed the command (or kept it from starting), not its timeout
+    (command,) = [json.loads(line) for line in (Path(artifacts_dir) / "commands.jsonl").read_text().splitlines()]
+    assert command["result"]["error"]["code"] == "sandbox-aborted", command["result"]["error"]
 
 
 def test_agent_task_runs_the_example_agent_and_echoes_the_callers_ids(ran: Ran) -> None:
@@ -360,6 +373,6 @@ def test_agent_task_runs_the_example_agent_and_echoes_the_callers_ids(ran: Ran) 
     assert json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"] == "native"
     assert "Howdy, %s!" in (bundle / "files" / "patch.diff").read_text()
     assert tree(ran.workspace) == ran.workspace_before  # the agent changed only the sandbox's copy
-    with Store.open() as store:  # the fixture's home is this process's CODEBOX_HOME too
+    with Store.open(CodeboxSettings(home=ran.home).db_path) as store:  # the server's store
         (row,) = store.list_runs(sandbox_session_id="mcp-session-4")
         assert row.bundle_id == doc["artifacts"]["id"] and row.metadata["flow"] == "agent-task"
