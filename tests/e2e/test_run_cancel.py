@@ -23,8 +23,8 @@ from tests.factories.waiting import wait_until
 
 pytestmark = [pytest.mark.native]
 
-# Long enough that a cancel lost on a busy machine is told apart from one that took effect; only a lost cancel
-# ever waits for it.
+# The command's own timeout: a lost cancel ends the command only there (with sandbox-timeout, not sandbox-aborted),
+# so only a lost cancel ever waits for it.
 COMMAND_TIMEOUT_S = 45.0
 SLEEPER = CommandStep("wordpress.run-php", ["code=sleep(300); echo 'not cancelled';"], COMMAND_TIMEOUT_S)
 # the phases whose cancel comes with the run's own event (on its thread, before the run goes on)
