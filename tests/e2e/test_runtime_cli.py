@@ -38,6 +38,18 @@ def _env(tmp: Path) -> dict[str, str]:
     return {**os.environ, "TMPDIR": str(tmp)}
 
 
+def _codebox(*args: str, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """One `codebox` command to its end, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "codebox_tui", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def test_boot_hold_serves_the_preview_then_disposes(tmp_path: Path) -> None:
     port = _free_port()
     proc = subprocess.Popen(
@@ -120,31 +132,23 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory, codebox_home: Path) -
         "file_put_contents(__DIR__ . '/x', 1); echo getenv('CODEBOX_MODE'), '|', $_ENV['CODEBOX_MODE'], '|', "
         "var_export(getenv('EMPTY_ONE'), true);"
     )
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codebox_tui",
-            "run",
-            "--mount",
-            f"{plugin}:/wordpress/wp-content/plugins/p",
-            "--mount",
-            f"{EXAMPLE_PLUGIN}:/wordpress/wp-content/plugins/simple-plugin:readonly",  # a staged copy
-            "--command",
-            "wordpress.run-php",
-            "--env",
-            "CODEBOX_MODE=review-mode-42",
-            "--env",
-            "EMPTY_ONE=",
-            "--arg",
-            f"code={code}",
-            "--artifacts",
-            str(root / "artifacts"),
-        ],
-        cwd=REPO,
+    out = _codebox(
+        "run",
+        "--mount",
+        f"{plugin}:/wordpress/wp-content/plugins/p",
+        "--mount",
+        f"{EXAMPLE_PLUGIN}:/wordpress/wp-content/plugins/simple-plugin:readonly",  # a staged copy
+        "--command",
+        "wordpress.run-php",
+        "--env",
+        "CODEBOX_MODE=review-mode-42",
+        "--env",
+        "EMPTY_ONE=",
+        "--arg",
+        f"code={code}",
+        "--artifacts",
+        str(root / "artifacts"),
         env={**_env(tmp), "CODEBOX_HOME": str(home)},
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     return {
@@ -217,26 +221,18 @@ def test_run_prints_and_records_first_then_a_detached_reaper_removes_its_folders
 
 def test_hung_command_is_killed_reported_and_leaves_nothing(tmp_path: Path) -> None:
     tmp = tmp_path / "tmp"
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codebox_tui",
-            "run",
-            "--command",
-            "wordpress.run-php",
-            "--arg",
-            "code=while (true) {}",
-            "--timeout",
-            "5s",
-            "--artifacts",
-            str(tmp_path / "artifacts"),
-            "--json",
-        ],
-        cwd=REPO,
+    out = _codebox(
+        "run",
+        "--command",
+        "wordpress.run-php",
+        "--arg",
+        "code=while (true) {}",
+        "--timeout",
+        "5s",
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+        "--json",
         env=_env(tmp),
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     assert out.returncode == 4, out.stderr  # SandboxError
@@ -270,26 +266,18 @@ def test_runtime_env_reaches_php_getenv_and_the_bundle_metadata(finished_run: di
     metadata = json.loads((run_dir / "metadata.json").read_text())
     assert metadata["runtime"]["environment"]["runtimeEnv"] == {"CODEBOX_MODE": "review-mode-42", "EMPTY_ONE": ""}
 
-    bad = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codebox_tui",
-            "run",
-            "--command",
-            "wordpress.run-php",
-            "--env",
-            "bad-name=1",
-            "--arg",
-            "code=echo 1;",
-            "--artifacts",
-            str(tmp_path / "artifacts"),
-            "--json",
-        ],
-        cwd=REPO,
+    bad = _codebox(
+        "run",
+        "--command",
+        "wordpress.run-php",
+        "--env",
+        "bad-name=1",
+        "--arg",
+        "code=echo 1;",
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+        "--json",
         env=_env(tmp_path / "tmp"),
-        capture_output=True,
-        text=True,
         timeout=120,
     )
     assert bad.returncode == 2
@@ -308,26 +296,18 @@ def test_wp_cli_runs_a_phar_inside_the_sandbox(tmp_path: Path) -> None:
     phar = WP_CLI_PHAR
     assert phar.read_bytes()[:64].startswith(b"#!/usr/bin/env php")
 
-    failed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codebox_tui",
-            "run",
-            "--wp-cli-phar",
-            str(phar),
-            "--command",
-            "wordpress.wp-cli",
-            "--arg",
-            "command=plugin frobnicate",
-            "--artifacts",
-            str(tmp_path / "artifacts"),
-            "--json",
-        ],
-        cwd=REPO,
+    failed = _codebox(
+        "run",
+        "--wp-cli-phar",
+        str(phar),
+        "--command",
+        "wordpress.wp-cli",
+        "--arg",
+        "command=plugin frobnicate",
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+        "--json",
         env=_env(tmp_path / "tmp"),
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     doc = json.loads(failed.stdout)
@@ -337,26 +317,18 @@ def test_wp_cli_runs_a_phar_inside_the_sandbox(tmp_path: Path) -> None:
     assert "#!/usr/bin/env php" not in doc["execution"]["stdout"]
     assert failed.returncode != 0
 
-    missing = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codebox_tui",
-            "run",
-            "--wp-cli-phar",
-            str(tmp_path / "nope.phar"),
-            "--command",
-            "wordpress.wp-cli",
-            "--arg",
-            "command=option get home",
-            "--artifacts",
-            str(tmp_path / "artifacts"),
-            "--json",
-        ],
-        cwd=REPO,
+    missing = _codebox(
+        "run",
+        "--wp-cli-phar",
+        str(tmp_path / "nope.phar"),
+        "--command",
+        "wordpress.wp-cli",
+        "--arg",
+        "command=option get home",
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+        "--json",
         env=_env(tmp_path / "tmp"),
-        capture_output=True,
-        text=True,
         timeout=120,
     )
     assert missing.returncode == 2
