@@ -1,0 +1,94 @@
+"""A native sandbox's writes into a ``:live`` mount (the user's own folder) count against its one disk budget
+(docs/backends.md, "The native wall"; docs/security.md "What a sandbox may write"). The attack is performed for
+real through the real CLI: PHP and child processes (``dd``, ``cp``) write many files into the live folder, each
+under the per-file cap, far past a small budget."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from codebox_tui.runtime.leftover_mounts import mount_points
+from codebox_tui.settings import get_settings
+from tests.factories.held import codebox
+from tests.factories.waiting import wait_until
+
+pytestmark = [
+    pytest.mark.native,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the data tmpfs (the disk budget) needs Codebox as root"),
+]
+
+LIVE = "/wordpress/wp-content/plugins/live"
+BUDGET = 8 << 20
+# 1 MiB files from PHP until a write fails (at most 24), then a `dd` child writing 20 MiB and a `cp` child
+# copying a file already there, then a file written and removed again and the user's file changed; then what
+# the folder holds, as `du` sees it inside.
+LIVE_FILL = textwrap.dedent(f"""\
+    <?php
+    $d = '{LIVE}';
+    $n = 0;
+    for ($i = 0; $i < 24; $i++) {{
+        if (@file_put_contents("$d/fill-$i.bin", str_repeat('x', 1 << 20)) !== (1 << 20)) {{ break; }}
+        $n++;
+    }}
+    echo 'php-files:', $n, "\\n";
+    echo 'dd:', shell_exec("dd if=/dev/zero of=$d/dd.bin bs=1M count=20 2>&1");
+    echo 'cp:', shell_exec("cp $d/fill-0.bin $d/copy.bin 2>&1"), "\\n";
+    echo 'du-kib:', (int) shell_exec("du -sk $d | cut -f1"), "\\n";
+    """)
+
+
+def _usage(folder: Path) -> int:
+    """The bytes ``folder``'s files take on the host's disk (allocated blocks), links not followed."""
+    return sum(p.lstat().st_blocks * 512 for p in folder.rglob("*") if not p.is_symlink())
+
+
+def test_many_files_written_into_a_live_folder_stop_at_the_sandboxs_disk_budget(tmp_path: Path) -> None:
+    """The live folder's writes stop at the sandbox's one budget with "No space left on device" (PHP, then the
+    `dd` and `cp` children), the command's stderr says the budget is spent and the run is flagged
+    `write-budget-exceeded`; the user's folder gained at most the budget — and it did get what the sandbox
+    wrote within it (live: no apply step), every file whole, no staging file left — and no mount outlives the
+    run."""
+    live = tmp_path / "live"
+    live.mkdir()
+    (live / "live.php").write_text("<?php\n// Plugin Name: Live\n")
+    code_file = tmp_path / "fill.php"
+    code_file.write_text(LIVE_FILL)
+    (tmp_path / "tmp").mkdir()
+    before = _usage(live)
+    home = str(get_settings().home)
+    mounted_before = {point for point in mount_points() if point.startswith(home)}  # this process's own sandboxes
+    out = codebox(
+        Path(home),
+        *("run", "--backend", "native", "--mount", f"{live}:{LIVE}:live"),
+        *("--command", "wordpress.run-php", "--arg", f"code-file={code_file}"),
+        *("--artifacts", str(tmp_path / "artifacts"), "--json"),
+        env={"TMPDIR": str(tmp_path / "tmp"), "CODEBOX_SANDBOX_WRITE_BUDGET": str(BUDGET)},
+    )
+    doc = json.loads(out.stdout)
+    stdout = doc["execution"]["stdout"]
+    report = dict(line.split(":", 1) for line in stdout.splitlines() if re.match(r"^(php-files|du-kib):", line))
+    assert 0 < int(report["php-files"]) <= BUDGET >> 20, stdout
+    assert stdout.count("No space left on device") >= 2, stdout  # the dd child, then the cp child
+    assert "write budget" in doc["execution"]["stderr"], doc["execution"]
+    bundle = Path(doc["artifacts"]["directory"])
+    assert "write-budget-exceeded" in json.loads((bundle / "files" / "review.json").read_text())["riskFlags"]
+    # the user's folder: at most the budget more than before, holding what the sandbox wrote within it
+    assert _usage(live) - before <= BUDGET, sorted((p.name, p.stat().st_size) for p in live.iterdir())
+    names = {p.name for p in live.iterdir()}
+    assert {"live.php", "fill-0.bin"} <= names, names
+    assert not [name for name in names if name.startswith(".codebox-live-")], names
+    php_files = int(report["php-files"])
+    assert all((live / f"fill-{i}.bin").stat().st_size == 1 << 20 for i in range(php_files)), names
+    changed = json.loads((bundle / "files" / "changed-files.json").read_text())["files"]
+    assert "fill-0.bin" in {c["relativePath"] for c in changed}, changed  # capture saw the writes
+
+    def left() -> set[str]:  # the run's overlay and data file system are detached when it ends
+        return {point for point in mount_points() if point.startswith(home)} - mounted_before
+
+    assert wait_until(lambda: not left(), timeout=60), f"mounts outlived the run: {left()}"
