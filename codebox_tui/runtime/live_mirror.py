@@ -43,6 +43,7 @@ MAX_ERRORS = 20
 
 # What an entry of the upper layer was when it was last copied: its type and mode, inode, size, times, owner.
 Seen = tuple[int, int, int, int, int, int, int]
+RETRY: Seen = (-1, -1, -1, -1, -1, -1, -1)  # an entry that could not be copied: never equal to what it is
 
 
 @dataclass
@@ -117,7 +118,9 @@ class LiveMirror:
                 else:  # a fifo or socket: nothing to copy
                     now.pop(path)
             except OSError as error:
-                now.pop(path, None)  # tried again at the next pass
+                # tried again at the next pass; what was copied of it (and under it) before is not removed
+                for copied in [path, *(k for k in self.seen if k.startswith(path + "/"))]:
+                    now[copied] = RETRY
                 self.note(f"mounts[{self.index}] {path}: {error.strerror or error}")
 
     def _mirror_folder(
