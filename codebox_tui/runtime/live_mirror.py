@@ -208,8 +208,7 @@ def _copy_file(upper_fd: int, target_fd: int, name: str, info: os.stat_result) -
         dest = os.open(staged, CREATE_FLAGS, 0o600, dir_fd=target_fd)
         try:
             try:
-                while os.sendfile(dest, source, None, CHUNK):
-                    pass
+                _copy_data(source, dest)
                 _owner(dest, info)
                 os.fchmod(dest, stat.S_IMODE(info.st_mode))
             finally:
@@ -220,6 +219,29 @@ def _copy_file(upper_fd: int, target_fd: int, name: str, info: os.stat_result) -
             raise
     finally:
         os.close(source)
+
+
+def _copy_data(source: int, dest: int) -> None:
+    """The bytes of ``source`` into ``dest``, holes kept as holes: only the ranges the file really holds are
+    written (``SEEK_DATA``/``SEEK_HOLE``), then the size is set. A sparse file takes next to nothing in the budget
+    (``truncate -s``), so copying its zeros would put far more on the user's disk than the budget let through."""
+    offset = 0
+    while True:
+        try:
+            start = os.lseek(source, offset, os.SEEK_DATA)
+        except OSError as error:
+            if error.errno != errno.ENXIO:  # ENXIO: no data after offset
+                raise
+            break
+        end = os.lseek(source, start, os.SEEK_HOLE)
+        os.lseek(dest, start, os.SEEK_SET)
+        while start < end:
+            sent = os.sendfile(dest, source, start, min(CHUNK, end - start))
+            if sent == 0:  # the file shrank meanwhile
+                break
+            start += sent
+        offset = end
+    os.ftruncate(dest, os.fstat(source).st_size)
 
 
 def _copy_link(upper_fd: int, target_fd: int, name: str, info: os.stat_result) -> None:

@@ -28,7 +28,8 @@ LIVE = "/wordpress/wp-content/plugins/live"
 BUDGET = 8 << 20
 # First every kind of change the folder must get (a user's file deleted, one changed, a new folder, a folder
 # replaced by a new one and one by a file, a link, a mode, a file made and removed again, a folder of the
-# user's renamed); then 1 MiB files from PHP until a write fails (at most 24), a `dd` child writing 20 MiB and
+# user's renamed) and 20 sparse files of 7 MiB (next to nothing in the budget: their zeros must not be written
+# out on the user's disk); then 1 MiB files from PHP until a write fails (at most 24), a `dd` child writing 20 MiB and
 # a `cp` child copying a file already there; then what the folder holds, as `du` sees it inside.
 LIVE_FILL = textwrap.dedent(f"""\
     <?php
@@ -45,6 +46,7 @@ LIVE_FILL = textwrap.dedent(f"""\
     usleep(600000);
     unlink("$d/brief.txt");
     echo 'renamed:', var_export(@rename("$d/keep-dir", "$d/kept-dir"), true), "\\n";
+    shell_exec('for i in $(seq 1 20); do truncate -s 7M ' . $d . '/sparse-$i.bin; done');
     $n = 0;
     for ($i = 0; $i < 24; $i++) {{
         if (@file_put_contents("$d/fill-$i.bin", str_repeat('x', 1 << 20)) !== (1 << 20)) {{ break; }}
@@ -111,6 +113,7 @@ def test_many_files_written_into_a_live_folder_stop_at_the_sandboxs_disk_budget(
     assert sorted(p.name for p in (live / "replaced").iterdir()) == ["fresh.txt"]
     assert (live / "to-file").read_text() == "now a file\n"
     assert os.readlink(live / "link") == "/etc/hostname"
+    assert all((live / f"sparse-{i}.bin").stat().st_size == 7 << 20 for i in range(1, 21)), names
     # a folder of the user's cannot be renamed inside (the overlay's EXDEV; docs/backends.md): it stays whole
     assert report["renamed"] == "false" and (live / "keep-dir" / "old.txt").is_file() and "kept-dir" not in names
     changed = json.loads((bundle / "files" / "changed-files.json").read_text())["files"]
