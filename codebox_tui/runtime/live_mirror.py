@@ -55,6 +55,8 @@ class LiveMirror:
     target_fd: int  # the user's folder, opened once (its real path, never through a link) and held
     seen: dict[str, Seen] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    # this pass: a file of the upper layer with several names -> where its first name is in the user's folder
+    linked: dict[int, str] = field(default_factory=dict)
 
     @classmethod
     def open(cls, index: int, upper: Path, target: Path) -> LiveMirror:
@@ -76,11 +78,12 @@ class LiveMirror:
         the sandbox made, then removed) is removed again. An entry that cannot be copied is noted in
         :attr:`errors` and the pass goes on."""
         now: dict[str, Seen] = {}
+        self.linked = {}
         upper_fd = os.open(self.upper, DIR_FLAGS)
         try:
             self._mirror(upper_fd, self.target_fd, "", now)
             for rel in sorted(self.seen.keys() - now.keys(), key=len, reverse=True):
-                self._remove(self.target_fd, rel)
+                self._remove(rel)
         finally:
             os.close(upper_fd)
         self.seen = now
@@ -109,9 +112,14 @@ class LiveMirror:
                         remove_entry_nofollow(target_fd, name)
                 elif stat.S_ISDIR(info.st_mode):
                     self._mirror_folder(upper_fd, target_fd, name, path, info, now)
+                elif stat.S_ISREG(info.st_mode) and info.st_nlink > 1 and info.st_ino in self.linked:
+                    if changed:  # a hard link: one more name for the file copied once, never a second copy
+                        self._link(self.linked[info.st_ino], target_fd, name)
                 elif stat.S_ISREG(info.st_mode):
                     if changed:
                         _copy_file(upper_fd, target_fd, name, info)
+                    if info.st_nlink > 1:
+                        self.linked[info.st_ino] = path
                 elif stat.S_ISLNK(info.st_mode):
                     if changed:
                         _copy_link(upper_fd, target_fd, name, info)
@@ -141,17 +149,44 @@ class LiveMirror:
         finally:
             os.close(child)
 
-    def _remove(self, target_fd: int, rel: str) -> None:
-        *parents, name = rel.split("/")
-        parent = os.dup(target_fd)
+    def _link(self, first: str, target_fd: int, name: str) -> None:
+        """``name`` in the folder open as ``target_fd`` made a hard link to the file copied as ``first`` (reached
+        from the user's folder without following a link; a link is made to the entry itself, never its target)."""
+        *parents, first_name = first.split("/")
+        parent = self._open_parents(parents)
+        if parent is None:
+            raise OSError(errno.ENOENT, f"{first} is gone")
         try:
-            for part in parents:
-                try:
-                    step = os.open(part, DIR_FLAGS, dir_fd=parent)
-                except (FileNotFoundError, NotADirectoryError, OSError):
-                    return  # gone already (with its folder) or not a folder: nothing of it to remove
+            staged = STAGING_PREFIX + secrets.token_hex(6)
+            os.link(first_name, staged, src_dir_fd=parent, dst_dir_fd=target_fd, follow_symlinks=False)
+        finally:
+            os.close(parent)
+        try:
+            _replace(target_fd, staged, name)
+        except BaseException:
+            _discard(target_fd, staged)
+            raise
+
+    def _open_parents(self, parts: list[str]) -> int | None:
+        """A descriptor of the folder ``parts`` below the user's folder, each step opened without following a
+        link; None if one is missing or not a folder."""
+        parent = os.dup(self.target_fd)
+        for part in parts:
+            try:
+                step = os.open(part, DIR_FLAGS, dir_fd=parent)
+            except OSError:
                 os.close(parent)
-                parent = step
+                return None
+            os.close(parent)
+            parent = step
+        return parent
+
+    def _remove(self, rel: str) -> None:
+        *parents, name = rel.split("/")
+        parent = self._open_parents(parents)
+        if parent is None:
+            return  # gone already (with its folder) or not a folder: nothing of it to remove
+        try:
             remove_entry_nofollow(parent, name)
         except OSError as error:
             self.note(f"mounts[{self.index}] {rel}: {error.strerror or error}")

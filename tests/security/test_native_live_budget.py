@@ -30,7 +30,8 @@ BUDGET = 8 << 20
 # replaced by a new one and one by a file, a link, a mode, a file made and removed again, a folder of the
 # user's renamed) and 20 sparse files of 7 MiB (next to nothing in the budget: their zeros must not be written
 # out on the user's disk); then 1 MiB files from PHP until a write fails (at most 24), a `dd` child writing 20 MiB and
-# a `cp` child copying a file already there; then what the folder holds, as `du` sees it inside.
+# a `cp` child copying a file already there, 30 hard links to a 1 MiB file (names, not bytes, in the budget);
+# then what the folder holds, as `du` sees it inside.
 LIVE_FILL = textwrap.dedent(f"""\
     <?php
     $d = '{LIVE}';
@@ -55,13 +56,16 @@ LIVE_FILL = textwrap.dedent(f"""\
     echo 'php-files:', $n, "\\n";
     echo 'dd:', shell_exec("dd if=/dev/zero of=$d/dd.bin bs=1M count=20 2>&1");
     echo 'cp:', shell_exec("cp $d/fill-0.bin $d/copy.bin 2>&1"), "\\n";
+    shell_exec('for i in $(seq 1 30); do ln ' . $d . '/fill-0.bin ' . $d . '/hard-$i.bin; done');
     echo 'du-kib:', (int) shell_exec("du -sk $d | cut -f1"), "\\n";
     """)
 
 
 def _usage(folder: Path) -> int:
-    """The bytes ``folder``'s files take on the host's disk (allocated blocks), links not followed."""
-    return sum(p.lstat().st_blocks * 512 for p in folder.rglob("*") if not p.is_symlink())
+    """The bytes ``folder``'s files take on the host's disk (allocated blocks, each file once however many names
+    it has), links not followed."""
+    files = {(i.st_dev, i.st_ino): i.st_blocks * 512 for i in (p.lstat() for p in folder.rglob("*"))}
+    return sum(files.values())
 
 
 def test_many_files_written_into_a_live_folder_stop_at_the_sandboxs_disk_budget(tmp_path: Path) -> None:
@@ -114,6 +118,7 @@ def test_many_files_written_into_a_live_folder_stop_at_the_sandboxs_disk_budget(
     assert (live / "to-file").read_text() == "now a file\n"
     assert os.readlink(live / "link") == "/etc/hostname"
     assert all((live / f"sparse-{i}.bin").stat().st_size == 7 << 20 for i in range(1, 21)), names
+    assert (live / "hard-30.bin").stat().st_ino == (live / "fill-0.bin").stat().st_ino  # linked, not copied
     # a folder of the user's cannot be renamed inside (the overlay's EXDEV; docs/backends.md): it stays whole
     assert report["renamed"] == "false" and (live / "keep-dir" / "old.txt").is_file() and "kept-dir" not in names
     changed = json.loads((bundle / "files" / "changed-files.json").read_text())["files"]
