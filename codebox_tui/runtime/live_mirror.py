@@ -353,6 +353,8 @@ class MirrorThread:
     def _pass(self) -> None:
         with self._lock:
             for mirror in self.mirrors:
+                if mirror.target_fd < 0:  # closed: the sandbox is gone
+                    continue
                 try:
                     mirror.sync()
                 except OSError as error:
@@ -368,6 +370,7 @@ class MirrorThread:
         self._stop.set()
         self._thread.join()
         self._pass()
-        for mirror in self.mirrors:
-            mirror.close()
+        with self._lock:  # no pass (a late command's) can hold a descriptor number about to be reused
+            for mirror in self.mirrors:
+                mirror.close()
         return [error for mirror in self.mirrors for error in mirror.errors]
