@@ -95,6 +95,7 @@ def test_many_files_written_into_a_live_folder_stop_at_the_sandboxs_disk_budget(
         env={"TMPDIR": str(tmp_path / "tmp"), "CODEBOX_SANDBOX_WRITE_BUDGET": str(BUDGET)},
     )
     doc = json.loads(out.stdout)
+    assert out.returncode == 1 and doc["execution"]["exitCode"] != 0, out.stdout[-2000:] + out.stderr[-2000:]
     stdout = doc["execution"]["stdout"]
     report = dict(line.split(":", 1) for line in stdout.splitlines() if re.match(r"^(php-files|du-kib|renamed):", line))
     assert 0 < int(report["php-files"]) <= BUDGET >> 20, stdout
