@@ -33,6 +33,7 @@ from codebox_tui.errors import BadInputError, SandboxError
 from codebox_tui.runtime.backend import HttpResult, PhpResult, ProgressCallback, SandboxSpec
 from codebox_tui.runtime.confinement import PathBind, drops_to_sandbox_uid, find_bwrap, php_bwrap_argv, readonly_dir
 from codebox_tui.runtime.golden import copy_tree, ensure_golden_site
+from codebox_tui.runtime.live_mirror import LiveMirror, MirrorThread, take_in_live_mounts
 from codebox_tui.runtime.mounts import remove_tree
 from codebox_tui.runtime.native_cgi import (
     MAX_BODY_BYTES,
@@ -206,6 +207,7 @@ class NativeSandbox:
         disk: DiskBudget | None = None,
         host_id: SandboxId | None = None,
         owns_host_id: bool = False,
+        live_mirrors: list[LiveMirror] | None = None,
     ) -> None:
         self.id = sandbox_id
         self.host_id = host_id  # its uid on the host, as root (runtime/sandbox_ids.py)
@@ -231,6 +233,9 @@ class NativeSandbox:
         self._disposed = False
         self._budget_hit: dict[str, Any] | None = None
         self.worker = PhpWorker(work_dir / "worker", self._worker_argv)
+        # its :live mounts' writes, copied from the disk budget into the user's folders (runtime/live_mirror.py)
+        self._mirror = MirrorThread(live_mirrors) if live_mirrors else None
+        self.live_mirror_errors: list[str] = []
 
     # -- one confined process ----------------------------------------------------------------------------
     def php_argv(
@@ -430,6 +435,7 @@ class NativeSandbox:
             )
         elif code in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
             err.kept += b"\ncodebox: PHP was stopped at its CPU-time limit\n"
+        self._mirror_live()
         if self._note_disk_spent():  # the whole sandbox's data is full (what PHP made of the failed writes aside)
             err.kept += (
                 b"\ncodebox: the sandbox's files reached its write budget (CODEBOX_SANDBOX_WRITE_BUDGET); "
@@ -504,6 +510,7 @@ class NativeSandbox:
                 raise SandboxError(f"The sandbox {self._aborted}", code="sandbox-aborted") from None
             raise
         response = parse_cgi_response(bytes(answer.stdout), body_truncated=answer.truncated)
+        self._mirror_live()
         if self._note_disk_spent():
             response.problems.append("the sandbox's files reached its write budget")
         if not answer.stdout and (answer.app_status or answer.protocol_status):
@@ -543,6 +550,11 @@ class NativeSandbox:
                 details={"path": path},
             )
         return bytes(out.kept)
+
+    def _mirror_live(self) -> None:
+        """A command or page has ended: its writes into ``:live`` mounts reach the user's folders now."""
+        if self._mirror is not None:
+            self._mirror.sync_now()
 
     def _note_disk_spent(self) -> bool:
         """Whether the sandbox's data file system is full (its write budget spent); the run is flagged then."""
@@ -587,6 +599,8 @@ class NativeSandbox:
         self._disposed = True
         self.worker.close()
         self.process_cap.remove()
+        if self._mirror is not None:  # its processes are gone: the last pass copies what they wrote last
+            self.live_mirror_errors = self._mirror.finish()
         if self.disk is not None:
             self.disk.remove()
         remove_tree(self.work_dir)
@@ -666,6 +680,7 @@ class NativeBackend:
             PreviewRelay(self.settings.command_timeout_s, spec.preview_port or 0, spec.site_url) if preview else None
         )
         disk: DiskBudget | None = None
+        live: list[tuple[Path, LiveMirror]] = []
         host_id = spec.host_id  # the session's, which its :live folders were handed to; else one of its own
         owns_host_id = host_id is None
         try:
@@ -700,6 +715,7 @@ class NativeBackend:
             mounts = sandbox_mounts(
                 spec, work_dir, report, place=partial(disk.take_in, uid=host_uid(host_id)) if disk.mounted else None
             )
+            live = take_in_live_mounts(spec, disk, mounts) if disk.mounted else []
             disk.settle(budget)
             basedir = open_basedir([m["vfsPath"] for m in mounts])
             write_config(
@@ -724,6 +740,7 @@ class NativeBackend:
                 binds += [PathBind(str(opcache_dir), OPCACHE_DIR, True), *shared_cache]
             binds += [PathBind(m["hostPath"], m["vfsPath"], _writable(m, work_dir)) for m in mounts]
             taken_in = {str(copy.path) for copy in spec.private_copies.values() if copy.hand_back is not None}
+            taken_in |= {str(point) for point, _ in live}
             hand_over_folders(
                 [
                     Path(b.source)
@@ -741,6 +758,8 @@ class NativeBackend:
             for copy in spec.private_copies.values():
                 if copy.hand_back is not None:  # taken in: the overlay goes with the file system, the copy stays
                     copy.hand_back, copy.path = None, copy.staged
+            for _, mirror in live:
+                mirror.close()
             if disk is not None:
                 disk.remove()
             remove_tree(work_dir)
@@ -761,6 +780,7 @@ class NativeBackend:
             disk=disk,
             host_id=host_id,
             owns_host_id=owns_host_id,
+            live_mirrors=[mirror for _, mirror in live],
         )
         if relay is not None:
             relay.start(sandbox.cgi)

@@ -19,16 +19,18 @@ then becomes the process), so nothing it forks is ever outside. Where no group c
 says why and the sandbox runs without the cap (bounded then only by the command's timeout, its CPU limit
 and the kernel's own limits).
 
-**Disk.** Everything the sandbox can write but ``:live`` mounts — its ``wp-content`` with the database,
-its ``/tmp``, its compiled-script cache and what it changes in its copy-on-write mounts — lives in one
+**Disk.** Everything the sandbox can write — its ``wp-content`` with the database,
+its ``/tmp``, its compiled-script cache and what it changes in its copy-on-write and ``:live`` mounts — lives in one
 size-limited ``tmpfs`` mounted on the host (:class:`DiskBudget`): many files, each under the per-file cap,
 written anywhere among them still stop at the one budget, where writes fail with "No space left on device".
 A copy-on-write mount is an ``overlay`` (:meth:`DiskBudget.take_in`): its private copy on the host's disk is
 the lower layer, read as it is, and every change (a changed file whole, a new file, the marker of a deleted
 one) goes to an upper layer inside the ``tmpfs``; unchanged files are held once, on the disk. At the end of
 the run the overlay is bound over the private copy's own folder, where capture reads what the sandbox made of
-it. Mounting needs root on the host; where Codebox cannot mount, :attr:`DiskBudget.reason` says why, the
-private copies are moved in and out by renaming as they are and only the per-file cap holds. The mounts do
+it. A ``:live`` mount is such an overlay over the user's own folder (:meth:`DiskBudget.take_in_live`), whose
+changes runtime/live_mirror.py copies into that folder. Mounting needs root on the host; where Codebox cannot
+mount, :attr:`DiskBudget.reason` says why, the private copies are moved in and out by renaming as they are,
+``:live`` folders are bound as they are, and only the per-file cap holds. The mounts do
 not outlive the Codebox process, however it ends: a guard process detaches them then
 (runtime/mount_guard.py).
 """
@@ -208,13 +210,8 @@ class DiskBudget:
         hand_over(copy.staged, uid)
         index = copy.index
         point, upper, work = (self.folder / f"{name}-{index}" for name in ("mount", "upper", "work"))
-        point.mkdir()
-        work.mkdir(mode=0o700)
-        top = os.lstat(copy.staged)
-        upper.mkdir()  # the overlay's own top folder: the copy's owner and mode
-        os.chown(upper, top.st_uid, top.st_gid)
-        os.chmod(upper, stat.S_IMODE(top.st_mode))
         try:
+            _make_layers(copy.staged, point, upper, work)
             _mount_overlay(copy.staged, upper, work, point)
         except OSError as error:
             for folder in (point, upper, work):
@@ -224,6 +221,24 @@ class DiskBudget:
         copy.path = point
         copy.hand_back = functools.partial(_bind_back, point, copy.staged)
         return point
+
+    def take_in_live(self, index: int, folder: Path) -> tuple[Path, Path] | None:
+        """A ``:live`` mount's folder (the user's own, already the sandbox uid's) shown through an ``overlay``
+        whose upper layer is in this file system, so what the sandbox writes there counts against the same budget;
+        runtime/live_mirror.py copies the upper layer into the folder. Returns the folder to mount and the upper
+        layer, or None (and :attr:`reason` says so) where the kernel refuses the overlay: the folder is then
+        bound as it is, with the per-file cap only. Folders of the lower layer cannot be renamed
+        (``redirect_dir=off``: ``EXDEV``), so the upper layer alone says what changed."""
+        point, upper, work = (self.folder / f"live-{name}-{index}" for name in ("mount", "upper", "work"))
+        try:
+            _make_layers(folder, point, upper, work)
+            _mount_overlay(folder, upper, work, point, redirect_dir="off")
+        except OSError as error:
+            for made in (point, upper, work):
+                remove_tree(made)
+            self.reason = f"mounts[{index}] (live) is outside the disk budget (per-file cap only): {error.strerror}"
+            return None
+        return point, upper
 
     def spent(self) -> bool:
         """Whether the budget is (all but) used up."""
@@ -263,7 +278,18 @@ def footprint(folder: Path) -> tuple[int, int]:
     return total + total // 10 + (1 << 20), entries
 
 
-def _mount_overlay(lower: Path, upper: Path, work: Path, point: Path) -> None:
+def _make_layers(lower: Path, point: Path, upper: Path, work: Path) -> None:
+    """The mount point, scratch folder and upper layer of an overlay of ``lower``; the upper layer's top folder
+    gets ``lower``'s owner and mode (the overlay's own top folder)."""
+    point.mkdir()
+    work.mkdir(mode=0o700)
+    top = os.lstat(lower)
+    upper.mkdir()
+    os.chown(upper, top.st_uid, top.st_gid)
+    os.chmod(upper, stat.S_IMODE(top.st_mode))
+
+
+def _mount_overlay(lower: Path, upper: Path, work: Path, point: Path, redirect_dir: str = "on") -> None:
     """An ``overlay`` of ``lower`` under ``upper`` (``work``: its scratch folder, beside ``upper``) at ``point``.
     Each layer is named through a descriptor of the real folder (no link followed, no character of the path
     read as an option); ``redirect_dir=on`` lets a folder of the lower layer be renamed (else ``EXDEV``)."""
@@ -275,7 +301,7 @@ def _mount_overlay(lower: Path, upper: Path, work: Path, point: Path) -> None:
     ]
     try:
         lower_fd, upper_fd, work_fd = (f"/proc/self/fd/{fd}" for fd in fds)
-        options = f"lowerdir={lower_fd},upperdir={upper_fd},workdir={work_fd},redirect_dir=on"
+        options = f"lowerdir={lower_fd},upperdir={upper_fd},workdir={work_fd},redirect_dir={redirect_dir}"
         if libc.mount(b"overlay", os.fsencode(point), b"overlay", MS_NOSUID | MS_NODEV, options.encode()) != 0:
             error = ctypes.get_errno()
             raise OSError(error, f"could not mount the copy-on-write overlay at {point}: {os.strerror(error)}")

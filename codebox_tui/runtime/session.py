@@ -565,6 +565,8 @@ class RunSession:
             else:
                 sandbox.dispose()
             self.emit("runtime.disposed", {"disposeMs": int((time.monotonic() - started) * 1000)})
+            if errors := getattr(sandbox, "live_mirror_errors", None):  # native: :live changes it could not copy
+                self.emit("runtime.live-changes-not-copied", {"errors": errors}, level="error")
             self._strip_special_modes()
         self._hand_back_live_folders()
         if self.status != "failed":

@@ -63,6 +63,26 @@ def remove_tree_nofollow(path: Path) -> None:
         pass
 
 
+def remove_entry_nofollow(parent_fd: int, name: str) -> None:
+    """Delete the entry ``name`` of the folder open as ``parent_fd``: a folder with everything under it, reached
+    through descriptors only; anything else (a link too) unlinked. Absent is fine; what cannot be removed raises
+    OSError."""
+    try:
+        info = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        os.unlink(name, dir_fd=parent_fd)
+        return
+    fd = _open_subdir(parent_fd, name)
+    if fd is not None:
+        try:
+            _empty(fd)
+        finally:
+            os.close(fd)
+    os.rmdir(name, dir_fd=parent_fd)
+
+
 def _make_owner_writable(fd: int) -> None:
     try:
         if stat.S_IMODE(os.fstat(fd).st_mode) & 0o700 != 0o700:
