@@ -54,6 +54,24 @@ def run_natively(
     return codebox(home, "run", "--backend", "native", *args, timeout=timeout, env=env)
 
 
+def codebox_with_tmpdir(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """``codebox ARGS`` in a process of its own (tests/factories/held.py's ``codebox``, in this process's
+    ``CODEBOX_HOME``) whose temporary files go to ``tmp_path/tmp`` (``TMPDIR``), with ``env`` added."""
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    return codebox(
+        Path(os.environ["CODEBOX_HOME"]), *args, timeout=timeout, env={"TMPDIR": str(tmp_path / "tmp"), **(env or {})}
+    )
+
+
+def host_php_version() -> str:
+    """The host's PHP version (what a native sandbox runs)."""
+    from codebox_tui.runtime.native_site import host_php
+
+    return host_php().version
+
+
 RECORDED = {"native": "native", "playground": "wordpress-playground"}  # `--backend` -> metadata.runtime.backend
 NATIVE, PLAYGROUND = RECORDED["native"], RECORDED["playground"]
 
