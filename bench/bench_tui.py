@@ -274,24 +274,14 @@ def changed_php(lines: int) -> str:
 def capture_changed_mount(work: Path, mount: MountSpec, baselines: list[Baseline], created_at: str) -> Path:
     """The bundle the real capture code makes of ``mount`` changed since ``baselines``, as a run of one
     ``wordpress.run-php`` with no events, evidence or tests would leave it (its run folder: ``work/run``)."""
-    from codebox_tui.bundle.capture import capture_bundle
-    from codebox_tui.contracts.runtime import RuntimeInfo, RuntimePolicy
+    from codebox_tui.contracts.runtime import RuntimeInfo
+    from tests.factories.capture import capture_plain_run
 
     run_dir = work / "run"
     (run_dir / "logs").mkdir(parents=True)
     (run_dir / "events.jsonl").write_text("")
-    summary = capture_bundle(
-        run_dir,
-        runtime=RuntimeInfo(id="bench", createdAt=created_at, environment={}),
-        mounts=[mount],
-        baselines=baselines,
-        policy=RuntimePolicy(commands=["wordpress.run-php"]),
-        metadata={},
-        secret_values=[],
-        evidence=[],
-        test_suites=[],
-    )
-    return summary.path
+    runtime = RuntimeInfo(id="bench", createdAt=created_at, environment={})
+    return capture_plain_run(run_dir, [mount], baselines, runtime).path
 
 
 async def review_scrolling(bundle: Path, split_mode: str, prefetch: bool) -> tuple[list[float], list[float]]:
