@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 os.environ["TEXTUAL_ANIMATIONS"] = "none"
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -34,6 +35,10 @@ from textual.screen import Screen
 from widgets.diff_model import split_patch
 from widgets.diff_view import DiffView
 from widgets.event_tail import EventTail
+
+if TYPE_CHECKING:
+    from codebox_tui.bundle.baseline import Baseline
+    from codebox_tui.contracts.runtime import MountSpec
 
 SIZE = (160, 45)
 
@@ -242,8 +247,7 @@ async def search_bench(one_file: str, big: str) -> None:
 def build_big_bundle(work: Path, lines: int = 20000) -> Path:
     """A real bundle (real capture code) whose patch changes 1 in 3 lines of one 20,000-line PHP file."""
     from codebox_tui.bundle.baseline import take_baselines
-    from codebox_tui.bundle.capture import capture_bundle
-    from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+    from codebox_tui.contracts.runtime import MountSpec
 
     os.environ["CODEBOX_HOME"] = str(work / "home")
     source = work / "big-plugin"
@@ -253,30 +257,31 @@ def build_big_bundle(work: Path, lines: int = 20000) -> Path:
     )
     mount = MountSpec(source=str(source), target="/wordpress/wp-content/plugins/big-plugin")
     baselines = take_baselines([mount], work / "scratch")
-    (source / "big.php").write_text(
-        "<?php\n"
-        + "".join(
-            f"    $value_{i} = compute_{i}($input, {i * 2}, true);\n"
-            if i % 3 == 1
-            else f"    $value_{i} = compute_{i}($input, {i});\n"
-            for i in range(lines)
-        )
+    (source / "big.php").write_text(changed_php(lines))
+    return capture_changed_mount(work, mount, baselines, "2026-11-22T12:00:00.000Z")
+
+
+def changed_php(lines: int) -> str:
+    """The bench bundles' PHP file of ``lines`` lines after the change: 1 line in 3 changed."""
+    return "<?php\n" + "".join(
+        f"    $value_{i} = compute_{i}($input, {i * 2}, true);\n"
+        if i % 3 == 1
+        else f"    $value_{i} = compute_{i}($input, {i});\n"
+        for i in range(lines)
     )
+
+
+def capture_changed_mount(work: Path, mount: MountSpec, baselines: list[Baseline], created_at: str) -> Path:
+    """The bundle the real capture code makes of ``mount`` changed since ``baselines``, as a run of one
+    ``wordpress.run-php`` with no events, evidence or tests would leave it (its run folder: ``work/run``)."""
+    from codebox_tui.contracts.runtime import RuntimeInfo
+    from tests.factories.capture import capture_plain_run
+
     run_dir = work / "run"
     (run_dir / "logs").mkdir(parents=True)
     (run_dir / "events.jsonl").write_text("")
-    summary = capture_bundle(
-        run_dir,
-        runtime=RuntimeInfo(id="bench", createdAt="2026-11-22T12:00:00.000Z", environment={}),
-        mounts=[mount],
-        baselines=baselines,
-        policy=RuntimePolicy(commands=["wordpress.run-php"]),
-        metadata={},
-        secret_values=[],
-        evidence=[],
-        test_suites=[],
-    )
-    return summary.path
+    runtime = RuntimeInfo(id="bench", createdAt=created_at, environment={})
+    return capture_plain_run(run_dir, [mount], baselines, runtime).path
 
 
 async def review_scrolling(bundle: Path, split_mode: str, prefetch: bool) -> tuple[list[float], list[float]]:

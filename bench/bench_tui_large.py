@@ -35,9 +35,10 @@ def parse_args() -> argparse.Namespace:
 
 def build_bundle(work: Path, files: int) -> Path:
     """A real bundle: ``files`` PHP files of 30 lines under one mounted plugin, each changed in 1 line of 3."""
+    from bench_tui import capture_changed_mount, changed_php
+
     from codebox_tui.bundle.baseline import take_baselines
-    from codebox_tui.bundle.capture import capture_bundle
-    from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+    from codebox_tui.contracts.runtime import MountSpec
 
     source = work / "wide-plugin"
     for f in range(files):
@@ -47,30 +48,8 @@ def build_bundle(work: Path, files: int) -> Path:
     mount = MountSpec(source=str(source), target="/wordpress/wp-content/plugins/wide-plugin")
     baselines = take_baselines([mount], work / "scratch")
     for path in sorted(source.rglob("*.php")):
-        path.write_text(
-            "<?php\n"
-            + "".join(
-                f"    $value_{i} = compute_{i}($input, {i * 2}, true);\n"
-                if i % 3 == 1
-                else f"    $value_{i} = compute_{i}($input, {i});\n"
-                for i in range(30)
-            )
-        )
-    run_dir = work / "run"
-    (run_dir / "logs").mkdir(parents=True)
-    (run_dir / "events.jsonl").write_text("")
-    summary = capture_bundle(
-        run_dir,
-        runtime=RuntimeInfo(id="bench", createdAt="2026-11-27T02:00:00.000Z", environment={}),
-        mounts=[mount],
-        baselines=baselines,
-        policy=RuntimePolicy(commands=["wordpress.run-php"]),
-        metadata={},
-        secret_values=[],
-        evidence=[],
-        test_suites=[],
-    )
-    return summary.path
+        path.write_text(changed_php(30))
+    return capture_changed_mount(work, mount, baselines, "2026-11-27T02:00:00.000Z")
 
 
 async def key_frames(pilot: object, key: str, count: int, frames: list[float], still: object = None) -> list[float]:

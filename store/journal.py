@@ -12,7 +12,8 @@ Only the staged bytes stay inside the target, so every rename stays on one files
 Protocol: journal ``staging`` → create and fill the staging folder → journal ``prepared`` (entries,
 created folders and the staging folder's device/inode) → rename each staged file into place / unlink
 deleted files → fsync the touched directories → journal ``committed`` → remove the staging folder →
-remove the journal. Each journal write is tmp + fsync + rename + fsync of the journal folder.
+remove the journal. Each journal write is tmp + fsync + rename + fsync of the journal folder
+(``codebox_tui/durable.py``).
 
 :func:`recover` (run before every directory apply, and by ``codebox apply-recover``): no journal and
 no staging folder → nothing to do; no journal but a ``.codebox-apply`` folder → refused (Codebox did
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.durable import fsync_folder, write_durably
 from codebox_tui.errors import ConflictError
 from codebox_tui.settings import CodeboxSettings
 from store import fdtree
@@ -57,26 +59,6 @@ class JournalWrite:
     expected_sha256: str | None = None  # the original's hash, re-checked on the backup link
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_file(path: Path, data: bytes, mode: int = 0o600) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def journal_dir() -> Path:
     """Where directory-apply journals live: ``$CODEBOX_HOME/apply-journals`` (never in a target). Read from
     the environment at each call, not from a cached settings object: whichever process recovers (another
@@ -92,10 +74,7 @@ def journal_path(root: Path, directory: Path | None = None) -> Path:
 
 def _write_journal(path: Path, doc: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(path.name + ".tmp")
-    _write_file(tmp, json.dumps(doc, sort_keys=True).encode("utf-8"))
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    write_durably(path, json.dumps(doc, sort_keys=True).encode("utf-8"))
 
 
 def _drop_journal(path: Path) -> None:
@@ -103,7 +82,7 @@ def _drop_journal(path: Path) -> None:
         path.unlink()
     except FileNotFoundError:
         return
-    _fsync_dir(path.parent)
+    fsync_folder(path.parent)
 
 
 @contextmanager

@@ -3,19 +3,17 @@ Textual: the display index (``diff_layout.DisplayIndex``: which row each display
 marks (``diff_marks.ReviewMarks``: cursor, selection, comment marks and notes, left-out hunks) and the
 search (``diff_search.SearchState``). Lines are drawn by ``diff_lines.LineBuilder`` (syntax colours from
 ``diff_highlight``, colours from ``diff_styles``); this module owns the keys, the messages, scrolling,
-the model and the background work.
+the model and the background work, over ``diff_canvas.DiffCanvas`` (the line cache and the prefetch).
 
 Only visible lines are built: each display line becomes one Strip, kept in a bounded cache keyed by what
 it shows (line, width, horizontal position, theme, the version of the marks and search, and whether its
-rows are lexed yet), so nothing is cleared by hand and a line is built again only when one of those
-changes. Whole-model passes (parsing, side-by-side pairs, the widest row) run in the parse worker for a
+rows are lexed yet: ``_drawing`` here), so nothing is cleared by hand and a line is built again only when
+one of those changes. Whole-model passes (parsing, side-by-side pairs, the widest row) run in the parse worker for a
 big diff, after the "Parsing…" message has been painted."""
 
 from __future__ import annotations
 
 import bisect
-import itertools
-import time
 from collections.abc import Callable, Collection
 from functools import partial
 from typing import ClassVar, TypeAlias
@@ -23,15 +21,13 @@ from typing import ClassVar, TypeAlias
 from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
-from textual.cache import LRUCache
-from textual.geometry import Region, Size
-from textual.scroll_view import ScrollView
-from textual.strip import Strip
+from textual.geometry import Size
 from textual.worker import get_current_worker
 
 from codebox_tui.settings import get_settings
 from codebox_tui.textsafe import safe_text
-from widgets.diff_frame import Drawing, Finish, plain_finish
+from widgets.diff_canvas import DiffCanvas
+from widgets.diff_frame import Drawing, Finish
 from widgets.diff_highlight import Packed, cells, lex, pack
 from widgets.diff_layout import DisplayIndex
 from widgets.diff_lines import LineBuilder
@@ -49,14 +45,8 @@ from widgets.diff_model import (
 from widgets.diff_search import SearchState
 from widgets.diff_styles import AUTO_SPLIT_WIDTH, CODE_X, HALF_CODE_X, SIGNS
 
-PREFETCH_DELAY = 0.005  # s after a frame before the neighbouring pages are built
-PREFETCH_BUDGET = 0.003  # s of building per prefetch step: what a key press may wait behind one
-PREFETCH_GAP = 0.001  # s between prefetch steps (the event loop takes keys and timers in between)
 HIGHLIGHT_MAX_ROWS = 100_000
 WORKER_PARSE_LINES = 5000  # blocks with more lines are parsed in a worker thread
-# Built lines kept (~11 pages at 45 rows). Each cached Strip is a few objects for the cycle collector to walk:
-# thousands of them made its full passes take over 100 ms on a big file.
-LINE_CACHE = 512
 
 Prepared = tuple[FileDiffModel, DisplayIndex]
 
@@ -67,7 +57,7 @@ def _prepare(builder: Callable[[], FileDiffModel]) -> Prepared:
     return model, DisplayIndex.prepare(model)
 
 
-class DiffView(ScrollView, can_focus=True):
+class DiffView(DiffCanvas, can_focus=True):
     """Shows one file's diff, or every file's in one scroll. ``}``/``{`` move between hunks, ``n``/``N``
     between search matches."""
 
@@ -139,10 +129,8 @@ class DiffView(ScrollView, can_focus=True):
         self._index = DisplayIndex.message(FileDiffModel("", [], [], 0, 0, False))
         self._tokens: dict[int, Packed] = {}  # id(row) -> lexed pieces (highlight worker)
         self._builder = self._new_builder()
-        self._lines: LRUCache[tuple[object, ...], Strip] = LRUCache(LINE_CACHE)
         self._shown = 0  # bumped whenever another model (or a message) is shown
         self._highlighting = False
-        self._prefetch_pending = False
         self._block: object = ""  # the shown source: one file's block, or a token for show_files()
         self._files: list[tuple[str, str]] | None = None  # the continuous view's files (show_files)
         self._collapsed: set[str] = set()
@@ -150,9 +138,6 @@ class DiffView(ScrollView, can_focus=True):
         self._max_line = MAX_LINE
         self._focus_row: int | None = None  # the model row the last jump (file, hunk, match) brought up
         self._status = ""
-        self._frame: Drawing | None = None  # while a frame is drawn
-        self._last_frame: Drawing | None = None  # the last frame's drawing (for prefetch)
-        self._drawn_top = 0  # the display line at the top of the last frame
 
     # -- the state objects, as the screens and tests read them ------------------------------------
     @property
@@ -225,11 +210,6 @@ class DiffView(ScrollView, can_focus=True):
         """Cells a display line can use: the widget's width less a vertical scrollbar, so nothing of the code is
         ever drawn under the scrollbar (wrapped lines break before it; the end of a line is reachable)."""
         return self.scrollable_content_region.width
-
-    @property
-    def _view_height(self) -> int:
-        """Display lines on screen: the widget's height less a horizontal scrollbar."""
-        return self.scrollable_content_region.height
 
     def path_at(self, row: int) -> str:
         """The file that model row ``row`` belongs to ("" without a model)."""
@@ -762,28 +742,7 @@ class DiffView(ScrollView, can_focus=True):
         elif not self.finder.query:
             self.action_previous_hunk()
 
-    # -- drawing ----------------------------------------------------------------------------------
-    def render_lines(self, crop: Region) -> list[Strip]:
-        # Once per frame, not once per line: the widget's own style (rich_style walks the DOM and the theme),
-        # its width, the display index put in the current mode, how lines are finished for the screen, and
-        # what every line's key shares.
-        finish = plain_finish(self)
-        self._frame = self._drawing(self.rich_style, finish)
-        top = self._drawn_top = int(self.scroll_offset.y)
-        try:
-            if finish is None:  # a border, padding or tint: Textual's own path, line by line (render_line)
-                lines = super().render_lines(crop)
-            else:  # finished lines, cached with what they show: a scroll reuses them (widgets/diff_frame.py)
-                lines = [self._line(top + y, self._frame) for y in crop.line_range]
-                x1, x2 = crop.column_span
-                if (x1, x2) != (0, finish.width):
-                    lines = [line.crop(x1, x2) for line in lines]
-        finally:
-            self._last_frame, self._frame = self._frame, None
-        self._schedule_prefetch()
-        self._post_status()
-        return lines
-
+    # -- drawing (the line cache and the prefetch: diff_canvas.py) ----------------------------------
     def _drawing(self, base: Style, finish: Finish | None = None) -> Drawing:
         width = self._sync_mode()
         x = 0 if self.wrap else int(self.scroll_offset.x)
@@ -801,62 +760,15 @@ class DiffView(ScrollView, can_focus=True):
         )
         return Drawing(base, width, x, finish, shared)
 
-    def render_line(self, y: int) -> Strip:
-        y += int(self.scroll_offset.y)
-        return self._line(y, self._frame) if self._frame is not None else self.display_line(y)
+    def _showing(self) -> bool:
+        return self.model is not None
 
-    def display_line(self, y: int) -> Strip:
-        """Display line ``y`` (from the top of the diff, not of the view) as drawn at the current width,
-        horizontal position and theme (that of the last frame): one Strip, built once and cached."""
-        last = self._last_frame
-        return self._line(y, self._drawing(last.base if last is not None else self.rich_style))
+    def _display_count(self) -> int:
+        return self._index.display_count()
 
-    def _line(self, y: int, drawing: Drawing) -> Strip:
-        # A built line is reused while what it shows is the same: the line, whether its rows are lexed yet,
-        # and the drawing's width, position, theme, finish, model, mode and the marks' and search's versions.
-        key = (y, self._builder.lexed(y), drawing.shared)
-        strip = self._lines.get(key)
-        if strip is None:
-            strip = Strip(self._builder.line(y, drawing.width, drawing.x, drawing.base), drawing.width)
-            if drawing.finish is not None:
-                strip = drawing.finish.apply(strip)
-            self._lines[key] = strip
-        return strip
+    def _frame_drawn(self) -> None:
+        self._post_status()
 
     def row_text(self, row: int) -> str:
         """Model row ``row`` as drawn on one unified line, unwrapped and unscrolled (numbers, sign, code)."""
         return "".join(segment.text for segment in self._builder.row_segments(row))
-
-    # -- prefetch: build the pages around the viewport while the user reads ------------------
-    def _schedule_prefetch(self) -> None:
-        if not self._prefetch_pending and self.model is not None:
-            self._prefetch_pending = True
-            self.set_timer(PREFETCH_DELAY, self._prefetch_step)
-
-    def _prefetch_step(self) -> None:
-        """Build uncached lines of the next page (then the previous one) for up to ``PREFETCH_BUDGET`` seconds,
-        then yield, so a key press never waits long behind it; again ``PREFETCH_GAP`` later until both are built."""
-        self._prefetch_pending = False
-        if self.model is None or not self.is_attached:
-            return
-        if int(self.scroll_offset.y) != self._drawn_top:
-            return  # a frame is due (a key scrolled): it comes first, and schedules the prefetch again
-        last = self._last_frame
-        drawing = self._drawing(last.base, last.finish) if last is not None else self._drawing(self.rich_style)
-        total = self._index.display_count()
-        top, height = int(self.scroll_offset.y), self._view_height
-        deadline = time.perf_counter() + PREFETCH_BUDGET
-        for y in itertools.chain(range(top + height, min(total, top + 2 * height)), range(max(0, top - height), top)):
-            if (y, self._builder.lexed(y), drawing.shared) in self._lines:
-                continue
-            self._line(y, drawing)
-            if time.perf_counter() >= deadline and not self._prefetch_pending:  # the rest in a later step
-                self._prefetch_pending = True
-                self.set_timer(PREFETCH_GAP, self._prefetch_step)
-                return
-
-    @property
-    def built_lines(self) -> int:
-        """Distinct display lines built and kept (only those on screen and the pages around them); a line
-        built again (lexed since, another width or mode) counts once."""
-        return len({key[0] for key in self._lines.keys()})  # noqa: SIM118 (an LRUCache is not iterable)

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.durable import write_durably
 from codebox_tui.runtime.confinement import SANDBOX_UID
 from codebox_tui.runtime.playground import abandoned_sandbox_dirs
 from codebox_tui.runtime.reaper import OWNER_FILE
@@ -62,7 +63,7 @@ class OwnerJournal:
                 self._watch(folder)
             self.folder = folder
         path = self.folder / f"folder-{len(self._files)}.json"
-        _write_durably(path, json.dumps(_to_json(handed), separators=(",", ":")).encode())
+        write_durably(path, json.dumps(_to_json(handed), separators=(",", ":")).encode())
         self._files[id(handed)] = path
 
     def given_back(self, handed: HandedOver) -> None:
@@ -124,22 +125,6 @@ def restore_journal(folder: Path) -> list[Path]:
     if complete:
         remove_tree_nofollow(folder)
     return restored
-
-
-def _write_durably(path: Path, data: bytes) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.rename(temporary, path)
-    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
 
 
 def _to_json(handed: HandedOver) -> dict[str, Any]:

@@ -10,15 +10,13 @@ runs before and after the patch."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.factories.native import codebox_with_tmpdir
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 from tests.factories.toolchains import PHPUNIT_POLYFILLS, WP_CLI_PHAR, WP_TESTS_LIB, require
 
@@ -31,18 +29,6 @@ BUGGY_COUNTER = REPO / "examples" / "plugins-for-recipes" / "buggy-counter"
 RECIPE = REPO / "examples" / "recipes" / "plugin-probe.json"  # no browser step
 EXAMPLE_STEPS = len(json.loads(RECIPE.read_text())["workflow"]["steps"])
 PROBE_STEP, WP_CLI_STEP = EXAMPLE_STEPS, EXAMPLE_STEPS + 1  # the two steps added after the example's own
-
-
-def _codebox(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "tmp").mkdir(exist_ok=True)
-    return subprocess.run(
-        [sys.executable, "-m", "codebox_tui", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "TMPDIR": str(tmp_path / "tmp"), **(env or {})},
-        timeout=1200,
-    )
 
 
 def _changed(run_dir: Path) -> list[tuple[str, str, str | None, str | None]]:
@@ -62,7 +48,7 @@ def _test_results(run_dir: Path) -> tuple[Any, Any, list[tuple[Any, ...]]]:
 
 
 def _verified(work: Path, run_dir: Path) -> None:
-    verified = _codebox(work, "artifacts", "verify", str(run_dir))
+    verified = codebox_with_tmpdir(work, "artifacts", "verify", str(run_dir), timeout=1200)
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
@@ -96,7 +82,7 @@ def recipe_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for backend in BACKENDS:
         work = root / backend
         work.mkdir()
-        out = _codebox(
+        out = codebox_with_tmpdir(
             work,
             "recipe-run",
             str(recipe_file),
@@ -107,6 +93,7 @@ def recipe_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "--json",
             "-q",
             env={"CODEBOX_WP_CLI_PHAR": str(WP_CLI_PHAR)},
+            timeout=1200,
         )
         doc = json.loads(out.stdout)
         bundle = Path(doc["bundleDir"])
@@ -196,7 +183,7 @@ def evaluations(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for backend in BACKENDS:
         work = root / backend
         work.mkdir()
-        out = _codebox(
+        out = codebox_with_tmpdir(
             work,
             "evaluate-patch",
             "--backend",
@@ -210,6 +197,7 @@ def evaluations(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "--json",
             "-q",
             env=env,
+            timeout=1200,
         )
         doc = json.loads(out.stdout)
         run_dir = Path(doc["bundleDir"])

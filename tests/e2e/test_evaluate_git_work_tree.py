@@ -7,15 +7,13 @@ before and after), and an untracked notes file is carried along without showing 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.factories.buggy_counter import PLUGIN, commit_fix_branch, git
+from tests.factories.evaluations import evaluate_natively
 from tests.factories.holds import linked_home
 from tests.factories.native import NATIVE, recorded_backend
 
@@ -48,28 +46,9 @@ def test_ignored_vendor_reaches_both_sides_and_notes_are_no_change(codebox_home:
     )
     (repo / "NOTES.md").write_text("- ask about non-breaking spaces\n", encoding="utf-8")
     assert git(repo, "status", "--porcelain") == "?? NOTES.md"  # vendor/ is ignored, not even listed
-    proc = subprocess.run(
-        # what is under test is the work tree's export and overlay, not the sandbox: the native backend (CI time)
-        [
-            sys.executable,
-            "-m",
-            "codebox_tui",
-            "evaluate-patch",
-            "--backend",
-            "native",
-            "--plugin",
-            str(repo),
-            "--git",
-            "main..fix-whitespace",
-            "--artifacts-dir",
-            str(tmp_path / "art"),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "CODEBOX_HOME": str(linked_home(codebox_home, tmp_path / "home"))},
-    )
+    # what is under test is the work tree's export and overlay, not the sandbox: the native backend (CI time)
+    home = linked_home(codebox_home, tmp_path / "home")
+    proc = evaluate_natively(home, repo, ("--git", "main..fix-whitespace"), tmp_path / "art")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(proc.stdout)
     # the bootstrap found the ignored vendor/ on both sides: the suite ran before and after

@@ -7,34 +7,18 @@ each bundle checks the backend it records). The queries after them run through t
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.factories.held import codebox
 from tests.factories.holds import codebox_in_process, linked_home
 from tests.factories.native import NATIVE, recorded_backend
 
 pytestmark = pytest.mark.native
 
-REPO = Path(__file__).resolve().parents[2]
 PLUGIN = "/wordpress/wp-content/plugins/notes"
-
-
-def _codebox(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CODEBOX_HOME": str(home)}
-    return subprocess.run(
-        [sys.executable, "-m", "codebox_tui", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=REPO,
-        env=env,
-        check=False,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +29,9 @@ def inbox(codebox_home: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
     folder = root / "notes"
     folder.mkdir()
     (folder / "readme.txt").write_text("read me\n")
-    read = _codebox(home, "exec", "--backend", "native", "-m", f"{folder}:{PLUGIN}", f"cat {PLUGIN}/readme.txt")
+    read = codebox(home, "exec", "--backend", "native", "-m", f"{folder}:{PLUGIN}", f"cat {PLUGIN}/readme.txt")
     assert read.returncode == 0, read.stderr[-2000:]
-    wrote = _codebox(
+    wrote = codebox(
         home,
         "exec",
         "--backend",

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from codebox_tui import __version__
+from tests.factories.native import codebox_with_tmpdir, host_php_version
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 from tests.factories.toolchains import PHPUNIT_POLYFILLS, WP_CLI_PHAR, WP_TESTS_LIB, require
 
@@ -37,24 +38,6 @@ final class IsolatedTest extends TestCase {
 """
 
 
-def _codebox(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "tmp").mkdir(exist_ok=True)
-    return subprocess.run(
-        [sys.executable, "-m", "codebox_tui", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "TMPDIR": str(tmp_path / "tmp"), **(env or {})},
-        timeout=300,
-    )
-
-
-def _host_php() -> str:
-    from codebox_tui.runtime.native_site import host_php
-
-    return host_php().version
-
-
 def test_the_example_probe_runs_natively_and_its_bundle_verifies(tmp_path: Path) -> None:
     plugin = tmp_path / "simple-plugin"
     shutil.copytree(EXAMPLE_PLUGIN, plugin)
@@ -64,7 +47,7 @@ def test_the_example_probe_runs_natively_and_its_bundle_verifies(tmp_path: Path)
         (EXAMPLE_PLUGIN / "probe.php").read_text() + "\nfile_put_contents(WP_PLUGIN_DIR . "
         "'/simple-plugin/native-note.txt', 'written by native PHP');\n"
     )
-    out = _codebox(
+    out = codebox_with_tmpdir(
         tmp_path,
         "run",
         "--mount",
@@ -83,7 +66,7 @@ def test_the_example_probe_runs_natively_and_its_bundle_verifies(tmp_path: Path)
     assert doc["runtime"]["backend"] == "native"
     result = json.loads(doc["execution"]["stdout"])
     assert result["active"] is True and result["greeting"] == "Hello, Codebox!"
-    assert result["php"] == _host_php()
+    assert result["php"] == host_php_version()
 
     assert sorted(p.name for p in plugin.iterdir()) == before  # copy-on-write: the user's folder is untouched
     bundle = Path(doc["artifacts"]["directory"])
@@ -92,7 +75,7 @@ def test_the_example_probe_runs_natively_and_its_bundle_verifies(tmp_path: Path)
     metadata = json.loads((bundle / "metadata.json").read_text())
     assert metadata["provenance"]["runtime"] == {
         "backend": "native",
-        "phpVersion": _host_php(),
+        "phpVersion": host_php_version(),
         "wordpressVersion": result["wordpress"],
     }
     # the package provenance in the contract's shape (docs/contracts.md): no Playground CLI on a native run
@@ -102,18 +85,18 @@ def test_the_example_probe_runs_natively_and_its_bundle_verifies(tmp_path: Path)
         "schema": "wp-codebox/package-provenance/v1",
         "wpCodebox": {"name": "codebox", "version": __version__},
         "playground": {"wordpressBuilds": {"name": builds, "version": pinned[builds]}},
-        "environment": {"wordpressVersion": result["wordpress"], "phpVersion": _host_php()},
+        "environment": {"wordpressVersion": result["wordpress"], "phpVersion": host_php_version()},
     }
     review = json.loads((bundle / "files" / "review.json").read_text())
     assert review["provenance"]["packages"] == metadata["provenance"]["packages"]
-    verified = _codebox(tmp_path, "artifacts", "verify", str(bundle))
+    verified = codebox_with_tmpdir(tmp_path, "artifacts", "verify", str(bundle))
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "valid" in verified.stdout
 
 
 def test_wp_cli_runs_natively_with_the_toolchain_phar(tmp_path: Path) -> None:
     require(WP_CLI_PHAR)
-    out = _codebox(
+    out = codebox_with_tmpdir(
         tmp_path,
         "run",
         "--backend",
@@ -136,7 +119,7 @@ def test_wp_cli_runs_natively_with_the_toolchain_phar(tmp_path: Path) -> None:
 
 
 def test_another_php_version_is_refused_naming_the_playground_backend(tmp_path: Path) -> None:
-    out = _codebox(
+    out = codebox_with_tmpdir(
         tmp_path,
         "run",
         "--backend",
@@ -164,7 +147,7 @@ def test_phpunit_runs_natively_with_process_isolation(tmp_path: Path) -> None:
     plugin = tmp_path / "buggy-counter"
     shutil.copytree(BUGGY_COUNTER, plugin)
     (plugin / "tests" / "IsolatedTest.php").write_text(ISOLATED_TEST)
-    out = _codebox(
+    out = codebox_with_tmpdir(
         tmp_path,
         "run",
         "--backend",
@@ -206,7 +189,7 @@ def test_a_hung_command_is_killed_with_every_process_it_started(tmp_path: Path) 
         ' usleep(50000); $seen = (string) shell_exec(\'cat /proc/[0-9]*/cmdline | tr "\\\\0" " "\'); }'
         " file_put_contents('/workspace/live/processes.txt', $seen); while (true) { usleep(100000); }"
     )
-    out = _codebox(
+    out = codebox_with_tmpdir(
         tmp_path,
         "run",
         "--backend",
@@ -235,7 +218,7 @@ def test_mounts_native_cannot_honour_fail_clearly(tmp_path: Path) -> None:
     cannot make (a new folder inside read-only core) fails the run closed, with bwrap's reason (exit 4)."""
     folder = tmp_path / "folder"
     folder.mkdir()
-    reserved = _codebox(
+    reserved = codebox_with_tmpdir(
         tmp_path,
         "run",
         "--backend",
@@ -252,7 +235,7 @@ def test_mounts_native_cannot_honour_fail_clearly(tmp_path: Path) -> None:
     )
     assert reserved.returncode == 2, reserved.stdout + reserved.stderr
     assert json.loads(reserved.stdout)["error"]["code"] == "invalid-mount"
-    in_core = _codebox(
+    in_core = codebox_with_tmpdir(
         tmp_path,
         "run",
         "--backend",
@@ -280,7 +263,7 @@ def test_a_file_over_the_write_budget_stops_php_and_flags_the_run(tmp_path: Path
     folder = tmp_path / "folder"
     folder.mkdir()
     code = "file_put_contents('/workspace/folder/fill.bin', str_repeat('x', 3 << 20)); echo 'not reached';"
-    out = _codebox(
+    out = codebox_with_tmpdir(
         tmp_path,
         "run",
         "--backend",

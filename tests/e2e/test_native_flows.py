@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from tests.factories.native import codebox_with_tmpdir, host_php_version
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 
 pytestmark = pytest.mark.native
@@ -23,31 +23,13 @@ RECIPES = REPO / "examples" / "recipes"
 EXAMPLE_AGENT = REPO / "examples" / "agents" / "example_agent.py"
 
 
-def _codebox(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "tmp").mkdir(exist_ok=True)
-    return subprocess.run(
-        [sys.executable, "-m", "codebox_tui", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "TMPDIR": str(tmp_path / "tmp"), **(env or {})},
-        timeout=300,
-    )
-
-
-def _host_php() -> str:
-    from codebox_tui.runtime.native_site import host_php
-
-    return host_php().version
-
-
 def _runtime(bundle_dir: str) -> dict[str, object]:
     metadata = json.loads((Path(bundle_dir) / "metadata.json").read_text())
     return {"backend": metadata["runtime"]["backend"], "php": metadata["runtime"]["environment"]["phpVersion"]}
 
 
 def test_recipe_run_boots_native_at_the_host_php(tmp_path: Path) -> None:
-    out = _codebox(
+    out = codebox_with_tmpdir(
         tmp_path,
         "recipe-run",
         str(RECIPES / "plugin-probe.json"),
@@ -61,9 +43,9 @@ def test_recipe_run_boots_native_at_the_host_php(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["success"] is True and doc["status"] == "passed"
-    assert _runtime(doc["bundleDir"]) == {"backend": "native", "php": _host_php()}
+    assert _runtime(doc["bundleDir"]) == {"backend": "native", "php": host_php_version()}
     attestation = json.loads((Path(doc["bundleDir"]) / "files" / "run-attestation.json").read_text())
-    assert attestation["versions"]["php"] == _host_php().rsplit(".", 1)[0]  # the PHP the run got, not 8.3
+    assert attestation["versions"]["php"] == host_php_version().rsplit(".", 1)[0]  # the PHP the run got, not 8.3
 
 
 def test_a_recipe_names_its_backend_and_the_command_line_overrides_it(tmp_path: Path) -> None:
@@ -72,9 +54,11 @@ def test_a_recipe_names_its_backend_and_the_command_line_overrides_it(tmp_path: 
     file = RECIPES / f"native-{os.getpid()}.json"  # beside the example, so its relative sources resolve
     file.write_text(json.dumps(recipe))
     try:
-        plan = _codebox(tmp_path, "recipe-run", str(file), "--dry-run", "--json")
+        plan = codebox_with_tmpdir(tmp_path, "recipe-run", str(file), "--dry-run", "--json")
         assert json.loads(plan.stdout)["plan"]["runtime"]["backend"] == "native", plan.stderr
-        overridden = _codebox(tmp_path, "recipe-run", str(file), "--dry-run", "--json", "--backend", "playground")
+        overridden = codebox_with_tmpdir(
+            tmp_path, "recipe-run", str(file), "--dry-run", "--json", "--backend", "playground"
+        )
         runtime = json.loads(overridden.stdout)["plan"]["runtime"]
         assert runtime["backend"] == "wordpress-playground" and runtime["phpVersion"] == "8.3"
     finally:
@@ -87,7 +71,7 @@ def test_an_explicit_other_php_on_native_is_refused_before_boot(tmp_path: Path) 
     file = RECIPES / f"native-php-{os.getpid()}.json"
     file.write_text(json.dumps(recipe))
     try:
-        out = _codebox(tmp_path, "recipe-run", str(file), "--json", "-q", env={"CODEBOX_BACKEND": "native"})
+        out = codebox_with_tmpdir(tmp_path, "recipe-run", str(file), "--json", "-q", env={"CODEBOX_BACKEND": "native"})
     finally:
         file.unlink()
     assert out.returncode == 2, out.stderr
@@ -119,7 +103,7 @@ def test_an_episode_runs_natively_from_the_setting(tmp_path: Path) -> None:
             }
         )
     )
-    out = _codebox(
+    out = codebox_with_tmpdir(
         tmp_path,
         "episode",
         "run",
@@ -134,7 +118,7 @@ def test_an_episode_runs_natively_from_the_setting(tmp_path: Path) -> None:
     doc = json.loads(out.stdout)
     assert doc["status"] == "completed" and doc["runtime"]["backend"] == "native"
     trace = json.loads((Path(doc["artifacts"]["directory"]) / "files" / "runtime-episode-trace.json").read_text())
-    assert trace["steps"][1]["execution"]["stdout"] == "Native episode" + _host_php()
+    assert trace["steps"][1]["execution"]["stdout"] == "Native episode" + host_php_version()
 
 
 def test_the_example_agent_completes_its_task_on_native(tmp_path: Path) -> None:
@@ -143,7 +127,7 @@ def test_the_example_agent_completes_its_task_on_native(tmp_path: Path) -> None:
     the patched file, and the user's folder is untouched."""
     plugin = tmp_path / "simple-plugin"
     shutil.copytree(EXAMPLE_PLUGIN, plugin)
-    out = _codebox(
+    out = codebox_with_tmpdir(
         tmp_path,
         "agent-task",
         "--task",
@@ -172,7 +156,7 @@ def test_the_example_agent_completes_its_task_on_native(tmp_path: Path) -> None:
 def test_the_example_episode_plan_with_its_page_observation_runs_on_native(tmp_path: Path) -> None:
     """The plan's http-response observation requests a page: native serves it through its own preview
     (docs/backends.md; it used to fail mid-run, then was refused)."""
-    out = _codebox(
+    out = codebox_with_tmpdir(
         tmp_path,
         "episode",
         "run",
@@ -206,7 +190,7 @@ def test_batch_backend_runs_an_item_that_names_none_natively(tmp_path: Path) -> 
     )
     short = tempfile.mkdtemp(prefix="cbx-", dir="/tmp")  # Ray's socket paths must stay under 108 bytes
     try:
-        out = _codebox(
+        out = codebox_with_tmpdir(
             tmp_path,
             "batch",
             str(batch),
@@ -226,4 +210,4 @@ def test_batch_backend_runs_an_item_that_names_none_natively(tmp_path: Path) -> 
     assert item["state"] == "completed", item
     bundles = [p.parent for p in (tmp_path / "artifacts").rglob("manifest.json")]
     assert len(bundles) == 1
-    assert _runtime(str(bundles[0])) == {"backend": "native", "php": _host_php()}
+    assert _runtime(str(bundles[0])) == {"backend": "native", "php": host_php_version()}

@@ -5,16 +5,14 @@ show` on it through the real entry point in-process."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 
+from tests.factories.evaluations import evaluate_natively
 from tests.factories.holds import codebox_in_process, linked_home
 from tests.factories.native import NATIVE, recorded_backend
 
@@ -25,32 +23,6 @@ PLUGIN = ROOT / "plugins-for-recipes" / "buggy-counter"
 PATCH = ROOT / "patches" / "buggy-counter-fix.patch"
 
 
-def _evaluate(tmp_path: Path, home: Path, plugin: Path, patch: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    # the native backend: the verdict, evidence and bench documents are the same on both (CI time)
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codebox_tui",
-            "evaluate-patch",
-            "--backend",
-            "native",
-            "--plugin",
-            str(plugin),
-            "--patch",
-            str(patch),
-            "--artifacts-dir",
-            str(tmp_path / "art"),
-            "--json",
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "CODEBOX_HOME": str(home)},
-    )
-
-
 @pytest.mark.timeout(900)  # the evaluation and its two benches on a shared machine
 def test_fix_patch_shows_test_delta_patch_and_evidence(codebox_home: Path, tmp_path: Path) -> None:
     plugin = tmp_path / "buggy-counter"
@@ -58,7 +30,9 @@ def test_fix_patch_shows_test_delta_patch_and_evidence(codebox_home: Path, tmp_p
     original = (plugin / "buggy-counter.php").read_bytes()
     # --bench: the paths are timed before and after the patch in the same sandbox (docs/bench.md)
     home = linked_home(codebox_home, tmp_path / "home")
-    proc = _evaluate(tmp_path, home, plugin, PATCH, "--bench", "/", "--bench-count", "2")
+    proc = evaluate_natively(
+        home, plugin, ("--patch", str(PATCH)), tmp_path / "art", "--bench", "/", "--bench-count", "2"
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["applied"] is True
@@ -118,7 +92,9 @@ def _assert_bench_check(doc: dict[str, Any], bundle: Path, listed: set[str]) -> 
 def test_patch_that_does_not_apply_is_bad_input(codebox_home: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.patch"
     bad.write_text(PATCH.read_text().replace("explode( ' ', trim", "explode( 'X', trim"))
-    proc = _evaluate(tmp_path, linked_home(codebox_home, tmp_path / "home"), PLUGIN, bad)
+    proc = evaluate_natively(
+        linked_home(codebox_home, tmp_path / "home"), PLUGIN, ("--patch", str(bad)), tmp_path / "art"
+    )
     assert proc.returncode == 2
     assert json.loads(proc.stdout)["error"]["code"] == "patch-does-not-apply"
     assert not (tmp_path / "art").exists() or not any((tmp_path / "art").iterdir())

@@ -12,14 +12,14 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.factories.paths import EXAMPLE_PLUGIN, REPO
+from tests.factories.held import codebox
+from tests.factories.native import run_natively
+from tests.factories.paths import EXAMPLE_PLUGIN
 
 pytestmark = pytest.mark.native
 
@@ -46,30 +46,9 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         for p in sorted(plugin.rglob("*"))
         if p.is_file()
     )
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codebox_tui",
-            "run",
-            "--backend",
-            "native",
-            "--mount",
-            f"{plugin}:{TARGET}",
-            "-c",
-            "wordpress.run-php",
-            "-a",
-            f"code={CHANGE_SITE}",
-            "--artifacts",
-            str(root / "artifacts"),
-            "--json",
-            "--quiet",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=dict(os.environ),
+    out = run_natively(
+        *("--mount", f"{plugin}:{TARGET}", "-c", "wordpress.run-php", "-a", f"code={CHANGE_SITE}"),
+        *("--artifacts", str(root / "artifacts"), "--json", "--quiet"),
     )
     doc = json.loads(out.stdout)
     assert doc["execution"]["stdout"].endswith("changed"), (doc["execution"], out.stderr)
@@ -89,12 +68,7 @@ def test_run_json_artifacts_name_the_manifest_changed_files_and_patch(ran: dict[
     assert "note.txt" in Path(artifacts["patch"]).read_text()
     listed = {f["path"] for f in json.loads(Path(artifacts["manifest"]).read_text())["files"]}
     assert {"files/changed-files.json", "files/patch.diff"} <= listed
-    verified = subprocess.run(
-        [sys.executable, "-m", "codebox_tui", "artifacts", "verify", str(bundle)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    verified = codebox(Path(os.environ["CODEBOX_HOME"]), "artifacts", "verify", str(bundle), timeout=120)
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
 

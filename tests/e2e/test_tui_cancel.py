@@ -8,29 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shlex
 from pathlib import Path
 
 import pytest
 
 from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.dialogs import ConfirmDialog
-from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.settings import get_settings
 from store.db import Store
-from tests.factories.tui import submit_launch_form
-from tests.factories.waiting import wait_for_reaper
+from tests.factories.tui import command_running
+from tests.factories.waiting import process_group_alive, wait_for_reaper
 
 pytestmark = pytest.mark.playground
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 async def test_cancel_a_running_command_stops_the_sandbox_and_records_cancelled(  # type: ignore[no-untyped-def]
@@ -40,23 +29,12 @@ async def test_cancel_a_running_command_stops_the_sandbox_and_records_cancelled(
     code = "echo 'started'; sleep(120); echo 'not reached';"
     app = CodeboxApp()
     async with app.run_test(size=(120, 40)) as pilot:
-        live = await submit_launch_form(
-            app,
-            pilot,
-            mounts=f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin:readwrite",
-            args=shlex.quote(f"code={code}"),
-        )
-        assert isinstance(live, LiveRunScreen)
-        for _ in range(1800):  # boot, then the command starts (its sleep keeps it running)
-            if live.progress.step.startswith("running wordpress.run-php"):
-                break
-            await asyncio.sleep(0.1)
-        assert live.progress.step.startswith("running"), live.progress.line()
+        live = await command_running(app, pilot, plugin_copy, code)
         sandbox = live.session._sandbox
         assert sandbox is not None
         sidecar_pid = sandbox.sidecar.pid
         work_dir = Path(sandbox.work_dir)
-        assert _group_alive(sidecar_pid)  # the sidecar leads its own process group
+        assert process_group_alive(sidecar_pid)  # the sidecar leads its own process group
 
         await pilot.press("x")
         await pilot.pause()
@@ -74,7 +52,7 @@ async def test_cancel_a_running_command_stops_the_sandbox_and_records_cancelled(
         run_id = live.session.runtime_id
 
     # No leaked processes: the sidecar's whole process group is gone; the sandbox's files are removed.
-    assert not _group_alive(sidecar_pid)
+    assert not process_group_alive(sidecar_pid)
     assert wait_for_reaper(live.session.reaper_pid), "the reaper did not finish"  # runtime/reaper.py
     assert not work_dir.exists()
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]

@@ -7,26 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shlex
 import time
 from pathlib import Path
 
 import pytest
 
 from codebox_tui.app import CodeboxApp
-from codebox_tui.screens.live_run import LiveRunScreen
-from tests.factories.tui import submit_launch_form
+from tests.factories.tui import command_running
+from tests.factories.waiting import process_group_alive
 
 pytestmark = pytest.mark.playground
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 async def test_quit_during_a_run_returns_at_once_and_disposes_the_sandbox(  # type: ignore[no-untyped-def]
@@ -36,31 +26,20 @@ async def test_quit_during_a_run_returns_at_once_and_disposes_the_sandbox(  # ty
     code = "echo 'started'; sleep(120); echo 'not ' . 'reached';"  # the output's words are not in the code
     app = CodeboxApp()
     async with app.run_test(size=(120, 40)) as pilot:
-        live = await submit_launch_form(
-            app,
-            pilot,
-            mounts=f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin:readwrite",
-            args=shlex.quote(f"code={code}"),
-        )
-        assert isinstance(live, LiveRunScreen)
-        for _ in range(1800):  # boot, then the command starts (its sleep keeps it running)
-            if live.progress.step.startswith("running wordpress.run-php"):
-                break
-            await asyncio.sleep(0.1)
-        assert live.progress.step.startswith("running"), live.progress.line()
+        live = await command_running(app, pilot, plugin_copy, code)
         sandbox = live.session._sandbox
         assert sandbox is not None
         sidecar_pid = sandbox.sidecar.pid
         run_dir = live.session.run_dir
-        assert _group_alive(sidecar_pid)
+        assert process_group_alive(sidecar_pid)
         await pilot.press("q")
     assert not app.is_running
 
     # Disposal goes on in the background: the sidecar's process group is gone soon after (not 120 s later).
     deadline = time.monotonic() + 30
-    while _group_alive(sidecar_pid) and time.monotonic() < deadline:
+    while process_group_alive(sidecar_pid) and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
-    assert not _group_alive(sidecar_pid), "the sandbox's Node process outlived the app"
+    assert not process_group_alive(sidecar_pid), "the sandbox's Node process outlived the app"
 
     # ... and the run says so in its events: disposing, then disposed (what the progress line shows meanwhile)
     events = run_dir / "events.jsonl"

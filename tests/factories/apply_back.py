@@ -59,9 +59,9 @@ class Captured:
 def capture(tmp_path: Path, changes: dict[str, bytes | None] | None = None) -> Captured:
     """Baseline → sandbox edits through the read-write mount → the real capture."""
     from codebox_tui.bundle.baseline import take_baselines
-    from codebox_tui.bundle.capture import capture_bundle
     from codebox_tui.contracts.common import utc_now_iso
-    from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+    from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo
+    from tests.factories.capture import capture_plain_run
 
     mount_src = tmp_path / "mount"
     write_tree(mount_src, BASELINE)
@@ -78,16 +78,8 @@ def capture(tmp_path: Path, changes: dict[str, bytes | None] | None = None) -> C
             path.write_bytes(data)
     run_dir = tmp_path / "artifacts" / "runtime-test"
     run_dir.mkdir(parents=True)
-    summary = capture_bundle(
-        run_dir,
-        runtime=RuntimeInfo(id="runtime-test", createdAt=utc_now_iso(), status="running"),
-        mounts=mounts,
-        baselines=baselines,
-        policy=RuntimePolicy(commands=["wordpress.run-php"]),
-        metadata={},
-        secret_values=[],
-        evidence=[],
-        test_suites=[],
+    summary = capture_plain_run(
+        run_dir, mounts, baselines, RuntimeInfo(id="runtime-test", createdAt=utc_now_iso(), status="running")
     )
     bundle_dir = Path(getattr(summary, "directory", None) or getattr(summary, "path", None) or run_dir)
     assert (bundle_dir / "manifest.json").is_file()

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tests.factories.held import codebox
 from tests.factories.playground import PlaygroundSession
 
 
@@ -40,6 +43,33 @@ def native_run(artifacts_root: Path, **spec_kwargs: Any) -> Any:
 
     spec = PlaygroundSession(get_settings().home).spec(php=host_php().series, **spec_kwargs)
     return RunSession(spec, artifacts_root, backend=NativeBackend())
+
+
+def run_natively(
+    *args: str, home: Path | None = None, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``codebox run --backend native ARGS`` as a user runs it (a process of its own, tests/factories/held.py's
+    ``codebox``) in ``home``, by default this process's ``CODEBOX_HOME`` (the test session's), with ``env`` added."""
+    home = home if home is not None else Path(os.environ["CODEBOX_HOME"])
+    return codebox(home, "run", "--backend", "native", *args, timeout=timeout, env=env)
+
+
+def codebox_with_tmpdir(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """``codebox ARGS`` in a process of its own (tests/factories/held.py's ``codebox``, in this process's
+    ``CODEBOX_HOME``) whose temporary files go to ``tmp_path/tmp`` (``TMPDIR``), with ``env`` added."""
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    return codebox(
+        Path(os.environ["CODEBOX_HOME"]), *args, timeout=timeout, env={"TMPDIR": str(tmp_path / "tmp"), **(env or {})}
+    )
+
+
+def host_php_version() -> str:
+    """The host's PHP version (what a native sandbox runs)."""
+    from codebox_tui.runtime.native_site import host_php
+
+    return host_php().version
 
 
 RECORDED = {"native": "native", "playground": "wordpress-playground"}  # `--backend` -> metadata.runtime.backend

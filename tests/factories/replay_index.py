@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from codebox_tui.bundle.baseline import take_baselines
-from codebox_tui.bundle.capture import capture_bundle
 from codebox_tui.bundle.digests import file_list_digest, file_sha256, manifest_self_hash
 from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.contracts.canonical import domain_digest
 from codebox_tui.contracts.common import utc_now_iso
-from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo
+from tests.factories.capture import capture_plain_run
 
 REPLAY = "files/runtime-replay-index.json"
 REPLAY_SCHEMA = "wp-codebox/runtime-replay-reference-index/v1"
@@ -39,17 +39,7 @@ def capture_small_bundle(tmp: Path) -> Path:
     (run_dir / "logs").mkdir(parents=True)
     (run_dir / "events.jsonl").write_text('{"id":"event-1","type":"runtime.created"}\n')
     runtime = RuntimeInfo(id="runtime-indexes", createdAt=utc_now_iso(), environment={"wordpressVersion": "6.5.5"})
-    summary = capture_bundle(
-        run_dir,
-        runtime=runtime,
-        mounts=[mount],
-        baselines=baselines,
-        policy=RuntimePolicy(commands=["wordpress.run-php"]),
-        metadata={},
-        secret_values=[],
-        evidence=[],
-        test_suites=[],
-    )
+    summary = capture_plain_run(run_dir, [mount], baselines, runtime)
     assert verify_bundle(summary.path).valid
     return summary.path
 

@@ -81,10 +81,10 @@ def build_hostile_bundle(work: Path) -> Path:
     """A deterministic bundle: the tab-indented plugin with the recorded patch applied exactly
     (``store.patchtext.apply_block``), captured by the real capture code with a fixed clock."""
     from codebox_tui.bundle.baseline import take_baselines
-    from codebox_tui.bundle.capture import capture_bundle
     from codebox_tui.bundle.patchparse import split_sections
-    from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+    from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo
     from store.patchtext import apply_block
+    from tests.factories.capture import capture_plain_run
 
     plugin = make_tabbed_plugin(work)
     mount = MountSpec(source=str(plugin), target=PLUGIN_TARGET)
@@ -104,17 +104,7 @@ def build_hostile_bundle(work: Path) -> Path:
         createdAt=FIXED_CREATED,
         environment={"wordpressVersion": "6.5.5", "phpVersion": DEFAULT_PHP_VERSION},
     )
-    summary = capture_bundle(
-        run_dir,
-        runtime=runtime,
-        mounts=[mount],
-        baselines=baselines,
-        policy=RuntimePolicy(commands=["wordpress.run-php"]),
-        metadata={},
-        secret_values=[],
-        evidence=[],
-        test_suites=[],
-    )
+    summary = capture_plain_run(run_dir, [mount], baselines, runtime)
     return Path(summary.path)
 
 

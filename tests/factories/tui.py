@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import shlex
+from pathlib import Path
 from typing import Any
 
 from textual import events
@@ -11,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Input, Select
 
 from codebox_tui.screens.launch import LaunchScreen
+from codebox_tui.screens.live_run import LiveRunScreen
 
 
 async def submit_launch_form(app: Any, pilot: Any, *, command: str | None = None, **fields: str) -> Screen[Any]:
@@ -33,6 +36,25 @@ async def submit_launch_form(app: Any, pilot: Any, *, command: str | None = None
     await pilot.pause()
     screen: Screen[Any] = app.screen
     return screen
+
+
+async def command_running(app: Any, pilot: Any, plugin_copy: Path, code: str) -> LiveRunScreen:
+    """Launch ``wordpress.run-php`` of ``code`` (one that keeps running: it sleeps) from the Launch form, with
+    ``plugin_copy`` mounted read-write as simple-plugin, and return the Live run screen once its progress says the
+    command is running (polling, up to 180 s: the boot comes first)."""
+    live = await submit_launch_form(
+        app,
+        pilot,
+        mounts=f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin:readwrite",
+        args=shlex.quote(f"code={code}"),
+    )
+    assert isinstance(live, LiveRunScreen)
+    for _ in range(1800):  # boot, then the command starts (its sleep keeps it running)
+        if live.progress.step.startswith("running wordpress.run-php"):
+            break
+        await asyncio.sleep(0.1)
+    assert live.progress.step.startswith("running"), live.progress.line()
+    return live
 
 
 async def wait_while(condition: Any, seconds: float = 180.0) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,6 +44,15 @@ def process_finished(pid: int) -> bool:
             return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
     except (OSError, IndexError):
         return True
+
+
+def process_group_alive(pgid: int) -> bool:
+    """Whether process group ``pgid`` still has a process (a sandbox's sidecar leads its own group)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def wait_for_reaper(pid: int | None, *, timeout: float = 120.0) -> bool:

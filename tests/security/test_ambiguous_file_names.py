@@ -10,71 +10,25 @@ the host's (store, apply), whatever the backend: the run is on the native backen
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.factories.apply_back import tree
-from tests.factories.holds import codebox_in_process
+
+# the decisions and the apply after the run go through the real entry point in-process (they start no sandbox)
+from tests.factories.holds import codebox_in_process as codebox
+from tests.factories.two_mounts import BASELINE, EDITS, FIRST, SECOND, readme_folders, run_changing_both_readmes
 
 pytestmark = pytest.mark.native
-
-REPO = Path(__file__).resolve().parents[2]
-FIRST = "/wordpress/wp-content/plugins/first"
-SECOND = "/wordpress/wp-content/plugins/second"
-BASELINE = b"=== Readme ===\nStable tag: 1.0\n"
-EDITS = {
-    FIRST: b"=== Readme ===\nStable tag: 1.0\n\nchanged in the FIRST mount\n",
-    SECOND: b"=== Readme ===\nStable tag: 1.0\n\nchanged in the SECOND mount\n",
-}
-
-
-def codebox(home: Path, *args: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
-    """A run in a process of its own, as a user starts it; the decisions and the apply after it through the same
-    entry point in-process (they start no sandbox)."""
-    if args[0] != "run":
-        return codebox_in_process(home, *args)
-    env = {**os.environ, "CODEBOX_HOME": str(home)}
-    return subprocess.run(
-        [sys.executable, "-m", "codebox_tui", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def test_a_relative_name_two_mounts_share_is_refused_and_the_sandbox_path_binds_its_mount(  # type: ignore[no-untyped-def]
     playground_session, tmp_path: Path
 ) -> None:
     home = playground_session.private_home(tmp_path)
-    folders = {FIRST: tmp_path / "first", SECOND: tmp_path / "second"}
-    for folder in folders.values():
-        folder.mkdir()
-        (folder / "readme.txt").write_bytes(BASELINE)
-    code = "".join(
-        f"file_put_contents('{target}/readme.txt', {json.dumps(data.decode())});" for target, data in EDITS.items()
-    )
-    run = codebox(
-        home,
-        "run",
-        "--backend",
-        "native",
-        *(a for target, folder in folders.items() for a in ("--mount", f"{folder}:{target}")),
-        "--command",
-        "wordpress.run-php",
-        "--arg",
-        f"code={code}",
-        "--artifacts",
-        str(tmp_path / "artifacts"),
-        "--json",
-        timeout=300,
-    )
+    folders = readme_folders(tmp_path)
+    run = run_changing_both_readmes(home, folders, "--artifacts", str(tmp_path / "artifacts"), "--json")
     assert run.returncode == 0, run.stderr
     bundle = json.loads(run.stdout)["artifacts"]["directory"]
     listed = json.loads(codebox(home, "review", "show", bundle, "--json").stdout)

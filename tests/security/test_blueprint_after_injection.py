@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from codebox_tui.bundle.blueprint_after import RUN_PHP_CODE
-from tests.factories.paths import REPO
+from tests.factories.native import run_natively
 
 pytestmark = pytest.mark.native
 
@@ -39,28 +36,9 @@ PREFIX = re.compile(
 
 
 def test_sandbox_text_never_becomes_blueprint_code(tmp_path: Path) -> None:
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codebox_tui",
-            "run",
-            "--backend",
-            "native",
-            "-c",
-            "wordpress.run-php",
-            "-a",
-            f"code={PLANT}",
-            "--artifacts",
-            str(tmp_path / "artifacts"),
-            "--json",
-            "--quiet",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=dict(os.environ),
+    out = run_natively(
+        *("-c", "wordpress.run-php", "-a", f"code={PLANT}"),
+        *("--artifacts", str(tmp_path / "artifacts"), "--json", "--quiet"),
     )
     doc = json.loads(out.stdout)
     assert doc["execution"]["stdout"].endswith("planted"), (doc["execution"], out.stderr)

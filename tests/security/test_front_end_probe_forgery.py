@@ -12,13 +12,12 @@ native serves the request through its confined php-cgi worker. The bundle's reco
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.factories.evaluations import evaluate_natively
 from tests.factories.native import NATIVE, recorded_backend
 
 pytestmark = pytest.mark.native
@@ -67,27 +66,7 @@ def test_a_plugin_that_forges_the_probe_record_is_still_reported_inactive(codebo
     (plugin / "quiet-leaver.php").write_text(PLUGIN, encoding="utf-8")
     patch = _patch(tmp_path / "leave.patch", "quiet-leaver.php", PLUGIN, PLUGIN + LEAVE_AND_FORGE)
     assert subprocess.run(["git", "apply", "--check", str(patch)], cwd=plugin).returncode == 0
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codebox_tui",
-            "evaluate-patch",
-            "--backend",
-            "native",
-            "--plugin",
-            str(plugin),
-            "--patch",
-            str(patch),
-            "--artifacts-dir",
-            str(tmp_path / "art"),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "CODEBOX_HOME": str(codebox_home)},
-    )
+    proc = evaluate_natively(codebox_home, plugin, ("--patch", str(patch)), tmp_path / "art")
     doc = json.loads(proc.stdout)
     assert recorded_backend(doc["bundleDir"]) == NATIVE
     front = doc["probe"]["frontEnd"]

@@ -18,7 +18,7 @@ import pytest
 from codebox_tui.runtime.leftover_mounts import mount_points
 from codebox_tui.settings import get_settings
 from tests.factories.held import codebox
-from tests.factories.native import native_sandbox, php_string, raw_http, was_reached
+from tests.factories.native import native_sandbox, php_string, raw_http, run_natively, was_reached
 from tests.factories.waiting import wait_until
 
 pytestmark = pytest.mark.native
@@ -272,11 +272,6 @@ def test_links_from_wp_content_to_a_host_file_reach_nothing_and_capture_does_not
     is not in the sandbox's mount namespace; a hard link cannot cross to it); capture lists the symbolic link as
     skipped and never reads the host file into the bundle."""
     import json
-    import os
-    import subprocess
-    import sys
-
-    from tests.factories.paths import REPO
 
     secret = tmp_path / "host-secret.txt"
     secret.write_text("HOST-SECRET-7f3a")
@@ -300,29 +295,10 @@ def test_links_from_wp_content_to_a_host_file_reach_nothing_and_capture_does_not
     code_file = tmp_path / "attack.php"
     code_file.write_text(attack)
     (tmp_path / "tmp").mkdir()
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codebox_tui",
-            "run",
-            "--backend",
-            "native",
-            "--mount",
-            f"{plugin}:{target}",
-            "--command",
-            "wordpress.run-php",
-            "--arg",
-            f"code-file={code_file}",
-            "--artifacts",
-            str(tmp_path / "artifacts"),
-            "--json",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
-        timeout=300,
+    out = run_natively(
+        *("--mount", f"{plugin}:{target}", "--command", "wordpress.run-php", "--arg", f"code-file={code_file}"),
+        *("--artifacts", str(tmp_path / "artifacts"), "--json"),
+        env={"TMPDIR": str(tmp_path / "tmp")},
     )
     doc = json.loads(out.stdout)
     stdout = doc["execution"]["stdout"]

@@ -7,46 +7,26 @@ backend, so this runs on the native backend (real PHP in bubblewrap), the faster
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.factories.native import run_natively
+
 pytestmark = pytest.mark.native
 
-REPO = Path(__file__).resolve().parents[2]
 SIZE = 2 * 1024 * 1024
 
 
 def test_a_large_output_is_in_the_run_document_and_commands_jsonl_once(  # type: ignore[no-untyped-def]
     playground_session, tmp_path: Path
 ) -> None:
-    env = {**os.environ, "CODEBOX_HOME": str(playground_session.private_home(tmp_path))}
+    home = playground_session.private_home(tmp_path)
     code = f"echo 'HEAD-', str_repeat('0123456789abcdef', {SIZE // 16}), '-TAIL';"
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codebox_tui",
-            "run",
-            "--backend",
-            "native",
-            "--command",
-            "wordpress.run-php",
-            "--arg",
-            f"code={code}",
-            "--artifacts",
-            str(tmp_path / "artifacts"),
-            "--json",
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    out = run_natively(
+        *("--command", "wordpress.run-php", "--arg", f"code={code}"),
+        *("--artifacts", str(tmp_path / "artifacts"), "--json"),
+        home=home,
     )
     assert out.returncode == 0, out.stderr[-2000:]
     document = json.loads(out.stdout)

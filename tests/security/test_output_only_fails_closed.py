@@ -9,37 +9,21 @@ entry point in-process."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.factories.held import codebox
 from tests.factories.holds import codebox_in_process, linked_home
 from tests.factories.native import NATIVE, recorded_backend
 
 pytestmark = pytest.mark.native
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 def test_an_exec_that_writes_outside_the_mounts_awaits_a_decision(codebox_home: Path, tmp_path: Path) -> None:
     home = linked_home(codebox_home, tmp_path)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CODEBOX_HOME": str(home)}
-
-    def codebox(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "codebox_tui", *args],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=REPO,
-            env=env,
-            check=False,
-        )
-
     wrote = codebox(
+        home,
         "exec",
         "--backend",
         "native",

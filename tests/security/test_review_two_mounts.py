@@ -11,9 +11,6 @@ sandbox path, and `codebox apply` writes only that file."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,35 +23,15 @@ from codebox_tui.screens.dialogs import ApplyDialog, ConfirmDialog
 from codebox_tui.settings import get_settings, reload_settings
 from store.db import Store
 from tests.factories.apply_back import tree
-from tests.factories.paths import REPO
+from tests.factories.held import codebox
 from tests.factories.playground import PlaygroundSession
 from tests.factories.tui import confirm_ready, review_opened, screen_lines
+from tests.factories.two_mounts import BASELINE, EDITS, FIRST, SECOND, readme_folders, run_changing_both_readmes
 from tests.factories.widget_hosts import wait_for
 from widgets.diff_view import DiffView
 from widgets.file_tree import ChangedFileTree
 
 pytestmark = pytest.mark.native
-
-FIRST = "/wordpress/wp-content/plugins/first"
-SECOND = "/wordpress/wp-content/plugins/second"
-BASELINE = b"=== Readme ===\nStable tag: 1.0\n"
-EDITS = {
-    FIRST: b"=== Readme ===\nStable tag: 1.0\n\nchanged in the FIRST mount\n",
-    SECOND: b"=== Readme ===\nStable tag: 1.0\n\nchanged in the SECOND mount\n",
-}
-
-
-def codebox(home: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CODEBOX_HOME": str(home), "CODEBOX_APPROVER": "ana"}
-    return subprocess.run(
-        [sys.executable, "-m", "codebox_tui", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 @pytest.fixture
@@ -62,26 +39,8 @@ def run_with_two_readmes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     """One real run through the CLI in a private home (sharing the session's prepared native install); the
     app under test then reads that home's store."""
     home = PlaygroundSession(get_settings().home).private_home(tmp_path)
-    folders = {FIRST: tmp_path / "first", SECOND: tmp_path / "second"}
-    for folder in folders.values():
-        folder.mkdir()
-        (folder / "readme.txt").write_bytes(BASELINE)
-    code = "".join(
-        f"file_put_contents('{target}/readme.txt', {json.dumps(data.decode())});" for target, data in EDITS.items()
-    )
-    run = codebox(
-        home,
-        "run",
-        "--backend",
-        "native",
-        *(a for target, folder in folders.items() for a in ("--mount", f"{folder}:{target}")),
-        "--command",
-        "wordpress.run-php",
-        "--arg",
-        f"code={code}",
-        "--json",
-        "--quiet",
-    )
+    folders = readme_folders(tmp_path)
+    run = run_changing_both_readmes(home, folders, "--json", "--quiet", env={"CODEBOX_APPROVER": "ana"})
     assert run.returncode == 0, run.stdout + run.stderr
     monkeypatch.setenv("CODEBOX_HOME", str(home))
     monkeypatch.setenv("CODEBOX_APPROVER", "ana")
@@ -139,7 +98,9 @@ async def test_both_same_named_files_are_shown_and_approving_one_applies_only_it
     assert decision is not None and decision.action == "approve-files"
     assert decision.approved_files == [second]
     applied = codebox(
-        home, "apply", str(decision.id), "--adapter", "directory", "--target", str(folders[SECOND]), "--json"
+        home,
+        *("apply", str(decision.id), "--adapter", "directory", "--target", str(folders[SECOND]), "--json"),
+        env={"CODEBOX_APPROVER": "ana"},
     )
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert json.loads(applied.stdout)["applied_files"] == ["readme.txt"]

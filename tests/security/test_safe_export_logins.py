@@ -6,14 +6,11 @@ derives from it (display name, nicename) — while `redaction=none` carries it (
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.factories.paths import REPO
+from tests.factories.native import run_natively
 
 pytestmark = pytest.mark.native
 
@@ -21,30 +18,9 @@ LOGIN = '"admin"'  # the prepared site's one user, quoted as JSON writes it
 
 
 def _export(tmp_path: Path, redaction: str) -> str:
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codebox_tui",
-            "run",
-            "--backend",
-            "native",
-            "-c",
-            "wordpress.capture-state-bundle",
-            "-a",
-            "sections=users",
-            "-a",
-            f"redaction={redaction}",
-            "--artifacts",
-            str(tmp_path / redaction),
-            "--json",
-            "--quiet",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=dict(os.environ),
+    out = run_natively(
+        *("-c", "wordpress.capture-state-bundle", "-a", "sections=users", "-a", f"redaction={redaction}"),
+        *("--artifacts", str(tmp_path / redaction), "--json", "--quiet"),
     )
     doc = json.loads(out.stdout)
     assert doc["execution"]["exitCode"] == 0, (doc["execution"], out.stderr)

@@ -28,7 +28,7 @@ import pytest
 
 from tests.factories.flood import FLOOD_TARGET, UNCAPTURED_FLOOD_PHP
 from tests.factories.holds import codebox_in_process
-from tests.factories.native import NATIVE, native_run, recorded_backend
+from tests.factories.native import NATIVE, native_run, recorded_backend, run_natively
 
 REPO = Path(__file__).resolve().parent.parent.parent
 SECRET_NAME = "CODEBOX_SEC_TEST_TOKEN"
@@ -78,20 +78,6 @@ def every_file(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() or p.is_dir())
 
 
-def codebox(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 600, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "codebox_tui", *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=timeout,
-        cwd=cwd,
-    )
-
-
 def php_file(tmp_path: Path, code: str) -> Path:
     path = tmp_path / "attack.php"
     path.write_text("<?php\n" + code, encoding="utf-8")
@@ -129,10 +115,7 @@ def test_no_form_of_a_secret_reaches_any_artifact(plugin_copy: Path, tmp_path: P
     stdout JSON escapes, binary / Latin-1 / encoded file contents and file and folder names."""
     artifacts = tmp_path / "artifacts"
     policy = json.dumps({"commands": ["wordpress.run-php"], "secrets": [SECRET_NAME]})
-    run = codebox(
-        "run",
-        "--backend",
-        "native",
+    run = run_natively(
         "--mount",
         f"{plugin_copy}:/wordpress/wp-content/plugins/victim:readwrite",
         "--command",
@@ -145,6 +128,7 @@ def test_no_form_of_a_secret_reaches_any_artifact(plugin_copy: Path, tmp_path: P
         policy,
         "--json",
         env={SECRET_NAME: SECRET},
+        timeout=600,
     )
     assert run.returncode == 0, run.stderr[-3000:]
     document = json.loads(run.stdout)
@@ -365,16 +349,14 @@ def test_baseline_packs_of_a_sigkilled_run_are_swept(plugin_copy: Path, tmp_path
             os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     assert owned[0].is_dir()  # SIGKILL: nothing could clean up
-    follow_up = codebox(
-        "run",
-        "--backend",
-        "native",
+    follow_up = run_natively(
         "--command",
         "wordpress.run-php",
         "--arg",
         "code=echo 1;",
         "--artifacts",
         str(tmp_path / "artifacts-2"),
+        timeout=600,
     )
     assert follow_up.returncode == 0, follow_up.stderr[-2000:]
     assert [recorded_backend(b) for b in (tmp_path / "artifacts-2").glob("runtime-*")] == [NATIVE]

@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from tests.factories.evaluations import evaluate_natively
 from tests.factories.native import NATIVE, PLAYGROUND, recorded_backend
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -190,19 +191,7 @@ def _patch(tmp_path: Path, plant: bool) -> tuple[Path, Path]:
 
 def _evaluate(home: Path, tmp_path: Path, plant: bool) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     plugin, patch = _patch(tmp_path, plant)
-    done = _cli(
-        home,
-        "evaluate-patch",
-        "--backend",
-        "native",
-        "--plugin",
-        str(plugin),
-        "--patch",
-        str(patch),
-        "--artifacts-dir",
-        str(tmp_path / "art"),
-        "--json",
-    )
+    done = evaluate_natively(home, plugin, ("--patch", str(patch)), tmp_path / "art")
     assert done.stdout.strip(), done.stderr[-2000:]
     outcome = json.loads(done.stdout)
     assert recorded_backend(outcome["bundleDir"]) == NATIVE

@@ -14,6 +14,7 @@ from codebox_tui.app import CodeboxApp
 from codebox_tui.screens.dialogs import HelpDialog
 from codebox_tui.screens.review import ReviewScreen
 from codebox_tui.settings import get_settings, reload_settings
+from tests.factories.capture import capture_plain_run
 from tests.factories.hostile_bundle import HOSTILE_NAME, build_recorded_bundle
 from tests.factories.tui import type_text
 from widgets.diff_styles import MATCH_CURRENT
@@ -104,8 +105,7 @@ async def test_soft_wrap_and_horizontal_position(tmp_path: Path) -> None:
 def _bundle(work: Path, before: str, after: str) -> Path:
     """A bundle of one edited file, captured by the real capture code."""
     from codebox_tui.bundle.baseline import take_baselines
-    from codebox_tui.bundle.capture import capture_bundle
-    from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+    from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo
 
     plugin = work / "plugin"
     plugin.mkdir()
@@ -116,16 +116,8 @@ def _bundle(work: Path, before: str, after: str) -> Path:
     run_dir = work / "run"
     (run_dir / "logs").mkdir(parents=True)
     (run_dir / "events.jsonl").write_text("")
-    summary = capture_bundle(
-        run_dir,
-        runtime=RuntimeInfo(id="runtime-t", createdAt="2026-11-22T12:00:00.000Z"),
-        mounts=[mount],
-        baselines=baselines,
-        policy=RuntimePolicy(commands=["wordpress.run-php"]),
-        metadata={},
-        secret_values=[],
-        evidence=[],
-        test_suites=[],
+    summary = capture_plain_run(
+        run_dir, [mount], baselines, RuntimeInfo(id="runtime-t", createdAt="2026-11-22T12:00:00.000Z")
     )
     return Path(summary.path)
 

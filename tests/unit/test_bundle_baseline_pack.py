@@ -11,10 +11,10 @@ import pytest
 
 from codebox_tui.bundle import baseline
 from codebox_tui.bundle.baseline import take_baselines
-from codebox_tui.bundle.capture import BundleSummary, capture_bundle
+from codebox_tui.bundle.capture import BundleSummary
 from codebox_tui.bundle.verify import verify_bundle
-from codebox_tui.contracts.common import utc_now_iso
-from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+from codebox_tui.contracts.runtime import MountSpec
+from tests.factories.capture import capture_plain_run
 
 GIT = ["git", "-c", "user.email=t@example.test", "-c", "user.name=t"]
 
@@ -22,17 +22,7 @@ GIT = ["git", "-c", "user.email=t@example.test", "-c", "user.name=t"]
 def _capture(tmp: Path, mount: MountSpec, baselines: list) -> BundleSummary:  # type: ignore[type-arg]
     run_dir = tmp / "run"
     run_dir.mkdir()
-    return capture_bundle(
-        run_dir,
-        runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}),
-        mounts=[mount],
-        baselines=baselines,
-        policy=RuntimePolicy(commands=["wordpress.run-php"]),
-        metadata={},
-        secret_values=[],
-        evidence=[],
-        test_suites=[],
-    )
+    return capture_plain_run(run_dir, [mount], baselines)
 
 
 def _plugin_repo(root: Path) -> Path:

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from codebox_tui.bundle.baseline import take_baselines
-from codebox_tui.bundle.capture import MAX_MANIFEST_ENTRIES, capture_bundle
+from codebox_tui.bundle.capture import MAX_MANIFEST_ENTRIES
 from codebox_tui.bundle.verify import verify_bundle
-from codebox_tui.contracts.common import utc_now_iso
-from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+from codebox_tui.contracts.runtime import MountSpec
 from codebox_tui.errors import SandboxError
+from tests.factories.capture import capture_plain_run
 
 
 def _capture(tmp: Path, source: Path):  # type: ignore[no-untyped-def]
@@ -26,17 +26,7 @@ def _capture(tmp: Path, source: Path):  # type: ignore[no-untyped-def]
 def _run(tmp: Path, mount: MountSpec, baselines: list) -> Path:  # type: ignore[type-arg]
     run_dir = tmp / "run"
     run_dir.mkdir(exist_ok=True)
-    capture_bundle(
-        run_dir,
-        runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}),
-        mounts=[mount],
-        baselines=baselines,
-        policy=RuntimePolicy(commands=["wordpress.run-php"]),
-        metadata={},
-        secret_values=[],
-        evidence=[],
-        test_suites=[],
-    )
+    capture_plain_run(run_dir, [mount], baselines)
     return run_dir
 
 

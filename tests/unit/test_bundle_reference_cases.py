@@ -20,6 +20,7 @@ from codebox_tui.bundle.digests import content_digest, file_list_digest, file_sh
 from codebox_tui.bundle.reader import load_bundle
 from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.contracts.bundle import TestResults
+from tests.factories.capture import capture_plain_run
 
 MODE_B = ["files/changed-files.json", "files/patch.diff"]
 PLUGIN = "/wordpress/wp-content/plugins/demo"
@@ -536,10 +537,8 @@ def test_reference_manifest_names_the_bundle_digest_as_a_digest_object(tmp_path:
     import json as _json
 
     from codebox_tui.bundle.baseline import take_baselines
-    from codebox_tui.bundle.capture import capture_bundle
     from codebox_tui.bundle.verify import verify_bundle
-    from codebox_tui.contracts.common import utc_now_iso
-    from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+    from codebox_tui.contracts.runtime import MountSpec
 
     source = tmp_path / "p"
     source.mkdir()
@@ -549,17 +548,7 @@ def test_reference_manifest_names_the_bundle_digest_as_a_digest_object(tmp_path:
     (source / "a.php").write_text("<?php // changed\n")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    summary = capture_bundle(
-        run_dir,
-        runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}),
-        mounts=[mount],
-        baselines=baselines,
-        policy=RuntimePolicy(commands=["wordpress.run-php"]),
-        metadata={},
-        secret_values=[],
-        evidence=[],
-        test_suites=[],
-    )
+    summary = capture_plain_run(run_dir, [mount], baselines)
     ref = _json.loads((run_dir / "files/runtime-reference-manifest.json").read_text())
     assert ref["artifactBundle"] == {
         "kind": "artifact-bundle",

@@ -15,6 +15,7 @@ from codebox_tui.bundle.capture import capture_bundle
 from codebox_tui.bundle.verify import verify_bundle
 from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.contracts.runtime import MountSpec, RuntimeInfo, RuntimePolicy
+from tests.factories.capture import capture_plain_run
 from tests.factories.waiting import wait_for_fs_clock_past
 
 
@@ -58,17 +59,7 @@ def test_signature_skip_never_hides_a_change(
     mutate(source / "lib" / "f7.php")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    summary = capture_bundle(
-        run_dir,
-        runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}),
-        mounts=[mount],
-        baselines=[base],
-        policy=RuntimePolicy(commands=["wordpress.run-php"]),
-        metadata={},
-        secret_values=[],
-        evidence=[],
-        test_suites=[],
-    )
+    summary = capture_plain_run(run_dir, [mount], [base])
     assert [(c["relativePath"], c["status"]) for c in summary.changed_files] == [("lib/f7.php", status)]
     assert verify_bundle(run_dir).valid
 
@@ -123,17 +114,7 @@ def test_git_work_tree_baseline_is_the_folder_as_given_and_never_hides_a_change(
     mutate(repo / "lib" / "f7.php")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    summary = capture_bundle(
-        run_dir,
-        runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}),
-        mounts=[mount],
-        baselines=[base],
-        policy=RuntimePolicy(commands=["wordpress.run-php"]),
-        metadata={},
-        secret_values=[],
-        evidence=[],
-        test_suites=[],
-    )
+    summary = capture_plain_run(run_dir, [mount], [base])
     changes = {(c["relativePath"], c["status"]) for c in summary.changed_files}
     # the edits made before the run (f3, notes.txt, cache/) are not the sandbox's: only f7 is reported
     assert changes == {("lib/f7.php", status)}
@@ -217,15 +198,5 @@ def test_own_git_folder_is_not_walked_but_a_created_one_is_reported(tmp_path: Pa
     (plain / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\n")
     run_dir = tmp_path / "run2"
     run_dir.mkdir()
-    summary = capture_bundle(
-        run_dir,
-        runtime=RuntimeInfo(id="rt", createdAt=utc_now_iso(), environment={}),
-        mounts=[mount],
-        baselines=[base],
-        policy=RuntimePolicy(commands=["wordpress.run-php"]),
-        metadata={},
-        secret_values=[],
-        evidence=[],
-        test_suites=[],
-    )
+    summary = capture_plain_run(run_dir, [mount], [base])
     assert {s["relativePath"] for s in summary.skipped} == {".git/", ".git/hooks/", ".git/hooks/pre-commit"}
