@@ -66,8 +66,8 @@ from codebox_tui.runtime.native_site import (
     write_config,
 )
 from codebox_tui.runtime.native_worker import CHILDREN, MAX_REQUESTS, PhpWorker, kill_group
-from codebox_tui.runtime.playground import abandoned_sandbox_dirs, sandbox_mounts, sweep_abandoned_once
 from codebox_tui.runtime.reaper import OWNER_FILE
+from codebox_tui.runtime.sandbox_dirs import abandoned_sandbox_dirs, sandbox_mounts, sweep_abandoned_once
 from codebox_tui.runtime.sandbox_ids import SandboxId, allocate, host_uid
 from codebox_tui.runtime.sandbox_owner import hand_over_folders, reclaim
 from codebox_tui.runtime.table_prefix import (
