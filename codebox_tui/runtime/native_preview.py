@@ -14,6 +14,7 @@ of a ``--preview-public-url`` (a tunnel in front of the relay, which the user na
 
 from __future__ import annotations
 
+import socket
 import threading
 import urllib.parse
 from collections.abc import Callable
@@ -72,8 +73,15 @@ class PreviewRelay:
         self._thread.start()
 
     def close(self) -> None:
-        """Stop listening (requests under way finish or are killed with the sandbox's processes)."""
+        """Stop listening (requests under way finish or are killed with the sandbox's processes). The serving
+        loop waits up to its poll interval between looks at a stop request: shutting the listening socket down
+        first wakes it at once (its accept fails and it sees the request), instead of a tenth of a second, on
+        average, at the end of every native run (docs/performance.md, "Eighteenth session")."""
         if self._thread is not None:
+            try:
+                self._server.socket.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # the loop still sees the request at its next look
             self._server.shutdown()
             self._thread = None
         self._server.server_close()
