@@ -108,9 +108,9 @@ def test_a_one_shot_run_imports_no_playground_blueprint_episode_or_schema_machin
 
 def test_a_native_run_path_loads_no_playground_sidecar_browser_bench_or_other_area() -> None:
     """Issue #28: what a native one-shot `codebox run` of `wordpress.run-php` loads (the run area, the lifecycle, the
-    native backend and the command's own handler, as the run imports them) leaves out the Playground backend and
-    its Node sidecar machinery, the browser, bench and core-PHPUnit handlers and the other commands' packages
-    (checked in a new process's sys.modules, never by timing)."""
+    native backend, the command's own handler, a preview relay that nobody opens) leaves out the Playground backend
+    and its Node sidecar machinery, `http.server`, the browser, bench and core-PHPUnit handlers and the other
+    commands' packages (checked in a new process's sys.modules, never by timing)."""
     probe = (
         "import json, sys\n"
         "from codebox_tui.cli import load_area, SUBCOMMANDS\n"
@@ -119,6 +119,10 @@ def test_a_native_run_path_loads_no_playground_sidecar_browser_bench_or_other_ar
         "from codebox_tui.runtime.catalog import handler_for\n"
         "make_backend('native')\n"
         "handler_for('wordpress.run-php')\n"
+        "from codebox_tui.runtime.native_preview import PreviewRelay\n"
+        "relay = PreviewRelay(5.0)\n"  # every native sandbox's relay listens from boot; unopened, it loads no HTTP
+        "relay.start(lambda request, timeout_s: None)\n"
+        "relay.close()\n"
         "sys.stderr.write('MODULES ' + json.dumps(sorted(sys.modules)) + '\\n')\n"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
@@ -129,6 +133,8 @@ def test_a_native_run_path_loads_no_playground_sidecar_browser_bench_or_other_ar
         "codebox_tui.runtime.playground",
         "codebox_tui.runtime.sidecar",  # the Node sidecar
         "codebox_tui.runtime.pool_worker",  # Playground's prepared-copy pool
+        "http.server",  # the preview relay's HTTP side loads at its first connection
+        "codebox_tui.runtime.native_preview_http",
         "codebox_tui.browser.probe",  # the browser machinery (a run checks checkpoints without it)
         "codebox_tui.browser.launch",
         "codebox_tui.browser.actions",
