@@ -5,7 +5,7 @@ request fails with :class:`SandboxError`; nothing is left running. The sidecar a
 own when its stdin closes, so it never outlives the Python process. It runs confined by bubblewrap
 (:mod:`codebox_tui.runtime.confinement`) unless the ``confinement`` setting is ``none``. Its private
 temp folder and log carry the owner's pid in their names, so a killed owner's leftovers are swept
-(:func:`abandoned_sidecar_files`).
+(runtime/sandbox_dirs.py, :func:`~codebox_tui.runtime.sandbox_dirs.abandoned_sidecar_files`).
 """
 
 from __future__ import annotations
