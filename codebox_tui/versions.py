@@ -8,6 +8,8 @@ from __future__ import annotations
 
 DEFAULT_WP_VERSION = "6.5"
 DEFAULT_PHP_VERSION = "8.3"
+# the PHP versions Playground runs (PHP-WASM builds in the pinned Playground); native runs the host's
+SUPPORTED_PHP = ("7.4", "8.0", "8.1", "8.2", "8.3", "8.4", "8.5")
 
 
 def same_php(recorded: str, wanted: str) -> bool:

@@ -12,3 +12,13 @@ _.runtime_snapshot_blob_path
 
 # scripts/reference_interop.py calls it inside the reference checker's own Python (a code string).
 _.block_for
+
+# Command handlers: runtime/catalog.py names each as "module:function" and handler_for imports it when its
+# command runs (on demand, so a run loads only its own command's module).
+_.browser_probe
+_.browser_actions
+_.inspect_mounted_inputs
+_.wp_cli
+_.ability
+_.capture_state_bundle
+_.core_phpunit

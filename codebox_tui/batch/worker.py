@@ -22,7 +22,7 @@ from codebox_tui.contracts.common import utc_now_iso
 from codebox_tui.errors import CodeboxError
 from codebox_tui.lifecycle import RunControl
 from codebox_tui.runtime.mounts import remove_tree
-from codebox_tui.runtime.playground import claim_owned_dir
+from codebox_tui.runtime.sandbox_dirs import claim_owned_dir
 from codebox_tui.settings import reload_settings
 
 # errors that say the machinery failed, not the item: the sidecar would not start or died

@@ -7,12 +7,14 @@ the URL against the sandbox preview and registers the evidence files is
 
 from __future__ import annotations
 
-import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.browser.checkpoints import (
+    WAIT_STATES,
+    NamedCheckpoint,
+)
 from codebox_tui.browser.launch import (
     Recorder,
     cap_text,
@@ -29,11 +31,6 @@ ALL_CAPTURES = ("console", "errors", "html", "network", "performance", "screensh
 # Asked for by name only (capture=...,memory,checkpoints), so a probe that names none keeps its evidence files.
 OPT_IN_CAPTURES = ("memory", "checkpoints")
 PROBE_CAPTURES = ALL_CAPTURES + OPT_IN_CAPTURES
-WAIT_STATES = ("domcontentloaded", "load", "networkidle")
-# The moments a probe records by itself (checkpoints.jsonl); a named checkpoint takes another name.
-AUTOMATIC_CHECKPOINTS = (*WAIT_STATES, "selector", "settled", "captured")
-CHECKPOINT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-MAX_NAMED_CHECKPOINTS = 20
 
 CONTENT_TYPES = {
     "console.jsonl": "application/x-ndjson",
@@ -62,51 +59,6 @@ def parse_capture(value: str | None, allowed: tuple[str, ...], default: tuple[st
             f"capture accepts {','.join(allowed)}; unknown: {', '.join(bad)}", code="invalid-arg", field="capture"
         )
     return items
-
-
-@dataclass(frozen=True)
-class NamedCheckpoint:
-    """``checkpoint=NAME[@WAIT]``: after the page's own wait, wait for ``selector`` to be visible or ``settle_s``
-    seconds (neither: at once), then record the moment with its own screenshot, metrics and memory."""
-
-    name: str
-    wait: str | None = None
-    selector: str | None = None
-    settle_s: float = 0.0
-
-
-def parse_checkpoints(values: list[str]) -> list[NamedCheckpoint]:
-    """Each ``NAME``, ``NAME@selector:<css>`` or ``NAME@<duration>``, in order; bad input names ``checkpoint``."""
-    if len(values) > MAX_NAMED_CHECKPOINTS:
-        raise BadInputError(
-            f"checkpoint is given {len(values)} times; at most {MAX_NAMED_CHECKPOINTS}",
-            code="invalid-arg",
-            field="checkpoint",
-        )
-    out: list[NamedCheckpoint] = []
-    for value in values:
-        name, at, wait = value.partition("@")
-        if not CHECKPOINT_NAME.match(name) or name in AUTOMATIC_CHECKPOINTS or name in [c.name for c in out]:
-            raise BadInputError(
-                f"checkpoint {value!r}: expected NAME, NAME@selector:<css> or NAME@<duration> with a unique NAME "
-                "of letters, digits, '.', '_' or '-' (not one the probe records itself: "
-                f"{', '.join(AUTOMATIC_CHECKPOINTS)})",
-                code="invalid-arg",
-                field="checkpoint",
-            )
-        if not at:
-            out.append(NamedCheckpoint(name))
-        elif wait.startswith("selector:") and wait[len("selector:") :].strip():
-            out.append(NamedCheckpoint(name, wait, selector=wait[len("selector:") :]))
-        elif wait[:1].isdigit():
-            out.append(NamedCheckpoint(name, wait, settle_s=parse_duration(wait, "checkpoint")))
-        else:
-            raise BadInputError(
-                f"checkpoint {value!r}: after '@' expected selector:<css> or a duration like 500ms",
-                code="invalid-arg",
-                field="checkpoint",
-            )
-    return out
 
 
 def write_evidence(

@@ -29,7 +29,7 @@ from codebox_tui.lifecycle import (
 from codebox_tui.lifecycle.episode import load_snapshot_document
 from codebox_tui.progress_report import StderrProgress
 from codebox_tui.runtime.catalog import command_catalog, get_command
-from codebox_tui.runtime.playground import background_work
+from codebox_tui.runtime.exit_work import background_work
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 
 

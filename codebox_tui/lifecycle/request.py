@@ -18,15 +18,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from codebox_tui.browser.probe import parse_checkpoints
+from codebox_tui.browser.checkpoints import parse_checkpoints
 from codebox_tui.contracts.runtime import MountSpec, RuntimePolicy
 from codebox_tui.errors import BadInputError
 from codebox_tui.runtime.backend import validate_runtime_env
 from codebox_tui.runtime.backends import backend_name, check_features, check_mount_targets, check_php, default_php
-from codebox_tui.runtime.bench import PATH_SEPARATOR, bench_settings
+from codebox_tui.runtime.bench_args import PATH_SEPARATOR, bench_settings
 from codebox_tui.runtime.catalog import get_command, parse_args
-from codebox_tui.runtime.core_phpunit import COMMAND as CORE_PHPUNIT
-from codebox_tui.runtime.core_phpunit import check_core_step
+from codebox_tui.runtime.core_checkout import COMMAND as CORE_PHPUNIT
+from codebox_tui.runtime.core_checkout import check_core_step
 from codebox_tui.runtime.mounts import parse_mount, validate_mounts
 from codebox_tui.runtime.policy import default_policy, load_policy
 from codebox_tui.runtime.wordpress_builds import resolve_build

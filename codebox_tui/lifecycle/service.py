@@ -34,7 +34,7 @@ from codebox_tui.lifecycle.site_state import SiteStateRecorder, unclean_flags
 from codebox_tui.lifecycle.tools import tool_mounts
 from codebox_tui.runtime.backend import Backend, Sandbox, SandboxSpec
 from codebox_tui.runtime.backends import backend_name, make_backend
-from codebox_tui.runtime.core_phpunit import core_checkout_mounts
+from codebox_tui.runtime.core_checkout import core_checkout_mounts
 from codebox_tui.runtime.exec_server import serve_held
 from codebox_tui.runtime.policy import Redactor, resolve_secrets
 from codebox_tui.runtime.session import RunSession

@@ -32,7 +32,7 @@ from codebox_tui.lifecycle.site_state import unclean_details, unclean_risks
 from codebox_tui.recipes.front_end_probe import front_end_probe, plain
 from codebox_tui.recipes.patch_split import split_patch, test_rule
 from codebox_tui.runtime.backend import validate_runtime_env
-from codebox_tui.runtime.bench import PATH_SEPARATOR, bench_settings
+from codebox_tui.runtime.bench_args import PATH_SEPARATOR, bench_settings
 from codebox_tui.runtime.mounts import mu_plugin_loader, plugin_target
 from codebox_tui.runtime.php_literal import php_string
 from codebox_tui.versions import DEFAULT_WP_VERSION

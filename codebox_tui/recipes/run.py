@@ -43,7 +43,7 @@ from codebox_tui.recipes.seeds import site_seed_php
 from codebox_tui.recipes.validate import RecipeValidation, all_steps, preview_hold_seconds, resolved_step_args
 from codebox_tui.runtime.backends import chosen_backend
 from codebox_tui.runtime.catalog import get_command, parse_args
-from codebox_tui.runtime.core_phpunit import core_checkout_mounts
+from codebox_tui.runtime.core_checkout import core_checkout_mounts
 from codebox_tui.runtime.mounts import mu_plugin_loader
 from codebox_tui.settings import get_settings
 

@@ -20,7 +20,7 @@ from typing import Any
 import jsonschema
 from pydantic import ValidationError
 
-from codebox_tui.browser.probe import parse_checkpoints
+from codebox_tui.browser.checkpoints import parse_checkpoints
 from codebox_tui.bundle.safe_read import MAX_JSON_BYTES, JsonTooDeepError, loads_limited, read_regular
 from codebox_tui.contracts.recipe import (
     RECIPE_SCHEMA,
@@ -36,10 +36,10 @@ from codebox_tui.errors import BadInputError, CodeboxError
 from codebox_tui.jsonargs import json_arg_file, json_path, load_json_arg, resolve_source
 from codebox_tui.lifecycle.request import public_url_from_text
 from codebox_tui.recipes.blueprint import blueprint_unsupported, validate_blueprint_document
-from codebox_tui.runtime.bench import PATH_SEPARATOR
+from codebox_tui.runtime.bench_args import PATH_SEPARATOR
 from codebox_tui.runtime.catalog import command_catalog, parse_args
-from codebox_tui.runtime.core_phpunit import COMMAND as CORE_PHPUNIT
-from codebox_tui.runtime.core_phpunit import check_core_step
+from codebox_tui.runtime.core_checkout import COMMAND as CORE_PHPUNIT
+from codebox_tui.runtime.core_checkout import check_core_step
 from codebox_tui.runtime.mounts import SITE_TARGETS
 from codebox_tui.runtime.wordpress_builds import resolve_build
 from codebox_tui.settings import get_settings

@@ -8,9 +8,8 @@ from codebox_tui.errors import BadInputError
 from codebox_tui.runtime.backend import Backend
 from codebox_tui.runtime.native import NativeBackend
 from codebox_tui.runtime.native_site import check_native_mount_targets, check_native_php, host_php
-from codebox_tui.runtime.playground import SUPPORTED_PHP, PlaygroundBackend
 from codebox_tui.settings import CodeboxSettings, get_settings
-from codebox_tui.versions import DEFAULT_PHP_VERSION
+from codebox_tui.versions import DEFAULT_PHP_VERSION, SUPPORTED_PHP
 
 BACKEND_NAMES = ("playground", "native")
 
@@ -43,6 +42,10 @@ def chosen_backend(requested: str | None, wire: str | None, settings: CodeboxSet
 def make_backend(name: str, settings: CodeboxSettings | None = None) -> Backend:
     if name == "native":
         return NativeBackend(settings)
+    # the Playground backend, its Node sidecar and their thread pools load when a Playground sandbox is made: a
+    # native run never imports them (tests/unit/test_cli_lazy.py; docs/performance.md, "Eighteenth session")
+    from codebox_tui.runtime.playground import PlaygroundBackend  # noqa: PLC0415 - loaded on demand, see above
+
     return PlaygroundBackend(settings)
 
 

@@ -8,18 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from codebox_tui.browser.actions import ACTION_CAPTURES, parse_steps, run_actions
+from codebox_tui.browser.checkpoints import parse_checkpoints
 from codebox_tui.browser.launch import resolve_url
 from codebox_tui.browser.probe import (
     ALL_CAPTURES,
     CONTENT_TYPES,
     PROBE_CAPTURES,
     parse_capture,
-    parse_checkpoints,
     run_probe,
 )
 from codebox_tui.bundle import layout
 from codebox_tui.durations import parse_duration
-from codebox_tui.runtime.bench import PATH_SEPARATOR
+from codebox_tui.runtime.bench_args import PATH_SEPARATOR
 from codebox_tui.runtime.context import CommandContext
 from codebox_tui.runtime.outcome import CommandOutcome
 

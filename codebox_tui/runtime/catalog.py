@@ -1,49 +1,45 @@
 """The runtime command catalog: every command id a sandbox understands, its arguments, policy needs and
 the Python function that runs it.
 
-:func:`handler_for` maps a command id to its handler (imported plainly here). A handler takes the run as a
-:class:`~codebox_tui.runtime.context.CommandContext` and returns a :class:`~codebox_tui.runtime.outcome.CommandOutcome`,
-so neither this module nor a handler imports the session that imports them. ``codebox commands --json`` prints
-the catalog without booting anything; its ``handler`` field names the function as ``module:function``.
+:func:`handler_for` maps a command id to its handler, importing the handler's module then (not with the
+catalog). A handler takes the run as a :class:`~codebox_tui.runtime.context.CommandContext` and returns a
+:class:`~codebox_tui.runtime.outcome.CommandOutcome`, so neither this module nor a handler imports the session
+that imports them. ``codebox commands --json`` prints the catalog without booting anything; its ``handler``
+field names the function as ``module:function``.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 from codebox_tui.contracts.runtime import CommandArg, CommandCatalog, CommandSpec
 from codebox_tui.errors import BadInputError
-from codebox_tui.runtime.bench import MAX_CONCURRENCY, MAX_COUNT, MAX_PATHS, MAX_WARMUP, PATH_SEPARATOR, bench
-from codebox_tui.runtime.browser_commands import browser_actions, browser_probe
-from codebox_tui.runtime.commands import (
-    ability,
-    capture_state_bundle,
-    checkpoint_create,
-    checkpoint_list,
-    checkpoint_restore,
-    inspect_mounted_inputs,
-    observe,
-    run_php,
-    wp_cli,
-)
+from codebox_tui.runtime.bench_args import MAX_CONCURRENCY, MAX_COUNT, MAX_PATHS, MAX_WARMUP, PATH_SEPARATOR
 from codebox_tui.runtime.context import CommandContext
-from codebox_tui.runtime.core_phpunit import CORE_TESTS_CHOICES, core_phpunit
+from codebox_tui.runtime.core_checkout import CORE_TESTS_CHOICES
 from codebox_tui.runtime.outcome import CommandOutcome
-from codebox_tui.runtime.phpunit import phpunit
 
 # what every handler is: the run as a CommandContext (runtime/context.py), the parsed args, the timeout
 Handler = Callable[[CommandContext, dict[str, str], float], CommandOutcome]
 POLICY_ONLY = "policy-only"  # a capability a policy grants; not a command that runs
 
 A = CommandArg
-_HANDLERS: dict[str, Handler] = {}
+
+# The handlers' modules, loaded when one of their commands runs (handler_for), not with the catalog: checking a
+# request or listing the commands loads none of them, and a run loads its own command's alone (a `run-php` loads
+# no browser, PHPUnit or bench machinery: tests/unit/test_cli_lazy.py; docs/performance.md, "Eighteenth session").
+COMMANDS = "codebox_tui.runtime.commands"
+PHPUNIT = "codebox_tui.runtime.phpunit"
+CORE_PHPUNIT = "codebox_tui.runtime.core_phpunit"
+BROWSER = "codebox_tui.runtime.browser_commands"
+BENCH = "codebox_tui.runtime.bench"
+HANDLER_MODULES = (COMMANDS, PHPUNIT, CORE_PHPUNIT, BROWSER, BENCH)
 
 
-def _ref(handler: Handler) -> str:
-    """Remember ``handler`` and name it for the catalog's wire form (``module:function``)."""
-    ref = f"{handler.__module__}:{handler.__name__}"
-    _HANDLERS[ref] = handler
-    return ref
+def _ref(module: str, function: str) -> str:
+    """A handler's name in the catalog's wire form (``module:function``)."""
+    return f"{module}:{function}"
 
 
 # The scoping arguments of a snapshot or checkpoint (docs/site-state.md, "Snapshots").
@@ -62,7 +58,7 @@ _COMMANDS: list[CommandSpec] = [
         description="List each mount's target, host source and top-level entries as the sandbox sees them.",
         outputShape="json",
         policyRequirement="inspect-mounted-inputs",
-        handler=_ref(inspect_mounted_inputs),
+        handler=_ref(COMMANDS, "inspect_mounted_inputs"),
     ),
     CommandSpec(
         id="wordpress.run-php",
@@ -82,7 +78,7 @@ _COMMANDS: list[CommandSpec] = [
         ],
         outputShape="raw-stdout",
         policyRequirement="wordpress.run-php",
-        handler=_ref(run_php),
+        handler=_ref(COMMANDS, "run_php"),
         metadata={"requiresOneOf": ["code", "code-file"]},
     ),
     CommandSpec(
@@ -93,7 +89,7 @@ _COMMANDS: list[CommandSpec] = [
         ],
         outputShape="raw-stdout",
         policyRequirement="wordpress.wp-cli",
-        handler=_ref(wp_cli),
+        handler=_ref(COMMANDS, "wp_cli"),
     ),
     CommandSpec(
         id="wordpress.ability",
@@ -104,7 +100,7 @@ _COMMANDS: list[CommandSpec] = [
         ],
         outputShape="wp-codebox/wordpress-ability-result/v1",
         policyRequirement="wordpress.ability",
-        handler=_ref(ability),
+        handler=_ref(COMMANDS, "ability"),
     ),
     CommandSpec(
         id="wordpress.phpunit",
@@ -133,7 +129,7 @@ _COMMANDS: list[CommandSpec] = [
         outputShape="wp-codebox/test-results/v1",
         policyRequirement="wordpress.phpunit",
         requiresPolicyCommands=["wordpress.run-php"],
-        handler=_ref(phpunit),
+        handler=_ref(PHPUNIT, "phpunit"),
     ),
     CommandSpec(
         id="wordpress.core-phpunit",
@@ -161,7 +157,7 @@ _COMMANDS: list[CommandSpec] = [
         outputShape="wp-codebox/test-results/v1",
         policyRequirement="wordpress.core-phpunit",
         requiresPolicyCommands=["wordpress.run-php"],
-        handler=_ref(core_phpunit),
+        handler=_ref(CORE_PHPUNIT, "core_phpunit"),
     ),
     CommandSpec(
         id="wordpress.browser-probe",
@@ -191,7 +187,7 @@ _COMMANDS: list[CommandSpec] = [
         ],
         outputShape="wp-codebox/browser-probe-result/v1",
         policyRequirement="wordpress.browser-probe",
-        handler=_ref(browser_probe),
+        handler=_ref(BROWSER, "browser_probe"),
     ),
     CommandSpec(
         id="wordpress.browser-actions",
@@ -210,7 +206,7 @@ _COMMANDS: list[CommandSpec] = [
         ],
         outputShape="wp-codebox/browser-actions-result/v1",
         policyRequirement="wordpress.browser-actions",
-        handler=_ref(browser_actions),
+        handler=_ref(BROWSER, "browser_actions"),
     ),
     CommandSpec(
         id="wordpress.bench",
@@ -235,7 +231,7 @@ _COMMANDS: list[CommandSpec] = [
         ],
         outputShape="codebox/bench/v1",
         policyRequirement="wordpress.bench",
-        handler=_ref(bench),
+        handler=_ref(BENCH, "bench"),
     ),
     CommandSpec(
         id="wordpress.capture-state-bundle",
@@ -256,7 +252,7 @@ _COMMANDS: list[CommandSpec] = [
         ],
         outputShape="wp-codebox/wordpress-runtime-snapshot/v1",
         policyRequirement="wordpress.capture-state-bundle",
-        handler=_ref(capture_state_bundle),
+        handler=_ref(COMMANDS, "capture_state_bundle"),
     ),
     CommandSpec(
         id="wp-codebox.checkpoint-create",
@@ -268,7 +264,7 @@ _COMMANDS: list[CommandSpec] = [
         ],
         outputShape="wp-codebox/runtime-checkpoint-result/v1",
         policyRequirement="wp-codebox.checkpoint-create",
-        handler=_ref(checkpoint_create),
+        handler=_ref(COMMANDS, "checkpoint_create"),
     ),
     CommandSpec(
         id="wp-codebox.checkpoint-restore",
@@ -276,14 +272,14 @@ _COMMANDS: list[CommandSpec] = [
         acceptedArgs=[A(name="name", description="Checkpoint name", required=True)],
         outputShape="wp-codebox/runtime-checkpoint-result/v1",
         policyRequirement="wp-codebox.checkpoint-restore",
-        handler=_ref(checkpoint_restore),
+        handler=_ref(COMMANDS, "checkpoint_restore"),
     ),
     CommandSpec(
         id="wp-codebox.checkpoint-list",
         description="List this sandbox's checkpoints.",
         outputShape="wp-codebox/runtime-checkpoint-result/v1",
         policyRequirement="wp-codebox.checkpoint-list",
-        handler=_ref(checkpoint_list),
+        handler=_ref(COMMANDS, "checkpoint_list"),
     ),
     CommandSpec(
         id="wp-codebox.observe",
@@ -307,7 +303,7 @@ _COMMANDS: list[CommandSpec] = [
         ],
         outputShape="wp-codebox/runtime-episode-observation/v1",
         policyRequirement="wp-codebox.observe",
-        handler=_ref(observe),
+        handler=_ref(COMMANDS, "observe"),
     ),
     CommandSpec(
         id="wordpress.browser-actions.evaluate",
@@ -337,15 +333,18 @@ def get_command(command_id: str) -> CommandSpec:
 
 
 def handler_for(command_id: str) -> Handler:
-    """The function that runs ``command_id``; a capability-only id is a clear error, not a handler."""
+    """The function that runs ``command_id``, its module imported now (see :data:`HANDLER_MODULES`); a
+    capability-only id is a clear error, not a handler."""
     spec = get_command(command_id)
-    if spec.handler not in _HANDLERS:
+    module, _, function = spec.handler.partition(":")
+    if module not in HANDLER_MODULES:
         raise BadInputError(
             f"Command {command_id!r} is a policy capability and cannot be executed directly",
             code="policy-only-command",
             field="command",
         )
-    return _HANDLERS[spec.handler]
+    handler: Handler = getattr(importlib.import_module(module), function)
+    return handler
 
 
 def parse_args(spec: CommandSpec, raw_args: list[str]) -> dict[str, str]:

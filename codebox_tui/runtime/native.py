@@ -66,9 +66,9 @@ from codebox_tui.runtime.native_site import (
     salt_key,
     write_config,
 )
-from codebox_tui.runtime.native_worker import CHILDREN, MAX_REQUESTS, PhpWorker, kill_group
-from codebox_tui.runtime.playground import abandoned_sandbox_dirs, sandbox_mounts, sweep_abandoned_once
+from codebox_tui.runtime.native_worker import CHILDREN, MAX_REQUESTS, PhpWorker, kill_group, wait_for_exit
 from codebox_tui.runtime.reaper import OWNER_FILE
+from codebox_tui.runtime.sandbox_dirs import abandoned_sandbox_dirs, sandbox_mounts, sweep_abandoned_once
 from codebox_tui.runtime.sandbox_ids import SandboxId, allocate, host_uid
 from codebox_tui.runtime.sandbox_owner import hand_over_folders, reclaim
 from codebox_tui.runtime.table_prefix import (
@@ -404,7 +404,7 @@ class NativeSandbox:
             feeder = threading.Thread(target=_feed, args=(process.stdin, stdin), daemon=True)
             feeder.start()
             try:
-                code = process.wait(timeout=timeout_s)
+                code = wait_for_exit(process, timeout_s)
             except subprocess.TimeoutExpired:
                 kill_group(process)
                 raise SandboxError(

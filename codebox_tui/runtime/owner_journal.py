@@ -27,8 +27,8 @@ from typing import Any
 
 from codebox_tui.durable import write_durably
 from codebox_tui.runtime.confinement import SANDBOX_UID
-from codebox_tui.runtime.playground import abandoned_sandbox_dirs
 from codebox_tui.runtime.reaper import OWNER_FILE
+from codebox_tui.runtime.sandbox_dirs import abandoned_sandbox_dirs
 from codebox_tui.runtime.sandbox_owner import FolderReplaced, HandedOver, hand_back
 from codebox_tui.runtime.tree_removal import remove_tree_nofollow
 

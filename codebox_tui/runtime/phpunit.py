@@ -23,7 +23,7 @@ from typing import Any, cast
 from codebox_tui.bundle import layout
 from codebox_tui.contracts.bundle import TestCase, TestSuite
 from codebox_tui.contracts.runtime import MountSpec
-from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
+from codebox_tui.errors import BadInputError, CodeboxError
 from codebox_tui.runtime import wp_tests
 from codebox_tui.runtime.commands import sandbox_env
 from codebox_tui.runtime.context import CommandContext
@@ -31,6 +31,7 @@ from codebox_tui.runtime.mounts import plugin_target
 from codebox_tui.runtime.outcome import CommandOutcome
 from codebox_tui.runtime.php_literal import php_string
 from codebox_tui.runtime.test_progress import TestTally, strip_log_lines
+from codebox_tui.runtime.wp_tests import ToolchainMissingError
 
 PHPUNIT_BIN = Path("/usr/bin/phpunit")
 PHP_SHARE = Path("/usr/share/php")
@@ -53,10 +54,6 @@ if ( ! defined( 'ABSPATH' ) && is_file( '/wordpress/wp-load.php' ) ) {
 	require_once '/wordpress/wp-load.php';
 }
 """
-
-
-class ToolchainMissingError(CodeboxError):
-    exit_code = ExitCode.SANDBOX_FAILURE
 
 
 def phpunit_tool_mounts(

@@ -16,7 +16,6 @@ import os
 import re
 import secrets
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -29,7 +28,8 @@ from typing import Any
 from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.errors import BadInputError, SandboxError
 from codebox_tui.runtime.backend import HttpResult, PhpResult, ProgressCallback, SandboxSpec
-from codebox_tui.runtime.confinement import Bind, covered, external_binds, readonly_area, readonly_dir
+from codebox_tui.runtime.confinement import Bind, covered, external_binds, readonly_dir
+from codebox_tui.runtime.exit_work import exit_waits_for
 from codebox_tui.runtime.golden import (
     ensure_golden_site,
     has_prepared_site,
@@ -39,17 +39,17 @@ from codebox_tui.runtime.golden import (
     save_opcache_seed,
     take_prepared_site,
 )
-from codebox_tui.runtime.mounts import PrivateCopy, remove_tree, stage_readonly
+from codebox_tui.runtime.mounts import remove_tree
 from codebox_tui.runtime.pool_worker import start_pool_worker
-from codebox_tui.runtime.reaper import OWNER_FILE, reap_in_background
+from codebox_tui.runtime.reaper import OWNER_FILE
+from codebox_tui.runtime.sandbox_dirs import sandbox_mounts, sandbox_written, sweep_abandoned_once
 from codebox_tui.runtime.sandbox_ids import SandboxId, host_uid
 from codebox_tui.runtime.sandbox_owner import hand_over_folders
-from codebox_tui.runtime.sidecar import Sidecar, abandoned_sidecar_files, process_alive
+from codebox_tui.runtime.sidecar import Sidecar
 from codebox_tui.runtime.table_prefix import DEFAULT_TABLE_PREFIX
 from codebox_tui.runtime.wordpress_builds import WordPressBuild, resolve_build
 from codebox_tui.settings import CodeboxSettings, get_settings
-
-SUPPORTED_PHP = ("7.4", "8.0", "8.1", "8.2", "8.3", "8.4", "8.5")
+from codebox_tui.versions import SUPPORTED_PHP
 
 _sidecars: dict[str, Sidecar] = {}
 _sidecars_lock = threading.Lock()
@@ -177,21 +177,6 @@ _spares_lock = threading.Lock()
 _spares_override: bool | None = None
 _boots_in_process = 0
 _starting: dict[str, Future[Sidecar]] = {}
-
-
-_background: set[threading.Thread] = set()  # refills this process's exit waits for (not daemons)
-_background_lock = threading.Lock()
-
-
-def background_work() -> str | None:
-    """What this process's exit will still wait for (the opcache seed for the next run, made by a sandbox
-    booted in the background on a new home; the prepared site copies are a detached process's, never waited
-    for: runtime/pool_worker.py), or None: a one-shot command says so instead of hanging."""
-    with _background_lock:
-        _background.difference_update([thread for thread in _background if not thread.is_alive()])
-        if not _background:
-            return None
-    return "the opcache seed for the next run is made"
 
 
 def _wait_for_preparation(build: WordPressBuild, php: str, golden_root: Path, timeout_s: float) -> bool:
@@ -401,63 +386,6 @@ class PlaygroundSandbox:
             remove_tree(folder)
 
 
-def sandbox_mounts(
-    spec: SandboxSpec,
-    work_dir: Path,
-    report: Callable[[str, Any], None],
-    place: Callable[[PrivateCopy], Path] | None = None,
-) -> list[dict[str, str]]:
-    """Host → sandbox mounts in order. Read-only mounts are staged copies. A copy-on-write read-write
-    mount (the default) mounts its private copy, moved into this sandbox's work dir (README, "Mounts"), or
-    wherever ``place`` puts it (a native sandbox's size-limited file system, runtime/native_limits.py);
-    only a ``live`` mount passes the user's folder itself. A read-write mount's own ``.git`` (folder, or
-    a worktree's pointer file) is covered by an empty read-only one: the sandbox can neither read the
-    history nor plant hooks, config or a new ``gitdir:`` that the host's git would act on later. Nothing
-    else in the mount is hidden."""
-    mounts: list[dict[str, str]] = []
-    for index, mount in enumerate([*spec.mounts, *spec.extra_mounts]):
-        source = host = Path(mount.source)
-        if mount.mode == "readonly":
-            report("staging-readonly-mount", {"index": index, "target": mount.target})
-            host = stage_readonly(host, readonly_dir(work_dir) / f"readonly-{index}")
-        elif index < len(spec.mounts) and not mount.live:
-            copy = spec.private_copies.get(index)
-            if copy is None:  # never the user's folder by accident: copy-on-write needs its copy
-                raise SandboxError(
-                    f"mounts[{index}] ({mount.target}) has no private copy to mount", code="private-copy-missing"
-                )
-            host = place(copy) if place is not None else copy.move_into(work_dir)
-            own_git = source / ".git"
-            if not own_git.is_symlink() and (own_git.is_dir() or own_git.is_file()) and not (host / ".git").exists():
-                # the copy leaves the mount's .git out; the shield below needs its mount point
-                (host / ".git").mkdir() if own_git.is_dir() else (host / ".git").write_bytes(b"")
-        mounts.append({"hostPath": str(host), "vfsPath": mount.target})
-        report("mounting", {"index": index, "target": mount.target, "mode": mount.mode, "writeMode": mount.write_mode})
-        dot_git = source / ".git"
-        if mount.mode == "readwrite" and not dot_git.is_symlink() and (dot_git.is_dir() or dot_git.is_file()):
-            # a folder (a repository) or a file (a worktree's or submodule's "gitdir:" pointer)
-            shield = work_dir / f"git-shield-{index}"
-            if dot_git.is_dir():
-                shield.mkdir(exist_ok=True)
-            else:
-                shield.write_bytes(b"")
-            shield.chmod(0o555 if dot_git.is_dir() else 0o444)
-            target = mount.target.rstrip("/") + "/.git"
-            mounts.append({"hostPath": str(shield), "vfsPath": target})
-            report("shielding-git-folder", {"index": index, "target": target})
-    return mounts
-
-
-def sandbox_written(mounts: list[dict[str, str]], work_dir: Path) -> list[Path]:
-    """The host folders of ``mounts`` that Codebox made inside ``work_dir`` for the sandbox to write (private
-    copies, the opcache copy), not the read-only ``.git`` shields."""
-    return [
-        Path(m["hostPath"])
-        for m in mounts
-        if Path(m["hostPath"]).parent == Path(work_dir) and not Path(m["hostPath"]).name.startswith("git-shield-")
-    ]
-
-
 def _check_host_uid(sidecar: Sidecar, spec: SandboxSpec) -> None:
     """The sidecar is the one whose uid the run handed its ``:live`` folders to (another one, started since
     the first was closed, could not write them)."""
@@ -479,57 +407,6 @@ def _check_visible(sidecar: Sidecar, mounts: list[dict[str, str]], sandboxes_roo
                 code="mount-not-visible",
                 details={"vfsPath": mount["vfsPath"]},
             )
-
-
-_swept: set[str] = set()
-
-
-def abandoned_sandbox_dirs(
-    sandboxes_root: Path, *, unowned_age_s: float = 600.0, prefix: str = "sandbox-"
-) -> list[Path]:
-    """Sandbox folders whose owning process is gone (killed before it could dispose them): the owner's
-    pid is recorded in each folder; one without a record is abandoned once older than ``unowned_age_s``.
-    ``prefix`` picks the kind of folder (``baselines-`` for a run's baseline packs, runtime/session.py)."""
-    found = []
-    try:
-        entries = list(os.scandir(sandboxes_root))
-    except OSError:
-        return []
-    now = time.time()
-    for entry in entries:
-        if not entry.name.startswith(prefix) or not entry.is_dir(follow_symlinks=False):
-            continue
-        try:
-            pid = int((Path(entry.path) / OWNER_FILE).read_text(encoding="ascii").strip())
-        except (OSError, ValueError):
-            try:
-                if now - entry.stat(follow_symlinks=False).st_ctime > unowned_age_s:  # ctime: a rename counts
-                    found.append(Path(entry.path))
-            except OSError:
-                pass
-            continue
-        if pid != os.getpid() and not _process_alive(pid):
-            found.append(Path(entry.path))
-    return found
-
-
-_process_alive = process_alive
-
-
-def sweep_abandoned_once(sandboxes_root: Path, prefix: str = "sandbox-") -> None:
-    """Once per process, root and kind: hand abandoned folders to the detached reaper (runtime/reaper.py),
-    which finishes removing them even if this process ends first (sandbox folders also take their read-only
-    staging folders, and sidecar temp folders and logs, with them; a killed native sandbox's data file system
-    is detached first: runtime/leftover_mounts.py)."""
-    key = str(sandboxes_root)
-    if key in _swept:
-        return
-    _swept.add(key)
-    stale = abandoned_sandbox_dirs(sandboxes_root, prefix=prefix)
-    if prefix == "sandbox-":
-        stale += [*abandoned_sandbox_dirs(readonly_area(sandboxes_root)), *abandoned_sidecar_files()]
-    if stale:
-        reap_in_background(stale)
 
 
 class PlaygroundBackend:
@@ -677,8 +554,7 @@ class PlaygroundBackend:
         # Not a daemon: a short-lived process waits for a half-made copy instead of abandoning it.
         thread = threading.Thread(target=background, name="codebox-sandbox-refill", daemon=future is not None)
         if not thread.daemon:
-            with _background_lock:
-                _background.add(thread)
+            exit_waits_for(thread)
         thread.start()
 
     def _attach_mounts(self, sandbox: PlaygroundSandbox, spec: SandboxSpec, report: ProgressCallback) -> None:
@@ -765,13 +641,3 @@ class PlaygroundBackend:
         return PlaygroundSandbox(
             sidecar, sandbox_id, work_dir, str(result["serverUrl"]), build.version, spec.php, golden
         )
-
-
-def claim_owned_dir(root: Path, prefix: str) -> Path:
-    """A new private folder ``root/<prefix><random>`` that records this process as its owner, after
-    sweeping (once per process) the folders of that kind whose owner was killed before removing them."""
-    root.mkdir(parents=True, exist_ok=True)
-    sweep_abandoned_once(root, prefix)
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
-    (path / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
-    return path

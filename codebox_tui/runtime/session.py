@@ -31,14 +31,15 @@ from codebox_tui.contracts.runtime import (
 from codebox_tui.errors import BadInputError, CodeboxError, HostIOError, PolicyDeniedError, SandboxError
 from codebox_tui.runtime import mount_guard
 from codebox_tui.runtime.backend import Backend, Sandbox, SandboxSpec
+from codebox_tui.runtime.backends import make_backend
 from codebox_tui.runtime.catalog import get_command, handler_for, parse_args
 from codebox_tui.runtime.confinement import drops_to_sandbox_uid
 from codebox_tui.runtime.mounts import PrivateCopy, new_copies_dir, remove_tree
 from codebox_tui.runtime.outcome import CommandOutcome
 from codebox_tui.runtime.owner_journal import OwnerJournal, restore_abandoned
-from codebox_tui.runtime.playground import PlaygroundBackend, claim_owned_dir
 from codebox_tui.runtime.policy import Redactor, check_command, check_secret_values
 from codebox_tui.runtime.reaper import reap_in_background
+from codebox_tui.runtime.sandbox_dirs import claim_owned_dir
 from codebox_tui.runtime.sandbox_ids import SandboxId, allocate, host_uid
 from codebox_tui.runtime.sandbox_owner import HandedOver, hand_back, hand_over
 from codebox_tui.runtime.special_modes import SPECIAL_MODE_FLAG, special_mode_entries, strip_new_special_modes
@@ -183,7 +184,7 @@ class RunSession:
     @property
     def backend(self) -> Backend:
         if self._backend is None:
-            self._backend = PlaygroundBackend()
+            self._backend = make_backend("playground")
         return self._backend
 
     @property

@@ -5,7 +5,7 @@ request fails with :class:`SandboxError`; nothing is left running. The sidecar a
 own when its stdin closes, so it never outlives the Python process. It runs confined by bubblewrap
 (:mod:`codebox_tui.runtime.confinement`) unless the ``confinement`` setting is ``none``. Its private
 temp folder and log carry the owner's pid in their names, so a killed owner's leftovers are swept
-(:func:`abandoned_sidecar_files`).
+(runtime/sandbox_dirs.py, :func:`~codebox_tui.runtime.sandbox_dirs.abandoned_sidecar_files`).
 """
 
 from __future__ import annotations
@@ -28,14 +28,13 @@ from typing import Any
 
 from codebox_tui.errors import SandboxError
 from codebox_tui.runtime.confinement import FIX_HINT, Bind, bwrap_argv, drops_to_sandbox_uid, find_bwrap, readonly_area
+from codebox_tui.runtime.sandbox_dirs import LOG_PREFIX, TMP_PREFIX
 from codebox_tui.runtime.sandbox_ids import SandboxId, allocate, host_uid
 from codebox_tui.runtime.sandbox_owner import hand_over_folders
 from codebox_tui.settings import NODE_BRIDGE_DIR
 from codebox_tui.versions import DEFAULT_PHP_VERSION
 
 ProgressCallback = Callable[[str, dict[str, Any]], None]
-TMP_PREFIX = "codebox-sidecar-tmp-"
-LOG_PREFIX = "codebox-sidecar-"
 # V8 flags per ``wasm_compiler`` setting (placed before the script: they are node's own options).
 WASM_COMPILER_FLAGS = {"baseline": ["--liftoff-only"], "tiered": []}
 NODE_ARGS = [
@@ -376,50 +375,6 @@ class Sidecar:
         except OSError:
             pass
         atexit.unregister(self.close)
-
-
-def _owner_pid(name: str, prefix: str) -> int | None:
-    head = name[len(prefix) :].split("-", 1)[0]
-    return int(head) if head.isdigit() else None
-
-
-def abandoned_sidecar_files(temp_root: Path | None = None, *, unowned_age_s: float = 600.0) -> list[Path]:
-    """Sidecar temp folders and logs left in the temp folder by a process that is gone (killed before
-    it could close its sidecar): the owner's pid is part of each name; a name without one (an older
-    Codebox) is abandoned once older than ``unowned_age_s``."""
-    root = temp_root or Path(tempfile.gettempdir())
-    found = []
-    try:
-        entries = list(os.scandir(root))
-    except OSError:
-        return []
-    now = time.time()
-    for entry in entries:
-        if entry.name.startswith(TMP_PREFIX) and entry.is_dir(follow_symlinks=False):
-            pid = _owner_pid(entry.name, TMP_PREFIX)
-        elif entry.name.startswith(LOG_PREFIX) and entry.name.endswith(".log") and entry.is_file(follow_symlinks=False):
-            pid = _owner_pid(entry.name, LOG_PREFIX)
-        else:
-            continue
-        if pid is None:
-            try:
-                if now - entry.stat(follow_symlinks=False).st_mtime > unowned_age_s:
-                    found.append(Path(entry.path))
-            except OSError:
-                pass
-        elif pid != os.getpid() and not process_alive(pid):
-            found.append(Path(entry.path))
-    return found
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _live_group_members(pgid: int) -> set[int]:

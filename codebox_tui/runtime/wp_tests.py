@@ -26,8 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codebox_tui.contracts.runtime import MountSpec
-from codebox_tui.errors import BadInputError
+from codebox_tui.errors import BadInputError, CodeboxError, ExitCode
 from codebox_tui.settings import get_settings
+
+
+class ToolchainMissingError(CodeboxError):
+    """A tool a command needs (PHPUnit, the core test library, the polyfills) is not on this machine."""
+
+    exit_code = ExitCode.SANDBOX_FAILURE
+
 
 LIB_TARGET = "/codebox-wp-tests-lib"
 POLYFILLS_TARGET = "/codebox-phpunit-polyfills"

@@ -465,7 +465,7 @@ def test_idle_connections_cannot_pile_up_threads_in_the_relay(preview_sandbox: A
     go, it serves again."""
     import threading
 
-    from codebox_tui.runtime.native_preview import MAX_CONNECTIONS
+    from codebox_tui.runtime.native_preview_http import MAX_CONNECTIONS
     from tests.factories.waiting import wait_until
 
     port = _port(preview_sandbox)

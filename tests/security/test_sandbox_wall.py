@@ -382,12 +382,11 @@ def test_sidecar_temp_folder_and_log_of_a_killed_process_are_swept(
     assert not Path(f"/proc/{sidecar_pid}").exists()
     assert Path(tmp_dir).is_dir() and Path(log_path).is_file()  # left behind by the kill
 
-    from codebox_tui.runtime import playground
-    from codebox_tui.runtime.sidecar import abandoned_sidecar_files
+    from codebox_tui.runtime.sandbox_dirs import abandoned_sidecar_files, sweep_abandoned_once
 
     monkeypatch.setattr(tempfile, "tempdir", str(temp_root))  # the sweep looks in tempfile.gettempdir()
     assert {str(p) for p in abandoned_sidecar_files()} >= {tmp_dir, log_path}
-    playground.sweep_abandoned_once(tmp_path / "another-root")  # what the next codebox process does first
+    sweep_abandoned_once(tmp_path / "another-root")  # what the next codebox process does first
     wait_until(lambda: not Path(tmp_dir).exists() and not Path(log_path).exists(), timeout=30, interval=0.1)
     assert not Path(tmp_dir).exists() and not Path(log_path).exists()
 

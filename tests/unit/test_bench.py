@@ -14,7 +14,8 @@ from codebox_tui.errors import BadInputError
 from codebox_tui.lifecycle import CommandStep, RunRequest
 from codebox_tui.lifecycle.request import check_request
 from codebox_tui.recipes.evaluate_patch import BENCH_REGRESSION_RATIO, check_bench_paths, compare_benches
-from codebox_tui.runtime.bench import bench_settings, format_bench, latency, percentile
+from codebox_tui.runtime.bench import format_bench, latency, percentile
+from codebox_tui.runtime.bench_args import bench_settings
 from codebox_tui.runtime.catalog import get_command, parse_args
 
 

@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from codebox_tui import cli
 
 
@@ -102,3 +104,67 @@ def test_a_one_shot_run_imports_no_playground_blueprint_episode_or_schema_machin
         "asyncio",
     }
     assert sorted(unwanted & loaded) == []
+
+
+def test_a_native_run_path_loads_no_playground_sidecar_browser_bench_or_other_area() -> None:
+    """Issue #28: what a native one-shot `codebox run` of `wordpress.run-php` loads (the run area, the lifecycle, the
+    native backend, the command's own handler, a preview relay that nobody opens) leaves out the Playground backend
+    and its Node sidecar machinery, `http.server`, the browser, bench and core-PHPUnit handlers and the other
+    commands' packages (checked in a new process's sys.modules, never by timing)."""
+    probe = (
+        "import json, sys\n"
+        "from codebox_tui.cli import load_area, SUBCOMMANDS\n"
+        "load_area(SUBCOMMANDS['run'][0])\n"
+        "from codebox_tui.runtime.backends import make_backend\n"
+        "from codebox_tui.runtime.catalog import handler_for\n"
+        "make_backend('native')\n"
+        "handler_for('wordpress.run-php')\n"
+        "from codebox_tui.runtime.native_preview import PreviewRelay\n"
+        "relay = PreviewRelay(5.0)\n"  # every native sandbox's relay listens from boot; unopened, it loads no HTTP
+        "relay.start(lambda request, timeout_s: None)\n"
+        "relay.close()\n"
+        "sys.stderr.write('MODULES ' + json.dumps(sorted(sys.modules)) + '\\n')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    line = next(x for x in result.stderr.splitlines() if x.startswith("MODULES "))
+    loaded = set(json.loads(line.removeprefix("MODULES ")))
+    assert {"codebox_tui.runtime.native", "codebox_tui.runtime.commands"} <= loaded  # the path itself was loaded
+    unwanted = (
+        "codebox_tui.runtime.playground",
+        "codebox_tui.runtime.sidecar",  # the Node sidecar
+        "codebox_tui.runtime.pool_worker",  # Playground's prepared-copy pool
+        "http.server",  # the preview relay's HTTP side loads at its first connection
+        "codebox_tui.runtime.native_preview_http",
+        "codebox_tui.browser.probe",  # the browser machinery (a run checks checkpoints without it)
+        "codebox_tui.browser.launch",
+        "codebox_tui.browser.actions",
+        "codebox_tui.runtime.browser_commands",
+        "codebox_tui.runtime.bench",  # the bench handler (its argument checks are runtime/bench_args.py)
+        "codebox_tui.contracts.bench",
+        "codebox_tui.runtime.core_phpunit",  # its checkout checks are runtime/core_checkout.py
+        "codebox_tui.recipes",
+        "codebox_tui.agents",
+        "codebox_tui.batch",
+        "codebox_tui.mcp_server",
+        "codebox_tui.sites",
+        "ray",
+        "mcp",
+        "playwright",
+    )
+    assert sorted(m for m in loaded if m in unwanted or m.startswith(tuple(f"{u}." for u in unwanted))) == []
+
+
+def test_every_handler_the_catalog_names_is_loaded_on_demand_as_named() -> None:
+    """The catalog names each handler as ``module:function`` and imports its module only when asked
+    (runtime/catalog.py): each name resolves to that very function; a capability-only id stays a clear error."""
+    from codebox_tui.errors import BadInputError
+    from codebox_tui.runtime.catalog import POLICY_ONLY, command_catalog, handler_for
+
+    for spec in command_catalog().commands:
+        if spec.handler == POLICY_ONLY:
+            with pytest.raises(BadInputError) as refused:
+                handler_for(spec.id)
+            assert refused.value.code == "policy-only-command"
+            continue
+        handler = handler_for(spec.id)
+        assert f"{handler.__module__}:{handler.__name__}" == spec.handler

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from codebox_tui.browser.probe import MAX_NAMED_CHECKPOINTS, NamedCheckpoint, parse_checkpoints
+from codebox_tui.browser.checkpoints import MAX_NAMED_CHECKPOINTS, NamedCheckpoint, parse_checkpoints
 from codebox_tui.errors import BadInputError
 
 

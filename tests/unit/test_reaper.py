@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from codebox_tui.runtime.playground import abandoned_sandbox_dirs
 from codebox_tui.runtime.reaper import OWNER_FILE, claim, reap_in_background
+from codebox_tui.runtime.sandbox_dirs import abandoned_sandbox_dirs
 from tests.factories.waiting import wait_for_reaper
 
 

@@ -224,7 +224,8 @@ def test_abandoned_sandbox_dirs_are_those_whose_owner_is_gone(tmp_path: Path) ->
     import subprocess
     import sys
 
-    from codebox_tui.runtime.playground import OWNER_FILE, abandoned_sandbox_dirs
+    from codebox_tui.runtime.reaper import OWNER_FILE
+    from codebox_tui.runtime.sandbox_dirs import abandoned_sandbox_dirs
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

@@ -116,7 +116,7 @@ def test_as_root_the_walls_drop_to_the_sandbox_uid_on_the_host(tmp_path: Path, m
 
 
 def test_abandoned_sidecar_files_are_those_of_dead_owners(tmp_path: Path) -> None:
-    from codebox_tui.runtime.sidecar import abandoned_sidecar_files
+    from codebox_tui.runtime.sandbox_dirs import abandoned_sidecar_files
 
     dead = subprocess.Popen(["true"])
     dead.wait()
