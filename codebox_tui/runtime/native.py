@@ -14,7 +14,6 @@ own data and its changes to its copy-on-write mounts sit in one size-limited fil
 
 from __future__ import annotations
 
-import codecs
 import os
 import secrets
 import shutil
@@ -26,7 +25,7 @@ import urllib.parse
 from collections.abc import Callable
 from functools import cache, partial
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.errors import BadInputError, SandboxError
@@ -46,6 +45,7 @@ from codebox_tui.runtime.native_cgi import (
     parse_cgi_response,
 )
 from codebox_tui.runtime.native_limits import DiskBudget, ProcessCap, footprint
+from codebox_tui.runtime.native_output import CappedReader, feed_stdin
 from codebox_tui.runtime.native_preview import PreviewRelay
 from codebox_tui.runtime.native_shell import run_shell
 from codebox_tui.runtime.native_site import (
@@ -61,6 +61,7 @@ from codebox_tui.runtime.native_site import (
     ensure_opcache_seed,
     ensure_prepared_install,
     host_php,
+    opcache_copy,
     open_basedir,
     php_cgi_binary,
     salt_key,
@@ -140,51 +141,6 @@ READ_FILE = (
     " fwrite(STDERR, 'cannot read ' . $p); exit(1); } $size = fstat($h)['size'];"
     " if ($size > $max) { fwrite(STDERR, 'too-large'); exit(3); } fpassthru($h);"
 )
-
-
-class _Capped:
-    """Reads a stream to its end on a thread, keeping at most ``limit`` bytes (the rest is counted)."""
-
-    def __init__(self, stream: IO[bytes], limit: int, on_text: Callable[[str], None] | None = None) -> None:
-        self.kept = bytearray()
-        self.total = 0
-        self._stream, self._limit = stream, limit
-        self._on_text = on_text
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        self.thread = threading.Thread(target=self._pump, name="codebox-native-output", daemon=True)
-        self.thread.start()
-
-    def _pump(self) -> None:
-        read = getattr(self._stream, "read1", self._stream.read)  # read1: what has arrived, not a full 64 KiB
-        while chunk := read(65536):
-            self.total += len(chunk)
-            room = self._limit - len(self.kept)
-            if room > 0:
-                self.kept += chunk[:room]
-            self._hand_on(chunk)
-        self._hand_on(b"", final=True)
-        self._stream.close()
-
-    def _hand_on(self, chunk: bytes, *, final: bool = False) -> None:
-        """The text read so far to ``on_text`` (a viewer's callback: its failure never stops the reading)."""
-        if self._on_text is None:
-            return
-        try:
-            text = self._decoder.decode(chunk, final=final)
-            if text:
-                self._on_text(text)
-        except Exception:  # a display hint must never lose the output
-            self._on_text = None
-
-    def truncation(self) -> dict[str, int] | None:
-        if self.total <= len(self.kept):
-            return None
-        return {
-            "totalBytes": self.total,
-            "keptBytes": len(self.kept),
-            "omittedBytes": self.total - len(self.kept),
-            "limitBytes": self._limit,
-        }
 
 
 class NativeSandbox:
@@ -369,7 +325,7 @@ class NativeSandbox:
         limit: int,
         on_stderr: Callable[[str], None] | None = None,
         argv: list[str] | None = None,
-    ) -> tuple[int, _Capped, _Capped]:
+    ) -> tuple[int, CappedReader, CappedReader]:
         """Run one confined PHP process to its end (or kill it at ``timeout_s``): its exit code and its
         output streams, each cut at ``limit`` bytes. ``argv``: another whole confined command line instead
         (the sandbox shell, runtime/native_shell.py)."""
@@ -399,9 +355,9 @@ class NativeSandbox:
         if missed_by_abort:
             kill_group(process)
         try:
-            out = _Capped(process.stdout, limit)  # type: ignore[arg-type]
-            err = _Capped(process.stderr, limit, on_stderr)  # type: ignore[arg-type]
-            feeder = threading.Thread(target=_feed, args=(process.stdin, stdin), daemon=True)
+            out = CappedReader(process.stdout, limit)  # type: ignore[arg-type]
+            err = CappedReader(process.stderr, limit, on_stderr)  # type: ignore[arg-type]
+            feeder = threading.Thread(target=feed_stdin, args=(process.stdin, stdin), daemon=True)
             feeder.start()
             try:
                 code = wait_for_exit(process, timeout_s)
@@ -609,20 +565,6 @@ class NativeSandbox:
             self.host_id.release()
 
 
-def _feed(stream: IO[bytes] | None, data: bytes) -> None:
-    if stream is None:
-        return
-    try:
-        stream.write(data)
-    except (BrokenPipeError, OSError):
-        pass
-    finally:
-        try:
-            stream.close()
-        except OSError:
-            pass
-
-
 class NativeBackend:
     name = NAME
 
@@ -711,7 +653,7 @@ class NativeBackend:
             shared_cache: list[PathBind] = []
             if opcache_seed is not None:
                 opcache_dir = disk.folder / "opcache"
-                shared_cache = _opcache_copy(opcache_seed, opcache_dir)
+                shared_cache = opcache_copy(opcache_seed, opcache_dir)
             mounts = sandbox_mounts(
                 spec, work_dir, report, place=partial(disk.take_in, uid=host_uid(host_id)) if disk.mounted else None
             )
@@ -796,29 +738,6 @@ class NativeBackend:
         finally:
             sandbox.dispose()
             reclaim(folder)  # every later sandbox reads it: its files are Codebox's, not the sandbox uid's
-
-
-def _opcache_copy(seed: Path, dest: Path) -> list[PathBind]:
-    """The sandbox's own compiled-script cache: a private copy of the seed, except the entries of read-only
-    core (``wp-includes``, ``wp-admin``: most of it), which are bound read-only from the seed instead — core
-    never changes, so those entries never need rewriting, and no sandbox can write what another reads."""
-    shared: list[PathBind] = []
-    core_dirs = {"wp-includes", "wp-admin"}
-
-    def skip_core(folder: str, names: list[str]) -> set[str]:
-        if Path(folder).parent.parent != seed:
-            return set()
-        if Path(folder).name == "codebox":  # the seed sandbox's own configuration, never another's
-            return {"config"} & set(names)
-        if Path(folder).name != "wordpress":
-            return set()
-        for name in sorted(core_dirs & set(names)):
-            system_id = Path(folder).parent.name
-            shared.append(PathBind(f"{folder}/{name}", f"{OPCACHE_DIR}/{system_id}/wordpress/{name}", False))
-        return (core_dirs | {"wp-config.php.bin"}) & set(names)
-
-    shutil.copytree(seed, dest, symlinks=True, ignore=skip_core)
-    return shared
 
 
 _released: set[str] = set()

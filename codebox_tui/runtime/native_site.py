@@ -34,6 +34,7 @@ from functools import cache
 from pathlib import Path
 
 from codebox_tui.errors import BadInputError, SandboxError
+from codebox_tui.runtime.confinement import PathBind
 from codebox_tui.runtime.golden import build_once, copy_tree
 from codebox_tui.runtime.native_cgi import ROUTER_NAME, ROUTER_PHP
 from codebox_tui.runtime.php_literal import php_string
@@ -347,3 +348,26 @@ def write_config(
     (config_dir / ROUTER_NAME).write_text(ROUTER_PHP, encoding="utf-8")
     for name in ("bootstrap.php", "wp-config.php", "wp-cli.yml", ROUTER_NAME):
         (config_dir / name).chmod(0o444)
+
+
+def opcache_copy(seed: Path, dest: Path) -> list[PathBind]:
+    """The sandbox's own compiled-script cache: a private copy of the seed, except the entries of read-only
+    core (``wp-includes``, ``wp-admin``: most of it), which are bound read-only from the seed instead — core
+    never changes, so those entries never need rewriting, and no sandbox can write what another reads."""
+    shared: list[PathBind] = []
+    core_dirs = {"wp-includes", "wp-admin"}
+
+    def skip_core(folder: str, names: list[str]) -> set[str]:
+        if Path(folder).parent.parent != seed:
+            return set()
+        if Path(folder).name == "codebox":  # the seed sandbox's own configuration, never another's
+            return {"config"} & set(names)
+        if Path(folder).name != "wordpress":
+            return set()
+        for name in sorted(core_dirs & set(names)):
+            system_id = Path(folder).parent.name
+            shared.append(PathBind(f"{folder}/{name}", f"{OPCACHE_DIR}/{system_id}/wordpress/{name}", False))
+        return (core_dirs | {"wp-config.php.bin"}) & set(names)
+
+    shutil.copytree(seed, dest, symlinks=True, ignore=skip_core)
+    return shared
