@@ -158,6 +158,9 @@ def one_shot_runs(backend: str, n: int, home: Path, scratch: Path) -> tuple[list
     """``n`` one-shot runs: seconds from the start of each ``codebox`` process to its exit, and from its result
     line on stderr ("codebox: ok in …", printed even with --quiet) to its exit (what the process still does
     after the user has the result: issue #27, item 1)."""
+    # What an installed Codebox gets: its modules' compiled bytecode cached (a machine or CI environment may set
+    # PYTHONDONTWRITEBYTECODE, and every run would then compile the changed modules again).
+    user_env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
     samples, after_result = [], []
     for i in range(n):
         plugin = scratch / f"{backend}-plugin-{i}"
@@ -182,7 +185,7 @@ def one_shot_runs(backend: str, n: int, home: Path, scratch: Path) -> tuple[list
                 str(scratch / "artifacts"),
             ],
             cwd=REPO,
-            env={**os.environ, "CODEBOX_HOME": str(home)},
+            env={**user_env, "CODEBOX_HOME": str(home)},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
