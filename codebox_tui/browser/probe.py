@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.browser import driver
 from codebox_tui.browser.checkpoints import (
     WAIT_STATES,
     NamedCheckpoint,
@@ -107,8 +108,6 @@ def run_probe(
     """Load url, write evidence into out_dir, return the summary (also written as summary.json). ``named``
     checkpoints are taken in order once the page has loaded (:class:`NamedCheckpoint`); naming any writes
     ``checkpoints.jsonl``."""
-    from playwright.sync_api import sync_playwright  # noqa: PLC0415 - Playwright only when a page is driven
-
     captures = list(capture or ALL_CAPTURES)
     size = parse_viewport(viewport)
     wait = wait_for or "load"
@@ -141,7 +140,10 @@ def run_probe(
     memory: dict[str, Any] | None = None
     checkpoints: list[dict[str, Any]] = []
     title = ""
-    with sync_playwright() as pw:
+    files: list[str] = []
+
+    def load(pw: Any) -> None:
+        nonlocal status, error, metrics, memory, title, files
         browser = launch(pw)
         try:
             context = browser.new_context(viewport=size)
@@ -195,6 +197,8 @@ def run_probe(
                 files.append("checkpoints.jsonl")
         finally:
             browser.close()
+
+    driver.drive(load)
     summary = {
         "schema": PROBE_SCHEMA,
         "status": "failed" if error or (status or 0) >= 400 else "passed",

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from codebox_tui.browser import driver as browser_driver
 from codebox_tui.bundle import layout
 from codebox_tui.bundle.hostgit import HostGit
 from codebox_tui.contracts.bundle import TestSuite
@@ -290,6 +291,7 @@ def evaluate_patch(
             tool_commands=["wordpress.phpunit"] if has_tests else [],
             flow="evaluate-patch",
         )
+        browser_driver.start_early()  # the front-end browser probe comes last: its driver starts during the tests
         with RunService().open(request, progress=progress, control=control) as handle:
             session = handle.session
             if on_open is not None:
@@ -485,6 +487,7 @@ def evaluate_patch(
             "bundleId": getattr(summary, "id", None),
         }
     finally:
+        browser_driver.discard()  # a run that ended before its probe
         shutil.rmtree(scratch, ignore_errors=True)
 
 

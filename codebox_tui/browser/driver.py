@@ -1,0 +1,96 @@
+"""The Playwright driver a browser command drives its page through, optionally started ahead of it.
+
+Importing Playwright and starting its driver (a Node process) is most of a short browser probe's time
+(docs/performance.md, "Eighteenth session"). A flow that knows a probe will come — evaluate-patch probes the
+front end after the tests — calls :func:`start_early` when it starts: the import and the driver's start then
+run on a thread of their own while the sandbox boots and the tests run. The next :func:`drive` in the process
+takes that driver (one taker only) and runs its work on that same thread, as Playwright's synchronous API
+requires; without one it starts a driver as before. :func:`discard` stops a driver nobody took.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+
+class _EarlyDriver:
+    """A driver started on its own one-thread executor; every call on it runs there."""
+
+    def __init__(self) -> None:
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="codebox-browser-driver")
+        self._manager: Any = None
+        self._started: Future[Any] = self._thread.submit(self._start)
+
+    def _start(self) -> Any:
+        from playwright.sync_api import sync_playwright  # noqa: PLC0415 - Playwright only when a page is driven
+
+        self._manager = sync_playwright()
+        return self._manager.__enter__()
+
+    def run(self, work: Callable[[Any], None]) -> None:
+        """``work(playwright)`` on the driver's thread (a driver that failed to start raises here)."""
+        self._thread.submit(lambda: work(self._started.result())).result()
+
+    def stop(self) -> None:
+        """Stop the driver (on its thread) and the thread; a driver that never started is left as it is."""
+
+        def close() -> None:
+            if self._manager is not None:
+                self._manager.__exit__(None, None, None)
+
+        try:
+            self._thread.submit(close).result()
+        except Exception:  # stopping a driver that failed is not the caller's error
+            pass
+        finally:
+            self._thread.shutdown(wait=False)
+
+
+_lock = threading.Lock()
+_early: _EarlyDriver | None = None
+
+
+def start_early() -> None:
+    """Start importing Playwright and its driver now, for the next :func:`drive` of this process (nothing if
+    one is already waiting)."""
+    global _early
+    with _lock:
+        if _early is None:
+            _early = _EarlyDriver()
+
+
+def _take() -> _EarlyDriver | None:
+    global _early
+    with _lock:
+        taken, _early = _early, None
+    return taken
+
+
+def discard() -> None:
+    """Stop a driver :func:`start_early` started that no :func:`drive` took."""
+    early = _take()
+    if early is not None:
+        early.stop()
+
+
+def drive(work: Callable[[Any], None]) -> None:
+    """``work(playwright)`` with a running Playwright: the driver started early if there is one (then stopped),
+    else one started here for it."""
+    early = _take()
+    if early is None:
+        from playwright.sync_api import sync_playwright  # noqa: PLC0415 - Playwright only when a page is driven
+
+        with sync_playwright() as playwright:
+            work(playwright)
+        return
+    try:
+        early.run(work)
+    finally:
+        early.stop()
+
+
+atexit.register(discard)
