@@ -19,7 +19,6 @@ from codebox_tui.browser.checkpoints import (
 from codebox_tui.browser.launch import (
     Recorder,
     cap_text,
-    launch,
     parse_viewport,
     write_json,
     write_jsonl,
@@ -142,9 +141,9 @@ def run_probe(
     title = ""
     files: list[str] = []
 
-    def load(pw: Any) -> None:
+    def load(open_browser: driver.OpenBrowser) -> None:
         nonlocal status, error, metrics, memory, title, files
-        browser = launch(pw)
+        browser = open_browser()
         try:
             context = browser.new_context(viewport=size)
             page = context.new_page()

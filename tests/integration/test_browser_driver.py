@@ -1,6 +1,7 @@
 """The Playwright driver started ahead of a browser command (codebox_tui/browser/driver.py): taken by exactly
 one :func:`drive`, which runs its work on the driver's own thread (Playwright's synchronous API is bound to the
-thread that started it), and stopped — its Node process gone — when nobody takes it. Real Playwright."""
+thread that started it) and hands it the Chromium launched early; stopped — its Node process and its Chromium
+gone — when nobody takes it. Real Playwright, real Chromium."""
 
 from __future__ import annotations
 
@@ -13,43 +14,89 @@ from codebox_tui.browser import driver
 from tests.factories.waiting import wait_until
 
 
-def _child_drivers() -> set[int]:
-    """Pids of this process's children that run Playwright's driver (a Node process)."""
-    me = os.getpid()
-    found = set()
+def _descendants(marker: bytes) -> set[int]:
+    """Pids of this process's descendants whose command line holds ``marker``."""
+    parents: dict[int, int] = {}
+    commands: dict[int, bytes] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            command = (stat.parent / "cmdline").read_bytes()
+            pid = int(stat.parent.name)
+            parents[pid] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            commands[pid] = (stat.parent / "cmdline").read_bytes()
         except (OSError, ValueError, IndexError):
             continue
-        if parent == me and b"playwright" in command:
-            found.add(int(stat.parent.name))
+    found: set[int] = set()
+    for pid in parents:
+        ancestor = parents.get(pid)
+        while ancestor and ancestor != os.getpid():
+            ancestor = parents.get(ancestor)
+        if ancestor == os.getpid() and marker in commands.get(pid, b""):
+            found.add(pid)
     return found
 
 
-def test_an_early_driver_is_taken_once_and_drives_on_its_own_thread() -> None:
-    seen: list[tuple[str, str]] = []
+def _drivers() -> set[int]:
+    return _descendants(b"run-driver")
 
-    def work(playwright: Any) -> None:
-        seen.append((threading.current_thread().name, playwright.chromium.name))
+
+def _chromiums() -> set[int]:
+    return _descendants(b"--headless")
+
+
+def test_an_early_driver_is_taken_once_and_drives_its_early_chromium_on_its_own_thread() -> None:
+    seen: list[tuple[str, int, bool]] = []
+
+    def work(open_browser: driver.OpenBrowser) -> None:
+        before = _chromiums()
+        browser = open_browser()
+        try:
+            launched_here = bool(_chromiums() - before)
+            seen.append((threading.current_thread().name, len(browser.contexts), launched_here))
+            assert browser.new_context().new_page().evaluate("1 + 1") == 2
+        finally:
+            browser.close()
 
     driver.start_early()
     driver.start_early()  # one is already waiting: nothing more starts
     try:
-        assert wait_until(lambda: len(_child_drivers()) == 1, timeout=120)
-        driver.drive(work)  # takes the early driver
-        driver.drive(work)  # none waiting: a driver of its own, on the caller's thread
+        assert wait_until(lambda: len(_drivers()) == 1 and bool(_chromiums()), timeout=120)
+        driver.drive(work)  # takes the early driver and its Chromium
+        driver.drive(work)  # none waiting: a driver and a Chromium of its own, on the caller's thread
     finally:
         driver.discard()
-    assert seen[0][0].startswith("codebox-browser-driver") and seen[0][1] == "chromium"
-    assert seen[1] == (threading.current_thread().name, "chromium")
-    assert wait_until(lambda: not _child_drivers(), timeout=60)  # both drivers stopped after their work
+    assert seen[0][0].startswith("codebox-browser-driver") and seen[0][1:] == (0, False)
+    assert seen[1] == (threading.current_thread().name, 0, True)
+    assert wait_until(lambda: not _drivers() and not _chromiums(), timeout=60)  # all stopped after their work
 
 
-def test_a_driver_nobody_takes_is_stopped_by_discard() -> None:
+def test_a_driver_nobody_takes_is_stopped_by_discard_with_its_chromium() -> None:
     driver.start_early()
-    assert wait_until(lambda: bool(_child_drivers()), timeout=120)
+    assert wait_until(lambda: bool(_drivers()) and bool(_chromiums()), timeout=120)
     driver.discard()
-    assert wait_until(lambda: not _child_drivers(), timeout=60)
+    assert wait_until(lambda: not _drivers() and not _chromiums(), timeout=60)
     driver.discard()  # nothing waiting: nothing to do
+
+
+def test_an_early_chromium_that_died_is_replaced() -> None:
+    driver.start_early()
+    assert wait_until(lambda: bool(_chromiums()), timeout=120)
+    for pid in _chromiums():
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+    opened: list[Any] = []
+
+    def work(open_browser: driver.OpenBrowser) -> None:
+        browser = open_browser()
+        try:
+            opened.append(browser.new_context().new_page().evaluate("'alive'"))
+        finally:
+            browser.close()
+
+    try:
+        assert wait_until(lambda: not _chromiums(), timeout=60)
+        driver.drive(work)
+    finally:
+        driver.discard()
+    assert opened == ["alive"]
