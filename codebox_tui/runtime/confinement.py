@@ -219,6 +219,17 @@ def _is_within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
+def in_system_view(source: Path, target: str) -> bool:
+    """Whether a native PHP process already sees the host folder ``source`` at ``target``, read-only, in its
+    system view (:func:`_system_view`): ``target`` is ``source`` itself, no part of it is a link, and it lies in
+    one of :data:`SYSTEM_DIRS` that is bound as a folder (not a link). Debian's PHPUnit sources
+    (``/usr/share/php``) are; a user's folder never is."""
+    path = Path(target)
+    if not path.is_absolute() or Path(os.path.realpath(source)) != path or Path(source) != path:
+        return False
+    return any(_is_within(path, Path(d)) and not os.path.islink(d) and os.path.isdir(d) for d in SYSTEM_DIRS)
+
+
 def bwrap_argv(
     *,
     bwrap: str,

@@ -30,7 +30,14 @@ from typing import Any
 from codebox_tui.contracts.runtime import RuntimePolicy
 from codebox_tui.errors import BadInputError, SandboxError
 from codebox_tui.runtime.backend import HttpResult, PhpResult, ProgressCallback, SandboxSpec
-from codebox_tui.runtime.confinement import PathBind, drops_to_sandbox_uid, find_bwrap, php_bwrap_argv, readonly_dir
+from codebox_tui.runtime.confinement import (
+    PathBind,
+    drops_to_sandbox_uid,
+    find_bwrap,
+    in_system_view,
+    php_bwrap_argv,
+    readonly_dir,
+)
 from codebox_tui.runtime.golden import copy_tree, ensure_golden_site
 from codebox_tui.runtime.live_mirror import LiveMirror, MirrorThread, take_in_live_mounts
 from codebox_tui.runtime.mounts import remove_tree
@@ -655,7 +662,11 @@ class NativeBackend:
                 opcache_dir = disk.folder / "opcache"
                 shared_cache = opcache_copy(opcache_seed, opcache_dir)
             mounts = sandbox_mounts(
-                spec, work_dir, report, place=partial(disk.take_in, uid=host_uid(host_id)) if disk.mounted else None
+                spec,
+                work_dir,
+                report,
+                place=partial(disk.take_in, uid=host_uid(host_id)) if disk.mounted else None,
+                system_view=in_system_view,
             )
             live = take_in_live_mounts(spec, disk, mounts) if disk.mounted else []
             disk.settle(budget)
@@ -761,8 +772,10 @@ def _footprint(folder: Path) -> tuple[int, int]:
 
 
 def _writable(mount: dict[str, str], work_dir: Path) -> bool:
-    """Whether a mount from :func:`sandbox_mounts` is bound writable: a staged read-only copy and a ``.git``
-    shield are not; a private copy (moved into ``work_dir``) and a live folder are."""
+    """Whether a mount from :func:`sandbox_mounts` is bound writable: a staged read-only copy, a folder of the
+    system view and a ``.git`` shield are not; a private copy (moved into ``work_dir``) and a live folder are."""
+    if mount.get("systemView"):
+        return False
     host = Path(mount["hostPath"])
     staged = readonly_dir(work_dir)
     if host == staged or staged in host.parents:

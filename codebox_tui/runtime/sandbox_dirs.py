@@ -31,8 +31,12 @@ def sandbox_mounts(
     work_dir: Path,
     report: Callable[[str, Any], None],
     place: Callable[[PrivateCopy], Path] | None = None,
+    system_view: Callable[[Path, str], bool] | None = None,
 ) -> list[dict[str, str]]:
-    """Host → sandbox mounts in order. Read-only mounts are staged copies. A copy-on-write read-write
+    """Host → sandbox mounts in order. Read-only mounts are staged copies, except one that ``system_view`` says
+    the sandbox already sees read-only at the same path (a native sandbox's system folders, such as Debian's
+    PHPUnit in ``/usr/share/php``): that one is passed as it is, marked ``systemView``, and bound read-only
+    over the same bytes (docs/backends.md). A copy-on-write read-write
     mount (the default) mounts its private copy, moved into this sandbox's work dir (README, "Mounts"), or
     wherever ``place`` puts it (a native sandbox's size-limited file system, runtime/native_limits.py);
     only a ``live`` mount passes the user's folder itself. A read-write mount's own ``.git`` (folder, or
@@ -42,6 +46,19 @@ def sandbox_mounts(
     mounts: list[dict[str, str]] = []
     for index, mount in enumerate([*spec.mounts, *spec.extra_mounts]):
         source = host = Path(mount.source)
+        if mount.mode == "readonly" and system_view is not None and system_view(source, mount.target):
+            mounts.append({"hostPath": str(source), "vfsPath": mount.target, "systemView": "1"})
+            report(
+                "mounting",
+                {
+                    "index": index,
+                    "target": mount.target,
+                    "mode": mount.mode,
+                    "writeMode": mount.write_mode,
+                    "systemView": True,
+                },
+            )
+            continue
         if mount.mode == "readonly":
             report("staging-readonly-mount", {"index": index, "target": mount.target})
             host = stage_readonly(host, readonly_dir(work_dir) / f"readonly-{index}")

@@ -236,6 +236,31 @@ def test_shared_core_cannot_be_changed_through_writes_links_or_renames() -> None
     assert check.exit_code == 0 and check.text and "owned" not in check.text, check.text + check.errors
 
 
+def test_a_read_only_mount_of_a_system_folder_is_bound_as_it_is_and_stays_read_only() -> None:
+    """Debian's PHPUnit (``/usr/share/php``), which every PHPUnit run mounts read-only, is already in the
+    sandbox's read-only system view at the same path, so it is bound as it is instead of copied per sandbox
+    (docs/backends.md): bound read-only, readable by PHP, and writing, chmod-ing, unlinking, renaming or adding a
+    file there, from PHP and from a shell, changes nothing on the host."""
+    victim = Path("/usr/share/php/PHPUnit/Framework/TestCase.php")
+    attack = textwrap.dedent(f"""\
+        <?php
+        $p = {php_string(str(victim))};
+        echo strlen((string) @file_get_contents($p)) > 0 ? "readable\\n" : "unreadable\\n";
+        @chmod($p, 0666); @file_put_contents($p, 'owned', FILE_APPEND); @unlink($p); @rename($p, $p . '.moved');
+        @file_put_contents('/usr/share/php/planted.php', '<?php die("owned");');
+        shell_exec('echo owned >> ' . escapeshellarg($p) . ' 2>/dev/null; touch /usr/share/php/planted2.php 2>/dev/null');
+        echo file_exists('/usr/share/php/planted.php') || file_exists('/usr/share/php/planted2.php') ? "planted\\n" : "";
+        """)
+    before = (victim.read_bytes(), victim.stat().st_mode)
+    with native_sandbox(mounts=["/usr/share/php:/usr/share/php:readonly"]) as sandbox:
+        bound = [b for b in sandbox._binds if b.target == "/usr/share/php"]
+        result = sandbox.run_php(attack, 60)
+    assert [(b.source, b.writable) for b in bound] == [("/usr/share/php", False)]  # not a staged copy
+    assert "readable" in result.text and "unreadable" not in result.text and "planted" not in result.text, result.text
+    assert (victim.read_bytes(), victim.stat().st_mode) == before
+    assert not Path("/usr/share/php/planted.php").exists() and not Path("/usr/share/php/planted2.php").exists()
+
+
 def test_the_hosts_sys_and_proc_stay_out_of_reach() -> None:
     """From a child process (past PHP's open_basedir): the host's /sys (network interfaces and their MAC
     addresses, block devices, DMI serials) is not there at all, and the sandbox's own /proc names no host

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from codebox_tui.runtime.confinement import Bind, bwrap_argv, covered, external_binds, readonly_dir
+from codebox_tui.runtime.confinement import Bind, bwrap_argv, covered, external_binds, in_system_view, readonly_dir
 
 
 def test_external_binds_skip_the_sandboxes_root_and_merge_modes(tmp_path: Path) -> None:
@@ -149,3 +149,14 @@ def test_preview_bind_rejects_a_host_name_naming_the_flag() -> None:
     with pytest.raises(BadInputError) as caught:
         _preview_bind("example.com")
     assert caught.value.field == "preview-bind"
+
+
+def test_only_a_system_folder_at_its_own_path_counts_as_already_in_the_native_system_view(tmp_path: Path) -> None:
+    link = tmp_path / "php-link"
+    link.symlink_to("/usr/share/php")
+    assert in_system_view(Path("/usr/share/php"), "/usr/share/php")
+    assert not in_system_view(Path("/usr/share/php"), "/wordpress/wp-content/plugins/php")  # another path
+    assert not in_system_view(tmp_path, str(tmp_path))  # a user's folder
+    assert not in_system_view(link, str(link))  # a link to a system folder is not the folder
+    assert not in_system_view(Path("/usr/share/../../etc"), "/usr/share/../../etc")  # not its own real path
+    assert not in_system_view(Path("/etc"), "/etc")  # not among the system folders bound read-only
