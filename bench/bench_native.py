@@ -6,6 +6,9 @@ Rows (medians of N; a private CODEBOX_HOME, golden site and native prepared inst
   * one PHP request that loads WordPress (``require wp-load.php``) in a booted sandbox
   * one-shot ``codebox run`` of the example plugin's probe: a new ``codebox`` process each time, boot,
     probe, capture, verify, record; and the part of it after the result line is printed, to the exit
+  * one-shot ``codebox evaluate-patch`` of buggy-counter with its fix (examples/patches): a new process each
+    time, boot, PHPUnit before and after, the front-end and browser probes, capture; native and Playground
+    alternated round by round (which goes first alternates too), after one untimed run of each
   * disk per native sandbox (its folder: wp-content with the database, config, temp); a native sandbox
     keeps no process between commands but its page-request worker
   * native page requests, before and after the persistent worker, alternating in one booted sandbox: a new
@@ -19,15 +22,19 @@ large ``vendor/`` (a copy of core's ``wp-includes``), and the memory its data fi
 (a tmpfs: the template, the compiled-script cache and the upper layers of the copy-on-write mounts' overlays;
 runtime/native_limits.py).
 
-Issue #28's targets: ready <= 0.3 s, one request <= 60 ms, one-shot run <= 0.2x Playground's.
+With ``--evaluate-only``, only the evaluate-patch row.
+
+Issue #28's targets: ready <= 0.3 s, one request <= 60 ms, one-shot run <= 0.2x Playground's, evaluate-patch
+<= 0.25x Playground's.
 The load average is printed (other processes on the machine change the result).
 
-Usage: python bench/bench_native.py [-n N] [--requests-only | --boot-only]
+Usage: python bench/bench_native.py [-n N] [--requests-only | --boot-only | --evaluate-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -41,6 +48,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN = REPO / "examples" / "simple-plugin"
 PROBE = PLUGIN / "probe.php"
+BUGGY_COUNTER = REPO / "examples" / "plugins-for-recipes" / "buggy-counter"
+FIX = REPO / "examples" / "patches" / "buggy-counter-fix.patch"
 LOAD_WORDPRESS = "<?php require '/wordpress/wp-load.php'; echo get_bloginfo('version');"
 
 
@@ -154,13 +163,64 @@ def page_requests(backend: Any, spec: Any, n: int) -> tuple[dict[str, tuple[list
         sandbox.dispose()
 
 
+def _user_env(home: Path) -> dict[str, str]:
+    """What an installed Codebox gets: its modules' compiled bytecode cached (a machine or CI environment may set
+    PYTHONDONTWRITEBYTECODE, and every run would then compile the changed modules again)."""
+    return {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "CODEBOX_HOME": str(home)}
+
+
+def one_evaluation(backend: str, home: Path, scratch: Path) -> float:
+    """Seconds of one ``codebox evaluate-patch`` process, start to exit; its verdict must be ``improvement``."""
+    started = time.monotonic()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codebox_tui",
+            "evaluate-patch",
+            "--backend",
+            backend,
+            "--quiet",
+            "--json",
+            "--plugin",
+            str(BUGGY_COUNTER),
+            "--patch",
+            str(FIX),
+            "--artifacts",
+            str(scratch / "evaluations"),
+        ],
+        cwd=REPO,
+        env=_user_env(home),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    elapsed = time.monotonic() - started
+    try:
+        verdict = json.loads(done.stdout)["tests"]["verdict"]
+    except (ValueError, KeyError, TypeError):
+        verdict = None
+    if done.returncode != 0 or verdict != "improvement":
+        raise SystemExit(f"{backend} evaluate-patch failed ({done.returncode}): {done.stderr[-800:]}")
+    return elapsed
+
+
+def evaluation_runs(n: int, home: Path, scratch: Path) -> dict[str, list[float]]:
+    """``n`` evaluations per backend, alternated round by round (the first backend alternates too), after one
+    untimed evaluation of each (the Playground sidecar's and the browser's first start, the prepared sites)."""
+    samples: dict[str, list[float]] = {"native": [], "playground": []}
+    for backend in samples:
+        one_evaluation(backend, home, scratch)
+    for i in range(n):
+        for backend in ("native", "playground") if i % 2 == 0 else ("playground", "native"):
+            samples[backend].append(one_evaluation(backend, home, scratch))
+    return samples
+
+
 def one_shot_runs(backend: str, n: int, home: Path, scratch: Path) -> tuple[list[float], list[float]]:
     """``n`` one-shot runs: seconds from the start of each ``codebox`` process to its exit, and from its result
     line on stderr ("codebox: ok in …", printed even with --quiet) to its exit (what the process still does
     after the user has the result: issue #27, item 1)."""
-    # What an installed Codebox gets: its modules' compiled bytecode cached (a machine or CI environment may set
-    # PYTHONDONTWRITEBYTECODE, and every run would then compile the changed modules again).
-    user_env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
     samples, after_result = [], []
     for i in range(n):
         plugin = scratch / f"{backend}-plugin-{i}"
@@ -185,7 +245,7 @@ def one_shot_runs(backend: str, n: int, home: Path, scratch: Path) -> tuple[list
                 str(scratch / "artifacts"),
             ],
             cwd=REPO,
-            env={**user_env, "CODEBOX_HOME": str(home)},
+            env=_user_env(home),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -215,6 +275,7 @@ def main() -> int:
     parser.add_argument(
         "--boot-only", action="store_true", help="only native boots, with a small and a large plugin (no Playground)"
     )
+    parser.add_argument("--evaluate-only", action="store_true", help="only the evaluate-patch row")
     args = parser.parse_args()  # --help prints the above and runs nothing
 
     home = Path(tempfile.mkdtemp(prefix="codebox-bench-native-home-"))
@@ -245,6 +306,8 @@ def main() -> int:
         return make
 
     print(f"load average before: {os.getloadavg()}  cpus: {os.cpu_count()}  host PHP {host_php().version}", flush=True)
+    if args.evaluate_only:
+        return evaluate_rows(args.n, home, scratch)
     native, playground = NativeBackend(), PlaygroundBackend()
     boot_and_request(native, spec_for(host_php().series), 1)  # untimed: golden site, prepared install, seed
     if args.boot_only:
@@ -275,6 +338,7 @@ def main() -> int:
         shutdown_sidecars()
     native_runs, native_after = one_shot_runs("native", args.n, home, scratch)
     pg_runs, pg_after = one_shot_runs("playground", args.n, home, scratch)
+    evaluations = evaluation_runs(args.n, home, scratch)
     print(f"load average after: {os.getloadavg()}", flush=True)
     print()
     print(f"| median of {args.n} | native | playground | native / playground |")
@@ -284,10 +348,29 @@ def main() -> int:
         ("one request loading WordPress (s)", native_request, pg_request),
         ("one-shot `codebox run` of the example probe (s)", native_runs, pg_runs),
         ("… of which after its result line is printed (s)", native_after, pg_after),
+        ("one-shot `codebox evaluate-patch` of buggy-counter, alternated (s)", *evaluations.values()),
     ):
         a, b = median_seconds(ours), median_seconds(theirs)
         print(f"| {label} | {a:.3f} | {b:.3f} | {f'{a / b:.2f}x' if b else '-'} |")
     print(f"| disk per native sandbox (MB) | {statistics.median(native_disk) / 1e6:.1f} | | |")
+    shutil.rmtree(scratch, ignore_errors=True)
+    shutil.rmtree(home, ignore_errors=True)
+    return 0
+
+
+def evaluate_rows(n: int, home: Path, scratch: Path) -> int:
+    """The ``--evaluate-only`` table."""
+    samples = evaluation_runs(n, home, scratch)
+    print(f"load average after: {os.getloadavg()}", flush=True)
+    print()
+    print(f"| median of {n}, alternated | native | playground | native / playground |")
+    print("|---|---|---|---|")
+    a, b = median_seconds(samples["native"]), median_seconds(samples["playground"])
+    print(f"| one-shot `codebox evaluate-patch` of buggy-counter (s) | {a:.3f} | {b:.3f} | {a / b:.2f}x |")
+    print(
+        f"| every sample (s) | {', '.join(f'{x:.2f}' for x in samples['native'])} | "
+        f"{', '.join(f'{x:.2f}' for x in samples['playground'])} | |"
+    )
     shutil.rmtree(scratch, ignore_errors=True)
     shutil.rmtree(home, ignore_errors=True)
     return 0
