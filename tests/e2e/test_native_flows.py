@@ -4,7 +4,8 @@ PHP when none is named; an explicit other PHP is refused before anything boots, 
 An agent task that names no backend runs natively from ``CODEBOX_BACKEND``, its workspace tools in the native
 sandbox shell: tests/e2e/test_mcp.py's ``agent_task`` (the server's setting; the task's backend is resolved by
 run_agent_task for every caller), and `codebox agent-task --backend native` in a process of its own is
-tests/e2e/test_agent_task.py's secret test."""
+tests/e2e/test_agent_task.py's secret test. The example episode plan with its page observation, natively from
+``CODEBOX_BACKEND``, is tests/e2e/test_mcp_flows.py's ``episode_run``."""
 
 from __future__ import annotations
 
@@ -120,26 +121,6 @@ def test_an_episode_runs_natively_from_the_setting(tmp_path: Path) -> None:
     assert doc["status"] == "completed" and doc["runtime"]["backend"] == "native"
     trace = json.loads((Path(doc["artifacts"]["directory"]) / "files" / "runtime-episode-trace.json").read_text())
     assert trace["steps"][1]["execution"]["stdout"] == "Native episode" + host_php_version()
-
-
-def test_the_example_episode_plan_with_its_page_observation_runs_on_native(tmp_path: Path) -> None:
-    """The plan's http-response observation requests a page: native serves it through its own preview
-    (docs/backends.md; it used to fail mid-run, then was refused)."""
-    out = codebox_with_tmpdir(
-        tmp_path,
-        "episode",
-        "run",
-        str(REPO / "examples" / "episode" / "plan.json"),
-        "--backend",
-        "native",
-        "--artifacts",
-        str(tmp_path / "artifacts"),
-        "-q",
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "observed http-response" in out.stderr and "episode completed" in out.stderr
-    (bundle,) = (tmp_path / "artifacts").iterdir()
-    assert json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"] == "native"
 
 
 def test_batch_backend_runs_an_item_that_names_none_natively(tmp_path: Path) -> None:

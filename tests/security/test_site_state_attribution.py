@@ -12,7 +12,8 @@ and "Verdicts"). Every test goes through the real CLI; site-state attribution is
 - a step overwrites Codebox's own loader path with other content: caught, because the excuse is the exact
   digest, not the name;
 - a patch under ``evaluate-patch`` makes the plugin plant a must-use plugin: success false, the path named,
-  although the tests improved; the same patch without the plant is a success (Codebox's error probe excused);
+  although the tests improved; the same fix without the plant is a clean success (Codebox's error probe excused)
+  in tests/e2e/test_mcp_flows.py's native ``evaluate_patch``, which checks its site-state diff;
 - ``codebox run`` of a command that plants a drop-in exits 1 with ``siteStateRisks``.
 
 Before the change, the attacks read clean: only an unavailable summary or a changed wp-config.php was unclean."""
@@ -209,16 +210,6 @@ def test_a_patch_that_plants_a_mu_plugin_is_not_a_clean_evaluation(codebox_home:
     # the human output says so too (the real entry point in this process, docs/performance.md "Test suite")
     shown = codebox_in_process(codebox_home, "artifacts", "show", outcome["bundleDir"])
     assert f"{MU}/evil.php" in shown.stdout, shown.stdout
-
-
-@pytest.mark.native
-def test_the_same_patch_without_the_plant_is_a_clean_success(codebox_home: Path, tmp_path: Path) -> None:
-    """Codebox wrote its front-end error probe into mu-plugins and removed it: no trace, a clean verdict."""
-    done, outcome = _evaluate(codebox_home, tmp_path, plant=False)
-    assert done.returncode == 0 and outcome["success"] is True, (outcome, done.stderr[-2000:])
-    assert "siteStateRisks" not in outcome
-    diff = _diff(outcome["bundleDir"])
-    assert diff["controlFiles"] == [], diff
 
 
 @pytest.mark.native
