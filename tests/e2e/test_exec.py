@@ -69,61 +69,42 @@ def native_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 # -- utility families ------------------------------------------------------------------------------
 
 
-UTILITIES = [
-    # files
-    (f"ls {PLUGIN} | grep -c simple-plugin.php", "1"),
-    (f"cat {PLUGIN}/readme.txt | head -2 | tail -1", "beta"),
-    (f"find {PLUGIN} -name '*.php' | sort | head -1", f"{PLUGIN}/probe.php"),
-    (f"wc -l < {PLUGIN}/readme.txt", "4"),
-    (f"stat -c %s {PLUGIN}/readme.txt", "22"),
-    (f"basename {PLUGIN}/readme.txt; dirname {PLUGIN}/readme.txt", f"readme.txt\n{PLUGIN}"),
-    # text
-    (f"grep -c beta {PLUGIN}/readme.txt", "2"),
-    (f"sed -n 3p {PLUGIN}/readme.txt", "gamma"),
-    (f"awk 'NR==1 {{print toupper($1)}}' {PLUGIN}/readme.txt", "ALPHA"),
-    (f"sort {PLUGIN}/readme.txt | uniq -c | sort -rn | head -1 | tr -s ' ' | cut -d' ' -f2-", "2 beta"),
-    (f"tac {PLUGIN}/readme.txt | nl | head -1 | tr -d ' \\t'", "1beta"),
-    # data
-    ("echo '{\"a\": [1, 2, 3]}' | jq '.a | length'", "3"),
-    ("printf hello | base64", "aGVsbG8="),
-    ("printf hello | sha256sum | cut -c1-16", "2cf24dba5fb0a30e"),
-    # environment and built-ins
-    ("seq 3 | paste -s -d+ -", "1+2+3"),
-    ("echo 2 | xargs expr 40 +", "42"),
-    ("expr 6 \\* 7", "42"),
-    ("export X=4; test $X -gt 3 && echo big", "big"),
-    ("cd wp-content/plugins && pwd", "/wordpress/wp-content/plugins"),
-    ("echo $(printf '%s-' a b)", "a-b-"),
-    ("for f in a b; do echo $f; done | rev | tr '\\n' ,", "a,b,"),
-    ("ls > /dev/null 2>&1 && cat /dev/null && echo quiet", "quiet"),
-]
-
-
-@pytest.fixture(scope="module")
-def utilities(box: Any) -> dict[str, tuple[str, int, str]]:
-    """Every command of ``UTILITIES`` in one exec (one sandbox command instead of one each): each from
-    ``/wordpress``, followed by a marker line with its own exit code; by command, what it printed, its exit code
-    and the classification of the whole line (read_only only if every part is)."""
-    script = "".join(f"cd /wordpress; {command}\nprintf '\\n@@rc=%s@@\\n' $?\n" for command, _ in UTILITIES)
-    result = ex(box, script)
-    parts = result.stdout.split("@@rc=")
-    assert len(parts) == len(UTILITIES) + 1, (result.stdout, result.stderr)
-    seen, printed = {}, parts[0]
-    for (command, _), rest in zip(UTILITIES, parts[1:], strict=True):
-        code, _, after = rest.partition("@@\n")
-        seen[command] = (printed, int(code), result.classification)
-        printed = after
-    return seen
-
-
-@pytest.mark.parametrize("command, expected", UTILITIES)
-def test_utility_families_run_over_the_sandbox(
-    utilities: dict[str, tuple[str, int, str]], command: str, expected: str
-) -> None:
-    printed, code, classification = utilities[command]
-    assert code == 0, printed
-    assert classification == "read_only"
-    assert printed.strip() == expected
+@pytest.mark.parametrize(
+    "command, expected",
+    [
+        # files
+        (f"ls {PLUGIN} | grep -c simple-plugin.php", "1"),
+        (f"cat {PLUGIN}/readme.txt | head -2 | tail -1", "beta"),
+        (f"find {PLUGIN} -name '*.php' | sort | head -1", f"{PLUGIN}/probe.php"),
+        (f"wc -l < {PLUGIN}/readme.txt", "4"),
+        (f"stat -c %s {PLUGIN}/readme.txt", "22"),
+        (f"basename {PLUGIN}/readme.txt; dirname {PLUGIN}/readme.txt", f"readme.txt\n{PLUGIN}"),
+        # text
+        (f"grep -c beta {PLUGIN}/readme.txt", "2"),
+        (f"sed -n 3p {PLUGIN}/readme.txt", "gamma"),
+        (f"awk 'NR==1 {{print toupper($1)}}' {PLUGIN}/readme.txt", "ALPHA"),
+        (f"sort {PLUGIN}/readme.txt | uniq -c | sort -rn | head -1 | tr -s ' ' | cut -d' ' -f2-", "2 beta"),
+        (f"tac {PLUGIN}/readme.txt | nl | head -1 | tr -d ' \\t'", "1beta"),
+        # data
+        ("echo '{\"a\": [1, 2, 3]}' | jq '.a | length'", "3"),
+        ("printf hello | base64", "aGVsbG8="),
+        ("printf hello | sha256sum | cut -c1-16", "2cf24dba5fb0a30e"),
+        # environment and built-ins
+        ("seq 3 | paste -s -d+ -", "1+2+3"),
+        ("echo 2 | xargs expr 40 +", "42"),
+        ("expr 6 \\* 7", "42"),
+        ("export X=4; test $X -gt 3 && echo big", "big"),
+        ("cd wp-content/plugins && pwd", "/wordpress/wp-content/plugins"),
+        ("echo $(printf '%s-' a b)", "a-b-"),
+        ("for f in a b; do echo $f; done | rev | tr '\\n' ,", "a,b,"),
+        ("ls > /dev/null 2>&1 && cat /dev/null && echo quiet", "quiet"),
+    ],
+)
+def test_utility_families_run_over_the_sandbox(box: Any, command: str, expected: str) -> None:
+    result = ex(box, command)
+    assert result.exitCode == 0, result.stderr
+    assert result.classification == "read_only"
+    assert result.stdout.strip() == expected
 
 
 def test_commands_see_what_php_sees(box: Any) -> None:
