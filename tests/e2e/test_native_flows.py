@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.factories.holds import codebox_in_process
 from tests.factories.native import codebox_with_tmpdir, host_php_version
 from tests.factories.paths import REPO
 
@@ -50,16 +51,18 @@ def test_recipe_run_boots_native_at_the_host_php(tmp_path: Path) -> None:
     assert attestation["versions"]["php"] == host_php_version().rsplit(".", 1)[0]  # the PHP the run got, not 8.3
 
 
-def test_a_recipe_names_its_backend_and_the_command_line_overrides_it(tmp_path: Path) -> None:
+def test_a_recipe_names_its_backend_and_the_command_line_overrides_it(tmp_path: Path, codebox_home: Path) -> None:
+    """Plans only (``--dry-run``, nothing boots): through the real entry point in this process (docs/performance.md
+    "Test suite"); the recipe runs in `codebox` processes of their own are the other tests'."""
     recipe = json.loads((RECIPES / "plugin-probe.json").read_text())
     recipe["runtime"] = {**recipe.get("runtime", {}), "backend": "native"}
     file = RECIPES / f"native-{os.getpid()}.json"  # beside the example, so its relative sources resolve
     file.write_text(json.dumps(recipe))
     try:
-        plan = codebox_with_tmpdir(tmp_path, "recipe-run", str(file), "--dry-run", "--json")
+        plan = codebox_in_process(codebox_home, "recipe-run", str(file), "--dry-run", "--json")
         assert json.loads(plan.stdout)["plan"]["runtime"]["backend"] == "native", plan.stderr
-        overridden = codebox_with_tmpdir(
-            tmp_path, "recipe-run", str(file), "--dry-run", "--json", "--backend", "playground"
+        overridden = codebox_in_process(
+            codebox_home, "recipe-run", str(file), "--dry-run", "--json", "--backend", "playground"
         )
         runtime = json.loads(overridden.stdout)["plan"]["runtime"]
         assert runtime["backend"] == "wordpress-playground" and runtime["phpVersion"] == "8.3"
