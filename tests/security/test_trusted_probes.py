@@ -8,9 +8,8 @@ ordinary request (it hides a new administrator), and asserts that Codebox's own 
 summary and its diff, checkpoints, the snapshot) are not changed by it, that the planted file is flagged
 (`sandbox-control-file-modified`) and that the sandbox's own requests still see what it wrote. Each of
 these tests fails when Codebox's measurements run as ordinary requests (checked by making
-`probe_php` an alias of `run_php`). The preload, php.ini, extensions-ini and checkpoint plants share one sandbox
-(planted one after the other, each setting its own marker, each checked right after its own plant; a boot each
-only repeated the same sandbox, docs/performance.md "Test suite"). All of it is Playground's own: native has no /internal and its probes
+`probe_php` an alias of `run_php`). The preload and the extensions-ini plants share one sandbox (planted one after
+the other, each setting its own marker). All of it is Playground's own: native has no /internal and its probes
 run with prepend files forced off (tests/security/test_native_wall.py).
 
 Not here: a compiled prepend planted in the opcache file cache under the clean file's name and
@@ -75,9 +74,9 @@ def _php(run: Any, code: str) -> str:
     return str(result.stdout)
 
 
-def _plant_prepend(forge: str = FORGE) -> str:
-    """PHP that appends ``forge`` to Playground's prepend (which keeps working: consts and preload)."""
-    return f"file_put_contents('{PREPEND}', file_get_contents('{PREPEND}') . \"\\n\" . {_php_string(forge)});"
+def _plant_prepend() -> str:
+    """PHP that appends FORGE to Playground's prepend (which keeps working: consts and preload)."""
+    return f"file_put_contents('{PREPEND}', file_get_contents('{PREPEND}') . \"\\n\" . {_php_string(FORGE)});"
 
 
 def _users(summary: Any) -> set[str]:
@@ -91,27 +90,19 @@ def _forged_in_ordinary_request(run: Any, marker: str = "codebox_forged") -> boo
 
 
 EXTENSION_MARKER = "codebox_forged_by_extension_ini"
-PHP_INI_MARKER = "codebox_forged_by_php_ini"
-PREPEND_MARKER = "codebox_forged_by_prepend"
-
-
-def _forge(marker: str) -> str:
-    """FORGE setting ``marker`` instead of ``codebox_forged``."""
-    return FORGE.replace("$GLOBALS['codebox_forged']", f"$GLOBALS['{marker}']")
 
 
 @pytest.fixture(scope="module")
-def planted(playground_session: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """One Playground sandbox for four plants, each checked by its own test below, in this order: a preload file;
-    php.ini naming a prepend of its own (after a runtime rotation); an extensions ini naming another (it overrides
-    php.ini's, so it comes after php.ini's checks); a prepend appended to Playground's, then a checkpoint taken,
-    the administrator deleted and the checkpoint restored. Each plant's code sets a marker of its own, so each is
-    seen running on its own. What each test needs is recorded as it happens."""
+def preload_then_extensions_ini(
+    playground_session: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    """One Playground sandbox for two plants, each checked by its own test below: a preload file, then an
+    extensions ini naming a prepend of its own (which sets another marker, so each plant is seen running on its
+    own). What each test needs is recorded as it happens."""
     seen: dict[str, Any] = {}
-    with playground_session.new_run(tmp_path_factory.mktemp("planted"), commands=COMMANDS) as run:
+    with playground_session.new_run(tmp_path_factory.mktemp("preload-extensions"), commands=COMMANDS) as run:
         run.boot_sandbox()
         seen["before"] = site_state.take_summary(run.sandbox)
-        # 1. preload
         seen["preload-plant"] = _php(
             run,
             ADD_ADMIN + "@mkdir('/internal/shared/preload', 0777, true); "
@@ -121,47 +112,17 @@ def planted(playground_session: Any, tmp_path_factory: pytest.TempPathFactory) -
         seen["preload-live"] = _forged_in_ordinary_request(run)
         seen["after-preload"] = site_state.take_summary(run.sandbox)
         seen["preload-still-live"] = _forged_in_ordinary_request(run)  # the sandbox's file still runs
-        # 2. php.ini: read when a PHP runtime starts; `pg.cli` makes the next request start a new one
-        planted_ini = "<?php require '/internal/shared/auto_prepend_file.php';" + _forge(PHP_INI_MARKER)
-        seen["php-ini-plant"] = _php(
-            run,
-            f"file_put_contents('/tmp/forge-ini.php', {_php_string(planted_ini)});"
-            "file_put_contents('/internal/shared/php.ini', \"\\nauto_prepend_file=/tmp/forge-ini.php\\n\", FILE_APPEND);"
-            "echo 'planted';",
-        )
-        run.sandbox.run_cli(["php", "-r", "echo 1;"], 60.0)  # the next request starts a new runtime
-        seen["php-ini-live"] = _forged_in_ordinary_request(run, PHP_INI_MARKER)
-        seen["php-ini-prepend"] = _php(run, "echo ini_get('auto_prepend_file');")
-        seen["after-php-ini"] = site_state.take_summary(run.sandbox)
-        # not silently fixed: the sandbox's own requests run under its php.ini again
-        seen["php-ini-still-live"] = _forged_in_ordinary_request(run, PHP_INI_MARKER)
-        seen["php-ini-prepend-again"] = _php(run, "echo ini_get('auto_prepend_file');")
-        # 3. an extensions ini
-        planted_ext = "<?php require '/internal/shared/auto_prepend_file.php';" + _forge(EXTENSION_MARKER)
+        forge = FORGE.replace("$GLOBALS['codebox_forged']", f"$GLOBALS['{EXTENSION_MARKER}']")
+        planted = "<?php require '/internal/shared/auto_prepend_file.php';" + forge
         seen["extensions-plant"] = _php(
             run,
-            f"file_put_contents('/tmp/forge.php', {_php_string(planted_ext)});"
+            f"file_put_contents('/tmp/forge.php', {_php_string(planted)});"
             "file_put_contents('/internal/shared/extensions/zz-forge.ini', \"auto_prepend_file=/tmp/forge.php\\n\");"
             "echo 'planted';",
         )
         run.sandbox.run_cli(["php", "-r", "echo 1;"], 60.0)  # the next request starts a new runtime
         seen["extensions-live"] = _forged_in_ordinary_request(run, EXTENSION_MARKER)
         seen["after-extensions"] = site_state.take_summary(run.sandbox)
-        # 4. a prepend, then a checkpoint and its restore (the administrator is there since step 1)
-        seen["with-admin"] = seen["after-extensions"]
-        seen["prepend-plant"] = _php(run, _plant_prepend(_forge(PREPEND_MARKER)) + "echo 'planted';")
-        seen["prepend-live"] = _forged_in_ordinary_request(run, PREPEND_MARKER)
-        seen["created"] = run.execute("wp-codebox.checkpoint-create", ["name=with-admin"]).result.json_
-        seen["deleted"] = _php(
-            run,
-            "require_once ABSPATH . 'wp-admin/includes/user.php'; "
-            "wp_delete_user(get_user_by('login', 'evil-admin')->ID); echo 'deleted';",
-        )
-        seen["after-delete"] = site_state.take_summary(run.sandbox)
-        seen["restored"] = run.execute("wp-codebox.checkpoint-restore", ["name=with-admin"]).result.json_
-        seen["back"] = site_state.take_summary(run.sandbox)
-        seen["snapshot"] = site_state.take_snapshot(run.sandbox, site_state.snapshot_scope({}, []))
-        seen["prepend-still-live"] = _forged_in_ordinary_request(run, PREPEND_MARKER)
         yield seen
 
 
@@ -196,8 +157,8 @@ def test_a_planted_prepend_does_not_hide_a_new_administrator_from_the_run_diff(t
     assert {"site-state:new-administrator", "site-state:sandbox-control-file-modified"} <= set(review["riskFlags"])
 
 
-def test_a_planted_preload_file_does_not_forge_the_summary(planted: dict[str, Any]) -> None:
-    seen = planted
+def test_a_planted_preload_file_does_not_forge_the_summary(preload_then_extensions_ini: dict[str, Any]) -> None:
+    seen = preload_then_extensions_ini
     assert seen["preload-plant"].endswith("admin")
     assert seen["preload-live"]
     after = seen["after-preload"]
@@ -211,29 +172,35 @@ def test_a_planted_preload_file_does_not_forge_the_summary(planted: dict[str, An
 
 
 def test_a_php_ini_prepend_taking_effect_after_a_runtime_rotation_does_not_forge_the_summary(
-    planted: dict[str, Any],
+    make_run_session: Any,
 ) -> None:
     """php.ini is read when a PHP runtime starts; `pg.cli` makes the next request start a new one. The
     planted php.ini names a prepend of its own in /tmp."""
-    seen = planted
-    assert seen["php-ini-plant"].endswith("planted")
-    assert seen["php-ini-live"]
-    assert seen["php-ini-prepend"].endswith("/tmp/forge-ini.php")
-    after = seen["after-php-ini"]
+    run = make_run_session(commands=COMMANDS)
+    run.boot_sandbox()
+    before = site_state.take_summary(run.sandbox)
+    planted = "<?php require '/internal/shared/auto_prepend_file.php';" + FORGE
+    assert _php(
+        run,
+        ADD_ADMIN + f"file_put_contents('/tmp/forge.php', {_php_string(planted)});"
+        "file_put_contents('/internal/shared/php.ini', \"\\nauto_prepend_file=/tmp/forge.php\\n\", FILE_APPEND);",
+    ).endswith("admin")
+    run.sandbox.run_cli(["php", "-r", "echo 1;"], 60.0)  # the next request starts a new runtime
+    assert _forged_in_ordinary_request(run)
+    assert _php(run, "echo ini_get('auto_prepend_file');").endswith("/tmp/forge.php")
+    after = site_state.take_summary(run.sandbox)
     assert "evil-admin" in _users(after) and "evil_option" in after.options
-    flagged = {
-        r.subject for r in diff_summaries(seen["before"], after).risks if r.code == "sandbox-control-file-modified"
-    }
+    flagged = {r.subject for r in diff_summaries(before, after).risks if r.code == "sandbox-control-file-modified"}
     assert "/internal/shared/php.ini" in flagged
     # not silently fixed: the sandbox's own requests run under its php.ini again
-    assert seen["php-ini-still-live"]
-    assert seen["php-ini-prepend-again"].endswith("/tmp/forge-ini.php")
+    assert _forged_in_ordinary_request(run)
+    assert _php(run, "echo ini_get('auto_prepend_file');").endswith("/tmp/forge.php")
 
 
-def test_a_planted_extensions_ini_does_not_forge_the_summary(planted: dict[str, Any]) -> None:
+def test_a_planted_extensions_ini_does_not_forge_the_summary(preload_then_extensions_ini: dict[str, Any]) -> None:
     """PHP scans /internal/shared/extensions/*.ini when a runtime starts (intl.ini lives there); the planted ini
     names a prepend that sets a marker of its own, seen in the sandbox's request after the runtime rotated."""
-    seen = planted
+    seen = preload_then_extensions_ini
     assert seen["extensions-plant"].endswith("planted")
     assert seen["extensions-live"]
     after = seen["after-extensions"]
@@ -241,30 +208,39 @@ def test_a_planted_extensions_ini_does_not_forge_the_summary(planted: dict[str, 
     assert "/internal/shared/extensions/zz-forge.ini" in after.controlFiles
 
 
-def test_a_planted_prepend_changes_neither_a_checkpoint_nor_its_restore(planted: dict[str, Any]) -> None:
+def test_a_planted_prepend_changes_neither_a_checkpoint_nor_its_restore(make_run_session: Any) -> None:
     """Checkpoint create and restore run as probes: a prepend that hides the administrator from the
     snapshot (or that would run inside the restore) has no effect; the restore brings back exactly the
     state of the checkpoint."""
-    seen = planted
-    assert "evil-admin" in _users(seen["with-admin"])
-    assert seen["prepend-plant"].endswith("planted")
-    assert seen["prepend-live"]
-    assert seen["created"]["status"] == "created"
-    assert seen["deleted"].endswith("deleted")
-    assert "evil-admin" not in _users(seen["after-delete"])
-    assert seen["restored"]["status"] == "restored"
-    back = seen["back"]
+    run = make_run_session(commands=COMMANDS)
+    run.boot_sandbox()
+    assert _php(run, ADD_ADMIN).endswith("admin")
+    with_admin = site_state.take_summary(run.sandbox)
+    assert _php(run, _plant_prepend() + "echo 'planted';").endswith("planted")
+    assert _forged_in_ordinary_request(run)
+    created = run.execute("wp-codebox.checkpoint-create", ["name=with-admin"])
+    assert created.result.json_["status"] == "created"
+    assert _php(
+        run,
+        "require_once ABSPATH . 'wp-admin/includes/user.php'; "
+        "wp_delete_user(get_user_by('login', 'evil-admin')->ID); echo 'deleted';",
+    ).endswith("deleted")
+    assert "evil-admin" not in _users(site_state.take_summary(run.sandbox))
+    restored = run.execute("wp-codebox.checkpoint-restore", ["name=with-admin"])
+    assert restored.result.json_["status"] == "restored"
+    back = site_state.take_summary(run.sandbox)
     assert "evil-admin" in _users(back)
-    assert diff_summaries(seen["with-admin"], back).users == []
+    assert diff_summaries(with_admin, back).users == []
     # the snapshot taken to the host is not forged either
+    snapshot = site_state.take_snapshot(run.sandbox, site_state.snapshot_scope({}, []))
     logins = {
         row.get("user_login")
-        for table in seen["snapshot"].database.tables
+        for table in snapshot.database.tables
         if table.name.endswith("users")
         for row in table.rows
     }
     assert "evil-admin" in logins
-    assert seen["prepend-still-live"]  # the sandbox's prepend was put back after each probe
+    assert _forged_in_ordinary_request(run)  # the sandbox's prepend was put back after each probe
 
 
 def test_the_sidecar_refuses_to_start_without_the_probe_guard(tmp_path: Path) -> None:
