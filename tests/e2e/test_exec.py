@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from tests.factories.exec_shell import ex, php, wp_cli_tools
+from tests.factories.holds import codebox_in_process
 from tests.factories.native import native_run
 from tests.factories.paths import EXAMPLE_PLUGIN
 
@@ -349,7 +350,10 @@ def test_eval_policy_rejects_each_construct(box: Any, code: str) -> None:
     assert result.exitCode == 126
 
 
-def test_eval_policy_allows_wordpress_apis_and_rejects_before_any_effect(box: Any) -> None:
+def test_eval_policy_allows_wordpress_apis_and_rejects_before_any_effect(native_box: Any) -> None:
+    """On the native box: what the policy lets through runs WP-CLI (the policy itself is checked before anything
+    runs, the same on both backends; test_eval_policy_rejects_each_construct refuses on Playground)."""
+    box = native_box
     ok = ex(
         box,
         'wp eval \'update_option("codebox_exec", "v1"); $q = new WP_Query(["post_type" => "post"]);'
@@ -435,9 +439,9 @@ def test_a_relative_cwd_is_inside_the_site(box: Any) -> None:
     assert result.stdout.split() == ["/wordpress/wp-content/plugins", "1"]
 
 
-def _cli_exec(*args: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
+def _cli_exec(*args: str) -> subprocess.CompletedProcess[str]:
     repo = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(repo), **({"CODEBOX_HOME": str(home)} if home else {})}
+    env = {**os.environ, "PYTHONPATH": str(repo)}
     return subprocess.run(
         [sys.executable, "-m", "codebox_tui", "exec", *args],
         capture_output=True,
@@ -487,10 +491,12 @@ def test_cli_exec_json_on_a_fresh_sandbox(tmp_path: Path) -> None:
 def test_a_denied_exec_exits_before_any_boot(tmp_path: Path, command: str, caps: str, missing: str, allow: str) -> None:
     """Classified and checked on the host first (docs/exec.md, "Classification"): exit 3, a message naming
     the capability and the flag that allows it, and nothing booted — an empty, private CODEBOX_HOME stays
-    empty (no golden site, no sidecar, no run folder) and no bundle is written."""
+    empty (no golden site, no sidecar, no run folder) and no bundle is written. Through the real entry point in
+    this process (docs/performance.md "Test suite"); a refusal before boot from a `codebox exec` process of its
+    own is test_cli_exec_json_on_a_fresh_sandbox's."""
     home, artifacts = tmp_path / "home", tmp_path / "artifacts"
     home.mkdir()
-    denied = _cli_exec("--artifacts", str(artifacts), "--capabilities", caps, command, home=home)
+    denied = codebox_in_process(home, "exec", "--artifacts", str(artifacts), "--capabilities", caps, command)
     assert denied.returncode == 3, denied.stderr
     assert f"needs the {missing} capability" in denied.stderr
     assert f"allow it with --capabilities {allow}" in denied.stderr

@@ -372,6 +372,8 @@ def test_agent_task_runs_the_example_agent_and_echoes_the_callers_ids(ran: Ran) 
     bundle = Path(doc["artifacts"]["directory"])
     assert json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"] == "native"
     assert "Howdy, %s!" in (bundle / "files" / "patch.diff").read_text()
+    commands = [json.loads(line) for line in (bundle / "commands.jsonl").read_text().splitlines()]
+    assert any(c["command"] == "exec" for c in commands)  # the workspace tools ran in the native sandbox's shell
     assert tree(ran.workspace) == ran.workspace_before  # the agent changed only the sandbox's copy
     with Store.open(CodeboxSettings(home=ran.home).db_path) as store:  # the server's store
         (row,) = store.list_runs(sandbox_session_id="mcp-session-4")

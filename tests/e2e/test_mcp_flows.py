@@ -184,6 +184,11 @@ def test_evaluate_patch_of_the_buggy_counter_fix_is_an_improvement(served: Sessi
     assert isinstance(out["bundle"]["inboxKey"], int)
     assert (Path(doc["bundleDir"]) / "files" / "evaluate-patch.json").is_file()
     assert recorded_backend(Path(doc["bundleDir"])) == "native"
+    # a clean verdict: Codebox's own front-end error probe, written into mu-plugins and removed, leaves no trace
+    # (docs/site-state.md, "Attribution"; the same fix with a plant is tests/security/test_site_state_attribution.py)
+    assert "siteStateRisks" not in doc
+    site_state = json.loads((Path(doc["bundleDir"]) / "files" / "site-state-diff.json").read_text())
+    assert site_state["controlFiles"] == [], site_state
     assert tree(served.buggy) == served.buggy_before  # the plugin folder is never modified
 
 
@@ -207,6 +212,12 @@ def test_episode_run_of_the_example_plan(served: Session) -> None:
     assert doc["snapshots"] and doc["trace"] == "files/runtime-episode-trace.json"
     assert (Path(out["bundle"]["bundleDir"]) / doc["trace"]).is_file()
     assert recorded_backend(Path(out["bundle"]["bundleDir"])) == "native"
+    # the plan's http-response observation: a page native serves through its own preview (docs/backends.md)
+    trace = json.loads((Path(out["bundle"]["bundleDir"]) / doc["trace"]).read_text())
+    pages = [
+        s["observation"]["data"] for s in trace["steps"] if s.get("observation", {}).get("type") == "http-response"
+    ]
+    assert [(page["path"], page["status"]) for page in pages] == [("/", 200)], pages
 
 
 def test_bad_input_is_a_tool_error_naming_the_field(served: Session) -> None:

@@ -1,26 +1,29 @@
 """Every flow honours the backend (docs/backends.md): recipe-run, episode run and agent-task boot a native
 sandbox through the real `codebox` CLI when asked (``--backend native``, or ``CODEBOX_BACKEND``), at the host's
-PHP when none is named (an agent task too, its workspace tools in the native sandbox shell); an explicit
-other PHP is refused before anything boots, naming ``--backend playground``."""
+PHP when none is named; an explicit other PHP is refused before anything boots, naming ``--backend playground``.
+An agent task that names no backend runs natively from ``CODEBOX_BACKEND``, its workspace tools in the native
+sandbox shell: tests/e2e/test_mcp.py's ``agent_task`` (the server's setting; the task's backend is resolved by
+run_agent_task for every caller), and `codebox agent-task --backend native` in a process of its own is
+tests/e2e/test_agent_task.py's secret test. The example episode plan with its page observation, natively from
+``CODEBOX_BACKEND``, is tests/e2e/test_mcp_flows.py's ``episode_run``."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from tests.factories.holds import codebox_in_process
 from tests.factories.native import codebox_with_tmpdir, host_php_version
-from tests.factories.paths import EXAMPLE_PLUGIN, REPO
+from tests.factories.paths import REPO
 
 pytestmark = pytest.mark.native
 
 RECIPES = REPO / "examples" / "recipes"
-EXAMPLE_AGENT = REPO / "examples" / "agents" / "example_agent.py"
 
 
 def _runtime(bundle_dir: str) -> dict[str, object]:
@@ -48,16 +51,18 @@ def test_recipe_run_boots_native_at_the_host_php(tmp_path: Path) -> None:
     assert attestation["versions"]["php"] == host_php_version().rsplit(".", 1)[0]  # the PHP the run got, not 8.3
 
 
-def test_a_recipe_names_its_backend_and_the_command_line_overrides_it(tmp_path: Path) -> None:
+def test_a_recipe_names_its_backend_and_the_command_line_overrides_it(tmp_path: Path, codebox_home: Path) -> None:
+    """Plans only (``--dry-run``, nothing boots): through the real entry point in this process (docs/performance.md
+    "Test suite"); the recipe runs in `codebox` processes of their own are the other tests'."""
     recipe = json.loads((RECIPES / "plugin-probe.json").read_text())
     recipe["runtime"] = {**recipe.get("runtime", {}), "backend": "native"}
     file = RECIPES / f"native-{os.getpid()}.json"  # beside the example, so its relative sources resolve
     file.write_text(json.dumps(recipe))
     try:
-        plan = codebox_with_tmpdir(tmp_path, "recipe-run", str(file), "--dry-run", "--json")
+        plan = codebox_in_process(codebox_home, "recipe-run", str(file), "--dry-run", "--json")
         assert json.loads(plan.stdout)["plan"]["runtime"]["backend"] == "native", plan.stderr
-        overridden = codebox_with_tmpdir(
-            tmp_path, "recipe-run", str(file), "--dry-run", "--json", "--backend", "playground"
+        overridden = codebox_in_process(
+            codebox_home, "recipe-run", str(file), "--dry-run", "--json", "--backend", "playground"
         )
         runtime = json.loads(overridden.stdout)["plan"]["runtime"]
         assert runtime["backend"] == "wordpress-playground" and runtime["phpVersion"] == "8.3"
@@ -119,58 +124,6 @@ def test_an_episode_runs_natively_from_the_setting(tmp_path: Path) -> None:
     assert doc["status"] == "completed" and doc["runtime"]["backend"] == "native"
     trace = json.loads((Path(doc["artifacts"]["directory"]) / "files" / "runtime-episode-trace.json").read_text())
     assert trace["steps"][1]["execution"]["stdout"] == "Native episode" + host_php_version()
-
-
-def test_the_example_agent_completes_its_task_on_native(tmp_path: Path) -> None:
-    """`codebox agent-task` on native (CODEBOX_BACKEND): the example agent reads, greps and patches through the
-    workspace tools, which run in the native sandbox shell; the bundle is native, verified and actionable, with
-    the patched file, and the user's folder is untouched."""
-    plugin = tmp_path / "simple-plugin"
-    shutil.copytree(EXAMPLE_PLUGIN, plugin)
-    out = codebox_with_tmpdir(
-        tmp_path,
-        "agent-task",
-        "--task",
-        'replace "Hello" with "Howdy"',
-        "--workspace",
-        f"{plugin}:/workspace/simple-plugin",
-        "--agent",
-        f"{sys.executable} {EXAMPLE_AGENT}",
-        "--artifacts",
-        str(tmp_path / "artifacts"),
-        "--json",
-        "-q",
-        env={"CODEBOX_BACKEND": "native"},
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
-    doc = json.loads(out.stdout)
-    bundle = Path(doc["session"]["artifacts"]["path"])
-    assert _runtime(str(bundle))["backend"] == "native"
-    result = json.loads((bundle / "files" / "agent-result.json").read_text())
-    assert result["actionable"] is True and result["changedFiles"]["count"] == 1, result
-    commands = [json.loads(line) for line in (bundle / "commands.jsonl").read_text().splitlines()]
-    assert any(c["command"] == "exec" for c in commands)  # the tools ran in the sandbox's shell
-    assert "Howdy" not in (plugin / "simple-plugin.php").read_text()
-
-
-def test_the_example_episode_plan_with_its_page_observation_runs_on_native(tmp_path: Path) -> None:
-    """The plan's http-response observation requests a page: native serves it through its own preview
-    (docs/backends.md; it used to fail mid-run, then was refused)."""
-    out = codebox_with_tmpdir(
-        tmp_path,
-        "episode",
-        "run",
-        str(REPO / "examples" / "episode" / "plan.json"),
-        "--backend",
-        "native",
-        "--artifacts",
-        str(tmp_path / "artifacts"),
-        "-q",
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "observed http-response" in out.stderr and "episode completed" in out.stderr
-    (bundle,) = (tmp_path / "artifacts").iterdir()
-    assert json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"] == "native"
 
 
 def test_batch_backend_runs_an_item_that_names_none_natively(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 real, with PHP inside a real Playground sandbox, and checks the host afterwards. All of it is Playground's own
 (the sidecar, its PHP runtimes, its mounts and preview), so nothing here moves to the native backend; the attacks
 that need no sandbox of their own (no mount, no other network policy or preview address) share one
-(``shared_sandbox``), each leaving its marks in its own paths."""
+(``shared_sandbox``, with the one read-only mount the chmod attack needs), each leaving its marks in its own
+paths."""
 
 from __future__ import annotations
 
@@ -41,11 +42,19 @@ def booted(playground_session, **spec_kwargs):  # type: ignore[no-untyped-def]
         sandbox.dispose()
 
 
+READONLY = "/wordpress/wp-content/uploads/fixtures"
+
+
 @pytest.fixture(scope="module")
-def shared_sandbox(playground_session) -> Iterator[Any]:  # type: ignore[no-untyped-def]
-    """One default sandbox (no mounts, network denied, preview on its default address) for the module's
-    attacks that need nothing else: a boot each would only repeat the same one."""
-    with booted(playground_session) as sandbox:
+def shared_sandbox(playground_session, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:  # type: ignore[no-untyped-def]
+    """One sandbox (network denied, preview on its default address, one read-only mount at ``READONLY`` of a host
+    folder holding ``data.txt``) for the module's attacks that need nothing else: a boot each would only repeat
+    the same one. ``sandbox.readonly_source`` is the mounted host folder."""
+    source = tmp_path_factory.mktemp("wall") / "fixtures"
+    source.mkdir()
+    (source / "data.txt").write_text("original")
+    with booted(playground_session, mounts=[f"{source}:{READONLY}:readonly"]) as sandbox:
+        sandbox.readonly_source = source
         yield sandbox
 
 
@@ -92,34 +101,6 @@ def test_mounting_one_host_folder_twice_is_refused(playground_session, plugin_co
 
 
 # -- 2. OS-level confinement ----------------------------------------------------------------------------
-
-
-def test_readonly_mount_cannot_be_made_writable_with_chmod(playground_session, tmp_path: Path) -> None:
-    source = tmp_path / "fixtures"
-    source.mkdir()
-    (source / "data.txt").write_text("original")
-    code = textwrap.dedent("""\
-        <?php
-        $d = '/wordpress/wp-content/uploads/fixtures';
-        echo 'chmod-dir:', var_export(@chmod($d, 0777), true), "\\n";
-        echo 'chmod-file:', var_export(@chmod("$d/data.txt", 0666), true), "\\n";
-        echo 'write:', var_export(@file_put_contents("$d/data.txt", 'tampered'), true), "\\n";
-        echo 'create:', var_export(@file_put_contents("$d/new.txt", 'planted'), true), "\\n";
-        echo 'unlink:', var_export(@unlink("$d/data.txt"), true), "\\n";
-        echo 'now:', file_get_contents("$d/data.txt"), "\\n";
-        """)
-    with booted(playground_session, mounts=[f"{source}:/wordpress/wp-content/uploads/fixtures:readonly"]) as sandbox:
-        result = sandbox.run_php(code, 60)
-        staged = [p for p in sandbox.work_dir.parent.rglob("readonly-0") if sandbox.id in str(p)]
-        assert staged, "the staged copy is where the sandbox's read-only mounts live"
-        staged_modes = {p.name: p.stat().st_mode & 0o777 for p in [staged[0], staged[0] / "data.txt"]}
-        staged_text = (staged[0] / "data.txt").read_text()
-    assert "write:false" in result.text and "create:false" in result.text and "unlink:false" in result.text, result.text
-    assert "now:original" in result.text
-    assert staged_text == "original"
-    assert staged_modes == {"readonly-0": 0o555, "data.txt": 0o444}
-    assert (source / "data.txt").read_text() == "original"
-    assert sorted(p.name for p in source.iterdir()) == ["data.txt"]
 
 
 def test_confined_sidecar_sees_only_what_it_needs(playground_session, tmp_path: Path) -> None:
@@ -247,6 +228,32 @@ def test_child_process_cannot_swap_a_cached_folder_for_a_host_symlink(shared_san
     assert "swapped" not in result.text
     assert not swapped
     assert '"etc"' not in result.text and '"proc"' not in result.text  # no listing of the host's /
+
+
+def test_readonly_mount_cannot_be_made_writable_with_chmod(shared_sandbox) -> None:  # type: ignore[no-untyped-def]
+    source = shared_sandbox.readonly_source
+    code = textwrap.dedent(f"""\
+        <?php
+        $d = '{READONLY}';
+        echo 'chmod-dir:', var_export(@chmod($d, 0777), true), "\\n";
+        echo 'chmod-file:', var_export(@chmod("$d/data.txt", 0666), true), "\\n";
+        echo 'write:', var_export(@file_put_contents("$d/data.txt", 'tampered'), true), "\\n";
+        echo 'create:', var_export(@file_put_contents("$d/new.txt", 'planted'), true), "\\n";
+        echo 'unlink:', var_export(@unlink("$d/data.txt"), true), "\\n";
+        echo 'now:', file_get_contents("$d/data.txt"), "\\n";
+        """)
+    sandbox = shared_sandbox
+    result = sandbox.run_php(code, 60)
+    staged = [p for p in sandbox.work_dir.parent.rglob("readonly-0") if sandbox.id in str(p)]
+    assert staged, "the staged copy is where the sandbox's read-only mounts live"
+    staged_modes = {p.name: p.stat().st_mode & 0o777 for p in [staged[0], staged[0] / "data.txt"]}
+    staged_text = (staged[0] / "data.txt").read_text()
+    assert "write:false" in result.text and "create:false" in result.text and "unlink:false" in result.text, result.text
+    assert "now:original" in result.text
+    assert staged_text == "original"
+    assert staged_modes == {"readonly-0": 0o555, "data.txt": 0o444}
+    assert (source / "data.txt").read_text() == "original"
+    assert sorted(p.name for p in source.iterdir()) == ["data.txt"]
 
 
 SPAWN_ATTEMPTS = textwrap.dedent("""\

@@ -6,10 +6,12 @@ backend's disk budget (a tmpfs per sandbox) is attacked in tests/security/test_n
 PHP inside a real Playground sandbox tries to make setuid, setgid and sticky files and folders in a
 copy-on-write mount, a ``:live`` mount and the site itself: no host file may carry any of those bits
 (checked with ``os.lstat`` on the real host paths while the sandbox is up) and the captured modes have
-none; in the same run (one boot for both tests), bits set behind the guard's back are stripped after it. Then PHP writes 160 MiB into a ``:live`` mount under a 64 MiB write budget (which also counts the compiled scripts PHP caches under ``/internal``): the write fails inside
-PHP, the host file holds at most the budget, the command fails and the run is flagged
-``write-budget-exceeded`` in review.json and the events; the same flood into Playground's ``/internal`` (a host
-temp folder of Playground's, outside the sandbox's folder) is stopped and flagged the same way.
+none; in the same run (one boot for three tests), bits set behind the guard's back are stripped after it, and, as
+its last command, PHP writes 160 MiB into the ``:live`` mount under a 64 MiB write budget (which also counts the
+compiled scripts PHP caches under ``/internal``): the write fails inside PHP, the host file holds at most the
+budget, the command fails and the run is flagged ``write-budget-exceeded`` in review.json and the events; the same
+flood into Playground's ``/internal`` (a host temp folder of Playground's, outside the sandbox's folder) is stopped
+and flagged the same way, in a run of its own (a budget once spent would stop any later write at once).
 """
 
 from __future__ import annotations
@@ -53,15 +55,6 @@ def _special(path: Path) -> int:
     return stat.S_IMODE(os.lstat(path).st_mode) & SPECIAL
 
 
-@pytest.fixture()
-def user_folders(tmp_path: Path) -> tuple[Path, Path]:
-    cow, live = tmp_path / "cow", tmp_path / "live"
-    for folder in (cow, live):
-        folder.mkdir()
-        (folder / "plugin.php").write_text("<?php\n/* Plugin Name: Modes */\n")
-    return cow, live
-
-
 def _site_copy(work_dir: Path, name: str) -> Path:
     """The host path of ``SITE/name`` in the sandbox's private site folder."""
     for directory, dirs, files in os.walk(work_dir):
@@ -71,11 +64,22 @@ def _site_copy(work_dir: Path, name: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def special_bits_run(playground_session: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """One Playground run with a copy-on-write and a ``:live`` mount that the two tests below check: PHP tries to make
-    setuid, setgid and sticky files and folders (the host paths' bits are read while the sandbox is up); then it
-    writes ``tool.php`` into both mounts and the host sets a setuid bit on each (standing in for a guard that
-    failed) beside the user's own setgid folder ``shared``, and the run is captured."""
+def special_bits_run(playground_session: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """One Playground run with a copy-on-write and a ``:live`` mount, under a 64 MiB write budget, that three tests
+    below check (a boot and a sidecar each only repeated it): PHP tries to make setuid, setgid and sticky files and
+    folders (the host paths' bits are read while the sandbox is up); then it writes ``tool.php`` into both mounts;
+    last, PHP floods the ``:live`` mount (``FLOOD``), the host sets a setuid bit on each ``tool.php`` (standing in
+    for a guard that failed) beside the user's own setgid folder ``shared``, and the run is captured."""
+    from codebox_tui.settings import reload_settings
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CODEBOX_SANDBOX_WRITE_BUDGET", "64M")
+        budget = reload_settings().sandbox_write_budget
+        yield {**_special_bits_and_flood(playground_session, tmp_path_factory), "budget": budget}
+    reload_settings()
+
+
+def _special_bits_and_flood(playground_session: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp_path = tmp_path_factory.mktemp("special-bits")
     cow, live = tmp_path / "cow", tmp_path / "live"
     for folder in (cow, live):
@@ -95,10 +99,18 @@ def special_bits_run(playground_session: Any, tmp_path_factory: pytest.TempPathF
         tools = [
             run.execute("wordpress.run-php", ["code=" + tool.replace("__D__", target)]).stdout for target in (COW, LIVE)
         ]
+        flood = run.execute("wordpress.run-php", ["code=" + FLOOD.replace("__DIR__", LIVE)])
         (live / "tool.php").chmod(0o4755)
         (private_copy / "tool.php").chmod(0o4755)
         summary = run.capture()
-    return {"result": result, "carrying": carrying, "tools": tools, "live": live, "bundle": Path(summary.path)}
+    return {
+        "result": result,
+        "carrying": carrying,
+        "tools": tools,
+        "flood": flood,
+        "live": live,
+        "bundle": Path(summary.path),
+    }
 
 
 def test_sandbox_cannot_make_setuid_setgid_or_sticky_host_files(special_bits_run: dict[str, Any]) -> None:
@@ -154,20 +166,16 @@ echo json_encode(['written' => $written, 'failed' => $failed, 'error' => error_g
 """
 
 
-def test_write_budget_stops_a_sandbox_filling_the_disk(
-    playground_session: Any, tmp_path: Path, user_folders: tuple[Path, Path], write_budget_64m: int
-) -> None:
-    _cow, live = user_folders
-    assert write_budget_64m == 64 * 1024 * 1024
-    with playground_session.new_run(tmp_path / "artifacts", mounts=[f"{live}:{LIVE}:live"]) as run:
-        result = run.execute("wordpress.run-php", ["code=" + FLOOD.replace("__DIR__", LIVE)])
-        summary = run.capture()
+def test_write_budget_stops_a_sandbox_filling_the_disk(special_bits_run: dict[str, Any]) -> None:
+    """The flood into the ``:live`` mount of the special-bits run, its last command (its 64 MiB budget)."""
+    budget, live, result = special_bits_run["budget"], special_bits_run["live"], special_bits_run["flood"]
+    assert budget == 64 * 1024 * 1024
     # the first JSON document; the budget's stop can make PHP print a warning right after it, on the same line
     php, _ = json.JSONDecoder().raw_decode(result.stdout.strip())
-    assert php["failed"] and php["written"] <= write_budget_64m, php
-    assert (live / "flood.bin").stat().st_size <= write_budget_64m
+    assert php["failed"] and php["written"] <= budget, php
+    assert (live / "flood.bin").stat().st_size <= budget
     assert result.exitCode != 0 and "write budget" in result.stderr
-    bundle = Path(summary.path)
+    bundle = special_bits_run["bundle"]
     review = json.loads((bundle / "files" / "review.json").read_text())
     assert "write-budget-exceeded" in review["riskFlags"]
     events = [json.loads(line) for line in (bundle / "events.jsonl").read_text().splitlines() if line.strip()]

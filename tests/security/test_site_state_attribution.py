@@ -12,7 +12,8 @@ and "Verdicts"). Every test goes through the real CLI; site-state attribution is
 - a step overwrites Codebox's own loader path with other content: caught, because the excuse is the exact
   digest, not the name;
 - a patch under ``evaluate-patch`` makes the plugin plant a must-use plugin: success false, the path named,
-  although the tests improved; the same patch without the plant is a success (Codebox's error probe excused);
+  although the tests improved; the same fix without the plant is a clean success (Codebox's error probe excused)
+  in tests/e2e/test_mcp_flows.py's native ``evaluate_patch``, which checks its site-state diff;
 - ``codebox run`` of a command that plants a drop-in exits 1 with ``siteStateRisks``.
 
 Before the change, the attacks read clean: only an unavailable summary or a changed wp-config.php was unclean."""
@@ -31,6 +32,7 @@ from typing import Any
 import pytest
 
 from tests.factories.evaluations import evaluate_natively
+from tests.factories.holds import codebox_in_process
 from tests.factories.native import NATIVE, PLAYGROUND, recorded_backend
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -83,9 +85,10 @@ def _recipe(tmp_path: Path, plant: str | None, *, blueprint: bool) -> Path:
 def _recipe_outcome(home: Path, tmp_path: Path, plant: str | None, *, backend: str) -> tuple[int, dict[str, Any]]:
     """``recipe-run`` of the recipe above on ``backend`` (the blueprint only on Playground, which alone runs one)."""
     recipe = _recipe(tmp_path, plant, blueprint=backend == "playground")
-    done = _cli(
-        home, "recipe-run", str(recipe), "--backend", backend, "--artifacts-dir", str(tmp_path / "art"), "--json"
-    )
+    args = ("recipe-run", str(recipe), "--backend", backend, "--artifacts-dir", str(tmp_path / "art"), "--json")
+    # the Playground run in a `codebox` process of its own, the native ones through the real entry point in this
+    # process (docs/performance.md "Test suite")
+    done = _cli(home, *args) if backend == "playground" else codebox_in_process(home, *args)
     assert done.stdout.strip(), done.stderr[-2000:]
     outcome = json.loads(done.stdout)
     assert recorded_backend(outcome["bundleDir"]) == (NATIVE if backend == "native" else PLAYGROUND)
@@ -205,19 +208,9 @@ def test_a_patch_that_plants_a_mu_plugin_is_not_a_clean_evaluation(codebox_home:
     assert done.returncode == 1 and outcome["success"] is False, outcome
     assert outcome["siteStateRisks"] == ["sandbox-control-file-modified"]
     assert [d["subject"] for d in outcome["siteStateRiskDetails"]] == [f"{MU}/evil.php"]
-    # the human output says so too
-    shown = _cli(codebox_home, "artifacts", "show", outcome["bundleDir"])
+    # the human output says so too (the real entry point in this process, docs/performance.md "Test suite")
+    shown = codebox_in_process(codebox_home, "artifacts", "show", outcome["bundleDir"])
     assert f"{MU}/evil.php" in shown.stdout, shown.stdout
-
-
-@pytest.mark.native
-def test_the_same_patch_without_the_plant_is_a_clean_success(codebox_home: Path, tmp_path: Path) -> None:
-    """Codebox wrote its front-end error probe into mu-plugins and removed it: no trace, a clean verdict."""
-    done, outcome = _evaluate(codebox_home, tmp_path, plant=False)
-    assert done.returncode == 0 and outcome["success"] is True, (outcome, done.stderr[-2000:])
-    assert "siteStateRisks" not in outcome
-    diff = _diff(outcome["bundleDir"])
-    assert diff["controlFiles"] == [], diff
 
 
 @pytest.mark.native
@@ -242,7 +235,9 @@ def test_codebox_run_planting_a_drop_in_exits_unclean(codebox_home: Path, tmp_pa
     assert document["success"] is False and document["execution"]["exitCode"] == 0
     assert document["siteStateRisks"] == ["sandbox-control-file-modified"]
     assert [d["subject"] for d in document["siteStateRiskDetails"]] == ["/wordpress/wp-content/object-cache.php"]
-    human = _cli(
+    # the human output: the same run through the real entry point in this process (docs/performance.md "Test
+    # suite"); the run above is the one in a `codebox` process of its own
+    human = codebox_in_process(
         codebox_home,
         "run",
         "--backend",
