@@ -467,7 +467,9 @@ def test_git_folder_and_git_pointer_of_readwrite_mounts_are_shielded_and_no_sand
     assert wait_until(lambda: not left(), timeout=120), left()
 
 
-def test_opcache_seed_is_used_by_new_sandboxes_but_never_written_by_them(codebox_home: Path, tmp_path: Path) -> None:
+def test_opcache_seed_is_used_by_new_sandboxes_but_never_written_by_them(
+    session: RunSession, codebox_home: Path, tmp_path: Path
+) -> None:
 
     from codebox_tui.runtime.golden import opcache_seed
     from codebox_tui.runtime.wordpress_builds import resolve_build
@@ -475,8 +477,9 @@ def test_opcache_seed_is_used_by_new_sandboxes_but_never_written_by_them(codebox
 
     build, golden_root = resolve_build(DEFAULT_WP_VERSION), get_settings().golden_dir
     spec = SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php"]))
-    with RunSession(spec, tmp_path) as run:  # the background refill builds the seed if none exists yet
-        run.execute("wordpress.run-php", ["code=echo 1;"])
+    # the module's sandbox (booted by now, else here; at the default WordPress and PHP): the background refill after
+    # a boot builds the seed if none exists yet
+    session.execute("wordpress.run-php", ["code=echo 1;"])
     wait_until(lambda: opcache_seed(build, DEFAULT_PHP_VERSION, golden_root) is not None, timeout=120, interval=0.5)
     seed = opcache_seed(build, DEFAULT_PHP_VERSION, golden_root)
     assert seed is not None
