@@ -61,8 +61,9 @@ def _codebox(backend: str, work: Path, *args: str, env: dict[str, str]) -> Any:
     return codebox_in_process(Path(os.environ["CODEBOX_HOME"]), *args, "--backend", backend, env={**env})
 
 
-def _verified(work: Path, run_dir: Path) -> None:
-    verified = codebox_with_tmpdir(work, "artifacts", "verify", str(run_dir), timeout=1200)
+def _verified(run_dir: Path) -> None:
+    """`codebox artifacts verify` of a bundle: a query after the run, through the entry point in this process."""
+    verified = codebox_in_process(Path(os.environ["CODEBOX_HOME"]), "artifacts", "verify", str(run_dir))
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
@@ -110,7 +111,7 @@ def recipe_runs(tmp_path_factory: pytest.TempPathFactory, playground_session: An
         doc = json.loads(out.stdout)
         bundle = Path(doc["bundleDir"])
         assert json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"] == RECORDED[backend]
-        _verified(work, bundle)
+        _verified(bundle)
         commands = [json.loads(line) for line in (bundle / "commands.jsonl").read_text().splitlines()]
         runs[backend] = {"exit": out.returncode, "doc": doc, "bundle": bundle, "commands": commands}
     return runs
@@ -212,7 +213,7 @@ def evaluations(tmp_path_factory: pytest.TempPathFactory, playground_session: An
         doc = json.loads(out.stdout)
         run_dir = Path(doc["bundleDir"])
         assert json.loads((run_dir / "metadata.json").read_text())["runtime"]["backend"] == RECORDED[backend]
-        _verified(work, run_dir)
+        _verified(run_dir)
         runs[backend] = {"exit": out.returncode, "doc": doc, "bundle": run_dir}
     return runs
 
