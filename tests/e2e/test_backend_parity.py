@@ -5,17 +5,23 @@ results, the same verdict — whatever the timings.
 Two runs per backend, each checked by several tests (a Playground run is what CI pays for): one `recipe-run` of
 the example `plugin-probe` recipe with two steps added — the example probe making a copy-on-write edit and a
 deletion, and WP-CLI's `option get blogname` — and one `evaluate-patch` of buggy-counter, whose PHPUnit suite
-runs before and after the patch."""
+runs before and after the patch.
+
+The native runs are `codebox` processes of their own; the Playground runs go through the real entry point in the
+test's process on the session's warm sidecar (tests/factories/holds.py; docs/performance.md, "Test suite"), so
+they do not pay a cold sidecar and a cold boot of a new process each."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.factories.holds import codebox_in_process
 from tests.factories.native import codebox_with_tmpdir
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 from tests.factories.toolchains import PHPUNIT_POLYFILLS, WP_CLI_PHAR, WP_TESTS_LIB, require
@@ -47,13 +53,22 @@ def _test_results(run_dir: Path) -> tuple[Any, Any, list[tuple[Any, ...]]]:
     return results["status"], results["summary"], cases
 
 
-def _verified(work: Path, run_dir: Path) -> None:
-    verified = codebox_with_tmpdir(work, "artifacts", "verify", str(run_dir), timeout=1200)
+def _codebox(backend: str, work: Path, *args: str, env: dict[str, str]) -> Any:
+    """``codebox ARGS --backend backend``: native in a process of its own (with a private TMPDIR), Playground through
+    the entry point in this process, on the session's warm sidecar."""
+    if backend == "native":
+        return codebox_with_tmpdir(work, *args, "--backend", backend, env=env, timeout=1200)
+    return codebox_in_process(Path(os.environ["CODEBOX_HOME"]), *args, "--backend", backend, env={**env})
+
+
+def _verified(run_dir: Path) -> None:
+    """`codebox artifacts verify` of a bundle: a query after the run, through the entry point in this process."""
+    verified = codebox_in_process(Path(os.environ["CODEBOX_HOME"]), "artifacts", "verify", str(run_dir))
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
 @pytest.fixture(scope="module")
-def recipe_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def recipe_runs(tmp_path_factory: pytest.TempPathFactory, playground_session: Any) -> dict[str, Any]:
     """`codebox recipe-run --backend B` of the example recipe plus a copy-on-write probe step (the example probe,
     which also writes a file into the read-write plugin and deletes one) and a WP-CLI step (the toolchain's phar,
     set as a user without a flag sets it: CODEBOX_WP_CLI_PHAR), once per backend; each bundle verified."""
@@ -82,23 +97,21 @@ def recipe_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for backend in BACKENDS:
         work = root / backend
         work.mkdir()
-        out = codebox_with_tmpdir(
+        out = _codebox(
+            backend,
             work,
             "recipe-run",
             str(recipe_file),
-            "--backend",
-            backend,
             "--artifacts",
             str(work / "artifacts"),
             "--json",
             "-q",
             env={"CODEBOX_WP_CLI_PHAR": str(WP_CLI_PHAR)},
-            timeout=1200,
         )
         doc = json.loads(out.stdout)
         bundle = Path(doc["bundleDir"])
         assert json.loads((bundle / "metadata.json").read_text())["runtime"]["backend"] == RECORDED[backend]
-        _verified(work, bundle)
+        _verified(bundle)
         commands = [json.loads(line) for line in (bundle / "commands.jsonl").read_text().splitlines()]
         runs[backend] = {"exit": out.returncode, "doc": doc, "bundle": bundle, "commands": commands}
     return runs
@@ -174,7 +187,7 @@ def test_a_recipe_without_browser_steps_means_the_same(recipe_runs: dict[str, An
 
 
 @pytest.fixture(scope="module")
-def evaluations(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def evaluations(tmp_path_factory: pytest.TempPathFactory, playground_session: Any) -> dict[str, Any]:
     """`codebox evaluate-patch --backend B` of buggy-counter with its fix, once per backend; each bundle verified."""
     require(WP_TESTS_LIB / "includes" / "bootstrap.php", PHPUNIT_POLYFILLS / "phpunitpolyfills-autoload.php")
     root = tmp_path_factory.mktemp("evaluate-parity")
@@ -183,11 +196,10 @@ def evaluations(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for backend in BACKENDS:
         work = root / backend
         work.mkdir()
-        out = codebox_with_tmpdir(
+        out = _codebox(
+            backend,
             work,
             "evaluate-patch",
-            "--backend",
-            backend,
             "--plugin",
             str(BUGGY_COUNTER),
             "--patch",
@@ -197,12 +209,11 @@ def evaluations(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "--json",
             "-q",
             env=env,
-            timeout=1200,
         )
         doc = json.loads(out.stdout)
         run_dir = Path(doc["bundleDir"])
         assert json.loads((run_dir / "metadata.json").read_text())["runtime"]["backend"] == RECORDED[backend]
-        _verified(work, run_dir)
+        _verified(run_dir)
         runs[backend] = {"exit": out.returncode, "doc": doc, "bundle": run_dir}
     return runs
 

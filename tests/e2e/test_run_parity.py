@@ -1,4 +1,4 @@
-"""Every catalog command runs the same way from `codebox run` (a child process) and from the Launch screen
+"""Every catalog command runs the same way from `codebox run` and from the Launch screen
 (Pilot, the real TUI): same status and exit codes, same command results, same bundle files, both runs in
 the review inbox. Both go through the one run lifecycle (docs/architecture.md, "Runtime API"); this is
 what caught `wordpress.phpunit` failing with `phpunit-missing` from the TUI while `codebox run` passed
@@ -7,10 +7,15 @@ what caught `wordpress.phpunit` failing with `phpunit-missing` from the TUI whil
 Every command runs on the native backend (real PHP in real bubblewrap, several times cheaper in CI): what is
 compared — the request, its tool mounts, the lifecycle, the bundle — is built before and after the backend, by
 the same code for both (docs/backends.md; tool mounts: lifecycle/tools.py). One command also runs on Playground,
-so the Launch screen's own sidecar is compared with the CLI's; the backends' own parity is test_backend_parity.py's."""
+so the Launch screen's own sidecar is compared with the CLI's; the backends' own parity is test_backend_parity.py's.
+
+The Playground case runs `codebox run` in a process of its own (its own sidecar); the native cases call the same
+entry point in the test's process (tests/factories/holds.py's codebox_in_process: exit codes, stdout and stderr as a
+process gives them), which saves a new process's imports per case (docs/performance.md, "Test suite")."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -29,6 +34,7 @@ from codebox_tui.runtime.catalog import command_catalog
 from codebox_tui.screens.live_run import LiveRunScreen
 from codebox_tui.settings import get_settings, reload_settings
 from store.db import Store
+from tests.factories.holds import codebox_in_process
 from tests.factories.parity import backend_setting, recorded_backend_option
 from tests.factories.paths import REPO
 from tests.factories.toolchains import WP_CLI_PHAR, core_checkout, require
@@ -109,6 +115,18 @@ def _without_ids(path: str) -> str:
     return re.sub(r"(runtime-snapshots/blobs/)[0-9a-f]{64}$", r"\1BLOB", path)
 
 
+async def _launch(command: str, mount: str, args: list[str]) -> tuple[str, Path | None, str]:
+    """``command`` through the Launch form of the real TUI (Pilot): the live run's final state, bundle and run id."""
+    app = CodeboxApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        live = await submit_launch_form(
+            app, pilot, command=command, mounts=mount, args=" ".join(shlex.quote(a) for a in args)
+        )
+        assert isinstance(live, LiveRunScreen), live.query_one("#launch-error").render()
+        await wait_while(lambda: live.state == "starting", 300)
+        return live.state, live.bundle_dir, live.session.runtime_id
+
+
 def _run_status(run_id: str) -> str:
     store = Store.open(get_settings().db_path)
     try:
@@ -118,17 +136,17 @@ def _run_status(run_id: str) -> str:
 
 
 @pytest.mark.parametrize(("command", "backend"), [pytest.param(*case, id=f"{case[0]}@{case[1]}") for case in CASES])
-async def test_command_runs_the_same_from_the_cli_and_the_launch_screen(
+def test_command_runs_the_same_from_the_cli_and_the_launch_screen(
     command: str, backend: str, wp_cli_phar: Path, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     if backend == "playground":
         request.getfixturevalue("playground_session")  # the session's warm sidecar, as the TUI's
     with backend_setting(backend):
-        await _run_both_ways_and_compare(command, backend, tmp_path)
+        _run_both_ways_and_compare(command, backend, tmp_path)
 
 
-async def _run_both_ways_and_compare(command: str, backend: str, tmp_path: Path) -> None:
-    """``command`` through `codebox run` (a child process) and the Launch form, both on ``backend`` (the
+def _run_both_ways_and_compare(command: str, backend: str, tmp_path: Path) -> None:
+    """``command`` through `codebox run` (see the module's docstring) and the Launch form, both on ``backend`` (the
     setting, which the form's Backend field starts from); their outcomes and bundles compared."""
     plugin = tmp_path / "shortcode-demo"
     shutil.copytree(PLUGIN, plugin)
@@ -137,39 +155,21 @@ async def _run_both_ways_and_compare(command: str, backend: str, tmp_path: Path)
     if command == "wordpress.core-phpunit":
         core_checkout(tmp_path / "wordpress-develop", {"site.php": CORE_TEST})
 
-    cli = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codebox_tui",
-            "run",
-            "--mount",
-            mount,
-            "--command",
-            command,
-            *[part for arg in args for part in ("--arg", arg)],
-            "--json",
-            "--quiet",
-        ],
-        cwd=tmp_path,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    run_args = ["run", "--mount", mount, "--command", command, *[p for arg in args for p in ("--arg", arg)]]
+    if backend == "playground":  # a `codebox` process of its own, with its own sidecar
+        cli = subprocess.run(
+            [sys.executable, "-m", "codebox_tui", *run_args, "--json", "--quiet"],
+            cwd=tmp_path,
+            env=dict(os.environ),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    else:  # the same entry point in this process (tests/factories/holds.py), before any event loop runs, as in a process
+        cli = codebox_in_process(get_settings().home, *run_args, "--json", "--quiet")
     doc = json.loads(cli.stdout)
     cli_bundle = Path(doc["artifacts"]["directory"])
-
-    app = CodeboxApp()
-    async with app.run_test(size=(120, 40)) as pilot:
-        live = await submit_launch_form(
-            app, pilot, command=command, mounts=mount, args=" ".join(shlex.quote(a) for a in args)
-        )
-        assert isinstance(live, LiveRunScreen), live.query_one("#launch-error").render()
-        await wait_while(lambda: live.state == "starting", 300)
-        tui_state = live.state
-        tui_bundle = live.bundle_dir
-        tui_run = live.session.runtime_id
+    tui_state, tui_bundle, tui_run = asyncio.run(_launch(command, mount, args))
 
     assert tui_bundle is not None, cli.stderr
     assert (tui_state == "done") == doc["success"], (tui_state, doc.get("error"), doc.get("execution"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -25,6 +26,7 @@ from codebox_tui.runtime.session import RunSession
 from codebox_tui.settings import get_settings
 from codebox_tui.versions import DEFAULT_PHP_VERSION, DEFAULT_WP_VERSION
 from tests.factories.holds import codebox_in_process
+from tests.factories.native import native_run, recorded_backend
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 from tests.factories.waiting import wait_for_reaper, wait_until
 
@@ -265,24 +267,6 @@ def test_hung_php_times_out_and_the_sidecar_is_killed(tmp_path: Path) -> None:
         assert "command.failed" in types
 
 
-def test_no_sandbox_directories_leak(codebox_home: Path, tmp_path: Path) -> None:
-    spec = SandboxSpec(
-        mounts=[parse_mount(f"{EXAMPLE_PLUGIN}:/wordpress/wp-content/plugins/x:readonly")],
-        policy=RuntimePolicy(commands=["wordpress.run-php"]),
-    )
-    before = set(os.listdir(codebox_home / "sandboxes")) if (codebox_home / "sandboxes").exists() else set()
-    with RunSession(spec, tmp_path) as run:
-        run.execute("wordpress.run-php", ["code=echo 1;"])
-        during = set(os.listdir(codebox_home / "sandboxes"))
-        assert during - before, "the sandbox keeps its private site copy while it runs"
-    assert wait_for_reaper(run.reaper_pid), "the reaper did not finish"
-
-    def left() -> set[str]:  # (a first boot in this process also boots an opcache-seed sandbox in the background)
-        return set(os.listdir(codebox_home / "sandboxes")) - before - {".readonly"}
-
-    assert wait_until(lambda: not left(), timeout=120), left()
-
-
 def _codebox(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "codebox_tui", *args],
@@ -294,9 +278,15 @@ def _codebox(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.native
 def test_cli_run_json_is_clean_and_complete(tmp_path: Path) -> None:
+    """`codebox run --json` in a process of its own, progress lines on: stdout is exactly the run document. On the
+    native backend, as the document and the progress lines are the CLI's, not the backend's (a Playground child
+    process's stdout is parsed whole as JSON by tests/e2e/test_run_parity.py's Playground case)."""
     out = _codebox(
         "run",
+        "--backend",
+        "native",
         "--mount",
         f"{EXAMPLE_PLUGIN}:/wordpress/wp-content/plugins/simple-plugin:readonly",
         "--command",
@@ -313,6 +303,7 @@ def test_cli_run_json_is_clean_and_complete(tmp_path: Path) -> None:
     assert json.loads(doc["execution"]["stdout"])["shortcode"].startswith('<p class="simple-greeting">')
     run_dir = Path(doc["artifacts"]["directory"])
     assert (run_dir / "events.jsonl").is_file()
+    assert recorded_backend(run_dir) == "native"  # a moved test cannot silently run on the other backend
 
 
 @pytest.mark.parametrize(
@@ -358,9 +349,11 @@ def test_mount_spec_metadata_is_opaque() -> None:
     assert mount.metadata["anything"] == {"goes": [1]}
 
 
+@pytest.mark.native
 def test_bundle_captures_php_changes_to_a_readwrite_git_plugin(plugin_copy: Path, tmp_path: Path) -> None:
     """PHP modifies, adds and deletes files in a read-write mounted plugin; the bundle verifies and its
-    patch reproduces the sandbox's output on the baseline byte for byte."""
+    patch reproduces the sandbox's output on the baseline byte for byte. On the native backend: the capture and the
+    copy-on-write mount are the run's, the same code on both backends (docs/backends.md)."""
     git = ["git", "-c", "user.email=t@example.test", "-c", "user.name=t", "-C", str(plugin_copy)]
     # as many plugins do: tests left out of release archives (git archive would drop them from HEAD)
     (plugin_copy / ".gitattributes").write_text("tests/ export-ignore\n")
@@ -372,10 +365,6 @@ def test_bundle_captures_php_changes_to_a_readwrite_git_plugin(plugin_copy: Path
     subprocess.run([*git, "commit", "-qm", "base"], check=True)
     pristine = tmp_path / "pristine"
     subprocess.run(["git", "clone", "-q", str(plugin_copy), str(pristine)], check=True)
-    spec = SandboxSpec(
-        mounts=[parse_mount(f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin")],
-        policy=RuntimePolicy(commands=["wordpress.run-php"]),
-    )
     code = (
         "$d = WP_PLUGIN_DIR . '/simple-plugin';"
         "file_put_contents(\"$d/simple-plugin.php\", str_replace('Hello', 'Howdy', file_get_contents(\"$d/simple-plugin.php\")));"
@@ -386,7 +375,8 @@ def test_bundle_captures_php_changes_to_a_readwrite_git_plugin(plugin_copy: Path
         'mkdir("$d/node_modules/.bin", 0777, true); file_put_contents("$d/node_modules/.bin/lint", \'x\');'
         "echo 'changed';"
     )
-    with RunSession(spec, tmp_path / "artifacts") as run:
+    mount = f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin"
+    with native_run(tmp_path / "artifacts", mounts=[mount], commands=["wordpress.run-php"]) as run:
         run.execute("wordpress.run-php", [f"code={code}"])
         summary = run.capture()
         sandbox_output = run.mount_dir(0)  # the private copy the sandbox wrote (kept until close)
@@ -398,6 +388,7 @@ def test_bundle_captures_php_changes_to_a_readwrite_git_plugin(plugin_copy: Path
     from codebox_tui.bundle.verify import verify_bundle
 
     assert verify_bundle(summary.path).valid
+    assert recorded_backend(summary.path) == "native"
     changed = {f["relativePath"]: f["status"] for f in summary.changed_files}
     assert changed == {
         "simple-plugin.php": "modified",
@@ -418,60 +409,67 @@ def test_bundle_captures_php_changes_to_a_readwrite_git_plugin(plugin_copy: Path
     assert types[-1] == "artifacts.capturing"
 
 
-def test_git_folder_of_a_readwrite_mount_is_shielded(plugin_copy: Path, tmp_path: Path) -> None:
-    """The sandbox cannot read the mount's git history or plant hooks/config that the host's git would
-    run later; the rest of the read-write mount stays writable. (On a fresh boot; a pre-booted spare that gets its
-    mounts attached later is checked in tests/e2e/test_runtime_spare.py.)"""
+def test_git_folder_and_git_pointer_of_readwrite_mounts_are_shielded_and_no_sandbox_directory_leaks(
+    plugin_copy: Path, codebox_home: Path, tmp_path: Path
+) -> None:
+    """The sandbox cannot read a mount's git history or plant hooks/config that the host's git would run later; a
+    worktree/submodule ``.git`` file ("gitdir: …") cannot be redirected; the rest of the read-write mount stays
+    writable. (On a fresh boot; a pre-booted spare that gets its mounts attached later is checked in
+    tests/e2e/test_runtime_spare.py.) Both attacks in one sandbox, one mount each; the same sandbox keeps its private
+    site copy while it runs and leaves no folder behind once its reaper has finished."""
     subprocess.run(["git", "init", "-q", str(plugin_copy)], check=True)
     hooks = plugin_copy / ".git" / "hooks"
     before = sorted(p.name for p in hooks.iterdir())
     config = (plugin_copy / ".git" / "config").read_bytes()
+    pointed = tmp_path / "pointed"
+    shutil.copytree(EXAMPLE_PLUGIN, pointed)
+    pointer = pointed / ".git"
+    pointer.write_text("gitdir: /somewhere/else/.git/worktrees/p\n")
     spec = SandboxSpec(
-        mounts=[parse_mount(f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin")],
+        mounts=[
+            parse_mount(f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin"),
+            parse_mount(f"{pointed}:/wordpress/wp-content/plugins/pointed"),
+        ],
         policy=RuntimePolicy(commands=["wordpress.run-php"]),
     )
     code = (
-        "$d = WP_PLUGIN_DIR . '/simple-plugin';"
+        "$d = WP_PLUGIN_DIR . '/simple-plugin'; $f = WP_PLUGIN_DIR . '/pointed/.git';"
         "echo json_encode(['git' => array_values(array_diff(scandir(\"$d/.git\"), ['.', '..'])),"
         '\'hook\' => @file_put_contents("$d/.git/hooks/post-checkout", "#!/bin/sh\\necho pwned\\n"),'
         "'config' => @file_put_contents(\"$d/.git/config\", '[core]'),"
-        "'plugin' => file_put_contents(\"$d/written.txt\", 'ok')]);"
+        "'plugin' => file_put_contents(\"$d/written.txt\", 'ok'),"
+        "'read' => file_get_contents($f), 'write' => @file_put_contents($f, 'gitdir: ./evil')]);"
     )
+    sandboxes_before = set(os.listdir(codebox_home / "sandboxes")) if (codebox_home / "sandboxes").exists() else set()
     with RunSession(spec, tmp_path / "artifacts") as run:
         result = run.execute("wordpress.run-php", [f"code={code}"])
         phases = [e["data"].get("phase") for e in events(run) if isinstance(e.get("data"), dict)]
         summary = run.capture()
+        during = set(os.listdir(codebox_home / "sandboxes"))
     assert "using-prebooted-sandbox" not in phases
     assert "shielding-git-folder" in phases
     doc = json.loads(result.stdout)
-    assert doc == {"git": [], "hook": False, "config": False, "plugin": 2}
+    assert doc == {"git": [], "hook": False, "config": False, "plugin": 2, "read": "", "write": False}
     assert sorted(p.name for p in hooks.iterdir()) == before
     assert (plugin_copy / ".git" / "config").read_bytes() == config
+    assert pointer.read_text() == "gitdir: /somewhere/else/.git/worktrees/p\n"
     # the rest of the mount was writable: the write is in the bundle (the folder itself is copy-on-write)
     # (the repository has no commit: its baseline is empty, every file reads as added)
     assert {f["relativePath"]: f["status"] for f in summary.changed_files}["written.txt"] == "added"
     assert not (plugin_copy / "written.txt").exists()
+    # no sandbox directory leaks: kept while the sandbox runs, gone once its reaper has finished
+    assert during - sandboxes_before, "the sandbox keeps its private site copy while it runs"
+    assert wait_for_reaper(run.reaper_pid), "the reaper did not finish"
+
+    def left() -> set[str]:  # (a first boot in this process also boots an opcache-seed sandbox in the background)
+        return set(os.listdir(codebox_home / "sandboxes")) - sandboxes_before - {".readonly"}
+
+    assert wait_until(lambda: not left(), timeout=120), left()
 
 
-def test_git_pointer_file_of_a_readwrite_mount_is_shielded(plugin_copy: Path, tmp_path: Path) -> None:
-    """A worktree/submodule ``.git`` file ("gitdir: …") cannot be redirected by the sandbox."""
-    pointer = plugin_copy / ".git"
-    pointer.write_text("gitdir: /somewhere/else/.git/worktrees/p\n")
-    spec = SandboxSpec(
-        mounts=[parse_mount(f"{plugin_copy}:/wordpress/wp-content/plugins/simple-plugin")],
-        policy=RuntimePolicy(commands=["wordpress.run-php"]),
-    )
-    code = (
-        "$f = WP_PLUGIN_DIR . '/simple-plugin/.git';"
-        "echo json_encode(['read' => file_get_contents($f), 'write' => @file_put_contents($f, 'gitdir: ./evil')]);"
-    )
-    with RunSession(spec, tmp_path / "artifacts") as run:
-        result = run.execute("wordpress.run-php", [f"code={code}"])
-    assert json.loads(result.stdout) == {"read": "", "write": False}
-    assert pointer.read_text() == "gitdir: /somewhere/else/.git/worktrees/p\n"
-
-
-def test_opcache_seed_is_used_by_new_sandboxes_but_never_written_by_them(codebox_home: Path, tmp_path: Path) -> None:
+def test_opcache_seed_is_used_by_new_sandboxes_but_never_written_by_them(
+    session: RunSession, codebox_home: Path, tmp_path: Path
+) -> None:
 
     from codebox_tui.runtime.golden import opcache_seed
     from codebox_tui.runtime.wordpress_builds import resolve_build
@@ -479,8 +477,9 @@ def test_opcache_seed_is_used_by_new_sandboxes_but_never_written_by_them(codebox
 
     build, golden_root = resolve_build(DEFAULT_WP_VERSION), get_settings().golden_dir
     spec = SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php"]))
-    with RunSession(spec, tmp_path) as run:  # the background refill builds the seed if none exists yet
-        run.execute("wordpress.run-php", ["code=echo 1;"])
+    # the module's sandbox (booted by now, else here; at the default WordPress and PHP): the background refill after
+    # a boot builds the seed if none exists yet
+    session.execute("wordpress.run-php", ["code=echo 1;"])
     wait_until(lambda: opcache_seed(build, DEFAULT_PHP_VERSION, golden_root) is not None, timeout=120, interval=0.5)
     seed = opcache_seed(build, DEFAULT_PHP_VERSION, golden_root)
     assert seed is not None

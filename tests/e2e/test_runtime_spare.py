@@ -20,11 +20,18 @@ pytestmark = pytest.mark.playground
 PLUGIN = "/wordpress/wp-content/plugins/simple-plugin"
 
 
-def test_prebooted_spare_gets_the_mounts_of_the_next_run(
+def test_prewarmed_spares_get_the_mounts_of_the_next_runs(
     playground_session,
     codebox_home: Path,  # type: ignore[no-untyped-def]
     tmp_path: Path,
 ) -> None:
+    """`prewarm` boots a spare (only when spares are on, and one at a time) that the first run takes; once that run's
+    sandbox stops the next spare boots, and the second run takes it. (One test, so the first run takes the prewarmed
+    spare instead of booting a sandbox of its own: the same claims, one boot fewer.)"""
+    from codebox_tui.contracts.runtime import RuntimePolicy
+    from codebox_tui.runtime.backend import SandboxSpec
+    from codebox_tui.runtime.playground import PlaygroundBackend
+
     rw = tmp_path / "rw"
     subprocess.run(["git", "init", "-q", str(rw)], check=True)
     hooks = rw / ".git" / "hooks"
@@ -33,12 +40,24 @@ def test_prebooted_spare_gets_the_mounts_of_the_next_run(
     mounts = [f"{EXAMPLE_PLUGIN}:{PLUGIN}:readonly", f"{rw}:/srv/rw:readwrite"]
     sandboxes = codebox_home / "sandboxes"
     before = set(os.listdir(sandboxes)) if sandboxes.exists() else set()
-    discard_spare_sandboxes()
-    enable_spare_sandboxes(True)
+    discard_spare_sandboxes()  # no spare left over from earlier tests: the first run can only get a prewarmed one
+    backend = PlaygroundBackend()
+    spec = SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php"]))
+    enable_spare_sandboxes(False)
     try:
+        assert backend.prewarm(spec) is False  # spares off
+        enable_spare_sandboxes(True)
+        assert backend.prewarm(spec) is True
+        assert backend.prewarm(spec) is False  # one is enough
         with playground_session.new_run(tmp_path / "a1", mounts=mounts) as first:
-            first.execute("wordpress.run-php", ["code=echo 1;"])  # boots fresh
-            # the spare boots once this sandbox stops, not while its run goes on (issue 27)
+            mounted = first.execute(  # takes the prewarmed spare
+                "wordpress.run-php", [f"code=echo file_exists('{PLUGIN}/simple-plugin.php') ? 'mounted' : 'no';"]
+            )
+            first_phases = [
+                json.loads(line)["data"].get("phase")
+                for line in (first.run_dir / "events.jsonl").read_text().splitlines()
+            ]
+            # the next spare boots once this sandbox stops, not while its run goes on (issue 27)
             in_hand_during_first = spares_in_hand()
         in_hand_after_first = spares_in_hand()
         with playground_session.new_run(tmp_path / "a2", mounts=mounts) as second:
@@ -66,6 +85,8 @@ def test_prebooted_spare_gets_the_mounts_of_the_next_run(
     finally:
         enable_spare_sandboxes(None)  # back to the setting
         discard_spare_sandboxes()
+    assert "using-prebooted-sandbox" in first_phases
+    assert mounted.stdout == "mounted", mounted.stderr
     assert "using-prebooted-sandbox" in phases
     assert (in_hand_during_first, in_hand_after_first, in_hand_during_second, in_hand_after_second) == (0, 1, 0, 1)
     doc = json.loads(result.stdout)
@@ -85,44 +106,3 @@ def test_prebooted_spare_gets_the_mounts_of_the_next_run(
     assert (summary.path / changed["out.txt"]["artifactPath"]).read_text() == "from-spare"
     assert all(wait_for_reaper(pid) for pid in reapers), "a reaper did not finish"
     assert set(os.listdir(sandboxes)) - before == set()  # the taken spare and the new one are gone
-
-
-def test_prewarm_boots_a_spare_that_the_first_run_takes(
-    playground_session,
-    codebox_home: Path,  # type: ignore[no-untyped-def]
-    tmp_path: Path,
-) -> None:
-    from codebox_tui.contracts.runtime import RuntimePolicy
-    from codebox_tui.runtime.backend import SandboxSpec
-    from codebox_tui.runtime.playground import PlaygroundBackend
-
-    discard_spare_sandboxes()  # no spare left over from earlier tests: this run can only get a prewarmed one
-    sandboxes = codebox_home / "sandboxes"
-    before = set(os.listdir(sandboxes)) if sandboxes.exists() else set()
-    backend = PlaygroundBackend()
-    enable_spare_sandboxes(False)
-    try:
-        assert (
-            backend.prewarm(SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php"]))) is False
-        )  # spares off
-        enable_spare_sandboxes(True)
-        assert backend.prewarm(SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php"]))) is True
-        assert (
-            backend.prewarm(SandboxSpec(mounts=[], policy=RuntimePolicy(commands=["wordpress.run-php"]))) is False
-        )  # one is enough
-        enable_spare_sandboxes(False)  # so the run below does not start another spare after taking this one
-        with playground_session.new_run(tmp_path / "a", mounts=[f"{EXAMPLE_PLUGIN}:{PLUGIN}:readonly"]) as run:
-            result = run.execute(
-                "wordpress.run-php", [f"code=echo file_exists('{PLUGIN}/simple-plugin.php') ? 'mounted' : 'no';"]
-            )
-            phases = [
-                json.loads(line)["data"].get("phase")
-                for line in (run.run_dir / "events.jsonl").read_text().splitlines()
-            ]
-    finally:
-        enable_spare_sandboxes(None)
-        discard_spare_sandboxes()
-    assert "using-prebooted-sandbox" in phases
-    assert result.stdout == "mounted", result.stderr
-    assert wait_for_reaper(run.reaper_pid), "the reaper did not finish"
-    assert set(os.listdir(sandboxes)) - before == set()
