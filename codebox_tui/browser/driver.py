@@ -46,8 +46,17 @@ class _EarlyDriver:
 
     def _open_browser(self, playwright: Any) -> Any:
         browser, self._browser = self._browser, None
-        if browser is not None and browser.is_connected():
-            return browser
+        if browser is not None:
+            try:
+                # a round trip to it: a Chromium that died while nobody drove this thread is only found out here
+                # (Playwright's is_connected() learns of it from events this idle thread never read)
+                browser.new_context().close()
+                return browser
+            except Exception:
+                try:
+                    browser.close()
+                except Exception:  # already gone
+                    pass
         return launch(playwright)
 
     def run(self, work: Callable[[OpenBrowser], None]) -> None:
