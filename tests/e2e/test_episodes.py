@@ -29,6 +29,7 @@ from codebox_tui.lifecycle import RunRequest
 from codebox_tui.lifecycle.episode import Episode, load_snapshot_document
 from codebox_tui.runtime import site_state
 from codebox_tui.runtime.table_prefix import PrefixRename, rebase_snapshot_tables
+from tests.factories.holds import codebox_in_process
 from tests.factories.native import recorded_backend
 
 pytestmark = pytest.mark.native
@@ -258,13 +259,18 @@ def _codebox(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_run_restore_refuses_another_php_version_before_booting(episode_run: EpisodeRun, tmp_path: Path) -> None:
+def test_run_restore_refuses_another_php_version_before_booting(
+    episode_run: EpisodeRun, tmp_path: Path, codebox_home: Path
+) -> None:
+    """Through the real entry point in this process (docs/performance.md "Test suite"); `codebox run --restore`
+    in a process of its own is test_run_restore_through_the_cli's."""
     taken_on = _load(episode_run.bundle, episode_run.snapshot_path.relative_to(episode_run.bundle).as_posix())[
         "compatibility"
     ]["phpVersion"]
     php = ".".join(taken_on.split(".")[:2])  # the series: a native snapshot records the host's full version
     other = "8.2" if php != "8.2" else "8.3"
-    done = _codebox(
+    done = codebox_in_process(
+        codebox_home,
         "run",
         "--restore",
         str(episode_run.snapshot_path),
@@ -341,11 +347,13 @@ def test_files_written_outside_the_declared_mounts_are_flagged(tmp_path: Path) -
     assert changed == ["mine.php"]  # the mount's own change is in the patch, not in the flag
 
 
-def test_an_observation_as_a_command_step(tmp_path: Path) -> None:
-    """``wp-codebox.observe`` gives recipes and `codebox run` the episode observations as steps."""
+def test_an_observation_as_a_command_step(tmp_path: Path, codebox_home: Path) -> None:
+    """``wp-codebox.observe`` gives recipes and `codebox run` the episode observations as steps (through the real
+    entry point in this process, docs/performance.md "Test suite")."""
     from codebox_tui.contracts.episode import EpisodeObservation
 
-    done = _codebox(
+    done = codebox_in_process(
+        codebox_home,
         "run",
         "--backend",
         "native",
@@ -407,7 +415,9 @@ def test_episode_run_cli_runs_the_example_plan(tmp_path: Path) -> None:
     assert "episode: snapshot named" in done.stderr  # the progress lines name each item as it happens
 
 
-def test_episode_run_prints_each_step_counted_from_one_with_its_output(tmp_path: Path) -> None:
+def test_episode_run_prints_each_step_counted_from_one_with_its_output(tmp_path: Path, codebox_home: Path) -> None:
+    """Through the real entry point in this process (docs/performance.md "Test suite"); `codebox episode run` in a
+    process of its own is test_episode_run_cli_runs_the_example_plan's."""
     plan = tmp_path / "plan.json"
     plan.write_text(
         json.dumps(
@@ -419,7 +429,9 @@ def test_episode_run_prints_each_step_counted_from_one_with_its_output(tmp_path:
             }
         )
     )
-    done = _codebox("episode", "run", str(plan), "--backend", "native", "--artifacts", str(tmp_path / "art"))
+    done = codebox_in_process(
+        codebox_home, "episode", "run", str(plan), "--backend", "native", "--artifacts", str(tmp_path / "art")
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
     step = next(i for i, line in enumerate(lines) if line.startswith("  step "))
