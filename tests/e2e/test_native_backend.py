@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from codebox_tui import __version__
+from tests.factories.holds import codebox_in_process
 from tests.factories.native import codebox_with_tmpdir, host_php_version
 from tests.factories.paths import EXAMPLE_PLUGIN, REPO
 from tests.factories.toolchains import PHPUNIT_POLYFILLS, WP_CLI_PHAR, WP_TESTS_LIB, require
@@ -118,9 +119,10 @@ def test_wp_cli_runs_natively_with_the_toolchain_phar(tmp_path: Path) -> None:
     assert plugins.get("hello") == "inactive"
 
 
-def test_another_php_version_is_refused_naming_the_playground_backend(tmp_path: Path) -> None:
-    out = codebox_with_tmpdir(
-        tmp_path,
+def test_another_php_version_is_refused_naming_the_playground_backend(tmp_path: Path, codebox_home: Path) -> None:
+    """Refused before boot, through the real entry point in this process (docs/performance.md "Test suite")."""
+    out = codebox_in_process(
+        codebox_home,
         "run",
         "--backend",
         "native",
@@ -213,13 +215,15 @@ def test_a_hung_command_is_killed_with_every_process_it_started(tmp_path: Path) 
     assert leftovers.stdout.strip() == "", leftovers.stdout
 
 
-def test_mounts_native_cannot_honour_fail_clearly(tmp_path: Path) -> None:
+def test_mounts_native_cannot_honour_fail_clearly(tmp_path: Path, codebox_home: Path) -> None:
     """A mount over the sandbox's own configuration is refused before anything boots (exit 2); one bubblewrap
-    cannot make (a new folder inside read-only core) fails the run closed, with bwrap's reason (exit 4)."""
+    cannot make (a new folder inside read-only core) fails the run closed, with bwrap's reason (exit 4). Through
+    the real entry point in this process (docs/performance.md "Test suite"); the module's other runs are `codebox`
+    processes of their own."""
     folder = tmp_path / "folder"
     folder.mkdir()
-    reserved = codebox_with_tmpdir(
-        tmp_path,
+    reserved = codebox_in_process(
+        codebox_home,
         "run",
         "--backend",
         "native",
@@ -235,8 +239,8 @@ def test_mounts_native_cannot_honour_fail_clearly(tmp_path: Path) -> None:
     )
     assert reserved.returncode == 2, reserved.stdout + reserved.stderr
     assert json.loads(reserved.stdout)["error"]["code"] == "invalid-mount"
-    in_core = codebox_with_tmpdir(
-        tmp_path,
+    in_core = codebox_in_process(
+        codebox_home,
         "run",
         "--backend",
         "native",
