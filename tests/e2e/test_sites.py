@@ -172,7 +172,9 @@ def test_rm_deletes_the_site_and_status_then_misses(prepared: Prepared, tmp_path
 @pytest.mark.native
 def test_a_natively_prepared_site_opens_natively_and_is_released(prepared: Prepared) -> None:
     """The snapshot records the host's full PHP version and the site its series: they match, so the site is
-    restored into a fresh native sandbox and served; `codebox release` from another process ends the hold."""
+    restored into a fresh native sandbox and served; `codebox release` from another process (this one, through the
+    real entry point: tests/factories/holds.py; a `codebox release` process of its own is test_release_held's)
+    ends the hold."""
     port = free_port()
     held = HeldCommand(
         prepared.home, "site", "open", prepared.doc["site_id"], "--hold", "10m", "--preview-port", str(port)
@@ -181,7 +183,7 @@ def test_a_natively_prepared_site_opens_natively_and_is_released(prepared: Prepa
         where, runtime_id = held.wait_held()
         assert where == f"http://127.0.0.1:{port}"
         _serves_the_prepared_site(where)
-        released = codebox(prepared.home, "release", runtime_id)
+        released = codebox_in_process(prepared.home, "release", runtime_id)
         assert released.returncode == 0, released.stderr
         assert held.wait_exit() == 0, held.stderr
     finally:
