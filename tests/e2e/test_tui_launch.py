@@ -2,7 +2,9 @@
 bundle lands in the real store, and `r` opens it for review. The form starts on the native backend here (the
 `CODEBOX_BACKEND` setting its Backend field starts from; real PHP in real bubblewrap, several times cheaper in
 CI); each bundle is checked to have run there. The screen's flows do not depend on the backend: Playground's
-held preview is test_runtime_cli.py's `boot --hold`, a Launch run on Playground test_run_parity.py's."""
+held preview is test_runtime_cli.py's `boot --hold`, a Launch run on Playground test_run_parity.py's. A Launch with
+a hold (the preview served until `c` closes it, then nothing listens there) is test_exec.py's
+test_tui_console_on_a_held_preview, whose held run also drives the console."""
 
 from __future__ import annotations
 
@@ -99,47 +101,6 @@ async def test_launch_form_runs_a_recipe_and_offers_its_bundle() -> None:
         store.close()
     assert live.bundle_dir.resolve() in bundles
     assert live.session is not None and runs[live.session.runtime_id].status == "completed"
-
-
-async def test_launch_with_hold_serves_the_preview_until_closed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import json
-    import urllib.error
-    import urllib.request
-
-    monkeypatch.chdir(tmp_path)
-    app = CodeboxApp()
-    async with app.run_test(size=(120, 40)) as pilot:
-        live = await submit_launch_form(
-            app, pilot, args='code=\'update_option("blogname", "Held Site"); echo 1;\'', hold="10m"
-        )
-        assert isinstance(live, LiveRunScreen), live.query_one("#launch-error").render()
-        await wait_while(lambda: live.progress.hold_until is None)
-        assert live.progress.hold_until is not None and live.state == "starting"
-        url = live.progress.preview_url
-        assert url and "held" in str(live.query_one("#progress").render())
-        page = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=60).read().decode())
-        assert "Held Site" in page  # the live sandbox, after the command ran
-        # the held preview's console takes the focus when it appears; tab leaves it for the log, where `c` acts
-        await wait_while(lambda: not (live.query("#console-input") and live.query_one("#console-input").has_focus), 60)
-        await pilot.press("tab")
-        await pilot.pause()
-        await pilot.press("c")
-        await wait_while(lambda: live.state == "starting", 60)
-        assert live.state == "done", live.query_one("#progress").render()
-        assert live.bundle_dir is not None and recorded_backend_option(live.bundle_dir) == "native"
-        events = [json.loads(line) for line in (live.bundle_dir / "events.jsonl").read_text().splitlines()]
-        ended = [e for e in events if e["type"] == "runtime.hold-ended"]
-        assert [e["data"]["reason"] for e in ended] == ["closed"]
-    try:
-        await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read())
-        served = True
-    except urllib.error.HTTPError:  # an answer, even an error page, means something still listens there
-        served = True
-    except OSError:
-        served = False
-    assert not served  # disposed with the run: nothing listens at the preview's address
 
 
 async def test_launch_form_runs_an_episode_plan_and_shows_its_steps_as_they_happen() -> None:
