@@ -529,7 +529,8 @@ async def test_tui_console_on_a_held_preview(tmp_path: Path, monkeypatch: pytest
     """Live run with a hold (on the native backend, chosen in the Launch form): the held preview serves the site
     as the command left it, the console appears, runs commands with the capabilities shown, refuses a write until
     write is granted explicitly, and closes when the preview does; the hold ends as closed and nothing listens at
-    the preview's address afterwards (this run also serves what was test_tui_launch's held-preview test)."""
+    the preview's address afterwards (the Launch form's held preview: test_tui_launch.py's Launch runs do not
+    hold)."""
     import asyncio
     import urllib.error
     import urllib.request
