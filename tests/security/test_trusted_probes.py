@@ -83,10 +83,24 @@ def _users(summary: Any) -> set[str]:
     return {user.login for user in summary.users.values()}
 
 
+def _ordinary(run: Any, code: str) -> str:
+    """What ``code`` prints in an ordinary request of the sandbox (the kind its commands make, without loading
+    WordPress, which the checks below do not need)."""
+    return str(run.sandbox.run_php("<?php " + code, 60).text)
+
+
+FORGED = "echo empty($GLOBALS['%s']) ? 'clean' : 'forged';"
+
+
 def _forged_in_ordinary_request(run: Any, marker: str = "codebox_forged") -> bool:
     """The planted code (the one that sets ``marker``) really runs in the sandbox's own requests (the attack is
     live, not a no-op)."""
-    return _php(run, f"echo empty($GLOBALS['{marker}']) ? 'clean' : 'forged';").endswith("forged")
+    return _ordinary(run, FORGED % marker) == "forged"
+
+
+def _forged_with_prepend(run: Any) -> str:
+    """In one ordinary request: whether the planted prepend ran, and the auto_prepend_file its php.ini names."""
+    return _ordinary(run, FORGED % "codebox_forged" + " echo ' ', ini_get('auto_prepend_file');")
 
 
 EXTENSION_MARKER = "codebox_forged_by_extension_ini"
@@ -186,15 +200,13 @@ def test_a_php_ini_prepend_taking_effect_after_a_runtime_rotation_does_not_forge
         "file_put_contents('/internal/shared/php.ini', \"\\nauto_prepend_file=/tmp/forge.php\\n\", FILE_APPEND);",
     ).endswith("admin")
     run.sandbox.run_cli(["php", "-r", "echo 1;"], 60.0)  # the next request starts a new runtime
-    assert _forged_in_ordinary_request(run)
-    assert _php(run, "echo ini_get('auto_prepend_file');").endswith("/tmp/forge.php")
+    assert _forged_with_prepend(run) == "forged /tmp/forge.php"
     after = site_state.take_summary(run.sandbox)
     assert "evil-admin" in _users(after) and "evil_option" in after.options
     flagged = {r.subject for r in diff_summaries(before, after).risks if r.code == "sandbox-control-file-modified"}
     assert "/internal/shared/php.ini" in flagged
     # not silently fixed: the sandbox's own requests run under its php.ini again
-    assert _forged_in_ordinary_request(run)
-    assert _php(run, "echo ini_get('auto_prepend_file');").endswith("/tmp/forge.php")
+    assert _forged_with_prepend(run) == "forged /tmp/forge.php"
 
 
 def test_a_planted_extensions_ini_does_not_forge_the_summary(preload_then_extensions_ini: dict[str, Any]) -> None:
