@@ -3,7 +3,8 @@ sandbox can and cannot forge").
 
 Sandboxed PHP can write Playground's control files (/internal/shared: php.ini, the auto_prepend_file,
 preload/*.php, the extensions folder). Each test plants one of them for real
-through a command of a real Playground sandbox, in a way that forges the site-state summary of an
+through a request of a real Playground sandbox (a `wordpress.run-php` command where it needs WordPress, an
+ordinary request without it otherwise: the checks that a plant runs, the plants that only write files), in a way that forges the site-state summary of an
 ordinary request (it hides a new administrator), and asserts that Codebox's own measurements (the
 summary and its diff, checkpoints, the snapshot) are not changed by it, that the planted file is flagged
 (`sandbox-control-file-modified`) and that the sandbox's own requests still see what it wrote. Each of
@@ -128,7 +129,7 @@ def preload_then_extensions_ini(
         seen["preload-still-live"] = _forged_in_ordinary_request(run)  # the sandbox's file still runs
         forge = FORGE.replace("$GLOBALS['codebox_forged']", f"$GLOBALS['{EXTENSION_MARKER}']")
         planted = "<?php require '/internal/shared/auto_prepend_file.php';" + forge
-        seen["extensions-plant"] = _php(
+        seen["extensions-plant"] = _ordinary(
             run,
             f"file_put_contents('/tmp/forge.php', {_php_string(planted)});"
             "file_put_contents('/internal/shared/extensions/zz-forge.ini', \"auto_prepend_file=/tmp/forge.php\\n\");"
@@ -213,7 +214,7 @@ def test_a_planted_extensions_ini_does_not_forge_the_summary(preload_then_extens
     """PHP scans /internal/shared/extensions/*.ini when a runtime starts (intl.ini lives there); the planted ini
     names a prepend that sets a marker of its own, seen in the sandbox's request after the runtime rotated."""
     seen = preload_then_extensions_ini
-    assert seen["extensions-plant"].endswith("planted")
+    assert seen["extensions-plant"] == "planted"
     assert seen["extensions-live"]
     after = seen["after-extensions"]
     assert "evil-admin" in _users(after)
@@ -228,7 +229,7 @@ def test_a_planted_prepend_changes_neither_a_checkpoint_nor_its_restore(make_run
     run.boot_sandbox()
     assert _php(run, ADD_ADMIN).endswith("admin")
     with_admin = site_state.take_summary(run.sandbox)
-    assert _php(run, _plant_prepend() + "echo 'planted';").endswith("planted")
+    assert _ordinary(run, _plant_prepend() + "echo 'planted';") == "planted"
     assert _forged_in_ordinary_request(run)
     created = run.execute("wp-codebox.checkpoint-create", ["name=with-admin"])
     assert created.result.json_["status"] == "created"
