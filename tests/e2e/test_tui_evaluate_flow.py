@@ -2,7 +2,8 @@
 and the patch are typed in, the Live run screen shows both test runs with their totals, and the run ends on the
 Review screen's Tests tab with the verdict (docs/evaluate-patch.md, "From the TUI"). Every flow picks the
 native backend in the form's Backend field (real PHP in bubblewrap, the faster one) and checks it ran there; the
-same CLI flows on Playground are test_wp_unittestcase.py's and test_episodes.py's."""
+same CLI flows on Playground are test_wp_unittestcase.py's and test_episodes.py's. The evaluation's Review is checked
+against what its bundle records (verdict header, test delta, probes)."""
 
 from __future__ import annotations
 
@@ -83,10 +84,24 @@ async def test_evaluate_a_patch_from_home_to_the_verdict(tmp_path: Path) -> None
             < kinds.index("patch.applied")
             < len(kinds) - 1 - kinds[::-1].index("evaluate.tests-finished")
         )
-        # the run ends on the Review screen's Tests tab, with the verdict
+        # the run ends on the Review screen's Tests tab, with the verdict and the test delta as the bundle records
+        # them (the header: fixed/broken counts and each side's passed tests; the tab: the fixed test, the suite's
+        # status before, the front-end probe)
         review = await review_on_tab(pilot, "tab-tests")
-        assert "IMPROVEMENT" in str(review.query_one("#verdict", Static).render())
-        assert "Test delta (evaluate-patch): ✔ improvement" in str(review.query_one("#tests", Static).render())
+        assert live.bundle_dir is not None and recorded_backend_option(live.bundle_dir) == "native"
+        recorded = json.loads((live.bundle_dir / "files" / "evaluate-patch.json").read_text())["tests"]
+        assert recorded["verdict"] == "improvement"
+        verdict = str(review.query_one("#verdict", Static).render())
+        assert "IMPROVEMENT" in verdict
+        assert f"fixed {len(recorded['fixed'])} · broken {len(recorded['broken'])}" in verdict
+        before, after = recorded["before"], recorded["after"]
+        assert f"passed {before['passed']}/{before['tests']} → {after['passed']}/{after['tests']}" in verdict
+        tests = str(review.query_one("#tests", Static).render())
+        assert "Test delta (evaluate-patch): ✔ improvement" in tests
+        fixed_block = tests.split("Fixed (1):", 1)[1].split("Broken", 1)[0]
+        assert recorded["fixed"][0] in fixed_block  # CountTest::test_repeated_spaces
+        assert f"Tests before {before['status']} — {before['passed']} passed" in tests
+        assert "Probes (1)" in tests and "✔ front end /" in tests  # the front-end probe, as recorded
     assert (plugin / "buggy-counter.php").read_bytes() == original  # the plugin folder is never touched
 
 

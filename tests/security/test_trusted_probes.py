@@ -3,7 +3,8 @@ sandbox can and cannot forge").
 
 Sandboxed PHP can write Playground's control files (/internal/shared: php.ini, the auto_prepend_file,
 preload/*.php, the extensions folder). Each test plants one of them for real
-through a command of a real Playground sandbox, in a way that forges the site-state summary of an
+through a request of a real Playground sandbox (a `wordpress.run-php` command where it needs WordPress, an
+ordinary request without it otherwise: the checks that a plant runs, the plants that only write files), in a way that forges the site-state summary of an
 ordinary request (it hides a new administrator), and asserts that Codebox's own measurements (the
 summary and its diff, checkpoints, the snapshot) are not changed by it, that the planted file is flagged
 (`sandbox-control-file-modified`) and that the sandbox's own requests still see what it wrote. Each of
@@ -83,10 +84,24 @@ def _users(summary: Any) -> set[str]:
     return {user.login for user in summary.users.values()}
 
 
+def _ordinary(run: Any, code: str) -> str:
+    """What ``code`` prints in an ordinary request of the sandbox (the kind its commands make, without loading
+    WordPress, which the checks below do not need)."""
+    return str(run.sandbox.run_php("<?php " + code, 60).text)
+
+
+FORGED = "echo empty($GLOBALS['%s']) ? 'clean' : 'forged';"
+
+
 def _forged_in_ordinary_request(run: Any, marker: str = "codebox_forged") -> bool:
     """The planted code (the one that sets ``marker``) really runs in the sandbox's own requests (the attack is
     live, not a no-op)."""
-    return _php(run, f"echo empty($GLOBALS['{marker}']) ? 'clean' : 'forged';").endswith("forged")
+    return _ordinary(run, FORGED % marker) == "forged"
+
+
+def _forged_with_prepend(run: Any) -> str:
+    """In one ordinary request: whether the planted prepend ran, and the auto_prepend_file its php.ini names."""
+    return _ordinary(run, FORGED % "codebox_forged" + " echo ' ', ini_get('auto_prepend_file');")
 
 
 EXTENSION_MARKER = "codebox_forged_by_extension_ini"
@@ -114,7 +129,7 @@ def preload_then_extensions_ini(
         seen["preload-still-live"] = _forged_in_ordinary_request(run)  # the sandbox's file still runs
         forge = FORGE.replace("$GLOBALS['codebox_forged']", f"$GLOBALS['{EXTENSION_MARKER}']")
         planted = "<?php require '/internal/shared/auto_prepend_file.php';" + forge
-        seen["extensions-plant"] = _php(
+        seen["extensions-plant"] = _ordinary(
             run,
             f"file_put_contents('/tmp/forge.php', {_php_string(planted)});"
             "file_put_contents('/internal/shared/extensions/zz-forge.ini', \"auto_prepend_file=/tmp/forge.php\\n\");"
@@ -186,22 +201,20 @@ def test_a_php_ini_prepend_taking_effect_after_a_runtime_rotation_does_not_forge
         "file_put_contents('/internal/shared/php.ini', \"\\nauto_prepend_file=/tmp/forge.php\\n\", FILE_APPEND);",
     ).endswith("admin")
     run.sandbox.run_cli(["php", "-r", "echo 1;"], 60.0)  # the next request starts a new runtime
-    assert _forged_in_ordinary_request(run)
-    assert _php(run, "echo ini_get('auto_prepend_file');").endswith("/tmp/forge.php")
+    assert _forged_with_prepend(run) == "forged /tmp/forge.php"
     after = site_state.take_summary(run.sandbox)
     assert "evil-admin" in _users(after) and "evil_option" in after.options
     flagged = {r.subject for r in diff_summaries(before, after).risks if r.code == "sandbox-control-file-modified"}
     assert "/internal/shared/php.ini" in flagged
     # not silently fixed: the sandbox's own requests run under its php.ini again
-    assert _forged_in_ordinary_request(run)
-    assert _php(run, "echo ini_get('auto_prepend_file');").endswith("/tmp/forge.php")
+    assert _forged_with_prepend(run) == "forged /tmp/forge.php"
 
 
 def test_a_planted_extensions_ini_does_not_forge_the_summary(preload_then_extensions_ini: dict[str, Any]) -> None:
     """PHP scans /internal/shared/extensions/*.ini when a runtime starts (intl.ini lives there); the planted ini
     names a prepend that sets a marker of its own, seen in the sandbox's request after the runtime rotated."""
     seen = preload_then_extensions_ini
-    assert seen["extensions-plant"].endswith("planted")
+    assert seen["extensions-plant"] == "planted"
     assert seen["extensions-live"]
     after = seen["after-extensions"]
     assert "evil-admin" in _users(after)
@@ -216,7 +229,7 @@ def test_a_planted_prepend_changes_neither_a_checkpoint_nor_its_restore(make_run
     run.boot_sandbox()
     assert _php(run, ADD_ADMIN).endswith("admin")
     with_admin = site_state.take_summary(run.sandbox)
-    assert _php(run, _plant_prepend() + "echo 'planted';").endswith("planted")
+    assert _ordinary(run, _plant_prepend() + "echo 'planted';") == "planted"
     assert _forged_in_ordinary_request(run)
     created = run.execute("wp-codebox.checkpoint-create", ["name=with-admin"])
     assert created.result.json_["status"] == "created"
