@@ -201,10 +201,11 @@ def _system_view(env: dict[str, str], etc_entries: tuple[str, ...] | list[str], 
     argv: list[str] = []
     for name, value in env.items():
         argv += ["--setenv", name, value]
+    bound = _bound_system_dirs()
     for system_dir in SYSTEM_DIRS:
         if os.path.islink(system_dir):
             argv += ["--symlink", os.readlink(system_dir), system_dir]
-        elif os.path.isdir(system_dir):
+        elif system_dir in bound:
             argv += ["--ro-bind", system_dir, system_dir]
     for entry in etc_entries:
         argv += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
@@ -213,6 +214,12 @@ def _system_view(env: dict[str, str], etc_entries: tuple[str, ...] | list[str], 
         prefix = path.parent.parent if path.parent.name == "bin" else path.parent
         argv += ["--ro-bind", str(prefix), str(prefix)]
     return argv
+
+
+def _bound_system_dirs() -> list[str]:
+    """The :data:`SYSTEM_DIRS` a confined process sees bound read-only as folders (a link among them is made a
+    link inside instead)."""
+    return [d for d in SYSTEM_DIRS if not os.path.islink(d) and os.path.isdir(d)]
 
 
 def _is_within(path: Path, root: Path) -> bool:
@@ -227,7 +234,7 @@ def in_system_view(source: Path, target: str) -> bool:
     path = Path(target)
     if not path.is_absolute() or Path(os.path.realpath(source)) != path or Path(source) != path:
         return False
-    return any(_is_within(path, Path(d)) and not os.path.islink(d) and os.path.isdir(d) for d in SYSTEM_DIRS)
+    return any(_is_within(path, Path(d)) for d in _bound_system_dirs())
 
 
 def bwrap_argv(

@@ -46,20 +46,10 @@ def sandbox_mounts(
     mounts: list[dict[str, str]] = []
     for index, mount in enumerate([*spec.mounts, *spec.extra_mounts]):
         source = host = Path(mount.source)
-        if mount.mode == "readonly" and system_view is not None and system_view(source, mount.target):
-            mounts.append({"hostPath": str(source), "vfsPath": mount.target, "systemView": "1"})
-            report(
-                "mounting",
-                {
-                    "index": index,
-                    "target": mount.target,
-                    "mode": mount.mode,
-                    "writeMode": mount.write_mode,
-                    "systemView": True,
-                },
-            )
-            continue
-        if mount.mode == "readonly":
+        system = mount.mode == "readonly" and system_view is not None and system_view(source, mount.target)
+        if system:
+            pass  # bound as it is, read-only (the same bytes the sandbox sees there anyway)
+        elif mount.mode == "readonly":
             report("staging-readonly-mount", {"index": index, "target": mount.target})
             host = stage_readonly(host, readonly_dir(work_dir) / f"readonly-{index}")
         elif index < len(spec.mounts) and not mount.live:
@@ -73,8 +63,17 @@ def sandbox_mounts(
             if not own_git.is_symlink() and (own_git.is_dir() or own_git.is_file()) and not (host / ".git").exists():
                 # the copy leaves the mount's .git out; the shield below needs its mount point
                 (host / ".git").mkdir() if own_git.is_dir() else (host / ".git").write_bytes(b"")
-        mounts.append({"hostPath": str(host), "vfsPath": mount.target})
-        report("mounting", {"index": index, "target": mount.target, "mode": mount.mode, "writeMode": mount.write_mode})
+        mounts.append({"hostPath": str(host), "vfsPath": mount.target, **({"systemView": "1"} if system else {})})
+        report(
+            "mounting",
+            {
+                "index": index,
+                "target": mount.target,
+                "mode": mount.mode,
+                "writeMode": mount.write_mode,
+                **({"systemView": True} if system else {}),
+            },
+        )
         dot_git = source / ".git"
         if mount.mode == "readwrite" and not dot_git.is_symlink() and (dot_git.is_dir() or dot_git.is_file()):
             # a folder (a repository) or a file (a worktree's or submodule's "gitdir:" pointer)
